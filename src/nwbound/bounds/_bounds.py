@@ -1,0 +1,134 @@
+"""Error bounds ``|p_c(y) − p̂_c(y)| ≤ ε(y)`` from the kernel sums of one query.
+
+All functions are vectorised over queries and take the per-query sums
+
+* ``kappa = Σ w_i K_i`` (the kernel mass κ),
+* ``sq_sum = Σ (w_i K_i)²`` (S2),
+* ``dist_sum = Σ w_i K_i ‖y − y_i‖`` (D),
+
+with ``K_i = K(‖y − y_i‖/λ)``. Where ``kappa == 0`` they return ``inf``; the
+estimators turn that into a vacuous bound (ε = 1, flagged).
+
+The forms, as checked in ``shared/notes/bounds.md``:
+
+``"hoeffding"`` (default)
+    ``ε = β·D/κ + √(ln(2/δ′)·S2/2)/κ``. The sampling term is Hoeffding's
+    inequality conditional on the inputs (labels are independent given the
+    inputs and bounded in [0, 1]); the bias term is the data-dependent form of
+    the paper's Lipschitz lemma, ``Σ θ_i β‖y − y_i‖ ≤ βλ``. Valid for any
+    non-negative kernel, needs no ``c_k``.
+``"paper"``
+    The paper's corollary ``βλ + 2σ·α_n/κ`` with its ``κ ≤ 1`` branch, on the
+    ``1/c_k``-scaled kernel. Valid only with ``σ ≥ 1/2`` and ``c_k ≥ sup K``;
+    ``σ = 1/4`` (the paper's value) reproduces its numbers but is not valid.
+``"selfnormalized"``
+    The anytime self-normalised (Abbasi-Yadkori) form
+    ``β·D/κ + σ·sup K·√(2(1+V)·ln(√(1+V)/δ′))/κ`` with ``V = S2/sup K²``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = [
+    "BOUND_NAMES",
+    "COVERAGE_NAMES",
+    "effective_delta",
+    "lipschitz_bias",
+    "radius_bias",
+    "tail_bias",
+    "hoeffding_sampling",
+    "paper_sampling",
+    "selfnormalized_sampling",
+    "effective_sample_size",
+]
+
+BOUND_NAMES = ("hoeffding", "paper", "selfnormalized")
+COVERAGE_NAMES = ("simultaneous", "per_class")
+
+
+def effective_delta(delta: float, n_classes: int, coverage: str = "simultaneous") -> float:
+    """Per-class failure probability ``δ′``.
+
+    For two classes ``|p_0 − p̂_0| = |p_1 − p̂_1|``, so one event covers both and
+    ``δ′ = δ``. For ``C ≥ 3`` classes a union bound over the classes gives
+    ``δ′ = δ/C`` for simultaneous coverage; ``"per_class"`` keeps ``δ′ = δ``
+    (each class separately, as in the paper).
+    """
+    if coverage not in COVERAGE_NAMES:
+        raise ValueError(f"coverage must be one of {COVERAGE_NAMES}, got {coverage!r}.")
+    if coverage == "per_class" or n_classes <= 2:
+        return float(delta)
+    return float(delta) / n_classes
+
+
+def _safe_ratio(num: np.ndarray, kappa: np.ndarray) -> np.ndarray:
+    num = np.asarray(num, dtype=np.float64)
+    kappa = np.asarray(kappa, dtype=np.float64)
+    out = np.full(np.broadcast(num, kappa).shape, np.inf)
+    np.divide(num, kappa, out=out, where=kappa > 0)
+    return out
+
+
+def lipschitz_bias(beta: float, dist_sum: np.ndarray, kappa: np.ndarray) -> np.ndarray:
+    """Data-dependent bias ``β·Σ θ_i ‖y − y_i‖ = β·D/κ`` (θ_i = w_i K_i/κ)."""
+    return beta * _safe_ratio(dist_sum, kappa)
+
+
+def radius_bias(beta: float, support_radius: np.ndarray | float, kappa: np.ndarray) -> np.ndarray:
+    """The paper's bias ``β·λ`` (``β·r*·λ`` for a kernel truncated at ``r*``)."""
+    kappa = np.asarray(kappa, dtype=np.float64)
+    return np.where(kappa > 0, beta * np.asarray(support_radius, dtype=np.float64), np.inf)
+
+
+def tail_bias(
+    beta: float,
+    near_radius: np.ndarray | float,
+    diameter: float,
+    tail_mass: np.ndarray,
+    kappa: np.ndarray,
+) -> np.ndarray:
+    """Infinite-support bias ``β·λ* + β·Φ·ε_t`` (the paper's lemma 3).
+
+    ``ε_t = Σ_{‖y − y_i‖ > λ*} θ_i`` is the kernel weight share beyond ``λ*``
+    and ``Φ`` the diameter of the input space.
+    """
+    return beta * (np.asarray(near_radius, dtype=np.float64) + diameter * _safe_ratio(tail_mass, kappa))
+
+
+def hoeffding_sampling(kappa: np.ndarray, sq_sum: np.ndarray, delta_prime: float) -> np.ndarray:
+    """``√(ln(2/δ′)·S2/2)/κ`` — Hoeffding for ``Σ θ_i (1{c_i = c} − p_c(y_i))``."""
+    return _safe_ratio(np.sqrt(math.log(2.0 / delta_prime) * np.asarray(sq_sum, np.float64) / 2.0), kappa)
+
+
+def paper_sampling(kappa_scaled: np.ndarray, delta_prime: float, sigma: float) -> np.ndarray:
+    """The paper's ``2σ·α_n(y, δ)/κ`` on the ``1/c_k``-scaled kernel mass.
+
+    ``α_n = √(κ ln(√(1+κ)/δ))`` for ``κ > 1`` and ``√(ln(√2/δ))`` for ``0 < κ ≤ 1``.
+    """
+    k = np.asarray(kappa_scaled, dtype=np.float64)
+    big = k > 1.0
+    alpha = np.full(k.shape, math.sqrt(math.log(math.sqrt(2.0) / delta_prime)))
+    kb = k[big]
+    alpha[big] = np.sqrt(kb * np.log(np.sqrt(1.0 + kb) / delta_prime))
+    return _safe_ratio(2.0 * sigma * alpha, k)
+
+
+def selfnormalized_sampling(
+    kappa: np.ndarray, sq_sum: np.ndarray, delta_prime: float, sigma: float, sup_kernel: float = 1.0
+) -> np.ndarray:
+    """Anytime self-normalised bound ``σ·sup K·√(2(1+V) ln(√(1+V)/δ′))/κ``, ``V = S2/sup K²``."""
+    v = np.asarray(sq_sum, dtype=np.float64) / sup_kernel**2
+    half = np.sqrt(2.0 * (1.0 + v) * np.log(np.sqrt(1.0 + v) / delta_prime))
+    return _safe_ratio(sigma * sup_kernel * half, kappa)
+
+
+def effective_sample_size(kappa: np.ndarray, sq_sum: np.ndarray) -> np.ndarray:
+    """Kish's effective sample size ``κ²/S2`` (0 where κ = 0)."""
+    kappa = np.asarray(kappa, dtype=np.float64)
+    sq = np.asarray(sq_sum, dtype=np.float64)
+    out = np.zeros(np.broadcast(kappa, sq).shape)
+    np.divide(kappa * kappa, sq, out=out, where=sq > 0)
+    return out

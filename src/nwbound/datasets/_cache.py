@@ -1,0 +1,154 @@
+"""Small helpers for on-disk caches of derived arrays.
+
+A cache file is written atomically (temporary file in the same directory, then
+``os.replace``), so a reader never sees a half-written file; a file that cannot be
+read back is reported with a warning and treated as absent, so the caller rebuilds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["atomic_savez", "load_npz", "sha256_file", "settings_hash"]
+
+_CHUNK = 1 << 20
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """Return the hex SHA-256 digest of a file, read in 1 MiB chunks.
+
+    Parameters
+    ----------
+    path : path-like
+        File to hash.
+
+    Returns
+    -------
+    str
+        64 hexadecimal characters.
+    """
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(_CHUNK), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def settings_hash(settings: Mapping[str, Any]) -> str:
+    """Return a stable hex SHA-256 of a JSON-serialisable settings mapping.
+
+    Keys are sorted so that the digest does not depend on insertion order.
+
+    Parameters
+    ----------
+    settings : mapping
+        JSON-serialisable values (str, int, float, bool, None, lists, dicts).
+
+    Returns
+    -------
+    str
+        64 hexadecimal characters.
+    """
+    blob = json.dumps(settings, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def atomic_savez(
+    path: str | os.PathLike[str],
+    arrays: Mapping[str, np.ndarray],
+    *,
+    compressed: bool = True,
+) -> Path:
+    """Write ``arrays`` to an ``.npz`` file atomically.
+
+    The data go to a temporary file in the target directory first, which is then
+    moved over ``path`` with :func:`os.replace` (atomic on POSIX and Windows), so an
+    interrupted write never leaves a partial file under the final name.
+
+    Parameters
+    ----------
+    path : path-like
+        Destination file; its parent directory is created if needed.
+    arrays : mapping of str to ndarray
+        Arrays to store (no object arrays: the file must load with
+        ``allow_pickle=False``).
+    compressed : bool, default True
+        Use :func:`numpy.savez_compressed` rather than :func:`numpy.savez`.
+
+    Returns
+    -------
+    pathlib.Path
+        The final path.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            (np.savez_compressed if compressed else np.savez)(fh, **arrays)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        # Never leave the temporary file behind, whatever interrupted us.
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def load_npz(
+    path: str | os.PathLike[str], required: Iterable[str] = ()
+) -> dict[str, np.ndarray] | None:
+    """Load an ``.npz`` cache file, or return ``None`` if it is absent or unusable.
+
+    A file that exists but cannot be read (truncated, corrupt, missing one of the
+    ``required`` arrays) triggers a :class:`UserWarning` and ``None``, so the caller
+    rebuilds the cache rather than failing or using bad data.
+
+    Parameters
+    ----------
+    path : path-like
+        Cache file.
+    required : iterable of str, optional
+        Names of arrays that must be present.
+
+    Returns
+    -------
+    dict of str to ndarray or None
+        All arrays of the file, fully loaded into memory.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            data = {k: npz[k] for k in npz.files}
+    except Exception as exc:  # noqa: BLE001 - any failure (zlib, zip, CRC) means: rebuild
+        warnings.warn(
+            f"ignoring unreadable cache file {path} ({type(exc).__name__}: {exc}); "
+            "it will be rebuilt",
+            UserWarning,
+            stacklevel=3,
+        )
+        return None
+    missing = [k for k in required if k not in data]
+    if missing:
+        warnings.warn(
+            f"ignoring cache file {path}: arrays {missing} are missing; it will be rebuilt",
+            UserWarning,
+            stacklevel=3,
+        )
+        return None
+    return data

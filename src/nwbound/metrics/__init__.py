@@ -1,0 +1,57 @@
+"""Metrics for classifiers with bounds on their class probabilities.
+
+Every function is pure and takes plain arrays (labels plus ``classes`` to map
+them to probability columns, or integer column indices), so it scores any
+model; functions about bounds also accept a :class:`nwbound.PredictionInterval`
+(or any object with ``proba``, ``lower``, ``upper``, ``epsilon``, ``vacuous``).
+
+Point predictions
+    :func:`accuracy`, :func:`weighted_precision_recall`,
+    :func:`per_class_precision_recall`
+Calibration
+    :func:`expected_calibration_error` (+ :class:`ReliabilityTable`)
+Flagging uncertain predictions
+    :func:`uncertainty_from_interval`, :func:`cumulative_recall_curve`,
+    :func:`errors_caught_at`, :func:`risk_coverage_curve`, :func:`review_flags`
+Bounds
+    :func:`type_errors` (+ :class:`TypeErrorTable`), :func:`conservative_accuracy`,
+    :func:`bound_width_by_confidence`, :func:`violation_rate`,
+    :func:`clopper_pearson`
+"""
+
+from ._bounds import (
+    BoundWidthTable,
+    TypeErrorTable,
+    bound_width_by_confidence,
+    clopper_pearson,
+    conservative_accuracy,
+    cumulative_recall_curve,
+    errors_caught_at,
+    review_flags,
+    risk_coverage_curve,
+    type_errors,
+    uncertainty_from_interval,
+    violation_rate,
+)
+from ._calibration import ReliabilityTable, expected_calibration_error
+from ._classification import accuracy, per_class_precision_recall, weighted_precision_recall
+
+__all__ = [
+    "BoundWidthTable",
+    "ReliabilityTable",
+    "TypeErrorTable",
+    "accuracy",
+    "bound_width_by_confidence",
+    "clopper_pearson",
+    "conservative_accuracy",
+    "cumulative_recall_curve",
+    "errors_caught_at",
+    "expected_calibration_error",
+    "per_class_precision_recall",
+    "review_flags",
+    "risk_coverage_curve",
+    "type_errors",
+    "uncertainty_from_interval",
+    "violation_rate",
+    "weighted_precision_recall",
+]

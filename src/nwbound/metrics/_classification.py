@@ -1,0 +1,134 @@
+"""Point-prediction metrics: accuracy, precision and recall."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._validation import _as_1d, _check_classes, _check_same_length, _encode
+
+__all__ = ["accuracy", "weighted_precision_recall", "per_class_precision_recall"]
+
+
+def _check_label_pair(y_true: ArrayLike, y_pred: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    t = _as_1d(y_true, "y_true")
+    p = _as_1d(y_pred, "y_pred")
+    _check_same_length(("y_true", t), ("y_pred", p))
+    # String vs numeric labels would compare as "all wrong" silently.
+    t_str = t.dtype.kind in "US"
+    p_str = p.dtype.kind in "US"
+    if t_str != p_str:
+        raise ValueError(
+            f"`y_true` (dtype {t.dtype}) and `y_pred` (dtype {p.dtype}) hold different "
+            "label types; encode both the same way."
+        )
+    return t, p
+
+
+def _counts(
+    y_true: ArrayLike, y_pred: ArrayLike, classes: ArrayLike | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``classes, tp, predicted, support`` (each of shape (C,))."""
+    t, p = _check_label_pair(y_true, y_pred)
+    if classes is None:
+        cls = np.unique(np.concatenate([t, p]))
+    else:
+        cls = _check_classes(classes)
+    ti = _encode(t, cls, "y_true")
+    pi = _encode(p, cls, "y_pred")
+    c = len(cls)
+    tp = np.bincount(ti[ti == pi], minlength=c)
+    predicted = np.bincount(pi, minlength=c)
+    support = np.bincount(ti, minlength=c)
+    return cls, tp, predicted, support
+
+
+def _safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    # zero_division=0, as sklearn's default used in the paper's table.
+    return np.divide(num, den, out=np.zeros(num.shape, dtype=np.float64), where=den > 0)
+
+
+def accuracy(y_true: ArrayLike, y_pred: ArrayLike) -> float:
+    """Share of samples whose predicted label equals the true label.
+
+    Parameters
+    ----------
+    y_true, y_pred : array-like of shape (n_samples,)
+        True and predicted class labels (any hashable, comparable type).
+
+    Returns
+    -------
+    float
+        Accuracy in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        If the inputs are empty, of different lengths, contain NaN or mix
+        string and numeric labels.
+    """
+    t, p = _check_label_pair(y_true, y_pred)
+    return float(np.mean(t == p))
+
+
+def weighted_precision_recall(
+    y_true: ArrayLike, y_pred: ArrayLike, *, classes: ArrayLike | None = None
+) -> tuple[float, float]:
+    """Support-weighted precision and recall (sklearn ``average="weighted"``).
+
+    Per-class precision ``TP_c / #{pred = c}`` and recall ``TP_c / #{true = c}``
+    are averaged with weights equal to the class support; a class that is
+    never predicted contributes precision 0 (``zero_division=0``), as in the
+    paper's Table 2. Weighted recall equals accuracy.
+
+    Parameters
+    ----------
+    y_true, y_pred : array-like of shape (n_samples,)
+        True and predicted class labels.
+    classes : array-like, optional
+        The labels to report on; default: all labels seen in either input.
+        Every label in the inputs must be in ``classes``.
+
+    Returns
+    -------
+    precision, recall : float
+    """
+    _, tp, predicted, support = _counts(y_true, y_pred, classes)
+    w = support / support.sum()
+    precision = float(np.sum(w * _safe_ratio(tp, predicted)))
+    recall = float(np.sum(w * _safe_ratio(tp, support)))
+    return precision, recall
+
+
+def per_class_precision_recall(
+    y_true: ArrayLike, y_pred: ArrayLike, *, classes: ArrayLike | None = None
+) -> dict[str, np.ndarray]:
+    """Precision, recall, F1 and support for every class.
+
+    Parameters
+    ----------
+    y_true, y_pred : array-like of shape (n_samples,)
+        True and predicted class labels.
+    classes : array-like, optional
+        Labels (and their order) to report; default: sorted labels seen in
+        either input.
+
+    Returns
+    -------
+    dict of str to ndarray of shape (n_classes,)
+        ``"classes"``, ``"precision"``, ``"recall"``, ``"f1"``, ``"support"``
+        (true count) and ``"predicted"`` (predicted count). Undefined ratios
+        are 0 (``zero_division=0``). ``pandas.DataFrame(result)`` gives a table.
+    """
+    cls, tp, predicted, support = _counts(y_true, y_pred, classes)
+    precision = _safe_ratio(tp, predicted)
+    recall = _safe_ratio(tp, support)
+    f1 = _safe_ratio(2 * precision * recall, precision + recall)
+    return {
+        "classes": cls,
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "support": support,
+        "predicted": predicted,
+    }

@@ -1,0 +1,34 @@
+"""Figures of the paper as sklearn-style Display objects.
+
+matplotlib is an optional dependency (``pip install nwbound[plots]``); it is
+imported only when something is drawn or saved, so importing this module is
+cheap and works without it.
+
+Displays: :class:`ReliabilityDisplay` (ECE), :class:`CumulativeRecallDisplay`,
+:class:`IntervalDisplay`, :class:`BoundWidthDisplay`, :class:`TypeErrorDisplay`
+and sklearn's :class:`ConfusionMatrixDisplay`. Each has ``from_arrays`` and/or
+``from_interval`` constructors that compute and draw, and ``plot(ax=None)``
+returning ``self`` with ``figure_`` and ``ax_``. :func:`save_figure` writes a
+figure in several formats atomically, never overwriting by default.
+"""
+
+from sklearn.metrics import ConfusionMatrixDisplay
+
+from ._base import save_figure
+from ._displays import (
+    BoundWidthDisplay,
+    CumulativeRecallDisplay,
+    IntervalDisplay,
+    ReliabilityDisplay,
+    TypeErrorDisplay,
+)
+
+__all__ = [
+    "BoundWidthDisplay",
+    "ConfusionMatrixDisplay",
+    "CumulativeRecallDisplay",
+    "IntervalDisplay",
+    "ReliabilityDisplay",
+    "TypeErrorDisplay",
+    "save_figure",
+]
