@@ -153,7 +153,8 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
       for the clipped value, and the cap ``ε ≤ 1`` of
       :class:`~nwbound._result.PredictionInterval` stays harmless.
 
-    :meth:`predict` returns the argmax of ``p̂``.
+    :meth:`predict` returns the argmax of ``p̂`` (through the projection, so
+    that it always agrees with :meth:`predict_proba`).
 
     Costs: ``fit`` computes the Gram matrix and one Cholesky factorisation
     of ``K + nλ_r I`` (O(n²d + n³/3)); when ``nλ_r < 1`` the log-determinant
@@ -331,6 +332,7 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
         self._center = X.mean(axis=0)
         self._X_centered = X - self._center
         self._train_sq_norms = np.einsum("ij,ij->i", self._X_centered, self._X_centered)
+        self._box = (X.min(axis=0), X.max(axis=0))
 
         n_reg = n_samples * float(self.regularization)
         diag = np.arange(n_samples)
@@ -367,8 +369,10 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
         rows = int(float(working_memory) * 2**20 // row_bytes)
         return max(1, min(rows, n_queries))
 
-    def _raw(self, X: Any, *, with_variance: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-        """Batched ``p̂``, and optionally ``P²`` and ``κ = Σ_i k(x, x_i)``."""
+    def _raw(
+        self, X: Any, *, with_variance: bool
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray]:
+        """Batched ``p̂``, optionally ``P²`` and ``κ = Σ_i k(x, x_i)``, and X."""
         check_is_fitted(self)
         X = _validate_data(self, X, dtype=np.float64, reset=False)
         n_queries = X.shape[0]
@@ -391,7 +395,7 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
                 p_sq[start:stop] = amp_sq - np.einsum("ij,ij->j", v, v)
         if with_variance:
             np.maximum(p_sq, 0.0, out=p_sq)
-        return raw, p_sq, kappa
+        return raw, p_sq, kappa, X
 
     def predict_raw(self, X: Any) -> np.ndarray:
         """Return the raw embedding estimate ``p̂(x) = Y (K + nλ_r I)⁻¹ k_x``.
@@ -429,6 +433,12 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
     def predict(self, X: Any) -> np.ndarray:
         """Return the class with the largest ``p̂``.
 
+        Computed as the argmax of :meth:`predict_proba`, which has the same
+        argmax as ``p̂`` except where the top entries of ``p̂`` differ by less
+        than the rounding of the projection (far from the data, where
+        ``p̂ ≈ 0`` for every class); there the first such class wins, so that
+        ``predict`` always agrees with ``predict_proba``.
+
         Parameters
         ----------
         X : array-like of shape (n_queries, n_features)
@@ -439,7 +449,8 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_queries,)
             Predicted labels (from ``classes_``).
         """
-        return self.classes_[np.argmax(self.predict_raw(X), axis=1)]
+        proba = self.predict_proba(X)  # checks fitted before classes_ is read
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def predict_interval(self, X: Any) -> PredictionInterval:
         """Return ``p̂`` with the CME error bound ``ε(x)`` for every class.
@@ -460,9 +471,11 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
             ``n_eff = n`` (every training point enters the estimate),
             ``vacuous`` all False (there is no empty-mass case; far from the
             data ``ε`` grows to ``s·epsilon_factor_`` instead) and
-            ``bandwidth`` the kernel length scale ``1/√(2γ)``.
+            ``bandwidth`` the kernel length scale ``1/√(2γ)``;
+            ``outside_box`` marks queries outside the training inputs'
+            bounding box.
         """
-        raw, p_sq, kappa = self._raw(X, with_variance=True)
+        raw, p_sq, kappa, X = self._raw(X, with_variance=True)
         p_scale = np.sqrt(p_sq)[:, None]
         n_queries = raw.shape[0]
         bias = np.broadcast_to(p_scale * math.sqrt(float(self.rkhs_bound)), raw.shape).copy()
@@ -478,4 +491,5 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
             n_eff=np.full(n_queries, float(self.n_samples_fit_)),
             vacuous=np.zeros(n_queries, dtype=bool),
             bandwidth=np.full(n_queries, 1.0 / math.sqrt(2.0 * float(self.gamma))),
+            outside_box=np.any((X < self._box[0]) | (X > self._box[1]), axis=1),
         )

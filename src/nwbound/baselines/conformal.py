@@ -14,6 +14,7 @@ import numbers
 from typing import Any
 
 import numpy as np
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._result import PredictionInterval
@@ -33,7 +34,7 @@ def _mapie_available() -> bool:
     return True
 
 
-class SplitConformalSets:
+class SplitConformalSets(BaseEstimator):
     """Split-conformal (LAC) prediction sets for a fitted classifier.
 
     The score of a calibration pair is ``s = 1 − p̂_y(x)``; with

@@ -86,7 +86,7 @@ def radius_bias(beta: float, support_radius: np.ndarray | float, kappa: np.ndarr
 def tail_bias(
     beta: float,
     near_radius: np.ndarray | float,
-    diameter: float,
+    diameter: float | np.ndarray,
     tail_mass: np.ndarray,
     kappa: np.ndarray,
 ) -> np.ndarray:
@@ -95,7 +95,7 @@ def tail_bias(
     ``ε_t = Σ_{‖y − y_i‖ > λ*} θ_i`` is the kernel weight share beyond ``λ*``
     and ``Φ`` the diameter of the input space.
     """
-    return beta * (np.asarray(near_radius, dtype=np.float64) + diameter * _safe_ratio(tail_mass, kappa))
+    return beta * (np.asarray(near_radius, dtype=np.float64) + np.asarray(diameter, np.float64) * _safe_ratio(tail_mass, kappa))
 
 
 def hoeffding_sampling(kappa: np.ndarray, sq_sum: np.ndarray, delta_prime: float) -> np.ndarray:

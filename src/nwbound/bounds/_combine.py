@@ -42,8 +42,9 @@ class BoundSpec:
         ``sup K``.
     kernel_radius : float
         Support radius of the kernel in units of λ (``inf`` if unbounded).
-    diameter : float or None
-        Input-space diameter Φ (paper form with an infinite-support kernel).
+    diameter : float, ndarray or None
+        Input-space diameter Φ (paper form with an infinite-support kernel);
+        may be per query, shaped to broadcast against the kernel sums.
     """
 
     form: str
@@ -53,7 +54,7 @@ class BoundSpec:
     ck: float = 1.0
     kernel_sup: float = 1.0
     kernel_radius: float = 1.0
-    diameter: float | None = None
+    diameter: float | np.ndarray | None = None
 
     @property
     def needs_distance_sum(self) -> bool:
@@ -92,8 +93,10 @@ class BoundSpec:
             if math.isfinite(self.kernel_radius):
                 bias = radius_bias(self.beta, self.kernel_radius * np.asarray(bandwidth, np.float64), kappa)
             else:
+                if self.diameter is None:
+                    raise ValueError("The paper's infinite-support bias needs the input diameter Φ.")
                 bias = tail_bias(
-                    self.beta, self.tail_radius(bandwidth), float(self.diameter or 0.0), tail_mass, kappa
+                    self.beta, self.tail_radius(bandwidth), self.diameter, tail_mass, kappa
                 )
             return bias, paper_sampling(np.asarray(kappa, np.float64) / self.ck, self.delta_prime, self.sigma)
         raise ValueError(f"Unknown bound form {self.form!r}.")

@@ -97,6 +97,7 @@ def atomic_savez(
             (np.savez_compressed if compressed else np.savez)(fh, **arrays)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; a cache is not secret
         os.replace(tmp, path)
     except BaseException:
         # Never leave the temporary file behind, whatever interrupted us.

@@ -268,11 +268,20 @@ def _list_records(data_dir: Path) -> list[str]:
 
 
 def _missing_files(data_dir: Path, names: Sequence[str]) -> list[Path]:
+    """Header, annotation and signal files of ``names`` that are not there."""
     missing = []
     for r in names:
-        for ext in (".hea", ".atr"):
-            if not (data_dir / f"{r}{ext}").is_file():
-                missing.append(data_dir / f"{r}{ext}")
+        hea = data_dir / f"{r}.hea"
+        wanted = [hea, data_dir / f"{r}.atr"]
+        if hea.is_file():
+            try:
+                signal_files = _wfdb().rdheader(str(data_dir / r)).file_name or []
+            except Exception:  # a broken header is reported by _read_header
+                signal_files = []
+            wanted += [data_dir / f for f in dict.fromkeys(signal_files)]
+        else:
+            wanted.append(data_dir / f"{r}.dat")  # the mitdb naming
+        missing += [p for p in wanted if not p.is_file()]
     return missing
 
 
@@ -417,7 +426,10 @@ def _read_beats_annotation(
             "no end-of-file marker). Re-download the record (PhysioNet mitdb 1.0.0)."
         )
     try:
-        ann = wfdb.rdann(str(data_dir / name), "atr")
+        with warnings.catch_warnings():
+            # wfdb 4.3 trips a pandas deprecation internally; nothing a user can act on.
+            warnings.filterwarnings("ignore", message=".*inplace keyword", category=Warning)
+            ann = wfdb.rdann(str(data_dir / name), "atr")
     except Exception as exc:
         raise ValueError(f"cannot read annotation file {atr}: {exc}") from exc
     sample = np.asarray(ann.sample, dtype=np.int64)
@@ -515,6 +527,12 @@ def _extract_beats(
 
 
 # ------------------------------------------------------------------------ public API
+def _positive_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
 def load_mitbih_beats(
     data_dir: str | os.PathLike[str],
     *,
@@ -584,11 +602,14 @@ def load_mitbih_beats(
     ``T`` is the median RR interval between consecutive beats of the beat's window;
     a window with fewer than two beats uses the record's median RR.
     """
-    if isinstance(fs_target, bool) or not isinstance(fs_target, (int, np.integer)) or fs_target <= 0:
-        raise ValueError(f"fs_target must be a positive integer (Hz), got {fs_target!r}")
-    if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length <= 0:
-        raise ValueError(f"length must be a positive integer, got {length!r}")
-    if not np.isfinite(window_s) or window_s * fs_target < 2:
+    fs_target = _positive_int(fs_target, "fs_target")
+    length = _positive_int(length, "length")
+    if (
+        isinstance(window_s, bool)
+        or not isinstance(window_s, (int, float, np.integer, np.floating))
+        or not np.isfinite(window_s)
+        or window_s * fs_target < 2
+    ):
         raise ValueError(
             f"window_s must be finite and hold at least 2 samples at {fs_target} Hz, "
             f"got {window_s!r}"
@@ -742,7 +763,7 @@ def load_kaggle_csv(path: str | os.PathLike[str], *, length: int = 187) -> BeatS
     if bad_lab.any():
         row = int(np.flatnonzero(bad_lab)[0])
         raise ValueError(
-            f"{path}: label {labels[row]!r} at row {row + 1} is not one of 0..4 "
+            f"{path}: label {float(labels[row])} at row {row + 1} is not one of 0..4 "
             f"({', '.join(CLASS_NAMES)})"
         )
     n = data.shape[0]

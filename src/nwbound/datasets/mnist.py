@@ -155,7 +155,8 @@ def load_mnist(
         The 60000 training or the 10000 test images.
     n_samples : int, optional
         If given, return a stratified random subsample of this size (class
-        proportions kept, via ``sklearn.model_selection.train_test_split``).
+        proportions kept, via ``sklearn.model_selection.train_test_split``),
+        in the files' order.
     random_state : int, numpy.random.Generator or None
         Seed of the subsample.
 

@@ -50,6 +50,13 @@ class Kernel:
     radius: float = 1.0
     sup: float = 1.0
     of_squared: ArrayFunc | None = field(default=None, repr=False)
+    # How to rebuild this kernel when unpickling: the profiles are closures.
+    rebuild: tuple = field(default=(), repr=False, compare=False)
+
+    def __reduce__(self):
+        if not self.rebuild:
+            raise TypeError(f"Kernel {self.name!r} cannot be pickled: build it with get_kernel or gaussian_kernel.")
+        return self.rebuild
 
     @property
     def compact(self) -> bool:
@@ -123,6 +130,7 @@ def gaussian_kernel(radius: float | None = 3.0) -> Kernel:
             _from_squared_profile(gauss_sq),
             radius=math.inf,
             of_squared=gauss_sq,
+            rebuild=(gaussian_kernel, (None,)),
         )
     if not (isinstance(radius, (int, float)) and radius > 0 and math.isfinite(radius)):
         raise ValueError(f"Gaussian truncation radius must be a finite number > 0, got {radius!r}.")
@@ -138,6 +146,7 @@ def gaussian_kernel(radius: float | None = 3.0) -> Kernel:
         _from_squared_profile(truncated_sq),
         radius=float(radius),
         of_squared=truncated_sq,
+        rebuild=(gaussian_kernel, (float(radius),)),
     )
 
 
@@ -148,19 +157,19 @@ def _build_registry() -> dict[str, Kernel]:
         "triweight": _polynomial_of_squared(3),
     }
     registry = {
-        name: Kernel(name, _from_squared_profile(f), of_squared=f) for name, f in polys.items()
+        name: Kernel(name, _from_squared_profile(f), of_squared=f, rebuild=(get_kernel, (name,)))
+        for name, f in polys.items()
     }
-    registry["boxcar"] = Kernel("boxcar", _from_squared_profile(_boxcar_sq), of_squared=_boxcar_sq)
-    registry["tricube"] = Kernel("tricube", _tricube)
-    registry["cosine"] = Kernel("cosine", _cosine)
+    registry["boxcar"] = Kernel(
+        "boxcar", _from_squared_profile(_boxcar_sq), of_squared=_boxcar_sq, rebuild=(get_kernel, ("boxcar",))
+    )
+    registry["tricube"] = Kernel("tricube", _tricube, rebuild=(get_kernel, ("tricube",)))
+    registry["cosine"] = Kernel("cosine", _cosine, rebuild=(get_kernel, ("cosine",)))
     registry["gaussian"] = gaussian_kernel(3.0)
     registry["gaussian_untruncated"] = gaussian_kernel(None)
     return registry
 
 
-_REGISTRY = _build_registry()
-_ALIASES = {"biweight": "quartic", "uniform": "boxcar", "tophat": "boxcar", "rbf": "gaussian"}
-KERNEL_NAMES: tuple[str, ...] = tuple(sorted(_REGISTRY))
 
 # Grid on which a user-supplied kernel is checked (non-negative, bounded, support).
 _CHECK_GRID = np.concatenate([np.linspace(0.0, 1.0, 1001), np.linspace(1.0, 20.0, 1901)[1:]])
@@ -223,4 +232,19 @@ def _check_callable(func: Callable[[np.ndarray], np.ndarray]) -> Kernel:
     if sup <= 0:
         raise ValueError(f"kernel callable {name!r} is zero everywhere on [0, 20].")
     radius = 1.0 if np.all(values[_CHECK_GRID > 1.0] == 0) else math.inf
-    return Kernel(name, lambda u: np.asarray(func(u), dtype=np.result_type(u, np.float32)), radius=radius, sup=sup)
+    return Kernel(name, _UserProfile(func), radius=radius, sup=sup, rebuild=(get_kernel, (func,)))
+
+
+class _UserProfile:
+    """A user's ``K(u)`` returning floats (picklable when ``func`` is)."""
+
+    def __init__(self, func: Callable[[np.ndarray], np.ndarray]):
+        self.func = func
+
+    def __call__(self, u: np.ndarray) -> np.ndarray:
+        return np.asarray(self.func(u), dtype=np.result_type(u, np.float32))
+
+
+_REGISTRY = _build_registry()
+_ALIASES = {"biweight": "quartic", "uniform": "boxcar", "tophat": "boxcar", "rbf": "gaussian"}
+KERNEL_NAMES: tuple[str, ...] = tuple(sorted(_REGISTRY))

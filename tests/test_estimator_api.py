@@ -1,0 +1,183 @@
+"""scikit-learn conventions, bad input and agreement with KNeighborsClassifier."""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.exceptions import NotFittedError
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from nwbound import DyadicClassifier, NadarayaWatsonClassifier
+from nwbound.kernels import get_kernel
+
+ESTIMATORS = [
+    NadarayaWatsonClassifier(),
+    NadarayaWatsonClassifier(kernel="gaussian", bandwidth=2.0, lipschitz=1.0, dtype="float32"),
+    NadarayaWatsonClassifier(n_neighbors=3, bandwidth=2.0, margin=1.0),
+    NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0),
+    DyadicClassifier(resolution=3),
+]
+
+
+def _expected_failures(estimator):
+    check = "check_sample_weight_equivalence_on_dense_data"
+    if getattr(estimator, "dtype", "float64") == "float32":
+        # Equal only to float32 rounding (~1e-7 relative); the check asks rtol=1e-7.
+        return {check: "float32 rounding"}
+    if getattr(estimator, "n_neighbors", None) is not None:
+        return {check: "k nearest neighbours count rows: a repeated row takes two of the k places"}
+    if getattr(estimator, "bandwidth", None) == "auto":
+        # A weight-2 row enters S2 as 4K² (one observation), two rows as 2K²:
+        # the bound, hence the chosen bandwidth, honestly differs.
+        return {check: "bound treats a weight as one observation, not as repeated samples"}
+    return {}
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failures)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+def _data(n=120, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 2))
+    y = (X[:, 0] > 0.5).astype(int)
+    return X, y
+
+
+def test_localized_equals_kneighbors_with_kernel_weights():
+    rng = np.random.default_rng(0)
+    X = rng.random((400, 4))
+    y = rng.integers(0, 4, 400)
+    Q = rng.random((60, 4))
+    lam, k = 5.0, 15  # every neighbour lies inside the bandwidth
+    kernel = get_kernel("epanechnikov")
+    ours = NadarayaWatsonClassifier(bandwidth=lam, n_neighbors=k, algorithm="kd_tree").fit(X, y)
+    ref = KNeighborsClassifier(n_neighbors=k, weights=lambda d: kernel(d / lam), algorithm="kd_tree").fit(X, y)
+    np.testing.assert_allclose(ours.predict_proba(Q), ref.predict_proba(Q), atol=1e-12)
+    np.testing.assert_array_equal(ours.predict(Q), ref.predict(Q))
+
+
+def test_localized_with_all_neighbours_equals_regular():
+    X, y = _data(200)
+    Q = np.random.default_rng(1).random((30, 2))
+    reg = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0).fit(X, y).predict_interval(Q)
+    loc = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0, n_neighbors=200).fit(X, y).predict_interval(Q)
+    np.testing.assert_allclose(loc.proba, reg.proba, atol=1e-12)
+    np.testing.assert_allclose(loc.epsilon, reg.epsilon, atol=1e-12)
+
+
+def test_pickle_round_trip_and_string_labels():
+    X, y = _data()
+    labels = np.array(["normal", "arrhythmia"])[y]
+    model = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0, n_neighbors=10).fit(X, labels)
+    clone = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(clone.predict(X), model.predict(X))
+    np.testing.assert_allclose(clone.predict_interval(X).epsilon, model.predict_interval(X).epsilon)
+    assert set(model.classes_) == {"normal", "arrhythmia"}
+
+
+def test_interval_fields_and_shapes():
+    X, y = _data()
+    res = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y).predict_interval(X[:7])
+    for name in ("proba", "lower", "upper", "epsilon", "bias", "sampling"):
+        assert getattr(res, name).shape == (7, 2)
+    for name in ("kappa", "n_eff", "vacuous", "bandwidth", "outside_box"):
+        assert getattr(res, name).shape == (7,)
+    assert len(res) == 7 and set(res.as_dict()) >= {"proba", "epsilon", "vacuous"}
+    assert np.all(res.epsilon <= 1.0)
+
+
+def test_vacuous_queries_follow_empty_neighborhood_rule():
+    X, y = _data()
+    far = np.array([[5.0, 5.0]])
+    prior = NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=1.0).fit(X, y)
+    res = prior.predict_interval(far)
+    assert res.vacuous[0] and res.kappa[0] == 0 and np.all(res.epsilon == 1.0)
+    np.testing.assert_allclose(res.proba[0], prior.class_prior_)
+    assert np.all(res.lower == 0) and np.all(res.upper == 1)
+    uniform = NadarayaWatsonClassifier(bandwidth=0.1, empty_neighborhood="uniform").fit(X, y)
+    np.testing.assert_allclose(uniform.predict_proba(far), [[0.5, 0.5]])
+    strict = NadarayaWatsonClassifier(bandwidth=0.1, empty_neighborhood="raise").fit(X, y)
+    with pytest.raises(ValueError, match="kappa = 0"):
+        strict.predict_proba(far)
+
+
+X0, Y0 = _data()
+BAD_FIT = [
+    (dict(bandwidth=0), ValueError, "bandwidth must be a finite number > 0"),
+    (dict(bandwidth=-1.0), ValueError, "bandwidth"),
+    (dict(bandwidth="wide"), ValueError, "bandwidth must be a number > 0 or 'auto'"),
+    (dict(bandwidth="auto"), ValueError, "lipschitz=L"),
+    (dict(delta=0.0), ValueError, "0 < delta < 1"),
+    (dict(delta=1.5), ValueError, "delta"),
+    (dict(lipschitz=0.0), ValueError, "lipschitz must be"),
+    (dict(margin=-2.0), ValueError, "margin must be"),
+    (dict(lipschitz=1.0, margin=1.0), ValueError, "not both"),
+    (dict(n_neighbors=0), ValueError, "n_neighbors must be >= 1"),
+    (dict(n_neighbors=10_000), ValueError, "n_neighbors must be >= 1 and <= 120"),
+    (dict(n_neighbors=2.5), TypeError, "n_neighbors must be an integer"),
+    (dict(kernel="gauss"), ValueError, "Unknown kernel"),
+    (dict(kernel=lambda u: -u), ValueError, "non-negative"),
+    (dict(kernel=lambda u: 1 / u), ValueError, "bounded"),
+    (dict(bound="paper", ck=0.5), ValueError, "ck=0.5 is below sup K"),
+    (dict(bound="bernstein"), ValueError, "bound must be one of"),
+    (dict(coverage="all"), ValueError, "coverage must be one of"),
+    (dict(empty_neighborhood="nearest"), ValueError, "empty_neighborhood must be one of"),
+    (dict(dtype="float16"), ValueError, "dtype must be float64 or float32"),
+    (dict(algorithm="lsh", n_neighbors=3), ValueError, "algorithm must be one of"),
+    (dict(sigma=0), ValueError, "sigma must be"),
+    (dict(working_memory=-1), ValueError, "working_memory"),
+    (dict(n_jobs=0), ValueError, "n_jobs"),
+    (dict(bandwidth="auto", lipschitz=1.0, bandwidth_grid=[0.1, -1]), ValueError, "bandwidth_grid"),
+]
+
+
+@pytest.mark.parametrize("params, exc, match", BAD_FIT, ids=[str(p[0]) for p in BAD_FIT])
+def test_bad_parameters_are_named(params, exc, match):
+    with pytest.raises(exc, match=match):
+        NadarayaWatsonClassifier(**params).fit(X0, Y0)
+
+
+def test_bad_data_gets_clear_errors():
+    model = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0)
+    X_nan = X0.copy()
+    X_nan[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        model.fit(X_nan, Y0)
+    X_inf = X0.copy()
+    X_inf[0, 0] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        model.fit(X_inf, Y0)
+    with pytest.raises(ValueError, match="only one class"):
+        model.fit(X0, np.zeros(len(Y0)))
+    with pytest.raises(ValueError, match="0 sample"):
+        model.fit(np.empty((0, 2)), np.empty(0))
+    with pytest.raises(ValueError, match="Negative values in data passed to `sample_weight`"):
+        model.fit(X0, Y0, sample_weight=-np.ones(len(Y0)))
+    with pytest.raises(ValueError, match="sums to 0"):
+        model.fit(X0, Y0, sample_weight=np.zeros(len(Y0)))
+    with pytest.raises(NotFittedError):
+        model.predict_interval(X0)
+    model.fit(X0, Y0)
+    with pytest.raises(ValueError, match="3 features, but NadarayaWatsonClassifier is expecting 2"):
+        model.predict(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="NaN"):
+        model.predict_interval(X_nan)
+
+
+def test_predict_interval_without_assumption_explains():
+    model = NadarayaWatsonClassifier(bandwidth=0.3).fit(X0, Y0)
+    assert model.predict_proba(X0).shape == (120, 2)
+    with pytest.raises(ValueError, match="set lipschitz=L .* or margin"):
+        model.predict_interval(X0)
+
+
+def test_dyadic_bad_resolution_and_outside_flag():
+    with pytest.raises(ValueError, match="resolution must be >= 1"):
+        DyadicClassifier(resolution=0).fit(X0, Y0)
+    model = DyadicClassifier(resolution=2, lipschitz=1.0).fit(X0, Y0)
+    res = model.predict_interval(np.array([[0.5, 0.5], [3.0, 0.5]]))
+    assert list(res.outside_box) == [False, True]
+    assert res.epsilon[1, 0] > res.epsilon[0, 0]
