@@ -41,7 +41,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1000, help="training-set size")
     parser.add_argument("--d", type=int, default=10, help="number of features")
     parser.add_argument("--classes", type=int, default=5)
-    parser.add_argument("--ref-queries", type=int, default=10, help="queries timed for the reference")
+    parser.add_argument(
+        "--ref-queries", type=int, default=10, help="queries timed for the reference"
+    )
     parser.add_argument("--queries", type=int, default=5000, help="queries timed for CMEClassifier")
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads for both (default 1)")
     parser.add_argument("--seed", type=int, default=0)
@@ -51,7 +53,8 @@ def main() -> None:
     y = np.arange(args.n) % args.classes
     centres = rng.normal(scale=3.0, size=(args.classes, args.d))
     X = centres[y] + rng.normal(size=(args.n, args.d))
-    X_query = centres[rng.integers(args.classes, size=args.queries)] + rng.normal(size=(args.queries, args.d))
+    query_class = rng.integers(args.classes, size=args.queries)
+    X_query = centres[query_class] + rng.normal(size=(args.queries, args.d))
     Y = (y[None, :] == np.arange(args.classes)[:, None]).astype(float)
 
     with threadpool_limits(limits=args.threads):
@@ -79,8 +82,14 @@ def main() -> None:
 
     print(f"n = {args.n}, d = {args.d}, C = {args.classes}, BLAS threads = {args.threads}")
     print(f"CMEClassifier fit (Gram + Cholesky):        {fit_s:.4f} s")
-    print(f"CMEClassifier predict_interval, per query: {ours_s * 1e6:10.1f} us  ({args.queries} queries)")
-    print(f"reference formula, per query:              {ref_s * 1e6:10.1f} us  ({args.ref_queries} queries)")
+    print(
+        f"CMEClassifier predict_interval, per query: {ours_s * 1e6:10.1f} us"
+        f"  ({args.queries} queries)"
+    )
+    print(
+        f"reference formula, per query:              {ref_s * 1e6:10.1f} us"
+        f"  ({args.ref_queries} queries)"
+    )
     print(f"speed-up per query:                        {ref_s / ours_s:10.0f} x")
     print(f"max |p̂ - p̂_ref| = {raw_err:.2e}, max |P - P_ref| = {bias_err:.2e}")
 

@@ -70,7 +70,8 @@ def test_sklearn_compatible(estimator, check):
     "params",
     [
         {},  # defaults: nλ_r = 0.02 < 1, log-det of K + I needs its own factor
-        {"regularization": 0.01, "noise_constant": 0.25, "rkhs_bound": 2.0, "delta": 0.1},  # nλ_r = 2
+        # nλ_r = 2: both log-dets come from the one factor.
+        {"regularization": 0.01, "noise_constant": 0.25, "rkhs_bound": 2.0, "delta": 0.1},
         {"amplitude": 1.0, "gamma": 0.5},
     ],
 )
@@ -95,7 +96,9 @@ def test_cme_matches_per_query_reference(params):
     np.testing.assert_allclose(interval.proba, np.clip(raw_ref, 0, 1), rtol=0, atol=1e-8)
     # Far from the data P(x) = s: the bound is s·(√B + c_g/√(nλ_r)).
     np.testing.assert_allclose(
-        interval.bias[-1, 0] + interval.sampling[-1, 0], full["amplitude"] * model.epsilon_factor_, rtol=1e-10
+        interval.bias[-1, 0] + interval.sampling[-1, 0],
+        full["amplitude"] * model.epsilon_factor_,
+        rtol=1e-10,
     )
 
 
@@ -162,7 +165,9 @@ def test_cme_chunked_prediction_equals_single_batch():
     chunked = CMEClassifier(working_memory=0.002).fit(X, y).predict_interval(X_query)
     for name in ("proba", "epsilon", "kappa"):
         # Different BLAS paths round differently; the condition number amplifies it.
-        np.testing.assert_allclose(getattr(chunked, name), getattr(whole, name), rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(
+            getattr(chunked, name), getattr(whole, name), rtol=1e-8, atol=1e-10
+        )
 
 
 def test_cme_translation_invariant_far_from_origin():
@@ -186,7 +191,7 @@ def test_cme_default_memory_limit_refuses_before_allocating():
     n = 400_000  # Gram matrix 1.2 TiB; X itself is 3 MiB
     X = np.linspace(0, 1, n)[:, None]
     y = np.arange(n) % 2
-    with pytest.raises(ValueError, match=r"1\.16e\+03 GiB|GiB"):
+    with pytest.raises(ValueError, match="GiB"):
         CMEClassifier().fit(X, y)
 
 
@@ -275,7 +280,8 @@ def test_conformal_numpy_quantile_and_sets(conformal_data):
     counts = (scores[None, :] <= candidates[:, None]).sum(1)
     assert sets.quantile_ == candidates[np.argmax(counts >= 901)]
     member = sets.predict_set(X_test)
-    np.testing.assert_array_equal(member, 1.0 - model.predict_proba(X_test) <= sets.quantile_ + 1e-8)
+    expected = 1.0 - model.predict_proba(X_test) <= sets.quantile_ + 1e-8
+    np.testing.assert_array_equal(member, expected)
 
 
 @pytest.mark.parametrize("alpha", [0.05, 0.1, 0.2])

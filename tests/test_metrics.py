@@ -456,3 +456,11 @@ def test_violation_rate_bad_input(rng):
         M.violation_rate(np.full((10, 3), np.nan), iv)
     with pytest.raises(ValueError, match="confidence"):
         M.violation_rate(iv.proba, iv, confidence=1.0)
+
+
+def test_object_and_str_labels_mix():
+    # pandas hands out object arrays of str; they must match numpy str labels.
+    y = np.array(["N", "S", "N"], dtype=object)
+    assert M.accuracy(y, np.array(["N", "S", "S"])) == pytest.approx(2 / 3)
+    prec, rec = M.weighted_precision_recall(y, np.array(["N", "S", "S"]), classes=["N", "S"])
+    assert rec == pytest.approx(2 / 3)

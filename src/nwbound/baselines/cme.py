@@ -151,7 +151,7 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
       ``lower/upper = clip(proba ∓ ε, 0, 1)``. Clipping to [0, 1] never
       moves ``p̂`` away from a true probability, so the same ε stays valid
       for the clipped value, and the cap ``ε ≤ 1`` of
-      :class:`~nwbound._result.PredictionInterval` stays harmless.
+      :class:`~nwbound.PredictionInterval` stays harmless.
 
     :meth:`predict` returns the argmax of ``p̂`` (through the projection, so
     that it always agrees with :meth:`predict_proba`).
@@ -245,7 +245,9 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
             )
 
     # ------------------------------------------------------------------ kernel
-    def _kernel(self, Xc: np.ndarray, sq_norms: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    def _kernel(
+        self, Xc: np.ndarray, sq_norms: np.ndarray, out: np.ndarray | None = None
+    ) -> np.ndarray:
         """Kernel matrix between centred queries ``Xc`` and the training set.
 
         ``‖a − b‖² = ‖a‖² + ‖b‖² − 2a·b`` through one matrix product, all in
@@ -356,7 +358,9 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
         self.log_det_ = log_det_bound
         radicand = log_det_bound - 2.0 * math.log(float(self.delta))
         self.noise_scale_ = float(self.noise_constant) * math.sqrt(max(radicand, 0.0))
-        self.epsilon_factor_ = math.sqrt(float(self.rkhs_bound)) + self.noise_scale_ / math.sqrt(n_reg)
+        self.epsilon_factor_ = (
+            math.sqrt(float(self.rkhs_bound)) + self.noise_scale_ / math.sqrt(n_reg)
+        )
         return self
 
     # ------------------------------------------------------------------ predict
@@ -478,10 +482,11 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
         raw, p_sq, kappa, X = self._raw(X, with_variance=True)
         p_scale = np.sqrt(p_sq)[:, None]
         n_queries = raw.shape[0]
+        n_reg = self.n_samples_fit_ * float(self.regularization)
+        # The same ε for every class: broadcast, then copy (from_parts writes to it).
         bias = np.broadcast_to(p_scale * math.sqrt(float(self.rkhs_bound)), raw.shape).copy()
         sampling = np.broadcast_to(
-            p_scale * (self.noise_scale_ / math.sqrt(self.n_samples_fit_ * float(self.regularization))),
-            raw.shape,
+            p_scale * (self.noise_scale_ / math.sqrt(n_reg)), raw.shape
         ).copy()
         return PredictionInterval.from_parts(
             proba=np.clip(raw, 0.0, 1.0),

@@ -83,11 +83,17 @@ class SplitConformalSets(BaseEstimator):
         self.backend = backend
 
     def _check(self) -> str:
-        if isinstance(self.alpha, bool) or not isinstance(self.alpha, numbers.Real) or not 0.0 < float(self.alpha) < 1.0:
+        alpha = self.alpha
+        if (
+            isinstance(alpha, bool)
+            or not isinstance(alpha, numbers.Real)
+            or not 0.0 < float(alpha) < 1.0
+        ):
             raise ValueError(f"SplitConformalSets: alpha must lie in (0, 1), got {self.alpha!r}.")
         if self.backend not in ("auto", "mapie", "numpy"):
             raise ValueError(
-                f"SplitConformalSets: backend must be 'auto', 'mapie' or 'numpy', got {self.backend!r}."
+                "SplitConformalSets: backend must be 'auto', 'mapie' or 'numpy', "
+                f"got {self.backend!r}."
             )
         if not hasattr(self.estimator, "predict_proba"):
             raise TypeError(

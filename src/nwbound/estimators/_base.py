@@ -22,6 +22,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
 
     # -- fit helpers -------------------------------------------------------------------------
     def _validate_training_data(self, X, y, sample_weight, dtype):
+        self._fit_complete = False
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], ensure_min_samples=1)
         X = np.ascontiguousarray(X, dtype=dtype)
         check_classification_targets(y)
@@ -136,6 +137,11 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         """Most probable class for each row of ``X``."""
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
+
+    def __sklearn_is_fitted__(self) -> bool:
+        # Set as the last step of a successful fit: a fit that raised half-way
+        # (after validate_data set n_features_in_) must not count as fitted.
+        return getattr(self, "_fit_complete", False)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

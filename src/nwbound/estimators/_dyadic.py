@@ -89,6 +89,7 @@ class DyadicClassifier(BoundedClassifierBase):
         self.cell_class_sums_ = np.bincount(flat, weights=w, minlength=n_cells * n_classes).reshape(n_cells, n_classes)
         self.cell_sq_sums_ = np.bincount(inverse, weights=w * w, minlength=n_cells)
         self.n_cells_ = n_cells
+        self._fit_complete = True
         return self
 
     def _cells(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

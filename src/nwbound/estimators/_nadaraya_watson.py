@@ -205,6 +205,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         self.index_ = None
         if self.n_neighbors is not None:
             self.index_ = make_index(self.algorithm, n_jobs=self.n_jobs).fit(X)
+        self._fit_complete = True
         return self
 
     def _checked_grid(self) -> np.ndarray:

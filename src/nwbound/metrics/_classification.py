@@ -15,9 +15,8 @@ def _check_label_pair(y_true: ArrayLike, y_pred: ArrayLike) -> tuple[np.ndarray,
     p = _as_1d(y_pred, "y_pred")
     _check_same_length(("y_true", t), ("y_pred", p))
     # String vs numeric labels would compare as "all wrong" silently.
-    t_str = t.dtype.kind in "US"
-    p_str = p.dtype.kind in "US"
-    if t_str != p_str:
+    kinds = {t.dtype.kind, p.dtype.kind}
+    if kinds & set("US") and kinds & set("biuf"):
         raise ValueError(
             f"`y_true` (dtype {t.dtype}) and `y_pred` (dtype {p.dtype}) hold different "
             "label types; encode both the same way."

@@ -420,7 +420,12 @@ class IntervalDisplay:
             ncols = min(q, 5) if ncols is None else ncols
             nrows = int(np.ceil(q / ncols))
             fig, axes = plt.subplots(
-                nrows, ncols, sharey=True, squeeze=False, figsize=(2.2 * ncols, 2.2 * nrows)
+                nrows,
+                ncols,
+                sharey=True,
+                squeeze=False,
+                figsize=(2.2 * ncols, 2.2 * nrows),
+                layout="constrained",
             )
             axes = axes.ravel()
             for extra in axes[q:]:
