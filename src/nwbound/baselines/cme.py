@@ -324,13 +324,11 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
         if classes.shape[0] < 2:
             raise ValueError(
                 "CMEClassifier needs samples of at least 2 classes in y; got 1 "
-                f"class ({classes[0]!r})."
+                f"class ({classes[0]})."
             )
         n_samples = X.shape[0]
         self._check_memory(n_samples)
 
-        self.classes_ = classes
-        self.n_samples_fit_ = n_samples
         self._center = X.mean(axis=0)
         self._X_centered = X - self._center
         self._train_sq_norms = np.einsum("ij,ij->i", self._X_centered, self._X_centered)
@@ -353,6 +351,9 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
 
         one_hot = np.zeros((n_samples, classes.shape[0]))
         one_hot[diag, y_index] = 1.0
+        # Public fitted attributes only once the factorisation has succeeded.
+        self.classes_ = classes
+        self.n_samples_fit_ = n_samples
         self.alpha_ = cho_solve((factor, True), one_hot, check_finite=False)
         self._chol = factor
         self.log_det_ = log_det_bound

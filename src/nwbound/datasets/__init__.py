@@ -1,24 +1,24 @@
 """Data sets: synthetic generators with known constants and loaders for real data.
 
-Nothing here downloads data; the loaders read files you already have.
+The loaders read files you already have; only ``load_mitbih_beats(...,
+download=True)`` fetches data, and only when asked.
 """
 
 from .gtsrb import load_gtsrb_pair
+from .mitbih import BeatSet, load_kaggle_csv, load_mitbih_beats, paper_features, split_beats
 from .mnist import load_mnist
 from .synthetic import SyntheticData, make_lipschitz_logistic, make_margin_clusters, make_softmax_field
 
 __all__ = [
+    "BeatSet",
     "SyntheticData",
     "load_gtsrb_pair",
+    "load_kaggle_csv",
+    "load_mitbih_beats",
     "load_mnist",
     "make_lipschitz_logistic",
     "make_margin_clusters",
     "make_softmax_field",
+    "paper_features",
+    "split_beats",
 ]
-
-try:  # written separately; the package must import before it exists
-    from .mitbih import load_kaggle_csv, load_mitbih_beats, split_beats
-except ImportError:  # pragma: no cover - depends on the tree state
-    pass
-else:
-    __all__ += ["load_kaggle_csv", "load_mitbih_beats", "split_beats"]

@@ -210,7 +210,9 @@ def uncertainty_from_interval(
     rows = np.arange(iv.proba.shape[0])
     pred = np.argmax(iv.proba, axis=1)
     if kind == "width":
-        return 2.0 * iv.epsilon[rows, pred]
+        # Vacuous queries know nothing: rank them first even if a look-alike
+        # interval object did not set ε = 1 there.
+        return np.where(iv.vacuous, 2.0, 2.0 * iv.epsilon[rows, pred])
     if kind == "max_proba":
         return 1.0 - iv.proba[rows, pred]
     raise ValueError(f"`kind` must be 'width' or 'max_proba', got {kind!r}.")

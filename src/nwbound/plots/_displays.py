@@ -16,7 +16,14 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import metrics as _m
-from ..metrics._validation import _check_classes, _check_interval, _check_proba
+from ..metrics._validation import (
+    _as_1d,
+    _check_classes,
+    _check_interval,
+    _check_proba,
+    _check_same_length,
+    _encode,
+)
 from ._base import _check_ax, _pyplot
 
 __all__ = [
@@ -386,8 +393,6 @@ class IntervalDisplay:
             idx = idx % n
         true_index = None
         if y_true is not None:
-            from ..metrics._validation import _as_1d, _check_same_length, _encode
-
             t = _as_1d(y_true, "y_true")
             _check_same_length(("y_true", t), ("interval", iv.proba))
             true_index = _encode(t[idx], None if classes is None else labels, "y_true", iv.n_classes)
