@@ -15,7 +15,7 @@ from typing import Sequence
 __all__ = ["main", "CommandError", "COMMANDS"]
 
 # module (in nwbound.cli) → imported lazily so `nwbound --help` stays fast.
-COMMANDS: tuple[str, ...] = ("demo",)
+COMMANDS: tuple[str, ...] = ("demo", "experiment")
 
 
 class CommandError(Exception):

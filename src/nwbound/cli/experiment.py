@@ -1,0 +1,49 @@
+"""``nwbound experiment NAME``: reproduce the paper's tables and figures.
+
+Each experiment is a module ``nwbound.experiments.<name>`` listed in
+:data:`nwbound.experiments.EXPERIMENTS`, providing
+
+* ``DESCRIPTION: str`` — one line for ``--help``;
+* ``add_arguments(parser)`` — its own options (``--quick``, ``--output``,
+  ``--overwrite`` and ``--seed`` are added here for all of them);
+* ``run(args, output: Path) -> list[Path]`` — does the work, writes into the
+  prepared results folder, returns the files written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import time
+from pathlib import Path
+
+
+def add_parser(sub) -> None:
+    from ..experiments import EXPERIMENTS
+
+    p = sub.add_parser("experiment", help="reproduce a table/figure of the paper into a results folder")
+    exp_sub = p.add_subparsers(dest="experiment", metavar="NAME")
+    exp_sub.required = True
+    for name in EXPERIMENTS:
+        module = importlib.import_module(f"nwbound.experiments.{name}")
+        ep = exp_sub.add_parser(name, help=module.DESCRIPTION, description=module.DESCRIPTION)
+        ep.add_argument("--output", type=Path, default=None, help=f"results folder (default: results/{name})")
+        ep.add_argument("--overwrite", action="store_true", help="replace results of the same name")
+        ep.add_argument("--quick", action="store_true", help="reduced grid (about two minutes or less)")
+        ep.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+        ep.add_argument("--quiet", action="store_true", help="no progress bars")
+        module.add_arguments(ep)
+        ep.set_defaults(func=run, experiment_module=module)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..experiments._output import prepare_output_dir
+
+    output = prepare_output_dir(args.output or Path("results") / args.experiment, overwrite=args.overwrite)
+    start = time.perf_counter()
+    files = args.experiment_module.run(args, output)
+    print(f"nwbound experiment {args.experiment}: wrote {len(files)} files to {output} "
+          f"in {time.perf_counter() - start:.1f} s")
+    for f in files:
+        print(f"  {f}")
+    return 0
