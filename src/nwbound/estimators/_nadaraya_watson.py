@@ -70,8 +70,11 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         localized classifier over the k nearest neighbours.
     algorithm : str, default="auto"
         Neighbour search for the localized classifier: ``"auto"``, ``"brute"``,
-        ``"kd_tree"``, ``"ball_tree"`` or a registered index
-        (:func:`nwbound.neighbors.available_indexes`).
+        ``"kd_tree"``, ``"ball_tree"`` (exact) or a registered index such as
+        ``"hnsw"`` (approximate; see :func:`nwbound.neighbors.available_indexes`).
+    index_params : dict or None, default=None
+        Extra options for the neighbour index (e.g. ``{"leaf_size": 40}`` or
+        ``{"M": 16, "ef": 64}`` for HNSW).
     lipschitz : float or None, default=None
         Lipschitz constant L of every class probability, **in the units of the
         features this classifier sees** (rescale it with
@@ -103,6 +106,8 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         ``working_memory`` setting).
     n_jobs : int or None, default=None
         Threads over query blocks (each with one BLAS thread); -1 for all cores.
+    random_state : int or None, default=None
+        Seed of a randomised neighbour index (e.g. HNSW); exact search ignores it.
 
     Attributes
     ----------
@@ -129,6 +134,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         bandwidth=1.0,
         n_neighbors=None,
         algorithm="auto",
+        index_params=None,
         lipschitz=None,
         margin=None,
         delta=0.05,
@@ -141,11 +147,13 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         dtype="float64",
         working_memory=None,
         n_jobs=None,
+        random_state=None,
     ):
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.n_neighbors = n_neighbors
         self.algorithm = algorithm
+        self.index_params = index_params
         self.lipschitz = lipschitz
         self.margin = margin
         self.delta = delta
@@ -158,6 +166,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         self.dtype = dtype
         self.working_memory = working_memory
         self.n_jobs = n_jobs
+        self.random_state = random_state
 
     # ------------------------------------------------------------------------------------------
     def fit(self, X, y, sample_weight=None) -> "NadarayaWatsonClassifier":
@@ -204,7 +213,11 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         self.n_samples_fit_ = n_samples
         self.index_ = None
         if self.n_neighbors is not None:
-            self.index_ = make_index(self.algorithm, n_jobs=self.n_jobs).fit(X)
+            if self.index_params is not None and not isinstance(self.index_params, dict):
+                raise TypeError(f"index_params must be a dict or None, got {type(self.index_params).__name__}.")
+            self.index_ = make_index(
+                self.algorithm, n_jobs=self.n_jobs, random_state=self.random_state, **(self.index_params or {})
+            ).fit(X)
         self._fit_complete = True
         return self
 

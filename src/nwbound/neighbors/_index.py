@@ -49,14 +49,23 @@ class ExactIndex(NeighborIndex):
 
 
 IndexFactory = Callable[..., NeighborIndex]
+
+
+def _exact_factory(algorithm: str) -> IndexFactory:
+    def factory(*, n_jobs: int | None = None, random_state: Any = None, leaf_size: int = 30) -> ExactIndex:
+        # Exact search is deterministic: random_state is accepted and unused.
+        return ExactIndex(algorithm=algorithm, n_jobs=n_jobs, leaf_size=leaf_size)
+
+    return factory
+
+
 _FACTORIES: dict[str, IndexFactory] = {
-    name: (lambda name=name, **kw: ExactIndex(algorithm=name, n_jobs=kw.get("n_jobs")))
-    for name in ("auto", "brute", "kd_tree", "ball_tree")
+    name: _exact_factory(name) for name in ("auto", "brute", "kd_tree", "ball_tree")
 }
 
 
 def register_index(name: str, factory: IndexFactory) -> None:
-    """Make ``algorithm=name`` build ``factory(n_jobs=..., random_state=..., **options)``."""
+    """Make ``algorithm=name`` build ``factory(n_jobs=..., random_state=..., **index_params)``."""
     _FACTORIES[name] = factory
 
 
@@ -71,4 +80,7 @@ def make_index(algorithm: str, **options: Any) -> NeighborIndex:
         raise ValueError(
             f"algorithm must be one of {', '.join(repr(a) for a in _FACTORIES)}, got {algorithm!r}."
         )
-    return _FACTORIES[algorithm](**options)
+    try:
+        return _FACTORIES[algorithm](**options)
+    except TypeError as exc:
+        raise ValueError(f"Invalid index_params for algorithm={algorithm!r}: {exc}") from exc
