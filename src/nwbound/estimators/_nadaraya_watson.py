@@ -33,7 +33,10 @@ def default_bandwidth_grid(X: np.ndarray, n_bandwidths: int = _AUTO_GRID_SIZE) -
     X = np.asarray(X, dtype=np.float64)
     diagonal = float(np.linalg.norm(X.max(axis=0) - X.min(axis=0)))
     if diagonal == 0.0:
-        raise ValueError("All training points coincide: bandwidth='auto' cannot pick a scale.")
+        raise ValueError(
+            "All training points coincide, so bandwidth='auto' cannot derive a scale from them; "
+            "pass bandwidth_grid=[...] explicitly or a fixed bandwidth."
+        )
     pilot = np.unique(np.linspace(0, X.shape[0] - 1, min(_AUTO_PILOT_SIZE, X.shape[0])).astype(int))
     n_nb = min(2, X.shape[0])
     dist, _ = NearestNeighbors(n_neighbors=n_nb, algorithm="brute").fit(X).kneighbors(X[pilot])

@@ -1,0 +1,537 @@
+"""Helpers shared by every experiment: model zoo, timing, result rows, grids, figures.
+
+The API is deliberately small and stable (other experiment modules import it):
+
+Models
+    :data:`MODEL_NAMES`, :data:`PAPER_SETTING`, :func:`make_model`, :func:`model_zoo`
+Timing
+    :class:`FitQuery`, :func:`fit_and_query`
+Result rows
+    :func:`result_row` (accuracy, weighted precision/recall, mean bound, vacuous
+    share and — where the true probabilities are known — the violation rate)
+Command-line values
+    :func:`parse_sizes`, :func:`positive_int`, :func:`positive_float`
+Figures (built from computed rows, never shown)
+    :class:`SizeCurveDisplay`, :func:`new_figure`, :func:`save_figures`
+
+Conventions: a *row* is a flat ``dict`` of str → scalar, written with
+:func:`nwbound.experiments._output.write_table`; times are in seconds; a
+metric that does not apply (e.g. the bound of logistic regression) is
+``float("nan")`` in the row, which shows as ``nan`` in the tables and is
+skipped by the figures.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..metrics import accuracy, violation_rate, weighted_precision_recall
+
+__all__ = [
+    "MODEL_NAMES",
+    "PAPER_SETTING",
+    "FitQuery",
+    "SizeCurveDisplay",
+    "fit_and_query",
+    "make_model",
+    "model_zoo",
+    "new_figure",
+    "parse_sizes",
+    "positive_float",
+    "positive_int",
+    "result_row",
+    "save_figures",
+]
+
+MODEL_NAMES: tuple[str, ...] = (
+    "regular",
+    "regular_auto",
+    "localized",
+    "localized_auto",
+    "dyadic",
+    "logistic",
+    "cme",
+)
+"""Names understood by :func:`make_model`.
+
+``regular``/``localized``: :class:`~nwbound.NadarayaWatsonClassifier` over all
+training points / the ``n_neighbors`` nearest ones, fixed bandwidth;
+``*_auto``: the same with ``bandwidth="auto"`` (per-query λ minimising ε —
+only in the ``"ours"`` setting, since the paper's bound has no such option);
+``dyadic``: :class:`~nwbound.DyadicClassifier`; ``logistic``: the bound-free
+logistic-regression baseline; ``cme``: :class:`~nwbound.baselines.CMEClassifier`.
+"""
+
+PAPER_SETTING: dict[str, Any] = {"bound": "paper", "sigma": 0.25, "ck": 1.0, "coverage": "per_class"}
+"""Keyword arguments that reproduce the paper's (invalid, σ = 1/4) bound exactly.
+
+Combine with the paper's constants (its ``L`` or ``γ`` and ``λ``), see
+``shared/notes/bounds.md``.
+"""
+
+_SETTINGS = ("ours", "paper")
+
+
+# ---------------------------------------------------------------------------
+# models
+# ---------------------------------------------------------------------------
+
+
+def make_model(
+    name: str,
+    *,
+    setting: str = "ours",
+    lipschitz: float | None = None,
+    margin: float | None = None,
+    bandwidth: float = 0.2,
+    n_neighbors: int = 10,
+    kernel: str = "epanechnikov",
+    delta: float = 0.05,
+    resolution: int = 4,
+    cme_params: Mapping[str, Any] | None = None,
+    logistic_params: Mapping[str, Any] | None = None,
+    n_jobs: int | None = None,
+    random_state: int | None = 0,
+) -> Any:
+    """Build one unfitted model of the zoo.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`MODEL_NAMES`.
+    setting : {"ours", "paper"}, default="ours"
+        ``"ours"``: the valid default bound (Hoeffding, simultaneous coverage);
+        ``"paper"``: :data:`PAPER_SETTING` for the NW and dyadic classifiers and
+        the reference's noise constant 0.25 for the CME.
+    lipschitz, margin : float or None
+        The assumption behind the bound, **in the units of the features the
+        model sees**; give one of them for the bounded models (not used by
+        ``logistic`` and ``cme``).
+    bandwidth : float, default=0.2
+        λ of the fixed-bandwidth NW classifiers.
+    n_neighbors : int, default=10
+        k of the localized classifier.
+    kernel : str, default="epanechnikov"
+    delta : float, default=0.05
+        Failure probability of the bounds.
+    resolution : int, default=4
+        Dyadic resolution m (``2^m`` cells per feature).
+    cme_params, logistic_params : mapping, optional
+        Extra keyword arguments for :class:`~nwbound.baselines.CMEClassifier` /
+        :func:`~nwbound.baselines.make_logistic_regression`.
+    n_jobs : int or None
+        Threads of the NW classifiers.
+    random_state : int or None, default=0
+        Seed of the logistic regression.
+
+    Returns
+    -------
+    estimator
+        An unfitted scikit-learn style classifier.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``name``/``setting``, ``*_auto`` in the paper setting, or a
+        bounded NW/dyadic model with neither ``lipschitz`` nor ``margin``.
+    """
+    if name not in MODEL_NAMES:
+        raise ValueError(f"Unknown model {name!r}; choose from {', '.join(MODEL_NAMES)}.")
+    if setting not in _SETTINGS:
+        raise ValueError(f"setting must be 'ours' or 'paper', got {setting!r}.")
+    from ..baselines import CMEClassifier, make_logistic_regression
+    from ..estimators import DyadicClassifier, NadarayaWatsonClassifier
+
+    if name == "logistic":
+        params = {"random_state": random_state, **dict(logistic_params or {})}
+        return make_logistic_regression(**params)
+    if name == "cme":
+        params = {"delta": delta, **dict(cme_params or {})}
+        if setting == "paper":
+            params.setdefault("noise_constant", 0.25)
+        return CMEClassifier(**params)
+    if lipschitz is None and margin is None:
+        raise ValueError(f"Model {name!r} needs `lipschitz` or `margin` (in the units of the features).")
+    assumption = {"lipschitz": lipschitz, "margin": margin}
+    paper = dict(PAPER_SETTING) if setting == "paper" else {}
+    if name == "dyadic":
+        paper.pop("ck", None)  # the dyadic cell indicator has sup K = 1 already
+        return DyadicClassifier(resolution=resolution, delta=delta, **assumption, **paper)
+    auto = name.endswith("_auto")
+    if auto and setting == "paper":
+        raise ValueError(f"{name!r} (bandwidth='auto') exists only in the 'ours' setting.")
+    return NadarayaWatsonClassifier(
+        kernel=kernel,
+        bandwidth="auto" if auto else bandwidth,
+        n_neighbors=n_neighbors if name.startswith("localized") else None,
+        delta=delta,
+        n_jobs=n_jobs,
+        **assumption,
+        **paper,
+    )
+
+
+def model_zoo(names: Iterable[str] = MODEL_NAMES, **params: Any) -> dict[str, Any]:
+    """Build several models with :func:`make_model` sharing ``params``.
+
+    ``*_auto`` names are skipped silently in the paper setting (the paper has
+    no per-query bandwidth), so one ``names`` list serves both settings.
+
+    Returns
+    -------
+    dict
+        name → unfitted estimator, in the order of ``names``.
+    """
+    paper = params.get("setting", "ours") == "paper"
+    return {name: make_model(name, **params) for name in names if not (paper and name.endswith("_auto"))}
+
+
+# ---------------------------------------------------------------------------
+# timing
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class FitQuery:
+    """One fitted model, its timings and its predictions on the queries.
+
+    Attributes
+    ----------
+    name : str
+    model : estimator
+        The fitted model.
+    fit_time, query_time : float
+        Wall-clock seconds of ``fit`` and of answering all queries
+        (``predict_interval`` where the model has bounds, else ``predict_proba``).
+    y_pred : ndarray of shape (n_queries,)
+        Predicted labels (argmax of ``proba``, in ``classes_``).
+    proba : ndarray of shape (n_queries, n_classes)
+    interval : PredictionInterval or None
+        None for a bound-free model.
+    """
+
+    name: str
+    model: Any
+    fit_time: float
+    query_time: float
+    y_pred: np.ndarray
+    proba: np.ndarray
+    interval: Any = None
+
+    @property
+    def total_time(self) -> float:
+        """``fit_time + query_time``."""
+        return self.fit_time + self.query_time
+
+
+def has_bounds(model: Any) -> bool:
+    """Whether ``model`` reports bounds (has ``predict_interval`` and no ``has_bounds=False``)."""
+    return bool(getattr(model, "has_bounds", True)) and hasattr(model, "predict_interval")
+
+
+def fit_and_query(model: Any, X_train: Any, y_train: Any, X_test: Any, *, name: str = "") -> FitQuery:
+    """Fit ``model`` and answer the queries ``X_test``, timing both.
+
+    The query time covers one call of ``predict_interval`` for bounded models
+    (probabilities and bounds together) or ``predict_proba`` otherwise; the
+    labels are the argmax of those probabilities (no second pass).
+
+    Returns
+    -------
+    FitQuery
+    """
+    start = time.perf_counter()
+    model.fit(X_train, y_train)
+    fit_time = time.perf_counter() - start
+    start = time.perf_counter()
+    if has_bounds(model):
+        interval = model.predict_interval(X_test)
+        proba = np.asarray(interval.proba)
+    else:
+        interval = None
+        proba = np.asarray(model.predict_proba(X_test))
+    query_time = time.perf_counter() - start
+    y_pred = np.asarray(model.classes_)[np.argmax(proba, axis=1)]
+    return FitQuery(name or type(model).__name__, model, fit_time, query_time, y_pred, proba, interval)
+
+
+# ---------------------------------------------------------------------------
+# result rows
+# ---------------------------------------------------------------------------
+
+
+def result_row(
+    fq: FitQuery,
+    y_test: Any,
+    *,
+    proba_true: Any = None,
+    delta: float = 0.05,
+    **extra: Any,
+) -> dict[str, Any]:
+    """One table row for a fitted model.
+
+    Parameters
+    ----------
+    fq : FitQuery
+    y_test : array-like of shape (n_queries,)
+        True labels of the queries.
+    proba_true : array-like of shape (n_queries, n_classes), optional
+        True class probabilities (synthetic data), columns in ``classes_``
+        order; enables the violation columns.
+    delta : float, default=0.05
+        The δ the bounds were computed for (copied into the row).
+    **extra
+        Leading columns (e.g. ``dataset=``, ``setting=``, ``n_train=``).
+
+    Returns
+    -------
+    dict
+        ``**extra`` then ``method, n_test, fit_s, query_s, total_s, accuracy,
+        precision_w, recall_w, mean_bound, vacuous_share, delta,
+        violation_rate, violation_ci_high, violation_any``. ``mean_bound`` is
+        ε averaged over queries and classes; ``violation_rate`` is the largest
+        per-class share of queries with ``|p_c − p̂_c| > ε_c`` (the guarantee is
+        per class: compare with δ), ``violation_ci_high`` its 95 %
+        Clopper–Pearson upper limit, ``violation_any`` the share with any
+        class violated. Inapplicable values are NaN.
+    """
+    y_test = np.asarray(y_test)
+    classes = np.asarray(fq.model.classes_)
+    precision, recall = weighted_precision_recall(y_test, fq.y_pred, classes=np.union1d(classes, y_test))
+    nan = float("nan")
+    row: dict[str, Any] = dict(extra)
+    row.update(
+        method=fq.name,
+        n_test=int(y_test.shape[0]),
+        fit_s=fq.fit_time,
+        query_s=fq.query_time,
+        total_s=fq.total_time,
+        accuracy=accuracy(y_test, fq.y_pred),
+        precision_w=precision,
+        recall_w=recall,
+        mean_bound=nan,
+        vacuous_share=nan,
+        delta=float(delta),
+        violation_rate=nan,
+        violation_ci_high=nan,
+        violation_any=nan,
+    )
+    iv = fq.interval
+    if iv is not None:
+        row["mean_bound"] = float(np.mean(iv.epsilon))
+        row["vacuous_share"] = float(np.mean(iv.vacuous))
+        if proba_true is not None:
+            v = violation_rate(proba_true, iv)
+            worst = int(np.argmax(v["rate"]))
+            row["violation_rate"] = float(v["rate"][worst])
+            row["violation_ci_high"] = float(v["ci_high"][worst])
+            row["violation_any"] = float(v["simultaneous_rate"])
+    return row
+
+
+# ---------------------------------------------------------------------------
+# command-line values
+# ---------------------------------------------------------------------------
+
+_NUMBER = re.compile(r"^[+-]?(\d[\d_]*)(\.\d*)?([eE][+-]?\d+)?$")
+
+
+def parse_sizes(text: str, *, name: str = "--sizes", minimum: int = 1) -> list[int]:
+    """Parse a comma-separated list of sample sizes such as ``"100,1e3,10_000"``.
+
+    Returns the sorted distinct integers. Raises :class:`ValueError` (one line,
+    naming ``name``) for an empty list, a non-number, a non-integer such as
+    ``1.5`` or a value below ``minimum``.
+    """
+    parts = [p.strip() for p in str(text).split(",")]
+    if not any(parts):
+        raise ValueError(f"{name}: give at least one size, e.g. {name} 100,1000,10000.")
+    sizes: list[int] = []
+    for part in parts:
+        if not part:
+            raise ValueError(f"{name}: empty entry in {text!r}; separate sizes by single commas.")
+        if not _NUMBER.match(part):
+            raise ValueError(f"{name}: {part!r} is not a number; give integers such as 1000 or 1e3.")
+        value = float(part.replace("_", ""))
+        if not math.isfinite(value) or value != int(value):
+            raise ValueError(f"{name}: {part!r} is not a whole number of samples.")
+        if value < minimum:
+            raise ValueError(f"{name}: {part!r} is below the minimum of {minimum}.")
+        sizes.append(int(value))
+    return sorted(set(sizes))
+
+
+def positive_int(text: str) -> int:
+    """argparse ``type=`` for an integer ``>= 1`` (a clear usage error otherwise)."""
+    import argparse
+
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse ``type=`` for a finite number ``> 0``."""
+    import argparse
+
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number > 0")
+    return value
+
+
+# ---------------------------------------------------------------------------
+# figures
+# ---------------------------------------------------------------------------
+
+
+def new_figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] | None = None) -> tuple[Any, np.ndarray]:
+    """A matplotlib figure with an array of axes, without pyplot (no GUI, no global state).
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    axes : ndarray of Axes, shape (nrows, ncols)
+    """
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize or (4.2 * ncols, 3.4 * nrows))
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    return fig, axes
+
+
+def save_figures(fig: Any, out: str | os.PathLike, stem: str, *, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
+    """Save ``fig`` as ``out/stem.png`` and ``.pdf`` (atomic; replaces only these names).
+
+    The results folder has been checked by the CLI (empty, or ``--overwrite``),
+    so replacing a figure of the same name is what the user asked for.
+    """
+    from ..plots import save_figure
+
+    fig.tight_layout()
+    return list(save_figure(fig, Path(out) / stem, formats=formats, overwrite=True, dpi=150))
+
+
+class SizeCurveDisplay:
+    """A metric against the training-set size, one line per group (e.g. method).
+
+    Built from result rows (see :func:`result_row`); rows with a NaN metric are
+    skipped, repeated ``(group, x)`` pairs are averaged.
+
+    Parameters
+    ----------
+    curves : dict
+        group → ``(x, y)`` arrays, sorted by x.
+    x_label, y_label : str
+    logx, logy : bool
+
+    Attributes
+    ----------
+    figure_, ax_ : matplotlib objects, set by :meth:`plot`.
+    """
+
+    def __init__(
+        self,
+        *,
+        curves: Mapping[str, tuple[np.ndarray, np.ndarray]],
+        x_label: str = "training samples n",
+        y_label: str = "",
+        logx: bool = True,
+        logy: bool = False,
+    ) -> None:
+        self.curves = dict(curves)
+        self.x_label = x_label
+        self.y_label = y_label
+        self.logx = logx
+        self.logy = logy
+
+    @classmethod
+    def from_rows(
+        cls,
+        rows: Iterable[Mapping[str, Any]],
+        *,
+        y: str,
+        x: str = "n_train",
+        group: str | Sequence[str] = "method",
+        where: Mapping[str, Any] | None = None,
+        ax: Any = None,
+        x_label: str = "training samples n",
+        y_label: str | None = None,
+        logx: bool = True,
+        logy: bool = False,
+        hline: float | None = None,
+        title: str | None = None,
+    ) -> "SizeCurveDisplay":
+        """Collect the curves from ``rows`` and plot them.
+
+        Parameters
+        ----------
+        rows : iterable of dict
+        y, x : str
+            Row keys of the plotted metric and of the size.
+        group : str or sequence of str
+            Key(s) whose values name a line (joined by ", ").
+        where : mapping, optional
+            Keep only rows with these key/value pairs.
+        ax : Axes, optional
+        hline : float, optional
+            A dashed reference line (e.g. δ).
+        title : str, optional
+        """
+        keys = [group] if isinstance(group, str) else list(group)
+        acc: dict[str, dict[float, list[float]]] = {}
+        for row in rows:
+            if where and any(row.get(k) != v for k, v in where.items()):
+                continue
+            value = row.get(y)
+            if value is None or not np.isfinite(float(value)):
+                continue
+            label = ", ".join(str(row.get(k, "")) for k in keys)
+            acc.setdefault(label, {}).setdefault(float(row[x]), []).append(float(value))
+        curves = {}
+        for label, points in acc.items():
+            xs = np.array(sorted(points))
+            curves[label] = (xs, np.array([np.mean(points[v]) for v in xs]))
+        disp = cls(curves=curves, x_label=x_label, y_label=y_label or y, logx=logx, logy=logy)
+        disp.plot(ax=ax, hline=hline, title=title)
+        return disp
+
+    def plot(self, ax: Any = None, *, hline: float | None = None, title: str | None = None) -> "SizeCurveDisplay":
+        """Draw the curves on ``ax`` (a new figure when None); return ``self``."""
+        if ax is None:
+            fig, axes = new_figure()
+            ax = axes[0, 0]
+        markers = "osD^vP*Xh<>"
+        for i, (label, (xs, ys)) in enumerate(self.curves.items()):
+            ax.plot(xs, ys, marker=markers[i % len(markers)], ms=4, lw=1.3, label=label)
+        if hline is not None:
+            ax.axhline(hline, color="k", ls="--", lw=1.0, label=f"{hline:g}")
+        if self.logx:
+            ax.set_xscale("log")
+        if self.logy:
+            ax.set_yscale("log")
+        ax.set_xlabel(self.x_label)
+        ax.set_ylabel(self.y_label)
+        if title:
+            ax.set_title(title, fontsize=10)
+        ax.grid(True, which="major", alpha=0.3)
+        if self.curves:
+            ax.legend(fontsize=7)
+        self.ax_ = ax
+        self.figure_ = ax.figure
+        return self

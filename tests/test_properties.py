@@ -1,0 +1,75 @@
+"""Property-based invariants (hypothesis)."""
+
+import numpy as np
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from nwbound import DyadicClassifier, NadarayaWatsonClassifier
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def datasets(draw, max_n=40, max_d=3, max_classes=4):
+    n = draw(st.integers(4, max_n))
+    d = draw(st.integers(1, max_d))
+    X = draw(arrays(np.float64, (n, d), elements=st.floats(-3, 3, allow_nan=False, width=32)))
+    n_classes = draw(st.integers(2, max_classes))
+    y = draw(arrays(np.int64, n, elements=st.integers(0, n_classes - 1)))
+    y[:2] = [0, 1]  # at least two classes
+    Q = draw(arrays(np.float64, (5, d), elements=st.floats(-4, 4, allow_nan=False, width=32)))
+    # bandwidth="auto" derives its grid from the spread of X (coincident points are refused).
+    assume(np.ptp(X, axis=0).max() > 0)
+    return X, y, Q
+
+
+def _models():
+    return [
+        NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=0.5),
+        NadarayaWatsonClassifier(kernel="gaussian", bandwidth=0.7, margin=2.0, bound="selfnormalized"),
+        NadarayaWatsonClassifier(bandwidth=1.5, n_neighbors=3, lipschitz=0.5, bound="paper"),
+        NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5),
+        DyadicClassifier(resolution=2, lipschitz=0.5),
+    ]
+
+
+@SETTINGS
+@given(datasets())
+def test_probabilities_sum_to_one_and_lie_inside_bounds(data):
+    X, y, Q = data
+    for model in _models():
+        res = model.fit(X, y).predict_interval(Q)
+        assert np.all(np.isfinite(res.proba)) and np.all(np.isfinite(res.epsilon))
+        np.testing.assert_allclose(res.proba.sum(axis=1), 1.0, rtol=1e-9)
+        assert np.all(res.lower <= res.proba + 1e-12) and np.all(res.proba <= res.upper + 1e-12)
+        assert np.all((res.epsilon > 0) & (res.epsilon <= 1.0))
+        assert np.all((res.lower >= 0) & (res.upper <= 1))
+        np.testing.assert_array_equal(res.vacuous, res.kappa == 0)
+        np.testing.assert_allclose(model.predict_proba(Q), res.proba)
+
+
+@SETTINGS
+@given(datasets(), st.randoms(use_true_random=False))
+def test_permuting_training_rows_changes_nothing(data, rnd):
+    X, y, Q = data
+    perm = np.array(rnd.sample(range(len(y)), len(y)))
+    for model in _models()[:2] + _models()[3:]:  # k-NN ties may pick other equidistant rows
+        a = model.fit(X, y).predict_interval(Q)
+        b = model.fit(X[perm], y[perm]).predict_interval(Q)
+        np.testing.assert_allclose(a.proba, b.proba, atol=1e-9)
+        np.testing.assert_allclose(a.epsilon, b.epsilon, atol=1e-9)
+
+
+@SETTINGS
+@given(datasets(), st.data())
+def test_duplicated_rows_equal_sample_weight_two(data, draw):
+    X, y, Q = data
+    dup = np.array(draw.draw(st.lists(st.integers(0, len(y) - 1), min_size=1, max_size=len(y), unique=True)))
+    weights = np.ones(len(y))
+    weights[dup] = 2.0
+    X2, y2 = np.vstack([X, X[dup]]), np.concatenate([y, y[dup]])
+    for model in (NadarayaWatsonClassifier(bandwidth=1.0), DyadicClassifier(resolution=2)):
+        a = model.fit(X, y, sample_weight=weights).predict_proba(Q)
+        b = model.fit(X2, y2).predict_proba(Q)
+        np.testing.assert_allclose(a, b, atol=1e-9)
