@@ -34,6 +34,7 @@ __all__ = [
     "iter_table_chunks",
     "label_array",
     "labels_like",
+    "normalize_labels",
     "read_columns",
     "table_format",
 ]
@@ -222,11 +223,11 @@ def feature_matrix(frame: Any, columns: Sequence[str], *, path: str | os.PathLik
     out = np.empty((len(frame), len(columns)), dtype=np.float64)
     for j, name in enumerate(columns):
         col = frame[name]
-        if pd.api.types.is_bool_dtype(col.dtype) or not pd.api.types.is_numeric_dtype(col.dtype):
+        if not pd.api.types.is_numeric_dtype(col.dtype):
             as_num = pd.to_numeric(col, errors="coerce")
             bad = as_num.isna().to_numpy() & col.notna().to_numpy()
-            if bad.any() or pd.api.types.is_bool_dtype(col.dtype):
-                i = _first_bad(bad) if bad.any() else 0
+            if bad.any():
+                i = _first_bad(bad)
                 raise TableError(
                     f"{path}: feature column {name!r} must be numeric, but row {first_row + i} holds "
                     f"{col.iloc[i]!r}. Fix the value, or list the column with --id-columns (or leave it out of --features)."
@@ -296,11 +297,11 @@ def labels_like(values: np.ndarray, classes: np.ndarray, *, column: str, path: s
     if converted is None:
         # Compare as text: str(label) matches how the classes print.
         lookup = np.asarray([str(c) for c in classes])
-        text = values.astype(str)
-        pos = np.searchsorted(np.sort(lookup), text)
         order = np.argsort(lookup)
-        pos = np.minimum(pos, lookup.shape[0] - 1)
-        found = np.sort(lookup)[pos] == text
+        sorted_lookup = lookup[order]
+        text = values.astype(str)
+        pos = np.minimum(np.searchsorted(sorted_lookup, text), sorted_lookup.shape[0] - 1)
+        found = sorted_lookup[pos] == text
         if not found.all():
             i = _first_bad(~found)
             unseen = sorted(set(text[~found].tolist()))

@@ -1,0 +1,214 @@
+"""``nwbound predict``: stream a table through a saved model into a reviewed prediction file.
+
+The output holds, per input row: the id columns exactly as given,
+``predicted``, and for every class ``c`` the columns ``proba_<c>``,
+``lower_<c>``, ``upper_<c>``; then ``epsilon`` (the bound's half-width),
+``kappa`` (kernel mass), ``vacuous`` (no training data near the row: ε = 1)
+and ``review`` — true where the bound does not single out the predicted class
+(its lower bound is not above every other class's upper bound) or the
+prediction is vacuous (:func:`nwbound.metrics.review_flags`).
+
+DATA is read in chunks of ``--chunksize`` rows and the output is written
+chunk by chunk to a temporary file that is renamed into place at the end, so
+memory stays bounded and an interrupted run leaves no partial output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+__all__ = ["add_parser", "run", "model_features", "predict_chunks", "prediction_frame"]
+
+DEFAULT_CHUNKSIZE = 100_000
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "predict",
+        help="predict a CSV/Parquet table with a saved model: classes, probability bounds, review flags",
+        description="Stream DATA through MODEL (written by `nwbound fit` or nwbound.io.save_model) and "
+        "write predicted, proba_<c>, lower_<c>, upper_<c>, epsilon, kappa, vacuous and review columns "
+        "(review: the bound does not separate the top class from the others, or no training data is near).",
+    )
+    p.add_argument("model", metavar="MODEL", help="model file (.npz)")
+    p.add_argument("data", metavar="DATA", help="table to predict (.csv or .parquet)")
+    p.add_argument("-o", "--output", required=True, help="output table (.csv or .parquet)")
+    p.add_argument("--id-columns", nargs="+", default=[], metavar="COL", help="columns copied to the output as given")
+    p.add_argument("--chunksize", type=int, default=DEFAULT_CHUNKSIZE, help=f"rows per chunk (default {DEFAULT_CHUNKSIZE})")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    p.set_defaults(func=run)
+
+
+# ----------------------------------------------------------------------------------------------
+# Shared with `nwbound evaluate`
+# ----------------------------------------------------------------------------------------------
+def model_features(model: Any, columns: Sequence[str], exclude: Sequence[str], path: Path) -> list[str]:
+    """The feature columns ``model`` needs, checked against a table's ``columns``."""
+    from ..io import TableModel
+    from ..io.tables import check_columns
+    from .main import CommandError
+
+    if isinstance(model, TableModel):
+        features = list(model.features)
+    elif getattr(model, "feature_names_in_", None) is not None:
+        features = [str(f) for f in model.feature_names_in_]
+    else:
+        # A model fitted on a plain array: every other column, in file order.
+        features = [c for c in columns if c not in set(exclude)]
+        if len(features) != model.n_features_in_:
+            raise CommandError(
+                f"The model has no feature names and needs {model.n_features_in_} features, but {path} has "
+                f"{len(features)} non-id columns; list the other columns with --id-columns."
+            )
+        return features
+    check_columns(columns, features, path, "feature")
+    overlap = sorted(set(features) & set(exclude))
+    if overlap:
+        raise CommandError(f"Columns {overlap} are model features and cannot also be id/target columns.")
+    return features
+
+
+def check_chunksize(chunksize: int) -> None:
+    from .main import CommandError
+
+    if chunksize < 1:
+        raise CommandError(f"--chunksize must be >= 1, got {chunksize}.")
+
+
+def chunk_total(path: Path, chunksize: int) -> int | None:
+    """Number of chunks when cheap to know (Parquet metadata), else None."""
+    from ..io.tables import table_format
+
+    if table_format(path) != "parquet":
+        return None
+    import pyarrow.parquet as pq
+
+    return max(1, math.ceil(pq.ParquetFile(path).metadata.num_rows / chunksize))
+
+
+def predict_chunks(
+    model: Any,
+    path: Path,
+    features: Sequence[str],
+    *,
+    chunksize: int,
+    text_columns: Sequence[str] = (),
+    id_columns: Sequence[str] = (),
+    quiet: bool = True,
+    desc: str = "predict",
+) -> Iterator[tuple[Any, Any, int]]:
+    """Yield ``(chunk, interval, first_row)`` for each chunk of the table at ``path``."""
+    from ..experiments.progress import progress
+    from ..io.tables import feature_matrix, iter_table_chunks
+
+    columns = list(dict.fromkeys([*id_columns, *features, *text_columns]))
+    chunks = iter_table_chunks(
+        path, chunksize, columns=columns, text_columns=text_columns, verbatim_columns=id_columns
+    )
+    first_row = 1
+    for chunk in progress(chunks, desc=desc, total=chunk_total(path, chunksize), quiet=quiet):
+        if len(chunk) == 0:
+            continue
+        X = feature_matrix(chunk, features, path=path, first_row=first_row)
+        yield chunk, model.predict_interval(X), first_row
+        first_row += len(chunk)
+
+
+def prediction_frame(chunk: Any, interval: Any, classes: np.ndarray, id_columns: Sequence[str]) -> Any:
+    """The output columns for one chunk (see the module docs)."""
+    import pandas as pd
+
+    from ..metrics import review_flags
+
+    top = np.argmax(interval.proba, axis=1)
+    out: dict[str, Any] = {c: chunk[c].to_numpy() for c in id_columns}
+    out["predicted"] = classes[top]
+    for prefix, arr in (("proba", interval.proba), ("lower", interval.lower), ("upper", interval.upper)):
+        for j, c in enumerate(classes):
+            out[f"{prefix}_{c}"] = arr[:, j]
+    out["epsilon"] = interval.epsilon.max(axis=1)
+    out["kappa"] = interval.kappa
+    out["vacuous"] = np.asarray(interval.vacuous, dtype=bool)
+    out["review"] = review_flags(interval)
+    return pd.DataFrame(out)
+
+
+def output_columns(classes: np.ndarray) -> list[str]:
+    names = ["predicted"]
+    for prefix in ("proba", "lower", "upper"):
+        names += [f"{prefix}_{c}" for c in classes]
+    return names + ["epsilon", "kappa", "vacuous", "review"]
+
+
+def load_for_table(model_path: str, data_path: str) -> tuple[Any, Path, list[str]]:
+    """Load the model, check the data file's format and read its header."""
+    from ..io import load_model
+    from ..io.tables import read_columns
+
+    model = load_model(model_path)
+    data = Path(data_path)
+    return model, data, read_columns(data)
+
+
+def friendly_errors(func):
+    """Turn file-system and missing-extra errors into one-line CLI errors."""
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(args: argparse.Namespace) -> int:
+        from .main import CommandError
+
+        try:
+            return func(args)
+        except (FileExistsError, IsADirectoryError, NotADirectoryError, ImportError) as exc:
+            raise CommandError(str(exc)) from None
+
+    return wrapper
+
+
+# ----------------------------------------------------------------------------------------------
+@friendly_errors
+def run(args: argparse.Namespace) -> int:
+    from ..io.tables import TableWriter, table_format
+    from .main import CommandError
+
+    check_chunksize(args.chunksize)
+    output = Path(args.output)
+    table_format(output)
+    if output.exists() and not args.overwrite:
+        raise CommandError(f"Output file {output} already exists; pass --overwrite or choose another name.")
+    model, data, columns = load_for_table(args.model, args.data)
+    if output.resolve() == data.resolve():
+        raise CommandError(f"Output {output} is the input table; choose another output file.")
+    ids = list(args.id_columns)
+    from ..io.tables import check_columns
+
+    check_columns(columns, ids, data, "id")
+    features = model_features(model, columns, ids, data)
+    classes = np.asarray(model.classes_)
+    clash = sorted(set(ids) & set(output_columns(classes)))
+    if clash:
+        raise CommandError(f"Id columns {clash} clash with output column names; rename them in {data}.")
+    n_rows = n_review = 0
+    with TableWriter(output, overwrite=args.overwrite) as writer:
+        for chunk, interval, _ in predict_chunks(
+            model, data, features, chunksize=args.chunksize, id_columns=ids, quiet=args.quiet
+        ):
+            frame = prediction_frame(chunk, interval, classes, ids)
+            writer.write(frame)
+            n_rows += len(frame)
+            n_review += int(frame["review"].sum())
+        if n_rows == 0:
+            raise CommandError(f"{data} has no data rows; nothing to predict.")
+    if not args.quiet:
+        print(
+            f"Predicted {n_rows} rows of {data}; {n_review} ({n_review / n_rows:.1%}) flagged for review. "
+            f"Wrote {output}."
+        )
+    return 0
