@@ -67,6 +67,10 @@ _BYTES_PER_ENTRY = 96
 # Pruning: training points per ball, and fewer points than this are never pruned.
 _BALL_SIZE = 128
 _MIN_PRUNE_POINTS = 8192
+# Automatic pruning only in few dimensions: there k-means balls are small
+# next to a bandwidth that leaves few neighbours. In 100 dimensions (even on
+# a 5-dim manifold) the balls are wider than λ and pruning skips almost nothing.
+_AUTO_PRUNE_MAX_FEATURES = 12
 # Relative slack added to the pruning test so that rounding never drops a
 # pair the dense path would keep.
 _PRUNE_SLACK = 1e-6
@@ -205,10 +209,10 @@ def _ball_partition(centred: np.ndarray) -> tuple[np.ndarray, _Balls]:
     from sklearn.cluster import KMeans
 
     n = centred.shape[0]
-    k = int(min(2048, max(2, n // _BALL_SIZE)))
+    k = int(min(1024, max(2, n // _BALL_SIZE)))
     rng = np.random.default_rng(0)
-    sample = centred[rng.choice(n, size=min(n, 40 * k), replace=False)]
-    km = KMeans(n_clusters=k, init="random", n_init=1, max_iter=20, tol=1e-3, random_state=0)
+    sample = centred[rng.choice(n, size=min(n, 16 * k), replace=False)]
+    km = KMeans(n_clusters=k, init="random", n_init=1, max_iter=8, tol=1e-3, random_state=0)
     centers = km.fit(sample).cluster_centers_
     # Order the centres along coarse groups so consecutive balls are close:
     # coherent query blocks then need few, adjacent balls.
@@ -453,8 +457,9 @@ def dense_kernel_sums(
         thread (BLAS keeps its own threads), -1: all cores.
     prune : bool or None, default=None
         Skip (query block, ball) pairs beyond the kernel's support. None:
-        whenever the kernel is compact and the training set has at least
-        8192 points. The sums do not depend on it (up to rounding).
+        when the kernel is compact, the training set has at least 8192 points
+        and at most 12 features. Building the balls is a one-off cost of the
+        first call (cached on ``train``). The sums do not depend on it (up to rounding).
 
     Returns
     -------
@@ -468,7 +473,7 @@ def dense_kernel_sums(
     dtype = train.X.dtype
     compact = kernel.compact and tail_radius is None
     if prune is None:
-        prune = compact
+        prune = Xq.shape[1] <= _AUTO_PRUNE_MAX_FEATURES
     lay = train.layout(prune=bool(prune and compact))
     lam_max = float(bandwidths.max())
     support = kernel.radius * lam_max if compact else lam_max
