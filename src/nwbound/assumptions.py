@@ -563,7 +563,9 @@ def strongin_lipschitz(
     safety_factor : float, default=2.0
         ``r ≥ 1``.
     min_pair_distance : float, optional
-        ``h``; default twice the pilot bandwidth.
+        ``h``; default three pilot bandwidths (closer pairs mostly measure
+        noise), capped at the median distance between evaluation points (in
+        high dimension 3λ can exceed every pairwise distance).
     random_state : int, Generator or None
         Seed of the split, the evaluation subsample and the bandwidth probe.
     bandwidth : float or "auto", default="auto"
@@ -611,7 +613,7 @@ def strongin_lipschitz(
         lam = _pilot_bandwidth(X_pilot, rng)
     else:
         lam = check_positive(bandwidth, "bandwidth")
-    h = 2.0 * lam if min_pair_distance is None else check_positive(min_pair_distance, "min_pair_distance")
+    h = None if min_pair_distance is None else check_positive(min_pair_distance, "min_pair_distance")
 
     if eval_idx.shape[0] > n_eval:
         eval_idx = np.sort(rng.choice(eval_idx, size=n_eval, replace=False))
@@ -629,6 +631,14 @@ def strongin_lipschitz(
             "pass a larger bandwidth."
         )
     E = X[eval_idx]
+    if h is None:
+        # 3λ in low dimension; in high dimension distances concentrate (3λ can
+        # exceed every pairwise distance), so cap at the median pair distance.
+        probe = E[: min(500, E.shape[0])].astype(np.float64)
+        sq = np.einsum("ij,ij->i", probe, probe)
+        d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * probe @ probe.T, 0.0)
+        median = float(np.median(np.sqrt(d2[np.triu_indices(probe.shape[0], 1)])))
+        h = min(3.0 * lam, median) if median > 0 else 3.0 * lam
 
     def reduce(D: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rows = slice(start, start + D.shape[0])

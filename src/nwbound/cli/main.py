@@ -15,7 +15,7 @@ from typing import Sequence
 __all__ = ["main", "CommandError", "COMMANDS"]
 
 # module (in nwbound.cli) → imported lazily so `nwbound --help` stays fast.
-COMMANDS: tuple[str, ...] = ("demo", "experiment")
+COMMANDS: tuple[str, ...] = ("demo", "experiment", "fit", "predict", "evaluate")
 
 
 class CommandError(Exception):
@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         result = args.func(args)
-    except (CommandError, OutputError, ValueError, TypeError, FileNotFoundError, PermissionError) as exc:
+    except (CommandError, OutputError, ValueError, TypeError, OSError) as exc:
         print(f"nwbound {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
