@@ -39,9 +39,19 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..experiments._output import prepare_output_dir
 
-    output = prepare_output_dir(args.output or Path("results") / args.experiment, overwrite=args.overwrite)
+    target = args.output or Path("results") / args.experiment
+    created = not target.exists()
+    output = prepare_output_dir(target, overwrite=args.overwrite)
     start = time.perf_counter()
-    files = args.experiment_module.run(args, output)
+    try:
+        files = args.experiment_module.run(args, output)
+    except BaseException:
+        if created:  # leave no empty folder behind after a rejected option
+            try:
+                output.rmdir()  # only succeeds while it is still empty
+            except OSError:
+                pass
+        raise
     print(f"nwbound experiment {args.experiment}: wrote {len(files)} files to {output} "
           f"in {time.perf_counter() - start:.1f} s")
     for f in files:

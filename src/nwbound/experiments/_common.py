@@ -5,7 +5,7 @@ The API is deliberately small and stable (other experiment modules import it):
 Models
     :data:`MODEL_NAMES`, :data:`PAPER_SETTING`, :func:`make_model`, :func:`model_zoo`
 Timing
-    :class:`FitQuery`, :func:`fit_and_query`
+    :class:`FitQuery`, :func:`fit_and_query`, :func:`has_bounds`
 Result rows
     :func:`result_row` (accuracy, weighted precision/recall, mean bound, vacuous
     share and — where the true probabilities are known — the violation rate)
@@ -41,6 +41,7 @@ __all__ = [
     "FitQuery",
     "SizeCurveDisplay",
     "fit_and_query",
+    "has_bounds",
     "make_model",
     "model_zoo",
     "new_figure",
@@ -427,6 +428,16 @@ def save_figures(fig: Any, out: str | os.PathLike, stem: str, *, formats: Sequen
     return list(save_figure(fig, Path(out) / stem, formats=formats, overwrite=True, dpi=150))
 
 
+_EXTRA_COLORS: dict[str, int] = {}
+
+
+def _color_index(key: str) -> int:
+    """A stable colour per model name (same colour in every figure), else by first use."""
+    if key in MODEL_NAMES:
+        return MODEL_NAMES.index(key)
+    return _EXTRA_COLORS.setdefault(key, len(MODEL_NAMES) + len(_EXTRA_COLORS))
+
+
 class SizeCurveDisplay:
     """A metric against the training-set size, one line per group (e.g. method).
 
@@ -436,9 +447,13 @@ class SizeCurveDisplay:
     Parameters
     ----------
     curves : dict
-        group → ``(x, y)`` arrays, sorted by x.
+        group label → ``(x, y)`` arrays, sorted by x.
     x_label, y_label : str
     logx, logy : bool
+    styles : dict, optional
+        group label → ``(color key, line-style index)``. Lines with the same
+        colour key share a colour (a model name keeps its colour in every
+        figure); the index picks solid, dashed, dotted, …
 
     Attributes
     ----------
@@ -453,8 +468,10 @@ class SizeCurveDisplay:
         y_label: str = "",
         logx: bool = True,
         logy: bool = False,
+        styles: Mapping[str, tuple[str, int]] | None = None,
     ) -> None:
         self.curves = dict(curves)
+        self.styles = dict(styles or {})
         self.x_label = x_label
         self.y_label = y_label
         self.logx = logx
@@ -485,7 +502,8 @@ class SizeCurveDisplay:
         y, x : str
             Row keys of the plotted metric and of the size.
         group : str or sequence of str
-            Key(s) whose values name a line (joined by ", ").
+            Key(s) whose values name a line (joined by ", "). The first key
+            sets the colour, the second (if any) the line style.
         where : mapping, optional
             Keep only rows with these key/value pairs.
         ax : Axes, optional
@@ -495,6 +513,8 @@ class SizeCurveDisplay:
         """
         keys = [group] if isinstance(group, str) else list(group)
         acc: dict[str, dict[float, list[float]]] = {}
+        styles: dict[str, tuple[str, int]] = {}
+        second: dict[str, int] = {}
         for row in rows:
             if where and any(row.get(k) != v for k, v in where.items()):
                 continue
@@ -502,12 +522,15 @@ class SizeCurveDisplay:
             if value is None or not np.isfinite(float(value)):
                 continue
             label = ", ".join(str(row.get(k, "")) for k in keys)
+            if label not in styles:
+                sub = str(row.get(keys[1], "")) if len(keys) > 1 else ""
+                styles[label] = (str(row.get(keys[0], "")), second.setdefault(sub, len(second)))
             acc.setdefault(label, {}).setdefault(float(row[x]), []).append(float(value))
         curves = {}
         for label, points in acc.items():
             xs = np.array(sorted(points))
             curves[label] = (xs, np.array([np.mean(points[v]) for v in xs]))
-        disp = cls(curves=curves, x_label=x_label, y_label=y_label or y, logx=logx, logy=logy)
+        disp = cls(curves=curves, x_label=x_label, y_label=y_label or y, logx=logx, logy=logy, styles=styles)
         disp.plot(ax=ax, hline=hline, title=title)
         return disp
 
@@ -517,8 +540,14 @@ class SizeCurveDisplay:
             fig, axes = new_figure()
             ax = axes[0, 0]
         markers = "osD^vP*Xh<>"
+        line_styles = ("-", "--", ":", "-.")
         for i, (label, (xs, ys)) in enumerate(self.curves.items()):
-            ax.plot(xs, ys, marker=markers[i % len(markers)], ms=4, lw=1.3, label=label)
+            key, ls = self.styles.get(label, (label, 0))
+            c = _color_index(key)
+            ax.plot(
+                xs, ys, marker=markers[c % len(markers)], ms=4, lw=1.3, color=f"C{c % 10}",
+                ls=line_styles[ls % len(line_styles)], label=label,
+            )
         if hline is not None:
             ax.axhline(hline, color="k", ls="--", lw=1.0, label=f"{hline:g}")
         if self.logx:
