@@ -33,7 +33,8 @@ def add_parser(sub) -> None:
         help="predict a CSV/Parquet table with a saved model: classes, probability bounds, review flags",
         description="Stream DATA through MODEL (written by `nwbound fit` or nwbound.io.save_model) and "
         "write predicted, proba_<c>, lower_<c>, upper_<c>, epsilon, kappa, vacuous and review columns "
-        "(review: the bound does not separate the top class from the others, or no training data is near).",
+        "(review: the bound does not separate the top class from the others, or no training data is near). "
+        "Put MODEL and DATA before options that take lists (--id-columns).",
     )
     p.add_argument("model", metavar="MODEL", help="model file (.npz)")
     p.add_argument("data", metavar="DATA", help="table to predict (.csv or .parquet)")
@@ -111,11 +112,16 @@ def predict_chunks(
     chunks = iter_table_chunks(
         path, chunksize, columns=columns, text_columns=text_columns, verbatim_columns=id_columns
     )
+    named = getattr(model, "feature_names_in_", None) is not None
     first_row = 1
     for chunk in progress(chunks, desc=desc, total=chunk_total(path, chunksize), quiet=quiet):
         if len(chunk) == 0:
             continue
         X = feature_matrix(chunk, features, path=path, first_row=first_row)
+        if named:  # an estimator fitted on a DataFrame checks the names it gets
+            import pandas as pd
+
+            X = pd.DataFrame(X, columns=list(features), copy=False)
         yield chunk, model.predict_interval(X), first_row
         first_row += len(chunk)
 

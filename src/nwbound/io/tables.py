@@ -21,6 +21,7 @@ import csv
 import os
 import re
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -94,15 +95,24 @@ def read_columns(path: str | os.PathLike) -> list[str]:
     if not path.is_file():
         raise FileNotFoundError(f"Table {path} does not exist (or is not a file).")
     if fmt == "csv":
-        # Read the header ourselves: pandas silently renames duplicates ("a.1").
+        # Parse the header row as data (header=None): pandas would otherwise
+        # silently rename duplicates ("a.1") and unnamed columns ("Unnamed: 0").
+        pd = _pandas()
         try:
-            with open(path, newline="", encoding="utf-8-sig") as fh:
-                header = next(csv.reader(fh), None)
-        except (UnicodeDecodeError, csv.Error) as exc:
-            raise TableError(f"{path}: cannot read the CSV header ({exc}); is it a UTF-8 CSV file?") from None
-        if not header or all(not h.strip() for h in header):
+            first = pd.read_csv(
+                path, header=None, nrows=1, dtype=str, keep_default_na=False, index_col=False, encoding="utf-8-sig"
+            )
+        except pd.errors.EmptyDataError:
+            raise TableError(f"{path} has no header row (it is empty); the first line must name the columns.") from None
+        except (ValueError, UnicodeDecodeError, csv.Error, OverflowError) as exc:
+            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise TableError(f"{path}: cannot read the CSV header ({message}); is it a UTF-8 CSV file?") from None
+        names = [str(v) for v in first.iloc[0].tolist()] if len(first) else []
+        if not names or all(not n.strip() for n in names):
             raise TableError(f"{path} has no header row (it is empty); the first line must name the columns.")
-        names = header
+        unnamed = [i + 1 for i, n in enumerate(names) if not n.strip()]
+        if unnamed:
+            raise TableError(f"{path}: column(s) {unnamed} of the header have no name; every column needs one.")
     else:
         pq = _parquet()
         try:
@@ -177,18 +187,35 @@ def iter_table_chunks(
         reader = pd.read_csv(
             path,
             chunksize=int(chunksize),
-            usecols=wanted,
+            # No usecols: with it pandas silently accepts rows with extra
+            # fields; index_col=False stops it from turning such a first row's
+            # extra field into an index.
+            index_col=False,
             dtype={c: str for c in wanted if c in text},
             keep_default_na=False,
             na_values=na_values,
             encoding="utf-8-sig",
         )
-        for chunk in reader:
+        while True:
+            # A first data row with extra fields only warns (and loses data):
+            # make that an error like any other ragged row.
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", pd.errors.ParserWarning)
+                try:
+                    chunk = next(reader)
+                except StopIteration:
+                    break
+            if list(chunk.columns) != names:
+                raise TableError(f"{path}: the CSV header could not be parsed consistently; check its quoting.")
             yield chunk[wanted]
-    except (ValueError, UnicodeDecodeError, csv.Error, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError) as exc:
+    except (ValueError, UnicodeDecodeError, csv.Error, pd.errors.ParserError, pd.errors.ParserWarning, pd.errors.EmptyDataError,
+            OverflowError) as exc:
         if isinstance(exc, TableError):
             raise
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, pd.errors.ParserWarning):
+            message = "a data row has more fields than the header"
+        else:
+            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TableError(f"{path}: cannot parse the CSV file ({message}).") from None
     finally:
         if reader is not None:
@@ -285,6 +312,8 @@ def labels_like(values: np.ndarray, classes: np.ndarray, *, column: str, path: s
     """
     values = np.asarray(values)
     classes = np.asarray(classes)
+    if values.dtype.kind == "f" and np.all(np.isfinite(values)) and np.all(values == np.round(values)):
+        values = values.astype(np.int64)  # 1.0 → 1, as normalize_labels does at fit time
     if classes.dtype.kind in "iu":
         text = values.astype(str)
         ok = np.array([bool(_INT_TEXT.match(t)) for t in np.unique(text)])

@@ -1,0 +1,355 @@
+"""Safe model files: exact round trips and the refusals (nwbound.io.save_model/load_model)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nwbound import DyadicClassifier, NadarayaWatsonClassifier
+from nwbound.io import FORMAT_VERSION, FeatureScaler, ModelFileError, TableModel, load_model, save_model
+
+RNG = np.random.default_rng(7)
+X_TRAIN = RNG.uniform(-2.0, 2.0, size=(120, 3))
+Y_INT = (X_TRAIN[:, 0] + 0.3 * RNG.normal(size=120) > 0).astype(int) + (X_TRAIN[:, 1] > 1.2)
+# Queries inside and far outside the training box (vacuous / outside_box rows).
+X_QUERY = np.vstack([RNG.uniform(-2.5, 2.5, size=(40, 3)), [[50.0, 50.0, 50.0], [-9.0, 0.0, 3.0]]])
+INTERVAL_FIELDS = ("proba", "lower", "upper", "epsilon", "bias", "sampling", "kappa", "n_eff", "vacuous", "bandwidth", "outside_box")
+
+
+def _assert_identical(a, b, X):
+    """Predictions, probabilities and every interval array byte-identical."""
+    pa, pb = a.predict(X), b.predict(X)
+    assert pa.dtype == pb.dtype and np.array_equal(pa, pb)
+    qa, qb = a.predict_proba(X), b.predict_proba(X)
+    assert qa.dtype == qb.dtype and qa.tobytes() == qb.tobytes()
+    ia, ib = a.predict_interval(X), b.predict_interval(X)
+    for name in INTERVAL_FIELDS:
+        u, v = getattr(ia, name), getattr(ib, name)
+        if u is None:
+            assert v is None
+            continue
+        assert u.dtype == v.dtype and u.shape == v.shape and u.tobytes() == v.tobytes(), name
+
+
+def _read_npz(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
+    """Members of a model file with plain numpy (no pickle), metadata parsed."""
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(arrays.pop("__metadata__").tobytes().decode("utf-8"))
+    return meta, arrays
+
+
+def _documented_sha256(arrays: dict[str, np.ndarray], meta: dict) -> str:
+    """The checksum recipe as written in the module docs, re-implemented here."""
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        arr = np.ascontiguousarray(arrays[name])
+        h.update(name.encode() + b"\0" + arr.dtype.str.encode() + b"\0")
+        h.update(repr(tuple(arr.shape)).encode() + b"\0")
+        h.update(arr.tobytes())
+    rest = {k: v for k, v in meta.items() if k != "sha256"}
+    h.update(json.dumps(rest, sort_keys=True, separators=(",", ":")).encode())
+    return h.hexdigest()
+
+
+def _write_npz(path: Path, meta: dict, arrays: dict[str, np.ndarray], *, resign: bool) -> None:
+    """Rewrite a model file with np.savez (optionally with a fresh, valid checksum)."""
+    meta = dict(meta)
+    if resign:
+        meta["sha256"] = _documented_sha256(arrays, meta)
+    payload = dict(arrays)
+    payload["__metadata__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    with open(path, "wb") as fh:
+        np.savez(fh, **payload)
+
+
+@pytest.fixture
+def nw_model():
+    return NadarayaWatsonClassifier(bandwidth=0.9, lipschitz=0.5).fit(X_TRAIN, Y_INT)
+
+
+# --------------------------------------------------------------------------------------------
+# Round trips
+# --------------------------------------------------------------------------------------------
+ROUND_TRIPS = {
+    "regular": lambda: NadarayaWatsonClassifier(bandwidth=0.9, lipschitz=0.5),
+    "regular-auto": lambda: NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5),
+    "regular-grid-float32": lambda: NadarayaWatsonClassifier(
+        bandwidth="auto", bandwidth_grid=np.array([0.3, 0.6, 1.2], dtype=np.float32), margin=0.4, dtype="float32"
+    ),
+    "regular-paper-gaussian": lambda: NadarayaWatsonClassifier(
+        kernel="gaussian_untruncated", bandwidth=0.5, lipschitz=0.5, bound="paper", sigma=0.25, ck=1.0, coverage="per_class"
+    ),
+    "localized": lambda: NadarayaWatsonClassifier(bandwidth=1.0, n_neighbors=15, lipschitz=0.5),
+    "localized-auto-kdtree": lambda: NadarayaWatsonClassifier(
+        bandwidth="auto", n_neighbors=20, algorithm="kd_tree", index_params={"leaf_size": 10}, lipschitz=0.5
+    ),
+    "dyadic": lambda: DyadicClassifier(resolution=3, lipschitz=0.5),
+    "dyadic-margin-uniform": lambda: DyadicClassifier(resolution=5, margin=0.2, empty_neighborhood="uniform"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUND_TRIPS))
+def test_round_trip_is_exact(tmp_path, name):
+    est = ROUND_TRIPS[name]().fit(X_TRAIN, Y_INT)
+    path = save_model(est, tmp_path / "model.npz")
+    loaded = load_model(path)
+    assert type(loaded) is type(est)
+    _assert_identical(est, loaded, X_QUERY)
+    p0, p1 = est.get_params(), loaded.get_params()
+    assert p0.keys() == p1.keys()
+    for k in p0:
+        if isinstance(p0[k], np.ndarray):
+            assert np.array_equal(p0[k], p1[k])
+        else:
+            assert p0[k] == p1[k], k
+    if getattr(est, "n_neighbors", None) is not None:
+        assert loaded.index_ is not None and loaded.index_ is not est.index_  # rebuilt, not copied
+
+
+def test_round_trip_sample_weight_and_feature_names(tmp_path):
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(X_TRAIN, columns=["age", "dose", "score"])
+    w = RNG.uniform(0.2, 3.0, size=X_TRAIN.shape[0])
+    est = NadarayaWatsonClassifier(bandwidth=0.8, lipschitz=0.5).fit(frame, Y_INT, sample_weight=w)
+    loaded = load_model(save_model(est, tmp_path / "m.npz"))
+    assert list(loaded.feature_names_in_) == ["age", "dose", "score"]
+    _assert_identical(est, loaded, pd.DataFrame(X_QUERY, columns=["age", "dose", "score"]))
+
+
+@pytest.mark.parametrize("kind", ["object", "unicode"])
+def test_round_trip_string_classes(tmp_path, kind):
+    names = np.array(["cat", "dog", "ferret"])[Y_INT]
+    y = names.astype(object) if kind == "object" else names
+    for est in (NadarayaWatsonClassifier(bandwidth=0.9, lipschitz=0.5), DyadicClassifier(resolution=3, lipschitz=0.5)):
+        est.fit(X_TRAIN, y)
+        loaded = load_model(save_model(est, tmp_path / f"{kind}-{type(est).__name__}.npz"))
+        assert loaded.classes_.dtype == est.classes_.dtype
+        assert loaded.classes_.tolist() == ["cat", "dog", "ferret"]
+        _assert_identical(est, loaded, X_QUERY)
+
+
+@pytest.mark.parametrize("scale", ["minmax", "standard"])
+def test_round_trip_scaled_pipeline(tmp_path, scale):
+    raw = X_TRAIN * np.array([1.0, 100.0, 0.01]) + np.array([0.0, 5.0, -3.0])
+    model = TableModel.fit(
+        NadarayaWatsonClassifier(bandwidth="auto", n_neighbors=25),
+        raw, Y_INT, features=["a", "b", "c"], scale=scale, lipschitz=0.2, target="label",
+    )
+    loaded = load_model(save_model(model, tmp_path / "pipe.npz"))
+    assert isinstance(loaded, TableModel)
+    assert loaded.features == ("a", "b", "c") and loaded.target == "label" and loaded.lipschitz == 0.2
+    assert loaded.scaler.method == scale
+    assert loaded.scaler.shift.tobytes() == model.scaler.shift.tobytes()
+    assert loaded.scaler.scale.tobytes() == model.scaler.scale.tobytes()
+    queries = X_QUERY * np.array([1.0, 100.0, 0.01]) + np.array([0.0, 5.0, -3.0])
+    _assert_identical(model, loaded, queries)
+
+
+def test_scaled_pipeline_restates_assumption_in_scaled_units():
+    raw = X_TRAIN * np.array([1.0, 100.0, 0.01])
+    ranges = raw.max(axis=0) - raw.min(axis=0)
+    stds = raw.std(axis=0)
+    mm = TableModel.fit(NadarayaWatsonClassifier(), raw, Y_INT, features=["a", "b", "c"], scale="minmax", lipschitz=0.2)
+    # x̃ = x / range: ‖x − x′‖ ≤ max(range)·‖x̃ − x̃′‖, so L̃ = L·max(range); γ̃ = γ / max(range).
+    assert mm.estimator.lipschitz == pytest.approx(0.2 * ranges.max(), rel=1e-12)
+    assert np.allclose(mm.transform(raw).min(axis=0), 0.0) and np.allclose(mm.transform(raw).max(axis=0), 1.0)
+    st = TableModel.fit(NadarayaWatsonClassifier(), raw, Y_INT, features=["a", "b", "c"], scale="standard", margin=3.0)
+    assert st.estimator.margin == pytest.approx(3.0 / stds.max(), rel=1e-12)
+    plain = TableModel.fit(NadarayaWatsonClassifier(), raw, Y_INT, features=["a", "b", "c"], lipschitz=0.2)
+    assert plain.scaler is None and plain.estimator.lipschitz == 0.2
+
+
+def test_file_is_plain_npz_with_documented_metadata(tmp_path, nw_model):
+    path = save_model(nw_model, tmp_path / "m.npz")
+    with zipfile.ZipFile(path) as zf:
+        assert all(i.compress_type == zipfile.ZIP_STORED for i in zf.infolist())
+    meta, arrays = _read_npz(path)  # np.load with allow_pickle=False reads every member
+    assert meta["format"] == "nwbound-model" and meta["format_version"] == FORMAT_VERSION
+    assert meta["estimator"] == "NadarayaWatsonClassifier"
+    assert meta["params"]["kernel"] == "epanechnikov" and meta["params"]["lipschitz"] == 0.5
+    assert meta["classes"]["dtype"] == nw_model.classes_.dtype.str
+    assert meta["n_features_in"] == 3 and meta["feature_names_in"] is None
+    assert np.array_equal(arrays["classes_"], nw_model.classes_)
+    assert np.array_equal(arrays["train_X"], X_TRAIN)
+    assert meta["sha256"] == _documented_sha256(arrays, meta)
+    assert not any(a.dtype.hasobject for a in arrays.values())
+
+
+def test_same_model_gives_same_bytes(tmp_path, nw_model):
+    a = save_model(nw_model, tmp_path / "a.npz")
+    b = save_model(NadarayaWatsonClassifier(bandwidth=0.9, lipschitz=0.5).fit(X_TRAIN, Y_INT), tmp_path / "b.npz")
+    assert a.read_bytes() == b.read_bytes()
+
+
+# --------------------------------------------------------------------------------------------
+# Refusals
+# --------------------------------------------------------------------------------------------
+def test_tampered_array_is_refused(tmp_path, nw_model):
+    path = save_model(nw_model, tmp_path / "m.npz")
+    meta, arrays = _read_npz(path)
+    arrays["train_X"] = arrays["train_X"].copy()
+    arrays["train_X"][3, 1] += 1e-9  # a tiny edit, valid zip and CRC
+    _write_npz(path, meta, arrays, resign=False)
+    with pytest.raises(ModelFileError, match=r"SHA-256.*corrupted or edited") as err:
+        load_model(path)
+    assert str(path) in str(err.value)
+
+
+def test_tampered_metadata_is_refused(tmp_path, nw_model):
+    path = save_model(nw_model, tmp_path / "m.npz")
+    meta, arrays = _read_npz(path)
+    meta["params"]["lipschitz"] = 0.001  # would silently narrow every bound
+    _write_npz(path, meta, arrays, resign=False)
+    with pytest.raises(ModelFileError, match="SHA-256"):
+        load_model(path)
+
+
+@pytest.mark.parametrize("keep", [0.0, 0.1, 0.5, 0.9, 0.999])
+def test_truncated_file_is_refused(tmp_path, nw_model, keep):
+    path = save_model(nw_model, tmp_path / "m.npz")
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
+    with pytest.raises(ModelFileError, match="m.npz"):
+        load_model(path)
+
+
+def test_newer_format_version_is_refused(tmp_path, nw_model):
+    path = save_model(nw_model, tmp_path / "m.npz")
+    meta, arrays = _read_npz(path)
+    meta["format_version"] = FORMAT_VERSION + 1
+    _write_npz(path, meta, arrays, resign=True)
+    with pytest.raises(ModelFileError, match=rf"format version {FORMAT_VERSION + 1}.*[Uu]pgrade nwbound") as err:
+        load_model(path)
+    assert str(path) in str(err.value)
+
+
+def test_wrong_estimator_class_is_refused(tmp_path, nw_model):
+    path = save_model(nw_model, tmp_path / "m.npz")
+    meta, arrays = _read_npz(path)
+    meta["estimator"] = "LogisticRegression"
+    _write_npz(path, meta, arrays, resign=True)
+    with pytest.raises(ModelFileError, match="LogisticRegression"):
+        load_model(path)
+
+
+def test_unknown_parameter_is_refused(tmp_path, nw_model):
+    path = save_model(nw_model, tmp_path / "m.npz")
+    meta, arrays = _read_npz(path)
+    meta["params"]["exec_on_load"] = "import os"
+    _write_npz(path, meta, arrays, resign=True)
+    with pytest.raises(ModelFileError, match="exec_on_load"):
+        load_model(path)
+
+
+_CANARY: list[str] = []
+
+
+def _canary() -> list:
+    _CANARY.append("unpickled")
+    return []
+
+
+class _Payload:
+    def __reduce__(self):
+        return (_canary, ())
+
+
+def test_pickled_member_is_never_unpickled(tmp_path, nw_model):
+    path = save_model(nw_model, tmp_path / "m.npz")
+    meta, arrays = _read_npz(path)
+    arrays["classes_"] = np.array([_Payload(), _Payload()], dtype=object)
+    payload = {**arrays, "__metadata__": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)}
+    with open(path, "wb") as fh:
+        np.savez(fh, **payload)  # object arrays are pickled by np.savez
+    with pytest.raises(ModelFileError, match="pickle"):
+        load_model(path)
+    assert _CANARY == []
+
+
+def test_not_a_model_file(tmp_path):
+    junk = tmp_path / "notes.npz"
+    junk.write_text("just some text\n")
+    with pytest.raises(ModelFileError, match="notes.npz"):
+        load_model(junk)
+    other = tmp_path / "other.npz"
+    np.savez(other, a=np.arange(3))
+    with pytest.raises(ModelFileError, match="no nwbound metadata"):
+        load_model(other)
+    with pytest.raises(FileNotFoundError, match="missing.npz"):
+        load_model(tmp_path / "missing.npz")
+
+
+def test_expected_features(tmp_path):
+    pd = pytest.importorskip("pandas")
+    est = NadarayaWatsonClassifier(bandwidth=0.9, lipschitz=0.5).fit(pd.DataFrame(X_TRAIN, columns=list("abc")), Y_INT)
+    path = save_model(est, tmp_path / "named.npz")
+    assert load_model(path, expected_features=["a", "b", "c"]) is not None
+    assert load_model(path, expected_features=3) is not None
+    with pytest.raises(ModelFileError, match=r"named\.npz.*missing in the model: \['d'\]"):
+        load_model(path, expected_features=["a", "b", "d"])
+    with pytest.raises(ModelFileError, match="different order"):
+        load_model(path, expected_features=["c", "b", "a"])
+    with pytest.raises(ModelFileError, match="3 features"):
+        load_model(path, expected_features=4)
+    plain = save_model(NadarayaWatsonClassifier(lipschitz=0.5).fit(X_TRAIN, Y_INT), tmp_path / "plain.npz")
+    with pytest.raises(ModelFileError, match="no feature names"):
+        load_model(plain, expected_features=["a", "b", "c"])
+    model = TableModel.fit(NadarayaWatsonClassifier(), X_TRAIN, Y_INT, features=["u", "v", "w"], lipschitz=0.5)
+    tpath = save_model(model, tmp_path / "table.npz")
+    with pytest.raises(ModelFileError, match="table.npz"):
+        load_model(tpath, expected_features=["u", "v"])
+
+
+def test_callable_kernel_is_refused(tmp_path):
+    est = NadarayaWatsonClassifier(kernel=lambda u: np.maximum(1.0 - u, 0.0), bandwidth=1.0, lipschitz=0.5).fit(X_TRAIN, Y_INT)
+    with pytest.raises(TypeError, match="kernel.*by name"):
+        save_model(est, tmp_path / "m.npz")
+    assert list(tmp_path.iterdir()) == []  # nothing written, no temp file left
+
+
+def test_named_kernel_object_is_stored_by_name(tmp_path):
+    from nwbound.kernels import get_kernel
+
+    est = NadarayaWatsonClassifier(kernel=get_kernel("triweight"), bandwidth=1.0, lipschitz=0.5).fit(X_TRAIN, Y_INT)
+    loaded = load_model(save_model(est, tmp_path / "m.npz"))
+    assert loaded.kernel == "triweight"
+    _assert_identical(est, loaded, X_QUERY)
+
+
+def test_existing_file_is_not_overwritten(tmp_path, nw_model):
+    path = tmp_path / "m.npz"
+    path.write_bytes(b"precious")
+    with pytest.raises(FileExistsError, match="overwrite"):
+        save_model(nw_model, path)
+    assert path.read_bytes() == b"precious"
+    save_model(nw_model, path, overwrite=True)
+    _assert_identical(nw_model, load_model(path), X_QUERY)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]  # no temp files left behind
+
+
+def test_unfitted_and_unsupported_models_are_refused(tmp_path):
+    from sklearn.linear_model import LogisticRegression
+
+    with pytest.raises(ValueError, match="not fitted"):
+        save_model(NadarayaWatsonClassifier(), tmp_path / "m.npz")
+    with pytest.raises(TypeError, match="LogisticRegression"):
+        save_model(LogisticRegression().fit(X_TRAIN, Y_INT), tmp_path / "m.npz")
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_feature_scaler_checks():
+    with pytest.raises(ValueError, match="scale"):
+        FeatureScaler("minmax", np.zeros(2), np.array([1.0, 0.0]))
+    with pytest.raises(ValueError, match="method"):
+        FeatureScaler("log", np.zeros(2), np.ones(2))
+    const = np.column_stack([np.arange(5.0), np.full(5, 3.0)])
+    sc = FeatureScaler.fit(const, "minmax")
+    assert np.array_equal(sc.scale, [0.25, 1.0])  # constant feature left unscaled
+    with pytest.raises(ValueError, match="expects 2 features"):
+        sc.transform(np.zeros((3, 3)))
