@@ -8,11 +8,12 @@ T = TypeVar("T")
 
 
 def progress(iterable: Iterable[T], *, desc: str = "", total: int | None = None, quiet: bool = False) -> Iterable[T]:
-    """Wrap ``iterable`` in a tqdm bar with ETA unless ``quiet`` or tqdm is missing."""
+    """Wrap ``iterable`` in a tqdm bar with ETA unless ``quiet``, tqdm is missing,
+    or stderr is not a terminal (logs stay free of half-cleared bars)."""
     if quiet:
         return iterable
     try:
         from tqdm.auto import tqdm
     except ImportError:  # optional extra
         return iterable
-    return tqdm(iterable, desc=desc, total=total, leave=False, dynamic_ncols=True)
+    return tqdm(iterable, desc=desc, total=total, leave=False, dynamic_ncols=True, disable=None)
