@@ -18,10 +18,12 @@ __all__ = [
 
 
 def check_positive(value: object, name: str, *, allow_none: bool = False) -> float | None:
-    """A finite real number > 0."""
+    """A finite real number > 0 (TypeError for a non-number, ValueError otherwise)."""
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a finite number > 0, got {value!r} of type {type(value).__name__}.")
+    if not math.isfinite(float(value)) or value <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}.")
     return float(value)
 
@@ -33,9 +35,9 @@ def check_open_unit(value: object, name: str) -> float:
     return float(value)
 
 
-def check_choice(value: object, name: str, choices: tuple[str, ...]) -> str:
-    """One of a fixed set of strings."""
-    if not isinstance(value, str) or value not in choices:
+def check_choice(value: object, name: str, choices: tuple) -> object:
+    """One of a fixed set of values (strings, or None where allowed)."""
+    if not any(value is c or (isinstance(value, str) and value == c) for c in choices):
         raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}, got {value!r}.")
     return value
 

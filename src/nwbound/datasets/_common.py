@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import check_choice, check_positive
+
 __all__ = [
     "check_choice",
     "check_directory",
@@ -48,31 +50,6 @@ def check_n_samples(value: Any, name: str = "n_samples", *, minimum: int = 1) ->
     value = int(value)
     if value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value}.")
-    return value
-
-
-def check_positive(value: Any, name: str) -> float:
-    """Return ``value`` as a finite ``float > 0``.
-
-    Raises
-    ------
-    TypeError
-        If ``value`` is not a real number.
-    ValueError
-        If ``value`` is not finite or not strictly positive.
-    """
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a positive finite number, got {value!r} of type {type(value).__name__}.")
-    value = float(value)
-    if not math.isfinite(value) or value <= 0.0:
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}.")
-    return value
-
-
-def check_choice(value: Any, name: str, choices: tuple[Any, ...]) -> Any:
-    """Check that ``value`` is one of ``choices`` and return it."""
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices!r}, got {value!r}.")
     return value
 
 
