@@ -11,7 +11,8 @@ a ``--latent``-dimensional mixture into ``[0, 1]^d`` plus small noise.
 Usage::
 
     PYTHONPATH=src python benchmarks/bench_ann.py [--n 87554] [--queries 21892]
-        [--ef 16 32 64 128] [--threads 1] [--knn-algorithm auto] [--skip-exact-trees]
+        [--M 32] [--ef 32 64 128 256] [--threads 1] [--knn-algorithm auto] [--skip-exact-trees]
+        [--parallel-build] [--noise 0.01] [--ecg ../shared/data/mitdb]
 
 Targets: all queries in <= 0.6 s at recall@k >= 0.999 and >= 99.5 % agreement.
 """
@@ -30,7 +31,7 @@ from nwbound import NadarayaWatsonClassifier
 from nwbound.neighbors import HNSWIndex
 
 
-def ecg_like(n: int, n_features: int, latent: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def ecg_like(n: int, n_features: int, latent: int, seed: int, noise: float = 0.01) -> tuple[np.ndarray, np.ndarray]:
     """Rows in [0, 1]^d on a smooth ``latent``-dim manifold, labels with ECG class shares."""
     rng = np.random.default_rng(seed)
     shares = np.array([0.828, 0.025, 0.066, 0.007, 0.074])  # N, S, V, F, Q
@@ -40,7 +41,7 @@ def ecg_like(n: int, n_features: int, latent: int, seed: int) -> tuple[np.ndarra
     # A smooth nonlinear map to d features (random Fourier features), then [0, 1].
     W = rng.normal(scale=0.5, size=(latent, n_features))
     b = rng.uniform(0, 2 * np.pi, size=n_features)
-    X = 0.5 + 0.5 * np.sin(z @ W + b) + rng.normal(scale=0.01, size=(n, n_features))
+    X = 0.5 + 0.5 * np.sin(z @ W + b) + rng.normal(scale=noise, size=(n, n_features))
     return np.clip(X, 0.0, 1.0), y
 
 
@@ -67,19 +68,34 @@ def main() -> None:
     parser.add_argument("--d", type=int, default=100, help="features")
     parser.add_argument("--latent", type=int, default=6, help="intrinsic dimension")
     parser.add_argument("--k", type=int, default=10)
-    parser.add_argument("--M", type=int, default=16)
+    parser.add_argument("--M", type=int, default=32)
     parser.add_argument("--ef-construction", type=int, default=200)
-    parser.add_argument("--ef", type=int, nargs="+", default=[16, 32, 64, 128])
+    parser.add_argument("--ef", type=int, nargs="+", default=[32, 64, 128, 256])
     parser.add_argument("--threads", type=int, default=1, help="search threads (and BLAS threads)")
     parser.add_argument("--bandwidth", type=float, default=0.75)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--noise", type=float, default=0.01, help="feature noise of the synthetic stand-in")
+    parser.add_argument("--ecg", metavar="MITDB_DIR", default=None,
+                        help="use real MIT-BIH beats (paper features, intra-patient 80/20 split) instead")
+    parser.add_argument("--parallel-build", action="store_true",
+                        help="build the graph with --threads threads (not reproducible; default: seeded, 1 thread)")
     parser.add_argument("--knn-algorithm", default="auto", help="algorithm of the KNeighborsClassifier baseline")
     parser.add_argument("--skip-exact-trees", action="store_true", help="time only brute force as the exact index")
     args = parser.parse_args()
 
-    X, y = ecg_like(args.n + args.queries, args.d, args.latent, args.seed)
-    Xtr, ytr, Xq = X[: args.n], y[: args.n], X[args.n :]
-    print(f"data: {args.n} x {args.d} train, {args.queries} queries, k={args.k}, latent dim {args.latent}, "
+    if args.ecg:
+        from nwbound.datasets import load_mitbih_beats, paper_features, split_beats
+
+        train, test = split_beats(load_mitbih_beats(args.ecg, progress=False), split="intra")
+        Xtr, Xq, _ = paper_features(train, test, n_features=args.d)
+        ytr = train.y
+        source = f"MIT-BIH beats from {args.ecg}"
+    else:
+        X, y = ecg_like(args.n + args.queries, args.d, args.latent, args.seed, args.noise)
+        Xtr, ytr, Xq = X[: args.n], y[: args.n], X[args.n :]
+        source = f"synthetic, latent dim {args.latent}, noise {args.noise}"
+    Xtr, Xq = np.ascontiguousarray(Xtr, dtype=np.float64), np.ascontiguousarray(Xq, dtype=np.float64)
+    print(f"data: {Xtr.shape[0]} x {Xtr.shape[1]} train, {Xq.shape[0]} queries, k={args.k}, {source}, "
           f"threads={args.threads}, cpus={os.cpu_count()}")
 
     def nwc(algorithm, **kw):
@@ -106,7 +122,8 @@ def main() -> None:
         t_knn, _ = timed(knn.predict, Xq)
 
         t0 = time.perf_counter()
-        index = HNSWIndex(M=args.M, ef_construction=args.ef_construction, random_state=args.seed,
+        seed = None if args.parallel_build else args.seed
+        index = HNSWIndex(M=args.M, ef_construction=args.ef_construction, random_state=seed,
                           n_jobs=args.threads).fit(Xtr)
         t_build = time.perf_counter() - t0
         agreements = []
@@ -114,8 +131,8 @@ def main() -> None:
             index.ef = ef
             t_query, (_, idx) = timed(index.kneighbors, Xq, args.k, repeat=2)
             rows.append((f"hnsw ef={ef}", t_build, t_query, recall_at_k(idx, exact_idx)))
-            # The localized NWC on these neighbours, through the estimator's
-            # own sums: swap the fitted index into a copy of the exact model.
+            # The localized NWC on these neighbours, through the estimator's own
+            # sums: swap the HNSW index into the fitted model, then restore it.
             exact_model.index_, saved = index, exact_model.index_
             pred = exact_model.predict(Xq)
             exact_model.index_ = saved

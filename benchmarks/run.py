@@ -6,7 +6,9 @@ measured in the same run, interleaved so machine load hits both alike):
 a. Regular NWC ``predict`` (float64 and float32, ``n_jobs=-1``) on "ECG
    shapes" against the bare distance GEMM ``Q @ Xᵀ`` of the same shapes and
    dtype, and against the paper's per-query loop (timed on a few hundred
-   queries, extrapolated linearly); peak memory of ``predict``.
+   queries, extrapolated linearly); peak memory of ``predict``. Each dtype is
+   timed with the compiled tile reduction (numba, when installed) and with the
+   numpy reduction, side by side.
 b. Localized NWC (k = 10) with each exact/registered index in
    ``LOCALIZED_INDEXES`` that :func:`nwbound.neighbors.available_indexes`
    knows, against scikit-learn's ``KNeighborsClassifier``.
@@ -54,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paper_reference import paper_predict  # noqa: E402
 
 from nwbound import DyadicClassifier, NadarayaWatsonClassifier  # noqa: E402
+from nwbound.estimators import _sums  # noqa: E402
 from nwbound.neighbors import available_indexes  # noqa: E402
 
 # Indexes tried for the localized classifier; those not registered are skipped
@@ -142,6 +145,28 @@ def bare_gemm(X: np.ndarray, Q: np.ndarray) -> float:
     return min(timed(blas_threads), timed(tiles))
 
 
+def reductions() -> list[tuple[str, bool]]:
+    """The tile reductions to time: (name, ``_sums.USE_NUMBA``); numba only when installed."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return [("numpy", False)]
+    return [("numba", True), ("numpy", False)]
+
+
+def with_reduction(use_numba: bool, func: Callable[[], object]) -> Callable[[], object]:
+    """``func`` run with the compiled (True) or numpy (False) tile reduction."""
+
+    def run() -> object:
+        _sums.USE_NUMBA = use_numba
+        try:
+            return func()
+        finally:
+            _sums.USE_NUMBA = True
+
+    return run
+
+
 def loglog_slope(n: list[float], t: list[float]) -> float:
     if len(n) < 2:
         return float("nan")
@@ -190,21 +215,26 @@ def section_regular(quick: bool, repeats: int) -> list[dict]:
     for dtype in ("float64", "float32"):
         X, Q = X32.astype(dtype), Q32.astype(dtype)
         model = NadarayaWatsonClassifier(bandwidth=ECG_BANDWIDTH, lipschitz=0.05, dtype=dtype, n_jobs=-1).fit(X, y)
-        first = timed(lambda: model.predict(Q[:256]))  # builds the engine's cached layout
-        gemm, pred = [], []
-        for _ in range(repeats):  # interleaved: load changes hit both alike
+        routes = reductions()
+        # Builds the engine's cached layout (and compiles or loads the numba reduction).
+        first = {name: timed(with_reduction(flag, lambda: model.predict(Q[:256]))) for name, flag in routes}
+        gemm, pred = [], {name: [] for name, _ in routes}
+        for _ in range(repeats):  # interleaved: load changes hit all alike
             gemm.append(bare_gemm(X, Q))
-            pred.append(timed(lambda: model.predict(Q)))
+            for name, flag in routes:
+                pred[name].append(timed(with_reduction(flag, lambda: model.predict(Q))))
         kappa0 = float(np.mean(model.predict_interval(Q[:2000]).kappa == 0))
-        mem = peak_memory_mib(lambda: model.predict(Q[:4096]))
-        g, p = statistics.median(gemm), statistics.median(pred)
-        rows.append({
-            "section": "a_regular", "case": f"regular predict {dtype}", "n_train": n_train,
-            "n_query": n_query, "n_features": X.shape[1], "dtype": dtype, "seconds": p,
-            "gemm_seconds": g, "ratio_vs_gemm": p / g, "paper_seconds_extrapolated": paper_total,
-            "speedup_vs_paper": paper_total / p, "first_call_seconds_256_queries": first,
-            "peak_mib_4096_queries": mem, "kappa0_share": kappa0, "repeats": repeats,
-        })
+        g = statistics.median(gemm)
+        for name, flag in routes:
+            mem = peak_memory_mib(with_reduction(flag, lambda: model.predict(Q[:4096])))
+            p = statistics.median(pred[name])
+            rows.append({
+                "section": "a_regular", "case": f"regular predict {dtype}, {name} reduction", "n_train": n_train,
+                "n_query": n_query, "n_features": X.shape[1], "dtype": dtype, "reduction": name, "seconds": p,
+                "gemm_seconds": g, "ratio_vs_gemm": p / g, "paper_seconds_extrapolated": paper_total,
+                "speedup_vs_paper": paper_total / p, "first_call_seconds_256_queries": first[name],
+                "peak_mib_4096_queries": mem, "kappa0_share": kappa0, "repeats": repeats,
+            })
     rows.append({
         "section": "a_regular", "case": f"paper per-query loop ({n_paper} queries, extrapolated)",
         "n_train": n_train, "n_query": n_query, "n_features": X32.shape[1], "dtype": "float64",

@@ -84,7 +84,9 @@ def test_dense_route_several_bandwidths_and_tail_mass():
 
 
 def test_wide_support_takes_dense_tiles_and_matches(monkeypatch):
-    # A bandwidth covering most pairs sends tiles down the dense in-place route.
+    # A bandwidth covering most pairs sends tiles down the numpy route's dense
+    # in-place branch (the compiled route, when present, replaces that branch).
+    monkeypatch.setattr(_sums, "USE_NUMBA", False)
     X, y, Q = _clustered(500, 3, 40, seed=4)
     train = TrainingSet.build(X, y, 3, None)
     calls = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -17,7 +18,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from threadpoolctl import threadpool_limits
 
-__all__ = ["check_query_array", "current_client", "share", "rows_from_blocks", "limited", "task_copy"]
+__all__ = ["check_query_array", "compute", "current_client", "share", "rows_from_blocks", "limited", "task_copy"]
 
 
 def current_client(client: Any = None) -> Any:
@@ -32,6 +33,13 @@ def current_client(client: Any = None) -> Any:
         return default_client()
     except ValueError:  # no client running: the local dask scheduler is used
         return None
+
+
+def compute(client: Any, *objs: Any) -> tuple:
+    """``dask.compute(*objs)`` on ``client`` when given, else on the default scheduler."""
+    if client is not None:
+        return tuple(client.gather(client.compute(list(objs))))
+    return dask.compute(*objs)
 
 
 def share(obj: Any, client: Any) -> Any:
@@ -64,6 +72,11 @@ def check_query_array(X: Any, name: str, n_features: int | None, dtype: np.dtype
             f"{name} is chunked along the feature axis ({len(X.chunks[1])} column chunks); each task "
             f"needs whole rows: rechunk with {name}.rechunk({{1: -1}})."
         )
+    if X.shape[0] == 0:
+        raise ValueError(f"{name} has no rows.")
+    if 0 in X.chunks[0]:
+        # Empty row blocks would reach the estimator as 0-row inputs; drop them.
+        X = X.rechunk({0: tuple(c for c in X.chunks[0] if c)})
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(f"{name} has {X.shape[1]} features, but the model was fitted with {n_features}.")
     if dtype is not None and X.dtype != dtype:
@@ -74,16 +87,18 @@ def check_query_array(X: Any, name: str, n_features: int | None, dtype: np.dtype
     return X
 
 
+def _run_limited(func: Callable[..., Any], threads: int, *args: Any) -> Any:
+    with threadpool_limits(limits=threads):
+        return func(*args)
+
+
 def limited(func: Callable[..., Any], threads: int) -> Callable[..., Any]:
-    """``func`` run under a BLAS/OpenMP thread limit, so that the threads of
-    concurrent tasks on one worker do not oversubscribe its cores."""
-
-    def run(*args: Any, **kwargs: Any) -> Any:
-        with threadpool_limits(limits=threads):
-            return func(*args, **kwargs)
-
-    run.__name__ = getattr(func, "__name__", "task")
-    return run
+    """``func`` run under a BLAS/OpenMP thread limit (threadpoolctl), so that the
+    threads of concurrent tasks on one worker do not oversubscribe its cores.
+    A ``functools.partial`` of module-level functions: picklable for process workers."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads_per_task must be an int >= 1, got {threads!r}.")
+    return functools.partial(_run_limited, func, threads)
 
 
 def task_copy(model: Any) -> Any:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+import dask
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ._common import check_query_array, current_client, limited, rows_from_blocks, share, task_copy
-
-import dask
 
 __all__ = ["predict", "predict_proba", "predict_interval", "INTERVAL_FIELDS"]
 

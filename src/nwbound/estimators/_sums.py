@@ -31,6 +31,11 @@ big object, so the work is arranged to touch it as few times as possible:
    results are the dense results (up to floating-point summation order).
 5. **Threads.** ``n_jobs`` threads work on disjoint query blocks, each with
    one BLAS thread (no oversubscription); numpy and BLAS release the GIL.
+6. **Compiled reduction (optional).** When numba is installed and the kernel
+   is a built-in one, step 3's passes are replaced by one compiled pass over
+   each tile (:mod:`._fused`, GIL released). The numpy route stays the
+   fallback and the reference; ``USE_NUMBA = False`` in this module or the
+   environment variable ``NWBOUND_DISABLE_NUMBA=1`` forces it.
 
 Peak memory stays within ``working_memory``: tiles, extracted entries and
 buffers are sized from it (split between the threads).
@@ -74,6 +79,12 @@ _AUTO_PRUNE_MAX_FEATURES = 12
 # Relative slack added to the pruning test so that rounding never drops a
 # pair the dense path would keep.
 _PRUNE_SLACK = 1e-6
+# The compiled tile reduction (numba): False forces the numpy route, as does
+# the environment variable NWBOUND_DISABLE_NUMBA=1.
+USE_NUMBA = True
+# The ._fused module once imported, False when numba is missing, None: not tried yet.
+_FUSED_MODULE = None
+_NO_SUM = np.zeros((0, 0))  # stands for a sum that is not wanted
 
 
 def _tile_bytes_per_element(itemsize: int) -> int:
@@ -283,6 +294,50 @@ class _Plan:
     tile_elements: int
     flush_entries: int
     dtype: np.dtype
+    fused: _FusedSpec | None = None  # the compiled reduction, when it applies
+
+
+@dataclass(frozen=True)
+class _FusedSpec:
+    """Arguments of :func:`._fused.tile_sums` that are the same for every tile."""
+
+    tile_sums: object  # the compiled function
+    code: int
+    radius_sq: float
+    labels: np.ndarray  # (n,) intp, layout order
+    inv_lam2: np.ndarray  # (G,) 1/λ²
+    tail_cut: np.ndarray  # (G,) r_t·λ (unused without tail mass)
+    threshold: np.floating  # skip t below this (estimator dtype; −inf: visit all)
+
+
+def _fused_spec(kernel: Kernel, lay: _Layout, bandwidths: np.ndarray, tail_radius: float | None,
+                sparse: bool, tol: float, dtype: np.dtype) -> _FusedSpec | None:
+    """The compiled reduction's fixed arguments, or None for the numpy route
+    (numba missing or switched off, or a kernel it does not evaluate)."""
+    global _FUSED_MODULE
+    if not USE_NUMBA or os.environ.get("NWBOUND_DISABLE_NUMBA", "").strip() not in ("", "0"):
+        return None
+    if _FUSED_MODULE is None:  # import numba lazily, once: `import nwbound` stays fast
+        try:
+            from . import _fused
+        except ImportError:
+            _FUSED_MODULE = False
+        else:
+            _FUSED_MODULE = _fused
+    if _FUSED_MODULE is False:
+        return None
+    spec = _FUSED_MODULE.kernel_code(kernel)
+    if spec is None:
+        return None
+    return _FusedSpec(
+        tile_sums=_FUSED_MODULE.tile_sums,
+        code=spec[0],
+        radius_sq=spec[1],
+        labels=lay.labels.astype(np.intp, copy=False),
+        inv_lam2=1.0 / bandwidths**2,
+        tail_cut=(tail_radius if tail_radius is not None else np.inf) * bandwidths,
+        threshold=dtype.type(-tol if sparse else -np.inf),
+    )
 
 
 class _Accumulator:
@@ -339,6 +394,18 @@ class _Accumulator:
                     far = pos[dist[pos] > cut]
                     self.tail_mass[:, g] += np.bincount(rows[far], weights=wk[far], minlength=n)
 
+    def add_fused(self, t: np.ndarray, col: slice | np.ndarray, plan: _Plan) -> None:
+        """Compiled route: every sum of one tile ``t = 1 − d²/S²`` in one pass."""
+        spec = plan.fused
+        weights = plan.layout.weights
+        spec.tile_sums(
+            t, spec.labels[col], np.empty(0) if weights is None else weights[col],
+            spec.inv_lam2, spec.tail_cut, plan.support_sq, spec.threshold, spec.code, spec.radius_sq,
+            self.class_sums, self.sq_sum,
+            _NO_SUM if self.dist_sum is None else self.dist_sum,
+            _NO_SUM if self.tail_mass is None else self.tail_mass,
+        )
+
     def add_dense(self, d2: np.ndarray, col: slice | np.ndarray, plan: _Plan) -> None:
         """Dense route for one tile of squared distances (overwritten)."""
         lay = plan.layout
@@ -379,7 +446,7 @@ def _block_sums(Q: np.ndarray, cols: np.ndarray | None, plan: _Plan) -> _Accumul
     A[:, -1] = -1.0 / S2
     width = max(1, min(n_cols, plan.tile_elements // n_rows))
     tile_buf = np.empty(n_rows * width, dtype=dtype)
-    mask_buf = np.empty(n_rows * width, dtype=bool) if plan.sparse else None
+    mask_buf = np.empty(n_rows * width, dtype=bool) if plan.sparse and plan.fused is None else None
     gather_buf = None if cols is None else np.empty((width, lay.augmented.shape[1]), dtype=dtype)
     threshold = dtype.type(-plan.tol)
     for j0 in range(0, n_cols, width):
@@ -393,6 +460,9 @@ def _block_sums(Q: np.ndarray, cols: np.ndarray | None, plan: _Plan) -> _Accumul
             B = np.take(lay.augmented, col_index, axis=0, out=gather_buf[:w])
         t = tile_buf[: n_rows * w].reshape(n_rows, w)
         np.matmul(A, B.T, out=t)
+        if plan.fused is not None:
+            acc.add_fused(t, col_index, plan)
+            continue
         if plan.sparse:
             mask = mask_buf[: n_rows * w].reshape(n_rows, w)
             np.greater_equal(t, threshold, out=mask)
@@ -502,6 +572,7 @@ def dense_kernel_sums(
         tile_elements=tile_elements,
         flush_entries=max(1, int(_DENSE_SHARE * tile_elements)),
         dtype=dtype,
+        fused=_fused_spec(kernel, lay, bandwidths, tail_radius, compact, tol, dtype),
     )
     n_rows = int(max(1, min(_QUERY_BLOCK, tile_elements, n_q)))
 

@@ -1,0 +1,269 @@
+"""Compiled one-pass reduction of a GEMM tile into kernel sums (optional, numba).
+
+The dense engine (:mod:`._sums`) computes each tile ``t = 1 − d²/S²`` with
+BLAS. What remains is a reduction of that tile into the per-query sums; in
+numpy it costs several passes over ``t`` (comparison, ``flatnonzero``,
+gathers, ``bincount`` per sum). Here it is one pass, compiled with numba:
+
+1. **Select.** Each tile row is scanned in chunks of 64 entries: vector
+   compares build a 64-bit mask of the entries with ``t ≥ −tol``, and one
+   trailing-zero count per set bit collects their column and ``t`` — the
+   cost follows the number of hits, with no mispredicted branch per entry.
+2. **Evaluate.** ``d² = max((1 − t)·S², 0)`` and the kernel values of the
+   collected entries, one tight loop per bandwidth; the kernel is chosen by an
+   integer code *outside* that loop, so each loop body is branch-free.
+3. **Accumulate** into float64: ``Σ wK`` per class, ``Σ (wK)²``, ``Σ wK·d``
+   and the tail mass, with ``d = √d²`` only where ``wK > 0``.
+
+Every entry is converted to float64 before ``d²`` is formed, as in the numpy
+route's sparse branch, so both give the same sums up to summation order.
+
+The function releases the GIL (``nogil``): the engine's ``n_jobs`` threads run
+it concurrently on disjoint query blocks. ``cache=True`` stores the machine
+code next to this file (or in numba's user-wide cache when that folder is not
+writable), so only the first call on a machine pays the compile time.
+
+Importing this module imports numba; :mod:`._sums` does so lazily, once, and
+falls back to numpy when numba is missing.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, uint64
+from numba.cpython.unsafe.numbers import trailing_zeros
+
+from ..kernels import Kernel
+from ..kernels._kernels import _REGISTRY, gaussian_kernel
+
+__all__ = ["KERNEL_CODES", "kernel_code", "tile_sums"]
+
+# Integer codes of the kernels the compiled reduction evaluates itself.
+EPANECHNIKOV, BOXCAR, QUARTIC, TRIWEIGHT, TRICUBE, COSINE, GAUSSIAN = range(7)
+KERNEL_CODES: dict[str, int] = {
+    "epanechnikov": EPANECHNIKOV,
+    "boxcar": BOXCAR,
+    "quartic": QUARTIC,
+    "triweight": TRIWEIGHT,
+    "tricube": TRICUBE,
+    "cosine": COSINE,
+    "gaussian": GAUSSIAN,
+}
+# Entries per chunk of the selection scan: one bit each in a 64-bit mask.
+_CHUNK = 64
+
+
+def kernel_code(kernel: Kernel) -> tuple[int, float] | None:
+    """The compiled reduction's code for ``kernel`` and its squared radius, or None.
+
+    Only the built-in profiles qualify — recognised by identity of their
+    profile functions, not by name, so a user's :class:`Kernel` that merely
+    reuses a built-in name keeps the numpy route. The Gaussian qualifies only
+    when truncated (finite radius).
+    """
+    name = kernel.name
+    if name not in KERNEL_CODES:
+        return None
+    if name == "gaussian":
+        rebuild = kernel.rebuild
+        if (
+            len(rebuild) == 2
+            and rebuild[0] is gaussian_kernel
+            and rebuild[1]
+            and rebuild[1][0] is not None
+            and math.isfinite(kernel.radius)
+            and float(rebuild[1][0]) == kernel.radius
+            and getattr(kernel.of_squared, "__qualname__", "").endswith("<locals>.truncated_sq")
+        ):
+            return GAUSSIAN, float(kernel.radius) ** 2
+        return None
+    builtin = _REGISTRY[name]
+    # The engine evaluates ``from_squared``: of_squared when present, else of_distance.
+    same = (
+        kernel.of_squared is builtin.of_squared
+        if builtin.of_squared is not None
+        else kernel.of_squared is None and kernel.of_distance is builtin.of_distance
+    )
+    if not same or kernel.radius != builtin.radius:
+        return None
+    return KERNEL_CODES[name], float(kernel.radius) ** 2
+
+
+@njit(nogil=True, cache=True)
+def _select(row, threshold, cols, vals):  # pragma: no cover - compiled
+    """Columns and values of ``row`` with ``row ≥ threshold`` (returns their count).
+
+    A 64-bit mask per chunk (built with vector compares), then one step per
+    set bit: the cost follows the number of hits, with no mispredicted branch
+    per entry. Indices are built from ``range`` counters, which LLVM knows to
+    be non-negative, so numba's negative-index handling folds away and the
+    compares vectorise.
+    """
+    width = row.shape[0]
+    n = 0
+    n_full = width // _CHUNK
+    for c in range(n_full):
+        base = c * _CHUNK
+        chunk = row[base : base + _CHUNK]
+        mask = uint64(0)
+        for k in range(_CHUNK):
+            mask |= uint64(chunk[k] >= threshold) << uint64(k)
+        while mask:
+            j = base + trailing_zeros(mask)
+            cols[n] = j
+            vals[n] = row[j]
+            n += 1
+            mask &= mask - uint64(1)
+    for j in range(n_full * _CHUNK, width):
+        cols[n] = j
+        vals[n] = row[j]
+        n += row[j] >= threshold
+    return n
+
+
+@njit(nogil=True, cache=True)
+def _evaluate(code, u2, radius_sq, out, n):  # pragma: no cover - compiled
+    """``out[:n] = K(√u2[:n])``; the branch on ``code`` sits outside every loop."""
+    if code == EPANECHNIKOV:
+        for k in range(n):
+            out[k] = max(1.0 - u2[k], 0.0)
+    elif code == BOXCAR:
+        for k in range(n):
+            out[k] = 1.0 if u2[k] <= 1.0 else 0.0
+    elif code == QUARTIC:
+        for k in range(n):
+            b = max(1.0 - u2[k], 0.0)
+            out[k] = b * b
+    elif code == TRIWEIGHT:
+        for k in range(n):
+            b = max(1.0 - u2[k], 0.0)
+            out[k] = b * b * b
+    elif code == TRICUBE:
+        for k in range(n):
+            u = math.sqrt(u2[k])
+            b = max(1.0 - u * u * u, 0.0)
+            out[k] = b * b * b
+    elif code == COSINE:
+        for k in range(n):
+            u = math.sqrt(u2[k])
+            out[k] = math.cos(0.5 * math.pi * u) if u <= 1.0 else 0.0
+    else:  # GAUSSIAN, truncated at radius_sq
+        for k in range(n):
+            out[k] = math.exp(-0.5 * u2[k]) if u2[k] <= radius_sq else 0.0
+
+
+@njit(nogil=True, cache=True)
+def tile_sums(
+    t,
+    labels,
+    weights,
+    inv_lam2,
+    tail_cut,
+    support_sq,
+    threshold,
+    code,
+    radius_sq,
+    class_sums,
+    sq_sum,
+    dist_sum,
+    tail_mass,
+):  # pragma: no cover - compiled
+    """Add one tile's kernel sums to the accumulators, in one pass over ``t``.
+
+    Parameters
+    ----------
+    t : ndarray of shape (rows, width), float32 or float64, C-contiguous
+        ``1 − d²/S²`` of each (query, training point) pair of the tile.
+    labels : int ndarray of shape (width,)
+        Class index of each training column.
+    weights : float64 ndarray of shape (width,) or (0,)
+        Sample weight of each column; empty for unit weights.
+    inv_lam2 : float64 ndarray of shape (G,)
+        ``1/λ²`` per bandwidth.
+    tail_cut : float64 ndarray of shape (G,)
+        Tail radius ``r_t·λ`` per bandwidth (ignored without ``tail_mass``).
+    support_sq : float
+        ``S²``.
+    threshold : float
+        Entries with ``t < threshold`` are skipped (``−tol`` for a compact
+        kernel; ``−inf`` to visit all).
+    code : int
+        Kernel code (see :data:`KERNEL_CODES`).
+    radius_sq : float
+        Squared truncation radius (Gaussian only).
+    class_sums : float64 ndarray of shape (rows, G, C)
+    sq_sum : float64 ndarray of shape (rows, G)
+    dist_sum, tail_mass : float64 ndarray of shape (rows, G) or (0, 0)
+        Accumulated only when non-empty.
+    """
+    n_rows, width = t.shape
+    n_bw = inv_lam2.shape[0]
+    weighted = weights.shape[0] > 0
+    need_dist = dist_sum.shape[0] > 0
+    need_tail = tail_mass.shape[0] > 0
+    cols = np.empty(width, dtype=np.intp)
+    vals = np.empty(width, dtype=t.dtype)
+    d2 = np.empty(width)
+    u2 = np.empty(width)
+    wk = np.empty(width)
+    w_sel = np.empty(width if weighted else 0)
+    lab = np.empty(width, dtype=np.intp)
+    n_classes = class_sums.shape[2]
+    part = np.zeros((4, n_classes))
+    for i in range(n_rows):
+        n = _select(t[i], threshold, cols, vals)
+        if n == 0:
+            continue
+        for k in range(n):
+            d2[k] = max((1.0 - np.float64(vals[k])) * support_sq, 0.0)
+        for k in range(n):
+            lab[k] = labels[cols[k]]
+        if weighted:
+            for k in range(n):
+                w_sel[k] = weights[cols[k]]
+        for g in range(n_bw):
+            scale = inv_lam2[g]
+            for k in range(n):
+                u2[k] = d2[k] * scale
+            _evaluate(code, u2, radius_sq, wk, n)
+            if weighted:
+                for k in range(n):
+                    wk[k] *= w_sel[k]
+            # Four interleaved partial sums: consecutive entries of the same
+            # class would otherwise wait on each other's store (and add).
+            part[:, :] = 0.0
+            s0 = s1 = s2 = s3 = 0.0
+            k = 0
+            while k + 4 <= n:
+                v0, v1, v2, v3 = wk[k], wk[k + 1], wk[k + 2], wk[k + 3]
+                s0 += v0 * v0
+                s1 += v1 * v1
+                s2 += v2 * v2
+                s3 += v3 * v3
+                part[0, lab[k]] += v0
+                part[1, lab[k + 1]] += v1
+                part[2, lab[k + 2]] += v2
+                part[3, lab[k + 3]] += v3
+                k += 4
+            for kk in range(k, n):
+                s0 += wk[kk] * wk[kk]
+                part[0, lab[kk]] += wk[kk]
+            sq_sum[i, g] += (s0 + s1) + (s2 + s3)
+            for c in range(n_classes):
+                class_sums[i, g, c] += (part[0, c] + part[1, c]) + (part[2, c] + part[3, c])
+            if need_dist or need_tail:
+                ds = 0.0
+                tm = 0.0
+                cut = tail_cut[g]
+                for k in range(n):
+                    if wk[k] > 0.0:  # the square root only where K > 0 matters
+                        dist = math.sqrt(d2[k])
+                        ds += wk[k] * dist
+                        if dist > cut:
+                            tm += wk[k]
+                if need_dist:
+                    dist_sum[i, g] += ds
+                if need_tail:
+                    tail_mass[i, g] += tm

@@ -1,0 +1,182 @@
+"""nwbound.dask: predictions over Dask arrays and the sharded training set.
+
+The reference for every result is the single-machine estimator on the same
+data (that equality is the module's contract); a LocalCluster started here
+runs the distributed cases.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+import dask  # noqa: E402
+from sklearn.exceptions import NotFittedError  # noqa: E402
+from threadpoolctl import threadpool_info  # noqa: E402
+
+from nwbound import NadarayaWatsonClassifier  # noqa: E402
+from nwbound import dask as nwdask  # noqa: E402
+from nwbound.dask._common import limited  # noqa: E402
+
+FIELDS = ("proba", "lower", "upper", "epsilon", "bias", "sampling", "kappa", "n_eff", "vacuous", "bandwidth", "outside_box")
+
+
+@pytest.fixture(scope="module")
+def client():
+    # In-process workers start in well under a second; the client is not made
+    # the default so that the tests without a client really use none.
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster, distributed.Client(cluster, set_as_default=False) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(700, 3))
+    y = np.array(["a", "b", "c"])[(X[:, 0] + 0.2 * rng.normal(size=700) > 0.5).astype(int) + (X[:, 1] > 0.85)]
+    w = rng.uniform(0.5, 2.0, size=700)
+    Q = rng.uniform(-0.1, 1.1, size=(130, 3))  # a few queries outside the box
+    return X, y, w, Q
+
+
+def assert_same_interval(result: dict, reference) -> None:
+    assert set(result) == set(FIELDS)
+    for name in FIELDS:
+        expected = getattr(reference, name)
+        assert result[name].shape == expected.shape, name
+        if expected.dtype == bool:
+            np.testing.assert_array_equal(result[name], expected, err_msg=name)
+        else:
+            np.testing.assert_allclose(result[name], expected, rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+# -- a fitted model over dask queries ------------------------------------------------------------
+@pytest.mark.parametrize("n_neighbors", [None, 15])
+def test_model_over_dask_queries(client, data, n_neighbors):
+    X, y, w, Q = data
+    model = NadarayaWatsonClassifier(n_neighbors=n_neighbors, bandwidth=0.3, lipschitz=1.0, n_jobs=2)
+    model.fit(X, y, sample_weight=w)
+    Qd = da.from_array(Q, chunks=(40, -1))  # uneven last block
+    interval = nwdask.predict_interval(model, Qd, client=client)
+    proba = nwdask.predict_proba(model, Qd, client=client)
+    labels = nwdask.predict(model, Qd, client=client)
+    interval, proba, labels = dask.compute(interval, proba, labels, scheduler=client)
+    assert_same_interval(interval, model.predict_interval(Q))
+    np.testing.assert_allclose(proba, model.predict_proba(Q), rtol=1e-12)
+    np.testing.assert_array_equal(labels, model.predict(Q))
+
+
+def test_local_scheduler_holds_model_once(data):
+    X, y, _, Q = data
+    model = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0).fit(X, y)
+    Qd = da.from_array(Q, chunks=(13, -1))  # 10 blocks
+    proba = nwdask.predict_proba(model, Qd)
+    # The model (700×3 floats and more) is in one node, not in each of 10 tasks.
+    graph_bytes = len(pickle.dumps(dict(proba.__dask_graph__())))
+    model_bytes = len(pickle.dumps(model))
+    assert graph_bytes < 2 * model_bytes
+    np.testing.assert_allclose(proba.compute(scheduler="threads"), model.predict_proba(Q), rtol=1e-12)
+
+
+def test_bad_queries(data):
+    X, y, _, Q = data
+    model = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0).fit(X, y)
+    with pytest.raises(ValueError, match=r"rechunk\(\{1: -1\}\)"):
+        nwdask.predict(model, da.from_array(Q, chunks=(40, 2)))
+    with pytest.raises(ValueError, match="dtype float32.*astype"):
+        nwdask.predict_proba(model, da.from_array(Q.astype(np.float32), chunks=(40, -1)))
+    with pytest.raises(ValueError, match="2 features"):
+        nwdask.predict_interval(model, da.from_array(Q[:, :2], chunks=(40, -1)))
+    with pytest.raises(TypeError, match="dask.array.from_array"):
+        nwdask.predict(model, Q)
+    with pytest.raises(NotFittedError):
+        nwdask.predict(NadarayaWatsonClassifier(), da.from_array(Q, chunks=(40, -1)))
+
+
+def test_failing_task_raises(client, data):
+    X, y, _, Q = data
+    model = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0).fit(X, y)
+    bad = Q.copy()
+    bad[95, 0] = np.nan  # only the third block fails
+    result = nwdask.predict_interval(model, da.from_array(bad, chunks=(40, -1)), client=client)
+    with pytest.raises(ValueError, match="NaN"):
+        dask.compute(result, scheduler=client)
+    with pytest.raises(ValueError, match="NaN"):
+        nwdask.predict(model, da.from_array(bad, chunks=(40, -1))).compute(scheduler="threads")
+
+
+def test_tasks_limit_blas_threads():
+    def blas_threads():
+        return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+    inside = limited(blas_threads, 1)()
+    assert inside and all(n == 1 for n in inside)
+
+
+# -- sharded training set -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(bandwidth=0.25, lipschitz=1.0),
+        dict(bandwidth="auto", lipschitz=1.0),  # the grid is built from all shards
+        dict(bandwidth=0.4, n_neighbors=12, lipschitz=1.0),
+        dict(bandwidth="auto", n_neighbors=12, margin=0.2, kernel="gaussian", bound="paper", coverage="per_class"),
+    ],
+)
+def test_sharded_equals_single_machine(client, data, params):
+    X, y, w, Q = data
+    reference = NadarayaWatsonClassifier(**params).fit(X, y, sample_weight=w)
+    # Uneven shards, one smaller than k.
+    Xd = da.from_array(X, chunks=((300, 250, 8, 142), (3,)))
+    Qd = da.from_array(Q, chunks=(50, -1))
+    model = nwdask.ShardedNadarayaWatson(**params).fit(Xd, y, sample_weight=w, client=client)
+    np.testing.assert_array_equal(model.classes_, reference.classes_)
+    np.testing.assert_allclose(model.class_prior_, reference.class_prior_, rtol=1e-12)
+    np.testing.assert_allclose(model.bandwidths_, reference.bandwidths_, rtol=1e-12)
+    interval, labels = dask.compute(
+        model.predict_interval(Qd, client=client), model.predict(Qd, client=client), scheduler=client
+    )
+    assert_same_interval(interval, reference.predict_interval(Q))
+    np.testing.assert_array_equal(labels, reference.predict(Q))
+
+
+def test_sharded_function_local_scheduler(data):
+    X, y, _, Q = data
+    params = dict(bandwidth=0.3, lipschitz=1.0, empty_neighborhood="uniform")
+    # Empty row chunks are dropped, not passed on as 0-row inputs.
+    result = nwdask.sharded_predict_interval(
+        da.from_array(Q, chunks=((65, 0, 65), (3,))), da.from_array(X, chunks=((0, 350, 350), (3,))), y, **params
+    )
+    (result,) = dask.compute(result, scheduler="threads")
+    assert_same_interval(result, NadarayaWatsonClassifier(**params).fit(X, y).predict_interval(Q))
+
+
+def test_sharded_bad_input(data):
+    X, y, _, Q = data
+    Xd = da.from_array(X, chunks=(350, -1))
+    with pytest.raises(TypeError, match="Unknown NadarayaWatsonClassifier parameter"):
+        nwdask.ShardedNadarayaWatson(bandwith=0.3)
+    model = nwdask.ShardedNadarayaWatson(bandwidth=0.3, lipschitz=1.0)
+    with pytest.raises(NotFittedError):
+        model.predict(da.from_array(Q, chunks=(65, -1)))
+    with pytest.raises(ValueError, match=r"rechunk\(\{1: -1\}\)"):
+        model.fit(da.from_array(X, chunks=(350, 1)), y)
+    with pytest.raises(ValueError, match="one label per row"):
+        model.fit(Xd, y[:-1])
+    with pytest.raises(ValueError, match="dtype float32"):
+        model.fit(Xd.astype(np.float32), y)
+    model.fit(Xd, y)
+    with pytest.raises(ValueError, match="dtype float32"):
+        model.predict_interval(da.from_array(Q.astype(np.float32), chunks=(65, -1)))
+    with pytest.raises(ValueError, match="lipschitz"):
+        nwdask.ShardedNadarayaWatson(bandwidth=0.3).fit(Xd, y).predict_interval(da.from_array(Q, chunks=(65, -1)))
+    bad = X.copy()
+    bad[400, 2] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        model.fit(da.from_array(bad, chunks=(350, -1)), y)

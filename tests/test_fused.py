@@ -1,0 +1,206 @@
+"""The compiled (numba) tile reduction gives the sums of the formulas and of the numpy route.
+
+Skipped when numba is not installed. The reference is the direct float64
+computation of ``test_engine_paths._direct`` (pairwise distances, K(d/λ),
+sums); the numpy route is compared with the compiled one on the very same GEMM
+tiles, with the numpy route held on its float64 sparse branch
+(``_DENSE_SHARE = 1``) so that both form d² from the same tile entries.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+from nwbound import NadarayaWatsonClassifier  # noqa: E402
+from nwbound.estimators import _sums  # noqa: E402
+from nwbound.estimators._sums import TrainingSet, dense_kernel_sums  # noqa: E402
+from nwbound.kernels import Kernel, gaussian_kernel, get_kernel  # noqa: E402
+
+from test_engine_paths import _clustered, _direct  # noqa: E402
+
+# Every kernel the compiled reduction evaluates itself.
+COMPILED_KERNELS = ["epanechnikov", "boxcar", "quartic", "triweight", "tricube", "cosine", "gaussian"]
+LAMS = np.array([0.15, 0.3, 0.6])
+
+
+class _Routes:
+    """Counts which reduction handled the tiles of one call."""
+
+    def __init__(self, monkeypatch):
+        self.fused = self.numpy = 0
+        fused, entries, dense = _sums._Accumulator.add_fused, _sums._Accumulator.add_entries, _sums._Accumulator.add_dense
+
+        def count(name, original):
+            def wrapper(acc, *args):
+                setattr(self, name, getattr(self, name) + 1)
+                return original(acc, *args)
+
+            return wrapper
+
+        monkeypatch.setattr(_sums._Accumulator, "add_fused", count("fused", fused))
+        monkeypatch.setattr(_sums._Accumulator, "add_entries", count("numpy", entries))
+        monkeypatch.setattr(_sums._Accumulator, "add_dense", count("numpy", dense))
+
+
+def _both_routes(monkeypatch, *args, **kwargs):
+    """(compiled sums, numpy sums) of one ``dense_kernel_sums`` call, checking the route taken."""
+    routes = _Routes(monkeypatch)
+    fused = dense_kernel_sums(*args, **kwargs)
+    assert routes.fused > 0 and routes.numpy == 0, "compiled route not taken"
+    monkeypatch.setattr(_sums, "USE_NUMBA", False)
+    numpy = dense_kernel_sums(*args, **kwargs)
+    monkeypatch.setattr(_sums, "USE_NUMBA", True)
+    assert routes.numpy > 0
+    return fused, numpy
+
+
+def _assert_sums_close(a, b, rtol, atol):
+    for name in ("class_sums", "sq_sum", "dist_sum", "tail_mass"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert (x is None) == (y is None), name
+        if x is not None:
+            np.testing.assert_allclose(x, y, rtol=rtol, atol=atol, err_msg=name)
+
+
+@pytest.mark.parametrize("kernel", COMPILED_KERNELS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_compiled_route_matches_direct_sums_float64(kernel, weighted, monkeypatch):
+    monkeypatch.setattr(_sums, "_DENSE_SHARE", 1.0)
+    X, y, Q = _clustered(700, 3, 50, seed=11)
+    w = np.random.default_rng(2).uniform(0.2, 2.0, len(y)) if weighted else None
+    train = TrainingSet.build(X, y, 3, w)
+    fused, numpy = _both_routes(monkeypatch, Q, train, get_kernel(kernel), LAMS, need_dist=True,
+                                working_memory=0.1, prune=False)
+    for g, lam in enumerate(LAMS):
+        cs, s2, dsum, _ = _direct(Q, X, y, 3, kernel, lam, w)
+        np.testing.assert_allclose(fused.class_sums[:, g], cs, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(fused.sq_sum[:, g], s2, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(fused.dist_sum[:, g], dsum, rtol=1e-9, atol=1e-12)
+        empty = cs.sum(axis=1) == 0
+        assert empty.any() and np.all(fused.kappa[empty, g] == 0)  # no mass: exactly 0, not rounding noise
+    _assert_sums_close(fused, numpy, rtol=1e-12, atol=1e-12)
+    assert fused.tail_mass is None
+
+
+@pytest.mark.parametrize("kernel", COMPILED_KERNELS)
+def test_compiled_route_float32_equals_numpy_route(kernel, monkeypatch):
+    # Same float32 tiles in both routes, d² formed in float64 in both: equal up to summation order.
+    monkeypatch.setattr(_sums, "_DENSE_SHARE", 1.0)
+    X, y, Q = _clustered(900, 6, 80, seed=12)
+    X32, Q32 = X.astype(np.float32), Q.astype(np.float32)
+    w = np.random.default_rng(3).uniform(0.5, 1.5, len(y))
+    train = TrainingSet.build(X32, y, 3, w)
+    lams = LAMS * 2.0
+    fused, numpy = _both_routes(monkeypatch, Q32, train, get_kernel(kernel), lams, need_dist=True,
+                                working_memory=0.1, n_jobs=2)
+    _assert_sums_close(fused, numpy, rtol=1e-10, atol=1e-12)
+    # ... and close to the float64 formulas (float32 inputs: relative error ~1e-6 of the scale).
+    for g, lam in enumerate(lams):
+        cs, s2, dsum, _ = _direct(Q32, X32, y, 3, kernel, lam, w)
+        scale = max(1.0, float(cs.sum(axis=1).max()))
+        np.testing.assert_allclose(fused.class_sums[:, g], cs, atol=1e-4 * scale)
+        np.testing.assert_allclose(fused.dist_sum[:, g], dsum, atol=1e-4 * scale * 10)
+
+
+@pytest.mark.parametrize("kernel", ["epanechnikov", "gaussian"])
+def test_compiled_route_tail_mass_and_all_entries(kernel, monkeypatch):
+    # With a tail radius the engine visits every entry (threshold −inf), not only t ≥ 0.
+    X, y, Q = _clustered(400, 4, 30, seed=13)
+    w = np.random.default_rng(4).uniform(0.2, 2.0, len(y))
+    train = TrainingSet.build(X, y, 3, w)
+    lams = np.array([0.2, 0.5, 1.5])
+    fused, numpy = _both_routes(monkeypatch, Q, train, get_kernel(kernel), lams, need_dist=True,
+                                tail_radius=0.5, working_memory=0.05)
+    for g, lam in enumerate(lams):
+        cs, s2, dsum, tail = _direct(Q, X, y, 3, kernel, lam, w, tail_radius=0.5)
+        np.testing.assert_allclose(fused.class_sums[:, g], cs, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(fused.sq_sum[:, g], s2, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(fused.dist_sum[:, g], dsum, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(fused.tail_mass[:, g], tail, rtol=1e-9, atol=1e-12)
+        assert np.any(tail > 0) and np.any(tail < cs.sum(axis=1))  # the cut really splits the mass
+    _assert_sums_close(fused, numpy, rtol=1e-10, atol=1e-12)
+
+
+def test_compiled_route_on_pruned_blocks(monkeypatch):
+    # Pruned blocks hand the reduction gathered column subsets instead of ranges.
+    monkeypatch.setattr(_sums, "_MIN_PRUNE_POINTS", 64)
+    X, y, Q = _clustered(2500, 2, 300, seed=14)
+    w = np.random.default_rng(5).uniform(0.2, 2.0, len(y))
+    train = TrainingSet.build(X, y, 3, w)
+    kern = get_kernel("quartic")
+    fused, numpy = _both_routes(monkeypatch, Q, train, kern, np.array([0.1, 0.2]), need_dist=True, prune=True)
+    for g, lam in enumerate([0.1, 0.2]):
+        cs, s2, dsum, _ = _direct(Q, X, y, 3, "quartic", lam, w)
+        np.testing.assert_allclose(fused.class_sums[:, g], cs, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(fused.dist_sum[:, g], dsum, rtol=1e-9, atol=1e-12)
+    _assert_sums_close(fused, numpy, rtol=1e-9, atol=1e-12)
+
+
+def test_truncation_radius_of_the_gaussian_is_honoured(monkeypatch):
+    X, y, Q = _clustered(500, 3, 40, seed=15)
+    train = TrainingSet.build(X, y, 3, None)
+    kern = gaussian_kernel(1.3)
+    fused, _ = _both_routes(monkeypatch, Q, train, kern, np.array([0.25]), need_dist=False)
+    cs, s2, _, _ = _direct(Q, X, y, 3, kern, 0.25)
+    np.testing.assert_allclose(fused.class_sums[:, 0], cs, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fused.sq_sum[:, 0], s2, rtol=1e-9, atol=1e-12)
+
+
+def test_unsupported_kernels_keep_the_numpy_route(monkeypatch):
+    from nwbound.estimators import _fused
+
+    X, y, Q = _clustered(300, 3, 20, seed=16)
+    train = TrainingSet.build(X, y, 3, None)
+    builtin = get_kernel("epanechnikov")
+    impostor = Kernel("epanechnikov", lambda u: np.maximum(1.0 - u, 0.0))  # a built-in name, another profile
+    user = get_kernel(lambda u: np.maximum(1.0 - u, 0.0))
+    for kern in (get_kernel("gaussian_untruncated"), impostor, user):
+        assert _fused.kernel_code(kern) is None
+        routes = _Routes(monkeypatch)
+        dense_kernel_sums(Q, train, kern, np.array([0.4]), need_dist=True)
+        assert routes.fused == 0 and routes.numpy > 0
+    assert _fused.kernel_code(builtin) == (_fused.EPANECHNIKOV, 1.0)
+    assert _fused.kernel_code(gaussian_kernel(2.0)) == (_fused.GAUSSIAN, 4.0)
+
+
+def test_switches_force_the_numpy_route(monkeypatch):
+    X, y, Q = _clustered(300, 3, 20, seed=17)
+    train = TrainingSet.build(X, y, 3, None)
+    kern = get_kernel("epanechnikov")
+    routes = _Routes(monkeypatch)
+    monkeypatch.setenv("NWBOUND_DISABLE_NUMBA", "1")
+    dense_kernel_sums(Q, train, kern, np.array([0.4]), need_dist=False)
+    assert routes.fused == 0 and routes.numpy > 0
+    monkeypatch.setenv("NWBOUND_DISABLE_NUMBA", "0")
+    dense_kernel_sums(Q, train, kern, np.array([0.4]), need_dist=False)
+    assert routes.fused > 0
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_estimator_auto_bandwidth_same_intervals(dtype, monkeypatch):
+    # bandwidth="auto": 16 bandwidths per query, the bound picks one.
+    X, y, Q = _clustered(800, 4, 100, seed=18)
+    w = np.random.default_rng(6).uniform(0.5, 1.5, len(y))
+    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0, dtype=dtype).fit(X, y, sample_weight=w)
+    monkeypatch.setattr(_sums, "_DENSE_SHARE", 1.0)
+    fused = model.predict_interval(Q)
+    monkeypatch.setattr(_sums, "USE_NUMBA", False)
+    numpy = model.predict_interval(Q)
+    assert len(model.bandwidths_) > 1
+    np.testing.assert_allclose(fused.epsilon, numpy.epsilon, rtol=1e-7, atol=1e-12)
+    same = fused.bandwidth == numpy.bandwidth
+    assert same.mean() > 0.95
+    np.testing.assert_allclose(fused.proba[same], numpy.proba[same], rtol=1e-7, atol=1e-12)
+    np.testing.assert_allclose(fused.kappa[same], numpy.kappa[same], rtol=1e-7, atol=1e-12)
+
+
+def test_import_nwbound_does_not_import_numba():
+    code = "import sys, nwbound, nwbound.estimators._sums; print('numba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,158 @@
+"""HNSWIndex (hnswlib) and algorithm="hnsw" in the localized classifier."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+hnswlib = pytest.importorskip("hnswlib")
+
+from nwbound import NadarayaWatsonClassifier  # noqa: E402
+from nwbound.neighbors import HNSWIndex, available_indexes, make_index  # noqa: E402
+
+
+def brute_neighbors(X: np.ndarray, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact k-NN straight from the definition (float64 differences)."""
+    dist = np.sqrt(((Q[:, None, :] - X[None, :, :]) ** 2).sum(axis=2))
+    idx = np.argsort(dist, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(dist, idx, axis=1), idx
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    # Low intrinsic dimension (3) embedded in 12 features, as HNSW is meant for.
+    z = rng.normal(size=(1700, 3))
+    X = np.tanh(z @ rng.normal(size=(3, 12))) + 0.01 * rng.normal(size=(1700, 12))
+    y = (z[:, 0] + 0.5 * z[:, 1] > 0).astype(int) + (z[:, 2] > 1.0)
+    return X[:1500], y[:1500], X[1500:]
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    return HNSWIndex(random_state=0).fit(data[0])
+
+
+def test_registered():
+    assert "hnsw" in available_indexes()
+    index = make_index("hnsw", n_jobs=2, random_state=3, M=8, ef=20)
+    assert isinstance(index, HNSWIndex)
+    assert (index.M, index.ef, index.n_jobs, index.random_state) == (8, 20, 2, 3)
+    with pytest.raises(ValueError, match="Unknown option.*'m'.*accepts M"):
+        make_index("hnsw", m=8)
+
+
+def test_recall_and_exact_distances(data, fitted):
+    X, _, Q = data
+    k = 10
+    dist, idx = fitted.kneighbors(Q, k)
+    true_dist, true_idx = brute_neighbors(X, Q, k)
+    assert dist.shape == idx.shape == (Q.shape[0], k)
+    assert dist.dtype == np.float64 and np.issubdtype(idx.dtype, np.integer)
+    recall = np.mean([len(np.intersect1d(a, b)) / k for a, b in zip(idx, true_idx)])
+    assert recall >= 0.99
+    # Euclidean (not squared) distances of the returned rows, ascending.
+    np.testing.assert_allclose(dist, np.linalg.norm(Q[:, None, :] - X[idx], axis=2), rtol=1e-12, atol=1e-12)
+    assert np.all(np.diff(dist, axis=1) >= 0)
+    # Where the neighbour set is right, the distances are the exact ones.
+    same = np.all(np.sort(idx, axis=1) == np.sort(true_idx, axis=1), axis=1)
+    assert same.mean() > 0.9
+    np.testing.assert_allclose(dist[same], true_dist[same], rtol=1e-12, atol=1e-12)
+
+
+def test_float32_distances_without_recompute(data):
+    X, _, Q = data
+    dist, idx = HNSWIndex(ef_construction=50, random_state=0, exact_distances=False).fit(X).kneighbors(Q, 5)
+    np.testing.assert_allclose(dist, np.linalg.norm(Q[:, None, :] - X[idx], axis=2), rtol=1e-4, atol=1e-5)
+    assert np.all(dist >= 0) and np.all(np.diff(dist, axis=1) >= 0)
+
+
+def test_ef_raised_to_k(data):
+    X, _, Q = data
+    dist, idx = HNSWIndex(ef=1, ef_construction=50, random_state=0).fit(X).kneighbors(Q[:50], 25)
+    assert idx.shape == (50, 25)
+    # k distinct training rows per query.
+    assert all(len(np.unique(row)) == 25 for row in idx)
+
+
+def test_deterministic_with_random_state(data):
+    X, _, Q = data
+    # A small ef makes the result depend on the graph, so equality means equal graphs.
+    a = HNSWIndex(ef=10, ef_construction=40, random_state=7, n_jobs=1).fit(X).kneighbors(Q, 10)
+    b = HNSWIndex(ef=10, ef_construction=40, random_state=7, n_jobs=2).fit(X).kneighbors(Q, 10)
+    np.testing.assert_array_equal(a[1], b[1])
+    np.testing.assert_array_equal(a[0], b[0])
+
+
+def test_pickle_round_trip(data):
+    X, _, Q = data
+    index = HNSWIndex(ef=12, ef_construction=50, random_state=0).fit(X)
+    clone = pickle.loads(pickle.dumps(index))
+    assert clone.ef == 12
+    for a, b in zip(index.kneighbors(Q, 8), clone.kneighbors(Q, 8)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_classifier_matches_exact_index(data):
+    X, y, Q = data
+    params = dict(n_neighbors=10, bandwidth=1.5, lipschitz=1.0)
+    approx = NadarayaWatsonClassifier(algorithm="hnsw", **params).fit(X, y)  # default index parameters
+    exact = NadarayaWatsonClassifier(algorithm="brute", **params).fit(X, y)
+    _, true_idx = brute_neighbors(X, Q, 10)
+    _, idx = approx.index_.kneighbors(Q, 10)
+    same = np.all(np.sort(idx, axis=1) == np.sort(true_idx, axis=1), axis=1)
+    a, b = approx.predict_interval(Q), exact.predict_interval(Q)
+    np.testing.assert_allclose(a.proba[same], b.proba[same], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(a.epsilon[same], b.epsilon[same], rtol=1e-12, atol=1e-12)
+    assert np.mean(approx.predict(Q) == exact.predict(Q)) >= 0.99
+    # The fitted estimator (with its index) pickles.
+    again = pickle.loads(pickle.dumps(approx))
+    np.testing.assert_array_equal(again.predict_proba(Q), approx.predict_proba(Q))
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        (dict(M=1), "M must be an int >= 2"),
+        (dict(ef=0), "ef must be an int >= 1"),
+        (dict(ef_construction=2.5), "ef_construction"),
+        (dict(n_jobs=0), "n_jobs"),
+        (dict(random_state="seed"), "random_state"),
+    ],
+)
+def test_bad_parameters(params, match):
+    with pytest.raises(ValueError, match=match):
+        HNSWIndex(**params).fit(np.zeros((5, 2)))
+
+
+def test_bad_inputs(data):
+    X, _, Q = data
+    with pytest.raises(ValueError, match="not fitted"):
+        HNSWIndex().kneighbors(Q, 3)
+    bad = X[:50].copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        HNSWIndex().fit(bad)
+    index = HNSWIndex(random_state=0).fit(X[:20])
+    with pytest.raises(ValueError, match="exceeds the 20 indexed"):
+        index.kneighbors(Q, 21)
+    with pytest.raises(ValueError, match=r"shape \(n_queries, 12\)"):
+        index.kneighbors(Q[:, :5], 3)
+
+
+def test_estimator_passes_random_state_and_index_params(data):
+    X, y, Q = data
+    params = dict(
+        n_neighbors=10, algorithm="hnsw", bandwidth=1.5, lipschitz=1.0, n_jobs=2, random_state=5,
+        index_params={"ef": 10, "ef_construction": 40, "M": 8},
+    )
+    a = NadarayaWatsonClassifier(**params).fit(X, y)
+    b = NadarayaWatsonClassifier(**params).fit(X, y)
+    assert (a.index_.ef, a.index_.M, a.index_.random_state, a.index_.n_jobs) == (10, 8, 5, 2)
+    # Reproducible refit (what a saved model relies on when it rebuilds the index).
+    np.testing.assert_array_equal(a.index_.kneighbors(Q, 10)[1], b.index_.kneighbors(Q, 10)[1])
+    np.testing.assert_array_equal(a.predict_interval(Q).epsilon, b.predict_interval(Q).epsilon)
+    with pytest.raises(ValueError, match="Unknown option"):
+        NadarayaWatsonClassifier(**{**params, "index_params": {"efSearch": 5}}).fit(X, y)
