@@ -7,7 +7,15 @@ from hypothesis.extra.numpy import arrays
 
 from nwbound import DyadicClassifier, NadarayaWatsonClassifier
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
+
+# Bandwidths that are not round numbers: hypothesis favours integer-valued
+# points, and a training point at exactly d = λ from a query sits on the
+# kernel's support boundary, where K = 0 ± rounding decides whether κ > 0.
+# That knife edge is not what these invariants are about.
+LAM_A, LAM_B, LAM_C = 0.9173, 0.6829, 1.4387
 
 
 @st.composite
@@ -26,9 +34,9 @@ def datasets(draw, max_n=40, max_d=3, max_classes=4):
 
 def _models():
     return [
-        NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=0.5),
-        NadarayaWatsonClassifier(kernel="gaussian", bandwidth=0.7, margin=2.0, bound="selfnormalized"),
-        NadarayaWatsonClassifier(bandwidth=1.5, n_neighbors=3, lipschitz=0.5, bound="paper"),
+        NadarayaWatsonClassifier(bandwidth=LAM_A, lipschitz=0.5),
+        NadarayaWatsonClassifier(kernel="gaussian", bandwidth=LAM_B, margin=2.0, bound="selfnormalized"),
+        NadarayaWatsonClassifier(bandwidth=LAM_C, n_neighbors=3, lipschitz=0.5, bound="paper"),
         NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5),
         DyadicClassifier(resolution=2, lipschitz=0.5),
     ]
@@ -69,7 +77,7 @@ def test_duplicated_rows_equal_sample_weight_two(data, draw):
     weights = np.ones(len(y))
     weights[dup] = 2.0
     X2, y2 = np.vstack([X, X[dup]]), np.concatenate([y, y[dup]])
-    for model in (NadarayaWatsonClassifier(bandwidth=1.0), DyadicClassifier(resolution=2)):
+    for model in (NadarayaWatsonClassifier(bandwidth=LAM_A), DyadicClassifier(resolution=2)):
         a = model.fit(X, y, sample_weight=weights).predict_proba(Q)
         b = model.fit(X2, y2).predict_proba(Q)
         np.testing.assert_allclose(a, b, atol=1e-9)

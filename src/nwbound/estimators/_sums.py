@@ -10,7 +10,7 @@ How the dense (*regular*) path is made fast — the distance matrix is the only
 big object, so the work is arranged to touch it as few times as possible:
 
 1. **Augmented product.** Training rows are stored once as ``[x', 1, ‖x'‖²]``
-   (``x' = x − mean``: centring shrinks the norms and so the cancellation
+   (``x' = x − c``, c the bounding-box midpoint: centring shrinks the norms and so the cancellation
    error of the expanded formula); a query block becomes
    ``[2y'/S², 1 − ‖y'‖²/S², −1/S²]``. One GEMM then yields ``t = 1 − d²/S²``
    directly, where ``S`` is the support radius of the largest bandwidth
@@ -105,7 +105,7 @@ class _Balls:
 class _Layout:
     """Training rows in the order and shape the dense path reads them."""
 
-    mean: np.ndarray  # (d,) float64, subtracted from every point
+    center: np.ndarray  # (d,) float64 bounding-box midpoint, subtracted from every point
     augmented: np.ndarray  # (n, d + 2) [x', 1, ‖x'‖²], estimator dtype
     labels: np.ndarray  # (n,) in layout order
     weights: np.ndarray | None  # (n,) float64 in layout order
@@ -182,8 +182,12 @@ class KernelSums:
 # ---------------------------------------------------------------------------------------------
 def _build_layout(train: TrainingSet, with_balls: bool) -> _Layout:
     X = train.X
-    mean = X.mean(axis=0, dtype=np.float64)
-    centred = X.astype(np.float64) - mean
+    # Centre at the bounding-box midpoint: it shrinks the norms (and so the
+    # cancellation error of the expanded distance) like the mean would, but is
+    # exactly invariant to row order and duplicated rows, so those never move
+    # a point across the kernel's support boundary by rounding.
+    center = 0.5 * (X.min(axis=0).astype(np.float64) + X.max(axis=0).astype(np.float64))
+    centred = X.astype(np.float64) - center
     balls = None
     order = None
     if with_balls:
@@ -200,7 +204,7 @@ def _build_layout(train: TrainingSet, with_balls: bool) -> _Layout:
         weights = (weights if order is None else weights[order]).astype(np.float64)
     onehot = train.weighted_onehot if order is None else train.weighted_onehot[order]
     return _Layout(
-        mean=mean,
+        center=center,
         augmented=augmented,
         labels=np.ascontiguousarray(labels),
         weights=weights,
@@ -439,7 +443,7 @@ def _block_sums(Q: np.ndarray, cols: np.ndarray | None, plan: _Plan) -> _Accumul
         return acc
     # Query side of the augmented product: t = 1 − d²/S².
     S2 = plan.support_sq
-    qc = Q.astype(np.float64) - lay.mean
+    qc = Q.astype(np.float64) - lay.center
     A = np.empty((n_rows, Q.shape[1] + 2), dtype=dtype)
     A[:, :-2] = qc * (2.0 / S2)
     A[:, -2] = 1.0 - np.einsum("ij,ij->i", qc, qc) / S2
@@ -550,7 +554,7 @@ def dense_kernel_sums(
     support_sq = support * support
     # Absolute rounding error of t: a few ulps of the (centred) norms over S².
     eps = float(np.finfo(dtype).eps)
-    q_max = float(np.max(np.einsum("ij,ij->i", Xq.astype(np.float64) - lay.mean, Xq.astype(np.float64) - lay.mean)))
+    q_max = float(np.max(np.einsum("ij,ij->i", Xq.astype(np.float64) - lay.center, Xq.astype(np.float64) - lay.center)))
     tol = 8.0 * eps * (q_max + lay.max_sqnorm + 1.0) / support_sq
 
     n_threads = _n_threads(n_jobs)
@@ -602,7 +606,7 @@ def _coherent_blocks(
     """Queries sorted by nearest ball, cut into blocks, each with the training
     columns it must see (None: all of them)."""
     balls = lay.balls
-    qc = Xq.astype(np.float64) - lay.mean
+    qc = Xq.astype(np.float64) - lay.center
     nearest = _nearest_center(qc, balls.centers)
     order = np.argsort(nearest, kind="stable")
     n_q = Xq.shape[0]
