@@ -33,31 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ._args import bandwidth_or_auto, positive_float
 from .predict import DEFAULT_CHUNKSIZE, check_chunksize, friendly_errors
 
 __all__ = ["add_parser", "run", "build_estimator"]
-
-
-def _bandwidth(text: str) -> float | str:
-    if text == "auto":
-        return "auto"
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number > 0 or 'auto', got {text!r}") from None
-    if not np.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a number > 0 or 'auto', got {text!r}")
-    return value
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}") from None
-    if not np.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
-    return value
 
 
 def add_parser(sub) -> None:
@@ -77,12 +56,12 @@ def add_parser(sub) -> None:
     p.add_argument("--features", nargs="+", metavar="COL", help="feature columns (default: all but target and ids)")
     p.add_argument("--id-columns", nargs="+", default=[], metavar="COL", help="columns that are not features")
     p.add_argument("--kernel", default="epanechnikov", choices=KERNEL_NAMES, help="kernel (default epanechnikov)")
-    p.add_argument("--bandwidth", type=_bandwidth, default="auto", help="kernel width after scaling, or 'auto' (default)")
+    p.add_argument("--bandwidth", type=bandwidth_or_auto, default="auto", help="kernel width after scaling, or 'auto' (default)")
     p.add_argument("--neighbors", type=int, metavar="K", help="localized classifier over the K nearest neighbours")
     p.add_argument("--resolution", type=int, metavar="M", help="dyadic classifier with 2^M cells per feature instead")
     assumption = p.add_mutually_exclusive_group(required=True)
-    assumption.add_argument("--lipschitz", type=_positive, metavar="L", help="Lipschitz constant of p, raw feature units")
-    assumption.add_argument("--margin", type=_positive, metavar="G", help="margin γ between classes, raw feature units")
+    assumption.add_argument("--lipschitz", type=positive_float, metavar="L", help="Lipschitz constant of p, raw feature units")
+    assumption.add_argument("--margin", type=positive_float, metavar="G", help="margin γ between classes, raw feature units")
     p.add_argument("--delta", type=float, default=0.05, help="failure probability δ of each bound (default 0.05)")
     p.add_argument("--bound", default="hoeffding", choices=BOUND_NAMES, help="form of the bound (default hoeffding)")
     p.add_argument("--coverage", default="simultaneous", choices=COVERAGE_NAMES, help="default simultaneous")

@@ -33,6 +33,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..cli._args import positive_float, positive_int  # noqa: F401  (re-exported for the experiments)
 from ..metrics import accuracy, violation_rate, weighted_precision_recall
 
 __all__ = [
@@ -368,32 +369,6 @@ def parse_sizes(text: str, *, name: str = "--sizes", minimum: int = 1) -> list[i
             raise ValueError(f"{name}: {part!r} is below the minimum of {minimum}.")
         sizes.append(int(value))
     return sorted(set(sizes))
-
-
-def positive_int(text: str) -> int:
-    """argparse ``type=`` for an integer ``>= 1`` (a clear usage error otherwise)."""
-    import argparse
-
-    try:
-        value = int(text)
-    except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """argparse ``type=`` for a finite number ``> 0``."""
-    import argparse
-
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number > 0")
-    return value
 
 
 # ---------------------------------------------------------------------------
