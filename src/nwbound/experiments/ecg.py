@@ -732,9 +732,8 @@ _GAPS = """\
   accuracy, precision and recall are identical; only ε, the Type II counts, the conservative
   accuracy and the flagging curves differ. L = 0.05 is taken in the units of the MinMax-scaled
   features (the paper's appendix D estimate is a heuristic lower bound, so the bound is
-  conditional on that assumption); the rebuilt beats leave [0, 1] where a segment runs past its
-  window, so per-feature ranges reach ≈ 2.9 and L = 0.05 in the raw beat units would be ≈ 0.15
-  in the scaled ones. With λ = 0.75 and L = 0.05 the bias term is ≤ Lλ ≈ 0.04; the sampling
+  conditional on that assumption); the rebuilt beats lie in [0, 1] (every sample is scaled by
+  its own 10 s window), so the MinMax step barely changes the units. With λ = 0.75 and L = 0.05 the bias term is ≤ Lλ ≈ 0.04; the sampling
   term dominates where κ is small.
 * **Localized NWC, our bound, conservative accuracy 0.** With k = 10 neighbours κ ≤ 10 and, by
   Cauchy–Schwarz, Σ K_i² ≥ κ²/k, so the Hoeffding sampling term is at least
