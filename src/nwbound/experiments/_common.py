@@ -37,6 +37,7 @@ from ..cli._args import positive_float, positive_int  # noqa: F401  (re-exported
 from ..metrics import accuracy, violation_rate, weighted_precision_recall
 
 __all__ = [
+    "load_or_command_error",
     "MODEL_NAMES",
     "PAPER_SETTING",
     "FitQuery",
@@ -539,3 +540,14 @@ class SizeCurveDisplay:
         self.ax_ = ax
         self.figure_ = ax.figure
         return self
+
+
+def load_or_command_error(label: str, loader: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call a data loader; turn its data problems (missing/corrupt files, bad sizes,
+    a missing optional dependency) into a one-line CLI error prefixed by ``label``."""
+    from ..cli.main import CommandError
+
+    try:
+        return loader(*args, **kwargs)
+    except (OSError, ValueError, ImportError) as exc:
+        raise CommandError(f"{label}: {exc}".replace("\n", " ")) from exc

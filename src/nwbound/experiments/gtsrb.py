@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import fit_and_query, make_model, new_figure, positive_float, positive_int, result_row, save_figures
+from ._common import fit_and_query, load_or_command_error, make_model, new_figure, positive_float, positive_int, result_row, save_figures
 from ._output import atomic_write_text, format_markdown, write_table
 from .progress import progress
 
@@ -47,13 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_gtsrb_checked(data_dir: Path, **kwargs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`nwbound.datasets.load_gtsrb_pair` with data problems as one-line CLI errors."""
-    from ..cli.main import CommandError
     from ..datasets import load_gtsrb_pair
 
-    try:
-        return load_gtsrb_pair(data_dir, **kwargs)
-    except (OSError, ValueError, ImportError) as exc:
-        raise CommandError(f"GTSRB data: {exc}".replace("\n", " ")) from exc
+    return load_or_command_error("GTSRB data", load_gtsrb_pair, data_dir, **kwargs)
 
 
 def run(args: argparse.Namespace, output: Path) -> list[Path]:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ._common import (
+    load_or_command_error,
     PAPER_SETTING,
     SizeCurveDisplay,
     fit_and_query,
@@ -79,13 +80,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_mnist_checked(data_dir: Path, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
     """:func:`nwbound.datasets.load_mnist` with every data problem as a one-line CLI error."""
-    from ..cli.main import CommandError
     from ..datasets import load_mnist
 
-    try:
-        return load_mnist(data_dir, **kwargs)
-    except (OSError, ValueError, ImportError) as exc:  # missing/corrupt files, bad sizes
-        raise CommandError(f"MNIST data: {exc}".replace("\n", " ")) from exc
+    return load_or_command_error("MNIST data", load_mnist, data_dir, **kwargs)
 
 
 def _stratified_subset(y: np.ndarray, size: int, seed: int) -> np.ndarray:

@@ -332,24 +332,23 @@ def labels_like(values: np.ndarray, classes: np.ndarray, *, column: str, path: s
         pos = np.minimum(np.searchsorted(sorted_lookup, text), sorted_lookup.shape[0] - 1)
         found = sorted_lookup[pos] == text
         if not found.all():
-            i = _first_bad(~found)
-            unseen = sorted(set(text[~found].tolist()))
-            raise TableError(
-                f"{path}: target column {column!r} holds labels the model never saw in training: "
-                f"{unseen[:10]}{' …' if len(unseen) > 10 else ''} (first at row {first_row + i}); the model "
-                f"knows {[str(c) for c in classes]}."
-            )
+            raise _unseen_labels(path, column, text, ~found, first_row, [str(c) for c in classes])
         return classes[order[pos]]
     known = np.isin(converted, classes)
     if not known.all():
-        i = _first_bad(~known)
-        unseen = sorted(set(converted[~known].tolist()))
-        raise TableError(
-            f"{path}: target column {column!r} holds labels the model never saw in training: "
-            f"{unseen[:10]}{' …' if len(unseen) > 10 else ''} (first at row {first_row + i}); the model "
-            f"knows {classes.tolist()}."
-        )
+        raise _unseen_labels(path, column, converted, ~known, first_row, classes.tolist())
     return converted
+
+
+def _unseen_labels(path, column: str, labels: np.ndarray, unseen_mask: np.ndarray, first_row: int, known: list) -> TableError:
+    """The error for target labels a model never saw (up to 10 named, first row given)."""
+    i = _first_bad(unseen_mask)
+    unseen = sorted(set(labels[unseen_mask].tolist()))
+    return TableError(
+        f"{path}: target column {column!r} holds labels the model never saw in training: "
+        f"{unseen[:10]}{' …' if len(unseen) > 10 else ''} (first at row {first_row + i}); the model "
+        f"knows {known}."
+    )
 
 
 class TableWriter:
