@@ -31,12 +31,27 @@ class PredictionInterval:
         Effective number of samples ``κ² / Σ (w_i K_i)²`` (0 where κ = 0).
     vacuous : ndarray of bool, shape (n_queries,)
         True where no training mass reached the query (κ = 0): ``ε = 1``.
+        (A bound can also be *trivial* — every interval [0, 1] — with κ > 0;
+        see :attr:`trivial`.)
     bandwidth : ndarray of shape (n_queries,)
         Bandwidth used for each query (constant unless ``bandwidth="auto"``;
         the cell reach for the dyadic classifier).
     outside_box : ndarray of bool, shape (n_queries,), or None
         True where the query lies outside the bounding box of the training
         inputs (extrapolation; the bound still holds but is usually wide).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import PredictionInterval
+    >>> iv = PredictionInterval.from_parts(
+    ...     proba=np.array([[0.9, 0.1], [0.5, 0.5]]), bias=np.full((2, 2), 0.1),
+    ...     sampling=np.full((2, 2), 0.2), kappa=np.array([10.0, 10.0]), n_eff=np.array([8.0, 8.0]),
+    ...     vacuous=np.array([False, False]), bandwidth=np.array([1.0, 1.0]))
+    >>> iv.certified
+    array([ True, False])
+    >>> iv.error_upper.round(2)
+    array([0.4, 0.8])
     """
 
     proba: np.ndarray
@@ -53,6 +68,43 @@ class PredictionInterval:
 
     def __len__(self) -> int:
         return self.proba.shape[0]
+
+    @property
+    def predicted_index(self) -> np.ndarray:
+        """Column of the predicted (most probable) class of each query, shape (n,)."""
+        return np.argmax(self.proba, axis=1)
+
+    @property
+    def certified(self) -> np.ndarray:
+        """True where the bound certifies the prediction, shape (n,).
+
+        The predicted class's lower bound lies strictly above every other
+        class's upper bound, and training mass reached the query (not
+        ``vacuous``). At level ``1 − δ`` (under the stated assumption) the
+        predicted class is then the most probable class at that query.
+        """
+        n, n_classes = self.proba.shape
+        if n_classes < 2:
+            return ~np.asarray(self.vacuous, dtype=bool)
+        top = self.predicted_index
+        rows = np.arange(n)
+        others = self.upper.copy()
+        others[rows, top] = -np.inf
+        return (self.lower[rows, top] > others.max(axis=1)) & ~np.asarray(self.vacuous, dtype=bool)
+
+    @property
+    def error_upper(self) -> np.ndarray:
+        """Guaranteed ceiling on the probability that the predicted label is wrong, shape (n,).
+
+        ``1 − lower`` of the predicted class: with probability ``≥ 1 − δ``,
+        ``P(true label ≠ predicted | y) ≤ error_upper``.
+        """
+        return 1.0 - self.lower[np.arange(self.proba.shape[0]), self.predicted_index]
+
+    @property
+    def trivial(self) -> np.ndarray:
+        """True where the bound says nothing: every class's interval is [0, 1], shape (n,)."""
+        return np.all((self.lower <= 0.0) & (self.upper >= 1.0), axis=1)
 
     def as_dict(self) -> dict[str, np.ndarray]:
         """Return the arrays as a plain ``dict`` (e.g. for ``np.savez``)."""
