@@ -1,6 +1,6 @@
 """Frequentist error bounds for kernel-weighted class-probability estimates."""
 
-from ._bounds import (
+from ._forms import (
     BOUND_NAMES,
     COVERAGE_NAMES,
     effective_delta,
@@ -12,12 +12,13 @@ from ._bounds import (
     selfnormalized_sampling,
     tail_bias,
 )
-from ._combine import BoundSpec
+from ._spec import TAIL_RADIUS, BoundSpec
 
 __all__ = [
     "BOUND_NAMES",
     "COVERAGE_NAMES",
     "BoundSpec",
+    "TAIL_RADIUS",
     "effective_delta",
     "effective_sample_size",
     "hoeffding_sampling",

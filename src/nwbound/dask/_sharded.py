@@ -29,7 +29,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.multiclass import check_classification_targets
 
 from .._validation import check_dtype, check_int_range
-from ..bounds._combine import TAIL_RADIUS
+from ..bounds import TAIL_RADIUS
 from ..estimators import NadarayaWatsonClassifier
 from ..estimators._nadaraya_watson import _AUTO_GRID_SIZE, _AUTO_PILOT_SIZE
 from ..estimators._sums import KernelSums, TrainingSet, dense_kernel_sums, neighbor_kernel_sums

@@ -10,7 +10,7 @@ from sklearn.neighbors import NearestNeighbors
 
 from .._result import PredictionInterval
 from .._validation import check_dtype, check_int_range, check_positive
-from ..bounds._combine import TAIL_RADIUS
+from ..bounds import TAIL_RADIUS
 from ..kernels import get_kernel
 from ..neighbors import make_index
 from ._base import BoundedClassifierBase

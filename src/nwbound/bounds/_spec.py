@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._bounds import (
+from ._forms import (
     hoeffding_sampling,
     lipschitz_bias,
     paper_sampling,
