@@ -9,6 +9,20 @@ are appended chunk by chunk to a temporary file in the target folder, which is
 renamed into place only when complete; an existing file is never replaced
 unless asked.
 
+CSV output is spreadsheet-safe by default: a text cell (or column name) that
+starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is written
+with a leading ``'`` so that a spreadsheet shows it as text instead of running
+it as a formula (CSV/formula injection). Numeric columns are never changed and
+neither is a text cell that is a plain number (``-1.5`` stays ``-1.5``).
+``TableWriter(..., csv_escape=False)`` (``--no-csv-escape``) writes every cell
+verbatim. Parquet output is never escaped.
+
+Temporary files are named ``.<target name>.nwbound-<random>.tmp`` and always
+removed when a write fails (even when closing the half-written file fails,
+e.g. on a full disk). A process that is killed outright cannot remove its
+temporary file; such leftovers are reported (never deleted: another run may
+still be writing them).
+
 pandas and pyarrow are optional (``pip install nwbound[tables]``) and imported
 on first use.
 
@@ -31,12 +45,14 @@ __all__ = [
     "TableError",
     "TableWriter",
     "check_columns",
+    "escape_spreadsheet_cells",
     "feature_matrix",
     "iter_table_chunks",
     "label_array",
     "labels_like",
     "normalize_labels",
     "read_columns",
+    "stale_temporaries",
     "table_format",
 ]
 
@@ -48,6 +64,10 @@ _NA_VALUES = [
     "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
 ]
 _INT_TEXT = re.compile(r"^[+-]?\d+$")
+# Cells a spreadsheet would evaluate; a plain number is harmless and kept.
+_FORMULA_START = r"^[=+\-@\t\r]"
+_PLAIN_NUMBER = r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$"
+_TMP_TAG = ".nwbound-"
 
 
 class TableError(ValueError):
@@ -283,11 +303,39 @@ def label_array(frame: Any, column: str, *, path: str | os.PathLike, first_row: 
     return col.to_numpy()
 
 
-def normalize_labels(values: np.ndarray) -> np.ndarray:
-    """Class labels read from a table → integers when every label is an integer, else strings.
+def _int_round_trip(text: np.ndarray) -> bool:
+    """True when every string is exactly ``str(int(s))`` (so ``"01"``, ``"+1"``, ``"-0"`` are not)."""
+    unique = np.unique(text)
+    return bool(unique.size) and all(_INT_TEXT.match(t) and str(int(t)) == t for t in unique)
 
-    Text labels that all look like integers (``"0"``, ``"1"``) become int64,
-    so a CSV target gives the same classes whatever the chunking.
+
+def normalize_labels(values: np.ndarray) -> np.ndarray:
+    """Class labels read from a table → integers only when that loses nothing, else the text as given.
+
+    Text labels become int64 only when *every* label round-trips through the
+    integer parse (``str(int(s)) == s``: ``"0"``, ``"12"``, ``"-3"``); one
+    label such as ``"01"`` or ``"+1"`` keeps them all as text, so ``"01"``,
+    ``"1"`` and ``"2"`` stay three classes. The result does not depend on the
+    chunking (call it on all labels at once).
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_samples,)
+        Labels as read from a table (text, integer, float or bool).
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        int64 labels, or the values unchanged (text as ``str``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.io.tables import normalize_labels
+    >>> normalize_labels(np.array(["0", "1", "12"])).tolist()
+    [0, 1, 12]
+    >>> normalize_labels(np.array(["01", "1", "2"])).tolist()
+    ['01', '1', '2']
     """
     values = np.asarray(values)
     if values.dtype.kind in "biu":
@@ -297,7 +345,7 @@ def normalize_labels(values: np.ndarray) -> np.ndarray:
             return values.astype(np.int64)
         return values
     text = values.astype(str)
-    if text.size and all(_INT_TEXT.match(t) for t in np.unique(text)):
+    if _int_round_trip(text):
         return text.astype(np.int64)
     return text
 
@@ -315,12 +363,11 @@ def labels_like(values: np.ndarray, classes: np.ndarray, *, column: str, path: s
     if values.dtype.kind == "f" and np.all(np.isfinite(values)) and np.all(values == np.round(values)):
         values = values.astype(np.int64)  # 1.0 → 1, as normalize_labels does at fit time
     if classes.dtype.kind in "iu":
-        text = values.astype(str)
-        ok = np.array([bool(_INT_TEXT.match(t)) for t in np.unique(text)])
-        if ok.all():
-            converted = text.astype(np.int64) if values.dtype.kind not in "iu" else values.astype(np.int64)
-        else:
-            converted = None
+        if values.dtype.kind in "iu":
+            converted = values.astype(np.int64)
+        else:  # the same rule as at fit time: "01" is not the integer 1
+            text = values.astype(str)
+            converted = text.astype(np.int64) if _int_round_trip(text) else None
     else:
         converted = None
     if converted is None:
@@ -351,12 +398,85 @@ def _unseen_labels(path, column: str, labels: np.ndarray, unseen_mask: np.ndarra
     )
 
 
+def escape_spreadsheet_cells(frame: Any) -> Any:
+    """A copy of ``frame`` whose text cells cannot run as spreadsheet formulas.
+
+    Text cells (and column names) starting with ``=``, ``+``, ``-``, ``@``,
+    a tab or a carriage return get a leading ``'``; numeric and boolean
+    columns, and text cells that are plain numbers (``"-1.5"``), are left as
+    they are.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``frame`` itself when nothing needed escaping, else an escaped copy.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from nwbound.io.tables import escape_spreadsheet_cells
+    >>> out = escape_spreadsheet_cells(pd.DataFrame({"id": ["=1+1", "-2", "a"], "x": [-1.0, 2.0, 3.0]}))
+    >>> out["id"].tolist(), out["x"].tolist()
+    (["'=1+1", '-2', 'a'], [-1.0, 2.0, 3.0])
+    """
+    pd = _pandas()
+    out = frame
+    for name in frame.columns:
+        col = frame[name]
+        if pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype):
+            continue
+        text = col.astype("string")  # vectorised .str ops on any object/category column
+        risky = (text.str.contains(_FORMULA_START, regex=True) & ~text.str.fullmatch(_PLAIN_NUMBER)).fillna(False)
+        if risky.any():
+            if out is frame:
+                out = frame.copy()
+            escaped = col.astype(object).copy()
+            escaped[risky.to_numpy()] = "'" + text[risky].astype(str)
+            out[name] = escaped
+    names = [str(c) for c in out.columns]
+    safe = ["'" + c if re.match(_FORMULA_START, c) and not re.fullmatch(_PLAIN_NUMBER, c) else c for c in names]
+    if safe != names:
+        out = out.set_axis(safe, axis=1) if out is not frame else frame.set_axis(safe, axis=1)
+    return out
+
+
+def stale_temporaries(path: str | os.PathLike) -> list[Path]:
+    """Temporary files that an interrupted :class:`TableWriter` left next to ``path``.
+
+    They are only listed, never deleted: another process may still be
+    writing one of them.
+
+    Examples
+    --------
+    >>> from nwbound.io.tables import stale_temporaries
+    >>> stale_temporaries("no-such-folder/out.csv")
+    []
+    """
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    return sorted(path.parent.glob(f".{glob_escape(path.name)}{_TMP_TAG}*.tmp"))
+
+
+def glob_escape(name: str) -> str:
+    """``name`` with glob wildcards escaped (``glob.escape`` for one path part)."""
+    import glob
+
+    return glob.escape(name)
+
+
 class TableWriter:
     """Write a CSV or Parquet table chunk by chunk, atomically.
 
-    Chunks go to a temporary file in the target folder; :meth:`close` (or the
-    end of a ``with`` block without error) renames it into place. On error
-    the temporary file is removed and the target is left untouched.
+    Chunks go to a temporary file ``.<name>.nwbound-<random>.tmp`` in the
+    target folder; :meth:`close` (or the end of a ``with`` block without
+    error) renames it into place. On any error — including one raised while
+    closing, e.g. a full disk — the temporary file is removed and the target
+    is left untouched.
 
     Parameters
     ----------
@@ -364,12 +484,34 @@ class TableWriter:
         ``.csv`` or ``.parquet``.
     overwrite : bool, default=False
         Replace an existing file; otherwise an existing file is refused up front.
+    csv_escape : bool, default=True
+        Make CSV output spreadsheet-safe (see :func:`escape_spreadsheet_cells`);
+        ``False`` writes every cell verbatim. Ignored for Parquet.
+
+    Warns
+    -----
+    UserWarning
+        When temporary files of an earlier, interrupted write to the same
+        target are found (they are named, not deleted).
+
+    Examples
+    --------
+    >>> import pandas as pd, tempfile, pathlib
+    >>> from nwbound.io.tables import TableWriter
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> with TableWriter(folder / "out.csv") as writer:
+    ...     writer.write(pd.DataFrame({"id": ["=A1", "b"], "x": [-1.0, 2.0]}))
+    >>> print((folder / "out.csv").read_text(), end="")
+    id,x
+    '=A1,-1.0
+    b,2.0
     """
 
-    def __init__(self, path: str | os.PathLike, *, overwrite: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike, *, overwrite: bool = False, csv_escape: bool = True) -> None:
         self.path = Path(path)
         self.format = table_format(self.path)
         self.overwrite = overwrite
+        self.csv_escape = bool(csv_escape)
         if self.path.is_dir():
             raise TableError(f"Output {self.path} is a folder; give a file name.")
         if self.path.exists() and not overwrite:
@@ -380,7 +522,15 @@ class TableWriter:
             _parquet()
         else:
             _pandas()
-        fd, self._tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        stale = stale_temporaries(self.path)
+        if stale:
+            warnings.warn(
+                f"{len(stale)} temporary file(s) of an interrupted write to {self.path} remain: "
+                f"{', '.join(str(f) for f in stale[:5])}; delete them once no other nwbound run is writing there.",
+                UserWarning,
+                stacklevel=2,
+            )
+        fd, self._tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}{_TMP_TAG}", suffix=".tmp")
         os.close(fd)
         os.chmod(self._tmp, 0o644)
         self._fh = open(self._tmp, "w", encoding="utf-8", newline="") if self.format == "csv" else None
@@ -396,6 +546,8 @@ class TableWriter:
         elif list(frame.columns) != self._columns:
             raise ValueError("Every chunk written to a table must have the same columns.")
         if self.format == "csv":
+            if self.csv_escape:
+                frame = escape_spreadsheet_cells(frame)
             frame.to_csv(self._fh, header=self.n_rows == 0 and self._fh.tell() == 0, index=False, lineterminator="\n")
         else:
             import pyarrow as pa
@@ -409,11 +561,15 @@ class TableWriter:
         self.n_rows += len(frame)
 
     def close(self) -> Path:
-        """Finish the file and move it into place."""
-        if self.format == "csv":
-            self._fh.close()
-        elif self._pq_writer is not None:
-            self._pq_writer.close()
+        """Finish the file and move it into place (on failure: remove it and re-raise)."""
+        try:
+            if self.format == "csv":
+                self._fh.close()  # flushes: this is where a full disk shows up
+            elif self._pq_writer is not None:
+                self._pq_writer.close()
+        except BaseException:
+            self.abort()
+            raise
         if self.overwrite:
             os.replace(self._tmp, self.path)
         else:
@@ -424,16 +580,26 @@ class TableWriter:
                 self.abort()
                 raise FileExistsError(f"Output file {self.path} appeared while writing; not replaced.") from None
             except OSError:
-                os.replace(self._tmp, self.path)
+                try:  # no hard links here (some network/FAT file systems)
+                    os.replace(self._tmp, self.path)
+                except BaseException:
+                    self.abort()
+                    raise
         return self.path
 
     def abort(self) -> None:
-        """Drop the temporary file; the target is untouched."""
-        if self._fh is not None and not self._fh.closed:
-            self._fh.close()
-        if self._pq_writer is not None:
+        """Drop the temporary file; the target is untouched. Never raises for a failed close."""
+        # Unlink first (POSIX allows it on an open file): a close that fails
+        # again on a full disk must not keep the space allocated.
+        try:
+            Path(self._tmp).unlink(missing_ok=True)
+        except OSError:  # e.g. Windows refuses to delete an open file; retried below
+            pass
+        for closer in (getattr(self._fh, "close", None), getattr(self._pq_writer, "close", None)):
+            if closer is None:
+                continue
             try:
-                self._pq_writer.close()
+                closer()
             except Exception:  # closing a half-written file may fail; it is deleted anyway
                 pass
         Path(self._tmp).unlink(missing_ok=True)
