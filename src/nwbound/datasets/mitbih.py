@@ -31,6 +31,25 @@ Recipe (per record)
 
 AAMI EC57 classes, label order N, S, V, F, Q → 0..4:
 N = N, L, R, e, j · S = A, a, J, S · V = V, E · F = F · Q = /, f, Q.
+
+Rhythm features (:func:`rhythm_features`, stored in :attr:`BeatSet.rhythm`)
+--------------------------------------------------------------------------
+Per record, from the annotated beat positions, causal up to one beat of latency
+(a live monitor knows a beat's post-RR when the next beat arrives): pre-RR,
+post-RR, local RR (mean of the last ``local_beats`` = 10 RR intervals up to the
+beat's pre-RR), the running record average RR (mean of every RR interval so far),
+and pre-, post- and local RR divided by that running average (the per-patient
+normalisation of the inter-patient literature). Implausible intervals (< 150 ms or
+> 2 s: missed or spurious annotations, signal gaps) are clipped into [0.15, 2] s for
+the beat's own pre/post value and left out of the local and running averages.
+Fallbacks, all documented and finite: the first beat's pre-RR is its post-RR, the
+last beat's post-RR is its pre-RR, averages use what is available before
+``local_beats`` intervals exist; a record with a single beat has no RR interval
+and is an error.
+
+Feature sets (:func:`ecg_features`): ``"morphology"`` (the paper's first 100
+samples), ``"rhythm"`` (the 7 rhythm features) or ``"both"``, MinMax-scaled on the
+training side only.
 """
 
 from __future__ import annotations
@@ -57,12 +76,16 @@ __all__ = [
     "DS1",
     "DS2",
     "MITDB_RECORDS",
+    "FEATURE_SETS",
     "PACED_RECORDS",
+    "RHYTHM_FEATURES",
     "BeatSet",
     "aami_label",
+    "ecg_features",
     "load_kaggle_csv",
     "load_mitbih_beats",
     "paper_features",
+    "rhythm_features",
     "split_beats",
 ]
 
@@ -113,7 +136,17 @@ _BYTES_PER_SAMPLE: dict[str, float] = {
     "8": 1.0, "16": 2.0, "24": 3.0, "32": 4.0, "61": 2.0, "80": 1.0, "160": 2.0,
     "212": 1.5, "310": 4.0 / 3.0, "311": 4.0 / 3.0,
 }  # fmt: skip
-_CACHE_VERSION = 2  # bump when the recipe changes, so old caches are not reused
+_CACHE_VERSION = 3  # bump when the recipe changes, so old caches are not reused (3: rhythm)
+
+#: Names of the columns of :attr:`BeatSet.rhythm` (RR values in seconds, ratios unitless).
+RHYTHM_FEATURES: tuple[str, ...] = (
+    "pre_rr", "post_rr", "local_rr", "avg_rr", "pre_rr_norm", "post_rr_norm", "local_rr_norm",
+)  # fmt: skip
+#: Feature sets of :func:`ecg_features`.
+FEATURE_SETS: tuple[str, ...] = ("morphology", "rhythm", "both")
+RR_MIN_S = 0.15  # physiologically implausible below (≈ 400 bpm)
+RR_MAX_S = 2.0  # and above (≈ 30 bpm): a missed beat or a signal gap
+LOCAL_RR_BEATS = 10
 
 
 # --------------------------------------------------------------------------- BeatSet
@@ -134,6 +167,18 @@ class BeatSet:
         ``-1`` where unknown).
     class_names : tuple of str
         Class names in label order.
+    rhythm : ndarray of shape (n, 7), float32, or None
+        Rhythm features of each beat, columns :data:`RHYTHM_FEATURES`
+        (see :func:`rhythm_features`); ``None`` where unknown (e.g. Kaggle CSVs).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> b = BeatSet(np.zeros((3, 4)), [0, 1, 0], ["100"] * 3, [10, 300, 600])
+    >>> b
+    BeatSet(n=3, length=4, N=2, S=1, V=0, F=0, Q=0)
+    >>> len(b.subset(b.y == 0))
+    2
     """
 
     X: np.ndarray
@@ -141,6 +186,7 @@ class BeatSet:
     record: np.ndarray
     sample: np.ndarray
     class_names: tuple[str, ...] = CLASS_NAMES
+    rhythm: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         X = np.asarray(self.X, dtype=np.float32)
@@ -163,6 +209,16 @@ class BeatSet:
                 f"BeatSet: labels must lie in 0..{len(self.class_names) - 1} "
                 f"(class_names={self.class_names}), got {y.min()}..{y.max()}"
             )
+        if self.rhythm is not None:
+            rhythm = np.asarray(self.rhythm, dtype=np.float32)
+            if rhythm.shape != (n, len(RHYTHM_FEATURES)):
+                raise ValueError(
+                    f"BeatSet: rhythm must have shape ({n}, {len(RHYTHM_FEATURES)}) "
+                    f"(columns {RHYTHM_FEATURES}), got {rhythm.shape}"
+                )
+            if not np.all(np.isfinite(rhythm)):
+                raise ValueError("BeatSet: rhythm features must be finite")
+            object.__setattr__(self, "rhythm", rhythm)
         # Frozen dataclass: store the normalised arrays through object.__setattr__.
         object.__setattr__(self, "X", X)
         object.__setattr__(self, "y", y)
@@ -200,7 +256,8 @@ class BeatSet:
         elif not np.issubdtype(m.dtype, np.integer):
             raise TypeError(f"subset: mask must be boolean or integer, got dtype {m.dtype}")
         return BeatSet(
-            self.X[m], self.y[m], self.record[m], self.sample[m], self.class_names
+            self.X[m], self.y[m], self.record[m], self.sample[m], self.class_names,
+            None if self.rhythm is None else self.rhythm[m],
         )
 
     def class_counts(self) -> np.ndarray:
@@ -529,6 +586,92 @@ def _extract_beats(
     return np.where(valid, vals, 0.0).astype(np.float32)
 
 
+# ------------------------------------------------------------------ rhythm features
+def rhythm_features(
+    sample: np.ndarray | Sequence[int],
+    fs: float,
+    *,
+    local_beats: int = LOCAL_RR_BEATS,
+    rr_min: float = RR_MIN_S,
+    rr_max: float = RR_MAX_S,
+) -> np.ndarray:
+    """Causal RR-interval features of the beats of one record.
+
+    Parameters
+    ----------
+    sample : array-like of int, shape (n,)
+        Beat positions of one record in samples, in time order (n ≥ 2).
+    fs : float
+        Sampling rate of ``sample`` (Hz).
+    local_beats : int, default 10
+        Number of previous RR intervals averaged into the local RR.
+    rr_min, rr_max : float, default 0.15, 2.0
+        Plausible RR range (s). Intervals outside are clipped into it for the beat's
+        own pre/post-RR and left out of the local and running averages.
+
+    Returns
+    -------
+    ndarray of shape (n, 7), float64
+        Columns :data:`RHYTHM_FEATURES`: ``pre_rr``, ``post_rr``, ``local_rr``,
+        ``avg_rr`` (s), then ``pre_rr``, ``post_rr`` and ``local_rr`` divided by
+        ``avg_rr``. Every value is finite and positive.
+
+    Raises
+    ------
+    ValueError
+        Fewer than two beats (no RR interval), positions out of order, bad ``fs``.
+
+    Notes
+    -----
+    Row ``i`` reads beats ``0..i+1`` only: ``post_rr`` needs the next beat (one
+    beat of latency), every other column only beats ``0..i``. Fallbacks: beat 0
+    takes its post-RR as pre-RR; the last beat takes its pre-RR as post-RR; the
+    local and running averages average the plausible intervals available (the
+    running average uses the beat's clipped pre-RR until a plausible one exists).
+
+    Examples
+    --------
+    >>> f = rhythm_features([0, 360, 720, 900, 1260], fs=360.0)
+    >>> f[:, :2].round(2).tolist()  # pre-RR, post-RR in s
+    [[1.0, 1.0], [1.0, 1.0], [1.0, 0.5], [0.5, 1.0], [1.0, 1.0]]
+    >>> round(float(f[3, 4]), 3)  # premature beat: pre-RR / running average (1+1+0.5)/3
+    0.6
+    """
+    s = np.asarray(sample)
+    if s.ndim != 1 or not (s.size == 0 or np.issubdtype(s.dtype, np.number)):
+        raise ValueError(f"sample must be a 1-D array of beat positions, got shape {s.shape}")
+    if isinstance(fs, bool) or not np.isfinite(fs) or fs <= 0:
+        raise ValueError(f"fs must be a positive sampling rate in Hz, got {fs!r}")
+    local_beats = _positive_int(local_beats, "local_beats")
+    if not (0 < rr_min < rr_max):
+        raise ValueError(f"need 0 < rr_min < rr_max, got rr_min={rr_min!r}, rr_max={rr_max!r}")
+    if s.size < 2:
+        raise ValueError(
+            f"rhythm features need at least 2 beats in a record (an RR interval), got {s.size}; "
+            "drop the record or load it with rhythm=False"
+        )
+    rr = np.diff(s.astype(np.float64)) / float(fs)
+    if np.any(rr < 0):
+        raise ValueError("sample: beat positions must be in time order")
+    # pre[i] = RR ending at beat i (beat 0: its post-RR, the one-beat-latency fallback).
+    pre_raw = np.concatenate([rr[:1], rr])
+    post_raw = np.concatenate([rr, rr[-1:]])
+    valid = (pre_raw >= rr_min) & (pre_raw <= rr_max)
+    valid[0] = False  # beat 0's "pre-RR" is a copy of beat 1's, not a second interval
+    pre = np.clip(pre_raw, rr_min, rr_max)
+    post = np.clip(post_raw, rr_min, rr_max)
+    # Cumulative sums over plausible intervals give running and windowed means without a loop.
+    csum = np.concatenate([[0.0], np.cumsum(np.where(valid, pre_raw, 0.0))])
+    ccnt = np.concatenate([[0], np.cumsum(valid)])
+    i = np.arange(s.size)
+    run_n = ccnt[i + 1]
+    avg = np.where(run_n > 0, csum[i + 1] / np.maximum(run_n, 1), pre)
+    lo = np.maximum(i + 1 - local_beats, 0)
+    loc_n = ccnt[i + 1] - ccnt[lo]
+    local = np.where(loc_n > 0, (csum[i + 1] - csum[lo]) / np.maximum(loc_n, 1), avg)
+    return np.column_stack([pre, post, local, avg, pre / avg, post / avg, local / avg])
+
+
 # ------------------------------------------------------------------------ public API
 def _positive_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
@@ -549,6 +692,7 @@ def load_mitbih_beats(
     progress: bool = True,
     download: bool = False,
     missing_lead: Literal["first", "error"] = "first",
+    rhythm: bool = True,
 ) -> BeatSet:
     """Build Kachuee-style heartbeats from raw MIT-BIH Arrhythmia records.
 
@@ -585,6 +729,11 @@ def load_mitbih_beats(
     missing_lead : {"first", "error"}, default "first"
         What to do with a record that has no ``lead``: use its first channel (the
         recipe for mitdb records 102 and 104, which have no MLII), or raise.
+    rhythm : bool, default True
+        Also compute the causal RR-interval features of every beat
+        (:func:`rhythm_features`, per record) into ``BeatSet.rhythm``. A record with
+        exactly one annotated beat then raises (it has no RR interval); a record
+        whose annotations hold no beat symbol contributes no beats.
 
     Returns
     -------
@@ -598,12 +747,21 @@ def load_mitbih_beats(
     FileNotFoundError
         ``data_dir`` or a record file is missing (the message says how to get the data).
     ValueError
-        A record file is truncated or corrupted, or a parameter is invalid.
+        A record file is truncated or corrupted, a parameter is invalid, or (with
+        ``rhythm=True``) a record holds a single beat.
 
     Notes
     -----
     ``T`` is the median RR interval between consecutive beats of the beat's window;
     a window with fewer than two beats uses the record's median RR.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> beats = load_mitbih_beats(Path("tests/data/mitdb_excerpt"), records=["100"],
+    ...                           progress=False)  # doctest: +SKIP
+    >>> beats.X.shape, beats.rhythm.shape  # doctest: +SKIP
+    ((148, 187), (148, 7))
     """
     fs_target = _positive_int(fs_target, "fs_target")
     length = _positive_int(length, "length")
@@ -621,6 +779,8 @@ def load_mitbih_beats(
         raise ValueError(f"missing_lead must be 'first' or 'error', got {missing_lead!r}")
     if not isinstance(lead, str) or not lead:
         raise TypeError(f"lead must be a signal name such as 'MLII', got {lead!r}")
+    if not isinstance(rhythm, (bool, np.bool_)):
+        raise TypeError(f"rhythm must be True or False, got {rhythm!r}")
 
     data_dir = Path(data_dir).expanduser()
     names = _resolve_records(data_dir, records, download)
@@ -636,6 +796,7 @@ def load_mitbih_beats(
             "length": int(length),
             "segment_past_window": bool(segment_past_window),
             "missing_lead": missing_lead,
+            "rhythm": bool(rhythm),
             "records": names,
             "files": {
                 r: [
@@ -647,11 +808,14 @@ def load_mitbih_beats(
         }
         key = settings_hash(settings)
         cache_path = Path(cache_dir).expanduser() / f"mitbih_beats_{key[:24]}.npz"
-        cached = load_npz(cache_path, required=("X", "y", "record", "sample", "key"))
+        cached = load_npz(cache_path, required=("X", "y", "record", "sample", "rhythm", "key"))
         if cached is not None:
             if str(cached["key"]) == key:
                 try:
-                    return BeatSet(cached["X"], cached["y"], cached["record"], cached["sample"])
+                    return BeatSet(
+                        cached["X"], cached["y"], cached["record"], cached["sample"],
+                        rhythm=cached["rhythm"] if rhythm else None,
+                    )
                 except (ValueError, TypeError) as exc:
                     warnings.warn(
                         f"ignoring inconsistent cache file {cache_path} ({exc}); rebuilding",
@@ -675,7 +839,7 @@ def load_mitbih_beats(
         except ImportError:
             pass
 
-    parts_X, parts_y, parts_rec, parts_s = [], [], [], []
+    parts_X, parts_y, parts_rec, parts_s, parts_rr = [], [], [], [], []
     fallback = []
     for r in iterator:
         header = headers[r]
@@ -689,6 +853,15 @@ def load_mitbih_beats(
                 length=int(length), segment_past_window=bool(segment_past_window),
             )
         )
+        if rhythm:
+            if s.size == 1:
+                raise ValueError(
+                    f"record {r} holds a single annotated beat: its rhythm features (RR "
+                    "intervals) are undefined. Leave the record out or pass rhythm=False."
+                )
+            parts_rr.append(
+                rhythm_features(s, header.fs) if s.size else np.zeros((0, len(RHYTHM_FEATURES)))
+            )
         parts_y.append(lab)
         parts_rec.append(np.full(s.size, r))
         parts_s.append(s)
@@ -705,11 +878,17 @@ def load_mitbih_beats(
         np.concatenate(parts_y) if parts_y else np.zeros(0, np.int64),
         np.concatenate(parts_rec) if parts_rec else np.zeros(0, str),
         np.concatenate(parts_s) if parts_s else np.zeros(0, np.int64),
+        rhythm=(
+            (np.concatenate(parts_rr) if parts_rr else np.zeros((0, len(RHYTHM_FEATURES))))
+            if rhythm
+            else None
+        ),
     )
     if cache_path is not None:
         atomic_savez(
             cache_path,
             {"X": beats.X, "y": beats.y, "record": beats.record, "sample": beats.sample,
+             "rhythm": beats.rhythm if rhythm else np.zeros((len(beats), 0), np.float32),
              "key": np.array(key)},
         )  # fmt: skip
     return beats
@@ -882,3 +1061,97 @@ def paper_features(
         )
     scaler = MinMaxScaler().fit(Xtr[:, :n_features])
     return scaler.transform(Xtr[:, :n_features]), scaler.transform(Xte[:, :n_features]), scaler
+
+
+def ecg_features(
+    train: BeatSet,
+    test: BeatSet,
+    feature_set: Literal["morphology", "rhythm", "both"] = "morphology",
+    *,
+    n_samples: int = 100,
+    rhythm_weight: float = 1.0,
+) -> tuple[np.ndarray, np.ndarray, MinMaxScaler]:
+    """Build one of the feature sets, MinMax-scaled on the training side only.
+
+    Parameters
+    ----------
+    train, test : BeatSet
+        Training and test beats; ``"rhythm"`` and ``"both"`` need ``rhythm``
+        (:func:`load_mitbih_beats` with ``rhythm=True``).
+    feature_set : {"morphology", "rhythm", "both"}, default "morphology"
+        ``"morphology"``: the first ``n_samples`` samples of each beat (the paper's
+        features); ``"rhythm"``: the 7 :data:`RHYTHM_FEATURES`; ``"both"``: the two
+        side by side (morphology columns first).
+    n_samples : int, default 100
+        Leading samples kept by ``"morphology"`` and ``"both"``.
+    rhythm_weight : float, default 1.0
+        Multiplies the scaled rhythm columns, so that 7 rhythm columns are not
+        drowned by 100 morphology columns in a Euclidean distance. It is folded into
+        the returned scaler, so :func:`nwbound.restate_lipschitz` restates L in the
+        units the classifier sees.
+
+    Returns
+    -------
+    X_train, X_test : ndarray of shape (n, d), float64
+        ``X_train`` lies in [0, 1] per column (times ``rhythm_weight`` for rhythm);
+        test values may leave that range.
+    scaler : sklearn.preprocessing.MinMaxScaler
+        Fitted on the training columns, weight included: ``scaler.transform`` of the
+        raw columns gives ``X_train`` / ``X_test``.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``feature_set``, rhythm features missing, bad ``n_samples`` or
+        ``rhythm_weight``, empty input.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rr = np.tile(rhythm_features([0, 300, 600, 1000], fs=360.0), (2, 1))
+    >>> tr = BeatSet(np.random.default_rng(0).random((8, 5)), [0, 0, 1, 0] * 2, ["1"] * 8,
+    ...              np.arange(8), rhythm=rr)
+    >>> Xtr, Xte, sc = ecg_features(tr, tr, "both", n_samples=5, rhythm_weight=2.0)
+    >>> Xtr.shape, float(Xtr[:, 5:].max())
+    ((8, 12), 2.0)
+    """
+    from sklearn.preprocessing import MinMaxScaler
+
+    if feature_set not in FEATURE_SETS:
+        raise ValueError(f"feature_set must be one of {FEATURE_SETS}, got {feature_set!r}")
+    for name, b in (("train", train), ("test", test)):
+        if not isinstance(b, BeatSet):
+            raise TypeError(f"ecg_features: {name} must be a BeatSet, got {type(b).__name__}")
+        if len(b) == 0:
+            raise ValueError(f"ecg_features: {name} holds no beats")
+        if feature_set != "morphology" and b.rhythm is None:
+            raise ValueError(
+                f"feature_set={feature_set!r} needs rhythm features, but the {name} beats have "
+                "none: load them with load_mitbih_beats(..., rhythm=True) (Kaggle CSVs have no "
+                "beat times; use feature_set='morphology')"
+            )
+    if isinstance(rhythm_weight, bool) or not np.isfinite(rhythm_weight) or rhythm_weight <= 0:
+        raise ValueError(f"rhythm_weight must be a positive number, got {rhythm_weight!r}")
+
+    def columns(b: BeatSet) -> np.ndarray:
+        parts = []
+        if feature_set != "rhythm":
+            parts.append(np.asarray(b.X[:, :n_samples], dtype=np.float64))
+        if feature_set != "morphology":
+            parts.append(np.asarray(b.rhythm, dtype=np.float64))
+        return np.hstack(parts)
+
+    if feature_set != "rhythm":
+        n_samples = _positive_int(n_samples, "n_samples")
+        if n_samples > min(train.X.shape[1], test.X.shape[1]):
+            raise ValueError(
+                f"n_samples must lie in 1..{min(train.X.shape[1], test.X.shape[1])}, got {n_samples}"
+            )
+    raw_tr, raw_te = columns(train), columns(test)
+    scaler = MinMaxScaler().fit(raw_tr)
+    if feature_set != "morphology" and rhythm_weight != 1.0:
+        w = np.ones(raw_tr.shape[1])
+        w[-len(RHYTHM_FEATURES):] = float(rhythm_weight)
+        scaler.scale_ = scaler.scale_ * w
+        scaler.min_ = scaler.min_ * w
+    return scaler.transform(raw_tr), scaler.transform(raw_te), scaler
