@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..experiments._output import format_markdown
+    from ..utils import format_markdown
     from ..experiments.demo import run_demo
     from .main import CommandError
 

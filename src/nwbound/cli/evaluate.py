@@ -92,7 +92,7 @@ def _figures(folder: Path, y_true: np.ndarray, interval: Any, classes: np.ndarra
 @friendly_errors
 def run(args: argparse.Namespace) -> int:
     from .._result import PredictionInterval
-    from ..experiments._output import format_markdown, prepare_output_dir, write_table
+    from ..utils import format_markdown, prepare_output_dir, write_table
     from ..io.tables import check_columns, label_array, labels_like
     from ..metrics import review_flags
     from .main import CommandError

@@ -37,7 +37,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..experiments._output import prepare_output_dir
+    from ..utils import prepare_output_dir
 
     target = args.output or Path("results") / args.experiment
     created = not target.exists()

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._args import bandwidth_or_auto, positive_float
+from ..utils import bandwidth_or_auto, positive_float
 from .predict import DEFAULT_CHUNKSIZE, check_chunksize, friendly_errors
 
 __all__ = ["add_parser", "run", "build_estimator"]
@@ -89,7 +89,7 @@ def build_estimator(args: argparse.Namespace):
 
 
 def _read_training(args: argparse.Namespace, path: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    from ..experiments.progress import progress
+    from ..utils import progress
     from ..io.tables import (
         TableError,
         check_columns,

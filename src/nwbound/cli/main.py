@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (0 success, 2 usage/data error)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    from ..experiments._output import OutputError
+    from ..utils import UserError as OutputError
 
     try:
         result = args.func(args)

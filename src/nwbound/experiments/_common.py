@@ -15,7 +15,7 @@ Figures (built from computed rows, never shown)
     :class:`SizeCurveDisplay`, :func:`new_figure`, :func:`save_figures`
 
 Conventions: a *row* is a flat ``dict`` of str → scalar, written with
-:func:`nwbound.experiments._output.write_table`; times are in seconds; a
+:func:`nwbound.utils.write_table`; times are in seconds; a
 metric that does not apply (e.g. the bound of logistic regression) is
 ``float("nan")`` in the row, which shows as ``nan`` in the tables and is
 skipped by the figures.
@@ -33,7 +33,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..cli._args import positive_float, positive_int  # noqa: F401  (re-exported for the experiments)
+from ..utils import as_user_error
+from ..utils import positive_float, positive_int  # noqa: F401  (re-exported for the experiments)
 from ..metrics import accuracy, violation_rate, weighted_precision_recall
 
 __all__ = [
@@ -543,11 +544,23 @@ class SizeCurveDisplay:
 
 
 def load_or_command_error(label: str, loader: Any, *args: Any, **kwargs: Any) -> Any:
-    """Call a data loader; turn its data problems (missing/corrupt files, bad sizes,
-    a missing optional dependency) into a one-line CLI error prefixed by ``label``."""
-    from ..cli.main import CommandError
+    """Call a data loader; turn its data problems into a one-line :class:`~nwbound.utils.UserError`.
 
+    Missing or corrupt files, bad sizes and a missing optional dependency
+    (``OSError``, ``ValueError``, ``ImportError``) become ``"<label>: <message>"``.
+
+    Examples
+    --------
+    >>> from nwbound.experiments._common import load_or_command_error
+    >>> def loader(path):
+    ...     raise FileNotFoundError(f"{path} does not exist")
+    >>> try:
+    ...     load_or_command_error("MNIST data", loader, "data/mnist")
+    ... except Exception as exc:
+    ...     print(type(exc).__name__, exc)
+    UserError MNIST data: data/mnist does not exist
+    """
     try:
         return loader(*args, **kwargs)
     except (OSError, ValueError, ImportError) as exc:
-        raise CommandError(f"{label}: {exc}".replace("\n", " ")) from exc
+        raise as_user_error(label, exc) from exc

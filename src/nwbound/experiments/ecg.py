@@ -55,8 +55,8 @@ from ._common import (
     positive_int,
     save_figures,
 )
-from ._output import atomic_write_text, format_markdown, write_table
-from .progress import progress
+from ..utils import atomic_write_text, format_markdown, write_table
+from ..utils import progress
 
 __all__ = [
     "DESCRIPTION",
@@ -155,7 +155,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _command_error(message: str) -> Exception:
-    from ..cli.main import CommandError
+    from ..utils import UserError as CommandError
 
     return CommandError(" ".join(str(message).split()))  # one line
 

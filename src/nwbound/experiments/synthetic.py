@@ -50,8 +50,8 @@ from ._common import (
     result_row,
     save_figures,
 )
-from ._output import atomic_write_text, format_markdown, write_table
-from .progress import progress
+from ..utils import atomic_write_text, format_markdown, write_table
+from ..utils import progress
 
 __all__ = [
     "DESCRIPTION",
