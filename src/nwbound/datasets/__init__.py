@@ -4,6 +4,7 @@ The loaders read files you already have; only ``load_mitbih_beats(...,
 download=True)`` fetches data, and only when asked.
 """
 
+from ._common import stratified_subsample
 from .gtsrb import load_gtsrb_pair
 from .mitbih import BeatSet, load_kaggle_csv, load_mitbih_beats, paper_features, split_beats
 from .mnist import load_mnist
@@ -21,4 +22,5 @@ __all__ = [
     "make_softmax_field",
     "paper_features",
     "split_beats",
+    "stratified_subsample",
 ]

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import numbers
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._validation import check_choice, check_positive
+from .._validation import check_choice, check_int_range, check_positive
 
 __all__ = [
     "check_choice",
@@ -17,12 +16,14 @@ __all__ = [
     "check_n_samples",
     "check_positive",
     "check_random_generator",
-    "sklearn_seed",
+    "stratified_subsample",
 ]
 
 
 def check_n_samples(value: Any, name: str = "n_samples", *, minimum: int = 1) -> int:
     """Return ``value`` as an ``int`` after checking it is an integer ``>= minimum``.
+
+    The data sets' name for :func:`nwbound._validation.check_int_range` with no upper limit.
 
     Parameters
     ----------
@@ -43,14 +44,14 @@ def check_n_samples(value: Any, name: str = "n_samples", *, minimum: int = 1) ->
         If ``value`` is not an integer (``bool`` and floats are rejected).
     ValueError
         If ``value < minimum``.
+
+    Examples
+    --------
+    >>> from nwbound.datasets._common import check_n_samples
+    >>> check_n_samples(100)
+    100
     """
-    # bool is an Integral subclass; ``n_samples=True`` is almost surely a mistake.
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer >= {minimum}, got {value!r} of type {type(value).__name__}.")
-    value = int(value)
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}.")
-    return value
+    return check_int_range(value, name, minimum)
 
 
 def check_random_generator(random_state: Any) -> np.random.Generator:
@@ -81,26 +82,6 @@ def check_random_generator(random_state: Any) -> np.random.Generator:
     return np.random.default_rng(int(random_state))
 
 
-def sklearn_seed(random_state: Any) -> int | np.random.RandomState | None:
-    """Convert ``random_state`` into something scikit-learn accepts.
-
-    scikit-learn takes ``None``, an int or a ``RandomState``; a numpy
-    ``Generator`` is turned into an int seed by one draw from it.
-    """
-    if random_state is None or isinstance(random_state, np.random.RandomState):
-        return random_state
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(0, 2**31 - 1))
-    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
-        raise TypeError(
-            "random_state must be None, a non-negative int or a numpy.random.Generator, "
-            f"got {random_state!r} of type {type(random_state).__name__}."
-        )
-    if random_state < 0:
-        raise ValueError(f"random_state must be a non-negative int, got {random_state}.")
-    return int(random_state)
-
-
 def check_directory(data_dir: Any, name: str, how_to_obtain: str) -> Path:
     """Return ``data_dir`` as a :class:`~pathlib.Path` to an existing directory.
 
@@ -121,3 +102,78 @@ def check_directory(data_dir: Any, name: str, how_to_obtain: str) -> Path:
     if not path.is_dir():
         raise NotADirectoryError(f"{name} data_dir {str(path)!r} is not a directory. {how_to_obtain}")
     return path
+
+
+def stratified_subsample(y: Any, n_samples: int, random_state: Any = None) -> np.ndarray:
+    """Sorted indices of a stratified random subsample of ``n_samples`` labels.
+
+    Each class gets ``n_samples · share`` rows, rounded by largest remainders to
+    exactly ``n_samples``, and at least one row, so rare classes are kept. Within
+    a class the rows are a uniform random choice. This is the one subsampler of
+    the package (data loaders, experiments, assumption checks).
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Class labels (any sortable type).
+    n_samples : int
+        Subsample size; all indices when ``n_samples >= n``.
+    random_state : None, int or numpy.random.Generator, default=None
+        Seed of the draw (see :func:`check_random_generator`).
+
+    Returns
+    -------
+    ndarray of int64, shape (min(n_samples, n),)
+        Increasing row indices.
+
+    Raises
+    ------
+    TypeError
+        ``n_samples`` is not an integer.
+    ValueError
+        ``n_samples < 1``, or fewer than the number of classes (every class
+        cannot be kept), or ``y`` is not one-dimensional.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.datasets import stratified_subsample
+    >>> y = np.array([0] * 90 + [1] * 10)
+    >>> idx = stratified_subsample(y, 20, random_state=0)
+    >>> idx.shape, np.bincount(y[idx]).tolist()
+    ((20,), [18, 2])
+    """
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be one-dimensional labels, got shape {y.shape}.")
+    n_samples = check_n_samples(n_samples)
+    total = y.shape[0]
+    if n_samples >= total:
+        return np.arange(total)
+    classes, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
+    n_classes = classes.shape[0]
+    if n_samples < n_classes:
+        raise ValueError(
+            f"n_samples={n_samples} cannot be drawn stratified from labels of {n_classes} classes: "
+            f"use n_samples >= {n_classes} (one per class) or a larger subsample."
+        )
+    quota = counts * (n_samples / total)
+    take = np.maximum(np.floor(quota).astype(np.int64), 1)
+    # Largest remainders fill (or trim) to exactly n_samples; at most a few rounds of C.
+    order = np.argsort(-(quota - np.floor(quota)), kind="stable")
+    i = 0
+    while take.sum() != n_samples:
+        c = order[i % n_classes]
+        if take.sum() < n_samples and take[c] < counts[c]:
+            take[c] += 1
+        elif take.sum() > n_samples and take[c] > 1:
+            take[c] -= 1
+        i += 1
+    rng = check_random_generator(random_state)
+    # One random key per row; the `take[c]` smallest keys of each class win.
+    key = rng.random(total)
+    rows = np.lexsort((key, inverse))
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.empty(total, dtype=np.int64)
+    rank[rows] = np.arange(total) - np.repeat(start, counts)
+    return np.flatnonzero(rank < take[inverse])

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ._common import check_choice, check_directory, check_n_samples, sklearn_seed
+from ._common import check_choice, check_directory, check_n_samples, stratified_subsample
 
 __all__ = ["load_mnist", "read_idx_images", "read_idx_labels"]
 
@@ -155,7 +155,7 @@ def load_mnist(
         The 60000 training or the 10000 test images.
     n_samples : int, optional
         If given, return a stratified random subsample of this size (class
-        proportions kept, via ``sklearn.model_selection.train_test_split``),
+        proportions kept, see :func:`nwbound.datasets.stratified_subsample`),
         in the files' order.
     random_state : int, numpy.random.Generator or None
         Seed of the subsample.
@@ -189,7 +189,9 @@ def load_mnist(
 
     if n_samples is not None:
         n_samples = check_n_samples(n_samples)
-        idx = _stratified_subsample(labels, n_samples, random_state)
+        if n_samples > labels.shape[0]:
+            raise ValueError(f"n_samples={n_samples} exceeds the {labels.shape[0]} images available.")
+        idx = stratified_subsample(labels, n_samples, random_state)
         images, labels = images[idx], labels[idx]
 
     # Convert after subsampling so only the kept images are materialised as float.
@@ -197,22 +199,3 @@ def load_mnist(
     X /= np.float32(255.0)
     return X, labels.astype(np.int64)
 
-
-def _stratified_subsample(labels: np.ndarray, n_samples: int, random_state: Any) -> np.ndarray:
-    """Indices of a stratified random subsample of size ``n_samples``."""
-    from sklearn.model_selection import train_test_split
-
-    total = labels.shape[0]
-    seed = sklearn_seed(random_state)
-    if n_samples > total:
-        raise ValueError(f"n_samples={n_samples} exceeds the {total} images available.")
-    if n_samples == total:
-        return np.arange(total)
-    n_present = np.unique(labels).shape[0]
-    if n_samples < n_present or total - n_samples < n_present:
-        raise ValueError(
-            f"n_samples={n_samples} cannot be drawn stratified from {total} images of {n_present} "
-            f"classes: it must lie in [{n_present}, {total - n_present}] or equal {total}."
-        )
-    idx, _ = train_test_split(np.arange(total), train_size=n_samples, stratify=labels, random_state=seed)
-    return np.sort(idx)
