@@ -66,7 +66,7 @@ def summarize(correct: np.ndarray, review: np.ndarray) -> dict[str, Any]:
 
 def _figures(folder: Path, y_true: np.ndarray, interval: Any, classes: np.ndarray, review_rate: float, overwrite: bool) -> list[Path]:
     from .. import plots
-    from ..plots._base import _pyplot
+    from ..plots import pyplot as _pyplot
 
     plt = _pyplot()
     files: list[Path] = []

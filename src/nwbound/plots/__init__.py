@@ -9,12 +9,13 @@ Displays: :class:`ReliabilityDisplay` (ECE), :class:`CumulativeRecallDisplay`,
 and sklearn's :class:`ConfusionMatrixDisplay`. Each has ``from_arrays`` and/or
 ``from_interval`` constructors that compute and draw, and ``plot(ax=None)``
 returning ``self`` with ``figure_`` and ``ax_``. :func:`save_figure` writes a
-figure in several formats atomically, never overwriting by default.
+figure in several formats atomically, never overwriting by default;
+:func:`pyplot` returns ``matplotlib.pyplot`` (imported on first use).
 """
 
 from sklearn.metrics import ConfusionMatrixDisplay
 
-from ._base import save_figure
+from ._base import pyplot, save_figure
 from ._displays import (
     BoundWidthDisplay,
     CumulativeRecallDisplay,
@@ -30,5 +31,6 @@ __all__ = [
     "IntervalDisplay",
     "ReliabilityDisplay",
     "TypeErrorDisplay",
+    "pyplot",
     "save_figure",
 ]

@@ -9,24 +9,45 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["save_figure"]
+__all__ = ["pyplot", "save_figure"]
 
 _INSTALL_HINT = (
     "Plotting needs matplotlib, an optional dependency: pip install nwbound[plots]"
 )
 
 
-def _pyplot() -> Any:
-    """Import ``matplotlib.pyplot`` on first use (matplotlib is optional)."""
+def pyplot() -> Any:
+    """Return ``matplotlib.pyplot``, imported on first use (matplotlib is optional).
+
+    Returns
+    -------
+    module
+        ``matplotlib.pyplot``.
+
+    Raises
+    ------
+    ImportError
+        matplotlib is not installed; the message says how to install it.
+
+    Examples
+    --------
+    >>> from nwbound.plots import pyplot
+    >>> plt = pyplot()
+    >>> fig, ax = plt.subplots()
+    >>> plt.close(fig)
+    """
     try:
         return importlib.import_module("matplotlib.pyplot")
     except ImportError as exc:
         raise ImportError(_INSTALL_HINT) from exc
 
 
+_pyplot = pyplot  # transition: the old private name, until every caller uses pyplot()
+
+
 def _check_ax(ax: Any) -> tuple[Any, Any]:
     """Return ``(figure, ax)``, creating a new figure when ``ax`` is None."""
-    plt = _pyplot()
+    plt = pyplot()
     if ax is None:
         fig, ax = plt.subplots()
         return fig, ax

@@ -24,7 +24,7 @@ from ..metrics._validation import (
     _check_same_length,
     _encode,
 )
-from ._base import _check_ax, _pyplot
+from ._base import _check_ax, pyplot
 
 __all__ = [
     "BoundWidthDisplay",
@@ -419,7 +419,7 @@ class IntervalDisplay:
         -------
         self
         """
-        plt = _pyplot()
+        plt = pyplot()
         q, c = self.proba.shape
         if ax is None:
             ncols = min(q, 5) if ncols is None else ncols
