@@ -45,7 +45,7 @@ __all__ = [
     "effective_sample_size",
 ]
 
-BOUND_NAMES = ("hoeffding", "paper", "selfnormalized")
+BOUND_NAMES = ("chernoff", "hoeffding", "paper", "selfnormalized")
 COVERAGE_NAMES = ("simultaneous", "per_class")
 
 

@@ -1,9 +1,14 @@
-"""One object that turns kernel sums into the two parts of ε for a chosen bound form."""
+"""One object that turns kernel statistics into per-class limits for a chosen bound form.
+
+The statistics (:class:`nwbound.estimators.KernelStatistics`) are read by
+attribute only, so this package does not depend on the estimators.
+"""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -25,11 +30,11 @@ TAIL_RADIUS = 3.0
 
 @dataclass(frozen=True)
 class BoundSpec:
-    """Everything a bound form needs besides the per-query kernel sums.
+    """Everything a bound form needs besides the per-query kernel statistics.
 
     Parameters
     ----------
-    form : {"hoeffding", "paper", "selfnormalized"}
+    form : {"chernoff", "hoeffding", "paper", "selfnormalized"}
     beta : float
         ``L`` (Lipschitz constant, in the units of the distances) or ``1/γ``.
     delta_prime : float
@@ -45,6 +50,16 @@ class BoundSpec:
     diameter : float, ndarray or None
         Input-space diameter Φ (paper form with an infinite-support kernel);
         may be per query, shaped to broadcast against the kernel sums.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.bounds import BoundSpec
+    >>> spec = BoundSpec(form="hoeffding", beta=1.0, delta_prime=0.05)
+    >>> bias, sampling = spec.parts(kappa=np.array([4.0]), sq_sum=np.array([4.0]),
+    ...                             dist_sum=np.array([0.4]), bandwidth=0.5)
+    >>> bias.round(3), sampling.round(3)
+    (array([0.1]), array([0.679]))
     """
 
     form: str
@@ -55,6 +70,11 @@ class BoundSpec:
     kernel_sup: float = 1.0
     kernel_radius: float = 1.0
     diameter: float | np.ndarray | None = None
+
+    @property
+    def is_chernoff(self) -> bool:
+        """The band-Chernoff form: per-class limits from a test, not ``p̂ ± ε``."""
+        return self.form == "chernoff"
 
     @property
     def needs_distance_sum(self) -> bool:
@@ -78,8 +98,13 @@ class BoundSpec:
         bandwidth: np.ndarray | float,
         tail_mass: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Return ``(bias, sampling)``, each shaped like ``kappa`` (inf where κ = 0)."""
-        if self.form == "hoeffding":
+        """Return ``(bias, sampling)``, each shaped like ``kappa`` (inf where κ = 0).
+
+        For ``"chernoff"`` these are the parts of the Hoeffding bound on the
+        same points (the label-free ε that picks λ under ``bandwidth="auto"``;
+        the Chernoff limits are never wider than it for the exact form).
+        """
+        if self.form in ("hoeffding", "chernoff"):
             return (
                 lipschitz_bias(self.beta, dist_sum, kappa),
                 hoeffding_sampling(kappa, sq_sum, self.delta_prime),
@@ -101,7 +126,78 @@ class BoundSpec:
             return bias, paper_sampling(np.asarray(kappa, np.float64) / self.ck, self.delta_prime, self.sigma)
         raise ValueError(f"Unknown bound form {self.form!r}.")
 
-    def epsilon(self, *args, **kwargs) -> np.ndarray:
-        """``bias + sampling`` (uncapped; inf where κ = 0)."""
-        bias, sampling = self.parts(*args, **kwargs)
-        return bias + sampling
+    def statistics_parts(self, stats: Any) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`parts` from kernel statistics: ``(bias, sampling)`` of shape (n, G)."""
+        spec = self
+        if self.needs_tail_mass:
+            if stats.diameter is None:
+                raise ValueError("The paper's infinite-support bias needs the input diameter Φ.")
+            spec = replace(self, diameter=np.asarray(stats.diameter, np.float64)[:, None])
+        return spec.parts(stats.kappa, stats.sq_sum, stats.dist_sum, stats.bandwidth_matrix(), stats.tail_mass)
+
+    def limits(self, stats: Any, proba: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Per-class ``(lower, upper, epsilon, bias, sampling)``, each (n, C), for statistics with ``G = 1``.
+
+        Rows with κ = 0 come back as ``[0, 1]`` with ε = bias = sampling = 1.
+        For the ``p̂ ± ε`` forms ``ε = min(1, bias + sampling)``. For
+        ``"chernoff"`` the limits come from a test, so ``ε`` is the larger
+        half-width ``max(p̂ − lower, upper − p̂)``, ``bias`` the Lipschitz drift
+        ``β·D/κ`` (capped at 1) and ``sampling`` the rest of ``ε`` — a
+        diagnostic split, not terms that the test adds.
+        """
+        n_classes = stats.class_sums.shape[2]
+        kappa = stats.kappa[:, 0]
+        vacuous = ~(kappa > 0)
+        bias, sampling = self.statistics_parts(stats)
+        bias, sampling = bias[:, 0], sampling[:, 0]
+        if self.is_chernoff:
+            lower, upper = self._chernoff_limits(stats)
+            lower = np.where(vacuous[:, None], 0.0, lower)
+            upper = np.where(vacuous[:, None], 1.0, upper)
+            epsilon = np.where(vacuous[:, None], 1.0, np.maximum(proba - lower, upper - proba))
+            bias_c = np.repeat(np.where(vacuous, 1.0, np.minimum(bias, 1.0))[:, None], n_classes, axis=1)
+            sampling_c = np.where(vacuous[:, None], 1.0, np.maximum(epsilon - bias_c, 0.0))
+            return lower, upper, epsilon, bias_c, sampling_c
+        bias = np.where(vacuous, 1.0, bias)
+        sampling = np.where(vacuous, 1.0, sampling)
+        eps = np.minimum(1.0, bias + sampling)[:, None]
+        epsilon = np.repeat(eps, n_classes, axis=1)
+        lower = np.clip(proba - eps, 0.0, 1.0)
+        upper = np.clip(proba + eps, 0.0, 1.0)
+        return (lower, upper, epsilon, np.repeat(bias[:, None], n_classes, axis=1),
+                np.repeat(sampling[:, None], n_classes, axis=1))
+
+    def _chernoff_limits(self, stats: Any) -> tuple[np.ndarray, np.ndarray]:
+        from ._chernoff import chernoff_interval
+
+        class_sums = stats.class_sums[:, 0, :]
+        err = np.broadcast_to(np.asarray(stats.d2_error, dtype=np.float64), (class_sums.shape[0],))
+        if stats.point_mass is not None:
+            # Exact per-point form: every neighbour is its own group.
+            mass = stats.point_mass[:, 0, :]
+            count = (mass > 0).astype(np.float64)
+            dist = np.sqrt(np.asarray(stats.point_dist, np.float64) ** 2 + err[:, None])
+            return chernoff_interval(class_sums, count, mass, mass, self.beta * dist, self.delta_prime)
+        if stats.histogram is None:
+            raise ValueError(
+                "bound='chernoff' needs a distance histogram or per-point statistics; compute the "
+                "statistics with the same bound settings (kernel_statistics(X, bounds=...))."
+            )
+        edges = np.asarray(stats.hist_edges, dtype=np.float64)
+        k_edges = np.asarray(stats.kernel.from_squared(edges), dtype=np.float64) / self.kernel_sup
+        w_max = np.broadcast_to(np.asarray(stats.weight_max, np.float64), (class_sums.shape[0],))[:, None]
+        # The kernel is non-increasing in u²: a point of bin [e_b, e_b+1) has
+        # K(e_b+1) ≤ K ≤ K(e_b); the slack covers a float32 kernel evaluation.
+        mass_upper = w_max * k_edges[None, :-1] * self.kernel_sup * (1.0 + _KERNEL_SLACK)
+        mass_lower = w_max * k_edges[None, 1:] * self.kernel_sup * (1.0 - _KERNEL_SLACK)
+        lam = stats.bandwidth_matrix()[:, 0].astype(np.float64)
+        # Each point of bin b is at most √(λ²·e_b+1 + d2_error) away (true distance).
+        radius = np.sqrt(lam[:, None] ** 2 * edges[None, 1:] + err[:, None])
+        return chernoff_interval(
+            class_sums, stats.histogram[:, 0, :], mass_upper, mass_lower, self.beta * radius, self.delta_prime
+        )
+
+
+# Relative slack on the kernel's value at a histogram edge (a float32 kernel
+# evaluation can round a point's value just past the edge's float64 value).
+_KERNEL_SLACK = 1e-6

@@ -1,6 +1,14 @@
-"""The classifiers: regular/localized Nadaraya-Watson and the dyadic grid."""
+"""The classifiers: regular/localized Nadaraya-Watson and the dyadic grid, and their public
+kernel statistics (what a bound needs to know about each query)."""
 
 from ._dyadic import DyadicClassifier
 from ._nadaraya_watson import NadarayaWatsonClassifier, default_bandwidth_grid
+from ._statistics import KernelStatistics, merge_statistics
 
-__all__ = ["DyadicClassifier", "NadarayaWatsonClassifier", "default_bandwidth_grid"]
+__all__ = [
+    "DyadicClassifier",
+    "KernelStatistics",
+    "NadarayaWatsonClassifier",
+    "default_bandwidth_grid",
+    "merge_statistics",
+]

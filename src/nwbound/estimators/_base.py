@@ -8,13 +8,19 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from typing import Any, Mapping
+
 from .._result import PredictionInterval
 from .._validation import check_beta, check_choice, check_open_unit, check_positive
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
+from ..kernels import Kernel
+from ._statistics import KernelStatistics
 
-__all__ = ["BoundedClassifierBase", "EMPTY_NEIGHBORHOOD_RULES"]
+__all__ = ["BoundedClassifierBase", "BOUND_PARAMETERS", "EMPTY_NEIGHBORHOOD_RULES"]
 
 EMPTY_NEIGHBORHOOD_RULES = ("prior", "uniform", "raise")
+# The parameters a bound setting may override (predict_interval(X, bounds=...)).
+BOUND_PARAMETERS = ("lipschitz", "margin", "delta", "bound", "coverage", "sigma", "ck")
 
 
 class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
@@ -46,48 +52,109 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         self.class_prior_ = prior / prior.sum()
         return X, labels.astype(np.intp), weights
 
-    def _validate_bound_params(self, *, bound_required: bool, kernel_sup: float = 1.0, kernel_radius: float = 1.0):
-        """Check the assumption and bound parameters; set ``beta_``, ``delta_prime_``, ``bound_spec_``."""
-        delta = check_open_unit(self.delta, "delta")
-        form = check_choice(self.bound, "bound", BOUND_NAMES)
-        coverage = check_choice(self.coverage, "coverage", COVERAGE_NAMES)
-        sigma = check_positive(self.sigma, "sigma")
-        check_choice(self.empty_neighborhood, "empty_neighborhood", EMPTY_NEIGHBORHOOD_RULES)
-        ck = check_positive(getattr(self, "ck", None), "ck", allow_none=True)
+    def _bound_spec(self, kernel: Kernel, overrides: Mapping[str, Any] | None = None, *,
+                    required: bool = True, localized: bool = False) -> BoundSpec | None:
+        """The bound setting of this estimator's parameters, with ``overrides`` applied.
+
+        Returns None when no assumption (``lipschitz``/``margin``) is given and
+        ``required`` is False.
+        """
+        params = {name: getattr(self, name, None) for name in BOUND_PARAMETERS}
+        if overrides:
+            unknown = sorted(set(overrides) - set(BOUND_PARAMETERS))
+            if unknown:
+                raise ValueError(
+                    f"Unknown bound setting(s) {unknown}; a setting may override {', '.join(BOUND_PARAMETERS)}."
+                )
+            params.update(overrides)
+            if "lipschitz" in overrides and "margin" not in overrides:
+                params["margin"] = None
+            if "margin" in overrides and "lipschitz" not in overrides:
+                params["lipschitz"] = None
+        delta = check_open_unit(params["delta"], "delta")
+        form = check_choice(params["bound"], "bound", BOUND_NAMES)
+        coverage = check_choice(params["coverage"], "coverage", COVERAGE_NAMES)
+        sigma = check_positive(params["sigma"], "sigma")
+        ck = check_positive(params["ck"], "ck", allow_none=True)
         if ck is None:
-            ck = kernel_sup
-        elif form == "paper" and ck < kernel_sup:
+            ck = kernel.sup
+        elif form == "paper" and ck < kernel.sup:
             raise ValueError(
-                f"ck={ck:g} is below sup K = {kernel_sup:g}, so K/ck > 1 and the paper's bound does not "
-                f"hold; use ck >= {kernel_sup:g} (the default ck=None uses sup K)."
+                f"ck={ck:g} is below sup K = {kernel.sup:g}, so K/ck > 1 and the paper's bound does not "
+                f"hold; use ck >= {kernel.sup:g} (the default ck=None uses sup K)."
             )
-        self.beta_ = check_beta(self.lipschitz, self.margin, required=bound_required)
-        self.delta_prime_ = effective_delta(delta, self.classes_.shape[0], coverage)
-        self.bound_spec_ = (
-            None
-            if self.beta_ is None
-            else BoundSpec(
-                form=form,
-                beta=self.beta_,
-                delta_prime=self.delta_prime_,
-                sigma=sigma,
-                ck=ck,
-                kernel_sup=kernel_sup,
-                kernel_radius=kernel_radius,
+        if form == "chernoff" and not localized and not kernel.nonincreasing:
+            raise ValueError(
+                f"bound='chernoff' over all training points uses a distance histogram, which needs a kernel "
+                f"that does not increase with distance; kernel {kernel.name!r} does. Use the exact per-point "
+                "form (n_neighbors=k, the localized classifier) or bound='hoeffding'."
             )
+        beta = check_beta(params["lipschitz"], params["margin"], required=required)
+        if beta is None:
+            return None
+        return BoundSpec(
+            form=form,
+            beta=beta,
+            delta_prime=effective_delta(delta, self.classes_.shape[0], coverage),
+            sigma=sigma,
+            ck=ck,
+            kernel_sup=kernel.sup,
+            kernel_radius=kernel.radius,
         )
+
+    def _validate_bound_params(self, kernel: Kernel, *, bound_required: bool, localized: bool = False) -> None:
+        """Check the assumption and bound parameters; set ``beta_``, ``delta_prime_``, ``bound_spec_``."""
+        check_choice(self.empty_neighborhood, "empty_neighborhood", EMPTY_NEIGHBORHOOD_RULES)
+        spec = self._bound_spec(kernel, required=bound_required, localized=localized)
+        self.bound_spec_ = spec
+        self.beta_ = None if spec is None else spec.beta
+        coverage = check_choice(self.coverage, "coverage", COVERAGE_NAMES)
+        self.delta_prime_ = effective_delta(check_open_unit(self.delta, "delta"), self.classes_.shape[0], coverage)
+
+    def _resolve_bounds(self, bounds: Any) -> dict[Any, BoundSpec]:
+        """``{None: own setting}`` or ``{name: setting}`` for ``bounds`` (see :meth:`predict_interval`)."""
+        check_is_fitted(self)
+        kernel, localized = self._bound_kernel(), self._is_localized()
+        if bounds is None:
+            if self.bound_spec_ is None:
+                check_beta(self.lipschitz, self.margin, required=True)  # raises the explanation
+            return {None: self.bound_spec_}
+        if isinstance(bounds, str):
+            raise TypeError(
+                "bounds must be a mapping {name: {setting: value}} or a list of bound forms, e.g. "
+                f"bounds=[{bounds!r}]; to change this estimator's own bound use set_params(bound={bounds!r})."
+            )
+        if isinstance(bounds, Mapping):
+            items = list(bounds.items())
+        else:
+            try:
+                items = [(form, {"bound": form}) for form in bounds]
+            except TypeError:
+                raise TypeError(
+                    f"bounds must be None, a mapping {{name: {{setting: value}}}} or a list of bound forms, "
+                    f"got {type(bounds).__name__}."
+                ) from None
+        if not items:
+            raise ValueError("bounds is empty: give at least one bound setting (or None for this estimator's own).")
+        specs = {}
+        for name, overrides in items:
+            if not isinstance(overrides, Mapping):
+                raise TypeError(f"bounds[{name!r}] must be a mapping of settings, got {type(overrides).__name__}.")
+            specs[name] = self._bound_spec(kernel, overrides, required=True, localized=localized)
+        return specs
+
+    def _bound_kernel(self) -> Kernel:
+        """The kernel whose values the bound sees."""
+        return self.kernel_
+
+    def _is_localized(self) -> bool:
+        return False
 
     # -- predict helpers ---------------------------------------------------------------------
     def _validate_queries(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
         return np.ascontiguousarray(X, dtype=self._fit_dtype)
-
-    def _require_bounds(self) -> BoundSpec:
-        check_is_fitted(self)
-        if self.bound_spec_ is None:
-            check_beta(self.lipschitz, self.margin, required=True)  # raises the explanation
-        return self.bound_spec_
 
     def _fallback_proba(self, class_sums: np.ndarray, kappa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``p̂ = class_sums/κ``; rows with κ = 0 follow ``empty_neighborhood``."""
@@ -104,33 +171,68 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             proba[vacuous] = self.class_prior_
         else:
             proba[vacuous] = 1.0 / self.classes_.shape[0]
+        # κ can be tiny (sums of tiny weights): keep p̂ a distribution.
+        np.clip(proba, 0.0, 1.0, out=proba)
         return proba, vacuous
 
-    def _assemble(
-        self,
-        class_sums: np.ndarray,
-        sq_sum: np.ndarray,
-        bias: np.ndarray,
-        sampling: np.ndarray,
-        bandwidth: np.ndarray,
-        outside_box: np.ndarray | None = None,
-    ) -> PredictionInterval:
-        """Build the interval from per-query sums and the two (n,) parts of ε."""
+    def _interval(self, stats: KernelStatistics, spec: BoundSpec) -> PredictionInterval:
+        """One setting's interval; with several bandwidths, each query takes the λ of least ε.
+
+        ε used for that choice depends on the inputs only (never the labels):
+        for ``"chernoff"`` it is the Hoeffding ε on the same points.
+        """
+        if stats.n_bandwidths > 1:
+            bias, sampling = spec.statistics_parts(stats)
+            stats = stats.select(np.argmin(bias + sampling, axis=1))
+        class_sums = stats.class_sums[:, 0]
         kappa = class_sums.sum(axis=1)
         proba, vacuous = self._fallback_proba(class_sums, kappa)
-        n_classes = self.classes_.shape[0]
-        bias = np.where(vacuous, 1.0, bias)
-        sampling = np.where(vacuous, 1.0, sampling)
-        return PredictionInterval.from_parts(
+        lower, upper, epsilon, bias, sampling = spec.limits(stats, proba)
+        return PredictionInterval(
             proba=proba,
-            bias=np.repeat(bias[:, None], n_classes, axis=1),
-            sampling=np.repeat(sampling[:, None], n_classes, axis=1),
+            lower=lower,
+            upper=upper,
+            epsilon=epsilon,
+            bias=bias,
+            sampling=sampling,
             kappa=kappa,
-            n_eff=effective_sample_size(kappa, sq_sum),
+            n_eff=effective_sample_size(kappa, stats.sq_sum[:, 0]),
             vacuous=vacuous,
-            bandwidth=np.asarray(bandwidth, dtype=np.float64),
-            outside_box=outside_box,
+            bandwidth=np.asarray(stats.bandwidth_matrix()[:, 0], dtype=np.float64).copy(),
+            outside_box=stats.outside_box,
         )
+
+    def interval_from_statistics(self, stats: KernelStatistics, bounds: Any = None):
+        """Turn kernel statistics into intervals, for this estimator's bound or several settings.
+
+        Parameters
+        ----------
+        stats : KernelStatistics
+            From :meth:`kernel_statistics` (computed with the same ``bounds``),
+            possibly merged over training shards.
+        bounds : None, mapping or list, default=None
+            None: this estimator's own bound setting. A mapping
+            ``{name: {setting: value}}`` (settings among ``lipschitz``, ``margin``,
+            ``delta``, ``bound``, ``coverage``, ``sigma``, ``ck``) or a list of
+            bound forms: one interval per entry.
+
+        Returns
+        -------
+        PredictionInterval, or dict of name to PredictionInterval when ``bounds`` is given.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> clf = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
+        >>> stats = clf.kernel_statistics([[0.1]])
+        >>> clf.interval_from_statistics(stats).proba
+        array([[1., 0.]])
+        """
+        specs = self._resolve_bounds(bounds)
+        out = {name: self._interval(stats, spec) for name, spec in specs.items()}
+        return out[None] if bounds is None else out
 
     # -- public API shared by subclasses -----------------------------------------------------
     def predict(self, X) -> np.ndarray:

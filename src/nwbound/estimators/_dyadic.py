@@ -15,9 +15,10 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._result import PredictionInterval
 from .._validation import check_int_range
+from ..kernels import Kernel, get_kernel
 from ._base import BoundedClassifierBase
+from ._statistics import KernelStatistics
 
 __all__ = ["DyadicClassifier"]
 
@@ -32,7 +33,9 @@ class DyadicClassifier(BoundedClassifierBase):
     lipschitz, margin : float or None
         The assumption behind the bound (see :class:`NadarayaWatsonClassifier`).
     delta : float, default=0.05
-    bound : {"hoeffding", "paper", "selfnormalized"}, default="hoeffding"
+    bound : {"chernoff", "hoeffding", "paper", "selfnormalized"}, default="hoeffding"
+        ``"chernoff"``: the band-Chernoff test on the cell's weights (every
+        cell point lies within the cell reach of the query).
     coverage : {"simultaneous", "per_class"}, default="simultaneous"
     sigma : float, default=0.5
     empty_neighborhood : {"prior", "uniform", "raise"}, default="prior"
@@ -41,6 +44,8 @@ class DyadicClassifier(BoundedClassifierBase):
     Attributes
     ----------
     classes_, class_prior_, n_features_in_ : as usual
+    cell_weight_max_ : ndarray of shape (n_cells_,)
+        Largest sample weight in each occupied cell (1 without weights).
     cell_diameter_ : float
         ``2^-m·‖range‖``, the largest distance between two points of a cell.
     n_cells_ : int
@@ -75,7 +80,7 @@ class DyadicClassifier(BoundedClassifierBase):
         """Count the weighted labels of each occupied cell."""
         m = check_int_range(self.resolution, "resolution", 1, 30, hint="Cells have side 2^-resolution of each feature's range.")
         X, labels, weights = self._validate_training_data(X, y, sample_weight, np.float64)
-        self._validate_bound_params(bound_required=False)
+        self._validate_bound_params(get_kernel("boxcar"), bound_required=False)
         low, high = X.min(axis=0), X.max(axis=0)
         span = np.where(high > low, high - low, 1.0)
         self._low, self._span, self._n_side = low, span, 2**m
@@ -88,6 +93,8 @@ class DyadicClassifier(BoundedClassifierBase):
         flat = inverse * n_classes + labels
         self.cell_class_sums_ = np.bincount(flat, weights=w, minlength=n_cells * n_classes).reshape(n_cells, n_classes)
         self.cell_sq_sums_ = np.bincount(inverse, weights=w * w, minlength=n_cells)
+        self.cell_weight_max_ = np.zeros(n_cells)
+        np.maximum.at(self.cell_weight_max_, inverse, w)
         self.n_cells_ = n_cells
         self._fit_complete = True
         return self
@@ -109,7 +116,10 @@ class DyadicClassifier(BoundedClassifierBase):
         raw[:, -1] = 1
         return raw.view(f"S{8 * d + 1}").ravel()
 
-    def _lookup(self, X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _bound_kernel(self) -> Kernel:
+        return get_kernel("boxcar")
+
+    def _lookup(self, X) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         X = self._validate_queries(X)
         coords, outside = self._cells(X)
         keys = self._keys(coords)
@@ -119,22 +129,97 @@ class DyadicClassifier(BoundedClassifierBase):
         n_classes = self.classes_.shape[0]
         class_sums = np.where(found[:, None], self.cell_class_sums_[pos], 0.0).reshape(-1, n_classes)
         sq_sums = np.where(found, self.cell_sq_sums_[pos], 0.0)
-        return class_sums, sq_sums, outside
+        weight_max = np.where(found, self.cell_weight_max_[pos], 1.0)
+        return class_sums, sq_sums, weight_max, outside
 
-    def predict_proba(self, X) -> np.ndarray:
-        """Weighted class frequencies of each query's cell (fallback for empty cells)."""
-        check_is_fitted(self)
-        class_sums, _, _ = self._lookup(X)
-        return self._fallback_proba(class_sums, class_sums.sum(axis=1))[0]
+    def kernel_statistics(self, X, bounds=None) -> KernelStatistics:
+        """Each query's cell as kernel statistics (a boxcar window of reach ``diam + distance outside``).
 
-    def predict_interval(self, X) -> PredictionInterval:
-        """Cell frequencies with valid bounds (``bias ≤ β·(diam + distance outside the box)``).
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        bounds : ignored
+            Accepted for the common estimator interface: a cell's statistics
+            serve every bound setting.
 
-        Its ``outside_box`` flags the queries that were clipped to a border cell.
+        Returns
+        -------
+        KernelStatistics
+            With one bandwidth per query (the reach) and a one-bin histogram.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import DyadicClassifier
+        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> clf = DyadicClassifier(resolution=2, lipschitz=1.0).fit(X, y)
+        >>> clf.kernel_statistics([[0.1]]).class_sums
+        array([[[10.,  0.]]])
         """
-        spec = self._require_bounds()
-        class_sums, sq_sums, outside = self._lookup(X)
+        check_is_fitted(self)
+        class_sums, sq_sums, weight_max, outside = self._lookup(X)
         kappa = class_sums.sum(axis=1)
         reach = self.cell_diameter_ + outside  # every cell point is this close to the query
-        bias, sampling = spec.parts(kappa, sq_sums, kappa * reach, reach)
-        return self._assemble(class_sums, sq_sums, bias, sampling, reach, outside_box=outside > 0)
+        safe_max = np.where(weight_max > 0, weight_max, 1.0)
+        return KernelStatistics(
+            class_sums=class_sums[:, None, :],
+            sq_sum=sq_sums[:, None],
+            dist_sum=(kappa * reach)[:, None],
+            bandwidth=reach[:, None],
+            kernel=get_kernel("boxcar"),
+            outside_box=outside > 0,
+            histogram=(kappa / safe_max)[:, None, None],
+            hist_edges=np.array([0.0, 1.0]),
+            weight_max=safe_max,
+        )
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Weighted class frequencies of each query's cell (fallback for empty cells).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_classes)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import DyadicClassifier
+        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> DyadicClassifier(resolution=2).fit(X, y).predict_proba([[0.1]])
+        array([[1., 0.]])
+        """
+        check_is_fitted(self)
+        class_sums = self._lookup(X)[0]
+        return self._fallback_proba(class_sums, class_sums.sum(axis=1))[0]
+
+    def predict_interval(self, X, bounds=None):
+        """Cell frequencies with valid bounds (every cell point lies within ``diam + distance outside the box``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        bounds : None, mapping or list, default=None
+            As in :meth:`NadarayaWatsonClassifier.predict_interval`.
+
+        Returns
+        -------
+        PredictionInterval or dict of name to PredictionInterval
+            Its ``outside_box`` flags the queries that were clipped to a border cell.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import DyadicClassifier
+        >>> X = np.linspace(0, 1, 400)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> clf = DyadicClassifier(resolution=3, lipschitz=0.5, bound="chernoff").fit(X, y)
+        >>> bool(clf.predict_interval([[0.1]]).certified[0])
+        True
+        """
+        specs = self._resolve_bounds(bounds)
+        stats = self.kernel_statistics(X)
+        out = {name: self._interval(stats, spec) for name, spec in specs.items()}
+        return out[None] if bounds is None else out

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import dataclasses
 import numbers
 
 import numpy as np
 from sklearn.neighbors import NearestNeighbors
 
-from .._result import PredictionInterval
+from sklearn.utils.validation import check_is_fitted
+
 from .._validation import check_dtype, check_int_range, check_positive
-from ..bounds import TAIL_RADIUS
+from ..bounds import TAIL_RADIUS, BoundSpec
 from ..kernels import get_kernel
 from ..neighbors import make_index
 from ._base import BoundedClassifierBase
-from ._sums import KernelSums, TrainingSet, dense_kernel_sums, neighbor_kernel_sums
+from ._statistics import KernelStatistics
+from ._sums import TrainingSet, dense_kernel_sums, neighbor_kernel_sums
 
 __all__ = ["NadarayaWatsonClassifier", "default_bandwidth_grid"]
 
@@ -86,8 +87,12 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         Margin γ between classes (same units). Give ``lipschitz`` or ``margin``.
     delta : float, default=0.05
         Failure probability δ of each query's bound.
-    bound : {"hoeffding", "paper", "selfnormalized"}, default="hoeffding"
-        Form of ε (see :mod:`nwbound.bounds`). ``"paper"`` with ``sigma=0.25``,
+    bound : {"chernoff", "hoeffding", "paper", "selfnormalized"}, default="hoeffding"
+        Form of the bound (see :mod:`nwbound.bounds`). ``"chernoff"``: the
+        band-Chernoff test with the exact Bernoulli moment-generating function
+        (per point for the localized classifier, over a distance histogram of
+        ``histogram_bins`` bins for the regular one; never wider than
+        ``"hoeffding"`` in its exact form). ``"paper"`` with ``sigma=0.25``,
         ``ck=1`` and ``coverage="per_class"`` reproduces the paper's numbers
         (not a valid bound: its σ = 1/4 is wrong).
     coverage : {"simultaneous", "per_class"}, default="simultaneous"
@@ -111,6 +116,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         Threads over query blocks (each with one BLAS thread); -1 for all cores.
     random_state : int or None, default=None
         Seed of a randomised neighbour index (e.g. HNSW); exact search ignores it.
+    histogram_bins : int, default=32
+        Bins of the distance histogram behind ``bound="chernoff"`` for the
+        regular classifier (more bins: tighter, slightly slower).
 
     Attributes
     ----------
@@ -151,6 +159,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         working_memory=None,
         n_jobs=None,
         random_state=None,
+        histogram_bins=32,
     ):
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -170,6 +179,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         self.working_memory = working_memory
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.histogram_bins = histogram_bins
 
     # ------------------------------------------------------------------------------------------
     def fit(self, X, y, sample_weight=None) -> "NadarayaWatsonClassifier":
@@ -204,7 +214,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
                 self.n_neighbors, "n_neighbors", 1, n_samples,
                 hint=f"It counts neighbours among the {n_samples} training samples (None: use all).",
             )
-        self._validate_bound_params(bound_required=auto, kernel_sup=kernel.sup, kernel_radius=kernel.radius)
+        check_int_range(self.histogram_bins, "histogram_bins", 1, 4096,
+                        hint="Distance bins of the band-Chernoff bound over all training points.")
+        self._validate_bound_params(kernel, bound_required=auto, localized=self.n_neighbors is not None)
         self.kernel_ = kernel
         if auto:
             grid = default_bandwidth_grid(X) if self.bandwidth_grid is None else self._checked_grid()
@@ -231,15 +243,8 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         return np.unique(grid)
 
     # ------------------------------------------------------------------------------------------
-    def _kernel_sums(self, X: np.ndarray, bandwidths: np.ndarray, need_dist: bool, need_tail: bool) -> KernelSums:
-        tail = TAIL_RADIUS if need_tail else None
-        if self.index_ is None:
-            return dense_kernel_sums(
-                X, self._train, self.kernel_, bandwidths, need_dist=need_dist, tail_radius=tail,
-                working_memory=self.working_memory, n_jobs=self.n_jobs,
-            )
-        dist, idx = self.index_.kneighbors(X, self.n_neighbors)
-        return neighbor_kernel_sums(dist, idx, self._train, self.kernel_, bandwidths, need_dist=need_dist, tail_radius=tail)
+    def _is_localized(self) -> bool:
+        return self.n_neighbors is not None
 
     def _diameter(self, X: np.ndarray) -> np.ndarray:
         # Φ(y): distance from y to the farthest corner of the training box, so
@@ -248,39 +253,145 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         far = np.maximum(np.abs(X - low), np.abs(X - high))
         return np.linalg.norm(far, axis=1)
 
-    def predict_interval(self, X) -> PredictionInterval:
-        """Class probabilities with per-query bounds ``|p_c − p̂_c| ≤ ε``.
+    def _statistics(self, X: np.ndarray, specs: list[BoundSpec], *, need_bounds: bool) -> KernelStatistics:
+        """Kernel statistics of validated queries with what ``specs`` need (class sums only when not ``need_bounds``)."""
+        need_dist = need_bounds and (not specs or any(s.needs_distance_sum for s in specs))
+        need_tail = need_bounds and any(s.needs_tail_mass for s in specs)
+        chernoff = need_bounds and any(s.is_chernoff for s in specs)
+        tail = TAIL_RADIUS if need_tail else None
+        extra = {}
+        if self.index_ is None:
+            if chernoff:
+                extra["histogram_bins"] = int(self.histogram_bins)
+            sums = dense_kernel_sums(
+                X, self._train, self.kernel_, self.bandwidths_, need_dist=need_dist, tail_radius=tail,
+                working_memory=self.working_memory, n_jobs=self.n_jobs, **extra,
+            )
+        else:
+            if chernoff:
+                extra["keep_points"] = True
+            dist, idx = self.index_.kneighbors(X, self.n_neighbors)
+            sums = neighbor_kernel_sums(
+                dist, idx, self._train, self.kernel_, self.bandwidths_, need_dist=need_dist, tail_radius=tail, **extra
+            )
+        return KernelStatistics(
+            class_sums=sums.class_sums,
+            sq_sum=sums.sq_sum,
+            dist_sum=sums.dist_sum,
+            bandwidth=self.bandwidths_[None, :],
+            kernel=self.kernel_,
+            outside_box=np.any((X < self._box[0]) | (X > self._box[1]), axis=1),
+            tail_mass=sums.tail_mass,
+            diameter=self._diameter(X) if need_tail else None,
+            histogram=getattr(sums, "histogram", None),
+            hist_edges=getattr(sums, "hist_edges", None),
+            d2_error=getattr(sums, "d2_error", 0.0),
+            weight_max=getattr(sums, "weight_max", 1.0),
+            point_mass=getattr(sums, "point_mass", None),
+            point_dist=getattr(sums, "point_dist", None),
+        )
+
+    def kernel_statistics(self, X, bounds=None) -> KernelStatistics:
+        """Per-query kernel statistics (κ, ΣK², ΣK·d, class sums, …) for every candidate bandwidth.
+
+        One pass over the training set (or the k nearest neighbours) computes
+        everything the bound settings in ``bounds`` need; statistics of the same
+        queries over disjoint training shards add up with
+        :meth:`KernelStatistics.merge`, and :meth:`interval_from_statistics`
+        turns them into intervals.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        bounds : None, mapping or list, default=None
+            The bound settings the statistics are for (see :meth:`predict_interval`).
+
+        Returns
+        -------
+        KernelStatistics
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> clf = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
+        >>> clf.kernel_statistics([[0.1], [0.9]]).class_sums.shape  # (queries, bandwidths, classes)
+        (2, 1, 2)
+        """
+        check_is_fitted(self)
+        X = self._validate_queries(X)
+        specs = [s for s in self._resolve_bounds(bounds).values()] if (bounds is not None or self.bound_spec_ is not None) else []
+        return self._statistics(X, specs, need_bounds=True)
+
+    def predict_interval(self, X, bounds=None):
+        """Class probabilities with per-query bounds ``lower ≤ p_c(y) ≤ upper``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        bounds : None, mapping or list, default=None
+            None: this estimator's own bound setting. A mapping
+            ``{name: {setting: value}}`` — settings among ``lipschitz``,
+            ``margin``, ``delta``, ``bound``, ``coverage``, ``sigma``, ``ck`` —
+            or a list of bound forms (e.g. ``["hoeffding", "chernoff"]``): one
+            interval per entry, all from **one** pass of kernel sums.
+
+        Returns
+        -------
+        PredictionInterval
+            Or a dict of name to PredictionInterval when ``bounds`` is given.
 
         Raises
         ------
         ValueError
-            If neither ``lipschitz`` nor ``margin`` was given.
+            If neither ``lipschitz`` nor ``margin`` is given (here or in a setting).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.random((500, 1)); y = (rng.random(500) < X[:, 0]).astype(int)
+        >>> clf = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
+        >>> iv = clf.predict_interval([[0.1], [0.9]])
+        >>> bool(np.all(iv.lower <= iv.proba) and np.all(iv.proba <= iv.upper))
+        True
+        >>> both = clf.predict_interval([[0.5]], bounds=["hoeffding", "chernoff"])
+        >>> sorted(both)
+        ['chernoff', 'hoeffding']
         """
-        spec = self._require_bounds()
+        specs = self._resolve_bounds(bounds)
         X = self._validate_queries(X)
-        if spec.needs_tail_mass:
-            spec = dataclasses.replace(spec, diameter=self._diameter(X)[:, None])
-        sums = self._kernel_sums(X, self.bandwidths_, spec.needs_distance_sum, spec.needs_tail_mass)
-        kappa = sums.kappa
-        bias, sampling = spec.parts(kappa, sums.sq_sum, sums.dist_sum, self.bandwidths_[None, :], sums.tail_mass)
-        eps = bias + sampling  # (n, G); inf where κ = 0
-        best = np.argmin(eps, axis=1)
-        rows = np.arange(X.shape[0])
-        return self._assemble(
-            sums.class_sums[rows, best],
-            sums.sq_sum[rows, best],
-            bias[rows, best],
-            sampling[rows, best],
-            self.bandwidths_[best],
-            outside_box=np.any((X < self._box[0]) | (X > self._box[1]), axis=1),
-        )
+        stats = self._statistics(X, list(specs.values()), need_bounds=True)
+        out = {name: self._interval(stats, spec) for name, spec in specs.items()}
+        return out[None] if bounds is None else out
 
     def predict_proba(self, X) -> np.ndarray:
-        """Estimated class probabilities, columns in ``classes_`` order."""
+        """Estimated class probabilities ``p̂_c(y)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_classes)
+            Columns in ``classes_`` order; queries without training mass
+            (κ = 0) get the ``empty_neighborhood`` fallback.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> NadarayaWatsonClassifier(bandwidth=0.2).fit(X, y).predict_proba([[0.1]])
+        array([[1., 0.]])
+        """
         if isinstance(self.bandwidth, str):  # "auto": λ comes from the bound
             return self.predict_interval(X).proba
         X = self._validate_queries(X)
-        sums = self._kernel_sums(X, self.bandwidths_, need_dist=False, need_tail=False)
-        class_sums = sums.class_sums[:, 0]
+        stats = self._statistics(X, [], need_bounds=False)
+        class_sums = stats.class_sums[:, 0]
         proba, _ = self._fallback_proba(class_sums, class_sums.sum(axis=1))
         return proba

@@ -63,6 +63,23 @@ class Kernel:
         """True when the kernel vanishes beyond a finite radius."""
         return math.isfinite(self.radius)
 
+    @property
+    def nonincreasing(self) -> bool:
+        """True when ``K(u)`` never increases with ``u`` (checked on a grid of ``u`` in [0, 20]).
+
+        The histogram form of the band-Chernoff bound needs it: a point in a
+        distance bin then has its kernel value between the values at the bin's edges.
+
+        Examples
+        --------
+        >>> from nwbound.kernels import get_kernel
+        >>> get_kernel("epanechnikov").nonincreasing
+        True
+        """
+        with np.errstate(all="ignore"):
+            values = np.asarray(self.of_distance(_CHECK_GRID.copy()), dtype=np.float64)
+        return bool(np.all(np.diff(values) <= 0.0))
+
     def __call__(self, u: np.ndarray) -> np.ndarray:
         return self.of_distance(np.asarray(u))
 

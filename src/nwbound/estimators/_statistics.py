@@ -1,0 +1,225 @@
+"""Public kernel statistics: what a bound needs to know about one block of queries.
+
+Every classifier here reduces the training set, for each query ``y`` and each
+candidate bandwidth ``λ``, to a few sums over the training points it weighs
+(``a_i = w_i K(‖y − y_i‖/λ)``):
+
+* ``class_sums[c] = Σ a_i 1{c_i = c}`` (so ``κ = Σ_c class_sums[c]``),
+* ``sq_sum = Σ a_i²``, ``dist_sum ≥ Σ a_i ‖y − y_i‖`` (an upper bound that
+  carries the floating-point error of the distances),
+* optionally ``tail_mass`` (infinite-support kernels), a **distance histogram**
+  (the band-Chernoff bound of the regular classifier) or the **per-point**
+  weights and distances (the exact band-Chernoff form of the localized one).
+
+:class:`KernelStatistics` holds them for one block of queries. It is what
+:meth:`NadarayaWatsonClassifier.kernel_statistics` returns, what shards of a
+training set add up with :meth:`KernelStatistics.merge`, and what
+:meth:`NadarayaWatsonClassifier.interval_from_statistics` turns into a
+:class:`~nwbound.PredictionInterval` for one or several bound settings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..kernels import Kernel
+
+__all__ = ["KernelStatistics", "merge_statistics"]
+
+
+def _add(a: np.ndarray | None, b: np.ndarray | None, name: str) -> np.ndarray | None:
+    if (a is None) != (b is None):
+        raise ValueError(f"Cannot merge kernel statistics: {name} is present in one part only.")
+    return None if a is None else a + b
+
+
+@dataclass(frozen=True)
+class KernelStatistics:
+    """Per-query kernel statistics of a block of queries, for ``G`` candidate bandwidths.
+
+    Parameters
+    ----------
+    class_sums : ndarray of shape (n, G, C)
+        ``Σ a_i 1{c_i = c}`` with ``a_i = w_i K(‖y − y_i‖/λ)``.
+    sq_sum : ndarray of shape (n, G)
+        ``Σ a_i²``.
+    dist_sum : ndarray of shape (n, G) or None
+        An upper bound of ``Σ a_i ‖y − y_i‖`` (rounding error included).
+    bandwidth : ndarray of shape (n, G) or (1, G)
+        ``λ`` of each column (the dyadic classifier: each query's cell reach).
+    kernel : Kernel
+        The kernel profile ``K`` (needed to bound ``K`` inside a histogram bin).
+    outside_box : ndarray of bool, shape (n,)
+        The query lies outside the training inputs' bounding box.
+    tail_mass : ndarray of shape (n, G) or None
+        ``Σ a_i 1{‖y − y_i‖ > r_t λ}`` (the paper's infinite-support lemma).
+    diameter : ndarray of shape (n,) or None
+        ``Φ(y)``: an upper bound of the distance from ``y`` to any training point.
+    histogram : ndarray of shape (n, G, B) or None
+        ``Σ w_i / weight_max`` over the points whose computed ``u² = d²/λ²``
+        lies in bin ``b`` of ``hist_edges``.
+    hist_edges : ndarray of shape (B + 1,) or None
+        Bin edges in ``u²`` (increasing, from 0 to the kernel's squared radius).
+    d2_error : float or ndarray of shape (n,)
+        Upper bound of ``|d̃² − d²|`` for every computed squared distance.
+    weight_max : float or ndarray of shape (n,)
+        The largest sample weight among the points the histogram counts.
+    point_mass : ndarray of shape (n, G, k) or None
+        ``a_i`` of each of the ``k`` neighbours (localized classifier).
+    point_dist : ndarray of shape (n, k) or None
+        Their distances (computed directly, in float64).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> X = np.array([[0.0], [0.1], [0.2], [1.0]]); y = np.array([0, 0, 1, 1])
+    >>> clf = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=1.0).fit(X, y)
+    >>> stats = clf.kernel_statistics([[0.05]])
+    >>> stats.kappa.round(3)
+    array([[2.66]])
+    >>> both = stats.merge(stats)  # e.g. two shards of a training set
+    >>> both.kappa.round(3)
+    array([[5.32]])
+    """
+
+    class_sums: np.ndarray
+    sq_sum: np.ndarray
+    dist_sum: np.ndarray | None
+    bandwidth: np.ndarray
+    kernel: Kernel
+    outside_box: np.ndarray
+    tail_mass: np.ndarray | None = None
+    diameter: np.ndarray | None = None
+    histogram: np.ndarray | None = None
+    hist_edges: np.ndarray | None = None
+    d2_error: float | np.ndarray = 0.0
+    weight_max: float | np.ndarray = 1.0
+    point_mass: np.ndarray | None = None
+    point_dist: np.ndarray | None = None
+
+    @property
+    def kappa(self) -> np.ndarray:
+        """Kernel mass ``κ = Σ a_i``, shape (n, G)."""
+        return self.class_sums.sum(axis=2)
+
+    @property
+    def n_queries(self) -> int:
+        """Number of queries ``n``."""
+        return self.class_sums.shape[0]
+
+    @property
+    def n_bandwidths(self) -> int:
+        """Number of candidate bandwidths ``G``."""
+        return self.class_sums.shape[1]
+
+    def bandwidth_matrix(self) -> np.ndarray:
+        """``λ`` broadcast to shape (n, G)."""
+        return np.broadcast_to(self.bandwidth, self.class_sums.shape[:2])
+
+    def select(self, column: np.ndarray) -> "KernelStatistics":
+        """The statistics of one bandwidth per query (``column``: (n,) indices), with ``G = 1``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.array([[0.0], [0.1], [0.2], [1.0]]); y = np.array([0, 0, 1, 1])
+        >>> clf = NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=[0.3, 0.6], lipschitz=1.0).fit(X, y)
+        >>> clf.kernel_statistics([[0.05]]).select(np.array([1])).bandwidth
+        array([[0.6]])
+        """
+        column = np.asarray(column, dtype=np.intp).reshape(-1)
+        rows = np.arange(self.n_queries)
+
+        def pick(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a[rows, column][:, None]
+
+        return dataclasses.replace(
+            self,
+            class_sums=self.class_sums[rows, column][:, None, :],
+            sq_sum=pick(self.sq_sum),
+            dist_sum=pick(self.dist_sum),
+            tail_mass=pick(self.tail_mass),
+            bandwidth=self.bandwidth_matrix()[rows, column][:, None],
+            histogram=None if self.histogram is None else self.histogram[rows, column][:, None, :],
+            point_mass=None if self.point_mass is None else self.point_mass[rows, column][:, None, :],
+        )
+
+    def merge(self, other: "KernelStatistics") -> "KernelStatistics":
+        """Statistics of the same queries over the union of two disjoint training sets.
+
+        Sums add; the distance-error bound is the larger of the two; histogram
+        counts are restated in units of the larger ``weight_max`` (exact:
+        ``Σ w_i/w_M = (w_a/w_M)·Σ w_i/w_a``). Per-point (localized) statistics
+        cannot be merged: the k nearest neighbours of a union are not the union
+        of the parts' neighbours.
+
+        Raises
+        ------
+        ValueError
+            If the two parts describe different queries or bandwidths, or hold
+            per-point statistics.
+        """
+        if self.class_sums.shape != other.class_sums.shape:
+            raise ValueError(
+                f"Cannot merge kernel statistics of shapes {self.class_sums.shape} and "
+                f"{other.class_sums.shape}: both parts must cover the same queries, bandwidths and classes."
+            )
+        if not np.array_equal(self.bandwidth_matrix(), other.bandwidth_matrix()):
+            raise ValueError("Cannot merge kernel statistics computed with different bandwidths.")
+        if self.point_mass is not None or other.point_mass is not None:
+            raise ValueError(
+                "Per-point (localized) statistics cannot be merged across training shards; merge the "
+                "shards' neighbour lists first, then compute the statistics of the merged neighbours."
+            )
+        w_max = np.maximum(self.weight_max, other.weight_max)
+        histogram = None
+        if self.histogram is not None or other.histogram is not None:
+            if self.histogram is None or other.histogram is None:
+                raise ValueError("Cannot merge kernel statistics: histogram is present in one part only.")
+            if not np.array_equal(self.hist_edges, other.hist_edges):
+                raise ValueError("Cannot merge distance histograms with different bin edges.")
+
+            def rescale(part: "KernelStatistics") -> np.ndarray:
+                factor = np.asarray(part.weight_max / w_max, dtype=np.float64)
+                return part.histogram * (factor[:, None, None] if factor.ndim == 1 else factor)
+
+            histogram = rescale(self) + rescale(other)
+        return dataclasses.replace(
+            self,
+            class_sums=self.class_sums + other.class_sums,
+            sq_sum=self.sq_sum + other.sq_sum,
+            dist_sum=_add(self.dist_sum, other.dist_sum, "dist_sum"),
+            tail_mass=_add(self.tail_mass, other.tail_mass, "tail_mass"),
+            histogram=histogram,
+            d2_error=np.maximum(self.d2_error, other.d2_error),
+            weight_max=w_max,
+        )
+
+
+def merge_statistics(parts: Sequence[KernelStatistics]) -> KernelStatistics:
+    """Merge the statistics of the same queries over disjoint training shards.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.estimators import merge_statistics
+    >>> X = np.array([[0.0], [0.1], [0.2], [1.0]]); y = np.array([0, 0, 1, 1])
+    >>> clf = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=1.0).fit(X, y)
+    >>> s = clf.kernel_statistics([[0.05]])
+    >>> merge_statistics([s, s, s]).kappa.round(2)
+    array([[7.98]])
+    """
+    parts = list(parts)
+    if not parts:
+        raise ValueError("merge_statistics needs at least one KernelStatistics.")
+    out = parts[0]
+    for part in parts[1:]:
+        out = out.merge(part)
+    return out
