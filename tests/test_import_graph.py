@@ -1,0 +1,203 @@
+"""The import graph of nwbound, read from the source with ``ast`` (nothing is imported).
+
+Rules (issue 11):
+
+* ``cli → experiments → library`` is a one-way street: no module outside
+  ``nwbound.cli`` imports ``nwbound.cli``.
+* No import cycle between nwbound's subpackages (a top-level module such as
+  ``nwbound.assumptions`` counts as its own unit; the root ``nwbound``
+  package, a facade, is left out).
+* No module imports a private name (``_x``) defined in another subpackage,
+  except the pairs listed in :data:`ALLOWED_PRIVATE`, each with its reason.
+
+Function-level (lazy) imports count: they are dependencies all the same.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+ROOT = "nwbound"
+
+# (importing unit, "module:name") → why it is tolerated for now. Remove entries as the
+# issue-11 refactor lands; the test fails on an entry that no longer occurs, so the list
+# never goes stale.
+ALLOWED_PRIVATE: dict[tuple[str, str], str] = {
+    ("nwbound.dask", "nwbound.estimators._nadaraya_watson:_AUTO_GRID_SIZE"): "one bandwidth grid (issue 11, item 2; H3/H6)",
+    ("nwbound.dask", "nwbound.estimators._nadaraya_watson:_AUTO_PILOT_SIZE"): "one bandwidth grid (issue 11, item 2; H3/H6)",
+    ("nwbound.plots", "nwbound.metrics._validation:_as_1d"): "plots check inputs as metrics do; needs public checks in metrics (H6)",
+    ("nwbound.plots", "nwbound.metrics._validation:_check_classes"): "plots check inputs as metrics do; needs public checks in metrics (H6)",
+    ("nwbound.plots", "nwbound.metrics._validation:_check_interval"): "plots check inputs as metrics do; needs public checks in metrics (H6)",
+    ("nwbound.plots", "nwbound.metrics._validation:_check_proba"): "plots check inputs as metrics do; needs public checks in metrics (H6)",
+    ("nwbound.plots", "nwbound.metrics._validation:_check_same_length"): "plots check inputs as metrics do; needs public checks in metrics (H6)",
+    ("nwbound.plots", "nwbound.metrics._validation:_encode"): "plots check inputs as metrics do; needs public checks in metrics (H6)",
+    ("nwbound.estimators", "nwbound.kernels._kernels:_REGISTRY"): "numba kernel table needs the registry (engine owner)",
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_package(path: Path) -> bool:
+    return path.name == "__init__.py"
+
+
+def _resolve(module: str, is_pkg: bool, level: int, target: str | None) -> str:
+    """Absolute name of ``from <level dots><target> import …`` inside ``module``."""
+    if level == 0:
+        return target or ""
+    base = module.split(".") if is_pkg else module.split(".")[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([target] if target else []))
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted((SRC / ROOT).rglob("*.py"))}
+
+
+MODULES = _modules()
+
+
+def _imports() -> list[tuple[str, str, str | None, int]]:
+    """``(importer, imported module, imported name or None, line)`` for every nwbound import."""
+    found = []
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] == ROOT:
+                        found.append((name, alias.name, None, node.lineno))
+            elif isinstance(node, ast.ImportFrom):
+                target = _resolve(name, _is_package(path), node.level, node.module)
+                if target.split(".")[0] != ROOT:
+                    continue
+                for alias in node.names:
+                    sub = f"{target}.{alias.name}"
+                    if sub in MODULES:  # `from pkg import module`
+                        found.append((name, sub, None, node.lineno))
+                    else:
+                        found.append((name, target, alias.name, node.lineno))
+    return found
+
+
+IMPORTS = _imports()
+
+
+def _unit(module: str) -> str:
+    """The subpackage (or top-level module) a module belongs to: ``nwbound.x``."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_parser_sees_the_package():
+    # Guards against a test that passes because it read nothing.
+    assert len(MODULES) > 40 and "nwbound.cli.main" in MODULES and "nwbound.utils" in MODULES
+    assert any(imp[0] == "nwbound.cli.fit" and imp[1] == "nwbound.utils" for imp in IMPORTS)
+    assert _resolve("nwbound.cli.fit", False, 2, "utils") == "nwbound.utils"
+    assert _resolve("nwbound.utils", True, 1, "_args") == "nwbound.utils._args"
+
+
+def test_nothing_outside_the_cli_imports_the_cli():
+    bad = [
+        f"{src} line {line}: imports {mod}"
+        for src, mod, _, line in IMPORTS
+        if mod.startswith("nwbound.cli") and not src.startswith("nwbound.cli")
+    ]
+    assert not bad, "cli → experiments → library is one-way:\n" + "\n".join(bad)
+
+
+def test_utils_import_nothing_but_validation():
+    bad = [
+        f"{src} line {line}: imports {mod}"
+        for src, mod, _, line in IMPORTS
+        if src.startswith("nwbound.utils") and not mod.startswith(("nwbound.utils", "nwbound._validation"))
+    ]
+    assert not bad, "nwbound.utils must stay at the bottom of the graph:\n" + "\n".join(bad)
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one node (Tarjan, iterative enough for ~20 nodes)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_between_subpackages():
+    edges: dict[str, set[str]] = {}
+    where: dict[tuple[str, str], str] = {}
+    for src, mod, _, line in IMPORTS:
+        a, b = _unit(src), _unit(mod)
+        if a == b or ROOT in (a, b):
+            continue
+        edges.setdefault(a, set()).add(b)
+        where.setdefault((a, b), f"{src} line {line}")
+    cycles = _cycles(edges)
+    detail = [
+        " ↔ ".join(c) + ": " + "; ".join(f"{where[(a, b)]} → {b}" for a in c for b in c if (a, b) in where)
+        for c in cycles
+    ]
+    assert not cycles, "import cycles between subpackages:\n" + "\n".join(detail)
+
+
+def _private_imports() -> dict[tuple[str, str], str]:
+    found = {}
+    for src, mod, name, line in IMPORTS:
+        if name is None or not name.startswith("_") or name.startswith("__"):
+            continue
+        if _unit(src) == _unit(mod):
+            continue
+        found[(_unit(src), f"{mod}:{name}")] = f"{src} line {line}"
+    return found
+
+
+def test_no_private_names_across_subpackages():
+    found = _private_imports()
+    bad = [f"{where}: imports {key[1]}" for key, where in found.items() if key not in ALLOWED_PRIVATE]
+    assert not bad, "private names used across subpackages (make them public or move them):\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("key", sorted(ALLOWED_PRIVATE))
+def test_allowed_exceptions_still_occur(key):
+    # An exception that no longer occurs must leave the list (the refactor landed).
+    assert key in _private_imports(), f"{key} no longer occurs; remove it from ALLOWED_PRIVATE"
