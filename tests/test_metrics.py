@@ -464,3 +464,102 @@ def test_object_and_str_labels_mix():
     assert M.accuracy(y, np.array(["N", "S", "S"])) == pytest.approx(2 / 3)
     prec, rec = M.weighted_precision_recall(y, np.array(["N", "S", "S"]), classes=["N", "S"])
     assert rec == pytest.approx(2 / 3)
+
+
+# --------------------------------------------------------------------------- review queues side by side
+from nwbound.metrics._bounds import review_comparison, review_summary  # noqa: E402
+
+
+def _slow_queue(t, p, review):
+    """Row of review_summary restated with a loop."""
+    n_err = sum(1 for i in range(len(t)) if t[i] != p[i])
+    caught = sum(1 for i in range(len(t)) if t[i] != p[i] and review[i])
+    acc = [i for i in range(len(t)) if not review[i]]
+    return {
+        "review_share": sum(review) / len(t),
+        "errors_caught": caught / n_err,
+        "error_among_accepted": sum(t[i] != p[i] for i in acc) / len(acc),
+    }
+
+
+def _random_interval(rng, n=300, c=3):
+    proba = rng.dirichlet(np.ones(c) * 0.7, size=n)
+    bias = np.repeat(rng.uniform(0, 0.3, size=(n, 1)), c, axis=1)
+    samp = np.repeat(rng.uniform(0, 0.3, size=(n, 1)), c, axis=1)
+    vac = rng.uniform(size=n) < 0.05
+    iv = PredictionInterval.from_parts(proba, bias, samp, np.ones(n), np.ones(n), vac, np.ones(n))
+    y = np.array([rng.choice(c, p=row) for row in proba])
+    return iv, y
+
+
+def test_review_comparison_against_slow_restatement(rng):
+    iv, y = _random_interval(rng)
+    classes = np.array(["a", "b", "c"])
+    labels = classes[y]
+    sets = iv.proba >= 0.3
+    rows = review_comparison(labels, iv, classes, review_share=0.1, conformal_sets=sets)
+    pred = np.argmax(iv.proba, axis=1)
+    n = len(y)
+    k = int(np.ceil(0.1 * n - 1e-9))
+
+    def top(score):
+        flag = np.zeros(n, bool)
+        flag[sorted(range(n), key=lambda i: -score[i])[:k]] = True
+        return flag
+
+    eu = [1.0 if iv.vacuous[i] else 1 - iv.lower[i, pred[i]] for i in range(n)]
+    ep = [1.0 if iv.vacuous[i] else iv.epsilon[i, pred[i]] for i in range(n)]
+    mp = [1 - iv.proba[i].max() for i in range(n)]
+    cert = []
+    for i in range(n):
+        others = max(iv.upper[i, j] for j in range(3) if j != pred[i])
+        cert.append(iv.lower[i, pred[i]] > others and not iv.vacuous[i])
+    want = {
+        "certificate": [not c for c in cert],
+        "1 - max p @ 10%": top(mp),
+        "error_upper @ 10%": top(eu),
+        "epsilon @ 10%": top(ep),
+        "conformal set size != 1": [sets[i].sum() != 1 for i in range(n)],
+    }
+    assert [r["queue"] for r in rows] == list(want)
+    for row in rows:
+        slow = _slow_queue(y, pred, want[row["queue"]])
+        for key, value in slow.items():
+            assert row[key] == pytest.approx(value), (row["queue"], key)
+        assert row["guarantee"]
+    assert rows[0]["accepted_share"] == pytest.approx(np.mean(iv.certified))
+
+
+def test_review_comparison_with_calibrated_rule(rng):
+    from nwbound.baselines import CalibratedAcceptance
+
+    iv_cal, y_cal = _random_interval(rng, n=600)
+    rule = CalibratedAcceptance(alpha=0.3, delta=0.1).fit(
+        iv_cal.error_upper, y_cal, np.argmax(iv_cal.proba, axis=1)
+    )
+    iv, y = _random_interval(rng, n=400)
+    row = review_comparison(y, iv, calibrated=rule)[-1]
+    assert row["queue"] == "calibrated threshold" and "exchangeable" in row["guarantee"]
+    slow = _slow_queue(y, np.argmax(iv.proba, axis=1), iv.error_upper > rule.threshold_)
+    assert row["review_share"] == pytest.approx(slow["review_share"])
+    assert row["error_among_accepted"] == pytest.approx(slow["error_among_accepted"])
+
+
+def test_review_summary_no_errors_and_nothing_accepted():
+    row = review_summary("q", [0, 1], [0, 1], [True, True])
+    assert np.isnan(row["errors_caught"]) and np.isnan(row["error_among_accepted"])
+    assert row["n_accepted"] == 0 and row["review_share"] == 1.0
+
+
+def test_review_bad_input(rng):
+    iv, y = _random_interval(rng, n=20)
+    with pytest.raises(ValueError, match="review_share"):
+        review_comparison(y, iv, review_share=1.0)
+    with pytest.raises(ValueError, match="conformal_sets"):
+        review_comparison(y, iv, conformal_sets=np.ones((20, 2), bool))
+    with pytest.raises(TypeError, match="CalibratedAcceptance"):
+        review_comparison(y, iv, calibrated=object())
+    with pytest.raises(TypeError, match="boolean"):
+        review_summary("q", [0, 1], [0, 1], [0, 1])
+    with pytest.raises(ValueError, match="same samples"):
+        review_summary("q", [0, 1], [0, 1], [True])
