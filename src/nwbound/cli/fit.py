@@ -22,21 +22,51 @@ Units: ``--lipschitz`` (L) and ``--margin`` (γ) are given in the units of
 the raw features in the table and restated for the scaled features with
 :func:`nwbound.restate_lipschitz` / :func:`nwbound.restate_margin`.
 ``--bandwidth`` is a kernel width in the units the classifier sees, i.e.
-*after* ``--scale`` (e.g. within [0, 1] for minmax); ``auto`` (the default)
-picks it per query from the bound.
+*after* ``--scale`` (e.g. within [0, 1] for minmax); ``auto`` picks it per
+query from the bound. Options left out (kernel, bandwidth, δ, bound form,
+coverage) take the Python estimator's defaults, so the command line and the
+library give the same model.
+
+``--lipschitz auto`` estimates L from the training table with
+:func:`nwbound.assumptions.strongin_lipschitz` (the largest slope of a pilot
+estimate fitted on one half and evaluated on the other, times a safety factor
+of 2) in the units the classifier sees (after ``--scale``), and prints it. It
+is a heuristic, not a certificate: report it as an assumption.
+
+Column lists (``--id-columns``, ``--features``) take one value per flag:
+repeat the flag or separate names by commas, e.g. ``--id-columns
+patient,visit``; so ``nwbound fit --id-columns patient train.csv …`` works.
+The id columns are stored in the model, and ``nwbound predict`` copies them
+to its output by default.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
+import sys
 from pathlib import Path
 
 import numpy as np
 
 from ..utils import bandwidth_or_auto, positive_float
-from .predict import DEFAULT_CHUNKSIZE, check_chunksize, friendly_errors
+from .predict import DEFAULT_CHUNKSIZE, add_column_list, check_chunksize, friendly_errors
 
-__all__ = ["add_parser", "run", "build_estimator"]
+__all__ = ["add_parser", "run", "build_estimator", "lipschitz_or_auto"]
+
+#: Safety factor r of ``--lipschitz auto`` (the documented default of strongin_lipschitz).
+AUTO_SAFETY_FACTOR = 2.0
+
+
+def lipschitz_or_auto(text: str) -> float | str:
+    """argparse ``type=`` for ``--lipschitz``: a finite number > 0 or the word ``auto``.
+
+    Examples
+    --------
+    >>> lipschitz_or_auto("auto"), lipschitz_or_auto("0.2")
+    ('auto', 0.2)
+    """
+    return "auto" if text == "auto" else positive_float(text)
 
 
 def add_parser(sub) -> None:
@@ -53,18 +83,24 @@ def add_parser(sub) -> None:
     )
     p.add_argument("train", metavar="TRAIN", help="training table (.csv or .parquet)")
     p.add_argument("--target", required=True, metavar="COLUMN", help="column holding the class labels")
-    p.add_argument("--features", nargs="+", metavar="COL", help="feature columns (default: all but target and ids)")
-    p.add_argument("--id-columns", nargs="+", default=[], metavar="COL", help="columns that are not features")
-    p.add_argument("--kernel", default="epanechnikov", choices=KERNEL_NAMES, help="kernel (default epanechnikov)")
-    p.add_argument("--bandwidth", type=bandwidth_or_auto, default="auto", help="kernel width after scaling, or 'auto' (default)")
+    add_column_list(p, "--features", "feature columns (default: all but target and ids)")
+    add_column_list(p, "--id-columns", "columns that are not features; stored in the model, copied by predict")
+    p.add_argument("--kernel", default=None, choices=KERNEL_NAMES, help="kernel (default: the estimator's)")
+    p.add_argument(
+        "--bandwidth", type=bandwidth_or_auto, default=None,
+        help="kernel width after scaling, or 'auto' (default: the estimator's default)",
+    )
     p.add_argument("--neighbors", type=int, metavar="K", help="localized classifier over the K nearest neighbours")
     p.add_argument("--resolution", type=int, metavar="M", help="dyadic classifier with 2^M cells per feature instead")
     assumption = p.add_mutually_exclusive_group(required=True)
-    assumption.add_argument("--lipschitz", type=positive_float, metavar="L", help="Lipschitz constant of p, raw feature units")
+    assumption.add_argument(
+        "--lipschitz", type=lipschitz_or_auto, metavar="L",
+        help="Lipschitz constant of p in raw feature units, or 'auto' (pilot-Strongin estimate, printed)",
+    )
     assumption.add_argument("--margin", type=positive_float, metavar="G", help="margin γ between classes, raw feature units")
-    p.add_argument("--delta", type=float, default=0.05, help="failure probability δ of each bound (default 0.05)")
-    p.add_argument("--bound", default="hoeffding", choices=BOUND_NAMES, help="form of the bound (default hoeffding)")
-    p.add_argument("--coverage", default="simultaneous", choices=COVERAGE_NAMES, help="default simultaneous")
+    p.add_argument("--delta", type=float, default=None, help="failure probability δ of each bound (default: the estimator's)")
+    p.add_argument("--bound", default=None, choices=BOUND_NAMES, help="form of the bound (default: the estimator's)")
+    p.add_argument("--coverage", default=None, choices=COVERAGE_NAMES, help="default: the estimator's")
     p.add_argument("--scale", default="none", choices=SCALE_METHODS, help="feature scaling stored in the model (default none)")
     p.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write (.npz)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing model file")
@@ -78,14 +114,16 @@ def build_estimator(args: argparse.Namespace):
     from ..estimators import DyadicClassifier, NadarayaWatsonClassifier
     from .main import CommandError
 
-    common = dict(delta=args.delta, bound=args.bound, coverage=args.coverage)
+    # Only what the user gave: everything else keeps the estimator's default.
+    common = {k: getattr(args, k) for k in ("delta", "bound", "coverage") if getattr(args, k) is not None}
     if args.resolution is not None:
         if args.neighbors is not None:
             raise CommandError("--resolution (dyadic classifier) and --neighbors cannot be combined.")
+        if args.kernel is not None or args.bandwidth is not None:
+            raise CommandError("--kernel and --bandwidth do not apply to the dyadic classifier (--resolution).")
         return DyadicClassifier(resolution=args.resolution, **common)
-    return NadarayaWatsonClassifier(
-        kernel=args.kernel, bandwidth=args.bandwidth, n_neighbors=args.neighbors, **common
-    )
+    nw = {k: getattr(args, k) for k in ("kernel", "bandwidth") if getattr(args, k) is not None}
+    return NadarayaWatsonClassifier(n_neighbors=args.neighbors, **nw, **common)
 
 
 def _read_training(args: argparse.Namespace, path: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -103,7 +141,7 @@ def _read_training(args: argparse.Namespace, path: Path) -> tuple[np.ndarray, np
 
     columns = read_columns(path)
     check_columns(columns, [args.target], path, "target")
-    ids = list(args.id_columns)
+    ids = list(dict.fromkeys(args.id_columns or []))
     check_columns(columns, ids, path, "id")
     if args.target in ids:
         raise CommandError(f"--target {args.target!r} is also listed in --id-columns.")
@@ -150,22 +188,69 @@ def run(args: argparse.Namespace) -> int:
             f"{train}: target column {args.target!r} has a single class ({y[0]!r}) in {y.shape[0]} row(s); "
             "a classifier needs at least 2 classes."
         )
+    lipschitz, auto_note = args.lipschitz, None
+    if lipschitz == "auto":
+        lipschitz, auto_note = _auto_lipschitz(estimator, X, y, args.scale)
+    extra = {}
+    ids = list(dict.fromkeys(args.id_columns or []))
+    if ids and "id_columns" in inspect.signature(TableModel.fit).parameters:
+        extra["id_columns"] = ids  # recorded so that `nwbound predict` copies them by default
     try:
         model = TableModel.fit(
             estimator, X, y, features=features, scale=args.scale,
-            lipschitz=args.lipschitz, margin=args.margin, target=args.target,
+            lipschitz=lipschitz, margin=args.margin, target=args.target, **extra,
         )
     except (ValueError, TypeError) as exc:
         raise CommandError(f"cannot fit on {train}: {exc}") from None
     save_model(model, output, overwrite=args.overwrite)
     if not args.quiet:
         est = model.estimator
-        name, given, used = (
-            ("L", args.lipschitz, est.lipschitz) if args.lipschitz is not None else ("γ", args.margin, est.margin)
-        )
-        units = "" if model.scaler is None else f" (raw units; {used:.6g} after {args.scale} scaling)"
+        if auto_note is not None:
+            summary = auto_note
+        else:
+            name, given, used = (
+                ("L", lipschitz, est.lipschitz) if lipschitz is not None else ("γ", args.margin, est.margin)
+            )
+            units = "" if model.scaler is None else f" (raw units; {used:.6g} after {args.scale} scaling)"
+            summary = f"{name} = {given:g}{units}"
         print(
             f"Fitted {type(est).__name__} on {X.shape[0]} rows of {train}: {len(features)} features, "
-            f"classes {[str(c) for c in est.classes_]}, {name} = {given:g}{units}. Wrote {output}."
+            f"classes {[str(c) for c in est.classes_]}, {summary}. Wrote {output}."
         )
+        _training_usefulness(model, X)
     return 0
+
+
+def _auto_lipschitz(estimator, X: np.ndarray, y: np.ndarray, scale: str) -> tuple[None, str]:
+    """Set the estimator's L from the pilot-Strongin estimate in the units it sees; describe it.
+
+    Returns ``(None, text)``: None tells TableModel.fit to keep the
+    estimator's L as it is (already in scaled units).
+    """
+    from ..assumptions import strongin_lipschitz
+    from ..io import FeatureScaler
+    from .main import CommandError
+
+    Xs = X if scale == "none" else FeatureScaler.fit(X, scale).transform(X)
+    try:
+        est = strongin_lipschitz(Xs, y, safety_factor=AUTO_SAFETY_FACTOR, random_state=0)
+    except ValueError as exc:
+        raise CommandError(f"--lipschitz auto: cannot estimate L ({exc}); give --lipschitz L.") from None
+    estimator.set_params(lipschitz=float(est.value))
+    units = "raw feature units" if scale == "none" else f"units after {scale} scaling, the units the classifier sees"
+    return None, (
+        f"L = {est.value:.4g} chosen by --lipschitz auto ({units}; pilot-Strongin slope {est.raw_value:.4g} "
+        f"× safety factor {est.safety_factor:g}; a heuristic, not a certificate)"
+    )
+
+
+def _training_usefulness(model, X: np.ndarray, n_probe: int = 2000) -> None:
+    """Warn when the bounds will be trivial: a preview on up to ``n_probe`` training rows."""
+    from ._usefulness import UsefulnessTally
+
+    rows = np.unique(np.linspace(0, X.shape[0] - 1, min(n_probe, X.shape[0])).round().astype(np.intp))
+    tally = UsefulnessTally()
+    tally.add(model.predict_interval(X[rows]))
+    text = tally.message(model)
+    if text:
+        print(text.replace("warning: ", "warning (previewed on training rows): ", 1), file=sys.stderr)

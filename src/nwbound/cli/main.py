@@ -2,7 +2,10 @@
 
 Sub-commands register through :data:`COMMANDS`: each module provides
 ``add_parser(subparsers)`` (which sets ``func`` on its parser) so adding a
-command never touches the others.
+command never touches the others. Only the module of the command being run
+is imported (``nwbound --help`` lists the commands from :data:`COMMANDS`), so
+``--help`` and ``--version`` import neither scikit-learn nor matplotlib from
+here.
 """
 
 from __future__ import annotations
@@ -14,15 +17,30 @@ from typing import Sequence
 
 __all__ = ["main", "CommandError", "COMMANDS"]
 
-# module (in nwbound.cli) → imported lazily so `nwbound --help` stays fast.
-COMMANDS: tuple[str, ...] = ("demo", "experiment", "fit", "predict", "evaluate")
+# command → one-line help; its module (nwbound.cli.<command>) is imported only when run.
+COMMANDS: dict[str, str] = {
+    "demo": "fit on synthetic data with known probabilities; print intervals and coverage; write a figure",
+    "experiment": "reproduce a table/figure of the paper into a results folder",
+    "fit": "fit a classifier with probability bounds on a CSV/Parquet table; save a model file",
+    "predict": "predict a CSV/Parquet table with a saved model: classes, bounds, certified/review flags",
+    "evaluate": "accuracy, certified share and the review queue against other rules on a labelled table",
+}
 
 
 class CommandError(Exception):
     """An error to show the user as one line (no traceback); exit code 2."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The sub-command named in ``argv`` (its first non-option word), if any."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; the full sub-parser only for ``command`` (all when None)."""
     from .. import __version__
 
     parser = argparse.ArgumentParser(
@@ -32,14 +50,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"nwbound {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMANDS:
-        importlib.import_module(f".{name}", __package__).add_parser(sub)
+    for name, help_text in COMMANDS.items():
+        if command is None or name == command:
+            importlib.import_module(f".{name}", __package__).add_parser(sub)
+        else:  # listed in --help without importing its module
+            sub.add_parser(name, help=help_text)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (0 success, 2 usage/data error)."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = _command_in(argv)
+    parser = build_parser(command if command is not None else "")
     args = parser.parse_args(argv)
     from ..utils import UserError as OutputError
 

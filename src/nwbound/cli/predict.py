@@ -1,12 +1,24 @@
 """``nwbound predict``: stream a table through a saved model into a reviewed prediction file.
 
-The output holds, per input row: the id columns exactly as given,
+The output holds, per input row: the id columns exactly as given (by
+default those the model was fitted with, when the table has them),
 ``predicted``, and for every class ``c`` the columns ``proba_<c>``,
-``lower_<c>``, ``upper_<c>``; then ``epsilon`` (the bound's half-width),
-``kappa`` (kernel mass), ``vacuous`` (no training data near the row: ε = 1)
-and ``review`` — true where the bound does not single out the predicted class
-(its lower bound is not above every other class's upper bound) or the
-prediction is vacuous (:func:`nwbound.metrics.review_flags`).
+``lower_<c>``, ``upper_<c>``; then ``epsilon`` (the bound's largest
+half-width), ``error_upper`` (1 − lower bound of the predicted class: a
+guaranteed ceiling on the probability that the predicted label is wrong),
+``kappa`` (kernel mass), ``vacuous`` (no training data near the row: κ = 0),
+``trivial`` (every class's interval is [0, 1]: the bound says nothing),
+``certified`` (the predicted class's lower bound is above every other class's
+upper bound) and ``review`` = not ``certified``: the rows a human should look at.
+
+Column lists (``--id-columns``, ``--features``) take one value per flag;
+repeat the flag or separate names by commas (``--id-columns patient,visit``),
+so that an option never swallows a positional file name.
+
+CSV output is spreadsheet-safe by default (a text cell starting with ``=``,
+``+``, ``-``, ``@``, tab or CR gets a leading ``'``; see
+:func:`nwbound.io.tables.escape_spreadsheet_cells`); ``--no-csv-escape``
+writes cells verbatim.
 
 DATA is read in chunks of ``--chunksize`` rows and the output is written
 chunk by chunk to a temporary file that is renamed into place at the end, so
@@ -22,9 +34,41 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["add_parser", "run", "model_features", "predict_chunks", "prediction_frame"]
+from ._usefulness import UsefulnessTally
+
+__all__ = ["add_parser", "run", "model_features", "predict_chunks", "prediction_frame", "column_list"]
 
 DEFAULT_CHUNKSIZE = 100_000
+
+
+def column_list(text: str) -> list[str]:
+    """argparse ``type=`` for one ``--id-columns``/``--features`` value: comma-separated names.
+
+    Examples
+    --------
+    >>> column_list("patient, visit")
+    ['patient', 'visit']
+    """
+    names = [t.strip() for t in str(text).split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"{text!r} holds an empty column name; separate names by single commas")
+    return names
+
+
+def add_column_list(parser: argparse.ArgumentParser, flag: str, help: str) -> None:
+    """A repeatable, comma-separated column-list option (never swallows a positional)."""
+    parser.add_argument(
+        flag, action="extend", type=column_list, default=None, metavar="COL[,COL…]",
+        help=help + " (repeat the option or separate names by commas)",
+    )
+
+
+def add_csv_escape(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-csv-escape", dest="csv_escape", action="store_false",
+        help="write CSV cells verbatim (default: a leading ' on text cells starting with = + - @ tab CR, "
+        "so that spreadsheets do not run them as formulas)",
+    )
 
 
 def add_parser(sub) -> None:
@@ -32,16 +76,20 @@ def add_parser(sub) -> None:
         "predict",
         help="predict a CSV/Parquet table with a saved model: classes, probability bounds, review flags",
         description="Stream DATA through MODEL (written by `nwbound fit` or nwbound.io.save_model) and "
-        "write predicted, proba_<c>, lower_<c>, upper_<c>, epsilon, kappa, vacuous and review columns "
-        "(review: the bound does not separate the top class from the others, or no training data is near). "
-        "Put MODEL and DATA before options that take lists (--id-columns).",
+        "write predicted, proba_<c>, lower_<c>, upper_<c>, epsilon, error_upper, kappa, vacuous, trivial, "
+        "certified and review columns (review = not certified: the bound does not separate the predicted "
+        "class from the others).",
     )
     p.add_argument("model", metavar="MODEL", help="model file (.npz)")
     p.add_argument("data", metavar="DATA", help="table to predict (.csv or .parquet)")
     p.add_argument("-o", "--output", required=True, help="output table (.csv or .parquet)")
-    p.add_argument("--id-columns", nargs="+", default=[], metavar="COL", help="columns copied to the output as given")
+    add_column_list(
+        p, "--id-columns",
+        "columns copied to the output as given (default: the model's id columns found in DATA)",
+    )
     p.add_argument("--chunksize", type=int, default=DEFAULT_CHUNKSIZE, help=f"rows per chunk (default {DEFAULT_CHUNKSIZE})")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    add_csv_escape(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.set_defaults(func=run)
 
@@ -105,7 +153,7 @@ def predict_chunks(
     desc: str = "predict",
 ) -> Iterator[tuple[Any, Any, int]]:
     """Yield ``(chunk, interval, first_row)`` for each chunk of the table at ``path``."""
-    from ..experiments.progress import progress
+    from ..utils import progress
     from ..io.tables import feature_matrix, iter_table_chunks
 
     columns = list(dict.fromkeys([*id_columns, *features, *text_columns]))
@@ -130,18 +178,20 @@ def prediction_frame(chunk: Any, interval: Any, classes: np.ndarray, id_columns:
     """The output columns for one chunk (see the module docs)."""
     import pandas as pd
 
-    from ..metrics import review_flags
-
-    top = np.argmax(interval.proba, axis=1)
+    top = interval.predicted_index
     out: dict[str, Any] = {c: chunk[c].to_numpy() for c in id_columns}
     out["predicted"] = classes[top]
     for prefix, arr in (("proba", interval.proba), ("lower", interval.lower), ("upper", interval.upper)):
         for j, c in enumerate(classes):
             out[f"{prefix}_{c}"] = arr[:, j]
     out["epsilon"] = interval.epsilon.max(axis=1)
+    out["error_upper"] = interval.error_upper
     out["kappa"] = interval.kappa
     out["vacuous"] = np.asarray(interval.vacuous, dtype=bool)
-    out["review"] = review_flags(interval)
+    out["trivial"] = interval.trivial
+    certified = interval.certified
+    out["certified"] = certified
+    out["review"] = ~certified
     return pd.DataFrame(out)
 
 
@@ -149,7 +199,30 @@ def output_columns(classes: np.ndarray) -> list[str]:
     names = ["predicted"]
     for prefix in ("proba", "lower", "upper"):
         names += [f"{prefix}_{c}" for c in classes]
-    return names + ["epsilon", "kappa", "vacuous", "review"]
+    return names + ["epsilon", "error_upper", "kappa", "vacuous", "trivial", "certified", "review"]
+
+
+def model_id_columns(model: Any) -> list[str]:
+    """The id columns the model was fitted with (empty when it does not record them)."""
+    return [str(c) for c in (getattr(model, "id_columns", None) or ())]
+
+
+def resolve_id_columns(given: Sequence[str] | None, model: Any, columns: Sequence[str], path: Path, quiet: bool) -> list[str]:
+    """``--id-columns`` as given (checked), or by default the model's id columns present in the table."""
+    import sys
+
+    from ..io.tables import check_columns
+
+    if given is not None:
+        ids = list(dict.fromkeys(given))
+        check_columns(columns, ids, path, "id")
+        return ids
+    fitted = model_id_columns(model)
+    ids = [c for c in fitted if c in set(columns)]
+    missing = [c for c in fitted if c not in set(columns)]
+    if missing and not quiet:
+        print(f"note: the model's id column(s) {missing} are not in {path}; not copied.", file=sys.stderr)
+    return ids
 
 
 def load_for_table(model_path: str, data_path: str) -> tuple[Any, Path, list[str]]:
@@ -192,17 +265,15 @@ def run(args: argparse.Namespace) -> int:
     model, data, columns = load_for_table(args.model, args.data)
     if output.resolve() == data.resolve():
         raise CommandError(f"Output {output} is the input table; choose another output file.")
-    ids = list(args.id_columns)
-    from ..io.tables import check_columns
-
-    check_columns(columns, ids, data, "id")
+    ids = resolve_id_columns(args.id_columns, model, columns, data, args.quiet)
     features = model_features(model, columns, ids, data)
     classes = np.asarray(model.classes_)
     clash = sorted(set(ids) & set(output_columns(classes)))
     if clash:
         raise CommandError(f"Id columns {clash} clash with output column names; rename them in {data}.")
-    n_rows = n_review = 0
-    with TableWriter(output, overwrite=args.overwrite) as writer:
+    n_rows = n_review = n_trivial = 0
+    usefulness = UsefulnessTally()
+    with TableWriter(output, overwrite=args.overwrite, csv_escape=args.csv_escape) as writer:
         for chunk, interval, _ in predict_chunks(
             model, data, features, chunksize=args.chunksize, id_columns=ids, quiet=args.quiet
         ):
@@ -210,11 +281,15 @@ def run(args: argparse.Namespace) -> int:
             writer.write(frame)
             n_rows += len(frame)
             n_review += int(frame["review"].sum())
+            n_trivial += int(frame["trivial"].sum())
+            usefulness.add(interval)
         if n_rows == 0:
             raise CommandError(f"{data} has no data rows; nothing to predict.")
     if not args.quiet:
         print(
-            f"Predicted {n_rows} rows of {data}; {n_review} ({n_review / n_rows:.1%}) flagged for review. "
-            f"Wrote {output}."
+            f"Predicted {n_rows} rows of {data}: {n_rows - n_review} ({1 - n_review / n_rows:.1%}) certified, "
+            f"{n_review} ({n_review / n_rows:.1%}) to review (not certified), {n_trivial} "
+            f"({n_trivial / n_rows:.1%}) with a trivial bound. Wrote {output}."
         )
+        usefulness.report(model)
     return 0
