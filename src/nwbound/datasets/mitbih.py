@@ -84,6 +84,7 @@ __all__ = [
     "ecg_features",
     "load_kaggle_csv",
     "load_mitbih_beats",
+    "load_mitbih_signal",
     "paper_features",
     "rhythm_features",
     "split_beats",
@@ -892,6 +893,56 @@ def load_mitbih_beats(
              "key": np.array(key)},
         )  # fmt: skip
     return beats
+
+
+def load_mitbih_signal(
+    data_dir: str | os.PathLike[str],
+    record: str | int,
+    *,
+    lead: str = "MLII",
+    missing_lead: Literal["first", "error"] = "first",
+) -> tuple[np.ndarray, float, str]:
+    """Read one lead of one MIT-BIH record in physical units (mV), with the same checks.
+
+    Parameters
+    ----------
+    data_dir : path-like
+        Directory with the WFDB files.
+    record : str or int
+        Record id, e.g. ``"232"``.
+    lead : str, default "MLII"
+        Signal name of the lead.
+    missing_lead : {"first", "error"}, default "first"
+        Use the first channel where ``lead`` is missing, or raise.
+
+    Returns
+    -------
+    signal : ndarray of shape (n_samples,), float64
+    fs : float
+        Sampling rate (Hz).
+    lead_used : str
+        The signal name actually read.
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        As :func:`load_mitbih_beats`.
+
+    Examples
+    --------
+    >>> x, fs, used = load_mitbih_signal("tests/data/mitdb_excerpt", "114")  # doctest: +SKIP
+    >>> x.shape, fs, used  # doctest: +SKIP
+    ((43200,), 360.0, 'MLII')
+    """
+    if missing_lead not in ("first", "error"):
+        raise ValueError(f"missing_lead must be 'first' or 'error', got {missing_lead!r}")
+    if not isinstance(lead, str) or not lead:
+        raise TypeError(f"lead must be a signal name such as 'MLII', got {lead!r}")
+    data_dir = Path(data_dir).expanduser()
+    (name,) = _resolve_records(data_dir, [record], download=False)
+    header = _read_header(data_dir, name)
+    x, used = _read_signal(data_dir, name, header, lead, missing_lead)
+    return x, float(header.fs), used
 
 
 def load_kaggle_csv(path: str | os.PathLike[str], *, length: int = 187) -> BeatSet:
