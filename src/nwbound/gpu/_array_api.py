@@ -1,0 +1,484 @@
+"""The regular classifier's kernel statistics in the input's own array namespace.
+
+One pass per query block, on the device the arrays live on (NumPy, PyTorch CPU/CUDA, CuPy,
+``array_api_strict``; anything :mod:`array_api_compat` wraps):
+
+* ``d̃² = ‖q'‖² + ‖x'‖² − 2 q'·x'`` with ``q' = q − c``, ``x' = x − c`` and ``c`` the training
+  set's bounding-box midpoint (as the CPU engine, :mod:`nwbound.estimators._sums`: centring shrinks
+  the norms and so the cancellation error of the expanded formula);
+* ``K = K(d̃²/λ²)``, ``class_sums = K @ onehot``, ``sq_sum = Σ (w K)²``,
+  ``dist_sum = Σ w K d⁺`` with ``d⁺`` an upper bound of the exact distance (below), and an
+  optional histogram of ``u² = d̃²/λ²`` over equal bins of [0, 1] (weights ``w``).
+
+**Precision.** The distance product runs in float32 (default) or float64 with full-precision
+accumulation. TF32 and bfloat16 are never used: their rounding (2⁻¹¹ and 2⁻⁸ per operand) is
+three to five orders above float32's and this module does not add it to ε. PyTorch's
+``float32_matmul_precision`` is set to ``"highest"`` for the duration of the call and restored.
+
+**The distance bound** (``u`` the unit roundoff of the compute dtype, ``m`` the number of
+features, ``γ_k = k·u/(1 − k·u)``). Centring is done in float64 and rounded once to the compute
+dtype, which moves every point by at most ``u·‖x'‖`` (plus float64 rounding), so the distance
+between the rounded points differs from the exact one by at most
+``η = (u + 2⁻⁵⁰)(‖q'‖ + R)`` with ``R = max ‖x'‖``. The dot product and the norms, summed in any
+order, err by at most ``γ_m`` times ``‖q'‖‖x'‖`` and the squared norms (Higham, *Accuracy and
+Stability of Numerical Algorithms*, §3.1, with Cauchy-Schwarz), and the two additions by two more
+roundings, so ``|d̃² − d²_rounded| ≤ E = γ_{m+2}(‖q'‖ + R)²``. Hence
+
+    d ≤ d⁺ = (1 + 8u)·(sqrt(max(d̃², 0) + E) + η),
+
+the factor covering the square root and the last two operations. ``dist_sum`` is summed in
+float64. Kernel values are evaluated at ``d̃²``: any deterministic weights in [0, 1] that depend on
+the inputs only keep the bound valid, as long as the distances in ``D`` are upper bounds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+
+from .._validation import check_choice, check_int_range, check_positive
+from ..kernels import Kernel, get_kernel
+
+__all__ = [
+    "KernelStatistics",
+    "DeviceTrainingSet",
+    "kernel_statistics",
+    "array_namespace_of",
+    "SUPPORTED_KERNELS",
+    "HISTOGRAM_KERNELS",
+]
+
+# Kernels evaluated in closed form from u² (name → truncation radius², inf: none).
+SUPPORTED_KERNELS: dict[str, float] = {
+    "epanechnikov": 1.0,
+    "quartic": 1.0,
+    "triweight": 1.0,
+    "boxcar": 1.0,
+    "gaussian": 9.0,
+    "gaussian_untruncated": math.inf,
+}
+# Kernels whose support is the unit ball: the histogram's bins cover it exactly.
+HISTOGRAM_KERNELS: tuple[str, ...] = ("epanechnikov", "quartic", "triweight", "boxcar")
+# Bytes of temporaries per element of a (query block × training set) tile:
+# d̃², K, d⁺ and one product, in the compute dtype.
+_TEMPORARIES = 4
+
+
+def array_namespace_of(*arrays: Any) -> Any:
+    """The array-API namespace shared by ``arrays`` (via :mod:`array_api_compat`).
+
+    Raises
+    ------
+    ImportError
+        When ``array_api_compat`` is not installed (the ``arrayapi`` extra).
+    TypeError
+        When the arrays come from different libraries.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.gpu import array_namespace_of
+    >>> array_namespace_of(np.zeros(2)).__name__
+    'array_api_compat.numpy'
+    """
+    try:
+        import array_api_compat
+    except ImportError as exc:  # optional extra
+        raise ImportError(
+            "nwbound.gpu needs array_api_compat: pip install 'nwbound[arrayapi]' (or array-api-compat)."
+        ) from exc
+    try:
+        return array_api_compat.array_namespace(*arrays)
+    except TypeError as exc:
+        raise TypeError(
+            "Xq, X_train and onehot must be arrays of one library (all NumPy, all PyTorch, all CuPy, ...): "
+            f"{exc}"
+        ) from exc
+
+
+@dataclass(frozen=True)
+class KernelStatistics:
+    """Per-query kernel statistics of the regular classifier, in the inputs' namespace and device.
+
+    Every sum is float64 (the products and kernel values are in the compute dtype).
+
+    Attributes
+    ----------
+    class_sums : array of shape (n_queries, n_classes)
+        ``Σ_i K_i·onehot[i, c]`` (with a weighted one-hot, ``Σ w_i K_i 1{c_i = c}``).
+    sq_sum : array of shape (n_queries,)
+        ``Σ_i (w_i K_i)²`` with ``w_i`` the row sums of ``onehot``.
+    dist_sum : array of shape (n_queries,) or None
+        ``Σ_i w_i K_i d⁺_i``, ``d⁺_i ≥ ‖y − y_i‖`` (see the module's distance bound); float64.
+    histogram : array of shape (n_queries, n_bins) or None
+        ``Σ_i w_i`` over the training points with ``u² = d̃²/λ²`` in bin ``b`` of ``n_bins`` equal bins
+        of [0, 1] (``u² = 1`` in the last); points outside the support are not counted.
+    d2_error : array of shape (n_queries,)
+        The bound ``E`` on the rounding error of every computed squared distance of the query.
+    """
+
+    class_sums: Any
+    sq_sum: Any
+    dist_sum: Any | None
+    histogram: Any | None
+    d2_error: Any
+
+    @property
+    def kappa(self) -> Any:
+        """``κ = Σ_c class_sums[:, c]``."""
+        xp = array_namespace_of(self.class_sums)
+        return xp.sum(self.class_sums, axis=1)
+
+    def to_numpy(self) -> "KernelStatistics":
+        """The same statistics as NumPy float64 arrays (one host copy each)."""
+        return KernelStatistics(*(None if a is None else _to_numpy(a) for a in (
+            self.class_sums, self.sq_sum, self.dist_sum, self.histogram, self.d2_error)))
+
+
+def _to_numpy(a: Any) -> np.ndarray:
+    if hasattr(a, "get") and type(a).__module__.startswith("cupy"):
+        a = a.get()
+    elif hasattr(a, "detach"):  # torch
+        a = a.detach().cpu().numpy()
+    elif not isinstance(a, np.ndarray):
+        a = np.from_dlpack(a) if hasattr(a, "__dlpack__") else np.asarray(a)
+    return np.asarray(a, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class DeviceTrainingSet:
+    """Training points centred and rounded once, on their device (reusable across calls).
+
+    Build it with :meth:`build`; pass it as ``X_train`` to :func:`kernel_statistics` (with
+    ``onehot=None``) to skip the per-call preparation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.gpu import DeviceTrainingSet
+    >>> X = np.array([[0.0, 0.0], [1.0, 2.0]])
+    >>> train = DeviceTrainingSet.build(X, np.eye(2))
+    >>> train.center.tolist(), train.centred.dtype
+    ([0.5, 1.0], dtype('float32'))
+    """
+
+    centred: Any  # (n, m) x − c, compute dtype
+    sqnorm: Any  # (n,) ‖x'‖², compute dtype
+    onehot: Any  # (n, C) compute dtype
+    weights: Any  # (n,) row sums of onehot, compute dtype
+    center: Any  # (m,) float64
+    max_norm: float  # R = max ‖x'‖ (float64 from the rounded points, rounded up)
+    dtype: Any
+
+    @classmethod
+    def build(cls, X_train: Any, onehot: Any, *, dtype: str = "float32") -> "DeviceTrainingSet":
+        """Centre ``X_train`` at its bounding-box midpoint and round it to ``dtype``.
+
+        Parameters
+        ----------
+        X_train : array of shape (n_train, n_features)
+            Finite training points.
+        onehot : array of shape (n_train, n_classes)
+            Non-negative (weighted) one-hot class membership: row ``i`` is ``w_i·e_{c_i}``.
+        dtype : {"float32", "float64"}, default="float32"
+            Compute dtype of the distance product.
+        """
+        xp = array_namespace_of(X_train, onehot)
+        check_choice(dtype, "dtype", ("float32", "float64"))
+        X_train = _check_matrix(xp, X_train, "X_train")
+        onehot = _check_matrix(xp, onehot, "onehot")
+        if onehot.shape[0] != X_train.shape[0]:
+            raise ValueError(
+                f"onehot must have one row per training point: got {onehot.shape[0]} rows for "
+                f"{X_train.shape[0]} training points."
+            )
+        if X_train.shape[0] == 0:
+            raise ValueError("X_train is empty: fit on at least one training point.")
+        if not bool(xp.all(onehot >= 0)):
+            raise ValueError("onehot must be non-negative (a weighted one-hot: w_i ≥ 0 in column c_i).")
+        cdt = getattr(xp, dtype)
+        X64 = xp.astype(X_train, xp.float64)
+        center = 0.5 * (xp.min(X64, axis=0) + xp.max(X64, axis=0))
+        centred = xp.astype(X64 - center, cdt)
+        sqnorm = xp.sum(centred * centred, axis=1)
+        c64 = xp.astype(centred, xp.float64)
+        max_norm = float(xp.max(xp.sqrt(xp.sum(c64 * c64, axis=1))))
+        oh = xp.astype(onehot, cdt)
+        return cls(
+            centred=centred,
+            sqnorm=sqnorm,
+            onehot=oh,
+            weights=xp.sum(oh, axis=1),
+            center=center,
+            max_norm=max_norm * (1.0 + 1e-12),
+            dtype=cdt,
+        )
+
+    @property
+    def n_features(self) -> int:
+        return int(self.centred.shape[1])
+
+
+def _check_matrix(xp: Any, a: Any, name: str) -> Any:
+    if getattr(a, "ndim", None) != 2:
+        raise ValueError(f"{name} must be a 2-D array (rows = points), got shape {getattr(a, 'shape', None)}.")
+    if not xp.isdtype(a.dtype, ("real floating", "integral")) or xp.isdtype(a.dtype, "bool"):
+        raise TypeError(f"{name} must hold real numbers, got dtype {a.dtype}.")
+    if xp.isdtype(a.dtype, "real floating") and not bool(xp.all(xp.isfinite(a))):
+        raise ValueError(f"{name} contains NaN or inf: remove or impute those values first.")
+    return a
+
+
+def _kernel_name(kernel: str | Kernel) -> str:
+    k = get_kernel(kernel)
+    if k.name not in SUPPORTED_KERNELS or (k.name == "gaussian" and k.radius != 3.0):
+        raise ValueError(
+            f"kernel {k.name!r} has no array-API implementation here; use one of "
+            f"{', '.join(SUPPORTED_KERNELS)} (the Gaussian truncated at 3), or the CPU estimator."
+        )
+    return k.name
+
+
+def kernel_of_u2(xp: Any, u2: Any, name: str) -> Any:
+    """``K`` of the squared scaled distance ``u²`` (≥ 0) for a kernel of :data:`SUPPORTED_KERNELS`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from array_api_compat import numpy as xp
+    >>> from nwbound.gpu._array_api import kernel_of_u2
+    >>> kernel_of_u2(xp, np.array([0.0, 0.25, 1.5]), "epanechnikov").tolist()
+    [1.0, 0.75, 0.0]
+    """
+    if name == "boxcar":
+        return xp.astype(u2 <= 1.0, u2.dtype)
+    if name in ("gaussian", "gaussian_untruncated"):
+        k = xp.exp(-0.5 * u2)
+        return k if name == "gaussian_untruncated" else xp.where(u2 <= SUPPORTED_KERNELS[name], k, 0.0)
+    base = xp.clip(1.0 - u2, 0.0, None) if hasattr(xp, "clip") else xp.where(u2 < 1.0, 1.0 - u2, 0.0)
+    if name == "quartic":
+        return base * base
+    if name == "triweight":
+        return base * base * base
+    return base
+
+
+@contextlib.contextmanager
+def full_precision_matmul(xp: Any) -> Iterator[None]:
+    """PyTorch: float32 products in full precision (no TF32) for the block, restored after."""
+    try:
+        from array_api_compat import is_torch_namespace
+    except ImportError:  # pragma: no cover - array_namespace_of already required it
+        yield
+        return
+    if not is_torch_namespace(xp):
+        yield
+        return
+    import torch
+
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(previous)
+
+
+def unit_roundoff(xp: Any, dtype: Any) -> float:
+    """Half the machine epsilon of ``dtype``."""
+    return float(xp.finfo(dtype).eps) / 2.0
+
+
+def distance_error_bounds(xp: Any, q_sqnorm64: Any, train: DeviceTrainingSet) -> tuple[Any, Any]:
+    """Per-query bounds ``(E, η)`` of the module docstring, from float64 ‖q'‖²."""
+    u = unit_roundoff(xp, train.dtype)
+    k = train.n_features + 2
+    gamma = k * u / (1.0 - k * u)
+    reach = xp.sqrt(q_sqnorm64) + train.max_norm
+    return gamma * reach * reach, (u + 2.0**-50) * reach
+
+
+def kernel_statistics(
+    Xq: Any,
+    X_train: Any,
+    onehot: Any | None = None,
+    *,
+    kernel: str | Kernel = "epanechnikov",
+    bandwidth: float,
+    need_dist: bool = True,
+    histogram_bins: int = 0,
+    block_rows: int | None = None,
+    dtype: str = "float32",
+    engine: str = "auto",
+    precision: str = "ieee",
+    working_memory: float | None = None,
+) -> KernelStatistics:
+    """Kernel statistics of every query against every training point, on the inputs' device.
+
+    Parameters
+    ----------
+    Xq : array of shape (n_queries, n_features)
+        Queries (NumPy, PyTorch, CuPy or any array-API array); results come back in the same
+        namespace and on the same device.
+    X_train : array of shape (n_train, n_features) or DeviceTrainingSet
+        Training points, same namespace and device as ``Xq``; or a prepared
+        :class:`DeviceTrainingSet` (then ``onehot`` must be None).
+    onehot : array of shape (n_train, n_classes) or None
+        Weighted one-hot class membership (``w_i`` in column ``c_i``).
+    kernel : str or Kernel, default="epanechnikov"
+        One of :data:`SUPPORTED_KERNELS`.
+    bandwidth : float
+        ``λ > 0``.
+    need_dist : bool, default=True
+        Compute ``dist_sum``.
+    histogram_bins : int, default=0
+        ``B > 0``: also the histogram of ``u²`` over ``B`` equal bins of [0, 1] (kernels of
+        :data:`HISTOGRAM_KERNELS` only, whose support is exactly that interval).
+    block_rows : int or None, default=None
+        Queries per block (array-API engine); None: as many as fit in ``working_memory``.
+    dtype : {"float32", "float64"}, default="float32"
+        Compute dtype of the distance product (never TF32; see the module docstring).
+    engine : {"auto", "array_api", "triton"}, default="auto"
+        ``"triton"``: the fused kernel of :mod:`nwbound.gpu._triton` (PyTorch or CuPy arrays on a
+        CUDA device, Triton installed, float32); ``"auto"``: that where it applies, else the
+        array-API engine.
+    precision : {"ieee", "tf32x3"}, default="ieee"
+        Triton engine only: the dot's ``input_precision``. ``"tf32x3"`` uses the tensor cores with a
+        wider, hardware-model-based distance error bound (see :mod:`nwbound.gpu._triton`).
+    working_memory : float or None, default=None
+        MiB for the block temporaries (None: scikit-learn's ``working_memory``).
+
+    Returns
+    -------
+    KernelStatistics
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.gpu import kernel_statistics
+    >>> X = np.array([[0.0], [0.5], [3.0]])
+    >>> onehot = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
+    >>> st = kernel_statistics(np.array([[0.0]]), X, onehot, bandwidth=1.0, histogram_bins=2)
+    >>> np.round(st.class_sums, 6).tolist(), np.round(st.histogram, 6).tolist()
+    ([[1.0, 0.75]], [[2.0, 0.0]])
+    >>> float(st.dist_sum[0]) >= 0.75 * 0.5  # an upper bound of Σ K·d (exact: 0.375)
+    True
+    """
+    check_choice(engine, "engine", ("auto", "array_api", "triton"))
+    check_choice(dtype, "dtype", ("float32", "float64"))
+    check_choice(precision, "precision", ("ieee", "tf32x3"))
+    lam = check_positive(bandwidth, "bandwidth")
+    name = _kernel_name(kernel)
+    bins = check_int_range(histogram_bins, "histogram_bins", 0, 4096)
+    if bins and name not in HISTOGRAM_KERNELS:
+        raise ValueError(
+            f"histogram_bins needs a kernel supported on the unit ball ({', '.join(HISTOGRAM_KERNELS)}); "
+            f"got kernel {name!r}. Use histogram_bins=0."
+        )
+    if block_rows is not None:
+        block_rows = check_int_range(block_rows, "block_rows", 1)
+    if not isinstance(need_dist, (bool, np.bool_)):
+        raise TypeError(f"need_dist must be True or False, got {need_dist!r}.")
+    if isinstance(X_train, DeviceTrainingSet):
+        if onehot is not None:
+            raise ValueError("Pass onehot=None with a DeviceTrainingSet: it already holds the labels.")
+        train = X_train
+        if str(train.dtype).rsplit(".", 1)[-1] != dtype:
+            raise ValueError(f"The DeviceTrainingSet was built with {train.dtype}, not dtype={dtype!r}: rebuild it.")
+        xp = array_namespace_of(Xq, train.centred)
+    else:
+        if onehot is None:
+            raise ValueError("onehot is required with a raw X_train (or pass a DeviceTrainingSet).")
+        xp = array_namespace_of(Xq, X_train, onehot)
+        train = DeviceTrainingSet.build(X_train, onehot, dtype=dtype)
+    Xq = _check_matrix(xp, Xq, "Xq")
+    if Xq.shape[1] != train.n_features:
+        raise ValueError(
+            f"Xq has {Xq.shape[1]} features but the training set has {train.n_features}: "
+            "queries must be in the same feature space (and scaling) as X_train."
+        )
+    from ._triton import triton_applies  # lazy: only probes, never imports triton eagerly
+
+    use_triton = engine == "triton" or (engine == "auto" and triton_applies(xp, Xq, dtype, reason=False))
+    if use_triton:
+        if engine == "triton":
+            triton_applies(xp, Xq, dtype, reason=True)  # raises with the reason when it cannot run
+        from ._triton import triton_kernel_statistics
+
+        return triton_kernel_statistics(
+            Xq, train, name, lam, need_dist=bool(need_dist), histogram_bins=bins, precision=precision
+        )
+    if precision != "ieee":
+        raise ValueError("precision='tf32x3' needs the Triton engine (CUDA tensors, triton installed); use 'ieee'.")
+    return _array_api_statistics(xp, Xq, train, name, lam, bool(need_dist), bins, block_rows, working_memory)
+
+
+def _array_api_statistics(
+    xp: Any, Xq: Any, train: DeviceTrainingSet, name: str, lam: float, need_dist: bool, bins: int,
+    block_rows: int | None, working_memory: float | None,
+) -> KernelStatistics:
+    from ..estimators._sums import block_rows as rows_for_memory
+
+    n_q, n_train = int(Xq.shape[0]), int(train.centred.shape[0])
+    cdt = train.dtype
+    itemsize = 4 if cdt == xp.float32 else 8
+    if block_rows is None:
+        block_rows = rows_for_memory(_TEMPORARIES * itemsize * n_train, max(n_q, 1), working_memory)
+    inv_lam2 = 1.0 / (lam * lam)
+    u = unit_roundoff(xp, cdt)
+    q64 = xp.astype(Xq, xp.float64) - train.center
+    qc = xp.astype(q64, cdt)
+    qc64 = xp.astype(qc, xp.float64)
+    q_sq64 = xp.sum(qc64 * qc64, axis=1)
+    d2_err, eta = distance_error_bounds(xp, q_sq64, train)
+    w2 = train.weights * train.weights
+    parts: dict[str, list] = {"cs": [], "sq": [], "ds": [], "h": []}
+    with full_precision_matmul(xp):
+        for s in range(0, n_q, block_rows):  # blocks of queries: bounded memory
+            e = min(s + block_rows, n_q)
+            qb = qc[s:e, :]
+            qn = xp.sum(qb * qb, axis=1)
+            d2 = (qn[:, None] + train.sqnorm[None, :]) - 2.0 * xp.matmul(qb, xp.matrix_transpose(train.centred))
+            d2 = xp.where(d2 > 0.0, d2, 0.0)
+            u2 = d2 * inv_lam2
+            k = kernel_of_u2(xp, u2, name)
+            parts["cs"].append(xp.astype(xp.matmul(k, train.onehot), xp.float64))
+            parts["sq"].append(xp.sum((k * k) * w2[None, :], axis=1, dtype=xp.float64))
+            if need_dist:
+                err_b = xp.astype(d2_err[s:e], cdt)[:, None]
+                dplus = xp.sqrt(d2 + err_b) + xp.astype(eta[s:e], cdt)[:, None]
+                kd = (k * train.weights[None, :]) * dplus
+                parts["ds"].append(xp.sum(kd, axis=1, dtype=xp.float64) * (1.0 + 8.0 * u))
+            if bins:
+                index = xp.astype(xp.floor(u2 * float(bins)), xp.int64)
+                index = xp.where(u2 == 1.0, bins - 1, index)  # u² = 1 belongs to the last bin
+                w_row = train.weights[None, :]
+                cols = [xp.sum(xp.where(index == b, w_row, 0.0), axis=1, dtype=xp.float64) for b in range(bins)]
+                parts["h"].append(xp.stack(cols, axis=1))
+    if n_q == 0:
+        n_cls = int(train.onehot.shape[1])
+        empty = xp.zeros((0,), dtype=xp.float64, device=_device(Xq))
+        return KernelStatistics(
+            class_sums=xp.zeros((0, n_cls), dtype=xp.float64, device=_device(Xq)),
+            sq_sum=empty, dist_sum=empty if need_dist else None,
+            histogram=xp.zeros((0, bins), dtype=xp.float64, device=_device(Xq)) if bins else None,
+            d2_error=d2_err,
+        )
+    return KernelStatistics(
+        class_sums=xp.concat(parts["cs"], axis=0),
+        sq_sum=xp.concat(parts["sq"], axis=0),
+        dist_sum=xp.concat(parts["ds"], axis=0) if need_dist else None,
+        histogram=xp.concat(parts["h"], axis=0) if bins else None,
+        d2_error=d2_err,
+    )
+
+
+def _device(a: Any) -> Any:
+    from array_api_compat import device
+
+    return device(a)
