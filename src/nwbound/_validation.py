@@ -14,6 +14,7 @@ __all__ = [
     "check_int_range",
     "check_dtype",
     "check_beta",
+    "check_n_jobs",
 ]
 
 
@@ -80,3 +81,14 @@ def check_beta(lipschitz: object, margin: object, *, required: bool) -> float | 
             "(the distance separating different classes)."
         )
     return None
+
+
+def check_n_jobs(value: object) -> int | None:
+    """None, a positive int, or a negative int counted back from the cores (-1: all, -2: all but one)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value == 0:
+        raise ValueError(
+            f"n_jobs must be None, a positive int, or a negative int (-1: all cores, -2: all but one), got {value!r}."
+        )
+    return int(value)

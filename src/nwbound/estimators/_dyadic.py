@@ -12,12 +12,15 @@ to the box, which keeps the bound valid.
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_int_range
 from ..kernels import Kernel, get_kernel
 from ._base import BoundedClassifierBase
+from ._state import state_array, state_classes, state_scalar
 from ._statistics import KernelStatistics
 
 __all__ = ["DyadicClassifier"]
@@ -77,27 +80,173 @@ class DyadicClassifier(BoundedClassifierBase):
     ck = None
 
     def fit(self, X, y, sample_weight=None) -> "DyadicClassifier":
-        """Count the weighted labels of each occupied cell."""
-        m = check_int_range(self.resolution, "resolution", 1, 30, hint="Cells have side 2^-resolution of each feature's range.")
+        """Count the weighted labels of each occupied cell.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import DyadicClassifier
+        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> DyadicClassifier(resolution=2).fit(X, y).n_cells_
+        4
+        """
+        m = self._check_resolution()
         X, labels, weights = self._validate_training_data(X, y, sample_weight, np.float64)
-        self._validate_bound_params(get_kernel("boxcar"), bound_required=False)
         low, high = X.min(axis=0), X.max(axis=0)
         span = np.where(high > low, high - low, 1.0)
-        self._low, self._span, self._n_side = low, span, 2**m
-        self.cell_diameter_ = float(np.linalg.norm(span) / 2**m)
+        self._set_grid(low, span, m)
         keys = self._keys(self._cells(X)[0])
-        self.cell_keys_, inverse = np.unique(keys, return_inverse=True)
+        keys, inverse = np.unique(keys, return_inverse=True)
         w = np.ones(X.shape[0]) if weights is None else weights.astype(np.float64)
         n_classes = self.classes_.shape[0]
-        n_cells = self.cell_keys_.shape[0]
+        n_cells = keys.shape[0]
         flat = inverse * n_classes + labels
-        self.cell_class_sums_ = np.bincount(flat, weights=w, minlength=n_cells * n_classes).reshape(n_cells, n_classes)
-        self.cell_sq_sums_ = np.bincount(inverse, weights=w * w, minlength=n_cells)
-        self.cell_weight_max_ = np.zeros(n_cells)
-        np.maximum.at(self.cell_weight_max_, inverse, w)
-        self.n_cells_ = n_cells
+        weight_max = np.zeros(n_cells)
+        np.maximum.at(weight_max, inverse, w)
+        return self._install(
+            keys,
+            np.bincount(flat, weights=w, minlength=n_cells * n_classes).reshape(n_cells, n_classes),
+            np.bincount(inverse, weights=w * w, minlength=n_cells),
+            weight_max,
+        )
+
+    def _check_resolution(self) -> int:
+        return check_int_range(self.resolution, "resolution", 1, 30, hint="Cells have side 2^-resolution of each feature's range.")
+
+    def _set_grid(self, low: np.ndarray, span: np.ndarray, m: int) -> None:
+        self._low, self._span, self._n_side = low, span, 2**m
+        self.cell_diameter_ = float(np.linalg.norm(span) / 2**m)
+
+    def _install(self, keys, class_sums, sq_sums, weight_max) -> "DyadicClassifier":
+        """The one place a fitted state is set up, from ``fit`` or :meth:`set_fitted_state`."""
+        self._validate_bound_params(get_kernel("boxcar"), bound_required=False)
+        self.cell_keys_ = keys
+        self.cell_class_sums_ = class_sums
+        self.cell_sq_sums_ = sq_sums
+        self.cell_weight_max_ = weight_max
+        self.n_cells_ = keys.shape[0]
         self._fit_complete = True
         return self
+
+    def get_fitted_state(self) -> dict[str, Any]:
+        """Everything ``fit`` computed, as plain arrays and scalars.
+
+        Returns
+        -------
+        dict
+            ``classes_``, ``class_prior_``, ``n_features_in_``, ``grid_low`` and
+            ``grid_span`` (the box the cells tile), ``cell_keys_``,
+            ``cell_class_sums_``, ``cell_sq_sums_``, ``cell_weight_max_`` and,
+            when fitted on named features, ``feature_names_in_``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import DyadicClassifier
+        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> state = DyadicClassifier(resolution=2).fit(X, y).get_fitted_state()
+        >>> DyadicClassifier(resolution=2).set_fitted_state(state).predict([[0.9]])
+        array([1])
+        """
+        check_is_fitted(self)
+        state = {
+            "classes_": self.classes_,
+            "class_prior_": self.class_prior_,
+            "n_features_in_": int(self.n_features_in_),
+            "grid_low": self._low,
+            "grid_span": self._span,
+            "cell_keys_": self.cell_keys_,
+            "cell_class_sums_": self.cell_class_sums_,
+            "cell_sq_sums_": self.cell_sq_sums_,
+            "cell_weight_max_": self.cell_weight_max_,
+        }
+        if hasattr(self, "feature_names_in_"):
+            state["feature_names_in_"] = self.feature_names_in_
+        return state
+
+    def set_fitted_state(self, state: Mapping[str, Any]) -> "DyadicClassifier":
+        """Restore a state from :meth:`get_fitted_state`, checking every array as untrusted input.
+
+        A state without ``cell_weight_max_`` (older model files) uses
+        ``√(Σ w²)`` per cell, which is at least the largest weight: valid, a
+        little looser for weighted cells.
+
+        Parameters
+        ----------
+        state : mapping
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            Naming the first field that is missing, malformed or inconsistent.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import DyadicClassifier
+        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> state = DyadicClassifier(resolution=2).fit(X, y).get_fitted_state()
+        >>> state["cell_sq_sums_"] = -state["cell_sq_sums_"]
+        >>> DyadicClassifier(resolution=2).set_fitted_state(state)
+        Traceback (most recent call last):
+        ...
+        ValueError: Fitted state 'cell_sq_sums_' must be >= 0, holds -10.
+        """
+        self._fit_complete = False
+        m = self._check_resolution()
+        classes, prior = state_classes(state)
+        n_features = state_scalar(state, "n_features_in_", low=1)
+        low = state_array(state, "grid_low", ndim=1, shape=(n_features,))
+        span = state_array(state, "grid_span", ndim=1, shape=(n_features,), low=np.finfo(np.float64).tiny)
+        keys = state_array(state, "cell_keys_", ndim=1, kind="S")
+        n_cells = keys.shape[0]
+        if n_cells < 1 or keys.dtype.itemsize != 8 * n_features + 1:
+            raise ValueError(
+                f"Fitted state 'cell_keys_' must hold at least one key of {8 * n_features + 1} bytes, "
+                f"got {n_cells} keys of dtype {keys.dtype}."
+            )
+        if n_cells > 1 and not np.all(keys[:-1] < keys[1:]):
+            raise ValueError("Fitted state 'cell_keys_' must be sorted and unique.")
+        raw = np.frombuffer(keys.tobytes(), dtype=np.uint8).reshape(n_cells, 8 * n_features + 1)
+        coords = raw[:, :-1].copy().view(">u8")
+        if np.any(raw[:, -1] != 1) or np.any(coords >= 2**m):
+            raise ValueError(f"Fitted state 'cell_keys_' holds keys that are not cells of resolution {m}.")
+        sums = state_array(state, "cell_class_sums_", ndim=2, shape=(n_cells, classes.shape[0]), low=0.0)
+        sq = state_array(state, "cell_sq_sums_", ndim=1, shape=(n_cells,), low=0.0)
+        weight_max = state_array(state, "cell_weight_max_", ndim=1, shape=(n_cells,), low=0.0, optional=True)
+        if weight_max is None:
+            weight_max = np.sqrt(sq)
+        kappa = sums.sum(axis=1)
+        # Σw² ≤ (Σw)² and max w ≤ Σw, up to rounding.
+        if np.any(sq > kappa**2 * (1 + 1e-9) + 1e-300) or np.any(weight_max > kappa * (1 + 1e-9)):
+            raise ValueError("Fitted state 'cell_sq_sums_'/'cell_weight_max_' are inconsistent with 'cell_class_sums_'.")
+        names = state.get("feature_names_in_")
+        if names is not None:
+            names = np.asarray(names, dtype=object)
+            if names.shape != (n_features,) or not all(isinstance(v, str) for v in names):
+                raise ValueError(f"Fitted state 'feature_names_in_' must hold {n_features} strings.")
+            self.feature_names_in_ = names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.classes_, self.class_prior_ = classes, prior
+        self.n_features_in_ = n_features
+        self._fit_dtype = np.dtype(np.float64)
+        self._set_grid(low.astype(np.float64), span.astype(np.float64), m)
+        return self._install(keys, sums.astype(np.float64), sq.astype(np.float64), weight_max.astype(np.float64))
 
     def _cells(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Integer cell coordinates (clipped into the box) and each row's distance to the box."""

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import numbers
+from typing import Any, Mapping
 
 import numpy as np
 from sklearn.neighbors import NearestNeighbors
 
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_dtype, check_int_range, check_positive
+from .._validation import check_dtype, check_int_range, check_n_jobs, check_positive
 from ..bounds import TAIL_RADIUS, BoundSpec
 from ..kernels import get_kernel
 from ..neighbors import make_index
 from ._base import BoundedClassifierBase
+from ._state import state_array, state_classes, state_scalar
 from ._statistics import KernelStatistics
 from ._sums import TrainingSet, dense_kernel_sums, neighbor_kernel_sums
 
@@ -193,6 +194,17 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             Non-negative weights ``w_i`` (a weight multiplies one observation's
             kernel value; it does not count as several independent samples).
         """
+        dtype, _, auto = self._check_params()
+        X, labels, weights = self._validate_training_data(X, y, sample_weight, dtype)
+        if auto:
+            grid = default_bandwidth_grid(X) if self.bandwidth_grid is None else self._checked_grid()
+        else:
+            grid = np.array([float(self.bandwidth)])
+        box = (X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64))
+        return self._install(X, labels, weights, grid, box)
+
+    def _check_params(self):
+        """Validate the parameters that do not depend on data; return ``(dtype, kernel, auto)``."""
         dtype = check_dtype(self.dtype)
         kernel = get_kernel(self.kernel)
         auto = isinstance(self.bandwidth, str)
@@ -202,39 +214,149 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             check_positive(self.bandwidth, "bandwidth")
         if self.working_memory is not None:
             check_positive(self.working_memory, "working_memory")
-        if self.n_jobs is not None and (
-            isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, numbers.Integral) or self.n_jobs == 0
-        ):
-            raise ValueError(f"n_jobs must be None, a positive int or -1, got {self.n_jobs!r}.")
+        check_n_jobs(self.n_jobs)
+        check_int_range(self.histogram_bins, "histogram_bins", 1, 4096,
+                        hint="Distance bins of the band-Chernoff bound over all training points.")
+        if self.index_params is not None and not isinstance(self.index_params, dict):
+            raise TypeError(f"index_params must be a dict or None, got {type(self.index_params).__name__}.")
+        return dtype, kernel, auto
 
-        X, labels, weights = self._validate_training_data(X, y, sample_weight, dtype)
+    def _install(self, X, labels, weights, grid, box) -> "NadarayaWatsonClassifier":
+        """The one place a fitted state is set up, from ``fit`` or :meth:`set_fitted_state`."""
+        _, kernel, auto = self._check_params()
         n_samples = X.shape[0]
         if self.n_neighbors is not None:
             check_int_range(
                 self.n_neighbors, "n_neighbors", 1, n_samples,
                 hint=f"It counts neighbours among the {n_samples} training samples (None: use all).",
             )
-        check_int_range(self.histogram_bins, "histogram_bins", 1, 4096,
-                        hint="Distance bins of the band-Chernoff bound over all training points.")
         self._validate_bound_params(kernel, bound_required=auto, localized=self.n_neighbors is not None)
         self.kernel_ = kernel
-        if auto:
-            grid = default_bandwidth_grid(X) if self.bandwidth_grid is None else self._checked_grid()
-        else:
-            grid = np.array([float(self.bandwidth)])
         self.bandwidths_ = grid
         self._train = TrainingSet.build(X, labels, self.classes_.shape[0], weights)
-        self._box = (X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64))
+        self._box = box
         self.n_samples_fit_ = n_samples
         self.index_ = None
         if self.n_neighbors is not None:
-            if self.index_params is not None and not isinstance(self.index_params, dict):
-                raise TypeError(f"index_params must be a dict or None, got {type(self.index_params).__name__}.")
             self.index_ = make_index(
                 self.algorithm, n_jobs=self.n_jobs, random_state=self.random_state, **(self.index_params or {})
             ).fit(X)
         self._fit_complete = True
         return self
+
+    def get_fitted_state(self) -> dict[str, Any]:
+        """Everything ``fit`` computed, as plain arrays and scalars (for model files and shards).
+
+        Returns
+        -------
+        dict
+            ``classes_``, ``class_prior_``, ``X`` (training inputs, in the fit
+            dtype), ``labels`` (class indices), ``weights`` (absent without
+            sample weights), ``bandwidths_``, ``box_low``/``box_high`` (the
+            training inputs' bounding box), ``n_features_in_`` and, when fitted
+            on named features, ``feature_names_in_``. The estimator's parameters
+            are not part of it (see ``get_params``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> clf = NadarayaWatsonClassifier(bandwidth=0.2).fit(X, y)
+        >>> copy = NadarayaWatsonClassifier(bandwidth=0.2).set_fitted_state(clf.get_fitted_state())
+        >>> bool(np.array_equal(copy.predict_proba(X), clf.predict_proba(X)))
+        True
+        """
+        check_is_fitted(self)
+        state = {
+            "classes_": self.classes_,
+            "class_prior_": self.class_prior_,
+            "X": self._train.X,
+            "labels": self._train.labels,
+            "bandwidths_": self.bandwidths_,
+            "box_low": self._box[0],
+            "box_high": self._box[1],
+            "n_features_in_": int(self.n_features_in_),
+        }
+        if self._train.weights is not None:
+            state["weights"] = np.asarray(self._train.weights)
+        if hasattr(self, "feature_names_in_"):
+            state["feature_names_in_"] = self.feature_names_in_
+        return state
+
+    def set_fitted_state(self, state: Mapping[str, Any]) -> "NadarayaWatsonClassifier":
+        """Restore a state from :meth:`get_fitted_state` into this (unfitted) estimator.
+
+        Every array is checked as untrusted input — shapes, dtypes,
+        finiteness, ranges and consistency — before it is used; the index of
+        the localized classifier is rebuilt. The training inputs must lie in
+        ``[box_low, box_high]`` (a wider box, e.g. the union of training
+        shards, is allowed).
+
+        Parameters
+        ----------
+        state : mapping
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            Naming the first field that is missing, malformed or inconsistent.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> state = NadarayaWatsonClassifier().fit(X, y).get_fitted_state()
+        >>> state["class_prior_"] = np.array([5.0, -4.0])
+        >>> NadarayaWatsonClassifier().set_fitted_state(state)
+        Traceback (most recent call last):
+        ...
+        ValueError: Fitted state 'class_prior_' must be >= 0, holds -4.
+        """
+        self._fit_complete = False
+        dtype, _, auto = self._check_params()
+        classes, prior = state_classes(state)
+        n_features = state_scalar(state, "n_features_in_", low=1)
+        X = state_array(state, "X", ndim=2, shape=(None, n_features))
+        if X.shape[0] < 1:
+            raise ValueError("Fitted state 'X' holds no training rows.")
+        if X.dtype != dtype:
+            raise ValueError(f"Fitted state 'X' has dtype {X.dtype}, but this estimator's dtype is {dtype}.")
+        n = X.shape[0]
+        labels = state_array(state, "labels", ndim=1, kind="i", shape=(n,), low=0, high=classes.shape[0] - 1)
+        weights = state_array(state, "weights", ndim=1, shape=(n,), low=0.0, optional=True)
+        if weights is not None and not weights.sum() > 0:
+            raise ValueError("Fitted state 'weights' sums to 0.")
+        grid = state_array(state, "bandwidths_", ndim=1, low=np.finfo(np.float64).tiny)
+        if grid.shape[0] < 1 or (not auto and not np.array_equal(grid, [float(self.bandwidth)])):
+            raise ValueError(
+                f"Fitted state 'bandwidths_' = {grid!r} does not match this estimator's bandwidth={self.bandwidth!r}."
+            )
+        low = state_array(state, "box_low", ndim=1, shape=(n_features,))
+        high = state_array(state, "box_high", ndim=1, shape=(n_features,))
+        if np.any(X.min(axis=0) < low) or np.any(X.max(axis=0) > high):
+            raise ValueError("Fitted state 'box_low'/'box_high' must contain every training row 'X'.")
+        names = state.get("feature_names_in_")
+        if names is not None:
+            names = np.asarray(names, dtype=object)
+            if names.shape != (n_features,) or not all(isinstance(v, str) for v in names):
+                raise ValueError(f"Fitted state 'feature_names_in_' must hold {n_features} strings.")
+            self.feature_names_in_ = names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.classes_, self.class_prior_ = classes, prior
+        self.n_features_in_ = n_features
+        self._fit_dtype = np.dtype(dtype)
+        return self._install(
+            np.ascontiguousarray(X, dtype=dtype), labels.astype(np.intp),
+            None if weights is None else weights.astype(dtype), grid.astype(np.float64),
+            (low.astype(np.float64), high.astype(np.float64)),
+        )
 
     def _checked_grid(self) -> np.ndarray:
         grid = np.asarray(self.bandwidth_grid, dtype=np.float64).ravel()
