@@ -18,6 +18,7 @@ from nwbound.assumptions import (
     MarginEstimate,
     OverlapReport,
     empirical_margin,
+    estimate_lipschitz,
     lipschitz_lower_bound,
     overlap_test,
     sensitivity_report,
@@ -214,3 +215,73 @@ def test_sensitivity_report_bad_input(logistic):
         sensitivity_report(object(), X, y, [1.0])
     with pytest.raises(ValueError, match="y_test"):
         sensitivity_report(model, X, y[:10], [1.0])
+
+
+# ---------------------------------------------------------------------------
+# overlap: touching classes next to a far one (iris), mixed nearest neighbours
+# ---------------------------------------------------------------------------
+
+
+def test_overlap_test_iris_is_overlapping():
+    from sklearn.datasets import load_iris
+    from sklearn.preprocessing import MinMaxScaler
+
+    X, y = load_iris(return_X_y=True)
+    rep = overlap_test(MinMaxScaler().fit_transform(X), y, random_state=0)
+    # The ratio alone (0.64) reads "separable": setosa is far, but versicolor and virginica touch.
+    assert rep.ratio < rep.threshold
+    assert rep.decision == "overlapping"
+    assert rep.mixed_neighbour_share > rep.mixed_threshold
+    assert "nearest neighbour" in str(rep)
+
+
+def test_mixed_neighbour_share_matches_brute_force():
+    data = make_lipschitz_logistic(300, random_state=3)
+    X, y = data.X, data.y
+    rep = overlap_test(X, y, n_samples=10_000, working_memory=0.01)
+    D = cdist(X, X)
+    np.fill_diagonal(D, np.inf)
+    want = np.mean(y[D.argmin(axis=1)] != y)
+    assert rep.mixed_neighbour_share == pytest.approx(want)
+
+
+def test_overlap_test_bad_mixed_threshold():
+    data = make_lipschitz_logistic(100, random_state=0)
+    for bad in (-0.1, 1.0, "x", True):
+        with pytest.raises(ValueError, match="mixed_threshold"):
+            overlap_test(data.X, data.y, mixed_threshold=bad)
+
+
+# ---------------------------------------------------------------------------
+# estimate_lipschitz: the documented default for --lipschitz auto
+# ---------------------------------------------------------------------------
+
+
+def test_estimate_lipschitz_is_strongin_in_the_scaled_units():
+    from sklearn.preprocessing import MinMaxScaler
+
+    raw = make_lipschitz_logistic(1500, scale=None, random_state=4)
+    scaler = MinMaxScaler().fit(raw.X)
+    est = estimate_lipschitz(raw.X, raw.y, scaler=scaler, random_state=5)
+    ref = strongin_lipschitz(scaler.transform(raw.X), raw.y, random_state=np.random.default_rng(5))
+    assert est.value == pytest.approx(ref.value)
+    assert est.safety_factor == 2.0 and est.value == pytest.approx(2.0 * est.raw_value)
+    assert "MinMaxScaler" in est.units and "classifier sees" in est.units
+    # The true L of the field in [0, 1]² units is 0.15 · 20 = 3.0; pilot-Strongin is of that order.
+    assert 1.5 < est.value < 15.0
+
+
+def test_estimate_lipschitz_subsamples_and_is_reproducible(logistic):
+    a = estimate_lipschitz(logistic.X, logistic.y, max_samples=1000)
+    b = estimate_lipschitz(logistic.X, logistic.y, max_samples=1000)
+    assert a.details["n_used"] == 1000 and a.value == b.value
+    assert a.units == strongin_lipschitz(logistic.X[:100], logistic.y[:100], random_state=0).units
+
+
+def test_estimate_lipschitz_bad_input(logistic):
+    with pytest.raises(TypeError, match="scaler"):
+        estimate_lipschitz(logistic.X, logistic.y, scaler=object())
+    with pytest.raises((TypeError, ValueError), match="max_samples"):
+        estimate_lipschitz(logistic.X, logistic.y, max_samples=2)
+    with pytest.raises(ValueError, match="safety_factor"):
+        estimate_lipschitz(logistic.X, logistic.y, safety_factor=0.5)

@@ -21,12 +21,15 @@ in the units of the features (restate it with :func:`nwbound.restate_lipschitz`
   lower bound only;
 * :func:`strongin_lipschitz` — Strongin's largest slope, on a pilot NW estimate
   (never on raw labels), times a safety factor;
+* :func:`estimate_lipschitz` — the documented default for ``--lipschitz auto``:
+  pilot-Strongin in the units the classifier sees, on a bounded subsample;
 * :func:`sensitivity_report` — how the bounds, the review flags and the
   accuracy of flagged and unflagged predictions move with ``L``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -44,6 +47,7 @@ __all__ = [
     "MarginEstimate",
     "OverlapReport",
     "empirical_margin",
+    "estimate_lipschitz",
     "lipschitz_lower_bound",
     "overlap_test",
     "sensitivity_report",
@@ -68,7 +72,8 @@ class OverlapReport:
     Attributes
     ----------
     decision : {"overlapping", "separable"}
-        ``"overlapping"`` when ``ratio >= threshold``.
+        ``"overlapping"`` when ``ratio >= threshold`` or
+        ``mixed_neighbour_share > mixed_threshold``.
     within_class_max : float
         Largest distance between two sample points of the same class.
     global_max : float
@@ -86,6 +91,10 @@ class OverlapReport:
         Sample size.
     class_counts : dict
         Class label → points of that class in the sample.
+    mixed_neighbour_share : float
+        Share of sample points whose nearest other sample point has another label.
+    mixed_threshold : float
+        The share above which the classes count as overlapping.
     assumptions : tuple of str
     units : str
     """
@@ -101,11 +110,14 @@ class OverlapReport:
     class_counts: dict
     assumptions: tuple[str, ...]
     units: str = UNITS_NOTE
+    mixed_neighbour_share: float = 0.0
+    mixed_threshold: float = 0.01
 
     def __str__(self) -> str:
         return (
             f"{self.decision}: largest within-class distance {self.within_class_max:.4g} vs largest "
             f"distance {self.global_max:.4g} (ratio {self.ratio:.3f}, threshold {self.threshold:g}; "
+            f"{100 * self.mixed_neighbour_share:.1f} % of points have a nearest neighbour of another class; "
             f"smallest between-class distance {self.sample_margin:.4g}) on {self.n_used} points; "
             f"distances {self.units}."
         )
@@ -257,6 +269,7 @@ def overlap_test(
     *,
     n_samples: int = 1000,
     threshold: float = 0.8,
+    mixed_threshold: float = 0.01,
     random_state: Any = None,
     working_memory: float | None = None,
 ) -> OverlapReport:
@@ -266,9 +279,13 @@ def overlap_test(
     distance between two points of the same class with the largest distance
     between any two points. If they are comparable (``ratio ≥ threshold``) a
     class spreads over the whole data cloud, so classes must overlap:
-    ``"overlapping"`` (use the Lipschitz assumption). Otherwise every class is
-    confined to a part of the space: ``"separable"`` (a margin may hold; check
-    :func:`empirical_margin`).
+    ``"overlapping"`` (use the Lipschitz assumption). The ratio alone misses
+    two classes that touch while a third lies far away (iris: setosa is apart,
+    versicolor and virginica interleave, ratio 0.64), so classes also count as
+    overlapping when more than ``mixed_threshold`` of the sample points have
+    their nearest neighbour in another class. Otherwise every class is
+    confined to a part of the space with no mixed neighbours: ``"separable"``
+    (a margin may hold; check :func:`empirical_margin`).
 
     This is a heuristic screen, not a test with an error rate: classes that are
     separated but elongated (interleaved half-moons) also have a large
@@ -284,6 +301,9 @@ def overlap_test(
     threshold : float, default=0.8
         Ratio in ``(0, 1]`` from which the within-class maximum counts as
         comparable to the global one.
+    mixed_threshold : float, default=0.01
+        Share in ``[0, 1)`` of sample points whose nearest neighbour has
+        another label above which the classes count as overlapping.
     random_state : int, Generator or None
         Seed of the sample.
     working_memory : float, optional
@@ -304,6 +324,11 @@ def overlap_test(
     threshold = check_positive(threshold, "threshold")
     if threshold > 1.0:
         raise ValueError(f"threshold must lie in (0, 1], got {threshold!r}.")
+    if isinstance(mixed_threshold, bool) or not isinstance(mixed_threshold, numbers.Real) or not (
+        0.0 <= mixed_threshold < 1.0
+    ):
+        raise ValueError(f"mixed_threshold must be a number in [0, 1), got {mixed_threshold!r}.")
+    mixed_threshold = float(mixed_threshold)
     idx = _stratified_indices(codes, n_samples, _rng(random_state))
     S, c = X[idx].astype(np.float64), codes[idx]
     counts = np.bincount(c, minlength=classes.shape[0])
@@ -315,14 +340,17 @@ def overlap_test(
         )
     n_classes = classes.shape[0]
 
-    def reduce(D: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def reduce(D: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         # Per-row summaries (sklearn requires one entry per row); reduced below.
+        rows = np.arange(D.shape[0])
         same = c[start : start + D.shape[0], None] == c[None, :]
         within = np.where(same, D, -np.inf).max(axis=1)
         between = np.where(same, np.inf, D).min(axis=1)
-        return D.max(axis=1), within, between
+        # Nearest other sample point (self excluded) of another class?
+        nn = np.where(rows[:, None] + start == np.arange(D.shape[1])[None, :], np.inf, D).argmin(axis=1)
+        return D.max(axis=1), within, between, c[nn] != c[start + rows]
 
-    row_max, row_within, row_between = (
+    row_max, row_within, row_between, row_mixed = (
         np.concatenate(parts)
         for parts in zip(*pairwise_distances_chunked(S, reduce_func=reduce, working_memory=working_memory))
     )
@@ -334,8 +362,9 @@ def overlap_test(
         raise ValueError("All sampled points coincide: the overlap test needs points at positive distances.")
     within = float(per_class.max())
     ratio = within / global_max
+    mixed = float(row_mixed.mean())
     return OverlapReport(
-        decision="overlapping" if ratio >= threshold else "separable",
+        decision="overlapping" if ratio >= threshold or mixed > mixed_threshold else "separable",
         within_class_max=within,
         global_max=global_max,
         ratio=ratio,
@@ -344,9 +373,14 @@ def overlap_test(
         sample_margin=float(margin),
         n_used=int(idx.shape[0]),
         class_counts={_label(classes[k]): int(counts[k]) for k in range(n_classes)},
+        mixed_neighbour_share=mixed,
+        mixed_threshold=mixed_threshold,
         assumptions=(
             "Heuristic of the paper's appendix D: a class whose diameter is comparable to the whole "
             "data cloud's cannot be separated from the others by a margin.",
+            "Classes also count as overlapping when more than mixed_threshold of the sample points have "
+            "their nearest neighbour in another class (two touching classes, as iris's versicolor and "
+            "virginica, even if a third class is far away).",
             "Separated but elongated classes can still read 'overlapping'; look at sample_margin too.",
             "Computed on a stratified random sample, so both maxima are lower estimates of the full data's.",
         ),
@@ -521,6 +555,83 @@ def _pilot_bandwidth(X: np.ndarray, rng: np.random.Generator) -> float:
     return lam
 
 
+def _pilot_estimate(
+    X: np.ndarray,
+    y: np.ndarray,
+    codes: np.ndarray,
+    rng: np.random.Generator,
+    bandwidth: float | str,
+    kernel: str,
+    n_eval: int,
+    working_memory: float | None,
+) -> tuple[float, int, np.ndarray, np.ndarray]:
+    """Pilot NW fit on one random half; ``p̂`` at up to ``n_eval`` points of the other.
+
+    Returns the pilot bandwidth, the pilot size, the evaluation rows of ``X``
+    (those with training mass in reach) and their ``p̂`` (rows × classes).
+    """
+    from .estimators import NadarayaWatsonClassifier
+
+    perm = rng.permutation(X.shape[0])
+    half = X.shape[0] // 2
+    pilot_idx, eval_idx = perm[:half], perm[half:]
+    if np.unique(codes[pilot_idx]).shape[0] < 2:
+        raise ValueError("The pilot half holds a single class; give more data or another random_state.")
+    X_pilot = X[pilot_idx]
+    lam = _pilot_bandwidth(X_pilot, rng) if isinstance(bandwidth, str) else float(bandwidth)
+    if eval_idx.shape[0] > n_eval:
+        eval_idx = np.sort(rng.choice(eval_idx, size=n_eval, replace=False))
+    # lipschitz=1 only switches the interval on: we need κ (to drop empty
+    # neighbourhoods, whose p̂ is the prior, not an estimate), not ε.
+    pilot = NadarayaWatsonClassifier(
+        kernel=kernel, bandwidth=lam, lipschitz=1.0, working_memory=working_memory
+    ).fit(X_pilot, y[pilot_idx])
+    iv = pilot.predict_interval(X[eval_idx])
+    keep = ~iv.vacuous
+    if keep.sum() < 2:
+        raise ValueError(
+            f"Fewer than 2 evaluation points have training mass within the pilot bandwidth {lam:.4g}; "
+            "pass a larger bandwidth."
+        )
+    return lam, half, eval_idx[keep], iv.proba[keep]
+
+
+def _default_pair_distance(E: np.ndarray, lam: float) -> float:
+    """3λ in low dimension; capped at the median pair distance (distances concentrate in high dimension)."""
+    probe = E[: min(500, E.shape[0])].astype(np.float64)
+    sq = np.einsum("ij,ij->i", probe, probe)
+    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * probe @ probe.T, 0.0)
+    median = float(np.median(np.sqrt(d2[np.triu_indices(probe.shape[0], 1)])))
+    return min(3.0 * lam, median) if median > 0 else 3.0 * lam
+
+
+def _steepest_slopes(
+    E: np.ndarray, P: np.ndarray, h: float, working_memory: float | None
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per evaluation point: the steepest slope of ``p̂`` to a point ≥ h away, that point, and the pair count."""
+
+    def reduce(D: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rows = slice(start, start + D.shape[0])
+        diff = np.zeros_like(D)
+        for c in range(P.shape[1]):  # few classes; each step is a full block operation
+            np.maximum(diff, np.abs(P[rows, c, None] - P[None, :, c]), out=diff)
+        far = D >= h
+        slope = np.where(far, diff / np.where(far, D, 1.0), -np.inf)
+        arg = slope.argmax(axis=1)
+        return slope[np.arange(D.shape[0]), arg], arg, far.sum(axis=1)
+
+    best, partner, n_far = (
+        np.concatenate(parts)
+        for parts in zip(*pairwise_distances_chunked(E, reduce_func=reduce, working_memory=working_memory))
+    )
+    n_pairs = int(n_far.sum()) // 2
+    if n_pairs == 0:
+        raise ValueError(
+            f"No two evaluation points are at least min_pair_distance={h:.4g} apart; lower min_pair_distance."
+        )
+    return best, partner, n_pairs
+
+
 def strongin_lipschitz(
     X: Any,
     y: Any,
@@ -591,8 +702,6 @@ def strongin_lipschitz(
         Bad parameters, fewer than 2 classes in the pilot half, or no pair of
         evaluation points at least ``h`` apart.
     """
-    from .estimators import NadarayaWatsonClassifier
-
     X, y, classes, codes = _check_data(X, y)
     r = check_positive(safety_factor, "safety_factor")
     if r < 1.0:
@@ -600,65 +709,17 @@ def strongin_lipschitz(
     n_eval = _check_int(n_eval, "n_eval", 2)
     if X.shape[0] < 4:
         raise ValueError(f"strongin_lipschitz needs at least 4 points (two halves of two), got {X.shape[0]}.")
-    rng = _rng(random_state)
-    perm = rng.permutation(X.shape[0])
-    half = X.shape[0] // 2
-    pilot_idx, eval_idx = perm[:half], perm[half:]
-    if np.unique(codes[pilot_idx]).shape[0] < 2:
-        raise ValueError("The pilot half holds a single class; give more data or another random_state.")
-    X_pilot = X[pilot_idx]
-    if isinstance(bandwidth, str):
-        if bandwidth != "auto":
+    if not (isinstance(bandwidth, str) and bandwidth == "auto"):
+        if isinstance(bandwidth, str):
             raise ValueError(f"bandwidth must be a number > 0 or 'auto', got {bandwidth!r}.")
-        lam = _pilot_bandwidth(X_pilot, rng)
-    else:
-        lam = check_positive(bandwidth, "bandwidth")
+        bandwidth = check_positive(bandwidth, "bandwidth")
     h = None if min_pair_distance is None else check_positive(min_pair_distance, "min_pair_distance")
-
-    if eval_idx.shape[0] > n_eval:
-        eval_idx = np.sort(rng.choice(eval_idx, size=n_eval, replace=False))
-    # lipschitz=1 only switches the interval on: we need κ (to drop empty
-    # neighbourhoods, whose p̂ is the prior, not an estimate), not ε.
-    pilot = NadarayaWatsonClassifier(
-        kernel=kernel, bandwidth=lam, lipschitz=1.0, working_memory=working_memory
-    ).fit(X_pilot, y[pilot_idx])
-    iv = pilot.predict_interval(X[eval_idx])
-    keep = ~iv.vacuous
-    eval_idx, P = eval_idx[keep], iv.proba[keep]
-    if eval_idx.shape[0] < 2:
-        raise ValueError(
-            f"Fewer than 2 evaluation points have training mass within the pilot bandwidth {lam:.4g}; "
-            "pass a larger bandwidth."
-        )
+    rng = _rng(random_state)
+    lam, half, eval_idx, P = _pilot_estimate(X, y, codes, rng, bandwidth, kernel, n_eval, working_memory)
     E = X[eval_idx]
     if h is None:
-        # 3λ in low dimension; in high dimension distances concentrate (3λ can
-        # exceed every pairwise distance), so cap at the median pair distance.
-        probe = E[: min(500, E.shape[0])].astype(np.float64)
-        sq = np.einsum("ij,ij->i", probe, probe)
-        d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * probe @ probe.T, 0.0)
-        median = float(np.median(np.sqrt(d2[np.triu_indices(probe.shape[0], 1)])))
-        h = min(3.0 * lam, median) if median > 0 else 3.0 * lam
-
-    def reduce(D: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        rows = slice(start, start + D.shape[0])
-        diff = np.zeros_like(D)
-        for c in range(P.shape[1]):  # few classes; each step is a full block operation
-            np.maximum(diff, np.abs(P[rows, c, None] - P[None, :, c]), out=diff)
-        far = D >= h
-        slope = np.where(far, diff / np.where(far, D, 1.0), -np.inf)
-        arg = slope.argmax(axis=1)
-        return slope[np.arange(D.shape[0]), arg], arg, far.sum(axis=1)
-
-    best, partner, n_far = (
-        np.concatenate(parts)
-        for parts in zip(*pairwise_distances_chunked(E, reduce_func=reduce, working_memory=working_memory))
-    )
-    n_pairs = int(n_far.sum()) // 2
-    if n_pairs == 0:
-        raise ValueError(
-            f"No two evaluation points are at least min_pair_distance={h:.4g} apart; lower min_pair_distance."
-        )
+        h = _default_pair_distance(E, lam)
+    best, partner, n_pairs = _steepest_slopes(E, P, h, working_memory)
     i = int(np.argmax(best))
     j = int(partner[i])
     raw = float(best[i])
@@ -684,6 +745,92 @@ def strongin_lipschitz(
             "Report r as an assumption and show how the results move with L (sensitivity_report).",
         ),
     )
+
+
+def estimate_lipschitz(
+    X: Any,
+    y: Any,
+    *,
+    scaler: Any = None,
+    safety_factor: float = 2.0,
+    max_samples: int = 20_000,
+    random_state: Any = 0,
+    working_memory: float | None = None,
+) -> LipschitzEstimate:
+    """The documented default ``L`` for ``lipschitz="auto"`` / ``nwbound fit --lipschitz auto``.
+
+    The pilot-Strongin estimate of :func:`strongin_lipschitz` (largest slope of
+    a pilot Nadaraya-Watson estimate fitted on one half of the data, over
+    pairs at least three pilot bandwidths apart, times the safety factor
+    ``r``), computed **in the units the classifier sees**: on
+    ``scaler.transform(X)`` when a fitted ``scaler`` is given, else on ``X``.
+    Pass ``value`` as ``lipschitz=`` to a classifier fitted on the same
+    features, unchanged. At most ``max_samples`` rows (drawn at random) are
+    used, so the cost stays bounded on large tables.
+
+    The estimate is a heuristic, not a certificate: it can undershoot (hence
+    ``r``; the notes measured 1–2× the true L on the paper's logistic field)
+    and, on real data where classes change abruptly, it can be so large that
+    most bounds are trivial — :func:`nwbound.diagnostics.bound_usefulness`
+    says so and what L would be needed; :func:`sensitivity_report` shows how
+    the results move with L.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        Training features, raw (with ``scaler``) or as the classifier sees them.
+    y : array-like of shape (n,)
+    scaler : fitted transformer, optional
+        E.g. the ``MinMaxScaler`` the classifier's inputs go through.
+    safety_factor : float, default=2.0
+        ``r ≥ 1``.
+    max_samples : int, default=20000
+        Rows used (a random subset when ``n`` is larger).
+    random_state : int, Generator or None, default=0
+        Seed of the subset, the split and the evaluation points (fixed by
+        default so that ``--lipschitz auto`` is reproducible).
+    working_memory : float, optional
+        MiB per block of pairwise distances.
+
+    Returns
+    -------
+    LipschitzEstimate
+        ``value`` (the L to use), ``raw_value`` (before ``r``), ``units``
+        (which features it is stated in) and ``details``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.preprocessing import MinMaxScaler
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-10, 10, size=(2000, 2))
+    >>> y = (rng.uniform(size=2000) < 1 / (1 + np.exp(-0.5 * X[:, 0]))).astype(int)
+    >>> est = estimate_lipschitz(X, y, scaler=MinMaxScaler().fit(X))
+    >>> bool(1.0 < est.value < 50.0), est.safety_factor
+    (True, 2.0)
+    >>> "scaled" in est.units
+    True
+    """
+    max_samples = _check_int(max_samples, "max_samples", 4)
+    X_arr, y_arr, _, _ = _check_data(X, y)
+    units = UNITS_NOTE
+    if scaler is not None:
+        if not hasattr(scaler, "transform"):
+            raise TypeError(f"scaler must be a fitted transformer with .transform, got {type(scaler).__name__}.")
+        X_arr = np.asarray(scaler.transform(X_arr), dtype=np.float64)
+        units = (
+            f"in the units of the scaled features ({type(scaler).__name__}.transform(X)), the units the "
+            "classifier sees: pass it as lipschitz= unchanged"
+        )
+    rng = _rng(random_state)
+    if X_arr.shape[0] > max_samples:
+        keep = np.sort(rng.choice(X_arr.shape[0], size=max_samples, replace=False))
+        X_arr, y_arr = X_arr[keep], y_arr[keep]
+    est = strongin_lipschitz(
+        X_arr, y_arr, safety_factor=safety_factor, random_state=rng, working_memory=working_memory
+    )
+    details = dict(est.details, n_used=int(X_arr.shape[0]))
+    return dataclasses.replace(est, units=units, details=details)
 
 
 # ---------------------------------------------------------------------------
