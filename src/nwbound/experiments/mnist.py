@@ -20,21 +20,19 @@ from typing import Any
 
 import numpy as np
 
+from ..datasets import stratified_subsample
+from ..utils import StepLog, add_resume_argument, format_markdown, positive_float, positive_int, progress, write_table
 from ._common import (
-    load_or_command_error,
     PAPER_SETTING,
     SizeCurveDisplay,
     fit_and_query,
+    load_or_command_error,
     make_model,
     new_figure,
     parse_sizes,
-    positive_float,
-    positive_int,
     result_row,
     save_figures,
 )
-from ._output import atomic_write_text, format_markdown, write_table
-from .progress import progress
 
 __all__ = ["DESCRIPTION", "add_arguments", "run", "load_mnist_checked", "PAPER_CLAIM"]
 
@@ -71,6 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"λ (default the paper's {PAPER_BANDWIDTH})")
     parser.add_argument("--n-neighbors", type=positive_int, default=10, help="k of the localized NWC (default 10)")
     parser.add_argument("--n-jobs", type=int, default=None, help="threads of the NW classifiers")
+    add_resume_argument(parser)
 
 
 # ---------------------------------------------------------------------------
@@ -85,15 +84,6 @@ def load_mnist_checked(data_dir: Path, **kwargs: Any) -> tuple[np.ndarray, np.nd
     return load_or_command_error("MNIST data", load_mnist, data_dir, **kwargs)
 
 
-def _stratified_subset(y: np.ndarray, size: int, seed: int) -> np.ndarray:
-    if size >= y.shape[0]:
-        return np.arange(y.shape[0])
-    from sklearn.model_selection import train_test_split
-
-    idx, _ = train_test_split(np.arange(y.shape[0]), train_size=size, stratify=y, random_state=seed)
-    return np.sort(idx)
-
-
 def _model(name: str, setting: str, args: argparse.Namespace) -> Any:
     model = make_model(
         name,
@@ -106,19 +96,32 @@ def _model(name: str, setting: str, args: argparse.Namespace) -> Any:
     return model.set_params(dtype=DTYPE)
 
 
-def _flag_row(fq: Any, y_test: np.ndarray) -> dict[str, float]:
-    """Extra columns: ε of the predicted class, review flags and accuracy of each group."""
-    from ..metrics import review_flags
+REVIEW_SHARE = 0.1
+"""Share of the test images a human reviews in the ranking queues."""
 
+
+def _review_rows(fq: Any, y_test: np.ndarray) -> list[dict[str, Any]]:
+    """The review queues of one fit (:func:`nwbound.metrics.review_comparison`), one row each."""
+    from ..metrics._bounds import review_comparison  # public in nwbound.metrics once exported there
+
+    rows = review_comparison(y_test, fq.interval, classes=fq.model.classes_, review_share=REVIEW_SHARE)
+    return [{"method": fq.name, **row} for row in rows]
+
+
+def _flag_row(fq: Any, y_test: np.ndarray) -> dict[str, float]:
+    """Extra columns: ε of the predicted class, the certificate and the errors caught per score."""
     iv = fq.interval
     rows = np.arange(iv.proba.shape[0])
     top = np.argmax(iv.proba, axis=1)
-    correct = fq.y_pred == y_test
-    flagged = review_flags(iv)
+    queues = {r["queue"].split(" @ ")[0]: r for r in _review_rows(fq, y_test)}
+    pct = f"{100 * REVIEW_SHARE:.0f}%"
     return {
         "mean_eps_pred": float(iv.epsilon[rows, top].mean()),
-        "share_flagged": float(flagged.mean()),
-        "acc_unflagged": float(correct[~flagged].mean()) if (~flagged).any() else math.nan,
+        "certified_share": queues["certificate"]["accepted_share"],
+        "error_among_certified": queues["certificate"]["error_among_accepted"],
+        f"caught@{pct} 1-max p": queues["1 - max p"]["errors_caught"],
+        f"caught@{pct} error_upper": queues["error_upper"]["errors_caught"],
+        f"caught@{pct} ε": queues["epsilon"]["errors_caught"],
         "median_bandwidth": float(np.median(iv.bandwidth)),
     }
 
@@ -128,11 +131,7 @@ def _flag_row(fq: Any, y_test: np.ndarray) -> dict[str, float]:
 # ---------------------------------------------------------------------------
 
 
-def run(args: argparse.Namespace, output: Path) -> list[Path]:
-    """Run the MNIST experiment; write tables, figures and ``summary.md`` into ``output``."""
-    quick = bool(getattr(args, "quick", False))
-    seed = int(getattr(args, "seed", 0))
-    quiet = bool(getattr(args, "quiet", False))
+def _check_sizes(args: argparse.Namespace, quick: bool) -> tuple[list[int], int, int | None]:
     if args.sizes is not None:
         sizes = parse_sizes(args.sizes, minimum=20)
     else:
@@ -145,77 +144,125 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
     n_test = args.n_test or (QUICK_TEST if quick else None)
     if n_test is not None and n_test < 20:
         raise ValueError(f"--n-test must be at least 20 (two test images per digit), got {n_test}.")
+    return sizes, table_size, n_test
+
+
+def run(args: argparse.Namespace, output: Path) -> list[Path]:
+    """Run the MNIST experiment; write tables, figures and ``summary.md`` into ``output``.
+
+    Each training size is one step of a :class:`~nwbound.utils.StepLog`: its
+    rows are recorded as soon as it finishes, and ``--resume`` skips it when
+    the run's parameters are unchanged. ``summary.md`` is written last.
+    """
+    quick = bool(getattr(args, "quick", False))
+    seed = int(getattr(args, "seed", 0))
+    quiet = bool(getattr(args, "quiet", False))
+    sizes, table_size, n_test = _check_sizes(args, quick)
 
     X_test, y_test = load_mnist_checked(args.data_dir, subset="test")
     if n_test is not None:
-        keep = _stratified_subset(y_test, n_test, seed)
+        keep = stratified_subsample(y_test, n_test, seed)
         X_test, y_test = X_test[keep], y_test[keep]
 
-    files: list[Path] = []
-    rows: list[dict[str, Any]] = []
-    table_fits: dict[str, Any] = {}
-    X_table = y_table = None
     all_sizes = sorted(set(sizes) | {table_size})
     # Read the files once; each training set is a stratified subset of that sample.
     X_all, y_all = load_mnist_checked(args.data_dir, n_samples=all_sizes[-1], random_state=seed)
-    for n in progress(all_sizes, desc="mnist sizes", quiet=quiet):
-        keep = _stratified_subset(y_all, n, seed)
-        X, y = X_all[keep], y_all[keep]
+    params = {"data_dir": str(Path(args.data_dir).resolve()), "seed": seed, "n_test": int(y_test.shape[0]),
+              "lipschitz": args.lipschitz, "bandwidth": args.bandwidth, "n_neighbors": args.n_neighbors,
+              "largest": all_sizes[-1], "dtype": DTYPE, "quick": quick}
+    log = StepLog(output, params=params, resume=bool(getattr(args, "resume", False)), name="mnist", quiet=quiet)
+    formats = ("png",) if quick else ("png", "pdf")  # PDF export is slow on busy machines
+
+    def training_set(n: int) -> tuple[np.ndarray, np.ndarray]:
+        keep = stratified_subsample(y_all, n, seed)
+        return X_all[keep], y_all[keep]
+
+    def size_step(n: int) -> tuple[dict[str, Any], list[Path]]:
+        X, y = training_set(n)
+        result: dict[str, Any] = {"rows": [], "table": {}, "review": []}
+        files: list[Path] = []
+        fits = {}
         for setting in ("paper", "ours"):
             fq = fit_and_query(_model("regular", setting, args), X, y, X_test, name=f"regular ({setting})")
-            row = result_row(fq, y_test, setting=setting, n_train=n)
-            row.update(_flag_row(fq, y_test))
-            if n in sizes:
-                rows.append(row)
-            if n == table_size:
-                table_fits[setting] = (fq, row)
+            row = {**result_row(fq, y_test, setting=setting, n_train=n), **_flag_row(fq, y_test)}
+            result["rows"].append(row)
+            fits[setting] = fq
         if n == table_size:
-            X_table, y_table = X, y
             for name, label in (("localized", f"localized k={args.n_neighbors} (ours)"),
                                 ("regular_auto", "regular, bandwidth='auto' (ours)")):
                 fq = fit_and_query(_model(name, "ours", args), X, y, X_test, name=label)
-                row = result_row(fq, y_test, setting="ours", n_train=n)
-                row.update(_flag_row(fq, y_test))
-                table_fits[name] = (fq, row)
+                fits[name] = fq
+            for key, fq in fits.items():
+                result["table"][key] = {**result_row(fq, y_test, n_train=n), **_flag_row(fq, y_test)}
+                result["review"] += _review_rows(fq, y_test)
+            files += _digits_figure(fits["ours"], X_test, y_test, output, seed, formats)
+        return result, files
 
-    files += write_table(rows, output / "mnist_vs_n", title=f"MNIST, regular NWC, L = {args.lipschitz:g}, "
-                         f"λ = {args.bandwidth:g}, {y_test.shape[0]} test images")
-    table = _comparison_table(table_fits, table_size, args)
-    files += write_table(table, output / "mnist_table", title=f"MNIST at n = {table_size}")
-    choosing, sensitivity = _choosing_lipschitz(X_table, y_table, X_test, y_test, table_fits["ours"][0].model, args, seed)
-    files += write_table(choosing, output / "choosing_L", title="Evidence on L (pixel/255 units)")
-    files += write_table(sensitivity, output / "sensitivity_L", title=f"Results vs L at n = {table_size} (ours)")
-    formats = ("png",) if quick else ("png", "pdf")  # PDF export is slow on busy machines
-    files += _curve_figure(rows, output, args, formats)
-    files += _digits_figure(table_fits["ours"][0], X_test, y_test, output, seed, formats)
+    steps: dict[int, dict[str, Any]] = {}
+    for n in progress(all_sizes, desc="mnist sizes", quiet=quiet):
+        steps[n] = log.run(f"n={n}", lambda n=n: size_step(n), params={"n": n, "table": n == table_size})
 
-    summary = (
+    rows = [row for n in sizes for row in steps[n]["rows"]]
+    table_rows = steps[table_size]["table"]
+    title = f"MNIST, regular NWC, L = {args.lipschitz:g}, λ = {args.bandwidth:g}, {y_test.shape[0]} test images"
+    table = _comparison_table(table_rows, table_size, args)
+    review = steps[table_size]["review"]
+
+    def tables_step() -> tuple[None, list[Path]]:
+        files = list(write_table(rows, output / "mnist_vs_n", title=title))
+        files += write_table(table, output / "mnist_table", title=f"MNIST at n = {table_size}")
+        files += write_table(review, output / "mnist_review",
+                             title=f"Review queues at n = {table_size}: certificate vs review of the "
+                                   f"{100 * REVIEW_SHARE:.0f} % highest scores")
+        return None, files + _curve_figure(rows, output, args, formats)
+
+    log.run("tables and curves", tables_step, params={"sizes": sizes, "table_size": table_size})
+
+    def choosing_step() -> tuple[dict[str, Any], list[Path]]:
+        X, y = training_set(table_size)
+        model = _model("regular", "ours", args).fit(X, y)
+        choosing, sensitivity = _choosing_lipschitz(X, y, X_test, y_test, model, args, seed)
+        files = list(write_table(choosing, output / "choosing_L", title="Evidence on L (pixel/255 units)"))
+        files += write_table(sensitivity, output / "sensitivity_L", title=f"Results vs L at n = {table_size} (ours)")
+        return {"choosing": choosing, "sensitivity": sensitivity}, files
+
+    evidence = log.run("choosing L", choosing_step, params={"table_size": table_size})
+    review_short = [{k: r[k] for k in ("method", "queue", "review_share", "errors_caught", "accepted_share",
+                                        "error_among_accepted")} for r in review]
+    log.write_summary(
         f"# MNIST (regular NWC, L = {args.lipschitz:g}, λ = {args.bandwidth:g}, dtype {DTYPE})\n\n"
         f"Training sizes {sizes}, {y_test.shape[0]} test images, seed {seed}"
         f"{' (quick run)' if quick else ''}.\n"
         f"The paper's exact setting ({PAPER_SETTING}) is run as is, never tuned to match its claim.\n\n"
         f"## At n = {table_size}\n\n{format_markdown(table)}\n\n"
+        "Certified: the predicted class's lower bound is above every other class's upper bound "
+        "(and training mass reached the image). `caught@10%`: share of all errors among the 10 % of "
+        "images with the highest score (1 − max p̂, error_upper = 1 − lower bound of the predicted class, "
+        "or ε).\n\n"
+        f"## Review queues at n = {table_size}\n\n{format_markdown(review_short)}\n\n"
         f"## Accuracy and mean bound vs n\n\n{format_markdown(_short(rows))}\n\n"
-        f"## Choosing L\n\n{format_markdown(choosing)}\n\n{format_markdown(sensitivity)}\n"
+        f"## Choosing L\n\n{format_markdown(evidence['choosing'])}\n\n"
+        f"{format_markdown(evidence['sensitivity'])}\n"
     )
-    files.append(atomic_write_text(output / "summary.md", summary))
-    return files
+    return log.files
 
 
 def _short(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    keys = ("setting", "n_train", "accuracy", "mean_bound", "share_flagged", "vacuous_share", "total_s")
+    keys = ("setting", "n_train", "accuracy", "mean_bound", "certified_share", "error_among_certified",
+            "vacuous_share", "total_s")
     return [{k: r[k] for k in keys} for r in rows]
 
 
-def _comparison_table(fits: dict[str, Any], n: int, args: argparse.Namespace) -> list[dict[str, Any]]:
+def _comparison_table(fits: dict[str, dict[str, Any]], n: int, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The n = table-size table: one line per setting (``fits``: setting key → its result row)."""
+    pct = f"{100 * REVIEW_SHARE:.0f}%"
+    keys = ("accuracy", "mean_bound", "certified_share", "error_among_certified", f"caught@{pct} 1-max p",
+            f"caught@{pct} error_upper", f"caught@{pct} ε", "median_bandwidth")
+
     def line(label: str, key: str | None, reference: str, note: str) -> dict[str, Any]:
-        row = {"setting": label, "n_train": n if key is not None else TABLE_SIZE, "accuracy": math.nan, "mean_bound": math.nan,
-               "share_flagged": math.nan, "acc_unflagged": math.nan, "median_bandwidth": math.nan,
-               "reference": reference, "note": note}
-        if key is not None:
-            r = fits[key][1]
-            for k in ("accuracy", "mean_bound", "share_flagged", "acc_unflagged", "median_bandwidth"):
-                row[k] = r[k]
+        row: dict[str, Any] = {"setting": label, "n_train": n if key is not None else TABLE_SIZE}
+        row.update({k: fits[key][k] if key is not None else math.nan for k in keys})
+        row.update(reference=reference, note=note)
         return row
 
     return [
