@@ -9,14 +9,18 @@ gathers, ``bincount`` per sum). Here it is one pass, compiled with numba:
    compares build a 64-bit mask of the entries with ``t ≥ −tol``, and one
    trailing-zero count per set bit collects their column and ``t`` — the
    cost follows the number of hits, with no mispredicted branch per entry.
-2. **Evaluate.** ``d² = max((1 − t)·S², 0)`` and the kernel values of the
-   collected entries, one tight loop per bandwidth; the kernel is chosen by an
-   integer code *outside* that loop, so each loop body is branch-free.
-3. **Accumulate** into float64: ``Σ wK`` per class, ``Σ (wK)²``, ``Σ wK·d``
-   and the tail mass, with ``d = √d²`` only where ``wK > 0``.
+2. **Evaluate.** ``δ = d²/S² = max(1 − t, 0)`` — or, for the entries the
+   engine's error bound cannot place (``t < redo``, the band around the support's
+   edge), ``δ`` straight from the coordinates in float64 — then the kernel values
+   of the collected entries at ``u² = δ·(S/λ)²``, one tight loop per bandwidth;
+   the kernel is chosen by an integer code *outside* that loop, so each loop
+   body is branch-free.
+3. **Accumulate** into float64: ``Σ wK`` per class, ``Σ (wK)²``, ``Σ wK·d̄``
+   (``d̄ ≥ d`` the distance's upper bound, only where ``wK > 0``), the tail mass,
+   and the histogram of ``u²`` (the same ``u²`` the kernel value came from).
 
-Every entry is converted to float64 before ``d²`` is formed, as in the numpy
-route's sparse branch, so both give the same sums up to summation order.
+Every entry is converted to float64 before ``δ`` is formed, as in the numpy
+route, so both give the same sums up to summation order.
 
 The function releases the GIL (``nogil``): the engine's ``n_jobs`` threads run
 it concurrently on disjoint query blocks. ``cache=True`` stores the machine
@@ -157,52 +161,84 @@ def _evaluate(code, u2, radius_sq, out, n):  # pragma: no cover - compiled
 @njit(nogil=True, cache=True)
 def tile_sums(
     t,
+    select,
+    redo,
+    col_ids,
     labels,
     weights,
-    inv_lam2,
+    points,
+    queries,
+    inv_support,
+    direct_factor,
+    row_err,
+    scales,
     tail_cut,
-    support_sq,
-    threshold,
     code,
     radius_sq,
+    inv_weight_max,
     class_sums,
     sq_sum,
     dist_sum,
     tail_mass,
+    hist,
 ):  # pragma: no cover - compiled
     """Add one tile's kernel sums to the accumulators, in one pass over ``t``.
+
+    Distances are in units of the support radius S (``δ = d²/S²``).
 
     Parameters
     ----------
     t : ndarray of shape (rows, width), float32 or float64, C-contiguous
-        ``1 − d²/S²`` of each (query, training point) pair of the tile.
-    labels : int ndarray of shape (width,)
-        Class index of each training column.
-    weights : float64 ndarray of shape (width,) or (0,)
-        Sample weight of each column; empty for unit weights.
-    inv_lam2 : float64 ndarray of shape (G,)
-        ``1/λ²`` per bandwidth.
+        ``t̃ = 1 − d̃²/S²`` of each (query, training point) pair of the tile.
+    select : ndarray of shape (rows,), the dtype of ``t``
+        Per row, entries with ``t̃ < select`` are skipped (``−e`` for a compact kernel,
+        ``−inf`` to visit all).
+    redo : float64 ndarray of shape (rows,)
+        Per row, entries with ``t̃ < redo`` get ``δ`` recomputed directly from the
+        coordinates (the band ``|t̃| ≤ e`` around the support's edge; ``inf``: all).
+    col_ids : intp ndarray of shape (width,)
+        Layout index of each tile column.
+    labels : intp ndarray of shape (n_train,)
+    weights : float64 ndarray of shape (n_train,) or (0,)
+        Sample weights; empty for unit weights.
+    points : ndarray of shape (n_train, d)
+        Original training rows (layout order), for direct distances.
+    queries : float64 ndarray of shape (rows, d)
+        Original query rows.
+    inv_support : float
+        ``1/S``.
+    direct_factor : float
+        ``1 +`` the relative error bound of a direct distance.
+    row_err : float64 ndarray of shape (rows,)
+        Bound on ``|δ̃ − δ|`` of the product's entries; added under the square root of
+        ``dist_sum`` so that it bounds the true distances from above.
+    scales : float64 ndarray of shape (G,)
+        ``(S/λ)²`` per bandwidth: ``u² = δ·scales[g]``.
     tail_cut : float64 ndarray of shape (G,)
-        Tail radius ``r_t·λ`` per bandwidth (ignored without ``tail_mass``).
-    support_sq : float
-        ``S²``.
-    threshold : float
-        Entries with ``t < threshold`` are skipped (``−tol`` for a compact
-        kernel; ``−inf`` to visit all).
+        Tail radius ``r_t·λ/S`` per bandwidth (ignored without ``tail_mass``).
     code : int
         Kernel code (see :data:`KERNEL_CODES`).
     radius_sq : float
-        Squared truncation radius (Gaussian only).
+        Squared support radius ``R²`` (the truncation radius for the Gaussian), the
+        histogram's range.
+    inv_weight_max : float
+        ``1/max w``: histogram entries add ``w_i/max w``.
     class_sums : float64 ndarray of shape (rows, G, C)
     sq_sum : float64 ndarray of shape (rows, G)
     dist_sum, tail_mass : float64 ndarray of shape (rows, G) or (0, 0)
-        Accumulated only when non-empty.
+        Accumulated only when non-empty (``dist_sum`` in units of S).
+    hist : float64 ndarray of shape (rows, G, B) or (0, 0, 0)
+        Bin ``⌊u²·B/R²⌋`` (clipped to B − 1) of each entry with ``u² ≤ R²``.
     """
     n_rows, width = t.shape
-    n_bw = inv_lam2.shape[0]
+    n_feat = points.shape[1]
+    n_bw = scales.shape[0]
     weighted = weights.shape[0] > 0
     need_dist = dist_sum.shape[0] > 0
     need_tail = tail_mass.shape[0] > 0
+    need_hist = hist.shape[0] > 0
+    n_bins = hist.shape[2]
+    hist_scale = n_bins / radius_sq if need_hist else 0.0
     cols = np.empty(width, dtype=np.intp)
     vals = np.empty(width, dtype=t.dtype)
     d2 = np.empty(width)
@@ -213,18 +249,30 @@ def tile_sums(
     n_classes = class_sums.shape[2]
     part = np.zeros((4, n_classes))
     for i in range(n_rows):
-        n = _select(t[i], threshold, cols, vals)
+        n = _select(t[i], select[i], cols, vals)
         if n == 0:
             continue
+        rd = redo[i]
         for k in range(n):
-            d2[k] = max((1.0 - np.float64(vals[k])) * support_sq, 0.0)
+            c = col_ids[cols[k]]
+            cols[k] = c
+            v = np.float64(vals[k])
+            if v < rd:  # ambiguous near the edge (or too coarse): the distance from the coordinates
+                s = 0.0
+                for j in range(n_feat):
+                    diff = (queries[i, j] - np.float64(points[c, j])) * inv_support
+                    s += diff * diff
+                d2[k] = s
+            else:
+                d2[k] = max(1.0 - v, 0.0)
         for k in range(n):
             lab[k] = labels[cols[k]]
         if weighted:
             for k in range(n):
                 w_sel[k] = weights[cols[k]]
+        err = row_err[i]
         for g in range(n_bw):
-            scale = inv_lam2[g]
+            scale = scales[g]
             for k in range(n):
                 u2[k] = d2[k] * scale
             _evaluate(code, u2, radius_sq, wk, n)
@@ -253,13 +301,18 @@ def tile_sums(
             sq_sum[i, g] += (s0 + s1) + (s2 + s3)
             for c in range(n_classes):
                 class_sums[i, g, c] += (part[0, c] + part[1, c]) + (part[2, c] + part[3, c])
+            if need_hist:
+                for k in range(n):
+                    if u2[k] <= radius_sq:  # the very u² the kernel value came from
+                        b = min(np.intp(u2[k] * hist_scale), n_bins - 1)
+                        hist[i, g, b] += (w_sel[k] if weighted else 1.0) * inv_weight_max
             if need_dist or need_tail:
                 ds = 0.0
                 tm = 0.0
                 cut = tail_cut[g]
                 for k in range(n):
                     if wk[k] > 0.0:  # the square root only where K > 0 matters
-                        dist = math.sqrt(d2[k])
+                        dist = math.sqrt(d2[k] * direct_factor + err)  # ≥ the true distance
                         ds += wk[k] * dist
                         if dist > cut:
                             tm += wk[k]

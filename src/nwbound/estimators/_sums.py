@@ -3,32 +3,34 @@
 For each query ``y`` and bandwidth ``λ`` (``K_i = K(‖y − y_i‖/λ)``, weights ``w_i``):
 
 * ``class_sums[c] = Σ w_i K_i 1{c_i = c}`` (so ``κ = Σ_c class_sums[c]``),
-* ``sq_sum = Σ (w_i K_i)²``, ``dist_sum = Σ w_i K_i ‖y − y_i‖``,
-* ``tail_mass = Σ w_i K_i 1{‖y − y_i‖ > r_t λ}`` (only for the infinite-support lemma).
+* ``sq_sum = Σ (w_i K_i)²``, ``dist_sum ≥ Σ w_i K_i ‖y − y_i‖`` (an upper bound, see below),
+* ``tail_mass = Σ w_i K_i 1{‖y − y_i‖ > r_t λ}`` (only for the infinite-support lemma),
+* optionally ``histogram[b] = Σ w_i/w_max`` over the points whose ``u² = d²/λ²`` falls in
+  bin ``b`` of ``[0, R²]`` (compact kernels), for the histogram form of the Chernoff bound.
 
 How the dense (*regular*) path is made fast — the distance matrix is the only
 big object, so the work is arranged to touch it as few times as possible:
 
-1. **Augmented product.** Training rows are stored once as ``[x', 1, ‖x'‖²]``
-   (``x' = x − c``, c the bounding-box midpoint: centring shrinks the norms and so the cancellation
-   error of the expanded formula); a query block becomes
-   ``[2y'/S², 1 − ‖y'‖²/S², −1/S²]``. One GEMM then yields ``t = 1 − d²/S²``
-   directly, where ``S`` is the support radius of the largest bandwidth
-   (the largest bandwidth itself for infinite-support kernels).
+1. **Augmented product in units of the support.** Training rows are stored once as
+   ``[x'', 1, ‖x''‖²]`` with ``x'' = (x − c)/s₀`` (c the bounding-box midpoint, s₀ the power
+   of two just above the largest centred coordinate, so the division is exact); a query
+   block becomes ``[2ρ²y'', 1 − ρ²‖y''‖², −ρ²]`` with ``ρ = s₀/S``. One GEMM then yields
+   ``t = 1 − d²/S²`` directly, where ``S`` is the support radius of the largest bandwidth
+   (the largest bandwidth itself for infinite-support kernels). Every quantity is a ratio
+   of lengths, so scaling X and λ together by 10¹⁶⁰ or 10⁻²⁰⁰ changes nothing.
 2. **Cache-sized tiles.** The product is computed tile by tile
    (``_QUERY_BLOCK`` queries × a few thousand training points), so ``t`` is
    still in cache when it is read again.
-3. **Sparse extraction.** For a compact kernel only ``t ≥ 0`` contributes.
+3. **Sparse extraction.** For a compact kernel only ``t ≥ −e`` can contribute.
    One comparison pass and a ``flatnonzero`` collect those entries; every
    kernel value, square, square root (only where ``K > 0``) and class sum is
    then computed on that short list with ``bincount``. Tiles with many
-   contributing entries take a dense in-place route instead.
+   contributing entries take a dense route instead.
 4. **Pruning (compact kernels).** The training set is partitioned once into
    balls (k-means centres, radius = farthest member), and queries are
    processed in spatially coherent blocks; a (block, ball) pair is skipped
    when every query of the block is farther than ``S + radius`` from the
-   ball's centre, because then every kernel value in it is exactly 0. The
-   results are the dense results (up to floating-point summation order).
+   ball's centre, because then every kernel value in it is exactly 0.
 5. **Threads.** ``n_jobs`` threads work on disjoint query blocks, each with
    one BLAS thread (no oversubscription); numpy and BLAS release the GIL.
 6. **Compiled reduction (optional).** When numba is installed and the kernel
@@ -36,6 +38,33 @@ big object, so the work is arranged to touch it as few times as possible:
    each tile (:mod:`._fused`, GIL released). The numpy route stays the
    fallback and the reference; ``USE_NUMBA = False`` in this module or the
    environment variable ``NWBOUND_DISABLE_NUMBA=1`` forces it.
+
+**Exact arithmetic at the kernel's edge.** The expanded product cancels: when S is small
+next to the features' magnitudes, ``t̃`` can be far from ``t``. Each query row ``i`` gets a
+rigorous bound ``|t̃_ik − t_ik| ≤ e_i`` for every column k (:func:`_t_error`): the GEMM's
+``γ_{d+2}·Σ_j |a_ij b_kj|`` (any summation order, FMA or not) plus the rounding of the
+augmented rows themselves (relative ``η = u + (d+6)u₆₄`` per entry, ``u`` the unit roundoff of
+the GEMM's dtype), with ``Σ_j |a_ij b_kj| ≤ 1 + ρ²(‖y''_i‖ + max_k ‖x''_k‖)²``. Then, per
+query block:
+
+* ``e ≤ _MAX_T_ERROR`` (the usual case): entries with ``t̃ > e`` are certainly inside the
+  support and keep ``d̃²/S² = 1 − t̃``; entries with ``|t̃| ≤ e`` are *ambiguous* and their
+  distance is recomputed directly as ``Σ_j ((y_j − x_j)/S)²`` in float64 from the original
+  coordinates (relative error ``≤ (d+6)u₆₄``); entries with ``t̃ < −e`` are outside. So the set
+  of points with ``K > 0`` is the true one, and every kernel value is evaluated at a ``u²``
+  within ``e·(S/λ)²`` of the true one.
+* float32 with ``e`` too large: the block's GEMM is redone in float64 (a float64 copy of
+  the layout is built on first need and cached).
+* float64 still too large (or ``ρ²`` not representable): every entry the GEMM cannot rule
+  out (``t̃ ≥ −e``; all of them when even that product cannot be formed) gets its distance
+  recomputed directly.
+
+``dist_sum`` adds ``w K·S·√(d̃²/S²·(1 + c) + e)`` (``c`` the direct formula's relative error):
+an upper bound of the true distance, so the Lipschitz bias term stays valid; the float64
+summation's rounding is covered by a final factor ``1 + (n + 8)u₆₄``. The per-row bound is
+exposed as :attr:`KernelSums.d2_error` (input units) and :meth:`KernelSums.u2_error`
+(per bandwidth, on ``u² = d²/λ²``): bound code widens the histogram's bin edges by it. The
+histogram bins each point by the very ``u²`` its kernel value was computed from.
 
 Peak memory stays within ``working_memory``: tiles, extracted entries and
 buffers are sized from it (split between the threads).
@@ -65,9 +94,7 @@ _QUERY_BLOCK = 128
 _TILE_ELEMENTS = 1 << 19
 # Above this share of contributing entries a tile takes the dense route.
 _DENSE_SHARE = 0.25
-# Bytes per tile element for the buffers of one thread (tile, mask, and the
-# dense route's kernel/distance temporaries), and per extracted entry
-# (flat index, row, column, d², kernel value and temporaries, all 8 bytes).
+# Bytes per extracted entry (flat index, row, column, d², kernel value and temporaries).
 _BYTES_PER_ENTRY = 96
 # Pruning: training points per ball, and fewer points than this are never pruned.
 _BALL_SIZE = 128
@@ -79,23 +106,32 @@ _AUTO_PRUNE_MAX_FEATURES = 12
 # Relative slack added to the pruning test so that rounding never drops a
 # pair the dense path would keep.
 _PRUNE_SLACK = 1e-6
+# Largest bound on |t̃ − t| (t = 1 − d²/S²) a block may keep: above it the block's
+# product is redone in float64, then distances are recomputed directly. Kernel
+# values are then evaluated within 2⁻⁸ (in u² units at the largest λ) of the truth.
+_MAX_T_ERROR = 2.0**-8
+# Entries per chunk of a direct distance recomputation (entries × features floats).
+_DIRECT_CHUNK_ELEMENTS = 1 << 20
+_U64 = 2.0**-53  # unit roundoff of float64
 # The compiled tile reduction (numba): False forces the numpy route, as does
 # the environment variable NWBOUND_DISABLE_NUMBA=1.
 USE_NUMBA = True
 # The ._fused module once imported, False when numba is missing, None: not tried yet.
 _FUSED_MODULE = None
 _NO_SUM = np.zeros((0, 0))  # stands for a sum that is not wanted
+_NO_HIST = np.zeros((0, 0, 0))
 
 
 def _tile_bytes_per_element(itemsize: int) -> int:
-    return 4 * itemsize + 1
+    # tile, mask, and the dense route's float64 temporaries (δ, u², K, distances)
+    return itemsize + 1 + 4 * 8
 
 
 @dataclass(frozen=True)
 class _Balls:
-    """A partition of the (reordered) training rows into balls."""
+    """A partition of the (reordered) training rows into balls (scaled coordinates)."""
 
-    centers: np.ndarray  # (k, d) float64, in centred coordinates
+    centers: np.ndarray  # (k, d) float64, in centred and scaled coordinates
     center_sqnorm: np.ndarray  # (k,)
     radii: np.ndarray  # (k,) float64
     starts: np.ndarray  # (k + 1,) row ranges in the reordered layout
@@ -106,12 +142,32 @@ class _Layout:
     """Training rows in the order and shape the dense path reads them."""
 
     center: np.ndarray  # (d,) float64 bounding-box midpoint, subtracted from every point
-    augmented: np.ndarray  # (n, d + 2) [x', 1, ‖x'‖²], estimator dtype
+    scale: float  # s₀: a power of two ≥ every |x − c|; coordinates are divided by it (exactly)
+    augmented: np.ndarray  # (n, d + 2) [x'', 1, ‖x''‖²], estimator dtype
+    points: np.ndarray  # (n, d) the original rows in layout order, for direct distances
     labels: np.ndarray  # (n,) in layout order
     weights: np.ndarray | None  # (n,) float64 in layout order
     onehot: np.ndarray  # (n, C) weighted one-hot, estimator dtype, layout order
-    max_sqnorm: float  # max ‖x'‖², for the rounding tolerance
+    max_norm: float  # max ‖x''‖, for the error bound of the product
     balls: _Balls | None  # None: too small to prune
+    # The float64 copy of ``augmented`` for blocks whose float32 product is too coarse.
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def max_sqnorm(self) -> float:
+        return self.max_norm**2
+
+    def augmented64(self) -> np.ndarray:
+        if self.augmented.dtype == np.float64:
+            return self.augmented
+        if "augmented64" not in self._cache:
+            centred = (self.points.astype(np.float64) - self.center) / self.scale
+            aug = np.empty(self.augmented.shape)
+            aug[:, :-2] = centred
+            aug[:, -2] = 1.0
+            aug[:, -1] = np.einsum("ij,ij->i", centred, centred)
+            self._cache["augmented64"] = aug
+        return self._cache["augmented64"]
 
 
 @dataclass(frozen=True)
@@ -130,12 +186,18 @@ class TrainingSet:
     def build(cls, X: np.ndarray, labels: np.ndarray, n_classes: int, weights: np.ndarray | None) -> "TrainingSet":
         onehot = np.zeros((X.shape[0], n_classes), dtype=X.dtype)
         onehot[np.arange(X.shape[0]), labels] = 1.0 if weights is None else weights
-        sqnorm = np.einsum("ij,ij->i", X, X)
+        with np.errstate(over="ignore"):  # informational only; the engine never reads it
+            sqnorm = np.einsum("ij,ij->i", X, X)
         return cls(X=X, sqnorm=sqnorm, labels=labels, weights=weights, weighted_onehot=onehot)
 
     @property
     def n_classes(self) -> int:
         return self.weighted_onehot.shape[1]
+
+    @property
+    def weight_max(self) -> float:
+        """Largest sample weight (1 without weights)."""
+        return 1.0 if self.weights is None or self.weights.size == 0 else float(np.max(self.weights))
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -156,38 +218,83 @@ class TrainingSet:
 
 @dataclass
 class KernelSums:
-    """Per-query, per-bandwidth kernel sums (float64)."""
+    """Per-query, per-bandwidth kernel sums (float64).
+
+    ``d2_error_rel`` bounds ``|d̃² − d²|/S²`` for every pair the sums used (per query, or one
+    float), ``support`` is ``S``; ``d2_error`` gives the bound in the input's units and
+    :meth:`u2_error` per bandwidth on ``u² = d²/λ²``. ``histogram`` (n, G, B) holds
+    ``Σ w_i/weight_max`` per bin of ``u²`` with edges ``hist_edges`` (B + 1,). The localized
+    path with ``keep_points`` adds ``point_mass`` (n, G, k) ``= w_i K_i`` and ``point_dist``
+    (n, k), the directly computed neighbour distances.
+    """
 
     class_sums: np.ndarray  # (n, G, C)
     sq_sum: np.ndarray  # (n, G)
     dist_sum: np.ndarray | None  # (n, G)
     tail_mass: np.ndarray | None  # (n, G)
+    d2_error_rel: np.ndarray | float = 0.0  # (n,) or scalar, units of S²
+    support: float = 1.0  # S
+    histogram: np.ndarray | None = None  # (n, G, B)
+    hist_edges: np.ndarray | None = None  # (B + 1,) in u²
+    weight_max: float = 1.0
+    point_mass: np.ndarray | None = None  # (n, G, k)
+    point_dist: np.ndarray | None = None  # (n, k)
 
     @property
     def kappa(self) -> np.ndarray:
         return self.class_sums.sum(axis=2)
 
+    @property
+    def d2_error(self) -> np.ndarray | float:
+        """Bound on ``|d̃² − d²|`` in the input's squared units (``inf`` only where ``S²``
+        itself overflows; :meth:`u2_error` never does)."""
+        with np.errstate(over="ignore"):
+            return self.d2_error_rel * (self.support * self.support)
+
+    def u2_error(self, bandwidths: np.ndarray) -> np.ndarray:
+        """Bound on ``|ũ² − u²|`` (``u = d/λ``), shape (n, G) for the (G,) ``bandwidths``."""
+        ratio = (self.support / np.asarray(bandwidths, dtype=np.float64)) ** 2
+        n = self.class_sums.shape[0]
+        return np.broadcast_to(np.asarray(self.d2_error_rel, dtype=np.float64), (n,))[:, None] * ratio[None, :]
+
     @classmethod
-    def empty(cls, n: int, n_bandwidths: int, n_classes: int, need_dist: bool, need_tail: bool) -> "KernelSums":
+    def empty(cls, n: int, n_bandwidths: int, n_classes: int, need_dist: bool, need_tail: bool,
+              histogram_bins: int = 0) -> "KernelSums":
         return cls(
             class_sums=np.zeros((n, n_bandwidths, n_classes)),
             sq_sum=np.zeros((n, n_bandwidths)),
             dist_sum=np.zeros((n, n_bandwidths)) if need_dist else None,
             tail_mass=np.zeros((n, n_bandwidths)) if need_tail else None,
+            histogram=np.zeros((n, n_bandwidths, histogram_bins)) if histogram_bins else None,
         )
 
 
 # ---------------------------------------------------------------------------------------------
 # Layout and ball partition
 # ---------------------------------------------------------------------------------------------
+def _power_of_two_above(x: float) -> float:
+    """The smallest power of two ≥ ``x`` (1 for ``x == 0``): dividing by it is exact."""
+    if not x > 0:
+        return 1.0
+    mant, exp = math.frexp(x)
+    return math.ldexp(1.0, exp - 1) if mant == 0.5 else math.ldexp(1.0, exp)
+
+
 def _build_layout(train: TrainingSet, with_balls: bool) -> _Layout:
     X = train.X
     # Centre at the bounding-box midpoint: it shrinks the norms (and so the
     # cancellation error of the expanded distance) like the mean would, but is
     # exactly invariant to row order and duplicated rows, so those never move
-    # a point across the kernel's support boundary by rounding.
-    center = 0.5 * (X.min(axis=0).astype(np.float64) + X.max(axis=0).astype(np.float64))
+    # a point across the kernel's support boundary by rounding. Halves first: no overflow.
+    if X.shape[0] == 0:
+        center = np.zeros(X.shape[1])
+    else:
+        center = 0.5 * X.min(axis=0).astype(np.float64) + 0.5 * X.max(axis=0).astype(np.float64)
     centred = X.astype(np.float64) - center
+    if not np.all(np.isfinite(centred)):
+        raise ValueError("X: feature values too large to take differences in float64; rescale the features.")
+    scale = _power_of_two_above(float(np.max(np.abs(centred), initial=0.0)))
+    centred /= scale  # exact: a power of two
     balls = None
     order = None
     if with_balls:
@@ -205,11 +312,13 @@ def _build_layout(train: TrainingSet, with_balls: bool) -> _Layout:
     onehot = train.weighted_onehot if order is None else train.weighted_onehot[order]
     return _Layout(
         center=center,
+        scale=scale,
         augmented=augmented,
+        points=X if order is None else np.ascontiguousarray(X[order]),
         labels=np.ascontiguousarray(labels),
         weights=weights,
         onehot=np.ascontiguousarray(onehot),
-        max_sqnorm=float(sq.max(initial=0.0)),
+        max_norm=float(np.sqrt(sq.max(initial=0.0))),
         balls=balls,
     )
 
@@ -290,11 +399,18 @@ class _Plan:
     layout: _Layout
     kernel: Kernel
     bandwidths: np.ndarray
-    support_sq: float  # S²
-    sparse: bool  # compact kernel: extract t ≥ −tol only
-    tol: float  # rounding tolerance on t
+    support: float  # S
+    rho_sq: float  # (s₀/S)²: the product's scale (may be inf: then no product at all)
+    scales: np.ndarray  # (G,) (S/λ_g)²: u² = δ·scales[g] with δ = d²/S²
+    tail_cut: np.ndarray  # (G,) r_t·λ_g/S (inf without tail mass)
+    sparse: bool  # compact kernel and no tail mass: extract t ≥ −e only
+    edge: bool  # compact kernel: entries near the support's edge are recomputed
     need_dist: bool
     tail_radius: float | None
+    hist_bins: int
+    radius_sq: float  # R² (compact kernels), the histogram's range
+    inv_weight_max: float
+    direct_factor: float  # 1 + relative error bound of a direct distance
     tile_elements: int
     flush_entries: int
     dtype: np.dtype
@@ -309,13 +425,10 @@ class _FusedSpec:
     code: int
     radius_sq: float
     labels: np.ndarray  # (n,) intp, layout order
-    inv_lam2: np.ndarray  # (G,) 1/λ²
-    tail_cut: np.ndarray  # (G,) r_t·λ (unused without tail mass)
-    threshold: np.floating  # skip t below this (estimator dtype; −inf: visit all)
+    weights: np.ndarray  # (n,) float64 or (0,)
 
 
-def _fused_spec(kernel: Kernel, lay: _Layout, bandwidths: np.ndarray, tail_radius: float | None,
-                sparse: bool, tol: float, dtype: np.dtype) -> _FusedSpec | None:
+def _fused_spec(kernel: Kernel, lay: _Layout) -> _FusedSpec | None:
     """The compiled reduction's fixed arguments, or None for the numpy route
     (numba missing or switched off, or a kernel it does not evaluate)."""
     global _FUSED_MODULE
@@ -338,28 +451,82 @@ def _fused_spec(kernel: Kernel, lay: _Layout, bandwidths: np.ndarray, tail_radiu
         code=spec[0],
         radius_sq=spec[1],
         labels=lay.labels.astype(np.intp, copy=False),
-        inv_lam2=1.0 / bandwidths**2,
-        tail_cut=(tail_radius if tail_radius is not None else np.inf) * bandwidths,
-        threshold=dtype.type(-tol if sparse else -np.inf),
+        weights=np.empty(0) if lay.weights is None else lay.weights,
     )
 
 
-class _Accumulator:
-    """Per-block running sums (float64) for ``rows`` query rows."""
+def _t_error(q_norm: np.ndarray, max_norm: float, rho_sq: float, n_features: int, unit: float) -> np.ndarray:
+    """Rigorous bound on ``|t̃ − t|`` per query row for a product in a dtype of unit roundoff ``unit``.
 
-    def __init__(self, n_rows: int, n_bandwidths: int, n_classes: int, need_dist: bool, need_tail: bool):
+    ``t̃ = fl(Σ_j ã_j b̃_j)`` over ``n = d + 2`` terms: ``|fl(Σ) − Σ ã b̃| ≤ γ_n Σ|ã b̃|`` (Higham,
+    *Accuracy and Stability of Numerical Algorithms*, §3.1, any order, with or without FMA),
+    and the augmented entries carry a relative rounding ``η = unit + (d+6)u₆₄`` each
+    (float64 centring, squaring and summing; exact power-of-two scaling; the cast), so
+    ``|Σ ã b̃ − Σ a b| ≤ (2η + η²) Σ|a b|``. ``Σ_j |a_j b_j| ≤ 1 + ρ²(‖y''‖ + max‖x''‖)²``;
+    forming ``1 − ρ²‖y''‖²`` adds ``(d+6)u₆₄(1 + ρ²‖y''‖²)``, and ``δ = 1 − t̃`` in float64 ``2u₆₄``.
+    """
+    n = n_features + 2
+    gamma = n * unit / (1.0 - n * unit)
+    eta = unit + (n_features + 6) * _U64
+    coef = gamma * (1.0 + eta) ** 2 + 2.0 * eta + eta * eta + 2.0 * (n_features + 8) * _U64
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = 1.0 + rho_sq * (q_norm + max_norm) ** 2
+        err = coef * total * (1.0 + 1e-10)  # the bound's own float64 rounding
+    return np.where(np.isfinite(err), err, np.inf)
+
+
+def _direct_delta(q64: np.ndarray, rows: np.ndarray, points: np.ndarray, cols: np.ndarray,
+                  inv_support: float) -> np.ndarray:
+    """``Σ_j ((y_j − x_j)/S)²`` for the pairs (q64[rows], points[cols]) in float64, chunked.
+
+    The difference of the two original coordinates first (exact for float32 inputs), then
+    the scaling: no overflow or underflow whatever the units. Relative error ≤ (d+6)u₆₄.
+    """
+    out = np.empty(rows.shape[0])
+    step = max(1, _DIRECT_CHUNK_ELEMENTS // max(1, q64.shape[1]))
+    with np.errstate(over="ignore"):  # far pairs may overflow to inf: K = 0 there
+        for s in range(0, rows.shape[0], step):
+            diff = q64[rows[s : s + step]] - points[cols[s : s + step]].astype(np.float64)
+            diff *= inv_support
+            out[s : s + step] = np.einsum("ij,ij->i", diff, diff)
+    return out
+
+
+def _histogram_add(hist: np.ndarray, rows: np.ndarray, u2: np.ndarray, w: np.ndarray | None, plan: _Plan,
+                   g: int) -> None:
+    """Add ``w/w_max`` of each entry with ``u² ≤ R²`` to its bin (same formula as the compiled route)."""
+    n, _, B = hist.shape
+    inside = np.flatnonzero(u2 <= plan.radius_sq)
+    b = np.minimum((u2[inside] * (B / plan.radius_sq)).astype(np.intp), B - 1)
+    mass = None if w is None else w[inside] * plan.inv_weight_max
+    if mass is None and plan.inv_weight_max != 1.0:
+        mass = np.full(inside.shape[0], plan.inv_weight_max)
+    hist[:, g] += np.bincount(rows[inside] * B + b, weights=mass, minlength=n * B).reshape(n, B)
+
+
+class _Accumulator:
+    """Per-block running sums (float64) for ``rows`` query rows; distances in units of S."""
+
+    def __init__(self, n_rows: int, n_bandwidths: int, n_classes: int, need_dist: bool, need_tail: bool,
+                 hist_bins: int = 0):
         self.n_rows = n_rows
         self.n_classes = n_classes
         self.class_sums = np.zeros((n_rows, n_bandwidths, n_classes))
         self.sq_sum = np.zeros((n_rows, n_bandwidths))
         self.dist_sum = np.zeros((n_rows, n_bandwidths)) if need_dist else None
         self.tail_mass = np.zeros((n_rows, n_bandwidths)) if need_tail else None
+        self.hist = np.zeros((n_rows, n_bandwidths, hist_bins)) if hist_bins else None
+        self.row_err = np.zeros(n_rows)  # bound on |δ̃ − δ| of the GEMM entries, per row
+        self.select = np.full(n_rows, -np.inf)  # keep entries with t̃ ≥ select (tile dtype)
+        self.redo = np.full(n_rows, -np.inf)  # recompute entries with t̃ < redo directly
+        self.q64: np.ndarray | None = None  # the block's queries, float64
         self.rows: list[np.ndarray] = []
         self.cols: list[np.ndarray] = []
         self.d2: list[np.ndarray] = []
         self.pending = 0
 
     def add_entries(self, rows: np.ndarray, cols: np.ndarray, d2: np.ndarray, plan: _Plan) -> None:
+        """Queue entries (query row, training column, δ = d²/S²) for the next flush."""
         self.rows.append(rows)
         self.cols.append(cols)
         self.d2.append(d2)
@@ -373,130 +540,192 @@ class _Accumulator:
             return
         rows = np.concatenate(self.rows)
         cols = np.concatenate(self.cols)
-        d2 = np.concatenate(self.d2)
+        delta = np.concatenate(self.d2)
         self.rows, self.cols, self.d2, self.pending = [], [], [], 0
         lay = plan.layout
         n, C = self.n_rows, self.n_classes
         flat = rows * C + lay.labels[cols]
         w = None if lay.weights is None else lay.weights[cols]
         dist = None
-        for g, lam in enumerate(plan.bandwidths):
-            k = plan.kernel.from_squared(d2 * (1.0 / float(lam) ** 2))
-            wk = np.asarray(k, dtype=np.float64)
+        for g in range(len(plan.bandwidths)):
+            u2 = delta * plan.scales[g]
+            wk = np.asarray(plan.kernel.from_squared(u2), dtype=np.float64)
             if w is not None:
                 wk = wk * w
             self.class_sums[:, g] += np.bincount(flat, weights=wk, minlength=n * C).reshape(n, C)
             self.sq_sum[:, g] += np.bincount(rows, weights=wk * wk, minlength=n)
+            if self.hist is not None:
+                _histogram_add(self.hist, rows, u2, w, plan, g)
             if self.dist_sum is not None or self.tail_mass is not None:
                 if dist is None:
-                    dist = np.sqrt(d2)
+                    dist = np.sqrt(delta * plan.direct_factor + self.row_err[rows])  # upper bound, units of S
                 pos = np.flatnonzero(wk)  # the square root only where K > 0 matters
                 if self.dist_sum is not None:
                     self.dist_sum[:, g] += np.bincount(rows[pos], weights=wk[pos] * dist[pos], minlength=n)
                 if self.tail_mass is not None:
-                    cut = plan.tail_radius * float(lam)
-                    far = pos[dist[pos] > cut]
+                    far = pos[dist[pos] > plan.tail_cut[g]]
                     self.tail_mass[:, g] += np.bincount(rows[far], weights=wk[far], minlength=n)
 
     def add_fused(self, t: np.ndarray, col: slice | np.ndarray, plan: _Plan) -> None:
-        """Compiled route: every sum of one tile ``t = 1 − d²/S²`` in one pass."""
+        """Compiled route: every sum of one tile ``t̃ = 1 − d̃²/S²`` in one pass."""
         spec = plan.fused
-        weights = plan.layout.weights
+        col_ids = np.arange(col.start, col.stop, dtype=np.intp) if isinstance(col, slice) else col
         spec.tile_sums(
-            t, spec.labels[col], np.empty(0) if weights is None else weights[col],
-            spec.inv_lam2, spec.tail_cut, plan.support_sq, spec.threshold, spec.code, spec.radius_sq,
+            t, self.select.astype(t.dtype), self.redo, col_ids, spec.labels, spec.weights,
+            plan.layout.points, self.q64, 1.0 / plan.support, plan.direct_factor, self.row_err,
+            plan.scales, plan.tail_cut, spec.code, spec.radius_sq, plan.inv_weight_max,
             self.class_sums, self.sq_sum,
             _NO_SUM if self.dist_sum is None else self.dist_sum,
             _NO_SUM if self.tail_mass is None else self.tail_mass,
+            _NO_HIST if self.hist is None else self.hist,
         )
 
     def add_dense(self, d2: np.ndarray, col: slice | np.ndarray, plan: _Plan) -> None:
-        """Dense route for one tile of squared distances (overwritten)."""
+        """Dense route for one tile of ``δ = d²/S²`` (float64; entries beyond the support are > 1)."""
         lay = plan.layout
         onehot = lay.onehot[col]
-        w = None if lay.weights is None else lay.weights[col].astype(d2.dtype)
+        w = None if lay.weights is None else lay.weights[col]
         dist = None
-        if plan.need_dist or plan.tail_radius is not None:
-            dist = np.sqrt(d2)
-        for g, lam in enumerate(plan.bandwidths):
-            u2 = d2 * d2.dtype.type(1.0 / float(lam) ** 2)
-            k = plan.kernel.from_squared(u2)
+        if self.dist_sum is not None or self.tail_mass is not None:
+            dist = np.sqrt(d2 * plan.direct_factor + self.row_err[:, None])
+        rows = None
+        for g in range(len(plan.bandwidths)):
+            u2 = d2 * plan.scales[g]
+            k = np.asarray(plan.kernel.from_squared(u2), dtype=np.float64)
             self.class_sums[:, g] += k @ onehot
             if w is not None:
                 k *= w
-            self.sq_sum[:, g] += np.einsum("ij,ij->i", k, k, dtype=np.float64)
+            self.sq_sum[:, g] += np.einsum("ij,ij->i", k, k)
             if self.dist_sum is not None:
-                self.dist_sum[:, g] += np.einsum("ij,ij->i", k, dist, dtype=np.float64)
+                self.dist_sum[:, g] += np.einsum("ij,ij->i", k, dist)
             if self.tail_mass is not None:
-                cut = plan.tail_radius * float(lam)
-                self.tail_mass[:, g] += np.where(dist > cut, k, 0.0).sum(axis=1, dtype=np.float64)
+                self.tail_mass[:, g] += np.where(dist > plan.tail_cut[g], k, 0.0).sum(axis=1)
+            if self.hist is not None:
+                if rows is None:
+                    rows = np.repeat(np.arange(d2.shape[0]), d2.shape[1])
+                wf = None if w is None else np.broadcast_to(w, d2.shape).ravel()
+                _histogram_add(self.hist, rows, u2.ravel(), wf, plan, g)
+
+
+def _block_product(Q: np.ndarray, plan: _Plan, dtype: np.dtype) -> tuple[np.ndarray | None, np.ndarray]:
+    """The query side ``[2ρ²y'', 1 − ρ²‖y''‖², −ρ²]`` in ``dtype`` and its error bound per row
+    (None and inf when it cannot be represented)."""
+    lay = plan.layout
+    qs = (Q.astype(np.float64) - lay.center) / lay.scale
+    with np.errstate(over="ignore", invalid="ignore"):
+        q_norm = np.sqrt(np.einsum("ij,ij->i", qs, qs))
+        A64 = np.empty((Q.shape[0], Q.shape[1] + 2))
+        A64[:, :-2] = qs * (2.0 * plan.rho_sq)
+        A64[:, -2] = 1.0 - plan.rho_sq * q_norm**2
+        A64[:, -1] = -plan.rho_sq
+        A = A64.astype(dtype, copy=False)
+    unit = float(np.finfo(dtype).eps) / 2.0
+    err = _t_error(q_norm, lay.max_norm, plan.rho_sq, Q.shape[1], unit)
+    if not np.all(np.isfinite(A)):
+        return None, np.full(Q.shape[0], np.inf)
+    return A, err
+
+
+def _lower_in(dtype: np.dtype, x: np.ndarray) -> np.ndarray:
+    """``x`` rounded down into ``dtype``: a selection ``t ≥ x`` in that dtype keeps every entry it should."""
+    y = x.astype(dtype)
+    return np.where(y.astype(np.float64) > x, np.nextafter(y, dtype.type(-np.inf)), y)
 
 
 def _block_sums(Q: np.ndarray, cols: np.ndarray | None, plan: _Plan) -> _Accumulator:
     """Kernel sums of the query rows ``Q`` against the training columns ``cols`` (None: all)."""
     lay = plan.layout
-    dtype = plan.dtype
     n_rows = Q.shape[0]
     n_cols = lay.augmented.shape[0] if cols is None else cols.shape[0]
-    acc = _Accumulator(n_rows, len(plan.bandwidths), lay.onehot.shape[1], plan.need_dist, plan.tail_radius is not None)
+    acc = _Accumulator(n_rows, len(plan.bandwidths), lay.onehot.shape[1], plan.need_dist,
+                       plan.tail_radius is not None, plan.hist_bins)
     if n_cols == 0:
         return acc
-    # Query side of the augmented product: t = 1 − d²/S².
-    S2 = plan.support_sq
-    qc = Q.astype(np.float64) - lay.center
-    A = np.empty((n_rows, Q.shape[1] + 2), dtype=dtype)
-    A[:, :-2] = qc * (2.0 / S2)
-    A[:, -2] = 1.0 - np.einsum("ij,ij->i", qc, qc) / S2
-    A[:, -1] = -1.0 / S2
+    acc.q64 = np.ascontiguousarray(Q, dtype=np.float64)
+    # Choose the product's precision for this block from the rigorous error bound.
+    dtype = plan.dtype
+    A, err = _block_product(Q, plan, dtype)
+    if A is None or err.max() > _MAX_T_ERROR:
+        if dtype != np.float64:
+            dtype = np.dtype(np.float64)
+            A, err = _block_product(Q, plan, dtype)
+    augmented = lay.augmented if dtype == plan.dtype else lay.augmented64()
+    direct = A is None or err.max() > _MAX_T_ERROR
+    d_feat = Q.shape[1]
+    if direct:
+        # Distances recomputed from the coordinates; the product (when it exists) only rules out.
+        acc.row_err = np.full(n_rows, 2.0 * (d_feat + 6) * _U64)
+        acc.redo = np.full(n_rows, np.inf)
+        select = -err if plan.sparse and A is not None else np.full(n_rows, -np.inf)
+    else:
+        acc.row_err = err
+        acc.redo = err if plan.edge else np.full(n_rows, -np.inf)  # only compact kernels have an edge
+        select = -err if plan.sparse else np.full(n_rows, -np.inf)
+    acc.select = _lower_in(dtype, select)
     width = max(1, min(n_cols, plan.tile_elements // n_rows))
     tile_buf = np.empty(n_rows * width, dtype=dtype)
-    mask_buf = np.empty(n_rows * width, dtype=bool) if plan.sparse and plan.fused is None else None
-    gather_buf = None if cols is None else np.empty((width, lay.augmented.shape[1]), dtype=dtype)
-    threshold = dtype.type(-plan.tol)
+    mask_buf = np.empty(n_rows * width, dtype=bool) if plan.fused is None else None
+    gather_buf = None if cols is None else np.empty((width, augmented.shape[1]), dtype=dtype)
     for j0 in range(0, n_cols, width):
         j1 = min(j0 + width, n_cols)
         w = j1 - j0
         if cols is None:
-            B = lay.augmented[j0:j1]
+            B = augmented[j0:j1]
             col_index: slice | np.ndarray = slice(j0, j1)
         else:
             col_index = cols[j0:j1]
-            B = np.take(lay.augmented, col_index, axis=0, out=gather_buf[:w])
+            B = np.take(augmented, col_index, axis=0, out=gather_buf[:w])
         t = tile_buf[: n_rows * w].reshape(n_rows, w)
-        np.matmul(A, B.T, out=t)
+        if A is None:
+            t.fill(0.0)  # no product: every entry is recomputed
+        else:
+            np.matmul(A, B.T, out=t)
         if plan.fused is not None:
             acc.add_fused(t, col_index, plan)
             continue
+        cglob_of = (lambda c: c + j0) if cols is None else (lambda c: cols[j0 + c])
+        mask = mask_buf[: n_rows * w].reshape(n_rows, w)
+        np.greater_equal(t, acc.select[:, None], out=mask)
+        count = int(np.count_nonzero(mask))
+        if count == 0:
+            continue
+        if plan.sparse and count <= _DENSE_SHARE * t.size:
+            flat = np.flatnonzero(mask)
+            r, c = np.divmod(flat, w)
+            tv = t.ravel()[flat].astype(np.float64)
+            delta = np.maximum(1.0 - tv, 0.0)
+            cglob = cglob_of(c)
+            redo = np.flatnonzero(tv < acc.redo[r])
+            if redo.size:
+                delta[redo] = _direct_delta(acc.q64, r[redo], lay.points, cglob[redo], 1.0 / plan.support)
+            acc.add_entries(r, cglob, delta, plan)
+            continue
+        # Dense route: δ = 1 − t̃ in float64, the ambiguous entries recomputed, the rest set beyond reach.
+        t64 = t.astype(np.float64)
+        delta = np.maximum(1.0 - t64, 0.0)
+        redo_mask = mask & (t64 < acc.redo[:, None])
+        if redo_mask.any():
+            r, c = np.nonzero(redo_mask)
+            delta[r, c] = _direct_delta(acc.q64, r, lay.points, cglob_of(c), 1.0 / plan.support)
         if plan.sparse:
-            mask = mask_buf[: n_rows * w].reshape(n_rows, w)
-            np.greater_equal(t, threshold, out=mask)
-            count = int(np.count_nonzero(mask))
-            if count == 0:
-                continue
-            if count <= _DENSE_SHARE * t.size:
-                flat = np.flatnonzero(mask)
-                r, c = np.divmod(flat, w)
-                d2 = (1.0 - t.ravel()[flat].astype(np.float64)) * S2
-                np.maximum(d2, 0.0, out=d2)
-                cglob = c + j0 if cols is None else cols[j0 + c]
-                acc.add_entries(r, cglob, d2, plan)
-                continue
-        # Dense route: t becomes d² in place.
-        np.subtract(1.0, t, out=t)
-        t *= dtype.type(S2)
-        np.maximum(t, 0.0, out=t)
-        acc.add_dense(t, col_index, plan)
+            delta[~mask] = 2.0  # ruled out by the bound (δ > 1): K = 0, outside every histogram bin
+        acc.add_dense(delta, col_index, plan)
     acc.flush(plan)
     return acc
 
 
-def _store(out: KernelSums, rows: slice | np.ndarray, acc: _Accumulator) -> None:
+def _store(out: KernelSums, rows: slice | np.ndarray, acc: _Accumulator, plan: _Plan) -> None:
     out.class_sums[rows] = acc.class_sums
     out.sq_sum[rows] = acc.sq_sum
+    # Back to input units, and the float64 summation's rounding covered: an upper bound.
+    up = plan.support * (1.0 + (plan.layout.augmented.shape[0] + 8) * _U64)
     if out.dist_sum is not None:
-        out.dist_sum[rows] = acc.dist_sum
+        out.dist_sum[rows] = acc.dist_sum * up
     if out.tail_mass is not None:
         out.tail_mass[rows] = acc.tail_mass
+    if out.histogram is not None:
+        out.histogram[rows] = acc.hist
+    out.d2_error_rel[rows] = acc.row_err
 
 
 def dense_kernel_sums(
@@ -510,6 +739,7 @@ def dense_kernel_sums(
     working_memory: int | None = None,
     n_jobs: int | None = None,
     prune: bool | None = None,
+    histogram_bins: int = 0,
 ) -> KernelSums:
     """Kernel sums of every query against every training point (the *regular* NWC).
 
@@ -521,7 +751,7 @@ def dense_kernel_sums(
     kernel : Kernel
     bandwidths : ndarray of shape (n_bandwidths,)
     need_dist : bool
-        Also compute ``dist_sum``.
+        Also compute ``dist_sum`` (an upper bound of ``Σ w K d``, see the module docstring).
     tail_radius : float or None, default=None
         Also compute ``tail_mass`` beyond ``tail_radius·λ``.
     working_memory : float or None, default=None
@@ -534,28 +764,72 @@ def dense_kernel_sums(
         when the kernel is compact, the training set has at least 8192 points
         and at most 12 features. Building the balls is a one-off cost of the
         first call (cached on ``train``). The sums do not depend on it (up to rounding).
+    histogram_bins : int, default=0
+        ``B > 0`` also fills ``histogram`` (n, G, B): per query and bandwidth, ``Σ w_i/w_max``
+        over the points whose ``u² = d²/λ²`` (the value their kernel value came from) falls in
+        each of ``B`` equal bins of ``[0, R²]`` (``hist_edges``). Compact kernels only.
 
     Returns
     -------
     KernelSums
+        With ``d2_error_rel``/``support`` (see :attr:`KernelSums.d2_error`) and ``weight_max``.
+
+    Raises
+    ------
+    ValueError
+        If the bandwidths cannot be represented next to each other or to the data
+        (support radius not a positive finite float64 whose inverse is finite), or
+        ``histogram_bins`` is negative or asked for with an infinite-support kernel.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.kernels import get_kernel
+    >>> X = np.array([[0.0], [0.5], [3.0]]); train = TrainingSet.build(X, np.array([0, 1, 1]), 2, None)
+    >>> s = dense_kernel_sums(np.array([[0.0]]), train, get_kernel("epanechnikov"), np.array([1.0]),
+    ...                       need_dist=True, histogram_bins=4)
+    >>> s.class_sums[0, 0].tolist(), s.histogram[0, 0].tolist()
+    ([1.0, 0.75], [1.0, 1.0, 0.0, 0.0])
     """
     n_q = Xq.shape[0]
     bandwidths = np.asarray(bandwidths, dtype=np.float64)
-    out = KernelSums.empty(n_q, len(bandwidths), train.n_classes, need_dist, tail_radius is not None)
+    if isinstance(histogram_bins, bool) or not isinstance(histogram_bins, (int, np.integer)) or histogram_bins < 0:
+        raise ValueError(f"histogram_bins must be an integer ≥ 0 (0: no histogram), got {histogram_bins!r}.")
+    histogram_bins = int(histogram_bins)
+    compact = kernel.compact and tail_radius is None
+    if histogram_bins and not kernel.compact:
+        raise ValueError(
+            f"histogram_bins needs a kernel with compact support; {kernel.name!r} has none "
+            "(use a compact kernel or a truncated Gaussian, or histogram_bins=0)."
+        )
+    out = KernelSums.empty(n_q, len(bandwidths), train.n_classes, need_dist, tail_radius is not None, histogram_bins)
+    out.weight_max = train.weight_max
+    radius_sq = float(kernel.radius) ** 2 if kernel.compact else math.inf
+    if histogram_bins:
+        out.hist_edges = np.linspace(0.0, radius_sq, histogram_bins + 1)
+    lam_max = float(bandwidths.max()) if bandwidths.size else 1.0
+    support = kernel.radius * lam_max if kernel.compact else lam_max
+    with np.errstate(over="ignore", divide="ignore"):
+        scales = (support / bandwidths) ** 2
+        inv_support = 1.0 / support if support > 0 else math.inf
+    if not (math.isfinite(support) and support > 0 and math.isfinite(inv_support) and np.all(np.isfinite(scales))):
+        raise ValueError(
+            f"bandwidths {bandwidths.min(initial=0):.3g}…{lam_max:.3g} cannot be represented in float64 "
+            "next to each other (support radius and its inverse must be finite and > 0); "
+            "rescale the features and bandwidths together."
+        )
+    out.support = support
+    out.d2_error_rel = np.zeros(n_q)
     if n_q == 0:
         return out
     dtype = train.X.dtype
-    compact = kernel.compact and tail_radius is None
     if prune is None:
         prune = Xq.shape[1] <= _AUTO_PRUNE_MAX_FEATURES
     lay = train.layout(prune=bool(prune and compact))
-    lam_max = float(bandwidths.max())
-    support = kernel.radius * lam_max if compact else lam_max
-    support_sq = support * support
-    # Absolute rounding error of t: a few ulps of the (centred) norms over S².
+    with np.errstate(over="ignore"):
+        rho_sq = (lay.scale / support) ** 2
     eps = float(np.finfo(dtype).eps)
-    q_max = float(np.max(np.einsum("ij,ij->i", Xq.astype(np.float64) - lay.center, Xq.astype(np.float64) - lay.center)))
-    tol = 8.0 * eps * (q_max + lay.max_sqnorm + 1.0) / support_sq
+    d_feat = Xq.shape[1]
 
     n_threads = _n_threads(n_jobs)
     budget = (get_config()["working_memory"] if working_memory is None else working_memory) * 2**20
@@ -568,15 +842,22 @@ def dense_kernel_sums(
         layout=lay,
         kernel=kernel,
         bandwidths=bandwidths,
-        support_sq=support_sq,
+        support=support,
+        rho_sq=rho_sq,
+        scales=scales,
+        tail_cut=(tail_radius if tail_radius is not None else np.inf) * bandwidths * inv_support,
         sparse=compact,
-        tol=tol,
+        edge=kernel.compact,
         need_dist=need_dist,
         tail_radius=tail_radius,
+        hist_bins=histogram_bins,
+        radius_sq=radius_sq,
+        inv_weight_max=1.0 / out.weight_max,
+        direct_factor=1.0 + (d_feat + 6) * _U64 * 1.01,
         tile_elements=tile_elements,
         flush_entries=max(1, int(_DENSE_SHARE * tile_elements)),
         dtype=dtype,
-        fused=_fused_spec(kernel, lay, bandwidths, tail_radius, compact, tol, dtype),
+        fused=_fused_spec(kernel, lay),
     )
     n_rows = int(max(1, min(_QUERY_BLOCK, tile_elements, n_q)))
 
@@ -588,7 +869,7 @@ def dense_kernel_sums(
 
     def run(task: tuple[slice | np.ndarray, np.ndarray | None]) -> None:
         rows, cols = task
-        _store(out, rows, _block_sums(Xq[rows], cols, plan))
+        _store(out, rows, _block_sums(Xq[rows], cols, plan), plan)
 
     if n_threads > 1 and len(tasks) > 1:
         # Threads over query blocks, one BLAS thread each: no oversubscription.
@@ -604,10 +885,12 @@ def _coherent_blocks(
     Xq: np.ndarray, lay: _Layout, n_rows: int, support: float, eps: float
 ) -> tuple[np.ndarray, list[tuple[int, int, np.ndarray | None]]]:
     """Queries sorted by nearest ball, cut into blocks, each with the training
-    columns it must see (None: all of them)."""
+    columns it must see (None: all of them). Works in the layout's scaled coordinates."""
     balls = lay.balls
-    qc = Xq.astype(np.float64) - lay.center
-    nearest = _nearest_center(qc, balls.centers)
+    qc = (Xq.astype(np.float64) - lay.center) / lay.scale
+    support = support / lay.scale
+    with np.errstate(over="ignore", invalid="ignore"):
+        nearest = _nearest_center(qc, balls.centers)
     order = np.argsort(nearest, kind="stable")
     n_q = Xq.shape[0]
     n_train = lay.augmented.shape[0]
@@ -616,12 +899,13 @@ def _coherent_blocks(
     for s in range(0, n_q, n_rows):
         e = min(s + n_rows, n_q)
         qb = qc[order[s:e]]
-        sq = np.einsum("ij,ij->i", qb, qb)
-        d2 = sq[:, None] + balls.center_sqnorm[None, :] - 2.0 * (qb @ balls.centers.T)
-        # Distance to the nearest possible member of each ball, minus slack for rounding.
-        lower = np.sqrt(np.maximum(d2, 0.0)).min(axis=0) - balls.radii
-        slack = _PRUNE_SLACK * (support + float(np.sqrt(sq.max())) + 1.0) + 16.0 * eps * math.sqrt(lay.max_sqnorm + 1.0)
-        active = np.flatnonzero(lower <= support + slack)
+        with np.errstate(over="ignore", invalid="ignore"):
+            sq = np.einsum("ij,ij->i", qb, qb)
+            d2 = sq[:, None] + balls.center_sqnorm[None, :] - 2.0 * (qb @ balls.centers.T)
+            # Distance to the nearest possible member of each ball, minus slack for rounding.
+            lower = np.sqrt(np.maximum(d2, 0.0)).min(axis=0) - balls.radii
+            slack = _PRUNE_SLACK * (support + float(np.sqrt(sq.max())) + 1.0) + 16.0 * eps * math.sqrt(lay.max_sqnorm + 1.0)
+            active = np.flatnonzero(~(lower > support + slack))  # NaN/inf: keep
         if sizes[active].sum() >= 0.8 * n_train:
             blocks.append((s, e, None))
             continue
