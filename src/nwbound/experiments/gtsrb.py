@@ -17,9 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ._common import fit_and_query, load_or_command_error, make_model, new_figure, positive_float, positive_int, result_row, save_figures
-from ._output import atomic_write_text, format_markdown, write_table
-from .progress import progress
+from ..utils import StepLog, add_resume_argument, format_markdown, positive_float, positive_int, progress, write_table
+from ._common import fit_and_query, load_or_command_error, make_model, new_figure, result_row, save_figures
 
 __all__ = ["DESCRIPTION", "add_arguments", "run", "load_gtsrb_checked"]
 
@@ -43,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"λ (default the paper's {PAPER_BANDWIDTH})")
     parser.add_argument("--n-neighbors", type=positive_int, default=PAPER_K,
                         help=f"k of the localized NWC (default {PAPER_K})")
+    add_resume_argument(parser)
 
 
 def load_gtsrb_checked(data_dir: Path, **kwargs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -53,23 +53,27 @@ def load_gtsrb_checked(data_dir: Path, **kwargs: Any) -> tuple[np.ndarray, np.nd
 
 
 def run(args: argparse.Namespace, output: Path) -> list[Path]:
-    """Run the GTSRB experiment; write tables, figures and ``summary.md`` into ``output``."""
+    """Run the GTSRB experiment; write tables, figures and ``summary.md`` into ``output``.
+
+    Each model is one step of a :class:`~nwbound.utils.StepLog` (recorded as
+    it finishes, skipped on ``--resume``); ``summary.md`` is written last.
+    """
     from ..metrics import review_flags
 
     seed = int(getattr(args, "seed", 0))
     quiet = bool(getattr(args, "quiet", False))
+    quick = bool(getattr(args, "quick", False))
     X, y, _ = load_gtsrb_checked(args.data_dir, subset="train", classes=CLASSES)
     X_test, y_test, _ = load_gtsrb_checked(args.data_dir, subset="test", classes=CLASSES)
     if args.n_neighbors > X.shape[0]:
         raise ValueError(f"--n-neighbors {args.n_neighbors} exceeds the {X.shape[0]} training images.")
+    params = {"data_dir": str(Path(args.data_dir).resolve()), "seed": seed, "lipschitz": args.lipschitz,
+              "bandwidth": args.bandwidth, "n_neighbors": args.n_neighbors, "dtype": DTYPE,
+              "n_train": int(X.shape[0]), "n_test": int(X_test.shape[0])}
+    log = StepLog(output, params=params, resume=bool(getattr(args, "resume", False)), name="gtsrb", quiet=quiet)
+    formats = ("png",) if quick else ("png", "pdf")  # PDF export is slow
 
-    specs = [
-        ("regular", "paper"), ("regular", "ours"), ("localized", "paper"), ("localized", "ours"),
-        ("regular_auto", "ours"),
-    ]
-    rows: list[dict[str, Any]] = []
-    fits: dict[tuple[str, str], Any] = {}
-    for name, setting in progress(specs, desc="gtsrb models", quiet=quiet):
+    def model_step(name: str, setting: str) -> tuple[dict[str, Any], list[Path]]:
         model = make_model(name, setting=setting, lipschitz=args.lipschitz, bandwidth=args.bandwidth,
                            n_neighbors=args.n_neighbors).set_params(dtype=DTYPE)
         fq = fit_and_query(model, X, y, X_test, name=f"{name} ({setting})")
@@ -81,28 +85,39 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
             acc_unflagged=float(correct[~flagged].mean()) if (~flagged).any() else math.nan,
             acc_flagged=float(correct[flagged].mean()) if flagged.any() else math.nan,
         )
-        rows.append(row)
-        fits[(name, setting)] = fq
+        # The predictions are kept so the confusion figure can be drawn after a resume.
+        return {"row": row, "y_pred": fq.y_pred}, []
 
-    files: list[Path] = []
-    files += write_table(rows, output / "gtsrb_results",
-                         title=f"GTSRB 6 vs 14, L = {args.lipschitz:g}, λ = {args.bandwidth:g}, "
-                               f"k = {args.n_neighbors}, {X.shape[0]} train / {X_test.shape[0]} test")
-    evidence = _evidence(X, y, seed)
-    files += write_table(evidence, output / "choosing_assumption", title="Evidence on the assumption (pixel/255 units)")
-    formats = ("png",) if getattr(args, "quick", False) else ("png", "pdf")  # PDF export is slow
-    files += _confusion_figure(fits, y_test, output, args, formats)
-    files += _examples_figure(X, y, output, seed, formats)
+    specs = [
+        ("regular", "paper"), ("regular", "ours"), ("localized", "paper"), ("localized", "ours"),
+        ("regular_auto", "ours"),
+    ]
+    fits = {}
+    for name, setting in progress(specs, desc="gtsrb models", quiet=quiet):
+        fits[(name, setting)] = log.run(f"{name} ({setting})", lambda n=name, s=setting: model_step(n, s))
+    rows = [fits[key]["row"] for key in specs]
+
+    def tables_step() -> tuple[list[dict[str, Any]], list[Path]]:
+        files = list(write_table(rows, output / "gtsrb_results",
+                                 title=f"GTSRB 6 vs 14, L = {args.lipschitz:g}, λ = {args.bandwidth:g}, "
+                                       f"k = {args.n_neighbors}, {X.shape[0]} train / {X_test.shape[0]} test"))
+        evidence = _evidence(X, y, seed)
+        files += write_table(evidence, output / "choosing_assumption",
+                             title="Evidence on the assumption (pixel/255 units)")
+        files += _confusion_figure(fits, y_test, output, args, formats)
+        files += _examples_figure(X, y, output, seed, formats)
+        return evidence, files
+
+    evidence = log.run("tables and figures", tables_step, params={"formats": formats})
     keys = ("method", "accuracy", "mean_bound", "vacuous_share", "share_flagged", "acc_unflagged", "total_s")
-    summary = (
+    log.write_summary(
         f"# GTSRB, classes {CLASSES[0]} ({CLASS_NAMES[6]}) vs {CLASSES[1]} ({CLASS_NAMES[14]})\n\n"
         f"{X.shape[0]} training / {X_test.shape[0]} test images (32 × 32 RGB), L = {args.lipschitz:g}, "
         f"λ = {args.bandwidth:g}, localized k = {args.n_neighbors}, dtype {DTYPE}.\n\n"
         f"{format_markdown([{k: r[k] for k in keys} for r in rows])}\n\n"
         f"## Evidence on the assumption\n\n{format_markdown(evidence)}\n"
     )
-    files.append(atomic_write_text(output / "summary.md", summary))
-    return files
+    return log.files
 
 
 def _evidence(X: np.ndarray, y: np.ndarray, seed: int) -> list[dict[str, Any]]:
@@ -133,8 +148,7 @@ def _confusion_figure(fits: dict, y_test: np.ndarray, output: Path, args: argpar
     fig, axes = new_figure(1, len(variants), figsize=(4.4 * len(variants), 3.8))
     labels = [f"{c}\n{CLASS_NAMES[c]}" for c in CLASSES]
     for ax, key in zip(axes[0], variants):
-        fq = fits[key]
-        disp = ConfusionMatrixDisplay.from_predictions(y_test, fq.y_pred, labels=list(CLASSES),
+        disp = ConfusionMatrixDisplay.from_predictions(y_test, np.asarray(fits[key]["y_pred"]), labels=list(CLASSES),
                                                        display_labels=labels, ax=ax, colorbar=False)
         disp.ax_.set_title(f"{key[0]} (k = {args.n_neighbors})" if key[0] == "localized" else key[0], fontsize=10)
     return save_figures(fig, output, "gtsrb_confusion", formats=formats)
