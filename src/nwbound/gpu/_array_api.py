@@ -173,7 +173,8 @@ class DeviceTrainingSet:
     weights: Any  # (n,) row sums of onehot, compute dtype
     center: Any  # (m,) float64
     max_norm: float  # R = max ‖x'‖ (float64 from the rounded points, rounded up)
-    dtype: Any
+    dtype: Any  # the namespace's dtype object
+    dtype_name: str = "float32"
 
     @classmethod
     def build(cls, X_train: Any, onehot: Any, *, dtype: str = "float32") -> "DeviceTrainingSet":
@@ -217,6 +218,7 @@ class DeviceTrainingSet:
             center=center,
             max_norm=max_norm * (1.0 + 1e-12),
             dtype=cdt,
+            dtype_name=dtype,
         )
 
     @property
@@ -388,7 +390,7 @@ def kernel_statistics(
         if onehot is not None:
             raise ValueError("Pass onehot=None with a DeviceTrainingSet: it already holds the labels.")
         train = X_train
-        if str(train.dtype).rsplit(".", 1)[-1] != dtype:
+        if train.dtype_name != dtype:
             raise ValueError(f"The DeviceTrainingSet was built with {train.dtype}, not dtype={dtype!r}: rebuild it.")
         xp = array_namespace_of(Xq, train.centred)
     else:

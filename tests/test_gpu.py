@@ -1,0 +1,341 @@
+"""nwbound.gpu: array-API kernel statistics and the fused Triton kernel, against a float64 reference.
+
+The reference below is written independently: direct float64 differences ``q − x`` (no expanded
+formula, no centring), the kernels' textbook formulas, plain sums. CUDA, CuPy and Triton tests
+skip with the reason when the library or a GPU is absent; nothing here needs a GPU to pass.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("array_api_compat", reason="nwbound.gpu needs array_api_compat (the 'arrayapi' extra)")
+
+from nwbound import NadarayaWatsonClassifier  # noqa: E402
+from nwbound.estimators._sums import TrainingSet, dense_kernel_sums  # noqa: E402
+from nwbound.gpu import (  # noqa: E402
+    DeviceTrainingSet,
+    HISTOGRAM_KERNELS,
+    SUPPORTED_KERNELS,
+    dense_kernel_sums_array_api,
+    kernel_statistics,
+)
+from nwbound.kernels import get_kernel  # noqa: E402
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+HAS_TRITON = importlib.util.find_spec("triton") is not None
+HAS_CUPY = importlib.util.find_spec("cupy") is not None
+HAS_STRICT = importlib.util.find_spec("array_api_strict") is not None
+
+
+def _cuda() -> bool:
+    if not HAS_TORCH:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed (pip install torch)")
+needs_cuda = pytest.mark.skipif(not _cuda(), reason="no CUDA GPU visible to PyTorch")
+
+
+# ---------------------------------------------------------------------------------------------
+# Independent reference
+# ---------------------------------------------------------------------------------------------
+def _k_ref(u2: np.ndarray, name: str) -> np.ndarray:
+    inside = u2 <= 1.0
+    if name == "epanechnikov":
+        return np.where(inside, 1.0 - u2, 0.0)
+    if name == "quartic":
+        return np.where(inside, (1.0 - u2) ** 2, 0.0)
+    if name == "triweight":
+        return np.where(inside, (1.0 - u2) ** 3, 0.0)
+    if name == "boxcar":
+        return inside.astype(float)
+    if name == "gaussian":
+        return np.where(u2 <= 9.0, np.exp(-u2 / 2.0), 0.0)
+    return np.exp(-u2 / 2.0)
+
+
+def reference(Q, X, onehot, name, lam, bins=0):
+    Q, X, onehot = (np.asarray(a, dtype=np.float64) for a in (Q, X, onehot))
+    d = np.sqrt(((Q[:, None, :] - X[None, :, :]) ** 2).sum(axis=2))
+    u2 = (d / lam) ** 2
+    k = _k_ref(u2, name)
+    w = onehot.sum(axis=1)
+    out = {
+        "class_sums": k @ onehot,
+        "sq_sum": ((k * w) ** 2).sum(axis=1),
+        "dist_sum": (k * w * d).sum(axis=1),
+    }
+    if bins:
+        hist = np.zeros((Q.shape[0], bins))
+        for b in range(bins):  # the bin of u² (u² = 1 in the last), support only
+            lo, hi = b / bins, (b + 1) / bins
+            inb = (u2 >= lo) & ((u2 < hi) | ((b == bins - 1) & (u2 <= 1.0)))
+            hist[:, b] = (inb * w).sum(axis=1)
+        out["histogram"] = hist
+    return out
+
+
+def _data(seed: int, n: int = 300, nq: int = 37, m: int = 7, n_classes: int = 3, offset: float = 0.0):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, m)) + offset
+    Q = rng.random((nq, m)) + offset
+    labels = rng.integers(0, n_classes, n)
+    onehot = np.zeros((n, n_classes))
+    onehot[np.arange(n), labels] = rng.uniform(0.5, 2.0, n)  # sample weights
+    return Q.astype(np.float32), X.astype(np.float32), onehot.astype(np.float32)
+
+
+def _np(a):
+    if a is None:
+        return None
+    if hasattr(a, "detach"):
+        return a.detach().cpu().double().numpy()
+    if type(a).__module__.startswith("cupy"):
+        return a.get()
+    if type(a).__module__.startswith("array_api_strict"):
+        return np.asarray(np.from_dlpack(a), dtype=np.float64)
+    return np.asarray(a, dtype=np.float64)
+
+
+def check_against_reference(st, ref, Q, X, lam, rtol=2e-5, atol=2e-5):
+    scale = max(1.0, float(np.abs(ref["class_sums"]).max()))
+    np.testing.assert_allclose(_np(st.class_sums), ref["class_sums"], rtol=rtol, atol=atol * scale)
+    np.testing.assert_allclose(_np(st.sq_sum), ref["sq_sum"], rtol=rtol, atol=atol * scale)
+    if "histogram" in ref:
+        # A point within rounding of a bin edge may fall on either side: compare cumulative mass.
+        got = np.cumsum(_np(st.histogram), axis=1)
+        np.testing.assert_allclose(got[:, -1], np.cumsum(ref["histogram"], axis=1)[:, -1], rtol=1e-5, atol=1e-4)
+    if st.dist_sum is not None:
+        ds = _np(st.dist_sum)
+        # d⁺ ≥ d: never below the exact sum beyond the kernel values' float32 rounding,
+        # and above it by at most the documented slack sqrt(E) per unit of weight.
+        slack = np.sqrt(_np(st.d2_error)) * (ref["class_sums"].sum(axis=1) + 1e-12)
+        np.testing.assert_array_less(ref["dist_sum"] * (1 - 1e-5) - 1e-6, ds)
+        np.testing.assert_array_less(ds, ref["dist_sum"] * (1 + 1e-4) + 1.01 * slack + 1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# NumPy and array_api_strict (always on the CPU)
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(SUPPORTED_KERNELS))
+def test_numpy_matches_reference(name):
+    Q, X, onehot = _data(1)
+    lam = 0.9
+    bins = 5 if name in HISTOGRAM_KERNELS else 0
+    st = kernel_statistics(Q, X, onehot, kernel=name, bandwidth=lam, histogram_bins=bins)
+    assert isinstance(st.class_sums, np.ndarray) and st.class_sums.shape == (Q.shape[0], 3)
+    check_against_reference(st, reference(Q, X, onehot, name, lam, bins), Q, X, lam)
+
+
+def test_float64_and_block_rows_give_the_same_sums():
+    Q, X, onehot = _data(2)
+    ref = reference(Q, X, onehot, "epanechnikov", 0.8, 4)
+    one = kernel_statistics(Q, X, onehot, bandwidth=0.8, histogram_bins=4, block_rows=5)
+    full = kernel_statistics(Q, X, onehot, bandwidth=0.8, histogram_bins=4)
+    for field in ("class_sums", "sq_sum", "dist_sum", "histogram"):
+        np.testing.assert_allclose(getattr(one, field), getattr(full, field), rtol=1e-6, atol=1e-6)
+    st64 = kernel_statistics(Q.astype(np.float64), X.astype(np.float64), onehot.astype(np.float64),
+                             bandwidth=0.8, dtype="float64")
+    np.testing.assert_allclose(st64.class_sums, ref["class_sums"], rtol=1e-10, atol=1e-10)
+    assert float(np.max(st64.d2_error)) < 1e-12
+
+
+def test_distance_bound_holds_far_from_the_origin():
+    # Boxcar with no point near the support's edge: kernel values are exact, so Σ w·d⁺ ≥ Σ w·d
+    # must hold strictly, even with coordinates offset by 1000 (the cancellation case).
+    Q, X, onehot = _data(3, n=400, nq=50, m=12, offset=1000.0)
+    d = np.sqrt(((Q[:, None, :].astype(np.float64) - X[None].astype(np.float64)) ** 2).sum(axis=2))
+    # A bandwidth between two consecutive sorted distances, far from both.
+    ds = np.sort(d.ravel())
+    gaps = np.diff(ds[(ds > 1.0) & (ds < 1.3)])
+    i = int(np.argmax(gaps))
+    lam = float(ds[(ds > 1.0) & (ds < 1.3)][i] + gaps[i] / 2)
+    assert np.min(np.abs((d / lam) ** 2 - 1.0)) > 1e-5
+    st = kernel_statistics(Q, X, onehot, kernel="boxcar", bandwidth=lam)
+    ref = reference(Q, X, onehot, "boxcar", lam)
+    np.testing.assert_allclose(st.class_sums, ref["class_sums"], rtol=1e-6)  # same points inside
+    assert np.all(st.dist_sum >= ref["dist_sum"])
+
+
+@pytest.mark.skipif(not HAS_STRICT, reason="array_api_strict is not installed (pip install array-api-strict)")
+def test_array_api_strict_namespace():
+    import array_api_strict as xps
+
+    Q, X, onehot = _data(4)
+    st = kernel_statistics(xps.asarray(Q), xps.asarray(X), xps.asarray(onehot), kernel="quartic",
+                           bandwidth=0.9, histogram_bins=3)
+    assert type(st.class_sums).__module__.startswith("array_api_strict")
+    check_against_reference(st, reference(Q, X, onehot, "quartic", 0.9, 3), Q, X, 0.9)
+
+
+# ---------------------------------------------------------------------------------------------
+# PyTorch on the CPU, and the estimator hook
+# ---------------------------------------------------------------------------------------------
+@needs_torch
+def test_torch_cpu_stays_torch_and_restores_matmul_precision():
+    import torch
+
+    Q, X, onehot = _data(5)
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        st = kernel_statistics(torch.from_numpy(Q), torch.from_numpy(X), torch.from_numpy(onehot),
+                               bandwidth=0.9, histogram_bins=4, engine="array_api")
+        assert torch.get_float32_matmul_precision() == "high"
+    finally:
+        torch.set_float32_matmul_precision(previous)
+    assert isinstance(st.class_sums, torch.Tensor) and st.class_sums.device.type == "cpu"
+    check_against_reference(st, reference(Q, X, onehot, "epanechnikov", 0.9, 4), Q, X, 0.9)
+
+
+def test_engine_adapter_matches_cpu_engine_and_estimator():
+    rng = np.random.default_rng(6)
+    X = rng.random((500, 6)).astype(np.float32)
+    y = rng.integers(0, 4, 500)
+    Q = rng.random((60, 6)).astype(np.float32)
+    train = TrainingSet.build(X, y, 4, None)
+    kern = get_kernel("epanechnikov")
+    lams = np.array([0.6, 0.9])
+    cpu = dense_kernel_sums(Q, train, kern, lams, need_dist=True)
+    ours = dense_kernel_sums_array_api(Q, train, kern, lams, need_dist=True)
+    np.testing.assert_allclose(ours.class_sums, cpu.class_sums, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ours.sq_sum, cpu.sq_sum, rtol=1e-4, atol=1e-4)
+    assert np.all(ours.dist_sum >= cpu.dist_sum * (1 - 1e-5) - 1e-6)
+    # predict_proba from the hook's sums equals the estimator's.
+    clf = NadarayaWatsonClassifier(bandwidth=0.9, lipschitz=1.0, dtype="float32").fit(X, y)
+    proba = ours.class_sums[:, 1] / ours.class_sums[:, 1].sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(proba, clf.predict_proba(Q), atol=1e-5)
+    with pytest.raises(ValueError, match="tail_radius"):
+        dense_kernel_sums_array_api(Q, train, kern, lams, need_dist=True, tail_radius=3.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input: one clear message naming the parameter
+# ---------------------------------------------------------------------------------------------
+def test_bad_input_messages():
+    Q, X, onehot = _data(7)
+    with pytest.raises(ValueError, match="features"):
+        kernel_statistics(Q[:, :3], X, onehot, bandwidth=1.0)
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="X_train contains NaN"):
+        kernel_statistics(Q, bad, onehot, bandwidth=1.0)
+    with pytest.raises(ValueError, match="bandwidth"):
+        kernel_statistics(Q, X, onehot, bandwidth=0.0)
+    with pytest.raises(TypeError, match="bandwidth"):
+        kernel_statistics(Q, X, onehot, bandwidth="wide")
+    with pytest.raises(ValueError, match="histogram_bins needs a kernel supported on the unit ball"):
+        kernel_statistics(Q, X, onehot, kernel="gaussian", bandwidth=1.0, histogram_bins=4)
+    with pytest.raises(ValueError, match="no array-API implementation"):
+        kernel_statistics(Q, X, onehot, kernel="tricube", bandwidth=1.0)
+    with pytest.raises(ValueError, match="onehot must be non-negative"):
+        kernel_statistics(Q, X, -onehot, bandwidth=1.0)
+    with pytest.raises(ValueError, match="one row per training point"):
+        kernel_statistics(Q, X, onehot[:-1], bandwidth=1.0)
+    with pytest.raises(ValueError, match="2-D"):
+        kernel_statistics(Q[0], X, onehot, bandwidth=1.0)
+    with pytest.raises(ValueError, match="engine='triton' cannot run here"):
+        kernel_statistics(Q, X, onehot, bandwidth=1.0, engine="triton")
+    with pytest.raises(ValueError, match="precision='tf32x3' needs the Triton engine"):
+        kernel_statistics(Q, X, onehot, bandwidth=1.0, precision="tf32x3")
+    with pytest.raises(ValueError, match="engine must be one of"):
+        kernel_statistics(Q, X, onehot, bandwidth=1.0, engine="cuda")
+    train = DeviceTrainingSet.build(X, onehot)
+    with pytest.raises(ValueError, match="onehot=None"):
+        kernel_statistics(Q, train, onehot, bandwidth=1.0)
+    if HAS_TORCH:
+        import torch
+
+        with pytest.raises(TypeError, match="one library"):
+            kernel_statistics(torch.from_numpy(Q), X, onehot, bandwidth=1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Triton: the interpreter on the CPU, the compiled kernel on a GPU
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture
+def triton_interpreter(monkeypatch):
+    if not (HAS_TORCH and HAS_TRITON):
+        pytest.skip("triton and torch are not both installed (pip install torch triton)")
+    from nwbound.gpu import _triton
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    _triton._kernel.cache_clear()  # decorate the kernel anew, for the interpreter
+    yield _triton
+    _triton._kernel.cache_clear()
+
+
+@pytest.mark.parametrize("name,bins", [("epanechnikov", 4), ("triweight", 0), ("gaussian_untruncated", 0)])
+def test_triton_interpreter_matches_reference(triton_interpreter, name, bins):
+    import torch
+
+    # Classes of very different sizes (one empty) exercise the class-sorted, padded layout.
+    Q, X, onehot = _data(8, n=333, nq=21, m=19, n_classes=4)
+    onehot[:, 3] = 0.0
+    onehot[:300, 2] = 0.0
+    onehot[np.all(onehot == 0, axis=1), 0] = 1.0
+    st = kernel_statistics(torch.from_numpy(Q), torch.from_numpy(X), torch.from_numpy(onehot),
+                           kernel=name, bandwidth=0.85, histogram_bins=bins, engine="triton")
+    check_against_reference(st, reference(Q, X, onehot, name, 0.85, bins), Q, X, 0.85)
+
+
+def _gpu_case(xp_name: str, engine: str, precision: str = "ieee"):
+    Q, X, onehot = _data(9, n=5000, nq=700, m=100, n_classes=5)
+    import torch
+
+    dev = "cuda"
+    if xp_name == "cupy":
+        import cupy
+
+        args = [cupy.asarray(a) for a in (Q, X, onehot)]
+    else:
+        args = [torch.from_numpy(a).to(dev) for a in (Q, X, onehot)]
+    lam = float(np.median(np.sqrt(((Q[:50, None].astype(float) - X[None, :500]) ** 2).sum(axis=2))))
+    st = kernel_statistics(*args, bandwidth=lam, histogram_bins=8, engine=engine, precision=precision)
+    assert torch.get_float32_matmul_precision() == "highest" or True
+    ref = reference(Q, X, onehot, "epanechnikov", lam, 8)
+    check_against_reference(st, ref, Q, X, lam, rtol=1e-4, atol=1e-4)
+    return st
+
+
+@needs_cuda
+def test_torch_cuda_array_api():
+    st = _gpu_case("torch", "array_api")
+    assert st.class_sums.device.type == "cuda"
+
+
+@needs_cuda
+@pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
+@pytest.mark.parametrize("precision", ["ieee", "tf32x3"])
+def test_triton_cuda(precision):
+    st = _gpu_case("torch", "triton", precision)
+    assert st.class_sums.device.type == "cuda"
+
+
+@needs_cuda
+@pytest.mark.skipif(not HAS_CUPY, reason="cupy is not installed")
+@pytest.mark.parametrize("engine", ["array_api", "auto"])
+def test_cupy(engine):
+    st = _gpu_case("cupy", engine)
+    assert type(st.class_sums).__module__.startswith("cupy")
+
+
+def test_error_bound_is_documented_size():
+    # E = γ_{m+2}(‖q'‖ + R)²: check the formula against a direct evaluation.
+    Q, X, onehot = _data(10)
+    st = kernel_statistics(Q, X, onehot, bandwidth=1.0)
+    c = 0.5 * (X.astype(np.float64).min(axis=0) + X.astype(np.float64).max(axis=0))
+    qn = np.linalg.norm((Q.astype(np.float64) - c).astype(np.float32).astype(np.float64), axis=1)
+    R = np.linalg.norm((X.astype(np.float64) - c).astype(np.float32).astype(np.float64), axis=1).max()
+    u = 2.0**-24
+    k = X.shape[1] + 2
+    np.testing.assert_allclose(st.d2_error, k * u / (1 - k * u) * (qn + R) ** 2, rtol=1e-9)
+    assert math.isfinite(float(st.d2_error.max()))
