@@ -13,6 +13,9 @@ import pytest
 from nwbound import DyadicClassifier, NadarayaWatsonClassifier
 from nwbound.io import FORMAT_VERSION, FeatureScaler, ModelFileError, TableModel, load_model, save_model
 
+# The models here are small on purpose; their bounds' usefulness is not what is tested.
+pytestmark = pytest.mark.filterwarnings("ignore::nwbound.diagnostics.UselessBoundWarning")
+
 RNG = np.random.default_rng(7)
 X_TRAIN = RNG.uniform(-2.0, 2.0, size=(120, 3))
 Y_INT = (X_TRAIN[:, 0] + 0.3 * RNG.normal(size=120) > 0).astype(int) + (X_TRAIN[:, 1] > 1.2)
@@ -48,7 +51,7 @@ def _documented_sha256(arrays: dict[str, np.ndarray], meta: dict) -> str:
     """The checksum recipe as written in the module docs, re-implemented here."""
     h = hashlib.sha256()
     for name in sorted(arrays):
-        arr = np.ascontiguousarray(arrays[name])
+        arr = np.asarray(arrays[name])  # 0-d scalars keep shape ()
         h.update(name.encode() + b"\0" + arr.dtype.str.encode() + b"\0")
         h.update(repr(tuple(arr.shape)).encode() + b"\0")
         h.update(arr.tobytes())
@@ -129,9 +132,13 @@ def test_round_trip_string_classes(tmp_path, kind):
     for est in (NadarayaWatsonClassifier(bandwidth=0.9, lipschitz=0.5), DyadicClassifier(resolution=3, lipschitz=0.5)):
         est.fit(X_TRAIN, y)
         loaded = load_model(save_model(est, tmp_path / f"{kind}-{type(est).__name__}.npz"))
-        assert loaded.classes_.dtype == est.classes_.dtype
         assert loaded.classes_.tolist() == ["cat", "dog", "ferret"]
-        _assert_identical(est, loaded, X_QUERY)
+        if kind == "unicode":
+            assert loaded.classes_.dtype == est.classes_.dtype
+            _assert_identical(est, loaded, X_QUERY)
+        else:  # object labels come back as text (set_fitted_state takes unicode classes)
+            assert loaded.predict(X_QUERY).tolist() == est.predict(X_QUERY).tolist()
+            assert loaded.predict_proba(X_QUERY).tobytes() == est.predict_proba(X_QUERY).tobytes()
 
 
 @pytest.mark.parametrize("scale", ["minmax", "standard"])
@@ -173,10 +180,15 @@ def test_file_is_plain_npz_with_documented_metadata(tmp_path, nw_model):
     assert meta["format"] == "nwbound-model" and meta["format_version"] == FORMAT_VERSION
     assert meta["estimator"] == "NadarayaWatsonClassifier"
     assert meta["params"]["kernel"] == "epanechnikov" and meta["params"]["lipschitz"] == 0.5
-    assert meta["classes"]["dtype"] == nw_model.classes_.dtype.str
-    assert meta["n_features_in"] == 3 and meta["feature_names_in"] is None
-    assert np.array_equal(arrays["classes_"], nw_model.classes_)
-    assert np.array_equal(arrays["train_X"], X_TRAIN)
+    assert meta["n_features_in"] == 3
+    state = nw_model.get_fitted_state()
+    # One member per entry of the documented fitted state, nothing else.
+    assert set(meta["state"]) == set(state)
+    assert set(arrays) == {f"state__{k}" for k, v in state.items() if v is not None}
+    assert meta["state"]["X"] == "array" and meta["state"]["n_features_in_"] == "int"
+    assert np.array_equal(arrays["state__classes_"], nw_model.classes_)
+    assert np.array_equal(arrays["state__X"], X_TRAIN)
+    assert arrays["state__n_features_in_"].shape == () and int(arrays["state__n_features_in_"]) == 3
     assert meta["sha256"] == _documented_sha256(arrays, meta)
     assert not any(a.dtype.hasobject for a in arrays.values())
 
@@ -193,8 +205,8 @@ def test_same_model_gives_same_bytes(tmp_path, nw_model):
 def test_tampered_array_is_refused(tmp_path, nw_model):
     path = save_model(nw_model, tmp_path / "m.npz")
     meta, arrays = _read_npz(path)
-    arrays["train_X"] = arrays["train_X"].copy()
-    arrays["train_X"][3, 1] += 1e-9  # a tiny edit, valid zip and CRC
+    arrays["state__X"] = arrays["state__X"].copy()
+    arrays["state__X"][3, 1] += 1e-9  # a tiny edit, valid zip and CRC
     _write_npz(path, meta, arrays, resign=False)
     with pytest.raises(ModelFileError, match=r"SHA-256.*corrupted or edited") as err:
         load_model(path)
@@ -263,7 +275,7 @@ class _Payload:
 def test_pickled_member_is_never_unpickled(tmp_path, nw_model):
     path = save_model(nw_model, tmp_path / "m.npz")
     meta, arrays = _read_npz(path)
-    arrays["classes_"] = np.array([_Payload(), _Payload()], dtype=object)
+    arrays["state__classes_"] = np.array([_Payload(), _Payload()], dtype=object)
     payload = {**arrays, "__metadata__": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)}
     with open(path, "wb") as fh:
         np.savez(fh, **payload)  # object arrays are pickled by np.savez
@@ -353,3 +365,97 @@ def test_feature_scaler_checks():
     assert np.array_equal(sc.scale, [0.25, 1.0])  # constant feature left unscaled
     with pytest.raises(ValueError, match="expects 2 features"):
         sc.transform(np.zeros((3, 3)))
+
+
+# --------------------------------------------------------------------------------------------
+# Format bump, new options, what the loader decides for this machine
+# --------------------------------------------------------------------------------------------
+V1_DIR = Path(__file__).parent / "data" / "model_files_v1"
+
+
+def _v1_data():
+    """The data tests/data/model_files_v1/generate_v1.py fitted the format-1 files on."""
+    rng = np.random.default_rng(20261126)
+    X = rng.uniform(-2.0, 2.0, size=(60, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=60) > 0).astype(int) + (X[:, 1] > 1.0)
+    w = rng.uniform(0.5, 2.0, size=60)
+    return X, y, w
+
+
+def _assert_close(a, b, X):
+    """Same predictions; probabilities and bounds equal to rounding."""
+    assert a.predict(X).tolist() == b.predict(X).tolist()
+    ia, ib = a.predict_interval(X), b.predict_interval(X)
+    for name in ("proba", "lower", "upper", "epsilon", "kappa", "bandwidth"):
+        np.testing.assert_allclose(getattr(ia, name), getattr(ib, name), rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+def test_format_1_files_still_load():
+    X, y, w = _v1_data()
+    Q = np.random.default_rng(3).uniform(-2.5, 2.5, size=(50, 3))
+    for name in ("regular", "localized_auto", "dyadic", "table_minmax"):
+        meta, _ = _read_npz(V1_DIR / f"{name}.npz")
+        assert meta["format_version"] == 1  # the fixtures really are the old format
+    fresh = {
+        "regular": NadarayaWatsonClassifier(bandwidth=0.9, lipschitz=0.5).fit(X, y, sample_weight=w),
+        "localized_auto": NadarayaWatsonClassifier(bandwidth="auto", n_neighbors=7, lipschitz=0.5, algorithm="kd_tree").fit(X, y),
+    }
+    for name, est in fresh.items():
+        loaded = load_model(V1_DIR / f"{name}.npz")
+        assert type(loaded) is NadarayaWatsonClassifier and loaded.get_params() == est.get_params()
+        _assert_close(est, loaded, Q)
+    # The format-1 dyadic file has no per-cell weight maximum: √(Σw²) stands in (≥ the max),
+    # which changes nothing for the Hoeffding bound.
+    dyadic = DyadicClassifier(resolution=3, lipschitz=0.5).fit(X, np.array(["a", "b", "c"])[y], sample_weight=w)
+    loaded = load_model(V1_DIR / "dyadic.npz")
+    _assert_close(dyadic, loaded, Q)
+    assert np.all(loaded.get_fitted_state()["cell_weight_max_"] >= dyadic.cell_weight_max_ * (1 - 1e-12))
+    table = load_model(V1_DIR / "table_minmax.npz", expected_features=["f0", "f1", "f2"])
+    ref = TableModel.fit(NadarayaWatsonClassifier(bandwidth=0.3), X, y, features=["f0", "f1", "f2"],
+                         scale="minmax", lipschitz=0.5, target="label")
+    assert isinstance(table, TableModel) and table.lipschitz == 0.5 and table.target == "label"
+    _assert_close(ref, table, Q)
+
+
+def test_format_1_file_resaved_in_the_current_format(tmp_path):
+    loaded = load_model(V1_DIR / "regular.npz")
+    path = save_model(loaded, tmp_path / "v2.npz")
+    meta, _ = _read_npz(path)
+    assert meta["format_version"] == FORMAT_VERSION == 2
+    _assert_identical(loaded, load_model(path), X_QUERY)
+
+
+@pytest.mark.parametrize("n_neighbors", [None, 12])
+def test_chernoff_bound_round_trips(tmp_path, n_neighbors):
+    est = NadarayaWatsonClassifier(bandwidth="auto", n_neighbors=n_neighbors, lipschitz=0.5, bound="chernoff",
+                                   histogram_bins=16).fit(X_TRAIN, Y_INT)
+    loaded = load_model(save_model(est, tmp_path / "chernoff.npz"))
+    assert loaded.bound == "chernoff" and loaded.histogram_bins == 16
+    _assert_identical(est, loaded, X_QUERY)
+    dyadic = DyadicClassifier(resolution=3, lipschitz=0.5, bound="chernoff").fit(X_TRAIN, Y_INT)
+    _assert_identical(dyadic, load_model(save_model(dyadic, tmp_path / "dyadic.npz")), X_QUERY)
+
+
+@pytest.mark.parametrize("n_jobs", [10**6, 3, -1, None])
+def test_n_jobs_from_a_file_is_capped_to_this_machine(tmp_path, nw_model, n_jobs):
+    import os
+
+    path = save_model(nw_model, tmp_path / "m.npz")
+    meta, arrays = _read_npz(path)
+    meta["params"]["n_jobs"] = n_jobs
+    _write_npz(path, meta, arrays, resign=True)
+    loaded = load_model(path)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if n_jobs is None or n_jobs == -1:
+        assert loaded.n_jobs == n_jobs
+    else:
+        assert 1 <= loaded.n_jobs <= min(n_jobs, cores)
+    _assert_identical(nw_model, loaded, X_QUERY)
+
+
+def test_docs_say_what_the_checksum_promises():
+    from nwbound.io import model_file
+
+    doc = " ".join(model_file.__doc__.replace("**", "").split())
+    assert "unkeyed SHA-256" in doc and "does not prove where a file came from" in doc
+    assert "set_fitted_state" in doc and "capped" in doc

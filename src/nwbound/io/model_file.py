@@ -1,6 +1,6 @@
 """Safe model files: one ``.npz`` of plain arrays plus JSON metadata, never pickle.
 
-Format (``nwbound-model``, version 1)
+Format (``nwbound-model``, version 2)
 -------------------------------------
 A model file is an ordinary NumPy ``.npz`` archive (a ZIP of ``.npy`` members,
 stored uncompressed exactly as :func:`numpy.savez` writes them, with fixed
@@ -12,33 +12,43 @@ executes code. Members:
 ``__metadata__``
     UTF-8 JSON (as a ``uint8`` array) with ``format`` (``"nwbound-model"``),
     ``format_version``, ``nwbound_version``, ``estimator`` (class name),
-    ``params`` (``get_params()``; the kernel must be a name), ``classes``
-    (``dtype``: the dtype of ``classes_``, ints/bools/floats/strings),
-    ``feature_names_in`` (list or null), ``n_features_in``, ``pipeline``
-    (null, or the feature columns, target name, scaling method and the
-    assumption as given in raw units — see :class:`TableModel`), ``arrays``
-    (name → dtype and shape) and ``sha256``.
-``classes_``, ``class_prior_``
-    The fitted classes and their prior.
-Nadaraya-Watson classifiers
-    ``train_X``, ``train_labels`` (class indices), optionally ``train_weights``
-    and ``param_bandwidth_grid``, and ``bandwidths_`` (checked after the
-    refit). The estimator is rebuilt by ``fit`` on the stored training data,
-    which also rebuilds the neighbour index of the localized classifier (the
-    index itself is never serialised). Exact indexes give byte-identical
-    predictions after loading; an approximate index (``"hnsw"``) is rebuilt
-    with the stored ``random_state`` and matches when its build is
-    deterministic.
-Dyadic classifiers
-    ``cell_keys_``, ``cell_class_sums_``, ``cell_sq_sums_``, ``grid_low_``,
-    ``grid_span_`` (the fitted hash grid).
-Scaling pipeline
-    ``scaler_shift``, ``scaler_scale`` (``x_scaled = (x − shift)·scale``).
+    ``params`` (``get_params()``; the kernel must be a name), ``n_features_in``,
+    ``state`` (name → kind of each fitted-state entry, see below),
+    ``pipeline`` (null, or the feature columns, target name, scaling method
+    and the assumption as given in raw units — see :class:`TableModel`),
+    ``arrays`` (name → dtype and shape) and ``sha256``.
+``state__<name>``
+    One member per entry of the estimator's fitted state, exactly as its
+    documented ``get_fitted_state()`` returns it (e.g. ``state__X``,
+    ``state__classes_``). Scalars are 0-d arrays; the ``state`` kind
+    (``"array"``, ``"str_objects"`` for an object array of strings stored as
+    unicode, ``"int"``, ``"float"``, ``"bool"``, ``"str"``, ``"dtype"``,
+    ``"none"``) says how to read each back.
+``param_bandwidth_grid``
+    The ``bandwidth_grid`` parameter, when set.
+``scaler_shift``, ``scaler_scale``
+    The scaling pipeline (``x_scaled = (x − shift)·scale``).
 
-``sha256`` is the SHA-256 of the array payload — for each member in sorted
-name order: its name, dtype, shape and raw bytes — followed by the canonical
-JSON of the metadata without the ``sha256`` field. A mismatch means the file
-was corrupted or edited and it is refused.
+Loading builds the estimator from ``params`` and hands the state to its
+``set_fitted_state``, which checks **every** array and scalar (shapes, dtypes,
+finiteness, ranges, consistency between arrays) and rebuilds what is derived
+(e.g. the neighbour index of the localized classifier, which is never stored).
+Nothing is written into the estimator from outside. ``n_jobs`` from a file is
+capped to the cores of the loading machine. Version-1 files (training arrays
+``train_X``… or the dyadic ``cell_*_`` arrays) are still read.
+
+What the checksum promises
+--------------------------
+``sha256`` is an **unkeyed** SHA-256 of the array payload — for each member
+in sorted name order: its name, dtype, shape and raw bytes — followed by the
+canonical JSON of the metadata without the ``sha256`` field. It detects
+accidents (truncation, bit rot, a careless edit): such files are refused. It
+does **not** prove where a file came from: anyone can edit a file and compute
+a fresh checksum. That is why every loaded value is validated as untrusted
+input; a crafted file can at worst be refused (or describe a different but
+valid model), never run code or yield probabilities outside [0, 1]. To trust a
+model's origin, check a signature or a hash of the whole file obtained over a
+trusted channel.
 
 Pickle
 ------
@@ -58,12 +68,14 @@ import os
 import re
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from collections.abc import Sequence as _SequenceABC
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+
+from .pipeline import SCALE_METHODS, FeatureScaler, TableModel
 
 __all__ = [
     "FORMAT_NAME",
@@ -76,207 +88,54 @@ __all__ = [
 ]
 
 FORMAT_NAME = "nwbound-model"
-FORMAT_VERSION = 1
-SCALE_METHODS = ("none", "minmax", "standard")
+FORMAT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 
 _META = "__metadata__"
-# Members each estimator may hold (anything else makes the file invalid).
-_NW_ARRAYS = {"classes_", "class_prior_", "train_X", "train_labels", "train_weights", "bandwidths_", "param_bandwidth_grid"}
-_DYADIC_ARRAYS = {"classes_", "class_prior_", "cell_keys_", "cell_class_sums_", "cell_sq_sums_", "grid_low_", "grid_span_"}
+_STATE = "state__"
+_STATE_KINDS = ("array", "str_objects", "int", "float", "bool", "str", "dtype", "none")
 _PIPELINE_ARRAYS = {"scaler_shift", "scaler_scale"}
+# Members of format-1 files (the training set or the dyadic grid).
+_V1_NW_ARRAYS = {"classes_", "class_prior_", "train_X", "train_labels", "train_weights", "bandwidths_", "param_bandwidth_grid"}
+_V1_DYADIC_ARRAYS = {"classes_", "class_prior_", "cell_keys_", "cell_class_sums_", "cell_sq_sums_", "grid_low_", "grid_span_"}
 # Fixed ZIP timestamp: identical models give byte-identical files.
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class ModelFileError(ValueError):
-    """A model file that cannot be loaded (corrupt, edited, newer, wrong model)."""
+    """A model file that cannot be loaded (corrupt, edited, invalid, newer, wrong model).
 
-
-# ----------------------------------------------------------------------------------------------
-# The scaling pipeline
-# ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False)
-class FeatureScaler:
-    """Per-feature affine scaling ``x_scaled = (x − shift)·scale``.
-
-    Parameters
-    ----------
-    method : {"minmax", "standard"}
-        ``"minmax"``: ``shift = min``, ``scale = 1/range`` (maps the training
-        data to [0, 1]); ``"standard"``: ``shift = mean``, ``scale = 1/std``
-        (population std). A constant feature gets ``scale = 1``.
-    shift, scale : ndarray of shape (n_features,)
+    Examples
+    --------
+    >>> from nwbound.io import ModelFileError
+    >>> issubclass(ModelFileError, ValueError)
+    True
     """
 
-    method: str
-    shift: np.ndarray
-    scale: np.ndarray
 
-    def __post_init__(self) -> None:
-        if self.method not in ("minmax", "standard"):
-            raise ValueError(f"FeatureScaler method must be 'minmax' or 'standard', got {self.method!r}.")
-        shift = np.asarray(self.shift, dtype=np.float64)
-        scale = np.asarray(self.scale, dtype=np.float64)
-        if shift.ndim != 1 or scale.shape != shift.shape:
-            raise ValueError("FeatureScaler shift and scale must be 1-D arrays of the same length.")
-        if not (np.all(np.isfinite(shift)) and np.all(np.isfinite(scale)) and np.all(scale > 0)):
-            raise ValueError("FeatureScaler shift must be finite and scale finite and > 0.")
-        object.__setattr__(self, "shift", shift)
-        object.__setattr__(self, "scale", scale)
-
-    @classmethod
-    def fit(cls, X: np.ndarray, method: str) -> "FeatureScaler":
-        """Learn the scaling of the training features ``X`` (n, d)."""
-        X = np.asarray(X, dtype=np.float64)
-        if method == "minmax":
-            shift = X.min(axis=0)
-            spread = X.max(axis=0) - shift
-        elif method == "standard":
-            shift = X.mean(axis=0)
-            spread = X.std(axis=0)
-        else:
-            raise ValueError(f"scale must be one of {', '.join(SCALE_METHODS)}, got {method!r}.")
-        # A constant feature carries no scale; leave it unscaled (s_j = 1 keeps
-        # the restated L and γ valid, see nwbound.scaling).
-        scale = 1.0 / np.where(spread > 0, spread, 1.0)
-        return cls(method=method, shift=shift, scale=scale)
-
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        """Scale ``X`` (n, d) — elementwise, so the result never depends on chunking."""
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != self.shift.shape[0]:
-            raise ValueError(f"FeatureScaler expects {self.shift.shape[0]} features, got shape {X.shape}.")
-        return (X - self.shift) * self.scale
-
-
-@dataclass(eq=False)
-class TableModel:
-    """A fitted classifier together with how to build its inputs from a table.
-
-    Parameters
-    ----------
-    estimator : NadarayaWatsonClassifier or DyadicClassifier
-        Fitted on the *scaled* features.
-    features : tuple of str
-        Feature columns, in order.
-    scaler : FeatureScaler or None
-        Applied to the raw features before the estimator.
-    target : str or None
-        Name of the target column in the training table.
-    lipschitz, margin : float or None
-        The assumption as the user gave it, in raw feature units (the
-        estimator holds the restated value in scaled units).
-    """
-
-    estimator: Any
-    features: tuple[str, ...]
-    scaler: FeatureScaler | None = None
-    target: str | None = None
-    lipschitz: float | None = None
-    margin: float | None = None
-
-    @classmethod
-    def fit(
-        cls,
-        estimator: Any,
-        X: np.ndarray,
-        y: np.ndarray,
-        *,
-        features: Sequence[str],
-        scale: str = "none",
-        lipschitz: float | None = None,
-        margin: float | None = None,
-        target: str | None = None,
-        sample_weight: np.ndarray | None = None,
-    ) -> "TableModel":
-        """Scale the raw features, restate L/γ in scaled units and fit a copy of ``estimator``.
-
-        Parameters
-        ----------
-        estimator : unfitted NadarayaWatsonClassifier or DyadicClassifier
-            Its ``lipschitz``/``margin`` are replaced by the restated values.
-        X : ndarray of shape (n_samples, n_features)
-            Raw features.
-        y : ndarray of shape (n_samples,)
-        features : sequence of str
-            Column names of ``X``.
-        scale : {"none", "minmax", "standard"}
-        lipschitz, margin : float or None
-            The assumption in the units of the raw features (at most one).
-            When both are None the estimator's own ``lipschitz``/``margin``
-            are kept as they are (i.e. they must already be in scaled units).
-        sample_weight : ndarray of shape (n_samples,), optional
-        """
-        from sklearn.base import clone
-
-        from ..scaling import restate_lipschitz, restate_margin
-
-        features = tuple(str(f) for f in features)
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != len(features):
-            raise ValueError(f"X has shape {X.shape} but {len(features)} feature names were given.")
-        if lipschitz is not None and margin is not None:
-            raise ValueError("Give lipschitz or margin, not both.")
-        if scale not in SCALE_METHODS:
-            raise ValueError(f"scale must be one of {', '.join(SCALE_METHODS)}, got {scale!r}.")
-        scaler = None if scale == "none" else FeatureScaler.fit(X, scale)
-        est = clone(estimator)
-        if lipschitz is not None or margin is not None:
-            # L, γ are properties of p in a metric: restate them for the scaled space.
-            scales = None if scaler is None else scaler.scale
-            est.set_params(
-                lipschitz=None if lipschitz is None else (lipschitz if scales is None else restate_lipschitz(lipschitz, scales)),
-                margin=None if margin is None else (margin if scales is None else restate_margin(margin, scales)),
-            )
-        est.fit(X if scaler is None else scaler.transform(X), y, sample_weight=sample_weight)
-        return cls(
-            estimator=est,
-            features=features,
-            scaler=scaler,
-            target=target,
-            lipschitz=None if lipschitz is None else float(lipschitz),
-            margin=None if margin is None else float(margin),
-        )
-
-    @property
-    def classes_(self) -> np.ndarray:
-        return self.estimator.classes_
-
-    @property
-    def n_features_in_(self) -> int:
-        return len(self.features)
-
-    def transform(self, X) -> np.ndarray:
-        """Raw features (n, d) → the estimator's inputs."""
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != len(self.features):
-            raise ValueError(f"Expected {len(self.features)} features ({', '.join(self.features)}), got shape {X.shape}.")
-        return X if self.scaler is None else self.scaler.transform(X)
-
-    def predict_interval(self, X):
-        """:meth:`predict_interval` of the estimator on the scaled features."""
-        return self.estimator.predict_interval(self.transform(X))
-
-    def predict_proba(self, X) -> np.ndarray:
-        return self.estimator.predict_proba(self.transform(X))
-
-    def predict(self, X) -> np.ndarray:
-        return self.estimator.predict(self.transform(X))
-
-
-# ----------------------------------------------------------------------------------------------
-# Saving
-# ----------------------------------------------------------------------------------------------
 def _estimator_classes() -> dict[str, type]:
     from ..estimators import DyadicClassifier, NadarayaWatsonClassifier
 
     return {"NadarayaWatsonClassifier": NadarayaWatsonClassifier, "DyadicClassifier": DyadicClassifier}
 
 
+def _machine_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on every platform
+        return os.cpu_count() or 1
+
+
+# ----------------------------------------------------------------------------------------------
+# Saving
+# ----------------------------------------------------------------------------------------------
 def _json_value(value: Any, name: str) -> Any:
     """A parameter value as plain JSON (refuse anything that would need code to rebuild)."""
     if value is None or isinstance(value, (bool, str)):
         return value
+    if isinstance(value, np.bool_):
+        return bool(value)
     if isinstance(value, numbers.Integral):
         return int(value)
     if isinstance(value, numbers.Real):
@@ -284,7 +143,7 @@ def _json_value(value: Any, name: str) -> Any:
         if not math.isfinite(value):
             raise ValueError(f"Cannot save parameter {name}={value!r}: only finite numbers can be stored.")
         return value
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         if not all(isinstance(k, str) for k in value):
             raise TypeError(f"Cannot save parameter {name}: its dict keys must be strings.")
         return {k: _json_value(v, f"{name}[{k!r}]") for k, v in value.items()}
@@ -319,54 +178,59 @@ def _params_for_file(est: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     return {k: _json_value(v, k) for k, v in params.items()}, arrays
 
 
-def _classes_for_file(classes: np.ndarray) -> tuple[str, np.ndarray]:
-    classes = np.asarray(classes)
-    if classes.dtype.kind in "biuf":
-        return classes.dtype.str, classes
-    if classes.dtype.kind == "U":
-        return classes.dtype.str, classes
-    if classes.dtype.kind == "O" and all(isinstance(c, str) for c in classes):
-        return "object", np.asarray(classes.tolist(), dtype=str)
+def _state_member(key: str, value: Any) -> tuple[str, np.ndarray | None]:
+    """(kind, array) of one fitted-state entry; no array may need pickle to be read."""
+    if value is None:
+        return "none", None
+    if isinstance(value, (bool, np.bool_)):
+        return "bool", np.asarray(bool(value))
+    if isinstance(value, numbers.Integral):
+        return "int", np.asarray(int(value), dtype=np.int64)
+    if isinstance(value, numbers.Real):
+        return "float", np.asarray(float(value), dtype=np.float64)
+    if isinstance(value, str):
+        return "str", np.asarray(value, dtype=str)
+    if isinstance(value, np.dtype):
+        return "dtype", np.asarray(value.name, dtype=str)
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "biufSU":
+            return "array", value if value.flags.c_contiguous else value.copy(order="C")
+        if value.dtype.kind == "O" and all(isinstance(v, str) for v in value.ravel()):
+            return "str_objects", np.asarray(value.tolist(), dtype=str).reshape(value.shape)
     raise TypeError(
-        f"Cannot save classes_ of dtype {classes.dtype} ({classes[:3].tolist()}...): a model file "
-        "stores integer, boolean, float or string class labels only."
+        f"Cannot save fitted state {key!r} of type {type(value).__name__}"
+        f"{'' if not isinstance(value, np.ndarray) else f' (dtype {value.dtype})'}: a model file stores "
+        "numbers, strings and plain arrays only (string class labels included). Use pickle for such "
+        "models (trusted input only)."
     )
 
 
 def _estimator_payload(est: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    from ..estimators import DyadicClassifier, NadarayaWatsonClassifier
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
 
-    cls_name = type(est).__name__
-    if type(est) not in (NadarayaWatsonClassifier, DyadicClassifier):
+    classes = _estimator_classes()
+    if type(est) not in classes.values():
         raise TypeError(
-            f"save_model supports NadarayaWatsonClassifier and DyadicClassifier (optionally in a "
-            f"TableModel), got {type(est).__name__}. Use pickle for other models (trusted input only)."
+            f"save_model supports {' and '.join(classes)} (optionally in a TableModel), got "
+            f"{type(est).__name__}. Use pickle for other models (trusted input only)."
         )
-    if not getattr(est, "_fit_complete", False):
-        raise ValueError(f"This {cls_name} is not fitted yet; call fit before save_model.")
+    try:
+        check_is_fitted(est)
+    except NotFittedError:
+        raise ValueError(f"This {type(est).__name__} is not fitted yet; call fit before save_model.") from None
     params, arrays = _params_for_file(est)
-    classes_dtype, classes = _classes_for_file(est.classes_)
-    arrays["classes_"] = classes
-    arrays["class_prior_"] = np.asarray(est.class_prior_, dtype=np.float64)
-    if isinstance(est, NadarayaWatsonClassifier):
-        train = est._train
-        arrays["train_X"] = np.ascontiguousarray(train.X)
-        arrays["train_labels"] = np.asarray(train.labels, dtype=np.int64)
-        if train.weights is not None:
-            arrays["train_weights"] = np.asarray(train.weights)
-        arrays["bandwidths_"] = np.asarray(est.bandwidths_, dtype=np.float64)
-    else:
-        arrays["cell_keys_"] = est.cell_keys_
-        arrays["cell_class_sums_"] = est.cell_class_sums_
-        arrays["cell_sq_sums_"] = est.cell_sq_sums_
-        arrays["grid_low_"] = np.asarray(est._low, dtype=np.float64)
-        arrays["grid_span_"] = np.asarray(est._span, dtype=np.float64)
-    names = getattr(est, "feature_names_in_", None)
+    kinds: dict[str, str] = {}
+    for key, value in est.get_fitted_state().items():
+        if not isinstance(key, str) or not _KEY.match(key):
+            raise TypeError(f"Fitted state key {key!r} cannot name a file member.")
+        kinds[key], arr = _state_member(key, value)
+        if arr is not None:
+            arrays[_STATE + key] = arr
     meta = {
-        "estimator": cls_name,
+        "estimator": type(est).__name__,
         "params": params,
-        "classes": {"dtype": classes_dtype},
-        "feature_names_in": None if names is None else [str(n) for n in names],
+        "state": kinds,
         "n_features_in": int(est.n_features_in_),
     }
     return meta, arrays
@@ -376,7 +240,7 @@ def _digest(arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> str:
     """SHA-256 of the arrays (sorted by name: name, dtype, shape, bytes) and the metadata."""
     h = hashlib.sha256()
     for name in sorted(arrays):
-        arr = np.ascontiguousarray(arrays[name])
+        arr = np.asarray(arrays[name])  # not ascontiguousarray: it turns 0-d scalars into shape (1,)
         h.update(name.encode("utf-8") + b"\0" + arr.dtype.str.encode("ascii") + b"\0")
         h.update(repr(tuple(int(s) for s in arr.shape)).encode("ascii") + b"\0")
         h.update(arr.tobytes())
@@ -393,11 +257,14 @@ def _write_npz(fh: Any, arrays: dict[str, np.ndarray]) -> None:
             info.compress_type = zipfile.ZIP_STORED
             info.external_attr = 0o644 << 16
             with zf.open(info, "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, np.ascontiguousarray(arrays[name]), allow_pickle=False)
+                arr = np.asarray(arrays[name])
+                np.lib.format.write_array(member, arr if arr.flags.c_contiguous else arr.copy(order="C"), allow_pickle=False)
 
 
 def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
     """Write a fitted model to a safe ``.npz`` model file (see the module docs for the format).
+
+    The fitted state comes from the estimator's public ``get_fitted_state()``.
 
     Parameters
     ----------
@@ -414,6 +281,7 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = False) 
     Returns
     -------
     pathlib.Path
+        ``path``.
 
     Raises
     ------
@@ -423,6 +291,19 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = False) 
         A callable kernel, an unsupported estimator or unsupported classes.
     ValueError
         An unfitted estimator.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.io import load_model, save_model
+    >>> X = np.array([[0.0], [0.2], [0.8], [1.0]]); y = [0, 0, 1, 1]
+    >>> clf = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=1.0).fit(X, y)
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> path = save_model(clf, folder / "model.npz")
+    >>> load_model(path).predict_proba([[0.1]]).tolist() == clf.predict_proba([[0.1]]).tolist()
+    True
     """
     from .. import __version__
 
@@ -535,7 +416,12 @@ def _check(cond: bool, path: Path, what: str) -> None:
         raise ModelFileError(f"Model file {path} is invalid: {what}.")
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _params_from_file(meta_params: Any, cls: type, arrays: dict[str, np.ndarray], path: Path) -> dict[str, Any]:
+    """The constructor parameters; unknown names refused, ``n_jobs`` capped to this machine."""
     _check(isinstance(meta_params, dict), path, "params is not an object")
     allowed = set(cls().get_params(deep=False))
     unknown = sorted(set(meta_params) - allowed)
@@ -546,29 +432,88 @@ def _params_from_file(meta_params: Any, cls: type, arrays: dict[str, np.ndarray]
         )
     params = dict(meta_params)
     if params.get("bandwidth_grid") is not None:
-        _check("param_bandwidth_grid" in arrays, path, "bandwidth_grid array missing")
-        params["bandwidth_grid"] = arrays["param_bandwidth_grid"]
+        _check(params["bandwidth_grid"] == "<array param_bandwidth_grid>" and "param_bandwidth_grid" in arrays,
+               path, "param bandwidth_grid: its array param_bandwidth_grid is missing")
+        grid = arrays["param_bandwidth_grid"]
+        _check(grid.ndim == 1 and grid.dtype.kind == "f", path, "param bandwidth_grid must be a 1-D float array")
+        params["bandwidth_grid"] = grid
+    else:
+        _check("param_bandwidth_grid" not in arrays, path, "param_bandwidth_grid is stored but bandwidth_grid is None")
     if "kernel" in params:
-        _check(isinstance(params["kernel"], str), path, "the kernel must be stored by name")
+        _check(isinstance(params["kernel"], str), path, "param kernel must be stored by name")
+    if params.get("n_jobs") is not None:
+        n_jobs = params["n_jobs"]
+        _check(_is_int(n_jobs) and (n_jobs >= 1 or n_jobs == -1), path,
+               f"param n_jobs must be None, -1 or a positive int, got {n_jobs!r}")
+        # A file must not decide how many threads this machine starts.
+        params["n_jobs"] = -1 if n_jobs == -1 else min(n_jobs, _machine_cores())
     return params
 
 
-def _restore_classes(arrays: dict[str, np.ndarray], dtype_name: Any, path: Path) -> np.ndarray:
+def _state_value(key: str, kind: Any, arrays: dict[str, np.ndarray], path: Path) -> Any:
+    """One fitted-state entry read back from its member, by its recorded kind."""
+    _check(kind in _STATE_KINDS, path, f"state {key}: unknown kind {kind!r}")
+    member = _STATE + key
+    if kind == "none":
+        _check(member not in arrays, path, f"state {key} is None but has a member")
+        return None
+    _check(member in arrays, path, f"state {key}: member {member} is missing")
+    arr = arrays[member]
+    if kind == "array":
+        return arr
+    if kind == "str_objects":
+        _check(arr.dtype.kind == "U", path, f"state {key} must be stored as unicode strings")
+        if key == "classes_":
+            return arr  # set_fitted_state takes text classes as a unicode array
+        out = np.empty(arr.shape, dtype=object)
+        out[...] = arr.tolist() if arr.ndim else arr.item()
+        return out
+    _check(arr.ndim == 0, path, f"state {key} must be a scalar (0-d array), got shape {arr.shape}")
+    expected = {"int": "iu", "float": "f", "bool": "b", "str": "U", "dtype": "U"}[kind]
+    _check(arr.dtype.kind in expected, path, f"state {key}: a {kind} stored with dtype {arr.dtype}")
+    value = arr.item()
+    if kind == "dtype":
+        _check(value in ("float32", "float64"), path, f"state {key}: dtype {value!r} is not float32/float64")
+        return np.dtype(value)
+    return {"int": int, "float": float, "bool": bool, "str": str}[kind](value)
+
+
+def _restore(cls: type, params: dict, state: dict[str, Any], path: Path) -> Any:
+    """A fitted estimator from params and state, through the estimator's own checks."""
+    try:
+        est = cls(**params)
+        est.set_fitted_state(state)
+    except (ValueError, TypeError) as exc:
+        raise ModelFileError(f"Model file {path} is invalid: {exc}") from None
+    return est
+
+
+def _build_v2(cls: type, params: dict, arrays: dict[str, np.ndarray], meta: dict, path: Path) -> Any:
+    kinds = meta.get("state")
+    _check(isinstance(kinds, dict) and all(isinstance(k, str) and _KEY.match(k) for k in kinds), path,
+           "state is not an object of member names")
+    stored = {n[len(_STATE):] for n in arrays if n.startswith(_STATE)}
+    _check(stored <= set(kinds), path, f"unexpected state members {sorted(stored - set(kinds))}")
+    state = {key: _state_value(key, kind, arrays, path) for key, kind in kinds.items()}
+    return _restore(cls, params, state, path)
+
+
+def _restore_classes_v1(arrays: dict[str, np.ndarray], dtype_name: Any, path: Path) -> np.ndarray:
     classes = arrays["classes_"]
     _check(classes.ndim == 1 and classes.shape[0] >= 2, path, "classes_ must list at least 2 classes")
     _check(classes.dtype.kind in "biufU", path, f"classes_ has dtype {classes.dtype}")
     if dtype_name == "object":
         _check(classes.dtype.kind == "U", path, "object classes must be stored as strings")
-        return np.asarray(classes.tolist(), dtype=object)
+        return classes  # set_fitted_state takes text classes as a unicode array
     _check(dtype_name == classes.dtype.str, path, "classes_ dtype does not match the metadata")
     return classes
 
 
-def _build_nw(cls: type, params: dict, arrays: dict[str, np.ndarray], classes: np.ndarray, meta: dict, path: Path) -> Any:
+def _build_v1_nw(cls: type, params: dict, arrays: dict[str, np.ndarray], classes: np.ndarray, path: Path) -> Any:
+    """Format 1 stored the training set: refit on it (public ``fit`` checks every value)."""
     X, labels = arrays.get("train_X"), arrays.get("train_labels")
     _check(X is not None and labels is not None and "bandwidths_" in arrays, path, "training arrays missing")
     _check(X.ndim == 2 and X.shape[0] >= 1 and X.dtype.kind == "f", path, "train_X must be a 2-D float array")
-    _check(X.shape[1] == meta["n_features_in"], path, "train_X does not match n_features_in")
     _check(labels.shape == (X.shape[0],) and labels.dtype.kind in "iu", path, "train_labels must be one class index per row")
     _check(bool(np.all((labels >= 0) & (labels < classes.shape[0]))), path, "train_labels out of range")
     # every class must occur, or refitting would drop it
@@ -576,52 +521,37 @@ def _build_nw(cls: type, params: dict, arrays: dict[str, np.ndarray], classes: n
     weights = arrays.get("train_weights")
     if weights is not None:
         _check(weights.shape == (X.shape[0],) and weights.dtype.kind == "f", path, "train_weights must be one float per row")
-    est = cls(**params)
-    # Refit on the stored training set: rebuilds every derived array and the
-    # neighbour index exactly as the original fit did.
-    est.fit(X, classes[labels], sample_weight=weights)
-    same = (
-        np.array_equal(est.classes_, classes)
-        and est.bandwidths_.shape == arrays["bandwidths_"].shape
-        and np.array_equal(est.bandwidths_, arrays["bandwidths_"])
-        and np.array_equal(est.class_prior_, arrays["class_prior_"])
-    )
-    _check(same, path, "refitting on the stored training data does not reproduce the stored model")
+    try:
+        est = cls(**params).fit(X, classes[labels], sample_weight=weights)
+    except (ValueError, TypeError) as exc:
+        raise ModelFileError(f"Model file {path} is invalid: {exc}") from None
+    stored_bw = arrays["bandwidths_"]
+    _check(np.array_equal(est.classes_, classes)
+           and np.allclose(est.class_prior_, arrays["class_prior_"], rtol=1e-12, atol=0.0),
+           path, "refitting on the stored training data does not reproduce the stored classes and prior")
+    _check(stored_bw.ndim == 1 and stored_bw.dtype.kind == "f", path, "bandwidths_ must be a 1-D float array")
+    if not np.array_equal(est.get_fitted_state()["bandwidths_"], stored_bw):
+        # A newer grid rule: keep the bandwidths the model was saved with (checked on the way in).
+        est = _restore(cls, params, {**est.get_fitted_state(), "bandwidths_": stored_bw}, path)
     return est
 
 
-def _build_dyadic(cls: type, params: dict, arrays: dict[str, np.ndarray], classes: np.ndarray, meta: dict, path: Path) -> Any:
-    from .._validation import check_int_range
-
+def _build_v1_dyadic(cls: type, params: dict, arrays: dict[str, np.ndarray], classes: np.ndarray, d: int, path: Path) -> Any:
+    """Format 1 stored the dyadic grid under its own names: map them onto the fitted state
+    (without ``cell_weight_max_``, which ``set_fitted_state`` then bounds by ``√(Σ w²)``)."""
     need = ("cell_keys_", "cell_class_sums_", "cell_sq_sums_", "grid_low_", "grid_span_")
     _check(all(n in arrays for n in need), path, "grid arrays missing")
-    d = meta["n_features_in"]
-    keys, sums, sq = arrays["cell_keys_"], arrays["cell_class_sums_"], arrays["cell_sq_sums_"]
-    low, span = arrays["grid_low_"], arrays["grid_span_"]
-    n_cells = keys.shape[0] if keys.ndim == 1 else -1
-    _check(keys.ndim == 1 and keys.dtype == np.dtype(f"S{8 * d + 1}") and n_cells >= 1, path, "cell_keys_ malformed")
-    _check(bool(np.all(keys[1:] > keys[:-1])), path, "cell_keys_ must be sorted and unique")
-    _check(sums.shape == (n_cells, classes.shape[0]) and sums.dtype == np.float64, path, "cell_class_sums_ malformed")
-    _check(sq.shape == (n_cells,) and sq.dtype == np.float64, path, "cell_sq_sums_ malformed")
-    _check(low.shape == (d,) and span.shape == (d,) and low.dtype == span.dtype == np.float64, path, "grid box malformed")
-    _check(bool(np.all(np.isfinite(low)) and np.all(np.isfinite(span)) and np.all(span > 0)), path, "grid box not finite")
-    _check(bool(np.all(np.isfinite(sums)) and np.all(sums >= 0) and np.all(np.isfinite(sq))), path, "cell sums malformed")
-    prior = arrays["class_prior_"]
-    _check(prior.shape == classes.shape and prior.dtype == np.float64, path, "class_prior_ malformed")
-    est = cls(**params)
-    m = check_int_range(est.resolution, "resolution", 1, 30)
-    # Restore the fitted state the way fit sets it.
-    est.classes_ = classes
-    est.class_prior_ = prior
-    est._fit_dtype = np.dtype(np.float64)
-    est._validate_bound_params(bound_required=False)
-    est._low, est._span, est._n_side = low, span, 2**m
-    est.cell_diameter_ = float(np.linalg.norm(span) / 2**m)
-    est.cell_keys_, est.cell_class_sums_, est.cell_sq_sums_ = keys, sums, sq
-    est.n_cells_ = n_cells
-    est.n_features_in_ = d
-    est._fit_complete = True
-    return est
+    state = {
+        "classes_": classes,
+        "class_prior_": arrays["class_prior_"],
+        "n_features_in_": d,
+        "grid_low": arrays["grid_low_"],
+        "grid_span": arrays["grid_span_"],
+        "cell_keys_": arrays["cell_keys_"],
+        "cell_class_sums_": arrays["cell_class_sums_"],
+        "cell_sq_sums_": arrays["cell_sq_sums_"],
+    }
+    return _restore(cls, params, state, path)
 
 
 def _check_expected(model: Any, expected: Any, path: Path) -> None:
@@ -656,6 +586,11 @@ def _check_expected(model: Any, expected: Any, path: Path) -> None:
 def load_model(path: str | os.PathLike, *, expected_features: Sequence[str] | int | None = None) -> Any:
     """Load a model written by :func:`save_model`; never runs code from the file.
 
+    Every array and parameter in the file is treated as untrusted input: the
+    estimator's ``set_fitted_state`` validates each one (the checksum only
+    catches accidents, see the module docs), and ``n_jobs`` is capped to the
+    cores of this machine.
+
     Parameters
     ----------
     path : str or path-like
@@ -674,17 +609,28 @@ def load_model(path: str | os.PathLike, *, expected_features: Sequence[str] | in
     FileNotFoundError
         No such file.
     ModelFileError (a ValueError)
-        Truncated or corrupt file, checksum mismatch (edited file), a newer
-        format version, an unknown estimator class or a different feature set.
+        Truncated or corrupt file, checksum mismatch (edited file), any
+        invalid value (the message names it), a newer format version, an
+        unknown estimator class or a different feature set.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> from nwbound import DyadicClassifier
+    >>> from nwbound.io import load_model, save_model
+    >>> X = np.array([[0.0, 0.0], [0.1, 0.2], [0.9, 1.0], [1.0, 0.8]])
+    >>> clf = DyadicClassifier(resolution=1, lipschitz=1.0).fit(X, ["a", "a", "b", "b"])
+    >>> path = save_model(clf, pathlib.Path(tempfile.mkdtemp()) / "grid.npz")
+    >>> load_model(path, expected_features=2).predict([[0.05, 0.1]]).tolist()
+    ['a']
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"Model file {path} does not exist (or is not a file).")
     try:
         arrays = _read_members(path)
-    except ModelFileError:
-        raise
-    except PermissionError:
+    except (ModelFileError, PermissionError):
         raise
     except Exception as exc:
         # zipfile and numpy's .npy header parser raise a wide, version-dependent
@@ -705,7 +651,7 @@ def load_model(path: str | os.PathLike, *, expected_features: Sequence[str] | in
     if meta.get("format") != FORMAT_NAME:
         raise ModelFileError(f"Model file {path} is not a nwbound model file (format {meta.get('format')!r}).")
     version = meta.get("format_version")
-    _check(isinstance(version, int) and not isinstance(version, bool) and version >= 1, path, "bad format_version")
+    _check(_is_int(version) and version >= 1, path, "bad format_version")
     if version > FORMAT_VERSION:
         raise ModelFileError(
             f"Model file {path} uses format version {version}, newer than this nwbound supports "
@@ -722,7 +668,7 @@ def load_model(path: str | os.PathLike, *, expected_features: Sequence[str] | in
             "Refusing to load it; re-create it with nwbound fit / save_model."
         )
     try:
-        model = _build(meta, arrays, path)
+        model = _build(meta, arrays, version, path)
     except ModelFileError:
         raise
     except (ValueError, TypeError, KeyError, IndexError) as exc:
@@ -732,7 +678,7 @@ def load_model(path: str | os.PathLike, *, expected_features: Sequence[str] | in
     return model
 
 
-def _build(meta: dict, arrays: dict[str, np.ndarray], path: Path) -> Any:
+def _build(meta: dict, arrays: dict[str, np.ndarray], version: int, path: Path) -> Any:
     classes_by_name = _estimator_classes()
     name = meta.get("estimator")
     if name not in classes_by_name:
@@ -741,22 +687,31 @@ def _build(meta: dict, arrays: dict[str, np.ndarray], path: Path) -> Any:
         )
     cls = classes_by_name[name]
     n_features = meta.get("n_features_in")
-    _check(isinstance(n_features, int) and not isinstance(n_features, bool) and n_features >= 1, path, "bad n_features_in")
+    _check(_is_int(n_features) and n_features >= 1, path, "bad n_features_in")
     pipeline = meta.get("pipeline")
-    allowed = (_NW_ARRAYS if name == "NadarayaWatsonClassifier" else _DYADIC_ARRAYS) | (
-        _PIPELINE_ARRAYS if pipeline is not None else set()
-    )
-    _check(set(arrays) <= allowed, path, f"unexpected arrays {sorted(set(arrays) - allowed)}")
-    _check("classes_" in arrays and "class_prior_" in arrays, path, "classes_ missing")
-    classes = _restore_classes(arrays, (meta.get("classes") or {}).get("dtype"), path)
+    allowed_extra = ({"param_bandwidth_grid"} | (_PIPELINE_ARRAYS if pipeline is not None else set()))
     params = _params_from_file(meta.get("params"), cls, arrays, path)
-    build = _build_nw if name == "NadarayaWatsonClassifier" else _build_dyadic
-    est = build(cls, params, arrays, classes, meta, path)
-    names = meta.get("feature_names_in")
-    if names is not None:
-        _check(isinstance(names, list) and len(names) == n_features and all(isinstance(s, str) for s in names),
-               path, "feature_names_in malformed")
-        est.feature_names_in_ = np.asarray(names, dtype=object)
+    if version == 1:
+        own = _V1_NW_ARRAYS if name == "NadarayaWatsonClassifier" else _V1_DYADIC_ARRAYS
+        _check(set(arrays) <= own | allowed_extra, path, f"unexpected arrays {sorted(set(arrays) - own - allowed_extra)}")
+        _check("classes_" in arrays and "class_prior_" in arrays, path, "classes_ missing")
+        classes = _restore_classes_v1(arrays, (meta.get("classes") or {}).get("dtype"), path)
+        if name == "NadarayaWatsonClassifier":
+            est = _build_v1_nw(cls, params, arrays, classes, path)
+        else:
+            est = _build_v1_dyadic(cls, params, arrays, classes, n_features, path)
+        names = meta.get("feature_names_in")
+        if names is not None:
+            _check(isinstance(names, list) and len(names) == n_features and all(isinstance(s, str) for s in names),
+                   path, "feature_names_in malformed")
+            state = est.get_fitted_state()
+            state["feature_names_in_"] = np.asarray(names, dtype=object)
+            est = _restore(cls, params, state, path)
+    else:
+        unexpected = {n for n in arrays if not n.startswith(_STATE)} - allowed_extra
+        _check(not unexpected, path, f"unexpected arrays {sorted(unexpected)}")
+        est = _build_v2(cls, params, arrays, meta, path)
+    _check(int(est.n_features_in_) == n_features, path, "n_features_in does not match the fitted state")
     if pipeline is None:
         return est
     _check(isinstance(pipeline, dict), path, "pipeline is not an object")
@@ -770,9 +725,12 @@ def _build(meta: dict, arrays: dict[str, np.ndarray], path: Path) -> Any:
         _check("scaler_shift" in arrays and "scaler_scale" in arrays, path, "scaler arrays missing")
         scaler = FeatureScaler(scale, arrays["scaler_shift"], arrays["scaler_scale"])
         _check(scaler.shift.shape == (n_features,), path, "scaler arrays do not match the features")
+    else:
+        _check(not (_PIPELINE_ARRAYS & set(arrays)), path, "scaler arrays stored without a scaling")
     for key in ("lipschitz", "margin"):
         v = pipeline.get(key)
-        _check(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)), path, f"pipeline {key} malformed")
+        _check(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0),
+               path, f"pipeline {key} must be null or a finite number > 0")
     target = pipeline.get("target")
     _check(target is None or isinstance(target, str), path, "pipeline target malformed")
     return TableModel(
