@@ -20,23 +20,23 @@ TRIVIAL_SHARE_WARN = 0.5
 class UsefulnessTally:
     """Counts over the chunks of one run: rows, trivial, certified, κ = 0, bias share.
 
-    ``factors`` keeps, per non-vacuous row whose bound is trivial, by how much
-    the assumption's constant (L, or 1/γ) would have to shrink for the
-    predicted class's ε to drop below 1 (``(1 − sampling)/bias``; 0 where the
-    sampling term alone reaches 1, so no L can help). Its median answers
-    "what L would be needed" for half of those rows.
+    ``factors`` keeps, per non-vacuous row whose bound is trivial, the factor
+    on the assumption's constant (L, or 1/γ) that would make some class's
+    interval non-trivial: ``max_c (max(p̂_c, 1 − p̂_c) − sampling_c)/bias_c``
+    (0 where the sampling term alone is too wide, so no L can help). Its
+    median answers "what L would be needed" for half of those rows.
 
     Examples
     --------
     >>> import numpy as np
     >>> from nwbound import PredictionInterval
     >>> iv = PredictionInterval.from_parts(
-    ...     proba=np.array([[0.9, 0.1]]), bias=np.full((1, 2), 0.9), sampling=np.full((1, 2), 0.3),
+    ...     proba=np.array([[0.6, 0.4]]), bias=np.full((1, 2), 0.9), sampling=np.full((1, 2), 0.3),
     ...     kappa=np.array([4.0]), n_eff=np.array([3.0]), vacuous=np.array([False]), bandwidth=np.array([1.0]))
     >>> tally = UsefulnessTally(); tally.add(iv); tally.trivial
     1
-    >>> round(float(np.median(tally.factors)), 3)
-    0.778
+    >>> round(float(np.median(tally.factors)), 3)  # (0.6 − 0.3) / 0.9
+    0.333
     """
 
     def __init__(self) -> None:
@@ -62,10 +62,15 @@ class UsefulnessTally:
         live = ~vacuous & (total > 0) & np.isfinite(total)
         self.bias_sum += float((bias[live] / total[live]).sum())
         self.bias_rows += int(live.sum())
+        # A trivial row becomes non-trivial once some class has ε_c < max(p̂_c, 1 − p̂_c);
+        # ε_c = bias_c + sampling_c and the bias scales with L (or 1/γ).
         stuck = live & trivial
+        proba = np.asarray(interval.proba, dtype=np.float64)[stuck]
+        b = np.asarray(interval.bias, dtype=np.float64)[stuck]
+        target = np.maximum(proba, 1.0 - proba) - np.asarray(interval.sampling, dtype=np.float64)[stuck]
         with np.errstate(divide="ignore", invalid="ignore"):
-            factor = np.where(bias[stuck] > 0, np.clip(1.0 - sampling[stuck], 0.0, None) / bias[stuck], 0.0)
-        self._factors.append(factor)
+            per_class = np.where((b > 0) & (target > 0), target / np.where(b > 0, b, 1.0), 0.0)
+        self._factors.append(per_class.max(axis=1) if per_class.size else np.empty(0))
 
     @property
     def factors(self) -> np.ndarray:
@@ -99,7 +104,7 @@ class UsefulnessTally:
             no_l = float((f <= 0).mean())
             if no_l > 0:
                 lines.append(
-                    f"  For {no_l:.0%} of the trivial rows the sampling term alone reaches 1: no L helps; "
+                    f"  For {no_l:.0%} of the trivial rows the sampling term alone is too wide: no L helps; "
                     "more data, a larger bandwidth or K would."
                 )
             helpable = f[f > 0]
@@ -125,10 +130,10 @@ def _needed_assumption(model: Any, factor: float) -> str:
     raw_l, raw_g = getattr(model, "lipschitz", None), getattr(model, "margin", None)
     if getattr(est, "lipschitz", None) is not None:
         given, units = (raw_l, "raw feature units") if raw_l is not None else (est.lipschitz, "the units the classifier sees")
-        return (f"With L ≤ {given * factor:.3g} (now {given:.3g}; {units}) half of the trivial bounds that a smaller L "
-                "can fix would become non-trivial.")
+        return (f"With L ≤ {given * factor:.4g} ({factor:.0%} of the current {given:.4g}; {units}) half of the trivial "
+                "bounds that a smaller L can fix would become non-trivial.")
     if getattr(est, "margin", None) is not None:
         given, units = (raw_g, "raw feature units") if raw_g is not None else (est.margin, "the units the classifier sees")
-        return (f"With γ ≥ {given / factor:.3g} (now {given:.3g}; {units}) half of the trivial bounds that a larger γ "
-                "can fix would become non-trivial.")
+        return (f"With γ ≥ {given / factor:.4g} ({1 / factor:.2f}× the current {given:.4g}; {units}) half of the "
+                "trivial bounds that a larger γ can fix would become non-trivial.")
     return f"A {factor:.3g}× smaller bias constant would make half of them non-trivial."

@@ -1,11 +1,26 @@
 """``nwbound evaluate``: score a saved model on a labelled table, with the review queue.
 
-Prints the accuracy, the review rate (share of rows whose bound does not
-single out the predicted class, see ``nwbound predict``), the share of errors
-caught by the review queue and the accuracy of the rows that pass without
-review. With ``-o FOLDER`` it also writes ``metrics.csv``/``metrics.md`` and
-figures (reliability, errors caught vs. rows flagged, bound width, error
-types) via :mod:`nwbound.plots`.
+Prints, on every row: the accuracy, the certified share (the bound separates
+the predicted class from every other: see ``nwbound predict``), the review
+share (= not certified), ``errors_caught_pct`` (the share of all errors that
+are in the review queue, in percent) and the error rate among the certified
+rows. The review queue is ranked by ``error_upper`` (the guaranteed ceiling on
+the probability that the predicted label is wrong), most doubtful first.
+
+Then a side-by-side comparison of review rules on a held-out half of the rows
+(the other half, drawn at random with ``--seed``, calibrates the rules that
+need calibration): the certificate; ``error_upper ≤ α`` (per-query ceiling);
+``1 − max p̂`` reviewing the same share as the certificate (no guarantee);
+split-conformal sets (review where the set is not a single class); and a
+calibrated acceptance threshold on ``1 − max p̂``
+(:class:`nwbound.baselines.CalibratedAcceptance`: error among accepted ≤ α
+with probability ≥ 1 − δ). Each line names the guarantee the rule carries.
+
+With ``-o FOLDER`` it also writes ``metrics.csv``/``.md``, ``comparison.csv``/
+``.md`` and figures (reliability, errors caught vs. share reviewed ranked by
+``error_upper``, bound width, error types with Type I/II defined on the
+figure) via :mod:`nwbound.plots`. A figure that would be a flat line (every
+bound trivial) is not drawn; the command says so.
 """
 
 from __future__ import annotations
@@ -16,17 +31,20 @@ from typing import Any
 
 import numpy as np
 
+from ._usefulness import UsefulnessTally
 from .predict import DEFAULT_CHUNKSIZE, check_chunksize, friendly_errors, load_for_table, model_features, predict_chunks
 
-__all__ = ["add_parser", "run", "summarize"]
+__all__ = ["add_parser", "run", "summarize", "compare_rules"]
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "evaluate",
-        help="accuracy, review rate and errors caught by the review queue on a labelled table",
-        description="Predict the labelled table DATA with MODEL and report accuracy, the review rate and "
-        "the share of errors that the review queue catches; -o writes a metrics table and figures.",
+        help="accuracy, certified share and the review queue against other rules on a labelled table",
+        description="Predict the labelled table DATA with MODEL and report accuracy, the certified share, the "
+        "review share (not certified) and the share of errors the review queue catches; compare, on a held-out "
+        "half, the certificate with 1 - max p, error_upper, split-conformal sets and a calibrated acceptance "
+        "threshold, each with the guarantee it carries; -o writes tables and figures.",
     )
     p.add_argument("model", metavar="MODEL", help="model file (.npz)")
     p.add_argument("data", metavar="DATA", help="labelled table (.csv or .parquet)")
@@ -34,105 +52,296 @@ def add_parser(sub) -> None:
     p.add_argument("-o", "--output", metavar="FOLDER", help="write metrics and figures to this folder")
     p.add_argument("--overwrite", action="store_true", help="replace results of the same name in FOLDER")
     p.add_argument("--chunksize", type=int, default=DEFAULT_CHUNKSIZE, help=f"rows per chunk (default {DEFAULT_CHUNKSIZE})")
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="target error among accepted rows (conformal, calibrated threshold, error_upper <= alpha); default 0.05")
+    p.add_argument("--seed", type=int, default=0, help="seed of the calibration/held-out split (default 0)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
 def summarize(correct: np.ndarray, review: np.ndarray) -> dict[str, Any]:
-    """Review-queue metrics from per-row ``correct`` and ``review`` flags.
+    """Review-queue metrics, in percent, from per-row ``correct`` and ``review`` flags.
+
+    Parameters
+    ----------
+    correct, review : array-like of bool, shape (n,)
 
     Returns
     -------
     dict
-        ``rows``, ``accuracy``, ``review_rate``, ``errors``,
-        ``errors_caught`` (share of errors with ``review``; NaN without
-        errors) and ``accuracy_accepted`` (accuracy of the rows without
-        ``review``; NaN if every row is flagged).
+        ``rows``, ``accuracy_pct``, ``review_pct`` (rows sent to review),
+        ``errors`` (a count), ``errors_caught_pct`` (share of the errors that
+        are in review; NaN without errors) and ``error_accepted_pct`` (error
+        rate among the rows not in review; NaN if every row is in review).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m = summarize(np.array([True, True, False, False]), np.array([False, True, True, False]))
+    >>> m["review_pct"], m["errors_caught_pct"], m["error_accepted_pct"]
+    (50.0, 50.0, 50.0)
     """
     correct = np.asarray(correct, dtype=bool)
     review = np.asarray(review, dtype=bool)
+    if correct.shape != review.shape or correct.ndim != 1:
+        raise ValueError(f"`correct` and `review` must be 1-d of one length, got {correct.shape} and {review.shape}.")
     wrong = ~correct
     n_err = int(wrong.sum())
     n_acc = int((~review).sum())
+    nan = float("nan")
     return {
         "rows": int(correct.shape[0]),
-        "accuracy": float(correct.mean()),
-        "review_rate": float(review.mean()),
+        "accuracy_pct": 100.0 * float(correct.mean()) if correct.size else nan,
+        "review_pct": 100.0 * float(review.mean()) if review.size else nan,
         "errors": n_err,
-        "errors_caught": float((wrong & review).sum() / n_err) if n_err else float("nan"),
-        "accuracy_accepted": float((correct & ~review).sum() / n_acc) if n_acc else float("nan"),
+        "errors_caught_pct": 100.0 * float((wrong & review).sum() / n_err) if n_err else nan,
+        "error_accepted_pct": 100.0 * float((wrong & ~review).sum() / n_acc) if n_acc else nan,
     }
 
 
-def _figures(folder: Path, y_true: np.ndarray, interval: Any, classes: np.ndarray, review_rate: float, overwrite: bool) -> list[Path]:
+def _stored_proba(proba: np.ndarray, classes: np.ndarray) -> Any:
+    """A fitted "classifier" whose predict_proba looks rows up by index (feeds SplitConformalSets)."""
+    from sklearn.base import BaseEstimator, ClassifierMixin
+
+    class StoredProba(ClassifierMixin, BaseEstimator):
+        def fit(self, X: Any = None, y: Any = None) -> "StoredProba":
+            return self
+
+        def predict_proba(self, X: Any) -> np.ndarray:
+            return self.proba_[np.asarray(X, dtype=np.intp).ravel()]
+
+    model = StoredProba()
+    model.proba_, model.classes_ = proba, classes
+    return model
+
+
+def compare_rules(
+    y_index: np.ndarray,
+    proba: np.ndarray,
+    certified: np.ndarray,
+    error_upper: np.ndarray,
+    *,
+    alpha: float = 0.05,
+    delta: float = 0.05,
+    seed: int = 0,
+) -> tuple[list[dict[str, Any]], int, int]:
+    """Review rules side by side on a held-out half; the other half calibrates.
+
+    Parameters
+    ----------
+    y_index : ndarray of int, shape (n,)
+        Column of the true class of each row.
+    proba : ndarray of shape (n, n_classes)
+        ``p̂`` of each row.
+    certified : ndarray of bool, shape (n,)
+    error_upper : ndarray of shape (n,)
+    alpha, delta : float
+        Target error among accepted rows and failure probability of the
+        calibrated rules (and the threshold of ``error_upper ≤ α``).
+    seed : int
+        Seed of the random half split.
+
+    Returns
+    -------
+    rows : list of dict
+        One per rule: ``rule``, ``review_pct``, ``errors_caught_pct``,
+        ``error_accepted_pct``, ``guarantee``.
+    n_calibration, n_heldout : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p1 = rng.uniform(size=400); proba = np.c_[1 - p1, p1]
+    >>> y = (rng.uniform(size=400) < p1).astype(int)
+    >>> rows, n_cal, n_test = compare_rules(y, proba, np.abs(p1 - 0.5) > 0.4, 1 - proba.max(axis=1))
+    >>> [r["rule"] for r in rows][:2], n_cal + n_test
+    (['certificate (review = not certified)', 'error_upper <= 0.05'], 400)
+    """
+    from ..baselines import CalibratedAcceptance, SplitConformalSets
+
+    n = y_index.shape[0]
+    perm = np.random.default_rng(seed).permutation(n)
+    cal, test = np.sort(perm[: n // 2]), np.sort(perm[n // 2:])
+    predicted = np.argmax(proba, axis=1)
+    correct = predicted[test] == y_index[test]
+    doubt = 1.0 - proba.max(axis=1)
+    rows: list[dict[str, Any]] = []
+
+    def add(rule: str, review: np.ndarray | None, guarantee: str) -> None:
+        metrics = summarize(correct, review) if review is not None else {
+            k: float("nan") for k in ("review_pct", "errors_caught_pct", "error_accepted_pct")
+        }
+        rows.append({
+            "rule": rule,
+            "review_pct": metrics["review_pct"],
+            "errors_caught_pct": metrics["errors_caught_pct"],
+            "error_accepted_pct": metrics["error_accepted_pct"],
+            "guarantee": guarantee,
+        })
+
+    cert_review = ~certified[test]
+    add("certificate (review = not certified)", cert_review,
+        "per query (given the L/γ assumption): accepted class is the most probable, prob. >= 1 - delta")
+    add(f"error_upper <= {alpha:g}", error_upper[test] > alpha,
+        f"per query (given L/γ): P(wrong | x) <= {alpha:g} for each accepted row, prob. >= 1 - delta")
+    # 1 − max p̂ with the certificate's review budget: the best a plain ranking does at that share.
+    k = int(cert_review.sum())
+    matched = np.zeros(test.shape[0], dtype=bool)
+    matched[np.argsort(-doubt[test], kind="stable")[:k]] = True
+    add("1 - max p (same review share)", matched, "none (a ranking)")
+    if len(cal) and np.unique(y_index[cal]).shape[0] >= 2:
+        try:
+            conformal = SplitConformalSets(_stored_proba(proba, np.arange(proba.shape[1])), alpha=alpha, backend="numpy")
+            conformal.fit(cal[:, None], y_index[cal])
+            sets = conformal.predict_set(test[:, None])
+            add(f"split-conformal sets, alpha={alpha:g} (review = set not one class)", sets.sum(axis=1) != 1,
+                f"marginal: set covers the true class w.p. >= {1 - alpha:g} (exchangeable rows)")
+        except ValueError as exc:
+            add("split-conformal sets", None, f"not computed: {exc}")
+        try:
+            accept = CalibratedAcceptance(alpha=alpha, delta=delta).fit(doubt[cal], y_index[cal], predicted[cal])
+            add(f"calibrated threshold on 1 - max p (alpha={alpha:g})", accept.review(doubt[test]),
+                f"marginal: error among accepted <= {alpha:g} w.p. >= {1 - delta:g} (exchangeable rows)")
+        except ValueError as exc:
+            add("calibrated threshold on 1 - max p", None, f"not computed: {exc}")
+    else:
+        add("split-conformal / calibrated threshold", None, "not computed: the calibration half needs two classes")
+    return rows, int(cal.shape[0]), int(test.shape[0])
+
+
+def _figures(
+    folder: Path, y_true: np.ndarray, interval: Any, classes: np.ndarray, review_share: float, overwrite: bool
+) -> tuple[list[Path], list[str]]:
+    """Write the figures; return the files and a note for each figure skipped."""
     from .. import plots
     from ..plots import pyplot as _pyplot
 
     plt = _pyplot()
     files: list[Path] = []
-    makers = {
-        "reliability": lambda: plots.ReliabilityDisplay.from_interval(y_true, interval, classes=classes),
-        "errors_caught": lambda: plots.CumulativeRecallDisplay.from_interval(
-            y_true, interval, classes=classes, kind="width", label="bound width"
-        ),
-        "bound_width": lambda: plots.BoundWidthDisplay.from_interval(y_true, interval, classes=classes),
-        "error_types": lambda: plots.TypeErrorDisplay.from_interval(y_true, interval, classes=classes),
-    }
+    notes: list[str] = []
+    y_pred = classes[interval.predicted_index]
+    error_upper = interval.error_upper
+    flat = bool(np.ptp(error_upper) == 0) if error_upper.size else True
+
+    def errors_caught():
+        display = plots.CumulativeRecallDisplay.from_arrays(
+            y_true, y_pred, [error_upper, 1.0 - interval.proba.max(axis=1)],
+            label=["error_upper (the review queue's order)", r"$1 - \max_c \hat p_c$ (for comparison)"],
+        )
+        display.ax_.axvline(review_share, color="grey", linewidth=0.8, linestyle="--",
+                            label=f"review share of the certificate ({review_share:.0%})")
+        display.ax_.set_title("Errors caught when reviewing the most doubtful rows first")
+        display.ax_.legend(loc="lower right", fontsize=8)
+        return display
+
+    def error_types():
+        display = plots.TypeErrorDisplay.from_interval(y_true, interval, classes=classes)
+        display.ax_.set_title("Type I and Type II errors per true class")
+        display.figure_.text(
+            0.5, 0.01, "Type I: wrong prediction (argmax p̂ ≠ true class).\nType II: correct prediction whose bound "
+            "cannot exclude p < 0.5 (its lower bound < 0.5, or κ = 0).", fontsize=8, ha="center", va="bottom",
+        )
+        display.figure_.subplots_adjust(bottom=0.22)
+        return display
+
+    def reliability():
+        display = plots.ReliabilityDisplay.from_interval(y_true, interval, classes=classes)
+        display.ax_.set_title("Reliability of the predicted probabilities")
+        return display
+
+    def bound_width():
+        display = plots.BoundWidthDisplay.from_interval(y_true, interval, classes=classes)
+        display.ax_.set_title("Bound width by confidence, correct vs. wrong predictions")
+        return display
+
+    makers = {"reliability": reliability, "errors_caught": errors_caught, "bound_width": bound_width, "error_types": error_types}
+    if flat:
+        why = f"error_upper is {error_upper[0] if error_upper.size else 1:.3g} on every row (every bound trivial), so it ranks nothing"
+        for stem in ("errors_caught", "bound_width"):
+            makers.pop(stem)
+            notes.append(f"{stem}.png not drawn: {why}.")
     for stem, make in makers.items():
         display = make()
-        if stem == "errors_caught":
-            display.ax_.axvline(review_rate, color="grey", linewidth=0.8, linestyle="--")
         try:
             files += plots.save_figure(display.figure_, folder / stem, formats=("png",), overwrite=overwrite)
         finally:
             plt.close(display.figure_)
-    return files
+    return files, notes
 
 
 @friendly_errors
 def run(args: argparse.Namespace) -> int:
     from .._result import PredictionInterval
+    from .._validation import check_open_unit
     from ..utils import format_markdown, prepare_output_dir, write_table
     from ..io.tables import check_columns, label_array, labels_like
-    from ..metrics import review_flags
     from .main import CommandError
 
     check_chunksize(args.chunksize)
+    try:
+        alpha = check_open_unit(args.alpha, "--alpha")
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
     model, data, columns = load_for_table(args.model, args.data)
     check_columns(columns, [args.target], data, "target")
     features = model_features(model, columns, [args.target], data)
     classes = np.asarray(model.classes_)
+    order = np.argsort(classes, kind="stable")
     folder = prepare_output_dir(args.output, overwrite=args.overwrite) if args.output else None
 
-    correct, review, truth, parts = [], [], [], []
+    y_index, proba, certified, error_upper, trivial, parts = [], [], [], [], [], []
+    usefulness = UsefulnessTally()
     for chunk, interval, first_row in predict_chunks(
         model, data, features, chunksize=args.chunksize, text_columns=[args.target], quiet=args.quiet, desc="evaluate"
     ):
         raw = label_array(chunk, args.target, path=data, first_row=first_row)
         y = labels_like(raw, classes, column=args.target, path=data, first_row=first_row)
-        predicted = classes[np.argmax(interval.proba, axis=1)]
-        correct.append(predicted == y)
-        review.append(review_flags(interval))
-        if folder is not None:  # figures need every row; plain metrics only the flags
-            truth.append(y)
+        y_index.append(order[np.searchsorted(classes[order], y)])
+        proba.append(interval.proba)
+        certified.append(interval.certified)
+        error_upper.append(interval.error_upper)
+        trivial.append(interval.trivial)
+        usefulness.add(interval)
+        if folder is not None:  # the figures need the whole interval
             parts.append(interval)
-    if not correct:
+    if not y_index:
         raise CommandError(f"{data} has no data rows; nothing to evaluate.")
-    metrics = summarize(np.concatenate(correct), np.concatenate(review))
+    y_index, proba = np.concatenate(y_index), np.concatenate(proba)
+    certified, error_upper, trivial = np.concatenate(certified), np.concatenate(error_upper), np.concatenate(trivial)
+    correct = np.argmax(proba, axis=1) == y_index
+    metrics = summarize(correct, ~certified)
+    metrics["certified_pct"] = 100.0 * float(certified.mean())
+    metrics["trivial_pct"] = 100.0 * float(trivial.mean())
     row = {"model": Path(args.model).name, "data": data.name, **metrics}
     print(format_markdown([row]))
     if metrics["errors"]:
-        print(
-            f"\nThe review queue flags {metrics['review_rate']:.1%} of the rows and catches "
-            f"{metrics['errors_caught']:.1%} of the {metrics['errors']} errors."
+        among = (
+            "no row is certified" if not certified.any()
+            else f"the error among certified rows is {metrics['error_accepted_pct']:.2f}%"
         )
+        print(
+            f"\nThe review queue (rows not certified, ranked by error_upper) holds {metrics['review_pct']:.1f}% of "
+            f"the rows and {metrics['errors_caught_pct']:.1f}% of the {metrics['errors']} errors; {among}."
+        )
+    delta = float(getattr(getattr(model, "estimator", model), "delta", 0.05))
+    rules, n_cal, n_test = compare_rules(
+        y_index, proba, certified, error_upper, alpha=alpha, delta=delta, seed=args.seed
+    )
+    print(f"\nReview rules side by side on {n_test} held-out rows ({n_cal} other rows calibrate the marginal rules; "
+          f"δ = {delta:g}):\n")
+    print(format_markdown(rules))
+    usefulness.report(model)
     if folder is not None:
-        y_all = np.concatenate(truth)
         interval = PredictionInterval(**{
             name: (None if getattr(parts[0], name) is None else np.concatenate([getattr(p, name) for p in parts]))
             for name in parts[0].as_dict()
         })
         files = list(write_table([row], folder / "metrics", title=f"Evaluation of {row['model']} on {row['data']}"))
-        files += _figures(folder, y_all, interval, classes, metrics["review_rate"], args.overwrite)
+        files += list(write_table(rules, folder / "comparison", title=f"Review rules on {n_test} held-out rows of {row['data']}"))
+        figures, notes = _figures(folder, classes[y_index], interval, classes, float(np.mean(~certified)), args.overwrite)
+        files += figures
+        for note in notes:
+            print(f"note: {note}")
         print("\nWrote: " + ", ".join(str(f) for f in files))
     return 0
