@@ -9,15 +9,21 @@ PYTEST_ARGS ?=
 .PHONY: demo test test-all bench install clean-venv
 
 $(STAMP): pyproject.toml
+	@echo "nwbound: first run - building a local virtual environment in $(VENV)/ from pyproject.toml."
+	@echo "nwbound: this installs numpy, scipy, scikit-learn, pandas, matplotlib, ... (a few minutes, once)."
 	$(PYTHON) -m venv $(VENV)
+	@echo "nwbound: [1/2] upgrading pip in $(VENV)/"
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	@echo "nwbound: [2/2] installing nwbound and its test extras (pip install -e '.[test]'); pip reports each package"
+	$(BIN)/python -m pip install --disable-pip-version-check -e ".[test]"
 	touch $(STAMP)
+	@echo "nwbound: environment ready ($(VENV)/)."
 
 install: $(STAMP)
 
 ## The main job on embedded synthetic data (no download): table, coverage, figure.
 demo: $(STAMP)
+	@echo "nwbound: running the demo (fit on synthetic data with known probabilities; writes results/demo/)"
 	$(BIN)/nwbound demo --output results/demo --overwrite
 
 ## The default test run (statistical / full-data tests marked slow are included
