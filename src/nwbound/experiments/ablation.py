@@ -27,10 +27,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._common import new_figure, positive_float, positive_int, save_figures
-from ._output import atomic_write_text, format_markdown, write_table
+from ..datasets import stratified_subsample
+from ..utils import StepLog, add_resume_argument, format_markdown, positive_float, positive_int, progress, write_table
+from ._common import new_figure, save_figures
 from .mnist import load_mnist_checked
-from .progress import progress
 
 __all__ = [
     "DESCRIPTION",
@@ -231,6 +231,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--xtol", type=positive_float, default=0.02, help="tolerance on log λ (default 0.02)")
     parser.add_argument("--maxfev", type=positive_int, default=None,
                         help="cap on evaluations per kernel (default 10·maxiter + 10)")
+    add_resume_argument(parser)
 
 
 def _parse_kernels(text: str) -> list[str]:
@@ -265,21 +266,22 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
                          f"[--min-bandwidth, --max-bandwidth] = [{bounds[0]:g}, {bounds[1]:g}].")
 
     X, y = load_mnist_checked(args.data_dir, n_samples=n_train + n_val, random_state=seed)
-    from sklearn.model_selection import train_test_split
+    train = np.zeros(y.shape[0], dtype=bool)
+    train[stratified_subsample(y, n_train, seed)] = True  # the same subsampler as everywhere
+    X_tr, X_val, y_tr, y_val = X[train], X[~train], y[train], y[~train]
 
-    X_tr, X_val, y_tr, y_val = train_test_split(X, y, train_size=n_train, stratify=y, random_state=seed)
+    params = {"data_dir": str(Path(args.data_dir).resolve()), "seed": seed, "n_train": n_train, "n_val": n_val,
+              "r": args.r, "lipschitz": args.lipschitz, "baseline": args.baseline_bandwidth, "bounds": bounds,
+              "maxiter": maxiter, "xtol": args.xtol, "maxfev": args.maxfev, "dtype": DTYPE}
+    log = StepLog(output, params=params, resume=bool(getattr(args, "resume", False)), name="ablation", quiet=quiet)
 
-    rows: list[dict[str, Any]] = []
-    trace_rows: list[dict[str, Any]] = []
-    results: dict[str, TuningResult] = {}
-    for kernel in progress(kernels, desc="kernels", quiet=quiet):
+    def kernel_step(kernel: str) -> tuple[dict[str, Any], list[Path]]:
         res = tune_bandwidth(kernel, X_tr, y_tr, X_val, y_val, lipschitz=args.lipschitz, r=args.r,
                              x0=args.baseline_bandwidth, bounds=bounds, maxiter=maxiter, xtol=args.xtol,
                              maxfev=args.maxfev)
-        results[kernel] = res
         base = next(t for t in res.trace if math.isclose(t["bandwidth"], args.baseline_bandwidth, rel_tol=1e-9))
         auto = _evaluate(kernel, "auto", (X_tr, y_tr, X_val, y_val), args.lipschitz, args.r, None)
-        rows.append({
+        row = {
             "kernel": kernel,
             "J_baseline": base["J"], "A_baseline": base["accuracy"], "B_baseline": base["mean_bound"],
             "λ_powell": res.bandwidth, "J_powell": res.J, "A_powell": res.accuracy, "B_powell": res.mean_bound,
@@ -287,21 +289,33 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
             "J_auto": auto["J"], "A_auto": auto["accuracy"], "B_auto": auto["mean_bound"],
             "median_λ_auto": auto["median_bandwidth"],
             "optimiser_message": res.message,
-        })
-        trace_rows += [{"kernel": kernel, **t} for t in res.trace]
+        }
+        return {"row": row, "trace": [{"kernel": kernel, **t} for t in res.trace]}, []
 
-    files: list[Path] = []
+    rows: list[dict[str, Any]] = []
+    trace_rows: list[dict[str, Any]] = []
+    for kernel in progress(kernels, desc="kernels", quiet=quiet):
+        done = log.run(f"kernel {kernel}", lambda k=kernel: kernel_step(k))
+        rows.append(done["row"])
+        trace_rows += done["trace"]
+
     title = (f"Kernel ablation: MNIST {n_train} train / {n_val} validation, L = {args.lipschitz:g}, "
              f"r = {args.r:g}, baseline λ = {args.baseline_bandwidth:g}, Powell maxiter = {maxiter}")
-    files += write_table(rows, output / "ablation_kernels", title=title)
-    files += write_table(trace_rows, output / "ablation_trace", title="Every evaluated λ")
     formats = ("png",) if quick else ("png", "pdf")  # PDF export is slow on busy machines
-    files += _bar_figure(rows, output, args.baseline_bandwidth, formats)
-    heat_kernel = "epanechnikov" if "epanechnikov" in results else kernels[0]
-    files += _heatmap_figure(X_val, y_val, heat_kernel, results[heat_kernel].bandwidth, output, seed, formats)
+    heat_kernel = "epanechnikov" if "epanechnikov" in kernels else kernels[0]
+    heat_bandwidth = next(r["λ_powell"] for r in rows if r["kernel"] == heat_kernel)
+
+    def tables_step() -> tuple[None, list[Path]]:
+        files = list(write_table(rows, output / "ablation_kernels", title=title))
+        files += write_table(trace_rows, output / "ablation_trace", title="Every evaluated λ")
+        files += _bar_figure(rows, output, args.baseline_bandwidth, formats)
+        files += _heatmap_figure(X_val, y_val, heat_kernel, heat_bandwidth, output, seed, formats)
+        return None, files
+
+    log.run("tables and figures", tables_step, params={"kernels": kernels, "formats": formats})
     unconverged = [r["kernel"] for r in rows if not r["converged"]]
     keys = ("kernel", "J_baseline", "λ_powell", "J_powell", "converged", "J_auto", "A_auto", "B_auto")
-    summary = (
+    log.write_summary(
         f"# {title}\n\nJ = r·A − (1 − r)·B on the validation split (A accuracy, B mean ε of the "
         "predicted class, our Hoeffding bound). Powell's method on log λ, bounded to "
         f"[{bounds[0]:g}, {bounds[1]:g}]; the best evaluated λ is kept.\n\n"
@@ -311,8 +325,7 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
         + "\n'auto' picks λ per query by minimising ε without looking at labels; it optimises the bound, "
         "not the accuracy, so compare both A and B.\n"
     )
-    files.append(atomic_write_text(output / "summary.md", summary))
-    return files
+    return log.files
 
 
 def _bar_figure(rows: Sequence[dict[str, Any]], output: Path, baseline: float,
