@@ -226,3 +226,53 @@ def test_bad_options(tmp_path, capsys):
     assert main(["experiment", "mnist", "--data-dir", str(tmp_path), "--sizes", "1000,70000",
                  "--output", str(tmp_path / "out2"), "--quiet"]) == 2
     _one_line_error(capsys, "60 000")
+
+
+# ---------------------------------------------------------------------------
+# steps recorded as they finish, --resume, summary last
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.data
+@needs_mnist
+def test_mnist_killed_run_resumes_without_recomputing(tmp_path, monkeypatch):
+    import json
+    import stat
+
+    from nwbound.experiments import mnist
+
+    out = tmp_path / "mnist"
+    argv = ["experiment", "mnist", "--data-dir", str(MNIST), "--quick", "--sizes", "100,200", "--n-test", "100",
+            "--output", str(out), "--quiet"]
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(mnist, "_choosing_lipschitz", killed)  # killed during the last step
+        assert main(argv) == 130
+    assert not (out / "summary.md").exists()  # no summary for a run that did not finish
+    record = json.loads((out / "steps.json").read_text())
+    assert list(record["steps"]) == ["n=100", "n=200", "tables and curves"]
+    assert (out / "mnist_vs_n.csv").is_file() and not (out / "choosing_L.csv").exists()
+    assert main(argv) == 2  # a folder with results needs --resume or --overwrite
+
+    calls = []
+    real = mnist.fit_and_query
+    monkeypatch.setattr(mnist, "fit_and_query", lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert main(argv + ["--resume"]) == 0
+    assert calls == []  # every fitted size was reused
+    assert (out / "choosing_L.csv").is_file() and "Choosing L" in (out / "summary.md").read_text()
+    for f in out.iterdir():  # tables, figures, record and summary alike
+        assert stat.S_IMODE(f.stat().st_mode) == 0o644, f
+    rows = _rows(out / "mnist_table.csv")
+    ours = next(r for r in rows if r["setting"].startswith("ours: Hoeffding"))
+    # The certificate and the review queues are reported per setting.
+    assert 0.0 <= float(ours["certified_share"]) <= 1.0
+    for score in ("1-max p", "error_upper", "ε"):
+        assert 0.0 <= float(ours[f"caught@10% {score}"]) <= 1.0
+    review = _rows(out / "mnist_review.csv")
+    assert {r["queue"] for r in review} >= {"certificate", "1 - max p @ 10%", "error_upper @ 10%", "epsilon @ 10%"}
+
+    assert main(argv + ["--resume", "--lipschitz", "0.05"]) == 0  # other parameters: everything reruns
+    assert len(calls) == 2 * 2 + 2
