@@ -84,7 +84,9 @@ from threadpoolctl import threadpool_limits
 
 from ..kernels import Kernel
 
-__all__ = ["TrainingSet", "KernelSums", "dense_kernel_sums", "neighbor_kernel_sums", "block_rows"]
+__all__ = [
+    "TrainingSet", "KernelSums", "dense_kernel_sums", "neighbor_kernel_sums", "neighbor_distances", "block_rows",
+]
 
 # Queries per block: enough rows for an efficient GEMM, few enough that a
 # spatially coherent block still prunes most balls.
@@ -583,7 +585,9 @@ class _Accumulator:
     def add_dense(self, d2: np.ndarray, col: slice | np.ndarray, plan: _Plan) -> None:
         """Dense route for one tile of ``δ = d²/S²`` (float64; entries beyond the support are > 1)."""
         lay = plan.layout
-        onehot = lay.onehot[col]
+        # Unweighted float64 indicator: weights stay float64, as in the other routes.
+        onehot = np.zeros((d2.shape[1], self.n_classes))
+        onehot[np.arange(d2.shape[1]), lay.labels[col]] = 1.0
         w = None if lay.weights is None else lay.weights[col]
         dist = None
         if self.dist_sum is not None or self.tail_mass is not None:
@@ -592,9 +596,9 @@ class _Accumulator:
         for g in range(len(plan.bandwidths)):
             u2 = d2 * plan.scales[g]
             k = np.asarray(plan.kernel.from_squared(u2), dtype=np.float64)
-            self.class_sums[:, g] += k @ onehot
             if w is not None:
                 k *= w
+            self.class_sums[:, g] += k @ onehot
             self.sq_sum[:, g] += np.einsum("ij,ij->i", k, k)
             if self.dist_sum is not None:
                 self.dist_sum[:, g] += np.einsum("ij,ij->i", k, dist)
@@ -827,7 +831,7 @@ def dense_kernel_sums(
         prune = Xq.shape[1] <= _AUTO_PRUNE_MAX_FEATURES
     lay = train.layout(prune=bool(prune and compact))
     with np.errstate(over="ignore"):
-        rho_sq = (lay.scale / support) ** 2
+        rho_sq = float(np.float64(lay.scale / support) ** 2)  # may be inf: then no product
     eps = float(np.finfo(dtype).eps)
     d_feat = Xq.shape[1]
 
@@ -923,6 +927,54 @@ def _ranges_to_index(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
     return (np.arange(total) + offsets).astype(np.intp)
 
 
+def neighbor_distances(queries: np.ndarray, X: np.ndarray, idx: np.ndarray,
+                       working_memory: float | None = None) -> np.ndarray:
+    """Distances ``‖queries[i] − X[idx[i, j]]‖`` computed directly in float64, chunked.
+
+    Index searches (scikit-learn's brute force, HNSW) use the expanded formula, which
+    cancels when the neighbours are close next to the features' magnitudes; this recomputes
+    the k chosen distances from the coordinates. Each row is scaled by a power of two near
+    its largest coordinate difference first (per pair), so nothing overflows or underflows.
+    Relative error ≤ (d + 6)·2⁻⁵³.
+
+    Parameters
+    ----------
+    queries : ndarray of shape (n_queries, n_features)
+    X : ndarray of shape (n_train, n_features)
+    idx : int ndarray of shape (n_queries, k)
+    working_memory : float or None, default=None
+        MiB for the temporaries (None: scikit-learn's setting).
+
+    Returns
+    -------
+    ndarray of shape (n_queries, k), float64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> neighbor_distances(np.array([[0.0, 0.0]]), np.array([[3.0, 4.0], [1e200, 0.0]]), np.array([[0, 1]]))
+    array([[5.e+000, 1.e+200]])
+    """
+    n_q, k = idx.shape
+    d = X.shape[1]
+    out = np.empty((n_q, k))
+    step = block_rows(max(1, 3 * k * d * 8), n_q, working_memory)
+    for s in range(0, n_q, step):
+        q = np.asarray(queries[s : s + step], dtype=np.float64)
+        diff = q[:, None, :] - X[idx[s : s + step]].astype(np.float64)
+        scale = _pow2_above(np.max(np.abs(diff), axis=2, initial=0.0))  # per pair
+        diff /= scale[:, :, None]  # exact: powers of two
+        out[s : s + step] = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff)) * scale
+    return out
+
+
+def _pow2_above(x: np.ndarray) -> np.ndarray:
+    """Elementwise smallest power of two ≥ x (1 where x is 0)."""
+    mant, exp = np.frexp(x)
+    exp = np.where(mant == 0.5, exp - 1, exp)
+    return np.where(x > 0, np.ldexp(1.0, exp), 1.0)
+
+
 def neighbor_kernel_sums(
     dist: np.ndarray,
     idx: np.ndarray,
@@ -932,22 +984,81 @@ def neighbor_kernel_sums(
     *,
     need_dist: bool,
     tail_radius: float | None = None,
+    queries: np.ndarray | None = None,
+    keep_points: bool = False,
 ) -> KernelSums:
-    """Kernel sums over each query's k nearest neighbours (the *localized* NWC)."""
+    """Kernel sums over each query's k nearest neighbours (the *localized* NWC).
+
+    Parameters
+    ----------
+    dist, idx : ndarray of shape (n_queries, k)
+        The index's neighbour distances and training indices.
+    train : TrainingSet
+    kernel : Kernel
+    bandwidths : ndarray of shape (n_bandwidths,)
+    need_dist : bool
+        Also compute ``dist_sum`` (an upper bound of ``Σ w K d``).
+    tail_radius : float or None, default=None
+        Also compute ``tail_mass`` beyond ``tail_radius·λ``.
+    queries : ndarray of shape (n_queries, n_features) or None, default=None
+        When given, the distances are recomputed directly in float64 from the
+        coordinates (:func:`neighbor_distances`) instead of trusting ``dist``.
+    keep_points : bool, default=False
+        Also return ``point_mass`` (n, G, k) ``= w_i K_i`` and ``point_dist`` (n, k), for the
+        exact per-point Chernoff form.
+
+    Returns
+    -------
+    KernelSums
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.kernels import get_kernel
+    >>> X = np.array([[0.0], [0.5], [3.0]]); train = TrainingSet.build(X, np.array([0, 1, 1]), 2, None)
+    >>> s = neighbor_kernel_sums(None, np.array([[0, 1]]), train, get_kernel("epanechnikov"), np.array([1.0]),
+    ...                          need_dist=True, queries=np.array([[0.0]]), keep_points=True)
+    >>> s.class_sums[0, 0].tolist(), s.point_dist.tolist()
+    ([1.0, 0.75], [[0.0, 0.5]])
+    """
+    idx = np.asarray(idx)
     n_q, k_nn = idx.shape
     n_classes = train.n_classes
+    bandwidths = np.asarray(bandwidths, dtype=np.float64)
     out = KernelSums.empty(n_q, len(bandwidths), n_classes, need_dist, tail_radius is not None)
-    dist = np.asarray(dist, dtype=np.float64)
+    out.weight_max = train.weight_max
+    d_feat = train.X.shape[1]
+    if queries is not None:
+        dist = neighbor_distances(queries, train.X, idx)
+        rel = (d_feat + 6) * _U64 * 1.01  # relative error of a direct distance
+    else:
+        dist = np.asarray(dist, dtype=np.float64)
+        rel = 0.0  # the index's own distances: no bound known here
+    lam_max = float(bandwidths.max()) if bandwidths.size else 1.0
+    support = kernel.radius * lam_max if kernel.compact else lam_max
+    out.support = support
+    # |d̃² − d²| ≤ ((1 + rel)² − 1)·d̃² per row, in units of S², at the row's farthest neighbour.
+    with np.errstate(over="ignore", invalid="ignore"):
+        far = np.max(dist, axis=1, initial=0.0) / support
+        out.d2_error_rel = (2.0 * rel + rel * rel) * (1.0 + rel) ** 2 * far * far if rel else np.zeros(n_q)
+    dist_up = dist * (1.0 + rel) if rel else dist  # never below the true distance
     labels = train.labels[idx]
     weights = None if train.weights is None else train.weights[idx].astype(np.float64)
     flat = (np.arange(n_q)[:, None] * n_classes + labels).ravel()
+    if keep_points:
+        out.point_mass = np.empty((n_q, len(bandwidths), k_nn))
+        out.point_dist = dist
     for g, lam in enumerate(bandwidths):
-        wk = kernel(dist / float(lam)).astype(np.float64, copy=False)
+        wk = np.asarray(kernel(dist / float(lam)), dtype=np.float64)
         if weights is not None:
             wk = wk * weights
+        if keep_points:
+            out.point_mass[:, g] = wk
         class_sums = np.bincount(flat, weights=wk.ravel(), minlength=n_q * n_classes).reshape(n_q, n_classes)
         cut = None if tail_radius is None else tail_radius * float(lam)
-        _reduce_weights(out, slice(None), g, wk, class_sums, dist, cut)
+        _reduce_weights(out, slice(None), g, wk, class_sums, dist_up, cut)
+    if out.dist_sum is not None and rel:
+        out.dist_sum *= 1.0 + (k_nn + 4) * _U64  # the summation's rounding: still an upper bound
     return out
 
 
