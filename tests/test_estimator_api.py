@@ -106,28 +106,28 @@ def test_vacuous_queries_follow_empty_neighborhood_rule():
 
 X0, Y0 = _data()
 BAD_FIT = [
-    (dict(bandwidth=0), ValueError, "bandwidth must be a finite number > 0"),
+    (dict(bandwidth=0), ValueError, "'bandwidth' parameter .* range \\(0.0, inf\\) or a str among {'auto'}"),
     (dict(bandwidth=-1.0), ValueError, "bandwidth"),
-    (dict(bandwidth="wide"), ValueError, "bandwidth must be a number > 0 or 'auto'"),
+    (dict(bandwidth="wide"), ValueError, "'bandwidth' parameter .* Got 'wide'"),
     (dict(bandwidth="auto"), ValueError, "lipschitz=L"),
-    (dict(delta=0.0), ValueError, "0 < delta < 1"),
+    (dict(delta=0.0), ValueError, "'delta' parameter .* range \\(0.0, 1.0\\)"),
     (dict(delta=1.5), ValueError, "delta"),
-    (dict(lipschitz=0.0), ValueError, "lipschitz must be"),
-    (dict(margin=-2.0), ValueError, "margin must be"),
+    (dict(lipschitz=0.0), ValueError, "'lipschitz' parameter"),
+    (dict(margin=-2.0), ValueError, "'margin' parameter"),
     (dict(lipschitz=1.0, margin=1.0), ValueError, "not both"),
-    (dict(n_neighbors=0), ValueError, "n_neighbors must be >= 1"),
+    (dict(n_neighbors=0), ValueError, "'n_neighbors' parameter .* range \\[1, inf\\)"),
     (dict(n_neighbors=10_000), ValueError, "n_neighbors must be >= 1 and <= 120"),
-    (dict(n_neighbors=2.5), TypeError, "n_neighbors must be an integer"),
+    (dict(n_neighbors=2.5), TypeError, "'n_neighbors' parameter .* int"),
     (dict(kernel="gauss"), ValueError, "Unknown kernel"),
     (dict(kernel=lambda u: -u), ValueError, "non-negative"),
     (dict(kernel=lambda u: 1 / u), ValueError, "bounded"),
     (dict(bound="paper", ck=0.5), ValueError, "ck=0.5 is below sup K"),
-    (dict(bound="bernstein"), ValueError, "bound must be one of"),
-    (dict(coverage="all"), ValueError, "coverage must be one of"),
-    (dict(empty_neighborhood="nearest"), ValueError, "empty_neighborhood must be one of"),
+    (dict(bound="bernstein"), ValueError, "'bound' parameter .* among"),
+    (dict(coverage="all"), ValueError, "'coverage' parameter .* among"),
+    (dict(empty_neighborhood="nearest"), ValueError, "'empty_neighborhood' parameter .* among"),
     (dict(dtype="float16"), ValueError, "dtype must be float64 or float32"),
     (dict(algorithm="lsh", n_neighbors=3), ValueError, "algorithm must be one of"),
-    (dict(sigma=0), ValueError, "sigma must be"),
+    (dict(sigma=0), ValueError, "'sigma' parameter"),
     (dict(working_memory=-1), ValueError, "working_memory"),
     (dict(n_jobs=0), ValueError, "n_jobs"),
     (dict(bandwidth="auto", lipschitz=1.0, bandwidth_grid=[0.1, -1]), ValueError, "bandwidth_grid"),
@@ -175,7 +175,7 @@ def test_predict_interval_without_assumption_explains():
 
 
 def test_dyadic_bad_resolution_and_outside_flag():
-    with pytest.raises(ValueError, match="resolution must be >= 1"):
+    with pytest.raises(ValueError, match="'resolution' parameter .* range \\[1, 30\\]"):
         DyadicClassifier(resolution=0).fit(X0, Y0)
     model = DyadicClassifier(resolution=2, lipschitz=1.0).fit(X0, Y0)
     res = model.predict_interval(np.array([[0.5, 0.5], [3.0, 0.5]]))

@@ -4,7 +4,10 @@ empty-neighbourhood rule and the assembly of a :class:`PredictionInterval`."""
 from __future__ import annotations
 
 import numpy as np
+from numbers import Integral, Real
+
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
@@ -13,6 +16,7 @@ from typing import Any, Mapping
 from .._result import PredictionInterval
 from .._validation import check_beta, check_choice, check_open_unit, check_positive
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
+from ..diagnostics import warn_if_useless
 from ..kernels import Kernel
 from ._statistics import KernelStatistics
 
@@ -24,7 +28,20 @@ BOUND_PARAMETERS = ("lipschitz", "margin", "delta", "bound", "coverage", "sigma"
 
 
 class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
-    """Shared machinery; subclasses compute kernel sums and call :meth:`_assemble`."""
+    """Shared machinery: assumptions, bound settings, the empty-neighbourhood rule,
+    intervals from :class:`KernelStatistics`."""
+
+    # scikit-learn's declarative checks; the fit-time checks behind them add
+    # what a constraint cannot say (units of L, which fix applies).
+    _parameter_constraints: dict = {
+        "lipschitz": [Interval(Real, 0, None, closed="neither"), None],
+        "margin": [Interval(Real, 0, None, closed="neither"), None],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "bound": [StrOptions(set(BOUND_NAMES))],
+        "coverage": [StrOptions(set(COVERAGE_NAMES))],
+        "sigma": [Interval(Real, 0, None, closed="neither")],
+        "empty_neighborhood": [StrOptions(set(EMPTY_NEIGHBORHOOD_RULES))],
+    }
 
     # -- fit helpers -------------------------------------------------------------------------
     def _validate_training_data(self, X, y, sample_weight, dtype):
@@ -230,9 +247,16 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         >>> clf.interval_from_statistics(stats).proba
         array([[1., 0.]])
         """
-        specs = self._resolve_bounds(bounds)
+        return self._intervals(stats, self._resolve_bounds(bounds), bounds)
+
+    def _intervals(self, stats: KernelStatistics, specs: dict, bounds: Any):
+        """One interval per setting; this estimator's own setting warns when its bounds cannot help."""
         out = {name: self._interval(stats, spec) for name, spec in specs.items()}
-        return out[None] if bounds is None else out
+        if bounds is not None:
+            return out
+        # Said once per call site (Python's default warning filter), with the cause and the fix.
+        warn_if_useless(out[None], beta=specs[None].beta, stacklevel=4)
+        return out[None]
 
     # -- public API shared by subclasses -----------------------------------------------------
     def predict(self, X) -> np.ndarray:

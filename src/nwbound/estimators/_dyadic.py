@@ -14,7 +14,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from numbers import Integral
+
 import numpy as np
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_int_range
@@ -55,6 +59,11 @@ class DyadicClassifier(BoundedClassifierBase):
         Occupied cells.
     """
 
+    _parameter_constraints: dict = {
+        **BoundedClassifierBase._parameter_constraints,
+        "resolution": [Interval(Integral, 1, 30, closed="both")],
+    }
+
     def __init__(
         self,
         *,
@@ -79,6 +88,7 @@ class DyadicClassifier(BoundedClassifierBase):
     # A dyadic cell is a boxcar window: sup K = 1, weights 0/1.
     ck = None
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None) -> "DyadicClassifier":
         """Count the weighted labels of each occupied cell.
 
@@ -207,6 +217,7 @@ class DyadicClassifier(BoundedClassifierBase):
         ValueError: Fitted state 'cell_sq_sums_' must be >= 0, holds -10.
         """
         self._fit_complete = False
+        self._validate_params()
         m = self._check_resolution()
         classes, prior = state_classes(state)
         n_features = state_scalar(state, "n_features_in_", low=1)
@@ -370,5 +381,4 @@ class DyadicClassifier(BoundedClassifierBase):
         """
         specs = self._resolve_bounds(bounds)
         stats = self.kernel_statistics(X)
-        out = {name: self._interval(stats, spec) for name, spec in specs.items()}
-        return out[None] if bounds is None else out
+        return self._intervals(stats, specs, bounds)

@@ -5,13 +5,17 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import numpy as np
+from numbers import Integral, Real
+
+from sklearn.base import _fit_context
 from sklearn.neighbors import NearestNeighbors
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_dtype, check_int_range, check_n_jobs, check_positive
 from ..bounds import TAIL_RADIUS, BoundSpec
-from ..kernels import get_kernel
+from ..kernels import Kernel, get_kernel
 from ..neighbors import make_index
 from ._base import BoundedClassifierBase
 from ._state import state_array, state_classes, state_scalar
@@ -139,6 +143,22 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
     n_samples_fit_ : int
     """
 
+    _parameter_constraints: dict = {
+        **BoundedClassifierBase._parameter_constraints,
+        "kernel": [str, Kernel, callable],
+        "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "n_neighbors": [Interval(Integral, 1, None, closed="left"), None],
+        "algorithm": [str],
+        "index_params": [dict, None],
+        "ck": [Interval(Real, 0, None, closed="neither"), None],
+        "bandwidth_grid": ["array-like", None],
+        "dtype": "no_validation",  # float64/float32 as a name or a numpy type: check_dtype says which
+        "working_memory": [Interval(Real, 0, None, closed="neither"), None],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "histogram_bins": [Interval(Integral, 1, 4096, closed="both")],
+    }
+
     def __init__(
         self,
         *,
@@ -183,6 +203,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         self.histogram_bins = histogram_bins
 
     # ------------------------------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None) -> "NadarayaWatsonClassifier":
         """Store the training set (and build the neighbour index when localized).
 
@@ -319,6 +340,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         ValueError: Fitted state 'class_prior_' must be >= 0, holds -4.
         """
         self._fit_complete = False
+        self._validate_params()
         dtype, _, auto = self._check_params()
         classes, prior = state_classes(state)
         n_features = state_scalar(state, "n_features_in_", low=1)
@@ -486,8 +508,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         specs = self._resolve_bounds(bounds)
         X = self._validate_queries(X)
         stats = self._statistics(X, list(specs.values()), need_bounds=True)
-        out = {name: self._interval(stats, spec) for name, spec in specs.items()}
-        return out[None] if bounds is None else out
+        return self._intervals(stats, specs, bounds)
 
     def predict_proba(self, X) -> np.ndarray:
         """Estimated class probabilities ``p̂_c(y)``.
