@@ -1,139 +1,163 @@
-"""Say plainly when the bounds cannot help (most trivial, or nothing certified).
+"""Say plainly, once per command, when the bounds cannot help (most trivial, or nothing certified).
 
-The CLI predicts in chunks, so the counts are tallied over chunks and the
-message is printed once at the end.
+The library warns on every ``predict_interval`` call
+(:func:`nwbound.diagnostics.warn_if_useless`); the CLI predicts in chunks, so
+it silences those per-chunk warnings and prints one report for the whole run
+instead: exact counts of trivial / certified / vacuous rows, and
+:func:`nwbound.diagnostics.bound_usefulness` (cause and fix) on a
+deterministic, evenly spread sample of at most :data:`SAMPLE_ROWS` rows, so
+memory stays bounded on any table.
 """
 
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any
 
 import numpy as np
 
-__all__ = ["UsefulnessTally"]
+__all__ = ["UsefulnessTally", "quiet_predict_interval", "SAMPLE_ROWS"]
 
-#: Share of trivial bounds (ε = 1 for every class) from which we warn.
-TRIVIAL_SHARE_WARN = 0.5
+#: Rows kept for the cause-and-fix report (medians need the rows, not counts).
+SAMPLE_ROWS = 50_000
+
+
+def quiet_predict_interval(model: Any, X: Any) -> Any:
+    """``model.predict_interval(X)`` without the per-call UselessBoundWarning (the CLI reports once)."""
+    from ..diagnostics import UselessBoundWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UselessBoundWarning)
+        return model.predict_interval(X)
+
+
+def _concat(parts: list[Any]) -> Any:
+    from .._result import PredictionInterval
+
+    if len(parts) == 1:
+        return parts[0]
+    return PredictionInterval(**{
+        name: None if getattr(parts[0], name) is None else np.concatenate([getattr(p, name) for p in parts])
+        for name in parts[0].as_dict()
+    })
+
+
+def _take(interval: Any, rows: np.ndarray) -> Any:
+    from .._result import PredictionInterval
+
+    return PredictionInterval(**{
+        name: None if value is None else np.asarray(value)[rows] for name, value in interval.as_dict().items()
+    })
 
 
 class UsefulnessTally:
-    """Counts over the chunks of one run: rows, trivial, certified, κ = 0, bias share.
+    """Counts over the chunks of one run, plus an evenly spread sample for the cause-and-fix report.
 
-    ``factors`` keeps, per non-vacuous row whose bound is trivial, the factor
-    on the assumption's constant (L, or 1/γ) that would make some class's
-    interval non-trivial: ``max_c (max(p̂_c, 1 − p̂_c) − sampling_c)/bias_c``
-    (0 where the sampling term alone is too wide, so no L can help). Its
-    median answers "what L would be needed" for half of those rows.
+    The sample keeps the rows whose running number is a multiple of a stride
+    that doubles whenever more than ``max_rows`` are held (so it is spread
+    over the whole table whatever its length).
+
+    Parameters
+    ----------
+    max_rows : int, default=SAMPLE_ROWS
 
     Examples
     --------
     >>> import numpy as np
     >>> from nwbound import PredictionInterval
     >>> iv = PredictionInterval.from_parts(
-    ...     proba=np.array([[0.6, 0.4]]), bias=np.full((1, 2), 0.9), sampling=np.full((1, 2), 0.3),
-    ...     kappa=np.array([4.0]), n_eff=np.array([3.0]), vacuous=np.array([False]), bandwidth=np.array([1.0]))
-    >>> tally = UsefulnessTally(); tally.add(iv); tally.trivial
-    1
-    >>> round(float(np.median(tally.factors)), 3)  # (0.6 − 0.3) / 0.9
-    0.333
+    ...     proba=np.array([[0.6, 0.4]] * 4), bias=np.full((4, 2), 0.9), sampling=np.full((4, 2), 0.3),
+    ...     kappa=np.ones(4), n_eff=np.ones(4), vacuous=np.zeros(4, bool), bandwidth=np.ones(4))
+    >>> tally = UsefulnessTally(max_rows=2); tally.add(iv); tally.add(iv)
+    >>> tally.rows, tally.trivial, tally.certified, len(tally.sample())
+    (8, 8, 0, 2)
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_rows: int = SAMPLE_ROWS) -> None:
+        self.max_rows = int(max_rows)
         self.rows = self.trivial = self.certified = self.vacuous = 0
-        self.bias_sum = 0.0
-        self.bias_rows = 0
-        self._factors: list[np.ndarray] = []
+        self._stride = 1
+        self._parts: list[Any] = []
+        self._numbers: list[np.ndarray] = []
 
     def add(self, interval: Any) -> None:
         """Tally one chunk's :class:`~nwbound.PredictionInterval`."""
         n = len(interval)
-        trivial = np.asarray(interval.trivial, dtype=bool)
-        vacuous = np.asarray(interval.vacuous, dtype=bool)
+        self.trivial += int(np.count_nonzero(interval.trivial))
+        self.certified += int(np.count_nonzero(interval.certified))
+        self.vacuous += int(np.count_nonzero(interval.vacuous))
+        numbers = np.arange(self.rows, self.rows + n)
         self.rows += n
-        self.trivial += int(trivial.sum())
-        self.certified += int(np.asarray(interval.certified).sum())
-        self.vacuous += int(vacuous.sum())
-        top = interval.predicted_index
-        rows = np.arange(n)
-        bias = np.asarray(interval.bias, dtype=np.float64)[rows, top]
-        sampling = np.asarray(interval.sampling, dtype=np.float64)[rows, top]
-        total = bias + sampling
-        live = ~vacuous & (total > 0) & np.isfinite(total)
-        self.bias_sum += float((bias[live] / total[live]).sum())
-        self.bias_rows += int(live.sum())
-        # A trivial row becomes non-trivial once some class has ε_c < max(p̂_c, 1 − p̂_c);
-        # ε_c = bias_c + sampling_c and the bias scales with L (or 1/γ).
-        stuck = live & trivial
-        proba = np.asarray(interval.proba, dtype=np.float64)[stuck]
-        b = np.asarray(interval.bias, dtype=np.float64)[stuck]
-        target = np.maximum(proba, 1.0 - proba) - np.asarray(interval.sampling, dtype=np.float64)[stuck]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            per_class = np.where((b > 0) & (target > 0), target / np.where(b > 0, b, 1.0), 0.0)
-        self._factors.append(per_class.max(axis=1) if per_class.size else np.empty(0))
+        keep = numbers % self._stride == 0
+        if keep.any():
+            self._parts.append(_take(interval, np.flatnonzero(keep)))
+            self._numbers.append(numbers[keep])
+        while sum(len(k) for k in self._numbers) > self.max_rows:
+            self._stride *= 2
+            thinned = [(p, k) for p, k in zip(self._parts, self._numbers)]
+            self._parts, self._numbers = [], []
+            for part, nums in thinned:
+                sel = np.flatnonzero(nums % self._stride == 0)
+                if sel.size:
+                    self._parts.append(_take(part, sel))
+                    self._numbers.append(nums[sel])
 
-    @property
-    def factors(self) -> np.ndarray:
-        """Per trivial, non-vacuous row: the factor on L (or 1/γ) that would make its bound non-trivial."""
-        return np.concatenate(self._factors) if self._factors else np.empty(0)
+    def sample(self) -> Any:
+        """The sampled rows as one PredictionInterval (None before any row)."""
+        return _concat(self._parts) if self._parts else None
 
-    def message(self, model: Any) -> str | None:
-        """The warning text, or None when the bounds are useful enough."""
-        if self.rows == 0:
+    def message(self, model: Any, what: str | None = None) -> str | None:
+        """The warning text, or None when the bounds are useful (see bound_usefulness)."""
+        from ..diagnostics import bound_usefulness
+
+        sample = self.sample()
+        if sample is None:
             return None
-        share = self.trivial / self.rows
-        if share < TRIVIAL_SHARE_WARN and self.certified > 0:
+        beta, unit_note = _beta(model)
+        report = bound_usefulness(sample, beta=beta)
+        if not report.useless:
             return None
+        where = what or f"{self.rows} rows"  # e.g. "previewed on 2000 training rows"
         lines = [
-            f"warning: the bounds cannot help here: {share:.0%} of the {self.rows} rows have a trivial bound "
-            f"(every class's interval is [0, 1]) and {self.certified / self.rows:.1%} are certified."
+            f"warning: the bounds cannot help here ({where}): {self.trivial / self.rows:.1%} of the rows have a "
+            f"trivial bound (every class's interval is [0, 1]), {self.certified / self.rows:.1%} are certified, "
+            f"{self.vacuous / self.rows:.1%} have no training point in reach (κ = 0).",
+            f"  Median ε {report.median_epsilon:.3g}; of ε, the bias term (L·D/κ) is {_pct(report.median_bias_share)} "
+            f"and the sampling term {_pct(1 - report.median_bias_share)} (medians"
+            + ("" if len(sample) == self.rows else f" over {len(sample)} evenly spread rows") + ").",
+            "  " + report.explanation,
         ]
-        if self.vacuous:
-            lines.append(
-                f"  {self.vacuous / self.rows:.0%} have no training point within the kernel's reach (κ = 0): "
-                "use a larger bandwidth or --neighbors K."
-            )
-        if self.bias_rows:
-            bias_share = self.bias_sum / self.bias_rows
-            lines.append(
-                f"  Of ε, on average {bias_share:.0%} is the bias term (L·D/κ, grows with L and the bandwidth) "
-                f"and {1 - bias_share:.0%} the sampling term (shrinks with more data near each query)."
-            )
-        f = self.factors
-        if f.size:
-            no_l = float((f <= 0).mean())
-            if no_l > 0:
-                lines.append(
-                    f"  For {no_l:.0%} of the trivial rows the sampling term alone is too wide: no L helps; "
-                    "more data, a larger bandwidth or K would."
-                )
-            helpable = f[f > 0]
-            if helpable.size:
-                median = float(np.median(helpable))
-                lines.append("  " + _needed_assumption(model, median))
-        lines.append(
-            "  How results move with L: nwbound.assumptions.sensitivity_report; a data-driven L: "
-            "nwbound fit ... --lipschitz auto."
-        )
+        factor = report.beta_factor_for_half_bias
+        if unit_note is not None and report.cause == "bias" and factor == factor and factor > 0:  # not NaN
+            lines.append("  " + unit_note(factor))
         return "\n".join(lines)
 
-    def report(self, model: Any) -> None:
+    def report(self, model: Any, what: str | None = None) -> None:
         """Print :meth:`message` to stderr when there is one."""
-        text = self.message(model)
+        text = self.message(model, what)
         if text:
             print(text, file=sys.stderr)
 
 
-def _needed_assumption(model: Any, factor: float) -> str:
-    """'L would have to be ≤ …' in the units the user gave, for a median trivial row."""
+def _pct(x: float) -> str:
+    return "n/a" if x != x else f"{x:.0%}"
+
+
+def _beta(model: Any) -> tuple[float | None, Any]:
+    """β the bounds used (L or 1/γ, classifier units) and a note for a factor on β in the user's units."""
     est = getattr(model, "estimator", model)
     raw_l, raw_g = getattr(model, "lipschitz", None), getattr(model, "margin", None)
     if getattr(est, "lipschitz", None) is not None:
-        given, units = (raw_l, "raw feature units") if raw_l is not None else (est.lipschitz, "the units the classifier sees")
-        return (f"With L ≤ {given * factor:.4g} ({factor:.0%} of the current {given:.4g}; {units}) half of the trivial "
-                "bounds that a smaller L can fix would become non-trivial.")
+        if raw_l is None or raw_l == est.lipschitz:
+            return float(est.lipschitz), None
+        return float(est.lipschitz), lambda f: (
+            f"In the raw feature units you gave: L = {raw_l * f:.3g} (now {raw_l:.4g}, ×{f:.2g})."
+        )
     if getattr(est, "margin", None) is not None:
-        given, units = (raw_g, "raw feature units") if raw_g is not None else (est.margin, "the units the classifier sees")
-        return (f"With γ ≥ {given / factor:.4g} ({1 / factor:.2f}× the current {given:.4g}; {units}) half of the "
-                "trivial bounds that a larger γ can fix would become non-trivial.")
-    return f"A {factor:.3g}× smaller bias constant would make half of them non-trivial."
+        given = raw_g if raw_g is not None else est.margin
+        return 1.0 / float(est.margin), lambda f: (
+            f"With a margin β = 1/γ: the same factor means γ = {given / f:.3g} (now {given:.4g}"
+            + (", raw feature units" if raw_g is not None else "") + ")."
+        )
+    return None, None

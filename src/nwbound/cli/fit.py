@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -222,18 +221,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _auto_lipschitz(estimator, X: np.ndarray, y: np.ndarray, scale: str) -> tuple[None, str]:
-    """Set the estimator's L from the pilot-Strongin estimate in the units it sees; describe it.
+    """Set the estimator's L from the documented pilot-Strongin estimate in the units it sees; describe it.
 
     Returns ``(None, text)``: None tells TableModel.fit to keep the
     estimator's L as it is (already in scaled units).
     """
-    from ..assumptions import strongin_lipschitz
+    from ..assumptions import estimate_lipschitz
     from ..io import FeatureScaler
     from .main import CommandError
 
-    Xs = X if scale == "none" else FeatureScaler.fit(X, scale).transform(X)
+    scaler = None if scale == "none" else FeatureScaler.fit(X, scale)
     try:
-        est = strongin_lipschitz(Xs, y, safety_factor=AUTO_SAFETY_FACTOR, random_state=0)
+        est = estimate_lipschitz(X, y, scaler=scaler, safety_factor=AUTO_SAFETY_FACTOR)
     except ValueError as exc:
         raise CommandError(f"--lipschitz auto: cannot estimate L ({exc}); give --lipschitz L.") from None
     estimator.set_params(lipschitz=float(est.value))
@@ -246,11 +245,9 @@ def _auto_lipschitz(estimator, X: np.ndarray, y: np.ndarray, scale: str) -> tupl
 
 def _training_usefulness(model, X: np.ndarray, n_probe: int = 2000) -> None:
     """Warn when the bounds will be trivial: a preview on up to ``n_probe`` training rows."""
-    from ._usefulness import UsefulnessTally
+    from ._usefulness import UsefulnessTally, quiet_predict_interval
 
     rows = np.unique(np.linspace(0, X.shape[0] - 1, min(n_probe, X.shape[0])).round().astype(np.intp))
     tally = UsefulnessTally()
-    tally.add(model.predict_interval(X[rows]))
-    text = tally.message(model)
-    if text:
-        print(text.replace("warning: ", "warning (previewed on training rows): ", 1), file=sys.stderr)
+    tally.add(quiet_predict_interval(model, X[rows]))
+    tally.report(model, what=f"previewed on {rows.shape[0]} training rows")

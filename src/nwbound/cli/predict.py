@@ -34,7 +34,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from ._usefulness import UsefulnessTally
+from ._usefulness import UsefulnessTally, quiet_predict_interval
 
 __all__ = ["add_parser", "run", "model_features", "predict_chunks", "prediction_frame", "column_list"]
 
@@ -170,7 +170,7 @@ def predict_chunks(
             import pandas as pd
 
             X = pd.DataFrame(X, columns=list(features), copy=False)
-        yield chunk, model.predict_interval(X), first_row
+        yield chunk, quiet_predict_interval(model, X), first_row  # one usefulness report per run, not per chunk
         first_row += len(chunk)
 
 
