@@ -13,8 +13,6 @@ import math
 import numpy as np
 import pytest
 
-pytest.importorskip("array_api_compat", reason="nwbound.gpu needs array_api_compat (the 'arrayapi' extra)")
-
 from nwbound import NadarayaWatsonClassifier  # noqa: E402
 from nwbound.estimators._sums import TrainingSet, dense_kernel_sums  # noqa: E402
 from nwbound.gpu import (  # noqa: E402

@@ -69,6 +69,32 @@ HISTOGRAM_KERNELS: tuple[str, ...] = ("epanechnikov", "quartic", "triweight", "b
 _TEMPORARIES = 4
 
 
+def compat() -> Any:
+    """The ``array_api_compat`` module: the installed one, else scikit-learn's vendored copy.
+
+    Raises
+    ------
+    ImportError
+        When neither is available.
+
+    Examples
+    --------
+    >>> from nwbound.gpu._array_api import compat
+    >>> callable(compat().array_namespace)
+    True
+    """
+    try:
+        import array_api_compat
+    except ImportError:
+        try:  # scikit-learn ≥ 1.4 ships a copy: no extra install on a machine that has it
+            from sklearn.externals import array_api_compat
+        except ImportError as exc:
+            raise ImportError(
+                "nwbound.gpu needs array_api_compat: pip install 'nwbound[arrayapi]' (or array-api-compat)."
+            ) from exc
+    return array_api_compat
+
+
 def array_namespace_of(*arrays: Any) -> Any:
     """The array-API namespace shared by ``arrays`` (via :mod:`array_api_compat`).
 
@@ -83,15 +109,10 @@ def array_namespace_of(*arrays: Any) -> Any:
     --------
     >>> import numpy as np
     >>> from nwbound.gpu import array_namespace_of
-    >>> array_namespace_of(np.zeros(2)).__name__
-    'array_api_compat.numpy'
+    >>> array_namespace_of(np.zeros(2)).__name__.endswith("array_api_compat.numpy")
+    True
     """
-    try:
-        import array_api_compat
-    except ImportError as exc:  # optional extra
-        raise ImportError(
-            "nwbound.gpu needs array_api_compat: pip install 'nwbound[arrayapi]' (or array-api-compat)."
-        ) from exc
+    array_api_compat = compat()
     try:
         return array_api_compat.array_namespace(*arrays)
     except TypeError as exc:
@@ -252,8 +273,8 @@ def kernel_of_u2(xp: Any, u2: Any, name: str) -> Any:
     Examples
     --------
     >>> import numpy as np
-    >>> from array_api_compat import numpy as xp
-    >>> from nwbound.gpu._array_api import kernel_of_u2
+    >>> from nwbound.gpu._array_api import array_namespace_of, kernel_of_u2
+    >>> xp = array_namespace_of(np.zeros(1))
     >>> kernel_of_u2(xp, np.array([0.0, 0.25, 1.5]), "epanechnikov").tolist()
     [1.0, 0.75, 0.0]
     """
@@ -273,12 +294,7 @@ def kernel_of_u2(xp: Any, u2: Any, name: str) -> Any:
 @contextlib.contextmanager
 def full_precision_matmul(xp: Any) -> Iterator[None]:
     """PyTorch: float32 products in full precision (no TF32) for the block, restored after."""
-    try:
-        from array_api_compat import is_torch_namespace
-    except ImportError:  # pragma: no cover - array_namespace_of already required it
-        yield
-        return
-    if not is_torch_namespace(xp):
+    if not compat().is_torch_namespace(xp):
         yield
         return
     import torch
@@ -481,6 +497,4 @@ def _array_api_statistics(
 
 
 def _device(a: Any) -> Any:
-    from array_api_compat import device
-
-    return device(a)
+    return compat().device(a)

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..estimators._sums import KernelSums, TrainingSet
 from ..kernels import Kernel
-from ._array_api import DeviceTrainingSet, array_namespace_of, kernel_statistics
+from ._array_api import DeviceTrainingSet, array_namespace_of, compat, kernel_statistics
 
 __all__ = ["dense_kernel_sums_array_api"]
 
@@ -71,8 +71,7 @@ def dense_kernel_sums_array_api(
     if tail_radius is not None:
         raise ValueError("tail_radius is not supported by the array-API engine: use the CPU engine.")
     xp = array_namespace_of(Xq)
-    from array_api_compat import device as device_of
-
+    device_of = compat().device
     dtype = dtype or ("float32" if train.X.dtype == np.float32 else "float64")
     dev_train = _device_training_set(train, xp, device_of(Xq), dtype)
     bandwidths = np.asarray(bandwidths, dtype=np.float64).ravel()

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ._array_api import DeviceTrainingSet, KernelStatistics, SUPPORTED_KERNELS, unit_roundoff
+from ._array_api import DeviceTrainingSet, KernelStatistics, SUPPORTED_KERNELS, compat, unit_roundoff
 
 __all__ = ["triton_applies", "triton_kernel_statistics", "LAYOUT_TILE", "CONFIGS"]
 
@@ -69,10 +69,11 @@ def triton_applies(xp: Any, Xq: Any, dtype: str, *, reason: bool) -> bool:
     if dtype != "float32":
         return no("the fused kernel computes in float32 only (dtype='float32')")
     try:
-        from array_api_compat import is_cupy_namespace, is_torch_namespace
+        aac = compat()
     except ImportError:
         return no("array_api_compat is not installed")
-    if not (is_torch_namespace(xp) or is_cupy_namespace(xp)):
+    is_cupy_namespace = aac.is_cupy_namespace
+    if not (aac.is_torch_namespace(xp) or is_cupy_namespace(xp)):
         return no("inputs must be PyTorch tensors or CuPy arrays")
     try:
         import torch
@@ -263,12 +264,11 @@ def triton_kernel_statistics(
     [[1.0, 0.75]]
     """
     import torch
-    from array_api_compat import array_namespace, is_cupy_namespace
+    aac = compat()
 
     if precision not in CONFIGS:
         raise ValueError(f"precision must be one of {', '.join(map(repr, CONFIGS))}, got {precision!r}.")
-    xp_in = array_namespace(Xq)
-    back_to_cupy = is_cupy_namespace(xp_in)
+    back_to_cupy = aac.is_cupy_namespace(aac.array_namespace(Xq))
     lay = _layout(train)
     q = _as_torch(Xq)
     dev = lay.x.device

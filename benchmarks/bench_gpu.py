@@ -1,0 +1,187 @@
+"""The regular classifier's kernel statistics on a GPU (or the CPU) against the bare distance product.
+
+On whatever device it finds (CUDA through PyTorch, else the CPU), at the ECG shapes of
+``run.py`` (87 554 × 100 training points, 21 892 queries, 5 classes, float32, Epanechnikov):
+
+* the bare float32 product ``Q @ Xᵀ`` with TF32 off (and, for reference, with TF32 on),
+* :func:`nwbound.gpu.kernel_statistics` through the array-API engine (PyTorch),
+* the fused Triton kernel, ``precision="ieee"`` (no TF32) and ``"tf32x3"`` (opt-in),
+
+each the median of ``--repeats`` runs after a warm-up (CUDA events on a GPU), their ratio to
+the product, the first call's cost (compile + tuning), and the largest differences against the
+CPU engine (``predict_proba``, κ, ``dist_sum`` which must only grow: it is an upper bound). Then
+the 1 000 000 × 100 / 100 000-query case (product and ours). λ is the ``--quantile`` quantile of
+query–training distances (printed, with the share of training points inside the support).
+
+Usage::
+
+    PYTHONPATH=src python benchmarks/bench_gpu.py [--quick] [--repeats 5] [--no-large]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import ECG_FULL, ECG_QUICK, ecg_like  # noqa: E402
+
+from nwbound import NadarayaWatsonClassifier  # noqa: E402
+from nwbound.estimators._sums import TrainingSet, dense_kernel_sums  # noqa: E402
+from nwbound.gpu import DeviceTrainingSet, kernel_statistics  # noqa: E402
+from nwbound.kernels import get_kernel  # noqa: E402
+
+PAPER_LOOP_S = 480.0  # the paper's per-query loop at the ECG shapes, 2-core CPU (issue 13)
+
+
+def _sync(dev) -> None:
+    import torch
+
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed_ms(fn, dev, repeats: int) -> float:
+    """Median milliseconds of ``fn()`` over ``repeats`` runs after one warm-up."""
+    import torch
+
+    fn()
+    _sync(dev)
+    times = []
+    for _ in range(repeats):
+        if dev.type == "cuda":
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            torch.cuda.synchronize()
+            times.append(a.elapsed_time(b))
+        else:
+            t0 = time.perf_counter()
+            fn()
+            times.append(1e3 * (time.perf_counter() - t0))
+    return statistics.median(times)
+
+
+def bare_product(Qc, Xc, tf32: bool, block: int):
+    import torch
+
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
+    try:
+        for s in range(0, Qc.shape[0], block):
+            torch.matmul(Qc[s : s + block], Xc.T)
+    finally:
+        torch.set_float32_matmul_precision(previous)
+
+
+def pick_bandwidth(Q: np.ndarray, X: np.ndarray, quantile: float) -> tuple[float, float]:
+    rng = np.random.default_rng(0)
+    qs = Q[rng.choice(Q.shape[0], min(256, Q.shape[0]), replace=False)].astype(np.float64)
+    xs = X[rng.choice(X.shape[0], min(20000, X.shape[0]), replace=False)].astype(np.float64)
+    d = np.sqrt(np.maximum((qs * qs).sum(1)[:, None] + (xs * xs).sum(1)[None] - 2 * qs @ xs.T, 0))
+    lam = float(np.quantile(d, quantile))
+    return lam, float(np.mean(d <= lam))
+
+
+def one_case(n_train: int, n_query: int, dev, repeats: int, quantile: float, compare: bool, engines) -> None:
+    import torch
+
+    t0 = time.perf_counter()
+    X, y, Q = ecg_like(n_train, n_query)
+    lam, share = pick_bandwidth(Q, X, quantile)
+    print(f"\n== {n_train} x {X.shape[1]} training, {n_query} queries, 5 classes, float32, epanechnikov on {dev} ==")
+    print(f"lambda = {lam:.4f} (the {quantile:.2f} quantile of query-training distances; "
+          f"{100 * share:.1f} % of training points inside the support); data {time.perf_counter() - t0:.1f} s")
+    onehot = np.zeros((n_train, 5), dtype=np.float32)
+    onehot[np.arange(n_train), y] = 1.0
+    Xt, Qt, Ot = (torch.from_numpy(a).to(dev) for a in (X, Q, onehot))
+    train = DeviceTrainingSet.build(Xt, Ot)
+    Qc = (Qt.double() - train.center).float()
+    # Full product when it fits in a quarter of the device's memory, else 4096-query blocks.
+    free = torch.cuda.mem_get_info(dev)[0] if dev.type == "cuda" else 8 << 30
+    block = n_query if 4 * n_query * n_train < free / 4 else 4096
+    rows = []
+    t_prod = timed_ms(lambda: bare_product(Qc, train.centred, False, block), dev, repeats)
+    rows.append(("bare product Q @ X^T, float32, TF32 off", t_prod))
+    if dev.type == "cuda":
+        rows.append(("bare product, TF32 on (reference only)", timed_ms(lambda: bare_product(Qc, train.centred, True, block), dev, repeats)))
+    results = {}
+    for label, kw in engines:
+        try:
+            t_first = time.perf_counter()
+            st = kernel_statistics(Qt, train, bandwidth=lam, **kw)
+            _sync(dev)
+            first = time.perf_counter() - t_first
+            ms = timed_ms(lambda kw=kw: kernel_statistics(Qt, train, bandwidth=lam, **kw), dev, repeats)
+        except Exception as exc:  # report and go on: one failing engine must not hide the others
+            print(f"  {label}: FAILED {type(exc).__name__}: {exc}")
+            continue
+        results[label] = st
+        rows.append((f"{label} (first call {first:.2f} s)", ms))
+    print(f"{'':52s} {'median ms':>10s} {'x product':>10s}")
+    for label, ms in rows:
+        print(f"{label:52s} {ms:10.2f} {ms / t_prod:10.2f}")
+    if results:
+        best = min(ms for label, ms in rows[1:] if not label.startswith("bare"))
+        print(f"fastest ours vs the paper's per-query loop (~{PAPER_LOOP_S:.0f} s on 2 CPU cores): "
+              f"{PAPER_LOOP_S * 1e3 / best:,.0f}x")
+    if not compare or not results:
+        return
+    t0 = time.perf_counter()
+    cpu = dense_kernel_sums(Q, TrainingSet.build(X, y, 5, None), get_kernel("epanechnikov"), np.array([lam]),
+                            need_dist=True, n_jobs=-1)
+    proba_cpu = NadarayaWatsonClassifier(bandwidth=lam, lipschitz=1.0, dtype="float32", n_jobs=-1).fit(X, y).predict_proba(Q)
+    print(f"CPU engine reference: {time.perf_counter() - t0:.1f} s")
+    kappa_cpu = cpu.class_sums[:, 0].sum(axis=1)
+    big = kappa_cpu > 1e-3 * kappa_cpu.max()
+    for label, st in results.items():
+        s = st.to_numpy()
+        kappa = s.class_sums.sum(axis=1)
+        proba = s.class_sums / np.where(kappa > 0, kappa, 1.0)[:, None]
+        ok = kappa > 0
+        d_ratio = s.dist_sum[big] / cpu.dist_sum[big, 0]
+        print(f"  {label}: max|proba - CPU| {np.abs(proba[ok] - proba_cpu[ok]).max():.2e}; "
+              f"kappa rel. diff max {np.max(np.abs(kappa[big] / kappa_cpu[big] - 1)):.2e}; "
+              f"dist_sum / CPU in [{d_ratio.min():.6f}, {d_ratio.max():.6f}] (bound: >= 1 - 1e-5); "
+              f"sqrt(E) median {np.median(np.sqrt(s.d2_error)):.2e}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small ECG-like shapes (the default without a GPU)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--quantile", type=float, default=0.1)
+    parser.add_argument("--no-large", action="store_true", help="skip the 1 000 000 x 100 case")
+    args = parser.parse_args(argv)
+    import torch
+
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    print(f"torch {torch.__version__}, device {torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'CPU'}")
+    engines = [("ours, array-API (torch)", dict(engine="array_api", working_memory=8192 if dev.type == "cuda" else 512))]
+    if dev.type == "cuda":
+        try:
+            import triton
+
+            print(f"triton {triton.__version__}")
+            engines += [("ours, Triton fused, ieee (no TF32)", dict(engine="triton")),
+                        ("ours, Triton fused, tf32x3 (opt-in)", dict(engine="triton", precision="tf32x3")),
+                        ("ours, Triton ieee + 16-bin histogram", dict(engine="triton", histogram_bins=16))]
+        except ImportError:
+            print("triton not installed: Triton rows skipped")
+    quick = args.quick or dev.type != "cuda"
+    n_train, n_query = ECG_QUICK if quick else ECG_FULL
+    one_case(n_train, n_query, dev, args.repeats, args.quantile, True, engines)
+    if not quick and not args.no_large:
+        big = [e for e in engines if "histogram" not in e[0]]
+        one_case(1_000_000, 100_000, dev, max(3, args.repeats // 2), args.quantile, False, big)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
