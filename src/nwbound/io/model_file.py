@@ -33,8 +33,10 @@ Loading builds the estimator from ``params`` and hands the state to its
 ``set_fitted_state``, which checks **every** array and scalar (shapes, dtypes,
 finiteness, ranges, consistency between arrays) and rebuilds what is derived
 (e.g. the neighbour index of the localized classifier, which is never stored).
-Nothing is written into the estimator from outside. ``n_jobs`` from a file is
-capped to the cores of the loading machine. Version-1 files (training arrays
+Nothing is written into the estimator from outside. The loaded model then
+answers one probe query, so that a value only the prediction path rejects
+refuses the file at load. ``n_jobs`` from a file is capped to the cores of
+the loading machine. Version-1 files (training arrays
 ``train_X``… or the dyadic ``cell_*_`` arrays) are still read.
 
 What the checksum promises
@@ -59,6 +61,7 @@ The estimators remain picklable for scikit-learn workflows (``joblib.dump``,
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
 import json
@@ -67,6 +70,7 @@ import numbers
 import os
 import re
 import tempfile
+import warnings
 import zipfile
 from collections.abc import Mapping
 from collections.abc import Sequence as _SequenceABC
@@ -479,11 +483,25 @@ def _state_value(key: str, kind: Any, arrays: dict[str, np.ndarray], path: Path)
 
 
 def _restore(cls: type, params: dict, state: dict[str, Any], path: Path) -> Any:
-    """A fitted estimator from params and state, through the estimator's own checks."""
+    """A fitted estimator from params and state, through the estimator's own checks.
+
+    The model then answers one query (the origin), so that a value only the
+    prediction path rejects (e.g. a bandwidth too large to represent) refuses
+    the file here rather than at the user's first prediction.
+    """
     try:
         est = cls(**params)
         est.set_fitted_state(state)
-    except (ValueError, TypeError) as exc:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. "no feature names", a useless-bound note
+            probe = np.zeros((1, int(est.n_features_in_)))
+            # A copy that does not refuse an empty neighbourhood: the origin may be far from the data.
+            trial = copy.copy(est).set_params(empty_neighborhood="prior")
+            if getattr(est, "lipschitz", None) is None and getattr(est, "margin", None) is None:
+                trial.predict_proba(probe)
+            else:
+                trial.predict_interval(probe)
+    except (ValueError, TypeError, OverflowError, FloatingPointError) as exc:
         raise ModelFileError(f"Model file {path} is invalid: {exc}") from None
     return est
 
