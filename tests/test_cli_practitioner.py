@@ -78,11 +78,11 @@ def test_fit_predict_end_to_end(tables, capsys):
     rc, out, err = _run(["predict", model_path, folder / "test.csv", "--id-columns", "pid", "-o",
                          folder / "pred.csv", "--overwrite", "--chunksize", "50"], capsys)
     assert rc == 0, err
-    assert "flagged for review" in out
+    assert "certified" in out and "to review (not certified)" in out
     pred = pd.read_csv(folder / "pred.csv", dtype={"pid": str})
     classes = ["sick", "well"]
     expected_cols = ["pid", "predicted", *[f"{p}_{c}" for p in ("proba", "lower", "upper") for c in classes],
-                     "epsilon", "kappa", "vacuous", "review"]
+                     "epsilon", "error_upper", "kappa", "vacuous", "trivial", "certified", "review"]
     assert list(pred.columns) == expected_cols
     assert pred["pid"].tolist() == test["pid"].tolist()  # ids kept as given ("00007")
 
@@ -100,14 +100,20 @@ def test_fit_predict_end_to_end(tables, capsys):
     np.testing.assert_allclose(upper - lower, np.minimum(proba + pred[["epsilon"]].to_numpy(), 1)
                                - np.maximum(proba - pred[["epsilon"]].to_numpy(), 0), atol=1e-12)
 
-    # `review` from its definition on the written columns: the lower bound of the
-    # predicted class does not exceed the other class's upper bound, or vacuous.
+    # `certified` from its definition on the written columns: the lower bound of the
+    # predicted class exceeds the other class's upper bound, and not vacuous;
+    # review = not certified; error_upper = 1 − lower of the predicted class;
+    # trivial = every interval is [0, 1].
     top = np.array([classes.index(c) for c in pred["predicted"]])
     rows = np.arange(len(pred))
     others_upper = upper[rows, 1 - top]
-    expected_review = (lower[rows, top] <= others_upper) | pred["vacuous"].to_numpy()
-    assert np.array_equal(pred["review"].to_numpy(), expected_review)
-    assert 0 < expected_review.sum() < len(pred)  # the example has both kinds of rows
+    expected_certified = (lower[rows, top] > others_upper) & ~pred["vacuous"].to_numpy()
+    assert np.array_equal(pred["certified"].to_numpy(), expected_certified)
+    assert np.array_equal(pred["review"].to_numpy(), ~expected_certified)
+    assert 0 < expected_certified.sum() < len(pred)  # the example has both kinds of rows
+    np.testing.assert_allclose(pred["error_upper"].to_numpy(), 1 - lower[rows, top], rtol=0, atol=1e-15)
+    expected_trivial = np.all((lower <= 0) & (upper >= 1), axis=1)
+    assert np.array_equal(pred["trivial"].to_numpy(), expected_trivial)
 
 
 def test_scaling_restates_assumption_from_raw_units(tables, capsys):
@@ -151,12 +157,22 @@ def test_evaluate_reports_review_queue(tables, capsys, tmp_path):
                          tmp_path / "eval", "--quiet"], capsys)
     assert rc == 0, err
     row = _parse_table(out)
-    assert float(row["accuracy"]) == pytest.approx(1 - wrong.mean(), abs=5e-4)
-    assert float(row["review_rate"]) == pytest.approx(review.mean(), abs=5e-4)
+    # Percentages, named as such (an "errors_caught 1" read as a count before).
+    assert float(row["accuracy_pct"]) == pytest.approx(100 * (1 - wrong.mean()), abs=0.05)
+    assert float(row["review_pct"]) == pytest.approx(100 * review.mean(), abs=0.05)
+    assert float(row["certified_pct"]) == pytest.approx(100 * (1 - review.mean()), abs=0.05)
     assert int(row["errors"]) == wrong.sum()
-    assert float(row["errors_caught"]) == pytest.approx((wrong & review).sum() / wrong.sum(), abs=5e-4)
+    assert float(row["errors_caught_pct"]) == pytest.approx(100 * (wrong & review).sum() / wrong.sum(), abs=0.05)
+    assert float(row["error_accepted_pct"]) == pytest.approx(100 * (wrong & ~review).sum() / (~review).sum(), abs=0.05)
     metrics = pd.read_csv(tmp_path / "eval" / "metrics.csv")
     assert metrics.loc[0, "errors"] == wrong.sum()
+    # The side-by-side comparison: one line per rule, each naming its guarantee.
+    comparison = pd.read_csv(tmp_path / "eval" / "comparison.csv")
+    assert comparison["rule"].str.startswith(
+        ("certificate", "error_upper", "1 - max p", "split-conformal", "calibrated threshold")).all()
+    assert len(comparison) == 5 and comparison["guarantee"].str.len().gt(5).all()
+    for rule in ("certificate", "1 - max p", "split-conformal", "calibrated threshold"):
+        assert rule in out
     for stem in ("reliability", "errors_caught", "bound_width", "error_types"):
         png = tmp_path / "eval" / f"{stem}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -392,7 +408,7 @@ def test_integer_labels_from_csv_and_parquet(tmp_path, capsys):
         row = _parse_table(out)
         model = load_model(tmp_path / "m.npz")
         acc = np.mean(model.predict(frame[["x1", "x2"]].to_numpy()) == frame["label"].to_numpy())
-        assert int(row["rows"]) == 200 and float(row["accuracy"]) == pytest.approx(acc, abs=5e-4)
+        assert int(row["rows"]) == 200 and float(row["accuracy_pct"]) == pytest.approx(100 * acc, abs=0.05)
 
 
 def test_parquet_bad_values_name_column_and_row(tmp_path):
