@@ -58,8 +58,12 @@ def test_demo_runs_prints_coverage_and_refuses_to_clobber(tmp_path, capsys):
         assert (out / name).is_file()
     with open(out / "coverage.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert float(rows[0]["violation rate"]) <= 0.05  # our bound with the true L
-    assert float(rows[0]["mean ε"]) > float(rows[2]["mean ε"])  # the paper's (invalid) one is narrower
+    by = {(r["setting"].split(",")[0], r["bound"]): r for r in rows}
+    ours, paper = by[("ours", "hoeffding")], by[("paper: σ = 1/4", "paper")]
+    assert float(ours["violation rate"]) <= 0.05  # our bound with the true L
+    assert float(by[("ours", "chernoff")]["violation rate"]) <= 0.05
+    assert float(ours["mean ε"]) > float(paper["mean ε"])  # the paper's (invalid) one is narrower
+    assert "certified share" in printed and "chernoff" in printed
     user_file = out / "my-notes.txt"
     user_file.write_text("keep me")
     assert main(["demo", "--output", str(out), "--n-train", "3000", "--n-queries", "300"]) == 2
@@ -74,3 +78,51 @@ def test_demo_bad_arguments_exit_nonzero(tmp_path, capsys):
     target = tmp_path / "file"
     target.write_text("not a folder")
     assert main(["demo", "--output", str(target)]) == 2
+
+
+def test_demo_numbers_match_a_restatement(tmp_path):
+    """Coverage columns recomputed query by query from the returned intervals and the true p."""
+    import math
+
+    from nwbound.datasets import make_lipschitz_logistic
+    from nwbound.experiments.demo import run_demo
+
+    res = run_demo(tmp_path / "d", n_train=1500, n_queries=120, delta=0.1, random_state=3, make_figure=False)
+    train = make_lipschitz_logistic(1500, lipschitz=0.15, scale="box", random_state=3)
+    rng = np.random.default_rng(4)
+    X = rng.random((120, 2))
+    p1 = train.true_proba(X)[:, 1]
+    assert len(res.coverage) == len(res.intervals) == 4
+    for row, (name, iv) in zip(res.coverage, res.intervals.items()):
+        assert name.startswith(row["setting"])
+        outside = certified = error_upper = width = 0.0
+        for i in range(120):
+            lo, hi = iv.lower[i], iv.upper[i]
+            outside += not (lo[1] <= p1[i] <= hi[1])
+            top = int(np.argmax(iv.proba[i]))
+            certified += bool(lo[top] > hi[1 - top]) and not iv.vacuous[i]
+            error_upper += 1.0 - lo[top]
+            width += hi[1] - lo[1]
+        assert math.isclose(row["violation rate"], outside / 120)
+        assert math.isclose(row["certified share"], certified / 120)
+        assert math.isclose(row["mean error_upper"], error_upper / 120, rel_tol=1e-9)
+        assert math.isclose(row["mean width"], width / 120, rel_tol=1e-9)
+    assert res.files[-1].name == "summary.md"
+    sample = res.table[0]
+    assert sample["certified"] in (True, False) and 0.0 <= sample["error_upper"] <= 1.0
+
+
+def test_demo_summary_never_outlives_a_failed_run(tmp_path, monkeypatch):
+    from nwbound.experiments import demo
+
+    out = tmp_path / "d"
+    demo.run_demo(out, n_train=300, n_queries=20, make_figure=False)
+    assert (out / "summary.md").is_file()
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("figure failed")
+
+    monkeypatch.setattr(demo, "_figure", broken)
+    with pytest.raises(RuntimeError):
+        demo.run_demo(out, n_train=300, n_queries=20, overwrite=True)
+    assert not (out / "summary.md").exists()  # the old summary is gone, no new one was written
