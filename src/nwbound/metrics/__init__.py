@@ -17,6 +17,12 @@ Bounds
     :func:`type_errors` (+ :class:`TypeErrorTable`), :func:`conservative_accuracy`,
     :func:`bound_width_by_confidence`, :func:`violation_rate`,
     :func:`clopper_pearson`
+Review queues
+    :func:`review_summary`, :func:`review_comparison` (the certificate against
+    ranking scores, split-conformal sets and calibrated thresholds)
+Heartbeat classification (ANSI/AAMI EC57)
+    :func:`ec57_report` (+ :class:`EC57Report`), :func:`bayes_decision`
+    (+ :class:`BayesDecision`), :data:`AAMI_CLASS_NAMES`
 """
 
 from ._bounds import (
@@ -27,28 +33,38 @@ from ._bounds import (
     conservative_accuracy,
     cumulative_recall_curve,
     errors_caught_at,
+    review_comparison,
     review_flags,
+    review_summary,
     risk_coverage_curve,
     type_errors,
     uncertainty_from_interval,
     violation_rate,
 )
+from ._aami import AAMI_CLASS_NAMES, BayesDecision, EC57Report, bayes_decision, ec57_report
 from ._calibration import ReliabilityTable, expected_calibration_error
 from ._classification import accuracy, per_class_precision_recall, weighted_precision_recall
 
 __all__ = [
+    "AAMI_CLASS_NAMES",
+    "BayesDecision",
     "BoundWidthTable",
+    "EC57Report",
     "ReliabilityTable",
     "TypeErrorTable",
     "accuracy",
+    "bayes_decision",
     "bound_width_by_confidence",
     "clopper_pearson",
     "conservative_accuracy",
     "cumulative_recall_curve",
+    "ec57_report",
     "errors_caught_at",
     "expected_calibration_error",
     "per_class_precision_recall",
+    "review_comparison",
     "review_flags",
+    "review_summary",
     "risk_coverage_curve",
     "type_errors",
     "uncertainty_from_interval",
