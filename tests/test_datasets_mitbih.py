@@ -22,10 +22,14 @@ from nwbound.datasets import mitbih  # noqa: E402
 from nwbound.datasets.mitbih import (  # noqa: E402
     DS1,
     DS2,
+    RHYTHM_FEATURES,
     BeatSet,
+    ecg_features,
     load_kaggle_csv,
     load_mitbih_beats,
+    load_mitbih_signal,
     paper_features,
+    rhythm_features,
     split_beats,
 )
 
@@ -216,7 +220,7 @@ def test_cache_round_trip_and_corruption(tmp_path: Path, beats: BeatSet, monkeyp
     with monkeypatch.context() as mp:
         mp.setattr(mitbih, "_extract_beats", boom)
         second = load_mitbih_beats(EXCERPT, cache_dir=cache, progress=False)
-    for f in ("X", "y", "record", "sample"):
+    for f in ("X", "y", "record", "sample", "rhythm"):
         np.testing.assert_array_equal(getattr(second, f), getattr(first, f))
 
     # A damaged cache file is ignored with a warning and rebuilt.
@@ -348,6 +352,160 @@ def test_annotation_of_another_record(data_copy: Path) -> None:
     shutil.copy(FULL / "100.atr", data_copy / "100.atr")
     with pytest.raises(ValueError, match=r"100\.atr.*outside"):
         load_mitbih_beats(data_copy, records=["100"], progress=False)
+
+
+# ---------------------------------------------------------------- rhythm features
+def _slow_rhythm(sample: np.ndarray, fs: float, k: int = 10, lo: float = 0.15, hi: float = 2.0) -> np.ndarray:
+    """The documented recipe, one beat at a time (independent of the vectorised code)."""
+    n = len(sample)
+    rr = [(sample[i + 1] - sample[i]) / fs for i in range(n - 1)]
+    out = []
+    for i in range(n):
+        pre = rr[0] if i == 0 else rr[i - 1]
+        post = rr[i] if i < n - 1 else rr[i - 1]
+        # Plausible RR intervals ending at beats 1..i (beat 0 has no interval of its own).
+        seen = [rr[j - 1] for j in range(1, i + 1) if lo <= rr[j - 1] <= hi]
+        pre_c, post_c = min(max(pre, lo), hi), min(max(post, lo), hi)
+        avg = sum(seen) / len(seen) if seen else pre_c
+        recent = [rr[j - 1] for j in range(max(1, i + 1 - k), i + 1) if lo <= rr[j - 1] <= hi]
+        local = sum(recent) / len(recent) if recent else avg
+        out.append([pre_c, post_c, local, avg, pre_c / avg, post_c / avg, local / avg])
+    return np.array(out)
+
+
+@pytest.mark.parametrize("name", ["100", "232", "208"])
+def test_rhythm_features_match_hand_computation(beats: BeatSet, name: str) -> None:
+    sample, symbols = _annotations(name)
+    keep = np.array([s in AAMI for s in symbols])
+    want = _slow_rhythm(sample[keep], 360.0)
+    got = beats.rhythm[beats.record == name]
+    assert got.shape == (keep.sum(), len(RHYTHM_FEATURES))
+    np.testing.assert_allclose(got, want, rtol=1e-5)  # float32 storage
+    # Record 232's A beats come early: pre-RR below the running average.
+    if name == "232":
+        lab = beats.y[beats.record == name]
+        assert np.median(got[lab == 1, 4]) < np.median(got[lab == 0, 4])
+
+
+def test_rhythm_features_are_causal() -> None:
+    sample, symbols = _annotations("232")
+    s = sample[np.array([x in AAMI for x in symbols])]
+    full = rhythm_features(s, 360.0)
+    for k in (2, 5, 11, 40, len(s) - 1):
+        part = rhythm_features(s[:k], 360.0)
+        # Beats 0..k-2 never see beat k or later; beat k-1 lacks only its post-RR.
+        np.testing.assert_array_equal(part[: k - 1], full[: k - 1])
+        post = [RHYTHM_FEATURES.index(c) for c in ("post_rr", "post_rr_norm")]
+        other = [j for j in range(len(RHYTHM_FEATURES)) if j not in post]
+        np.testing.assert_array_equal(part[k - 1, other], full[k - 1, other])
+
+
+def test_implausible_rr_is_clipped_and_left_out_of_averages() -> None:
+    fs = 100.0
+    s = np.array([0, 80, 160, 240, 560, 565, 645, 725])  # a 3.2 s gap and a 50 ms double mark
+    f = rhythm_features(s, fs)
+    np.testing.assert_allclose(f, _slow_rhythm(s, fs))
+    assert f[4, 0] == pytest.approx(2.0) and f[5, 0] == pytest.approx(0.15)  # clipped
+    assert f[6, 3] == pytest.approx(0.8)  # the running average ignores both
+    assert np.all(np.isfinite(f)) and np.all(f > 0)
+
+
+def test_rhythm_features_bad_input() -> None:
+    with pytest.raises(ValueError, match="at least 2 beats"):
+        rhythm_features([100], 360.0)
+    with pytest.raises(ValueError, match="time order"):
+        rhythm_features([0, 400, 300], 360.0)
+    with pytest.raises(ValueError, match="fs"):
+        rhythm_features([0, 300], 0.0)
+    with pytest.raises(ValueError, match="rr_min"):
+        rhythm_features([0, 300], 360.0, rr_min=2.0, rr_max=1.0)
+    with pytest.raises(ValueError, match="local_beats"):
+        rhythm_features([0, 300], 360.0, local_beats=0)
+
+
+def _rewrite_atr(root: Path, name: str, keep: np.ndarray | None = None, symbol: str | None = None) -> None:
+    sample, symbols = _annotations(name, root)
+    keep = np.ones(len(sample), bool) if keep is None else keep
+    syms = [symbol or s for s in np.asarray(symbols)[keep]]
+    wfdb.wrann(name, "atr", sample[keep], symbol=syms, write_dir=str(root))
+
+
+def test_record_with_one_beat(data_copy: Path) -> None:
+    sample, symbols = _annotations("100", data_copy)
+    first = next(i for i, s in enumerate(symbols) if s in AAMI)
+    _rewrite_atr(data_copy, "100", np.arange(len(sample)) == first)
+    with pytest.raises(ValueError, match=r"record 100 holds a single annotated beat.*rhythm=False"):
+        load_mitbih_beats(data_copy, records=["100"], progress=False)
+    one = load_mitbih_beats(data_copy, records=["100"], progress=False, rhythm=False)
+    assert len(one) == 1 and one.rhythm is None
+
+
+def test_annotations_with_non_beat_symbols_only(data_copy: Path) -> None:
+    _rewrite_atr(data_copy, "100", symbol="+")
+    with pytest.raises(ValueError, match=r"no beat annotations"):
+        load_mitbih_beats(data_copy, records=["100"], progress=False)
+    with pytest.warns(UserWarning, match=r"\['100'\] hold no beat annotations"):
+        b = load_mitbih_beats(data_copy, records=["100", "114"], progress=False)
+    assert set(b.record) == {"114"}
+
+
+def test_signal_reader(tmp_path: Path) -> None:
+    x, fs, lead = load_mitbih_signal(EXCERPT, "114")
+    assert x.shape == (43_200,) and fs == 360.0 and lead == "MLII"
+    _, _, lead = load_mitbih_signal(EXCERPT, 104)
+    assert lead != "MLII"  # 104 has no MLII: first channel
+    with pytest.raises(ValueError, match="no lead 'MLII'"):
+        load_mitbih_signal(EXCERPT, "104", missing_lead="error")
+    with pytest.raises(FileNotFoundError, match="999"):
+        load_mitbih_signal(EXCERPT, "999")
+
+
+# ------------------------------------------------------------------ feature sets
+def test_feature_sets_scale_on_the_training_side(beats: BeatSet) -> None:
+    from sklearn.preprocessing import MinMaxScaler
+
+    from nwbound import restate_lipschitz
+
+    train, test = beats.subset(beats.record != "232"), beats.subset(beats.record == "232")
+    for fs, width in (("morphology", 100), ("rhythm", 7), ("both", 107)):
+        Xtr, Xte, sc = ecg_features(train, test, fs, rhythm_weight=2.5)
+        assert Xtr.shape == (len(train), width) and Xte.shape == (len(test), width)
+        raw_tr = {"morphology": train.X[:, :100], "rhythm": train.rhythm,
+                  "both": np.hstack([train.X[:, :100], train.rhythm])}[fs].astype(float)
+        raw_te = {"morphology": test.X[:, :100], "rhythm": test.rhythm,
+                  "both": np.hstack([test.X[:, :100], test.rhythm])}[fs].astype(float)
+        lo, hi = raw_tr.min(axis=0), raw_tr.max(axis=0)
+        w = np.ones(width)
+        if fs != "morphology":
+            w[-7:] = 2.5
+        span = np.where(hi > lo, hi - lo, 1.0)
+        np.testing.assert_allclose(Xte, (raw_te - lo) / span * w, atol=1e-9)  # train min/max only
+        np.testing.assert_allclose(Xtr.max(axis=0)[hi > lo], w[hi > lo])
+        # L restated in the units the classifier sees: L / smallest per-feature scale.
+        assert restate_lipschitz(0.1, sc) == pytest.approx(0.1 / np.min(w / span))
+    plain = ecg_features(train, test, "morphology")[0]
+    np.testing.assert_allclose(plain, MinMaxScaler().fit_transform(train.X[:, :100].astype(float)))
+    np.testing.assert_allclose(plain, paper_features(train, test)[0], atol=1e-6)  # float32 there
+
+
+def test_feature_sets_bad_input(beats: BeatSet) -> None:
+    no_rr = BeatSet(beats.X, beats.y, beats.record, beats.sample)
+    with pytest.raises(ValueError, match="rhythm=True"):
+        ecg_features(no_rr, no_rr, "both")
+    with pytest.raises(ValueError, match="feature_set must be one of"):
+        ecg_features(beats, beats, "wavelets")
+    with pytest.raises(ValueError, match="rhythm_weight"):
+        ecg_features(beats, beats, "both", rhythm_weight=0)
+    with pytest.raises(ValueError, match="n_samples"):
+        ecg_features(beats, beats, "morphology", n_samples=500)
+    with pytest.raises(ValueError, match="no beats"):
+        ecg_features(beats.subset(np.zeros(len(beats), bool)), beats, "rhythm")
+    with pytest.raises(ValueError, match="rhythm must have shape"):
+        BeatSet(beats.X, beats.y, beats.record, beats.sample, rhythm=beats.rhythm[:, :3])
+    bad = beats.rhythm.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        BeatSet(beats.X, beats.y, beats.record, beats.sample, rhythm=bad)
 
 
 # -------------------------------------------------------------------- Kaggle CSV

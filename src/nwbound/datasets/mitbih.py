@@ -733,8 +733,9 @@ def load_mitbih_beats(
     rhythm : bool, default True
         Also compute the causal RR-interval features of every beat
         (:func:`rhythm_features`, per record) into ``BeatSet.rhythm``. A record with
-        exactly one annotated beat then raises (it has no RR interval); a record
-        whose annotations hold no beat symbol contributes no beats.
+        exactly one annotated beat then raises (it has no RR interval). A record
+        whose annotations hold no beat symbol contributes no beats, with a warning;
+        if no record has a beat, that is an error.
 
     Returns
     -------
@@ -866,6 +867,18 @@ def load_mitbih_beats(
         parts_y.append(lab)
         parts_rec.append(np.full(s.size, r))
         parts_s.append(s)
+    empty = [r for r, lab in zip(names, parts_y) if lab.size == 0]
+    if empty and len(empty) == len(names):
+        raise ValueError(
+            f"the annotation files of records {empty} hold no beat annotations (only non-beat "
+            f"symbols such as + ~ |); beats need the AAMI symbols {sorted(_SYMBOL_TO_LABEL)}"
+        )
+    if empty:
+        warnings.warn(
+            f"records {empty} hold no beat annotations (only non-beat symbols): they add no beats",
+            UserWarning,
+            stacklevel=2,
+        )
     # 102 and 104 lacking MLII is part of the recipe; anything else deserves a warning.
     unexpected = [r for r in fallback if not (lead == "MLII" and r in ("102", "104"))]
     if unexpected:
