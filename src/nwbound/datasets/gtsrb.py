@@ -19,13 +19,13 @@ torchvision root):
 from __future__ import annotations
 
 import csv
-import numbers
 import os
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
+from .._validation import check_int_range
 from ._common import check_choice, check_directory, check_n_samples
 
 __all__ = ["load_gtsrb_pair", "GTSRB_N_CLASSES"]
@@ -74,11 +74,8 @@ def _check_classes(classes: Any) -> tuple[int, ...]:
         raise ValueError("classes must name at least one GTSRB class id.")
     out = []
     for c in values:
-        if isinstance(c, bool) or not isinstance(c, numbers.Integral):
-            raise TypeError(f"classes must hold integer class ids, got {c!r} in {classes!r}.")
-        if not 0 <= int(c) < GTSRB_N_CLASSES:
-            raise ValueError(f"Unknown GTSRB class id {c!r} in classes={classes!r}: ids are 0..{GTSRB_N_CLASSES - 1}.")
-        out.append(int(c))
+        out.append(check_int_range(c, "every GTSRB class id in `classes`", 0, GTSRB_N_CLASSES - 1,
+                                   hint=f"(classes={classes!r})"))
     if len(set(out)) != len(out):
         raise ValueError(f"classes must not repeat a class id, got {classes!r}.")
     return tuple(out)

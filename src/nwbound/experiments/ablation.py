@@ -159,6 +159,8 @@ def tune_bandwidth(
     """
     from scipy.optimize import minimize
 
+    from .._validation import check_int_range
+
     lo, hi = (float(b) for b in bounds)
     if not (0 < lo < hi and math.isfinite(hi)):
         raise ValueError(f"bounds must be (low, high) with 0 < low < high, got {bounds!r}.")
@@ -166,9 +168,8 @@ def tune_bandwidth(
         raise ValueError(f"x0={x0!r} must lie inside bounds {bounds!r}.")
     if not 0.0 <= r <= 1.0:
         raise ValueError(f"r must lie in [0, 1], got {r!r}.")
-    if isinstance(maxiter, bool) or not isinstance(maxiter, int) or maxiter < 1:
-        raise ValueError(f"maxiter must be an integer >= 1, got {maxiter!r}.")
-    maxfev = 10 * maxiter + 10 if maxfev is None else int(maxfev)
+    maxiter = check_int_range(maxiter, "maxiter", 1)
+    maxfev = 10 * maxiter + 10 if maxfev is None else check_int_range(maxfev, "maxfev", 1)
     data = (X_train, y_train, X_val, y_val)
     cache: dict[float, dict[str, float]] = {}
 
