@@ -358,11 +358,12 @@ def _tuned_config(key: tuple, run, precision: str) -> tuple[int, int, int, int]:
         return tuple(int(v) for v in forced.split(","))  # type: ignore[return-value]
     if key in _TUNED:
         return _TUNED[key]
-    best, best_ms = None, math.inf
+    best, best_ms, failure = None, math.inf, None
     for cfg in CONFIGS[precision]:
         try:
             run(cfg)  # compile + warm
-        except Exception:  # a config the compiler rejects (resources) is skipped, never fatal
+        except Exception as exc:  # a config the compiler rejects (resources) is skipped, never fatal
+            failure = exc
             continue
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
@@ -373,6 +374,6 @@ def _tuned_config(key: tuple, run, precision: str) -> tuple[int, int, int, int]:
         if ms < best_ms:
             best, best_ms = cfg, ms
     if best is None:
-        raise RuntimeError(f"No Triton configuration of {CONFIGS[precision]} compiled on this device.")
+        raise RuntimeError(f"No Triton configuration of {CONFIGS[precision]} ran on this device.") from failure
     _TUNED[key] = best
     return best
