@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-all bench install clean-venv
+.PHONY: demo test docs test-all bench install clean-venv
 
 $(STAMP): pyproject.toml
 	@echo "nwbound: first run - building a local virtual environment in $(VENV)/ from pyproject.toml."
@@ -30,6 +30,11 @@ demo: $(STAMP)
 ## only where they fit; see .ci/run).
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+## The documentation site (API reference, user guide, executed gallery); warnings are errors.
+docs: $(STAMP)
+	$(BIN)/python -m sphinx -W --keep-going -q -b html docs/source docs/_build/html
+	@echo "nwbound: documentation in docs/_build/html/index.html"
 
 ## Benchmarks: print figures and ratios (never part of the tests).
 bench: $(STAMP)

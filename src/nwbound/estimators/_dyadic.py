@@ -50,8 +50,11 @@ class DyadicClassifier(BoundedClassifierBase):
 
     Attributes
     ----------
-    classes_, class_prior_, n_features_in_ : as usual
-    cell_weight_max_ : ndarray of shape (n_cells_,)
+    classes_ : ndarray of shape (n_classes,)
+    class_prior_ : ndarray of shape (n_classes,)
+        Weighted class frequencies of the training set.
+    n_features_in_ : int
+    cell_weight_max_ : ndarray of shape (n_cells,)
         Largest sample weight in each occupied cell (1 without weights).
     cell_diameter_ : float
         ``2^-m·‖range‖``, the largest distance between two points of a cell.

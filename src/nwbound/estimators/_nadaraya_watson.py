@@ -131,7 +131,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
     class_prior_ : ndarray of shape (n_classes,)
         Weighted class frequencies of the training set.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Only when X has string feature names.
     kernel_ : Kernel
     bandwidths_ : ndarray
