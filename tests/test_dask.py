@@ -22,6 +22,8 @@ from nwbound import NadarayaWatsonClassifier  # noqa: E402
 from nwbound import dask as nwdask  # noqa: E402
 from nwbound.dask._common import limited  # noqa: E402
 
+pytestmark = pytest.mark.filterwarnings("ignore::nwbound.diagnostics.UselessBoundWarning")
+
 FIELDS = ("proba", "lower", "upper", "epsilon", "bias", "sampling", "kappa", "n_eff", "vacuous", "bandwidth", "outside_box")
 
 
@@ -120,15 +122,18 @@ def test_tasks_limit_blas_threads():
 
 
 # -- sharded training set -------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "params",
-    [
-        dict(bandwidth=0.25, lipschitz=1.0),
-        dict(bandwidth="auto", lipschitz=1.0),  # the grid is built from all shards
-        dict(bandwidth=0.4, n_neighbors=12, lipschitz=1.0),
-        dict(bandwidth="auto", n_neighbors=12, margin=0.2, kernel="gaussian", bound="paper", coverage="per_class"),
-    ],
-)
+SHARDED_CASES = [
+    dict(bandwidth=0.25, lipschitz=1.0),
+    dict(bandwidth="auto", lipschitz=1.0),  # the grid is built from all shards
+    dict(bandwidth="auto", lipschitz=1.0, bound="chernoff", histogram_bins=8),  # histograms merge
+    dict(bandwidth=0.4, n_neighbors=12, lipschitz=1.0),
+    dict(bandwidth=0.4, n_neighbors=12, lipschitz=1.0, bound="chernoff"),  # per-point statistics
+    dict(bandwidth="auto", n_neighbors=12, margin=0.2, kernel="gaussian", bound="paper", coverage="per_class"),
+    dict(bandwidth=0.3, n_neighbors=5, algorithm="kd_tree", index_params={"leaf_size": 4}, lipschitz=1.0),
+]
+
+
+@pytest.mark.parametrize("params", SHARDED_CASES, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()))
 def test_sharded_equals_single_machine(client, data, params):
     X, y, w, Q = data
     reference = NadarayaWatsonClassifier(**params).fit(X, y, sample_weight=w)
@@ -139,11 +144,26 @@ def test_sharded_equals_single_machine(client, data, params):
     np.testing.assert_array_equal(model.classes_, reference.classes_)
     np.testing.assert_allclose(model.class_prior_, reference.class_prior_, rtol=1e-12)
     np.testing.assert_allclose(model.bandwidths_, reference.bandwidths_, rtol=1e-12)
-    interval, labels = dask.compute(
-        model.predict_interval(Qd, client=client), model.predict(Qd, client=client), scheduler=client
+    interval, labels, proba = dask.compute(
+        model.predict_interval(Qd, client=client), model.predict(Qd, client=client),
+        model.predict_proba(Qd, client=client), scheduler=client,
     )
     assert_same_interval(interval, reference.predict_interval(Q))
     np.testing.assert_array_equal(labels, reference.predict(Q))
+    np.testing.assert_allclose(proba, reference.predict_proba(Q), rtol=1e-9, atol=1e-12)
+
+
+def test_sharded_several_bounds_from_one_pass(client, data):
+    X, y, w, Q = data
+    params = dict(bandwidth="auto", lipschitz=1.0)
+    bounds = {"hoeffding": {"bound": "hoeffding"}, "chernoff": {"bound": "chernoff"}, "tight-delta": {"delta": 0.2}}
+    reference = NadarayaWatsonClassifier(**params).fit(X, y, sample_weight=w).predict_interval(Q, bounds=bounds)
+    model = nwdask.ShardedNadarayaWatson(**params).fit(da.from_array(X, chunks=(200, -1)), y, sample_weight=w)
+    (result,) = dask.compute(model.predict_interval(da.from_array(Q, chunks=(60, -1)), bounds, client=client),
+                             scheduler=client)
+    assert set(result) == set(bounds)
+    for name in bounds:
+        assert_same_interval(result[name], reference[name])
 
 
 def test_sharded_function_local_scheduler(data):
@@ -157,11 +177,57 @@ def test_sharded_function_local_scheduler(data):
     assert_same_interval(result, NadarayaWatsonClassifier(**params).fit(X, y).predict_interval(Q))
 
 
+def test_sharded_proba_without_an_assumption(data):
+    X, y, _, Q = data
+    model = nwdask.ShardedNadarayaWatson(bandwidth=0.3).fit(da.from_array(X, chunks=(300, -1)), y)
+    reference = NadarayaWatsonClassifier(bandwidth=0.3).fit(X, y)
+    Qd = da.from_array(Q, chunks=(65, -1))
+    proba, labels = dask.compute(model.predict_proba(Qd), model.predict(Qd), scheduler="threads")
+    np.testing.assert_allclose(proba, reference.predict_proba(Q), rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(labels, reference.predict(Q))
+    with pytest.raises(ValueError, match="lipschitz"):
+        model.predict_interval(Qd)
+
+
+def test_sharded_is_a_clonable_estimator_with_every_parameter():
+    from sklearn.base import clone
+
+    own = set(nwdask.ShardedNadarayaWatson().get_params())
+    single = set(NadarayaWatsonClassifier().get_params())
+    # Every parameter of the in-memory estimator is taken, except n_jobs (tasks are the parallelism).
+    assert own == (single - {"n_jobs"}) | {"threads_per_task"}
+    model = nwdask.ShardedNadarayaWatson(bandwidth="auto", n_neighbors=7, algorithm="hnsw",
+                                         index_params={"M": 8}, random_state=3, lipschitz=0.5)
+    twin = clone(model)
+    assert twin is not model and twin.get_params() == model.get_params()
+    with pytest.raises(TypeError, match="n_jobs"):
+        nwdask.ShardedNadarayaWatson(n_jobs=2)
+    with pytest.raises(TypeError, match="bandwith"):
+        nwdask.ShardedNadarayaWatson(bandwith=0.3)
+
+
+def test_sharded_index_params_and_random_state_reach_the_shards(data):
+    X, y, _, Q = data
+    Xd = da.from_array(X, chunks=(350, -1))
+    params = dict(bandwidth=0.4, n_neighbors=10, lipschitz=1.0, algorithm="hnsw",
+                  index_params={"M": 8, "ef": 40}, random_state=5)
+    model = nwdask.ShardedNadarayaWatson(**params).fit(Xd, y)
+    for shard in dask.compute(*model.shards_, scheduler="threads"):
+        index = shard.model.index_
+        assert (index.M, index.ef, index.random_state) == (8, 40, 5)
+    Qd = da.from_array(Q, chunks=(65, -1))
+    first = model.predict_interval(Qd)["proba"].compute(scheduler="threads")
+    again = nwdask.ShardedNadarayaWatson(**params).fit(Xd, y).predict_interval(Qd)["proba"].compute(scheduler="threads")
+    np.testing.assert_array_equal(first, again)  # same seed, same indexes, same answers
+    with pytest.raises(ValueError, match="bogus"):  # a wrong index option is passed on, and refused at fit
+        nwdask.ShardedNadarayaWatson(**{**params, "index_params": {"bogus": 1}}).fit(Xd, y)
+    with pytest.raises((TypeError, ValueError), match="index_params"):
+        nwdask.ShardedNadarayaWatson(bandwidth=0.4, n_neighbors=10, index_params=[1]).fit(Xd, y)
+
+
 def test_sharded_bad_input(data):
     X, y, _, Q = data
     Xd = da.from_array(X, chunks=(350, -1))
-    with pytest.raises(TypeError, match="Unknown NadarayaWatsonClassifier parameter"):
-        nwdask.ShardedNadarayaWatson(bandwith=0.3)
     model = nwdask.ShardedNadarayaWatson(bandwidth=0.3, lipschitz=1.0)
     with pytest.raises(NotFittedError):
         model.predict(da.from_array(Q, chunks=(65, -1)))
@@ -171,6 +237,14 @@ def test_sharded_bad_input(data):
         model.fit(Xd, y[:-1])
     with pytest.raises(ValueError, match="dtype float32"):
         model.fit(Xd.astype(np.float32), y)
+    with pytest.raises(ValueError, match="sample_weight"):
+        model.fit(Xd, y, sample_weight=-np.ones(X.shape[0]))
+    with pytest.raises(ValueError, match="delta"):
+        nwdask.ShardedNadarayaWatson(bandwidth=0.3, lipschitz=1.0, delta=2.0).fit(Xd, y)
+    with pytest.raises(ValueError, match="n_neighbors"):
+        nwdask.ShardedNadarayaWatson(n_neighbors=10_000).fit(Xd, y)
+    with pytest.raises(ValueError, match="threads_per_task"):
+        nwdask.ShardedNadarayaWatson(threads_per_task=0).fit(Xd, y)
     model.fit(Xd, y)
     with pytest.raises(ValueError, match="dtype float32"):
         model.predict_interval(da.from_array(Q.astype(np.float32), chunks=(65, -1)))

@@ -106,9 +106,7 @@ def task_copy(model: Any) -> Any:
     parallelism comes from the dask tasks. Arrays are shared, not copied."""
     if getattr(model, "n_jobs", None) is None:
         return model
-    model = copy.copy(model)
-    model.n_jobs = None
-    return model
+    return copy.copy(model).set_params(n_jobs=None)
 
 
 def rows_from_blocks(

@@ -9,6 +9,7 @@ import dask
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from .._validation import check_dtype
 from ._common import check_query_array, current_client, limited, rows_from_blocks, share, task_copy
 
 __all__ = ["predict", "predict_proba", "predict_interval", "INTERVAL_FIELDS"]
@@ -33,7 +34,8 @@ def _checked(model: Any, X: Any, method: str) -> Any:
     if not hasattr(model, method):
         raise TypeError(f"model must be a fitted nwbound classifier with {method}(), got {type(model).__name__}.")
     check_is_fitted(model)  # NotFittedError (a ValueError) with sklearn's explanation
-    dtype = getattr(model, "_fit_dtype", None)
+    # The working precision is a parameter (float64 for estimators without one).
+    dtype = check_dtype(getattr(model, "dtype", "float64"))
     return check_query_array(X, "X", getattr(model, "n_features_in_", None), dtype)
 
 

@@ -1,128 +1,139 @@
 """The Nadaraya-Watson classifier over a training set split into shards.
 
-For a training set too large for one worker: every Nadaraya-Watson quantity
-is a sum over training points — the class sums ``Σ w_i K_i 1{c_i = c}`` (and
-so ``κ``), ``Σ (w_i K_i)²``, ``Σ w_i K_i ‖y − y_i‖`` and the tail mass — hence
-additive over disjoint shards. For each (query block, training shard) pair a
-task computes the shard's partial :class:`~nwbound.estimators._sums.KernelSums`
-with the engine's own ``dense_kernel_sums``; a tree of additions reduces them.
-For the localized classifier each shard returns its own top-k list (distances,
-global row numbers, labels, weights); a tree of merges keeps the k nearest
-overall, and ``neighbor_kernel_sums`` turns them into sums.
+For a training set too large for one worker. Every shard becomes an ordinary
+:class:`~nwbound.NadarayaWatsonClassifier` restored with
+:meth:`~nwbound.NadarayaWatsonClassifier.set_fitted_state` from the shard's
+rows and the *global* classes, prior, bounding box and bandwidths, so each
+shard computes exactly its share of every sum.
 
-The interval itself is made exactly as the single-machine estimator makes it:
-a small *fitted* :class:`~nwbound.NadarayaWatsonClassifier` carries the global
-classes, prior, bounding box, bandwidths and bound specification, and its own
-``predict_interval`` runs on the reduced sums. No bound code is repeated here.
+* Regular classifier: each shard's
+  :meth:`~nwbound.NadarayaWatsonClassifier.kernel_statistics` of a query block
+  (class sums, ``Σ a_i²``, ``Σ a_i d_i``, tail mass, distance histogram …) are
+  additive over disjoint shards; a tree of
+  :meth:`~nwbound.estimators.KernelStatistics.merge` reduces them and
+  :meth:`~nwbound.NadarayaWatsonClassifier.interval_from_statistics` of the
+  global model makes the interval.
+* Localized classifier: each shard's neighbour index returns its k nearest
+  rows of every query; a tree of merges keeps the k nearest overall (ties to
+  the lower global row). The k nearest of a query among the union of the
+  block's merged lists are its k nearest overall, so a localized model
+  restored on just those rows (exact search) gives the statistics.
+
+No bound code is repeated here and no private member of the estimator is
+touched.
 """
 
 from __future__ import annotations
 
-import copy
-from typing import Any
+import inspect
+import operator
+import warnings
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import dask
 import dask.array as da
 import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.multiclass import check_classification_targets
 
 from .._validation import check_dtype, check_int_range
-from ..bounds import TAIL_RADIUS
-from ..estimators import NadarayaWatsonClassifier
-from ..estimators._nadaraya_watson import _AUTO_GRID_SIZE, _AUTO_PILOT_SIZE
-from ..estimators._sums import KernelSums, TrainingSet, dense_kernel_sums, neighbor_kernel_sums
-from ..neighbors import make_index
-from ._common import check_query_array, compute, current_client, limited, share
-from ._predict import interval_arrays, rows_from_blocks
+from ..estimators import NadarayaWatsonClassifier, default_bandwidth_grid, merge_statistics
+from ._common import check_query_array, compute, current_client, limited, rows_from_blocks, share
+from ._predict import interval_arrays
 
 __all__ = ["ShardedNadarayaWatson", "sharded_predict_interval"]
 
-
-class _ReducedSumsClassifier(NadarayaWatsonClassifier):
-    """A fitted NWC whose kernel sums come from outside (reduced over shards).
-
-    Everything after the sums — the bound parts, the choice of bandwidth, the
-    empty-neighbourhood rule, the assembly — is the parent's code.
-    """
-
-    def _kernel_sums(self, X, bandwidths, need_dist, need_tail) -> KernelSums:
-        return self._given_sums
-
-    def with_sums(self, sums: KernelSums) -> "_ReducedSumsClassifier":
-        # A shallow copy per block: tasks running in threads of one worker
-        # share the shell and must not write into it.
-        block = copy.copy(self)
-        block._given_sums = sums
-        return block
+# NadarayaWatsonClassifier parameters the sharded estimator does not take: Dask
+# tasks are its parallelism (``threads_per_task`` sets BLAS threads per task).
+_NOT_TAKEN = {"n_jobs": "tasks are the parallelism; set threads_per_task (and the workers' threads) instead"}
+# Rows whose nearest-neighbour distances set bandwidth="auto"'s grid; must match
+# default_bandwidth_grid (a test checks the sharded grid equals the in-memory one).
+_PILOT_SIZE = 256
 
 
 # -- tasks (module-level functions: picklable for process workers) -----------------------------
-def _training_shard(X: np.ndarray, labels: np.ndarray, weights: np.ndarray | None, n_classes: int) -> TrainingSet:
-    return TrainingSet.build(np.ascontiguousarray(X), labels, n_classes, weights)
+class _Shard(NamedTuple):
+    """One shard on a worker: its fitted estimator and what its neighbour lists need."""
+
+    model: Any
+    offset: int
+    labels: np.ndarray
+    weights: np.ndarray | None
+    X: np.ndarray
 
 
-def _index_shard(X: np.ndarray, offset: int, labels, weights, algorithm: str) -> tuple:
-    index = make_index(algorithm, n_jobs=None).fit(np.ascontiguousarray(X))
-    return index, offset, labels, weights, X.shape[0]
+def _restored(params: dict, template: dict, X: np.ndarray, labels: np.ndarray, weights: np.ndarray | None) -> Any:
+    """A fitted estimator holding these rows and the global model's classes, prior, box and grid."""
+    state = {**template, "X": np.ascontiguousarray(X), "labels": labels}
+    state.pop("weights", None)
+    if weights is not None:
+        state["weights"] = weights
+    return NadarayaWatsonClassifier(**params).set_fitted_state(state)
 
 
-def _dense_partial(shell: _ReducedSumsClassifier, block: np.ndarray, train: TrainingSet, need: tuple) -> KernelSums:
-    need_dist, need_tail = need
-    return dense_kernel_sums(
-        block, train, shell.kernel_, shell.bandwidths_, need_dist=need_dist,
-        tail_radius=TAIL_RADIUS if need_tail else None, working_memory=shell.working_memory, n_jobs=None,
-    )
+def _shard(params: dict, template: dict, X: np.ndarray, offset: int, labels: np.ndarray,
+           weights: np.ndarray | None) -> _Shard:
+    X = np.ascontiguousarray(X)
+    return _Shard(_restored(params, template, X, labels, weights), offset, labels, weights, X)
 
 
-def _add_sums(a: KernelSums, b: KernelSums) -> KernelSums:
-    def add(x, y):
-        return None if x is None else x + y
-
-    return KernelSums(
-        class_sums=a.class_sums + b.class_sums,
-        sq_sum=a.sq_sum + b.sq_sum,
-        dist_sum=add(a.dist_sum, b.dist_sum),
-        tail_mass=add(a.tail_mass, b.tail_mass),
-    )
+def _shard_statistics(shard: _Shard, block: np.ndarray, bounds: Any) -> Any:
+    return shard.model.kernel_statistics(block, bounds=bounds)
 
 
-def _shard_topk(block: np.ndarray, shard: tuple, k: int) -> tuple:
-    """The shard's k nearest rows of each query: (distances, global rows, labels, weights)."""
-    index, offset, labels, weights, n_rows = shard
-    dist, idx = index.kneighbors(block, min(k, n_rows))
-    w = None if weights is None else weights[idx]
-    return np.asarray(dist, dtype=np.float64), idx + offset, labels[idx], w
+def _merge_two(a: Any, b: Any) -> Any:
+    return merge_statistics([a, b])
+
+
+def _shard_topk(shard: _Shard, block: np.ndarray, k: int) -> tuple:
+    """The shard's k nearest rows of each query: (distances, global rows, labels, weights, features)."""
+    dist, idx = shard.model.index_.kneighbors(block, min(k, shard.labels.shape[0]))
+    weights = None if shard.weights is None else shard.weights[idx]
+    return np.asarray(dist, dtype=np.float64), idx + shard.offset, shard.labels[idx], weights, shard.X[idx]
 
 
 def _merge_topk(a: tuple, b: tuple, k: int) -> tuple:
     """The k nearest of two top-k lists; ties go to the lower global row number."""
-    dist, rows, labels = (np.concatenate([x, y], axis=1) for x, y in zip(a[:3], b[:3]))
+    dist, rows = np.concatenate([a[0], b[0]], axis=1), np.concatenate([a[1], b[1]], axis=1)
     order = np.lexsort((rows, dist), axis=1)[:, :k]
-    pick = lambda v: np.take_along_axis(v, order, axis=1)  # noqa: E731
-    weights = None if a[3] is None else pick(np.concatenate([a[3], b[3]], axis=1))
-    return pick(dist), pick(rows), pick(labels), weights
+
+    def pick(u: np.ndarray | None, v: np.ndarray | None) -> np.ndarray | None:
+        if u is None:
+            return None
+        both = np.concatenate([u, v], axis=1)
+        return np.take_along_axis(both, order if both.ndim == 2 else order[:, :, None], axis=1)
+
+    return tuple(pick(u, v) for u, v in zip(a, b))
 
 
-def _neighbor_sums(shell: _ReducedSumsClassifier, topk: tuple, need: tuple) -> KernelSums:
-    dist, _, labels, weights = topk
-    n_q, k = labels.shape
-    # A training set of just these neighbours, in query-major order.
-    train = TrainingSet.build(
-        np.zeros((n_q * k, 0), dtype=shell._fit_dtype), labels.ravel(), len(shell.classes_),
-        None if weights is None else weights.ravel(),
-    )
-    need_dist, need_tail = need
-    return neighbor_kernel_sums(
-        dist, np.arange(n_q * k).reshape(n_q, k), train, shell.kernel_, shell.bandwidths_,
-        need_dist=need_dist, tail_radius=TAIL_RADIUS if need_tail else None,
-    )
+def _neighbor_model(params: dict, template: dict, topk: tuple) -> Any:
+    """A localized model (exact search) over the union of a block's merged neighbour lists:
+    each query's k nearest among them are its k nearest overall."""
+    _, rows, labels, weights, feats = topk
+    _, first = np.unique(rows.ravel(), return_index=True)
+
+    def flat(v: np.ndarray) -> np.ndarray:
+        return v.reshape(-1, *v.shape[2:])[first]
+
+    exact = {**params, "algorithm": "brute", "index_params": None}
+    return _restored(exact, template, flat(feats), flat(labels), None if weights is None else flat(weights))
 
 
-def _finish(shell: _ReducedSumsClassifier, block: np.ndarray, sums: KernelSums, method: str):
-    out = getattr(shell.with_sums(sums), method)(block)
-    return out.as_dict() if method == "predict_interval" else out
+def _finish(model: Any, stats: Any, method: str, bounds: Any) -> Any:
+    """The requested output of ``model`` from merged statistics."""
+    out = model.interval_from_statistics(stats, bounds=bounds)
+    if method == "predict_interval":
+        return out.as_dict() if bounds is None else {name: iv.as_dict() for name, iv in out.items()}
+    proba = (out if bounds is None else next(iter(out.values()))).proba
+    return proba if method == "predict_proba" else model.classes_[np.argmax(proba, axis=1)]
+
+
+def _neighbor_finish(params: dict, template: dict, block: np.ndarray, topk: tuple, method: str, bounds: Any) -> Any:
+    model = _neighbor_model(params, template, topk)
+    return _finish(model, model.kernel_statistics(block, bounds=bounds), method, bounds)
 
 
 def _pilot_two_nearest(shard: np.ndarray, pilot: np.ndarray) -> np.ndarray:
@@ -131,7 +142,7 @@ def _pilot_two_nearest(shard: np.ndarray, pilot: np.ndarray) -> np.ndarray:
     return dist
 
 
-def _tree(items: list[Any], combine, *extra: Any) -> Any:
+def _tree(items: list[Any], combine: Any, *extra: Any) -> Any:
     """Pairwise (log-depth) reduction of delayed values."""
     while len(items) > 1:
         items = [
@@ -142,41 +153,116 @@ def _tree(items: list[Any], combine, *extra: Any) -> Any:
 
 
 # -- the estimator -------------------------------------------------------------------------------
-class ShardedNadarayaWatson:
+class ShardedNadarayaWatson(ClassifierMixin, BaseEstimator):
     """:class:`~nwbound.NadarayaWatsonClassifier` over a row-sharded Dask training set.
 
-    Results equal the single-machine estimator's fitted on the whole training
-    set (up to floating-point summation order).
+    Results equal those of the single-machine estimator fitted on the whole
+    training set (up to floating-point summation order). The parameters are
+    those of :class:`~nwbound.NadarayaWatsonClassifier` (same meaning, same
+    checks), except ``n_jobs`` — Dask tasks are the parallelism — which is
+    replaced by ``threads_per_task``.
 
     Parameters
     ----------
-    **params
-        Any :class:`~nwbound.NadarayaWatsonClassifier` parameter (``kernel``,
-        ``bandwidth``, ``n_neighbors``, ``algorithm``, ``lipschitz``, ``margin``,
-        ``delta``, ``bound``, …). ``n_jobs`` is ignored: tasks are the parallelism.
+    kernel, bandwidth, n_neighbors, lipschitz, margin, delta, bound, coverage, sigma, ck, \
+empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
+        As for :class:`~nwbound.NadarayaWatsonClassifier`. With
+        ``bandwidth="auto"`` and no ``bandwidth_grid`` the grid of
+        :func:`~nwbound.estimators.default_bandwidth_grid` is computed over all
+        shards.
+    algorithm, index_params, random_state
+        The neighbour index built on each shard for the localized classifier
+        (``n_neighbors`` set), e.g. ``algorithm="hnsw"`` with
+        ``index_params={"M": 16}``; the shards' lists are merged exactly. Not
+        used by the regular classifier, as for the in-memory estimator.
+    threads_per_task : int, default=1
+        BLAS/OpenMP threads inside each task (threadpoolctl), so concurrent
+        tasks do not oversubscribe a worker's cores.
 
     Attributes
     ----------
     estimator_ : NadarayaWatsonClassifier
-        Fitted shell with the global ``classes_``, ``class_prior_``,
-        ``bandwidths_``, ``bound_spec_``… (no training rows).
+        Fitted with the global ``classes_``, ``class_prior_``, bounding box and
+        ``bandwidths_`` (and one training row per class); it turns merged
+        statistics into intervals.
+    template_ : dict
+        The global model's fitted state (``get_fitted_state``) every shard is
+        restored from with its own rows.
+    shards_ : list of dask.delayed.Delayed
+        One persisted shard per non-empty row chunk; ``.model`` is its fitted
+        :class:`~nwbound.NadarayaWatsonClassifier` (its rows, global statistics).
     classes_, class_prior_, n_features_in_, n_samples_fit_, bandwidths_
         As for the single-machine estimator.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from nwbound.dask import ShardedNadarayaWatson
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.random((400, 2)); y = (X[:, 0] > 0.5).astype(int)
+    >>> model = ShardedNadarayaWatson(bandwidth=0.2, lipschitz=1.0).fit(da.from_array(X, chunks=(100, -1)), y)
+    >>> iv = model.predict_interval(da.from_array(X[:5], chunks=(5, -1)))
+    >>> iv["proba"].compute().shape
+    (5, 2)
     """
 
-    def __init__(self, **params: Any):
-        unknown = sorted(set(params) - set(NadarayaWatsonClassifier().get_params()))
-        if unknown:
-            raise TypeError(f"Unknown NadarayaWatsonClassifier parameter(s): {', '.join(unknown)}.")
-        self.params = params
+    def __init__(
+        self,
+        *,
+        kernel="epanechnikov",
+        bandwidth=1.0,
+        n_neighbors=None,
+        algorithm="auto",
+        index_params=None,
+        lipschitz=None,
+        margin=None,
+        delta=0.05,
+        bound="hoeffding",
+        coverage="simultaneous",
+        sigma=0.5,
+        ck=None,
+        empty_neighborhood="prior",
+        bandwidth_grid=None,
+        histogram_bins=32,
+        dtype="float64",
+        working_memory=None,
+        random_state=None,
+        threads_per_task=1,
+    ):
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.n_neighbors = n_neighbors
+        self.algorithm = algorithm
+        self.index_params = index_params
+        self.lipschitz = lipschitz
+        self.margin = margin
+        self.delta = delta
+        self.bound = bound
+        self.coverage = coverage
+        self.sigma = sigma
+        self.ck = ck
+        self.empty_neighborhood = empty_neighborhood
+        self.bandwidth_grid = bandwidth_grid
+        self.histogram_bins = histogram_bins
+        self.dtype = dtype
+        self.working_memory = working_memory
+        self.random_state = random_state
+        self.threads_per_task = threads_per_task
 
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
-        return f"ShardedNadarayaWatson({args})"
+    def _estimator_params(self) -> dict[str, Any]:
+        """This estimator's parameters as NadarayaWatsonClassifier parameters (n_jobs off)."""
+        params = self.get_params(deep=False)
+        params.pop("threads_per_task")
+        known = set(NadarayaWatsonClassifier().get_params(deep=False))
+        missing = sorted(known - set(params) - set(_NOT_TAKEN))
+        if missing:  # a new estimator parameter this class does not pass on yet
+            raise TypeError(f"ShardedNadarayaWatson does not support NadarayaWatsonClassifier parameter(s) {missing}.")
+        return {**params, "n_jobs": None}
 
     # ------------------------------------------------------------------------------------------
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, client: Any = None) -> "ShardedNadarayaWatson":
-        """Compute the global statistics and prepare one task input per shard.
+        """Compute the global statistics and build one fitted estimator per shard.
 
         Parameters
         ----------
@@ -188,9 +274,19 @@ class ShardedNadarayaWatson:
         sample_weight : array-like of shape (n_samples,), default=None
         client : distributed.Client or None
             None: the active default client if any, else the local scheduler.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        TypeError, ValueError
+            Bad inputs or parameters, with the estimator's own messages.
         """
-        dtype = check_dtype(self.params.get("dtype", "float64"))
-        X = check_query_array(X, "X", None, dtype)
+        limited(_tree, self.threads_per_task)  # checks threads_per_task
+        params = self._estimator_params()
+        X = check_query_array(X, "X", None, check_dtype(self.dtype))
         n, d = X.shape
         if n < 2:
             raise ValueError(f"X needs at least 2 training rows, got {n}.")
@@ -199,137 +295,173 @@ class ShardedNadarayaWatson:
         if y.ndim != 1 or y.shape[0] != n:
             raise ValueError(f"y must be 1-D with one label per row of X ({n}), got shape {y.shape}.")
         check_classification_targets(y)
-        classes, labels = np.unique(y, return_inverse=True)
-        if classes.shape[0] < 2:
-            raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs at least 2 classes.")
-        labels = labels.astype(np.intp)
         if isinstance(sample_weight, da.Array):
             (sample_weight,) = compute(client, sample_weight)
-        weights = self._checked_weights(sample_weight, n, X.dtype)
-        w = np.ones(n) if weights is None else weights.astype(np.float64)
-        prior = np.bincount(labels, weights=w, minlength=classes.shape[0])
-
-        low, high = compute(client, X.min(axis=0), X.max(axis=0))
-        low, high = np.asarray(low, np.float64), np.asarray(high, np.float64)
+        low, high = (np.asarray(v, np.float64) for v in compute(client, X.min(axis=0), X.max(axis=0)))
         if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
             raise ValueError("X contains NaN or infinity; the training inputs must be finite.")
+        if self.n_neighbors is not None:
+            check_int_range(self.n_neighbors, "n_neighbors", 1, n,
+                            hint=f"It counts neighbours among the {n} training samples (None: use all).")
 
-        # The shell is fitted on one row per class (so that every parameter
-        # check of the estimator runs and C is right), then gets the global
-        # statistics; it never sees the other rows.
-        _, first = np.unique(labels, return_index=True)
-        first = np.sort(first)
-        default_grid = self.params.get("bandwidth") == "auto" and self.params.get("bandwidth_grid") is None
-        shell_params = {**self.params, "n_neighbors": None, "algorithm": "auto", "n_jobs": None}
-        if default_grid:  # placeholder: the grid of all shards replaces it below
-            shell_params["bandwidth_grid"] = [1.0]
-        shell = _ReducedSumsClassifier(**shell_params)
-        shell.fit(np.asarray(compute(client, X[first])[0]), y[first])
-        k = self.params.get("n_neighbors")
-        if k is not None:
-            check_int_range(k, "n_neighbors", 1, n, hint=f"It counts neighbours among the {n} training samples.")
-        shell.class_prior_ = prior / prior.sum()
-        shell._box = (low, high)
-        shell.n_samples_fit_ = n
-        shell._train = None
+        # The global model: the estimator's own fit on one row per class runs every
+        # parameter check; a fit on the labels alone (zero-width inputs) checks y and
+        # the weights and gives the prior. The box and grid of all shards replace theirs.
+        classes, labels = np.unique(y, return_inverse=True)
+        first = np.sort(np.unique(labels, return_index=True)[1])
+        default_grid = isinstance(self.bandwidth, str) and self.bandwidth == "auto" and self.bandwidth_grid is None
+        head = {**params, "n_neighbors": None}
+        if default_grid:  # placeholder, replaced by the grid of all shards
+            head["bandwidth_grid"] = [1.0]
+        rows = np.asarray(compute(client, X[first])[0])
+        template = NadarayaWatsonClassifier(**head).fit(rows, y[first]).get_fitted_state()
+        if self.n_neighbors is not None:  # the index options are checked here, not in a task on a worker
+            NadarayaWatsonClassifier(**{**head, "n_neighbors": 1}).fit(rows, y[first])
+        full = NadarayaWatsonClassifier(**head).fit(np.zeros((n, 1), X.dtype), y, sample_weight=sample_weight).get_fitted_state()
+        weights = full.get("weights")  # as the in-memory estimator keeps them (None when all 1)
+        labels = np.asarray(full["labels"])
+        template.update(class_prior_=full["class_prior_"], box_low=low, box_high=high)
+        if "n_samples_fit_" in template:
+            template["n_samples_fit_"] = n
         if default_grid:
-            shell.bandwidths_ = self._default_grid(X, low, high, client)
+            template["bandwidths_"] = self._default_grid(X, low, high, client)
+        estimator = NadarayaWatsonClassifier(**head).set_fitted_state(template)
 
+        # A localized shard only needs its index (any k works for it: its lists
+        # are asked for min(k, rows) neighbours).
+        shard_params = params if self.n_neighbors is None else {**params, "n_neighbors": 1}
         offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(int)
-        blocks = X.to_delayed().ravel()
         shards = []
-        for j, blk in enumerate(blocks):
-            if offsets[j + 1] == offsets[j]:
-                continue  # an empty chunk adds nothing (and an index cannot be built on it)
-            rows = slice(offsets[j], offsets[j + 1])
-            w_j = None if weights is None else weights[rows]
-            if k is None:
-                shards.append(dask.delayed(_training_shard, pure=True)(blk, labels[rows], w_j, classes.shape[0]))
-            else:
-                algorithm = self.params.get("algorithm", "auto")
-                shards.append(dask.delayed(_index_shard, pure=True)(blk, int(offsets[j]), labels[rows], w_j, algorithm))
+        for j, blk in enumerate(X.to_delayed().ravel()):
+            lo, hi = int(offsets[j]), int(offsets[j + 1])
+            if hi > lo:  # an empty chunk adds nothing (and an index cannot be built on it)
+                w_j = None if weights is None else weights[lo:hi]
+                shards.append(dask.delayed(_shard, pure=True)(shard_params, template, blk, lo, labels[lo:hi], w_j))
         # Built once, kept on the workers (or in memory with the local scheduler).
         self.shards_ = list(client.persist(shards) if client is not None else dask.persist(*shards))
-        self.estimator_ = shell
-        self.n_neighbors_ = k
-        self.classes_ = classes
-        self.class_prior_ = shell.class_prior_
+        self.template_ = template
+        self.estimator_ = estimator
+        self.classes_ = estimator.classes_
+        self.class_prior_ = estimator.class_prior_
         self.n_features_in_ = d
         self.n_samples_fit_ = n
-        self.bandwidths_ = shell.bandwidths_
+        self.bandwidths_ = np.asarray(template["bandwidths_"])
         return self
 
     @staticmethod
-    def _checked_weights(sample_weight: Any, n: int, dtype: np.dtype) -> np.ndarray | None:
-        if sample_weight is None:
-            return None
-        w = np.asarray(sample_weight, np.float64)
-        if w.shape != (n,):
-            raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}.")
-        if not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise ValueError("sample_weight must be finite and non-negative.")
-        if w.sum() <= 0:
-            raise ValueError("sample_weight sums to 0: at least one sample needs a positive weight.")
-        return None if np.all(w == 1.0) else w.astype(dtype)
-
-    @staticmethod
     def _default_grid(X: "da.Array", low: np.ndarray, high: np.ndarray, client: Any) -> np.ndarray:
-        """:func:`~nwbound.estimators.default_bandwidth_grid` over all shards:
-        the pilot rows' second-nearest distances are the smallest two over shards."""
+        """:func:`~nwbound.estimators.default_bandwidth_grid` over all shards: its pilot
+        rows' nearest other row is the nearest over the shards."""
         n = X.shape[0]
         diagonal = float(np.linalg.norm(high - low))
         if diagonal == 0.0:
-            raise ValueError("All training points coincide: bandwidth='auto' cannot pick a scale.")
-        pilot_rows = np.unique(np.linspace(0, n - 1, min(_AUTO_PILOT_SIZE, n)).astype(int))
+            default_bandwidth_grid(np.zeros((2, X.shape[1])))  # raises the estimator's explanation
+        pilot_rows = np.unique(np.linspace(0, n - 1, min(_PILOT_SIZE, n)).astype(int))
         pilot = np.asarray(compute(client, X[pilot_rows])[0], dtype=np.float64)
         parts = [dask.delayed(_pilot_two_nearest, pure=True)(blk, pilot) for blk in X.to_delayed().ravel()]
-        dist = np.sort(np.concatenate(compute(client, *parts), axis=1), axis=1)
-        nearest = dist[:, 1]
+        nearest = np.sort(np.concatenate(compute(client, *parts), axis=1), axis=1)[:, 1]
+        n_grid = inspect.signature(default_bandwidth_grid).parameters["n_bandwidths"].default
         lo = float(np.median(nearest[nearest > 0])) if np.any(nearest > 0) else diagonal * 1e-3
         lo = min(lo, diagonal)
-        return np.geomspace(lo, diagonal, _AUTO_GRID_SIZE) if lo < diagonal else np.array([diagonal])
+        return np.geomspace(lo, diagonal, n_grid) if lo < diagonal else np.array([diagonal])
 
     # ------------------------------------------------------------------------------------------
-    def _reduced(self, X: Any, method: str, client: Any, threads: int) -> tuple["da.Array", list[Any]]:
+    def _outputs(self, X: Any, method: str, bounds: Any, client: Any) -> tuple["da.Array", list[Any]]:
+        """One delayed output per query block: shard statistics merged, then finished."""
         if not hasattr(self, "estimator_"):
             raise NotFittedError("This ShardedNadarayaWatson is not fitted yet; call fit(X_train, y) first.")
-        shell = self.estimator_
-        X = check_query_array(X, "X", self.n_features_in_, shell._fit_dtype)
-        # The sums the shell's own method will ask for: with a fixed bandwidth
-        # predict/predict_proba need only class sums; "auto" picks λ from the bound.
-        if method == "predict_interval" or shell.bandwidth == "auto":
-            spec = shell._require_bounds()
-            need = (spec.needs_distance_sum, spec.needs_tail_mass)
-        else:
-            need = (False, False)
+        X = check_query_array(X, "X", self.n_features_in_, check_dtype(self.dtype))
+        if method != "predict_interval" and bounds is None and self.lipschitz is None and self.margin is None:
+            # p̂ needs no assumption; with one bandwidth it does not depend on the bound setting.
+            bounds = {"p": {"lipschitz": 1.0, "bound": "hoeffding"}}
+        with warnings.catch_warnings():  # the settings are checked now, not in a task at compute time
+            warnings.simplefilter("ignore")
+            self.estimator_.predict_interval(self.template_["X"][:1], bounds=bounds)
         client = current_client(client)
-        shared = share(shell, client)
-        k = self.n_neighbors_
+        threads = self.threads_per_task
+        params, template = self._estimator_params(), share(self.template_, client)
         parts = []
-        for blk in X.to_delayed().ravel():
-            if k is None:
-                partial = [dask.delayed(limited(_dense_partial, threads), pure=True)(shared, blk, s, need) for s in self.shards_]
-                sums = _tree(partial, _add_sums)
-            else:
-                lists = [dask.delayed(limited(_shard_topk, threads), pure=True)(blk, s, k) for s in self.shards_]
-                sums = dask.delayed(_neighbor_sums, pure=True)(shared, _tree(lists, _merge_topk, k), need)
-            parts.append(dask.delayed(limited(_finish, threads), pure=True)(shared, blk, sums, method))
+        if self.n_neighbors is None:
+            model = share(self.estimator_, client)
+            for blk in X.to_delayed().ravel():
+                stats = [dask.delayed(limited(_shard_statistics, threads), pure=True)(s, blk, bounds) for s in self.shards_]
+                merged = _tree(stats, _merge_two)
+                parts.append(dask.delayed(limited(_finish, threads), pure=True)(model, merged, method, bounds))
+        else:
+            k = int(self.n_neighbors)
+            for blk in X.to_delayed().ravel():
+                lists = [dask.delayed(limited(_shard_topk, threads), pure=True)(s, blk, k) for s in self.shards_]
+                merged = _tree(lists, _merge_topk, k)
+                parts.append(dask.delayed(limited(_neighbor_finish, threads), pure=True)(
+                    params, template, blk, merged, method, bounds))
         return X, parts
 
-    def predict_interval(self, X: Any, *, client: Any = None, threads_per_task: int = 1) -> dict[str, "da.Array"]:
-        """Per-query intervals as a dict of lazy Dask arrays (fields of
-        :class:`~nwbound.PredictionInterval`; see :func:`nwbound.dask.predict_interval`)."""
-        X, parts = self._reduced(X, "predict_interval", client, threads_per_task)
-        return interval_arrays(parts, X.chunks[0], len(self.classes_))
+    def predict_interval(self, X: Any, bounds: Any = None, *, client: Any = None) -> dict[str, Any]:
+        """Per-query intervals as lazy Dask arrays.
 
-    def predict_proba(self, X: Any, *, client: Any = None, threads_per_task: int = 1) -> "da.Array":
-        """Class probabilities, shape (n_queries, n_classes) (lazy)."""
-        X, parts = self._reduced(X, "predict_proba", client, threads_per_task)
+        Parameters
+        ----------
+        X : dask.array.Array of shape (n_queries, n_features)
+            Chunked along rows only, dtype ``dtype``.
+        bounds : None, mapping or list, default=None
+            As for :meth:`NadarayaWatsonClassifier.predict_interval`: None for
+            this estimator's own bound, or several settings from one pass.
+        client : distributed.Client or None, default=None
+
+        Returns
+        -------
+        dict
+            Field name (of :class:`~nwbound.PredictionInterval`) → lazy Dask
+            array; with ``bounds``, setting name → such a dict.
+
+        Examples
+        --------
+        >>> import numpy as np, dask.array as da
+        >>> from nwbound.dask import ShardedNadarayaWatson
+        >>> X = np.linspace(0, 1, 60)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> m = ShardedNadarayaWatson(bandwidth=0.2, lipschitz=1.0).fit(da.from_array(X, chunks=(20, -1)), y)
+        >>> out = m.predict_interval(da.from_array(X[:3], chunks=(3, -1)), bounds=["hoeffding", "chernoff"])
+        >>> sorted(out), out["chernoff"]["epsilon"].shape
+        (['chernoff', 'hoeffding'], (3, 2))
+        """
+        X, parts = self._outputs(X, "predict_interval", bounds, client)
+        n_classes = len(self.classes_)
+        if bounds is None:
+            return interval_arrays(parts, X.chunks[0], n_classes)
+        names = list(bounds) if isinstance(bounds, Mapping) else list(bounds)
+        return {
+            name: interval_arrays([dask.delayed(operator.getitem, pure=True)(p, name) for p in parts], X.chunks[0], n_classes)
+            for name in names
+        }
+
+    def predict_proba(self, X: Any, *, client: Any = None) -> "da.Array":
+        """Class probabilities, shape (n_queries, n_classes) (lazy).
+
+        Examples
+        --------
+        >>> import numpy as np, dask.array as da
+        >>> from nwbound.dask import ShardedNadarayaWatson
+        >>> X = np.linspace(0, 1, 60)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> m = ShardedNadarayaWatson(bandwidth=0.2).fit(da.from_array(X, chunks=(20, -1)), y)
+        >>> m.predict_proba(da.from_array(X[:1], chunks=(1, -1))).compute()
+        array([[1., 0.]])
+        """
+        X, parts = self._outputs(X, "predict_proba", None, client)
         return rows_from_blocks(parts, X.chunks[0], (len(self.classes_),), np.float64)
 
-    def predict(self, X: Any, *, client: Any = None, threads_per_task: int = 1) -> "da.Array":
-        """Most probable class of each query (lazy)."""
-        X, parts = self._reduced(X, "predict", client, threads_per_task)
+    def predict(self, X: Any, *, client: Any = None) -> "da.Array":
+        """Most probable class of each query (lazy).
+
+        Examples
+        --------
+        >>> import numpy as np, dask.array as da
+        >>> from nwbound.dask import ShardedNadarayaWatson
+        >>> X = np.linspace(0, 1, 60)[:, None]; y = np.where(X[:, 0] > 0.5, "b", "a")
+        >>> m = ShardedNadarayaWatson(bandwidth=0.2).fit(da.from_array(X, chunks=(20, -1)), y)
+        >>> m.predict(da.from_array(X[-2:], chunks=(2, -1))).compute().tolist()
+        ['b', 'b']
+        """
+        X, parts = self._outputs(X, "predict", None, client)
         return rows_from_blocks(parts, X.chunks[0], (), self.classes_.dtype)
 
 
@@ -340,9 +472,20 @@ def sharded_predict_interval(
     *,
     sample_weight: Any = None,
     client: Any = None,
-    threads_per_task: int = 1,
+    bounds: Any = None,
     **params: Any,
-) -> dict[str, "da.Array"]:
-    """``ShardedNadarayaWatson(**params).fit(X_train, y_train).predict_interval(X_query)``."""
+) -> dict[str, Any]:
+    """``ShardedNadarayaWatson(**params).fit(X_train, y_train).predict_interval(X_query, bounds)``.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> from nwbound.dask import sharded_predict_interval
+    >>> X = np.linspace(0, 1, 60)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> out = sharded_predict_interval(da.from_array(X[:4], chunks=(2, -1)), da.from_array(X, chunks=(30, -1)), y,
+    ...                                bandwidth=0.2, lipschitz=1.0)
+    >>> out["kappa"].compute().shape
+    (4,)
+    """
     model = ShardedNadarayaWatson(**params).fit(X_train, y_train, sample_weight, client=client)
-    return model.predict_interval(X_query, client=client, threads_per_task=threads_per_task)
+    return model.predict_interval(X_query, bounds, client=client)
