@@ -218,3 +218,11 @@ def test_add_resume_argument_implies_overwrite():
     add_resume_argument(parser)
     assert vars(parser.parse_args([])) == {"overwrite": False, "resume": False}
     assert vars(parser.parse_args(["--resume"])) == {"overwrite": True, "resume": True}
+
+
+def test_add_resume_argument_twice_is_harmless():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--overwrite", action="store_true")
+    add_resume_argument(parser)
+    add_resume_argument(parser)
+    assert parser.parse_args(["--resume"]).resume is True

@@ -221,6 +221,9 @@ class _ResumeAction(argparse.Action):
 def add_resume_argument(parser: argparse.ArgumentParser) -> None:
     """Add ``--resume`` to an experiment's parser (it also lets the folder hold files).
 
+    Does nothing when the parser already has ``--resume`` (e.g. added for
+    every experiment by ``nwbound experiment``), so both places may call it.
+
     Examples
     --------
     >>> import argparse
@@ -232,8 +235,11 @@ def add_resume_argument(parser: argparse.ArgumentParser) -> None:
     >>> args.resume, args.overwrite
     (True, True)
     """
-    parser.add_argument(
-        "--resume", nargs=0, action=_ResumeAction, default=False,
-        help="continue an interrupted run in the same folder: skip the steps already finished "
-             "with the same parameters (recorded in steps.json)",
-    )
+    try:
+        parser.add_argument(
+            "--resume", nargs=0, action=_ResumeAction, default=False,
+            help="continue an interrupted run in the same folder: skip the steps already finished "
+                 "with the same parameters (recorded in steps.json)",
+        )
+    except argparse.ArgumentError:  # already there: one definition is enough
+        pass
