@@ -444,6 +444,19 @@ def escape_spreadsheet_cells(frame: Any) -> Any:
     return out
 
 
+def _has_carriage_return(frame: Any) -> bool:
+    """True when a column name or a text cell of ``frame`` contains ``\\r``."""
+    pd = _pandas()
+    if any("\r" in str(c) for c in frame.columns):
+        return True
+    for name in frame.columns:
+        col = frame[name]
+        if not (pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype)):
+            if col.astype("string").str.contains("\r", regex=False).fillna(False).any():
+                return True
+    return False
+
+
 def stale_temporaries(path: str | os.PathLike) -> list[Path]:
     """Temporary files that an interrupted :class:`TableWriter` left next to ``path``.
 
@@ -548,7 +561,12 @@ class TableWriter:
         if self.format == "csv":
             if self.csv_escape:
                 frame = escape_spreadsheet_cells(frame)
-            frame.to_csv(self._fh, header=self.n_rows == 0 and self._fh.tell() == 0, index=False, lineterminator="\n")
+            frame.to_csv(
+                self._fh, header=self.n_rows == 0 and self._fh.tell() == 0, index=False, lineterminator="\n",
+                # Python < 3.12's csv writer leaves a field with a bare CR unquoted, which readers take for
+                # a line break: quote every text field of such a chunk (valid CSV, same values read back).
+                quoting=csv.QUOTE_NONNUMERIC if _has_carriage_return(frame) else csv.QUOTE_MINIMAL,
+            )
         else:
             import pyarrow as pa
 
