@@ -27,8 +27,6 @@ ROOT = "nwbound"
 # issue-11 refactor lands; the test fails on an entry that no longer occurs, so the list
 # never goes stale.
 ALLOWED_PRIVATE: dict[tuple[str, str], str] = {
-    ("nwbound.dask", "nwbound.estimators._nadaraya_watson:_AUTO_GRID_SIZE"): "one bandwidth grid (issue 11, item 2; H3/H6)",
-    ("nwbound.dask", "nwbound.estimators._nadaraya_watson:_AUTO_PILOT_SIZE"): "one bandwidth grid (issue 11, item 2; H3/H6)",
     ("nwbound.plots", "nwbound.metrics._validation:_as_1d"): "plots check inputs as metrics do; needs public checks in metrics (H6)",
     ("nwbound.plots", "nwbound.metrics._validation:_check_classes"): "plots check inputs as metrics do; needs public checks in metrics (H6)",
     ("nwbound.plots", "nwbound.metrics._validation:_check_interval"): "plots check inputs as metrics do; needs public checks in metrics (H6)",
