@@ -26,7 +26,10 @@ from nwbound.experiments._common import (
     parse_sizes,
     result_row,
 )
-from nwbound.experiments.synthetic import make_test_set
+from nwbound.experiments.shift import supported_bounds
+from nwbound.experiments.synthetic import bound_rows, make_test_set
+
+BOUNDS = supported_bounds()  # hoeffding, and chernoff where the estimators have it
 
 DELTA = 0.05
 NW_FAMILY = ("regular", "regular_auto", "localized", "dyadic")  # our bounded classifiers
@@ -58,7 +61,9 @@ def _tolerance(n: float) -> float:
 @pytest.fixture(scope="module")
 def synthetic_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("synthetic") / "results"
-    rc = main(["experiment", "synthetic", "--quick", "--output", str(out), "--quiet"])
+    # The CME only at n = 100 keeps this fixture fast (its own tests are in test_baselines).
+    rc = main(["experiment", "synthetic", "--quick", "--output", str(out), "--quiet",
+               "--models", "regular,regular_auto,localized,dyadic,logistic,cme", "--cme-max", "100"])
     return rc, out
 
 
@@ -95,12 +100,13 @@ def test_synthetic_quick_rows_and_ranges(synthetic_run):
     rows = _read(out / "overlapping_results.csv") + _read(out / "separable_results.csv")
     sizes = {100.0, 1000.0, 10000.0}
     assert {r["n_train"] for r in rows} == sizes
-    # per size and data set: regular/localized/dyadic × 2 settings, regular_auto, logistic,
-    # and the CME (ours + paper) only up to n = 1000
+    # per size and data set: regular/localized/dyadic × (paper + each bound form), regular_auto
+    # per bound form, logistic, and the CME (ours + paper) only at n = 100
+    b = len(BOUNDS)
     for dataset in ("overlapping", "separable"):
         for n in sizes:
             count = sum(1 for r in rows if r["dataset"] == dataset and r["n_train"] == n)
-            assert count == 3 * 2 + 1 + 1 + (2 if n <= 1000 else 0)
+            assert count == 3 * (1 + b) + b + 1 + (2 if n <= 100 else 0)
     for r in rows:
         assert 0.0 <= r["accuracy"] <= 1.0
         assert 0.0 <= r["precision_w"] <= 1.0
@@ -172,8 +178,8 @@ def test_paper_bound_is_narrower_than_ours(synthetic_run):
     _, out = synthetic_run
     rows = _read(out / "overlapping_results.csv")
     for n in (100.0, 1000.0, 10000.0):
-        eps = {r["setting"]: r["mean_bound"] for r in rows if r["method"] == "regular" and r["n_train"] == n}
-        assert eps["paper"] < eps["ours"]
+        eps = {r["bound"]: r["mean_bound"] for r in rows if r["method"] == "regular" and r["n_train"] == n}
+        assert all(eps["paper"] < eps[b] for b in BOUNDS)
 
 
 def test_coverage_table_consistent(synthetic_run):
@@ -183,8 +189,10 @@ def test_coverage_table_consistent(synthetic_run):
     assert {(c["dataset"], c["setting"]) for c in cov} == {
         (d, s) for d in ("overlapping", "separable") for s in ("paper", "ours")
     }
+    assert {c["bound"] for c in cov if c["setting"] == "ours" and c["method"] in NW_FAMILY} == set(BOUNDS)
+    key = ("dataset", "setting", "bound", "method")
     for c in cov:
-        group = [r for r in rows if (r["dataset"], r["setting"], r["method"]) == (c["dataset"], c["setting"], c["method"])]
+        group = [r for r in rows if all(r[k] == c[k] for k in key)]
         assert c["worst_violation_rate"] == pytest.approx(max(r["violation_rate"] for r in group))
         assert c["status"] == ("violated" if c["worst_violation_rate"] > DELTA else "holds")
         if c["setting"] == "ours" and c["method"] in NW_FAMILY:
@@ -366,3 +374,52 @@ def test_size_curve_display_averages_and_skips_nan():
     assert list(xs) == [10, 1000] and list(ys) == [2.0, 5.0]
     assert disp.ax_.get_xscale() == "log" and disp.figure_ is disp.ax_.figure
     assert len(disp.ax_.get_lines()) == 2  # the curve and the δ line
+
+
+# ---------------------------------------------------------------------------
+# certificate, review columns and bound forms (issue 10)
+# ---------------------------------------------------------------------------
+
+
+def test_review_columns_against_slow_restatement(synthetic_run):
+    """Refit one row's model and recompute its certificate and review columns with loops."""
+    from nwbound.experiments.synthetic import make_split
+
+    _, out = synthetic_run
+    rows = _read(out / "overlapping_results.csv")
+    row = next(r for r in rows if r["method"] == "localized" and r["bound"] == "hoeffding" and r["n_train"] == 1000)
+    test = make_test_set("overlapping", 500, seed=0)
+    split = make_split("overlapping", 1000, test, seed=0)
+    model = make_model("localized", lipschitz=split.lipschitz, bandwidth=0.2, n_neighbors=10, delta=DELTA)
+    iv = model.fit(split.X_train, split.y_train).predict_interval(split.X_test)
+    n = len(split.y_test)
+    pred = [int(np.argmax(iv.proba[i])) for i in range(n)]
+    wrong = [model.classes_[pred[i]] != split.y_test[i] for i in range(n)]
+    cert = [iv.lower[i, pred[i]] > iv.upper[i, 1 - pred[i]] and not iv.vacuous[i] for i in range(n)]
+    assert row["certified_share"] == pytest.approx(sum(cert) / n)
+    if sum(cert):
+        assert row["error_among_certified"] == pytest.approx(sum(w for w, c in zip(wrong, cert) if c) / sum(cert))
+    k = math.ceil(0.1 * n)
+    for col, score in (("caught_10_max_p", [1 - iv.proba[i].max() for i in range(n)]),
+                       ("caught_10_error_upper", [1 - iv.lower[i, pred[i]] for i in range(n)])):
+        top = sorted(range(n), key=lambda i: -score[i])[:k]
+        assert row[col] == pytest.approx(sum(wrong[i] for i in top) / sum(wrong)), col
+    confident = test.proba_true.max(axis=1) >= 0.95
+    assert row["mean_bound_confident"] == pytest.approx(iv.epsilon[confident].mean())
+
+
+@pytest.mark.skipif("chernoff" not in BOUNDS, reason="the estimators have no bound='chernoff' yet")
+def test_bound_forms_side_by_side(synthetic_run):
+    _, out = synthetic_run
+    rows = _read(out / "overlapping_results.csv") + _read(out / "separable_results.csv")
+    table = _read(out / "bounds.csv")
+    assert table and {r["bound"] for r in table} == {"chernoff"}
+    for t in table:
+        pick = lambda b: [r for r in rows if (r["dataset"], r["method"], r["n_train"], r["bound"]) == (t["dataset"], t["method"], t["n_train"], b)]  # noqa: E731
+        assert t["mean_bound"] == pytest.approx(np.mean([r["mean_bound"] for r in pick("chernoff")]))
+        assert t["mean_bound_hoeffding"] == pytest.approx(np.mean([r["mean_bound"] for r in pick("hoeffding")]))
+        assert t["width_ratio"] == pytest.approx(t["mean_bound"] / t["mean_bound_hoeffding"])
+        # The exact per-point form (localized, dyadic) is never wider than Hoeffding.
+        if t["method"] in ("localized", "dyadic"):
+            assert t["mean_bound"] <= t["mean_bound_hoeffding"] + 1e-12
+    assert bound_rows([r for r in rows if r["bound"] != "chernoff"]) == []
