@@ -1,0 +1,88 @@
+"""The README's ``nwbound fit / predict / evaluate`` commands, run verbatim on a small generated table.
+
+The commands are parsed from README.md's code blocks, so this test follows the
+README: edit a command there and this runs the edited command.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("pyarrow")
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+
+from nwbound.cli.main import main  # noqa: E402
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+TABLE_COMMANDS = ("fit", "predict", "evaluate")
+
+
+def readme_commands(text: str) -> list[str]:
+    """``nwbound fit|predict|evaluate`` commands of the README, in order of appearance.
+
+    From fenced code blocks (line continuations joined, ``#`` comments
+    dropped) and from inline code spans such as ```nwbound evaluate …```.
+    """
+    commands = []
+    code = re.findall(r"```[a-z]*\n(.*?)```|`([^`\n]+)`", text, flags=re.S)
+    for block, inline in code:
+        joined = re.sub(r"\\\n\s*", " ", block or inline)
+        for line in joined.splitlines():
+            line = line.split(" #", 1)[0].strip()
+            words = shlex.split(line) if line.startswith("nwbound ") else []
+            if len(words) > 1 and words[0] == "nwbound" and words[1] in TABLE_COMMANDS:
+                commands.append(line)
+    return commands
+
+
+def _tables(folder: Path, n_train: int = 600, n_new: int = 150, seed: int = 0) -> None:
+    """What the README's commands read: train.csv, new.csv, test.csv with a patient id and a label."""
+    rng = np.random.default_rng(seed)
+
+    def frame(n: int, start: int) -> "pd.DataFrame":
+        x1 = rng.uniform(0, 10, n)  # raw units, as in the README (--scale minmax restates L)
+        x2 = rng.uniform(0, 2, n)
+        p_sick = 1 / (1 + np.exp(-1.5 * (x1 - 5)))
+        label = np.where(rng.uniform(size=n) < p_sick, "sick", "well")
+        return pd.DataFrame({"patient": [f"P{start + i:05d}" for i in range(n)], "x1": x1, "x2": x2, "label": label})
+
+    frame(n_train, 0).to_csv(folder / "train.csv", index=False)
+    frame(n_new, 10_000).drop(columns="label").to_csv(folder / "new.csv", index=False)
+    frame(n_new, 20_000).to_csv(folder / "test.csv", index=False)
+
+
+def test_readme_has_the_table_commands():
+    commands = readme_commands(README.read_text(encoding="utf-8"))
+    assert [shlex.split(c)[1] for c in commands][:3] == list(TABLE_COMMANDS), commands
+
+
+def test_readme_commands_run_verbatim(tmp_path, monkeypatch, capsys):
+    commands = readme_commands(README.read_text(encoding="utf-8"))
+    _tables(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    printed = {}
+    for line in commands:
+        argv = shlex.split(line)[1:]
+        rc = main(argv)
+        out, err = capsys.readouterr()
+        assert rc == 0, f"{line!r} failed:\n{err}"
+        printed[argv[0]] = out + err
+    # What the README promises about the outputs.
+    pred = pd.read_csv(tmp_path / "predictions.csv", dtype={"patient": str})
+    new = pd.read_csv(tmp_path / "new.csv", dtype={"patient": str})
+    assert pred["patient"].tolist() == new["patient"].tolist()
+    for column in ("predicted", "proba_sick", "lower_sick", "upper_well", "epsilon", "kappa", "vacuous", "review"):
+        assert column in pred.columns, column
+    assert "Wrote model.npz" in printed["fit"]
+    assert "certified" in printed["predict"]
+    assert "accuracy_pct" in printed["evaluate"] and "errors_caught_pct" in printed["evaluate"]
+    assert (tmp_path / "evaluation" / "metrics.csv").exists()
