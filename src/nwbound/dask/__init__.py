@@ -7,8 +7,13 @@ Needs the ``dask`` extra (``dask[array]`` and ``distributed``).
   The model is sent to each worker once.
 * :class:`ShardedNadarayaWatson` / :func:`sharded_predict_interval`: the
   Nadaraya-Watson classifier over a training set split into row shards, for
-  training sets too large for one worker; its kernel sums are added (or its
-  neighbour lists merged) over shards, so results equal the single-machine ones.
+  training sets too large for one worker. Built on the estimators' public
+  API only: each shard is a :class:`~nwbound.NadarayaWatsonClassifier`
+  restored with ``set_fitted_state`` (its rows, the global classes, prior,
+  box and bandwidths); its ``kernel_statistics`` are merged over shards
+  (:func:`~nwbound.estimators.merge_statistics`) and turned into intervals by
+  ``interval_from_statistics``; localized neighbour lists are merged exactly.
+  Results equal the single-machine ones up to rounding.
 
 Each task limits BLAS/OpenMP threads with threadpoolctl (``threads_per_task``,
 default 1) so that concurrent tasks do not oversubscribe a worker's cores. The

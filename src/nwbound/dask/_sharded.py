@@ -284,7 +284,7 @@ empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
         TypeError, ValueError
             Bad inputs or parameters, with the estimator's own messages.
         """
-        limited(_tree, self.threads_per_task)  # checks threads_per_task
+        check_int_range(self.threads_per_task, "threads_per_task", 1, hint="BLAS threads inside each Dask task.")
         params = self._estimator_params()
         X = check_query_array(X, "X", None, check_dtype(self.dtype))
         n, d = X.shape
@@ -307,8 +307,7 @@ empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
         # The global model: the estimator's own fit on one row per class runs every
         # parameter check; a fit on the labels alone (zero-width inputs) checks y and
         # the weights and gives the prior. The box and grid of all shards replace theirs.
-        classes, labels = np.unique(y, return_inverse=True)
-        first = np.sort(np.unique(labels, return_index=True)[1])
+        first = np.sort(np.unique(y, return_index=True)[1])
         default_grid = isinstance(self.bandwidth, str) and self.bandwidth == "auto" and self.bandwidth_grid is None
         head = {**params, "n_neighbors": None}
         if default_grid:  # placeholder, replaced by the grid of all shards
@@ -325,7 +324,7 @@ empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
             template["n_samples_fit_"] = n
         if default_grid:
             template["bandwidths_"] = self._default_grid(X, low, high, client)
-        estimator = NadarayaWatsonClassifier(**head).set_fitted_state(template)
+        estimator = NadarayaWatsonClassifier(**{**params, "n_neighbors": None}).set_fitted_state(template)
 
         # A localized shard only needs its index (any k works for it: its lists
         # are asked for min(k, rows) neighbours).
