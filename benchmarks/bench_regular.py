@@ -9,7 +9,11 @@ chunks, and the median over ``--repeats`` is reported:
 * the bare float32 GEMM ``Q @ Xᵀ`` of the same shapes (:func:`run.bare_gemm`:
   fastest of BLAS-threaded row blocks and 2 threads × 1 BLAS thread on tiles),
 * ``predict`` with the compiled one-pass tile reduction (numba, ``_fused.py``),
-* ``predict`` with the numpy reduction (``_sums.USE_NUMBA = False``),
+* ``predict`` with the numpy reduction (``_sums.USE_NUMBA = False``; ``--skip-numpy`` leaves it out),
+* the engine call itself (``dense_kernel_sums``, compiled route), plain and with
+  ``histogram_bins=32`` (the distance histogram of the Chernoff bound's histogram form),
+* with ``--before REV``, the engine of git revision ``REV`` (its ``src/nwbound``
+  extracted into a temporary package ``nwbound_before``) on the very same inputs,
 
 on the synthetic ECG stand-in of ``run.py`` (87 554 × 100 training points,
 21 892 queries, 5 classes, Epanechnikov λ = 0.75, float32, ``n_jobs=-1``),
@@ -19,7 +23,7 @@ with the cache that run filled (load).
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/bench_regular.py [--quick] [--repeats 5] [--compile]
+    PYTHONPATH=src python benchmarks/bench_regular.py [--quick] [--repeats 5] [--compile] [--before REV]
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import ECG_BANDWIDTH, ECG_FULL, ECG_QUICK, bare_gemm, ecg_like, reductions, timed, with_reduction  # noqa: E402
 
 from nwbound import NadarayaWatsonClassifier  # noqa: E402
+from nwbound.estimators import _sums  # noqa: E402
 
 # Timed in a fresh interpreter: numba import, then compile (or cache load) and
 # run of the first predict on a small problem.
@@ -70,18 +75,35 @@ def first_call_seconds(cache_dir: str) -> tuple[float, float]:
     return first, second
 
 
+def engine_of_revision(rev: str, workdir: str):
+    """The ``_sums`` module of git revision ``rev``, imported as ``nwbound_before.estimators._sums``."""
+    root = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(["git", "-C", str(root), "archive", rev, "src/nwbound"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", workdir], input=archive.stdout, check=True)
+    Path(workdir, "src", "nwbound").rename(Path(workdir, "nwbound_before"))
+    sys.path.insert(0, workdir)
+    import importlib
+
+    return importlib.import_module("nwbound_before.estimators._sums")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"{ECG_QUICK[0]} × {ECG_QUICK[1]} instead of the full shapes")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats per timing (median; default 5)")
     parser.add_argument("--chunk", type=int, default=2048, help="queries per interleaved chunk (default 2048)")
     parser.add_argument("--compile", action="store_true", help="also time the first call with a cold and a warm numba cache")
+    parser.add_argument("--before", metavar="REV", help="also time the engine of this git revision (e.g. a commit hash)")
+    parser.add_argument("--skip-numpy", action="store_true", help="do not time predict with the numpy reduction")
+    parser.add_argument("--bins", type=int, default=32, help="histogram bins of the engine+histogram timing (default 32)")
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.chunk < 1:
         parser.error("--repeats and --chunk must be at least 1")
 
     routes = [("fused" if name == "numba" else name, flag) for name, flag in reductions()]
     have_numba = len(routes) > 1
+    if args.skip_numpy and have_numba:
+        routes = [r for r in routes if r[0] != "numpy"]
     if not have_numba:
         print("numba is not installed: only the numpy route can be timed (pip install 'nwbound[fast]').")
 
@@ -95,16 +117,41 @@ def main(argv: list[str] | None = None) -> int:
     first = {name: timed(with_reduction(flag, lambda: model.predict(Q[:256]))) for name, flag in routes}
     print("warm-up (first 256 queries; the first also builds the layout): "
           + ", ".join(f"{k} {v:.2f} s" for k, v in first.items()))
-    if have_numba:
+    if have_numba and len(routes) > 1:
         labels = {name: with_reduction(flag, lambda: model.predict(Q[:2000]))() for name, flag in routes}
         print(f"labels of the two routes agree on {np.mean(labels['fused'] == labels['numpy']):.2%} of 2000 queries")
 
     methods = {"gemm": lambda q: bare_gemm(X, q)} | {
         name: (lambda q, flag=flag: timed(with_reduction(flag, lambda: model.predict(q)))) for name, flag in routes
     }
+    # The engine call itself, as predict makes it (no distance sum), plain and with the histogram.
+    train, kern, lam = model._train, model.kernel_, np.array([ECG_BANDWIDTH])
+
+    def engine(q, bins=0):
+        return timed(lambda: _sums.dense_kernel_sums(q, train, kern, lam, need_dist=False, n_jobs=-1, histogram_bins=bins))
+
+    methods["engine"] = engine
+    methods[f"engine+hist{args.bins}"] = lambda q: engine(q, args.bins)
+    engine(Q[:256], args.bins)  # compile the histogram variant
+    before_dir = None
+    if args.before:
+        before_dir = tempfile.TemporaryDirectory()
+        old = engine_of_revision(args.before, before_dir.name)
+        old_train = old.TrainingSet.build(train.X, train.labels, train.n_classes, train.weights)
+
+        def engine_before(q):
+            return timed(lambda: old.dense_kernel_sums(q, old_train, kern, lam, need_dist=False, n_jobs=-1))
+
+        engine_before(Q[:256])  # layout, JIT
+        a = old.dense_kernel_sums(Q[:2000], old_train, kern, lam, need_dist=False, n_jobs=-1)
+        b = _sums.dense_kernel_sums(Q[:2000], train, kern, lam, need_dist=False, n_jobs=-1)
+        print(f"engine before ({args.before}) vs now on 2000 queries: max |Δκ| {np.abs(a.kappa - b.kappa).max():.2e}, "
+              f"κ = 0 in {np.mean(a.kappa == 0):.2%} / {np.mean(b.kappa == 0):.2%}; "
+              f"bound on |d̃² − d²|/S² now: median {np.median(b.d2_error_rel):.2e}, max {b.d2_error_rel.max():.2e}")
+        methods["before"] = engine_before
     names = list(methods)
     times: dict[str, list[float]] = {name: [] for name in names}
-    chunk_ratios: dict[str, list[float]] = {name: [] for name, _ in routes}
+    chunk_ratios: dict[str, list[float]] = {name: [] for name in names[1:]}
     for r in range(args.repeats):
         total = dict.fromkeys(names, 0.0)
         for c, s in enumerate(range(0, n_query, args.chunk)):
@@ -113,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             got = {name: methods[name](q) for name in order}
             for name in names:
                 total[name] += got[name]
-            for name, _ in routes:
+            for name in names[1:]:
                 chunk_ratios[name].append(got[name] / got["gemm"])
         for name in names:
             times[name].append(total[name])
@@ -122,13 +169,20 @@ def main(argv: list[str] | None = None) -> int:
 
     med = {k: statistics.median(v) for k, v in times.items()}
     print("\nmedian seconds: " + ", ".join(f"{k} {v:.3f}" for k, v in med.items()))
-    for name, _ in routes:
+    for name in names[1:]:
         ratios = [p / g for p, g in zip(times[name], times["gemm"])]
-        print(f"{name:>5} predict / GEMM: {med[name] / med['gemm']:.3f} (per repeat: "
+        print(f"{name:>14} / GEMM: {med[name] / med['gemm']:.3f} (per repeat: "
               + ", ".join(f"{v:.3f}" for v in ratios)
               + f"; median of per-chunk ratios {statistics.median(chunk_ratios[name]):.3f})")
-    if have_numba:
+    if "numpy" in med and "fused" in med:
         print(f"numpy / fused: {med['numpy'] / med['fused']:.2f}×")
+    hist = f"engine+hist{args.bins}"
+    print(f"{hist} / engine: {med[hist] / med['engine']:.3f}; {hist} / fused predict: "
+          f"{med[hist] / med.get('fused', med['engine']):.3f}")
+    if "before" in med:
+        print(f"engine now / before: {med['engine'] / med['before']:.3f}")
+    if before_dir is not None:
+        before_dir.cleanup()
 
     if args.compile and have_numba:
         with tempfile.TemporaryDirectory() as cache:

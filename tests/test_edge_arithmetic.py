@@ -205,7 +205,9 @@ def test_sample_weights_scaled_by_1e300_give_the_same_proba():
     assert b.weight_max == pytest.approx(w.max() * 1e300)
 
 
-def test_numba_route_equals_numpy_route_including_histogram(monkeypatch):
+@pytest.mark.parametrize("lams", [[0.03, 0.05], [0.05, 0.012, 0.035, 0.02, 0.05]], ids=["two", "unsorted-five"])
+def test_numba_route_equals_numpy_route_including_histogram(lams, monkeypatch):
+    # Several unsorted bandwidths (with a duplicate) exercise the compiled route's slot sort.
     pytest.importorskip("numba")
     rng = np.random.default_rng(10)
     X = rng.random((1200, 3))
@@ -214,7 +216,7 @@ def test_numba_route_equals_numpy_route_including_histogram(monkeypatch):
     y = rng.integers(0, 3, 1200)
     w = rng.uniform(0.5, 2.0, 1200)
     Q = X32[:100]
-    lams = np.array([0.03, 0.05])
+    lams = np.array(lams)
     for kernel in (EPAN, BOX, get_kernel("tricube"), gaussian_kernel(2.0)):
         train = TrainingSet.build(X32, y, 3, w)
         monkeypatch.setattr(_sums, "USE_NUMBA", True)

@@ -172,6 +172,7 @@ def tile_sums(
     direct_factor,
     row_err,
     scales,
+    g_order,
     tail_cut,
     code,
     radius_sq,
@@ -214,6 +215,11 @@ def tile_sums(
         ``dist_sum`` so that it bounds the true distances from above.
     scales : float64 ndarray of shape (G,)
         ``(S/λ)²`` per bandwidth: ``u² = δ·scales[g]``.
+    g_order : intp ndarray of shape (G,)
+        The bandwidths by decreasing ``scales`` (increasing λ). With several bandwidths the
+        entries are sorted by the first position in this order whose ``u² ≤ R²`` (their
+        *slot*); bandwidth ``g_order[j]`` then visits only the prefix of entries with slot
+        ``≤ j`` — the others have ``K = 0`` there, so the sums are unchanged.
     tail_cut : float64 ndarray of shape (G,)
         Tail radius ``r_t·λ/S`` per bandwidth (ignored without ``tail_mass``).
     code : int
@@ -246,6 +252,13 @@ def tile_sums(
     wk = np.empty(width)
     w_sel = np.empty(width if weighted else 0)
     lab = np.empty(width, dtype=np.intp)
+    slot = np.empty(width, dtype=np.intp)
+    d2_sorted = np.empty(width)
+    cols_sorted = np.empty(width, dtype=np.intp)
+    counts = np.zeros(n_bw + 2, dtype=np.intp)
+    s_sorted = np.empty(n_bw)
+    for j in range(n_bw):
+        s_sorted[j] = scales[g_order[j]]
     n_classes = class_sums.shape[2]
     part = np.zeros((4, n_classes))
     for i in range(n_rows):
@@ -265,13 +278,44 @@ def tile_sums(
                 d2[k] = s
             else:
                 d2[k] = max(1.0 - v, 0.0)
+        if n_bw > 1:
+            # Slot of each entry: the first bandwidth (by increasing λ) that reaches it; a
+            # counting sort by slot makes every bandwidth's entries a prefix.
+            counts[:] = 0
+            for k in range(n):
+                lo = 0
+                hi = n_bw  # slot n_bw: outside every bandwidth
+                while lo < hi:  # u² = δ·s is monotone in s: binary search
+                    mid = (lo + hi) // 2
+                    if d2[k] * s_sorted[mid] <= radius_sq:
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                slot[k] = lo
+                counts[lo + 1] += 1
+            for j in range(n_bw + 1):
+                counts[j + 1] += counts[j]
+            for k in range(n):
+                pos = counts[slot[k]]
+                counts[slot[k]] += 1
+                d2_sorted[pos] = d2[k]
+                cols_sorted[pos] = cols[k]
+            for k in range(n):
+                d2[k] = d2_sorted[k]
+                cols[k] = cols_sorted[k]
         for k in range(n):
             lab[k] = labels[cols[k]]
         if weighted:
             for k in range(n):
                 w_sel[k] = weights[cols[k]]
         err = row_err[i]
-        for g in range(n_bw):
+        n_all = n
+        for j in range(n_bw):
+            g = g_order[j]
+            # after the counting sort counts[j] = number of entries with slot ≤ j
+            n = counts[j] if n_bw > 1 else n_all
+            if n == 0:
+                continue
             scale = scales[g]
             for k in range(n):
                 u2[k] = d2[k] * scale

@@ -125,8 +125,8 @@ _NO_HIST = np.zeros((0, 0, 0))
 
 
 def _tile_bytes_per_element(itemsize: int) -> int:
-    # tile, mask, and the dense route's float64 temporaries (δ, u², K, distances)
-    return itemsize + 1 + 4 * 8
+    # tile, mask, and the dense route's float64 temporaries (t, δ, u², K, distances, indices)
+    return itemsize + 1 + 6 * 8
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,15 @@ class _Layout:
 
 @dataclass(frozen=True)
 class TrainingSet:
-    """Training data in the layout the kernel sums need."""
+    """Training data in the layout the kernel sums need.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> train = TrainingSet.build(np.array([[0.0, 1.0], [2.0, 3.0]]), np.array([0, 1]), 2, None)
+    >>> train.n_classes, train.weight_max, train.layout(prune=False).scale
+    (2, 1.0, 1.0)
+    """
 
     X: np.ndarray  # (n, d), the estimator's dtype
     sqnorm: np.ndarray  # (n,), ‖x_i‖²
@@ -228,6 +236,16 @@ class KernelSums:
     ``Σ w_i/weight_max`` per bin of ``u²`` with edges ``hist_edges`` (B + 1,). The localized
     path with ``keep_points`` adds ``point_mass`` (n, G, k) ``= w_i K_i`` and ``point_dist``
     (n, k), the directly computed neighbour distances.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.kernels import get_kernel
+    >>> train = TrainingSet.build(np.array([[0.0], [0.5]]), np.array([0, 1]), 2, np.array([1.0, 2.0]))
+    >>> s = dense_kernel_sums(np.array([[0.0]]), train, get_kernel("epanechnikov"), np.array([1.0, 2.0]),
+    ...                       need_dist=True)
+    >>> s.kappa.round(4).tolist(), s.weight_max, bool(s.u2_error([1.0, 2.0]).max() < 1e-12)
+    ([[2.5, 2.875]], 2.0, True)
     """
 
     class_sums: np.ndarray  # (n, G, C)
@@ -404,6 +422,7 @@ class _Plan:
     support: float  # S
     rho_sq: float  # (s₀/S)²: the product's scale (may be inf: then no product at all)
     scales: np.ndarray  # (G,) (S/λ_g)²: u² = δ·scales[g] with δ = d²/S²
+    g_order: np.ndarray  # (G,) intp, bandwidths by increasing λ (the compiled route's slots)
     tail_cut: np.ndarray  # (G,) r_t·λ_g/S (inf without tail mass)
     sparse: bool  # compact kernel and no tail mass: extract t ≥ −e only
     edge: bool  # compact kernel: entries near the support's edge are recomputed
@@ -575,7 +594,7 @@ class _Accumulator:
         spec.tile_sums(
             t, self.select.astype(t.dtype), self.redo, col_ids, spec.labels, spec.weights,
             plan.layout.points, self.q64, 1.0 / plan.support, plan.direct_factor, self.row_err,
-            plan.scales, plan.tail_cut, spec.code, spec.radius_sq, plan.inv_weight_max,
+            plan.scales, plan.g_order, plan.tail_cut, spec.code, spec.radius_sq, plan.inv_weight_max,
             self.class_sums, self.sq_sum,
             _NO_SUM if self.dist_sum is None else self.dist_sum,
             _NO_SUM if self.tail_mass is None else self.tail_mass,
@@ -849,6 +868,7 @@ def dense_kernel_sums(
         support=support,
         rho_sq=rho_sq,
         scales=scales,
+        g_order=np.argsort(-scales, kind="stable").astype(np.intp),
         tail_cut=(tail_radius if tail_radius is not None else np.inf) * bandwidths * inv_support,
         sparse=compact,
         edge=kernel.compact,
