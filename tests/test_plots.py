@@ -241,3 +241,11 @@ def test_import_does_not_load_matplotlib():
     code = "import sys, nwbound.plots; sys.exit('matplotlib' in sys.modules)"
     env = {**os.environ, "PYTHONPATH": str(src)}
     assert subprocess.run([sys.executable, "-c", code], env=env).returncode == 0
+
+
+def test_public_pyplot_accessor_and_old_alias():
+    from nwbound.plots import _base
+
+    assert P.pyplot() is plt
+    assert _base._pyplot is P.pyplot  # kept until every caller uses the public name
+    assert "pyplot" in P.__all__
