@@ -1,6 +1,7 @@
 """Property-based invariants (hypothesis)."""
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -81,3 +82,48 @@ def test_duplicated_rows_equal_sample_weight_two(data, draw):
         a = model.fit(X, y, sample_weight=weights).predict_proba(Q)
         b = model.fit(X2, y2).predict_proba(Q)
         np.testing.assert_allclose(a, b, atol=1e-9)
+
+
+# -- scale invariance: X, λ and L (or γ) scaled together describe the same problem ----------
+SCALES = [2.0**-600, 1e-200, 1e-7, 1e7, 1e160, 1e300]
+
+
+def _scaled_models(s):
+    return [
+        NadarayaWatsonClassifier(bandwidth=LAM_A * s, lipschitz=0.5 / s, bound="chernoff"),
+        NadarayaWatsonClassifier(bandwidth=LAM_A * s, lipschitz=0.5 / s, bound="hoeffding"),
+        NadarayaWatsonClassifier(bandwidth=LAM_C * s, n_neighbors=5, margin=2.0 * s, bound="chernoff"),
+        DyadicClassifier(resolution=3, lipschitz=0.5 / s, bound="chernoff"),
+    ]
+
+
+@pytest.mark.parametrize("s", SCALES, ids=[f"{s:g}" for s in SCALES])
+def test_scaling_inputs_bandwidth_and_assumption_together_changes_nothing(s):
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-3, 3, (300, 3))
+    y = (X[:, 0] + 0.3 * rng.standard_normal(300) > 0).astype(int)
+    Q = rng.uniform(-3.5, 3.5, (40, 3))
+    for ref_model, model in zip(_scaled_models(1.0), _scaled_models(s)):
+        ref = ref_model.fit(X, y).predict_interval(Q)
+        got = model.fit(X * s, y).predict_interval(Q * s)
+        for name in ("proba", "lower", "upper", "epsilon"):
+            arr = getattr(got, name)
+            assert np.all(np.isfinite(arr)), (model, name)
+            np.testing.assert_allclose(arr, getattr(ref, name), atol=1e-7, err_msg=f"{model} {name}")
+        np.testing.assert_array_equal(got.vacuous, ref.vacuous)
+
+
+@pytest.mark.parametrize("factor", [1e-300, 1e-5, 3.0, 1e300, 8e307])
+def test_scaling_sample_weights_changes_nothing(factor):
+    rng = np.random.default_rng(4)
+    X = rng.random((200, 2))
+    y = (X[:, 0] > 0.5).astype(int)
+    w = rng.uniform(0.5, 2.0, 200)
+    for model in (NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0, bound="chernoff"),
+                  NadarayaWatsonClassifier(bandwidth=0.3, n_neighbors=7, lipschitz=1.0, bound="chernoff"),
+                  DyadicClassifier(resolution=2, lipschitz=1.0, bound="chernoff")):
+        ref = model.fit(X, y, sample_weight=w).predict_interval(X[:30])
+        got = model.fit(X, y, sample_weight=w * factor).predict_interval(X[:30])
+        for name in ("proba", "lower", "upper"):
+            assert np.all(np.isfinite(getattr(got, name)))
+            np.testing.assert_allclose(getattr(got, name), getattr(ref, name), atol=1e-9, err_msg=f"{model} {name}")

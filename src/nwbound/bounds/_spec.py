@@ -176,7 +176,8 @@ class BoundSpec:
             # Exact per-point form: every neighbour is its own group.
             mass = stats.point_mass[:, 0, :]
             count = (mass > 0).astype(np.float64)
-            dist = np.sqrt(np.asarray(stats.point_dist, np.float64) ** 2 + err[:, None])
+            # hypot: √(d² + e) without squaring d (no underflow/overflow at any scale).
+            dist = np.hypot(np.asarray(stats.point_dist, np.float64), np.sqrt(err)[:, None])
             return chernoff_interval(class_sums, count, mass, mass, self.beta * dist, self.delta_prime)
         if stats.histogram is None:
             raise ValueError(
@@ -192,7 +193,9 @@ class BoundSpec:
         mass_lower = w_max * k_edges[None, 1:] * self.kernel_sup * (1.0 - _KERNEL_SLACK)
         lam = stats.bandwidth_matrix()[:, 0].astype(np.float64)
         # Each point of bin b is at most √(λ²·e_b+1 + d2_error) away (true distance).
-        radius = np.sqrt(lam[:, None] ** 2 * edges[None, 1:] + err[:, None])
+        # = √(λ²·e_b+1 + d2_error), formed as λ·hypot(√e_b+1, √d2_error/λ) so that no
+        # square of a tiny or huge λ is ever taken.
+        radius = lam[:, None] * np.hypot(np.sqrt(edges[None, 1:]), (np.sqrt(err) / lam)[:, None])
         return chernoff_interval(
             class_sums, stats.histogram[:, 0, :], mass_upper, mass_lower, self.beta * radius, self.delta_prime
         )

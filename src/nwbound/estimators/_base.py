@@ -61,6 +61,10 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
                 raise ValueError("sample_weight must be finite.")
             if weights.sum() <= 0:
                 raise ValueError("sample_weight sums to 0: at least one sample needs a positive weight.")
+            # Only relative weights matter (p̂ and every bound are invariant to a common
+            # factor): scale the largest to 1, so that weights like 1e308 cannot overflow
+            # Σ(wK)². κ and ΣK² are then in units of the largest weight.
+            weights = weights / weights.max()
             weights = None if np.all(weights == 1.0) else weights.astype(dtype)
         w = np.ones(X.shape[0]) if weights is None else weights.astype(np.float64)
         prior = np.bincount(labels, weights=w, minlength=classes.shape[0])

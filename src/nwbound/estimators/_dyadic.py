@@ -21,6 +21,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from .._numerics import euclidean_norm
 from .._validation import check_int_range
 from ..kernels import Kernel, get_kernel
 from ._base import BoundedClassifierBase
@@ -138,7 +139,7 @@ class DyadicClassifier(BoundedClassifierBase):
 
     def _set_grid(self, low: np.ndarray, span: np.ndarray, m: int) -> None:
         self._low, self._span, self._n_side = low, span, 2**m
-        self.cell_diameter_ = float(np.linalg.norm(span) / 2**m)
+        self.cell_diameter_ = float(euclidean_norm(span) / 2**m)
 
     def _install(self, keys, class_sums, sq_sums, weight_max) -> "DyadicClassifier":
         """The one place a fitted state is set up, from ``fit`` or :meth:`set_fitted_state`."""
@@ -266,7 +267,7 @@ class DyadicClassifier(BoundedClassifierBase):
         """Integer cell coordinates (clipped into the box) and each row's distance to the box."""
         scaled = (X - self._low) / self._span
         clipped = np.clip(scaled, 0.0, 1.0)
-        outside = np.linalg.norm((scaled - clipped) * self._span, axis=1)
+        outside = euclidean_norm((scaled - clipped) * self._span, axis=1)
         coords = np.minimum((clipped * self._n_side).astype(np.int64), self._n_side - 1)
         return coords, outside
 

@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from sklearn.utils.validation import check_is_fitted
 
+from .._numerics import euclidean_norm
 from .._validation import check_dtype, check_int_range, check_n_jobs, check_positive
 from ..bounds import TAIL_RADIUS, BoundSpec
 from ..kernels import Kernel, get_kernel
@@ -37,7 +38,7 @@ def default_bandwidth_grid(X: np.ndarray, n_bandwidths: int = _AUTO_GRID_SIZE) -
     the training inputs only, never on labels.
     """
     X = np.asarray(X, dtype=np.float64)
-    diagonal = float(np.linalg.norm(X.max(axis=0) - X.min(axis=0)))
+    diagonal = float(euclidean_norm(X.max(axis=0) - X.min(axis=0)))
     if diagonal == 0.0:
         raise ValueError(
             "All training points coincide, so bandwidth='auto' cannot derive a scale from them; "
@@ -50,6 +51,14 @@ def default_bandwidth_grid(X: np.ndarray, n_bandwidths: int = _AUTO_GRID_SIZE) -
     low = float(np.median(nearest[nearest > 0])) if np.any(nearest > 0) else diagonal * 1e-3
     low = min(low, diagonal)
     return np.geomspace(low, diagonal, n_bandwidths) if low < diagonal else np.array([diagonal])
+
+
+def _power_of_two_scale(X: np.ndarray) -> float:
+    """A power of two near the largest coordinate magnitude (1 for an all-zero X)."""
+    largest = float(np.max(np.abs(X), initial=0.0))
+    if largest == 0.0 or not np.isfinite(largest):
+        return 1.0
+    return float(np.ldexp(1.0, int(np.frexp(largest)[1])))
 
 
 class NadarayaWatsonClassifier(BoundedClassifierBase):
@@ -214,6 +223,20 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights ``w_i`` (a weight multiplies one observation's
             kernel value; it does not count as several independent samples).
+            Only relative weights matter: they are divided by the largest, so
+            ``kappa`` is reported in units of the largest weight.
+
+        Returns
+        -------
+        self
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> NadarayaWatsonClassifier(bandwidth=0.2).fit(X, y).n_samples_fit_
+        40
         """
         dtype, _, auto = self._check_params()
         X, labels, weights = self._validate_training_data(X, y, sample_weight, dtype)
@@ -259,9 +282,10 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         self.n_samples_fit_ = n_samples
         self.index_ = None
         if self.n_neighbors is not None:
+            self._index_scale = _power_of_two_scale(X)
             self.index_ = make_index(
                 self.algorithm, n_jobs=self.n_jobs, random_state=self.random_state, **(self.index_params or {})
-            ).fit(X)
+            ).fit(X / self._index_scale)
         self._fit_complete = True
         return self
 
@@ -395,7 +419,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         # ‖y − y_i‖ ≤ Φ(y) for every training point (the paper's assumption 5).
         low, high = self._box
         far = np.maximum(np.abs(X - low), np.abs(X - high))
-        return np.linalg.norm(far, axis=1)
+        return euclidean_norm(far, axis=1)
 
     def _statistics(self, X: np.ndarray, specs: list[BoundSpec], *, need_bounds: bool) -> KernelStatistics:
         """Kernel statistics of validated queries with what ``specs`` need (class sums only when not ``need_bounds``)."""
@@ -414,9 +438,13 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         else:
             if chernoff:
                 extra["keep_points"] = True
-            dist, idx = self.index_.kneighbors(X, self.n_neighbors)
+            # The index searches in coordinates scaled by a power of two (exact), so
+            # that magnitudes like 1e160 cannot overflow its squared distances; the k
+            # chosen distances are then recomputed directly from the coordinates.
+            dist, idx = self.index_.kneighbors(X / self._index_scale, self.n_neighbors)
             sums = neighbor_kernel_sums(
-                dist, idx, self._train, self.kernel_, self.bandwidths_, need_dist=need_dist, tail_radius=tail, **extra
+                dist, idx, self._train, self.kernel_, self.bandwidths_, need_dist=need_dist, tail_radius=tail,
+                queries=X, **extra,
             )
         return KernelStatistics(
             class_sums=sums.class_sums,
