@@ -5,7 +5,8 @@ the raw units, ``make_margin_clusters``), min-max scaled to [0, 1]² with the
 training sample, so the true margin in the scaled units is ``γ / max range``
 (≈ 0.45). The paper's setting takes γ = 6.67 in the scaled units (bias term
 λ/γ with λ = 0.2) with its σ = 1/4 bound; ours uses the true scaled margin
-and the valid default bound. Same models, grid, options and outputs as
+and each valid bound form of ``--bounds`` (Hoeffding, and the band-Chernoff
+form where the estimators have it). Same models, grid, options and outputs as
 ``nwbound experiment synthetic`` restricted to the separable data (see
 :mod:`nwbound.experiments.synthetic`), with the figure ``margin_figure``
 (time, bound and accuracy panels).

@@ -92,7 +92,7 @@ LIPSCHITZ_RAW = 0.15  # the paper's field
 LOGISTIC_BOUNDARY = 5.0  # p₁ = 1/2 at x₁ = 5
 
 FULL = {"n_train": 10_000, "n_cal": 2_000, "n_query": 10_000, "repeats": 10}
-QUICK = {"n_train": 2_000, "n_cal": 1_000, "n_query": 3_000, "repeats": 3}
+QUICK = {"n_train": 2_000, "n_cal": 1_000, "n_query": 2_000, "repeats": 2}
 
 
 @dataclass(frozen=True)

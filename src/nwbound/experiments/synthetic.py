@@ -465,6 +465,15 @@ def bound_rows(rows: Sequence[dict[str, Any]], reference: str = "hoeffding") -> 
     the true ``max_c p_c ≥ 0.95``, both violation rates (any class), the
     certified shares and the errors among certified. Averaged over repeats.
     Empty when only one form ran.
+
+    Examples
+    --------
+    >>> base = {"dataset": "overlapping", "setting": "ours", "method": "regular", "n_train": 100,
+    ...         "mean_bound_confident": 0.5, "violation_any": 0.0, "certified_share": 0.1,
+    ...         "error_among_certified": 0.0}
+    >>> rows = [dict(base, bound="hoeffding", mean_bound=0.5), dict(base, bound="chernoff", mean_bound=0.4)]
+    >>> [(r["bound"], round(r["width_ratio"], 2)) for r in bound_rows(rows)]
+    [('chernoff', 0.8)]
     """
     groups: dict[tuple[str, str, int, str], list[dict[str, Any]]] = {}
     for row in rows:
