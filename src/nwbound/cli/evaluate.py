@@ -257,10 +257,17 @@ def _figures(
 
     makers = {"reliability": reliability, "errors_caught": errors_caught, "bound_width": bound_width, "error_types": error_types}
     if flat:
-        why = f"error_upper is {error_upper[0] if error_upper.size else 1:.3g} on every row (every bound trivial), so it ranks nothing"
-        for stem in ("errors_caught", "bound_width"):
-            makers.pop(stem)
-            notes.append(f"{stem}.png not drawn: {why}.")
+        makers.pop("errors_caught")
+        notes.append(
+            f"errors_caught.png not drawn: error_upper is {error_upper[0] if error_upper.size else 1:.3g} on every "
+            "row (every bound trivial), so it ranks nothing."
+        )
+    epsilon = interval.epsilon.max(axis=1)
+    if epsilon.size == 0 or np.ptp(epsilon) == 0:
+        makers.pop("bound_width")
+        notes.append(
+            f"bound_width.png not drawn: ε is {epsilon[0] if epsilon.size else 1:.3g} on every row, a flat line."
+        )
     for stem, make in makers.items():
         display = make()
         try:
