@@ -17,10 +17,10 @@ def euclidean_norm(a: np.ndarray, axis: int | None = -1) -> np.ndarray:
     --------
     >>> import numpy as np
     >>> from nwbound._numerics import euclidean_norm
-    >>> float(euclidean_norm(np.array([3e200, 4e200])))
+    >>> print(f"{float(euclidean_norm(np.array([3e200, 4e200]))):.6g}")
     5e+200
-    >>> euclidean_norm(np.array([[3e-200, 4e-200], [0.0, 0.0]]), axis=1)
-    array([5.e-200, 0.e+000])
+    >>> print(np.array2string(euclidean_norm(np.array([[3e-200, 4e-200], [0.0, 0.0]]), axis=1), precision=6))
+    [5.e-200 0.e+000]
     """
     a = np.asarray(a, dtype=np.float64)
     largest = np.max(np.abs(a), axis=axis, keepdims=True, initial=0.0)
