@@ -393,3 +393,57 @@ def test_real_gtsrb_csv_checksums_match_manifest():
     for name, (size, sha) in csv_rows.items():
         payload = (DATA / name).read_bytes()
         assert len(payload) == int(size) and _sha256(payload) == sha, name
+
+
+# ---------------------------------------------------------------------------
+# the one stratified subsampler (nwbound.datasets.stratified_subsample)
+# ---------------------------------------------------------------------------
+
+
+def _largest_remainder_counts(counts: list[int], n: int) -> list[int]:
+    """Independent restatement: floor of each quota (at least 1), then ±1 by remainder order."""
+    total = sum(counts)
+    quotas = [c * n / total for c in counts]
+    take = [max(int(q // 1), 1) for q in quotas]
+    order = sorted(range(len(counts)), key=lambda i: -(quotas[i] - int(quotas[i] // 1)))
+    i = 0
+    while sum(take) != n:
+        c = order[i % len(counts)]
+        if sum(take) < n and take[c] < counts[c]:
+            take[c] += 1
+        elif sum(take) > n and take[c] > 1:
+            take[c] -= 1
+        i += 1
+    return take
+
+
+@pytest.mark.parametrize("n", [4, 10, 57, 199])
+def test_stratified_subsample_counts_and_seed(n):
+    from nwbound.datasets import stratified_subsample
+
+    y = np.array(["b"] * 120 + ["a"] * 70 + ["c"] * 9 + ["d"] * 1)
+    idx = stratified_subsample(y, n, random_state=5)
+    assert idx.dtype.kind == "i" and idx.shape == (n,) and np.all(np.diff(idx) > 0)
+    labels, counts = np.unique(y, return_counts=True)
+    got = [int(np.sum(y[idx] == c)) for c in labels]
+    assert got == _largest_remainder_counts(counts.tolist(), n)
+    np.testing.assert_array_equal(idx, stratified_subsample(y, n, random_state=5))
+    gen = np.random.default_rng(5)  # a Generator gives the same draw as its seed
+    np.testing.assert_array_equal(idx, stratified_subsample(y, n, random_state=gen))
+    assert not np.array_equal(idx, stratified_subsample(y, n, random_state=6)) or n == 199
+
+
+def test_stratified_subsample_edges():
+    from nwbound.datasets import stratified_subsample
+
+    y = np.repeat([0, 1, 2], 5)
+    np.testing.assert_array_equal(stratified_subsample(y, 15), np.arange(15))
+    np.testing.assert_array_equal(stratified_subsample(y, 99), np.arange(15))
+    with pytest.raises(ValueError, match="3 classes"):
+        stratified_subsample(y, 2)
+    with pytest.raises(ValueError, match="n_samples"):
+        stratified_subsample(y, 0)
+    with pytest.raises(TypeError, match="n_samples"):
+        stratified_subsample(y, 2.5)
+    with pytest.raises(ValueError, match="one-dimensional"):
+        stratified_subsample(y.reshape(3, 5), 4)
