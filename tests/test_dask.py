@@ -74,6 +74,20 @@ def test_model_over_dask_queries(client, data, n_neighbors):
     np.testing.assert_array_equal(labels, model.predict(Q))
 
 
+def test_model_over_dask_queries_several_bounds(client, data):
+    X, y, w, Q = data
+    model = NadarayaWatsonClassifier(bandwidth="auto", n_neighbors=15, lipschitz=1.0).fit(X, y, sample_weight=w)
+    bounds = ["hoeffding", "chernoff"]
+    (result,) = dask.compute(nwdask.predict_interval(model, da.from_array(Q, chunks=(40, -1)), bounds=bounds,
+                                                     client=client), scheduler=client)
+    reference = model.predict_interval(Q, bounds=bounds)
+    assert set(result) == set(bounds)
+    for name in bounds:
+        assert_same_interval(result[name], reference[name])
+    with pytest.raises(ValueError, match="Unknown bound setting"):  # checked when the graph is built
+        nwdask.predict_interval(model, da.from_array(Q, chunks=(40, -1)), bounds={"x": {"lambda": 1.0}})
+
+
 def test_local_scheduler_holds_model_once(data):
     X, y, _, Q = data
     model = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0).fit(X, y)

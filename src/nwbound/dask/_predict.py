@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import warnings
 from typing import Any
 
 import dask
@@ -47,18 +48,25 @@ def _predict_block(model: Any, block: np.ndarray) -> np.ndarray:
     return task_copy(model).predict(block)
 
 
-def _interval_block(model: Any, block: np.ndarray) -> dict[str, np.ndarray]:
-    out = task_copy(model).predict_interval(block).as_dict()
+def _as_fields(interval: Any, n_rows: int) -> dict[str, np.ndarray]:
+    out = interval.as_dict()
     if out.get("outside_box") is None:
         # Keep every block the same schema; an unknown flag reads "not outside".
-        out["outside_box"] = np.zeros(block.shape[0], dtype=bool)
+        out["outside_box"] = np.zeros(n_rows, dtype=bool)
     return out
 
 
-def _map_rows(func, model: Any, X: Any, client: Any, threads: int) -> list[Any]:
+def _interval_block(model: Any, block: np.ndarray, bounds: Any = None) -> dict[str, Any]:
+    out = task_copy(model).predict_interval(block) if bounds is None else task_copy(model).predict_interval(block, bounds=bounds)
+    if bounds is None:
+        return _as_fields(out, block.shape[0])
+    return {name: _as_fields(iv, block.shape[0]) for name, iv in out.items()}
+
+
+def _map_rows(func, model: Any, X: Any, client: Any, threads: int, *extra: Any) -> list[Any]:
     shared = share(model, current_client(client))
     task = limited(func, threads)
-    return [dask.delayed(task, pure=True)(shared, blk) for blk in X.to_delayed().ravel()]
+    return [dask.delayed(task, pure=True)(shared, blk, *extra) for blk in X.to_delayed().ravel()]
 
 
 def predict_proba(model: Any, X: Any, *, client: Any = None, threads_per_task: int = 1) -> "dask.array.Array":
@@ -81,6 +89,17 @@ def predict_proba(model: Any, X: Any, *, client: Any = None, threads_per_task: i
     Returns
     -------
     dask.array.Array of shape (n_queries, n_classes), float64 (lazy).
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound import dask as nwdask
+    >>> X = np.linspace(0, 1, 50)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> model = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
+    >>> nwdask.predict_proba(model, da.from_array(X[:2], chunks=(1, -1))).compute()
+    array([[1., 0.],
+           [1., 0.]])
     """
     X = _checked(model, X, "predict_proba")
     parts = _map_rows(_proba_block, model, X, client, threads_per_task)
@@ -88,15 +107,26 @@ def predict_proba(model: Any, X: Any, *, client: Any = None, threads_per_task: i
 
 
 def predict(model: Any, X: Any, *, client: Any = None, threads_per_task: int = 1) -> "dask.array.Array":
-    """Predicted class of each row of a Dask array (lazy; see :func:`predict_proba`)."""
+    """Predicted class of each row of a Dask array (lazy; see :func:`predict_proba`).
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound import dask as nwdask
+    >>> X = np.linspace(0, 1, 50)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> model = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
+    >>> nwdask.predict(model, da.from_array(X[-3:], chunks=(2, -1))).compute().tolist()
+    [1, 1, 1]
+    """
     X = _checked(model, X, "predict")
     parts = _map_rows(_predict_block, model, X, client, threads_per_task)
     return rows_from_blocks(parts, X.chunks[0], (), np.asarray(model.classes_).dtype)
 
 
 def predict_interval(
-    model: Any, X: Any, *, client: Any = None, threads_per_task: int = 1
-) -> dict[str, "dask.array.Array"]:
+    model: Any, X: Any, *, bounds: Any = None, client: Any = None, threads_per_task: int = 1
+) -> dict[str, Any]:
     """:meth:`predict_interval` of ``model`` over a Dask array of queries.
 
     Each block's :class:`~nwbound.PredictionInterval` is computed once; the
@@ -104,11 +134,38 @@ def predict_interval(
     ``upper``, ``epsilon``, ``bias``, ``sampling`` of shape (n, C); ``kappa``,
     ``n_eff``, ``vacuous``, ``bandwidth``, ``outside_box`` of shape (n,)).
     Compute them together (``dask.compute(result)``) so each block runs once.
+    ``bounds`` (as for the estimator's ``predict_interval``) gives one such
+    dict per bound setting, all from one kernel pass per block.
     A failing block raises on compute; no rows are dropped.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound import dask as nwdask
+    >>> X = np.linspace(0, 1, 50)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> model = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
+    >>> out = nwdask.predict_interval(model, da.from_array(X, chunks=(20, -1)))
+    >>> out["epsilon"].shape, bool((out["lower"] <= out["proba"]).all().compute())
+    ((50, 2), True)
     """
     X = _checked(model, X, "predict_interval")
-    parts = _map_rows(_interval_block, model, X, client, threads_per_task)
-    return interval_arrays(parts, X.chunks[0], len(model.classes_))
+    if bounds is not None:
+        with warnings.catch_warnings():  # the settings are checked now, not in a task at compute time
+            warnings.simplefilter("ignore")
+            names = list(model.predict_interval(X[:1].compute(), bounds=bounds))
+    parts = _map_rows(_interval_block, model, X, client, threads_per_task, bounds)
+    if bounds is None:
+        return interval_arrays(parts, X.chunks[0], len(model.classes_))
+    return named_interval_arrays(parts, X.chunks[0], len(model.classes_), names)
+
+
+def named_interval_arrays(parts: list[Any], row_chunks: Any, n_classes: int, names: list[Any]) -> dict[Any, dict]:
+    """One :func:`interval_arrays` dict per bound setting from per-block ``{name: fields}`` dicts."""
+    return {
+        name: interval_arrays([dask.delayed(operator.getitem, pure=True)(p, name) for p in parts], row_chunks, n_classes)
+        for name in names
+    }
 
 
 def interval_arrays(parts: list[Any], row_chunks: Any, n_classes: int) -> dict[str, "dask.array.Array"]:

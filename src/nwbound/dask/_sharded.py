@@ -26,9 +26,7 @@ touched.
 from __future__ import annotations
 
 import inspect
-import operator
 import warnings
-from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import dask
@@ -42,7 +40,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from .._validation import check_dtype, check_int_range
 from ..estimators import NadarayaWatsonClassifier, default_bandwidth_grid, merge_statistics
 from ._common import check_query_array, compute, current_client, limited, rows_from_blocks, share
-from ._predict import interval_arrays
+from ._predict import interval_arrays, named_interval_arrays
 
 __all__ = ["ShardedNadarayaWatson", "sharded_predict_interval"]
 
@@ -427,11 +425,7 @@ empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
         n_classes = len(self.classes_)
         if bounds is None:
             return interval_arrays(parts, X.chunks[0], n_classes)
-        names = list(bounds) if isinstance(bounds, Mapping) else list(bounds)
-        return {
-            name: interval_arrays([dask.delayed(operator.getitem, pure=True)(p, name) for p in parts], X.chunks[0], n_classes)
-            for name in names
-        }
+        return named_interval_arrays(parts, X.chunks[0], n_classes, list(bounds))
 
     def predict_proba(self, X: Any, *, client: Any = None) -> "da.Array":
         """Class probabilities, shape (n_queries, n_classes) (lazy).
