@@ -268,3 +268,17 @@ def test_sharded_bad_input(data):
     bad[400, 2] = np.inf
     with pytest.raises(ValueError, match="NaN or infinity"):
         model.fit(da.from_array(bad, chunks=(350, -1)), y)
+
+
+@pytest.mark.parametrize("n_neighbors", [None, 9])
+def test_sharded_float32_equals_single_machine_to_float32_rounding(data, n_neighbors):
+    X, y, w, Q = data
+    X32, Q32 = X.astype(np.float32), Q.astype(np.float32)
+    params = dict(bandwidth="auto", n_neighbors=n_neighbors, lipschitz=1.0, dtype="float32")
+    reference = NadarayaWatsonClassifier(**params).fit(X32, y, sample_weight=w).predict_interval(Q32)
+    model = nwdask.ShardedNadarayaWatson(**params).fit(da.from_array(X32, chunks=(250, -1)), y, sample_weight=w)
+    (result,) = dask.compute(model.predict_interval(da.from_array(Q32, chunks=(65, -1))), scheduler="threads")
+    for name in ("proba", "lower", "upper", "epsilon", "kappa"):
+        # Shards sum their float32 kernel values in another order than one pass does.
+        np.testing.assert_allclose(result[name], getattr(reference, name), rtol=1e-4, atol=1e-5, err_msg=name)
+    np.testing.assert_array_equal(result["vacuous"], reference.vacuous)
