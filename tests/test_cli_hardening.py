@@ -412,3 +412,49 @@ def test_carriage_return_inside_a_cell_round_trips(tmp_path):
             writer.write(frame.iloc[[1]])  # a later chunk without CR keeps minimal quoting
         back = pd.read_csv(target, dtype={"id": str})
         assert back["id"].tolist() == ["a\rb", "c", "c"] and back["x"].tolist() == [1.5, -2.0, -2.0]
+
+
+def test_compare_rules_against_a_slow_recount():
+    import math
+
+    from nwbound import PredictionInterval
+    from nwbound.cli.evaluate import compare_rules
+
+    rng = np.random.default_rng(11)
+    n = 600
+    p1 = rng.uniform(size=n)
+    proba = np.c_[1 - p1, p1]
+    y = (rng.uniform(size=n) < p1).astype(int)
+    eps = rng.uniform(0.05, 0.6, size=(n, 1)).repeat(2, axis=1)
+    iv = PredictionInterval.from_parts(proba, eps * 0.5, eps * 0.5, np.ones(n), np.ones(n), np.zeros(n, bool), np.ones(n))
+    rows, n_cal, n_test = compare_rules(y, iv, alpha=0.2, delta=0.1, seed=3)
+    perm = np.random.default_rng(3).permutation(n)
+    cal, test = sorted(perm[: n // 2]), sorted(perm[n // 2:])
+    assert (n_cal, n_test) == (len(cal), len(test))
+
+    def recount(review: dict) -> tuple[float, float, float]:
+        wrong = {i for i in test if int(proba[i, 1] > proba[i, 0]) != y[i]}
+        flagged = {i for i in test if review[i]}
+        accepted = [i for i in test if not review[i]]
+        return (100 * len(flagged) / len(test), 100 * len(wrong & flagged) / len(wrong),
+                100 * sum(i in wrong for i in accepted) / len(accepted) if accepted else math.nan)
+
+    # certificate: lower of the top class above the other's upper bound
+    cert = {}
+    for i in test:
+        top = int(proba[i, 1] > proba[i, 0])
+        lo = max(proba[i, top] - eps[i, top], 0.0)
+        hi = min(proba[i, 1 - top] + eps[i, 1 - top], 1.0)
+        cert[i] = not lo > hi
+    by_rule = {r["rule"].split(" @")[0]: r for r in rows}
+    got = by_rule["certificate"]
+    np.testing.assert_allclose([got["review_pct"], got["errors_caught_pct"], got["error_accepted_pct"]], recount(cert))
+
+    # split-conformal (LAC) by hand on the calibration half
+    scores = sorted(1 - proba[i, y[i]] for i in cal)
+    k = math.ceil((len(cal) + 1) * (1 - 0.2))
+    q = scores[k - 1]
+    conf = {i: sum(1 - proba[i, c] <= q for c in (0, 1)) != 1 for i in test}
+    got = by_rule["conformal set size != 1"]
+    np.testing.assert_allclose([got["review_pct"], got["errors_caught_pct"], got["error_accepted_pct"]], recount(conf))
+    assert "calibrated threshold on 1 - max p" in by_rule

@@ -59,12 +59,14 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def summarize(correct: np.ndarray, review: np.ndarray) -> dict[str, Any]:
-    """Review-queue metrics, in percent, from per-row ``correct`` and ``review`` flags.
+def summarize(y_true: np.ndarray, y_pred: np.ndarray, review: np.ndarray) -> dict[str, Any]:
+    """Review-queue metrics in percent (:func:`nwbound.metrics.review_summary`, renamed for a table).
 
     Parameters
     ----------
-    correct, review : array-like of bool, shape (n,)
+    y_true, y_pred : array-like of shape (n,)
+    review : array-like of bool, shape (n,)
+        True where the row goes to review.
 
     Returns
     -------
@@ -77,25 +79,21 @@ def summarize(correct: np.ndarray, review: np.ndarray) -> dict[str, Any]:
     Examples
     --------
     >>> import numpy as np
-    >>> m = summarize(np.array([True, True, False, False]), np.array([False, True, True, False]))
+    >>> m = summarize(np.array([0, 1, 1, 0]), np.array([0, 1, 0, 1]), np.array([False, True, True, False]))
     >>> m["review_pct"], m["errors_caught_pct"], m["error_accepted_pct"]
     (50.0, 50.0, 50.0)
     """
-    correct = np.asarray(correct, dtype=bool)
-    review = np.asarray(review, dtype=bool)
-    if correct.shape != review.shape or correct.ndim != 1:
-        raise ValueError(f"`correct` and `review` must be 1-d of one length, got {correct.shape} and {review.shape}.")
-    wrong = ~correct
-    n_err = int(wrong.sum())
-    n_acc = int((~review).sum())
-    nan = float("nan")
+    from ..metrics import review_summary
+
+    r = review_summary("review queue", y_true, y_pred, np.asarray(review, dtype=bool))
+    n = int(np.asarray(y_true).shape[0])
     return {
-        "rows": int(correct.shape[0]),
-        "accuracy_pct": 100.0 * float(correct.mean()) if correct.size else nan,
-        "review_pct": 100.0 * float(review.mean()) if review.size else nan,
-        "errors": n_err,
-        "errors_caught_pct": 100.0 * float((wrong & review).sum() / n_err) if n_err else nan,
-        "error_accepted_pct": 100.0 * float((wrong & ~review).sum() / n_acc) if n_acc else nan,
+        "rows": n,
+        "accuracy_pct": 100.0 * (1.0 - r["n_errors"] / n) if n else float("nan"),
+        "review_pct": 100.0 * r["review_share"],
+        "errors": r["n_errors"],
+        "errors_caught_pct": 100.0 * r["errors_caught"],
+        "error_accepted_pct": 100.0 * r["error_among_accepted"],
     }
 
 
@@ -115,11 +113,15 @@ def _stored_proba(proba: np.ndarray, classes: np.ndarray) -> Any:
     return model
 
 
+def _take_rows(interval: Any, rows: np.ndarray) -> Any:
+    from .._result import PredictionInterval
+
+    return PredictionInterval(**{k: None if v is None else np.asarray(v)[rows] for k, v in interval.as_dict().items()})
+
+
 def compare_rules(
     y_index: np.ndarray,
-    proba: np.ndarray,
-    certified: np.ndarray,
-    error_upper: np.ndarray,
+    interval: Any,
     *,
     alpha: float = 0.05,
     delta: float = 0.05,
@@ -127,19 +129,23 @@ def compare_rules(
 ) -> tuple[list[dict[str, Any]], int, int]:
     """Review rules side by side on a held-out half; the other half calibrates.
 
+    A random half (``seed``) calibrates split-conformal sets
+    (:class:`nwbound.baselines.SplitConformalSets`, level ``alpha``) and a
+    calibrated acceptance threshold on ``1 − max p̂``
+    (:class:`nwbound.baselines.CalibratedAcceptance`, ``alpha``, ``delta``);
+    :func:`nwbound.metrics.review_comparison` then scores every rule on the
+    other half: the certificate, the ranking scores (``1 − max p̂``,
+    ``error_upper``, ε) reviewing the certificate's review share, the
+    conformal sets and the calibrated threshold.
+
     Parameters
     ----------
     y_index : ndarray of int, shape (n,)
         Column of the true class of each row.
-    proba : ndarray of shape (n, n_classes)
-        ``p̂`` of each row.
-    certified : ndarray of bool, shape (n,)
-    error_upper : ndarray of shape (n,)
-    alpha, delta : float
-        Target error among accepted rows and failure probability of the
-        calibrated rules (and the threshold of ``error_upper ≤ α``).
+    interval : PredictionInterval
+        The rows' intervals.
+    alpha, delta : float in (0, 1)
     seed : int
-        Seed of the random half split.
 
     Returns
     -------
@@ -151,63 +157,58 @@ def compare_rules(
     Examples
     --------
     >>> import numpy as np
+    >>> from nwbound import PredictionInterval
     >>> rng = np.random.default_rng(0)
     >>> p1 = rng.uniform(size=400); proba = np.c_[1 - p1, p1]
     >>> y = (rng.uniform(size=400) < p1).astype(int)
-    >>> rows, n_cal, n_test = compare_rules(y, proba, np.abs(p1 - 0.5) > 0.4, 1 - proba.max(axis=1))
-    >>> [r["rule"] for r in rows][:2], n_cal + n_test
-    (['certificate (review = not certified)', 'error_upper <= 0.05'], 400)
+    >>> iv = PredictionInterval.from_parts(proba, np.full((400, 2), 0.2), np.full((400, 2), 0.1),
+    ...     np.ones(400), np.ones(400), np.zeros(400, bool), np.ones(400))
+    >>> rows, n_cal, n_test = compare_rules(y, iv, alpha=0.1)
+    >>> [r["rule"] for r in rows][0], n_cal + n_test
+    ('certificate', 400)
     """
     from ..baselines import CalibratedAcceptance, SplitConformalSets
+    from ..metrics import review_comparison
 
     n = y_index.shape[0]
     perm = np.random.default_rng(seed).permutation(n)
     cal, test = np.sort(perm[: n // 2]), np.sort(perm[n // 2:])
-    predicted = np.argmax(proba, axis=1)
-    correct = predicted[test] == y_index[test]
+    proba = np.asarray(interval.proba)
     doubt = 1.0 - proba.max(axis=1)
-    rows: list[dict[str, Any]] = []
-
-    def add(rule: str, review: np.ndarray | None, guarantee: str) -> None:
-        metrics = summarize(correct, review) if review is not None else {
-            k: float("nan") for k in ("review_pct", "errors_caught_pct", "error_accepted_pct")
-        }
-        rows.append({
-            "rule": rule,
-            "review_pct": metrics["review_pct"],
-            "errors_caught_pct": metrics["errors_caught_pct"],
-            "error_accepted_pct": metrics["error_accepted_pct"],
-            "guarantee": guarantee,
-        })
-
-    cert_review = ~certified[test]
-    add("certificate (review = not certified)", cert_review,
-        "per query (given the L/γ assumption): accepted class is the most probable, prob. >= 1 - delta")
-    add(f"error_upper <= {alpha:g}", error_upper[test] > alpha,
-        f"per query (given L/γ): P(wrong | x) <= {alpha:g} for each accepted row, prob. >= 1 - delta")
-    # 1 − max p̂ with the certificate's review budget: the best a plain ranking does at that share.
-    k = int(cert_review.sum())
-    matched = np.zeros(test.shape[0], dtype=bool)
-    matched[np.argsort(-doubt[test], kind="stable")[:k]] = True
-    add("1 - max p (same review share)", matched, "none (a ranking)")
-    if len(cal) and np.unique(y_index[cal]).shape[0] >= 2:
+    held = _take_rows(interval, test)
+    share = float(np.mean(~held.certified)) if test.size else 0.0
+    share = share if 0.0 < share < 1.0 else 0.1  # ranking queues need a share strictly inside (0, 1)
+    extra: dict[str, Any] = {}
+    skipped: list[dict[str, Any]] = []
+    if np.unique(y_index[cal]).shape[0] >= 2:
         try:
             conformal = SplitConformalSets(_stored_proba(proba, np.arange(proba.shape[1])), alpha=alpha, backend="numpy")
-            conformal.fit(cal[:, None], y_index[cal])
-            sets = conformal.predict_set(test[:, None])
-            add(f"split-conformal sets, alpha={alpha:g} (review = set not one class)", sets.sum(axis=1) != 1,
-                f"marginal: set covers the true class w.p. >= {1 - alpha:g} (exchangeable rows)")
+            extra["conformal_sets"] = conformal.fit(cal[:, None], y_index[cal]).predict_set(test[:, None])
         except ValueError as exc:
-            add("split-conformal sets", None, f"not computed: {exc}")
+            skipped.append({"queue": "conformal set size != 1", "guarantee": f"not computed: {exc}"})
         try:
-            accept = CalibratedAcceptance(alpha=alpha, delta=delta).fit(doubt[cal], y_index[cal], predicted[cal])
-            add(f"calibrated threshold on 1 - max p (alpha={alpha:g})", accept.review(doubt[test]),
-                f"marginal: error among accepted <= {alpha:g} w.p. >= {1 - delta:g} (exchangeable rows)")
+            extra["calibrated"] = CalibratedAcceptance(alpha=alpha, delta=delta).fit(
+                doubt[cal], y_index[cal], np.argmax(proba[cal], axis=1)
+            )
+            extra["calibrated_scores"] = doubt[test]
         except ValueError as exc:
-            add("calibrated threshold on 1 - max p", None, f"not computed: {exc}")
+            skipped.append({"queue": "calibrated threshold", "guarantee": f"not computed: {exc}"})
     else:
-        add("split-conformal / calibrated threshold", None, "not computed: the calibration half needs two classes")
-    return rows, int(cal.shape[0]), int(test.shape[0])
+        skipped.append({"queue": "conformal / calibrated threshold",
+                        "guarantee": "not computed: the calibration half holds a single class"})
+    rows = review_comparison(y_index[test], held, review_share=share, **extra)
+    out = []
+    for r in [*rows, *skipped]:
+        name = r["queue"] + (" on 1 - max p" if r["queue"] == "calibrated threshold" and "n_errors" in r else "")
+        pct = (lambda key: 100.0 * r[key] if key in r else float("nan"))
+        out.append({
+            "rule": name,
+            "review_pct": pct("review_share"),
+            "errors_caught_pct": pct("errors_caught"),
+            "error_accepted_pct": pct("error_among_accepted"),
+            "guarantee": r["guarantee"],
+        })
+    return out, int(cal.shape[0]), int(test.shape[0])
 
 
 def _figures(
@@ -297,7 +298,7 @@ def run(args: argparse.Namespace) -> int:
     order = np.argsort(classes, kind="stable")
     folder = prepare_output_dir(args.output, overwrite=args.overwrite) if args.output else None
 
-    y_index, proba, certified, error_upper, trivial, parts = [], [], [], [], [], []
+    y_index, parts = [], []
     usefulness = UsefulnessTally()
     for chunk, interval, first_row in predict_chunks(
         model, data, features, chunksize=args.chunksize, text_columns=[args.target], quiet=args.quiet, desc="evaluate"
@@ -305,19 +306,18 @@ def run(args: argparse.Namespace) -> int:
         raw = label_array(chunk, args.target, path=data, first_row=first_row)
         y = labels_like(raw, classes, column=args.target, path=data, first_row=first_row)
         y_index.append(order[np.searchsorted(classes[order], y)])
-        proba.append(interval.proba)
-        certified.append(interval.certified)
-        error_upper.append(interval.error_upper)
-        trivial.append(interval.trivial)
         usefulness.add(interval)
-        if folder is not None:  # the figures need the whole interval
-            parts.append(interval)
+        parts.append(interval)  # the comparison and the figures need every row
     if not y_index:
         raise CommandError(f"{data} has no data rows; nothing to evaluate.")
-    y_index, proba = np.concatenate(y_index), np.concatenate(proba)
-    certified, error_upper, trivial = np.concatenate(certified), np.concatenate(error_upper), np.concatenate(trivial)
-    correct = np.argmax(proba, axis=1) == y_index
-    metrics = summarize(correct, ~certified)
+    y_index = np.concatenate(y_index)
+    interval = parts[0] if len(parts) == 1 else PredictionInterval(**{
+        name: (None if getattr(parts[0], name) is None else np.concatenate([getattr(p, name) for p in parts]))
+        for name in parts[0].as_dict()
+    })
+    del parts
+    certified, trivial = interval.certified, interval.trivial
+    metrics = summarize(y_index, interval.predicted_index, ~certified)
     metrics["certified_pct"] = 100.0 * float(certified.mean())
     metrics["trivial_pct"] = 100.0 * float(trivial.mean())
     row = {"model": Path(args.model).name, "data": data.name, **metrics}
@@ -332,18 +332,12 @@ def run(args: argparse.Namespace) -> int:
             f"the rows and {metrics['errors_caught_pct']:.1f}% of the {metrics['errors']} errors; {among}."
         )
     delta = float(getattr(getattr(model, "estimator", model), "delta", 0.05))
-    rules, n_cal, n_test = compare_rules(
-        y_index, proba, certified, error_upper, alpha=alpha, delta=delta, seed=args.seed
-    )
+    rules, n_cal, n_test = compare_rules(y_index, interval, alpha=alpha, delta=delta, seed=args.seed)
     print(f"\nReview rules side by side on {n_test} held-out rows ({n_cal} other rows calibrate the marginal rules; "
           f"δ = {delta:g}):\n")
     print(format_markdown(rules))
     usefulness.report(model)
     if folder is not None:
-        interval = PredictionInterval(**{
-            name: (None if getattr(parts[0], name) is None else np.concatenate([getattr(p, name) for p in parts]))
-            for name in parts[0].as_dict()
-        })
         files = list(write_table([row], folder / "metrics", title=f"Evaluation of {row['model']} on {row['data']}"))
         files += list(write_table(rules, folder / "comparison", title=f"Review rules on {n_test} held-out rows of {row['data']}"))
         figures, notes = _figures(folder, classes[y_index], interval, classes, float(np.mean(~certified)), args.overwrite)
