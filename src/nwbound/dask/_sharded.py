@@ -37,6 +37,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.multiclass import check_classification_targets
 
+from .._numerics import euclidean_norm
 from .._validation import check_dtype, check_int_range
 from ..estimators import NadarayaWatsonClassifier, default_bandwidth_grid, merge_statistics
 from ._common import check_query_array, compute, current_client, limited, rows_from_blocks, share
@@ -350,7 +351,7 @@ empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
         """:func:`~nwbound.estimators.default_bandwidth_grid` over all shards: its pilot
         rows' nearest other row is the nearest over the shards."""
         n = X.shape[0]
-        diagonal = float(np.linalg.norm(high - low))
+        diagonal = float(euclidean_norm(high - low))
         if diagonal == 0.0:
             default_bandwidth_grid(np.zeros((2, X.shape[1])))  # raises the estimator's explanation
         pilot_rows = np.unique(np.linspace(0, n - 1, min(_PILOT_SIZE, n)).astype(int))
