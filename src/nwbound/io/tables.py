@@ -32,6 +32,7 @@ Row numbers in messages count data rows from 1 (the CSV header is not a row).
 from __future__ import annotations
 
 import csv
+import glob
 import os
 import re
 import tempfile
@@ -472,14 +473,7 @@ def stale_temporaries(path: str | os.PathLike) -> list[Path]:
     path = Path(path)
     if not path.parent.is_dir():
         return []
-    return sorted(path.parent.glob(f".{glob_escape(path.name)}{_TMP_TAG}*.tmp"))
-
-
-def glob_escape(name: str) -> str:
-    """``name`` with glob wildcards escaped (``glob.escape`` for one path part)."""
-    import glob
-
-    return glob.escape(name)
+    return sorted(path.parent.glob(f".{glob.escape(path.name)}{_TMP_TAG}*.tmp"))
 
 
 class TableWriter:
