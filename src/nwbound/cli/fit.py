@@ -243,7 +243,7 @@ def _auto_lipschitz(estimator, X: np.ndarray, y: np.ndarray, scale: str) -> tupl
     )
 
 
-def _training_usefulness(model, X: np.ndarray, n_probe: int = 2000) -> None:
+def _training_usefulness(model, X: np.ndarray, n_probe: int = 500) -> None:
     """Warn when the bounds will be trivial: a preview on up to ``n_probe`` training rows."""
     from ._usefulness import UsefulnessTally, quiet_predict_interval
 
