@@ -47,7 +47,7 @@ __all__ = ["ShardedNadarayaWatson", "sharded_predict_interval"]
 
 # NadarayaWatsonClassifier parameters the sharded estimator does not take: Dask
 # tasks are its parallelism (``threads_per_task`` sets BLAS threads per task).
-_NOT_TAKEN = {"n_jobs": "tasks are the parallelism; set threads_per_task (and the workers' threads) instead"}
+_NOT_TAKEN = ("n_jobs",)
 # Rows whose nearest-neighbour distances set bandwidth="auto"'s grid; must match
 # default_bandwidth_grid (a test checks the sharded grid equals the in-memory one).
 _PILOT_SIZE = 256
@@ -319,8 +319,6 @@ empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
         weights = full.get("weights")  # as the in-memory estimator keeps them (None when all 1)
         labels = np.asarray(full["labels"])
         template.update(class_prior_=full["class_prior_"], box_low=low, box_high=high)
-        if "n_samples_fit_" in template:
-            template["n_samples_fit_"] = n
         if default_grid:
             template["bandwidths_"] = self._default_grid(X, low, high, client)
         estimator = NadarayaWatsonClassifier(**{**params, "n_neighbors": None}).set_fitted_state(template)
