@@ -1,10 +1,24 @@
-"""nwbound: Nadaraya-Watson classifiers with frequentist bounds on class probabilities."""
+"""nwbound: Nadaraya-Watson classifiers with frequentist bounds on class probabilities.
 
-from ._result import PredictionInterval
-from .estimators import DyadicClassifier, NadarayaWatsonClassifier
-from .scaling import restate_lipschitz, restate_margin
+The public names load on first use (PEP 562), so ``import nwbound`` — and the
+command line's ``--help`` / ``--version`` — do not import scikit-learn.
+"""
 
-__version__ = "0.1.0"
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.2.0"
+
+# public name -> submodule that defines it
+_LAZY = {
+    "PredictionInterval": "._result",
+    "DyadicClassifier": ".estimators",
+    "NadarayaWatsonClassifier": ".estimators",
+    "restate_lipschitz": ".scaling",
+    "restate_margin": ".scaling",
+}
 
 __all__ = [
     "DyadicClassifier",
@@ -14,3 +28,20 @@ __all__ = [
     "restate_margin",
     "__version__",
 ]
+
+if TYPE_CHECKING:  # static analysers see the real names
+    from ._result import PredictionInterval
+    from .estimators import DyadicClassifier, NadarayaWatsonClassifier
+    from .scaling import restate_lipschitz, restate_margin
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    raise AttributeError(f"module 'nwbound' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
