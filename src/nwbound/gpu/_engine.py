@@ -32,6 +32,7 @@ def dense_kernel_sums_array_api(
     tail_radius: float | None = None,
     dtype: str | None = None,
     engine: str = "auto",
+    device: str | None = None,
 ) -> KernelSums:
     """:func:`nwbound.estimators._sums.dense_kernel_sums` on ``Xq``'s namespace and device.
 
@@ -51,6 +52,9 @@ def dense_kernel_sums_array_api(
     dtype : {"float32", "float64"} or None, default=None
         Compute dtype (None: the training set's).
     engine : {"auto", "array_api", "triton"}, default="auto"
+    device : str or None, default=None
+        A PyTorch device (``"cuda"``, ``"cuda:1"``, ``"cpu"``): NumPy queries are moved there first
+        (needs torch). None: compute where ``Xq`` lives.
 
     Returns
     -------
@@ -70,6 +74,15 @@ def dense_kernel_sums_array_api(
     """
     if tail_radius is not None:
         raise ValueError("tail_radius is not supported by the array-API engine: use the CPU engine.")
+    if device is not None:
+        try:
+            import torch
+        except ImportError as exc:
+            raise ImportError(f"device={device!r} needs PyTorch: pip install 'nwbound[gpu]'.") from exc
+        try:
+            Xq = torch.as_tensor(Xq, device=torch.device(device))
+        except (RuntimeError, TypeError) as exc:
+            raise ValueError(f"device={device!r} is not a usable PyTorch device here: {exc}") from exc
     xp = array_namespace_of(Xq)
     device_of = compat().device
     dtype = dtype or ("float32" if train.X.dtype == np.float32 else "float64")

@@ -25,6 +25,7 @@ every GPU.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import math
 import os
 from typing import Any
@@ -79,14 +80,13 @@ def triton_applies(xp: Any, Xq: Any, dtype: str, *, reason: bool) -> bool:
     is_cupy_namespace = aac.is_cupy_namespace
     if not (aac.is_torch_namespace(xp) or is_cupy_namespace(xp)):
         return no("inputs must be PyTorch tensors or CuPy arrays")
-    try:
-        import torch
-        import triton  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("triton") is None:
         return no("triton and torch must be installed (pip install 'nwbound[gpu]')")
     on_cuda = is_cupy_namespace(xp) or getattr(getattr(Xq, "device", None), "type", "") == "cuda"
     if not on_cuda and not _interpreting():
         return no("the arrays are not on a CUDA device (set TRITON_INTERPRET=1 to run Triton's CPU interpreter)")
+    import torch  # only now: importing triton outside the interpreter would break a later interpreted run
+
     if on_cuda and not torch.cuda.is_available():
         return no("PyTorch sees no CUDA device")
     return True
