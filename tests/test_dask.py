@@ -47,7 +47,12 @@ def data():
     return X, y, w, Q
 
 
-def assert_same_interval(result: dict, reference) -> None:
+# The band-Chernoff interval ends come from a numerical search accurate to 1e-7
+# (nwbound.bounds, tol); sums rounded in another order may move them by that much.
+CHERNOFF_END_TOL = 2e-7
+
+
+def assert_same_interval(result: dict, reference, *, end_tol: float = 1e-12) -> None:
     assert set(result) == set(FIELDS)
     for name in FIELDS:
         expected = getattr(reference, name)
@@ -55,7 +60,8 @@ def assert_same_interval(result: dict, reference) -> None:
         if expected.dtype == bool:
             np.testing.assert_array_equal(result[name], expected, err_msg=name)
         else:
-            np.testing.assert_allclose(result[name], expected, rtol=1e-9, atol=1e-12, err_msg=name)
+            atol = end_tol if name in ("lower", "upper", "epsilon", "bias", "sampling") else 1e-12
+            np.testing.assert_allclose(result[name], expected, rtol=1e-9, atol=atol, err_msg=name)
 
 
 # -- a fitted model over dask queries ------------------------------------------------------------
@@ -83,7 +89,7 @@ def test_model_over_dask_queries_several_bounds(client, data):
     reference = model.predict_interval(Q, bounds=bounds)
     assert set(result) == set(bounds)
     for name in bounds:
-        assert_same_interval(result[name], reference[name])
+        assert_same_interval(result[name], reference[name], end_tol=CHERNOFF_END_TOL if name == "chernoff" else 1e-12)
     with pytest.raises(ValueError, match="Unknown bound setting"):  # checked when the graph is built
         nwdask.predict_interval(model, da.from_array(Q, chunks=(40, -1)), bounds={"x": {"lambda": 1.0}})
 
@@ -162,7 +168,8 @@ def test_sharded_equals_single_machine(client, data, params):
         model.predict_interval(Qd, client=client), model.predict(Qd, client=client),
         model.predict_proba(Qd, client=client), scheduler=client,
     )
-    assert_same_interval(interval, reference.predict_interval(Q))
+    tol = CHERNOFF_END_TOL if params.get("bound") == "chernoff" else 1e-12
+    assert_same_interval(interval, reference.predict_interval(Q), end_tol=tol)
     np.testing.assert_array_equal(labels, reference.predict(Q))
     np.testing.assert_allclose(proba, reference.predict_proba(Q), rtol=1e-9, atol=1e-12)
 
@@ -177,7 +184,7 @@ def test_sharded_several_bounds_from_one_pass(client, data):
                              scheduler=client)
     assert set(result) == set(bounds)
     for name in bounds:
-        assert_same_interval(result[name], reference[name])
+        assert_same_interval(result[name], reference[name], end_tol=CHERNOFF_END_TOL if name == "chernoff" else 1e-12)
 
 
 def test_sharded_function_local_scheduler(data):
