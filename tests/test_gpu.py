@@ -135,6 +135,19 @@ def test_numpy_matches_reference(name):
     check_against_reference(st, reference(Q, X, onehot, name, lam, bins), Q, X, lam)
 
 
+def test_tiny_bandwidth_histogram_has_no_overflow():
+    # u² up to ~1e12: bins must stay exact and silent (warnings are errors in this suite).
+    Q, X, onehot = _data(11)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        st = kernel_statistics(Q, X, onehot, bandwidth=1e-6, histogram_bins=3)
+    ref = reference(Q, X, onehot, "epanechnikov", 1e-6, 3)
+    np.testing.assert_array_equal(st.histogram, ref["histogram"])
+    assert float(np.sum(st.class_sums)) == 0.0
+
+
 def test_float64_and_block_rows_give_the_same_sums():
     Q, X, onehot = _data(2)
     ref = reference(Q, X, onehot, "epanechnikov", 0.8, 4)

@@ -141,6 +141,14 @@ class KernelStatistics:
         of [0, 1] (``u² = 1`` in the last); points outside the support are not counted.
     d2_error : array of shape (n_queries,)
         The bound ``E`` on the rounding error of every computed squared distance of the query.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.gpu import kernel_statistics
+    >>> st = kernel_statistics(np.zeros((1, 1)), np.array([[0.0], [0.5]]), np.eye(2), bandwidth=1.0)
+    >>> st.kappa.tolist(), st.to_numpy().class_sums.dtype
+    ([1.75], dtype('float64'))
     """
 
     class_sums: Any
@@ -293,7 +301,15 @@ def kernel_of_u2(xp: Any, u2: Any, name: str) -> Any:
 
 @contextlib.contextmanager
 def full_precision_matmul(xp: Any) -> Iterator[None]:
-    """PyTorch: float32 products in full precision (no TF32) for the block, restored after."""
+    """PyTorch: float32 products in full precision (no TF32) for the block, restored after.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.gpu._array_api import array_namespace_of, full_precision_matmul
+    >>> with full_precision_matmul(array_namespace_of(np.zeros(1))):  # NumPy: nothing to switch
+    ...     pass
+    """
     if not compat().is_torch_namespace(xp):
         yield
         return
@@ -308,12 +324,32 @@ def full_precision_matmul(xp: Any) -> Iterator[None]:
 
 
 def unit_roundoff(xp: Any, dtype: Any) -> float:
-    """Half the machine epsilon of ``dtype``."""
+    """Half the machine epsilon of ``dtype``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.gpu._array_api import array_namespace_of, unit_roundoff
+    >>> xp = array_namespace_of(np.zeros(1))
+    >>> unit_roundoff(xp, xp.float32) == 2.0**-24
+    True
+    """
     return float(xp.finfo(dtype).eps) / 2.0
 
 
 def distance_error_bounds(xp: Any, q_sqnorm64: Any, train: DeviceTrainingSet) -> tuple[Any, Any]:
-    """Per-query bounds ``(E, η)`` of the module docstring, from float64 ‖q'‖²."""
+    """Per-query bounds ``(E, η)`` of the module docstring, from float64 ``‖q'‖²``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.gpu import DeviceTrainingSet
+    >>> from nwbound.gpu._array_api import array_namespace_of, distance_error_bounds
+    >>> train = DeviceTrainingSet.build(np.array([[-1.0], [1.0]]), np.eye(2))
+    >>> E, eta = distance_error_bounds(array_namespace_of(np.zeros(1)), np.array([0.0]), train)
+    >>> bool(np.isclose(E[0], 3 * 2.0**-24 / (1 - 3 * 2.0**-24)))  # γ_3 (‖q'‖ + R)², R = 1
+    True
+    """
     u = unit_roundoff(xp, train.dtype)
     k = train.n_features + 2
     gamma = k * u / (1.0 - k * u)
@@ -473,7 +509,8 @@ def _array_api_statistics(
                 kd = (k * train.weights[None, :]) * dplus
                 parts["ds"].append(xp.sum(kd, axis=1, dtype=xp.float64) * (1.0 + 8.0 * u))
             if bins:
-                index = xp.astype(xp.floor(u2 * float(bins)), xp.int64)
+                # Far points clipped first: a huge u² would overflow the integer cast.
+                index = xp.astype(xp.floor(xp.where(u2 < 2.0, u2, 2.0) * float(bins)), xp.int64)
                 index = xp.where(u2 == 1.0, bins - 1, index)  # u² = 1 belongs to the last bin
                 w_row = train.weights[None, :]
                 cols = [xp.sum(xp.where(index == b, w_row, 0.0), axis=1, dtype=xp.float64) for b in range(bins)]

@@ -65,6 +65,15 @@ def triton_applies(xp: Any, Xq: Any, dtype: str, *, reason: bool) -> bool:
 
     It runs on PyTorch or CuPy arrays on a CUDA device in float32, with Triton installed; with
     ``TRITON_INTERPRET=1`` also on PyTorch CPU tensors (Triton's interpreter).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.gpu import array_namespace_of
+    >>> from nwbound.gpu._triton import triton_applies
+    >>> x = np.zeros((2, 2))
+    >>> triton_applies(array_namespace_of(x), x, "float32", reason=False)
+    False
     """
     def no(msg: str) -> bool:
         if reason:
