@@ -8,13 +8,15 @@ scikit-learn's :class:`~sklearn.neighbors.NearestNeighbors`; other backends
 
 from __future__ import annotations
 
+import importlib.util
 from abc import ABC, abstractmethod
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 from sklearn.neighbors import NearestNeighbors
 
-__all__ = ["NeighborIndex", "ExactIndex", "make_index", "register_index", "available_indexes"]
+__all__ = ["AUTO_HNSW_RULE", "AutoIndex", "AutoRule", "NeighborIndex", "ExactIndex", "make_index", "register_index",
+           "available_indexes"]
 
 
 class NeighborIndex(ABC):
@@ -31,7 +33,25 @@ class NeighborIndex(ABC):
 
 
 class ExactIndex(NeighborIndex):
-    """Exact search through scikit-learn (``brute``, ``kd_tree``, ``ball_tree`` or ``auto``)."""
+    """Exact search through scikit-learn (``brute``, ``kd_tree``, ``ball_tree`` or ``auto``).
+
+    Parameters
+    ----------
+    algorithm : {"auto", "brute", "kd_tree", "ball_tree"}, default="auto"
+        scikit-learn's :class:`~sklearn.neighbors.NearestNeighbors` algorithm.
+    n_jobs : int or None, default=None
+        Threads for the search (scikit-learn's convention).
+    leaf_size : int, default=30
+        Leaf size of the trees.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.neighbors import ExactIndex
+    >>> dist, idx = ExactIndex("kd_tree").fit(np.array([[0.0], [1.0], [3.0]])).kneighbors(np.array([[0.9]]), 2)
+    >>> idx.tolist(), np.round(dist, 3).tolist()
+    ([[1, 0]], [[0.1, 0.9]])
+    """
 
     def __init__(self, algorithm: str = "auto", n_jobs: int | None = None, leaf_size: int = 30):
         self.algorithm = algorithm
@@ -39,43 +59,167 @@ class ExactIndex(NeighborIndex):
         self.leaf_size = leaf_size
 
     def fit(self, X: np.ndarray) -> "ExactIndex":
+        """Index the rows of ``X`` (shape ``(n_samples, n_features)``)."""
         self.nn_ = NearestNeighbors(algorithm=self.algorithm, leaf_size=self.leaf_size, n_jobs=self.n_jobs)
         self.nn_.fit(X)
         return self
 
     def kneighbors(self, X: np.ndarray, n_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact ``(distances, indices)`` of the ``n_neighbors`` nearest rows, distances ascending."""
         dist, idx = self.nn_.kneighbors(X, n_neighbors=n_neighbors, return_distance=True)
         return np.asarray(dist, dtype=np.float64), idx
+
+
+class AutoRule(NamedTuple):
+    """When ``algorithm="auto"`` uses the approximate HNSW index instead of exact search."""
+
+    min_samples: int
+    """Training rows from which the HNSW build (included) is repaid by faster queries."""
+    min_features: int
+    """Below this, scikit-learn's trees answer exactly and faster than HNSW at any size."""
+
+
+#: ``algorithm="auto"`` builds an :class:`~nwbound.neighbors.HNSWIndex` when hnswlib is
+#: installed, the training set has at least ``min_samples`` rows and at least
+#: ``min_features`` features; otherwise it searches exactly (scikit-learn's "auto":
+#: kd-tree / ball-tree in low dimension, brute force above 15 features).
+#: Measured by ``benchmarks/bench_ann.py --crossover`` (build, ef choice and all queries
+#: timed, queries = n/4 and = n, k = 10, ECG-like 100-dim data, 2-core AMD EPYC):
+#: see benchmarks/README.md, section "Approximate index".
+AUTO_HNSW_RULE = AutoRule(min_samples=200_000, min_features=16)
+
+
+class AutoIndex(NeighborIndex):
+    """``algorithm="auto"``: exact search, or HNSW for large high-dimensional data.
+
+    The choice follows :data:`AUTO_HNSW_RULE` and is made in :meth:`fit` from the
+    shape of the training set; ``algorithm_`` records it.
+
+    Parameters
+    ----------
+    n_jobs : int or None, default=None
+        Threads for building and searching.
+    random_state : int, numpy generator or None, default=None
+        Passed to :class:`~nwbound.neighbors.HNSWIndex` when it is chosen.
+    leaf_size : int, default=30
+        Leaf size of scikit-learn's trees when exact search is chosen.
+    **hnsw_params
+        Options of :class:`~nwbound.neighbors.HNSWIndex` (``recall``, ``M``,
+        …), used when it is chosen.
+
+    Attributes
+    ----------
+    algorithm_ : {"exact", "hnsw"}
+    index_ : NeighborIndex
+        The index searches go to.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.neighbors import make_index
+    >>> index = make_index("auto").fit(np.random.default_rng(0).random((500, 3)))
+    >>> index.algorithm_
+    'exact'
+    """
+
+    def __init__(self, n_jobs: int | None = None, random_state: Any = None, leaf_size: int = 30, **hnsw_params: Any):
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.leaf_size = leaf_size
+        self.hnsw_params = hnsw_params
+
+    @staticmethod
+    def uses_hnsw(n_samples: int, n_features: int) -> bool:
+        """Whether ``fit`` on an ``(n_samples, n_features)`` array builds HNSW (:data:`AUTO_HNSW_RULE`)."""
+        if n_samples < AUTO_HNSW_RULE.min_samples or n_features < AUTO_HNSW_RULE.min_features:
+            return False
+        return importlib.util.find_spec("hnswlib") is not None
+
+    def fit(self, X: np.ndarray) -> "AutoIndex":
+        """Choose the index from ``X.shape`` and build it."""
+        shape = np.shape(X)
+        if len(shape) == 2 and self.uses_hnsw(*shape):
+            from ._hnsw import HNSWIndex
+
+            self.algorithm_ = "hnsw"
+            self.index_ = HNSWIndex(n_jobs=self.n_jobs, random_state=self.random_state, **self.hnsw_params)
+        else:
+            self.algorithm_ = "exact"
+            self.index_ = ExactIndex("auto", n_jobs=self.n_jobs, leaf_size=self.leaf_size)
+        self.index_.fit(X)
+        return self
+
+    def kneighbors(self, X: np.ndarray, n_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(distances, indices)`` from the chosen index."""
+        if not hasattr(self, "index_"):
+            raise ValueError("This AutoIndex is not fitted yet; call fit(X) first.")
+        return self.index_.kneighbors(X, n_neighbors)
 
 
 IndexFactory = Callable[..., NeighborIndex]
 
 
 def _exact_factory(algorithm: str) -> IndexFactory:
-    def factory(*, n_jobs: int | None = None, random_state: Any = None, leaf_size: int = 30) -> ExactIndex:
-        # Exact search is deterministic: random_state is accepted and unused.
+    def factory(
+        *, n_jobs: int | None = None, random_state: Any = None, leaf_size: int = 30, n_neighbors: int | None = None
+    ) -> ExactIndex:
+        # Exact search is deterministic and serves any k: random_state and n_neighbors are unused.
         return ExactIndex(algorithm=algorithm, n_jobs=n_jobs, leaf_size=leaf_size)
 
     return factory
 
 
-_FACTORIES: dict[str, IndexFactory] = {
-    name: _exact_factory(name) for name in ("auto", "brute", "kd_tree", "ball_tree")
-}
+def _auto_factory(*, n_jobs: int | None = None, random_state: Any = None, leaf_size: int = 30,
+                  **hnsw_params: Any) -> AutoIndex:
+    from ._hnsw import HNSW_OPTIONS
+
+    unknown = sorted(set(hnsw_params) - set(HNSW_OPTIONS))
+    if unknown:
+        raise ValueError(
+            f"Unknown option(s) {', '.join(map(repr, unknown))} for algorithm='auto'; "
+            f"it accepts leaf_size, {', '.join(HNSW_OPTIONS)}."
+        )
+    return AutoIndex(n_jobs=n_jobs, random_state=random_state, leaf_size=leaf_size, **hnsw_params)
+
+
+_FACTORIES: dict[str, IndexFactory] = {name: _exact_factory(name) for name in ("brute", "kd_tree", "ball_tree")}
+_FACTORIES = {"auto": _auto_factory, **_FACTORIES}
 
 
 def register_index(name: str, factory: IndexFactory) -> None:
-    """Make ``algorithm=name`` build ``factory(n_jobs=..., random_state=..., **index_params)``."""
+    """Make ``algorithm=name`` build ``factory(n_jobs=..., random_state=..., **index_params)``.
+
+    Examples
+    --------
+    >>> from nwbound.neighbors import available_indexes, hnsw_factory, register_index
+    >>> register_index("hnsw", hnsw_factory)  # what importing nwbound.neighbors does
+    >>> "hnsw" in available_indexes()
+    True
+    """
     _FACTORIES[name] = factory
 
 
 def available_indexes() -> tuple[str, ...]:
-    """Names accepted as ``algorithm``."""
+    """Names accepted as ``algorithm``.
+
+    Examples
+    --------
+    >>> from nwbound.neighbors import available_indexes
+    >>> available_indexes()[:4]
+    ('auto', 'brute', 'kd_tree', 'ball_tree')
+    """
     return tuple(_FACTORIES)
 
 
 def make_index(algorithm: str, **options: Any) -> NeighborIndex:
-    """Build an unfitted index for ``algorithm`` (see :func:`available_indexes`)."""
+    """Build an unfitted index for ``algorithm`` (see :func:`available_indexes`).
+
+    Examples
+    --------
+    >>> from nwbound.neighbors import make_index
+    >>> make_index("kd_tree", leaf_size=40).leaf_size
+    40
+    """
     if not isinstance(algorithm, str) or algorithm not in _FACTORIES:
         raise ValueError(
             f"algorithm must be one of {', '.join(repr(a) for a in _FACTORIES)}, got {algorithm!r}."
