@@ -13,6 +13,14 @@ CPU engine (``predict_proba``, κ, ``dist_sum`` which must only grow: it is an u
 the 1 000 000 × 100 / 100 000-query case (product and ours). λ is the ``--quantile`` quantile of
 query–training distances (printed, with the share of training points inside the support).
 
+The two numbers (ECG shapes): ``2·21 892·87 554·100 = 3.8e11`` FLOP; at the datasheet's
+67 TFLOP/s of plain float32 FMA (H100/H200 SXM) a 5.7 ms floor, and the issue measured the cuBLAS
+product at 10.9 ms (35 TFLOP/s) on an H200; the inputs are 44 MB, so the pass is bound by
+arithmetic, not memory. ``tf32x3`` does three TF32 tensor-core products (≈ 495 TFLOP/s dense):
+a ≈ 2.3 ms floor. Predictions before the first GPU run: Triton ``ieee`` 14–18 ms (Triton's FMA
+dot below cuBLAS, plus ≈ 12 epilogue operations per 112 FMAs), ``tf32x3`` 4–6 ms, array-API
+60–70 ms (the issue's straightforward pass).
+
 Usage::
 
     PYTHONPATH=src python benchmarks/bench_gpu.py [--quick] [--repeats 5] [--no-large]
