@@ -25,7 +25,6 @@ touched.
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from typing import Any, NamedTuple
 
@@ -39,7 +38,12 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from .._numerics import euclidean_norm
 from .._validation import check_dtype, check_int_range
-from ..estimators import NadarayaWatsonClassifier, default_bandwidth_grid, merge_statistics
+from ..estimators import (
+    NadarayaWatsonClassifier,
+    bandwidth_grid_from_nearest,
+    bandwidth_grid_pilot,
+    merge_statistics,
+)
 from ._common import check_query_array, compute, current_client, limited, rows_from_blocks, share
 from ._predict import interval_arrays, named_interval_arrays
 
@@ -48,9 +52,6 @@ __all__ = ["ShardedNadarayaWatson", "sharded_predict_interval"]
 # NadarayaWatsonClassifier parameters the sharded estimator does not take: Dask
 # tasks are its parallelism (``threads_per_task`` sets BLAS threads per task).
 _NOT_TAKEN = ("n_jobs",)
-# Rows whose nearest-neighbour distances set bandwidth="auto"'s grid; must match
-# default_bandwidth_grid (a test checks the sharded grid equals the in-memory one).
-_PILOT_SIZE = 256
 
 
 # -- tasks (module-level functions: picklable for process workers) -----------------------------
@@ -348,18 +349,14 @@ empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
     def _default_grid(X: "da.Array", low: np.ndarray, high: np.ndarray, client: Any) -> np.ndarray:
         """:func:`~nwbound.estimators.default_bandwidth_grid` over all shards: its pilot
         rows' nearest other row is the nearest over the shards."""
-        n = X.shape[0]
         diagonal = float(euclidean_norm(high - low))
         if diagonal == 0.0:
-            default_bandwidth_grid(np.zeros((2, X.shape[1])))  # raises the estimator's explanation
-        pilot_rows = np.unique(np.linspace(0, n - 1, min(_PILOT_SIZE, n)).astype(int))
+            return bandwidth_grid_from_nearest(np.zeros(1), diagonal)  # raises the estimator's explanation
+        pilot_rows = bandwidth_grid_pilot(X.shape[0])
         pilot = np.asarray(compute(client, X[pilot_rows])[0], dtype=np.float64)
         parts = [dask.delayed(_pilot_two_nearest, pure=True)(blk, pilot) for blk in X.to_delayed().ravel()]
         nearest = np.sort(np.concatenate(compute(client, *parts), axis=1), axis=1)[:, 1]
-        n_grid = inspect.signature(default_bandwidth_grid).parameters["n_bandwidths"].default
-        lo = float(np.median(nearest[nearest > 0])) if np.any(nearest > 0) else diagonal * 1e-3
-        lo = min(lo, diagonal)
-        return np.geomspace(lo, diagonal, n_grid) if lo < diagonal else np.array([diagonal])
+        return bandwidth_grid_from_nearest(nearest, diagonal)
 
     # ------------------------------------------------------------------------------------------
     def _outputs(self, X: Any, method: str, bounds: Any, client: Any) -> tuple["da.Array", list[Any]]:

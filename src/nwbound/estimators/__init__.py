@@ -2,13 +2,20 @@
 kernel statistics (what a bound needs to know about each query)."""
 
 from ._dyadic import DyadicClassifier
-from ._nadaraya_watson import NadarayaWatsonClassifier, default_bandwidth_grid
+from ._nadaraya_watson import (
+    NadarayaWatsonClassifier,
+    bandwidth_grid_from_nearest,
+    bandwidth_grid_pilot,
+    default_bandwidth_grid,
+)
 from ._statistics import KernelStatistics, merge_statistics
 
 __all__ = [
     "DyadicClassifier",
     "KernelStatistics",
     "NadarayaWatsonClassifier",
+    "bandwidth_grid_from_nearest",
+    "bandwidth_grid_pilot",
     "default_bandwidth_grid",
     "merge_statistics",
 ]

@@ -23,10 +23,56 @@ from ._state import state_array, state_classes, state_scalar
 from ._statistics import KernelStatistics
 from ._sums import TrainingSet, dense_kernel_sums, neighbor_kernel_sums
 
-__all__ = ["NadarayaWatsonClassifier", "default_bandwidth_grid"]
+__all__ = [
+    "NadarayaWatsonClassifier",
+    "bandwidth_grid_from_nearest",
+    "bandwidth_grid_pilot",
+    "default_bandwidth_grid",
+]
 
 _AUTO_GRID_SIZE = 16
 _AUTO_PILOT_SIZE = 256
+
+
+def bandwidth_grid_pilot(n_samples: int) -> np.ndarray:
+    """Rows whose nearest-neighbour distances set the ``bandwidth="auto"`` grid.
+
+    Up to 256 evenly spaced row numbers of a training set of ``n_samples`` rows.
+
+    Examples
+    --------
+    >>> from nwbound.estimators import bandwidth_grid_pilot
+    >>> bandwidth_grid_pilot(5)
+    array([0, 1, 2, 3, 4])
+    """
+    return np.unique(np.linspace(0, n_samples - 1, min(_AUTO_PILOT_SIZE, n_samples)).astype(int))
+
+
+def bandwidth_grid_from_nearest(nearest: np.ndarray, diagonal: float,
+                                n_bandwidths: int = _AUTO_GRID_SIZE) -> np.ndarray:
+    """The ``bandwidth="auto"`` grid from the pilot rows' nearest-other-row distances.
+
+    ``n_bandwidths`` geometrically spaced values from the median of the
+    positive ``nearest`` distances up to ``diagonal`` (the bounding box's
+    diagonal). Training shards compute ``nearest`` over all shards and call
+    this, so a sharded fit gets the same grid as an in-memory one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.estimators import bandwidth_grid_from_nearest
+    >>> bandwidth_grid_from_nearest(np.array([0.1, 0.1, 0.3]), 1.0, n_bandwidths=3)
+    array([0.1       , 0.31622777, 1.        ])
+    """
+    if not diagonal > 0.0:
+        raise ValueError(
+            "All training points coincide, so bandwidth='auto' cannot derive a scale from them; "
+            "pass bandwidth_grid=[...] explicitly or a fixed bandwidth."
+        )
+    nearest = np.asarray(nearest, dtype=np.float64)
+    low = float(np.median(nearest[nearest > 0])) if np.any(nearest > 0) else diagonal * 1e-3
+    low = min(low, diagonal)
+    return np.geomspace(low, diagonal, n_bandwidths) if low < diagonal else np.array([diagonal])
 
 
 def default_bandwidth_grid(X: np.ndarray, n_bandwidths: int = _AUTO_GRID_SIZE) -> np.ndarray:
@@ -36,21 +82,22 @@ def default_bandwidth_grid(X: np.ndarray, n_bandwidths: int = _AUTO_GRID_SIZE) -
     (up to 256, evenly spaced) training points to their nearest other training
     point, up to the diagonal of the training data's bounding box. Depends on
     the training inputs only, never on labels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.estimators import default_bandwidth_grid
+    >>> default_bandwidth_grid(np.linspace(0, 1, 11)[:, None], n_bandwidths=3)
+    array([0.1       , 0.31622777, 1.        ])
     """
     X = np.asarray(X, dtype=np.float64)
     diagonal = float(euclidean_norm(X.max(axis=0) - X.min(axis=0)))
     if diagonal == 0.0:
-        raise ValueError(
-            "All training points coincide, so bandwidth='auto' cannot derive a scale from them; "
-            "pass bandwidth_grid=[...] explicitly or a fixed bandwidth."
-        )
-    pilot = np.unique(np.linspace(0, X.shape[0] - 1, min(_AUTO_PILOT_SIZE, X.shape[0])).astype(int))
+        return bandwidth_grid_from_nearest(np.zeros(1), diagonal, n_bandwidths)  # raises the explanation
+    pilot = bandwidth_grid_pilot(X.shape[0])
     n_nb = min(2, X.shape[0])
     dist, _ = NearestNeighbors(n_neighbors=n_nb, algorithm="brute").fit(X).kneighbors(X[pilot])
-    nearest = dist[:, -1]
-    low = float(np.median(nearest[nearest > 0])) if np.any(nearest > 0) else diagonal * 1e-3
-    low = min(low, diagonal)
-    return np.geomspace(low, diagonal, n_bandwidths) if low < diagonal else np.array([diagonal])
+    return bandwidth_grid_from_nearest(dist[:, -1], diagonal, n_bandwidths)
 
 
 def _power_of_two_scale(X: np.ndarray) -> float:

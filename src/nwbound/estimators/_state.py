@@ -77,7 +77,9 @@ def state_classes(state: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     if "classes_" not in state:
         raise _missing("classes_")
     classes = np.asarray(state["classes_"])
-    if classes.ndim != 1 or classes.shape[0] < 2 or classes.dtype.kind == "O":
+    if classes.dtype.kind == "O" and not all(isinstance(c, str) for c in classes.ravel()):
+        raise ValueError("Fitted state 'classes_' of object dtype must hold strings only.")
+    if classes.ndim != 1 or classes.shape[0] < 2:
         raise ValueError(f"Fitted state 'classes_' must list at least 2 classes, got {classes!r}.")
     if np.unique(classes).shape[0] != classes.shape[0] or not np.all(classes[:-1] < classes[1:]):
         raise ValueError("Fitted state 'classes_' must be sorted and unique.")
