@@ -490,6 +490,19 @@ def _summary_text(config: ShiftConfig, summary: Sequence[dict[str, Any]]) -> str
         "are expectations under the true p.",
         "",
     ]
+    lines += ["## Headline (worst over fields, bound forms and models)", ""]
+    for region in REGIONS:
+        sel = [r for r in summary if r["region"] == region]
+        if not sel:
+            continue
+        errs = [r["threshold_max_p_accepted_error"] for r in sel if math.isfinite(r["threshold_max_p_accepted_error"])]
+        lines.append(
+            f"- {region}: bound violations ≤ {max(r['violation_rate'] for r in sel):.4f} (δ = {config.delta:g}); "
+            f"false certificates ≤ {max(r['false_certificate_rate'] for r in sel):.4f}; conformal coverage ≥ "
+            f"{min(r['conformal_coverage'] for r in sel):.3f} (1 − α = {1 - config.alpha:g}); 1 − max p̂ threshold "
+            f"accepted error ≤ {max(errs) if errs else float('nan'):.3f} (α = {config.alpha:g})."
+        )
+    lines += ["", "## Per field, bound form, model and region", ""]
     # Two standard deviations of the pooled coverage from the calibration draws.
     tol = 2.0 * math.sqrt(config.alpha * (1 - config.alpha) / (config.n_cal * config.repeats))
     for row in summary:
