@@ -23,13 +23,15 @@ skipped by the figures.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -39,6 +41,7 @@ from ..metrics import accuracy, violation_rate, weighted_precision_recall
 
 __all__ = [
     "load_or_command_error",
+    "quiet_bound_warnings",
     "MODEL_NAMES",
     "PAPER_SETTING",
     "FitQuery",
@@ -236,6 +239,33 @@ class FitQuery:
         return self.fit_time + self.query_time
 
 
+@contextlib.contextmanager
+def quiet_bound_warnings() -> Iterator[None]:
+    """Silence :class:`~nwbound.diagnostics.UselessBoundWarning` inside an experiment.
+
+    An experiment measures how useful the bounds are and reports the shares
+    (certified, trivial, vacuous) in its tables, so the per-call warning a user
+    of the library needs is only noise in its log.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from nwbound.diagnostics import UselessBoundWarning
+    >>> from nwbound.experiments._common import quiet_bound_warnings
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     with quiet_bound_warnings():
+    ...         warnings.warn("trivial bounds", UselessBoundWarning)
+    >>> seen
+    []
+    """
+    from ..diagnostics import UselessBoundWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UselessBoundWarning)
+        yield
+
+
 def has_bounds(model: Any) -> bool:
     """Whether ``model`` reports bounds (has ``predict_interval`` and no ``has_bounds=False``)."""
     return bool(getattr(model, "has_bounds", True)) and hasattr(model, "predict_interval")
@@ -256,12 +286,13 @@ def fit_and_query(model: Any, X_train: Any, y_train: Any, X_test: Any, *, name: 
     model.fit(X_train, y_train)
     fit_time = time.perf_counter() - start
     start = time.perf_counter()
-    if has_bounds(model):
-        interval = model.predict_interval(X_test)
-        proba = np.asarray(interval.proba)
-    else:
-        interval = None
-        proba = np.asarray(model.predict_proba(X_test))
+    with quiet_bound_warnings():  # the rows report the certified / trivial shares
+        if has_bounds(model):
+            interval = model.predict_interval(X_test)
+            proba = np.asarray(interval.proba)
+        else:
+            interval = None
+            proba = np.asarray(model.predict_proba(X_test))
     query_time = time.perf_counter() - start
     y_pred = np.asarray(model.classes_)[np.argmax(proba, axis=1)]
     return FitQuery(name or type(model).__name__, model, fit_time, query_time, y_pred, proba, interval)
