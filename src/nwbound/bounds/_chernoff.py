@@ -60,11 +60,16 @@ _CONTRACT_RTOL = 1e-9
 # Newton steps in m before the search falls back to plain bisection, and the cap on all steps.
 _NEWTON_M_STEPS = 12
 _MAX_STEPS = 80
+# θ-minimisation: at most this many Newton steps per probe; a pair stops when the Newton
+# decrement φ′²/φ″ is below _THETA_DECREMENT or below _THETA_MARGIN × |φ − log(δ′/2)|.
+_THETA_STEPS = 30
+_THETA_DECREMENT = 1e-12
+_THETA_MARGIN = 1e-3
 # Pairs solved together: bounds the (pairs × groups) temporaries of the numpy route.
 _BLOCK_PAIRS = 4096
 # The compiled route (numba): False forces numpy, as does NWBOUND_DISABLE_NUMBA=1.
 USE_NUMBA = True
-_NUMBA_MODULE = None  # ._chernoff_numba once imported, False when numba is missing
+_NUMBA_MODULE = None  # the compiled route once built, False when numba is missing
 
 
 def _as_float_array(value: object, name: str) -> np.ndarray:
@@ -142,26 +147,74 @@ def _evaluate(S, N, M, R, m, theta):
     """
     hi = np.minimum(m[:, None] + R, 1.0)
     x = theta[:, None] * M
-    e = np.expm1(-x)  # e^{−x} − 1 ∈ (−1, 0]
-    omp_e = (1.0 - hi) * e
-    den = 1.0 + omp_e  # hi + (1 − hi)e^{−x} ≥ e^{−700} > 0
-    psi = x + np.log1p(omp_e)  # log(1 + hi(e^x − 1)), stable for large x
+    ex = np.exp(-x)
+    # hi + (1 − hi)e^{−x}: a sum of two terms ≥ 0 (no cancellation), ≥ e^{−700} > 0.
+    den = hi + (1.0 - hi) * ex
+    psi = x + np.log(den)  # log(1 + hi(e^x − 1)), stable for large x (absolute error ~ eps·x)
     q = hi / den  # the tilted label mean
     nm = N * M
     phi = -theta * S + np.einsum("ij,ij->i", N, psi)
     d1 = -S + np.einsum("ij,ij->i", nm, q)
     d2 = np.einsum("ij,ij->i", nm * M, q * (1.0 - q))
-    dm = np.einsum("ij,ij->i", N * (hi < 1.0), -e / den)
+    dm = np.einsum("ij,ij->i", N * (hi < 1.0), (1.0 - ex) / den)
     a = S - np.einsum("ij,ij->i", nm, hi)
     return phi, d1, d2, dm, a
 
 
-def _theta_step(theta, d1, d2, theta_max):
-    """One safeguarded Newton step on the convex θ ↦ φ: at most ×4 or ÷4, inside (0, θ_max]."""
+def _next_theta(theta, d1, d2, t_lo, t_hi, t_max):
+    """Newton step on the convex θ ↦ φ, kept inside the bracket (t_lo, t_hi) of the minimiser
+    (bisection inside it, or ×4 while no upper end is known), and at most t_max."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        step = np.where(d2 > 0, theta - d1 / d2, np.where(d1 < 0, 4.0 * theta, 0.25 * theta))
-    step = np.nan_to_num(step, nan=theta, posinf=4.0 * theta, neginf=0.25 * theta)
-    return np.clip(step, 0.25 * theta, np.minimum(4.0 * theta, theta_max))
+        newton = theta - d1 / d2
+    grow = np.minimum(4.0 * np.maximum(theta, t_lo), t_max)
+    fallback = np.where(np.isfinite(t_hi), 0.5 * (t_lo + t_hi), grow)
+    ok = np.isfinite(newton) & (newton > t_lo) & (newton < t_hi)
+    return np.minimum(np.where(ok, newton, fallback), t_max)
+
+
+def _profile(S, N, M, R, m, theta, t_max, log_level):
+    """``g(m) = min_θ φ(m, θ) − log(δ′/2)`` (from above), ``∂g/∂m`` and the best θ, per pair.
+
+    Safeguarded Newton on the convex θ ↦ φ from the warm start ``theta``. A pair
+    stops once the Newton decrement ``φ′²/φ″`` (about twice the gap to the
+    minimum) is negligible, or small next to its distance from the threshold
+    (then further steps cannot change the decision), or θ reaches ``t_max``.
+    Every φ is evaluated at an explicit θ, so ``g ≤ 0`` certifies rejection.
+    """
+    P = S.shape[0]
+    best = np.full(P, np.inf)
+    grad = np.zeros(P)
+    th_best = theta.copy()
+    t_lo = np.zeros(P)
+    t_hi = np.full(P, np.inf)
+    amass = np.zeros(P)
+    th = theta.copy()
+    idx = np.arange(P)
+    for it in range(_THETA_STEPS):
+        phi, d1, d2, dm, a = _evaluate(S[idx], N[idx], M[idx], R[idx], m[idx], th[idx])
+        if it == 0:
+            amass[idx] = a
+        better = phi < best[idx]
+        sel = idx[better]
+        best[sel], grad[sel], th_best[sel] = phi[better], dm[better], th[sel]
+        t_lo[idx] = np.where(d1 < 0, np.maximum(t_lo[idx], th[idx]), t_lo[idx])
+        t_hi[idx] = np.where(d1 >= 0, np.minimum(t_hi[idx], th[idx]), t_hi[idx])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            decrement = np.where(d2 > 0, d1 * d1 / d2, np.inf)
+        margin = np.abs(best[idx] - log_level)
+        more = (
+            (amass[idx] > 0)
+            & (decrement > _THETA_DECREMENT)
+            & (decrement > _THETA_MARGIN * margin)
+            & ~((d1 < 0) & (th[idx] >= t_max[idx]))
+        )
+        nxt = _next_theta(th[idx], d1, d2, t_lo[idx], t_hi[idx], t_max[idx])
+        th[idx] = nxt
+        idx = idx[more]
+        if idx.size == 0:
+            break
+    g = np.where(amass > 0, best - log_level, np.inf)
+    return g, grad, th_best
 
 
 def _left_end_block(S, N, M, R, right, log_level, tol):
@@ -200,30 +253,18 @@ def _left_end_block(S, N, M, R, right, log_level, tol):
         a[idx[ok]] = m_h[idx[ok]]
     m = a.copy()  # first probe: the current rejected end (or 0), now with an optimised θ
     active = np.flatnonzero(~done & (b - a > tol))
+    half = 0.5 * tol
     for step in range(_MAX_STEPS):
         if active.size == 0:
             break
-        s, n_, mm, r = S[active], N[active], M[active], R[active]
-        th0 = theta[active]
-        tmax, tmin = theta_max[active], theta_min[active]
         x = m[active]
-        phi0, d10, d20, dm0, amass = _evaluate(s, n_, mm, r, x, th0)
-        th1 = np.maximum(_theta_step(th0, d10, d20, tmax), tmin)
-        phi1, d11, d21, dm1, _ = _evaluate(s, n_, mm, r, x, th1)
-        first = phi0 <= phi1
-        g = np.where(first, phi0, phi1) - log_level
-        gm = np.where(first, dm0, dm1)
-        th_best = np.where(first, th0, th1)
-        # Warm start for the next probe: one more Newton step from the last θ.
-        theta[active] = np.where(
-            first, th0, np.maximum(_theta_step(th1, d11, d21, tmax), tmin)
-        )
-        rejected = (g <= 0) & (amass > 0)
-        aa, bb = a[active], b[active]
-        aa = np.where(rejected, x, aa)
-        bb = np.where(rejected, bb, x)
+        g, gm, th = _profile(S[active], N[active], M[active], R[active], x, theta[active],
+                             theta_max[active], log_level)
+        theta[active] = np.maximum(th, theta_min[active])
+        rejected = g <= 0
+        aa = np.where(rejected, x, a[active])
+        bb = np.where(rejected, b[active], x)
         a[active], b[active] = aa, bb
-        del th_best
         # Next probe: Newton in m (the envelope derivative ∂φ/∂m at the best θ),
         # kept at least tol/2 inside the bracket so that it straddles the root.
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -231,7 +272,6 @@ def _left_end_block(S, N, M, R, right, log_level, tol):
         mid = 0.5 * (aa + bb)
         use_newton = (step < _NEWTON_M_STEPS) & (gm > 0) & np.isfinite(newton) & (newton > aa) & (newton < bb)
         nxt = np.where(use_newton, newton, mid)
-        half = 0.5 * tol
         nxt = np.where(bb - aa > tol, np.clip(nxt, aa + half, bb - half), mid)
         m[active] = nxt
         active = active[bb - aa > tol]
@@ -244,11 +284,9 @@ def _numba_route():
         return None
     if _NUMBA_MODULE is None:  # import numba lazily, once
         try:
-            from . import _chernoff_numba
+            _NUMBA_MODULE = _NumbaRoute()
         except ImportError:
             _NUMBA_MODULE = False
-        else:
-            _NUMBA_MODULE = _chernoff_numba
     return _NUMBA_MODULE or None
 
 
@@ -256,8 +294,7 @@ def _left_ends(S, rows, N, M, R, right, log_level, tol, engine):
     """Left ends for pairs (S[k], query rows[k]) in blocks."""
     out = np.zeros(S.shape[0])
     if engine is not None:
-        engine.left_ends(S, rows.astype(np.intp), N, M, R, right, log_level, tol, out,
-                         _MAX_EXPONENT, _NEWTON_M_STEPS, _MAX_STEPS)
+        engine.left_ends(S, rows.astype(np.intp), N, M, R, right, log_level, tol, out)
         return out
     for start in range(0, S.shape[0], _BLOCK_PAIRS):
         sl = slice(start, start + _BLOCK_PAIRS)
@@ -417,3 +454,159 @@ def group_hoeffding_interval(
     comp = np.einsum("ij,ij->i", N, L)[:, None] - S
     up = np.where(live, np.clip(1.0 - left(comp, L), 0.0, 1.0), 1.0)
     return lo, up
+
+
+# ---------------------------------------------------------------------------
+# Compiled route. The same search as ``_left_end_block``, one pair at a time:
+# plain Python functions that numba compiles on first use (``_numba_route``),
+# with ``_prange`` and ``_eval_pair`` bound to their compiled forms then.
+# ---------------------------------------------------------------------------
+
+
+def _eval_pair(N, M, R, q, s, m, theta):  # pragma: no cover - compiled by numba
+    phi = -theta * s
+    d1 = -s
+    d2 = 0.0
+    dm = 0.0
+    amass = s
+    for j in range(N.shape[1]):
+        n = N[q, j]
+        if n == 0.0:
+            continue
+        u = M[q, j]
+        hi = min(m + R[q, j], 1.0)
+        x = theta * u
+        ex = math.exp(-x)
+        den = hi + (1.0 - hi) * ex
+        qq = hi / den
+        phi += n * (x + math.log(den))
+        d1 += n * u * qq
+        d2 += n * u * u * qq * (1.0 - qq)
+        if hi < 1.0:
+            dm += n * ((1.0 - ex) / den)
+        amass -= n * u * hi
+    return phi, d1, d2, dm, amass
+
+
+def _profile_pair(N, M, R, q, s, m, theta, t_max, log_level, steps, dec_abs, dec_rel):  # pragma: no cover
+    """One pair's ``_profile``: (g, ∂g/∂m, best θ)."""
+    best = math.inf
+    grad = 0.0
+    th_best = theta
+    t_lo = 0.0
+    t_hi = math.inf
+    th = theta
+    amass = 0.0
+    for it in range(steps):
+        phi, d1, d2, dm, a = _eval_pair(N, M, R, q, s, m, th)
+        if it == 0:
+            amass = a
+            if amass <= 0.0:
+                break
+        if phi < best:
+            best = phi
+            grad = dm
+            th_best = th
+        if d1 < 0.0:
+            t_lo = max(t_lo, th)
+        else:
+            t_hi = min(t_hi, th)
+        decrement = d1 * d1 / d2 if d2 > 0.0 else math.inf
+        margin = abs(best - log_level)
+        newton = th - d1 / d2 if d2 != 0.0 else math.nan
+        if math.isfinite(newton) and t_lo < newton < t_hi:
+            nxt = newton
+        elif math.isfinite(t_hi):
+            nxt = 0.5 * (t_lo + t_hi)
+        else:
+            nxt = min(4.0 * max(th, t_lo), t_max)
+        at_cap = d1 < 0.0 and th >= t_max
+        th = min(nxt, t_max)
+        if not (decrement > dec_abs and decrement > dec_rel * margin) or at_cap:
+            break
+    if amass <= 0.0:
+        return math.inf, grad, th_best
+    return best - log_level, grad, th_best
+
+
+def _left_ends_loop(S, rows, N, M, R, right, log_level, tol, out, max_exp, newton_steps, max_steps,
+                    theta_steps, dec_abs, dec_rel):  # pragma: no cover - compiled by numba
+    for k in _prange(S.shape[0]):
+        s = S[k]
+        q = rows[k]
+        m1 = 0.0
+        v = 0.0
+        rho_mass = 0.0
+        mmax = 0.0
+        for j in range(N.shape[1]):
+            nm = N[q, j] * M[q, j]
+            m1 += nm
+            v += nm * M[q, j]
+            if nm > 0.0:
+                rho_mass += nm * R[q, j]
+            mmax = max(mmax, M[q, j])
+        theta_max = max_exp / max(mmax, 1e-300)
+        theta_min = 1e-12 * theta_max
+        a = 0.0
+        b = right[k]
+        if s <= 0.0 or v <= 0.0 or b <= 0.0:
+            out[k] = 0.0
+            continue
+        m_h = (s - rho_mass - math.sqrt(v * (-log_level) / 2.0)) / m1
+        if not math.isfinite(m_h):
+            m_h = 0.0
+        m_h = min(max(m_h, 0.0), b)
+        amass_h = s
+        for j in range(N.shape[1]):
+            amass_h -= N[q, j] * M[q, j] * min(m_h + R[q, j], 1.0)
+        theta = min(max(4.0 * amass_h / v, theta_min), theta_max)
+        phi_h = _eval_pair(N, M, R, q, s, m_h, theta)[0]
+        if m_h > 0.0 and phi_h <= log_level:
+            a = m_h
+        x = a
+        half = 0.5 * tol
+        for step in range(max_steps):
+            if not b - a > tol:
+                break
+            g, gm, th = _profile_pair(N, M, R, q, s, x, theta, theta_max, log_level,
+                                      theta_steps, dec_abs, dec_rel)
+            theta = max(th, theta_min)
+            if g <= 0.0:
+                a = x
+            else:
+                b = x
+            mid = 0.5 * (a + b)
+            nxt = mid
+            if step < newton_steps and gm > 0.0:
+                newton = x - g / gm
+                if math.isfinite(newton) and a < newton < b:
+                    nxt = newton
+            if b - a > tol:
+                nxt = min(max(nxt, a + half), b - half)
+            x = nxt
+        out[k] = a
+
+
+def _prange(n):  # the pure-Python stand-in for numba.prange
+    return range(n)
+
+
+class _NumbaRoute:
+    """The compiled ``left_ends``; built once, on first use."""
+
+    def __init__(self) -> None:
+        import types
+
+        import numba
+
+        eval_pair = numba.njit(cache=True)(_eval_pair)
+        profile = types.FunctionType(_profile_pair.__code__, dict(globals(), _eval_pair=eval_pair),
+                                     "_profile_pair")
+        profile = numba.njit(cache=True)(profile)
+        scope = dict(globals(), _eval_pair=eval_pair, _profile_pair=profile, _prange=numba.prange)
+        loop = types.FunctionType(_left_ends_loop.__code__, scope, "_left_ends_loop")
+        self._loop = numba.njit(parallel=True, cache=True)(loop)
+
+    def left_ends(self, S, rows, N, M, R, right, log_level, tol, out):
+        self._loop(S, rows, N, M, R, right, log_level, tol, out, _MAX_EXPONENT, _NEWTON_M_STEPS,
+                   _MAX_STEPS, _THETA_STEPS, _THETA_DECREMENT, _THETA_MARGIN)
