@@ -76,7 +76,10 @@ def first_call_seconds(cache_dir: str) -> tuple[float, float]:
 
 
 def engine_of_revision(rev: str, workdir: str):
-    """The ``_sums`` module of git revision ``rev``, imported as ``nwbound_before.estimators._sums``."""
+    """The ``_sums`` and ``kernels`` modules of git revision ``rev``, imported as ``nwbound_before.…``.
+
+    The kernel must come from the same package: the compiled route recognises its
+    built-in kernels by identity (another package's kernel would take the numpy route)."""
     root = Path(__file__).resolve().parents[1]
     archive = subprocess.run(["git", "-C", str(root), "archive", rev, "src/nwbound"], capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", workdir], input=archive.stdout, check=True)
@@ -84,7 +87,7 @@ def engine_of_revision(rev: str, workdir: str):
     sys.path.insert(0, workdir)
     import importlib
 
-    return importlib.import_module("nwbound_before.estimators._sums")
+    return importlib.import_module("nwbound_before.estimators._sums"), importlib.import_module("nwbound_before.kernels")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,14 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     before_dir = None
     if args.before:
         before_dir = tempfile.TemporaryDirectory()
-        old = engine_of_revision(args.before, before_dir.name)
+        old, old_kernels = engine_of_revision(args.before, before_dir.name)
+        old_kern = old_kernels.get_kernel(kern.name)
         old_train = old.TrainingSet.build(train.X, train.labels, train.n_classes, train.weights)
 
         def engine_before(q):
-            return timed(lambda: old.dense_kernel_sums(q, old_train, kern, lam, need_dist=False, n_jobs=-1))
+            return timed(lambda: old.dense_kernel_sums(q, old_train, old_kern, lam, need_dist=False, n_jobs=-1))
 
         engine_before(Q[:256])  # layout, JIT
-        a = old.dense_kernel_sums(Q[:2000], old_train, kern, lam, need_dist=False, n_jobs=-1)
+        a = old.dense_kernel_sums(Q[:2000], old_train, old_kern, lam, need_dist=False, n_jobs=-1)
         b = _sums.dense_kernel_sums(Q[:2000], train, kern, lam, need_dist=False, n_jobs=-1)
         print(f"engine before ({args.before}) vs now on 2000 queries: max |Δκ| {np.abs(a.kappa - b.kappa).max():.2e}, "
               f"κ = 0 in {np.mean(a.kappa == 0):.2%} / {np.mean(b.kappa == 0):.2%}; "

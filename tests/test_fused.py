@@ -182,6 +182,7 @@ def test_switches_force_the_numpy_route(monkeypatch):
     assert routes.fused > 0
 
 
+@pytest.mark.filterwarnings("ignore:The bounds cannot guide decisions")  # L = 1 on purpose: wide bounds
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_estimator_auto_bandwidth_same_intervals(dtype, monkeypatch):
     # bandwidth="auto": 16 bandwidths per query, the bound picks one.
