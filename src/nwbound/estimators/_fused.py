@@ -66,6 +66,12 @@ def kernel_code(kernel: Kernel) -> tuple[int, float] | None:
     profile functions, not by name, so a user's :class:`Kernel` that merely
     reuses a built-in name keeps the numpy route. The Gaussian qualifies only
     when truncated (finite radius).
+
+    Examples
+    --------
+    >>> from nwbound.kernels import gaussian_kernel, get_kernel
+    >>> kernel_code(get_kernel("quartic")) == (QUARTIC, 1.0), kernel_code(gaussian_kernel(None))
+    (True, None)
     """
     name = kernel.name
     if name not in KERNEL_CODES:
