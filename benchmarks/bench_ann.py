@@ -239,7 +239,10 @@ def build_candidates(args: argparse.Namespace, modules: dict[str, Any], Xtr: np.
         seed = None if args.parallel_build else args.seed
         add("hnswlib", f"hnswlib M={args.M} efC={args.ef_construction}",
             lambda: HNSWIndex(M=args.M, ef_construction=args.ef_construction, random_state=seed,
-                              n_jobs=args.threads), "ef", args.ef)
+                              n_jobs=args.threads, recall=args.recall, n_neighbors=args.k), "ef", [None, *args.ef])
+        index = out[-1]["index"]
+        print(f"  hnswlib ef chosen for recall {args.recall}: ef_={index.ef_} "
+              f"(held-out recall@{args.k} {index.recall_:.4f})", flush=True)
     if "faiss" in modules:
         faiss = modules["faiss"]
         add("faiss", f"faiss HNSWFlat M={args.faiss_M} efC={args.faiss_ef_construction}",
@@ -262,6 +265,65 @@ def build_candidates(args: argparse.Namespace, modules: dict[str, Any], Xtr: np.
     return out
 
 
+def crossover(args: argparse.Namespace) -> None:
+    """Where HNSW (build and ef choice included) starts to beat exact search, for ``algorithm="auto"``.
+
+    For each dimension in ``--dims`` and training size in ``--sizes``: the exact
+    index ``algorithm="auto"`` falls back to (scikit-learn's "auto": trees in low
+    dimension, brute force above 15 features), fitted and queried, against an
+    :class:`HNSWIndex` with its defaults (ef chosen for ``--recall``), built and
+    queried, for queries = n/4 and = n (``--query-ratios``). Prints the table and,
+    per dimension and query ratio, the smallest size where HNSW's total is lower.
+    """
+    from nwbound.neighbors import AUTO_HNSW_RULE, ExactIndex
+
+    rows = []
+    with threadpool_limits(limits=args.threads):
+        for d in args.dims:
+            for n in args.sizes:
+                n_q = int(max(args.query_ratios) * n)
+                X, _ = ecg_like(n + n_q, d, min(args.latent, d), args.seed, args.noise)
+                Xtr, Xq = np.ascontiguousarray(X[:n]), np.ascontiguousarray(X[n:])
+                t_ex_build, exact = timed(ExactIndex("auto", n_jobs=args.threads).fit, Xtr)
+                seed = None if args.parallel_build else args.seed
+                t_build, hnsw = timed(HNSWIndex(M=args.M, ef_construction=args.ef_construction, recall=args.recall,
+                                                n_neighbors=args.k, random_state=seed, n_jobs=args.threads).fit, Xtr)
+                for ratio in args.query_ratios:
+                    Q = Xq[: int(ratio * n)]
+                    t_ex_q, (_, true_idx) = timed(exact.kneighbors, Q, args.k)
+                    t_q, (_, idx) = timed(hnsw.kneighbors, Q, args.k)
+                    rows.append(dict(d=d, n=n, q=Q.shape[0], exact=t_ex_build + t_ex_q, build=t_build, query=t_q,
+                                     recall=recall_at_k(idx, true_idx), ef=hnsw.ef_, held=hnsw.recall_))
+                    r = rows[-1]
+                    print(f"d={d:<4} n={n:<8} q={r['q']:<8} exact {r['exact']:8.2f} s | hnsw build {t_build:7.2f} s "
+                          f"+ query {t_q:6.2f} s = {t_build + t_q:7.2f} s | ef_={hnsw.ef_} held-out recall "
+                          f"{hnsw.recall_:.4f}, recall@{args.k} {r['recall']:.4f}", flush=True)
+
+    print(f"\n{'d':>4}{'n_train':>10}{'queries':>10}{'exact s':>10}{'build s':>10}{'query s':>10}"
+          f"{'hnsw s':>10}{'ratio':>8}{'ef_':>6}{'recall':>9}")
+    for r in rows:
+        total = r["build"] + r["query"]
+        print(f"{r['d']:>4}{r['n']:>10}{r['q']:>10}{r['exact']:>10.2f}{r['build']:>10.2f}{r['query']:>10.2f}"
+              f"{total:>10.2f}{total / r['exact']:>8.2f}{r['ef']:>6}{r['recall']:>9.4f}")
+    print("\ncrossover (smallest n_train where HNSW's build + queries beat exact search; "
+          "log-log interpolation between the sizes around it):")
+    for d in args.dims:
+        for ratio in args.query_ratios:
+            sub = [r for r in rows if r["d"] == d and r["q"] == int(ratio * r["n"])]
+            ratios = [(r["n"], (r["build"] + r["query"]) / r["exact"]) for r in sub]
+            where = next((i for i, (_, v) in enumerate(ratios) if v < 1.0), None)
+            if where is None:
+                text = f"none up to n = {sub[-1]['n']} (HNSW/exact time {ratios[-1][1]:.2f} there)"
+            elif where == 0:
+                text = f"below n = {sub[0]['n']} (HNSW/exact time {ratios[0][1]:.2f} there)"
+            else:
+                (n0, v0), (n1, v1) = ratios[where - 1], ratios[where]
+                t = np.log(v0) / (np.log(v0) - np.log(v1))
+                text = f"≈ {np.exp(np.log(n0) + t * (np.log(n1) - np.log(n0))):,.0f} (between {n0} and {n1})"
+            print(f"  d = {d}, queries = {ratio:g} · n: {text}")
+    print(f"current rule: {AUTO_HNSW_RULE}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=87_554, help="training rows")
@@ -269,8 +331,8 @@ def main() -> None:
     parser.add_argument("--d", type=int, default=100, help="features")
     parser.add_argument("--latent", type=int, default=6, help="intrinsic dimension")
     parser.add_argument("--k", type=int, default=10)
-    parser.add_argument("--M", type=int, default=32)
-    parser.add_argument("--ef-construction", type=int, default=200)
+    parser.add_argument("--M", type=int, default=16)
+    parser.add_argument("--ef-construction", type=int, default=100)
     parser.add_argument("--ef", type=int, nargs="+", default=[32, 64, 128, 256])
     parser.add_argument("--threads", type=int, default=1, help="search threads (and BLAS threads)")
     parser.add_argument("--bandwidth", type=float, default=0.75)
@@ -294,7 +356,18 @@ def main() -> None:
     parser.add_argument("--ivf-nprobe", type=int, nargs="+", default=[16, 32, 64, 128])
     parser.add_argument("--pynnd-neighbors", type=int, default=30, help="pynndescent graph degree")
     parser.add_argument("--pynnd-epsilon", type=float, nargs="+", default=[0.0, 0.1, 0.2, 0.3])
+    parser.add_argument("--crossover", action="store_true",
+                        help="only measure where HNSW (build included) beats exact search, over --sizes and --dims")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 20_000, 40_000, 80_000])
+    parser.add_argument("--dims", type=int, nargs="+", default=[100, 4])
+    parser.add_argument("--query-ratios", type=float, nargs="+", default=[0.25, 1.0])
+    parser.add_argument("--recall", type=float, default=0.99, help="HNSWIndex recall target (ef chosen for it)")
     args = parser.parse_args()
+    if args.crossover:
+        print(f"cpus={os.cpu_count()}, threads={args.threads}, load average {os.getloadavg()[0]:.2f}, "
+              f"parallel build={args.parallel_build}", flush=True)
+        crossover(args)
+        return
 
     requested = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = sorted(set(requested) - set(BACKENDS))
@@ -371,7 +444,8 @@ def main() -> None:
 
     approx = []
     for (cand, value), (rec, agree), ts in zip(settings, quality, times):
-        name = f"{cand['label']} {cand['param']}={value}"
+        shown = f"tuned {cand['index'].ef_}" if value is None else value  # None: ef_ chosen for --recall
+        name = f"{cand['label']} {cand['param']}={shown}"
         approx.append(dict(name=name, backend=cand["backend"], build=cand["build"], query=float(np.median(ts)),
                            spread=(min(ts), max(ts)), recall=rec, agree=agree))
         rows.append((name, cand["build"], float(np.median(ts)), rec, agree))

@@ -156,3 +156,104 @@ def test_estimator_passes_random_state_and_index_params(data):
     np.testing.assert_array_equal(a.predict_interval(Q).epsilon, b.predict_interval(Q).epsilon)
     with pytest.raises(ValueError, match="Unknown option"):
         NadarayaWatsonClassifier(**{**params, "index_params": {"efSearch": 5}}).fit(X, y)
+
+
+# --- ef chosen from a recall target ------------------------------------------------------------
+def recall_against_brute(index: HNSWIndex, X: np.ndarray, Q: np.ndarray, k: int) -> float:
+    """recall@k of the index's answers, by id, against the definition (ties have probability 0 here)."""
+    _, idx = index.kneighbors(Q, k)
+    _, true_idx = brute_neighbors(X, Q, k)
+    return float(np.mean([len(np.intersect1d(a, b)) / k for a, b in zip(idx, true_idx)]))
+
+
+@pytest.mark.parametrize("target", [0.9, 0.99])
+def test_recall_target_met_on_unseen_queries(data, target):
+    X, _, Q = data
+    # A sparse graph (M=4) so that the default ef would not do: ef has to grow.
+    index = HNSWIndex(M=4, ef_construction=16, recall=target, n_neighbors=10, random_state=0).fit(X)
+    assert index.recall_ >= target
+    assert index.ef_ in (16, 32, 64, 128, 256, 512, 1024)
+    # 200 held-out rows estimate the recall: on 200 fresh queries it may sit a standard error below.
+    measured = recall_against_brute(index, X, Q, 10)
+    assert measured >= target - 3 * np.sqrt(target * (1 - target) / 2000) - 0.005
+    # The doubling stopped at the first ef that met the target: half of it falls short on the
+    # held-out rows, so (up to their noise) on fresh queries too.
+    if index.ef_ > 16:
+        half = HNSWIndex(M=4, ef_construction=16, ef=index.ef_ // 2, n_neighbors=10, random_state=0).fit(X)
+        assert half.recall_ < target <= index.recall_
+        assert recall_against_brute(half, X, Q, 10) < measured
+
+
+def test_unreachable_target_warns_and_uses_the_cap(data, monkeypatch):
+    from nwbound.neighbors import _hnsw
+
+    monkeypatch.setattr(_hnsw, "_EF_MAX", 32)
+    X, _, _ = data
+    with pytest.warns(UserWarning, match="recall@10 = .* < recall=1.0 even at ef=32"):
+        index = HNSWIndex(M=2, ef_construction=2, recall=1.0, n_neighbors=10, random_state=0).fit(X)
+    assert index.ef_ == 32 and index.recall_ < 1.0
+
+
+def test_ef_choice_deterministic_with_random_state(data):
+    X, _, Q = data
+    params = dict(M=4, ef_construction=16, recall=0.97, random_state=11, n_jobs=2)
+    a, b = HNSWIndex(**params).fit(X), HNSWIndex(**params).fit(X)
+    assert (a.ef_, a.recall_) == (b.ef_, b.recall_)
+    for u, v in zip(a.kneighbors(Q, 10), b.kneighbors(Q, 10)):
+        np.testing.assert_array_equal(u, v)
+
+
+def test_multithreaded_build_same_quality(data):
+    X, _, Q = data
+    one = HNSWIndex(M=6, ef_construction=32, recall=0.98, random_state=3).fit(X)
+    # random_state=None: the graph is built with two threads (not reproducible, as good).
+    two = HNSWIndex(M=6, ef_construction=32, recall=0.98, n_jobs=2).fit(X)
+    assert one.recall_ >= 0.98 and two.recall_ >= 0.98
+    r1, r2 = recall_against_brute(one, X, Q, 10), recall_against_brute(two, X, Q, 10)
+    assert r2 >= 0.97 and abs(r1 - r2) <= 0.02
+
+
+def test_explicit_ef_wins(data):
+    X, _, Q = data
+    index = HNSWIndex(M=4, ef_construction=16, ef=12, recall=0.999, n_neighbors=10, random_state=0).fit(X)
+    assert index.ef_ == 12 and 0.0 < index.recall_ <= 1.0  # measured, not chased
+    # Set after fit (as benchmarks sweep it), ef still decides the search.
+    index.ef = 200
+    assert recall_against_brute(index, X, Q, 10) >= recall_against_brute(
+        HNSWIndex(M=4, ef_construction=16, ef=12, n_neighbors=10, random_state=0).fit(X), X, Q, 10)
+
+
+def test_larger_k_scales_ef(data):
+    X, _, Q = data
+    index = HNSWIndex(M=4, ef_construction=16, recall=0.95, n_neighbors=5, random_state=0).fit(X)
+    assert index._search_ef(5) == index.ef_
+    assert index._search_ef(20) == max(20, -(-index.ef_ * 20 // 5))
+    assert index._search_ef(2) == index.ef_
+    assert recall_against_brute(index, X, Q, 20) >= 0.9
+
+
+def test_tiny_training_sets():
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]])
+    index = HNSWIndex(random_state=0).fit(X)  # too small to hold rows out
+    assert index.recall_ is None
+    dist, idx = index.kneighbors(np.array([[0.9, 0.1]]), 3)
+    assert idx.tolist() == [[1, 0, 2]]
+    np.testing.assert_allclose(dist, brute_neighbors(X, np.array([[0.9, 0.1]]), 3)[0])
+
+
+@pytest.mark.parametrize("recall", [0, 1.5, True, "high", float("nan")])
+def test_bad_recall(recall):
+    with pytest.raises(ValueError, match="0 < recall <= 1"):
+        HNSWIndex(recall=recall).fit(np.zeros((5, 2)))
+
+
+def test_threads_capped_at_the_cores():
+    from nwbound.neighbors._hnsw import _machine_cores, _num_threads
+
+    cores = _machine_cores()
+    assert _num_threads(None) == 1
+    assert _num_threads(10**6) == cores
+    assert _num_threads(-1) == cores
+    assert _num_threads(-(cores + 5)) == 1
+    with pytest.raises(ValueError, match="n_jobs"):
+        _num_threads(0)
