@@ -65,14 +65,10 @@ def test_converters_in_a_parser_give_usage_errors(capsys):
     assert "--n" in capsys.readouterr().err
 
 
-def test_cli_aliases_are_the_same_objects():
-    from nwbound.cli import _args
-    from nwbound.experiments import _output, progress as progress_module
-    from nwbound import utils
+def test_the_cli_error_is_the_one_user_error():
+    from nwbound.cli.main import CommandError
 
-    assert _args.positive_int is utils.positive_int
-    assert _output.OutputError is UserError and _output.write_table is utils.write_table
-    assert progress_module.progress is utils.progress
+    assert CommandError is UserError
 
 
 # ----------------------------------------------------------------------------- errors

@@ -40,6 +40,7 @@ from sklearn.metrics import pairwise_distances_chunked
 from sklearn.utils.validation import check_X_y
 
 from ._validation import check_positive
+from .datasets import stratified_subsample
 
 __all__ = [
     "UNITS_NOTE",
@@ -235,29 +236,6 @@ def _rng(random_state: Any) -> np.random.Generator:
     return np.random.default_rng(random_state)
 
 
-def _stratified_indices(codes: np.ndarray, n_samples: int, rng: np.random.Generator) -> np.ndarray:
-    """A stratified random subsample (all indices when ``n_samples >= n``)."""
-    n = codes.shape[0]
-    if n_samples >= n:
-        return np.arange(n)
-    from sklearn.model_selection import train_test_split
-
-    n_classes = int(codes.max()) + 1
-    if n_samples < n_classes or n - n_samples < n_classes:
-        # sklearn's own message here is about test sizes; say what to change.
-        raise ValueError(
-            f"n_samples={n_samples} cannot be drawn stratified from {n} points of {n_classes} classes: "
-            f"use at least {2 * n_classes} (2 per class) or n_samples >= {n} for all points."
-        )
-    try:
-        idx, _ = train_test_split(
-            np.arange(n), train_size=n_samples, stratify=codes, random_state=int(rng.integers(2**31 - 1))
-        )
-    except ValueError as exc:  # e.g. a class with a single member
-        raise ValueError(f"Cannot draw a stratified sample of n_samples={n_samples}: {exc}") from None
-    return np.sort(idx)
-
-
 # ---------------------------------------------------------------------------
 # overlap test
 # ---------------------------------------------------------------------------
@@ -329,7 +307,9 @@ def overlap_test(
     ):
         raise ValueError(f"mixed_threshold must be a number in [0, 1), got {mixed_threshold!r}.")
     mixed_threshold = float(mixed_threshold)
-    idx = _stratified_indices(codes, n_samples, _rng(random_state))
+    idx = np.arange(codes.shape[0])
+    if n_samples < codes.shape[0]:
+        idx = np.sort(stratified_subsample(codes, n_samples, random_state=_rng(random_state)))
     S, c = X[idx].astype(np.float64), codes[idx]
     counts = np.bincount(c, minlength=classes.shape[0])
     if np.any(counts < 2):
@@ -581,19 +561,19 @@ def _pilot_estimate(
     lam = _pilot_bandwidth(X_pilot, rng) if isinstance(bandwidth, str) else float(bandwidth)
     if eval_idx.shape[0] > n_eval:
         eval_idx = np.sort(rng.choice(eval_idx, size=n_eval, replace=False))
-    # lipschitz=1 only switches the interval on: we need κ (to drop empty
-    # neighbourhoods, whose p̂ is the prior, not an estimate), not ε.
     pilot = NadarayaWatsonClassifier(
-        kernel=kernel, bandwidth=lam, lipschitz=1.0, working_memory=working_memory
+        kernel=kernel, bandwidth=lam, working_memory=working_memory
     ).fit(X_pilot, y[pilot_idx])
-    iv = pilot.predict_interval(X[eval_idx])
-    keep = ~iv.vacuous
+    # Only κ and p̂ are needed: the kernel statistics, not an interval (and no warning about one).
+    class_sums = pilot.kernel_statistics(X[eval_idx]).class_sums[:, 0]
+    kappa = class_sums.sum(axis=1)
+    keep = kappa > 0
     if keep.sum() < 2:
         raise ValueError(
             f"Fewer than 2 evaluation points have training mass within the pilot bandwidth {lam:.4g}; "
             "pass a larger bandwidth."
         )
-    return lam, half, eval_idx[keep], iv.proba[keep]
+    return lam, half, eval_idx[keep], class_sums[keep] / kappa[keep, None]
 
 
 def _default_pair_distance(E: np.ndarray, lam: float) -> float:

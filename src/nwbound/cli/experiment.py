@@ -17,6 +17,8 @@ import importlib
 import time
 from pathlib import Path
 
+from ..utils import add_resume_argument
+
 
 def add_parser(sub) -> None:
     from ..experiments import EXPERIMENTS
@@ -29,6 +31,7 @@ def add_parser(sub) -> None:
         ep = exp_sub.add_parser(name, help=module.DESCRIPTION, description=module.DESCRIPTION)
         ep.add_argument("--output", type=Path, default=None, help=f"results folder (default: results/{name})")
         ep.add_argument("--overwrite", action="store_true", help="replace results of the same name")
+        add_resume_argument(ep)
         ep.add_argument("--quick", action="store_true", help="reduced grid (about two minutes or less)")
         ep.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
         ep.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -41,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
     target = args.output or Path("results") / args.experiment
     created = not target.exists()
-    output = prepare_output_dir(target, overwrite=args.overwrite)
+    output = prepare_output_dir(target, overwrite=args.overwrite)  # --resume sets overwrite too
     start = time.perf_counter()
     try:
         files = args.experiment_module.run(args, output)

@@ -15,6 +15,8 @@ import importlib
 import sys
 from typing import Sequence
 
+from ..utils import UserError
+
 __all__ = ["main", "CommandError", "COMMANDS"]
 
 # command → one-line help; its module (nwbound.cli.<command>) is imported only when run.
@@ -27,8 +29,8 @@ COMMANDS: dict[str, str] = {
 }
 
 
-class CommandError(Exception):
-    """An error to show the user as one line (no traceback); exit code 2."""
+# The one user-facing error type (defined in nwbound.utils, which experiments use too).
+CommandError = UserError
 
 
 def _command_in(argv: Sequence[str]) -> str | None:
@@ -64,11 +66,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = _command_in(argv)
     parser = build_parser(command if command is not None else "")
     args = parser.parse_args(argv)
-    from ..utils import UserError as OutputError
-
     try:
         result = args.func(args)
-    except (CommandError, OutputError, ValueError, TypeError, OSError) as exc:
+    except (UserError, ValueError, TypeError, OSError) as exc:
         print(f"nwbound {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
