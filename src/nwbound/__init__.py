@@ -18,12 +18,14 @@ _LAZY = {
     "NadarayaWatsonClassifier": ".estimators",
     "restate_lipschitz": ".scaling",
     "restate_margin": ".scaling",
+    "UselessBoundWarning": ".diagnostics",
 }
 
 __all__ = [
     "DyadicClassifier",
     "NadarayaWatsonClassifier",
     "PredictionInterval",
+    "UselessBoundWarning",
     "restate_lipschitz",
     "restate_margin",
     "__version__",
@@ -31,6 +33,7 @@ __all__ = [
 
 if TYPE_CHECKING:  # static analysers see the real names
     from ._result import PredictionInterval
+    from .diagnostics import UselessBoundWarning
     from .estimators import DyadicClassifier, NadarayaWatsonClassifier
     from .scaling import restate_lipschitz, restate_margin
 
