@@ -262,7 +262,13 @@ class BeatSet:
         )
 
     def class_counts(self) -> np.ndarray:
-        """Return the number of beats of each class, in ``class_names`` order."""
+        """Return the number of beats of each class, in ``class_names`` order.
+
+        Examples
+        --------
+        >>> BeatSet(np.zeros((3, 2)), [0, 2, 2], ["1"] * 3, [0, 1, 2]).class_counts().tolist()
+        [1, 0, 2, 0, 0]
+        """
         return np.bincount(self.y, minlength=len(self.class_names))
 
 
@@ -278,6 +284,11 @@ def aami_label(symbols: Iterable[str]) -> np.ndarray:
     -------
     ndarray of int64
         0..4 for N, S, V, F, Q beats, −1 for every other symbol.
+
+    Examples
+    --------
+    >>> aami_label(["N", "A", "V", "+", "/"]).tolist()
+    [0, 1, 2, -1, 4]
     """
     sym = np.asarray(list(symbols), dtype=object)
     out = np.full(sym.shape, -1, dtype=np.int64)
@@ -979,6 +990,12 @@ def load_kaggle_csv(path: str | os.PathLike[str], *, length: int = 187) -> BeatS
         ``path`` does not exist.
     ValueError
         Wrong column count, non-numeric or non-finite values, labels outside 0..4.
+
+    Examples
+    --------
+    >>> beats = load_kaggle_csv("mitbih_train.csv")  # doctest: +SKIP
+    >>> beats.X.shape  # doctest: +SKIP
+    (87554, 187)
     """
     path = Path(path).expanduser()
     if not path.is_file():
@@ -1053,6 +1070,14 @@ def split_beats(
     ------
     ValueError
         Unknown ``split``, a class too small to stratify, or an empty side.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> b = BeatSet(np.zeros((4, 3)), [0, 0, 1, 1], ["101", "101", "100", "100"], np.arange(4))
+    >>> train, test = split_beats(b, split="inter")
+    >>> sorted(set(train.record.tolist())), sorted(set(test.record.tolist()))
+    (['101'], ['100'])
     """
     if not isinstance(beats, BeatSet):
         raise TypeError(f"beats must be a BeatSet, got {type(beats).__name__}")
@@ -1109,6 +1134,13 @@ def paper_features(
         Scaled features (test values may leave [0, 1]).
     scaler : sklearn.preprocessing.MinMaxScaler
         The scaler fitted on the training features.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Xtr, Xte, sc = paper_features(np.array([[0.0, 2.0], [1.0, 4.0]]), np.array([[0.5, 3.0]]), 2)
+    >>> Xte.tolist()
+    [[0.5, 0.5]]
     """
     from sklearn.preprocessing import MinMaxScaler
 

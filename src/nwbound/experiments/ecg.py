@@ -134,7 +134,14 @@ METHOD_LABELS = {
 # command line
 # ---------------------------------------------------------------------------
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``nwbound experiment ecg``."""
+    """Options of ``nwbound experiment ecg``.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser(); add_arguments(p)
+    >>> p.parse_args(["--split", "inter", "--bound", "hoeffding"]).bound
+    'hoeffding'
+    """
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="folder with the MIT-BIH Arrhythmia records (NNN.hea/.dat/.atr); "
                              "required (PhysioNet mitdb 1.0.0)")
@@ -256,6 +263,15 @@ def expand_interval(iv: PredictionInterval, present: np.ndarray, n_classes: int 
 
     A class absent from the training set has ``p̂ = 0``; its ε is the query's ε
     (the NW and CME bounds are the same for every class).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> X = np.linspace(0, 1, 40)[:, None]; y = np.where(X[:, 0] < 0.5, 0, 3)
+    >>> iv = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=0.5).fit(X, y).predict_interval([[0.1]])
+    >>> expand_interval(iv, np.array([0, 3])).proba.shape
+    (1, 5)
     """
     present = np.asarray(present, dtype=np.intp)
     if present.shape[0] == n_classes and np.array_equal(present, np.arange(n_classes)):
@@ -1179,7 +1195,14 @@ def _inter_outputs(res: InterResult, output: Path, formats: Sequence[str]) -> li
 # run
 # ---------------------------------------------------------------------------
 def run(args: argparse.Namespace, output: Path) -> list[Path]:
-    """Run the ECG experiment; write tables, figures and ``summary.md`` into ``output``."""
+    """Run the ECG experiment; write tables, figures and ``summary.md`` into ``output``.
+
+    Examples
+    --------
+    From the command line (``--quick``: about a minute on the full database)::
+
+        nwbound experiment ecg --data-dir ../shared/data/mitdb --split inter --quick --output results/ecg
+    """
     start = time.perf_counter()
     quick = bool(getattr(args, "quick", False))
     args.quiet = bool(getattr(args, "quiet", False))
