@@ -265,6 +265,13 @@ class BayesDecision:
         target priors, that the decision is wrong.
     weights : ndarray of shape (C,)
         ``target prior / training prior`` of each class.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> d = bayes_decision(np.array([[0.6, 0.4]]), lower=[[0.5, 0.3]], upper=[[0.7, 0.5]])
+    >>> d.y_pred.tolist(), d.certified.tolist(), d.error_upper.round(2).tolist()
+    ([0], [False], [0.5])
     """
 
     y_pred: np.ndarray
@@ -285,6 +292,9 @@ def _prior(p: ArrayLike | None, n_classes: int, name: str) -> np.ndarray | None:
             f"`{name}` must hold {n_classes} positive class priors (one per column of proba), got {p!r}."
         )
     return arr / arr.sum()
+
+
+_TIE = 1e-12  # a rival that ties within rounding is not ruled out
 
 
 def _max_linear(a: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
@@ -386,7 +396,7 @@ def bayes_decision(
     for k in range(n_classes):  # a loop over the C classes, not over queries
         a = (c[y_pred] - c[k][None, :]) * w[None, :]
         worst = _max_linear(a, lo, up)
-        certified &= (y_pred == k) | (worst < 0)
+        certified &= (y_pred == k) | (worst < -_TIE)
     # Bounds on q: smallest numerator against largest rest, and vice versa.
     wl, wu = lo * w, up * w
     tiny = np.finfo(float).tiny
