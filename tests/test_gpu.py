@@ -264,6 +264,8 @@ def test_bad_input_messages():
         kernel_statistics(Q, X, onehot, bandwidth=1.0, engine="triton")
     with pytest.raises(ValueError, match="precision='tf32x3' needs the Triton engine"):
         kernel_statistics(Q, X, onehot, bandwidth=1.0, precision="tf32x3")
+    with pytest.raises(ValueError, match="gemm='library' needs the Triton engine"):
+        kernel_statistics(Q, X, onehot, bandwidth=1.0, gemm="library")
     with pytest.raises(ValueError, match="engine must be one of"):
         kernel_statistics(Q, X, onehot, bandwidth=1.0, engine="cuda")
     train = DeviceTrainingSet.build(X, onehot)
@@ -285,15 +287,16 @@ from nwbound.gpu import kernel_statistics
 data = np.load(sys.argv[1])
 out = {}
 for case in sys.argv[3:]:
-    name, bins = case.split(":")
+    name, bins, gemm = case.split(":")
     st = kernel_statistics(*(torch.from_numpy(data[k]) for k in ("Q", "X", "onehot")), kernel=name,
-                           bandwidth=0.85, histogram_bins=int(bins), engine="triton")
+                           bandwidth=0.85, histogram_bins=int(bins), engine="triton", gemm=gemm)
     for k in ("class_sums", "sq_sum", "dist_sum", "d2_error", "histogram"):
         if getattr(st, k) is not None:
             out[case + "/" + k] = getattr(st, k).numpy()
 np.savez(sys.argv[2], **out)
 """
-_INTERPRETED_CASES = [("epanechnikov", 4), ("triweight", 0), ("gaussian_untruncated", 0)]
+_INTERPRETED_CASES = [("epanechnikov", 4, "fused"), ("triweight", 0, "fused"), ("gaussian_untruncated", 0, "fused"),
+                      ("quartic", 3, "library")]
 
 
 @pytest.mark.skipif(not (HAS_TORCH and HAS_TRITON), reason="triton and torch are not both installed (pip install torch triton)")
@@ -313,18 +316,18 @@ def test_triton_interpreter_matches_reference(tmp_path):
     env = dict(os.environ, TRITON_INTERPRET="1", TRITON_DEFAULT_FP_FUSION="1")
     src = str(Path(__file__).resolve().parents[1] / "src")
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
-    cases = [f"{name}:{bins}" for name, bins in _INTERPRETED_CASES]
+    cases = [f"{name}:{bins}:{gemm}" for name, bins, gemm in _INTERPRETED_CASES]
     run = subprocess.run([sys.executable, "-c", _INTERPRETED, str(tmp_path / "in.npz"), str(tmp_path / "out.npz"),
                           *cases], env=env, capture_output=True, text=True, timeout=180)
     assert run.returncode == 0, run.stderr[-2000:]
     got = np.load(tmp_path / "out.npz")
-    for (name, bins), case in zip(_INTERPRETED_CASES, cases):
+    for (name, bins, _), case in zip(_INTERPRETED_CASES, cases):
         st = SimpleNamespace(histogram=got[case + "/histogram"] if bins else None,
                              **{k: got[case + "/" + k] for k in ("class_sums", "sq_sum", "dist_sum", "d2_error")})
         check_against_reference(st, reference(Q, X, onehot, name, 0.85, bins), Q, X, 0.85)
 
 
-def _gpu_case(xp_name: str, engine: str, precision: str = "ieee"):
+def _gpu_case(xp_name: str, engine: str, precision: str = "ieee", gemm: str = "fused"):
     Q, X, onehot = _data(9, n=6000, nq=300, m=100, n_classes=5)
     import torch
 
@@ -336,7 +339,7 @@ def _gpu_case(xp_name: str, engine: str, precision: str = "ieee"):
     else:
         args = [torch.from_numpy(a).to(dev) for a in (Q, X, onehot)]
     lam = float(np.median(np.sqrt(((Q[:50, None].astype(float) - X[None, :500]) ** 2).sum(axis=2))))
-    st = kernel_statistics(*args, bandwidth=lam, histogram_bins=8, engine=engine, precision=precision)
+    st = kernel_statistics(*args, bandwidth=lam, histogram_bins=8, engine=engine, precision=precision, gemm=gemm)
     ref = reference(Q, X, onehot, "epanechnikov", lam, 8)
     check_against_reference(st, ref, Q, X, lam, rtol=1e-4, atol=1e-4)
     return st
@@ -350,9 +353,9 @@ def test_torch_cuda_array_api():
 
 @needs_cuda
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
-@pytest.mark.parametrize("precision", ["ieee", "tf32x3"])
-def test_triton_cuda(precision):
-    st = _gpu_case("torch", "triton", precision)
+@pytest.mark.parametrize("precision,gemm", [("ieee", "fused"), ("tf32x3", "fused"), ("ieee", "library")])
+def test_triton_cuda(precision, gemm):
+    st = _gpu_case("torch", "triton", precision, gemm)
     assert st.class_sums.device.type == "cuda"
 
 

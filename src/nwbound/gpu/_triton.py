@@ -32,7 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from ._array_api import DeviceTrainingSet, KernelStatistics, SUPPORTED_KERNELS, compat, unit_roundoff
+from ._array_api import (
+    SUPPORTED_KERNELS,
+    DeviceTrainingSet,
+    KernelStatistics,
+    compat,
+    full_precision_matmul,
+    unit_roundoff,
+)
 
 __all__ = ["triton_applies", "triton_kernel_statistics", "LAYOUT_TILE", "CONFIGS"]
 
@@ -49,7 +56,12 @@ CONFIGS: dict[str, tuple[tuple[int, int, int, int], ...]] = {
     "ieee": ((64, 64, 4, 2), (64, 64, 8, 2), (128, 64, 8, 2), (64, 128, 8, 2)),
     "tf32x3": ((128, 64, 8, 3), (128, 64, 8, 2), (64, 64, 8, 3), (64, 64, 4, 3)),
     "histogram": ((64, 64, 8, 2), (64, 64, 8, 1), (64, 32, 4, 2)),
+    # gemm="library": the epilogue alone reads the product block (memory-bound: wide rows; taller
+    # tiles of the loaded block spill, e.g. 64×64 with 4 warps: 1.2 KB).
+    "library": ((16, 128, 4, 2), (32, 128, 8, 1), (16, 128, 4, 1), (32, 64, 4, 2)),
 }
+# gemm="library": bytes of one product block (queries × padded training points, float32).
+_PRODUCT_BYTES = 1 << 32
 _INTERPRET_CONFIG = (16, 32, 1, 1)
 _TUNED: dict[tuple, tuple[int, int, int, int]] = {}
 # Every timing taken while tuning, per problem kind: (config, milliseconds) — the benchmark prints it.
@@ -110,10 +122,10 @@ def _kernel():
     def nw_tile_kernel(
         q_ptr, qn_ptr, qerr_ptr, qeta_ptr,
         x_ptr, xn_ptr, w_ptr, tcls_ptr,
-        cs_ptr, sq_ptr, ds_ptr, h_ptr,
-        n_q, tiles_per_split, n_tiles, inv_lam2, r2,
+        cs_ptr, sq_ptr, ds_ptr, h_ptr, p_ptr,
+        n_q, tiles_per_split, n_tiles, inv_lam2, r2, p_stride,
         M_PAD: tl.constexpr, C_PAD: tl.constexpr, BINS: tl.constexpr, B_PAD: tl.constexpr,
-        KERNEL: tl.constexpr, NEED_DIST: tl.constexpr, PRECISION: tl.constexpr,
+        KERNEL: tl.constexpr, NEED_DIST: tl.constexpr, PRECISION: tl.constexpr, FROM_PRODUCT: tl.constexpr,
         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
     ):
         pid_m = tl.program_id(0)
@@ -133,12 +145,15 @@ def _kernel():
         t1 = tl.minimum(t0 + tiles_per_split, n_tiles)
         for t in range(t0, t1):
             cols = t * BN + tl.arange(0, BN)
-            dot = tl.zeros((BM, BN), tl.float32)
-            for k0 in tl.static_range(0, M_PAD, BK):
-                ks = k0 + tl.arange(0, BK)
-                a = tl.load(q_ptr + rows[:, None] * M_PAD + ks[None, :], mask=rmask[:, None], other=0.0)
-                b = tl.load(x_ptr + cols[None, :] * M_PAD + ks[:, None])
-                dot = tl.dot(a, b, dot, input_precision=PRECISION)
+            if FROM_PRODUCT:  # gemm="library": the block's q'·x' were written by the library's product
+                dot = tl.load(p_ptr + rows[:, None] * p_stride + cols[None, :], mask=rmask[:, None], other=0.0)
+            else:
+                dot = tl.zeros((BM, BN), tl.float32)
+                for k0 in tl.static_range(0, M_PAD, BK):
+                    ks = k0 + tl.arange(0, BK)
+                    a = tl.load(q_ptr + rows[:, None] * M_PAD + ks[None, :], mask=rmask[:, None], other=0.0)
+                    b = tl.load(x_ptr + cols[None, :] * M_PAD + ks[:, None])
+                    dot = tl.dot(a, b, dot, input_precision=PRECISION)
             xn = tl.load(xn_ptr + cols)
             w = tl.load(w_ptr + cols)
             d2 = tl.maximum((qn[:, None] + xn[None, :]) - 2.0 * dot, 0.0)
@@ -254,13 +269,18 @@ def triton_kernel_statistics(
     need_dist: bool = True,
     histogram_bins: int = 0,
     precision: str = "ieee",
+    gemm: str = "fused",
     config: tuple[int, int, int, int] | None = None,
 ) -> KernelStatistics:
     """The statistics of :func:`nwbound.gpu.kernel_statistics` from the fused kernel.
 
     Parameters are those of :func:`~nwbound.gpu.kernel_statistics` (already checked), plus
-    ``precision`` (``"ieee"`` or ``"tf32x3"``, see the module docstring) and ``config``
+    ``precision`` (``"ieee"`` or ``"tf32x3"``, see the module docstring), ``gemm`` and ``config``
     ``(BM, BN, num_warps, num_stages)`` (None: tuned once per problem kind among :data:`CONFIGS`).
+    ``gemm="fused"`` computes the dot products inside the kernel (nothing but the sums reaches
+    memory); ``gemm="library"`` lets PyTorch's float32 product (cuBLAS, TF32 off) write
+    ``q'·x'`` for a block of queries (at most 4 GiB) and the same kernel's epilogue reads it once:
+    one extra write and read of the block, in exchange for the library's product speed.
 
     Examples
     --------
@@ -281,6 +301,10 @@ def triton_kernel_statistics(
     aac = compat()
     if precision not in ("ieee", "tf32x3"):
         raise ValueError(f"precision must be 'ieee' or 'tf32x3', got {precision!r}.")
+    if gemm not in ("fused", "library"):
+        raise ValueError(f"gemm must be 'fused' or 'library', got {gemm!r}.")
+    if gemm == "library" and precision != "ieee":
+        raise ValueError("gemm='library' computes the product in full float32: use precision='ieee'.")
     back_to_cupy = aac.is_cupy_namespace(aac.array_namespace(Xq))
     lay = _layout(train)
     q = _as_torch(Xq)
@@ -301,13 +325,27 @@ def triton_kernel_statistics(
     qn = (qc * qc).sum(dim=1)
     bins = int(histogram_bins)
     b_pad = _pow2(bins, 2) if bins else 2
+
+    def run(cfg: tuple[int, int, int, int]) -> tuple:
+        if gemm == "fused":
+            return _launch(qpad, qn, d2_err, eta, lay, kernel, bandwidth, need_dist, bins, b_pad, precision, cfg, None)
+        rows = max(1, min(n_q, _PRODUCT_BYTES // (4 * lay.n_pad)))
+        parts = []
+        with full_precision_matmul(aac.array_namespace(qpad)):
+            for s in range(0, n_q, rows):  # query blocks: the product block stays ≤ 4 GiB
+                e = min(s + rows, n_q)
+                prod = torch.matmul(qpad[s:e], lay.x.T)
+                parts.append(_launch(qpad[s:e], qn[s:e], d2_err[s:e], eta[s:e], lay, kernel, bandwidth, need_dist,
+                                     bins, b_pad, precision, cfg, prod))
+        return tuple(None if parts[0][i] is None else torch.cat([p[i] for p in parts]) for i in range(4))
+
     if config is None:
+        family = "histogram" if bins else ("library" if gemm == "library" else precision)
         config = _INTERPRET_CONFIG if dev.type != "cuda" else _tuned_config(
-            (precision, lay.m_pad, lay.c_pad, bins, bool(need_dist), kernel, _pow2(n_q), lay.n_pad // 4096),
-            lambda cfg: _launch(qpad, qn, d2_err, eta, lay, kernel, bandwidth, need_dist, bins, b_pad, precision, cfg),
-            "histogram" if bins else precision,
+            (precision, gemm, lay.m_pad, lay.c_pad, bins, bool(need_dist), kernel, _pow2(n_q), lay.n_pad // 4096),
+            run, family,
         )
-    cs, sq, ds, hist = _launch(qpad, qn, d2_err, eta, lay, kernel, bandwidth, need_dist, bins, b_pad, precision, config)
+    cs, sq, ds, hist = run(config)
     # d⁺'s square root, product and float32 tile sum (≤ BN terms) are covered by the factor.
     factor = 1.0 + (config[1] + 8) * u + 2.0**-21
     out = KernelStatistics(
@@ -326,7 +364,7 @@ def triton_kernel_statistics(
 
 
 def _launch(qpad, qn, d2_err, eta, lay: _Layout, kernel: str, bandwidth: float, need_dist: bool,
-            bins: int, b_pad: int, precision: str, config: tuple[int, int, int, int]):
+            bins: int, b_pad: int, precision: str, config: tuple[int, int, int, int], product):
     import torch
     import triton
 
@@ -353,10 +391,12 @@ def _launch(qpad, qn, d2_err, eta, lay: _Layout, kernel: str, bandwidth: float, 
     _kernel()[(m_blocks, split)](
         qpad, qn, d2_err.to(torch.float32), eta.to(torch.float32),
         lay.x, lay.xn, lay.w, lay.tile_classes(bn),
-        cs, sq, ds, hist,
+        cs, sq, ds, hist, qpad if product is None else product,
         n_q, tiles_per_split, n_tiles, 1.0 / (bandwidth * bandwidth), r2,
+        lay.n_pad if product is None else product.stride(0),
         M_PAD=lay.m_pad, C_PAD=lay.c_pad, BINS=bins, B_PAD=b_pad,
         KERNEL=_KERNEL_CODES[kernel], NEED_DIST=bool(need_dist), PRECISION=precision,
+        FROM_PRODUCT=product is not None,
         BM=bm, BN=bn, BK=_BK, num_warps=warps, num_stages=stages,
     )
     return (cs.sum(0), sq.sum(0), ds.sum(0) if need_dist else None, hist.sum(0, dtype=torch.float64) if bins else None)
