@@ -19,6 +19,15 @@ error bound ``E`` then uses ``(16 + 2(m + 2))·u`` instead of ``γ_{m+2}``, so `
 bound under that hardware model; it is not the default because the model is not a guarantee of
 every GPU.
 
+**``gemm="library"``** replaces the in-kernel dot by a load of ``q'·x'`` that PyTorch's float32
+product (cuBLAS, TF32 off: the same ``γ_{m+2}`` bound) wrote for a block of queries; the
+epilogue is the same code. It writes and reads the block once more, and is measured against the
+fused form by ``benchmarks/bench_gpu.py``.
+
+``d⁺`` uses ``tl.sqrt`` (``sqrt.approx.ftz.f32`` on sm_90, relative error below 2⁻²²) and
+float32 tile sums of at most ``BN`` terms; the factor ``1 + (BN + 8)u + 2⁻²¹`` applied to
+``dist_sum`` covers both. Block sizes (:data:`CONFIGS`) were chosen from ptxas reports for sm_90.
+
 ``TRITON_INTERPRET=1`` runs the same kernel on the CPU with PyTorch CPU tensors (tests).
 """
 
