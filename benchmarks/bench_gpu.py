@@ -129,7 +129,8 @@ def one_case(n_train: int, n_query: int, dev, repeats: int, quantile: float, com
             first = time.perf_counter() - t_first
             ms = timed_ms(lambda kw=kw: kernel_statistics(Qt, train, bandwidth=lam, **kw), dev, repeats)
         except Exception as exc:  # report and go on: one failing engine must not hide the others
-            print(f"  {label}: FAILED {type(exc).__name__}: {exc}")
+            cause = f" (cause: {type(exc.__cause__).__name__}: {str(exc.__cause__)[:400]})" if exc.__cause__ else ""
+            print(f"  {label}: FAILED {type(exc).__name__}: {str(exc)[:400]}{cause}")
             continue
         results[label] = st
         rows.append((f"{label} (first call {first:.2f} s)", ms))
