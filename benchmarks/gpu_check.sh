@@ -27,10 +27,10 @@ from nwbound.gpu._array_api import compat
 print("nwbound imports; array_api_compat from", compat().__name__)
 PY
   echo "== pytest tests/test_gpu.py =="
-  timeout 150 python3 -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py
+  timeout 120 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py
   echo "pytest exit: $?"
   echo "== bench_gpu.py =="
-  timeout 240 python3 benchmarks/bench_gpu.py --repeats 5
+  timeout 225 python3 -u benchmarks/bench_gpu.py --repeats 5
   echo "bench exit: $?"
   echo "== done $(date -u) =="
 } 2>&1 | tee "$LOG"
