@@ -368,13 +368,13 @@ def test_cupy(engine):
 
 
 def test_error_bound_is_documented_size():
-    # E = γ_{m+2}(‖q'‖ + R)²: check the formula against a direct evaluation.
+    # E = γ_{m+3}(‖q'‖ + R)²: check the formula against a direct evaluation.
     Q, X, onehot = _data(10)
     st = kernel_statistics(Q, X, onehot, bandwidth=1.0)
     c = 0.5 * (X.astype(np.float64).min(axis=0) + X.astype(np.float64).max(axis=0))
     qn = np.linalg.norm((Q.astype(np.float64) - c).astype(np.float32).astype(np.float64), axis=1)
     R = np.linalg.norm((X.astype(np.float64) - c).astype(np.float32).astype(np.float64), axis=1).max()
     u = 2.0**-24
-    k = X.shape[1] + 2
+    k = X.shape[1] + 3
     np.testing.assert_allclose(st.d2_error, k * u / (1 - k * u) * (qn + R) ** 2, rtol=1e-9)
     assert math.isfinite(float(st.d2_error.max()))

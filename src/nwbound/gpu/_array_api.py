@@ -5,7 +5,8 @@ One pass per query block, on the device the arrays live on (NumPy, PyTorch CPU/C
 
 * ``d̃² = ‖q'‖² + ‖x'‖² − 2 q'·x'`` with ``q' = q − c``, ``x' = x − c`` and ``c`` the training
   set's bounding-box midpoint (as the CPU engine, :mod:`nwbound.estimators._sums`: centring shrinks
-  the norms and so the cancellation error of the expanded formula);
+  the norms and so the cancellation error of the expanded formula), as one product of the
+  augmented rows ``[−2q', 1, ‖q'‖²]`` and ``[x', ‖x'‖², 1]``;
 * ``K = K(d̃²/λ²)``, ``class_sums = K @ onehot``, ``sq_sum = Σ (w K)²``,
   ``dist_sum = Σ w K d⁺`` with ``d⁺`` an upper bound of the exact distance (below), and an
   optional histogram of ``u² = d̃²/λ²`` over equal bins of [0, 1] (weights ``w``).
@@ -20,9 +21,11 @@ features, ``γ_k = k·u/(1 − k·u)``). Centring is done in float64 and rounded
 dtype, which moves every point by at most ``u·‖x'‖`` (plus float64 rounding), so the distance
 between the rounded points differs from the exact one by at most
 ``η = (u + 2⁻⁵⁰)(‖q'‖ + R)`` with ``R = max ‖x'‖``. The dot product and the norms, summed in any
-order, err by at most ``γ_m`` times ``‖q'‖‖x'‖`` and the squared norms (Higham, *Accuracy and
-Stability of Numerical Algorithms*, §3.1, with Cauchy-Schwarz), and the two additions by two more
-roundings, so ``|d̃² − d²_rounded| ≤ E = γ_{m+2}(‖q'‖ + R)²``. Hence
+order, err by at most ``γ_{m+2}`` times the sum of the terms' magnitudes, at most
+``(‖q'‖ + ‖x'‖)²`` (Higham, *Accuracy and Stability of Numerical Algorithms*, §3.1, with
+Cauchy-Schwarz); the squared norms, computed in float64 and rounded once, add one more rounding,
+so ``|d̃² − d²_rounded| ≤ E = γ_{m+3}(‖q'‖ + R)²`` (the Triton kernel's
+``‖q'‖² + ‖x'‖² − 2q'·x'`` has the same bound). Hence
 
     d ≤ d⁺ = (1 + 8u)·(sqrt(max(d̃², 0) + E) + η),
 
@@ -198,6 +201,7 @@ class DeviceTrainingSet:
 
     centred: Any  # (n, m) x − c, compute dtype
     sqnorm: Any  # (n,) ‖x'‖², compute dtype
+    augmented: Any  # (n, m + 2) [x', ‖x'‖², 1]: one product gives d̃²
     onehot: Any  # (n, C) compute dtype
     weights: Any  # (n,) row sums of onehot, compute dtype
     center: Any  # (m,) float64
@@ -235,13 +239,16 @@ class DeviceTrainingSet:
         X64 = xp.astype(X_train, xp.float64)
         center = 0.5 * (xp.min(X64, axis=0) + xp.max(X64, axis=0))
         centred = xp.astype(X64 - center, cdt)
-        sqnorm = xp.sum(centred * centred, axis=1)
         c64 = xp.astype(centred, xp.float64)
-        max_norm = float(xp.max(xp.sqrt(xp.sum(c64 * c64, axis=1))))
+        sq64 = xp.sum(c64 * c64, axis=1)
+        sqnorm = xp.astype(sq64, cdt)  # float64 norms rounded once: one rounding in the bound
+        max_norm = float(xp.max(xp.sqrt(sq64)))
+        ones = xp.ones((centred.shape[0], 1), dtype=cdt, device=compat().device(centred))
         oh = xp.astype(onehot, cdt)
         return cls(
             centred=centred,
             sqnorm=sqnorm,
+            augmented=xp.concat([centred, sqnorm[:, None], ones], axis=1),
             onehot=oh,
             weights=xp.sum(oh, axis=1),
             center=center,
@@ -347,11 +354,11 @@ def distance_error_bounds(xp: Any, q_sqnorm64: Any, train: DeviceTrainingSet) ->
     >>> from nwbound.gpu._array_api import array_namespace_of, distance_error_bounds
     >>> train = DeviceTrainingSet.build(np.array([[-1.0], [1.0]]), np.eye(2))
     >>> E, eta = distance_error_bounds(array_namespace_of(np.zeros(1)), np.array([0.0]), train)
-    >>> bool(np.isclose(E[0], 3 * 2.0**-24 / (1 - 3 * 2.0**-24)))  # γ_3 (‖q'‖ + R)², R = 1
+    >>> bool(np.isclose(E[0], 4 * 2.0**-24 / (1 - 4 * 2.0**-24)))  # γ_4 (‖q'‖ + R)², R = 1
     True
     """
     u = unit_roundoff(xp, train.dtype)
-    k = train.n_features + 2
+    k = train.n_features + 3
     gamma = k * u / (1.0 - k * u)
     reach = xp.sqrt(q_sqnorm64) + train.max_norm
     return gamma * reach * reach, (u + 2.0**-50) * reach
@@ -503,9 +510,10 @@ def _array_api_statistics(
     with full_precision_matmul(xp):
         for s in range(0, n_q, block_rows):  # blocks of queries: bounded memory
             e = min(s + block_rows, n_q)
-            qb = qc[s:e, :]
-            qn = xp.sum(qb * qb, axis=1)
-            d2 = (qn[:, None] + train.sqnorm[None, :]) - 2.0 * xp.matmul(qb, xp.matrix_transpose(train.centred))
+            # [−2q', 1, ‖q'‖²]·[x', ‖x'‖², 1] = d̃² in one product (no broadcast temporaries).
+            ones = xp.ones((e - s, 1), dtype=cdt, device=_device(qc))
+            A = xp.concat([qc[s:e, :] * -2.0, ones, xp.astype(q_sq64[s:e], cdt)[:, None]], axis=1)
+            d2 = xp.matmul(A, xp.matrix_transpose(train.augmented))
             d2 = xp.where(d2 > 0.0, d2, 0.0)
             u2 = d2 * inv_lam2
             k = kernel_of_u2(xp, u2, name)

@@ -15,12 +15,12 @@ a tile's row sums go to that class's column. The padding adds at most ``C·LAYOU
 tensor cores for three products; the dropped low-by-low product and the split's rounding bound the
 relative error of each term by ``12u`` and, with tensor-core accumulation that truncates (Fasi,
 Higham, Mikaitis and Pranesh, *PeerJ Comput. Sci.* 2021), each addition by ``2u``. The distance
-error bound ``E`` then uses ``(16 + 2(m + 2))·u`` instead of ``γ_{m+2}``, so ``d⁺`` stays an upper
+error bound ``E`` then uses ``(16 + 2(m + 3))·u`` instead of ``γ_{m+3}``, so ``d⁺`` stays an upper
 bound under that hardware model; it is not the default because the model is not a guarantee of
 every GPU.
 
 **``gemm="library"``** replaces the in-kernel dot by a load of ``q'·x'`` that PyTorch's float32
-product (cuBLAS, TF32 off: the same ``γ_{m+2}`` bound) wrote for a block of queries; the
+product (cuBLAS, TF32 off: the same ``γ_{m+3}`` bound) wrote for a block of queries; the
 epilogue is the same code. It writes and reads the block once more, and is measured against the
 fused form by ``benchmarks/bench_gpu.py``.
 
@@ -46,6 +46,7 @@ from ._array_api import (
     DeviceTrainingSet,
     KernelStatistics,
     compat,
+    distance_error_bounds,
     full_precision_matmul,
     unit_roundoff,
 )
@@ -324,14 +325,13 @@ def triton_kernel_statistics(
     qc64 = qc.to(torch.float64)
     q_sq64 = (qc64 * qc64).sum(dim=1)
     u = unit_roundoff(np, np.float32)
-    k_terms = m + 2
-    gamma = k_terms * u / (1.0 - k_terms * u) if precision == "ieee" else (16 + 2 * k_terms) * u
-    reach = torch.sqrt(q_sq64) + train.max_norm
-    d2_err = gamma * reach * reach
-    eta = (u + 2.0**-50) * reach
+    d2_err, eta = distance_error_bounds(aac.array_namespace(q_sq64), q_sq64, train)
+    if precision == "tf32x3":  # the tensor-core model's constant instead of γ_{m+3}
+        k_terms = m + 3
+        d2_err = d2_err * ((16 + 2 * k_terms) * (1.0 - k_terms * u) / k_terms)
     qpad = torch.zeros((n_q, lay.m_pad), dtype=torch.float32, device=dev)
     qpad[:, :m] = qc
-    qn = (qc * qc).sum(dim=1)
+    qn = q_sq64.to(torch.float32)  # float64 norm rounded once, as the training side
     bins = int(histogram_bins)
     b_pad = _pow2(bins, 2) if bins else 2
 
