@@ -278,3 +278,26 @@ def test_neighbor_distances_at_extreme_scales():
     base = neighbor_distances(Q, X, idx)
     for factor in (1e160, 1e-200, 1e300):
         np.testing.assert_allclose(neighbor_distances(Q * factor, X * factor, idx) / factor, base, rtol=1e-14)
+
+
+@pytest.mark.filterwarnings("ignore:The bounds cannot guide decisions")
+@pytest.mark.parametrize("n_neighbors", [None, 10], ids=["regular", "localized"])
+def test_estimator_scale_invariance(n_neighbors):
+    # Through the public API: X, λ and L scaled together, and sample weights scaled by 1e300.
+    from nwbound import NadarayaWatsonClassifier
+
+    rng = np.random.default_rng(14)
+    X = rng.random((600, 3))
+    y = rng.integers(0, 3, 600)
+    w = rng.uniform(0.5, 2.0, 600)
+    Q = X[:50] + 0.01
+
+    def fit(factor, weights):
+        model = NadarayaWatsonClassifier(bandwidth=0.2 * factor, lipschitz=1.0 / factor, n_neighbors=n_neighbors)
+        return model.fit(X * factor, y, sample_weight=weights).predict_interval(Q * factor)
+
+    base = fit(1.0, w)
+    for factor, weights in ((1e150, w), (1e-150, w), (1e160, w), (1e-200, w), (1.0, w * 1e300)):
+        got = fit(factor, weights)
+        np.testing.assert_allclose(got.proba, base.proba, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(got.epsilon, base.epsilon, rtol=1e-9, atol=1e-12)
