@@ -64,7 +64,7 @@ _MAX_STEPS = 80
 # decrement φ′²/φ″ is below _THETA_DECREMENT or below _THETA_MARGIN × |φ − log(δ′/2)|.
 _THETA_STEPS = 30
 _THETA_DECREMENT = 1e-12
-_THETA_MARGIN = 1e-3
+_THETA_MARGIN = 0.1
 # Pairs solved together: bounds the (pairs × groups) temporaries of the numpy route.
 _BLOCK_PAIRS = 4096
 # The compiled route (numba): False forces numpy, as does NWBOUND_DISABLE_NUMBA=1.
@@ -248,10 +248,24 @@ def _left_end_block(S, N, M, R, right, log_level, tol):
         amass = S[idx] - (nm[idx] * hi).sum(axis=1)
         t_star = np.clip(4.0 * amass / v[idx], theta_min[idx], theta_max[idx])
         theta[idx] = t_star
-        phi = _evaluate(S[idx], N[idx], M[idx], R[idx], m_h[idx], t_star)[0]
+        phi, d1, d2, dm, _ = _evaluate(S[idx], N[idx], M[idx], R[idx], m_h[idx], t_star)
         ok = (m_h[idx] > 0) & (phi <= log_level)
         a[idx[ok]] = m_h[idx[ok]]
-    m = a.copy()  # first probe: the current rejected end (or 0), now with an optimised θ
+        # First probe: a Newton step in m from the certified Hoeffding end (θ* is not the
+        # minimiser, so the step is short but safe); where no end was certified, m = 0.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            newton = m_h[idx] - (phi - log_level) / dm
+        aa, bb = a[idx], b[idx]
+        good = ok & (dm > 0) & np.isfinite(newton) & (newton > aa) & (newton < bb)
+        first = np.where(good, newton, 0.5 * (aa + bb))
+        first = np.where(bb - aa > tol, np.clip(first, aa + 0.5 * tol, bb - 0.5 * tol), first)
+        theta[idx] = np.where(ok, _next_theta(t_star, d1, d2, 0.0, np.inf, theta_max[idx]), t_star)
+        theta[idx] = np.maximum(theta[idx], theta_min[idx])
+        m_first = np.zeros(P)
+        m_first[idx] = np.where(ok, first, 0.0)
+    else:
+        m_first = np.zeros(P)
+    m = m_first
     active = np.flatnonzero(~done & (b - a > tol))
     half = 0.5 * tol
     for step in range(_MAX_STEPS):
@@ -560,11 +574,24 @@ def _left_ends_loop(S, rows, N, M, R, right, log_level, tol, out, max_exp, newto
         for j in range(N.shape[1]):
             amass_h -= N[q, j] * M[q, j] * min(m_h + R[q, j], 1.0)
         theta = min(max(4.0 * amass_h / v, theta_min), theta_max)
-        phi_h = _eval_pair(N, M, R, q, s, m_h, theta)[0]
+        phi_h, d1_h, d2_h, dm_h, _ = _eval_pair(N, M, R, q, s, m_h, theta)
+        half = 0.5 * tol
+        x = 0.0
         if m_h > 0.0 and phi_h <= log_level:
             a = m_h
-        x = a
-        half = 0.5 * tol
+            x = 0.5 * (a + b)
+            if dm_h > 0.0:
+                newton = m_h - (phi_h - log_level) / dm_h
+                if math.isfinite(newton) and a < newton < b:
+                    x = newton
+            if b - a > tol:
+                x = min(max(x, a + half), b - half)
+            newton_t = theta - d1_h / d2_h if d2_h != 0.0 else math.nan
+            if math.isfinite(newton_t) and 0.0 < newton_t:
+                theta = newton_t
+            else:
+                theta = 4.0 * theta
+            theta = max(min(theta, theta_max), theta_min)
         for step in range(max_steps):
             if not b - a > tol:
                 break
