@@ -11,7 +11,8 @@ a ``--latent``-dimensional mixture into ``[0, 1]^d`` plus small noise.
 Approximate backends (``--backends``, comma-separated, default ``hnswlib``):
 
 * ``hnswlib`` — :class:`nwbound.neighbors.HNSWIndex` (``algorithm="hnsw"``),
-  ``--M``/``--ef-construction``, searched at each ``--ef``;
+  ``--M``/``--ef-construction``, searched with the ``ef_`` it chose at fit time
+  for ``--recall`` (row ``ef=tuned N``) and at each ``--ef``;
 * ``faiss`` — ``faiss.IndexHNSWFlat`` (``--faiss-M``, ``--faiss-ef-construction``,
   searched at each ``--faiss-ef``) and, unless ``--ivf-nlist 0``,
   ``faiss.IndexIVFFlat`` (``--ivf-nlist`` lists, searched at each ``--ivf-nprobe``);
@@ -28,10 +29,17 @@ machine load hits all backends alike; the table reports medians. Build times
 are single builds; pynndescent's numba compilation is paid by a small warm-up
 build first and reported separately.
 
+``--crossover`` instead measures where ``algorithm="auto"`` should switch from
+exact search to HNSW: build (ef choice included) plus queries against exact
+fit plus queries, for training sizes ``--sizes``, dimensions ``--dims`` and
+queries = n/4 and = n (``--query-ratios``), in wall and CPU seconds
+(see :data:`nwbound.neighbors.AUTO_HNSW_RULE`).
+
 Usage::
 
-    PYTHONPATH=src python benchmarks/bench_ann.py [--n 87554] [--queries 21892]
-        [--M 32] [--ef 32 64 128 256] [--threads 1] [--knn-algorithm auto] [--skip-exact-trees]
+    PYTHONPATH=src python benchmarks/bench_ann.py --crossover --threads 1 [--sizes 20000 40000 80000] [--dims 100 4]
+    PYTHONPATH=src python benchmarks/bench_ann.py [--n 87554] [--queries 21892] [--recall 0.99]
+        [--M 16] [--ef 32 64 128 256] [--threads 1] [--knn-algorithm auto] [--skip-exact-trees]
         [--parallel-build] [--noise 0.01] [--ecg ../shared/data/mitdb]
         [--backends hnswlib,faiss,pynndescent] [--repeats 3] [--target-recall 0.999]
 
@@ -265,15 +273,40 @@ def build_candidates(args: argparse.Namespace, modules: dict[str, Any], Xtr: np.
     return out
 
 
+def clocked(fn, *args):
+    """``(wall s, CPU s of this process over all its threads, result)``.
+
+    With one thread, CPU seconds are what the work costs whatever else the machine
+    runs (on a shared machine wall time also counts other people's jobs).
+    """
+    w0, c0 = time.perf_counter(), time.process_time()
+    out = fn(*args)
+    return time.perf_counter() - w0, time.process_time() - c0, out
+
+
+def _crossover_n(points: list[tuple[int, float]]) -> str:
+    """Smallest n where the HNSW/exact time ratio drops below 1 (log-log interpolation)."""
+    where = next((i for i, (_, v) in enumerate(points) if v < 1.0), None)
+    if where is None:
+        return f"none up to n = {points[-1][0]} (HNSW/exact {points[-1][1]:.2f} there)"
+    if where == 0:
+        return f"below n = {points[0][0]} (HNSW/exact {points[0][1]:.2f} there)"
+    (n0, v0), (n1, v1) = points[where - 1], points[where]
+    t = np.log(v0) / (np.log(v0) - np.log(v1))
+    return f"≈ {np.exp(np.log(n0) + t * (np.log(n1) - np.log(n0))):,.0f} (between {n0} and {n1})"
+
+
 def crossover(args: argparse.Namespace) -> None:
     """Where HNSW (build and ef choice included) starts to beat exact search, for ``algorithm="auto"``.
 
     For each dimension in ``--dims`` and training size in ``--sizes``: the exact
     index ``algorithm="auto"`` falls back to (scikit-learn's "auto": trees in low
     dimension, brute force above 15 features), fitted and queried, against an
-    :class:`HNSWIndex` with its defaults (ef chosen for ``--recall``), built and
-    queried, for queries = n/4 and = n (``--query-ratios``). Prints the table and,
-    per dimension and query ratio, the smallest size where HNSW's total is lower.
+    :class:`HNSWIndex` (``--M``, ``--ef-construction``, ef chosen for ``--recall``),
+    built and queried, for queries = n/4 and = n (``--query-ratios``). Prints wall
+    and CPU seconds and, per dimension and query ratio, the smallest size where
+    HNSW's total is lower. Run it with ``--threads 1`` on a shared machine: CPU
+    seconds of one thread do not depend on other people's load.
     """
     from nwbound.neighbors import AUTO_HNSW_RULE, ExactIndex
 
@@ -284,43 +317,38 @@ def crossover(args: argparse.Namespace) -> None:
                 n_q = int(max(args.query_ratios) * n)
                 X, _ = ecg_like(n + n_q, d, min(args.latent, d), args.seed, args.noise)
                 Xtr, Xq = np.ascontiguousarray(X[:n]), np.ascontiguousarray(X[n:])
-                t_ex_build, exact = timed(ExactIndex("auto", n_jobs=args.threads).fit, Xtr)
+                ex_b = clocked(ExactIndex("auto", n_jobs=args.threads).fit, Xtr)
                 seed = None if args.parallel_build else args.seed
-                t_build, hnsw = timed(HNSWIndex(M=args.M, ef_construction=args.ef_construction, recall=args.recall,
-                                                n_neighbors=args.k, random_state=seed, n_jobs=args.threads).fit, Xtr)
+                hn_b = clocked(HNSWIndex(M=args.M, ef_construction=args.ef_construction, recall=args.recall,
+                                         n_neighbors=args.k, random_state=seed, n_jobs=args.threads).fit, Xtr)
+                exact, hnsw = ex_b[2], hn_b[2]
                 for ratio in args.query_ratios:
                     Q = Xq[: int(ratio * n)]
-                    t_ex_q, (_, true_idx) = timed(exact.kneighbors, Q, args.k)
-                    t_q, (_, idx) = timed(hnsw.kneighbors, Q, args.k)
-                    rows.append(dict(d=d, n=n, q=Q.shape[0], exact=t_ex_build + t_ex_q, build=t_build, query=t_q,
-                                     recall=recall_at_k(idx, true_idx), ef=hnsw.ef_, held=hnsw.recall_))
-                    r = rows[-1]
-                    print(f"d={d:<4} n={n:<8} q={r['q']:<8} exact {r['exact']:8.2f} s | hnsw build {t_build:7.2f} s "
-                          f"+ query {t_q:6.2f} s = {t_build + t_q:7.2f} s | ef_={hnsw.ef_} held-out recall "
-                          f"{hnsw.recall_:.4f}, recall@{args.k} {r['recall']:.4f}", flush=True)
+                    ex_q = clocked(exact.kneighbors, Q, args.k)
+                    hn_q = clocked(hnsw.kneighbors, Q, args.k)
+                    r = dict(d=d, n=n, q=Q.shape[0], exact=ex_b[0] + ex_q[0], exact_cpu=ex_b[1] + ex_q[1],
+                             build=hn_b[0], query=hn_q[0], hnsw_cpu=hn_b[1] + hn_q[1],
+                             recall=recall_at_k(hn_q[2][1], ex_q[2][1]), ef=hnsw.ef_)
+                    rows.append(r)
+                    print(f"d={d:<4} n={n:<8} q={r['q']:<8} exact {r['exact']:8.2f} s (CPU {r['exact_cpu']:8.2f}) | "
+                          f"hnsw build {r['build']:7.2f} + query {r['query']:6.2f} s (CPU {r['hnsw_cpu']:8.2f}) | "
+                          f"ef_={hnsw.ef_}, held-out recall {hnsw.recall_:.4f}, recall@{args.k} {r['recall']:.4f}, "
+                          f"load {os.getloadavg()[0]:.1f}", flush=True)
 
-    print(f"\n{'d':>4}{'n_train':>10}{'queries':>10}{'exact s':>10}{'build s':>10}{'query s':>10}"
-          f"{'hnsw s':>10}{'ratio':>8}{'ef_':>6}{'recall':>9}")
+    print(f"\n{'d':>4}{'n_train':>9}{'queries':>9}{'exact s':>9}{'build s':>9}{'query s':>9}{'ratio':>7}"
+          f"{'exact CPU':>11}{'HNSW CPU':>10}{'ratio':>7}{'ef_':>5}{'recall':>8}")
     for r in rows:
         total = r["build"] + r["query"]
-        print(f"{r['d']:>4}{r['n']:>10}{r['q']:>10}{r['exact']:>10.2f}{r['build']:>10.2f}{r['query']:>10.2f}"
-              f"{total:>10.2f}{total / r['exact']:>8.2f}{r['ef']:>6}{r['recall']:>9.4f}")
-    print("\ncrossover (smallest n_train where HNSW's build + queries beat exact search; "
-          "log-log interpolation between the sizes around it):")
+        print(f"{r['d']:>4}{r['n']:>9}{r['q']:>9}{r['exact']:>9.2f}{r['build']:>9.2f}{r['query']:>9.2f}"
+              f"{total / r['exact']:>7.2f}{r['exact_cpu']:>11.2f}{r['hnsw_cpu']:>10.2f}"
+              f"{r['hnsw_cpu'] / r['exact_cpu']:>7.2f}{r['ef']:>5}{r['recall']:>8.4f}")
+    print("\ncrossover: smallest n_train where HNSW's build + queries beat exact search")
     for d in args.dims:
         for ratio in args.query_ratios:
             sub = [r for r in rows if r["d"] == d and r["q"] == int(ratio * r["n"])]
-            ratios = [(r["n"], (r["build"] + r["query"]) / r["exact"]) for r in sub]
-            where = next((i for i, (_, v) in enumerate(ratios) if v < 1.0), None)
-            if where is None:
-                text = f"none up to n = {sub[-1]['n']} (HNSW/exact time {ratios[-1][1]:.2f} there)"
-            elif where == 0:
-                text = f"below n = {sub[0]['n']} (HNSW/exact time {ratios[0][1]:.2f} there)"
-            else:
-                (n0, v0), (n1, v1) = ratios[where - 1], ratios[where]
-                t = np.log(v0) / (np.log(v0) - np.log(v1))
-                text = f"≈ {np.exp(np.log(n0) + t * (np.log(n1) - np.log(n0))):,.0f} (between {n0} and {n1})"
-            print(f"  d = {d}, queries = {ratio:g} · n: {text}")
+            wall = _crossover_n([(r["n"], (r["build"] + r["query"]) / r["exact"]) for r in sub])
+            cpu = _crossover_n([(r["n"], r["hnsw_cpu"] / r["exact_cpu"]) for r in sub])
+            print(f"  d = {d}, queries = {ratio:g} · n: wall {wall}; CPU {cpu}")
     print(f"current rule: {AUTO_HNSW_RULE}")
 
 
