@@ -36,12 +36,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
