@@ -96,7 +96,8 @@ def _group_array(value: object, name: str, shape: tuple[int, int], *, allow_inf:
     return np.broadcast_to(arr, shape)
 
 
-def _check_inputs(class_sums, count, mass_upper, mass_lower, band_radius, delta_prime, tol):
+def _check_inputs(class_sums: object, count: object, mass_upper: object, mass_lower: object,
+                  band_radius: object, delta_prime: object, tol: object) -> tuple:
     S = _as_float_array(class_sums, "class_sums")
     if S.ndim != 2:
         raise ValueError(f"class_sums must be a 2-D array (queries, classes), got shape {S.shape}.")
@@ -139,7 +140,8 @@ def _check_inputs(class_sums, count, mass_upper, mass_lower, band_radius, delta_
     return S, N, np.ascontiguousarray(U), np.ascontiguousarray(L), np.ascontiguousarray(R), d, tol, kappa
 
 
-def _evaluate(S, N, M, R, m, theta):
+def _evaluate(S: np.ndarray, N: np.ndarray, M: np.ndarray, R: np.ndarray, m: np.ndarray,
+              theta: np.ndarray) -> tuple[np.ndarray, ...]:
     """The upper-tail exponent at (m, θ) per pair, and the derivatives the search needs.
 
     Returns ``φ``, ``∂φ/∂θ``, ``∂²φ/∂θ²``, ``∂φ/∂m`` and ``A = S − Σ n·u·hi(m)``
@@ -161,7 +163,8 @@ def _evaluate(S, N, M, R, m, theta):
     return phi, d1, d2, dm, a
 
 
-def _next_theta(theta, d1, d2, t_lo, t_hi, t_max):
+def _next_theta(theta: np.ndarray, d1: np.ndarray, d2: np.ndarray, t_lo: np.ndarray | float,
+                t_hi: np.ndarray | float, t_max: np.ndarray) -> np.ndarray:
     """Newton step on the convex θ ↦ φ, kept inside the bracket (t_lo, t_hi) of the minimiser
     (bisection inside it, or ×4 while no upper end is known), and at most t_max."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -172,7 +175,8 @@ def _next_theta(theta, d1, d2, t_lo, t_hi, t_max):
     return np.minimum(np.where(ok, newton, fallback), t_max)
 
 
-def _profile(S, N, M, R, m, theta, t_max, log_level):
+def _profile(S: np.ndarray, N: np.ndarray, M: np.ndarray, R: np.ndarray, m: np.ndarray,
+             theta: np.ndarray, t_max: np.ndarray, log_level: float) -> tuple[np.ndarray, ...]:
     """``g(m) = min_θ φ(m, θ) − log(δ′/2)`` (from above), ``∂g/∂m`` and the best θ, per pair.
 
     Safeguarded Newton on the convex θ ↦ φ from the warm start ``theta``. A pair
@@ -217,7 +221,8 @@ def _profile(S, N, M, R, m, theta, t_max, log_level):
     return g, grad, th_best
 
 
-def _left_end_block(S, N, M, R, right, log_level, tol):
+def _left_end_block(S: np.ndarray, N: np.ndarray, M: np.ndarray, R: np.ndarray, right: np.ndarray,
+                    log_level: float, tol: float) -> np.ndarray:
     """Left end of the upper-tail confidence set for a block of pairs (numpy).
 
     ``S`` (P,), ``N``, ``M``, ``R`` (P, B), ``right`` (P,) a point known not
@@ -292,7 +297,7 @@ def _left_end_block(S, N, M, R, right, log_level, tol):
     return a
 
 
-def _numba_route():
+def _numba_route() -> "_NumbaRoute | None":
     global _NUMBA_MODULE
     if not USE_NUMBA or os.environ.get("NWBOUND_DISABLE_NUMBA", "").strip() not in ("", "0"):
         return None
@@ -304,7 +309,8 @@ def _numba_route():
     return _NUMBA_MODULE or None
 
 
-def _left_ends(S, rows, N, M, R, right, log_level, tol, engine):
+def _left_ends(S: np.ndarray, rows: np.ndarray, N: np.ndarray, M: np.ndarray, R: np.ndarray,
+               right: np.ndarray, log_level: float, tol: float, engine: "_NumbaRoute | None") -> np.ndarray:
     """Left ends for pairs (S[k], query rows[k]) in blocks."""
     out = np.zeros(S.shape[0])
     if engine is not None:
@@ -634,6 +640,7 @@ class _NumbaRoute:
         loop = types.FunctionType(_left_ends_loop.__code__, scope, "_left_ends_loop")
         self._loop = numba.njit(parallel=True, cache=True)(loop)
 
-    def left_ends(self, S, rows, N, M, R, right, log_level, tol, out):
+    def left_ends(self, S: np.ndarray, rows: np.ndarray, N: np.ndarray, M: np.ndarray, R: np.ndarray,
+                  right: np.ndarray, log_level: float, tol: float, out: np.ndarray) -> None:
         self._loop(S, rows, N, M, R, right, log_level, tol, out, _MAX_EXPONENT, _NEWTON_M_STEPS,
                    _MAX_STEPS, _THETA_STEPS, _THETA_DECREMENT, _THETA_MARGIN)
