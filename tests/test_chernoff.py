@@ -204,8 +204,12 @@ def test_histogram_never_narrower_than_exact(n_bins, weighted):
         exact.append(per_point(a, labels, r, 0.2, n_classes))
         hist.append(histogram(a, labels, r, 0.2, n_classes, n_bins, w))
     exact = chernoff_interval(*(np.concatenate(parts) for parts in zip(*exact)), 0.05)
-    hist = chernoff_interval(*(np.concatenate(parts) for parts in zip(*hist)), 0.05)
+    hist_args = [np.concatenate(parts) for parts in zip(*hist)]
+    hist = chernoff_interval(*hist_args, 0.05)
     assert np.all(hist[0] <= exact[0] + TOL) and np.all(hist[1] >= exact[1] - TOL)
+    # … and the histogram form is still never wider than Hoeffding on the same groups
+    h_lo, h_up = group_hoeffding_interval(*hist_args, 0.05)
+    assert np.all(hist[0] >= h_lo - TOL) and np.all(hist[1] <= h_up + TOL)
 
 
 def test_histogram_approaches_exact_with_more_bins():
