@@ -172,14 +172,18 @@ def test_recall_target_met_on_unseen_queries(data, target):
     # A sparse graph (M=4) so that the default ef would not do: ef has to grow.
     index = HNSWIndex(M=4, ef_construction=16, recall=target, n_neighbors=10, random_state=0).fit(X)
     assert index.recall_ >= target
-    assert index.ef_ in (16, 32, 64, 128, 256, 512, 1024)
+    steps = [16]  # the documented ladder: steps of √2 (rounded up) from 16 up to 1024
+    while steps[-1] < 1024:
+        steps.append(min(1024, int(np.ceil(steps[-1] * np.sqrt(2)))))
+    assert index.ef_ in steps
     # 375 held-out rows (a quarter) estimate the recall; 200 fresh queries (2 000 slots) may sit below.
     measured = recall_against_brute(index, X, Q, 10)
     assert measured >= target - 3 * np.sqrt(target * (1 - target) / 2000) - 0.005
-    # The doubling stopped at the first ef that met the target: half of it falls short on the
-    # held-out rows, so (up to their noise) on fresh queries too.
+    # The search stopped at the first ef that met the target: the step below falls short on the
+    # held-out rows, and on fresh queries finds fewer neighbours.
     if index.ef_ > 16:
-        half = HNSWIndex(M=4, ef_construction=16, ef=index.ef_ // 2, n_neighbors=10, random_state=0).fit(X)
+        below = steps[steps.index(index.ef_) - 1]
+        half = HNSWIndex(M=4, ef_construction=16, ef=below, n_neighbors=10, random_state=0).fit(X)
         assert half.recall_ < target <= index.recall_
         assert recall_against_brute(half, X, Q, 10) < measured
 

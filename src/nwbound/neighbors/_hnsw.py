@@ -10,15 +10,16 @@ inputs alone, never from the labels, and the classifier recomputes their
 distances directly.
 
 ``ef`` (the search's candidate list) trades speed for recall. By default it is
-**chosen from a recall target** at fit time: ``_RECALL_SAMPLE`` (500, at most
-a quarter of the) training rows, drawn with ``random_state``, are held out of the graph while it is
-built; their exact ``n_neighbors`` nearest neighbours among the other rows are
-found by brute force; ``ef`` starts at ``max(n_neighbors, 16)`` and doubles
+**chosen from a recall target** at fit time: ``_RECALL_SAMPLE`` = 500
+training rows (at most a quarter of them), drawn with ``random_state``, are
+held out of the graph while it is built; their exact ``n_neighbors`` nearest
+neighbours among the other rows are found by brute force; ``ef`` starts at
+``max(n_neighbors, 16)`` and grows by √2 (16, 23, 33, 47, 67, 95, 135, …)
 until the measured recall@k of the held-out rows reaches ``recall`` (or
 ``_EF_MAX`` = 1024); then the held-out rows are inserted too. ``recall_`` is
 an estimate: its standard error is about 0.003 at 0.99 for k = 10 (5 000
 neighbour slots), so fresh queries may land that much below the target. The
-cost is one exact search of 500 rows (500 · n · d multiply-adds) and at most 7
+cost is one exact search of 500 rows (500 · n · d multiply-adds) and at most 13
 graph searches of 500 rows: a few per cent of the build time on ECG-shaped
 data. The chosen ``ef_`` and the measured ``recall_`` are attributes; an
 explicit ``ef`` is used as given (``recall_`` is still measured).
@@ -63,9 +64,11 @@ __all__ = ["HNSWIndex", "hnsw_factory"]
 _DISTANCE_BLOCK = 2048
 # Training rows held out of the graph to measure recall at fit time (at most a quarter of them).
 _RECALL_SAMPLE = 500
-# First and largest ef tried by the recall search (ef doubles in between).
+# First and largest ef tried by the recall search, and its growth factor: √2 steps
+# (16, 23, 33, 47, 67, 95, 135, …) overshoot the needed ef by at most 41 %, not 100 %.
 _EF_START = 16
 _EF_MAX = 1024
+_EF_STEP = math.sqrt(2.0)
 # hnswlib's own default seed, used when the caller gives none.
 _DEFAULT_SEED = 100
 
@@ -152,9 +155,10 @@ class HNSWIndex(NeighborIndex):
         recall target, searches about as fast; the build is what decides when
         the index pays off (see :data:`nwbound.neighbors.AUTO_HNSW_RULE`).
     ef : int or None, default=None
-        Candidate-list size while searching. None: the smallest of 16, 32, …,
-        1024 (and at least ``n_neighbors``) whose recall@k, measured at fit
-        time on 500 held-out training rows, reaches ``recall``. An int is used
+        Candidate-list size while searching. None: the smallest of 16, 23,
+        33, 47, …, 1024 (steps of √2, rounded up; at least ``n_neighbors``)
+        whose recall@k, measured at fit time on 500 held-out training rows,
+        reaches ``recall``. An int is used
         as given (raised to k when smaller: hnswlib needs ``ef >= k``).
         An ``ef`` set after ``fit`` is used by later searches.
     recall : float, default=0.99
@@ -296,7 +300,7 @@ class HNSWIndex(NeighborIndex):
                     UserWarning, stacklevel=3,
                 )
                 return value, measured
-            value = min(2 * value, ef_cap)
+            value = min(math.ceil(value * _EF_STEP), ef_cap)
 
     def kneighbors(self, X: np.ndarray, n_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
         """Approximate ``n_neighbors`` nearest training rows of each row of ``X``.
