@@ -171,13 +171,14 @@ class BoundSpec:
         from ._chernoff import chernoff_interval
 
         class_sums = stats.class_sums[:, 0, :]
-        err = np.broadcast_to(np.asarray(stats.d2_error, dtype=np.float64), (class_sums.shape[0],))
+        lam = stats.bandwidth_matrix()[:, 0].astype(np.float64)
+        # √u2_error·λ bounds the distance error: √(d̃² + e) ≤ d̃ + √e, kept in units of λ.
+        u_err = np.sqrt(np.broadcast_to(np.asarray(stats.u2_error, np.float64), stats.class_sums.shape[:2])[:, 0])
         if stats.point_mass is not None:
             # Exact per-point form: every neighbour is its own group.
             mass = stats.point_mass[:, 0, :]
             count = (mass > 0).astype(np.float64)
-            # hypot: √(d² + e) without squaring d (no underflow/overflow at any scale).
-            dist = np.hypot(np.asarray(stats.point_dist, np.float64), np.sqrt(err)[:, None])
+            dist = np.asarray(stats.point_dist, np.float64) + (lam * u_err)[:, None]
             return chernoff_interval(class_sums, count, mass, mass, self.beta * dist, self.delta_prime)
         if stats.histogram is None:
             raise ValueError(
@@ -191,11 +192,9 @@ class BoundSpec:
         # K(e_b+1) ≤ K ≤ K(e_b); the slack covers a float32 kernel evaluation.
         mass_upper = w_max * k_edges[None, :-1] * self.kernel_sup * (1.0 + _KERNEL_SLACK)
         mass_lower = w_max * k_edges[None, 1:] * self.kernel_sup * (1.0 - _KERNEL_SLACK)
-        lam = stats.bandwidth_matrix()[:, 0].astype(np.float64)
-        # Each point of bin b is at most √(λ²·e_b+1 + d2_error) away (true distance).
-        # = √(λ²·e_b+1 + d2_error), formed as λ·hypot(√e_b+1, √d2_error/λ) so that no
-        # square of a tiny or huge λ is ever taken.
-        radius = lam[:, None] * np.hypot(np.sqrt(edges[None, 1:]), (np.sqrt(err) / lam)[:, None])
+        # Each point of bin b is at most λ·√(e_b+1 + u2_error) away (true distance),
+        # formed without squaring a tiny or huge λ.
+        radius = lam[:, None] * np.hypot(np.sqrt(edges[None, 1:]), u_err[:, None])
         return chernoff_interval(
             class_sums, stats.histogram[:, 0, :], mass_upper, mass_lower, self.beta * radius, self.delta_prime
         )

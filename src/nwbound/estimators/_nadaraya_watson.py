@@ -504,10 +504,14 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             diameter=self._diameter(X) if need_tail else None,
             histogram=getattr(sums, "histogram", None),
             hist_edges=getattr(sums, "hist_edges", None),
-            d2_error=getattr(sums, "d2_error", 0.0),
+            # Dense path: the expanded distance's rounding bound; the localized path's
+            # distances are recomputed directly (relative error ~1e-15, covered below).
+            u2_error=sums.u2_error(self.bandwidths_) if self.index_ is None else 0.0,
             weight_max=getattr(sums, "weight_max", 1.0),
             point_mass=getattr(sums, "point_mass", None),
-            point_dist=getattr(sums, "point_dist", None),
+            # Directly computed distances have relative error ≤ (d + 6)·2⁻⁵³: round them up.
+            point_dist=None if getattr(sums, "point_dist", None) is None
+            else sums.point_dist * (1.0 + (X.shape[1] + 8) * 2.0**-53),
         )
 
     def kernel_statistics(self, X, bounds=None) -> KernelStatistics:

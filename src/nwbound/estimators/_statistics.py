@@ -64,8 +64,9 @@ class KernelStatistics:
         lies in bin ``b`` of ``hist_edges``.
     hist_edges : ndarray of shape (B + 1,) or None
         Bin edges in ``u²`` (increasing, from 0 to the kernel's squared radius).
-    d2_error : float or ndarray of shape (n,)
-        Upper bound of ``|d̃² − d²|`` for every computed squared distance.
+    u2_error : float or ndarray of shape (n, G)
+        Upper bound of ``|ũ² − u²|`` (``u = d/λ``) for every squared distance
+        the statistics were computed from (scale-free: it never overflows).
     weight_max : float or ndarray of shape (n,)
         The largest sample weight among the points the histogram counts.
     point_mass : ndarray of shape (n, G, k) or None
@@ -97,7 +98,7 @@ class KernelStatistics:
     diameter: np.ndarray | None = None
     histogram: np.ndarray | None = None
     hist_edges: np.ndarray | None = None
-    d2_error: float | np.ndarray = 0.0
+    u2_error: float | np.ndarray = 0.0
     weight_max: float | np.ndarray = 1.0
     point_mass: np.ndarray | None = None
     point_dist: np.ndarray | None = None
@@ -148,6 +149,7 @@ class KernelStatistics:
             bandwidth=self.bandwidth_matrix()[rows, column][:, None],
             histogram=None if self.histogram is None else self.histogram[rows, column][:, None, :],
             point_mass=None if self.point_mass is None else self.point_mass[rows, column][:, None, :],
+            u2_error=np.broadcast_to(np.asarray(self.u2_error, np.float64), self.class_sums.shape[:2])[rows, column][:, None],
         )
 
     def merge(self, other: "KernelStatistics") -> "KernelStatistics":
@@ -197,7 +199,7 @@ class KernelStatistics:
             dist_sum=_add(self.dist_sum, other.dist_sum, "dist_sum"),
             tail_mass=_add(self.tail_mass, other.tail_mass, "tail_mass"),
             histogram=histogram,
-            d2_error=np.maximum(self.d2_error, other.d2_error),
+            u2_error=np.maximum(self.u2_error, other.u2_error),
             weight_max=w_max,
         )
 
