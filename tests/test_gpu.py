@@ -378,3 +378,23 @@ def test_error_bound_is_documented_size():
     k = X.shape[1] + 3
     np.testing.assert_allclose(st.d2_error, k * u / (1 - k * u) * (qn + R) ** 2, rtol=1e-9)
     assert math.isfinite(float(st.d2_error.max()))
+
+
+@needs_torch
+def test_error_bounds_in_a_namespace_other_than_the_training_sets():
+    # The Triton path evaluates (E, η) in torch for a training set built from CuPy arrays, whose
+    # dtype objects are NumPy's (run 1 on an H200: torch.finfo rejected them). Same here with NumPy.
+    import torch
+
+    from nwbound.gpu import array_namespace_of
+    from nwbound.gpu._array_api import distance_error_bounds
+
+    Q, X, onehot = _data(12)
+    train = DeviceTrainingSet.build(X, onehot)
+    q_sq = torch.tensor([0.0, 4.0], dtype=torch.float64)
+    E, eta = distance_error_bounds(array_namespace_of(q_sq), q_sq, train)
+    assert isinstance(E, torch.Tensor)
+    u, k = 2.0**-24, X.shape[1] + 3
+    reach = np.array([0.0, 2.0]) + train.max_norm
+    np.testing.assert_allclose(E.numpy(), k * u / (1 - k * u) * reach**2, rtol=1e-12)
+    np.testing.assert_allclose(eta.numpy(), (u + 2.0**-50) * reach, rtol=1e-12)

@@ -331,16 +331,21 @@ def full_precision_matmul(xp: Any) -> Iterator[None]:
 
 
 def unit_roundoff(xp: Any, dtype: Any) -> float:
-    """Half the machine epsilon of ``dtype``.
+    """Half the machine epsilon of ``dtype``: a dtype object of ``xp``, or a name ("float32", "float64").
+
+    A name is namespace-free: the Triton path computes in torch on a training set built from CuPy
+    arrays, whose dtype object (NumPy's) ``torch.finfo`` rejects.
 
     Examples
     --------
     >>> import numpy as np
     >>> from nwbound.gpu._array_api import array_namespace_of, unit_roundoff
     >>> xp = array_namespace_of(np.zeros(1))
-    >>> unit_roundoff(xp, xp.float32) == 2.0**-24
+    >>> unit_roundoff(xp, xp.float32) == 2.0**-24 == unit_roundoff(xp, "float32")
     True
     """
+    if isinstance(dtype, str):
+        return float(np.finfo(check_choice(dtype, "dtype", ("float32", "float64"))).eps) / 2.0
     return float(xp.finfo(dtype).eps) / 2.0
 
 
@@ -357,7 +362,7 @@ def distance_error_bounds(xp: Any, q_sqnorm64: Any, train: DeviceTrainingSet) ->
     >>> bool(np.isclose(E[0], 4 * 2.0**-24 / (1 - 4 * 2.0**-24)))  # γ_4 (‖q'‖ + R)², R = 1
     True
     """
-    u = unit_roundoff(xp, train.dtype)
+    u = unit_roundoff(xp, train.dtype_name)  # by name: xp may differ from the set's (CuPy set, torch xp)
     k = train.n_features + 3
     gamma = k * u / (1.0 - k * u)
     reach = xp.sqrt(q_sqnorm64) + train.max_norm

@@ -136,7 +136,7 @@ def _kernel():
         n_q, tiles_per_split, n_tiles, inv_lam2, r2, p_stride,
         M_PAD: tl.constexpr, C_PAD: tl.constexpr, BINS: tl.constexpr, B_PAD: tl.constexpr,
         KERNEL: tl.constexpr, NEED_DIST: tl.constexpr, PRECISION: tl.constexpr, FROM_PRODUCT: tl.constexpr,
-        BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+        BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, STEPS: tl.constexpr,
     ):
         pid_m = tl.program_id(0)
         pid_s = tl.program_id(1)
@@ -152,8 +152,12 @@ def _kernel():
         cls_ids = tl.arange(0, C_PAD)
         bin_ids = tl.arange(0, B_PAD)
         t0 = pid_s * tiles_per_split
-        t1 = tl.minimum(t0 + tiles_per_split, n_tiles)
-        for t in range(t0, t1):
+        n_steps = tl.minimum(t0 + tiles_per_split, n_tiles) - t0
+        # STEPS > 0 (the interpreter only): a Python-int bound, as Triton < 3.9's interpreter cannot
+        # take a tensor as a range bound (int() of a 1-element array); a constexpr ternary, since
+        # the interpreter turns every assigned value into a tensor.
+        for i in range(0, STEPS if STEPS > 0 else n_steps):
+            t = t0 + i
             cols = t * BN + tl.arange(0, BN)
             if FROM_PRODUCT:  # gemm="library": the block's q'·x' were written by the library's product
                 dot = tl.load(p_ptr + rows[:, None] * p_stride + cols[None, :], mask=rmask[:, None], other=0.0)
@@ -387,10 +391,11 @@ def _launch(qpad, qn, d2_err, eta, lay: _Layout, kernel: str, bandwidth: float, 
     if dev.type == "cuda":
         n_sm = torch.cuda.get_device_properties(dev).multi_processor_count
         split = max(1, min(n_tiles, math.ceil(4 * n_sm / m_blocks)))
-    else:  # the interpreter: a few runs, so that tests cover the partial sums too
-        split = max(1, min(n_tiles, 3))
+    else:  # the interpreter: two runs (partial sums covered), each of exactly STEPS tiles
+        split = 2 if n_tiles % 2 == 0 else 1
     tiles_per_split = triton.cdiv(n_tiles, split)
     split = triton.cdiv(n_tiles, tiles_per_split)
+    steps = tiles_per_split if dev.type != "cuda" else 0  # compiled: runtime bound, one binary for all sizes
     f64 = dict(dtype=torch.float64, device=dev)
     cs = torch.empty((split, n_q, lay.c_pad), **f64)
     sq = torch.empty((split, n_q), **f64)
@@ -406,7 +411,7 @@ def _launch(qpad, qn, d2_err, eta, lay: _Layout, kernel: str, bandwidth: float, 
         M_PAD=lay.m_pad, C_PAD=lay.c_pad, BINS=bins, B_PAD=b_pad,
         KERNEL=_KERNEL_CODES[kernel], NEED_DIST=bool(need_dist), PRECISION=precision,
         FROM_PRODUCT=product is not None,
-        BM=bm, BN=bn, BK=_BK, num_warps=warps, num_stages=stages,
+        BM=bm, BN=bn, BK=_BK, STEPS=steps, num_warps=warps, num_stages=stages,
     )
     return (cs.sum(0), sq.sum(0), ds.sum(0) if need_dist else None, hist.sum(0, dtype=torch.float64) if bins else None)
 
