@@ -6,12 +6,28 @@ download=True)`` fetches data, and only when asked.
 
 from ._common import stratified_subsample
 from .gtsrb import load_gtsrb_pair
-from .mitbih import BeatSet, load_kaggle_csv, load_mitbih_beats, paper_features, split_beats
+from .mitbih import (
+    FEATURE_SETS,
+    RHYTHM_FEATURES,
+    BeatSet,
+    ecg_features,
+    load_kaggle_csv,
+    load_mitbih_beats,
+    load_mitbih_signal,
+    paper_features,
+    rhythm_features,
+    split_beats,
+)
 from .mnist import load_mnist
 from .synthetic import SyntheticData, make_lipschitz_logistic, make_margin_clusters, make_softmax_field
 
 __all__ = [
+    "FEATURE_SETS",
+    "RHYTHM_FEATURES",
     "BeatSet",
+    "ecg_features",
+    "load_mitbih_signal",
+    "rhythm_features",
     "SyntheticData",
     "load_gtsrb_pair",
     "load_kaggle_csv",

@@ -1182,10 +1182,7 @@ def _inter_outputs(res: InterResult, output: Path, formats: Sequence[str]) -> li
     files += write_table(conf, output / "inter_confusion", title="EC57 confusion tables (rows reference)")
     files += write_table(recs, output / "inter_records", title="Per DS2 record: review queue and bound check")
     if res.strip is not None:
-        try:
-            from ..plots import ECGStripDisplay
-        except ImportError:  # until nwbound.plots exports it (the display lives in plots/_ecg_strip.py)
-            from ..plots._ecg_strip import ECGStripDisplay
+        from ..plots import ECGStripDisplay
 
         st = res.strip
         fig, axes = new_figure(1, 1, figsize=(14.0, 3.6))

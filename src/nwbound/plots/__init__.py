@@ -16,6 +16,7 @@ figure in several formats atomically, never overwriting by default;
 from sklearn.metrics import ConfusionMatrixDisplay
 
 from ._base import pyplot, save_figure
+from ._ecg_strip import ECGStripDisplay
 from ._displays import (
     BoundWidthDisplay,
     CumulativeRecallDisplay,
@@ -25,6 +26,7 @@ from ._displays import (
 )
 
 __all__ = [
+    "ECGStripDisplay",
     "BoundWidthDisplay",
     "ConfusionMatrixDisplay",
     "CumulativeRecallDisplay",
