@@ -508,6 +508,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             # distances are recomputed directly (relative error ~1e-15, covered below).
             u2_error=sums.u2_error(self.bandwidths_) if self.index_ is None else 0.0,
             weight_max=getattr(sums, "weight_max", 1.0),
+            hist_mass=getattr(sums, "hist_mass", None),
+            hist_dist=getattr(sums, "hist_dist", None),
+            uniform_weights=bool(getattr(sums, "uniform_weights", False)),
             point_mass=getattr(sums, "point_mass", None),
             # Directly computed distances have relative error ≤ (d + 6)·2⁻⁵³: round them up.
             point_dist=None if getattr(sums, "point_dist", None) is None

@@ -69,6 +69,13 @@ class KernelStatistics:
         the statistics were computed from (scale-free: it never overflows).
     weight_max : float or ndarray of shape (n,)
         The largest sample weight among the points the histogram counts.
+    hist_mass : ndarray of shape (n, G, B) or None
+        ``Σ w_i K_i`` over the points of each histogram bin.
+    hist_dist : ndarray of shape (n, G, B) or None
+        An upper bound of ``Σ w_i K_i ‖y − y_i‖`` over the points of each bin.
+    uniform_weights : bool
+        No sample weights (every ``a_i = weight_max·K_i``): the histogram form may
+        then bound ``a_i`` from below by the kernel at the bin's outer edge.
     point_mass : ndarray of shape (n, G, k) or None
         ``a_i`` of each of the ``k`` neighbours (localized classifier).
     point_dist : ndarray of shape (n, k) or None
@@ -102,6 +109,9 @@ class KernelStatistics:
     weight_max: float | np.ndarray = 1.0
     point_mass: np.ndarray | None = None
     point_dist: np.ndarray | None = None
+    hist_mass: np.ndarray | None = None
+    hist_dist: np.ndarray | None = None
+    uniform_weights: bool = False
 
     @property
     def kappa(self) -> np.ndarray:
@@ -148,6 +158,8 @@ class KernelStatistics:
             tail_mass=pick(self.tail_mass),
             bandwidth=self.bandwidth_matrix()[rows, column][:, None],
             histogram=None if self.histogram is None else self.histogram[rows, column][:, None, :],
+            hist_mass=None if self.hist_mass is None else self.hist_mass[rows, column][:, None, :],
+            hist_dist=None if self.hist_dist is None else self.hist_dist[rows, column][:, None, :],
             point_mass=None if self.point_mass is None else self.point_mass[rows, column][:, None, :],
             u2_error=np.broadcast_to(np.asarray(self.u2_error, np.float64), self.class_sums.shape[:2])[rows, column][:, None],
         )
@@ -192,6 +204,11 @@ class KernelStatistics:
                 return part.histogram * (factor[:, None, None] if factor.ndim == 1 else factor)
 
             histogram = rescale(self) + rescale(other)
+        # Per-bin masses and distance sums are in data units: they add.
+        hist_mass = hist_dist = None
+        if self.hist_mass is not None and other.hist_mass is not None:
+            hist_mass = self.hist_mass + other.hist_mass
+            hist_dist = self.hist_dist + other.hist_dist
         return dataclasses.replace(
             self,
             class_sums=self.class_sums + other.class_sums,
@@ -199,6 +216,11 @@ class KernelStatistics:
             dist_sum=_add(self.dist_sum, other.dist_sum, "dist_sum"),
             tail_mass=_add(self.tail_mass, other.tail_mass, "tail_mass"),
             histogram=histogram,
+            hist_mass=hist_mass,
+            hist_dist=hist_dist,
+            # a_i = w_max·K_i in both parts only if their w_max agree.
+            uniform_weights=bool(self.uniform_weights and other.uniform_weights
+                                 and np.array_equal(self.weight_max, other.weight_max)),
             u2_error=np.maximum(self.u2_error, other.u2_error),
             weight_max=w_max,
         )

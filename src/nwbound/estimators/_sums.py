@@ -121,6 +121,7 @@ USE_NUMBA = True
 _FUSED_MODULE = None
 _NO_SUM = np.zeros((0, 0))  # stands for a sum that is not wanted
 _NO_HIST = np.zeros((0, 0, 0))
+_NO_HIST_MD = np.zeros((0, 0, 0, 0))
 
 
 def _tile_bytes_per_element(itemsize: int) -> int:
@@ -233,6 +234,9 @@ class KernelSums:
     float), ``support`` is ``S``; ``d2_error`` gives the bound in the input's units and
     :meth:`u2_error` per bandwidth on ``u² = d²/λ²``. ``histogram`` (n, G, B) holds
     ``Σ w_i/weight_max`` per bin of ``u²`` with edges ``hist_edges`` (B + 1,). The localized
+    split form of the Chernoff bound also reads, per bin, ``hist_mass = Σ w_i K_i`` and
+    ``hist_dist ≥ Σ w_i K_i ‖y − y_i‖`` (the distance bound of ``dist_sum``), and
+    ``uniform_weights`` (no sample weights: every point's mass is ``w_max·K_i``). The localized
     path with ``keep_points`` adds ``point_mass`` (n, G, k) ``= w_i K_i`` and ``point_dist``
     (n, k), the directly computed neighbour distances.
 
@@ -256,6 +260,9 @@ class KernelSums:
     histogram: np.ndarray | None = None  # (n, G, B)
     hist_edges: np.ndarray | None = None  # (B + 1,) in u²
     weight_max: float = 1.0
+    hist_mass: np.ndarray | None = None  # (n, G, B) Σ w_i K_i per bin
+    hist_dist: np.ndarray | None = None  # (n, G, B) ≥ Σ w_i K_i ‖y − y_i‖ per bin
+    uniform_weights: bool = True
     point_mass: np.ndarray | None = None  # (n, G, k)
     point_dist: np.ndarray | None = None  # (n, k)
 
@@ -285,6 +292,8 @@ class KernelSums:
             dist_sum=np.zeros((n, n_bandwidths)) if need_dist else None,
             tail_mass=np.zeros((n, n_bandwidths)) if need_tail else None,
             histogram=np.zeros((n, n_bandwidths, histogram_bins)) if histogram_bins else None,
+            hist_mass=np.zeros((n, n_bandwidths, histogram_bins)) if histogram_bins else None,
+            hist_dist=np.zeros((n, n_bandwidths, histogram_bins)) if histogram_bins else None,
         )
 
 
@@ -513,15 +522,22 @@ def _direct_delta(q64: np.ndarray, rows: np.ndarray, points: np.ndarray, cols: n
 
 
 def _histogram_add(hist: np.ndarray, rows: np.ndarray, u2: np.ndarray, w: np.ndarray | None, plan: _Plan,
-                   g: int) -> None:
-    """Add ``w/w_max`` of each entry with ``u² ≤ R²`` to its bin (same formula as the compiled route)."""
+                   g: int, hist_md: np.ndarray | None = None, wk: np.ndarray | None = None,
+                   dist: np.ndarray | None = None) -> None:
+    """Add ``w/w_max`` of each entry with ``u² ≤ R²`` to its bin (same formula as the compiled route),
+    and to ``hist_md`` its ``w·K`` and ``w·K·r⁺`` (``dist``: the upper-bounded distances, units of S)."""
     n, _, B = hist.shape
     inside = np.flatnonzero(u2 <= plan.radius_sq)
     b = np.minimum((u2[inside] * (B / plan.radius_sq)).astype(np.intp), B - 1)
     mass = None if w is None else w[inside] * plan.inv_weight_max
     if mass is None and plan.inv_weight_max != 1.0:
         mass = np.full(inside.shape[0], plan.inv_weight_max)
-    hist[:, g] += np.bincount(rows[inside] * B + b, weights=mass, minlength=n * B).reshape(n, B)
+    flat = rows[inside] * B + b
+    hist[:, g] += np.bincount(flat, weights=mass, minlength=n * B).reshape(n, B)
+    if hist_md is not None:
+        k = wk[inside]
+        hist_md[:, g, :, 0] += np.bincount(flat, weights=k, minlength=n * B).reshape(n, B)
+        hist_md[:, g, :, 1] += np.bincount(flat, weights=k * dist[inside], minlength=n * B).reshape(n, B)
 
 
 class _Accumulator:
@@ -536,6 +552,8 @@ class _Accumulator:
         self.dist_sum = np.zeros((n_rows, n_bandwidths)) if need_dist else None
         self.tail_mass = np.zeros((n_rows, n_bandwidths)) if need_tail else None
         self.hist = np.zeros((n_rows, n_bandwidths, hist_bins)) if hist_bins else None
+        # Per bin Σ w·K and Σ w·K·r⁺ (the split histogram form of the Chernoff bound).
+        self.hist_md = np.zeros((n_rows, n_bandwidths, hist_bins, 2)) if hist_bins else None
         self.row_err = np.zeros(n_rows)  # bound on |δ̃ − δ| of the GEMM entries, per row
         self.select = np.full(n_rows, -np.inf)  # keep entries with t̃ ≥ select (tile dtype)
         self.redo = np.full(n_rows, -np.inf)  # recompute entries with t̃ < redo directly
@@ -574,11 +592,12 @@ class _Accumulator:
                 wk = wk * w
             self.class_sums[:, g] += np.bincount(flat, weights=wk, minlength=n * C).reshape(n, C)
             self.sq_sum[:, g] += np.bincount(rows, weights=wk * wk, minlength=n)
-            if self.hist is not None:
-                _histogram_add(self.hist, rows, u2, w, plan, g)
-            if self.dist_sum is not None or self.tail_mass is not None:
+            if self.dist_sum is not None or self.tail_mass is not None or self.hist is not None:
                 if dist is None:
                     dist = np.sqrt(delta * plan.direct_factor + self.row_err[rows])  # upper bound, units of S
+            if self.hist is not None:
+                _histogram_add(self.hist, rows, u2, w, plan, g, self.hist_md, wk, dist)
+            if self.dist_sum is not None or self.tail_mass is not None:
                 pos = np.flatnonzero(wk)  # the square root only where K > 0 matters
                 if self.dist_sum is not None:
                     self.dist_sum[:, g] += np.bincount(rows[pos], weights=wk[pos] * dist[pos], minlength=n)
@@ -598,6 +617,7 @@ class _Accumulator:
             _NO_SUM if self.dist_sum is None else self.dist_sum,
             _NO_SUM if self.tail_mass is None else self.tail_mass,
             _NO_HIST if self.hist is None else self.hist,
+            _NO_HIST_MD if self.hist_md is None else self.hist_md,
         )
 
     def add_dense(self, d2: np.ndarray, col: slice | np.ndarray, plan: _Plan) -> None:
@@ -608,7 +628,7 @@ class _Accumulator:
         onehot[np.arange(d2.shape[1]), lay.labels[col]] = 1.0
         w = None if lay.weights is None else lay.weights[col]
         dist = None
-        if self.dist_sum is not None or self.tail_mass is not None:
+        if self.dist_sum is not None or self.tail_mass is not None or self.hist is not None:
             dist = np.sqrt(d2 * plan.direct_factor + self.row_err[:, None])
         rows = None
         for g in range(len(plan.bandwidths)):
@@ -626,7 +646,7 @@ class _Accumulator:
                 if rows is None:
                     rows = np.repeat(np.arange(d2.shape[0]), d2.shape[1])
                 wf = None if w is None else np.broadcast_to(w, d2.shape).ravel()
-                _histogram_add(self.hist, rows, u2.ravel(), wf, plan, g)
+                _histogram_add(self.hist, rows, u2.ravel(), wf, plan, g, self.hist_md, k.ravel(), dist.ravel())
 
 
 def _block_product(Q: np.ndarray, plan: _Plan, dtype: np.dtype) -> tuple[np.ndarray | None, np.ndarray]:
@@ -747,6 +767,8 @@ def _store(out: KernelSums, rows: slice | np.ndarray, acc: _Accumulator, plan: _
         out.tail_mass[rows] = acc.tail_mass
     if out.histogram is not None:
         out.histogram[rows] = acc.hist
+        out.hist_mass[rows] = acc.hist_md[..., 0]
+        out.hist_dist[rows] = acc.hist_md[..., 1] * up
     out.d2_error_rel[rows] = acc.row_err
 
 
@@ -826,6 +848,7 @@ def dense_kernel_sums(
         )
     out = KernelSums.empty(n_q, len(bandwidths), train.n_classes, need_dist, tail_radius is not None, histogram_bins)
     out.weight_max = train.weight_max
+    out.uniform_weights = train.weights is None
     radius_sq = float(kernel.radius) ** 2 if kernel.compact else math.inf
     if histogram_bins:
         out.hist_edges = np.linspace(0.0, radius_sq, histogram_bins + 1)
