@@ -18,14 +18,9 @@ from scipy.linalg import LinAlgError, cho_factor, cho_solve, solve_triangular
 from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._result import PredictionInterval
-
-try:  # scikit-learn >= 1.6
-    from sklearn.utils.validation import validate_data as _sk_validate_data
-except ImportError:  # pragma: no cover - older scikit-learn
-    _sk_validate_data = None
 
 __all__ = ["CMEClassifier"]
 
@@ -33,13 +28,6 @@ _BYTES_PER_FLOAT = 8
 _GIB = 2.0**30
 # Share of the currently available RAM that ``fit`` may use by default.
 _DEFAULT_MEMORY_FRACTION = 0.5
-
-
-def _validate_data(estimator: BaseEstimator, *args: Any, **kwargs: Any) -> Any:
-    """Call scikit-learn's ``validate_data`` on any supported version."""
-    if _sk_validate_data is not None:
-        return _sk_validate_data(estimator, *args, **kwargs)
-    return estimator._validate_data(*args, **kwargs)  # pragma: no cover
 
 
 def _available_memory_bytes() -> int | None:
@@ -318,7 +306,7 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
             more memory than ``max_memory_bytes``.
         """
         self._check_params()
-        X, y = _validate_data(self, X, y, dtype=np.float64, y_numeric=False)
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
         check_classification_targets(y)
         classes, y_index = np.unique(y, return_inverse=True)
         if classes.shape[0] < 2:
@@ -379,7 +367,7 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray]:
         """Batched ``p̂``, optionally ``P²`` and ``κ = Σ_i k(x, x_i)``, and X."""
         check_is_fitted(self)
-        X = _validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
         n_queries = X.shape[0]
         raw = np.empty((n_queries, self.classes_.shape[0]))
         p_sq = np.empty(n_queries) if with_variance else None
