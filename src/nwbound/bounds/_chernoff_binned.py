@@ -1,0 +1,424 @@
+"""The band-Chernoff interval from a distance histogram with exact per-bin sums (split form).
+
+Each point's log-MGF term splits into a linear part and a convex remainder::
+
+    log(1 + p(e^x − 1)) = p·x + g(x, p),   g(x, p) = log(1 + p(e^x − 1)) − p·x ≥ 0,
+
+``g`` convex and increasing in ``x ≥ 0``, ``g(0, p) = 0``, concave in ``p`` with
+maximiser ``p*(x) = 1/x − 1/(e^x − 1)``. The upper tail at level ``m`` takes
+each label mean at its worst value ``hi_i = min(1, m + β r_i)`` and, with
+``x_i = θ a_i``, bounds per bin ``b`` (``n_b`` points, ``A_b = Σ a_i``,
+``D_b ≥ Σ a_i r_i``, ``a_lo ≤ a_i ≤ a_hi``, ``r_i ≤ ρ_b/β``):
+
+* linear part, exactly: ``Σ_i hi_i a_i ≤ min(A_b, m·A_b + β·D_b)``;
+* remainder, by the chord of the convex ``x ↦ G_b(x) = max_{p ∈ [lo_b, hi_b]} g(x, p)``
+  on ``[θ a_lo, θ a_hi]``: ``Σ_i g(θ a_i, hi_i) ≤ Λ_b G_b(θ a_hi) + (n_b − Λ_b) G_b(θ a_lo)``
+  with ``Λ_b = (A_b − n_b a_lo)/(a_hi − a_lo)``, ``hi_b = min(1, m + ρ_b)`` and
+  ``lo_b = max(0, min(m, m_cap,b))``, ``m_cap,b = 1 − β D_b/A_b`` (every ``hi_i``
+  lies in ``[lo_b, hi_b]``).
+
+The lower end ``lo_b = min(m, m_cap,b)`` (not ``m``) keeps the exponent
+non-decreasing in ``m`` — below ``m_cap`` the linear part grows at rate
+``θ A_b`` and the remainder falls at most that fast (``∂g/∂p ≥ −x`` and
+``Λ a_hi + (n − Λ) a_lo = A_b``); above it ``lo_b`` is fixed and ``hi_b``
+only widens the band — so the rejected levels form an interval and the
+bracketing search of :mod:`._chernoff` applies. The proof is in the user
+guide (``docs/source/user_guide/chernoff.md``).
+
+The lower tail is the upper tail of the complementary labels (``S′ = κ − S``,
+``m′ = 1 − m``; ``A_b``, ``D_b`` and the chord are unchanged). Both tails also
+accept a level that the Hoeffding test on the exact sums (κ, ``Σ a_i²``,
+``D``) rejects — two valid bounds on one tail probability, the smaller is
+valid — so the interval is never wider than ``"hoeffding"``.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+
+import numpy as np
+
+from .._validation import check_open_unit, check_positive
+from . import _chernoff as _base
+from ._chernoff import _MAX_EXPONENT, _group_array, _as_float_array
+
+__all__ = ["chernoff_interval_binned"]
+
+# Rows of the packed per-bin array (n, _FIELDS, B) that both routes read.
+_CNT, _A, _BD, _LAM, _ALO, _AHI, _RHO, _MCAP = range(8)
+_FIELDS = 8
+# Below this x the maximiser p*(x) comes from its series (1/x − 1/expm1(x) cancels).
+_SERIES_X = 1e-3
+
+
+def _pack(count: np.ndarray, mass: np.ndarray, bdist: np.ndarray, a_lo: np.ndarray, a_hi: np.ndarray,
+          rho: np.ndarray) -> np.ndarray:
+    """Per query and bin: count, A, β·D, Λ, a_lo, a_hi, ρ, m_cap."""
+    span = a_hi - a_lo
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = np.where(span > 0, (mass - count * a_lo) / np.where(span > 0, span, 1.0), count)
+        mcap = np.where(mass > 0, 1.0 - bdist / np.where(mass > 0, mass, 1.0), -np.inf)
+    lam = np.clip(lam, 0.0, count)  # rounding only: A_b lies in [n·a_lo, n·a_hi]
+    packed = np.stack([count, mass, bdist, lam, a_lo, a_hi, rho, mcap], axis=1)
+    # Empty bins contribute nothing: zero their weights so both routes skip them.
+    empty = ~(mass > 0)[:, None, :] & np.ones((1, _FIELDS, 1), dtype=bool)
+    empty[:, _MCAP] = False
+    packed[empty] = 0.0
+    return np.ascontiguousarray(packed)
+
+
+def _evaluate_split(S: np.ndarray, P: np.ndarray, _m1: np.ndarray, _m2: np.ndarray, m: np.ndarray,
+                    theta: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Split exponent at (m, θ) per pair and the derivatives the search needs (numpy).
+
+    Same contract as :func:`._chernoff._evaluate`: ``φ``, ``∂φ/∂θ``, ``∂²φ/∂θ²``,
+    ``∂φ/∂m`` and ``S − Σ_b min(A_b, m A_b + βD_b)`` (``= −∂φ/∂θ`` at θ = 0).
+    """
+    A, bD, lam, cnt = P[:, _A], P[:, _BD], P[:, _LAM], P[:, _CNT]
+    mcap, rho = P[:, _MCAP], P[:, _RHO]
+    mm = m[:, None]
+    below = (mm < mcap) & (A > 0)
+    lin = np.where(below, A * mm + bD, A).sum(axis=1)
+    lo = np.clip(np.minimum(mm, mcap), 0.0, 1.0)
+    hi = np.minimum(mm + rho, 1.0)
+    move_hi = mm + rho < 1.0
+    move_lo = below & (mm > 0.0)
+    phi = theta * (lin - S)
+    d1 = lin - S
+    d2 = np.zeros_like(S)
+    dm = theta * np.where(below, A, 0.0).sum(axis=1)
+    for w, a in ((lam, P[:, _AHI]), (cnt - lam, P[:, _ALO])):
+        x = theta[:, None] * a
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            pst = np.where(x > _SERIES_X, 1.0 / x - 1.0 / np.expm1(x), 0.5 - x / 12.0 + x**3 / 720.0)
+        p = np.clip(pst, lo, hi)
+        ex = np.exp(-x)
+        den = p + (1.0 - p) * ex
+        qt = p / den
+        g = np.log(den) + (1.0 - p) * x
+        gxx = qt * (1.0 - qt)
+        inner = (pst > lo) & (pst < hi) & (x > 1e-6)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gxp = ex / (den * den) - 1.0
+            gpp = ((1.0 - ex) / den) ** 2
+            corr = np.where(inner & (gpp > 0), gxp * gxp / gpp, 0.0)
+        gp = (1.0 - ex) / den - x
+        moving = np.where(pst >= hi, move_hi, np.where(pst <= lo, move_lo, False))
+        phi += np.einsum("ij,ij->i", w, g)
+        d1 += np.einsum("ij,ij->i", w * a, qt - p)
+        d2 += np.einsum("ij,ij->i", w * a * a, gxx + corr)
+        dm += np.einsum("ij,ij->i", w, np.where(moving, gp, 0.0))
+    return phi, d1, d2, dm, S - lin
+
+
+# H1's θ-profile with the split exponent in place of the per-group one.
+_profile_split = types.FunctionType(_base._profile.__code__, dict(vars(_base), _evaluate=_evaluate_split),
+                                    "_profile_split")
+
+
+def _left_end_block(S: np.ndarray, P: np.ndarray, start: np.ndarray, right: np.ndarray, theta0: np.ndarray,
+                    theta_max: np.ndarray, log_level: float, tol: float) -> np.ndarray:
+    """Left ends of a block of pairs (numpy): ``start`` is certified rejected (Hoeffding), ``right`` not."""
+    n = S.shape[0]
+    dummy = np.zeros(n)
+    theta_min = 1e-12 * theta_max
+    a = start.copy()
+    b = right.copy()
+    theta = np.clip(theta0, theta_min, theta_max)
+    m = 0.5 * (a + b)
+    half = 0.5 * tol
+    active = np.flatnonzero((S > 0) & (b - a > tol))
+    for step in range(_base._MAX_STEPS):
+        if active.size == 0:
+            break
+        x = m[active]
+        g, gm, th = _profile_split(S[active], P[active], dummy[active], dummy[active], x, theta[active],
+                                   theta_max[active], log_level)
+        theta[active] = np.maximum(th, theta_min[active])
+        rejected = g <= 0
+        aa = np.where(rejected, x, a[active])
+        bb = np.where(rejected, b[active], x)
+        a[active], b[active] = aa, bb
+        with np.errstate(divide="ignore", invalid="ignore"):
+            newton = x - g / gm
+        mid = 0.5 * (aa + bb)
+        use = (step < _base._NEWTON_M_STEPS) & (gm > 0) & np.isfinite(newton) & (newton > aa) & (newton < bb)
+        nxt = np.where(use, newton, mid)
+        m[active] = np.where(bb - aa > tol, np.clip(nxt, aa + half, bb - half), mid)
+        active = active[bb - aa > tol]
+    return a
+
+
+# ---------------------------------------------------------------------------
+# Compiled route: the same exponent one pair at a time, H1's _profile_pair on top.
+# ---------------------------------------------------------------------------
+
+
+def _eval_split_pair(P, _m1, _m2, q, s, m, theta):  # pragma: no cover - compiled by numba
+    lin = 0.0
+    dm = 0.0
+    phi = 0.0
+    d1 = 0.0
+    d2 = 0.0
+    for j in range(P.shape[2]):
+        A = P[q, 1, j]
+        if A <= 0.0:
+            continue
+        mcap = P[q, 7, j]
+        below = m < mcap
+        if below:
+            lin += A * m + P[q, 2, j]
+            dm += theta * A
+        else:
+            lin += A
+        lo = min(max(min(m, mcap), 0.0), 1.0)
+        hi = min(m + P[q, 6, j], 1.0)
+        move_hi = m + P[q, 6, j] < 1.0
+        move_lo = below and m > 0.0
+        lam = P[q, 3, j]
+        for side in range(2):
+            if side == 0:
+                w = lam
+                a = P[q, 5, j]
+            else:
+                w = P[q, 0, j] - lam
+                a = P[q, 4, j]
+            if w <= 0.0 or a <= 0.0:
+                continue
+            x = theta * a
+            if x > 1e-3:
+                pst = 1.0 / x - 1.0 / math.expm1(x)
+            else:
+                pst = 0.5 - x / 12.0 + x * x * x / 720.0
+            p = min(max(pst, lo), hi)
+            ex = math.exp(-x)
+            den = p + (1.0 - p) * ex
+            qt = p / den
+            phi += w * (math.log(den) + (1.0 - p) * x)
+            d1 += w * a * (qt - p)
+            curv = qt * (1.0 - qt)
+            if lo < pst < hi and x > 1e-6:
+                gpp = ((1.0 - ex) / den) ** 2
+                if gpp > 0.0:
+                    gxp = ex / (den * den) - 1.0
+                    curv += gxp * gxp / gpp
+            d2 += w * a * a * curv
+            if (pst >= hi and move_hi) or (pst <= lo and pst < hi and move_lo):
+                dm += w * ((1.0 - ex) / den - x)
+    phi += theta * (lin - s)
+    d1 += lin - s
+    return phi, d1, d2, dm, s - lin
+
+
+def _split_loop(S, rows, P, start, right, theta0, theta_max, log_level, tol, out, newton_steps, max_steps,
+                theta_steps, dec_abs, dec_rel):  # pragma: no cover - compiled by numba
+    for k in _prange(S.shape[0]):
+        s = S[k]
+        q = rows[k]
+        a = start[k]
+        b = right[k]
+        if s <= 0.0 or not b - a > tol:
+            out[k] = a
+            continue
+        t_max = theta_max[k]
+        t_min = 1e-12 * t_max
+        theta = min(max(theta0[k], t_min), t_max)
+        half = 0.5 * tol
+        x = 0.5 * (a + b)
+        for step in range(max_steps):
+            if not b - a > tol:
+                break
+            g, gm, th = _profile_pair(P, P, P, q, s, x, theta, t_max, log_level, theta_steps, dec_abs, dec_rel)
+            theta = max(th, t_min)
+            if g <= 0.0:
+                a = x
+            else:
+                b = x
+            nxt = 0.5 * (a + b)
+            if step < newton_steps and gm > 0.0:
+                newton = x - g / gm
+                if math.isfinite(newton) and a < newton < b:
+                    nxt = newton
+            if b - a > tol:
+                nxt = min(max(nxt, a + half), b - half)
+            x = nxt
+        out[k] = a
+
+
+_NUMBA_ROUTE = None  # the compiled loop once built, False when numba is missing
+
+
+def _numba_loop():
+    global _NUMBA_ROUTE
+    if _base._numba_route() is None:  # H1's switches: USE_NUMBA, NWBOUND_DISABLE_NUMBA, numba present
+        return None
+    if _NUMBA_ROUTE is None:
+        import numba
+
+        ev = numba.njit(cache=True)(_eval_split_pair)
+        prof = types.FunctionType(_base._profile_pair.__code__, dict(vars(_base), _eval_pair=ev), "_profile_split")
+        prof = numba.njit(cache=True)(prof)
+        scope = dict(globals(), _profile_pair=prof, _prange=numba.prange)
+        _NUMBA_ROUTE = numba.njit(parallel=True, cache=True)(
+            types.FunctionType(_split_loop.__code__, scope, "_split_loop"))
+    return _NUMBA_ROUTE
+
+
+def _left_ends(S, rows, P, start, right, theta0, theta_max, log_level, tol, loop):
+    if loop is not None:
+        out = np.zeros(S.shape[0])
+        loop(S, rows.astype(np.intp), P, start, right, theta0, theta_max, log_level, tol, out,
+             _base._NEWTON_M_STEPS, _base._MAX_STEPS, _base._THETA_STEPS, _base._THETA_DECREMENT,
+             _base._THETA_MARGIN)
+        return out
+    out = np.empty(S.shape[0])
+    for i in range(0, S.shape[0], _base._BLOCK_PAIRS):
+        sl = slice(i, i + _base._BLOCK_PAIRS)
+        out[sl] = _left_end_block(S[sl], P[rows[sl]], start[sl], right[sl], theta0[sl], theta_max[sl],
+                                  log_level, tol)
+    return out
+
+
+def chernoff_interval_binned(
+    class_sums: np.ndarray,
+    count: np.ndarray,
+    mass: np.ndarray,
+    dist_mass: np.ndarray,
+    mass_lower: np.ndarray,
+    mass_upper: np.ndarray,
+    band_radius: np.ndarray,
+    beta: float,
+    delta_prime: float,
+    *,
+    sq_sum: np.ndarray,
+    dist_sum: np.ndarray | None = None,
+    tol: float = 1e-7,
+    engine: str = "auto",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Band-Chernoff interval of every class probability from a histogram with exact per-bin sums.
+
+    The split form (module docstring; proof in the user guide): exact per-bin
+    kernel mass ``A_b`` and distance mass ``D_b`` for the linear part of the
+    log-MGF, a chord over each bin's range of kernel values for the convex
+    remainder. Intersected with the Hoeffding interval on the exact sums, so
+    never wider than it.
+
+    Parameters
+    ----------
+    class_sums : ndarray of shape (n, C)
+        ``S_c = Σ_i a_i 1{c_i = c}``, ``a_i ≥ 0``; ``κ = Σ_c S_c``.
+    count : ndarray of shape (n, B)
+        Points per bin (``Σ w_i/w_max`` is valid when ``mass_lower = 0``).
+    mass : ndarray of shape (n, B)
+        ``A_b = Σ_{i∈b} a_i``.
+    dist_mass : ndarray of shape (n, B)
+        ``D_b ≥ Σ_{i∈b} a_i r_i`` (``r_i`` the distance the band uses).
+    mass_lower, mass_upper : ndarray of shape (n, B) or (B,)
+        ``a_lo ≤ a_i ≤ a_hi`` for every point of the bin (``a_lo = 0`` for weighted data).
+    band_radius : ndarray of shape (n, B) or (B,)
+        ``ρ_b ≥ β·r_i`` for every point of the bin (``+inf`` allowed).
+    beta : float
+        ``L`` or ``1/γ``, ≥ 0 (``β·D_b`` is the bin's drift).
+    delta_prime : float
+        Per-class failure probability in (0, 1); each tail gets ``δ′/2``.
+    sq_sum : ndarray of shape (n,)
+        ``Σ a_i²`` (the Hoeffding interval on the exact sums).
+    dist_sum : ndarray of shape (n,), optional
+        ``D ≥ Σ a_i r_i`` for the Hoeffding interval; default ``Σ_b D_b``.
+    tol : float, default=1e-7
+        Each end lies at most ``tol`` outside the exact end of the split test.
+    engine : {"auto", "numba", "numpy"}, default="auto"
+
+    Returns
+    -------
+    lower, upper : ndarray of shape (n, C)
+        In ``[0, 1]``, ``lower ≤ S/κ ≤ upper``; ``(0, 1)`` where ``κ = 0``.
+
+    Raises
+    ------
+    ValueError
+        Shape mismatch, negative or non-finite inputs, ``mass_lower > mass_upper``,
+        a bin mass outside ``[count·a_lo, count·a_hi]`` (relative slack 1e-9),
+        ``beta < 0`` or ``delta_prime`` outside (0, 1).
+
+    Examples
+    --------
+    Ten points at kernel value 1 in one bin, all of class 0, no bias:
+
+    >>> import numpy as np
+    >>> from nwbound.bounds._chernoff_binned import chernoff_interval_binned
+    >>> lo, up = chernoff_interval_binned(np.array([[10.0, 0.0]]), [[10.0]], [[10.0]], [[0.0]],
+    ...                                   [1.0], [1.0], [0.0], 1.0, 0.05, sq_sum=np.array([10.0]))
+    >>> print(np.round(lo, 4), np.round(up, 4))
+    [[0.6915 0.    ]] [[1.     0.3085]]
+
+    The exact binomial end, as for :func:`~nwbound.bounds._chernoff.chernoff_interval`
+    with one group per point: ``0.025 ** 0.1 = 0.6915``.
+    """
+    S = _as_float_array(class_sums, "class_sums")
+    if S.ndim != 2 or not np.isfinite(S).all() or (S < 0).any():
+        raise ValueError("class_sums must be a finite 2-D array (queries, classes) of values >= 0.")
+    n = S.shape[0]
+    N = _as_float_array(count, "count")
+    if N.ndim != 2 or N.shape[0] != n:
+        raise ValueError(f"count must have shape (n_queries, n_bins) = ({n}, B), got {N.shape}.")
+    shape = N.shape
+    N = _group_array(N, "count", shape)
+    A = _group_array(mass, "mass", shape)
+    D = _group_array(dist_mass, "dist_mass", shape)
+    lo_m = _group_array(mass_lower, "mass_lower", shape)
+    hi_m = _group_array(mass_upper, "mass_upper", shape)
+    R = _group_array(band_radius, "band_radius", shape, allow_inf=True)
+    beta = float(_as_float_array(beta, "beta"))
+    if not (math.isfinite(beta) and beta >= 0):
+        raise ValueError(f"beta must be finite and >= 0 (L or 1/γ), got {beta!r}.")
+    d = check_open_unit(delta_prime, "delta_prime")
+    tol = check_positive(tol, "tol")
+    if tol >= 0.5:
+        raise ValueError(f"tol must be < 0.5 (the precision of the interval ends), got {tol!r}.")
+    if engine not in ("auto", "numba", "numpy"):
+        raise ValueError(f"engine must be 'auto', 'numba' or 'numpy', got {engine!r}.")
+    if (lo_m > hi_m).any():
+        raise ValueError("mass_lower must be <= mass_upper in every bin (bounds on each a_i).")
+    slack = _base._CONTRACT_RTOL * np.maximum(A, 1e-300)
+    if (A > N * hi_m + slack).any() or (A < N * lo_m - slack).any():
+        raise ValueError("mass must lie in [count·mass_lower, count·mass_upper] in every bin "
+                         "(the bin's points have a_i in [mass_lower, mass_upper]).")
+    kappa = S.sum(axis=1)
+    q2 = _as_float_array(sq_sum, "sq_sum")
+    dsum = D.sum(axis=1) if dist_sum is None else _as_float_array(dist_sum, "dist_sum")
+    for arr, name in ((q2, "sq_sum"), (dsum, "dist_sum")):
+        if arr.shape != (n,) or not np.isfinite(arr).all() or (arr < 0).any():
+            raise ValueError(f"{name} must be a finite array of shape ({n},) with values >= 0.")
+    loop = None if engine == "numpy" else _numba_loop()
+    if engine == "numba" and loop is None:
+        raise ValueError("engine='numba' needs numba: install nwbound[fast], or use engine='auto'.")
+
+    C = S.shape[1]
+    lower = np.zeros((n, C))
+    upper = np.ones((n, C))
+    live = kappa > 0
+    if not live.any():
+        return lower, upper
+    with np.errstate(invalid="ignore"):
+        rho = np.where(A > 0, R, 0.0)
+    P = _pack(N, A, beta * D, lo_m, hi_m, rho)
+    rows, cls = np.nonzero(np.broadcast_to(live[:, None], (n, C)))
+    s = S[rows, cls]
+    kap = kappa[rows]
+    p_hat = np.clip(s / kap, 0.0, 1.0)
+    log_level = math.log(d / 2.0)
+    # Hoeffding on the exact sums: its ends are certified rejected by a valid test.
+    half_h = (beta * dsum + np.sqrt(q2 * math.log(2.0 / d) / 2.0))[rows]
+    theta_h = 4.0 * np.sqrt(q2 * math.log(2.0 / d) / 2.0)[rows] / np.maximum(q2[rows], 1e-300)
+    a_top = np.where(A > 0, hi_m, 0.0).max(axis=1)
+    theta_max = (_MAX_EXPONENT / np.maximum(a_top, 1e-300))[rows]
+    lo_h = np.clip((s - half_h) / kap, 0.0, p_hat)
+    lo = _left_ends(s, rows, P, lo_h, p_hat, theta_h, theta_max, log_level, tol, loop)
+    s_comp = np.maximum(kap - s, 0.0)
+    up_h = np.clip((s_comp - half_h) / kap, 0.0, 1.0 - p_hat)
+    up = 1.0 - _left_ends(s_comp, rows, P, up_h, 1.0 - p_hat, theta_h, theta_max, log_level, tol, loop)
+    lower[rows, cls] = np.clip(np.minimum(lo, p_hat), 0.0, 1.0)
+    upper[rows, cls] = np.clip(np.maximum(up, p_hat), 0.0, 1.0)
+    return lower, upper
