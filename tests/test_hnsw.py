@@ -268,3 +268,14 @@ def test_threads_capped_at_the_cores():
     assert _num_threads(-(cores + 5)) == 1
     with pytest.raises(ValueError, match="n_jobs"):
         _num_threads(0)
+
+
+def test_recall_target_in_float32(data):
+    # The estimator hands float32 rows to the index when dtype="float32": the recall check must
+    # not count true neighbours as misses because of float32 rounding in the exact search.
+    X, _, Q = data
+    X32 = X.astype(np.float32)
+    a = HNSWIndex(M=8, ef_construction=32, recall=0.99, random_state=0).fit(X32)
+    b = HNSWIndex(M=8, ef_construction=32, recall=0.99, random_state=0).fit(X)
+    assert a.recall_ >= 0.99 and a.ef_ <= 2 * b.ef_ < 1024
+    assert recall_against_brute(a, X32.astype(np.float64), Q, 10) >= 0.97

@@ -69,6 +69,8 @@ _RECALL_SAMPLE = 500
 _EF_START = 16
 _EF_MAX = 1024
 _EF_STEP = math.sqrt(2.0)
+# Extra exact candidates per held-out row when finding its true k-th distance.
+_RANK_SLACK = 8
 # hnswlib's own default seed, used when the caller gives none.
 _DEFAULT_SEED = 100
 
@@ -284,8 +286,12 @@ class HNSWIndex(NeighborIndex):
             return (max(ef, k) if ef is not None else max(k, min(_EF_MAX, X.shape[0]))), None
         from sklearn.neighbors import NearestNeighbors
 
-        true_dist, _ = NearestNeighbors(n_neighbors=k, algorithm="brute").fit(X[rest]).kneighbors(X[held])
-        kth = true_dist[:, -1]
+        # The true k-th distance, recomputed like the found ones (scikit-learn's brute force uses the
+        # expanded formula: in float32 its distances are off by ~1e-3, enough to call true neighbours
+        # misses); a few extra candidates cover rank swaps among near-ties.
+        extra = min(k + _RANK_SLACK, rest.size)
+        _, cand = NearestNeighbors(n_neighbors=extra, algorithm="brute").fit(X[rest]).kneighbors(X[held])
+        kth = np.sort(_gathered_distances(X, X[held], rest[cand]), axis=1)[:, k - 1]
         ef_cap = max(k, _EF_MAX)
         value = max(k, ef if ef is not None else _EF_START)
         while True:
