@@ -46,21 +46,21 @@ from ._chernoff import _MAX_EXPONENT, _group_array, _as_float_array
 __all__ = ["chernoff_interval_binned"]
 
 # Rows of the packed per-bin array (n, _FIELDS, B) that both routes read.
-_CNT, _A, _BD, _LAM, _ALO, _AHI, _RHO, _MCAP = range(8)
-_FIELDS = 8
+_CNT, _A, _BD, _LAM, _ALO, _AHI, _RHO, _MCAP, _RHO_IN = range(9)
+_FIELDS = 9
 # Below this x the maximiser p*(x) comes from its series (1/x − 1/expm1(x) cancels).
 _SERIES_X = 1e-3
 
 
 def _pack(count: np.ndarray, mass: np.ndarray, bdist: np.ndarray, a_lo: np.ndarray, a_hi: np.ndarray,
-          rho: np.ndarray) -> np.ndarray:
-    """Per query and bin: count, A, β·D, Λ, a_lo, a_hi, ρ, m_cap."""
+          rho: np.ndarray, rho_in: np.ndarray) -> np.ndarray:
+    """Per query and bin: count, A, β·D, Λ, a_lo, a_hi, ρ, m_cap, ρ_in."""
     span = a_hi - a_lo
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = np.where(span > 0, (mass - count * a_lo) / np.where(span > 0, span, 1.0), count)
         mcap = np.where(mass > 0, 1.0 - bdist / np.where(mass > 0, mass, 1.0), -np.inf)
     lam = np.clip(lam, 0.0, count)  # rounding only: A_b lies in [n·a_lo, n·a_hi]
-    packed = np.stack([count, mass, bdist, lam, a_lo, a_hi, rho, mcap], axis=1)
+    packed = np.stack([count, mass, bdist, lam, a_lo, a_hi, rho, mcap, np.minimum(rho_in, rho)], axis=1)
     # Empty bins contribute nothing: zero their weights so both routes skip them.
     empty = ~(mass > 0)[:, None, :] & np.ones((1, _FIELDS, 1), dtype=bool)
     empty[:, _MCAP] = False
@@ -76,14 +76,14 @@ def _evaluate_split(S: np.ndarray, P: np.ndarray, _m1: np.ndarray, _m2: np.ndarr
     ``∂φ/∂m`` and ``S − Σ_b min(A_b, m A_b + βD_b)`` (``= −∂φ/∂θ`` at θ = 0).
     """
     A, bD, lam, cnt = P[:, _A], P[:, _BD], P[:, _LAM], P[:, _CNT]
-    mcap, rho = P[:, _MCAP], P[:, _RHO]
+    mcap, rho, rho_in = P[:, _MCAP], P[:, _RHO], P[:, _RHO_IN]
     mm = m[:, None]
     below = (mm < mcap) & (A > 0)
     lin = np.where(below, A * mm + bD, A).sum(axis=1)
-    lo = np.clip(np.minimum(mm, mcap), 0.0, 1.0)
+    lo = np.minimum(mm + rho_in, 1.0)
     hi = np.minimum(mm + rho, 1.0)
     move_hi = mm + rho < 1.0
-    move_lo = below & (mm > 0.0)
+    move_lo = mm + rho_in < 1.0
     phi = theta * (lin - S)
     d1 = lin - S
     d2 = np.zeros_like(S)
@@ -172,10 +172,10 @@ def _eval_split_pair(P, _m1, _m2, q, s, m, theta):  # pragma: no cover - compile
             dm += theta * A
         else:
             lin += A
-        lo = min(max(min(m, mcap), 0.0), 1.0)
+        lo = min(m + P[q, 8, j], 1.0)
         hi = min(m + P[q, 6, j], 1.0)
         move_hi = m + P[q, 6, j] < 1.0
-        move_lo = below and m > 0.0
+        move_lo = m + P[q, 8, j] < 1.0
         lam = P[q, 3, j]
         for side in range(2):
             if side == 0:
@@ -256,11 +256,13 @@ def _numba_loop():
     if _NUMBA_ROUTE is None:
         import numba
 
-        ev = numba.njit(cache=True)(_eval_split_pair)
+        # No on-disk cache: numba would key the copies below on one source file and miss a
+        # change in the other (a stale exponent); compiling takes a few seconds once per process.
+        ev = numba.njit(_eval_split_pair)
         prof = types.FunctionType(_base._profile_pair.__code__, dict(vars(_base), _eval_pair=ev), "_profile_split")
-        prof = numba.njit(cache=True)(prof)
+        prof = numba.njit(prof)
         scope = dict(globals(), _profile_pair=prof, _prange=numba.prange)
-        _NUMBA_ROUTE = numba.njit(parallel=True, cache=True)(
+        _NUMBA_ROUTE = numba.njit(parallel=True)(
             types.FunctionType(_split_loop.__code__, scope, "_split_loop"))
     return _NUMBA_ROUTE
 
@@ -292,6 +294,7 @@ def chernoff_interval_binned(
     delta_prime: float,
     *,
     sq_sum: np.ndarray,
+    band_radius_inner: np.ndarray | float = 0.0,
     dist_sum: np.ndarray | None = None,
     tol: float = 1e-7,
     engine: str = "auto",
@@ -324,6 +327,9 @@ def chernoff_interval_binned(
         Per-class failure probability in (0, 1); each tail gets ``δ′/2``.
     sq_sum : ndarray of shape (n,)
         ``Σ a_i²`` (the Hoeffding interval on the exact sums).
+    band_radius_inner : float or ndarray of shape (n, B) or (B,), default=0
+        ``ρ_in,b ≤ β·r_i`` for every point of the bin (the bin's inner radius; 0 is
+        always valid): the band of the remainder is ``[m + ρ_in, m + ρ] ∩ [0, 1]``.
     dist_sum : ndarray of shape (n,), optional
         ``D ≥ Σ a_i r_i`` for the Hoeffding interval; default ``Σ_b D_b``.
     tol : float, default=1e-7
@@ -370,6 +376,8 @@ def chernoff_interval_binned(
     lo_m = _group_array(mass_lower, "mass_lower", shape)
     hi_m = _group_array(mass_upper, "mass_upper", shape)
     R = _group_array(band_radius, "band_radius", shape, allow_inf=True)
+    R_in = _group_array(np.broadcast_to(_as_float_array(band_radius_inner, "band_radius_inner"), shape[1:])
+                        if np.ndim(band_radius_inner) == 0 else band_radius_inner, "band_radius_inner", shape)
     beta = float(_as_float_array(beta, "beta"))
     if not (math.isfinite(beta) and beta >= 0):
         raise ValueError(f"beta must be finite and >= 0 (L or 1/γ), got {beta!r}.")
@@ -403,7 +411,7 @@ def chernoff_interval_binned(
         return lower, upper
     with np.errstate(invalid="ignore"):
         rho = np.where(A > 0, R, 0.0)
-    P = _pack(N, A, beta * D, lo_m, hi_m, rho)
+    P = _pack(N, A, beta * D, lo_m, hi_m, rho, np.where(A > 0, R_in, 0.0))
     rows, cls = np.nonzero(np.broadcast_to(live[:, None], (n, C)))
     s = S[rows, cls]
     kap = kappa[rows]
