@@ -87,10 +87,11 @@ class AutoRule(NamedTuple):
 #: Measured with ``benchmarks/bench_ann.py --crossover --threads 1`` (exact fit + queries
 #: against HNSW build, ef choice for recall 0.99 and queries; k = 10; ECG-like data; CPU
 #: seconds of one thread on a 2-core AMD EPYC): with queries = n/4 HNSW wins from
-#: n ≈ 99 000 at 100 features and n ≈ 81 000 at 20 (the crossover hardly moves with the
-#: dimension because both costs grow with it); with queries = n from n ≈ 15 000. At 4
-#: features the kd-tree stays 6–20× faster up to n = 80 000 with no trend towards HNSW.
-#: The rule takes the queries = n/4 case: a single fit + predict never gets slower.
+#: n ≈ 88 000–99 000 at 100 features (74 000–82 000 with 2 threads) and n ≈ 81 000 at 20
+#: (the crossover hardly moves with the dimension: both costs grow with it); with
+#: queries = n from n ≈ 15 000. At 4 features the kd-tree stays 6–20× faster up to
+#: n = 80 000 with no trend towards HNSW. The rule takes the queries = n/4 case, rounded
+#: up, so that one fit plus one predict of n/4 queries does not get slower than exact search.
 AUTO_HNSW_RULE = AutoRule(min_samples=100_000, min_features=16)
 
 
@@ -98,7 +99,14 @@ class AutoIndex(NeighborIndex):
     """``algorithm="auto"``: exact search, or HNSW for large high-dimensional data.
 
     The choice follows :data:`AUTO_HNSW_RULE` and is made in :meth:`fit` from the
-    shape of the training set; ``algorithm_`` records it.
+    shape of the training set; ``algorithm_`` records it. Above the rule the
+    neighbours are approximate (recall@k ≈ ``recall``, default 0.99): the bound
+    stays valid, since the neighbours are chosen from the inputs alone, but a few
+    predictions can differ from exact search; ``algorithm="brute"`` (or
+    ``"kd_tree"``) is exact at any size. With ``random_state=None`` the graph is
+    built with ``n_jobs`` threads and is not reproducible (a model rebuilt from a
+    file may then differ on those few queries); set ``random_state`` for a
+    reproducible, single-threaded build.
 
     Parameters
     ----------
