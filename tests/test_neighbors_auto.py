@@ -105,3 +105,15 @@ def test_auto_options():
     assert isinstance(make_index("brute", n_neighbors=10), ExactIndex)
     with pytest.raises(ValueError, match="not fitted"):
         AutoIndex().kneighbors(np.zeros((1, 2)), 1)
+
+
+@pytest.mark.skipif(not HAVE_HNSWLIB, reason="needs hnswlib")
+def test_auto_hnsw_pickles(data, low_threshold):
+    import pickle
+
+    X, _, Q = data
+    index = make_index("auto", random_state=2).fit(X)
+    clone = pickle.loads(pickle.dumps(index))
+    assert clone.algorithm_ == "hnsw" and clone.index_.ef_ == index.index_.ef_
+    for a, b in zip(index.kneighbors(Q, 10), clone.kneighbors(Q, 10)):
+        np.testing.assert_array_equal(a, b)
