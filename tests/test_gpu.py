@@ -283,20 +283,30 @@ def test_bad_input_messages():
 # ---------------------------------------------------------------------------------------------
 _INTERPRETED = """
 import sys, numpy as np, torch
-from nwbound.gpu import kernel_statistics
+from nwbound.gpu import DeviceTrainingSet, kernel_statistics
+from nwbound.gpu._triton import triton_kernel_statistics
 data = np.load(sys.argv[1])
 out = {}
 for case in sys.argv[3:]:
-    name, bins, gemm = case.split(":")
-    st = kernel_statistics(*(torch.from_numpy(data[k]) for k in ("Q", "X", "onehot")), kernel=name,
-                           bandwidth=0.85, histogram_bins=int(bins), engine="triton", gemm=gemm)
+    name, bins, gemm, weights, config = case.split(":")
+    Q, X, onehot = (torch.from_numpy(data[k]) for k in ("Q", "X", "onehot_" + weights))
+    if config:  # a chosen tile shape (BN = 128: the packed histogram's 10-bit fields)
+        st = triton_kernel_statistics(Q, DeviceTrainingSet.build(X, onehot), name, 0.85, histogram_bins=int(bins),
+                                      gemm=gemm, config=tuple(int(v) for v in config.split(",")))
+    else:
+        st = kernel_statistics(Q, X, onehot, kernel=name, bandwidth=0.85, histogram_bins=int(bins),
+                               engine="triton", gemm=gemm)
     for k in ("class_sums", "sq_sum", "dist_sum", "d2_error", "histogram"):
         if getattr(st, k) is not None:
             out[case + "/" + k] = getattr(st, k).numpy()
 np.savez(sys.argv[2], **out)
 """
-_INTERPRETED_CASES = [("epanechnikov", 4, "fused"), ("triweight", 0, "fused"), ("gaussian_untruncated", 0, "fused"),
-                      ("quartic", 3, "library")]
+# (kernel, bins, gemm, weights, config): "sample" weights take the per-bin histogram, "unit" and
+# "class" (every tile's positive weights equal) the packed one, in 8-bit (BN ≤ 64) and 10-bit fields.
+_INTERPRETED_CASES = [("epanechnikov", 4, "fused", "sample", ""), ("triweight", 0, "fused", "sample", ""),
+                      ("gaussian_untruncated", 0, "fused", "sample", ""), ("quartic", 3, "library", "sample", ""),
+                      ("epanechnikov", 16, "library", "unit", ""), ("boxcar", 5, "fused", "class", "16,128,1,1"),
+                      ("epanechnikov", 7, "library", "class", "16,64,1,1")]
 
 
 @pytest.mark.skipif(not (HAS_TORCH and HAS_TRITON), reason="triton and torch are not both installed (pip install torch triton)")
@@ -312,23 +322,36 @@ def test_triton_interpreter_matches_reference(tmp_path):
     onehot[:, 3] = 0.0
     onehot[:300, 2] = 0.0
     onehot[np.all(onehot == 0, axis=1), 0] = 1.0
-    np.savez(tmp_path / "in.npz", Q=Q, X=X, onehot=onehot)
+    # 140 copies of one class-1 point: rows whose whole 128-point tile falls in one bin (the
+    # largest count a packed field must hold).
+    X[:140] = Q[0] + 0.3 / np.sqrt(X.shape[1])
+    onehot[:140] = 0.0
+    onehot[:140, 1] = 1.0
+    member = (onehot > 0).astype(np.float32)
+    weighted = {"sample": onehot, "unit": member, "class": member * np.array([1.5, 0.25, 3.0, 1.0], np.float32)}
+    np.savez(tmp_path / "in.npz", Q=Q, X=X, **{"onehot_" + k: v for k, v in weighted.items()})
     env = dict(os.environ, TRITON_INTERPRET="1", TRITON_DEFAULT_FP_FUSION="1")
     src = str(Path(__file__).resolve().parents[1] / "src")
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
-    cases = [f"{name}:{bins}:{gemm}" for name, bins, gemm in _INTERPRETED_CASES]
+    cases = [":".join(map(str, case)) for case in _INTERPRETED_CASES]
     run = subprocess.run([sys.executable, "-c", _INTERPRETED, str(tmp_path / "in.npz"), str(tmp_path / "out.npz"),
                           *cases], env=env, capture_output=True, text=True, timeout=180)
     assert run.returncode == 0, run.stderr[-2000:]
     got = np.load(tmp_path / "out.npz")
-    for (name, bins, _), case in zip(_INTERPRETED_CASES, cases):
+    for (name, bins, _, weights, _), case in zip(_INTERPRETED_CASES, cases):
         st = SimpleNamespace(histogram=got[case + "/histogram"] if bins else None,
                              **{k: got[case + "/" + k] for k in ("class_sums", "sq_sum", "dist_sum", "d2_error")})
-        check_against_reference(st, reference(Q, X, onehot, name, 0.85, bins), Q, X, 0.85)
+        ref = reference(Q, X, weighted[weights], name, 0.85, bins)
+        check_against_reference(st, ref, Q, X, 0.85)
+        if bins:  # every bin, not only the total (no point of this data lies within rounding of an edge)
+            np.testing.assert_allclose(st.histogram, ref["histogram"], rtol=1e-6, atol=1e-5, err_msg=case)
+    assert got[cases[4] + "/histogram"][0].max() >= 140  # the 140 copies share query 0's bin
 
 
-def _gpu_case(xp_name: str, engine: str, precision: str = "ieee", gemm: str = "fused"):
+def _gpu_case(xp_name: str, engine: str, precision: str = "ieee", gemm: str | None = None, weights: str = "sample"):
     Q, X, onehot = _data(9, n=6000, nq=300, m=100, n_classes=5)
+    if weights == "unit":  # every tile's weights equal: the packed histogram
+        onehot = (onehot > 0).astype(np.float32)
     import torch
 
     dev = "cuda"
@@ -342,6 +365,9 @@ def _gpu_case(xp_name: str, engine: str, precision: str = "ieee", gemm: str = "f
     st = kernel_statistics(*args, bandwidth=lam, histogram_bins=8, engine=engine, precision=precision, gemm=gemm)
     ref = reference(Q, X, onehot, "epanechnikov", lam, 8)
     check_against_reference(st, ref, Q, X, lam, rtol=1e-4, atol=1e-4)
+    # Per bin: only points within float32 rounding of a bin edge may move to the next bin.
+    moved = np.abs(np.cumsum(_np(st.histogram), axis=1) - np.cumsum(ref["histogram"], axis=1))
+    assert moved.max() <= 2.0 * float(onehot.sum(axis=1).max()), moved.max()
     return st
 
 
@@ -353,9 +379,11 @@ def test_torch_cuda_array_api():
 
 @needs_cuda
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed")
-@pytest.mark.parametrize("precision,gemm", [("ieee", "fused"), ("tf32x3", "fused"), ("ieee", "library")])
-def test_triton_cuda(precision, gemm):
-    st = _gpu_case("torch", "triton", precision, gemm)
+@pytest.mark.parametrize("precision,gemm,weights", [("ieee", "fused", "sample"), ("tf32x3", "fused", "sample"),
+                                                    ("ieee", "library", "sample"), ("ieee", None, "unit"),
+                                                    ("ieee", "fused", "unit")])
+def test_triton_cuda(precision, gemm, weights):
+    st = _gpu_case("torch", "triton", precision, gemm, weights)
     assert st.class_sums.device.type == "cuda"
 
 
