@@ -279,3 +279,14 @@ def test_recall_target_in_float32(data):
     b = HNSWIndex(M=8, ef_construction=32, recall=0.99, random_state=0).fit(X)
     assert a.recall_ >= 0.99 and a.ef_ <= 2 * b.ef_ < 1024
     assert recall_against_brute(a, X32.astype(np.float64), Q, 10) >= 0.97
+
+
+def test_exact_candidates_in_blocks(data, monkeypatch):
+    from nwbound.neighbors import _hnsw
+
+    X, _, _ = data
+    monkeypatch.setattr(_hnsw, "_EXACT_BLOCK", 97)  # many blocks, a ragged last one
+    held, rest = np.arange(0, 1500, 7), np.setdiff1d(np.arange(1500), np.arange(0, 1500, 7))
+    cand = _hnsw._exact_candidates(X, held, rest, 12)
+    _, true_pos = brute_neighbors(X[rest], X[held], 12)
+    np.testing.assert_array_equal(np.sort(cand, axis=1), np.sort(rest[true_pos], axis=1))

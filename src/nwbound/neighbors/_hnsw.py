@@ -69,8 +69,10 @@ _RECALL_SAMPLE = 500
 _EF_START = 16
 _EF_MAX = 1024
 _EF_STEP = math.sqrt(2.0)
-# Extra exact candidates per held-out row when finding its true k-th distance.
+# Extra exact candidates per held-out row when finding its true k-th distance, and the
+# training rows per block of that brute-force search (500 × 16 384 float64: 64 MiB).
 _RANK_SLACK = 8
+_EXACT_BLOCK = 16_384
 # hnswlib's own default seed, used when the caller gives none.
 _DEFAULT_SEED = 100
 
@@ -284,14 +286,11 @@ class HNSWIndex(NeighborIndex):
         if held.size == 0:
             # Too few rows to hold any out: search the whole graph.
             return (max(ef, k) if ef is not None else max(k, min(_EF_MAX, X.shape[0]))), None
-        from sklearn.neighbors import NearestNeighbors
-
-        # The true k-th distance, recomputed like the found ones (scikit-learn's brute force uses the
-        # expanded formula: in float32 its distances are off by ~1e-3, enough to call true neighbours
-        # misses); a few extra candidates cover rank swaps among near-ties.
-        extra = min(k + _RANK_SLACK, rest.size)
-        _, cand = NearestNeighbors(n_neighbors=extra, algorithm="brute").fit(X[rest]).kneighbors(X[held])
-        kth = np.sort(_gathered_distances(X, X[held], rest[cand]), axis=1)[:, k - 1]
+        # The true k-th distance, recomputed like the found ones (the expanded formula of a brute-force
+        # search is off by ~1e-3 in float32, enough to call true neighbours misses); a few extra
+        # candidates cover rank swaps among near-ties.
+        cand = _exact_candidates(X, held, rest, min(k + _RANK_SLACK, rest.size))
+        kth = np.sort(_gathered_distances(X, X[held], cand), axis=1)[:, k - 1]
         ef_cap = max(k, _EF_MAX)
         value = max(k, ef if ef is not None else _EF_START)
         while True:
@@ -398,6 +397,27 @@ def _gathered_distances(X: np.ndarray, Xq: np.ndarray, idx: np.ndarray) -> np.nd
         diff = X[idx[rows]].astype(np.float64, copy=False) - Xq[rows, None, :].astype(np.float64, copy=False)
         out[rows] = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
     return out
+
+
+def _exact_candidates(X: np.ndarray, held: np.ndarray, rest: np.ndarray, m: int) -> np.ndarray:
+    """Row numbers (among ``rest``) of the ``m`` nearest rows to each row ``X[held]``.
+
+    Brute force over blocks of ``rest``, so that no copy of the training rows is made.
+    """
+    from sklearn.metrics.pairwise import euclidean_distances
+
+    Q = X[held]
+    best_d = np.empty((held.size, 0))
+    best_i = np.empty((held.size, 0), dtype=np.intp)
+    for start in range(0, rest.size, _EXACT_BLOCK):
+        ids = rest[start:start + _EXACT_BLOCK]
+        cand_d = np.hstack([best_d, euclidean_distances(Q, X[ids], squared=True)])
+        cand_i = np.hstack([best_i, np.broadcast_to(ids, (held.size, ids.size))])
+        if cand_d.shape[1] > m:
+            keep = np.argpartition(cand_d, m - 1, axis=1)[:, :m]
+            cand_d, cand_i = np.take_along_axis(cand_d, keep, axis=1), np.take_along_axis(cand_i, keep, axis=1)
+        best_d, best_i = cand_d, cand_i
+    return best_i
 
 
 HNSW_OPTIONS = ("M", "ef_construction", "ef", "recall", "n_neighbors", "exact_distances")
