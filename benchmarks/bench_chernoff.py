@@ -13,7 +13,14 @@ mean width ratio Chernoff/Hoeffding overall and where the true max class probabi
 ≥ 0.95, for the exact per-point form and the 32-bin histogram form, at several bandwidths
 (the bias share of the Hoeffding ε is printed), and the violation rate of the Chernoff interval.
 
-Run: ``python benchmarks/bench_chernoff.py [--queries N] [--repeat R] [--widths]``.
+``--classifier`` measures the regular classifier end to end: on the same known-p field,
+``bound="chernoff"`` (split histogram form, exact per-bin sums) against ``"hoeffding"``, the
+earlier histogram form (counts only) and the exact per-point form on the same points —
+width ratios overall and where max p ≥ 0.95, share of queries with a class interval wider
+than Hoeffding's, certified share, violations — then times ``predict_interval`` with each
+bound at the ECG shapes (``--quick``: 20 000 × 100, 4 000 queries), interleaved in chunks.
+
+Run: ``python benchmarks/bench_chernoff.py [--queries N] [--repeat R] [--widths] [--classifier [--quick]]``.
 """
 
 from __future__ import annotations
@@ -116,6 +123,86 @@ def width_study(delta: float, n_train: int = 20_000, n_query: int = 2_000, n_bin
               f"({binned[sure].mean() / w_h[sure].mean():.3f}) | violations {viol:.4f}")
 
 
+def classifier_study(delta: float, n_train: int = 20_000, n_query: int = 1_500) -> None:
+    """Regular classifier, known-p field: split histogram form vs Hoeffding, counts-only and exact."""
+    import dataclasses
+
+    from nwbound import NadarayaWatsonClassifier
+
+    rng = np.random.default_rng(0)
+    n_classes = 3
+    lipschitz = 1.05 * _field_lipschitz()
+    x = rng.random((n_train, 2))
+    labels = (rng.random((n_train, 1)) > np.cumsum(_field(x), axis=1)).sum(axis=1).clip(0, n_classes - 1)
+    q = rng.random((n_query, 2))
+    p_true = _field(q)
+    dist = np.sqrt(((q[:, None, :] - x[None, :, :]) ** 2).sum(-1))
+    print(f"\nregular classifier on the known-p field: {n_train} training points, {n_query} queries, "
+          f"L = {lipschitz:.2f}, δ = {delta}; ratios to Hoeffding's mean width (max p ≥ 0.95 in brackets)")
+    for lam in (0.03, 0.05, 0.08):
+        out = {}
+        for bound in ("hoeffding", "chernoff"):
+            clf = NadarayaWatsonClassifier(bandwidth=lam, lipschitz=lipschitz, bound=bound, delta=delta).fit(x, labels)
+            stats = clf.kernel_statistics(q)
+            out[bound] = clf.interval_from_statistics(stats)
+        counts_only = dataclasses.replace(stats, hist_mass=None, hist_dist=None)
+        out["counts-only"] = clf.interval_from_statistics(counts_only)
+        k = np.maximum(1.0 - (dist / lam) ** 2, 0.0)
+        width = int((k > 0).sum(axis=1).max())
+        order = np.argsort(-k, axis=1)[:, :width]
+        a, r, lab = np.take_along_axis(k, order, 1), np.take_along_axis(dist, order, 1), labels[order]
+        sums = np.stack([(a * (lab == c)).sum(axis=1) for c in range(n_classes)], axis=1)
+        ok = sums.sum(axis=1) > 0
+        sure = (p_true.max(axis=1) >= 0.95) & ok
+        exact = chernoff_interval(sums, (a > 0).astype(np.float64), a, a, lipschitz * r, clf.delta_prime_)
+        w_h = out["hoeffding"].upper - out["hoeffding"].lower
+        line = f"λ = {lam:4.2f}:"
+        for name, (lo, up) in (("split", (out["chernoff"].lower, out["chernoff"].upper)),
+                               ("counts-only", (out["counts-only"].lower, out["counts-only"].upper)),
+                               ("exact", exact)):
+            w = up - lo
+            wider = np.mean((w > w_h + 1e-9).any(axis=1)[ok])
+            viol = np.mean(((p_true < lo) | (p_true > up)).any(axis=1)[ok])
+            line += (f" {name} {w[ok].mean() / w_h[ok].mean():.3f} ({w[sure].mean() / w_h[sure].mean():.3f})"
+                     f" wider {wider:.3f} viol {viol:.4f} |")
+        cert = {name: out[name].certified[ok].mean() for name in ("hoeffding", "chernoff", "counts-only")}
+        print(line + " certified " + ", ".join(f"{n} {v:.3f}" for n, v in cert.items()))
+
+
+def classifier_timing(quick: bool, repeats: int, chunk: int = 2048) -> None:
+    """``predict_interval`` at the ECG shapes with "hoeffding" and "chernoff", interleaved by chunk."""
+    import os
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from run import ECG_BANDWIDTH, ECG_FULL, ECG_QUICK, ecg_like
+
+    from nwbound import NadarayaWatsonClassifier
+
+    n_train, n_query = ECG_QUICK if quick else ECG_FULL
+    X, y, Q = ecg_like(n_train, n_query)
+    models = {b: NadarayaWatsonClassifier(bandwidth=ECG_BANDWIDTH, lipschitz=0.05, dtype="float32", n_jobs=-1,
+                                          bound=b).fit(X, y) for b in ("hoeffding", "chernoff")}
+    for m in models.values():
+        m.predict_interval(Q[:256])  # layout cache, JIT
+    totals = {b: [] for b in models}
+    for rep in range(repeats):
+        t = dict.fromkeys(models, 0.0)
+        for i, s in enumerate(range(0, n_query, chunk)):
+            names = list(models)[(i + rep) % 2:] + list(models)[:(i + rep) % 2]
+            for b in names:
+                t0 = time.perf_counter()
+                models[b].predict_interval(Q[s:s + chunk])
+                t[b] += time.perf_counter() - t0
+        for b in models:
+            totals[b].append(t[b])
+    med = {b: float(np.median(v)) for b, v in totals.items()}
+    print(f"\npredict_interval at {n_train} × {X.shape[1]} train, {n_query} queries, λ = {ECG_BANDWIDTH}, "
+          f"{os.cpu_count()} cores: hoeffding {med['hoeffding']:.2f} s, chernoff {med['chernoff']:.2f} s, "
+          f"ratio {med['chernoff'] / med['hoeffding']:.2f} (median of {repeats})")
+
+
 def timed(fn, repeat: int):
     """Best wall time of ``repeat`` runs (CPU time is printed too: the machine may be shared)."""
     best = np.inf
@@ -135,7 +222,14 @@ def main() -> None:
     parser.add_argument("--lipschitz", type=float, default=0.05)
     parser.add_argument("--delta", type=float, default=0.05)
     parser.add_argument("--widths", action="store_true", help="also run the width study")
+    parser.add_argument("--classifier", action="store_true",
+                        help="only the regular classifier: width study and predict_interval timing")
+    parser.add_argument("--quick", action="store_true", help="--classifier timing at 20 000 × 100, 4 000 queries")
     args = parser.parse_args()
+    if args.classifier:
+        classifier_study(args.delta)
+        classifier_timing(args.quick, max(args.repeat, 1))
+        return
     rng = np.random.default_rng(0)
     d_prime = args.delta / args.classes
     cases = {

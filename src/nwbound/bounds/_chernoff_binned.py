@@ -5,31 +5,29 @@ Each point's log-MGF term splits into a linear part and a convex remainder::
     log(1 + p(e^x − 1)) = p·x + g(x, p),   g(x, p) = log(1 + p(e^x − 1)) − p·x ≥ 0,
 
 ``g`` convex and increasing in ``x ≥ 0``, ``g(0, p) = 0``, concave in ``p`` with
-maximiser ``p*(x) = 1/x − 1/(e^x − 1)``. The upper tail at level ``m`` takes
-each label mean at its worst value ``hi_i = min(1, m + β r_i)`` and, with
-``x_i = θ a_i``, bounds per bin ``b`` (``n_b`` points, ``A_b = Σ a_i``,
-``D_b ≥ Σ a_i r_i``, ``a_lo ≤ a_i ≤ a_hi``, ``r_i ≤ ρ_b/β``):
+maximiser ``p*(x) = 1/x − 1/(e^x − 1)``. The exact upper-tail exponent at level
+``m`` takes each label mean at its worst value ``hi_i = min(1, m + β r_i)``;
+with ``x_i = θ a_i`` it is bounded per bin ``b`` (``n_b`` points, ``A_b = Σ a_i``,
+``D_b ≥ Σ a_i r_i``, ``a_lo ≤ a_i ≤ a_hi``, ``ρ_in ≤ β r_i ≤ ρ_b``) by
 
-* linear part, exactly: ``Σ_i hi_i a_i ≤ min(A_b, m·A_b + β·D_b)``;
-* remainder, by the chord of the convex ``x ↦ G_b(x) = max_{p ∈ [lo_b, hi_b]} g(x, p)``
-  on ``[θ a_lo, θ a_hi]``: ``Σ_i g(θ a_i, hi_i) ≤ Λ_b G_b(θ a_hi) + (n_b − Λ_b) G_b(θ a_lo)``
-  with ``Λ_b = (A_b − n_b a_lo)/(a_hi − a_lo)``, ``hi_b = min(1, m + ρ_b)`` and
-  ``lo_b = max(0, min(m, m_cap,b))``, ``m_cap,b = 1 − β D_b/A_b`` (every ``hi_i``
-  lies in ``[lo_b, hi_b]``).
+* the linear part, from the exact sums (Jensen on the concave ``r ↦ min(1, m + βr)``):
+  ``Σ_i hi_i a_i ≤ min(A_b, m·A_b + β·D_b)``;
+* the remainder, by the chord of the convex ``x ↦ G_b(x) = max_{p ∈ [lo_b, hi_b]} g(x, p)``
+  (``lo_b = min(1, m + ρ_in)``, ``hi_b = min(1, m + ρ_b)``, so every ``hi_i`` is in the band)
+  on ``[θ a_lo, θ a_hi]``: ``Σ_i g(θ a_i, hi_i) ≤ Λ_b G_b(θ a_hi) + (n_b − Λ_b) G_b(θ a_lo)``,
+  ``Λ_b = (A_b − n_b a_lo)/(a_hi − a_lo)`` (``= n_b`` when ``a_lo = a_hi``).
 
-The lower end ``lo_b = min(m, m_cap,b)`` (not ``m``) keeps the exponent
-non-decreasing in ``m`` — below ``m_cap`` the linear part grows at rate
-``θ A_b`` and the remainder falls at most that fast (``∂g/∂p ≥ −x`` and
-``Λ a_hi + (n − Λ) a_lo = A_b``); above it ``lo_b`` is fixed and ``hi_b``
-only widens the band — so the rejected levels form an interval and the
-bracketing search of :mod:`._chernoff` applies. The proof is in the user
-guide (``docs/source/user_guide/chernoff.md``).
+This bound need not be monotone in ``m``; the exact exponent is (it grows with
+every ``hi_i``). A level ``a`` certified by an explicit θ (split bound ≤ log(δ′/2))
+is therefore rejected by the exact test, and so is every level below it: the
+interval returned contains the exact per-point confidence set. The same holds
+for the Hoeffding bound on the exact sums (κ, ``Σ a_i²``, ``D``), which also
+dominates the exact exponent, so the search starts from the Hoeffding end and
+the result is never wider than ``"hoeffding"``. The proof is in the user guide
+(``docs/source/user_guide/chernoff.md``).
 
 The lower tail is the upper tail of the complementary labels (``S′ = κ − S``,
-``m′ = 1 − m``; ``A_b``, ``D_b`` and the chord are unchanged). Both tails also
-accept a level that the Hoeffding test on the exact sums (κ, ``Σ a_i²``,
-``D``) rejects — two valid bounds on one tail probability, the smaller is
-valid — so the interval is never wider than ``"hoeffding"``.
+``m′ = 1 − m``; ``A_b``, ``D_b`` and the chord are unchanged).
 """
 
 from __future__ import annotations
@@ -173,6 +171,8 @@ def _eval_split_pair(P, _m1, _m2, q, s, m, theta):  # pragma: no cover - compile
         else:
             lin += A
         lo = min(m + P[q, 8, j], 1.0)
+        if lo >= 1.0:  # every label mean at 1: the remainder g(x, 1) = 0
+            continue
         hi = min(m + P[q, 6, j], 1.0)
         move_hi = m + P[q, 6, j] < 1.0
         move_lo = m + P[q, 8, j] < 1.0
@@ -187,12 +187,12 @@ def _eval_split_pair(P, _m1, _m2, q, s, m, theta):  # pragma: no cover - compile
             if w <= 0.0 or a <= 0.0:
                 continue
             x = theta * a
-            if x > 1e-3:
-                pst = 1.0 / x - 1.0 / math.expm1(x)
+            ex = math.exp(-x)
+            if x > 1e-3:  # 1/(e^x − 1) = e^{−x}/(1 − e^{−x}): one exponential for both
+                pst = 1.0 / x - ex / (1.0 - ex)
             else:
                 pst = 0.5 - x / 12.0 + x * x * x / 720.0
             p = min(max(pst, lo), hi)
-            ex = math.exp(-x)
             den = p + (1.0 - p) * ex
             qt = p / den
             phi += w * (math.log(den) + (1.0 - p) * x)
