@@ -3,7 +3,7 @@
 #   bash benchmarks/gpu_check.sh
 # with the machine's own python3 (torch, triton, cupy, numpy, scipy, scikit-learn, pytest):
 # nwbound is not installed there, so PYTHONPATH=src. Everything goes to $OUT/gpu_log.txt
-# (or ./gpu_log.txt without $OUT). Bounded to 5 minutes (pytest 90 s, benchmark 170 s).
+# (or ./gpu_log.txt without $OUT). Bounded to 5 minutes (pytest 100 s, benchmark 170 s).
 set -u -o pipefail
 LOG="${OUT:-.}/gpu_log.txt"
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
@@ -27,7 +27,7 @@ from nwbound.gpu._array_api import compat
 print("nwbound imports; array_api_compat from", compat().__name__)
 PY
   echo "== pytest tests/test_gpu.py =="
-  timeout 90 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py
+  timeout 100 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py
   echo "pytest exit: $?"
   echo "== bench_gpu.py =="
   timeout 170 python3 -u benchmarks/bench_gpu.py --repeats 5
