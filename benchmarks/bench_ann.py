@@ -450,7 +450,11 @@ def main() -> None:
         knn = KNeighborsClassifier(n_neighbors=args.k, algorithm=args.knn_algorithm, n_jobs=args.threads).fit(Xtr, ytr)
         t_knn, _ = timed(knn.predict, Xq)
 
-        candidates = build_candidates(args, modules, Xtr)
+        # The estimator searches in coordinates divided by a power of two (exact): build the
+        # candidates there too, so that they can stand in for its index.
+        scale = getattr(exact_model, "_index_scale", 1.0)
+        Xtr_s, Xq_s = Xtr / scale, Xq / scale
+        candidates = build_candidates(args, modules, Xtr_s)
         settings = [(c, v) for c in candidates for v in c["values"]]
         # Untimed first pass per setting (also the warm-up): recall and the
         # localized NWC through the estimator's own sums, with the index swapped in.
@@ -458,7 +462,7 @@ def main() -> None:
         for cand, value in settings:
             index = cand["index"]
             setattr(index, cand["param"], value)
-            _, idx = index.kneighbors(Xq, args.k)
+            _, idx = index.kneighbors(Xq_s, args.k)
             exact_model.index_, saved = index, exact_model.index_
             pred = exact_model.predict(Xq)
             exact_model.index_ = saved
@@ -470,7 +474,7 @@ def main() -> None:
                 cand, value = settings[j]
                 setattr(cand["index"], cand["param"], value)
                 t0 = time.perf_counter()
-                cand["index"].kneighbors(Xq, args.k)
+                cand["index"].kneighbors(Xq_s, args.k)
                 times[j].append(time.perf_counter() - t0)
 
     approx = []
