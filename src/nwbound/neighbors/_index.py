@@ -87,7 +87,7 @@ class AutoRule(NamedTuple):
 #: Measured with ``benchmarks/bench_ann.py --crossover --threads 1`` (exact fit + queries
 #: against HNSW build, ef choice for recall 0.99 and queries; k = 10; ECG-like data; CPU
 #: seconds of one thread on a 2-core AMD EPYC): with queries = n/4 HNSW wins from
-#: n ≈ 88 000–99 000 at 100 features (74 000–82 000 with 2 threads) and n ≈ 81 000 at 20
+#: n ≈ 86 000–99 000 at 100 features (74 000–82 000 with 2 threads) and n ≈ 81 000 at 20
 #: (the crossover hardly moves with the dimension: both costs grow with it); with
 #: queries = n from n ≈ 15 000. At 4 features the kd-tree stays 6–20× faster up to
 #: n = 80 000 with no trend towards HNSW. The rule takes the queries = n/4 case, rounded
