@@ -198,17 +198,21 @@ class BoundSpec:
         count = stats.histogram[:, 0, :]
         hist_mass = getattr(stats, "hist_mass", None)
         hist_dist = getattr(stats, "hist_dist", None)
-        if hist_mass is None and count.shape[1] == 1 and stats.dist_sum is not None:
-            # One bin (the dyadic cell): its exact sums are the totals.
-            hist_mass, hist_dist = stats.kappa[:, :, None], stats.dist_sum[:, :, None]
+        inner = None
+        if hist_mass is None and count.shape[1] == 1:
+            # One bin (the dyadic cell): every point taken at the outer radius (the exact
+            # exponent only grows with a point's distance), so A = κ and D = κ·radius exactly.
+            hist_mass = stats.kappa[:, :, None]
+            hist_dist = (stats.kappa[:, 0] * radius[:, 0])[:, None, None]
+            inner = radius
         if hist_mass is not None and hist_dist is not None:
             from ._chernoff_binned import chernoff_interval_binned
 
             # Split form: exact per-bin Σa and Σa·r (linear part), chord in a (remainder).
             # With sample weights a_i = w_i·K_i ∈ [0, w_max·K(e_b)].
             a_lo = mass_lower if getattr(stats, "uniform_weights", False) else np.zeros_like(mass_lower)
-            # Each point of bin b is at least λ·√(e_b − u2_error) away.
-            inner = lam[:, None] * np.sqrt(np.maximum(edges[None, :-1] - (u_err * u_err)[:, None], 0.0))
+            if inner is None:  # each point of bin b is at least λ·√(e_b − u2_error) away
+                inner = lam[:, None] * np.sqrt(np.maximum(edges[None, :-1] - (u_err * u_err)[:, None], 0.0))
             return chernoff_interval_binned(
                 class_sums, count, hist_mass[:, 0, :], hist_dist[:, 0, :], a_lo, mass_upper,
                 self.beta * radius, self.beta, self.delta_prime,
