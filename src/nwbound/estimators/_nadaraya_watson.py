@@ -134,12 +134,17 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         None: the regular classifier over all training points. An int k: the
         localized classifier over the k nearest neighbours.
     algorithm : str, default="auto"
-        Neighbour search for the localized classifier: ``"auto"``, ``"brute"``,
-        ``"kd_tree"``, ``"ball_tree"`` (exact) or a registered index such as
-        ``"hnsw"`` (approximate; see :func:`nwbound.neighbors.available_indexes`).
+        Neighbour search for the localized classifier: ``"brute"``,
+        ``"kd_tree"``, ``"ball_tree"`` (exact), a registered index such as
+        ``"hnsw"`` (approximate; see :func:`nwbound.neighbors.available_indexes`),
+        or ``"auto"``: exact below ``nwbound.neighbors.AUTO_HNSW_RULE``
+        (100 000 training rows or fewer than 16 features, where the index does
+        not pay for its build), HNSW above it with ``ef`` tuned to a recall
+        target. The bound stays valid with approximate neighbours: they are
+        chosen from the inputs only.
     index_params : dict or None, default=None
-        Extra options for the neighbour index (e.g. ``{"leaf_size": 40}`` or
-        ``{"M": 16, "ef": 64}`` for HNSW).
+        Extra options for the neighbour index (e.g. ``{"leaf_size": 40}``, or
+        ``{"recall": 0.999}`` / ``{"M": 16, "ef": 64}`` for HNSW).
     lipschitz : float or None, default=None
         Lipschitz constant L of every class probability, **in the units of the
         features this classifier sees** (rescale it with
@@ -330,8 +335,10 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         self.index_ = None
         if self.n_neighbors is not None:
             self._index_scale = _power_of_two_scale(X)
+            # The index tunes its search (e.g. HNSW's ef for a recall target) for this k.
             self.index_ = make_index(
-                self.algorithm, n_jobs=self.n_jobs, random_state=self.random_state, **(self.index_params or {})
+                self.algorithm, n_jobs=self.n_jobs, random_state=self.random_state,
+                **{"n_neighbors": self.n_neighbors, **(self.index_params or {})},
             ).fit(X / self._index_scale)
         self._fit_complete = True
         return self
