@@ -167,6 +167,15 @@ def classifier_study(delta: float, n_train: int = 20_000, n_query: int = 1_500) 
                      f" wider {wider:.3f} viol {viol:.4f} |")
         cert = {name: out[name].certified[ok].mean() for name in ("hoeffding", "chernoff", "counts-only")}
         print(line + " certified " + ", ".join(f"{n} {v:.3f}" for n, v in cert.items()))
+        if lam == 0.05:  # how close the split form comes to the exact one, by bin count
+            w_e = (exact[1] - exact[0])[ok]
+            parts = []
+            for bins in (1, 4, 8, 16, 32, 64):
+                iv = NadarayaWatsonClassifier(bandwidth=lam, lipschitz=lipschitz, bound="chernoff", delta=delta,
+                                              histogram_bins=bins).fit(x, labels).predict_interval(q)
+                w_s = (iv.upper - iv.lower)[ok]
+                parts.append(f"B={bins}: {w_s.mean() / w_e.mean():.3f} (max {np.max(w_s / np.maximum(w_e, 1e-12)):.2f})")
+            print("    split / exact width by bins: " + ", ".join(parts))
 
 
 def classifier_timing(quick: bool, repeats: int, chunk: int = 2048) -> None:
