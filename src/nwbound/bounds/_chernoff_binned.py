@@ -249,7 +249,8 @@ def _split_loop(S, rows, P, start, right, theta0, theta_max, log_level, tol, out
 _NUMBA_ROUTE = None  # the compiled loop once built, False when numba is missing
 
 
-def _numba_loop():
+def _numba_loop() -> object | None:
+    """The compiled split search (built once), or None where the numpy route applies."""
     global _NUMBA_ROUTE
     if _base._numba_route() is None:  # H1's switches: USE_NUMBA, NWBOUND_DISABLE_NUMBA, numba present
         return None
@@ -267,7 +268,10 @@ def _numba_loop():
     return _NUMBA_ROUTE
 
 
-def _left_ends(S, rows, P, start, right, theta0, theta_max, log_level, tol, loop):
+def _left_ends(S: np.ndarray, rows: np.ndarray, P: np.ndarray, start: np.ndarray, right: np.ndarray,
+               theta0: np.ndarray, theta_max: np.ndarray, log_level: float, tol: float,
+               loop: object | None) -> np.ndarray:
+    """Left ends of the pairs (S[k], query rows[k]): compiled loop, or numpy blocks."""
     if loop is not None:
         out = np.zeros(S.shape[0])
         loop(S, rows.astype(np.intp), P, start, right, theta0, theta_max, log_level, tol, out,
