@@ -262,7 +262,7 @@ class KernelSums:
     weight_max: float = 1.0
     hist_mass: np.ndarray | None = None  # (n, G, B) Σ w_i K_i per bin
     hist_dist: np.ndarray | None = None  # (n, G, B) ≥ Σ w_i K_i ‖y − y_i‖ per bin
-    uniform_weights: bool = True
+    uniform_weights: bool = False  # set by dense_kernel_sums (no sample weights)
     point_mass: np.ndarray | None = None  # (n, G, k)
     point_dist: np.ndarray | None = None  # (n, k)
 
