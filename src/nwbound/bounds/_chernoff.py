@@ -22,7 +22,10 @@ with ``hi_g = min(1, m + ρ_g)``, ``lo_g = max(0, m − ρ_g)``, ``n_g`` the
 regular classifier can pass a histogram over distance (``B`` groups per query)
 and the localized and dyadic classifiers one group per point (``count = 1``).
 The proof, and why fractional counts are valid, is in the user guide
-(``docs/source/user_guide/chernoff.md``).
+(``docs/source/user_guide/chernoff.md``). With exact per-bin kernel and
+distance masses the regular and dyadic classifiers use the tighter split form
+of :mod:`._chernoff_binned` instead; this grouped form remains for statistics
+without them (the GPU engines).
 
 The set of ``m`` that neither tail rejects is an interval containing
 ``p̂ = S/κ``; :func:`chernoff_interval` finds its two ends by a bracketing
