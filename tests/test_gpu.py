@@ -69,17 +69,20 @@ def reference(Q, X, onehot, name, lam, bins=0):
     k = _k_ref(u2, name)
     w = onehot.sum(axis=1)
     out = {
+        "w_max": float(w.max()),
         "class_sums": k @ onehot,
         "sq_sum": ((k * w) ** 2).sum(axis=1),
         "dist_sum": (k * w * d).sum(axis=1),
     }
     if bins:
-        hist = np.zeros((Q.shape[0], bins))
+        hist, mass, dist = (np.zeros((Q.shape[0], bins)) for _ in range(3))
         for b in range(bins):  # the bin of u² (u² = 1 in the last), support only
             lo, hi = b / bins, (b + 1) / bins
             inb = (u2 >= lo) & ((u2 < hi) | ((b == bins - 1) & (u2 <= 1.0)))
             hist[:, b] = (inb * w).sum(axis=1)
-        out["histogram"] = hist
+            mass[:, b] = (inb * w * k).sum(axis=1)
+            dist[:, b] = (inb * w * k * d).sum(axis=1)
+        out["histogram"], out["hist_mass"], out["hist_dist"] = hist, mass, dist
     return out
 
 
@@ -113,6 +116,16 @@ def check_against_reference(st, ref, Q, X, lam, rtol=2e-5, atol=2e-5):
         # A point within rounding of a bin edge may fall on either side: compare cumulative mass.
         got = np.cumsum(_np(st.histogram), axis=1)
         np.testing.assert_allclose(got[:, -1], np.cumsum(ref["histogram"], axis=1)[:, -1], rtol=1e-5, atol=1e-4)
+    if getattr(st, "hist_mass", None) is not None:
+        # Per bin, Σ wK and Σ wK·d⁺ move between bins only with points at a bin edge (at most
+        # the largest weight, K ≤ 1, d⁺ ≤ λ + slack); in total they are κ and dist_sum.
+        w_max = ref["w_max"]
+        for field, total in (("hist_mass", ref["class_sums"].sum(axis=1)), ("hist_dist", ref["dist_sum"])):
+            got = _np(getattr(st, field))
+            cum_ref = np.cumsum(ref[field], axis=1)
+            assert np.abs(np.cumsum(got, axis=1) - cum_ref).max() <= 2.0 * w_max * max(lam, 1.0) * 1.01 + 1e-4
+            np.testing.assert_allclose(got.sum(axis=1), total, rtol=2e-4, atol=2e-4 * max(1.0, total.max()))
+        assert np.all(_np(st.hist_dist).sum(axis=1) >= ref["dist_sum"] * (1 - 1e-5) - 1e-6)
     if st.dist_sum is not None:
         ds = _np(st.dist_sum)
         # d⁺ ≥ d: never below the exact sum beyond the kernel values' float32 rounding,

@@ -70,6 +70,8 @@ HISTOGRAM_KERNELS: tuple[str, ...] = ("epanechnikov", "quartic", "triweight", "b
 # Bytes of temporaries per element of a (query block × training set) tile:
 # d̃², K, d⁺ and one product, in the compute dtype.
 _TEMPORARIES = 4
+# Extra bytes per tile element with a histogram: the int64 bin index and one float64 value.
+_HIST_TEMPORARY_BYTES = 16
 
 
 def compat() -> Any:
@@ -144,6 +146,10 @@ class KernelStatistics:
         of [0, 1] (``u² = 1`` in the last); points outside the support are not counted.
     d2_error : array of shape (n_queries,)
         The bound ``E`` on the rounding error of every computed squared distance of the query.
+    hist_mass : array of shape (n_queries, n_bins) or None
+        ``Σ_i w_i K_i`` per bin of ``histogram`` (array-API engine; None from the Triton kernel).
+    hist_dist : array of shape (n_queries, n_bins) or None
+        ``Σ_i w_i K_i d⁺_i`` per bin (same bound ``d⁺`` as ``dist_sum``; array-API engine only).
 
     Examples
     --------
@@ -159,6 +165,8 @@ class KernelStatistics:
     dist_sum: Any | None
     histogram: Any | None
     d2_error: Any
+    hist_mass: Any | None = None
+    hist_dist: Any | None = None
 
     @property
     def kappa(self) -> Any:
@@ -169,7 +177,8 @@ class KernelStatistics:
     def to_numpy(self) -> "KernelStatistics":
         """The same statistics as NumPy float64 arrays (one host copy each)."""
         return KernelStatistics(*(None if a is None else _to_numpy(a) for a in (
-            self.class_sums, self.sq_sum, self.dist_sum, self.histogram, self.d2_error)))
+            self.class_sums, self.sq_sum, self.dist_sum, self.histogram, self.d2_error,
+            self.hist_mass, self.hist_dist)))
 
 
 def _to_numpy(a: Any) -> np.ndarray:
@@ -505,7 +514,8 @@ def _array_api_statistics(
     cdt = train.dtype
     itemsize = 4 if cdt == xp.float32 else 8
     if block_rows is None:
-        block_rows = rows_for_memory(_TEMPORARIES * itemsize * n_train, max(n_q, 1), working_memory)
+        per_pair = _TEMPORARIES * itemsize + (_HIST_TEMPORARY_BYTES if bins else 0)
+        block_rows = rows_for_memory(per_pair * n_train, max(n_q, 1), working_memory)
     inv_lam2 = 1.0 / (lam * lam)
     u = unit_roundoff(xp, cdt)
     q64 = xp.astype(Xq, xp.float64) - train.center
@@ -514,7 +524,7 @@ def _array_api_statistics(
     q_sq64 = xp.sum(qc64 * qc64, axis=1)
     d2_err, eta = distance_error_bounds(xp, q_sq64, train)
     w2 = train.weights * train.weights
-    parts: dict[str, list] = {"cs": [], "sq": [], "ds": [], "h": []}
+    parts: dict[str, list] = {"cs": [], "sq": [], "ds": [], "h": [], "hm": [], "hd": []}
     with full_precision_matmul(xp):
         for s in range(0, n_q, block_rows):  # blocks of queries: bounded memory
             e = min(s + block_rows, n_q)
@@ -527,6 +537,7 @@ def _array_api_statistics(
             k = kernel_of_u2(xp, u2, name)
             parts["cs"].append(xp.astype(xp.matmul(k, train.onehot), xp.float64))
             parts["sq"].append(xp.sum((k * k) * w2[None, :], axis=1, dtype=xp.float64))
+            dplus = None
             if need_dist:
                 err_b = xp.astype(d2_err[s:e], cdt)[:, None]
                 dplus = xp.sqrt(d2 + err_b) + xp.astype(eta[s:e], cdt)[:, None]
@@ -536,9 +547,16 @@ def _array_api_statistics(
                 # Far points clipped first: a huge u² would overflow the integer cast.
                 index = xp.astype(xp.floor(xp.where(u2 < 2.0, u2, 2.0) * float(bins)), xp.int64)
                 index = xp.where(u2 == 1.0, bins - 1, index)  # u² = 1 belongs to the last bin
-                w_row = train.weights[None, :]
-                cols = [xp.sum(xp.where(index == b, w_row, 0.0), axis=1, dtype=xp.float64) for b in range(bins)]
-                parts["h"].append(xp.stack(cols, axis=1))
+                index = xp.where(index < bins, index, bins)  # bucket `bins`: outside the support
+                w_row = xp.broadcast_to(train.weights[None, :], k.shape)
+                kw = k * w_row
+                if dplus is None:
+                    err_b = xp.astype(d2_err[s:e], cdt)[:, None]
+                    dplus = xp.sqrt(d2 + err_b) + xp.astype(eta[s:e], cdt)[:, None]
+                h, hm, hd = _binned_sums(xp, index, (w_row, kw, kw * dplus), bins)
+                parts["h"].append(h)
+                parts["hm"].append(hm)
+                parts["hd"].append(hd * (1.0 + 8.0 * u))
     if n_q == 0:
         n_cls = int(train.onehot.shape[1])
         empty = xp.zeros((0,), dtype=xp.float64, device=_device(Xq))
@@ -547,6 +565,8 @@ def _array_api_statistics(
             sq_sum=empty, dist_sum=empty if need_dist else None,
             histogram=xp.zeros((0, bins), dtype=xp.float64, device=_device(Xq)) if bins else None,
             d2_error=d2_err,
+            hist_mass=xp.zeros((0, bins), dtype=xp.float64, device=_device(Xq)) if bins else None,
+            hist_dist=xp.zeros((0, bins), dtype=xp.float64, device=_device(Xq)) if bins else None,
         )
     return KernelStatistics(
         class_sums=xp.concat(parts["cs"], axis=0),
@@ -554,6 +574,47 @@ def _array_api_statistics(
         dist_sum=xp.concat(parts["ds"], axis=0) if need_dist else None,
         histogram=xp.concat(parts["h"], axis=0) if bins else None,
         d2_error=d2_err,
+        hist_mass=xp.concat(parts["hm"], axis=0) if bins else None,
+        hist_dist=xp.concat(parts["hd"], axis=0) if bins else None,
+    )
+
+
+def _binned_sums(xp: Any, index: Any, values: tuple[Any, ...], bins: int) -> tuple[Any, ...]:
+    """Per-row float64 sums of each of ``values`` over the bins ``index`` (bucket ``bins`` dropped).
+
+    One scatter-add (PyTorch) or one ``bincount`` (NumPy, CuPy) per value; any other namespace
+    takes one masked sum per bin.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.gpu._array_api import array_namespace_of, _binned_sums
+    >>> xp = array_namespace_of(np.zeros(1))
+    >>> (h,) = _binned_sums(xp, np.array([[0, 1, 2, 1]]), (np.array([[1.0, 2.0, 4.0, 8.0]]),), 2)
+    >>> h.tolist()
+    [[1.0, 10.0]]
+    """
+    aac = compat()
+    rows = int(index.shape[0])
+    if aac.is_torch_namespace(xp):
+        import torch
+
+        out = []
+        for v in values:
+            acc = torch.zeros((rows, bins + 1), dtype=torch.float64, device=v.device)
+            out.append(acc.scatter_add_(1, index, v.to(torch.float64))[:, :bins])
+        return tuple(out)
+    if aac.is_numpy_namespace(xp) or aac.is_cupy_namespace(xp):
+        lib = np if aac.is_numpy_namespace(xp) else __import__("cupy")
+        keys = (index + lib.arange(rows, dtype=index.dtype)[:, None] * (bins + 1)).ravel()
+        return tuple(
+            lib.bincount(keys, weights=lib.asarray(v, dtype=lib.float64).ravel(), minlength=rows * (bins + 1))
+            .reshape(rows, bins + 1)[:, :bins]
+            for v in values
+        )
+    return tuple(
+        xp.stack([xp.sum(xp.where(index == b, v, 0.0), axis=1, dtype=xp.float64) for b in range(bins)], axis=1)
+        for v in values
     )
 
 

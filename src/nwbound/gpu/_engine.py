@@ -8,7 +8,7 @@ import numpy as np
 
 from ..estimators._sums import KernelSums, TrainingSet
 from ..kernels import Kernel
-from ._array_api import DeviceTrainingSet, array_namespace_of, compat, kernel_statistics
+from ._array_api import HISTOGRAM_KERNELS, DeviceTrainingSet, array_namespace_of, compat, kernel_statistics
 
 __all__ = ["dense_kernel_sums_array_api"]
 
@@ -30,6 +30,7 @@ def dense_kernel_sums_array_api(
     *,
     need_dist: bool,
     tail_radius: float | None = None,
+    histogram_bins: int = 0,
     dtype: str | None = None,
     engine: str = "auto",
     device: str | None = None,
@@ -49,6 +50,11 @@ def dense_kernel_sums_array_api(
     need_dist : bool
     tail_radius : None
         Tail masses are not computed here; anything but None raises ``ValueError``.
+    histogram_bins : int, default=0
+        ``B > 0``: also ``histogram``, ``hist_mass`` and ``hist_dist`` (n, G, B) over ``B`` equal bins
+        of ``u²`` in [0, 1] (``hist_edges``), as the CPU engine; kernels supported on the unit ball
+        only (:data:`~nwbound.gpu.HISTOGRAM_KERNELS`). The Triton kernel gives no ``hist_mass`` /
+        ``hist_dist`` (None: the Chernoff bound then uses its counts-only form).
     dtype : {"float32", "float64"} or None, default=None
         Compute dtype (None: the training set's).
     engine : {"auto", "array_api", "triton"}, default="auto"
@@ -59,6 +65,17 @@ def dense_kernel_sums_array_api(
     Returns
     -------
     KernelSums
+        With ``d2_error_rel``/``support`` (so :meth:`KernelSums.u2_error` bounds the error of every
+        computed ``u²``, the rounding of ``d̃²/λ²`` included), ``weight_max`` and ``uniform_weights``
+        from ``train``.
+
+    Raises
+    ------
+    ImportError
+        ``device`` given and PyTorch missing (the ``gpu`` extra).
+    ValueError
+        ``tail_radius`` given, ``device`` not a usable PyTorch device, or a kernel without an
+        array-API form.
 
     Examples
     --------
@@ -73,7 +90,10 @@ def dense_kernel_sums_array_api(
     [[[1.0, 0.75]]]
     """
     if tail_radius is not None:
-        raise ValueError("tail_radius is not supported by the array-API engine: use the CPU engine.")
+        raise ValueError(
+            "tail_radius (the kernel's tail mass, for bound='paper' with an untruncated kernel) is not "
+            "supported by the array-API engine: use the CPU engine (device=None)."
+        )
     if device is not None:
         try:
             import torch
@@ -81,21 +101,54 @@ def dense_kernel_sums_array_api(
             raise ImportError(f"device={device!r} needs PyTorch: pip install 'nwbound[gpu]'.") from exc
         try:
             Xq = torch.as_tensor(Xq, device=torch.device(device))
-        except (RuntimeError, TypeError) as exc:
+        except (RuntimeError, TypeError, AssertionError) as exc:  # AssertionError: torch built without CUDA
             raise ValueError(f"device={device!r} is not a usable PyTorch device here: {exc}") from exc
+    bins = int(histogram_bins)
+    if bins and kernel.name not in HISTOGRAM_KERNELS:
+        raise ValueError(
+            f"The distance histogram (histogram_bins, behind bound='chernoff') on a device needs a kernel "
+            f"supported on the unit ball ({', '.join(HISTOGRAM_KERNELS)}), not {kernel.name!r}: use "
+            "bound='hoeffding', such a kernel, or the CPU engine (device=None)."
+        )
     xp = array_namespace_of(Xq)
     device_of = compat().device
     dtype = dtype or ("float32" if train.X.dtype == np.float32 else "float64")
     dev_train = _device_training_set(train, xp, device_of(Xq), dtype)
     bandwidths = np.asarray(bandwidths, dtype=np.float64).ravel()
     n_q = int(Xq.shape[0])
-    out = KernelSums.empty(n_q, len(bandwidths), train.n_classes, need_dist, False)
+    out = KernelSums.empty(n_q, len(bandwidths), train.n_classes, need_dist, False, bins)
+    out.weight_max = train.weight_max
+    out.uniform_weights = train.weights is None
+    if bins:
+        out.hist_edges = np.linspace(0.0, 1.0, bins + 1)  # u², radius-1 kernels (checked below)
+    # The engine's error convention: d2_error_rel·S² bounds |d̃² − d²| with S the largest support.
+    support = float(kernel.radius * bandwidths.max()) if kernel.compact else float(bandwidths.max())
+    out.support = support
+    hist_parts: list[bool] = []
+    d2_err = None
     for g, lam in enumerate(bandwidths):  # a handful of bandwidths, each one full pass
         st = kernel_statistics(
-            Xq, dev_train, kernel=kernel, bandwidth=float(lam), need_dist=need_dist, dtype=dtype, engine=engine
+            Xq, dev_train, kernel=kernel, bandwidth=float(lam), need_dist=need_dist, histogram_bins=bins,
+            dtype=dtype, engine=engine,
         ).to_numpy()
         out.class_sums[:, g] = st.class_sums
         out.sq_sum[:, g] = st.sq_sum
         if need_dist:
             out.dist_sum[:, g] = st.dist_sum
+        if bins:
+            out.histogram[:, g] = st.histogram / out.weight_max
+            hist_parts.append(st.hist_mass is not None and st.hist_dist is not None)
+            if hist_parts[-1]:
+                out.hist_mass[:, g] = st.hist_mass
+                out.hist_dist[:, g] = st.hist_dist
+        d2_err = st.d2_error
+    if bins and not all(hist_parts):  # the Triton kernel: counts only (a valid, looser form)
+        out.hist_mass = out.hist_dist = None
+    if d2_err is None:
+        d2_err = np.zeros(n_q)
+    # E = γ_{m+3}(‖q'‖ + R)² ≥ (m + 3)·u·(‖q'‖ + R)², so E·4/(m + 3) adds 4u·(‖q'‖ + R)² ≥ 4u·d̃²:
+    # the rounding of u² = d̃²·(1/λ²) and of its bin index, which E alone does not cover.
+    m = int(train.X.shape[1])
+    with np.errstate(over="ignore", divide="ignore"):
+        out.d2_error_rel = np.asarray(d2_err, dtype=np.float64) * (1.0 + 4.0 / (m + 3)) / (support * support)
     return out
