@@ -17,6 +17,8 @@ from nwbound.estimators import _sums
 from nwbound.estimators._sums import KernelSums, TrainingSet, dense_kernel_sums, neighbor_distances, neighbor_kernel_sums
 from nwbound.kernels import gaussian_kernel, get_kernel
 
+from test_engine_paths import numba_unavailable_reason, route  # noqa: F401  (route: both reductions)
+
 EPAN = get_kernel("epanechnikov")
 BOX = get_kernel("boxcar")
 
@@ -83,7 +85,7 @@ ADVERSARIAL = [
 
 @pytest.mark.parametrize("name,dtype,spread,d,lam,offset", ADVERSARIAL, ids=[a[0] for a in ADVERSARIAL])
 @pytest.mark.parametrize("kernel", [EPAN, BOX], ids=["epanechnikov", "boxcar"])
-def test_adversarial_scales_match_direct_distances(name, dtype, spread, d, lam, offset, kernel):
+def test_adversarial_scales_match_direct_distances(name, dtype, spread, d, lam, offset, kernel, route):
     rng = np.random.default_rng(7)
     X = rng.random((1500, d))
     X[:, -1] *= spread
@@ -102,7 +104,7 @@ def test_adversarial_scales_match_direct_distances(name, dtype, spread, d, lam, 
     assert np.all(np.isfinite(got.d2_error_rel)) and np.all(got.u2_error(lams) < 2.0**-8 * (lam / lams) ** 2 * 1.01)
 
 
-def test_issue14_reproduction_float32_no_vacuous_self_queries():
+def test_issue14_reproduction_float32_no_vacuous_self_queries(route):
     rng = np.random.default_rng(0)
     X = rng.random((2000, 3))
     X[:, 2] *= 1000
@@ -116,7 +118,7 @@ def test_issue14_reproduction_float32_no_vacuous_self_queries():
 
 
 @pytest.mark.parametrize("forced", ["float64", "direct"])
-def test_escalation_tiers_match_reference(forced, monkeypatch):
+def test_escalation_tiers_match_reference(forced, route, monkeypatch):
     # Force the tiers on benign data: a tiny threshold sends float32 blocks to a float64
     # product, a negative one sends every block to direct recomputation.
     monkeypatch.setattr(_sums, "_MAX_T_ERROR", 1e-9 if forced == "float64" else -1.0)
@@ -132,7 +134,7 @@ def test_escalation_tiers_match_reference(forced, monkeypatch):
     assert bound < (1e-9 if forced == "float64" else 1e-13)  # float64 product / direct distances
 
 
-def test_bandwidth_too_small_for_any_product_recomputes_all_pairs():
+def test_bandwidth_too_small_for_any_product_recomputes_all_pairs(route):
     # ρ² = (s₀/S)² overflows float64: no product at all, every pair directly.
     rng = np.random.default_rng(4)
     X = rng.random((300, 3))
@@ -145,7 +147,7 @@ def test_bandwidth_too_small_for_any_product_recomputes_all_pairs():
     assert np.all(got.dist_sum[:, 0] >= 0) and np.all(got.dist_sum[:, 0] <= dup * 1e-170 * np.sqrt(got.d2_error_rel) * 1.01)
 
 
-def test_huge_bandwidth_is_finite_and_everything_counts():
+def test_huge_bandwidth_is_finite_and_everything_counts(route):
     rng = np.random.default_rng(5)
     X = rng.random((200, 3))
     y = rng.integers(0, 2, 200)
@@ -170,7 +172,7 @@ def test_unrepresentable_bandwidths_are_clear_errors():
 
 @pytest.mark.parametrize("factor", [1e150, 1e-150, 1e160, 1e-200])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_scale_invariance(factor, dtype):
+def test_scale_invariance(factor, dtype, route):
     if dtype == np.float32 and not 1e-30 < factor < 1e30:
         factor = 2.0**100 if factor > 1 else 2.0**-100  # float32's own range
     rng = np.random.default_rng(8)
@@ -192,7 +194,7 @@ def test_scale_invariance(factor, dtype):
     assert moved <= 2  # a point or two may cross a bin edge by rounding
 
 
-def test_sample_weights_scaled_by_1e300_give_the_same_proba():
+def test_sample_weights_scaled_by_1e300_give_the_same_proba(route):
     rng = np.random.default_rng(9)
     X = rng.random((500, 2))
     y = rng.integers(0, 3, 500)
@@ -203,12 +205,37 @@ def test_sample_weights_scaled_by_1e300_give_the_same_proba():
     np.testing.assert_allclose(b.class_sums / b.kappa[..., None], a.class_sums / a.kappa[..., None], rtol=1e-12)
     np.testing.assert_allclose(b.histogram, a.histogram, rtol=1e-12)  # normalised by the largest weight
     assert b.weight_max == pytest.approx(w.max() * 1e300)
+    # Σ(wK)² ≈ 1e600 is not a float64: inf, never NaN; every other sum scales exactly.
+    assert np.all(np.isposinf(b.sq_sum[a.sq_sum > 0])) and np.all(b.sq_sum[a.sq_sum == 0] == 0)
+    for name in ("dist_sum", "hist_mass", "hist_dist"):
+        np.testing.assert_allclose(getattr(b, name), getattr(a, name) * 1e300, rtol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("factor", [2.0**-450, 1e-150, 1e150, 2.0**450])
+def test_sample_weight_units_change_no_sum(factor, route):
+    # Weights are accumulated in units of a power of two ≥ the largest one: every sum scales
+    # exactly, including Σ(wK)², as long as the true value is a float64 (no term over- or underflows).
+    rng = np.random.default_rng(15)
+    X = rng.random((400, 2))
+    y = rng.integers(0, 2, 400)
+    w = rng.uniform(0.5, 2.0, 400)
+    lams = np.array([0.1, 0.2])
+    a = dense_kernel_sums(X[:40], TrainingSet.build(X, y, 2, w), EPAN, lams, need_dist=True, histogram_bins=4)
+    b = dense_kernel_sums(X[:40], TrainingSet.build(X, y, 2, w * factor), EPAN, lams, need_dist=True,
+                          histogram_bins=4)
+    ref = _ref(X[:40], X, y, 2, EPAN, lams, w * factor)
+    for g in range(2):
+        np.testing.assert_allclose(b.class_sums[:, g], ref[g]["cs"], rtol=1e-9)
+        np.testing.assert_allclose(b.sq_sum[:, g] / factor / factor, a.sq_sum[:, g], rtol=1e-12)
+        np.testing.assert_allclose(b.dist_sum[:, g] / factor, a.dist_sum[:, g], rtol=1e-12)
+    np.testing.assert_allclose(b.histogram, a.histogram, rtol=1e-12)
 
 
 @pytest.mark.parametrize("lams", [[0.03, 0.05], [0.05, 0.012, 0.035, 0.02, 0.05]], ids=["two", "unsorted-five"])
 def test_numba_route_equals_numpy_route_including_histogram(lams, monkeypatch):
     # Several unsorted bandwidths (with a duplicate) exercise the compiled route's slot sort.
-    pytest.importorskip("numba")
+    if reason := numba_unavailable_reason():
+        pytest.skip(reason)
     rng = np.random.default_rng(10)
     X = rng.random((1200, 3))
     X[:, 2] *= 1000
@@ -231,7 +258,7 @@ def test_numba_route_equals_numpy_route_including_histogram(lams, monkeypatch):
                                            err_msg=f"{kernel.name} {name} share={share}")
 
 
-def test_histogram_matches_slow_binning_on_benign_data():
+def test_histogram_matches_slow_binning_on_benign_data(route):
     rng = np.random.default_rng(11)
     X = rng.random((900, 2))
     y = rng.integers(0, 2, 900)
@@ -282,7 +309,7 @@ def test_neighbor_distances_at_extreme_scales():
 
 @pytest.mark.filterwarnings("ignore:The bounds cannot guide decisions")
 @pytest.mark.parametrize("n_neighbors", [None, 10], ids=["regular", "localized"])
-def test_estimator_scale_invariance(n_neighbors):
+def test_estimator_scale_invariance(n_neighbors, route):
     # Through the public API: X, λ and L scaled together, and sample weights scaled by 1e300.
     from nwbound import NadarayaWatsonClassifier
 

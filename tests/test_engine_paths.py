@@ -3,6 +3,8 @@ float64 computation from the definitions (pairwise distances, K(d/λ), sums)."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import pickle
 
 import numpy as np
@@ -11,6 +13,40 @@ import pytest
 from nwbound.estimators import _sums
 from nwbound.estimators._sums import TrainingSet, dense_kernel_sums
 from nwbound.kernels import get_kernel
+
+
+def numba_unavailable_reason() -> str | None:
+    """Why the compiled route cannot run here (None: it can)."""
+    if os.environ.get("NWBOUND_DISABLE_NUMBA", "").strip() not in ("", "0"):
+        return "NWBOUND_DISABLE_NUMBA is set: only the numpy route runs"
+    if importlib.util.find_spec("numba") is None:
+        return "numba is not installed (the nwbound[fast] extra): only the numpy route runs"
+    return None
+
+
+@pytest.fixture(params=["numba", "numpy"])
+def route(request, monkeypatch):
+    """Run the test on both reductions of the dense engine (switched by ``_sums.USE_NUMBA``, so CI with
+    numba installed still covers the numpy route), and check afterwards that the route really ran."""
+    if request.param == "numba" and (reason := numba_unavailable_reason()):
+        pytest.skip(reason)
+    monkeypatch.setattr(_sums, "USE_NUMBA", request.param == "numba")
+    calls = {"fused": 0, "numpy": 0}
+    originals = {name: getattr(_sums._Accumulator, name) for name in ("add_fused", "add_entries", "add_dense")}
+
+    def counted(name, kind):
+        def wrapper(acc, *args):
+            calls[kind] += 1
+            return originals[name](acc, *args)
+
+        return wrapper
+
+    for name in originals:
+        monkeypatch.setattr(_sums._Accumulator, name, counted(name, "fused" if name == "add_fused" else "numpy"))
+    yield request.param
+    taken = "fused" if request.param == "numba" else "numpy"
+    other = "numpy" if taken == "fused" else "fused"
+    assert calls[other] == 0 and (calls[taken] > 0 or sum(calls.values()) == 0), f"{request.param} route not taken: {calls}"
 
 
 def _direct(Xq, X, labels, n_classes, kernel, lam, weights=None, tail_radius=None):
@@ -37,7 +73,7 @@ def _clustered(n, d, n_query, seed=0):
 @pytest.mark.parametrize("kernel", ["epanechnikov", "boxcar", "quartic", "tricube", "gaussian"])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("prune", [False, True])
-def test_sparse_and_pruned_routes_match_direct_sums(kernel, weighted, prune, monkeypatch):
+def test_sparse_and_pruned_routes_match_direct_sums(kernel, weighted, prune, route, monkeypatch):
     # Small pruning threshold so the ball partition is exercised on small data.
     monkeypatch.setattr(_sums, "_MIN_PRUNE_POINTS", 64)
     X, y, Q = _clustered(900, 3, 60)
@@ -101,7 +137,7 @@ def test_wide_support_takes_dense_tiles_and_matches(monkeypatch):
         np.testing.assert_allclose(got.dist_sum[:, g], dsum, rtol=1e-9, atol=1e-12)
 
 
-def test_float32_threads_and_tiny_memory_agree_with_float64():
+def test_float32_threads_and_tiny_memory_agree_with_float64(route):
     X, y, Q = _clustered(2000, 20, 300, seed=5)
     kern = get_kernel("epanechnikov")
     lam = np.array([1.2])
@@ -117,7 +153,7 @@ def test_float32_threads_and_tiny_memory_agree_with_float64():
     assert np.all(got.dist_sum[:, 0] <= dsum32 + slack + 1e-3 * scale)
 
 
-def test_far_translation_keeps_precision():
+def test_far_translation_keeps_precision(route):
     # Centring inside the engine: data far from the origin keeps exact-zero sums
     # outside the support and accurate sums inside.
     X, y, Q = _clustered(600, 5, 50, seed=6)

@@ -1,6 +1,6 @@
 """The compiled (numba) tile reduction gives the sums of the formulas and of the numpy route.
 
-Skipped when numba is not installed. The reference is the direct float64
+Skipped when numba is not installed or NWBOUND_DISABLE_NUMBA is set. The reference is the direct float64
 computation of ``test_engine_paths._direct`` (pairwise distances, K(d/λ),
 sums); the numpy route is compared with the compiled one on the very same GEMM
 tiles, with the numpy route held on its float64 sparse branch
@@ -15,14 +15,15 @@ import sys
 import numpy as np
 import pytest
 
-pytest.importorskip("numba")
+from test_engine_paths import _clustered, _direct, numba_unavailable_reason  # noqa: E402
+
+if _reason := numba_unavailable_reason():  # the numpy route alone is covered by test_engine_paths
+    pytest.skip(_reason, allow_module_level=True)
 
 from nwbound import NadarayaWatsonClassifier  # noqa: E402
 from nwbound.estimators import _sums  # noqa: E402
 from nwbound.estimators._sums import TrainingSet, dense_kernel_sums  # noqa: E402
 from nwbound.kernels import Kernel, gaussian_kernel, get_kernel  # noqa: E402
-
-from test_engine_paths import _clustered, _direct  # noqa: E402
 
 # Every kernel the compiled reduction evaluates itself.
 COMPILED_KERNELS = ["epanechnikov", "boxcar", "quartic", "triweight", "tricube", "cosine", "gaussian"]

@@ -148,10 +148,11 @@ class _Layout:
     augmented: np.ndarray  # (n, d + 2) [x'', 1, ‖x''‖²], estimator dtype
     points: np.ndarray  # (n, d) the original rows in layout order, for direct distances
     labels: np.ndarray  # (n,) in layout order
-    weights: np.ndarray | None  # (n,) float64 in layout order
+    weights: np.ndarray | None  # (n,) float64 in layout order, in units of ``weight_unit``
     onehot: np.ndarray  # (n, C) weighted one-hot, estimator dtype, layout order
     max_norm: float  # max ‖x''‖, for the error bound of the product
     balls: _Balls | None  # None: too small to prune
+    weight_unit: float = 1.0  # the training set's :attr:`TrainingSet.weight_unit`
     # The float64 copy of ``augmented`` for blocks whose float32 product is too coarse.
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -208,6 +209,15 @@ class TrainingSet:
     def weight_max(self) -> float:
         """Largest sample weight (1 without weights)."""
         return 1.0 if self.weights is None or self.weights.size == 0 else float(np.max(self.weights))
+
+    @property
+    def weight_unit(self) -> float:
+        """The power of two ``≥ weight_max`` in which both routes accumulate (1 without weights).
+
+        Every ``w_i/unit ∈ [0, 1]``, so no ``(w_i K_i)²`` overflows or loses its scale, whatever
+        the weights' units; dividing and multiplying back by a power of two is exact.
+        """
+        return 1.0 if self.weights is None else _power_of_two_above(self.weight_max)
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -335,8 +345,8 @@ def _build_layout(train: TrainingSet, with_balls: bool) -> _Layout:
     augmented[:, -1] = sq
     labels = train.labels if order is None else train.labels[order]
     weights = train.weights
-    if weights is not None:
-        weights = (weights if order is None else weights[order]).astype(np.float64)
+    if weights is not None:  # in units of weight_unit (exact: a power of two)
+        weights = (weights if order is None else weights[order]).astype(np.float64) / train.weight_unit
     onehot = train.weighted_onehot if order is None else train.weighted_onehot[order]
     return _Layout(
         center=center,
@@ -348,6 +358,7 @@ def _build_layout(train: TrainingSet, with_balls: bool) -> _Layout:
         onehot=np.ascontiguousarray(onehot),
         max_norm=float(np.sqrt(sq.max(initial=0.0))),
         balls=balls,
+        weight_unit=train.weight_unit,
     )
 
 
@@ -638,8 +649,8 @@ class _Accumulator:
                 k *= w
             self.class_sums[:, g] += k @ onehot
             self.sq_sum[:, g] += np.einsum("ij,ij->i", k, k)
-            if self.dist_sum is not None:
-                self.dist_sum[:, g] += np.einsum("ij,ij->i", k, dist)
+            if self.dist_sum is not None:  # only where K > 0: a far pair's distance may be inf
+                self.dist_sum[:, g] += np.einsum("ij,ij->i", k, np.where(k > 0.0, dist, 0.0))
             if self.tail_mass is not None:
                 self.tail_mass[:, g] += np.where(dist > plan.tail_cut[g], k, 0.0).sum(axis=1)
             if self.hist is not None:
@@ -757,18 +768,22 @@ def _block_sums(Q: np.ndarray, cols: np.ndarray | None, plan: _Plan) -> _Accumul
 
 
 def _store(out: KernelSums, rows: slice | np.ndarray, acc: _Accumulator, plan: _Plan) -> None:
-    out.class_sums[rows] = acc.class_sums
-    out.sq_sum[rows] = acc.sq_sum
-    # Back to input units, and the float64 summation's rounding covered: an upper bound.
-    up = plan.support * (1.0 + (plan.layout.augmented.shape[0] + 8) * _U64)
-    if out.dist_sum is not None:
-        out.dist_sum[rows] = acc.dist_sum * up
-    if out.tail_mass is not None:
-        out.tail_mass[rows] = acc.tail_mass
-    if out.histogram is not None:
-        out.histogram[rows] = acc.hist
-        out.hist_mass[rows] = acc.hist_md[..., 0]
-        out.hist_dist[rows] = acc.hist_md[..., 1] * up
+    """Write one block's sums back in the input's units (distances: S; weights: ``weight_unit``)."""
+    unit = plan.layout.weight_unit
+    # Exact (a power of two) unless the true sum is not representable: then inf or 0, never NaN.
+    with np.errstate(over="ignore", under="ignore"):
+        out.class_sums[rows] = acc.class_sums * unit
+        out.sq_sum[rows] = acc.sq_sum * unit * unit
+        # Back to input units, and the float64 summation's rounding covered: an upper bound.
+        up = plan.support * (1.0 + (plan.layout.augmented.shape[0] + 8) * _U64)
+        if out.dist_sum is not None:
+            out.dist_sum[rows] = acc.dist_sum * up * unit
+        if out.tail_mass is not None:
+            out.tail_mass[rows] = acc.tail_mass * unit
+        if out.histogram is not None:
+            out.histogram[rows] = acc.hist
+            out.hist_mass[rows] = acc.hist_md[..., 0] * unit
+            out.hist_dist[rows] = acc.hist_md[..., 1] * up * unit
     out.d2_error_rel[rows] = acc.row_err
 
 
@@ -898,7 +913,7 @@ def dense_kernel_sums(
         tail_radius=tail_radius,
         hist_bins=histogram_bins,
         radius_sq=radius_sq,
-        inv_weight_max=1.0 / out.weight_max,
+        inv_weight_max=lay.weight_unit / out.weight_max,  # layout weights are in units of weight_unit
         direct_factor=1.0 + (d_feat + 6) * _U64 * 1.01,
         tile_elements=tile_elements,
         flush_entries=max(1, int(_DENSE_SHARE * tile_elements)),
@@ -1085,7 +1100,8 @@ def neighbor_kernel_sums(
         out.d2_error_rel = (2.0 * rel + rel * rel) * (1.0 + rel) ** 2 * far * far if rel else np.zeros(n_q)
     dist_up = dist * (1.0 + rel) if rel else dist  # never below the true distance
     labels = train.labels[idx]
-    weights = None if train.weights is None else train.weights[idx].astype(np.float64)
+    unit = train.weight_unit  # the same units as the dense path: no (w K)² overflows
+    weights = None if train.weights is None else train.weights[idx].astype(np.float64) / unit
     flat = (np.arange(n_q)[:, None] * n_classes + labels).ravel()
     if keep_points:
         out.point_mass = np.empty((n_q, len(bandwidths), k_nn))
@@ -1101,6 +1117,13 @@ def neighbor_kernel_sums(
         _reduce_weights(out, slice(None), g, wk, class_sums, dist_up, cut)
     if out.dist_sum is not None and rel:
         out.dist_sum *= 1.0 + (k_nn + 4) * _U64  # the summation's rounding: still an upper bound
+    if unit != 1.0:  # back to the input's units (exact, or inf/0 where not representable)
+        with np.errstate(over="ignore", under="ignore"):
+            for part in (out.class_sums, out.dist_sum, out.tail_mass, out.point_mass):
+                if part is not None:
+                    part *= unit
+            out.sq_sum *= unit
+            out.sq_sum *= unit  # in two steps: unit² alone may overflow
     return out
 
 
