@@ -185,6 +185,16 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
     histogram_bins : int, default=32
         Bins of the distance histogram behind ``bound="chernoff"`` for the
         regular classifier (more bins: tighter, slightly slower).
+    device : str or None, default=None
+        None: the CPU engine. A PyTorch device (``"cuda"``, ``"cuda:1"``, or
+        ``"cpu"`` for PyTorch's CPU backend): the regular classifier's kernel
+        statistics are computed there by :mod:`nwbound.gpu` (the fused Triton
+        kernel on CUDA where it applies), with the training set copied once;
+        results come back as NumPy arrays. Needs ``pip install 'nwbound[gpu]'``;
+        computes in ``dtype`` (use ``"float32"`` on a GPU); kernels
+        ``epanechnikov``, ``quartic``, ``triweight``, ``boxcar``, ``gaussian``
+        and ``gaussian_untruncated`` (with ``bound="chernoff"``: the first four);
+        regular classifier only (``n_neighbors=None``).
 
     Attributes
     ----------
@@ -218,6 +228,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "histogram_bins": [Interval(Integral, 1, 4096, closed="both")],
+        "device": [str, None],
     }
 
     def __init__(
@@ -242,6 +253,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         n_jobs=None,
         random_state=None,
         histogram_bins=32,
+        device=None,
     ):
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -262,6 +274,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.histogram_bins = histogram_bins
+        self.device = device
 
     # ------------------------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
@@ -485,11 +498,24 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         if self.index_ is None:
             if chernoff:
                 extra["histogram_bins"] = int(self.histogram_bins)
-            sums = dense_kernel_sums(
-                X, self._train, self.kernel_, self.bandwidths_, need_dist=need_dist, tail_radius=tail,
-                working_memory=self.working_memory, n_jobs=self.n_jobs, **extra,
-            )
+            if getattr(self, "device", None) is None:
+                sums = dense_kernel_sums(
+                    X, self._train, self.kernel_, self.bandwidths_, need_dist=need_dist, tail_radius=tail,
+                    working_memory=self.working_memory, n_jobs=self.n_jobs, **extra,
+                )
+            else:
+                from ..gpu import dense_kernel_sums_array_api  # optional extra: imported on use
+
+                sums = dense_kernel_sums_array_api(
+                    X, self._train, self.kernel_, self.bandwidths_, need_dist=need_dist, tail_radius=tail,
+                    device=self.device, **extra,
+                )
         else:
+            if getattr(self, "device", None) is not None:
+                raise ValueError(
+                    f"device={self.device!r} runs the regular classifier only: set n_neighbors=None, "
+                    "or device=None for the localized classifier."
+                )
             if chernoff:
                 extra["keep_points"] = True
             # The index searches in coordinates scaled by a power of two (exact), so
