@@ -439,3 +439,91 @@ def test_error_bounds_in_a_namespace_other_than_the_training_sets():
     reach = np.array([0.0, 2.0]) + train.max_norm
     np.testing.assert_allclose(E.numpy(), k * u / (1 - k * u) * reach**2, rtol=1e-12)
     np.testing.assert_allclose(eta.numpy(), (u + 2.0**-50) * reach, rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# The estimator's device= parameter (PyTorch's CPU backend here; "cuda" on the device check)
+# ---------------------------------------------------------------------------------------------
+def _device_fit(device, **params):
+    rng = np.random.default_rng(20)
+    X = rng.random((1500, 5)).astype(np.float32)
+    y = (rng.random(1500) < X[:, 0]).astype(int) + (X[:, 1] > 0.5)
+    Q = rng.random((120, 5)).astype(np.float32)
+    settings = dict(bandwidth=0.35, lipschitz=1.0, dtype="float32", **params)
+    return NadarayaWatsonClassifier(device=device, **settings).fit(X, y), Q
+
+
+def _device_name() -> str:
+    return "cuda" if _cuda() else "cpu"
+
+
+@needs_torch
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("bound", ["hoeffding", "chernoff"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_estimator_device_matches_cpu_engine(bound, weighted):
+    extra = {"bound": bound}
+    cpu, Q = _device_fit(None, **extra)
+    dev, _ = _device_fit(_device_name(), **extra)
+    if weighted:  # sample weights: the split form's a_lo = 0 path and weight normalisation
+        w = np.random.default_rng(21).uniform(0.2, 3.0, cpu.n_samples_fit_)
+        X, y = cpu._train.X, cpu.classes_[cpu._train.labels]
+        cpu.fit(X, y, sample_weight=w)
+        dev.fit(X, y, sample_weight=w)
+    a, b = cpu.predict_interval(Q), dev.predict_interval(Q)
+    np.testing.assert_allclose(b.proba, a.proba, atol=1e-5)
+    np.testing.assert_allclose(b.lower, a.lower, atol=5e-4)
+    np.testing.assert_allclose(b.upper, a.upper, atol=5e-4)
+    assert np.mean(np.abs(b.upper - a.upper)) < 5e-5  # float32 rounding, not a different bound form
+    st = dev.kernel_statistics(Q)
+    if bound == "chernoff":  # the split form's per-bin statistics come back from the device
+        assert st.hist_mass is not None and st.hist_dist is not None
+        np.testing.assert_allclose(st.hist_mass.sum(axis=2), st.kappa, rtol=1e-5, atol=1e-5)
+    assert np.all(np.asarray(st.u2_error) > 0)  # the float32 distance error reaches the bound
+
+
+@needs_torch
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_estimator_device_auto_bandwidth_and_predict_proba():
+    cpu, Q = _device_fit(None, bound="chernoff")
+    dev, _ = _device_fit("cpu", bound="chernoff")
+    for est in (cpu, dev):
+        est.set_params(bandwidth="auto", bandwidth_grid=[0.2, 0.35, 0.6]).fit(est._train.X, est.classes_[est._train.labels])
+    a, b = cpu.predict_interval(Q), dev.predict_interval(Q)
+    np.testing.assert_allclose(b.upper - b.lower, a.upper - a.lower, atol=1e-3)
+    np.testing.assert_allclose(dev.set_params(bandwidth=0.35).fit(cpu._train.X, cpu.classes_[cpu._train.labels])
+                               .predict_proba(Q), cpu.set_params(bandwidth=0.35).fit(
+                                   cpu._train.X, cpu.classes_[cpu._train.labels]).predict_proba(Q), atol=1e-5)
+
+
+@needs_torch
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_estimator_device_survives_save_and_load(tmp_path):
+    from nwbound.io.model_file import load_model, save_model
+
+    dev, Q = _device_fit("cpu")
+    path = save_model(dev, tmp_path / "model.nwb")
+    back = load_model(path)
+    assert back.get_params()["device"] == "cpu"
+    np.testing.assert_array_equal(back.predict_interval(Q).upper, dev.predict_interval(Q).upper)
+
+
+def test_estimator_device_errors(monkeypatch):
+    import sys
+
+    est, Q = _device_fit("cpu", n_neighbors=10, algorithm="brute")
+    with pytest.raises(ValueError, match="regular classifier only: set n_neighbors=None"):
+        est.predict_interval(Q)
+    if HAS_TORCH:
+        est, Q = _device_fit("nowhere")
+        with pytest.raises(ValueError, match="device='nowhere' is not a usable PyTorch device"):
+            est.predict_proba(Q)
+        est, Q = _device_fit("cpu", kernel="gaussian", bound="chernoff")
+        with pytest.raises(ValueError, match="bound='hoeffding'"):
+            est.predict_interval(Q)
+    with pytest.raises(ValueError, match="device"):  # not a string: scikit-learn's parameter check
+        _device_fit(3)
+    monkeypatch.setitem(sys.modules, "torch", None)  # as if PyTorch were not installed
+    est, Q = _device_fit("cuda")
+    with pytest.raises(ImportError, match=r"pip install 'nwbound\[gpu\]'"):
+        est.predict_proba(Q)
