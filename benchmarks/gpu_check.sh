@@ -3,8 +3,11 @@
 #   bash benchmarks/gpu_check.sh
 # with the machine's own python3 (torch, triton, cupy, numpy, scipy, scikit-learn, pytest):
 # nwbound is not installed there, so PYTHONPATH=src. Everything goes to $OUT/gpu_log.txt
-# (or ./gpu_log.txt without $OUT). Bounded to 5 minutes (pytest 100 s, benchmark 170 s).
+# (or ./gpu_log.txt without $OUT). Bounded to 7 minutes (pytest 100 s, benchmark 170 s, estimator 150 s).
+#   bash benchmarks/gpu_check.sh estimator   # only the device= tests and the estimator timing (~4 min)
+# ESTIMATOR_SHAPES=quick times the estimator at ECG_QUICK instead of the full ECG shapes.
 set -u -o pipefail
+MODE="${1:-all}"
 LOG="${OUT:-.}/gpu_log.txt"
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 {
@@ -26,11 +29,60 @@ import nwbound, nwbound.gpu
 from nwbound.gpu._array_api import compat
 print("nwbound imports; array_api_compat from", compat().__name__)
 PY
-  echo "== pytest tests/test_gpu.py =="
-  timeout 100 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py
-  echo "pytest exit: $?"
-  echo "== bench_gpu.py =="
-  timeout 170 python3 -u benchmarks/bench_gpu.py --repeats 5
-  echo "bench exit: $?"
+  if [ "$MODE" = "all" ]; then
+    echo "== pytest tests/test_gpu.py =="
+    timeout 100 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py
+    echo "pytest exit: $?"
+    echo "== bench_gpu.py =="
+    timeout 170 python3 -u benchmarks/bench_gpu.py --repeats 5
+    echo "bench exit: $?"
+  else
+    echo "== pytest tests/test_gpu.py -k 'estimator or cuda' =="
+    timeout 100 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py -k "estimator or cuda"
+    echo "pytest exit: $?"
+  fi
+  if [ "$MODE" = "all" ] || [ "$MODE" = "estimator" ]; then
+    echo "== estimator: NadarayaWatsonClassifier(device='cuda') vs the CPU engine, ECG shapes =="
+    timeout 150 python3 -u - "${ESTIMATOR_SHAPES:-full}" <<'PY'
+import sys, time, warnings
+import numpy as np
+sys.path.insert(0, "benchmarks")
+from run import ECG_FULL, ECG_QUICK, ecg_like
+from bench_gpu import pick_bandwidth
+import torch
+from nwbound import NadarayaWatsonClassifier
+
+warnings.simplefilter("ignore")  # UselessBoundWarning etc.: timings only here
+n_train, n_query = ECG_FULL if sys.argv[1] == "full" else ECG_QUICK
+X, y, Q = ecg_like(n_train, n_query)
+lam, share = pick_bandwidth(Q, X, 0.05)
+dev = "cuda" if torch.cuda.is_available() else "cpu"
+print(f"{n_train} x {X.shape[1]} training, {n_query} queries, lambda {lam:.4f} ({100 * share:.1f} % inside), device {dev}")
+
+def timed(est, bound, repeats=3):
+    t0 = time.perf_counter(); iv = est.predict_interval(Q); first = time.perf_counter() - t0
+    best = first
+    for _ in range(repeats):
+        t0 = time.perf_counter(); est.predict_interval(Q)
+        if dev == "cuda": torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - t0)
+    return iv, first, best
+
+for bound in ("hoeffding", "chernoff"):
+    params = dict(bandwidth=lam, lipschitz=1.0, bound=bound, dtype="float32")
+    cpu = NadarayaWatsonClassifier(n_jobs=-1, **params).fit(X, y)
+    gpu = NadarayaWatsonClassifier(device=dev, **params).fit(X, y)
+    a, f_cpu, t_cpu = timed(cpu, bound, repeats=1)
+    b, f_gpu, t_gpu = timed(gpu, bound)
+    st = gpu.kernel_statistics(Q)
+    form = "split (hist_mass)" if st.hist_mass is not None else "counts only (Triton)"
+    print(f"{bound:10s} CPU engine {t_cpu:8.3f} s | device {t_gpu:8.4f} s (first call {f_gpu:.1f} s) "
+          f"| speed-up {t_cpu / t_gpu:7.1f}x | histogram form {form if bound == 'chernoff' else '-'}")
+    print(f"{'':10s} max |d proba| {np.abs(a.proba - b.proba).max():.2e}  max |d lower| "
+          f"{np.abs(a.lower - b.lower).max():.2e}  max |d upper| {np.abs(a.upper - b.upper).max():.2e}  "
+          f"mean width cpu {np.mean(a.upper - a.lower):.4f} device {np.mean(b.upper - b.lower):.4f}")
+PY
+    echo "estimator exit: $?"
+  fi
   echo "== done $(date -u) =="
 } 2>&1 | tee "$LOG"
