@@ -508,7 +508,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
 
                 sums = dense_kernel_sums_array_api(
                     X, self._train, self.kernel_, self.bandwidths_, need_dist=need_dist, tail_radius=tail,
-                    device=self.device, **extra,
+                    device=self.device, working_memory=self.working_memory, **extra,
                 )
         else:
             if getattr(self, "device", None) is not None:
