@@ -34,6 +34,7 @@ def dense_kernel_sums_array_api(
     dtype: str | None = None,
     engine: str = "auto",
     device: str | None = None,
+    working_memory: float | None = None,
 ) -> KernelSums:
     """:func:`nwbound.estimators._sums.dense_kernel_sums` on ``Xq``'s namespace and device.
 
@@ -61,6 +62,8 @@ def dense_kernel_sums_array_api(
     device : str or None, default=None
         A PyTorch device (``"cuda"``, ``"cuda:1"``, ``"cpu"``): NumPy queries are moved there first
         (needs torch). None: compute where ``Xq`` lives.
+    working_memory : float or None, default=None
+        MiB for the array-API engine's block temporaries (None: scikit-learn's ``working_memory``).
 
     Returns
     -------
@@ -129,7 +132,7 @@ def dense_kernel_sums_array_api(
     for g, lam in enumerate(bandwidths):  # a handful of bandwidths, each one full pass
         st = kernel_statistics(
             Xq, dev_train, kernel=kernel, bandwidth=float(lam), need_dist=need_dist, histogram_bins=bins,
-            dtype=dtype, engine=engine,
+            dtype=dtype, engine=engine, working_memory=working_memory,
         ).to_numpy()
         out.class_sums[:, g] = st.class_sums
         out.sq_sum[:, g] = st.sq_sum
