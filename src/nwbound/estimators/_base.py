@@ -255,11 +255,14 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
 
     def _intervals(self, stats: KernelStatistics, specs: dict, bounds: Any):
         """One interval per setting; this estimator's own setting warns when its bounds cannot help."""
-        out = {name: self._interval(stats, spec) for name, spec in specs.items()}
+        return self._report({name: self._interval(stats, spec) for name, spec in specs.items()}, specs, bounds)
+
+    def _report(self, out: dict, specs: dict, bounds: Any):
+        """Return the intervals as asked; warn about this estimator's own setting when it cannot help."""
         if bounds is not None:
             return out
         # Said once per call site (Python's default warning filter), with the cause and the fix.
-        warn_if_useless(out[None], beta=specs[None].beta, stacklevel=4)
+        warn_if_useless(out[None], beta=specs[None].beta, stacklevel=5)
         return out[None]
 
     # -- public API shared by subclasses -----------------------------------------------------

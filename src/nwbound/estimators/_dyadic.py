@@ -41,7 +41,7 @@ class DyadicClassifier(BoundedClassifierBase):
     lipschitz, margin : float or None
         The assumption behind the bound (see :class:`NadarayaWatsonClassifier`).
     delta : float, default=0.05
-    bound : {"chernoff", "hoeffding", "paper", "selfnormalized"}, default="hoeffding"
+    bound : {"chernoff", "hoeffding", "paper", "selfnormalized"}, default="chernoff"
         ``"chernoff"``: the band-Chernoff test on the cell's weights (every
         cell point lies within the cell reach of the query).
     coverage : {"simultaneous", "per_class"}, default="simultaneous"
@@ -75,7 +75,7 @@ class DyadicClassifier(BoundedClassifierBase):
         lipschitz=None,
         margin=None,
         delta=0.05,
-        bound="hoeffding",
+        bound="chernoff",
         coverage="simultaneous",
         sigma=0.5,
         empty_neighborhood="prior",

@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._numerics import euclidean_norm
+from .._result import PredictionInterval
 from .._validation import check_dtype, check_int_range, check_n_jobs, check_positive
 from ..bounds import TAIL_RADIUS, BoundSpec
 from ..kernels import Kernel, get_kernel
@@ -30,6 +31,9 @@ __all__ = [
     "default_bandwidth_grid",
 ]
 
+# Queries per block of predict_interval with bound="chernoff" (its statistics hold
+# queries × bandwidths × bins values; 2048 keeps them to a few MiB).
+_CHERNOFF_QUERY_BLOCK = 2048
 _AUTO_GRID_SIZE = 16
 _AUTO_PILOT_SIZE = 256
 
@@ -153,7 +157,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         Margin γ between classes (same units). Give ``lipschitz`` or ``margin``.
     delta : float, default=0.05
         Failure probability δ of each query's bound.
-    bound : {"chernoff", "hoeffding", "paper", "selfnormalized"}, default="hoeffding"
+    bound : {"chernoff", "hoeffding", "paper", "selfnormalized"}, default="chernoff"
         Form of the bound (see :mod:`nwbound.bounds`). ``"chernoff"``: the
         band-Chernoff test with the exact Bernoulli moment-generating function
         (per point for the localized classifier, over a distance histogram of
@@ -242,7 +246,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         lipschitz=None,
         margin=None,
         delta=0.05,
-        bound="hoeffding",
+        bound="chernoff",
         coverage="simultaneous",
         sigma=0.5,
         ck=None,
@@ -622,8 +626,18 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         """
         specs = self._resolve_bounds(bounds)
         X = self._validate_queries(X)
-        stats = self._statistics(X, list(specs.values()), need_bounds=True)
-        return self._intervals(stats, specs, bounds)
+        # Queries in blocks when a bound keeps per-query histograms or neighbour lists, so that
+        # memory stays bounded however many queries come in.
+        block = X.shape[0] if not any(s.is_chernoff for s in specs.values()) else _CHERNOFF_QUERY_BLOCK
+        pieces = [
+            {name: self._interval(stats, spec) for name, spec in specs.items()}
+            for stats in (
+                self._statistics(X[s : s + block], list(specs.values()), need_bounds=True)
+                for s in range(0, max(X.shape[0], 1), max(block, 1))
+            )
+        ]
+        out = {name: PredictionInterval.concatenate([p[name] for p in pieces]) for name in specs}
+        return self._report(out, specs, bounds)
 
     def predict_proba(self, X) -> np.ndarray:
         """Estimated class probabilities ``p̂_c(y)``.

@@ -31,6 +31,13 @@ from ..kernels import Kernel
 __all__ = ["KernelStatistics", "merge_statistics"]
 
 
+# Fields whose first axis is the query (when not broadcast); hist_edges and kernel are per bin / global.
+_PER_QUERY_FIELDS = (
+    "class_sums", "sq_sum", "dist_sum", "bandwidth", "outside_box", "tail_mass", "diameter", "histogram",
+    "hist_mass", "hist_dist", "u2_error", "weight_max", "point_mass", "point_dist",
+)
+
+
 def _add(a: np.ndarray | None, b: np.ndarray | None, name: str) -> np.ndarray | None:
     if (a is None) != (b is None):
         raise ValueError(f"Cannot merge kernel statistics: {name} is present in one part only.")
@@ -163,6 +170,27 @@ class KernelStatistics:
             point_mass=None if self.point_mass is None else self.point_mass[rows, column][:, None, :],
             u2_error=np.broadcast_to(np.asarray(self.u2_error, np.float64), self.class_sums.shape[:2])[rows, column][:, None],
         )
+
+    def take_rows(self, rows: slice | np.ndarray) -> "KernelStatistics":
+        """The statistics of a subset of the queries (e.g. a block, to bound memory).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.array([[0.0], [0.1], [0.2], [1.0]]); y = np.array([0, 0, 1, 1])
+        >>> clf = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=1.0).fit(X, y)
+        >>> clf.kernel_statistics([[0.0], [0.05], [0.9]]).take_rows(slice(1, 3)).n_queries
+        2
+        """
+        n = self.n_queries
+        changes = {}
+        for name in _PER_QUERY_FIELDS:
+            value = getattr(self, name)
+            # Broadcast fields ((1, G) bandwidths, scalar errors) apply to every query as they are.
+            if isinstance(value, np.ndarray) and value.ndim >= 1 and value.shape[0] == n and (n == 1 or value.shape[0] != 1):
+                changes[name] = value[rows]
+        return dataclasses.replace(self, **changes)
 
     def merge(self, other: "KernelStatistics") -> "KernelStatistics":
         """Statistics of the same queries over the union of two disjoint training sets.
