@@ -328,3 +328,51 @@ def test_estimator_scale_invariance(n_neighbors, route):
         got = fit(factor, weights)
         np.testing.assert_allclose(got.proba, base.proba, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(got.epsilon, base.epsilon, rtol=1e-9, atol=1e-12)
+
+
+EXTREME = [
+    # (name, n_features, X factor, λ, weight factor): the cases where a route could overflow or cancel.
+    ("tiny-lambda-no-product", 3, 1.0, 1e-170, 1.0),
+    ("huge-lambda", 3, 1.0, 1e300, 1.0),
+    ("weights-1e300", 2, 1.0, 0.15, 1e300),
+    ("weights-1e-300", 2, 1.0, 0.15, 1e-300),
+    ("units-1e-200", 3, 1e-200, 0.1e-200, 1.0),
+    ("units-1e160", 3, 1e160, 0.1e160, 1.0),
+]
+
+
+@pytest.mark.parametrize("case", ADVERSARIAL + EXTREME, ids=[a[0] for a in ADVERSARIAL + EXTREME])
+def test_numpy_route_equals_numba_route_on_adversarial_cases(case, monkeypatch):
+    # Same GEMM tiles, same selection and recomputation rules: the two reductions agree to
+    # rounding on every sum, in both of the numpy route's branches (sparse and dense tiles).
+    if reason := numba_unavailable_reason():
+        pytest.skip(reason)
+    rng = np.random.default_rng(16)
+    if len(case) == 6:
+        _, dtype, spread, d, lam, offset = case
+        X = rng.random((600, d))
+        X[:, -1] *= spread
+        X = (X + offset).astype(dtype)
+        w = rng.uniform(0.5, 2.0, 600)
+    else:
+        _, d, factor, lam, wf = case
+        X = rng.random((600, d))
+        X[::10] = X[1::10]  # duplicates: the only neighbours at λ = 1e-170
+        X = X * factor
+        w = rng.uniform(0.5, 2.0, 600) * wf
+    y = rng.integers(0, 3, 600)
+    Q = X[:80]
+    lams = np.array([lam / 2, lam])
+    train = TrainingSet.build(X, y, 3, w)
+    monkeypatch.setattr(_sums, "USE_NUMBA", True)
+    fused = dense_kernel_sums(Q, train, EPAN, lams, need_dist=True, histogram_bins=5, working_memory=0.2)
+    assert _sums._FUSED_MODULE
+    monkeypatch.setattr(_sums, "USE_NUMBA", False)
+    for share in (1.0, 0.0):
+        monkeypatch.setattr(_sums, "_DENSE_SHARE", share)
+        numpy = dense_kernel_sums(Q, train, EPAN, lams, need_dist=True, histogram_bins=5, working_memory=0.2)
+        for name in ("class_sums", "sq_sum", "dist_sum", "histogram", "hist_mass", "hist_dist", "d2_error_rel"):
+            a, b = getattr(fused, name), getattr(numpy, name)
+            assert not np.isnan(b).any(), f"{name} share={share}: NaN"
+            scale = float(np.abs(a[np.isfinite(a)]).max(initial=0.0))  # sums of 1e-300 weights are ~1e-300
+            np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12 * scale, err_msg=f"{name} share={share}")

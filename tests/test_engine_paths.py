@@ -46,7 +46,8 @@ def route(request, monkeypatch):
     yield request.param
     taken = "fused" if request.param == "numba" else "numpy"
     other = "numpy" if taken == "fused" else "fused"
-    assert calls[other] == 0 and (calls[taken] > 0 or sum(calls.values()) == 0), f"{request.param} route not taken: {calls}"
+    taken_ok = calls[taken] > 0 or sum(calls.values()) == 0  # (a call may have no tile at all)
+    assert calls[other] == 0 and taken_ok, f"{request.param} route not taken: {calls}"
 
 
 def _direct(Xq, X, labels, n_classes, kernel, lam, weights=None, tail_radius=None):

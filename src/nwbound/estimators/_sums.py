@@ -216,6 +216,12 @@ class TrainingSet:
 
         Every ``w_i/unit ∈ [0, 1]``, so no ``(w_i K_i)²`` overflows or loses its scale, whatever
         the weights' units; dividing and multiplying back by a power of two is exact.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> TrainingSet.build(np.zeros((2, 1)), np.array([0, 1]), 2, np.array([3.0, 1e300])).weight_unit == 2.0**997
+        True
         """
         return 1.0 if self.weights is None else _power_of_two_above(self.weight_max)
 
