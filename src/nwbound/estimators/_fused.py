@@ -208,7 +208,8 @@ def tile_sums(
         Layout index of each tile column.
     labels : intp ndarray of shape (n_train,)
     weights : float64 ndarray of shape (n_train,) or (0,)
-        Sample weights; empty for unit weights.
+        Sample weights in units of a power of two ≥ the largest (``TrainingSet.weight_unit``: no
+        ``(w K)²`` overflows); empty for unit weights. The caller scales the sums back.
     points : ndarray of shape (n_train, d)
         Original training rows (layout order), for direct distances.
     queries : float64 ndarray of shape (rows, d)
@@ -235,7 +236,7 @@ def tile_sums(
         Squared support radius ``R²`` (the truncation radius for the Gaussian), the
         histogram's range.
     inv_weight_max : float
-        ``1/max w``: histogram entries add ``w_i/max w``.
+        ``unit/max w`` for ``weights`` in that unit: histogram entries add ``w_i/max w``.
     class_sums : float64 ndarray of shape (rows, G, C)
     sq_sum : float64 ndarray of shape (rows, G)
     dist_sum, tail_mass : float64 ndarray of shape (rows, G) or (0, 0)
