@@ -83,7 +83,7 @@ for bound in ("hoeffding", "chernoff"):
           f"mean width cpu {np.mean(a.upper - a.lower):.4f} device {np.mean(b.upper - b.lower):.4f}")
     if bound == "chernoff" and st.hist_mass is None:
         # The array-API engine gives the split form's per-bin sums (tighter): its cost on the device.
-        from nwbound.gpu import dense_kernel_sums_array_api
+        from nwbound.estimators._device import dense_kernel_sums_array_api
         run = lambda: dense_kernel_sums_array_api(Q, gpu._train, gpu.kernel_, gpu.bandwidths_, need_dist=True,
                                                   histogram_bins=32, engine="array_api", device=dev)
         t0 = time.perf_counter(); run(); first = time.perf_counter() - t0

@@ -179,7 +179,10 @@ def test_never_wider_than_hoeffding_on_the_exact_sums(seed, n_bins, beta, dp, we
 
 
 def test_numba_and_numpy_agree():
-    pytest.importorskip("numba")
+    from test_engine_paths import numba_unavailable_reason
+
+    if (reason := numba_unavailable_reason()):
+        pytest.skip(reason)
     rng = np.random.default_rng(7)
     rows = [_binned(*_points(rng, int(rng.integers(5, 200)), 3, lam=0.2), 3, 16, 1.5, lam=0.2)
             for _ in range(40)]

@@ -16,11 +16,11 @@ import pytest
 
 from nwbound import NadarayaWatsonClassifier  # noqa: E402
 from nwbound.estimators._sums import TrainingSet, dense_kernel_sums  # noqa: E402
+from nwbound.estimators._device import dense_kernel_sums_array_api  # noqa: E402
 from nwbound.gpu import (  # noqa: E402
     DeviceTrainingSet,
     HISTOGRAM_KERNELS,
     SUPPORTED_KERNELS,
-    dense_kernel_sums_array_api,
     kernel_statistics,
 )
 from nwbound.kernels import get_kernel  # noqa: E402

@@ -59,7 +59,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             weights = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
             if not np.all(np.isfinite(weights)):
                 raise ValueError("sample_weight must be finite.")
-            if weights.sum() <= 0:
+            if not np.any(weights > 0):
                 raise ValueError("sample_weight sums to 0: at least one sample needs a positive weight.")
             # Only relative weights matter (p̂ and every bound are invariant to a common
             # factor): scale the largest to 1, so that weights like 1e308 cannot overflow
@@ -251,10 +251,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         >>> clf.interval_from_statistics(stats).proba
         array([[1., 0.]])
         """
-        return self._intervals(stats, self._resolve_bounds(bounds), bounds)
-
-    def _intervals(self, stats: KernelStatistics, specs: dict, bounds: Any):
-        """One interval per setting; this estimator's own setting warns when its bounds cannot help."""
+        specs = self._resolve_bounds(bounds)
         return self._report({name: self._interval(stats, spec) for name, spec in specs.items()}, specs, bounds)
 
     def _report(self, out: dict, specs: dict, bounds: Any):
@@ -262,7 +259,8 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         if bounds is not None:
             return out
         # Said once per call site (Python's default warning filter), with the cause and the fix.
-        warn_if_useless(out[None], beta=specs[None].beta, stacklevel=5)
+        # stacklevel 4: warn_if_useless → _report → the public method → the user's line.
+        warn_if_useless(out[None], beta=specs[None].beta, stacklevel=4)
         return out[None]
 
     # -- public API shared by subclasses -----------------------------------------------------

@@ -385,4 +385,4 @@ class DyadicClassifier(BoundedClassifierBase):
         """
         specs = self._resolve_bounds(bounds)
         stats = self.kernel_statistics(X)
-        return self._intervals(stats, specs, bounds)
+        return self._report({name: self._interval(stats, spec) for name, spec in specs.items()}, specs, bounds)

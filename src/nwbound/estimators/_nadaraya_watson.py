@@ -508,7 +508,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
                     working_memory=self.working_memory, n_jobs=self.n_jobs, **extra,
                 )
             else:
-                from ..gpu import dense_kernel_sums_array_api  # optional extra: imported on use
+                from ._device import dense_kernel_sums_array_api  # imports the optional gpu extra on use
 
                 sums = dense_kernel_sums_array_api(
                     X, self._train, self.kernel_, self.bandwidths_, need_dist=need_dist, tail_radius=tail,

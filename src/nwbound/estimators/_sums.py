@@ -81,6 +81,7 @@ import numpy as np
 from sklearn import get_config
 from threadpoolctl import threadpool_limits
 
+from .._memory import block_rows
 from ..kernels import Kernel
 
 __all__ = [
@@ -1131,13 +1132,6 @@ def neighbor_kernel_sums(
             out.sq_sum *= unit
             out.sq_sum *= unit  # in two steps: unit² alone may overflow
     return out
-
-
-def block_rows(row_bytes: int, n_rows: int, working_memory: float | None = None) -> int:
-    """Rows per block so one block's temporaries fit in ``working_memory`` MiB
-    (scikit-learn's global ``working_memory`` setting when None); at least 1."""
-    budget = get_config()["working_memory"] if working_memory is None else working_memory
-    return int(max(1, min(n_rows, (budget * 2**20) // max(1, row_bytes))))
 
 
 def _n_threads(n_jobs: int | None) -> int:

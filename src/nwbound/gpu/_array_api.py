@@ -508,7 +508,7 @@ def _array_api_statistics(
     xp: Any, Xq: Any, train: DeviceTrainingSet, name: str, lam: float, need_dist: bool, bins: int,
     block_rows: int | None, working_memory: float | None,
 ) -> KernelStatistics:
-    from ..estimators._sums import block_rows as rows_for_memory
+    from .._memory import block_rows as rows_for_memory
 
     n_q, n_train = int(Xq.shape[0]), int(train.centred.shape[0])
     cdt = train.dtype

@@ -1,4 +1,8 @@
-"""Adapter from the estimator's training set to :func:`kernel_statistics` (the estimator hook)."""
+"""The estimator's ``device=`` path: its training set through :func:`nwbound.gpu.kernel_statistics`.
+
+Lives with the estimators (which import :mod:`nwbound.gpu` on use), so that
+:mod:`nwbound.gpu` never imports the estimators.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..estimators._sums import KernelSums, TrainingSet
 from ..kernels import Kernel
-from ._array_api import HISTOGRAM_KERNELS, DeviceTrainingSet, array_namespace_of, compat, kernel_statistics
+from ..gpu import HISTOGRAM_KERNELS, DeviceTrainingSet, array_namespace_of, compat, kernel_statistics
+from ._sums import KernelSums, TrainingSet
 
 __all__ = ["dense_kernel_sums_array_api"]
 
@@ -85,7 +89,7 @@ def dense_kernel_sums_array_api(
     >>> import numpy as np
     >>> from nwbound.estimators._sums import TrainingSet
     >>> from nwbound.kernels import get_kernel
-    >>> from nwbound.gpu import dense_kernel_sums_array_api
+    >>> from nwbound.estimators._device import dense_kernel_sums_array_api
     >>> train = TrainingSet.build(np.array([[0.0], [0.5]]), np.array([0, 1]), 2, None)
     >>> s = dense_kernel_sums_array_api(np.zeros((1, 1)), train, get_kernel("epanechnikov"),
     ...                                 np.array([1.0]), need_dist=False)
