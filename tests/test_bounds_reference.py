@@ -80,7 +80,7 @@ def test_regular_and_localized_match_reference(case, n_neighbors, weighted):
 def test_margin_gives_beta_one_over_gamma():
     X, y, Q = _data(n_classes=2)
     gamma, lam = 4.0, 0.4
-    res = NadarayaWatsonClassifier(bandwidth=lam, margin=gamma).fit(X, y).predict_interval(Q)
+    res = NadarayaWatsonClassifier(bandwidth=lam, margin=gamma, bound="hoeffding").fit(X, y).predict_interval(Q)
     for j, q in enumerate(Q):
         _, kappa, s2, d, tail = reference_query(q, X, y, 2, "epanechnikov", lam)
         if kappa > 0:
@@ -91,7 +91,7 @@ def test_margin_gives_beta_one_over_gamma():
 def test_auto_bandwidth_minimises_epsilon_over_the_grid():
     X, y, Q = _data()
     grid = [0.1, 0.2, 0.4, 0.8, 1.6]
-    model = NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=grid, lipschitz=1.5).fit(X, y)
+    model = NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=grid, lipschitz=1.5, bound="hoeffding").fit(X, y)
     res = model.predict_interval(Q)
     for j, q in enumerate(Q):
         eps = []
@@ -138,7 +138,7 @@ def test_dyadic_matches_reference_cells():
     y = (X[:, 0] + 0.2 * rng.standard_normal(300) > 0.5).astype(int)
     Q = np.vstack([rng.random((40, 2)), [[1.3, 0.5], [-0.2, -0.2]]])
     m, L = 3, 2.0
-    model = DyadicClassifier(resolution=m, lipschitz=L).fit(X, y)
+    model = DyadicClassifier(resolution=m, lipschitz=L, bound="hoeffding").fit(X, y)
     res = model.predict_interval(Q)
     low, high = X.min(0), X.max(0)
     side = (high - low) / 2**m

@@ -402,9 +402,11 @@ def test_format_1_files_still_load():
     for name in ("regular", "localized_auto", "dyadic", "table_minmax"):
         meta, _ = _read_npz(V1_DIR / f"{name}.npz")
         assert meta["format_version"] == 1  # the fixtures really are the old format
+    # Format-1 files were written when bound="hoeffding" was the default: they keep it.
     fresh = {
-        "regular": NadarayaWatsonClassifier(bandwidth=0.9, lipschitz=0.5).fit(X, y, sample_weight=w),
-        "localized_auto": NadarayaWatsonClassifier(bandwidth="auto", n_neighbors=7, lipschitz=0.5, algorithm="kd_tree").fit(X, y),
+        "regular": NadarayaWatsonClassifier(bandwidth=0.9, lipschitz=0.5, bound="hoeffding").fit(X, y, sample_weight=w),
+        "localized_auto": NadarayaWatsonClassifier(bandwidth="auto", n_neighbors=7, lipschitz=0.5, algorithm="kd_tree",
+                                                   bound="hoeffding").fit(X, y),
     }
     for name, est in fresh.items():
         loaded = load_model(V1_DIR / f"{name}.npz")
@@ -413,13 +415,14 @@ def test_format_1_files_still_load():
     # The format-1 dyadic file has no per-cell weight maximum: √(Σw²) stands in (≥ the max),
     # which changes nothing for the Hoeffding bound. Its cell sums are in the raw weight units
     # (fit now divides weights by the largest one), so κ agrees up to that one factor.
-    dyadic = DyadicClassifier(resolution=3, lipschitz=0.5).fit(X, np.array(["a", "b", "c"])[y], sample_weight=w)
+    dyadic = DyadicClassifier(resolution=3, lipschitz=0.5, bound="hoeffding").fit(
+        X, np.array(["a", "b", "c"])[y], sample_weight=w)
     loaded = load_model(V1_DIR / "dyadic.npz")
     _assert_close(dyadic, loaded, Q, kappa_up_to_scale=True)
     state = loaded.get_fitted_state()
     assert np.all(state["cell_weight_max_"] >= np.sqrt(state["cell_sq_sums_"]) * (1 - 1e-12))
     table = load_model(V1_DIR / "table_minmax.npz", expected_features=["f0", "f1", "f2"])
-    ref = TableModel.fit(NadarayaWatsonClassifier(bandwidth=0.3), X, y, features=["f0", "f1", "f2"],
+    ref = TableModel.fit(NadarayaWatsonClassifier(bandwidth=0.3, bound="hoeffding"), X, y, features=["f0", "f1", "f2"],
                          scale="minmax", lipschitz=0.5, target="label")
     assert isinstance(table, TableModel) and table.lipschitz == 0.5 and table.target == "label"
     _assert_close(ref, table, Q)
