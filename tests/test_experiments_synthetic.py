@@ -314,7 +314,10 @@ def test_make_model_zoo():
     assert (reg.bound, reg.sigma, reg.ck, reg.coverage, reg.bandwidth) == ("paper", 0.25, 1.0, "per_class", 0.2)
     assert zoo["cme"].noise_constant == 0.25
     ours = model_zoo(["regular_auto", "localized", "cme"], lipschitz=3.0, n_neighbors=7)
-    assert ours["regular_auto"].bandwidth == "auto" and ours["regular_auto"].bound == "hoeffding"
+    assert ours["regular_auto"].bandwidth == "auto" and ours["regular_auto"].bound == "chernoff"  # the default
+    assert make_model("regular", lipschitz=1.0, bound="hoeffding").bound == "hoeffding"
+    with pytest.raises(ValueError, match="ours. setting only"):
+        make_model("regular", lipschitz=1.0, setting="paper", bound="hoeffding")
     assert ours["localized"].n_neighbors == 7 and ours["cme"].noise_constant == 0.5
     with pytest.raises(ValueError, match="Unknown model"):
         make_model("forest")
@@ -390,7 +393,9 @@ def test_review_columns_against_slow_restatement(synthetic_run):
     row = next(r for r in rows if r["method"] == "localized" and r["bound"] == "hoeffding" and r["n_train"] == 1000)
     test = make_test_set("overlapping", 500, seed=0)
     split = make_split("overlapping", 1000, test, seed=0)
-    model = make_model("localized", lipschitz=split.lipschitz, bandwidth=0.2, n_neighbors=10, delta=DELTA)
+    # The row checked is the Hoeffding one: pin that form (the default is "chernoff").
+    model = make_model("localized", bound="hoeffding", lipschitz=split.lipschitz, bandwidth=0.2, n_neighbors=10,
+                       delta=DELTA)
     iv = model.fit(split.X_train, split.y_train).predict_interval(split.X_test)
     n = len(split.y_test)
     pred = [int(np.argmax(iv.proba[i])) for i in range(n)]

@@ -96,6 +96,7 @@ def make_model(
     name: str,
     *,
     setting: str = "ours",
+    bound: str | None = None,
     lipschitz: float | None = None,
     margin: float | None = None,
     bandwidth: float = 0.2,
@@ -115,9 +116,14 @@ def make_model(
     name : str
         One of :data:`MODEL_NAMES`.
     setting : {"ours", "paper"}, default="ours"
-        ``"ours"``: the valid default bound (Hoeffding, simultaneous coverage);
+        ``"ours"``: the estimators' valid default bound (band-Chernoff,
+        simultaneous coverage) unless ``bound`` pins another form;
         ``"paper"``: :data:`PAPER_SETTING` for the NW and dyadic classifiers and
         the reference's noise constant 0.25 for the CME.
+    bound : {"chernoff", "hoeffding", "selfnormalized"} or None, default=None
+        Form of the valid bound of the NW and dyadic models in the ``"ours"``
+        setting; None keeps the estimators' default (``"chernoff"``). Not
+        allowed with ``setting="paper"`` (that setting fixes the form).
     lipschitz, margin : float or None
         The assumption behind the bound, **in the units of the features the
         model sees**; give one of them for the bounded models (not used by
@@ -147,13 +153,24 @@ def make_model(
     Raises
     ------
     ValueError
-        For an unknown ``name``/``setting``, ``*_auto`` in the paper setting, or a
+        For an unknown ``name``/``setting``, ``bound`` with the paper setting,
+        ``*_auto`` in the paper setting, or a
         bounded NW/dyadic model with neither ``lipschitz`` nor ``margin``.
+
+    Examples
+    --------
+    >>> make_model("regular", lipschitz=1.0).bound
+    'chernoff'
+    >>> make_model("localized", lipschitz=1.0, bound="hoeffding").bound
+    'hoeffding'
     """
     if name not in MODEL_NAMES:
         raise ValueError(f"Unknown model {name!r}; choose from {', '.join(MODEL_NAMES)}.")
     if setting not in _SETTINGS:
         raise ValueError(f"setting must be 'ours' or 'paper', got {setting!r}.")
+    if bound is not None and setting == "paper":
+        raise ValueError(f"bound={bound!r} applies to the 'ours' setting only; the 'paper' setting fixes "
+                         "bound='paper'. Leave bound=None with setting='paper'.")
     from ..baselines import CMEClassifier, make_logistic_regression
     from ..estimators import DyadicClassifier, NadarayaWatsonClassifier
 
@@ -168,7 +185,7 @@ def make_model(
     if lipschitz is None and margin is None:
         raise ValueError(f"Model {name!r} needs `lipschitz` or `margin` (in the units of the features).")
     assumption = {"lipschitz": lipschitz, "margin": margin}
-    paper = dict(PAPER_SETTING) if setting == "paper" else {}
+    paper = dict(PAPER_SETTING) if setting == "paper" else ({} if bound is None else {"bound": bound})
     if name == "dyadic":
         paper.pop("ck", None)  # the dyadic cell indicator has sup K = 1 already
         return DyadicClassifier(resolution=resolution, delta=delta, **assumption, **paper)
