@@ -474,8 +474,14 @@ def test_estimator_device_matches_cpu_engine(bound, weighted):
     st = dev.kernel_statistics(Q)
     np.testing.assert_allclose(b.proba, a.proba, atol=1e-5)
     if bound == "chernoff" and st.hist_mass is None:
-        # The Triton kernel (CUDA) gives counts only: the valid, looser form contains the split one.
-        assert np.all(b.lower <= a.lower + 5e-4) and np.all(b.upper >= a.upper - 5e-4)
+        # The Triton kernel (CUDA) gives counts only, so the bound takes the counts-only histogram
+        # form — valid, but not nested with the split form (neither contains the other everywhere;
+        # measured on the H200: upper ends differ both ways). Compare it with the same form on the CPU.
+        import dataclasses
+
+        a = cpu.interval_from_statistics(dataclasses.replace(cpu.kernel_statistics(Q), hist_mass=None, hist_dist=None))
+        np.testing.assert_allclose(b.lower, a.lower, atol=5e-4)
+        np.testing.assert_allclose(b.upper, a.upper, atol=5e-4)
         return
     np.testing.assert_allclose(b.lower, a.lower, atol=5e-4)
     np.testing.assert_allclose(b.upper, a.upper, atol=5e-4)
