@@ -20,6 +20,7 @@ from nwbound.experiments.ecg import (
     HEADLINE,
     bound_settings,
     expand_interval,
+    is_symmetric_form,
     stratified_subsample,
 )
 
@@ -45,23 +46,27 @@ def test_one_stratified_subsample():
 
 
 @pytest.mark.filterwarnings("ignore::nwbound.diagnostics.UselessBoundWarning")
+@pytest.mark.parametrize("bound", ["hoeffding", "chernoff"])
 @pytest.mark.parametrize("n_neighbors", [None, 15])
-def test_bound_settings_match_separate_models(n_neighbors):
+def test_bound_settings_match_separate_models(n_neighbors, bound):
     """One predict_interval(bounds=bound_settings(...)) call equals models fitted in each setting."""
     rng = np.random.default_rng(0)
     X = rng.random((400, 4))
     y = (X[:, 0] + 0.3 * rng.standard_normal(400) > 0.5).astype(int) + (X[:, 1] > 0.7)
     Xq = rng.random((60, 4)) * 1.2 - 0.1  # some queries outside the box / with κ = 0
     common = dict(bandwidth=0.3, lipschitz=0.5, n_neighbors=n_neighbors, delta=0.05)
-    ours = NadarayaWatsonClassifier(**common).fit(X, y)
+    # The model that computes the settings has the default bound; each reference pins its own.
+    default = NadarayaWatsonClassifier(**common).fit(X, y)
+    ours = NadarayaWatsonClassifier(**common, bound=bound).fit(X, y)
     paper = NadarayaWatsonClassifier(**common, bound="paper", sigma=0.25, ck=1.0, coverage="per_class").fit(X, y)
-    got = ours.predict_interval(Xq, bounds=bound_settings("hoeffding"))
+    got = default.predict_interval(Xq, bounds=bound_settings(bound))
     for key, model in (("ours", ours), ("paper", paper)):
         want = model.predict_interval(Xq)
         for field in ("proba", "epsilon", "lower", "upper", "kappa", "vacuous"):
             np.testing.assert_allclose(getattr(got[key], field), getattr(want, field), rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(got["paper"].proba, got["ours"].proba)
     assert not np.allclose(got["paper"].epsilon, got["ours"].epsilon)
+    assert bound_settings()["ours"]["bound"] == default.bound == "chernoff"
     with pytest.raises(ValueError, match="bound must be one of"):
         bound_settings("paper")
 
@@ -81,15 +86,57 @@ def test_no_private_member_of_another_package():
 def test_expand_interval_places_columns():
     rng = np.random.default_rng(2)
     X, y = rng.random((200, 3)), rng.choice([0, 2, 3], size=200)
-    model = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=0.1).fit(X, y)
-    iv = model.predict_interval(rng.random((10, 3)))
-    full = expand_interval(iv, model.classes_, n_classes=5)
+    Xq = rng.random((10, 3))
+    model = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=0.1, bound="hoeffding").fit(X, y)
+    iv = model.predict_interval(Xq)
+    full = expand_interval(iv, model.classes_, n_classes=5, symmetric=is_symmetric_form("hoeffding"))
     assert full.proba.shape == (10, 5)
     np.testing.assert_allclose(full.proba[:, [0, 2, 3]], iv.proba)
     np.testing.assert_allclose(full.proba[:, [1, 4]], 0.0)
-    # The NW bound is the same for every class, absent ones included.
+    # The Hoeffding bound is the same for every class, absent ones included.
     np.testing.assert_allclose(full.epsilon, np.repeat(iv.epsilon[:, :1], 5, axis=1))
+    np.testing.assert_allclose(full.upper[:, [1, 4]], np.repeat(iv.epsilon[:, :1], 2, axis=1))
     np.testing.assert_allclose(full.proba.sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match="present"):
+        expand_interval(iv, np.array([0, 2]))
+
+
+def test_expand_interval_keeps_chernoff_limits():
+    """Asymmetric limits survive; an absent class gets [0, smallest present upper] (checked by loops)."""
+    rng = np.random.default_rng(3)
+    X, y = rng.random((300, 3)), rng.choice([0, 2, 3], size=300, p=[0.7, 0.2, 0.1])
+    model = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=0.1).fit(X, y)  # the default: chernoff
+    assert model.bound == "chernoff" and not is_symmetric_form(model.bound)
+    iv = model.predict_interval(rng.random((10, 3)))
+    assert not np.allclose(iv.upper - iv.proba, iv.proba - iv.lower)  # really asymmetric
+    full = expand_interval(iv, model.classes_, n_classes=5)
+    for i in range(10):
+        for j, c in enumerate((0, 2, 3)):
+            assert (full.lower[i, c], full.upper[i, c], full.epsilon[i, c]) == (iv.lower[i, j], iv.upper[i, j],
+                                                                                iv.epsilon[i, j])
+        smallest = min(iv.upper[i, j] for j in range(3))
+        for c in (1, 4):
+            assert (full.proba[i, c], full.lower[i, c], full.upper[i, c], full.epsilon[i, c]) == (0, 0, smallest,
+                                                                                                  smallest)
+
+
+def test_absent_class_chernoff_end_below_smallest_present_upper():
+    """Why expand_interval may use the smallest present upper: the test's upper end grows with the class sum."""
+    from nwbound.bounds import chernoff_interval
+
+    rng = np.random.default_rng(4)
+    checked = 0
+    for _ in range(40):
+        k = int(rng.integers(3, 40))
+        mass = rng.random(k)
+        labels = rng.integers(0, 3, size=k)
+        sums = np.array([[0.0] + [mass[labels == c].sum() for c in range(3)]])  # class 0: no point
+        if np.any(sums[0, 1:] == 0):
+            continue
+        _, upper = chernoff_interval(sums, np.ones((1, k)), mass, mass, 0.1 * rng.random(k), 0.05 / 3)
+        assert upper[0, 0] <= upper[0, 1:].min() + 1e-9
+        checked += 1
+    assert checked >= 10
 
 
 # --------------------------------------------------------------------------- CLI

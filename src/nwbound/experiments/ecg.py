@@ -66,6 +66,7 @@ __all__ = [
     "ANCHORS",
     "bound_settings",
     "expand_interval",
+    "is_symmetric_form",
     "run",
     "stratified_subsample",
 ]
@@ -232,13 +233,14 @@ def _parse_size_list(text: str) -> tuple[list[int], bool]:
 # ---------------------------------------------------------------------------
 # helpers (public: used by the tests)
 # ---------------------------------------------------------------------------
-def bound_settings(bound: str = "hoeffding") -> dict[str, dict[str, Any]]:
+def bound_settings(bound: str = "chernoff") -> dict[str, dict[str, Any]]:
     """Bound settings of the NWC rows: the paper's and our valid one.
 
     Parameters
     ----------
-    bound : {"hoeffding", "chernoff", "selfnormalized"}, default "hoeffding"
-        Form of our bound (simultaneous δ/C coverage).
+    bound : {"chernoff", "hoeffding", "selfnormalized"}, default "chernoff"
+        Form of our bound (simultaneous δ/C coverage); the default is the
+        estimators' default.
 
     Returns
     -------
@@ -249,19 +251,61 @@ def bound_settings(bound: str = "hoeffding") -> dict[str, dict[str, Any]]:
 
     Examples
     --------
-    >>> sorted(bound_settings("chernoff")["ours"].items())
+    >>> sorted(bound_settings()["ours"].items())
     [('bound', 'chernoff'), ('coverage', 'simultaneous')]
+    >>> bound_settings("hoeffding")["paper"]["bound"]
+    'paper'
     """
     if bound not in OUR_BOUNDS:
         raise ValueError(f"bound must be one of {OUR_BOUNDS}, got {bound!r}")
     return {"paper": dict(PAPER_SETTING), "ours": {"bound": bound, "coverage": "simultaneous"}}
 
 
-def expand_interval(iv: PredictionInterval, present: np.ndarray, n_classes: int = 5) -> PredictionInterval:
+def is_symmetric_form(bound: str) -> bool:
+    """Whether a bound form gives ``p̂ ± ε`` with one ε per query (every form but ``"chernoff"``).
+
+    Examples
+    --------
+    >>> is_symmetric_form("hoeffding"), is_symmetric_form("paper"), is_symmetric_form("chernoff")
+    (True, True, False)
+    """
+    return bound != "chernoff"
+
+
+def expand_interval(
+    iv: PredictionInterval, present: np.ndarray, n_classes: int = 5, *, symmetric: bool = False
+) -> PredictionInterval:
     """Widen an interval to all ``n_classes`` columns (labels 0..n_classes−1).
 
-    A class absent from the training set has ``p̂ = 0``; its ε is the query's ε
-    (the NW and CME bounds are the same for every class).
+    The present columns keep their limits unchanged (asymmetric Chernoff
+    limits included). A class absent from the training set has ``p̂ = 0``,
+    lower limit 0 and upper limit:
+
+    * ``symmetric=True`` (the ``p̂ ± ε`` forms: Hoeffding, self-normalised,
+      the paper's, the CME's): the query's ε, the same for every class — the
+      bound of an all-zero class indicator;
+    * ``symmetric=False`` (any form, e.g. band-Chernoff): the smallest upper
+      limit of the present classes. The Chernoff upper end grows with the
+      class sum, so the all-zero class's own end is at most this; for the
+      ``p̂ ± ε`` forms it is ``min p̂ + ε ≥ ε``, valid but wider.
+
+    Like the estimator's, the absent classes' limits are a display convention
+    outside its δ/C accounting (which counts the classes seen in training).
+
+    Parameters
+    ----------
+    iv : PredictionInterval
+        Columns in the order of ``present``.
+    present : array-like of int
+        Label (0..n_classes−1) of each column of ``iv``, increasing.
+    n_classes : int, default=5
+    symmetric : bool, default=False
+        True only if ``iv`` is a ``p̂ ± ε`` interval (see :func:`is_symmetric_form`).
+
+    Returns
+    -------
+    PredictionInterval
+        With ``n_classes`` columns; ``iv`` itself when every class is present.
 
     Examples
     --------
@@ -269,13 +313,26 @@ def expand_interval(iv: PredictionInterval, present: np.ndarray, n_classes: int 
     >>> from nwbound import NadarayaWatsonClassifier
     >>> X = np.linspace(0, 1, 40)[:, None]; y = np.where(X[:, 0] < 0.5, 0, 3)
     >>> iv = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=0.5).fit(X, y).predict_interval([[0.1]])
-    >>> expand_interval(iv, np.array([0, 3])).proba.shape
+    >>> full = expand_interval(iv, np.array([0, 3]))
+    >>> full.proba.shape
     (1, 5)
+    >>> bool(full.upper[0, 1] == iv.upper[0].min())
+    True
     """
     present = np.asarray(present, dtype=np.intp)
+    if present.ndim != 1 or present.shape[0] != iv.proba.shape[1]:
+        raise ValueError(
+            f"present must hold one label per column of the interval ({iv.proba.shape[1]}), got shape "
+            f"{present.shape}."
+        )
     if present.shape[0] == n_classes and np.array_equal(present, np.arange(n_classes)):
         return iv
     n = iv.proba.shape[0]
+    if symmetric:
+        eps_absent = iv.epsilon.max(axis=1)  # one ε per query: every column holds it
+    else:
+        eps_absent = iv.upper.min(axis=1) if iv.upper.shape[1] else np.ones(n)
+    bias_absent = iv.bias.max(axis=1)
 
     def widen(a: np.ndarray, fill: np.ndarray | float) -> np.ndarray:
         full = np.empty((n, n_classes))
@@ -283,10 +340,15 @@ def expand_interval(iv: PredictionInterval, present: np.ndarray, n_classes: int 
         full[:, present] = a
         return full
 
-    return PredictionInterval.from_parts(
+    return PredictionInterval(
         proba=widen(iv.proba, 0.0),
-        bias=widen(iv.bias, iv.bias.max(axis=1)),
-        sampling=widen(iv.sampling, iv.sampling.max(axis=1)),
+        lower=widen(iv.lower, 0.0),
+        upper=widen(iv.upper, eps_absent),
+        epsilon=widen(iv.epsilon, eps_absent),
+        bias=widen(iv.bias, bias_absent),
+        # The split of ε is a diagnostic; for p̂ ± ε forms this is the query's sampling part.
+        sampling=widen(iv.sampling, iv.sampling.max(axis=1) if symmetric
+                       else np.maximum(eps_absent - bias_absent, 0.0)),
         kappa=iv.kappa, n_eff=iv.n_eff, vacuous=iv.vacuous, bandwidth=iv.bandwidth,
         outside_box=iv.outside_box,
     )
@@ -390,7 +452,8 @@ def _fit_nw(name: str, n: int, X: np.ndarray, y: np.ndarray, X_test: np.ndarray,
         ivs = model.predict_interval(X_test, bounds=bound_settings(args.bound))
     query_s = time.perf_counter() - start
     present = model.classes_.astype(np.intp)
-    ivs = {k: expand_interval(v, present) for k, v in ivs.items()}
+    forms = {"paper": "paper", "ours": args.bound}
+    ivs = {k: expand_interval(v, present, symmetric=is_symmetric_form(forms[k])) for k, v in ivs.items()}
     proba = ivs["ours"].proba
     return Fitted(name, n, fit_s, query_s, present[np.argmax(ivs["ours"].proba[:, present], axis=1)],
                   proba, ivs, note)
@@ -413,7 +476,9 @@ def _fit_cme(n: int, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, n_all_tes
         proba=iv.proba.copy(), bias=iv.bias.copy(), sampling=iv.sampling * ratio, kappa=iv.kappa,
         n_eff=iv.n_eff, vacuous=iv.vacuous, bandwidth=iv.bandwidth, outside_box=iv.outside_box,
     )
-    ivs = {"paper": expand_interval(paper, present), "ours": expand_interval(iv, present)}
+    # The CME bound is p̂ ± ε in both settings.
+    ivs = {"paper": expand_interval(paper, present, symmetric=True),
+           "ours": expand_interval(iv, present, symmetric=True)}
     query_s = fq.query_time
     note = ""
     if X_test.shape[0] < n_all_test:
@@ -891,7 +956,7 @@ def _inter_nw(kind: str, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, L: fl
     with _quiet_bounds():
         iv = model.predict_interval(X_test)
     query_s = time.perf_counter() - start
-    return expand_interval(iv, model.classes_.astype(np.intp)), fit_s, query_s
+    return expand_interval(iv, model.classes_.astype(np.intp), symmetric=is_symmetric_form(args.bound)), fit_s, query_s
 
 
 def _inter_peer(name: str, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, seed: int) -> tuple[np.ndarray, float, float]:
