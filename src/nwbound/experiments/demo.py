@@ -83,9 +83,9 @@ def run_demo(
 
     The data are the paper's logistic field (appendix C, L = 0.15 on
     [−10, 10]²) mapped to [0, 1]², where the true Lipschitz constant is 3.0.
-    Three settings are compared on fresh queries with known ``p``: ours with
-    the valid default bound at λ = 0.2 (Hoeffding and the tighter Chernoff
-    form from the same kernel pass) and with ``bandwidth="auto"``, and the
+    Three settings are compared on fresh queries with known ``p``: ours at
+    λ = 0.2 with both valid forms (Hoeffding and the tighter band-Chernoff,
+    the default, from the same kernel pass) and with ``bandwidth="auto"``, and the
     paper's setting (paper bound, σ = 1/4, L = 0.15 taken in the wrong units).
 
     Parameters
