@@ -214,7 +214,7 @@ def test_existing_output_and_input_are_protected(tables, capsys, tmp_path):
     assert copy.read_bytes() == (folder / "test.csv").read_bytes()
     rc, _, err = _run(["predict", model_path, folder / "test.csv", "-o", out, "--overwrite", "--quiet"], capsys)
     assert rc == 0, err
-    assert out.read_text().startswith("predicted,")
+    assert out.read_text().startswith("pid,predicted,")  # the model's id columns come first by default
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", "out.csv"]  # no temp files left
 
 

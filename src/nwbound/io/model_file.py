@@ -320,6 +320,7 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = False) 
             "scale": "none" if model.scaler is None else model.scaler.method,
             "lipschitz": _json_value(model.lipschitz, "lipschitz"),
             "margin": _json_value(model.margin, "margin"),
+            "id_columns": list(model.id_columns),
         }
         if len(model.features) != meta["n_features_in"]:
             raise ValueError(
@@ -751,6 +752,9 @@ def _build(meta: dict, arrays: dict[str, np.ndarray], version: int, path: Path) 
                path, f"pipeline {key} must be null or a finite number > 0")
     target = pipeline.get("target")
     _check(target is None or isinstance(target, str), path, "pipeline target malformed")
+    id_columns = pipeline.get("id_columns", [])  # absent in files written before it was recorded
+    _check(isinstance(id_columns, list) and all(isinstance(c, str) for c in id_columns)
+           and not set(id_columns) & set(features), path, "pipeline id_columns malformed")
     return TableModel(
         estimator=est,
         features=tuple(features),
@@ -758,4 +762,5 @@ def _build(meta: dict, arrays: dict[str, np.ndarray], version: int, path: Path) 
         target=target,
         lipschitz=pipeline.get("lipschitz"),
         margin=pipeline.get("margin"),
+        id_columns=tuple(id_columns),
     )

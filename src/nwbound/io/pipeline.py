@@ -136,6 +136,9 @@ class TableModel:
     lipschitz, margin : float or None
         The assumption as the user gave it, in raw feature units (the
         estimator holds the restated value in scaled units).
+    id_columns : tuple of str
+        Identifier columns of the training table (not features), which
+        ``nwbound predict`` copies into its output by default.
 
     Examples
     --------
@@ -155,6 +158,7 @@ class TableModel:
     target: str | None = None
     lipschitz: float | None = None
     margin: float | None = None
+    id_columns: tuple[str, ...] = ()
 
     @classmethod
     def fit(
@@ -169,6 +173,7 @@ class TableModel:
         margin: float | None = None,
         target: str | None = None,
         sample_weight: np.ndarray | None = None,
+        id_columns: Sequence[str] = (),
     ) -> "TableModel":
         """Scale the raw features, restate L/γ in scaled units and fit a copy of ``estimator``.
 
@@ -189,6 +194,8 @@ class TableModel:
         target : str or None
             Name of the target column (kept for the record).
         sample_weight : ndarray of shape (n_samples,), optional
+        id_columns : sequence of str, default=()
+            Identifier columns of the table, recorded for ``nwbound predict``.
 
         Returns
         -------
@@ -233,6 +240,7 @@ class TableModel:
             target=target,
             lipschitz=None if lipschitz is None else float(lipschitz),
             margin=None if margin is None else float(margin),
+            id_columns=tuple(str(c) for c in id_columns),
         )
 
     @property
