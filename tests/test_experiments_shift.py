@@ -67,23 +67,32 @@ def logistic_rows():
     return run_field("logistic", SMALL)
 
 
-def test_row_numbers_against_slow_restatement(logistic_rows):
+@pytest.mark.parametrize("bound", ["hoeffding", "chernoff"])
+def test_row_numbers_against_slow_restatement(logistic_rows, bound):
     """Re-fit one model and recompute one region's row with per-query loops."""
-    from nwbound.experiments._common import make_model
+    from nwbound import NadarayaWatsonClassifier
 
+    assert SMALL.bounds == ("hoeffding", "chernoff")  # both forms are reported by default
     d = make_shift_data("logistic", SMALL, 1)
-    # The row checked is the Hoeffding one: pin that form (the default is "chernoff").
-    model = make_model("regular", bound="hoeffding", lipschitz=d.lipschitz, bandwidth=SMALL.bandwidth,
-                       delta=SMALL.delta)
+    model = NadarayaWatsonClassifier(kernel="epanechnikov", bandwidth=SMALL.bandwidth, lipschitz=d.lipschitz,
+                                     delta=SMALL.delta, bound=bound)
     iv = model.fit(d.X_train, d.y_train).predict_interval(d.X_query)
+    if bound == "hoeffding":  # p̂ ± ε: restated from the closed form, one ε per query
+        def outside(i, c):
+            return abs(d.proba_query[i, c] - iv.proba[i, c]) > iv.epsilon[i, c]
+    else:  # asymmetric limits: |p − p̂| ≤ ε does not mean inside, so test the limits themselves
+        assert any(iv.upper[i, 0] - iv.proba[i, 0] != iv.proba[i, 0] - iv.lower[i, 0] for i in range(50))
+
+        def outside(i, c):
+            return not iv.lower[i, c] <= d.proba_query[i, c] <= iv.upper[i, c]
     for r, region in enumerate(REGIONS):
         idx = [i for i in range(len(d.region)) if d.region[i] == r]
-        viol = sum(any(abs(d.proba_query[i, c] - iv.proba[i, c]) > iv.epsilon[i, c] for c in range(2)) for i in idx)
+        viol = sum(any(outside(i, c) for c in range(2)) for i in idx)
         cert = [i for i in idx if iv.lower[i].max() > iv.upper[i].min() and not iv.vacuous[i]]
         err = [1 - d.proba_query[i, int(np.argmax(iv.proba[i]))] for i in idx]
         row = next(
             x for x in logistic_rows
-            if x["repeat"] == 1 and x["model"] == "regular" and x["region"] == region and x["bound"] == "hoeffding"
+            if x["repeat"] == 1 and x["model"] == "regular" and x["region"] == region and x["bound"] == bound
         )
         assert row["n_queries"] == len(idx)
         assert row["n_violated"] == viol

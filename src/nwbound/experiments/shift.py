@@ -17,7 +17,7 @@ the region ``no shift`` (where the exchangeable guarantees apply).
 For every field, bound form (``--bounds``) and NW model (regular, localized)
 the run measures, per region:
 
-* the **per-query bound**: share of queries where ``|p_c − p̂_c| > ε_c`` for
+* the **per-query bound**: share of queries where ``p_c`` lies outside ``[lower_c, upper_c]`` for
   some class (guarantee: ≤ δ in expectation for any fixed query, conditional on
   the training inputs — no assumption on where queries fall), the share of
   *false certificates* (certified, yet the predicted class is not the most
@@ -100,7 +100,7 @@ class ShiftConfig:
     """Validated settings of one run (see :func:`config_from_args`)."""
 
     fields: tuple[str, ...] = FIELDS
-    bounds: tuple[str, ...] = ("hoeffding",)
+    bounds: tuple[str, ...] = ("hoeffding", "chernoff")
     models: tuple[str, ...] = MODELS
     n_train: int = FULL["n_train"]
     n_cal: int = FULL["n_cal"]
@@ -308,7 +308,8 @@ def _region_rows(
     rows_ix = np.arange(n)
     pred = iv.predicted_index
     err = 1.0 - p[rows_ix, pred]  # expected error of each prediction
-    violated = (np.abs(p - iv.proba) > iv.epsilon).any(axis=1)
+    # Outside [lower, upper], not |p − p̂| > ε: Chernoff limits are asymmetric (ε is the larger side).
+    violated = ((p < iv.lower) | (p > iv.upper)).any(axis=1)
     certified = iv.certified
     false_cert = certified & (p[rows_ix, pred] < p.max(axis=1))
     sets = conformal.predict_set(data.X_query)
@@ -373,9 +374,9 @@ def _run_task(field: str, config: ShiftConfig, task: tuple[int, str, str], cache
         cache.update(repeat=repeat, data=make_shift_data(field, config, repeat))
     data = cache["data"]
     model = make_model(
-        name, lipschitz=data.lipschitz, bandwidth=config.bandwidth, n_neighbors=config.n_neighbors,
+        name, bound=bound, lipschitz=data.lipschitz, bandwidth=config.bandwidth, n_neighbors=config.n_neighbors,
         delta=config.delta,
-    ).set_params(bound=bound)
+    )
     model.fit(data.X_train, data.y_train)
     conformal = SplitConformalSets(model, alpha=config.alpha, backend="numpy").fit(data.X_cal, data.y_cal)
     iv_cal = model.predict_interval(data.X_cal)
