@@ -110,7 +110,7 @@ class SyntheticConfig:
     """Validated settings of one run (see :func:`config_from_args`)."""
 
     datasets: tuple[str, ...] = DEFAULT_DATASETS
-    bounds: tuple[str, ...] = ("hoeffding",)
+    bounds: tuple[str, ...] = ("hoeffding", "chernoff")
     sizes: tuple[int, ...] = FULL_SIZES
     cme_max: int = FULL_CME_MAX
     n_test: int = FULL_N_TEST
