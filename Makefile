@@ -30,6 +30,7 @@ demo: $(STAMP)
 ## only where they fit; see .ci/run).
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory docs
 
 ## The documentation site (API reference, user guide, executed gallery); warnings are errors.
 docs: $(STAMP)

@@ -29,9 +29,11 @@ print(f"estimated L = {estimate.value:.3g} (in the min-max scaled units)")
 # %%
 # The estimate is conservative; show the bounds at that L and at a tenth of it.
 for L in (estimate.value, estimate.value / 10):
-    clf = NadarayaWatsonClassifier(n_neighbors=30, bandwidth=2.0, lipschitz=L, bound="chernoff")
+    clf = NadarayaWatsonClassifier(n_neighbors=30, bandwidth=2.0, lipschitz=L)  # bound="chernoff" (default)
     clf.fit(Xs_train, y_train)
-    iv = clf.predict_interval(Xs_test, bounds={"chernoff": {"bound": "chernoff"}})["chernoff"]
+    iv = clf.predict_interval(Xs_test, bounds=["chernoff"])["chernoff"]  # as a setting: no warning
     print(f"\nL = {L:.3g}: {bound_usefulness(iv, beta=L)}")
+    print(f"{'queue':22s} {'review':>7s} {'errors caught':>14s} {'error among accepted':>21s}  guarantee")
     for row in review_comparison(y_test, iv, clf.classes_, review_share=0.1):
-        print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()})
+        print(f"{row['queue']:22s} {row['review_share']:7.1%} {row['errors_caught']:14.1%} "
+              f"{row['error_among_accepted']:21.1%}  {row['guarantee']}")

@@ -24,7 +24,9 @@ class PredictionInterval:
     epsilon : ndarray of shape (n_queries, n_classes)
         Half-width ``ε = bias + sampling``, capped at 1.
     bias, sampling : ndarray of shape (n_queries, n_classes)
-        The two parts of ``ε`` before the cap.
+        The two parts of ``ε`` before the cap (for ``bound="chernoff"``: the
+        two parts of the Hoeffding bound on the same points — the Lipschitz
+        drift and the sampling term — as an account of where the width comes from).
     kappa : ndarray of shape (n_queries,)
         Kernel mass ``κ_n(y) = Σ w_i K((‖y − y_i‖)/λ)``.
     n_eff : ndarray of shape (n_queries,)

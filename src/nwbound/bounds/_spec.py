@@ -160,8 +160,10 @@ class BoundSpec:
             lower = np.where(vacuous[:, None], 0.0, lower)
             upper = np.where(vacuous[:, None], 1.0, upper)
             epsilon = np.where(vacuous[:, None], 1.0, np.maximum(proba - lower, upper - proba))
-            bias_c = np.repeat(np.where(vacuous, 1.0, np.minimum(bias, 1.0))[:, None], n_classes, axis=1)
-            sampling_c = np.where(vacuous[:, None], 1.0, np.maximum(epsilon - bias_c, 0.0))
+            # Where the width comes from: the two parts of the Hoeffding bound on the same points
+            # (label-free; the test itself does not add two terms).
+            bias_c = np.repeat(np.where(vacuous, 1.0, bias)[:, None], n_classes, axis=1)
+            sampling_c = np.repeat(np.where(vacuous, 1.0, sampling)[:, None], n_classes, axis=1)
             return lower, upper, epsilon, bias_c, sampling_c
         bias = np.where(vacuous, 1.0, bias)
         sampling = np.where(vacuous, 1.0, sampling)
