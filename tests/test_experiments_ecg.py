@@ -118,6 +118,8 @@ def test_expand_interval_keeps_chernoff_limits():
         for c in (1, 4):
             assert (full.proba[i, c], full.lower[i, c], full.upper[i, c], full.epsilon[i, c]) == (0, 0, smallest,
                                                                                                   smallest)
+            # The Hoeffding parts (bias, sampling) are one per query.
+            assert (full.bias[i, c], full.sampling[i, c]) == (iv.bias[i, 0], iv.sampling[i, 0])
 
 
 def test_absent_class_chernoff_end_below_smallest_present_upper():

@@ -332,7 +332,6 @@ def expand_interval(
         eps_absent = iv.epsilon.max(axis=1)  # one ε per query: every column holds it
     else:
         eps_absent = iv.upper.min(axis=1) if iv.upper.shape[1] else np.ones(n)
-    bias_absent = iv.bias.max(axis=1)
 
     def widen(a: np.ndarray, fill: np.ndarray | float) -> np.ndarray:
         full = np.empty((n, n_classes))
@@ -345,10 +344,9 @@ def expand_interval(
         lower=widen(iv.lower, 0.0),
         upper=widen(iv.upper, eps_absent),
         epsilon=widen(iv.epsilon, eps_absent),
-        bias=widen(iv.bias, bias_absent),
-        # The split of ε is a diagnostic; for p̂ ± ε forms this is the query's sampling part.
-        sampling=widen(iv.sampling, iv.sampling.max(axis=1) if symmetric
-                       else np.maximum(eps_absent - bias_absent, 0.0)),
+        # bias/sampling are the query's (Hoeffding) parts, one per query in every form.
+        bias=widen(iv.bias, iv.bias.max(axis=1)),
+        sampling=widen(iv.sampling, iv.sampling.max(axis=1)),
         kappa=iv.kappa, n_eff=iv.n_eff, vacuous=iv.vacuous, bandwidth=iv.bandwidth,
         outside_box=iv.outside_box,
     )
