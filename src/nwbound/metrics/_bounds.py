@@ -686,7 +686,7 @@ def violation_rate(
     simultaneous: bool = True,
     confidence: float = 0.95,
 ) -> dict[str, Any]:
-    """How often the bound ``|p_c − p̂_c| ≤ ε_c`` fails where ``p`` is known.
+    """How often ``p_c`` falls outside ``[lower_c, upper_c]`` where ``p`` is known.
 
     For synthetic data with known class probabilities. Compare the per-class
     rates with ``δ`` (or ``δ/C``, see the notes on the union bound) and the
@@ -720,7 +720,9 @@ def violation_rate(
     if not (isinstance(confidence, (int, float, np.floating)) and 0.0 < confidence < 1.0):
         raise ValueError(f"`confidence` must be in (0, 1), got {confidence!r}.")
     n = p.shape[0]
-    violated = np.abs(p - iv.proba) > iv.epsilon
+    # Outside [lower, upper]: the band-Chernoff limits are not symmetric around p̂, so
+    # |p − p̂| > ε would miss violations on the shorter side.
+    violated = (p < iv.lower) | (p > iv.upper)
     count = violated.sum(axis=0)
     low, high = clopper_pearson(count, n, confidence)
     out: dict[str, Any] = {
