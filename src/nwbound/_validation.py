@@ -19,7 +19,40 @@ __all__ = [
 
 
 def check_positive(value: object, name: str, *, allow_none: bool = False) -> float | None:
-    """A finite real number > 0 (TypeError for a non-number, ValueError otherwise)."""
+    """A finite real number > 0 (TypeError for a non-number, ValueError otherwise).
+
+    Parameters
+    ----------
+    value : object
+        The value to check.
+    name : str
+        Parameter name used in the error message.
+    allow_none : bool, default=False
+        Whether ``None`` passes (and is returned unchanged).
+
+    Returns
+    -------
+    float or None
+        ``float(value)``, or None when allowed and given.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not a real number (bools count as not a number).
+    ValueError
+        ``value`` is not finite or not > 0.
+
+    Examples
+    --------
+    >>> check_positive(2, "bandwidth")
+    2.0
+    >>> check_positive(None, "bandwidth", allow_none=True) is None
+    True
+    >>> check_positive(0, "bandwidth")
+    Traceback (most recent call last):
+        ...
+    ValueError: bandwidth must be a finite number > 0, got 0.
+    """
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -30,21 +63,110 @@ def check_positive(value: object, name: str, *, allow_none: bool = False) -> flo
 
 
 def check_open_unit(value: object, name: str) -> float:
-    """A real number strictly between 0 and 1."""
+    """A real number strictly between 0 and 1.
+
+    Parameters
+    ----------
+    value : object
+        The value to check.
+    name : str
+        Parameter name used in the error message.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        ``value`` is not a real number in the open interval ``(0, 1)``.
+
+    Examples
+    --------
+    >>> check_open_unit(0.05, "delta")
+    0.05
+    >>> check_open_unit(1, "delta")
+    Traceback (most recent call last):
+        ...
+    ValueError: delta must be a number with 0 < delta < 1, got 1.
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (0.0 < float(value) < 1.0):
         raise ValueError(f"{name} must be a number with 0 < {name} < 1, got {value!r}.")
     return float(value)
 
 
 def check_choice(value: object, name: str, choices: tuple) -> object:
-    """One of a fixed set of values (strings, or None where allowed)."""
+    """One of a fixed set of values (strings, or None where allowed).
+
+    Parameters
+    ----------
+    value : object
+        The value to check.
+    name : str
+        Parameter name used in the error message.
+    choices : tuple
+        The allowed values.
+
+    Returns
+    -------
+    object
+        ``value`` unchanged.
+
+    Raises
+    ------
+    ValueError
+        ``value`` is not one of ``choices``.
+
+    Examples
+    --------
+    >>> check_choice("hoeffding", "bound", ("hoeffding", "paper"))
+    'hoeffding'
+    >>> check_choice("hoef", "bound", ("hoeffding", "paper"))
+    Traceback (most recent call last):
+        ...
+    ValueError: bound must be one of 'hoeffding', 'paper', got 'hoef'.
+    """
     if not any(value is c or (isinstance(value, str) and value == c) for c in choices):
         raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}, got {value!r}.")
     return value
 
 
 def check_int_range(value: object, name: str, low: int, high: int | None = None, hint: str = "") -> int:
-    """An integer in ``[low, high]``."""
+    """An integer in ``[low, high]``.
+
+    Parameters
+    ----------
+    value : object
+        The value to check.
+    name : str
+        Parameter name used in the error message.
+    low : int
+        Smallest allowed value.
+    high : int, optional
+        Largest allowed value (no upper limit when None).
+    hint : str, default=""
+        Appended to the ``ValueError`` message (how to fix it).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not an integer (bools count as not an integer).
+    ValueError
+        ``value`` lies outside ``[low, high]``.
+
+    Examples
+    --------
+    >>> check_int_range(3, "n_bins", 1, 10)
+    3
+    >>> check_int_range(0, "n_bins", 1, hint="Use at least one bin.")
+    Traceback (most recent call last):
+        ...
+    ValueError: n_bins must be >= 1, got 0. Use at least one bin.
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {value!r}.")
     if value < low or (high is not None and value > high):
@@ -54,7 +176,32 @@ def check_int_range(value: object, name: str, low: int, high: int | None = None,
 
 
 def check_dtype(value: object) -> np.dtype:
-    """float64 or float32."""
+    """float64 or float32.
+
+    Parameters
+    ----------
+    value : object
+        Anything :class:`numpy.dtype` accepts (``"float32"``, ``np.float64``, ...).
+
+    Returns
+    -------
+    numpy.dtype
+
+    Raises
+    ------
+    ValueError
+        ``value`` is neither float64 nor float32.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_dtype("float32") == np.float32
+    True
+    >>> check_dtype(int)
+    Traceback (most recent call last):
+        ...
+    ValueError: dtype must be float64 or float32, got <class 'int'>.
+    """
     try:
         dtype = np.dtype(value)
     except TypeError:
@@ -65,7 +212,41 @@ def check_dtype(value: object) -> np.dtype:
 
 
 def check_beta(lipschitz: object, margin: object, *, required: bool) -> float | None:
-    """``β = L`` or ``1/γ`` from exactly one of ``lipschitz`` and ``margin``."""
+    """``β = L`` or ``1/γ`` from exactly one of ``lipschitz`` and ``margin``.
+
+    Parameters
+    ----------
+    lipschitz : object
+        Lipschitz constant ``L`` of the class probabilities, or None.
+    margin : object
+        Margin ``γ`` separating the classes, or None.
+    required : bool
+        Whether one of the two must be given.
+
+    Returns
+    -------
+    float or None
+        ``β``; None when neither is given and ``required`` is False.
+
+    Raises
+    ------
+    ValueError
+        Both are given, neither is given while ``required``, or the one
+        given is not a finite number > 0.
+
+    Examples
+    --------
+    >>> check_beta(3.0, None, required=True)
+    3.0
+    >>> check_beta(None, 0.5, required=True)
+    2.0
+    >>> check_beta(None, None, required=False) is None
+    True
+    >>> check_beta(1.0, 0.5, required=True)
+    Traceback (most recent call last):
+        ...
+    ValueError: Give either lipschitz (overlapping classes) or margin (separable classes), not both.
+    """
     if lipschitz is not None and margin is not None:
         raise ValueError(
             "Give either lipschitz (overlapping classes) or margin (separable classes), not both."
@@ -84,7 +265,34 @@ def check_beta(lipschitz: object, margin: object, *, required: bool) -> float | 
 
 
 def check_n_jobs(value: object) -> int | None:
-    """None, a positive int, or a negative int counted back from the cores (-1: all, -2: all but one)."""
+    """None, a positive int, or a negative int counted back from the cores (-1: all, -2: all but one).
+
+    Parameters
+    ----------
+    value : object
+        The ``n_jobs`` setting.
+
+    Returns
+    -------
+    int or None
+        ``value`` unchanged (as int).
+
+    Raises
+    ------
+    ValueError
+        ``value`` is 0 or not an integer.
+
+    Examples
+    --------
+    >>> check_n_jobs(-1)
+    -1
+    >>> check_n_jobs(None) is None
+    True
+    >>> check_n_jobs(0)
+    Traceback (most recent call last):
+        ...
+    ValueError: n_jobs must be None, a positive int, or a negative int (-1: all cores, -2: all but one), got 0.
+    """
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value == 0:
