@@ -73,6 +73,20 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         self.class_prior_ = prior / prior.sum()
         return X, labels.astype(np.intp), weights
 
+    def _restore_inputs(self, state, classes: np.ndarray, prior: np.ndarray, n_features: int, dtype) -> None:
+        """What ``fit``'s input validation sets, from a checked fitted state (feature names checked here)."""
+        names = state.get("feature_names_in_")
+        if names is not None:
+            names = np.asarray(names, dtype=object)
+            if names.shape != (n_features,) or not all(isinstance(v, str) for v in names):
+                raise ValueError(f"Fitted state 'feature_names_in_' must hold {n_features} strings.")
+            self.feature_names_in_ = names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.classes_, self.class_prior_ = classes, prior
+        self.n_features_in_ = n_features
+        self._fit_dtype = np.dtype(dtype)
+
     def _bound_spec(self, kernel: Kernel, overrides: Mapping[str, Any] | None = None, *,
                     required: bool = True, localized: bool = False) -> BoundSpec | None:
         """The bound setting of this estimator's parameters, with ``overrides`` applied.

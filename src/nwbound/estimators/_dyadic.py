@@ -249,17 +249,7 @@ class DyadicClassifier(BoundedClassifierBase):
         # Σw² ≤ (Σw)² and max w ≤ Σw, up to rounding.
         if np.any(sq > kappa**2 * (1 + 1e-9) + 1e-300) or np.any(weight_max > kappa * (1 + 1e-9)):
             raise ValueError("Fitted state 'cell_sq_sums_'/'cell_weight_max_' are inconsistent with 'cell_class_sums_'.")
-        names = state.get("feature_names_in_")
-        if names is not None:
-            names = np.asarray(names, dtype=object)
-            if names.shape != (n_features,) or not all(isinstance(v, str) for v in names):
-                raise ValueError(f"Fitted state 'feature_names_in_' must hold {n_features} strings.")
-            self.feature_names_in_ = names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        self.classes_, self.class_prior_ = classes, prior
-        self.n_features_in_ = n_features
-        self._fit_dtype = np.dtype(np.float64)
+        self._restore_inputs(state, classes, prior, n_features, np.float64)
         self._set_grid(low.astype(np.float64), span.astype(np.float64), m)
         return self._install(keys, sums.astype(np.float64), sq.astype(np.float64), weight_max.astype(np.float64))
 

@@ -458,17 +458,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         high = state_array(state, "box_high", ndim=1, shape=(n_features,))
         if np.any(X.min(axis=0) < low) or np.any(X.max(axis=0) > high):
             raise ValueError("Fitted state 'box_low'/'box_high' must contain every training row 'X'.")
-        names = state.get("feature_names_in_")
-        if names is not None:
-            names = np.asarray(names, dtype=object)
-            if names.shape != (n_features,) or not all(isinstance(v, str) for v in names):
-                raise ValueError(f"Fitted state 'feature_names_in_' must hold {n_features} strings.")
-            self.feature_names_in_ = names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        self.classes_, self.class_prior_ = classes, prior
-        self.n_features_in_ = n_features
-        self._fit_dtype = np.dtype(dtype)
+        self._restore_inputs(state, classes, prior, n_features, dtype)
         return self._install(
             np.ascontiguousarray(X, dtype=dtype), labels.astype(np.intp),
             None if weights is None else weights.astype(dtype), grid.astype(np.float64),
