@@ -26,6 +26,36 @@ def feature_scales(scaler) -> np.ndarray:
 
     Supports ``MinMaxScaler`` (``scale_``), ``StandardScaler``/``MaxAbsScaler``/
     ``RobustScaler`` (``1/scale_``), or a plain array of scales.
+
+    Parameters
+    ----------
+    scaler : fitted scaler or array-like of shape (d,)
+        A fitted scikit-learn scaler of the kinds above, or the scales ``s_j``
+        themselves (``new = s_j·old + shift``).
+
+    Returns
+    -------
+    ndarray of shape (d,)
+        The scales ``s_j``, all finite and > 0.
+
+    Raises
+    ------
+    TypeError
+        ``scaler`` is another transformer, whose scales cannot be read.
+    ValueError
+        A scale is not finite or not > 0 (e.g. a constant feature).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.preprocessing import MinMaxScaler
+    >>> sc = MinMaxScaler().fit(np.array([[0.0, -10.0], [4.0, 10.0]]))
+    >>> feature_scales(sc).tolist()
+    [0.25, 0.05]
+    >>> feature_scales([2.0, 0.0])
+    Traceback (most recent call last):
+        ...
+    ValueError: Feature scales must be finite and > 0 (a constant feature has no usable scale).
     """
     from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, RobustScaler, StandardScaler
 
@@ -51,6 +81,23 @@ def feature_scales(scaler) -> np.ndarray:
 def restate_lipschitz(lipschitz: float, scaler) -> float:
     """L in the units of the scaled features: ``L / min_j s_j``.
 
+    Parameters
+    ----------
+    lipschitz : float
+        ``L`` in the units of the original features (> 0).
+    scaler : fitted scaler or array-like of shape (d,)
+        As for :func:`feature_scales`.
+
+    Returns
+    -------
+    float
+        ``L`` valid in the units of the scaled features.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As for :func:`feature_scales`, or ``lipschitz`` not a number > 0.
+
     Examples
     --------
     >>> import numpy as np
@@ -63,5 +110,31 @@ def restate_lipschitz(lipschitz: float, scaler) -> float:
 
 
 def restate_margin(margin: float, scaler) -> float:
-    """A margin valid in the units of the scaled features: ``γ·min_j s_j``."""
+    """A margin valid in the units of the scaled features: ``γ·min_j s_j``.
+
+    Parameters
+    ----------
+    margin : float
+        ``γ`` in the units of the original features (> 0).
+    scaler : fitted scaler or array-like of shape (d,)
+        As for :func:`feature_scales`.
+
+    Returns
+    -------
+    float
+        A margin that holds in the units of the scaled features.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As for :func:`feature_scales`, or ``margin`` not a number > 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.preprocessing import MinMaxScaler
+    >>> sc = MinMaxScaler().fit(np.array([[-10.0, -10.0], [10.0, 10.0]]))
+    >>> round(restate_margin(2.0, sc), 6)
+    0.1
+    """
     return check_positive(margin, "margin") * float(feature_scales(scaler).min())

@@ -21,6 +21,14 @@ class LogisticRegressionPipeline(Pipeline):
     A plain :class:`~sklearn.pipeline.Pipeline`; the class attribute
     ``has_bounds = False`` tells the experiment runner that it has no
     ``predict_interval`` (a class attribute, so it survives ``clone``).
+    Build one with :func:`make_logistic_regression`.
+
+    Examples
+    --------
+    >>> from sklearn.base import clone
+    >>> model = make_logistic_regression(C=1.0)
+    >>> isinstance(model, LogisticRegressionPipeline), clone(model).has_bounds
+    (True, False)
     """
 
     has_bounds = False
@@ -47,6 +55,17 @@ def make_logistic_regression(**kwargs: Any) -> LogisticRegressionPipeline:
     ------
     TypeError
         For a keyword that ``LogisticRegression`` does not accept.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    >>> y = np.array([0, 0, 1, 1])
+    >>> model = make_logistic_regression(random_state=0).fit(X, y)
+    >>> model.predict(X).tolist(), model.has_bounds
+    ([0, 0, 1, 1], False)
+    >>> [name for name, _ in model.steps]
+    ['scale', 'logreg']
     """
     known = set(LogisticRegression().get_params())
     unknown = sorted(set(kwargs) - known)
