@@ -22,7 +22,25 @@ __all__ = ["check_query_array", "compute", "current_client", "share", "rows_from
 
 
 def current_client(client: Any = None) -> Any:
-    """The distributed client to use: ``client``, else the active default one, else None."""
+    """The distributed client to use: ``client``, else the active default one, else None.
+
+    Parameters
+    ----------
+    client : distributed.Client or None, default=None
+        An explicit client; returned unchanged when given.
+
+    Returns
+    -------
+    distributed.Client or None
+        ``client``, the running default client, or None when there is none
+        (the local dask scheduler is then used).
+
+    Examples
+    --------
+    >>> from nwbound.dask._common import current_client
+    >>> current_client("my-client")
+    'my-client'
+    """
     if client is not None:
         return client
     try:
@@ -36,7 +54,27 @@ def current_client(client: Any = None) -> Any:
 
 
 def compute(client: Any, *objs: Any) -> tuple:
-    """``dask.compute(*objs)`` on ``client`` when given, else on the default scheduler."""
+    """``dask.compute(*objs)`` on ``client`` when given, else on the default scheduler.
+
+    Parameters
+    ----------
+    client : distributed.Client or None
+        The client to compute on; None uses the default dask scheduler.
+    *objs : dask collections or delayed objects
+        What to compute.
+
+    Returns
+    -------
+    tuple
+        One computed result per object in ``objs``.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> from nwbound.dask._common import compute
+    >>> [int(v) for v in compute(None, da.arange(4, chunks=2).sum(), da.ones(3, chunks=2).sum())]
+    [6, 3]
+    """
     if client is not None:
         return tuple(client.gather(client.compute(list(objs))))
     return dask.compute(*objs)
@@ -48,6 +86,24 @@ def share(obj: Any, client: Any) -> Any:
     With a distributed client the object is scattered to every worker
     (``broadcast=True``) and its future is returned; otherwise a single
     ``dask.delayed`` node holds it, so it is not embedded in each task.
+
+    Parameters
+    ----------
+    obj : object
+        The object shared by the tasks (usually a fitted model).
+    client : distributed.Client or None
+        The client to scatter to; None builds a delayed node instead.
+
+    Returns
+    -------
+    distributed.Future or dask.delayed.Delayed
+        A handle to pass to every task in place of ``obj``.
+
+    Examples
+    --------
+    >>> from nwbound.dask._common import share
+    >>> share([1, 2, 3], None).compute()
+    [1, 2, 3]
     """
     if client is not None:
         return client.scatter(obj, broadcast=True, hash=False)
@@ -55,7 +111,44 @@ def share(obj: Any, client: Any) -> Any:
 
 
 def check_query_array(X: Any, name: str, n_features: int | None, dtype: np.dtype | None) -> "da.Array":
-    """A 2-D dask array chunked along rows only, with the expected width and dtype."""
+    """A 2-D dask array chunked along rows only, with the expected width and dtype.
+
+    Parameters
+    ----------
+    X : dask.array.Array
+        The query rows.
+    name : str
+        The parameter name used in error messages.
+    n_features : int or None
+        The number of columns the model was fitted with; None skips the check.
+    dtype : numpy.dtype or None
+        The dtype the model works in; None skips the check.
+
+    Returns
+    -------
+    dask.array.Array
+        ``X``, with empty row blocks dropped.
+
+    Raises
+    ------
+    TypeError
+        If ``X`` is not a dask array.
+    ValueError
+        If ``X`` is not 2-D, has no rows, unknown row chunks, several column
+        chunks, or the wrong width or dtype.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> from nwbound.dask._common import check_query_array
+    >>> X = da.from_array(np.zeros((6, 2)), chunks=(3, -1))
+    >>> check_query_array(X, "X", 2, np.dtype("float64")).chunks
+    ((3, 3), (2,))
+    >>> check_query_array(X, "X", 3, None)
+    Traceback (most recent call last):
+    ...
+    ValueError: X has 2 features, but the model was fitted with 3.
+    """
     if not isinstance(X, da.Array):
         raise TypeError(
             f"{name} must be a dask.array.Array, got {type(X).__name__}; wrap a NumPy array with "
@@ -95,7 +188,35 @@ def _run_limited(func: Callable[..., Any], threads: int, *args: Any) -> Any:
 def limited(func: Callable[..., Any], threads: int) -> Callable[..., Any]:
     """``func`` run under a BLAS/OpenMP thread limit (threadpoolctl), so that the
     threads of concurrent tasks on one worker do not oversubscribe its cores.
-    A ``functools.partial`` of module-level functions: picklable for process workers."""
+    A ``functools.partial`` of module-level functions: picklable for process workers.
+
+    Parameters
+    ----------
+    func : callable
+        The task function.
+    threads : int
+        The thread limit, at least 1.
+
+    Returns
+    -------
+    callable
+        ``func`` wrapped so that it runs under the limit.
+
+    Raises
+    ------
+    ValueError
+        If ``threads`` is not an int >= 1.
+
+    Examples
+    --------
+    >>> from nwbound.dask._common import limited
+    >>> limited(sum, 1)([1, 2, 3])
+    6
+    >>> limited(sum, 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: threads_per_task must be an int >= 1, got 0.
+    """
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads_per_task must be an int >= 1, got {threads!r}.")
     return functools.partial(_run_limited, func, threads)
@@ -103,7 +224,30 @@ def limited(func: Callable[..., Any], threads: int) -> Callable[..., Any]:
 
 def task_copy(model: Any) -> Any:
     """A shallow copy of ``model`` with its own thread pool off (``n_jobs=None``):
-    parallelism comes from the dask tasks. Arrays are shared, not copied."""
+    parallelism comes from the dask tasks. Arrays are shared, not copied.
+
+    Parameters
+    ----------
+    model : estimator
+        A fitted estimator, with or without an ``n_jobs`` parameter.
+
+    Returns
+    -------
+    estimator
+        ``model`` itself when its ``n_jobs`` is None (or absent), else a
+        shallow copy with ``n_jobs=None``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.dask._common import task_copy
+    >>> X = np.linspace(0, 1, 20)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> model = NadarayaWatsonClassifier(bandwidth=0.2, n_jobs=2).fit(X, y)
+    >>> copy = task_copy(model)
+    >>> copy.n_jobs, model.n_jobs, copy is model
+    (None, 2, False)
+    """
     if getattr(model, "n_jobs", None) is None:
         return model
     return copy.copy(model).set_params(n_jobs=None)
@@ -112,7 +256,33 @@ def task_copy(model: Any) -> Any:
 def rows_from_blocks(
     parts: Sequence[Any], row_chunks: Sequence[int], tail_shape: tuple[int, ...], dtype: Any
 ) -> "da.Array":
-    """Concatenate one delayed array per row block into a dask array."""
+    """Concatenate one delayed array per row block into a dask array.
+
+    Parameters
+    ----------
+    parts : sequence of dask.delayed.Delayed
+        One delayed array per row block, in row order.
+    row_chunks : sequence of int
+        The number of rows of each block.
+    tail_shape : tuple of int
+        The shape of each row (``()`` for one value per row).
+    dtype : dtype
+        The dtype of every block.
+
+    Returns
+    -------
+    dask.array.Array
+        Shape ``(sum(row_chunks),) + tail_shape``, chunked by ``row_chunks``.
+
+    Examples
+    --------
+    >>> import dask, numpy as np
+    >>> from nwbound.dask._common import rows_from_blocks
+    >>> parts = [dask.delayed(np.arange)(2), dask.delayed(np.arange)(3)]
+    >>> out = rows_from_blocks(parts, (2, 3), (), np.int64)
+    >>> out.chunks, out.compute().tolist()
+    (((2, 3),), [0, 1, 0, 1, 2])
+    """
     arrays = [
         da.from_delayed(part, shape=(int(n),) + tail_shape, dtype=dtype) for part, n in zip(parts, row_chunks)
     ]

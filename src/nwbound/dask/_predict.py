@@ -161,7 +161,37 @@ def predict_interval(
 
 
 def named_interval_arrays(parts: list[Any], row_chunks: Any, n_classes: int, names: list[Any]) -> dict[Any, dict]:
-    """One :func:`interval_arrays` dict per bound setting from per-block ``{name: fields}`` dicts."""
+    """One :func:`interval_arrays` dict per bound setting from per-block ``{name: fields}`` dicts.
+
+    Parameters
+    ----------
+    parts : list of dask.delayed.Delayed
+        One delayed ``{setting name: {field: array}}`` dict per row block.
+    row_chunks : sequence of int
+        The number of rows of each block.
+    n_classes : int
+        The number of classes (the width of the per-class fields).
+    names : list
+        The bound-setting names, the keys of each block's dict.
+
+    Returns
+    -------
+    dict
+        ``{name: {field: dask.array.Array}}``, fields as in :data:`INTERVAL_FIELDS`.
+
+    Examples
+    --------
+    >>> import dask, numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.dask._predict import _interval_block, named_interval_arrays
+    >>> X = np.linspace(0, 1, 30)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> model = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
+    >>> bounds = {"a": {"delta": 0.1}, "b": {"delta": 0.01}}
+    >>> parts = [dask.delayed(_interval_block)(model, X[:10], bounds), dask.delayed(_interval_block)(model, X[10:], bounds)]
+    >>> out = named_interval_arrays(parts, (10, 20), 2, ["a", "b"])
+    >>> sorted(out), out["a"]["epsilon"].shape
+    (['a', 'b'], (30, 2))
+    """
     return {
         name: interval_arrays([dask.delayed(operator.getitem, pure=True)(p, name) for p in parts], row_chunks, n_classes)
         for name in names
@@ -169,7 +199,35 @@ def named_interval_arrays(parts: list[Any], row_chunks: Any, n_classes: int, nam
 
 
 def interval_arrays(parts: list[Any], row_chunks: Any, n_classes: int) -> dict[str, "dask.array.Array"]:
-    """One Dask array per interval field from per-block delayed dicts."""
+    """One Dask array per interval field from per-block delayed dicts.
+
+    Parameters
+    ----------
+    parts : list of dask.delayed.Delayed
+        One delayed ``{field: array}`` dict per row block, in row order.
+    row_chunks : sequence of int
+        The number of rows of each block.
+    n_classes : int
+        The number of classes (the width of the per-class fields).
+
+    Returns
+    -------
+    dict of str to dask.array.Array
+        One array per field of :data:`INTERVAL_FIELDS`: ``(n_rows, n_classes)``
+        for per-class fields, ``(n_rows,)`` for the others.
+
+    Examples
+    --------
+    >>> import dask, numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.dask._predict import _interval_block, interval_arrays
+    >>> X = np.linspace(0, 1, 30)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> model = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
+    >>> parts = [dask.delayed(_interval_block)(model, X[:10]), dask.delayed(_interval_block)(model, X[10:])]
+    >>> out = interval_arrays(parts, (10, 20), 2)
+    >>> out["proba"].shape, out["kappa"].shape, out["vacuous"].dtype.name
+    ((30, 2), (30,), 'bool')
+    """
     out = {}
     for name, per_class, dtype in INTERVAL_FIELDS:
         fields = [dask.delayed(operator.getitem, pure=True)(p, name) for p in parts]
