@@ -43,6 +43,17 @@ class Kernel:
     of_squared : callable or None
         ``K`` as a function of ``u²`` when it has a closed form, which lets the
         estimators skip a square root on the distance matrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.kernels import Kernel, get_kernel
+    >>> k = get_kernel("epanechnikov")
+    >>> k.radius, k.compact, k(np.array([0.0, 0.5, 2.0])).tolist()
+    (1.0, True, [1.0, 0.75, 0.0])
+    >>> tri = Kernel("triangle", lambda u: np.clip(1.0 - u, 0.0, None))
+    >>> tri(np.array([0.25, 1.5])).tolist()
+    [0.75, 0.0]
     """
 
     name: str
@@ -136,6 +147,36 @@ def gaussian_kernel(radius: float | None = 3.0) -> Kernel:
     Truncation at ``r*`` makes the kernel compact with support ``r*·λ``; the
     untruncated kernel needs the paper's bounded-input assumption (lemma 3) for
     the paper-form bias bound.
+
+    Parameters
+    ----------
+    radius : float or None, default=3.0
+        Truncation radius in units of the bandwidth, finite and > 0; None for
+        the untruncated kernel (infinite support).
+
+    Returns
+    -------
+    Kernel
+        The (truncated) Gaussian kernel, with ``sup = 1``.
+
+    Raises
+    ------
+    ValueError
+        If ``radius`` is not a finite number > 0 (nor None).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.kernels import gaussian_kernel
+    >>> k = gaussian_kernel(2.0)
+    >>> k.radius, np.round(k(np.array([0.0, 1.0, 2.5])), 4).tolist()
+    (2.0, [1.0, 0.6065, 0.0])
+    >>> gaussian_kernel(None).compact
+    False
+    >>> gaussian_kernel(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: Gaussian truncation radius must be a finite number > 0, got 0.
     """
     if radius is None:
 
@@ -200,12 +241,37 @@ def get_kernel(kernel: str | Kernel | Callable[[np.ndarray], np.ndarray]) -> Ker
     on a grid of ``u`` in [0, 20]: its support radius is 1 if it is 0 for every
     grid point beyond 1, and infinite otherwise; ``sup`` is its grid maximum.
 
+    Parameters
+    ----------
+    kernel : str, Kernel or callable
+        A built-in name (see ``KERNEL_NAMES``; case-insensitive), a
+        :class:`Kernel` (returned unchanged) or a callable ``K(u)``.
+
+    Returns
+    -------
+    Kernel
+        The resolved kernel.
+
     Raises
     ------
     ValueError
         Unknown name, or a callable that is negative, non-finite or zero everywhere.
     TypeError
         Anything else, or a callable returning the wrong shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.kernels import get_kernel
+    >>> get_kernel("Quartic").name
+    'quartic'
+    >>> k = get_kernel(lambda u: np.where(u <= 1.0, 1.0 - u**2, 0.0))
+    >>> k.radius, k.sup
+    (1.0, 1.0)
+    >>> get_kernel(3)
+    Traceback (most recent call last):
+    ...
+    TypeError: kernel must be a name, a nwbound.kernels.Kernel or a callable, got int.
     """
     if isinstance(kernel, Kernel):
         return kernel
