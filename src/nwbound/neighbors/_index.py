@@ -20,7 +20,29 @@ __all__ = ["AUTO_HNSW_RULE", "AutoIndex", "AutoRule", "NeighborIndex", "ExactInd
 
 
 class NeighborIndex(ABC):
-    """k-nearest-neighbour search over a fixed training set (Euclidean metric)."""
+    """k-nearest-neighbour search over a fixed training set (Euclidean metric).
+
+    Subclasses implement :meth:`fit` and :meth:`kneighbors`; register them by
+    name with :func:`register_index` to use them as a classifier's ``algorithm``.
+
+    Examples
+    --------
+    A brute-force index on NumPy alone:
+
+    >>> import numpy as np
+    >>> from nwbound.neighbors import NeighborIndex
+    >>> class BruteIndex(NeighborIndex):
+    ...     def fit(self, X):
+    ...         self.X_ = np.asarray(X, dtype=float)
+    ...         return self
+    ...     def kneighbors(self, X, n_neighbors):
+    ...         d = np.linalg.norm(np.asarray(X)[:, None, :] - self.X_[None, :, :], axis=2)
+    ...         idx = np.argsort(d, axis=1, kind="stable")[:, :n_neighbors]
+    ...         return np.take_along_axis(d, idx, axis=1), idx
+    >>> dist, idx = BruteIndex().fit([[0.0], [1.0], [3.0]]).kneighbors(np.array([[2.8]]), 2)
+    >>> idx.tolist(), np.round(dist, 3).tolist()
+    ([[2, 1]], [[0.2, 1.8]])
+    """
 
     @abstractmethod
     def fit(self, X: np.ndarray) -> "NeighborIndex":
@@ -71,7 +93,23 @@ class ExactIndex(NeighborIndex):
 
 
 class AutoRule(NamedTuple):
-    """When ``algorithm="auto"`` uses the approximate HNSW index instead of exact search."""
+    """When ``algorithm="auto"`` uses the approximate HNSW index instead of exact search.
+
+    Parameters
+    ----------
+    min_samples : int
+        Smallest training-set size for which HNSW is chosen.
+    min_features : int
+        Smallest number of features for which HNSW is chosen.
+
+    Examples
+    --------
+    >>> from nwbound.neighbors import AUTO_HNSW_RULE, AutoRule
+    >>> AUTO_HNSW_RULE
+    AutoRule(min_samples=100000, min_features=16)
+    >>> AutoRule(min_samples=1000, min_features=8).min_features
+    8
+    """
 
     min_samples: int
     """Training rows from which the HNSW build (included) is repaid by faster queries."""
