@@ -39,7 +39,22 @@ SENSITIVITY_HINT = (
 
 
 class UselessBoundWarning(UserWarning):
-    """Most bounds are trivial or nothing is certified: the bounds cannot guide decisions here."""
+    """Most bounds are trivial or nothing is certified: the bounds cannot guide decisions here.
+
+    Emitted by :func:`warn_if_useless` (and the estimators that call it); the
+    message holds the :class:`BoundUsefulness` report with cause and fix.
+
+    Examples
+    --------
+    Silence it where trivial bounds are expected:
+
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", UselessBoundWarning)
+    ...     warnings.warn("no certified prediction", UselessBoundWarning)
+    >>> issubclass(UselessBoundWarning, UserWarning)
+    True
+    """
 
 
 @dataclass(frozen=True)
@@ -76,6 +91,18 @@ class BoundUsefulness:
         ``"vacuous"``, ``"bias"``, ``"sampling"`` or ``"none"``.
     explanation : str
         Cause and fix in plain language.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> X = np.linspace(0, 1, 200)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> clf = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=50.0).fit(X, y)
+    >>> report = bound_usefulness(clf.predict_interval(X), beta=50.0)
+    >>> isinstance(report, BoundUsefulness), report.n_queries, report.cause
+    (True, 200, 'bias')
+    >>> sorted(report.as_dict())[:3]
+    ['beta', 'beta_factor_for_half_bias', 'beta_for_half_bias']
     """
 
     n_queries: int
@@ -94,7 +121,23 @@ class BoundUsefulness:
     explanation: str
 
     def as_dict(self) -> dict[str, Any]:
-        """The fields as a ``dict`` (for tables)."""
+        """The fields as a ``dict`` (for tables).
+
+        Returns
+        -------
+        dict
+            Field name → value.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.linspace(0, 1, 100)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> clf = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=50.0).fit(X, y)
+        >>> row = bound_usefulness(clf.predict_interval(X)).as_dict()
+        >>> row["n_queries"], row["beta"]
+        (100, None)
+        """
         return asdict(self)
 
     def __str__(self) -> str:
