@@ -100,7 +100,14 @@ class EC57Report:
 
     @property
     def accuracy(self) -> float:
-        """Share of beats labelled with their reference class."""
+        """Share of beats labelled with their reference class.
+
+        Examples
+        --------
+        >>> from nwbound.metrics import ec57_report
+        >>> ec57_report([0, 0, 1, 1, 2], [0, 1, 1, 0, 2]).accuracy
+        0.6
+        """
         return float(np.trace(self.confusion) / max(int(self.confusion.sum()), 1))
 
     def confusion_table(self) -> list[dict[str, Any]]:
@@ -111,6 +118,12 @@ class EC57Report:
         list of dict
             One row per reference class: ``{"reference": "N", "N": 12, …, "total": …}``
             plus a final ``"total"`` row.
+
+        Examples
+        --------
+        >>> from nwbound.metrics import ec57_report
+        >>> ec57_report([0, 0, 1, 1, 2], [0, 1, 1, 0, 2]).confusion_table()[1]
+        {'reference': 'S', 'N': 1, 'S': 1, 'V': 0, 'F': 0, 'Q': 0, 'total': 2}
         """
         rows = []
         for i, name in enumerate(self.class_names):
@@ -132,6 +145,13 @@ class EC57Report:
         list of dict
             Keys ``class``, ``support``, ``Se``, ``+P``, ``FPR``, ``Se_avg``,
             ``+P_avg``, ``FPR_avg``.
+
+        Examples
+        --------
+        >>> from nwbound.metrics import ec57_report
+        >>> row = ec57_report([0, 0, 1, 1, 2], [0, 1, 1, 0, 2]).table()[0]
+        >>> row["class"], row["support"], row["Se"], row["+P"]
+        ('N', 2, 0.5, 0.5)
         """
         return [
             {

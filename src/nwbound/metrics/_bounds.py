@@ -99,6 +99,18 @@ def cumulative_recall_curve(
     fraction_of_errors_caught : ndarray of shape (n_samples + 1,)
         Errors among the ``k`` most uncertain divided by all errors; starts
         at 0 and ends at 1 (unless there are no errors).
+
+    Examples
+    --------
+    Two errors among five samples; the two most uncertain samples are both errors:
+
+    >>> from nwbound.metrics import cumulative_recall_curve
+    >>> frac, caught = cumulative_recall_curve(
+    ...     [0, 1, 1, 0, 1], [0, 0, 1, 1, 1], uncertainty=[0.1, 0.9, 0.2, 0.8, 0.3])
+    >>> frac.round(2).tolist()
+    [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    >>> caught.round(2).tolist()
+    [0.0, 0.5, 1.0, 1.0, 1.0, 1.0]
     """
     caught, total = _ranked_errors(y_true, y_pred, uncertainty)
     n = caught.shape[0] - 1
@@ -138,6 +150,16 @@ def errors_caught_at(
     -------
     float or ndarray
         Same shape as ``fraction``.
+
+    Examples
+    --------
+    >>> from nwbound.metrics import errors_caught_at
+    >>> y_true, y_pred = [0, 1, 1, 0, 1], [0, 0, 1, 1, 1]
+    >>> u = [0.1, 0.9, 0.2, 0.8, 0.3]
+    >>> errors_caught_at(0.2, y_true, y_pred, u)  # flag 1 of 5: 1 of the 2 errors
+    0.5
+    >>> errors_caught_at([0.2, 0.4], y_true, y_pred, u).tolist()
+    [0.5, 1.0]
     """
     frac = _check_fraction(fraction, "fraction")
     caught, total = _ranked_errors(y_true, y_pred, uncertainty)
@@ -169,6 +191,16 @@ def risk_coverage_curve(
         ``k / n`` for ``k = 1 … n`` (increasing).
     risk : ndarray of shape (n_samples,)
         Error rate among the ``k`` kept samples; ``risk[-1]`` is ``1 − accuracy``.
+
+    Examples
+    --------
+    >>> from nwbound.metrics import risk_coverage_curve
+    >>> coverage, risk = risk_coverage_curve(
+    ...     [0, 1, 1, 0, 1], [0, 0, 1, 1, 1], [0.1, 0.9, 0.2, 0.8, 0.3])
+    >>> coverage.round(2).tolist()
+    [0.2, 0.4, 0.6, 0.8, 1.0]
+    >>> risk.round(2).tolist()  # keeping all 5: 2 errors
+    [0.0, 0.0, 0.0, 0.25, 0.4]
     """
     caught, total = _ranked_errors(y_true, y_pred, uncertainty)
     n = caught.shape[0] - 1
@@ -208,6 +240,20 @@ def uncertainty_from_interval(
     Returns
     -------
     ndarray of shape (n_queries,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import PredictionInterval
+    >>> iv = PredictionInterval.from_parts(
+    ...     proba=np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]]), bias=np.zeros((3, 2)),
+    ...     sampling=np.full((3, 2), 0.2), kappa=np.ones(3), n_eff=np.ones(3),
+    ...     vacuous=np.zeros(3, dtype=bool), bandwidth=np.ones(3))
+    >>> from nwbound.metrics import uncertainty_from_interval
+    >>> uncertainty_from_interval(iv).round(2).tolist()  # 2 ε of the predicted class
+    [0.4, 0.4, 0.4]
+    >>> uncertainty_from_interval(iv, kind="max_proba").round(2).tolist()
+    [0.1, 0.4, 0.2]
     """
     iv = _check_interval(interval)
     rows = np.arange(iv.proba.shape[0])
@@ -240,6 +286,25 @@ class TypeErrorTable:
         Total number of samples.
     threshold : float
         The probability the lower bound has to reach.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import PredictionInterval
+    >>> iv = PredictionInterval.from_parts(
+    ...     proba=np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]]), bias=np.zeros((3, 2)),
+    ...     sampling=np.full((3, 2), 0.2), kappa=np.ones(3), n_eff=np.ones(3),
+    ...     vacuous=np.zeros(3, dtype=bool), bandwidth=np.ones(3))
+    >>> from nwbound.metrics import type_errors
+    >>> table = type_errors([0, 1, 1], iv)
+    >>> table.type_i.tolist(), table.type_ii.tolist(), table.support.tolist()
+    ([0, 1], [0, 0], [1, 2])
+    >>> round(table.accuracy, 3), round(table.conservative_accuracy, 3)
+    (0.667, 0.667)
+    >>> table.type_i_share.round(3).tolist()
+    [0.0, 0.333]
+    >>> sorted(table.as_dict())
+    ['classes', 'n_samples', 'support', 'threshold', 'type_i', 'type_ii']
     """
 
     classes: np.ndarray
@@ -332,6 +397,21 @@ def type_errors(
     Returns
     -------
     TypeErrorTable
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import PredictionInterval
+    >>> iv = PredictionInterval.from_parts(
+    ...     proba=np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]]), bias=np.zeros((3, 2)),
+    ...     sampling=np.full((3, 2), 0.2), kappa=np.ones(3), n_eff=np.ones(3),
+    ...     vacuous=np.zeros(3, dtype=bool), bandwidth=np.ones(3))
+    >>> from nwbound.metrics import type_errors
+    >>> table = type_errors([0, 1, 1], iv)  # query 1 predicts 0 but is 1
+    >>> table.type_i.tolist()
+    [0, 1]
+    >>> type_errors([0, 0, 1], iv, threshold=0.6).type_ii.tolist()  # lower 0.4 < 0.6
+    [1, 0]
     """
     ti, wrong, type_ii, labels, _ = _type_masks(y_true, interval, classes, threshold, y_pred)
     c = labels.shape[0]
@@ -361,6 +441,20 @@ def conservative_accuracy(
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import PredictionInterval
+    >>> iv = PredictionInterval.from_parts(
+    ...     proba=np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]]), bias=np.zeros((3, 2)),
+    ...     sampling=np.full((3, 2), 0.2), kappa=np.ones(3), n_eff=np.ones(3),
+    ...     vacuous=np.zeros(3, dtype=bool), bandwidth=np.ones(3))
+    >>> from nwbound.metrics import conservative_accuracy
+    >>> round(conservative_accuracy([0, 0, 1], iv), 3)  # query 1: lower 0.4 < 0.5
+    0.667
+    >>> round(conservative_accuracy([0, 0, 1], iv, threshold=0.3), 3)
+    1.0
     """
     _, wrong, type_ii, _, _ = _type_masks(y_true, interval, classes, threshold, y_pred)
     return float(np.mean(~wrong & ~type_ii))
@@ -380,6 +474,18 @@ def review_flags(interval: Any) -> np.ndarray:
     Returns
     -------
     ndarray of bool, shape (n_queries,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import PredictionInterval
+    >>> iv = PredictionInterval.from_parts(
+    ...     proba=np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]]), bias=np.zeros((3, 2)),
+    ...     sampling=np.full((3, 2), 0.2), kappa=np.ones(3), n_eff=np.ones(3),
+    ...     vacuous=np.zeros(3, dtype=bool), bandwidth=np.ones(3))
+    >>> from nwbound.metrics import review_flags
+    >>> review_flags(iv).tolist()  # query 1: [0.4, 0.8] overlaps [0.2, 0.6]
+    [False, True, False]
     """
     iv = _check_interval(interval)
     n, c = iv.proba.shape
@@ -404,6 +510,23 @@ class BoundWidthTable:
     count_correct, count_incorrect : ndarray of int, shape (n_bins,)
     width_correct, width_incorrect : ndarray of shape (n_bins,)
         Mean ``2 ε`` of the predicted class (NaN for an empty bin).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import PredictionInterval
+    >>> iv = PredictionInterval.from_parts(
+    ...     proba=np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]]), bias=np.zeros((3, 2)),
+    ...     sampling=np.full((3, 2), 0.2), kappa=np.ones(3), n_eff=np.ones(3),
+    ...     vacuous=np.zeros(3, dtype=bool), bandwidth=np.ones(3))
+    >>> from nwbound.metrics import bound_width_by_confidence
+    >>> table = bound_width_by_confidence([0, 1, 1], iv, n_bins=2)
+    >>> table.bin_center.tolist()
+    [0.25, 0.75]
+    >>> table.count_correct.tolist(), table.count_incorrect.tolist()
+    ([0, 2], [0, 1])
+    >>> list(table.as_dict())[:2]
+    ['bin_lower', 'bin_upper']
     """
 
     bin_lower: np.ndarray
@@ -415,6 +538,20 @@ class BoundWidthTable:
 
     @property
     def bin_center(self) -> np.ndarray:
+        """Midpoint of every bin, shape (n_bins,).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import PredictionInterval
+        >>> iv = PredictionInterval.from_parts(
+        ...     proba=np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]]), bias=np.zeros((3, 2)),
+        ...     sampling=np.full((3, 2), 0.2), kappa=np.ones(3), n_eff=np.ones(3),
+        ...     vacuous=np.zeros(3, dtype=bool), bandwidth=np.ones(3))
+        >>> from nwbound.metrics import bound_width_by_confidence
+        >>> bound_width_by_confidence([0, 1, 1], iv, n_bins=4).bin_center.tolist()
+        [0.125, 0.375, 0.625, 0.875]
+        """
         return 0.5 * (self.bin_lower + self.bin_upper)
 
     def as_dict(self) -> dict[str, np.ndarray]:
@@ -442,6 +579,21 @@ def bound_width_by_confidence(
     Returns
     -------
     BoundWidthTable
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import PredictionInterval
+    >>> iv = PredictionInterval.from_parts(
+    ...     proba=np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]]), bias=np.zeros((3, 2)),
+    ...     sampling=np.full((3, 2), 0.2), kappa=np.ones(3), n_eff=np.ones(3),
+    ...     vacuous=np.zeros(3, dtype=bool), bandwidth=np.ones(3))
+    >>> from nwbound.metrics import bound_width_by_confidence
+    >>> table = bound_width_by_confidence([0, 1, 1], iv, n_bins=2)
+    >>> table.width_correct.round(2).tolist()  # no sample has confidence <= 0.5
+    [nan, 0.4]
+    >>> table.width_incorrect.round(2).tolist()
+    [nan, 0.4]
     """
     n_bins = _check_positive_int(n_bins, "n_bins")
     ti, wrong, _, _, proba = _type_masks(y_true, interval, classes, 0.5, None)
@@ -661,6 +813,15 @@ def clopper_pearson(
     -------
     low, high : ndarray
         Same shape as ``k``.
+
+    Examples
+    --------
+    >>> from nwbound.metrics import clopper_pearson
+    >>> low, high = clopper_pearson([0, 5, 10], n=10)
+    >>> low.round(3).tolist()
+    [0.0, 0.187, 0.692]
+    >>> high.round(3).tolist()
+    [0.308, 0.813, 1.0]
     """
     if not (0.0 < confidence < 1.0):
         raise ValueError(f"`confidence` must be in (0, 1), got {confidence!r}.")
@@ -710,6 +871,22 @@ def violation_rate(
         ``"ci_high"`` (arrays of shape (n_classes,)), and with
         ``simultaneous=True`` also ``"simultaneous_count"``,
         ``"simultaneous_rate"``, ``"simultaneous_ci"`` (low, high).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import PredictionInterval
+    >>> iv = PredictionInterval.from_parts(
+    ...     proba=np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]]), bias=np.zeros((3, 2)),
+    ...     sampling=np.full((3, 2), 0.2), kappa=np.ones(3), n_eff=np.ones(3),
+    ...     vacuous=np.zeros(3, dtype=bool), bandwidth=np.ones(3))
+    >>> from nwbound.metrics import violation_rate
+    >>> p_true = np.array([[0.8, 0.2], [0.3, 0.7], [0.1, 0.9]])
+    >>> r = violation_rate(p_true, iv)  # query 1: 0.3 < lower 0.4 and 0.7 > upper 0.6
+    >>> r["count"].tolist(), r["simultaneous_count"]
+    ([1, 1], 1)
+    >>> r["rate"].round(3).tolist()
+    [0.333, 0.333]
     """
     iv = _check_interval(interval)
     p = _check_proba(proba_true, "proba_true")

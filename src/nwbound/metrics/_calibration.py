@@ -37,6 +37,17 @@ class ReliabilityTable:
         Mean ``max_c p̂_c`` in the bin (NaN for an empty bin).
     accuracy : ndarray of shape (n_bins,)
         Share of correct predictions in the bin (NaN for an empty bin).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.metrics import expected_calibration_error
+    >>> proba = np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]])
+    >>> ece, table = expected_calibration_error([0, 1, 1], proba, n_bins=2)
+    >>> table.edges.tolist(), table.count.tolist()
+    ([0.0, 0.5, 1.0], [0, 3])
+    >>> table.gap.round(2).tolist()  # accuracy 2/3 against mean confidence 0.77
+    [nan, -0.1]
     """
 
     bin_lower: np.ndarray
@@ -66,6 +77,14 @@ def confidence_bins(confidence: np.ndarray, n_bins: int) -> tuple[np.ndarray, np
     Returns the ``n_bins + 1`` edges and the bin index of every sample.
     ``searchsorted`` on the same edges that are reported avoids the float
     round-off of ``ceil(conf * n_bins)`` (e.g. 0.3 · 10 = 3.0000000000000004).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.metrics._calibration import confidence_bins
+    >>> edges, idx = confidence_bins(np.array([0.0, 0.3, 0.5, 0.51, 1.0]), n_bins=2)
+    >>> edges.tolist(), idx.tolist()  # right-closed: 0.5 is in the first bin
+    ([0.0, 0.5, 1.0], [0, 0, 0, 1, 1])
     """
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     idx = np.searchsorted(edges, confidence, side="left") - 1
@@ -107,6 +126,19 @@ def expected_calibration_error(
         Expected calibration error in [0, 1].
     table : ReliabilityTable
         Bin edges, counts, mean confidence and accuracy per bin.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.metrics import expected_calibration_error
+    >>> proba = np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]])
+    >>> ece, table = expected_calibration_error([0, 1, 1], proba, n_bins=2)
+    >>> round(ece, 3)  # |2/3 − (0.9 + 0.6 + 0.8)/3|
+    0.1
+    >>> table.accuracy.round(3).tolist()
+    [nan, 0.667]
+    >>> expected_calibration_error(["a", "b", "b"], proba, classes=["a", "b"], n_bins=2)[0] == ece
+    True
     """
     p = _check_proba(proba, "proba")
     t = _as_1d(y_true, "y_true")

@@ -65,6 +65,12 @@ def accuracy(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     ValueError
         If the inputs are empty, of different lengths, contain NaN or mix
         string and numeric labels.
+
+    Examples
+    --------
+    >>> from nwbound.metrics import accuracy
+    >>> round(accuracy(["a", "b", "b"], ["a", "a", "b"]), 3)
+    0.667
     """
     t, p = _check_label_pair(y_true, y_pred)
     return float(np.mean(t == p))
@@ -91,6 +97,13 @@ def weighted_precision_recall(
     Returns
     -------
     precision, recall : float
+
+    Examples
+    --------
+    >>> from nwbound.metrics import weighted_precision_recall
+    >>> precision, recall = weighted_precision_recall([0, 0, 1, 2], [0, 1, 1, 1])
+    >>> round(precision, 3), round(recall, 3)  # class 2 is never predicted: precision 0
+    (0.583, 0.5)
     """
     _, tp, predicted, support = _counts(y_true, y_pred, classes)
     w = support / support.sum()
@@ -118,6 +131,15 @@ def per_class_precision_recall(
         ``"classes"``, ``"precision"``, ``"recall"``, ``"f1"``, ``"support"``
         (true count) and ``"predicted"`` (predicted count). Undefined ratios
         are 0 (``zero_division=0``). ``pandas.DataFrame(result)`` gives a table.
+
+    Examples
+    --------
+    >>> from nwbound.metrics import per_class_precision_recall
+    >>> r = per_class_precision_recall([0, 0, 1, 2], [0, 1, 1, 1])
+    >>> r["classes"].tolist(), r["precision"].round(2).tolist(), r["recall"].tolist()
+    ([0, 1, 2], [1.0, 0.33, 0.0], [0.5, 1.0, 0.0])
+    >>> r["support"].tolist(), r["predicted"].tolist()
+    ([2, 1, 1], [1, 3, 0])
     """
     cls, tp, predicted, support = _counts(y_true, y_pred, classes)
     precision = _safe_ratio(tp, predicted)
