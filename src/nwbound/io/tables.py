@@ -72,7 +72,20 @@ _TMP_TAG = ".nwbound-"
 
 
 class TableError(ValueError):
-    """A table that cannot be used as given; the message names the file, column and row."""
+    """A table that cannot be used as given; the message names the file, column and row.
+
+    A subclass of :class:`ValueError`, so callers that catch bad input in
+    general also catch it.
+
+    Examples
+    --------
+    >>> from nwbound.io.tables import TableError, table_format
+    >>> try:
+    ...     table_format("data.xlsx")
+    ... except TableError as exc:
+    ...     print(isinstance(exc, ValueError), exc)
+    True data.xlsx: unknown table format '.xlsx'; use a .csv or .parquet file.
+    """
 
 
 def _pandas() -> Any:
@@ -92,7 +105,28 @@ def _parquet() -> Any:
 
 
 def table_format(path: str | os.PathLike) -> str:
-    """``"csv"`` or ``"parquet"`` from the file suffix (``.csv``, ``.parquet``, ``.pq``)."""
+    """``"csv"`` or ``"parquet"`` from the file suffix (``.csv``, ``.parquet``, ``.pq``).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The table's file name (it need not exist).
+
+    Returns
+    -------
+    {"csv", "parquet"}
+
+    Raises
+    ------
+    TableError
+        Any other suffix.
+
+    Examples
+    --------
+    >>> from nwbound.io.tables import table_format
+    >>> table_format("train.CSV"), table_format("test.pq")
+    ('csv', 'parquet')
+    """
     suffix = Path(path).suffix.lower()
     if suffix == ".csv":
         return "csv"
@@ -104,12 +138,39 @@ def table_format(path: str | os.PathLike) -> str:
 def read_columns(path: str | os.PathLike) -> list[str]:
     """Column names of a table, refusing duplicates and files without a header.
 
+    Parameters
+    ----------
+    path : str or path-like
+        A ``.csv`` (UTF-8, header row first) or ``.parquet`` file.
+
+    Returns
+    -------
+    list of str
+        The column names, in file order.
+
     Raises
     ------
     FileNotFoundError
         No such file.
     TableError
         Unreadable header, no columns, or duplicated column names.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from nwbound.io.tables import read_columns
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     good, bad = Path(tmp, "good.csv"), Path(tmp, "bad.csv")
+    ...     _ = good.write_text("x1,x2,label\\n0.5,1.0,a\\n")
+    ...     _ = bad.write_text("x,x\\n1,2\\n")
+    ...     print(read_columns(good))
+    ...     try:
+    ...         read_columns(bad)
+    ...     except ValueError as exc:
+    ...         print(str(exc).replace(str(bad), "bad.csv"))
+    ['x1', 'x2', 'label']
+    bad.csv has duplicated column names ['x']; every column needs a unique name.
     """
     path = Path(path)
     fmt = table_format(path)
@@ -150,7 +211,34 @@ def read_columns(path: str | os.PathLike) -> list[str]:
 
 
 def check_columns(columns: Sequence[str], required: Sequence[str], path: str | os.PathLike, role: str) -> None:
-    """Refuse a table that lacks any of the ``required`` columns (``role``: what they are for)."""
+    """Refuse a table that lacks any of the ``required`` columns (``role``: what they are for).
+
+    Parameters
+    ----------
+    columns : sequence of str
+        The table's columns (as from :func:`read_columns`).
+    required : sequence of str
+        The columns that must be present.
+    path : str or path-like
+        The table's file, for the message.
+    role : str
+        What the columns are for (``"feature"``, ``"target"``, …), for the message.
+
+    Raises
+    ------
+    TableError
+        If any required column is missing; the message lists them and the
+        table's columns.
+
+    Examples
+    --------
+    >>> from nwbound.io.tables import check_columns
+    >>> check_columns(["x1", "x2", "y"], ["x1", "y"], "train.csv", "feature")
+    >>> check_columns(["x1", "x2"], ["y"], "train.csv", "target")
+    Traceback (most recent call last):
+    ...
+    nwbound.io.tables.TableError: train.csv has no target column(s) ['y']; its columns are 'x1', 'x2'.
+    """
     missing = [c for c in required if c not in columns]
     if missing:
         shown = ", ".join(repr(c) for c in columns[:20]) + (" …" if len(columns) > 20 else "")
@@ -185,6 +273,25 @@ def iter_table_chunks(
     TableError
         Unreadable file, duplicated or missing columns, or a malformed CSV
         line (e.g. a row with too many fields).
+    ValueError
+        If ``chunksize`` is not a positive integer.
+
+    Yields
+    ------
+    pandas.DataFrame
+        The next at most ``chunksize`` rows, with the ``columns`` requested.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from nwbound.io.tables import iter_table_chunks
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp, "t.csv")
+    ...     _ = path.write_text("id,x,label\\n007,0.5,a\\n008,1.5,b\\n009,2.5,a\\n")
+    ...     chunks = list(iter_table_chunks(path, 2, columns=["x", "id"], verbatim_columns=["id"]))
+    >>> [len(c) for c in chunks], chunks[0]["id"].tolist(), chunks[1]["x"].tolist()
+    ([2, 1], ['007', '008'], [2.5])
     """
     pd = _pandas()
     if isinstance(chunksize, bool) or not isinstance(chunksize, (int, np.integer)) or chunksize < 1:
@@ -266,6 +373,22 @@ def feature_matrix(frame: Any, columns: Sequence[str], *, path: str | os.PathLik
     TableError
         Text in a numeric column, a missing value, NaN or ±inf — naming the
         column and the first offending row.
+
+    Returns
+    -------
+    ndarray of shape (len(frame), len(columns)), dtype float64
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from nwbound.io.tables import feature_matrix
+    >>> frame = pd.DataFrame({"a": [1, 2], "b": ["0.5", "1e3"], "c": [1.0, None]})
+    >>> feature_matrix(frame, ["b", "a"], path="t.csv").tolist()
+    [[0.5, 1.0], [1000.0, 2.0]]
+    >>> feature_matrix(frame, ["c"], path="t.csv", first_row=10)
+    Traceback (most recent call last):
+    ...
+    nwbound.io.tables.TableError: t.csv: feature column 'c' has a missing value at row 11; every feature value must be a finite number (drop or impute such rows first).
     """
     pd = _pandas()
     out = np.empty((len(frame), len(columns)), dtype=np.float64)
@@ -296,7 +419,40 @@ def feature_matrix(frame: Any, columns: Sequence[str], *, path: str | os.PathLik
 
 
 def label_array(frame: Any, column: str, *, path: str | os.PathLike, first_row: int = 1) -> np.ndarray:
-    """The target column of one chunk, checked for missing values (values as read)."""
+    """The target column of one chunk, checked for missing values (values as read).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        One chunk.
+    column : str
+        The target column.
+    path : str or path-like
+        For messages.
+    first_row : int, default=1
+        Row number of the chunk's first row in the file (1-based).
+
+    Returns
+    -------
+    ndarray of shape (len(frame),)
+        The labels as read (see :func:`normalize_labels` to convert them).
+
+    Raises
+    ------
+    TableError
+        A missing label, naming its row.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from nwbound.io.tables import label_array
+    >>> label_array(pd.DataFrame({"y": ["a", "b"]}), "y", path="t.csv").tolist()
+    ['a', 'b']
+    >>> label_array(pd.DataFrame({"y": ["a", None]}), "y", path="t.csv", first_row=5)
+    Traceback (most recent call last):
+    ...
+    nwbound.io.tables.TableError: t.csv: target column 'y' is missing a value at row 6.
+    """
     col = frame[column]
     missing = col.isna().to_numpy()
     if missing.any():
@@ -354,10 +510,43 @@ def normalize_labels(values: np.ndarray) -> np.ndarray:
 def labels_like(values: np.ndarray, classes: np.ndarray, *, column: str, path: str | os.PathLike, first_row: int = 1) -> np.ndarray:
     """Labels read from a table, converted to the type of a model's ``classes``.
 
+    Integer classes accept integer, integral float and integer-text labels
+    (by the rule of :func:`normalize_labels`: ``"01"`` is not 1); other
+    classes are matched by their text.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_samples,)
+        Labels as read from a table.
+    classes : ndarray of shape (n_classes,)
+        The model's ``classes_``.
+    column : str
+        The target column, for messages.
+    path : str or path-like
+        For messages.
+    first_row : int, default=1
+        Row number of the first label in the file (1-based).
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        The labels as elements of ``classes``.
+
     Raises
     ------
     TableError
         A label that is not one of ``classes`` (named, with its row).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.io.tables import labels_like
+    >>> labels_like(np.array(["1", "0"]), np.array([0, 1]), column="y", path="t.csv").tolist()
+    [1, 0]
+    >>> labels_like(np.array(["01"]), np.array([0, 1]), column="y", path="t.csv")
+    Traceback (most recent call last):
+    ...
+    nwbound.io.tables.TableError: t.csv: target column 'y' holds labels the model never saw in training: ['01'] (first at row 1); the model knows ['0', '1'].
     """
     values = np.asarray(values)
     classes = np.asarray(classes)
