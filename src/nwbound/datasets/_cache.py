@@ -35,6 +35,17 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
     -------
     str
         64 hexadecimal characters.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from nwbound.datasets._cache import sha256_file
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "f.bin")
+    ...     with open(path, "wb") as fh:
+    ...         _ = fh.write(b"abc")
+    ...     sha256_file(path)[:16]
+    'ba7816bf8f01cfea'
     """
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -57,6 +68,14 @@ def settings_hash(settings: Mapping[str, Any]) -> str:
     -------
     str
         64 hexadecimal characters.
+
+    Examples
+    --------
+    >>> from nwbound.datasets._cache import settings_hash
+    >>> settings_hash({"b": 1, "a": 2}) == settings_hash({"a": 2, "b": 1})
+    True
+    >>> len(settings_hash({"a": 1}))
+    64
     """
     blob = json.dumps(settings, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
@@ -88,6 +107,16 @@ def atomic_savez(
     -------
     pathlib.Path
         The final path.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from nwbound.datasets._cache import atomic_savez, load_npz
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = atomic_savez(os.path.join(tmp, "sub", "cache.npz"), {"x": np.arange(3)})
+    ...     path.name, load_npz(path)["x"].tolist()
+    ('cache.npz', [0, 1, 2])
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -129,6 +158,16 @@ def load_npz(
     -------
     dict of str to ndarray or None
         All arrays of the file, fully loaded into memory.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from nwbound.datasets._cache import atomic_savez, load_npz
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = atomic_savez(os.path.join(tmp, "cache.npz"), {"x": np.arange(3)})
+    ...     load_npz(path, required=["x"])["x"].tolist(), load_npz(os.path.join(tmp, "absent.npz"))
+    ([0, 1, 2], None)
     """
     path = Path(path)
     if not path.is_file():

@@ -67,6 +67,20 @@ def check_random_generator(random_state: Any) -> np.random.Generator:
     Returns
     -------
     numpy.random.Generator
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.datasets._common import check_random_generator
+    >>> check_random_generator(0).integers(10, size=3).tolist()
+    [8, 6, 5]
+    >>> rng = np.random.default_rng(1)
+    >>> check_random_generator(rng) is rng
+    True
+    >>> check_random_generator(-1)
+    Traceback (most recent call last):
+        ...
+    ValueError: random_state must be a non-negative int, got -1.
     """
     if random_state is None or isinstance(random_state, np.random.Generator):
         return np.random.default_rng(random_state)
@@ -93,6 +107,20 @@ def check_directory(data_dir: Any, name: str, how_to_obtain: str) -> Path:
         If the directory does not exist; the message says how to obtain the data.
     NotADirectoryError
         If the path exists but is not a directory.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from pathlib import Path
+    >>> from nwbound.datasets._common import check_directory
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     check_directory(tmp, "MNIST", "Download it.") == Path(tmp)
+    True
+    >>> check_directory(os.path.join(tempfile.gettempdir(), "no-such-dir-nwbound"), "MNIST",
+    ...                 "Download it.")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    FileNotFoundError: MNIST data directory '...no-such-dir-nwbound' does not exist. Download it.
     """
     if not isinstance(data_dir, (str, Path)) and not hasattr(data_dir, "__fspath__"):
         raise TypeError(f"data_dir must be a str or path-like, got {type(data_dir).__name__}.")

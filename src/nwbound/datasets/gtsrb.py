@@ -244,6 +244,26 @@ def load_gtsrb_pair(
     ValueError
         Unknown class ids, a CSV without ``ClassId``, unreadable images or images
         of the wrong size (with ``resize=False``).
+
+    Examples
+    --------
+    A tiny stand-in for the training folders (two 32 x 32 images per class)
+    shows the layout; with the real data there are a few thousand images.
+
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from PIL import Image
+    >>> from nwbound.datasets import load_gtsrb_pair
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> for c in (6, 14):
+    ...     folder = os.path.join(tmp.name, "GTSRB", "Final_Training", "Images", f"{c:05d}")
+    ...     os.makedirs(folder)
+    ...     for i in range(2):
+    ...         Image.new("RGB", (32, 32), (255, 0, 0)).save(os.path.join(folder, f"{i:05d}.ppm"))
+    >>> X, y, paths = load_gtsrb_pair(tmp.name)
+    >>> X.shape, y.tolist(), float(X.max())
+    ((4, 3072), [6, 6, 14, 14], 1.0)
+    >>> tmp.cleanup()
     """
     check_choice(subset, "subset", ("train", "test"))
     cls = _check_classes(classes)

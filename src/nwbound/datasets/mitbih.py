@@ -245,6 +245,16 @@ class BeatSet:
         Returns
         -------
         BeatSet
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.datasets import BeatSet
+        >>> b = BeatSet(np.zeros((3, 4)), [0, 1, 0], ["100"] * 3, [10, 300, 600])
+        >>> b.subset([2, 0]).sample.tolist()
+        [600, 10]
+        >>> b.subset(b.y == 1)
+        BeatSet(n=1, length=4, N=0, S=1, V=0, F=0, Q=0)
         """
         m = np.asarray(mask)
         if m.dtype == bool:

@@ -104,6 +104,21 @@ def read_idx_images(path: str | os.PathLike[str]) -> np.ndarray:
     ------
     ValueError
         Wrong magic number, image size other than 28 x 28, truncated file or trailing bytes.
+
+    Examples
+    --------
+    >>> import os, struct, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> labels = os.path.join(tmp.name, "train-labels-idx1-ubyte")
+    >>> with open(labels, "wb") as fh:  # header: magic 2049, count; then one byte per label
+    ...     _ = fh.write(struct.pack(">ii", 2049, 3) + bytes([7, 0, 7]))
+    >>> images = os.path.join(tmp.name, "train-images-idx3-ubyte")
+    >>> with open(images, "wb") as fh:  # header: magic 2051, count, rows, columns
+    ...     _ = fh.write(struct.pack(">iiii", 2051, 3, 28, 28) + bytes(3 * 28 * 28))
+    >>> from nwbound.datasets.mnist import read_idx_images
+    >>> read_idx_images(images).shape
+    (3, 28, 28)
+    >>> tmp.cleanup()
     """
     path = Path(path)
     raw = _read_bytes(path)
@@ -127,6 +142,21 @@ def read_idx_labels(path: str | os.PathLike[str]) -> np.ndarray:
     ------
     ValueError
         Wrong magic number, truncated file, trailing bytes or a label outside 0-9.
+
+    Examples
+    --------
+    >>> import os, struct, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> labels = os.path.join(tmp.name, "train-labels-idx1-ubyte")
+    >>> with open(labels, "wb") as fh:  # header: magic 2049, count; then one byte per label
+    ...     _ = fh.write(struct.pack(">ii", 2049, 3) + bytes([7, 0, 7]))
+    >>> images = os.path.join(tmp.name, "train-images-idx3-ubyte")
+    >>> with open(images, "wb") as fh:  # header: magic 2051, count, rows, columns
+    ...     _ = fh.write(struct.pack(">iiii", 2051, 3, 28, 28) + bytes(3 * 28 * 28))
+    >>> from nwbound.datasets.mnist import read_idx_labels
+    >>> read_idx_labels(labels).tolist()
+    [7, 0, 7]
+    >>> tmp.cleanup()
     """
     path = Path(path)
     raw = _read_bytes(path)
@@ -174,6 +204,25 @@ def load_mnist(
     ValueError
         A file is corrupt (wrong magic number, truncated, wrong image size), image
         and label counts differ, or ``n_samples`` cannot be drawn.
+
+    Examples
+    --------
+    A tiny stand-in for the official files (3 blank images) shows the layout;
+    with the real files ``X`` has shape (60000, 784).
+
+    >>> import os, struct, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> labels = os.path.join(tmp.name, "train-labels-idx1-ubyte")
+    >>> with open(labels, "wb") as fh:  # header: magic 2049, count; then one byte per label
+    ...     _ = fh.write(struct.pack(">ii", 2049, 3) + bytes([7, 0, 7]))
+    >>> images = os.path.join(tmp.name, "train-images-idx3-ubyte")
+    >>> with open(images, "wb") as fh:  # header: magic 2051, count, rows, columns
+    ...     _ = fh.write(struct.pack(">iiii", 2051, 3, 28, 28) + bytes(3 * 28 * 28))
+    >>> from nwbound.datasets import load_mnist
+    >>> X, y = load_mnist(tmp.name)
+    >>> X.shape, X.dtype, y.tolist()
+    ((3, 784), dtype('float32'), [7, 0, 7])
+    >>> tmp.cleanup()
     """
     check_choice(subset, "subset", ("train", "test"))
     data_dir = check_directory(data_dir, "MNIST", HOW_TO_OBTAIN)

@@ -79,6 +79,16 @@ class SyntheticData:
         Raw-unit cluster radius (``kind="margin"``).
     lipschitz_raw, margin_raw : float or None
         ``lipschitz`` / ``margin`` in the raw (unscaled) units.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.datasets import make_softmax_field
+    >>> data = make_softmax_field(200, n_classes=3, random_state=0)
+    >>> data.X.shape, data.proba_true.shape, data.n_classes, data.kind
+    ((200, 2), (200, 3), 3, 'softmax')
+    >>> bool(np.allclose(data.true_proba(data.X), data.proba_true))
+    True
     """
 
     X: np.ndarray
@@ -100,12 +110,26 @@ class SyntheticData:
 
     @property
     def n_classes(self) -> int:
-        """Number of classes ``C``."""
+        """Number of classes ``C``.
+
+        Examples
+        --------
+        >>> from nwbound.datasets import make_margin_clusters
+        >>> make_margin_clusters(10, n_classes=3, random_state=0).n_classes
+        3
+        """
         return int(self.classes.shape[0])
 
     @property
     def n_features(self) -> int:
-        """Number of features ``d``."""
+        """Number of features ``d``.
+
+        Examples
+        --------
+        >>> from nwbound.datasets import make_margin_clusters
+        >>> make_margin_clusters(10, n_features=4, random_state=0).n_features
+        4
+        """
         return int(self.X.shape[1])
 
     def _check_points(self, X_new: Any, name: str) -> np.ndarray:
@@ -129,6 +153,13 @@ class SyntheticData:
         Returns
         -------
         ndarray of shape (n_points, n_features)
+
+        Examples
+        --------
+        >>> from nwbound.datasets import make_softmax_field
+        >>> data = make_softmax_field(200, random_state=0)  # box (-10, 10), scaled to [0, 1]
+        >>> data.to_raw([[0.0, 0.0], [1.0, 1.0]]).round(1).tolist()  # the sample's min and max
+        [[-9.9, -10.0], [9.9, 9.9]]
         """
         X_new = self._check_points(X_new, "X_new")
         if self.scale_min is None:
@@ -139,6 +170,14 @@ class SyntheticData:
         """Map raw-unit points into the returned units (the inverse of :meth:`to_raw`).
 
         Use this to scale a test set drawn separately with the same settings.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.datasets import make_softmax_field
+        >>> data = make_softmax_field(200, random_state=0)
+        >>> bool(np.allclose(data.from_raw(data.to_raw(data.X[:5])), data.X[:5]))
+        True
         """
         X_raw = self._check_points(X_raw, "X_raw")
         if self.scale_min is None:
@@ -159,6 +198,13 @@ class SyntheticData:
             ``p_c(X_new)``. For margin data this is the one-hot vector of the
             nearest cluster centre, which equals the true conditional probability
             on the support (the balls); off the support it is an extension.
+
+        Examples
+        --------
+        >>> from nwbound.datasets import make_margin_clusters
+        >>> data = make_margin_clusters(20, random_state=0)
+        >>> data.true_proba(data.X[:3]).tolist(), data.y[:3].tolist()  # one-hot of the cluster
+        ([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]], [1, 1, 1])
         """
         raw = self.to_raw(X_new)
         if self.kind == "margin":
@@ -412,6 +458,16 @@ def make_softmax_field(
     -------
     SyntheticData
         ``kind="softmax"``, classes ``0..C-1``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.datasets import make_softmax_field
+    >>> data = make_softmax_field(200, n_classes=3, random_state=0)
+    >>> data.X.shape, data.y.shape, data.classes.tolist()
+    ((200, 2), (200,), [0, 1, 2])
+    >>> bool(np.allclose(data.proba_true.sum(axis=1), 1.0)), data.lipschitz > 0
+    (True, True)
     """
     n_samples = check_n_samples(n_samples)
     n_classes = _check_int_param(n_classes, "n_classes", 2)
@@ -524,6 +580,17 @@ def make_margin_clusters(
     -------
     SyntheticData
         ``kind="margin"``, ``margin`` in the units of ``X``, one-hot ``proba_true``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.datasets import make_margin_clusters
+    >>> data = make_margin_clusters(100, random_state=0)
+    >>> data.X.shape, data.lipschitz, round(data.margin, 3)
+    ((100, 2), None, 0.468)
+    >>> a, b = data.X[data.y == 0], data.X[data.y == 1]
+    >>> bool(np.linalg.norm(a[:, None] - b[None], axis=2).min() >= data.margin)
+    True
     """
     n_samples = check_n_samples(n_samples)
     n_classes = _check_int_param(n_classes, "n_classes", 2)
