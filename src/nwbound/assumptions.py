@@ -98,6 +98,17 @@ class OverlapReport:
         The share above which the classes count as overlapping.
     assumptions : tuple of str
     units : str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [3.0, 0.0], [3.0, 1.0]])
+    >>> y = np.array([0, 0, 1, 1])
+    >>> report = overlap_test(X, y)
+    >>> report.decision, report.n_used, report.class_counts
+    ('separable', 4, {0: 2, 1: 2})
+    >>> round(report.ratio, 4), report.sample_margin
+    (0.3162, 3.0)
     """
 
     decision: str
@@ -141,6 +152,15 @@ class MarginEstimate:
         Always False: a sample cannot certify a margin.
     assumptions : tuple of str
     units : str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [3.0, 0.0], [3.0, 1.0]])
+    >>> y = np.array([0, 0, 1, 1])
+    >>> est = empirical_margin(X, y)
+    >>> est.value, est.pair, est.pair_classes, est.certified
+    (3.0, (0, 2), (0, 1), False)
     """
 
     value: float
@@ -181,6 +201,15 @@ class LipschitzEstimate:
         Method-specific numbers (bandwidth, pair distance, diameter, ...).
     assumptions : tuple of str
     units : str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [3.0, 0.0], [3.0, 1.0]])
+    >>> y = np.array([0, 0, 1, 1])
+    >>> est = lipschitz_lower_bound(X, y, threshold_probability=0.5)
+    >>> est.method, round(est.value, 4), est.lower_bound_only, est.certified
+    ('lower_bound', 0.1581, True, False)
     """
 
     value: float
@@ -296,6 +325,22 @@ def overlap_test(
     ValueError
         Fewer than 2 classes, a sample too small to hold 2 points of every
         class, a ``threshold`` outside ``(0, 1]``, or all points identical.
+
+    Examples
+    --------
+    Overlapping classes (a smooth logistic probability along the first feature):
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-10, 10, size=(400, 2))
+    >>> y = (rng.uniform(size=400) < 1 / (1 + np.exp(-0.5 * X[:, 0]))).astype(int)
+    >>> overlap_test(X, y, n_samples=200, random_state=0).decision
+    'overlapping'
+
+    Two well separated pairs of points:
+
+    >>> overlap_test([[0.0], [0.1], [5.0], [5.1]], [0, 0, 1, 1]).decision
+    'separable'
     """
     X, y, classes, codes = _check_data(X, y)
     n_samples = _check_int(n_samples, "n_samples", 2)
@@ -409,6 +454,14 @@ def empirical_margin(
     ------
     ValueError
         Fewer than 2 classes or non-finite ``X``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [1.0], [4.0], [6.0]])
+    >>> est = empirical_margin(X, ["a", "a", "b", "b"])
+    >>> est.value, est.pair, est.pair_classes
+    (3.0, (1, 2), ('a', 'b'))
     """
     from sklearn.neighbors import NearestNeighbors
 
@@ -495,6 +548,22 @@ def lipschitz_lower_bound(
     -------
     LipschitzEstimate
         ``lower_bound_only=True``; ``details`` holds the diameter and ``P_t``.
+
+    Raises
+    ------
+    ValueError
+        Fewer than 2 classes, ``threshold_probability`` outside ``(0, 1]``,
+        an unknown ``diameter`` or all points identical.
+
+    Examples
+    --------
+    The diameter of these points is 5, so ``L ≥ 0.5 / 5``:
+
+    >>> import numpy as np
+    >>> X = np.array([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0], [3.0, 3.0]])
+    >>> est = lipschitz_lower_bound(X, [0, 1, 0, 1], threshold_probability=0.5)
+    >>> round(est.value, 6), est.details["diameter"], est.lower_bound_only
+    (0.1, 5.0, True)
     """
     X, y, classes, codes = _check_data(X, y)
     p_t = check_positive(threshold_probability, "threshold_probability")
@@ -681,6 +750,20 @@ def strongin_lipschitz(
     ValueError
         Bad parameters, fewer than 2 classes in the pilot half, or no pair of
         evaluation points at least ``h`` apart.
+
+    Examples
+    --------
+    Class probability ``1/(1 + exp(−x₀/2))``, whose Lipschitz constant is 1/8:
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-10, 10, size=(400, 2))
+    >>> y = (rng.uniform(size=400) < 1 / (1 + np.exp(-0.5 * X[:, 0]))).astype(int)
+    >>> est = strongin_lipschitz(X, y, random_state=0)
+    >>> est.method, est.safety_factor, est.value == 2.0 * est.raw_value
+    ('strongin', 2.0, True)
+    >>> bool(0.05 < est.value < 1.0), est.details["n_pilot"]
+    (True, 200)
     """
     X, y, classes, codes = _check_data(X, y)
     r = check_positive(safety_factor, "safety_factor")
@@ -855,6 +938,31 @@ def sensitivity_report(
         ``share_flagged`` (bounds do not single out one class, see
         :func:`nwbound.metrics.review_flags`), ``accuracy_flagged`` and
         ``accuracy_unflagged`` (NaN for an empty group).
+
+    Raises
+    ------
+    ValueError
+        Empty or non-positive ``lipschitz_values``, an unfitted ``model``
+        without ``X_train``, ``X_train`` without ``y_train``, or ``y_test``
+        of the wrong length.
+    TypeError
+        ``model`` has no ``lipschitz`` parameter.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-10, 10, size=(400, 2))
+    >>> y = (rng.uniform(size=400) < 1 / (1 + np.exp(-0.5 * X[:, 0]))).astype(int)
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> clf = NadarayaWatsonClassifier(bandwidth=2.0, lipschitz=0.25).fit(X, y)
+    >>> rows = sensitivity_report(clf, X[:100], y[:100], [0.05, 0.25])
+    >>> [row["lipschitz"] for row in rows]
+    [0.05, 0.25]
+    >>> bool(rows[0]["mean_epsilon"] < rows[1]["mean_epsilon"])
+    True
+    >>> bool(rows[0]["share_flagged"] <= rows[1]["share_flagged"])
+    True
     """
     from sklearn.base import clone
 
