@@ -152,6 +152,18 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
     after which the Gram matrix is recomputed (O(n²d)). Peak memory is one
     n × n float64 array. A query costs O(nd + n²) (a batched triangular
     solve with the stored factor).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.baselines import CMEClassifier
+    >>> X = np.array([[0.0], [0.5], [1.0], [3.0], [3.5], [4.0]])
+    >>> y = np.array(["a", "a", "a", "b", "b", "b"])
+    >>> clf = CMEClassifier(gamma=0.5, regularization=1e-2).fit(X, y)
+    >>> clf.predict([[0.2], [3.8]]).tolist()
+    ['a', 'b']
+    >>> clf.predict_proba([[0.2], [3.8]]).round(2).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
     """
 
     def __init__(
@@ -304,6 +316,20 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
         ValueError
             For bad input or parameters, or when the Gram matrix would need
             more memory than ``max_memory_bytes``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.baselines import CMEClassifier
+        >>> X = np.array([[0.0], [0.5], [1.0], [3.0], [3.5], [4.0]])
+        >>> y = np.array([0, 0, 0, 1, 1, 1])
+        >>> clf = CMEClassifier(gamma=0.5, regularization=1e-2).fit(X, y)
+        >>> clf.n_samples_fit_, clf.alpha_.shape, clf.classes_.tolist()
+        (6, (6, 2), [0, 1])
+        >>> CMEClassifier().fit(X, np.zeros(6))
+        Traceback (most recent call last):
+            ...
+        ValueError: CMEClassifier needs samples of at least 2 classes in y; got 1 class (0.0).
         """
         self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
@@ -403,6 +429,17 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_queries, n_classes)
             ``p̂``, columns in ``classes_`` order. Not clipped: entries may
             fall outside [0, 1] and rows need not sum to 1.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.baselines import CMEClassifier
+        >>> X = np.array([[0.0], [0.5], [1.0], [3.0], [3.5], [4.0]])
+        >>> y = np.array([0, 0, 0, 1, 1, 1])
+        >>> clf = CMEClassifier(gamma=0.5, regularization=1e-2).fit(X, y)
+        >>> raw = clf.predict_raw([[0.2], [3.8]])
+        >>> raw.shape, raw.argmax(axis=1).tolist()
+        ((2, 2), [0, 1])
         """
         return self._raw(X, with_variance=False)[0]
 
@@ -420,6 +457,17 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
             Rows in [0, 1] summing to 1, with the same argmax as
             :meth:`predict_raw`. The bounds of :meth:`predict_interval` are
             about ``p̂`` per class, not about this projection.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.baselines import CMEClassifier
+        >>> X = np.array([[0.0], [0.5], [1.0], [3.0], [3.5], [4.0]])
+        >>> y = np.array([0, 0, 0, 1, 1, 1])
+        >>> clf = CMEClassifier(gamma=0.5, regularization=1e-2).fit(X, y)
+        >>> proba = clf.predict_proba([[0.2], [3.8]])
+        >>> proba.sum(axis=1).round(6).tolist(), bool(proba.min() >= 0.0)
+        ([1.0, 1.0], True)
         """
         return _project_rows_to_simplex(self.predict_raw(X))
 
@@ -441,6 +489,16 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_queries,)
             Predicted labels (from ``classes_``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.baselines import CMEClassifier
+        >>> X = np.array([[0.0], [0.5], [1.0], [3.0], [3.5], [4.0]])
+        >>> y = np.array([0, 0, 0, 1, 1, 1])
+        >>> clf = CMEClassifier(gamma=0.5, regularization=1e-2).fit(X, y)
+        >>> clf.predict([[0.2], [2.4], [3.8]]).tolist()
+        [0, 1, 1]
         """
         proba = self.predict_proba(X)  # checks fitted before classes_ is read
         return self.classes_[np.argmax(proba, axis=1)]
@@ -467,6 +525,19 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
             ``bandwidth`` the kernel length scale ``1/√(2γ)``;
             ``outside_box`` marks queries outside the training inputs'
             bounding box.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.baselines import CMEClassifier
+        >>> X = np.array([[0.0], [0.5], [1.0], [3.0], [3.5], [4.0]])
+        >>> y = np.array([0, 0, 0, 1, 1, 1])
+        >>> clf = CMEClassifier(gamma=0.5, regularization=1e-2).fit(X, y)
+        >>> iv = clf.predict_interval([[0.2], [9.0]])
+        >>> iv.epsilon.shape, iv.outside_box.tolist(), iv.vacuous.tolist()
+        ((2, 2), [False, True], [False, False])
+        >>> bool(np.all(iv.bias[:, 0] == iv.bias[:, 1]))  # the same ε for every class
+        True
         """
         raw, p_sq, kappa, X = self._raw(X, with_variance=True)
         p_scale = np.sqrt(p_sq)[:, None]
