@@ -209,10 +209,30 @@ def model_zoo(names: Iterable[str] = MODEL_NAMES, **params: Any) -> dict[str, An
     ``*_auto`` names are skipped silently in the paper setting (the paper has
     no per-query bandwidth), so one ``names`` list serves both settings.
 
+    Parameters
+    ----------
+    names : iterable of str, default=MODEL_NAMES
+        Models to build, each one of :data:`MODEL_NAMES`.
+    **params
+        Keyword arguments of :func:`make_model`, shared by every model.
+
     Returns
     -------
     dict
         name → unfitted estimator, in the order of ``names``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`make_model`.
+
+    Examples
+    --------
+    >>> from nwbound.experiments._common import model_zoo
+    >>> list(model_zoo(["regular", "regular_auto", "logistic"], lipschitz=1.0))
+    ['regular', 'regular_auto', 'logistic']
+    >>> list(model_zoo(["regular", "regular_auto", "logistic"], lipschitz=1.0, setting="paper"))
+    ['regular', 'logistic']
     """
     paper = params.get("setting", "ours") == "paper"
     return {name: make_model(name, **params) for name in names if not (paper and name.endswith("_auto"))}
@@ -240,6 +260,15 @@ class FitQuery:
     proba : ndarray of shape (n_queries, n_classes)
     interval : PredictionInterval or None
         None for a bound-free model.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.experiments._common import FitQuery
+    >>> fq = FitQuery("demo", None, fit_time=0.5, query_time=0.25,
+    ...               y_pred=np.array([0, 1]), proba=np.array([[0.9, 0.1], [0.2, 0.8]]))
+    >>> fq.total_time, fq.interval is None
+    (0.75, True)
     """
 
     name: str
@@ -284,7 +313,23 @@ def quiet_bound_warnings() -> Iterator[None]:
 
 
 def has_bounds(model: Any) -> bool:
-    """Whether ``model`` reports bounds (has ``predict_interval`` and no ``has_bounds=False``)."""
+    """Whether ``model`` reports bounds (has ``predict_interval`` and no ``has_bounds=False``).
+
+    Parameters
+    ----------
+    model : estimator
+        Fitted or not.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from nwbound.experiments._common import has_bounds, make_model
+    >>> has_bounds(make_model("regular", lipschitz=1.0)), has_bounds(make_model("logistic"))
+    (True, False)
+    """
     return bool(getattr(model, "has_bounds", True)) and hasattr(model, "predict_interval")
 
 
@@ -294,10 +339,31 @@ def fit_and_query(model: Any, X_train: Any, y_train: Any, X_test: Any, *, name: 
     The query time covers one call of ``predict_interval`` for bounded models
     (probabilities and bounds together) or ``predict_proba`` otherwise; the
     labels are the argmax of those probabilities (no second pass).
+    :class:`~nwbound.diagnostics.UselessBoundWarning` is silenced (the result
+    rows report the shares of useless bounds).
+
+    Parameters
+    ----------
+    model : estimator
+        An unfitted classifier; it is fitted in place.
+    X_train : array-like of shape (n_samples, n_features)
+    y_train : array-like of shape (n_samples,)
+    X_test : array-like of shape (n_queries, n_features)
+    name : str, default=""
+        Name recorded in the result; the model's class name when empty.
 
     Returns
     -------
     FitQuery
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.experiments._common import fit_and_query, make_model
+    >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> fq = fit_and_query(make_model("regular", lipschitz=1.0), X, y, X[::10], name="regular")
+    >>> fq.name, fq.y_pred.tolist(), fq.proba.shape, fq.interval.epsilon.shape
+    ('regular', [0, 0, 1, 1], (4, 2), (4, 2))
     """
     start = time.perf_counter()
     model.fit(X_train, y_train)
@@ -354,6 +420,16 @@ def result_row(
         per class: compare with δ), ``violation_ci_high`` its 95 %
         Clopper–Pearson upper limit, ``violation_any`` the share with any
         class violated. Inapplicable values are NaN.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.experiments._common import fit_and_query, make_model, result_row
+    >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> fq = fit_and_query(make_model("logistic"), X, y, X[::10], name="logistic")
+    >>> row = result_row(fq, y[::10], dataset="toy")
+    >>> list(row)[:3], row["accuracy"], row["n_test"], bool(np.isnan(row["mean_bound"]))
+    (['dataset', 'method', 'n_test'], 1.0, 4, True)
     """
     y_test = np.asarray(y_test)
     classes = np.asarray(fq.model.classes_)
@@ -399,9 +475,35 @@ _NUMBER = re.compile(r"^[+-]?(\d[\d_]*)(\.\d*)?([eE][+-]?\d+)?$")
 def parse_sizes(text: str, *, name: str = "--sizes", minimum: int = 1) -> list[int]:
     """Parse a comma-separated list of sample sizes such as ``"100,1e3,10_000"``.
 
-    Returns the sorted distinct integers. Raises :class:`ValueError` (one line,
-    naming ``name``) for an empty list, a non-number, a non-integer such as
-    ``1.5`` or a value below ``minimum``.
+    Parameters
+    ----------
+    text : str
+        Comma-separated sizes; ``1e3`` and ``10_000`` are accepted.
+    name : str, default="--sizes"
+        The option name used in error messages.
+    minimum : int, default=1
+        The smallest size allowed.
+
+    Returns
+    -------
+    list of int
+        The sorted distinct sizes.
+
+    Raises
+    ------
+    ValueError
+        One line, naming ``name``, for an empty list, a non-number, a
+        non-integer such as ``1.5`` or a value below ``minimum``.
+
+    Examples
+    --------
+    >>> from nwbound.experiments._common import parse_sizes
+    >>> parse_sizes("1e3, 100,10_000,100")
+    [100, 1000, 10000]
+    >>> parse_sizes("100,1.5")
+    Traceback (most recent call last):
+    ...
+    ValueError: --sizes: '1.5' is not a whole number of samples.
     """
     parts = [p.strip() for p in str(text).split(",")]
     if not any(parts):
@@ -429,10 +531,24 @@ def parse_sizes(text: str, *, name: str = "--sizes", minimum: int = 1) -> list[i
 def new_figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] | None = None) -> tuple[Any, np.ndarray]:
     """A matplotlib figure with an array of axes, without pyplot (no GUI, no global state).
 
+    Parameters
+    ----------
+    nrows, ncols : int, default=1
+        The grid of axes.
+    figsize : (float, float), optional
+        Size in inches; 4.2 × 3.4 per axes by default.
+
     Returns
     -------
     fig : matplotlib.figure.Figure
     axes : ndarray of Axes, shape (nrows, ncols)
+
+    Examples
+    --------
+    >>> from nwbound.experiments._common import new_figure
+    >>> fig, axes = new_figure(1, 2)
+    >>> axes.shape, [round(float(v), 1) for v in fig.get_size_inches()]
+    ((1, 2), [8.4, 3.4])
     """
     from matplotlib.figure import Figure
 
@@ -446,6 +562,32 @@ def save_figures(fig: Any, out: str | os.PathLike, stem: str, *, formats: Sequen
 
     The results folder has been checked by the CLI (empty, or ``--overwrite``),
     so replacing a figure of the same name is what the user asked for.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure; its layout is tightened first.
+    out : str or path-like
+        The results folder.
+    stem : str
+        The file name without suffix.
+    formats : sequence of str, default=("png", "pdf")
+        One file per format.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from nwbound.experiments._common import new_figure, save_figures
+    >>> fig, axes = new_figure()
+    >>> _ = axes[0, 0].plot([1, 2], [3, 4])
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     print([p.name for p in save_figures(fig, tmp, "curve", formats=("png",))])
+    ['curve.png']
     """
     from ..plots import save_figure
 
@@ -483,6 +625,17 @@ class SizeCurveDisplay:
     Attributes
     ----------
     figure_, ax_ : matplotlib objects, set by :meth:`plot`.
+
+    Examples
+    --------
+    >>> from nwbound.experiments._common import SizeCurveDisplay
+    >>> rows = [{"method": "regular", "n_train": n, "accuracy": a} for n, a in [(100, 0.8), (1000, 0.9), (1000, 0.7)]]
+    >>> rows.append({"method": "logistic", "n_train": 100, "accuracy": float("nan")})
+    >>> disp = SizeCurveDisplay.from_rows(rows, y="accuracy")
+    >>> {k: (x.tolist(), y.round(3).tolist()) for k, (x, y) in disp.curves.items()}
+    {'regular': ([100.0, 1000.0], [0.8, 0.8])}
+    >>> disp.ax_.get_ylabel()
+    'accuracy'
     """
 
     def __init__(
