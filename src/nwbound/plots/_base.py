@@ -98,6 +98,22 @@ def save_figure(
         If a target exists and ``overwrite`` is False.
     ValueError
         If ``formats`` is empty or the path already ends in a format suffix.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")  # draw off-screen
+    >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> import os, tempfile
+    >>> from nwbound.plots import save_figure
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.plot([0, 1], [0, 1])
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     paths = save_figure(fig, os.path.join(tmp, "fig"), formats=("png", "svg"))
+    ...     [p.name for p in paths]
+    ['fig.png', 'fig.svg']
+    >>> plt.close(fig)
     """
     if not hasattr(fig, "savefig"):
         raise TypeError(f"`fig` must be a matplotlib Figure, got {type(fig).__name__}.")

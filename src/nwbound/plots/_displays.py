@@ -72,6 +72,21 @@ class ReliabilityDisplay:
     text_ : matplotlib.text.Text
         The ECE annotation.
     ax_, figure_ : matplotlib Axes and Figure
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")  # draw off-screen
+    >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> proba = np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]])
+    >>> from nwbound.metrics import expected_calibration_error
+    >>> from nwbound.plots import ReliabilityDisplay
+    >>> ece, table = expected_calibration_error([0, 1, 1], proba, n_bins=2)
+    >>> disp = ReliabilityDisplay(table=table, ece=ece, label="NWC").plot()
+    >>> len(disp.bars_), disp.text_.get_text()  # one bar per non-empty bin
+    (1, 'ECE = 10.0 %')
+    >>> plt.close(disp.figure_)
     """
 
     def __init__(self, *, table: Any, ece: float, label: str | None = None) -> None:
@@ -94,6 +109,19 @@ class ReliabilityDisplay:
 
         ``proba`` may be an ``(n, C)`` array or a PredictionInterval; see
         :func:`nwbound.metrics.expected_calibration_error`.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")  # draw off-screen
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> proba = np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]])
+        >>> from nwbound.plots import ReliabilityDisplay
+        >>> disp = ReliabilityDisplay.from_arrays(["a", "b", "b"], proba, classes=["a", "b"], n_bins=2)
+        >>> round(disp.ece, 3)
+        0.1
+        >>> plt.close(disp.figure_)
         """
         ece, table = _m.expected_calibration_error(y_true, proba, classes, n_bins)
         return cls(table=table, ece=ece, label=label).plot(ax=ax)
@@ -109,7 +137,25 @@ class ReliabilityDisplay:
         label: str | None = None,
         ax: Any = None,
     ) -> "ReliabilityDisplay":
-        """As :meth:`from_arrays`, with ``interval.proba``."""
+        """As :meth:`from_arrays`, with ``interval.proba``.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")  # draw off-screen
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> from nwbound import PredictionInterval
+        >>> iv = PredictionInterval.from_parts(
+        ...     proba=np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]]), bias=np.zeros((3, 2)),
+        ...     sampling=np.full((3, 2), 0.2), kappa=np.ones(3), n_eff=np.ones(3),
+        ...     vacuous=np.zeros(3, dtype=bool), bandwidth=np.ones(3))
+        >>> from nwbound.plots import ReliabilityDisplay
+        >>> disp = ReliabilityDisplay.from_interval([0, 1, 1], iv, n_bins=2)
+        >>> disp.table.count.tolist()
+        [0, 3]
+        >>> plt.close(disp.figure_)
+        """
         iv = _check_interval(interval)
         return cls.from_arrays(y_true, iv.proba, classes=classes, n_bins=n_bins, label=label, ax=ax)
 
@@ -126,6 +172,22 @@ class ReliabilityDisplay:
         Returns
         -------
         self
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")  # draw off-screen
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> proba = np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]])
+        >>> from nwbound.metrics import expected_calibration_error
+        >>> from nwbound.plots import ReliabilityDisplay
+        >>> ece, table = expected_calibration_error([0, 1, 1], proba, n_bins=2)
+        >>> fig, ax = plt.subplots()
+        >>> disp = ReliabilityDisplay(table=table, ece=ece).plot(ax=ax, color="tab:orange")
+        >>> disp.ax_ is ax
+        True
+        >>> plt.close(disp.figure_)
         """
         fig, ax = _check_ax(ax)
         t = self.table
@@ -180,6 +242,21 @@ class CumulativeRecallDisplay:
     random_line_ : matplotlib.lines.Line2D or None
         The diagonal (uninformative ranking).
     ax_, figure_ : matplotlib Axes and Figure
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")  # draw off-screen
+    >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> from nwbound.metrics import cumulative_recall_curve
+    >>> from nwbound.plots import CumulativeRecallDisplay
+    >>> y_true, y_pred = [0, 1, 1, 0, 1], [0, 0, 1, 1, 1]
+    >>> curve = cumulative_recall_curve(y_true, y_pred, [0.1, 0.9, 0.2, 0.8, 0.3])
+    >>> disp = CumulativeRecallDisplay(curves=[curve], labels=["bound width"]).plot()
+    >>> len(disp.lines_), disp.lines_[0].get_ydata().tolist()
+    (1, [0.0, 0.5, 1.0, 1.0, 1.0, 1.0])
+    >>> plt.close(disp.figure_)
     """
 
     def __init__(
@@ -217,6 +294,21 @@ class CumulativeRecallDisplay:
             One uncertainty per curve.
         label : str or list of str, optional
         ax : matplotlib Axes, optional
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")  # draw off-screen
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> from nwbound.plots import CumulativeRecallDisplay
+        >>> y_true, y_pred = [0, 1, 1, 0, 1], [0, 0, 1, 1, 1]
+        >>> disp = CumulativeRecallDisplay.from_arrays(
+        ...     y_true, y_pred, [[0.1, 0.9, 0.2, 0.8, 0.3], [0.5, 0.1, 0.4, 0.2, 0.3]],
+        ...     label=["good ranking", "poor ranking"])
+        >>> [line.get_label() for line in disp.lines_]
+        ['good ranking', 'poor ranking']
+        >>> plt.close(disp.figure_)
         """
         us = list(uncertainty) if _is_many(uncertainty) else [uncertainty]
         ps = list(y_pred) if _is_many(y_pred) else [y_pred] * len(us)
@@ -253,6 +345,24 @@ class CumulativeRecallDisplay:
 
         The prediction is argmax ``p̂`` (mapped through ``classes``) and the
         uncertainty :func:`nwbound.metrics.uncertainty_from_interval` of ``kind``.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")  # draw off-screen
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> from nwbound import PredictionInterval
+        >>> iv = PredictionInterval.from_parts(
+        ...     proba=np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]]), bias=np.zeros((3, 2)),
+        ...     sampling=np.full((3, 2), 0.2), kappa=np.ones(3), n_eff=np.ones(3),
+        ...     vacuous=np.zeros(3, dtype=bool), bandwidth=np.ones(3))
+        >>> from nwbound.plots import CumulativeRecallDisplay
+        >>> disp = CumulativeRecallDisplay.from_interval(
+        ...     [0, 1, 1], {"width": iv, "same again": iv}, kind="max_proba")
+        >>> [line.get_label() for line in disp.lines_]
+        ['width', 'same again']
+        >>> plt.close(disp.figure_)
         """
         if isinstance(interval, Mapping):
             if label is not None:
@@ -285,6 +395,20 @@ class CumulativeRecallDisplay:
         Returns
         -------
         self
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")  # draw off-screen
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> from nwbound.metrics import cumulative_recall_curve
+        >>> from nwbound.plots import CumulativeRecallDisplay
+        >>> curve = cumulative_recall_curve([0, 1, 1, 0], [0, 0, 1, 1], [0.1, 0.9, 0.2, 0.8])
+        >>> disp = CumulativeRecallDisplay(curves=[curve]).plot(show_random=False, mark_fraction=0.5)
+        >>> disp.random_line_ is None
+        True
+        >>> plt.close(disp.figure_)
         """
         fig, ax = _check_ax(ax)
         self.lines_ = []
@@ -335,6 +459,20 @@ class IntervalDisplay:
     axes_ : ndarray of Axes
         The panels (``ax_`` is the first).
     ax_, figure_ : matplotlib Axes and Figure
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")  # draw off-screen
+    >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> from nwbound.plots import IntervalDisplay
+    >>> proba = np.array([[0.9, 0.1], [0.6, 0.4]])
+    >>> disp = IntervalDisplay(proba=proba, lower=proba - 0.2, upper=proba + 0.1,
+    ...                        classes=np.array(["cat", "dog"]), true_index=np.array([0, 1])).plot()
+    >>> len(disp.errorbars_), len(disp.axes_)
+    (2, 2)
+    >>> plt.close(disp.figure_)
     """
 
     def __init__(
@@ -378,6 +516,23 @@ class IntervalDisplay:
         max_queries : int, default=6
         ax : Axes or array of Axes, optional
             One Axes per shown query.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")  # draw off-screen
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> from nwbound import PredictionInterval
+        >>> iv = PredictionInterval.from_parts(
+        ...     proba=np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]]), bias=np.zeros((3, 2)),
+        ...     sampling=np.full((3, 2), 0.2), kappa=np.ones(3), n_eff=np.ones(3),
+        ...     vacuous=np.zeros(3, dtype=bool), bandwidth=np.ones(3))
+        >>> from nwbound.plots import IntervalDisplay
+        >>> disp = IntervalDisplay.from_interval(iv, ["a", "b", "b"], classes=["a", "b"], indices=[1, 2])
+        >>> disp.indices.tolist(), disp.true_index.tolist()
+        ([1, 2], [1, 1])
+        >>> plt.close(disp.figure_)
         """
         iv = _check_interval(interval)
         n = iv.proba.shape[0]
@@ -418,6 +573,20 @@ class IntervalDisplay:
         Returns
         -------
         self
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")  # draw off-screen
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> from nwbound.plots import IntervalDisplay
+        >>> proba = np.array([[0.9, 0.1], [0.6, 0.4], [0.3, 0.7]])
+        >>> disp = IntervalDisplay(proba=proba, lower=proba - 0.1, upper=proba + 0.1,
+        ...                        classes=np.array([0, 1])).plot(ncols=2)
+        >>> len(disp.errorbars_)
+        3
+        >>> plt.close(disp.figure_)
         """
         plt = pyplot()
         q, c = self.proba.shape
@@ -484,6 +653,25 @@ class BoundWidthDisplay:
     lines_ : dict with keys "correct", "incorrect" of matplotlib Line2D
         Points at the centres of the non-empty bins.
     ax_, figure_ : matplotlib Axes and Figure
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")  # draw off-screen
+    >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> from nwbound import PredictionInterval
+    >>> iv = PredictionInterval.from_parts(
+    ...     proba=np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]]), bias=np.zeros((3, 2)),
+    ...     sampling=np.full((3, 2), 0.2), kappa=np.ones(3), n_eff=np.ones(3),
+    ...     vacuous=np.zeros(3, dtype=bool), bandwidth=np.ones(3))
+    >>> from nwbound.metrics import bound_width_by_confidence
+    >>> from nwbound.plots import BoundWidthDisplay
+    >>> table = bound_width_by_confidence([0, 1, 1], iv, n_bins=2)
+    >>> disp = BoundWidthDisplay(table=table, label="NWC").plot()
+    >>> disp.lines_["correct"].get_label(), disp.lines_["correct"].get_ydata().round(2).tolist()
+    ('NWC: correct', [0.4])
+    >>> plt.close(disp.figure_)
     """
 
     def __init__(self, *, table: Any, label: str | None = None) -> None:
@@ -501,7 +689,25 @@ class BoundWidthDisplay:
         label: str | None = None,
         ax: Any = None,
     ) -> "BoundWidthDisplay":
-        """Compute the table from an interval and plot it."""
+        """Compute the table from an interval and plot it.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")  # draw off-screen
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> from nwbound import PredictionInterval
+        >>> iv = PredictionInterval.from_parts(
+        ...     proba=np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]]), bias=np.zeros((3, 2)),
+        ...     sampling=np.full((3, 2), 0.2), kappa=np.ones(3), n_eff=np.ones(3),
+        ...     vacuous=np.zeros(3, dtype=bool), bandwidth=np.ones(3))
+        >>> from nwbound.plots import BoundWidthDisplay
+        >>> disp = BoundWidthDisplay.from_interval([0, 1, 1], iv, n_bins=2)
+        >>> disp.table.count_incorrect.tolist()
+        [0, 1]
+        >>> plt.close(disp.figure_)
+        """
         table = _m.bound_width_by_confidence(y_true, interval, classes, n_bins)
         return cls(table=table, label=label).plot(ax=ax)
 
@@ -517,7 +723,21 @@ class BoundWidthDisplay:
         label: str | None = None,
         ax: Any = None,
     ) -> "BoundWidthDisplay":
-        """As :meth:`from_interval` from ``p̂`` and ``ε`` arrays of shape (n, C)."""
+        """As :meth:`from_interval` from ``p̂`` and ``ε`` arrays of shape (n, C).
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")  # draw off-screen
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> proba = np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]])
+        >>> from nwbound.plots import BoundWidthDisplay
+        >>> disp = BoundWidthDisplay.from_arrays([0, 1, 1], proba, np.full((3, 2), 0.2), n_bins=2)
+        >>> disp.table.width_correct.round(2).tolist()
+        [nan, 0.4]
+        >>> plt.close(disp.figure_)
+        """
         p = _check_proba(proba, "proba")
         eps = np.asarray(epsilon, dtype=float)
         if eps.shape != p.shape:
@@ -537,6 +757,25 @@ class BoundWidthDisplay:
         Returns
         -------
         self
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")  # draw off-screen
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> from nwbound import PredictionInterval
+        >>> iv = PredictionInterval.from_parts(
+        ...     proba=np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]]), bias=np.zeros((3, 2)),
+        ...     sampling=np.full((3, 2), 0.2), kappa=np.ones(3), n_eff=np.ones(3),
+        ...     vacuous=np.zeros(3, dtype=bool), bandwidth=np.ones(3))
+        >>> from nwbound.metrics import bound_width_by_confidence
+        >>> from nwbound.plots import BoundWidthDisplay
+        >>> fig, ax = plt.subplots()
+        >>> disp = BoundWidthDisplay(table=bound_width_by_confidence([0, 1, 1], iv)).plot(ax=ax)
+        >>> sorted(disp.lines_)
+        ['correct', 'incorrect']
+        >>> plt.close(disp.figure_)
         """
         fig, ax = _check_ax(ax)
         t = self.table
@@ -575,6 +814,24 @@ class TypeErrorDisplay:
     texts_ : dict with keys "type_i", "type_ii" of list of Text
         Percentage of the whole data set above each bar.
     ax_, figure_ : matplotlib Axes and Figure
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")  # draw off-screen
+    >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> from nwbound import PredictionInterval
+    >>> iv = PredictionInterval.from_parts(
+    ...     proba=np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]]), bias=np.zeros((3, 2)),
+    ...     sampling=np.full((3, 2), 0.2), kappa=np.ones(3), n_eff=np.ones(3),
+    ...     vacuous=np.zeros(3, dtype=bool), bandwidth=np.ones(3))
+    >>> from nwbound.metrics import type_errors
+    >>> from nwbound.plots import TypeErrorDisplay
+    >>> disp = TypeErrorDisplay(table=type_errors([0, 1, 1], iv)).plot()
+    >>> [float(bar.get_height()) for bar in disp.bars_["type_i"]]
+    [0.0, 1.0]
+    >>> plt.close(disp.figure_)
     """
 
     def __init__(self, *, table: Any) -> None:
@@ -591,7 +848,25 @@ class TypeErrorDisplay:
         y_pred: ArrayLike | None = None,
         ax: Any = None,
     ) -> "TypeErrorDisplay":
-        """Count the errors with :func:`nwbound.metrics.type_errors` and plot."""
+        """Count the errors with :func:`nwbound.metrics.type_errors` and plot.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")  # draw off-screen
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> from nwbound import PredictionInterval
+        >>> iv = PredictionInterval.from_parts(
+        ...     proba=np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]]), bias=np.zeros((3, 2)),
+        ...     sampling=np.full((3, 2), 0.2), kappa=np.ones(3), n_eff=np.ones(3),
+        ...     vacuous=np.zeros(3, dtype=bool), bandwidth=np.ones(3))
+        >>> from nwbound.plots import TypeErrorDisplay
+        >>> disp = TypeErrorDisplay.from_interval(["a", "b", "b"], iv, classes=["a", "b"], threshold=0.6)
+        >>> disp.table.type_ii.tolist()  # query 2: lower 0.6 is not below 0.6
+        [0, 0]
+        >>> plt.close(disp.figure_)
+        """
         table = _m.type_errors(y_true, interval, classes, threshold=threshold, y_pred=y_pred)
         return cls(table=table).plot(ax=ax)
 
@@ -601,6 +876,24 @@ class TypeErrorDisplay:
         Returns
         -------
         self
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")  # draw off-screen
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> from nwbound import PredictionInterval
+        >>> iv = PredictionInterval.from_parts(
+        ...     proba=np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]]), bias=np.zeros((3, 2)),
+        ...     sampling=np.full((3, 2), 0.2), kappa=np.ones(3), n_eff=np.ones(3),
+        ...     vacuous=np.zeros(3, dtype=bool), bandwidth=np.ones(3))
+        >>> from nwbound.metrics import type_errors
+        >>> from nwbound.plots import TypeErrorDisplay
+        >>> disp = TypeErrorDisplay(table=type_errors([0, 1, 1], iv)).plot(width=0.3)
+        >>> len(disp.texts_["type_ii"])
+        2
+        >>> plt.close(disp.figure_)
         """
         fig, ax = _check_ax(ax)
         t = self.table

@@ -120,6 +120,20 @@ class ECGStripDisplay:
         -------
         ECGStripDisplay
             ``self``, with ``line_``, ``marks_``, ``ax_`` and ``figure_`` set.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")  # draw off-screen
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> from nwbound.plots import ECGStripDisplay
+        >>> disp = ECGStripDisplay(signal=np.zeros(720), fs=360.0, beat_sample=[180, 540],
+        ...                        y_true=[0, 2], y_pred=[0, 0], certified=[True, False],
+        ...                        error_upper=[0.05, 0.7], duration_s=2.0).plot()
+        >>> disp.line_.get_xdata().shape
+        (720,)
+        >>> plt.close(disp.figure_)
         """
         if ax is None:
             from ._base import pyplot
