@@ -316,26 +316,77 @@ class TypeErrorTable:
 
     @property
     def type_i_share(self) -> np.ndarray:
-        """Type I counts as a share of the whole data set (the paper's inset)."""
+        """Type I counts as a share of the whole data set (the paper's inset).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.metrics import TypeErrorTable
+        >>> t = TypeErrorTable(classes=np.array([0, 1]), support=np.array([2, 2]),
+        ...                    type_i=np.array([0, 1]), type_ii=np.array([1, 0]), n_samples=4, threshold=0.5)
+        >>> t.type_i_share.tolist()
+        [0.0, 0.25]
+        """
         return self.type_i / self.n_samples
 
     @property
     def type_ii_share(self) -> np.ndarray:
-        """Type II counts as a share of the whole data set."""
+        """Type II counts as a share of the whole data set.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.metrics import TypeErrorTable
+        >>> t = TypeErrorTable(classes=np.array([0, 1]), support=np.array([2, 2]),
+        ...                    type_i=np.array([0, 1]), type_ii=np.array([1, 0]), n_samples=4, threshold=0.5)
+        >>> t.type_ii_share.tolist()
+        [0.25, 0.0]
+        """
         return self.type_ii / self.n_samples
 
     @property
     def accuracy(self) -> float:
-        """Plain accuracy (Type I errors only)."""
+        """Plain accuracy (Type I errors only).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.metrics import TypeErrorTable
+        >>> t = TypeErrorTable(classes=np.array([0, 1]), support=np.array([2, 2]),
+        ...                    type_i=np.array([0, 1]), type_ii=np.array([1, 0]), n_samples=4, threshold=0.5)
+        >>> t.accuracy
+        0.75
+        """
         return float(1.0 - self.type_i.sum() / self.n_samples)
 
     @property
     def conservative_accuracy(self) -> float:
-        """Accuracy when Type II errors also count as wrong."""
+        """Accuracy when Type II errors also count as wrong.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.metrics import TypeErrorTable
+        >>> t = TypeErrorTable(classes=np.array([0, 1]), support=np.array([2, 2]),
+        ...                    type_i=np.array([0, 1]), type_ii=np.array([1, 0]), n_samples=4, threshold=0.5)
+        >>> t.conservative_accuracy  # one Type I and one Type II error out of 4
+        0.5
+        """
         return float(1.0 - (self.type_i.sum() + self.type_ii.sum()) / self.n_samples)
 
     def as_dict(self) -> dict[str, Any]:
-        """Return the fields as a ``dict``."""
+        """Return the fields as a ``dict``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.metrics import TypeErrorTable
+        >>> t = TypeErrorTable(classes=np.array([0, 1]), support=np.array([2, 2]),
+        ...                    type_i=np.array([0, 1]), type_ii=np.array([1, 0]), n_samples=4, threshold=0.5)
+        >>> d = t.as_dict()
+        >>> d["n_samples"], d["type_i"].tolist()
+        (4, [0, 1])
+        """
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
@@ -555,7 +606,17 @@ class BoundWidthTable:
         return 0.5 * (self.bin_lower + self.bin_upper)
 
     def as_dict(self) -> dict[str, np.ndarray]:
-        """Return the columns as a ``dict``."""
+        """Return the columns as a ``dict``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.metrics import BoundWidthTable
+        >>> t = BoundWidthTable(np.array([0.0, 0.5]), np.array([0.5, 1.0]), np.array([0, 2]),
+        ...                     np.array([0, 1]), np.array([np.nan, 0.4]), np.array([np.nan, 0.6]))
+        >>> t.as_dict()["count_correct"].tolist()
+        [0, 2]
+        """
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 

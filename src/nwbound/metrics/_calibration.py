@@ -58,16 +58,46 @@ class ReliabilityTable:
 
     @property
     def edges(self) -> np.ndarray:
-        """The ``n_bins + 1`` bin edges."""
+        """The ``n_bins + 1`` bin edges.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.metrics import expected_calibration_error
+        >>> proba = np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]])
+        >>> _, table = expected_calibration_error([0, 1, 1], proba, n_bins=2)
+        >>> table.edges.tolist()
+        [0.0, 0.5, 1.0]
+        """
         return np.append(self.bin_lower, self.bin_upper[-1])
 
     @property
     def gap(self) -> np.ndarray:
-        """``accuracy − mean_confidence`` per bin (NaN for empty bins)."""
+        """``accuracy − mean_confidence`` per bin (NaN for empty bins).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.metrics import expected_calibration_error
+        >>> proba = np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]])
+        >>> _, table = expected_calibration_error([0, 1, 1], proba, n_bins=2)
+        >>> table.gap.round(2).tolist()  # the first bin is empty
+        [nan, -0.1]
+        """
         return self.accuracy - self.mean_confidence
 
     def as_dict(self) -> dict[str, np.ndarray]:
-        """Return the columns as a ``dict`` (``pandas.DataFrame(table.as_dict())``)."""
+        """Return the columns as a ``dict`` (``pandas.DataFrame(table.as_dict())``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.metrics import expected_calibration_error
+        >>> proba = np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]])
+        >>> _, table = expected_calibration_error([0, 1, 1], proba, n_bins=2)
+        >>> {k: v.tolist() for k, v in table.as_dict().items()}["count"]
+        [0, 3]
+        """
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
