@@ -75,6 +75,21 @@ class SplitConformalSets(BaseEstimator):
     (MAPIE more conservative by one rank) exactly at such boundary sizes.
     ``k > n`` (calibration set smaller than ``1/α − 1``) is refused: the only
     valid sets would contain every class.
+
+    Examples
+    --------
+    Train, calibrate and test on three disjoint splits:
+
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(600, 2)); y = (X[:, 0] + 0.5 * rng.normal(size=600) > 0).astype(int)
+    >>> clf = LogisticRegression().fit(X[:200], y[:200])
+    >>> sets = SplitConformalSets(clf, alpha=0.1, backend="numpy").fit(X[200:400], y[200:400])
+    >>> sets.n_calibration_, sets.backend_
+    (200, 'numpy')
+    >>> sets.predict_set([[-3.0, 0.0], [0.0, 0.0], [3.0, 0.0]]).tolist()
+    [[True, False], [True, True], [False, True]]
     """
 
     def __init__(self, estimator: Any, *, alpha: float = 0.1, backend: str = "auto") -> None:
@@ -135,6 +150,32 @@ class SplitConformalSets(BaseEstimator):
         -------
         self : SplitConformalSets
             The calibrated object.
+
+        Raises
+        ------
+        ValueError
+            ``alpha`` outside (0, 1), an unknown ``backend``, mismatched
+            lengths, labels the estimator was not trained on, or fewer than
+            ``⌈1/α⌉ − 1`` calibration samples.
+        TypeError
+            ``estimator`` has no ``predict_proba``.
+        ImportError
+            ``backend="mapie"`` without MAPIE installed.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(600, 2)); y = (X[:, 0] + 0.5 * rng.normal(size=600) > 0).astype(int)
+        >>> clf = LogisticRegression().fit(X[:200], y[:200])
+        >>> sets = SplitConformalSets(clf, alpha=0.1, backend="numpy").fit(X[200:400], y[200:400])
+        >>> sets.n_calibration_, sets.scores_.shape
+        (200, (200,))
+        >>> SplitConformalSets(clf, alpha=0.1).fit(X[:5], y[:5])
+        Traceback (most recent call last):
+            ...
+        ValueError: SplitConformalSets.fit: 5 calibration samples are too few for alpha=0.1: need at least 9.
         """
         backend = self._check()
         self.classes_ = np.asarray(self.estimator.classes_)
@@ -190,6 +231,17 @@ class SplitConformalSets(BaseEstimator):
         ndarray of bool, shape (n_queries, n_classes)
             ``True`` where the class (``classes_`` order) is in the set. A set
             may be empty (LAC sets are).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(600, 2)); y = (X[:, 0] + 0.5 * rng.normal(size=600) > 0).astype(int)
+        >>> clf = LogisticRegression().fit(X[:200], y[:200])
+        >>> sets = SplitConformalSets(clf, alpha=0.1, backend="numpy").fit(X[200:400], y[200:400])
+        >>> sets.predict_set([[-3.0, 0.0], [0.0, 0.0]]).tolist()  # sure, then ambiguous
+        [[True, False], [True, True]]
         """
         check_is_fitted(self, "quantile_")
         if self.backend_ == "mapie":
@@ -211,6 +263,17 @@ class SplitConformalSets(BaseEstimator):
         -------
         float
             Fraction of covered samples; its expectation is ≥ 1 − α.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(600, 2)); y = (X[:, 0] + 0.5 * rng.normal(size=600) > 0).astype(int)
+        >>> clf = LogisticRegression().fit(X[:200], y[:200])
+        >>> sets = SplitConformalSets(clf, alpha=0.1, backend="numpy").fit(X[200:400], y[200:400])
+        >>> sets.coverage(X[400:], y[400:])
+        0.89
         """
         sets = self.predict_set(X)
         return _set_coverage(sets, self.classes_, np.asarray(y))
@@ -239,6 +302,26 @@ class SplitConformalSets(BaseEstimator):
             ``conformal_coverage``, ``conformal_mean_size``,
             ``conformal_empty_share``, ``bound_coverage``,
             ``bound_mean_size``, ``alpha``.
+
+        Raises
+        ------
+        ValueError
+            ``interval`` does not match ``X`` and ``classes_`` in shape, or
+            ``y`` has the wrong length.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(600, 2)); y = (X[:, 0] + 0.5 * rng.normal(size=600) > 0).astype(int)
+        >>> nw = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=0.5).fit(X[:200], y[:200])
+        >>> sets = SplitConformalSets(nw, alpha=0.1, backend="numpy").fit(X[200:400], y[200:400])
+        >>> row = sets.compare(X[400:], y[400:], nw.predict_interval(X[400:]))
+        >>> sorted(row)
+        ['alpha', 'bound_coverage', 'bound_mean_size', 'conformal_coverage', 'conformal_empty_share', 'conformal_mean_size']
+        >>> bool(row["bound_mean_size"] >= 1.0)
+        True
         """
         y = np.asarray(y)
         sets = self.predict_set(X)

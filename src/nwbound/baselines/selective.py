@@ -173,7 +173,8 @@ class CalibratedAcceptance(BaseEstimator):
 
         Returns
         -------
-        self
+        self : CalibratedAcceptance
+            The calibrated rule.
 
         Raises
         ------
@@ -181,6 +182,18 @@ class CalibratedAcceptance(BaseEstimator):
             ``alpha``/``delta`` outside (0, 1), non-finite scores, mismatched
             lengths, a calibration split with a single class label, or fewer
             rows than the binomial test needs to accept anything.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> y = np.r_[np.zeros(200, int), np.ones(200, int)]  # errors only at high scores
+        >>> rule = CalibratedAcceptance(alpha=0.2).fit(np.linspace(0, 1, 400), y, np.zeros(400, int))
+        >>> round(rule.threshold_, 4), rule.n_calibration_
+        (0.589, 400)
+        >>> CalibratedAcceptance(alpha=0.2).fit([0.1, 0.2], [0, 1], [0, 0])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+            ...
+        ValueError: The calibration split has 2 rows; ... needs at least 14 ...
         """
         alpha, delta, m = self._check_params()
         s = _scores(scores, "scores")
@@ -245,6 +258,14 @@ class CalibratedAcceptance(BaseEstimator):
         Returns
         -------
         ndarray of bool
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> y = np.r_[np.zeros(200, int), np.ones(200, int)]
+        >>> rule = CalibratedAcceptance(alpha=0.2).fit(np.linspace(0, 1, 400), y, np.zeros(400, int))
+        >>> rule.accept([0.0, 0.5, 1.0]).tolist()
+        [True, True, False]
         """
         check_is_fitted(self, "threshold_")
         return _scores(scores, "scores") <= self.threshold_
@@ -264,7 +285,16 @@ class CalibratedAcceptance(BaseEstimator):
 
     @property
     def guarantee(self) -> str:
-        """The guarantee in words."""
+        """The guarantee in words.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> y = np.r_[np.zeros(200, int), np.ones(200, int)]
+        >>> rule = CalibratedAcceptance(alpha=0.2).fit(np.linspace(0, 1, 400), y, np.zeros(400, int))
+        >>> rule.guarantee
+        'error among accepted <= 0.2 with prob. >= 0.95 (marginal; queries exchangeable with the calibration split)'
+        """
         check_is_fitted(self, "threshold_")
         return (
             f"error among accepted <= {self.alpha:g} with prob. >= {1 - self.delta:g} "
