@@ -108,6 +108,12 @@ def atomic_savez(
     pathlib.Path
         The final path.
 
+    Raises
+    ------
+    OSError
+        If the directory cannot be created or the file cannot be written (the
+        temporary file is removed first).
+
     Examples
     --------
     >>> import os, tempfile

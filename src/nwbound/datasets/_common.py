@@ -68,6 +68,13 @@ def check_random_generator(random_state: Any) -> np.random.Generator:
     -------
     numpy.random.Generator
 
+    Raises
+    ------
+    TypeError
+        If ``random_state`` is not None, an int, a Generator or a RandomState.
+    ValueError
+        If ``random_state`` is a negative int.
+
     Examples
     --------
     >>> import numpy as np

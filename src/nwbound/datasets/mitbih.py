@@ -246,6 +246,13 @@ class BeatSet:
         -------
         BeatSet
 
+        Raises
+        ------
+        ValueError
+            If a boolean mask does not have shape (n,).
+        TypeError
+            If ``mask`` is neither boolean nor integer.
+
         Examples
         --------
         >>> import numpy as np
@@ -1144,6 +1151,14 @@ def paper_features(
         Scaled features (test values may leave [0, 1]).
     scaler : sklearn.preprocessing.MinMaxScaler
         The scaler fitted on the training features.
+
+    Raises
+    ------
+    TypeError
+        If ``n_features`` is not an int.
+    ValueError
+        If an input is not a non-empty (n, length) array or ``n_features`` is
+        outside ``1 … length``.
 
     Examples
     --------

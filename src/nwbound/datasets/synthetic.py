@@ -344,6 +344,12 @@ def make_lipschitz_logistic(
     SyntheticData
         ``kind="logistic"``, classes ``[0, 1]``, ``lipschitz`` in the units of ``X``.
 
+    Raises
+    ------
+    ValueError
+        If ``offset`` is not finite, or ``direction`` is zero, not finite or of
+        the wrong shape (and for invalid sizes, ``box`` or ``scale``).
+
     Examples
     --------
     >>> data = make_lipschitz_logistic(1000, scale="box", random_state=0)
@@ -458,6 +464,12 @@ def make_softmax_field(
     -------
     SyntheticData
         ``kind="softmax"``, classes ``0..C-1``.
+
+    Raises
+    ------
+    ValueError
+        If ``centers`` has the wrong shape, is not finite or has all rows equal
+        (and for invalid sizes, ``box`` or ``scale``).
 
     Examples
     --------

@@ -241,6 +241,11 @@ def uncertainty_from_interval(
     -------
     ndarray of shape (n_queries,)
 
+    Raises
+    ------
+    ValueError
+        If ``kind`` is not "width" or "max_proba", or ``interval`` is malformed.
+
     Examples
     --------
     >>> import numpy as np
@@ -711,6 +716,13 @@ def review_summary(
         the queue; NaN without errors), ``accepted_share``, ``error_among_accepted``
         (NaN if nothing accepted), ``n_accepted``, ``n_errors``, ``guarantee``.
 
+    Raises
+    ------
+    TypeError
+        If ``review`` is not a boolean mask.
+    ValueError
+        If the inputs have different lengths.
+
     Examples
     --------
     >>> row = review_summary("demo", [0, 1, 1, 0], [0, 0, 1, 0], [False, True, False, False])
@@ -797,6 +809,14 @@ def review_comparison(
     -------
     list of dict
 
+    Raises
+    ------
+    ValueError
+        If ``review_share`` is not in (0, 1) or ``conformal_sets`` is not a
+        boolean array of the interval's shape.
+    TypeError
+        If ``calibrated`` is not a fitted ``CalibratedAcceptance``.
+
     Examples
     --------
     >>> import numpy as np
@@ -875,6 +895,12 @@ def clopper_pearson(
     low, high : ndarray
         Same shape as ``k``.
 
+    Raises
+    ------
+    ValueError
+        If ``confidence`` is not in (0, 1), ``n < 1`` or some ``k`` is outside
+        ``[0, n]``.
+
     Examples
     --------
     >>> from nwbound.metrics import clopper_pearson
@@ -932,6 +958,12 @@ def violation_rate(
         ``"ci_high"`` (arrays of shape (n_classes,)), and with
         ``simultaneous=True`` also ``"simultaneous_count"``,
         ``"simultaneous_rate"``, ``"simultaneous_ci"`` (low, high).
+
+    Raises
+    ------
+    ValueError
+        If ``proba_true`` does not have the interval's shape or ``confidence``
+        is not in (0, 1).
 
     Examples
     --------

@@ -157,6 +157,13 @@ def expected_calibration_error(
     table : ReliabilityTable
         Bin edges, counts, mean confidence and accuracy per bin.
 
+    Raises
+    ------
+    ValueError
+        If ``proba`` is not an (n, C) array of probabilities, ``y_true`` has
+        another length or holds unknown labels, ``classes`` does not match the
+        columns, or ``n_bins < 1``.
+
     Examples
     --------
     >>> import numpy as np

@@ -295,6 +295,11 @@ class CumulativeRecallDisplay:
         label : str or list of str, optional
         ax : matplotlib Axes, optional
 
+        Raises
+        ------
+        ValueError
+            If the numbers of predictions, uncertainties and labels do not match.
+
         Examples
         --------
         >>> import matplotlib
@@ -345,6 +350,11 @@ class CumulativeRecallDisplay:
 
         The prediction is argmax ``p̂`` (mapped through ``classes``) and the
         uncertainty :func:`nwbound.metrics.uncertainty_from_interval` of ``kind``.
+
+        Raises
+        ------
+        ValueError
+            If both ``label`` and a dict of intervals are given.
 
         Examples
         --------
@@ -517,6 +527,12 @@ class IntervalDisplay:
         ax : Axes or array of Axes, optional
             One Axes per shown query.
 
+        Raises
+        ------
+        ValueError
+            If ``indices`` is empty, not integer or out of range, or ``y_true`` has
+            another length than the interval.
+
         Examples
         --------
         >>> import matplotlib
@@ -573,6 +589,11 @@ class IntervalDisplay:
         Returns
         -------
         self
+
+        Raises
+        ------
+        ValueError
+            If ``ax`` holds fewer Axes than there are queries.
 
         Examples
         --------
@@ -724,6 +745,11 @@ class BoundWidthDisplay:
         ax: Any = None,
     ) -> "BoundWidthDisplay":
         """As :meth:`from_interval` from ``p̂`` and ``ε`` arrays of shape (n, C).
+
+        Raises
+        ------
+        ValueError
+            If ``epsilon`` does not have the shape of ``proba``.
 
         Examples
         --------

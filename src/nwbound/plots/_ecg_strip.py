@@ -121,6 +121,11 @@ class ECGStripDisplay:
         ECGStripDisplay
             ``self``, with ``line_``, ``marks_``, ``ax_`` and ``figure_`` set.
 
+        Raises
+        ------
+        ValueError
+            If the window starts past the end of the signal.
+
         Examples
         --------
         >>> import matplotlib
