@@ -29,7 +29,27 @@ BOUND_PARAMETERS = ("lipschitz", "margin", "delta", "bound", "coverage", "sigma"
 
 class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
     """Shared machinery: assumptions, bound settings, the empty-neighbourhood rule,
-    intervals from :class:`KernelStatistics`."""
+    intervals from :class:`KernelStatistics`.
+
+    Not used directly: :class:`~nwbound.NadarayaWatsonClassifier` and
+    :class:`~nwbound.DyadicClassifier` derive from it and share its
+    ``predict``, ``predict_proba`` and ``predict_interval(X, bounds=...)``
+    (several bound settings, the parameters in ``BOUND_PARAMETERS``, from one
+    pass over the data).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import DyadicClassifier
+    >>> from nwbound.estimators._base import BoundedClassifierBase
+    >>> issubclass(DyadicClassifier, BoundedClassifierBase)
+    True
+    >>> X = np.linspace(0, 1, 200)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> clf = DyadicClassifier(resolution=2, lipschitz=1.0).fit(X, y)
+    >>> out = clf.predict_interval(X[:2], bounds={"L=1": {}, "L=0.5": {"lipschitz": 0.5}})
+    >>> {name: round(float(iv.epsilon[0, 0]), 3) for name, iv in out.items()}
+    {'L=1': 0.321, 'L=0.5': 0.196}
+    """
 
     # scikit-learn's declarative checks; the fit-time checks behind them add
     # what a constraint cannot say (units of L, which fix applies).

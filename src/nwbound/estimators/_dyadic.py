@@ -61,6 +61,19 @@ class DyadicClassifier(BoundedClassifierBase):
         ``2^-m·‖range‖``, the largest distance between two points of a cell.
     n_cells_ : int
         Occupied cells.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import DyadicClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.random((400, 2)); y = (X[:, 0] + 0.2 * rng.standard_normal(400) > 0.5).astype(int)
+    >>> clf = DyadicClassifier(resolution=2, lipschitz=1.0).fit(X, y)
+    >>> clf.n_cells_
+    16
+    >>> iv = clf.predict_interval(np.array([[0.1, 0.5], [0.9, 0.5]]))
+    >>> np.round(iv.proba, 2).tolist(), np.round(iv.epsilon[:, 0], 2).tolist()
+    ([[1.0, 0.0], [0.08, 0.92]], [0.48, 0.58])
     """
 
     _parameter_constraints: dict = {

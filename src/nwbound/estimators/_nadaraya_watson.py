@@ -216,6 +216,25 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
     delta_prime_ : float
         Per-class failure probability used in ε.
     n_samples_fit_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.random((400, 2)); y = (X[:, 0] + 0.2 * rng.standard_normal(400) > 0.5).astype(int)
+    >>> clf = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
+    >>> Q = np.array([[0.1, 0.5], [0.9, 0.5]])
+    >>> clf.predict(Q).tolist()
+    [0, 1]
+    >>> iv = clf.predict_interval(Q)
+    >>> np.round(iv.lower, 2).tolist(), np.round(iv.upper, 2).tolist()
+    ([[0.73, 0.0], [0.0, 0.69]], [[1.0, 0.27], [0.31, 1.0]])
+
+    The localized classifier uses the 50 nearest training points of each query:
+
+    >>> NadarayaWatsonClassifier(bandwidth=0.2, n_neighbors=50, lipschitz=1.0).fit(X, y).predict(Q).tolist()
+    [0, 1]
     """
 
     _parameter_constraints: dict = {
