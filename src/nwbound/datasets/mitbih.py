@@ -787,6 +787,9 @@ def load_mitbih_beats(
 
     Examples
     --------
+    Skipped in the doctests: the record excerpts live in the source tree's
+    ``tests/data``, not in the installed package (``tests/`` uses them).
+
     >>> from pathlib import Path
     >>> beats = load_mitbih_beats(Path("tests/data/mitdb_excerpt"), records=["100"],
     ...                           progress=False)  # doctest: +SKIP
@@ -971,6 +974,8 @@ def load_mitbih_signal(
 
     Examples
     --------
+    Skipped in the doctests, as for :func:`load_mitbih_beats` (data in ``tests/data``):
+
     >>> x, fs, used = load_mitbih_signal("tests/data/mitdb_excerpt", "114")  # doctest: +SKIP
     >>> x.shape, fs, used  # doctest: +SKIP
     ((43200,), 360.0, 'MLII')
@@ -1010,6 +1015,20 @@ def load_kaggle_csv(path: str | os.PathLike[str], *, length: int = 187) -> BeatS
 
     Examples
     --------
+    A two-row file with 3 samples per beat (the Kaggle files have 187):
+
+    >>> import os, tempfile
+    >>> from nwbound.datasets import load_kaggle_csv
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "beats.csv")
+    ...     with open(path, "w") as fh:
+    ...         _ = fh.write("0.1,0.5,0.2,0.0\\n0.3,0.9,0.1,2.0\\n")
+    ...     beats = load_kaggle_csv(path, length=3)
+    >>> beats.X.shape, beats.y.tolist()
+    ((2, 3), [0, 2])
+
+    The real training file (not shipped with the package, so skipped here):
+
     >>> beats = load_kaggle_csv("mitbih_train.csv")  # doctest: +SKIP
     >>> beats.X.shape  # doctest: +SKIP
     (87554, 187)
