@@ -299,7 +299,25 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
 
     # -- public API shared by subclasses -----------------------------------------------------
     def predict(self, X) -> np.ndarray:
-        """Most probable class for each row of ``X``."""
+        """Most probable class for each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_queries,)
+            Elements of ``classes_`` (the argmax of :meth:`predict_proba`).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.linspace(0, 1, 40)[:, None]; y = np.where(X[:, 0] > 0.5, "b", "a")
+        >>> NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y).predict([[0.1], [0.9]]).tolist()
+        ['a', 'b']
+        """
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
 

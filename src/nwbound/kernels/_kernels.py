@@ -71,7 +71,14 @@ class Kernel:
 
     @property
     def compact(self) -> bool:
-        """True when the kernel vanishes beyond a finite radius."""
+        """True when the kernel vanishes beyond a finite radius.
+
+        Examples
+        --------
+        >>> from nwbound.kernels import get_kernel
+        >>> get_kernel("gaussian").compact, get_kernel("gaussian_untruncated").compact
+        (True, False)
+        """
         return math.isfinite(self.radius)
 
     @property
@@ -95,7 +102,25 @@ class Kernel:
         return self.of_distance(np.asarray(u))
 
     def from_squared(self, u2: np.ndarray) -> np.ndarray:
-        """Evaluate ``K`` at ``sqrt(u2)`` without forming the square root if possible."""
+        """Evaluate ``K`` at ``sqrt(u2)`` without forming the square root if possible.
+
+        Parameters
+        ----------
+        u2 : ndarray
+            Squared scaled distances ``u²``.
+
+        Returns
+        -------
+        ndarray
+            ``K(sqrt(u2))``, same shape.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.kernels import get_kernel
+        >>> get_kernel("epanechnikov").from_squared(np.array([0.0, 0.25, 4.0])).tolist()
+        [1.0, 0.75, 0.0]
+        """
         if self.of_squared is not None:
             return self.of_squared(u2)
         return self.of_distance(np.sqrt(u2))

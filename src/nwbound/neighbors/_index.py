@@ -46,12 +46,52 @@ class NeighborIndex(ABC):
 
     @abstractmethod
     def fit(self, X: np.ndarray) -> "NeighborIndex":
-        """Index the rows of ``X``."""
+        """Index the rows of ``X``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+
+        Returns
+        -------
+        self
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.neighbors import ExactIndex
+        >>> index = ExactIndex().fit(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]]))
+        >>> dist, idx = index.kneighbors(np.array([[0.9, 0.1]]), 2)
+        >>> idx.tolist(), np.round(dist, 3).tolist()
+        ([[1, 0]], [[0.141, 0.906]])
+        """
 
     @abstractmethod
     def kneighbors(self, X: np.ndarray, n_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
         """Return ``(distances, indices)``, each of shape ``(len(X), n_neighbors)``,
-        distances Euclidean and non-decreasing along each row."""
+        distances Euclidean and non-decreasing along each row.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_queries, n_features)
+        n_neighbors : int
+            At most the number of indexed rows.
+
+        Returns
+        -------
+        distances : ndarray of shape (n_queries, n_neighbors), float64
+        indices : ndarray of shape (n_queries, n_neighbors)
+            Rows of the indexed ``X``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.neighbors import ExactIndex
+        >>> index = ExactIndex().fit(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]]))
+        >>> dist, idx = index.kneighbors(np.array([[0.9, 0.1]]), 2)
+        >>> idx.tolist(), np.round(dist, 3).tolist()
+        ([[1, 0]], [[0.141, 0.906]])
+        """
 
 
 class ExactIndex(NeighborIndex):
@@ -81,13 +121,51 @@ class ExactIndex(NeighborIndex):
         self.leaf_size = leaf_size
 
     def fit(self, X: np.ndarray) -> "ExactIndex":
-        """Index the rows of ``X`` (shape ``(n_samples, n_features)``)."""
+        """Index the rows of ``X`` (shape ``(n_samples, n_features)``).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+
+        Returns
+        -------
+        self
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.neighbors import ExactIndex
+        >>> index = ExactIndex().fit(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]]))
+        >>> dist, idx = index.kneighbors(np.array([[0.9, 0.1]]), 2)
+        >>> idx.tolist(), np.round(dist, 3).tolist()
+        ([[1, 0]], [[0.141, 0.906]])
+        """
         self.nn_ = NearestNeighbors(algorithm=self.algorithm, leaf_size=self.leaf_size, n_jobs=self.n_jobs)
         self.nn_.fit(X)
         return self
 
     def kneighbors(self, X: np.ndarray, n_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
-        """Exact ``(distances, indices)`` of the ``n_neighbors`` nearest rows, distances ascending."""
+        """Exact ``(distances, indices)`` of the ``n_neighbors`` nearest rows, distances ascending.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_queries, n_features)
+        n_neighbors : int
+
+        Returns
+        -------
+        distances : ndarray of shape (n_queries, n_neighbors), float64
+        indices : ndarray of shape (n_queries, n_neighbors)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.neighbors import ExactIndex
+        >>> index = ExactIndex().fit(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]]))
+        >>> dist, idx = index.kneighbors(np.array([[0.9, 0.1]]), 2)
+        >>> idx.tolist(), np.round(dist, 3).tolist()
+        ([[1, 0]], [[0.141, 0.906]])
+        """
         dist, idx = self.nn_.kneighbors(X, n_neighbors=n_neighbors, return_distance=True)
         return np.asarray(dist, dtype=np.float64), idx
 
@@ -181,13 +259,46 @@ class AutoIndex(NeighborIndex):
 
     @staticmethod
     def uses_hnsw(n_samples: int, n_features: int) -> bool:
-        """Whether ``fit`` on an ``(n_samples, n_features)`` array builds HNSW (:data:`AUTO_HNSW_RULE`)."""
+        """Whether ``fit`` on an ``(n_samples, n_features)`` array builds HNSW (:data:`AUTO_HNSW_RULE`).
+
+        Parameters
+        ----------
+        n_samples, n_features : int
+            The shape of the training set.
+
+        Returns
+        -------
+        bool
+            False below the rule, or when hnswlib is not installed.
+
+        Examples
+        --------
+        >>> from nwbound.neighbors import AutoIndex
+        >>> AutoIndex.uses_hnsw(5_000, 100), AutoIndex.uses_hnsw(10**6, 4)
+        (False, False)
+        """
         if n_samples < AUTO_HNSW_RULE.min_samples or n_features < AUTO_HNSW_RULE.min_features:
             return False
         return importlib.util.find_spec("hnswlib") is not None
 
     def fit(self, X: np.ndarray) -> "AutoIndex":
-        """Choose the index from ``X.shape`` and build it."""
+        """Choose the index from ``X.shape`` and build it.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+
+        Returns
+        -------
+        self
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.neighbors import AutoIndex
+        >>> AutoIndex().fit(np.zeros((10, 2))).algorithm_
+        'exact'
+        """
         shape = np.shape(X)
         if len(shape) == 2 and self.uses_hnsw(*shape):
             from ._hnsw import HNSWIndex
@@ -201,7 +312,35 @@ class AutoIndex(NeighborIndex):
         return self
 
     def kneighbors(self, X: np.ndarray, n_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(distances, indices)`` from the chosen index."""
+        """``(distances, indices)`` from the chosen index.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_queries, n_features)
+        n_neighbors : int
+
+        Returns
+        -------
+        distances : ndarray of shape (n_queries, n_neighbors), float64
+        indices : ndarray of shape (n_queries, n_neighbors)
+
+        Raises
+        ------
+        ValueError
+            Before :meth:`fit`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.neighbors import AutoIndex
+        >>> index = AutoIndex().fit(np.array([[0.0], [1.0], [3.0]]))
+        >>> index.kneighbors(np.array([[2.9]]), 1)[1].tolist()
+        [[2]]
+        >>> AutoIndex().kneighbors(np.zeros((1, 1)), 1)
+        Traceback (most recent call last):
+        ...
+        ValueError: This AutoIndex is not fitted yet; call fit(X) first.
+        """
         if not hasattr(self, "index_"):
             raise ValueError("This AutoIndex is not fitted yet; call fit(X) first.")
         return self.index_.kneighbors(X, n_neighbors)
