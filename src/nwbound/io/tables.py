@@ -736,7 +736,29 @@ class TableWriter:
         self._columns: list[str] | None = None
 
     def write(self, frame: Any) -> None:
-        """Append one chunk (a pandas DataFrame; the same columns every time)."""
+        """Append one chunk (a pandas DataFrame; the same columns every time).
+
+        Parameters
+        ----------
+        frame : pandas.DataFrame
+            The rows to append; the header is written with the first chunk.
+
+        Raises
+        ------
+        ValueError
+            If ``frame`` has other columns than the first chunk.
+
+        Examples
+        --------
+        >>> import pandas as pd, tempfile, pathlib
+        >>> from nwbound.io.tables import TableWriter
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     with TableWriter(pathlib.Path(tmp, "out.parquet")) as writer:
+        ...         writer.write(pd.DataFrame({"x": [1.0, 2.0]}))
+        ...         writer.write(pd.DataFrame({"x": [3.0]}))
+        ...     print(writer.n_rows, pd.read_parquet(pathlib.Path(tmp, "out.parquet"))["x"].tolist())
+        3 [1.0, 2.0, 3.0]
+        """
         if self._columns is None:
             self._columns = list(frame.columns)
         elif list(frame.columns) != self._columns:
@@ -762,7 +784,28 @@ class TableWriter:
         self.n_rows += len(frame)
 
     def close(self) -> Path:
-        """Finish the file and move it into place (on failure: remove it and re-raise)."""
+        """Finish the file and move it into place (on failure: remove it and re-raise).
+
+        Returns
+        -------
+        pathlib.Path
+            The target file.
+
+        Raises
+        ------
+        FileExistsError
+            If the target appeared while writing and ``overwrite`` is False.
+
+        Examples
+        --------
+        >>> import pandas as pd, tempfile, pathlib
+        >>> from nwbound.io.tables import TableWriter
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     writer = TableWriter(pathlib.Path(tmp, "out.csv"))
+        ...     writer.write(pd.DataFrame({"x": [1, 2]}))
+        ...     print(writer.close().name, sorted(p.name for p in pathlib.Path(tmp).iterdir()))
+        out.csv ['out.csv']
+        """
         try:
             if self.format == "csv":
                 self._fh.close()  # flushes: this is where a full disk shows up
@@ -789,7 +832,19 @@ class TableWriter:
         return self.path
 
     def abort(self) -> None:
-        """Drop the temporary file; the target is untouched. Never raises for a failed close."""
+        """Drop the temporary file; the target is untouched. Never raises for a failed close.
+
+        Examples
+        --------
+        >>> import pandas as pd, tempfile, pathlib
+        >>> from nwbound.io.tables import TableWriter
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     writer = TableWriter(pathlib.Path(tmp, "out.csv"))
+        ...     writer.write(pd.DataFrame({"x": [1, 2]}))
+        ...     writer.abort()
+        ...     print(list(pathlib.Path(tmp).iterdir()))
+        []
+        """
         # Unlink first (POSIX allows it on an open file): a close that fails
         # again on a full disk must not keep the space allocated.
         try:
