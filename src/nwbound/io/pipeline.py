@@ -245,29 +245,150 @@ class TableModel:
 
     @property
     def classes_(self) -> np.ndarray:
-        """The estimator's ``classes_``."""
+        """The estimator's ``classes_``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> from nwbound.io import TableModel
+        >>> X = np.array([[0.0, 100.0], [1.0, 300.0], [0.2, 120.0], [0.9, 280.0]])
+        >>> model = TableModel.fit(NadarayaWatsonClassifier(bandwidth=0.6), X, ["no", "yes", "no", "yes"],
+        ...                        features=["a", "b"], scale="minmax", lipschitz=0.5)
+        >>> model.classes_.tolist()
+        ['no', 'yes']
+        """
         return self.estimator.classes_
 
     @property
     def n_features_in_(self) -> int:
-        """Number of raw feature columns."""
+        """Number of raw feature columns.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> from nwbound.io import TableModel
+        >>> X = np.array([[0.0, 100.0], [1.0, 300.0], [0.2, 120.0], [0.9, 280.0]])
+        >>> model = TableModel.fit(NadarayaWatsonClassifier(bandwidth=0.6), X, ["no", "yes", "no", "yes"],
+        ...                        features=["a", "b"], scale="minmax", lipschitz=0.5)
+        >>> model.n_features_in_
+        2
+        """
         return len(self.features)
 
     def transform(self, X: Any) -> np.ndarray:
-        """Raw features (n, d) → the estimator's inputs (scaled when a scaler is set)."""
+        """Raw features (n, d) → the estimator's inputs (scaled when a scaler is set).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Raw features, columns in the order of ``features``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features), float64
+
+        Raises
+        ------
+        ValueError
+            If ``X`` is not 2-D with one column per feature.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> from nwbound.io import TableModel
+        >>> X = np.array([[0.0, 100.0], [1.0, 300.0], [0.2, 120.0], [0.9, 280.0]])
+        >>> model = TableModel.fit(NadarayaWatsonClassifier(bandwidth=0.6), X, ["no", "yes", "no", "yes"],
+        ...                        features=["a", "b"], scale="minmax", lipschitz=0.5)
+        >>> np.round(model.transform([[0.5, 200.0]]), 3).tolist()
+        [[0.5, 0.5]]
+        >>> model.transform([[0.5]])
+        Traceback (most recent call last):
+        ...
+        ValueError: Expected 2 features (a, b), got shape (1, 1).
+        """
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != len(self.features):
             raise ValueError(f"Expected {len(self.features)} features ({', '.join(self.features)}), got shape {X.shape}.")
         return X if self.scaler is None else self.scaler.transform(X)
 
     def predict_interval(self, X: Any, **kwargs: Any) -> Any:
-        """The estimator's ``predict_interval`` on the scaled features (keywords passed on)."""
+        """The estimator's ``predict_interval`` on the scaled features (keywords passed on).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+            Raw features.
+        **kwargs
+            Keyword arguments of the estimator's ``predict_interval`` (e.g. ``bounds``).
+
+        Returns
+        -------
+        PredictionInterval or dict of name to PredictionInterval
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> from nwbound.io import TableModel
+        >>> X = np.array([[0.0, 100.0], [1.0, 300.0], [0.2, 120.0], [0.9, 280.0]])
+        >>> model = TableModel.fit(NadarayaWatsonClassifier(bandwidth=0.6), X, ["no", "yes", "no", "yes"],
+        ...                        features=["a", "b"], scale="minmax", lipschitz=0.5)
+        >>> iv = model.predict_interval([[0.1, 110.0]])
+        >>> iv.lower.shape, bool(np.all(iv.lower <= iv.upper))
+        ((1, 2), True)
+        """
         return self.estimator.predict_interval(self.transform(X), **kwargs)
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """The estimator's ``predict_proba`` on the scaled features."""
+        """The estimator's ``predict_proba`` on the scaled features.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+            Raw features.
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_classes)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> from nwbound.io import TableModel
+        >>> X = np.array([[0.0, 100.0], [1.0, 300.0], [0.2, 120.0], [0.9, 280.0]])
+        >>> model = TableModel.fit(NadarayaWatsonClassifier(bandwidth=0.6), X, ["no", "yes", "no", "yes"],
+        ...                        features=["a", "b"], scale="minmax", lipschitz=0.5)
+        >>> model.predict_proba([[0.1, 110.0]]).round(2).tolist()
+        [[1.0, 0.0]]
+        """
         return self.estimator.predict_proba(self.transform(X))
 
     def predict(self, X: Any) -> np.ndarray:
-        """The estimator's ``predict`` on the scaled features."""
+        """The estimator's ``predict`` on the scaled features.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+            Raw features.
+
+        Returns
+        -------
+        ndarray of shape (n_queries,)
+            Elements of ``classes_``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> from nwbound.io import TableModel
+        >>> X = np.array([[0.0, 100.0], [1.0, 300.0], [0.2, 120.0], [0.9, 280.0]])
+        >>> model = TableModel.fit(NadarayaWatsonClassifier(bandwidth=0.6), X, ["no", "yes", "no", "yes"],
+        ...                        features=["a", "b"], scale="minmax", lipschitz=0.5)
+        >>> model.predict([[0.1, 110.0], [0.95, 290.0]]).tolist()
+        ['no', 'yes']
+        """
         return self.estimator.predict(self.transform(X))
