@@ -180,6 +180,18 @@ class StepLog:
         object
             The result, as recorded (a resumed step returns the stored copy,
             with tuples as lists).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from nwbound.utils import StepLog
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     log = StepLog(tmp, quiet=True)
+        ...     print(log.run("count", lambda: ((1, 2), []), params={"n": 2}), log.ran)
+        ...     again = StepLog(tmp, resume=True, quiet=True)
+        ...     print(again.run("count", lambda: ((9, 9), []), params={"n": 2}), again.skipped)
+        [1, 2] ['count']
+        [1, 2] ['count']
         """
         key = self._key(params)
         if self.resume and self.is_done(step, params):
@@ -203,7 +215,28 @@ class StepLog:
         return result
 
     def write_summary(self, text: str) -> Path:
-        """Write ``summary.md`` last (every step it describes is on disk) and return its path."""
+        """Write ``summary.md`` last (every step it describes is on disk) and return its path.
+
+        Parameters
+        ----------
+        text : str
+            The Markdown summary.
+
+        Returns
+        -------
+        pathlib.Path
+            ``output/summary.md`` (also appended to ``files``).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from nwbound.utils import StepLog
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     log = StepLog(tmp, quiet=True)
+        ...     path = log.write_summary("# Results\\n")
+        ...     print(path.name, path.read_text(), end="")
+        summary.md # Results
+        """
         path = atomic_write_text(self.output / SUMMARY_NAME, text)
         self.files.append(path)
         return path
