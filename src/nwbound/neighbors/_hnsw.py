@@ -249,6 +249,14 @@ class HNSWIndex(NeighborIndex):
         Returns
         -------
         self : HNSWIndex
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.neighbors import HNSWIndex
+        >>> index = HNSWIndex(n_neighbors=3, random_state=0).fit(np.random.default_rng(1).random((300, 4)))
+        >>> index.n_samples_fit_, index.n_features_in_, index.ef_ >= 3
+        (300, 4, True)
         """
         hnswlib = _import_hnswlib()
         M = _check_int(self.M, "M", 2)
@@ -333,6 +341,26 @@ class HNSWIndex(NeighborIndex):
             Euclidean distances, non-decreasing along each row.
         indices : ndarray of shape (n_queries, n_neighbors), intp
             Row numbers in the training array.
+
+        Raises
+        ------
+        ValueError
+            Before :meth:`fit`, for ``n_neighbors`` above the number of indexed
+            rows, or for queries of the wrong width.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.neighbors import HNSWIndex
+        >>> X = np.random.default_rng(1).random((300, 4))
+        >>> index = HNSWIndex(n_neighbors=3, random_state=0).fit(X)
+        >>> dist, idx = index.kneighbors(X[:2], 3)
+        >>> idx[:, 0].tolist(), bool(np.all(np.diff(dist, axis=1) >= 0))
+        ([0, 1], True)
+        >>> index.kneighbors(X[:2, :3], 3)
+        Traceback (most recent call last):
+        ...
+        ValueError: X must have shape (n_queries, 4), got (2, 3).
         """
         if not hasattr(self, "index_"):
             raise ValueError("This HNSWIndex is not fitted yet; call fit(X) first.")
