@@ -284,6 +284,19 @@ empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
         ------
         TypeError, ValueError
             Bad inputs or parameters, with the estimator's own messages.
+
+        Examples
+        --------
+        >>> import numpy as np, dask.array as da
+        >>> from nwbound.dask import ShardedNadarayaWatson
+        >>> X = np.linspace(0, 1, 60)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> m = ShardedNadarayaWatson(bandwidth=0.2, lipschitz=1.0).fit(da.from_array(X, chunks=(20, -1)), y)
+        >>> m.classes_.tolist(), m.n_features_in_
+        ([0, 1], 1)
+        >>> ShardedNadarayaWatson().fit(X, y)
+        Traceback (most recent call last):
+        ...
+        TypeError: X must be a dask.array.Array, got ndarray; wrap a NumPy array with dask.array.from_array(X, chunks=(rows_per_block, -1)) or call the estimator directly.
         """
         check_int_range(self.threads_per_task, "threads_per_task", 1, hint="BLAS threads inside each Dask task.")
         params = self._estimator_params()
