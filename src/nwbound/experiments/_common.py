@@ -281,7 +281,15 @@ class FitQuery:
 
     @property
     def total_time(self) -> float:
-        """``fit_time + query_time``."""
+        """``fit_time + query_time``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.experiments._common import FitQuery
+        >>> FitQuery("m", None, 1.5, 0.5, np.zeros(1), np.ones((1, 2))).total_time
+        2.0
+        """
         return self.fit_time + self.query_time
 
 
@@ -688,6 +696,24 @@ class SizeCurveDisplay:
         hline : float, optional
             A dashed reference line (e.g. δ).
         title : str, optional
+        x_label, y_label, logx, logy
+            As in the constructor; ``y_label`` defaults to ``y``.
+
+        Returns
+        -------
+        SizeCurveDisplay
+            Plotted (``ax_`` and ``figure_`` set).
+
+        Examples
+        --------
+        >>> from nwbound.experiments._common import SizeCurveDisplay
+        >>> rows = [{"method": m, "setting": s, "n_train": n, "mean_bound": b}
+        ...         for m, s, n, b in [("regular", "ours", 100, 0.5), ("regular", "ours", 1000, 0.2),
+        ...                            ("regular", "paper", 100, 0.4), ("dyadic", "ours", 100, 0.9)]]
+        >>> disp = SizeCurveDisplay.from_rows(rows, y="mean_bound", group=["method", "setting"],
+        ...                                   where={"n_train": 100}, hline=0.05)
+        >>> sorted(disp.curves), disp.styles["regular, paper"]
+        (['dyadic, ours', 'regular, ours', 'regular, paper'], ('regular', 1))
         """
         keys = [group] if isinstance(group, str) else list(group)
         acc: dict[str, dict[float, list[float]]] = {}
@@ -713,7 +739,29 @@ class SizeCurveDisplay:
         return disp
 
     def plot(self, ax: Any = None, *, hline: float | None = None, title: str | None = None) -> "SizeCurveDisplay":
-        """Draw the curves on ``ax`` (a new figure when None); return ``self``."""
+        """Draw the curves on ``ax`` (a new figure when None); return ``self``.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+        hline : float, optional
+            A dashed reference line (e.g. δ).
+        title : str, optional
+
+        Returns
+        -------
+        SizeCurveDisplay
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.experiments._common import SizeCurveDisplay, new_figure
+        >>> disp = SizeCurveDisplay(curves={"regular": (np.array([100, 1000]), np.array([0.5, 0.2]))},
+        ...                         y_label="mean ε", logy=True)
+        >>> fig, axes = new_figure()
+        >>> disp.plot(axes[0, 0], title="bound width").ax_.get_yscale(), len(disp.ax_.lines)
+        ('log', 1)
+        """
         if ax is None:
             fig, axes = new_figure()
             ax = axes[0, 0]
