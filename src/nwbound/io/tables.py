@@ -409,7 +409,7 @@ def feature_matrix(frame: Any, columns: Sequence[str], *, path: str | os.PathLik
         finite = np.isfinite(values)
         if not finite.all():
             i = _first_bad(~finite)
-            what = "a missing value" if np.isnan(values[i]) else f"{values[i]!r}"
+            what = "a missing value" if np.isnan(values[i]) else f"{float(values[i])!r}"
             raise TableError(
                 f"{path}: feature column {name!r} has {what} at row {first_row + i}; every feature value "
                 "must be a finite number (drop or impute such rows first)."
