@@ -521,9 +521,12 @@ def test_estimator_device_survives_save_and_load(tmp_path):
 def test_estimator_device_errors(monkeypatch):
     import sys
 
-    est, Q = _device_fit("cpu", n_neighbors=10, algorithm="brute")
     with pytest.raises(ValueError, match="regular classifier only: set n_neighbors=None"):
-        est.predict_interval(Q)
+        _device_fit("cpu", n_neighbors=10, algorithm="brute")  # refused at fit
+    est, Q = _device_fit(None, n_neighbors=10, algorithm="brute")
+    est.set_params(device="cpu")
+    with pytest.raises(ValueError, match="regular classifier only: set n_neighbors=None"):
+        est.predict_interval(Q)  # and at predict, after set_params
     if HAS_TORCH:
         est, Q = _device_fit("nowhere")
         with pytest.raises(ValueError, match="device='nowhere' is not a usable PyTorch device"):

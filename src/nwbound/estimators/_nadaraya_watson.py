@@ -351,7 +351,16 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
                         hint="Distance bins of the band-Chernoff bound over all training points.")
         if self.index_params is not None and not isinstance(self.index_params, dict):
             raise TypeError(f"index_params must be a dict or None, got {type(self.index_params).__name__}.")
+        self._check_device()
         return dtype, kernel, auto
+
+    def _check_device(self) -> None:
+        """``device`` serves the regular classifier (fit time, and predict time after set_params)."""
+        if getattr(self, "device", None) is not None and self.n_neighbors is not None:  # older pickles lack it
+            raise ValueError(
+                f"device={self.device!r} runs the regular classifier only: set n_neighbors=None, "
+                "or device=None for the localized classifier."
+            )
 
     def _install(self, X, labels, weights, grid, box) -> "NadarayaWatsonClassifier":
         """The one place a fitted state is set up, from ``fit`` or :meth:`set_fitted_state`."""
@@ -524,11 +533,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
                     device=self.device, working_memory=self.working_memory, **extra,
                 )
         else:
-            if getattr(self, "device", None) is not None:
-                raise ValueError(
-                    f"device={self.device!r} runs the regular classifier only: set n_neighbors=None, "
-                    "or device=None for the localized classifier."
-                )
+            self._check_device()
             if chernoff:
                 extra["keep_points"] = True
             # The index searches in coordinates scaled by a power of two (exact), so
@@ -548,19 +553,18 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             outside_box=np.any((X < self._box[0]) | (X > self._box[1]), axis=1),
             tail_mass=sums.tail_mass,
             diameter=self._diameter(X) if need_tail else None,
-            histogram=getattr(sums, "histogram", None),
-            hist_edges=getattr(sums, "hist_edges", None),
+            histogram=sums.histogram,
+            hist_edges=sums.hist_edges,
             # Dense path: the expanded distance's rounding bound; the localized path's
             # distances are recomputed directly (relative error ~1e-15, covered below).
             u2_error=sums.u2_error(self.bandwidths_) if self.index_ is None else 0.0,
-            weight_max=getattr(sums, "weight_max", 1.0),
-            hist_mass=getattr(sums, "hist_mass", None),
-            hist_dist=getattr(sums, "hist_dist", None),
-            uniform_weights=bool(getattr(sums, "uniform_weights", False)),
-            point_mass=getattr(sums, "point_mass", None),
+            weight_max=sums.weight_max,
+            hist_mass=sums.hist_mass,
+            hist_dist=sums.hist_dist,
+            uniform_weights=bool(sums.uniform_weights),
+            point_mass=sums.point_mass,
             # Directly computed distances have relative error ≤ (d + 6)·2⁻⁵³: round them up.
-            point_dist=None if getattr(sums, "point_dist", None) is None
-            else sums.point_dist * (1.0 + (X.shape[1] + 8) * 2.0**-53),
+            point_dist=None if sums.point_dist is None else sums.point_dist * (1.0 + (X.shape[1] + 8) * 2.0**-53),
         )
 
     def kernel_statistics(self, X, bounds=None) -> KernelStatistics:
