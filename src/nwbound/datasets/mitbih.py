@@ -796,6 +796,61 @@ def load_mitbih_beats(
     >>> beats.X.shape, beats.rhythm.shape  # doctest: +SKIP
     ((148, 187), (148, 7))
     """
+    fs_target, length = _check_beat_params(fs_target, length, window_s, missing_lead, lead, rhythm)
+    data_dir = Path(data_dir).expanduser()
+    names = _resolve_records(data_dir, records, download)
+    headers = {r: _read_header(data_dir, r) for r in names}
+
+    cache_path = key = None
+    if cache_dir is not None:
+        settings = {
+            "version": _CACHE_VERSION,
+            "lead": lead,
+            "fs_target": int(fs_target),
+            "window_s": float(window_s),
+            "length": int(length),
+            "segment_past_window": bool(segment_past_window),
+            "missing_lead": missing_lead,
+            "rhythm": bool(rhythm),
+            "records": names,
+            "files": _record_file_hashes(data_dir, names, headers),
+        }
+        key = settings_hash(settings)
+        cache_path = Path(cache_dir).expanduser() / f"mitbih_beats_{key[:24]}.npz"
+        cached = _load_cached_beats(cache_path, key, rhythm)
+        if cached is not None:
+            return cached
+
+    parts: list[tuple[np.ndarray, ...]] = []
+    fallback = []
+    for r in _record_iterator(names, progress):
+        x, used = _read_signal(data_dir, r, headers[r], lead, missing_lead)
+        if used != lead:
+            fallback.append(r)
+        parts.append(
+            _record_beats(data_dir, r, headers[r], x, fs_target=int(fs_target),
+                          window_s=float(window_s), length=int(length),
+                          segment_past_window=bool(segment_past_window), rhythm=rhythm)
+        )  # fmt: skip
+    _warn_empty_and_fallback(names, [p[1] for p in parts], fallback, lead)
+    beats = _concatenate_beats(parts, length, rhythm)
+    if cache_path is not None:
+        atomic_savez(
+            cache_path,
+            {"X": beats.X, "y": beats.y, "record": beats.record, "sample": beats.sample,
+             "rhythm": beats.rhythm if rhythm else np.zeros((len(beats), 0), np.float32),
+             "key": np.array(key)},
+        )  # fmt: skip
+    return beats
+
+
+def _check_beat_params(
+    fs_target: Any, length: Any, window_s: Any, missing_lead: Any, lead: Any, rhythm: Any
+) -> tuple[int, int]:
+    """Validate :func:`load_mitbih_beats`' scalar settings; return ``fs_target``, ``length``.
+
+    Done before any file is touched so a bad setting fails fast with a clear message.
+    """
     fs_target = _positive_int(fs_target, "fs_target")
     length = _positive_int(length, "length")
     if (
@@ -814,91 +869,98 @@ def load_mitbih_beats(
         raise TypeError(f"lead must be a signal name such as 'MLII', got {lead!r}")
     if not isinstance(rhythm, (bool, np.bool_)):
         raise TypeError(f"rhythm must be True or False, got {rhythm!r}")
+    return fs_target, length
 
-    data_dir = Path(data_dir).expanduser()
-    names = _resolve_records(data_dir, records, download)
-    headers = {r: _read_header(data_dir, r) for r in names}
 
-    cache_path = None
-    if cache_dir is not None:
-        settings = {
-            "version": _CACHE_VERSION,
-            "lead": lead,
-            "fs_target": int(fs_target),
-            "window_s": float(window_s),
-            "length": int(length),
-            "segment_past_window": bool(segment_past_window),
-            "missing_lead": missing_lead,
-            "rhythm": bool(rhythm),
-            "records": names,
-            "files": {
-                r: [
-                    sha256_file(data_dir / f)
-                    for f in (f"{r}.hea", *dict.fromkeys(headers[r].file_name), f"{r}.atr")
-                ]
-                for r in names
-            },
-        }
-        key = settings_hash(settings)
-        cache_path = Path(cache_dir).expanduser() / f"mitbih_beats_{key[:24]}.npz"
-        cached = load_npz(cache_path, required=("X", "y", "record", "sample", "rhythm", "key"))
-        if cached is not None:
-            if str(cached["key"]) == key:
-                try:
-                    return BeatSet(
-                        cached["X"], cached["y"], cached["record"], cached["sample"],
-                        rhythm=cached["rhythm"] if rhythm else None,
-                    )
-                except (ValueError, TypeError) as exc:
-                    warnings.warn(
-                        f"ignoring inconsistent cache file {cache_path} ({exc}); rebuilding",
-                        UserWarning,
-                        stacklevel=2,
-                    )
-            else:
-                warnings.warn(
-                    f"ignoring cache file {cache_path}: it was built from other settings; "
-                    "rebuilding",
-                    UserWarning,
-                    stacklevel=2,
-                )
+def _record_file_hashes(data_dir: Path, names: Sequence[str], headers: dict[str, Any]) -> dict:
+    """SHA-256 of every file of each record (header, signal files, annotations).
 
-    iterator: Iterable[str] = names
+    Part of the cache key, so an edited or replaced record file invalidates the cache.
+    """
+    return {
+        r: [
+            sha256_file(data_dir / f)
+            for f in (f"{r}.hea", *dict.fromkeys(headers[r].file_name), f"{r}.atr")
+        ]
+        for r in names
+    }
+
+
+def _load_cached_beats(cache_path: Path, key: str, rhythm: bool) -> BeatSet | None:
+    """Return the beats cached at ``cache_path`` if built from ``key``, else ``None``.
+
+    A cache from other settings or an inconsistent one is ignored with a warning
+    (``stacklevel=3`` points at the caller of :func:`load_mitbih_beats`).
+    """
+    cached = load_npz(cache_path, required=("X", "y", "record", "sample", "rhythm", "key"))
+    if cached is None:
+        return None
+    if str(cached["key"]) == key:
+        try:
+            return BeatSet(
+                cached["X"], cached["y"], cached["record"], cached["sample"],
+                rhythm=cached["rhythm"] if rhythm else None,
+            )
+        except (ValueError, TypeError) as exc:
+            warnings.warn(
+                f"ignoring inconsistent cache file {cache_path} ({exc}); rebuilding",
+                UserWarning,
+                stacklevel=3,
+            )
+    else:
+        warnings.warn(
+            f"ignoring cache file {cache_path}: it was built from other settings; "
+            "rebuilding",
+            UserWarning,
+            stacklevel=3,
+        )
+    return None
+
+
+def _record_iterator(names: Sequence[str], progress: bool) -> Iterable[str]:
+    """``names``, wrapped in a ``tqdm`` bar when ``progress`` and tqdm is installed."""
     if progress:
         try:
             from tqdm.auto import tqdm
 
-            iterator = tqdm(names, desc="MIT-BIH records", unit="record")
+            return tqdm(names, desc="MIT-BIH records", unit="record")
         except ImportError:
             pass
+    return names
 
-    parts_X, parts_y, parts_rec, parts_s, parts_rr = [], [], [], [], []
-    fallback = []
-    for r in iterator:
-        header = headers[r]
-        x, used = _read_signal(data_dir, r, header, lead, missing_lead)
-        if used != lead:
-            fallback.append(r)
-        s, lab = _read_beats_annotation(data_dir, r, header.sig_len)
-        parts_X.append(
-            _extract_beats(
-                x, header.fs, s, fs_target=int(fs_target), window_s=float(window_s),
-                length=int(length), segment_past_window=bool(segment_past_window),
+
+def _record_beats(
+    data_dir: Path, r: str, header: Any, x: np.ndarray, *, fs_target: int, window_s: float,
+    length: int, segment_past_window: bool, rhythm: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """Beats of one record: ``(X, y, record, sample, rhythm or None)``.
+
+    ``x`` is the record's lead already read; the annotations give beat positions and labels.
+    """
+    s, lab = _read_beats_annotation(data_dir, r, header.sig_len)
+    X = _extract_beats(
+        x, header.fs, s, fs_target=fs_target, window_s=window_s,
+        length=length, segment_past_window=segment_past_window,
+    )
+    rr = None
+    if rhythm:
+        if s.size == 1:
+            raise ValueError(
+                f"record {r} holds a single annotated beat: its rhythm features (RR "
+                "intervals) are undefined. Leave the record out or pass rhythm=False."
             )
-        )
-        if rhythm:
-            if s.size == 1:
-                raise ValueError(
-                    f"record {r} holds a single annotated beat: its rhythm features (RR "
-                    "intervals) are undefined. Leave the record out or pass rhythm=False."
-                )
-            parts_rr.append(
-                rhythm_features(s, header.fs) if s.size else np.zeros((0, len(RHYTHM_FEATURES)))
-            )
-        parts_y.append(lab)
-        parts_rec.append(np.full(s.size, r))
-        parts_s.append(s)
-    empty = [r for r, lab in zip(names, parts_y) if lab.size == 0]
+        rr = rhythm_features(s, header.fs) if s.size else np.zeros((0, len(RHYTHM_FEATURES)))
+    return X, lab, np.full(s.size, r), s, rr
+
+
+def _warn_empty_and_fallback(
+    names: Sequence[str], labels: Sequence[np.ndarray], fallback: Sequence[str], lead: str
+) -> None:
+    """Raise if no record has a beat; warn about beatless records and unexpected lead fallbacks.
+
+    ``stacklevel=3`` points the warnings at the caller of :func:`load_mitbih_beats`.
+    """
+    empty = [r for r, lab in zip(names, labels) if lab.size == 0]
     if empty and len(empty) == len(names):
         raise ValueError(
             f"the annotation files of records {empty} hold no beat annotations (only non-beat "
@@ -908,7 +970,7 @@ def load_mitbih_beats(
         warnings.warn(
             f"records {empty} hold no beat annotations (only non-beat symbols): they add no beats",
             UserWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     # 102 and 104 lacking MLII is part of the recipe; anything else deserves a warning.
     unexpected = [r for r in fallback if not (lead == "MLII" and r in ("102", "104"))]
@@ -916,27 +978,25 @@ def load_mitbih_beats(
         warnings.warn(
             f"records {unexpected} have no lead {lead!r}: their first channel was used",
             UserWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-    beats = BeatSet(
-        np.concatenate(parts_X) if parts_X else np.zeros((0, length), np.float32),
-        np.concatenate(parts_y) if parts_y else np.zeros(0, np.int64),
-        np.concatenate(parts_rec) if parts_rec else np.zeros(0, str),
-        np.concatenate(parts_s) if parts_s else np.zeros(0, np.int64),
-        rhythm=(
-            (np.concatenate(parts_rr) if parts_rr else np.zeros((0, len(RHYTHM_FEATURES))))
-            if rhythm
-            else None
-        ),
+
+
+def _concatenate_beats(parts: Sequence[tuple[np.ndarray, ...]], length: int, rhythm: bool) -> BeatSet:
+    """One :class:`BeatSet` from the per-record ``(X, y, record, sample, rr)`` tuples.
+
+    Empty inputs give correctly shaped empty arrays so the result is always valid.
+    """
+    def cat(i: int, empty: np.ndarray) -> np.ndarray:
+        return np.concatenate([p[i] for p in parts]) if parts else empty
+
+    return BeatSet(
+        cat(0, np.zeros((0, length), np.float32)),
+        cat(1, np.zeros(0, np.int64)),
+        cat(2, np.zeros(0, str)),
+        cat(3, np.zeros(0, np.int64)),
+        rhythm=cat(4, np.zeros((0, len(RHYTHM_FEATURES)))) if rhythm else None,
     )
-    if cache_path is not None:
-        atomic_savez(
-            cache_path,
-            {"X": beats.X, "y": beats.y, "record": beats.record, "sample": beats.sample,
-             "rhythm": beats.rhythm if rhythm else np.zeros((len(beats), 0), np.float32),
-             "key": np.array(key)},
-        )  # fmt: skip
-    return beats
 
 
 def load_mitbih_signal(
