@@ -166,15 +166,8 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
     seed = int(getattr(args, "seed", 0))
     quiet = bool(getattr(args, "quiet", False))
     sizes, table_size, n_test = _check_sizes(args, quick)
-
-    X_test, y_test = load_mnist_checked(args.data_dir, subset="test")
-    if n_test is not None:
-        keep = stratified_subsample(y_test, n_test, seed)
-        X_test, y_test = X_test[keep], y_test[keep]
-
     all_sizes = sorted(set(sizes) | {table_size})
-    # Read the files once; each training set is a stratified subset of that sample.
-    X_all, y_all = load_mnist_checked(args.data_dir, n_samples=all_sizes[-1], random_state=seed)
+    X_test, y_test, X_all, y_all = _load_data(args, n_test, all_sizes[-1], seed)
     params = {"data_dir": str(Path(args.data_dir).resolve()), "seed": seed, "n_test": int(y_test.shape[0]),
               "lipschitz": args.lipschitz, "bandwidth": args.bandwidth, "n_neighbors": args.n_neighbors,
               "largest": all_sizes[-1], "dtype": DTYPE, "quick": quick}
@@ -185,62 +178,100 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
         keep = stratified_subsample(y_all, n, seed)
         return X_all[keep], y_all[keep]
 
-    def size_step(n: int) -> tuple[dict[str, Any], list[Path]]:
-        X, y = training_set(n)
-        result: dict[str, Any] = {"rows": [], "table": {}, "review": []}
-        files: list[Path] = []
-        fits = {}
-        for setting in ("paper", "ours"):
-            fq = fit_and_query(_model("regular", setting, args), X, y, X_test, name=f"regular ({setting})")
-            row = {**result_row(fq, y_test, setting=setting, n_train=n), **_flag_row(fq, y_test)}
-            result["rows"].append(row)
-            fits[setting] = fq
-        if n == table_size:
-            for name, label in (("localized", f"localized k={args.n_neighbors} (ours)"),
-                                ("regular_auto", "regular, bandwidth='auto' (ours)")):
-                fq = fit_and_query(_model(name, "ours", args), X, y, X_test, name=label)
-                fits[name] = fq
-            for key, fq in fits.items():
-                result["table"][key] = {**result_row(fq, y_test, n_train=n), **_flag_row(fq, y_test)}
-                result["review"] += _review_rows(fq, y_test)
-            files += _digits_figure(fits["ours"], X_test, y_test, output, seed, formats)
-        return result, files
-
     steps: dict[int, dict[str, Any]] = {}
     for n in progress(all_sizes, desc="mnist sizes", quiet=quiet):
-        steps[n] = log.run(f"n={n}", lambda n=n: size_step(n), params={"n": n, "table": n == table_size})
+        steps[n] = log.run(
+            f"n={n}",
+            lambda n=n: _size_step(n, *training_set(n), X_test, y_test, args, n == table_size, output, seed, formats),
+            params={"n": n, "table": n == table_size},
+        )
 
     rows = [row for n in sizes for row in steps[n]["rows"]]
-    table_rows = steps[table_size]["table"]
-    title = f"MNIST, regular NWC, L = {args.lipschitz:g}, λ = {args.bandwidth:g}, {y_test.shape[0]} test images"
-    table = _comparison_table(table_rows, table_size, args)
+    table = _comparison_table(steps[table_size]["table"], table_size, args)
     review = steps[table_size]["review"]
+    title = f"MNIST, regular NWC, L = {args.lipschitz:g}, λ = {args.bandwidth:g}, {y_test.shape[0]} test images"
+    log.run("tables and curves", lambda: _tables_step(rows, table, review, title, table_size, output, args, formats),
+            params={"sizes": sizes, "table_size": table_size})
+    evidence = log.run(
+        "choosing L",
+        lambda: _choosing_step(*training_set(table_size), X_test, y_test, args, seed, output, table_size),
+        params={"table_size": table_size},
+    )
+    log.write_summary(_summary(args, sizes, table_size, int(y_test.shape[0]), seed, quick, table, review, rows,
+                               evidence))
+    return log.files
 
-    def tables_step() -> tuple[None, list[Path]]:
-        files = list(write_table(rows, output / "mnist_vs_n", title=title))
-        files += write_table(table, output / "mnist_table", title=f"MNIST at n = {table_size}")
-        files += write_table(review, output / "mnist_review",
-                             title=f"Review queues at n = {table_size}: certificate vs review of the "
-                                   f"{100 * REVIEW_SHARE:.0f} % highest scores")
-        return None, files + _curve_figure(rows, output, args, formats)
 
-    log.run("tables and curves", tables_step, params={"sizes": sizes, "table_size": table_size})
+def _load_data(
+    args: argparse.Namespace, n_test: int | None, largest: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Test images (stratified to ``n_test``) and a ``largest``-image training sample.
 
-    def choosing_step() -> tuple[dict[str, Any], list[Path]]:
-        X, y = training_set(table_size)
-        model = _model("regular", "ours", args).fit(X, y)
-        with quiet_bound_warnings():  # the tables report the bounds at each L
-            choosing, sensitivity = _choosing_lipschitz(X, y, X_test, y_test, model, args, seed)
-        files = list(write_table(choosing, output / "choosing_L", title="Evidence on L (pixel/255 units)"))
-        files += write_table(sensitivity, output / "sensitivity_L", title=f"Results vs L at n = {table_size} (ours)")
-        return {"choosing": choosing, "sensitivity": sensitivity}, files
+    The training files are read once; each training set is a stratified subset of that sample.
+    """
+    X_test, y_test = load_mnist_checked(args.data_dir, subset="test")
+    if n_test is not None:
+        keep = stratified_subsample(y_test, n_test, seed)
+        X_test, y_test = X_test[keep], y_test[keep]
+    X_all, y_all = load_mnist_checked(args.data_dir, n_samples=largest, random_state=seed)
+    return X_test, y_test, X_all, y_all
 
-    evidence = log.run("choosing L", choosing_step, params={"table_size": table_size})
+
+def _size_step(n: int, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, y_test: np.ndarray, args: argparse.Namespace,
+               is_table: bool, output: Path, seed: int, formats: tuple[str, ...]) -> tuple[dict[str, Any], list[Path]]:
+    """One training size ``n``: paper and ours rows; at the table size also the full table, queues and digits."""
+    result: dict[str, Any] = {"rows": [], "table": {}, "review": []}
+    files: list[Path] = []
+    fits = {}
+    for setting in ("paper", "ours"):
+        fq = fit_and_query(_model("regular", setting, args), X, y, X_test, name=f"regular ({setting})")
+        row = {**result_row(fq, y_test, setting=setting, n_train=n), **_flag_row(fq, y_test)}
+        result["rows"].append(row)
+        fits[setting] = fq
+    if is_table:
+        for name, label in (("localized", f"localized k={args.n_neighbors} (ours)"),
+                            ("regular_auto", "regular, bandwidth='auto' (ours)")):
+            fq = fit_and_query(_model(name, "ours", args), X, y, X_test, name=label)
+            fits[name] = fq
+        for key, fq in fits.items():
+            result["table"][key] = {**result_row(fq, y_test, n_train=n), **_flag_row(fq, y_test)}
+            result["review"] += _review_rows(fq, y_test)
+        files += _digits_figure(fits["ours"], X_test, y_test, output, seed, formats)
+    return result, files
+
+
+def _tables_step(rows: list[dict[str, Any]], table: list[dict[str, Any]], review: list[dict[str, Any]], title: str,
+                 table_size: int, output: Path, args: argparse.Namespace,
+                 formats: tuple[str, ...]) -> tuple[None, list[Path]]:
+    """Write the accuracy-vs-n, comparison and review-queue tables and the curves figure."""
+    files = list(write_table(rows, output / "mnist_vs_n", title=title))
+    files += write_table(table, output / "mnist_table", title=f"MNIST at n = {table_size}")
+    files += write_table(review, output / "mnist_review",
+                         title=f"Review queues at n = {table_size}: certificate vs review of the "
+                               f"{100 * REVIEW_SHARE:.0f} % highest scores")
+    return None, files + _curve_figure(rows, output, args, formats)
+
+
+def _choosing_step(X: np.ndarray, y: np.ndarray, X_test: np.ndarray, y_test: np.ndarray, args: argparse.Namespace,
+                   seed: int, output: Path, table_size: int) -> tuple[dict[str, Any], list[Path]]:
+    """Evidence on L and results vs L at the table size; writes both tables."""
+    model = _model("regular", "ours", args).fit(X, y)
+    with quiet_bound_warnings():  # the tables report the bounds at each L
+        choosing, sensitivity = _choosing_lipschitz(X, y, X_test, y_test, model, args, seed)
+    files = list(write_table(choosing, output / "choosing_L", title="Evidence on L (pixel/255 units)"))
+    files += write_table(sensitivity, output / "sensitivity_L", title=f"Results vs L at n = {table_size} (ours)")
+    return {"choosing": choosing, "sensitivity": sensitivity}, files
+
+
+def _summary(args: argparse.Namespace, sizes: list[int], table_size: int, n_test: int, seed: int, quick: bool,
+             table: list[dict[str, Any]], review: list[dict[str, Any]], rows: list[dict[str, Any]],
+             evidence: dict[str, Any]) -> str:
+    """The Markdown text of ``summary.md``."""
     review_short = [{k: r[k] for k in ("method", "queue", "review_share", "errors_caught", "accepted_share",
                                         "error_among_accepted")} for r in review]
-    log.write_summary(
+    return (
         f"# MNIST (regular NWC, L = {args.lipschitz:g}, λ = {args.bandwidth:g}, dtype {DTYPE})\n\n"
-        f"Training sizes {sizes}, {y_test.shape[0]} test images, seed {seed}"
+        f"Training sizes {sizes}, {n_test} test images, seed {seed}"
         f"{' (quick run)' if quick else ''}.\n"
         f"The paper's exact setting ({PAPER_SETTING}) is run as is, never tuned to match its claim.\n\n"
         f"## At n = {table_size}\n\n{format_markdown(table)}\n\n"
@@ -253,7 +284,6 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
         f"## Choosing L\n\n{format_markdown(evidence['choosing'])}\n\n"
         f"{format_markdown(evidence['sensitivity'])}\n"
     )
-    return log.files
 
 
 def _short(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
