@@ -618,61 +618,85 @@ def _sample_queries(y: np.ndarray, seed: int, per_class: int = 1) -> np.ndarray:
 
 
 def _figures(res: SplitResult, output: Path, seed: int, formats: Sequence[str]) -> list[Path]:
-    from ..metrics import cumulative_recall_curve, per_class_precision_recall, uncertainty_from_interval
-    from ..plots import (
-        BoundWidthDisplay,
-        CumulativeRecallDisplay,
-        IntervalDisplay,
-        ReliabilityDisplay,
-        TypeErrorDisplay,
-    )
+    """Write the Fig. 3 and Appendix E figures of one split; return the files written."""
+    files = _fig3_intervals(res, output, seed, formats)
+    files += _fig3_bound_width(res, output, formats)
+    files += _fig3_precision_recall(res, output, formats)
+    files += _fig3_cumulative_recall(res, output, formats)
+    files += _figE_waveforms(res, output, seed, formats)
+    files += _figE_reliability_type_errors(res, output, formats)
+    return files
 
-    s, y, files = res.split, res.y_test, []
-    names = np.array(CLASS_NAMES)
-    fits = res.largest
-    variants = [(m, k) for m in fits for k in ("paper", "ours")]
 
-    # 3a/b: sample beats (one per class) with 95 % bounds, both variants and both bounds.
+def _variants(res: SplitResult) -> list[tuple[str, str]]:
+    """Every (model, ε variant) pair of the largest fits, in plotting order."""
+    return [(m, k) for m in res.largest for k in ("paper", "ours")]
+
+
+def _fig3_intervals(res: SplitResult, output: Path, seed: int, formats: Sequence[str]) -> list[Path]:
+    """Fig. 3a/b: sample beats (one per class) with 95 % bounds, both variants and both bounds."""
+    from ..plots import IntervalDisplay
+
+    s, y, fits, names = res.split, res.y_test, res.largest, np.array(CLASS_NAMES)
+    variants = _variants(res)
     idx = _sample_queries(y, seed)
     fig, axes = new_figure(len(variants), idx.size, figsize=(2.1 * idx.size, 2.2 * len(variants)))
     for r, (m, k) in enumerate(variants):
         IntervalDisplay.from_interval(fits[m].intervals[k], names[y], classes=names, indices=idx, ax=axes[r])
         axes[r, 0].set_ylabel(f"{m}, {k} ε", fontsize=8)
     fig.suptitle(f"{s}-patient: p̂ and 95 % bounds (δ = {DELTA}), n = {fits['regular'].n_train}", fontsize=9)
-    files += save_figures(fig, output, f"fig3_intervals_{s}", formats=formats)
+    return list(save_figures(fig, output, f"fig3_intervals_{s}", formats=formats))
 
-    # 3c: mean bound width vs predicted probability, correct vs incorrect.
+
+def _fig3_bound_width(res: SplitResult, output: Path, formats: Sequence[str]) -> list[Path]:
+    """Fig. 3c: mean bound width vs predicted probability, correct vs incorrect."""
+    from ..plots import BoundWidthDisplay
+
+    fits = res.largest
     fig, axes = new_figure(1, 2, figsize=(9.0, 3.6))
     for j, k in enumerate(("paper", "ours")):
         for m in fits:
-            BoundWidthDisplay.from_interval(y, fits[m].intervals[k], label=m, ax=axes[0, j])
+            BoundWidthDisplay.from_interval(res.y_test, fits[m].intervals[k], label=m, ax=axes[0, j])
         axes[0, j].set_title(f"{k} bound", fontsize=9)
-    files += save_figures(fig, output, f"fig3_bound_width_{s}", formats=formats)
+    return list(save_figures(fig, output, f"fig3_bound_width_{res.split}", formats=formats))
 
-    # 3d: per-class precision / recall bars for both variants.
+
+def _fig3_precision_recall(res: SplitResult, output: Path, formats: Sequence[str]) -> list[Path]:
+    """Fig. 3d: per-class precision / recall bars for every model."""
+    from ..metrics import per_class_precision_recall
+
+    fits = res.largest
     fig, axes = new_figure(1, 2, figsize=(9.0, 3.4))
     x = np.arange(len(CLASS_NAMES))
     width = 0.8 / max(len(fits), 1)
     for j, metric in enumerate(("precision", "recall")):
         ax = axes[0, j]
         for i, (m, f) in enumerate(fits.items()):
-            pcr = per_class_precision_recall(y, f.y_pred, classes=np.arange(len(CLASS_NAMES)))
+            pcr = per_class_precision_recall(res.y_test, f.y_pred, classes=np.arange(len(CLASS_NAMES)))
             ax.bar(x + (i - (len(fits) - 1) / 2) * width, pcr[metric], width=width, label=m)
         ax.set_xticks(x, list(CLASS_NAMES))
         ax.set(ylim=(0, 1.05), ylabel=metric, title=f"per-class {metric}")
         ax.legend(fontsize=7)
-    files += save_figures(fig, output, f"fig3_precision_recall_{s}", formats=formats)
+    return list(save_figures(fig, output, f"fig3_precision_recall_{res.split}", formats=formats))
 
-    # 3e: cumulative recall curves (ranking by bound width).
+
+def _fig3_cumulative_recall(res: SplitResult, output: Path, formats: Sequence[str]) -> list[Path]:
+    """Fig. 3e: cumulative recall curves (ranking by bound width)."""
+    from ..metrics import cumulative_recall_curve, uncertainty_from_interval
+    from ..plots import CumulativeRecallDisplay
+
+    fits, variants = res.largest, _variants(res)
     fig, axes = new_figure(1, 1, figsize=(5.0, 4.0))
-    curves = [cumulative_recall_curve(y, fits[m].y_pred, uncertainty_from_interval(fits[m].intervals[k]))
+    curves = [cumulative_recall_curve(res.y_test, fits[m].y_pred, uncertainty_from_interval(fits[m].intervals[k]))
               for m, k in variants]
     CumulativeRecallDisplay(curves=curves, labels=[f"{m}, {k} ε" for m, k in variants]).plot(
         ax=axes[0, 0], mark_fraction=FLAG_FRACTION)
-    files += save_figures(fig, output, f"fig3_cumulative_recall_{s}", formats=formats)
+    return list(save_figures(fig, output, f"fig3_cumulative_recall_{res.split}", formats=formats))
 
-    # Appendix E: waveforms with class probabilities (regular NWC), two beats per class.
-    reg = fits["regular"]
+
+def _figE_waveforms(res: SplitResult, output: Path, seed: int, formats: Sequence[str]) -> list[Path]:
+    """Appendix E: waveforms with class probabilities (regular NWC), two beats per class."""
+    y, reg = res.y_test, res.largest["regular"]
     idx2 = _sample_queries(y, seed + 7, per_class=2)
     classes_here = [c for c in range(len(CLASS_NAMES)) if np.any(y[idx2] == c)]
     per = max(int(np.sum(y[idx2] == c)) for c in classes_here)
@@ -691,14 +715,20 @@ def _figures(res: SplitResult, output: Path, seed: int, formats: Sequence[str]) 
             bars.set_xticks(np.arange(len(CLASS_NAMES)), list(CLASS_NAMES))
             bars.set_ylim(0, 1)
             bars.set_ylabel("p̂", fontsize=8)
-    files += save_figures(fig, output, f"figE_waveforms_{s}", formats=formats)
+    return list(save_figures(fig, output, f"figE_waveforms_{res.split}", formats=formats))
 
-    # Appendix E: reliability bars (ECE) and Type I / II counts (regular NWC).
+
+def _figE_reliability_type_errors(res: SplitResult, output: Path, formats: Sequence[str]) -> list[Path]:
+    """Appendix E: reliability bars (ECE) per model and Type I / II counts (regular NWC)."""
+    from ..plots import ReliabilityDisplay, TypeErrorDisplay
+
+    s, y, fits = res.split, res.y_test, res.largest
+    reg = fits["regular"]
     fig, axes = new_figure(1, len(fits), figsize=(4.4 * len(fits), 3.8))
     for j, (m, f) in enumerate(fits.items()):
         ReliabilityDisplay.from_arrays(y, f.proba, label=m, ax=axes[0, j])
         axes[0, j].set_title(m, fontsize=9)
-    files += save_figures(fig, output, f"figE_reliability_{s}", formats=formats)
+    files = list(save_figures(fig, output, f"figE_reliability_{s}", formats=formats))
     fig, axes = new_figure(1, 2, figsize=(9.0, 3.6))
     for j, k in enumerate(("paper", "ours")):
         disp = TypeErrorDisplay.from_interval(y, reg.intervals[k], y_pred=reg.y_pred, ax=axes[0, j])
@@ -706,8 +736,7 @@ def _figures(res: SplitResult, output: Path, seed: int, formats: Sequence[str]) 
         t = disp.table
         axes[0, j].set_title(f"regular NWC, {k} ε: accuracy {100 * t.accuracy:.1f} %, "
                              f"conservative {100 * t.conservative_accuracy:.1f} %", fontsize=8)
-    files += save_figures(fig, output, f"figE_type_errors_{s}", formats=formats)
-    return files
+    return files + list(save_figures(fig, output, f"figE_type_errors_{s}", formats=formats))
 
 
 # ---------------------------------------------------------------------------
@@ -1140,9 +1169,28 @@ def _record_rows(res: InterResult, f: InterFit) -> list[dict[str, Any]]:
 
 
 def _inter_summary(res: InterResult, args: argparse.Namespace) -> str:
+    """The inter-patient section of ``summary.md``: setup, anchors, targets, bounds, per patient."""
     overview = _inter_overview(res)
+    lines = _inter_setup(res, args)
+    lines.append(_inter_anchor_table(overview) + "\n")
+    lines += _inter_targets(overview)
+    lines.append("### Bounds on this split\n")
+    bounded = [r for r in overview if math.isfinite(r["certified_%"])]
+    lines.append(format_markdown([{k: (_fmt(v, 2) if isinstance(v, float) else v) for k, v in r.items()
+                                   if k in ("feature_set", "classifier", "rule", "accuracy_%", "certified_%",
+                                            "error_certified_%", "review_%", "caught_by_review_%",
+                                            "caught_top10%_%", "vacuous_%", "L_seen", "fit_s", "query_s")}
+                                  for r in bounded]) + "\n")
+    lines += _inter_per_patient(res)
+    lines.append("Notes' plain re-run (morphology only, regular NWC / localized / LR): "
+                 + ", ".join(f"{k} {v}" for k, v in REFERENCE_INTER.items()) + ".\n")
+    return "\n".join(lines)
+
+
+def _inter_setup(res: InterResult, args: argparse.Namespace) -> list[str]:
+    """Opening lines: split sizes, feature sets, L and bandwidths, decision rules, peers."""
     all_n = float(np.mean(res.y_test == 0))
-    lines = [
+    return [
         f"## Inter-patient (de Chazal DS1 → DS2, paced records excluded): {res.n_train} training beats"
         + (f" (stratified from {res.n_train_full})" if res.n_train < res.n_train_full else "")
         + f" / {res.y_test.shape[0]} test beats; trivial all-N accuracy {100 * all_n:.1f} %\n",
@@ -1160,6 +1208,10 @@ def _inter_summary(res: InterResult, args: argparse.Namespace) -> str:
         "Peers: logistic regression (both rules) and gradient boosting with balanced class weights.\n",
         "### Per-class Se / +P beside the anchors (%)\n",
     ]
+
+
+def _inter_anchor_table(overview: list[dict[str, Any]]) -> str:
+    """Markdown table of the published anchors followed by our measured rows."""
     anchor_rows = [{"method": a["method"], "accuracy %": _fmt(a["accuracy %"], 1),
                     "S Se / +P": f"{_fmt(a['S Se %'], 1)} / {_fmt(a['S +P %'], 1)}",
                     "V Se / +P": f"{_fmt(a['V Se %'], 1)} / {_fmt(a['V +P %'], 1)}",
@@ -1171,8 +1223,12 @@ def _inter_summary(res: InterResult, args: argparse.Namespace) -> str:
             "S Se / +P": f"{_fmt(r['S_Se_%'], 1)} / {_fmt(r['S_+P_%'], 1)}",
             "V Se / +P": f"{_fmt(r['V_Se_%'], 1)} / {_fmt(r['V_+P_%'], 1)}",
             "certified %": _fmt(r["certified_%"], 1), "error among certified %": _fmt(r["error_certified_%"], 2)})
-    lines.append(format_markdown(anchor_rows) + "\n")
-    # Targets of the issue, checked on the measured rows.
+    return format_markdown(anchor_rows)
+
+
+def _inter_targets(overview: list[dict[str, Any]]) -> list[str]:
+    """The issue's targets checked on the measured rows: rhythm gain, de Chazal reach, review queues."""
+    lines = []
     S, V = "S_Se_%", "V_Se_%"
     morph = [r for r in overview if r["feature_set"] == "morphology"]
     rest = [r for r in overview if r["feature_set"] != "morphology"]
@@ -1197,17 +1253,16 @@ def _inter_summary(res: InterResult, args: argparse.Namespace) -> str:
                  + (" (" + ", ".join(f"{r['feature_set']}/{r['classifier']}/{r['rule']}" for r in queue) + ")"
                     if queue else "") + ". Ranking by the error ceiling instead, the top 10 % catch up to "
                  + f"{max((r['caught_top10%_%'] for r in bounded), default=math.nan):.1f} % of the errors.\n")
-    lines.append("### Bounds on this split\n")
-    lines.append(format_markdown([{k: (_fmt(v, 2) if isinstance(v, float) else v) for k, v in r.items()
-                                   if k in ("feature_set", "classifier", "rule", "accuracy_%", "certified_%",
-                                            "error_certified_%", "review_%", "caught_by_review_%",
-                                            "caught_top10%_%", "vacuous_%", "L_seen", "fit_s", "query_s")}
-                                  for r in bounded]) + "\n")
+    return lines
+
+
+def _inter_per_patient(res: InterResult) -> list[str]:
+    """Per-patient check of the headline configuration and its EC57 confusion table."""
     head = next((f for f in res.fits if (f.feature_set, f.classifier, f.rule) == HEADLINE), None)
-    lines.append("A certificate under the `balanced` rule says the decision is Bayes-optimal under the target "
-                 "priors for every p inside the bounds; it is not a ceiling on the label error on DS2's own "
-                 "priors (deciding S when p̂_S is a few % is the point of the rule), so the error among "
-                 "certified beats is checked against the ceiling for `argmax` only.\n")
+    lines = ["A certificate under the `balanced` rule says the decision is Bayes-optimal under the target "
+             "priors for every p inside the bounds; it is not a ceiling on the label error on DS2's own "
+             "priors (deciding S when p̂_S is a few % is the point of the rule), so the error among "
+             "certified beats is checked against the ceiling for `argmax` only.\n"]
     for f in res.fits:
         if (f.feature_set, f.classifier, f.rule) != HEADLINE or f.certified is None:
             continue
@@ -1224,9 +1279,7 @@ def _inter_summary(res: InterResult, args: argparse.Namespace) -> str:
     if head is not None:
         lines.append(f"EC57 confusion table ({_config(head)}; rows reference, columns algorithm):\n")
         lines.append(format_markdown(head.report.confusion_table()) + "\n")
-    lines.append("Notes' plain re-run (morphology only, regular NWC / localized / LR): "
-                 + ", ".join(f"{k} {v}" for k, v in REFERENCE_INTER.items()) + ".\n")
-    return "\n".join(lines)
+    return lines
 
 
 def _inter_outputs(res: InterResult, output: Path, formats: Sequence[str]) -> list[Path]:
