@@ -859,21 +859,64 @@ def dense_kernel_sums(
     """
     n_q = Xq.shape[0]
     bandwidths = np.asarray(bandwidths, dtype=np.float64)
-    if isinstance(histogram_bins, bool) or not isinstance(histogram_bins, (int, np.integer)) or histogram_bins < 0:
-        raise ValueError(f"histogram_bins must be an integer ≥ 0 (0: no histogram), got {histogram_bins!r}.")
-    histogram_bins = int(histogram_bins)
+    histogram_bins = _check_histogram_bins(histogram_bins, kernel)
     compact = kernel.compact and tail_radius is None
-    if histogram_bins and not kernel.compact:
-        raise ValueError(
-            f"histogram_bins needs a kernel with compact support; {kernel.name!r} has none "
-            "(use a compact kernel or a truncated Gaussian, or histogram_bins=0)."
-        )
     out = KernelSums.empty(n_q, len(bandwidths), train.n_classes, need_dist, tail_radius is not None, histogram_bins)
     out.weight_max = train.weight_max
     out.uniform_weights = train.weights is None
     radius_sq = float(kernel.radius) ** 2 if kernel.compact else math.inf
     if histogram_bins:
         out.hist_edges = np.linspace(0.0, radius_sq, histogram_bins + 1)
+    support, scales, inv_support = _support_scales(kernel, bandwidths)
+    out.support = support
+    out.d2_error_rel = np.zeros(n_q)
+    if n_q == 0:
+        return out
+    if prune is None:
+        prune = Xq.shape[1] <= _AUTO_PRUNE_MAX_FEATURES
+    lay = train.layout(prune=bool(prune and compact))
+    n_threads = _n_threads(n_jobs)
+    tile_elements = _dense_tile_elements(train.X.dtype, working_memory, n_threads)
+    plan = _dense_plan(
+        lay, kernel, bandwidths, support, scales, inv_support, compact=compact, need_dist=need_dist,
+        tail_radius=tail_radius, histogram_bins=histogram_bins, radius_sq=radius_sq,
+        weight_max=out.weight_max, n_features=Xq.shape[1], tile_elements=tile_elements, dtype=train.X.dtype,
+    )
+    n_rows = int(max(1, min(_QUERY_BLOCK, tile_elements, n_q)))
+    tasks = _dense_tasks(Xq, lay, n_rows, support, compact, train.X.dtype)
+
+    def run(task: tuple[slice | np.ndarray, np.ndarray | None]) -> None:
+        rows, cols = task
+        _store(out, rows, _block_sums(Xq[rows], cols, plan), plan)
+
+    if n_threads > 1 and len(tasks) > 1:
+        # Threads over query blocks, one BLAS thread each: no oversubscription.
+        with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(n_threads) as pool:
+            list(pool.map(run, tasks))
+    else:
+        for task in tasks:
+            run(task)
+    return out
+
+
+def _check_histogram_bins(histogram_bins: int, kernel: Kernel) -> int:
+    """Validate ``histogram_bins`` (an int ≥ 0, > 0 only with a compact kernel); return it as int."""
+    if isinstance(histogram_bins, bool) or not isinstance(histogram_bins, (int, np.integer)) or histogram_bins < 0:
+        raise ValueError(f"histogram_bins must be an integer ≥ 0 (0: no histogram), got {histogram_bins!r}.")
+    histogram_bins = int(histogram_bins)
+    if histogram_bins and not kernel.compact:
+        raise ValueError(
+            f"histogram_bins needs a kernel with compact support; {kernel.name!r} has none "
+            "(use a compact kernel or a truncated Gaussian, or histogram_bins=0)."
+        )
+    return histogram_bins
+
+
+def _support_scales(kernel: Kernel, bandwidths: np.ndarray) -> tuple[float, np.ndarray, float]:
+    """Support radius of the widest bandwidth, ``(support/λ)²`` per bandwidth and ``1/support``.
+
+    Raises a clear error when these overflow: every later step divides by them.
+    """
     lam_max = float(bandwidths.max()) if bandwidths.size else 1.0
     support = kernel.radius * lam_max if kernel.compact else lam_max
     with np.errstate(over="ignore", divide="ignore"):
@@ -885,27 +928,28 @@ def dense_kernel_sums(
             "next to each other (support radius and its inverse must be finite and > 0); "
             "rescale the features and bandwidths together."
         )
-    out.support = support
-    out.d2_error_rel = np.zeros(n_q)
-    if n_q == 0:
-        return out
-    dtype = train.X.dtype
-    if prune is None:
-        prune = Xq.shape[1] <= _AUTO_PRUNE_MAX_FEATURES
-    lay = train.layout(prune=bool(prune and compact))
-    with np.errstate(over="ignore"):
-        rho_sq = float(np.float64(lay.scale / support) ** 2)  # may be inf: then no product
-    eps = float(np.finfo(dtype).eps)
-    d_feat = Xq.shape[1]
+    return support, scales, inv_support
 
-    n_threads = _n_threads(n_jobs)
+
+def _dense_tile_elements(dtype: np.dtype, working_memory: float | None, n_threads: int) -> int:
+    """Elements per distance tile so each thread's temporaries fit its share of the memory budget."""
     budget = (get_config()["working_memory"] if working_memory is None else working_memory) * 2**20
     per_thread = budget / n_threads
     # Tile elements and extracted entries share the thread's budget: a tile
     # can add up to _DENSE_SHARE of its size in entries before a flush.
     per_elem = _tile_bytes_per_element(dtype.itemsize) + 2 * _DENSE_SHARE * _BYTES_PER_ENTRY
-    tile_elements = int(max(1, min(_TILE_ELEMENTS, per_thread // per_elem)))
-    plan = _Plan(
+    return int(max(1, min(_TILE_ELEMENTS, per_thread // per_elem)))
+
+
+def _dense_plan(
+    lay: _Layout, kernel: Kernel, bandwidths: np.ndarray, support: float, scales: np.ndarray,
+    inv_support: float, *, compact: bool, need_dist: bool, tail_radius: float | None, histogram_bins: int,
+    radius_sq: float, weight_max: float, n_features: int, tile_elements: int, dtype: np.dtype,
+) -> _Plan:
+    """The :class:`_Plan` shared by every query block of one :func:`dense_kernel_sums` call."""
+    with np.errstate(over="ignore"):
+        rho_sq = float(np.float64(lay.scale / support) ** 2)  # may be inf: then no product
+    return _Plan(
         layout=lay,
         kernel=kernel,
         bandwidths=bandwidths,
@@ -920,33 +964,24 @@ def dense_kernel_sums(
         tail_radius=tail_radius,
         hist_bins=histogram_bins,
         radius_sq=radius_sq,
-        inv_weight_max=lay.weight_unit / out.weight_max,  # layout weights are in units of weight_unit
-        direct_factor=1.0 + (d_feat + 6) * _U64 * 1.01,
+        inv_weight_max=lay.weight_unit / weight_max,  # layout weights are in units of weight_unit
+        direct_factor=1.0 + (n_features + 6) * _U64 * 1.01,
         tile_elements=tile_elements,
         flush_entries=max(1, int(_DENSE_SHARE * tile_elements)),
         dtype=dtype,
         fused=_fused_spec(kernel, lay),
     )
-    n_rows = int(max(1, min(_QUERY_BLOCK, tile_elements, n_q)))
 
+
+def _dense_tasks(
+    Xq: np.ndarray, lay: _Layout, n_rows: int, support: float, compact: bool, dtype: np.dtype
+) -> list[tuple[slice | np.ndarray, np.ndarray | None]]:
+    """Query blocks as ``(rows, training columns or None)``; ball-coherent blocks when pruning."""
     if lay.balls is not None and compact:
+        eps = float(np.finfo(dtype).eps)
         order, blocks = _coherent_blocks(Xq, lay, n_rows, support, eps)
-        tasks = [(order[s:e], cols) for s, e, cols in blocks]
-    else:
-        tasks = [(slice(s, min(s + n_rows, n_q)), None) for s in range(0, n_q, n_rows)]
-
-    def run(task: tuple[slice | np.ndarray, np.ndarray | None]) -> None:
-        rows, cols = task
-        _store(out, rows, _block_sums(Xq[rows], cols, plan), plan)
-
-    if n_threads > 1 and len(tasks) > 1:
-        # Threads over query blocks, one BLAS thread each: no oversubscription.
-        with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(n_threads) as pool:
-            list(pool.map(run, tasks))
-    else:
-        for task in tasks:
-            run(task)
-    return out
+        return [(order[s:e], cols) for s, e, cols in blocks]
+    return [(slice(s, min(s + n_rows, Xq.shape[0])), None) for s in range(0, Xq.shape[0], n_rows)]
 
 
 def _coherent_blocks(
