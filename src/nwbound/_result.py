@@ -131,6 +131,23 @@ class PredictionInterval:
             values[f.name] = None if any(a is None for a in arrays) else np.concatenate(arrays)
         return cls(**values)
 
+    def take(self, rows: np.ndarray) -> "PredictionInterval":
+        """The intervals of the queries ``rows`` (indices or a boolean mask), in that order.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import PredictionInterval
+        >>> iv = PredictionInterval.from_parts(
+        ...     proba=np.array([[0.9, 0.1], [0.2, 0.8]]), bias=np.full((2, 2), 0.1),
+        ...     sampling=np.full((2, 2), 0.2), kappa=np.array([10.0, 5.0]), n_eff=np.array([8.0, 4.0]),
+        ...     vacuous=np.array([False, False]), bandwidth=np.array([1.0, 2.0]))
+        >>> iv.take(np.array([1, 0])).kappa.tolist()
+        [5.0, 10.0]
+        """
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return type(self)(**{name: None if a is None else a[rows] for name, a in values.items()})
+
     def as_dict(self) -> dict[str, np.ndarray]:
         """Return the arrays as a plain ``dict`` (e.g. for ``np.savez``)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -126,6 +126,20 @@ class BoundSpec:
             return bias, paper_sampling(np.asarray(kappa, np.float64) / self.ck, self.delta_prime, self.sigma)
         raise ValueError(f"Unknown bound form {self.form!r}.")
 
+    @staticmethod
+    def least_epsilon(bias: np.ndarray, sampling: np.ndarray) -> np.ndarray:
+        """Per query, the column (bandwidth) of least ``bias + sampling``; ties go to the first.
+
+        The rule of ``bandwidth="auto"``, fed with the label-free parts of :meth:`parts`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> BoundSpec.least_epsilon(np.array([[0.1, 0.2], [0.1, 0.2]]), np.array([[0.3, 0.1], [0.1, 0.0]]))
+        array([1, 0])
+        """
+        return np.argmin(np.asarray(bias) + np.asarray(sampling), axis=1)
+
     def statistics_parts(self, stats: Any) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`parts` from kernel statistics: ``(bias, sampling)`` of shape (n, G)."""
         spec = self

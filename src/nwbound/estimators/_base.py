@@ -237,8 +237,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         for ``"chernoff"`` it is the Hoeffding ε on the same points.
         """
         if stats.n_bandwidths > 1:
-            bias, sampling = spec.statistics_parts(stats)
-            stats = stats.select(np.argmin(bias + sampling, axis=1))
+            stats = stats.select(spec.least_epsilon(*spec.statistics_parts(stats)))
         class_sums = stats.class_sums[:, 0]
         kappa = class_sums.sum(axis=1)
         proba, vacuous = self._fallback_proba(class_sums, kappa)

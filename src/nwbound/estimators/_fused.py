@@ -379,3 +379,121 @@ def tile_sums(
                     dist_sum[i, g] += ds
                 if need_tail:
                     tail_mass[i, g] += tm
+
+
+@njit(nogil=True, cache=True)
+def tile_moments(
+    t,
+    select,
+    redo,
+    col_ids,
+    weights,
+    points,
+    queries,
+    inv_support,
+    direct_factor,
+    row_err,
+    thresholds,
+    slot_table,
+    inv_bucket,
+    degree,
+    mom,
+):  # pragma: no cover - compiled
+    """Add one tile's per-slot distance moments to ``mom`` (the ``bandwidth="auto"`` ranking pass).
+
+    Each entry is found (``t̃ ≥ select``) and its ``δ = d²/S²`` formed as in :func:`tile_sums`;
+    its *slot* is the number of ``thresholds`` below ``δ`` (the narrowest bandwidth that reaches
+    it). Per slot the sums ``Σ w² δ^a`` (a ≤ 2m), ``Σ w r δ^a`` (a ≤ m, ``r`` the distance's upper
+    bound) and, with weights, ``Σ w δ^a`` (a ≤ m) are added: for a kernel that is a polynomial of
+    degree ``m`` in ``u²``, prefix sums over the slots give κ, ``Σ (wK)²`` and ``Σ wK·d`` of every
+    bandwidth at once, at a cost that does not grow with the number of bandwidths.
+
+    Parameters
+    ----------
+    t, select, redo, col_ids, weights, points, queries, inv_support, direct_factor, row_err
+        As in :func:`tile_sums`.
+    thresholds : float64 ndarray of shape (G + 1,)
+        ``R²/scale`` of the bandwidths by increasing λ (increasing values), then ``inf``: an entry
+        lies in the support of bandwidth ``j`` (in that order) when ``δ ≤ thresholds[j]``.
+    slot_table : intp ndarray of shape (T,)
+        Number of thresholds below ``b/inv_bucket`` for each bucket ``b`` of ``δ``: the slot
+        search starts there and steps past the few thresholds inside the bucket.
+    inv_bucket : float
+        Buckets per unit of ``δ``.
+    degree : int
+        ``m``, the kernel's degree in ``u²``.
+    mom : float64 ndarray of shape (rows, G, M)
+        ``M = (2m + 1) + (m + 1)`` moments per slot, ``+ (m + 1)`` with weights, in that order.
+    """
+    n_rows, width = t.shape
+    n_feat = points.shape[1]
+    n_bw = thresholds.shape[0] - 1
+    n_table = slot_table.shape[0]
+    weighted = weights.shape[0] > 0
+    n_sq = 2 * degree + 1
+    n_lin = degree + 1
+    n_mom = mom.shape[2]
+    cols = np.empty(width, dtype=np.intp)
+    vals = np.empty(width, dtype=t.dtype)
+    d2 = np.empty(width)
+    dist = np.empty(width)
+    slot = np.empty(width, dtype=np.intp)
+    # Four interleaved partial sums per slot (flat): consecutive entries of the same slot
+    # would otherwise wait on each other's store.
+    stride = (n_bw + 1) * n_mom
+    part = np.zeros(4 * stride)
+    for i in range(n_rows):
+        n = _select(t[i], select[i], cols, vals)
+        if n == 0:
+            continue
+        rd = redo[i]
+        for k in range(n):
+            v = np.float64(vals[k])
+            if v < rd:  # ambiguous near the edge: the distance from the coordinates
+                c = col_ids[cols[k]]
+                s = 0.0
+                for j in range(n_feat):
+                    diff = (queries[i, j] - np.float64(points[c, j])) * inv_support
+                    s += diff * diff
+                d2[k] = s
+            else:
+                d2[k] = max(1.0 - v, 0.0)
+        for k in range(n):
+            d = d2[k]
+            s = slot_table[min(np.intp(d * inv_bucket), n_table - 1)]
+            while d > thresholds[s]:  # thresholds[n_bw] = inf stops it
+                s += 1
+            slot[k] = s
+        err = row_err[i]
+        for k in range(n):
+            dist[k] = math.sqrt(d2[k] * direct_factor + err)
+        part[:] = 0.0
+        if degree == 1 and not weighted:  # Epanechnikov, unit weights: the common case, unrolled
+            for k in range(n):
+                o = (k & 3) * stride + slot[k] * 5
+                d = d2[k]
+                r = dist[k]
+                part[o] += 1.0
+                part[o + 1] += d
+                part[o + 2] += d * d
+                part[o + 3] += r
+                part[o + 4] += r * d
+        else:
+            for k in range(n):
+                o = (k & 3) * stride + slot[k] * n_mom
+                d = d2[k]
+                w = weights[col_ids[cols[k]]] if weighted else 1.0
+                w2 = w * w
+                wr = w * dist[k]
+                x = 1.0
+                for a in range(n_sq):
+                    part[o + a] += w2 * x
+                    if a < n_lin:
+                        part[o + n_sq + a] += wr * x
+                        if weighted:
+                            part[o + n_sq + n_lin + a] += w * x
+                    x *= d
+        for s in range(n_bw):  # slot n_bw: outside every bandwidth
+            for a in range(n_mom):
+                o = s * n_mom + a
+                mom[i, s, a] += (part[o] + part[stride + o]) + (part[2 * stride + o] + part[3 * stride + o])

@@ -22,7 +22,7 @@ from ..neighbors import make_index
 from ._base import BoundedClassifierBase
 from ._state import state_array, state_classes, state_scalar
 from ._statistics import KernelStatistics
-from ._sums import TrainingSet, dense_kernel_sums, neighbor_kernel_sums
+from ._sums import TrainingSet, dense_kernel_sums, dense_moment_sums, neighbor_kernel_sums
 
 __all__ = [
     "NadarayaWatsonClassifier",
@@ -510,8 +510,11 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         far = np.maximum(np.abs(X - low), np.abs(X - high))
         return euclidean_norm(far, axis=1)
 
-    def _statistics(self, X: np.ndarray, specs: list[BoundSpec], *, need_bounds: bool) -> KernelStatistics:
-        """Kernel statistics of validated queries with what ``specs`` need (class sums only when not ``need_bounds``)."""
+    def _statistics(self, X: np.ndarray, specs: list[BoundSpec], *, need_bounds: bool,
+                    bandwidths: np.ndarray | None = None) -> KernelStatistics:
+        """Kernel statistics of validated queries with what ``specs`` need (class sums only when not
+        ``need_bounds``), at ``bandwidths`` (default: every bandwidth of the fit)."""
+        bandwidths = self.bandwidths_ if bandwidths is None else bandwidths
         need_dist = need_bounds and (not specs or any(s.needs_distance_sum for s in specs))
         need_tail = need_bounds and any(s.needs_tail_mass for s in specs)
         chernoff = need_bounds and any(s.is_chernoff for s in specs)
@@ -522,14 +525,14 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
                 extra["histogram_bins"] = int(self.histogram_bins)
             if getattr(self, "device", None) is None:
                 sums = dense_kernel_sums(
-                    X, self._train, self.kernel_, self.bandwidths_, need_dist=need_dist, tail_radius=tail,
+                    X, self._train, self.kernel_, bandwidths, need_dist=need_dist, tail_radius=tail,
                     working_memory=self.working_memory, n_jobs=self.n_jobs, **extra,
                 )
             else:
                 from ._device import dense_kernel_sums_array_api  # imports the optional gpu extra on use
 
                 sums = dense_kernel_sums_array_api(
-                    X, self._train, self.kernel_, self.bandwidths_, need_dist=need_dist, tail_radius=tail,
+                    X, self._train, self.kernel_, bandwidths, need_dist=need_dist, tail_radius=tail,
                     device=self.device, working_memory=self.working_memory, **extra,
                 )
         else:
@@ -541,14 +544,14 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             # chosen distances are then recomputed directly from the coordinates.
             dist, idx = self.index_.kneighbors(X / self._index_scale, self.n_neighbors)
             sums = neighbor_kernel_sums(
-                dist, idx, self._train, self.kernel_, self.bandwidths_, need_dist=need_dist, tail_radius=tail,
+                dist, idx, self._train, self.kernel_, bandwidths, need_dist=need_dist, tail_radius=tail,
                 queries=X, **extra,
             )
         return KernelStatistics(
             class_sums=sums.class_sums,
             sq_sum=sums.sq_sum,
             dist_sum=sums.dist_sum,
-            bandwidth=self.bandwidths_[None, :],
+            bandwidth=bandwidths[None, :],
             kernel=self.kernel_,
             outside_box=np.any((X < self._box[0]) | (X > self._box[1]), axis=1),
             tail_mass=sums.tail_mass,
@@ -557,7 +560,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             hist_edges=sums.hist_edges,
             # Dense path: the expanded distance's rounding bound; the localized path's
             # distances are recomputed directly (relative error ~1e-15, covered below).
-            u2_error=sums.u2_error(self.bandwidths_) if self.index_ is None else 0.0,
+            u2_error=sums.u2_error(bandwidths) if self.index_ is None else 0.0,
             weight_max=sums.weight_max,
             hist_mass=sums.hist_mass,
             hist_dist=sums.hist_dist,
@@ -639,18 +642,62 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         """
         specs = self._resolve_bounds(bounds)
         X = self._validate_queries(X)
+        choices = self._ranked_choices(X, specs)
+        if choices is None:
+            out = self._intervals_at(X, specs, self.bandwidths_)
+        else:
+            out = {}
+            for choice, names in choices:
+                out.update(self._intervals_by_choice(X, {name: specs[name] for name in names}, choice))
+        return self._report(out, specs, bounds)
+
+    def _intervals_at(self, X: np.ndarray, specs: dict, bandwidths: np.ndarray) -> dict:
+        """Intervals of validated queries for every setting in ``specs`` from one pass at ``bandwidths``."""
         # Queries in blocks when a bound keeps per-query histograms or neighbour lists, so that
         # memory stays bounded however many queries come in.
         block = X.shape[0] if not any(s.is_chernoff for s in specs.values()) else _CHERNOFF_QUERY_BLOCK
         pieces = [
             {name: self._interval(stats, spec) for name, spec in specs.items()}
             for stats in (
-                self._statistics(X[s : s + block], list(specs.values()), need_bounds=True)
+                self._statistics(X[s : s + block], list(specs.values()), need_bounds=True, bandwidths=bandwidths)
                 for s in range(0, max(X.shape[0], 1), max(block, 1))
             )
         ]
-        out = {name: PredictionInterval.concatenate([p[name] for p in pieces]) for name in specs}
-        return self._report(out, specs, bounds)
+        return {name: PredictionInterval.concatenate([p[name] for p in pieces]) for name in specs}
+
+    def _ranked_choices(self, X: np.ndarray, specs: dict) -> list[tuple[np.ndarray, list]] | None:
+        """``bandwidth="auto"`` on the regular classifier with a polynomial kernel: each setting's
+        bandwidth per query from one moments pass (:func:`dense_moment_sums`), grouped by equal
+        choices; None where the exhaustive pass applies instead.
+
+        The choice depends on the inputs only (ε's label-free parts), so it keeps every bound
+        valid; the statistics of the chosen bandwidth are then computed exactly.
+        """
+        kernel = self.kernel_
+        if (self.bandwidths_.shape[0] < 2 or self.index_ is not None or getattr(self, "device", None) is not None
+                or kernel.polynomial is None or not kernel.compact or X.shape[0] == 0
+                or any(spec.needs_tail_mass for spec in specs.values())):
+            return None
+        moments = dense_moment_sums(X, self._train, kernel, self.bandwidths_,
+                                    working_memory=self.working_memory, n_jobs=self.n_jobs)
+        grid = self.bandwidths_[None, :]
+        groups: list[tuple[np.ndarray, list]] = []
+        for name, spec in specs.items():
+            choice = spec.least_epsilon(*spec.parts(moments.kappa, moments.sq_sum, moments.dist_sum, grid))
+            same = next((g for g in groups if np.array_equal(g[0], choice)), None)
+            if same is None:
+                groups.append((choice, [name]))
+            else:
+                same[1].append(name)
+        return groups
+
+    def _intervals_by_choice(self, X: np.ndarray, specs: dict, choice: np.ndarray) -> dict:
+        """Intervals where query ``i`` uses bandwidth ``choice[i]``: one exact pass per chosen bandwidth."""
+        used = np.unique(choice)
+        rows = [np.flatnonzero(choice == g) for g in used]
+        parts = [self._intervals_at(X[r], specs, self.bandwidths_[g : g + 1]) for g, r in zip(used, rows)]
+        inverse = np.argsort(np.concatenate(rows), kind="stable")
+        return {name: PredictionInterval.concatenate([p[name] for p in parts]).take(inverse) for name in specs}
 
     def predict_proba(self, X) -> np.ndarray:
         """Estimated class probabilities ``p̂_c(y)``.

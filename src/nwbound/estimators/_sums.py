@@ -85,7 +85,8 @@ from .._memory import block_rows
 from ..kernels import Kernel
 
 __all__ = [
-    "TrainingSet", "KernelSums", "dense_kernel_sums", "neighbor_kernel_sums", "neighbor_distances", "block_rows",
+    "TrainingSet", "KernelSums", "MomentSums", "dense_kernel_sums", "dense_moment_sums", "neighbor_kernel_sums",
+    "neighbor_distances", "block_rows",
 ]
 
 # Queries per block: enough rows for an efficient GEMM, few enough that a
@@ -115,6 +116,8 @@ _MAX_T_ERROR = 2.0**-8
 # Entries per chunk of a direct distance recomputation (entries × features floats).
 _DIRECT_CHUNK_ELEMENTS = 1 << 20
 _U64 = 2.0**-53  # unit roundoff of float64
+# dense_moment_sums: κ below this share of the mass inside the support is rounding of the expansion.
+_MOMENT_TOLERANCE = 1e-10
 # The compiled tile reduction (numba): False forces the numpy route, as does
 # the environment variable NWBOUND_DISABLE_NUMBA=1.
 USE_NUMBA = True
@@ -282,6 +285,7 @@ class KernelSums:
     uniform_weights: bool = False  # set by dense_kernel_sums (no sample weights)
     point_mass: np.ndarray | None = None  # (n, G, k)
     point_dist: np.ndarray | None = None  # (n, k)
+    moments: np.ndarray | None = None  # (n, G, M) per slot, the ranking pass of dense_moment_sums
 
     @property
     def kappa(self) -> np.ndarray:
@@ -462,6 +466,13 @@ class _Plan:
     flush_entries: int
     dtype: np.dtype
     fused: _FusedSpec | None = None  # the compiled reduction, when it applies
+    # Ranking pass of bandwidth="auto" (:func:`dense_moment_sums`): the kernel's degree in u²
+    # (−1: the ordinary sums), the slot thresholds R²/scale by increasing λ (then inf) and
+    # the bucket table that starts each entry's slot search (:func:`_slot_table`).
+    moment_degree: int = -1
+    thresholds: np.ndarray | None = None
+    slot_table: np.ndarray | None = None
+    inv_bucket: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -469,6 +480,7 @@ class _FusedSpec:
     """Arguments of :func:`._fused.tile_sums` that are the same for every tile."""
 
     tile_sums: object  # the compiled function
+    tile_moments: object  # its per-slot moments variant
     code: int
     radius_sq: float
     labels: np.ndarray  # (n,) intp, layout order
@@ -495,6 +507,7 @@ def _fused_spec(kernel: Kernel, lay: _Layout) -> _FusedSpec | None:
         return None
     return _FusedSpec(
         tile_sums=_FUSED_MODULE.tile_sums,
+        tile_moments=_FUSED_MODULE.tile_moments,
         code=spec[0],
         radius_sq=spec[1],
         labels=lay.labels.astype(np.intp, copy=False),
@@ -562,8 +575,10 @@ class _Accumulator:
     """Per-block running sums (float64) for ``rows`` query rows; distances in units of S."""
 
     def __init__(self, n_rows: int, n_bandwidths: int, n_classes: int, need_dist: bool, need_tail: bool,
-                 hist_bins: int = 0):
+                 hist_bins: int = 0, n_moments: int = 0):
         self.n_rows = n_rows
+        # Per slot distance moments (the ranking pass of bandwidth="auto", :func:`_moments_of`).
+        self.mom = np.zeros((n_rows, n_bandwidths, n_moments)) if n_moments else None
         self.n_classes = n_classes
         self.class_sums = np.zeros((n_rows, n_bandwidths, n_classes))
         self.sq_sum = np.zeros((n_rows, n_bandwidths))
@@ -599,6 +614,9 @@ class _Accumulator:
         delta = np.concatenate(self.d2)
         self.rows, self.cols, self.d2, self.pending = [], [], [], 0
         lay = plan.layout
+        if self.mom is not None:
+            self._flush_moments(rows, cols, delta, plan)
+            return
         n, C = self.n_rows, self.n_classes
         flat = rows * C + lay.labels[cols]
         w = None if lay.weights is None else lay.weights[cols]
@@ -623,10 +641,41 @@ class _Accumulator:
                     far = pos[dist[pos] > plan.tail_cut[g]]
                     self.tail_mass[:, g] += np.bincount(rows[far], weights=wk[far], minlength=n)
 
+    def _flush_moments(self, rows: np.ndarray, cols: np.ndarray, delta: np.ndarray, plan: _Plan) -> None:
+        """Numpy route of :func:`._fused.tile_moments`: per slot ``Σ w²δ^a``, ``Σ w r δ^a``, ``Σ w δ^a``."""
+        G = plan.thresholds.shape[0] - 1
+        slot = np.searchsorted(plan.thresholds, delta, side="left")  # first j with δ ≤ θ_j (G: none)
+        keep = np.flatnonzero(slot < G)
+        rows, delta, slot = rows[keep], delta[keep], slot[keep]
+        w = None if plan.layout.weights is None else plan.layout.weights[cols[keep]]
+        dist = np.sqrt(delta * plan.direct_factor + self.row_err[rows])
+        flat = rows * G + slot
+        size = self.n_rows * G
+        m = plan.moment_degree
+        power = np.ones_like(delta)
+        for a in range(2 * m + 1):
+            self.mom[:, :, a] += np.bincount(flat, weights=power if w is None else w * w * power,
+                                             minlength=size).reshape(self.n_rows, G)
+            if a <= m:
+                self.mom[:, :, 2 * m + 1 + a] += np.bincount(
+                    flat, weights=dist * power if w is None else w * dist * power, minlength=size
+                ).reshape(self.n_rows, G)
+                if w is not None:
+                    self.mom[:, :, 3 * m + 2 + a] += np.bincount(flat, weights=w * power, minlength=size).reshape(
+                        self.n_rows, G)
+            power = power * delta
+
     def add_fused(self, t: np.ndarray, col: slice | np.ndarray, plan: _Plan) -> None:
         """Compiled route: every sum of one tile ``t̃ = 1 − d̃²/S²`` in one pass."""
         spec = plan.fused
         col_ids = np.arange(col.start, col.stop, dtype=np.intp) if isinstance(col, slice) else col
+        if self.mom is not None:
+            spec.tile_moments(
+                t, self.select.astype(t.dtype), self.redo, col_ids, spec.weights, plan.layout.points, self.q64,
+                1.0 / plan.support, plan.direct_factor, self.row_err, plan.thresholds, plan.slot_table,
+                plan.inv_bucket, plan.moment_degree, self.mom,
+            )
+            return
         spec.tile_sums(
             t, self.select.astype(t.dtype), self.redo, col_ids, spec.labels, spec.weights,
             plan.layout.points, self.q64, 1.0 / plan.support, plan.direct_factor, self.row_err,
@@ -697,8 +746,8 @@ def _block_sums(Q: np.ndarray, cols: np.ndarray | None, plan: _Plan) -> _Accumul
     lay = plan.layout
     n_rows = Q.shape[0]
     n_cols = lay.augmented.shape[0] if cols is None else cols.shape[0]
-    acc = _Accumulator(n_rows, len(plan.bandwidths), lay.onehot.shape[1], plan.need_dist,
-                       plan.tail_radius is not None, plan.hist_bins)
+    acc = _Accumulator(n_rows, len(plan.bandwidths), lay.onehot.shape[1] if plan.moment_degree < 0 else 0, plan.need_dist,
+                       plan.tail_radius is not None, plan.hist_bins, _n_moments(plan.moment_degree, lay.weights))
     if n_cols == 0:
         return acc
     acc.q64 = np.ascontiguousarray(Q, dtype=np.float64)
@@ -749,7 +798,7 @@ def _block_sums(Q: np.ndarray, cols: np.ndarray | None, plan: _Plan) -> _Accumul
         count = int(np.count_nonzero(mask))
         if count == 0:
             continue
-        if plan.sparse and count <= _DENSE_SHARE * t.size:
+        if plan.sparse and (count <= _DENSE_SHARE * t.size or acc.mom is not None):
             flat = np.flatnonzero(mask)
             r, c = np.divmod(flat, w)
             tv = t.ravel()[flat].astype(np.float64)
@@ -792,6 +841,8 @@ def _store(out: KernelSums, rows: slice | np.ndarray, acc: _Accumulator, plan: _
             out.hist_mass[rows] = acc.hist_md[..., 0] * unit
             out.hist_dist[rows] = acc.hist_md[..., 1] * up * unit
     out.d2_error_rel[rows] = acc.row_err
+    if acc.mom is not None:
+        out.moments[rows] = acc.mom
 
 
 def dense_kernel_sums(
@@ -857,11 +908,25 @@ def dense_kernel_sums(
     >>> s.class_sums[0, 0].tolist(), s.histogram[0, 0].tolist()
     ([1.0, 0.75], [1.0, 1.0, 0.0, 0.0])
     """
+    return _dense_pass(Xq, train, kernel, bandwidths, need_dist=need_dist, tail_radius=tail_radius,
+                       working_memory=working_memory, n_jobs=n_jobs, prune=prune, histogram_bins=histogram_bins)
+
+
+def _dense_pass(
+    Xq: np.ndarray, train: TrainingSet, kernel: Kernel, bandwidths: np.ndarray, *, need_dist: bool,
+    tail_radius: float | None, working_memory: float | None, n_jobs: int | None, prune: bool | None,
+    histogram_bins: int, moment_degree: int = -1,
+) -> KernelSums:
+    """:func:`dense_kernel_sums`, or with ``moment_degree ≥ 0`` the per-slot moments of :func:`dense_moment_sums`."""
     n_q = Xq.shape[0]
     bandwidths = np.asarray(bandwidths, dtype=np.float64)
     histogram_bins = _check_histogram_bins(histogram_bins, kernel)
     compact = kernel.compact and tail_radius is None
-    out = KernelSums.empty(n_q, len(bandwidths), train.n_classes, need_dist, tail_radius is not None, histogram_bins)
+    moments = moment_degree >= 0
+    out = KernelSums.empty(n_q, len(bandwidths), 0 if moments else train.n_classes, need_dist,
+                           tail_radius is not None, histogram_bins)
+    if moments:
+        out.moments = np.zeros((n_q, len(bandwidths), _n_moments(moment_degree, train.weights)))
     out.weight_max = train.weight_max
     out.uniform_weights = train.weights is None
     radius_sq = float(kernel.radius) ** 2 if kernel.compact else math.inf
@@ -881,6 +946,7 @@ def dense_kernel_sums(
         lay, kernel, bandwidths, support, scales, inv_support, compact=compact, need_dist=need_dist,
         tail_radius=tail_radius, histogram_bins=histogram_bins, radius_sq=radius_sq,
         weight_max=out.weight_max, n_features=Xq.shape[1], tile_elements=tile_elements, dtype=train.X.dtype,
+        moment_degree=moment_degree,
     )
     n_rows = int(max(1, min(_QUERY_BLOCK, tile_elements, n_q)))
     tasks = _dense_tasks(Xq, lay, n_rows, support, compact, train.X.dtype)
@@ -897,6 +963,122 @@ def dense_kernel_sums(
         for task in tasks:
             run(task)
     return out
+
+
+@dataclass
+class MomentSums:
+    """κ, ``Σ (wK)²`` and ``Σ wK·d`` per query and bandwidth from distance moments (for ranking).
+
+    Computed in expanded polynomial form, so they carry rounding beyond the engine's error
+    model: fit to *choose* a bandwidth (a function of the inputs only), never to bound.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.kernels import get_kernel
+    >>> train = TrainingSet.build(np.array([[0.0], [0.5], [3.0]]), np.array([0, 1, 1]), 2, None)
+    >>> m = dense_moment_sums(np.array([[0.0]]), train, get_kernel("epanechnikov"), np.array([1.0, 4.0]))
+    >>> m.kappa.round(4).tolist()
+    [[1.75, 2.4219]]
+    """
+
+    kappa: np.ndarray  # (n, G)
+    sq_sum: np.ndarray  # (n, G)
+    dist_sum: np.ndarray  # (n, G), ≈ Σ w K ‖y − y_i‖ (distances rounded up as in dist_sum)
+
+
+def _n_moments(degree: int, weights: np.ndarray | None) -> int:
+    """Moments per slot for a kernel of ``degree`` in u² (0 for the ordinary sums)."""
+    if degree < 0:
+        return 0
+    return (2 * degree + 1) + (degree + 1) + (degree + 1 if weights is not None else 0)
+
+
+def dense_moment_sums(
+    Xq: np.ndarray,
+    train: TrainingSet,
+    kernel: Kernel,
+    bandwidths: np.ndarray,
+    *,
+    working_memory: float | None = None,
+    n_jobs: int | None = None,
+    prune: bool | None = None,
+) -> MomentSums:
+    """κ, ``Σ (wK)²`` and ``Σ wK·d`` of every bandwidth from **one** pass, for a polynomial kernel.
+
+    For ``K(u) = Σ_a c_a u^{2a}`` (``kernel.polynomial``) and ``u² = δ·s_g`` (``δ = d²/S²``), the sums
+    over the points inside bandwidth ``g`` are polynomials in ``s_g`` whose coefficients are
+    distance moments ``Σ w^p δ^a`` over those points. Each point is counted once, in the slot
+    of the narrowest bandwidth that reaches it; prefix sums over the slots then give every
+    bandwidth. Costs one kernel pass whatever the number of bandwidths (the direct evaluation in
+    :func:`dense_kernel_sums` costs one reduction per bandwidth and point).
+
+    Parameters
+    ----------
+    Xq : ndarray of shape (n_queries, n_features)
+        Queries, in the training set's dtype.
+    train : TrainingSet
+    kernel : Kernel
+        With ``kernel.polynomial`` set (Epanechnikov, quartic, triweight, boxcar).
+    bandwidths : ndarray of shape (n_bandwidths,)
+    working_memory, n_jobs, prune
+        As in :func:`dense_kernel_sums`.
+
+    Returns
+    -------
+    MomentSums
+        Each (n_queries, n_bandwidths), clipped at 0.
+
+    Raises
+    ------
+    ValueError
+        If the kernel is not a known polynomial.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.kernels import get_kernel
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.random((300, 2)); train = TrainingSet.build(X, rng.integers(0, 2, 300), 2, None)
+    >>> k, grid = get_kernel("quartic"), np.array([0.1, 0.3, 0.9])
+    >>> m = dense_moment_sums(X[:5], train, k, grid)
+    >>> s = dense_kernel_sums(X[:5], train, k, grid, need_dist=True)
+    >>> bool(np.allclose(m.kappa, s.kappa) and np.allclose(m.sq_sum, s.sq_sum))
+    True
+    """
+    coef = None if kernel.polynomial is None else np.asarray(kernel.polynomial, dtype=np.float64)
+    if coef is None or not kernel.compact:
+        raise ValueError(
+            f"dense_moment_sums needs a compact kernel that is a polynomial in u² (kernel.polynomial); "
+            f"{kernel.name!r} is not one: use dense_kernel_sums."
+        )
+    bandwidths = np.asarray(bandwidths, dtype=np.float64)
+    degree = coef.shape[0] - 1
+    out = _dense_pass(Xq, train, kernel, bandwidths, need_dist=False, tail_radius=None,
+                      working_memory=working_memory, n_jobs=n_jobs, prune=prune, histogram_bins=0,
+                      moment_degree=degree)
+    support, scales, _ = _support_scales(kernel, bandwidths)
+    order = np.argsort(-scales, kind="stable")  # slots by increasing λ
+    cum = np.cumsum(out.moments, axis=1)  # slot j: every point inside bandwidth order[j]
+    powers = scales[order][:, None] ** np.arange(2 * degree + 1)  # (G, 2m+1)
+    n_sq, n_lin = 2 * degree + 1, degree + 1
+    kappa_mom = cum[:, :, n_sq + n_lin:] if train.weights is not None else cum[:, :, :n_lin]
+    unit = train.weight_unit
+    up = support * (1.0 + (train.X.shape[0] + 8) * _U64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        sums = (
+            np.einsum("nja,ja,a->nj", kappa_mom, powers[:, :n_lin], coef) * unit,
+            np.einsum("nja,ja,a->nj", cum[:, :, :n_sq], powers, np.convolve(coef, coef)) * (unit * unit),
+            np.einsum("nja,ja,a->nj", cum[:, :, n_sq:n_sq + n_lin], powers[:, :n_lin], coef) * (unit * up),
+        )
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(order.shape[0])
+    kappa, sq_sum, dist_sum = (np.maximum(np.nan_to_num(v[:, inverse], nan=0.0), 0.0) for v in sums)
+    # κ within the expansion's rounding of 0 (every point at the support's edge) is taken as 0:
+    # the bandwidth then ranks last instead of on a κ that is only rounding noise.
+    mass = (kappa_mom[:, :, 0] * unit)[:, inverse]
+    kappa[kappa <= _MOMENT_TOLERANCE * mass] = 0.0
+    return MomentSums(kappa=kappa, sq_sum=sq_sum, dist_sum=dist_sum)
 
 
 def _check_histogram_bins(histogram_bins: int, kernel: Kernel) -> int:
@@ -945,10 +1127,12 @@ def _dense_plan(
     lay: _Layout, kernel: Kernel, bandwidths: np.ndarray, support: float, scales: np.ndarray,
     inv_support: float, *, compact: bool, need_dist: bool, tail_radius: float | None, histogram_bins: int,
     radius_sq: float, weight_max: float, n_features: int, tile_elements: int, dtype: np.dtype,
+    moment_degree: int = -1,
 ) -> _Plan:
     """The :class:`_Plan` shared by every query block of one :func:`dense_kernel_sums` call."""
     with np.errstate(over="ignore"):
         rho_sq = float(np.float64(lay.scale / support) ** 2)  # may be inf: then no product
+    g_order = np.argsort(-scales, kind="stable").astype(np.intp)
     return _Plan(
         layout=lay,
         kernel=kernel,
@@ -956,7 +1140,7 @@ def _dense_plan(
         support=support,
         rho_sq=rho_sq,
         scales=scales,
-        g_order=np.argsort(-scales, kind="stable").astype(np.intp),
+        g_order=g_order,
         tail_cut=(tail_radius if tail_radius is not None else np.inf) * bandwidths * inv_support,
         sparse=compact,
         edge=kernel.compact,
@@ -970,7 +1154,26 @@ def _dense_plan(
         flush_entries=max(1, int(_DENSE_SHARE * tile_elements)),
         dtype=dtype,
         fused=_fused_spec(kernel, lay),
+        moment_degree=moment_degree,
+        **(_slot_table(radius_sq / scales[g_order]) if moment_degree >= 0 else {}),
     )
+
+
+def _slot_table(thresholds: np.ndarray) -> dict:
+    """Plan fields of the moments pass: ``thresholds`` (then inf) and a table of buckets of ``δ``,
+    each holding the number of thresholds below its left edge — fine enough (up to 2¹⁶ buckets)
+    that a bucket rarely holds a threshold, so finding an entry's slot costs one lookup."""
+    top = float(thresholds[-1])
+    gaps = np.diff(np.concatenate([[0.0], thresholds]))
+    gap = float(gaps[gaps > 0].min()) if np.any(gaps > 0) else top
+    n_table = int(min(1 << 16, max(2, math.ceil(2.0 * top / gap) + 2)))
+    inv_bucket = (n_table - 1) / top
+    edges = np.arange(n_table) / inv_bucket
+    return {
+        "thresholds": np.append(thresholds, np.inf),
+        "slot_table": np.searchsorted(thresholds, edges, side="left").astype(np.intp),
+        "inv_bucket": float(inv_bucket),
+    }
 
 
 def _dense_tasks(

@@ -43,6 +43,11 @@ class Kernel:
     of_squared : callable or None
         ``K`` as a function of ``u²`` when it has a closed form, which lets the
         estimators skip a square root on the distance matrix.
+    polynomial : tuple of float or None
+        Coefficients ``c_a`` with ``K(u) = Σ_a c_a u^{2a}`` on ``u ≤ radius`` (0 beyond),
+        when the profile is such a polynomial (the built-in Epanechnikov, quartic,
+        triweight and boxcar): ``bandwidth="auto"`` then ranks every bandwidth from one
+        set of distance moments. It must describe ``of_distance`` exactly.
 
     Examples
     --------
@@ -61,6 +66,7 @@ class Kernel:
     radius: float = 1.0
     sup: float = 1.0
     of_squared: ArrayFunc | None = field(default=None, repr=False)
+    polynomial: tuple[float, ...] | None = field(default=None, repr=False)
     # How to rebuild this kernel when unpickling: the profiles are closures.
     rebuild: tuple = field(default=(), repr=False, compare=False)
 
@@ -234,17 +240,19 @@ def gaussian_kernel(radius: float | None = 3.0) -> Kernel:
 
 
 def _build_registry() -> dict[str, Kernel]:
-    polys = {
-        "epanechnikov": _polynomial_of_squared(1),
-        "quartic": _polynomial_of_squared(2),
-        "triweight": _polynomial_of_squared(3),
-    }
-    registry = {
-        name: Kernel(name, _from_squared_profile(f), of_squared=f, rebuild=(get_kernel, (name,)))
-        for name, f in polys.items()
-    }
+    # (1 − u²)^power, expanded in powers of u² (binomial coefficients with alternating signs).
+    polys = {"epanechnikov": 1, "quartic": 2, "triweight": 3}
+    registry = {}
+    for name, power in polys.items():
+        f = _polynomial_of_squared(power)
+        registry[name] = Kernel(
+            name, _from_squared_profile(f), of_squared=f,
+            polynomial=tuple(float((-1) ** a * math.comb(power, a)) for a in range(power + 1)),
+            rebuild=(get_kernel, (name,)),
+        )
     registry["boxcar"] = Kernel(
-        "boxcar", _from_squared_profile(_boxcar_sq), of_squared=_boxcar_sq, rebuild=(get_kernel, ("boxcar",))
+        "boxcar", _from_squared_profile(_boxcar_sq), of_squared=_boxcar_sq, polynomial=(1.0,),
+        rebuild=(get_kernel, ("boxcar",)),
     )
     registry["tricube"] = Kernel("tricube", _tricube, rebuild=(get_kernel, ("tricube",)))
     registry["cosine"] = Kernel("cosine", _cosine, rebuild=(get_kernel, ("cosine",)))

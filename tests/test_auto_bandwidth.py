@@ -1,0 +1,142 @@
+"""``bandwidth="auto"`` from one ranking pass: distance moments per slot, then exact statistics at the
+chosen bandwidth. Checked against slow direct formulas and against the exhaustive path (statistics of
+every bandwidth, then the choice), on both reductions of the engine."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_engine_paths import _clustered, _direct, route  # noqa: F401  (route: fixture)
+
+from nwbound import NadarayaWatsonClassifier
+from nwbound.estimators import _sums
+from nwbound.estimators._sums import TrainingSet, dense_kernel_sums, dense_moment_sums
+from nwbound.kernels import get_kernel
+
+GRID = np.array([0.08, 0.15, 0.3, 0.55, 1.0, 2.5])
+
+
+@pytest.mark.parametrize("kernel", ["epanechnikov", "quartic", "triweight", "boxcar"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_moment_sums_equal_direct_formulas(kernel, weighted, dtype, route):
+    X, y, Q = _clustered(700, 3, 50, seed=5)
+    X, Q = X.astype(dtype), Q.astype(dtype)
+    w = np.random.default_rng(2).uniform(0.2, 3.0, len(y)) if weighted else None
+    train = TrainingSet.build(X, y, 3, w)
+    got = dense_moment_sums(Q, train, get_kernel(kernel), GRID, working_memory=0.2)
+    if dtype == np.float32:
+        # The float32 product's distance error (bounded and carried by the engine) moves each u²
+        # alike in both passes: compare the moment algebra with the direct kernel sums of that engine.
+        ref = dense_kernel_sums(Q, train, get_kernel(kernel), GRID, need_dist=True, working_memory=0.2)
+        expected = [(ref.kappa[:, g], ref.sq_sum[:, g], ref.dist_sum[:, g]) for g in range(len(GRID))]
+    else:
+        expected = []
+        for lam in GRID:
+            cs, s2, dsum, _ = _direct(Q, X, y, 3, kernel, lam, w)
+            expected.append((cs.sum(axis=1), s2, dsum))
+    for g, (kappa, s2, dsum) in enumerate(expected):
+        # Expanded polynomials: rounding grows with the degree; ranking needs no more.
+        tol = 1e-9
+        np.testing.assert_allclose(got.kappa[:, g], kappa, rtol=tol, atol=tol * (1 + kappa.max()))
+        np.testing.assert_allclose(got.sq_sum[:, g], s2, rtol=tol, atol=tol * (1 + s2.max()))
+        np.testing.assert_allclose(got.dist_sum[:, g], dsum, rtol=tol, atol=tol * (1 + dsum.max()))
+    assert np.all(got.kappa[-5:, :2] == 0)  # far queries: no point within the narrow supports
+
+
+def test_moment_sums_with_pruning_and_many_bandwidths(monkeypatch):
+    monkeypatch.setattr(_sums, "_MIN_PRUNE_POINTS", 64)
+    X, y, Q = _clustered(2000, 2, 80, seed=6)
+    train = TrainingSet.build(X, y, 3, None)
+    grid = np.geomspace(0.02, 3.0, 40)  # finer than the table's first guess: slots stepped past
+    kern = get_kernel("epanechnikov")
+    got = dense_moment_sums(Q, train, kern, grid, prune=True)
+    ref = dense_kernel_sums(Q, train, kern, grid, need_dist=True, prune=False)
+    np.testing.assert_allclose(got.kappa, ref.kappa, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(got.sq_sum, ref.sq_sum, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(got.dist_sum, ref.dist_sum, rtol=1e-9, atol=1e-9)
+
+
+def test_slot_table_finds_the_narrowest_bandwidth():
+    thresholds = np.array([1e-6, 2e-6, 0.3, 0.3000001, 1.0])
+    plan = _sums._slot_table(thresholds)
+    delta = np.concatenate([thresholds, np.nextafter(thresholds, 2.0), [0.0, 0.5, 1.5]])
+    table, inv = plan["slot_table"], plan["inv_bucket"]
+    start = table[np.minimum((delta * inv).astype(np.intp), table.shape[0] - 1)]
+    slot = np.array([s + np.count_nonzero(d > plan["thresholds"][s:]) for d, s in zip(delta, start)])
+    np.testing.assert_array_equal(slot, np.searchsorted(thresholds, delta, side="left"))
+    assert np.all(start <= slot)  # the table never starts past the slot
+
+
+def test_non_polynomial_kernel_is_refused_with_the_way_out():
+    X, y, Q = _clustered(100, 2, 10)
+    train = TrainingSet.build(X, y, 3, None)
+    with pytest.raises(ValueError, match="polynomial.*dense_kernel_sums"):
+        dense_moment_sums(Q, train, get_kernel("tricube"), GRID)
+
+
+def _exhaustive(model, Q, bounds=None):
+    """The reference: statistics of every grid bandwidth, then the choice of least ε."""
+    return model.interval_from_statistics(model.kernel_statistics(Q, bounds=bounds), bounds=bounds)
+
+
+@pytest.mark.parametrize("bound", ["chernoff", "hoeffding", "selfnormalized", "paper"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_auto_predict_interval_matches_the_exhaustive_choice(bound, weighted, route):
+    X, y, Q = _clustered(1500, 3, 120, seed=7)
+    w = np.random.default_rng(3).uniform(0.5, 2.0, len(y)) if weighted else None
+    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5, bound=bound,
+                                     histogram_bins=16).fit(X, y, sample_weight=w)
+    fast = model.predict_interval(Q)
+    ref = _exhaustive(model, Q)
+    # The choice: the ε of the fast path's bandwidth (from exact statistics) is the least one.
+    stats = model.kernel_statistics(Q)
+    bias, sampling = model.bound_spec_.statistics_parts(stats)
+    eps = bias + sampling
+    col = np.searchsorted(model.bandwidths_, fast.bandwidth)
+    chosen = eps[np.arange(len(Q)), col]
+    best = eps.min(axis=1)
+    finite = np.isfinite(best)
+    assert np.all(chosen[finite] <= best[finite] * (1 + 1e-9))
+    assert np.all(np.isinf(best) == np.isinf(chosen))
+    same = fast.bandwidth == ref.bandwidth
+    assert same.mean() > 0.95
+    # Same bandwidth: the same statistics up to the distance rounding (the exhaustive pass scales
+    # distances by the widest bandwidth, so its error margin is wider).
+    np.testing.assert_allclose(fast.proba[same], ref.proba[same], atol=1e-9)
+    np.testing.assert_allclose(fast.kappa[same], ref.kappa[same], rtol=1e-9)
+    np.testing.assert_allclose(fast.lower[same], ref.lower[same], atol=1e-6)
+    np.testing.assert_allclose(fast.upper[same], ref.upper[same], atol=1e-6)
+    assert np.all(fast.lower <= fast.proba + 1e-12) and np.all(fast.proba <= fast.upper + 1e-12)
+
+
+def test_several_settings_in_one_call_and_query_order_kept():
+    X, y, Q = _clustered(1200, 2, 90, seed=8)
+    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5).fit(X, y)
+    bounds = {"loose": {"lipschitz": 5.0}, "tight": {"lipschitz": 0.05, "bound": "hoeffding"}}
+    both = model.predict_interval(Q, bounds=bounds)
+    for name in bounds:
+        alone = model.predict_interval(Q, bounds={name: bounds[name]})[name]
+        np.testing.assert_array_equal(both[name].bandwidth, alone.bandwidth)
+        np.testing.assert_allclose(both[name].upper, alone.upper, atol=1e-12)
+    # A larger L favours smaller bandwidths: the two settings really choose differently.
+    assert np.mean(both["loose"].bandwidth) < np.mean(both["tight"].bandwidth)
+    perm = np.random.default_rng(0).permutation(len(Q))
+    shuffled = model.predict_interval(Q[perm])
+    np.testing.assert_allclose(shuffled.upper, model.predict_interval(Q).upper[perm], atol=1e-12)
+    np.testing.assert_array_equal(model.predict(Q[perm]), model.predict(Q)[perm])
+
+
+def test_kernels_without_a_polynomial_keep_the_exhaustive_path(monkeypatch):
+    X, y, Q = _clustered(600, 2, 40, seed=9)
+    calls = []
+    original = _sums._dense_pass
+    monkeypatch.setattr(_sums, "_dense_pass", lambda *a, **k: (calls.append(k.get("moment_degree", -1)),
+                                                               original(*a, **k))[1])
+    for kernel, ranked in [("tricube", False), ("quartic", True)]:
+        calls.clear()
+        model = NadarayaWatsonClassifier(bandwidth="auto", kernel=kernel, lipschitz=0.5).fit(X, y)
+        got = model.predict_interval(Q)
+        assert (max(calls) >= 0) is ranked
+        ref = _exhaustive(model, Q)
+        assert np.mean(got.bandwidth == ref.bandwidth) > 0.95
