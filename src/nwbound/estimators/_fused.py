@@ -382,6 +382,16 @@ def tile_sums(
 
 
 @njit(nogil=True, cache=True)
+def _direct_delta(queries, i, points, c, inv_support):  # pragma: no cover - compiled
+    """``Σ_j ((y_j − x_j)/S)²`` in float64 from the original coordinates (as in :func:`tile_sums`)."""
+    s = 0.0
+    for j in range(points.shape[1]):
+        diff = (queries[i, j] - np.float64(points[c, j])) * inv_support
+        s += diff * diff
+    return s
+
+
+@njit(nogil=True, cache=True)
 def tile_moments(
     t,
     select,
@@ -426,7 +436,6 @@ def tile_moments(
         ``M = (2m + 1) + (m + 1)`` moments per slot, ``+ (m + 1)`` with weights, in that order.
     """
     n_rows, width = t.shape
-    n_feat = points.shape[1]
     n_bw = thresholds.shape[0] - 1
     n_table = slot_table.shape[0]
     weighted = weights.shape[0] > 0
@@ -442,25 +451,49 @@ def tile_moments(
     # would otherwise wait on each other's store.
     stride = (n_bw + 1) * n_mom
     part = np.zeros(4 * stride)
+    every = np.arange(width)  # the column list of a row visited in full
+    visit_all = True  # guessed from the previous row: tiles of one block look alike
     for i in range(n_rows):
-        n = _select(t[i], select[i], cols, vals)
-        if n == 0:
-            continue
+        row = t[i]
+        sel = select[i]
         rd = redo[i]
-        for k in range(n):
-            v = np.float64(vals[k])
-            if v < rd:  # ambiguous near the edge: the distance from the coordinates
-                c = col_ids[cols[k]]
-                s = 0.0
-                for j in range(n_feat):
-                    diff = (queries[i, j] - np.float64(points[c, j])) * inv_support
-                    s += diff * diff
-                d2[k] = s
-            else:
-                d2[k] = max(1.0 - v, 0.0)
+        if visit_all:
+            # Most entries count (the widest bandwidth often covers everything): a branch-free
+            # pass over all of them; misses get δ = 2, beyond every support (slot G, dropped).
+            hits = 0
+            ambiguous = 0
+            for k in range(width):
+                v = np.float64(row[k])
+                inside = v >= sel
+                d2[k] = max(1.0 - v, 0.0) if inside else 2.0
+                hits += inside
+                ambiguous += inside and v < rd
+            visit_all = 2 * hits >= width
+            if hits == 0:
+                continue
+            n = width
+            idx = every
+            if ambiguous:
+                for k in range(width):
+                    v = np.float64(row[k])
+                    if v >= sel and v < rd:  # ambiguous near the edge: from the coordinates
+                        d2[k] = _direct_delta(queries, i, points, col_ids[k], inv_support)
+        else:
+            n = _select(row, sel, cols, vals)
+            visit_all = 2 * n >= width
+            if n == 0:
+                continue
+            idx = cols
+            for k in range(n):
+                v = np.float64(vals[k])
+                if v < rd:  # ambiguous near the edge: the distance from the coordinates
+                    d2[k] = _direct_delta(queries, i, points, col_ids[cols[k]], inv_support)
+                else:
+                    d2[k] = max(1.0 - v, 0.0)
         for k in range(n):
             d = d2[k]
-            s = slot_table[min(np.intp(d * inv_bucket), n_table - 1)]
+            b = d * inv_bucket  # (may be inf for a far pair recomputed directly)
+            s = slot_table[np.intp(b) if b < n_table - 1 else n_table - 1]
             while d > thresholds[s]:  # thresholds[n_bw] = inf stops it
                 s += 1
             slot[k] = s
@@ -482,7 +515,7 @@ def tile_moments(
             for k in range(n):
                 o = (k & 3) * stride + slot[k] * n_mom
                 d = d2[k]
-                w = weights[col_ids[cols[k]]] if weighted else 1.0
+                w = weights[col_ids[idx[k]]] if weighted else 1.0
                 w2 = w * w
                 wr = w * dist[k]
                 x = 1.0
