@@ -289,3 +289,15 @@ def test_sharded_float32_equals_single_machine_to_float32_rounding(data, n_neigh
         # Shards sum their float32 kernel values in another order than one pass does.
         np.testing.assert_allclose(result[name], getattr(reference, name), rtol=1e-4, atol=1e-5, err_msg=name)
     np.testing.assert_array_equal(result["vacuous"], reference.vacuous)
+
+
+def test_shared_dicts_never_meet_under_their_keys(client):
+    # A fitted state is a dict: scattered as such, its keys ("X", "bandwidths_") would name the
+    # futures, and two models' states would share them (seen as a flaky stale template).
+    from nwbound.dask._common import share
+
+    first = share({"bandwidths_": np.array([0.4])}, client)
+    second = share({"bandwidths_": np.array([0.1, 0.2])}, client)
+    assert first.key != second.key
+    np.testing.assert_array_equal(first.result()["bandwidths_"], [0.4])
+    np.testing.assert_array_equal(second.result()["bandwidths_"], [0.1, 0.2])

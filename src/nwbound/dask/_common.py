@@ -106,7 +106,9 @@ def share(obj: Any, client: Any) -> Any:
     [1, 2, 3]
     """
     if client is not None:
-        return client.scatter(obj, broadcast=True, hash=False)
+        # In a list: scatter takes a dict's keys as the futures' names, so a shared dict (a
+        # fitted state: "X", "bandwidths_", ...) could meet another model's data under the same key.
+        return client.scatter([obj], broadcast=True, hash=False)[0]
     return dask.delayed(obj, pure=True, traverse=False)
 
 
