@@ -133,7 +133,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         λ, in the units of the features. ``"auto"`` picks, for each query, the
         λ of ``bandwidth_grid`` that minimises ε; this stays valid because ε
         depends on the inputs only, never on the labels. Needs ``lipschitz`` or
-        ``margin``.
+        ``margin``. The regular classifier with a polynomial kernel ranks the
+        whole grid from one pass of distance moments, then computes the chosen
+        λ's statistics exactly (user guide: "Choosing λ per query").
     n_neighbors : int or None, default=None
         None: the regular classifier over all training points. An int k: the
         localized classifier over the k nearest neighbours.
