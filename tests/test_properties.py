@@ -94,6 +94,8 @@ def _scaled_models(s):
         NadarayaWatsonClassifier(bandwidth=LAM_A * s, lipschitz=0.5 / s, bound="hoeffding"),
         NadarayaWatsonClassifier(bandwidth=LAM_C * s, n_neighbors=5, margin=2.0 * s, bound="chernoff"),
         DyadicClassifier(resolution=3, lipschitz=0.5 / s, bound="chernoff"),
+        # The grid follows the data's scale; the moments ranking works in units of the support.
+        NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5 / s, bound="chernoff"),
     ]
 
 
@@ -111,6 +113,7 @@ def test_scaling_inputs_bandwidth_and_assumption_together_changes_nothing(s):
             assert np.all(np.isfinite(arr)), (model, name)
             np.testing.assert_allclose(arr, getattr(ref, name), atol=1e-7, err_msg=f"{model} {name}")
         np.testing.assert_array_equal(got.vacuous, ref.vacuous)
+        np.testing.assert_allclose(got.bandwidth, ref.bandwidth * s, rtol=1e-9)
 
 
 @pytest.mark.parametrize("factor", [1e-300, 1e-5, 3.0, 1e300, 8e307])

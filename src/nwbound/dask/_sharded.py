@@ -33,7 +33,6 @@ import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
-from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.multiclass import check_classification_targets
 
 from .._numerics import euclidean_norm
@@ -43,6 +42,7 @@ from ..estimators import (
     bandwidth_grid_from_nearest,
     bandwidth_grid_pilot,
     merge_statistics,
+    pilot_nearest_distances,
 )
 from ._common import check_query_array, compute, current_client, limited, rows_from_blocks, share
 from ._predict import interval_arrays, named_interval_arrays
@@ -136,10 +136,6 @@ def _neighbor_finish(params: dict, template: dict, block: np.ndarray, topk: tupl
     return _finish(model, model.kernel_statistics(block, bounds=bounds), method, bounds)
 
 
-def _pilot_two_nearest(shard: np.ndarray, pilot: np.ndarray) -> np.ndarray:
-    n_nb = min(2, shard.shape[0])
-    dist, _ = NearestNeighbors(n_neighbors=n_nb, algorithm="brute").fit(np.asarray(shard, np.float64)).kneighbors(pilot)
-    return dist
 
 
 def _tree(items: list[Any], combine: Any, *extra: Any) -> Any:
@@ -368,7 +364,7 @@ empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
             return bandwidth_grid_from_nearest(np.zeros(1), diagonal)  # raises the estimator's explanation
         pilot_rows = bandwidth_grid_pilot(X.shape[0])
         pilot = np.asarray(compute(client, X[pilot_rows])[0], dtype=np.float64)
-        parts = [dask.delayed(_pilot_two_nearest, pure=True)(blk, pilot) for blk in X.to_delayed().ravel()]
+        parts = [dask.delayed(pilot_nearest_distances, pure=True)(blk, pilot) for blk in X.to_delayed().ravel()]
         nearest = np.sort(np.concatenate(compute(client, *parts), axis=1), axis=1)[:, 1]
         return bandwidth_grid_from_nearest(nearest, diagonal)
 

@@ -7,6 +7,7 @@ from ._nadaraya_watson import (
     bandwidth_grid_from_nearest,
     bandwidth_grid_pilot,
     default_bandwidth_grid,
+    pilot_nearest_distances,
 )
 from ._statistics import KernelStatistics, merge_statistics
 
@@ -18,4 +19,5 @@ __all__ = [
     "bandwidth_grid_pilot",
     "default_bandwidth_grid",
     "merge_statistics",
+    "pilot_nearest_distances",
 ]

@@ -29,6 +29,7 @@ __all__ = [
     "bandwidth_grid_from_nearest",
     "bandwidth_grid_pilot",
     "default_bandwidth_grid",
+    "pilot_nearest_distances",
 ]
 
 # Queries per block of predict_interval with bound="chernoff" (its statistics hold
@@ -50,6 +51,39 @@ def bandwidth_grid_pilot(n_samples: int) -> np.ndarray:
     array([0, 1, 2, 3, 4])
     """
     return np.unique(np.linspace(0, n_samples - 1, min(_AUTO_PILOT_SIZE, n_samples)).astype(int))
+
+
+def pilot_nearest_distances(X: np.ndarray, pilot: np.ndarray) -> np.ndarray:
+    """Distances from each ``pilot`` row to its (up to) two nearest rows of ``X``, at any scale.
+
+    Both are divided by one power of two near their largest magnitude first (exact), so
+    coordinates like 1e-200 or 1e160 neither underflow nor overflow in the squared distances,
+    and the grid of ``bandwidth="auto"`` scales with the data. The first column is 0 when the
+    pilot row is itself a row of ``X``.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    pilot : array-like of shape (n_pilot, n_features)
+
+    Returns
+    -------
+    ndarray of shape (n_pilot, min(2, n_samples))
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.estimators import pilot_nearest_distances
+    >>> X = np.array([[0.0], [1e-200], [3e-200]])
+    >>> (pilot_nearest_distances(X, X[:1]) / 1e-200).round(6).tolist()
+    [[0.0, 1.0]]
+    """
+    X = np.asarray(X, dtype=np.float64)
+    pilot = np.asarray(pilot, dtype=np.float64)
+    scale = _power_of_two_scale(np.array([np.max(np.abs(X), initial=0.0), np.max(np.abs(pilot), initial=0.0)]))
+    n_nb = min(2, X.shape[0])
+    dist, _ = NearestNeighbors(n_neighbors=n_nb, algorithm="brute").fit(X / scale).kneighbors(pilot / scale)
+    return dist * scale
 
 
 def bandwidth_grid_from_nearest(nearest: np.ndarray, diagonal: float,
@@ -98,9 +132,7 @@ def default_bandwidth_grid(X: np.ndarray, n_bandwidths: int = _AUTO_GRID_SIZE) -
     diagonal = float(euclidean_norm(X.max(axis=0) - X.min(axis=0)))
     if diagonal == 0.0:
         return bandwidth_grid_from_nearest(np.zeros(1), diagonal, n_bandwidths)  # raises the explanation
-    pilot = bandwidth_grid_pilot(X.shape[0])
-    n_nb = min(2, X.shape[0])
-    dist, _ = NearestNeighbors(n_neighbors=n_nb, algorithm="brute").fit(X).kneighbors(X[pilot])
+    dist = pilot_nearest_distances(X, X[bandwidth_grid_pilot(X.shape[0])])
     return bandwidth_grid_from_nearest(dist[:, -1], diagonal, n_bandwidths)
 
 
