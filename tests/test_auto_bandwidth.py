@@ -140,3 +140,49 @@ def test_kernels_without_a_polynomial_keep_the_exhaustive_path(monkeypatch):
         assert (max(calls) >= 0) is ranked
         ref = _exhaustive(model, Q)
         assert np.mean(got.bandwidth == ref.bandwidth) > 0.95
+
+
+# -- the public pieces: ranking, choice, statistics at the chosen bandwidth -------------------------
+@pytest.mark.parametrize("kernel", ["epanechnikov", "tricube"])
+def test_ranking_choice_and_statistics_at_the_choice(kernel):
+    X, y, Q = _clustered(800, 2, 60, seed=10)
+    model = NadarayaWatsonClassifier(bandwidth="auto", kernel=kernel, lipschitz=0.5).fit(X, y)
+    ranking = model.bandwidth_ranking(Q)
+    full = model.kernel_statistics(Q)
+    np.testing.assert_allclose(ranking.kappa, full.kappa, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(ranking.sq_sum, full.sq_sum, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(ranking.dist_sum, full.dist_sum, rtol=1e-9, atol=1e-9)
+    choice = model.choose_bandwidths(ranking)
+    np.testing.assert_array_equal(model.bandwidths_[choice], model.predict_interval(Q).bandwidth)
+    at = model.kernel_statistics(Q, bandwidth_index=choice)
+    picked = full.select(choice)
+    assert at.n_bandwidths == 1
+    np.testing.assert_array_equal(at.bandwidth[:, 0], model.bandwidths_[choice])
+    np.testing.assert_allclose(at.class_sums, picked.class_sums, rtol=1e-9, atol=1e-9)
+    # Each query's statistics at its own λ give the interval predict_interval returns.
+    np.testing.assert_allclose(model.interval_from_statistics(at).upper, model.predict_interval(Q).upper,
+                               atol=1e-12)
+    both = model.choose_bandwidths(ranking.merge(ranking), bounds=["hoeffding", "chernoff"])
+    assert set(both) == {"hoeffding", "chernoff"}
+
+
+def test_ranking_api_refuses_what_it_cannot_serve():
+    X, y, Q = _clustered(300, 2, 10, seed=11)
+    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5).fit(X, y)
+    other = NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=[0.1, 0.2], lipschitz=0.5).fit(X, y)
+    ranking = model.bandwidth_ranking(Q)
+    with pytest.raises(ValueError, match="another bandwidth grid"):
+        other.choose_bandwidths(ranking)
+    with pytest.raises(ValueError, match="different queries or bandwidth grids"):
+        ranking.merge(other.bandwidth_ranking(Q))
+    for bad in ([0] * (len(Q) - 1), [len(model.bandwidths_)] * len(Q), [-1] * len(Q), [0.5] * len(Q)):
+        with pytest.raises(ValueError, match="bandwidth_index must hold one integer"):
+            model.kernel_statistics(Q, bandwidth_index=bad)
+    untruncated = NadarayaWatsonClassifier(bandwidth="auto", kernel="gaussian_untruncated", margin=1.0,
+                                           bound="paper").fit(X, y)
+    with pytest.raises(ValueError, match="tail mass"):
+        untruncated.choose_bandwidths(untruncated.bandwidth_ranking(Q))
+    a = model.kernel_statistics(Q[:2], bandwidth_index=[0, 1])
+    b = model.kernel_statistics(Q[:2], bounds=["hoeffding"], bandwidth_index=[0, 1])
+    with pytest.raises(ValueError, match="histograms with different bin edges"):  # one has none
+        type(a).concatenate([a, b])

@@ -26,6 +26,7 @@ touched.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import dask
@@ -129,6 +130,35 @@ def _finish(model: Any, stats: Any, method: str, bounds: Any) -> Any:
         return out.as_dict() if bounds is None else {name: iv.as_dict() for name, iv in out.items()}
     proba = (out if bounds is None else next(iter(out.values()))).proba
     return proba if method == "predict_proba" else model.classes_[np.argmax(proba, axis=1)]
+
+
+def _shard_ranking(shard: _Shard, block: np.ndarray) -> Any:
+    return shard.model.bandwidth_ranking(block)
+
+
+def _merge_rankings(a: Any, b: Any) -> Any:
+    return a.merge(b)
+
+
+def _choose(model: Any, ranking: Any, bounds: Any) -> Any:
+    return model.choose_bandwidths(ranking, bounds)
+
+
+def _shard_statistics_at(shard: _Shard, block: np.ndarray, bounds: Any, choice: Any, name: Any) -> Any:
+    """The shard's statistics at each query's chosen bandwidth (``choice``, or ``choice[name]``)."""
+    index = choice if name is None else choice[name]
+    return shard.model.kernel_statistics(block, bounds=_one_setting(bounds, name), bandwidth_index=index)
+
+
+def _one_setting(bounds: Any, name: Any) -> Any:
+    """``bounds`` restricted to the setting ``name`` (None: the estimator's own)."""
+    if name is None:
+        return None
+    return {name: bounds[name]} if isinstance(bounds, Mapping) else [name]
+
+
+def _joined(parts: list) -> dict:
+    return {name: value for part in parts for name, value in part.items()}
 
 
 def _neighbor_finish(params: dict, template: dict, block: np.ndarray, topk: tuple, method: str, bounds: Any) -> Any:
@@ -384,7 +414,27 @@ empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
         threads = self.threads_per_task
         params, template = self._estimator_params(), share(self.template_, client)
         parts = []
-        if self.n_neighbors is None:
+        # (Infinite-support kernels keep the exhaustive pass: the paper's form then needs tail masses.)
+        ranked = self.n_neighbors is None and len(self.bandwidths_) > 1 and self.estimator_.kernel_.compact
+        if ranked:
+            # bandwidth="auto": the shards' rankings add up, each query's bandwidth is chosen from
+            # the sum, then the shards' exact statistics at that bandwidth add up.
+            model = share(self.estimator_, client)
+            names = [None] if bounds is None else list(bounds)
+            if method != "predict_interval":
+                names = names[:1]  # p̂ comes from the first setting
+            for blk in X.to_delayed().ravel():
+                rankings = [dask.delayed(limited(_shard_ranking, threads), pure=True)(s, blk) for s in self.shards_]
+                choice = dask.delayed(_choose, pure=True)(model, _tree(rankings, _merge_rankings), bounds)
+                outs = []
+                for name in names:
+                    stats = [dask.delayed(limited(_shard_statistics_at, threads), pure=True)(s, blk, bounds, choice, name)
+                             for s in self.shards_]
+                    outs.append(dask.delayed(limited(_finish, threads), pure=True)(
+                        model, _tree(stats, _merge_two), method, _one_setting(bounds, name)))
+                parts.append(outs[0] if bounds is None or method != "predict_interval"
+                             else dask.delayed(_joined, pure=True)(outs))
+        elif self.n_neighbors is None:
             model = share(self.estimator_, client)
             for blk in X.to_delayed().ravel():
                 stats = [dask.delayed(limited(_shard_statistics, threads), pure=True)(s, blk, bounds) for s in self.shards_]

@@ -9,9 +9,10 @@ from ._nadaraya_watson import (
     default_bandwidth_grid,
     pilot_nearest_distances,
 )
-from ._statistics import KernelStatistics, merge_statistics
+from ._statistics import BandwidthRanking, KernelStatistics, merge_statistics
 
 __all__ = [
+    "BandwidthRanking",
     "DyadicClassifier",
     "KernelStatistics",
     "NadarayaWatsonClassifier",

@@ -21,7 +21,7 @@ from ..kernels import Kernel, get_kernel
 from ..neighbors import make_index
 from ._base import BoundedClassifierBase
 from ._state import state_array, state_classes, state_scalar
-from ._statistics import KernelStatistics
+from ._statistics import BandwidthRanking, KernelStatistics
 from ._sums import TrainingSet, dense_kernel_sums, dense_moment_sums, neighbor_kernel_sums
 
 __all__ = [
@@ -604,7 +604,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             point_dist=None if sums.point_dist is None else sums.point_dist * (1.0 + (X.shape[1] + 8) * 2.0**-53),
         )
 
-    def kernel_statistics(self, X, bounds=None) -> KernelStatistics:
+    def kernel_statistics(self, X, bounds=None, bandwidth_index=None) -> KernelStatistics:
         """Per-query kernel statistics (κ, ΣK², ΣK·d, class sums, …) for every candidate bandwidth.
 
         One pass over the training set (or the k nearest neighbours) computes
@@ -618,6 +618,10 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         X : array-like of shape (n_queries, n_features)
         bounds : None, mapping or list, default=None
             The bound settings the statistics are for (see :meth:`predict_interval`).
+        bandwidth_index : array-like of int, shape (n_queries,), default=None
+            None: every bandwidth of ``bandwidths_``. Otherwise the one column of
+            ``bandwidths_`` each query uses (e.g. from :meth:`choose_bandwidths`): one
+            exact pass per distinct bandwidth, ``G = 1``.
 
         Returns
         -------
@@ -635,7 +639,124 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         check_is_fitted(self)
         X = self._validate_queries(X)
         specs = [s for s in self._resolve_bounds(bounds).values()] if (bounds is not None or self.bound_spec_ is not None) else []
-        return self._statistics(X, specs, need_bounds=True)
+        if bandwidth_index is None:
+            return self._statistics(X, specs, need_bounds=True)
+        choice = self._checked_bandwidth_index(bandwidth_index, X.shape[0])
+        rows, used = self._rows_by_bandwidth(choice)
+        parts = [self._statistics(X[r], specs, need_bounds=True, bandwidths=self.bandwidths_[g : g + 1])
+                 for g, r in zip(used, rows)]
+        if not parts:
+            return self._statistics(X, specs, need_bounds=True, bandwidths=self.bandwidths_[:1])
+        return KernelStatistics.concatenate(parts).take_rows(np.argsort(np.concatenate(rows), kind="stable"))
+
+    def _checked_bandwidth_index(self, bandwidth_index, n_queries: int) -> np.ndarray:
+        index = np.asarray(bandwidth_index)
+        n_grid = self.bandwidths_.shape[0]
+        if (index.shape != (n_queries,) or index.dtype.kind not in "iu"
+                or (index.size and (index.min() < 0 or index.max() >= n_grid))):
+            raise ValueError(
+                f"bandwidth_index must hold one integer in [0, {n_grid - 1}] per query ({n_queries}), "
+                f"got shape {index.shape} and dtype {index.dtype}: pass choose_bandwidths(...)'s output."
+            )
+        return index.astype(np.intp)
+
+    @staticmethod
+    def _rows_by_bandwidth(choice: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        used = np.unique(choice)
+        return [np.flatnonzero(choice == g) for g in used], used
+
+    def bandwidth_ranking(self, X) -> BandwidthRanking:
+        """What ranks ``bandwidths_`` for each query: κ, ``Σ a_i²`` and ``Σ a_i d_i`` (label-free).
+
+        The regular classifier with a polynomial kernel (Epanechnikov, quartic, triweight,
+        boxcar) gets them from one pass of distance moments whatever the grid's size; other
+        settings from the exhaustive statistics. Shards add up with
+        :meth:`BandwidthRanking.merge`; :meth:`choose_bandwidths` turns a ranking into each
+        query's bandwidth.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+
+        Returns
+        -------
+        BandwidthRanking
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.random((300, 1)); y = (rng.random(300) < X[:, 0]).astype(int)
+        >>> clf = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0).fit(X, y)
+        >>> clf.bandwidth_ranking([[0.5]]).kappa.shape  # (queries, grid bandwidths)
+        (1, 16)
+        """
+        check_is_fitted(self)
+        X = self._validate_queries(X)
+        grid = self.bandwidths_[None, :]
+        if self._ranks_from_moments():
+            m = dense_moment_sums(X, self._train, self.kernel_, self.bandwidths_,
+                                  working_memory=self.working_memory, n_jobs=self.n_jobs)
+            return BandwidthRanking(m.kappa, m.sq_sum, m.dist_sum, grid)
+        stats = self._statistics(X, [], need_bounds=True)
+        return BandwidthRanking(stats.kappa, stats.sq_sum, stats.dist_sum, grid)
+
+    def _ranks_from_moments(self) -> bool:
+        kernel = self.kernel_
+        return (self.index_ is None and getattr(self, "device", None) is None
+                and kernel.polynomial is not None and kernel.compact)
+
+    def choose_bandwidths(self, ranking: BandwidthRanking, bounds=None):
+        """Each query's bandwidth (a column of ``bandwidths_``): the one of least label-free ε.
+
+        Parameters
+        ----------
+        ranking : BandwidthRanking
+            From :meth:`bandwidth_ranking` (possibly merged over training shards).
+        bounds : None, mapping or list, default=None
+            None: this estimator's own bound setting; otherwise as in :meth:`predict_interval`.
+
+        Returns
+        -------
+        ndarray of shape (n_queries,)
+            Or a dict of name to such arrays when ``bounds`` is given.
+
+        Raises
+        ------
+        ValueError
+            If a setting needs the kernel's tail mass (``bound="paper"`` with an infinite-support
+            kernel), which a ranking does not hold: use :meth:`kernel_statistics` instead.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.linspace(0, 1, 200)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> clf = NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=[0.02, 0.1, 0.4], lipschitz=0.2).fit(X, y)
+        >>> clf.bandwidths_[clf.choose_bandwidths(clf.bandwidth_ranking([[0.5]]))]
+        array([0.4])
+        """
+        check_is_fitted(self)
+        specs = self._resolve_bounds(bounds)
+        if not np.array_equal(np.asarray(ranking.bandwidth).ravel(), self.bandwidths_):
+            raise ValueError("The ranking was computed for another bandwidth grid than this estimator's bandwidths_.")
+        out = self._choices(ranking, specs)
+        return out[None] if bounds is None else out
+
+    @staticmethod
+    def _choices(ranking: BandwidthRanking, specs: dict) -> dict:
+        """Per setting, each query's column of least label-free ε (the rule of ``bandwidth="auto"``)."""
+        out = {}
+        for name, spec in specs.items():
+            if spec.needs_tail_mass:
+                raise ValueError(
+                    "This bound setting needs the kernel's tail mass, which a BandwidthRanking does not hold; "
+                    "use interval_from_statistics(kernel_statistics(X)) for it."
+                )
+            out[name] = spec.least_epsilon(*spec.parts(ranking.kappa, ranking.sq_sum, ranking.dist_sum,
+                                                       ranking.bandwidth))
+        return out
 
     def predict_interval(self, X, bounds=None):
         """Class probabilities with per-query bounds ``lower ≤ p_c(y) ≤ upper``.
@@ -700,24 +821,21 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         return {name: PredictionInterval.concatenate([p[name] for p in pieces]) for name in specs}
 
     def _ranked_choices(self, X: np.ndarray, specs: dict) -> list[tuple[np.ndarray, list]] | None:
-        """``bandwidth="auto"`` on the regular classifier with a polynomial kernel: each setting's
-        bandwidth per query from one moments pass (:func:`dense_moment_sums`), grouped by equal
-        choices; None where the exhaustive pass applies instead.
+        """``bandwidth="auto"`` where the grid ranks from one moments pass: each setting's bandwidth
+        per query (:meth:`bandwidth_ranking`, :meth:`choose_bandwidths`), grouped by equal choices;
+        None where the exhaustive pass applies instead (it yields the bounds' statistics too).
 
         The choice depends on the inputs only (ε's label-free parts), so it keeps every bound
         valid; the statistics of the chosen bandwidth are then computed exactly.
         """
-        kernel = self.kernel_
-        if (self.bandwidths_.shape[0] < 2 or self.index_ is not None or getattr(self, "device", None) is not None
-                or kernel.polynomial is None or not kernel.compact or X.shape[0] == 0
+        if (self.bandwidths_.shape[0] < 2 or not self._ranks_from_moments() or X.shape[0] == 0
                 or any(spec.needs_tail_mass for spec in specs.values())):
             return None
-        moments = dense_moment_sums(X, self._train, kernel, self.bandwidths_,
-                                    working_memory=self.working_memory, n_jobs=self.n_jobs)
-        grid = self.bandwidths_[None, :]
+        m = dense_moment_sums(X, self._train, self.kernel_, self.bandwidths_,
+                              working_memory=self.working_memory, n_jobs=self.n_jobs)
+        ranking = BandwidthRanking(m.kappa, m.sq_sum, m.dist_sum, self.bandwidths_[None, :])
         groups: list[tuple[np.ndarray, list]] = []
-        for name, spec in specs.items():
-            choice = spec.least_epsilon(*spec.parts(moments.kappa, moments.sq_sum, moments.dist_sum, grid))
+        for name, choice in self._choices(ranking, specs).items():
             same = next((g for g in groups if np.array_equal(g[0], choice)), None)
             if same is None:
                 groups.append((choice, [name]))
@@ -727,8 +845,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
 
     def _intervals_by_choice(self, X: np.ndarray, specs: dict, choice: np.ndarray) -> dict:
         """Intervals where query ``i`` uses bandwidth ``choice[i]``: one exact pass per chosen bandwidth."""
-        used = np.unique(choice)
-        rows = [np.flatnonzero(choice == g) for g in used]
+        rows, used = self._rows_by_bandwidth(choice)
         parts = [self._intervals_at(X[r], specs, self.bandwidths_[g : g + 1]) for g, r in zip(used, rows)]
         inverse = np.argsort(np.concatenate(rows), kind="stable")
         return {name: PredictionInterval.concatenate([p[name] for p in parts]).take(inverse) for name in specs}

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..kernels import Kernel
 
-__all__ = ["KernelStatistics", "merge_statistics"]
+__all__ = ["BandwidthRanking", "KernelStatistics", "merge_statistics"]
 
 
 # Fields whose first axis is the query (when not broadcast); hist_edges and kernel are per bin / global.
@@ -192,6 +192,48 @@ class KernelStatistics:
                 changes[name] = value[rows]
         return dataclasses.replace(self, **changes)
 
+    @classmethod
+    def concatenate(cls, parts: Sequence["KernelStatistics"]) -> "KernelStatistics":
+        """The statistics of consecutive blocks of queries, as one (each with its own bandwidths).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.array([[0.0], [0.1], [0.2], [1.0]]); y = np.array([0, 0, 1, 1])
+        >>> clf = NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=[0.3, 0.6], lipschitz=1.0).fit(X, y)
+        >>> a = clf.kernel_statistics([[0.05]], bandwidth_index=[0])
+        >>> b = clf.kernel_statistics([[0.9]], bandwidth_index=[1])
+        >>> KernelStatistics.concatenate([a, b]).bandwidth.ravel().tolist()
+        [0.3, 0.6]
+        """
+        parts = list(parts)
+        if not parts:
+            raise ValueError("KernelStatistics.concatenate needs at least one part.")
+        if len(parts) == 1:
+            return parts[0]
+        first = parts[0]
+        for part in parts[1:]:
+            if part.class_sums.shape[1:] != first.class_sums.shape[1:] or part.kernel != first.kernel:
+                raise ValueError("Cannot concatenate kernel statistics with different bandwidth or class counts.")
+            if (part.hist_edges is None) != (first.hist_edges is None) or (
+                    part.hist_edges is not None and not np.array_equal(part.hist_edges, first.hist_edges)):
+                raise ValueError("Cannot concatenate distance histograms with different bin edges.")
+        changes = {}
+        for name in _PER_QUERY_FIELDS:
+            values = [getattr(p, name) for p in parts]
+            if all(v is None for v in values):
+                continue
+            if any(v is None for v in values):
+                raise ValueError(f"Cannot concatenate kernel statistics: {name} is present in some parts only.")
+            shape = {"bandwidth": (2,), "u2_error": (2,), "weight_max": (1,)}.get(name)
+            if shape is not None:  # broadcast fields (a (1, G) grid, a scalar error) spelled out per query
+                values = [np.broadcast_to(np.asarray(v, np.float64), p.class_sums.shape[: shape[0]])
+                          for v, p in zip(values, parts)]
+            changes[name] = np.concatenate(values)
+        changes["uniform_weights"] = all(p.uniform_weights for p in parts)
+        return dataclasses.replace(first, **changes)
+
     def merge(self, other: "KernelStatistics") -> "KernelStatistics":
         """Statistics of the same queries over the union of two disjoint training sets.
 
@@ -275,3 +317,53 @@ def merge_statistics(parts: Sequence[KernelStatistics]) -> KernelStatistics:
     for part in parts[1:]:
         out = out.merge(part)
     return out
+
+
+@dataclass(frozen=True)
+class BandwidthRanking:
+    """What ranks the grid of ``bandwidth="auto"``: κ, ``Σ a_i²`` and ``Σ a_i d_i`` per query and bandwidth.
+
+    From :meth:`NadarayaWatsonClassifier.bandwidth_ranking` (for polynomial kernels one pass of
+    distance moments, whatever the grid's size); shards of a training set add up with
+    :meth:`merge`, and :meth:`NadarayaWatsonClassifier.choose_bandwidths` turns it into each
+    query's bandwidth. Only for choosing: the bounds are then computed from exact statistics at
+    the chosen bandwidth (``kernel_statistics(X, bandwidth_index=...)``).
+
+    Parameters
+    ----------
+    kappa, sq_sum, dist_sum : ndarray of shape (n, G)
+    bandwidth : ndarray of shape (1, G)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> X = np.linspace(0, 1, 50)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> clf = NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=[0.1, 0.3], lipschitz=1.0).fit(X, y)
+    >>> ranking = clf.bandwidth_ranking([[0.2]])
+    >>> ranking.kappa.round(2).tolist(), ranking.merge(ranking).kappa.round(2).tolist()
+    ([[6.53, 18.42]], [[13.05, 36.85]])
+    """
+
+    kappa: np.ndarray
+    sq_sum: np.ndarray
+    dist_sum: np.ndarray
+    bandwidth: np.ndarray
+
+    @property
+    def n_queries(self) -> int:
+        """Number of queries ``n``."""
+        return self.kappa.shape[0]
+
+    def merge(self, other: "BandwidthRanking") -> "BandwidthRanking":
+        """The ranking of the same queries over the union of two disjoint training sets (sums add).
+
+        Raises
+        ------
+        ValueError
+            If the parts describe different queries or bandwidths.
+        """
+        if self.kappa.shape != other.kappa.shape or not np.array_equal(self.bandwidth, other.bandwidth):
+            raise ValueError("Cannot merge bandwidth rankings of different queries or bandwidth grids.")
+        return BandwidthRanking(self.kappa + other.kappa, self.sq_sum + other.sq_sum,
+                                self.dist_sum + other.dist_sum, self.bandwidth)
