@@ -58,8 +58,8 @@ def dense_kernel_sums_array_api(
     histogram_bins : int, default=0
         ``B > 0``: also ``histogram``, ``hist_mass`` and ``hist_dist`` (n, G, B) over ``B`` equal bins
         of ``u²`` in [0, 1] (``hist_edges``), as the CPU engine; kernels supported on the unit ball
-        only (:data:`~nwbound.gpu.HISTOGRAM_KERNELS`). The Triton kernel gives no ``hist_mass`` /
-        ``hist_dist`` (None: the Chernoff bound then uses its counts-only form).
+        only (:data:`~nwbound.gpu.HISTOGRAM_KERNELS`); every engine gives all three (the
+        Chernoff bound's split form).
     dtype : {"float32", "float64"} or None, default=None
         Compute dtype (None: the training set's).
     engine : {"auto", "array_api", "triton"}, default="auto"
@@ -131,7 +131,6 @@ def dense_kernel_sums_array_api(
     # The engine's error convention: d2_error_rel·S² bounds |d̃² − d²| with S the largest support.
     support = float(kernel.radius * bandwidths.max()) if kernel.compact else float(bandwidths.max())
     out.support = support
-    hist_parts: list[bool] = []
     d2_err = None
     for g, lam in enumerate(bandwidths):  # a handful of bandwidths, each one full pass
         st = kernel_statistics(
@@ -144,13 +143,9 @@ def dense_kernel_sums_array_api(
             out.dist_sum[:, g] = st.dist_sum
         if bins:
             out.histogram[:, g] = st.histogram / out.weight_max
-            hist_parts.append(st.hist_mass is not None and st.hist_dist is not None)
-            if hist_parts[-1]:
-                out.hist_mass[:, g] = st.hist_mass
-                out.hist_dist[:, g] = st.hist_dist
+            out.hist_mass[:, g] = st.hist_mass
+            out.hist_dist[:, g] = st.hist_dist
         d2_err = st.d2_error
-    if bins and not all(hist_parts):  # the Triton kernel: counts only (a valid, looser form)
-        out.hist_mass = out.hist_dist = None
     if d2_err is None:
         d2_err = np.zeros(n_q)
     # E = γ_{m+3}(‖q'‖ + R)² ≥ (m + 3)·u·(‖q'‖ + R)², so E·4/(m + 3) adds 4u·(‖q'‖ + R)² ≥ 4u·d̃²:

@@ -147,9 +147,9 @@ class KernelStatistics:
     d2_error : array of shape (n_queries,)
         The bound ``E`` on the rounding error of every computed squared distance of the query.
     hist_mass : array of shape (n_queries, n_bins) or None
-        ``Σ_i w_i K_i`` per bin of ``histogram`` (array-API engine; None from the Triton kernel).
+        ``Σ_i w_i K_i`` per bin of ``histogram`` (every engine, whenever ``histogram`` is given).
     hist_dist : array of shape (n_queries, n_bins) or None
-        ``Σ_i w_i K_i d⁺_i`` per bin (same bound ``d⁺`` as ``dist_sum``; array-API engine only).
+        ``Σ_i w_i K_i d⁺_i`` per bin (same bound ``d⁺`` as ``dist_sum``).
 
     Examples
     --------
