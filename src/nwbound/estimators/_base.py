@@ -18,6 +18,7 @@ from .._validation import check_beta, check_choice, check_open_unit, check_posit
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import warn_if_useless
 from ..kernels import Kernel
+from ._device import follow_query_namespace  # array_api_dispatch: outputs follow the queries
 from ._statistics import KernelStatistics
 
 __all__ = ["BoundedClassifierBase", "BOUND_PARAMETERS", "EMPTY_NEIGHBORHOOD_RULES"]
@@ -298,6 +299,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         return out[None]
 
     # -- public API shared by subclasses -----------------------------------------------------
+    @follow_query_namespace
     def predict(self, X) -> np.ndarray:
         """Most probable class for each row of ``X``.
 

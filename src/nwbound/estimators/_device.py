@@ -6,15 +6,92 @@ Lives with the estimators (which import :mod:`nwbound.gpu` on use), so that
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import functools
+from typing import Any, Callable, TypeVar
 
 import numpy as np
+import sklearn
 
+from .._result import PredictionInterval
 from ..kernels import Kernel
 from ..gpu import HISTOGRAM_KERNELS, DeviceTrainingSet, array_namespace_of, compat, kernel_statistics
+from ..gpu._array_api import to_host
 from ._sums import KernelSums, TrainingSet
 
-__all__ = ["dense_kernel_sums_array_api"]
+__all__ = ["dense_kernel_sums_array_api", "follow_query_namespace"]
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def follow_query_namespace(method: _Method) -> _Method:
+    """Decorate a prediction method so that, under scikit-learn's ``array_api_dispatch``, its
+    arrays come back in the queries' namespace and on their device.
+
+    With ``sklearn.set_config(array_api_dispatch=True)`` (or inside
+    ``sklearn.config_context(array_api_dispatch=True)``) and queries ``X`` that are a non-NumPy
+    array-API array (PyTorch, CuPy, ``array_api_strict``, ...), ``method`` runs on a NumPy copy of
+    ``X`` (one host copy; ``device=`` still decides where the kernel statistics are computed) and
+    every numeric array of its result — an array, a
+    :class:`~nwbound.PredictionInterval` or a dict of them — is moved to ``X``'s namespace and
+    device (as scikit-learn's ``move_to``); non-numeric arrays (string class labels) stay NumPy.
+    Otherwise (dispatch off, the default, or NumPy / list queries) the call is unchanged.
+
+    Raises
+    ------
+    ValueError
+        When ``X``'s device has no float64 (the bounds are float64: rounding them to float32 would
+        move them inwards).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.estimators._device import follow_query_namespace
+    >>> class Model:
+    ...     @follow_query_namespace
+    ...     def predict_proba(self, X):
+    ...         return np.full((len(X), 2), 0.5)
+    >>> Model().predict_proba(np.zeros((1, 3))).tolist()  # NumPy in, NumPy out
+    [[0.5, 0.5]]
+    """
+
+    @functools.wraps(method)
+    def wrapper(self, X, *args, **kwargs):
+        target = _dispatch_target(X)
+        if target is None:
+            return method(self, X, *args, **kwargs)
+        return _to_namespace(method(self, to_host(X), *args, **kwargs), *target)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _dispatch_target(X: Any) -> tuple[Any, Any] | None:
+    """``(namespace, device)`` of array-API queries under ``array_api_dispatch``, else None."""
+    if isinstance(X, np.ndarray) or not sklearn.get_config().get("array_api_dispatch", False):
+        return None
+    aac = compat()
+    if not aac.is_array_api_obj(X) or aac.is_numpy_array(X):
+        return None
+    xp, dev = aac.array_namespace(X), aac.device(X)
+    info = getattr(xp, "__array_namespace_info__", None)
+    if info is not None and "float64" not in info().dtypes(device=dev, kind="real floating"):
+        raise ValueError(
+            f"The queries' device {dev!r} has no float64, and the probabilities and bounds are float64 "
+            "(float32 would round the bounds inwards): pass the queries on a device with float64 (e.g. the "
+            "CPU), or turn scikit-learn's array_api_dispatch off to get NumPy results."
+        )
+    return xp, dev
+
+
+def _to_namespace(out: Any, xp: Any, dev: Any) -> Any:
+    if isinstance(out, dict):
+        return {k: _to_namespace(v, xp, dev) for k, v in out.items()}
+    if isinstance(out, PredictionInterval):
+        return dataclasses.replace(out, **{
+            f.name: _to_namespace(getattr(out, f.name), xp, dev) for f in dataclasses.fields(out)})
+    if isinstance(out, np.ndarray) and out.dtype.kind in "biuf":
+        return xp.asarray(np.ascontiguousarray(out), device=dev)
+    return out  # None, and labels that are not numbers (no array-API dtype)
 
 
 def _device_training_set(train: TrainingSet, xp: Any, device: Any, dtype: str) -> DeviceTrainingSet:

@@ -20,6 +20,7 @@ from ..bounds import TAIL_RADIUS, BoundSpec
 from ..kernels import Kernel, get_kernel
 from ..neighbors import make_index
 from ._base import BoundedClassifierBase
+from ._device import follow_query_namespace
 from ._state import state_array, state_classes, state_scalar
 from ._statistics import KernelStatistics
 from ._sums import TrainingSet, dense_kernel_sums, neighbor_kernel_sums
@@ -194,7 +195,12 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         ``"cpu"`` for PyTorch's CPU backend): the regular classifier's kernel
         statistics are computed there by :mod:`nwbound.gpu` (the fused Triton
         kernel on CUDA where it applies), with the training set copied once;
-        results come back as NumPy arrays. Needs ``pip install 'nwbound[gpu]'``;
+        results come back as NumPy arrays — under scikit-learn's
+        ``array_api_dispatch`` (``sklearn.config_context(array_api_dispatch=True)``)
+        those of ``predict``, ``predict_proba`` and ``predict_interval`` come
+        back in the queries' namespace and on their device (PyTorch, CuPy,
+        ``array_api_strict``; string class labels stay NumPy), with or without
+        ``device``. Needs ``pip install 'nwbound[gpu]'``;
         computes in ``dtype`` (use ``"float32"`` on a GPU); kernels
         ``epanechnikov``, ``quartic``, ``triweight``, ``boxcar``, ``gaussian``
         and ``gaussian_untruncated`` (with ``bound="chernoff"``: the first four);
@@ -600,6 +606,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         specs = [s for s in self._resolve_bounds(bounds).values()] if (bounds is not None or self.bound_spec_ is not None) else []
         return self._statistics(X, specs, need_bounds=True)
 
+    @follow_query_namespace
     def predict_interval(self, X, bounds=None):
         """Class probabilities with per-query bounds ``lower ≤ p_c(y) ≤ upper``.
 
@@ -652,6 +659,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         out = {name: PredictionInterval.concatenate([p[name] for p in pieces]) for name in specs}
         return self._report(out, specs, bounds)
 
+    @follow_query_namespace
     def predict_proba(self, X) -> np.ndarray:
         """Estimated class probabilities ``p̂_c(y)``.
 

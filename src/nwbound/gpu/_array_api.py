@@ -181,14 +181,34 @@ class KernelStatistics:
             self.hist_mass, self.hist_dist)))
 
 
+def to_host(a: Any) -> np.ndarray:
+    """A NumPy copy of an array of any namespace and device, in its own dtype (one host copy).
+
+    As scikit-learn's ``_convert_to_numpy``: the library's own call where DLPack cannot cross
+    devices (CuPy ``.get()``, PyTorch ``.cpu()``, ``array_api_strict``'s CPU device).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.gpu._array_api import to_host
+    >>> to_host(np.arange(3, dtype=np.float32)).dtype
+    dtype('float32')
+    """
+    if isinstance(a, np.ndarray):
+        return a
+    module = type(a).__module__
+    if module.startswith("cupy"):
+        return a.get()
+    if hasattr(a, "detach"):  # torch
+        return a.detach().cpu().numpy()
+    if module.startswith("array_api_strict"):
+        xp = a.__array_namespace__()
+        return np.asarray(xp.asarray(a, device=xp.Device("CPU_DEVICE")))
+    return np.from_dlpack(a) if hasattr(a, "__dlpack__") else np.asarray(a)
+
+
 def _to_numpy(a: Any) -> np.ndarray:
-    if hasattr(a, "get") and type(a).__module__.startswith("cupy"):
-        a = a.get()
-    elif hasattr(a, "detach"):  # torch
-        a = a.detach().cpu().numpy()
-    elif not isinstance(a, np.ndarray):
-        a = np.from_dlpack(a) if hasattr(a, "__dlpack__") else np.asarray(a)
-    return np.asarray(a, dtype=np.float64)
+    return np.asarray(to_host(a), dtype=np.float64)
 
 
 @dataclass(frozen=True)
