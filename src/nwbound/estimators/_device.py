@@ -74,7 +74,9 @@ def _dispatch_target(X: Any) -> tuple[Any, Any] | None:
         return None
     xp, dev = aac.array_namespace(X), aac.device(X)
     info = getattr(xp, "__array_namespace_info__", None)
-    if info is not None and "float64" not in info().dtypes(device=dev, kind="real floating"):
+    # PyTorch's info lists the same dtypes for every device, but MPS has no float64.
+    no_float64 = aac.is_torch_namespace(xp) and getattr(dev, "type", "") == "mps"
+    if no_float64 or (info is not None and "float64" not in info().dtypes(device=dev, kind="real floating")):
         raise ValueError(
             f"The queries' device {dev!r} has no float64, and the probabilities and bounds are float64 "
             "(float32 would round the bounds inwards): pass the queries on a device with float64 (e.g. the "
