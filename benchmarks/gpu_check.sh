@@ -3,7 +3,7 @@
 #   bash benchmarks/gpu_check.sh
 # with the machine's own python3 (torch, triton, cupy, numpy, scipy, scikit-learn, pytest):
 # nwbound is not installed there, so PYTHONPATH=src. Everything goes to $OUT/gpu_log.txt
-# (or ./gpu_log.txt without $OUT). Bounded to 7 minutes (pytest 100 s, benchmark 170 s, estimator 150 s).
+# (or ./gpu_log.txt without $OUT). Bounded to 7.5 minutes (pytest 120 s, benchmark 170 s, estimator 150 s).
 #   bash benchmarks/gpu_check.sh estimator   # only the device= tests and the estimator timing (~4 min)
 # ESTIMATOR_SHAPES=quick times the estimator at ECG_QUICK instead of the full ECG shapes.
 set -u -o pipefail
@@ -30,20 +30,21 @@ from nwbound.gpu._array_api import compat
 print("nwbound imports; array_api_compat from", compat().__name__)
 PY
   if [ "$MODE" = "all" ]; then
-    echo "== pytest tests/test_gpu.py =="
-    timeout 100 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py
+    echo "== pytest tests/test_gpu.py tests/test_gpu_dispatch.py (SCIPY_ARRAY_API=1: array_api_dispatch) =="
+    SCIPY_ARRAY_API=1 timeout 120 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py tests/test_gpu_dispatch.py
     echo "pytest exit: $?"
     echo "== bench_gpu.py =="
     timeout 170 python3 -u benchmarks/bench_gpu.py --repeats 5
     echo "bench exit: $?"
   else
-    echo "== pytest tests/test_gpu.py -k 'estimator or cuda' =="
-    timeout 100 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py -k "estimator or cuda"
+    echo "== pytest tests/test_gpu.py tests/test_gpu_dispatch.py -k 'estimator or cuda' =="
+    SCIPY_ARRAY_API=1 timeout 100 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py \
+      tests/test_gpu_dispatch.py -k "estimator or cuda"
     echo "pytest exit: $?"
   fi
   if [ "$MODE" = "all" ] || [ "$MODE" = "estimator" ]; then
     echo "== estimator: NadarayaWatsonClassifier(device='cuda') vs the CPU engine, ECG shapes =="
-    timeout 150 python3 -u - "${ESTIMATOR_SHAPES:-full}" <<'PY'
+    SCIPY_ARRAY_API=1 timeout 150 python3 -u - "${ESTIMATOR_SHAPES:-full}" <<'PY'
 import sys, time, warnings
 import numpy as np
 sys.path.insert(0, "benchmarks")
@@ -89,6 +90,13 @@ for bound in ("hoeffding", "chernoff"):
         t0 = time.perf_counter(); run(); first = time.perf_counter() - t0
         t0 = time.perf_counter(); run(); t_aa = time.perf_counter() - t0
         print(f"{'':10s} array-API engine with hist_mass/hist_dist (split form): {t_aa:.4f} s (first {first:.1f} s)")
+        # array_api_dispatch: CUDA queries in, CUDA tensors out (one host round trip of the queries).
+        import sklearn
+        Qt = torch.from_numpy(Q).to(dev)
+        with sklearn.config_context(array_api_dispatch=True):
+            t0 = time.perf_counter(); iv = gpu.predict_interval(Qt); t_disp = time.perf_counter() - t0
+        print(f"{'':10s} array_api_dispatch, {dev} queries: {t_disp:.4f} s, upper on {iv.upper.device}, "
+              f"max |d upper| vs NumPy queries {np.abs(iv.upper.cpu().numpy() - b.upper).max():.1e}")
 PY
     echo "estimator exit: $?"
   fi

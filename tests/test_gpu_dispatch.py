@@ -35,6 +35,8 @@ DISPATCH = _dispatch_available()
 needs_dispatch = pytest.mark.skipif(not DISPATCH, reason="array_api_dispatch needs SCIPY_ARRAY_API=1 "
                                                          "(run in a subprocess by test_dispatch_tests_in_a_subprocess)")
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed (pip install torch)")
+needs_cuda = pytest.mark.skipif(not (HAS_TORCH and __import__("torch").cuda.is_available()),
+                                reason="no CUDA GPU visible to PyTorch")
 needs_strict = pytest.mark.skipif(not HAS_STRICT, reason="array_api_strict is not installed (pip install array-api-strict)")
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # UselessBoundWarning on a few queries
 
@@ -57,14 +59,14 @@ def _numpy_of(a):
     return to_host(a)
 
 
-def _check_same(got, want: np.ndarray, module: str, device=None) -> None:
+def _check_same(got, want: np.ndarray, module: str, device=None, atol: float = 0.0) -> None:
     """``got`` is ``want`` (NumPy) in the namespace ``module`` on ``device``, dtype kept."""
     assert type(got).__module__.startswith(module), type(got)
     if device is not None:
         assert got.device == device
     host = _numpy_of(got)
     assert host.dtype == want.dtype
-    np.testing.assert_array_equal(host, want)
+    np.testing.assert_allclose(host, want, rtol=0.0, atol=atol)
 
 
 def _interval_fields(iv: PredictionInterval) -> dict:
@@ -114,6 +116,23 @@ def test_torch_queries_get_torch_results(device):
             _check_same(getattr(both[key], name), want, "torch")
     _check_same(labels, clf.predict(Q), "torch")  # integer classes: a tensor too
     assert isinstance(clf.predict_proba(q), np.ndarray)  # outside the context: NumPy again
+
+
+@needs_dispatch
+@needs_cuda
+def test_cuda_queries_get_cuda_results():
+    # The device check (benchmarks/gpu_check.sh): CUDA queries, statistics from the Triton kernel.
+    import torch
+
+    clf, Q = _fit("cuda")
+    want = clf.predict_interval(Q)
+    q = torch.from_numpy(Q).to("cuda")
+    with sklearn.config_context(array_api_dispatch=True):
+        iv = clf.predict_interval(q)
+        proba = clf.predict_proba(q)
+    for name, value in _interval_fields(want).items():  # same kernel, same order: equal to rounding
+        _check_same(getattr(iv, name), value, "torch", q.device, atol=1e-9)
+    _check_same(proba, clf.predict_proba(Q), "torch", q.device, atol=1e-9)
 
 
 @needs_dispatch
@@ -168,5 +187,5 @@ def test_dispatch_tests_in_a_subprocess():
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", __file__],
                          env=env, capture_output=True, text=True, timeout=180)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    # Every dispatch test ran (none skipped) in the child; only this one is skipped there.
-    assert "6 passed, 1 skipped" in run.stdout, run.stdout[-2000:]
+    # Every dispatch test ran in the child (skipped there: this one, and the CUDA one without a GPU).
+    assert "6 passed" in run.stdout and "needs SCIPY_ARRAY_API" not in run.stdout, run.stdout[-2000:]
