@@ -30,16 +30,17 @@ from nwbound.gpu._array_api import compat
 print("nwbound imports; array_api_compat from", compat().__name__)
 PY
   if [ "$MODE" = "all" ]; then
-    echo "== pytest tests/test_gpu.py tests/test_gpu_dispatch.py (SCIPY_ARRAY_API=1: array_api_dispatch) =="
-    SCIPY_ARRAY_API=1 timeout 120 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py tests/test_gpu_dispatch.py
+    echo "== pytest tests/test_gpu*.py (SCIPY_ARRAY_API=1: array_api_dispatch) =="
+    SCIPY_ARRAY_API=1 timeout 120 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py tests/test_gpu_dispatch.py \
+      tests/test_gpu_neighbors.py
     echo "pytest exit: $?"
     echo "== bench_gpu.py =="
     timeout 170 python3 -u benchmarks/bench_gpu.py --repeats 5
     echo "bench exit: $?"
   else
-    echo "== pytest tests/test_gpu.py tests/test_gpu_dispatch.py -k 'estimator or cuda' =="
+    echo "== pytest tests/test_gpu*.py -k 'estimator or cuda' =="
     SCIPY_ARRAY_API=1 timeout 100 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py \
-      tests/test_gpu_dispatch.py -k "estimator or cuda"
+      tests/test_gpu_dispatch.py tests/test_gpu_neighbors.py -k "estimator or cuda"
     echo "pytest exit: $?"
   fi
   if [ "$MODE" = "all" ] || [ "$MODE" = "estimator" ]; then

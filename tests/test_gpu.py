@@ -572,11 +572,11 @@ def test_estimator_device_survives_save_and_load(tmp_path):
 def test_estimator_device_errors(monkeypatch):
     import sys
 
-    with pytest.raises(ValueError, match="regular classifier only: set n_neighbors=None"):
-        _device_fit("cpu", n_neighbors=10, algorithm="brute")  # refused at fit
-    est, Q = _device_fit(None, n_neighbors=10, algorithm="brute")
+    with pytest.raises(ValueError, match="no array-API implementation"):
+        _device_fit("cpu", kernel="tricube")  # refused at fit
+    est, Q = _device_fit(None, kernel="tricube", n_neighbors=10, algorithm="brute")
     est.set_params(device="cpu")
-    with pytest.raises(ValueError, match="regular classifier only: set n_neighbors=None"):
+    with pytest.raises(ValueError, match="no array-API implementation"):
         est.predict_interval(Q)  # and at predict, after set_params
     if HAS_TORCH:
         est, Q = _device_fit("nowhere")

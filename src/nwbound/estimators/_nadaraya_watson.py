@@ -204,7 +204,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         computes in ``dtype`` (use ``"float32"`` on a GPU); kernels
         ``epanechnikov``, ``quartic``, ``triweight``, ``boxcar``, ``gaussian``
         and ``gaussian_untruncated`` (with ``bound="chernoff"``: the first four);
-        regular classifier only (``n_neighbors=None``).
+        with ``n_neighbors`` the search stays on the host and the neighbours'
+        distances (float64, whatever ``dtype``), kernel weights and sums are
+        computed on the device.
 
     Attributes
     ----------
@@ -361,12 +363,11 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         return dtype, kernel, auto
 
     def _check_device(self) -> None:
-        """``device`` serves the regular classifier (fit time, and predict time after set_params)."""
-        if getattr(self, "device", None) is not None and self.n_neighbors is not None:  # older pickles lack it
-            raise ValueError(
-                f"device={self.device!r} runs the regular classifier only: set n_neighbors=None, "
-                "or device=None for the localized classifier."
-            )
+        """``device`` needs a kernel with an array-API form (fit time, and predict time after set_params)."""
+        if getattr(self, "device", None) is not None:  # older pickles lack it
+            from ..gpu._array_api import supported_kernel_name
+
+            supported_kernel_name(self.kernel)  # ValueError naming the kernels the device path has
 
     def _install(self, X, labels, weights, grid, box) -> "NadarayaWatsonClassifier":
         """The one place a fitted state is set up, from ``fit`` or :meth:`set_fitted_state`."""
@@ -546,10 +547,18 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             # that magnitudes like 1e160 cannot overflow its squared distances; the k
             # chosen distances are then recomputed directly from the coordinates.
             dist, idx = self.index_.kneighbors(X / self._index_scale, self.n_neighbors)
-            sums = neighbor_kernel_sums(
-                dist, idx, self._train, self.kernel_, self.bandwidths_, need_dist=need_dist, tail_radius=tail,
-                queries=X, **extra,
-            )
+            if getattr(self, "device", None) is None:
+                sums = neighbor_kernel_sums(
+                    dist, idx, self._train, self.kernel_, self.bandwidths_, need_dist=need_dist, tail_radius=tail,
+                    queries=X, **extra,
+                )
+            else:  # the neighbours' weights and sums on the device (the search stays on the host)
+                from ._device import neighbor_kernel_sums_array_api
+
+                sums = neighbor_kernel_sums_array_api(
+                    idx, self._train, self.kernel_, self.bandwidths_, queries=X, need_dist=need_dist,
+                    tail_radius=tail, device=self.device, working_memory=self.working_memory, **extra,
+                )
         return KernelStatistics(
             class_sums=sums.class_sums,
             sq_sum=sums.sq_sum,
