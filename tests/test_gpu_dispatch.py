@@ -169,6 +169,20 @@ def test_string_labels_stay_numpy_and_auto_bandwidth_follows():
 
 @needs_dispatch
 @needs_strict
+@pytest.mark.filterwarnings("default::UserWarning")
+def test_warnings_still_point_at_the_callers_line():
+    import array_api_strict as xps
+
+    from nwbound import UselessBoundWarning
+
+    clf, Q = _fit("cpu", lipschitz=500.0)  # a bias term that swamps every interval
+    with sklearn.config_context(array_api_dispatch=True), pytest.warns(UselessBoundWarning) as rec:
+        clf.predict_interval(xps.asarray(Q))
+    assert rec[0].filename == __file__
+
+
+@needs_dispatch
+@needs_strict
 def test_device_without_float64_is_refused():
     import array_api_strict as xps
 
@@ -188,4 +202,4 @@ def test_dispatch_tests_in_a_subprocess():
                          env=env, capture_output=True, text=True, timeout=180)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     # Every dispatch test ran in the child (skipped there: this one, and the CUDA one without a GPU).
-    assert "6 passed" in run.stdout and "needs SCIPY_ARRAY_API" not in run.stdout, run.stdout[-2000:]
+    assert "7 passed" in run.stdout and "needs SCIPY_ARRAY_API" not in run.stdout, run.stdout[-2000:]

@@ -18,7 +18,7 @@ from .._validation import check_beta, check_choice, check_open_unit, check_posit
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import warn_if_useless
 from ..kernels import Kernel
-from ._device import follow_query_namespace  # array_api_dispatch: outputs follow the queries
+from ._device import queries_on_host
 from ._statistics import KernelStatistics
 
 __all__ = ["BoundedClassifierBase", "BOUND_PARAMETERS", "EMPTY_NEIGHBORHOOD_RULES"]
@@ -299,7 +299,6 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         return out[None]
 
     # -- public API shared by subclasses -----------------------------------------------------
-    @follow_query_namespace
     def predict(self, X) -> np.ndarray:
         """Most probable class for each row of ``X``.
 
@@ -320,8 +319,9 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         >>> NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y).predict([[0.1], [0.9]]).tolist()
         ['a', 'b']
         """
+        X, restore = queries_on_host(X)  # array_api_dispatch: numeric labels go back to X's namespace
         proba = self.predict_proba(X)
-        return self.classes_[np.argmax(proba, axis=1)]
+        return restore(self.classes_[np.argmax(proba, axis=1)])
 
     def __sklearn_is_fitted__(self) -> bool:
         # Set as the last step of a successful fit: a fit that raised half-way

@@ -1,6 +1,6 @@
 """The estimator's ``device=`` path: its training set through :func:`nwbound.gpu.kernel_statistics`
 (regular classifier) or :func:`nwbound.gpu.neighbor_kernel_statistics` (localized), and its outputs
-in the queries' namespace under scikit-learn's ``array_api_dispatch`` (:func:`follow_query_namespace`).
+in the queries' namespace under scikit-learn's ``array_api_dispatch`` (:func:`queries_on_host`).
 
 Lives with the estimators (which import :mod:`nwbound.gpu` on use), so that
 :mod:`nwbound.gpu` never imports the estimators.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable
 
 import numpy as np
 import sklearn
@@ -28,23 +28,24 @@ from ..gpu import (
 from ..gpu._array_api import direct_d2_error_factor, to_host
 from ._sums import KernelSums, TrainingSet
 
-__all__ = ["dense_kernel_sums_array_api", "neighbor_kernel_sums_array_api", "follow_query_namespace"]
-
-_Method = TypeVar("_Method", bound=Callable[..., Any])
+__all__ = ["dense_kernel_sums_array_api", "neighbor_kernel_sums_array_api", "queries_on_host"]
 
 
-def follow_query_namespace(method: _Method) -> _Method:
-    """Decorate a prediction method so that, under scikit-learn's ``array_api_dispatch``, its
-    arrays come back in the queries' namespace and on their device.
+def queries_on_host(X: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """``X`` for the host code, and the function that puts a result where ``X`` came from.
 
-    With ``sklearn.set_config(array_api_dispatch=True)`` (or inside
-    ``sklearn.config_context(array_api_dispatch=True)``) and queries ``X`` that are a non-NumPy
-    array-API array (PyTorch, CuPy, ``array_api_strict``, ...), ``method`` runs on a NumPy copy of
-    ``X`` (one host copy; ``device=`` still decides where the kernel statistics are computed) and
-    every numeric array of its result — an array, a
-    :class:`~nwbound.PredictionInterval` or a dict of them — is moved to ``X``'s namespace and
-    device (as scikit-learn's ``move_to``); non-numeric arrays (string class labels) stay NumPy.
-    Otherwise (dispatch off, the default, or NumPy / list queries) the call is unchanged.
+    Under scikit-learn's ``array_api_dispatch`` (``sklearn.set_config(array_api_dispatch=True)``
+    or ``sklearn.config_context(array_api_dispatch=True)``), with queries ``X`` that are a
+    non-NumPy array-API array (PyTorch, CuPy, ``array_api_strict``, ...): a NumPy copy of ``X``
+    (one host copy; ``device=`` still decides where the kernel statistics are computed), and a
+    function that moves every numeric array of a result — an array, a
+    :class:`~nwbound.PredictionInterval` or a dict of them — to ``X``'s namespace and device (as
+    scikit-learn's ``move_to``); non-numeric arrays (string class labels) stay NumPy. Otherwise
+    (dispatch off, the default, or NumPy / list queries): ``X`` itself and the identity.
+
+    A helper called at the start and the returns of ``predict``, ``predict_proba`` and
+    ``predict_interval``, not a decorator: an extra frame would move the ``stacklevel`` of their
+    warnings off the user's line.
 
     Raises
     ------
@@ -55,23 +56,19 @@ def follow_query_namespace(method: _Method) -> _Method:
     Examples
     --------
     >>> import numpy as np
-    >>> from nwbound.estimators._device import follow_query_namespace
-    >>> class Model:
-    ...     @follow_query_namespace
-    ...     def predict_proba(self, X):
-    ...         return np.full((len(X), 2), 0.5)
-    >>> Model().predict_proba(np.zeros((1, 3))).tolist()  # NumPy in, NumPy out
+    >>> from nwbound.estimators._device import queries_on_host
+    >>> X, restore = queries_on_host(np.zeros((1, 3)))  # NumPy in: unchanged, NumPy out
+    >>> restore(np.full((1, 2), 0.5)).tolist()
     [[0.5, 0.5]]
     """
+    target = _dispatch_target(X)
+    if target is None:
+        return X, _same
+    return to_host(X), functools.partial(_to_namespace, xp=target[0], dev=target[1])
 
-    @functools.wraps(method)
-    def wrapper(self, X, *args, **kwargs):
-        target = _dispatch_target(X)
-        if target is None:
-            return method(self, X, *args, **kwargs)
-        return _to_namespace(method(self, to_host(X), *args, **kwargs), *target)
 
-    return wrapper  # type: ignore[return-value]
+def _same(out: Any) -> Any:
+    return out
 
 
 def _dispatch_target(X: Any) -> tuple[Any, Any] | None:

@@ -20,7 +20,7 @@ from ..bounds import TAIL_RADIUS, BoundSpec
 from ..kernels import Kernel, get_kernel
 from ..neighbors import make_index
 from ._base import BoundedClassifierBase
-from ._device import follow_query_namespace
+from ._device import queries_on_host
 from ._state import state_array, state_classes, state_scalar
 from ._statistics import KernelStatistics
 from ._sums import TrainingSet, dense_kernel_sums, neighbor_kernel_sums
@@ -615,7 +615,6 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         specs = [s for s in self._resolve_bounds(bounds).values()] if (bounds is not None or self.bound_spec_ is not None) else []
         return self._statistics(X, specs, need_bounds=True)
 
-    @follow_query_namespace
     def predict_interval(self, X, bounds=None):
         """Class probabilities with per-query bounds ``lower ≤ p_c(y) ≤ upper``.
 
@@ -653,6 +652,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         >>> sorted(both)
         ['chernoff', 'hoeffding']
         """
+        X, restore = queries_on_host(X)  # array_api_dispatch: results go back to X's namespace
         specs = self._resolve_bounds(bounds)
         X = self._validate_queries(X)
         # Queries in blocks when a bound keeps per-query histograms or neighbour lists, so that
@@ -666,9 +666,8 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             )
         ]
         out = {name: PredictionInterval.concatenate([p[name] for p in pieces]) for name in specs}
-        return self._report(out, specs, bounds)
+        return restore(self._report(out, specs, bounds))
 
-    @follow_query_namespace
     def predict_proba(self, X) -> np.ndarray:
         """Estimated class probabilities ``p̂_c(y)``.
 
@@ -690,10 +689,11 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         >>> NadarayaWatsonClassifier(bandwidth=0.2).fit(X, y).predict_proba([[0.1]])
         array([[1., 0.]])
         """
+        X, restore = queries_on_host(X)  # array_api_dispatch: results go back to X's namespace
         if isinstance(self.bandwidth, str):  # "auto": λ comes from the bound
-            return self.predict_interval(X).proba
+            return restore(self.predict_interval(X).proba)
         X = self._validate_queries(X)
         stats = self._statistics(X, [], need_bounds=False)
         class_sums = stats.class_sums[:, 0]
         proba, _ = self._fallback_proba(class_sums, class_sums.sum(axis=1))
-        return proba
+        return restore(proba)
