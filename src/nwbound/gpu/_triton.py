@@ -6,8 +6,8 @@ points. For each tile it forms the centred dot products with ``tl.dot`` (``input
 ``Σ wK`` (into the tile's class), ``Σ (wK)²``, ``Σ wK·d⁺`` and the ``u²`` histogram (per bin
 ``Σ w``, ``Σ wK`` and ``Σ wK·d⁺``: ``histogram``, ``hist_mass``, ``hist_dist``, binned by the
 very ``u²`` the kernel value came from) in registers: the distance block never reaches device
-memory. Partial sums of the ``SPLIT`` runs are added
-afterwards (a fixed order: results are deterministic, no atomics).
+memory. Partial sums of the ``SPLIT`` runs are added afterwards (a fixed order: results are
+deterministic, no atomics).
 
 **Class sums without a per-class pass.** The training points are sorted by class and each class
 is padded (weight 0) to a multiple of :data:`LAYOUT_TILE` points, so every tile holds one class:
@@ -40,7 +40,8 @@ the same covering factor as ``dist_sum``.
 
 ``d⁺`` uses ``tl.sqrt`` (``sqrt.approx.ftz.f32`` on sm_90, relative error below 2⁻²²) and
 float32 tile sums of at most ``BN`` terms; the factor ``1 + (BN + 8)u + 2⁻²¹`` applied to
-``dist_sum`` and ``hist_dist`` covers both. Block sizes (:data:`CONFIGS`) were chosen from ptxas reports for sm_90.
+``dist_sum`` and ``hist_dist`` covers both. Block sizes (:data:`CONFIGS`) were chosen from ptxas
+reports for sm_90.
 
 ``TRITON_INTERPRET=1`` runs the same kernel on the CPU with PyTorch CPU tensors (tests).
 """
@@ -81,13 +82,13 @@ CONFIGS: dict[str, tuple[tuple[int, int, int, int], ...]] = {
     "tf32x3": ((128, 64, 8, 3), (128, 64, 8, 2), (64, 64, 8, 3), (64, 64, 4, 3)),
     # With the histogram (counts, and per bin Σ wK and Σ wK·d⁺: two more row reductions per bin),
     # BN = 32: ptxas for sm_90 (Triton 3.9, no GPU needed: tests/test_gpu_compile.py), M_PAD 112,
-    # 16 and 32 bins, packed and per-bin counts: no spills at these (≤ 32 bytes at 32×32/w8/s1),
-    # 0.5–5 KB at BN = 64 or 64×32, and at 2 warps per 16×32.
+    # 32 bins: no spills with packed counts, ≤ 32 bytes with per-bin counts (sample weights);
+    # 0.5–30 KB at BN = 64, at 64×32, and at 2 warps per 16×32.
     "histogram": ((32, 32, 8, 2), (16, 32, 4, 1), (32, 32, 8, 1), (16, 32, 4, 2)),
     # gemm="library": the epilogue alone reads the product block (memory-bound: wide rows; taller
     # tiles of the loaded block spill, e.g. 64×64 with 4 warps: 1.2 KB).
     "library": ((16, 128, 4, 2), (32, 128, 8, 1), (16, 128, 4, 1), (32, 64, 4, 2)),
-    # gemm="library" with the histogram: as "histogram" (no spills at these, ≤ 16 bytes at 32×32/w8).
+    # gemm="library" with the histogram: as "histogram" (32 bins: no spills; 16 bins: ≤ 16 bytes).
     "library_histogram": ((16, 32, 4, 2), (32, 32, 8, 2), (16, 32, 4, 1), (32, 32, 8, 1)),
 }
 # gemm="library": bytes of one product block (queries × padded training points, float32).
