@@ -9,7 +9,8 @@ On whatever device it finds (CUDA through PyTorch, else the CPU), at the ECG sha
 * cuBLAS's float32 product per query block + the same Triton epilogue (``gemm="library"``, the
   default of ``engine="auto"``/``"triton"`` on CUDA since run 1),
 * that default and the fused ``ieee`` kernel with a 16-bin histogram (unit weights: the packed
-  histogram of :mod:`nwbound.gpu._triton`),
+  counts of :mod:`nwbound.gpu._triton`, plus the per-bin ``hist_mass``/``hist_dist`` of the split
+  Chernoff form, compared with the CPU engine's), and the default with the estimator's 32 bins,
 
 each the median of ``--repeats`` runs after a warm-up (CUDA events on a GPU), their ratio to
 the product, the first call's cost (compile + tuning), and the largest differences against the
@@ -160,7 +161,7 @@ def one_case(n_train: int, n_query: int, dev, repeats: int, quantile: float, com
         return
     t0 = time.perf_counter()
     cpu = dense_kernel_sums(Q, TrainingSet.build(X, y, 5, None), get_kernel("epanechnikov"), np.array([lam]),
-                            need_dist=True, n_jobs=-1)
+                            need_dist=True, n_jobs=-1, histogram_bins=16)
     proba_cpu = NadarayaWatsonClassifier(bandwidth=lam, lipschitz=1.0, dtype="float32", n_jobs=-1).fit(X, y).predict_proba(Q)
     print(f"CPU engine reference: {time.perf_counter() - t0:.1f} s")
     kappa_cpu = cpu.class_sums[:, 0].sum(axis=1)
@@ -175,6 +176,14 @@ def one_case(n_train: int, n_query: int, dev, repeats: int, quantile: float, com
               f"kappa rel. diff max {np.max(np.abs(kappa[big] / kappa_cpu[big] - 1)):.2e}; "
               f"dist_sum / CPU in [{d_ratio.min():.6f}, {d_ratio.max():.6f}] (d+ >= d; kernel values round differently); "
               f"sqrt(E) median {np.median(np.sqrt(s.d2_error)):.2e}")
+        if s.hist_mass is not None and s.hist_mass.shape[1] == 16:
+            # Per bin Σ wK and Σ wK·d⁺ (the split Chernoff form) against the CPU engine's: cumulative
+            # (a point within rounding of a bin edge may change bins), relative to κ and dist_sum.
+            dm = np.abs(np.cumsum(s.hist_mass, 1) - np.cumsum(cpu.hist_mass[:, 0], 1)).max(1)
+            dd = np.abs(np.cumsum(s.hist_dist, 1) - np.cumsum(cpu.hist_dist[:, 0], 1)).max(1)
+            print(f"    16 bins vs CPU: max cumulative |d hist_mass| / kappa {np.max(dm[big] / kappa_cpu[big]):.2e}, "
+                  f"|d hist_dist| / dist_sum {np.max(dd[big] / cpu.dist_sum[big, 0]):.2e}; "
+                  f"sum(hist_mass) / kappa - 1 max {np.max(np.abs(s.hist_mass.sum(1)[big] / kappa[big] - 1)):.2e}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -198,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                         ("ours, Triton fused, tf32x3 (opt-in)", dict(engine="triton", precision="tf32x3")),
                         ("ours, default: cuBLAS product + Triton epilogue", dict(engine="auto")),
                         ("ours, default + 16-bin histogram", dict(engine="auto", histogram_bins=16)),
+                        ("ours, default + 32-bin histogram (estimator)", dict(engine="auto", histogram_bins=32)),
                         ("ours, Triton fused ieee + 16-bin histogram", dict(engine="triton", gemm="fused", histogram_bins=16))]
         except ImportError:
             print("triton not installed: Triton rows skipped")
@@ -205,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     n_train, n_query = ECG_QUICK if quick else ECG_FULL
     one_case(n_train, n_query, dev, args.repeats, args.quantile, True, engines)
     if not quick and not args.no_large:
-        big = [e for e in engines if "array-API" not in e[0] and "fused, ieee" not in e[0] and "fused ieee" not in e[0]]
+        big = [e for e in engines if "array-API" not in e[0] and "fused, ieee" not in e[0] and "fused ieee" not in e[0]
+               and "32-bin" not in e[0]]
         one_case(1_000_000, 100_000, dev, max(3, args.repeats // 2), args.quantile, False, big)
     return 0
 

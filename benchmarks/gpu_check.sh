@@ -3,7 +3,7 @@
 #   bash benchmarks/gpu_check.sh
 # with the machine's own python3 (torch, triton, cupy, numpy, scipy, scikit-learn, pytest):
 # nwbound is not installed there, so PYTHONPATH=src. Everything goes to $OUT/gpu_log.txt
-# (or ./gpu_log.txt without $OUT). Bounded to 7 minutes (pytest 100 s, benchmark 170 s, estimator 150 s).
+# (or ./gpu_log.txt without $OUT). Bounded to 8 minutes (pytest 150 s, benchmark 170 s, estimator 150 s).
 #   bash benchmarks/gpu_check.sh estimator   # only the device= tests and the estimator timing (~4 min)
 # ESTIMATOR_SHAPES=quick times the estimator at ECG_QUICK instead of the full ECG shapes.
 set -u -o pipefail
@@ -30,20 +30,22 @@ from nwbound.gpu._array_api import compat
 print("nwbound imports; array_api_compat from", compat().__name__)
 PY
   if [ "$MODE" = "all" ]; then
-    echo "== pytest tests/test_gpu.py =="
-    timeout 100 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py
+    echo "== pytest tests/test_gpu*.py (SCIPY_ARRAY_API=1: array_api_dispatch) =="
+    SCIPY_ARRAY_API=1 timeout 150 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py tests/test_gpu_dispatch.py \
+      tests/test_gpu_neighbors.py
     echo "pytest exit: $?"
     echo "== bench_gpu.py =="
     timeout 170 python3 -u benchmarks/bench_gpu.py --repeats 5
     echo "bench exit: $?"
   else
-    echo "== pytest tests/test_gpu.py -k 'estimator or cuda' =="
-    timeout 100 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py -k "estimator or cuda"
+    echo "== pytest tests/test_gpu*.py -k 'estimator or cuda' =="
+    SCIPY_ARRAY_API=1 timeout 100 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py \
+      tests/test_gpu_dispatch.py tests/test_gpu_neighbors.py -k "estimator or cuda"
     echo "pytest exit: $?"
   fi
   if [ "$MODE" = "all" ] || [ "$MODE" = "estimator" ]; then
     echo "== estimator: NadarayaWatsonClassifier(device='cuda') vs the CPU engine, ECG shapes =="
-    timeout 150 python3 -u - "${ESTIMATOR_SHAPES:-full}" <<'PY'
+    SCIPY_ARRAY_API=1 timeout 150 python3 -u - "${ESTIMATOR_SHAPES:-full}" <<'PY'
 import sys, time, warnings
 import numpy as np
 sys.path.insert(0, "benchmarks")
@@ -75,20 +77,27 @@ for bound in ("hoeffding", "chernoff"):
     a, f_cpu, t_cpu = timed(cpu, bound, repeats=1)
     b, f_gpu, t_gpu = timed(gpu, bound)
     st = gpu.kernel_statistics(Q)
-    form = "split (hist_mass)" if st.hist_mass is not None else "counts only (Triton)"
+    form = "split (hist_mass)" if st.hist_mass is not None else "counts only (hist_mass missing: a bug)"
     print(f"{bound:10s} CPU engine {t_cpu:8.3f} s | device {t_gpu:8.4f} s (first call {f_gpu:.1f} s) "
           f"| speed-up {t_cpu / t_gpu:7.1f}x | histogram form {form if bound == 'chernoff' else '-'}")
     print(f"{'':10s} max |d proba| {np.abs(a.proba - b.proba).max():.2e}  max |d lower| "
           f"{np.abs(a.lower - b.lower).max():.2e}  max |d upper| {np.abs(a.upper - b.upper).max():.2e}  "
           f"mean width cpu {np.mean(a.upper - a.lower):.4f} device {np.mean(b.upper - b.lower):.4f}")
-    if bound == "chernoff" and st.hist_mass is None:
-        # The array-API engine gives the split form's per-bin sums (tighter): its cost on the device.
+    if bound == "chernoff":
+        # The same split-form sums from the array-API engine (PyTorch ops): the Triton path's gain.
         from nwbound.estimators._device import dense_kernel_sums_array_api
         run = lambda: dense_kernel_sums_array_api(Q, gpu._train, gpu.kernel_, gpu.bandwidths_, need_dist=True,
                                                   histogram_bins=32, engine="array_api", device=dev)
         t0 = time.perf_counter(); run(); first = time.perf_counter() - t0
         t0 = time.perf_counter(); run(); t_aa = time.perf_counter() - t0
         print(f"{'':10s} array-API engine with hist_mass/hist_dist (split form): {t_aa:.4f} s (first {first:.1f} s)")
+        # array_api_dispatch: CUDA queries in, CUDA tensors out (one host round trip of the queries).
+        import sklearn
+        Qt = torch.from_numpy(Q).to(dev)
+        with sklearn.config_context(array_api_dispatch=True):
+            t0 = time.perf_counter(); iv = gpu.predict_interval(Qt); t_disp = time.perf_counter() - t0
+        print(f"{'':10s} array_api_dispatch, {dev} queries: {t_disp:.4f} s, upper on {iv.upper.device}, "
+              f"max |d upper| vs NumPy queries {np.abs(iv.upper.cpu().numpy() - b.upper).max():.1e}")
 PY
     echo "estimator exit: $?"
   fi

@@ -309,7 +309,7 @@ for case in sys.argv[3:]:
     else:
         st = kernel_statistics(Q, X, onehot, kernel=name, bandwidth=0.85, histogram_bins=int(bins),
                                engine="triton", gemm=gemm)
-    for k in ("class_sums", "sq_sum", "dist_sum", "d2_error", "histogram"):
+    for k in ("class_sums", "sq_sum", "dist_sum", "d2_error", "histogram", "hist_mass", "hist_dist"):
         if getattr(st, k) is not None:
             out[case + "/" + k] = getattr(st, k).numpy()
 np.savez(sys.argv[2], **out)
@@ -352,13 +352,35 @@ def test_triton_interpreter_matches_reference(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     got = np.load(tmp_path / "out.npz")
     for (name, bins, _, weights, _), case in zip(_INTERPRETED_CASES, cases):
-        st = SimpleNamespace(histogram=got[case + "/histogram"] if bins else None,
+        hist_fields = ("histogram", "hist_mass", "hist_dist")
+        st = SimpleNamespace(**{k: got[case + "/" + k] if bins else None for k in hist_fields},
                              **{k: got[case + "/" + k] for k in ("class_sums", "sq_sum", "dist_sum", "d2_error")})
         ref = reference(Q, X, weighted[weights], name, 0.85, bins)
         check_against_reference(st, ref, Q, X, 0.85)
-        if bins:  # every bin, not only the total (no point of this data lies within rounding of an edge)
-            np.testing.assert_allclose(st.histogram, ref["histogram"], rtol=1e-6, atol=1e-5, err_msg=case)
+        if not bins:
+            assert case + "/hist_mass" not in got
+            continue
+        # Every bin, not only the totals (no point of this data lies within rounding of an edge):
+        # against the independent formula, and against the CPU engine's split-form sums.
+        np.testing.assert_allclose(st.histogram, ref["histogram"], rtol=1e-6, atol=1e-5, err_msg=case)
+        np.testing.assert_allclose(st.hist_mass, ref["hist_mass"], rtol=1e-5, atol=1e-5, err_msg=case)
+        assert np.all(st.hist_dist >= ref["hist_dist"] * (1 - 1e-5) - 1e-6), case  # d⁺ ≥ d per bin
+        np.testing.assert_allclose(st.hist_dist, ref["hist_dist"], rtol=1e-4, atol=1e-5, err_msg=case)
+        cpu = _cpu_engine_histogram(Q, X, weighted[weights], weights, name, 0.85, bins)
+        for field in hist_fields:
+            np.testing.assert_allclose(getattr(st, field), cpu[field], rtol=1e-4, atol=1e-5, err_msg=f"{case} {field}")
     assert got[cases[4] + "/histogram"][0].max() >= 140  # the 140 copies share query 0's bin
+
+
+def _cpu_engine_histogram(Q, X, onehot, weights: str, name: str, lam: float, bins: int) -> dict:
+    """The CPU engine's (``_sums``) histogram, hist_mass and hist_dist at one bandwidth, unscaled."""
+    labels = np.argmax(onehot > 0, axis=1)
+    w = None if weights == "unit" else onehot[np.arange(len(labels)), labels].astype(np.float64)
+    train = TrainingSet.build(X.astype(np.float64), labels, onehot.shape[1], w)
+    sums = dense_kernel_sums(Q.astype(np.float64), train, get_kernel(name), np.array([lam]), need_dist=True,
+                             histogram_bins=bins)
+    return {"histogram": sums.histogram[:, 0] * sums.weight_max, "hist_mass": sums.hist_mass[:, 0],
+            "hist_dist": sums.hist_dist[:, 0]}
 
 
 def _gpu_case(xp_name: str, engine: str, precision: str = "ieee", gemm: str | None = None, weights: str = "sample"):
@@ -444,11 +466,11 @@ def test_error_bounds_in_a_namespace_other_than_the_training_sets():
 # ---------------------------------------------------------------------------------------------
 # The estimator's device= parameter (PyTorch's CPU backend here; "cuda" on the device check)
 # ---------------------------------------------------------------------------------------------
-def _device_fit(device, **params):
+def _device_fit(device, n: int = 1500, n_queries: int = 120, **params):
     rng = np.random.default_rng(20)
-    X = rng.random((1500, 5)).astype(np.float32)
-    y = (rng.random(1500) < X[:, 0]).astype(int) + (X[:, 1] > 0.5)
-    Q = rng.random((120, 5)).astype(np.float32)
+    X = rng.random((n, 5)).astype(np.float32)
+    y = (rng.random(n) < X[:, 0]).astype(int) + (X[:, 1] > 0.5)
+    Q = rng.random((n_queries, 5)).astype(np.float32)
     settings = dict(bandwidth=0.35, lipschitz=1.0, dtype="float32", **params)
     return NadarayaWatsonClassifier(device=device, **settings).fit(X, y), Q
 
@@ -462,27 +484,26 @@ def _device_name() -> str:
 @pytest.mark.parametrize("bound", ["hoeffding", "chernoff"])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_estimator_device_matches_cpu_engine(bound, weighted):
-    extra = {"bound": bound}
-    cpu, Q = _device_fit(None, **extra)
-    dev, _ = _device_fit(_device_name(), **extra)
+    _check_device_intervals(*_device_pair(_device_name(), bound, weighted))
+
+
+def _device_pair(device: str, bound: str, weighted: bool, **sizes):
+    """The CPU-engine and ``device`` estimators fitted on the same data, the queries, and ``bound``."""
+    cpu, Q = _device_fit(None, bound=bound, **sizes)
+    dev, _ = _device_fit(device, bound=bound, **sizes)
     if weighted:  # sample weights: the split form's a_lo = 0 path and weight normalisation
         w = np.random.default_rng(21).uniform(0.2, 3.0, cpu.n_samples_fit_)
         X, y = cpu._train.X, cpu.classes_[cpu._train.labels]
         cpu.fit(X, y, sample_weight=w)
         dev.fit(X, y, sample_weight=w)
+    return cpu, dev, Q, bound
+
+
+def _check_device_intervals(cpu, dev, Q, bound: str) -> None:
+    """The device estimator's intervals are the CPU engine's, to float32 rounding (same bound form)."""
     a, b = cpu.predict_interval(Q), dev.predict_interval(Q)
     st = dev.kernel_statistics(Q)
     np.testing.assert_allclose(b.proba, a.proba, atol=1e-5)
-    if bound == "chernoff" and st.hist_mass is None:
-        # The Triton kernel (CUDA) gives counts only, so the bound takes the counts-only histogram
-        # form — valid, but not nested with the split form (neither contains the other everywhere;
-        # measured on the H200: upper ends differ both ways). Compare it with the same form on the CPU.
-        import dataclasses
-
-        a = cpu.interval_from_statistics(dataclasses.replace(cpu.kernel_statistics(Q), hist_mass=None, hist_dist=None))
-        np.testing.assert_allclose(b.lower, a.lower, atol=5e-4)
-        np.testing.assert_allclose(b.upper, a.upper, atol=5e-4)
-        return
     np.testing.assert_allclose(b.lower, a.lower, atol=5e-4)
     np.testing.assert_allclose(b.upper, a.upper, atol=5e-4)
     assert np.mean(np.abs(b.upper - a.upper)) < 5e-5  # float32 rounding, not a different bound form
@@ -490,6 +511,36 @@ def test_estimator_device_matches_cpu_engine(bound, weighted):
         assert st.hist_mass is not None and st.hist_dist is not None
         np.testing.assert_allclose(st.hist_mass.sum(axis=2), st.kappa, rtol=1e-5, atol=1e-5)
     assert np.all(np.asarray(st.u2_error) > 0)  # the float32 distance error reaches the bound
+
+
+_INTERPRETED_ESTIMATOR = """
+import sys, warnings
+warnings.simplefilter("ignore")
+sys.path.insert(0, sys.argv[1])
+import test_gpu
+from nwbound.gpu import _triton
+for bound, weighted in (("chernoff", False), ("chernoff", True)):
+    _triton._LAYOUTS.clear()
+    test_gpu._check_device_intervals(*test_gpu._device_pair("cpu", bound, weighted, n=400, n_queries=24))
+    assert _triton._LAYOUTS, "the Triton kernel did not run"  # its layout cache: the kernel ran
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not (HAS_TORCH and HAS_TRITON), reason="triton and torch are not both installed (pip install torch triton)")
+def test_estimator_device_through_triton_interpreter():
+    # device="cpu" under TRITON_INTERPRET=1 takes the Triton kernel (engine="auto"), as "cuda" does
+    # on a GPU: the split Chernoff form's per-bin sums come from it, and the intervals are the CPU's.
+    import os
+    import subprocess
+    import sys
+
+    here = Path(__file__).resolve().parent
+    env = dict(os.environ, TRITON_INTERPRET="1", TRITON_DEFAULT_FP_FUSION="1")
+    env["PYTHONPATH"] = str(here.parent / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    run = subprocess.run([sys.executable, "-c", _INTERPRETED_ESTIMATOR, str(here)], env=env, capture_output=True,
+                         text=True, timeout=240)
+    assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stderr[-3000:]
 
 
 @needs_torch
@@ -521,11 +572,11 @@ def test_estimator_device_survives_save_and_load(tmp_path):
 def test_estimator_device_errors(monkeypatch):
     import sys
 
-    with pytest.raises(ValueError, match="regular classifier only: set n_neighbors=None"):
-        _device_fit("cpu", n_neighbors=10, algorithm="brute")  # refused at fit
-    est, Q = _device_fit(None, n_neighbors=10, algorithm="brute")
+    with pytest.raises(ValueError, match="no array-API implementation"):
+        _device_fit("cpu", kernel="tricube")  # refused at fit
+    est, Q = _device_fit(None, kernel="tricube", n_neighbors=10, algorithm="brute")
     est.set_params(device="cpu")
-    with pytest.raises(ValueError, match="regular classifier only: set n_neighbors=None"):
+    with pytest.raises(ValueError, match="no array-API implementation"):
         est.predict_interval(Q)  # and at predict, after set_params
     if HAS_TORCH:
         est, Q = _device_fit("nowhere")

@@ -18,6 +18,7 @@ from .._validation import check_beta, check_choice, check_open_unit, check_posit
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import warn_if_useless
 from ..kernels import Kernel
+from ._device import queries_on_host
 from ._statistics import KernelStatistics
 
 __all__ = ["BoundedClassifierBase", "BOUND_PARAMETERS", "EMPTY_NEIGHBORHOOD_RULES"]
@@ -317,8 +318,9 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         >>> NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y).predict([[0.1], [0.9]]).tolist()
         ['a', 'b']
         """
+        X, restore = queries_on_host(X)  # array_api_dispatch: numeric labels go back to X's namespace
         proba = self.predict_proba(X)
-        return self.classes_[np.argmax(proba, axis=1)]
+        return restore(self.classes_[np.argmax(proba, axis=1)])
 
     def __sklearn_is_fitted__(self) -> bool:
         # Set as the last step of a successful fit: a fit that raised half-way

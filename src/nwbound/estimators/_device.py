@@ -1,4 +1,6 @@
-"""The estimator's ``device=`` path: its training set through :func:`nwbound.gpu.kernel_statistics`.
+"""The estimator's ``device=`` path: its training set through :func:`nwbound.gpu.kernel_statistics`
+(regular classifier) or :func:`nwbound.gpu.neighbor_kernel_statistics` (localized), and its outputs
+in the queries' namespace under scikit-learn's ``array_api_dispatch`` (:func:`queries_on_host`).
 
 Lives with the estimators (which import :mod:`nwbound.gpu` on use), so that
 :mod:`nwbound.gpu` never imports the estimators.
@@ -6,15 +8,98 @@ Lives with the estimators (which import :mod:`nwbound.gpu` on use), so that
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import functools
+from typing import Any, Callable
 
 import numpy as np
+import sklearn
 
+from .._result import PredictionInterval
 from ..kernels import Kernel
-from ..gpu import HISTOGRAM_KERNELS, DeviceTrainingSet, array_namespace_of, compat, kernel_statistics
+from ..gpu import (
+    HISTOGRAM_KERNELS,
+    DeviceTrainingSet,
+    array_namespace_of,
+    compat,
+    kernel_statistics,
+    neighbor_kernel_statistics,
+)
+from ..gpu._array_api import direct_d2_error_factor, to_host
 from ._sums import KernelSums, TrainingSet
 
-__all__ = ["dense_kernel_sums_array_api"]
+__all__ = ["dense_kernel_sums_array_api", "neighbor_kernel_sums_array_api", "queries_on_host"]
+
+
+def queries_on_host(X: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """``X`` for the host code, and the function that puts a result where ``X`` came from.
+
+    Under scikit-learn's ``array_api_dispatch`` (``sklearn.set_config(array_api_dispatch=True)``
+    or ``sklearn.config_context(array_api_dispatch=True)``), with queries ``X`` that are a
+    non-NumPy array-API array (PyTorch, CuPy, ``array_api_strict``, ...): a NumPy copy of ``X``
+    (one host copy; ``device=`` still decides where the kernel statistics are computed), and a
+    function that moves every numeric array of a result — an array, a
+    :class:`~nwbound.PredictionInterval` or a dict of them — to ``X``'s namespace and device (as
+    scikit-learn's ``move_to``); non-numeric arrays (string class labels) stay NumPy. Otherwise
+    (dispatch off, the default, or NumPy / list queries): ``X`` itself and the identity.
+
+    A helper called at the start and the returns of ``predict``, ``predict_proba`` and
+    ``predict_interval``, not a decorator: an extra frame would move the ``stacklevel`` of their
+    warnings off the user's line.
+
+    Raises
+    ------
+    ValueError
+        When ``X``'s device has no float64 (the bounds are float64: rounding them to float32 would
+        move them inwards).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.estimators._device import queries_on_host
+    >>> X, restore = queries_on_host(np.zeros((1, 3)))  # NumPy in: unchanged, NumPy out
+    >>> restore(np.full((1, 2), 0.5)).tolist()
+    [[0.5, 0.5]]
+    """
+    target = _dispatch_target(X)
+    if target is None:
+        return X, _same
+    return to_host(X), functools.partial(_to_namespace, xp=target[0], dev=target[1])
+
+
+def _same(out: Any) -> Any:
+    return out
+
+
+def _dispatch_target(X: Any) -> tuple[Any, Any] | None:
+    """``(namespace, device)`` of array-API queries under ``array_api_dispatch``, else None."""
+    if isinstance(X, np.ndarray) or not sklearn.get_config().get("array_api_dispatch", False):
+        return None
+    aac = compat()
+    if not aac.is_array_api_obj(X) or aac.is_numpy_array(X):
+        return None
+    xp, dev = aac.array_namespace(X), aac.device(X)
+    info = getattr(xp, "__array_namespace_info__", None)
+    # PyTorch's info lists the same dtypes for every device, but MPS has no float64.
+    no_float64 = aac.is_torch_namespace(xp) and getattr(dev, "type", "") == "mps"
+    if no_float64 or (info is not None and "float64" not in info().dtypes(device=dev, kind="real floating")):
+        raise ValueError(
+            f"The queries' device {dev!r} has no float64, and the probabilities and bounds are float64 "
+            "(float32 would round the bounds inwards): pass the queries on a device with float64 (e.g. the "
+            "CPU), or turn scikit-learn's array_api_dispatch off to get NumPy results."
+        )
+    return xp, dev
+
+
+def _to_namespace(out: Any, xp: Any, dev: Any) -> Any:
+    if isinstance(out, dict):
+        return {k: _to_namespace(v, xp, dev) for k, v in out.items()}
+    if isinstance(out, PredictionInterval):
+        return dataclasses.replace(out, **{
+            f.name: _to_namespace(getattr(out, f.name), xp, dev) for f in dataclasses.fields(out)})
+    if isinstance(out, np.ndarray) and out.dtype.kind in "biuf":
+        return xp.asarray(np.ascontiguousarray(out), device=dev)
+    return out  # None, and labels that are not numbers (no array-API dtype)
 
 
 def _device_training_set(train: TrainingSet, xp: Any, device: Any, dtype: str) -> DeviceTrainingSet:
@@ -24,6 +109,127 @@ def _device_training_set(train: TrainingSet, xp: Any, device: Any, dtype: str) -
         onehot = xp.asarray(np.ascontiguousarray(train.weighted_onehot), device=device)
         train._cache[key] = DeviceTrainingSet.build(X, onehot, dtype=dtype)
     return train._cache[key]
+
+
+def _refuse_tail(tail_radius: float | None) -> None:
+    if tail_radius is not None:
+        raise ValueError(
+            "tail_radius (the kernel's tail mass, for bound='paper' with an untruncated kernel) is not "
+            "supported by the array-API engine: use the CPU engine (device=None)."
+        )
+
+
+def _on_device(a: Any, device: str | None) -> Any:
+    """``a`` as a PyTorch tensor on ``device`` (None: unchanged)."""
+    if device is None:
+        return a
+    try:
+        import torch
+    except ImportError as exc:
+        raise ImportError(f"device={device!r} needs PyTorch: pip install 'nwbound[gpu]'.") from exc
+    try:
+        return torch.as_tensor(a, device=torch.device(device))
+    except (RuntimeError, TypeError, AssertionError) as exc:  # AssertionError: torch built without CUDA
+        raise ValueError(f"device={device!r} is not a usable PyTorch device here: {exc}") from exc
+
+
+def neighbor_kernel_sums_array_api(
+    idx: np.ndarray,
+    train: TrainingSet,
+    kernel: Kernel,
+    bandwidths: np.ndarray,
+    *,
+    queries: Any,
+    need_dist: bool,
+    tail_radius: float | None = None,
+    keep_points: bool = False,
+    device: str | None = None,
+    working_memory: float | None = None,
+) -> KernelSums:
+    """:func:`nwbound.estimators._sums.neighbor_kernel_sums` (with ``queries``) on a device.
+
+    The neighbours ``idx`` come from the estimator's index (on the host); the kernel weights,
+    class sums, ``Σ (wK)²``, ``Σ wK·d⁺`` and the per-point masses are computed by
+    :func:`nwbound.gpu.neighbor_kernel_statistics` where ``queries`` live (or on ``device``), with the
+    training set copied there once, and come back as the CPU engine's float64
+    :class:`~nwbound.estimators._sums.KernelSums` (same distances' error bound, ``d2_error_rel``).
+
+    Parameters
+    ----------
+    idx : int ndarray of shape (n_queries, k)
+    train : TrainingSet
+    kernel : Kernel
+    bandwidths : ndarray of shape (n_bandwidths,)
+    queries : array of shape (n_queries, n_features)
+    need_dist : bool
+    tail_radius : None
+        Tail masses are not computed here; anything but None raises ``ValueError``.
+    keep_points : bool, default=False
+        Also ``point_mass`` (n, G, k) and ``point_dist`` (n, k), for the per-point Chernoff form.
+    device : str or None, default=None
+        A PyTorch device; None: compute where ``queries`` live.
+    working_memory : float or None, default=None
+
+    Returns
+    -------
+    KernelSums
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.estimators._sums import TrainingSet
+    >>> from nwbound.kernels import get_kernel
+    >>> from nwbound.estimators._device import neighbor_kernel_sums_array_api
+    >>> train = TrainingSet.build(np.array([[0.0], [0.5], [3.0]]), np.array([0, 1, 1]), 2, None)
+    >>> s = neighbor_kernel_sums_array_api(np.array([[0, 1]]), train, get_kernel("epanechnikov"), np.array([1.0]),
+    ...                                    queries=np.zeros((1, 1)), need_dist=False)
+    >>> s.class_sums.tolist()
+    [[[1.0, 0.75]]]
+    """
+    _refuse_tail(tail_radius)
+    Xq = _on_device(queries, device)
+    xp = array_namespace_of(Xq)
+    dev = compat().device(Xq)
+    key = ("neighbors", xp.__name__, str(dev))
+    unit = train.weight_unit  # as the CPU engine: weights in [0, 1], so no (w K)² overflows
+    if key not in train._cache:  # one copy to the device per training set and device
+        train._cache[key] = (xp.asarray(np.ascontiguousarray(train.X), device=dev),
+                             xp.asarray(train.weighted_onehot.astype(np.float64) / unit, device=dev))
+    X_dev, onehot_dev = train._cache[key]
+    nb = xp.asarray(np.ascontiguousarray(idx, dtype=np.int64), device=dev)
+    bandwidths = np.asarray(bandwidths, dtype=np.float64).ravel()
+    n_q, k_nn = (int(v) for v in np.shape(idx))
+    out = KernelSums.empty(n_q, len(bandwidths), train.n_classes, need_dist, False)
+    out.weight_max = train.weight_max
+    lam_max = float(bandwidths.max()) if bandwidths.size else 1.0
+    out.support = float(kernel.radius * lam_max) if kernel.compact else lam_max
+    if keep_points:
+        out.point_mass = np.empty((n_q, len(bandwidths), k_nn))
+    far = np.zeros(n_q)
+    for g, lam in enumerate(bandwidths):
+        # The points are always kept: the error bound below needs each row's farthest distance
+        # relative to the support (its absolute square may underflow).
+        st = neighbor_kernel_statistics(
+            Xq, X_dev, onehot_dev, nb, kernel=kernel, bandwidth=float(lam), need_dist=need_dist,
+            keep_points=True, working_memory=working_memory,
+        ).to_numpy()
+        with np.errstate(over="ignore", under="ignore"):  # back to the input's units: inf/0 where not representable
+            _store_neighbor_sums(out, g, st, unit, need_dist, keep_points)
+        far = np.max(st.point_dist, axis=1, initial=0.0)
+    with np.errstate(over="ignore", invalid="ignore"):  # as the CPU engine: in units of S²
+        out.d2_error_rel = direct_d2_error_factor(train.X.shape[1]) * (far / out.support) ** 2
+    return out
+
+
+def _store_neighbor_sums(out: KernelSums, g: int, st: Any, unit: float, need_dist: bool, keep_points: bool) -> None:
+    out.class_sums[:, g] = st.class_sums * unit
+    out.sq_sum[:, g] = st.sq_sum * unit
+    out.sq_sum[:, g] *= unit  # in two steps: unit² alone may overflow
+    if need_dist:
+        out.dist_sum[:, g] = st.dist_sum * unit
+    if keep_points:
+        out.point_mass[:, g] = st.point_mass * unit
+        out.point_dist = st.point_dist
 
 
 def dense_kernel_sums_array_api(
@@ -58,8 +264,8 @@ def dense_kernel_sums_array_api(
     histogram_bins : int, default=0
         ``B > 0``: also ``histogram``, ``hist_mass`` and ``hist_dist`` (n, G, B) over ``B`` equal bins
         of ``u²`` in [0, 1] (``hist_edges``), as the CPU engine; kernels supported on the unit ball
-        only (:data:`~nwbound.gpu.HISTOGRAM_KERNELS`). The Triton kernel gives no ``hist_mass`` /
-        ``hist_dist`` (None: the Chernoff bound then uses its counts-only form).
+        only (:data:`~nwbound.gpu.HISTOGRAM_KERNELS`); every engine gives all three (the
+        Chernoff bound's split form).
     dtype : {"float32", "float64"} or None, default=None
         Compute dtype (None: the training set's).
     engine : {"auto", "array_api", "triton"}, default="auto"
@@ -96,20 +302,8 @@ def dense_kernel_sums_array_api(
     >>> np.round(s.class_sums, 6).tolist()
     [[[1.0, 0.75]]]
     """
-    if tail_radius is not None:
-        raise ValueError(
-            "tail_radius (the kernel's tail mass, for bound='paper' with an untruncated kernel) is not "
-            "supported by the array-API engine: use the CPU engine (device=None)."
-        )
-    if device is not None:
-        try:
-            import torch
-        except ImportError as exc:
-            raise ImportError(f"device={device!r} needs PyTorch: pip install 'nwbound[gpu]'.") from exc
-        try:
-            Xq = torch.as_tensor(Xq, device=torch.device(device))
-        except (RuntimeError, TypeError, AssertionError) as exc:  # AssertionError: torch built without CUDA
-            raise ValueError(f"device={device!r} is not a usable PyTorch device here: {exc}") from exc
+    _refuse_tail(tail_radius)
+    Xq = _on_device(Xq, device)
     bins = int(histogram_bins)
     if bins and kernel.name not in HISTOGRAM_KERNELS:
         raise ValueError(
@@ -131,7 +325,6 @@ def dense_kernel_sums_array_api(
     # The engine's error convention: d2_error_rel·S² bounds |d̃² − d²| with S the largest support.
     support = float(kernel.radius * bandwidths.max()) if kernel.compact else float(bandwidths.max())
     out.support = support
-    hist_parts: list[bool] = []
     d2_err = None
     for g, lam in enumerate(bandwidths):  # a handful of bandwidths, each one full pass
         st = kernel_statistics(
@@ -144,13 +337,9 @@ def dense_kernel_sums_array_api(
             out.dist_sum[:, g] = st.dist_sum
         if bins:
             out.histogram[:, g] = st.histogram / out.weight_max
-            hist_parts.append(st.hist_mass is not None and st.hist_dist is not None)
-            if hist_parts[-1]:
-                out.hist_mass[:, g] = st.hist_mass
-                out.hist_dist[:, g] = st.hist_dist
+            out.hist_mass[:, g] = st.hist_mass
+            out.hist_dist[:, g] = st.hist_dist
         d2_err = st.d2_error
-    if bins and not all(hist_parts):  # the Triton kernel: counts only (a valid, looser form)
-        out.hist_mass = out.hist_dist = None
     if d2_err is None:
         d2_err = np.zeros(n_q)
     # E = γ_{m+3}(‖q'‖ + R)² ≥ (m + 3)·u·(‖q'‖ + R)², so E·4/(m + 3) adds 4u·(‖q'‖ + R)² ≥ 4u·d̃²:

@@ -20,6 +20,7 @@ from ..bounds import TAIL_RADIUS, BoundSpec
 from ..kernels import Kernel, get_kernel
 from ..neighbors import make_index
 from ._base import BoundedClassifierBase
+from ._device import queries_on_host
 from ._state import state_array, state_classes, state_scalar
 from ._statistics import BandwidthRanking, KernelStatistics
 from ._sums import TrainingSet, dense_kernel_sums, dense_moment_sums, neighbor_kernel_sums
@@ -228,11 +229,18 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         ``"cpu"`` for PyTorch's CPU backend): the regular classifier's kernel
         statistics are computed there by :mod:`nwbound.gpu` (the fused Triton
         kernel on CUDA where it applies), with the training set copied once;
-        results come back as NumPy arrays. Needs ``pip install 'nwbound[gpu]'``;
+        results come back as NumPy arrays — under scikit-learn's
+        ``array_api_dispatch`` (``sklearn.config_context(array_api_dispatch=True)``)
+        those of ``predict``, ``predict_proba`` and ``predict_interval`` come
+        back in the queries' namespace and on their device (PyTorch, CuPy,
+        ``array_api_strict``; string class labels stay NumPy), with or without
+        ``device``. Needs ``pip install 'nwbound[gpu]'``;
         computes in ``dtype`` (use ``"float32"`` on a GPU); kernels
         ``epanechnikov``, ``quartic``, ``triweight``, ``boxcar``, ``gaussian``
         and ``gaussian_untruncated`` (with ``bound="chernoff"``: the first four);
-        regular classifier only (``n_neighbors=None``).
+        with ``n_neighbors`` the search stays on the host and the neighbours'
+        distances (float64, whatever ``dtype``), kernel weights and sums are
+        computed on the device.
 
     Attributes
     ----------
@@ -389,12 +397,11 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         return dtype, kernel, auto
 
     def _check_device(self) -> None:
-        """``device`` serves the regular classifier (fit time, and predict time after set_params)."""
-        if getattr(self, "device", None) is not None and self.n_neighbors is not None:  # older pickles lack it
-            raise ValueError(
-                f"device={self.device!r} runs the regular classifier only: set n_neighbors=None, "
-                "or device=None for the localized classifier."
-            )
+        """``device`` needs a kernel with an array-API form (fit time, and predict time after set_params)."""
+        if getattr(self, "device", None) is not None:  # older pickles lack it
+            from ..gpu._array_api import supported_kernel_name
+
+            supported_kernel_name(self.kernel)  # ValueError naming the kernels the device path has
 
     def _install(self, X, labels, weights, grid, box) -> "NadarayaWatsonClassifier":
         """The one place a fitted state is set up, from ``fit`` or :meth:`set_fitted_state`."""
@@ -577,10 +584,18 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             # that magnitudes like 1e160 cannot overflow its squared distances; the k
             # chosen distances are then recomputed directly from the coordinates.
             dist, idx = self.index_.kneighbors(X / self._index_scale, self.n_neighbors)
-            sums = neighbor_kernel_sums(
-                dist, idx, self._train, self.kernel_, bandwidths, need_dist=need_dist, tail_radius=tail,
-                queries=X, **extra,
-            )
+            if getattr(self, "device", None) is None:
+                sums = neighbor_kernel_sums(
+                    dist, idx, self._train, self.kernel_, bandwidths, need_dist=need_dist, tail_radius=tail,
+                    queries=X, **extra,
+                )
+            else:  # the neighbours' weights and sums on the device (the search stays on the host)
+                from ._device import neighbor_kernel_sums_array_api
+
+                sums = neighbor_kernel_sums_array_api(
+                    idx, self._train, self.kernel_, bandwidths, queries=X, need_dist=need_dist,
+                    tail_radius=tail, device=self.device, working_memory=self.working_memory, **extra,
+                )
         return KernelStatistics(
             class_sums=sums.class_sums,
             sq_sum=sums.sq_sum,
@@ -795,6 +810,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         >>> sorted(both)
         ['chernoff', 'hoeffding']
         """
+        X, restore = queries_on_host(X)  # array_api_dispatch: results go back to X's namespace
         specs = self._resolve_bounds(bounds)
         X = self._validate_queries(X)
         choices = self._ranked_choices(X, specs)
@@ -804,7 +820,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             out = {}
             for choice, names in choices:
                 out.update(self._intervals_by_choice(X, {name: specs[name] for name in names}, choice))
-        return self._report(out, specs, bounds)
+        return restore(self._report(out, specs, bounds))
 
     def _intervals_at(self, X: np.ndarray, specs: dict, bandwidths: np.ndarray) -> dict:
         """Intervals of validated queries for every setting in ``specs`` from one pass at ``bandwidths``."""
@@ -871,10 +887,11 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         >>> NadarayaWatsonClassifier(bandwidth=0.2).fit(X, y).predict_proba([[0.1]])
         array([[1., 0.]])
         """
+        X, restore = queries_on_host(X)  # array_api_dispatch: results go back to X's namespace
         if isinstance(self.bandwidth, str):  # "auto": λ comes from the bound
-            return self.predict_interval(X).proba
+            return restore(self.predict_interval(X).proba)
         X = self._validate_queries(X)
         stats = self._statistics(X, [], need_bounds=False)
         class_sums = stats.class_sums[:, 0]
         proba, _ = self._fallback_proba(class_sums, class_sums.sum(axis=1))
-        return proba
+        return restore(proba)

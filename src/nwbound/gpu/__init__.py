@@ -1,6 +1,7 @@
 """Kernel statistics of the regular classifier on any array library and device (optional extras).
 
-:func:`kernel_statistics` runs in the inputs' own namespace (NumPy, PyTorch CPU/CUDA, CuPy, any
+:func:`kernel_statistics` (and :func:`neighbor_kernel_statistics`, the localized classifier's
+sums over given neighbours) runs in the inputs' own namespace (NumPy, PyTorch CPU/CUDA, CuPy, any
 array-API library via ``array_api_compat``); on CUDA tensors with Triton installed it uses a fused
 kernel that never writes the distance block to memory (:mod:`nwbound.gpu._triton`).
 The estimators reach it through ``NadarayaWatsonClassifier(device=...)``
@@ -15,10 +16,12 @@ from ._array_api import (
     array_namespace_of,
     compat,
     kernel_statistics,
+    neighbor_kernel_statistics,
 )
 
 __all__ = [
     "kernel_statistics",
+    "neighbor_kernel_statistics",
     "KernelStatistics",
     "DeviceTrainingSet",
     "array_namespace_of",

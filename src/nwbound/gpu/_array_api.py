@@ -39,7 +39,7 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Iterator
 
 import numpy as np
@@ -51,6 +51,7 @@ __all__ = [
     "KernelStatistics",
     "DeviceTrainingSet",
     "kernel_statistics",
+    "neighbor_kernel_statistics",
     "array_namespace_of",
     "SUPPORTED_KERNELS",
     "HISTOGRAM_KERNELS",
@@ -147,9 +148,13 @@ class KernelStatistics:
     d2_error : array of shape (n_queries,)
         The bound ``E`` on the rounding error of every computed squared distance of the query.
     hist_mass : array of shape (n_queries, n_bins) or None
-        ``Σ_i w_i K_i`` per bin of ``histogram`` (array-API engine; None from the Triton kernel).
+        ``Σ_i w_i K_i`` per bin of ``histogram`` (every engine, whenever ``histogram`` is given).
     hist_dist : array of shape (n_queries, n_bins) or None
-        ``Σ_i w_i K_i d⁺_i`` per bin (same bound ``d⁺`` as ``dist_sum``; array-API engine only).
+        ``Σ_i w_i K_i d⁺_i`` per bin (same bound ``d⁺`` as ``dist_sum``).
+    point_mass : array of shape (n_queries, k) or None
+        :func:`neighbor_kernel_statistics` with ``keep_points``: ``w_i K_i`` of each neighbour.
+    point_dist : array of shape (n_queries, k) or None
+        Its directly computed float64 distances (relative error ≤ ``(m + 6)·2⁻⁵³``, not rounded up).
 
     Examples
     --------
@@ -167,6 +172,8 @@ class KernelStatistics:
     d2_error: Any
     hist_mass: Any | None = None
     hist_dist: Any | None = None
+    point_mass: Any | None = None
+    point_dist: Any | None = None
 
     @property
     def kappa(self) -> Any:
@@ -176,19 +183,38 @@ class KernelStatistics:
 
     def to_numpy(self) -> "KernelStatistics":
         """The same statistics as NumPy float64 arrays (one host copy each)."""
-        return KernelStatistics(*(None if a is None else _to_numpy(a) for a in (
-            self.class_sums, self.sq_sum, self.dist_sum, self.histogram, self.d2_error,
-            self.hist_mass, self.hist_dist)))
+        return KernelStatistics(**{f.name: None if getattr(self, f.name) is None else _to_numpy(getattr(self, f.name))
+                                   for f in fields(self)})
+
+
+def to_host(a: Any) -> np.ndarray:
+    """A NumPy copy of an array of any namespace and device, in its own dtype (one host copy).
+
+    As scikit-learn's ``_convert_to_numpy``: the library's own call where DLPack cannot cross
+    devices (CuPy ``.get()``, PyTorch ``.cpu()``, ``array_api_strict``'s CPU device).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.gpu._array_api import to_host
+    >>> to_host(np.arange(3, dtype=np.float32)).dtype
+    dtype('float32')
+    """
+    if isinstance(a, np.ndarray):
+        return a
+    module = type(a).__module__
+    if module.startswith("cupy"):
+        return a.get()
+    if hasattr(a, "detach"):  # torch
+        return a.detach().cpu().numpy()
+    if module.startswith("array_api_strict"):
+        xp = a.__array_namespace__()
+        return np.asarray(xp.asarray(a, device=xp.Device("CPU_DEVICE")))
+    return np.from_dlpack(a) if hasattr(a, "__dlpack__") else np.asarray(a)
 
 
 def _to_numpy(a: Any) -> np.ndarray:
-    if hasattr(a, "get") and type(a).__module__.startswith("cupy"):
-        a = a.get()
-    elif hasattr(a, "detach"):  # torch
-        a = a.detach().cpu().numpy()
-    elif not isinstance(a, np.ndarray):
-        a = np.from_dlpack(a) if hasattr(a, "__dlpack__") else np.asarray(a)
-    return np.asarray(a, dtype=np.float64)
+    return np.asarray(to_host(a), dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -281,7 +307,20 @@ def _check_matrix(xp: Any, a: Any, name: str) -> Any:
     return a
 
 
-def _kernel_name(kernel: str | Kernel) -> str:
+def supported_kernel_name(kernel: str | Kernel) -> str:
+    """The name of ``kernel`` if it has an array-API form here (:data:`SUPPORTED_KERNELS`).
+
+    Raises
+    ------
+    ValueError
+        Naming the supported kernels, for any other kernel (or a Gaussian not truncated at 3).
+
+    Examples
+    --------
+    >>> from nwbound.gpu._array_api import supported_kernel_name
+    >>> supported_kernel_name("quartic")
+    'quartic'
+    """
     k = get_kernel(kernel)
     if k.name not in SUPPORTED_KERNELS or (k.name == "gaussian" and k.radius != 3.0):
         raise ValueError(
@@ -457,7 +496,7 @@ def kernel_statistics(
     check_choice(precision, "precision", ("ieee", "tf32x3"))
     check_choice(gemm, "gemm", (None, "fused", "library"))
     lam = check_positive(bandwidth, "bandwidth")
-    name = _kernel_name(kernel)
+    name = supported_kernel_name(kernel)
     bins = check_int_range(histogram_bins, "histogram_bins", 0, 4096)
     if bins and name not in HISTOGRAM_KERNELS:
         raise ValueError(
@@ -576,6 +615,167 @@ def _array_api_statistics(
         d2_error=d2_err,
         hist_mass=xp.concat(parts["hm"], axis=0) if bins else None,
         hist_dist=xp.concat(parts["hd"], axis=0) if bins else None,
+    )
+
+
+# Relative error of a directly computed float64 distance (as the CPU engine's neighbor_distances):
+# the difference, square, m-term sum in any order, square root and the power-of-two rescaling.
+def direct_distance_error(n_features: int) -> float:
+    """Relative error bound of :func:`neighbor_kernel_statistics`'s distances: ``(m + 6)·2⁻⁵³``,
+    times 1.01 for the second-order terms (the CPU engine's constant).
+
+    Examples
+    --------
+    >>> from nwbound.gpu._array_api import direct_distance_error
+    >>> direct_distance_error(2) == 8 * 2.0**-53 * 1.01
+    True
+    """
+    return (int(n_features) + 6) * 2.0**-53 * 1.01
+
+
+def direct_d2_error_factor(n_features: int) -> float:
+    """``c`` with ``|d̃² − d²| ≤ c·d_far²`` for every direct distance ``d̃`` of a row (``d_far`` its largest).
+
+    From the relative error ``rel`` of :func:`direct_distance_error`: ``(2rel + rel²)(1 + rel)²``
+    (the CPU engine's localized path uses the same bound, relative to the support).
+
+    Examples
+    --------
+    >>> from nwbound.gpu._array_api import direct_d2_error_factor, direct_distance_error
+    >>> rel = direct_distance_error(3)
+    >>> direct_d2_error_factor(3) == (2 * rel + rel * rel) * (1 + rel) ** 2
+    True
+    """
+    rel = direct_distance_error(n_features)
+    return (2.0 * rel + rel * rel) * (1.0 + rel) ** 2
+
+
+def neighbor_kernel_statistics(
+    Xq: Any,
+    X_train: Any,
+    onehot: Any,
+    neighbors: Any,
+    *,
+    kernel: str | Kernel = "epanechnikov",
+    bandwidth: float,
+    need_dist: bool = True,
+    keep_points: bool = False,
+    working_memory: float | None = None,
+) -> KernelStatistics:
+    """Kernel statistics over each query's given neighbours (the localized classifier), on the inputs' device.
+
+    The distances to the ``k`` neighbours are computed directly in float64 from the coordinates
+    (``‖q − x‖``, each pair scaled by a power of two near its largest coordinate difference first,
+    so nothing overflows or underflows; relative error ≤ :func:`direct_distance_error`), as the
+    CPU engine does after its neighbour search; ``dist_sum`` uses them rounded up by that bound.
+
+    Parameters
+    ----------
+    Xq : array of shape (n_queries, n_features)
+        Queries (any array-API namespace; results come back in it, on the same device).
+    X_train : array of shape (n_train, n_features)
+        Training points, same namespace and device.
+    onehot : array of shape (n_train, n_classes)
+        Weighted one-hot class membership (``w_i`` in column ``c_i``).
+    neighbors : integer array of shape (n_queries, k)
+        Row indices into ``X_train`` of each query's neighbours (from any search).
+    kernel : str or Kernel, default="epanechnikov"
+        One of :data:`SUPPORTED_KERNELS`.
+    bandwidth : float
+        ``λ > 0``.
+    need_dist : bool, default=True
+        Compute ``dist_sum = Σ w_i K_i d⁺_i`` (``d⁺ = d·(1 + rel)``, summation covered).
+    keep_points : bool, default=False
+        Also return ``point_mass`` (``w_i K_i``) and ``point_dist`` (the float64 distances).
+    working_memory : float or None, default=None
+        MiB for the block temporaries (None: scikit-learn's ``working_memory``).
+
+    Returns
+    -------
+    KernelStatistics
+        ``class_sums``, ``sq_sum``, ``dist_sum``, ``d2_error`` (``|d̃² − d²|`` bound at the row's
+        farthest neighbour: :func:`direct_d2_error_factor` times its square, which underflows to
+        0 below ~1e-154; divide the distances first for a relative bound) and, with
+        ``keep_points``, ``point_mass`` and ``point_dist``; float64.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.gpu import neighbor_kernel_statistics
+    >>> X = np.array([[0.0], [0.5], [3.0]]); onehot = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    >>> st = neighbor_kernel_statistics(np.array([[0.0]]), X, onehot, np.array([[0, 1]]), bandwidth=1.0,
+    ...                                 keep_points=True)
+    >>> st.class_sums.tolist(), st.point_dist.tolist()
+    ([[1.0, 0.75]], [[0.0, 0.5]])
+    """
+    from .._memory import block_rows as rows_for_memory
+
+    lam = check_positive(bandwidth, "bandwidth")
+    name = supported_kernel_name(kernel)
+    for flag, label in ((need_dist, "need_dist"), (keep_points, "keep_points")):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{label} must be True or False, got {flag!r}.")
+    xp = array_namespace_of(Xq, X_train, onehot, neighbors)
+    Xq, X_train, onehot = (_check_matrix(xp, a, n) for a, n in ((Xq, "Xq"), (X_train, "X_train"), (onehot, "onehot")))
+    if getattr(neighbors, "ndim", None) != 2 or not xp.isdtype(neighbors.dtype, "integral"):
+        raise TypeError("neighbors must be a 2-D integer array (n_queries, k) of row indices into X_train.")
+    n_q, k = int(neighbors.shape[0]), int(neighbors.shape[1])
+    n_train, m = int(X_train.shape[0]), int(X_train.shape[1])
+    if neighbors.shape[0] != Xq.shape[0] or Xq.shape[1] != m or onehot.shape[0] != n_train:
+        raise ValueError(
+            f"Shapes do not match: Xq {tuple(Xq.shape)}, X_train {tuple(X_train.shape)}, onehot "
+            f"{tuple(onehot.shape)}, neighbors {tuple(neighbors.shape)} (one row of neighbors per query, "
+            "one onehot row per training point, the same features)."
+        )
+    if n_q and k and not bool(xp.all((neighbors >= 0) & (neighbors < n_train))):
+        raise ValueError(f"neighbors must index rows of X_train: every entry in [0, {n_train}).")
+    if not bool(xp.all(onehot >= 0)):
+        raise ValueError("onehot must be non-negative (a weighted one-hot: w_i ≥ 0 in column c_i).")
+    f64 = xp.float64
+    dev = _device(Xq)
+    X64, oh64 = xp.astype(X_train, f64), xp.astype(onehot, f64)
+    weights = xp.sum(oh64, axis=1)
+    rel = direct_distance_error(m)
+    n_cls = int(onehot.shape[1])
+    rows = rows_for_memory(max(1, (3 * m + 2 * n_cls + 8) * k * 8), max(n_q, 1), working_memory)
+    parts: dict[str, list] = {"cs": [], "sq": [], "ds": [], "pm": [], "pd": [], "far": []}
+    for s in range(0, n_q, rows):  # blocks of queries: the gathered (rows, k, m) neighbours fit
+        e = min(s + rows, n_q)
+        flat = xp.reshape(neighbors[s:e, :], (-1,))
+        nb = xp.reshape(xp.take(X64, flat, axis=0), (e - s, k, m))
+        diff = xp.astype(Xq[s:e, :], f64)[:, None, :] - nb
+        top = xp.max(xp.abs(diff), axis=2) if m else xp.zeros((e - s, k), dtype=f64, device=dev)
+        # A power of two near the largest difference (exponent clamped to float64's range).
+        expo = xp.clip(xp.ceil(xp.log2(xp.where(top > 0.0, top, 1.0))), -1022.0, 1023.0)
+        scale = xp.pow(xp.asarray(2.0, dtype=f64, device=dev), expo)
+        scaled = diff / scale[:, :, None]
+        d = xp.sqrt(xp.sum(scaled * scaled, axis=2)) * scale
+        kv = kernel_of_u2(xp, (d / lam) * (d / lam), name)
+        w = xp.reshape(xp.take(weights, flat, axis=0), (e - s, k))
+        wk = kv * w
+        oh = xp.reshape(xp.take(oh64, flat, axis=0), (e - s, k, n_cls))
+        parts["cs"].append(xp.sum(kv[:, :, None] * oh, axis=1))
+        parts["sq"].append(xp.sum(wk * wk, axis=1))
+        parts["far"].append(xp.max(d, axis=1) if k else xp.zeros((e - s,), dtype=f64, device=dev))
+        if need_dist:  # only where K > 0: a far pair's distance never enters
+            parts["ds"].append(xp.sum(xp.where(wk > 0.0, wk * (d * (1.0 + rel)), 0.0), axis=1))
+        if keep_points:
+            parts["pm"].append(wk)
+            parts["pd"].append(d)
+
+    def cat(key: str, shape: tuple[int, ...]) -> Any:
+        return xp.concat(parts[key], axis=0) if parts[key] else xp.zeros(shape, dtype=f64, device=dev)
+
+    far = cat("far", (0,))
+    summation = 1.0 + (k + 4) * 2.0**-53  # the sums' rounding: dist_sum stays an upper bound
+    return KernelStatistics(
+        class_sums=cat("cs", (0, n_cls)),
+        sq_sum=cat("sq", (0,)),
+        dist_sum=cat("ds", (0,)) * summation if need_dist else None,
+        histogram=None,
+        d2_error=direct_d2_error_factor(m) * far * far,
+        point_mass=cat("pm", (0, k)) if keep_points else None,
+        point_dist=cat("pd", (0, k)) if keep_points else None,
     )
 
 

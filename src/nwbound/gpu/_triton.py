@@ -3,9 +3,11 @@
 One program owns a block of ``BM`` queries and a contiguous run of training tiles of ``BN``
 points. For each tile it forms the centred dot products with ``tl.dot`` (``input_precision``
 ``"ieee"``: float32 FMA, no TF32), turns them into ``d̃²``, evaluates the kernel and reduces
-``Σ wK`` (into the tile's class), ``Σ (wK)²``, ``Σ wK·d⁺`` and the ``u²`` histogram in registers:
-the distance block never reaches device memory. Partial sums of the ``SPLIT`` runs are added
-afterwards (a fixed order: results are deterministic, no atomics).
+``Σ wK`` (into the tile's class), ``Σ (wK)²``, ``Σ wK·d⁺`` and the ``u²`` histogram (per bin
+``Σ w``, ``Σ wK`` and ``Σ wK·d⁺``: ``histogram``, ``hist_mass``, ``hist_dist``, binned by the
+very ``u²`` the kernel value came from) in registers: the distance block never reaches device
+memory. Partial sums of the ``SPLIT`` runs are added afterwards (a fixed order: results are
+deterministic, no atomics).
 
 **Class sums without a per-class pass.** The training points are sorted by class and each class
 is padded (weight 0) to a multiple of :data:`LAYOUT_TILE` points, so every tile holds one class:
@@ -32,11 +34,14 @@ product's 10.9 ms, against 39 ms for the fused FMA dot; 795 ms, 1.61×, at 1M ×
 weights: tiles hold one class), the kernel counts points per bin, several bins per int32 word
 (8-bit fields for ``BN ≤ 64``, 10-bit for 128: a row's count ≤ ``BN`` never carries), one
 reduction per word instead of one per bin, and scales by the tile's weight; otherwise (sample
-weights) one masked reduction per bin.
+weights) one masked reduction per bin. ``hist_mass`` and ``hist_dist`` take one masked reduction
+per bin each (float32 within a tile, float64 across tiles, as the other sums); ``hist_dist`` gets
+the same covering factor as ``dist_sum``.
 
 ``d⁺`` uses ``tl.sqrt`` (``sqrt.approx.ftz.f32`` on sm_90, relative error below 2⁻²²) and
 float32 tile sums of at most ``BN`` terms; the factor ``1 + (BN + 8)u + 2⁻²¹`` applied to
-``dist_sum`` covers both. Block sizes (:data:`CONFIGS`) were chosen from ptxas reports for sm_90.
+``dist_sum`` and ``hist_dist`` covers both. Block sizes (:data:`CONFIGS`) were chosen from ptxas
+reports for sm_90.
 
 ``TRITON_INTERPRET=1`` runs the same kernel on the CPU with PyTorch CPU tensors (tests).
 """
@@ -75,13 +80,16 @@ _KERNEL_CODES = {"epanechnikov": 0, "quartic": 1, "triweight": 2, "boxcar": 3, "
 CONFIGS: dict[str, tuple[tuple[int, int, int, int], ...]] = {
     "ieee": ((64, 64, 4, 2), (64, 64, 8, 2), (128, 64, 8, 2), (64, 128, 8, 2)),
     "tf32x3": ((128, 64, 8, 3), (128, 64, 8, 2), (64, 64, 8, 3), (64, 64, 4, 3)),
-    "histogram": ((64, 64, 8, 2), (64, 64, 8, 1), (64, 32, 4, 2)),
+    # With the histogram (counts, and per bin Σ wK and Σ wK·d⁺: two more row reductions per bin),
+    # BN = 32: ptxas for sm_90 (Triton 3.9, no GPU needed: tests/test_gpu_compile.py), M_PAD 112,
+    # 32 bins: no spills with packed counts, ≤ 32 bytes with per-bin counts (sample weights);
+    # 0.5–30 KB at BN = 64, at 64×32, and at 2 warps per 16×32.
+    "histogram": ((32, 32, 8, 2), (16, 32, 4, 1), (32, 32, 8, 1), (16, 32, 4, 2)),
     # gemm="library": the epilogue alone reads the product block (memory-bound: wide rows; taller
     # tiles of the loaded block spill, e.g. 64×64 with 4 warps: 1.2 KB).
     "library": ((16, 128, 4, 2), (32, 128, 8, 1), (16, 128, 4, 1), (32, 64, 4, 2)),
-    # gemm="library" with the (packed) histogram: BN = 64 (ptxas, M_PAD 112, 16 bins: no spills
-    # at these, 40-100 bytes at 16×128/w4 and 32×64/w4).
-    "library_histogram": ((16, 64, 4, 2), (32, 64, 8, 2), (16, 64, 4, 1), (16, 128, 4, 2)),
+    # gemm="library" with the histogram: as "histogram" (32 bins: no spills; 16 bins: ≤ 16 bytes).
+    "library_histogram": ((16, 32, 4, 2), (32, 32, 8, 2), (16, 32, 4, 1), (32, 32, 8, 1)),
 }
 # gemm="library": bytes of one product block (queries × padded training points, float32).
 _PRODUCT_BYTES = 1 << 32
@@ -148,7 +156,7 @@ def _kernel():
     def nw_tile_kernel(
         q_ptr, qn_ptr, qerr_ptr, qeta_ptr,
         x_ptr, xn_ptr, w_ptr, tcls_ptr, tw_ptr,
-        cs_ptr, sq_ptr, ds_ptr, h_ptr, p_ptr,
+        cs_ptr, sq_ptr, ds_ptr, h_ptr, hm_ptr, hd_ptr, p_ptr,
         n_q, tiles_per_split, n_tiles, inv_lam2, r2, p_stride,
         M_PAD: tl.constexpr, C_PAD: tl.constexpr, BINS: tl.constexpr, B_PAD: tl.constexpr,
         KERNEL: tl.constexpr, NEED_DIST: tl.constexpr, PRECISION: tl.constexpr, FROM_PRODUCT: tl.constexpr,
@@ -166,6 +174,8 @@ def _kernel():
         acc_sq = tl.zeros((BM,), tl.float64)
         acc_ds = tl.zeros((BM,), tl.float64)
         acc_h = tl.zeros((BM, B_PAD), tl.float32)  # float32: fewer registers, counts exact to 2^24
+        acc_hm = tl.zeros((BM, B_PAD), tl.float64)  # per bin Σ wK and Σ wK·d⁺ (float64, as acc_ds)
+        acc_hd = tl.zeros((BM, B_PAD), tl.float64)
         cls_ids = tl.arange(0, C_PAD)
         bin_ids = tl.arange(0, B_PAD)
         t0 = pid_s * tiles_per_split
@@ -206,9 +216,10 @@ def _kernel():
             row_sum = tl.sum(wk, axis=1).to(tl.float64)
             acc_cs += tl.where(cls_ids[None, :] == cls, row_sum[:, None], 0.0)
             acc_sq += tl.sum(wk * wk, axis=1).to(tl.float64)
+            # w·K·d⁺ (d⁺ ≥ d): for dist_sum and the histogram's per-bin sums (dead code without either).
+            wkd = wk * (tl.sqrt(d2 + qerr[:, None]) + qeta[:, None])
             if NEED_DIST:
-                dplus = tl.sqrt(d2 + qerr[:, None]) + qeta[:, None]
-                acc_ds += tl.sum(wk * dplus, axis=1).to(tl.float64)
+                acc_ds += tl.sum(wkd, axis=1).to(tl.float64)
             if BINS > 0:
                 idx = (tl.minimum(u2, 2.0) * BINS).to(tl.int32)  # far points: no int overflow
                 idx = tl.where(u2 == 1.0, BINS - 1, idx)
@@ -227,17 +238,31 @@ def _kernel():
                         field = (packed[:, None] >> bin_shift[None, :]) & ((1 << BITS) - 1)
                         counts += tl.where(bin_word[None, :] == k, field, 0)
                     acc_h += counts.to(tl.float32) * tl.load(tw_ptr + t)
-                else:
-                    for b in tl.static_range(BINS):
-                        hb = tl.sum(tl.where(idx == b, w[None, :], 0.0), axis=1)
-                        acc_h += tl.where(bin_ids[None, :] == b, hb[:, None], 0.0)
+                # Per bin Σ wK and Σ wK·d⁺ over the same idx (the split Chernoff form), and the
+                # counts here too where the packed form does not apply (sample weights). A tile's
+                # per-bin sums are placed by selects (exact) and added to float64 once per tile.
+                tile_hm = tl.zeros((BM, B_PAD), tl.float32)
+                tile_hd = tl.zeros((BM, B_PAD), tl.float32)
+                for b in tl.static_range(BINS):
+                    in_b = idx == b
+                    col_b = bin_ids[None, :] == b
+                    tile_hm = tl.where(col_b, tl.sum(tl.where(in_b, wk, 0.0), axis=1)[:, None], tile_hm)
+                    tile_hd = tl.where(col_b, tl.sum(tl.where(in_b, wkd, 0.0), axis=1)[:, None], tile_hd)
+                    if HIST_WORDS == 0:
+                        hb = tl.sum(tl.where(in_b, w[None, :], 0.0), axis=1)
+                        acc_h += tl.where(col_b, hb[:, None], 0.0)
+                acc_hm += tile_hm.to(tl.float64)
+                acc_hd += tile_hd.to(tl.float64)
         out_rows = pid_s * n_q + rows
         tl.store(cs_ptr + out_rows[:, None] * C_PAD + cls_ids[None, :], acc_cs, mask=rmask[:, None])
         tl.store(sq_ptr + out_rows, acc_sq, mask=rmask)
         if NEED_DIST:
             tl.store(ds_ptr + out_rows, acc_ds, mask=rmask)
         if BINS > 0:
-            tl.store(h_ptr + out_rows[:, None] * B_PAD + bin_ids[None, :], acc_h, mask=rmask[:, None])
+            h_offs = out_rows[:, None] * B_PAD + bin_ids[None, :]
+            tl.store(h_ptr + h_offs, acc_h, mask=rmask[:, None])
+            tl.store(hm_ptr + h_offs, acc_hm, mask=rmask[:, None])
+            tl.store(hd_ptr + h_offs, acc_hd, mask=rmask[:, None])
 
     return nw_tile_kernel
 
@@ -401,7 +426,7 @@ def triton_kernel_statistics(
                 prod = torch.matmul(qpad[s:e], lay.x.T)
                 parts.append(_launch(qpad[s:e], qn[s:e], d2_err[s:e], eta[s:e], lay, kernel, bandwidth, need_dist,
                                      bins, b_pad, precision, cfg, prod))
-        return tuple(None if parts[0][i] is None else torch.cat([p[i] for p in parts]) for i in range(4))
+        return tuple(None if parts[0][i] is None else torch.cat([p[i] for p in parts]) for i in range(6))
 
     if config is None:
         if gemm == "library":
@@ -412,8 +437,9 @@ def triton_kernel_statistics(
             (precision, gemm, lay.m_pad, lay.c_pad, bins, bool(need_dist), kernel, _pow2(n_q), lay.n_pad // 4096),
             run, family,
         )
-    cs, sq, ds, hist = run(config)
-    # d⁺'s square root, product and float32 tile sum (≤ BN terms) are covered by the factor.
+    cs, sq, ds, hist, hm, hd = run(config)
+    # d⁺'s square root, product and float32 tile sum (≤ BN terms) are covered by the factor
+    # (dist_sum and each bin's hist_dist alike).
     factor = 1.0 + (config[1] + 8) * u + 2.0**-21
     out = KernelStatistics(
         class_sums=cs[:, : lay.n_classes],
@@ -421,12 +447,14 @@ def triton_kernel_statistics(
         dist_sum=ds * factor if need_dist else None,
         histogram=hist[:, :bins] if bins else None,
         d2_error=d2_err,
+        hist_mass=hm[:, :bins] if bins else None,
+        hist_dist=hd[:, :bins] * factor if bins else None,
     )
     if back_to_cupy:
         import cupy
 
         out = KernelStatistics(*(None if a is None else cupy.from_dlpack(a.contiguous()) for a in (
-            out.class_sums, out.sq_sum, out.dist_sum, out.histogram, out.d2_error)))
+            out.class_sums, out.sq_sum, out.dist_sum, out.histogram, out.d2_error, out.hist_mass, out.hist_dist)))
     return out
 
 
@@ -455,6 +483,8 @@ def _launch(qpad, qn, d2_err, eta, lay: _Layout, kernel: str, bandwidth: float, 
     sq = torch.empty((split, n_q), **f64)
     ds = torch.empty((split, n_q), **f64) if need_dist else sq
     hist = torch.empty((split, n_q, b_pad), dtype=torch.float32, device=dev) if bins else sq
+    hist_mass = torch.empty((split, n_q, b_pad), **f64) if bins else sq
+    hist_dist = torch.empty((split, n_q, b_pad), **f64) if bins else sq
     r2 = SUPPORTED_KERNELS[kernel] if math.isfinite(SUPPORTED_KERNELS[kernel]) else 0.0
     tile_w, uniform = lay.tile_weights(bn)
     # A row's count per tile (≤ BN) must fit its field and the top field stay below the sign bit.
@@ -463,7 +493,7 @@ def _launch(qpad, qn, d2_err, eta, lay: _Layout, kernel: str, bandwidth: float, 
     _kernel()[(m_blocks, split)](
         qpad, qn, d2_err.to(torch.float32), eta.to(torch.float32),
         lay.x, lay.xn, lay.w, lay.tile_classes(bn), tile_w,
-        cs, sq, ds, hist, qpad if product is None else product,
+        cs, sq, ds, hist, hist_mass, hist_dist, qpad if product is None else product,
         n_q, tiles_per_split, n_tiles, 1.0 / (bandwidth * bandwidth), r2,
         lay.n_pad if product is None else product.stride(0),
         M_PAD=lay.m_pad, C_PAD=lay.c_pad, BINS=bins, B_PAD=b_pad,
@@ -472,7 +502,10 @@ def _launch(qpad, qn, d2_err, eta, lay: _Layout, kernel: str, bandwidth: float, 
         BM=bm, BN=bn, BK=_BK, STEPS=steps, HIST_WORDS=hist_words, FIELDS=fields, BITS=bits,
         num_warps=warps, num_stages=stages,
     )
-    return (cs.sum(0), sq.sum(0), ds.sum(0) if need_dist else None, hist.sum(0, dtype=torch.float64) if bins else None)
+    if not bins:
+        return cs.sum(0), sq.sum(0), ds.sum(0) if need_dist else None, None, None, None
+    return (cs.sum(0), sq.sum(0), ds.sum(0) if need_dist else None, hist.sum(0, dtype=torch.float64),
+            hist_mass.sum(0), hist_dist.sum(0))
 
 
 def _product_bytes(dev: Any) -> int:
