@@ -57,6 +57,8 @@ KERNEL_CODES: dict[str, int] = {
 }
 # Entries per chunk of the selection scan: one bit each in a 64-bit mask.
 _CHUNK = 64
+# The top bit of a chunk's mask: keeps ``trailing_zeros`` in range on an empty mask.
+_TOP = uint64(1) << uint64(63)
 
 
 def kernel_code(kernel: Kernel) -> tuple[int, float] | None:
@@ -107,7 +109,8 @@ def _select(row, threshold, cols, vals):  # pragma: no cover - compiled
 
     A 64-bit mask per chunk (built with vector compares), then one step per
     set bit: the cost follows the number of hits, with no mispredicted branch
-    per entry. Indices are built from ``range`` counters, which LLVM knows to
+    per entry. ``cols`` and ``vals`` need one slot more than ``row`` (the slot
+    after the last hit may be written). Indices are built from ``range`` counters, which LLVM knows to
     be non-negative, so numba's negative-index handling folds away and the
     compares vectorise.
     """
@@ -120,12 +123,15 @@ def _select(row, threshold, cols, vals):  # pragma: no cover - compiled
         mask = uint64(0)
         for k in range(_CHUNK):
             mask |= uint64(chunk[k] >= threshold) << uint64(k)
+        # Set bits four at a time, branch-free inside: the loop exit depends on the hit
+        # count, and one mispredicted exit per chunk (not per hit) is what it costs.
         while mask:
-            j = base + trailing_zeros(mask)
-            cols[n] = j
-            vals[n] = row[j]
-            n += 1
-            mask &= mask - uint64(1)
+            for _ in range(4):
+                j = base + trailing_zeros(mask | _TOP)  # an empty mask reads entry 63: harmless
+                cols[n] = j
+                vals[n] = row[j]
+                n += mask != uint64(0)  # an empty mask writes slot n again: overwritten or unused
+                mask &= mask - uint64(1)
     for j in range(n_full * _CHUNK, width):
         cols[n] = j
         vals[n] = row[j]
@@ -257,8 +263,8 @@ def tile_sums(
     need_md = hist_md.shape[0] > 0
     n_bins = hist.shape[2]
     hist_scale = n_bins / radius_sq if need_hist else 0.0
-    cols = np.empty(width, dtype=np.intp)
-    vals = np.empty(width, dtype=t.dtype)
+    cols = np.empty(width + 1, dtype=np.intp)  # + 1: _select may write one slot past its hits
+    vals = np.empty(width + 1, dtype=t.dtype)
     d2 = np.empty(width)
     u2 = np.empty(width)
     wk = np.empty(width)
