@@ -266,6 +266,7 @@ def tile_sums(
     cols = np.empty(width + 1, dtype=np.intp)  # + 1: _select may write one slot past its hits
     vals = np.empty(width + 1, dtype=t.dtype)
     d2 = np.empty(width)
+    redo_at = np.empty(width + 1, dtype=np.intp)  # + 1: the slot after the last is written
     u2 = np.empty(width)
     wk = np.empty(width)
     w_sel = np.empty(width if weighted else 0)
@@ -284,18 +285,23 @@ def tile_sums(
         if n == 0:
             continue
         rd = redo[i]
+        # Branch-free (it vectorises): δ from the product, and the positions of the entries
+        # it cannot place (t̃ < redo: near the edge, or all when too coarse) listed apart.
+        n_redo = 0
         for k in range(n):
-            c = col_ids[cols[k]]
-            cols[k] = c
+            cols[k] = col_ids[cols[k]]
             v = np.float64(vals[k])
-            if v < rd:  # ambiguous near the edge (or too coarse): the distance from the coordinates
-                s = 0.0
-                for j in range(n_feat):
-                    diff = (queries[i, j] - np.float64(points[c, j])) * inv_support
-                    s += diff * diff
-                d2[k] = s
-            else:
-                d2[k] = max(1.0 - v, 0.0)
+            d2[k] = max(1.0 - v, 0.0)
+            redo_at[n_redo] = k
+            n_redo += v < rd
+        for m in range(n_redo):  # their distance from the coordinates instead
+            k = redo_at[m]
+            c = cols[k]
+            s = 0.0
+            for j in range(n_feat):
+                diff = (queries[i, j] - np.float64(points[c, j])) * inv_support
+                s += diff * diff
+            d2[k] = s
         if n_bw > 1:
             # Slot of each entry: the first bandwidth (by increasing λ) that reaches it; a
             # counting sort by slot makes every bandwidth's entries a prefix.
