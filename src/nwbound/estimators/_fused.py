@@ -5,10 +5,11 @@ BLAS. What remains is a reduction of that tile into the per-query sums; in
 numpy it costs several passes over ``t`` (comparison, ``flatnonzero``,
 gathers, ``bincount`` per sum). Here it is one pass, compiled with numba:
 
-1. **Select.** Each tile row is scanned in chunks of 64 entries: vector
-   compares build a 64-bit mask of the entries with ``t ≥ −tol``, and one
-   trailing-zero count per set bit collects their column and ``t`` — the
-   cost follows the number of hits, with no mispredicted branch per entry.
+1. **Select.** Each tile row is scanned in chunks of 64 entries: four 16-wide
+   vector compares build a 64-bit mask of the entries with ``t ≥ select``
+   (``−e``, the error bound), and one trailing-zero count per set bit collects
+   their column and ``t`` — the cost follows the number of hits, with no
+   mispredicted branch per entry.
 2. **Evaluate.** ``δ = d²/S² = max(1 − t, 0)`` — or, for the entries the
    engine's error bound cannot place (``t < redo``, the band around the support's
    edge), ``δ`` straight from the coordinates in float64 — then the kernel values
@@ -36,8 +37,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, uint64
+from llvmlite import ir
+from numba import njit, types, uint64
 from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.extending import intrinsic
 
 from ..kernels import Kernel
 from ..kernels._kernels import _REGISTRY, gaussian_kernel
@@ -103,26 +106,55 @@ def kernel_code(kernel: Kernel) -> tuple[int, float] | None:
     return KERNEL_CODES[name], float(kernel.radius) ** 2
 
 
+@intrinsic
+def _mask16(typingctx, row, start, threshold):  # pragma: no cover - compiled
+    """Bit k set iff ``row[start + k] ≥ threshold`` (k < 16; ordered: NaN gives 0), as uint64.
+
+    One vector compare whose 16 result bits are reinterpreted as an integer
+    (``vcmpps`` + ``kmovw``/``vmovmskps`` on x86); written as LLVM IR because
+    LLVM does not recognise that pattern in a scalar loop. ``row`` is a
+    C-contiguous float32/float64 vector, ``threshold`` of the same dtype, and
+    ``start + 16 ≤ len(row)`` (the caller's duty: nothing is checked).
+    """
+    if not (isinstance(row, types.Array) and row.ndim == 1 and row.layout == "C"
+            and row.dtype in (types.float32, types.float64) and threshold == row.dtype):
+        return None
+
+    def codegen(context, builder, signature, args):
+        array, start, th = args
+        data = context.make_array(signature.args[0])(context, builder, array).data
+        vector = ir.VectorType(context.get_data_type(signature.args[0].dtype), 16)
+        entries = builder.load(builder.bitcast(builder.gep(data, [start]), vector.as_pointer()), align=1)
+        undef = ir.Constant(vector, ir.Undefined)
+        first = builder.insert_element(undef, th, ir.Constant(ir.IntType(32), 0))
+        splat = builder.shuffle_vector(first, undef, ir.Constant(ir.VectorType(ir.IntType(32), 16), [0] * 16))
+        bits = builder.bitcast(builder.fcmp_ordered(">=", entries, splat), ir.IntType(16))
+        return builder.zext(bits, ir.IntType(64))
+
+    return types.uint64(row, types.intp, row.dtype), codegen
+
+
 @njit(nogil=True, cache=True)
 def _select(row, threshold, cols, vals):  # pragma: no cover - compiled
     """Columns and values of ``row`` with ``row ≥ threshold`` (returns their count).
 
-    A 64-bit mask per chunk (built with vector compares), then one step per
-    set bit: the cost follows the number of hits, with no mispredicted branch
-    per entry. ``cols`` and ``vals`` need one slot more than ``row`` (the slot
-    after the last hit may be written). Indices are built from ``range`` counters, which LLVM knows to
-    be non-negative, so numba's negative-index handling folds away and the
-    compares vectorise.
+    A 64-bit mask per chunk (four 16-wide vector compares, :func:`_mask16`), then
+    one step per set bit: the cost follows the number of hits, with no
+    mispredicted branch per entry. ``row`` is C-contiguous and ``threshold`` of
+    its dtype; ``cols`` and ``vals`` need one slot more than ``row`` (the slot
+    after the last hit may be written).
     """
     width = row.shape[0]
     n = 0
     n_full = width // _CHUNK
     for c in range(n_full):
         base = c * _CHUNK
-        chunk = row[base : base + _CHUNK]
-        mask = uint64(0)
-        for k in range(_CHUNK):
-            mask |= uint64(chunk[k] >= threshold) << uint64(k)
+        mask = (
+            _mask16(row, base, threshold)
+            | (_mask16(row, base + 16, threshold) << uint64(16))
+            | (_mask16(row, base + 32, threshold) << uint64(32))
+            | (_mask16(row, base + 48, threshold) << uint64(48))
+        )
         # Set bits four at a time, branch-free inside: the loop exit depends on the hit
         # count, and one mispredicted exit per chunk (not per hit) is what it costs.
         while mask:

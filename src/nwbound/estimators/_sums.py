@@ -634,7 +634,7 @@ class _Accumulator:
         spec = plan.fused
         col_ids = spec.columns[col] if isinstance(col, slice) else col
         spec.tile_sums(
-            t, self.select, self.redo, col_ids, spec.labels, spec.weights,
+            t, self.select.astype(t.dtype, copy=False), self.redo, col_ids, spec.labels, spec.weights,
             plan.layout.points, self.q64, 1.0 / plan.support, plan.direct_factor, self.row_err,
             plan.scales, plan.g_order, plan.tail_cut, spec.code, spec.radius_sq, plan.inv_weight_max,
             self.class_sums, self.sq_sum,
