@@ -343,8 +343,8 @@ def tile_sums(
         if n == 0:
             continue
         rd = redo[i]
-        # Branch-free (it vectorises): δ from the product, and the positions of the entries
-        # it cannot place (t̃ < redo: near the edge, or all when too coarse) listed apart.
+        # Branch-free: δ from the product for every entry, and the positions of those it
+        # cannot place (t̃ < redo: near the edge, or all when too coarse) listed apart.
         n_redo = 0
         for k in range(n):
             cols[k] = col_ids[cols[k]]
