@@ -271,18 +271,18 @@ def test_select_collects_exactly_the_entries_at_or_above_the_threshold():
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_sums_do_not_depend_on_the_block_shape(dtype, monkeypatch):
-    """Query blocks of 512 rows against narrow tiles and of 128 rows against wide ones give the same
+    """Query blocks of 512 rows and of 128 rows, against tiles of different widths, give the same
     sums (up to summation order), and the larger blocks are the ones taken without pruning."""
     X, y, Q = _clustered(1500, 4, 700, seed=9)
     X, Q = X.astype(dtype), Q.astype(dtype)
     train = TrainingSet.build(X, y, 3, None)
     kern = get_kernel("epanechnikov")
     kwargs = dict(need_dist=True, histogram_bins=8, prune=False, n_jobs=1)
-    assert _sums._query_block_rows(Q.shape[0], 1, 1 << 18, pruned=False) == 512
-    assert _sums._query_block_rows(Q.shape[0], 1, 1 << 18, pruned=True) == 128
-    a = dense_kernel_sums(Q, train, kern, LAMS, **kwargs)
+    assert _sums._query_block_rows(Q.shape[0], 1, 1 << 19, pruned=False) == 512
+    assert _sums._query_block_rows(Q.shape[0], 1, 1 << 19, pruned=True) == 128
+    a = dense_kernel_sums(Q, train, kern, LAMS, **kwargs)  # 512 + 188 rows × 1024 + 476 columns
     monkeypatch.setattr(_sums, "_DENSE_QUERY_BLOCK", 128)
-    monkeypatch.setattr(_sums, "_TILE_ELEMENTS", 1 << 19)
+    monkeypatch.setattr(_sums, "_TILE_ELEMENTS", 1 << 16)  # 128-row blocks × 512 columns
     b = dense_kernel_sums(Q, train, kern, LAMS, **kwargs)
     assert (a.kappa[:, -1] > 0).mean() > 0.9
     _assert_sums_close(a, b, rtol=1e-12, atol=1e-12)
