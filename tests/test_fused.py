@@ -245,7 +245,8 @@ def test_histogram_bin_sums_match_direct(kernel, weighted, monkeypatch):
 
 def test_select_collects_exactly_the_entries_at_or_above_the_threshold():
     """The branch-free extraction of ``_select``: every width class (tail only, whole chunks, both),
-    empty and full chunks, more than four hits in a chunk, the chunk's top bit, ties at the threshold."""
+    empty and full chunks, more than four hits in a chunk, the chunk's top bit, ties at the threshold,
+    and no write past ``len(row)`` even when every entry is a hit."""
     from nwbound.estimators._fused import _select
 
     rng = np.random.default_rng(11)
@@ -260,13 +261,15 @@ def test_select_collects_exactly_the_entries_at_or_above_the_threshold():
             for row in rows:
                 row = np.ascontiguousarray(row, dtype=dtype)
                 threshold = dtype(0.25)
-                cols = np.full(width + 1, -7, dtype=np.intp)
-                vals = np.zeros(width + 1, dtype=dtype)
-                n = _select(row, threshold, cols, vals)
+                # Buffers of exactly len(row) inside a guard zone: nothing is written past them.
+                cols_guard = np.full(width + 8, -7, dtype=np.intp)
+                vals_guard = np.full(width + 8, -7.0, dtype=dtype)
+                n = _select(row, threshold, cols_guard[:width], vals_guard[:width])
                 want = np.flatnonzero(row >= threshold)
                 assert n == want.size
-                np.testing.assert_array_equal(cols[:n], want)
-                np.testing.assert_array_equal(vals[:n], row[want])
+                np.testing.assert_array_equal(cols_guard[:n], want)
+                np.testing.assert_array_equal(vals_guard[:n], row[want])
+                assert np.all(cols_guard[width:] == -7) and np.all(vals_guard[width:] == -7.0)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

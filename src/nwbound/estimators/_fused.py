@@ -141,8 +141,7 @@ def _select(row, threshold, cols, vals):  # pragma: no cover - compiled
     A 64-bit mask per chunk (four 16-wide vector compares, :func:`_mask16`), then
     one step per set bit: the cost follows the number of hits, with no
     mispredicted branch per entry. ``row`` is C-contiguous and ``threshold`` of
-    its dtype; ``cols`` and ``vals`` need one slot more than ``row`` (the slot
-    after the last hit may be written).
+    its dtype; ``cols`` and ``vals`` hold at least ``len(row)`` entries.
     """
     width = row.shape[0]
     n = 0
@@ -156,13 +155,15 @@ def _select(row, threshold, cols, vals):  # pragma: no cover - compiled
             | (_mask16(row, base + 48, threshold) << uint64(48))
         )
         # Set bits four at a time, branch-free inside: the loop exit depends on the hit
-        # count, and one mispredicted exit per chunk (not per hit) is what it costs.
+        # count, and one mispredicted exit per chunk (not per hit) is what it costs. A group
+        # that runs out of bits reads entry 63 and writes slot n again (overwritten or unused):
+        # then the chunk has a miss, so n < base + 64 ≤ width, in bounds.
         while mask:
             for _ in range(4):
-                j = base + trailing_zeros(mask | _TOP)  # an empty mask reads entry 63: harmless
+                j = base + trailing_zeros(mask | _TOP)
                 cols[n] = j
                 vals[n] = row[j]
-                n += mask != uint64(0)  # an empty mask writes slot n again: overwritten or unused
+                n += mask != uint64(0)
                 mask &= mask - uint64(1)
     for j in range(n_full * _CHUNK, width):
         cols[n] = j
@@ -321,10 +322,10 @@ def tile_sums(
     need_md = hist_md.shape[0] > 0
     n_bins = hist.shape[2]
     hist_scale = n_bins / radius_sq if need_hist else 0.0
-    cols = np.empty(width + 1, dtype=np.intp)  # + 1: _select may write one slot past its hits
-    vals = np.empty(width + 1, dtype=t.dtype)
+    cols = np.empty(width, dtype=np.intp)
+    vals = np.empty(width, dtype=t.dtype)
     d2 = np.empty(width)
-    redo_at = np.empty(width + 1, dtype=np.intp)  # + 1: the slot after the last is written
+    redo_at = np.empty(width, dtype=np.intp)
     u2 = np.empty(width)
     wk = np.empty(width)
     w_sel = np.empty(width if weighted else 0)
@@ -344,7 +345,8 @@ def tile_sums(
             continue
         rd = redo[i]
         # Branch-free: δ from the product for every entry, and the positions of those it
-        # cannot place (t̃ < redo: near the edge, or all when too coarse) listed apart.
+        # cannot place (t̃ < redo: near the edge, or all when too coarse) listed apart
+        # (slot n_redo ≤ k is written each time: in bounds).
         n_redo = 0
         for k in range(n):
             cols[k] = col_ids[cols[k]]
