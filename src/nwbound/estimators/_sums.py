@@ -477,7 +477,6 @@ class _FusedSpec:
     radius_sq: float
     labels: np.ndarray  # (n,) intp, layout order
     weights: np.ndarray  # (n,) float64 or (0,)
-    columns: np.ndarray  # (n,) intp 0..n−1: a contiguous tile's layout indices are a view of it
 
 
 def _fused_spec(kernel: Kernel, lay: _Layout) -> _FusedSpec | None:
@@ -504,7 +503,6 @@ def _fused_spec(kernel: Kernel, lay: _Layout) -> _FusedSpec | None:
         radius_sq=spec[1],
         labels=lay.labels.astype(np.intp, copy=False),
         weights=np.empty(0) if lay.weights is None else lay.weights,
-        columns=np.arange(lay.labels.shape[0], dtype=np.intp),
     )
 
 
@@ -632,9 +630,9 @@ class _Accumulator:
     def add_fused(self, t: np.ndarray, col: slice | np.ndarray, plan: _Plan) -> None:
         """Compiled route: every sum of one tile ``t̃ = 1 − d̃²/S²`` in one pass."""
         spec = plan.fused
-        col_ids = spec.columns[col] if isinstance(col, slice) else col
+        col_ids = np.arange(col.start, col.stop, dtype=np.intp) if isinstance(col, slice) else col
         spec.tile_sums(
-            t, self.select.astype(t.dtype, copy=False), self.redo, col_ids, spec.labels, spec.weights,
+            t, self.select.astype(t.dtype), self.redo, col_ids, spec.labels, spec.weights,
             plan.layout.points, self.q64, 1.0 / plan.support, plan.direct_factor, self.row_err,
             plan.scales, plan.g_order, plan.tail_cut, spec.code, spec.radius_sq, plan.inv_weight_max,
             self.class_sums, self.sq_sum,
