@@ -204,28 +204,28 @@ def _evaluate(code, u2, radius_sq, out, n):  # pragma: no cover - compiled
 
 
 @njit(nogil=True, cache=True)
-def _direct_delta(q, p, inv_support):  # pragma: no cover - compiled
-    """``Σ_j ((q_j − p_j)/S)²`` in float64, ``q`` float64 and ``p`` the original row.
+def _direct_delta(queries, i, points, c, inv_support):  # pragma: no cover - compiled
+    """``Σ_j ((y_j − x_j)/S)²`` in float64 from the original coordinates (query row ``i``, point ``c``).
 
     Four partial sums (independent chains: the additions overlap instead of
     waiting on each other); a sum of non-negative terms keeps the relative error
     bound ``(d+6)u₆₄`` of the direct formula whatever the order of its additions.
     """
-    n = q.shape[0]
+    n = points.shape[1]
     s0 = s1 = s2 = s3 = 0.0
     j = 0
     while j + 4 <= n:
-        d0 = (q[j] - np.float64(p[j])) * inv_support
-        d1 = (q[j + 1] - np.float64(p[j + 1])) * inv_support
-        d2 = (q[j + 2] - np.float64(p[j + 2])) * inv_support
-        d3 = (q[j + 3] - np.float64(p[j + 3])) * inv_support
+        d0 = (queries[i, j] - np.float64(points[c, j])) * inv_support
+        d1 = (queries[i, j + 1] - np.float64(points[c, j + 1])) * inv_support
+        d2 = (queries[i, j + 2] - np.float64(points[c, j + 2])) * inv_support
+        d3 = (queries[i, j + 3] - np.float64(points[c, j + 3])) * inv_support
         s0 += d0 * d0
         s1 += d1 * d1
         s2 += d2 * d2
         s3 += d3 * d3
         j += 4
     for jj in range(j, n):
-        d0 = (q[jj] - np.float64(p[jj])) * inv_support
+        d0 = (queries[i, jj] - np.float64(points[c, jj])) * inv_support
         s0 += d0 * d0
     return (s0 + s1) + (s2 + s3)
 
@@ -356,7 +356,7 @@ def tile_sums(
             n_redo += v < rd
         for m in range(n_redo):  # their distance from the coordinates instead
             k = redo_at[m]
-            d2[k] = _direct_delta(queries[i], points[cols[k]], inv_support)
+            d2[k] = _direct_delta(queries, i, points, cols[k], inv_support)
         if n_bw > 1:
             # Slot of each entry: the first bandwidth (by increasing λ) that reaches it; a
             # counting sort by slot makes every bandwidth's entries a prefix.
