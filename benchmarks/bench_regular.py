@@ -7,7 +7,10 @@ within seconds hits all methods alike; each method's time is its sum over the
 chunks, and the median over ``--repeats`` is reported:
 
 * the bare float32 GEMM ``Q @ Xᵀ`` of the same shapes (:func:`run.bare_gemm`:
-  fastest of BLAS-threaded row blocks and 2 threads × 1 BLAS thread on tiles),
+  fastest of BLAS-threaded row blocks and 2 threads × 1 BLAS thread on 128 × 4096 tiles),
+  and the same product cut the way the engine cuts it (:func:`engine_blocked_gemm`: its
+  query-block rows × tile columns, one thread per core): the engine's ratio to the latter
+  is what its reduction and bookkeeping cost on top of the product,
 * ``predict`` with the compiled one-pass tile reduction (numba, ``_fused.py``),
 * ``predict`` with the numpy reduction (``_sums.USE_NUMBA = False``; ``--skip-numpy`` leaves it out),
 * the engine call itself (``dense_kernel_sums``, compiled route), plain and with
@@ -34,9 +37,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import ECG_BANDWIDTH, ECG_FULL, ECG_QUICK, bare_gemm, ecg_like, reductions, timed, with_reduction  # noqa: E402
@@ -72,6 +77,29 @@ def first_call_seconds(cache_dir: str) -> tuple[float, float]:
     done = subprocess.run([sys.executable, "-c", _FIRST_CALL], env=env, capture_output=True, text=True, check=True)
     first, second = (float(v) for v in done.stdout.split())
     return first, second
+
+
+def engine_blocked_gemm(X: np.ndarray, Q: np.ndarray) -> float:
+    """Seconds of the bare product ``Q @ Xᵀ`` (results discarded) in the engine's blocks and tiles:
+    row blocks of :func:`_sums._query_block_rows` queries against tiles of the width the engine
+    uses, one thread per core with one BLAS thread each (as ``dense_kernel_sums(n_jobs=-1)``)."""
+    n_threads = os.cpu_count() or 1
+    elements = _sums._dense_tile_elements(X.dtype, None, n_threads)
+    rows = _sums._query_block_rows(Q.shape[0], n_threads, elements, pruned=False)
+    width = max(1, min(X.shape[0], elements // rows))
+
+    def block(s: int) -> None:
+        out = np.empty((rows, width), dtype=X.dtype)
+        q = Q[s : s + rows]
+        for j in range(0, X.shape[0], width):
+            B = X[j : j + width]
+            np.matmul(q, B.T, out=out[: q.shape[0], : B.shape[0]])
+
+    def run() -> None:
+        with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(n_threads) as pool:
+            list(pool.map(block, range(0, Q.shape[0], rows)))
+
+    return timed(run)
 
 
 def engine_of_revision(rev: str, workdir: str):
@@ -123,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         labels = {name: with_reduction(flag, lambda: model.predict(Q[:2000]))() for name, flag in routes}
         print(f"labels of the two routes agree on {np.mean(labels['fused'] == labels['numpy']):.2%} of 2000 queries")
 
-    methods = {"gemm": lambda q: bare_gemm(X, q)} | {
+    methods = {"gemm": lambda q: bare_gemm(X, q), "gemm-engine-blocks": lambda q: engine_blocked_gemm(X, q)} | {
         name: (lambda q, flag=flag: timed(with_reduction(flag, lambda: model.predict(q)))) for name, flag in routes
     }
     # The engine call itself, as predict makes it (no distance sum), plain and with the histogram.
@@ -182,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     hist = f"engine+hist{args.bins}"
     print(f"{hist} / engine: {med[hist] / med['engine']:.3f}; {hist} / fused predict: "
           f"{med[hist] / med.get('fused', med['engine']):.3f}")
+    blocked = "gemm-engine-blocks"
+    print(f"engine / {blocked}: {med['engine'] / med[blocked]:.3f} (the reduction's own cost); "
+          f"{blocked} / gemm: {med[blocked] / med['gemm']:.3f}")
     if "before" in med:
         print(f"engine now / before: {med['engine'] / med['before']:.3f}")
     if before_dir is not None:

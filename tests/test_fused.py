@@ -241,3 +241,54 @@ def test_histogram_bin_sums_match_direct(kernel, weighted, monkeypatch):
             np.testing.assert_allclose(got.hist_dist[clear, g], dist[clear], rtol=1e-6, atol=1e-9)
             np.testing.assert_allclose(got.hist_mass[:, g].sum(axis=1), got.kappa[:, g], rtol=1e-12, atol=1e-12)
     assert fused.uniform_weights == (w is None)
+
+
+def test_select_collects_exactly_the_entries_at_or_above_the_threshold():
+    """The branch-free extraction of ``_select``: every width class (tail only, whole chunks, both),
+    empty and full chunks, more than four hits in a chunk, the chunk's top bit, ties at the threshold,
+    and no write past ``len(row)`` even when every entry is a hit."""
+    from nwbound.estimators._fused import _select
+
+    rng = np.random.default_rng(11)
+    for width in (1, 5, 63, 64, 65, 128, 200, 512):
+        for dtype in (np.float32, np.float64):
+            rows = [rng.standard_normal(width), np.full(width, -1.0), np.full(width, 0.5)]
+            top = np.full(width, -1.0)
+            top[63::64] = 2.0  # only each chunk's last entry
+            dense = np.where(rng.random(width) < 0.5, 1.0, -1.0)  # ~32 hits per chunk
+            tie = rng.choice([-0.25, 0.25], width)
+            rows += [top, dense, tie]
+            for row in rows:
+                row = np.ascontiguousarray(row, dtype=dtype)
+                threshold = dtype(0.25)
+                # Buffers of exactly len(row) inside a guard zone: nothing is written past them.
+                cols_guard = np.full(width + 8, -7, dtype=np.intp)
+                vals_guard = np.full(width + 8, -7.0, dtype=dtype)
+                n = _select(row, threshold, cols_guard[:width], vals_guard[:width])
+                want = np.flatnonzero(row >= threshold)
+                assert n == want.size
+                np.testing.assert_array_equal(cols_guard[:n], want)
+                np.testing.assert_array_equal(vals_guard[:n], row[want])
+                assert np.all(cols_guard[width:] == -7) and np.all(vals_guard[width:] == -7.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sums_do_not_depend_on_the_block_shape(dtype, monkeypatch):
+    """Query blocks of 512 rows and of 128 rows, against tiles of different widths, give the same
+    sums (up to summation order), and the larger blocks are the ones taken without pruning."""
+    X, y, Q = _clustered(1500, 4, 700, seed=9)
+    X, Q = X.astype(dtype), Q.astype(dtype)
+    train = TrainingSet.build(X, y, 3, None)
+    kern = get_kernel("epanechnikov")
+    kwargs = dict(need_dist=True, histogram_bins=8, prune=False, n_jobs=1)
+    assert _sums._query_block_rows(Q.shape[0], 1, 1 << 19, pruned=False) == 512
+    assert _sums._query_block_rows(Q.shape[0], 1, 1 << 19, pruned=True) == 128
+    a = dense_kernel_sums(Q, train, kern, LAMS, **kwargs)  # 512 + 188 rows × 1024 + 476 columns
+    monkeypatch.setattr(_sums, "_DENSE_QUERY_BLOCK", 128)
+    monkeypatch.setattr(_sums, "_TILE_ELEMENTS", 1 << 16)  # 128-row blocks × 512 columns
+    b = dense_kernel_sums(Q, train, kern, LAMS, **kwargs)
+    assert (a.kappa[:, -1] > 0).mean() > 0.9
+    _assert_sums_close(a, b, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(a.hist_mass, b.hist_mass, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(a.histogram, b.histogram)
+    np.testing.assert_array_equal(a.d2_error_rel, b.d2_error_rel)

@@ -5,10 +5,11 @@ BLAS. What remains is a reduction of that tile into the per-query sums; in
 numpy it costs several passes over ``t`` (comparison, ``flatnonzero``,
 gathers, ``bincount`` per sum). Here it is one pass, compiled with numba:
 
-1. **Select.** Each tile row is scanned in chunks of 64 entries: vector
-   compares build a 64-bit mask of the entries with ``t ≥ −tol``, and one
-   trailing-zero count per set bit collects their column and ``t`` — the
-   cost follows the number of hits, with no mispredicted branch per entry.
+1. **Select.** Each tile row is scanned in chunks of 64 entries: four 16-wide
+   vector compares build a 64-bit mask of the entries with ``t ≥ select``
+   (``−e``, the error bound), and one trailing-zero count per set bit collects
+   their column and ``t`` — the cost follows the number of hits, with no
+   mispredicted branch per entry.
 2. **Evaluate.** ``δ = d²/S² = max(1 − t, 0)`` — or, for the entries the
    engine's error bound cannot place (``t < redo``, the band around the support's
    edge), ``δ`` straight from the coordinates in float64 — then the kernel values
@@ -36,8 +37,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, uint64
+from llvmlite import ir
+from numba import njit, types, uint64
 from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.extending import intrinsic
 
 from ..kernels import Kernel
 from ..kernels._kernels import _REGISTRY, gaussian_kernel
@@ -57,6 +60,8 @@ KERNEL_CODES: dict[str, int] = {
 }
 # Entries per chunk of the selection scan: one bit each in a 64-bit mask.
 _CHUNK = 64
+# The top bit of a chunk's mask: keeps ``trailing_zeros`` in range on an empty mask.
+_TOP = uint64(1) << uint64(63)
 
 
 def kernel_code(kernel: Kernel) -> tuple[int, float] | None:
@@ -101,31 +106,65 @@ def kernel_code(kernel: Kernel) -> tuple[int, float] | None:
     return KERNEL_CODES[name], float(kernel.radius) ** 2
 
 
+@intrinsic
+def _mask16(typingctx, row, start, threshold):  # pragma: no cover - compiled
+    """Bit k set iff ``row[start + k] ≥ threshold`` (k < 16; ordered: NaN gives 0), as uint64.
+
+    One vector compare whose 16 result bits are reinterpreted as an integer
+    (``vcmpps`` + ``kmovw``/``vmovmskps`` on x86); written as LLVM IR because
+    LLVM does not recognise that pattern in a scalar loop. ``row`` is a
+    C-contiguous float32/float64 vector, ``threshold`` of the same dtype, and
+    ``start + 16 ≤ len(row)`` (the caller's duty: nothing is checked).
+    """
+    if not (isinstance(row, types.Array) and row.ndim == 1 and row.layout == "C"
+            and row.dtype in (types.float32, types.float64) and threshold == row.dtype):
+        return None
+
+    def codegen(context, builder, signature, args):
+        array, start, th = args
+        data = context.make_array(signature.args[0])(context, builder, array).data
+        vector = ir.VectorType(context.get_data_type(signature.args[0].dtype), 16)
+        entries = builder.load(builder.bitcast(builder.gep(data, [start]), vector.as_pointer()), align=1)
+        undef = ir.Constant(vector, ir.Undefined)
+        first = builder.insert_element(undef, th, ir.Constant(ir.IntType(32), 0))
+        splat = builder.shuffle_vector(first, undef, ir.Constant(ir.VectorType(ir.IntType(32), 16), [0] * 16))
+        bits = builder.bitcast(builder.fcmp_ordered(">=", entries, splat), ir.IntType(16))
+        return builder.zext(bits, ir.IntType(64))
+
+    return types.uint64(row, types.intp, row.dtype), codegen
+
+
 @njit(nogil=True, cache=True)
 def _select(row, threshold, cols, vals):  # pragma: no cover - compiled
     """Columns and values of ``row`` with ``row ≥ threshold`` (returns their count).
 
-    A 64-bit mask per chunk (built with vector compares), then one step per
-    set bit: the cost follows the number of hits, with no mispredicted branch
-    per entry. Indices are built from ``range`` counters, which LLVM knows to
-    be non-negative, so numba's negative-index handling folds away and the
-    compares vectorise.
+    A 64-bit mask per chunk (four 16-wide vector compares, :func:`_mask16`), then
+    one step per set bit: the cost follows the number of hits, with no
+    mispredicted branch per entry. ``row`` is C-contiguous and ``threshold`` of
+    its dtype; ``cols`` and ``vals`` hold at least ``len(row)`` entries.
     """
     width = row.shape[0]
     n = 0
     n_full = width // _CHUNK
     for c in range(n_full):
         base = c * _CHUNK
-        chunk = row[base : base + _CHUNK]
-        mask = uint64(0)
-        for k in range(_CHUNK):
-            mask |= uint64(chunk[k] >= threshold) << uint64(k)
+        mask = (
+            _mask16(row, base, threshold)
+            | (_mask16(row, base + 16, threshold) << uint64(16))
+            | (_mask16(row, base + 32, threshold) << uint64(32))
+            | (_mask16(row, base + 48, threshold) << uint64(48))
+        )
+        # Set bits four at a time, branch-free inside: the loop exit depends on the hit
+        # count, and one mispredicted exit per chunk (not per hit) is what it costs. A group
+        # that runs out of bits reads entry 63 and writes slot n again (overwritten or unused):
+        # then the chunk has a miss, so n < base + 64 ≤ width, in bounds.
         while mask:
-            j = base + trailing_zeros(mask)
-            cols[n] = j
-            vals[n] = row[j]
-            n += 1
-            mask &= mask - uint64(1)
+            for _ in range(4):
+                j = base + trailing_zeros(mask | _TOP)
+                cols[n] = j
+                vals[n] = row[j]
+                n += mask != uint64(0)
+                mask &= mask - uint64(1)
     for j in range(n_full * _CHUNK, width):
         cols[n] = j
         vals[n] = row[j]
@@ -162,6 +201,33 @@ def _evaluate(code, u2, radius_sq, out, n):  # pragma: no cover - compiled
     else:  # GAUSSIAN, truncated at radius_sq
         for k in range(n):
             out[k] = math.exp(-0.5 * u2[k]) if u2[k] <= radius_sq else 0.0
+
+
+@njit(nogil=True, cache=True)
+def _direct_delta(queries, i, points, c, inv_support):  # pragma: no cover - compiled
+    """``Σ_j ((y_j − x_j)/S)²`` in float64 from the original coordinates (query row ``i``, point ``c``).
+
+    Four partial sums (independent chains: the additions overlap instead of
+    waiting on each other); a sum of non-negative terms keeps the relative error
+    bound ``(d+6)u₆₄`` of the direct formula whatever the order of its additions.
+    """
+    n = points.shape[1]
+    s0 = s1 = s2 = s3 = 0.0
+    j = 0
+    while j + 4 <= n:
+        d0 = (queries[i, j] - np.float64(points[c, j])) * inv_support
+        d1 = (queries[i, j + 1] - np.float64(points[c, j + 1])) * inv_support
+        d2 = (queries[i, j + 2] - np.float64(points[c, j + 2])) * inv_support
+        d3 = (queries[i, j + 3] - np.float64(points[c, j + 3])) * inv_support
+        s0 += d0 * d0
+        s1 += d1 * d1
+        s2 += d2 * d2
+        s3 += d3 * d3
+        j += 4
+    for jj in range(j, n):
+        d0 = (queries[i, jj] - np.float64(points[c, jj])) * inv_support
+        s0 += d0 * d0
+    return (s0 + s1) + (s2 + s3)
 
 
 @njit(nogil=True, cache=True)
@@ -248,7 +314,6 @@ def tile_sums(
         ``dist_sum``, units of S): the split histogram form of the Chernoff bound.
     """
     n_rows, width = t.shape
-    n_feat = points.shape[1]
     n_bw = scales.shape[0]
     weighted = weights.shape[0] > 0
     need_dist = dist_sum.shape[0] > 0
@@ -260,6 +325,7 @@ def tile_sums(
     cols = np.empty(width, dtype=np.intp)
     vals = np.empty(width, dtype=t.dtype)
     d2 = np.empty(width)
+    redo_at = np.empty(width, dtype=np.intp)
     u2 = np.empty(width)
     wk = np.empty(width)
     w_sel = np.empty(width if weighted else 0)
@@ -278,18 +344,19 @@ def tile_sums(
         if n == 0:
             continue
         rd = redo[i]
+        # Branch-free: δ from the product for every entry, and the positions of those it
+        # cannot place (t̃ < redo: near the edge, or all when too coarse) listed apart
+        # (slot n_redo ≤ k is written each time: in bounds).
+        n_redo = 0
         for k in range(n):
-            c = col_ids[cols[k]]
-            cols[k] = c
+            cols[k] = col_ids[cols[k]]
             v = np.float64(vals[k])
-            if v < rd:  # ambiguous near the edge (or too coarse): the distance from the coordinates
-                s = 0.0
-                for j in range(n_feat):
-                    diff = (queries[i, j] - np.float64(points[c, j])) * inv_support
-                    s += diff * diff
-                d2[k] = s
-            else:
-                d2[k] = max(1.0 - v, 0.0)
+            d2[k] = max(1.0 - v, 0.0)
+            redo_at[n_redo] = k
+            n_redo += v < rd
+        for m in range(n_redo):  # their distance from the coordinates instead
+            k = redo_at[m]
+            d2[k] = _direct_delta(queries, i, points, cols[k], inv_support)
         if n_bw > 1:
             # Slot of each entry: the first bandwidth (by increasing λ) that reaches it; a
             # counting sort by slot makes every bandwidth's entries a prefix.
