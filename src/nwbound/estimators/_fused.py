@@ -449,16 +449,6 @@ def tile_sums(
 
 
 @njit(nogil=True, cache=True)
-def _direct_delta(queries, i, points, c, inv_support):  # pragma: no cover - compiled
-    """``Σ_j ((y_j − x_j)/S)²`` in float64 from the original coordinates (as in :func:`tile_sums`)."""
-    s = 0.0
-    for j in range(points.shape[1]):
-        diff = (queries[i, j] - np.float64(points[c, j])) * inv_support
-        s += diff * diff
-    return s
-
-
-@njit(nogil=True, cache=True)
 def tile_moments(
     t,
     select,
