@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["euclidean_norm"]
+__all__ = ["direct_d2_error_factor", "direct_distance_error", "euclidean_norm"]
 
 
 def euclidean_norm(a: np.ndarray, axis: int | None = -1) -> np.ndarray:
@@ -28,3 +28,35 @@ def euclidean_norm(a: np.ndarray, axis: int | None = -1) -> np.ndarray:
     scale = np.where(np.isfinite(scale), scale, 1.0)
     norm = np.sqrt(np.sum((a / scale) ** 2, axis=axis, keepdims=True)) * scale
     return np.squeeze(norm, axis=axis) if axis is not None else norm.reshape(())
+
+
+def direct_distance_error(n_features: int) -> float:
+    """Relative error bound of a distance computed directly in float64, ``√Σ_j (y_j − x_j)²``.
+
+    ``(d + 6)·2⁻⁵³`` (the differences, squares, a ``d``-term sum in any order, the square root
+    and an exact power-of-two rescaling), times 1.01 for the second-order terms. The one copy
+    of this rule for the CPU engine and the array-API path.
+
+    Examples
+    --------
+    >>> from nwbound._numerics import direct_distance_error
+    >>> direct_distance_error(2) == 8 * 2.0**-53 * 1.01
+    True
+    """
+    return (int(n_features) + 6) * 2.0**-53 * 1.01
+
+
+def direct_d2_error_factor(n_features: int) -> float:
+    """``c`` with ``|d̃² − d²| ≤ c·d_far²`` for direct distances ``d̃ ≤ d_far``: ``(2r + r²)(1 + r)²``.
+
+    ``r`` is :func:`direct_distance_error`; ``d_far`` the largest distance of the row.
+
+    Examples
+    --------
+    >>> from nwbound._numerics import direct_d2_error_factor, direct_distance_error
+    >>> r = direct_distance_error(3)
+    >>> direct_d2_error_factor(3) == (2 * r + r * r) * (1 + r) ** 2
+    True
+    """
+    rel = direct_distance_error(n_features)
+    return (2.0 * rel + rel * rel) * (1.0 + rel) ** 2

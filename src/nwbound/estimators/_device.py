@@ -25,7 +25,8 @@ from ..gpu import (
     kernel_statistics,
     neighbor_kernel_statistics,
 )
-from ..gpu._array_api import direct_d2_error_factor, to_host
+from .._numerics import direct_d2_error_factor
+from ..gpu._array_api import to_host
 from ._sums import KernelSums, TrainingSet
 
 __all__ = ["dense_kernel_sums_array_api", "neighbor_kernel_sums_array_api", "queries_on_host"]

@@ -82,6 +82,7 @@ from sklearn import get_config
 from threadpoolctl import threadpool_limits
 
 from .._memory import block_rows
+from .._numerics import direct_d2_error_factor, direct_distance_error
 from ..kernels import Kernel
 
 __all__ = [
@@ -827,6 +828,11 @@ def _block_sums(Q: np.ndarray, cols: np.ndarray | None, plan: _Plan) -> _Accumul
     return acc
 
 
+def _distance_sum_scale(support: float, n_points: int) -> float:
+    """Back from units of ``S`` to the input's, with a float64 sum over ``n_points`` terms rounded up."""
+    return support * (1.0 + (n_points + 8) * _U64)
+
+
 def _store(out: KernelSums, rows: slice | np.ndarray, acc: _Accumulator, plan: _Plan) -> None:
     """Write one block's sums back in the input's units (distances: S; weights: ``weight_unit``)."""
     unit = plan.layout.weight_unit
@@ -835,7 +841,7 @@ def _store(out: KernelSums, rows: slice | np.ndarray, acc: _Accumulator, plan: _
         out.class_sums[rows] = acc.class_sums * unit
         out.sq_sum[rows] = acc.sq_sum * unit * unit
         # Back to input units, and the float64 summation's rounding covered: an upper bound.
-        up = plan.support * (1.0 + (plan.layout.augmented.shape[0] + 8) * _U64)
+        up = _distance_sum_scale(plan.support, plan.layout.augmented.shape[0])
         if out.dist_sum is not None:
             out.dist_sum[rows] = acc.dist_sum * up * unit
         if out.tail_mass is not None:
@@ -1068,7 +1074,7 @@ def dense_moment_sums(
     n_sq, n_lin = 2 * degree + 1, degree + 1
     kappa_mom = cum[:, :, n_sq + n_lin:] if train.weights is not None else cum[:, :, :n_lin]
     unit = train.weight_unit
-    up = support * (1.0 + (train.X.shape[0] + 8) * _U64)
+    up = _distance_sum_scale(support, train.X.shape[0])
     with np.errstate(over="ignore", invalid="ignore"):
         sums = (
             np.einsum("nja,ja,a->nj", kappa_mom, powers[:, :n_lin], coef) * unit,
@@ -1166,7 +1172,7 @@ def _dense_plan(
         hist_bins=histogram_bins,
         radius_sq=radius_sq,
         inv_weight_max=lay.weight_unit / weight_max,  # layout weights are in units of weight_unit
-        direct_factor=1.0 + (n_features + 6) * _U64 * 1.01,
+        direct_factor=1.0 + direct_distance_error(n_features),
         tile_elements=tile_elements,
         flush_entries=max(1, int(_DENSE_SHARE * tile_elements)),
         dtype=dtype,
@@ -1349,7 +1355,7 @@ def neighbor_kernel_sums(
     d_feat = train.X.shape[1]
     if queries is not None:
         dist = neighbor_distances(queries, train.X, idx)
-        rel = (d_feat + 6) * _U64 * 1.01  # relative error of a direct distance
+        rel = direct_distance_error(d_feat)
     else:
         dist = np.asarray(dist, dtype=np.float64)
         rel = 0.0  # the index's own distances: no bound known here
@@ -1359,7 +1365,7 @@ def neighbor_kernel_sums(
     # |d̃² − d²| ≤ ((1 + rel)² − 1)·d̃² per row, in units of S², at the row's farthest neighbour.
     with np.errstate(over="ignore", invalid="ignore"):
         far = np.max(dist, axis=1, initial=0.0) / support
-        out.d2_error_rel = (2.0 * rel + rel * rel) * (1.0 + rel) ** 2 * far * far if rel else np.zeros(n_q)
+        out.d2_error_rel = direct_d2_error_factor(d_feat) * far * far if rel else np.zeros(n_q)
     dist_up = dist * (1.0 + rel) if rel else dist  # never below the true distance
     labels = train.labels[idx]
     unit = train.weight_unit  # the same units as the dense path: no (w K)² overflows

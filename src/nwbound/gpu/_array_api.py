@@ -44,6 +44,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from .._numerics import direct_d2_error_factor, direct_distance_error
 from .._validation import check_choice, check_int_range, check_positive
 from ..kernels import Kernel, get_kernel
 
@@ -616,38 +617,6 @@ def _array_api_statistics(
         hist_mass=xp.concat(parts["hm"], axis=0) if bins else None,
         hist_dist=xp.concat(parts["hd"], axis=0) if bins else None,
     )
-
-
-# Relative error of a directly computed float64 distance (as the CPU engine's neighbor_distances):
-# the difference, square, m-term sum in any order, square root and the power-of-two rescaling.
-def direct_distance_error(n_features: int) -> float:
-    """Relative error bound of :func:`neighbor_kernel_statistics`'s distances: ``(m + 6)·2⁻⁵³``,
-    times 1.01 for the second-order terms (the CPU engine's constant).
-
-    Examples
-    --------
-    >>> from nwbound.gpu._array_api import direct_distance_error
-    >>> direct_distance_error(2) == 8 * 2.0**-53 * 1.01
-    True
-    """
-    return (int(n_features) + 6) * 2.0**-53 * 1.01
-
-
-def direct_d2_error_factor(n_features: int) -> float:
-    """``c`` with ``|d̃² − d²| ≤ c·d_far²`` for every direct distance ``d̃`` of a row (``d_far`` its largest).
-
-    From the relative error ``rel`` of :func:`direct_distance_error`: ``(2rel + rel²)(1 + rel)²``
-    (the CPU engine's localized path uses the same bound, relative to the support).
-
-    Examples
-    --------
-    >>> from nwbound.gpu._array_api import direct_d2_error_factor, direct_distance_error
-    >>> rel = direct_distance_error(3)
-    >>> direct_d2_error_factor(3) == (2 * rel + rel * rel) * (1 + rel) ** 2
-    True
-    """
-    rel = direct_distance_error(n_features)
-    return (2.0 * rel + rel * rel) * (1.0 + rel) ** 2
 
 
 def neighbor_kernel_statistics(
