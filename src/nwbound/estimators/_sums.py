@@ -116,7 +116,7 @@ _MAX_T_ERROR = 2.0**-8
 # Entries per chunk of a direct distance recomputation (entries × features floats).
 _DIRECT_CHUNK_ELEMENTS = 1 << 20
 _U64 = 2.0**-53  # unit roundoff of float64
-# dense_moment_sums: κ below this share of the mass inside the support is rounding of the expansion.
+# dense_moment_sums: an expanded sum below this share of the same sum with |coefficients| is rounding.
 _MOMENT_TOLERANCE = 1e-10
 # The compiled tile reduction (numba): False forces the numpy route, as does
 # the environment variable NWBOUND_DISABLE_NUMBA=1.
@@ -1027,7 +1027,10 @@ def dense_moment_sums(
     Returns
     -------
     MomentSums
-        Each (n_queries, n_bandwidths), clipped at 0.
+        Each (n_queries, n_bandwidths), clipped at 0. Where one of the three expanded sums is
+        within its rounding of 0 (below ``_MOMENT_TOLERANCE`` times the same sum with
+        ``|c_a|``: every point near the support's edge), all three are 0 for that query and
+        bandwidth, so that it ranks last rather than on rounding noise.
 
     Raises
     ------
@@ -1065,19 +1068,25 @@ def dense_moment_sums(
     kappa_mom = cum[:, :, n_sq + n_lin:] if train.weights is not None else cum[:, :, :n_lin]
     unit = train.weight_unit
     up = support * (1.0 + (train.X.shape[0] + 8) * _U64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        sums = (
-            np.einsum("nja,ja,a->nj", kappa_mom, powers[:, :n_lin], coef) * unit,
-            np.einsum("nja,ja,a->nj", cum[:, :, :n_sq], powers, np.convolve(coef, coef)) * (unit * unit),
-            np.einsum("nja,ja,a->nj", cum[:, :, n_sq:n_sq + n_lin], powers[:, :n_lin], coef) * (unit * up),
-        )
+    terms = ((kappa_mom, powers[:, :n_lin], coef, unit),
+             (cum[:, :, :n_sq], powers, np.convolve(coef, coef), unit * unit),
+             (cum[:, :, n_sq:n_sq + n_lin], powers[:, :n_lin], coef, unit * up))
     inverse = np.empty_like(order)
     inverse[order] = np.arange(order.shape[0])
-    kappa, sq_sum, dist_sum = (np.maximum(np.nan_to_num(v[:, inverse], nan=0.0), 0.0) for v in sums)
-    # κ within the expansion's rounding of 0 (every point at the support's edge) is taken as 0:
-    # the bandwidth then ranks last instead of on a κ that is only rounding noise.
-    mass = (kappa_mom[:, :, 0] * unit)[:, inverse]
-    kappa[kappa <= _MOMENT_TOLERANCE * mass] = 0.0
+    sums, unsure = [], np.zeros(out.moments.shape[:2], dtype=bool)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for mom, pw, c, scale in terms:
+            value = np.einsum("nja,ja,a->nj", mom, pw, c)[:, inverse] * scale
+            # The same sum with |c_a|: the size of the terms that cancel, which sets the rounding.
+            size = np.einsum("nja,ja,a->nj", mom, pw, np.abs(c))[:, inverse] * scale
+            # A sum within the expansion's rounding of 0 (every point near the support's edge;
+            # Σ(wK)² of degree 2m cancels most) or not finite is noise, not a statistic.
+            unsure |= ~(value > _MOMENT_TOLERANCE * size) | ~np.isfinite(size)
+            sums.append(np.maximum(np.nan_to_num(value, nan=0.0), 0.0))
+    kappa, sq_sum, dist_sum = sums
+    # Such a bandwidth has κ = 0 for the ranking: it ranks last (ε = inf) instead of on noise.
+    for v in sums:
+        v[unsure] = 0.0
     return MomentSums(kappa=kappa, sq_sum=sq_sum, dist_sum=dist_sum)
 
 
