@@ -1,0 +1,284 @@
+"""``bandwidth="auto"`` attacked on odd grids, odd data and every engine setting.
+
+The ranking pass (distance moments) only *chooses*; each check below holds the result to
+independent references: the exact ε of every grid bandwidth from single-bandwidth passes (the
+chosen one must be the least), a slow direct formula for p̂ at the chosen bandwidth, the
+statistics of ``kernel_statistics(X, bandwidth_index=choice)`` (the assembly: each query's
+interval from its own row and bandwidth), and the in-memory estimator for the sharded one.
+"""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from test_engine_paths import _clustered, route  # noqa: F401  (route: fixture)
+
+from nwbound import NadarayaWatsonClassifier
+from nwbound.estimators import _sums
+from nwbound.kernels import get_kernel
+
+pytestmark = pytest.mark.filterwarnings("ignore::nwbound.diagnostics.UselessBoundWarning")
+
+
+def _exact_epsilon(model, Q, spec=None):
+    """Label-free ε of every grid bandwidth, each from its own exact single-bandwidth pass."""
+    spec = model.bound_spec_ if spec is None else spec
+    cols = []
+    for g in range(model.bandwidths_.shape[0]):
+        stats = model.kernel_statistics(Q, bandwidth_index=np.full(Q.shape[0], g))
+        bias, sampling = spec.statistics_parts(stats)
+        cols.append((bias + sampling)[:, 0])
+    return np.stack(cols, axis=1)
+
+
+def _direct_proba(Q, X, codes, n_classes, kernel, lam, weights):
+    """p̂ straight from the formula, scale-safe (differences divided by λ before squaring)."""
+    u2 = (((Q[:, None, :].astype(np.float64) - X[None, :, :].astype(np.float64)) / lam) ** 2).sum(axis=2)
+    wk = get_kernel(kernel).from_squared(u2) * (1.0 if weights is None else weights[None, :])
+    sums = np.stack([wk[:, codes == c].sum(axis=1) for c in range(n_classes)], axis=1)
+    total = sums.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, sums / total, np.nan)
+
+
+def _assert_auto_sound(model, X, y, Q, w=None):
+    """Every property of ``predict_interval`` under ``bandwidth="auto"`` that the references pin down."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no overflow / invalid on the way
+        iv = model.predict_interval(Q)
+    for name in ("proba", "lower", "upper", "epsilon", "kappa", "bandwidth"):
+        assert np.all(np.isfinite(getattr(iv, name))), name
+    assert np.all(iv.lower <= iv.proba + 1e-12) and np.all(iv.proba <= iv.upper + 1e-12)
+    col = np.searchsorted(model.bandwidths_, iv.bandwidth)
+    np.testing.assert_array_equal(model.bandwidths_[col], iv.bandwidth)  # a grid value, per query
+    # The choice: least exact ε of the grid (inf only where every bandwidth is vacuous).
+    eps = _exact_epsilon(model, Q)
+    chosen, best = eps[np.arange(Q.shape[0]), col], eps.min(axis=1)
+    np.testing.assert_array_equal(np.isinf(chosen), np.isinf(best))
+    finite = np.isfinite(best)
+    assert np.all(chosen[finite] <= best[finite] * (1 + 1e-9)), np.max(chosen[finite] / best[finite])
+    # The assembly: each query's interval from its own statistics at its own bandwidth.
+    own = model.interval_from_statistics(model.kernel_statistics(Q, bandwidth_index=col))
+    np.testing.assert_array_equal(own.bandwidth, iv.bandwidth)
+    np.testing.assert_allclose(own.upper, iv.upper, atol=1e-12)
+    np.testing.assert_allclose(own.lower, iv.lower, atol=1e-12)
+    np.testing.assert_allclose(own.proba, iv.proba, atol=1e-12)
+    # p̂ at the chosen bandwidth from the formula itself.
+    codes = np.searchsorted(model.classes_, y)
+    direct = np.full(iv.proba.shape, np.nan)
+    for g in np.unique(col):
+        rows = col == g
+        direct[rows] = _direct_proba(Q[rows], X, codes, len(model.classes_), model.kernel, model.bandwidths_[g], w)
+    mass = np.isfinite(direct).all(axis=1)
+    # float32: the product's distance error moves K (bounded, and carried into ε by the engine).
+    np.testing.assert_allclose(iv.proba[mass], direct[mass], atol=1e-9 if X.dtype == np.float64 else 1e-5)
+    np.testing.assert_array_equal(iv.vacuous, ~mass)
+    # Query order: a reversed batch gives the reversed answers.
+    back = model.predict_interval(Q[::-1])
+    np.testing.assert_array_equal(back.bandwidth, iv.bandwidth[::-1])
+    np.testing.assert_allclose(back.upper, iv.upper[::-1], atol=1e-12)
+    return iv
+
+
+def _base(seed=7, n=600, d=3, n_query=40):
+    return _clustered(n, d, n_query, seed=seed)
+
+
+def _case(name):
+    """(X, y, Q, weights, estimator parameters) of one odd case."""
+    X, y, Q = _base()
+    rng = np.random.default_rng(1)
+    params = {"lipschitz": 0.5}
+    w = None
+    if name == "grid_one_value":
+        params["bandwidth_grid"] = [0.3]
+    elif name == "grid_duplicates":
+        params["bandwidth_grid"] = [0.3, 0.1, 0.3, 0.1, 0.6]
+    elif name == "grid_huge_ratio":
+        params["bandwidth_grid"] = np.geomspace(1e-6, 1e6, 13)
+    elif name == "grid_below_nearest_neighbour":
+        params["bandwidth_grid"] = [1e-6, 1e-5, 1e-4, 0.3, 0.9]
+    elif name == "grid_200_values":
+        params["bandwidth_grid"] = np.geomspace(0.01, 5.0, 200)
+    elif name == "duplicate_rows":
+        X, y = np.concatenate([X, X[:200], X[:50]]), np.concatenate([y, y[:200], (y[:50] + 1) % 3])
+    elif name == "queries_are_training_rows":
+        Q = X[::15]
+    elif name == "queries_far_outside":
+        Q = Q + 100.0
+    elif name == "two_training_rows":
+        X, y = X[:2], np.array([0, 1])
+    elif name == "one_feature":
+        X, Q = X[:, :1], Q[:, :1]
+    elif name == "one_query":
+        Q = Q[:1]
+    elif name == "float32_offset":
+        X, Q = X.astype(np.float32), Q.astype(np.float32)
+        X[:, 0] += 1e4
+        Q[:, 0] += 1e4
+        params["dtype"] = np.float32
+    elif name in ("scale_1e-200", "scale_1e160"):
+        scale = float(name.split("_")[1])
+        X, Q = X * scale, Q * scale
+        params["lipschitz"] = 0.5 / scale
+    elif name == "weights_with_zeros":
+        w = rng.uniform(0.5, 2.0, len(y))
+        w[::3] = 0.0
+    elif name == "weights_tiny":
+        w = 1e-300 * rng.uniform(0.5, 2.0, len(y))
+    elif name == "weights_huge":
+        w = 1e300 * rng.uniform(0.5, 2.0, len(y))
+    elif name == "two_classes":
+        y = y % 2
+    elif name == "seven_classes":
+        y = rng.integers(0, 7, len(y))
+    elif name == "string_labels":
+        y = np.array(["b", "a", "ccc"])[y]
+    else:
+        raise AssertionError(name)
+    return X, y, Q, w, params
+
+
+CASES = [
+    "grid_one_value", "grid_duplicates", "grid_huge_ratio", "grid_below_nearest_neighbour", "grid_200_values",
+    "duplicate_rows", "queries_are_training_rows", "queries_far_outside", "two_training_rows", "one_feature",
+    "one_query", "float32_offset", "scale_1e-200", "scale_1e160", "weights_with_zeros", "weights_tiny",
+    "weights_huge", "two_classes", "seven_classes", "string_labels",
+]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_auto_on_odd_grids_and_data(name, route):
+    X, y, Q, w, params = _case(name)
+    kernel = "triweight" if name in ("grid_huge_ratio", "duplicate_rows", "weights_with_zeros") else "epanechnikov"
+    model = NadarayaWatsonClassifier(bandwidth="auto", kernel=kernel, **params).fit(X, y, sample_weight=w)
+    iv = _assert_auto_sound(model, X, y, Q, w)
+    if name == "queries_far_outside":
+        assert np.all(iv.vacuous) and np.all(iv.lower == 0.0) and np.all(iv.upper == 1.0)
+    if name == "grid_duplicates":
+        np.testing.assert_array_equal(model.bandwidths_, [0.1, 0.3, 0.6])
+
+
+@pytest.mark.parametrize("kernel", ["epanechnikov", "quartic", "triweight", "boxcar"])
+def test_a_bandwidth_holding_only_edge_points_is_not_chosen_on_rounding_noise(kernel, route):
+    # At λ = 0.1 the only point lies at u² = 1 − 1e-3: K ≈ 1e-9 (triweight), whose Σ(wK)² ≈ 1e-18
+    # the degree-6 expansion cannot resolve. Its ε is ≥ 1 (one point); λ = 2 has hundreds.
+    # Before the fix the triweight ranking read Σ(wK)² = 0, ε ≈ 0.02, and chose λ = 0.1 (exact ε 1.38).
+    rng = np.random.default_rng(0)
+    X = np.concatenate([[0.1 * np.sqrt(1 - 1e-3)], rng.uniform(0.5, 1.5, 400)])[:, None]
+    y = np.arange(X.shape[0]) % 2
+    Q = np.array([[0.0], [0.02], [1.0]])
+    model = NadarayaWatsonClassifier(bandwidth="auto", kernel=kernel, lipschitz=0.2,
+                                     bandwidth_grid=[0.1, 2.0, 3.0]).fit(X, y)
+    iv = _assert_auto_sound(model, X, y, Q)
+    assert iv.bandwidth[0] == 2.0
+
+
+def test_auto_same_on_small_tiles_threads_and_pruned_layout(route, monkeypatch):
+    X, y, Q = _clustered(3000, 2, 150, seed=3)
+    w = np.random.default_rng(0).uniform(0.0, 2.0, len(y))
+    base = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5, kernel="quartic").fit(X, y, sample_weight=w)
+    ref = base.predict_interval(Q)
+    monkeypatch.setattr(_sums, "_MIN_PRUNE_POINTS", 64)  # the pruned (ball) layout, ≤ 12 features
+    for params in ({"n_jobs": -1}, {"working_memory": 0.05}, {"working_memory": 0.05, "n_jobs": -1}):
+        model = clone(base).set_params(**params).fit(X, y, sample_weight=w)
+        iv = model.predict_interval(Q)
+        np.testing.assert_array_equal(iv.bandwidth, ref.bandwidth)
+        np.testing.assert_allclose(iv.upper, ref.upper, atol=1e-12)
+        np.testing.assert_allclose(iv.lower, ref.lower, atol=1e-12)
+        np.testing.assert_array_equal(model.predict_proba(Q), iv.proba)
+        np.testing.assert_array_equal(model.predict(Q), model.classes_[np.argmax(iv.proba, axis=1)])
+    _assert_auto_sound(clone(base).set_params(working_memory=0.05).fit(X, y, sample_weight=w), X, y, Q[:40], w)
+
+
+def test_auto_settings_that_choose_differently_survive_files_and_pickles(tmp_path):
+    from nwbound.io import load_model, save_model
+
+    X, y, Q = _clustered(1000, 2, 60, seed=4)
+    y = np.array(["x", "y", "z"])[y]
+    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5, kernel="triweight",
+                                     bandwidth_grid=np.geomspace(0.01, 3.0, 30)).fit(X, y)
+    bounds = {"loose": {"lipschitz": 5.0}, "tight": {"lipschitz": 0.05, "bound": "chernoff"},
+              "self": {"bound": "selfnormalized", "delta": 0.2}}
+    both = model.predict_interval(Q, bounds=bounds)
+    assert len({tuple(iv.bandwidth) for iv in both.values()}) == 3  # three different choices
+    for name, setting in bounds.items():
+        alone = model.predict_interval(Q, bounds={name: setting})[name]
+        np.testing.assert_array_equal(both[name].bandwidth, alone.bandwidth)
+        np.testing.assert_allclose(both[name].upper, alone.upper, atol=1e-12)
+        spec = model._resolve_bounds({name: setting})[name]
+        eps = _exact_epsilon(model, Q, spec)
+        col = np.searchsorted(model.bandwidths_, alone.bandwidth)
+        assert np.all(eps[np.arange(len(Q)), col] <= eps.min(axis=1) * (1 + 1e-9))
+    save_model(model, tmp_path / "m.nwb")
+    for other in (load_model(tmp_path / "m.nwb"), pickle.loads(pickle.dumps(model)), clone(model).fit(X, y)):
+        again = other.predict_interval(Q, bounds=bounds)
+        for name in bounds:
+            np.testing.assert_array_equal(again[name].bandwidth, both[name].bandwidth)
+            np.testing.assert_array_equal(again[name].upper, both[name].upper)
+        np.testing.assert_array_equal(other.predict(Q), model.predict(Q))
+
+
+# -- the sharded estimator: the same two rounds over shards --------------------------------------
+DASK_CASES = [
+    dict(bandwidth="auto", lipschitz=1.0),
+    dict(bandwidth="auto", lipschitz=1.0, kernel="tricube"),  # ranked from exhaustive shard statistics
+    # Triweight + Chernoff: a query whose narrow λ holds one edge point chose it in memory only.
+    dict(bandwidth="auto", lipschitz=1.0, kernel="triweight", bound="chernoff", histogram_bins=8),
+    dict(bandwidth="auto", lipschitz=1.0, kernel="boxcar", bandwidth_grid=np.geomspace(1e-6, 1e6, 13)),
+]
+
+
+@pytest.mark.parametrize("params", DASK_CASES, ids=lambda p: p.get("kernel", "epanechnikov"))
+def test_sharded_auto_equals_in_memory(params):
+    da = pytest.importorskip("dask.array")
+    dask = pytest.importorskip("dask")
+    from nwbound.dask import ShardedNadarayaWatson
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(700, 3))
+    y = np.array(["a", "b", "c"])[(X[:, 0] + 0.2 * rng.normal(size=700) > 0.5).astype(int) + (X[:, 1] > 0.85)]
+    w = rng.uniform(0.5, 2.0, size=700)
+    Q = rng.uniform(-0.1, 1.1, size=(130, 3))
+    ref = NadarayaWatsonClassifier(**params).fit(X, y, sample_weight=w)
+    model = ShardedNadarayaWatson(**params).fit(da.from_array(X, chunks=((300, 250, 1, 149), (3,))), y,
+                                                sample_weight=w)
+    Qd = da.from_array(Q, chunks=(50, -1))
+    bounds = ["hoeffding", "chernoff"]
+    one, several, labels = dask.compute(model.predict_interval(Qd), model.predict_interval(Qd, bounds),
+                                        model.predict(Qd), scheduler="threads")
+    expected = ref.predict_interval(Q)
+    np.testing.assert_array_equal(one["bandwidth"], expected.bandwidth)
+    np.testing.assert_allclose(one["upper"], expected.upper, atol=2e-7)
+    np.testing.assert_allclose(one["proba"], expected.proba, atol=1e-12)
+    np.testing.assert_array_equal(labels, ref.predict(Q))
+    for name, iv in ref.predict_interval(Q, bounds=bounds).items():
+        np.testing.assert_array_equal(several[name]["bandwidth"], iv.bandwidth)
+        np.testing.assert_allclose(several[name]["lower"], iv.lower, atol=2e-7)
+
+
+# -- found here, to be fixed outside the auto path (see the report of branch auto-review) ------------
+@pytest.mark.xfail(strict=True, reason="κ > 0 whose Σ(wK)² underflows to 0 gives sampling = 0 (bounds)")
+def test_fixed_bandwidth_with_an_underflowing_sum_of_squares_is_not_certified():
+    # Weights 1 and 1e-310 (relative): the query's only neighbour has w·K subnormal, Σ(wK)² = 0, so
+    # ε = β·D/κ alone (0 here); one point can never certify: ε ≥ √(log(2/δ')/2) > 1.
+    X = np.array([[0.0], [10.0], [10.5]])
+    y = np.array([0, 1, 0])
+    model = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=0.5).fit(X, y, sample_weight=[1e-310, 1.0, 1.0])
+    iv = model.predict_interval([[0.0]])
+    assert iv.vacuous[0] or np.all(iv.epsilon[0] >= 1.0), (iv.kappa, iv.epsilon)
+
+
+@pytest.mark.xfail(strict=True, reason="a shard whose weights are all 0 fails to fit (dask._sharded.fit)")
+def test_sharded_fit_accepts_a_shard_of_zero_weights():
+    da = pytest.importorskip("dask.array")
+    from nwbound.dask import ShardedNadarayaWatson
+
+    X, y, _ = _clustered(400, 2, 10, seed=2)
+    w = np.ones(len(y))
+    w[:100] = 0.0
+    ShardedNadarayaWatson(bandwidth="auto", lipschitz=1.0).fit(da.from_array(X, chunks=(100, -1)), y, sample_weight=w)
