@@ -261,6 +261,28 @@ def test_sharded_auto_equals_in_memory(params):
         np.testing.assert_allclose(several[name]["lower"], iv.lower, atol=2e-7)
 
 
+def test_sharded_auto_of_a_kernel_without_polynomial_takes_the_in_memory_pass(monkeypatch):
+    # In memory such a kernel chooses from the exhaustive statistics and takes its intervals from
+    # them; the sharded estimator did a second round at the chosen λ (other statistics: upper
+    # differed by 5e-5 on this grid). Now both run the same exhaustive pass (shard rounding: ~6e-7).
+    da = pytest.importorskip("dask.array")
+    dask = pytest.importorskip("dask")
+    from nwbound.dask import ShardedNadarayaWatson, _sharded
+
+    def no_ranking(*args):
+        raise AssertionError("ranking round run for a kernel the in-memory estimator does not rank")
+
+    monkeypatch.setattr(_sharded, "_shard_ranking", no_ranking)
+    X, y, Q = _clustered(700, 3, 80, seed=12)
+    params = dict(bandwidth="auto", lipschitz=1.0, kernel="tricube", bandwidth_grid=np.geomspace(1e-4, 1e4, 13))
+    ref = NadarayaWatsonClassifier(**params).fit(X, y).predict_interval(Q)
+    model = ShardedNadarayaWatson(**params).fit(da.from_array(X, chunks=(250, -1)), y)
+    (got,) = dask.compute(model.predict_interval(da.from_array(Q, chunks=(40, -1))), scheduler="threads")
+    np.testing.assert_array_equal(got["bandwidth"], ref.bandwidth)
+    np.testing.assert_allclose(got["upper"], ref.upper, atol=5e-6)
+    np.testing.assert_allclose(got["proba"], ref.proba, atol=1e-6)
+
+
 # -- found here, to be fixed outside the auto path (see the report of branch auto-review) ------------
 @pytest.mark.xfail(strict=True, reason="κ > 0 whose Σ(wK)² underflows to 0 gives sampling = 0 (bounds)")
 def test_fixed_bandwidth_with_an_underflowing_sum_of_squares_is_not_certified():
