@@ -1057,12 +1057,29 @@ def dense_moment_sums(
         )
     bandwidths = np.asarray(bandwidths, dtype=np.float64)
     degree = coef.shape[0] - 1
-    out = _dense_pass(Xq, train, kernel, bandwidths, need_dist=False, tail_radius=None,
-                      working_memory=working_memory, n_jobs=n_jobs, prune=prune, histogram_bins=0,
-                      moment_degree=degree)
+    n_q, n_bw = Xq.shape[0], bandwidths.shape[0]
+    kappa, sq_sum, dist_sum = (np.zeros((n_q, n_bw)) for _ in range(3))
+    # Queries in chunks: the per-slot moments (and their prefix sums) of a chunk fit the working
+    # memory, so memory does not grow with the number of queries (whole query blocks per thread).
+    budget = (get_config()["working_memory"] if working_memory is None else working_memory) * 2**20
+    per_query = 4 * 8 * max(n_bw, 1) * _n_moments(degree, train.weights)
+    step = max(_QUERY_BLOCK * _n_threads(n_jobs), int(budget // per_query) // _QUERY_BLOCK * _QUERY_BLOCK)
+    for s in range(0, n_q, step):
+        rows = slice(s, min(s + step, n_q))
+        moments = _dense_pass(Xq[rows], train, kernel, bandwidths, need_dist=False, tail_radius=None,
+                              working_memory=working_memory, n_jobs=n_jobs, prune=prune, histogram_bins=0,
+                              moment_degree=degree).moments
+        kappa[rows], sq_sum[rows], dist_sum[rows] = _moments_to_sums(moments, coef, kernel, bandwidths, train)
+    return MomentSums(kappa=kappa, sq_sum=sq_sum, dist_sum=dist_sum)
+
+
+def _moments_to_sums(moments: np.ndarray, coef: np.ndarray, kernel: Kernel, bandwidths: np.ndarray,
+                     train: TrainingSet) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """κ, ``Σ (wK)²`` and ``Σ wK·d`` (each (n, G)) from per-slot moments (see :func:`dense_moment_sums`)."""
+    degree = coef.shape[0] - 1
     support, scales, _ = _support_scales(kernel, bandwidths)
     order = np.argsort(-scales, kind="stable")  # slots by increasing λ
-    cum = np.cumsum(out.moments, axis=1)  # slot j: every point inside bandwidth order[j]
+    cum = np.cumsum(moments, axis=1)  # slot j: every point inside bandwidth order[j]
     powers = scales[order][:, None] ** np.arange(2 * degree + 1)  # (G, 2m+1)
     n_sq, n_lin = 2 * degree + 1, degree + 1
     kappa_mom = cum[:, :, n_sq + n_lin:] if train.weights is not None else cum[:, :, :n_lin]
@@ -1073,7 +1090,7 @@ def dense_moment_sums(
              (cum[:, :, n_sq:n_sq + n_lin], powers[:, :n_lin], coef, unit * up))
     inverse = np.empty_like(order)
     inverse[order] = np.arange(order.shape[0])
-    sums, unsure = [], np.zeros(out.moments.shape[:2], dtype=bool)
+    sums, unsure = [], np.zeros(moments.shape[:2], dtype=bool)
     with np.errstate(over="ignore", invalid="ignore"):
         for mom, pw, c, scale in terms:
             value = np.einsum("nja,ja,a->nj", mom, pw, c)[:, inverse] * scale
@@ -1083,11 +1100,10 @@ def dense_moment_sums(
             # Σ(wK)² of degree 2m cancels most) or not finite is noise, not a statistic.
             unsure |= ~(value > _MOMENT_TOLERANCE * size) | ~np.isfinite(size)
             sums.append(np.maximum(np.nan_to_num(value, nan=0.0), 0.0))
-    kappa, sq_sum, dist_sum = sums
     # Such a bandwidth has κ = 0 for the ranking: it ranks last (ε = inf) instead of on noise.
     for v in sums:
         v[unsure] = 0.0
-    return MomentSums(kappa=kappa, sq_sum=sq_sum, dist_sum=dist_sum)
+    return sums[0], sums[1], sums[2]
 
 
 def _check_histogram_bins(histogram_bins: int, kernel: Kernel) -> int:
