@@ -195,6 +195,35 @@ def test_auto_same_on_small_tiles_threads_and_pruned_layout(route, monkeypatch):
     _assert_auto_sound(clone(base).set_params(working_memory=0.05).fit(X, y, sample_weight=w), X, y, Q[:40], w)
 
 
+def test_slot_table_never_starts_past_the_slot_at_bucket_edges():
+    # Thresholds and δ on or one ulp from a bucket's edge (fl(δ·inv) rounds up into the next bucket):
+    # with the edges unlowered, table 335 here started past the slot (the entry then counted
+    # outside a bandwidth that holds it).
+    rng = np.random.default_rng(0)
+    for it in range(1000):
+        size = int(rng.integers(1, 200))
+        kind = it % 4
+        if kind == 0:
+            thresholds = rng.random(size)
+        elif kind == 1:
+            thresholds = 10 ** rng.uniform(-24, 0, size)
+        elif kind == 2:
+            base = rng.random(max(1, size // 2))
+            thresholds = np.concatenate([base, np.nextafter(base, 2)])
+        else:
+            thresholds = np.round(rng.random(size), 3) + 1e-3
+        thresholds = np.unique(thresholds)
+        plan = _sums._slot_table(thresholds)
+        table, inv = plan["slot_table"], plan["inv_bucket"]
+        n = table.shape[0]
+        edges = np.arange(n) / inv
+        delta = np.concatenate([thresholds, np.nextafter(thresholds, 0), np.nextafter(thresholds, 2), edges,
+                                np.nextafter(edges, 0), np.nextafter(edges, 2), rng.random(50) * 1.1, [0.0, 2.0]])
+        bucket = delta * inv  # the compiled route's lookup (tile_moments)
+        start = table[np.where(bucket < n - 1, bucket, n - 1).astype(np.intp)]
+        assert np.all(start <= np.searchsorted(thresholds, delta, side="left")), it
+
+
 def test_ranking_memory_is_bounded_by_working_memory(monkeypatch):
     # The per-slot moments are (queries × bandwidths × moments): computed chunk by chunk of queries
     # (other tiles too: the sums agree to the expansion's rounding)

@@ -1193,7 +1193,9 @@ def _slot_table(thresholds: np.ndarray) -> dict:
     gap = float(gaps[gaps > 0].min()) if np.any(gaps > 0) else top
     n_table = int(min(1 << 16, max(2, math.ceil(2.0 * top / gap) + 2)))
     inv_bucket = (n_table - 1) / top
-    edges = np.arange(n_table) / inv_bucket
+    # Each bucket's left edge lowered by 4 ulps: an entry whose fl(δ·inv_bucket) reaches bucket b has
+    # δ ≥ b/inv_bucket·(1 − 2u), so no threshold counted below the edge lies above δ.
+    edges = np.arange(n_table) / inv_bucket * (1.0 - 4.0 * _U64)
     return {
         "thresholds": np.append(thresholds, np.inf),
         "slot_table": np.searchsorted(thresholds, edges, side="left").astype(np.intp),
