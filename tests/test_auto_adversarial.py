@@ -100,6 +100,11 @@ def _case(name):
         params["bandwidth_grid"] = [0.3, 0.1, 0.3, 0.1, 0.6]
     elif name == "grid_huge_ratio":
         params["bandwidth_grid"] = np.geomspace(1e-6, 1e6, 13)
+    elif name == "grid_far_wider_than_data":
+        # δ = d²/S² of near pairs (~1e-18) below the product's resolution at S = 1e6: before the
+        # fix every narrow bandwidth looked full (δ̃ = 0), 55 of 60 queries chose one with κ = 0.
+        X, Q = X * 0.01, Q * 0.01
+        params.update(lipschitz=50.0, bandwidth_grid=np.geomspace(1e-6, 1e6, 13))
     elif name == "grid_below_nearest_neighbour":
         params["bandwidth_grid"] = [1e-6, 1e-5, 1e-4, 0.3, 0.9]
     elif name == "grid_200_values":
@@ -144,7 +149,8 @@ def _case(name):
 
 
 CASES = [
-    "grid_one_value", "grid_duplicates", "grid_huge_ratio", "grid_below_nearest_neighbour", "grid_200_values",
+    "grid_one_value", "grid_duplicates", "grid_huge_ratio", "grid_far_wider_than_data", "grid_below_nearest_neighbour",
+    "grid_200_values",
     "duplicate_rows", "queries_are_training_rows", "queries_far_outside", "two_training_rows", "one_feature",
     "one_query", "float32_offset", "scale_1e-200", "scale_1e160", "weights_with_zeros", "weights_tiny",
     "weights_huge", "two_classes", "seven_classes", "string_labels",

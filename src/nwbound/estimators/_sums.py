@@ -118,6 +118,10 @@ _DIRECT_CHUNK_ELEMENTS = 1 << 20
 _U64 = 2.0**-53  # unit roundoff of float64
 # dense_moment_sums: an expanded sum below this share of the same sum with |coefficients| is rounding.
 _MOMENT_TOLERANCE = 1e-10
+# The moments pass recomputes from the coordinates the entries that may lie inside a bandwidth
+# whose δ threshold θ is below this many times the product's error bound on δ (u² off by > R²/16:
+# the product cannot place them; finer resolution would recompute most float32 entries).
+_MOMENT_RESOLVE = 2.0**4
 # The compiled tile reduction (numba): False forces the numpy route, as does
 # the environment variable NWBOUND_DISABLE_NUMBA=1.
 USE_NUMBA = True
@@ -644,11 +648,19 @@ class _Accumulator:
     def _flush_moments(self, rows: np.ndarray, cols: np.ndarray, delta: np.ndarray, plan: _Plan) -> None:
         """Numpy route of :func:`._fused.tile_moments`: per slot ``Σ w²δ^a``, ``Σ w r δ^a``, ``Σ w δ^a``."""
         G = plan.thresholds.shape[0] - 1
+        err = self.row_err[rows]
+        # As in tile_moments: entries the product cannot place among narrow bandwidths, directly.
+        narrow = np.searchsorted(plan.thresholds[:G], _MOMENT_RESOLVE * self.row_err, side="left")
+        cut = np.where(narrow > 0, plan.thresholds[np.maximum(narrow - 1, 0)] + self.row_err, -1.0)[rows]
+        low = np.flatnonzero(delta <= cut)
+        if low.size:
+            delta[low] = _direct_delta(self.q64, rows[low], plan.layout.points, cols[low], 1.0 / plan.support)
+            err[low] = 0.0  # a direct distance: relative error only (direct_factor)
         slot = np.searchsorted(plan.thresholds, delta, side="left")  # first j with δ ≤ θ_j (G: none)
         keep = np.flatnonzero(slot < G)
-        rows, delta, slot = rows[keep], delta[keep], slot[keep]
+        rows, delta, slot, err = rows[keep], delta[keep], slot[keep], err[keep]
         w = None if plan.layout.weights is None else plan.layout.weights[cols[keep]]
-        dist = np.sqrt(delta * plan.direct_factor + self.row_err[rows])
+        dist = np.sqrt(delta * plan.direct_factor + err)
         flat = rows * G + slot
         size = self.n_rows * G
         m = plan.moment_degree
@@ -673,7 +685,7 @@ class _Accumulator:
             spec.tile_moments(
                 t, self.select.astype(t.dtype), self.redo, col_ids, spec.weights, plan.layout.points, self.q64,
                 1.0 / plan.support, plan.direct_factor, self.row_err, plan.thresholds, plan.slot_table,
-                plan.inv_bucket, plan.moment_degree, self.mom,
+                plan.inv_bucket, plan.moment_degree, self.mom, _MOMENT_RESOLVE,
             )
             return
         spec.tile_sums(
@@ -1080,7 +1092,8 @@ def _moments_to_sums(moments: np.ndarray, coef: np.ndarray, kernel: Kernel, band
     support, scales, _ = _support_scales(kernel, bandwidths)
     order = np.argsort(-scales, kind="stable")  # slots by increasing λ
     cum = np.cumsum(moments, axis=1)  # slot j: every point inside bandwidth order[j]
-    powers = scales[order][:, None] ** np.arange(2 * degree + 1)  # (G, 2m+1)
+    with np.errstate(over="ignore"):  # inf for a grid too wide: the sums are then unsure (below)
+        powers = scales[order][:, None] ** np.arange(2 * degree + 1)  # (G, 2m+1)
     n_sq, n_lin = 2 * degree + 1, degree + 1
     kappa_mom = cum[:, :, n_sq + n_lin:] if train.weights is not None else cum[:, :, :n_lin]
     unit = train.weight_unit
