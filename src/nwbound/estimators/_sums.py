@@ -1040,9 +1040,10 @@ def dense_moment_sums(
     -------
     MomentSums
         Each (n_queries, n_bandwidths), clipped at 0. Where one of the three expanded sums is
-        within its rounding of 0 (below ``_MOMENT_TOLERANCE`` times the same sum with
-        ``|c_a|``: every point near the support's edge), all three are 0 for that query and
-        bandwidth, so that it ranks last rather than on rounding noise.
+        within its rounding of 0 (at most ``_MOMENT_TOLERANCE`` times the same sum with
+        ``|c_a|``, which is > 0: every point near the support's edge), or κ > 0 with
+        ``Σ (wK)² = 0`` (underflow), all three are 0 for that query and bandwidth, so that it
+        ranks last rather than on noise.
 
     Raises
     ------
@@ -1110,9 +1111,12 @@ def _moments_to_sums(moments: np.ndarray, coef: np.ndarray, kernel: Kernel, band
             # The same sum with |c_a|: the size of the terms that cancel, which sets the rounding.
             size = np.einsum("nja,ja,a->nj", mom, pw, np.abs(c))[:, inverse] * scale
             # A sum within the expansion's rounding of 0 (every point near the support's edge;
-            # Σ(wK)² of degree 2m cancels most) or not finite is noise, not a statistic.
-            unsure |= ~(value > _MOMENT_TOLERANCE * size) | ~np.isfinite(size)
+            # Σ(wK)² of degree 2m cancels most) or not finite is noise, not a statistic. An exact
+            # 0 (all terms 0, e.g. Σ wK·d of exact copies of the query) is one.
+            unsure |= ((value <= _MOMENT_TOLERANCE * size) & (size > 0)) | ~np.isfinite(size)
             sums.append(np.maximum(np.nan_to_num(value, nan=0.0), 0.0))
+    # κ > 0 with Σ(wK)² = 0: the squares underflowed (subnormal w·K), no statistic either.
+    unsure |= (sums[0] > 0) & ~(sums[1] > 0)
     # Such a bandwidth has κ = 0 for the ranking: it ranks last (ε = inf) instead of on noise.
     for v in sums:
         v[unsure] = 0.0
