@@ -414,8 +414,10 @@ empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
         threads = self.threads_per_task
         params, template = self._estimator_params(), share(self.template_, client)
         parts = []
-        # (Infinite-support kernels keep the exhaustive pass: the paper's form then needs tail masses.)
-        ranked = self.n_neighbors is None and len(self.bandwidths_) > 1 and self.estimator_.kernel_.compact
+        # Two rounds only where the in-memory estimator ranks from moments (polynomial kernels): other
+        # kernels take its exhaustive pass, whose statistics then give the intervals, as in memory.
+        ranked = (self.n_neighbors is None and len(self.bandwidths_) > 1
+                  and self.estimator_._ranks_from_moments())
         if ranked:
             # bandwidth="auto": the shards' rankings add up, each query's bandwidth is chosen from
             # the sum, then the shards' exact statistics at that bandwidth add up.

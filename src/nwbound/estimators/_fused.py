@@ -465,6 +465,7 @@ def tile_moments(
     inv_bucket,
     degree,
     mom,
+    resolve,
 ):  # pragma: no cover - compiled
     """Add one tile's per-slot distance moments to ``mom`` (the ``bandwidth="auto"`` ranking pass).
 
@@ -491,6 +492,9 @@ def tile_moments(
         ``m``, the kernel's degree in ``u²``.
     mom : float64 ndarray of shape (rows, G, M)
         ``M = (2m + 1) + (m + 1)`` moments per slot, ``+ (m + 1)`` with weights, in that order.
+    resolve : float
+        Entries that may lie inside a bandwidth of threshold ``θ < resolve·row_err`` (the product
+        cannot place them) get ``δ`` from the coordinates (``_sums._MOMENT_RESOLVE``).
     """
     n_rows, width = t.shape
     n_bw = thresholds.shape[0] - 1
@@ -547,6 +551,20 @@ def tile_moments(
                     d2[k] = _direct_delta(queries, i, points, col_ids[cols[k]], inv_support)
                 else:
                     d2[k] = max(1.0 - v, 0.0)
+        err = row_err[i]
+        # Entries that may lie inside a bandwidth the product cannot resolve (θ < resolve·err: u²
+        # off by more than R²/resolve) from the coordinates, with a relative error only.
+        cut = -1.0
+        for s in range(n_bw):
+            if thresholds[s] < resolve * err:
+                cut = thresholds[s] + err
+        for k in range(n):
+            dist[k] = math.sqrt(d2[k] * direct_factor + err)
+        if cut >= 0.0:  # rare (a grid far wider than the data): apart, so the loop above vectorises
+            for k in range(n):
+                if d2[k] <= cut:
+                    d2[k] = _direct_delta(queries, i, points, col_ids[idx[k]], inv_support)
+                    dist[k] = math.sqrt(d2[k] * direct_factor)
         for k in range(n):
             d = d2[k]
             b = d * inv_bucket  # (may be inf for a far pair recomputed directly)
@@ -554,9 +572,6 @@ def tile_moments(
             while d > thresholds[s]:  # thresholds[n_bw] = inf stops it
                 s += 1
             slot[k] = s
-        err = row_err[i]
-        for k in range(n):
-            dist[k] = math.sqrt(d2[k] * direct_factor + err)
         part[:] = 0.0
         if degree == 1 and not weighted:  # Epanechnikov, unit weights: the common case, unrolled
             for k in range(n):

@@ -121,8 +121,12 @@ _MAX_T_ERROR = 2.0**-8
 # Entries per chunk of a direct distance recomputation (entries × features floats).
 _DIRECT_CHUNK_ELEMENTS = 1 << 20
 _U64 = 2.0**-53  # unit roundoff of float64
-# dense_moment_sums: κ below this share of the mass inside the support is rounding of the expansion.
+# dense_moment_sums: an expanded sum below this share of the same sum with |coefficients| is rounding.
 _MOMENT_TOLERANCE = 1e-10
+# The moments pass recomputes from the coordinates the entries that may lie inside a bandwidth
+# whose δ threshold θ is below this many times the product's error bound on δ (u² off by > R²/16:
+# the product cannot place them; finer resolution would recompute most float32 entries).
+_MOMENT_RESOLVE = 2.0**4
 # The compiled tile reduction (numba): False forces the numpy route, as does
 # the environment variable NWBOUND_DISABLE_NUMBA=1.
 USE_NUMBA = True
@@ -649,11 +653,19 @@ class _Accumulator:
     def _flush_moments(self, rows: np.ndarray, cols: np.ndarray, delta: np.ndarray, plan: _Plan) -> None:
         """Numpy route of :func:`._fused.tile_moments`: per slot ``Σ w²δ^a``, ``Σ w r δ^a``, ``Σ w δ^a``."""
         G = plan.thresholds.shape[0] - 1
+        err = self.row_err[rows]
+        # As in tile_moments: entries the product cannot place among narrow bandwidths, directly.
+        narrow = np.searchsorted(plan.thresholds[:G], _MOMENT_RESOLVE * self.row_err, side="left")
+        cut = np.where(narrow > 0, plan.thresholds[np.maximum(narrow - 1, 0)] + self.row_err, -1.0)[rows]
+        low = np.flatnonzero(delta <= cut)
+        if low.size:
+            delta[low] = _direct_delta(self.q64, rows[low], plan.layout.points, cols[low], 1.0 / plan.support)
+            err[low] = 0.0  # a direct distance: relative error only (direct_factor)
         slot = np.searchsorted(plan.thresholds, delta, side="left")  # first j with δ ≤ θ_j (G: none)
         keep = np.flatnonzero(slot < G)
-        rows, delta, slot = rows[keep], delta[keep], slot[keep]
+        rows, delta, slot, err = rows[keep], delta[keep], slot[keep], err[keep]
         w = None if plan.layout.weights is None else plan.layout.weights[cols[keep]]
-        dist = np.sqrt(delta * plan.direct_factor + self.row_err[rows])
+        dist = np.sqrt(delta * plan.direct_factor + err)
         flat = rows * G + slot
         size = self.n_rows * G
         m = plan.moment_degree
@@ -678,7 +690,7 @@ class _Accumulator:
             spec.tile_moments(
                 t, self.select.astype(t.dtype), self.redo, col_ids, spec.weights, plan.layout.points, self.q64,
                 1.0 / plan.support, plan.direct_factor, self.row_err, plan.thresholds, plan.slot_table,
-                plan.inv_bucket, plan.moment_degree, self.mom,
+                plan.inv_bucket, plan.moment_degree, self.mom, _MOMENT_RESOLVE,
             )
             return
         spec.tile_sums(
@@ -1037,7 +1049,11 @@ def dense_moment_sums(
     Returns
     -------
     MomentSums
-        Each (n_queries, n_bandwidths), clipped at 0.
+        Each (n_queries, n_bandwidths), clipped at 0. Where one of the three expanded sums is
+        within its rounding of 0 (at most ``_MOMENT_TOLERANCE`` times the same sum with
+        ``|c_a|``, which is > 0: every point near the support's edge), or κ > 0 with
+        ``Σ (wK)² = 0`` (underflow), all three are 0 for that query and bandwidth, so that it
+        ranks last rather than on noise.
 
     Raises
     ------
@@ -1064,31 +1080,57 @@ def dense_moment_sums(
         )
     bandwidths = np.asarray(bandwidths, dtype=np.float64)
     degree = coef.shape[0] - 1
-    out = _dense_pass(Xq, train, kernel, bandwidths, need_dist=False, tail_radius=None,
-                      working_memory=working_memory, n_jobs=n_jobs, prune=prune, histogram_bins=0,
-                      moment_degree=degree)
+    n_q, n_bw = Xq.shape[0], bandwidths.shape[0]
+    kappa, sq_sum, dist_sum = (np.zeros((n_q, n_bw)) for _ in range(3))
+    # Queries in chunks: the per-slot moments (and their prefix sums) of a chunk fit the working
+    # memory, so memory does not grow with the number of queries (whole query blocks per thread).
+    budget = (get_config()["working_memory"] if working_memory is None else working_memory) * 2**20
+    per_query = 4 * 8 * max(n_bw, 1) * _n_moments(degree, train.weights)
+    step = max(_QUERY_BLOCK * _n_threads(n_jobs), int(budget // per_query) // _QUERY_BLOCK * _QUERY_BLOCK)
+    for s in range(0, n_q, step):
+        rows = slice(s, min(s + step, n_q))
+        moments = _dense_pass(Xq[rows], train, kernel, bandwidths, need_dist=False, tail_radius=None,
+                              working_memory=working_memory, n_jobs=n_jobs, prune=prune, histogram_bins=0,
+                              moment_degree=degree).moments
+        kappa[rows], sq_sum[rows], dist_sum[rows] = _moments_to_sums(moments, coef, kernel, bandwidths, train)
+    return MomentSums(kappa=kappa, sq_sum=sq_sum, dist_sum=dist_sum)
+
+
+def _moments_to_sums(moments: np.ndarray, coef: np.ndarray, kernel: Kernel, bandwidths: np.ndarray,
+                     train: TrainingSet) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """κ, ``Σ (wK)²`` and ``Σ wK·d`` (each (n, G)) from per-slot moments (see :func:`dense_moment_sums`)."""
+    degree = coef.shape[0] - 1
     support, scales, _ = _support_scales(kernel, bandwidths)
     order = np.argsort(-scales, kind="stable")  # slots by increasing λ
-    cum = np.cumsum(out.moments, axis=1)  # slot j: every point inside bandwidth order[j]
-    powers = scales[order][:, None] ** np.arange(2 * degree + 1)  # (G, 2m+1)
+    cum = np.cumsum(moments, axis=1)  # slot j: every point inside bandwidth order[j]
+    with np.errstate(over="ignore"):  # inf for a grid too wide: the sums are then unsure (below)
+        powers = scales[order][:, None] ** np.arange(2 * degree + 1)  # (G, 2m+1)
     n_sq, n_lin = 2 * degree + 1, degree + 1
     kappa_mom = cum[:, :, n_sq + n_lin:] if train.weights is not None else cum[:, :, :n_lin]
     unit = train.weight_unit
     up = _distance_sum_scale(support, train.X.shape[0])
-    with np.errstate(over="ignore", invalid="ignore"):
-        sums = (
-            np.einsum("nja,ja,a->nj", kappa_mom, powers[:, :n_lin], coef) * unit,
-            np.einsum("nja,ja,a->nj", cum[:, :, :n_sq], powers, np.convolve(coef, coef)) * (unit * unit),
-            np.einsum("nja,ja,a->nj", cum[:, :, n_sq:n_sq + n_lin], powers[:, :n_lin], coef) * (unit * up),
-        )
+    terms = ((kappa_mom, powers[:, :n_lin], coef, unit),
+             (cum[:, :, :n_sq], powers, np.convolve(coef, coef), unit * unit),
+             (cum[:, :, n_sq:n_sq + n_lin], powers[:, :n_lin], coef, unit * up))
     inverse = np.empty_like(order)
     inverse[order] = np.arange(order.shape[0])
-    kappa, sq_sum, dist_sum = (np.maximum(np.nan_to_num(v[:, inverse], nan=0.0), 0.0) for v in sums)
-    # κ within the expansion's rounding of 0 (every point at the support's edge) is taken as 0:
-    # the bandwidth then ranks last instead of on a κ that is only rounding noise.
-    mass = (kappa_mom[:, :, 0] * unit)[:, inverse]
-    kappa[kappa <= _MOMENT_TOLERANCE * mass] = 0.0
-    return MomentSums(kappa=kappa, sq_sum=sq_sum, dist_sum=dist_sum)
+    sums, unsure = [], np.zeros(moments.shape[:2], dtype=bool)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for mom, pw, c, scale in terms:
+            value = np.einsum("nja,ja,a->nj", mom, pw, c)[:, inverse] * scale
+            # The same sum with |c_a|: the size of the terms that cancel, which sets the rounding.
+            size = np.einsum("nja,ja,a->nj", mom, pw, np.abs(c))[:, inverse] * scale
+            # A sum within the expansion's rounding of 0 (every point near the support's edge;
+            # Σ(wK)² of degree 2m cancels most) or not finite is noise, not a statistic. An exact
+            # 0 (all terms 0, e.g. Σ wK·d of exact copies of the query) is one.
+            unsure |= ((value <= _MOMENT_TOLERANCE * size) & (size > 0)) | ~np.isfinite(size)
+            sums.append(np.maximum(np.nan_to_num(value, nan=0.0), 0.0))
+    # κ > 0 with Σ(wK)² = 0: the squares underflowed (subnormal w·K), no statistic either.
+    unsure |= (sums[0] > 0) & ~(sums[1] > 0)
+    # Such a bandwidth has κ = 0 for the ranking: it ranks last (ε = inf) instead of on noise.
+    for v in sums:
+        v[unsure] = 0.0
+    return sums[0], sums[1], sums[2]
 
 
 def _check_histogram_bins(histogram_bins: int, kernel: Kernel) -> int:
@@ -1191,7 +1233,9 @@ def _slot_table(thresholds: np.ndarray) -> dict:
     gap = float(gaps[gaps > 0].min()) if np.any(gaps > 0) else top
     n_table = int(min(1 << 16, max(2, math.ceil(2.0 * top / gap) + 2)))
     inv_bucket = (n_table - 1) / top
-    edges = np.arange(n_table) / inv_bucket
+    # Each bucket's left edge lowered by 4 ulps: an entry whose fl(δ·inv_bucket) reaches bucket b has
+    # δ ≥ b/inv_bucket·(1 − 2u), so no threshold counted below the edge lies above δ.
+    edges = np.arange(n_table) / inv_bucket * (1.0 - 4.0 * _U64)
     return {
         "thresholds": np.append(thresholds, np.inf),
         "slot_table": np.searchsorted(thresholds, edges, side="left").astype(np.intp),
