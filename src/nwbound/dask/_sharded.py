@@ -417,7 +417,7 @@ empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
         # Two rounds only where the in-memory estimator ranks from moments (polynomial kernels): other
         # kernels take its exhaustive pass, whose statistics then give the intervals, as in memory.
         ranked = (self.n_neighbors is None and len(self.bandwidths_) > 1
-                  and self.estimator_._ranks_from_moments())
+                  and self.estimator_.ranks_from_moments_)
         if ranked:
             # bandwidth="auto": the shards' rankings add up, each query's bandwidth is chosen from
             # the sum, then the shards' exact statistics at that bandwidth add up.

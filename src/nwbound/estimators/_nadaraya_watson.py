@@ -710,14 +710,33 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         check_is_fitted(self)
         X = self._validate_queries(X)
         grid = self.bandwidths_[None, :]
-        if self._ranks_from_moments():
+        if self.ranks_from_moments_:
             m = dense_moment_sums(X, self._train, self.kernel_, self.bandwidths_,
                                   working_memory=self.working_memory, n_jobs=self.n_jobs)
             return BandwidthRanking(m.kappa, m.sq_sum, m.dist_sum, grid)
         stats = self._statistics(X, [], need_bounds=True)
         return BandwidthRanking(stats.kappa, stats.sq_sum, stats.dist_sum, grid)
 
-    def _ranks_from_moments(self) -> bool:
+    @property
+    def ranks_from_moments_(self) -> bool:
+        """True when :meth:`bandwidth_ranking` comes from one pass of distance moments.
+
+        The regular classifier on the host with a compact kernel that is a polynomial in ``u²``
+        (``kernel_.polynomial``): then ``bandwidth="auto"`` ranks the grid first and computes
+        exact statistics at each query's chosen bandwidth only; otherwise one exhaustive pass
+        computes every statistic of every grid bandwidth.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0).fit(X, y).ranks_from_moments_
+        True
+        >>> NadarayaWatsonClassifier(kernel="tricube").fit(X, y).ranks_from_moments_
+        False
+        """
+        check_is_fitted(self)
         kernel = self.kernel_
         return (self.index_ is None and getattr(self, "device", None) is None
                 and kernel.polynomial is not None and kernel.compact)
@@ -844,7 +863,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         The choice depends on the inputs only (ε's label-free parts), so it keeps every bound
         valid; the statistics of the chosen bandwidth are then computed exactly.
         """
-        if (self.bandwidths_.shape[0] < 2 or not self._ranks_from_moments() or X.shape[0] == 0
+        if (self.bandwidths_.shape[0] < 2 or not self.ranks_from_moments_ or X.shape[0] == 0
                 or any(spec.needs_tail_mass for spec in specs.values())):
             return None
         m = dense_moment_sums(X, self._train, self.kernel_, self.bandwidths_,
