@@ -372,12 +372,24 @@ def test_fixed_bandwidth_with_an_underflowing_sum_of_squares_is_not_certified(n_
     assert iv.vacuous[0] or np.all(iv.epsilon[0] >= 1.0), (iv.kappa, iv.epsilon)
 
 
-@pytest.mark.xfail(strict=True, reason="a shard whose weights are all 0 fails to fit, any bandwidth (set_fitted_state: weights sum to 0)")
 def test_sharded_fit_accepts_a_shard_of_zero_weights():
     da = pytest.importorskip("dask.array")
     from nwbound.dask import ShardedNadarayaWatson
 
-    X, y, _ = _clustered(400, 2, 10, seed=2)
+    X, y, Q = _clustered(400, 2, 10, seed=2)
     w = np.ones(len(y))
     w[:100] = 0.0
-    ShardedNadarayaWatson(bandwidth="auto", lipschitz=1.0).fit(da.from_array(X, chunks=(100, -1)), y, sample_weight=w)
+    for params in (dict(bandwidth="auto", lipschitz=1.0), dict(bandwidth=0.5, n_neighbors=7, lipschitz=1.0)):
+        sharded = ShardedNadarayaWatson(**params).fit(da.from_array(X, chunks=(100, -1)), y, sample_weight=w)
+        got = sharded.predict_interval(da.from_array(Q, chunks=(5, -1)))
+        ref = NadarayaWatsonClassifier(**params).fit(X, y, sample_weight=w).predict_interval(Q)
+        np.testing.assert_allclose(got["proba"].compute(), ref.proba, atol=1e-9)
+        np.testing.assert_allclose(got["upper"].compute(), ref.upper, atol=1e-6)
+        # The zero-weight state itself: every κ is 0, and the histogram counts nothing (no NaN).
+        state = NadarayaWatsonClassifier(**params).fit(X, y).get_fitted_state()
+        state["weights"] = np.zeros(len(y))
+        empty = NadarayaWatsonClassifier(**params).set_fitted_state(state)
+        stats = empty.kernel_statistics(Q)
+        assert np.all(stats.kappa == 0)
+        assert stats.histogram is None or not np.any(np.isnan(stats.histogram))
+        assert np.all(empty.predict_interval(Q).vacuous)

@@ -301,3 +301,17 @@ def test_shared_dicts_never_meet_under_their_keys(client):
     assert first.key != second.key
     np.testing.assert_array_equal(first.result()["bandwidths_"], [0.4])
     np.testing.assert_array_equal(second.result()["bandwidths_"], [0.1, 0.2])
+
+
+@pytest.mark.parametrize("scale", [1000.0, 1e-3])
+def test_sharded_localized_neighbours_at_any_scale(client, data, scale):
+    # The shards' index searches in power-of-two-scaled coordinates: asking it with raw queries
+    # (as the shards once did) picked wrong neighbours whenever the data were not within [-1, 1].
+    X, y, w, Q = data
+    params = dict(bandwidth=0.4 * scale, n_neighbors=9, lipschitz=1.0 / scale)
+    reference = NadarayaWatsonClassifier(**params).fit(X * scale, y, sample_weight=w)
+    model = nwdask.ShardedNadarayaWatson(**params).fit(
+        da.from_array(X * scale, chunks=(200, -1)), y, sample_weight=w, client=client)
+    (interval,) = dask.compute(model.predict_interval(da.from_array(Q * scale, chunks=(50, -1)), client=client),
+                               scheduler=client)
+    assert_same_interval(interval, reference.predict_interval(Q * scale), end_tol=CHERNOFF_END_TOL)

@@ -91,7 +91,8 @@ def _merge_two(a: Any, b: Any) -> Any:
 
 def _shard_topk(shard: _Shard, block: np.ndarray, k: int) -> tuple:
     """The shard's k nearest rows of each query: (distances, global rows, labels, weights, features)."""
-    dist, idx = shard.model.index_.kneighbors(block, min(k, shard.labels.shape[0]))
+    # The model's own search (its index works in scaled coordinates), distances recomputed directly.
+    dist, idx = shard.model.kneighbors(block, min(k, shard.labels.shape[0]))
     weights = None if shard.weights is None else shard.weights[idx]
     return np.asarray(dist, dtype=np.float64), idx + shard.offset, shard.labels[idx], weights, shard.X[idx]
 

@@ -337,7 +337,7 @@ def dense_kernel_sums_array_api(
         if need_dist:
             out.dist_sum[:, g] = st.dist_sum
         if bins:
-            out.histogram[:, g] = st.histogram / out.weight_max
+            out.histogram[:, g] = st.histogram / out.weight_max if out.weight_max > 0 else 0.0
             out.hist_mass[:, g] = st.hist_mass
             out.hist_dist[:, g] = st.hist_dist
         d2_err = st.d2_error

@@ -23,7 +23,7 @@ from ._base import BoundedClassifierBase
 from ._device import queries_on_host
 from ._state import state_array, state_classes, state_scalar
 from ._statistics import BandwidthRanking, KernelStatistics
-from ._sums import TrainingSet, dense_kernel_sums, dense_moment_sums, neighbor_kernel_sums
+from ._sums import TrainingSet, dense_kernel_sums, dense_moment_sums, neighbor_distances, neighbor_kernel_sums
 
 __all__ = [
     "NadarayaWatsonClassifier",
@@ -515,9 +515,8 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             raise ValueError(f"Fitted state 'X' has dtype {X.dtype}, but this estimator's dtype is {dtype}.")
         n = X.shape[0]
         labels = state_array(state, "labels", ndim=1, kind="i", shape=(n,), low=0, high=classes.shape[0] - 1)
+        # All-zero weights are a valid state (a shard of a training set): every κ is then 0.
         weights = state_array(state, "weights", ndim=1, shape=(n,), low=0.0, optional=True)
-        if weights is not None and not weights.sum() > 0:
-            raise ValueError("Fitted state 'weights' sums to 0.")
         grid = state_array(state, "bandwidths_", ndim=1, low=np.finfo(np.float64).tiny)
         if grid.shape[0] < 1 or (not auto and not np.array_equal(grid, [float(self.bandwidth)])):
             raise ValueError(
@@ -679,6 +678,49 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
     def _rows_by_bandwidth(choice: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
         used = np.unique(choice)
         return [np.flatnonzero(choice == g) for g in used], used
+
+    def kneighbors(self, X, n_neighbors: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Each query's nearest training rows (localized classifier), as its kernel sums use them.
+
+        The index searches in coordinates scaled by a power of two (exact); the distances
+        returned are recomputed directly from the original coordinates (float64).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        n_neighbors : int or None, default=None
+            How many (None: ``n_neighbors``); at most the number of training rows.
+
+        Returns
+        -------
+        distances : ndarray of shape (n_queries, n_neighbors)
+        indices : ndarray of shape (n_queries, n_neighbors)
+            Row numbers of the training set.
+
+        Raises
+        ------
+        ValueError
+            For the regular classifier (``n_neighbors=None``), or ``n_neighbors`` out of range.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.array([[0.0], [10.0], [30.0]]); y = np.array([0, 1, 1])
+        >>> clf = NadarayaWatsonClassifier(n_neighbors=2, bandwidth=50.0).fit(X, y)
+        >>> dist, idx = clf.kneighbors([[12.0]])
+        >>> dist.tolist(), idx.tolist()
+        ([[2.0, 12.0]], [[1, 0]])
+        """
+        check_is_fitted(self)
+        if self.index_ is None:
+            raise ValueError("kneighbors needs the localized classifier: fit with n_neighbors=k.")
+        X = self._validate_queries(X)
+        k = self.n_neighbors if n_neighbors is None else n_neighbors
+        check_int_range(k, "n_neighbors", 1, self.n_samples_fit_,
+                        hint=f"It counts neighbours among the {self.n_samples_fit_} training samples.")
+        _, idx = self.index_.kneighbors(X / self._index_scale, int(k))
+        return neighbor_distances(X, self._train.X, idx, working_memory=self.working_memory), idx
 
     def bandwidth_ranking(self, X) -> BandwidthRanking:
         """What ranks ``bandwidths_`` for each query: κ, ``Σ a_i²`` and ``Σ a_i d_i`` (label-free).

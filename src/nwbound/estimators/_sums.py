@@ -1222,7 +1222,8 @@ def _dense_plan(
         tail_radius=tail_radius,
         hist_bins=histogram_bins,
         radius_sq=radius_sq,
-        inv_weight_max=lay.weight_unit / weight_max,  # layout weights are in units of weight_unit
+        # Layout weights are in units of weight_unit; all-zero weights (a shard) count nothing.
+        inv_weight_max=lay.weight_unit / weight_max if weight_max > 0 else 0.0,
         direct_factor=1.0 + direct_distance_error(n_features),
         tile_elements=tile_elements,
         flush_entries=max(1, int(_DENSE_SHARE * tile_elements)),
