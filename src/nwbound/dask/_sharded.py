@@ -72,7 +72,7 @@ def _restored(params: dict, template: dict, X: np.ndarray, labels: np.ndarray, w
     state.pop("weights", None)
     if weights is not None:
         state["weights"] = weights
-    return NadarayaWatsonClassifier(**params).set_fitted_state(state)
+    return NadarayaWatsonClassifier(**params).set_fitted_state(state, shard=True)
 
 
 def _shard(params: dict, template: dict, X: np.ndarray, offset: int, labels: np.ndarray,

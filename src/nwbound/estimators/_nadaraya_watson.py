@@ -469,7 +469,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             state["feature_names_in_"] = self.feature_names_in_
         return state
 
-    def set_fitted_state(self, state: Mapping[str, Any]) -> "NadarayaWatsonClassifier":
+    def set_fitted_state(self, state: Mapping[str, Any], *, shard: bool = False) -> "NadarayaWatsonClassifier":
         """Restore a state from :meth:`get_fitted_state` into this (unfitted) estimator.
 
         Every array is checked as untrusted input — shapes, dtypes,
@@ -481,6 +481,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         Parameters
         ----------
         state : mapping
+        shard : bool, default=False
+            The state is one shard of a larger training set (``nwbound.dask``): its sample
+            weights may then all be 0 (every κ is 0). A model file is never a shard.
 
         Returns
         -------
@@ -515,8 +518,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             raise ValueError(f"Fitted state 'X' has dtype {X.dtype}, but this estimator's dtype is {dtype}.")
         n = X.shape[0]
         labels = state_array(state, "labels", ndim=1, kind="i", shape=(n,), low=0, high=classes.shape[0] - 1)
-        # All-zero weights are a valid state (a shard of a training set): every κ is then 0.
         weights = state_array(state, "weights", ndim=1, shape=(n,), low=0.0, optional=True)
+        if weights is not None and not shard and not weights.sum() > 0:
+            raise ValueError("Fitted state 'weights' sums to 0.")
         grid = state_array(state, "bandwidths_", ndim=1, low=np.finfo(np.float64).tiny)
         if grid.shape[0] < 1 or (not auto and not np.array_equal(grid, [float(self.bandwidth)])):
             raise ValueError(
