@@ -754,7 +754,10 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         (1, 16)
         """
         check_is_fitted(self)
-        X = self._validate_queries(X)
+        return self._ranking(self._validate_queries(X))
+
+    def _ranking(self, X: np.ndarray) -> BandwidthRanking:
+        """:meth:`bandwidth_ranking` of validated queries."""
         grid = self.bandwidths_[None, :]
         if self.ranks_from_moments_:
             m = dense_moment_sums(X, self._train, self.kernel_, self.bandwidths_,
@@ -912,11 +915,8 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         if (self.bandwidths_.shape[0] < 2 or not self.ranks_from_moments_ or X.shape[0] == 0
                 or any(spec.needs_tail_mass for spec in specs.values())):
             return None
-        m = dense_moment_sums(X, self._train, self.kernel_, self.bandwidths_,
-                              working_memory=self.working_memory, n_jobs=self.n_jobs)
-        ranking = BandwidthRanking(m.kappa, m.sq_sum, m.dist_sum, self.bandwidths_[None, :])
         groups: list[tuple[np.ndarray, list]] = []
-        for name, choice in self._choices(ranking, specs).items():
+        for name, choice in self._choices(self._ranking(X), specs).items():
             same = next((g for g in groups if np.array_equal(g[0], choice)), None)
             if same is None:
                 groups.append((choice, [name]))
