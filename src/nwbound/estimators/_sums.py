@@ -1167,7 +1167,7 @@ def _support_scales(kernel: Kernel, bandwidths: np.ndarray) -> tuple[float, np.n
         inv_support = 1.0 / support if support > 0 else math.inf
     if not (math.isfinite(support) and support > 0 and math.isfinite(inv_support) and np.all(np.isfinite(scales))):
         raise ValueError(
-            f"bandwidths {bandwidths.min(initial=0):.3g}…{lam_max:.3g} cannot be represented in float64 "
+            f"bandwidths {bandwidths.min(initial=np.inf):.3g}…{lam_max:.3g} cannot be represented in float64 "
             "next to each other (support radius and its inverse must be finite and > 0); "
             "rescale the features and bandwidths together."
         )
