@@ -17,6 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 
+from test_engine_paths import route  # noqa: F401  (fixture: both engine routes)
+
 from nwbound import NadarayaWatsonClassifier
 from nwbound.bounds._chernoff import chernoff_interval
 from nwbound.bounds._chernoff_binned import chernoff_interval_binned
@@ -244,6 +246,35 @@ def test_weighted_data_take_the_zero_lower_mass():
     assert not stats.uniform_weights
     iv = clf.interval_from_statistics(stats)
     assert np.all((iv.lower <= iv.upper) & (iv.lower >= 0) & (iv.upper <= 1))
+
+
+@pytest.mark.parametrize("low", [0.2, 0.8])
+def test_weighted_split_form_counts_points_and_contains_the_exact_interval(low, route):
+    # With sample weights the engine counts the points of each bin and knows the smallest weight:
+    # a_i ∈ [w_min·K(e_b+1), w_max·K(e_b)] with the true count. The interval must still contain the
+    # exact per-point one (restated here from the distances) and be narrower than the zero-lower-mass
+    # form (no count: only Σa enters).
+    rng = np.random.default_rng(5)
+    X = rng.random((1200, 2))
+    y = (rng.random(1200) < _field(X)).astype(int)
+    w = rng.uniform(low, 1.0, 1200)
+    lam, beta = 0.12, 1.7
+    clf = NadarayaWatsonClassifier(bandwidth=lam, lipschitz=beta, bound="chernoff").fit(X, y, sample_weight=w)
+    Q = rng.random((40, 2))
+    stats = clf.kernel_statistics(Q)
+    d = np.sqrt(((Q[:, None, :] - X[None, :, :]) ** 2).sum(axis=2))
+    np.testing.assert_array_equal(stats.hist_count[:, 0].sum(axis=1), (d <= lam).sum(axis=1))
+    w = clf.get_fitted_state()["weights"]  # the estimator keeps relative weights (largest = 1)
+    assert stats.weight_min == w.min() and not stats.uniform_weights
+    iv = clf.interval_from_statistics(stats)
+    zero = clf.interval_from_statistics(dataclasses.replace(stats, hist_count=None))
+    a = w[None, :] * np.clip(1.0 - (d / lam) ** 2, 0.0, None)
+    S = np.stack([(a * (y == c)).sum(axis=1) for c in (0, 1)], axis=1)
+    e_lo, e_up = chernoff_interval(S, (a > 0).astype(float), a, a, beta * d, clf.bound_spec_.delta_prime)
+    live = S.sum(axis=1) > 0
+    assert np.all(iv.lower[live] <= e_lo[live] + 1e-6) and np.all(iv.upper[live] >= e_up[live] - 1e-6)
+    assert np.all(iv.upper - iv.lower <= zero.upper - zero.lower + 1e-7)
+    assert np.mean(iv.upper - iv.lower) < np.mean(zero.upper - zero.lower)
 
 
 def test_merge_adds_the_bin_sums():

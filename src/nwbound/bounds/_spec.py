@@ -230,8 +230,17 @@ class BoundSpec:
             from ._chernoff_binned import chernoff_interval_binned
 
             # Split form: exact per-bin Σa and Σa·r (linear part), chord in a (remainder).
-            # With sample weights a_i = w_i·K_i ∈ [0, w_max·K(e_b)].
-            a_lo = mass_lower if getattr(stats, "uniform_weights", False) else np.zeros_like(mass_lower)
+            # With sample weights a_i = w_i·K_i ∈ [w_min·K(e_b+1), w_max·K(e_b)], and the chord needs
+            # the bin's point count (without it: a_lo = 0, where only Σa enters).
+            hist_count = getattr(stats, "hist_count", None)
+            if getattr(stats, "uniform_weights", False):
+                a_lo = mass_lower
+            elif hist_count is not None:
+                w_min = np.broadcast_to(np.asarray(stats.weight_min, np.float64), (class_sums.shape[0],))[:, None]
+                a_lo = w_min * k_edges[None, 1:] * self.kernel_sup * (1.0 - _KERNEL_SLACK)
+                count = hist_count[:, 0, :]
+            else:
+                a_lo = np.zeros_like(mass_lower)
             if inner is None:  # each point of bin b is at least λ·√(e_b − u2_error) away
                 inner = lam[:, None] * np.sqrt(np.maximum(edges[None, :-1] - (u_err * u_err)[:, None], 0.0))
             return chernoff_interval_binned(

@@ -309,9 +309,10 @@ def tile_sums(
         Accumulated only when non-empty (``dist_sum`` in units of S).
     hist : float64 ndarray of shape (rows, G, B) or (0, 0, 0)
         Bin ``⌊u²·B/R²⌋`` (clipped to B − 1) of each entry with ``u² ≤ R²``.
-    hist_md : float64 ndarray of shape (rows, G, B, 2) or (0, 0, 0, 0)
+    hist_md : float64 ndarray of shape (rows, G, B, 2 or 3) or (0, 0, 0, 0)
         Per bin ``Σ w_i K_i`` and ``Σ w_i K_i r_i⁺`` (``r⁺`` the upper-bounded distance of
-        ``dist_sum``, units of S): the split histogram form of the Chernoff bound.
+        ``dist_sum``, units of S): the split histogram form of the Chernoff bound; with a third
+        field (weighted data) also the number of points in the bin.
     """
     n_rows, width = t.shape
     n_bw = scales.shape[0]
@@ -320,6 +321,7 @@ def tile_sums(
     need_tail = tail_mass.shape[0] > 0
     need_hist = hist.shape[0] > 0
     need_md = hist_md.shape[0] > 0
+    need_count = need_md and hist_md.shape[3] > 2
     n_bins = hist.shape[2]
     hist_scale = n_bins / radius_sq if need_hist else 0.0
     cols = np.empty(width, dtype=np.intp)
@@ -429,6 +431,8 @@ def tile_sums(
                     if u2[k] <= radius_sq:  # the very u² the kernel value came from
                         b = min(np.intp(u2[k] * hist_scale), n_bins - 1)
                         hist[i, g, b] += (w_sel[k] if weighted else 1.0) * inv_weight_max
+                        if need_count:  # the points themselves (weighted data)
+                            hist_md[i, g, b, 2] += 1.0
                         if need_md and wk[k] > 0.0:
                             hist_md[i, g, b, 0] += wk[k]
                             hist_md[i, g, b, 1] += wk[k] * math.sqrt(d2[k] * direct_factor + err)

@@ -616,6 +616,8 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             weight_max=sums.weight_max,
             hist_mass=sums.hist_mass,
             hist_dist=sums.hist_dist,
+            hist_count=sums.hist_count,
+            weight_min=sums.weight_min,
             uniform_weights=bool(sums.uniform_weights),
             point_mass=sums.point_mass,
             # Directly computed distances have relative error ≤ (d + 6)·2⁻⁵³: round them up.

@@ -34,7 +34,7 @@ __all__ = ["BandwidthRanking", "KernelStatistics", "merge_statistics"]
 # Fields whose first axis is the query (when not broadcast); hist_edges and kernel are per bin / global.
 _PER_QUERY_FIELDS = (
     "class_sums", "sq_sum", "dist_sum", "bandwidth", "outside_box", "tail_mass", "diameter", "histogram",
-    "hist_mass", "hist_dist", "u2_error", "weight_max", "point_mass", "point_dist",
+    "hist_mass", "hist_dist", "u2_error", "weight_max", "point_mass", "point_dist", "hist_count", "weight_min",
 )
 
 
@@ -83,6 +83,11 @@ class KernelStatistics:
     uniform_weights : bool
         No sample weights (every ``a_i = weight_max·K_i``): the histogram form may
         then bound ``a_i`` from below by the kernel at the bin's outer edge.
+    hist_count : ndarray of shape (n, G, B) or None
+        With sample weights: the number of points in each histogram bin.
+    weight_min : float or ndarray of shape (n,)
+        With ``hist_count``: the smallest sample weight (0 when unknown), so that every
+        ``a_i ≥ weight_min·K`` at its bin's outer edge.
     point_mass : ndarray of shape (n, G, k) or None
         ``a_i`` of each of the ``k`` neighbours (localized classifier).
     point_dist : ndarray of shape (n, k) or None
@@ -119,6 +124,8 @@ class KernelStatistics:
     hist_mass: np.ndarray | None = None
     hist_dist: np.ndarray | None = None
     uniform_weights: bool = False
+    hist_count: np.ndarray | None = None
+    weight_min: float | np.ndarray = 0.0
 
     @property
     def kappa(self) -> np.ndarray:
@@ -167,6 +174,7 @@ class KernelStatistics:
             histogram=None if self.histogram is None else self.histogram[rows, column][:, None, :],
             hist_mass=None if self.hist_mass is None else self.hist_mass[rows, column][:, None, :],
             hist_dist=None if self.hist_dist is None else self.hist_dist[rows, column][:, None, :],
+            hist_count=None if self.hist_count is None else self.hist_count[rows, column][:, None, :],
             point_mass=None if self.point_mass is None else self.point_mass[rows, column][:, None, :],
             u2_error=np.broadcast_to(np.asarray(self.u2_error, np.float64), self.class_sums.shape[:2])[rows, column][:, None],
         )
@@ -226,7 +234,7 @@ class KernelStatistics:
                 continue
             if any(v is None for v in values):
                 raise ValueError(f"Cannot concatenate kernel statistics: {name} is present in some parts only.")
-            shape = {"bandwidth": (2,), "u2_error": (2,), "weight_max": (1,)}.get(name)
+            shape = {"bandwidth": (2,), "u2_error": (2,), "weight_max": (1,), "weight_min": (1,)}.get(name)
             if shape is not None:  # broadcast fields (a (1, G) grid, a scalar error) spelled out per query
                 values = [np.broadcast_to(np.asarray(v, np.float64), p.class_sums.shape[: shape[0]])
                           for v, p in zip(values, parts)]
@@ -275,10 +283,12 @@ class KernelStatistics:
 
             histogram = rescale(self) + rescale(other)
         # Per-bin masses and distance sums are in data units: they add.
-        hist_mass = hist_dist = None
+        hist_mass = hist_dist = hist_count = None
         if self.hist_mass is not None and other.hist_mass is not None:
             hist_mass = self.hist_mass + other.hist_mass
             hist_dist = self.hist_dist + other.hist_dist
+        if self.hist_count is not None and other.hist_count is not None:
+            hist_count = self.hist_count + other.hist_count
         return dataclasses.replace(
             self,
             class_sums=self.class_sums + other.class_sums,
@@ -293,6 +303,8 @@ class KernelStatistics:
                                  and np.array_equal(self.weight_max, other.weight_max)),
             u2_error=np.maximum(self.u2_error, other.u2_error),
             weight_max=w_max,
+            hist_count=hist_count,
+            weight_min=np.minimum(self.weight_min, other.weight_min) if hist_count is not None else 0.0,
         )
 
 

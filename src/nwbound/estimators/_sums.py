@@ -265,7 +265,9 @@ class KernelSums:
     ``Σ w_i/weight_max`` per bin of ``u²`` with edges ``hist_edges`` (B + 1,). The localized
     split form of the Chernoff bound also reads, per bin, ``hist_mass = Σ w_i K_i`` and
     ``hist_dist ≥ Σ w_i K_i ‖y − y_i‖`` (the distance bound of ``dist_sum``), and
-    ``uniform_weights`` (no sample weights: every point's mass is ``w_max·K_i``). The localized
+    ``uniform_weights`` (no sample weights: every point's mass is ``w_max·K_i``); with sample
+    weights, ``hist_count`` (n, G, B) counts the points per bin and ``weight_min`` is the smallest
+    weight, so each point's mass is at least ``weight_min·K`` at the bin's outer edge. The localized
     path with ``keep_points`` adds ``point_mass`` (n, G, k) ``= w_i K_i`` and ``point_dist``
     (n, k), the directly computed neighbour distances.
 
@@ -295,6 +297,8 @@ class KernelSums:
     point_mass: np.ndarray | None = None  # (n, G, k)
     point_dist: np.ndarray | None = None  # (n, k)
     moments: np.ndarray | None = None  # (n, G, M) per slot, the ranking pass of dense_moment_sums
+    hist_count: np.ndarray | None = None  # (n, G, B) points per bin (weighted data)
+    weight_min: float = 0.0  # the smallest sample weight (weighted data)
 
     @property
     def kappa(self) -> np.ndarray:
@@ -578,13 +582,15 @@ def _histogram_add(hist: np.ndarray, rows: np.ndarray, u2: np.ndarray, w: np.nda
         k = wk[inside]
         hist_md[:, g, :, 0] += np.bincount(flat, weights=k, minlength=n * B).reshape(n, B)
         hist_md[:, g, :, 1] += np.bincount(flat, weights=k * dist[inside], minlength=n * B).reshape(n, B)
+        if hist_md.shape[3] > 2:  # the points themselves (weighted data)
+            hist_md[:, g, :, 2] += np.bincount(flat, minlength=n * B).reshape(n, B)
 
 
 class _Accumulator:
     """Per-block running sums (float64) for ``rows`` query rows; distances in units of S."""
 
     def __init__(self, n_rows: int, n_bandwidths: int, n_classes: int, need_dist: bool, need_tail: bool,
-                 hist_bins: int = 0, n_moments: int = 0):
+                 hist_bins: int = 0, n_moments: int = 0, count_points: bool = False):
         self.n_rows = n_rows
         # Per slot distance moments (the ranking pass of bandwidth="auto", :func:`_moments_of`).
         self.mom = np.zeros((n_rows, n_bandwidths, n_moments)) if n_moments else None
@@ -595,7 +601,8 @@ class _Accumulator:
         self.tail_mass = np.zeros((n_rows, n_bandwidths)) if need_tail else None
         self.hist = np.zeros((n_rows, n_bandwidths, hist_bins)) if hist_bins else None
         # Per bin Σ w·K and Σ w·K·r⁺ (the split histogram form of the Chernoff bound).
-        self.hist_md = np.zeros((n_rows, n_bandwidths, hist_bins, 2)) if hist_bins else None
+        # (and, with sample weights, the number of points: the weighted split form's count).
+        self.hist_md = np.zeros((n_rows, n_bandwidths, hist_bins, 3 if count_points else 2)) if hist_bins else None
         self.row_err = np.zeros(n_rows)  # bound on |δ̃ − δ| of the GEMM entries, per row
         self.select = np.full(n_rows, -np.inf)  # keep entries with t̃ ≥ select (tile dtype)
         self.redo = np.full(n_rows, -np.inf)  # recompute entries with t̃ < redo directly
@@ -764,7 +771,8 @@ def _block_sums(Q: np.ndarray, cols: np.ndarray | None, plan: _Plan) -> _Accumul
     n_rows = Q.shape[0]
     n_cols = lay.augmented.shape[0] if cols is None else cols.shape[0]
     acc = _Accumulator(n_rows, len(plan.bandwidths), lay.onehot.shape[1] if plan.moment_degree < 0 else 0, plan.need_dist,
-                       plan.tail_radius is not None, plan.hist_bins, _n_moments(plan.moment_degree, lay.weights))
+                       plan.tail_radius is not None, plan.hist_bins, _n_moments(plan.moment_degree, lay.weights),
+                       count_points=lay.weights is not None)
     if n_cols == 0:
         return acc
     acc.q64 = np.ascontiguousarray(Q, dtype=np.float64)
@@ -871,6 +879,8 @@ def _store(out: KernelSums, rows: slice | np.ndarray, acc: _Accumulator, plan: _
             out.histogram[rows] = acc.hist
             out.hist_mass[rows] = acc.hist_md[..., 0] * unit
             out.hist_dist[rows] = acc.hist_md[..., 1] * up * unit
+            if out.hist_count is not None:
+                out.hist_count[rows] = acc.hist_md[..., 2]
     out.d2_error_rel[rows] = acc.row_err
     if acc.mom is not None:
         out.moments[rows] = acc.mom
@@ -963,6 +973,9 @@ def _dense_pass(
     radius_sq = float(kernel.radius) ** 2 if kernel.compact else math.inf
     if histogram_bins:
         out.hist_edges = np.linspace(0.0, radius_sq, histogram_bins + 1)
+        if train.weights is not None:
+            out.hist_count = np.zeros((n_q, len(bandwidths), histogram_bins))
+            out.weight_min = float(train.weights.min()) if train.weights.size else 0.0
     support, scales, inv_support = _support_scales(kernel, bandwidths)
     out.support = support
     out.d2_error_rel = np.zeros(n_q)
