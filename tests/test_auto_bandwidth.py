@@ -186,3 +186,102 @@ def test_ranking_api_refuses_what_it_cannot_serve():
     b = model.kernel_statistics(Q[:2], bounds=["hoeffding"], bandwidth_index=[0, 1])
     with pytest.raises(ValueError, match="histograms with different bin edges"):  # one has none
         type(a).concatenate([a, b])
+
+
+# -- the ranking sample (ranking_fraction) --------------------------------------------------------
+def test_ranking_sample_rows_are_shard_consistent_and_of_the_asked_share():
+    from nwbound.estimators._sums import ranking_sample_rows
+
+    whole = ranking_sample_rows(200_000, 0.1)
+    # Each row independently with probability 0.1: the count within 5 standard deviations.
+    assert abs(whole.sum() - 20_000) < 5 * np.sqrt(200_000 * 0.1 * 0.9)
+    # By row number alone: shards (any cut) keep the rows the whole set keeps, at every call.
+    cuts = [0, 7, 7, 65_536, 123_457, 200_000]
+    parts = [ranking_sample_rows(b - a, 0.1, row_offset=a) for a, b in zip(cuts[:-1], cuts[1:])]
+    np.testing.assert_array_equal(np.concatenate(parts), whole)
+    np.testing.assert_array_equal(ranking_sample_rows(200_000, 0.1), whole)
+    # Nested: a larger share keeps every row of a smaller one; 1 keeps all.
+    assert np.all(ranking_sample_rows(200_000, 0.3)[whole])
+    assert ranking_sample_rows(1000, 1.0).all()
+    # No pattern in the row numbers (sorted or grouped data are sampled evenly): every tenth of the
+    # rows holds its share.
+    shares = whole.reshape(10, -1).mean(axis=1)
+    assert np.all(np.abs(shares - 0.1) < 5 * np.sqrt(0.09 / 20_000))
+    with pytest.raises(ValueError, match=r"fraction must be in \(0, 1\]"):
+        ranking_sample_rows(10, 0.0)
+
+
+def test_resolved_ranking_fraction_and_its_errors():
+    from nwbound.estimators import resolve_ranking_fraction
+
+    assert resolve_ranking_fraction("auto", 8192) == 1.0
+    assert resolve_ranking_fraction("auto", 4 * 8192) == 0.25
+    assert resolve_ranking_fraction("auto", 10**7) == 1 / 16
+    X, y, _ = _clustered(300, 2, 10, seed=12)
+    assert NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0).fit(X, y).ranking_fraction_ == 1.0
+    for bad in (0.0, 1.5, -0.2, "half"):
+        with pytest.raises(ValueError, match="ranking_fraction"):
+            NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0, ranking_fraction=bad).fit(X, y)
+    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0).fit(X, y)
+    with pytest.raises(ValueError, match="row_offset"):
+        model.bandwidth_ranking(X[:2], row_offset=-1)
+    with pytest.raises(ValueError, match="ranking_fraction"):
+        model.bandwidth_ranking(X[:2], fraction=2.0)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_sampled_ranking_equals_direct_sums_over_the_sample(weighted):
+    from nwbound.estimators._sums import ranking_sample_rows
+
+    X, y, Q = _clustered(1500, 3, 40, seed=13)
+    w = np.random.default_rng(4).uniform(0.5, 2.0, len(y)) if weighted else None
+    model = NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=GRID, lipschitz=0.5,
+                                     ranking_fraction=0.3).fit(X, y, sample_weight=w)
+    got = model.bandwidth_ranking(Q)
+    keep = ranking_sample_rows(len(y), 0.3)
+    w_rel = None if w is None else (w / w.max())[keep]  # the model keeps weights relative to the largest
+    for g, lam in enumerate(GRID):
+        cs, s2, dsum, _ = _direct(Q, X[keep], y[keep], 3, "epanechnikov", lam, w_rel)
+        np.testing.assert_allclose(got.kappa[:, g], cs.sum(axis=1) / 0.3, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(got.sq_sum[:, g], s2 / 0.3, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(got.dist_sum[:, g], dsum / 0.3, rtol=1e-9, atol=1e-9)
+    # A shard's ranking of its rows (the whole set's fraction, its offset) adds up to the whole's.
+    halves = [NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=GRID, lipschitz=0.5).fit(
+        X[s], y[s], sample_weight=None if w is None else w[s]) for s in (slice(0, 700), slice(700, None))]
+    scale = [1.0, 1.0] if w is None else [w[:700].max() / w.max(), w[700:].max() / w.max()]
+    parts = [h.bandwidth_ranking(Q, fraction=0.3, row_offset=o) for h, o in zip(halves, (0, 700))]
+    np.testing.assert_allclose(parts[0].kappa * scale[0] + parts[1].kappa * scale[1], got.kappa, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("bound", ["chernoff", "hoeffding"])
+def test_sampled_choice_keeps_exact_statistics_and_nearly_least_epsilon(bound):
+    X, y, Q = _clustered(6000, 3, 200, seed=14)
+    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5, bound=bound,
+                                     ranking_fraction=0.25).fit(X, y)
+    got = model.predict_interval(Q)
+    # Exact statistics at the chosen bandwidth: the fixed-λ classifier's interval at that λ.
+    for lam in np.unique(got.bandwidth):
+        rows = got.bandwidth == lam
+        fixed = NadarayaWatsonClassifier(bandwidth=float(lam), lipschitz=0.5, bound=bound).fit(X, y)
+        ref = fixed.predict_interval(Q[rows])
+        np.testing.assert_allclose(got.kappa[rows], ref.kappa, rtol=1e-12)
+        np.testing.assert_allclose(got.lower[rows], ref.lower, atol=1e-12)
+        np.testing.assert_allclose(got.upper[rows], ref.upper, atol=1e-12)
+    # The sampled choice's ε (exact, every row) is close to the least of the grid.
+    bias, sampling = model.bound_spec_.statistics_parts(model.kernel_statistics(Q))
+    eps = bias + sampling
+    chosen = eps[np.arange(len(Q)), np.searchsorted(model.bandwidths_, got.bandwidth)]
+    best = eps.min(axis=1)
+    finite = np.isfinite(best)
+    ratio = chosen[finite] / best[finite]
+    assert ratio.mean() < 1.01 and ratio.max() < 1.15, (ratio.mean(), ratio.max())
+
+
+def test_an_empty_ranking_sample_takes_the_widest_bandwidth():
+    X, y, Q = _clustered(40, 2, 6, seed=15)
+    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5, ranking_fraction=1e-6).fit(X, y)
+    ranking = model.bandwidth_ranking(Q)
+    assert np.all(ranking.kappa == 0)  # no row sampled: nothing to rank on
+    got = model.predict_interval(Q)
+    np.testing.assert_array_equal(got.bandwidth, model.bandwidths_[-1])
+    assert not np.any(got.vacuous[:-5])  # the widest bandwidth reaches the near queries' points

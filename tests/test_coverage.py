@@ -47,6 +47,8 @@ LOGISTIC = dict(lipschitz=0.15, scale="box")  # L = 3.0 in the [0, 1]² units re
     [
         ("regular λ=0.1", lambda d: NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=d.lipschitz)),
         ("regular auto", lambda d: NadarayaWatsonClassifier(bandwidth="auto", lipschitz=d.lipschitz)),
+        ("regular auto, ranked on a fifth", lambda d: NadarayaWatsonClassifier(
+            bandwidth="auto", lipschitz=d.lipschitz, ranking_fraction=0.2)),
         ("localized k=50", lambda d: NadarayaWatsonClassifier(bandwidth=0.2, n_neighbors=50, lipschitz=d.lipschitz)),
         ("gaussian", lambda d: NadarayaWatsonClassifier(kernel="gaussian", bandwidth=0.04, lipschitz=d.lipschitz)),
         ("selfnormalized", lambda d: NadarayaWatsonClassifier(bandwidth=0.1, bound="selfnormalized", lipschitz=d.lipschitz)),

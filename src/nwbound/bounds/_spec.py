@@ -130,15 +130,20 @@ class BoundSpec:
     def least_epsilon(bias: np.ndarray, sampling: np.ndarray) -> np.ndarray:
         """Per query, the column (bandwidth) of least ``bias + sampling``; ties go to the first.
 
-        The rule of ``bandwidth="auto"``, fed with the label-free parts of :meth:`parts`.
+        The rule of ``bandwidth="auto"``, fed with the label-free parts of :meth:`parts`. A query
+        whose ε is infinite at every column (no training mass seen at any bandwidth, e.g. in a
+        ranking sample) takes the last column: the widest bandwidth of a grid sorted by λ is the
+        likeliest to reach training points.
 
         Examples
         --------
         >>> import numpy as np
-        >>> BoundSpec.least_epsilon(np.array([[0.1, 0.2], [0.1, 0.2]]), np.array([[0.3, 0.1], [0.1, 0.0]]))
-        array([1, 0])
+        >>> bias = np.array([[0.1, 0.2], [0.1, 0.2], [np.inf, np.inf]])
+        >>> BoundSpec.least_epsilon(bias, np.array([[0.3, 0.1], [0.1, 0.0], [np.inf, np.inf]]))
+        array([1, 0, 1])
         """
-        return np.argmin(np.asarray(bias) + np.asarray(sampling), axis=1)
+        eps = np.asarray(bias) + np.asarray(sampling)
+        return np.where(np.isinf(eps).all(axis=1), eps.shape[1] - 1, np.argmin(eps, axis=1))
 
     def statistics_parts(self, stats: Any) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`parts` from kernel statistics: ``(bias, sampling)`` of shape (n, G)."""

@@ -44,6 +44,7 @@ from ..estimators import (
     bandwidth_grid_pilot,
     merge_statistics,
     pilot_nearest_distances,
+    resolve_ranking_fraction,
 )
 from ._common import check_query_array, compute, current_client, limited, rows_from_blocks, share
 from ._predict import interval_arrays, named_interval_arrays
@@ -133,8 +134,9 @@ def _finish(model: Any, stats: Any, method: str, bounds: Any) -> Any:
     return proba if method == "predict_proba" else model.classes_[np.argmax(proba, axis=1)]
 
 
-def _shard_ranking(shard: _Shard, block: np.ndarray) -> Any:
-    return shard.model.bandwidth_ranking(block)
+def _shard_ranking(shard: _Shard, block: np.ndarray, fraction: float) -> Any:
+    # The whole set's sample fraction and the shard's row numbers: shards sample the rows it would.
+    return shard.model.bandwidth_ranking(block, fraction=fraction, row_offset=shard.offset)
 
 
 def _merge_rankings(a: Any, b: Any) -> Any:
@@ -193,7 +195,7 @@ class ShardedNadarayaWatson(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     kernel, bandwidth, n_neighbors, lipschitz, margin, delta, bound, coverage, sigma, ck, \
-empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
+empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, working_memory
         As for :class:`~nwbound.NadarayaWatsonClassifier`. With
         ``bandwidth="auto"`` and no ``bandwidth_grid`` the grid of
         :func:`~nwbound.estimators.default_bandwidth_grid` is computed over all
@@ -219,7 +221,7 @@ empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
     shards_ : list of dask.delayed.Delayed
         One persisted shard per non-empty row chunk; ``.model`` is its fitted
         :class:`~nwbound.NadarayaWatsonClassifier` (its rows, global statistics).
-    classes_, class_prior_, n_features_in_, n_samples_fit_, bandwidths_
+    classes_, class_prior_, n_features_in_, n_samples_fit_, bandwidths_, ranking_fraction_
         As for the single-machine estimator.
 
     Examples
@@ -252,6 +254,7 @@ empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
         ck=None,
         empty_neighborhood="prior",
         bandwidth_grid=None,
+        ranking_fraction="auto",
         histogram_bins=32,
         dtype="float64",
         working_memory=None,
@@ -272,6 +275,7 @@ empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
         self.ck = ck
         self.empty_neighborhood = empty_neighborhood
         self.bandwidth_grid = bandwidth_grid
+        self.ranking_fraction = ranking_fraction
         self.histogram_bins = histogram_bins
         self.dtype = dtype
         self.working_memory = working_memory
@@ -384,6 +388,7 @@ empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
         self.n_features_in_ = d
         self.n_samples_fit_ = n
         self.bandwidths_ = np.asarray(template["bandwidths_"])
+        self.ranking_fraction_ = resolve_ranking_fraction(self.ranking_fraction, n)
         return self
 
     @staticmethod
@@ -427,7 +432,8 @@ empty_neighborhood, bandwidth_grid, histogram_bins, dtype, working_memory
             if method != "predict_interval":
                 names = names[:1]  # p̂ comes from the first setting
             for blk in X.to_delayed().ravel():
-                rankings = [dask.delayed(limited(_shard_ranking, threads), pure=True)(s, blk) for s in self.shards_]
+                rankings = [dask.delayed(limited(_shard_ranking, threads), pure=True)(s, blk, self.ranking_fraction_)
+                            for s in self.shards_]
                 choice = dask.delayed(_choose, pure=True)(model, _tree(rankings, _merge_rankings), bounds)
                 outs = []
                 for name in names:

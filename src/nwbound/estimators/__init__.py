@@ -8,6 +8,7 @@ from ._nadaraya_watson import (
     bandwidth_grid_pilot,
     default_bandwidth_grid,
     pilot_nearest_distances,
+    resolve_ranking_fraction,
 )
 from ._statistics import BandwidthRanking, KernelStatistics, merge_statistics
 
@@ -21,4 +22,5 @@ __all__ = [
     "default_bandwidth_grid",
     "merge_statistics",
     "pilot_nearest_distances",
+    "resolve_ranking_fraction",
 ]

@@ -87,7 +87,7 @@ from ..kernels import Kernel
 
 __all__ = [
     "TrainingSet", "KernelSums", "MomentSums", "dense_kernel_sums", "dense_moment_sums", "neighbor_kernel_sums",
-    "neighbor_distances", "block_rows",
+    "neighbor_distances", "block_rows", "ranking_sample_rows",
 ]
 
 # Queries per block: enough rows for an efficient GEMM, few enough that a
@@ -247,12 +247,72 @@ class TrainingSet:
         state.setdefault("_cache", {})
         object.__setattr__(self, "__dict__", state)
 
+    def sample(self, fraction: float, row_offset: int = 0) -> "TrainingSet":
+        """The rows :func:`ranking_sample_rows` keeps (cached; ``self`` when ``fraction`` is 1).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> train = TrainingSet.build(np.arange(8.0)[:, None], np.arange(8) % 2, 2, None)
+        >>> train.sample(1.0) is train, train.sample(0.5).X.shape[1]
+        (True, 1)
+        """
+        if fraction >= 1.0:
+            return self
+        key = ("sample", float(fraction), int(row_offset))
+        if key not in self._cache:
+            rows = np.flatnonzero(ranking_sample_rows(self.X.shape[0], fraction, row_offset))
+            self._cache[key] = TrainingSet(
+                X=np.ascontiguousarray(self.X[rows]), sqnorm=self.sqnorm[rows], labels=self.labels[rows],
+                weights=None if self.weights is None else self.weights[rows],
+                weighted_onehot=self.weighted_onehot[rows],
+            )
+        return self._cache[key]
+
     def layout(self, prune: bool) -> _Layout:
         """The dense path's layout (with the ball partition when ``prune``), cached."""
         key = "pruned" if prune and self.X.shape[0] >= _MIN_PRUNE_POINTS else "plain"
         if key not in self._cache:
             self._cache[key] = _build_layout(self, with_balls=(key == "pruned"))
         return self._cache[key]
+
+
+def ranking_sample_rows(n_rows: int, fraction: float, row_offset: int = 0) -> np.ndarray:
+    """Which of rows ``row_offset … row_offset + n_rows − 1`` a ranking sample of ``fraction`` keeps.
+
+    Row ``i`` is kept when a 64-bit hash of ``i`` (SplitMix64's finaliser), read as a number in
+    [0, 1), is below ``fraction``: each row independently with probability ``fraction``, decided
+    by its row number alone, so that shards of a training set (rows numbered from their offset)
+    keep exactly the rows the whole set keeps, and a model keeps the same rows at every call.
+
+    Parameters
+    ----------
+    n_rows : int
+    fraction : float in (0, 1]
+        1 keeps every row.
+    row_offset : int, default=0
+        Number of the first row (a shard's place in the whole training set).
+
+    Returns
+    -------
+    ndarray of bool, shape (n_rows,)
+
+    Examples
+    --------
+    >>> whole = ranking_sample_rows(10, 0.5)
+    >>> whole.astype(int).tolist()
+    [0, 1, 1, 0, 1, 1, 1, 0, 1, 0]
+    >>> bool((ranking_sample_rows(4, 0.5, row_offset=6) == whole[6:]).all())
+    True
+    """
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction!r}.")
+    z = np.arange(row_offset, row_offset + n_rows, dtype=np.uint64)  # uint64 products wrap (mod 2⁶⁴)
+    z = (z + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return (z >> np.uint64(11)).astype(np.float64) * 2.0**-53 < fraction
 
 
 @dataclass
