@@ -230,39 +230,42 @@ def test_resolved_ranking_fraction_and_its_errors():
 
 
 @pytest.mark.parametrize("weighted", [False, True])
-def test_sampled_ranking_equals_direct_sums_over_the_sample(weighted):
+@pytest.mark.parametrize("kernel", ["epanechnikov", "tricube"])  # moments; every bandwidth on the sample
+def test_sampled_ranking_equals_direct_sums_over_the_sample(weighted, kernel):
     from nwbound.estimators._sums import ranking_sample_rows
 
     X, y, Q = _clustered(1500, 3, 40, seed=13)
     w = np.random.default_rng(4).uniform(0.5, 2.0, len(y)) if weighted else None
-    model = NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=GRID, lipschitz=0.5,
+    model = NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=GRID, lipschitz=0.5, kernel=kernel,
                                      ranking_fraction=0.3).fit(X, y, sample_weight=w)
+    assert model.ranks_first()
     got = model.bandwidth_ranking(Q)
     keep = ranking_sample_rows(len(y), 0.3)
     w_rel = None if w is None else (w / w.max())[keep]  # the model keeps weights relative to the largest
     for g, lam in enumerate(GRID):
-        cs, s2, dsum, _ = _direct(Q, X[keep], y[keep], 3, "epanechnikov", lam, w_rel)
+        cs, s2, dsum, _ = _direct(Q, X[keep], y[keep], 3, kernel, lam, w_rel)
         np.testing.assert_allclose(got.kappa[:, g], cs.sum(axis=1) / 0.3, rtol=1e-9, atol=1e-9)
         np.testing.assert_allclose(got.sq_sum[:, g], s2 / 0.3, rtol=1e-9, atol=1e-9)
         np.testing.assert_allclose(got.dist_sum[:, g], dsum / 0.3, rtol=1e-9, atol=1e-9)
     # A shard's ranking of its rows (the whole set's fraction, its offset) adds up to the whole's.
-    halves = [NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=GRID, lipschitz=0.5).fit(
+    halves = [NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=GRID, lipschitz=0.5, kernel=kernel).fit(
         X[s], y[s], sample_weight=None if w is None else w[s]) for s in (slice(0, 700), slice(700, None))]
     scale = [1.0, 1.0] if w is None else [w[:700].max() / w.max(), w[700:].max() / w.max()]
     parts = [h.bandwidth_ranking(Q, fraction=0.3, row_offset=o) for h, o in zip(halves, (0, 700))]
     np.testing.assert_allclose(parts[0].kappa * scale[0] + parts[1].kappa * scale[1], got.kappa, rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("bound", ["chernoff", "hoeffding"])
-def test_sampled_choice_keeps_exact_statistics_and_nearly_least_epsilon(bound):
+@pytest.mark.parametrize("bound, kernel", [("chernoff", "epanechnikov"), ("hoeffding", "epanechnikov"),
+                                           ("hoeffding", "tricube")])
+def test_sampled_choice_keeps_exact_statistics_and_nearly_least_epsilon(bound, kernel):
     X, y, Q = _clustered(6000, 3, 200, seed=14)
-    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5, bound=bound,
+    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5, bound=bound, kernel=kernel,
                                      ranking_fraction=0.25).fit(X, y)
     got = model.predict_interval(Q)
     # Exact statistics at the chosen bandwidth: the fixed-λ classifier's interval at that λ.
     for lam in np.unique(got.bandwidth):
         rows = got.bandwidth == lam
-        fixed = NadarayaWatsonClassifier(bandwidth=float(lam), lipschitz=0.5, bound=bound).fit(X, y)
+        fixed = NadarayaWatsonClassifier(bandwidth=float(lam), lipschitz=0.5, bound=bound, kernel=kernel).fit(X, y)
         ref = fixed.predict_interval(Q[rows])
         np.testing.assert_allclose(got.kappa[rows], ref.kappa, rtol=1e-12)
         np.testing.assert_allclose(got.lower[rows], ref.lower, atol=1e-12)
@@ -285,3 +288,20 @@ def test_an_empty_ranking_sample_takes_the_widest_bandwidth():
     got = model.predict_interval(Q)
     np.testing.assert_array_equal(got.bandwidth, model.bandwidths_[-1])
     assert not np.any(got.vacuous[:-5])  # the widest bandwidth reaches the near queries' points
+
+
+def test_which_settings_rank_first():
+    X, y, _ = _clustered(300, 2, 10, seed=16)
+
+    def fitted(**kw):
+        return NadarayaWatsonClassifier(**{"bandwidth": "auto", "lipschitz": 0.5, **kw}).fit(X, y)
+
+    assert fitted().ranks_first() and fitted(kernel="quartic").ranks_first()
+    assert not fitted(kernel="tricube").ranks_first()  # every row: the exhaustive pass is cheaper
+    assert fitted(kernel="tricube", ranking_fraction=0.5).ranks_first()
+    assert not fitted(bandwidth=0.3).ranks_first()  # one bandwidth: nothing to rank
+    assert not fitted(n_neighbors=20).ranks_first()  # localized: k points per query, cheap already
+    # A setting that needs the kernel's tail mass (the paper's form, infinite support) is never ranked.
+    gauss = fitted(kernel="gaussian_untruncated", margin=1.0, lipschitz=None, bound="paper", ranking_fraction=0.5)
+    assert not gauss.ranks_first()
+    assert fitted(ranking_fraction=0.5).ranks_first(bounds=["hoeffding", "chernoff"])

@@ -147,6 +147,7 @@ SHARDED_CASES = [
     dict(bandwidth="auto", lipschitz=1.0),  # the grid is built from all shards
     dict(bandwidth="auto", lipschitz=1.0, bound="chernoff", histogram_bins=8),  # histograms merge
     dict(bandwidth="auto", lipschitz=1.0, ranking_fraction=0.4),  # shards rank on the whole set's sample
+    dict(bandwidth="auto", kernel="tricube", lipschitz=1.0, ranking_fraction=0.4),  # sampled exhaustive ranking
     dict(bandwidth=0.4, n_neighbors=12, lipschitz=1.0),
     dict(bandwidth=0.4, n_neighbors=12, lipschitz=1.0, bound="chernoff"),  # per-point statistics
     dict(bandwidth="auto", n_neighbors=12, margin=0.2, kernel="gaussian", bound="paper", coverage="per_class"),

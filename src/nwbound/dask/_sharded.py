@@ -420,10 +420,9 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         threads = self.threads_per_task
         params, template = self._estimator_params(), share(self.template_, client)
         parts = []
-        # Two rounds only where the in-memory estimator ranks from moments (polynomial kernels): other
-        # kernels take its exhaustive pass, whose statistics then give the intervals, as in memory.
-        ranked = (self.n_neighbors is None and len(self.bandwidths_) > 1
-                  and self.estimator_.ranks_from_moments_)
+        # Two rounds where the in-memory estimator ranks first (a polynomial kernel or a ranking sample);
+        # otherwise its exhaustive pass, whose statistics then give the intervals, as in memory.
+        ranked = self.n_neighbors is None and self.estimator_.ranks_first(bounds, fraction=self.ranking_fraction_)
         if ranked:
             # bandwidth="auto": the shards' rankings add up, each query's bandwidth is chosen from
             # the sum, then the shards' exact statistics at that bandwidth add up.

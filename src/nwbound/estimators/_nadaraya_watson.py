@@ -818,8 +818,55 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             m = dense_moment_sums(X, self._train.sample(fraction, row_offset), self.kernel_, self.bandwidths_,
                                   working_memory=self.working_memory, n_jobs=self.n_jobs)
             return BandwidthRanking(m.kappa / fraction, m.sq_sum / fraction, m.dist_sum / fraction, grid)
+        if fraction < 1.0 and self._on_host_regular():  # other kernels: every bandwidth, on the sample
+            s = dense_kernel_sums(X, self._train.sample(fraction, row_offset), self.kernel_, self.bandwidths_,
+                                  need_dist=True, tail_radius=None, working_memory=self.working_memory,
+                                  n_jobs=self.n_jobs)
+            return BandwidthRanking(s.kappa / fraction, s.sq_sum / fraction, s.dist_sum / fraction, grid)
         stats = self._statistics(X, [], need_bounds=True)
         return BandwidthRanking(stats.kappa, stats.sq_sum, stats.dist_sum, grid)
+
+    def _on_host_regular(self) -> bool:
+        return self.index_ is None and getattr(self, "device", None) is None
+
+    def ranks_first(self, bounds=None, fraction: float | None = None) -> bool:
+        """Whether ``bandwidth="auto"`` ranks the grid before computing exact statistics.
+
+        True for the regular classifier on the host with a grid of several bandwidths and
+        settings that need no kernel tail mass, when the ranking is cheaper than the
+        statistics of every bandwidth: a polynomial kernel (:attr:`ranks_from_moments_`) or a
+        ranking sample (``fraction < 1``). :meth:`predict_interval` then runs
+        :meth:`bandwidth_ranking`, :meth:`choose_bandwidths` and the exact statistics at each
+        query's chosen bandwidth (the sharded Dask estimator runs these rounds too); otherwise one
+        exhaustive pass computes every statistic of every bandwidth.
+
+        Parameters
+        ----------
+        bounds : None, mapping or list, default=None
+            As in :meth:`predict_interval`.
+        fraction : float or None, default=None
+            The ranking sample's fraction (None: ``ranking_fraction_``).
+
+        Returns
+        -------
+        bool
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> clf = NadarayaWatsonClassifier(bandwidth="auto", kernel="tricube", lipschitz=1.0).fit(X, y)
+        >>> clf.ranks_first(), clf.ranks_first(fraction=0.5)
+        (False, True)
+        """
+        check_is_fitted(self)
+        return self._ranks_first(self._resolve_bounds(bounds), self.ranking_fraction_ if fraction is None else fraction)
+
+    def _ranks_first(self, specs: dict, fraction: float) -> bool:
+        return (self.bandwidths_.shape[0] > 1 and self._on_host_regular()
+                and not any(spec.needs_tail_mass for spec in specs.values())
+                and (self.ranks_from_moments_ or fraction < 1.0))
 
     @property
     def ranks_from_moments_(self) -> bool:
@@ -841,9 +888,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         False
         """
         check_is_fitted(self)
-        kernel = self.kernel_
-        return (self.index_ is None and getattr(self, "device", None) is None
-                and kernel.polynomial is not None and kernel.compact)
+        return self._on_host_regular() and self.kernel_.polynomial is not None and self.kernel_.compact
 
     def choose_bandwidths(self, ranking: BandwidthRanking, bounds=None):
         """Each query's bandwidth (a column of ``bandwidths_``): the one of least label-free ε.
@@ -960,15 +1005,14 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         return {name: PredictionInterval.concatenate([p[name] for p in pieces]) for name in specs}
 
     def _ranked_choices(self, X: np.ndarray, specs: dict) -> list[tuple[np.ndarray, list]] | None:
-        """``bandwidth="auto"`` where the grid ranks from one moments pass: each setting's bandwidth
-        per query (:meth:`bandwidth_ranking`, :meth:`choose_bandwidths`), grouped by equal choices;
-        None where the exhaustive pass applies instead (it yields the bounds' statistics too).
+        """``bandwidth="auto"`` where the grid is ranked first (:meth:`ranks_first`): each setting's
+        bandwidth per query (:meth:`bandwidth_ranking`, :meth:`choose_bandwidths`), grouped by equal
+        choices; None where the exhaustive pass applies instead (it yields the bounds' statistics too).
 
         The choice depends on the inputs only (ε's label-free parts), so it keeps every bound
         valid; the statistics of the chosen bandwidth are then computed exactly.
         """
-        if (self.bandwidths_.shape[0] < 2 or not self.ranks_from_moments_ or X.shape[0] == 0
-                or any(spec.needs_tail_mass for spec in specs.values())):
+        if X.shape[0] == 0 or not self._ranks_first(specs, self.ranking_fraction_):
             return None
         groups: list[tuple[np.ndarray, list]] = []
         for name, choice in self._choices(self._ranking(X, self.ranking_fraction_), specs).items():
