@@ -32,7 +32,7 @@ PY
   if [ "$MODE" = "all" ]; then
     echo "== pytest tests/test_gpu*.py (SCIPY_ARRAY_API=1: array_api_dispatch) =="
     SCIPY_ARRAY_API=1 timeout 150 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py tests/test_gpu_dispatch.py \
-      tests/test_gpu_neighbors.py
+      tests/test_gpu_neighbors.py tests/test_gpu_underflow.py
     echo "pytest exit: $?"
     echo "== bench_gpu.py =="
     timeout 170 python3 -u benchmarks/bench_gpu.py --repeats 5
@@ -40,7 +40,7 @@ PY
   else
     echo "== pytest tests/test_gpu*.py -k 'estimator or cuda' =="
     SCIPY_ARRAY_API=1 timeout 100 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py \
-      tests/test_gpu_dispatch.py tests/test_gpu_neighbors.py -k "estimator or cuda"
+      tests/test_gpu_dispatch.py tests/test_gpu_neighbors.py tests/test_gpu_underflow.py -k "estimator or cuda"
     echo "pytest exit: $?"
   fi
   if [ "$MODE" = "all" ] || [ "$MODE" = "estimator" ]; then
@@ -91,7 +91,7 @@ for bound in ("hoeffding", "chernoff"):
         t0 = time.perf_counter(); run(); first = time.perf_counter() - t0
         t0 = time.perf_counter(); run(); t_aa = time.perf_counter() - t0
         print(f"{'':10s} array-API engine with hist_mass/hist_dist (split form): {t_aa:.4f} s (first {first:.1f} s)")
-        # array_api_dispatch: CUDA queries in, CUDA tensors out (one host round trip of the queries).
+        # array_api_dispatch: CUDA queries in, CUDA tensors out (the queries never cross to the host).
         import sklearn
         Qt = torch.from_numpy(Q).to(dev)
         with sklearn.config_context(array_api_dispatch=True):

@@ -1,4 +1,5 @@
-"""The Triton kernel compiles for an H100/H200 (sm_90) without a GPU, and its tile configs do not spill.
+"""The Triton kernel compiles for an H100/H200 (sm_90) without a GPU, its tile configs do not spill,
+and its arithmetic keeps subnormals (no flush-to-zero ``mul``/``add``/``fma``).
 
 Triton compiles to PTX and runs its bundled ``ptxas`` without a driver, so this checks, on any
 machine with Triton's NVIDIA backend, what only a GPU run showed before: that every
@@ -54,7 +55,9 @@ for family, bins, words, precision, from_product in json.loads(sys.argv[1]):
                                 capture_output=True, text=True, check=True).stderr
         os.unlink(f.name)
         spills = int(re.search(r"(\d+) bytes spill stores", report).group(1))
-        out.append([family, bins, words, [bm, bn, warps, stages], spills])
+        # Arithmetic that flushes subnormals to zero (the approximate sqrt/exp may: they make K, d⁺).
+        ftz = sorted(set(re.findall(r"\b(?:add|sub|mul|fma|mad)\.[a-z0-9.]*ftz[a-z0-9.]*", compiled.asm["ptx"])))
+        out.append([family, bins, words, [bm, bn, warps, stages], spills, ftz])
 print(json.dumps(out))
 '''
 
@@ -89,5 +92,9 @@ def test_every_config_compiles_for_sm90_without_spilling():
     from nwbound.gpu._triton import CONFIGS
 
     assert len(results) == sum(len(CONFIGS[form[0]]) for form in _FORMS)
-    spilling = [r for r in results if r[-1] > _MAX_SPILL]
+    spilling = [r[:5] for r in results if r[4] > _MAX_SPILL]
     assert not spilling, f"configs that spill more than {_MAX_SPILL} bytes (family, bins, words, config, bytes): {spilling}"
+    # Σ(wK)²'s underflow allowance (square_sum_bound: n·2⁻¹⁴⁹) assumes IEEE subnormals in the products
+    # and sums; a flush-to-zero multiply would lose up to 2⁻¹²⁶ per square.
+    flushing = [r[:4] + [r[5]] for r in results if r[5]]
+    assert not flushing, f"configs whose arithmetic flushes subnormals to zero: {flushing}"

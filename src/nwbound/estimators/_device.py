@@ -177,7 +177,8 @@ def _device_training_set(train: TrainingSet, xp: Any, device: Any, dtype: str) -
     key = ("array_api", xp.__name__, str(device), dtype)
     if key not in train._cache:  # one copy to the device per training set, device and dtype
         X = xp.asarray(np.ascontiguousarray(train.X), device=device)
-        onehot = xp.asarray(np.ascontiguousarray(train.weighted_onehot), device=device)
+        # In units of weight_unit, as the CPU engine: weights in [0, 1], so no (wK)² overflows.
+        onehot = xp.asarray(train.weighted_onehot.astype(np.float64) / train.weight_unit, device=device)
         train._cache[key] = DeviceTrainingSet.build(X, onehot, dtype=dtype)
     return train._cache[key]
 
@@ -285,22 +286,26 @@ def neighbor_kernel_sums_array_api(
             keep_points=True, working_memory=working_memory,
         ).to_numpy()
         with np.errstate(over="ignore", under="ignore"):  # back to the input's units: inf/0 where not representable
-            _store_neighbor_sums(out, g, st, unit, need_dist, keep_points)
+            _store_sums(out, g, st, unit)
+            if keep_points:
+                out.point_mass[:, g] = st.point_mass * unit
+                out.point_dist = st.point_dist
         far = np.max(st.point_dist, axis=1, initial=0.0)
     with np.errstate(over="ignore", invalid="ignore"):  # as the CPU engine: in units of S²
         out.d2_error_rel = direct_d2_error_factor(train.X.shape[1]) * (far / out.support) ** 2
     return out
 
 
-def _store_neighbor_sums(out: KernelSums, g: int, st: Any, unit: float, need_dist: bool, keep_points: bool) -> None:
+def _store_sums(out: KernelSums, g: int, st: Any, unit: float) -> None:
+    """Bandwidth ``g``'s sums of ``st`` (NumPy, weights in units of ``unit``) into ``out``, in the input's units."""
     out.class_sums[:, g] = st.class_sums * unit
     out.sq_sum[:, g] = st.sq_sum * unit
     out.sq_sum[:, g] *= unit  # in two steps: unit² alone may overflow
-    if need_dist:
-        out.dist_sum[:, g] = st.dist_sum * unit
-    if keep_points:
-        out.point_mass[:, g] = st.point_mass * unit
-        out.point_dist = st.point_dist
+    for name in ("dist_sum", "hist_mass", "hist_dist"):
+        if getattr(out, name) is not None:
+            getattr(out, name)[:, g] = getattr(st, name) * unit
+    if out.histogram is not None:  # Σ w_i/weight_max per bin, as the CPU engine
+        out.histogram[:, g] = st.histogram * (unit / out.weight_max) if out.weight_max > 0 else 0.0
 
 
 def dense_kernel_sums_array_api(
@@ -402,14 +407,8 @@ def dense_kernel_sums_array_api(
             Xq, dev_train, kernel=kernel, bandwidth=float(lam), need_dist=need_dist, histogram_bins=bins,
             dtype=dtype, engine=engine, working_memory=working_memory,
         ).to_numpy()
-        out.class_sums[:, g] = st.class_sums
-        out.sq_sum[:, g] = st.sq_sum
-        if need_dist:
-            out.dist_sum[:, g] = st.dist_sum
-        if bins:
-            out.histogram[:, g] = st.histogram / out.weight_max if out.weight_max > 0 else 0.0
-            out.hist_mass[:, g] = st.hist_mass
-            out.hist_dist[:, g] = st.hist_dist
+        with np.errstate(over="ignore", under="ignore"):  # back to the input's units: inf/0 where not representable
+            _store_sums(out, g, st, train.weight_unit)
         d2_err = st.d2_error
     if d2_err is None:
         d2_err = np.zeros(n_q)

@@ -38,6 +38,11 @@ weights) one masked reduction per bin. ``hist_mass`` and ``hist_dist`` take one 
 per bin each (float32 within a tile, float64 across tiles, as the other sums); ``hist_dist`` gets
 the same covering factor as ``dist_sum``.
 
+``Σ (wK)²`` is summed in float32 within a tile: squares of ``wK`` below ``2⁻⁷⁵`` underflow, so
+the sum gets :func:`~nwbound.gpu._array_api.square_sum_bound` (``n·2⁻¹⁴⁹`` and the tile's
+roundings) to stay an upper bound (multiplications compile without flush-to-zero: checked by
+``tests/test_gpu_compile.py``).
+
 ``d⁺`` uses ``tl.sqrt`` (``sqrt.approx.ftz.f32`` on sm_90, relative error below 2⁻²²) and
 float32 tile sums of at most ``BN`` terms; the factor ``1 + (BN + 8)u + 2⁻²¹`` applied to
 ``dist_sum`` and ``hist_dist`` covers both. Block sizes (:data:`CONFIGS`) were chosen from ptxas
@@ -63,6 +68,7 @@ from ._array_api import (
     compat,
     distance_error_bounds,
     full_precision_matmul,
+    square_sum_bound,
     unit_roundoff,
 )
 
@@ -443,7 +449,9 @@ def triton_kernel_statistics(
     factor = 1.0 + (config[1] + 8) * u + 2.0**-21
     out = KernelStatistics(
         class_sums=cs[:, : lay.n_classes],
-        sq_sum=sq,
+        # float32 squares of wK (underflow below 2⁻¹⁴⁹: weights far below the largest), w·K, the
+        # square and a BN-term float32 tile sum rounded: an upper bound again (padding adds 0).
+        sq_sum=square_sum_bound(sq, int(train.centred.shape[0]), "float32", config[1] + 1),
         dist_sum=ds * factor if need_dist else None,
         histogram=hist[:, :bins] if bins else None,
         d2_error=d2_err,
