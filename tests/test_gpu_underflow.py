@@ -183,8 +183,9 @@ def test_estimator_device_weights_far_above_one(bound):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out[device] = clf.set_fitted_state(state).predict_interval(np.array([[0.0], [0.2]]))
-    # Chernoff: the CPU engine's split form also counts the points of each bin (weighted data).
-    atol = 1e-6 if bound == "hoeffding" else 5e-5
+    # Chernoff (the same per-bin counts and weight_min): its solver moves float32 roundings of the
+    # per-bin sums to ~1e-5 of the bounds.
+    atol = 1e-6 if bound == "hoeffding" else 2e-5
     for field in ("proba", "lower", "upper", "sampling"):
         np.testing.assert_allclose(getattr(out["cpu"], field), getattr(out[None], field), rtol=1e-5, atol=atol)
     assert np.all(np.isfinite(out["cpu"].epsilon)) and np.all(out["cpu"].epsilon < 1.0)

@@ -183,6 +183,18 @@ def _device_training_set(train: TrainingSet, xp: Any, device: Any, dtype: str) -
     return train._cache[key]
 
 
+def _smallest_positive(weights: np.ndarray, unit: float, dtype: str) -> float:
+    """The smallest positive weight as the device sees it (``w/unit`` rounded to ``dtype``, times ``unit``).
+
+    The device paths count the points of positive weight only: a point of weight 0 carries no
+    mass and enters no sum, so the bound may leave it out (the CPU engine counts it and takes
+    ``weight_min = 0``: the same interval or a wider one). 0 without a positive weight.
+    """
+    seen = (weights.astype(np.float64) / unit).astype(dtype).astype(np.float64) * unit
+    positive = seen[seen > 0]
+    return float(positive.min()) if positive.size else 0.0
+
+
 def _refuse_tail(tail_radius: float | None) -> None:
     if tail_radius is not None:
         raise ValueError(
@@ -306,6 +318,8 @@ def _store_sums(out: KernelSums, g: int, st: Any, unit: float) -> None:
             getattr(out, name)[:, g] = getattr(st, name) * unit
     if out.histogram is not None:  # Σ w_i/weight_max per bin, as the CPU engine
         out.histogram[:, g] = st.histogram * (unit / out.weight_max) if out.weight_max > 0 else 0.0
+    if out.hist_count is not None:  # points, not weights: no unit
+        out.hist_count[:, g] = st.hist_count
 
 
 def dense_kernel_sums_array_api(
@@ -341,7 +355,8 @@ def dense_kernel_sums_array_api(
         ``B > 0``: also ``histogram``, ``hist_mass`` and ``hist_dist`` (n, G, B) over ``B`` equal bins
         of ``u²`` in [0, 1] (``hist_edges``), as the CPU engine; kernels supported on the unit ball
         only (:data:`~nwbound.gpu.HISTOGRAM_KERNELS`); every engine gives all three (the
-        Chernoff bound's split form).
+        Chernoff bound's split form), and with sample weights ``hist_count`` (points of positive
+        weight per bin) and ``weight_min`` (the smallest positive weight), as the CPU engine's.
     dtype : {"float32", "float64"} or None, default=None
         Compute dtype (None: the training set's).
     engine : {"auto", "array_api", "triton"}, default="auto"
@@ -398,6 +413,9 @@ def dense_kernel_sums_array_api(
     out.uniform_weights = train.weights is None
     if bins:
         out.hist_edges = np.linspace(0.0, 1.0, bins + 1)  # u², radius-1 kernels (checked below)
+        if train.weights is not None:  # sample weights: the split Chernoff form's point counts
+            out.hist_count = np.zeros((n_q, len(bandwidths), bins))
+            out.weight_min = _smallest_positive(train.weights, train.weight_unit, dtype)
     # The engine's error convention: d2_error_rel·S² bounds |d̃² − d²| with S the largest support.
     support = float(kernel.radius * bandwidths.max()) if kernel.compact else float(bandwidths.max())
     out.support = support

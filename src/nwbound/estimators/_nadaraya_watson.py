@@ -893,7 +893,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
     def _intervals(self, X, specs: dict) -> dict:
         """Intervals of queries from :meth:`_dispatched_queries` for every setting in ``specs``."""
         X = self._validate_queries(X, keep_namespace=self._keeps_device_queries())
-        choices = self._ranked_choices(X, specs)  # None on the device path (ranks_from_moments_ is False)
+        choices = self._ranked_choices(X, specs)  # None on the device path (the grid is ranked on the host only)
         if choices is None:
             return self._intervals_at(X, specs, self.bandwidths_)
         out = {}

@@ -72,8 +72,9 @@ HISTOGRAM_KERNELS: tuple[str, ...] = ("epanechnikov", "quartic", "triweight", "b
 # Bytes of temporaries per element of a (query block × training set) tile:
 # d̃², K, d⁺ and one product, in the compute dtype.
 _TEMPORARIES = 4
-# Extra bytes per tile element with a histogram: the int64 bin index and one float64 value.
-_HIST_TEMPORARY_BYTES = 16
+# Extra bytes per tile element with a histogram: the int64 bin index, one float64 value and the
+# compute-dtype flag of the points counted.
+_HIST_TEMPORARY_BYTES = 24
 
 
 def compat() -> Any:
@@ -154,6 +155,10 @@ class KernelStatistics:
         ``Σ_i w_i K_i`` per bin of ``histogram`` (every engine, whenever ``histogram`` is given).
     hist_dist : array of shape (n_queries, n_bins) or None
         ``Σ_i w_i K_i d⁺_i`` per bin (same bound ``d⁺`` as ``dist_sum``).
+    hist_count : array of shape (n_queries, n_bins) or None
+        The training points of positive weight in each bin of ``histogram`` (every engine,
+        whenever ``histogram`` is given): with sample weights, each such point's mass is at least
+        the smallest positive weight times ``K`` at the bin's outer edge (the split Chernoff form).
     point_mass : array of shape (n_queries, k) or None
         :func:`neighbor_kernel_statistics` with ``keep_points``: ``w_i K_i`` of each neighbour.
     point_dist : array of shape (n_queries, k) or None
@@ -177,6 +182,7 @@ class KernelStatistics:
     hist_dist: Any | None = None
     point_mass: Any | None = None
     point_dist: Any | None = None
+    hist_count: Any | None = None
 
     @property
     def kappa(self) -> Any:
@@ -565,7 +571,7 @@ def _array_api_statistics(
     qc64 = xp.astype(qc, xp.float64)
     q_sq64 = xp.sum(qc64 * qc64, axis=1)
     d2_err, eta = distance_error_bounds(xp, q_sq64, train)
-    parts: dict[str, list] = {"cs": [], "sq": [], "ds": [], "h": [], "hm": [], "hd": []}
+    parts: dict[str, list] = {"cs": [], "sq": [], "ds": [], "h": [], "hm": [], "hd": [], "hc": []}
     with full_precision_matmul(xp):
         for s in range(0, n_q, block_rows):  # blocks of queries: bounded memory
             e = min(s + block_rows, n_q)
@@ -595,10 +601,12 @@ def _array_api_statistics(
                 if dplus is None:
                     err_b = xp.astype(d2_err[s:e], cdt)[:, None]
                     dplus = xp.sqrt(d2 + err_b) + xp.astype(eta[s:e], cdt)[:, None]
-                h, hm, hd = _binned_sums(xp, index, (w_row, kw, kw * dplus), bins)
+                counted = xp.astype(w_row > 0.0, cdt)  # points of positive weight (the split form's count)
+                h, hm, hd, hc = _binned_sums(xp, index, (w_row, kw, kw * dplus, counted), bins)
                 parts["h"].append(h)
                 parts["hm"].append(hm)
                 parts["hd"].append(hd * (1.0 + 8.0 * u))
+                parts["hc"].append(hc)
     if n_q == 0:
         n_cls = int(train.onehot.shape[1])
         empty = xp.zeros((0,), dtype=xp.float64, device=_device(Xq))
@@ -609,6 +617,7 @@ def _array_api_statistics(
             d2_error=d2_err,
             hist_mass=xp.zeros((0, bins), dtype=xp.float64, device=_device(Xq)) if bins else None,
             hist_dist=xp.zeros((0, bins), dtype=xp.float64, device=_device(Xq)) if bins else None,
+            hist_count=xp.zeros((0, bins), dtype=xp.float64, device=_device(Xq)) if bins else None,
         )
     return KernelStatistics(
         class_sums=xp.concat(parts["cs"], axis=0),
@@ -618,6 +627,7 @@ def _array_api_statistics(
         d2_error=d2_err,
         hist_mass=xp.concat(parts["hm"], axis=0) if bins else None,
         hist_dist=xp.concat(parts["hd"], axis=0) if bins else None,
+        hist_count=xp.concat(parts["hc"], axis=0) if bins else None,
     )
 
 
