@@ -32,7 +32,7 @@ PY
   if [ "$MODE" = "all" ]; then
     echo "== pytest tests/test_gpu*.py (SCIPY_ARRAY_API=1: array_api_dispatch) =="
     SCIPY_ARRAY_API=1 timeout 150 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py tests/test_gpu_dispatch.py \
-      tests/test_gpu_neighbors.py
+      tests/test_gpu_neighbors.py tests/test_gpu_underflow.py
     echo "pytest exit: $?"
     echo "== bench_gpu.py =="
     timeout 170 python3 -u benchmarks/bench_gpu.py --repeats 5
@@ -40,7 +40,7 @@ PY
   else
     echo "== pytest tests/test_gpu*.py -k 'estimator or cuda' =="
     SCIPY_ARRAY_API=1 timeout 100 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py \
-      tests/test_gpu_dispatch.py tests/test_gpu_neighbors.py -k "estimator or cuda"
+      tests/test_gpu_dispatch.py tests/test_gpu_neighbors.py tests/test_gpu_underflow.py -k "estimator or cuda"
     echo "pytest exit: $?"
   fi
   if [ "$MODE" = "all" ] || [ "$MODE" = "estimator" ]; then
@@ -70,19 +70,24 @@ def timed(est, bound, repeats=3):
         best = min(best, time.perf_counter() - t0)
     return iv, first, best
 
-for bound in ("hoeffding", "chernoff"):
+# Sample weights: the split form with per-bin point counts (hist_count) from the Triton epilogue.
+for bound, weighted in (("hoeffding", False), ("chernoff", False), ("chernoff", True)):
     params = dict(bandwidth=lam, lipschitz=1.0, bound=bound, dtype="float32")
-    cpu = NadarayaWatsonClassifier(n_jobs=-1, **params).fit(X, y)
-    gpu = NadarayaWatsonClassifier(device=dev, **params).fit(X, y)
+    w = np.random.default_rng(0).uniform(0.5, 1.0, n_train) if weighted else None
+    cpu = NadarayaWatsonClassifier(n_jobs=-1, **params).fit(X, y, sample_weight=w)
+    gpu = NadarayaWatsonClassifier(device=dev, **params).fit(X, y, sample_weight=w)
     a, f_cpu, t_cpu = timed(cpu, bound, repeats=1)
     b, f_gpu, t_gpu = timed(gpu, bound)
     st = gpu.kernel_statistics(Q)
     form = "split (hist_mass)" if st.hist_mass is not None else "counts only (hist_mass missing: a bug)"
+    bound = bound + ("+w" if weighted else "")
     print(f"{bound:10s} CPU engine {t_cpu:8.3f} s | device {t_gpu:8.4f} s (first call {f_gpu:.1f} s) "
-          f"| speed-up {t_cpu / t_gpu:7.1f}x | histogram form {form if bound == 'chernoff' else '-'}")
+          f"| speed-up {t_cpu / t_gpu:7.1f}x | histogram form {form if bound.startswith('chernoff') else '-'}")
     print(f"{'':10s} max |d proba| {np.abs(a.proba - b.proba).max():.2e}  max |d lower| "
           f"{np.abs(a.lower - b.lower).max():.2e}  max |d upper| {np.abs(a.upper - b.upper).max():.2e}  "
           f"mean width cpu {np.mean(a.upper - a.lower):.4f} device {np.mean(b.upper - b.lower):.4f}")
+    if weighted:
+        print(f"{'':10s} hist_count from the device: {st.hist_count is not None}, weight_min {st.weight_min}")
     if bound == "chernoff":
         # The same split-form sums from the array-API engine (PyTorch ops): the Triton path's gain.
         from nwbound.estimators._device import dense_kernel_sums_array_api
@@ -91,7 +96,7 @@ for bound in ("hoeffding", "chernoff"):
         t0 = time.perf_counter(); run(); first = time.perf_counter() - t0
         t0 = time.perf_counter(); run(); t_aa = time.perf_counter() - t0
         print(f"{'':10s} array-API engine with hist_mass/hist_dist (split form): {t_aa:.4f} s (first {first:.1f} s)")
-        # array_api_dispatch: CUDA queries in, CUDA tensors out (one host round trip of the queries).
+        # array_api_dispatch: CUDA queries in, CUDA tensors out (the queries never cross to the host).
         import sklearn
         Qt = torch.from_numpy(Q).to(dev)
         with sklearn.config_context(array_api_dispatch=True):

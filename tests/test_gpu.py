@@ -76,14 +76,15 @@ def reference(Q, X, onehot, name, lam, bins=0):
         "dist_sum": (k * w * d).sum(axis=1),
     }
     if bins:
-        hist, mass, dist = (np.zeros((Q.shape[0], bins)) for _ in range(3))
+        hist, mass, dist, count = (np.zeros((Q.shape[0], bins)) for _ in range(4))
         for b in range(bins):  # the bin of u² (u² = 1 in the last), support only
             lo, hi = b / bins, (b + 1) / bins
             inb = (u2 >= lo) & ((u2 < hi) | ((b == bins - 1) & (u2 <= 1.0)))
             hist[:, b] = (inb * w).sum(axis=1)
             mass[:, b] = (inb * w * k).sum(axis=1)
             dist[:, b] = (inb * w * k * d).sum(axis=1)
-        out["histogram"], out["hist_mass"], out["hist_dist"] = hist, mass, dist
+            count[:, b] = (inb & (w > 0)).sum(axis=1)
+        out["histogram"], out["hist_mass"], out["hist_dist"], out["hist_count"] = hist, mass, dist, count
     return out
 
 
@@ -117,6 +118,11 @@ def check_against_reference(st, ref, Q, X, lam, rtol=2e-5, atol=2e-5):
         # A point within rounding of a bin edge may fall on either side: compare cumulative mass.
         got = np.cumsum(_np(st.histogram), axis=1)
         np.testing.assert_allclose(got[:, -1], np.cumsum(ref["histogram"], axis=1)[:, -1], rtol=1e-5, atol=1e-4)
+        # The points per bin (the split form's counts), to one point at each bin edge.
+        counts = _np(st.hist_count)
+        np.testing.assert_array_equal(counts, np.round(counts))
+        np.testing.assert_array_equal(counts.sum(axis=1), ref["hist_count"].sum(axis=1))
+        assert np.abs(np.cumsum(counts, axis=1) - np.cumsum(ref["hist_count"], axis=1)).max() <= 2
     if getattr(st, "hist_mass", None) is not None:
         # Per bin, Σ wK and Σ wK·d⁺ move between bins only with points at a bin edge (at most
         # the largest weight, K ≤ 1, d⁺ ≤ λ + slack); in total they are κ and dist_sum.
@@ -310,7 +316,7 @@ for case in sys.argv[3:]:
     else:
         st = kernel_statistics(Q, X, onehot, kernel=name, bandwidth=0.85, histogram_bins=int(bins),
                                engine="triton", gemm=gemm)
-    for k in ("class_sums", "sq_sum", "dist_sum", "d2_error", "histogram", "hist_mass", "hist_dist"):
+    for k in ("class_sums", "sq_sum", "dist_sum", "d2_error", "histogram", "hist_mass", "hist_dist", "hist_count"):
         if getattr(st, k) is not None:
             out[case + "/" + k] = getattr(st, k).numpy()
 np.savez(sys.argv[2], **out)
@@ -353,7 +359,7 @@ def test_triton_interpreter_matches_reference(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     got = np.load(tmp_path / "out.npz")
     for (name, bins, _, weights, _), case in zip(_INTERPRETED_CASES, cases):
-        hist_fields = ("histogram", "hist_mass", "hist_dist")
+        hist_fields = ("histogram", "hist_mass", "hist_dist", "hist_count")
         st = SimpleNamespace(**{k: got[case + "/" + k] if bins else None for k in hist_fields},
                              **{k: got[case + "/" + k] for k in ("class_sums", "sq_sum", "dist_sum", "d2_error")})
         ref = reference(Q, X, weighted[weights], name, 0.85, bins)
@@ -365,6 +371,7 @@ def test_triton_interpreter_matches_reference(tmp_path):
         # against the independent formula, and against the CPU engine's split-form sums.
         np.testing.assert_allclose(st.histogram, ref["histogram"], rtol=1e-6, atol=1e-5, err_msg=case)
         np.testing.assert_allclose(st.hist_mass, ref["hist_mass"], rtol=1e-5, atol=1e-5, err_msg=case)
+        np.testing.assert_array_equal(st.hist_count, ref["hist_count"], err_msg=case)
         assert np.all(st.hist_dist >= ref["hist_dist"] * (1 - 1e-5) - 1e-6), case  # d⁺ ≥ d per bin
         np.testing.assert_allclose(st.hist_dist, ref["hist_dist"], rtol=1e-4, atol=1e-5, err_msg=case)
         cpu = _cpu_engine_histogram(Q, X, weighted[weights], weights, name, 0.85, bins)
@@ -380,8 +387,10 @@ def _cpu_engine_histogram(Q, X, onehot, weights: str, name: str, lam: float, bin
     train = TrainingSet.build(X.astype(np.float64), labels, onehot.shape[1], w)
     sums = dense_kernel_sums(Q.astype(np.float64), train, get_kernel(name), np.array([lam]), need_dist=True,
                              histogram_bins=bins)
+    # Unweighted, the CPU engine keeps no counts: its histogram is the count.
+    count = sums.histogram[:, 0] * sums.weight_max if sums.hist_count is None else sums.hist_count[:, 0]
     return {"histogram": sums.histogram[:, 0] * sums.weight_max, "hist_mass": sums.hist_mass[:, 0],
-            "hist_dist": sums.hist_dist[:, 0]}
+            "hist_dist": sums.hist_dist[:, 0], "hist_count": count}
 
 
 def _gpu_case(xp_name: str, engine: str, precision: str = "ieee", gemm: str | None = None, weights: str = "sample"):
@@ -503,16 +512,18 @@ def _device_pair(device: str, bound: str, weighted: bool, **sizes):
 def _check_device_intervals(cpu, dev, Q, bound: str) -> None:
     """The device estimator's intervals are the CPU engine's, to float32 rounding (same bound form).
 
-    With sample weights the CPU engine also counts the points per histogram bin (a tighter split
-    form); the device paths do not yet, so they are compared with the CPU's form without counts,
-    and must contain the CPU's tighter interval.
+    With sample weights both count the points per histogram bin (the tighter split form: each
+    point's mass at least ``weight_min·K`` at its bin's outer edge), and both are tighter than
+    the count-free form.
     """
     cpu_stats = cpu.kernel_statistics(Q)
-    tight = cpu.interval_from_statistics(cpu_stats)
-    a = cpu.interval_from_statistics(dataclasses.replace(cpu_stats, hist_count=None))
+    a = cpu.interval_from_statistics(cpu_stats)
     b = dev.predict_interval(Q)
-    assert np.all(b.lower <= tight.lower + 5e-4) and np.all(b.upper >= tight.upper - 5e-4)
     st = dev.kernel_statistics(Q)
+    if bound == "chernoff" and cpu_stats.hist_count is not None:
+        assert st.hist_count is not None and st.weight_min == cpu_stats.weight_min
+        loose = cpu.interval_from_statistics(dataclasses.replace(cpu_stats, hist_count=None))
+        assert np.mean(b.upper - b.lower) < np.mean(loose.upper - loose.lower)
     np.testing.assert_allclose(b.proba, a.proba, atol=1e-5)
     np.testing.assert_allclose(b.lower, a.lower, atol=5e-4)
     np.testing.assert_allclose(b.upper, a.upper, atol=5e-4)

@@ -1,4 +1,5 @@
-"""The Triton kernel compiles for an H100/H200 (sm_90) without a GPU, and its tile configs do not spill.
+"""The Triton kernel compiles for an H100/H200 (sm_90) without a GPU, its tile configs do not spill,
+and its arithmetic keeps subnormals (no flush-to-zero ``mul``/``add``/``fma``).
 
 Triton compiles to PTX and runs its bundled ``ptxas`` without a driver, so this checks, on any
 machine with Triton's NVIDIA backend, what only a GPU run showed before: that every
@@ -31,16 +32,17 @@ from nwbound.gpu._triton import _BK, _KERNEL_CODES, CONFIGS, _kernel
 kernel = _kernel()
 pointer_types = {"q_ptr": "*fp32", "qn_ptr": "*fp32", "qerr_ptr": "*fp32", "qeta_ptr": "*fp32", "x_ptr": "*fp32",
                  "xn_ptr": "*fp32", "w_ptr": "*fp32", "tcls_ptr": "*i32", "tw_ptr": "*fp32", "cs_ptr": "*fp64",
-                 "sq_ptr": "*fp64", "ds_ptr": "*fp64", "h_ptr": "*fp32", "hm_ptr": "*fp64", "hd_ptr": "*fp64",
+                 "sq_ptr": "*fp64", "ds_ptr": "*fp64", "h_ptr": "*fp32", "hm_ptr": "*fp64", "hd_ptr": "*fp64", "hc_ptr": "*fp32",
                  "p_ptr": "*fp32", "n_q": "i32", "tiles_per_split": "i32", "n_tiles": "i32", "inv_lam2": "fp32",
                  "r2": "fp32", "p_stride": "i32"}
 ptxas = get_ptxas(90).path
 out = []
-for family, bins, words, precision, from_product in json.loads(sys.argv[1]):
+for family, bins, words, precision, from_product, uniform, count in json.loads(sys.argv[1]):
     for bm, bn, warps, stages in CONFIGS[family]:
         const = dict(M_PAD=112, C_PAD=8, BINS=bins, B_PAD=max(2, bins), KERNEL=_KERNEL_CODES["epanechnikov"],
                      NEED_DIST=True, PRECISION=precision, FROM_PRODUCT=from_product, BM=bm, BN=bn, BK=_BK,
-                     STEPS=0, HIST_WORDS=words, FIELDS=4 if bn <= 64 else 3, BITS=8 if bn <= 64 else 10)
+                     STEPS=0, HIST_WORDS=words, FIELDS=4 if bn <= 64 else 3, BITS=8 if bn <= 64 else 10,
+                     UNIFORM=uniform, COUNT=count)
         unknown = set(kernel.arg_names) - set(pointer_types) - set(const)
         assert not unknown, f"kernel arguments this check does not know: {unknown}"
         signature = {name: pointer_types.get(name, "constexpr") for name in kernel.arg_names}
@@ -54,16 +56,19 @@ for family, bins, words, precision, from_product in json.loads(sys.argv[1]):
                                 capture_output=True, text=True, check=True).stderr
         os.unlink(f.name)
         spills = int(re.search(r"(\d+) bytes spill stores", report).group(1))
-        out.append([family, bins, words, [bm, bn, warps, stages], spills])
+        # Arithmetic that flushes subnormals to zero (the approximate sqrt/exp may: they make K, d⁺).
+        ftz = sorted(set(re.findall(r"\b(?:add|sub|mul|fma|mad)\.[a-z0-9.]*ftz[a-z0-9.]*", compiled.asm["ptx"])))
+        out.append([family, bins, [words, uniform, count], [bm, bn, warps, stages], spills, ftz])
 print(json.dumps(out))
 '''
 
-# (CONFIGS family, bins, packed words, precision, gemm="library"): the exact (ieee) forms _launch
-# picks, with the estimator's 32 bins, packed (unweighted) and per-bin (sample weights) counts.
-# tf32x3 and 16 bins (no spills either when measured) are left out to keep this under a minute.
-_FORMS = [("ieee", 0, 0, "ieee", False), ("library", 0, 0, "ieee", True),
-          ("histogram", 32, 8, "ieee", False), ("histogram", 32, 0, "ieee", False),
-          ("library_histogram", 32, 8, "ieee", True), ("library_histogram", 32, 0, "ieee", True)]
+# (CONFIGS family, bins, packed words, precision, gemm="library", UNIFORM, COUNT): the exact (ieee)
+# forms _launch picks, with the estimator's 32 bins: unweighted (the histogram from packed counts),
+# sample weights (per-bin Σw, packed point counts) and per-class weights (both from packed counts).
+# tf32x3 and 16 bins (no spills either when measured) are left out to keep this near a minute.
+_FORMS = [("ieee", 0, 0, "ieee", False, False, False), ("library", 0, 0, "ieee", True, False, False)] + [
+    (family, 32, 8, "ieee", family == "library_histogram", uniform, count)
+    for family in ("histogram", "library_histogram") for uniform, count in ((True, False), (False, True), (True, True))]
 # Bytes of spill stores tolerated per config (a few stray words); the histogram configs were
 # chosen at ≤ 16 (one at 32 with per-bin counts).
 _MAX_SPILL = 64
@@ -89,5 +94,9 @@ def test_every_config_compiles_for_sm90_without_spilling():
     from nwbound.gpu._triton import CONFIGS
 
     assert len(results) == sum(len(CONFIGS[form[0]]) for form in _FORMS)
-    spilling = [r for r in results if r[-1] > _MAX_SPILL]
+    spilling = [r[:5] for r in results if r[4] > _MAX_SPILL]
     assert not spilling, f"configs that spill more than {_MAX_SPILL} bytes (family, bins, words, config, bytes): {spilling}"
+    # Σ(wK)²'s underflow allowance (square_sum_bound: n·2⁻¹⁴⁹) assumes IEEE subnormals in the products
+    # and sums; a flush-to-zero multiply would lose up to 2⁻¹²⁶ per square.
+    flushing = [r[:4] + [r[5]] for r in results if r[5]]
+    assert not flushing, f"configs whose arithmetic flushes subnormals to zero: {flushing}"

@@ -192,6 +192,202 @@ def test_device_without_float64_is_refused():
         clf.predict_proba(q)
 
 
+# ---------------------------------------------------------------------------------------------
+# device= under dispatch: the queries are checked and used where they live (no host round trip)
+# ---------------------------------------------------------------------------------------------
+def _queries_in(namespace: str, Q: np.ndarray):
+    if namespace == "torch":
+        import torch
+
+        return torch.from_numpy(Q)
+    import array_api_strict as xps
+
+    # "device1" is array_api_strict's non-CPU device: NumPy refuses to convert its arrays, so any
+    # implicit host copy of the queries would raise, on top of the spy below.
+    return xps.asarray(Q, device=xps.Device("device1"))
+
+
+class _HostSpy:
+    """Records every host copy: nwbound's ``to_host`` (wherever it was imported) and ``Tensor.numpy``."""
+
+    def __init__(self, monkeypatch):
+        import torch
+
+        from nwbound.gpu import _array_api
+
+        self.shapes: list[tuple[int, ...]] = []
+        self._inside = False
+        original = _array_api.to_host
+
+        def to_host(a):
+            self.shapes.append(tuple(int(v) for v in getattr(a, "shape", ())))
+            self._inside = True  # its own Tensor.numpy call is the same copy
+            try:
+                return original(a)
+            finally:
+                self._inside = False
+
+        for module in list(sys.modules.values()):
+            if getattr(module, "__name__", "").startswith("nwbound") and getattr(module, "to_host", None) is original:
+                monkeypatch.setattr(module, "to_host", to_host)
+        numpy_of = torch.Tensor.numpy
+
+        def tensor_numpy(t, *args, **kwargs):
+            if not self._inside:
+                self.shapes.append(tuple(t.shape))
+            return numpy_of(t, *args, **kwargs)
+
+        monkeypatch.setattr(torch.Tensor, "numpy", tensor_numpy)
+
+    def rows_of_width(self, m: int) -> int:
+        """Rows of (·, m) arrays copied to the host: queries have m features, no result has m columns."""
+        return sum(s[0] for s in self.shapes if len(s) == 2 and s[1] == m)
+
+
+@needs_dispatch
+@needs_torch
+@needs_strict
+@pytest.mark.parametrize("namespace", ["torch", "array_api_strict"])
+@pytest.mark.parametrize("localized", [False, True], ids=["regular", "localized"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_device_queries_stay_where_they_live(monkeypatch, namespace, localized, dtype):
+    # 4 features, 3 classes, 15 neighbours, 32 bins: no result or statistic has 4 columns.
+    extra = dict(n_neighbors=15) if localized else {}
+    clf, Q = _fit("cpu", dtype=dtype, **extra)
+    Q = Q.astype(dtype)
+    want_iv, want_both = clf.predict_interval(Q), clf.predict_interval(Q, bounds=["hoeffding", "chernoff"])
+    want_proba, want_labels = clf.predict_proba(Q), clf.predict(Q)
+    q = _queries_in(namespace, Q)
+    spy = _HostSpy(monkeypatch)
+    with sklearn.config_context(array_api_dispatch=True):
+        iv = clf.predict_interval(q)
+        both = clf.predict_interval(q, bounds=["hoeffding", "chernoff"])
+        proba, labels = clf.predict_proba(q), clf.predict(q)
+    # The regular classifier never copies the queries; the localized one once per call, for its
+    # neighbour search on the host (4 calls).
+    assert spy.rows_of_width(4) == (4 * Q.shape[0] if localized else 0), spy.shapes
+    for name, want in _interval_fields(want_iv).items():  # the same numbers as NumPy queries
+        _check_same(getattr(iv, name), want, namespace, q.device)
+    for key in both:
+        for name, want in _interval_fields(want_both[key]).items():
+            _check_same(getattr(both[key], name), want, namespace, q.device)
+    _check_same(proba, want_proba, namespace, q.device)
+    _check_same(labels, want_labels, namespace, q.device)
+
+
+@needs_dispatch
+@needs_torch
+@needs_strict
+@pytest.mark.parametrize("namespace", ["torch", "array_api_strict"])
+def test_device_queries_cast_in_their_namespace(monkeypatch, namespace):
+    # float64 queries on a float32 fit (and float32 queries on a float64 fit): cast where they live,
+    # to the same values as the NumPy route's cast.
+    for fit_dtype, q_dtype in (("float32", np.float64), ("float64", np.float32)):
+        clf, Q = _fit("cpu", dtype=fit_dtype)
+        Q = Q.astype(q_dtype) / 3.0
+        want = clf.predict_interval(Q)
+        spy = _HostSpy(monkeypatch)
+        with sklearn.config_context(array_api_dispatch=True):
+            iv = clf.predict_interval(_queries_in(namespace, Q))
+        assert spy.rows_of_width(4) == 0, spy.shapes
+        for name, value in _interval_fields(want).items():
+            _check_same(getattr(iv, name), value, namespace)
+
+
+@needs_dispatch
+@needs_torch
+@needs_strict
+@pytest.mark.parametrize("namespace", ["torch", "array_api_strict"])
+@pytest.mark.parametrize("localized", [False, True], ids=["regular", "localized"])
+def test_device_queries_bad_input_is_named(monkeypatch, namespace, localized):
+    extra = dict(n_neighbors=15) if localized else {}
+    clf, Q = _fit("cpu", **extra)
+    bad_nan, bad_inf = Q.copy(), Q.copy()
+    bad_nan[3, 1], bad_inf[0, 0] = np.nan, np.inf
+    spy = _HostSpy(monkeypatch)
+    cases = [(Q[:, :3], "X has 3 features, but NadarayaWatsonClassifier is expecting 4"),
+             (bad_nan, "Input X contains NaN"), (bad_inf, "Input X contains infinity"),
+             (Q[:, 0], "Expected 2D array")]
+    with sklearn.config_context(array_api_dispatch=True):
+        for bad, message in cases:
+            q = _queries_in(namespace, np.ascontiguousarray(bad))
+            for method in (clf.predict_interval, clf.predict_proba, clf.predict):
+                with pytest.raises(ValueError, match=message):
+                    method(q)
+    assert spy.rows_of_width(4) == 0, spy.shapes  # refused where they live, before any search
+
+
+@needs_dispatch
+@needs_torch
+def test_host_methods_take_dispatched_queries():
+    # kernel_statistics, kneighbors and bandwidth_ranking return NumPy: they copy the queries once.
+    import torch
+
+    clf, Q = _fit("cpu")
+    local, _ = _fit(None, n_neighbors=15)
+    q = torch.from_numpy(Q)
+    with sklearn.config_context(array_api_dispatch=True):
+        stats = clf.kernel_statistics(q)
+        dist, idx = local.kneighbors(q)
+    np.testing.assert_array_equal(stats.class_sums, clf.kernel_statistics(Q).class_sums)
+    np.testing.assert_array_equal(idx, local.kneighbors(Q)[1])
+    assert isinstance(dist, np.ndarray)
+
+
+# ---------------------------------------------------------------------------------------------
+# The dyadic classifier follows dispatch too (its cell lookup runs on the host)
+# ---------------------------------------------------------------------------------------------
+def _dyadic(labels=None):
+    from nwbound import DyadicClassifier
+
+    rng = np.random.default_rng(5)
+    X = rng.random((400, 3))
+    y = (rng.random(400) < X[:, 0]).astype(int) + (X[:, 1] > 0.6)
+    if labels is not None:
+        y = np.asarray(labels)[y]
+    Q = rng.uniform(-0.1, 1.1, (25, 3))  # a few outside the box: flagged, bias grows
+    return DyadicClassifier(resolution=2, lipschitz=0.5).fit(X, y), Q
+
+
+@needs_dispatch
+@needs_torch
+@needs_strict
+@pytest.mark.parametrize("namespace", ["torch", "array_api_strict"])
+def test_dyadic_follows_dispatch(namespace):
+    clf, Q = _dyadic()
+    want_iv, want_both = clf.predict_interval(Q), clf.predict_interval(Q, bounds=["hoeffding", "chernoff"])
+    q = _queries_in(namespace, Q)
+    with sklearn.config_context(array_api_dispatch=True):
+        iv, both = clf.predict_interval(q), clf.predict_interval(q, bounds=["hoeffding", "chernoff"])
+        proba, labels = clf.predict_proba(q), clf.predict(q)
+        stats = clf.kernel_statistics(q)  # statistics stay NumPy (as the regular classifier's)
+    for name, want in _interval_fields(want_iv).items():
+        _check_same(getattr(iv, name), want, namespace, q.device)
+    assert sorted(both) == ["chernoff", "hoeffding"]
+    for key in both:
+        for name, want in _interval_fields(want_both[key]).items():
+            _check_same(getattr(both[key], name), want, namespace, q.device)
+    _check_same(proba, clf.predict_proba(Q), namespace, q.device)
+    _check_same(labels, clf.predict(Q), namespace, q.device)
+    assert isinstance(stats.class_sums, np.ndarray)
+    np.testing.assert_array_equal(stats.class_sums, clf.kernel_statistics(Q).class_sums)
+
+
+@needs_dispatch
+@needs_strict
+def test_dyadic_string_labels_stay_numpy_and_bad_input_is_named():
+    import array_api_strict as xps
+
+    clf, Q = _dyadic(labels=["a", "b", "c"])
+    with sklearn.config_context(array_api_dispatch=True):
+        labels = clf.predict(xps.asarray(Q))
+        with pytest.raises(ValueError, match="X has 2 features, but DyadicClassifier is expecting 3"):
+            clf.predict_proba(xps.asarray(Q[:, :2]))
+        with pytest.raises(ValueError, match="has no float64"):
+            clf.predict_interval(xps.asarray(Q.astype(np.float32), device=xps.Device("no_float64")))
+    assert isinstance(labels, np.ndarray) and labels.tolist() == clf.predict(Q).tolist()
+
+
 @pytest.mark.skipif(DISPATCH, reason="array_api_dispatch works in this process: the tests above ran here")
 @pytest.mark.skipif(not (HAS_TORCH and HAS_STRICT), reason="needs torch and array_api_strict")
 def test_dispatch_tests_in_a_subprocess():
@@ -202,4 +398,4 @@ def test_dispatch_tests_in_a_subprocess():
                          env=env, capture_output=True, text=True, timeout=180)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     # Every dispatch test ran in the child (skipped there: this one, and the CUDA one without a GPU).
-    assert "7 passed" in run.stdout and "needs SCIPY_ARRAY_API" not in run.stdout, run.stdout[-2000:]
+    assert "25 passed" in run.stdout and "needs SCIPY_ARRAY_API" not in run.stdout, run.stdout[-2000:]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["direct_d2_error_factor", "direct_distance_error", "euclidean_norm"]
+__all__ = ["direct_d2_error_factor", "direct_distance_error", "euclidean_norm", "square_underflow"]
 
 
 def euclidean_norm(a: np.ndarray, axis: int | None = -1) -> np.ndarray:
@@ -60,3 +60,24 @@ def direct_d2_error_factor(n_features: int) -> float:
     """
     rel = direct_distance_error(n_features)
     return (2.0 * rel + rel * rel) * (1.0 + rel) ** 2
+
+
+def square_underflow(n_terms: int, dtype: str | np.dtype = "float64") -> float:
+    """Bound on what ``n_terms`` squares computed in ``dtype`` lose to underflow: ``n·`` its smallest subnormal.
+
+    A product that lands below the smallest normal number keeps only an absolute accuracy: it is
+    off by at most half the smallest subnormal (0 where it flushes), and the square of a rounded
+    subnormal factor adds far less. Added to a computed ``Σ (wK)²`` (factors in [0, 1], e.g.
+    weights in units of the largest) so that it stays an upper bound: with weights far below the
+    largest one the squares flush to 0, and ``Σ (wK)² = 0`` with ``κ > 0`` would make the
+    sampling term 0. The one copy of this rule: the CPU engine's float64 squares (``2⁻¹⁰⁷⁴``
+    each), the device paths' float32 squares (``2⁻¹⁴⁹`` each: the Triton kernel, the array-API
+    engine in float32) and float64 ones. Relative rounding is the caller's to cover.
+
+    Examples
+    --------
+    >>> from nwbound._numerics import square_underflow
+    >>> square_underflow(3) == 3 * 2.0**-1074, square_underflow(2, "float32") == 2 * 2.0**-149
+    (True, True)
+    """
+    return int(n_terms) * float(np.finfo(np.dtype(dtype)).smallest_subnormal)

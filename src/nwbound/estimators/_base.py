@@ -18,7 +18,7 @@ from .._validation import check_beta, check_choice, check_open_unit, check_posit
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import warn_if_useless
 from ..kernels import Kernel
-from ._device import queries_on_host
+from ._device import queries_on_host, validate_queries
 from ._statistics import KernelStatistics
 
 __all__ = ["BoundedClassifierBase", "BOUND_PARAMETERS", "EMPTY_NEIGHBORHOOD_RULES"]
@@ -207,10 +207,23 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         return False
 
     # -- predict helpers ---------------------------------------------------------------------
-    def _validate_queries(self, X):
+    def _validate_queries(self, X, *, keep_namespace: bool = False):
+        """Checked queries in the fit dtype; with ``keep_namespace``, ``array_api_dispatch`` queries stay
+        in their namespace and device (:func:`~nwbound.estimators._device.validate_queries`)."""
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        return np.ascontiguousarray(X, dtype=self._fit_dtype)
+        return validate_queries(self, X, self._fit_dtype, keep_namespace=keep_namespace)
+
+    def _keeps_device_queries(self) -> bool:
+        """Whether ``predict*`` compute on ``array_api_dispatch`` queries where they live (``device=``)."""
+        return False
+
+    def _dispatched_queries(self, X):
+        """``(X, restore)`` of :func:`~nwbound.estimators._device.queries_on_host` for ``predict*``."""
+        return queries_on_host(X, keep_on_device=self._keeps_device_queries())
+
+    def _proba(self, X) -> np.ndarray:
+        """:meth:`predict_proba` as NumPy, of queries from :meth:`_dispatched_queries` (subclasses)."""
+        raise NotImplementedError
 
     def _fallback_proba(self, class_sums: np.ndarray, kappa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``p̂ = class_sums/κ``; rows with κ = 0 follow ``empty_neighborhood``."""
@@ -288,13 +301,14 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         specs = self._resolve_bounds(bounds)
         return self._report({name: self._interval(stats, spec) for name, spec in specs.items()}, specs, bounds)
 
-    def _report(self, out: dict, specs: dict, bounds: Any):
+    def _report(self, out: dict, specs: dict, bounds: Any, stacklevel: int = 4):
         """Return the intervals as asked; warn about this estimator's own setting when it cannot help."""
         if bounds is not None:
             return out
         # Said once per call site (Python's default warning filter), with the cause and the fix.
-        # stacklevel 4: warn_if_useless → _report → the public method → the user's line.
-        warn_if_useless(out[None], beta=specs[None].beta, stacklevel=4)
+        # stacklevel 4: warn_if_useless → _report → the public method → the user's line (5 from
+        # _proba, one frame deeper).
+        warn_if_useless(out[None], beta=specs[None].beta, stacklevel=stacklevel)
         return out[None]
 
     # -- public API shared by subclasses -----------------------------------------------------
@@ -318,8 +332,8 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         >>> NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y).predict([[0.1], [0.9]]).tolist()
         ['a', 'b']
         """
-        X, restore = queries_on_host(X)  # array_api_dispatch: numeric labels go back to X's namespace
-        proba = self.predict_proba(X)
+        X, restore = self._dispatched_queries(X)  # array_api_dispatch: numeric labels go back to X's namespace
+        proba = self._proba(X)  # first: it checks that the estimator is fitted
         return restore(self.classes_[np.argmax(proba, axis=1)])
 
     def __sklearn_is_fitted__(self) -> bool:

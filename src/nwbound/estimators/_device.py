@@ -2,6 +2,13 @@
 (regular classifier) or :func:`nwbound.gpu.neighbor_kernel_statistics` (localized), and its outputs
 in the queries' namespace under scikit-learn's ``array_api_dispatch`` (:func:`queries_on_host`).
 
+What crosses to the host under dispatch with ``device=`` (:func:`validate_queries` with
+``keep_namespace``): never the queries of the regular classifier (checked and cast in their own
+namespace, read by the kernel pass on the device); the localized classifier's queries once, for
+the host neighbour index; the per-query sums (``KernelSums``, float64) and the ``outside_box``
+flags, for the float64 bound arithmetic, whose results go back. Without ``device=`` (and for the
+dyadic classifier) the queries make one round trip.
+
 Lives with the estimators (which import :mod:`nwbound.gpu` on use), so that
 :mod:`nwbound.gpu` never imports the estimators.
 """
@@ -14,6 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 import sklearn
+from sklearn.utils.validation import validate_data
 
 from .._result import PredictionInterval
 from ..kernels import Kernel
@@ -29,16 +37,23 @@ from .._numerics import direct_d2_error_factor
 from ..gpu._array_api import to_host
 from ._sums import KernelSums, TrainingSet
 
-__all__ = ["dense_kernel_sums_array_api", "neighbor_kernel_sums_array_api", "queries_on_host"]
+__all__ = [
+    "dense_kernel_sums_array_api",
+    "neighbor_kernel_sums_array_api",
+    "outside_box",
+    "queries_on_host",
+    "validate_queries",
+]
 
 
-def queries_on_host(X: Any) -> tuple[Any, Callable[[Any], Any]]:
+def queries_on_host(X: Any, *, keep_on_device: bool = False) -> tuple[Any, Callable[[Any], Any]]:
     """``X`` for the host code, and the function that puts a result where ``X`` came from.
 
     Under scikit-learn's ``array_api_dispatch`` (``sklearn.set_config(array_api_dispatch=True)``
     or ``sklearn.config_context(array_api_dispatch=True)``), with queries ``X`` that are a
     non-NumPy array-API array (PyTorch, CuPy, ``array_api_strict``, ...): a NumPy copy of ``X``
-    (one host copy; ``device=`` still decides where the kernel statistics are computed), and a
+    (one host copy), or with ``keep_on_device`` ``X`` itself (an estimator with ``device=``: it
+    validates and computes on ``X`` where it lives, :func:`validate_queries`), and a
     function that moves every numeric array of a result — an array, a
     :class:`~nwbound.PredictionInterval` or a dict of them — to ``X``'s namespace and device (as
     scikit-learn's ``move_to``); non-numeric arrays (string class labels) stay NumPy. Otherwise
@@ -65,20 +80,75 @@ def queries_on_host(X: Any) -> tuple[Any, Callable[[Any], Any]]:
     target = _dispatch_target(X)
     if target is None:
         return X, _same
-    return to_host(X), functools.partial(_to_namespace, xp=target[0], dev=target[1])
+    return (X if keep_on_device else to_host(X)), functools.partial(_to_namespace, xp=target[0], dev=target[1])
+
+
+def validate_queries(estimator: Any, X: Any, dtype: Any, *, keep_namespace: bool = False) -> Any:
+    """``estimator``'s checked queries in ``dtype`` (the fit dtype): NumPy, or in their own namespace.
+
+    scikit-learn's ``validate_data`` (2-D, ``n_features_in_``, feature names, finite values, real
+    numbers) in every case. ``array_api_dispatch`` queries (non-NumPy array-API arrays while
+    dispatch is on) are checked in their own namespace and cast there with ``keep_namespace`` (the
+    ``device=`` path: nothing crosses to the host but the checks' scalar answers); without it
+    they are copied to the host first (the host engines, and the public methods that return
+    NumPy: ``kernel_statistics``, ``kneighbors``, ``bandwidth_ranking``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.estimators._device import validate_queries
+    >>> clf = NadarayaWatsonClassifier().fit([[0.0], [1.0]], [0, 1])
+    >>> validate_queries(clf, [[0.5]], np.float64).dtype
+    dtype('float64')
+    """
+    if _is_dispatched(X):
+        if keep_namespace:
+            xp = compat().array_namespace(X)
+            X = validate_data(estimator, X, reset=False, dtype=[xp.float64, xp.float32])
+            want = xp.float32 if np.dtype(dtype) == np.float32 else xp.float64
+            return X if X.dtype == want else xp.astype(X, want)
+        X = to_host(X)
+    X = validate_data(estimator, X, reset=False, dtype=[np.float64, np.float32])
+    return np.ascontiguousarray(X, dtype=dtype)
+
+
+def outside_box(X: Any, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Rows of ``X`` (any namespace) with a coordinate outside ``[low, high]``, as NumPy booleans.
+
+    Computed where ``X`` lives; only the ``n`` answers cross to the host.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.estimators._device import outside_box
+    >>> outside_box(np.array([[0.5], [2.0]]), np.zeros(1), np.ones(1)).tolist()
+    [False, True]
+    """
+    if isinstance(X, np.ndarray):
+        return np.any((X < low) | (X > high), axis=1)
+    xp, dev = compat().array_namespace(X), compat().device(X)
+    lo, hi = (xp.asarray(np.ascontiguousarray(b, dtype=np.float64), device=dev) for b in (low, high))
+    return to_host(xp.any((X < lo) | (X > hi), axis=1))
 
 
 def _same(out: Any) -> Any:
     return out
 
 
+def _is_dispatched(X: Any) -> bool:
+    """Whether ``X`` is a non-NumPy array-API array while ``array_api_dispatch`` is on."""
+    if isinstance(X, np.ndarray) or not sklearn.get_config().get("array_api_dispatch", False):
+        return False
+    aac = compat()
+    return bool(aac.is_array_api_obj(X) and not aac.is_numpy_array(X))
+
+
 def _dispatch_target(X: Any) -> tuple[Any, Any] | None:
     """``(namespace, device)`` of array-API queries under ``array_api_dispatch``, else None."""
-    if isinstance(X, np.ndarray) or not sklearn.get_config().get("array_api_dispatch", False):
+    if not _is_dispatched(X):
         return None
     aac = compat()
-    if not aac.is_array_api_obj(X) or aac.is_numpy_array(X):
-        return None
     xp, dev = aac.array_namespace(X), aac.device(X)
     info = getattr(xp, "__array_namespace_info__", None)
     # PyTorch's info lists the same dtypes for every device, but MPS has no float64.
@@ -107,9 +177,22 @@ def _device_training_set(train: TrainingSet, xp: Any, device: Any, dtype: str) -
     key = ("array_api", xp.__name__, str(device), dtype)
     if key not in train._cache:  # one copy to the device per training set, device and dtype
         X = xp.asarray(np.ascontiguousarray(train.X), device=device)
-        onehot = xp.asarray(np.ascontiguousarray(train.weighted_onehot), device=device)
+        # In units of weight_unit, as the CPU engine: weights in [0, 1], so no (wK)² overflows.
+        onehot = xp.asarray(train.weighted_onehot.astype(np.float64) / train.weight_unit, device=device)
         train._cache[key] = DeviceTrainingSet.build(X, onehot, dtype=dtype)
     return train._cache[key]
+
+
+def _smallest_positive(weights: np.ndarray, unit: float, dtype: str) -> float:
+    """The smallest positive weight as the device sees it (``w/unit`` rounded to ``dtype``, times ``unit``).
+
+    The device paths count the points of positive weight only: a point of weight 0 carries no
+    mass and enters no sum, so the bound may leave it out (the CPU engine counts it and takes
+    ``weight_min = 0``: the same interval or a wider one). 0 without a positive weight.
+    """
+    seen = (weights.astype(np.float64) / unit).astype(dtype).astype(np.float64) * unit
+    positive = seen[seen > 0]
+    return float(positive.min()) if positive.size else 0.0
 
 
 def _refuse_tail(tail_radius: float | None) -> None:
@@ -215,22 +298,28 @@ def neighbor_kernel_sums_array_api(
             keep_points=True, working_memory=working_memory,
         ).to_numpy()
         with np.errstate(over="ignore", under="ignore"):  # back to the input's units: inf/0 where not representable
-            _store_neighbor_sums(out, g, st, unit, need_dist, keep_points)
+            _store_sums(out, g, st, unit)
+            if keep_points:
+                out.point_mass[:, g] = st.point_mass * unit
+                out.point_dist = st.point_dist
         far = np.max(st.point_dist, axis=1, initial=0.0)
     with np.errstate(over="ignore", invalid="ignore"):  # as the CPU engine: in units of S²
         out.d2_error_rel = direct_d2_error_factor(train.X.shape[1]) * (far / out.support) ** 2
     return out
 
 
-def _store_neighbor_sums(out: KernelSums, g: int, st: Any, unit: float, need_dist: bool, keep_points: bool) -> None:
+def _store_sums(out: KernelSums, g: int, st: Any, unit: float) -> None:
+    """Bandwidth ``g``'s sums of ``st`` (NumPy, weights in units of ``unit``) into ``out``, in the input's units."""
     out.class_sums[:, g] = st.class_sums * unit
     out.sq_sum[:, g] = st.sq_sum * unit
     out.sq_sum[:, g] *= unit  # in two steps: unit² alone may overflow
-    if need_dist:
-        out.dist_sum[:, g] = st.dist_sum * unit
-    if keep_points:
-        out.point_mass[:, g] = st.point_mass * unit
-        out.point_dist = st.point_dist
+    for name in ("dist_sum", "hist_mass", "hist_dist"):
+        if getattr(out, name) is not None:
+            getattr(out, name)[:, g] = getattr(st, name) * unit
+    if out.histogram is not None:  # Σ w_i/weight_max per bin, as the CPU engine
+        out.histogram[:, g] = st.histogram * (unit / out.weight_max) if out.weight_max > 0 else 0.0
+    if out.hist_count is not None:  # points, not weights: no unit
+        out.hist_count[:, g] = st.hist_count
 
 
 def dense_kernel_sums_array_api(
@@ -266,7 +355,8 @@ def dense_kernel_sums_array_api(
         ``B > 0``: also ``histogram``, ``hist_mass`` and ``hist_dist`` (n, G, B) over ``B`` equal bins
         of ``u²`` in [0, 1] (``hist_edges``), as the CPU engine; kernels supported on the unit ball
         only (:data:`~nwbound.gpu.HISTOGRAM_KERNELS`); every engine gives all three (the
-        Chernoff bound's split form).
+        Chernoff bound's split form), and with sample weights ``hist_count`` (points of positive
+        weight per bin) and ``weight_min`` (the smallest positive weight), as the CPU engine's.
     dtype : {"float32", "float64"} or None, default=None
         Compute dtype (None: the training set's).
     engine : {"auto", "array_api", "triton"}, default="auto"
@@ -323,6 +413,9 @@ def dense_kernel_sums_array_api(
     out.uniform_weights = train.weights is None
     if bins:
         out.hist_edges = np.linspace(0.0, 1.0, bins + 1)  # u², radius-1 kernels (checked below)
+        if train.weights is not None:  # sample weights: the split Chernoff form's point counts
+            out.hist_count = np.zeros((n_q, len(bandwidths), bins))
+            out.weight_min = _smallest_positive(train.weights, train.weight_unit, dtype)
     # The engine's error convention: d2_error_rel·S² bounds |d̃² − d²| with S the largest support.
     support = float(kernel.radius * bandwidths.max()) if kernel.compact else float(bandwidths.max())
     out.support = support
@@ -332,14 +425,8 @@ def dense_kernel_sums_array_api(
             Xq, dev_train, kernel=kernel, bandwidth=float(lam), need_dist=need_dist, histogram_bins=bins,
             dtype=dtype, engine=engine, working_memory=working_memory,
         ).to_numpy()
-        out.class_sums[:, g] = st.class_sums
-        out.sq_sum[:, g] = st.sq_sum
-        if need_dist:
-            out.dist_sum[:, g] = st.dist_sum
-        if bins:
-            out.histogram[:, g] = st.histogram / out.weight_max if out.weight_max > 0 else 0.0
-            out.hist_mass[:, g] = st.hist_mass
-            out.hist_dist[:, g] = st.hist_dist
+        with np.errstate(over="ignore", under="ignore"):  # back to the input's units: inf/0 where not representable
+            _store_sums(out, g, st, train.weight_unit)
         d2_err = st.d2_error
     if d2_err is None:
         d2_err = np.zeros(n_q)

@@ -25,6 +25,7 @@ from .._numerics import euclidean_norm
 from .._validation import check_int_range
 from ..kernels import Kernel, get_kernel
 from ._base import BoundedClassifierBase
+from ._device import queries_on_host
 from ._state import state_array, state_classes, state_scalar
 from ._statistics import KernelStatistics
 
@@ -350,6 +351,8 @@ class DyadicClassifier(BoundedClassifierBase):
         Returns
         -------
         ndarray of shape (n_queries, n_classes)
+            In the queries' namespace and device under scikit-learn's ``array_api_dispatch``
+            (the cell lookup itself runs on the host).
 
         Examples
         --------
@@ -359,6 +362,10 @@ class DyadicClassifier(BoundedClassifierBase):
         >>> DyadicClassifier(resolution=2).fit(X, y).predict_proba([[0.1]])
         array([[1., 0.]])
         """
+        X, restore = queries_on_host(X)  # array_api_dispatch: the result goes back to X's namespace
+        return restore(self._proba(X))
+
+    def _proba(self, X) -> np.ndarray:
         check_is_fitted(self)
         class_sums = self._lookup(X)[0]
         return self._fallback_proba(class_sums, class_sums.sum(axis=1))[0]
@@ -375,7 +382,8 @@ class DyadicClassifier(BoundedClassifierBase):
         Returns
         -------
         PredictionInterval or dict of name to PredictionInterval
-            Its ``outside_box`` flags the queries that were clipped to a border cell.
+            Its ``outside_box`` flags the queries that were clipped to a border cell. Under
+            ``array_api_dispatch``, arrays in the queries' namespace and device.
 
         Examples
         --------
@@ -386,6 +394,7 @@ class DyadicClassifier(BoundedClassifierBase):
         >>> bool(clf.predict_interval([[0.1]]).certified[0])
         True
         """
+        X, restore = queries_on_host(X)  # array_api_dispatch: results go back to X's namespace
         specs = self._resolve_bounds(bounds)
         stats = self.kernel_statistics(X)
-        return self._report({name: self._interval(stats, spec) for name, spec in specs.items()}, specs, bounds)
+        return restore(self._report({name: self._interval(stats, spec) for name, spec in specs.items()}, specs, bounds))

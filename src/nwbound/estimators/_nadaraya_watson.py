@@ -20,7 +20,7 @@ from ..bounds import TAIL_RADIUS, BoundSpec
 from ..kernels import Kernel, get_kernel
 from ..neighbors import make_index
 from ._base import BoundedClassifierBase
-from ._device import queries_on_host
+from ._device import outside_box, to_host
 from ._state import state_array, state_classes, state_scalar
 from ._statistics import BandwidthRanking, KernelStatistics
 from ._sums import TrainingSet, dense_kernel_sums, dense_moment_sums, neighbor_distances, neighbor_kernel_sums
@@ -272,7 +272,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         those of ``predict``, ``predict_proba`` and ``predict_interval`` come
         back in the queries' namespace and on their device (PyTorch, CuPy,
         ``array_api_strict``; string class labels stay NumPy), with or without
-        ``device``. Needs ``pip install 'nwbound[gpu]'``;
+        ``device``; with ``device`` those queries are checked and used where
+        they live, never copied to the host (the localized classifier's
+        neighbour search excepted). Needs ``pip install 'nwbound[gpu]'``;
         computes in ``dtype`` (use ``"float32"`` on a GPU); kernels
         ``epanechnikov``, ``quartic``, ``triweight``, ``boxcar``, ``gaussian``
         and ``gaussian_untruncated`` (with ``bound="chernoff"``: the first four);
@@ -630,7 +632,8 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             # The index searches in coordinates scaled by a power of two (exact), so
             # that magnitudes like 1e160 cannot overflow its squared distances; the k
             # chosen distances are then recomputed directly from the coordinates.
-            dist, idx = self.index_.kneighbors(X / self._index_scale, self.n_neighbors)
+            # The index lives on the host: device= queries cross once, for the search only.
+            dist, idx = self.index_.kneighbors(to_host(X) / self._index_scale, self.n_neighbors)
             if getattr(self, "device", None) is None:
                 sums = neighbor_kernel_sums(
                     dist, idx, self._train, self.kernel_, bandwidths, need_dist=need_dist, tail_radius=tail,
@@ -649,7 +652,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             dist_sum=sums.dist_sum,
             bandwidth=bandwidths[None, :],
             kernel=self.kernel_,
-            outside_box=np.any((X < self._box[0]) | (X > self._box[1]), axis=1),
+            outside_box=outside_box(X, *self._box),
             tail_mass=sums.tail_mass,
             diameter=self._diameter(X) if need_tail else None,
             histogram=sums.histogram,
@@ -978,28 +981,36 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         >>> sorted(both)
         ['chernoff', 'hoeffding']
         """
-        X, restore = queries_on_host(X)  # array_api_dispatch: results go back to X's namespace
+        X, restore = self._dispatched_queries(X)  # array_api_dispatch: results go back to X's namespace
         specs = self._resolve_bounds(bounds)
-        X = self._validate_queries(X)
-        choices = self._ranked_choices(X, specs)
+        return restore(self._report(self._intervals(X, specs), specs, bounds))
+
+    def _keeps_device_queries(self) -> bool:
+        return getattr(self, "device", None) is not None  # the device path reads them where they live
+
+    def _intervals(self, X, specs: dict) -> dict:
+        """Intervals of queries from :meth:`_dispatched_queries` for every setting in ``specs``."""
+        X = self._validate_queries(X, keep_namespace=self._keeps_device_queries())
+        choices = self._ranked_choices(X, specs)  # None on the device path (the grid is ranked on the host only)
         if choices is None:
-            out = self._intervals_at(X, specs, self.bandwidths_)
-        else:
-            out = {}
-            for choice, names in choices:
-                out.update(self._intervals_by_choice(X, {name: specs[name] for name in names}, choice))
-        return restore(self._report(out, specs, bounds))
+            return self._intervals_at(X, specs, self.bandwidths_)
+        out = {}
+        for choice, names in choices:
+            out.update(self._intervals_by_choice(X, {name: specs[name] for name in names}, choice))
+        return out
 
     def _intervals_at(self, X: np.ndarray, specs: dict, bandwidths: np.ndarray) -> dict:
         """Intervals of validated queries for every setting in ``specs`` from one pass at ``bandwidths``."""
         # Queries in blocks when a bound keeps per-query histograms or neighbour lists, so that
         # memory stays bounded however many queries come in.
-        block = X.shape[0] if not any(s.is_chernoff for s in specs.values()) else _CHERNOFF_QUERY_BLOCK
+        n = X.shape[0]
+        block = n if not any(s.is_chernoff for s in specs.values()) else _CHERNOFF_QUERY_BLOCK
         pieces = [
             {name: self._interval(stats, spec) for name, spec in specs.items()}
-            for stats in (
-                self._statistics(X[s : s + block], list(specs.values()), need_bounds=True, bandwidths=bandwidths)
-                for s in range(0, max(X.shape[0], 1), max(block, 1))
+            for stats in (  # in-range stops and a trailing ellipsis: array-API (device=) queries too
+                self._statistics(X[s : min(s + block, n), ...], list(specs.values()), need_bounds=True,
+                                 bandwidths=bandwidths)
+                for s in range(0, max(n, 1), max(block, 1))
             )
         ]
         return {name: PredictionInterval.concatenate([p[name] for p in pieces]) for name in specs}
@@ -1051,11 +1062,14 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         >>> NadarayaWatsonClassifier(bandwidth=0.2).fit(X, y).predict_proba([[0.1]])
         array([[1., 0.]])
         """
-        X, restore = queries_on_host(X)  # array_api_dispatch: results go back to X's namespace
+        X, restore = self._dispatched_queries(X)  # array_api_dispatch: the result goes back to X's namespace
+        return restore(self._proba(X))
+
+    def _proba(self, X) -> np.ndarray:
         if isinstance(self.bandwidth, str):  # "auto": λ comes from the bound
-            return restore(self.predict_interval(X).proba)
-        X = self._validate_queries(X)
+            specs = self._resolve_bounds(None)
+            return self._report(self._intervals(X, specs), specs, None, stacklevel=5).proba
+        X = self._validate_queries(X, keep_namespace=self._keeps_device_queries())
         stats = self._statistics(X, [], need_bounds=False)
         class_sums = stats.class_sums[:, 0]
-        proba, _ = self._fallback_proba(class_sums, class_sums.sum(axis=1))
-        return restore(proba)
+        return self._fallback_proba(class_sums, class_sums.sum(axis=1))[0]

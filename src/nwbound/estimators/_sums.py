@@ -82,7 +82,7 @@ from sklearn import get_config
 from threadpoolctl import threadpool_limits
 
 from .._memory import block_rows
-from .._numerics import direct_d2_error_factor, direct_distance_error
+from .._numerics import direct_d2_error_factor, direct_distance_error, square_underflow
 from ..kernels import Kernel
 
 __all__ = [
@@ -508,7 +508,7 @@ def _reduce_weights(
 ) -> None:
     """Store the sums of one block of weighted kernel values ``wk = w_i K_i``."""
     out.class_sums[rows, g] = class_sums
-    out.sq_sum[rows, g] = np.einsum("ij,ij->i", wk, wk) + _square_underflow(wk.shape[1])
+    out.sq_sum[rows, g] = np.einsum("ij,ij->i", wk, wk) + square_underflow(wk.shape[1])
     if out.dist_sum is not None:
         out.dist_sum[rows, g] = np.einsum("ij,ij->i", wk, dist)
     if out.tail_mass is not None:
@@ -908,15 +908,6 @@ def _block_sums(Q: np.ndarray, cols: np.ndarray | None, plan: _Plan) -> _Accumul
     return acc
 
 
-def _square_underflow(n_terms: int) -> float:
-    """Bound on what ``n_terms`` squares lose to underflow (each < 2⁻¹⁰⁷⁴, in weight units).
-
-    Added to ``Σ (wK)²`` so that it stays an upper bound: with weights far below the largest one
-    the squares flush to 0, and ``Σ (wK)² = 0`` with ``κ > 0`` would make the sampling term 0.
-    """
-    return n_terms * 2.0**-1074
-
-
 def _distance_sum_scale(support: float, n_points: int) -> float:
     """Back from units of ``S`` to the input's, with a float64 sum over ``n_points`` terms rounded up."""
     return support * (1.0 + (n_points + 8) * _U64)
@@ -928,7 +919,7 @@ def _store(out: KernelSums, rows: slice | np.ndarray, acc: _Accumulator, plan: _
     # Exact (a power of two) unless the true sum is not representable: then inf or 0, never NaN.
     with np.errstate(over="ignore", under="ignore"):
         out.class_sums[rows] = acc.class_sums * unit
-        out.sq_sum[rows] = (acc.sq_sum + _square_underflow(plan.layout.augmented.shape[0])) * unit * unit
+        out.sq_sum[rows] = (acc.sq_sum + square_underflow(plan.layout.augmented.shape[0])) * unit * unit
         # Back to input units, and the float64 summation's rounding covered: an upper bound.
         up = _distance_sum_scale(plan.support, plan.layout.augmented.shape[0])
         if out.dist_sum is not None:

@@ -44,7 +44,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .._numerics import direct_d2_error_factor, direct_distance_error
+from .._numerics import direct_d2_error_factor, direct_distance_error, square_underflow
 from .._validation import check_choice, check_int_range, check_positive
 from ..kernels import Kernel, get_kernel
 
@@ -72,8 +72,9 @@ HISTOGRAM_KERNELS: tuple[str, ...] = ("epanechnikov", "quartic", "triweight", "b
 # Bytes of temporaries per element of a (query block × training set) tile:
 # d̃², K, d⁺ and one product, in the compute dtype.
 _TEMPORARIES = 4
-# Extra bytes per tile element with a histogram: the int64 bin index and one float64 value.
-_HIST_TEMPORARY_BYTES = 16
+# Extra bytes per tile element with a histogram: the int64 bin index, one float64 value and the
+# compute-dtype flag of the points counted.
+_HIST_TEMPORARY_BYTES = 24
 
 
 def compat() -> Any:
@@ -140,7 +141,9 @@ class KernelStatistics:
     class_sums : array of shape (n_queries, n_classes)
         ``Σ_i K_i·onehot[i, c]`` (with a weighted one-hot, ``Σ w_i K_i 1{c_i = c}``).
     sq_sum : array of shape (n_queries,)
-        ``Σ_i (w_i K_i)²`` with ``w_i`` the row sums of ``onehot``.
+        ``Σ_i (w_i K_i)²`` with ``w_i`` the row sums of ``onehot``, rounded up: squares that
+        underflow (weights far below the largest) and the compute dtype's roundings are covered
+        (:func:`square_sum_bound`), so the sampling term is never 0 or too small where ``κ > 0``.
     dist_sum : array of shape (n_queries,) or None
         ``Σ_i w_i K_i d⁺_i``, ``d⁺_i ≥ ‖y − y_i‖`` (see the module's distance bound); float64.
     histogram : array of shape (n_queries, n_bins) or None
@@ -152,6 +155,10 @@ class KernelStatistics:
         ``Σ_i w_i K_i`` per bin of ``histogram`` (every engine, whenever ``histogram`` is given).
     hist_dist : array of shape (n_queries, n_bins) or None
         ``Σ_i w_i K_i d⁺_i`` per bin (same bound ``d⁺`` as ``dist_sum``).
+    hist_count : array of shape (n_queries, n_bins) or None
+        The training points of positive weight in each bin of ``histogram`` (every engine,
+        whenever ``histogram`` is given): with sample weights, each such point's mass is at least
+        the smallest positive weight times ``K`` at the bin's outer edge (the split Chernoff form).
     point_mass : array of shape (n_queries, k) or None
         :func:`neighbor_kernel_statistics` with ``keep_points``: ``w_i K_i`` of each neighbour.
     point_dist : array of shape (n_queries, k) or None
@@ -175,6 +182,7 @@ class KernelStatistics:
     hist_dist: Any | None = None
     point_mass: Any | None = None
     point_dist: Any | None = None
+    hist_count: Any | None = None
 
     @property
     def kappa(self) -> Any:
@@ -563,8 +571,7 @@ def _array_api_statistics(
     qc64 = xp.astype(qc, xp.float64)
     q_sq64 = xp.sum(qc64 * qc64, axis=1)
     d2_err, eta = distance_error_bounds(xp, q_sq64, train)
-    w2 = train.weights * train.weights
-    parts: dict[str, list] = {"cs": [], "sq": [], "ds": [], "h": [], "hm": [], "hd": []}
+    parts: dict[str, list] = {"cs": [], "sq": [], "ds": [], "h": [], "hm": [], "hd": [], "hc": []}
     with full_precision_matmul(xp):
         for s in range(0, n_q, block_rows):  # blocks of queries: bounded memory
             e = min(s + block_rows, n_q)
@@ -576,7 +583,8 @@ def _array_api_statistics(
             u2 = d2 * inv_lam2
             k = kernel_of_u2(xp, u2, name)
             parts["cs"].append(xp.astype(xp.matmul(k, train.onehot), xp.float64))
-            parts["sq"].append(xp.sum((k * k) * w2[None, :], axis=1, dtype=xp.float64))
+            wk = k * train.weights[None, :]
+            parts["sq"].append(xp.sum(wk * wk, axis=1, dtype=xp.float64))
             dplus = None
             if need_dist:
                 err_b = xp.astype(d2_err[s:e], cdt)[:, None]
@@ -593,10 +601,12 @@ def _array_api_statistics(
                 if dplus is None:
                     err_b = xp.astype(d2_err[s:e], cdt)[:, None]
                     dplus = xp.sqrt(d2 + err_b) + xp.astype(eta[s:e], cdt)[:, None]
-                h, hm, hd = _binned_sums(xp, index, (w_row, kw, kw * dplus), bins)
+                counted = xp.astype(w_row > 0.0, cdt)  # points of positive weight (the split form's count)
+                h, hm, hd, hc = _binned_sums(xp, index, (w_row, kw, kw * dplus, counted), bins)
                 parts["h"].append(h)
                 parts["hm"].append(hm)
                 parts["hd"].append(hd * (1.0 + 8.0 * u))
+                parts["hc"].append(hc)
     if n_q == 0:
         n_cls = int(train.onehot.shape[1])
         empty = xp.zeros((0,), dtype=xp.float64, device=_device(Xq))
@@ -607,15 +617,17 @@ def _array_api_statistics(
             d2_error=d2_err,
             hist_mass=xp.zeros((0, bins), dtype=xp.float64, device=_device(Xq)) if bins else None,
             hist_dist=xp.zeros((0, bins), dtype=xp.float64, device=_device(Xq)) if bins else None,
+            hist_count=xp.zeros((0, bins), dtype=xp.float64, device=_device(Xq)) if bins else None,
         )
     return KernelStatistics(
         class_sums=xp.concat(parts["cs"], axis=0),
-        sq_sum=xp.concat(parts["sq"], axis=0),
+        sq_sum=square_sum_bound(xp.concat(parts["sq"], axis=0), n_train, train.dtype_name, 2),
         dist_sum=xp.concat(parts["ds"], axis=0) if need_dist else None,
         histogram=xp.concat(parts["h"], axis=0) if bins else None,
         d2_error=d2_err,
         hist_mass=xp.concat(parts["hm"], axis=0) if bins else None,
         hist_dist=xp.concat(parts["hd"], axis=0) if bins else None,
+        hist_count=xp.concat(parts["hc"], axis=0) if bins else None,
     )
 
 
@@ -739,13 +751,33 @@ def neighbor_kernel_statistics(
     summation = 1.0 + (k + 4) * 2.0**-53  # the sums' rounding: dist_sum stays an upper bound
     return KernelStatistics(
         class_sums=cat("cs", (0, n_cls)),
-        sq_sum=cat("sq", (0,)),
+        sq_sum=cat("sq", (0,)) + square_underflow(k),  # float64 squares, as the CPU engine's
         dist_sum=cat("ds", (0,)) * summation if need_dist else None,
         histogram=None,
         d2_error=direct_d2_error_factor(m) * far * far,
         point_mass=cat("pm", (0, k)) if keep_points else None,
         point_dist=cat("pd", (0, k)) if keep_points else None,
     )
+
+
+def square_sum_bound(sq_sum: Any, n_terms: int, dtype: str, roundings: int) -> Any:
+    """A computed ``Σ (wK)²`` made an upper bound of the exact sum of its factors' squares.
+
+    ``n_terms`` squares formed in ``dtype`` (``"float32"`` or ``"float64"``) lose at most
+    :func:`~nwbound._numerics.square_underflow` to underflow (the rule the CPU engine adds too), and
+    ``roundings`` relative roundings in ``dtype`` per term (the product ``w·K``, its square, a
+    float32 tile sum's additions) at most a factor ``1 + (roundings + 1)·u``; the float64
+    accumulation is treated as the CPU engine treats its own (not widened).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.gpu._array_api import square_sum_bound
+    >>> float(square_sum_bound(np.array([0.0]), 3, "float32", 2)[0]) == 3 * 2.0**-149 * (1 + 3 * 2.0**-24)
+    True
+    """
+    u = unit_roundoff(None, dtype)
+    return (sq_sum + square_underflow(n_terms, dtype)) * (1.0 + (roundings + 1) * u)
 
 
 def _binned_sums(xp: Any, index: Any, values: tuple[Any, ...], bins: int) -> tuple[Any, ...]:

@@ -34,9 +34,16 @@ product's 10.9 ms, against 39 ms for the fused FMA dot; 795 ms, 1.61×, at 1M ×
 weights: tiles hold one class), the kernel counts points per bin, several bins per int32 word
 (8-bit fields for ``BN ≤ 64``, 10-bit for 128: a row's count ≤ ``BN`` never carries), one
 reduction per word instead of one per bin, and scales by the tile's weight; otherwise (sample
-weights) one masked reduction per bin. ``hist_mass`` and ``hist_dist`` take one masked reduction
+weights) one masked reduction per bin. ``hist_count`` (the points of positive weight per bin, for
+the split Chernoff form with sample weights) comes from the same packed counts; where every
+positive weight is 1 it is the histogram itself. ``hist_mass`` and ``hist_dist`` take one masked reduction
 per bin each (float32 within a tile, float64 across tiles, as the other sums); ``hist_dist`` gets
 the same covering factor as ``dist_sum``.
+
+``Σ (wK)²`` is summed in float32 within a tile: squares of ``wK`` below ``2⁻⁷⁵`` underflow, so
+the sum gets :func:`~nwbound.gpu._array_api.square_sum_bound` (``n·2⁻¹⁴⁹`` and the tile's
+roundings) to stay an upper bound (multiplications compile without flush-to-zero: checked by
+``tests/test_gpu_compile.py``).
 
 ``d⁺`` uses ``tl.sqrt`` (``sqrt.approx.ftz.f32`` on sm_90, relative error below 2⁻²²) and
 float32 tile sums of at most ``BN`` terms; the factor ``1 + (BN + 8)u + 2⁻²¹`` applied to
@@ -48,6 +55,7 @@ reports for sm_90.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import math
@@ -63,6 +71,7 @@ from ._array_api import (
     compat,
     distance_error_bounds,
     full_precision_matmul,
+    square_sum_bound,
     unit_roundoff,
 )
 
@@ -82,13 +91,15 @@ CONFIGS: dict[str, tuple[tuple[int, int, int, int], ...]] = {
     "tf32x3": ((128, 64, 8, 3), (128, 64, 8, 2), (64, 64, 8, 3), (64, 64, 4, 3)),
     # With the histogram (counts, and per bin Σ wK and Σ wK·d⁺: two more row reductions per bin),
     # BN = 32: ptxas for sm_90 (Triton 3.9, no GPU needed: tests/test_gpu_compile.py), M_PAD 112,
-    # 32 bins: no spills with packed counts, ≤ 32 bytes with per-bin counts (sample weights);
+    # 32 bins: no spills with the histogram from packed counts (unweighted, per-class weights), ≤ 28
+    # bytes with sample weights (per-bin Σw, packed point counts for the split form's hist_count);
     # 0.5–30 KB at BN = 64, at 64×32, and at 2 warps per 16×32.
     "histogram": ((32, 32, 8, 2), (16, 32, 4, 1), (32, 32, 8, 1), (16, 32, 4, 2)),
     # gemm="library": the epilogue alone reads the product block (memory-bound: wide rows; taller
     # tiles of the loaded block spill, e.g. 64×64 with 4 warps: 1.2 KB).
     "library": ((16, 128, 4, 2), (32, 128, 8, 1), (16, 128, 4, 1), (32, 64, 4, 2)),
-    # gemm="library" with the histogram: as "histogram" (32 bins: no spills; 16 bins: ≤ 16 bytes).
+    # gemm="library" with the histogram: as "histogram" (32 bins: no spills, ≤ 12 bytes with sample
+    # weights; 16 bins: ≤ 16 bytes).
     "library_histogram": ((16, 32, 4, 2), (32, 32, 8, 2), (16, 32, 4, 1), (32, 32, 8, 1)),
 }
 # gemm="library": bytes of one product block (queries × padded training points, float32).
@@ -156,12 +167,13 @@ def _kernel():
     def nw_tile_kernel(
         q_ptr, qn_ptr, qerr_ptr, qeta_ptr,
         x_ptr, xn_ptr, w_ptr, tcls_ptr, tw_ptr,
-        cs_ptr, sq_ptr, ds_ptr, h_ptr, hm_ptr, hd_ptr, p_ptr,
+        cs_ptr, sq_ptr, ds_ptr, h_ptr, hm_ptr, hd_ptr, hc_ptr, p_ptr,
         n_q, tiles_per_split, n_tiles, inv_lam2, r2, p_stride,
         M_PAD: tl.constexpr, C_PAD: tl.constexpr, BINS: tl.constexpr, B_PAD: tl.constexpr,
         KERNEL: tl.constexpr, NEED_DIST: tl.constexpr, PRECISION: tl.constexpr, FROM_PRODUCT: tl.constexpr,
         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, STEPS: tl.constexpr,
-        HIST_WORDS: tl.constexpr, FIELDS: tl.constexpr, BITS: tl.constexpr,
+        HIST_WORDS: tl.constexpr, FIELDS: tl.constexpr, BITS: tl.constexpr, UNIFORM: tl.constexpr,
+        COUNT: tl.constexpr,
     ):
         pid_m = tl.program_id(0)
         pid_s = tl.program_id(1)
@@ -176,6 +188,7 @@ def _kernel():
         acc_h = tl.zeros((BM, B_PAD), tl.float32)  # float32: fewer registers, counts exact to 2^24
         acc_hm = tl.zeros((BM, B_PAD), tl.float64)  # per bin Σ wK and Σ wK·d⁺ (float64, as acc_ds)
         acc_hd = tl.zeros((BM, B_PAD), tl.float64)
+        acc_hc = tl.zeros((BM, B_PAD), tl.float32)  # points of positive weight per bin (COUNT only)
         cls_ids = tl.arange(0, C_PAD)
         bin_ids = tl.arange(0, B_PAD)
         t0 = pid_s * tiles_per_split
@@ -224,9 +237,10 @@ def _kernel():
                 idx = (tl.minimum(u2, 2.0) * BINS).to(tl.int32)  # far points: no int overflow
                 idx = tl.where(u2 == 1.0, BINS - 1, idx)
                 if HIST_WORDS > 0:
-                    # Every positive weight of the tile equals tw: count per bin, FIELDS bins per int32
-                    # word of BITS-bit fields (a row's count ≤ BN < 2^BITS: no carry, exact), one
-                    # reduction per word instead of one per bin; zero-weight points (padding) not counted.
+                    # Count per bin, FIELDS bins per int32 word of BITS-bit fields (a row's count ≤ BN <
+                    # 2^BITS: no carry, exact), one reduction per word instead of one per bin;
+                    # zero-weight points (padding) not counted. UNIFORM (every positive weight of
+                    # the tile equals tw): the histogram is the counts times tw.
                     inside = (idx < BINS) & (w[None, :] > 0.0)
                     word = idx // FIELDS
                     one = tl.where(inside, 1 << ((idx - word * FIELDS) * BITS), 0)
@@ -237,7 +251,10 @@ def _kernel():
                         packed = tl.sum(tl.where(word == k, one, 0), axis=1)
                         field = (packed[:, None] >> bin_shift[None, :]) & ((1 << BITS) - 1)
                         counts += tl.where(bin_word[None, :] == k, field, 0)
-                    acc_h += counts.to(tl.float32) * tl.load(tw_ptr + t)
+                    if UNIFORM:
+                        acc_h += counts.to(tl.float32) * tl.load(tw_ptr + t)
+                    if COUNT:
+                        acc_hc += counts.to(tl.float32)
                 # Per bin Σ wK and Σ wK·d⁺ over the same idx (the split Chernoff form), and the
                 # counts here too where the packed form does not apply (sample weights). A tile's
                 # per-bin sums are placed by selects (exact) and added to float64 once per tile.
@@ -248,9 +265,12 @@ def _kernel():
                     col_b = bin_ids[None, :] == b
                     tile_hm = tl.where(col_b, tl.sum(tl.where(in_b, wk, 0.0), axis=1)[:, None], tile_hm)
                     tile_hd = tl.where(col_b, tl.sum(tl.where(in_b, wkd, 0.0), axis=1)[:, None], tile_hd)
-                    if HIST_WORDS == 0:
+                    if not UNIFORM:
                         hb = tl.sum(tl.where(in_b, w[None, :], 0.0), axis=1)
                         acc_h += tl.where(col_b, hb[:, None], 0.0)
+                    if COUNT and HIST_WORDS == 0:  # more bins than the packed form holds
+                        hc = tl.sum(tl.where(in_b & (w[None, :] > 0.0), 1.0, 0.0), axis=1)
+                        acc_hc += tl.where(col_b, hc[:, None], 0.0)
                 acc_hm += tile_hm.to(tl.float64)
                 acc_hd += tile_hd.to(tl.float64)
         out_rows = pid_s * n_q + rows
@@ -263,6 +283,8 @@ def _kernel():
             tl.store(h_ptr + h_offs, acc_h, mask=rmask[:, None])
             tl.store(hm_ptr + h_offs, acc_hm, mask=rmask[:, None])
             tl.store(hd_ptr + h_offs, acc_hd, mask=rmask[:, None])
+            if COUNT:
+                tl.store(hc_ptr + h_offs, acc_hc, mask=rmask[:, None])
 
     return nw_tile_kernel
 
@@ -305,6 +327,8 @@ class _Layout:
         # Each padded class segment carries its class id (padding has weight 0).
         self.cls = torch.repeat_interleave(torch.arange(n_cls, device=dev, dtype=torch.int32), padded)
         self.n_pad = n_pad
+        # Every positive weight is 1 (no sample weights): the histogram is the count already.
+        self.unit_weights = bool(((self.w == 0) | (self.w == 1)).all())
         self._tile_w: dict[int, tuple[Any, bool]] = {}
 
     def tile_classes(self, bn: int) -> Any:
@@ -426,7 +450,7 @@ def triton_kernel_statistics(
                 prod = torch.matmul(qpad[s:e], lay.x.T)
                 parts.append(_launch(qpad[s:e], qn[s:e], d2_err[s:e], eta[s:e], lay, kernel, bandwidth, need_dist,
                                      bins, b_pad, precision, cfg, prod))
-        return tuple(None if parts[0][i] is None else torch.cat([p[i] for p in parts]) for i in range(6))
+        return tuple(None if parts[0][i] is None else torch.cat([p[i] for p in parts]) for i in range(7))
 
     if config is None:
         if gemm == "library":
@@ -437,24 +461,27 @@ def triton_kernel_statistics(
             (precision, gemm, lay.m_pad, lay.c_pad, bins, bool(need_dist), kernel, _pow2(n_q), lay.n_pad // 4096),
             run, family,
         )
-    cs, sq, ds, hist, hm, hd = run(config)
+    cs, sq, ds, hist, hm, hd, hc = run(config)
     # d⁺'s square root, product and float32 tile sum (≤ BN terms) are covered by the factor
     # (dist_sum and each bin's hist_dist alike).
     factor = 1.0 + (config[1] + 8) * u + 2.0**-21
     out = KernelStatistics(
         class_sums=cs[:, : lay.n_classes],
-        sq_sum=sq,
+        # float32 squares of wK (underflow below 2⁻¹⁴⁹: weights far below the largest), w·K, the
+        # square and a BN-term float32 tile sum rounded: an upper bound again (padding adds 0).
+        sq_sum=square_sum_bound(sq, int(train.centred.shape[0]), "float32", config[1] + 1),
         dist_sum=ds * factor if need_dist else None,
         histogram=hist[:, :bins] if bins else None,
         d2_error=d2_err,
         hist_mass=hm[:, :bins] if bins else None,
         hist_dist=hd[:, :bins] * factor if bins else None,
+        hist_count=hc[:, :bins] if bins else None,
     )
     if back_to_cupy:
         import cupy
 
-        out = KernelStatistics(*(None if a is None else cupy.from_dlpack(a.contiguous()) for a in (
-            out.class_sums, out.sq_sum, out.dist_sum, out.histogram, out.d2_error, out.hist_mass, out.hist_dist)))
+        out = KernelStatistics(**{f.name: None if getattr(out, f.name) is None else
+                                  cupy.from_dlpack(getattr(out, f.name).contiguous()) for f in dataclasses.fields(out)})
     return out
 
 
@@ -485,27 +512,32 @@ def _launch(qpad, qn, d2_err, eta, lay: _Layout, kernel: str, bandwidth: float, 
     hist = torch.empty((split, n_q, b_pad), dtype=torch.float32, device=dev) if bins else sq
     hist_mass = torch.empty((split, n_q, b_pad), **f64) if bins else sq
     hist_dist = torch.empty((split, n_q, b_pad), **f64) if bins else sq
+    count = bool(bins) and not lay.unit_weights  # with weights 1 the histogram is the count
+    hist_count = torch.empty((split, n_q, b_pad), dtype=torch.float32, device=dev) if count else sq
     r2 = SUPPORTED_KERNELS[kernel] if math.isfinite(SUPPORTED_KERNELS[kernel]) else 0.0
     tile_w, uniform = lay.tile_weights(bn)
     # A row's count per tile (≤ BN) must fit its field and the top field stay below the sign bit.
     fields, bits = (4, 8) if bn <= 64 else (3, 10)
-    hist_words = -(-bins // fields) if bins and uniform and bins <= _PACKED_MAX_BINS else 0
+    packed = bool(bins) and bins <= _PACKED_MAX_BINS and (uniform or count)
+    hist_words = -(-bins // fields) if packed else 0
     _kernel()[(m_blocks, split)](
         qpad, qn, d2_err.to(torch.float32), eta.to(torch.float32),
         lay.x, lay.xn, lay.w, lay.tile_classes(bn), tile_w,
-        cs, sq, ds, hist, hist_mass, hist_dist, qpad if product is None else product,
+        cs, sq, ds, hist, hist_mass, hist_dist, hist_count, qpad if product is None else product,
         n_q, tiles_per_split, n_tiles, 1.0 / (bandwidth * bandwidth), r2,
         lay.n_pad if product is None else product.stride(0),
         M_PAD=lay.m_pad, C_PAD=lay.c_pad, BINS=bins, B_PAD=b_pad,
         KERNEL=_KERNEL_CODES[kernel], NEED_DIST=bool(need_dist), PRECISION=precision,
         FROM_PRODUCT=product is not None,
         BM=bm, BN=bn, BK=_BK, STEPS=steps, HIST_WORDS=hist_words, FIELDS=fields, BITS=bits,
+        UNIFORM=bool(packed and uniform), COUNT=count,
         num_warps=warps, num_stages=stages,
     )
     if not bins:
-        return cs.sum(0), sq.sum(0), ds.sum(0) if need_dist else None, None, None, None
-    return (cs.sum(0), sq.sum(0), ds.sum(0) if need_dist else None, hist.sum(0, dtype=torch.float64),
-            hist_mass.sum(0), hist_dist.sum(0))
+        return cs.sum(0), sq.sum(0), ds.sum(0) if need_dist else None, None, None, None, None
+    hist = hist.sum(0, dtype=torch.float64)
+    return (cs.sum(0), sq.sum(0), ds.sum(0) if need_dist else None, hist, hist_mass.sum(0), hist_dist.sum(0),
+            hist_count.sum(0, dtype=torch.float64) if count else hist)
 
 
 def _product_bytes(dev: Any) -> int:
