@@ -388,6 +388,34 @@ def test_dyadic_string_labels_stay_numpy_and_bad_input_is_named():
     assert isinstance(labels, np.ndarray) and labels.tolist() == clf.predict(Q).tolist()
 
 
+@needs_dispatch
+@needs_torch
+@needs_strict
+@pytest.mark.parametrize("namespace", ["torch", "array_api_strict"])
+@pytest.mark.parametrize("kind", ["regular", "localized", "dyadic"])
+def test_fit_takes_dispatched_training_data(namespace, kind):
+    from nwbound import DyadicClassifier
+
+    rng = np.random.default_rng(8)
+    X, w = rng.random((300, 3)), rng.uniform(0.5, 2.0, 300)
+    y = (rng.random(300) < X[:, 0]).astype(np.int64)
+    Q = rng.random((20, 3))
+
+    def make():
+        if kind == "dyadic":
+            return DyadicClassifier(resolution=2, lipschitz=0.5)
+        return NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0, n_neighbors=15 if kind == "localized" else None)
+
+    want = make().fit(X, y, sample_weight=w).predict_interval(Q)
+    with sklearn.config_context(array_api_dispatch=True):
+        # One host copy of the training set (it lives on the host); the results follow the queries.
+        clf = make().fit(*(_queries_in(namespace, a) for a in (X, y, w)))
+        got = clf.predict_interval(_queries_in(namespace, Q))
+    np.testing.assert_array_equal(clf.classes_, [0, 1])
+    for name, value in _interval_fields(want).items():
+        _check_same(getattr(got, name), value, namespace)
+
+
 @pytest.mark.skipif(DISPATCH, reason="array_api_dispatch works in this process: the tests above ran here")
 @pytest.mark.skipif(not (HAS_TORCH and HAS_STRICT), reason="needs torch and array_api_strict")
 def test_dispatch_tests_in_a_subprocess():
@@ -398,4 +426,4 @@ def test_dispatch_tests_in_a_subprocess():
                          env=env, capture_output=True, text=True, timeout=180)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     # Every dispatch test ran in the child (skipped there: this one, and the CUDA one without a GPU).
-    assert "25 passed" in run.stdout and "needs SCIPY_ARRAY_API" not in run.stdout, run.stdout[-2000:]
+    assert "31 passed" in run.stdout and "needs SCIPY_ARRAY_API" not in run.stdout, run.stdout[-2000:]

@@ -18,7 +18,7 @@ from .._validation import check_beta, check_choice, check_open_unit, check_posit
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import warn_if_useless
 from ..kernels import Kernel
-from ._device import queries_on_host, validate_queries
+from ._device import queries_on_host, training_data_on_host, validate_queries
 from ._statistics import KernelStatistics
 
 __all__ = ["BoundedClassifierBase", "BOUND_PARAMETERS", "EMPTY_NEIGHBORHOOD_RULES"]
@@ -67,6 +67,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
     # -- fit helpers -------------------------------------------------------------------------
     def _validate_training_data(self, X, y, sample_weight, dtype):
         self._fit_complete = False
+        X, y, sample_weight = training_data_on_host(X, y, sample_weight)  # array_api_dispatch inputs
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], ensure_min_samples=1)
         X = np.ascontiguousarray(X, dtype=dtype)
         check_classification_targets(y)

@@ -83,6 +83,24 @@ def queries_on_host(X: Any, *, keep_on_device: bool = False) -> tuple[Any, Calla
     return (X if keep_on_device else to_host(X)), functools.partial(_to_namespace, xp=target[0], dev=target[1])
 
 
+def training_data_on_host(*arrays: Any) -> tuple[Any, ...]:
+    """``fit``'s arrays (``X``, ``y``, ``sample_weight``) as NumPy where ``array_api_dispatch`` hands
+    them in another array-API namespace (PyTorch, CuPy, ``array_api_strict``); others unchanged.
+
+    The training set lives on the host (with ``device=`` it is copied to the device once, at the
+    first prediction), so a fit under dispatch takes one host copy of what it is given.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.estimators._device import training_data_on_host
+    >>> X, y, w = training_data_on_host(np.zeros((2, 1)), [0, 1], None)  # dispatch off: unchanged
+    >>> y, w
+    ([0, 1], None)
+    """
+    return tuple(to_host(a) if _is_dispatched(a) else a for a in arrays)
+
+
 def validate_queries(estimator: Any, X: Any, dtype: Any, *, keep_namespace: bool = False) -> Any:
     """``estimator``'s checked queries in ``dtype`` (the fit dtype): NumPy, or in their own namespace.
 
