@@ -20,6 +20,7 @@ and prints the ratios, how often each λ is chosen, and the certified share of e
 Usage::
 
     PYTHONPATH=src python benchmarks/bench_auto.py [--quick] [--repeats 3] [--chunk 4096] [--exhaustive]
+        [--kernel tricube] [--n-queries 4096]
 """
 
 from __future__ import annotations
@@ -46,18 +47,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats (median; default 3)")
     parser.add_argument("--chunk", type=int, default=4096, help="queries per interleaved chunk (default 4096)")
     parser.add_argument("--exhaustive", action="store_true", help="also time the exhaustive all-bandwidth pass")
+    parser.add_argument("--kernel", default="epanechnikov",
+                        help="kernel (default epanechnikov; a kernel without the moments form, e.g. tricube, "
+                             "ranks on the sample from every bandwidth's statistics, and over every row exhaustively)")
+    parser.add_argument("--n-queries", type=int, default=None, help="only the first N queries")
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.chunk < 1:
         parser.error("--repeats and --chunk must be at least 1")
 
     n_train, n_query = ECG_QUICK if args.quick else ECG_FULL
     X, y, Q = ecg_like(n_train, n_query)
-    print(f"ECG shapes: {n_train} × {X.shape[1]} train, {n_query} queries, float32, L = {LIPSCHITZ}, "
+    if args.n_queries is not None:
+        Q = Q[: args.n_queries]
+        n_query = Q.shape[0]
+    print(f"ECG shapes: {n_train} × {X.shape[1]} train, {n_query} queries, {args.kernel}, float32, L = {LIPSCHITZ}, "
           f"Chernoff; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
     def model(bandwidth, **extra):
         return NadarayaWatsonClassifier(bandwidth=bandwidth, lipschitz=LIPSCHITZ, dtype="float32", n_jobs=-1,
-                                        **extra).fit(X, y)
+                                        kernel=args.kernel, **extra).fit(X, y)
 
     auto, auto_all = model("auto"), model("auto", ranking_fraction=1.0)
     print("grid: " + " ".join(f"{v:.3g}" for v in auto.bandwidths_)
