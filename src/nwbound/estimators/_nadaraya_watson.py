@@ -243,14 +243,14 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         Candidate bandwidths for ``bandwidth="auto"``; None uses
         :func:`default_bandwidth_grid`.
     ranking_fraction : float in (0, 1] or "auto", default="auto"
-        ``bandwidth="auto"`` with the regular classifier and a polynomial kernel
-        (Epanechnikov, quartic, triweight, boxcar) ranks the grid on this share of
-        the training rows (a fixed sample, by row number: :meth:`bandwidth_ranking`),
-        then computes exact statistics at each query's chosen bandwidth. The choice
-        depends on the inputs only, so every bound stays valid; a smaller share is
-        faster and may choose a bandwidth of slightly larger ε. ``"auto"``: every
-        row up to 8 192, beyond ``max(8192/n, 1/16)``; 1: the bandwidth of least
-        label-free ε exactly.
+        ``bandwidth="auto"`` with the regular classifier ranks the grid on this share
+        of the training rows (a fixed sample, by row number: :meth:`bandwidth_ranking`),
+        then computes exact statistics at each query's chosen bandwidth over every
+        row. The choice depends on the inputs only, so every bound stays valid; a
+        smaller share is faster and may choose a bandwidth of slightly larger ε.
+        ``"auto"``: every row up to 8 192, beyond ``max(8192/n, 1/16)``; 1: the
+        bandwidth of least label-free ε exactly (a kernel that is not a polynomial
+        in u² then takes the exhaustive pass, see :meth:`ranks_first`).
     dtype : {"float64", "float32"}, default="float64"
         Working precision of the distance computations.
     working_memory : float or None, default=None
