@@ -32,7 +32,7 @@ PY
   if [ "$MODE" = "all" ]; then
     echo "== pytest tests/test_gpu*.py (SCIPY_ARRAY_API=1: array_api_dispatch) =="
     SCIPY_ARRAY_API=1 timeout 150 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py tests/test_gpu_dispatch.py \
-      tests/test_gpu_neighbors.py tests/test_gpu_underflow.py
+      tests/test_gpu_neighbors.py tests/test_gpu_underflow.py tests/test_gpu_rounding.py
     echo "pytest exit: $?"
     echo "== bench_gpu.py =="
     timeout 170 python3 -u benchmarks/bench_gpu.py --repeats 5
@@ -40,7 +40,8 @@ PY
   else
     echo "== pytest tests/test_gpu*.py -k 'estimator or cuda' =="
     SCIPY_ARRAY_API=1 timeout 100 python3 -u -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py \
-      tests/test_gpu_dispatch.py tests/test_gpu_neighbors.py tests/test_gpu_underflow.py -k "estimator or cuda"
+      tests/test_gpu_dispatch.py tests/test_gpu_neighbors.py tests/test_gpu_underflow.py tests/test_gpu_rounding.py \
+      -k "estimator or cuda"
     echo "pytest exit: $?"
   fi
   if [ "$MODE" = "all" ] || [ "$MODE" = "estimator" ]; then

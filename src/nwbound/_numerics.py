@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["direct_d2_error_factor", "direct_distance_error", "euclidean_norm", "square_underflow"]
+__all__ = [
+    "direct_d2_error_factor", "direct_distance_error", "euclidean_norm", "square_underflow", "summation_error",
+    "compose_errors",
+]
 
 
 def euclidean_norm(a: np.ndarray, axis: int | None = -1) -> np.ndarray:
@@ -81,3 +84,41 @@ def square_underflow(n_terms: int, dtype: str | np.dtype = "float64") -> float:
     (True, True)
     """
     return int(n_terms) * float(np.finfo(np.dtype(dtype)).smallest_subnormal)
+
+
+def summation_error(n_roundings: int, dtype: str | np.dtype = "float64") -> float:
+    """``γ_k = k·u/(1 − k·u)``: relative error of a sum of non-negative terms with ``k`` roundings per term.
+
+    A sum of ``n`` non-negative numbers in ``dtype`` (``u`` its unit roundoff, 2⁻²⁴ or 2⁻⁵³),
+    added in any order (a tree, a BLAS kernel, a scatter-add), passes each term through at most
+    ``n − 1`` roundings, so the computed sum lies within a factor ``1 ± γ_{n−1}`` of the exact one
+    (Higham, *Accuracy and Stability of Numerical Algorithms*, §4.2); a product rounded before the
+    sum counts one more. Additions never lose relative accuracy to underflow (their results in
+    the subnormal range are exact). The one copy of this rule: the device paths carry it into
+    the bound (:attr:`nwbound.estimators.KernelStatistics.sum_error`); ``inf`` where ``k·u ≥ 1/2``.
+
+    Examples
+    --------
+    >>> from nwbound._numerics import summation_error
+    >>> 3 * 2.0**-24 / (1 - 3 * 2.0**-24) <= summation_error(3, "float32") < 3.0001 * 2.0**-24
+    True
+    >>> summation_error(0)
+    0.0
+    """
+    ku = int(n_roundings) * float(np.finfo(np.dtype(dtype)).eps) / 2.0
+    return ku / (1.0 - ku) * (1.0 + 2.0**-50) if ku < 0.5 else float("inf")
+
+
+def compose_errors(*errors: float) -> float:
+    """The relative error of successive stages with relative errors ``errors``: ``Π(1 + ρ) − 1``, rounded up.
+
+    Examples
+    --------
+    >>> from nwbound._numerics import compose_errors
+    >>> compose_errors(0.5, 0.5) >= 1.25, compose_errors(0.0, 0.0)
+    (True, 0.0)
+    """
+    total = 0.0
+    for rho in errors:  # (1 + t)(1 + ρ) − 1 = t + ρ + tρ: no cancellation against 1
+        total = (total + float(rho) + total * float(rho)) * (1.0 + 2.0**-50)
+    return total

@@ -302,6 +302,7 @@ def chernoff_interval_binned(
     dist_sum: np.ndarray | None = None,
     tol: float = 1e-7,
     engine: str = "auto",
+    sum_error: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Band-Chernoff interval of every class probability from a histogram with exact per-bin sums.
 
@@ -339,6 +340,14 @@ def chernoff_interval_binned(
     tol : float, default=1e-7
         Each end lies at most ``tol`` outside the exact end of the split test.
     engine : {"auto", "numba", "numpy"}, default="auto"
+    sum_error : float, default=0
+        ``ρ`` in [0, 1/2): ``class_sums`` and ``mass`` are only known within a factor ``1 ± ρ``
+        of the exact sums (``sq_sum``, ``dist_mass`` and ``dist_sum`` must still be upper bounds).
+        Each input then moves to the side that can only widen the interval: the exponent grows
+        with every ``A_b`` and shrinks with ``S``, so a lower end is certified with ``S/(1 + ρ)``,
+        an upper end with the other classes' sum over ``1 + ρ``, both with ``A_b/(1 − ρ)``
+        (at most ``count·mass_upper``) and ``κ/(1 − ρ)`` in the Hoeffding start: the interval
+        contains the one of the exact sums.
 
     Returns
     -------
@@ -393,11 +402,17 @@ def chernoff_interval_binned(
         raise ValueError(f"engine must be 'auto', 'numba' or 'numpy', got {engine!r}.")
     if (lo_m > hi_m).any():
         raise ValueError("mass_lower must be <= mass_upper in every bin (bounds on each a_i).")
+    rel = float(sum_error)
+    if not 0.0 <= rel < 0.5:
+        raise ValueError(f"sum_error must be in [0, 0.5) (a relative error bound of the sums), got {sum_error!r}.")
     slack = _base._CONTRACT_RTOL * np.maximum(A, 1e-300)
-    if (A > N * hi_m + slack).any() or (A < N * lo_m - slack).any():
+    # With ρ the exact A_b is anywhere in [A/(1 + ρ), A/(1 − ρ)]: that range must meet the bin's.
+    if (A / (1.0 + rel) > N * hi_m + slack).any() or (A / (1.0 - rel) < N * lo_m - slack).any():
         raise ValueError("mass must lie in [count·mass_lower, count·mass_upper] in every bin "
                          "(the bin's points have a_i in [mass_lower, mass_upper]).")
     kappa = S.sum(axis=1)
+    if rel > 0:  # the largest exact A_b the sums allow (never above count·mass_upper): widens
+        A = np.minimum(A / (1.0 - rel) * (1.0 + 2.0**-52), N * hi_m)
     q2 = _as_float_array(sq_sum, "sq_sum")
     dsum = D.sum(axis=1) if dist_sum is None else _as_float_array(dist_sum, "dist_sum")
     for arr, name in ((q2, "sq_sum"), (dsum, "dist_sum")):
@@ -421,6 +436,14 @@ def chernoff_interval_binned(
     kap = kappa[rows]
     p_hat = np.clip(s / kap, 0.0, 1.0)
     log_level = math.log(d / 2.0)
+    s_comp = np.maximum(kap - s, 0.0)
+    if rel > 0:
+        # Lower ends: the class's sum at its smallest; upper ends: the other classes' (κ − S, less the
+        # row sum's and the difference's float64 roundings, ≤ (C + 1)·2⁻⁵³·κ); κ at its largest.
+        grow = 1.0 + 2.0**-52
+        s = s / (1.0 + rel) / grow
+        s_comp = np.maximum(s_comp - (C + 1) * 2.0**-53 * kap, 0.0) / (1.0 + rel) / grow
+        kap = kap / (1.0 - rel) * grow
     # Hoeffding on the exact sums: its ends are certified rejected by a valid test.
     half_h = (beta * dsum + np.sqrt(q2 * math.log(2.0 / d) / 2.0))[rows]
     theta_h = 4.0 * np.sqrt(q2 * math.log(2.0 / d) / 2.0)[rows] / np.maximum(q2[rows], 1e-300)
@@ -428,7 +451,6 @@ def chernoff_interval_binned(
     theta_max = (_MAX_EXPONENT / np.maximum(a_top, 1e-300))[rows]
     lo_h = np.clip((s - half_h) / kap, 0.0, p_hat)
     lo = _left_ends(s, rows, P, lo_h, p_hat, theta_h, theta_max, log_level, tol, loop)
-    s_comp = np.maximum(kap - s, 0.0)
     up_h = np.clip((s_comp - half_h) / kap, 0.0, 1.0 - p_hat)
     up = 1.0 - _left_ends(s_comp, rows, P, up_h, 1.0 - p_hat, theta_h, theta_max, log_level, tol, loop)
     lower[rows, cls] = np.clip(np.minimum(lo, p_hat), 0.0, 1.0)

@@ -158,7 +158,11 @@ class BoundSpec:
         """Per-class ``(lower, upper, epsilon, bias, sampling)``, each (n, C), for statistics with ``G = 1``.
 
         Rows with κ = 0 come back as ``[0, 1]`` with ε = bias = sampling = 1.
-        For the ``p̂ ± ε`` forms ``ε = min(1, bias + sampling)``. For
+        For the ``p̂ ± ε`` forms ``ε = min(1, bias + sampling)``. Statistics with a summation
+        error ``ρ = stats.sum_error > 0`` (the device paths) get limits that contain those of
+        the exact sums: the parts at ``κ/(1 + ρ)`` (each part only grows as κ shrinks) and
+        ``p̂`` moved by at most ``ρ/(2(1 − ρ))`` (counted in ``sampling``); the Chernoff test
+        takes ``ρ`` itself (:func:`~nwbound.bounds._chernoff_binned.chernoff_interval_binned`). For
         ``"chernoff"`` the limits come from a test, so ``ε`` is the larger
         half-width ``max(p̂ − lower, upper − p̂)``, ``bias`` the Lipschitz drift
         ``β·D/κ`` (capped at 1) and ``sampling`` the rest of ``ε`` — a
@@ -167,8 +171,13 @@ class BoundSpec:
         n_classes = stats.class_sums.shape[2]
         kappa = stats.kappa[:, 0]
         vacuous = ~(kappa > 0)
-        bias, sampling = self.statistics_parts(stats)
+        rho = _sum_error(stats)
+        # κ rounded down where the sums carry an error: every part is non-increasing in κ.
+        bias, sampling = self.statistics_parts(
+            replace(stats, class_sums=stats.class_sums / (1.0 + rho)) if rho > 0 else stats)
         bias, sampling = bias[:, 0], sampling[:, 0]
+        if rho > 0:  # |p̂ − S/κ| ≤ 2ρ·p(1 − p)/(1 − ρ) ≤ ρ/(2(1 − ρ)) for sums within 1 ± ρ
+            sampling = sampling + rho / (2.0 * (1.0 - rho)) * (1.0 + 2.0**-50)
         if self.is_chernoff:
             # In blocks of queries: the test's temporaries grow with queries × classes × bins.
             n = stats.class_sums.shape[0]
@@ -198,8 +207,15 @@ class BoundSpec:
 
         class_sums = stats.class_sums[:, 0, :]
         lam = stats.bandwidth_matrix()[:, 0].astype(np.float64)
+        rho = _sum_error(stats)
         # √u2_error·λ bounds the distance error: √(d̃² + e) ≤ d̃ + √e, kept in units of λ.
         u_err = np.sqrt(np.broadcast_to(np.asarray(stats.u2_error, np.float64), stats.class_sums.shape[:2])[:, 0])
+        if rho > 0 and (stats.point_mass is not None or getattr(stats, "hist_mass", None) is None):
+            raise ValueError(
+                f"Kernel statistics with a summation error (sum_error={rho:g}) need the histogram's per-bin "
+                "masses (hist_mass, hist_dist) for bound='chernoff': the per-point and grouped forms do not "
+                "carry it. Compute them with the regular classifier's histogram (every engine gives them)."
+            )
         if stats.point_mass is not None:
             # Exact per-point form: every neighbour is its own group.
             mass = stats.point_mass[:, 0, :]
@@ -252,10 +268,19 @@ class BoundSpec:
                 class_sums, count, hist_mass[:, 0, :], hist_dist[:, 0, :], a_lo, mass_upper,
                 self.beta * radius, self.beta, self.delta_prime,
                 sq_sum=stats.sq_sum[:, 0], dist_sum=stats.dist_sum[:, 0], band_radius_inner=self.beta * inner,
+                sum_error=rho,
             )
         return chernoff_interval(
             class_sums, count, mass_upper, mass_lower, self.beta * radius, self.delta_prime
         )
+
+
+def _sum_error(stats: Any) -> float:
+    """``ρ`` of statistics (0 for objects without it), checked: the bound needs ``0 ≤ ρ < 1/2``."""
+    rho = float(getattr(stats, "sum_error", 0.0))
+    if not 0.0 <= rho < 0.5:
+        raise ValueError(f"sum_error must be in [0, 0.5) (a relative error bound of the sums), got {rho!r}.")
+    return rho
 
 
 # Queries per block of the band-Chernoff solver (bounds its memory to a few MiB per class).

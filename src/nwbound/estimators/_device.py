@@ -33,7 +33,7 @@ from ..gpu import (
     kernel_statistics,
     neighbor_kernel_statistics,
 )
-from .._numerics import direct_d2_error_factor
+from .._numerics import compose_errors, direct_d2_error_factor, summation_error
 from ..gpu._array_api import to_host
 from ._sums import KernelSums, TrainingSet
 
@@ -446,6 +446,8 @@ def dense_kernel_sums_array_api(
         with np.errstate(over="ignore", under="ignore"):  # back to the input's units: inf/0 where not representable
             _store_sums(out, g, st, train.weight_unit)
         d2_err = st.d2_error
+        # The device's summation error, then the host's: the units' product and κ = Σ_c class_sums.
+        out.sum_error = max(out.sum_error, compose_errors(st.sum_error, summation_error(train.n_classes + 1)))
     if d2_err is None:
         d2_err = np.zeros(n_q)
     # E = γ_{m+3}(‖q'‖ + R)² ≥ (m + 3)·u·(‖q'‖ + R)², so E·4/(m + 3) adds 4u·(‖q'‖ + R)² ≥ 4u·d̃²:

@@ -666,6 +666,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             hist_dist=sums.hist_dist,
             hist_count=sums.hist_count,
             weight_min=sums.weight_min,
+            sum_error=sums.sum_error,  # the device paths' summation error, carried by the bound
             uniform_weights=bool(sums.uniform_weights),
             point_mass=sums.point_mass,
             # Directly computed distances have relative error ≤ (d + 6)·2⁻⁵³: round them up.

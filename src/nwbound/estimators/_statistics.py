@@ -26,6 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .._numerics import compose_errors, summation_error
 from ..kernels import Kernel
 
 __all__ = ["BandwidthRanking", "KernelStatistics", "merge_statistics"]
@@ -88,6 +89,11 @@ class KernelStatistics:
     weight_min : float or ndarray of shape (n,)
         With ``hist_count``: the smallest sample weight (0 when unknown), so that every
         ``a_i ≥ weight_min·K`` at its bin's outer edge.
+    sum_error : float
+        ``ρ ≥ 0``: ``class_sums`` (hence ``κ``) and ``hist_mass`` lie within a factor ``1 ± ρ``
+        of the exact sums of the ``a_i`` (the device paths' float32/float64 accumulation,
+        :func:`~nwbound._numerics.summation_error`); the bounds widen to cover it. 0: exact
+        as far as the bound is concerned (the CPU engine's float64 sums).
     point_mass : ndarray of shape (n, G, k) or None
         ``a_i`` of each of the ``k`` neighbours (localized classifier).
     point_dist : ndarray of shape (n, k) or None
@@ -126,6 +132,7 @@ class KernelStatistics:
     uniform_weights: bool = False
     hist_count: np.ndarray | None = None
     weight_min: float | np.ndarray = 0.0
+    sum_error: float = 0.0
 
     @property
     def kappa(self) -> np.ndarray:
@@ -240,6 +247,7 @@ class KernelStatistics:
                           for v, p in zip(values, parts)]
             changes[name] = np.concatenate(values)
         changes["uniform_weights"] = all(p.uniform_weights for p in parts)
+        changes["sum_error"] = max(float(p.sum_error) for p in parts)
         return dataclasses.replace(first, **changes)
 
     def merge(self, other: "KernelStatistics") -> "KernelStatistics":
@@ -305,7 +313,14 @@ class KernelStatistics:
             weight_max=w_max,
             hist_count=hist_count,
             weight_min=np.minimum(self.weight_min, other.weight_min) if hist_count is not None else 0.0,
+            # Each part within 1 ± ρ, then one float64 addition (kept 0 where neither part carries one).
+            sum_error=_merged_sum_error(self.sum_error, other.sum_error),
         )
+
+
+def _merged_sum_error(a: float, b: float) -> float:
+    worst = max(float(a), float(b))
+    return compose_errors(worst, summation_error(1)) if worst > 0 else 0.0
 
 
 def merge_statistics(parts: Sequence[KernelStatistics]) -> KernelStatistics:

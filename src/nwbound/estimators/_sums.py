@@ -359,6 +359,7 @@ class KernelSums:
     moments: np.ndarray | None = None  # (n, G, M) per slot, the ranking pass of dense_moment_sums
     hist_count: np.ndarray | None = None  # (n, G, B) points per bin (weighted data)
     weight_min: float = 0.0  # the smallest sample weight (weighted data)
+    sum_error: float = 0.0  # ρ: class_sums, hist_mass within 1 ± ρ of exact (device paths; 0: not carried)
 
     @property
     def kappa(self) -> np.ndarray:

@@ -30,7 +30,13 @@ so ``|d̃² − d²_rounded| ≤ E = γ_{m+3}(‖q'‖ + R)²`` (the Triton kern
     d ≤ d⁺ = (1 + 8u)·(sqrt(max(d̃², 0) + E) + η),
 
 the factor covering the square root and the last two operations. ``dist_sum`` is summed in
-float64. Kernel values are evaluated at ``d̃²``: any deterministic weights in [0, 1] that depend on
+float64.
+
+**The sums.** ``class_sums`` and the bins' ``hist_mass`` add the exact products ``w·K`` (a float32
+``K`` times a float32 weight is exact in float64) in float64, so each lies within a factor
+``1 ± γ_n`` (``n`` training points, ``u = 2⁻⁵³``: :func:`~nwbound._numerics.summation_error`) of
+the exact sum; ``sum_error`` reports it and the bound carries it
+(:attr:`nwbound.estimators.KernelStatistics.sum_error`). Kernel values are evaluated at ``d̃²``: any deterministic weights in [0, 1] that depend on
 the inputs only keep the bound valid, as long as the distances in ``D`` are upper bounds.
 """
 
@@ -44,7 +50,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .._numerics import direct_d2_error_factor, direct_distance_error, square_underflow
+from .._numerics import direct_d2_error_factor, direct_distance_error, square_underflow, summation_error
 from .._validation import check_choice, check_int_range, check_positive
 from ..kernels import Kernel, get_kernel
 
@@ -72,6 +78,8 @@ HISTOGRAM_KERNELS: tuple[str, ...] = ("epanechnikov", "quartic", "triweight", "b
 # Bytes of temporaries per element of a (query block × training set) tile:
 # d̃², K, d⁺ and one product, in the compute dtype.
 _TEMPORARIES = 4
+# Plus K in float64 (the class sums' and bin masses' exact products w·K, summed in float64).
+_FLOAT64_TEMPORARY_BYTES = 8
 # Extra bytes per tile element with a histogram: the int64 bin index, one float64 value and the
 # compute-dtype flag of the points counted.
 _HIST_TEMPORARY_BYTES = 24
@@ -163,6 +171,10 @@ class KernelStatistics:
         :func:`neighbor_kernel_statistics` with ``keep_points``: ``w_i K_i`` of each neighbour.
     point_dist : array of shape (n_queries, k) or None
         Its directly computed float64 distances (relative error ≤ ``(m + 6)·2⁻⁵³``, not rounded up).
+    sum_error : float
+        ``ρ``: ``class_sums`` and ``hist_mass`` lie within a factor ``1 ± ρ`` of the exact sums of
+        the weights ``a_i = w_i K_i`` (:func:`~nwbound._numerics.summation_error` of the engine's
+        accumulation); ``sq_sum``, ``dist_sum`` and ``hist_dist`` are upper bounds already.
 
     Examples
     --------
@@ -183,6 +195,7 @@ class KernelStatistics:
     point_mass: Any | None = None
     point_dist: Any | None = None
     hist_count: Any | None = None
+    sum_error: float = 0.0
 
     @property
     def kappa(self) -> Any:
@@ -192,8 +205,8 @@ class KernelStatistics:
 
     def to_numpy(self) -> "KernelStatistics":
         """The same statistics as NumPy float64 arrays (one host copy each)."""
-        return KernelStatistics(**{f.name: None if getattr(self, f.name) is None else _to_numpy(getattr(self, f.name))
-                                   for f in fields(self)})
+        return KernelStatistics(**{f.name: getattr(self, f.name) if f.name == "sum_error" or getattr(self, f.name) is None
+                                   else _to_numpy(getattr(self, f.name)) for f in fields(self)})
 
 
 def to_host(a: Any) -> np.ndarray:
@@ -252,6 +265,8 @@ class DeviceTrainingSet:
     max_norm: float  # R = max ‖x'‖ (float64 from the rounded points, rounded up)
     dtype: Any  # the namespace's dtype object
     dtype_name: str = "float32"
+    onehot64: Any = None  # (n, C) float64 copy of onehot: class sums accumulate in float64
+    weights64: Any = None  # (n,) float64 copy of weights (exact: a float32 value is a float64 one)
 
     @classmethod
     def build(cls, X_train: Any, onehot: Any, *, dtype: str = "float32") -> "DeviceTrainingSet":
@@ -299,6 +314,8 @@ class DeviceTrainingSet:
             max_norm=max_norm * (1.0 + 1e-12),
             dtype=cdt,
             dtype_name=dtype,
+            onehot64=xp.astype(oh, xp.float64),
+            weights64=xp.astype(xp.sum(oh, axis=1), xp.float64),
         )
 
     @property
@@ -562,7 +579,7 @@ def _array_api_statistics(
     cdt = train.dtype
     itemsize = 4 if cdt == xp.float32 else 8
     if block_rows is None:
-        per_pair = _TEMPORARIES * itemsize + (_HIST_TEMPORARY_BYTES if bins else 0)
+        per_pair = _TEMPORARIES * itemsize + _FLOAT64_TEMPORARY_BYTES + (_HIST_TEMPORARY_BYTES if bins else 0)
         block_rows = rows_for_memory(per_pair * n_train, max(n_q, 1), working_memory)
     inv_lam2 = 1.0 / (lam * lam)
     u = unit_roundoff(xp, cdt)
@@ -582,7 +599,11 @@ def _array_api_statistics(
             d2 = xp.where(d2 > 0.0, d2, 0.0)
             u2 = d2 * inv_lam2
             k = kernel_of_u2(xp, u2, name)
-            parts["cs"].append(xp.astype(xp.matmul(k, train.onehot), xp.float64))
+            # Class sums of the exact products w·K (a float32 K times a float32 weight is exact in
+            # float64) summed in float64: a float32 product over n terms could lose up to n·2⁻²⁴ of
+            # each sum (sum_error below), far more than the bound may carry.
+            k64 = xp.astype(k, xp.float64)
+            parts["cs"].append(xp.matmul(k64, train.onehot64))
             wk = k * train.weights[None, :]
             parts["sq"].append(xp.sum(wk * wk, axis=1, dtype=xp.float64))
             dplus = None
@@ -598,11 +619,12 @@ def _array_api_statistics(
                 index = xp.where(index < bins, index, bins)  # bucket `bins`: outside the support
                 w_row = xp.broadcast_to(train.weights[None, :], k.shape)
                 kw = k * w_row
+                kw64 = k64 * train.weights64[None, :]  # the exact w·K, as in the class sums
                 if dplus is None:
                     err_b = xp.astype(d2_err[s:e], cdt)[:, None]
                     dplus = xp.sqrt(d2 + err_b) + xp.astype(eta[s:e], cdt)[:, None]
                 counted = xp.astype(w_row > 0.0, cdt)  # points of positive weight (the split form's count)
-                h, hm, hd, hc = _binned_sums(xp, index, (w_row, kw, kw * dplus, counted), bins)
+                h, hm, hd, hc = _binned_sums(xp, index, (w_row, kw64, kw * dplus, counted), bins)
                 parts["h"].append(h)
                 parts["hm"].append(hm)
                 parts["hd"].append(hd * (1.0 + 8.0 * u))
@@ -628,6 +650,8 @@ def _array_api_statistics(
         hist_mass=xp.concat(parts["hm"], axis=0) if bins else None,
         hist_dist=xp.concat(parts["hd"], axis=0) if bins else None,
         hist_count=xp.concat(parts["hc"], axis=0) if bins else None,
+        # float64 sums of n exact products (float64 compute: one rounding more, the product's).
+        sum_error=summation_error(n_train + (1 if train.dtype_name == "float64" else 0), "float64"),
     )
 
 

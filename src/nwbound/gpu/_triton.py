@@ -50,6 +50,12 @@ float32 tile sums of at most ``BN`` terms; the factor ``1 + (BN + 8)u + 2⁻²¹
 ``dist_sum`` and ``hist_dist`` covers both. Block sizes (:data:`CONFIGS`) were chosen from ptxas
 reports for sm_90.
 
+**Sums.** The weights are ``a_i = fl(w_i·K_i)`` (the float32 product the kernel forms once and uses
+in every sum: deterministic, label-free weights). A tile adds at most ``BN`` of them in float32
+(any order: a factor ``1 ± γ_BN``), the tiles' sums are added in float64 (``1 ± γ_T``, ``T`` the
+number of tiles); ``sum_error = (1 + γ_BN)(1 + γ_T) − 1`` bounds ``class_sums`` and ``hist_mass``
+(:func:`~nwbound._numerics.summation_error`), and the bound carries it.
+
 ``TRITON_INTERPRET=1`` runs the same kernel on the CPU with PyTorch CPU tensors (tests).
 """
 
@@ -74,6 +80,7 @@ from ._array_api import (
     square_sum_bound,
     unit_roundoff,
 )
+from .._numerics import compose_errors, summation_error
 
 __all__ = ["triton_applies", "triton_kernel_statistics", "LAYOUT_TILE", "CONFIGS"]
 
@@ -476,12 +483,15 @@ def triton_kernel_statistics(
         hist_mass=hm[:, :bins] if bins else None,
         hist_dist=hd[:, :bins] * factor if bins else None,
         hist_count=hc[:, :bins] if bins else None,
+        # float32 tile sums of ≤ BN terms, then float64 over the tiles (every split's).
+        sum_error=compose_errors(summation_error(config[1], "float32"),
+                                 summation_error(lay.n_pad // config[1] + 1, "float64")),
     )
     if back_to_cupy:
         import cupy
 
-        out = KernelStatistics(**{f.name: None if getattr(out, f.name) is None else
-                                  cupy.from_dlpack(getattr(out, f.name).contiguous()) for f in dataclasses.fields(out)})
+        out = KernelStatistics(**{f.name: getattr(out, f.name) if f.name == "sum_error" or getattr(out, f.name) is None
+                                  else cupy.from_dlpack(getattr(out, f.name).contiguous()) for f in dataclasses.fields(out)})
     return out
 
 
