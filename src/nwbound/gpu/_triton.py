@@ -512,8 +512,7 @@ def _launch(qpad, qn, d2_err, eta, lay: _Layout, kernel: str, bandwidth: float, 
         split = max(1, min(n_tiles, math.ceil(4 * n_sm / m_blocks)))
     else:  # the interpreter: two runs (partial sums covered), each of exactly STEPS tiles
         split = 2 if n_tiles % 2 == 0 else 1
-    tiles_per_split = triton.cdiv(n_tiles, split)
-    split = triton.cdiv(n_tiles, tiles_per_split)
+    split, tiles_per_split = _splits(n_tiles, bn, split)
     steps = tiles_per_split if dev.type != "cuda" else 0  # compiled: runtime bound, one binary for all sizes
     f64 = dict(dtype=torch.float64, device=dev)
     cs = torch.empty((split, n_q, lay.c_pad), **f64)
@@ -548,6 +547,26 @@ def _launch(qpad, qn, d2_err, eta, lay: _Layout, kernel: str, bandwidth: float, 
     hist = hist.sum(0, dtype=torch.float64)
     return (cs.sum(0), sq.sum(0), ds.sum(0) if need_dist else None, hist, hist_mass.sum(0), hist_dist.sum(0),
             hist_count.sum(0, dtype=torch.float64) if count else hist)
+
+
+# A split's histogram counts accumulate in float32 (fewer registers): exact integers below 2²⁴, so no
+# split holds more training rows than that (a query's count in one bin could otherwise round).
+_EXACT_COUNT_ROWS = 1 << 24
+
+
+def _splits(n_tiles: int, bn: int, wanted: int) -> tuple[int, int]:
+    """``(splits, tiles per split)``: about ``wanted`` splits of the ``n_tiles`` tiles of ``bn`` rows,
+    more where a split would hold more than ``_EXACT_COUNT_ROWS`` rows.
+
+    Examples
+    --------
+    >>> from nwbound.gpu._triton import _splits
+    >>> _splits(10, 64, 2), _splits(2**20, 64, 1)  # 2²⁶ rows: four splits of 2²⁴ rows at most
+    ((2, 5), (4, 262144))
+    """
+    per_split = -(-n_tiles // max(1, wanted))
+    per_split = max(1, min(per_split, _EXACT_COUNT_ROWS // bn))
+    return -(-n_tiles // per_split), per_split
 
 
 def _product_bytes(dev: Any) -> int:
