@@ -784,9 +784,11 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         boxcar) gets them from one pass of distance moments whatever the grid's size, over the
         training rows :func:`~nwbound.estimators._sums.ranking_sample_rows` keeps (each with
         probability ``fraction``, by row number), each sum divided by ``fraction`` (an unbiased
-        estimate of the whole set's); other settings from the exhaustive statistics of every
-        row. Shards add up with :meth:`BandwidthRanking.merge`; :meth:`choose_bandwidths` turns
-        a ranking into each query's bandwidth.
+        estimate of the whole set's). Other kernels on the host rank from every grid bandwidth's
+        statistics over the same sample when ``fraction < 1``; otherwise (and for the localized
+        classifier and ``device=``) the ranking is the exhaustive statistics of every row. Shards
+        add up with :meth:`BandwidthRanking.merge`; :meth:`choose_bandwidths` turns a ranking into
+        each query's bandwidth.
 
         Parameters
         ----------
