@@ -252,3 +252,27 @@ def test_chernoff_binned_sum_error_contains_the_perturbed_sums():
         assert np.all(up_r - lo_r < up - lo + 0.05)  # and only by about the perturbation
     with pytest.raises(ValueError, match="sum_error"):
         chernoff_interval_binned(S, count, mass, dist, sum_error=0.7, **common)
+
+
+def test_sum_error_through_merge_and_concatenate():
+    # Merging two parts within 1 ± ρ_a and 1 ± ρ_b and adding them once in float64: within
+    # 1 ± (max ρ)(1 + u) + u; parts without a summation error stay at 0; concatenating rows keeps the worst.
+    from nwbound import NadarayaWatsonClassifier
+    from nwbound.estimators import KernelStatistics, merge_statistics
+
+    rng = np.random.default_rng(9)
+    X, y = rng.random((200, 2)), rng.integers(0, 2, 200)
+    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0).fit(X, y)
+    exact = clf.kernel_statistics(X[:5])
+    assert exact.sum_error == 0.0 and merge_statistics([exact, exact]).sum_error == 0.0
+    a, b = (KernelStatistics(**{**exact.__dict__, "sum_error": r}) for r in (1e-6, 3e-6))
+    merged = merge_statistics([a, b])
+    assert merged.sum_error >= 3e-6 * (1 + 2.0**-53) + 2.0**-53
+    assert merged.sum_error < 3.1e-6
+    assert merge_statistics([exact, b]).sum_error >= 3e-6
+    assert KernelStatistics.concatenate([a, b]).sum_error == 3e-6
+    # The merged statistics' interval contains the exact one (the bound widened by ρ).
+    widened = clf.interval_from_statistics(merged)
+    plain = clf.interval_from_statistics(merge_statistics([exact, exact]))
+    assert np.all(widened.lower <= plain.lower + 1e-12) and np.all(widened.upper >= plain.upper - 1e-12)
+    assert np.any(widened.upper - widened.lower > plain.upper - plain.lower)
