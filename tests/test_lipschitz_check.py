@@ -231,6 +231,21 @@ def test_sequence_matches_single_values():
     assert own.alpha == 0.05 and own.beta == 0.025
 
 
+def test_certified_at_the_test_level():
+    data, Xf, yf, Xh, yh = _field(3)
+    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
+    at_model = check_lipschitz(clf, Xh, yh, lipschitz=2.0)
+    at_test = check_lipschitz(clf, Xh, yh, lipschitz=2.0, certified_at="test")
+    iv = clf.predict_interval(Xh, bounds={0: {"lipschitz": 2.0, "delta": at_test.delta, "coverage": "simultaneous"}})[0]
+    assert at_test.n_certified == int(iv.certified.sum()) <= at_model.n_certified
+    assert at_test.model_delta == at_test.delta
+    for a, b in zip(at_test.tests[1:], at_model.tests[1:]):  # the class counts do not depend on it
+        assert a["p_value"] == pytest.approx(b["p_value"], abs=1e-12)
+        assert {k: v for k, v in a.items() if k != "p_value"} == {k: v for k, v in b.items() if k != "p_value"}
+    with pytest.raises(ValueError, match="certified_at"):
+        check_lipschitz(clf, Xh, yh, certified_at="own")
+
+
 def test_selection_picks_the_smallest_value_above_every_rejection():
     data, Xf, yf, Xh, yh = _field(1)
     clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)

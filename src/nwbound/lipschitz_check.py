@@ -35,7 +35,7 @@ some class.
    exact worst case, so no valid threshold built from the ceilings and ``m``
    alone is smaller.) Reject when ``P(m' + PB ≥ S_obs) ≤ α_i``.
 3. *The counts tested.* Errors among the rows certified at the model's own
-   ``δ`` (ceiling: ``1 − lower`` of the predicted class); with
+   ``δ`` (or at ``δ_t``: ``certified_at="test"``) (ceiling: ``1 − lower`` of the predicted class); with
    ``per_class=True`` also, for each class ``c``, the rows labelled ``c``
    (ceiling ``upper_c``) and the rows not labelled ``c`` (ceiling
    ``1 − lower_c``), separately among the rows predicted ``c`` and among the
@@ -243,7 +243,7 @@ class LipschitzCheck:
     n_rows : int
         Held-out rows used.
     n_certified : int
-        Rows certified at the model's own ``δ`` and this ``L``.
+        Rows certified at ``model_delta`` and this ``L``.
     errors_certified : int
         Wrong predictions among them.
     expected_errors : float
@@ -267,7 +267,8 @@ class LipschitzCheck:
     delta : float
         Failure probability of the intervals the test uses (simultaneous over classes).
     model_delta : float
-        The model's own ``delta`` (defines which rows count as certified).
+        The ``delta`` that defines which rows count as certified: the model's
+        own (``certified_at="model"``) or ``delta`` (``"test"``).
     free_share : float
         ``r``: ``m = ⌊r · n_rows⌋``.
     tests : tuple of dict
@@ -451,6 +452,12 @@ def _check_rows(model: Any, X: Any, y: Any) -> tuple[np.ndarray, int]:
     return index.astype(np.intp), int(n_x)
 
 
+def _check_certified_at(value: Any) -> str:
+    if value not in ("model", "test"):
+        raise ValueError(f"certified_at must be 'model' or 'test', got {value!r}.")
+    return value
+
+
 def _check_values(lipschitz: Any) -> tuple[list[float] | None, bool]:
     """``(values, single)``: the L values to test (None: the model's own) and whether one was given."""
     if lipschitz is None:
@@ -534,7 +541,7 @@ def _one_check(
 
 def _run_checks(
     model: Any, X: Any, y: Any, values: list[float] | None, *, alpha: float, beta: float,
-    free_share: float, per_class: bool,
+    free_share: float, per_class: bool, certified_at: str = "model",
 ) -> list[LipschitzCheck]:
     labels, n = _check_rows(model, X, y)
     free = int(math.floor(free_share * n))
@@ -549,20 +556,24 @@ def _run_checks(
             )
         margin = model.get_params().get("margin")
         described = [(None, float(margin)) if margin is not None else (float(beta_own), None)]
-        bounds: dict[Any, dict[str, Any]] = {("test", 0): dict(test_setting), ("model", 0): {}}
+        bounds: dict[Any, dict[str, Any]] = {("test", 0): dict(test_setting)}
+        if certified_at == "model":
+            bounds[("model", 0)] = {}
     else:
         described = [(float(v), None) for v in values]
         bounds = {}
         for i, v in enumerate(values):
             bounds[("test", i)] = {"lipschitz": v, **test_setting}
-            bounds[("model", i)] = {"lipschitz": v}
+            if certified_at == "model":
+                bounds[("model", i)] = {"lipschitz": v}
     intervals = model.predict_interval(X, bounds=bounds)  # one pass of kernel sums for every setting
     classes = np.asarray(model.classes_)
-    model_delta = float(model.get_params()["delta"])
+    model_delta = float(model.get_params()["delta"]) if certified_at == "model" else delta_test
     checks = []
     for i, (lip, margin) in enumerate(described):
         res = _one_check(
-            intervals[("test", i)], intervals[("model", i)], labels, classes, free=free,
+            intervals[("test", i)], intervals[("model" if certified_at == "model" else "test", i)], labels,
+            classes, free=free,
             per_class=per_class, alpha=alpha, beta=beta,
         )
         checks.append(
@@ -584,6 +595,7 @@ def check_lipschitz(
     beta: float | None = None,
     per_class: bool = True,
     free_share: float = DEFAULT_FREE_SHARE,
+    certified_at: str = "model",
 ) -> LipschitzCheck | list[LipschitzCheck]:
     r"""Test an assumed Lipschitz constant on held-out rows.
 
@@ -627,6 +639,11 @@ def check_lipschitz(
         ``r``: narrower intervals but more free errors in every count; the
         default keeps ``m`` small (0 below 500 rows), which gave the most
         power on the known-p fields tried.
+    certified_at : {"model", "test"}, default="model"
+        Which rows the certified-errors test counts: those certified at the
+        model's own ``delta`` (what its users see), or those certified by the
+        test's own intervals at ``δ_t`` (fewer rows; half the interval work,
+        since the model's setting is then not computed).
 
     Returns
     -------
@@ -671,7 +688,8 @@ def check_lipschitz(
     if not isinstance(per_class, (bool, np.bool_)):
         raise ValueError(f"per_class must be True or False, got {per_class!r}.")
     checks = _run_checks(
-        model, X, y, values, alpha=alpha, beta=beta, free_share=free_share, per_class=bool(per_class)
+        model, X, y, values, alpha=alpha, beta=beta, free_share=free_share, per_class=bool(per_class),
+        certified_at=_check_certified_at(certified_at),
     )
     return checks[0] if single else checks
 
@@ -686,6 +704,7 @@ def select_lipschitz(
     beta: float | None = None,
     per_class: bool = True,
     free_share: float = DEFAULT_FREE_SHARE,
+    certified_at: str = "model",
 ) -> LipschitzSelection:
     r"""The smallest ``L`` on a grid that held-out rows do not reject.
 
@@ -711,7 +730,7 @@ def select_lipschitz(
         Their labels.
     grid : sequence of float
         Candidate constants (> 0); sorted here, duplicates dropped.
-    alpha, beta, per_class, free_share
+    alpha, beta, per_class, free_share, certified_at
         As in :func:`check_lipschitz`, for each grid value. With several grid
         values at or above the true constant, the chance that one of them is
         rejected (which only makes the choice more cautious) can exceed
@@ -751,7 +770,8 @@ def select_lipschitz(
     if not isinstance(per_class, (bool, np.bool_)):
         raise ValueError(f"per_class must be True or False, got {per_class!r}.")
     checks = _run_checks(
-        model, X, y, values, alpha=alpha, beta=beta, free_share=free_share, per_class=bool(per_class)
+        model, X, y, values, alpha=alpha, beta=beta, free_share=free_share, per_class=bool(per_class),
+        certified_at=_check_certified_at(certified_at),
     )
     rejected = [i for i, c in enumerate(checks) if c.rejected]
     start = rejected[-1] + 1 if rejected else 0
