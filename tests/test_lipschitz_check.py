@@ -140,6 +140,29 @@ class _ExactIntervals(BaseEstimator):
         return {name: iv for name in bounds}
 
 
+def test_tests_that_cannot_reject_take_no_share_of_the_level():
+    n = 50
+    model = _ExactIntervals(np.column_stack([np.zeros(n), np.ones(n)]))  # p_1 = 1 everywhere, known exactly
+    X = np.arange(n)[:, None]
+    check = check_lipschitz(model, X, np.ones(n, dtype=int), lipschitz=1.0, free_share=0.0)
+    used = {t["test"]: t["used"] for t in check.tests}
+    # "too many 1s" where every ceiling is 1, and the empty "not predicted 1" group, cannot reject
+    assert used == {
+        "certified rows: errors": True,
+        "class 1 in rows predicted 1: too many": False,
+        "class 1 in rows predicted 1: too few": True,
+        "class 1 in rows not predicted 1: too many": False,
+        "class 1 in rows not predicted 1: too few": False,
+    }
+    assert not check.rejected and check.p_value == 1.0
+    y = np.ones(n, dtype=int)
+    y[0] = 0  # impossible under p_1 = 1: one error among certified rows
+    check = check_lipschitz(model, X, y, lipschitz=1.0, free_share=0.0)
+    assert check.rejected and check.p_value == 0.0
+    assert set(check.rejected_by) == {"certified rows: errors", "class 1 in rows predicted 1: too few"}
+    assert "not used" in str(check)
+
+
 @pytest.mark.slow
 def test_level_with_exact_intervals():
     """Ceilings equal to the truth: the count tests reject at most alpha − beta of the time."""

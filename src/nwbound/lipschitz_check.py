@@ -50,6 +50,10 @@ some class.
 
    .. math:: P(\text{reject a true } L) \le \beta + (\alpha - \beta) = \alpha.
 
+   A test that could not reject even if every one of its rows counted
+   (``P(m′ + PB ≥ |R|) > α_i``) is dropped before the split, repeatedly; the
+   choice uses the ceilings only, never ``H``'s labels, so the split stays valid.
+
 Why the test's intervals use ``δ_t`` and not the model's ``δ``: Markov needs
 ``δ/β`` small, and at ``δ = 0.05`` with ``β ≤ 0.05`` the allowance would be every
 row. A smaller ``δ_t`` only widens the sampling part of the interval (by a
@@ -187,6 +191,34 @@ def poisson_binomial_sf(probs: Any, k: Any) -> np.ndarray | float:
     return float(out) if out.ndim == 0 else out
 
 
+def _null_survival(ceilings: np.ndarray, rows: np.ndarray, free: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(sf, n_free, expected)``: ``sf[t, k] = P(PB_t ≥ k)`` of the kept ceilings of each test.
+
+    Test ``t`` keeps the ``|R_t| − m′_t`` largest ceilings of its rows, ``m′_t = min(free, |R_t|)``
+    (``n_free``); ``expected`` is ``Σ_{j∈R_t} c_j``.
+    """
+    n_rows = rows.sum(axis=1)
+    n_free = np.minimum(free, n_rows)
+    keep = n_rows - n_free
+    ordered = -np.sort(-np.where(rows, ceilings, -1.0), axis=1)  # descending, rows outside R last
+    width = int(keep.max(initial=0))
+    ordered = ordered[:, :width]
+    kept = np.where(np.arange(width)[None, :] < keep[:, None], ordered, 0.0)
+    sf = _survival(_poisson_binomial_pmf(kept))  # (T, width + 2)
+    expected = np.where(rows, ceilings, 0.0).sum(axis=1)
+    return sf, n_free, expected
+
+
+def _tail_at(sf: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """``sf[t, k_t]``, with ``k`` clipped to the table (``P(PB ≥ k) = 1`` for ``k ≤ 0``)."""
+    return sf[np.arange(sf.shape[0]), np.clip(k, 0, sf.shape[1] - 1)]
+
+
+def _thresholds(sf: np.ndarray, n_free: np.ndarray, level: float) -> np.ndarray:
+    """Smallest ``t`` with ``P(m′ + PB > t) ≤ level`` (exists: the last column of ``sf`` is 0)."""
+    return n_free + np.argmax(sf[:, 1:] <= level, axis=1)
+
+
 def _dominating_tests(
     ceilings: np.ndarray, rows: np.ndarray, observed: np.ndarray, free: int, level: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -207,20 +239,9 @@ def _dominating_tests(
     threshold : (T,) the smallest ``t`` with ``P(m′ + PB > t) ≤ level``: reject when observed > t.
     expected : (T,) ``Σ_{j∈R} c_j`` (the count's mean bound without the allowance).
     """
-    n_rows = rows.sum(axis=1)
-    n_free = np.minimum(free, n_rows)
-    keep = n_rows - n_free
-    ordered = -np.sort(-np.where(rows, ceilings, -1.0), axis=1)  # descending, rows outside R last
-    width = int(keep.max(initial=0))
-    ordered = ordered[:, :width]
-    kept = np.where(np.arange(width)[None, :] < keep[:, None], ordered, 0.0)
-    sf = _survival(_poisson_binomial_pmf(kept))  # (T, width + 2)
-    shifted = np.clip(observed - n_free, 0, width + 1)
-    p_value = sf[np.arange(sf.shape[0]), shifted]
-    # first s with P(PB ≥ s + 1) ≤ level (exists: sf[:, width + 1] = 0)
-    first = np.argmax(sf[:, 1:] <= level, axis=1)
-    threshold = n_free + first
-    expected = np.where(rows, ceilings, 0.0).sum(axis=1)
+    sf, n_free, expected = _null_survival(ceilings, rows, free)
+    p_value = _tail_at(sf, observed - n_free)
+    threshold = _thresholds(sf, n_free, level)
     return p_value, threshold, expected
 
 
@@ -254,8 +275,8 @@ class LipschitzCheck:
     threshold : int
         Largest number of certified errors the certified-rows test accepts.
     p_value : float
-        Bonferroni-adjusted: ``min(1, T · min_i p_i)`` over the ``T`` tests;
-        ``rejected`` when it is ``≤ alpha − beta``.
+        Bonferroni-adjusted: ``min(1, T · min_i p_i)`` over the ``T`` tests
+        used; ``rejected`` when it is ``≤ alpha − beta``.
     rejected : bool
         Whether the held-out data reject this ``L``.
     rejected_by : tuple of str
@@ -273,7 +294,9 @@ class LipschitzCheck:
         ``r``: ``m = ⌊r · n_rows⌋``.
     tests : tuple of dict
         One dict per test: ``test``, ``rows``, ``observed``, ``expected``
-        (sum of ceilings), ``threshold``, ``p_value``, ``rejected``.
+        (sum of ceilings), ``threshold``, ``p_value``, ``used`` (False for a
+        test that could not reject whatever the labels; it takes no share of
+        the level), ``rejected``.
 
     Examples
     --------
@@ -316,12 +339,12 @@ class LipschitzCheck:
             f"  {self.n_rows} held-out rows, {self.n_certified} certified at δ = {self.model_delta:g}; "
             f"{self.errors_certified} errors among them (ceilings sum to {self.expected_errors:.2f}; "
             f"accepted up to {self.threshold})",
-            f"  adjusted p-value {self.p_value:.3g} over {max(len(self.tests), 1)} test(s); level alpha = "
+            f"  adjusted p-value {self.p_value:.3g} over {sum(t['used'] for t in self.tests)} test(s); level alpha = "
             f"{self.alpha:g} (beta = {self.beta:g} for up to {self.allowance} rows whose interval at "
             f"δ = {self.delta:.3g} fails)",
         ]
         for t in self.tests:
-            mark = "  reject" if t["rejected"] else ""
+            mark = "  reject" if t["rejected"] else ("" if t["used"] else "  (cannot reject: not used)")
             lines.append(
                 f"    {t['test']}: {t['observed']} observed, ceilings sum {t['expected']:.2f}, "
                 f"accepted up to {t['threshold']}, p = {t['p_value']:.3g}{mark}"
@@ -510,11 +533,21 @@ def _one_check(
                 ceilings += [hi[:, c], 1.0 - lo[:, c]]
                 masks += [mask, mask]
                 observed += [int(np.count_nonzero(is_c & mask)), int(np.count_nonzero(~is_c & mask))]
-    level = (alpha - beta) / len(names)
-    p_value, threshold, expected = _dominating_tests(
-        np.vstack(ceilings), np.vstack(masks), np.asarray(observed), free, level
-    )
-    rejected = p_value <= level
+    observed_arr = np.asarray(observed)
+    sf, n_free, expected = _null_survival(np.vstack(ceilings), np.vstack(masks), free)
+    p_value = _tail_at(sf, observed_arr - n_free)
+    # Tests that cannot reject whatever the labels (even every row counted is not rare enough under
+    # the null) take no share of the level. The choice uses the ceilings only, never H's labels.
+    smallest = _tail_at(sf, np.vstack(masks).sum(axis=1) - n_free)
+    used = np.ones(len(names), dtype=bool)
+    while True:  # each pass only drops tests, and a smaller set raises the level: it ends
+        kept = used & (smallest <= (alpha - beta) / max(int(used.sum()), 1))
+        if np.array_equal(kept, used):
+            break
+        used = kept
+    level = (alpha - beta) / max(int(used.sum()), 1)
+    threshold = _thresholds(sf, n_free, level)
+    rejected = used & (p_value <= level)
     tests = tuple(
         {
             "test": name,
@@ -523,16 +556,19 @@ def _one_check(
             "expected": float(exp),
             "threshold": int(t),
             "p_value": float(p),
+            "used": bool(u),
             "rejected": bool(r),
         }
-        for name, mask, obs, exp, t, p, r in zip(names, masks, observed, expected, threshold, p_value, rejected)
+        for name, mask, obs, exp, t, p, u, r in zip(
+            names, masks, observed, expected, threshold, p_value, used, rejected
+        )
     )
     return {
         "n_certified": int(certified.sum()),
         "errors_certified": observed[0],
         "expected_errors": float(expected[0]),
         "threshold": int(threshold[0]),
-        "p_value": float(min(1.0, len(names) * float(p_value.min()))),
+        "p_value": float(min(1.0, used.sum() * float(p_value[used].min()))) if used.any() else 1.0,
         "rejected": bool(rejected.any()),
         "rejected_by": tuple(t["test"] for t in tests if t["rejected"]),
         "tests": tests,
