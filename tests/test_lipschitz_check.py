@@ -269,6 +269,30 @@ def test_certified_at_the_test_level():
         check_lipschitz(clf, Xh, yh, certified_at="own")
 
 
+def test_bandwidth_pinned_for_every_lipschitz():
+    data, Xf, yf, Xh, yh = _field(7, n=2400)
+    clf = NadarayaWatsonClassifier(
+        bandwidth="auto", bandwidth_grid=[0.05, 0.1, 0.2, 0.4], lipschitz=data.lipschitz, bound="hoeffding"
+    ).fit(Xf, yf)
+    grid = [0.5, 2.0, 10.0, 40.0]
+    pinned = check_lipschitz(clf, Xh, yh, lipschitz=grid, bandwidth_at=data.lipschitz)
+    # the bandwidth chosen at L0 for every L: p̂, hence every group, is the same; ceilings only grow
+    for test in range(1, len(pinned[0].tests)):  # 0 counts the certified rows, which shrink
+        assert len({c.tests[test]["rows"] for c in pinned}) == 1
+        sums = [c.tests[test]["expected"] for c in pinned]
+        assert sums == sorted(sums)
+    counts = [c.n_certified for c in pinned]
+    assert counts == sorted(counts, reverse=True)
+    # at L0 itself the pinned choice is the model's own
+    own = check_lipschitz(clf, Xh, yh, lipschitz=data.lipschitz)
+    assert check_lipschitz(clf, Xh, yh, lipschitz=data.lipschitz, bandwidth_at=data.lipschitz) == own
+    # a fixed bandwidth ignores it
+    fixed = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
+    assert check_lipschitz(fixed, Xh, yh, bandwidth_at=1.0) == check_lipschitz(fixed, Xh, yh)
+    with pytest.raises(ValueError, match="bandwidth_at"):
+        check_lipschitz(clf, Xh, yh, bandwidth_at=-1.0)
+
+
 def test_selection_picks_the_smallest_value_above_every_rejection():
     data, Xf, yf, Xh, yh = _field(1)
     clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)

@@ -65,11 +65,16 @@ them tests it.
 with it: ``L`` is an *assumption consistent with held-out data, not a
 certified fact*, and a small held-out set has little power to reject.
 
-Because all intervals are nested in ``L``, choosing ``L`` this way costs the
-bound nothing when the chosen value is at least the true constant ``L*``:
-``P(p ∉ I(L̂), L̂ ≥ L*) ≤ P(p ∉ I(L*)) ≤ δ``, whatever the rule. The only risk
-is ``L̂ < L*``, a false assumption, which the test makes visible when it has
-the power to.
+At a fixed bandwidth all intervals are nested in ``L``, so choosing ``L`` this
+way costs the bound nothing when the chosen value is at least the true constant
+``L*``: ``P(p ∉ I(L̂), L̂ ≥ L*) ≤ P(p ∉ I(L*)) ≤ δ``, whatever the rule (the
+chosen value depends on ``N``'s labels through ``p̂``; nesting is what makes
+that harmless). With ``bandwidth="auto"`` each query's bandwidth depends on
+``L`` and the intervals are not nested: a union bound over the bandwidths the
+grid gives a query then costs a factor of their number on ``δ``; fix the
+bandwidth before choosing ``L`` (``bandwidth_at=``) to avoid it. The only risk at a fixed
+bandwidth is ``L̂ < L*``, a false assumption, which the test makes visible
+when it has the power to.
 """
 
 from __future__ import annotations
@@ -115,9 +120,9 @@ def _poisson_binomial_pmf(probs: np.ndarray) -> np.ndarray:
 
     The generating function ``Π_i (1 − p_i + p_i z)`` is multiplied out as a
     balanced tree of polynomial products, each level one batched FFT
-    convolution (``O(T·n·log² n)``). Coefficients are non-negative sums, so the
-    rounding error of each entry is ~1e-16 in absolute value; tiny negative
-    values from rounding are set to 0.
+    convolution (``O(T·n·log² n)``). The rounding error of the tail sums is below
+    1e-12 in absolute value up to 10⁵ terms; tiny negative values from rounding
+    are set to 0.
     """
     probs = np.asarray(probs, dtype=np.float64)
     n_tests, n = probs.shape
@@ -150,8 +155,9 @@ def _survival(pmf: np.ndarray) -> np.ndarray:
 def poisson_binomial_sf(probs: Any, k: Any) -> np.ndarray | float:
     """Upper tail ``P(S ≥ k)`` of a Poisson-binomial ``S = Σ_i Bernoulli(p_i)``.
 
-    Exact up to floating-point rounding (absolute error ~1e-15), for any number
-    of terms, from the generating function multiplied out by FFT.
+    Exact up to floating-point rounding, for any number of terms, from the
+    generating function multiplied out by FFT (absolute error below 1e-12 up
+    to 10⁵ terms, checked against the binomial).
 
     Parameters
     ----------
@@ -575,9 +581,21 @@ def _one_check(
     }
 
 
+def _intervals(model: Any, X: Any, bounds: dict, bandwidth_at: float | None) -> dict:
+    """Every setting's intervals from one pass of kernel sums; with ``bandwidth_at`` and a grid of
+    bandwidths, each query keeps the bandwidth chosen at ``lipschitz=bandwidth_at`` for all settings."""
+    grid = getattr(model, "bandwidths_", None)
+    if bandwidth_at is None or grid is None or np.size(grid) < 2:
+        return model.predict_interval(X, bounds=bounds)
+    ranking = model.bandwidth_ranking(X)
+    column = model.choose_bandwidths(ranking, bounds={"pin": {"lipschitz": bandwidth_at}})["pin"]
+    stats = model.kernel_statistics(X, bounds=bounds, bandwidth_index=column)
+    return model.interval_from_statistics(stats, bounds)
+
+
 def _run_checks(
     model: Any, X: Any, y: Any, values: list[float] | None, *, alpha: float, beta: float,
-    free_share: float, per_class: bool, certified_at: str = "model",
+    free_share: float, per_class: bool, certified_at: str = "model", bandwidth_at: float | None = None,
 ) -> list[LipschitzCheck]:
     labels, n = _check_rows(model, X, y)
     free = int(math.floor(free_share * n))
@@ -602,7 +620,7 @@ def _run_checks(
             bounds[("test", i)] = {"lipschitz": v, **test_setting}
             if certified_at == "model":
                 bounds[("model", i)] = {"lipschitz": v}
-    intervals = model.predict_interval(X, bounds=bounds)  # one pass of kernel sums for every setting
+    intervals = _intervals(model, X, bounds, bandwidth_at)
     classes = np.asarray(model.classes_)
     model_delta = float(model.get_params()["delta"]) if certified_at == "model" else delta_test
     checks = []
@@ -632,6 +650,7 @@ def check_lipschitz(
     per_class: bool = True,
     free_share: float = DEFAULT_FREE_SHARE,
     certified_at: str = "model",
+    bandwidth_at: float | None = None,
 ) -> LipschitzCheck | list[LipschitzCheck]:
     r"""Test an assumed Lipschitz constant on held-out rows.
 
@@ -680,6 +699,14 @@ def check_lipschitz(
         model's own ``delta`` (what its users see), or those certified by the
         test's own intervals at ``δ_t`` (fewer rows; half the interval work,
         since the model's setting is then not computed).
+    bandwidth_at : float or None, default=None
+        Only for a model with ``bandwidth="auto"`` (a grid of bandwidths).
+        None: each ``L`` uses the bandwidths its own setting chooses (what the
+        model predicts at that ``L``). A value: each query's bandwidth is
+        chosen once, at ``lipschitz=bandwidth_at`` (label-free), and kept for
+        every ``L`` tested, so the intervals are nested in ``L`` — what
+        :func:`select_lipschitz` needs to keep ``δ`` (see
+        :mod:`nwbound.lipschitz_check`). Ignored at a fixed bandwidth.
 
     Returns
     -------
@@ -726,6 +753,7 @@ def check_lipschitz(
     checks = _run_checks(
         model, X, y, values, alpha=alpha, beta=beta, free_share=free_share, per_class=bool(per_class),
         certified_at=_check_certified_at(certified_at),
+        bandwidth_at=check_positive(bandwidth_at, "bandwidth_at", allow_none=True),
     )
     return checks[0] if single else checks
 
@@ -741,6 +769,7 @@ def select_lipschitz(
     per_class: bool = True,
     free_share: float = DEFAULT_FREE_SHARE,
     certified_at: str = "model",
+    bandwidth_at: float | None = None,
 ) -> LipschitzSelection:
     r"""The smallest ``L`` on a grid that held-out rows do not reject.
 
@@ -766,7 +795,7 @@ def select_lipschitz(
         Their labels.
     grid : sequence of float
         Candidate constants (> 0); sorted here, duplicates dropped.
-    alpha, beta, per_class, free_share, certified_at
+    alpha, beta, per_class, free_share, certified_at, bandwidth_at
         As in :func:`check_lipschitz`, for each grid value. With several grid
         values at or above the true constant, the chance that one of them is
         rejected (which only makes the choice more cautious) can exceed
@@ -808,6 +837,7 @@ def select_lipschitz(
     checks = _run_checks(
         model, X, y, values, alpha=alpha, beta=beta, free_share=free_share, per_class=bool(per_class),
         certified_at=_check_certified_at(certified_at),
+        bandwidth_at=check_positive(bandwidth_at, "bandwidth_at", allow_none=True),
     )
     rejected = [i for i, c in enumerate(checks) if c.rejected]
     start = rejected[-1] + 1 if rejected else 0
