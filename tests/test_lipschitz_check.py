@@ -337,6 +337,7 @@ def test_other_classifiers_and_margin_models():
     assert not check.rejected
     assert len(check.tests) == 1 + 4 * 3  # certified rows, then 2 groups × 2 sides per class
     assert "γ =" in str(check)
+    assert "13 more tests, none rejected" in str(check)  # a long list is summarised
 
 
 def test_bad_input():

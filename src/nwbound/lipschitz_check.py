@@ -345,16 +345,20 @@ class LipschitzCheck:
             f"  {self.n_rows} held-out rows, {self.n_certified} certified at δ = {self.model_delta:g}; "
             f"{self.errors_certified} errors among them (ceilings sum to {self.expected_errors:.2f}; "
             f"accepted up to {self.threshold})",
-            f"  adjusted p-value {self.p_value:.3g} over {sum(t['used'] for t in self.tests)} test(s); level alpha = "
+            f"  adjusted p-value {self.p_value:.3g} over {sum(t['used'] for t in self.tests)} test(s) (rejects at "
+            f"<= alpha - beta = {self.alpha - self.beta:g}); level alpha = "
             f"{self.alpha:g} (beta = {self.beta:g} for up to {self.allowance} rows whose interval at "
             f"δ = {self.delta:.3g} fails)",
         ]
-        for t in self.tests:
+        shown = self.tests if len(self.tests) <= 9 else tuple(t for t in self.tests if t["rejected"])
+        for t in shown:
             mark = "  reject" if t["rejected"] else ("" if t["used"] else "  (cannot reject: not used)")
             lines.append(
                 f"    {t['test']}: {t['observed']} observed, ceilings sum {t['expected']:.2f}, "
                 f"accepted up to {t['threshold']}, p = {t['p_value']:.3g}{mark}"
             )
+        if len(shown) < len(self.tests):
+            lines.append(f"    ({len(self.tests) - len(shown)} more tests, none rejected: see .tests)")
         lines.append("  " + ASSUMPTION_NOTE)
         return "\n".join(lines)
 
