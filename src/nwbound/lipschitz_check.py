@@ -784,8 +784,13 @@ def select_lipschitz(
     monotone: more rejections never lower it).
 
     Choosing ``L`` this way keeps the bound valid whenever the chosen value is
-    at least the true constant (the intervals are nested in ``L``); the risk
-    is a chosen value below it, which a small held-out set may miss. The
+    at least the true constant, because at a fixed bandwidth the intervals are
+    nested in ``L``. With ``bandwidth="auto"`` pass ``bandwidth_at`` (and
+    predict with that bandwidth choice) to keep them nested; otherwise a union
+    bound over the bandwidths the grid gives each query applies. The risk is
+    a chosen value below the true constant, which a small held-out set may
+    miss: on known-p fields the check catches intervals that fail often and
+    by much, not a few per cent failing by a little (see the user guide). The
     chosen ``L`` is an assumption consistent with held-out data, not a
     certified fact.
 
