@@ -53,7 +53,8 @@ def run(n_samples: int, seeds: int) -> None:
             clf = NadarayaWatsonClassifier(lipschitz=data.lipschitz, **params).fit(data.X[:cut], data.y[:cut])
             grid = [data.lipschitz * f for f in FRACTIONS]
             checks = check_lipschitz(clf, data.X[cut:], data.y[cut:], lipschitz=grid)
-            intervals = clf.predict_interval(data.X[cut:], bounds={f: {"lipschitz": L} for f, L in zip(FRACTIONS, grid)})
+            settings = {f: {"lipschitz": L} for f, L in zip(FRACTIONS, grid)}
+            intervals = clf.predict_interval(data.X[cut:], bounds=settings)
             p = data.proba_true[cut:]
             rejected.append([c.rejected for c in checks])
             certified.append([c.n_certified / c.n_rows for c in checks])

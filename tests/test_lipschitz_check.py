@@ -259,7 +259,8 @@ def test_certified_at_the_test_level():
     clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
     at_model = check_lipschitz(clf, Xh, yh, lipschitz=2.0)
     at_test = check_lipschitz(clf, Xh, yh, lipschitz=2.0, certified_at="test")
-    iv = clf.predict_interval(Xh, bounds={0: {"lipschitz": 2.0, "delta": at_test.delta, "coverage": "simultaneous"}})[0]
+    setting = {"lipschitz": 2.0, "delta": at_test.delta, "coverage": "simultaneous"}
+    iv = clf.predict_interval(Xh, bounds={0: setting})[0]
     assert at_test.n_certified == int(iv.certified.sum()) <= at_model.n_certified
     assert at_test.model_delta == at_test.delta
     for a, b in zip(at_test.tests[1:], at_model.tests[1:]):  # the class counts do not depend on it

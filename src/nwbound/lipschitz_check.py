@@ -35,15 +35,16 @@ some class.
    exact worst case, so no valid threshold built from the ceilings and ``m``
    alone is smaller.) Reject when ``P(m' + PB ≥ S_obs) ≤ α_i``.
 3. *The counts tested.* Errors among the rows certified at the model's own
-   ``δ`` (or at ``δ_t``: ``certified_at="test"``) (ceiling: ``1 − lower`` of the predicted class); with
-   ``per_class=True`` also, for each class ``c``, the rows labelled ``c``
-   (ceiling ``upper_c``) and the rows not labelled ``c`` (ceiling
-   ``1 − lower_c``), separately among the rows predicted ``c`` and among the
-   others — which gives power when few rows are certified. (The usual bias
-   pulls ``p̂`` toward a local mean, with opposite signs on the two sides of a
-   decision boundary; a count over all rows would let them cancel. The groups
-   depend on the inputs and ``N`` only, never on ``H``'s labels.) Before use, each class's interval is intersected with what the
-   others imply (``Σ_c p_c = 1``); for two classes the two classes' tests
+   ``δ`` (or at ``δ_t``: ``certified_at="test"``), with ceiling ``1 − lower``
+   of the predicted class. With ``per_class=True`` also, for each class
+   ``c``, the rows labelled ``c`` (ceiling ``upper_c``) and the rows not
+   labelled ``c`` (ceiling ``1 − lower_c``), separately among the rows
+   predicted ``c`` and among the others — which gives power when few rows are
+   certified. (The usual bias pulls ``p̂`` toward a local mean, with opposite
+   signs on the two sides of a decision boundary; a count over all rows would
+   let them cancel. The groups depend on the inputs and ``N`` only, never on
+   ``H``'s labels.) Before use, each class's interval is intersected with what
+   the others imply (``Σ_c p_c = 1``); for two classes the two classes' tests
    coincide and are run once.
 4. *Level.* The ``T`` tests share ``α − β`` (Bonferroni, ``α_i = (α − β)/T``),
    and all use the same event ``{|F| ≤ m}``, so
