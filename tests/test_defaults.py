@@ -2,6 +2,7 @@
 warning, advice that fits the settings, one meaning of ε / vacuous / trivial, and the CLI's
 out-of-sample preview and ``epsilon_predicted`` column (issues 21 item 3, 22 items 9-11)."""
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -155,7 +156,7 @@ def _report(clf, X, **context):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         iv = clf.predict_interval(X)
-    ctx = AdviceContext(**{**AdviceContext.from_estimator(clf).__dict__, **context})
+    ctx = dataclasses.replace(AdviceContext.from_estimator(clf), **context)
     return bound_usefulness(iv, beta=clf.lipschitz, context=ctx)
 
 

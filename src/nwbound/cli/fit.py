@@ -256,6 +256,8 @@ def _held_out_usefulness(model, X: np.ndarray, y: np.ndarray, n_probe: int = 500
     own training point within reach and report far fewer vacuous and trivial bounds than new
     data will get). Said when the preview cannot run (too few rows or classes left).
     """
+    import dataclasses
+
     from sklearn.base import clone
 
     from ..diagnostics import AdviceContext
@@ -278,6 +280,6 @@ def _held_out_usefulness(model, X: np.ndarray, y: np.ndarray, n_probe: int = 500
     tally.add(interval)
     context = AdviceContext.from_estimator(model.estimator, interface="cli")
     if lipschitz_auto:
-        context = AdviceContext(**{**context.__dict__, "lipschitz_auto": True})
+        context = dataclasses.replace(context, lipschitz_auto=True)
     tally.report(model, what=f"previewed out of sample: {held.size} evenly spread training rows held out, "
                  f"predicted by the same settings fitted on the other {rest.size}", context=context)

@@ -333,7 +333,9 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         Returns
         -------
         ndarray of shape (n_queries,)
-            Elements of ``classes_`` (the argmax of :meth:`predict_proba`).
+            Elements of ``classes_`` (the argmax of :meth:`predict_proba`). Like
+            it, warns (:class:`~nwbound.VacuousPredictionWarning`) when most
+            queries are vacuous, and never about bounds.
 
         Examples
         --------

@@ -1154,7 +1154,10 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         -------
         ndarray of shape (n_queries, n_classes)
             Columns in ``classes_`` order; queries without training mass
-            (κ = 0) get the ``empty_neighborhood`` fallback.
+            (κ = 0, *vacuous*) get the ``empty_neighborhood`` fallback. When most
+            queries are vacuous it warns (:class:`~nwbound.VacuousPredictionWarning`,
+            with the cause and the fix); it never warns about bounds, which it does
+            not compute for (use :meth:`predict_interval`).
 
         Examples
         --------
