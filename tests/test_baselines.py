@@ -114,8 +114,11 @@ def test_cme_interval_invariants():
     assert np.all(it.epsilon >= 0) and np.all(it.epsilon <= 1)
     assert np.all(it.lower <= it.proba) and np.all(it.proba <= it.upper)
     assert np.all((0 <= it.lower) & (it.upper <= 1))
-    np.testing.assert_array_equal(it.epsilon, np.minimum(1.0, it.bias + it.sampling))
-    assert np.all(it.epsilon == it.epsilon[:, :1])
+    width = np.minimum(1.0, it.bias + it.sampling)  # the same for every class
+    assert np.all(width == width[:, :1])
+    np.testing.assert_array_equal(it.lower, np.clip(it.proba - width, 0, 1))
+    np.testing.assert_array_equal(it.upper, np.clip(it.proba + width, 0, 1))
+    np.testing.assert_array_equal(it.epsilon, np.maximum(it.proba - it.lower, it.upper - it.proba))
     assert not it.vacuous.any()
     np.testing.assert_array_equal(it.n_eff, np.full(60, 150.0))
     np.testing.assert_allclose(it.bandwidth, 1.0)  # 1/√(2·0.5)

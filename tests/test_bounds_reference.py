@@ -34,6 +34,17 @@ CASES = [
 ]
 
 
+def _assert_width(res, j, eps, rtol=1e-9):
+    """The p̂ ± ε forms against the reference width ``eps``: the interval is clip(p̂ ∓ min(1, eps)),
+    bias + sampling is that width, and ε is the reported interval's half-width (the glossary's ε)."""
+    width = min(1.0, eps)
+    np.testing.assert_allclose(np.minimum(1.0, res.bias[j] + res.sampling[j]), width, rtol=rtol)
+    np.testing.assert_allclose(res.lower[j], np.clip(res.proba[j] - width, 0, 1), rtol=0, atol=rtol)
+    np.testing.assert_allclose(res.upper[j], np.clip(res.proba[j] + width, 0, 1), rtol=0, atol=rtol)
+    half = np.maximum(res.proba[j] - res.lower[j], res.upper[j] - res.proba[j])
+    np.testing.assert_allclose(res.epsilon[j], half, rtol=0, atol=1e-15)
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(str(v) for v in c.values()))
 @pytest.mark.parametrize("n_neighbors", [None, 12])
 @pytest.mark.parametrize("weighted", [False, True])
@@ -66,14 +77,13 @@ def test_regular_and_localized_match_reference(case, n_neighbors, weighted):
         assert res.kappa[j] == pytest.approx(kappa, rel=1e-9, abs=1e-12)
         if kappa > 0:
             np.testing.assert_allclose(res.proba[j], cs / kappa, rtol=1e-9, atol=1e-12)
-            np.testing.assert_allclose(res.epsilon[j], min(1.0, eps), rtol=1e-9)
+            _assert_width(res, j, eps)
             assert res.n_eff[j] == pytest.approx(kappa**2 / s2, rel=1e-9)
             assert not res.vacuous[j]
         else:
             assert res.vacuous[j] and np.all(res.epsilon[j] == 1.0)
             np.testing.assert_allclose(res.proba[j], model.class_prior_)
-        np.testing.assert_allclose(res.lower[j], np.clip(res.proba[j] - res.epsilon[j], 0, 1))
-        np.testing.assert_allclose(res.upper[j], np.clip(res.proba[j] + res.epsilon[j], 0, 1))
+            assert np.all(res.lower[j] == 0.0) and np.all(res.upper[j] == 1.0)
         assert res.outside_box[j] == bool(np.any((q < low) | (q > high)))
 
 
@@ -85,7 +95,7 @@ def test_margin_gives_beta_one_over_gamma():
         _, kappa, s2, d, tail = reference_query(q, X, y, 2, "epanechnikov", lam)
         if kappa > 0:
             eps = reference_epsilon("hoeffding", kappa, s2, d, tail, beta=1 / gamma, delta_prime=0.05)
-            assert res.epsilon[j, 0] == pytest.approx(min(1.0, eps), rel=1e-9)
+            _assert_width(res, j, eps)
 
 
 def test_auto_bandwidth_minimises_epsilon_over_the_grid():
@@ -100,7 +110,7 @@ def test_auto_bandwidth_minimises_epsilon_over_the_grid():
             eps.append(reference_epsilon("hoeffding", kappa, s2, d, tail, beta=1.5, delta_prime=0.05 / 3))
         best = int(np.argmin(eps))
         assert res.bandwidth[j] == pytest.approx(grid[best])
-        assert res.epsilon[j, 0] == pytest.approx(min(1.0, eps[best]), rel=1e-9)
+        _assert_width(res, j, eps[best])
     np.testing.assert_allclose(model.predict_proba(Q), res.proba)
 
 
@@ -157,6 +167,6 @@ def test_dyadic_matches_reference_cells():
         p1 = y[members].mean()
         assert res.proba[j, 1] == pytest.approx(p1)
         eps = L * (diam + outside) + math.sqrt(math.log(2 / 0.05) * kappa / 2) / kappa
-        assert res.epsilon[j, 0] == pytest.approx(min(1.0, eps))
+        _assert_width(res, j, eps, rtol=1e-6)
         # every member really is within the stated reach of the query
         assert np.all(np.linalg.norm(X[members] - q, axis=1) <= diam + outside + 1e-12)

@@ -354,7 +354,7 @@ def test_useless_bounds_reported_once_with_cause(tmp_path, capsys):
     frame.to_csv(tmp_path / "t.csv", index=False)
     rc, _, err = _run(["fit", tmp_path / "t.csv", "--target", "label", "--id-columns", "pid", "--lipschitz", "500",
                        "--bandwidth", "0.3", "-o", tmp_path / "m.npz"], capsys)
-    assert rc == 0 and "previewed on" in err and "Cause:" in err
+    assert rc == 0 and "previewed out of sample" in err and "Cause:" in err
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no per-chunk library warning leaks out
         rc, out, err = _run(["predict", tmp_path / "m.npz", tmp_path / "t.csv", "-o", tmp_path / "p.csv",

@@ -82,7 +82,7 @@ def test_fit_predict_end_to_end(tables, capsys):
     pred = pd.read_csv(folder / "pred.csv", dtype={"pid": str})
     classes = ["sick", "well"]
     expected_cols = ["pid", "predicted", *[f"{p}_{c}" for p in ("proba", "lower", "upper") for c in classes],
-                     "epsilon", "error_upper", "kappa", "vacuous", "trivial", "certified", "review"]
+                     "epsilon_predicted", "error_upper", "kappa", "vacuous", "trivial", "certified", "review"]
     assert list(pred.columns) == expected_cols
     assert pred["pid"].tolist() == test["pid"].tolist()  # ids kept as given ("00007")
 
@@ -97,12 +97,14 @@ def test_fit_predict_end_to_end(tables, capsys):
     upper = pred[[f"upper_{c}" for c in classes]].to_numpy()
     np.testing.assert_allclose(proba, iv.proba, rtol=0, atol=1e-15)
     assert np.all(lower <= proba) and np.all(proba <= upper)
-    # The written limits are the model's, and epsilon is the largest half-width of the row
-    # (the default band-Chernoff limits need not be symmetric around p̂).
+    # The written limits are the model's, and epsilon_predicted is the predicted class's
+    # half-width (the default band-Chernoff limits need not be symmetric around p̂).
     np.testing.assert_allclose(lower, iv.lower, rtol=0, atol=1e-15)
     np.testing.assert_allclose(upper, iv.upper, rtol=0, atol=1e-15)
-    half = np.maximum(proba - lower, upper - proba).max(axis=1)
-    np.testing.assert_allclose(pred["epsilon"].to_numpy(), half, atol=1e-12)
+    top_written = np.argmax(proba, axis=1)
+    half = np.maximum(proba - lower, upper - proba)[np.arange(len(pred)), top_written]
+    half[pred["vacuous"].to_numpy()] = 1.0
+    np.testing.assert_allclose(pred["epsilon_predicted"].to_numpy(), half, atol=1e-12)
 
     # `certified` from its definition on the written columns: the lower bound of the
     # predicted class exceeds the other class's upper bound, and not vacuous;

@@ -80,7 +80,7 @@ def test_readme_commands_run_verbatim(tmp_path, monkeypatch, capsys):
     pred = pd.read_csv(tmp_path / "predictions.csv", dtype={"patient": str})
     new = pd.read_csv(tmp_path / "new.csv", dtype={"patient": str})
     assert pred["patient"].tolist() == new["patient"].tolist()
-    for column in ("predicted", "proba_sick", "lower_sick", "upper_well", "epsilon", "kappa", "vacuous", "review"):
+    for column in ("predicted", "proba_sick", "lower_sick", "upper_well", "epsilon_predicted", "kappa", "vacuous", "review"):
         assert column in pred.columns, column
     assert "Wrote model.npz" in printed["fit"]
     assert "certified" in printed["predict"]

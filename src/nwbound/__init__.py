@@ -19,6 +19,7 @@ _LAZY = {
     "restate_lipschitz": ".scaling",
     "restate_margin": ".scaling",
     "UselessBoundWarning": ".diagnostics",
+    "VacuousPredictionWarning": ".diagnostics",
 }
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "NadarayaWatsonClassifier",
     "PredictionInterval",
     "UselessBoundWarning",
+    "VacuousPredictionWarning",
     "restate_lipschitz",
     "restate_margin",
     "__version__",
@@ -33,7 +35,7 @@ __all__ = [
 
 if TYPE_CHECKING:  # static analysers see the real names
     from ._result import PredictionInterval
-    from .diagnostics import UselessBoundWarning
+    from .diagnostics import UselessBoundWarning, VacuousPredictionWarning
     from .estimators import DyadicClassifier, NadarayaWatsonClassifier
     from .scaling import restate_lipschitz, restate_margin
 

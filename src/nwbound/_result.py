@@ -13,28 +13,37 @@ __all__ = ["PredictionInterval"]
 class PredictionInterval:
     """Per-query class probabilities with frequentist error bounds.
 
-    All ``(n, C)`` arrays have their columns in ``classes_`` order.
+    All ``(n, C)`` arrays have their columns in ``classes_`` order. The words
+    (ε, bias, sampling, trivial, vacuous, certified, error ceiling) are those of
+    the user guide's glossary.
 
     Attributes
     ----------
     proba : ndarray of shape (n_queries, n_classes)
         Estimated class probabilities ``p̂_c(y)``.
     lower, upper : ndarray of shape (n_queries, n_classes)
-        ``clip(p̂ ∓ ε, 0, 1)``.
+        The bound: ``lower ≤ p_c(y) ≤ upper`` with probability ``≥ 1 − δ``. For
+        ``bound="hoeffding"`` (and the other ``p̂ ± ε`` forms) they are
+        ``clip(p̂ ∓ (bias + sampling), 0, 1)``; for ``"chernoff"`` they come from a
+        test and need not be symmetric about ``p̂``.
     epsilon : ndarray of shape (n_queries, n_classes)
-        Half-width ``ε = bias + sampling``, capped at 1.
+        Half-width of the reported interval, ``ε = max(p̂ − lower, upper − p̂)``
+        (every form; 1 where ``vacuous``).
     bias, sampling : ndarray of shape (n_queries, n_classes)
-        The two parts of ``ε`` before the cap (for ``bound="chernoff"``: the
-        two parts of the Hoeffding bound on the same points — the Lipschitz
-        drift and the sampling term — as an account of where the width comes from).
+        The Hoeffding account of the width: the Lipschitz drift ``β·D/κ`` and
+        the sampling term on the same points, before any cap (``bias`` can
+        exceed 1). For the ``p̂ ± ε`` forms the interval is
+        ``p̂ ∓ (bias + sampling)``, clipped; for ``"chernoff"`` they are an
+        account of where the width comes from, not parts of its ε.
     kappa : ndarray of shape (n_queries,)
         Kernel mass ``κ_n(y) = Σ w_i K((‖y − y_i‖)/λ)``.
     n_eff : ndarray of shape (n_queries,)
         Effective number of samples ``κ² / Σ (w_i K_i)²`` (0 where κ = 0).
     vacuous : ndarray of bool, shape (n_queries,)
-        True where no training mass reached the query (κ = 0): ``ε = 1``.
-        (A bound can also be *trivial* — every interval [0, 1] — with κ > 0;
-        see :attr:`trivial`.)
+        True where no training mass reached the query (κ = 0): ``p̂`` is the
+        ``empty_neighborhood`` fallback, every interval is [0, 1] and ``ε = 1``.
+        Every vacuous row is also :attr:`trivial`; a trivial row need not be
+        vacuous (κ > 0, but the bound is still [0, 1] for every class).
     bandwidth : ndarray of shape (n_queries,)
         Bandwidth used for each query (constant unless ``bandwidth="auto"``;
         the cell reach for the dyadic classifier).
@@ -105,7 +114,12 @@ class PredictionInterval:
 
     @property
     def trivial(self) -> np.ndarray:
-        """True where the bound says nothing: every class's interval is [0, 1], shape (n,)."""
+        """True where the bound says nothing: every class's interval is [0, 1], shape (n,).
+
+        Whatever the cause: it includes every :attr:`vacuous` row (κ = 0) and
+        rows where training mass reached the query but the bound is still
+        [0, 1] for every class.
+        """
         return np.all((self.lower <= 0.0) & (self.upper >= 1.0), axis=1)
 
     @classmethod
@@ -166,12 +180,15 @@ class PredictionInterval:
     ) -> "PredictionInterval":
         """Assemble an interval from ``p̂`` and the two parts of ``ε``.
 
-        ``ε = min(1, bias + sampling)`` and is set to 1 where ``vacuous``.
+        ``lower, upper = clip(p̂ ∓ (bias + sampling), 0, 1)`` ([0, 1] where ``vacuous``)
+        and ``ε = max(p̂ − lower, upper − p̂)`` (1 where ``vacuous``).
         """
-        epsilon = np.minimum(1.0, bias + sampling)
+        width = np.minimum(1.0, bias + sampling)
+        width[vacuous] = 1.0
+        lower = np.clip(proba - width, 0.0, 1.0)
+        upper = np.clip(proba + width, 0.0, 1.0)
+        epsilon = np.maximum(proba - lower, upper - proba)
         epsilon[vacuous] = 1.0
-        lower = np.clip(proba - epsilon, 0.0, 1.0)
-        upper = np.clip(proba + epsilon, 0.0, 1.0)
         return cls(
             proba=proba,
             lower=lower,

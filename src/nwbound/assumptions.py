@@ -939,7 +939,10 @@ def sensitivity_report(
     -------
     list of dict
         One row per L: ``lipschitz``, ``accuracy``, ``mean_epsilon`` (ε of the
-        predicted class), ``share_vacuous`` (ε = 1 or no training mass),
+        predicted class: the half-width of its interval), ``share_vacuous`` (no
+        training mass reached the query, κ = 0: :attr:`~nwbound.PredictionInterval.vacuous`),
+        ``share_trivial`` (every class interval is [0, 1], vacuous rows included:
+        :attr:`~nwbound.PredictionInterval.trivial`),
         ``share_flagged`` (bounds do not single out one class, see
         :func:`nwbound.metrics.review_flags`), ``accuracy_flagged`` and
         ``accuracy_unflagged`` (NaN for an empty group).
@@ -1009,7 +1012,8 @@ def sensitivity_report(
                 "lipschitz": float(L),
                 "accuracy": float(correct.mean()),
                 "mean_epsilon": float(eps.mean()),
-                "share_vacuous": float(np.mean((eps >= 1.0) | iv.vacuous)),
+                "share_vacuous": float(np.mean(iv.vacuous)),
+                "share_trivial": float(np.mean(iv.trivial)),
                 "share_flagged": float(flagged.mean()),
                 "accuracy_flagged": float(correct[flagged].mean()) if flagged.any() else math.nan,
                 "accuracy_unflagged": float(correct[~flagged].mean()) if (~flagged).any() else math.nan,

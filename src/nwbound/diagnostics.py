@@ -1,12 +1,16 @@
 """Say when the bounds cannot help, why, and what would change that.
 
-The half-width of the default bound is ``ε = β·D/κ + sampling``: a **bias
+The width of a bound has a Hoeffding account ``β·D/κ + sampling``: a **bias
 share** set by the assumption (``β = L`` or ``1/γ``) and the kernel's reach
 ``D/κ`` (mean distance of the weighted neighbours), and a **sampling share**
-set by the effective number of neighbours ``n_eff``. When most bounds are
-trivial (every class interval [0, 1]) or no prediction is certified, a user
-must be told which of the two is to blame — or that no training data reached
-the queries at all (``κ = 0``, *vacuous*) — and what would change it:
+set by the effective number of neighbours ``n_eff`` (for ``bound="chernoff"``
+an account of where the width comes from, not parts of its ε; the words are
+those of the user guide's glossary). When most bounds are *trivial* (every
+class interval [0, 1]) or no prediction is certified, a user must be told
+which of the two is to blame — or that no training mass reached the queries at
+all (``κ = 0``, *vacuous*) — and what would change it, in the terms of the
+settings in use (:class:`AdviceContext`: no advice to use what is already used,
+flags for the command line, parameters for Python):
 
 * bias share dominates → a smaller ``L`` (if it can be justified:
   :mod:`nwbound.assumptions`), a smaller bandwidth or ``k`` (a closer
@@ -16,7 +20,10 @@ the queries at all (``κ = 0``, *vacuous*) — and what would change it:
   where the queries are.
 
 :func:`bound_usefulness` computes the report; :func:`warn_if_useless` emits a
-:class:`UselessBoundWarning` with it.
+:class:`UselessBoundWarning` with it. ``predict``, ``predict_proba`` and
+``score`` ask for no bound, so they never emit it; they emit a
+:class:`VacuousPredictionWarning` (:func:`warn_if_vacuous`) when most queries are
+vacuous, i.e. their prediction is only the fallback.
 """
 
 from __future__ import annotations
@@ -30,12 +37,94 @@ import numpy as np
 
 from ._validation import check_open_unit, check_positive
 
-__all__ = ["BoundUsefulness", "UselessBoundWarning", "bound_usefulness", "warn_if_useless"]
+__all__ = [
+    "AdviceContext",
+    "BoundUsefulness",
+    "UselessBoundWarning",
+    "VacuousPredictionWarning",
+    "bound_usefulness",
+    "warn_if_useless",
+    "warn_if_vacuous",
+    "vacuous_advice",
+]
 
-SENSITIVITY_HINT = (
-    "See how the bounds move with L: nwbound.assumptions.sensitivity_report(model, X_test, y_test, [L/10, L/3, L]) "
-    "(estimate L with nwbound.assumptions.estimate_lipschitz, or `nwbound fit ... --lipschitz auto`)."
-)
+
+@dataclass(frozen=True)
+class AdviceContext:
+    """The settings a piece of advice must fit: what is in use, and how the user sets things.
+
+    Parameters
+    ----------
+    interface : {"python", "cli"}, default="python"
+        Advice names estimator parameters (``bandwidth=``) or command-line flags (``--bandwidth``).
+    bound : str or None, default=None
+        The bound form in use (no advice to switch to it).
+    bandwidth : {"fixed", "scale", "auto"} or None, default=None
+        How λ was set; ``"auto"`` chose it per query from the bound, so no λ advice is given.
+    lipschitz_auto : bool, default=False
+        L was estimated (``lipschitz="auto"`` / ``--lipschitz auto``): no advice to estimate it.
+    localized : bool or None, default=None
+        The localized classifier (advice on ``k``), the regular one (advice on λ), or unknown (both).
+    dyadic : bool, default=False
+        The dyadic classifier (advice on its ``resolution``).
+
+    Examples
+    --------
+    >>> ctx = AdviceContext(interface="cli", bound="chernoff", bandwidth="auto")
+    >>> ctx.param("bandwidth"), AdviceContext().param("bandwidth")
+    ('--bandwidth', 'bandwidth=')
+    """
+
+    interface: str = "python"
+    bound: str | None = None
+    bandwidth: str | None = None
+    lipschitz_auto: bool = False
+    localized: bool | None = None
+    dyadic: bool = False
+
+    _FLAGS = {"bandwidth": "--bandwidth", "n_neighbors": "--neighbors", "lipschitz": "--lipschitz",
+              "bound": "--bound", "resolution": "--resolution", "empty_neighborhood": None}
+
+    def param(self, name: str) -> str:
+        """How the user sets ``name``: ``"name="`` in Python, its flag on the command line."""
+        if self.interface == "cli":
+            return self._FLAGS.get(name) or f"--{name.replace('_', '-')}"
+        return f"{name}="
+
+    @classmethod
+    def from_estimator(cls, estimator: Any, interface: str = "python") -> "AdviceContext":
+        """The context of a bounded classifier's own settings.
+
+        Examples
+        --------
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> AdviceContext.from_estimator(NadarayaWatsonClassifier(bandwidth="auto")).bandwidth
+        'auto'
+        """
+        bw = getattr(estimator, "bandwidth", None)
+        dyadic = hasattr(estimator, "resolution") and bw is None
+        return cls(
+            interface=interface,
+            bound=getattr(estimator, "bound", None),
+            bandwidth=None if dyadic else (bw if isinstance(bw, str) else "fixed"),
+            lipschitz_auto=isinstance(getattr(estimator, "lipschitz", None), str),
+            localized=None if dyadic else getattr(estimator, "n_neighbors", None) is not None,
+            dyadic=dyadic,
+        )
+
+
+class VacuousPredictionWarning(UserWarning):
+    """Most predictions are vacuous: no training mass reached the query (κ = 0).
+
+    There the prediction is only the ``empty_neighborhood`` fallback (the class
+    prior by default). Emitted by ``predict``, ``predict_proba`` and ``score``
+    (:func:`warn_if_vacuous`), with the cause and the fix in the settings' terms.
+
+    Examples
+    --------
+    >>> issubclass(VacuousPredictionWarning, UserWarning)
+    True
+    """
 
 
 class UselessBoundWarning(UserWarning):
@@ -65,9 +154,10 @@ class BoundUsefulness:
     ----------
     n_queries : int
     share_trivial : float
-        Share of queries whose every class interval is [0, 1].
+        Share of queries whose every class interval is [0, 1] (*trivial*,
+        vacuous queries included).
     share_vacuous : float
-        Share with no training mass in reach (``κ = 0``).
+        Share with no training mass in reach (``κ = 0``, *vacuous*).
     share_certified : float
         Share whose predicted class's lower bound is above every other class's
         upper bound (see :attr:`nwbound.PredictionInterval.certified`).
@@ -77,7 +167,8 @@ class BoundUsefulness:
     mean_sampling_share : float
         ``1 − mean_bias_share``.
     median_epsilon : float
-        Median ``ε`` of the predicted class (vacuous queries count as 1).
+        Median ``ε`` of the predicted class: the half-width ``max(p̂ − lower,
+        upper − p̂)`` of its interval (vacuous queries count as 1).
     beta : float or None
         The ``β`` (``L`` or ``1/γ``) the bounds were computed with, if given.
     beta_for_half_bias : float or None
@@ -142,7 +233,7 @@ class BoundUsefulness:
 
     def __str__(self) -> str:
         head = (
-            f"{self.n_queries} queries: {100 * self.share_trivial:.1f} % trivial bounds (ε = 1), "
+            f"{self.n_queries} queries: {100 * self.share_trivial:.1f} % trivial (every class interval [0, 1]), "
             f"{100 * self.share_vacuous:.1f} % vacuous (κ = 0), {100 * self.share_certified:.1f} % certified; "
             f"median ε {self.median_epsilon:.3g}, median bias share {_pct(self.median_bias_share)} "
             f"(sampling {_pct(1 - self.median_bias_share)})."
@@ -177,6 +268,7 @@ def bound_usefulness(
     *,
     beta: float | None = None,
     trivial_threshold: float = 0.5,
+    context: AdviceContext | None = None,
 ) -> BoundUsefulness:
     """Report how informative the bounds are, the cause when they are not, and the fix.
 
@@ -189,6 +281,8 @@ def bound_usefulness(
         the report says which ``L`` would halve the bias share.
     trivial_threshold : float in (0, 1), default=0.5
         Share of trivial bounds from which the bounds count as useless.
+    context : AdviceContext or None, default=None
+        The settings the advice must fit (None: a Python user, settings unknown).
 
     Returns
     -------
@@ -239,7 +333,8 @@ def bound_usefulness(
         cause = "bias"
     else:
         cause = "sampling"
-    explanation = _explain(cause, median_share, beta, beta_half, beta_factor, share_vacuous)
+    explanation = _explain(cause, median_share, beta, beta_half, beta_factor, share_vacuous,
+                           context or AdviceContext())
     return BoundUsefulness(
         n_queries=n,
         share_trivial=share_trivial,
@@ -258,17 +353,49 @@ def bound_usefulness(
     )
 
 
+def _setting(ctx: AdviceContext, name: str, value: str) -> str:
+    """``name='value'`` in Python, ``--flag value`` on the command line."""
+    return f"{name}={value!r}" if ctx.interface == "python" else f"{ctx.param(name)} {value}"
+
+
+def _reach_fix(ctx: AdviceContext, wider: bool) -> list[str]:
+    """How to move the neighbourhood in the settings' terms (no λ advice where ``"auto"`` chose λ)."""
+    if ctx.dyadic:
+        return [f"{'a coarser' if wider else 'a finer'} grid ({ctx.param('resolution')})"]
+    more = "a larger" if wider else "a smaller"
+    fixes = []
+    if ctx.localized is not False:
+        fixes.append(f"{more} k ({ctx.param('n_neighbors')})")
+    if ctx.bandwidth != "auto":
+        now = ", now set by 'scale'" if ctx.bandwidth == "scale" else ""
+        fixes.append(f"{more} bandwidth λ ({ctx.param('bandwidth')}{now})")
+        fixes.append(f"{_setting(ctx, 'bandwidth', 'auto')} (λ per query, from the bound)")
+    return fixes
+
+
+def _sensitivity_hint(ctx: AdviceContext) -> str:
+    if ctx.interface == "cli":
+        hint = ("See how the bounds move with L: fit at a few values of --lipschitz and compare them with "
+                "`nwbound evaluate` on a labelled table.")
+        if not ctx.lipschitz_auto:
+            hint += " `--lipschitz auto` estimates L from the training table."
+        return hint
+    hint = ("See how the bounds move with L: nwbound.assumptions.sensitivity_report(model, X_test, y_test, "
+            "[L/10, L/3, L]).")
+    if not ctx.lipschitz_auto:
+        hint += " nwbound.assumptions.estimate_lipschitz estimates L from data."
+    return hint
+
+
 def _explain(
-    cause: str, share: float, beta: float | None, beta_half: float | None, factor: float, vac: float
+    cause: str, share: float, beta: float | None, beta_half: float | None, factor: float, vac: float,
+    ctx: AdviceContext,
 ) -> str:
+    """The one message builder: cause and a fix that fits the settings in ``ctx``."""
     if cause == "none":
         return "The bounds are informative."
     if cause == "vacuous":
-        return (
-            f"Cause: no training point within the kernel's reach for {100 * vac:.0f} % of the queries (κ = 0), "
-            "so ε = 1 there. Fix: a larger bandwidth λ or k, or training data where the queries are "
-            "(they may lie outside the training domain)."
-        )
+        return vacuous_advice(vac, ctx, bound=True)
     if cause == "bias":
         if beta_half is not None:
             need = f"the median bias share would be 1/2 at L = {beta_half:.3g} (now {beta:.3g}, ×{factor:.2g})"
@@ -276,15 +403,95 @@ def _explain(
             need = f"the median bias share would be 1/2 at {factor:.2g} × the current L"
         else:
             need = "the bias share cannot be computed"
-        return (
-            f"Cause: the bias term L·D/κ is {_pct(share)} of ε (median); {need}. Fix: a smaller L if it can "
-            "be justified, a smaller bandwidth λ or k (closer neighbours), or more data. " + SENSITIVITY_HINT
-        )
-    return (
-        f"Cause: the sampling term is {_pct(1 - share)} of ε (median): too few effective neighbours (n_eff). "
-        "Fix: a larger k or bandwidth λ, or more data; bound='chernoff' where available is tighter. "
-        + SENSITIVITY_HINT
-    )
+        fixes = ["a smaller L if it can be justified", *_reach_fix(ctx, wider=False), "more data"]
+        return (f"Cause: the bias term L·D/κ is {_pct(share)} of the width (median); {need}. "
+                f"Fix: {'; '.join(fixes)}. " + _sensitivity_hint(ctx))
+    fixes = [*_reach_fix(ctx, wider=True), "more data"]
+    if ctx.bound is not None and ctx.bound != "chernoff":
+        fixes.append(f"{_setting(ctx, 'bound', 'chernoff')} (tighter)")
+    return (f"Cause: the sampling term is {_pct(1 - share)} of the width (median): too few effective "
+            f"neighbours (n_eff). Fix: {'; '.join(fixes)}. " + _sensitivity_hint(ctx))
+
+
+def vacuous_advice(share: float, ctx: AdviceContext, *, bound: bool = False) -> str:
+    """Cause and fix when a share ``share`` of the queries is vacuous (κ = 0), in ``ctx``'s terms.
+
+    Parameters
+    ----------
+    share : float
+        Share of vacuous queries.
+    ctx : AdviceContext
+    bound : bool, default=False
+        Whether bounds were asked for (then also: ε = 1 there).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> print(vacuous_advice(0.9, AdviceContext(interface="cli", bandwidth="fixed", localized=False)))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Cause: no training point within the kernel's reach for 90 % of the queries (κ = 0), so their
+    prediction is only the fallback (the class prior by default). Fix: a larger bandwidth λ
+    (--bandwidth); --bandwidth scale (λ from the training rows' neighbour distances); training data
+    where the queries are (they may lie outside the training domain; check that they are scaled like
+    the training rows).
+    """
+    what = "prediction is only the fallback (the class prior by default)" + (" and ε = 1" if bound else "")
+    fixes = []
+    if ctx.dyadic:
+        fixes.append(f"a coarser grid ({ctx.param('resolution')})")
+    elif ctx.bandwidth != "auto":
+        fixes.append(f"a larger bandwidth λ ({ctx.param('bandwidth')})")
+        if ctx.bandwidth != "scale":
+            fixes.append(f"{_setting(ctx, 'bandwidth', 'scale')} (λ from the training rows' neighbour distances)")
+    fixes.append("training data where the queries are (they may lie outside the training domain; check "
+                 "that they are scaled like the training rows)")
+    return (f"Cause: no training point within the kernel's reach for {100 * share:.0f} % of the queries (κ = 0), "
+            f"so their {what}. Fix: {'; '.join(fixes)}.")
+
+
+def warn_if_vacuous(
+    vacuous: Any,
+    *,
+    context: AdviceContext | None = None,
+    threshold: float = 0.5,
+    stacklevel: int = 2,
+) -> float:
+    """Emit a :class:`VacuousPredictionWarning` when most queries are vacuous (κ = 0).
+
+    Parameters
+    ----------
+    vacuous : array-like of bool, shape (n_queries,)
+    context : AdviceContext or None, default=None
+    threshold : float in (0, 1), default=0.5
+        Warn when the vacuous share is above it ("most").
+    stacklevel : int, default=2
+
+    Returns
+    -------
+    float
+        The vacuous share (0 for no queries).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_if_vacuous(np.array([True, True, False]))
+    0.6666666666666666
+    >>> caught[0].category.__name__
+    'VacuousPredictionWarning'
+    """
+    vac = np.asarray(vacuous, dtype=bool)
+    share = float(np.mean(vac)) if vac.size else 0.0
+    if share > check_open_unit(threshold, "threshold"):
+        ctx = context or AdviceContext()
+        warnings.warn(f"Most predictions are vacuous: {vacuous_advice(share, ctx)}", VacuousPredictionWarning,
+                      stacklevel=stacklevel)
+    return share
 
 
 def warn_if_useless(
@@ -293,6 +500,7 @@ def warn_if_useless(
     beta: float | None = None,
     trivial_threshold: float = 0.5,
     stacklevel: int = 2,
+    context: AdviceContext | None = None,
 ) -> BoundUsefulness:
     """Emit a :class:`UselessBoundWarning` when most bounds are trivial or nothing is certified.
 
@@ -304,6 +512,8 @@ def warn_if_useless(
     trivial_threshold : float in (0, 1), default=0.5
     stacklevel : int, default=2
         Passed to :func:`warnings.warn` (point it at the user's call).
+    context : AdviceContext or None, default=None
+        The settings the advice must fit (see :func:`bound_usefulness`).
 
     Returns
     -------
@@ -323,7 +533,7 @@ def warn_if_useless(
     >>> caught[0].category.__name__
     'UselessBoundWarning'
     """
-    report = bound_usefulness(interval, beta=beta, trivial_threshold=trivial_threshold)
+    report = bound_usefulness(interval, beta=beta, trivial_threshold=trivial_threshold, context=context)
     if report.useless:
         warnings.warn(f"The bounds cannot guide decisions here: {report}", UselessBoundWarning, stacklevel=stacklevel)
     return report

@@ -516,8 +516,8 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
         PredictionInterval
             ``proba = clip(p̂, 0, 1)`` (per class, not renormalised);
             ``bias = P(x)·√B`` and ``sampling = P(x)·c_g/√(nλ_r)``, the same
-            for every class; ``epsilon = min(1, bias + sampling)``;
-            ``lower/upper = clip(proba ∓ ε, 0, 1)``. The NW-specific fields are
+            for every class; ``lower/upper = clip(proba ∓ min(1, bias + sampling), 0, 1)``
+            and ``epsilon`` the half-width ``max(proba − lower, upper − proba)``. The NW-specific fields are
             filled with their nearest CME analogues: ``kappa = Σ_i k(x, x_i)``,
             ``n_eff = n`` (every training point enters the estimate),
             ``vacuous`` all False (there is no empty-mass case; far from the

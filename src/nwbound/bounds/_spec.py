@@ -157,16 +157,19 @@ class BoundSpec:
     def limits(self, stats: Any, proba: np.ndarray) -> tuple[np.ndarray, ...]:
         """Per-class ``(lower, upper, epsilon, bias, sampling)``, each (n, C), for statistics with ``G = 1``.
 
-        Rows with κ = 0 come back as ``[0, 1]`` with ε = bias = sampling = 1.
-        For the ``p̂ ± ε`` forms ``ε = min(1, bias + sampling)``. Statistics with a summation
+        Rows with κ = 0 (*vacuous*) come back as ``[0, 1]`` with ε = bias = sampling = 1.
+        Everywhere else ``ε`` is the half-width of the reported interval, ``max(p̂ − lower,
+        upper − p̂)`` (user guide, glossary). For the ``p̂ ± ε`` forms the limits are
+        ``clip(p̂ ∓ (bias + sampling), 0, 1)``, so there ``ε = min(bias + sampling, max(p̂, 1 − p̂))``
+        (the two agree unless the interval is all of [0, 1]). Statistics with a summation
         error ``ρ = stats.sum_error > 0`` (the device paths) get limits that contain those of
         the exact sums: the parts at ``κ/(1 + ρ)`` (each part only grows as κ shrinks) and
         ``p̂`` moved by at most ``ρ/(2(1 − ρ))`` (counted in ``sampling``); the Chernoff test
         takes ``ρ`` itself (:func:`~nwbound.bounds._chernoff_binned.chernoff_interval_binned`). For
-        ``"chernoff"`` the limits come from a test, so ``ε`` is the larger
-        half-width ``max(p̂ − lower, upper − p̂)``, ``bias`` the Lipschitz drift
-        ``β·D/κ`` (capped at 1) and ``sampling`` the rest of ``ε`` — a
-        diagnostic split, not terms that the test adds.
+        ``"chernoff"`` the limits come from a test, not from ``p̂ ∓ ε``; ``bias`` (the Lipschitz
+        drift ``β·D/κ``, not capped: it exceeds 1 where the drift alone leaves nothing) and
+        ``sampling`` are then the Hoeffding account of the same points — an account of where
+        the width comes from, not parts of the Chernoff ε.
         """
         n_classes = stats.class_sums.shape[2]
         kappa = stats.kappa[:, 0]
@@ -196,9 +199,10 @@ class BoundSpec:
         bias = np.where(vacuous, 1.0, bias)
         sampling = np.where(vacuous, 1.0, sampling)
         eps = np.minimum(1.0, bias + sampling)[:, None]
-        epsilon = np.repeat(eps, n_classes, axis=1)
         lower = np.clip(proba - eps, 0.0, 1.0)
         upper = np.clip(proba + eps, 0.0, 1.0)
+        # One meaning of ε for every form: the reported interval's half-width (1 where vacuous).
+        epsilon = np.where(vacuous[:, None], 1.0, np.maximum(proba - lower, upper - proba))
         return (lower, upper, epsilon, np.repeat(bias[:, None], n_classes, axis=1),
                 np.repeat(sampling[:, None], n_classes, axis=1))
 

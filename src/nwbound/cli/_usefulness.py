@@ -107,23 +107,30 @@ class UsefulnessTally:
         """The sampled rows as one PredictionInterval (None before any row)."""
         return _concat(self._parts) if self._parts else None
 
-    def message(self, model: Any, what: str | None = None) -> str | None:
-        """The warning text, or None when the bounds are useful (see bound_usefulness)."""
-        from ..diagnostics import bound_usefulness
+    def message(self, model: Any, what: str | None = None, context: Any = None) -> str | None:
+        """The warning text, or None when the bounds are useful (see bound_usefulness).
+
+        ``context``: the :class:`~nwbound.diagnostics.AdviceContext` the advice must fit (None: the
+        model's own settings, for a command-line user).
+        """
+        from ..diagnostics import AdviceContext, bound_usefulness
 
         sample = self.sample()
         if sample is None:
             return None
         beta, unit_note = _beta(model)
-        report = bound_usefulness(sample, beta=beta)
+        if context is None:
+            context = AdviceContext.from_estimator(getattr(model, "estimator", model), interface="cli")
+        report = bound_usefulness(sample, beta=beta, context=context)
         if not report.useless:
             return None
         where = what or f"{self.rows} rows"  # e.g. "previewed on 2000 training rows"
         lines = [
             f"warning: the bounds cannot help here ({where}): {self.trivial / self.rows:.1%} of the rows have a "
             f"trivial bound (every class's interval is [0, 1]), {self.certified / self.rows:.1%} are certified, "
-            f"{self.vacuous / self.rows:.1%} have no training point in reach (κ = 0).",
-            f"  Median ε {report.median_epsilon:.3g}; of ε, the bias term (L·D/κ) is {_pct(report.median_bias_share)} "
+            f"{self.vacuous / self.rows:.1%} are vacuous (no training point in reach, κ = 0).",
+            f"  Median ε of the predicted class {report.median_epsilon:.3g}; in the Hoeffding account of the width, "
+            f"the bias term (L·D/κ) is {_pct(report.median_bias_share)} "
             f"and the sampling term {_pct(1 - report.median_bias_share)} (medians"
             + ("" if len(sample) == self.rows else f" over {len(sample)} evenly spread rows") + ").",
             "  " + report.explanation,
@@ -133,9 +140,9 @@ class UsefulnessTally:
             lines.append("  " + unit_note(factor))
         return "\n".join(lines)
 
-    def report(self, model: Any, what: str | None = None) -> None:
+    def report(self, model: Any, what: str | None = None, context: Any = None) -> None:
         """Print :meth:`message` to stderr when there is one."""
-        text = self.message(model, what)
+        text = self.message(model, what, context)
         if text:
             print(text, file=sys.stderr)
 

@@ -22,7 +22,9 @@ Units: ``--lipschitz`` (L) and ``--margin`` (γ) are given in the units of
 the raw features in the table and restated for the scaled features with
 :func:`nwbound.restate_lipschitz` / :func:`nwbound.restate_margin`.
 ``--bandwidth`` is a kernel width in the units the classifier sees, i.e.
-*after* ``--scale`` (e.g. within [0, 1] for minmax); ``auto`` picks it per
+*after* ``--scale`` (e.g. within [0, 1] for minmax); ``scale`` (the
+default) sets it from the training rows' own neighbour distances
+(:func:`nwbound.estimators.scale_bandwidth`, label-free); ``auto`` picks it per
 query from the bound. Options left out (kernel, bandwidth, δ, bound form,
 coverage) take the Python estimator's defaults, so the command line and the
 library give the same model.
@@ -87,7 +89,8 @@ def add_parser(sub) -> None:
     p.add_argument("--kernel", default=None, choices=KERNEL_NAMES, help="kernel (default: the estimator's)")
     p.add_argument(
         "--bandwidth", type=bandwidth_or_auto, default=None,
-        help="kernel width after scaling, or 'auto' (default: the estimator's default)",
+        help="kernel width after scaling, 'scale' (the default: from the training rows' neighbour "
+        "distances, label-free) or 'auto' (per query, from the bound)",
     )
     p.add_argument("--neighbors", type=int, metavar="K", help="localized classifier over the K nearest neighbours")
     p.add_argument("--resolution", type=int, metavar="M", help="dyadic classifier with 2^M cells per feature instead")
@@ -216,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
             f"Fitted {type(est).__name__} on {X.shape[0]} rows of {train}: {len(features)} features, "
             f"classes {[str(c) for c in est.classes_]}, {summary}. Wrote {output}."
         )
-        _training_usefulness(model, X)
+        _held_out_usefulness(model, X, y, lipschitz_auto=args.lipschitz == "auto")
     return 0
 
 
@@ -243,11 +246,40 @@ def _auto_lipschitz(estimator, X: np.ndarray, y: np.ndarray, scale: str) -> tupl
     )
 
 
-def _training_usefulness(model, X: np.ndarray, n_probe: int = 500) -> None:
-    """Warn when the bounds will be trivial: a preview on up to ``n_probe`` training rows."""
+def _held_out_usefulness(model, X: np.ndarray, y: np.ndarray, n_probe: int = 500, *,
+                         lipschitz_auto: bool = False) -> None:
+    """Warn when the bounds will be trivial: an out-of-sample preview.
+
+    Up to ``n_probe`` evenly spread training rows (at most a fifth of them) are held out; the
+    same settings are fitted on the other rows (feature scaling and L as in the saved model) and
+    predict the held-out ones, so no row sees itself (an in-sample preview would find every row's
+    own training point within reach and report far fewer vacuous and trivial bounds than new
+    data will get). Said when the preview cannot run (too few rows or classes left).
+    """
+    import dataclasses
+
+    from sklearn.base import clone
+
+    from ..diagnostics import AdviceContext
     from ._usefulness import UsefulnessTally, quiet_predict_interval
 
-    rows = np.unique(np.linspace(0, X.shape[0] - 1, min(n_probe, X.shape[0])).round().astype(np.intp))
+    n = X.shape[0]
+    m = min(n_probe, n // 5)
+    held = np.unique(np.linspace(0, n - 1, m).round().astype(np.intp)) if m > 0 else np.zeros(0, np.intp)
+    rest = np.setdiff1d(np.arange(n), held)
+    if held.size == 0 or np.unique(y[rest]).shape[0] < 2:
+        print(f"note: no out-of-sample preview of the bounds ({n} training rows are too few to hold some out).")
+        return
+    try:
+        estimator = clone(model.estimator).fit(model.transform(X[rest]), y[rest])
+        interval = quiet_predict_interval(estimator, model.transform(X[held]))
+    except ValueError as exc:  # e.g. --neighbors larger than the rows left
+        print(f"note: no out-of-sample preview of the bounds ({exc}).")
+        return
     tally = UsefulnessTally()
-    tally.add(quiet_predict_interval(model, X[rows]))
-    tally.report(model, what=f"previewed on {rows.shape[0]} training rows")
+    tally.add(interval)
+    context = AdviceContext.from_estimator(model.estimator, interface="cli")
+    if lipschitz_auto:
+        context = dataclasses.replace(context, lipschitz_auto=True)
+    tally.report(model, what=f"previewed out of sample: {held.size} evenly spread training rows held out, "
+                 f"predicted by the same settings fitted on the other {rest.size}", context=context)

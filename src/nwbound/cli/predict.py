@@ -3,11 +3,13 @@
 The output holds, per input row: the id columns exactly as given (by
 default those the model was fitted with, when the table has them),
 ``predicted``, and for every class ``c`` the columns ``proba_<c>``,
-``lower_<c>``, ``upper_<c>``; then ``epsilon`` (the bound's largest
-half-width), ``error_upper`` (1 − lower bound of the predicted class: a
+``lower_<c>``, ``upper_<c>``; then ``epsilon_predicted`` (ε of the predicted
+class: the half-width ``max(p̂ − lower, upper − p̂)`` of its interval, 1 where
+vacuous; the glossary's ε), ``error_upper`` (1 − lower bound of the predicted class: a
 guaranteed ceiling on the probability that the predicted label is wrong),
 ``kappa`` (kernel mass), ``vacuous`` (no training data near the row: κ = 0),
-``trivial`` (every class's interval is [0, 1]: the bound says nothing),
+``trivial`` (every class's interval is [0, 1]: the bound says nothing;
+vacuous rows included),
 ``certified`` (the predicted class's lower bound is above every other class's
 upper bound) and ``review`` = not ``certified``: the rows a human should look at.
 
@@ -76,7 +78,7 @@ def add_parser(sub) -> None:
         "predict",
         help="predict a CSV/Parquet table with a saved model: classes, probability bounds, review flags",
         description="Stream DATA through MODEL (written by `nwbound fit` or nwbound.io.save_model) and "
-        "write predicted, proba_<c>, lower_<c>, upper_<c>, epsilon, error_upper, kappa, vacuous, trivial, "
+        "write predicted, proba_<c>, lower_<c>, upper_<c>, epsilon_predicted, error_upper, kappa, vacuous, trivial, "
         "certified and review columns (review = not certified: the bound does not separate the predicted "
         "class from the others).",
     )
@@ -184,7 +186,7 @@ def prediction_frame(chunk: Any, interval: Any, classes: np.ndarray, id_columns:
     for prefix, arr in (("proba", interval.proba), ("lower", interval.lower), ("upper", interval.upper)):
         for j, c in enumerate(classes):
             out[f"{prefix}_{c}"] = arr[:, j]
-    out["epsilon"] = interval.epsilon.max(axis=1)
+    out["epsilon_predicted"] = interval.epsilon[np.arange(top.shape[0]), top]
     out["error_upper"] = interval.error_upper
     out["kappa"] = interval.kappa
     out["vacuous"] = np.asarray(interval.vacuous, dtype=bool)
@@ -199,7 +201,7 @@ def output_columns(classes: np.ndarray) -> list[str]:
     names = ["predicted"]
     for prefix in ("proba", "lower", "upper"):
         names += [f"{prefix}_{c}" for c in classes]
-    return names + ["epsilon", "error_upper", "kappa", "vacuous", "trivial", "certified", "review"]
+    return names + ["epsilon_predicted", "error_upper", "kappa", "vacuous", "trivial", "certified", "review"]
 
 
 def model_id_columns(model: Any) -> list[str]:

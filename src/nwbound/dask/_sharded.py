@@ -45,7 +45,9 @@ from ..estimators import (
     merge_statistics,
     pilot_nearest_distances,
     resolve_ranking_fraction,
+    scale_bandwidth_from_nearest,
 )
+from ..estimators._nadaraya_watson import SCALE_NEIGHBORS
 from ._common import check_query_array, compute, current_client, limited, rows_from_blocks, share
 from ._predict import interval_arrays, named_interval_arrays
 
@@ -199,7 +201,9 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         As for :class:`~nwbound.NadarayaWatsonClassifier`. With
         ``bandwidth="auto"`` and no ``bandwidth_grid`` the grid of
         :func:`~nwbound.estimators.default_bandwidth_grid` is computed over all
-        shards.
+        shards; with ``bandwidth="scale"`` (the default) the λ of
+        :func:`~nwbound.estimators.scale_bandwidth` too, so both equal the
+        in-memory estimator's.
     algorithm, index_params, random_state
         The neighbour index built on each shard for the localized classifier
         (``n_neighbors`` set), e.g. ``algorithm="hnsw"`` with
@@ -241,7 +245,7 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         self,
         *,
         kernel="epanechnikov",
-        bandwidth=1.0,
+        bandwidth="scale",
         n_neighbors=None,
         algorithm="auto",
         index_params=None,
@@ -357,6 +361,9 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         head = {**params, "n_neighbors": None}
         if default_grid:  # placeholder, replaced by the grid of all shards
             head["bandwidth_grid"] = [1.0]
+        scale = isinstance(self.bandwidth, str) and self.bandwidth == "scale"
+        if scale:  # placeholder, replaced by the λ of all shards
+            head["bandwidth"] = 1.0
         rows = np.asarray(compute(client, X[first])[0])
         template = NadarayaWatsonClassifier(**head).fit(rows, y[first]).get_fitted_state()
         if self.n_neighbors is not None:  # the index options are checked here, not in a task on a worker
@@ -367,6 +374,8 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         template.update(class_prior_=full["class_prior_"], box_low=low, box_high=high)
         if default_grid:
             template["bandwidths_"] = self._default_grid(X, low, high, client)
+        if scale:
+            template["bandwidths_"] = np.array([self._scale_bandwidth(X, low, high, client)])
         estimator = NadarayaWatsonClassifier(**{**params, "n_neighbors": None}).set_fitted_state(template)
 
         # A localized shard only needs its index (any k works for it: its lists
@@ -403,6 +412,19 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         parts = [dask.delayed(pilot_nearest_distances, pure=True)(blk, pilot) for blk in X.to_delayed().ravel()]
         nearest = np.sort(np.concatenate(compute(client, *parts), axis=1), axis=1)[:, 1]
         return bandwidth_grid_from_nearest(nearest, diagonal)
+
+    def _scale_bandwidth(self, X: "da.Array", low: np.ndarray, high: np.ndarray, client: Any) -> float:
+        """:func:`~nwbound.estimators.scale_bandwidth` over all shards: its pilot rows' k-th
+        nearest row is the k-th nearest over the shards."""
+        diagonal = float(euclidean_norm(high - low))
+        n = X.shape[0]
+        k = min(max(SCALE_NEIGHBORS, int(self.n_neighbors or 0)), n - 1)
+        if not diagonal > 0.0:
+            return scale_bandwidth_from_nearest(np.zeros(0), diagonal)
+        pilot = np.asarray(compute(client, X[bandwidth_grid_pilot(n)])[0], dtype=np.float64)
+        parts = [dask.delayed(pilot_nearest_distances, pure=True)(blk, pilot, k + 1) for blk in X.to_delayed().ravel()]
+        nearest = np.sort(np.concatenate(compute(client, *parts), axis=1), axis=1)[:, k]
+        return scale_bandwidth_from_nearest(nearest, diagonal)
 
     # ------------------------------------------------------------------------------------------
     def _outputs(self, X: Any, method: str, bounds: Any, client: Any) -> tuple["da.Array", list[Any]]:

@@ -9,6 +9,8 @@ from ._nadaraya_watson import (
     default_bandwidth_grid,
     pilot_nearest_distances,
     resolve_ranking_fraction,
+    scale_bandwidth,
+    scale_bandwidth_from_nearest,
 )
 from ._statistics import BandwidthRanking, KernelStatistics, merge_statistics
 
@@ -23,4 +25,6 @@ __all__ = [
     "merge_statistics",
     "pilot_nearest_distances",
     "resolve_ranking_fraction",
+    "scale_bandwidth",
+    "scale_bandwidth_from_nearest",
 ]

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from .._result import PredictionInterval
 from .._validation import check_beta, check_choice, check_open_unit, check_positive
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
-from ..diagnostics import warn_if_useless
+from ..diagnostics import AdviceContext, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
 from ._device import queries_on_host, training_data_on_host, validate_queries
 from ._statistics import KernelStatistics
@@ -222,9 +222,18 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         """``(X, restore)`` of :func:`~nwbound.estimators._device.queries_on_host` for ``predict*``."""
         return queries_on_host(X, keep_on_device=self._keeps_device_queries())
 
-    def _proba(self, X) -> np.ndarray:
-        """:meth:`predict_proba` as NumPy, of queries from :meth:`_dispatched_queries` (subclasses)."""
+    def _proba_vacuous(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """``(p̂, vacuous)`` as NumPy, of queries from :meth:`_dispatched_queries` (subclasses)."""
         raise NotImplementedError
+
+    def _proba(self, X, stacklevel: int = 4) -> np.ndarray:
+        """:meth:`predict_proba` as NumPy; warns when most queries are vacuous (never about bounds).
+
+        ``stacklevel`` 4: warn_if_vacuous → _proba → the public method → the user's line.
+        """
+        proba, vacuous = self._proba_vacuous(X)
+        warn_if_vacuous(vacuous, context=AdviceContext.from_estimator(self), stacklevel=stacklevel)
+        return proba
 
     def _fallback_proba(self, class_sums: np.ndarray, kappa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``p̂ = class_sums/κ``; rows with κ = 0 follow ``empty_neighborhood``."""
@@ -309,7 +318,8 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         # Said once per call site (Python's default warning filter), with the cause and the fix.
         # stacklevel 4: warn_if_useless → _report → the public method → the user's line (5 from
         # _proba, one frame deeper).
-        warn_if_useless(out[None], beta=specs[None].beta, stacklevel=stacklevel)
+        warn_if_useless(out[None], beta=specs[None].beta, stacklevel=stacklevel,
+                        context=AdviceContext.from_estimator(self))
         return out[None]
 
     # -- public API shared by subclasses -----------------------------------------------------
@@ -323,7 +333,9 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         Returns
         -------
         ndarray of shape (n_queries,)
-            Elements of ``classes_`` (the argmax of :meth:`predict_proba`).
+            Elements of ``classes_`` (the argmax of :meth:`predict_proba`). Like
+            it, warns (:class:`~nwbound.VacuousPredictionWarning`) when most
+            queries are vacuous, and never about bounds.
 
         Examples
         --------
@@ -333,9 +345,40 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         >>> NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y).predict([[0.1], [0.9]]).tolist()
         ['a', 'b']
         """
+        return self._predict(X, stacklevel=5)
+
+    def _predict(self, X, stacklevel: int):
         X, restore = self._dispatched_queries(X)  # array_api_dispatch: numeric labels go back to X's namespace
-        proba = self._proba(X)  # first: it checks that the estimator is fitted
+        proba = self._proba(X, stacklevel=stacklevel)  # first: it checks that the estimator is fitted
         return restore(self.classes_[np.argmax(proba, axis=1)])
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Accuracy of :meth:`predict` on ``X`` against ``y``.
+
+        Like ``predict``, it warns (:class:`~nwbound.diagnostics.VacuousPredictionWarning`)
+        when most queries are vacuous, and never about bounds.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        y : array-like of shape (n_queries,)
+        sample_weight : array-like of shape (n_queries,), default=None
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> NadarayaWatsonClassifier(bandwidth=0.2).fit(X, y).score(X, y)
+        1.0
+        """
+        from sklearn.metrics import accuracy_score
+
+        return float(accuracy_score(y, self._predict(X, stacklevel=5), sample_weight=sample_weight))
 
     def __sklearn_is_fitted__(self) -> bool:
         # Set as the last step of a successful fit: a fit that raised half-way

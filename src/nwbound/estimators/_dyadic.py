@@ -365,10 +365,10 @@ class DyadicClassifier(BoundedClassifierBase):
         X, restore = queries_on_host(X)  # array_api_dispatch: the result goes back to X's namespace
         return restore(self._proba(X))
 
-    def _proba(self, X) -> np.ndarray:
+    def _proba_vacuous(self, X) -> tuple[np.ndarray, np.ndarray]:
         check_is_fitted(self)
         class_sums = self._lookup(X)[0]
-        return self._fallback_proba(class_sums, class_sums.sum(axis=1))[0]
+        return self._fallback_proba(class_sums, class_sums.sum(axis=1))
 
     def predict_interval(self, X, bounds=None):
         """Cell frequencies with valid bounds (every cell point lies within ``diam + distance outside the box``).

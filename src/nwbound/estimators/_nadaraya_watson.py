@@ -32,6 +32,10 @@ __all__ = [
     "default_bandwidth_grid",
     "resolve_ranking_fraction",
     "pilot_nearest_distances",
+    "scale_bandwidth",
+    "scale_bandwidth_from_nearest",
+    "SCALE_NEIGHBORS",
+    "SCALE_QUANTILE",
 ]
 
 # Queries per block of predict_interval with bound="chernoff" (its statistics hold
@@ -44,6 +48,10 @@ _AUTO_PILOT_SIZE = 256
 # 5.2 %: benchmarks/bench_ranking_sample.py).
 _RANKING_ROWS = 8192
 _RANKING_MIN_FRACTION = 1.0 / 16
+# bandwidth="scale": λ is the SCALE_QUANTILE quantile, over the pilot rows, of the distance from a
+# training row to its SCALE_NEIGHBORS-th nearest other row (see scale_bandwidth).
+SCALE_NEIGHBORS = 10
+SCALE_QUANTILE = 0.9
 
 
 def bandwidth_grid_pilot(n_samples: int) -> np.ndarray:
@@ -60,8 +68,8 @@ def bandwidth_grid_pilot(n_samples: int) -> np.ndarray:
     return np.unique(np.linspace(0, n_samples - 1, min(_AUTO_PILOT_SIZE, n_samples)).astype(int))
 
 
-def pilot_nearest_distances(X: np.ndarray, pilot: np.ndarray) -> np.ndarray:
-    """Distances from each ``pilot`` row to its (up to) two nearest rows of ``X``, at any scale.
+def pilot_nearest_distances(X: np.ndarray, pilot: np.ndarray, n_neighbors: int = 2) -> np.ndarray:
+    """Distances from each ``pilot`` row to its (up to) ``n_neighbors`` nearest rows of ``X``, at any scale.
 
     Both are divided by one power of two near their largest magnitude first (exact), so
     coordinates like 1e-200 or 1e160 neither underflow nor overflow in the squared distances,
@@ -72,10 +80,13 @@ def pilot_nearest_distances(X: np.ndarray, pilot: np.ndarray) -> np.ndarray:
     ----------
     X : array-like of shape (n_samples, n_features)
     pilot : array-like of shape (n_pilot, n_features)
+    n_neighbors : int, default=2
+        How many nearest rows (2 for the ``"auto"`` grid, ``SCALE_NEIGHBORS + 1`` for ``"scale"``).
 
     Returns
     -------
-    ndarray of shape (n_pilot, min(2, n_samples))
+    ndarray of shape (n_pilot, min(n_neighbors, n_samples))
+        Each row sorted increasingly.
 
     Examples
     --------
@@ -88,7 +99,7 @@ def pilot_nearest_distances(X: np.ndarray, pilot: np.ndarray) -> np.ndarray:
     X = np.asarray(X, dtype=np.float64)
     pilot = np.asarray(pilot, dtype=np.float64)
     scale = _power_of_two_scale(np.array([np.max(np.abs(X), initial=0.0), np.max(np.abs(pilot), initial=0.0)]))
-    n_nb = min(2, X.shape[0])
+    n_nb = min(int(n_neighbors), X.shape[0])
     dist, _ = NearestNeighbors(n_neighbors=n_nb, algorithm="brute").fit(X / scale).kneighbors(pilot / scale)
     return dist * scale
 
@@ -143,6 +154,77 @@ def default_bandwidth_grid(X: np.ndarray, n_bandwidths: int = _AUTO_GRID_SIZE) -
     return bandwidth_grid_from_nearest(dist[:, -1], diagonal, n_bandwidths)
 
 
+def scale_bandwidth_from_nearest(kth_nearest: np.ndarray, diagonal: float) -> float:
+    """The ``bandwidth="scale"`` λ from the pilot rows' distances to their k-th nearest other row.
+
+    The ``SCALE_QUANTILE`` (0.9) quantile of ``kth_nearest``. Where that is 0 (rows repeated more
+    than k times), the largest of ``kth_nearest``; where every one is 0, ``diagonal`` (the
+    training inputs' bounding-box diagonal); where that is 0 too (every row coincides), 1.
+    Training shards compute ``kth_nearest`` over all shards and call this, so a sharded fit
+    gets the λ of an in-memory one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.estimators import scale_bandwidth_from_nearest
+    >>> scale_bandwidth_from_nearest(np.arange(11.0), diagonal=20.0)
+    9.0
+    >>> scale_bandwidth_from_nearest(np.zeros(5), diagonal=20.0)
+    20.0
+    """
+    d = np.asarray(kth_nearest, dtype=np.float64).ravel()
+    for value in (float(np.quantile(d, SCALE_QUANTILE)) if d.size else 0.0, float(np.max(d, initial=0.0)),
+                  float(diagonal)):
+        if value > 0.0 and np.isfinite(value):
+            return value
+    return 1.0
+
+
+def scale_bandwidth(X: np.ndarray, n_neighbors: int | None = None) -> float:
+    """The label-free default bandwidth, ``bandwidth="scale"``: the data's own neighbour scale.
+
+    λ is the 0.9 quantile (``SCALE_QUANTILE``), over up to 256 evenly spaced training rows
+    (:func:`bandwidth_grid_pilot`), of the distance from a row to its k-th nearest other row,
+    with ``k = max(SCALE_NEIGHBORS, n_neighbors)`` (10 for the regular classifier; the
+    localized classifier's own k when larger), capped at ``n_samples − 1``. So about 9 in 10
+    training rows — and queries drawn like them — hold at least k training rows within λ: a
+    fixed bandwidth then never silently reaches no point where the data are (a query with
+    ``κ = 0`` only predicts the fallback), and k ≈ 10 is about the fewest agreeing
+    neighbours with which a bound can certify a prediction. The rule is in the units of the
+    features and scales with them (a feature scaled by ``s`` scales λ by ``s``). It reads
+    the training inputs only, never the labels, so every bound computed at this λ stays valid.
+    Like k nearest neighbours it counts rows, not sample weights (a repeated row is two rows).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    n_neighbors : int or None, default=None
+        The localized classifier's k (None: the regular classifier).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.estimators import scale_bandwidth
+    >>> X = np.linspace(0, 1, 101)[:, None]   # rows 0.01 apart: the 10th nearest is 0.05 away inside
+    >>> round(scale_bandwidth(X), 6)
+    0.05
+    >>> round(scale_bandwidth(1000 * X), 6)
+    50.0
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    diagonal = float(euclidean_norm(X.max(axis=0) - X.min(axis=0))) if n else 0.0
+    k = min(max(SCALE_NEIGHBORS, int(n_neighbors or 0)), n - 1)
+    if k < 1 or not diagonal > 0.0:
+        return scale_bandwidth_from_nearest(np.zeros(0), diagonal)
+    dist = pilot_nearest_distances(X, X[bandwidth_grid_pilot(n)], n_neighbors=k + 1)
+    return scale_bandwidth_from_nearest(dist[:, k], diagonal)
+
+
 def resolve_ranking_fraction(ranking_fraction: float | str, n_samples: int) -> float:
     """The share of training rows ``bandwidth="auto"`` ranks its grid on (``ranking_fraction_``).
 
@@ -192,8 +274,16 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         ``"epanechnikov"``, ``"boxcar"``, ``"quartic"``, ``"triweight"``,
         ``"tricube"``, ``"cosine"``, ``"gaussian"`` (truncated at 3λ) or
         ``"gaussian_untruncated"``; or a callable ``K(u)`` of the scaled distance.
-    bandwidth : float or "auto", default=1.0
-        λ, in the units of the features. ``"auto"`` picks, for each query, the
+    bandwidth : float, "scale" or "auto", default="scale"
+        λ, in the units of the features. ``"scale"`` (the default): one λ set
+        by the training inputs' own neighbour distances at fit
+        (:func:`scale_bandwidth`: the 0.9 quantile of a training row's distance
+        to its 10th nearest other row, or to its k-th for the localized
+        classifier with a larger k), recorded in ``bandwidth_``; it reads the
+        inputs only, never the labels, so every bound at it stays valid, and it
+        follows the features' units (a fixed number such as 1.0 reaches no
+        training point once the features are spread wider than it).
+        ``"auto"`` picks, for each query, the
         λ of ``bandwidth_grid`` that minimises ε; this stays valid because ε
         depends on the inputs only, never on the labels. Needs ``lipschitz`` or
         ``margin``. The regular classifier with a polynomial kernel ranks the
@@ -292,6 +382,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
     feature_names_in_ : ndarray of shape (n_features,)
         Only when X has string feature names.
     kernel_ : Kernel
+    bandwidth_ : float or None
+        The one bandwidth used (the number given, or the one ``"scale"`` chose);
+        None for ``bandwidth="auto"``, which chooses per query.
     bandwidths_ : ndarray
         The bandwidth (one value) or the grid searched by ``bandwidth="auto"``.
     ranking_fraction_ : float
@@ -325,7 +418,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
     _parameter_constraints: dict = {
         **BoundedClassifierBase._parameter_constraints,
         "kernel": [str, Kernel, callable],
-        "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto", "scale"})],
         "n_neighbors": [Interval(Integral, 1, None, closed="left"), None],
         "algorithm": [str],
         "index_params": [dict, None],
@@ -344,7 +437,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         self,
         *,
         kernel="epanechnikov",
-        bandwidth=1.0,
+        bandwidth="scale",
         n_neighbors=None,
         algorithm="auto",
         index_params=None,
@@ -418,6 +511,8 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         X, labels, weights = self._validate_training_data(X, y, sample_weight, dtype)
         if auto:
             grid = default_bandwidth_grid(X) if self.bandwidth_grid is None else self._checked_grid()
+        elif self.bandwidth == "scale":
+            grid = np.array([scale_bandwidth(X, self.n_neighbors)])
         else:
             grid = np.array([float(self.bandwidth)])
         box = (X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64))
@@ -427,10 +522,10 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         """Validate the parameters that do not depend on data; return ``(dtype, kernel, auto)``."""
         dtype = check_dtype(self.dtype)
         kernel = get_kernel(self.kernel)
-        auto = isinstance(self.bandwidth, str)
-        if auto and self.bandwidth != "auto":
-            raise ValueError(f"bandwidth must be a number > 0 or 'auto', got {self.bandwidth!r}.")
-        if not auto:
+        auto = isinstance(self.bandwidth, str) and self.bandwidth == "auto"
+        if isinstance(self.bandwidth, str) and self.bandwidth not in ("auto", "scale"):
+            raise ValueError(f"bandwidth must be a number > 0, 'scale' or 'auto', got {self.bandwidth!r}.")
+        if not isinstance(self.bandwidth, str):
             check_positive(self.bandwidth, "bandwidth")
         if self.working_memory is not None:
             check_positive(self.working_memory, "working_memory")
@@ -461,6 +556,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         self._validate_bound_params(kernel, bound_required=auto, localized=self.n_neighbors is not None)
         self.kernel_ = kernel
         self.bandwidths_ = grid
+        self.bandwidth_ = None if auto else float(grid[0])
         self.ranking_fraction_ = resolve_ranking_fraction(self.ranking_fraction, n_samples)
         self._train = TrainingSet.build(X, labels, self.classes_.shape[0], weights)
         self._box = box
@@ -569,7 +665,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         if weights is not None and not shard and not weights.sum() > 0:
             raise ValueError("Fitted state 'weights' sums to 0.")
         grid = state_array(state, "bandwidths_", ndim=1, low=np.finfo(np.float64).tiny)
-        if grid.shape[0] < 1 or (not auto and not np.array_equal(grid, [float(self.bandwidth)])):
+        fixed = not isinstance(self.bandwidth, str)
+        if grid.shape[0] < 1 or (fixed and not np.array_equal(grid, [float(self.bandwidth)])) or (
+                self.bandwidth == "scale" and grid.shape[0] != 1):
             raise ValueError(
                 f"Fitted state 'bandwidths_' = {grid!r} does not match this estimator's bandwidth={self.bandwidth!r}."
             )
@@ -1056,7 +1154,10 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         -------
         ndarray of shape (n_queries, n_classes)
             Columns in ``classes_`` order; queries without training mass
-            (κ = 0) get the ``empty_neighborhood`` fallback.
+            (κ = 0, *vacuous*) get the ``empty_neighborhood`` fallback. When most
+            queries are vacuous it warns (:class:`~nwbound.VacuousPredictionWarning`,
+            with the cause and the fix); it never warns about bounds, which it does
+            not compute for (use :meth:`predict_interval`).
 
         Examples
         --------
@@ -1069,11 +1170,11 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         X, restore = self._dispatched_queries(X)  # array_api_dispatch: the result goes back to X's namespace
         return restore(self._proba(X))
 
-    def _proba(self, X) -> np.ndarray:
-        if isinstance(self.bandwidth, str):  # "auto": λ comes from the bound
-            specs = self._resolve_bounds(None)
-            return self._report(self._intervals(X, specs), specs, None, stacklevel=5).proba
+    def _proba_vacuous(self, X) -> tuple[np.ndarray, np.ndarray]:
+        if self.bandwidth == "auto":  # λ comes from the bound, per query (no bound warning: none was asked)
+            interval = self._intervals(X, self._resolve_bounds(None))[None]
+            return interval.proba, interval.vacuous
         X = self._validate_queries(X, keep_namespace=self._keeps_device_queries())
         stats = self._statistics(X, [], need_bounds=False)
         class_sums = stats.class_sums[:, 0]
-        return self._fallback_proba(class_sums, class_sums.sum(axis=1))[0]
+        return self._fallback_proba(class_sums, class_sums.sum(axis=1))

@@ -295,11 +295,12 @@ class FitQuery:
 
 @contextlib.contextmanager
 def quiet_bound_warnings() -> Iterator[None]:
-    """Silence :class:`~nwbound.diagnostics.UselessBoundWarning` inside an experiment.
+    """Silence :class:`~nwbound.diagnostics.UselessBoundWarning` and
+    :class:`~nwbound.diagnostics.VacuousPredictionWarning` inside an experiment.
 
     An experiment measures how useful the bounds are and reports the shares
-    (certified, trivial, vacuous) in its tables, so the per-call warning a user
-    of the library needs is only noise in its log.
+    (certified, trivial, vacuous) in its tables, so the per-call warnings a user
+    of the library needs are only noise in its log.
 
     Examples
     --------
@@ -313,10 +314,11 @@ def quiet_bound_warnings() -> Iterator[None]:
     >>> seen
     []
     """
-    from ..diagnostics import UselessBoundWarning
+    from ..diagnostics import UselessBoundWarning, VacuousPredictionWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UselessBoundWarning)
+        warnings.simplefilter("ignore", VacuousPredictionWarning)
         yield
 
 

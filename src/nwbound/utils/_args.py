@@ -84,12 +84,12 @@ def positive_float(text: str) -> float:
 
 
 def bandwidth_or_auto(text: str) -> float | str:
-    """A bandwidth ``> 0`` or the word ``auto``.
+    """A bandwidth ``> 0`` or one of the words ``scale`` and ``auto``.
 
     Examples
     --------
     >>> from nwbound.utils import bandwidth_or_auto
-    >>> bandwidth_or_auto("auto"), bandwidth_or_auto("0.2")
-    ('auto', 0.2)
+    >>> bandwidth_or_auto("auto"), bandwidth_or_auto("scale"), bandwidth_or_auto("0.2")
+    ('auto', 'scale', 0.2)
     """
-    return "auto" if text == "auto" else positive_float(text)
+    return text if text in ("auto", "scale") else positive_float(text)
