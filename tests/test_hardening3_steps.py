@@ -1,0 +1,185 @@
+"""Issue 22 (hardening 3), items 5-7: resumable experiments, one tie rule for the k-th neighbour,
+and a refusal of implausibly many classes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pytest
+
+from nwbound.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[1]
+EXCERPT = Path(__file__).resolve().parent / "data" / "mitdb_excerpt"
+
+
+# ---------------------------------------------------------------------------
+# item 5: every experiment records its steps, resumes, and writes summary.md last
+# ---------------------------------------------------------------------------
+
+_KILLER = """
+import os, signal, sys
+from nwbound.utils import StepLog
+
+real, done = StepLog.run, []
+
+def run(self, step, compute, **kwargs):
+    out = real(self, step, compute, **kwargs)
+    done.append(step)
+    if len(done) == int(os.environ["KILL_AFTER"]):
+        os.kill(os.getpid(), signal.SIGKILL)  # a hard kill right after the record is written
+    return out
+
+StepLog.run = run
+from nwbound.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _without_times(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    # Timings differ between any two runs; every other column must be identical.
+    return [{k: v for k, v in r.items() if "time" not in k and not k.endswith("_s")} for r in rows]
+
+
+def _steps(out: Path) -> dict:
+    return json.loads((out / "steps.json").read_text(encoding="utf-8"))["steps"]
+
+
+def _summary_is_last(out: Path) -> None:
+    summary = (out / "summary.md").stat().st_mtime_ns
+    assert all(f.stat().st_mtime_ns <= summary for f in out.iterdir()), "summary.md is not the last file written"
+
+
+@pytest.mark.slow
+def test_synthetic_killed_by_sigkill_resumes_without_recomputing(tmp_path, monkeypatch):
+    from nwbound.experiments import synthetic
+
+    argv = ["experiment", "synthetic", "--quick", "--datasets", "overlapping", "--sizes", "40,60,80",
+            "--models", "regular,localized", "--bounds", "hoeffding", "--n-test", "60", "--quiet"]
+    killed = tmp_path / "killed"
+    env = dict(os.environ, KILL_AFTER="2", PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-c", _KILLER, *argv, "--output", str(killed)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    first = _steps(killed)
+    assert list(first) == ["overlapping repeat=0 n=40", "overlapping repeat=0 n=60"]
+    assert first["overlapping repeat=0 n=40"]["params"]["n"] == 40  # each record carries its parameters
+    assert not (killed / "summary.md").exists()
+    assert not (killed / "steps.json.tmp").exists() and not list(killed.glob(".*tmp*"))
+
+    calls: list[int] = []
+    real = synthetic.fit_and_query
+    monkeypatch.setattr(synthetic, "fit_and_query",
+                        lambda model, X, *a, **k: calls.append(X.shape[0]) or real(model, X, *a, **k))
+    assert main(argv + ["--output", str(killed), "--resume"]) == 0
+    assert sorted(set(calls)) == [80]  # the two recorded sizes were not recomputed
+    after = _steps(killed)
+    for step in first:  # their records are kept as they were
+        assert after[step] == first[step]
+    assert list(after) == [*first, "overlapping repeat=0 n=80", "tables and figures"]
+    _summary_is_last(killed)
+    assert (killed / "figure2.png").is_file() and (killed / "overlapping_coverage.png").is_file()
+
+    calls.clear()
+    clean = tmp_path / "clean"
+    assert main(argv + ["--output", str(clean)]) == 0
+    assert sorted(set(calls)) == [40, 60, 80]
+    for name in ("overlapping_results.csv", "coverage.csv"):
+        assert _without_times(_rows(killed / name)) == _without_times(_rows(clean / name)), name
+    text = lambda p: p.read_text(encoding="utf-8").split("## Time scaling")[0]  # noqa: E731  (then timings)
+    assert text(killed / "summary.md") == text(clean / "summary.md")
+
+
+@pytest.mark.slow
+def test_margin_resume_reuses_every_step(tmp_path, monkeypatch):
+    from nwbound.experiments import synthetic
+
+    out = tmp_path / "margin"
+    argv = ["experiment", "margin", "--quick", "--sizes", "40", "--models", "regular", "--bounds", "hoeffding",
+            "--n-test", "40", "--output", str(out), "--quiet"]
+    assert main(argv) == 0
+    assert list(_steps(out)) == ["separable repeat=0 n=40", "tables and figures"]
+    _summary_is_last(out)
+    calls: list[int] = []
+    real = synthetic.fit_and_query
+    monkeypatch.setattr(synthetic, "fit_and_query", lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert main(argv + ["--resume"]) == 0
+    assert calls == []
+    assert (out / "summary.md").is_file() and (out / "margin_figure.png").is_file()
+    assert main(argv + ["--resume", "--bandwidth", "0.25"]) == 0  # other parameters: recomputed
+    assert len(calls) == 2  # the paper and the ours setting of the regular NWC
+
+
+def test_shift_interrupted_resumes_and_matches_a_clean_run(tmp_path, monkeypatch):
+    from nwbound.experiments import shift
+
+    argv = ["experiment", "shift", "--fields", "logistic", "--models", "regular", "--bounds", "hoeffding",
+            "--n-train", "150", "--n-cal", "100", "--n-query", "100", "--repeats", "2", "--quiet"]
+    out, clean = tmp_path / "shift", tmp_path / "clean"
+    real = shift._run_task
+    calls: list[tuple] = []
+
+    def interrupted(field, config, task, cache):
+        if calls:
+            raise KeyboardInterrupt  # the run is stopped inside its second step
+        calls.append(task)
+        return real(field, config, task, cache)
+
+    with monkeypatch.context() as m:
+        m.setattr(shift, "_run_task", interrupted)
+        assert main(argv + ["--output", str(out)]) == 130
+    assert list(_steps(out)) == ["logistic repeat=0 hoeffding regular"]
+    assert not (out / "summary.md").exists() and not (out / "shift.png").exists()
+
+    calls.clear()
+    monkeypatch.setattr(shift, "_run_task", lambda f, c, task, cache: calls.append(task) or real(f, c, task, cache))
+    assert main(argv + ["--output", str(out), "--resume"]) == 0
+    assert calls == [(1, "hoeffding", "regular")]  # only the unfinished repeat
+    _summary_is_last(out)
+    assert main(argv + ["--output", str(clean)]) == 0
+    for name in ("shift_rows.csv", "shift_summary.csv", "summary.md"):
+        assert (out / name).read_bytes() == (clean / name).read_bytes(), name
+
+
+@pytest.mark.slow
+def test_ecg_resume_skips_the_finished_split(tmp_path, monkeypatch):
+    from nwbound.experiments import ecg
+
+    out = tmp_path / "ecg"
+    argv = ["experiment", "ecg", "--data-dir", str(EXCERPT), "--quick", "--sizes", "300", "--threads", "1",
+            "--feature-sets", "rhythm", "--output", str(out), "--quiet"]
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(ecg, "_run_inter", killed)
+        assert main(argv) == 130
+    assert list(_steps(out)) == ["intra"] and not (out / "summary.md").exists()
+    assert (out / "table2_intra.csv").is_file()
+
+    calls: list[str] = []
+    real = ecg._run_split
+    monkeypatch.setattr(ecg, "_run_split", lambda split, *a, **k: calls.append(split) or real(split, *a, **k))
+    assert main(argv + ["--resume"]) == 0
+    assert calls == []  # the intra split was reused
+    assert list(_steps(out)) == ["intra", "inter"]
+    text = (out / "summary.md").read_text(encoding="utf-8")
+    assert "## Intra-patient" in text and "Why our numbers differ" in text
+    _summary_is_last(out)
