@@ -183,3 +183,140 @@ def test_ecg_resume_skips_the_finished_split(tmp_path, monkeypatch):
     text = (out / "summary.md").read_text(encoding="utf-8")
     assert "## Intra-patient" in text and "Why our numbers differ" in text
     _summary_is_last(out)
+
+
+# ---------------------------------------------------------------------------
+# item 6: one tie rule for the k-th neighbour in every index and in Dask
+# ---------------------------------------------------------------------------
+
+FIELDS = ("proba", "lower", "upper", "epsilon", "kappa", "n_eff")
+
+
+def _tied_data(seed: int = 0):
+    """Integer grid features (many equal distances) with duplicated rows, weights and 3 classes."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 5, size=(300, 2)).astype(float)
+    X = np.vstack([X, X[:80], np.repeat(X[:1], 30, axis=0)])  # duplicated rows, one of them 31 times
+    y = rng.integers(0, 3, size=X.shape[0])
+    w = rng.choice([0.5, 1.0, 2.0], size=X.shape[0])
+    # Queries on the grid, half-way between grid points, and one on the 31-fold row.
+    Q = np.vstack([rng.integers(0, 5, size=(40, 2)) + rng.choice([0.0, 0.5], size=(40, 2)), X[:1]])
+    return X, y, w, Q
+
+
+def _rule_neighbors(X: np.ndarray, Q: np.ndarray, k: int) -> np.ndarray:
+    """The rule from its definition: k smallest direct float64 distances, ties to the lower row."""
+    out = []
+    for q in Q:  # slow on purpose: one query at a time
+        d = np.sqrt(((X - q) ** 2).sum(axis=1))
+        out.append(np.lexsort((np.arange(X.shape[0]), d))[:k])
+    return np.array(out)
+
+
+def _fields(iv) -> dict:
+    get = iv.get if isinstance(iv, dict) else (lambda name: getattr(iv, name))
+    return {name: np.asarray(get(name)) for name in FIELDS}
+
+
+@pytest.mark.parametrize("bound", ["hoeffding", "chernoff"])
+def test_exact_indexes_agree_exactly_on_ties(bound):
+    from nwbound import NadarayaWatsonClassifier
+
+    X, y, w, Q = _tied_data()
+    k = 10
+    expected = _rule_neighbors(X, Q, k)
+    results = {}
+    for algorithm in ("brute", "kd_tree", "ball_tree", "auto"):
+        model = NadarayaWatsonClassifier(n_neighbors=k, bandwidth=2.0, lipschitz=0.3, algorithm=algorithm,
+                                         bound=bound).fit(X, y, sample_weight=w)
+        dist, idx = model.kneighbors(Q)
+        np.testing.assert_array_equal(idx, expected, err_msg=algorithm)
+        np.testing.assert_array_equal(dist, np.sqrt(((X[expected] - Q[:, None, :]) ** 2).sum(axis=2)))
+        with _no_check():  # the usefulness warning is not what this test is about
+            results[algorithm] = _fields(model.predict_interval(Q))
+    for algorithm, fields in results.items():
+        for name, value in fields.items():
+            np.testing.assert_array_equal(value, results["brute"][name], err_msg=f"{algorithm}: {name}")
+    # On a row present many times the 10 neighbours are its 10 lowest copies.
+    copies = np.flatnonzero((X == X[0]).all(axis=1))
+    assert copies.size > k and expected[-1].tolist() == copies[:k].tolist()
+
+
+class _no_check:
+    def __enter__(self):
+        import warnings
+
+        self._ctx = warnings.catch_warnings()
+        self._ctx.__enter__()
+        warnings.simplefilter("ignore")
+
+    def __exit__(self, *exc):
+        return self._ctx.__exit__(*exc)
+
+
+@pytest.mark.parametrize("leaf_size", [1, 30])
+def test_index_rule_with_small_leaves_and_many_duplicates(leaf_size):
+    from nwbound.neighbors import ExactIndex
+
+    rng = np.random.default_rng(3)
+    X = np.repeat(rng.integers(0, 3, size=(12, 3)).astype(float), 9, axis=0)[rng.permutation(108)]
+    Q = rng.integers(0, 3, size=(25, 3)).astype(float)
+    for k in (1, 5, 9, 10, 30, 107, 108):
+        expected = _rule_neighbors(X, Q, k)
+        for algorithm in ("brute", "kd_tree", "ball_tree"):
+            dist, idx = ExactIndex(algorithm, leaf_size=leaf_size).fit(X).kneighbors(Q, k)
+            np.testing.assert_array_equal(idx, expected, err_msg=f"{algorithm}, k={k}")
+            assert np.all(np.diff(dist, axis=1) >= 0)
+
+
+def test_no_tie_results_unchanged():
+    from sklearn.neighbors import NearestNeighbors
+
+    from nwbound.neighbors import ExactIndex
+
+    rng = np.random.default_rng(4)
+    X, Q = rng.normal(size=(500, 4)), rng.normal(size=(60, 4))
+    ref_d, ref_i = NearestNeighbors(algorithm="brute").fit(X).kneighbors(Q, 7)
+    for algorithm in ("brute", "kd_tree", "ball_tree"):
+        dist, idx = ExactIndex(algorithm).fit(X).kneighbors(Q, 7)
+        np.testing.assert_array_equal(idx, ref_i)
+        np.testing.assert_allclose(dist, ref_d, rtol=1e-12)
+
+
+def test_dask_paths_equal_the_in_memory_estimator_on_ties():
+    import dask
+    import dask.array as da
+
+    import nwbound.dask as nwdask
+    from nwbound import NadarayaWatsonClassifier
+
+    X, y, w, Q = _tied_data(1)
+    params = dict(n_neighbors=10, bandwidth=2.0, lipschitz=0.3)
+    with _no_check():
+        reference = _fields(NadarayaWatsonClassifier(**params).fit(X, y, sample_weight=w).predict_interval(Q))
+        for chunks in ((5, 200, 205),):  # uneven shards, one smaller than k
+            model = nwdask.ShardedNadarayaWatson(**params).fit(da.from_array(X, chunks=(chunks, -1)), y,
+                                                              sample_weight=w)
+            (out,) = dask.compute(model.predict_interval(da.from_array(Q, chunks=(13, -1))), scheduler="sync")
+            for name, value in _fields(out).items():
+                np.testing.assert_array_equal(value, reference[name], err_msg=f"{chunks}: {name}")
+        in_memory = NadarayaWatsonClassifier(algorithm="kd_tree", **params).fit(X, y, sample_weight=w)
+        (out,) = dask.compute(nwdask.predict_interval(in_memory, da.from_array(Q, chunks=(7, -1))), scheduler="sync")
+    for name, value in _fields(out).items():
+        np.testing.assert_array_equal(value, reference[name], err_msg=name)
+
+
+def test_hnsw_applies_the_rule_among_its_candidates():
+    pytest.importorskip("hnswlib")
+    from nwbound.neighbors import HNSWIndex
+
+    # Rows 0 and 1 are both at distance 0.5 from the query; row 0 must win for k = 1.
+    X = np.array([[1.0], [0.0], [5.0], [6.0], [7.0], [9.0]])
+    for order in (X, X[[1, 0, 2, 3, 4, 5]]):
+        index = HNSWIndex(ef=6, random_state=0).fit(order)
+        dist, idx = index.kneighbors(np.array([[0.5]]), 1)
+        assert idx.tolist() == [[0]] and dist.tolist() == [[0.5]]
+    X, _, _, Q = _tied_data(2)
+    dist, idx = HNSWIndex(ef=400, random_state=0).fit(X).kneighbors(Q, 10)
+    same = dist[:, 1:] == dist[:, :-1]
+    assert np.all(np.diff(dist, axis=1) >= 0) and np.all(idx[:, 1:][same] > idx[:, :-1][same])

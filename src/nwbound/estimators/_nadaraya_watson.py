@@ -201,7 +201,10 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         λ's statistics exactly (user guide: "Choosing λ per query").
     n_neighbors : int or None, default=None
         None: the regular classifier over all training points. An int k: the
-        localized classifier over the k nearest neighbours.
+        localized classifier over the k nearest neighbours; among training rows
+        at exactly the k-th distance the lower row number wins
+        (:data:`nwbound.neighbors.TIE_RULE`), so every exact ``algorithm`` and
+        the sharded Dask classifier give identical results.
     algorithm : str, default="auto"
         Neighbour search for the localized classifier: ``"brute"``,
         ``"kd_tree"``, ``"ball_tree"`` (exact), a registered index such as
