@@ -320,3 +320,87 @@ def test_hnsw_applies_the_rule_among_its_candidates():
     dist, idx = HNSWIndex(ef=400, random_state=0).fit(X).kneighbors(Q, 10)
     same = dist[:, 1:] == dist[:, :-1]
     assert np.all(np.diff(dist, axis=1) >= 0) and np.all(idx[:, 1:][same] > idx[:, :-1][same])
+
+
+# ---------------------------------------------------------------------------
+# item 7: implausibly many classes are refused in fit (and so in the CLI); class names truncated
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_classes, n_rows", [(2, 3), (20, 20), (21, 41), (21, 42), (50, 99), (50, 100), (300, 300)])
+def test_class_count_rule_against_its_statement(n_classes, n_rows):
+    from nwbound import NadarayaWatsonClassifier
+
+    X = np.arange(n_rows, dtype=float)[:, None]
+    y = np.arange(n_rows) % n_classes
+    refused = n_classes > 20 and n_rows < 2 * n_classes  # the documented rule, restated
+    if refused:
+        with pytest.raises(ValueError, match=rf"^y has {n_classes} classes among {n_rows} rows.*class labels"):
+            NadarayaWatsonClassifier(bandwidth=1.0).fit(X, y)
+    else:
+        assert NadarayaWatsonClassifier(bandwidth=1.0).fit(X, y).classes_.shape == (n_classes,)
+
+
+def test_id_target_refused_by_every_estimator():
+    import dask.array as da
+
+    import nwbound.dask as nwdask
+    from nwbound import DyadicClassifier, NadarayaWatsonClassifier
+
+    X = np.random.default_rng(0).random((200, 2))
+    ids = np.array([f"row{i}" for i in range(200)])
+    for est in (NadarayaWatsonClassifier(bandwidth=0.2), NadarayaWatsonClassifier(bandwidth=0.2, n_neighbors=5),
+                DyadicClassifier(resolution=2)):
+        with pytest.raises(ValueError, match="y has 200 classes among 200 rows"):
+            est.fit(X, ids)
+    with pytest.raises(ValueError, match="y has 200 classes among 200 rows"):
+        nwdask.ShardedNadarayaWatson(bandwidth=0.2).fit(da.from_array(X, chunks=(50, -1)), ids)
+    # 25 classes with 4 rows each: a plausible labelling, fitted (the Dask template too).
+    y = np.arange(200) % 25
+    model = nwdask.ShardedNadarayaWatson(bandwidth=0.2).fit(da.from_array(X, chunks=(50, -1)), y)
+    assert model.classes_.shape == (25,)
+
+
+def test_class_table_memory_cap(monkeypatch):
+    import nwbound._validation as validation
+    from nwbound import NadarayaWatsonClassifier
+
+    monkeypatch.setattr(validation, "MAX_CLASS_TABLE", 1000)
+    X = np.random.default_rng(1).random((200, 2))
+    with pytest.raises(ValueError, match=r"y has 10 classes for 200 rows: .*2,000 entries.*limit of 1,000"):
+        NadarayaWatsonClassifier(bandwidth=0.2).fit(X, np.arange(200) % 10)
+    NadarayaWatsonClassifier(bandwidth=0.2).fit(X[:100], np.arange(100) % 10)  # 1000 entries: at the cap
+
+
+def _write_csv(path: Path, n_rows: int, n_classes: int) -> None:
+    rng = np.random.default_rng(0)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["a", "b", "id", "label"])
+        for i in range(n_rows):
+            w.writerow([rng.random(), rng.random(), f"patient-{i}", f"class-{i % n_classes}"])
+
+
+def test_cli_refuses_an_id_column_as_target(tmp_path, capsys):
+    data = tmp_path / "train.csv"
+    _write_csv(data, 300, 3)
+    out = tmp_path / "model.npz"
+    rc = main(["fit", str(data), "--target", "id", "--features", "a,b", "--lipschitz", "1", "--bandwidth", "0.2",
+               "-o", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and not out.exists()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "target column 'id' has 300 classes among 300 rows" in err and "class labels" in err
+    assert "patient-1" not in err  # no class names in the refusal
+
+
+def test_cli_prints_a_bounded_list_of_class_names(tmp_path, capsys):
+    data = tmp_path / "train.csv"
+    _write_csv(data, 240, 60)  # 60 classes, 4 rows each: accepted
+    rc = main(["fit", str(data), "--target", "label", "--features", "a,b", "--lipschitz", "1",
+               "--bandwidth", "0.3", "-o", str(tmp_path / "model.npz")])
+    text = capsys.readouterr().out
+    assert rc == 0
+    assert "60 classes ['class-0', " in text and "… and 50 more]" in text
+    shown = [f"'class-{i}'" for i in range(60) if f"'class-{i}'" in text]
+    assert len(shown) == 10
