@@ -404,3 +404,13 @@ def test_cli_prints_a_bounded_list_of_class_names(tmp_path, capsys):
     assert "60 classes ['class-0', " in text and "… and 50 more]" in text
     shown = [f"'class-{i}'" for i in range(60) if f"'class-{i}'" in text]
     assert len(shown) == 10
+
+
+def test_float32_localized_follows_the_rule():
+    from nwbound import NadarayaWatsonClassifier
+
+    X, y, _, Q = _tied_data(5)
+    expected = _rule_neighbors(X, Q, 7)
+    for algorithm in ("brute", "kd_tree"):
+        model = NadarayaWatsonClassifier(n_neighbors=7, bandwidth=2.0, algorithm=algorithm, dtype="float32").fit(X, y)
+        np.testing.assert_array_equal(model.kneighbors(Q)[1], expected, err_msg=algorithm)

@@ -246,7 +246,9 @@ class ExactIndex(NeighborIndex):
         """Bound on the error of scikit-learn's squared distances for each query (the expanded
         formula ``‖q‖² − 2 q·x + ‖x‖²`` of brute force is the worst; the trees' direct sums are within it)."""
         sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
-        return 8.0 * (X.shape[1] + 4) * np.finfo(np.float64).eps * (sq + self.max_sq_norm_)
+        # The unit roundoff of the coarser input: float32 data may be searched in float32.
+        eps = np.finfo(np.result_type(self.X_.dtype, X.dtype, np.float32)).eps
+        return 8.0 * (X.shape[1] + 4) * eps * (sq + self.max_sq_norm_)
 
     def _within(self, X: np.ndarray, kth: np.ndarray, known: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The k rows of :data:`TIE_RULE` for queries whose k-th neighbour may be tied: every row whose
