@@ -122,8 +122,6 @@ def test_margin_resume_reuses_every_step(tmp_path, monkeypatch):
     assert main(argv + ["--resume"]) == 0
     assert calls == []
     assert (out / "summary.md").is_file() and (out / "margin_figure.png").is_file()
-    assert main(argv + ["--resume", "--bandwidth", "0.25"]) == 0  # other parameters: recomputed
-    assert len(calls) == 2  # the paper and the ours setting of the regular NWC
 
 
 def test_shift_interrupted_resumes_and_matches_a_clean_run(tmp_path, monkeypatch):
@@ -155,6 +153,10 @@ def test_shift_interrupted_resumes_and_matches_a_clean_run(tmp_path, monkeypatch
     assert main(argv + ["--output", str(clean)]) == 0
     for name in ("shift_rows.csv", "shift_summary.csv", "summary.md"):
         assert (out / name).read_bytes() == (clean / name).read_bytes(), name
+
+    calls.clear()  # other parameters: every step is recomputed, none reused
+    assert main(argv + ["--output", str(out), "--resume", "--bandwidth", "0.2"]) == 0
+    assert sorted(calls) == [(0, "hoeffding", "regular"), (1, "hoeffding", "regular")]
 
 
 @pytest.mark.slow
