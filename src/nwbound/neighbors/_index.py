@@ -72,6 +72,8 @@ class NeighborIndex(ABC):
 
     Subclasses implement :meth:`fit` and :meth:`kneighbors`; register them by
     name with :func:`register_index` to use them as a classifier's ``algorithm``.
+    An exact index should follow :data:`TIE_RULE` (e.g. with :func:`tie_ordered`
+    on enough candidates), so that its results equal the built-in indexes'.
 
     Examples
     --------
