@@ -15,7 +15,22 @@ __all__ = [
     "check_dtype",
     "check_beta",
     "check_n_jobs",
+    "check_class_count",
+    "FEW_CLASSES",
+    "MIN_ROWS_PER_CLASS",
+    "MAX_CLASS_TABLE",
 ]
+
+#: Up to this many classes any split of the rows is accepted: the cost is small and hand-made
+#: examples (three rows, two classes) are common.
+FEW_CLASSES = 20
+#: Fewest training rows per class, on average, above :data:`FEW_CLASSES` classes. Fewer means
+#: that most classes are seen once: the target names rows (an id column), it does not label
+#: classes, and every class probability would rest on a single point.
+MIN_ROWS_PER_CLASS = 2
+#: Most entries of the per-class training table the estimators keep (one float per training
+#: row and class, 8 bytes each in float64: 2 GiB), and of the rows × classes work per query block.
+MAX_CLASS_TABLE = 2**28
 
 
 def check_positive(value: object, name: str, *, allow_none: bool = False) -> float | None:
@@ -173,6 +188,56 @@ def check_int_range(value: object, name: str, low: int, high: int | None = None,
         upper = "" if high is None else f" and <= {high}"
         raise ValueError(f"{name} must be >= {low}{upper}, got {value}.{(' ' + hint) if hint else ''}")
     return int(value)
+
+
+def check_class_count(n_classes: int, n_rows: int, *, name: str = "y") -> None:
+    """Refuse a number of classes that is implausible for a classifier trained on ``n_rows`` rows.
+
+    Two rules, each with a message that names ``name`` and the fix:
+
+    * above :data:`FEW_CLASSES` classes, at least :data:`MIN_ROWS_PER_CLASS` rows per class on
+      average (``n_rows >= 2 * n_classes``): otherwise most classes have a single row, as when
+      an id column is used as the target;
+    * at most :data:`MAX_CLASS_TABLE` entries in the ``n_rows × n_classes`` table the estimators
+      keep (memory grows as rows × classes).
+
+    Parameters
+    ----------
+    n_classes : int
+        Distinct labels.
+    n_rows : int
+        Training rows.
+    name : str, default="y"
+        What holds the labels, for the message (the CLI passes its target column).
+
+    Raises
+    ------
+    ValueError
+        With the counts, the rule and the fix.
+
+    Examples
+    --------
+    >>> check_class_count(2, 3)  # a hand-made example: accepted
+    >>> check_class_count(1000, 1000, name="target column 'id'")
+    Traceback (most recent call last):
+        ...
+    ValueError: target column 'id' has 1000 classes among 1000 rows (1 per class on average; a classifier needs at least 2 per class above 20 classes): it names rows (an id?) rather than classes. Use a column of class labels, or merge rare classes (e.g. into 'other') so that classes have at least 2 rows on average.
+    """
+    n_classes, n_rows = int(n_classes), int(n_rows)
+    if n_classes > FEW_CLASSES and n_rows < MIN_ROWS_PER_CLASS * n_classes:
+        raise ValueError(
+            f"{name} has {n_classes} classes among {n_rows} rows ({n_rows / n_classes:.2g} per class on "
+            f"average; a classifier needs at least {MIN_ROWS_PER_CLASS} per class above {FEW_CLASSES} classes): "
+            "it names rows (an id?) rather than classes. Use a column of class labels, or merge rare classes "
+            f"(e.g. into 'other') so that classes have at least {MIN_ROWS_PER_CLASS} rows on average."
+        )
+    if n_rows * n_classes > MAX_CLASS_TABLE:
+        raise ValueError(
+            f"{name} has {n_classes} classes for {n_rows} rows: the classifier keeps one number per row and "
+            f"class ({n_rows * n_classes:,} entries, {n_rows * n_classes * 8 / 2**30:.3g} GiB in float64), above "
+            f"the limit of {MAX_CLASS_TABLE:,} ({MAX_CLASS_TABLE * 8 / 2**30:.3g} GiB). Merge rare classes "
+            "(e.g. into 'other') or train on fewer rows."
+        )
 
 
 def check_dtype(value: object) -> np.dtype:

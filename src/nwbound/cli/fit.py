@@ -50,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._validation import check_class_count
 from ..utils import bandwidth_or_auto, positive_float
 from .predict import DEFAULT_CHUNKSIZE, add_column_list, check_chunksize, friendly_errors
 
@@ -172,6 +173,27 @@ def _read_training(args: argparse.Namespace, path: Path) -> tuple[np.ndarray, np
     return X, y, features
 
 
+SHOWN_CLASSES = 10
+"""Class names printed after a fit; more are counted, not listed."""
+
+
+def class_summary(classes, limit: int = SHOWN_CLASSES) -> str:
+    """``classes [...]`` for the fit message: at most ``limit`` names, then how many more.
+
+    Examples
+    --------
+    >>> class_summary(["a", "b"])
+    "classes ['a', 'b']"
+    >>> class_summary([str(i) for i in range(10_000)], limit=3)
+    "10000 classes ['0', '1', '2', … and 9997 more]"
+    """
+    names = [str(c) for c in classes]
+    if len(names) <= limit:
+        return f"classes {names}"
+    shown = ", ".join(repr(n) for n in names[:limit])
+    return f"{len(names)} classes [{shown}, … and {len(names) - limit} more]"
+
+
 @friendly_errors
 def run(args: argparse.Namespace) -> int:
     from ..io import TableModel, save_model
@@ -190,6 +212,10 @@ def run(args: argparse.Namespace) -> int:
             f"{train}: target column {args.target!r} has a single class ({y[0]!r}) in {y.shape[0]} row(s); "
             "a classifier needs at least 2 classes."
         )
+    try:  # before any fitting: an id column as the target is refused at once
+        check_class_count(np.unique(y).shape[0], y.shape[0], name=f"{train}: target column {args.target!r}")
+    except ValueError as exc:
+        raise TableError(str(exc)) from None
     lipschitz, auto_note = args.lipschitz, None
     if lipschitz == "auto":
         lipschitz, auto_note = _auto_lipschitz(estimator, X, y, args.scale)
@@ -217,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
             summary = f"{name} = {given:g}{units}"
         print(
             f"Fitted {type(est).__name__} on {X.shape[0]} rows of {train}: {len(features)} features, "
-            f"classes {[str(c) for c in est.classes_]}, {summary}. Wrote {output}."
+            f"{class_summary(est.classes_)}, {summary}. Wrote {output}."
         )
         _held_out_usefulness(model, X, y, lipschitz_auto=args.lipschitz == "auto")
     return 0

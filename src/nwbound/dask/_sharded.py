@@ -353,7 +353,7 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
             check_int_range(self.n_neighbors, "n_neighbors", 1, n,
                             hint=f"It counts neighbours among the {n} training samples (None: use all).")
 
-        # The global model: the estimator's own fit on one row per class runs every
+        # The global model: the estimator's own fit on rows of every class runs every
         # parameter check; a fit on the labels alone (zero-width inputs) checks y and
         # the weights and gives the prior. The box and grid of all shards replace theirs.
         first = np.sort(np.unique(y, return_index=True)[1])
@@ -364,11 +364,14 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         scale = isinstance(self.bandwidth, str) and self.bandwidth == "scale"
         if scale:  # placeholder, replaced by the λ of all shards
             head["bandwidth"] = 1.0
-        rows = np.asarray(compute(client, X[first])[0])
-        template = NadarayaWatsonClassifier(**head).fit(rows, y[first]).get_fitted_state()
-        if self.n_neighbors is not None:  # the index options are checked here, not in a task on a worker
-            NadarayaWatsonClassifier(**{**head, "n_neighbors": 1}).fit(rows, y[first])
+        # First the labels of all rows (the estimator's checks of y, e.g. its class count).
         full = NadarayaWatsonClassifier(**head).fit(np.zeros((n, 1), X.dtype), y, sample_weight=sample_weight).get_fitted_state()
+        rows = np.asarray(compute(client, X[first])[0])
+        # Each class's first row twice: a valid training set of 2 rows per class.
+        rows, first_labels = np.concatenate([rows, rows]), np.concatenate([y[first], y[first]])
+        template = NadarayaWatsonClassifier(**head).fit(rows, first_labels).get_fitted_state()
+        if self.n_neighbors is not None:  # the index options are checked here, not in a task on a worker
+            NadarayaWatsonClassifier(**{**head, "n_neighbors": 1}).fit(rows, first_labels)
         weights = full.get("weights")  # as the in-memory estimator keeps them (None when all 1)
         labels = np.asarray(full["labels"])
         template.update(class_prior_=full["class_prior_"], box_low=low, box_high=high)

@@ -14,7 +14,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from typing import Any, Mapping
 
 from .._result import PredictionInterval
-from .._validation import check_beta, check_choice, check_open_unit, check_positive
+from .._validation import check_beta, check_choice, check_class_count, check_open_unit, check_positive
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import AdviceContext, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
@@ -76,6 +76,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"y has only one class ({classes[0]!r}); a classifier needs at least 2 classes to train."
             )
+        check_class_count(classes.shape[0], X.shape[0], name="y")  # e.g. an id column as the target
         weights = None
         if sample_weight is not None:
             weights = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)

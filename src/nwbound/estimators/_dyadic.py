@@ -120,6 +120,14 @@ class DyadicClassifier(BoundedClassifierBase):
         -------
         self
 
+        Raises
+        ------
+        ValueError
+            For fewer than 2 classes, or implausibly many
+            (:func:`nwbound._validation.check_class_count`): above 20 classes,
+            fewer than 2 rows per class on average (e.g. an id column as ``y``),
+            or more than 2²⁸ entries in the rows × classes table.
+
         Examples
         --------
         >>> import numpy as np

@@ -291,7 +291,10 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         λ's statistics exactly (user guide: "Choosing λ per query").
     n_neighbors : int or None, default=None
         None: the regular classifier over all training points. An int k: the
-        localized classifier over the k nearest neighbours.
+        localized classifier over the k nearest neighbours; among training rows
+        at exactly the k-th distance the lower row number wins
+        (:data:`nwbound.neighbors.TIE_RULE`), so every exact ``algorithm`` and
+        the sharded Dask classifier give identical results.
     algorithm : str, default="auto"
         Neighbour search for the localized classifier: ``"brute"``,
         ``"kd_tree"``, ``"ball_tree"`` (exact), a registered index such as
@@ -498,6 +501,14 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         Returns
         -------
         self
+
+        Raises
+        ------
+        ValueError
+            For fewer than 2 classes, or implausibly many
+            (:func:`nwbound._validation.check_class_count`): above 20 classes,
+            fewer than 2 rows per class on average (e.g. an id column as ``y``),
+            or more than 2²⁸ entries in the rows × classes table.
 
         Examples
         --------

@@ -13,6 +13,11 @@ Command-line values
     :func:`parse_sizes`, :func:`positive_int`, :func:`positive_float`
 Figures (built from computed rows, never shown)
     :class:`SizeCurveDisplay`, :func:`new_figure`, :func:`save_figures`
+Steps and ``--resume``
+    :func:`experiment_steps`: the one :class:`~nwbound.utils.StepLog` every
+    experiment runs its steps through (each step's result and parameters
+    recorded atomically in ``steps.json`` as it finishes; ``--resume`` skips a
+    step whose record matches; ``summary.md`` written last)
 
 Conventions: a *row* is a flat ``dict`` of str → scalar, written with
 :func:`nwbound.utils.write_table`; times are in seconds; a
@@ -35,11 +40,13 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..utils import as_user_error
+from ..utils import StepLog, as_user_error
 from ..utils import positive_float, positive_int  # noqa: F401  (re-exported for the experiments)
 from ..metrics import accuracy, violation_rate, weighted_precision_recall
 
 __all__ = [
+    "experiment_steps",
+    "run_parameters",
     "load_or_command_error",
     "quiet_bound_warnings",
     "MODEL_NAMES",
@@ -85,6 +92,112 @@ Combine with the paper's constants (its ``L`` or ``γ`` and ``λ``), see
 """
 
 _SETTINGS = ("ours", "paper")
+
+
+# ---------------------------------------------------------------------------
+# steps and --resume
+# ---------------------------------------------------------------------------
+
+
+def experiment_steps(output: str | os.PathLike, args: Any, params: Mapping[str, Any], *, name: str) -> StepLog:
+    """The step record of one experiment run (every experiment uses this one mechanism).
+
+    Each step run through :meth:`~nwbound.utils.StepLog.run` has its result and
+    its parameters (``params`` plus the step's own) written atomically (a
+    temporary file, then ``os.replace``) into ``steps.json`` as soon as it
+    finishes. With ``--resume`` (``args.resume``) a step whose record matches
+    its parameters, and whose files are all present, is reused instead of
+    recomputed; any other step is recomputed. An existing ``summary.md`` is
+    removed here and rewritten last by :meth:`~nwbound.utils.StepLog.write_summary`,
+    so a killed run never leaves a summary of files it did not write.
+
+    Parameters
+    ----------
+    output : path-like
+        The prepared results folder.
+    args : argparse.Namespace
+        The parsed options; ``resume`` and ``quiet`` are read (absent = False).
+    params : mapping
+        Every parameter the run's results depend on (seed, sizes, constants…),
+        recorded with each step: changing one recomputes every step.
+    name : str
+        The experiment's name (prefix of the progress lines).
+
+    Returns
+    -------
+    nwbound.utils.StepLog
+        The record, ready to run steps.
+
+    Examples
+    --------
+    >>> import argparse, tempfile
+    >>> from nwbound.experiments._common import experiment_steps
+    >>> tmp = tempfile.mkdtemp()
+    >>> args = argparse.Namespace(quiet=True)
+    >>> log = experiment_steps(tmp, args, {"seed": 0}, name="demo")
+    >>> log.run("square", lambda: (3 ** 2, []), params={"x": 3})
+    9
+    >>> args.resume = True
+    >>> again = experiment_steps(tmp, args, {"seed": 0}, name="demo")
+    >>> again.run("square", lambda: (-1, []), params={"x": 3}), again.skipped
+    (9, ['square'])
+    """
+    return StepLog(
+        output, params=params, resume=bool(getattr(args, "resume", False)), name=name,
+        quiet=bool(getattr(args, "quiet", False)),
+    )
+
+
+#: Options that change where or how a run reports, not what it computes.
+NOT_PARAMETERS: frozenset[str] = frozenset(
+    {"command", "experiment", "output", "overwrite", "resume", "quiet", "threads", "cache_dir"}
+)
+
+
+def run_parameters(args: Any, *, exclude: Iterable[str] = ()) -> dict[str, Any]:
+    """The parsed options a run's results depend on, ready to record with its steps.
+
+    Every plain value of ``args`` (numbers, strings, paths — made absolute —,
+    and sequences of them) except :data:`NOT_PARAMETERS` and ``exclude``;
+    callables and modules (the CLI's dispatch entries) are skipped.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options.
+    exclude : iterable of str, default=()
+        More option names to leave out.
+
+    Returns
+    -------
+    dict
+        Option name → value, sorted by name.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> from nwbound.experiments._common import run_parameters
+    >>> run_parameters(argparse.Namespace(seed=0, sizes="100,200", quiet=True, func=print))
+    {'seed': 0, 'sizes': '100,200'}
+    """
+    skip = NOT_PARAMETERS | set(exclude)
+
+    def plain(value: Any) -> tuple[bool, Any]:
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return True, value
+        if isinstance(value, os.PathLike):
+            return True, str(Path(value).resolve())
+        if isinstance(value, (list, tuple)):
+            items = [plain(v) for v in value]
+            return all(ok for ok, _ in items), [v for _, v in items]
+        return False, None
+
+    out = {}
+    for key, value in sorted(vars(args).items()):
+        ok, value = plain(value)
+        if ok and key not in skip:
+            out[key] = value
+    return out
 
 
 # ---------------------------------------------------------------------------

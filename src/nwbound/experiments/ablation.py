@@ -28,8 +28,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..datasets import stratified_subsample
-from ..utils import StepLog, add_resume_argument, format_markdown, positive_float, positive_int, progress, write_table
-from ._common import new_figure, quiet_bound_warnings, save_figures
+from ..utils import add_resume_argument, format_markdown, positive_float, positive_int, progress, write_table
+from ._common import experiment_steps, new_figure, quiet_bound_warnings, save_figures
 from .mnist import load_mnist_checked
 
 __all__ = [
@@ -277,7 +277,7 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
     params = {"data_dir": str(Path(args.data_dir).resolve()), "seed": seed, "n_train": n_train, "n_val": n_val,
               "r": args.r, "lipschitz": args.lipschitz, "baseline": args.baseline_bandwidth, "bounds": bounds,
               "maxiter": maxiter, "xtol": args.xtol, "maxfev": args.maxfev, "dtype": DTYPE}
-    log = StepLog(output, params=params, resume=bool(getattr(args, "resume", False)), name="ablation", quiet=quiet)
+    log = experiment_steps(output, args, params, name="ablation")
 
     def kernel_step(kernel: str) -> tuple[dict[str, Any], list[Path]]:
         res = tune_bandwidth(kernel, X_tr, y_tr, X_val, y_val, lipschitz=args.lipschitz, r=args.r,

@@ -47,16 +47,18 @@ import numpy as np
 from .._result import PredictionInterval
 from ._common import (
     PAPER_SETTING,
+    experiment_steps,
     fit_and_query,
     make_model,
     new_figure,
     parse_sizes,
     positive_float,
     positive_int,
+    run_parameters,
     save_figures,
 )
 from ..datasets import stratified_subsample
-from ..utils import atomic_write_text, format_markdown, write_table
+from ..utils import format_markdown, write_table
 from ..utils import progress
 
 __all__ = [
@@ -850,39 +852,40 @@ def _why_we_differ(results: list[SplitResult], tables: dict[str, dict[str, list]
     return "\n".join(lines) + "\n"
 
 
-def _summary(results: list[SplitResult], tables: dict[str, dict[str, list]], args: argparse.Namespace,
-             elapsed: float, quick: bool, cme_max: int, inter: InterResult | None) -> str:
+def _intra_text(res: SplitResult, t: dict[str, list[dict[str, Any]]], args: argparse.Namespace,
+                cme_max: int) -> str:
+    """The intra-patient section of ``summary.md`` (recorded with its step)."""
+    lines = [
+        f"## Intra-patient (the paper's setting): {res.n_train_full} training / "
+        f"{res.y_test.shape[0]} test beats (paper: 87 554 / 21 892)\n",
+        f"Epanechnikov, L = {args.lipschitz:g}, λ = {args.bandwidth:g}, localized k = {args.n_neighbors}, "
+        f"δ = {DELTA}; paper bound = {PAPER_SETTING}; ours = {args.bound}, simultaneous δ/C. "
+        f"Features: first 100 samples, MinMax on the training side. Regular NWC in float32 from "
+        f"n = {FLOAT32_FROM}. CME up to n = {cme_max}"
+        + (f", scored on {args.cme_max_test} stratified test beats" if args.cme_max_test else "") + ".\n",
+        format_markdown(_side_by_side(res.rows, res.n_train_full, res.split)) + "\n",
+        f"Headline (figure 3e, appendix E) at n = {max(f.n_train for f in res.largest.values())}:\n",
+        format_markdown(_headline(res, t)) + "\n",
+    ]
+    s_recall = [r for r in t["per_class"] if r["class"] == "S"]
+    lines.append("S-class recall: " + ", ".join(f"{r['method']} {r['recall']:.3f}" for r in s_recall) + ".\n")
+    lines.append(
+        "Reference levels of a plain re-run on rebuilt beats (shared notes), full size: "
+        + ", ".join(f"{k} {v}" for k, v in REFERENCE_FULL.items()) + ".\n")
+    lines.append(_why_we_differ([res], {res.split: t}, args))
+    return "\n".join(lines)
+
+
+def _summary(sections: list[str], args: argparse.Namespace, elapsed: float, quick: bool) -> str:
     lines = [
         "# MIT-BIH ECG: the paper's experiment (intra-patient) and a new patient (inter-patient)\n",
         f"**Measured run time: {elapsed:.0f} s** (loading, all fits, tables and figures"
         + (f"; BLAS threads {args.threads}" if args.threads else "") + f"). Seed {args.seed}"
         + (" (quick run)" if quick else "") + ".\n",
+        *sections,
+        "Data: PhysioNet MIT-BIH Arrhythmia Database 1.0.0 (ODC-By 1.0): Moody & Mark, IEEE EMB "
+        "20(3):45–50, 2001; Goldberger et al., Circulation 101(23):e215–e220, 2000.\n",
     ]
-    for res in results:
-        t = tables[res.split]
-        lines.append(
-            f"## Intra-patient (the paper's setting): {res.n_train_full} training / "
-            f"{res.y_test.shape[0]} test beats (paper: 87 554 / 21 892)\n")
-        lines.append(
-            f"Epanechnikov, L = {args.lipschitz:g}, λ = {args.bandwidth:g}, localized k = {args.n_neighbors}, "
-            f"δ = {DELTA}; paper bound = {PAPER_SETTING}; ours = {args.bound}, simultaneous δ/C. "
-            f"Features: first 100 samples, MinMax on the training side. Regular NWC in float32 from "
-            f"n = {FLOAT32_FROM}. CME up to n = {cme_max}"
-            + (f", scored on {args.cme_max_test} stratified test beats" if args.cme_max_test else "") + ".\n")
-        lines.append(format_markdown(_side_by_side(res.rows, res.n_train_full, res.split)) + "\n")
-        lines.append(f"Headline (figure 3e, appendix E) at n = {max(f.n_train for f in res.largest.values())}:\n")
-        lines.append(format_markdown(_headline(res, t)) + "\n")
-        s_recall = [r for r in t["per_class"] if r["class"] == "S"]
-        lines.append("S-class recall: " + ", ".join(f"{r['method']} {r['recall']:.3f}" for r in s_recall) + ".\n")
-        lines.append(
-            "Reference levels of a plain re-run on rebuilt beats (shared notes), full size: "
-            + ", ".join(f"{k} {v}" for k, v in REFERENCE_FULL.items()) + ".\n")
-    if results:
-        lines.append(_why_we_differ(results, tables, args))
-    if inter is not None:
-        lines.append(_inter_summary(inter, args))
-    lines.append("Data: PhysioNet MIT-BIH Arrhythmia Database 1.0.0 (ODC-By 1.0): Moody & Mark, IEEE EMB "
-                 "20(3):45–50, 2001; Goldberger et al., Circulation 101(23):e215–e220, 2000.\n")
     return "\n".join(lines)
 
 
@@ -1336,27 +1339,37 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
     formats = ("png",) if quick else ("png", "pdf")
     args.feature_sets = _parse_feature_sets(getattr(args, "feature_sets", ",".join(INTER_FEATURE_SETS)))
 
-    beats = _load_beats(args.data_dir, args.cache_dir, args.quiet)
-    files: list[Path] = []
-    results: list[SplitResult] = []
-    tables: dict[str, dict[str, list]] = {}
-    inter: InterResult | None = None
+    loaded: list[Any] = []
+
+    def beats() -> Any:  # loaded once, and only by a step that runs
+        if not loaded:
+            loaded.append(_load_beats(args.data_dir, args.cache_dir, args.quiet))
+        return loaded[0]
+
+    def intra_step() -> tuple[str, list[Path]]:
+        res = _run_split("intra", beats(), args, sizes, full, cme_max)
+        t = _analysis_tables(res)
+        files = list(write_table(_table2(res.rows), output / "table2_intra",
+                                 title="Table 2 (intra-patient): accuracy, weighted precision/recall, times"))
+        files += write_table(res.rows, output / "results_intra", title="All result columns (intra)")
+        for name, rows in t.items():
+            files += write_table(rows, output / f"{name}_intra", title=f"{name.replace('_', ' ')} (intra)")
+        files += _figures(res, output, args.seed, formats)
+        return _intra_text(res, t, args, cme_max), files
+
+    def inter_step() -> tuple[str, list[Path]]:
+        inter = _run_inter(beats(), args, quick)
+        return _inter_summary(inter, args), _inter_outputs(inter, output, formats)
+
+    if not getattr(args, "resume", False):
+        beats()  # data errors before anything is written; a resumed run loads only if a step needs it
+    # One step per split: its tables, figures and summary section are recorded as it finishes.
+    log = experiment_steps(output, args, run_parameters(args), name="ecg")
+    sections: list[str] = []
     with _blas_threads(args.threads):
         if "intra" in splits:
-            res = _run_split("intra", beats, args, sizes, full, cme_max)
-            results.append(res)
-            t = _analysis_tables(res)
-            tables["intra"] = t
-            files += write_table(_table2(res.rows), output / "table2_intra",
-                                 title="Table 2 (intra-patient): accuracy, weighted precision/recall, times")
-            files += write_table(res.rows, output / "results_intra", title="All result columns (intra)")
-            for name, rows in t.items():
-                files += write_table(rows, output / f"{name}_intra", title=f"{name.replace('_', ' ')} (intra)")
-            files += _figures(res, output, args.seed, formats)
+            sections.append(log.run("intra", intra_step, params={"split": "intra"}))
         if "inter" in splits:
-            inter = _run_inter(beats, args, quick)
-            files += _inter_outputs(inter, output, formats)
-    elapsed = time.perf_counter() - start
-    files.append(atomic_write_text(output / "summary.md",
-                                   _summary(results, tables, args, elapsed, quick, cme_max, inter)))
-    return files
+            sections.append(log.run("inter", inter_step, params={"split": "inter"}))
+    log.write_summary(_summary(sections, args, time.perf_counter() - start, quick))
+    return log.files

@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ..utils import StepLog, add_resume_argument, format_markdown, positive_float, positive_int, progress, write_table
+from ..utils import add_resume_argument, format_markdown, positive_float, positive_int, progress, write_table
 from ._common import (
+    experiment_steps,
     fit_and_query,
     load_or_command_error,
     make_model,
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
     params = {"data_dir": str(Path(args.data_dir).resolve()), "seed": seed, "lipschitz": args.lipschitz,
               "bandwidth": args.bandwidth, "n_neighbors": args.n_neighbors, "dtype": DTYPE,
               "n_train": int(X.shape[0]), "n_test": int(X_test.shape[0])}
-    log = StepLog(output, params=params, resume=bool(getattr(args, "resume", False)), name="gtsrb", quiet=quiet)
+    log = experiment_steps(output, args, params, name="gtsrb")
     formats = ("png",) if quick else ("png", "pdf")  # PDF export is slow
 
     def model_step(name: str, setting: str) -> tuple[dict[str, Any], list[Path]]:

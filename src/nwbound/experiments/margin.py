@@ -18,6 +18,7 @@ import argparse
 from pathlib import Path
 
 from . import synthetic
+from ._common import experiment_steps
 
 __all__ = ["DESCRIPTION", "PANELS", "add_arguments", "run"]
 
@@ -32,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, output: Path) -> list[Path]:
-    """Entry point of ``nwbound experiment margin``."""
+    """Entry point of ``nwbound experiment margin`` (steps recorded, ``--resume``, summary last)."""
     config = synthetic.config_from_args(args, datasets=("separable",))
-    rows = synthetic.run_dataset("separable", config)
-    return synthetic.write_results(rows, Path(output), config, panels=PANELS, stem="margin_figure")
+    log = experiment_steps(output, args, synthetic.run_params(config), name="margin")
+    rows = synthetic.run_dataset("separable", config, log)
+    return synthetic.write_results(rows, Path(output), config, panels=PANELS, stem="margin_figure", log=log)

@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 
 from ..datasets import stratified_subsample
-from ..utils import StepLog, add_resume_argument, format_markdown, positive_float, positive_int, progress, write_table
+from ..utils import add_resume_argument, format_markdown, positive_float, positive_int, progress, write_table
 from ._common import (
+    experiment_steps,
     PAPER_SETTING,
     SizeCurveDisplay,
     fit_and_query,
@@ -171,7 +172,7 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
     params = {"data_dir": str(Path(args.data_dir).resolve()), "seed": seed, "n_test": int(y_test.shape[0]),
               "lipschitz": args.lipschitz, "bandwidth": args.bandwidth, "n_neighbors": args.n_neighbors,
               "largest": all_sizes[-1], "dtype": DTYPE, "quick": quick}
-    log = StepLog(output, params=params, resume=bool(getattr(args, "resume", False)), name="mnist", quiet=quiet)
+    log = experiment_steps(output, args, params, name="mnist")
     formats = ("png",) if quick else ("png", "pdf")  # PDF export is slow on busy machines
 
     def training_set(n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -45,7 +45,7 @@ from __future__ import annotations
 import argparse
 import math
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -55,8 +55,8 @@ from ..baselines import CalibratedAcceptance, SplitConformalSets
 from ..datasets import make_lipschitz_logistic, make_softmax_field
 from ..diagnostics import UselessBoundWarning, VacuousPredictionWarning
 from ..metrics import clopper_pearson
-from ..utils import atomic_write_text, format_markdown, positive_float, positive_int, progress, write_table
-from ._common import make_model, new_figure, save_figures
+from ..utils import StepLog, atomic_write_text, format_markdown, positive_float, positive_int, progress, write_table
+from ._common import experiment_steps, make_model, new_figure, save_figures
 
 __all__ = [
     "DESCRIPTION",
@@ -354,8 +354,12 @@ _SCORES = {
 }
 
 
-def run_field(field: str, config: ShiftConfig) -> list[dict[str, Any]]:
-    """All repeats, bounds and models on one field; one row per region."""
+def run_field(field: str, config: ShiftConfig, log: StepLog | None = None) -> list[dict[str, Any]]:
+    """All repeats, bounds and models on one field; one row per region.
+
+    With ``log``, each (repeat, bound, model) is one recorded step (its rows
+    kept in ``steps.json`` as soon as it finishes; reused on ``--resume``).
+    """
     tasks = [(r, b, m) for r in range(config.repeats) for b in config.bounds for m in config.models]
     rows: list[dict[str, Any]] = []
     cache: dict[str, Any] = {}
@@ -364,7 +368,15 @@ def run_field(field: str, config: ShiftConfig) -> list[dict[str, Any]]:
         warnings.simplefilter("ignore", UselessBoundWarning)
         warnings.simplefilter("ignore", VacuousPredictionWarning)  # far queries are the point here
         for task in progress(tasks, desc=f"shift {field}", total=len(tasks), quiet=config.quiet):
-            rows += _run_task(field, config, task, cache)
+            if log is None:
+                rows += _run_task(field, config, task, cache)
+            else:
+                repeat, bound, model = task
+                rows += log.run(
+                    f"{field} repeat={repeat} {bound} {model}",
+                    lambda task=task: (_run_task(field, config, task, cache), []),
+                    params={"field": field, "repeat": repeat, "bound": bound, "model": model},
+                )
     return rows
 
 
@@ -529,18 +541,36 @@ def _summary_text(config: ShiftConfig, summary: Sequence[dict[str, Any]]) -> str
     return "\n".join(lines) + "\n"
 
 
-def write_results(rows: list[dict[str, Any]], out: Path, config: ShiftConfig) -> list[Path]:
-    """Write the tables, the summary and the figure; return the paths."""
+def write_results(
+    rows: list[dict[str, Any]], out: Path, config: ShiftConfig, *, log: StepLog | None = None
+) -> list[Path]:
+    """Write the tables, the figure and, last, ``summary.md``; return the paths.
+
+    With ``log``, the tables and the figure are one recorded step and the
+    summary is written by :meth:`~nwbound.utils.StepLog.write_summary`.
+    """
     summary = summary_rows(rows)
-    files = [*write_table(rows, out / "shift_rows", title="Covariate shift: one row per repeat and region")]
-    files += write_table(summary, out / "shift_summary", title="Covariate shift: pooled over repeats")
-    files.append(atomic_write_text(out / "summary.md", _summary_text(config, summary)))
-    files += shift_figure(summary, out, config)
-    return files
+
+    def tables_and_figure() -> tuple[None, list[Path]]:
+        files = [*write_table(rows, out / "shift_rows", title="Covariate shift: one row per repeat and region")]
+        files += write_table(summary, out / "shift_summary", title="Covariate shift: pooled over repeats")
+        files += shift_figure(summary, out, config)
+        return None, files
+
+    text = _summary_text(config, summary)
+    if log is None:
+        _, files = tables_and_figure()
+        return [*files, atomic_write_text(out / "summary.md", text)]  # last: everything it lists exists
+    log.run("tables and figure", tables_and_figure)
+    log.write_summary(text)
+    return log.files
 
 
 def run(args: argparse.Namespace, output: Path) -> list[Path]:
-    """Entry point of ``nwbound experiment shift``."""
+    """Entry point of ``nwbound experiment shift`` (steps recorded, ``--resume``, summary last)."""
     config = config_from_args(args)
-    rows = [row for field in config.fields for row in run_field(field, config)]
-    return write_results(rows, Path(output), config)
+    params = asdict(config)
+    params.pop("quiet")
+    log = experiment_steps(output, args, params, name="shift")
+    rows = [row for field in config.fields for row in run_field(field, config, log)]
+    return write_results(rows, Path(output), config, log=log)

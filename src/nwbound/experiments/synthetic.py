@@ -40,7 +40,7 @@ from __future__ import annotations
 import argparse
 import math
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -53,6 +53,7 @@ from ._common import (
     MODEL_NAMES,
     FitQuery,
     SizeCurveDisplay,
+    experiment_steps,
     fit_and_query,
     make_model,
     new_figure,
@@ -62,7 +63,7 @@ from ._common import (
     result_row,
     save_figures,
 )
-from ..utils import atomic_write_text, format_markdown, write_table
+from ..utils import StepLog, atomic_write_text, format_markdown, write_table
 from ..utils import progress
 
 __all__ = [
@@ -76,6 +77,7 @@ __all__ = [
     "run",
     "bound_rows",
     "run_dataset",
+    "run_params",
     "scaling_rows",
     "write_results",
 ]
@@ -359,20 +361,35 @@ def _review_columns(fq: FitQuery, y_test: np.ndarray, proba_true: np.ndarray) ->
     return cols
 
 
-def run_dataset(dataset: str, config: SyntheticConfig) -> list[dict[str, Any]]:
-    """Fit and query every model at every size; return the result rows."""
+def run_dataset(dataset: str, config: SyntheticConfig, log: StepLog | None = None) -> list[dict[str, Any]]:
+    """Fit and query every model at every size; return the result rows.
+
+    With ``log``, each (repeat, size) is one recorded step (its rows kept in
+    ``steps.json`` as soon as it finishes; reused on ``--resume`` when the
+    parameters match).
+    """
     if dataset not in DATASETS:
         raise ValueError(f"dataset must be one of {', '.join(DATASETS)}, got {dataset!r}.")
-    tasks = [(r, n, job) for r in range(config.repeats) for n in config.sizes for job in _jobs(config, n)]
+    grid = [(r, n) for r in range(config.repeats) for n in config.sizes]
     rows: list[dict[str, Any]] = []
-    split_key: tuple[int, int] | None = None
-    test = None
-    for repeat, n, (name, setting, bound) in progress(tasks, desc=f"{dataset} data", total=len(tasks), quiet=config.quiet):
-        if test is None or split_key is None or split_key[0] != repeat:
-            test = make_test_set(dataset, config.n_test, config.seed, repeat)
-        if split_key != (repeat, n):
-            split = make_split(dataset, n, test, config.seed, repeat)
-            split_key = (repeat, n)
+    for repeat, n in progress(grid, desc=f"{dataset} data", total=len(grid), quiet=config.quiet):
+        if log is None:
+            rows += _size_rows(dataset, config, repeat, n)
+        else:
+            rows += log.run(
+                f"{dataset} repeat={repeat} n={n}",
+                lambda repeat=repeat, n=n: (_size_rows(dataset, config, repeat, n), []),
+                params={"dataset": dataset, "repeat": repeat, "n": n},
+            )
+    return rows
+
+
+def _size_rows(dataset: str, config: SyntheticConfig, repeat: int, n: int) -> list[dict[str, Any]]:
+    """The rows of every model at one training size of one repeat."""
+    test = make_test_set(dataset, config.n_test, config.seed, repeat)
+    split = make_split(dataset, n, test, config.seed, repeat)
+    rows: list[dict[str, Any]] = []
+    for name, setting, bound in _jobs(config, n):
         assumption = _assumption(dataset, setting, split)
         model = make_model(
             name,
@@ -673,6 +690,14 @@ def _summary(
     return "\n".join(lines)
 
 
+def run_params(config: SyntheticConfig) -> dict[str, Any]:
+    """What the results depend on: every setting but the display ones (recorded with each step)."""
+    params = asdict(config)
+    for key in ("quiet", "separate_panels"):
+        params.pop(key)
+    return params
+
+
 def write_results(
     rows: list[dict[str, Any]],
     out: Path,
@@ -680,35 +705,56 @@ def write_results(
     *,
     panels: Sequence[str] = FIGURE2_PANELS,
     stem: str = "figure2",
+    log: StepLog | None = None,
 ) -> list[Path]:
-    """Write the tables, ``summary.md`` and the figures of ``rows`` into ``out``; return the files."""
-    files: list[Path] = []
-    for dataset in config.datasets:
-        subset = [r for r in rows if r["dataset"] == dataset]
-        files += write_table(subset, out / f"{dataset}_results", title=f"Results on the {dataset} synthetic data")
+    """Write the tables, the figures and, last, ``summary.md`` of ``rows`` into ``out``; return the files.
+
+    With ``log``, the tables and figures are one recorded step and the summary
+    is written by :meth:`~nwbound.utils.StepLog.write_summary`.
+    """
     # Figures and time scaling: one bound form per (method, setting), the default one.
     primary = _primary_bound(config)
     shown = [r for r in rows if r.get("bound", "") in ("", "paper", primary)]
     coverage = coverage_rows(rows)
     scaling = scaling_rows(shown)
     bounds = bound_rows(rows)
-    if coverage:
-        files += write_table(coverage, out / "coverage", title=f"Measured coverage of the bounds (δ = {config.delta:g})")
-    if scaling:
-        files += write_table(scaling, out / "scaling", title="Fitted exponents of time vs n")
-    if bounds:
-        files += write_table(bounds, out / "bounds", title="Bound forms side by side (ours setting, true L / γ)")
-    files.append(atomic_write_text(out / "summary.md", _summary(config, rows, coverage, scaling, bounds)))
-    files += figure2(shown, out, config.delta, panels=panels, stem=stem, separate=config.separate_panels)
-    for dataset in config.datasets:
-        files += coverage_figure(shown, out, dataset, config.delta)
-    return files
+
+    def tables_and_figures() -> tuple[None, list[Path]]:
+        files: list[Path] = []
+        for dataset in config.datasets:
+            subset = [r for r in rows if r["dataset"] == dataset]
+            files += write_table(subset, out / f"{dataset}_results", title=f"Results on the {dataset} synthetic data")
+        if coverage:
+            files += write_table(coverage, out / "coverage", title=f"Measured coverage of the bounds (δ = {config.delta:g})")
+        if scaling:
+            files += write_table(scaling, out / "scaling", title="Fitted exponents of time vs n")
+        if bounds:
+            files += write_table(bounds, out / "bounds", title="Bound forms side by side (ours setting, true L / γ)")
+        files += figure2(shown, out, config.delta, panels=panels, stem=stem, separate=config.separate_panels)
+        for dataset in config.datasets:
+            files += coverage_figure(shown, out, dataset, config.delta)
+        return None, files
+
+    text = _summary(config, rows, coverage, scaling, bounds)
+    if log is None:
+        _, files = tables_and_figures()
+        return [*files, atomic_write_text(out / "summary.md", text)]  # last: everything it lists exists
+    log.run("tables and figures", tables_and_figures,
+            params={"panels": list(panels), "stem": stem, "separate_panels": config.separate_panels})
+    log.write_summary(text)
+    return log.files
 
 
 def run(args: argparse.Namespace, output: Path) -> list[Path]:
-    """Entry point of ``nwbound experiment synthetic``."""
+    """Entry point of ``nwbound experiment synthetic``.
+
+    Each (dataset, repeat, size) is a recorded step (see
+    :func:`~nwbound.experiments._common.experiment_steps`); ``--resume``
+    reuses the finished ones; ``summary.md`` is written last.
+    """
     config = config_from_args(args)
+    log = experiment_steps(output, args, run_params(config), name="synthetic")
     rows: list[dict[str, Any]] = []
     for dataset in config.datasets:
-        rows += run_dataset(dataset, config)
-    return write_results(rows, Path(output), config)
+        rows += run_dataset(dataset, config, log)
+    return write_results(rows, Path(output), config, log=log)

@@ -7,9 +7,11 @@ from ._index import (
     AutoRule,
     ExactIndex,
     NeighborIndex,
+    TIE_RULE,
     available_indexes,
     make_index,
     register_index,
+    tie_ordered,
 )
 
 # Registered even without hnswlib installed: HNSWIndex.fit raises an
@@ -23,8 +25,10 @@ __all__ = [
     "ExactIndex",
     "HNSWIndex",
     "NeighborIndex",
+    "TIE_RULE",
     "available_indexes",
     "hnsw_factory",
     "make_index",
     "register_index",
+    "tie_ordered",
 ]

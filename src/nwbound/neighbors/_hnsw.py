@@ -56,13 +56,11 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_n_jobs
-from ._index import NeighborIndex
+from .._numerics import direct_distances
+from ._index import NeighborIndex, tie_ordered
 
 __all__ = ["HNSWIndex", "hnsw_factory"]
 
-# Queries per block when recomputing exact distances: bounds the (block, k, d)
-# temporary of the gathered neighbour rows.
-_DISTANCE_BLOCK = 2048
 # Training rows held out of the graph to measure recall at fit time (at most a quarter of them).
 _RECALL_SAMPLE = 500
 # First and largest ef tried by the recall search, and its growth factor: √2 steps
@@ -308,12 +306,12 @@ class HNSWIndex(NeighborIndex):
         # search is off by ~1e-3 in float32, enough to call true neighbours misses); a few extra
         # candidates cover rank swaps among near-ties.
         cand = _exact_candidates(X, held, rest, min(k + _RANK_SLACK, rest.size))
-        kth = np.sort(_gathered_distances(X, X[held], cand), axis=1)[:, k - 1]
+        kth = np.sort(direct_distances(X[held], X, cand), axis=1)[:, k - 1]
         ef_cap = max(k, _EF_MAX)
         value = max(k, ef if ef is not None else _EF_START)
         while True:
             labels, _, value = self._knn(X32[held], k, value, threads)
-            measured, lower = _recall(_gathered_distances(X, X[held], labels.astype(np.intp)), kth)
+            measured, lower = _recall(direct_distances(X[held], X, labels.astype(np.intp)), kth)
             if ef is not None or lower >= target:
                 return value, measured, lower
             if value >= ef_cap:
@@ -374,16 +372,19 @@ class HNSWIndex(NeighborIndex):
             )
         if Xq.shape[0] == 0:
             return np.empty((0, k)), np.empty((0, k), dtype=np.intp)
+        # One candidate more than k, so that a row tied with the k-th is seen and the tie rule
+        # (distance, then the lower row: TIE_RULE) decides among the candidates found.
+        m = min(k + 1, self.n_samples_fit_)
         labels, sq, _ = self._knn(
-            np.ascontiguousarray(Xq, dtype=np.float32), k, self._search_ef(k), _num_threads(self.n_jobs)
+            np.ascontiguousarray(Xq, dtype=np.float32), m, max(self._search_ef(k), m), _num_threads(self.n_jobs)
         )
         idx = labels.astype(np.intp)
         if self._X is not None:
-            dist = _gathered_distances(self._X, Xq, idx)
+            dist = direct_distances(Xq, self._X, idx)
         else:
             dist = np.sqrt(np.maximum(sq.astype(np.float64), 0.0))
-        order = np.argsort(dist, axis=1, kind="stable")
-        return np.take_along_axis(dist, order, axis=1), np.take_along_axis(idx, order, axis=1)
+        dist, idx = tie_ordered(dist, idx)
+        return dist[:, :k], idx[:, :k]
 
     def _knn(self, Q32: np.ndarray, k: int, ef: int, threads: int) -> tuple[np.ndarray, np.ndarray, int]:
         """hnswlib's search at ``ef``, doubled while a sparse graph leaves some query short of k results."""
@@ -425,16 +426,6 @@ class HNSWIndex(NeighborIndex):
             f"recall={self.recall!r}, n_neighbors={self.n_neighbors!r}, "
             f"random_state={self.random_state!r}, n_jobs={self.n_jobs!r})"
         )
-
-
-def _gathered_distances(X: np.ndarray, Xq: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """``‖Xq[i] − X[idx[i, j]]‖`` from the coordinates in float64, in query blocks."""
-    out = np.empty(idx.shape, dtype=np.float64)
-    for start in range(0, idx.shape[0], _DISTANCE_BLOCK):
-        rows = slice(start, start + _DISTANCE_BLOCK)
-        diff = X[idx[rows]].astype(np.float64, copy=False) - Xq[rows, None, :].astype(np.float64, copy=False)
-        out[rows] = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
-    return out
 
 
 def _exact_candidates(X: np.ndarray, held: np.ndarray, rest: np.ndarray, m: int) -> np.ndarray:
