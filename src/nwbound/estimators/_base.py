@@ -13,6 +13,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from typing import Any, Mapping
 
+from .._numerics import feature_unit, to_feature_unit
 from .._result import PredictionInterval
 from .._validation import check_beta, check_choice, check_open_unit, check_positive
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
@@ -69,7 +70,10 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         self._fit_complete = False
         X, y, sample_weight = training_data_on_host(X, y, sample_weight)  # array_api_dispatch inputs
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], ensure_min_samples=1)
-        X = np.ascontiguousarray(X, dtype=dtype)
+        # float32 data far from 1 (1e-200, 1e160) are stored in a power-of-two unit: scaled
+        # before the cast, so nothing underflows to 0 or overflows to inf (feature_unit).
+        unit = feature_unit(X, dtype)
+        X = to_feature_unit(X, unit, dtype)
         check_classification_targets(y)
         classes, labels = np.unique(y, return_inverse=True)
         if classes.shape[0] < 2:
@@ -91,11 +95,13 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         w = np.ones(X.shape[0]) if weights is None else weights.astype(np.float64)
         prior = np.bincount(labels, weights=w, minlength=classes.shape[0])
         self._fit_dtype = np.dtype(dtype)
+        self._feature_unit = unit
         self.classes_ = classes
         self.class_prior_ = prior / prior.sum()
         return X, labels.astype(np.intp), weights
 
-    def _restore_inputs(self, state, classes: np.ndarray, prior: np.ndarray, n_features: int, dtype) -> None:
+    def _restore_inputs(self, state, classes: np.ndarray, prior: np.ndarray, n_features: int, dtype,
+                        unit: float = 1.0) -> None:
         """What ``fit``'s input validation sets, from a checked fitted state (feature names checked here)."""
         names = state.get("feature_names_in_")
         if names is not None:
@@ -108,6 +114,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         self.classes_, self.class_prior_ = classes, prior
         self.n_features_in_ = n_features
         self._fit_dtype = np.dtype(dtype)
+        self._feature_unit = unit
 
     def _bound_spec(self, kernel: Kernel, overrides: Mapping[str, Any] | None = None, *,
                     required: bool = True, localized: bool = False) -> BoundSpec | None:
@@ -212,7 +219,11 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         """Checked queries in the fit dtype; with ``keep_namespace``, ``array_api_dispatch`` queries stay
         in their namespace and device (:func:`~nwbound.estimators._device.validate_queries`)."""
         check_is_fitted(self)
-        return validate_queries(self, X, self._fit_dtype, keep_namespace=keep_namespace)
+        return validate_queries(self, X, self._fit_dtype, keep_namespace=keep_namespace, unit=self._unit())
+
+    def _unit(self) -> float:
+        """The power of two the fitted features are stored in (:func:`~nwbound._numerics.feature_unit`)."""
+        return float(getattr(self, "_feature_unit", 1.0))  # older pickles lack it: 1
 
     def _keeps_device_queries(self) -> bool:
         """Whether ``predict*`` compute on ``array_api_dispatch`` queries where they live (``device=``)."""
