@@ -75,3 +75,46 @@ def test_float32_refuses_what_it_cannot_hold_naming_the_dtype():
     state["feature_unit"] = 3.0
     with pytest.raises(ValueError, match="feature_unit"):
         NadarayaWatsonClassifier(bandwidth=0.1e-46, lipschitz=1.0, dtype="float32").set_fitted_state(state)
+
+
+# -- 4. far finite queries (1.7e308) in every classifier -------------------------------------------
+
+_FAR = np.array([[1.7e308, 0.0], [-1.7e308, 1.7e308], [1e300, 1.0]])
+
+
+@pytest.mark.parametrize("make", [
+    lambda: NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0),
+    lambda: NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0, n_neighbors=20),
+    lambda: NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0, n_neighbors=20, bound="hoeffding"),
+    lambda: NadarayaWatsonClassifier(bandwidth="auto", margin=0.1, n_neighbors=20),
+    lambda: NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0, n_neighbors=20, kernel="gaussian_untruncated",
+                                     bound="hoeffding"),
+    lambda: DyadicClassifier(resolution=3, lipschitz=1.0),
+    lambda: DyadicClassifier(resolution=3, lipschitz=1.0, bound="hoeffding"),
+    lambda: DyadicClassifier(resolution=3, margin=0.1),
+], ids=["regular", "localized", "localized-hoeffding", "localized-auto-margin", "localized-gauss",
+        "dyadic", "dyadic-hoeffding", "dyadic-margin"])
+def test_far_finite_queries_get_valid_vacuous_or_trivial_intervals(make):
+    rng = np.random.default_rng(0)
+    X = rng.random((300, 2))
+    y = (X[:, 0] > 0.5).astype(int)
+    near = np.array([[0.5, 0.5], [0.1, 0.9]])
+    clf = make().fit(X, y)
+    alone = clf.predict_interval(near)
+    iv = clf.predict_interval(np.vstack([near, _FAR]))
+    for a in (iv.lower, iv.upper, iv.proba, iv.epsilon):
+        assert np.all(np.isfinite(a))
+    assert np.all((0 <= iv.lower) & (iv.lower <= iv.proba) & (iv.proba <= iv.upper) & (iv.upper <= 1))
+    # nothing is known that far away: every class's interval is [0, 1], nothing certified
+    assert iv.trivial[2:].all() and not iv.certified[2:].any()
+    # the far rows do not disturb the others (the regular classifier's block then recomputes its
+    # distances directly: equal up to float64 rounding)
+    np.testing.assert_allclose(iv.lower[:2], alone.lower, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(iv.upper[:2], alone.upper, rtol=0, atol=1e-9)
+    assert clf.predict(_FAR).shape == (3,)
+    if getattr(clf, "n_neighbors", None):
+        dist, idx = clf.kneighbors(_FAR)
+        assert all(len(set(row)) == row.size for row in idx)  # k distinct training rows
+        assert np.all(dist >= 1e300) and not np.isnan(dist).any()
+        assert np.isinf(dist[1]).all()  # ‖(−1.7e308, 1.7e308) − x‖ > float64's largest number
+

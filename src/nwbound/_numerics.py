@@ -30,9 +30,11 @@ def euclidean_norm(a: np.ndarray, axis: int | None = -1) -> np.ndarray:
     """
     a = np.asarray(a, dtype=np.float64)
     largest = np.max(np.abs(a), axis=axis, keepdims=True, initial=0.0)
-    scale = np.where(largest > 0, np.ldexp(1.0, np.frexp(largest)[1]), 1.0)
-    scale = np.where(np.isfinite(scale), scale, 1.0)
-    norm = np.sqrt(np.sum((a / scale) ** 2, axis=axis, keepdims=True)) * scale
+    # at most 2¹⁰²³ (2¹⁰²⁴ overflows): every |a|/scale < 2; a norm beyond float64's range is +inf
+    scale = np.where(largest > 0, np.ldexp(1.0, np.minimum(np.frexp(largest)[1], 1023)), 1.0)
+    scale = np.where(np.isfinite(scale), scale, 1.0)  # inf or NaN entries: their own result
+    with np.errstate(over="ignore"):
+        norm = np.sqrt(np.sum((a / scale) ** 2, axis=axis, keepdims=True)) * scale
     return np.squeeze(norm, axis=axis) if axis is not None else norm.reshape(())
 
 

@@ -329,10 +329,12 @@ class DyadicClassifier(BoundedClassifierBase):
         kappa = class_sums.sum(axis=1)
         reach = self.cell_diameter_ + outside  # every cell point is this close to the query
         safe_max = np.where(weight_max > 0, weight_max, 1.0)
+        with np.errstate(over="ignore"):  # a query beyond float64's range of its cell: +inf (a trivial bound)
+            dist_sum = kappa * reach
         return KernelStatistics(
             class_sums=class_sums[:, None, :],
             sq_sum=sq_sums[:, None],
-            dist_sum=(kappa * reach)[:, None],
+            dist_sum=dist_sum[:, None],
             bandwidth=reach[:, None],
             kernel=get_kernel("boxcar"),
             outside_box=outside > 0,

@@ -167,6 +167,29 @@ def resolve_ranking_fraction(ranking_fraction: float | str, n_samples: int) -> f
     return fraction
 
 
+# Index coordinates (training rows within [-1, 1]) beyond this: the query is scaled down for the search.
+_FAR_SEARCH = 2.0**480
+
+
+def _search_queries(Q: np.ndarray) -> np.ndarray:
+    """Queries in index coordinates, each row beyond ``_FAR_SEARCH`` divided by a power of two.
+
+    An index squares coordinates: a row like 1e308 would overflow to NaN distances and duplicate
+    neighbours. Such a row lies so far from every training row (within [-1, 1]) that all its
+    distances agree to float64 precision; scaled down along its own direction, it stays that far
+    and the index returns k distinct rows. The k distances are recomputed from the true queries.
+    """
+    if Q.dtype != np.float64 or Q.ndim != 2:  # float32 never reaches 2⁴⁸⁰
+        return Q
+    largest = np.max(np.abs(Q), axis=1, initial=0.0)
+    far = largest > _FAR_SEARCH
+    if not far.any():
+        return Q
+    Q = np.array(Q, dtype=np.float64)
+    Q[far] /= np.ldexp(1.0, np.frexp(largest[far])[1] - np.frexp(_FAR_SEARCH)[1])[:, None]
+    return Q
+
+
 def _times(a: np.ndarray | None, factor: float) -> np.ndarray | None:
     """``a·factor`` (None stays None; a factor of 1 returns ``a`` itself)."""
     return a if a is None or factor == 1.0 else a * factor
@@ -659,7 +682,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             # that magnitudes like 1e160 cannot overflow its squared distances; the k
             # chosen distances are then recomputed directly from the coordinates.
             # The index lives on the host: device= queries cross once, for the search only.
-            dist, idx = self.index_.kneighbors(to_host(X) / self._index_scale, self.n_neighbors)
+            dist, idx = self.index_.kneighbors(_search_queries(to_host(X) / self._index_scale), self.n_neighbors)
             if getattr(self, "device", None) is None:
                 sums = neighbor_kernel_sums(
                     dist, idx, self._train, self.kernel_, bandwidths, need_dist=need_dist, tail_radius=tail,
@@ -799,7 +822,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         k = self.n_neighbors if n_neighbors is None else n_neighbors
         check_int_range(k, "n_neighbors", 1, self.n_samples_fit_,
                         hint=f"It counts neighbours among the {self.n_samples_fit_} training samples.")
-        _, idx = self.index_.kneighbors(X / self._index_scale, int(k))
+        _, idx = self.index_.kneighbors(_search_queries(X / self._index_scale), int(k))
         dist = neighbor_distances(X, self._train.X, idx, working_memory=self.working_memory)
         return _times(dist, self._unit()), idx
 
