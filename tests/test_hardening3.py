@@ -118,3 +118,118 @@ def test_far_finite_queries_get_valid_vacuous_or_trivial_intervals(make):
         assert np.all(dist >= 1e300) and not np.isnan(dist).any()
         assert np.isinf(dist[1]).all()  # ‖(−1.7e308, 1.7e308) − x‖ > float64's largest number
 
+
+# -- 8. model files: consistency between arrays; CSV cells from user strings -------------------------
+
+
+def _dyadic_state(weights=None):
+    rng = np.random.default_rng(1)
+    X = rng.random((200, 2))
+    y = (rng.random(200) < X[:, 0]).astype(int)
+    clf = DyadicClassifier(resolution=2, lipschitz=1.0).fit(X, y, sample_weight=weights)
+    return clf, {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in clf.get_fitted_state().items()}
+
+
+def _slow_cell_sums(weights, X, resolution=2):
+    """Independent per-cell Σw, Σw², max w and count from the rows (dictionary by cell)."""
+    low, high = X.min(axis=0), X.max(axis=0)
+    cells = np.minimum(((X - low) / (high - low) * 2**resolution).astype(int), 2**resolution - 1)
+    out = {}
+    for c, w in zip(map(tuple, cells), weights):
+        s = out.setdefault(c, [0.0, 0.0, 0.0, 0])
+        s[0] += w; s[1] += w * w; s[2] = max(s[2], w); s[3] += 1
+    return sorted(out.values())
+
+
+def test_dyadic_state_holds_counts_matching_the_rows():
+    rng = np.random.default_rng(1)
+    X = rng.random((200, 2))
+    w = rng.random(200)
+    clf, state = _dyadic_state(w)
+    got = sorted([float(k), float(s), float(m), int(n)] for k, s, m, n in zip(
+        state["cell_class_sums_"].sum(axis=1), state["cell_sq_sums_"], state["cell_weight_max_"], state["cell_counts_"]))
+    want = _slow_cell_sums(w / w.max(), X)  # weights relative to the largest
+    np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-12)
+    DyadicClassifier(resolution=2, lipschitz=1.0).set_fitted_state(state)  # a fitted state loads
+
+
+@pytest.mark.parametrize("tamper, message", [
+    (lambda s: s.__setitem__("cell_sq_sums_", np.zeros_like(s["cell_sq_sums_"])), "cell_sq_sums_"),
+    (lambda s: s.__setitem__("cell_sq_sums_", s["cell_sq_sums_"] * 0.5), "cell_sq_sums_"),  # below κ²/count
+    (lambda s: s.__setitem__("cell_counts_", s["cell_counts_"] * 0 + 1), "cell_counts_|cell_sq_sums_"),
+    (lambda s: s.__setitem__("cell_weight_max_", s["cell_weight_max_"] * 3.0), "cell_weight_max_"),
+    (lambda s: s.__setitem__("cell_class_sums_", s["cell_class_sums_"] * np.array([1.0, 2.0])), "class_prior_|cell_"),
+])
+def test_crafted_dyadic_states_are_refused(tamper, message):
+    _, state = _dyadic_state()
+    tamper(state)
+    with pytest.raises(ValueError, match=message):
+        DyadicClassifier(resolution=2, lipschitz=1.0).set_fitted_state(state)
+
+
+def test_crafted_model_file_with_zero_square_sums_is_refused(tmp_path):
+    from nwbound.io import ModelFileError, load_model, save_model
+
+    clf, _ = _dyadic_state()
+    path = save_model(clf, tmp_path / "m.npz")
+    # rewrite the file as an attacker would: sq sums 0, a fresh checksum (older files lack counts)
+    from nwbound.io import model_file
+
+    arrays = dict(np.load(path, allow_pickle=False))
+    arrays["state__cell_sq_sums_"] = np.zeros_like(arrays["state__cell_sq_sums_"])
+    import json
+
+    meta = json.loads(bytes(arrays["__metadata__"]).decode())
+    for drop in ("state__cell_counts_",):
+        arrays.pop(drop, None)
+        meta["state"].pop(drop.removeprefix("state__"), None)
+        meta["arrays"].pop(drop, None)
+    meta.pop("sha256")
+    meta["sha256"] = model_file._digest({k: v for k, v in arrays.items() if k != "__metadata__"}, meta)
+    arrays["__metadata__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    crafted = tmp_path / "crafted.npz"
+    with open(crafted, "wb") as fh:
+        np.savez(fh, **arrays)
+    with pytest.raises(ModelFileError, match="cell_sq_sums_"):
+        load_model(crafted)
+
+
+def test_csv_cells_from_user_strings_cannot_run_as_formulas(tmp_path):
+    from nwbound.utils import spreadsheet_safe, write_table
+
+    rows = [{"data": "=1+1.csv", "n": -3, "text": "-2", "note": "@SUM(A1)", "=head": "+cmd"}]
+    csv_path, md_path = write_table(rows, tmp_path / "metrics")
+    import csv
+
+    with open(csv_path, newline="") as fh:
+        header, row = list(csv.reader(fh))
+    assert header == ["data", "n", "text", "note", "'=head"]
+    assert row == ["'=1+1.csv", "-3", "-2", "'@SUM(A1)", "'+cmd"]
+    assert "=1+1.csv" in md_path.read_text()  # Markdown is not a spreadsheet: verbatim
+    for value in ("=x", "+x", "-x", "@x", "\tx", "\rx"):
+        assert spreadsheet_safe(value) == "'" + value
+    for value in ("x", "-1.5", "+2e3", 5, -1.0, None):
+        assert spreadsheet_safe(value) == value
+
+
+def test_evaluate_writes_a_formula_like_file_name_quoted(tmp_path, monkeypatch, capsys):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    import csv
+
+    from nwbound.cli import evaluate
+    from nwbound.cli.main import main
+
+    monkeypatch.setattr(evaluate, "_figures", lambda *args: ([], []))  # the tables are under test, not the figures
+    rng = np.random.default_rng(0)
+    x = rng.random(200)
+    monkeypatch.chdir(tmp_path)
+    pd.DataFrame({"x1": x, "label": np.where(x > 0.5, "b", "a")}).to_csv("=1+1.csv", index=False)
+    assert main(["fit", "=1+1.csv", "--target", "label", "--lipschitz", "1", "--bandwidth", "0.2",
+                 "-o", "m.npz", "--quiet"]) == 0
+    assert main(["evaluate", "m.npz", "=1+1.csv", "--target", "label", "-o", "ev", "--quiet"]) == 0
+    with open(tmp_path / "ev" / "metrics.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows[0]["data"] == "'=1+1.csv"
+    assert not any(str(v).startswith(("=", "+", "@")) for row in rows for v in row.values())
+
