@@ -233,3 +233,67 @@ def test_evaluate_writes_a_formula_like_file_name_quoted(tmp_path, monkeypatch, 
     assert rows[0]["data"] == "'=1+1.csv"
     assert not any(str(v).startswith(("=", "+", "@")) for row in rows for v in row.values())
 
+
+# -- 3. gaussian_untruncated with the default bound="chernoff" -------------------------------------
+
+
+def test_untruncated_gaussian_chernoff_falls_back_to_hoeffding_loudly(tmp_path):
+    from nwbound.io import load_model, save_model
+
+    rng = np.random.default_rng(0)
+    X = rng.random((300, 2))
+    y = (X[:, 0] > 0.5).astype(int)
+    with pytest.warns(UserWarning, match="uses bound='hoeffding'.*kernel='gaussian'") as record:
+        clf = NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=1.0, kernel="gaussian_untruncated").fit(X, y)
+    assert record[0].filename == __file__  # points at the caller's line
+    assert clf.bound_spec_.form == "hoeffding"
+    hoeff = NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=1.0, kernel="gaussian_untruncated",
+                                     bound="hoeffding").fit(X, y)
+    Q = rng.random((20, 2))
+    np.testing.assert_array_equal(clf.predict_interval(Q).lower, hoeff.predict_interval(Q).lower)
+    with pytest.warns(UserWarning, match="uses bound='hoeffding'"):
+        both = clf.predict_interval(Q, bounds=["chernoff", "hoeffding"])
+    np.testing.assert_array_equal(both["chernoff"].upper, both["hoeffding"].upper)
+    with pytest.warns(UserWarning, match="uses bound='hoeffding'"):
+        loaded = load_model(save_model(clf, tmp_path / "g.npz"))
+    np.testing.assert_array_equal(loaded.predict_interval(Q).lower, hoeff.predict_interval(Q).lower)
+    # no warning where nothing falls back: the localized classifier's per-point Chernoff form
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=1.0, kernel="gaussian_untruncated", n_neighbors=20).fit(X, y)
+        NadarayaWatsonClassifier(bandwidth=0.1, kernel="gaussian_untruncated").fit(X, y).predict_proba(Q)
+
+
+def test_untruncated_gaussian_default_bound_covers_a_known_field():
+    """p₁(x) = x₁ (Lipschitz 1): the intervals of the fallback hold at rate ≥ 1 − δ per query."""
+    rng = np.random.default_rng(5)
+    Q = np.linspace(0.05, 0.95, 10)[:, None]
+    misses = np.zeros(len(Q))
+    repeats = 40
+    for _ in range(repeats):
+        X = rng.random((200, 1))
+        y = (rng.random(200) < X[:, 0]).astype(int)
+        with pytest.warns(UserWarning):
+            iv = NadarayaWatsonClassifier(bandwidth=0.08, lipschitz=1.0, kernel="gaussian_untruncated",
+                                          delta=0.1).fit(X, y).predict_interval(Q)
+        misses += (Q[:, 0] < iv.lower[:, 1]) | (Q[:, 0] > iv.upper[:, 1])
+    assert misses.max() / repeats <= 0.1 + 3 * np.sqrt(0.1 * 0.9 / repeats)
+
+
+def test_cli_fit_with_untruncated_gaussian_writes_a_model_predict_accepts(tmp_path, monkeypatch, capsys):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    from nwbound.cli.main import main
+
+    rng = np.random.default_rng(0)
+    x = rng.random(200)
+    monkeypatch.chdir(tmp_path)
+    pd.DataFrame({"x1": x, "label": np.where(x > 0.5, "b", "a")}).to_csv("t.csv", index=False)
+    with pytest.warns(UserWarning, match="hoeffding"):
+        assert main(["fit", "t.csv", "--target", "label", "--lipschitz", "1", "--bandwidth", "0.2",
+                     "--kernel", "gaussian_untruncated", "-o", "m.npz", "--quiet"]) == 0
+    with pytest.warns(UserWarning, match="hoeffding"):
+        assert main(["predict", "m.npz", "t.csv", "-o", "p.csv"]) == 0
+    assert len(pd.read_csv("p.csv")) == 200

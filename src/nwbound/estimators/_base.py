@@ -3,8 +3,10 @@ empty-neighbourhood rule and the assembly of a :class:`PredictionInterval`."""
 
 from __future__ import annotations
 
-import numpy as np
+import warnings
 from numbers import Integral, Real
+
+import numpy as np
 
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -27,6 +29,21 @@ __all__ = ["BoundedClassifierBase", "BOUND_PARAMETERS", "EMPTY_NEIGHBORHOOD_RULE
 EMPTY_NEIGHBORHOOD_RULES = ("prior", "uniform", "raise")
 # The parameters a bound setting may override (predict_interval(X, bounds=...)).
 BOUND_PARAMETERS = ("lipschitz", "margin", "delta", "bound", "coverage", "sigma", "ck")
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning raised by the calling function at the first frame
+    outside nwbound and scikit-learn (the user's line, whichever public method led there)."""
+    import os
+    import sys
+
+    import sklearn
+
+    inside = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(sklearn.__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(inside):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
@@ -156,6 +173,19 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         beta = check_beta(params["lipschitz"], params["margin"], required=required)
         if beta is None:
             return None
+        if form == "chernoff" and not localized and not kernel.compact:
+            # The band-Chernoff form over all training points bins distances on the kernel's
+            # support; an infinite support has no finite histogram. Hoeffding stays valid.
+            warnings.warn(
+                f"bound='chernoff' over all training points needs a kernel with compact support for its "
+                f"distance histogram; kernel {kernel.name!r} has none, so this model uses bound='hoeffding' "
+                "instead (valid, usually wider). For the Chernoff bound use kernel='gaussian' (truncated at "
+                "3λ) or the localized classifier (n_neighbors=k); pass bound='hoeffding' to keep this bound "
+                "without this warning.",
+                UserWarning,
+                stacklevel=_caller_stacklevel(),
+            )
+            form = "hoeffding"
         return BoundSpec(
             form=form,
             beta=beta,

@@ -1215,7 +1215,8 @@ def _check_histogram_bins(histogram_bins: int, kernel: Kernel) -> int:
     if histogram_bins and not kernel.compact:
         raise ValueError(
             f"histogram_bins needs a kernel with compact support; {kernel.name!r} has none "
-            "(use a compact kernel or a truncated Gaussian, or histogram_bins=0)."
+            "(use a compact kernel or a truncated Gaussian; to this function, histogram_bins=0 asks for no "
+            "histogram; the estimators fall back to bound='hoeffding' for such kernels)."
         )
     return histogram_bins
 
