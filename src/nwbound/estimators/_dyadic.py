@@ -58,6 +58,8 @@ class DyadicClassifier(BoundedClassifierBase):
     n_features_in_ : int
     cell_weight_max_ : ndarray of shape (n_cells,)
         Largest sample weight in each occupied cell (1 without weights).
+    cell_counts_ : ndarray of int, shape (n_cells,), or None
+        Training rows in each occupied cell (None for a model restored from an older file).
     cell_diameter_ : float
         ``2^-m·‖range‖``, the largest distance between two points of a cell.
     n_cells_ : int

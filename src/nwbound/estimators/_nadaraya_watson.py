@@ -255,7 +255,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         band-Chernoff test with the exact Bernoulli moment-generating function
         (per point for the localized classifier, over a distance histogram of
         ``histogram_bins`` bins for the regular one; never wider than
-        ``"hoeffding"`` in its exact form). ``"paper"`` with ``sigma=0.25``,
+        ``"hoeffding"`` in its exact form; the regular classifier with
+        ``kernel="gaussian_untruncated"``, whose support has no finite
+        histogram, falls back to ``"hoeffding"`` with a warning). ``"paper"`` with ``sigma=0.25``,
         ``ck=1`` and ``coverage="per_class"`` reproduces the paper's numbers
         (not a valid bound: its σ = 1/4 is wrong).
     coverage : {"simultaneous", "per_class"}, default="simultaneous"
@@ -280,7 +282,11 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         bandwidth of least label-free ε exactly (a kernel that is not a polynomial
         in u² then takes the exhaustive pass, see :meth:`ranks_first`).
     dtype : {"float64", "float32"}, default="float64"
-        Working precision of the distance computations.
+        Working precision of the distance computations. float32 data far from
+        1 (beyond 2^±100, e.g. 1e-46 or 1e160) are stored in a power-of-two
+        unit (``feature_unit`` in :meth:`get_fitted_state`), so they neither
+        underflow nor overflow; queries float32 cannot hold in that unit are
+        refused with a ValueError.
     working_memory : float or None, default=None
         MiB allowed for one block of the distance matrix (None: scikit-learn's
         ``working_memory`` setting).
