@@ -297,3 +297,24 @@ def test_cli_fit_with_untruncated_gaussian_writes_a_model_predict_accepts(tmp_pa
     with pytest.warns(UserWarning, match="hoeffding"):
         assert main(["predict", "m.npz", "t.csv", "-o", "p.csv"]) == 0
     assert len(pd.read_csv("p.csv")) == 200
+
+
+@pytest.mark.parametrize("scale", [1e-35, 1e35])
+def test_float32_sharded_fit_at_extreme_scale_equals_in_memory(scale):
+    """Shards hold their rows in the input's units (the template's feature unit is not theirs)."""
+    da = pytest.importorskip("dask.array")
+    from nwbound import dask as nwdask
+
+    X, y, Q, _ = _two_sided_field()
+    Xs, Qs = (X * scale).astype(np.float32), (Q * scale).astype(np.float32)
+    for k in (None, 20):
+        params = dict(bandwidth=0.1 * scale, lipschitz=1.0 / scale, dtype="float32", n_neighbors=k)
+        want = NadarayaWatsonClassifier(**params).fit(Xs, y).predict_interval(Qs)
+        got = nwdask.ShardedNadarayaWatson(**params).fit(da.from_array(Xs, chunks=(150, -1)), y)
+        got = got.predict_interval(da.from_array(Qs))
+        got = {name: np.asarray(getattr(got, name, None) if not isinstance(got, dict) else got[name])
+               for name in ("lower", "upper")}
+        # each shard's float32 layout rounds its own way: equal up to float32 rounding
+        np.testing.assert_allclose(got["lower"], want.lower, rtol=0, atol=1e-4)
+        np.testing.assert_allclose(got["upper"], want.upper, rtol=0, atol=1e-4)
+        assert got["upper"][0, 1] < 0.5 < got["lower"][1, 1]
