@@ -154,6 +154,37 @@ def test_array_api_strict_queries_keep_namespace_and_device():
 
 @needs_dispatch
 @needs_strict
+@pytest.mark.parametrize("n_neighbors", [None, 20])
+def test_interval_properties_follow_array_api_strict(n_neighbors):
+    """certified, error_upper, trivial and predicted_index work in the queries' namespace (issue 22 item 2)."""
+    import array_api_strict as xps
+
+    clf, Q = _fit(None, n_neighbors=n_neighbors)  # host engine: runs without PyTorch
+    Q[:3] += 5.0  # far queries: vacuous and trivial rows too
+    want = clf.predict_interval(Q)
+    dev = xps.Device("device1")
+    with sklearn.config_context(array_api_dispatch=True):
+        iv = clf.predict_interval(xps.asarray(Q, device=dev))
+        got = {name: getattr(iv, name) for name in ("certified", "error_upper", "trivial", "predicted_index")}
+    assert want.trivial[:3].all() and want.vacuous[:3].all() and not want.trivial.all()
+    # the NumPy values, from the definitions (independent of the properties' code)
+    top = want.proba.argmax(axis=1)
+    rows = np.arange(len(want))
+    others = np.where(np.arange(want.proba.shape[1])[None, :] == top[:, None], -np.inf, want.upper).max(axis=1)
+    expected = {
+        "certified": (want.lower[rows, top] > others) & ~want.vacuous,
+        "error_upper": 1.0 - want.lower[rows, top],
+        "trivial": ((want.lower <= 0) & (want.upper >= 1)).all(axis=1),
+        "predicted_index": top,
+    }
+    for name, value in expected.items():
+        np.testing.assert_array_equal(getattr(want, name), value)
+        assert type(got[name]).__module__.startswith("array_api_strict") and got[name].device == dev, name
+        np.testing.assert_array_equal(_numpy_of(got[name]), value)
+
+
+@needs_dispatch
+@needs_strict
 def test_string_labels_stay_numpy_and_auto_bandwidth_follows():
     import array_api_strict as xps
 
@@ -426,4 +457,4 @@ def test_dispatch_tests_in_a_subprocess():
                          env=env, capture_output=True, text=True, timeout=180)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     # Every dispatch test ran in the child (skipped there: this one, and the CUDA one without a GPU).
-    assert "31 passed" in run.stdout and "needs SCIPY_ARRAY_API" not in run.stdout, run.stdout[-2000:]
+    assert "33 passed" in run.stdout and "needs SCIPY_ARRAY_API" not in run.stdout, run.stdout[-2000:]

@@ -8,8 +8,11 @@ from ._memory import block_rows
 
 __all__ = [
     "direct_d2_error_factor", "direct_distances", "direct_distance_error", "euclidean_norm", "square_underflow", "summation_error",
-    "compose_errors",
+    "compose_errors", "feature_unit", "to_feature_unit",
 ]
+
+# float32 stores features as ``x/unit`` when ``max|x|`` lies outside [2⁻¹⁰⁰, 2¹⁰⁰] (see feature_unit).
+_FLOAT32_SAFE_EXPONENT = 100
 
 
 def euclidean_norm(a: np.ndarray, axis: int | None = -1) -> np.ndarray:
@@ -29,9 +32,11 @@ def euclidean_norm(a: np.ndarray, axis: int | None = -1) -> np.ndarray:
     """
     a = np.asarray(a, dtype=np.float64)
     largest = np.max(np.abs(a), axis=axis, keepdims=True, initial=0.0)
-    scale = np.where(largest > 0, np.ldexp(1.0, np.frexp(largest)[1]), 1.0)
-    scale = np.where(np.isfinite(scale), scale, 1.0)
-    norm = np.sqrt(np.sum((a / scale) ** 2, axis=axis, keepdims=True)) * scale
+    # at most 2¹⁰²³ (2¹⁰²⁴ overflows): every |a|/scale < 2; a norm beyond float64's range is +inf
+    scale = np.where(largest > 0, np.ldexp(1.0, np.minimum(np.frexp(largest)[1], 1023)), 1.0)
+    scale = np.where(np.isfinite(scale), scale, 1.0)  # inf or NaN entries: their own result
+    with np.errstate(over="ignore"):
+        norm = np.sqrt(np.sum((a / scale) ** 2, axis=axis, keepdims=True)) * scale
     return np.squeeze(norm, axis=axis) if axis is not None else norm.reshape(())
 
 
@@ -164,9 +169,12 @@ def direct_distances(queries: np.ndarray, X: np.ndarray, idx: np.ndarray,
     for s in range(0, n_q, step):
         q = np.asarray(queries[s : s + step], dtype=np.float64)
         diff = q[:, None, :] - X[idx[s : s + step]].astype(np.float64)
-        scale = _pow2_above(np.max(np.abs(diff), axis=2, initial=0.0))  # per pair
+        # per pair; at most 2¹⁰²³ (2¹⁰²⁴ overflows): each |diff|/scale < 2, and a distance
+        # beyond float64's range comes out as +inf, never NaN
+        scale = np.minimum(_pow2_above(np.max(np.abs(diff), axis=2, initial=0.0)), 2.0**1023)
         diff /= scale[:, :, None]  # exact: powers of two
-        out[s : s + step] = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff)) * scale
+        with np.errstate(over="ignore"):
+            out[s : s + step] = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff)) * scale
     return out
 
 
@@ -174,4 +182,69 @@ def _pow2_above(x: np.ndarray) -> np.ndarray:
     """Elementwise smallest power of two ≥ x (1 where x is 0)."""
     mant, exp = np.frexp(x)
     exp = np.where(mant == 0.5, exp - 1, exp)
-    return np.where(x > 0, np.ldexp(1.0, exp), 1.0)
+    with np.errstate(over="ignore"):
+        return np.where(x > 0, np.ldexp(1.0, exp), 1.0)
+
+
+def feature_unit(X: np.ndarray, dtype: str | np.dtype) -> float:
+    """The power of two a fit in ``dtype`` divides the features by before the cast (1: none).
+
+    float64 and float32 data with ``max|x|`` in ``[2⁻¹⁰⁰, 2¹⁰⁰]`` keep their units (1). Other
+    float32 data are stored as ``x/unit`` with ``max|x|/unit ∈ [1, 2)``: dividing by a power of two
+    is exact, nothing overflows, and what underflows is below ``2⁻¹⁴⁹·unit``, far under the float32
+    rounding of the largest coordinate. So a float32 fit at 1e-200 or 1e160 gives what it gives at
+    1, up to float32 rounding; the estimator divides queries and bandwidths by the same unit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound._numerics import feature_unit
+    >>> feature_unit(np.array([[1e-46, 3e-46]]), "float32") == 2.0**-152, feature_unit(np.array([[1e-46]]), "float64")
+    (True, 1.0)
+    >>> feature_unit(np.array([[0.0, 5.0]]), "float32")
+    1.0
+    """
+    if np.dtype(dtype) != np.float32:
+        return 1.0
+    largest = float(np.max(np.abs(X), initial=0.0))
+    if largest == 0.0 or not np.isfinite(largest):
+        return 1.0
+    exponent = int(np.frexp(largest)[1]) - 1  # largest ∈ [2^exponent, 2^(exponent+1))
+    if abs(exponent) <= _FLOAT32_SAFE_EXPONENT:
+        return 1.0
+    return float(np.ldexp(1.0, exponent))
+
+
+def to_feature_unit(X: np.ndarray, unit: float, dtype: str | np.dtype, what: str = "X") -> np.ndarray:
+    """``X/unit`` cast to ``dtype`` (C-contiguous), refusing values ``dtype`` cannot hold.
+
+    Raises
+    ------
+    ValueError
+        When ``X/unit`` overflows ``dtype`` (a float32 model queried far beyond its training
+        data's scale): the message names ``dtype="float32"`` and the fixes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound._numerics import to_feature_unit
+    >>> to_feature_unit(np.array([[3e-46]]), 2.0**-152, "float32").dtype
+    dtype('float32')
+    >>> to_feature_unit(np.array([[1e39]]), 1.0, "float32")
+    Traceback (most recent call last):
+    ...
+    ValueError: X holds values up to 1e+39, which dtype="float32" cannot hold at this model's scale (training features in units of 1): use dtype="float64", or rescale the features so that they stay within about 1e38 of the training data's magnitude.
+    """
+    dtype = np.dtype(dtype)
+    given = np.asarray(X)
+    with np.errstate(over="ignore"):
+        X = given if unit == 1.0 else given.astype(np.float64) / unit  # exact: a power of two
+        out = np.ascontiguousarray(X, dtype=dtype)
+    if dtype == np.float32 and out.size and not np.all(np.isfinite(out)):
+        largest = float(np.max(np.abs(given.astype(np.float64))))
+        raise ValueError(
+            f"{what} holds values up to {largest:.3g}, which dtype=\"float32\" cannot hold at this model's "
+            f"scale (training features in units of {unit:.6g}): use dtype=\"float64\", or rescale the features "
+            "so that they stay within about 1e38 of the training data's magnitude."
+        )
+    return out

@@ -9,6 +9,11 @@ import numpy as np
 __all__ = ["PredictionInterval"]
 
 
+def _device(xp, a):
+    """``a``'s device for ``xp.arange(..., device=...)`` (None for NumPy)."""
+    return None if xp is np else getattr(a, "device", None)
+
+
 @dataclass(frozen=True)
 class PredictionInterval:
     """Per-query class probabilities with frequentist error bounds.
@@ -80,10 +85,28 @@ class PredictionInterval:
     def __len__(self) -> int:
         return self.proba.shape[0]
 
+    def _namespace(self):
+        """The array namespace of the fields: NumPy, or (``array_api_dispatch`` results) theirs."""
+        if isinstance(self.proba, np.ndarray):
+            return np
+        from .gpu import compat  # array_api_compat (installed or scikit-learn's vendored copy)
+
+        return compat().array_namespace(self.proba, self.lower, self.upper)
+
+    def _predicted_column(self, xp):
+        """``(one_hot, top)``: the predicted column of each row as a boolean mask, and its index."""
+        top = xp.argmax(self.proba, axis=1)
+        columns = xp.arange(self.proba.shape[1], device=_device(xp, self.proba))
+        return columns[None, :] == top[:, None], top
+
     @property
     def predicted_index(self) -> np.ndarray:
-        """Column of the predicted (most probable) class of each query, shape (n,)."""
-        return np.argmax(self.proba, axis=1)
+        """Column of the predicted (most probable) class of each query, shape (n,).
+
+        In the namespace of the fields (NumPy, or the queries' under ``array_api_dispatch``), as are
+        :attr:`certified`, :attr:`error_upper` and :attr:`trivial`.
+        """
+        return self._predicted_column(self._namespace())[1]
 
     @property
     def certified(self) -> np.ndarray:
@@ -94,14 +117,14 @@ class PredictionInterval:
         ``vacuous``). At level ``1 − δ`` (under the stated assumption) the
         predicted class is then the most probable class at that query.
         """
-        n, n_classes = self.proba.shape
-        if n_classes < 2:
-            return ~np.asarray(self.vacuous, dtype=bool)
-        top = self.predicted_index
-        rows = np.arange(n)
-        others = self.upper.copy()
-        others[rows, top] = -np.inf
-        return (self.lower[rows, top] > others.max(axis=1)) & ~np.asarray(self.vacuous, dtype=bool)
+        xp = self._namespace()
+        reached = ~(np.asarray(self.vacuous, dtype=bool) if xp is np else xp.astype(self.vacuous, xp.bool))
+        if self.proba.shape[1] < 2:
+            return reached
+        mask, _ = self._predicted_column(xp)
+        top_lower = xp.max(xp.where(mask, self.lower, -xp.inf), axis=1)
+        others_upper = xp.max(xp.where(mask, -xp.inf, self.upper), axis=1)
+        return (top_lower > others_upper) & reached
 
     @property
     def error_upper(self) -> np.ndarray:
@@ -110,7 +133,9 @@ class PredictionInterval:
         ``1 − lower`` of the predicted class: with probability ``≥ 1 − δ``,
         ``P(true label ≠ predicted | y) ≤ error_upper``.
         """
-        return 1.0 - self.lower[np.arange(self.proba.shape[0]), self.predicted_index]
+        xp = self._namespace()
+        mask, _ = self._predicted_column(xp)
+        return 1.0 - xp.max(xp.where(mask, self.lower, -xp.inf), axis=1)
 
     @property
     def trivial(self) -> np.ndarray:
@@ -120,7 +145,8 @@ class PredictionInterval:
         rows where training mass reached the query but the bound is still
         [0, 1] for every class.
         """
-        return np.all((self.lower <= 0.0) & (self.upper >= 1.0), axis=1)
+        xp = self._namespace()
+        return xp.all((self.lower <= 0.0) & (self.upper >= 1.0), axis=1)
 
     @classmethod
     def concatenate(cls, parts: "list[PredictionInterval]") -> "PredictionInterval":

@@ -987,9 +987,11 @@ def sensitivity_report(
             raise ValueError(
                 "model is not a fitted NadarayaWatsonClassifier: fit it first or pass X_train and y_train."
             )
-        X_train = train.X
-        y_train = np.asarray(model.classes_)[train.labels]
-        sample_weight = train.weights if sample_weight is None else sample_weight
+        state = model.get_fitted_state()  # X in its documented feature_unit (float32 far from 1)
+        unit = float(state.get("feature_unit", 1.0))
+        X_train = state["X"] if unit == 1.0 else state["X"].astype(np.float64) * unit
+        y_train = np.asarray(model.classes_)[state["labels"]]
+        sample_weight = state.get("weights") if sample_weight is None else sample_weight
     elif y_train is None:
         raise ValueError("Pass y_train together with X_train.")
     y_test = np.asarray(y_test)

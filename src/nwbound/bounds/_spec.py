@@ -225,7 +225,9 @@ class BoundSpec:
             mass = stats.point_mass[:, 0, :]
             count = (mass > 0).astype(np.float64)
             dist = np.asarray(stats.point_dist, np.float64) + (lam * u_err)[:, None]
-            return chernoff_interval(class_sums, count, mass, mass, self.beta * dist, self.delta_prime)
+            with np.errstate(over="ignore"):  # a neighbour beyond float64's range: band radius +inf
+                band = self.beta * dist
+            return chernoff_interval(class_sums, count, mass, mass, band, self.delta_prime)
         if stats.histogram is None:
             raise ValueError(
                 "bound='chernoff' needs a distance histogram or per-point statistics; compute the "
@@ -245,9 +247,16 @@ class BoundSpec:
         hist_mass = getattr(stats, "hist_mass", None)
         hist_dist = getattr(stats, "hist_dist", None)
         inner = None
+        dist_sum = stats.dist_sum[:, 0]
         if hist_mass is None and count.shape[1] == 1:
             # One bin (the dyadic cell): every point taken at the outer radius (the exact
             # exponent only grows with a point's distance), so A = κ and D = κ·radius exactly.
+            # A band half-width β·r ≥ 1 already spans [0, 1] (p and p_i both lie in it): capping r
+            # at 1/β changes no constraint, and keeps κ·r finite for a query beyond float64's
+            # range of the cell (a far query clipped to a border cell: r = +inf).
+            radius = np.minimum(radius, 1.0 / self.beta)
+            with np.errstate(over="ignore"):  # Σ a·min(d, 1/β) ≤ min(Σ a·d, κ/β)
+                dist_sum = np.minimum(dist_sum, stats.kappa[:, 0] / self.beta)
             hist_mass = stats.kappa[:, :, None]
             hist_dist = (stats.kappa[:, 0] * radius[:, 0])[:, None, None]
             inner = radius
@@ -271,7 +280,7 @@ class BoundSpec:
             return chernoff_interval_binned(
                 class_sums, count, hist_mass[:, 0, :], hist_dist[:, 0, :], a_lo, mass_upper,
                 self.beta * radius, self.beta, self.delta_prime,
-                sq_sum=stats.sq_sum[:, 0], dist_sum=stats.dist_sum[:, 0], band_radius_inner=self.beta * inner,
+                sq_sum=stats.sq_sum[:, 0], dist_sum=dist_sum, band_radius_inner=self.beta * inner,
                 sum_error=rho,
             )
         return chernoff_interval(

@@ -72,6 +72,7 @@ class _Shard(NamedTuple):
 def _restored(params: dict, template: dict, X: np.ndarray, labels: np.ndarray, weights: np.ndarray | None) -> Any:
     """A fitted estimator holding these rows and the global model's classes, prior, box and grid."""
     state = {**template, "X": np.ascontiguousarray(X), "labels": labels}
+    state.pop("feature_unit", None)  # the rows come in the input's units (the template's rows may not)
     state.pop("weights", None)
     if weights is not None:
         state["weights"] = weights

@@ -3,8 +3,10 @@ empty-neighbourhood rule and the assembly of a :class:`PredictionInterval`."""
 
 from __future__ import annotations
 
-import numpy as np
+import warnings
 from numbers import Integral, Real
+
+import numpy as np
 
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -13,6 +15,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from typing import Any, Mapping
 
+from .._numerics import feature_unit, to_feature_unit
 from .._result import PredictionInterval
 from .._validation import check_beta, check_choice, check_class_count, check_open_unit, check_positive
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
@@ -26,6 +29,21 @@ __all__ = ["BoundedClassifierBase", "BOUND_PARAMETERS", "EMPTY_NEIGHBORHOOD_RULE
 EMPTY_NEIGHBORHOOD_RULES = ("prior", "uniform", "raise")
 # The parameters a bound setting may override (predict_interval(X, bounds=...)).
 BOUND_PARAMETERS = ("lipschitz", "margin", "delta", "bound", "coverage", "sigma", "ck")
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning raised by the calling function at the first frame
+    outside nwbound and scikit-learn (the user's line, whichever public method led there)."""
+    import os
+    import sys
+
+    import sklearn
+
+    inside = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(sklearn.__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(inside):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
@@ -69,7 +87,10 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         self._fit_complete = False
         X, y, sample_weight = training_data_on_host(X, y, sample_weight)  # array_api_dispatch inputs
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], ensure_min_samples=1)
-        X = np.ascontiguousarray(X, dtype=dtype)
+        # float32 data far from 1 (1e-200, 1e160) are stored in a power-of-two unit: scaled
+        # before the cast, so nothing underflows to 0 or overflows to inf (feature_unit).
+        unit = feature_unit(X, dtype)
+        X = to_feature_unit(X, unit, dtype)
         check_classification_targets(y)
         classes, labels = np.unique(y, return_inverse=True)
         if classes.shape[0] < 2:
@@ -92,11 +113,13 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         w = np.ones(X.shape[0]) if weights is None else weights.astype(np.float64)
         prior = np.bincount(labels, weights=w, minlength=classes.shape[0])
         self._fit_dtype = np.dtype(dtype)
+        self._feature_unit = unit
         self.classes_ = classes
         self.class_prior_ = prior / prior.sum()
         return X, labels.astype(np.intp), weights
 
-    def _restore_inputs(self, state, classes: np.ndarray, prior: np.ndarray, n_features: int, dtype) -> None:
+    def _restore_inputs(self, state, classes: np.ndarray, prior: np.ndarray, n_features: int, dtype,
+                        unit: float = 1.0) -> None:
         """What ``fit``'s input validation sets, from a checked fitted state (feature names checked here)."""
         names = state.get("feature_names_in_")
         if names is not None:
@@ -109,6 +132,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         self.classes_, self.class_prior_ = classes, prior
         self.n_features_in_ = n_features
         self._fit_dtype = np.dtype(dtype)
+        self._feature_unit = unit
 
     def _bound_spec(self, kernel: Kernel, overrides: Mapping[str, Any] | None = None, *,
                     required: bool = True, localized: bool = False) -> BoundSpec | None:
@@ -150,6 +174,19 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         beta = check_beta(params["lipschitz"], params["margin"], required=required)
         if beta is None:
             return None
+        if form == "chernoff" and not localized and not kernel.compact:
+            # The band-Chernoff form over all training points bins distances on the kernel's
+            # support; an infinite support has no finite histogram. Hoeffding stays valid.
+            warnings.warn(
+                f"bound='chernoff' over all training points needs a kernel with compact support for its "
+                f"distance histogram; kernel {kernel.name!r} has none, so this model uses bound='hoeffding' "
+                "instead (valid, usually wider). For the Chernoff bound use kernel='gaussian' (truncated at "
+                "3λ) or the localized classifier (n_neighbors=k); pass bound='hoeffding' to keep this bound "
+                "without this warning.",
+                UserWarning,
+                stacklevel=_caller_stacklevel(),
+            )
+            form = "hoeffding"
         return BoundSpec(
             form=form,
             beta=beta,
@@ -213,7 +250,11 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         """Checked queries in the fit dtype; with ``keep_namespace``, ``array_api_dispatch`` queries stay
         in their namespace and device (:func:`~nwbound.estimators._device.validate_queries`)."""
         check_is_fitted(self)
-        return validate_queries(self, X, self._fit_dtype, keep_namespace=keep_namespace)
+        return validate_queries(self, X, self._fit_dtype, keep_namespace=keep_namespace, unit=self._unit())
+
+    def _unit(self) -> float:
+        """The power of two the fitted features are stored in (:func:`~nwbound._numerics.feature_unit`)."""
+        return float(getattr(self, "_feature_unit", 1.0))  # older pickles lack it: 1
 
     def _keeps_device_queries(self) -> bool:
         """Whether ``predict*`` compute on ``array_api_dispatch`` queries where they live (``device=``)."""

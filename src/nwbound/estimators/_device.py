@@ -33,7 +33,7 @@ from ..gpu import (
     kernel_statistics,
     neighbor_kernel_statistics,
 )
-from .._numerics import compose_errors, direct_d2_error_factor, summation_error
+from .._numerics import compose_errors, direct_d2_error_factor, summation_error, to_feature_unit
 from ..gpu._array_api import to_host
 from ._sums import KernelSums, TrainingSet
 
@@ -101,7 +101,7 @@ def training_data_on_host(*arrays: Any) -> tuple[Any, ...]:
     return tuple(to_host(a) if _is_dispatched(a) else a for a in arrays)
 
 
-def validate_queries(estimator: Any, X: Any, dtype: Any, *, keep_namespace: bool = False) -> Any:
+def validate_queries(estimator: Any, X: Any, dtype: Any, *, keep_namespace: bool = False, unit: float = 1.0) -> Any:
     """``estimator``'s checked queries in ``dtype`` (the fit dtype): NumPy, or in their own namespace.
 
     scikit-learn's ``validate_data`` (2-D, ``n_features_in_``, feature names, finite values, real
@@ -109,7 +109,9 @@ def validate_queries(estimator: Any, X: Any, dtype: Any, *, keep_namespace: bool
     dispatch is on) are checked in their own namespace and cast there with ``keep_namespace`` (the
     ``device=`` path: nothing crosses to the host but the checks' scalar answers); without it
     they are copied to the host first (the host engines, and the public methods that return
-    NumPy: ``kernel_statistics``, ``kneighbors``, ``bandwidth_ranking``).
+    NumPy: ``kernel_statistics``, ``kneighbors``, ``bandwidth_ranking``). The queries come back
+    divided by ``unit`` (the fit's :func:`~nwbound._numerics.feature_unit`, a power of two) before
+    the cast; a value ``dtype`` cannot hold then raises a ValueError naming the dtype.
 
     Examples
     --------
@@ -125,10 +127,14 @@ def validate_queries(estimator: Any, X: Any, dtype: Any, *, keep_namespace: bool
             xp = compat().array_namespace(X)
             X = validate_data(estimator, X, reset=False, dtype=[xp.float64, xp.float32])
             want = xp.float32 if np.dtype(dtype) == np.float32 else xp.float64
-            return X if X.dtype == want else xp.astype(X, want)
+            scaled = X if unit == 1.0 else X / unit  # exact: a power of two
+            out = scaled if scaled.dtype == want else xp.astype(scaled, want)
+            if want == xp.float32 and not bool(xp.all(xp.isfinite(out))):
+                to_feature_unit(to_host(X), unit, dtype)  # raises the explanation (float32 overflow)
+            return out
         X = to_host(X)
     X = validate_data(estimator, X, reset=False, dtype=[np.float64, np.float32])
-    return np.ascontiguousarray(X, dtype=dtype)
+    return to_feature_unit(X, unit, dtype)
 
 
 def outside_box(X: Any, low: np.ndarray, high: np.ndarray) -> np.ndarray:

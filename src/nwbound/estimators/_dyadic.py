@@ -58,6 +58,8 @@ class DyadicClassifier(BoundedClassifierBase):
     n_features_in_ : int
     cell_weight_max_ : ndarray of shape (n_cells,)
         Largest sample weight in each occupied cell (1 without weights).
+    cell_counts_ : ndarray of int, shape (n_cells,), or None
+        Training rows in each occupied cell (None for a model restored from an older file).
     cell_diameter_ : float
         ``2^-m·‖range‖``, the largest distance between two points of a cell.
     n_cells_ : int
@@ -154,6 +156,7 @@ class DyadicClassifier(BoundedClassifierBase):
             np.bincount(flat, weights=w, minlength=n_cells * n_classes).reshape(n_cells, n_classes),
             np.bincount(inverse, weights=w * w, minlength=n_cells),
             weight_max,
+            np.bincount(inverse, minlength=n_cells).astype(np.int64),
         )
 
     def _check_resolution(self) -> int:
@@ -163,13 +166,14 @@ class DyadicClassifier(BoundedClassifierBase):
         self._low, self._span, self._n_side = low, span, 2**m
         self.cell_diameter_ = float(euclidean_norm(span) / 2**m)
 
-    def _install(self, keys, class_sums, sq_sums, weight_max) -> "DyadicClassifier":
+    def _install(self, keys, class_sums, sq_sums, weight_max, counts=None) -> "DyadicClassifier":
         """The one place a fitted state is set up, from ``fit`` or :meth:`set_fitted_state`."""
         self._validate_bound_params(get_kernel("boxcar"), bound_required=False)
         self.cell_keys_ = keys
         self.cell_class_sums_ = class_sums
         self.cell_sq_sums_ = sq_sums
         self.cell_weight_max_ = weight_max
+        self.cell_counts_ = counts  # None: restored from an older state without it
         self.n_cells_ = keys.shape[0]
         self._fit_complete = True
         return self
@@ -182,8 +186,9 @@ class DyadicClassifier(BoundedClassifierBase):
         dict
             ``classes_``, ``class_prior_``, ``n_features_in_``, ``grid_low`` and
             ``grid_span`` (the box the cells tile), ``cell_keys_``,
-            ``cell_class_sums_``, ``cell_sq_sums_``, ``cell_weight_max_`` and,
-            when fitted on named features, ``feature_names_in_``.
+            ``cell_class_sums_``, ``cell_sq_sums_``, ``cell_weight_max_``,
+            ``cell_counts_`` (training rows per cell) and, when fitted on named
+            features, ``feature_names_in_``.
 
         Examples
         --------
@@ -206,6 +211,8 @@ class DyadicClassifier(BoundedClassifierBase):
             "cell_sq_sums_": self.cell_sq_sums_,
             "cell_weight_max_": self.cell_weight_max_,
         }
+        if getattr(self, "cell_counts_", None) is not None:
+            state["cell_counts_"] = self.cell_counts_
         if hasattr(self, "feature_names_in_"):
             state["feature_names_in_"] = self.feature_names_in_
         return state
@@ -215,7 +222,12 @@ class DyadicClassifier(BoundedClassifierBase):
 
         A state without ``cell_weight_max_`` (older model files) uses
         ``√(Σ w²)`` per cell, which is at least the largest weight: valid, a
-        little looser for weighted cells.
+        little looser for weighted cells. The arrays must describe weights some
+        data could have: per cell ``w_max² ≤ Σw² ≤ w_max·Σw`` and, with
+        ``cell_counts_`` (absent from older files), ``Σw² ≥ (Σw)²/count`` and
+        ``Σw ≤ count·w_max``; ``Σw²`` and ``w_max`` are positive exactly where
+        ``Σw`` is; the relative weights are at most 1; ``class_prior_`` is the
+        class sums' share.
 
         Parameters
         ----------
@@ -265,15 +277,17 @@ class DyadicClassifier(BoundedClassifierBase):
         sums = state_array(state, "cell_class_sums_", ndim=2, shape=(n_cells, classes.shape[0]), low=0.0)
         sq = state_array(state, "cell_sq_sums_", ndim=1, shape=(n_cells,), low=0.0)
         weight_max = state_array(state, "cell_weight_max_", ndim=1, shape=(n_cells,), low=0.0, optional=True)
-        if weight_max is None:
+        derived_max = weight_max is None
+        if derived_max:
             weight_max = np.sqrt(sq)
-        kappa = sums.sum(axis=1)
-        # Σw² ≤ (Σw)² and max w ≤ Σw, up to rounding.
-        if np.any(sq > kappa**2 * (1 + 1e-9) + 1e-300) or np.any(weight_max > kappa * (1 + 1e-9)):
-            raise ValueError("Fitted state 'cell_sq_sums_'/'cell_weight_max_' are inconsistent with 'cell_class_sums_'.")
+        counts = state_array(state, "cell_counts_", ndim=1, kind="i", shape=(n_cells,), low=1, optional=True)
+        _check_cell_consistency(sums.astype(np.float64), sq.astype(np.float64), weight_max.astype(np.float64),
+                                None if counts is None else counts.astype(np.float64), prior,
+                                derived_max=derived_max)
         self._restore_inputs(state, classes, prior, n_features, np.float64)
         self._set_grid(low.astype(np.float64), span.astype(np.float64), m)
-        return self._install(keys, sums.astype(np.float64), sq.astype(np.float64), weight_max.astype(np.float64))
+        return self._install(keys, sums.astype(np.float64), sq.astype(np.float64), weight_max.astype(np.float64),
+                             None if counts is None else counts.astype(np.int64))
 
     def _cells(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Integer cell coordinates (clipped into the box) and each row's distance to the box."""
@@ -337,10 +351,12 @@ class DyadicClassifier(BoundedClassifierBase):
         kappa = class_sums.sum(axis=1)
         reach = self.cell_diameter_ + outside  # every cell point is this close to the query
         safe_max = np.where(weight_max > 0, weight_max, 1.0)
+        with np.errstate(over="ignore"):  # a query beyond float64's range of its cell: +inf (a trivial bound)
+            dist_sum = kappa * reach
         return KernelStatistics(
             class_sums=class_sums[:, None, :],
             sq_sum=sq_sums[:, None],
-            dist_sum=(kappa * reach)[:, None],
+            dist_sum=dist_sum[:, None],
             bandwidth=reach[:, None],
             kernel=get_kernel("boxcar"),
             outside_box=outside > 0,
@@ -406,3 +422,58 @@ class DyadicClassifier(BoundedClassifierBase):
         specs = self._resolve_bounds(bounds)
         stats = self.kernel_statistics(X)
         return restore(self._report({name: self._interval(stats, spec) for name, spec in specs.items()}, specs, bounds))
+
+
+# Relative slack of the consistency checks on a restored state (sums of up to millions of terms).
+_STATE_RTOL = 1e-9
+
+
+def _check_cell_consistency(sums: np.ndarray, sq: np.ndarray, weight_max: np.ndarray,
+                            counts: np.ndarray | None, prior: np.ndarray, *, derived_max: bool = False) -> None:
+    """Refuse cell arrays that no weights ``w_i ∈ [0, 1]`` (relative to the largest) can produce.
+
+    Per cell with ``κ = Σw``, ``S = Σw²``, ``m = max w`` and ``n`` rows: ``m ≤ 1``, ``m ≤ κ``,
+    ``m² ≤ S ≤ m·κ`` (so ``S ≤ κ²``; ``derived_max``: ``m = √S`` stands in, and ``m ≤ 1`` is not asked), ``S > 0`` and ``m > 0`` exactly where ``κ > 0``; with
+    counts, ``S ≥ κ²/n`` (Cauchy–Schwarz) and ``κ ≤ n·m``. ``class_prior_`` must be the share of
+    each class in the cell sums. Each check allows a relative rounding slack of ``_STATE_RTOL``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> _check_cell_consistency(np.array([[3.0, 1.0]]), np.array([0.0]), np.array([1.0]), np.array([4.0]),
+    ...                         np.array([0.75, 0.25]))
+    Traceback (most recent call last):
+    ...
+    ValueError: Fitted state 'cell_sq_sums_' must be > 0 in every cell with weight (Σw > 0); cell 0 has Σw = 4 and Σw² = 0: no weights produce that.
+    """
+    tol = _STATE_RTOL
+    kappa = sums.sum(axis=1)
+    has = kappa > 0
+
+    def refuse(bad: np.ndarray, message: str) -> None:
+        if np.any(bad):
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(message.format(i=i, k=kappa[i], s=sq[i], m=weight_max[i],
+                                            n=np.nan if counts is None else counts[i]))
+
+    refuse(has & ~(sq > 0), "Fitted state 'cell_sq_sums_' must be > 0 in every cell with weight (Σw > 0); "
+                            "cell {i} has Σw = {k:g} and Σw² = {s:g}: no weights produce that.")
+    refuse(has & ~(weight_max > 0), "Fitted state 'cell_weight_max_' must be > 0 in every cell with weight; "
+                                    "cell {i} has Σw = {k:g} and max w = {m:g}.")
+    refuse(~has & ((sq > 0) | (weight_max > 0)), "Fitted state: cell {i} has Σw = 0 but Σw² = {s:g}, max w = {m:g}.")
+    refuse(~derived_max & (weight_max > 1.0 + tol), "Fitted state 'cell_weight_max_' must be <= 1 (weights relative to the "
+                                   "largest); cell {i} has {m:g}.")
+    refuse(weight_max > kappa * (1 + tol), "Fitted state 'cell_weight_max_' exceeds the cell's Σw: cell {i} has "
+                                           "max w = {m:g} > Σw = {k:g}.")
+    refuse(sq < weight_max**2 * (1 - tol), "Fitted state 'cell_sq_sums_' is below max w² in cell {i} "
+                                           "(Σw² = {s:g}, max w = {m:g}): no weights produce that.")
+    refuse(sq > weight_max * kappa * (1 + tol) + 1e-300, "Fitted state 'cell_sq_sums_' exceeds max w·Σw in cell {i} "
+                                                         "(Σw² = {s:g}, max w = {m:g}, Σw = {k:g}).")
+    if counts is not None:
+        refuse(sq < kappa**2 / counts * (1 - tol), "Fitted state 'cell_sq_sums_' is below (Σw)²/count in cell {i} "
+                                                   "(Σw² = {s:g}, Σw = {k:g}, {n:g} rows): no weights produce that.")
+        refuse(kappa > counts * weight_max * (1 + tol), "Fitted state 'cell_counts_' is too small for cell {i}: "
+                                                        "Σw = {k:g} > {n:g} rows × max w = {m:g}.")
+    total = sums.sum(axis=0)
+    if total.sum() > 0 and not np.allclose(prior, total / total.sum(), rtol=1e-6, atol=1e-12):
+        raise ValueError("Fitted state 'class_prior_' must be each class's share of 'cell_class_sums_'.")

@@ -249,6 +249,34 @@ def resolve_ranking_fraction(ranking_fraction: float | str, n_samples: int) -> f
     return fraction
 
 
+# Index coordinates (training rows within [-1, 1]) beyond this: the query is scaled down for the search.
+_FAR_SEARCH = 2.0**480
+
+
+def _search_queries(Q: np.ndarray) -> np.ndarray:
+    """Queries in index coordinates, each row beyond ``_FAR_SEARCH`` divided by a power of two.
+
+    An index squares coordinates: a row like 1e308 would overflow to NaN distances and duplicate
+    neighbours. Such a row lies so far from every training row (within [-1, 1]) that all its
+    distances agree to float64 precision; scaled down along its own direction, it stays that far
+    and the index returns k distinct rows. The k distances are recomputed from the true queries.
+    """
+    if Q.dtype != np.float64 or Q.ndim != 2:  # float32 never reaches 2⁴⁸⁰
+        return Q
+    largest = np.max(np.abs(Q), axis=1, initial=0.0)
+    far = largest > _FAR_SEARCH
+    if not far.any():
+        return Q
+    Q = np.array(Q, dtype=np.float64)
+    Q[far] /= np.ldexp(1.0, np.frexp(largest[far])[1] - np.frexp(_FAR_SEARCH)[1])[:, None]
+    return Q
+
+
+def _times(a: np.ndarray | None, factor: float) -> np.ndarray | None:
+    """``a·factor`` (None stays None; a factor of 1 returns ``a`` itself)."""
+    return a if a is None or factor == 1.0 else a * factor
+
+
 def _power_of_two_scale(X: np.ndarray) -> float:
     """A power of two near the largest coordinate magnitude (1 for an all-zero X)."""
     largest = float(np.max(np.abs(X), initial=0.0))
@@ -320,7 +348,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         band-Chernoff test with the exact Bernoulli moment-generating function
         (per point for the localized classifier, over a distance histogram of
         ``histogram_bins`` bins for the regular one; never wider than
-        ``"hoeffding"`` in its exact form). ``"paper"`` with ``sigma=0.25``,
+        ``"hoeffding"`` in its exact form; the regular classifier with
+        ``kernel="gaussian_untruncated"``, whose support has no finite
+        histogram, falls back to ``"hoeffding"`` with a warning). ``"paper"`` with ``sigma=0.25``,
         ``ck=1`` and ``coverage="per_class"`` reproduces the paper's numbers
         (not a valid bound: its σ = 1/4 is wrong).
     coverage : {"simultaneous", "per_class"}, default="simultaneous"
@@ -345,7 +375,11 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         bandwidth of least label-free ε exactly (a kernel that is not a polynomial
         in u² then takes the exhaustive pass, see :meth:`ranks_first`).
     dtype : {"float64", "float32"}, default="float64"
-        Working precision of the distance computations.
+        Working precision of the distance computations. float32 data far from
+        1 (beyond 2^±100, e.g. 1e-46 or 1e160) are stored in a power-of-two
+        unit (``feature_unit`` in :meth:`get_fitted_state`), so they neither
+        underflow nor overflow; queries float32 cannot hold in that unit are
+        refused with a ValueError.
     working_memory : float or None, default=None
         MiB allowed for one block of the distance matrix (None: scikit-learn's
         ``working_memory`` setting).
@@ -521,12 +555,14 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         dtype, _, auto = self._check_params()
         X, labels, weights = self._validate_training_data(X, y, sample_weight, dtype)
         if auto:
-            grid = default_bandwidth_grid(X) if self.bandwidth_grid is None else self._checked_grid()
+            # X is in the fit's feature unit (float32 far from 1); the grid is in the input's units.
+            grid = default_bandwidth_grid(X) * self._unit() if self.bandwidth_grid is None else self._checked_grid()
         elif self.bandwidth == "scale":
-            grid = np.array([scale_bandwidth(X, self.n_neighbors)])
+            grid = np.array([scale_bandwidth(X, self.n_neighbors) * self._unit()])
         else:
             grid = np.array([float(self.bandwidth)])
-        box = (X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64))
+        unit = self._unit()  # X is in this power-of-two unit (float32 far from 1); the box is not
+        box = (X.min(axis=0).astype(np.float64) * unit, X.max(axis=0).astype(np.float64) * unit)
         return self._install(X, labels, weights, grid, box)
 
     def _check_params(self):
@@ -565,6 +601,12 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
                 hint=f"It counts neighbours among the {n_samples} training samples (None: use all).",
             )
         self._validate_bound_params(kernel, bound_required=auto, localized=self.n_neighbors is not None)
+        unit = self._unit()
+        if unit != 1.0 and not np.all(grid / unit >= np.finfo(np.float64).tiny):
+            raise ValueError(
+                f"bandwidth {grid.min():g} is too small for dtype=\"float32\" next to features up to "
+                f"{2 * unit:.3g} (their ratio leaves float64's range): use dtype=\"float64\" or rescale the features."
+            )
         self.kernel_ = kernel
         self.bandwidths_ = grid
         self.bandwidth_ = None if auto else float(grid[0])
@@ -590,7 +632,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         -------
         dict
             ``classes_``, ``class_prior_``, ``X`` (training inputs, in the fit
-            dtype), ``labels`` (class indices), ``weights`` (absent without
+            dtype; divided by ``feature_unit``, a power of two present only for float32 data far
+            from 1, see :func:`~nwbound._numerics.feature_unit`), ``labels`` (class indices),
+            ``weights`` (absent without
             sample weights), ``bandwidths_``, ``box_low``/``box_high`` (the
             training inputs' bounding box), ``n_features_in_`` and, when fitted
             on named features, ``feature_names_in_``. The estimator's parameters
@@ -617,6 +661,8 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             "box_high": self._box[1],
             "n_features_in_": int(self.n_features_in_),
         }
+        if self._unit() != 1.0:
+            state["feature_unit"] = self._unit()
         if self._train.weights is not None:
             state["weights"] = np.asarray(self._train.weights)
         if hasattr(self, "feature_names_in_"):
@@ -671,6 +717,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         if X.dtype != dtype:
             raise ValueError(f"Fitted state 'X' has dtype {X.dtype}, but this estimator's dtype is {dtype}.")
         n = X.shape[0]
+        unit = float(state.get("feature_unit", 1.0))
+        if not (np.isfinite(unit) and unit > 0 and np.frexp(unit)[0] == 0.5) or (unit != 1.0 and dtype != np.float32):
+            raise ValueError(f"Fitted state 'feature_unit' must be a power of two (float32 models only), got {unit!r}.")
         labels = state_array(state, "labels", ndim=1, kind="i", shape=(n,), low=0, high=classes.shape[0] - 1)
         weights = state_array(state, "weights", ndim=1, shape=(n,), low=0.0, optional=True)
         if weights is not None and not shard and not weights.sum() > 0:
@@ -684,9 +733,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             )
         low = state_array(state, "box_low", ndim=1, shape=(n_features,))
         high = state_array(state, "box_high", ndim=1, shape=(n_features,))
-        if np.any(X.min(axis=0) < low) or np.any(X.max(axis=0) > high):
+        if np.any(X.min(axis=0).astype(np.float64) * unit < low) or np.any(X.max(axis=0).astype(np.float64) * unit > high):
             raise ValueError("Fitted state 'box_low'/'box_high' must contain every training row 'X'.")
-        self._restore_inputs(state, classes, prior, n_features, dtype)
+        self._restore_inputs(state, classes, prior, n_features, dtype, unit)
         return self._install(
             np.ascontiguousarray(X, dtype=dtype), labels.astype(np.intp),
             None if weights is None else weights.astype(dtype), grid.astype(np.float64),
@@ -715,6 +764,11 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         """Kernel statistics of validated queries with what ``specs`` need (class sums only when not
         ``need_bounds``), at ``bandwidths`` (default: every bandwidth of the fit)."""
         bandwidths = self.bandwidths_ if bandwidths is None else bandwidths
+        # X is in the fit's feature unit (float32 far from 1): so are the engines' bandwidths; the
+        # distances they return are brought back to the input's units below.
+        unit = self._unit()
+        raw_bandwidths, bandwidths = bandwidths, bandwidths / unit
+        X_input = X if unit == 1.0 else to_host(X).astype(np.float64) * unit
         need_dist = need_bounds and (not specs or any(s.needs_distance_sum for s in specs))
         need_tail = need_bounds and any(s.needs_tail_mass for s in specs)
         chernoff = need_bounds and any(s.is_chernoff for s in specs)
@@ -743,7 +797,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             # that magnitudes like 1e160 cannot overflow its squared distances; the k
             # chosen distances are then recomputed directly from the coordinates.
             # The index lives on the host: device= queries cross once, for the search only.
-            dist, idx = self.index_.kneighbors(to_host(X) / self._index_scale, self.n_neighbors)
+            dist, idx = self.index_.kneighbors(_search_queries(to_host(X) / self._index_scale), self.n_neighbors)
             if getattr(self, "device", None) is None:
                 sums = neighbor_kernel_sums(
                     dist, idx, self._train, self.kernel_, bandwidths, need_dist=need_dist, tail_radius=tail,
@@ -759,12 +813,12 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         return KernelStatistics(
             class_sums=sums.class_sums,
             sq_sum=sums.sq_sum,
-            dist_sum=sums.dist_sum,
-            bandwidth=bandwidths[None, :],
+            dist_sum=_times(sums.dist_sum, unit),
+            bandwidth=raw_bandwidths[None, :],
             kernel=self.kernel_,
-            outside_box=outside_box(X, *self._box),
+            outside_box=outside_box(X_input, *self._box),
             tail_mass=sums.tail_mass,
-            diameter=self._diameter(X) if need_tail else None,
+            diameter=self._diameter(X_input) if need_tail else None,
             histogram=sums.histogram,
             hist_edges=sums.hist_edges,
             # Dense path: the expanded distance's rounding bound; the localized path's
@@ -772,14 +826,14 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             u2_error=sums.u2_error(bandwidths) if self.index_ is None else 0.0,
             weight_max=sums.weight_max,
             hist_mass=sums.hist_mass,
-            hist_dist=sums.hist_dist,
+            hist_dist=_times(sums.hist_dist, unit),
             hist_count=sums.hist_count,
             weight_min=sums.weight_min,
             sum_error=sums.sum_error,  # the device paths' summation error, carried by the bound
             uniform_weights=bool(sums.uniform_weights),
             point_mass=sums.point_mass,
             # Directly computed distances have relative error ≤ (d + 6)·2⁻⁵³: round them up.
-            point_dist=None if sums.point_dist is None else sums.point_dist * (1.0 + (X.shape[1] + 8) * 2.0**-53),
+            point_dist=_times(sums.point_dist, unit * (1.0 + (X.shape[1] + 8) * 2.0**-53)),
         )
 
     def kernel_statistics(self, X, bounds=None, bandwidth_index=None) -> KernelStatistics:
@@ -883,8 +937,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         k = self.n_neighbors if n_neighbors is None else n_neighbors
         check_int_range(k, "n_neighbors", 1, self.n_samples_fit_,
                         hint=f"It counts neighbours among the {self.n_samples_fit_} training samples.")
-        _, idx = self.index_.kneighbors(X / self._index_scale, int(k))
-        return neighbor_distances(X, self._train.X, idx, working_memory=self.working_memory), idx
+        _, idx = self.index_.kneighbors(_search_queries(X / self._index_scale), int(k))
+        dist = neighbor_distances(X, self._train.X, idx, working_memory=self.working_memory)
+        return _times(dist, self._unit()), idx
 
     def bandwidth_ranking(self, X, *, fraction: float | None = None, row_offset: int = 0) -> BandwidthRanking:
         """What ranks ``bandwidths_`` for each query: κ, ``Σ a_i²`` and ``Σ a_i d_i`` (label-free).
@@ -930,15 +985,16 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
     def _ranking(self, X: np.ndarray, fraction: float, row_offset: int = 0) -> BandwidthRanking:
         """:meth:`bandwidth_ranking` of validated queries."""
         grid = self.bandwidths_[None, :]
+        unit = self._unit()  # X and the engines' bandwidths in the fit's feature unit; dist_sum back in input units
         if self.ranks_from_moments_:
-            m = dense_moment_sums(X, self._train.sample(fraction, row_offset), self.kernel_, self.bandwidths_,
+            m = dense_moment_sums(X, self._train.sample(fraction, row_offset), self.kernel_, self.bandwidths_ / unit,
                                   working_memory=self.working_memory, n_jobs=self.n_jobs)
-            return BandwidthRanking(m.kappa / fraction, m.sq_sum / fraction, m.dist_sum / fraction, grid)
+            return BandwidthRanking(m.kappa / fraction, m.sq_sum / fraction, _times(m.dist_sum, unit) / fraction, grid)
         if fraction < 1.0 and self._on_host_regular():  # other kernels: every bandwidth, on the sample
-            s = dense_kernel_sums(X, self._train.sample(fraction, row_offset), self.kernel_, self.bandwidths_,
+            s = dense_kernel_sums(X, self._train.sample(fraction, row_offset), self.kernel_, self.bandwidths_ / unit,
                                   need_dist=True, tail_radius=None, working_memory=self.working_memory,
                                   n_jobs=self.n_jobs)
-            return BandwidthRanking(s.kappa / fraction, s.sq_sum / fraction, s.dist_sum / fraction, grid)
+            return BandwidthRanking(s.kappa / fraction, s.sq_sum / fraction, _times(s.dist_sum, unit) / fraction, grid)
         stats = self._statistics(X, [], need_bounds=True)
         return BandwidthRanking(stats.kappa, stats.sq_sum, stats.dist_sum, grid)
 

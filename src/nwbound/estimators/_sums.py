@@ -807,8 +807,8 @@ def _block_product(Q: np.ndarray, plan: _Plan, dtype: np.dtype) -> tuple[np.ndar
     """The query side ``[2ρ²y'', 1 − ρ²‖y''‖², −ρ²]`` in ``dtype`` and its error bound per row
     (None and inf when it cannot be represented)."""
     lay = plan.layout
-    qs = (Q.astype(np.float64) - lay.center) / lay.scale
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):  # a far query: inf here, recomputed directly
+        qs = (Q.astype(np.float64) - lay.center) / lay.scale
         q_norm = np.sqrt(np.einsum("ij,ij->i", qs, qs))
         A64 = np.empty((Q.shape[0], Q.shape[1] + 2))
         A64[:, :-2] = qs * (2.0 * plan.rho_sq)
@@ -1217,7 +1217,8 @@ def _check_histogram_bins(histogram_bins: int, kernel: Kernel) -> int:
     if histogram_bins and not kernel.compact:
         raise ValueError(
             f"histogram_bins needs a kernel with compact support; {kernel.name!r} has none "
-            "(use a compact kernel or a truncated Gaussian, or histogram_bins=0)."
+            "(use a compact kernel or a truncated Gaussian; to this function, histogram_bins=0 asks for no "
+            "histogram; the estimators fall back to bound='hoeffding' for such kernels)."
         )
     return histogram_bins
 
@@ -1337,9 +1338,9 @@ def _coherent_blocks(
     """Queries sorted by nearest ball, cut into blocks, each with the training
     columns it must see (None: all of them). Works in the layout's scaled coordinates."""
     balls = lay.balls
-    qc = (Xq.astype(np.float64) - lay.center) / lay.scale
     support = support / lay.scale
     with np.errstate(over="ignore", invalid="ignore"):
+        qc = (Xq.astype(np.float64) - lay.center) / lay.scale
         nearest = _nearest_center(qc, balls.centers)
     order = np.argsort(nearest, kind="stable")
     n_q = Xq.shape[0]
@@ -1439,7 +1440,9 @@ def neighbor_kernel_sums(
     with np.errstate(over="ignore", invalid="ignore"):
         far = np.max(dist, axis=1, initial=0.0) / support
         out.d2_error_rel = direct_d2_error_factor(d_feat) * far * far if rel else np.zeros(n_q)
-    dist_up = dist * (1.0 + rel) if rel else dist  # never below the true distance
+    with np.errstate(over="ignore"):
+        dist_up = dist * (1.0 + rel) if rel else dist  # never below the true distance
+    beyond = not np.all(np.isfinite(dist_up))  # a query beyond float64's range of the data: d = +inf
     labels = train.labels[idx]
     unit = train.weight_unit  # the same units as the dense path: no (w K)² overflows
     weights = None if train.weights is None else train.weights[idx].astype(np.float64) / unit
@@ -1448,14 +1451,16 @@ def neighbor_kernel_sums(
         out.point_mass = np.empty((n_q, len(bandwidths), k_nn))
         out.point_dist = dist
     for g, lam in enumerate(bandwidths):
-        wk = np.asarray(kernel(dist / float(lam)), dtype=np.float64)
+        with np.errstate(over="ignore"):  # d/λ = +inf far away: K = 0
+            wk = np.asarray(kernel(dist / float(lam)), dtype=np.float64)
         if weights is not None:
             wk = wk * weights
         if keep_points:
             out.point_mass[:, g] = wk
         class_sums = np.bincount(flat, weights=wk.ravel(), minlength=n_q * n_classes).reshape(n_q, n_classes)
         cut = None if tail_radius is None else tail_radius * float(lam)
-        _reduce_weights(out, slice(None), g, wk, class_sums, dist_up, cut)
+        # K(∞) = 0: an infinitely far neighbour adds nothing to Σ w K d (not 0·∞ = NaN)
+        _reduce_weights(out, slice(None), g, wk, class_sums, np.where(wk > 0, dist_up, 0.0) if beyond else dist_up, cut)
     if out.dist_sum is not None and rel:
         out.dist_sum *= 1.0 + (k_nn + 4) * _U64  # the summation's rounding: still an upper bound
     if unit != 1.0:  # back to the input's units (exact, or inf/0 where not representable)

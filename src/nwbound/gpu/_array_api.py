@@ -527,7 +527,7 @@ def kernel_statistics(
     if bins and name not in HISTOGRAM_KERNELS:
         raise ValueError(
             f"histogram_bins needs a kernel supported on the unit ball ({', '.join(HISTOGRAM_KERNELS)}); "
-            f"got kernel {name!r}. Use histogram_bins=0."
+            f"got kernel {name!r}. Pass histogram_bins=0 to this function (no histogram)."
         )
     if block_rows is not None:
         block_rows = check_int_range(block_rows, "block_rows", 1)

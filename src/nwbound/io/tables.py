@@ -42,6 +42,8 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from ..utils import FORMULA_START_PATTERN, PLAIN_NUMBER_PATTERN, spreadsheet_safe
+
 __all__ = [
     "TableError",
     "TableWriter",
@@ -66,8 +68,9 @@ _NA_VALUES = [
 ]
 _INT_TEXT = re.compile(r"^[+-]?\d+$")
 # Cells a spreadsheet would evaluate; a plain number is harmless and kept.
-_FORMULA_START = r"^[=+\-@\t\r]"
-_PLAIN_NUMBER = r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$"
+# The CSV-injection rule of nwbound.utils.spreadsheet_safe, vectorised here for frames.
+_FORMULA_START = FORMULA_START_PATTERN
+_PLAIN_NUMBER = PLAIN_NUMBER_PATTERN
 _TMP_TAG = ".nwbound-"
 
 
@@ -628,7 +631,7 @@ def escape_spreadsheet_cells(frame: Any) -> Any:
             escaped[risky.to_numpy()] = "'" + text[risky].astype(str)
             out[name] = escaped
     names = [str(c) for c in out.columns]
-    safe = ["'" + c if re.match(_FORMULA_START, c) and not re.fullmatch(_PLAIN_NUMBER, c) else c for c in names]
+    safe = [spreadsheet_safe(c) for c in names]
     if safe != names:
         out = out.set_axis(safe, axis=1) if out is not frame else frame.set_axis(safe, axis=1)
     return out

@@ -5,11 +5,35 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from ._errors import UserError
+
+# A cell starting like this runs as a formula in a spreadsheet (OWASP's CSV injection list) ...
+FORMULA_START_PATTERN = r"^[=+\-@\t\r]"
+# ... unless it is a plain number ("-1.5"), which is left as it is.
+PLAIN_NUMBER_PATTERN = r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$"
+
+
+def spreadsheet_safe(value: object) -> object:
+    """``value`` made safe for a CSV cell: text that a spreadsheet would run as a formula gets a ``'``.
+
+    Text starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, and not a plain
+    number, is prefixed with ``'`` (OWASP's advice against CSV injection); anything else (numbers,
+    ``"-1.5"``, other text) is returned unchanged. The one rule every CSV writer of nwbound applies.
+
+    Examples
+    --------
+    >>> from nwbound.utils import spreadsheet_safe
+    >>> spreadsheet_safe("=1+1.csv"), spreadsheet_safe("-2"), spreadsheet_safe(-2.0), spreadsheet_safe("a")
+    ("'=1+1.csv", '-2', -2.0, 'a')
+    """
+    if isinstance(value, str) and re.match(FORMULA_START_PATTERN, value) and not re.fullmatch(PLAIN_NUMBER_PATTERN, value):
+        return "'" + value
+    return value
 
 __all__ = ["prepare_output_dir", "atomic_write_text", "write_table", "format_markdown", "FILE_MODE"]
 
@@ -132,6 +156,9 @@ def format_markdown(rows: Iterable[Mapping[str, object]]) -> str:
 def write_table(rows: Sequence[Mapping[str, object]], stem: str | os.PathLike, *, title: str | None = None) -> tuple[Path, Path]:
     """Write ``rows`` as ``stem.csv`` and ``stem.md`` (a Markdown table), atomically.
 
+    CSV cells and column names pass through :func:`spreadsheet_safe` (a file name like
+    ``=1+1.csv`` cannot run as a formula); the Markdown keeps them verbatim.
+
     Parameters
     ----------
     rows : sequence of dict
@@ -157,9 +184,9 @@ def write_table(rows: Sequence[Mapping[str, object]], stem: str | os.PathLike, *
     stem = Path(stem)
     columns = _columns(rows)
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([spreadsheet_safe(str(c)) for c in columns])
+    writer.writerows([spreadsheet_safe(row.get(c, "")) for c in columns] for row in rows)
     csv_path = atomic_write_text(stem.with_name(stem.name + ".csv"), buf.getvalue())
     md = ([f"# {title}\n"] if title else []) + [format_markdown(rows)]
     md_path = atomic_write_text(stem.with_name(stem.name + ".md"), "\n".join(md) + "\n")
