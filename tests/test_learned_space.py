@@ -318,3 +318,15 @@ def test_lipschitz_auto_covers_on_a_known_field():
         iv = clf.predict_interval(Q)
     assert ((pq < iv.lower[:, 1]) | (pq > iv.upper[:, 1])).mean() <= 0.05
     assert iv.certified.mean() > 0.3
+
+
+def test_a_model_fitted_elsewhere_enters_frozen():
+    from sklearn.frozen import FrozenEstimator
+
+    X, y, _ = _field(600, d=4, seed=11)
+    other, oy, _ = _field(400, d=4, seed=12)  # rows whose labels never reach the kernel sums
+    model = LogisticRegression().fit(other, oy)
+    clf = NadarayaWatsonClassifier(bandwidth=1.0, metric=FrozenEstimator(model)).fit(X, y)
+    np.testing.assert_array_equal(clf.metric_.map_.estimator.coef_, model.coef_)  # not refitted
+    s = model.decision_function(X[clf.metric_rows_])
+    np.testing.assert_allclose(clf.metric_.transform(X[:5])[:, 0], (model.decision_function(X[:5]) - s.mean()) / s.std())

@@ -17,9 +17,9 @@ __all__ = ["LearnedSpace", "metric_kind", "AUTO_FEATURE_WEIGHT", "AUTO_MAX_ROWS"
 AUTO_FEATURE_WEIGHT = 0.25
 #: metric="auto" fits its gradient-boosting model on at most this many rows of the map share
 #: (a fixed random subset) ...
-AUTO_MAX_ROWS = 20_000
-#: ... with at most this many boosting iterations (early stopping on a slice of them when > 10 000).
-AUTO_MAX_ITER = 100
+AUTO_MAX_ROWS = 10_000
+#: ... with at most this many boosting iterations (benchmarks/bench_learned_space.py: the speed budget).
+AUTO_MAX_ITER = 50
 
 _KINDS = ("standard", "transformer", "scores", "auto")
 
