@@ -190,7 +190,6 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
                 raise ValueError("sample_weight is 0 on every row of the NW share: give positive weights.")
             w = w / w.max()
             nw_weights = None if np.all(w == 1.0) else w.astype(dtype)
-        self._map_rows = map_rows
         return np.ascontiguousarray(Z, dtype=dtype), labels[nw_rows], nw_weights
 
     # -- cross-fitting --------------------------------------------------------------------------

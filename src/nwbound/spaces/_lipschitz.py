@@ -12,9 +12,9 @@ __all__ = ["LipschitzAutoReport", "choose_lipschitz", "AUTO_LIPSCHITZ_EXPONENTS"
 
 #: The grid of ``lipschitz="auto"``: pilot × 2^k for these k; when the check rejects all of them,
 #: once more for k = 3 … 8 before giving up. Not below pilot/2: on 12-D known-p fields (p a
-#: logistic or a sine of 2 features, 6 000 rows, Euclidean and metric="auto") the held-out check
-#: did not reject L = pilot/8 … pilot/64, where 18–95 % of the intervals missed p; at pilot/2 at
-#: most 0.5 % missed (benchmarks/bench_learned_space.py --grid).
+#: logistic or a sine of 2 features, 3 000 rows, Euclidean and metric="auto") the held-out check
+#: alone, on k = -6 … 2, picked pilot/8 … pilot/64, where 64–72 % of the intervals missed p; at
+#: pilot/4 up to 6.7 % missed, at pilot/2 at most 0.6 % (benchmarks/bench_learned_space.py, grid).
 AUTO_LIPSCHITZ_EXPONENTS = (-1, 0, 1, 2)
 _EXTENDED_EXPONENTS = tuple(range(3, 9))
 #: At most this many check rows (a fixed random subset) test the grid.
