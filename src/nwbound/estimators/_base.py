@@ -8,6 +8,7 @@ from numbers import Integral, Real
 
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
@@ -117,7 +118,11 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
     def _split_seed(self) -> int:
         """Seed of the split and of ``metric="auto"``: ``random_state``, or 0 (a fit repeats)."""
         rs = getattr(self, "random_state", None)
-        return 0 if rs is None else rs
+        if rs is None:
+            return 0
+        if isinstance(rs, (int, np.integer)):
+            return int(rs)
+        return int(check_random_state(rs).randint(2**31 - 1))  # a RandomState: one draw per fit
 
     def _fit_space(self, X: np.ndarray, labels: np.ndarray, weights: np.ndarray | None, groups: Any, dtype):
         """Split the validated training rows, fit ``metric=`` on its share, map the NW share.
