@@ -330,3 +330,16 @@ def test_a_model_fitted_elsewhere_enters_frozen():
     np.testing.assert_array_equal(clf.metric_.map_.estimator.coef_, model.coef_)  # not refitted
     s = model.decision_function(X[clf.metric_rows_])
     np.testing.assert_allclose(clf.metric_.transform(X[:5])[:, 0], (model.decision_function(X[:5]) - s.mean()) / s.std())
+
+
+def test_cross_fit_with_lipschitz_auto_keeps_the_larger_choice():
+    X, y, _ = _field(1600, d=3, seed=13)
+    with _quiet():
+        clf = NadarayaWatsonClassifier(bandwidth=0.8, lipschitz="auto", metric=LogisticRegression(),
+                                       cross_fit=True).fit(X, y)
+    reports = clf.lipschitz_report_
+    assert len(reports) == 2 and clf.lipschitz_ == max(r.value for r in reports)
+    for h, r in zip(clf.cross_fit_models_, reports):
+        assert h.lipschitz_ == r.value and h.delta == 0.025
+        assert np.intersect1d(h.check_rows_, h.nw_rows_).size == 0
+    assert clf.predict_interval(X[:4]).proba.shape == (4, 2)

@@ -19,7 +19,7 @@ from .._validation import check_beta, check_choice, check_open_unit, check_posit
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import warn_if_useless
 from ..kernels import Kernel
-from ..spaces import LearnedSpace, check_fraction, choose_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
+from ..spaces import LearnedSpace, check_fraction, check_groups, choose_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
 from ._device import queries_on_host, training_data_on_host, validate_queries
 from ._statistics import KernelStatistics
 
@@ -139,12 +139,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         self.lipschitz_ = None if self.lipschitz is None or auto_lipschitz else float(self.lipschitz)
         self.lipschitz_report_ = None
         self.nw_rows_ = np.arange(n)
-        if groups is not None:
-            groups = np.asarray(groups)
-            if groups.ndim != 1 or groups.shape[0] != n:
-                raise ValueError(
-                    f"groups must hold one group label per training row: got shape {groups.shape} for {n} rows."
-                )
+        groups = check_groups(groups, n)
         if auto_lipschitz and self.margin is not None:
             raise ValueError("Give either lipschitz (overlapping classes) or margin (separable classes), not both.")
         uses_labels = kind not in (None, "standard")
@@ -208,12 +203,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             )
         dtype = np.float64 if getattr(self, "dtype", None) is None else self._check_params()[0]
         Xv, labels, _ = self._validate_training_data(X, y, sample_weight, dtype)
-        if groups is not None:
-            groups = np.asarray(groups)
-            if groups.ndim != 1 or groups.shape[0] != Xv.shape[0]:
-                raise ValueError(
-                    f"groups must hold one group label per training row: got shape {groups.shape} for {Xv.shape[0]} rows."
-                )
+        groups = check_groups(groups, Xv.shape[0])
         first, second = split_rows(labels, check_fraction(self.metric_fraction), groups=groups,
                                    random_state=self._split_seed())
         halves = []

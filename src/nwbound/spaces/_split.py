@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils import check_random_state
 
-__all__ = ["split_rows", "check_fraction"]
+__all__ = ["split_rows", "check_fraction", "check_groups"]
 
 
 def check_fraction(value: Any, name: str = "metric_fraction") -> float:
@@ -30,6 +30,27 @@ def check_fraction(value: Any, name: str = "metric_fraction") -> float:
             f"enter the kernel sums), got {value!r}."
         )
     return float(value)
+
+
+def check_groups(groups: Any, n: int) -> np.ndarray | None:
+    """``groups`` as a 1-D array of one label per training row (None stays None).
+
+    Examples
+    --------
+    >>> from nwbound.spaces import check_groups
+    >>> check_groups([1, 1, 2], 3).tolist()
+    [1, 1, 2]
+    >>> check_groups([1, 2], 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: groups must hold one group label per training row: got shape (2,) for 3 rows.
+    """
+    if groups is None:
+        return None
+    groups = np.asarray(groups)
+    if groups.ndim != 1 or groups.shape[0] != n:
+        raise ValueError(f"groups must hold one group label per training row: got shape {groups.shape} for {n} rows.")
+    return groups
 
 
 def split_rows(labels: np.ndarray, fraction: float, *, groups: Any = None,
@@ -75,12 +96,8 @@ def split_rows(labels: np.ndarray, fraction: float, *, groups: Any = None,
     labels = np.asarray(labels)
     n = labels.shape[0]
     rng = check_random_state(random_state)
+    groups = check_groups(groups, n)
     if groups is not None:
-        groups = np.asarray(groups)
-        if groups.ndim != 1 or groups.shape[0] != n:
-            raise ValueError(
-                f"groups must hold one group label per training row: got shape {groups.shape} for {n} rows."
-            )
         names, inverse = np.unique(groups, return_inverse=True)
         if names.shape[0] < 2:
             raise ValueError(
