@@ -14,6 +14,7 @@ Sections (all by default; pick with ``--sections``):
 * ``grid``: coverage and certified share at pilot × 2^k, k = −6 … 2, to show where the held-out
   check's choice is safe (why the grid of ``lipschitz="auto"`` starts at pilot/2).
 * ``crossfit``: single split against ``cross_fit=True`` on the same fields.
+* ``fraction``: ``metric_fraction`` 0.25 / 0.4 / 0.55 on the same fields.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_learned_space.py [--quick] [--sections speed,grid]``.
 """
@@ -148,6 +149,21 @@ def crossfit(quick: bool) -> None:
                   f"agree w/ Bayes {r['acc_bayes']:.3f}, miss p {r['miss']:.3f}, {t:.1f} s", flush=True)
 
 
+def fraction(quick: bool) -> None:
+    n = 3000 if quick else 8000
+    print(f"\nmetric_fraction (n = {n}, metric='auto', lipschitz='auto', bandwidth='auto')")
+    for kind in ("logistic", "sine", "softmax3"):
+        X, y, _ = field(kind, n, 5)
+        Q, _, P = field(kind, 2000, 6)
+        for f in (0.25, 0.4, 0.55):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                clf = NadarayaWatsonClassifier(bandwidth="auto", lipschitz="auto", metric="auto", metric_fraction=f).fit(X, y)
+                r = evaluate(clf, Q, P)
+            print(f"  {kind:<9} metric_fraction={f:<5} certified {r['cert']:.3f}, err|cert {r['err_cert']:.3f}, "
+                  f"agree w/ Bayes {r['acc_bayes']:.3f}, miss p {r['miss']:.3f}", flush=True)
+
+
 def speed(quick: bool, repeats: int) -> None:
     n_train, n_query = ECG_QUICK if quick else ECG_FULL
     X, y, Q = ecg_like(n_train, n_query)
@@ -190,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for section in args.sections.split(","):
         {"speed": lambda: speed(args.quick, args.repeats), "candidates": lambda: candidates(args.quick),
-         "grid": lambda: grid(args.quick), "crossfit": lambda: crossfit(args.quick)}[section]()
+         "grid": lambda: grid(args.quick), "crossfit": lambda: crossfit(args.quick),
+         "fraction": lambda: fraction(args.quick)}[section]()
     return 0
 
 
