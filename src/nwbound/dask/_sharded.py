@@ -55,7 +55,9 @@ __all__ = ["ShardedNadarayaWatson", "sharded_predict_interval"]
 
 # NadarayaWatsonClassifier parameters the sharded estimator does not take: Dask
 # tasks are its parallelism (``threads_per_task`` sets BLAS threads per task), on the workers' CPUs.
-_NOT_TAKEN = ("n_jobs", "device")
+# metric=/cross_fit: a learned space needs the whole training set's split and map before the
+# shards; the sharded estimator takes features already mapped (and metric=None: today's sums).
+_NOT_TAKEN = ("n_jobs", "device", "metric", "metric_fraction", "cross_fit")
 
 
 # -- tasks (module-level functions: picklable for process workers) -----------------------------
