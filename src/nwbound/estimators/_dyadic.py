@@ -451,7 +451,7 @@ class DyadicClassifier(BoundedClassifierBase):
     def _intervals(self, X, specs: dict) -> dict:
         """Intervals of host queries for every setting in ``specs``."""
         stats = self.kernel_statistics(X)
-        return restore(self._report({name: self._interval(stats, spec) for name, spec in specs.items()}, specs, bounds))
+        return {name: self._interval(stats, spec) for name, spec in specs.items()}
 
 
 # Relative slack of the consistency checks on a restored state (sums of up to millions of terms).
