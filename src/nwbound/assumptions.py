@@ -41,16 +41,21 @@ from sklearn.utils.validation import check_X_y
 
 from ._validation import check_positive
 from .datasets import stratified_subsample
+from .lipschitz_check import LipschitzCheck, LipschitzSelection, check_lipschitz, select_lipschitz
 
 __all__ = [
     "UNITS_NOTE",
+    "LipschitzCheck",
     "LipschitzEstimate",
+    "LipschitzSelection",
     "MarginEstimate",
     "OverlapReport",
     "empirical_margin",
+    "check_lipschitz",
     "estimate_lipschitz",
     "lipschitz_lower_bound",
     "overlap_test",
+    "select_lipschitz",
     "sensitivity_report",
     "strongin_lipschitz",
 ]
@@ -619,7 +624,9 @@ def _pilot_estimate(
     Returns the pilot bandwidth, the pilot size, the evaluation rows of ``X``
     (those with training mass in reach) and their ``p̂`` (rows × classes).
     """
-    from .estimators import NadarayaWatsonClassifier
+    # The pilot's kernel sums are computed here, not by the classifier: nwbound.estimators calls
+    # this module for lipschitz="auto", so this module must not import it (no import cycle).
+    from .kernels import get_kernel
 
     perm = rng.permutation(X.shape[0])
     half = X.shape[0] // 2
@@ -630,11 +637,14 @@ def _pilot_estimate(
     lam = _pilot_bandwidth(X_pilot, rng) if isinstance(bandwidth, str) else float(bandwidth)
     if eval_idx.shape[0] > n_eval:
         eval_idx = np.sort(rng.choice(eval_idx, size=n_eval, replace=False))
-    pilot = NadarayaWatsonClassifier(
-        kernel=kernel, bandwidth=lam, working_memory=working_memory
-    ).fit(X_pilot, y[pilot_idx])
-    # Only κ and p̂ are needed: the kernel statistics, not an interval (and no warning about one).
-    class_sums = pilot.kernel_statistics(X[eval_idx]).class_sums[:, 0]
+    K = get_kernel(kernel)
+    _, pilot_codes = np.unique(y[pilot_idx], return_inverse=True)
+    onehot = np.eye(int(pilot_codes.max()) + 1)[pilot_codes]
+    # Only κ and p̂ are needed: the Nadaraya-Watson class sums Σ K(‖x − x_i‖/λ)·1{y_i = c}.
+    class_sums = np.vstack(list(pairwise_distances_chunked(
+        X[eval_idx], X_pilot, reduce_func=lambda D, start: np.asarray(K(D / lam), dtype=np.float64) @ onehot,
+        working_memory=working_memory,
+    )))
     kappa = class_sums.sum(axis=1)
     keep = kappa > 0
     if keep.sum() < 2:

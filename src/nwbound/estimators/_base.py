@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 from numbers import Integral, Real
 
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
@@ -18,6 +18,7 @@ from .._validation import check_beta, check_choice, check_open_unit, check_posit
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import warn_if_useless
 from ..kernels import Kernel
+from ..spaces import LearnedSpace, check_fraction, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
 from ._device import queries_on_host, training_data_on_host, validate_queries
 from ._statistics import KernelStatistics
 
@@ -56,6 +57,9 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
     # what a constraint cannot say (units of L, which fix applies).
     _parameter_constraints: dict = {
         "lipschitz": [Interval(Real, 0, None, closed="neither"), None],
+        "metric": [None, StrOptions({"standard", "auto"}), HasMethods(["fit"])],
+        "metric_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "cross_fit": ["boolean"],
         "margin": [Interval(Real, 0, None, closed="neither"), None],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "bound": [StrOptions(set(BOUND_NAMES))],
@@ -109,6 +113,179 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = n_features
         self._fit_dtype = np.dtype(dtype)
 
+    # -- learned space (metric=) and held-out rows ---------------------------------------------
+    def _split_seed(self) -> int:
+        """Seed of the split and of ``metric="auto"``: ``random_state``, or 0 (a fit repeats)."""
+        rs = getattr(self, "random_state", None)
+        return 0 if rs is None else rs
+
+    def _fit_space(self, X: np.ndarray, labels: np.ndarray, weights: np.ndarray | None, groups: Any, dtype):
+        """Split the validated training rows, fit ``metric=`` on its share, map the NW share.
+
+        Returns ``(Z, labels, weights)`` of the NW share in the mapped space (the rows the kernel
+        sums use), and sets ``metric_``, ``metric_rows_``, ``check_rows_`` and ``nw_rows_``. With
+        ``metric=None`` and a numeric ``lipschitz`` nothing is split: the inputs come back as they
+        are (today's classifier, bit for bit).
+        """
+        kind = metric_kind(getattr(self, "metric", None))
+        auto_lipschitz = isinstance(self.lipschitz, str) and self.lipschitz == "auto"
+        n = X.shape[0]
+        self.metric_, self.metric_rows_, self.check_rows_ = None, np.zeros(0, np.intp), np.zeros(0, np.intp)
+        self.nw_rows_ = np.arange(n)
+        if groups is not None:
+            groups = np.asarray(groups)
+            if groups.ndim != 1 or groups.shape[0] != n:
+                raise ValueError(
+                    f"groups must hold one group label per training row: got shape {groups.shape} for {n} rows."
+                )
+        if auto_lipschitz and self.margin is not None:
+            raise ValueError("Give either lipschitz (overlapping classes) or margin (separable classes), not both.")
+        uses_labels = kind not in (None, "standard")
+        if not uses_labels and not auto_lipschitz:
+            if kind == "standard":  # label-free: fitted on every training input, no split
+                self.metric_ = LearnedSpace("standard").fit(X, labels)
+                X = np.ascontiguousarray(self.metric_.transform(X), dtype=dtype)
+            return X, labels, weights
+        fraction = check_fraction(getattr(self, "metric_fraction", 0.4))
+        forced = getattr(self, "_forced_split", None)  # cross-fitting: the halves are given
+        seed = self._split_seed()
+        if forced is not None:
+            metric_rows, nw_rows = forced
+        else:
+            metric_rows, nw_rows = split_rows(labels, fraction, groups=groups, random_state=seed)
+        map_rows, check_rows = metric_rows, np.zeros(0, np.intp)
+        if auto_lipschitz:  # the metric share: map (and pilot L) rows, then check rows
+            try:
+                a, b = split_rows(labels[metric_rows], 0.5, random_state=seed,
+                                  groups=None if groups is None else groups[metric_rows])
+            except ValueError as exc:
+                raise ValueError(
+                    f"lipschitz='auto' splits the metric share ({metric_rows.shape[0]} rows) into map rows and "
+                    f"check rows and could not: {exc} Give more rows or groups, or a numeric lipschitz."
+                ) from None
+            map_rows, check_rows = metric_rows[a], metric_rows[b]
+        if uses_labels and np.unique(labels[map_rows]).shape[0] < 2:
+            raise ValueError(
+                f"The {map_rows.shape[0]} rows that fit metric={self.metric!r} hold one class only; a supervised "
+                "map needs at least 2. Give more rows per class, other groups or a larger metric_fraction."
+            )
+        if kind is not None:
+            fit_rows = map_rows if uses_labels else np.arange(n)
+            w = None if weights is None else weights[fit_rows].astype(np.float64)
+            self.metric_ = LearnedSpace(self.metric, random_state=seed).fit(X[fit_rows], labels[fit_rows], w)
+        self.metric_rows_, self.check_rows_, self.nw_rows_ = metric_rows, check_rows, nw_rows
+        Z = X[nw_rows]
+        if self.metric_ is not None:
+            Z = self.metric_.transform(Z)
+        nw_weights = None
+        if weights is not None:
+            w = weights[nw_rows].astype(np.float64)
+            if not np.any(w > 0):
+                raise ValueError("sample_weight is 0 on every row of the NW share: give positive weights.")
+            w = w / w.max()
+            nw_weights = None if np.all(w == 1.0) else w.astype(dtype)
+        self._map_rows = map_rows
+        return np.ascontiguousarray(Z, dtype=dtype), labels[nw_rows], nw_weights
+
+    # -- cross-fitting --------------------------------------------------------------------------
+    def _fit_cross(self, X, y, sample_weight, groups) -> "BoundedClassifierBase":
+        """``cross_fit=True``: two halves whose roles swap, each a clone at level δ/2."""
+        if metric_kind(getattr(self, "metric", None)) in (None, "standard"):
+            raise ValueError(
+                f"cross_fit=True swaps the roles of the metric and NW shares, so it needs a map fitted on labels "
+                f"(metric='auto', a transformer or a classifier); metric={self.metric!r} uses no labels and "
+                "already keeps every row in the kernel sums."
+            )
+        dtype = np.float64 if getattr(self, "dtype", None) is None else self._check_params()[0]
+        Xv, labels, _ = self._validate_training_data(X, y, sample_weight, dtype)
+        if groups is not None:
+            groups = np.asarray(groups)
+            if groups.ndim != 1 or groups.shape[0] != Xv.shape[0]:
+                raise ValueError(
+                    f"groups must hold one group label per training row: got shape {groups.shape} for {Xv.shape[0]} rows."
+                )
+        first, second = split_rows(labels, check_fraction(self.metric_fraction), groups=groups,
+                                   random_state=self._split_seed())
+        halves = []
+        for metric_rows, nw_rows in ((first, second), (second, first)):
+            half = clone(self).set_params(cross_fit=False, delta=self.delta / 2.0)
+            half._forced_split = (metric_rows, nw_rows)
+            halves.append(half.fit(X, y, sample_weight=sample_weight, groups=groups))
+        self.cross_fit_models_ = halves
+        self.metric_ = None
+        self.metric_rows_, self.nw_rows_ = first, second
+        self.check_rows_ = np.zeros(0, np.intp)
+        if hasattr(halves[0], "n_samples_fit_"):
+            self.n_samples_fit_ = sum(h.n_samples_fit_ for h in halves)
+        self.beta_ = max((h.beta_ for h in halves if h.beta_ is not None), default=None)
+        self.bound_spec_ = halves[0].bound_spec_
+        self.delta_prime_ = halves[0].delta_prime_
+        if isinstance(self.lipschitz, str):
+            self.lipschitz_ = max(h.lipschitz_ for h in halves)
+            self.lipschitz_report_ = tuple(h.lipschitz_report_ for h in halves)
+        self._fit_complete = True
+        return self
+
+    def _is_cross_fitted(self) -> bool:
+        return getattr(self, "cross_fit_models_", None) is not None and getattr(self, "cross_fit", False)
+
+    def _no_cross_fit(self, method: str) -> None:
+        if self._is_cross_fitted():
+            raise ValueError(
+                f"{method} is not defined for a cross-fitted model (cross_fit=True): its two halves have different "
+                f"spaces. Call it on cross_fit_models_[0] or [1] (each at level delta/2)."
+            )
+
+    def _cross_proba(self, X) -> np.ndarray:
+        """κ-weighted mean of the two halves' ``p̂``."""
+        parts = [h._proba_kappa(X) for h in self.cross_fit_models_]
+        return kappa_weighted_proba((parts[0][0], parts[1][0]), (parts[0][1], parts[1][1]))
+
+    def _cross_interval(self, X, bounds: Any, stacklevel: int = 4):
+        """The intersection of the two halves' intervals, each at level δ/2 (:func:`~nwbound.spaces.intersect_intervals`)."""
+        check_is_fitted(self)
+        if bounds is None:
+            named = {None: {}}
+        elif isinstance(bounds, Mapping):
+            named = dict(bounds)
+        elif isinstance(bounds, str):
+            return self.cross_fit_models_[0].predict_interval(X, bounds=bounds)  # raises the explanation
+        else:
+            named = {form: {"bound": form} for form in bounds}
+        halved = {}
+        for name, overrides in named.items():
+            if not isinstance(overrides, Mapping):
+                raise TypeError(f"bounds[{name!r}] must be a mapping of settings, got {type(overrides).__name__}.")
+            o = dict(overrides)
+            if "delta" in o:
+                o["delta"] = check_open_unit(o["delta"], "delta") / 2.0
+            halved[name] = o
+        parts = []
+        for h in self.cross_fit_models_:
+            # bounds=None: each half's own setting (fixed at fit, at δ/2); otherwise the settings, δ halved.
+            specs = h._resolve_bounds(None if bounds is None else {i: o for i, o in enumerate(halved.values())})
+            parts.append(list(h._intervals(X, specs).values()))
+        out = {name: intersect_intervals(parts[0][i], parts[1][i]) for i, name in enumerate(halved)}
+        if bounds is not None:
+            return out
+        warn_if_useless(out[None], beta=self.cross_fit_models_[0].bound_spec_.beta, stacklevel=stacklevel)
+        return out[None]
+
+    def _refuse_learned_state(self, action: str) -> None:
+        """Model files and fitted states hold plain arrays: no learned map, no chosen L."""
+        if getattr(self, "metric", None) is not None or getattr(self, "cross_fit", False):
+            raise ValueError(
+                f"{action}: a fitted state holds plain arrays, and a learned metric (metric={self.metric!r}"
+                f"{', cross_fit=True' if getattr(self, 'cross_fit', False) else ''}) is an arbitrary scikit-learn "
+                "object that a safe model file cannot store. Keep the model with joblib/pickle (trusted files "
+                "only), or fit with metric=None on features you transform yourself."
+            )
+        if isinstance(self.lipschitz, str):
+            raise ValueError(
+                f"{action}: lipschitz='auto' was chosen at fit; set the chosen value first, "
+                "e.g. model.set_params(lipschitz=model.lipschitz_)."
+            )
+
     def _bound_spec(self, kernel: Kernel, overrides: Mapping[str, Any] | None = None, *,
                     required: bool = True, localized: bool = False) -> BoundSpec | None:
         """The bound setting of this estimator's parameters, with ``overrides`` applied.
@@ -117,6 +294,10 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         ``required`` is False.
         """
         params = {name: getattr(self, name, None) for name in BOUND_PARAMETERS}
+        if isinstance(params["lipschitz"], str) and params["lipschitz"] == "auto":
+            params["lipschitz"] = getattr(self, "lipschitz_", None)  # chosen at fit (held-out check)
+            if params["lipschitz"] is None:
+                raise ValueError("lipschitz='auto' is chosen when the estimator is fitted: call fit first.")
         if overrides:
             unknown = sorted(set(overrides) - set(BOUND_PARAMETERS))
             if unknown:
@@ -212,7 +393,13 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         """Checked queries in the fit dtype; with ``keep_namespace``, ``array_api_dispatch`` queries stay
         in their namespace and device (:func:`~nwbound.estimators._device.validate_queries`)."""
         check_is_fitted(self)
-        return validate_queries(self, X, self._fit_dtype, keep_namespace=keep_namespace)
+        space = getattr(self, "metric_", None)
+        if space is None:
+            return validate_queries(self, X, self._fit_dtype, keep_namespace=keep_namespace)
+        # metric=: queries come in the original features (n_features_in_), and are mapped here,
+        # before any kernel sum, neighbour search or bounding-box test.
+        X = validate_queries(self, X, self._fit_dtype)
+        return np.ascontiguousarray(space.transform(X), dtype=self._fit_dtype)
 
     def _keeps_device_queries(self) -> bool:
         """Whether ``predict*`` compute on ``array_api_dispatch`` queries where they live (``device=``)."""
@@ -299,6 +486,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         >>> clf.interval_from_statistics(stats).proba
         array([[1., 0.]])
         """
+        self._no_cross_fit("interval_from_statistics")
         specs = self._resolve_bounds(bounds)
         return self._report({name: self._interval(stats, spec) for name, spec in specs.items()}, specs, bounds)
 

@@ -49,6 +49,11 @@ class DyadicClassifier(BoundedClassifierBase):
     sigma : float, default=0.5
     empty_neighborhood : {"prior", "uniform", "raise"}, default="prior"
         Prediction for an empty cell (flagged vacuous, ε = 1).
+    metric, metric_fraction, cross_fit
+        The space the cells tile (see :class:`NadarayaWatsonClassifier`); the cells then tile
+        ``metric_.transform(X)``, and ``lipschitz``/``margin`` are in its units.
+    random_state : int, RandomState or None, default=None
+        Seed of the split (None: 0, so that a fit repeats).
 
     Attributes
     ----------
@@ -80,6 +85,7 @@ class DyadicClassifier(BoundedClassifierBase):
     _parameter_constraints: dict = {
         **BoundedClassifierBase._parameter_constraints,
         "resolution": [Interval(Integral, 1, 30, closed="both")],
+        "random_state": ["random_state"],
     }
 
     def __init__(
@@ -93,8 +99,16 @@ class DyadicClassifier(BoundedClassifierBase):
         coverage="simultaneous",
         sigma=0.5,
         empty_neighborhood="prior",
+        metric=None,
+        metric_fraction=0.4,
+        cross_fit=False,
+        random_state=None,
     ):
         self.resolution = resolution
+        self.metric = metric
+        self.metric_fraction = metric_fraction
+        self.cross_fit = cross_fit
+        self.random_state = random_state
         self.lipschitz = lipschitz
         self.margin = margin
         self.delta = delta
@@ -107,7 +121,7 @@ class DyadicClassifier(BoundedClassifierBase):
     ck = None
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None) -> "DyadicClassifier":
+    def fit(self, X, y, sample_weight=None, groups=None) -> "DyadicClassifier":
         """Count the weighted labels of each occupied cell.
 
         Parameters
@@ -115,6 +129,9 @@ class DyadicClassifier(BoundedClassifierBase):
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), default=None
+        groups : array-like of shape (n_samples,), default=None
+            Group labels kept on one side of the split (``metric``); see
+            :meth:`NadarayaWatsonClassifier.fit`.
 
         Returns
         -------
@@ -129,7 +146,10 @@ class DyadicClassifier(BoundedClassifierBase):
         4
         """
         m = self._check_resolution()
+        if self.cross_fit:
+            return self._fit_cross(X, y, sample_weight, groups)
         X, labels, weights = self._validate_training_data(X, y, sample_weight, np.float64)
+        X, labels, weights = self._fit_space(X, labels, weights, groups, np.float64)
         low, high = X.min(axis=0), X.max(axis=0)
         span = np.where(high > low, high - low, 1.0)
         self._set_grid(low, span, m)
@@ -187,6 +207,7 @@ class DyadicClassifier(BoundedClassifierBase):
         array([1])
         """
         check_is_fitted(self)
+        self._refuse_learned_state("get_fitted_state")
         state = {
             "classes_": self.classes_,
             "class_prior_": self.class_prior_,
@@ -236,6 +257,7 @@ class DyadicClassifier(BoundedClassifierBase):
         """
         self._fit_complete = False
         self._validate_params()
+        self._refuse_learned_state("set_fitted_state")
         m = self._check_resolution()
         classes, prior = state_classes(state)
         n_features = state_scalar(state, "n_features_in_", low=1)
@@ -325,6 +347,7 @@ class DyadicClassifier(BoundedClassifierBase):
         array([[[10.,  0.]]])
         """
         check_is_fitted(self)
+        self._no_cross_fit("kernel_statistics")
         class_sums, sq_sums, weight_max, outside = self._lookup(X)
         kappa = class_sums.sum(axis=1)
         reach = self.cell_diameter_ + outside  # every cell point is this close to the query
@@ -367,8 +390,15 @@ class DyadicClassifier(BoundedClassifierBase):
 
     def _proba(self, X) -> np.ndarray:
         check_is_fitted(self)
+        if self._is_cross_fitted():
+            return self._cross_proba(X)
+        return self._proba_kappa(X)[0]
+
+    def _proba_kappa(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """``(p̂, κ)`` of queries (a cross-fitted half's share of :meth:`predict_proba`)."""
         class_sums = self._lookup(X)[0]
-        return self._fallback_proba(class_sums, class_sums.sum(axis=1))[0]
+        kappa = class_sums.sum(axis=1)
+        return self._fallback_proba(class_sums, kappa)[0], kappa
 
     def predict_interval(self, X, bounds=None):
         """Cell frequencies with valid bounds (every cell point lies within ``diam + distance outside the box``).
@@ -395,6 +425,12 @@ class DyadicClassifier(BoundedClassifierBase):
         True
         """
         X, restore = queries_on_host(X)  # array_api_dispatch: results go back to X's namespace
+        if self._is_cross_fitted():
+            return restore(self._cross_interval(X, bounds))
         specs = self._resolve_bounds(bounds)
+        return restore(self._report(self._intervals(X, specs), specs, bounds))
+
+    def _intervals(self, X, specs: dict) -> dict:
+        """Intervals of host queries for every setting in ``specs``."""
         stats = self.kernel_statistics(X)
-        return restore(self._report({name: self._interval(stats, spec) for name, spec in specs.items()}, specs, bounds))
+        return {name: self._interval(stats, spec) for name, spec in specs.items()}

@@ -259,7 +259,8 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
     n_jobs : int or None, default=None
         Threads over query blocks (each with one BLAS thread); -1 for all cores.
     random_state : int or None, default=None
-        Seed of a randomised neighbour index (e.g. HNSW); exact search ignores it.
+        Seed of a randomised neighbour index (e.g. HNSW; exact search ignores it) and of the
+        split and map of ``metric`` (None there: 0, so that a fit repeats).
     histogram_bins : int, default=32
         Bins of the distance histogram behind ``bound="chernoff"`` for the
         regular classifier (more bins: tighter, slightly slower).
@@ -282,6 +283,25 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         with ``n_neighbors`` the search stays on the host and the neighbours'
         distances (float64, whatever ``dtype``), kernel weights and sums are
         computed on the device.
+    metric : None, "standard", "auto", transformer or classifier, default=None
+        The space the kernel and the bound work in (user guide: "Bounds in a learned space").
+        None: the features as given (the classifier without a split). ``"standard"``: each
+        feature standardised (label-free: fitted on every training row, no split). A
+        scikit-learn transformer (PCA, LDA, NCA, a Pipeline) or a classifier (its
+        ``decision_function``, else ``predict_proba``, as coordinates) is cloned and fitted on
+        the metric share of the training rows (``metric_fraction``, stratified by class, or by
+        ``groups``); the kernel sums then use only the other rows, mapped, so that given the map
+        their labels are as independent as before. A model fitted elsewhere enters as
+        ``sklearn.frozen.FrozenEstimator(model)`` (it must not have seen those rows' labels).
+        ``"auto"``: gradient-boosting scores next to the standardised features scaled down
+        (:class:`nwbound.spaces.LearnedSpace`). The map's output is centred and scaled. Queries
+        are always given in the original features. **``lipschitz``, ``margin`` and
+        ``bandwidth`` are then in the units of the mapped space** (``metric_.transform(X)``).
+    metric_fraction : float in (0, 1), default=0.4
+        Share of the training rows that fit the map (the rest enter the kernel sums).
+    cross_fit : bool, default=False
+        Fit twice with the two shares' roles swapped, each at level δ/2; intervals are the
+        intersection of both, ``p̂`` the κ-weighted mean of both (``cross_fit_models_``).
 
     Attributes
     ----------
@@ -301,6 +321,15 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
     delta_prime_ : float
         Per-class failure probability used in ε.
     n_samples_fit_ : int
+        Training rows in the kernel sums (the NW share with ``metric``).
+    metric_ : LearnedSpace or None
+        The fitted map (``metric_.map_`` the fitted scikit-learn object); None without ``metric``
+        or with ``cross_fit`` (see ``cross_fit_models_``).
+    metric_rows_, check_rows_, nw_rows_ : ndarray of int
+        Row numbers of the metric share, of the held-out check rows within it (``lipschitz="auto"``)
+        and of the rows in the kernel sums.
+    cross_fit_models_ : list of two estimators
+        With ``cross_fit=True``: the two halves, each at level δ/2.
 
     Examples
     --------
@@ -364,6 +393,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         random_state=None,
         histogram_bins=32,
         device=None,
+        metric=None,
+        metric_fraction=0.4,
+        cross_fit=False,
     ):
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -386,11 +418,17 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         self.random_state = random_state
         self.histogram_bins = histogram_bins
         self.device = device
+        self.metric = metric
+        self.metric_fraction = metric_fraction
+        self.cross_fit = cross_fit
 
     # ------------------------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None) -> "NadarayaWatsonClassifier":
+    def fit(self, X, y, sample_weight=None, groups=None) -> "NadarayaWatsonClassifier":
         """Store the training set (and build the neighbour index when localized).
+
+        With ``metric``, the rows are split first: the map is fitted on the metric share and
+        the kernel sums use the other rows, mapped (``nw_rows_``).
 
         Parameters
         ----------
@@ -401,6 +439,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             kernel value; it does not count as several independent samples).
             Only relative weights matter: they are divided by the largest, so
             ``kappa`` is reported in units of the largest weight.
+        groups : array-like of shape (n_samples,), default=None
+            Group labels (patients, say): when the rows are split (``metric``), each group
+            stays on one side. Without groups the split is stratified by class.
 
         Returns
         -------
@@ -413,9 +454,14 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
         >>> NadarayaWatsonClassifier(bandwidth=0.2).fit(X, y).n_samples_fit_
         40
+        >>> NadarayaWatsonClassifier(bandwidth=0.5, metric="auto").fit(X, y).n_samples_fit_
+        24
         """
         dtype, _, auto = self._check_params()
+        if self.cross_fit:
+            return self._fit_cross(X, y, sample_weight, groups)
         X, labels, weights = self._validate_training_data(X, y, sample_weight, dtype)
+        X, labels, weights = self._fit_space(X, labels, weights, groups, dtype)
         if auto:
             grid = default_bandwidth_grid(X) if self.bandwidth_grid is None else self._checked_grid()
         else:
@@ -500,6 +546,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         True
         """
         check_is_fitted(self)
+        self._refuse_learned_state("get_fitted_state")
         state = {
             "classes_": self.classes_,
             "class_prior_": self.class_prior_,
@@ -555,6 +602,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         """
         self._fit_complete = False
         self._validate_params()
+        self._refuse_learned_state("set_fitted_state")
         dtype, _, auto = self._check_params()
         classes, prior = state_classes(state)
         n_features = state_scalar(state, "n_features_in_", low=1)
@@ -706,6 +754,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         (2, 1, 2)
         """
         check_is_fitted(self)
+        self._no_cross_fit("kernel_statistics")
         X = self._validate_queries(X)
         specs = [s for s in self._resolve_bounds(bounds).values()] if (bounds is not None or self.bound_spec_ is not None) else []
         if bandwidth_index is None:
@@ -768,6 +817,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         ([[2.0, 12.0]], [[1, 0]])
         """
         check_is_fitted(self)
+        self._no_cross_fit("kneighbors")
         if self.index_ is None:
             raise ValueError("kneighbors needs the localized classifier: fit with n_neighbors=k.")
         X = self._validate_queries(X)
@@ -814,6 +864,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         (1, 16)
         """
         check_is_fitted(self)
+        self._no_cross_fit("bandwidth_ranking")
         fraction = self.ranking_fraction_ if fraction is None else resolve_ranking_fraction(fraction, self.n_samples_fit_)
         check_int_range(row_offset, "row_offset", 0, None, hint="A shard's first row number in the whole training set.")
         return self._ranking(self._validate_queries(X), fraction, int(row_offset))
@@ -868,6 +919,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         (False, True)
         """
         check_is_fitted(self)
+        self._no_cross_fit("ranks_first")
         return self._ranks_first(self._resolve_bounds(bounds), self.ranking_fraction_ if fraction is None else fraction)
 
     def _ranks_first(self, specs: dict, fraction: float) -> bool:
@@ -928,6 +980,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         array([0.4])
         """
         check_is_fitted(self)
+        self._no_cross_fit("choose_bandwidths")
         specs = self._resolve_bounds(bounds)
         if not np.array_equal(np.asarray(ranking.bandwidth).ravel(), self.bandwidths_):
             raise ValueError("The ranking was computed for another bandwidth grid than this estimator's bandwidths_.")
@@ -986,6 +1039,8 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         ['chernoff', 'hoeffding']
         """
         X, restore = self._dispatched_queries(X)  # array_api_dispatch: results go back to X's namespace
+        if self._is_cross_fitted():
+            return restore(self._cross_interval(X, bounds))
         specs = self._resolve_bounds(bounds)
         return restore(self._report(self._intervals(X, specs), specs, bounds))
 
@@ -1070,6 +1125,10 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         return restore(self._proba(X))
 
     def _proba(self, X) -> np.ndarray:
+        if self._is_cross_fitted():
+            if isinstance(self.bandwidth, str):
+                return self._cross_interval(X, None, stacklevel=5).proba
+            return self._cross_proba(X)
         if isinstance(self.bandwidth, str):  # "auto": λ comes from the bound
             specs = self._resolve_bounds(None)
             return self._report(self._intervals(X, specs), specs, None, stacklevel=5).proba
@@ -1077,3 +1136,13 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         stats = self._statistics(X, [], need_bounds=False)
         class_sums = stats.class_sums[:, 0]
         return self._fallback_proba(class_sums, class_sums.sum(axis=1))[0]
+
+    def _proba_kappa(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """``(p̂, κ)`` of queries (a cross-fitted half's share of :meth:`predict_proba`), as NumPy."""
+        if isinstance(self.bandwidth, str):
+            iv = self._intervals(X, self._resolve_bounds(None))[None]
+            return iv.proba, iv.kappa
+        stats = self._statistics(self._validate_queries(X), [], need_bounds=False)
+        class_sums = stats.class_sums[:, 0]
+        kappa = class_sums.sum(axis=1)
+        return self._fallback_proba(class_sums, kappa)[0], kappa

@@ -223,9 +223,11 @@ def _estimator_payload(est: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]
         check_is_fitted(est)
     except NotFittedError:
         raise ValueError(f"This {type(est).__name__} is not fitted yet; call fit before save_model.") from None
+    # First: it refuses, with the reason, what a model file cannot hold (a learned metric=).
+    state = est.get_fitted_state()
     params, arrays = _params_for_file(est)
     kinds: dict[str, str] = {}
-    for key, value in est.get_fitted_state().items():
+    for key, value in state.items():
         if not isinstance(key, str) or not _KEY.match(key):
             raise TypeError(f"Fitted state key {key!r} cannot name a file member.")
         kinds[key], arr = _state_member(key, value)

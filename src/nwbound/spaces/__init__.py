@@ -1,0 +1,19 @@
+"""Learned spaces for the bounded classifiers (``metric=``): the split of the training set into a
+metric share and an NW share, the map fitted on the metric share and standardised, and the
+cross-fitted combination of two splits (user guide: "Bounds in a learned space")."""
+
+from ._crossfit import intersect_intervals, kappa_weighted_proba
+from ._space import AUTO_FEATURE_WEIGHT, AUTO_MAX_ITER, AUTO_MAX_ROWS, LearnedSpace, metric_kind
+from ._split import check_fraction, split_rows
+
+__all__ = [
+    "AUTO_FEATURE_WEIGHT",
+    "AUTO_MAX_ITER",
+    "AUTO_MAX_ROWS",
+    "LearnedSpace",
+    "check_fraction",
+    "intersect_intervals",
+    "kappa_weighted_proba",
+    "metric_kind",
+    "split_rows",
+]

@@ -1,0 +1,244 @@
+"""A learned space ``z(x)``: the map fitted on the metric share, its output standardised."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import has_fit_parameter
+
+__all__ = ["LearnedSpace", "metric_kind", "AUTO_FEATURE_WEIGHT", "AUTO_MAX_ROWS", "AUTO_MAX_ITER"]
+
+#: metric="auto": the standardised features enter z scaled by r = AUTO_FEATURE_WEIGHT·sqrt(C_s/d)
+#: (C_s score columns, d features), so that they carry about AUTO_FEATURE_WEIGHT² of the squared
+#: distance between two random rows (benchmarks/bench_learned_space.py measured the choice).
+AUTO_FEATURE_WEIGHT = 0.25
+#: metric="auto" fits its gradient-boosting model on at most this many rows of the map share
+#: (a fixed random subset) ...
+AUTO_MAX_ROWS = 20_000
+#: ... with at most this many boosting iterations (early stopping on a slice of them when > 10 000).
+AUTO_MAX_ITER = 100
+
+_KINDS = ("standard", "transformer", "scores", "auto")
+
+
+def metric_kind(metric: Any) -> str | None:
+    """What ``metric=`` is: None, ``"standard"``, ``"transformer"``, ``"scores"`` or ``"auto"``.
+
+    A string must be ``"standard"`` or ``"auto"``; an object with ``fit`` and ``transform`` is a
+    transformer (LDA counts as one: its discriminant axes); an object with ``fit`` and
+    ``decision_function`` or ``predict_proba`` is a classifier whose scores define the space.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For anything else, naming what ``metric`` accepts.
+
+    Examples
+    --------
+    >>> from sklearn.decomposition import PCA
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from nwbound.spaces import metric_kind
+    >>> metric_kind(None), metric_kind("auto"), metric_kind(PCA(2)), metric_kind(LogisticRegression())
+    (None, 'auto', 'transformer', 'scores')
+    """
+    accepted = ("None, 'standard', 'auto', a scikit-learn transformer (fit + transform: PCA, LDA, NCA, a "
+                "Pipeline) or a classifier (fit + decision_function or predict_proba) whose scores define the space")
+    if metric is None:
+        return None
+    if isinstance(metric, str):
+        if metric in ("standard", "auto"):
+            return metric
+        raise ValueError(f"metric must be {accepted}; got the string {metric!r}.")
+    if isinstance(metric, type):
+        raise TypeError(f"metric must be an estimator instance, not the class {metric.__name__}: pass {metric.__name__}().")
+    if not hasattr(metric, "fit"):
+        raise TypeError(f"metric must be {accepted}; got {type(metric).__name__}, which has no fit method.")
+    if hasattr(metric, "transform"):
+        return "transformer"
+    if hasattr(metric, "decision_function") or hasattr(metric, "predict_proba"):
+        return "scores"
+    raise TypeError(
+        f"metric must be {accepted}; {type(metric).__name__} has neither transform, decision_function nor "
+        "predict_proba."
+    )
+
+
+def _scores(model: Any, X: np.ndarray) -> np.ndarray:
+    """A classifier's scores as a 2-D array: ``decision_function`` where it has one, else ``predict_proba``."""
+    s = model.decision_function(X) if hasattr(model, "decision_function") else model.predict_proba(X)
+    s = np.asarray(s, dtype=np.float64)
+    return s[:, None] if s.ndim == 1 else s
+
+
+class LearnedSpace:
+    """The map ``z(x)`` of ``metric=``, fitted on the rows it is given, its output standardised.
+
+    Kinds (:func:`metric_kind`):
+
+    * ``"standard"``: ``z = (x − mean)/std`` (label-free).
+    * ``"transformer"``: a clone of the transformer fitted on ``(X, y)``, then its output
+      standardised per column.
+    * ``"scores"``: a clone of the classifier fitted on ``(X, y)``; ``z`` is its standardised
+      ``decision_function`` (else ``predict_proba``). A model fitted elsewhere enters as
+      ``sklearn.frozen.FrozenEstimator(model)`` (cloning keeps it, ``fit`` does nothing): then
+      it must never have seen the labels of the rows the kernel sums use.
+    * ``"auto"``: ``z = (s(x), r·x_std)``: the standardised decision scores of a
+      ``HistGradientBoostingClassifier`` (on at most ``AUTO_MAX_ROWS`` rows, ``AUTO_MAX_ITER``
+      iterations) next to the standardised features scaled by ``r = AUTO_FEATURE_WEIGHT·sqrt(C_s/d)``.
+      The map has full rank, so the Lipschitz assumption in ``z`` holds with a finite
+      constant whenever ``p`` is Lipschitz in ``x`` (user guide, "Bounds in a learned space").
+
+    Standardised: ``"standard"`` and the features of ``"auto"`` per column; the output of a
+    transformer or a classifier (and the scores of ``"auto"``) centred per column and divided
+    by one common scale, the root mean variance of its columns, so that a map's own geometry
+    (NCA's or a diagonal map's relative scales) is kept. Columns of zero spread are left unscaled. Sample weights reach the map's ``fit`` where it
+    accepts them (they never affect validity: the map is any function of the metric share).
+
+    Parameters
+    ----------
+    metric : str or estimator
+    random_state : int, RandomState or None, default=None
+        Seed of ``"auto"``'s row subset and model.
+
+    Attributes
+    ----------
+    kind : str
+    map_ : estimator or None
+        The fitted transformer or classifier (None for ``"standard"``).
+    n_features_in_ : int
+    n_components_ : int
+        Dimension of ``z``.
+    feature_weight_ : float
+        ``r`` of ``"auto"`` (0 otherwise).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+    >>> from nwbound.spaces import LearnedSpace
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 5)); y = (X[:, 0] > 0).astype(int)
+    >>> space = LearnedSpace(LinearDiscriminantAnalysis()).fit(X, y)
+    >>> Z = space.transform(X)
+    >>> Z.shape, bool(np.allclose(Z.mean(axis=0), 0) and np.allclose(Z.std(axis=0), 1))  # one column
+    ((200, 1), True)
+    """
+
+    def __init__(self, metric: Any, *, random_state: Any = None):
+        self.metric = metric
+        self.random_state = random_state
+
+    def fit(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None) -> "LearnedSpace":
+        """Fit the map on ``(X, y)`` and the standardisation of its output.
+
+        Returns
+        -------
+        self
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.spaces import LearnedSpace
+        >>> LearnedSpace("standard").fit(np.array([[0.0], [2.0]]), np.array([0, 1])).transform([[1.0]])
+        array([[0.]])
+        """
+        kind = metric_kind(self.metric)
+        if kind is None:
+            raise ValueError("LearnedSpace needs a metric; metric=None means the features as they are.")
+        X = np.asarray(X)
+        self.kind, self.n_features_in_ = kind, X.shape[1]
+        self.map_, self.feature_weight_ = None, 0.0
+        if kind == "transformer" or kind == "scores":
+            self.map_ = clone(self.metric)
+            self._fit_map(self.map_, X, y, sample_weight)
+        elif kind == "auto":
+            from sklearn.ensemble import HistGradientBoostingClassifier
+
+            rng = check_random_state(self.random_state)
+            rows = np.arange(X.shape[0])
+            if X.shape[0] > AUTO_MAX_ROWS:
+                rows = np.sort(rng.choice(X.shape[0], size=AUTO_MAX_ROWS, replace=False))
+            self.map_ = HistGradientBoostingClassifier(max_iter=AUTO_MAX_ITER, random_state=rng.randint(2**31))
+            self._fit_map(self.map_, X[rows], y[rows], None if sample_weight is None else sample_weight[rows])
+        raw = self._raw(X)
+        if kind == "standard":
+            self._mean, self._scale = _location_scale(raw)
+        else:  # the map's own geometry: centred, one common scale (its columns' relative scales kept)
+            n_map = raw.shape[1] - (X.shape[1] if kind == "auto" else 0)
+            self._mean, self._scale = _location_scale(raw)
+            self._scale[:n_map] = _common_scale(raw[:, :n_map])
+        if kind == "auto":
+            n_scores = raw.shape[1] - X.shape[1]
+            self.feature_weight_ = float(AUTO_FEATURE_WEIGHT * np.sqrt(n_scores / X.shape[1]))
+        self.n_components_ = raw.shape[1]
+        return self
+
+    @staticmethod
+    def _fit_map(model: Any, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None) -> None:
+        if sample_weight is not None and has_fit_parameter(model, "sample_weight"):
+            model.fit(X, y, sample_weight=sample_weight)
+        else:
+            model.fit(X, y)
+
+    def _raw(self, X: np.ndarray) -> np.ndarray:
+        """The map's output before standardisation (for "auto": scores, then the features)."""
+        if self.kind == "standard":
+            return np.asarray(X, dtype=np.float64)
+        if self.kind == "transformer":
+            out = self.map_.transform(X)
+            if hasattr(out, "toarray"):
+                out = out.toarray()
+            out = np.asarray(out, dtype=np.float64)
+            if out.ndim != 2 or out.shape[0] != X.shape[0]:
+                raise ValueError(
+                    f"metric {type(self.map_).__name__}.transform returned shape {out.shape} for {X.shape[0]} rows; "
+                    "it must return one row of coordinates per input row."
+                )
+        else:
+            out = _scores(self.map_, X)
+        if self.kind == "auto":
+            out = np.hstack([out, np.asarray(X, dtype=np.float64)])
+        if not np.all(np.isfinite(out)):
+            raise ValueError(
+                f"metric {type(self.map_).__name__} returned non-finite coordinates (NaN or inf) for some rows; "
+                "the space needs finite coordinates (check the map, or use metric='standard')."
+            )
+        return out
+
+    def transform(self, X: Any) -> np.ndarray:
+        """``z(X)``: the map's standardised output, float64 of shape ``(n, n_components_)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.spaces import LearnedSpace
+        >>> LearnedSpace("standard").fit(np.array([[0.0], [4.0]]), np.array([0, 1])).transform([[4.0]])
+        array([[1.]])
+        """
+        X = np.asarray(X)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise ValueError(f"LearnedSpace expects {self.n_features_in_} features, got shape {X.shape}.")
+        z = (self._raw(X) - self._mean) / self._scale
+        if self.kind == "auto":
+            z[:, -X.shape[1]:] *= self.feature_weight_
+        return z
+
+    def __repr__(self) -> str:
+        return f"LearnedSpace({self.metric!r})"
+
+
+def _common_scale(A: np.ndarray) -> float:
+    """The root mean variance of the columns (1 where every column is constant)."""
+    scale = float(np.sqrt(np.mean(A.var(axis=0)))) if A.shape[1] else 1.0
+    return scale if scale > 0 else 1.0
+
+
+def _location_scale(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column means and standard deviations (1 where a column is constant)."""
+    mean = A.mean(axis=0)
+    scale = A.std(axis=0)
+    scale = np.where(scale > 0, scale, 1.0)
+    return mean, scale

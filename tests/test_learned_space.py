@@ -1,0 +1,274 @@
+"""metric=: bounds in a learned space (issue 21). Split, map, kernel sums on the NW share only,
+coverage on known-p fields, cross-fitting, sklearn conventions and bad input."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.decomposition import PCA
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from nwbound import DyadicClassifier, NadarayaWatsonClassifier
+from nwbound.spaces import LearnedSpace, intersect_intervals, split_rows
+
+
+class CoefScaler(TransformerMixin, BaseEstimator):
+    """A supervised full-rank diagonal map: each feature times |logistic coefficient| + a floor."""
+
+    def fit(self, X, y):
+        coef = np.abs(LogisticRegression(C=10.0).fit(X, y).coef_).max(axis=0)
+        self.w_ = coef + 0.05 * coef.max()
+        return self
+
+    def transform(self, X):
+        return np.asarray(X) * self.w_
+
+
+def _field(n, d=12, seed=0):
+    """p depends on 2 of d features: p = σ(4(x0 + x1)) on [-1, 1]^d, so |Δp| ≤ |Δx0| + |Δx1| (L = √2 in x)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (n, d))
+    p = 1.0 / (1.0 + np.exp(-4.0 * (X[:, 0] + X[:, 1])))
+    return X, (rng.random(n) < p).astype(int), p
+
+
+def _linear_matrix(space, d):
+    """A with z(x) = A x + b, read off the fitted map (it is affine for the maps used here)."""
+    base = space.transform(np.zeros((1, d)))
+    return (space.transform(np.eye(d)) - base).T
+
+
+def _quiet():
+    return warnings.catch_warnings(record=True)
+
+
+# -- the split ---------------------------------------------------------------------------------
+def test_split_is_stratified_and_disjoint():
+    labels = np.repeat([0, 1, 2], [50, 30, 20])
+    m, n = split_rows(labels, 0.4, random_state=3)
+    assert np.intersect1d(m, n).size == 0 and np.union1d(m, n).size == 100
+    assert np.bincount(labels[m]).tolist() == [20, 12, 8]
+
+
+def test_split_keeps_each_group_on_one_side():
+    rng = np.random.default_rng(0)
+    groups = rng.integers(0, 25, 400)
+    labels = rng.integers(0, 2, 400)
+    m, n = split_rows(labels, 0.4, groups=groups, random_state=1)
+    assert not set(groups[m]) & set(groups[n])
+    assert 0.25 < m.size / 400 < 0.55
+    X = rng.normal(size=(400, 3))
+    clf = NadarayaWatsonClassifier(bandwidth=1.0, metric=LinearDiscriminantAnalysis()).fit(X, labels, groups=groups)
+    assert not set(groups[clf.metric_rows_]) & set(groups[clf.nw_rows_])
+
+
+# -- the kernel sums use only the NW rows ------------------------------------------------------
+def test_proba_is_the_nw_average_over_the_nw_rows_in_the_mapped_space():
+    X, y, _ = _field(600, d=5)
+    Q = np.random.default_rng(9).uniform(-1, 1, (20, 5))
+    lam = 0.8
+    clf = NadarayaWatsonClassifier(bandwidth=lam, metric=LinearDiscriminantAnalysis(), metric_fraction=0.3).fit(X, y)
+    m, n = clf.metric_rows_, clf.nw_rows_
+    assert clf.n_samples_fit_ == n.size and clf.n_features_in_ == 5
+    assert np.bincount(y[m]).tolist() == [round(0.3 * c) for c in np.bincount(y)]
+    # The map, independently: LDA fitted on the metric share, its output standardised there.
+    lda = LinearDiscriminantAnalysis().fit(X[m], y[m])
+    raw = lda.transform(X[m])
+    mu, sd = raw.mean(axis=0), raw.std(axis=0)
+    Zn, Zq = (lda.transform(X[n]) - mu) / sd, (lda.transform(Q) - mu) / sd
+    dist = np.sqrt(((Zq[:, None, :] - Zn[None, :, :]) ** 2).sum(-1))
+    K = np.maximum(1 - (dist / lam) ** 2, 0.0)  # Epanechnikov
+    expect = np.stack([(K * (y[n] == c)).sum(1) for c in (0, 1)], 1) / K.sum(1, keepdims=True)
+    np.testing.assert_allclose(clf.predict_proba(Q), expect, rtol=1e-10, atol=1e-12)
+
+
+def test_every_predict_path_takes_the_original_features():
+    X, y, _ = _field(500, d=6)
+    clf = NadarayaWatsonClassifier(bandwidth=1.0, n_neighbors=20, lipschitz=0.5,
+                                   metric=PCA(n_components=3)).fit(X, y)
+    Q = X[:7]
+    assert clf.predict(Q).shape == (7,)
+    assert clf.predict_interval(Q).proba.shape == (7, 2)
+    dist, idx = clf.kneighbors(Q)
+    Zq, Zn = clf.metric_.transform(Q), clf.metric_.transform(X[clf.nw_rows_])
+    np.testing.assert_allclose(dist[:, 0], np.linalg.norm(Zq - Zn[idx[:, 0]], axis=1), rtol=1e-9)
+    assert clf.kernel_statistics(Q).class_sums.shape == (7, 1, 2)
+    with pytest.raises(ValueError, match="features"):
+        clf.predict(Q[:, :3])
+    auto = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5, metric="standard").fit(X, y)
+    assert auto.bandwidth_ranking(Q).kappa.shape[0] == 7
+
+
+def test_metric_none_is_todays_classifier_bit_for_bit():
+    X, y, _ = _field(300, d=3)
+    new = NadarayaWatsonClassifier(bandwidth=0.7, lipschitz=0.3, metric=None).fit(X, y)
+    state = new.get_fitted_state()
+    assert np.array_equal(state["X"], X) and np.array_equal(state["labels"], y)
+    # The state path never splits or maps: a copy restored from the state answers identically.
+    old = NadarayaWatsonClassifier(bandwidth=0.7, lipschitz=0.3).set_fitted_state(state)
+    a, b = new.predict_interval(X[:50]), old.predict_interval(X[:50])
+    for f in ("proba", "lower", "upper", "epsilon", "kappa"):
+        assert np.array_equal(getattr(a, f), getattr(b, f))
+    assert new.metric_ is None and new.nw_rows_.size == 300 and new.metric_rows_.size == 0
+
+
+def test_standard_metric_is_label_free_and_keeps_every_row():
+    X, y, _ = _field(300, d=3)
+    X = X * np.array([1.0, 10.0, 100.0])
+    clf = NadarayaWatsonClassifier(bandwidth=0.7, metric="standard").fit(X, y)
+    assert clf.n_samples_fit_ == 300
+    ref = NadarayaWatsonClassifier(bandwidth=0.7).fit(StandardScaler().fit_transform(X), y)
+    np.testing.assert_allclose(clf.predict_proba(X[:20]),
+                               ref.predict_proba(StandardScaler().fit(X).transform(X[:20])), atol=1e-12)
+
+
+# -- coverage, and what a learned space pays -----------------------------------------------------
+@pytest.mark.slow
+def test_learned_diagonal_space_covers_at_its_true_constant_and_certifies_more():
+    X, y, _ = _field(6000, seed=1)
+    Q, _, pq = _field(1500, seed=2)
+    delta, L = 0.05, np.sqrt(2)
+    with _quiet():
+        clf = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0, delta=delta, metric=CoefScaler()).fit(X, y)
+        A = _linear_matrix(clf.metric_, X.shape[1])
+        assert np.allclose(A, np.diag(np.diag(A)), atol=1e-12)  # diagonal and full rank
+        a = np.diag(A)
+        # |Δp| ≤ |Δx0| + |Δx1| ≤ ‖(1/a0, 1/a1)‖·‖Δz‖ (Cauchy–Schwarz): L_z, exactly valid.
+        L_z = float(np.hypot(1 / a[0], 1 / a[1]))
+        assert L_z <= L * np.linalg.norm(np.linalg.inv(A), 2) + 1e-12  # the general rule L‖A⁻¹‖₂
+        iv = clf.predict_interval(Q, bounds={"L_z": {"lipschitz": L_z}})["L_z"]
+        euclid = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=L, delta=delta).fit(X, y).predict_interval(Q)
+        # The same rows the learned space's kernel sums use, in x: Euclidean with every advantage but the space.
+    miss = (pq < iv.lower[:, 1]) | (pq > iv.upper[:, 1])
+    assert miss.mean() <= delta
+    assert iv.certified.mean() >= euclid.certified.mean() + 0.2, (iv.certified.mean(), euclid.certified.mean())
+
+
+@pytest.mark.slow
+def test_cross_fit_is_the_intersection_of_halves_at_half_delta_and_covers():
+    X, y, _ = _field(3000, seed=3)
+    Q, _, pq = _field(800, seed=4)
+    with _quiet():
+        clf = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0, metric=CoefScaler(), cross_fit=True).fit(X, y)
+        h0, h1 = clf.cross_fit_models_
+        assert h0.delta == h1.delta == 0.025
+        assert np.array_equal(h0.metric_rows_, h1.nw_rows_) and np.array_equal(h1.metric_rows_, h0.nw_rows_)
+        L_z = max(float(np.hypot(*(1 / np.diag(_linear_matrix(h.metric_, 12))[:2]))) for h in (h0, h1))
+        at = {"L_z": {"lipschitz": L_z}}
+        iv = clf.predict_interval(Q, bounds=at)["L_z"]
+        a, b = (h.predict_interval(Q, bounds={"L_z": {"lipschitz": L_z, "delta": 0.025}})["L_z"] for h in (h0, h1))
+        own = clf.predict_interval(Q)  # its own setting (L = 1): the halves' own, intersected
+        np.testing.assert_array_equal(own.lower, np.maximum(h0.predict_interval(Q).lower, h1.predict_interval(Q).lower))
+    np.testing.assert_array_equal(iv.lower, np.maximum(a.lower, b.lower))
+    np.testing.assert_array_equal(iv.upper, np.maximum(np.minimum(a.upper, b.upper), iv.lower))
+    w = a.kappa / (a.kappa + b.kappa)
+    np.testing.assert_allclose(iv.proba, w[:, None] * a.proba + (1 - w[:, None]) * b.proba)
+    np.testing.assert_allclose(clf.predict_proba(Q), own.proba)
+    assert ((pq < iv.lower[:, 1]) | (pq > iv.upper[:, 1])).mean() <= 0.05
+    with pytest.raises(ValueError, match="cross-fitted"):
+        clf.kernel_statistics(Q)
+
+
+def test_intersection_of_two_intervals_by_hand():
+    X, y, _ = _field(400, d=3)
+    clf = NadarayaWatsonClassifier(bandwidth=0.8, lipschitz=0.3).fit(X, y)
+    a = clf.predict_interval(X[:30])
+    b = clf.set_params(lipschitz=0.1).predict_interval(X[:30])
+    both = intersect_intervals(a, b)  # nested: b ⊂ a, so the intersection is b
+    np.testing.assert_array_equal(both.lower, b.lower)
+    np.testing.assert_array_equal(both.upper, b.upper)
+    np.testing.assert_allclose(both.proba, a.proba)
+
+
+def test_dyadic_takes_a_metric():
+    X, y, _ = _field(800, d=6)
+    clf = DyadicClassifier(resolution=3, lipschitz=0.5, metric=LinearDiscriminantAnalysis()).fit(X, y)
+    assert clf.n_features_in_ == 6 and clf.nw_rows_.size == 480
+    assert clf.predict_interval(X[:5]).proba.shape == (5, 2)
+    cf = DyadicClassifier(resolution=3, lipschitz=0.5, metric=LogisticRegression(), cross_fit=True).fit(X, y)
+    assert cf.predict_proba(X[:5]).shape == (5, 2)
+
+
+@pytest.mark.parametrize("metric", ["auto", LogisticRegression(), make_pipeline(StandardScaler(), PCA(2))])
+def test_metric_kinds_fit_and_predict(metric):
+    X, y, _ = _field(500, d=5)
+    clf = NadarayaWatsonClassifier(bandwidth=1.0, metric=metric).fit(X, y)
+    assert clf.predict(X[:4]).shape == (4,)
+    assert clf.metric_.n_features_in_ == 5
+
+
+# -- scikit-learn conventions ------------------------------------------------------------------
+def test_get_params_set_params_clone():
+    clf = NadarayaWatsonClassifier(metric=PCA(2), metric_fraction=0.3, cross_fit=True)
+    params = clf.get_params()
+    assert params["metric_fraction"] == 0.3 and params["cross_fit"] is True and "metric__n_components" in params
+    clf.set_params(metric__n_components=3, metric_fraction=0.5)
+    twin = clone(clf)
+    assert twin.metric is not clf.metric and twin.metric.n_components == 3 and twin.metric_fraction == 0.5
+    X, y, _ = _field(300, d=4)
+    fitted = clone(NadarayaWatsonClassifier(bandwidth=1.0, metric=LinearDiscriminantAnalysis())).fit(X, y)
+    assert not hasattr(fitted.metric, "coef_")  # the parameter is never fitted, its clone is
+    assert hasattr(fitted.metric_.map_, "coef_")
+
+
+# -- bad input ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("fraction", [0.0, 1.0, 1.5, -0.1])
+def test_metric_fraction_out_of_range(fraction):
+    X, y, _ = _field(100, d=3)
+    with pytest.raises(ValueError, match="metric_fraction"):
+        NadarayaWatsonClassifier(metric="auto", metric_fraction=fraction).fit(X, y)
+
+
+def test_bad_groups_and_maps():
+    X, y, _ = _field(100, d=3)
+    with pytest.raises(ValueError, match="groups must hold one group label per training row"):
+        NadarayaWatsonClassifier(metric=PCA(2)).fit(X, y, groups=np.zeros(99))
+    with pytest.raises(ValueError, match="one group"):
+        NadarayaWatsonClassifier(metric=PCA(2)).fit(X, y, groups=np.zeros(100))
+
+    class FitOnly(BaseEstimator):
+        def fit(self, X, y=None):
+            return self
+
+    with pytest.raises(TypeError, match="neither transform, decision_function nor predict_proba"):
+        NadarayaWatsonClassifier(metric=FitOnly()).fit(X, y)
+    with pytest.raises((TypeError, ValueError), match="metric"):
+        NadarayaWatsonClassifier(metric="lda").fit(X, y)
+    with pytest.raises(ValueError, match="needs a map fitted on labels"):
+        NadarayaWatsonClassifier(metric="standard", cross_fit=True).fit(X, y)
+
+
+def test_model_files_refuse_a_learned_metric(tmp_path):
+    from nwbound.io import save_model
+
+    X, y, _ = _field(100, d=3)
+    clf = NadarayaWatsonClassifier(bandwidth=1.0, metric=LinearDiscriminantAnalysis()).fit(X, y)
+    with pytest.raises(ValueError, match="safe model file cannot store"):
+        clf.get_fitted_state()
+    with pytest.raises(ValueError, match="safe model file cannot store"):
+        save_model(clf, tmp_path / "m.npz")
+    state = NadarayaWatsonClassifier(bandwidth=1.0).fit(X, y).get_fitted_state()
+    with pytest.raises(ValueError, match="set_fitted_state"):
+        NadarayaWatsonClassifier(bandwidth=1.0, metric="standard").set_fitted_state(state)
+
+
+def test_learned_space_standardises_on_its_rows():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4)) * 5 + 3
+    y = (X[:, 0] > 3).astype(int)
+    space = LearnedSpace(LogisticRegression()).fit(X, y)
+    z = space.transform(X)
+    assert z.shape == (200, 1)
+    np.testing.assert_allclose([z.mean(), z.std()], [0.0, 1.0], atol=1e-12)
+    # A transformer keeps its geometry: centred, one common scale for every column.
+    W = np.diag([1.0, 2.0, 3.0, 4.0])
+    Zt = LearnedSpace(CoefScaler()).fit(X, y).transform(X)
+    space = LearnedSpace(make_pipeline(StandardScaler(), PCA(4, whiten=False))).fit(X @ W, y)
+    Zp = space.transform(X @ W)
+    np.testing.assert_allclose(np.mean(Zp.var(axis=0)), 1.0)
+    assert Zp.var(axis=0)[0] > 1.0 > Zp.var(axis=0)[-1]
+    np.testing.assert_allclose(Zt.mean(axis=0), 0.0, atol=1e-12)
