@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold, train_test_split
+from sklearn.model_selection import StratifiedKFold
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -21,6 +21,7 @@ from sklearn.preprocessing import StandardScaler
 import nwbound.experiments.tabular as tabular
 from nwbound.cli.main import main
 from nwbound.experiments import EXPERIMENTS
+from nwbound.spaces import split_rows
 
 ARGS = ["experiment", "tabular", "--quick", "--quiet", "--datasets", "iris"]
 
@@ -65,7 +66,7 @@ def test_quick_run_files_and_sane_values(quick_run):
     rows = _read(out / "folds" / "iris_fold0.csv")
     assert tuple(rows[0]) == tabular.COLUMNS
     methods = [r["method"] for r in rows]
-    for m in ("nw_standard", "nw_standard_k25", "nw_hgb_scores", "hgb", "knn15", "logistic",
+    for m in ("nw_standard", "nw_standard_k25", "nw_auto", "nw_hgb_scores", "hgb", "knn15", "logistic",
               "conformal_lr", "conformal_hgb", "acceptance_lr", "acceptance_hgb"):
         assert m in methods
     for r in rows:
@@ -112,11 +113,11 @@ def test_baselines_use_the_same_folds(quick_run):
     iv = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=lip).fit(X_tr, y[train]).predict_interval(X_te)
     assert int(rows["nw_standard"]["n_selected"]) == int(iv.certified.sum())
     # Split conformal (LAC) by hand: LR on M, quantile of 1 − p̂_y on N, α = 0.05.
-    idx = np.arange(train.shape[0])
-    m, n = train_test_split(idx, train_size=0.4, stratify=y[train], random_state=1)
+    # The classifier's split of fold 1 (seed 1000·seed + fold = 1): M fits the map and LR, N calibrates.
+    m, n = split_rows(y[train], 0.4, random_state=1)
+    assert int(rows["conformal_lr"]["n_fit"]) == m.size and int(rows["nw_hgb_scores"]["n_fit"]) == n.size
     lr_m = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000, random_state=0))
-    lr_m.fit(X_tr[np.sort(m)], y[train][np.sort(m)])
-    n = np.sort(n)
+    lr_m.fit(X_tr[m], y[train][m])
     scores = np.sort(1 - lr_m.predict_proba(X_tr[n])[np.arange(n.size), y[train][n]])
     k = math.ceil((n.size + 1) * 0.95)
     q = scores[k - 1]

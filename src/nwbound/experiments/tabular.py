@@ -9,24 +9,20 @@ folds:
   on the standardized features, ``L`` from
   :func:`~nwbound.assumptions.estimate_lipschitz` on the training fold,
   ``bandwidth="auto"``; regular and localized (k = 25);
-* **the learned space** (``nw_auto``): ``metric="auto", lipschitz="auto",
-  bandwidth="auto"`` — present only where the installed
-  :class:`~nwbound.NadarayaWatsonClassifier` has a ``metric`` parameter;
-* **the model-score space** (``nw_hgb_scores``): a
-  ``HistGradientBoostingClassifier``'s decision scores as the space. The
-  training fold is split (stratified) into a metric share M
-  (``--metric-fraction``) and an NW share N; the model and the scaler of its
-  scores are fitted on M, and the kernel sums use N only, so that given M the
-  labels in the bound are independent of the space (see the user guide,
-  "Bounds on top of any model"). With the ``metric`` parameter the classifier
-  does this split itself (``metric=HistGradientBoostingClassifier(),
-  lipschitz="auto"``); without it the experiment does the same split by hand
-  and takes ``L`` from ``estimate_lipschitz`` on M's scores;
+* **the learned spaces**: ``nw_auto`` (``metric="auto"``: gradient-boosting
+  scores next to the standardized features scaled down) and ``nw_hgb_scores``
+  (``metric=HistGradientBoostingClassifier()``: the model's decision scores as
+  the space), both with ``bandwidth="auto"``. The classifier splits the
+  training fold (stratified, ``--metric-fraction``) into a metric share M,
+  which fits the map, and an NW share N, the only rows in the kernel sums, so
+  that given M the labels in the bound are independent of the space (user
+  guide, "Bounds on top of any model"). ``L`` is :data:`LEARNED_L`;
 * **baselines** fitted on the whole training fold: HistGradientBoosting, 15-NN
   and logistic regression (accuracy only);
-* **marginal peers** on the same split: MAPIE split-conformal sets
+* **marginal peers** on the score space's split: MAPIE split-conformal sets
   (:class:`~nwbound.baselines.SplitConformalSets`, α = δ) for logistic
-  regression and gradient boosting fitted on M and calibrated on N, and
+  regression fitted on M and for the very gradient-boosting model whose scores
+  are the space (``metric_.map_``), calibrated on N, and
   :class:`~nwbound.baselines.CalibratedAcceptance` on ``1 − max p̂`` of the same
   models (error among accepted ≤ α with probability ≥ 1 − δ).
 
@@ -65,7 +61,6 @@ __all__ = [
     "TabularConfig",
     "add_arguments",
     "config_from_args",
-    "has_metric_parameter",
     "load_dataset",
     "run",
     "run_fold",
@@ -103,6 +98,8 @@ PEER_METHODS: dict[str, str] = {
     "acceptance_hgb": "CalibratedAcceptance, HGB on M, 1 − max p̂",
 }
 BASELINES = ("hgb", "knn15", "logistic")
+LEARNED_L = ("the pilot estimate `estimate_lipschitz` on the metric share's rows in the mapped space "
+             "(`metric_.transform`), never on rows in the kernel sums")
 N_FOLDS = 5
 QUICK_FOLDS = 2
 QUICK_HGB_ITER = 10
@@ -146,19 +143,6 @@ class TabularConfig:
     hgb_max_iter: int = 100
     seed: int = 0
     quiet: bool = False
-
-
-def has_metric_parameter() -> bool:
-    """Whether the installed :class:`~nwbound.NadarayaWatsonClassifier` has ``metric=`` (the learned space).
-
-    Examples
-    --------
-    >>> isinstance(has_metric_parameter(), bool)
-    True
-    """
-    from ..estimators import NadarayaWatsonClassifier
-
-    return "metric" in NadarayaWatsonClassifier().get_params()
 
 
 def load_dataset(name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -288,15 +272,6 @@ def _nw_summary(row: dict[str, Any], iv: Any, classes: np.ndarray, y_test: np.nd
             "certified": cert.tolist()}
 
 
-def _split(y: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Stratified split of the training fold into the metric share M and the NW share N."""
-    from sklearn.model_selection import train_test_split
-
-    idx = np.arange(y.shape[0])
-    m, n = train_test_split(idx, train_size=fraction, stratify=y, random_state=seed)
-    return np.sort(m), np.sort(n)
-
-
 def run_fold(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, fold: int,
              config: TabularConfig) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Every method on one fold; return the rows (:data:`COLUMNS`) and the per-query arrays of the figure.
@@ -365,45 +340,34 @@ def run_fold(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: n
         queries[method] = _nw_summary(row, iv, classes, y_te)
         rows.append(row)
 
-    # --- the learned space (metric="auto"), where the classifier has it -----------------------
+    # --- the learned spaces: metric="auto" and the HGB-score space ----------------------------
+    # The classifier splits the fold (metric share M, NW share N, stratified, seeded); L is the
+    # pilot estimate on M's rows in the mapped space, so no label in the kernel sums chooses it.
     split_seed = seed * 1000 + fold
-    if has_metric_parameter():
-        for method, metric in (("nw_auto", "auto"), ("nw_hgb_scores", hgb())):
-            model = NadarayaWatsonClassifier(metric=metric, lipschitz="auto", bandwidth="auto", delta=delta,
-                                             metric_fraction=config.metric_fraction, random_state=split_seed)
-            with quiet_bound_warnings():
-                _, fit_s = _timed(lambda: model.fit(X_tr, y_tr))
-                iv, query_s = _timed(lambda: model.predict_interval(X_te))
-            row = _empty_row(**lead, method=method, setting="learned space",
-                             n_fit=int(getattr(model, "n_samples_fit_", math.nan)),
-                             lipschitz=float(model.lipschitz_), fit_s=fit_s, query_s=query_s)
-            queries[method] = _nw_summary(row, iv, classes, y_te)
-            rows.append(row)
-
-    # --- the metric share M and the NW share N ------------------------------------------------
-    m_idx, n_idx = _split(y_tr, config.metric_fraction, split_seed)
-    models_m = {"hgb": hgb(), "lr": make_logistic_regression(random_state=seed)}
-    for model in models_m.values():
-        model.fit(X_tr[m_idx], y_tr[m_idx])
-
-    if not has_metric_parameter():
-        # The model-score space by hand: model and score scaler on M, L on M's scores, kernel sums on N.
+    fitted: dict[str, Any] = {}
+    for method, metric in (("nw_auto", "auto"), ("nw_hgb_scores", hgb())):
+        model = NadarayaWatsonClassifier(metric=metric, lipschitz=1.0, bandwidth="auto", delta=delta,
+                                         metric_fraction=config.metric_fraction, random_state=split_seed)
         start = time.perf_counter()
-        model_m = models_m["hgb"]
-        z_scale = StandardScaler().fit(_scores_2d(model_m, X_tr[m_idx]))
-        z_m = z_scale.transform(_scores_2d(model_m, X_tr[m_idx]))
-        z_lip = estimate_lipschitz(z_m, y_tr[m_idx], random_state=seed).value
-        model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=z_lip, delta=delta)
-        model.fit(z_scale.transform(_scores_2d(model_m, X_tr[n_idx])), y_tr[n_idx])
+        model.fit(X_tr, y_tr)
+        m_rows = model.metric_rows_
+        z_lip = estimate_lipschitz(model.metric_.transform(X_tr[m_rows]), y_tr[m_rows], random_state=seed).value
+        model.set_params(lipschitz=z_lip).fit(X_tr, y_tr)  # same seed: the same split and map
         fit_s = time.perf_counter() - start
         with quiet_bound_warnings():
-            iv, query_s = _timed(lambda: model.predict_interval(z_scale.transform(_scores_2d(model_m, X_te))))
-        row = _empty_row(**lead, method="nw_hgb_scores", setting="model scores (by hand)",
-                         n_fit=int(n_idx.shape[0]), lipschitz=z_lip, fit_s=fit_s, query_s=query_s)
-        queries["nw_hgb_scores"] = _nw_summary(row, iv, classes, y_te)
+            iv, query_s = _timed(lambda: model.predict_interval(X_te))
+        row = _empty_row(**lead, method=method, setting="learned space", n_fit=int(model.n_samples_fit_),
+                         lipschitz=z_lip, fit_s=fit_s, query_s=query_s)
+        queries[method] = _nw_summary(row, iv, classes, y_te)
         rows.append(row)
+        fitted[method] = model
 
-    # --- marginal peers on the same split: conformal sets and calibrated acceptance ------------
+    # --- marginal peers on the HGB-score space's split: model on M, calibration on N -----------
+    score_model = fitted["nw_hgb_scores"]
+    m_idx, n_idx = score_model.metric_rows_, score_model.nw_rows_
+    lr_m = make_logistic_regression(random_state=seed).fit(X_tr[m_idx], y_tr[m_idx])
+    models_m = {"lr": lr_m, "hgb": score_model.metric_.map_}  # the very model whose scores are the space
+
     for tag, model in models_m.items():
         sets_model = SplitConformalSets(model, alpha=delta).fit(X_tr[n_idx], y_tr[n_idx])
         sets = sets_model.predict_set(X_te)
@@ -509,7 +473,6 @@ def _fmt(x: Any, pct: bool = False) -> str:
 
 
 def _summary_text(config: TabularConfig, summary: Sequence[dict[str, Any]], figure: str | None) -> str:
-    learned = has_metric_parameter()
     folds = f"folds {', '.join(str(f + 1) for f in config.folds)} of {config.n_folds}"
     lines = [
         "# Bounds on real tabular data (scikit-learn's bundled sets)",
@@ -524,14 +487,10 @@ def _summary_text(config: TabularConfig, summary: Sequence[dict[str, Any]], figu
         "`errors ≤ ceilings`: the errors among the certified are at most the sum of their error ceilings "
         "(`error_upper`), which bounds their expected number under the assumption.",
         "",
+        f"**L in the learned spaces** (`nw_auto`, `nw_hgb_scores`): {LEARNED_L}. It is an assumption, "
+        "not a certified fact.",
+        "",
     ]
-    if not learned:
-        lines += [
-            "**Not measured here:** the `metric=\"auto\", lipschitz=\"auto\"` rows. The installed "
-            "`NadarayaWatsonClassifier` has no `metric` parameter; the model-score rows split each training "
-            "fold by hand (model on M, L from `estimate_lipschitz` on M's scores, kernel sums on N).",
-            "",
-        ]
     keys = ("method", "accuracy", "accuracy_gap", "lipschitz", "selected_share", "selected_error_rate",
             "mean_error_ceiling", "selected_errors", "sum_error_ceiling", "errors_le_ceilings", "errors_caught_10")
     for dataset in config.datasets:
@@ -554,21 +513,20 @@ def _summary_text(config: TabularConfig, summary: Sequence[dict[str, Any]], figu
             table.append(t)
         lines += [format_markdown(table), ""]
     lines += ["## Issue 21's targets, as measured", ""]
-    lines += _target_lines(summary, learned)
+    lines += _target_lines(summary)
     if figure:
         lines += ["", f"![risk–coverage]({figure})", ""]
     return "\n".join(lines) + "\n"
 
 
-def _target_lines(summary: Sequence[dict[str, Any]], learned: bool) -> list[str]:
-    method = "nw_auto" if learned else "nw_hgb_scores"
-    what = "metric=\"auto\"" if learned else "the HGB-score space (by hand; no metric=\"auto\" in this build)"
-    out = [f"Measured for {what}:", ""]
+def _target_lines(summary: Sequence[dict[str, Any]]) -> list[str]:
+    method = "nw_auto"
+    out = [f"Measured for `metric=\"auto\"` (`{method}`), L as above:", ""]
     get = {(r["dataset"], r["method"]): r for r in summary}
     bc, dg = get.get(("breast_cancer", method)), get.get(("digits", method))
     if bc:
         out.append(f"- breast-cancer ≥ 85 % certified with errors ≤ summed ceilings: "
-                   f"{_fmt(bc['selected_share'], True)} certified, {_fmt(bc['selected_errors'])} errors vs "
+                   f"{_fmt(bc['selected_share'], True)} certified, {int(bc['selected_errors'])} errors vs "
                    f"{_fmt(bc['sum_error_ceiling'])} → "
                    f"{'met' if bc['selected_share'] >= 0.85 and bc['errors_le_ceilings'] is True else 'not met'}")
     if dg:
@@ -648,7 +606,7 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
 
     config = config_from_args(args)
     output = Path(output)
-    params = {**asdict(config), "metric_parameter": has_metric_parameter()}
+    params = asdict(config)
     params.pop("quiet")
     log = StepLog(output, params=params, resume=bool(getattr(args, "resume", False)), name="tabular",
                   quiet=config.quiet)
