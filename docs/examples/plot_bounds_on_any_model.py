@@ -8,18 +8,17 @@ its kernel sums pool the training rows the model finds alike. It then compares t
 two marginal peers from MAPIE on the same rows: split-conformal prediction sets and Venn-ABERS
 probability intervals.
 
-The recipe (sample splitting keeps the bound's statement exact):
-
-1. Split the training rows (stratified) into a metric share **M** and an NW share **N**.
-2. Fit *your* model on M only, and a scaler of its scores on M.
-3. Estimate L on M's scores; fit the NW classifier on N's scores.
-
-Given M, N's labels are independent of the space, so the bound holds under one assumption,
-stated per query: ``|p_c(x) − p_c(x′)| ≤ L·‖z(x) − z(x′)‖`` with ``z`` the standardized scores.
-This says the scores are *sufficient* for the class probabilities and that these move smoothly
-with them. It is a different claim from a marginal guarantee: split conformal and Venn-ABERS need
-no such assumption, but their promise holds on average over queries drawn like the calibration
-rows, not for each query.
+The recipe is one argument, ``metric=``: give the classifier *your* model, unfitted. It splits
+the training rows (stratified) into a metric share **M**, on which your model is fitted, and an NW
+share **N**, the only rows in the kernel sums. Given M, N's labels are independent of the space,
+so the bound holds under one assumption, stated per query:
+``|p_c(x) − p_c(x′)| ≤ L·‖z(x) − z(x′)‖``, with ``z`` your model's standardized scores. This
+says the scores are *sufficient* for the class probabilities and that these move smoothly with
+them. It is a different claim from a marginal guarantee: split conformal and Venn-ABERS need no
+such assumption, but their promise holds on average over queries drawn like the calibration
+rows, not for each query. (A model you already fitted enters as
+``sklearn.frozen.FrozenEstimator(model)``; it must not have seen the labels of the rows you fit
+the classifier on.)
 """
 
 import numpy as np
@@ -28,7 +27,6 @@ from mapie.classification import SplitConformalClassifier
 from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import StandardScaler
 
 from nwbound import NadarayaWatsonClassifier
 from nwbound.assumptions import estimate_lipschitz
@@ -37,42 +35,34 @@ from nwbound.plots import RiskCoverageDisplay, pyplot
 DELTA = 0.05
 X, y = load_breast_cancer(return_X_y=True)
 X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, stratify=y, random_state=0)
-X_m, X_n, y_m, y_n = train_test_split(X_train, y_train, train_size=0.4, stratify=y_train, random_state=0)
 
 # %%
-# Your model, fitted on M only
-# ----------------------------
-model = HistGradientBoostingClassifier(random_state=0).fit(X_m, y_m)
-print(f"the model's accuracy on the test rows: {model.score(X_test, y_test):.3f}")
+# Your model as the space
+# -----------------------
+# L is an assumption. Here it is the pilot estimate on M's rows, in the mapped space: rows whose
+# labels never enter the bound. It is consistent with those rows, not a certified fact.
+your_model = HistGradientBoostingClassifier(random_state=0)
+nw = NadarayaWatsonClassifier(metric=your_model, bandwidth="auto", lipschitz=1.0, delta=DELTA, random_state=0)
+nw.fit(X_train, y_train)
+M, N = nw.metric_rows_, nw.nw_rows_
+L = estimate_lipschitz(nw.metric_.transform(X_train[M]), y_train[M]).value
+nw.set_params(lipschitz=L).fit(X_train, y_train)  # same seed: the same split and the same fitted model
+model = nw.metric_.map_  # your model, fitted on M
+print(f"{M.size} rows fit your model, {N.size} enter the kernel sums; L = {L:.3g} (standardized scores)")
+print(f"your model's accuracy on the test rows: {model.score(X_test, y_test):.3f}")
 
-
-def scores(X):
-    """The model's decision scores as a column matrix (one column for a binary model)."""
-    s = model.decision_function(X)
-    return s[:, None] if s.ndim == 1 else s
-
-
-space = StandardScaler().fit(scores(X_m))
-z_m, z_n, z_test = (space.transform(scores(A)) for A in (X_m, X_n, X_test))
-
-# %%
-# Bounds in the model's score space
-# ---------------------------------
-# L is estimated on M (rows whose labels never enter the bound); it is an assumption consistent
-# with those rows, not a certified fact.
-L = estimate_lipschitz(z_m, y_m).value
-nw = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=L, delta=DELTA).fit(z_n, y_n)
-iv = nw.predict_interval(z_test)
+iv = nw.predict_interval(X_test)
 pred = nw.classes_[iv.predicted_index]
 wrong = pred != y_test
 cert = iv.certified
-print(f"L = {L:.3g} in the standardized score units; NW accuracy {1 - wrong.mean():.3f}")
-print(f"certified: {cert.mean():.1%} of the test rows, {wrong[cert].sum()} errors among them; "
-      f"their error ceilings sum to {iv.error_upper[cert].sum():.1f} (mean {iv.error_upper[cert].mean():.3f})")
+print(f"NW accuracy {1 - wrong.mean():.3f}; certified: {cert.mean():.1%} of the test rows, "
+      f"{wrong[cert].sum()} errors among them; their error ceilings sum to {iv.error_upper[cert].sum():.1f} "
+      f"(mean {iv.error_upper[cert].mean():.3f})")
 
 # %%
 # The marginal peers on the same split: model on M, calibration on N
 # -------------------------------------------------------------------
+X_n, y_n = X_train[N], y_train[N]
 conformal = SplitConformalClassifier(model, confidence_level=1 - DELTA, prefit=True).conformalize(X_n, y_n)
 _, sets = conformal.predict_set(X_test)
 sets = sets[:, :, 0]
