@@ -326,8 +326,7 @@ def test_cli_defaults_equal_python_defaults():
     assert fit_cli.build_estimator(args).get_params()["bandwidth"] == 0.3
 
 
-def test_lipschitz_auto_uses_the_documented_estimate(tmp_path, capsys):
-    from nwbound.assumptions import estimate_lipschitz
+def test_lipschitz_auto_follows_the_estimator(tmp_path, capsys):
     from nwbound.io import FeatureScaler
 
     frame = _frame(400, 4)
@@ -337,11 +336,16 @@ def test_lipschitz_auto_uses_the_documented_estimate(tmp_path, capsys):
                          "--lipschitz", "auto", "--bandwidth", "0.2", "-o", tmp_path / "m.npz"], capsys)
     assert rc == 0, err
     X = frame[["x1", "x2"]].to_numpy()
-    expected = estimate_lipschitz(X, normalize_labels(frame["label"].to_numpy().astype(str)),
-                                  scaler=FeatureScaler.fit(X, "minmax"), safety_factor=2.0).value
+    y = normalize_labels(frame["label"].to_numpy().astype(str))
+    # The Python estimator's lipschitz="auto" on the scaled features: L from held-out rows only.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz="auto").fit(FeatureScaler.fit(X, "minmax").transform(X), y)
     model = load_model(tmp_path / "m.npz")
-    assert model.estimator.lipschitz == pytest.approx(expected, rel=1e-12)
-    assert f"L = {expected:.4g} chosen by --lipschitz auto" in out and "after minmax scaling" in out
+    assert model.estimator.lipschitz == pytest.approx(ref.lipschitz_, rel=1e-12)
+    assert model.estimator.n_samples_fit_ == ref.n_samples_fit_ == 240  # 40 % held out of the kernel sums
+    assert f"L = {ref.lipschitz_:.4g} chosen by --lipschitz auto" in out and "after minmax scaling" in out
+    assert "not a certified fact" in out and "held-out rows" in out
     with pytest.raises(SystemExit):
         _fit_args(["t.csv", "--target", "y", "--lipschitz", "-1", "-o", "m"])
 

@@ -272,3 +272,49 @@ def test_learned_space_standardises_on_its_rows():
     np.testing.assert_allclose(np.mean(Zp.var(axis=0)), 1.0)
     assert Zp.var(axis=0)[0] > 1.0 > Zp.var(axis=0)[-1]
     np.testing.assert_allclose(Zt.mean(axis=0), 0.0, atol=1e-12)
+
+
+# -- lipschitz="auto" --------------------------------------------------------------------------
+@pytest.mark.slow
+def test_lipschitz_auto_uses_held_out_rows_only_and_says_what_it_is():
+    X, y, _ = _field(3000, d=4, seed=5)
+    with _quiet():
+        clf = NadarayaWatsonClassifier(bandwidth="auto", lipschitz="auto", metric=LinearDiscriminantAnalysis()).fit(X, y)
+    rep = clf.lipschitz_report_
+    # Three disjoint row sets: map/pilot rows, check rows (both in the metric share), NW rows.
+    pilot_rows = np.setdiff1d(clf.metric_rows_, clf.check_rows_)
+    assert np.intersect1d(clf.check_rows_, clf.nw_rows_).size == 0
+    assert np.intersect1d(pilot_rows, clf.nw_rows_).size == 0
+    assert rep.n_check == clf.check_rows_.size and rep.n_pilot == pilot_rows.size
+    assert pilot_rows.size + clf.check_rows_.size + clf.nw_rows_.size == 3000
+    # The map saw the pilot rows only: refitting LDA on them gives the same space.
+    lda = LinearDiscriminantAnalysis().fit(X[pilot_rows], y[pilot_rows])
+    np.testing.assert_allclose(clf.metric_.map_.coef_, lda.coef_)
+    assert clf.lipschitz_ == rep.value and rep.value in rep.selection.grid
+    assert min(rep.selection.grid) == pytest.approx(rep.pilot / 2)
+    assert clf.bound_spec_.beta == clf.lipschitz_
+    assert "not a certified fact" in str(rep) and "not a certified fact" in repr(rep)
+
+
+def test_lipschitz_auto_without_a_metric_holds_rows_out():
+    X, y, _ = _field(2000, d=2, seed=6)
+    with _quiet():
+        clf = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz="auto", metric_fraction=0.3).fit(X, y)
+        dy = DyadicClassifier(resolution=3, lipschitz="auto").fit(X, y)
+    assert clf.metric_ is None and clf.n_samples_fit_ == 1400 and clf.check_rows_.size == 300
+    assert dy.lipschitz_report_.value == dy.lipschitz_ and dy.predict_interval(X[:3]).proba.shape == (3, 2)
+    with pytest.raises(ValueError, match="get_fitted_state"):
+        clf.get_fitted_state()
+    state = clf.set_params(lipschitz=clf.lipschitz_).get_fitted_state()
+    assert state["X"].shape[0] == 1400
+
+
+@pytest.mark.slow
+def test_lipschitz_auto_covers_on_a_known_field():
+    X, y, _ = _field(6000, seed=7)
+    Q, _, pq = _field(1500, seed=8)
+    with _quiet():
+        clf = NadarayaWatsonClassifier(bandwidth="auto", lipschitz="auto", metric="auto").fit(X, y)
+        iv = clf.predict_interval(Q)
+    assert ((pq < iv.lower[:, 1]) | (pq > iv.upper[:, 1])).mean() <= 0.05
+    assert iv.certified.mean() > 0.3

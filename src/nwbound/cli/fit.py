@@ -27,11 +27,14 @@ query from the bound. Options left out (kernel, bandwidth, δ, bound form,
 coverage) take the Python estimator's defaults, so the command line and the
 library give the same model.
 
-``--lipschitz auto`` estimates L from the training table with
-:func:`nwbound.assumptions.strongin_lipschitz` (the largest slope of a pilot
-estimate fitted on one half and evaluated on the other, times a safety factor
-of 2) in the units the classifier sees (after ``--scale``), and prints it. It
-is a heuristic, not a certificate: report it as an assumption.
+``--lipschitz auto`` is the estimator's ``lipschitz="auto"``: 40 % of the training
+rows are held out of the kernel sums (stratified); a pilot L is estimated on half
+of them with :func:`nwbound.assumptions.estimate_lipschitz`, and the other half
+test a grid around it with :func:`nwbound.assumptions.select_lipschitz`, in the
+units the classifier sees (after ``--scale``). The smallest L the held-out rows do
+not reject is used and printed with the check's table: an assumption consistent
+with held-out data, not a certified fact. The model file stores that L as a
+number (and the kernel sums of the other 60 % of the rows).
 
 Column lists (``--id-columns``, ``--features``) take one value per flag:
 repeat the flag or separate names by commas, e.g. ``--id-columns
@@ -53,8 +56,6 @@ from .predict import DEFAULT_CHUNKSIZE, add_column_list, check_chunksize, friend
 
 __all__ = ["add_parser", "run", "build_estimator", "lipschitz_or_auto"]
 
-#: Safety factor r of ``--lipschitz auto`` (the documented default of strongin_lipschitz).
-AUTO_SAFETY_FACTOR = 2.0
 
 
 def lipschitz_or_auto(text: str) -> float | str:
@@ -94,7 +95,8 @@ def add_parser(sub) -> None:
     assumption = p.add_mutually_exclusive_group(required=True)
     assumption.add_argument(
         "--lipschitz", type=lipschitz_or_auto, metavar="L",
-        help="Lipschitz constant of p in raw feature units, or 'auto' (pilot-Strongin estimate, printed)",
+        help="Lipschitz constant of p in raw feature units, or 'auto' (the estimator's lipschitz='auto': "
+        "the smallest L of a grid that rows held out of the kernel sums do not reject; printed with the check)",
     )
     assumption.add_argument("--margin", type=positive_float, metavar="G", help="margin γ between classes, raw feature units")
     p.add_argument("--delta", type=float, default=None, help="failure probability δ of each bound (default: the estimator's)")
@@ -188,8 +190,9 @@ def run(args: argparse.Namespace) -> int:
             "a classifier needs at least 2 classes."
         )
     lipschitz, auto_note = args.lipschitz, None
-    if lipschitz == "auto":
-        lipschitz, auto_note = _auto_lipschitz(estimator, X, y, args.scale)
+    if lipschitz == "auto":  # the estimator's lipschitz="auto", in the units it sees (after --scale)
+        estimator.set_params(lipschitz="auto")
+        lipschitz = None
     extra = {}
     ids = list(dict.fromkeys(args.id_columns or []))
     if ids and "id_columns" in inspect.signature(TableModel.fit).parameters:
@@ -201,6 +204,8 @@ def run(args: argparse.Namespace) -> int:
         )
     except (ValueError, TypeError) as exc:
         raise CommandError(f"cannot fit on {train}: {exc}") from None
+    if args.lipschitz == "auto":
+        auto_note = _auto_lipschitz(model.estimator, args.scale)
     save_model(model, output, overwrite=args.overwrite)
     if not args.quiet:
         est = model.estimator
@@ -220,26 +225,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _auto_lipschitz(estimator, X: np.ndarray, y: np.ndarray, scale: str) -> tuple[None, str]:
-    """Set the estimator's L from the documented pilot-Strongin estimate in the units it sees; describe it.
-
-    Returns ``(None, text)``: None tells TableModel.fit to keep the
-    estimator's L as it is (already in scaled units).
-    """
-    from ..assumptions import estimate_lipschitz
-    from ..io import FeatureScaler
-    from .main import CommandError
-
-    scaler = None if scale == "none" else FeatureScaler.fit(X, scale)
-    try:
-        est = estimate_lipschitz(X, y, scaler=scaler, safety_factor=AUTO_SAFETY_FACTOR)
-    except ValueError as exc:
-        raise CommandError(f"--lipschitz auto: cannot estimate L ({exc}); give --lipschitz L.") from None
-    estimator.set_params(lipschitz=float(est.value))
+def _auto_lipschitz(estimator, scale: str) -> str:
+    """Fix the L that ``lipschitz="auto"`` chose as the estimator's number (a model file stores numbers);
+    describe it, with the held-out check's table."""
+    report = estimator.lipschitz_report_
+    estimator.set_params(lipschitz=float(estimator.lipschitz_))  # the same value: bound_spec_ unchanged
     units = "raw feature units" if scale == "none" else f"units after {scale} scaling, the units the classifier sees"
-    return None, (
-        f"L = {est.value:.4g} chosen by --lipschitz auto ({units}; pilot-Strongin slope {est.raw_value:.4g} "
-        f"× safety factor {est.safety_factor:g}; a heuristic, not a certificate)"
+    return (
+        f"L = {report.value:.4g} chosen by --lipschitz auto ({units}): the smallest L on the grid "
+        f"{report.pilot:.4g} × 2^k that {report.n_check} held-out rows (not in the kernel sums) do not reject; "
+        f"kernel sums over {estimator.n_samples_fit_} rows. L is an assumption consistent with held-out data, "
+        f"not a certified fact.\n{report.selection}"
     )
 
 

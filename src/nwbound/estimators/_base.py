@@ -18,7 +18,7 @@ from .._validation import check_beta, check_choice, check_open_unit, check_posit
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import warn_if_useless
 from ..kernels import Kernel
-from ..spaces import LearnedSpace, check_fraction, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
+from ..spaces import LearnedSpace, check_fraction, choose_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
 from ._device import queries_on_host, training_data_on_host, validate_queries
 from ._statistics import KernelStatistics
 
@@ -56,7 +56,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
     # scikit-learn's declarative checks; the fit-time checks behind them add
     # what a constraint cannot say (units of L, which fix applies).
     _parameter_constraints: dict = {
-        "lipschitz": [Interval(Real, 0, None, closed="neither"), None],
+        "lipschitz": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
         "metric": [None, StrOptions({"standard", "auto"}), HasMethods(["fit"])],
         "metric_fraction": [Interval(Real, 0, 1, closed="neither")],
         "cross_fit": ["boolean"],
@@ -131,6 +131,8 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         auto_lipschitz = isinstance(self.lipschitz, str) and self.lipschitz == "auto"
         n = X.shape[0]
         self.metric_, self.metric_rows_, self.check_rows_ = None, np.zeros(0, np.intp), np.zeros(0, np.intp)
+        self.lipschitz_ = None if self.lipschitz is None or auto_lipschitz else float(self.lipschitz)
+        self.lipschitz_report_ = None
         self.nw_rows_ = np.arange(n)
         if groups is not None:
             groups = np.asarray(groups)
@@ -174,6 +176,10 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             w = None if weights is None else weights[fit_rows].astype(np.float64)
             self.metric_ = LearnedSpace(self.metric, random_state=seed).fit(X[fit_rows], labels[fit_rows], w)
         self.metric_rows_, self.check_rows_, self.nw_rows_ = metric_rows, check_rows, nw_rows
+        if auto_lipschitz:  # what the check needs after the kernel sums are in place (_finish_fit)
+            pilot = X[map_rows] if self.metric_ is None else self.metric_.transform(X[map_rows])
+            self._held = (pilot, labels[map_rows], X[check_rows], self.classes_[labels[check_rows]])
+            self.lipschitz_ = 1.0  # replaced by the chosen value in _finish_fit, before the fit returns
         Z = X[nw_rows]
         if self.metric_ is not None:
             Z = self.metric_.transform(Z)
@@ -271,6 +277,22 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         warn_if_useless(out[None], beta=self.cross_fit_models_[0].bound_spec_.beta, stacklevel=stacklevel)
         return out[None]
 
+    def _finish_fit(self) -> "BoundedClassifierBase":
+        """``lipschitz="auto"``: choose L on the check rows now that the kernel sums are in place."""
+        held = getattr(self, "_held", None)
+        if held is None:
+            return self
+        self._held = None
+        pilot_Z, pilot_y, X_check, y_check = held
+        units = ("in the units of the mapped space metric_.transform(X)" if self.metric_ is not None
+                 else "in the units of the features as given")
+        report = choose_lipschitz(self, pilot_Z, pilot_y, X_check, y_check, units=units,
+                                  random_state=self._split_seed())
+        self.lipschitz_, self.lipschitz_report_ = report.value, report
+        self._validate_bound_params(*self._bound_args[:1], bound_required=self._bound_args[1],
+                                    localized=self._bound_args[2])
+        return self
+
     def _refuse_learned_state(self, action: str) -> None:
         """Model files and fitted states hold plain arrays: no learned map, no chosen L."""
         if getattr(self, "metric", None) is not None or getattr(self, "cross_fit", False):
@@ -342,6 +364,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
 
     def _validate_bound_params(self, kernel: Kernel, *, bound_required: bool, localized: bool = False) -> None:
         """Check the assumption and bound parameters; set ``beta_``, ``delta_prime_``, ``bound_spec_``."""
+        self._bound_args = (kernel, bound_required, localized)
         check_choice(self.empty_neighborhood, "empty_neighborhood", EMPTY_NEIGHBORHOOD_RULES)
         spec = self._bound_spec(kernel, required=bound_required, localized=localized)
         self.bound_spec_ = spec

@@ -166,7 +166,7 @@ class DyadicClassifier(BoundedClassifierBase):
             np.bincount(flat, weights=w, minlength=n_cells * n_classes).reshape(n_cells, n_classes),
             np.bincount(inverse, weights=w * w, minlength=n_cells),
             weight_max,
-        )
+        )._finish_fit()
 
     def _check_resolution(self) -> int:
         return check_int_range(self.resolution, "resolution", 1, 30, hint="Cells have side 2^-resolution of each feature's range.")

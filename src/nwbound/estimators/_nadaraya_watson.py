@@ -467,7 +467,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         else:
             grid = np.array([float(self.bandwidth)])
         box = (X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64))
-        return self._install(X, labels, weights, grid, box)
+        return self._install(X, labels, weights, grid, box)._finish_fit()
 
     def _check_params(self):
         """Validate the parameters that do not depend on data; return ``(dtype, kernel, auto)``."""
