@@ -21,7 +21,6 @@ from sklearn.preprocessing import StandardScaler
 import nwbound.experiments.tabular as tabular
 from nwbound.cli.main import main
 from nwbound.experiments import EXPERIMENTS
-from nwbound.spaces import split_rows
 
 ARGS = ["experiment", "tabular", "--quick", "--quiet", "--datasets", "iris"]
 
@@ -71,6 +70,10 @@ def test_quick_run_files_and_sane_values(quick_run):
         assert m in methods
     for r in rows:
         assert r["dataset"] == "iris" and r["fold"] == "0" and r["n_test"] == "30"
+        if r["note"]:  # a method that could not be fitted on this fold: said, and no number made up
+            assert r["note"].startswith("not fitted:") and r["method"] in ("nw_auto", "nw_hgb_scores")
+            assert all(math.isnan(_f(r[k])) for k in ("accuracy", "n_selected", "lipschitz"))
+            continue
         acc, n_err, n_test = _f(r["accuracy"]), int(r["n_errors"]), int(r["n_test"])
         assert 0.0 <= acc <= 1.0
         assert math.isclose(acc, 1 - n_err / n_test)
@@ -80,6 +83,9 @@ def test_quick_run_files_and_sane_values(quick_run):
             assert math.isclose(_f(r["selected_share"]), n_sel / n_test)
         if r["selection"] == "certified":
             assert _f(r["lipschitz"]) > 0
+            if r["method"] in ("nw_auto", "nw_hgb_scores"):  # lipschitz="auto": pilot × 2^k
+                k = math.log2(_f(r["lipschitz"]) / _f(r["lipschitz_pilot"]))
+                assert abs(k - round(k)) < 1e-9 and r["lipschitz_all_rejected"] in ("True", "False")
             ceiling = _f(r["sum_error_ceiling"])
             assert 0.0 <= ceiling <= int(r["n_selected"]) + 1e-9
             if int(r["n_selected"]):
@@ -113,9 +119,13 @@ def test_baselines_use_the_same_folds(quick_run):
     iv = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=lip).fit(X_tr, y[train]).predict_interval(X_te)
     assert int(rows["nw_standard"]["n_selected"]) == int(iv.certified.sum())
     # Split conformal (LAC) by hand: LR on M, quantile of 1 − p̂_y on N, α = 0.05.
-    # The classifier's split of fold 1 (seed 1000·seed + fold = 1): M fits the map and LR, N calibrates.
-    m, n = split_rows(y[train], 0.4, random_state=1)
-    assert int(rows["conformal_lr"]["n_fit"]) == m.size and int(rows["nw_hgb_scores"]["n_fit"]) == n.size
+    # The score space's split of fold 1 (seed 1000·seed + fold = 1), read from the classifier:
+    # LR is fitted on the rows that fit the map, the sets are calibrated on the kernel sums' rows N.
+    space = NadarayaWatsonClassifier(metric="auto", lipschitz="auto", bandwidth="auto",
+                                     random_state=1).fit(X_tr, y[train])
+    m = np.setdiff1d(space.metric_rows_, space.check_rows_)
+    n = space.nw_rows_
+    assert int(rows["conformal_lr"]["n_fit"]) == m.size and int(rows["nw_auto"]["n_fit"]) == n.size
     lr_m = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000, random_state=0))
     lr_m.fit(X_tr[m], y[train][m])
     scores = np.sort(1 - lr_m.predict_proba(X_tr[n])[np.arange(n.size), y[train][n]])

@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -75,12 +76,14 @@ DATASETS: tuple[str, ...] = ("breast_cancer", "wine", "iris", "digits")
 
 COLUMNS: tuple[str, ...] = (
     "dataset", "fold", "method", "setting", "selection", "n_train", "n_fit", "n_test", "accuracy", "n_errors",
-    "lipschitz", "n_selected", "selected_share", "selected_errors", "selected_error_rate", "mean_error_ceiling",
-    "sum_error_ceiling", "errors_caught_10", "fit_s", "query_s",
+    "lipschitz", "lipschitz_pilot", "lipschitz_all_rejected", "n_selected", "selected_share", "selected_errors",
+    "selected_error_rate", "mean_error_ceiling",
+    "sum_error_ceiling", "errors_caught_10", "fit_s", "query_s", "note",
 )
 """Columns of the per-fold tables. ``selection`` says what ``n_selected`` counts:
 ``certified`` (NW rows), ``singleton`` (conformal sets), ``accepted``
-(calibrated acceptance), empty for the plain baselines."""
+(calibrated acceptance), empty for the plain baselines. ``note`` holds the
+error of a method that could not be fitted on the fold (its numbers are NaN)."""
 
 NW_METHODS: dict[str, str] = {
     "nw_standard": "today: standardized, estimated L, auto λ",
@@ -98,8 +101,11 @@ PEER_METHODS: dict[str, str] = {
     "acceptance_hgb": "CalibratedAcceptance, HGB on M, 1 − max p̂",
 }
 BASELINES = ("hgb", "knn15", "logistic")
-LEARNED_L = ("the pilot estimate `estimate_lipschitz` on the metric share's rows in the mapped space "
-             "(`metric_.transform`), never on rows in the kernel sums")
+LEARNED_L = ("`lipschitz=\"auto\"`: the smallest L on the grid pilot × 2^k (k = −1 … 2; the pilot "
+             "`estimate_lipschitz` on the map's rows, in the mapped space) that the held-out check rows of the "
+             "metric share do not reject (`nwbound.assumptions.select_lipschitz`); no row in the kernel sums "
+             "chooses it. `lipschitz_pilot` is the pilot, `lipschitz_all_rejected` says when the check rejected "
+             "every grid value")
 N_FOLDS = 5
 QUICK_FOLDS = 2
 QUICK_HGB_ITER = 10
@@ -230,7 +236,7 @@ def config_from_args(args: argparse.Namespace) -> TabularConfig:
 
 def _empty_row(**lead: Any) -> dict[str, Any]:
     row = {c: math.nan for c in COLUMNS}
-    row.update(selection="", setting="")
+    row.update(selection="", setting="", note="")
     row.update(lead)
     return row
 
@@ -341,32 +347,41 @@ def run_fold(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: n
         rows.append(row)
 
     # --- the learned spaces: metric="auto" and the HGB-score space ----------------------------
-    # The classifier splits the fold (metric share M, NW share N, stratified, seeded); L is the
-    # pilot estimate on M's rows in the mapped space, so no label in the kernel sums chooses it.
+    # The classifier splits the fold: the metric share M (map rows + check rows) and the NW share
+    # N, the only rows in the kernel sums; lipschitz="auto" takes the smallest L of a grid around
+    # the pilot estimate on the map rows that the check rows do not reject.
     split_seed = seed * 1000 + fold
     fitted: dict[str, Any] = {}
     for method, metric in (("nw_auto", "auto"), ("nw_hgb_scores", hgb())):
-        model = NadarayaWatsonClassifier(metric=metric, lipschitz=1.0, bandwidth="auto", delta=delta,
+        model = NadarayaWatsonClassifier(metric=metric, lipschitz="auto", bandwidth="auto", delta=delta,
                                          metric_fraction=config.metric_fraction, random_state=split_seed)
-        start = time.perf_counter()
-        model.fit(X_tr, y_tr)
-        m_rows = model.metric_rows_
-        z_lip = estimate_lipschitz(model.metric_.transform(X_tr[m_rows]), y_tr[m_rows], random_state=seed).value
-        model.set_params(lipschitz=z_lip).fit(X_tr, y_tr)  # same seed: the same split and map
-        fit_s = time.perf_counter() - start
-        with quiet_bound_warnings():
-            iv, query_s = _timed(lambda: model.predict_interval(X_te))
+        try:
+            with warnings.catch_warnings():  # "every L rejected" is recorded in the row
+                warnings.simplefilter("ignore", UserWarning)
+                _, fit_s = _timed(lambda: model.fit(X_tr, y_tr))
+                iv, query_s = _timed(lambda: model.predict_interval(X_te))
+        except ValueError as exc:  # e.g. a map with constant output on a small metric share
+            rows.append(_empty_row(**lead, method=method, setting="learned space", selection="certified",
+                                   note=f"not fitted: {exc}"))
+            continue
+        report = model.lipschitz_report_
         row = _empty_row(**lead, method=method, setting="learned space", n_fit=int(model.n_samples_fit_),
-                         lipschitz=z_lip, fit_s=fit_s, query_s=query_s)
+                         lipschitz=float(model.lipschitz_), lipschitz_pilot=float(report.pilot),
+                         lipschitz_all_rejected=bool(report.all_rejected), fit_s=fit_s, query_s=query_s)
         queries[method] = _nw_summary(row, iv, classes, y_te)
         rows.append(row)
         fitted[method] = model
 
-    # --- marginal peers on the HGB-score space's split: model on M, calibration on N -----------
-    score_model = fitted["nw_hgb_scores"]
-    m_idx, n_idx = score_model.metric_rows_, score_model.nw_rows_
-    lr_m = make_logistic_regression(random_state=seed).fit(X_tr[m_idx], y_tr[m_idx])
-    models_m = {"lr": lr_m, "hgb": score_model.metric_.map_}  # the very model whose scores are the space
+    # --- marginal peers on the learned spaces' split (the same for both: same seed and labels):
+    # LR and HGB on the rows that fit the map (HGB: the score space's own model), calibrated on N.
+    split = next(iter(fitted.values()), None)
+    if split is None:
+        raise ValueError(f"{name}, fold {fold}: neither learned space could be fitted ({rows[-1]['note']}).")
+    m_idx = np.setdiff1d(split.metric_rows_, split.check_rows_)
+    n_idx = split.nw_rows_
+    models_m = {"lr": make_logistic_regression(random_state=seed), "hgb": hgb()}
+    for model in models_m.values():
+        model.fit(X_tr[m_idx], y_tr[m_idx])
 
     for tag, model in models_m.items():
         sets_model = SplitConformalSets(model, alpha=delta).fit(X_tr[n_idx], y_tr[n_idx])
@@ -432,7 +447,17 @@ def summary_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         groups.setdefault((str(row["dataset"]), str(row["method"])), []).append(row)
     out: list[dict[str, Any]] = []
-    for (dataset, method), sel in groups.items():
+    for (dataset, method), every in groups.items():
+        sel = [r for r in every if not r.get("note")] or every
+        failed = [r for r in every if r.get("note")]
+        if len(failed) == len(every):
+            keys = ("n_test", "accuracy", "n_errors", "lipschitz", "lipschitz_pilot", "folds_all_rejected",
+                    "n_selected", "selected_share", "selected_errors", "selected_error_rate", "mean_error_ceiling",
+                    "sum_error_ceiling", "errors_caught_10", "fit_s", "query_s")
+            out.append({"dataset": dataset, "method": method, "setting": every[0]["setting"],
+                        "selection": every[0]["selection"], "n_folds": 0, **dict.fromkeys(keys, math.nan),
+                        "errors_le_ceilings": "", "n_folds_failed": len(failed), "note": str(failed[0]["note"])})
+            continue
         n_test = sum(int(r["n_test"]) for r in sel)
         n_err = sum(int(r["n_errors"]) for r in sel)
 
@@ -441,14 +466,17 @@ def summary_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             return math.nan if any(math.isnan(v) for v in vals) else float(sum(vals))
 
         def mean(key: str) -> float:
-            vals = [float(r[key]) for r in sel if not math.isnan(float(r[key]))]
+            vals = [float(r.get(key, math.nan)) for r in sel]
+            vals = [v for v in vals if not math.isnan(v)]
             return float(np.mean(vals)) if vals else math.nan
 
         n_sel, sel_err, ceil = total("n_selected"), total("selected_errors"), total("sum_error_ceiling")
         out.append({
             "dataset": dataset, "method": method, "setting": sel[0]["setting"], "selection": sel[0]["selection"],
             "n_folds": len(sel), "n_test": n_test, "accuracy": round(1.0 - n_err / n_test, 6), "n_errors": n_err,
-            "lipschitz": mean("lipschitz"), "n_selected": n_sel,
+            "lipschitz": mean("lipschitz"), "lipschitz_pilot": mean("lipschitz_pilot"),
+            "folds_all_rejected": sum(r.get("lipschitz_all_rejected") is True for r in sel),
+            "n_selected": n_sel,
             "selected_share": n_sel / n_test if not math.isnan(n_sel) else math.nan,
             "selected_errors": sel_err,
             "selected_error_rate": sel_err / n_sel if n_sel and not math.isnan(n_sel) else math.nan,
@@ -457,6 +485,7 @@ def summary_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "errors_le_ceilings": (bool(sel_err <= ceil) if not math.isnan(ceil) else ""),
             "errors_caught_10": mean("errors_caught_10"),
             "fit_s": total("fit_s"), "query_s": total("query_s"),
+            "n_folds_failed": len(failed), "note": str(failed[0]["note"]) if failed else "",
         })
     for row in out:
         best = [r["accuracy"] for r in out if r["dataset"] == row["dataset"] and r["method"] in BASELINES]
@@ -491,7 +520,7 @@ def _summary_text(config: TabularConfig, summary: Sequence[dict[str, Any]], figu
         "not a certified fact.",
         "",
     ]
-    keys = ("method", "accuracy", "accuracy_gap", "lipschitz", "selected_share", "selected_error_rate",
+    keys = ("method", "accuracy", "accuracy_gap", "lipschitz", "lipschitz_pilot", "folds_all_rejected", "selected_share", "selected_error_rate",
             "mean_error_ceiling", "selected_errors", "sum_error_ceiling", "errors_le_ceilings", "errors_caught_10")
     for dataset in config.datasets:
         sel = [r for r in summary if r["dataset"] == dataset]
@@ -505,13 +534,18 @@ def _summary_text(config: TabularConfig, summary: Sequence[dict[str, Any]], figu
             for k in ("accuracy", "accuracy_gap", "selected_share", "selected_error_rate", "mean_error_ceiling",
                       "errors_caught_10"):
                 t[k] = _fmt(r[k], pct=True)
-            for k in ("lipschitz", "sum_error_ceiling"):
+            if not r["selection"] == "certified" or r["method"].startswith("nw_standard"):
+                t["folds_all_rejected"] = "–"
+            for k in ("lipschitz", "lipschitz_pilot", "sum_error_ceiling"):
                 t[k] = _fmt(r[k])
             t["selected_errors"] = _fmt(r["selected_errors"] if math.isnan(r["selected_errors"])
                                         else int(r["selected_errors"]))
             t["errors_le_ceilings"] = {True: "yes", False: "**no**"}.get(r["errors_le_ceilings"], "–")
             table.append(t)
         lines += [format_markdown(table), ""]
+        for r in sel:
+            if r["n_folds_failed"]:
+                lines += [f"- `{r['method']}` could not be fitted on {r['n_folds_failed']} fold(s): {r['note']}", ""]
     lines += ["## Issue 21's targets, as measured", ""]
     lines += _target_lines(summary)
     if figure:
