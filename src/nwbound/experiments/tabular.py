@@ -379,9 +379,10 @@ def run_fold(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: n
         raise ValueError(f"{name}, fold {fold}: neither learned space could be fitted ({rows[-1]['note']}).")
     m_idx = np.setdiff1d(split.metric_rows_, split.check_rows_)
     n_idx = split.nw_rows_
-    models_m = {"lr": make_logistic_regression(random_state=seed), "hgb": hgb()}
-    for model in models_m.values():
-        model.fit(X_tr[m_idx], y_tr[m_idx])
+    lr_m = make_logistic_regression(random_state=seed).fit(X_tr[m_idx], y_tr[m_idx])
+    score_space = fitted.get("nw_hgb_scores")  # its map: this very HGB model, fitted on m_idx
+    hgb_m = score_space.metric_.map_ if score_space is not None else hgb().fit(X_tr[m_idx], y_tr[m_idx])
+    models_m = {"lr": lr_m, "hgb": hgb_m}
 
     for tag, model in models_m.items():
         sets_model = SplitConformalSets(model, alpha=delta).fit(X_tr[n_idx], y_tr[n_idx])
@@ -534,7 +535,7 @@ def _summary_text(config: TabularConfig, summary: Sequence[dict[str, Any]], figu
             for k in ("accuracy", "accuracy_gap", "selected_share", "selected_error_rate", "mean_error_ceiling",
                       "errors_caught_10"):
                 t[k] = _fmt(r[k], pct=True)
-            if not r["selection"] == "certified" or r["method"].startswith("nw_standard"):
+            if r["method"] not in ("nw_auto", "nw_hgb_scores") or not r["n_folds"]:
                 t["folds_all_rejected"] = "–"
             for k in ("lipschitz", "lipschitz_pilot", "sum_error_ceiling"):
                 t[k] = _fmt(r[k])
