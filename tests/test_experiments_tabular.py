@@ -58,10 +58,9 @@ def test_registered_and_bad_dataset(tmp_path, capsys):
 
 def test_quick_run_files_and_sane_values(quick_run):
     out = quick_run
-    for name in ("folds/iris_fold0.csv", "folds/iris_fold1.csv", "tabular_summary.csv", "summary.md",
-                 "tabular_risk_coverage.png"):
+    for name in ("folds/iris_fold0.csv", "tabular_summary.csv", "summary.md", "tabular_risk_coverage.png"):
         assert (out / name).is_file(), name
-    assert not (out / "folds" / "iris_fold2.csv").exists()  # --quick: two folds
+    assert not (out / "folds" / "iris_fold1.csv").exists()  # --quick: the first fold only
     rows = _read(out / "folds" / "iris_fold0.csv")
     assert tuple(rows[0]) == tabular.COLUMNS
     methods = [r["method"] for r in rows]
@@ -92,7 +91,7 @@ def test_quick_run_files_and_sane_values(quick_run):
                 assert 0.0 <= _f(r["mean_error_ceiling"]) <= 1.0
     summary = _read(out / "tabular_summary.csv")
     pooled = {r["method"]: r for r in summary}
-    assert pooled["logistic"]["n_folds"] == "2" and pooled["logistic"]["n_test"] == "60"
+    assert pooled["logistic"]["n_folds"] == "1" and pooled["logistic"]["n_test"] == "30"
     best = max(_f(pooled[m]["accuracy"]) for m in ("hgb", "knn15", "logistic"))
     assert math.isclose(_f(pooled["nw_standard"]["accuracy_gap"]), _f(pooled["nw_standard"]["accuracy"]) - best,
                         abs_tol=1e-6)
@@ -101,12 +100,12 @@ def test_quick_run_files_and_sane_values(quick_run):
 
 
 def test_baselines_use_the_same_folds(quick_run):
-    """LR, 15-NN, today's NW and the conformal singletons recomputed directly on fold 1 of iris."""
+    """LR, 15-NN, today's NW and the conformal singletons recomputed directly on fold 0 of iris."""
     from nwbound import NadarayaWatsonClassifier
     from nwbound.assumptions import estimate_lipschitz
 
-    X, y, train, test = _fold("iris", 1)
-    rows = {r["method"]: r for r in _read(quick_run / "folds" / "iris_fold1.csv")}
+    X, y, train, test = _fold("iris", 0)
+    rows = {r["method"]: r for r in _read(quick_run / "folds" / "iris_fold0.csv")}
     lr = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000, random_state=0)).fit(X[train], y[train])
     assert math.isclose(_f(rows["logistic"]["accuracy"]), lr.score(X[test], y[test]))
     sc = StandardScaler().fit(X[train])
@@ -119,10 +118,10 @@ def test_baselines_use_the_same_folds(quick_run):
     iv = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=lip).fit(X_tr, y[train]).predict_interval(X_te)
     assert int(rows["nw_standard"]["n_selected"]) == int(iv.certified.sum())
     # Split conformal (LAC) by hand: LR on M, quantile of 1 − p̂_y on N, α = 0.05.
-    # The score space's split of fold 1 (seed 1000·seed + fold = 1), read from the classifier:
+    # The learned spaces' split of fold 0 (seed 1000·seed + fold = 0), read from the classifier:
     # LR is fitted on the rows that fit the map, the sets are calibrated on the kernel sums' rows N.
     space = NadarayaWatsonClassifier(metric="auto", lipschitz="auto", bandwidth="auto",
-                                     random_state=1).fit(X_tr, y[train])
+                                     random_state=0).fit(X_tr, y[train])
     m = np.setdiff1d(space.metric_rows_, space.check_rows_)
     n = space.nw_rows_
     assert int(rows["conformal_lr"]["n_fit"]) == m.size and int(rows["nw_auto"]["n_fit"]) == n.size

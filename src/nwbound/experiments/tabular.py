@@ -107,7 +107,7 @@ LEARNED_L = ("`lipschitz=\"auto\"`: the smallest L on the grid pilot × 2^k (k =
              "chooses it. `lipschitz_pilot` is the pilot, `lipschitz_all_rejected` says when the check rejected "
              "every grid value")
 N_FOLDS = 5
-QUICK_FOLDS = 2
+QUICK_FOLDS = 1
 QUICK_HGB_ITER = 10
 LOCAL_K = 25
 KNN_K = 15
@@ -216,7 +216,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> TabularConfig:
-    """The :class:`TabularConfig` of parsed command-line options (``--quick``: 2 folds, 10 boosting iterations)."""
+    """The :class:`TabularConfig` of parsed command-line options (``--quick``: the first fold, 10 boosting iterations)."""
     quick = bool(getattr(args, "quick", False))
     return TabularConfig(
         datasets=tuple(getattr(args, "datasets", DATASETS)),
