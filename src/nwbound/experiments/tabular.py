@@ -88,17 +88,17 @@ error of a method that could not be fitted on the fold (its numbers are NaN)."""
 NW_METHODS: dict[str, str] = {
     "nw_standard": "today: standardized, estimated L, auto λ",
     "nw_standard_k25": "today, localized k = 25",
-    "nw_auto": "metric=auto, lipschitz=auto",
-    "nw_hgb_scores": "HGB scores as the space",
+    "nw_auto": "metric=\"auto\", lipschitz=\"auto\", auto λ",
+    "nw_hgb_scores": "metric=HistGradientBoostingClassifier() (its scores as the space), lipschitz=\"auto\", auto λ",
 }
 PEER_METHODS: dict[str, str] = {
     "hgb": "HistGradientBoosting (full fold)",
     "knn15": "15-NN (full fold)",
     "logistic": "logistic regression (full fold)",
-    "conformal_lr": "split conformal, LR on M, calibrated on N",
-    "conformal_hgb": "split conformal, HGB on M, calibrated on N",
-    "acceptance_lr": "CalibratedAcceptance, LR on M, 1 − max p̂",
-    "acceptance_hgb": "CalibratedAcceptance, HGB on M, 1 − max p̂",
+    "conformal_lr": "split conformal (α = δ), LR on the map rows, calibrated on N",
+    "conformal_hgb": "split conformal (α = δ), the score space's HGB model, calibrated on N",
+    "acceptance_lr": "CalibratedAcceptance (α = δ) on 1 − max p̂, LR on the map rows, calibrated on N",
+    "acceptance_hgb": "CalibratedAcceptance (α = δ) on 1 − max p̂, the score space's HGB, calibrated on N",
 }
 BASELINES = ("hgb", "knn15", "logistic")
 LEARNED_L = ("`lipschitz=\"auto\"`: the smallest L on the grid pilot × 2^k (k = −1 … 2; the pilot "
@@ -209,14 +209,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--datasets", type=_dataset_list, default=DATASETS,
                         help=f"comma-separated subset of {','.join(DATASETS)} (default: all)")
     parser.add_argument("--delta", type=_fraction, default=0.05,
-                        help="δ of the bounds, also α of the conformal sets and the calibrated acceptance (default 0.05)")
+                        help="δ of the bounds, also α of the conformal sets and the calibrated acceptance "
+                             "(default 0.05)")
     parser.add_argument("--metric-fraction", type=_fraction, default=0.4,
                         help="share of each training fold that fits the space (default 0.4)")
     add_resume_argument(parser)
 
 
 def config_from_args(args: argparse.Namespace) -> TabularConfig:
-    """The :class:`TabularConfig` of parsed command-line options (``--quick``: the first fold, 10 boosting iterations)."""
+    """The :class:`TabularConfig` of parsed options (``--quick``: the first fold, 10 boosting iterations)."""
     quick = bool(getattr(args, "quick", False))
     return TabularConfig(
         datasets=tuple(getattr(args, "datasets", DATASETS)),
@@ -239,11 +240,6 @@ def _empty_row(**lead: Any) -> dict[str, Any]:
     row.update(selection="", setting="", note="")
     row.update(lead)
     return row
-
-
-def _scores_2d(model: Any, X: np.ndarray) -> np.ndarray:
-    s = np.asarray(model.decision_function(X), dtype=np.float64)
-    return s[:, None] if s.ndim == 1 else s
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -521,8 +517,12 @@ def _summary_text(config: TabularConfig, summary: Sequence[dict[str, Any]], figu
         "not a certified fact.",
         "",
     ]
-    keys = ("method", "accuracy", "accuracy_gap", "lipschitz", "lipschitz_pilot", "folds_all_rejected", "selected_share", "selected_error_rate",
-            "mean_error_ceiling", "selected_errors", "sum_error_ceiling", "errors_le_ceilings", "errors_caught_10")
+    lines += ["Methods:", ""]
+    lines += [f"- `{m}`: {text}" for m, text in {**NW_METHODS, **PEER_METHODS}.items()]
+    lines += [""]
+    keys = ("method", "accuracy", "accuracy_gap", "lipschitz", "lipschitz_pilot", "folds_all_rejected",
+            "selected_share", "selected_error_rate", "mean_error_ceiling", "selected_errors", "sum_error_ceiling",
+            "errors_le_ceilings", "errors_caught_10")
     for dataset in config.datasets:
         sel = [r for r in summary if r["dataset"] == dataset]
         if not sel:
