@@ -584,6 +584,10 @@ def _pooled(queries: Sequence[dict[str, Any]], method: str, key: str) -> np.ndar
     return np.concatenate([np.asarray(q[method][key]) for q in queries if method in q])
 
 
+_COLORS = {"nw_auto": "C0", "nw_hgb_scores": "C1", "nw_standard": "C2", "HGB (full fold)": "C4",
+           "conformal LR": "C7", "conformal HGB": "C8"}
+
+
 def risk_coverage_figure(per_dataset: dict[str, list[dict[str, Any]]], out: Path,
                          formats: tuple[str, ...] = ("png",)) -> list[Path]:
     """Selective risk vs coverage per data set, pooled over the folds' test rows."""
@@ -623,8 +627,12 @@ def risk_coverage_figure(per_dataset: dict[str, list[dict[str, Any]]], out: Path
                 points.append((single.mean(), float(wrong[single].mean()), f"conformal {tag.upper()}: singletons",
                                marker))
         disp = RiskCoverageDisplay.from_arrays(y_true, preds, doubts, label=labels, ax=ax)
+        for line, label in zip(disp.lines_, labels):  # one colour per method in every panel
+            line.set_color(_COLORS[label.split(":")[0]])
+            line.set_linestyle("--" if "max p̂" in label else "-")
         for coverage, risk, label, marker in points:
-            disp.add_point(coverage, risk, label=label, marker=marker)
+            point = disp.add_point(coverage, risk, label=label, marker=marker)
+            point.set_color(_COLORS[label.split(":")[0]])
         ax.set_title(dataset, fontsize=10)
         ax.legend(fontsize=6, loc="upper left")
     return save_figures(fig, out, "tabular_risk_coverage", formats=formats)
