@@ -4,4 +4,4 @@
 ``DESCRIPTION``, ``add_arguments(parser)`` and ``run(args, output) -> list[Path]``.
 """
 
-EXPERIMENTS: tuple[str, ...] = ("synthetic", "margin", "mnist", "gtsrb", "ablation", "ecg", "shift")
+EXPERIMENTS: tuple[str, ...] = ("synthetic", "margin", "mnist", "gtsrb", "ablation", "ecg", "shift", "tabular")

@@ -5,6 +5,7 @@ imported only when something is drawn or saved, so importing this module is
 cheap and works without it.
 
 Displays: :class:`ReliabilityDisplay` (ECE), :class:`CumulativeRecallDisplay`,
+:class:`RiskCoverageDisplay`,
 :class:`IntervalDisplay`, :class:`BoundWidthDisplay`, :class:`TypeErrorDisplay`
 and sklearn's :class:`ConfusionMatrixDisplay`. Each has ``from_arrays`` and/or
 ``from_interval`` constructors that compute and draw, and ``plot(ax=None)``
@@ -22,6 +23,7 @@ from ._displays import (
     CumulativeRecallDisplay,
     IntervalDisplay,
     ReliabilityDisplay,
+    RiskCoverageDisplay,
     TypeErrorDisplay,
 )
 
@@ -32,6 +34,7 @@ __all__ = [
     "CumulativeRecallDisplay",
     "IntervalDisplay",
     "ReliabilityDisplay",
+    "RiskCoverageDisplay",
     "TypeErrorDisplay",
     "pyplot",
     "save_figure",

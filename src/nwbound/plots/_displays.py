@@ -31,6 +31,7 @@ __all__ = [
     "CumulativeRecallDisplay",
     "IntervalDisplay",
     "ReliabilityDisplay",
+    "RiskCoverageDisplay",
     "TypeErrorDisplay",
 ]
 
@@ -224,6 +225,30 @@ def _is_many(x: Any) -> bool:
     return isinstance(x, (list, tuple)) and len(x) > 0 and np.ndim(x[0]) == 1
 
 
+def _curve_inputs(
+    y_pred: Any, uncertainty: Any, label: str | Sequence[str] | None
+) -> tuple[list[Any], list[Any], list[str | None]]:
+    """One prediction, uncertainty and label per curve (a single prediction serves every curve)."""
+    us = list(uncertainty) if _is_many(uncertainty) else [uncertainty]
+    ps = list(y_pred) if _is_many(y_pred) else [y_pred] * len(us)
+    if len(ps) != len(us):
+        raise ValueError(
+            f"`y_pred` has {len(ps)} entries but `uncertainty` has {len(us)}; give one "
+            "prediction per curve or a single one."
+        )
+    if label is None:
+        labels: list[str | None] = [None] * len(us)
+    elif isinstance(label, str):
+        if len(us) != 1:
+            raise ValueError(f"`label` must be a list of {len(us)} labels, one per curve.")
+        labels = [label]
+    else:
+        labels = list(label)
+        if len(labels) != len(us):
+            raise ValueError(f"`label` has {len(labels)} entries for {len(us)} curves.")
+    return ps, us, labels
+
+
 class CumulativeRecallDisplay:
     """Share of errors caught vs. share of samples flagged (paper, fig. 3e).
 
@@ -315,23 +340,7 @@ class CumulativeRecallDisplay:
         ['good ranking', 'poor ranking']
         >>> plt.close(disp.figure_)
         """
-        us = list(uncertainty) if _is_many(uncertainty) else [uncertainty]
-        ps = list(y_pred) if _is_many(y_pred) else [y_pred] * len(us)
-        if len(ps) != len(us):
-            raise ValueError(
-                f"`y_pred` has {len(ps)} entries but `uncertainty` has {len(us)}; give one "
-                "prediction per curve or a single one."
-            )
-        if label is None:
-            labels: list[str | None] = [None] * len(us)
-        elif isinstance(label, str):
-            if len(us) != 1:
-                raise ValueError(f"`label` must be a list of {len(us)} labels, one per curve.")
-            labels = [label]
-        else:
-            labels = list(label)
-            if len(labels) != len(us):
-                raise ValueError(f"`label` has {len(labels)} entries for {len(us)} curves.")
+        ps, us, labels = _curve_inputs(y_pred, uncertainty, label)
         curves = [_m.cumulative_recall_curve(y_true, p, u) for p, u in zip(ps, us)]
         return cls(curves=curves, labels=labels).plot(ax=ax)
 
@@ -440,6 +449,195 @@ class CumulativeRecallDisplay:
             ax.legend(loc="lower right")
         self.ax_, self.figure_ = ax, fig
         return self
+
+
+# --------------------------------------------------------------------------
+class RiskCoverageDisplay:
+    """Selective risk vs coverage: the error rate among the predictions kept.
+
+    Each curve keeps the least uncertain predictions first
+    (:func:`nwbound.metrics.risk_coverage_curve`); single operating points
+    (e.g. the certified predictions, or split-conformal singleton sets) are
+    added with :meth:`add_point`.
+
+    Parameters
+    ----------
+    curves : sequence of (coverage, risk)
+        One pair of arrays per curve.
+    labels : sequence of str or None, optional
+        Legend label per curve.
+
+    Attributes
+    ----------
+    lines_ : list of matplotlib.lines.Line2D
+        One line per curve.
+    points_ : list of matplotlib.lines.Line2D
+        The markers added by :meth:`add_point`.
+    ax_, figure_ : matplotlib Axes and Figure
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")  # draw off-screen
+    >>> import matplotlib.pyplot as plt
+    >>> from nwbound.plots import RiskCoverageDisplay
+    >>> y_true, y_pred = [0, 1, 1, 0, 1], [0, 0, 1, 1, 1]
+    >>> disp = RiskCoverageDisplay.from_arrays(y_true, y_pred, [0.1, 0.9, 0.2, 0.8, 0.3], label="ε")
+    >>> disp.lines_[0].get_ydata().round(2).tolist()
+    [0.0, 0.0, 0.0, 0.25, 0.4]
+    >>> _ = disp.add_point(0.6, 0.0, label="certified")
+    >>> len(disp.points_)
+    1
+    >>> plt.close(disp.figure_)
+    """
+
+    def __init__(
+        self,
+        *,
+        curves: Sequence[tuple[np.ndarray, np.ndarray]],
+        labels: Sequence[str | None] | None = None,
+    ) -> None:
+        if len(curves) == 0:
+            raise ValueError("`curves` must hold at least one curve.")
+        self.curves = [(np.asarray(c), np.asarray(r)) for c, r in curves]
+        labels = [None] * len(self.curves) if labels is None else list(labels)
+        if len(labels) != len(self.curves):
+            raise ValueError(f"`labels` has {len(labels)} entries for {len(self.curves)} curves.")
+        self.labels = labels
+
+    @classmethod
+    def from_arrays(
+        cls,
+        y_true: ArrayLike | Sequence[ArrayLike],
+        y_pred: ArrayLike | Sequence[ArrayLike],
+        uncertainty: ArrayLike | Sequence[ArrayLike],
+        *,
+        label: str | Sequence[str] | None = None,
+        ax: Any = None,
+    ) -> "RiskCoverageDisplay":
+        """Compute one or several curves and plot them.
+
+        Parameters
+        ----------
+        y_true : array-like of shape (n_samples,) or list of them
+            One truth for all curves, or one per curve (curves of different
+            models may cover different rows).
+        y_pred : array-like of shape (n_samples,) or list of them
+            One prediction for all curves, or one per curve.
+        uncertainty : array-like of shape (n_samples,) or list of them
+            One uncertainty per curve (larger = kept later).
+        label : str or list of str, optional
+        ax : matplotlib Axes, optional
+
+        Returns
+        -------
+        RiskCoverageDisplay
+
+        Raises
+        ------
+        ValueError
+            If the numbers of truths, predictions, uncertainties and labels do not match.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")  # draw off-screen
+        >>> import matplotlib.pyplot as plt
+        >>> from nwbound.plots import RiskCoverageDisplay
+        >>> disp = RiskCoverageDisplay.from_arrays(
+        ...     [0, 1, 1], [[0, 1, 0], [0, 0, 1]], [[0.1, 0.2, 0.9], [0.1, 0.9, 0.2]], label=["a", "b"])
+        >>> [line.get_ydata().round(2).tolist() for line in disp.lines_]
+        [[0.0, 0.0, 0.33], [0.0, 0.0, 0.33]]
+        >>> plt.close(disp.figure_)
+        """
+        ps, us, labels = _curve_inputs(y_pred, uncertainty, label)
+        ts = list(y_true) if _is_many(y_true) else [y_true] * len(us)
+        if len(ts) != len(us):
+            raise ValueError(
+                f"`y_true` has {len(ts)} entries but `uncertainty` has {len(us)}; give one "
+                "truth per curve or a single one."
+            )
+        curves = [_m.risk_coverage_curve(t, p, u) for t, p, u in zip(ts, ps, us)]
+        return cls(curves=curves, labels=labels).plot(ax=ax)
+
+    def plot(self, ax: Any = None) -> "RiskCoverageDisplay":
+        """Draw the curves.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+
+        Returns
+        -------
+        self
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")  # draw off-screen
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> from nwbound.plots import RiskCoverageDisplay
+        >>> disp = RiskCoverageDisplay(curves=[(np.array([0.5, 1.0]), np.array([0.0, 0.5]))]).plot()
+        >>> disp.ax_.get_xlabel()
+        'coverage (share of predictions kept)'
+        >>> plt.close(disp.figure_)
+        """
+        fig, ax = _check_ax(ax)
+        self.lines_ = []
+        self.points_ = []
+        for (coverage, risk), lab in zip(self.curves, self.labels):
+            (line,) = ax.plot(coverage, risk, label=lab)
+            self.lines_.append(line)
+        ax.set(xlim=(0, 1.0), xlabel="coverage (share of predictions kept)",
+               ylabel="selective risk (error among kept)")
+        ax.set_ylim(bottom=0.0)
+        if any(lab is not None for lab in self.labels):
+            ax.legend(loc="upper left")
+        self.ax_, self.figure_ = ax, fig
+        return self
+
+    def add_point(self, coverage: float, risk: float, *, label: str | None = None, marker: str = "o") -> Any:
+        """Mark one operating point (e.g. the certified predictions) on the drawn axes.
+
+        Parameters
+        ----------
+        coverage, risk : float
+            Share kept and error among the kept, in [0, 1].
+        label : str, optional
+        marker : str, default="o"
+
+        Returns
+        -------
+        matplotlib.lines.Line2D
+
+        Raises
+        ------
+        ValueError
+            Outside [0, 1], or before :meth:`plot`.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")  # draw off-screen
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> from nwbound.plots import RiskCoverageDisplay
+        >>> disp = RiskCoverageDisplay(curves=[(np.array([0.5, 1.0]), np.array([0.0, 0.5]))]).plot()
+        >>> disp.add_point(0.9, 0.01, label="singleton sets").get_xdata().tolist()
+        [0.9]
+        >>> plt.close(disp.figure_)
+        """
+        if not hasattr(self, "ax_"):
+            raise ValueError("Call plot() (or from_arrays) before add_point().")
+        values = np.array([coverage, risk], dtype=np.float64)
+        if not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values > 1):
+            raise ValueError(f"`coverage` and `risk` must lie in [0, 1], got {coverage!r} and {risk!r}.")
+        (point,) = self.ax_.plot([values[0]], [values[1]], linestyle="none", marker=marker, label=label)
+        self.points_.append(point)
+        if label is not None:
+            self.ax_.legend(loc="upper left")
+        return point
 
 
 # --------------------------------------------------------------------------
