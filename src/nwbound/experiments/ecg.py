@@ -145,9 +145,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="folder with the MIT-BIH Arrhythmia records (NNN.hea/.dat/.atr); "
                              "required (PhysioNet mitdb 1.0.0)")
-    parser.add_argument("--split", choices=("intra", "inter", "both"), default="both",
+    parser.add_argument("--split", choices=("intra", "inter", "adaptive", "both"), default="both",
                         help="intra-patient (the paper's, Kaggle-style 80/20), inter-patient "
-                             "(de Chazal DS1 -> DS2) or both (default)")
+                             "(de Chazal DS1 -> DS2), adaptive (DS1 + the first minutes of each DS2 "
+                             "record -> the rest of it) or both: all three (default)")
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="cache the rebuilt beats here (an .npz keyed by settings and file hashes)")
     parser.add_argument("--sizes", default=None,
@@ -183,6 +184,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"--quick: {INTER_QUICK_TRAIN})")
     parser.add_argument("--threads", type=positive_int, default=None,
                         help="BLAS threads (default: as configured); 1 is much faster on a busy machine")
+    from .ecg_adaptive import add_adaptive_arguments
+
+    add_adaptive_arguments(parser)
 
 
 def _command_error(message: str) -> Exception:
@@ -1332,7 +1336,7 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
     args.bound = getattr(args, "bound", "chernoff")
     sizes, full = _parse_size_list(args.sizes if args.sizes is not None else (QUICK_SIZES if quick else FULL_SIZES))
     cme_max = args.cme_max_train or (CME_MAX_TRAIN_QUICK if quick else CME_MAX_TRAIN)
-    splits = ("intra", "inter") if args.split == "both" else (args.split,)
+    splits = ("intra", "inter", "adaptive") if args.split == "both" else (args.split,)
     formats = ("png",) if quick else ("png", "pdf")
     args.feature_sets = _parse_feature_sets(getattr(args, "feature_sets", ",".join(INTER_FEATURE_SETS)))
 
@@ -1356,7 +1360,19 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
         if "inter" in splits:
             inter = _run_inter(beats, args, quick)
             files += _inter_outputs(inter, output, formats)
+        adaptive = None
+        if "adaptive" in splits:
+            from .ecg_adaptive import run_adaptive
+
+            adaptive = run_adaptive(beats, args, output, formats, quick=quick)
+            files += adaptive.files
+            # ec57 holds every split's rows: the inter-patient ones (if run) and the adaptive ones.
+            files += write_table((_ec57_rows(inter) if inter is not None else []) + adaptive.ec57_rows,
+                                 output / "ec57",
+                                 title="ANSI/AAMI EC57 statistics per (split, feature set, classifier, rule, class)")
     elapsed = time.perf_counter() - start
-    files.append(atomic_write_text(output / "summary.md",
-                                   _summary(results, tables, args, elapsed, quick, cme_max, inter)))
-    return files
+    text = _summary(results, tables, args, elapsed, quick, cme_max, inter)
+    if adaptive is not None:
+        text = text.replace("Data: PhysioNet", adaptive.summary + "\nData: PhysioNet", 1)
+    files.append(atomic_write_text(output / "summary.md", text))
+    return sorted(set(files), key=files.index)
