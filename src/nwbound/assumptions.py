@@ -41,16 +41,21 @@ from sklearn.utils.validation import check_X_y
 
 from ._validation import check_positive
 from .datasets import stratified_subsample
+from .lipschitz_check import LipschitzCheck, LipschitzSelection, check_lipschitz, select_lipschitz
 
 __all__ = [
     "UNITS_NOTE",
+    "LipschitzCheck",
     "LipschitzEstimate",
+    "LipschitzSelection",
     "MarginEstimate",
     "OverlapReport",
     "empirical_margin",
+    "check_lipschitz",
     "estimate_lipschitz",
     "lipschitz_lower_bound",
     "overlap_test",
+    "select_lipschitz",
     "sensitivity_report",
     "strongin_lipschitz",
 ]

@@ -1,0 +1,337 @@
+"""The held-out check of an assumed Lipschitz constant (nwbound.lipschitz_check)."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+
+from nwbound import DyadicClassifier, NadarayaWatsonClassifier, PredictionInterval
+from nwbound.assumptions import LipschitzCheck, LipschitzSelection, check_lipschitz, select_lipschitz
+from nwbound.datasets import make_lipschitz_logistic, make_margin_clusters
+from nwbound.lipschitz_check import _dominating_tests, poisson_binomial_sf
+
+
+# ---------------------------------------------------------------------------
+# independent slow formulas
+# ---------------------------------------------------------------------------
+
+
+def _exact_sf(probs: list[Fraction], k: int) -> Fraction:
+    """P(Σ Bernoulli(p_i) ≥ k) by enumerating all 2^n outcomes, in exact fractions."""
+    total = Fraction(0)
+    for outcome in itertools.product((0, 1), repeat=len(probs)):
+        if sum(outcome) >= k:
+            term = Fraction(1)
+            for z, p in zip(outcome, probs):
+                term *= p if z else 1 - p
+            total += term
+    return total
+
+
+def _worst_case_tail(ceilings: list[Fraction], observed: int, free: int) -> Fraction:
+    """sup over every set F of at most ``free`` rows (which err surely) of P(count ≥ observed)."""
+    n = len(ceilings)
+    best = Fraction(0)
+    for size in range(min(free, n) + 1):
+        for failed in itertools.combinations(range(n), size):
+            rest = [c for i, c in enumerate(ceilings) if i not in failed]
+            best = max(best, _exact_sf(rest, observed - size))
+    return best
+
+
+# ---------------------------------------------------------------------------
+# Poisson-binomial tails
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_poisson_binomial_sf_matches_enumeration(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 11))
+    probs = [Fraction(int(v), 64) for v in rng.integers(0, 65, size=n)]  # exact in float64
+    got = poisson_binomial_sf(np.array([float(p) for p in probs]), np.arange(-1, n + 3))
+    for k, value in zip(range(-1, n + 3), got):
+        assert value == pytest.approx(float(_exact_sf(probs, k)), abs=1e-13)
+
+
+def test_poisson_binomial_sf_large_n_against_binomial():
+    from scipy.stats import binom
+
+    p = np.full(5000, 0.03)  # all equal: a binomial, whose tail scipy computes independently
+    k = np.array([100, 150, 180, 200, 250])
+    assert np.allclose(poisson_binomial_sf(p, k), binom.sf(k - 1, 5000, 0.03), rtol=1e-9, atol=1e-13)
+
+
+def test_poisson_binomial_sf_bad_input():
+    with pytest.raises(ValueError, match="probabilities in \\[0, 1\\]"):
+        poisson_binomial_sf([0.5, 1.5], 1)
+    with pytest.raises(ValueError, match="one-dimensional"):
+        poisson_binomial_sf([[0.5]], 1)
+    with pytest.raises(ValueError, match="integer"):
+        poisson_binomial_sf([0.5], 0.5)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_allowance_is_the_exact_worst_case(seed):
+    """m′ + PB(all but the m′ smallest ceilings) is the sup over which ≤ m rows fail."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 8))
+    free = int(rng.integers(0, 3))
+    ceilings = [Fraction(int(v), 32) for v in rng.integers(0, 33, size=n)]
+    rows = np.ones((n + 3, n), dtype=bool)
+    observed = np.arange(-1, n + 2)
+    p_value, threshold, expected = _dominating_tests(
+        np.tile([float(c) for c in ceilings], (n + 3, 1)), rows, observed, free, 0.1
+    )
+    for obs, p in zip(observed, p_value):
+        assert p == pytest.approx(float(_worst_case_tail(ceilings, int(obs), free)), abs=1e-13)
+    # threshold: the smallest t whose exceedance probability is ≤ the level
+    t = int(threshold[0])
+    assert float(_worst_case_tail(ceilings, t + 1, free)) <= 0.1 + 1e-13
+    assert t == 0 or float(_worst_case_tail(ceilings, t, free)) > 0.1
+    assert expected[0] == pytest.approx(float(sum(ceilings)))
+
+
+def test_allowance_on_a_subset_of_rows():
+    ceilings = np.array([[0.1, 0.9, 0.5, 0.2]])
+    rows = np.array([[True, False, True, True]])
+    p_value, _, expected = _dominating_tests(ceilings, rows, np.array([2]), 1, 0.05)
+    exact = _worst_case_tail([Fraction(1, 10), Fraction(1, 2), Fraction(1, 5)], 2, 1)
+    assert p_value[0] == pytest.approx(float(exact), abs=1e-13)
+    assert expected[0] == pytest.approx(0.8)
+
+
+# ---------------------------------------------------------------------------
+# a model whose intervals are exact (known p), to check the level sharply
+# ---------------------------------------------------------------------------
+
+
+class _ExactIntervals(BaseEstimator):
+    """Stands for a fitted classifier whose every interval is ``[p, p]`` (or wrong on chosen rows)."""
+
+    def __init__(self, proba, classes=(0, 1)):
+        self.proba = np.asarray(proba, dtype=np.float64)
+        self.classes_ = np.asarray(classes)
+        self.beta_ = 1.0
+        self.delta = 0.05
+
+    def get_params(self, deep=True):
+        return {"lipschitz": 1.0, "margin": None, "delta": self.delta}
+
+    def fit(self, X, y):  # never called; scikit-learn's check_is_fitted wants an estimator
+        raise NotImplementedError
+
+    def __sklearn_is_fitted__(self):
+        return True
+
+    def predict_interval(self, X, bounds=None):
+        p = self.proba[np.asarray(X, dtype=np.intp)[:, 0]]
+        n = p.shape[0]
+        iv = PredictionInterval(
+            proba=p, lower=p, upper=p, epsilon=np.zeros_like(p), bias=np.zeros_like(p),
+            sampling=np.zeros_like(p), kappa=np.ones(n), n_eff=np.ones(n), vacuous=np.zeros(n, dtype=bool),
+            bandwidth=np.ones(n),
+        )
+        return {name: iv for name in bounds}
+
+
+@pytest.mark.slow
+def test_level_with_exact_intervals():
+    """Ceilings equal to the truth: the count tests reject at most alpha − beta of the time."""
+    rng = np.random.default_rng(0)
+    n = 300
+    p1 = rng.uniform(0.0, 1.0, size=n)
+    model = _ExactIntervals(np.column_stack([1 - p1, p1]))
+    X = np.arange(n)[:, None]
+    draws = 600
+    rejections = 0
+    for _ in range(draws):
+        y = (rng.uniform(size=n) < p1).astype(int)
+        rejections += check_lipschitz(model, X, y, lipschitz=1.0, free_share=0.0).rejected
+    rate = rejections / draws
+    # level alpha − beta = 0.025 when no interval fails; 3 standard errors of slack
+    assert rate <= 0.025 + 3 * np.sqrt(0.025 * 0.975 / draws)
+    assert rate > 0  # not vacuous: the tails are exact, so some draws do reject
+
+
+@pytest.mark.slow
+def test_level_when_the_allowed_rows_fail_adversarially():
+    """m rows whose intervals fail and which always err: still at most alpha − beta."""
+    rng = np.random.default_rng(1)
+    n = 300
+    p1 = rng.uniform(0.5, 1.0, size=n)  # class 1 predicted everywhere; ceilings 1 − p1
+    model = _ExactIntervals(np.column_stack([1 - p1, p1]))
+    X = np.arange(n)[:, None]
+    free = int(np.floor(0.02 * n))  # check_lipschitz(free_share=0.02) below
+    worst = np.argsort(1 - p1)[:free]  # the rows where a sure error costs most
+    truth = p1.copy()
+    truth[worst] = 0.0
+    draws = 400
+    rejections = 0
+    for _ in range(draws):
+        y = (rng.uniform(size=n) < truth).astype(int)
+        rejections += check_lipschitz(model, X, y, lipschitz=1.0, per_class=False, free_share=0.02).rejected
+    assert rejections / draws <= 0.025 + 3 * np.sqrt(0.025 * 0.975 / draws)
+
+
+# ---------------------------------------------------------------------------
+# on real classifiers
+# ---------------------------------------------------------------------------
+
+
+def _field(seed, n=3000):
+    data = make_lipschitz_logistic(n, lipschitz=0.5, n_features=1, scale="box", random_state=seed)
+    cut = 2 * n // 3
+    return data, data.X[:cut], data.y[:cut], data.X[cut:], data.y[cut:]
+
+
+@pytest.mark.slow
+def test_level_on_a_known_field_at_the_true_lipschitz():
+    rejections = 0
+    draws = 10
+    for seed in range(draws):
+        data, Xf, yf, Xh, yh = _field(100 + seed, n=1600)
+        clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
+        rejections += check_lipschitz(clf, Xh[:600], yh[:600]).rejected
+    assert rejections <= 2  # expected ≤ 0.05 · 10; the bound is conservative, so usually 0
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_power_far_below_the_true_lipschitz(seed):
+    data, Xf, yf, Xh, yh = _field(seed)
+    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz).fit(Xf, yf)
+    low, true = check_lipschitz(clf, Xh, yh, lipschitz=[data.lipschitz / 20, data.lipschitz])
+    assert low.rejected and low.rejected_by
+    assert not true.rejected and true.rejected_by == ()
+    assert isinstance(low, LipschitzCheck)
+    assert "not a certified fact" in str(low)
+
+
+def test_sequence_matches_single_values():
+    data, Xf, yf, Xh, yh = _field(3)
+    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
+    both = check_lipschitz(clf, Xh, yh, lipschitz=[1.0, 10.0])
+    for value, check in zip([1.0, 10.0], both):
+        single = check_lipschitz(clf, Xh, yh, lipschitz=value)
+        assert single == check
+    own = check_lipschitz(clf, Xh, yh)
+    assert own == both[1]
+    # the bookkeeping agrees with the intervals
+    iv = clf.predict_interval(Xh)
+    assert own.n_certified == int(iv.certified.sum())
+    top = clf.classes_[iv.predicted_index]
+    assert own.errors_certified == int(np.sum((top != yh) & iv.certified))
+    assert own.allowance == int(np.floor(0.002 * Xh.shape[0]))
+    assert own.delta == pytest.approx(own.beta * (own.allowance + 1) / Xh.shape[0])
+    assert own.alpha == 0.05 and own.beta == 0.025
+
+
+def test_certified_at_the_test_level():
+    data, Xf, yf, Xh, yh = _field(3)
+    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
+    at_model = check_lipschitz(clf, Xh, yh, lipschitz=2.0)
+    at_test = check_lipschitz(clf, Xh, yh, lipschitz=2.0, certified_at="test")
+    iv = clf.predict_interval(Xh, bounds={0: {"lipschitz": 2.0, "delta": at_test.delta, "coverage": "simultaneous"}})[0]
+    assert at_test.n_certified == int(iv.certified.sum()) <= at_model.n_certified
+    assert at_test.model_delta == at_test.delta
+    for a, b in zip(at_test.tests[1:], at_model.tests[1:]):  # the class counts do not depend on it
+        assert a["p_value"] == pytest.approx(b["p_value"], abs=1e-12)
+        assert {k: v for k, v in a.items() if k != "p_value"} == {k: v for k, v in b.items() if k != "p_value"}
+    with pytest.raises(ValueError, match="certified_at"):
+        check_lipschitz(clf, Xh, yh, certified_at="own")
+
+
+def test_selection_picks_the_smallest_value_above_every_rejection():
+    data, Xf, yf, Xh, yh = _field(1)
+    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
+    grid = [20.0, 0.5, 1.0, 2.0, 5.0, 10.0, 0.5]
+    sel = select_lipschitz(clf, Xh, yh, grid)
+    assert isinstance(sel, LipschitzSelection)
+    assert sel.grid == (0.5, 1.0, 2.0, 5.0, 10.0, 20.0)
+    rejected = [c.rejected for c in sel.checks]
+    assert rejected[0] and not rejected[-1]
+    last = max(i for i, r in enumerate(rejected) if r)
+    assert sel.chosen == sel.grid[last + 1] and not sel.all_rejected
+    assert [row["chosen"] for row in sel.table()].count(True) == 1
+    assert "chosen" in str(sel)
+    # monotone: a grid that adds values cannot lower the choice below a rejected value
+    finer = select_lipschitz(clf, Xh, yh, [0.25, 0.5, 0.75, 1.0, 20.0])
+    assert finer.chosen >= min(L for L, r in zip(sel.grid, rejected) if r)
+
+
+def test_all_rejected_says_so():
+    data, Xf, yf, Xh, yh = _field(1)
+    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
+    with pytest.warns(UserWarning, match="Every L on the grid"):
+        sel = select_lipschitz(clf, Xh, yh, [0.1, 0.3])
+    assert sel.chosen is None and sel.all_rejected
+    assert "no L chosen" in str(sel)
+
+
+def test_other_classifiers_and_margin_models():
+    data, Xf, yf, Xh, yh = _field(4)
+    for clf in (
+        NadarayaWatsonClassifier(n_neighbors=50, lipschitz=data.lipschitz),
+        DyadicClassifier(resolution=4, lipschitz=data.lipschitz),
+    ):
+        clf.fit(Xf, yf)
+        low, true = check_lipschitz(clf, Xh, yh, lipschitz=[0.2, data.lipschitz])
+        assert not true.rejected
+        assert low.lipschitz == 0.2
+    clusters = make_margin_clusters(900, n_classes=3, random_state=0)
+    clf = NadarayaWatsonClassifier(bandwidth=0.1, margin=clusters.margin).fit(clusters.X[:600], clusters.y[:600])
+    check = check_lipschitz(clf, clusters.X[600:], clusters.y[600:])
+    assert check.margin == clusters.margin and check.lipschitz is None
+    assert not check.rejected
+    assert len(check.tests) == 1 + 4 * 3  # certified rows, then 2 groups × 2 sides per class
+    assert "γ =" in str(check)
+
+
+def test_bad_input():
+    data, Xf, yf, Xh, yh = _field(5, n=2400)
+    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
+    with pytest.raises(ValueError, match="X has 800 rows but y has 799"):
+        check_lipschitz(clf, Xh, yh[:-1])
+    with pytest.raises(NotFittedError):
+        check_lipschitz(NadarayaWatsonClassifier(lipschitz=1.0), Xh, yh)
+    with pytest.raises(TypeError, match="bounded classifier"):
+        check_lipschitz(object(), Xh, yh)
+    for alpha in (0, 1, 1.5, -0.1, "0.05"):
+        with pytest.raises(ValueError, match="alpha"):
+            check_lipschitz(clf, Xh, yh, alpha=alpha)
+    with pytest.raises(ValueError, match="beta"):
+        check_lipschitz(clf, Xh, yh, alpha=0.05, beta=0.05)
+    for share in (-0.1, 1.0):
+        with pytest.raises(ValueError, match="free_share"):
+            check_lipschitz(clf, Xh, yh, free_share=share)
+    bad = yh.copy()
+    bad[0] = 7
+    with pytest.raises(ValueError, match="labels the model never saw.*7"):
+        check_lipschitz(clf, Xh, bad)
+    for value in (0.0, -1.0, float("nan"), [], [1.0, -2.0], "auto"):
+        with pytest.raises(ValueError, match="lipschitz"):
+            check_lipschitz(clf, Xh, yh, lipschitz=value)
+    with pytest.raises(ValueError, match="grid"):
+        select_lipschitz(clf, Xh, yh, 1.0)
+    with pytest.raises(ValueError, match="empty"):
+        select_lipschitz(clf, Xh, yh, [])
+    with pytest.raises(ValueError, match="empty"):
+        check_lipschitz(clf, Xh[:0], yh[:0])
+    no_assumption = NadarayaWatsonClassifier(bandwidth=0.3).fit(Xf, yf)
+    with pytest.raises(ValueError, match="no assumption to check"):
+        check_lipschitz(no_assumption, Xh, yh)
+    assert not check_lipschitz(no_assumption, Xh, yh, lipschitz=data.lipschitz).rejected
+
+
+def test_string_labels():
+    data, Xf, yf, Xh, yh = _field(6, n=2400)
+    names = np.array(["neg", "pos"])
+    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, names[yf])
+    check = check_lipschitz(clf, Xh, names[yh])
+    assert check.n_rows == 800 and not check.rejected
+    assert any("'pos'" in t["test"] for t in check.tests)
