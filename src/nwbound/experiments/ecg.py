@@ -1364,7 +1364,8 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
         if "adaptive" in splits:
             from .ecg_adaptive import run_adaptive
 
-            adaptive = run_adaptive(beats, args, output, formats, quick=quick)
+            adaptive = run_adaptive(beats, args, output, formats, quick=quick,
+                                    required=args.split == "adaptive")
             files += adaptive.files
             # ec57 holds every split's rows: the inter-patient ones (if run) and the adaptive ones.
             files += write_table((_ec57_rows(inter) if inter is not None else []) + adaptive.ec57_rows,

@@ -47,6 +47,7 @@ __all__ = [
     "adaptive_split",
     "local_beats",
     "record_certificate_rows",
+    "record_check",
     "run_adaptive",
 ]
 
@@ -58,6 +59,11 @@ MITBIH_FS = 360.0
 LOCAL_WEIGHT = 20.0
 #: k of the localized classifier on the adaptive split.
 ADAPTIVE_NEIGHBORS = 10
+#: λ of the localized classifier on the adaptive split (scaled morphology + rhythm units).
+ADAPTIVE_BANDWIDTH = 3.0
+#: Distance added (in quadrature) between the patient and every other patient's beats: an extra
+#: feature column, 0 on the patient's own beats and queries, this value on DS1's beats.
+PATIENT_DISTANCE = 1.0
 #: Grid of L (per unit of the raw features) tried on the local beats, smallest first.
 LIPSCHITZ_GRID = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
 #: Level of the per-record certificate test.
@@ -98,6 +104,11 @@ def add_adaptive_arguments(parser: argparse.ArgumentParser) -> None:
                              f"(default {LOCAL_WEIGHT:g})")
     parser.add_argument("--adaptive-neighbors", type=positive_int, default=ADAPTIVE_NEIGHBORS,
                         help=f"adaptive split: k of the localized NWC (default {ADAPTIVE_NEIGHBORS})")
+    parser.add_argument("--adaptive-bandwidth", type=positive_float, default=ADAPTIVE_BANDWIDTH,
+                        help=f"adaptive split: λ of the localized NWC (default {ADAPTIVE_BANDWIDTH:g})")
+    parser.add_argument("--patient-distance", type=float, default=PATIENT_DISTANCE,
+                        help=f"adaptive split: distance between the patient's beats and other patients' "
+                             f"(an extra feature column; default {PATIENT_DISTANCE:g}, 0 turns it off)")
 
 
 # ---------------------------------------------------------------------------
@@ -214,6 +225,7 @@ class AdaptiveResult:
     bandwidth: float
     rhythm_weight: float
     minutes: float
+    patient_distance: float = 0.0
     selection: list[dict[str, Any]] = field(default_factory=list)
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)
     fit_s: float = 0.0
@@ -226,8 +238,19 @@ def _model(L: float, args: argparse.Namespace, n_rows: int) -> Any:
     from .. import NadarayaWatsonClassifier
 
     return NadarayaWatsonClassifier(
-        kernel="epanechnikov", bandwidth=float(args.both_bandwidth), lipschitz=L, delta=_delta(),
+        kernel="epanechnikov", bandwidth=float(args.adaptive_bandwidth), lipschitz=L, delta=_delta(),
         bound=args.bound, n_neighbors=min(int(args.adaptive_neighbors), n_rows))
+
+
+def _with_patient(X: np.ndarray, value: float) -> np.ndarray:
+    """``X`` with the patient column appended: ``value`` on every row.
+
+    DS1 rows get ``--patient-distance`` ``c``, the patient's local beats and queries 0, so a
+    DS1 beat at feature distance ``d`` from a query sits at ``√(d² + c²)``: the localized
+    classifier's ``k`` neighbours come from the patient's own beats unless DS1 has beats
+    closer by more than that margin.
+    """
+    return np.hstack([X, np.full((X.shape[0], 1), float(value))])
 
 
 def _delta() -> float:
@@ -238,6 +261,10 @@ def _delta() -> float:
 
 def _stack(X_base: np.ndarray, y_base: np.ndarray, X_loc: np.ndarray, y_loc: np.ndarray,
            weight: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Training rows of one record's model: DS1 (weight 1) then its local beats (``weight``).
+
+    The last column of ``X_base`` / ``X_loc`` is the patient column (see :func:`_with_patient`).
+    """
     X = np.vstack([X_base, X_loc])
     y = np.concatenate([y_base, y_loc])
     w = np.concatenate([np.ones(y_base.shape[0]), np.full(y_loc.shape[0], float(weight))])
@@ -273,7 +300,7 @@ def select_adaptive_lipschitz(
             continue
         with _quiet():
             checks = check_lipschitz(model, X_loc[check_idx][seen], y_loc[check_idx][seen],
-                                     lipschitz=list(grid_seen), alpha=CHECK_ALPHA)
+                                     lipschitz=list(grid_seen), alpha=CHECK_ALPHA, per_class=False)
         rej = np.array([c.rejected for c in checks])
         rejected_any |= rej
         rows.append({"record": str(r), "fit_rows": int(fit_idx.size), "check_rows": int(seen.sum()),
@@ -314,6 +341,10 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
     except ValueError as exc:
         raise _command_error(f"--split adaptive: {exc}") from exc
     ratio = restate_lipschitz(1.0, scaler)  # L per unit of the raw features → units the model sees
+    c = float(args.patient_distance)
+    if not math.isfinite(c) or c < 0:
+        raise _command_error(f"--patient-distance must be a number ≥ 0, got {c!r}.")
+    X_base, X_loc, X_rest = _with_patient(X_base, c), _with_patient(X_loc, 0.0), _with_patient(X_rest, 0.0)
     grid = [float(args.lipschitz)] + [g for g in LIPSCHITZ_GRID if g > float(args.lipschitz)]
     grid_seen = [g * ratio for g in grid]
     start = time.perf_counter()
@@ -351,8 +382,7 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
         out["balanced"][ev], cert["balanced"][ev], err["balanced"][ev] = d.y_pred, d.certified, d.error_upper
         vacuous[ev] = iv.vacuous
         t = time.perf_counter()
-        checks[str(r)] = _record_check(model, X_rest[ev], rest.y[ev], iv.certified, iv.error_upper,
-                                       iv.predicted_index != rest.y[ev])
+        checks[str(r)] = record_check(model, X_rest[ev], rest.y[ev])
         check_s += time.perf_counter() - t
     fits = []
     n_train = len(base) + len(local)
@@ -363,22 +393,59 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
     return AdaptiveResult(
         y_true=rest.y, records=rest.record, samples=rest.sample, fits=fits, n_base=len(base), n_base_full=n_full,
         n_local=len(local), lipschitz=L, lipschitz_seen=L_seen, local_weight=float(args.local_weight),
-        n_neighbors=int(args.adaptive_neighbors), bandwidth=float(args.both_bandwidth), rhythm_weight=rw,
-        minutes=float(args.local_minutes), selection=selection, checks=checks, fit_s=fit_s, query_s=query_s,
+        n_neighbors=int(args.adaptive_neighbors), bandwidth=float(args.adaptive_bandwidth), rhythm_weight=rw,
+        minutes=float(args.local_minutes), patient_distance=c, selection=selection, checks=checks, fit_s=fit_s, query_s=query_s,
         check_s=check_s, select_s=select_s)
 
 
-def _record_check(model: Any, X: np.ndarray, y: np.ndarray, certified: np.ndarray, error_upper: np.ndarray,
-                  wrong: np.ndarray) -> dict[str, Any]:
-    """The held-out test on one record's evaluation beats, and the visible-failure ratio."""
+def record_check(model: Any, X: Any, y: Any, *, alpha: float = CHECK_ALPHA) -> dict[str, Any]:
+    """The held-out certificate test on one record's evaluation beats.
+
+    :func:`nwbound.assumptions.check_lipschitz` with ``per_class=False``: the
+    errors among the beats certified at the model's ``δ`` against the upper
+    quantile of the Poisson-binomial of their error ceilings, with a Markov
+    allowance for the labels the beats share through the kernel sums. Beats of a
+    class the model never saw are left out (they cannot be certified).
+
+    Parameters
+    ----------
+    model : NadarayaWatsonClassifier
+        Fitted; its kernel sums must not contain the rows of ``X``.
+    X : array-like of shape (n, n_features)
+        The record's evaluation beats, in the units the model takes.
+    y : array-like of shape (n,)
+        Their labels.
+    alpha : float, default 0.05
+        Level: a record whose ceilings hold is flagged with probability ≤ ``alpha``.
+
+    Returns
+    -------
+    dict
+        ``check_rows``, ``check_p_value``, ``check_rejected`` (the record is
+        flagged) and ``check_rejected_by``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> X = np.linspace(0, 1, 400)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> model = NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=0.1).fit(X, y)
+    >>> Xh = np.linspace(0.01, 0.99, 200)[:, None]
+    >>> record_check(model, Xh, (Xh[:, 0] > 0.5).astype(int))["check_rejected"]
+    False
+    >>> record_check(model, Xh, (Xh[:, 0] <= 0.5).astype(int))["check_rejected"]  # labels flipped
+    True
+    """
     from ..assumptions import check_lipschitz
 
+    y = np.asarray(y)
+    X = np.asarray(X)
     seen = np.isin(y, model.classes_)
     row: dict[str, Any] = {"check_rows": int(seen.sum()), "check_p_value": math.nan, "check_rejected": False,
                            "check_rejected_by": ""}
     if np.any(seen):
         with _quiet():
-            c = check_lipschitz(model, X[seen], y[seen], alpha=CHECK_ALPHA)
+            c = check_lipschitz(model, X[seen], y[seen], alpha=alpha, per_class=False)
         row.update({"check_p_value": float(c.p_value), "check_rejected": bool(c.rejected),
                     "check_rejected_by": ",".join(c.rejected_by)})
     return row
@@ -465,7 +532,8 @@ def _overview(res: AdaptiveResult) -> list[dict[str, Any]]:
     from .ecg import _inter_overview
 
     extra = {"split": "adaptive", "local_minutes": res.minutes, "local_weight": res.local_weight,
-             "n_neighbors": res.n_neighbors, "L": res.lipschitz}
+             "n_neighbors": res.n_neighbors, "bandwidth": res.bandwidth,
+             "patient_distance": res.patient_distance, "L": res.lipschitz}
     return [{**extra, **r} for r in _inter_overview(_as_inter(res))]
 
 
@@ -567,7 +635,8 @@ def _summary(res: AdaptiveResult, overview: list[dict[str, Any]], rows: list[dic
         f"{res.n_base} DS1 beats" + (f" (stratified from {res.n_base_full})" if res.n_base < res.n_base_full else "")
         + f" and {res.n_local} local beats (each record's model holds DS1 and its own local beats only, at "
         f"weight {res.local_weight:g}); {res.y_true.shape[0]} evaluation beats. Features morphology + rhythm "
-        f"(rhythm weight {res.rhythm_weight:g}), MinMax on DS1; localized NWC, k = {res.n_neighbors}, "
+        f"(rhythm weight {res.rhythm_weight:g}), MinMax on DS1, plus the patient column (0 on the patient's "
+        f"beats, {res.patient_distance:g} on DS1's); localized NWC, k = {res.n_neighbors}, "
         f"λ = {res.bandwidth:g}, L = {res.lipschitz:g} per unit of the raw features (L seen "
         f"{res.lipschitz_seen:.4g}), chosen as the smallest on the grid that no record's check on its "
         f"local beats rejects (first half of the local minutes in the kernel sums, second half held "
@@ -617,15 +686,18 @@ class AdaptiveOutputs:
     files: list[Path]
     ec57_rows: list[dict[str, Any]]
     summary: str
-    result: AdaptiveResult
+    result: AdaptiveResult | None
 
 
 def run_adaptive(beats: Any, args: argparse.Namespace, output: Path, formats: Sequence[str], *,
-                 quick: bool = False) -> AdaptiveOutputs:
+                 quick: bool = False, required: bool = True) -> AdaptiveOutputs:
     """Run the adaptive split; write its tables and strip figures into ``output``.
 
     The caller (``nwbound experiment ecg``) writes the returned EC57 rows into
     ``ec57`` beside the inter-patient ones and appends the summary section.
+    With ``required=False`` (``--split both``) records too short for the local
+    minutes skip the split with a warning and a line in the summary instead of
+    an error (``--split adaptive`` raises it).
 
     Examples
     --------
@@ -637,7 +709,13 @@ def run_adaptive(beats: Any, args: argparse.Namespace, output: Path, formats: Se
     try:
         base, local, rest = adaptive_split(beats, minutes=args.local_minutes)
     except ValueError as exc:
-        raise _command_error(f"--split adaptive: {exc}") from exc
+        if required:
+            raise _command_error(f"--split adaptive: {exc}") from exc
+        import warnings
+
+        warnings.warn(f"adaptive split skipped: {exc}", UserWarning, stacklevel=2)
+        return AdaptiveOutputs([], [], "## Patient-adaptive\n\nSkipped: " + " ".join(str(exc).split()) + ".\n",
+                               None)
     if np.unique(base.y).shape[0] < 2:
         raise _command_error("--split adaptive: the DS1 records hold a single class.")
     res = _fit_records(base, local, rest, args, quick)
