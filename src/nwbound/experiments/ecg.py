@@ -73,7 +73,8 @@ __all__ = [
 
 DESCRIPTION = (
     "MIT-BIH ECG: table 2, figure 3 and appendix E (intra-patient), and a new patient "
-    "(inter-patient DS1 -> DS2: rhythm features, AAMI EC57 statistics, bounds per record)"
+    "(inter-patient DS1 -> DS2: rhythm features, AAMI EC57 statistics, bounds per record; "
+    "patient-adaptive: DS1 + each DS2 record's first 5 min, certificates checked per record)"
 )
 
 PAPER_LIPSCHITZ = 0.05
