@@ -333,7 +333,7 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
     from ..datasets.mitbih import ecg_features
     from ..metrics import ec57_report
     from ..scaling import restate_lipschitz
-    from .ecg import CLASS_NAMES, InterFit, _decide
+    from .ecg import CLASS_NAMES, InterFit, _decide, expand_interval, is_symmetric_form
 
     n_full = len(base)
     cap = getattr(args, "inter_train", None) or (ADAPTIVE_QUICK_TRAIN if quick else None)
@@ -377,8 +377,6 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
         with _quiet():
             iv = model.predict_interval(X_rest[ev])
         query_s += time.perf_counter() - t
-        from .ecg import expand_interval, is_symmetric_form
-
         present = model.classes_.astype(np.intp)
         iv = expand_interval(iv, present, len(CLASS_NAMES), symmetric=is_symmetric_form(args.bound))
         out["argmax"][ev], cert["argmax"][ev], err["argmax"][ev] = iv.predicted_index, iv.certified, iv.error_upper
