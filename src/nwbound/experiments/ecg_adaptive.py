@@ -18,8 +18,10 @@ err more than twice their mean ceiling. The ``L`` is chosen on the local beats
 only (:func:`select_adaptive_lipschitz`): the first half of each record's local
 minutes goes into the kernel sums, the second half are the held-out check rows.
 
-Writes ``ec57`` rows with split ``adaptive``, ``adaptive_overview`` (the
-inter-patient overview format), ``adaptive_records`` (per DS2 record), the
+Writes ``ec57`` rows with split ``adaptive`` (``n_train``: the DS1 rows every
+record's model holds; ``--inter-train`` / ``--quick`` subsample them),
+``adaptive_overview`` (the inter-patient overview format, plus ``n_local``, the
+local beats of all records), ``adaptive_records`` (per DS2 record), the
 strip figure ``fig_ecg_strip_adaptive_<record>`` of each flagged record, and a
 section of ``summary.md`` with published patient-adapted figures beside ours.
 """
@@ -388,7 +390,7 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
         checks[str(r)] = record_check(model, X_rest[ev], rest.y[ev])
         check_s += time.perf_counter() - t
     fits = []
-    n_train = len(base) + len(local)
+    n_train = len(base)  # DS1 rows of every record's model; each adds its own local beats (n_local)
     for rule in ("argmax", "balanced"):
         fits.append(InterFit("both", "localized", rule, n_train, fit_s, query_s, out[rule], cert[rule], err[rule],
                              ec57_report(rest.y, out[rule], records=rest.record), L_seen,
@@ -527,8 +529,7 @@ def _as_inter(res: AdaptiveResult) -> Any:
     from .ecg import InterResult
 
     params = {"both": {"bandwidth": res.bandwidth, "rhythm_weight": res.rhythm_weight}}
-    return InterResult(res.fits, res.y_true, res.records, res.samples, res.n_base + res.n_local,
-                       res.n_base_full + res.n_local, params, None)
+    return InterResult(res.fits, res.y_true, res.records, res.samples, res.n_base, res.n_base_full, params, None)
 
 
 def _overview(res: AdaptiveResult) -> list[dict[str, Any]]:
@@ -536,7 +537,7 @@ def _overview(res: AdaptiveResult) -> list[dict[str, Any]]:
 
     extra = {"split": "adaptive", "local_minutes": res.minutes, "local_weight": res.local_weight,
              "n_neighbors": res.n_neighbors, "bandwidth": res.bandwidth,
-             "patient_distance": res.patient_distance, "L": res.lipschitz}
+             "patient_distance": res.patient_distance, "L": res.lipschitz, "n_local": res.n_local}
     return [{**extra, **r} for r in _inter_overview(_as_inter(res))]
 
 
