@@ -15,7 +15,7 @@ each record's evaluation beats with :func:`nwbound.assumptions.check_lipschitz`
 of their ceilings, with a Markov allowance for shared labels); a record is
 *flagged* where the test rejects, and *visibly fails* where its certified beats
 err more than twice their mean ceiling. The ``L`` is chosen on the local beats
-only (:func:`select_adaptive_lipschitz`): the first half of each record's local
+only (``_select_lipschitz_on_local``): the first half of each record's local
 minutes goes into the kernel sums, the second half are the held-out check rows.
 
 Writes ``ec57`` rows with split ``adaptive`` (``n_train``: the DS1 rows every
@@ -233,6 +233,7 @@ class AdaptiveResult:
     rhythm_weight: float
     minutes: float
     patient_distance: float = 0.0
+    all_rejected: bool = False
     selection: list[dict[str, Any]] = field(default_factory=list)
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)
     fit_s: float = 0.0
@@ -278,11 +279,14 @@ def _stack(X_base: np.ndarray, y_base: np.ndarray, X_loc: np.ndarray, y_loc: np.
     return X, y, w
 
 
-def select_adaptive_lipschitz(
+def _select_lipschitz_on_local(
     X_base: np.ndarray, y_base: np.ndarray, X_loc: np.ndarray, y_loc: np.ndarray, rec_loc: np.ndarray,
-    samples_loc: np.ndarray, grid_seen: Sequence[float], args: argparse.Namespace,
-) -> tuple[int, list[dict[str, Any]]]:
-    """Index into ``grid_seen`` of the smallest L that no record's local check rejects.
+    samples_loc: np.ndarray, grid: Sequence[float], grid_seen: Sequence[float], args: argparse.Namespace,
+) -> tuple[int, list[dict[str, Any]], bool]:
+    """Index into ``grid`` of the smallest L that no record's local check rejects.
+
+    Returns the index, one row per record and whether every L was rejected (then the
+    largest is used and the summary says so).
 
     Per DS2 record: the first half of its local beats (by time) at the local weight joins
     DS1 in the kernel sums; the second half are the held-out rows of
@@ -311,10 +315,10 @@ def select_adaptive_lipschitz(
         rej = np.array([c.rejected for c in checks])
         rejected_any |= rej
         rows.append({"record": str(r), "fit_rows": int(fit_idx.size), "check_rows": int(seen.sum()),
-                     **{f"rejected_L{j}": bool(rej[j]) for j in range(len(grid_seen))},
+                     **{f"rejected_L={grid[j]:g}": bool(rej[j]) for j in range(len(grid))},
                      "p_value_smallest_L": float(checks[0].p_value)})
     ok = np.flatnonzero(~rejected_any)
-    return (int(ok[0]) if ok.size else len(grid_seen) - 1), rows
+    return (int(ok[0]) if ok.size else len(grid) - 1), rows, not ok.size
 
 
 def _command_error(message: str) -> Exception:
@@ -355,8 +359,8 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
     grid = [float(args.lipschitz)] + [g for g in LIPSCHITZ_GRID if g > float(args.lipschitz)]
     grid_seen = [g * ratio for g in grid]
     start = time.perf_counter()
-    chosen, selection = select_adaptive_lipschitz(X_base, base.y, X_loc, local.y, local.record, local.sample,
-                                                  grid_seen, args)
+    chosen, selection, all_rejected = _select_lipschitz_on_local(
+        X_base, base.y, X_loc, local.y, local.record, local.sample, grid, grid_seen, args)
     select_s = time.perf_counter() - start
     L, L_seen = grid[chosen], grid_seen[chosen]
 
@@ -399,7 +403,7 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
         y_true=rest.y, records=rest.record, samples=rest.sample, fits=fits, n_base=len(base), n_base_full=n_full,
         n_local=len(local), lipschitz=L, lipschitz_seen=L_seen, local_weight=float(args.local_weight),
         n_neighbors=int(args.adaptive_neighbors), bandwidth=float(args.adaptive_bandwidth), rhythm_weight=rw,
-        minutes=float(args.local_minutes), patient_distance=c, selection=selection, checks=checks, fit_s=fit_s, query_s=query_s,
+        minutes=float(args.local_minutes), patient_distance=c, all_rejected=all_rejected, selection=selection, checks=checks, fit_s=fit_s, query_s=query_s,
         check_s=check_s, select_s=select_s)
 
 
@@ -642,9 +646,10 @@ def _summary(res: AdaptiveResult, overview: list[dict[str, Any]], rows: list[dic
         f"(rhythm weight {res.rhythm_weight:g}), MinMax on DS1, plus the patient column (0 on the patient's "
         f"beats, {res.patient_distance:g} on DS1's); localized NWC, k = {res.n_neighbors}, "
         f"λ = {res.bandwidth:g}, L = {res.lipschitz:g} per unit of the raw features (L seen "
-        f"{res.lipschitz_seen:.4g}), chosen as the smallest on the grid that no record's check on its "
-        f"local beats rejects (first half of the local minutes in the kernel sums, second half held "
-        f"out). **Measured time of this split: {elapsed:.0f} s** (selection {res.select_s:.0f} s, "
+        f"{res.lipschitz_seen:.4g}), " + ("**every L on the grid was rejected by some record's check on "
+        "its local beats; the largest is used** " if res.all_rejected else "chosen as the smallest on the grid "
+        "that no record's check on its local beats rejects ") + "(first half of the local minutes in the kernel "
+        f"sums, second half held out). **Measured time of this split: {elapsed:.0f} s** (selection {res.select_s:.0f} s, "
         f"fits {res.fit_s:.1f} s, queries {res.query_s:.0f} s, per-record checks {res.check_s:.0f} s).\n",
         "### S and V beside published patient-adapted classifiers (%; theirs as recalled from the papers, "
         "not re-checked here)\n",
