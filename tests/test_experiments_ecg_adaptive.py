@@ -169,7 +169,6 @@ def test_too_many_local_minutes_is_a_one_line_error(tmp_path, capsys):
     assert code == 2 and "--local-minutes" in err and "Traceback" not in err
 
 
-@pytest.mark.slow
 def test_tiny_adaptive_run_on_the_excerpt(tmp_path):
     out = tmp_path / "results"
     code = main(["experiment", "ecg", "--data-dir", str(EXCERPT), "--split", "adaptive", "--local-minutes", "0.5",

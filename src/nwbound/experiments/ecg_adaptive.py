@@ -437,9 +437,9 @@ def record_check(model: Any, X: Any, y: Any, *, alpha: float = CHECK_ALPHA) -> d
     --------
     >>> import numpy as np
     >>> from nwbound import NadarayaWatsonClassifier
-    >>> X = np.linspace(0, 1, 400)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> X = np.linspace(0, 1, 200)[:, None]; y = (X[:, 0] > 0.5).astype(int)
     >>> model = NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=0.1).fit(X, y)
-    >>> Xh = np.linspace(0.01, 0.99, 200)[:, None]
+    >>> Xh = np.linspace(0.01, 0.99, 100)[:, None]
     >>> record_check(model, Xh, (Xh[:, 0] > 0.5).astype(int))["check_rejected"]
     False
     >>> record_check(model, Xh, (Xh[:, 0] <= 0.5).astype(int))["check_rejected"]  # labels flipped
