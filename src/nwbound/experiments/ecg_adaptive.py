@@ -65,7 +65,7 @@ ADAPTIVE_NEIGHBORS = 10
 ADAPTIVE_BANDWIDTH = 3.0
 #: Distance added (in quadrature) between the patient and every other patient's beats: an extra
 #: feature column, 0 on the patient's own beats and queries, this value on DS1's beats.
-PATIENT_DISTANCE = 1.0
+PATIENT_DISTANCE = 0.5
 #: Grid of L (per unit of the raw features) tried on the local beats, smallest first.
 LIPSCHITZ_GRID = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
 #: Level of the per-record certificate test.
