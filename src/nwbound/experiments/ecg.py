@@ -75,7 +75,8 @@ __all__ = [
 
 DESCRIPTION = (
     "MIT-BIH ECG: table 2, figure 3 and appendix E (intra-patient), and a new patient "
-    "(inter-patient DS1 -> DS2: rhythm features, AAMI EC57 statistics, bounds per record)"
+    "(inter-patient DS1 -> DS2: rhythm features, AAMI EC57 statistics, bounds per record; "
+    "patient-adaptive: DS1 + each DS2 record's first 5 min, certificates checked per record)"
 )
 
 PAPER_LIPSCHITZ = 0.05
@@ -147,9 +148,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="folder with the MIT-BIH Arrhythmia records (NNN.hea/.dat/.atr); "
                              "required (PhysioNet mitdb 1.0.0)")
-    parser.add_argument("--split", choices=("intra", "inter", "both"), default="both",
+    parser.add_argument("--split", choices=("intra", "inter", "adaptive", "both"), default="both",
                         help="intra-patient (the paper's, Kaggle-style 80/20), inter-patient "
-                             "(de Chazal DS1 -> DS2) or both (default)")
+                             "(de Chazal DS1 -> DS2), adaptive (DS1 + the first minutes of each DS2 "
+                             "record -> the rest of it) or both: all three (default)")
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="cache the rebuilt beats here (an .npz keyed by settings and file hashes)")
     parser.add_argument("--sizes", default=None,
@@ -185,6 +187,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"--quick: {INTER_QUICK_TRAIN})")
     parser.add_argument("--threads", type=positive_int, default=None,
                         help="BLAS threads (default: as configured); 1 is much faster on a busy machine")
+    from .ecg_adaptive import add_adaptive_arguments
+
+    add_adaptive_arguments(parser)
 
 
 def _command_error(message: str) -> Exception:
@@ -1287,8 +1292,6 @@ def _inter_per_patient(res: InterResult) -> list[str]:
 
 def _inter_outputs(res: InterResult, output: Path, formats: Sequence[str]) -> list[Path]:
     files: list[Path] = []
-    files += write_table(_ec57_rows(res), output / "ec57",
-                         title="ANSI/AAMI EC57 statistics per (split, feature set, classifier, rule, class)")
     files += write_table(_inter_overview(res), output / "inter_overview",
                          title="Inter-patient (DS1 → DS2): accuracy, S/V Se and +P, bounds")
     conf, recs = [], []
@@ -1335,7 +1338,7 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
     args.bound = getattr(args, "bound", "chernoff")
     sizes, full = _parse_size_list(args.sizes if args.sizes is not None else (QUICK_SIZES if quick else FULL_SIZES))
     cme_max = args.cme_max_train or (CME_MAX_TRAIN_QUICK if quick else CME_MAX_TRAIN)
-    splits = ("intra", "inter") if args.split == "both" else (args.split,)
+    splits = ("intra", "inter", "adaptive") if args.split == "both" else (args.split,)
     formats = ("png",) if quick else ("png", "pdf")
     args.feature_sets = _parse_feature_sets(getattr(args, "feature_sets", ",".join(INTER_FEATURE_SETS)))
 
@@ -1357,19 +1360,35 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
         files += _figures(res, output, args.seed, formats)
         return _intra_text(res, t, args, cme_max), files
 
-    def inter_step() -> tuple[str, list[Path]]:
+    def inter_step() -> tuple[tuple[str, list[dict]], list[Path]]:
         inter = _run_inter(beats(), args, quick)
-        return _inter_summary(inter, args), _inter_outputs(inter, output, formats)
+        return (_inter_summary(inter, args), _ec57_rows(inter)), _inter_outputs(inter, output, formats)
+
+    def adaptive_step() -> tuple[tuple[str, list[dict]], list[Path]]:
+        from .ecg_adaptive import run_adaptive
+
+        adaptive = run_adaptive(beats(), args, output, formats, quick=quick, required=args.split == "adaptive")
+        return (adaptive.summary, adaptive.ec57_rows), adaptive.files
 
     if not getattr(args, "resume", False):
         beats()  # data errors before anything is written; a resumed run loads only if a step needs it
     # One step per split: its tables, figures and summary section are recorded as it finishes.
     log = experiment_steps(output, args, run_parameters(args), name="ecg")
     sections: list[str] = []
+    ec57_rows: list[dict] = []
     with _blas_threads(args.threads):
         if "intra" in splits:
             sections.append(log.run("intra", intra_step, params={"split": "intra"}))
         if "inter" in splits:
-            sections.append(log.run("inter", inter_step, params={"split": "inter"}))
+            text, rows = log.run("inter", inter_step, params={"split": "inter"})
+            sections.append(text)
+            ec57_rows += rows
+        if "adaptive" in splits:
+            text, rows = log.run("adaptive", adaptive_step, params={"split": "adaptive"})
+            sections.append(text)
+            ec57_rows += rows
+    if ec57_rows:  # every split's rows in one table: the inter-patient ones and the adaptive ones
+        log.files += write_table(ec57_rows, output / "ec57",
+                                 title="ANSI/AAMI EC57 statistics per (split, feature set, classifier, rule, class)")
     log.write_summary(_summary(sections, args, time.perf_counter() - start, quick))
     return log.files
