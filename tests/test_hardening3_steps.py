@@ -181,7 +181,7 @@ def test_ecg_resume_skips_the_finished_split(tmp_path, monkeypatch):
     monkeypatch.setattr(ecg, "_run_split", lambda split, *a, **k: calls.append(split) or real(split, *a, **k))
     assert main(argv + ["--resume"]) == 0
     assert calls == []  # the intra split was reused
-    assert list(_steps(out)) == ["intra", "inter"]
+    assert list(_steps(out)) == ["intra", "inter", "adaptive"]  # "both" runs every split
     text = (out / "summary.md").read_text(encoding="utf-8")
     assert "## Intra-patient" in text and "Why our numbers differ" in text
     _summary_is_last(out)
