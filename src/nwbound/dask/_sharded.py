@@ -25,6 +25,7 @@ touched.
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -82,8 +83,14 @@ def _shard(params: dict, template: dict, X: np.ndarray, offset: int, labels: np.
     return _Shard(_restored(params, template, X, labels, weights), offset, labels, weights, X)
 
 
-def _shard_statistics(shard: _Shard, block: np.ndarray, bounds: Any) -> Any:
-    return shard.model.kernel_statistics(block, bounds=bounds)
+def _now(model: Any, params: dict) -> Any:
+    """A fitted shard or global model with the estimator's current parameters (a shallow copy,
+    arrays shared): bound settings changed by ``set_params`` after fit take effect."""
+    return copy.copy(model).set_params(**params)
+
+
+def _shard_statistics(shard: _Shard, block: np.ndarray, bounds: Any, params: dict) -> Any:
+    return _now(shard.model, params).kernel_statistics(block, bounds=bounds)
 
 
 def _merge_two(a: Any, b: Any) -> Any:
@@ -134,9 +141,9 @@ def _finish(model: Any, stats: Any, method: str, bounds: Any) -> Any:
     return proba if method == "predict_proba" else model.classes_[np.argmax(proba, axis=1)]
 
 
-def _shard_ranking(shard: _Shard, block: np.ndarray, fraction: float) -> Any:
+def _shard_ranking(shard: _Shard, block: np.ndarray, fraction: float, params: dict) -> Any:
     # The whole set's sample fraction and the shard's row numbers: shards sample the rows it would.
-    return shard.model.bandwidth_ranking(block, fraction=fraction, row_offset=shard.offset)
+    return _now(shard.model, params).bandwidth_ranking(block, fraction=fraction, row_offset=shard.offset)
 
 
 def _merge_rankings(a: Any, b: Any) -> Any:
@@ -147,10 +154,10 @@ def _choose(model: Any, ranking: Any, bounds: Any) -> Any:
     return model.choose_bandwidths(ranking, bounds)
 
 
-def _shard_statistics_at(shard: _Shard, block: np.ndarray, bounds: Any, choice: Any, name: Any) -> Any:
+def _shard_statistics_at(shard: _Shard, block: np.ndarray, bounds: Any, choice: Any, name: Any, params: dict) -> Any:
     """The shard's statistics at each query's chosen bandwidth (``choice``, or ``choice[name]``)."""
     index = choice if name is None else choice[name]
-    return shard.model.kernel_statistics(block, bounds=_one_setting(bounds, name), bandwidth_index=index)
+    return _now(shard.model, params).kernel_statistics(block, bounds=_one_setting(bounds, name), bandwidth_index=index)
 
 
 def _one_setting(bounds: Any, name: Any) -> Any:
@@ -389,6 +396,7 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         self.n_samples_fit_ = n
         self.bandwidths_ = np.asarray(template["bandwidths_"])
         self.ranking_fraction_ = resolve_ranking_fraction(self.ranking_fraction, n)
+        self._fit_n_neighbors = self.n_neighbors  # the shards' kind (the estimators keep the rest)
         return self
 
     @staticmethod
@@ -413,39 +421,51 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         if method != "predict_interval" and bounds is None and self.lipschitz is None and self.margin is None:
             # p̂ needs no assumption; with one bandwidth it does not depend on the bound setting.
             bounds = {"p": {"lipschitz": 1.0, "bound": "hoeffding"}}
+        params = self._estimator_params()
+        fitted_k = getattr(self, "_fit_n_neighbors", self.n_neighbors)
+        if self.n_neighbors != fitted_k:
+            raise ValueError(
+                f"n_neighbors={self.n_neighbors!r} was set after fit (fitted with n_neighbors={fitted_k!r}); "
+                "the shards depend on it: call fit again."
+            )
+        # The global model with the current parameters: the bound settings (set_params after fit)
+        # take effect; a changed parameter the fitted state depends on is refused by its own check.
+        estimator = _now(self.estimator_, {**params, "n_neighbors": None})
         with warnings.catch_warnings():  # the settings are checked now, not in a task at compute time
             warnings.simplefilter("ignore")
-            self.estimator_.predict_interval(self.template_["X"][:1], bounds=bounds)
+            estimator.predict_interval(self.template_["X"][:1], bounds=bounds)
         client = current_client(client)
         threads = self.threads_per_task
-        params, template = self._estimator_params(), share(self.template_, client)
+        template = share(self.template_, client)
+        shard_params = params if self.n_neighbors is None else {**params, "n_neighbors": 1}
         parts = []
         # Two rounds where the in-memory estimator ranks first (a polynomial kernel or a ranking sample);
         # otherwise its exhaustive pass, whose statistics then give the intervals, as in memory.
-        ranked = self.n_neighbors is None and self.estimator_.ranks_first(bounds, fraction=self.ranking_fraction_)
+        ranked = self.n_neighbors is None and estimator.ranks_first(bounds, fraction=self.ranking_fraction_)
         if ranked:
             # bandwidth="auto": the shards' rankings add up, each query's bandwidth is chosen from
             # the sum, then the shards' exact statistics at that bandwidth add up.
-            model = share(self.estimator_, client)
+            model = share(estimator, client)
             names = [None] if bounds is None else list(bounds)
             if method != "predict_interval":
                 names = names[:1]  # p̂ comes from the first setting
             for blk in X.to_delayed().ravel():
-                rankings = [dask.delayed(limited(_shard_ranking, threads), pure=True)(s, blk, self.ranking_fraction_)
-                            for s in self.shards_]
+                rankings = [dask.delayed(limited(_shard_ranking, threads), pure=True)(
+                    s, blk, self.ranking_fraction_, shard_params) for s in self.shards_]
                 choice = dask.delayed(_choose, pure=True)(model, _tree(rankings, _merge_rankings), bounds)
                 outs = []
                 for name in names:
-                    stats = [dask.delayed(limited(_shard_statistics_at, threads), pure=True)(s, blk, bounds, choice, name)
-                             for s in self.shards_]
+                    stats = [dask.delayed(limited(_shard_statistics_at, threads), pure=True)(
+                        s, blk, bounds, choice, name, shard_params) for s in self.shards_]
                     outs.append(dask.delayed(limited(_finish, threads), pure=True)(
                         model, _tree(stats, _merge_two), method, _one_setting(bounds, name)))
                 parts.append(outs[0] if bounds is None or method != "predict_interval"
                              else dask.delayed(_joined, pure=True)(outs))
         elif self.n_neighbors is None:
-            model = share(self.estimator_, client)
+            model = share(estimator, client)
             for blk in X.to_delayed().ravel():
-                stats = [dask.delayed(limited(_shard_statistics, threads), pure=True)(s, blk, bounds) for s in self.shards_]
+                stats = [dask.delayed(limited(_shard_statistics, threads), pure=True)(s, blk, bounds, shard_params)
+                         for s in self.shards_]
                 merged = _tree(stats, _merge_two)
                 parts.append(dask.delayed(limited(_finish, threads), pure=True)(model, merged, method, bounds))
         else:

@@ -163,6 +163,7 @@ class DyadicClassifier(BoundedClassifierBase):
         self.cell_sq_sums_ = sq_sums
         self.cell_weight_max_ = weight_max
         self.n_cells_ = keys.shape[0]
+        self._snapshot_fit_params()
         self._fit_complete = True
         return self
 

@@ -302,6 +302,17 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         Per-class failure probability used in ε.
     n_samples_fit_ : int
 
+    Notes
+    -----
+    The bound parameters (``lipschitz``, ``margin``, ``delta``, ``bound``,
+    ``coverage``, ``sigma``, ``ck``) and ``empty_neighborhood``, ``n_jobs``,
+    ``working_memory``, ``histogram_bins`` and ``device`` are read when
+    predicting: ``set_params`` on a fitted estimator changes the next
+    ``predict_interval`` without a refit (``beta_``, ``delta_prime_`` follow).
+    Every other parameter shapes the fitted state; predicting after
+    ``set_params`` changed one raises a ``ValueError`` that names it (call
+    ``fit`` again).
+
     Examples
     --------
     >>> import numpy as np
@@ -339,6 +350,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         "histogram_bins": [Interval(Integral, 1, 4096, closed="both")],
         "device": [str, None],
     }
+
+    # Read when predicting (set_params takes effect without a refit), with BOUND_PARAMETERS.
+    _predict_time_parameters = ("empty_neighborhood", "n_jobs", "working_memory", "histogram_bins", "device")
 
     def __init__(
         self,
@@ -442,6 +456,11 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         self._check_device()
         return dtype, kernel, auto
 
+    def _check_fitted(self) -> None:
+        super()._check_fitted()
+        check_n_jobs(self.n_jobs)
+        self._check_device()
+
     def _check_device(self) -> None:
         """``device`` needs a kernel with an array-API form (fit time, and predict time after set_params)."""
         if getattr(self, "device", None) is not None:  # older pickles lack it
@@ -473,6 +492,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
                 self.algorithm, n_jobs=self.n_jobs, random_state=self.random_state,
                 **{"n_neighbors": self.n_neighbors, **(self.index_params or {})},
             ).fit(X / self._index_scale)
+        self._snapshot_fit_params()
         self._fit_complete = True
         return self
 
@@ -707,7 +727,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         """
         check_is_fitted(self)
         X = self._validate_queries(X)
-        specs = [s for s in self._resolve_bounds(bounds).values()] if (bounds is not None or self.bound_spec_ is not None) else []
+        specs = [s for s in self._resolve_bounds(bounds).values()] if (bounds is not None or self._own_spec() is not None) else []
         if bandwidth_index is None:
             return self._statistics(X, specs, need_bounds=True)
         choice = self._checked_bandwidth_index(bandwidth_index, X.shape[0])
