@@ -82,8 +82,9 @@ class PredictionInterval:
 
         The predicted class's lower bound lies strictly above every other
         class's upper bound, and training mass reached the query (not
-        ``vacuous``). At level ``1 − δ`` (under the stated assumption) the
-        predicted class is then the most probable class at that query.
+        ``vacuous``). At level ``1 − δ`` (``1 − Cδ/2`` under
+        ``coverage="per_class"`` with C ≥ 3 classes; under the stated assumption)
+        the predicted class is then the most probable class at that query.
         """
         n, n_classes = self.proba.shape
         if n_classes < 2:

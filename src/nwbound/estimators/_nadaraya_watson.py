@@ -182,7 +182,8 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
     over all training points (*regular*, ``n_neighbors=None``) or the ``k``
     nearest ones (*localized*). :meth:`predict_interval` returns, for every
     query, ``ε`` such that ``|p_c(y) − p̂_c(y)| ≤ ε`` with probability at least
-    ``1 − δ`` over the training labels, given the training inputs — under the
+    ``1 − δ`` over the training labels (for all classes at once; with
+    ``coverage="per_class"``, for each class on its own), given the training inputs — under the
     stated assumption (Lipschitz class probabilities with constant ``L``, or
     classes separated by a margin ``γ``) and i.i.d. sampling.
 
