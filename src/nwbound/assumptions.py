@@ -181,7 +181,7 @@ class MarginEstimate:
 
 @dataclass(frozen=True)
 class LipschitzEstimate:
-    """Outcome of :func:`lipschitz_lower_bound` and :func:`strongin_lipschitz`.
+    """Outcome of :func:`~nwbound.assumptions.lipschitz_lower_bound` and :func:`~nwbound.assumptions.strongin_lipschitz`.
 
     Attributes
     ----------

@@ -294,7 +294,7 @@ def warn_if_useless(
     trivial_threshold: float = 0.5,
     stacklevel: int = 2,
 ) -> BoundUsefulness:
-    """Emit a :class:`UselessBoundWarning` when most bounds are trivial or nothing is certified.
+    """Emit a :class:`~nwbound.diagnostics.UselessBoundWarning` when most bounds are trivial or nothing is certified.
 
     Parameters
     ----------

@@ -162,7 +162,7 @@ class BoundSpec:
         error ``ρ = stats.sum_error > 0`` (the device paths) get limits that contain those of
         the exact sums: the parts at ``κ/(1 + ρ)`` (each part only grows as κ shrinks) and
         ``p̂`` moved by at most ``ρ/(2(1 − ρ))`` (counted in ``sampling``); the Chernoff test
-        takes ``ρ`` itself (:func:`~nwbound.bounds._chernoff_binned.chernoff_interval_binned`). For
+        takes ``ρ`` itself (``chernoff_interval_binned``). For
         ``"chernoff"`` the limits come from a test, so ``ε`` is the larger
         half-width ``max(p̂ − lower, upper − p̂)``, ``bias`` the Lipschitz drift
         ``β·D/κ`` (capped at 1) and ``sampling`` the rest of ``ε`` — a

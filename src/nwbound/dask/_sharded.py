@@ -35,6 +35,7 @@ import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
+from sklearn.metrics import accuracy_score
 from sklearn.utils.multiclass import check_classification_targets
 
 from .._numerics import euclidean_norm
@@ -485,7 +486,7 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         X : dask.array.Array of shape (n_queries, n_features)
             Chunked along rows only, dtype ``dtype``.
         bounds : None, mapping or list, default=None
-            As for :meth:`NadarayaWatsonClassifier.predict_interval`: None for
+            As for :meth:`~nwbound.NadarayaWatsonClassifier.predict_interval`: None for
             this estimator's own bound, or several settings from one pass.
         client : distributed.Client or None, default=None
 
@@ -540,6 +541,37 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         """
         X, parts = self._outputs(X, "predict", None, client)
         return rows_from_blocks(parts, X.chunks[0], (), self.classes_.dtype)
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None, *, client: Any = None) -> float:
+        """Accuracy of :meth:`predict` on ``X`` against the labels ``y`` (computed now).
+
+        Parameters
+        ----------
+        X : dask.array.Array of shape (n_queries, n_features)
+        y : array-like of shape (n_queries,)
+            True labels (a Dask array is computed).
+        sample_weight : array-like of shape (n_queries,), default=None
+        client : distributed.Client or None, default=None
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> import numpy as np, dask.array as da
+        >>> from nwbound.dask import ShardedNadarayaWatson
+        >>> X = np.linspace(0, 1, 60)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> m = ShardedNadarayaWatson(bandwidth=0.1).fit(da.from_array(X, chunks=(20, -1)), y)
+        >>> m.score(da.from_array(X[[5, 55]], chunks=(2, -1)), [0, 1])
+        1.0
+        """
+        client = current_client(client)
+        pred, *rest = compute(client, self.predict(X, client=client), *(v for v in (y, sample_weight)
+                                                                        if isinstance(v, da.Array)))
+        y = rest.pop(0) if isinstance(y, da.Array) else y
+        sample_weight = rest.pop(0) if isinstance(sample_weight, da.Array) else sample_weight
+        return float(accuracy_score(np.asarray(y), np.asarray(pred), sample_weight=sample_weight))
 
 
 def sharded_predict_interval(

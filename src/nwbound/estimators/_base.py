@@ -406,6 +406,31 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         proba = self._proba(X)  # first: it checks that the estimator is fitted
         return restore(self.classes_[np.argmax(proba, axis=1)])
 
+    def score(self, X, y, sample_weight=None) -> float:
+        """Accuracy of :meth:`predict` on ``X`` against the labels ``y`` (scikit-learn's classifier score).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        y : array-like of shape (n_queries,)
+            True labels.
+        sample_weight : array-like of shape (n_queries,), default=None
+
+        Returns
+        -------
+        float
+            The (weighted) share of rows whose predicted class is ``y``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> NadarayaWatsonClassifier(bandwidth=0.1).fit(X, y).score([[0.1], [0.9]], [0, 1])
+        1.0
+        """
+        return float(super().score(X, y, sample_weight=sample_weight))
+
     def __sklearn_is_fitted__(self) -> bool:
         # Set as the last step of a successful fit: a fit that raised half-way
         # (after validate_data set n_features_in_) must not count as fitted.

@@ -378,7 +378,7 @@ class DyadicClassifier(BoundedClassifierBase):
         ----------
         X : array-like of shape (n_queries, n_features)
         bounds : None, mapping or list, default=None
-            As in :meth:`NadarayaWatsonClassifier.predict_interval`.
+            As in :meth:`~nwbound.NadarayaWatsonClassifier.predict_interval`.
 
         Returns
         -------

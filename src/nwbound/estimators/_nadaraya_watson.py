@@ -242,7 +242,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         predictions are flagged ``vacuous`` with ε = 1.
     bandwidth_grid : array-like or None, default=None
         Candidate bandwidths for ``bandwidth="auto"``; None uses
-        :func:`default_bandwidth_grid`.
+        :func:`~nwbound.estimators.default_bandwidth_grid`.
     ranking_fraction : float in (0, 1] or "auto", default="auto"
         ``bandwidth="auto"`` with the regular classifier ranks the grid on this share
         of the training rows (a fixed sample, by row number: :meth:`bandwidth_ranking`),
@@ -296,7 +296,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
     bandwidths_ : ndarray
         The bandwidth (one value) or the grid searched by ``bandwidth="auto"``.
     ranking_fraction_ : float
-        The share of training rows the grid is ranked on (:func:`resolve_ranking_fraction`).
+        The share of training rows the grid is ranked on (:func:`~nwbound.estimators.resolve_ranking_fraction`).
     beta_ : float or None
         L or 1/γ.
     delta_prime_ : float
@@ -700,7 +700,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         One pass over the training set (or the k nearest neighbours) computes
         everything the bound settings in ``bounds`` need; statistics of the same
         queries over disjoint training shards add up with
-        :meth:`KernelStatistics.merge`, and :meth:`interval_from_statistics`
+        :meth:`~nwbound.estimators.KernelStatistics.merge`, and :meth:`interval_from_statistics`
         turns them into intervals.
 
         Parameters
@@ -803,12 +803,12 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
 
         The regular classifier with a polynomial kernel (Epanechnikov, quartic, triweight,
         boxcar) gets them from one pass of distance moments whatever the grid's size, over the
-        training rows :func:`~nwbound.estimators._sums.ranking_sample_rows` keeps (each with
+        training rows ``ranking_sample_rows`` keeps (each with
         probability ``fraction``, by row number), each sum divided by ``fraction`` (an unbiased
         estimate of the whole set's). Other kernels on the host rank from every grid bandwidth's
         statistics over the same sample when ``fraction < 1``; otherwise (and for the localized
         classifier and ``device=``) the ranking is the exhaustive statistics of every row. Shards
-        add up with :meth:`BandwidthRanking.merge`; :meth:`choose_bandwidths` turns a ranking into
+        add up with :meth:`~nwbound.estimators.BandwidthRanking.merge`; :meth:`choose_bandwidths` turns a ranking into
         each query's bandwidth.
 
         Parameters

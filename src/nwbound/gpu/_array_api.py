@@ -34,7 +34,7 @@ float64.
 
 **The sums.** ``class_sums`` and the bins' ``hist_mass`` add the exact products ``w·K`` (a float32
 ``K`` times a float32 weight is exact in float64) in float64, so each lies within a factor
-``1 ± γ_n`` (``n`` training points, ``u = 2⁻⁵³``: :func:`~nwbound._numerics.summation_error`) of
+``1 ± γ_n`` (``n`` training points, ``u = 2⁻⁵³``: ``nwbound._numerics.summation_error``) of
 the exact sum; ``sum_error`` reports it and the bound carries it
 (:attr:`nwbound.estimators.KernelStatistics.sum_error`). Kernel values are evaluated at ``d̃²``: any deterministic weights in [0, 1] that depend on
 the inputs only keep the bound valid, as long as the distances in ``D`` are upper bounds.
@@ -173,7 +173,7 @@ class KernelStatistics:
         Its directly computed float64 distances (relative error ≤ ``(m + 6)·2⁻⁵³``, not rounded up).
     sum_error : float
         ``ρ``: ``class_sums`` and ``hist_mass`` lie within a factor ``1 ± ρ`` of the exact sums of
-        the weights ``a_i = w_i K_i`` (:func:`~nwbound._numerics.summation_error` of the engine's
+        the weights ``a_i = w_i K_i`` (``nwbound._numerics.summation_error`` of the engine's
         accumulation); ``sq_sum``, ``dist_sum`` and ``hist_dist`` are upper bounds already.
 
     Examples

@@ -402,7 +402,7 @@ def available_indexes() -> tuple[str, ...]:
 
 
 def make_index(algorithm: str, **options: Any) -> NeighborIndex:
-    """Build an unfitted index for ``algorithm`` (see :func:`available_indexes`).
+    """Build an unfitted index for ``algorithm`` (see :func:`~nwbound.neighbors.available_indexes`).
 
     Examples
     --------
