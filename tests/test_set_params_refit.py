@@ -114,8 +114,9 @@ def test_dyadic_resolution_changed_after_fit_is_refused():
     X, y, Q = _data()
     clf = DyadicClassifier(resolution=2, lipschitz=1.0).fit(X, y)
     clf.set_params(resolution=3)
-    with pytest.raises(ValueError, match=r"resolution=3.*call fit again"):
-        clf.predict_interval(Q)
+    for method in (clf.predict_interval, clf.predict_proba, clf.predict, clf.kernel_statistics):
+        with pytest.raises(ValueError, match=r"resolution=3.*call fit again"):
+            method(Q)
 
 
 def test_equal_values_of_another_type_are_not_a_change():
