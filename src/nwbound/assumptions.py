@@ -68,7 +68,7 @@ UNITS_NOTE = (
 
 @dataclass(frozen=True)
 class OverlapReport:
-    """Outcome of :func:`overlap_test`.
+    """Outcome of :func:`~nwbound.assumptions.overlap_test`.
 
     Attributes
     ----------
@@ -137,7 +137,7 @@ class OverlapReport:
 
 @dataclass(frozen=True)
 class MarginEstimate:
-    """Outcome of :func:`empirical_margin`.
+    """Outcome of :func:`~nwbound.assumptions.empirical_margin`.
 
     Attributes
     ----------

@@ -232,6 +232,14 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
     classes_, class_prior_, n_features_in_, n_samples_fit_, bandwidths_, ranking_fraction_
         As for the single-machine estimator.
 
+    Notes
+    -----
+    As for the in-memory estimator, ``set_params`` of a bound parameter
+    (``lipschitz``, ``margin``, ``delta``, ``bound``, ``coverage``, ``sigma``,
+    ``ck``) or of ``empty_neighborhood``, ``histogram_bins``, ``working_memory``
+    or ``threads_per_task`` after ``fit`` takes effect at the next prediction;
+    predicting after any other parameter changed raises (call ``fit`` again).
+
     Examples
     --------
     >>> import numpy as np

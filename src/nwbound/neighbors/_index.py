@@ -23,7 +23,7 @@ class NeighborIndex(ABC):
     """k-nearest-neighbour search over a fixed training set (Euclidean metric).
 
     Subclasses implement :meth:`fit` and :meth:`kneighbors`; register them by
-    name with :func:`register_index` to use them as a classifier's ``algorithm``.
+    name with :func:`~nwbound.neighbors.register_index` to use them as a classifier's ``algorithm``.
 
     Examples
     --------
