@@ -23,6 +23,7 @@ matplotlib.use("Agg")
 from nwbound.cli.main import main  # noqa: E402
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+CLI_GUIDE = Path(__file__).resolve().parents[1] / "docs" / "source" / "user_guide" / "cli.md"
 TABLE_COMMANDS = ("fit", "predict", "evaluate")
 
 
@@ -86,3 +87,30 @@ def test_readme_commands_run_verbatim(tmp_path, monkeypatch, capsys):
     assert "certified" in printed["predict"]
     assert "accuracy_pct" in printed["evaluate"] and "errors_caught_pct" in printed["evaluate"]
     assert (tmp_path / "evaluation" / "metrics.csv").exists()
+
+
+def test_cli_guide_runs_as_documented_and_shows_its_output(tmp_path, monkeypatch, capsys):
+    """user_guide/cli.md: its Python block makes the tables, its commands run verbatim, and the
+    lines it shows as their output are what they print."""
+    text = CLI_GUIDE.read_text(encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    (python,) = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    exec(compile(python, str(CLI_GUIDE), "exec"), {})
+    commands = readme_commands(text)
+    assert [shlex.split(c)[1] for c in commands] == list(TABLE_COMMANDS), commands
+    assert all("--bandwidth" in c for c in commands if shlex.split(c)[1] == "fit")
+    (shown,) = re.findall(r"```text\n(.*?)```", text, flags=re.S)
+    printed = []
+    for line in commands:
+        rc = main(shlex.split(line)[1:])
+        out, err = capsys.readouterr()
+        assert rc == 0, f"{line!r} failed:\n{err}"
+        printed.append(out + err)
+    assert "warning" not in printed[0]
+    for line in shown.strip().splitlines():
+        assert any(line in out for out in printed), line
+    # The page's claim about a fixed --bandwidth 1.0 on the same tables.
+    fixed = commands[0].replace("--bandwidth auto", "--bandwidth 1.0").replace("model.npz", "fixed.npz")
+    assert main(shlex.split(fixed)[1:]) == 0
+    out, err = capsys.readouterr()
+    assert "100.0% of the rows have a trivial bound" in out + err and "bias term (L·D/κ) is 94%" in out + err

@@ -114,8 +114,9 @@ class PredictionInterval:
 
         The predicted class's lower bound lies strictly above every other
         class's upper bound, and training mass reached the query (not
-        ``vacuous``). At level ``1 − δ`` (under the stated assumption) the
-        predicted class is then the most probable class at that query.
+        ``vacuous``). At level ``1 − δ`` (``1 − Cδ/2`` under
+        ``coverage="per_class"`` with C ≥ 3 classes; under the stated assumption)
+        the predicted class is then the most probable class at that query.
         """
         xp = self._namespace()
         reached = ~(np.asarray(self.vacuous, dtype=bool) if xp is np else xp.astype(self.vacuous, xp.bool))

@@ -73,7 +73,7 @@ UNITS_NOTE = (
 
 @dataclass(frozen=True)
 class OverlapReport:
-    """Outcome of :func:`overlap_test`.
+    """Outcome of :func:`~nwbound.assumptions.overlap_test`.
 
     Attributes
     ----------
@@ -142,7 +142,7 @@ class OverlapReport:
 
 @dataclass(frozen=True)
 class MarginEstimate:
-    """Outcome of :func:`empirical_margin`.
+    """Outcome of :func:`~nwbound.assumptions.empirical_margin`.
 
     Attributes
     ----------
@@ -186,7 +186,7 @@ class MarginEstimate:
 
 @dataclass(frozen=True)
 class LipschitzEstimate:
-    """Outcome of :func:`lipschitz_lower_bound` and :func:`strongin_lipschitz`.
+    """Outcome of :func:`~nwbound.assumptions.lipschitz_lower_bound` and :func:`~nwbound.assumptions.strongin_lipschitz`.
 
     Attributes
     ----------

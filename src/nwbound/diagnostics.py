@@ -502,7 +502,7 @@ def warn_if_useless(
     stacklevel: int = 2,
     context: AdviceContext | None = None,
 ) -> BoundUsefulness:
-    """Emit a :class:`UselessBoundWarning` when most bounds are trivial or nothing is certified.
+    """Emit a :class:`~nwbound.diagnostics.UselessBoundWarning` when most bounds are trivial or nothing is certified.
 
     Parameters
     ----------

@@ -86,7 +86,7 @@ def restate_lipschitz(lipschitz: float, scaler) -> float:
     lipschitz : float
         ``L`` in the units of the original features (> 0).
     scaler : fitted scaler or array-like of shape (d,)
-        As for :func:`feature_scales`.
+        As for :func:`~nwbound.scaling.feature_scales`.
 
     Returns
     -------
@@ -96,7 +96,7 @@ def restate_lipschitz(lipschitz: float, scaler) -> float:
     Raises
     ------
     TypeError, ValueError
-        As for :func:`feature_scales`, or ``lipschitz`` not a number > 0.
+        As for :func:`~nwbound.scaling.feature_scales`, or ``lipschitz`` not a number > 0.
 
     Examples
     --------
@@ -117,7 +117,7 @@ def restate_margin(margin: float, scaler) -> float:
     margin : float
         ``γ`` in the units of the original features (> 0).
     scaler : fitted scaler or array-like of shape (d,)
-        As for :func:`feature_scales`.
+        As for :func:`~nwbound.scaling.feature_scales`.
 
     Returns
     -------
@@ -127,7 +127,7 @@ def restate_margin(margin: float, scaler) -> float:
     Raises
     ------
     TypeError, ValueError
-        As for :func:`feature_scales`, or ``margin`` not a number > 0.
+        As for :func:`~nwbound.scaling.feature_scales`, or ``margin`` not a number > 0.
 
     Examples
     --------

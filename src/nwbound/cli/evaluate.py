@@ -57,7 +57,10 @@ def add_parser(sub) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace results of the same name in FOLDER")
     p.add_argument("--chunksize", type=int, default=DEFAULT_CHUNKSIZE, help=f"rows per chunk (default {DEFAULT_CHUNKSIZE})")
     p.add_argument("--alpha", type=float, default=0.05,
-                   help="target error among accepted rows (conformal, calibrated threshold, error_upper <= alpha); default 0.05")
+                   help="level of the two calibrated rules of the comparison: split-conformal sets (contain the true "
+                   "label with probability >= 1 - alpha) and the calibrated threshold on 1 - max p (error among accepted "
+                   "rows <= alpha, with probability >= 1 - the model's delta); the certificate and the error_upper "
+                   "and epsilon rankings do not use it; default 0.05")
     p.add_argument("--seed", type=int, default=0, help="seed of the calibration/held-out split (default 0)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)

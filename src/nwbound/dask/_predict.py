@@ -107,7 +107,7 @@ def predict_proba(model: Any, X: Any, *, client: Any = None, threads_per_task: i
 
 
 def predict(model: Any, X: Any, *, client: Any = None, threads_per_task: int = 1) -> "dask.array.Array":
-    """Predicted class of each row of a Dask array (lazy; see :func:`predict_proba`).
+    """Predicted class of each row of a Dask array (lazy; see :func:`~nwbound.dask.predict_proba`).
 
     Examples
     --------
@@ -127,7 +127,7 @@ def predict(model: Any, X: Any, *, client: Any = None, threads_per_task: int = 1
 def predict_interval(
     model: Any, X: Any, *, bounds: Any = None, client: Any = None, threads_per_task: int = 1
 ) -> dict[str, Any]:
-    """:meth:`predict_interval` of ``model`` over a Dask array of queries.
+    """:meth:`~nwbound.NadarayaWatsonClassifier.predict_interval` of ``model`` over a Dask array of queries.
 
     Each block's :class:`~nwbound.PredictionInterval` is computed once; the
     returned dict holds one lazy Dask array per field (``proba``, ``lower``,

@@ -25,6 +25,7 @@ touched.
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -34,6 +35,7 @@ import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
+from sklearn.metrics import accuracy_score
 from sklearn.utils.multiclass import check_classification_targets
 
 from .._numerics import euclidean_norm
@@ -87,8 +89,14 @@ def _shard(params: dict, template: dict, X: np.ndarray, offset: int, labels: np.
     return _Shard(_restored(params, template, X, labels, weights), offset, labels, weights, X)
 
 
-def _shard_statistics(shard: _Shard, block: np.ndarray, bounds: Any) -> Any:
-    return shard.model.kernel_statistics(block, bounds=bounds)
+def _now(model: Any, params: dict) -> Any:
+    """A fitted shard or global model with the estimator's current parameters (a shallow copy,
+    arrays shared): bound settings changed by ``set_params`` after fit take effect."""
+    return copy.copy(model).set_params(**params)
+
+
+def _shard_statistics(shard: _Shard, block: np.ndarray, bounds: Any, params: dict) -> Any:
+    return _now(shard.model, params).kernel_statistics(block, bounds=bounds)
 
 
 def _merge_two(a: Any, b: Any) -> Any:
@@ -139,9 +147,9 @@ def _finish(model: Any, stats: Any, method: str, bounds: Any) -> Any:
     return proba if method == "predict_proba" else model.classes_[np.argmax(proba, axis=1)]
 
 
-def _shard_ranking(shard: _Shard, block: np.ndarray, fraction: float) -> Any:
+def _shard_ranking(shard: _Shard, block: np.ndarray, fraction: float, params: dict) -> Any:
     # The whole set's sample fraction and the shard's row numbers: shards sample the rows it would.
-    return shard.model.bandwidth_ranking(block, fraction=fraction, row_offset=shard.offset)
+    return _now(shard.model, params).bandwidth_ranking(block, fraction=fraction, row_offset=shard.offset)
 
 
 def _merge_rankings(a: Any, b: Any) -> Any:
@@ -152,10 +160,10 @@ def _choose(model: Any, ranking: Any, bounds: Any) -> Any:
     return model.choose_bandwidths(ranking, bounds)
 
 
-def _shard_statistics_at(shard: _Shard, block: np.ndarray, bounds: Any, choice: Any, name: Any) -> Any:
+def _shard_statistics_at(shard: _Shard, block: np.ndarray, bounds: Any, choice: Any, name: Any, params: dict) -> Any:
     """The shard's statistics at each query's chosen bandwidth (``choice``, or ``choice[name]``)."""
     index = choice if name is None else choice[name]
-    return shard.model.kernel_statistics(block, bounds=_one_setting(bounds, name), bandwidth_index=index)
+    return _now(shard.model, params).kernel_statistics(block, bounds=_one_setting(bounds, name), bandwidth_index=index)
 
 
 def _one_setting(bounds: Any, name: Any) -> Any:
@@ -230,6 +238,14 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         :class:`~nwbound.NadarayaWatsonClassifier` (its rows, global statistics).
     classes_, class_prior_, n_features_in_, n_samples_fit_, bandwidths_, ranking_fraction_
         As for the single-machine estimator.
+
+    Notes
+    -----
+    As for the in-memory estimator, ``set_params`` of a bound parameter
+    (``lipschitz``, ``margin``, ``delta``, ``bound``, ``coverage``, ``sigma``,
+    ``ck``) or of ``empty_neighborhood``, ``histogram_bins``, ``working_memory``
+    or ``threads_per_task`` after ``fit`` takes effect at the next prediction;
+    predicting after any other parameter changed raises (call ``fit`` again).
 
     Examples
     --------
@@ -404,6 +420,7 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         self.n_samples_fit_ = n
         self.bandwidths_ = np.asarray(template["bandwidths_"])
         self.ranking_fraction_ = resolve_ranking_fraction(self.ranking_fraction, n)
+        self._fit_n_neighbors = self.n_neighbors  # the shards' kind (the estimators keep the rest)
         return self
 
     @staticmethod
@@ -441,39 +458,51 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         if method != "predict_interval" and bounds is None and self.lipschitz is None and self.margin is None:
             # p̂ needs no assumption; with one bandwidth it does not depend on the bound setting.
             bounds = {"p": {"lipschitz": 1.0, "bound": "hoeffding"}}
+        params = self._estimator_params()
+        fitted_k = getattr(self, "_fit_n_neighbors", self.n_neighbors)
+        if self.n_neighbors != fitted_k:
+            raise ValueError(
+                f"n_neighbors={self.n_neighbors!r} was set after fit (fitted with n_neighbors={fitted_k!r}); "
+                "the shards depend on it: call fit again."
+            )
+        # The global model with the current parameters: the bound settings (set_params after fit)
+        # take effect; a changed parameter the fitted state depends on is refused by its own check.
+        estimator = _now(self.estimator_, {**params, "n_neighbors": None})
         with warnings.catch_warnings():  # the settings are checked now, not in a task at compute time
             warnings.simplefilter("ignore")
-            self.estimator_.predict_interval(self.template_["X"][:1], bounds=bounds)
+            estimator.predict_interval(self.template_["X"][:1], bounds=bounds)
         client = current_client(client)
         threads = self.threads_per_task
-        params, template = self._estimator_params(), share(self.template_, client)
+        template = share(self.template_, client)
+        shard_params = params if self.n_neighbors is None else {**params, "n_neighbors": 1}
         parts = []
         # Two rounds where the in-memory estimator ranks first (a polynomial kernel or a ranking sample);
         # otherwise its exhaustive pass, whose statistics then give the intervals, as in memory.
-        ranked = self.n_neighbors is None and self.estimator_.ranks_first(bounds, fraction=self.ranking_fraction_)
+        ranked = self.n_neighbors is None and estimator.ranks_first(bounds, fraction=self.ranking_fraction_)
         if ranked:
             # bandwidth="auto": the shards' rankings add up, each query's bandwidth is chosen from
             # the sum, then the shards' exact statistics at that bandwidth add up.
-            model = share(self.estimator_, client)
+            model = share(estimator, client)
             names = [None] if bounds is None else list(bounds)
             if method != "predict_interval":
                 names = names[:1]  # p̂ comes from the first setting
             for blk in X.to_delayed().ravel():
-                rankings = [dask.delayed(limited(_shard_ranking, threads), pure=True)(s, blk, self.ranking_fraction_)
-                            for s in self.shards_]
+                rankings = [dask.delayed(limited(_shard_ranking, threads), pure=True)(
+                    s, blk, self.ranking_fraction_, shard_params) for s in self.shards_]
                 choice = dask.delayed(_choose, pure=True)(model, _tree(rankings, _merge_rankings), bounds)
                 outs = []
                 for name in names:
-                    stats = [dask.delayed(limited(_shard_statistics_at, threads), pure=True)(s, blk, bounds, choice, name)
-                             for s in self.shards_]
+                    stats = [dask.delayed(limited(_shard_statistics_at, threads), pure=True)(
+                        s, blk, bounds, choice, name, shard_params) for s in self.shards_]
                     outs.append(dask.delayed(limited(_finish, threads), pure=True)(
                         model, _tree(stats, _merge_two), method, _one_setting(bounds, name)))
                 parts.append(outs[0] if bounds is None or method != "predict_interval"
                              else dask.delayed(_joined, pure=True)(outs))
         elif self.n_neighbors is None:
-            model = share(self.estimator_, client)
+            model = share(estimator, client)
             for blk in X.to_delayed().ravel():
-                stats = [dask.delayed(limited(_shard_statistics, threads), pure=True)(s, blk, bounds) for s in self.shards_]
+                stats = [dask.delayed(limited(_shard_statistics, threads), pure=True)(s, blk, bounds, shard_params)
+                         for s in self.shards_]
                 merged = _tree(stats, _merge_two)
                 parts.append(dask.delayed(limited(_finish, threads), pure=True)(model, merged, method, bounds))
         else:
@@ -493,7 +522,7 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         X : dask.array.Array of shape (n_queries, n_features)
             Chunked along rows only, dtype ``dtype``.
         bounds : None, mapping or list, default=None
-            As for :meth:`NadarayaWatsonClassifier.predict_interval`: None for
+            As for :meth:`~nwbound.NadarayaWatsonClassifier.predict_interval`: None for
             this estimator's own bound, or several settings from one pass.
         client : distributed.Client or None, default=None
 
@@ -548,6 +577,37 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         """
         X, parts = self._outputs(X, "predict", None, client)
         return rows_from_blocks(parts, X.chunks[0], (), self.classes_.dtype)
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None, *, client: Any = None) -> float:
+        """Accuracy of :meth:`predict` on ``X`` against the labels ``y`` (computed now).
+
+        Parameters
+        ----------
+        X : dask.array.Array of shape (n_queries, n_features)
+        y : array-like of shape (n_queries,)
+            True labels (a Dask array is computed).
+        sample_weight : array-like of shape (n_queries,), default=None
+        client : distributed.Client or None, default=None
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> import numpy as np, dask.array as da
+        >>> from nwbound.dask import ShardedNadarayaWatson
+        >>> X = np.linspace(0, 1, 60)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> m = ShardedNadarayaWatson(bandwidth=0.1).fit(da.from_array(X, chunks=(20, -1)), y)
+        >>> m.score(da.from_array(X[[5, 55]], chunks=(2, -1)), [0, 1])
+        1.0
+        """
+        client = current_client(client)
+        pred, *rest = compute(client, self.predict(X, client=client), *(v for v in (y, sample_weight)
+                                                                        if isinstance(v, da.Array)))
+        y = rest.pop(0) if isinstance(y, da.Array) else y
+        sample_weight = rest.pop(0) if isinstance(sample_weight, da.Array) else sample_weight
+        return float(accuracy_score(np.asarray(y), np.asarray(pred), sample_weight=sample_weight))
 
 
 def sharded_predict_interval(

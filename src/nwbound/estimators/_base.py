@@ -3,6 +3,7 @@ empty-neighbourhood rule and the assembly of a :class:`PredictionInterval`."""
 
 from __future__ import annotations
 
+import copy
 import warnings
 from numbers import Integral, Real
 
@@ -29,7 +30,8 @@ from ._statistics import KernelStatistics
 __all__ = ["BoundedClassifierBase", "BOUND_PARAMETERS", "EMPTY_NEIGHBORHOOD_RULES"]
 
 EMPTY_NEIGHBORHOOD_RULES = ("prior", "uniform", "raise")
-# The parameters a bound setting may override (predict_interval(X, bounds=...)).
+# The parameters a bound setting may override (predict_interval(X, bounds=...)). They are read
+# when predicting: set_params(lipschitz=...) on a fitted estimator takes effect without a refit.
 BOUND_PARAMETERS = ("lipschitz", "margin", "delta", "bound", "coverage", "sigma", "ck")
 
 
@@ -46,6 +48,18 @@ def _caller_stacklevel() -> int:
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(inside):
         frame, level = frame.f_back, level + 1
     return level
+
+
+def _same_setting(a: Any, b: Any) -> bool:
+    """Whether a parameter still has the value it had at fit (arrays and lists by content)."""
+    if a is b:
+        return True
+    try:
+        if isinstance(a, (np.ndarray, list, tuple)) or isinstance(b, (np.ndarray, list, tuple)):
+            return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
 
 
 class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
@@ -86,6 +100,11 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         "sigma": [Interval(Real, 0, None, closed="neither")],
         "empty_neighborhood": [StrOptions(set(EMPTY_NEIGHBORHOOD_RULES))],
     }
+
+    # Parameters read when predicting besides BOUND_PARAMETERS (subclasses add theirs): changing
+    # one with set_params takes effect at once. Every other parameter shapes the fitted state, and
+    # predicting after set_params changed it raises (call fit again) instead of silently keeping it.
+    _predict_time_parameters: tuple[str, ...] = ("empty_neighborhood",)
 
     # -- fit helpers -------------------------------------------------------------------------
     def _validate_training_data(self, X, y, sample_weight, dtype):
@@ -242,9 +261,6 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         self.check_rows_ = np.zeros(0, np.intp)
         if hasattr(halves[0], "n_samples_fit_"):
             self.n_samples_fit_ = sum(h.n_samples_fit_ for h in halves)
-        self.beta_ = max((h.beta_ for h in halves if h.beta_ is not None), default=None)
-        self.bound_spec_ = halves[0].bound_spec_
-        self.delta_prime_ = halves[0].delta_prime_
         if isinstance(self.lipschitz, str):
             self.lipschitz_ = max(h.lipschitz_ for h in halves)
             self.lipschitz_report_ = tuple(h.lipschitz_report_ for h in halves)
@@ -391,27 +407,76 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         )
 
     def _validate_bound_params(self, kernel: Kernel, *, bound_required: bool, localized: bool = False) -> None:
-        """Check the assumption and bound parameters; set ``beta_``, ``delta_prime_``, ``bound_spec_``."""
-        self._bound_args = (kernel, bound_required, localized)
+        """Check the assumption and bound parameters at fit (they are read again when predicting)."""
+        self._bound_args = (kernel, bound_required, localized)  # lipschitz="auto": checked again once L is chosen
         check_choice(self.empty_neighborhood, "empty_neighborhood", EMPTY_NEIGHBORHOOD_RULES)
-        spec = self._bound_spec(kernel, required=bound_required, localized=localized)
-        self.bound_spec_ = spec
-        self.beta_ = None if spec is None else spec.beta
+        self._bound_spec(kernel, required=bound_required, localized=localized)
+
+    def _snapshot_fit_params(self) -> None:
+        """Remember the parameters that shape the fitted state (see :meth:`_check_fitted`)."""
+        live = set(BOUND_PARAMETERS) | set(self._predict_time_parameters)
+        self._fit_params = {
+            name: copy.deepcopy(value) if isinstance(value, (np.ndarray, list, tuple, dict)) else value
+            for name, value in self.get_params(deep=False).items()
+            if name not in live
+        }
+
+    def _check_fitted(self) -> None:
+        """Fitted, with the parameters as fit left them: the bound parameters (``BOUND_PARAMETERS``)
+        and the predict-time ones may change with ``set_params`` (checked here); any other needs a refit."""
+        check_is_fitted(self)
+        fitted = getattr(self, "_fit_params", None)  # None: a pickle from before the check
+        if fitted:
+            changed = [name for name, value in fitted.items() if not _same_setting(getattr(self, name, None), value)]
+            if changed:
+                now = ", ".join(f"{name}={getattr(self, name, None)!r}" for name in changed)
+                then = ", ".join(f"{name}={fitted[name]!r}" for name in changed)
+                raise ValueError(
+                    f"{now} was set after fit (fitted with {then}); the fitted state depends on "
+                    f"{'this parameter' if len(changed) == 1 else 'these parameters'}: call fit again. "
+                    f"Only {', '.join(BOUND_PARAMETERS + self._predict_time_parameters)} take effect "
+                    "without a refit."
+                )
+        self._validate_params()  # set_params does not validate: the predict-time parameters are checked here
+        check_choice(self.empty_neighborhood, "empty_neighborhood", EMPTY_NEIGHBORHOOD_RULES)
+
+    def _own_spec(self) -> BoundSpec | None:
+        """This estimator's own bound setting from its current parameters (None without an assumption)."""
+        return self._bound_spec(self._bound_kernel(), required=False, localized=self._is_localized())
+
+    @property
+    def bound_spec_(self) -> BoundSpec | None:
+        """The bound setting of the current parameters (None without ``lipschitz``/``margin``)."""
+        check_is_fitted(self)
+        return self._own_spec()
+
+    @property
+    def beta_(self) -> float | None:
+        """L or 1/γ of the current parameters (None without an assumption)."""
+        spec = self.bound_spec_
+        return None if spec is None else spec.beta
+
+    @property
+    def delta_prime_(self) -> float:
+        """Per-class failure probability used in ε: δ, or δ/C under ``coverage="simultaneous"`` with C ≥ 3."""
+        check_is_fitted(self)
         coverage = check_choice(self.coverage, "coverage", COVERAGE_NAMES)
-        self.delta_prime_ = effective_delta(check_open_unit(self.delta, "delta"), self.classes_.shape[0], coverage)
+        return effective_delta(check_open_unit(self.delta, "delta"), self.classes_.shape[0], coverage)
 
     def _resolve_bounds(self, bounds: Any) -> dict[Any, BoundSpec]:
         """``{None: own setting}`` or ``{name: setting}`` for ``bounds`` (see :meth:`predict_interval`)."""
-        check_is_fitted(self)
+        self._check_fitted()
         kernel, localized = self._bound_kernel(), self._is_localized()
         if bounds is None:
-            if self.bound_spec_ is None:
+            spec = self._own_spec()  # the current parameters: set_params(lipschitz=...) needs no refit
+            if spec is None:
                 check_beta(self.lipschitz, self.margin, required=True)  # raises the explanation
-            return {None: self.bound_spec_}
+            return {None: spec}
         if isinstance(bounds, str):
             raise TypeError(
                 "bounds must be a mapping {name: {setting: value}} or a list of bound forms, e.g. "
-                f"bounds=[{bounds!r}]; to change this estimator's own bound use set_params(bound={bounds!r})."
+                f"bounds=[{bounds!r}]; to change this estimator's own bound use set_params(bound={bounds!r}) "
+                "(it takes effect at the next predict, without a refit)."
             )
         if isinstance(bounds, Mapping):
             items = list(bounds.items())
@@ -443,7 +508,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
     def _validate_queries(self, X, *, keep_namespace: bool = False):
         """Checked queries in the fit dtype; with ``keep_namespace``, ``array_api_dispatch`` queries stay
         in their namespace and device (:func:`~nwbound.estimators._device.validate_queries`)."""
-        check_is_fitted(self)
+        self._check_fitted()
         space = getattr(self, "metric_", None)
         if space is None:
             return validate_queries(self, X, self._fit_dtype, keep_namespace=keep_namespace, unit=self._unit())
@@ -615,11 +680,13 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_queries, n_features)
         y : array-like of shape (n_queries,)
+            True labels.
         sample_weight : array-like of shape (n_queries,), default=None
 
         Returns
         -------
         float
+            The (weighted) share of rows whose predicted class is ``y``.
 
         Examples
         --------

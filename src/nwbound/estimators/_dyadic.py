@@ -195,6 +195,7 @@ class DyadicClassifier(BoundedClassifierBase):
         self.cell_weight_max_ = weight_max
         self.cell_counts_ = counts  # None: restored from an older state without it
         self.n_cells_ = keys.shape[0]
+        self._snapshot_fit_params()
         self._fit_complete = True
         return self
 
@@ -425,7 +426,7 @@ class DyadicClassifier(BoundedClassifierBase):
         ----------
         X : array-like of shape (n_queries, n_features)
         bounds : None, mapping or list, default=None
-            As in :meth:`NadarayaWatsonClassifier.predict_interval`.
+            As in :meth:`~nwbound.NadarayaWatsonClassifier.predict_interval`.
 
         Returns
         -------

@@ -292,7 +292,8 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
     over all training points (*regular*, ``n_neighbors=None``) or the ``k``
     nearest ones (*localized*). :meth:`predict_interval` returns, for every
     query, ``ε`` such that ``|p_c(y) − p̂_c(y)| ≤ ε`` with probability at least
-    ``1 − δ`` over the training labels, given the training inputs — under the
+    ``1 − δ`` over the training labels (for all classes at once; with
+    ``coverage="per_class"``, for each class on its own), given the training inputs — under the
     stated assumption (Lipschitz class probabilities with constant ``L``, or
     classes separated by a margin ``γ``) and i.i.d. sampling.
 
@@ -364,7 +365,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         predictions are flagged ``vacuous`` with ε = 1.
     bandwidth_grid : array-like or None, default=None
         Candidate bandwidths for ``bandwidth="auto"``; None uses
-        :func:`default_bandwidth_grid`.
+        :func:`~nwbound.estimators.default_bandwidth_grid`.
     ranking_fraction : float in (0, 1] or "auto", default="auto"
         ``bandwidth="auto"`` with the regular classifier ranks the grid on this share
         of the training rows (a fixed sample, by row number: :meth:`bandwidth_ranking`),
@@ -445,7 +446,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
     bandwidths_ : ndarray
         The bandwidth (one value) or the grid searched by ``bandwidth="auto"``.
     ranking_fraction_ : float
-        The share of training rows the grid is ranked on (:func:`resolve_ranking_fraction`).
+        The share of training rows the grid is ranked on (:func:`~nwbound.estimators.resolve_ranking_fraction`).
     beta_ : float or None
         L or 1/γ.
     delta_prime_ : float
@@ -460,6 +461,17 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         and of the rows in the kernel sums.
     cross_fit_models_ : list of two estimators
         With ``cross_fit=True``: the two halves, each at level δ/2.
+
+    Notes
+    -----
+    The bound parameters (``lipschitz``, ``margin``, ``delta``, ``bound``,
+    ``coverage``, ``sigma``, ``ck``) and ``empty_neighborhood``, ``n_jobs``,
+    ``working_memory``, ``histogram_bins`` and ``device`` are read when
+    predicting: ``set_params`` on a fitted estimator changes the next
+    ``predict_interval`` without a refit (``beta_``, ``delta_prime_`` follow).
+    Every other parameter shapes the fitted state; predicting after
+    ``set_params`` changed one raises a ``ValueError`` that names it (call
+    ``fit`` again).
 
     Examples
     --------
@@ -498,6 +510,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         "histogram_bins": [Interval(Integral, 1, 4096, closed="both")],
         "device": [str, None],
     }
+
+    # Read when predicting (set_params takes effect without a refit), with BOUND_PARAMETERS.
+    _predict_time_parameters = ("empty_neighborhood", "n_jobs", "working_memory", "histogram_bins", "device")
 
     def __init__(
         self,
@@ -630,6 +645,11 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         self._check_device()
         return dtype, kernel, auto
 
+    def _check_fitted(self) -> None:
+        super()._check_fitted()
+        check_n_jobs(self.n_jobs)
+        self._check_device()
+
     def _check_device(self) -> None:
         """``device`` needs a kernel with an array-API form (fit time, and predict time after set_params)."""
         if getattr(self, "device", None) is not None:  # older pickles lack it
@@ -668,6 +688,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
                 self.algorithm, n_jobs=self.n_jobs, random_state=self.random_state,
                 **{"n_neighbors": self.n_neighbors, **(self.index_params or {})},
             ).fit(X / self._index_scale)
+        self._snapshot_fit_params()
         self._fit_complete = True
         return self
 
@@ -890,7 +911,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         One pass over the training set (or the k nearest neighbours) computes
         everything the bound settings in ``bounds`` need; statistics of the same
         queries over disjoint training shards add up with
-        :meth:`KernelStatistics.merge`, and :meth:`interval_from_statistics`
+        :meth:`~nwbound.estimators.KernelStatistics.merge`, and :meth:`interval_from_statistics`
         turns them into intervals.
 
         Parameters
@@ -919,7 +940,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         check_is_fitted(self)
         self._no_cross_fit("kernel_statistics")
         X = self._validate_queries(X)
-        specs = [s for s in self._resolve_bounds(bounds).values()] if (bounds is not None or self.bound_spec_ is not None) else []
+        specs = [s for s in self._resolve_bounds(bounds).values()] if (bounds is not None or self._own_spec() is not None) else []
         if bandwidth_index is None:
             return self._statistics(X, specs, need_bounds=True)
         choice = self._checked_bandwidth_index(bandwidth_index, X.shape[0])
@@ -996,12 +1017,12 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
 
         The regular classifier with a polynomial kernel (Epanechnikov, quartic, triweight,
         boxcar) gets them from one pass of distance moments whatever the grid's size, over the
-        training rows :func:`~nwbound.estimators._sums.ranking_sample_rows` keeps (each with
+        training rows ``ranking_sample_rows`` keeps (each with
         probability ``fraction``, by row number), each sum divided by ``fraction`` (an unbiased
         estimate of the whole set's). Other kernels on the host rank from every grid bandwidth's
         statistics over the same sample when ``fraction < 1``; otherwise (and for the localized
         classifier and ``device=``) the ranking is the exhaustive statistics of every row. Shards
-        add up with :meth:`BandwidthRanking.merge`; :meth:`choose_bandwidths` turns a ranking into
+        add up with :meth:`~nwbound.estimators.BandwidthRanking.merge`; :meth:`choose_bandwidths` turns a ranking into
         each query's bandwidth.
 
         Parameters

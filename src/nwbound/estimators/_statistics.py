@@ -12,9 +12,9 @@ candidate bandwidth ``λ``, to a few sums over the training points it weighs
   weights and distances (the exact band-Chernoff form of the localized one).
 
 :class:`KernelStatistics` holds them for one block of queries. It is what
-:meth:`NadarayaWatsonClassifier.kernel_statistics` returns, what shards of a
-training set add up with :meth:`KernelStatistics.merge`, and what
-:meth:`NadarayaWatsonClassifier.interval_from_statistics` turns into a
+:meth:`~nwbound.NadarayaWatsonClassifier.kernel_statistics` returns, what shards of a
+training set add up with :meth:`~nwbound.estimators.KernelStatistics.merge`, and what
+:meth:`~nwbound.NadarayaWatsonClassifier.interval_from_statistics` turns into a
 :class:`~nwbound.PredictionInterval` for one or several bound settings.
 """
 
@@ -92,7 +92,7 @@ class KernelStatistics:
     sum_error : float
         ``ρ ≥ 0``: ``class_sums`` (hence ``κ``) and ``hist_mass`` lie within a factor ``1 ± ρ``
         of the exact sums of the ``a_i`` (the device paths' float32/float64 accumulation,
-        :func:`~nwbound._numerics.summation_error`); the bounds widen to cover it. 0: exact
+        ``nwbound._numerics.summation_error``); the bounds widen to cover it. 0: exact
         as far as the bound is concerned (the CPU engine's float64 sums).
     point_mass : ndarray of shape (n, G, k) or None
         ``a_i`` of each of the ``k`` neighbours (localized classifier).
@@ -350,9 +350,9 @@ def merge_statistics(parts: Sequence[KernelStatistics]) -> KernelStatistics:
 class BandwidthRanking:
     """What ranks the grid of ``bandwidth="auto"``: κ, ``Σ a_i²`` and ``Σ a_i d_i`` per query and bandwidth.
 
-    From :meth:`NadarayaWatsonClassifier.bandwidth_ranking` (for polynomial kernels one pass of
+    From :meth:`~nwbound.NadarayaWatsonClassifier.bandwidth_ranking` (for polynomial kernels one pass of
     distance moments, whatever the grid's size); shards of a training set add up with
-    :meth:`merge`, and :meth:`NadarayaWatsonClassifier.choose_bandwidths` turns it into each
+    :meth:`merge`, and :meth:`~nwbound.NadarayaWatsonClassifier.choose_bandwidths` turns it into each
     query's bandwidth. Only for choosing: the bounds are then computed from exact statistics at
     the chosen bandwidth (``kernel_statistics(X, bandwidth_index=...)``).
 

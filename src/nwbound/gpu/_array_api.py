@@ -34,7 +34,7 @@ float64.
 
 **The sums.** ``class_sums`` and the bins' ``hist_mass`` add the exact products ``w·K`` (a float32
 ``K`` times a float32 weight is exact in float64) in float64, so each lies within a factor
-``1 ± γ_n`` (``n`` training points, ``u = 2⁻⁵³``: :func:`~nwbound._numerics.summation_error`) of
+``1 ± γ_n`` (``n`` training points, ``u = 2⁻⁵³``: ``nwbound._numerics.summation_error``) of
 the exact sum; ``sum_error`` reports it and the bound carries it
 (:attr:`nwbound.estimators.KernelStatistics.sum_error`). Kernel values are evaluated at ``d̃²``: any deterministic weights in [0, 1] that depend on
 the inputs only keep the bound valid, as long as the distances in ``D`` are upper bounds.
@@ -173,7 +173,7 @@ class KernelStatistics:
         Its directly computed float64 distances (relative error ≤ ``(m + 6)·2⁻⁵³``, not rounded up).
     sum_error : float
         ``ρ``: ``class_sums`` and ``hist_mass`` lie within a factor ``1 ± ρ`` of the exact sums of
-        the weights ``a_i = w_i K_i`` (:func:`~nwbound._numerics.summation_error` of the engine's
+        the weights ``a_i = w_i K_i`` (``nwbound._numerics.summation_error`` of the engine's
         accumulation); ``sq_sum``, ``dist_sum`` and ``hist_dist`` are upper bounds already.
 
     Examples
@@ -334,7 +334,7 @@ def _check_matrix(xp: Any, a: Any, name: str) -> Any:
 
 
 def supported_kernel_name(kernel: str | Kernel) -> str:
-    """The name of ``kernel`` if it has an array-API form here (:data:`SUPPORTED_KERNELS`).
+    """The name of ``kernel`` if it has an array-API form here (``nwbound.gpu.SUPPORTED_KERNELS``).
 
     Raises
     ------
@@ -357,7 +357,7 @@ def supported_kernel_name(kernel: str | Kernel) -> str:
 
 
 def kernel_of_u2(xp: Any, u2: Any, name: str) -> Any:
-    """``K`` of the squared scaled distance ``u²`` (≥ 0) for a kernel of :data:`SUPPORTED_KERNELS`.
+    """``K`` of the squared scaled distance ``u²`` (≥ 0) for a kernel of ``nwbound.gpu.SUPPORTED_KERNELS``.
 
     Examples
     --------
@@ -468,29 +468,29 @@ def kernel_statistics(
         namespace and on the same device.
     X_train : array of shape (n_train, n_features) or DeviceTrainingSet
         Training points, same namespace and device as ``Xq``; or a prepared
-        :class:`DeviceTrainingSet` (then ``onehot`` must be None).
+        :class:`~nwbound.gpu.DeviceTrainingSet` (then ``onehot`` must be None).
     onehot : array of shape (n_train, n_classes) or None
         Weighted one-hot class membership (``w_i`` in column ``c_i``).
     kernel : str or Kernel, default="epanechnikov"
-        One of :data:`SUPPORTED_KERNELS`.
+        One of ``nwbound.gpu.SUPPORTED_KERNELS``.
     bandwidth : float
         ``λ > 0``.
     need_dist : bool, default=True
         Compute ``dist_sum``.
     histogram_bins : int, default=0
         ``B > 0``: also the histogram of ``u²`` over ``B`` equal bins of [0, 1] (kernels of
-        :data:`HISTOGRAM_KERNELS` only, whose support is exactly that interval).
+        ``nwbound.gpu.HISTOGRAM_KERNELS`` only, whose support is exactly that interval).
     block_rows : int or None, default=None
         Queries per block (array-API engine); None: as many as fit in ``working_memory``.
     dtype : {"float32", "float64"}, default="float32"
         Compute dtype of the distance product (never TF32; see the module docstring).
     engine : {"auto", "array_api", "triton"}, default="auto"
-        ``"triton"``: the fused kernel of :mod:`nwbound.gpu._triton` (PyTorch or CuPy arrays on a
+        ``"triton"``: the fused kernel of ``nwbound.gpu._triton`` (PyTorch or CuPy arrays on a
         CUDA device, Triton installed, float32); ``"auto"``: that where it applies, else the
         array-API engine.
     precision : {"ieee", "tf32x3"}, default="ieee"
         Triton engine only: the dot's ``input_precision``. ``"tf32x3"`` uses the tensor cores with a
-        wider, hardware-model-based distance error bound (see :mod:`nwbound.gpu._triton`).
+        wider, hardware-model-based distance error bound (see ``nwbound.gpu._triton``).
     gemm : {"fused", "library"} or None, default=None
         Triton engine only: ``"fused"`` forms the dot products inside the kernel (the distance block
         never reaches memory); ``"library"`` takes them from PyTorch's float32 product (cuBLAS, no
@@ -671,7 +671,7 @@ def neighbor_kernel_statistics(
 
     The distances to the ``k`` neighbours are computed directly in float64 from the coordinates
     (``‖q − x‖``, each pair scaled by a power of two near its largest coordinate difference first,
-    so nothing overflows or underflows; relative error ≤ :func:`direct_distance_error`), as the
+    so nothing overflows or underflows; relative error ≤ ``direct_distance_error``), as the
     CPU engine does after its neighbour search; ``dist_sum`` uses them rounded up by that bound.
 
     Parameters
@@ -685,7 +685,7 @@ def neighbor_kernel_statistics(
     neighbors : integer array of shape (n_queries, k)
         Row indices into ``X_train`` of each query's neighbours (from any search).
     kernel : str or Kernel, default="epanechnikov"
-        One of :data:`SUPPORTED_KERNELS`.
+        One of ``nwbound.gpu.SUPPORTED_KERNELS``.
     bandwidth : float
         ``λ > 0``.
     need_dist : bool, default=True
@@ -699,7 +699,7 @@ def neighbor_kernel_statistics(
     -------
     KernelStatistics
         ``class_sums``, ``sq_sum``, ``dist_sum``, ``d2_error`` (``|d̃² − d²|`` bound at the row's
-        farthest neighbour: :func:`direct_d2_error_factor` times its square, which underflows to
+        farthest neighbour: ``direct_d2_error_factor`` times its square, which underflows to
         0 below ~1e-154; divide the distances first for a relative bound) and, with
         ``keep_points``, ``point_mass`` and ``point_dist``; float64.
 

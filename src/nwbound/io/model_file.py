@@ -605,7 +605,7 @@ def _check_expected(model: Any, expected: Any, path: Path) -> None:
 
 
 def load_model(path: str | os.PathLike, *, expected_features: Sequence[str] | int | None = None) -> Any:
-    """Load a model written by :func:`save_model`; never runs code from the file.
+    """Load a model written by :func:`~nwbound.io.save_model`; never runs code from the file.
 
     Every array and parameter in the file is treated as untrusted input: the
     estimator's ``set_fitted_state`` validates each one (the checksum only

@@ -267,7 +267,7 @@ _CHECK_GRID = np.concatenate([np.linspace(0.0, 1.0, 1001), np.linspace(1.0, 20.0
 
 
 def get_kernel(kernel: str | Kernel | Callable[[np.ndarray], np.ndarray]) -> Kernel:
-    """Resolve a kernel name, :class:`Kernel` or callable into a checked :class:`Kernel`.
+    """Resolve a kernel name, :class:`~nwbound.kernels.Kernel` or callable into a checked :class:`~nwbound.kernels.Kernel`.
 
     A callable receives an array of scaled distances ``u ≥ 0`` and must return
     an array of the same shape with finite, non-negative values. It is checked

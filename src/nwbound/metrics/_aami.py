@@ -189,7 +189,7 @@ def ec57_report(
         The labels in column order (e.g. ``["N", "S", "V", "F", "Q"]``); default
         ``0..C−1`` with ``C = max(5, largest label + 1)``.
     class_names : tuple of str, optional
-        Names for the table; default :data:`AAMI_CLASS_NAMES` for 5 index classes,
+        Names for the table; default ``AAMI_CLASS_NAMES`` for 5 index classes,
         else ``str`` of ``classes``.
 
     Returns

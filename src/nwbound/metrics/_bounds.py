@@ -682,9 +682,11 @@ def bound_width_by_confidence(
 # --------------------------------------------------------------------------
 GUARANTEES: dict[str, str] = {
     "certificate": "per query: the accepted label is the most probable class w.p. >= 1 - delta "
-    "(conditional on the query; needs the L / margin assumption)",
+    "(1 - C*delta/2 with coverage='per_class' and C >= 3 classes; conditional on the query; needs the L / margin "
+    "assumption)",
     "none": "none (a ranking only)",
-    "error_upper": "none for the queue (each error_upper is a per-query ceiling at level 1 - delta)",
+    "error_upper": "none for the queue (each error_upper is a per-query ceiling at level 1 - delta; "
+    "1 - C*delta/2 with coverage='per_class' and C >= 3 classes)",
     "conformal": "marginal: the true label is in the set w.p. >= 1 - alpha (queries exchangeable with calibration)",
 }
 

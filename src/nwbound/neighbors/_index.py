@@ -71,7 +71,7 @@ class NeighborIndex(ABC):
     """k-nearest-neighbour search over a fixed training set (Euclidean metric).
 
     Subclasses implement :meth:`fit` and :meth:`kneighbors`; register them by
-    name with :func:`register_index` to use them as a classifier's ``algorithm``.
+    name with :func:`~nwbound.neighbors.register_index` to use them as a classifier's ``algorithm``.
     An exact index should follow :data:`TIE_RULE` (e.g. with :func:`tie_ordered`
     on enough candidates), so that its results equal the built-in indexes'.
 
@@ -511,7 +511,7 @@ def available_indexes() -> tuple[str, ...]:
 
 
 def make_index(algorithm: str, **options: Any) -> NeighborIndex:
-    """Build an unfitted index for ``algorithm`` (see :func:`available_indexes`).
+    """Build an unfitted index for ``algorithm`` (see :func:`~nwbound.neighbors.available_indexes`).
 
     Examples
     --------
