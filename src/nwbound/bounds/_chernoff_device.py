@@ -1,0 +1,444 @@
+"""The band-Chernoff interval search where the statistics live (PyTorch, any device).
+
+The same test and the same search as the host solvers (:mod:`._chernoff`, the grouped and
+per-point form; :mod:`._chernoff_binned`, the split form of a histogram with exact per-bin sums),
+batched for a device:
+
+* every (query, class, end) pair advances together: the lower ends search the upper tail with
+  ``S``, the upper ends the upper tail of the complementary labels (``S′``, ``m′ = 1 − m``), in
+  one ``(n, 2C)`` array against the per-query groups ``(n, 1, B)`` (broadcast, never gathered);
+* a pair's bracket ``[a, b]`` keeps ``a`` *certified* rejected (an explicit θ with exponent
+  ``≤ log(δ′/2)``, or the Hoeffding end of a dominating test) and ``b`` judged not rejected; each
+  probe takes a fixed number of safeguarded Newton steps in θ, warm-started from the previous
+  probe's best θ; finished pairs are frozen by masks, and the host reads one flag every few
+  probes (no per-pair traffic).
+
+Why the result contains the exact confidence set, as the host's does: the reported end is always
+a bracket's ``a``, a level rejected at an explicit θ by an exponent that dominates the exact one
+(evaluated in float64, the host's formulas), and the exact exponent is monotone in the level, so
+every level below ``a`` is rejected too. Fewer θ steps than the host's can only leave a probe
+uncertified, which moves ``b`` (never ``a``) inward: the interval can be wider, never narrower.
+The upper end ``1 − a′`` is rounded up (one ulp towards 1), which the host leaves to ``tol``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from ._chernoff import (
+    _CONTRACT_RTOL,
+    _MAX_EXPONENT,
+    _NEWTON_M_STEPS,
+    _THETA_DECREMENT,
+    _THETA_MARGIN,
+)
+
+__all__ = ["chernoff_interval_binned_device", "chernoff_interval_device", "hoeffding_limits_device"]
+
+# θ Newton steps per probe (warm-started; the host takes up to 30 from the same start), probes in
+# all (the host's cap is 80: with tol = 1e-7 bisection alone needs 24), and probes between two
+# reads of the "any pair still open" flag on the host.
+_THETA_STEPS = 6
+_MAX_PROBES = 64
+_CHECK_EVERY = 4
+_SERIES_X = 1e-3
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - the device path checks for torch first
+        raise ImportError("The device bound solver needs PyTorch: pip install 'nwbound[gpu]'.") from exc
+    return torch
+
+
+def _f64(torch: Any, a: Any, device: Any) -> Any:
+    return torch.as_tensor(a, dtype=torch.float64, device=device)
+
+
+# ---------------------------------------------------------------------------
+# Exponents: (phi, ∂φ/∂θ, ∂²φ/∂θ², ∂φ/∂m, S − linear part) at (m, θ) for pairs (n, K).
+# ---------------------------------------------------------------------------
+
+
+def _grouped_exponent(torch: Any, N: Any, M: Any, R: Any) -> Callable:
+    """:func:`._chernoff._evaluate` for groups ``N, M, R`` of shape (n, K or 1, B)."""
+    nm = N * M
+    nmm = nm * M
+
+    def evaluate(s: Any, m: Any, theta: Any) -> tuple:
+        hi = torch.clamp(m[..., None] + R, max=1.0)
+        x = theta[..., None] * M
+        ex = torch.exp(-x)
+        den = hi + (1.0 - hi) * ex
+        q = hi / den
+        phi = -theta * s + (N * (x + torch.log(den))).sum(-1)
+        d1 = -s + (nm * q).sum(-1)
+        d2 = (nmm * (q * (1.0 - q))).sum(-1)
+        dm = torch.where(hi < 1.0, N * ((1.0 - ex) / den), 0.0).sum(-1)
+        amass = s - (nm * hi).sum(-1)
+        return phi, d1, d2, dm, amass
+
+    return evaluate
+
+
+def _split_exponent(torch: Any, P: dict) -> Callable:
+    """:func:`._chernoff_binned._evaluate_split` for per-bin fields of shape (n, 1, 1, B)."""
+    A, bD, mcap, rho, rho_in = P["A"], P["bD"], P["mcap"], P["rho"], P["rho_in"]
+    W, Aside = P["w"], P["a"]  # (n, 1, 2, B): the chord's two ends (Λ at a_hi, n − Λ at a_lo)
+    positive = A > 0
+    wa, waa = W * Aside, W * Aside * Aside
+
+    def evaluate(s: Any, m: Any, theta: Any) -> tuple:
+        mm = m[..., None, None]
+        below = (mm < mcap) & positive
+        lin = torch.where(below, A * mm + bD, A).sum((-2, -1))
+        dm = theta * torch.where(below, A, 0.0).sum((-2, -1))
+        lo = torch.clamp(mm + rho_in, max=1.0)
+        hi = torch.clamp(mm + rho, max=1.0)
+        x = theta[..., None, None] * Aside
+        pst = torch.where(x > _SERIES_X, 1.0 / x - 1.0 / torch.expm1(x), 0.5 - x / 12.0 + x**3 / 720.0)
+        p = torch.minimum(torch.maximum(pst, lo), hi)
+        ex = torch.exp(-x)
+        den = p + (1.0 - p) * ex
+        qt = p / den
+        g = torch.log(den) + (1.0 - p) * x
+        inner = (pst > lo) & (pst < hi) & (x > 1e-6)
+        gxp = ex / (den * den) - 1.0
+        gpp = ((1.0 - ex) / den) ** 2
+        corr = torch.where(inner & (gpp > 0), gxp * gxp / torch.where(gpp > 0, gpp, 1.0), 0.0)
+        gp = (1.0 - ex) / den - x
+        moving = torch.where(pst >= hi, mm + rho < 1.0, (pst <= lo) & (mm + rho_in < 1.0))
+        phi = theta * (lin - s) + (W * g).sum((-2, -1))
+        d1 = lin - s + (wa * (qt - p)).sum((-2, -1))
+        d2 = (waa * (qt * (1.0 - qt) + corr)).sum((-2, -1))
+        dm = dm + torch.where(moving, W * gp, 0.0).sum((-2, -1))
+        return phi, d1, d2, dm, s - lin
+
+    return evaluate
+
+
+# ---------------------------------------------------------------------------
+# The search (all pairs at once).
+# ---------------------------------------------------------------------------
+
+
+def _next_theta(torch: Any, theta: Any, d1: Any, d2: Any, t_lo: Any, t_hi: Any, t_max: Any) -> Any:
+    newton = theta - d1 / d2
+    grow = torch.minimum(4.0 * torch.maximum(theta, t_lo), t_max)
+    fallback = torch.where(torch.isfinite(t_hi), 0.5 * (t_lo + t_hi), grow)
+    ok = torch.isfinite(newton) & (newton > t_lo) & (newton < t_hi)
+    return torch.minimum(torch.where(ok, newton, fallback), t_max)
+
+
+def _profile(torch: Any, evaluate: Callable, s: Any, m: Any, theta: Any, t_max: Any,
+             log_level: float) -> tuple:
+    """``g(m) = min over the θ tried of φ − log(δ′/2)`` (an upper bound on the true minimum:
+    ``g ≤ 0`` certifies rejection), ``∂φ/∂m`` at the best θ, and that θ."""
+    best = torch.full_like(s, math.inf)
+    grad = torch.zeros_like(s)
+    th_best = theta
+    t_lo = torch.zeros_like(s)
+    t_hi = torch.full_like(s, math.inf)
+    th = theta
+    going = torch.ones_like(s, dtype=torch.bool)
+    amass = None
+    for it in range(_THETA_STEPS):
+        phi, d1, d2, dm, a = evaluate(s, m, th)
+        if amass is None:
+            amass = a
+            going = going & (amass > 0)
+        better = phi < best
+        best = torch.where(better, phi, best)
+        grad = torch.where(better, dm, grad)
+        th_best = torch.where(better, th, th_best)
+        t_lo = torch.where(d1 < 0, torch.maximum(t_lo, th), t_lo)
+        t_hi = torch.where(d1 >= 0, torch.minimum(t_hi, th), t_hi)
+        decrement = torch.where(d2 > 0, d1 * d1 / torch.where(d2 > 0, d2, 1.0), math.inf)
+        going = (going & (decrement > _THETA_DECREMENT) & (decrement > _THETA_MARGIN * (best - log_level).abs())
+                 & ~((d1 < 0) & (th >= t_max)))
+        th = torch.where(going, _next_theta(torch, th, d1, d2, t_lo, t_hi, t_max), th)
+    g = torch.where(amass > 0, best - log_level, math.inf)
+    return g, grad, th_best
+
+
+def _search(torch: Any, evaluate: Callable, s: Any, a: Any, b: Any, m: Any, theta: Any, t_max: Any,
+            log_level: float, tol: float, open_: Any) -> Any:
+    """Left ends: bracket ``[a, b]`` (``a`` certified rejected), first probe ``m``; ``open_`` the pairs
+    still searched. Returns ``a`` at the end (the largest certified level)."""
+    t_min = 1e-12 * t_max
+    half = 0.5 * tol
+    active = open_ & (b - a > tol)
+    for step in range(_MAX_PROBES):
+        if step % _CHECK_EVERY == 0 and not bool(active.any()):
+            break
+        g, gm, th = _profile(torch, evaluate, s, m, theta, t_max, log_level)
+        theta = torch.where(active, torch.maximum(th, t_min), theta)
+        rejected = g <= 0
+        a = torch.where(active & rejected, m, a)
+        b = torch.where(active & ~rejected, m, b)
+        newton = m - g / torch.where(gm > 0, gm, 1.0)
+        mid = 0.5 * (a + b)
+        use = (step < _NEWTON_M_STEPS) & (gm > 0) & torch.isfinite(newton) & (newton > a) & (newton < b)
+        nxt = torch.where(use, newton, mid)
+        wide = b - a > tol
+        nxt = torch.where(wide, torch.minimum(torch.maximum(nxt, a + half), b - half), mid)
+        m = torch.where(active, nxt, m)
+        active = active & wide
+    return a
+
+
+def _finish(torch: Any, lo: Any, up_comp: Any, p_hat: Any, live: Any) -> tuple[Any, Any]:
+    """``lower = min(lo, p̂)``, ``upper = max(1 − up_comp, p̂)`` rounded up; ``[0, 1]`` where κ = 0."""
+    upper = torch.nextafter(1.0 - up_comp, torch.ones_like(up_comp))  # the certified level is 1 − up_comp
+    lower = torch.clamp(torch.minimum(lo, p_hat), 0.0, 1.0)
+    upper = torch.clamp(torch.maximum(upper, p_hat), 0.0, 1.0)
+    return torch.where(live, lower, 0.0), torch.where(live, upper, 1.0)
+
+
+def _check(torch: Any, delta_prime: float, tol: float, *arrays: Any) -> None:
+    if not 0.0 < float(delta_prime) < 1.0:
+        raise ValueError(f"delta_prime must be in (0, 1), got {delta_prime!r}.")
+    if not 0.0 < float(tol) < 0.5:
+        raise ValueError(f"tol must be in (0, 0.5) (the precision of the interval ends), got {tol!r}.")
+    bad = torch.zeros((), dtype=torch.bool, device=arrays[0].device)
+    for arr in arrays:
+        bad = bad | (torch.isnan(arr) | (arr < 0)).any()
+    if bool(bad):  # one read on the host
+        raise ValueError("The Chernoff statistics must be >= 0 and not NaN (sums of non-negative kernel values).")
+
+
+def chernoff_interval_device(
+    class_sums: Any,
+    count: Any,
+    mass: Any,
+    band_radius: Any,
+    delta_prime: float,
+    *,
+    tol: float = 1e-7,
+) -> tuple[Any, Any]:
+    """:func:`~nwbound.bounds._chernoff.chernoff_interval` with ``mass_upper = mass_lower = mass`` on a device.
+
+    The per-point form of the localized classifier (one group per neighbour, ``count = 1`` where
+    the mass is positive), computed where the PyTorch tensors live (float64), the ends certified
+    and rounded outward as on the host (module docstring).
+
+    Parameters
+    ----------
+    class_sums : tensor of shape (n, C)
+    count : tensor of shape (n, B)
+    mass : tensor of shape (n, B)
+        Each group's kernel value (both the upper and the lower mass).
+    band_radius : tensor of shape (n, B)
+        ``ρ_g ≥ β·r_g`` (``+inf`` allowed).
+    delta_prime : float
+        Per-class failure probability in (0, 1).
+    tol : float, default=1e-7
+
+    Returns
+    -------
+    lower, upper : float64 tensors of shape (n, C), on the inputs' device
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nwbound.bounds._chernoff_device import chernoff_interval_device
+    >>> lo, up = chernoff_interval_device(torch.tensor([[10.0, 0.0]]), torch.ones(1, 10), torch.ones(1, 10),
+    ...                                   torch.zeros(1, 10), 0.05)
+    >>> round(float(lo[0, 0]), 4), round(float(up[0, 1]), 4)
+    (0.6915, 0.3085)
+    """
+    torch = _torch()
+    dev = class_sums.device
+    S = _f64(torch, class_sums, dev)
+    N, M, R = (_f64(torch, a, dev) for a in (count, mass, band_radius))
+    _check(torch, delta_prime, tol, S, N, M, R)
+    n, C = S.shape
+    kappa = S.sum(1)
+    live = (kappa > 0)[:, None]
+    p_hat = torch.clamp(S / torch.where(live, kappa[:, None], 1.0), 0.0, 1.0)
+    log_level = math.log(float(delta_prime) / 2.0)
+    N3, M3, R3 = N[:, None, :], M[:, None, :], R[:, None, :]
+    nm = N3 * M3
+    s_comp = nm.sum(-1) - S  # Σ n·l − S with l = the same mass
+    s = torch.cat([S, s_comp], 1)  # (n, 2C): lower ends, then the complementary upper ends
+    right = torch.cat([p_hat, 1.0 - p_hat], 1)
+    m1 = nm.sum(-1)
+    v = (nm * M3).sum(-1)
+    rho_mass = torch.where(nm > 0, nm * R3, 0.0).sum(-1)
+    t_max = (_MAX_EXPONENT / torch.clamp(M.amax(1, keepdim=True) if M.shape[1] else torch.zeros(n, 1, dtype=M.dtype, device=dev),
+                                         min=1e-300)).expand(n, 2 * C)
+    t_min = 1e-12 * t_max
+    evaluate = _grouped_exponent(torch, N3, M3, R3)
+    open_ = live.expand(n, 2 * C) & (s > 0) & (v > 0) & (right > 0)
+    b = torch.where(open_, right, 0.0)
+    # The Hoeffding end on the same groups, certified at θ* = 4A/V (as the host).
+    m_h = (s - rho_mass - torch.sqrt(v * (-log_level) / 2.0)) / torch.where(m1 > 0, m1, 1.0)
+    m_h = torch.where(torch.isfinite(m_h) & open_, torch.minimum(torch.clamp(m_h, min=0.0), b), 0.0)
+    hi = torch.clamp(m_h[..., None] + R3, max=1.0)
+    amass = s - (nm * hi).sum(-1)
+    t_star = torch.minimum(torch.maximum(4.0 * amass / torch.where(v > 0, v, 1.0), t_min), t_max)
+    phi, d1, d2, dm, _ = evaluate(s, m_h, t_star)
+    ok = open_ & (m_h > 0) & (phi <= log_level)
+    a = torch.where(ok, m_h, 0.0)
+    newton = m_h - (phi - log_level) / torch.where(dm > 0, dm, 1.0)
+    good = ok & (dm > 0) & torch.isfinite(newton) & (newton > a) & (newton < b)
+    first = torch.where(good, newton, 0.5 * (a + b))
+    first = torch.where(b - a > tol, torch.minimum(torch.maximum(first, a + 0.5 * tol), b - 0.5 * tol), first)
+    m = torch.where(ok, first, 0.0)
+    theta = torch.where(ok, _next_theta(torch, t_star, d1, d2, torch.zeros_like(s), torch.full_like(s, math.inf), t_max),
+                        t_star)
+    theta = torch.maximum(theta, t_min)
+    ends = _search(torch, evaluate, s, a, b, m, theta, t_max, log_level, float(tol), open_)
+    return _finish(torch, ends[:, :C], ends[:, C:], p_hat, live)
+
+
+def chernoff_interval_binned_device(
+    class_sums: Any,
+    count: Any,
+    mass: Any,
+    dist_mass: Any,
+    mass_lower: Any,
+    mass_upper: Any,
+    band_radius: Any,
+    beta: float,
+    delta_prime: float,
+    *,
+    sq_sum: Any,
+    band_radius_inner: Any,
+    dist_sum: Any,
+    tol: float = 1e-7,
+    sum_error: float = 0.0,
+) -> tuple[Any, Any]:
+    """:func:`~nwbound.bounds._chernoff_binned.chernoff_interval_binned` on a device (PyTorch, float64).
+
+    Same parameters (every per-bin array of shape (n, B), ``sq_sum`` and ``dist_sum`` of shape (n,),
+    all on one device) and the same guarantee: the ends are certified levels, so the interval contains
+    the one of the exact sums (with ``sum_error`` moved to the widening side exactly as on the host).
+
+    Returns
+    -------
+    lower, upper : float64 tensors of shape (n, C), on the inputs' device
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nwbound.bounds._chernoff_device import chernoff_interval_binned_device
+    >>> one = torch.ones(1, 1)
+    >>> lo, up = chernoff_interval_binned_device(torch.tensor([[10.0, 0.0]]), 10 * one, 10 * one, 0 * one,
+    ...                                          one, one, 0 * one, 1.0, 0.05, sq_sum=torch.tensor([10.0]),
+    ...                                          band_radius_inner=0 * one, dist_sum=torch.tensor([0.0]))
+    >>> round(float(lo[0, 0]), 4), round(float(up[0, 1]), 4)
+    (0.6915, 0.3085)
+    """
+    torch = _torch()
+    dev = class_sums.device
+    S = _f64(torch, class_sums, dev)
+    N, A, D, lo_m, hi_m, R, R_in, q2, dsum = (
+        _f64(torch, x, dev) for x in (count, mass, dist_mass, mass_lower, mass_upper, band_radius,
+                                      band_radius_inner, sq_sum, dist_sum))
+    shape = N.shape
+    lo_m, hi_m, R, R_in = (x.expand(shape) for x in (lo_m, hi_m, R, R_in))
+    _check(torch, delta_prime, tol, S, N, A, D, lo_m, hi_m, R, R_in, q2, dsum)
+    beta = float(beta)
+    if not (math.isfinite(beta) and beta >= 0):
+        raise ValueError(f"beta must be finite and >= 0 (L or 1/γ), got {beta!r}.")
+    rel = float(sum_error)
+    if not 0.0 <= rel < 0.5:
+        raise ValueError(f"sum_error must be in [0, 0.5) (a relative error bound of the sums), got {sum_error!r}.")
+    n, C = S.shape
+    kappa = S.sum(1)
+    if rel > 0:  # the largest exact A_b the sums allow (never above count·mass_upper): widens
+        A = torch.minimum(A / (1.0 - rel) * (1.0 + 2.0**-52), N * hi_m)
+    # The host's _pack: Λ, m_cap and the empty bins' zeros.
+    positive = A > 0
+    span = hi_m - lo_m
+    lam = torch.where(span > 0, (A - N * lo_m) / torch.where(span > 0, span, 1.0), N)
+    lam = torch.minimum(torch.clamp(lam, min=0.0), N)
+    bD = beta * D
+    mcap = torch.where(positive, 1.0 - bD / torch.where(positive, A, 1.0), -math.inf)
+    rho = torch.where(positive, R, 0.0)
+    rho_in = torch.minimum(torch.where(positive, R_in, 0.0), rho)
+    z = lambda x: torch.where(positive, x, 0.0)[:, None, None, :]  # noqa: E731 - (n, 1, 1, B)
+    P = {
+        "A": z(A), "bD": z(bD), "mcap": mcap[:, None, None, :], "rho": z(rho), "rho_in": z(rho_in),
+        "w": torch.stack([z(lam)[:, :, 0], z(N - lam)[:, :, 0]], 2),
+        "a": torch.stack([z(hi_m)[:, :, 0], z(lo_m)[:, :, 0]], 2),
+    }
+    live = (kappa > 0)[:, None]
+    kap = torch.where(live, kappa[:, None], 1.0)
+    p_hat = torch.clamp(S / kap, 0.0, 1.0)
+    s = S
+    s_comp = torch.clamp(kap - S, min=0.0)
+    if rel > 0:  # as the host: each sum to the side that widens
+        grow = 1.0 + 2.0**-52
+        s = s / (1.0 + rel) / grow
+        s_comp = torch.clamp(s_comp - (C + 1) * 2.0**-53 * kap, min=0.0) / (1.0 + rel) / grow
+        kap = kap / (1.0 - rel) * grow
+    log_level = math.log(float(delta_prime) / 2.0)
+    root = torch.sqrt(q2 * math.log(2.0 / float(delta_prime)) / 2.0)
+    half_h = (beta * dsum + root)[:, None]
+    theta_h = (4.0 * root / torch.clamp(q2, min=1e-300))[:, None].expand(n, 2 * C)
+    a_top = torch.where(positive, hi_m, 0.0).amax(1, keepdim=True) if shape[1] else torch.zeros(n, 1, dtype=S.dtype, device=dev)
+    t_max = (_MAX_EXPONENT / torch.clamp(a_top, min=1e-300)).expand(n, 2 * C)
+    lo_h = torch.minimum(torch.clamp((s - half_h) / kap, min=0.0), p_hat)
+    up_h = torch.minimum(torch.clamp((s_comp - half_h) / kap, min=0.0), 1.0 - p_hat)
+    ss = torch.cat([s, s_comp], 1)
+    a = torch.cat([lo_h, up_h], 1)
+    b = torch.cat([p_hat, 1.0 - p_hat], 1)
+    theta = torch.minimum(torch.maximum(theta_h, 1e-12 * t_max), t_max)
+    open_ = live.expand(n, 2 * C) & (ss > 0)
+    ends = _search(torch, _split_exponent(torch, P), ss, a, b, 0.5 * (a + b), theta, t_max, log_level,
+                   float(tol), open_)
+    return _finish(torch, ends[:, :C], ends[:, C:], p_hat, live)
+
+
+def hoeffding_limits_device(class_sums: Any, sq_sum: Any, dist_sum: Any, beta: float, delta_prime: float,
+                            *, sum_error: float = 0.0) -> dict:
+    """The ``"hoeffding"`` limits of :meth:`~nwbound.bounds.BoundSpec.limits` where the sums live.
+
+    ``ε = min(1, β·D/κ′ + √(ln(2/δ′)·S2/2)/κ′ + ρ/(2(1 − ρ)))`` with ``κ′ = κ/(1 + ρ)`` (the host's
+    rule for sums with a summation error ``ρ``), ``p̂ = S/κ``, ``[p̂ − ε, p̂ + ε] ∩ [0, 1]``; rows with
+    ``κ = 0`` get ``[0, 1]`` and ``ε = bias = sampling = 1``, ``p̂`` NaN there (the caller's fallback).
+
+    Returns
+    -------
+    dict
+        ``proba``, ``lower``, ``upper``, ``epsilon``, ``bias``, ``sampling`` (n, C) float64 tensors,
+        ``kappa`` (n,), ``vacuous`` (n,) bool, on the inputs' device.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nwbound.bounds._chernoff_device import hoeffding_limits_device
+    >>> out = hoeffding_limits_device(torch.tensor([[3.0, 1.0]]), torch.tensor([4.0]), torch.tensor([0.4]),
+    ...                               1.0, 0.05)
+    >>> round(float(out["bias"][0, 0]), 3), round(float(out["sampling"][0, 0]), 3)
+    (0.1, 0.679)
+    """
+    torch = _torch()
+    dev = class_sums.device
+    S = _f64(torch, class_sums, dev)
+    q2, dsum = _f64(torch, sq_sum, dev), _f64(torch, dist_sum, dev)
+    rho = float(sum_error)
+    if not 0.0 <= rho < 0.5:
+        raise ValueError(f"sum_error must be in [0, 0.5) (a relative error bound of the sums), got {sum_error!r}.")
+    kappa = S.sum(1)
+    vacuous = ~(kappa > 0)
+    k_low = (kappa / (1.0 + rho)) if rho > 0 else kappa
+    safe = torch.where(vacuous, 1.0, k_low)
+    bias = torch.where(vacuous, 1.0, float(beta) * dsum / safe)
+    sampling = torch.sqrt(math.log(2.0 / float(delta_prime)) * q2 / 2.0) / safe
+    if rho > 0:
+        sampling = sampling + rho / (2.0 * (1.0 - rho)) * (1.0 + 2.0**-50)
+    sampling = torch.where(vacuous, 1.0, sampling)
+    eps = torch.clamp(bias + sampling, max=1.0)[:, None]
+    proba = S / torch.where(vacuous, 1.0, kappa)[:, None]
+    proba = torch.clamp(proba, 0.0, 1.0)
+    C = S.shape[1]
+    return {
+        "proba": proba, "lower": torch.clamp(proba - eps, 0.0, 1.0), "upper": torch.clamp(proba + eps, 0.0, 1.0),
+        "epsilon": eps.expand(-1, C), "bias": bias[:, None].expand(-1, C),
+        "sampling": sampling[:, None].expand(-1, C), "kappa": kappa, "vacuous": vacuous,
+    }
