@@ -34,7 +34,7 @@ from ._chernoff import (
     _THETA_MARGIN,
 )
 
-__all__ = ["chernoff_interval_binned_device", "chernoff_interval_device", "hoeffding_limits_device"]
+__all__ = ["chernoff_interval_binned_device", "chernoff_interval_device", "device_limits", "hoeffding_limits_device"]
 
 # θ Newton steps per probe (warm-started; the host takes up to 30 from the same start), probes in
 # all (the host's cap is 80: with tol = 1e-7 bisection alone needs 24), and probes between two
@@ -442,3 +442,111 @@ def hoeffding_limits_device(class_sums: Any, sq_sum: Any, dist_sum: Any, beta: f
         "epsilon": eps.expand(-1, C), "bias": bias[:, None].expand(-1, C),
         "sampling": sampling[:, None].expand(-1, C), "kappa": kappa, "vacuous": vacuous,
     }
+
+
+def device_limits(spec: Any, *, class_sums: Any, sq_sum: Any, dist_sum: Any, bandwidth: float,
+                  sum_error: float = 0.0, u2_error: Any = 0.0, kernel: Any = None, histogram: Any = None,
+                  hist_mass: Any = None, hist_dist: Any = None, hist_count: Any = None,
+                  weight_max: float = 1.0, weight_min: float = 0.0, uniform_weights: bool = True,
+                  point_mass: Any = None, point_dist: Any = None) -> dict:
+    """:meth:`~nwbound.bounds.BoundSpec.limits` for one bandwidth, where the statistics live (PyTorch).
+
+    The same rules as the host: ``"hoeffding"`` (:func:`hoeffding_limits_device`) and ``"chernoff"``
+    in its split form (a histogram with ``hist_mass`` and ``hist_dist``, the regular classifier's
+    device statistics) or its per-point form (``point_mass``, ``point_dist``: the localized
+    classifier's); masses in any common unit (``weight_max``, ``weight_min`` in it too).
+
+    Parameters
+    ----------
+    spec : BoundSpec
+        ``form`` ``"hoeffding"`` or ``"chernoff"``.
+    class_sums : tensor of shape (n, C)
+    sq_sum, dist_sum : tensors of shape (n,)
+    bandwidth : float
+    sum_error : float, default=0
+        ``ρ`` of the sums (``class_sums`` and ``hist_mass`` within ``1 ± ρ``).
+    u2_error : float or tensor of shape (n,), default=0
+        Bound on ``|ũ² − u²|`` of every computed ``u² = d̃²/λ²`` (the histogram's bins).
+    kernel : Kernel
+        The kernel whose values the statistics hold (the histogram's edges).
+    histogram, hist_mass, hist_dist, hist_count : tensors of shape (n, B) or None
+        ``histogram`` is ``Σ w_i/weight_max`` per bin (the CPU engine's counts).
+    weight_max, weight_min : float
+    uniform_weights : bool
+    point_mass, point_dist : tensors of shape (n, k) or None
+        The per-point form (``point_dist`` already rounded up to cover its computation).
+
+    Returns
+    -------
+    dict
+        ``proba`` (``S/κ``; the caller's fallback where κ = 0), ``lower``, ``upper``, ``epsilon``,
+        ``bias``, ``sampling`` (n, C), ``kappa``, ``n_eff`` (n,) float64 and ``vacuous`` (n,) bool.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nwbound.bounds import BoundSpec
+    >>> from nwbound.bounds._chernoff_device import device_limits
+    >>> out = device_limits(BoundSpec(form="chernoff", beta=0.0, delta_prime=0.05),
+    ...                     class_sums=torch.tensor([[10.0, 0.0]]), sq_sum=torch.tensor([10.0]),
+    ...                     dist_sum=torch.tensor([0.0]), bandwidth=1.0, point_mass=torch.ones(1, 10),
+    ...                     point_dist=torch.zeros(1, 10))
+    >>> round(float(out["lower"][0, 0]), 4)
+    0.6915
+    """
+    import numpy as np
+
+    from ._spec import _KERNEL_SLACK
+
+    torch = _torch()
+    dev = class_sums.device
+    S = _f64(torch, class_sums, dev)
+    rho = float(sum_error)
+    out = hoeffding_limits_device(S, sq_sum, dist_sum, spec.beta, spec.delta_prime, sum_error=rho)
+    q2 = _f64(torch, sq_sum, dev)
+    out["n_eff"] = torch.where(q2 > 0, out["kappa"] * out["kappa"] / torch.where(q2 > 0, q2, 1.0), 0.0)
+    if spec.form == "hoeffding":
+        return out
+    if spec.form != "chernoff":
+        raise ValueError(f"The device bounds are 'hoeffding' and 'chernoff', not {spec.form!r}: use the host path.")
+    n, C = S.shape
+    lam = float(bandwidth)
+    vac = out["vacuous"][:, None]
+    if point_mass is not None:
+        if rho > 0:
+            raise ValueError("The per-point Chernoff form takes exact sums (sum_error = 0).")
+        mass = _f64(torch, point_mass, dev)
+        u_err = torch.sqrt(_f64(torch, u2_error, dev).expand(n))
+        dist = _f64(torch, point_dist, dev) + (lam * u_err)[:, None]
+        lower, upper = chernoff_interval_device(S, (mass > 0).to(torch.float64), mass, spec.beta * dist,
+                                                spec.delta_prime)
+    else:
+        if hist_mass is None or hist_dist is None or histogram is None:
+            raise ValueError("bound='chernoff' on a device needs the histogram's per-bin masses (hist_mass, "
+                             "hist_dist) or the per-point statistics (point_mass, point_dist).")
+        B = int(histogram.shape[1])
+        edges_np = np.linspace(0.0, 1.0, B + 1)
+        k_edges_np = np.asarray(kernel.from_squared(edges_np), dtype=np.float64) / spec.kernel_sup
+        edges, k_edges = _f64(torch, edges_np, dev), _f64(torch, k_edges_np, dev)
+        u_err = torch.sqrt(_f64(torch, u2_error, dev).expand(n))
+        mass_upper = (float(weight_max) * k_edges[:-1] * spec.kernel_sup * (1.0 + _KERNEL_SLACK))[None, :]
+        mass_lower = (float(weight_max) * k_edges[1:] * spec.kernel_sup * (1.0 - _KERNEL_SLACK))[None, :]
+        radius = lam * torch.hypot(torch.sqrt(edges[1:])[None, :], u_err[:, None])
+        inner = lam * torch.sqrt(torch.clamp(edges[None, :-1] - (u_err * u_err)[:, None], min=0.0))
+        count = _f64(torch, histogram, dev)
+        if uniform_weights:
+            a_lo = mass_lower
+        elif hist_count is not None:
+            a_lo = (float(weight_min) * k_edges[1:] * spec.kernel_sup * (1.0 - _KERNEL_SLACK))[None, :]
+            count = _f64(torch, hist_count, dev)
+        else:
+            a_lo = torch.zeros_like(mass_lower)
+        lower, upper = chernoff_interval_binned_device(
+            S, count, hist_mass, hist_dist, a_lo.expand(n, B), mass_upper.expand(n, B), spec.beta * radius,
+            spec.beta, spec.delta_prime, sq_sum=q2, band_radius_inner=spec.beta * inner, dist_sum=dist_sum,
+            sum_error=rho)
+    proba = out["proba"]
+    out["lower"] = torch.where(vac, 0.0, lower)
+    out["upper"] = torch.where(vac, 1.0, upper)
+    out["epsilon"] = torch.where(vac, 1.0, torch.maximum(proba - lower, upper - proba))
+    return out

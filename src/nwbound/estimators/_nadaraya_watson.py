@@ -1007,6 +1007,16 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         """Intervals of validated queries for every setting in ``specs`` from one pass at ``bandwidths``."""
         # Queries in blocks when a bound keeps per-query histograms or neighbour lists, so that
         # memory stays bounded however many queries come in.
+        if self._bounds_on_device(specs, bandwidths):  # statistics and bounds where the queries are
+            from ._device import intervals_on_device
+
+            n_classes = self.classes_.shape[0]
+            return intervals_on_device(
+                X, self._train, self.kernel_, float(bandwidths[0]), specs, device=self.device, box=self._box,
+                fallback=lambda vac: self._fallback_proba(np.zeros((vac.size, n_classes)), (~vac).astype(float))[0][vac],
+                histogram_bins=int(self.histogram_bins), working_memory=self.working_memory,
+                n_neighbors=None if self.index_ is None else int(self.n_neighbors),
+            )
         n = X.shape[0]
         block = n if not any(s.is_chernoff for s in specs.values()) else _CHERNOFF_QUERY_BLOCK
         pieces = [
@@ -1018,6 +1028,20 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             )
         ]
         return {name: PredictionInterval.concatenate([p[name] for p in pieces]) for name in specs}
+
+    def _bounds_on_device(self, specs: dict, bandwidths: np.ndarray) -> bool:
+        """``device=`` with settings the device bounds serve (:func:`~._device.bounds_on_device`) and, for
+        the localized classifier, an exact index (its search then runs on the device too)."""
+        if getattr(self, "device", None) is None:
+            return False
+        from ..neighbors import AutoIndex, ExactIndex
+        from ._device import bounds_on_device
+
+        exact = isinstance(self.index_, ExactIndex) or (
+            isinstance(self.index_, AutoIndex) and getattr(self.index_, "algorithm_", None) == "exact")
+        if self.index_ is not None and not exact:
+            return False
+        return bounds_on_device(specs, localized=self.index_ is not None, bandwidths=bandwidths, kernel=self.kernel_)
 
     def _ranked_choices(self, X: np.ndarray, specs: dict) -> list[tuple[np.ndarray, list]] | None:
         """``bandwidth="auto"`` where the grid is ranked first (:meth:`ranks_first`): each setting's
