@@ -236,6 +236,42 @@ def _on_device(a: Any, device: str | None) -> Any:
         raise ValueError(f"device={device!r} is not a usable PyTorch device here: {exc}") from exc
 
 
+def _neighbor_training_set(train: TrainingSet, xp: Any, dev: Any) -> tuple[Any, Any]:
+    """The training rows (as fitted) and the one-hot in units of ``weight_unit`` on ``dev``, copied once."""
+    key = ("neighbors", xp.__name__, str(dev))
+    if key not in train._cache:  # one copy to the device per training set and device
+        train._cache[key] = (xp.asarray(np.ascontiguousarray(train.X), device=dev),
+                             xp.asarray(train.weighted_onehot.astype(np.float64) / train.weight_unit, device=dev))
+    return train._cache[key]
+
+
+def device_kneighbors(Xq: Any, train: TrainingSet, n_neighbors: int, *, device: str | None = None,
+                      working_memory: float | None = None) -> tuple[Any, Any]:
+    """The exact ``n_neighbors`` nearest training rows of ``Xq`` where it lives (or on ``device``):
+    :func:`nwbound.gpu._neighbors.exact_kneighbors` on the training set copied there once.
+
+    Returns float64 distances and int64 row indices (ascending; ties to the lower row) as tensors.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.estimators._sums import TrainingSet
+    >>> from nwbound.estimators._device import device_kneighbors
+    >>> train = TrainingSet.build(np.array([[0.0], [1.0], [3.0]]), np.array([0, 1, 1]), 2, None)
+    >>> d, i = device_kneighbors(np.array([[0.9]]), train, 2, device="cpu")
+    >>> i.tolist()
+    [[1, 0]]
+    """
+    from ..gpu._neighbors import exact_kneighbors
+
+    Q = _on_device(Xq, device)
+    xp, dev = array_namespace_of(Q), compat().device(Q)
+    X_dev, _ = _neighbor_training_set(train, xp, dev)
+    dtype = "float32" if train.X.dtype == np.float32 else "float64"
+    return exact_kneighbors(Q, _device_training_set(train, xp, dev, dtype), xp.astype(X_dev, xp.float64),
+                            int(n_neighbors), working_memory=working_memory)
+
+
 def neighbor_kernel_sums_array_api(
     idx: np.ndarray,
     train: TrainingSet,
@@ -293,13 +329,12 @@ def neighbor_kernel_sums_array_api(
     Xq = _on_device(queries, device)
     xp = array_namespace_of(Xq)
     dev = compat().device(Xq)
-    key = ("neighbors", xp.__name__, str(dev))
     unit = train.weight_unit  # as the CPU engine: weights in [0, 1], so no (w K)² overflows
-    if key not in train._cache:  # one copy to the device per training set and device
-        train._cache[key] = (xp.asarray(np.ascontiguousarray(train.X), device=dev),
-                             xp.asarray(train.weighted_onehot.astype(np.float64) / unit, device=dev))
-    X_dev, onehot_dev = train._cache[key]
-    nb = xp.asarray(np.ascontiguousarray(idx, dtype=np.int64), device=dev)
+    X_dev, onehot_dev = _neighbor_training_set(train, xp, dev)
+    if isinstance(idx, np.ndarray):
+        nb = xp.asarray(np.ascontiguousarray(idx, dtype=np.int64), device=dev)
+    else:  # from device_kneighbors: already there
+        nb = idx
     bandwidths = np.asarray(bandwidths, dtype=np.float64).ravel()
     n_q, k_nn = (int(v) for v in np.shape(idx))
     out = KernelSums.empty(n_q, len(bandwidths), train.n_classes, need_dist, False)
@@ -551,7 +586,6 @@ def intervals_on_device(
     import torch
 
     from ..bounds._chernoff_device import device_limits
-    from ..gpu._neighbors import exact_kneighbors
 
     numpy_in = isinstance(Xq, np.ndarray)
     Q = _on_device(Xq, device)
@@ -578,14 +612,8 @@ def intervals_on_device(
             if train.weights is not None:
                 extra.update(hist_count=st.hist_count, weight_min=_smallest_positive(train.weights, unit, dtype) / unit)
     else:
-        key = ("neighbors", xp.__name__, str(dev))
-        if key not in train._cache:  # the same copy as neighbor_kernel_sums_array_api's
-            train._cache[key] = (xp.asarray(np.ascontiguousarray(train.X), device=dev),
-                                 xp.asarray(train.weighted_onehot.astype(np.float64) / unit, device=dev))
-        X_dev, onehot_dev = train._cache[key]
-        dev_train = _device_training_set(train, xp, dev, dtype)
-        _, idx = exact_kneighbors(Q, dev_train, xp.astype(X_dev, xp.float64), int(n_neighbors),
-                                  working_memory=working_memory)
+        X_dev, onehot_dev = _neighbor_training_set(train, xp, dev)
+        _, idx = device_kneighbors(Q, train, int(n_neighbors), working_memory=working_memory)
         st = neighbor_kernel_statistics(Q, X_dev, onehot_dev, idx, kernel=kernel, bandwidth=lam, need_dist=True,
                                         keep_points=chernoff, working_memory=working_memory)
         rho, u2_err = 0.0, 0.0
