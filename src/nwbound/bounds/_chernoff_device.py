@@ -24,6 +24,8 @@ The upper end ``1 − a′`` is rounded up (one ulp towards 1), which the host l
 from __future__ import annotations
 
 import math
+import os
+import warnings
 from typing import Any, Callable
 
 from ._chernoff import (
@@ -58,70 +60,57 @@ def _f64(torch: Any, a: Any, device: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------
-# Exponents: (phi, ∂φ/∂θ, ∂²φ/∂θ², ∂φ/∂m, S − linear part) at (m, θ) for pairs (n, K).
+# Exponents: (phi, ∂φ/∂θ, ∂²φ/∂θ², ∂φ/∂m, S − linear part) at (m, θ) for pairs (n, K), and one
+# probe of the search. Plain functions of tensors (no Python state), so that torch.compile can
+# fuse a probe (its θ steps and the exponent's reductions over the bins) into a few kernels.
 # ---------------------------------------------------------------------------
 
 
-def _grouped_exponent(torch: Any, N: Any, M: Any, R: Any) -> Callable:
+def _eval_grouped(torch: Any, data: tuple, s: Any, m: Any, theta: Any) -> tuple:
     """:func:`._chernoff._evaluate` for groups ``N, M, R`` of shape (n, K or 1, B)."""
+    N, M, R = data
     nm = N * M
-    nmm = nm * M
-
-    def evaluate(s: Any, m: Any, theta: Any) -> tuple:
-        hi = torch.clamp(m[..., None] + R, max=1.0)
-        x = theta[..., None] * M
-        ex = torch.exp(-x)
-        den = hi + (1.0 - hi) * ex
-        q = hi / den
-        phi = -theta * s + (N * (x + torch.log(den))).sum(-1)
-        d1 = -s + (nm * q).sum(-1)
-        d2 = (nmm * (q * (1.0 - q))).sum(-1)
-        dm = torch.where(hi < 1.0, N * ((1.0 - ex) / den), 0.0).sum(-1)
-        amass = s - (nm * hi).sum(-1)
-        return phi, d1, d2, dm, amass
-
-    return evaluate
+    hi = torch.clamp(m[..., None] + R, max=1.0)
+    x = theta[..., None] * M
+    ex = torch.exp(-x)
+    den = hi + (1.0 - hi) * ex
+    q = hi / den
+    phi = -theta * s + (N * (x + torch.log(den))).sum(-1)
+    d1 = -s + (nm * q).sum(-1)
+    d2 = (nm * M * (q * (1.0 - q))).sum(-1)
+    dm = torch.where(hi < 1.0, N * ((1.0 - ex) / den), 0.0).sum(-1)
+    amass = s - (nm * hi).sum(-1)
+    return phi, d1, d2, dm, amass
 
 
-def _split_exponent(torch: Any, P: dict) -> Callable:
-    """:func:`._chernoff_binned._evaluate_split` for per-bin fields of shape (n, 1, 1, B)."""
-    A, bD, mcap, rho, rho_in = P["A"], P["bD"], P["mcap"], P["rho"], P["rho_in"]
-    W, Aside = P["w"], P["a"]  # (n, 1, 2, B): the chord's two ends (Λ at a_hi, n − Λ at a_lo)
-    positive = A > 0
-    wa, waa = W * Aside, W * Aside * Aside
-
-    def evaluate(s: Any, m: Any, theta: Any) -> tuple:
-        mm = m[..., None, None]
-        below = (mm < mcap) & positive
-        lin = torch.where(below, A * mm + bD, A).sum((-2, -1))
-        dm = theta * torch.where(below, A, 0.0).sum((-2, -1))
-        lo = torch.clamp(mm + rho_in, max=1.0)
-        hi = torch.clamp(mm + rho, max=1.0)
-        x = theta[..., None, None] * Aside
-        pst = torch.where(x > _SERIES_X, 1.0 / x - 1.0 / torch.expm1(x), 0.5 - x / 12.0 + x**3 / 720.0)
-        p = torch.minimum(torch.maximum(pst, lo), hi)
-        ex = torch.exp(-x)
-        den = p + (1.0 - p) * ex
-        qt = p / den
-        g = torch.log(den) + (1.0 - p) * x
-        inner = (pst > lo) & (pst < hi) & (x > 1e-6)
-        gxp = ex / (den * den) - 1.0
-        gpp = ((1.0 - ex) / den) ** 2
-        corr = torch.where(inner & (gpp > 0), gxp * gxp / torch.where(gpp > 0, gpp, 1.0), 0.0)
-        gp = (1.0 - ex) / den - x
-        moving = torch.where(pst >= hi, mm + rho < 1.0, (pst <= lo) & (mm + rho_in < 1.0))
-        phi = theta * (lin - s) + (W * g).sum((-2, -1))
-        d1 = lin - s + (wa * (qt - p)).sum((-2, -1))
-        d2 = (waa * (qt * (1.0 - qt) + corr)).sum((-2, -1))
-        dm = dm + torch.where(moving, W * gp, 0.0).sum((-2, -1))
-        return phi, d1, d2, dm, s - lin
-
-    return evaluate
-
-
-# ---------------------------------------------------------------------------
-# The search (all pairs at once).
-# ---------------------------------------------------------------------------
+def _eval_split(torch: Any, data: tuple, s: Any, m: Any, theta: Any) -> tuple:
+    """:func:`._chernoff_binned._evaluate_split` for per-bin fields of shape (n, 1, 1, B) and the
+    chord's two ends ``W``, ``Aside`` (n, 1, 2, B) (Λ at a_hi, n − Λ at a_lo)."""
+    A, bD, mcap, rho, rho_in, W, Aside = data
+    mm = m[..., None, None]
+    below = (mm < mcap) & (A > 0)
+    lin = torch.where(below, A * mm + bD, A).sum((-2, -1))
+    dm = theta * torch.where(below, A, 0.0).sum((-2, -1))
+    lo = torch.clamp(mm + rho_in, max=1.0)
+    hi = torch.clamp(mm + rho, max=1.0)
+    x = theta[..., None, None] * Aside
+    pst = torch.where(x > _SERIES_X, 1.0 / x - 1.0 / torch.expm1(x), 0.5 - x / 12.0 + x**3 / 720.0)
+    p = torch.minimum(torch.maximum(pst, lo), hi)
+    ex = torch.exp(-x)
+    den = p + (1.0 - p) * ex
+    qt = p / den
+    g = torch.log(den) + (1.0 - p) * x
+    inner = (pst > lo) & (pst < hi) & (x > 1e-6)
+    gxp = ex / (den * den) - 1.0
+    gpp = ((1.0 - ex) / den) ** 2
+    corr = torch.where(inner & (gpp > 0), gxp * gxp / torch.where(gpp > 0, gpp, 1.0), 0.0)
+    gp = (1.0 - ex) / den - x
+    moving = torch.where(pst >= hi, mm + rho < 1.0, (pst <= lo) & (mm + rho_in < 1.0))
+    phi = theta * (lin - s) + (W * g).sum((-2, -1))
+    d1 = lin - s + (W * Aside * (qt - p)).sum((-2, -1))
+    d2 = (W * Aside * Aside * (qt * (1.0 - qt) + corr)).sum((-2, -1))
+    dm = dm + torch.where(moving, W * gp, 0.0).sum((-2, -1))
+    return phi, d1, d2, dm, s - lin
 
 
 def _next_theta(torch: Any, theta: Any, d1: Any, d2: Any, t_lo: Any, t_hi: Any, t_max: Any) -> Any:
@@ -132,8 +121,8 @@ def _next_theta(torch: Any, theta: Any, d1: Any, d2: Any, t_lo: Any, t_hi: Any, 
     return torch.minimum(torch.where(ok, newton, fallback), t_max)
 
 
-def _profile(torch: Any, evaluate: Callable, s: Any, m: Any, theta: Any, t_max: Any,
-             log_level: float) -> tuple:
+def _profile(torch: Any, evaluate: Callable, data: tuple, s: Any, m: Any, theta: Any, t_max: Any,
+             log_level: Any) -> tuple:
     """``g(m) = min over the θ tried of φ − log(δ′/2)`` (an upper bound on the true minimum:
     ``g ≤ 0`` certifies rejection), ``∂φ/∂m`` at the best θ, and that θ."""
     best = torch.full_like(s, math.inf)
@@ -143,10 +132,10 @@ def _profile(torch: Any, evaluate: Callable, s: Any, m: Any, theta: Any, t_max: 
     t_hi = torch.full_like(s, math.inf)
     th = theta
     going = torch.ones_like(s, dtype=torch.bool)
-    amass = None
+    amass = s
     for it in range(_THETA_STEPS):
-        phi, d1, d2, dm, a = evaluate(s, m, th)
-        if amass is None:
+        phi, d1, d2, dm, a = evaluate(torch, data, s, m, th)
+        if it == 0:
             amass = a
             going = going & (amass > 0)
         better = phi < best
@@ -163,29 +152,67 @@ def _profile(torch: Any, evaluate: Callable, s: Any, m: Any, theta: Any, t_max: 
     return g, grad, th_best
 
 
-def _search(torch: Any, evaluate: Callable, s: Any, a: Any, b: Any, m: Any, theta: Any, t_max: Any,
+def _probe(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, theta: Any, t_max: Any,
+           active: Any, log_level: Any, tol: Any, newton_m: Any) -> tuple:
+    """One probe of every pair: the θ profile at ``m``, the bracket's update, the next ``m``."""
+    evaluate = _eval_split if split else _eval_grouped
+    g, gm, th = _profile(torch, evaluate, data, s, m, theta, t_max, log_level)
+    theta = torch.where(active, torch.maximum(th, 1e-12 * t_max), theta)
+    rejected = g <= 0
+    a = torch.where(active & rejected, m, a)
+    b = torch.where(active & ~rejected, m, b)
+    newton = m - g / torch.where(gm > 0, gm, 1.0)
+    mid = 0.5 * (a + b)
+    use = (gm > 0) & torch.isfinite(newton) & (newton > a) & (newton < b)
+    use = use & newton_m  # a 0-d bool tensor: one compiled graph for every probe
+    nxt = torch.where(use, newton, mid)
+    wide = b - a > tol
+    nxt = torch.where(wide, torch.minimum(torch.maximum(nxt, a + 0.5 * tol), b - 0.5 * tol), mid)
+    m = torch.where(active, nxt, m)
+    return a, b, m, theta, active & wide
+
+
+# "auto": torch.compile the probe on CUDA (fused kernels; the first call compiles), eager elsewhere;
+# "1" always, "0" never. NWBOUND_COMPILE_BOUNDS overrides. A compile failure falls back to eager.
+COMPILE = os.environ.get("NWBOUND_COMPILE_BOUNDS", "auto")
+_COMPILED: dict = {}
+
+
+def _probe_for(torch: Any, device: Any) -> Callable:
+    mode = str(COMPILE)
+    want = mode == "1" or (mode == "auto" and getattr(device, "type", "") == "cuda")
+    if not want or _COMPILED.get("failed"):
+        return _probe
+    if "probe" not in _COMPILED:
+        _COMPILED["probe"] = torch.compile(_probe, dynamic=True)
+    compiled = _COMPILED["probe"]
+
+    def run(*args: Any) -> tuple:
+        try:
+            return compiled(*args)
+        except Exception as exc:  # noqa: BLE001 - the eager probe computes the same
+            _COMPILED["failed"] = True
+            warnings.warn(f"torch.compile of the device Chernoff search failed ({type(exc).__name__}: "
+                          f"{str(exc)[:200]}); using the eager search.", RuntimeWarning, stacklevel=2)
+            return _probe(*args)
+
+    return run
+
+
+def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, theta: Any, t_max: Any,
             log_level: float, tol: float, open_: Any) -> Any:
     """Left ends: bracket ``[a, b]`` (``a`` certified rejected), first probe ``m``; ``open_`` the pairs
     still searched. Returns ``a`` at the end (the largest certified level)."""
-    t_min = 1e-12 * t_max
-    half = 0.5 * tol
+    probe = _probe_for(torch, s.device)
     active = open_ & (b - a > tol)
+    # The level and the tolerance as 0-d tensors: a compiled probe serves every δ′ without recompiling.
+    level_t, tol_t = (torch.tensor(v, dtype=torch.float64, device=s.device) for v in (log_level, tol))
+    flags = [torch.tensor(v, device=s.device) for v in (True, False)]
     for step in range(_MAX_PROBES):
         if step % _CHECK_EVERY == 0 and not bool(active.any()):
             break
-        g, gm, th = _profile(torch, evaluate, s, m, theta, t_max, log_level)
-        theta = torch.where(active, torch.maximum(th, t_min), theta)
-        rejected = g <= 0
-        a = torch.where(active & rejected, m, a)
-        b = torch.where(active & ~rejected, m, b)
-        newton = m - g / torch.where(gm > 0, gm, 1.0)
-        mid = 0.5 * (a + b)
-        use = (step < _NEWTON_M_STEPS) & (gm > 0) & torch.isfinite(newton) & (newton > a) & (newton < b)
-        nxt = torch.where(use, newton, mid)
-        wide = b - a > tol
-        nxt = torch.where(wide, torch.minimum(torch.maximum(nxt, a + half), b - half), mid)
-        m = torch.where(active, nxt, m)
-        active = active & wide
+        a, b, m, theta, active = probe(torch, split, data, s, a, b, m, theta, t_max, active, level_t, tol_t,
+                                       flags[0] if step < _NEWTON_M_STEPS else flags[1])
     return a
 
 
@@ -270,7 +297,7 @@ def chernoff_interval_device(
     t_max = (_MAX_EXPONENT / torch.clamp(M.amax(1, keepdim=True) if M.shape[1] else torch.zeros(n, 1, dtype=M.dtype, device=dev),
                                          min=1e-300)).expand(n, 2 * C)
     t_min = 1e-12 * t_max
-    evaluate = _grouped_exponent(torch, N3, M3, R3)
+    data = (N3, M3, R3)
     open_ = live.expand(n, 2 * C) & (s > 0) & (v > 0) & (right > 0)
     b = torch.where(open_, right, 0.0)
     # The Hoeffding end on the same groups, certified at θ* = 4A/V (as the host).
@@ -279,7 +306,7 @@ def chernoff_interval_device(
     hi = torch.clamp(m_h[..., None] + R3, max=1.0)
     amass = s - (nm * hi).sum(-1)
     t_star = torch.minimum(torch.maximum(4.0 * amass / torch.where(v > 0, v, 1.0), t_min), t_max)
-    phi, d1, d2, dm, _ = evaluate(s, m_h, t_star)
+    phi, d1, d2, dm, _ = _eval_grouped(torch, data, s, m_h, t_star)
     ok = open_ & (m_h > 0) & (phi <= log_level)
     a = torch.where(ok, m_h, 0.0)
     newton = m_h - (phi - log_level) / torch.where(dm > 0, dm, 1.0)
@@ -290,7 +317,7 @@ def chernoff_interval_device(
     theta = torch.where(ok, _next_theta(torch, t_star, d1, d2, torch.zeros_like(s), torch.full_like(s, math.inf), t_max),
                         t_star)
     theta = torch.maximum(theta, t_min)
-    ends = _search(torch, evaluate, s, a, b, m, theta, t_max, log_level, float(tol), open_)
+    ends = _search(torch, False, data, s, a, b, m, theta, t_max, log_level, float(tol), open_)
     return _finish(torch, ends[:, :C], ends[:, C:], p_hat, live)
 
 
@@ -389,8 +416,8 @@ def chernoff_interval_binned_device(
     b = torch.cat([p_hat, 1.0 - p_hat], 1)
     theta = torch.minimum(torch.maximum(theta_h, 1e-12 * t_max), t_max)
     open_ = live.expand(n, 2 * C) & (ss > 0)
-    ends = _search(torch, _split_exponent(torch, P), ss, a, b, 0.5 * (a + b), theta, t_max, log_level,
-                   float(tol), open_)
+    data = (P["A"], P["bD"], P["mcap"], P["rho"], P["rho_in"], P["w"], P["a"])
+    ends = _search(torch, True, data, ss, a, b, 0.5 * (a + b), theta, t_max, log_level, float(tol), open_)
     return _finish(torch, ends[:, :C], ends[:, C:], p_hat, live)
 
 
