@@ -122,13 +122,25 @@ def main(argv: list[str] | None = None) -> int:
                   f"max |d| {max(np.abs(lo - ref.lower).max(), np.abs(up - ref.upper).max()):.1e}, "
                   f"mean width {np.mean(up - lo):.4f} vs {np.mean(ref.upper - ref.lower):.4f}")
 
+    import nwbound.bounds._chernoff_device as chernoff_device
+
     _part("bare product", lambda: product(X, Q, "prod"), deadline)
     if "prod" not in res:
         return 1
+    # The eager search first (known to run everywhere), then torch.compile'd (the default on CUDA).
+    chernoff_device.COMPILE = "0"
+    print("-- device Chernoff search: eager --")
     _part("chernoff", lambda: bound_case("chernoff", check=True), deadline)
     _part("hoeffding", lambda: bound_case("hoeffding", check=True), deadline)
     _part("localized k=10", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"}, check=True),
           deadline)
+    if not args.small:
+        chernoff_device.COMPILE = "auto"
+        print(f"-- device Chernoff search: COMPILE='auto' ({'torch.compile' if dev.type == 'cuda' else 'eager'}) --")
+        _part("chernoff compiled", lambda: bound_case("chernoff", check=False), deadline)
+        _part("localized k=10 compiled", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"}),
+              deadline)
+        print(f"{'':46s} compile failed (eager fallback): {bool(chernoff_device._COMPILED.get('failed'))}")
 
     def big():
         nb, qb = SMALL_BIG if args.small else BIG

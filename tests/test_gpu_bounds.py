@@ -227,3 +227,122 @@ def test_hoeffding_limits_equal_the_host(sum_error):
     np.testing.assert_allclose(_np(out["lower"])[live], lower[live], rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(_np(out["upper"])[live], upper[live], rtol=1e-13, atol=1e-15)
     assert np.array_equal(_np(out["vacuous"]), ~live)
+
+
+# ---------------------------------------------------------------- through the estimator (device="cpu")
+def _fit_pair(kind, bound, weighted, dev="cpu"):
+    from nwbound import NadarayaWatsonClassifier
+
+    rng = np.random.default_rng(4)
+    X = rng.random((600, 4)).astype(np.float32)
+    y = (X[:, 0] + 0.3 * rng.standard_normal(600) > 0.5).astype(int) + (X[:, 1] > 0.8)
+    Q = np.vstack([rng.random((40, 4)), [[5.0, 5.0, 5.0, 5.0]]]).astype(np.float32)  # one query without mass
+    extra = {"n_neighbors": 12, "algorithm": "brute"} if kind == "localized" else {}
+    w = rng.uniform(0.3, 2.0, 600) if weighted else None
+    est = NadarayaWatsonClassifier(bandwidth=0.4, lipschitz=0.5, bound=bound, dtype="float32", device=dev,
+                                   **extra).fit(X, y, sample_weight=w)
+    return est, Q
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("kind", ["regular", "localized"])
+@pytest.mark.parametrize("bound,weighted", [("chernoff", False), ("chernoff", True), ("hoeffding", True)])
+def test_estimator_bounds_on_the_device_contain_the_host_solvers(monkeypatch, kind, bound, weighted):
+    est, Q = _fit_pair(kind, bound, weighted)
+    assert est._bounds_on_device(est._resolve_bounds(None), est.bandwidths_)
+    got = est.predict_interval(Q)
+    monkeypatch.setattr(type(est), "_bounds_on_device", lambda self, *a: False)  # the statistics route
+    want = est.predict_interval(Q)
+    assert isinstance(got.lower, np.ndarray)
+    assert np.all(got.lower <= want.lower + TOL) and np.all(got.upper >= want.upper - TOL)
+    np.testing.assert_allclose(got.lower, want.lower, atol=2e-5)
+    np.testing.assert_allclose(got.upper, want.upper, atol=2e-5)
+    for name in ("proba", "epsilon", "bias", "sampling", "kappa", "n_eff", "bandwidth"):
+        np.testing.assert_allclose(getattr(got, name), getattr(want, name), rtol=1e-9, atol=2e-5, err_msg=name)
+    for name in ("vacuous", "outside_box"):
+        assert np.array_equal(getattr(got, name), getattr(want, name)), name
+    assert got.vacuous[-1] and np.all(got.lower[-1] == 0) and np.all(got.upper[-1] == 1)
+    assert np.array_equal(got.certified, want.certified)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_estimator_empty_neighborhood_raise_is_the_hosts():
+    est, Q = _fit_pair("regular", "hoeffding", False)
+    est.set_params(empty_neighborhood="raise")
+    with pytest.raises(ValueError, match="1 of 41 queries have no training mass"):
+        est.predict_interval(Q)
+
+
+# ---------------------------------------------------------------- exact k-NN on the device
+def _knn(Q, X, k, dev="cpu"):
+    from nwbound.gpu import DeviceTrainingSet
+    from nwbound.gpu._neighbors import exact_kneighbors
+
+    Xt = torch.as_tensor(X, device=dev)
+    train = DeviceTrainingSet.build(Xt, torch.ones((X.shape[0], 1), dtype=Xt.dtype, device=dev),
+                                    dtype="float32" if X.dtype == np.float32 else "float64")
+    d, i = exact_kneighbors(torch.as_tensor(Q, device=dev), train, Xt.double(), k)
+    return _np(d), i.cpu().numpy()
+
+
+def _reference_knn(Q, X, k):
+    """Float64 distances written out, sorted by (distance, row index)."""
+    d = np.sqrt(((Q[:, None, :].astype(np.float64) - X[None].astype(np.float64)) ** 2).sum(axis=2))
+    order = np.lexsort((np.broadcast_to(np.arange(X.shape[0]), d.shape), d), axis=1)[:, :k]
+    return np.take_along_axis(d, order, 1), order
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_device_knn_equals_the_host_exact_search(dev, dtype):
+    from nwbound.neighbors import ExactIndex
+
+    rng = np.random.default_rng(1)
+    X = (rng.standard_normal((700, 6)) * 3 + 100).astype(dtype)  # offset: the expanded formula's cancellation
+    Q = (rng.standard_normal((60, 6)) * 3 + 100).astype(dtype)
+    d, i = _knn(Q, X, 10, dev)
+    hd, hi = ExactIndex("brute").fit(X.astype(np.float64)).kneighbors(Q.astype(np.float64), 10)
+    assert np.array_equal(i, hi)
+    np.testing.assert_allclose(d, hd, rtol=1e-9)  # scikit-learn brute: the expanded formula
+    rd, ri = _reference_knn(Q, X, 10)
+    assert np.array_equal(i, ri)
+    np.testing.assert_allclose(d, rd, rtol=1e-14)
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_device_knn_ties_go_to_the_lower_row(dev):
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 3, (400, 3)).astype(np.float32)  # 27 distinct points: every distance tied many times
+    Q = rng.integers(0, 3, (30, 3)).astype(np.float32)
+    d, i = _knn(Q, X, 25, dev)
+    rd, ri = _reference_knn(Q, X, 25)
+    assert np.array_equal(i, ri)  # exact integer distances: the ties are real
+    np.testing.assert_allclose(d, rd, rtol=1e-14)
+
+
+def test_localized_estimator_searches_on_the_device(monkeypatch):
+    """With device= and an exact index, the host index is never asked."""
+    est, Q = _fit_pair("localized", "chernoff", False)
+    monkeypatch.setattr(type(est.index_), "kneighbors", lambda *a, **k: pytest.fail("host search"))
+    est.predict_proba(Q[:-1])
+    est.predict_interval(Q[:-1])
+
+
+# ---------------------------------------------------------------- certificates and error ceilings
+def test_certificates_and_error_ceilings_equal_the_host():
+    from nwbound import PredictionInterval
+    from nwbound.estimators._device import device_certificates, interval_on_host
+
+    rng = np.random.default_rng(5)
+    n, C = 200, 4
+    proba = rng.dirichlet(np.ones(C), n)
+    proba[:20, 1] = proba[:20, 0]  # ties for the top class: the first wins, as np.argmax
+    half = rng.uniform(0.0, 0.4, (n, C))
+    iv = PredictionInterval(proba=proba, lower=np.clip(proba - half, 0, 1), upper=np.clip(proba + half, 0, 1),
+                            epsilon=half, bias=half, sampling=half, kappa=np.ones(n), n_eff=np.ones(n),
+                            vacuous=rng.random(n) < 0.1, bandwidth=np.ones(n))
+    t = PredictionInterval(**{k: torch.as_tensor(v) for k, v in vars(iv).items() if v is not None})
+    certified, error_upper = device_certificates(t)
+    assert np.array_equal(certified.numpy(), iv.certified) and iv.certified.any()
+    np.testing.assert_array_equal(error_upper.numpy(), iv.error_upper)
+    assert np.array_equal(interval_on_host(t).certified, iv.certified)

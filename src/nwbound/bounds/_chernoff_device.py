@@ -202,18 +202,53 @@ def _probe_for(torch: Any, device: Any) -> Callable:
 def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, theta: Any, t_max: Any,
             log_level: float, tol: float, open_: Any) -> Any:
     """Left ends: bracket ``[a, b]`` (``a`` certified rejected), first probe ``m``; ``open_`` the pairs
-    still searched. Returns ``a`` at the end (the largest certified level)."""
+    still searched. Returns ``a`` at the end (the largest certified level).
+
+    Rounds of :data:`_CHECK_EVERY` probes; between rounds the host reads how many pairs are still open
+    and, once they are under half of all, the next rounds probe only those (their query's groups
+    gathered): the few slow pairs do not keep the finished ones busy.
+    """
     probe = _probe_for(torch, s.device)
-    active = open_ & (b - a > tol)
+    shape = s.shape
+    K = shape[1]
     # The level and the tolerance as 0-d tensors: a compiled probe serves every δ′ without recompiling.
     level_t, tol_t = (torch.tensor(v, dtype=torch.float64, device=s.device) for v in (log_level, tol))
     flags = [torch.tensor(v, device=s.device) for v in (True, False)]
-    for step in range(_MAX_PROBES):
-        if step % _CHECK_EVERY == 0 and not bool(active.any()):
+    state = [x.expand(shape).contiguous() for x in (a, b, m, theta)]
+    t_max = t_max.expand(shape).contiguous()
+    active = (open_ & (b - a > tol)).expand(shape).contiguous()
+    total = active.numel()
+    step = 0
+    while step < _MAX_PROBES:
+        n_open = int(active.sum())  # the one read per round
+        if n_open == 0:
             break
-        a, b, m, theta, active = probe(torch, split, data, s, a, b, m, theta, t_max, active, level_t, tol_t,
-                                       flags[0] if step < _NEWTON_M_STEPS else flags[1])
-    return a
+        if 2 * n_open > total:  # most pairs open: all of them, in place
+            args = (data, s, *state, t_max, active)
+            for _ in range(_CHECK_EVERY):
+                a_, b_, m_, th_, active = probe(torch, split, *args[:6], args[6], active, level_t, tol_t,
+                                                flags[0] if step < _NEWTON_M_STEPS else flags[1])
+                state = [a_, b_, m_, th_]
+                args = (data, s, *state, t_max, active)
+                step += 1
+            continue
+        idx = torch.nonzero(active.reshape(-1)).squeeze(1)
+        rows = torch.div(idx, K, rounding_mode="floor")
+        sub = tuple(x[rows] for x in data)
+        flat = [x.reshape(-1, 1) for x in (s, *state, t_max)]
+        ss, aa, bb, mm, tt, tm = (x[idx] for x in flat)
+        act = torch.ones_like(ss, dtype=torch.bool)
+        for _ in range(_CHECK_EVERY):
+            aa, bb, mm, tt, act = probe(torch, split, sub, ss, aa, bb, mm, tt, tm, act, level_t, tol_t,
+                                        flags[0] if step < _NEWTON_M_STEPS else flags[1])
+            step += 1
+        for full, part in zip(flat[1:5], (aa, bb, mm, tt)):
+            full[idx] = part
+        state = [x.reshape(shape) for x in flat[1:5]]
+        act_full = active.reshape(-1, 1).clone()
+        act_full[idx] = act
+        active = act_full.reshape(shape)
+    return state[0]
 
 
 def _finish(torch: Any, lo: Any, up_comp: Any, p_hat: Any, live: Any) -> tuple[Any, Any]:
