@@ -530,7 +530,7 @@ def intervals_on_device(
     histogram_bins: int = 32,
     n_neighbors: int | None = None,
     working_memory: float | None = None,
-) -> dict:
+) -> dict | None:
     """Every setting's :class:`~nwbound.PredictionInterval` with statistics *and* bounds on ``device``.
 
     The regular classifier (``n_neighbors`` None): :func:`nwbound.gpu.kernel_statistics` (with the
@@ -564,9 +564,10 @@ def intervals_on_device(
 
     Returns
     -------
-    dict
+    dict or None
         Setting name to :class:`~nwbound.PredictionInterval`: NumPy for NumPy queries, tensors on the
-        queries' device otherwise.
+        queries' device otherwise. None where the queries do not reach a PyTorch device (the caller
+        then computes the statistics there and the bounds on the host).
 
     Examples
     --------
@@ -589,6 +590,8 @@ def intervals_on_device(
 
     numpy_in = isinstance(Xq, np.ndarray)
     Q = _on_device(Xq, device)
+    if not compat().is_torch_array(Q):  # the device bounds are PyTorch's: the caller takes the host route
+        return None
     xp = array_namespace_of(Q)
     dev = compat().device(Q)
     unit = train.weight_unit

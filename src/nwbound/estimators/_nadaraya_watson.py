@@ -1022,12 +1022,14 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             from ._device import intervals_on_device
 
             n_classes = self.classes_.shape[0]
-            return intervals_on_device(
+            out = intervals_on_device(
                 X, self._train, self.kernel_, float(bandwidths[0]), specs, device=self.device, box=self._box,
                 fallback=lambda vac: self._fallback_proba(np.zeros((vac.size, n_classes)), (~vac).astype(float))[0][vac],
                 histogram_bins=int(self.histogram_bins), working_memory=self.working_memory,
                 n_neighbors=None if self.index_ is None else int(self.n_neighbors),
             )
+            if out is not None:
+                return out
         n = X.shape[0]
         block = n if not any(s.is_chernoff for s in specs.values()) else _CHERNOFF_QUERY_BLOCK
         pieces = [
