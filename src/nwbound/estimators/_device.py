@@ -255,6 +255,7 @@ def device_kneighbors(Xq: Any, train: TrainingSet, n_neighbors: int, *, device: 
     Examples
     --------
     >>> import numpy as np
+    >>> import torch  # the device path needs PyTorch
     >>> from nwbound.estimators._sums import TrainingSet
     >>> from nwbound.estimators._device import device_kneighbors
     >>> train = TrainingSet.build(np.array([[0.0], [1.0], [3.0]]), np.array([0, 1, 1]), 2, None)
@@ -572,6 +573,7 @@ def intervals_on_device(
     Examples
     --------
     >>> import numpy as np
+    >>> import torch  # the device path needs PyTorch
     >>> from nwbound.bounds import BoundSpec
     >>> from nwbound.estimators._sums import TrainingSet
     >>> from nwbound.kernels import get_kernel
@@ -683,7 +685,8 @@ def device_certificates(interval: PredictionInterval) -> tuple[Any, Any]:
 
     Examples
     --------
-    >>> import numpy as np, torch
+    >>> import numpy as np
+    >>> import torch
     >>> from nwbound import PredictionInterval
     >>> from nwbound.estimators._device import device_certificates
     >>> iv = PredictionInterval.from_parts(
