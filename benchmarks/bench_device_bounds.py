@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.small:
         chernoff_device.COMPILE = "auto"
         print(f"-- device Chernoff search: COMPILE='auto' ({'torch.compile' if dev.type == 'cuda' else 'eager'}) --")
-        _part("chernoff compiled", lambda: bound_case("chernoff", check=False), deadline)
+        _part("chernoff compiled", lambda: bound_case("chernoff", check=True), deadline)
         _part("localized k=10 compiled", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"}),
               deadline)
         print(f"{'':46s} compile failed (eager fallback): {bool(chernoff_device._COMPILED.get('failed'))}")

@@ -346,3 +346,15 @@ def test_certificates_and_error_ceilings_equal_the_host():
     assert np.array_equal(certified.numpy(), iv.certified) and iv.certified.any()
     np.testing.assert_array_equal(error_upper.numpy(), iv.error_upper)
     assert np.array_equal(interval_on_host(t).certified, iv.certified)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("kind", ["regular", "localized"])
+def test_blocks_of_queries_give_the_same_bounds(monkeypatch, kind):
+    import nwbound.bounds._chernoff_device as chernoff_device
+
+    est, Q = _fit_pair(kind, "chernoff", True)
+    whole = est.predict_interval(Q)
+    monkeypatch.setattr(chernoff_device, "BLOCK_BYTES", {"cpu": 1})  # one query per block
+    blocks = est.predict_interval(Q)
+    assert np.array_equal(whole.lower, blocks.lower) and np.array_equal(whole.upper, blocks.upper)

@@ -506,6 +506,23 @@ def hoeffding_limits_device(class_sums: Any, sq_sum: Any, dist_sum: Any, beta: f
     }
 
 
+# Bytes the search may hold per block of queries (its largest temporaries are (rows, 2C, 2, B)
+# float64, about 24 of them alive): larger inputs go through in blocks of rows.
+BLOCK_BYTES = {"cuda": 4 << 30, "cpu": 512 << 20}
+
+
+def _in_blocks(torch: Any, solve: Callable, arrays: tuple, *extra: Any) -> tuple[Any, Any]:
+    """``solve(*arrays, *extra)`` over blocks of rows (every array's first axis), results concatenated."""
+    n, C = arrays[0].shape
+    B = max(int(arrays[1].shape[1]), 1)
+    budget = BLOCK_BYTES.get(arrays[0].device.type, BLOCK_BYTES["cpu"])
+    rows = max(1, int(budget // (2 * C * 2 * B * 8 * 24)))
+    if n <= rows:
+        return solve(*arrays, *extra)
+    parts = [solve(*(a[s : s + rows] for a in arrays), *extra) for s in range(0, n, rows)]
+    return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+
+
 def device_limits(spec: Any, *, class_sums: Any, sq_sum: Any, dist_sum: Any, bandwidth: float,
                   sum_error: float = 0.0, u2_error: Any = 0.0, kernel: Any = None, histogram: Any = None,
                   hist_mass: Any = None, hist_dist: Any = None, hist_count: Any = None,
@@ -580,8 +597,8 @@ def device_limits(spec: Any, *, class_sums: Any, sq_sum: Any, dist_sum: Any, ban
         mass = _f64(torch, point_mass, dev)
         u_err = torch.sqrt(_f64(torch, u2_error, dev).expand(n))
         dist = _f64(torch, point_dist, dev) + (lam * u_err)[:, None]
-        lower, upper = chernoff_interval_device(S, (mass > 0).to(torch.float64), mass, spec.beta * dist,
-                                                spec.delta_prime)
+        lower, upper = _in_blocks(torch, chernoff_interval_device, (S, (mass > 0).to(torch.float64), mass,
+                                                                    spec.beta * dist), spec.delta_prime)
     else:
         if hist_mass is None or hist_dist is None or histogram is None:
             raise ValueError("bound='chernoff' on a device needs the histogram's per-bin masses (hist_mass, "
@@ -603,10 +620,16 @@ def device_limits(spec: Any, *, class_sums: Any, sq_sum: Any, dist_sum: Any, ban
             count = _f64(torch, hist_count, dev)
         else:
             a_lo = torch.zeros_like(mass_lower)
-        lower, upper = chernoff_interval_binned_device(
-            S, count, hist_mass, hist_dist, a_lo.expand(n, B), mass_upper.expand(n, B), spec.beta * radius,
-            spec.beta, spec.delta_prime, sq_sum=q2, band_radius_inner=spec.beta * inner, dist_sum=dist_sum,
-            sum_error=rho)
+        dsum = _f64(torch, dist_sum, dev)
+
+        def binned(S_, count_, mass_, dist_, lo_, hi_, radius_, inner_, q2_, dsum_):
+            return chernoff_interval_binned_device(S_, count_, mass_, dist_, lo_, hi_, radius_, spec.beta,
+                                                   spec.delta_prime, sq_sum=q2_, band_radius_inner=inner_,
+                                                   dist_sum=dsum_, sum_error=rho)
+
+        lower, upper = _in_blocks(torch, binned, (
+            S, count, _f64(torch, hist_mass, dev), _f64(torch, hist_dist, dev), a_lo.expand(n, B),
+            mass_upper.expand(n, B), spec.beta * radius, spec.beta * inner, q2, dsum))
     proba = out["proba"]
     out["lower"] = torch.where(vac, 0.0, lower)
     out["upper"] = torch.where(vac, 1.0, upper)
