@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         if check:  # the same statistics through the host solver (the previous device route)
             sub = slice(0, min(2000, n_query))
             host_route = NadarayaWatsonClassifier(**est.get_params()).fit(X, y)
-            host_route._bounds_on_device = lambda *a, **k: False
+            host_route._bounds_on_device = lambda *a, **k: False  # statistics on the device, host solver
             ref = host_route.predict_interval(Q[sub])
             lo, up = iv.lower[sub], iv.upper[sub]
             inside = bool((lo <= ref.lower + 1e-7).all() and (up >= ref.upper - 1e-7).all())
@@ -123,6 +123,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"mean width {np.mean(up - lo):.4f} vs {np.mean(ref.upper - ref.lower):.4f}")
 
     import nwbound.bounds._chernoff_device as chernoff_device
+    from nwbound.estimators import _device as device_route
+
+    device_route.BOUNDS_ON_CPU = True  # a dry run on the CPU exercises the device search too
 
     _part("bare product", lambda: product(X, Q, "prod"), deadline)
     if "prod" not in res:

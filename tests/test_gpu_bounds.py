@@ -230,6 +230,20 @@ def test_hoeffding_limits_equal_the_host(sum_error):
 
 
 # ---------------------------------------------------------------- through the estimator (device="cpu")
+@pytest.fixture(autouse=True)
+def _bounds_on_cpu(monkeypatch):
+    """PyTorch's CPU device stands in for a GPU: the estimator's device bounds run there too."""
+    from nwbound.estimators import _device
+
+    monkeypatch.setattr(_device, "BOUNDS_ON_CPU", True)
+
+
+def _device_module():
+    from nwbound.estimators import _device
+
+    return _device
+
+
 def _fit_pair(kind, bound, weighted, dev="cpu"):
     from nwbound import NadarayaWatsonClassifier
 
@@ -251,7 +265,7 @@ def test_estimator_bounds_on_the_device_contain_the_host_solvers(monkeypatch, ki
     est, Q = _fit_pair(kind, bound, weighted)
     assert est._bounds_on_device(est._resolve_bounds(None), est.bandwidths_)
     got = est.predict_interval(Q)
-    monkeypatch.setattr(type(est), "_bounds_on_device", lambda self, *a: False)  # the statistics route
+    monkeypatch.setattr(_device_module(), "BOUNDS_ON_CPU", False)  # the statistics route, the host solver
     want = est.predict_interval(Q)
     assert isinstance(got.lower, np.ndarray)
     assert np.all(got.lower <= want.lower + TOL) and np.all(got.upper >= want.upper - TOL)

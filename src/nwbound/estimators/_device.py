@@ -495,6 +495,11 @@ def dense_kernel_sums_array_api(
     return out
 
 
+# PyTorch's CPU device: the statistics there, the bounds by the host's (numba) solver, which beats
+# the batched search on CPU cores. True routes them through the device search too (the tests do).
+BOUNDS_ON_CPU = False
+
+
 def bounds_on_device(specs: dict, *, localized: bool, bandwidths: np.ndarray, kernel: Kernel) -> bool:
     """Whether :func:`intervals_on_device` serves these settings: one bandwidth, every setting's
     form ``"hoeffding"`` or ``"chernoff"`` (the regular classifier's histogram needs a kernel
@@ -577,7 +582,9 @@ def intervals_on_device(
     >>> from nwbound.bounds import BoundSpec
     >>> from nwbound.estimators._sums import TrainingSet
     >>> from nwbound.kernels import get_kernel
+    >>> from nwbound.estimators import _device
     >>> from nwbound.estimators._device import intervals_on_device
+    >>> _device.BOUNDS_ON_CPU = True  # PyTorch's CPU device standing in for a GPU
     >>> X = np.linspace(0.0, 1.0, 21)[:, None]; y = (X[:, 0] > 0.5).astype(int)
     >>> train = TrainingSet.build(X, y, 2, None)
     >>> out = intervals_on_device(np.array([[0.1]]), train, get_kernel("epanechnikov"), 0.3,
@@ -585,6 +592,7 @@ def intervals_on_device(
     ...                           fallback=lambda v: np.full((int(v.sum()), 2), 0.5), box=(X.min(0), X.max(0)))
     >>> out[None].proba.tolist(), round(float(out[None].lower[0, 0]), 3)
     ([[1.0, 0.0]], 0.631)
+    >>> _device.BOUNDS_ON_CPU = False
     """
     import torch
 
@@ -593,6 +601,8 @@ def intervals_on_device(
     numpy_in = isinstance(Xq, np.ndarray)
     Q = _on_device(Xq, device)
     if not compat().is_torch_array(Q):  # the device bounds are PyTorch's: the caller takes the host route
+        return None
+    if Q.device.type == "cpu" and not BOUNDS_ON_CPU:  # the host's compiled solver is faster on the CPU
         return None
     xp = array_namespace_of(Q)
     dev = compat().device(Q)
