@@ -259,13 +259,14 @@ def _fit_pair(kind, bound, weighted, dev="cpu"):
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("dev", DEVICES)
 @pytest.mark.parametrize("kind", ["regular", "localized"])
 @pytest.mark.parametrize("bound,weighted", [("chernoff", False), ("chernoff", True), ("hoeffding", True)])
-def test_estimator_bounds_on_the_device_contain_the_host_solvers(monkeypatch, kind, bound, weighted):
-    est, Q = _fit_pair(kind, bound, weighted)
+def test_estimator_bounds_on_the_device_contain_the_host_solvers(monkeypatch, dev, kind, bound, weighted):
+    est, Q = _fit_pair(kind, bound, weighted, dev)
     assert est._bounds_on_device(est._resolve_bounds(None), est.bandwidths_)
     got = est.predict_interval(Q)
-    monkeypatch.setattr(_device_module(), "BOUNDS_ON_CPU", False)  # the statistics route, the host solver
+    monkeypatch.setattr(type(est), "_bounds_on_device", lambda self, *a: False)  # statistics route, host solver
     want = est.predict_interval(Q)
     assert isinstance(got.lower, np.ndarray)
     assert np.all(got.lower <= want.lower + TOL) and np.all(got.upper >= want.upper - TOL)
