@@ -238,12 +238,6 @@ def _bounds_on_cpu(monkeypatch):
     monkeypatch.setattr(_device, "BOUNDS_ON_CPU", True)
 
 
-def _device_module():
-    from nwbound.estimators import _device
-
-    return _device
-
-
 def _fit_pair(kind, bound, weighted, dev="cpu"):
     from nwbound import NadarayaWatsonClassifier
 

@@ -29,7 +29,6 @@ import warnings
 from typing import Any, Callable
 
 from ._chernoff import (
-    _CONTRACT_RTOL,
     _MAX_EXPONENT,
     _NEWTON_M_STEPS,
     _THETA_DECREMENT,
