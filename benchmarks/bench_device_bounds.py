@@ -122,29 +122,6 @@ def main(argv: list[str] | None = None) -> int:
                   f"max |d| {max(np.abs(lo - ref.lower).max(), np.abs(up - ref.upper).max()):.1e}, "
                   f"mean width {np.mean(up - lo):.4f} vs {np.mean(ref.upper - ref.lower):.4f}")
 
-    import nwbound.bounds._chernoff_device as chernoff_device
-    from nwbound.estimators import _device as device_route
-
-    device_route.BOUNDS_ON_CPU = True  # a dry run on the CPU exercises the device search too
-
-    _part("bare product", lambda: product(X, Q, "prod"), deadline)
-    if "prod" not in res:
-        return 1
-    # The eager search first (known to run everywhere), then torch.compile'd (the default on CUDA).
-    chernoff_device.COMPILE = "0"
-    print("-- device Chernoff search: eager --")
-    _part("chernoff", lambda: bound_case("chernoff", check=True), deadline)
-    _part("hoeffding", lambda: bound_case("hoeffding", check=True), deadline)
-    _part("localized k=10", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"}, check=True),
-          deadline)
-    if not args.small:
-        chernoff_device.COMPILE = "auto"
-        print(f"-- device Chernoff search: COMPILE='auto' ({'torch.compile' if dev.type == 'cuda' else 'eager'}) --")
-        _part("chernoff compiled", lambda: bound_case("chernoff", check=True), deadline)
-        _part("localized k=10 compiled", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"}),
-              deadline)
-        print(f"{'':46s} compile failed (eager fallback): {bool(chernoff_device._COMPILED.get('failed'))}")
-
     def big():
         nb, qb = SMALL_BIG if args.small else BIG
         if dev.type == "cuda" and torch.cuda.mem_get_info(dev)[0] < 20 << 30:
@@ -164,10 +141,33 @@ def main(argv: list[str] | None = None) -> int:
             ms, first, _ = interval_ms(est, Qbt, os.environ.get("SCIPY_ARRAY_API") == "1")
         finally:
             args.repeats = saved
-        row("chernoff (default), 1M case", ms, first, "prod_big")
+        row("chernoff (default, eager search), 1M case", ms, first, "prod_big")
 
+    import nwbound.bounds._chernoff_device as chernoff_device
+    from nwbound.estimators import _device as device_route
+
+    device_route.BOUNDS_ON_CPU = True  # a dry run on the CPU exercises the device search too
+
+    _part("bare product", lambda: product(X, Q, "prod"), deadline)
+    if "prod" not in res:
+        return 1
+    # The eager search first (the default, known to run everywhere), then torch.compile'd.
+    chernoff_device.COMPILE = "0"
+    print("-- device Chernoff search: eager --")
+    _part("chernoff", lambda: bound_case("chernoff", check=True), deadline)
+    _part("hoeffding", lambda: bound_case("hoeffding", check=True), deadline)
+    _part("localized k=10", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"}, check=True),
+          deadline)
     if not args.no_big:
         _part("1M case", big, deadline)
+    if not args.small:
+        chernoff_device.COMPILE = "auto"
+        print(f"-- device Chernoff search: COMPILE='auto' ({'torch.compile' if dev.type == 'cuda' else 'eager'}) --")
+        _part("chernoff compiled", lambda: bound_case("chernoff", check=True), deadline)
+        _part("localized k=10 compiled", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"}),
+              deadline)
+        print(f"{'':46s} compile failed (eager fallback): {bool(chernoff_device._COMPILED.get('failed'))}")
+
     print(f"== bench_device_bounds done in {time.perf_counter() - start:.0f} s ==")
     return 0
 

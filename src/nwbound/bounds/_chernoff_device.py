@@ -172,8 +172,9 @@ def _probe(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any,
 
 
 # "auto": torch.compile the probe on CUDA (fused kernels; the first call compiles), eager elsewhere;
-# "1" always, "0" never. NWBOUND_COMPILE_BOUNDS overrides. A compile failure falls back to eager.
-COMPILE = os.environ.get("NWBOUND_COMPILE_BOUNDS", "auto")
+# "1" always, "0" never (the default until a device check has timed both: bench_device_bounds.py).
+# NWBOUND_COMPILE_BOUNDS overrides. A compile failure falls back to eager with a warning.
+COMPILE = os.environ.get("NWBOUND_COMPILE_BOUNDS", "0")
 _COMPILED: dict = {}
 
 
