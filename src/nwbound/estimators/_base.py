@@ -636,7 +636,14 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         # Said once per call site (Python's default warning filter), with the cause and the fix.
         # stacklevel 4: warn_if_useless → _report → the public method → the user's line (5 from
         # _proba, one frame deeper).
-        warn_if_useless(out[None], beta=specs[None].beta, stacklevel=stacklevel,
+        iv = out[None]
+        if not isinstance(iv.proba, np.ndarray):  # tensors from the device path: decide there first
+            from ._device import interval_on_host, useless_on_device
+
+            if not useless_on_device(iv):
+                return iv
+            iv = interval_on_host(iv)  # the full report (and only then) on the host
+        warn_if_useless(iv, beta=specs[None].beta, stacklevel=stacklevel,
                         context=AdviceContext.from_estimator(self))
         return out[None]
 

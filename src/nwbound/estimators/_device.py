@@ -16,6 +16,7 @@ Lives with the estimators (which import :mod:`nwbound.gpu` on use), so that
 from __future__ import annotations
 
 import dataclasses
+import math
 import functools
 from typing import Any, Callable
 
@@ -241,6 +242,43 @@ def _on_device(a: Any, device: str | None) -> Any:
         raise ValueError(f"device={device!r} is not a usable PyTorch device here: {exc}") from exc
 
 
+def _neighbor_training_set(train: TrainingSet, xp: Any, dev: Any) -> tuple[Any, Any]:
+    """The training rows (as fitted) and the one-hot in units of ``weight_unit`` on ``dev``, copied once."""
+    key = ("neighbors", xp.__name__, str(dev))
+    if key not in train._cache:  # one copy to the device per training set and device
+        train._cache[key] = (xp.asarray(np.ascontiguousarray(train.X), device=dev),
+                             xp.asarray(train.weighted_onehot.astype(np.float64) / train.weight_unit, device=dev))
+    return train._cache[key]
+
+
+def device_kneighbors(Xq: Any, train: TrainingSet, n_neighbors: int, *, device: str | None = None,
+                      working_memory: float | None = None) -> tuple[Any, Any]:
+    """The exact ``n_neighbors`` nearest training rows of ``Xq`` where it lives (or on ``device``):
+    :func:`nwbound.gpu._neighbors.exact_kneighbors` on the training set copied there once.
+
+    Returns float64 distances and int64 row indices (ascending; ties to the lower row) as tensors.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torch  # the device path needs PyTorch
+    >>> from nwbound.estimators._sums import TrainingSet
+    >>> from nwbound.estimators._device import device_kneighbors
+    >>> train = TrainingSet.build(np.array([[0.0], [1.0], [3.0]]), np.array([0, 1, 1]), 2, None)
+    >>> d, i = device_kneighbors(np.array([[0.9]]), train, 2, device="cpu")
+    >>> i.tolist()
+    [[1, 0]]
+    """
+    from ..gpu._neighbors import exact_kneighbors
+
+    Q = _on_device(Xq, device)
+    xp, dev = array_namespace_of(Q), compat().device(Q)
+    X_dev, _ = _neighbor_training_set(train, xp, dev)
+    dtype = "float32" if train.X.dtype == np.float32 else "float64"
+    return exact_kneighbors(Q, _device_training_set(train, xp, dev, dtype), xp.astype(X_dev, xp.float64),
+                            int(n_neighbors), working_memory=working_memory)
+
+
 def neighbor_kernel_sums_array_api(
     idx: np.ndarray,
     train: TrainingSet,
@@ -298,13 +336,12 @@ def neighbor_kernel_sums_array_api(
     Xq = _on_device(queries, device)
     xp = array_namespace_of(Xq)
     dev = compat().device(Xq)
-    key = ("neighbors", xp.__name__, str(dev))
     unit = train.weight_unit  # as the CPU engine: weights in [0, 1], so no (w K)² overflows
-    if key not in train._cache:  # one copy to the device per training set and device
-        train._cache[key] = (xp.asarray(np.ascontiguousarray(train.X), device=dev),
-                             xp.asarray(train.weighted_onehot.astype(np.float64) / unit, device=dev))
-    X_dev, onehot_dev = train._cache[key]
-    nb = xp.asarray(np.ascontiguousarray(idx, dtype=np.int64), device=dev)
+    X_dev, onehot_dev = _neighbor_training_set(train, xp, dev)
+    if isinstance(idx, np.ndarray):
+        nb = xp.asarray(np.ascontiguousarray(idx, dtype=np.int64), device=dev)
+    else:  # from device_kneighbors: already there
+        nb = idx
     bandwidths = np.asarray(bandwidths, dtype=np.float64).ravel()
     n_q, k_nn = (int(v) for v in np.shape(idx))
     out = KernelSums.empty(n_q, len(bandwidths), train.n_classes, need_dist, False)
@@ -462,3 +499,272 @@ def dense_kernel_sums_array_api(
     with np.errstate(over="ignore", divide="ignore"):
         out.d2_error_rel = np.asarray(d2_err, dtype=np.float64) * (1.0 + 4.0 / (m + 3)) / (support * support)
     return out
+
+
+# PyTorch's CPU device: the statistics there, the bounds by the host's (numba) solver, which beats
+# the batched search on CPU cores. True routes them through the device search too (the tests do).
+BOUNDS_ON_CPU = False
+
+
+def bounds_on_device(specs: dict, *, localized: bool, bandwidths: np.ndarray, kernel: Kernel) -> bool:
+    """Whether :func:`intervals_on_device` serves these settings: one bandwidth, every setting's
+    form ``"hoeffding"`` or ``"chernoff"`` (the regular classifier's histogram needs a kernel
+    supported on the unit ball), and PyTorch installed. Otherwise the statistics come to the host.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.bounds import BoundSpec
+    >>> from nwbound.kernels import get_kernel
+    >>> specs = {None: BoundSpec(form="paper", beta=1.0, delta_prime=0.05)}
+    >>> bounds_on_device(specs, localized=False, bandwidths=np.ones(1), kernel=get_kernel("epanechnikov"))
+    False
+    """
+    import importlib.util
+
+    if np.size(bandwidths) != 1 or not specs or importlib.util.find_spec("torch") is None:
+        return False
+    if any(s.form not in ("hoeffding", "chernoff") for s in specs.values()):
+        return False
+    return localized or kernel.name in HISTOGRAM_KERNELS or not any(s.is_chernoff for s in specs.values())
+
+
+def intervals_on_device(
+    Xq: Any,
+    train: TrainingSet,
+    kernel: Kernel,
+    bandwidth: float,
+    specs: dict,
+    *,
+    device: str,
+    fallback: Callable[[np.ndarray], np.ndarray],
+    box: tuple[np.ndarray, np.ndarray],
+    histogram_bins: int = 32,
+    n_neighbors: int | None = None,
+    working_memory: float | None = None,
+) -> dict | None:
+    """Every setting's :class:`~nwbound.PredictionInterval` with statistics *and* bounds on ``device``.
+
+    The regular classifier (``n_neighbors`` None): :func:`nwbound.gpu.kernel_statistics` (with the
+    histogram's per-bin sums where a setting is ``"chernoff"``); the localized one: the exact
+    ``n_neighbors`` nearest by :func:`nwbound.gpu._neighbors.exact_kneighbors` (no host search) and
+    :func:`nwbound.gpu.neighbor_kernel_statistics` with the per-point masses. Then the bounds of
+    :func:`nwbound.bounds._chernoff_device.device_limits` on the same device. What crosses to the
+    host: for NumPy queries, the final per-query results (one packed copy); for array-API queries
+    (``array_api_dispatch``), nothing but the few flags the searches read — the results stay on the
+    queries' device. Rows without training mass take ``fallback(vacuous)`` (the estimator's
+    ``empty_neighborhood`` rule, which may raise), only read where there are such rows.
+
+    Parameters
+    ----------
+    Xq : array of shape (n_queries, n_features)
+        Validated queries (NumPy or an array-API array), in the fit dtype.
+    train : TrainingSet
+    kernel : Kernel
+    bandwidth : float
+    specs : dict
+        Setting name to :class:`~nwbound.bounds.BoundSpec` (:func:`bounds_on_device` true).
+    device : str
+        A PyTorch device.
+    fallback : callable
+        ``vacuous`` (NumPy bool, (n,)) to the (n, C) probabilities of those rows.
+    box : (low, high)
+        The training inputs' bounding box (``outside_box``).
+    histogram_bins : int, default=32
+    n_neighbors : int or None, default=None
+    working_memory : float or None, default=None
+
+    Returns
+    -------
+    dict or None
+        Setting name to :class:`~nwbound.PredictionInterval`: NumPy for NumPy queries, tensors on the
+        queries' device otherwise. None where the queries do not reach a PyTorch device (the caller
+        then computes the statistics there and the bounds on the host).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torch  # the device path needs PyTorch
+    >>> from nwbound.bounds import BoundSpec
+    >>> from nwbound.estimators._sums import TrainingSet
+    >>> from nwbound.kernels import get_kernel
+    >>> from nwbound.estimators import _device
+    >>> from nwbound.estimators._device import intervals_on_device
+    >>> _device.BOUNDS_ON_CPU = True  # PyTorch's CPU device standing in for a GPU
+    >>> X = np.linspace(0.0, 1.0, 21)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> train = TrainingSet.build(X, y, 2, None)
+    >>> out = intervals_on_device(np.array([[0.1]]), train, get_kernel("epanechnikov"), 0.3,
+    ...                           {None: BoundSpec(form="chernoff", beta=0.0, delta_prime=0.05)}, device="cpu",
+    ...                           fallback=lambda v: np.full((int(v.sum()), 2), 0.5), box=(X.min(0), X.max(0)))
+    >>> out[None].proba.tolist(), round(float(out[None].lower[0, 0]), 3)
+    ([[1.0, 0.0]], 0.631)
+    >>> _device.BOUNDS_ON_CPU = False
+    """
+    import torch
+
+    from ..bounds._chernoff_device import device_limits
+
+    numpy_in = isinstance(Xq, np.ndarray)
+    Q = _on_device(Xq, device)
+    if not compat().is_torch_array(Q):  # the device bounds are PyTorch's: the caller takes the host route
+        return None
+    if Q.device.type == "cpu" and not BOUNDS_ON_CPU:  # the host's compiled solver is faster on the CPU
+        return None
+    xp = array_namespace_of(Q)
+    dev = compat().device(Q)
+    unit = train.weight_unit
+    lam = float(bandwidth)
+    dtype = "float32" if train.X.dtype == np.float32 else "float64"
+    n_q, m, C = int(Q.shape[0]), int(train.X.shape[1]), train.n_classes
+    chernoff = any(s.is_chernoff for s in specs.values())
+    extra: dict = {}
+    if n_neighbors is None:
+        dev_train = _device_training_set(train, xp, dev, dtype)
+        bins = int(histogram_bins) if chernoff else 0
+        st = kernel_statistics(Q, dev_train, kernel=kernel, bandwidth=lam, need_dist=True, histogram_bins=bins,
+                               dtype=dtype, working_memory=working_memory)
+        rho = compose_errors(st.sum_error, summation_error(C + 1))
+        u2_err = (st.d2_error * (1.0 + 4.0 / (m + 3)) / lam) / lam  # as KernelSums.u2_error
+        if bins:
+            w_max = train.weight_max / unit
+            extra = dict(histogram=st.histogram / w_max if w_max > 0 else st.histogram * 0.0,
+                         hist_mass=st.hist_mass, hist_dist=st.hist_dist, weight_max=w_max,
+                         uniform_weights=train.weights is None, kernel=kernel)
+            if train.weights is not None:
+                extra.update(hist_count=st.hist_count, weight_min=_smallest_positive(train.weights, unit, dtype) / unit)
+    else:
+        X_dev, onehot_dev = _neighbor_training_set(train, xp, dev)
+        _, idx = device_kneighbors(Q, train, int(n_neighbors), working_memory=working_memory)
+        st = neighbor_kernel_statistics(Q, X_dev, onehot_dev, idx, kernel=kernel, bandwidth=lam, need_dist=True,
+                                        keep_points=chernoff, working_memory=working_memory)
+        rho, u2_err = 0.0, 0.0
+        if chernoff:  # directly computed distances, rounded up by their error bound (as the host)
+            extra = dict(point_mass=st.point_mass, point_dist=st.point_dist * (1.0 + (m + 8) * 2.0**-53))
+    limits = {name: device_limits(spec, class_sums=st.class_sums, sq_sum=st.sq_sum, dist_sum=st.dist_sum,
+                                  bandwidth=lam, sum_error=rho, u2_error=u2_err, **extra)
+              for name, spec in specs.items()}
+    first = next(iter(limits.values()))
+    vacuous = first["vacuous"]
+    proba = first["proba"]
+    if bool(vacuous.any()):  # one flag; the rule (and its error) is the estimator's
+        vac_host = vacuous.cpu().numpy()
+        rows = torch.as_tensor(np.flatnonzero(vac_host), device=proba.device)
+        proba = proba.clone()
+        proba[rows] = torch.as_tensor(fallback(vac_host), dtype=torch.float64, device=proba.device)
+    kappa = first["kappa"] * unit  # back to the input's units (inf where not representable, as the host)
+    low, high = (torch.as_tensor(np.ascontiguousarray(b, dtype=np.float64), device=Q.device) for b in box)
+    outside = torch.any((Q < low) | (Q > high), dim=1)
+    common = dict(kappa=kappa, n_eff=first["n_eff"], vacuous=vacuous,
+                  bandwidth=torch.full((n_q,), lam, dtype=torch.float64, device=Q.device), outside_box=outside)
+    out = {}
+    for name, lim in limits.items():
+        lower, upper = lim["lower"], lim["upper"]
+        epsilon = lim["epsilon"]
+        if specs[name].is_chernoff:  # ε from the final p̂ (the fallback rows are [0, 1] with ε = 1)
+            epsilon = torch.where(vacuous[:, None], 1.0, torch.maximum(proba - lower, upper - proba))
+        fields = dict(proba=proba, lower=lower, upper=upper, epsilon=epsilon, bias=lim["bias"],
+                      sampling=lim["sampling"], **common)
+        out[name] = PredictionInterval(**{k: v.contiguous() for k, v in fields.items()})
+    if numpy_in:
+        return {name: _interval_to_host(iv) for name, iv in out.items()}
+    target = Xq.device if hasattr(Xq, "device") and compat().is_torch_array(Xq) else None
+    if target is None:  # another array-API library: its own namespace via the estimator's restore
+        return {name: _interval_to_host(iv) for name, iv in out.items()}
+    return {name: dataclasses.replace(iv, **{f.name: getattr(iv, f.name).to(target)
+                                             for f in dataclasses.fields(iv)}) for name, iv in out.items()}
+
+
+def _interval_to_host(iv: PredictionInterval) -> PredictionInterval:
+    """A tensor interval as NumPy in one device-to-host copy (every field packed into one float64 block)."""
+    import torch
+
+    names = [f.name for f in dataclasses.fields(iv)]
+    cols = [getattr(iv, k).to(torch.float64).reshape(iv.proba.shape[0], -1) for k in names]
+    packed = torch.cat(cols, 1).cpu().numpy()
+    out, at = {}, 0
+    for k, c in zip(names, cols):
+        block = packed[:, at : at + c.shape[1]]
+        at += c.shape[1]
+        ref = getattr(iv, k)
+        if ref.dtype == torch.bool:
+            out[k] = block[:, 0] > 0.5
+        else:
+            out[k] = np.ascontiguousarray(block if ref.ndim == 2 else block[:, 0])
+    return PredictionInterval(**out)
+
+
+def device_certificates(interval: PredictionInterval) -> tuple[Any, Any]:
+    """:attr:`~nwbound.PredictionInterval.certified` and :attr:`~nwbound.PredictionInterval.error_upper`
+    of an interval whose arrays are PyTorch tensors, computed where they live (same rules: the
+    predicted class is the first of largest ``proba``; it is certified when its lower end lies
+    strictly above every other class's upper end and the row is not vacuous).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torch
+    >>> from nwbound import PredictionInterval
+    >>> from nwbound.estimators._device import device_certificates
+    >>> iv = PredictionInterval.from_parts(
+    ...     proba=np.array([[0.9, 0.1], [0.5, 0.5]]), bias=np.full((2, 2), 0.1),
+    ...     sampling=np.full((2, 2), 0.2), kappa=np.array([10.0, 10.0]), n_eff=np.array([8.0, 8.0]),
+    ...     vacuous=np.array([False, False]), bandwidth=np.array([1.0, 1.0]))
+    >>> t = PredictionInterval(**{k: torch.as_tensor(v) for k, v in vars(iv).items() if v is not None})
+    >>> certified, error_upper = device_certificates(t)
+    >>> certified.tolist(), [round(v, 2) for v in error_upper.tolist()]
+    ([True, False], [0.4, 0.8])
+    """
+    import torch
+
+    proba, lower, upper = interval.proba, interval.lower, interval.upper
+    n, C = proba.shape
+    top = torch.argmax(proba, dim=1)  # the first of the largest, as np.argmax
+    low_top = torch.gather(lower, 1, top[:, None])[:, 0]
+    live = ~interval.vacuous.to(torch.bool)
+    if C < 2:
+        return live, 1.0 - low_top
+    others = upper.scatter(1, top[:, None], -math.inf).amax(1)
+    return (low_top > others) & live, 1.0 - low_top
+
+
+def useless_on_device(interval: PredictionInterval, trivial_threshold: float = 0.5) -> bool:
+    """Whether :func:`nwbound.diagnostics.warn_if_useless` would warn about a tensor interval, from
+    two shares computed on its device (two numbers cross; the full report only where it warns).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nwbound import PredictionInterval
+    >>> from nwbound.estimators._device import useless_on_device
+    >>> p = torch.tensor([[0.5, 0.5]], dtype=torch.float64)
+    >>> iv = PredictionInterval(proba=p, lower=0 * p, upper=1 + 0 * p, epsilon=p, bias=p, sampling=p,
+    ...                         kappa=p[:, 0], n_eff=p[:, 0], vacuous=torch.tensor([False]), bandwidth=p[:, 0])
+    >>> useless_on_device(iv)
+    True
+    """
+    import torch
+
+    if interval.proba.shape[0] == 0:
+        return True
+    certified, _ = device_certificates(interval)
+    trivial = torch.all((interval.lower <= 0.0) & (interval.upper >= 1.0), dim=1)
+    shares = torch.stack([trivial.to(torch.float64).mean(), certified.to(torch.float64).mean()]).cpu().tolist()
+    return shares[0] >= trivial_threshold or shares[1] == 0.0
+
+
+def interval_on_host(interval: PredictionInterval) -> PredictionInterval:
+    """A copy of ``interval`` with every array as NumPy (:func:`~nwbound.gpu._array_api.to_host`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import PredictionInterval
+    >>> from nwbound.estimators._device import interval_on_host
+    >>> iv = PredictionInterval.from_parts(proba=np.array([[1.0]]), bias=np.zeros((1, 1)),
+    ...     sampling=np.zeros((1, 1)), kappa=np.ones(1), n_eff=np.ones(1), vacuous=np.array([False]),
+    ...     bandwidth=np.ones(1))
+    >>> interval_on_host(iv).proba.tolist()
+    [[1.0]]
+    """
+    return dataclasses.replace(interval, **{f.name: None if getattr(interval, f.name) is None
+                                            else to_host(getattr(interval, f.name)) for f in dataclasses.fields(interval)})

@@ -403,14 +403,19 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         back in the queries' namespace and on their device (PyTorch, CuPy,
         ``array_api_strict``; string class labels stay NumPy), with or without
         ``device``; with ``device`` those queries are checked and used where
-        they live, never copied to the host (the localized classifier's
-        neighbour search excepted). Needs ``pip install 'nwbound[gpu]'``;
+        they live, never copied to the host. With one bandwidth and
+        ``bound="chernoff"`` or ``"hoeffding"`` the bounds are computed there
+        too (only the final per-query results cross, and only for NumPy
+        queries). Needs ``pip install 'nwbound[gpu]'``;
         computes in ``dtype`` (use ``"float32"`` on a GPU); kernels
         ``epanechnikov``, ``quartic``, ``triweight``, ``boxcar``, ``gaussian``
         and ``gaussian_untruncated`` (with ``bound="chernoff"``: the first four);
-        with ``n_neighbors`` the search stays on the host and the neighbours'
-        distances (float64, whatever ``dtype``), kernel weights and sums are
-        computed on the device.
+        with ``n_neighbors`` an exact search (``algorithm`` ``"auto"``,
+        ``"brute"``, ``"kd_tree"``, ``"ball_tree"``) runs on the device too
+        (a blocked product, top-k and a float64 re-rank: the exact
+        neighbours, ties to the lower row), an HNSW index on the host; the
+        neighbours' distances (float64, whatever ``dtype``), kernel weights
+        and sums are computed on the device.
     metric : None, "standard", "auto", transformer or classifier, default=None
         The space the kernel and the bound work in (user guide: "Bounds in a learned space").
         None: the features as given (the classifier without a split). ``"standard"``: each
@@ -865,14 +870,20 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             # The index searches in coordinates scaled by a power of two (exact), so
             # that magnitudes like 1e160 cannot overflow its squared distances; the k
             # chosen distances are then recomputed directly from the coordinates.
-            # The index lives on the host: device= queries cross once, for the search only.
-            dist, idx = self.index_.kneighbors(_search_queries(to_host(X) / self._index_scale), self.n_neighbors)
+            # With device= and an exact index the search runs on the device; an HNSW index is on the host.
+            if self._searches_on_device():  # exact search where the queries are: nothing crosses
+                from ._device import device_kneighbors
+
+                _, idx = device_kneighbors(X, self._train, int(self.n_neighbors), device=self.device,
+                                           working_memory=self.working_memory)
+            else:
+                dist, idx = self.index_.kneighbors(_search_queries(to_host(X) / self._index_scale), self.n_neighbors)
             if getattr(self, "device", None) is None:
                 sums = neighbor_kernel_sums(
                     dist, idx, self._train, self.kernel_, bandwidths, need_dist=need_dist, tail_radius=tail,
                     queries=X, **extra,
                 )
-            else:  # the neighbours' weights and sums on the device (the search stays on the host)
+            else:  # the neighbours' weights and sums on the device
                 from ._device import neighbor_kernel_sums_array_api
 
                 sums = neighbor_kernel_sums_array_api(
@@ -1248,6 +1259,18 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         """Intervals of validated queries for every setting in ``specs`` from one pass at ``bandwidths``."""
         # Queries in blocks when a bound keeps per-query histograms or neighbour lists, so that
         # memory stays bounded however many queries come in.
+        if self._bounds_on_device(specs, bandwidths):  # statistics and bounds where the queries are
+            from ._device import intervals_on_device
+
+            n_classes = self.classes_.shape[0]
+            out = intervals_on_device(
+                X, self._train, self.kernel_, float(bandwidths[0]), specs, device=self.device, box=self._box,
+                fallback=lambda vac: self._fallback_proba(np.zeros((vac.size, n_classes)), (~vac).astype(float))[0][vac],
+                histogram_bins=int(self.histogram_bins), working_memory=self.working_memory,
+                n_neighbors=None if self.index_ is None else int(self.n_neighbors),
+            )
+            if out is not None:
+                return out
         n = X.shape[0]
         block = n if not any(s.is_chernoff for s in specs.values()) else _CHERNOFF_QUERY_BLOCK
         pieces = [
@@ -1259,6 +1282,25 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             )
         ]
         return {name: PredictionInterval.concatenate([p[name] for p in pieces]) for name in specs}
+
+    def _bounds_on_device(self, specs: dict, bandwidths: np.ndarray) -> bool:
+        """``device=`` with settings the device bounds serve (:func:`~._device.bounds_on_device`) and, for
+        the localized classifier, an exact index (its search then runs on the device too)."""
+        if getattr(self, "device", None) is None:
+            return False
+        from ._device import bounds_on_device
+
+        if self.index_ is not None and not self._searches_on_device():
+            return False
+        return bounds_on_device(specs, localized=self.index_ is not None, bandwidths=bandwidths, kernel=self.kernel_)
+
+    def _searches_on_device(self) -> bool:
+        """The localized classifier with ``device=`` and an exact index (``algorithm="auto"`` promises exact
+        search, or HNSW where exact is too slow: on the device exact is cheap): the exact k-NN runs there."""
+        from ..neighbors import AutoIndex, ExactIndex
+
+        return (getattr(self, "device", None) is not None and self.index_ is not None
+                and isinstance(self.index_, (ExactIndex, AutoIndex)))
 
     def _ranked_choices(self, X: np.ndarray, specs: dict) -> list[tuple[np.ndarray, list]] | None:
         """``bandwidth="auto"`` where the grid is ranked first (:meth:`ranks_first`): each setting's

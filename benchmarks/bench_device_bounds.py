@@ -1,0 +1,176 @@
+"""``predict_interval`` with ``device=`` against the bare float32 product (issue 19's targets).
+
+At the ECG shapes (87 554 × 100 float32 training points, 21 892 queries, 5 classes), each after a
+warm-up call, as a ratio to the bare fp32 product ``Q @ Xᵀ`` (TF32 off) measured in the same run:
+
+* the default bound (``"chernoff"``): statistics and the band-Chernoff search on the device;
+* ``"hoeffding"``;
+* the localized classifier, ``n_neighbors=10`` (exact k-NN on the device);
+* the 1 000 000 × 100 / 100 000-query default bound, when time and memory allow.
+
+Queries are CUDA tensors under ``array_api_dispatch`` (results stay on the device) and, for the
+default bound, NumPy queries too (one packed copy back). A validity check compares the device
+bounds with the host solver's on the same statistics (containment and the largest difference).
+Every part runs in its own ``try``: a failure prints one line and the rest goes on.
+
+    python benchmarks/bench_device_bounds.py                 # ECG shapes, CUDA if visible
+    python benchmarks/bench_device_bounds.py --small         # tiny shapes (a dry run of the script, CPU)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_gpu import bare_product, pick_bandwidth, timed_ms  # noqa: E402
+from run import ECG_FULL, ecg_like  # noqa: E402
+
+SMALL = (3_000, 600)
+BIG = (1_000_000, 100_000)
+SMALL_BIG = (20_000, 2_000)
+
+
+def _part(label: str, fn, deadline: float) -> None:
+    if time.perf_counter() > deadline:
+        print(f"{label}: skipped (time budget spent)")
+        return
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - report and go on: one shot on the machine
+        print(f"{label}: FAILED {type(exc).__name__}: {str(exc)[:300]}")
+        traceback.print_exc(limit=3, file=sys.stdout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--small", action="store_true", help="tiny shapes (dry run of the script)")
+    ap.add_argument("--device", default=None, help="PyTorch device (default: cuda if visible, else cpu)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--budget", type=float, default=240.0, help="seconds for everything (parts past it are skipped)")
+    ap.add_argument("--no-big", action="store_true", help="skip the 1M-row case")
+    args = ap.parse_args(argv)
+    start = time.perf_counter()
+    deadline = start + args.budget
+    warnings.simplefilter("ignore")  # UselessBoundWarning etc.: timings only
+    import sklearn
+    import torch
+
+    from nwbound import NadarayaWatsonClassifier
+    from nwbound.gpu import DeviceTrainingSet
+
+    dev = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    n_train, n_query = SMALL if args.small else ECG_FULL
+    X, y, Q = ecg_like(n_train, n_query)
+    lam, share = pick_bandwidth(Q, X, 0.05)
+    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
+    print(f"== {n_train} x {X.shape[1]} float32 training, {n_query} queries, lambda {lam:.4f} "
+          f"({100 * share:.1f} % inside), device {dev} ({name}) ==")
+    Qt = torch.from_numpy(Q).to(dev)
+    res: dict[str, float] = {}
+
+    def product(X_, Q_, key):
+        onehot = np.ones((X_.shape[0], 1), dtype=np.float32)
+        train = DeviceTrainingSet.build(torch.from_numpy(X_).to(dev), torch.from_numpy(onehot).to(dev))
+        Qc = (torch.from_numpy(Q_).to(dev).double() - train.center).float()
+        free = torch.cuda.mem_get_info(dev)[0] if dev.type == "cuda" else 8 << 30
+        block = Q_.shape[0] if 4 * Q_.shape[0] * X_.shape[0] < free / 4 else 4096
+        res[key] = timed_ms(lambda: bare_product(Qc, train.centred, False, block), dev, args.repeats)
+        print(f"bare fp32 product Q @ X^T (TF32 off): {res[key]:9.2f} ms")
+
+    def interval_ms(est, Qx, dispatch):
+        def call():
+            if dispatch:
+                with sklearn.config_context(array_api_dispatch=True):
+                    return est.predict_interval(Qx)
+            return est.predict_interval(Qx)
+        t0 = time.perf_counter()
+        iv = call()
+        first = time.perf_counter() - t0
+        return timed_ms(call, dev, args.repeats), first, iv
+
+    def row(label, ms, first, base):
+        print(f"{label:46s} {ms:9.2f} ms  {ms / res[base]:6.2f}x product  (first call {first:.1f} s)")
+
+    def bound_case(bound, extra=None, check=False):
+        extra = extra or {}
+        est = NadarayaWatsonClassifier(bandwidth=lam, lipschitz=1.0, bound=bound, dtype="float32", device=str(dev),
+                                       **extra).fit(X, y)
+        label = f"{bound}" + (f" k={extra['n_neighbors']}" if "n_neighbors" in extra else "")
+        dispatch_ok = os.environ.get("SCIPY_ARRAY_API") == "1"
+        if dispatch_ok:
+            ms, first, iv = interval_ms(est, Qt, True)
+            row(f"{label}, {dev.type} queries (array_api_dispatch)", ms, first, "prod")
+            print(f"{'':46s} results on {iv.upper.device}")
+        ms, first, iv = interval_ms(est, Q, False)
+        row(f"{label}, NumPy queries", ms, first, "prod")
+        if check:  # the same statistics through the host solver (the previous device route)
+            sub = slice(0, min(2000, n_query))
+            host_route = NadarayaWatsonClassifier(**est.get_params()).fit(X, y)
+            host_route._bounds_on_device = lambda *a, **k: False  # statistics on the device, host solver
+            ref = host_route.predict_interval(Q[sub])
+            lo, up = iv.lower[sub], iv.upper[sub]
+            inside = bool((lo <= ref.lower + 1e-7).all() and (up >= ref.upper - 1e-7).all())
+            print(f"{'':46s} check vs the host solver ({lo.shape[0]} queries): contains it {inside}, "
+                  f"max |d| {max(np.abs(lo - ref.lower).max(), np.abs(up - ref.upper).max()):.1e}, "
+                  f"mean width {np.mean(up - lo):.4f} vs {np.mean(ref.upper - ref.lower):.4f}")
+
+    def big():
+        nb, qb = SMALL_BIG if args.small else BIG
+        if dev.type == "cuda" and torch.cuda.mem_get_info(dev)[0] < 20 << 30:
+            print("1M case: skipped (under 20 GiB free)")
+            return
+        t0 = time.perf_counter()
+        Xb, yb, Qb = ecg_like(nb, qb, seed=1)
+        lam_b, share_b = pick_bandwidth(Qb, Xb, 0.05)
+        print(f"== {nb} x {Xb.shape[1]} training, {qb} queries, lambda {lam_b:.4f} ({100 * share_b:.1f} % inside); "
+              f"data {time.perf_counter() - t0:.1f} s ==")
+        product(Xb, Qb, "prod_big")
+        est = NadarayaWatsonClassifier(bandwidth=lam_b, lipschitz=1.0, dtype="float32", device=str(dev)).fit(Xb, yb)
+        Qbt = torch.from_numpy(Qb).to(dev)
+        saved = args.repeats
+        args.repeats = 1
+        try:
+            ms, first, _ = interval_ms(est, Qbt, os.environ.get("SCIPY_ARRAY_API") == "1")
+        finally:
+            args.repeats = saved
+        row("chernoff (default, eager search), 1M case", ms, first, "prod_big")
+
+    import nwbound.bounds._chernoff_device as chernoff_device
+    from nwbound.estimators import _device as device_route
+
+    device_route.BOUNDS_ON_CPU = True  # a dry run on the CPU exercises the device search too
+
+    _part("bare product", lambda: product(X, Q, "prod"), deadline)
+    if "prod" not in res:
+        return 1
+    # The eager search first (the default, known to run everywhere), then torch.compile'd.
+    chernoff_device.COMPILE = "0"
+    print("-- device Chernoff search: eager --")
+    _part("chernoff", lambda: bound_case("chernoff", check=True), deadline)
+    _part("hoeffding", lambda: bound_case("hoeffding", check=True), deadline)
+    _part("localized k=10", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"}, check=True),
+          deadline)
+    if not args.no_big:
+        _part("1M case", big, deadline)
+    if not args.small:
+        chernoff_device.COMPILE = "auto"
+        print(f"-- device Chernoff search: COMPILE='auto' ({'torch.compile' if dev.type == 'cuda' else 'eager'}) --")
+        _part("chernoff compiled", lambda: bound_case("chernoff", check=True), deadline)
+        _part("localized k=10 compiled", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"}),
+              deadline)
+        print(f"{'':46s} compile failed (eager fallback): {bool(chernoff_device._COMPILED.get('failed'))}")
+
+    print(f"== bench_device_bounds done in {time.perf_counter() - start:.0f} s ==")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

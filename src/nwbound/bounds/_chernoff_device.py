@@ -1,0 +1,637 @@
+"""The band-Chernoff interval search where the statistics live (PyTorch, any device).
+
+The same test and the same search as the host solvers (:mod:`._chernoff`, the grouped and
+per-point form; :mod:`._chernoff_binned`, the split form of a histogram with exact per-bin sums),
+batched for a device:
+
+* every (query, class, end) pair advances together: the lower ends search the upper tail with
+  ``S``, the upper ends the upper tail of the complementary labels (``S′``, ``m′ = 1 − m``), in
+  one ``(n, 2C)`` array against the per-query groups ``(n, 1, B)`` (broadcast, never gathered);
+* a pair's bracket ``[a, b]`` keeps ``a`` *certified* rejected (an explicit θ with exponent
+  ``≤ log(δ′/2)``, or the Hoeffding end of a dominating test) and ``b`` judged not rejected; each
+  probe takes a fixed number of safeguarded Newton steps in θ, warm-started from the previous
+  probe's best θ; finished pairs are frozen by masks, and the host reads one flag every few
+  probes (no per-pair traffic).
+
+Why the result contains the exact confidence set, as the host's does: the reported end is always
+a bracket's ``a``, a level rejected at an explicit θ by an exponent that dominates the exact one
+(evaluated in float64, the host's formulas), and the exact exponent is monotone in the level, so
+every level below ``a`` is rejected too. Fewer θ steps than the host's can only leave a probe
+uncertified, which moves ``b`` (never ``a``) inward: the interval can be wider, never narrower.
+The upper end ``1 − a′`` is rounded up (one ulp towards 1), which the host leaves to ``tol``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from typing import Any, Callable
+
+from ._chernoff import (
+    _MAX_EXPONENT,
+    _NEWTON_M_STEPS,
+    _THETA_DECREMENT,
+    _THETA_MARGIN,
+)
+
+__all__ = ["chernoff_interval_binned_device", "chernoff_interval_device", "device_limits", "hoeffding_limits_device"]
+
+# θ Newton steps per probe (warm-started; the host takes up to 30 from the same start), probes in
+# all (the host's cap is 80: with tol = 1e-7 bisection alone needs 24), and probes between two
+# reads of the "any pair still open" flag on the host.
+_THETA_STEPS = 6
+_MAX_PROBES = 64
+_CHECK_EVERY = 4
+_SERIES_X = 1e-3
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - the device path checks for torch first
+        raise ImportError("The device bound solver needs PyTorch: pip install 'nwbound[gpu]'.") from exc
+    return torch
+
+
+def _f64(torch: Any, a: Any, device: Any) -> Any:
+    return torch.as_tensor(a, dtype=torch.float64, device=device)
+
+
+# ---------------------------------------------------------------------------
+# Exponents: (phi, ∂φ/∂θ, ∂²φ/∂θ², ∂φ/∂m, S − linear part) at (m, θ) for pairs (n, K), and one
+# probe of the search. Plain functions of tensors (no Python state), so that torch.compile can
+# fuse a probe (its θ steps and the exponent's reductions over the bins) into a few kernels.
+# ---------------------------------------------------------------------------
+
+
+def _eval_grouped(torch: Any, data: tuple, s: Any, m: Any, theta: Any) -> tuple:
+    """:func:`._chernoff._evaluate` for groups ``N, M, R`` of shape (n, K or 1, B)."""
+    N, M, R = data
+    nm = N * M
+    hi = torch.clamp(m[..., None] + R, max=1.0)
+    x = theta[..., None] * M
+    ex = torch.exp(-x)
+    den = hi + (1.0 - hi) * ex
+    q = hi / den
+    phi = -theta * s + (N * (x + torch.log(den))).sum(-1)
+    d1 = -s + (nm * q).sum(-1)
+    d2 = (nm * M * (q * (1.0 - q))).sum(-1)
+    dm = torch.where(hi < 1.0, N * ((1.0 - ex) / den), 0.0).sum(-1)
+    amass = s - (nm * hi).sum(-1)
+    return phi, d1, d2, dm, amass
+
+
+def _eval_split(torch: Any, data: tuple, s: Any, m: Any, theta: Any) -> tuple:
+    """:func:`._chernoff_binned._evaluate_split` for per-bin fields of shape (n, 1, 1, B) and the
+    chord's two ends ``W``, ``Aside`` (n, 1, 2, B) (Λ at a_hi, n − Λ at a_lo)."""
+    A, bD, mcap, rho, rho_in, W, Aside = data
+    mm = m[..., None, None]
+    below = (mm < mcap) & (A > 0)
+    lin = torch.where(below, A * mm + bD, A).sum((-2, -1))
+    dm = theta * torch.where(below, A, 0.0).sum((-2, -1))
+    lo = torch.clamp(mm + rho_in, max=1.0)
+    hi = torch.clamp(mm + rho, max=1.0)
+    x = theta[..., None, None] * Aside
+    pst = torch.where(x > _SERIES_X, 1.0 / x - 1.0 / torch.expm1(x), 0.5 - x / 12.0 + x**3 / 720.0)
+    p = torch.minimum(torch.maximum(pst, lo), hi)
+    ex = torch.exp(-x)
+    den = p + (1.0 - p) * ex
+    qt = p / den
+    g = torch.log(den) + (1.0 - p) * x
+    inner = (pst > lo) & (pst < hi) & (x > 1e-6)
+    gxp = ex / (den * den) - 1.0
+    gpp = ((1.0 - ex) / den) ** 2
+    corr = torch.where(inner & (gpp > 0), gxp * gxp / torch.where(gpp > 0, gpp, 1.0), 0.0)
+    gp = (1.0 - ex) / den - x
+    moving = torch.where(pst >= hi, mm + rho < 1.0, (pst <= lo) & (mm + rho_in < 1.0))
+    phi = theta * (lin - s) + (W * g).sum((-2, -1))
+    d1 = lin - s + (W * Aside * (qt - p)).sum((-2, -1))
+    d2 = (W * Aside * Aside * (qt * (1.0 - qt) + corr)).sum((-2, -1))
+    dm = dm + torch.where(moving, W * gp, 0.0).sum((-2, -1))
+    return phi, d1, d2, dm, s - lin
+
+
+def _next_theta(torch: Any, theta: Any, d1: Any, d2: Any, t_lo: Any, t_hi: Any, t_max: Any) -> Any:
+    newton = theta - d1 / d2
+    grow = torch.minimum(4.0 * torch.maximum(theta, t_lo), t_max)
+    fallback = torch.where(torch.isfinite(t_hi), 0.5 * (t_lo + t_hi), grow)
+    ok = torch.isfinite(newton) & (newton > t_lo) & (newton < t_hi)
+    return torch.minimum(torch.where(ok, newton, fallback), t_max)
+
+
+def _profile(torch: Any, evaluate: Callable, data: tuple, s: Any, m: Any, theta: Any, t_max: Any,
+             log_level: Any) -> tuple:
+    """``g(m) = min over the θ tried of φ − log(δ′/2)`` (an upper bound on the true minimum:
+    ``g ≤ 0`` certifies rejection), ``∂φ/∂m`` at the best θ, and that θ."""
+    best = torch.full_like(s, math.inf)
+    grad = torch.zeros_like(s)
+    th_best = theta
+    t_lo = torch.zeros_like(s)
+    t_hi = torch.full_like(s, math.inf)
+    th = theta
+    going = torch.ones_like(s, dtype=torch.bool)
+    amass = s
+    for it in range(_THETA_STEPS):
+        phi, d1, d2, dm, a = evaluate(torch, data, s, m, th)
+        if it == 0:
+            amass = a
+            going = going & (amass > 0)
+        better = phi < best
+        best = torch.where(better, phi, best)
+        grad = torch.where(better, dm, grad)
+        th_best = torch.where(better, th, th_best)
+        t_lo = torch.where(d1 < 0, torch.maximum(t_lo, th), t_lo)
+        t_hi = torch.where(d1 >= 0, torch.minimum(t_hi, th), t_hi)
+        decrement = torch.where(d2 > 0, d1 * d1 / torch.where(d2 > 0, d2, 1.0), math.inf)
+        going = (going & (decrement > _THETA_DECREMENT) & (decrement > _THETA_MARGIN * (best - log_level).abs())
+                 & ~((d1 < 0) & (th >= t_max)))
+        th = torch.where(going, _next_theta(torch, th, d1, d2, t_lo, t_hi, t_max), th)
+    g = torch.where(amass > 0, best - log_level, math.inf)
+    return g, grad, th_best
+
+
+def _probe(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, theta: Any, t_max: Any,
+           active: Any, log_level: Any, tol: Any, newton_m: Any) -> tuple:
+    """One probe of every pair: the θ profile at ``m``, the bracket's update, the next ``m``."""
+    evaluate = _eval_split if split else _eval_grouped
+    g, gm, th = _profile(torch, evaluate, data, s, m, theta, t_max, log_level)
+    theta = torch.where(active, torch.maximum(th, 1e-12 * t_max), theta)
+    rejected = g <= 0
+    a = torch.where(active & rejected, m, a)
+    b = torch.where(active & ~rejected, m, b)
+    newton = m - g / torch.where(gm > 0, gm, 1.0)
+    mid = 0.5 * (a + b)
+    use = (gm > 0) & torch.isfinite(newton) & (newton > a) & (newton < b)
+    use = use & newton_m  # a 0-d bool tensor: one compiled graph for every probe
+    nxt = torch.where(use, newton, mid)
+    wide = b - a > tol
+    nxt = torch.where(wide, torch.minimum(torch.maximum(nxt, a + 0.5 * tol), b - 0.5 * tol), mid)
+    m = torch.where(active, nxt, m)
+    return a, b, m, theta, active & wide
+
+
+# "auto": torch.compile the probe on CUDA (fused kernels; the first call compiles), eager elsewhere;
+# "1" always, "0" never (the default until a device check has timed both: bench_device_bounds.py).
+# NWBOUND_COMPILE_BOUNDS overrides. A compile failure falls back to eager with a warning.
+COMPILE = os.environ.get("NWBOUND_COMPILE_BOUNDS", "0")
+_COMPILED: dict = {}
+
+
+def _probe_for(torch: Any, device: Any) -> Callable:
+    mode = str(COMPILE)
+    want = mode == "1" or (mode == "auto" and getattr(device, "type", "") == "cuda")
+    if not want or _COMPILED.get("failed"):
+        return _probe
+    if "probe" not in _COMPILED:
+        _COMPILED["probe"] = torch.compile(_probe, dynamic=True)
+    compiled = _COMPILED["probe"]
+
+    def run(*args: Any) -> tuple:
+        try:
+            return compiled(*args)
+        except Exception as exc:  # noqa: BLE001 - the eager probe computes the same
+            _COMPILED["failed"] = True
+            warnings.warn(f"torch.compile of the device Chernoff search failed ({type(exc).__name__}: "
+                          f"{str(exc)[:200]}); using the eager search.", RuntimeWarning, stacklevel=2)
+            return _probe(*args)
+
+    return run
+
+
+def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, theta: Any, t_max: Any,
+            log_level: float, tol: float, open_: Any) -> Any:
+    """Left ends: bracket ``[a, b]`` (``a`` certified rejected), first probe ``m``; ``open_`` the pairs
+    still searched. Returns ``a`` at the end (the largest certified level).
+
+    Rounds of :data:`_CHECK_EVERY` probes; between rounds the host reads how many pairs are still open
+    and, once they are under half of all, the next rounds probe only those (their query's groups
+    gathered): the few slow pairs do not keep the finished ones busy.
+    """
+    probe = _probe_for(torch, s.device)
+    shape = s.shape
+    K = shape[1]
+    # The level and the tolerance as 0-d tensors: a compiled probe serves every δ′ without recompiling.
+    level_t, tol_t = (torch.tensor(v, dtype=torch.float64, device=s.device) for v in (log_level, tol))
+    flags = [torch.tensor(v, device=s.device) for v in (True, False)]
+    state = [x.expand(shape).contiguous() for x in (a, b, m, theta)]
+    t_max = t_max.expand(shape).contiguous()
+    active = (open_ & (b - a > tol)).expand(shape).contiguous()
+    total = active.numel()
+    step = 0
+    while step < _MAX_PROBES:
+        n_open = int(active.sum())  # the one read per round
+        if n_open == 0:
+            break
+        if 2 * n_open > total:  # most pairs open: all of them, in place
+            args = (data, s, *state, t_max, active)
+            for _ in range(_CHECK_EVERY):
+                a_, b_, m_, th_, active = probe(torch, split, *args[:6], args[6], active, level_t, tol_t,
+                                                flags[0] if step < _NEWTON_M_STEPS else flags[1])
+                state = [a_, b_, m_, th_]
+                args = (data, s, *state, t_max, active)
+                step += 1
+            continue
+        idx = torch.nonzero(active.reshape(-1)).squeeze(1)
+        rows = torch.div(idx, K, rounding_mode="floor")
+        sub = tuple(x[rows] for x in data)
+        flat = [x.reshape(-1, 1) for x in (s, *state, t_max)]
+        ss, aa, bb, mm, tt, tm = (x[idx] for x in flat)
+        act = torch.ones_like(ss, dtype=torch.bool)
+        for _ in range(_CHECK_EVERY):
+            aa, bb, mm, tt, act = probe(torch, split, sub, ss, aa, bb, mm, tt, tm, act, level_t, tol_t,
+                                        flags[0] if step < _NEWTON_M_STEPS else flags[1])
+            step += 1
+        for full, part in zip(flat[1:5], (aa, bb, mm, tt)):
+            full[idx] = part
+        state = [x.reshape(shape) for x in flat[1:5]]
+        act_full = active.reshape(-1, 1).clone()
+        act_full[idx] = act
+        active = act_full.reshape(shape)
+    return state[0]
+
+
+def _finish(torch: Any, lo: Any, up_comp: Any, p_hat: Any, live: Any) -> tuple[Any, Any]:
+    """``lower = min(lo, p̂)``, ``upper = max(1 − up_comp, p̂)`` rounded up; ``[0, 1]`` where κ = 0."""
+    upper = torch.nextafter(1.0 - up_comp, torch.ones_like(up_comp))  # the certified level is 1 − up_comp
+    lower = torch.clamp(torch.minimum(lo, p_hat), 0.0, 1.0)
+    upper = torch.clamp(torch.maximum(upper, p_hat), 0.0, 1.0)
+    return torch.where(live, lower, 0.0), torch.where(live, upper, 1.0)
+
+
+def _check(torch: Any, delta_prime: float, tol: float, *arrays: Any) -> None:
+    if not 0.0 < float(delta_prime) < 1.0:
+        raise ValueError(f"delta_prime must be in (0, 1), got {delta_prime!r}.")
+    if not 0.0 < float(tol) < 0.5:
+        raise ValueError(f"tol must be in (0, 0.5) (the precision of the interval ends), got {tol!r}.")
+    bad = torch.zeros((), dtype=torch.bool, device=arrays[0].device)
+    for arr in arrays:
+        bad = bad | (torch.isnan(arr) | (arr < 0)).any()
+    if bool(bad):  # one read on the host
+        raise ValueError("The Chernoff statistics must be >= 0 and not NaN (sums of non-negative kernel values).")
+
+
+def chernoff_interval_device(
+    class_sums: Any,
+    count: Any,
+    mass: Any,
+    band_radius: Any,
+    delta_prime: float,
+    *,
+    tol: float = 1e-7,
+) -> tuple[Any, Any]:
+    """:func:`~nwbound.bounds._chernoff.chernoff_interval` with ``mass_upper = mass_lower = mass`` on a device.
+
+    The per-point form of the localized classifier (one group per neighbour, ``count = 1`` where
+    the mass is positive), computed where the PyTorch tensors live (float64), the ends certified
+    and rounded outward as on the host (module docstring).
+
+    Parameters
+    ----------
+    class_sums : tensor of shape (n, C)
+    count : tensor of shape (n, B)
+    mass : tensor of shape (n, B)
+        Each group's kernel value (both the upper and the lower mass).
+    band_radius : tensor of shape (n, B)
+        ``ρ_g ≥ β·r_g`` (``+inf`` allowed).
+    delta_prime : float
+        Per-class failure probability in (0, 1).
+    tol : float, default=1e-7
+
+    Returns
+    -------
+    lower, upper : float64 tensors of shape (n, C), on the inputs' device
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nwbound.bounds._chernoff_device import chernoff_interval_device
+    >>> lo, up = chernoff_interval_device(torch.tensor([[10.0, 0.0]]), torch.ones(1, 10), torch.ones(1, 10),
+    ...                                   torch.zeros(1, 10), 0.05)
+    >>> round(float(lo[0, 0]), 4), round(float(up[0, 1]), 4)
+    (0.6915, 0.3085)
+    """
+    torch = _torch()
+    dev = class_sums.device
+    S = _f64(torch, class_sums, dev)
+    N, M, R = (_f64(torch, a, dev) for a in (count, mass, band_radius))
+    _check(torch, delta_prime, tol, S, N, M, R)
+    n, C = S.shape
+    kappa = S.sum(1)
+    live = (kappa > 0)[:, None]
+    p_hat = torch.clamp(S / torch.where(live, kappa[:, None], 1.0), 0.0, 1.0)
+    log_level = math.log(float(delta_prime) / 2.0)
+    N3, M3, R3 = N[:, None, :], M[:, None, :], R[:, None, :]
+    nm = N3 * M3
+    s_comp = nm.sum(-1) - S  # Σ n·l − S with l = the same mass
+    s = torch.cat([S, s_comp], 1)  # (n, 2C): lower ends, then the complementary upper ends
+    right = torch.cat([p_hat, 1.0 - p_hat], 1)
+    m1 = nm.sum(-1)
+    v = (nm * M3).sum(-1)
+    rho_mass = torch.where(nm > 0, nm * R3, 0.0).sum(-1)
+    t_max = (_MAX_EXPONENT / torch.clamp(M.amax(1, keepdim=True) if M.shape[1] else torch.zeros(n, 1, dtype=M.dtype, device=dev),
+                                         min=1e-300)).expand(n, 2 * C)
+    t_min = 1e-12 * t_max
+    data = (N3, M3, R3)
+    open_ = live.expand(n, 2 * C) & (s > 0) & (v > 0) & (right > 0)
+    b = torch.where(open_, right, 0.0)
+    # The Hoeffding end on the same groups, certified at θ* = 4A/V (as the host).
+    m_h = (s - rho_mass - torch.sqrt(v * (-log_level) / 2.0)) / torch.where(m1 > 0, m1, 1.0)
+    m_h = torch.where(torch.isfinite(m_h) & open_, torch.minimum(torch.clamp(m_h, min=0.0), b), 0.0)
+    hi = torch.clamp(m_h[..., None] + R3, max=1.0)
+    amass = s - (nm * hi).sum(-1)
+    t_star = torch.minimum(torch.maximum(4.0 * amass / torch.where(v > 0, v, 1.0), t_min), t_max)
+    phi, d1, d2, dm, _ = _eval_grouped(torch, data, s, m_h, t_star)
+    ok = open_ & (m_h > 0) & (phi <= log_level)
+    a = torch.where(ok, m_h, 0.0)
+    newton = m_h - (phi - log_level) / torch.where(dm > 0, dm, 1.0)
+    good = ok & (dm > 0) & torch.isfinite(newton) & (newton > a) & (newton < b)
+    first = torch.where(good, newton, 0.5 * (a + b))
+    first = torch.where(b - a > tol, torch.minimum(torch.maximum(first, a + 0.5 * tol), b - 0.5 * tol), first)
+    m = torch.where(ok, first, 0.0)
+    theta = torch.where(ok, _next_theta(torch, t_star, d1, d2, torch.zeros_like(s), torch.full_like(s, math.inf), t_max),
+                        t_star)
+    theta = torch.maximum(theta, t_min)
+    ends = _search(torch, False, data, s, a, b, m, theta, t_max, log_level, float(tol), open_)
+    return _finish(torch, ends[:, :C], ends[:, C:], p_hat, live)
+
+
+def chernoff_interval_binned_device(
+    class_sums: Any,
+    count: Any,
+    mass: Any,
+    dist_mass: Any,
+    mass_lower: Any,
+    mass_upper: Any,
+    band_radius: Any,
+    beta: float,
+    delta_prime: float,
+    *,
+    sq_sum: Any,
+    band_radius_inner: Any,
+    dist_sum: Any,
+    tol: float = 1e-7,
+    sum_error: float = 0.0,
+) -> tuple[Any, Any]:
+    """:func:`~nwbound.bounds._chernoff_binned.chernoff_interval_binned` on a device (PyTorch, float64).
+
+    Same parameters (every per-bin array of shape (n, B), ``sq_sum`` and ``dist_sum`` of shape (n,),
+    all on one device) and the same guarantee: the ends are certified levels, so the interval contains
+    the one of the exact sums (with ``sum_error`` moved to the widening side exactly as on the host).
+
+    Returns
+    -------
+    lower, upper : float64 tensors of shape (n, C), on the inputs' device
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nwbound.bounds._chernoff_device import chernoff_interval_binned_device
+    >>> one = torch.ones(1, 1)
+    >>> lo, up = chernoff_interval_binned_device(torch.tensor([[10.0, 0.0]]), 10 * one, 10 * one, 0 * one,
+    ...                                          one, one, 0 * one, 1.0, 0.05, sq_sum=torch.tensor([10.0]),
+    ...                                          band_radius_inner=0 * one, dist_sum=torch.tensor([0.0]))
+    >>> round(float(lo[0, 0]), 4), round(float(up[0, 1]), 4)
+    (0.6915, 0.3085)
+    """
+    torch = _torch()
+    dev = class_sums.device
+    S = _f64(torch, class_sums, dev)
+    N, A, D, lo_m, hi_m, R, R_in, q2, dsum = (
+        _f64(torch, x, dev) for x in (count, mass, dist_mass, mass_lower, mass_upper, band_radius,
+                                      band_radius_inner, sq_sum, dist_sum))
+    shape = N.shape
+    lo_m, hi_m, R, R_in = (x.expand(shape) for x in (lo_m, hi_m, R, R_in))
+    _check(torch, delta_prime, tol, S, N, A, D, lo_m, hi_m, R, R_in, q2, dsum)
+    beta = float(beta)
+    if not (math.isfinite(beta) and beta >= 0):
+        raise ValueError(f"beta must be finite and >= 0 (L or 1/γ), got {beta!r}.")
+    rel = float(sum_error)
+    if not 0.0 <= rel < 0.5:
+        raise ValueError(f"sum_error must be in [0, 0.5) (a relative error bound of the sums), got {sum_error!r}.")
+    n, C = S.shape
+    kappa = S.sum(1)
+    if rel > 0:  # the largest exact A_b the sums allow (never above count·mass_upper): widens
+        A = torch.minimum(A / (1.0 - rel) * (1.0 + 2.0**-52), N * hi_m)
+    # The host's _pack: Λ, m_cap and the empty bins' zeros.
+    positive = A > 0
+    span = hi_m - lo_m
+    lam = torch.where(span > 0, (A - N * lo_m) / torch.where(span > 0, span, 1.0), N)
+    lam = torch.minimum(torch.clamp(lam, min=0.0), N)
+    bD = beta * D
+    mcap = torch.where(positive, 1.0 - bD / torch.where(positive, A, 1.0), -math.inf)
+    rho = torch.where(positive, R, 0.0)
+    rho_in = torch.minimum(torch.where(positive, R_in, 0.0), rho)
+    z = lambda x: torch.where(positive, x, 0.0)[:, None, None, :]  # noqa: E731 - (n, 1, 1, B)
+    P = {
+        "A": z(A), "bD": z(bD), "mcap": mcap[:, None, None, :], "rho": z(rho), "rho_in": z(rho_in),
+        "w": torch.stack([z(lam)[:, :, 0], z(N - lam)[:, :, 0]], 2),
+        "a": torch.stack([z(hi_m)[:, :, 0], z(lo_m)[:, :, 0]], 2),
+    }
+    live = (kappa > 0)[:, None]
+    kap = torch.where(live, kappa[:, None], 1.0)
+    p_hat = torch.clamp(S / kap, 0.0, 1.0)
+    s = S
+    s_comp = torch.clamp(kap - S, min=0.0)
+    if rel > 0:  # as the host: each sum to the side that widens
+        grow = 1.0 + 2.0**-52
+        s = s / (1.0 + rel) / grow
+        s_comp = torch.clamp(s_comp - (C + 1) * 2.0**-53 * kap, min=0.0) / (1.0 + rel) / grow
+        kap = kap / (1.0 - rel) * grow
+    log_level = math.log(float(delta_prime) / 2.0)
+    root = torch.sqrt(q2 * math.log(2.0 / float(delta_prime)) / 2.0)
+    half_h = (beta * dsum + root)[:, None]
+    theta_h = (4.0 * root / torch.clamp(q2, min=1e-300))[:, None].expand(n, 2 * C)
+    a_top = torch.where(positive, hi_m, 0.0).amax(1, keepdim=True) if shape[1] else torch.zeros(n, 1, dtype=S.dtype, device=dev)
+    t_max = (_MAX_EXPONENT / torch.clamp(a_top, min=1e-300)).expand(n, 2 * C)
+    lo_h = torch.minimum(torch.clamp((s - half_h) / kap, min=0.0), p_hat)
+    up_h = torch.minimum(torch.clamp((s_comp - half_h) / kap, min=0.0), 1.0 - p_hat)
+    ss = torch.cat([s, s_comp], 1)
+    a = torch.cat([lo_h, up_h], 1)
+    b = torch.cat([p_hat, 1.0 - p_hat], 1)
+    theta = torch.minimum(torch.maximum(theta_h, 1e-12 * t_max), t_max)
+    open_ = live.expand(n, 2 * C) & (ss > 0)
+    data = (P["A"], P["bD"], P["mcap"], P["rho"], P["rho_in"], P["w"], P["a"])
+    ends = _search(torch, True, data, ss, a, b, 0.5 * (a + b), theta, t_max, log_level, float(tol), open_)
+    return _finish(torch, ends[:, :C], ends[:, C:], p_hat, live)
+
+
+def hoeffding_limits_device(class_sums: Any, sq_sum: Any, dist_sum: Any, beta: float, delta_prime: float,
+                            *, sum_error: float = 0.0) -> dict:
+    """The ``"hoeffding"`` limits of :meth:`~nwbound.bounds.BoundSpec.limits` where the sums live.
+
+    ``ε = min(1, β·D/κ′ + √(ln(2/δ′)·S2/2)/κ′ + ρ/(2(1 − ρ)))`` with ``κ′ = κ/(1 + ρ)`` (the host's
+    rule for sums with a summation error ``ρ``), ``p̂ = S/κ``, ``[p̂ − ε, p̂ + ε] ∩ [0, 1]``; rows with
+    ``κ = 0`` get ``[0, 1]`` and ``ε = bias = sampling = 1``, ``p̂`` NaN there (the caller's fallback).
+
+    Returns
+    -------
+    dict
+        ``proba``, ``lower``, ``upper``, ``epsilon``, ``bias``, ``sampling`` (n, C) float64 tensors,
+        ``kappa`` (n,), ``vacuous`` (n,) bool, on the inputs' device.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nwbound.bounds._chernoff_device import hoeffding_limits_device
+    >>> out = hoeffding_limits_device(torch.tensor([[3.0, 1.0]]), torch.tensor([4.0]), torch.tensor([0.4]),
+    ...                               1.0, 0.05)
+    >>> round(float(out["bias"][0, 0]), 3), round(float(out["sampling"][0, 0]), 3)
+    (0.1, 0.679)
+    """
+    torch = _torch()
+    dev = class_sums.device
+    S = _f64(torch, class_sums, dev)
+    q2, dsum = _f64(torch, sq_sum, dev), _f64(torch, dist_sum, dev)
+    rho = float(sum_error)
+    if not 0.0 <= rho < 0.5:
+        raise ValueError(f"sum_error must be in [0, 0.5) (a relative error bound of the sums), got {sum_error!r}.")
+    kappa = S.sum(1)
+    vacuous = ~(kappa > 0)
+    k_low = (kappa / (1.0 + rho)) if rho > 0 else kappa
+    safe = torch.where(vacuous, 1.0, k_low)
+    bias = torch.where(vacuous, 1.0, float(beta) * dsum / safe)
+    sampling = torch.sqrt(math.log(2.0 / float(delta_prime)) * q2 / 2.0) / safe
+    if rho > 0:
+        sampling = sampling + rho / (2.0 * (1.0 - rho)) * (1.0 + 2.0**-50)
+    sampling = torch.where(vacuous, 1.0, sampling)
+    eps = torch.clamp(bias + sampling, max=1.0)[:, None]
+    proba = S / torch.where(vacuous, 1.0, kappa)[:, None]
+    proba = torch.clamp(proba, 0.0, 1.0)
+    C = S.shape[1]
+    return {
+        "proba": proba, "lower": torch.clamp(proba - eps, 0.0, 1.0), "upper": torch.clamp(proba + eps, 0.0, 1.0),
+        "epsilon": eps.expand(-1, C), "bias": bias[:, None].expand(-1, C),
+        "sampling": sampling[:, None].expand(-1, C), "kappa": kappa, "vacuous": vacuous,
+    }
+
+
+# Bytes the search may hold per block of queries (its largest temporaries are (rows, 2C, 2, B)
+# float64, about 24 of them alive): larger inputs go through in blocks of rows.
+BLOCK_BYTES = {"cuda": 4 << 30, "cpu": 512 << 20}
+
+
+def _in_blocks(torch: Any, solve: Callable, arrays: tuple, *extra: Any) -> tuple[Any, Any]:
+    """``solve(*arrays, *extra)`` over blocks of rows (every array's first axis), results concatenated."""
+    n, C = arrays[0].shape
+    B = max(int(arrays[1].shape[1]), 1)
+    budget = BLOCK_BYTES.get(arrays[0].device.type, BLOCK_BYTES["cpu"])
+    rows = max(1, int(budget // (2 * C * 2 * B * 8 * 24)))
+    if n <= rows:
+        return solve(*arrays, *extra)
+    parts = [solve(*(a[s : s + rows] for a in arrays), *extra) for s in range(0, n, rows)]
+    return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+
+
+def device_limits(spec: Any, *, class_sums: Any, sq_sum: Any, dist_sum: Any, bandwidth: float,
+                  sum_error: float = 0.0, u2_error: Any = 0.0, kernel: Any = None, histogram: Any = None,
+                  hist_mass: Any = None, hist_dist: Any = None, hist_count: Any = None,
+                  weight_max: float = 1.0, weight_min: float = 0.0, uniform_weights: bool = True,
+                  point_mass: Any = None, point_dist: Any = None) -> dict:
+    """:meth:`~nwbound.bounds.BoundSpec.limits` for one bandwidth, where the statistics live (PyTorch).
+
+    The same rules as the host: ``"hoeffding"`` (:func:`hoeffding_limits_device`) and ``"chernoff"``
+    in its split form (a histogram with ``hist_mass`` and ``hist_dist``, the regular classifier's
+    device statistics) or its per-point form (``point_mass``, ``point_dist``: the localized
+    classifier's); masses in any common unit (``weight_max``, ``weight_min`` in it too).
+
+    Parameters
+    ----------
+    spec : BoundSpec
+        ``form`` ``"hoeffding"`` or ``"chernoff"``.
+    class_sums : tensor of shape (n, C)
+    sq_sum, dist_sum : tensors of shape (n,)
+    bandwidth : float
+    sum_error : float, default=0
+        ``ρ`` of the sums (``class_sums`` and ``hist_mass`` within ``1 ± ρ``).
+    u2_error : float or tensor of shape (n,), default=0
+        Bound on ``|ũ² − u²|`` of every computed ``u² = d̃²/λ²`` (the histogram's bins).
+    kernel : Kernel
+        The kernel whose values the statistics hold (the histogram's edges).
+    histogram, hist_mass, hist_dist, hist_count : tensors of shape (n, B) or None
+        ``histogram`` is ``Σ w_i/weight_max`` per bin (the CPU engine's counts).
+    weight_max, weight_min : float
+    uniform_weights : bool
+    point_mass, point_dist : tensors of shape (n, k) or None
+        The per-point form (``point_dist`` already rounded up to cover its computation).
+
+    Returns
+    -------
+    dict
+        ``proba`` (``S/κ``; the caller's fallback where κ = 0), ``lower``, ``upper``, ``epsilon``,
+        ``bias``, ``sampling`` (n, C), ``kappa``, ``n_eff`` (n,) float64 and ``vacuous`` (n,) bool.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nwbound.bounds import BoundSpec
+    >>> from nwbound.bounds._chernoff_device import device_limits
+    >>> out = device_limits(BoundSpec(form="chernoff", beta=0.0, delta_prime=0.05),
+    ...                     class_sums=torch.tensor([[10.0, 0.0]]), sq_sum=torch.tensor([10.0]),
+    ...                     dist_sum=torch.tensor([0.0]), bandwidth=1.0, point_mass=torch.ones(1, 10),
+    ...                     point_dist=torch.zeros(1, 10))
+    >>> round(float(out["lower"][0, 0]), 4)
+    0.6915
+    """
+    import numpy as np
+
+    from ._spec import _KERNEL_SLACK
+
+    torch = _torch()
+    dev = class_sums.device
+    S = _f64(torch, class_sums, dev)
+    rho = float(sum_error)
+    out = hoeffding_limits_device(S, sq_sum, dist_sum, spec.beta, spec.delta_prime, sum_error=rho)
+    q2 = _f64(torch, sq_sum, dev)
+    out["n_eff"] = torch.where(q2 > 0, out["kappa"] * out["kappa"] / torch.where(q2 > 0, q2, 1.0), 0.0)
+    if spec.form == "hoeffding":
+        return out
+    if spec.form != "chernoff":
+        raise ValueError(f"The device bounds are 'hoeffding' and 'chernoff', not {spec.form!r}: use the host path.")
+    n, C = S.shape
+    lam = float(bandwidth)
+    vac = out["vacuous"][:, None]
+    if point_mass is not None:
+        if rho > 0:
+            raise ValueError("The per-point Chernoff form takes exact sums (sum_error = 0).")
+        mass = _f64(torch, point_mass, dev)
+        u_err = torch.sqrt(_f64(torch, u2_error, dev).expand(n))
+        dist = _f64(torch, point_dist, dev) + (lam * u_err)[:, None]
+        lower, upper = _in_blocks(torch, chernoff_interval_device, (S, (mass > 0).to(torch.float64), mass,
+                                                                    spec.beta * dist), spec.delta_prime)
+    else:
+        if hist_mass is None or hist_dist is None or histogram is None:
+            raise ValueError("bound='chernoff' on a device needs the histogram's per-bin masses (hist_mass, "
+                             "hist_dist) or the per-point statistics (point_mass, point_dist).")
+        B = int(histogram.shape[1])
+        edges_np = np.linspace(0.0, 1.0, B + 1)
+        k_edges_np = np.asarray(kernel.from_squared(edges_np), dtype=np.float64) / spec.kernel_sup
+        edges, k_edges = _f64(torch, edges_np, dev), _f64(torch, k_edges_np, dev)
+        u_err = torch.sqrt(_f64(torch, u2_error, dev).expand(n))
+        mass_upper = (float(weight_max) * k_edges[:-1] * spec.kernel_sup * (1.0 + _KERNEL_SLACK))[None, :]
+        mass_lower = (float(weight_max) * k_edges[1:] * spec.kernel_sup * (1.0 - _KERNEL_SLACK))[None, :]
+        radius = lam * torch.hypot(torch.sqrt(edges[1:])[None, :], u_err[:, None])
+        inner = lam * torch.sqrt(torch.clamp(edges[None, :-1] - (u_err * u_err)[:, None], min=0.0))
+        count = _f64(torch, histogram, dev)
+        if uniform_weights:
+            a_lo = mass_lower
+        elif hist_count is not None:
+            a_lo = (float(weight_min) * k_edges[1:] * spec.kernel_sup * (1.0 - _KERNEL_SLACK))[None, :]
+            count = _f64(torch, hist_count, dev)
+        else:
+            a_lo = torch.zeros_like(mass_lower)
+        dsum = _f64(torch, dist_sum, dev)
+
+        def binned(S_, count_, mass_, dist_, lo_, hi_, radius_, inner_, q2_, dsum_):
+            return chernoff_interval_binned_device(S_, count_, mass_, dist_, lo_, hi_, radius_, spec.beta,
+                                                   spec.delta_prime, sq_sum=q2_, band_radius_inner=inner_,
+                                                   dist_sum=dsum_, sum_error=rho)
+
+        lower, upper = _in_blocks(torch, binned, (
+            S, count, _f64(torch, hist_mass, dev), _f64(torch, hist_dist, dev), a_lo.expand(n, B),
+            mass_upper.expand(n, B), spec.beta * radius, spec.beta * inner, q2, dsum))
+    proba = out["proba"]
+    out["lower"] = torch.where(vac, 0.0, lower)
+    out["upper"] = torch.where(vac, 1.0, upper)
+    out["epsilon"] = torch.where(vac, 1.0, torch.maximum(proba - lower, upper - proba))
+    return out

@@ -1,0 +1,369 @@
+"""The band-Chernoff search and the Hoeffding limits on a device (``nwbound.bounds._chernoff_device``).
+
+Run on PyTorch's CPU device here (and on CUDA where one is visible): every device interval must
+contain the exact one. Checked two ways: against the host float64 solvers (the device ends lie
+outside the host's, up to the host's own ``tol``, and close to them), and independently: each
+device end is a level that the slow references of ``test_chernoff`` / ``test_chernoff_binned``
+(scipy minimisation of the exponent written from its definition) reject.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from test_chernoff import per_point, random_points, reference_interval
+from test_chernoff_binned import _binned, _points, _rejects
+
+from nwbound.bounds import BoundSpec
+from nwbound.bounds._chernoff import chernoff_interval
+from nwbound.bounds._chernoff_binned import chernoff_interval_binned
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch)")
+from nwbound.bounds._chernoff_device import (  # noqa: E402
+    chernoff_interval_binned_device,
+    chernoff_interval_device,
+    hoeffding_limits_device,
+)
+
+TOL = 1e-7
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def _t(a, dev):
+    return torch.as_tensor(np.ascontiguousarray(a, dtype=np.float64), device=dev)
+
+
+def _np(t):
+    return t.detach().cpu().numpy()
+
+
+def _binned_batch(seed, n_queries, n_classes, n_bins, beta, *, weighted=False, lam=0.2, scale=1.0):
+    rng = np.random.default_rng(seed)
+    rows = [_binned(*_points(rng, int(rng.integers(1, 150)), n_classes, lam=lam, weighted=weighted), n_classes,
+                    n_bins, beta, lam=lam, weighted=weighted) for _ in range(n_queries)]
+    S, n, A, D, alo, ahi, rho, rho_in, sq = (np.array([row[i] for row in rows]) for i in range(9))
+    # scale the kernel values (tiny or huge κ): every mass and sum with them, squares with scale².
+    return S * scale, n, A * scale, D * scale, alo * scale, ahi * scale, rho, rho_in, sq * scale * scale
+
+
+def _both(args, beta, dp, dev, *, sum_error=0.0):
+    S, n, A, D, alo, ahi, rho, rho_in, sq = args
+    host = chernoff_interval_binned(S, n, A, D, alo, ahi, rho, beta, dp, sq_sum=sq, band_radius_inner=rho_in,
+                                    dist_sum=D.sum(1), sum_error=sum_error, engine="numpy")
+    dev_out = chernoff_interval_binned_device(
+        *(_t(x, dev) for x in (S, n, A, D, alo, ahi, rho)), beta, dp, sq_sum=_t(sq, dev),
+        band_radius_inner=_t(rho_in, dev), dist_sum=_t(D.sum(1), dev), sum_error=sum_error)
+    return host, tuple(_np(x) for x in dev_out)
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("n_bins,beta,dp", [(1, 0.5, 0.05), (4, 2.0, 1e-3), (32, 0.05, 0.05), (32, 30.0, 0.2)])
+def test_binned_contains_the_host_interval_and_is_close(dev, weighted, n_bins, beta, dp):
+    args = _binned_batch(n_bins + int(weighted), 30, 3, n_bins, beta, weighted=weighted)
+    (h_lo, h_up), (d_lo, d_up) = _both(args, beta, dp, dev)
+    # The host's ends are within tol outside the exact ones: the device's lie outside those, less tol.
+    assert np.all(d_lo <= h_lo + TOL) and np.all(d_up >= h_up - TOL)
+    assert np.all(d_lo >= 0) and np.all(d_up <= 1) and np.all(d_lo <= d_up)
+    np.testing.assert_allclose(d_lo, h_lo, atol=2e-5)
+    np.testing.assert_allclose(d_up, h_up, atol=2e-5)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_binned_ends_are_rejected_by_the_slow_reference(weighted):
+    """Independent: the split exponent, maximised and minimised by scipy, rejects each device end."""
+    beta, dp, n_bins = 0.05, 0.05, 4
+    args = _binned_batch(11 + int(weighted), 4, 2, n_bins, beta, weighted=weighted, lam=1.0)
+    S, n, A, D, alo, ahi, rho, rho_in, sq = args
+    _, (d_lo, d_up) = _both(args, beta, dp, "cpu")
+    level = math.log(dp / 2)
+    for q in range(S.shape[0]):
+        ref = (n[q], A[q], beta * D[q], alo[q], ahi[q], rho[q], rho_in[q])
+        kappa = S[q].sum()
+        half = beta * D[q].sum() + math.sqrt(sq[q] * math.log(2 / dp) / 2)
+
+        def rejected(s, m):  # the split test, or Hoeffding on the exact sums (the search's start)
+            return m * kappa <= s - half or _rejects(s, m, ref, level)
+
+        for c in range(S.shape[1]):
+            if d_lo[q, c] > 0:
+                assert rejected(S[q, c], d_lo[q, c])
+            if d_up[q, c] < 1:  # the upper end: the complementary labels' upper tail at 1 − upper
+                assert rejected(kappa - S[q, c], 1.0 - d_up[q, c])
+
+
+@pytest.mark.parametrize("case", ["tiny_kappa", "huge_kappa", "huge_L", "one_class", "rare_class", "empty_rows"])
+def test_binned_adversarial_statistics(case):
+    beta, dp, scale = 1.0, 0.05, 1.0
+    if case == "tiny_kappa":
+        scale = 1e-150
+    elif case == "huge_kappa":
+        scale = 1e150
+    elif case == "huge_L":
+        beta = 1e8
+    args = list(_binned_batch(5, 40, 3, 16, beta, scale=scale))
+    S = args[0]
+    if case == "one_class":  # p̂ = 1 for class 0: the upper end is 1, the lower near it
+        S[:, 0] += S[:, 1:].sum(1)
+        S[:, 1:] = 0.0
+    elif case == "rare_class":  # p̂ near 0: a sliver of mass in class 2
+        moved = 1e-9 * S[:, 0]
+        S[:, 0] -= moved
+        S[:, 2] = moved
+        S[:, 1] += S[:, 2] * 0  # unchanged
+    elif case == "empty_rows":  # κ = 0 rows: [0, 1]
+        for i in (0, 3):
+            for j in range(9):
+                args[j][i] = 0.0
+    args[0] = S
+    (h_lo, h_up), (d_lo, d_up) = _both(tuple(args), beta, dp, "cpu")
+    assert np.all(np.isfinite(d_lo)) and np.all(np.isfinite(d_up))
+    assert np.all(d_lo <= h_lo + TOL) and np.all(d_up >= h_up - TOL)
+    np.testing.assert_allclose(d_lo, h_lo, atol=2e-5)
+    np.testing.assert_allclose(d_up, h_up, atol=2e-5)
+    if case == "empty_rows":
+        assert np.all(d_lo[[0, 3]] == 0) and np.all(d_up[[0, 3]] == 1)
+    if case == "one_class":
+        assert np.all(d_up[:, 0] == 1) and np.all(d_lo[:, 1:] == 0)
+
+
+@pytest.mark.parametrize("sum_error", [1e-7, 0.01, 0.3])
+def test_binned_sum_error_widens_as_on_the_host(sum_error):
+    beta, dp = 0.5, 0.05
+    args = _binned_batch(3, 20, 4, 8, beta)
+    (h_lo, h_up), (d_lo, d_up) = _both(args, beta, dp, "cpu", sum_error=sum_error)
+    (e_lo, e_up), _ = _both(args, beta, dp, "cpu")
+    assert np.all(d_lo <= h_lo + TOL) and np.all(d_up >= h_up - TOL)
+    assert np.all(d_lo <= e_lo + TOL) and np.all(d_up >= e_up - TOL)  # contains the exact sums' interval
+    np.testing.assert_allclose(d_lo, h_lo, atol=2e-5)
+    np.testing.assert_allclose(d_up, h_up, atol=2e-5)
+
+
+# ---------------------------------------------------------------- the per-point form (localized)
+def _per_point_batch(seed, n_queries, k, n_classes, beta, *, concentrated=False):
+    rng = np.random.default_rng(seed)
+    S, mass, dist = [], [], []
+    for _ in range(n_queries):
+        a, labels, r = random_points(rng, k, n_classes, concentrated=concentrated)
+        a = np.where(rng.random(k) < 0.1, 0.0, a)  # a few neighbours outside the support
+        S.append([a[labels == c].sum() for c in range(n_classes)])
+        mass.append(a)
+        dist.append(r)
+    S, mass, dist = np.array(S), np.array(mass), np.array(dist)
+    return S, (mass > 0).astype(float), mass, beta * dist
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+@pytest.mark.parametrize("k,n_classes,beta,dp,concentrated", [
+    (10, 2, 0.5, 0.05, False), (30, 3, 0.1, 1e-3, True), (60, 5, 3.0, 0.2, False), (5, 4, 0.0, 0.01, True)])
+def test_per_point_contains_the_host_interval_and_is_close(dev, k, n_classes, beta, dp, concentrated):
+    S, count, mass, rho = _per_point_batch(k, 50, k, n_classes, beta, concentrated=concentrated)
+    h_lo, h_up = chernoff_interval(S, count, mass, mass, rho, dp, engine="numpy")
+    d_lo, d_up = (_np(x) for x in chernoff_interval_device(*(_t(x, dev) for x in (S, count, mass, rho)), dp))
+    assert np.all(d_lo <= h_lo + TOL) and np.all(d_up >= h_up - TOL)
+    np.testing.assert_allclose(d_lo, h_lo, atol=2e-5)
+    np.testing.assert_allclose(d_up, h_up, atol=2e-5)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_per_point_contains_the_slow_reference(seed):
+    """Independent: the exact per-point interval by grid + bisection over the exact exponent."""
+    rng = np.random.default_rng(seed)
+    a, labels, r = random_points(rng, 12, 2, concentrated=bool(seed))
+    S, n, u, l, rho = per_point(a, labels, r, 0.3, 2)
+    d_lo, d_up = (_np(x) for x in chernoff_interval_device(*(_t(x, "cpu") for x in (S, n, u, rho)), 0.05))
+    for c in range(2):
+        ref_lo, ref_up = reference_interval(S[0, c], n[0], u[0], l[0], rho[0], 0.05)
+        assert d_lo[0, c] <= ref_lo + 1e-9 and d_up[0, c] >= ref_up - 1e-9
+        assert ref_lo - d_lo[0, c] < 1e-5 and d_up[0, c] - ref_up < 1e-5
+
+
+def test_per_point_adversarial():
+    S, count, mass, rho = _per_point_batch(9, 30, 20, 3, 1.0)
+    for scale, beta_mult in ((1e-150, 1.0), (1e140, 1.0), (1.0, 1e9)):
+        args = (S * scale, count, mass * scale, rho * beta_mult)
+        h_lo, h_up = chernoff_interval(*args[:3], args[2], args[3], 0.05, engine="numpy")
+        d_lo, d_up = (_np(x) for x in chernoff_interval_device(*(_t(x, "cpu") for x in args), 0.05))
+        assert np.all(d_lo <= h_lo + TOL) and np.all(d_up >= h_up - TOL)
+        np.testing.assert_allclose(d_lo, h_lo, atol=2e-5)
+        np.testing.assert_allclose(d_up, h_up, atol=2e-5)
+
+
+def test_bad_input_names_the_problem():
+    one = torch.ones(1, 1)
+    with pytest.raises(ValueError, match="delta_prime"):
+        chernoff_interval_device(one, one, one, 0 * one, 1.5)
+    with pytest.raises(ValueError, match=">= 0"):
+        chernoff_interval_device(-one, one, one, 0 * one, 0.05)
+    with pytest.raises(ValueError, match="sum_error"):
+        chernoff_interval_binned_device(one, one, one, one, one, one, one, 1.0, 0.05, sq_sum=one[0],
+                                        band_radius_inner=one, dist_sum=one[0], sum_error=0.7)
+
+
+# ---------------------------------------------------------------- Hoeffding and certificates
+@pytest.mark.parametrize("sum_error", [0.0, 1e-6])
+def test_hoeffding_limits_equal_the_host(sum_error):
+    from nwbound.estimators import KernelStatistics
+
+    rng = np.random.default_rng(2)
+    n, C = 40, 3
+    S = rng.uniform(0, 5, (n, C)) * (rng.random((n, 1)) > 0.1)  # some κ = 0 rows
+    sq = (S.sum(1) ** 2) / rng.uniform(1, 30, n)
+    ds = rng.uniform(0, 1, n) * S.sum(1)
+    spec = BoundSpec(form="hoeffding", beta=0.7, delta_prime=0.02)
+    stats = KernelStatistics(class_sums=S[:, None], sq_sum=sq[:, None], dist_sum=ds[:, None],
+                             bandwidth=np.ones((1, 1)), kernel=None, outside_box=np.zeros(n, bool),
+                             sum_error=sum_error)
+    kappa = S.sum(1)
+    proba = np.where(kappa[:, None] > 0, S / np.where(kappa > 0, kappa, 1)[:, None], 1.0 / C)
+    lower, upper, eps, bias, sampling = spec.limits(stats, proba)
+    out = hoeffding_limits_device(_t(S, "cpu"), _t(sq, "cpu"), _t(ds, "cpu"), 0.7, 0.02, sum_error=sum_error)
+    live = kappa > 0
+    for name, ref in (("epsilon", eps), ("bias", bias), ("sampling", sampling)):
+        np.testing.assert_allclose(_np(out[name]), ref, rtol=1e-13)
+    np.testing.assert_allclose(_np(out["lower"])[live], lower[live], rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(_np(out["upper"])[live], upper[live], rtol=1e-13, atol=1e-15)
+    assert np.array_equal(_np(out["vacuous"]), ~live)
+
+
+# ---------------------------------------------------------------- through the estimator (device="cpu")
+@pytest.fixture(autouse=True)
+def _bounds_on_cpu(monkeypatch):
+    """PyTorch's CPU device stands in for a GPU: the estimator's device bounds run there too."""
+    from nwbound.estimators import _device
+
+    monkeypatch.setattr(_device, "BOUNDS_ON_CPU", True)
+
+
+def _fit_pair(kind, bound, weighted, dev="cpu"):
+    from nwbound import NadarayaWatsonClassifier
+
+    rng = np.random.default_rng(4)
+    X = rng.random((600, 4)).astype(np.float32)
+    y = (X[:, 0] + 0.3 * rng.standard_normal(600) > 0.5).astype(int) + (X[:, 1] > 0.8)
+    Q = np.vstack([rng.random((40, 4)), [[5.0, 5.0, 5.0, 5.0]]]).astype(np.float32)  # one query without mass
+    extra = {"n_neighbors": 12, "algorithm": "brute"} if kind == "localized" else {}
+    w = rng.uniform(0.3, 2.0, 600) if weighted else None
+    est = NadarayaWatsonClassifier(bandwidth=0.4, lipschitz=0.5, bound=bound, dtype="float32", device=dev,
+                                   **extra).fit(X, y, sample_weight=w)
+    return est, Q
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("dev", DEVICES)
+@pytest.mark.parametrize("kind", ["regular", "localized"])
+@pytest.mark.parametrize("bound,weighted", [("chernoff", False), ("chernoff", True), ("hoeffding", True)])
+def test_estimator_bounds_on_the_device_contain_the_host_solvers(monkeypatch, dev, kind, bound, weighted):
+    est, Q = _fit_pair(kind, bound, weighted, dev)
+    assert est._bounds_on_device(est._resolve_bounds(None), est.bandwidths_)
+    got = est.predict_interval(Q)
+    monkeypatch.setattr(type(est), "_bounds_on_device", lambda self, *a: False)  # statistics route, host solver
+    want = est.predict_interval(Q)
+    assert isinstance(got.lower, np.ndarray)
+    assert np.all(got.lower <= want.lower + TOL) and np.all(got.upper >= want.upper - TOL)
+    np.testing.assert_allclose(got.lower, want.lower, atol=2e-5)
+    np.testing.assert_allclose(got.upper, want.upper, atol=2e-5)
+    for name in ("proba", "epsilon", "bias", "sampling", "kappa", "n_eff", "bandwidth"):
+        np.testing.assert_allclose(getattr(got, name), getattr(want, name), rtol=1e-9, atol=2e-5, err_msg=name)
+    for name in ("vacuous", "outside_box"):
+        assert np.array_equal(getattr(got, name), getattr(want, name)), name
+    assert got.vacuous[-1] and np.all(got.lower[-1] == 0) and np.all(got.upper[-1] == 1)
+    assert np.array_equal(got.certified, want.certified)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_estimator_empty_neighborhood_raise_is_the_hosts():
+    est, Q = _fit_pair("regular", "hoeffding", False)
+    est.set_params(empty_neighborhood="raise")
+    with pytest.raises(ValueError, match="1 of 41 queries have no training mass"):
+        est.predict_interval(Q)
+
+
+# ---------------------------------------------------------------- exact k-NN on the device
+def _knn(Q, X, k, dev="cpu"):
+    from nwbound.gpu import DeviceTrainingSet
+    from nwbound.gpu._neighbors import exact_kneighbors
+
+    Xt = torch.as_tensor(X, device=dev)
+    train = DeviceTrainingSet.build(Xt, torch.ones((X.shape[0], 1), dtype=Xt.dtype, device=dev),
+                                    dtype="float32" if X.dtype == np.float32 else "float64")
+    d, i = exact_kneighbors(torch.as_tensor(Q, device=dev), train, Xt.double(), k)
+    return _np(d), i.cpu().numpy()
+
+
+def _reference_knn(Q, X, k):
+    """Float64 distances written out, sorted by (distance, row index)."""
+    d = np.sqrt(((Q[:, None, :].astype(np.float64) - X[None].astype(np.float64)) ** 2).sum(axis=2))
+    order = np.lexsort((np.broadcast_to(np.arange(X.shape[0]), d.shape), d), axis=1)[:, :k]
+    return np.take_along_axis(d, order, 1), order
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_device_knn_equals_the_host_exact_search(dev, dtype):
+    from nwbound.neighbors import ExactIndex
+
+    rng = np.random.default_rng(1)
+    X = (rng.standard_normal((700, 6)) * 3 + 100).astype(dtype)  # offset: the expanded formula's cancellation
+    Q = (rng.standard_normal((60, 6)) * 3 + 100).astype(dtype)
+    d, i = _knn(Q, X, 10, dev)
+    hd, hi = ExactIndex("brute").fit(X.astype(np.float64)).kneighbors(Q.astype(np.float64), 10)
+    assert np.array_equal(i, hi)
+    np.testing.assert_allclose(d, hd, rtol=1e-9)  # scikit-learn brute: the expanded formula
+    rd, ri = _reference_knn(Q, X, 10)
+    assert np.array_equal(i, ri)
+    np.testing.assert_allclose(d, rd, rtol=1e-14)
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_device_knn_ties_go_to_the_lower_row(dev):
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 3, (400, 3)).astype(np.float32)  # 27 distinct points: every distance tied many times
+    Q = rng.integers(0, 3, (30, 3)).astype(np.float32)
+    d, i = _knn(Q, X, 25, dev)
+    rd, ri = _reference_knn(Q, X, 25)
+    assert np.array_equal(i, ri)  # exact integer distances: the ties are real
+    np.testing.assert_allclose(d, rd, rtol=1e-14)
+
+
+def test_localized_estimator_searches_on_the_device(monkeypatch):
+    """With device= and an exact index, the host index is never asked."""
+    est, Q = _fit_pair("localized", "chernoff", False)
+    monkeypatch.setattr(type(est.index_), "kneighbors", lambda *a, **k: pytest.fail("host search"))
+    est.predict_proba(Q[:-1])
+    est.predict_interval(Q[:-1])
+
+
+# ---------------------------------------------------------------- certificates and error ceilings
+def test_certificates_and_error_ceilings_equal_the_host():
+    from nwbound import PredictionInterval
+    from nwbound.estimators._device import device_certificates, interval_on_host
+
+    rng = np.random.default_rng(5)
+    n, C = 200, 4
+    proba = rng.dirichlet(np.ones(C), n)
+    proba[:20, 1] = proba[:20, 0]  # ties for the top class: the first wins, as np.argmax
+    half = rng.uniform(0.0, 0.4, (n, C))
+    iv = PredictionInterval(proba=proba, lower=np.clip(proba - half, 0, 1), upper=np.clip(proba + half, 0, 1),
+                            epsilon=half, bias=half, sampling=half, kappa=np.ones(n), n_eff=np.ones(n),
+                            vacuous=rng.random(n) < 0.1, bandwidth=np.ones(n))
+    t = PredictionInterval(**{k: torch.as_tensor(v) for k, v in vars(iv).items() if v is not None})
+    certified, error_upper = device_certificates(t)
+    assert np.array_equal(certified.numpy(), iv.certified) and iv.certified.any()
+    np.testing.assert_array_equal(error_upper.numpy(), iv.error_upper)
+    assert np.array_equal(interval_on_host(t).certified, iv.certified)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("kind", ["regular", "localized"])
+def test_blocks_of_queries_give_the_same_bounds(monkeypatch, kind):
+    import nwbound.bounds._chernoff_device as chernoff_device
+
+    est, Q = _fit_pair(kind, "chernoff", True)
+    whole = est.predict_interval(Q)
+    monkeypatch.setattr(chernoff_device, "BLOCK_BYTES", {"cpu": 1})  # one query per block
+    blocks = est.predict_interval(Q)
+    assert np.array_equal(whole.lower, blocks.lower) and np.array_equal(whole.upper, blocks.upper)
