@@ -460,9 +460,10 @@ def hoeffding_limits_device(class_sums: Any, sq_sum: Any, dist_sum: Any, beta: f
                             *, sum_error: float = 0.0) -> dict:
     """The ``"hoeffding"`` limits of :meth:`~nwbound.bounds.BoundSpec.limits` where the sums live.
 
-    ``ε = min(1, β·D/κ′ + √(ln(2/δ′)·S2/2)/κ′ + ρ/(2(1 − ρ)))`` with ``κ′ = κ/(1 + ρ)`` (the host's
-    rule for sums with a summation error ``ρ``), ``p̂ = S/κ``, ``[p̂ − ε, p̂ + ε] ∩ [0, 1]``; rows with
-    ``κ = 0`` get ``[0, 1]`` and ``ε = bias = sampling = 1``, ``p̂`` NaN there (the caller's fallback).
+    The interval ``[p̂ − w, p̂ + w] ∩ [0, 1]`` with ``w = min(1, β·D/κ′ + √(ln(2/δ′)·S2/2)/κ′ +
+    ρ/(2(1 − ρ)))``, ``κ′ = κ/(1 + ρ)`` (the host's rule for sums with a summation error ``ρ``) and
+    ``p̂ = S/κ``; ``ε`` is its half-width ``max(p̂ − lower, upper − p̂)`` (the glossary's one
+    meaning); rows with ``κ = 0`` get ``[0, 1]`` and ``ε = bias = sampling = 1``.
 
     Returns
     -------
@@ -499,9 +500,12 @@ def hoeffding_limits_device(class_sums: Any, sq_sum: Any, dist_sum: Any, beta: f
     proba = S / torch.where(vacuous, 1.0, kappa)[:, None]
     proba = torch.clamp(proba, 0.0, 1.0)
     C = S.shape[1]
+    lower, upper = torch.clamp(proba - eps, 0.0, 1.0), torch.clamp(proba + eps, 0.0, 1.0)
+    # One meaning of ε for every form (glossary): the reported interval's half-width, 1 where vacuous.
+    half = torch.where(vacuous[:, None], 1.0, torch.maximum(proba - lower, upper - proba))
     return {
-        "proba": proba, "lower": torch.clamp(proba - eps, 0.0, 1.0), "upper": torch.clamp(proba + eps, 0.0, 1.0),
-        "epsilon": eps.expand(-1, C), "bias": bias[:, None].expand(-1, C),
+        "proba": proba, "lower": lower, "upper": upper,
+        "epsilon": half, "bias": bias[:, None].expand(-1, C),
         "sampling": sampling[:, None].expand(-1, C), "kappa": kappa, "vacuous": vacuous,
     }
 
