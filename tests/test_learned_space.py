@@ -201,6 +201,31 @@ def test_metric_kinds_fit_and_predict(metric):
     assert clf.metric_.n_features_in_ == 5
 
 
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_auto_feature_part_has_a_fixed_share_of_the_distance_whatever_d(n_classes):
+    """metric="auto": the features' mean squared pairwise distance is AUTO_FEATURE_WEIGHT² times the
+    scores', on the fitted rows: scale-free in the number of features (duplicating them changes
+    nothing) and in the number of score columns. Checked over all pairs by brute force."""
+    from nwbound.spaces import AUTO_FEATURE_WEIGHT
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(150, 4))
+    y = np.digitize(X[:, 0] + X[:, 1], [-0.5, 0.5]) if n_classes == 3 else (X[:, 0] > 0).astype(int)
+    ratios = []
+    for Xd in (X, np.hstack([X, X, X])):
+        space = LearnedSpace("auto", random_state=0).fit(Xd, y)
+        z = space.transform(Xd)
+        n_s = z.shape[1] - Xd.shape[1]
+        assert n_s == (1 if n_classes == 2 else 3)
+
+        def mean_sq(A):  # mean over ordered pairs i ≠ j of ‖A_i − A_j‖²
+            diff = A[:, None, :] - A[None, :, :]
+            return (diff**2).sum(-1).sum() / (A.shape[0] * (A.shape[0] - 1))
+
+        ratios.append(mean_sq(z[:, n_s:]) / mean_sq(z[:, :n_s]))
+    np.testing.assert_allclose(ratios, AUTO_FEATURE_WEIGHT**2, rtol=1e-9)
+
+
 # -- scikit-learn conventions ------------------------------------------------------------------
 def test_get_params_set_params_clone():
     clf = NadarayaWatsonClassifier(metric=PCA(2), metric_fraction=0.3, cross_fit=True)
