@@ -115,7 +115,7 @@ def candidates(quick: bool, draws: int = 1) -> None:
 def grid(quick: bool) -> None:
     n = 3000 if quick else 6000
     print(f"\ngrid: coverage at pilot × 2^k (n = {n}, bandwidth='auto'): certified share / share of queries missing p")
-    for kind in ("logistic", "sine"):
+    for kind in ("logistic", "sine", "sine60"):
         X, y, _ = field(kind, n, 0)
         Q, _, P = field(kind, 1500, 1)
         for metric in (None, "auto"):
