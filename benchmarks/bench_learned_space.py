@@ -6,8 +6,9 @@ Sections (all by default; pick with ``--sections``):
   rows, 21 892 queries; ``--quick``: 20 000 × 4 000), ``bandwidth="auto"``, float32, a fixed L:
   today's classifier (``metric=None``) against ``metric="auto"``, interleaved, median of
   ``--repeats``; prints both and their ratio (the target: at most 1.5×).
-* ``candidates``: on known-p fields (p a function of 2 of 12 features, and a 3-class field of
-  3 directions in 20), each candidate space with ``lipschitz="auto"`` and ``bandwidth="auto"``:
+* ``candidates``: on known-p fields (p a function of 2 of 12 features, a 3-class field of
+  3 directions in 20, and p a function of 3 of 60 features), over ``--draws`` independent draws,
+  each candidate space with ``lipschitz="auto"`` and ``bandwidth="auto"``:
   certified share, error among the certified, accuracy, and the share of queries whose interval
   misses the true p (δ = 0.05). Candidates: Euclidean, LDA, logistic-regression scores,
   gradient-boosting scores alone, and ``"auto"`` (scores + r·features) for several r.
@@ -49,6 +50,10 @@ def field(kind: str, n: int, seed: int):
         X = rng.uniform(-1, 1, (n, 12))
         p = 0.5 + 0.45 * np.sin(2 * X[:, 0]) * np.cos(2 * X[:, 1])
         P = np.stack([1 - p, p], 1)
+    elif kind == "sine60":  # 60-D, p = 0.5 + 0.45 sin(2x0) cos(1.5(x1 + x2)): 3 of 60 features
+        X = rng.uniform(-1, 1, (n, 60))
+        p = 0.5 + 0.45 * np.sin(2 * X[:, 0]) * np.cos(1.5 * (X[:, 1] + X[:, 2]))
+        P = np.stack([1 - p, p], 1)
     else:  # "softmax3": 20-D, 3 classes, softmax of 3 directions
         X = rng.normal(size=(n, 20))
         W = np.random.default_rng(99).normal(size=(20, 3)) * np.array([1.5] * 3 + [0.0] * 17)[:, None]
@@ -70,7 +75,7 @@ def evaluate(clf, Q, P):
                 acc_bayes=np.mean(pred == truth), miss=miss.mean())
 
 
-def candidates(quick: bool) -> None:
+def candidates(quick: bool, draws: int = 1) -> None:
     from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.linear_model import LogisticRegression
@@ -82,13 +87,14 @@ def candidates(quick: bool) -> None:
         "logistic scores": LogisticRegression(max_iter=1000),
         "hgb scores": HistGradientBoostingClassifier(max_iter=100, random_state=0),
     }
-    weights = (0.1, 0.25, 0.5)
+    weights = (0.1, 0.25, 0.5, 1.0)
     print(f"\ncandidates: n = {n}, lipschitz='auto', bandwidth='auto', delta = 0.05; "
           "error = mean true error probability of the certified predictions")
-    print(f"  {'field':<9} {'space':<16} {'L':>8} {'certified':>9} {'err|cert':>8} {'agree w/ Bayes':>14} {'miss p':>7}")
-    for kind in ("logistic", "sine", "softmax3"):
-        X, y, _ = field(kind, n, 1)
-        Q, _, P = field(kind, 2000, 2)
+    print(f"  {'field':<9} {'draw':>4} {'space':<16} {'L':>8} {'certified':>9} {'err|cert':>8} {'agree w/ Bayes':>14} "
+          f"{'miss p':>7}")
+    for kind, draw in [(k, s) for k in ("logistic", "sine", "softmax3", "sine60") for s in range(draws)]:
+        X, y, _ = field(kind, n, 10 * draw + 1)
+        Q, _, P = field(kind, 2000, 10 * draw + 2)
         rows = list(spaces_.items()) + [(f"auto r={w}", ("auto", w)) for w in weights]
         for name, metric in rows:
             old = spaces.AUTO_FEATURE_WEIGHT
@@ -102,14 +108,14 @@ def candidates(quick: bool) -> None:
                     r = evaluate(clf, Q, P)
             finally:
                 spaces._space.AUTO_FEATURE_WEIGHT = old
-            print(f"  {kind:<9} {name:<16} {clf.lipschitz_:>8.3g} {r['cert']:>9.3f} {r['err_cert']:>8.3f} "
+            print(f"  {kind:<9} {draw:>4} {name:<16} {clf.lipschitz_:>8.3g} {r['cert']:>9.3f} {r['err_cert']:>8.3f} "
                   f"{r['acc_bayes']:>14.3f} {r['miss']:>7.3f}", flush=True)
 
 
 def grid(quick: bool) -> None:
     n = 3000 if quick else 6000
     print(f"\ngrid: coverage at pilot × 2^k (n = {n}, bandwidth='auto'): certified share / share of queries missing p")
-    for kind in ("logistic", "sine"):
+    for kind in ("logistic", "sine", "sine60"):
         X, y, _ = field(kind, n, 0)
         Q, _, P = field(kind, 1500, 1)
         for metric in (None, "auto"):
@@ -202,10 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller shapes")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--draws", type=int, default=3, help="independent draws of each field (candidates)")
     parser.add_argument("--sections", default="speed,candidates,grid,crossfit")
     args = parser.parse_args(argv)
     for section in args.sections.split(","):
-        {"speed": lambda: speed(args.quick, args.repeats), "candidates": lambda: candidates(args.quick),
+        {"speed": lambda: speed(args.quick, args.repeats), "candidates": lambda: candidates(args.quick, args.draws),
          "grid": lambda: grid(args.quick), "crossfit": lambda: crossfit(args.quick),
          "fraction": lambda: fraction(args.quick)}[section]()
     return 0

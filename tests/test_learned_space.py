@@ -201,6 +201,31 @@ def test_metric_kinds_fit_and_predict(metric):
     assert clf.metric_.n_features_in_ == 5
 
 
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_auto_feature_part_has_a_fixed_share_of_the_distance_whatever_d(n_classes):
+    """metric="auto": the features' mean squared pairwise distance is AUTO_FEATURE_WEIGHT² times the
+    scores', on the fitted rows: scale-free in the number of features (duplicating them changes
+    nothing) and in the number of score columns. Checked over all pairs by brute force."""
+    from nwbound.spaces import AUTO_FEATURE_WEIGHT
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(150, 4))
+    y = np.digitize(X[:, 0] + X[:, 1], [-0.5, 0.5]) if n_classes == 3 else (X[:, 0] > 0).astype(int)
+    ratios = []
+    for Xd in (X, np.hstack([X, X, X])):
+        space = LearnedSpace("auto", random_state=0).fit(Xd, y)
+        z = space.transform(Xd)
+        n_s = z.shape[1] - Xd.shape[1]
+        assert n_s == (1 if n_classes == 2 else 3)
+
+        def mean_sq(A):  # mean over ordered pairs i ≠ j of ‖A_i − A_j‖²
+            diff = A[:, None, :] - A[None, :, :]
+            return (diff**2).sum(-1).sum() / (A.shape[0] * (A.shape[0] - 1))
+
+        ratios.append(mean_sq(z[:, n_s:]) / mean_sq(z[:, :n_s]))
+    np.testing.assert_allclose(ratios, AUTO_FEATURE_WEIGHT**2, rtol=1e-9)
+
+
 # -- scikit-learn conventions ------------------------------------------------------------------
 def test_get_params_set_params_clone():
     clf = NadarayaWatsonClassifier(metric=PCA(2), metric_fraction=0.3, cross_fit=True)
@@ -318,6 +343,44 @@ def test_lipschitz_auto_covers_on_a_known_field():
         iv = clf.predict_interval(Q)
     assert ((pq < iv.lower[:, 1]) | (pq > iv.upper[:, 1])).mean() <= 0.05
     assert iv.certified.mean() > 0.3
+
+
+def _sine60(n, seed):
+    """60-D field, p = 0.5 + 0.45 sin(2x0) cos(1.5(x1 + x2)): 3 of 60 features (the bench's sine60)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (n, 60))
+    p = 0.5 + 0.45 * np.sin(2 * X[:, 0]) * np.cos(1.5 * (X[:, 1] + X[:, 2]))
+    return X, (rng.random(n) < p).astype(int), p
+
+
+@pytest.fixture(scope="module")
+def sine60_fit():
+    X, y, _ = _sine60(3000, seed=31)
+    Q, _, pq = _sine60(2000, seed=32)
+    with _quiet():
+        clf = NadarayaWatsonClassifier(bandwidth="auto", lipschitz="auto", metric="auto", random_state=3).fit(X, y)
+    return clf, Q, pq
+
+
+def _miss(clf, Q, pq, lipschitz):
+    with _quiet():
+        iv = clf.predict_interval(Q, bounds={"a": {"lipschitz": lipschitz}})["a"]
+    return float(((pq < iv.lower[:, 1]) | (pq > iv.upper[:, 1])).mean())
+
+
+@pytest.mark.slow
+def test_auto_space_covers_a_60d_field_at_the_pilot_lipschitz(sine60_fit):
+    clf, Q, pq = sine60_fit
+    assert _miss(clf, Q, pq, clf.lipschitz_report_.pilot) <= 0.05
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="known limitation (learned_space.md, 'The feature weight'): nothing is "
+                   "certified on this field, so the held-out check keeps the grid's floor, pilot/2, where "
+                   "8.8 % of queries miss p; remove this mark when the L rule fixes it")
+def test_auto_space_covers_a_60d_field_at_the_chosen_lipschitz(sine60_fit):
+    clf, Q, pq = sine60_fit
+    assert _miss(clf, Q, pq, clf.lipschitz_) <= 0.05
 
 
 def test_a_model_fitted_elsewhere_enters_frozen():

@@ -15,7 +15,9 @@ __all__ = ["LearnedSpace", "metric_kind", "AUTO_FEATURE_WEIGHT", "AUTO_MAX_ROWS"
 #: (C_s score columns, d features), so that they carry about AUTO_FEATURE_WEIGHT² of the squared
 #: distance between two random rows. Measured (benchmarks/bench_learned_space.py, candidates) on
 #: three known-p fields: r = 0.1 / 0.25 / 0.5 missed p on ≤ 1.3 / 1.1 / 0 % of queries and
-#: certified 0–50 / 0–49 / 0–6 %; the scores alone missed p on 2.5–35 %.
+#: certified 0–50 / 0–49 / 0–6 %; the scores alone missed p on 2.5–35 %. On a 60-D field (p a
+#: function of 3 features, 6 draws) 0.25 missed p on up to 8.8 %, 0.1 on up to 30 %, 0.5 on ≤ 0.2 %
+#: (user guide, "The feature weight: a fixed share of the distance"): a known limitation of one L.
 AUTO_FEATURE_WEIGHT = 0.25
 #: metric="auto" fits its gradient-boosting model on at most this many rows of the map share
 #: (a fixed random subset) ...
