@@ -43,6 +43,9 @@ class LipschitzAutoReport:
         The check rejected every grid value, the extended one too: ``value`` is then the largest
         grid value, which the held-out rows reject (a warning said so).
     units : str
+    floored : bool
+        The smallest value not rejected lay below the pilot, but its check could not have
+        rejected it whatever the labels (:func:`certified_evidence`): ``value`` is then the pilot.
 
     Examples
     --------
@@ -64,11 +67,17 @@ class LipschitzAutoReport:
     selection: Any
     all_rejected: bool
     units: str
+    floored: bool = False
 
     def __str__(self) -> str:
         head = (f"lipschitz='auto' chose L = {self.value:.4g} ({self.units}): the smallest grid value "
                 f"(pilot {self.pilot:.4g} × 2^k, from {self.n_pilot} pilot rows) that {self.n_check} held-out "
                 f"check rows do not reject.")
+        if self.floored:
+            head = (f"lipschitz='auto' chose L = {self.value:.4g} ({self.units}), the pilot estimate "
+                    f"({self.n_pilot} pilot rows): at the smallest grid value they accept, the {self.n_check} held-out "
+                    "check rows give no certified row whose errors could have rejected it, so nothing supports "
+                    "going below the pilot.")
         if self.all_rejected:
             head = (f"lipschitz='auto': the {self.n_check} held-out check rows reject every L on the grid "
                     f"(up to {self.value:.4g}); L = {self.value:.4g} is used, and the data say it is too small.")
@@ -77,6 +86,29 @@ class LipschitzAutoReport:
     def __repr__(self) -> str:
         return (f"LipschitzAutoReport(value={self.value:.4g}, pilot={self.pilot:.4g}, n_check={self.n_check}, "
                 f"all_rejected={self.all_rejected}; {NOTE})")
+
+
+def certified_evidence(check: Any) -> bool:
+    """Whether the certified-rows test of ``check`` could have rejected its L (some labels would have).
+
+    A smaller L is wanted for the certificates it gives; when no check row is certified at that L,
+    or no count of errors among them could exceed the test's tail, the held-out rows hold no
+    evidence that the certificates it gives are sound, so ``lipschitz="auto"`` does not go below
+    its pilot estimate on that check (the per-class count tests alone measured too weak for that:
+    on a 60-D field they accepted pilot/2, where 8.8 % of intervals missed p).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from nwbound.spaces import certified_evidence
+    >>> none = SimpleNamespace(tests=({"test": "certified rows: errors", "used": False},
+    ...                               {"test": "class 1 in rows predicted 1: too few", "used": True}))
+    >>> some = SimpleNamespace(tests=({"test": "certified rows: errors", "used": True},))
+    >>> certified_evidence(none), certified_evidence(some)
+    (False, True)
+    """
+    return any(bool(t.get("used", False)) and str(t.get("test", "")).startswith("certified rows")
+               for t in getattr(check, "tests", ()))
 
 
 def choose_lipschitz(model: Any, pilot_Z: np.ndarray, pilot_y: np.ndarray, X_check: np.ndarray,
@@ -130,9 +162,14 @@ def choose_lipschitz(model: Any, pilot_Z: np.ndarray, pilot_y: np.ndarray, X_che
         if selection.all_rejected:
             selection = select_lipschitz(model, X_check, y_check, [pilot * 2.0**k for k in _EXTENDED_EXPONENTS])
     value = selection.chosen if selection.chosen is not None else max(selection.grid)
+    floored = False
+    if value < pilot and not certified_evidence(selection.checks[list(selection.grid).index(value)]):
+        # Below the estimate only on evidence about the certificates it buys (certified_evidence);
+        # otherwise keep the pilot (every larger grid value passed the check too).
+        value, floored = min(g for g in selection.grid if g >= pilot), True
     report = LipschitzAutoReport(value=float(value), pilot=pilot, n_pilot=int(pilot_Z.shape[0]),
                                  n_check=int(X_check.shape[0]), selection=selection,
-                                 all_rejected=bool(selection.all_rejected), units=units)
+                                 all_rejected=bool(selection.all_rejected), units=units, floored=floored)
     if report.all_rejected:
         warnings.warn(f"{report}\nThe bounds at this L rest on an assumption the held-out rows reject: "
                       "try another metric=, or read them as a heuristic.", UserWarning, stacklevel=3)
