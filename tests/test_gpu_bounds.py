@@ -236,6 +236,7 @@ def _bounds_on_cpu(monkeypatch):
     from nwbound.estimators import _device
 
     monkeypatch.setattr(_device, "BOUNDS_ON_CPU", True)
+    monkeypatch.setattr(_device, "REGULAR_CHERNOFF_ON_DEVICE", True)
 
 
 def _fit_pair(kind, bound, weighted, dev="cpu"):

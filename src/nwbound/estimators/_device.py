@@ -20,6 +20,8 @@ import math
 import functools
 from typing import Any, Callable
 
+import os
+
 import numpy as np
 import sklearn
 from sklearn.utils.validation import validate_data
@@ -505,6 +507,13 @@ def dense_kernel_sums_array_api(
 # the batched search on CPU cores. True routes them through the device search too (the tests do).
 BOUNDS_ON_CPU = False
 
+# The regular classifier's band-Chernoff search on a GPU: measured on an H100 at the ECG shapes
+# (bench_device_bounds.py), the eager search took 520 ms, slower than the statistics pass plus the
+# host solver (≈ 0.3 s); compiled (NWBOUND_COMPILE_BOUNDS=auto) 98 ms after a 95 s first compile.
+# So it runs on the device only when the compiled search is asked for; the localized classifier's
+# per-point search and Hoeffding always run there.
+REGULAR_CHERNOFF_ON_DEVICE = os.environ.get("NWBOUND_COMPILE_BOUNDS", "0") not in ("", "0")
+
 
 def bounds_on_device(specs: dict, *, localized: bool, bandwidths: np.ndarray, kernel: Kernel) -> bool:
     """Whether :func:`intervals_on_device` serves these settings: one bandwidth, every setting's
@@ -526,7 +535,11 @@ def bounds_on_device(specs: dict, *, localized: bool, bandwidths: np.ndarray, ke
         return False
     if any(s.form not in ("hoeffding", "chernoff") for s in specs.values()):
         return False
-    return localized or kernel.name in HISTOGRAM_KERNELS or not any(s.is_chernoff for s in specs.values())
+    if not any(s.is_chernoff for s in specs.values()):
+        return True
+    if localized:
+        return True
+    return kernel.name in HISTOGRAM_KERNELS and REGULAR_CHERNOFF_ON_DEVICE
 
 
 def intervals_on_device(
@@ -599,6 +612,13 @@ def intervals_on_device(
     >>> out[None].proba.tolist(), round(float(out[None].lower[0, 0]), 3)
     ([[1.0, 0.0]], 0.631)
     >>> _device.BOUNDS_ON_CPU = False
+
+# The regular classifier's band-Chernoff search on a GPU: measured on an H100 at the ECG shapes
+# (bench_device_bounds.py), the eager search took 520 ms, slower than the statistics pass plus the
+# host solver (≈ 0.3 s); compiled (NWBOUND_COMPILE_BOUNDS=auto) 98 ms after a 95 s first compile.
+# So it runs on the device only when the compiled search is asked for; the localized classifier's
+# per-point search and Hoeffding always run there.
+REGULAR_CHERNOFF_ON_DEVICE = os.environ.get("NWBOUND_COMPILE_BOUNDS", "0") not in ("", "0")
     """
     import torch
 
