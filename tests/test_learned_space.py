@@ -406,3 +406,15 @@ def test_cross_fit_with_lipschitz_auto_keeps_the_larger_choice():
         assert h.lipschitz_ == r.value and h.delta == 0.025
         assert np.intersect1d(h.check_rows_, h.nw_rows_).size == 0
     assert clf.predict_interval(X[:4]).proba.shape == (4, 2)
+
+
+def test_a_map_that_learned_nothing_is_refused_naming_metric():
+    """A score map that sends every row to one point (HGB with its default leaves on 24 rows)
+    would make every distance 0: fit says so instead of failing later inside the bandwidth rule."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3)); y = (X[:, 0] > 0).astype(int)
+    clf = NadarayaWatsonClassifier(metric=HistGradientBoostingClassifier(), bandwidth=1.0, lipschitz=1.0)
+    with pytest.raises(ValueError, match=r"metric=HistGradientBoostingClassifier\(\) maps all \d+ rows .* to one point"):
+        clf.fit(X, y)

@@ -172,6 +172,13 @@ class LearnedSpace:
             self._mean, self._scale = _location_scale(raw)
         else:  # the map's own geometry: centred, one common scale (its columns' relative scales kept)
             n_map = raw.shape[1] - (X.shape[1] if kind == "auto" else 0)
+            if kind != "auto" and X.shape[0] > 1 and not np.any(np.ptp(raw[:, :n_map], axis=0) > 0):
+                raise ValueError(
+                    f"metric={self.metric!r} maps all {X.shape[0]} rows it was fitted on to one point: it learned "
+                    "nothing from them (e.g. a gradient-boosting model with min_samples_leaf=20 on a few dozen "
+                    "rows), so every distance in the space would be 0. Give a map that can learn from that many "
+                    "rows, more rows or a larger metric_fraction, or metric='auto'."
+                )
             self._mean, self._scale = _location_scale(raw)
             self._scale[:n_map] = _common_scale(raw[:, :n_map])
         if kind == "auto":
