@@ -249,7 +249,25 @@ def _curve_inputs(
     return ps, us, labels
 
 
-class CumulativeRecallDisplay:
+class _CurvesDisplay:
+    """What the displays of several (x, y) curves share: the curves and their legend labels."""
+
+    def __init__(
+        self,
+        *,
+        curves: Sequence[tuple[np.ndarray, np.ndarray]],
+        labels: Sequence[str | None] | None = None,
+    ) -> None:
+        if len(curves) == 0:
+            raise ValueError("`curves` must hold at least one curve.")
+        self.curves = [(np.asarray(x), np.asarray(y)) for x, y in curves]
+        labels = [None] * len(self.curves) if labels is None else list(labels)
+        if len(labels) != len(self.curves):
+            raise ValueError(f"`labels` has {len(labels)} entries for {len(self.curves)} curves.")
+        self.labels = labels
+
+
+class CumulativeRecallDisplay(_CurvesDisplay):
     """Share of errors caught vs. share of samples flagged (paper, fig. 3e).
 
     Parameters
@@ -284,19 +302,6 @@ class CumulativeRecallDisplay:
     >>> plt.close(disp.figure_)
     """
 
-    def __init__(
-        self,
-        *,
-        curves: Sequence[tuple[np.ndarray, np.ndarray]],
-        labels: Sequence[str | None] | None = None,
-    ) -> None:
-        if len(curves) == 0:
-            raise ValueError("`curves` must hold at least one curve.")
-        self.curves = [(np.asarray(f), np.asarray(r)) for f, r in curves]
-        labels = [None] * len(self.curves) if labels is None else list(labels)
-        if len(labels) != len(self.curves):
-            raise ValueError(f"`labels` has {len(labels)} entries for {len(self.curves)} curves.")
-        self.labels = labels
 
     @classmethod
     def from_arrays(
@@ -452,7 +457,7 @@ class CumulativeRecallDisplay:
 
 
 # --------------------------------------------------------------------------
-class RiskCoverageDisplay:
+class RiskCoverageDisplay(_CurvesDisplay):
     """Selective risk vs coverage: the error rate among the predictions kept.
 
     Each curve keeps the least uncertain predictions first
@@ -491,19 +496,6 @@ class RiskCoverageDisplay:
     >>> plt.close(disp.figure_)
     """
 
-    def __init__(
-        self,
-        *,
-        curves: Sequence[tuple[np.ndarray, np.ndarray]],
-        labels: Sequence[str | None] | None = None,
-    ) -> None:
-        if len(curves) == 0:
-            raise ValueError("`curves` must hold at least one curve.")
-        self.curves = [(np.asarray(c), np.asarray(r)) for c, r in curves]
-        labels = [None] * len(self.curves) if labels is None else list(labels)
-        if len(labels) != len(self.curves):
-            raise ValueError(f"`labels` has {len(labels)} entries for {len(self.curves)} curves.")
-        self.labels = labels
 
     @classmethod
     def from_arrays(
