@@ -302,7 +302,6 @@ class CumulativeRecallDisplay(_CurvesDisplay):
     >>> plt.close(disp.figure_)
     """
 
-
     @classmethod
     def from_arrays(
         cls,
@@ -495,7 +494,6 @@ class RiskCoverageDisplay(_CurvesDisplay):
     1
     >>> plt.close(disp.figure_)
     """
-
 
     @classmethod
     def from_arrays(
