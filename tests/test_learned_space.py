@@ -418,3 +418,24 @@ def test_a_map_that_learned_nothing_is_refused_naming_metric():
     clf = NadarayaWatsonClassifier(metric=HistGradientBoostingClassifier(), bandwidth=1.0, lipschitz=1.0)
     with pytest.raises(ValueError, match=r"metric=HistGradientBoostingClassifier\(\) maps all \d+ rows .* to one point"):
         clf.fit(X, y)
+
+
+def test_lipschitz_auto_chooses_bandwidths_at_the_pilot_so_intervals_nest_in_L():
+    """With bandwidth="auto", each query's λ is chosen at the pilot L (label-free), whatever L is
+    tested or chosen: the intervals are then nested in L, which is what makes choosing L with the
+    held-out check harmless to validity."""
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-1, 1, (1500, 2))
+    y = (rng.random(1500) < 1 / (1 + np.exp(-4 * X[:, 0]))).astype(int)
+    clf = NadarayaWatsonClassifier(bandwidth="auto", lipschitz="auto", random_state=0).fit(X, y)
+    pilot = clf.lipschitz_report_.pilot
+    Q = rng.uniform(-1, 1, (300, 2))
+    with _quiet():
+        out = clf.predict_interval(Q, bounds={L: {"lipschitz": L} for L in (pilot / 2, pilot, 2 * pilot)})
+        own = clf.predict_interval(Q)
+    lams = [iv.bandwidth for iv in out.values()]
+    assert all(np.array_equal(lams[0], lam) for lam in lams[1:])
+    assert np.array_equal(own.bandwidth, lams[0])
+    small, mid, large = out.values()
+    assert np.all(small.lower >= mid.lower - 1e-12) and np.all(mid.lower >= large.lower - 1e-12)
+    assert np.all(small.upper <= mid.upper + 1e-12) and np.all(mid.upper <= large.upper + 1e-12)

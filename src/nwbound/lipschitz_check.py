@@ -73,7 +73,8 @@ chosen value depends on ``N``'s labels through ``p̂``; nesting is what makes
 that harmless). With ``bandwidth="auto"`` each query's bandwidth depends on
 ``L`` and the intervals are not nested: a union bound over the bandwidths the
 grid gives a query then costs a factor of their number on ``δ``; fix the
-bandwidth before choosing ``L`` (``bandwidth_at=``) to avoid it. The only risk at a fixed
+bandwidth before choosing ``L`` (``bandwidth_at=``) to avoid it; ``lipschitz="auto"``
+chooses every bandwidth at its pilot L for that reason (``BoundSpec.choice_beta``). The only risk at a fixed
 bandwidth is ``L̂ < L*``, a false assumption, which the test makes visible
 when it has the power to.
 """

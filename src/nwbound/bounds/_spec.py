@@ -50,6 +50,11 @@ class BoundSpec:
     diameter : float, ndarray or None
         Input-space diameter Φ (paper form with an infinite-support kernel);
         may be per query, shaped to broadcast against the kernel sums.
+    choice_beta : float or None
+        The β that chooses each query's bandwidth under ``bandwidth="auto"``
+        (:meth:`for_choice`; None: ``beta``). ``lipschitz="auto"`` sets it to its
+        pilot estimate, so the chosen bandwidths do not depend on the L selected
+        with the labels: at fixed bandwidths the intervals are nested in L.
 
     Examples
     --------
@@ -70,6 +75,18 @@ class BoundSpec:
     kernel_sup: float = 1.0
     kernel_radius: float = 1.0
     diameter: float | np.ndarray | None = None
+    choice_beta: float | None = None
+
+    def for_choice(self) -> "BoundSpec":
+        """The setting whose label-free ε chooses the bandwidths (``beta`` = ``choice_beta`` if set).
+
+        Examples
+        --------
+        >>> from nwbound.bounds import BoundSpec
+        >>> BoundSpec(form="hoeffding", beta=1.0, delta_prime=0.05, choice_beta=2.0).for_choice().beta
+        2.0
+        """
+        return self if self.choice_beta is None else replace(self, beta=self.choice_beta, choice_beta=None)
 
     @property
     def is_chernoff(self) -> bool:

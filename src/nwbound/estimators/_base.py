@@ -23,7 +23,7 @@ from .._validation import check_beta, check_choice, check_class_count, check_ope
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import AdviceContext, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
-from ..spaces import LearnedSpace, check_fraction, check_groups, choose_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
+from ..spaces import LearnedSpace, check_fraction, check_groups, choose_lipschitz, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
 from ._device import queries_on_host, training_data_on_host, validate_queries
 from ._statistics import KernelStatistics
 
@@ -109,6 +109,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
     # -- fit helpers -------------------------------------------------------------------------
     def _validate_training_data(self, X, y, sample_weight, dtype):
         self._fit_complete = False
+        self._choice_beta = None  # set again by lipschitz="auto" (_finish_fit)
         X, y, sample_weight = training_data_on_host(X, y, sample_weight)  # array_api_dispatch inputs
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], ensure_min_samples=1)
         # float32 data far from 1 (1e-200, 1e160) are stored in a power-of-two unit: scaled
@@ -317,8 +318,10 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         pilot_Z, pilot_y, X_check, y_check = held
         units = ("in the units of the mapped space metric_.transform(X)" if self.metric_ is not None
                  else "in the units of the features as given")
+        pilot = pilot_lipschitz(pilot_Z, pilot_y, random_state=self._split_seed())
+        self._choice_beta = pilot  # bandwidth="auto" chooses at the pilot L: intervals nested in L
         report = choose_lipschitz(self, pilot_Z, pilot_y, X_check, y_check, units=units,
-                                  random_state=self._split_seed())
+                                  random_state=self._split_seed(), pilot=pilot)
         self.lipschitz_, self.lipschitz_report_ = report.value, report
         self._validate_bound_params(*self._bound_args[:1], bound_required=self._bound_args[1],
                                     localized=self._bound_args[2])
@@ -396,7 +399,10 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
                 stacklevel=_caller_stacklevel(),
             )
             form = "hoeffding"
+        # lipschitz="auto": bandwidths chosen at the pilot L (label-free), whatever L is tested or chosen.
+        pinned = getattr(self, "_choice_beta", None) if self.lipschitz == "auto" and params["margin"] is None else None
         return BoundSpec(
+            choice_beta=pinned,
             form=form,
             beta=beta,
             delta_prime=effective_delta(delta, self.classes_.shape[0], coverage),
@@ -578,7 +584,8 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         for ``"chernoff"`` it is the Hoeffding ε on the same points.
         """
         if stats.n_bandwidths > 1:
-            stats = stats.select(spec.least_epsilon(*spec.statistics_parts(stats)))
+            choice = spec.for_choice()
+            stats = stats.select(choice.least_epsilon(*choice.statistics_parts(stats)))
         class_sums = stats.class_sums[:, 0]
         kappa = class_sums.sum(axis=1)
         proba, vacuous = self._fallback_proba(class_sums, kappa)

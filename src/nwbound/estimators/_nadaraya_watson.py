@@ -1194,8 +1194,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
                     "This bound setting needs the kernel's tail mass, which a BandwidthRanking does not hold; "
                     "use interval_from_statistics(kernel_statistics(X)) for it."
                 )
-            out[name] = spec.least_epsilon(*spec.parts(ranking.kappa, ranking.sq_sum, ranking.dist_sum,
-                                                       ranking.bandwidth))
+            choice = spec.for_choice()
+            out[name] = choice.least_epsilon(*choice.parts(ranking.kappa, ranking.sq_sum, ranking.dist_sum,
+                                                           ranking.bandwidth))
         return out
 
     def predict_interval(self, X, bounds=None):

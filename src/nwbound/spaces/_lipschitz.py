@@ -111,8 +111,35 @@ def certified_evidence(check: Any) -> bool:
                for t in getattr(check, "tests", ()))
 
 
+def pilot_lipschitz(pilot_Z: np.ndarray, pilot_y: np.ndarray, *, random_state: Any = 0) -> float:
+    """The pilot L of ``lipschitz="auto"``: :func:`nwbound.assumptions.estimate_lipschitz` on held-out rows.
+
+    Raises a ValueError naming ``lipschitz`` when no finite positive estimate comes out.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.spaces import pilot_lipschitz
+    >>> rng = np.random.default_rng(0)
+    >>> Z = rng.uniform(-1, 1, (400, 1)); y = (rng.random(400) < (1 + Z[:, 0]) / 2).astype(int)
+    >>> pilot_lipschitz(Z, y) > 0
+    True
+    """
+    from ..assumptions import estimate_lipschitz
+
+    try:
+        pilot = float(estimate_lipschitz(pilot_Z, pilot_y, random_state=random_state).value)
+    except ValueError as exc:
+        raise ValueError(f"lipschitz='auto' could not estimate a pilot L on its {pilot_Z.shape[0]} pilot rows ({exc}); "
+                         "give more rows or a numeric lipschitz.") from None
+    if not np.isfinite(pilot) or pilot <= 0:
+        raise ValueError(f"lipschitz='auto': the pilot estimate of L is {pilot!r}; give a numeric lipschitz.")
+    return pilot
+
+
 def choose_lipschitz(model: Any, pilot_Z: np.ndarray, pilot_y: np.ndarray, X_check: np.ndarray,
-                     y_check: np.ndarray, *, units: str, random_state: Any = 0) -> LipschitzAutoReport:
+                     y_check: np.ndarray, *, units: str, random_state: Any = 0,
+                     pilot: float | None = None) -> LipschitzAutoReport:
     """The smallest L of ``pilot × 2^k`` that the held-out check does not reject.
 
     Parameters
@@ -126,6 +153,8 @@ def choose_lipschitz(model: Any, pilot_Z: np.ndarray, pilot_y: np.ndarray, X_che
         Check rows as the model takes queries (original features) and their labels.
     units : str
     random_state : int, default=0
+    pilot : float or None, default=None
+        The pilot L if already estimated (:func:`pilot_lipschitz`); None estimates it here.
 
     Returns
     -------
@@ -143,16 +172,10 @@ def choose_lipschitz(model: Any, pilot_Z: np.ndarray, pilot_y: np.ndarray, X_che
     >>> rep.n_check, rep.value == rep.selection.chosen
     (1000, True)
     """
-    from ..assumptions import estimate_lipschitz
     from ..lipschitz_check import select_lipschitz
 
-    try:
-        pilot = float(estimate_lipschitz(pilot_Z, pilot_y, random_state=random_state).value)
-    except ValueError as exc:
-        raise ValueError(f"lipschitz='auto' could not estimate a pilot L on its {pilot_Z.shape[0]} pilot rows ({exc}); "
-                         "give more rows or a numeric lipschitz.") from None
-    if not np.isfinite(pilot) or pilot <= 0:
-        raise ValueError(f"lipschitz='auto': the pilot estimate of L is {pilot!r}; give a numeric lipschitz.")
+    if pilot is None:
+        pilot = pilot_lipschitz(pilot_Z, pilot_y, random_state=random_state)
     if X_check.shape[0] > AUTO_CHECK_ROWS:
         keep = np.sort(np.random.default_rng(random_state).choice(X_check.shape[0], AUTO_CHECK_ROWS, replace=False))
         X_check, y_check = X_check[keep], y_check[keep]
