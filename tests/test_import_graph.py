@@ -7,6 +7,10 @@ Rules (issue 11):
 * No import cycle between nwbound's subpackages (a top-level module such as
   ``nwbound.assumptions`` counts as its own unit; the root ``nwbound``
   package, a facade, is left out).
+* No import cycle between nwbound's modules either (issue 19), except the
+  pairs listed in :data:`ALLOWED_MODULE_CYCLES`; imports under
+  ``if TYPE_CHECKING:`` are left out (they never run). And every module
+  imports in a fresh interpreter.
 * No module imports a private name (``_x``) defined in another subpackage,
   except the pairs listed in :data:`ALLOWED_PRIVATE`, each with its reason.
 
@@ -16,6 +20,9 @@ Function-level (lazy) imports count: they are dependencies all the same.
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,6 +41,18 @@ ALLOWED_PRIVATE: dict[tuple[str, str], str] = {
     ("nwbound.plots", "nwbound.metrics._validation:_check_same_length"): "plots check inputs as metrics do; needs public checks in metrics (H6)",
     ("nwbound.plots", "nwbound.metrics._validation:_encode"): "plots check inputs as metrics do; needs public checks in metrics (H6)",
     ("nwbound.estimators", "nwbound.kernels._kernels:_REGISTRY"): "numba kernel table needs the registry (engine owner)",
+}
+
+
+# Module-level import circles still tolerated (issue 19), each with its reason. The test
+# fails on an entry that no longer occurs, so the list never goes stale.
+ALLOWED_MODULE_CYCLES: dict[tuple[str, ...], str] = {
+    # Being broken on another branch in parallel; the lead removes this entry after merging it.
+    ("nwbound.gpu._array_api", "nwbound.gpu._triton"): "the engine branch breaks it (issue 19)",
+    # ecg.py drives the adaptive run (its parser options and dispatch); ecg_adaptive.py takes
+    # constants and helpers back from ecg.py. Breaking it moves those shared pieces into a
+    # module of their own, in files other branches were editing this round.
+    ("nwbound.experiments.ecg", "nwbound.experiments.ecg_adaptive"): "shared ECG pieces to move out of ecg.py",
 }
 
 
@@ -64,12 +83,37 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _imports() -> list[tuple[str, str, str | None, int]]:
-    """``(importer, imported module, imported name or None, line)`` for every nwbound import."""
+def _is_type_checking(node: ast.AST) -> bool:
+    """Whether ``node`` is ``if TYPE_CHECKING:`` (or ``if typing.TYPE_CHECKING:``)."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of ``tree`` except the bodies of ``if TYPE_CHECKING:`` (their ``else`` runs)."""
+    out: list[ast.AST] = []
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if _is_type_checking(node):
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _imports(runtime_only: bool = False) -> list[tuple[str, str, str | None, int]]:
+    """``(importer, imported module, imported name or None, line)`` for every nwbound import
+    (with ``runtime_only``, those that run: not under ``if TYPE_CHECKING:``)."""
     found = []
     for name, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
+        for node in _runtime_nodes(tree) if runtime_only else ast.walk(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.name.split(".")[0] == ROOT:
@@ -88,6 +132,7 @@ def _imports() -> list[tuple[str, str, str | None, int]]:
 
 
 IMPORTS = _imports()
+RUNTIME_IMPORTS = _imports(runtime_only=True)
 
 
 def _unit(module: str) -> str:
@@ -176,6 +221,63 @@ def test_no_import_cycle_between_subpackages():
         for c in cycles
     ]
     assert not cycles, "import cycles between subpackages:\n" + "\n".join(detail)
+
+
+def _module_cycles() -> dict[tuple[str, ...], str]:
+    """Import circles between nwbound modules (runtime imports, lazy ones included), each
+    with the import lines that make it."""
+    edges: dict[str, set[str]] = {}
+    where: dict[tuple[str, str], str] = {}
+    for src, mod, _, line in RUNTIME_IMPORTS:
+        if src == mod or mod not in MODULES:
+            continue
+        edges.setdefault(src, set()).add(mod)
+        where.setdefault((src, mod), f"{src} line {line}")
+    return {
+        tuple(c): "; ".join(f"{where[(a, b)]} → {b}" for a in c for b in c if (a, b) in where)
+        for c in _cycles(edges)
+    }
+
+
+def test_type_checking_imports_are_left_out():
+    # The root package imports its public names only for static analysers.
+    assert any(src == ROOT and mod == "nwbound.estimators" for src, mod, _, _ in IMPORTS)
+    assert not any(src == ROOT and mod == "nwbound.estimators" for src, mod, _, _ in RUNTIME_IMPORTS)
+    tree = ast.parse("if TYPE_CHECKING:\n    import a\nelse:\n    import b\nimport c\n")
+    runtime = sorted(n.names[0].name for n in _runtime_nodes(tree) if isinstance(n, ast.Import))
+    assert runtime == ["b", "c"]
+
+
+def test_no_import_cycle_between_modules():
+    found = _module_cycles()
+    bad = [" ↔ ".join(c) + ": " + how for c, how in found.items() if c not in ALLOWED_MODULE_CYCLES]
+    assert not bad, "import cycles between modules (move the shared pieces to a module both import):\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("cycle", sorted(ALLOWED_MODULE_CYCLES))
+def test_allowed_module_cycles_still_occur(cycle):
+    # A circle that no longer occurs must leave the list (it was broken).
+    assert cycle in _module_cycles(), f"{cycle} no longer occurs; remove it from ALLOWED_MODULE_CYCLES"
+
+
+def test_every_module_imports_in_a_fresh_interpreter():
+    # With no circle, the order does not matter; this catches a module that fails to import
+    # at all (a name moved without its re-export, a missing dependency at import time).
+    code = (
+        "import importlib, pkgutil, sys, nwbound\n"
+        "names = sorted(m.name for m in pkgutil.walk_packages(nwbound.__path__, 'nwbound.'))\n"
+        "for name in names:\n"
+        "    importlib.import_module(name)\n"
+        "print('\\n'.join(names))\n"
+    )
+    path = os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    imported = set(proc.stdout.split())
+    assert imported == set(MODULES) - {ROOT}, sorted(imported ^ (set(MODULES) - {ROOT}))
 
 
 def _private_imports() -> dict[tuple[str, str], str]:

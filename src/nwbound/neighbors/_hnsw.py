@@ -57,7 +57,7 @@ import numpy as np
 
 from .._validation import check_n_jobs
 from .._numerics import direct_distances
-from ._index import NeighborIndex, tie_ordered
+from ._base import NeighborIndex, tie_ordered
 
 __all__ = ["HNSWIndex", "hnsw_factory"]
 

@@ -1,0 +1,58 @@
+"""Choosing the assumption behind the bounds from data: overlap test, margin, Lipschitz constant.
+
+The bounds of :class:`~nwbound.NadarayaWatsonClassifier` hold under one of two
+assumptions, stated **in the metric the classifier computes distances in**
+(the units of the features it sees):
+
+* overlapping classes whose probabilities ``p_c`` are ``L``-Lipschitz, or
+* classes separated by a margin ``γ``.
+
+Neither can be certified from a finite sample: ``p_c`` is never observed, only
+labels drawn from it. The helpers here give the evidence one can get, each as
+a small result object that states the estimate, what it assumes and that it is
+in the units of the features (restate it with :func:`nwbound.restate_lipschitz`
+/ :func:`nwbound.restate_margin` after rescaling):
+
+* :func:`overlap_test` — the paper's test (appendix D): within-class vs global
+  largest pairwise distance on a stratified sample;
+* :func:`empirical_margin` — the smallest distance between differently
+  labelled points (an *upper* limit on any valid margin);
+* :func:`lipschitz_lower_bound` — appendix D's ``L ≥ P_t / sup‖y − y′‖``, a
+  lower bound only;
+* :func:`strongin_lipschitz` — Strongin's largest slope, on a pilot NW estimate
+  (never on raw labels), times a safety factor;
+* :func:`estimate_lipschitz` — the documented default for ``--lipschitz auto``:
+  pilot-Strongin in the units the classifier sees, on a bounded subsample;
+* :func:`sensitivity_report` — how the bounds, the review flags and the
+  accuracy of flagged and unflagged predictions move with ``L``.
+
+The code lives in private modules, in the order above: ``_common`` (the result
+objects and input checks), ``_overlap`` (overlap test, margin), ``_lipschitz``
+and ``_sensitivity``; the checks of a chosen ``L`` come from
+:mod:`nwbound.lipschitz_check`.
+"""
+
+from __future__ import annotations
+
+from ..lipschitz_check import LipschitzCheck, LipschitzSelection, check_lipschitz, select_lipschitz
+from ._common import UNITS_NOTE, LipschitzEstimate, MarginEstimate, OverlapReport
+from ._lipschitz import estimate_lipschitz, lipschitz_lower_bound, strongin_lipschitz
+from ._overlap import empirical_margin, overlap_test
+from ._sensitivity import sensitivity_report
+
+__all__ = [
+    "UNITS_NOTE",
+    "LipschitzCheck",
+    "LipschitzEstimate",
+    "LipschitzSelection",
+    "MarginEstimate",
+    "OverlapReport",
+    "empirical_margin",
+    "check_lipschitz",
+    "estimate_lipschitz",
+    "lipschitz_lower_bound",
+    "overlap_test",
+    "select_lipschitz",
+    "sensitivity_report",
+    "strongin_lipschitz",
+]

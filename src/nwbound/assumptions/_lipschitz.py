@@ -1,0 +1,423 @@
+"""Estimates of the Lipschitz constant: the lower bound of appendix D, pilot-Strongin and the
+documented default of ``--lipschitz auto``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+from sklearn.metrics import pairwise_distances_chunked
+
+from .._validation import check_positive
+from ._common import LipschitzEstimate, UNITS_NOTE, _check_data, _check_int, _rng
+
+
+# ---------------------------------------------------------------------------
+# Lipschitz constant
+# ---------------------------------------------------------------------------
+
+_EXACT_DIAMETER_LIMIT = 20_000
+
+
+def _diameter(X: np.ndarray, method: str, working_memory: float | None) -> float:
+    if method == "box":
+        # The bounding-box diagonal is ≥ the diameter, so P_t / diagonal stays a lower bound.
+        return float(np.linalg.norm(X.max(axis=0).astype(np.float64) - X.min(axis=0)))
+
+    def reduce(D: np.ndarray, start: int) -> np.ndarray:
+        return D.max(axis=1)
+
+    return float(max(r.max() for r in pairwise_distances_chunked(X, reduce_func=reduce, working_memory=working_memory)))
+
+
+def lipschitz_lower_bound(
+    X: Any,
+    y: Any,
+    threshold_probability: float,
+    *,
+    diameter: str = "auto",
+    working_memory: float | None = None,
+) -> LipschitzEstimate:
+    r"""Appendix D's ``L ≥ P_t / sup‖y − y′‖`` — a lower bound, never a usable L.
+
+    Premise: somewhere in the data the class probabilities of two points
+    differ by at least ``P_t`` (``threshold_probability``). Then
+    ``L ≥ P_t / ‖y − y′‖ ≥ P_t / diam(X)``. This only says how small ``L``
+    cannot be; the bounds need an *upper* bound on ``L``, which no sample can
+    certify (on the paper's synthetic data this gives 0.07–0.71 against a true
+    L of 3.0). Use it as a sanity floor for :func:`strongin_lipschitz`.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+    y : array-like of shape (n,)
+        Labels; at least two classes must occur, else nothing in the data
+        suggests that the probabilities change at all.
+    threshold_probability : float
+        ``P_t`` in ``(0, 1]``.
+    diameter : {"auto", "exact", "box"}, default="auto"
+        ``"exact"``: the largest pairwise distance (blockwise, O(n²) time);
+        ``"box"``: the bounding-box diagonal (≥ the diameter, so the result
+        is still a lower bound, only a weaker one); ``"auto"``: exact up to
+        20 000 points, box beyond.
+    working_memory : float, optional
+        MiB for one block of the distance matrix.
+
+    Returns
+    -------
+    LipschitzEstimate
+        ``lower_bound_only=True``; ``details`` holds the diameter and ``P_t``.
+
+    Raises
+    ------
+    ValueError
+        Fewer than 2 classes, ``threshold_probability`` outside ``(0, 1]``,
+        an unknown ``diameter`` or all points identical.
+
+    Examples
+    --------
+    The diameter of these points is 5, so ``L ≥ 0.5 / 5``:
+
+    >>> import numpy as np
+    >>> X = np.array([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0], [3.0, 3.0]])
+    >>> est = lipschitz_lower_bound(X, [0, 1, 0, 1], threshold_probability=0.5)
+    >>> round(est.value, 6), est.details["diameter"], est.lower_bound_only
+    (0.1, 5.0, True)
+    """
+    X, y, classes, codes = _check_data(X, y)
+    p_t = check_positive(threshold_probability, "threshold_probability")
+    if p_t > 1.0:
+        raise ValueError(f"threshold_probability is a probability difference in (0, 1], got {p_t!r}.")
+    if diameter not in ("auto", "exact", "box"):
+        raise ValueError(f"diameter must be 'auto', 'exact' or 'box', got {diameter!r}.")
+    method = diameter if diameter != "auto" else ("exact" if X.shape[0] <= _EXACT_DIAMETER_LIMIT else "box")
+    diam = _diameter(X, method, working_memory)
+    if diam == 0.0:
+        raise ValueError("All points of X coincide: the diameter is 0 and no Lipschitz bound follows.")
+    value = p_t / diam
+    return LipschitzEstimate(
+        value=value,
+        method="lower_bound",
+        raw_value=value,
+        safety_factor=1.0,
+        lower_bound_only=True,
+        details={"threshold_probability": p_t, "diameter": diam, "diameter_method": method},
+        assumptions=(
+            f"Some two points' class probabilities differ by at least P_t = {p_t:g}.",
+            "A LOWER bound only: the true L may be much larger; it cannot certify the Lipschitz assumption.",
+        ),
+    )
+
+
+def _pilot_bandwidth(X: np.ndarray, rng: np.random.Generator) -> float:
+    """Median distance to the ⌈√m⌉-th neighbour (label-free rule for the pilot)."""
+    from sklearn.neighbors import NearestNeighbors
+
+    m = X.shape[0]
+    k = min(m - 1, max(1, math.ceil(math.sqrt(m))))
+    probe = rng.choice(m, size=min(256, m), replace=False)
+    dist, _ = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X[probe])
+    lam = float(np.median(dist[:, -1]))
+    if not lam > 0:
+        raise ValueError("Cannot pick a pilot bandwidth: the points' neighbours coincide; pass bandwidth=.")
+    return lam
+
+
+def _pilot_estimate(
+    X: np.ndarray,
+    y: np.ndarray,
+    codes: np.ndarray,
+    rng: np.random.Generator,
+    bandwidth: float | str,
+    kernel: str,
+    n_eval: int,
+    working_memory: float | None,
+) -> tuple[float, int, np.ndarray, np.ndarray]:
+    """Pilot NW fit on one random half; ``p̂`` at up to ``n_eval`` points of the other.
+
+    Returns the pilot bandwidth, the pilot size, the evaluation rows of ``X``
+    (those with training mass in reach) and their ``p̂`` (rows × classes).
+    """
+    # The pilot's kernel sums are computed here, not by the classifier: nwbound.estimators calls
+    # this module for lipschitz="auto", so this module must not import it (no import cycle).
+    from ..kernels import get_kernel
+
+    perm = rng.permutation(X.shape[0])
+    half = X.shape[0] // 2
+    pilot_idx, eval_idx = perm[:half], perm[half:]
+    if np.unique(codes[pilot_idx]).shape[0] < 2:
+        raise ValueError("The pilot half holds a single class; give more data or another random_state.")
+    X_pilot = X[pilot_idx]
+    lam = _pilot_bandwidth(X_pilot, rng) if isinstance(bandwidth, str) else float(bandwidth)
+    if eval_idx.shape[0] > n_eval:
+        eval_idx = np.sort(rng.choice(eval_idx, size=n_eval, replace=False))
+    K = get_kernel(kernel)
+    _, pilot_codes = np.unique(y[pilot_idx], return_inverse=True)
+    onehot = np.eye(int(pilot_codes.max()) + 1)[pilot_codes]
+    # Only κ and p̂ are needed: the Nadaraya-Watson class sums Σ K(‖x − x_i‖/λ)·1{y_i = c}.
+    class_sums = np.vstack(list(pairwise_distances_chunked(
+        X[eval_idx], X_pilot, reduce_func=lambda D, start: np.asarray(K(D / lam), dtype=np.float64) @ onehot,
+        working_memory=working_memory,
+    )))
+    kappa = class_sums.sum(axis=1)
+    keep = kappa > 0
+    if keep.sum() < 2:
+        raise ValueError(
+            f"Fewer than 2 evaluation points have training mass within the pilot bandwidth {lam:.4g}; "
+            "pass a larger bandwidth."
+        )
+    return lam, half, eval_idx[keep], class_sums[keep] / kappa[keep, None]
+
+
+def _default_pair_distance(E: np.ndarray, lam: float) -> float:
+    """3λ in low dimension; capped at the median pair distance (distances concentrate in high dimension)."""
+    probe = E[: min(500, E.shape[0])].astype(np.float64)
+    sq = np.einsum("ij,ij->i", probe, probe)
+    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * probe @ probe.T, 0.0)
+    median = float(np.median(np.sqrt(d2[np.triu_indices(probe.shape[0], 1)])))
+    return min(3.0 * lam, median) if median > 0 else 3.0 * lam
+
+
+def _steepest_slopes(
+    E: np.ndarray, P: np.ndarray, h: float, working_memory: float | None
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per evaluation point: the steepest slope of ``p̂`` to a point ≥ h away, that point, and the pair count."""
+
+    def reduce(D: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rows = slice(start, start + D.shape[0])
+        diff = np.zeros_like(D)
+        for c in range(P.shape[1]):  # few classes; each step is a full block operation
+            np.maximum(diff, np.abs(P[rows, c, None] - P[None, :, c]), out=diff)
+        far = D >= h
+        slope = np.where(far, diff / np.where(far, D, 1.0), -np.inf)
+        arg = slope.argmax(axis=1)
+        return slope[np.arange(D.shape[0]), arg], arg, far.sum(axis=1)
+
+    best, partner, n_far = (
+        np.concatenate(parts)
+        for parts in zip(*pairwise_distances_chunked(E, reduce_func=reduce, working_memory=working_memory))
+    )
+    n_pairs = int(n_far.sum()) // 2
+    if n_pairs == 0:
+        raise ValueError(
+            f"No two evaluation points are at least min_pair_distance={h:.4g} apart; lower min_pair_distance."
+        )
+    return best, partner, n_pairs
+
+
+def strongin_lipschitz(
+    X: Any,
+    y: Any,
+    *,
+    safety_factor: float = 2.0,
+    min_pair_distance: float | None = None,
+    random_state: Any = None,
+    bandwidth: float | str = "auto",
+    kernel: str = "epanechnikov",
+    n_eval: int = 2000,
+    working_memory: float | None = None,
+) -> LipschitzEstimate:
+    r"""Strongin's estimate of ``L``: the largest slope of a pilot estimate, times ``r``.
+
+    Strongin (1973) estimates a Lipschitz constant by the largest observed
+    slope ``max |f(y) − f(y′)| / ‖y − y′‖``. Applied to **raw labels** this is
+    meaningless: labels are 0/1 draws from ``p_c``, so two nearby points with
+    different labels give a slope ``1/‖y − y′‖`` whatever ``p_c`` is; the
+    maximum measures the sampling density, not the smoothness, and grows
+    without bound with ``n`` (values of 10⁴ and more on data with L = 3).
+
+    Here the slopes are taken of a pilot Nadaraya-Watson estimate ``p̂`` fitted
+    on one random half of the data and evaluated on (up to ``n_eval``) points
+    of the other half, over pairs at least ``h = min_pair_distance`` apart:
+
+    .. math:: \hat L = r \cdot \max_{\|y-y'\| \ge h} \frac{\max_c |\hat p_c(y) - \hat p_c(y')|}{\|y - y'\|}.
+
+    Smoothing flattens ``p̂`` (slopes too small) while its noise adds spurious
+    slope (too large), most for close pairs — hence ``h``. On the paper's
+    logistic data the maximum lands at 1–2 times the true L; it can undershoot,
+    hence the safety factor ``r`` (≥ 1.5–2), which is an assumption to report
+    along with the results (show how they move with L:
+    :func:`sensitivity_report`).
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        At least 4 points (two halves of two).
+    y : array-like of shape (n,)
+    safety_factor : float, default=2.0
+        ``r ≥ 1``.
+    min_pair_distance : float, optional
+        ``h``; default three pilot bandwidths (closer pairs mostly measure
+        noise), capped at the median distance between evaluation points (in
+        high dimension 3λ can exceed every pairwise distance).
+    random_state : int, Generator or None
+        Seed of the split, the evaluation subsample and the bandwidth probe.
+    bandwidth : float or "auto", default="auto"
+        Pilot λ. ``"auto"``: the median distance (over up to 256 pilot points)
+        to the ``⌈√m⌉``-th nearest neighbour in the pilot half of size ``m`` —
+        label-free.
+    kernel : str, default="epanechnikov"
+        Kernel of the pilot.
+    n_eval : int, default=2000
+        Held-out points at which ``p̂`` is compared (``n_eval²/2`` pairs).
+    working_memory : float, optional
+        MiB for one block of pairwise distances (and of the pilot's sums).
+
+    Returns
+    -------
+    LipschitzEstimate
+        ``details``: bandwidth, min_pair_distance, n_pilot, n_eval, n_pairs,
+        the steepest pair (row indices of X) and its distance.
+
+    Raises
+    ------
+    ValueError
+        Bad parameters, fewer than 2 classes in the pilot half, or no pair of
+        evaluation points at least ``h`` apart.
+
+    Examples
+    --------
+    Class probability ``1/(1 + exp(−x₀/2))``, whose Lipschitz constant is 1/8:
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-10, 10, size=(400, 2))
+    >>> y = (rng.uniform(size=400) < 1 / (1 + np.exp(-0.5 * X[:, 0]))).astype(int)
+    >>> est = strongin_lipschitz(X, y, random_state=0)
+    >>> est.method, est.safety_factor, est.value == 2.0 * est.raw_value
+    ('strongin', 2.0, True)
+    >>> bool(0.05 < est.value < 1.0), est.details["n_pilot"]
+    (True, 200)
+    """
+    X, y, classes, codes = _check_data(X, y)
+    r = check_positive(safety_factor, "safety_factor")
+    if r < 1.0:
+        raise ValueError(f"safety_factor must be >= 1 (it inflates the estimate), got {r!r}.")
+    n_eval = _check_int(n_eval, "n_eval", 2)
+    if X.shape[0] < 4:
+        raise ValueError(f"strongin_lipschitz needs at least 4 points (two halves of two), got {X.shape[0]}.")
+    if not (isinstance(bandwidth, str) and bandwidth == "auto"):
+        if isinstance(bandwidth, str):
+            raise ValueError(f"bandwidth must be a number > 0 or 'auto', got {bandwidth!r}.")
+        bandwidth = check_positive(bandwidth, "bandwidth")
+    h = None if min_pair_distance is None else check_positive(min_pair_distance, "min_pair_distance")
+    rng = _rng(random_state)
+    lam, half, eval_idx, P = _pilot_estimate(X, y, codes, rng, bandwidth, kernel, n_eval, working_memory)
+    E = X[eval_idx]
+    if h is None:
+        h = _default_pair_distance(E, lam)
+    best, partner, n_pairs = _steepest_slopes(E, P, h, working_memory)
+    i = int(np.argmax(best))
+    j = int(partner[i])
+    raw = float(best[i])
+    return LipschitzEstimate(
+        value=r * raw,
+        method="strongin",
+        raw_value=raw,
+        safety_factor=r,
+        details={
+            "bandwidth": lam,
+            "min_pair_distance": h,
+            "kernel": kernel,
+            "n_pilot": int(half),
+            "n_eval": int(eval_idx.shape[0]),
+            "n_pairs": n_pairs,
+            "pair": (int(eval_idx[i]), int(eval_idx[j])),
+            "pair_distance": float(np.linalg.norm(E[i].astype(np.float64) - E[j])),
+        },
+        assumptions=(
+            "Heuristic: the largest slope of a smoothed pilot estimate over pairs at least "
+            f"h = {h:.4g} apart, inflated by the safety factor r = {r:g}; it can undershoot the true L.",
+            "Labels are i.i.d. draws from Lipschitz class probabilities (overlapping classes).",
+            "Report r as an assumption and show how the results move with L (sensitivity_report).",
+        ),
+    )
+
+
+def estimate_lipschitz(
+    X: Any,
+    y: Any,
+    *,
+    scaler: Any = None,
+    safety_factor: float = 2.0,
+    max_samples: int = 20_000,
+    random_state: Any = 0,
+    working_memory: float | None = None,
+) -> LipschitzEstimate:
+    """The documented default ``L`` for ``lipschitz="auto"`` / ``nwbound fit --lipschitz auto``.
+
+    The pilot-Strongin estimate of :func:`strongin_lipschitz` (largest slope of
+    a pilot Nadaraya-Watson estimate fitted on one half of the data, over
+    pairs at least three pilot bandwidths apart, times the safety factor
+    ``r``), computed **in the units the classifier sees**: on
+    ``scaler.transform(X)`` when a fitted ``scaler`` is given, else on ``X``.
+    Pass ``value`` as ``lipschitz=`` to a classifier fitted on the same
+    features, unchanged. At most ``max_samples`` rows (drawn at random) are
+    used, so the cost stays bounded on large tables.
+
+    The estimate is a heuristic, not a certificate: it can undershoot (hence
+    ``r``; the notes measured 1–2× the true L on the paper's logistic field)
+    and, on real data where classes change abruptly, it can be so large that
+    most bounds are trivial — :func:`nwbound.diagnostics.bound_usefulness`
+    says so and what L would be needed; :func:`sensitivity_report` shows how
+    the results move with L.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        Training features, raw (with ``scaler``) or as the classifier sees them.
+    y : array-like of shape (n,)
+    scaler : fitted transformer, optional
+        E.g. the ``MinMaxScaler`` the classifier's inputs go through.
+    safety_factor : float, default=2.0
+        ``r ≥ 1``.
+    max_samples : int, default=20000
+        Rows used (a random subset when ``n`` is larger).
+    random_state : int, Generator or None, default=0
+        Seed of the subset, the split and the evaluation points (fixed by
+        default so that ``--lipschitz auto`` is reproducible).
+    working_memory : float, optional
+        MiB per block of pairwise distances.
+
+    Returns
+    -------
+    LipschitzEstimate
+        ``value`` (the L to use), ``raw_value`` (before ``r``), ``units``
+        (which features it is stated in) and ``details``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.preprocessing import MinMaxScaler
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-10, 10, size=(2000, 2))
+    >>> y = (rng.uniform(size=2000) < 1 / (1 + np.exp(-0.5 * X[:, 0]))).astype(int)
+    >>> est = estimate_lipschitz(X, y, scaler=MinMaxScaler().fit(X))
+    >>> bool(1.0 < est.value < 50.0), est.safety_factor
+    (True, 2.0)
+    >>> "scaled" in est.units
+    True
+    """
+    max_samples = _check_int(max_samples, "max_samples", 4)
+    X_arr, y_arr, _, _ = _check_data(X, y)
+    units = UNITS_NOTE
+    if scaler is not None:
+        if not hasattr(scaler, "transform"):
+            raise TypeError(f"scaler must be a fitted transformer with .transform, got {type(scaler).__name__}.")
+        X_arr = np.asarray(scaler.transform(X_arr), dtype=np.float64)
+        units = (
+            f"in the units of the scaled features ({type(scaler).__name__}.transform(X)), the units the "
+            "classifier sees: pass it as lipschitz= unchanged"
+        )
+    rng = _rng(random_state)
+    if X_arr.shape[0] > max_samples:
+        keep = np.sort(rng.choice(X_arr.shape[0], size=max_samples, replace=False))
+        X_arr, y_arr = X_arr[keep], y_arr[keep]
+    est = strongin_lipschitz(
+        X_arr, y_arr, safety_factor=safety_factor, random_state=rng, working_memory=working_memory
+    )
+    details = dict(est.details, n_used=int(X_arr.shape[0]))
+    return dataclasses.replace(est, units=units, details=details)
