@@ -942,14 +942,15 @@ def _summary(res: AdaptiveResult, overview: list[dict[str, Any]], rows: list[dic
                      f"{best['S_Se_%']:.1f} / {best['S_+P_%']:.1f} %, V {best['V_Se_%']:.1f} / {best['V_+P_%']:.1f} %, "
                      f"accuracy {best['accuracy_%']:.2f} %, certified {best['certified_%']:.1f} % with "
                      f"{best['error_certified_%']:.2f} % error among them.\n")
-    head = next(r for r in overview if r["rule"] == HEADLINE_RULE)
-    met = {
-        "S Se ≥ 80 % at +P ≥ 80 %": head["S_Se_%"] >= 80 and head["S_+P_%"] >= 80,
-        "V Se ≥ 95 % at +P ≥ 95 %": head["V_Se_%"] >= 95 and head["V_+P_%"] >= 95,
-        "≥ 85 % certified, ≤ 1 % error among certified": head["certified_%"] >= 85 and head["error_certified_%"] <= 1,
-    }
-    lines.append(f"Targets ({HEADLINE_RULE} row): "
-                 + "; ".join(f"{k}: {'met' if v else 'not met'}" for k, v in met.items()) + ".\n")
+    for head in overview:  # every row: the rules are fixed before the evaluation beats are seen
+        met = {
+            "S Se ≥ 80 % at +P ≥ 80 %": head["S_Se_%"] >= 80 and head["S_+P_%"] >= 80,
+            "V Se ≥ 95 % at +P ≥ 95 %": head["V_Se_%"] >= 95 and head["V_+P_%"] >= 95,
+            "≥ 85 % certified, ≤ 1 % error among certified":
+                head["certified_%"] >= 85 and head["error_certified_%"] <= 1,
+        }
+        lines.append(f"Targets, {head['rule']} row: "
+                     + "; ".join(f"{k}: {'met' if v else 'not met'}" for k, v in met.items()) + ".\n")
     flagged = [r["record"] for r in rows if r["flagged"]]
     visible = [r["record"] for r in rows if r["visibly_fails"]]
     lines.append(f"### Certificates per patient ({HEADLINE_RULE} rule: the argmax's certified beats)\n")
