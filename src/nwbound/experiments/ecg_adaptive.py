@@ -92,8 +92,8 @@ ADAPTIVE_QUICK_TRAIN = 8_000
 
 #: Published patient-adapted results on MIT-BIH (AAMI classes; labelled beats of each test record
 #: used for training), gross S and V sensitivity / positive predictivity in %. Source of the figures:
-#: the comparison table (Table 4) of Yang et al. 2017, Comput Math Methods Med, doi:10.1155/2017/4108720
-#: (PMC5499251), which quotes them from the papers; the papers themselves could not be fetched here.
+#: the comparison table (Table 4) of the open-access article doi:10.1155/2017/4108720 (PMC5499251),
+#: which quotes them from the papers; the papers themselves could not be fetched here.
 ADAPTIVE_ANCHORS: tuple[dict[str, Any], ...] = (
     {"method": "de Chazal & Reilly 2006, patient-adapting linear discriminants (global + local classifier, "
                "first 500 beats of each record annotated)",
@@ -921,7 +921,7 @@ def _summary(res: AdaptiveResult, overview: list[dict[str, Any]], rows: list[dic
         f"L {res.select_s:.0f} s, fits {res.fit_s:.1f} s, queries {res.query_s:.0f} s, per-record checks "
         f"{res.check_s:.0f} s).\n",
         "### S and V beside published patient-adapted classifiers (%; theirs as quoted in Table 4 of "
-        "Yang et al. 2017, doi:10.1155/2017/4108720)\n",
+        "doi:10.1155/2017/4108720, not checked against the papers)\n",
     ]
     table = [{"method": a["method"], "S Se / +P": f"{_fmt(a['S Se %'])} / {_fmt(a['S +P %'])}",
               "V Se / +P": f"{_fmt(a['V Se %'])} / {_fmt(a['V +P %'])}", "accuracy %": "–",
