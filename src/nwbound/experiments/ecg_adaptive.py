@@ -7,7 +7,14 @@ allowance for local training); the rest of the record is classified. The
 Nadaraya-Watson classifier is not retrained: one model per DS2 record holds DS1
 and that record's local beats, the local beats at weight :data:`LOCAL_WEIGHT`,
 and the *localized* classifier (``k`` nearest neighbours) lets the patient's own
-beats become the neighbours.
+beats become the neighbours. The morphology is read from the raw lead around each
+R peak (:mod:`nwbound.experiments.ecg_signal_features`, P wave included, in units
+of the patient's own R amplitude over the local minutes).
+
+Three rules: ``argmax``; ``weighted`` (:func:`weighted_decision`: certified argmax
+labels kept, the review queue decided with class weights for S and V, chosen on
+DS1 alone by leave-one-record-out with a simulated first-minutes adaptation,
+:func:`choose_class_weights`); ``balanced`` (Bayes rule, equal N/S/V priors).
 
 Certificates per patient: the error ceilings of certified beats are tested on
 each record's evaluation beats with :func:`nwbound.assumptions.check_lipschitz`
@@ -21,7 +28,8 @@ minutes goes into the kernel sums, the second half are the held-out check rows.
 Writes ``ec57`` rows with split ``adaptive`` (``n_train``: the DS1 rows every
 record's model holds; ``--inter-train`` / ``--quick`` subsample them),
 ``adaptive_overview`` (the inter-patient overview format, plus ``n_local``, the
-local beats of all records), ``adaptive_records`` (per DS2 record), the
+local beats of all records), ``adaptive_records`` (per DS2 record),
+``adaptive_class_weights`` (the DS1 search of the weighted rule's weights), the
 strip figure ``fig_ecg_strip_adaptive_<record>`` of each flagged record, and a
 section of ``summary.md`` with published patient-adapted figures beside ours.
 """
