@@ -176,7 +176,7 @@ def test_tiny_adaptive_run_on_the_excerpt(tmp_path):
     assert code == 0
     ec57 = _read_csv(out / "ec57.csv")
     assert ec57 and {r["split"] for r in ec57} == {"adaptive"}
-    assert {r["rule"] for r in ec57} == {"argmax", "balanced"}
+    assert {r["rule"] for r in ec57} == {"argmax", "weighted", "balanced"}
     overview = _read_csv(out / "adaptive_overview.csv")
     assert {"certified_%", "error_certified_%", "S_Se_%", "V_+P_%"} <= set(overview[0])
     records = _read_csv(out / "adaptive_records.csv")

@@ -1,0 +1,149 @@
+"""Tests of the adaptive split's new pieces: raw-signal morphology, the weighted rule, its choice on DS1."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pytest
+
+from nwbound.cli.main import main
+from nwbound.metrics import bayes_decision
+from nwbound.experiments.ecg_adaptive import (
+    choose_class_weights,
+    class_weights_arg,
+    weighted_decision,
+)
+from nwbound.experiments.ecg_signal_features import beat_windows, remove_baseline
+
+EXCERPT = Path(__file__).resolve().parent / "data" / "mitdb_excerpt"
+
+
+# --------------------------------------------------------------------------- signal morphology
+def test_beat_windows_match_a_slow_formula():
+    rng = np.random.default_rng(0)
+    sig = rng.normal(size=2_000)
+    pos = np.array([3, 500, 1_000, 1_990])
+    ref = np.array([False, True, True, False])
+    w = beat_windows(sig, pos, 360.0, reference=ref)
+    unit = np.median(np.abs(sig[[500, 1_000]]))
+    before, after, step = 90, 162, 4  # 0.25 s, 0.45 s, 360/90
+    for i, p in enumerate(pos):
+        expected = [sig[min(max(p + o, 0), sig.size - 1)] / unit for o in range(-before, after, step)]
+        np.testing.assert_allclose(w[i], expected)
+
+
+def test_remove_baseline_matches_a_slow_median_in_the_interior():
+    rng = np.random.default_rng(1)
+    fs = 50.0  # 200 ms -> 11 samples, 600 ms -> 31 samples
+    sig = rng.normal(size=400) + np.linspace(0, 3, 400)
+    first = np.array([np.median(sig[max(i - 5, 0):i + 6]) if 5 <= i < 395 else np.nan for i in range(400)])
+    i = np.arange(40, 360)
+    second = np.array([np.median(first[j - 15:j + 16]) for j in i])
+    np.testing.assert_allclose(remove_baseline(sig, fs)[i], sig[i] - second)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"sample": [0, 5_000]}, "outside the signal"),
+    ({"sample": [10, 20], "reference": [False, False]}, "no beat"),
+    ({"sample": [10.0, 20.0]}, "integer"),
+    ({"sample": [10, 20], "rate": 0}, "rate"),
+])
+def test_beat_windows_rejects_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        beat_windows(np.ones(100), fs=360.0, **kwargs)
+
+
+def test_beat_windows_rejects_a_flat_reference():
+    with pytest.raises(ValueError, match="zero R amplitude"):
+        beat_windows(np.zeros(100), [10, 20], 360.0)
+
+
+# --------------------------------------------------------------------------- the weighted rule
+def _random_intervals(seed: int, n: int = 400, width: float = 0.2):
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.full(5, 0.4), size=n)
+    half = rng.uniform(0.0, width, size=(n, 1))
+    return p, np.clip(p - half, 0, 1), np.clip(p + half, 0, 1)
+
+
+def test_weighted_decision_matches_a_slow_formula():
+    p, lo, up = _random_intervals(0)
+    w = np.array([1.0, 4.0, 2.0, 1.0, 1.0])
+    d = weighted_decision(p, lo, up, w)
+    a = bayes_decision(p, lower=lo, upper=up)
+    assert 0 < a.certified.sum() < p.shape[0]  # both kinds of rows present
+    for i in range(p.shape[0]):
+        if a.certified[i]:
+            assert d.y_pred[i] == int(np.argmax(p[i])) and d.certified[i]
+        else:
+            assert d.y_pred[i] == max(range(5), key=lambda c: w[c] * p[i, c]) and not d.certified[i]
+        assert d.error_upper[i] == pytest.approx(1.0 - lo[i, d.y_pred[i]])
+
+
+def test_weighted_decision_with_unit_weights_is_argmax():
+    p, lo, up = _random_intervals(1)
+    d = weighted_decision(p, lo, up, np.ones(5))
+    np.testing.assert_array_equal(d.y_pred, np.argmax(p, axis=1))
+
+
+@pytest.mark.parametrize("weights", [[1, 2, 3], [1, 0, 1, 1, 1], [1, np.nan, 1, 1, 1]])
+def test_weighted_decision_rejects_bad_weights(weights):
+    p, lo, up = _random_intervals(2, n=5)
+    with pytest.raises(ValueError, match="weights"):
+        weighted_decision(p, lo, up, weights)
+
+
+def test_choose_class_weights_matches_a_slow_search():
+    p, lo, up = _random_intervals(3, width=0.3)
+    y = np.array([np.random.default_rng(4).choice(5, p=row) for row in p])
+    grid_s, grid_v = (1.0, 2.0, 5.0), (1.0, 3.0)
+    (ws, wv), rows = choose_class_weights(y, p, lo, up, grid_s=grid_s, grid_v=grid_v)
+    assert len(rows) == 6
+
+    def score(a, b):
+        pred = weighted_decision(p, lo, up, [1, a, b, 1, 1]).y_pred
+        parts = []
+        for c in (1, 2):
+            tp = sum(1 for t, q in zip(y, pred) if t == c and q == c)
+            parts.append(min(100 * tp / max(sum(1 for t in y if t == c), 1),
+                             100 * tp / max(sum(1 for q in pred if q == c), 1)))
+        return sum(parts) / 2
+
+    scores = {(a, b): score(a, b) for a in grid_s for b in grid_v}
+    best = max(scores.values())
+    assert scores[(ws, wv)] == pytest.approx(best)
+    assert (ws, wv) == next(k for k in ((a, b) for a in grid_s for b in grid_v) if scores[k] >= best - 1e-12)
+    for r in rows:
+        assert r["objective_%"] == pytest.approx(scores[(r["w_S"], r["w_V"])])
+
+
+def test_class_weights_arg():
+    assert class_weights_arg("auto") == "auto" and class_weights_arg("3,1.5") == (3.0, 1.5)
+    for bad in ("3", "a,b", "0,1", "1,2,3", "-1,2"):
+        with pytest.raises(argparse.ArgumentTypeError, match="--class-weights"):
+            class_weights_arg(bad)
+
+
+# --------------------------------------------------------------------------- CLI
+@pytest.mark.slow
+def test_tiny_adaptive_run_with_fixed_weights_and_kaggle_features(tmp_path):
+    out = tmp_path / "o"
+    code = main(["experiment", "ecg", "--data-dir", str(EXCERPT), "--split", "adaptive", "--local-minutes", "0.5",
+                 "--quick", "--threads", "1", "--output", str(out), "--quiet", "--class-weights", "3,2",
+                 "--adaptive-features", "kaggle"])
+    assert code == 0
+    with open(out / "adaptive_overview.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["rule"] for r in rows} == {"argmax", "weighted", "balanced"}
+    assert {(r["features"], float(r["w_S"]), float(r["w_V"])) for r in rows} == {("kaggle", 3.0, 2.0)}
+    assert not (out / "adaptive_class_weights.csv").exists()  # no DS1 search with fixed weights
+    weighted = next(r for r in rows if r["rule"] == "weighted")
+    argmax = next(r for r in rows if r["rule"] == "argmax")
+    assert weighted["certified_%"] == argmax["certified_%"]  # the same certified beats and labels
