@@ -301,3 +301,29 @@ def test_widening_is_tiny_on_ordinary_data(model, bound):
     assert 0.0 < stats.sum_error < 1e-11
     widened, plain = _mean_widths(clf, stats)
     assert plain <= widened < plain * (1.0 + 1e-9)
+
+
+def test_dyadic_reach_covers_the_cell_lookups_rounding():
+    # Cells of 2⁻³⁰ of the range, found from a rounded (x − low)/span: with low = −0.3 the difference
+    # rounds to ulps of 0.3, coarser than the points near 0, so points just outside a cell's exact
+    # edges share it. The reach must still bound every exact distance within a cell (the bare
+    # diameter does not: the check is not vacuous).
+    m = 30
+    low, high = -0.3, 0.4
+    span = high - low
+    first = int(np.ceil(-low / span * 2**m)) + 10  # cell edges just above 0
+    step = np.spacing(0.3) / 4
+    js = first + np.random.default_rng(0).integers(0, 100_000, 40)
+    edges = low + span * (np.concatenate([js, js + 1]) / 2**m)  # both edges of 40 cells
+    pts = np.concatenate([[low, high], (edges[:, None] + step * np.arange(-8, 9)[None, :]).ravel()])
+    clf = DyadicClassifier(resolution=m, lipschitz=1.0, bound="hoeffding").fit(pts[:, None], np.arange(pts.size) % 2)
+    cells = clf._cells(pts[:, None])[0][:, 0]
+    reach = clf.kernel_statistics(pts[:, None]).bandwidth[:, 0]
+    exact = [Fraction(float(v)) for v in pts]
+    beyond_diameter = False
+    for i in range(pts.size):
+        far = max(abs(exact[j] - exact[i]) for j in np.flatnonzero(cells == cells[i]))
+        assert far <= Fraction(float(reach[i]))
+        beyond_diameter |= far > Fraction(clf.cell_diameter_)
+    assert beyond_diameter
+    assert np.all(reach < clf.cell_diameter_ * (1 + 1e-6))  # and only by about 8·2⁻⁵³·2³⁰
