@@ -327,3 +327,25 @@ def test_dyadic_reach_covers_the_cell_lookups_rounding():
         beyond_diameter |= far > Fraction(clf.cell_diameter_)
     assert beyond_diameter
     assert np.all(reach < clf.cell_diameter_ * (1 + 1e-6))  # and only by about 8·2⁻⁵³·2³⁰
+
+
+def test_dask_sharded_interval_contains_the_exact_one(dense_data):
+    # Four training shards, their statistics merged in a tree (dask's local threads): each shard's
+    # γ_n and each merge's addition are carried; the interval contains the one of the exact sums.
+    da = pytest.importorskip("dask.array")
+    pytest.importorskip("distributed")
+    import dask
+
+    from nwbound.dask import sharded_predict_interval
+
+    k, y, e, exact = dense_data[True]
+    Xq = _x(QUERIES)
+    params = dict(bandwidth=1.0, lipschitz=1e-9, bound="hoeffding")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = sharded_predict_interval(da.from_array(Xq, chunks=(2, -1)), da.from_array(_x(k), chunks=(10_017, -1)),
+                                       y, sample_weight=_weights(e), **params)
+        (out,) = dask.compute(out, scheduler="threads")
+    clf = NadarayaWatsonClassifier(**params).fit(_x(k[:100]), y[:100])  # the bound's settings only
+    ref = clf.interval_from_statistics(exact)
+    assert np.all(out["lower"] <= ref.lower) and np.all(out["upper"] >= ref.upper)
