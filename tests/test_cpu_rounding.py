@@ -12,7 +12,7 @@ is an exact dyadic rational (the CPU engine computes them exactly there; only it
 The exact sums are Python integers (as :class:`fractions.Fraction`); the reference interval is the
 library's bound of those exact sums with exact distances; the CPU interval must contain it. The
 weights span many binades, many of them just below the rounding threshold of a partial sum that
-holds a heavy point (``2⁻⁵³ … 2⁻⁴⁶`` next to sums of tens): float64 sums lose about ``1e-13`` of a
+holds a heavy point (``2⁻⁵³ … 2⁻⁴⁹`` next to sums of tens): float64 sums lose about ``1e-13`` of a
 class sum, which moves ``p̂`` by far more than the bound's own arithmetic.
 """
 
@@ -35,19 +35,20 @@ GRID = 64  # x = k / GRID; λ = 1, so u² = (k − j)²/GRID² exactly
 BINS = 16
 # The bound's own float64 arithmetic (p̂ = S/κ, √, p̂ ± ε) on the same sums: a few ulps. The sums'
 # errors must exceed it for the checks to mean something; the widened intervals contain the exact
-# ones with no tolerance at all (without the widening they fall up to 3e-15 inside them here).
+# ones with no tolerance at all (without the widening they fall up to 2e-14 inside them here).
 ARITH_TOL = 2e-15
 # The band-Chernoff search places each end within its tol (1e-7) of its exact test's end (both intervals).
 CHERNOFF_TOL = 1.5e-7
 
 
 def _dataset(n_light: int, n_heavy: int, weighted: bool, low: int, high: int, seed: int = 0):
-    """Heavy points first (weight 1), then many light ones (weights 2^-e, e in [46, 54)), grid k in [low, high]."""
+    """Heavy points first (weight 1, both classes), then many light ones of class 0 (weights 2^-e, e in [49, 54)),
+    on the grid k in [low, high]: the light ones a float64 sum holding heavy ones drops move p̂."""
     rng = np.random.default_rng(seed)
     mid = (low + high) // 2
     k = np.concatenate([rng.integers(mid - 20, mid + 21, n_heavy), rng.integers(low, high + 1, n_light), [low, high]])
-    y = np.concatenate([np.arange(n_heavy) % 2, (rng.random(n_light) < 0.8).astype(int), [0, 1]])
-    e = np.concatenate([np.zeros(n_heavy, int), rng.integers(46, 54, n_light) if weighted else np.zeros(n_light, int),
+    y = np.concatenate([np.arange(n_heavy) % 2, np.zeros(n_light, int), [0, 1]])
+    e = np.concatenate([np.zeros(n_heavy, int), rng.integers(49, 54, n_light) if weighted else np.zeros(n_light, int),
                         [0, 0]])
     return k, y, e
 
@@ -133,7 +134,7 @@ def _assert_sums_off(clf, stats: KernelStatistics, exact: KernelStatistics) -> N
     rel = np.abs(stats.class_sums / exact.class_sums - 1.0)
     assert 10 * ARITH_TOL < rel.max() <= stats.sum_error
     shift = np.abs(clf.interval_from_statistics(stats).proba - clf.interval_from_statistics(exact).proba)
-    assert shift.max() > ARITH_TOL
+    assert shift.max() > 2 * ARITH_TOL
 
 
 QUERIES = [0, 16, -40, 63]
