@@ -346,7 +346,7 @@ class DyadicClassifier(BoundedClassifierBase):
         return class_sums, sq_sums, weight_max, outside
 
     def kernel_statistics(self, X, bounds=None) -> KernelStatistics:
-        """Each query's cell as kernel statistics (a boxcar window of reach ``diam + distance outside``).
+        """Each query's cell as kernel statistics (a boxcar window of reach ``diam + distance outside``, rounded up).
 
         Parameters
         ----------
