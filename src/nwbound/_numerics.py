@@ -8,7 +8,7 @@ from ._memory import block_rows
 
 __all__ = [
     "direct_d2_error_factor", "direct_distances", "direct_distance_error", "euclidean_norm", "square_underflow", "summation_error",
-    "compose_errors", "feature_unit", "to_feature_unit",
+    "square_sum_upper", "compose_errors", "feature_unit", "to_feature_unit",
 ]
 
 # float32 stores features as ``x/unit`` when ``max|x|`` lies outside [2⁻¹⁰⁰, 2¹⁰⁰] (see feature_unit).
@@ -114,6 +114,30 @@ def summation_error(n_roundings: int, dtype: str | np.dtype = "float64") -> floa
     """
     ku = int(n_roundings) * float(np.finfo(np.dtype(dtype)).eps) / 2.0
     return ku / (1.0 - ku) * (1.0 + 2.0**-50) if ku < 0.5 else float("inf")
+
+
+def square_sum_upper(sq_sum, n_terms: int, dtype: str | np.dtype = "float64"):
+    """A computed ``Σ fl(a_i²)`` (``n_terms`` squares formed and added in ``dtype``) made an upper bound of ``Σ a_i²``.
+
+    Each square rounds by at most a factor ``1 − u`` or, below the smallest normal number, by an
+    absolute :func:`square_underflow`; ``n`` non-negative terms added in any order lose at most a
+    factor ``1 − γ_{n−1}`` (:func:`summation_error`). So ``Σ a² ≤ (S̃ + n·ε_sub)/(1 − γ_n)``, and
+    ``1/(1 − γ_n) ≤ 1 + γ_{2n}``; four more roundings (the addition, ``1 + γ``, the product, and one
+    to spare) give the factor ``1 + γ_{2n+4}``. The sampling term reads ``Σ a²``: it must never be
+    below the exact one. The one copy of this rule for the CPU engine's float64 squares (dense,
+    localized and dyadic sums); ``sq_sum`` may be an array.
+
+    Examples
+    --------
+    >>> from nwbound._numerics import square_sum_upper, summation_error
+    >>> square_sum_upper(0.0, 3) == 3 * 2.0**-1074 * (1 + summation_error(10))
+    True
+    >>> 1.0 < square_sum_upper(1.0, 10**6) < 1.0 + 3e-10
+    True
+    """
+    n = int(n_terms)
+    with np.errstate(over="ignore"):
+        return (sq_sum + square_underflow(n, dtype)) * (1.0 + summation_error(2 * n + 4, dtype))
 
 
 def compose_errors(*errors: float) -> float:

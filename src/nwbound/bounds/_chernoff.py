@@ -100,7 +100,7 @@ def _group_array(value: object, name: str, shape: tuple[int, int], *, allow_inf:
 
 
 def _check_inputs(class_sums: object, count: object, mass_upper: object, mass_lower: object,
-                  band_radius: object, delta_prime: object, tol: object) -> tuple:
+                  band_radius: object, delta_prime: object, tol: object, sum_error: float = 0.0) -> tuple:
     S = _as_float_array(class_sums, "class_sums")
     if S.ndim != 2:
         raise ValueError(f"class_sums must be a 2-D array (queries, classes), got shape {S.shape}.")
@@ -127,7 +127,8 @@ def _check_inputs(class_sums: object, count: object, mass_upper: object, mass_lo
     kappa = S.sum(axis=1)
     cover_u = np.einsum("ij,ij->i", N, U)
     cover_l = np.einsum("ij,ij->i", N, L)
-    slack = _CONTRACT_RTOL * kappa + 1e-300
+    # The masses bound the exact sums; class sums within 1 ± ρ of them (sum_error) may be off by ρκ.
+    slack = (_CONTRACT_RTOL + sum_error) * kappa + 1e-300
     if (cover_u < kappa - slack).any():
         raise ValueError(
             "Σ_g count·mass_upper must be >= κ = Σ_c class_sums for every query (mass_upper bounds "
@@ -336,6 +337,7 @@ def chernoff_interval(
     *,
     tol: float = 1e-7,
     engine: str = "auto",
+    sum_error: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Band-Chernoff confidence interval of every class probability of every query.
 
@@ -366,6 +368,11 @@ def chernoff_interval(
         Precision of each end: it lies at most ``tol`` outside the exact end.
     engine : {"auto", "numba", "numpy"}, default="auto"
         ``"auto"`` uses the compiled route when numba is installed (``nwbound[fast]``).
+    sum_error : float, default=0
+        ``ρ`` in [0, 1/2): ``class_sums`` are only known within a factor ``1 ± ρ`` of the exact
+        sums (the masses and counts bound each point as they are). The exponent of a lower end
+        only grows with ``S``, so it is certified with ``S/(1 + ρ)``, and an upper end with
+        ``Σ count·mass_lower − S/(1 − ρ)``: the interval contains the one of the exact sums.
 
     Returns
     -------
@@ -377,8 +384,8 @@ def chernoff_interval(
     ValueError
         Shape mismatch, negative or non-finite sums, counts or masses,
         ``mass_lower > mass_upper``, ``Σ count·mass_upper < κ`` or
-        ``Σ count·mass_lower > κ`` (the groups must cover the points), or
-        ``delta_prime`` outside (0, 1).
+        ``Σ count·mass_lower > κ`` (the groups must cover the points),
+        ``delta_prime`` outside (0, 1) or ``sum_error`` outside [0, 1/2).
 
     Examples
     --------
@@ -397,8 +404,11 @@ def chernoff_interval(
     >>> round(0.025 ** 0.1, 4)
     0.6915
     """
+    rel = float(sum_error)
+    if not 0.0 <= rel < 0.5:
+        raise ValueError(f"sum_error must be in [0, 0.5) (a relative error bound of the sums), got {sum_error!r}.")
     S, N, U, L, R, d, tol, kappa = _check_inputs(
-        class_sums, count, mass_upper, mass_lower, band_radius, delta_prime, tol
+        class_sums, count, mass_upper, mass_lower, band_radius, delta_prime, tol, rel
     )
     if engine not in ("auto", "numba", "numpy"):
         raise ValueError(f"engine must be 'auto', 'numba' or 'numpy', got {engine!r}.")
@@ -415,9 +425,14 @@ def chernoff_interval(
     s = S[rows_q, cls]
     p_hat = np.clip(s / kappa[rows_q], 0.0, 1.0)
     log_level = math.log(d / 2.0)
+    s_comp = np.einsum("ij,ij->i", N, L)[rows_q]
+    if rel > 0:  # each end certified with the sum that rejects least (1 + 2⁻⁵²: the divisions' rounding)
+        s_comp = np.maximum(s_comp - s / (1.0 - rel) * (1.0 + 2.0**-52), 0.0)
+        s = s / (1.0 + rel) / (1.0 + 2.0**-52)
+    else:
+        s_comp = s_comp - s
     lo = _left_ends(s, rows_q, N, U, R, p_hat, log_level, tol, route)
     # Lower tail = upper tail of the complementary labels at m′ = 1 − m.
-    s_comp = np.einsum("ij,ij->i", N, L)[rows_q] - s
     up = 1.0 - _left_ends(s_comp, rows_q, N, L, R, 1.0 - p_hat, log_level, tol, route)
     lower[rows_q, cls] = np.clip(np.minimum(lo, p_hat), 0.0, 1.0)
     upper[rows_q, cls] = np.clip(np.maximum(up, p_hat), 0.0, 1.0)

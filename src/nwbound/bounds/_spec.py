@@ -179,10 +179,13 @@ class BoundSpec:
         upper − p̂)`` (user guide, glossary). For the ``p̂ ± ε`` forms the limits are
         ``clip(p̂ ∓ (bias + sampling), 0, 1)``, so there ``ε = min(bias + sampling, max(p̂, 1 − p̂))``
         (the two agree unless the interval is all of [0, 1]). Statistics with a summation
-        error ``ρ = stats.sum_error > 0`` (the device paths) get limits that contain those of
-        the exact sums: the parts at ``κ/(1 + ρ)`` (each part only grows as κ shrinks) and
-        ``p̂`` moved by at most ``ρ/(2(1 − ρ))`` (counted in ``sampling``); the Chernoff test
-        takes ``ρ`` itself (:func:`~nwbound.bounds._chernoff_binned.chernoff_interval_binned`). For
+        error ``ρ = stats.sum_error > 0`` (every engine's: the CPU's float64 sums, the device
+        paths) get limits that contain those of the exact sums: the parts at ``κ/(1 + ρ)`` and the
+        tail mass at ``/(1 − ρ)`` (each part only grows as κ shrinks and the tail mass grows) and
+        ``p̂`` moved by at most ``ρ/(2(1 − ρ))`` (counted in ``sampling``); ``sq_sum`` and
+        ``dist_sum`` are upper bounds already. The Chernoff tests take ``ρ`` itself
+        (:func:`~nwbound.bounds._chernoff_binned.chernoff_interval_binned`,
+        :func:`~nwbound.bounds._chernoff.chernoff_interval`). For
         ``"chernoff"`` the limits come from a test, not from ``p̂ ∓ ε``; ``bias`` (the Lipschitz
         drift ``β·D/κ``, not capped: it exceeds 1 where the drift alone leaves nothing) and
         ``sampling`` are then the Hoeffding account of the same points — an account of where
@@ -192,9 +195,11 @@ class BoundSpec:
         kappa = stats.kappa[:, 0]
         vacuous = ~(kappa > 0)
         rho = _sum_error(stats)
-        # κ rounded down where the sums carry an error: every part is non-increasing in κ.
-        bias, sampling = self.statistics_parts(
-            replace(stats, class_sums=stats.class_sums / (1.0 + rho)) if rho > 0 else stats)
+        # κ rounded down where the sums carry an error: every part is non-increasing in κ (and
+        # non-decreasing in the tail mass, a sum of the same terms: rounded up).
+        bias, sampling = self.statistics_parts(replace(
+            stats, class_sums=stats.class_sums / (1.0 + rho),
+            tail_mass=None if stats.tail_mass is None else stats.tail_mass / (1.0 - rho)) if rho > 0 else stats)
         bias, sampling = bias[:, 0], sampling[:, 0]
         if rho > 0:  # |p̂ − S/κ| ≤ 2ρ·p(1 − p)/(1 − ρ) ≤ ρ/(2(1 − ρ)) for sums within 1 ± ρ
             sampling = sampling + rho / (2.0 * (1.0 - rho)) * (1.0 + 2.0**-50)
@@ -231,12 +236,6 @@ class BoundSpec:
         rho = _sum_error(stats)
         # √u2_error·λ bounds the distance error: √(d̃² + e) ≤ d̃ + √e, kept in units of λ.
         u_err = np.sqrt(np.broadcast_to(np.asarray(stats.u2_error, np.float64), stats.class_sums.shape[:2])[:, 0])
-        if rho > 0 and (stats.point_mass is not None or getattr(stats, "hist_mass", None) is None):
-            raise ValueError(
-                f"Kernel statistics with a summation error (sum_error={rho:g}) need the histogram's per-bin "
-                "masses (hist_mass, hist_dist) for bound='chernoff': the per-point and grouped forms do not "
-                "carry it. Compute them with the regular classifier's histogram (every engine gives them)."
-            )
         if stats.point_mass is not None:
             # Exact per-point form: every neighbour is its own group.
             mass = stats.point_mass[:, 0, :]
@@ -244,7 +243,7 @@ class BoundSpec:
             dist = np.asarray(stats.point_dist, np.float64) + (lam * u_err)[:, None]
             with np.errstate(over="ignore"):  # a neighbour beyond float64's range: band radius +inf
                 band = self.beta * dist
-            return chernoff_interval(class_sums, count, mass, mass, band, self.delta_prime)
+            return chernoff_interval(class_sums, count, mass, mass, band, self.delta_prime, sum_error=rho)
         if stats.histogram is None:
             raise ValueError(
                 "bound='chernoff' needs a distance histogram or per-point statistics; compute the "
@@ -272,10 +271,12 @@ class BoundSpec:
             # at 1/β changes no constraint, and keeps κ·r finite for a query beyond float64's
             # range of the cell (a far query clipped to a border cell: r = +inf).
             radius = np.minimum(radius, 1.0 / self.beta)
+            # κ at its largest where the sums carry an error: D = κ·r must stay an upper bound.
+            kappa_up = stats.kappa[:, 0] / (1.0 - rho) * (1.0 + 2.0**-52) if rho > 0 else stats.kappa[:, 0]
             with np.errstate(over="ignore"):  # Σ a·min(d, 1/β) ≤ min(Σ a·d, κ/β)
-                dist_sum = np.minimum(dist_sum, stats.kappa[:, 0] / self.beta)
+                dist_sum = np.minimum(dist_sum, kappa_up / self.beta)
             hist_mass = stats.kappa[:, :, None]
-            hist_dist = (stats.kappa[:, 0] * radius[:, 0])[:, None, None]
+            hist_dist = (kappa_up * radius[:, 0])[:, None, None]
             inner = radius
         if hist_mass is not None and hist_dist is not None:
             from ._chernoff_binned import chernoff_interval_binned
@@ -301,7 +302,7 @@ class BoundSpec:
                 sum_error=rho,
             )
         return chernoff_interval(
-            class_sums, count, mass_upper, mass_lower, self.beta * radius, self.delta_prime
+            class_sums, count, mass_upper, mass_lower, self.beta * radius, self.delta_prime, sum_error=rho
         )
 
 

@@ -21,7 +21,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from .._numerics import euclidean_norm
+from .._numerics import direct_distance_error, euclidean_norm, square_sum_upper, summation_error
 from .._validation import check_int_range
 from ..kernels import Kernel, get_kernel
 from ._base import BoundedClassifierBase
@@ -346,7 +346,7 @@ class DyadicClassifier(BoundedClassifierBase):
         return class_sums, sq_sums, weight_max, outside
 
     def kernel_statistics(self, X, bounds=None) -> KernelStatistics:
-        """Each query's cell as kernel statistics (a boxcar window of reach ``diam + distance outside``).
+        """Each query's cell as kernel statistics (a boxcar window of reach ``diam + distance outside``, rounded up).
 
         Parameters
         ----------
@@ -373,13 +373,22 @@ class DyadicClassifier(BoundedClassifierBase):
         self._no_cross_fit("kernel_statistics")
         class_sums, sq_sums, weight_max, outside = self._lookup(X)
         kappa = class_sums.sum(axis=1)
-        reach = self.cell_diameter_ + outside  # every cell point is this close to the query
+        # Every cell point is this close to the query: a coordinate's cell comes from a rounded
+        # (x − low)/span (within 2.0001·u₆₄ of the exact ratio, both points), and the diameter and the
+        # distance outside are rounded norms (user guide, "Rounding of the sums is inside the bound").
+        with np.errstate(over="ignore"):
+            reach = (self.cell_diameter_ * (1.0 + 8.0 * 2.0**-53 * self._n_side) + outside) * (
+                1.0 + 3.0 * direct_distance_error(self.n_features_in_))
+        # The fit's float64 sums: at most the largest cell's rows each (2³² for a state without counts).
+        counts = getattr(self, "cell_counts_", None)
+        n_terms = int(counts.max()) if counts is not None and counts.size else 2**32
+        rho = summation_error(n_terms)
         safe_max = np.where(weight_max > 0, weight_max, 1.0)
         with np.errstate(over="ignore"):  # a query beyond float64's range of its cell: +inf (a trivial bound)
-            dist_sum = kappa * reach
+            dist_sum = kappa * reach / (1.0 - rho) * (1.0 + 2.0**-52)  # κ at its largest: an upper bound
         return KernelStatistics(
             class_sums=class_sums[:, None, :],
-            sq_sum=sq_sums[:, None],
+            sq_sum=square_sum_upper(sq_sums, n_terms)[:, None],
             dist_sum=dist_sum[:, None],
             bandwidth=reach[:, None],
             kernel=get_kernel("boxcar"),
@@ -387,6 +396,7 @@ class DyadicClassifier(BoundedClassifierBase):
             histogram=(kappa / safe_max)[:, None, None],
             hist_edges=np.array([0.0, 1.0]),
             weight_max=safe_max,
+            sum_error=rho,
         )
 
     def predict_proba(self, X) -> np.ndarray:

@@ -39,10 +39,14 @@ _PER_QUERY_FIELDS = (
 )
 
 
-def _add(a: np.ndarray | None, b: np.ndarray | None, name: str) -> np.ndarray | None:
+def _add(a: np.ndarray | None, b: np.ndarray | None, name: str, upper: bool = False) -> np.ndarray | None:
+    """``a + b``; with ``upper`` rounded up (one ulp past the rounded sum), so that the sum of two
+    upper bounds stays one."""
     if (a is None) != (b is None):
         raise ValueError(f"Cannot merge kernel statistics: {name} is present in one part only.")
-    return None if a is None else a + b
+    if a is None:
+        return None
+    return np.nextafter(a + b, np.inf) if upper else a + b
 
 
 @dataclass(frozen=True)
@@ -90,10 +94,11 @@ class KernelStatistics:
         With ``hist_count``: the smallest sample weight (0 when unknown), so that every
         ``a_i ≥ weight_min·K`` at its bin's outer edge.
     sum_error : float
-        ``ρ ≥ 0``: ``class_sums`` (hence ``κ``) and ``hist_mass`` lie within a factor ``1 ± ρ``
-        of the exact sums of the ``a_i`` (the device paths' float32/float64 accumulation,
-        ``nwbound._numerics.summation_error``); the bounds widen to cover it. 0: exact
-        as far as the bound is concerned (the CPU engine's float64 sums).
+        ``ρ ≥ 0``: ``class_sums`` (hence ``κ``), ``hist_mass`` and ``tail_mass`` lie within a factor
+        ``1 ± ρ`` of the exact sums of the ``a_i`` (``γ_n`` of ``nwbound._numerics.summation_error``:
+        the CPU engine's float64 sums of ``n`` terms, the device paths' float32/float64
+        accumulation, one more addition per merge); the bounds widen to cover it. 0: exact sums.
+        ``sq_sum``, ``dist_sum`` and ``hist_dist`` are upper bounds in their own right.
     point_mass : ndarray of shape (n, G, k) or None
         ``a_i`` of each of the ``k`` neighbours (localized classifier).
     point_dist : ndarray of shape (n, k) or None
@@ -253,7 +258,8 @@ class KernelStatistics:
     def merge(self, other: "KernelStatistics") -> "KernelStatistics":
         """Statistics of the same queries over the union of two disjoint training sets.
 
-        Sums add; the distance-error bound is the larger of the two; histogram
+        Sums add (the upper bounds ``sq_sum``, ``dist_sum``, ``hist_dist`` rounded up; the others
+        within ``sum_error``, which grows by one addition); the distance-error bound is the larger of the two; histogram
         counts are restated in units of the larger ``weight_max`` (exact:
         ``Σ w_i/w_M = (w_a/w_M)·Σ w_i/w_a``). Per-point (localized) statistics
         cannot be merged: the k nearest neighbours of a union are not the union
@@ -294,14 +300,14 @@ class KernelStatistics:
         hist_mass = hist_dist = hist_count = None
         if self.hist_mass is not None and other.hist_mass is not None:
             hist_mass = self.hist_mass + other.hist_mass
-            hist_dist = self.hist_dist + other.hist_dist
+            hist_dist = _add(self.hist_dist, other.hist_dist, "hist_dist", upper=True)
         if self.hist_count is not None and other.hist_count is not None:
             hist_count = self.hist_count + other.hist_count
         return dataclasses.replace(
             self,
             class_sums=self.class_sums + other.class_sums,
-            sq_sum=self.sq_sum + other.sq_sum,
-            dist_sum=_add(self.dist_sum, other.dist_sum, "dist_sum"),
+            sq_sum=_add(self.sq_sum, other.sq_sum, "sq_sum", upper=True),
+            dist_sum=_add(self.dist_sum, other.dist_sum, "dist_sum", upper=True),
             tail_mass=_add(self.tail_mass, other.tail_mass, "tail_mass"),
             histogram=histogram,
             hist_mass=hist_mass,
@@ -313,14 +319,9 @@ class KernelStatistics:
             weight_max=w_max,
             hist_count=hist_count,
             weight_min=np.minimum(self.weight_min, other.weight_min) if hist_count is not None else 0.0,
-            # Each part within 1 ± ρ, then one float64 addition (kept 0 where neither part carries one).
-            sum_error=_merged_sum_error(self.sum_error, other.sum_error),
+            # Each part within 1 ± ρ, then one float64 addition.
+            sum_error=compose_errors(max(float(self.sum_error), float(other.sum_error)), summation_error(1)),
         )
-
-
-def _merged_sum_error(a: float, b: float) -> float:
-    worst = max(float(a), float(b))
-    return compose_errors(worst, summation_error(1)) if worst > 0 else 0.0
 
 
 def merge_statistics(parts: Sequence[KernelStatistics]) -> KernelStatistics:

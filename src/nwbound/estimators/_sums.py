@@ -66,6 +66,14 @@ exposed as :attr:`KernelSums.d2_error` (input units) and :meth:`KernelSums.u2_er
 (per bandwidth, on ``u² = d²/λ²``): bound code widens the histogram's bin edges by it. The
 histogram bins each point by the very ``u²`` its kernel value was computed from.
 
+**Rounding of the sums.** The terms ``a_i = fl(w_i·K̃_i)`` are what the bound weighs (any
+weights that depend on the inputs only keep it valid; the histogram's per-bin kernel range has
+slack for the evaluation). Their float64 sums of at most ``n`` terms, in any order, lie within
+``1 ± γ_n`` (``u = 2⁻⁵³``) of the exact ones: ``KernelSums.sum_error`` carries ``ρ = γ_n`` for the
+class sums, per-bin masses and tail masses (``n`` the training points, ``k`` for the localized
+sums), and the bound widens by it. ``Σ a_i²`` is made an upper bound at the source
+(:func:`~nwbound._numerics.square_sum_upper`), like ``dist_sum``.
+
 Peak memory stays within ``working_memory``: tiles, extracted entries and
 buffers are sized from it (split between the threads).
 """
@@ -82,7 +90,7 @@ from sklearn import get_config
 from threadpoolctl import threadpool_limits
 
 from .._memory import block_rows
-from .._numerics import direct_d2_error_factor, direct_distance_error, direct_distances, square_underflow
+from .._numerics import direct_d2_error_factor, direct_distance_error, direct_distances, square_sum_upper, summation_error
 from ..kernels import Kernel
 
 neighbor_distances = direct_distances  # the name this module has always exported
@@ -361,7 +369,7 @@ class KernelSums:
     moments: np.ndarray | None = None  # (n, G, M) per slot, the ranking pass of dense_moment_sums
     hist_count: np.ndarray | None = None  # (n, G, B) points per bin (weighted data)
     weight_min: float = 0.0  # the smallest sample weight (weighted data)
-    sum_error: float = 0.0  # ρ: class_sums, hist_mass within 1 ± ρ of exact (device paths; 0: not carried)
+    sum_error: float = 0.0  # ρ: class_sums, hist_mass, tail_mass within 1 ± ρ of the exact sums of the w_i K_i
 
     @property
     def kappa(self) -> np.ndarray:
@@ -511,7 +519,7 @@ def _reduce_weights(
 ) -> None:
     """Store the sums of one block of weighted kernel values ``wk = w_i K_i``."""
     out.class_sums[rows, g] = class_sums
-    out.sq_sum[rows, g] = np.einsum("ij,ij->i", wk, wk) + square_underflow(wk.shape[1])
+    out.sq_sum[rows, g] = square_sum_upper(np.einsum("ij,ij->i", wk, wk), wk.shape[1])  # an upper bound
     if out.dist_sum is not None:
         out.dist_sum[rows, g] = np.einsum("ij,ij->i", wk, dist)
     if out.tail_mass is not None:
@@ -922,7 +930,7 @@ def _store(out: KernelSums, rows: slice | np.ndarray, acc: _Accumulator, plan: _
     # Exact (a power of two) unless the true sum is not representable: then inf or 0, never NaN.
     with np.errstate(over="ignore", under="ignore"):
         out.class_sums[rows] = acc.class_sums * unit
-        out.sq_sum[rows] = (acc.sq_sum + square_underflow(plan.layout.augmented.shape[0])) * unit * unit
+        out.sq_sum[rows] = square_sum_upper(acc.sq_sum, plan.layout.augmented.shape[0]) * unit * unit
         # Back to input units, and the float64 summation's rounding covered: an upper bound.
         up = _distance_sum_scale(plan.support, plan.layout.augmented.shape[0])
         if out.dist_sum is not None:
@@ -1024,6 +1032,9 @@ def _dense_pass(
         out.moments = np.zeros((n_q, len(bandwidths), _n_moments(moment_degree, train.weights)))
     out.weight_max = train.weight_max
     out.uniform_weights = train.weights is None
+    # Every sum adds at most n_train non-negative float64 terms, in whatever order the tiles,
+    # bincount, BLAS or the compiled pass take: within 1 ± γ_n of the exact sum of the terms.
+    out.sum_error = summation_error(train.X.shape[0])
     radius_sq = float(kernel.radius) ** 2 if kernel.compact else math.inf
     if histogram_bins:
         out.hist_edges = np.linspace(0.0, radius_sq, histogram_bins + 1)
@@ -1426,6 +1437,7 @@ def neighbor_kernel_sums(
     bandwidths = np.asarray(bandwidths, dtype=np.float64)
     out = KernelSums.empty(n_q, len(bandwidths), n_classes, need_dist, tail_radius is not None)
     out.weight_max = train.weight_max
+    out.sum_error = summation_error(k_nn)  # each sum adds the k neighbours' w_i K_i in float64
     d_feat = train.X.shape[1]
     if queries is not None:
         dist = neighbor_distances(queries, train.X, idx)
