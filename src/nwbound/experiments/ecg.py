@@ -35,12 +35,11 @@ beside ours, with the measured run time.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -56,6 +55,20 @@ from ._common import (
     positive_int,
     run_parameters,
     save_figures,
+)
+from ._ecg_common import (
+    CLASS_NAMES,
+    DELTA,
+    FLOAT32_FROM,
+    OUR_BOUNDS,
+    _blas_threads,
+    _command_error,
+    _expand_proba,
+    _fmt,
+    _quiet_bounds,
+    bound_settings,
+    expand_interval,
+    is_symmetric_form,
 )
 from ..datasets import stratified_subsample
 from ..utils import format_markdown, write_table
@@ -82,15 +95,10 @@ DESCRIPTION = (
 PAPER_LIPSCHITZ = 0.05
 PAPER_BANDWIDTH = 0.75
 PAPER_NEIGHBORS = 10
-DELTA = 0.05
 FULL_SIZES = "1000,10000,60000,full"
 QUICK_SIZES = "1000,10000"
 CME_MAX_TRAIN = 10_000
 CME_MAX_TRAIN_QUICK = 1_000
-# float32 distances for the regular NWC from this size on (dense GEMM, ~2x faster;
-# the brief asks for it at full size, 60 000 costs nearly as much).
-FLOAT32_FROM = 60_000
-CLASS_NAMES = ("N", "S", "V", "F", "Q")
 FLAG_FRACTION = 0.10
 # Inter-patient NWC settings, chosen by record-grouped 3-fold cross-validation on DS1 only
 # (15 000 / 8 000 beats per fold; never DS2): λ in {0.05, 0.1, 0.2, 0.3} (rhythm) and
@@ -192,12 +200,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_adaptive_arguments(parser)
 
 
-def _command_error(message: str) -> Exception:
-    from ..utils import UserError as CommandError
-
-    return CommandError(" ".join(str(message).split()))  # one line
-
-
 def _load_beats(data_dir: Path | None, cache_dir: Path | None, quiet: bool) -> Any:
     """Beats of every record in ``data_dir``; any data problem becomes a one-line error."""
     from ..datasets import load_mitbih_beats
@@ -235,157 +237,6 @@ def _parse_size_list(text: str) -> tuple[list[int], bool]:
     if not sizes and not full:
         raise ValueError("--sizes: give at least one size, e.g. --sizes 1000,10000,full.")
     return sizes, full
-
-
-# ---------------------------------------------------------------------------
-# helpers (public: used by the tests)
-# ---------------------------------------------------------------------------
-def bound_settings(bound: str = "chernoff") -> dict[str, dict[str, Any]]:
-    """Bound settings of the NWC rows: the paper's and our valid one.
-
-    Parameters
-    ----------
-    bound : {"chernoff", "hoeffding", "selfnormalized"}, default "chernoff"
-        Form of our bound (simultaneous δ/C coverage); the default is the
-        estimators' default.
-
-    Returns
-    -------
-    dict
-        ``{"paper": PAPER_SETTING, "ours": {"bound": bound, "coverage": "simultaneous"}}``,
-        for ``NadarayaWatsonClassifier.predict_interval(X, bounds=...)``, which builds
-        every interval from one pass of kernel sums.
-
-    Examples
-    --------
-    >>> sorted(bound_settings()["ours"].items())
-    [('bound', 'chernoff'), ('coverage', 'simultaneous')]
-    >>> bound_settings("hoeffding")["paper"]["bound"]
-    'paper'
-    """
-    if bound not in OUR_BOUNDS:
-        raise ValueError(f"bound must be one of {OUR_BOUNDS}, got {bound!r}")
-    return {"paper": dict(PAPER_SETTING), "ours": {"bound": bound, "coverage": "simultaneous"}}
-
-
-def is_symmetric_form(bound: str) -> bool:
-    """Whether a bound form gives ``p̂ ± ε`` with one ε per query (every form but ``"chernoff"``).
-
-    Examples
-    --------
-    >>> is_symmetric_form("hoeffding"), is_symmetric_form("paper"), is_symmetric_form("chernoff")
-    (True, True, False)
-    """
-    return bound != "chernoff"
-
-
-def expand_interval(
-    iv: PredictionInterval, present: np.ndarray, n_classes: int = 5, *, symmetric: bool = False
-) -> PredictionInterval:
-    """Widen an interval to all ``n_classes`` columns (labels 0..n_classes−1).
-
-    The present columns keep their limits unchanged (asymmetric Chernoff
-    limits included). A class absent from the training set has ``p̂ = 0``,
-    lower limit 0 and upper limit:
-
-    * ``symmetric=True`` (the ``p̂ ± ε`` forms: Hoeffding, self-normalised,
-      the paper's, the CME's): the query's ε, the same for every class — the
-      bound of an all-zero class indicator;
-    * ``symmetric=False`` (any form, e.g. band-Chernoff): the smallest upper
-      limit of the present classes. The Chernoff upper end grows with the
-      class sum, so the all-zero class's own end is at most this; for the
-      ``p̂ ± ε`` forms it is ``min p̂ + ε ≥ ε``, valid but wider.
-
-    Like the estimator's, the absent classes' limits are a display convention
-    outside its δ/C accounting (which counts the classes seen in training).
-
-    Parameters
-    ----------
-    iv : PredictionInterval
-        Columns in the order of ``present``.
-    present : array-like of int
-        Label (0..n_classes−1) of each column of ``iv``, increasing.
-    n_classes : int, default=5
-    symmetric : bool, default=False
-        True only if ``iv`` is a ``p̂ ± ε`` interval (see :func:`is_symmetric_form`).
-
-    Returns
-    -------
-    PredictionInterval
-        With ``n_classes`` columns; ``iv`` itself when every class is present.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound import NadarayaWatsonClassifier
-    >>> X = np.linspace(0, 1, 40)[:, None]; y = np.where(X[:, 0] < 0.5, 0, 3)
-    >>> iv = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=0.5).fit(X, y).predict_interval([[0.1]])
-    >>> full = expand_interval(iv, np.array([0, 3]))
-    >>> full.proba.shape
-    (1, 5)
-    >>> bool(full.upper[0, 1] == iv.upper[0].min())
-    True
-    """
-    present = np.asarray(present, dtype=np.intp)
-    if present.ndim != 1 or present.shape[0] != iv.proba.shape[1]:
-        raise ValueError(
-            f"present must hold one label per column of the interval ({iv.proba.shape[1]}), got shape "
-            f"{present.shape}."
-        )
-    if present.shape[0] == n_classes and np.array_equal(present, np.arange(n_classes)):
-        return iv
-    n = iv.proba.shape[0]
-    if symmetric:
-        eps_absent = iv.epsilon.max(axis=1)  # one ε per query: every column holds it
-    else:
-        eps_absent = iv.upper.min(axis=1) if iv.upper.shape[1] else np.ones(n)
-
-    def widen(a: np.ndarray, fill: np.ndarray | float) -> np.ndarray:
-        full = np.empty((n, n_classes))
-        full[:] = fill if np.ndim(fill) == 0 else np.asarray(fill)[:, None]
-        full[:, present] = a
-        return full
-
-    return PredictionInterval(
-        proba=widen(iv.proba, 0.0),
-        lower=widen(iv.lower, 0.0),
-        upper=widen(iv.upper, eps_absent),
-        epsilon=widen(iv.epsilon, eps_absent),
-        # bias/sampling are the query's (Hoeffding) parts, one per query in every form.
-        bias=widen(iv.bias, iv.bias.max(axis=1)),
-        sampling=widen(iv.sampling, iv.sampling.max(axis=1)),
-        kappa=iv.kappa, n_eff=iv.n_eff, vacuous=iv.vacuous, bandwidth=iv.bandwidth,
-        outside_box=iv.outside_box,
-    )
-
-
-def _expand_proba(proba: np.ndarray, present: np.ndarray, n_classes: int = 5) -> np.ndarray:
-    full = np.zeros((proba.shape[0], n_classes))
-    full[:, np.asarray(present, dtype=np.intp)] = proba
-    return full
-
-
-@contextlib.contextmanager
-def _quiet_bounds() -> Iterator[None]:
-    """Silence the useless-bound warning: the tables report certified and trivial shares."""
-    import warnings
-
-    from ..diagnostics import UselessBoundWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UselessBoundWarning)
-        yield
-
-
-@contextlib.contextmanager
-def _blas_threads(threads: int | None) -> Iterator[None]:
-    if threads is None:
-        yield
-        return
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=int(threads)):
-        yield
 
 
 # ---------------------------------------------------------------------------
@@ -749,12 +600,6 @@ def _figE_reliability_type_errors(res: SplitResult, output: Path, formats: Seque
 # ---------------------------------------------------------------------------
 # summary
 # ---------------------------------------------------------------------------
-def _fmt(v: Any, digits: int = 3) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "–"
-    return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
-
-
 def _side_by_side(rows: list[dict[str, Any]], full_n: int, split: str) -> list[dict[str, Any]]:
     """Our table-2 rows with the paper's values beside them (intra-patient only: the paper has
     no inter-patient numbers; our full training side stands for its 87 554 when ≥ 60 000)."""
@@ -906,7 +751,6 @@ ANCHORS: tuple[dict[str, Any], ...] = (
     {"method": "Mondéjar-Guerra et al. 2019, SVM ensemble (RR, normalised RR, wavelets, HOS, LBP)",
      "accuracy %": 94.5, "S Se %": None, "S +P %": None, "V Se %": None, "V +P %": None},
 )
-OUR_BOUNDS = ("hoeffding", "chernoff", "selfnormalized")
 INTER_FEATURE_SETS = ("morphology", "rhythm", "both")
 INTER_QUICK_TRAIN = 8_000
 INTER_NW = ("regular", "localized", "dyadic")
