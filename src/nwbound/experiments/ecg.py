@@ -30,6 +30,12 @@ the figure ``fig_ecg_strip_inter``.
 
 ``summary.md`` puts the paper's numbers and the published inter-patient anchors
 beside ours, with the measured run time.
+
+This module holds the command line, the summary and :func:`run`; the parts live in
+private modules of :mod:`nwbound.experiments` (``_ecg_common``: shared settings and
+interval helpers; ``_ecg_split``: intra-patient; ``_ecg_inter``: inter-patient) and in
+:mod:`nwbound.experiments.ecg_adaptive` (patient-adaptive). Their public names stay
+importable from here.
 """
 
 from __future__ import annotations
