@@ -49,10 +49,6 @@ ALLOWED_PRIVATE: dict[tuple[str, str], str] = {
 ALLOWED_MODULE_CYCLES: dict[tuple[str, ...], str] = {
     # Being broken on another branch in parallel; the lead removes this entry after merging it.
     ("nwbound.gpu._array_api", "nwbound.gpu._triton"): "the engine branch breaks it (issue 19)",
-    # ecg.py drives the adaptive run (its parser options and dispatch); ecg_adaptive.py takes
-    # constants and helpers back from ecg.py. Breaking it moves those shared pieces into a
-    # module of their own, in files other branches were editing this round.
-    ("nwbound.experiments.ecg", "nwbound.experiments.ecg_adaptive"): "shared ECG pieces to move out of ecg.py",
 }
 
 

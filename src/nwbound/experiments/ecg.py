@@ -30,36 +30,75 @@ the figure ``fig_ecg_strip_inter``.
 
 ``summary.md`` puts the paper's numbers and the published inter-patient anchors
 beside ours, with the measured run time.
+
+This module holds the command line, the summary and :func:`run`; the parts live in
+private modules of :mod:`nwbound.experiments` (``_ecg_common``: shared settings and
+interval helpers; ``_ecg_split``: intra-patient; ``_ecg_inter``: inter-patient) and in
+:mod:`nwbound.experiments.ecg_adaptive` (patient-adaptive). Their public names stay
+importable from here.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
-import numpy as np
-
-from .._result import PredictionInterval
 from ._common import (
     PAPER_SETTING,
     experiment_steps,
-    fit_and_query,
-    make_model,
-    new_figure,
     parse_sizes,
     positive_float,
     positive_int,
     run_parameters,
-    save_figures,
 )
+# The parts of the experiment live in private modules; their public names stay importable
+# from here. ``run`` looks ``_run_split`` and ``_run_inter`` up in this module (tests patch them).
+from ._ecg_common import (  # noqa: F401 (re-exports)
+    CLASS_NAMES,
+    DELTA,
+    FLOAT32_FROM,
+    OUR_BOUNDS,
+    _blas_threads,
+    _command_error,
+    _fmt,
+    bound_settings,
+    expand_interval,
+    is_symmetric_form,
+)
+from ._ecg_inter import (  # noqa: F401 (re-exports)
+    ANCHORS,
+    BALANCED_CLASSES,
+    FLAG_REVIEW,
+    HEADLINE,
+    INTER_DYADIC_RESOLUTION,
+    INTER_FEATURE_SETS,
+    INTER_NW,
+    INTER_QUICK_TRAIN,
+    REFERENCE_INTER,
+    RULES,
+    InterFit,
+    InterResult,
+    _ec57_rows,
+    _inter_outputs,
+    _inter_summary,
+    _run_inter,
+)
+from ._ecg_split import (  # noqa: F401 (re-exports)
+    FLAG_FRACTION,
+    METHOD_LABELS,
+    Fitted,
+    SplitResult,
+    _analysis_tables,
+    _figures,
+    _run_split,
+    _table2,
+)
+from .ecg_adaptive import add_adaptive_arguments, run_adaptive
 from ..datasets import stratified_subsample
 from ..utils import format_markdown, write_table
-from ..utils import progress
 
 __all__ = [
     "DESCRIPTION",
@@ -82,16 +121,10 @@ DESCRIPTION = (
 PAPER_LIPSCHITZ = 0.05
 PAPER_BANDWIDTH = 0.75
 PAPER_NEIGHBORS = 10
-DELTA = 0.05
 FULL_SIZES = "1000,10000,60000,full"
 QUICK_SIZES = "1000,10000"
 CME_MAX_TRAIN = 10_000
 CME_MAX_TRAIN_QUICK = 1_000
-# float32 distances for the regular NWC from this size on (dense GEMM, ~2x faster;
-# the brief asks for it at full size, 60 000 costs nearly as much).
-FLOAT32_FROM = 60_000
-CLASS_NAMES = ("N", "S", "V", "F", "Q")
-FLAG_FRACTION = 0.10
 # Inter-patient NWC settings, chosen by record-grouped 3-fold cross-validation on DS1 only
 # (15 000 / 8 000 beats per fold; never DS2): λ in {0.05, 0.1, 0.2, 0.3} (rhythm) and
 # {0.75, 1, 1.5, 2} x weight {2, 3, 5, 6} (both), for accuracy and S, V sensitivity.
@@ -121,16 +154,6 @@ PAPER_TABLE2: dict[tuple[int, str], tuple[float | None, ...]] = {
 PAPER_FULL_SIZE = 87554
 # Reference levels of a plain re-run on the rebuilt beats (shared/notes/ecg-and-baselines.md).
 REFERENCE_FULL = {"regular": "95.5 %", "localized": "97.0 %", "logistic": "90.2–91.0 %"}
-REFERENCE_INTER = {"regular": "87.2–88.9 %", "localized": "86.1–87.9 %", "logistic": "87.2–88.7 %",
-                   "all-N": "89.0 %"}
-
-METHOD_LABELS = {
-    "regular": "Regular NWC",
-    "localized": "Localized NWC (k=10)",
-    "logistic": "Logistic regression",
-    "cme": "CME",
-    "all_n": "all-N (trivial)",
-}
 
 
 # ---------------------------------------------------------------------------
@@ -187,15 +210,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"--quick: {INTER_QUICK_TRAIN})")
     parser.add_argument("--threads", type=positive_int, default=None,
                         help="BLAS threads (default: as configured); 1 is much faster on a busy machine")
-    from .ecg_adaptive import add_adaptive_arguments
-
     add_adaptive_arguments(parser)
-
-
-def _command_error(message: str) -> Exception:
-    from ..utils import UserError as CommandError
-
-    return CommandError(" ".join(str(message).split()))  # one line
 
 
 def _load_beats(data_dir: Path | None, cache_dir: Path | None, quiet: bool) -> Any:
@@ -238,523 +253,8 @@ def _parse_size_list(text: str) -> tuple[list[int], bool]:
 
 
 # ---------------------------------------------------------------------------
-# helpers (public: used by the tests)
-# ---------------------------------------------------------------------------
-def bound_settings(bound: str = "chernoff") -> dict[str, dict[str, Any]]:
-    """Bound settings of the NWC rows: the paper's and our valid one.
-
-    Parameters
-    ----------
-    bound : {"chernoff", "hoeffding", "selfnormalized"}, default "chernoff"
-        Form of our bound (simultaneous δ/C coverage); the default is the
-        estimators' default.
-
-    Returns
-    -------
-    dict
-        ``{"paper": PAPER_SETTING, "ours": {"bound": bound, "coverage": "simultaneous"}}``,
-        for ``NadarayaWatsonClassifier.predict_interval(X, bounds=...)``, which builds
-        every interval from one pass of kernel sums.
-
-    Examples
-    --------
-    >>> sorted(bound_settings()["ours"].items())
-    [('bound', 'chernoff'), ('coverage', 'simultaneous')]
-    >>> bound_settings("hoeffding")["paper"]["bound"]
-    'paper'
-    """
-    if bound not in OUR_BOUNDS:
-        raise ValueError(f"bound must be one of {OUR_BOUNDS}, got {bound!r}")
-    return {"paper": dict(PAPER_SETTING), "ours": {"bound": bound, "coverage": "simultaneous"}}
-
-
-def is_symmetric_form(bound: str) -> bool:
-    """Whether a bound form gives ``p̂ ± ε`` with one ε per query (every form but ``"chernoff"``).
-
-    Examples
-    --------
-    >>> is_symmetric_form("hoeffding"), is_symmetric_form("paper"), is_symmetric_form("chernoff")
-    (True, True, False)
-    """
-    return bound != "chernoff"
-
-
-def expand_interval(
-    iv: PredictionInterval, present: np.ndarray, n_classes: int = 5, *, symmetric: bool = False
-) -> PredictionInterval:
-    """Widen an interval to all ``n_classes`` columns (labels 0..n_classes−1).
-
-    The present columns keep their limits unchanged (asymmetric Chernoff
-    limits included). A class absent from the training set has ``p̂ = 0``,
-    lower limit 0 and upper limit:
-
-    * ``symmetric=True`` (the ``p̂ ± ε`` forms: Hoeffding, self-normalised,
-      the paper's, the CME's): the query's ε, the same for every class — the
-      bound of an all-zero class indicator;
-    * ``symmetric=False`` (any form, e.g. band-Chernoff): the smallest upper
-      limit of the present classes. The Chernoff upper end grows with the
-      class sum, so the all-zero class's own end is at most this; for the
-      ``p̂ ± ε`` forms it is ``min p̂ + ε ≥ ε``, valid but wider.
-
-    Like the estimator's, the absent classes' limits are a display convention
-    outside its δ/C accounting (which counts the classes seen in training).
-
-    Parameters
-    ----------
-    iv : PredictionInterval
-        Columns in the order of ``present``.
-    present : array-like of int
-        Label (0..n_classes−1) of each column of ``iv``, increasing.
-    n_classes : int, default=5
-    symmetric : bool, default=False
-        True only if ``iv`` is a ``p̂ ± ε`` interval (see :func:`is_symmetric_form`).
-
-    Returns
-    -------
-    PredictionInterval
-        With ``n_classes`` columns; ``iv`` itself when every class is present.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound import NadarayaWatsonClassifier
-    >>> X = np.linspace(0, 1, 40)[:, None]; y = np.where(X[:, 0] < 0.5, 0, 3)
-    >>> iv = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=0.5).fit(X, y).predict_interval([[0.1]])
-    >>> full = expand_interval(iv, np.array([0, 3]))
-    >>> full.proba.shape
-    (1, 5)
-    >>> bool(full.upper[0, 1] == iv.upper[0].min())
-    True
-    """
-    present = np.asarray(present, dtype=np.intp)
-    if present.ndim != 1 or present.shape[0] != iv.proba.shape[1]:
-        raise ValueError(
-            f"present must hold one label per column of the interval ({iv.proba.shape[1]}), got shape "
-            f"{present.shape}."
-        )
-    if present.shape[0] == n_classes and np.array_equal(present, np.arange(n_classes)):
-        return iv
-    n = iv.proba.shape[0]
-    if symmetric:
-        eps_absent = iv.epsilon.max(axis=1)  # one ε per query: every column holds it
-    else:
-        eps_absent = iv.upper.min(axis=1) if iv.upper.shape[1] else np.ones(n)
-
-    def widen(a: np.ndarray, fill: np.ndarray | float) -> np.ndarray:
-        full = np.empty((n, n_classes))
-        full[:] = fill if np.ndim(fill) == 0 else np.asarray(fill)[:, None]
-        full[:, present] = a
-        return full
-
-    return PredictionInterval(
-        proba=widen(iv.proba, 0.0),
-        lower=widen(iv.lower, 0.0),
-        upper=widen(iv.upper, eps_absent),
-        epsilon=widen(iv.epsilon, eps_absent),
-        # bias/sampling are the query's (Hoeffding) parts, one per query in every form.
-        bias=widen(iv.bias, iv.bias.max(axis=1)),
-        sampling=widen(iv.sampling, iv.sampling.max(axis=1)),
-        kappa=iv.kappa, n_eff=iv.n_eff, vacuous=iv.vacuous, bandwidth=iv.bandwidth,
-        outside_box=iv.outside_box,
-    )
-
-
-def _expand_proba(proba: np.ndarray, present: np.ndarray, n_classes: int = 5) -> np.ndarray:
-    full = np.zeros((proba.shape[0], n_classes))
-    full[:, np.asarray(present, dtype=np.intp)] = proba
-    return full
-
-
-@contextlib.contextmanager
-def _quiet_bounds() -> Iterator[None]:
-    """Silence the useless-bound warning: the tables report certified and trivial shares."""
-    import warnings
-
-    from ..diagnostics import UselessBoundWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UselessBoundWarning)
-        yield
-
-
-@contextlib.contextmanager
-def _blas_threads(threads: int | None) -> Iterator[None]:
-    if threads is None:
-        yield
-        return
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=int(threads)):
-        yield
-
-
-# ---------------------------------------------------------------------------
-# one split
-# ---------------------------------------------------------------------------
-@dataclass
-class Fitted:
-    """Predictions of one (size, method): 5-column intervals per bound setting."""
-
-    method: str
-    n_train: int
-    fit_s: float
-    query_s: float
-    y_pred: np.ndarray
-    proba: np.ndarray
-    intervals: dict[str, PredictionInterval]
-    note: str = ""
-
-
-def _row(split: str, f: Fitted, y_test: np.ndarray, n_test: int, full_n: int) -> dict[str, Any]:
-    from ..metrics import accuracy, errors_caught_at, uncertainty_from_interval, weighted_precision_recall
-
-    labels = np.arange(len(CLASS_NAMES))
-    prec, rec = weighted_precision_recall(y_test, f.y_pred, classes=labels)
-    nan = math.nan
-    row: dict[str, Any] = {
-        "split": split,
-        "n_train": f.n_train,
-        "size": "full" if f.n_train == full_n else f.n_train,
-        "method": f.method,
-        "n_test": n_test,
-        "accuracy": accuracy(y_test, f.y_pred),
-        "precision_w": prec,
-        "recall_w": rec,
-        "fit_s": f.fit_s,
-        "query_s": f.query_s,
-        "mean_eps_paper": nan,
-        "mean_eps_ours": nan,
-        "caught10_paper": nan,
-        "caught10_ours": nan,
-        "vacuous_share": nan,
-    }
-    for key in ("paper", "ours"):
-        iv = f.intervals.get(key)
-        if iv is None:
-            continue
-        top = np.argmax(iv.proba, axis=1)
-        row[f"mean_eps_{key}"] = float(iv.epsilon[np.arange(top.shape[0]), top].mean())
-        row[f"caught10_{key}"] = float(
-            errors_caught_at(FLAG_FRACTION, y_test, f.y_pred, uncertainty_from_interval(iv, "width"))
-        )
-        row["vacuous_share"] = float(iv.vacuous.mean())
-    row["note"] = f.note
-    return row
-
-
-def _fit_nw(name: str, n: int, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, args: argparse.Namespace) -> Fitted:
-    model = make_model(name, setting="ours", lipschitz=args.lipschitz, bandwidth=args.bandwidth,
-                       n_neighbors=min(args.n_neighbors, n), delta=DELTA)
-    note = ""
-    if name == "regular" and n >= FLOAT32_FROM:
-        model.set_params(dtype="float32")
-        note = "float32 distances"
-    start = time.perf_counter()
-    model.fit(X, y)
-    fit_s = time.perf_counter() - start
-    start = time.perf_counter()
-    with _quiet_bounds():
-        ivs = model.predict_interval(X_test, bounds=bound_settings(args.bound))
-    query_s = time.perf_counter() - start
-    present = model.classes_.astype(np.intp)
-    forms = {"paper": "paper", "ours": args.bound}
-    ivs = {k: expand_interval(v, present, symmetric=is_symmetric_form(forms[k])) for k, v in ivs.items()}
-    proba = ivs["ours"].proba
-    return Fitted(name, n, fit_s, query_s, present[np.argmax(ivs["ours"].proba[:, present], axis=1)],
-                  proba, ivs, note)
-
-
-def _fit_logistic(n: int, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, seed: int) -> Fitted:
-    fq = fit_and_query(make_model("logistic", random_state=seed), X, y, X_test, name="logistic")
-    present = np.asarray(fq.model.classes_, dtype=np.intp)
-    return Fitted("logistic", n, fq.fit_time, fq.query_time, fq.y_pred.astype(np.intp),
-                  _expand_proba(fq.proba, present), {})
-
-
-def _fit_cme(n: int, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, n_all_test: int) -> Fitted:
-    fq = fit_and_query(make_model("cme", setting="ours", delta=DELTA), X, y, X_test, name="cme")
-    iv = fq.interval
-    present = np.asarray(fq.model.classes_, dtype=np.intp)
-    # The reference's noise constant 1/4 scales the sampling part by 1/4 ÷ 1/2.
-    ratio = 0.25 / float(fq.model.noise_constant)
-    paper = PredictionInterval.from_parts(
-        proba=iv.proba.copy(), bias=iv.bias.copy(), sampling=iv.sampling * ratio, kappa=iv.kappa,
-        n_eff=iv.n_eff, vacuous=iv.vacuous, bandwidth=iv.bandwidth, outside_box=iv.outside_box,
-    )
-    # The CME bound is p̂ ± ε in both settings.
-    ivs = {"paper": expand_interval(paper, present, symmetric=True),
-           "ours": expand_interval(iv, present, symmetric=True)}
-    query_s = fq.query_time
-    note = ""
-    if X_test.shape[0] < n_all_test:
-        query_s *= n_all_test / X_test.shape[0]
-        note = f"scored on {X_test.shape[0]} test beats; query time extrapolated to {n_all_test}"
-    return Fitted("cme", n, fq.fit_time, query_s, fq.y_pred.astype(np.intp), ivs["ours"].proba, ivs, note)
-
-
-@dataclass
-class SplitResult:
-    split: str
-    rows: list[dict[str, Any]]
-    largest: dict[str, Fitted]
-    X_test_raw: np.ndarray
-    y_test: np.ndarray
-    n_train_full: int
-    files: list[Path]
-
-
-def _run_split(split: str, beats: Any, args: argparse.Namespace, sizes: list[int], full: bool,
-               cme_max: int) -> SplitResult:
-    from ..datasets import paper_features, split_beats
-
-    seed = int(args.seed)
-    try:
-        train, test = split_beats(beats, split=split, random_state=seed)
-    except ValueError as exc:
-        raise _command_error(f"--split {split}: {exc}") from exc
-    X_train, X_test, _ = paper_features(train, test)
-    y_train, y_test = train.y, test.y
-    n_all = y_train.shape[0]
-    wanted = sorted({min(s, n_all) for s in sizes} | ({n_all} if full else set()))
-    cme_test = np.arange(y_test.shape[0])
-    if args.cme_max_test is not None and args.cme_max_test < y_test.shape[0]:
-        cme_test = stratified_subsample(y_test, args.cme_max_test, seed + 1)
-
-    tasks = [(n, m) for n in wanted for m in ("regular", "localized", "logistic", "cme")
-             if m != "cme" or n <= cme_max]
-    rows: list[dict[str, Any]] = []
-    largest: dict[str, Fitted] = {}
-    subsets: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for n, method in progress(tasks, desc=f"ecg {split} (size x model)", total=len(tasks), quiet=args.quiet):
-        if n not in subsets:
-            idx = stratified_subsample(y_train, n, seed)
-            subsets = {n: (X_train[idx], y_train[idx])}  # keep one subset in memory
-        X, y = subsets[n]
-        if np.unique(y).shape[0] < 2:
-            raise _command_error(f"--split {split}: the {n} training beats hold a single class; "
-                                 "use more records or a larger size.")
-        if method in ("regular", "localized"):
-            f = _fit_nw(method, n, X, y, X_test, args)
-        elif method == "logistic":
-            f = _fit_logistic(n, X, y, X_test, seed)
-        else:
-            f = _fit_cme(n, X, y, X_test[cme_test], y_test.shape[0])
-        y_eval = y_test if method != "cme" else y_test[cme_test]
-        rows.append(_row(split, f, y_eval, y_eval.shape[0], n_all))
-        if method in ("regular", "localized") and n == wanted[-1]:
-            largest[method] = f
-    # The trivial all-N predictor (label 0), the bar every split has to clear.
-    all_n = Fitted("all_n", n_all, 0.0, 0.0, np.zeros_like(y_test), _expand_proba(
-        np.ones((y_test.shape[0], 1)), np.array([0])), {})
-    rows.append(_row(split, all_n, y_test, y_test.shape[0], n_all))
-    return SplitResult(split, rows, largest, test.X, y_test, n_all, [])
-
-
-# ---------------------------------------------------------------------------
-# tables and figures of one split
-# ---------------------------------------------------------------------------
-def _table2(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for r in rows:
-        out.append({
-            "size": r["size"], "n_train": r["n_train"], "classifier": METHOD_LABELS[r["method"]],
-            "accuracy_%": round(100 * r["accuracy"], 2), "precision_w": round(r["precision_w"], 3),
-            "recall_w": round(r["recall_w"], 3), "precompute_s": round(r["fit_s"], 4),
-            "query_s": round(r["query_s"], 3), "mean_eps_paper": r["mean_eps_paper"],
-            "mean_eps_ours": r["mean_eps_ours"], "vacuous_share": r["vacuous_share"],
-            "note": r["note"],
-        })
-    return out
-
-
-def _analysis_tables(res: SplitResult) -> dict[str, list[dict[str, Any]]]:
-    from ..metrics import (
-        errors_caught_at,
-        expected_calibration_error,
-        per_class_precision_recall,
-        type_errors,
-        uncertainty_from_interval,
-    )
-
-    y = res.y_test
-    labels = np.arange(len(CLASS_NAMES))
-    per_class, caught, types, calib = [], [], [], []
-    for method, f in res.largest.items():
-        pcr = per_class_precision_recall(y, f.y_pred, classes=labels)
-        for c, name in enumerate(CLASS_NAMES):
-            per_class.append({"method": method, "n_train": f.n_train, "class": name,
-                              "support": int(pcr["support"][c]), "predicted": int(pcr["predicted"][c]),
-                              "precision": float(pcr["precision"][c]), "recall": float(pcr["recall"][c]),
-                              "f1": float(pcr["f1"][c])})
-        fractions = np.array([0.01, 0.05, 0.10, 0.20, 0.50])
-        unc = {f"width ({k} ε)": uncertainty_from_interval(iv, "width") for k, iv in f.intervals.items()}
-        unc["1 − max p̂"] = uncertainty_from_interval(f.intervals["ours"], "max_proba")
-        for uname, u in unc.items():
-            got = errors_caught_at(fractions, y, f.y_pred, u)
-            caught.append({"method": method, "ranking": uname,
-                           **{f"flag {int(100 * q)}%": float(g) for q, g in zip(fractions, got)},
-                           "errors": int(np.sum(y != f.y_pred))})
-        for key, iv in f.intervals.items():
-            t = type_errors(y, iv, y_pred=f.y_pred)
-            for c, name in enumerate(CLASS_NAMES):
-                types.append({"method": method, "bound": key, "class": name, "support": int(t.support[c]),
-                              "type_I": int(t.type_i[c]), "type_II": int(t.type_ii[c]),
-                              "type_I_%": 100 * float(t.type_i_share[c]),
-                              "type_II_%": 100 * float(t.type_ii_share[c])})
-            types.append({"method": method, "bound": key, "class": "all", "support": int(t.support.sum()),
-                          "type_I": int(t.type_i.sum()), "type_II": int(t.type_ii.sum()),
-                          "type_I_%": 100 * (1 - t.accuracy),
-                          "type_II_%": 100 * (t.accuracy - t.conservative_accuracy),
-                          "accuracy": t.accuracy, "conservative_accuracy": t.conservative_accuracy})
-        ece, table = expected_calibration_error(y, f.proba)
-        for b in range(table.count.shape[0]):
-            calib.append({"method": method, "bin": f"({table.bin_lower[b]:.1f}, {table.bin_upper[b]:.1f}]",
-                          "count": int(table.count[b]), "mean_confidence": float(table.mean_confidence[b]),
-                          "accuracy": float(table.accuracy[b]), "ECE": float(ece)})
-    return {"per_class": per_class, "errors_caught": caught, "type_errors": types, "calibration": calib}
-
-
-def _sample_queries(y: np.ndarray, seed: int, per_class: int = 1) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    picks = []
-    for c in range(len(CLASS_NAMES)):
-        where = np.flatnonzero(y == c)
-        if where.size:
-            picks += sorted(rng.choice(where, size=min(per_class, where.size), replace=False).tolist())
-    return np.asarray(picks, dtype=np.intp)
-
-
-def _figures(res: SplitResult, output: Path, seed: int, formats: Sequence[str]) -> list[Path]:
-    """Write the Fig. 3 and Appendix E figures of one split; return the files written."""
-    files = _fig3_intervals(res, output, seed, formats)
-    files += _fig3_bound_width(res, output, formats)
-    files += _fig3_precision_recall(res, output, formats)
-    files += _fig3_cumulative_recall(res, output, formats)
-    files += _figE_waveforms(res, output, seed, formats)
-    files += _figE_reliability_type_errors(res, output, formats)
-    return files
-
-
-def _variants(res: SplitResult) -> list[tuple[str, str]]:
-    """Every (model, ε variant) pair of the largest fits, in plotting order."""
-    return [(m, k) for m in res.largest for k in ("paper", "ours")]
-
-
-def _fig3_intervals(res: SplitResult, output: Path, seed: int, formats: Sequence[str]) -> list[Path]:
-    """Fig. 3a/b: sample beats (one per class) with 95 % bounds, both variants and both bounds."""
-    from ..plots import IntervalDisplay
-
-    s, y, fits, names = res.split, res.y_test, res.largest, np.array(CLASS_NAMES)
-    variants = _variants(res)
-    idx = _sample_queries(y, seed)
-    fig, axes = new_figure(len(variants), idx.size, figsize=(2.1 * idx.size, 2.2 * len(variants)))
-    for r, (m, k) in enumerate(variants):
-        IntervalDisplay.from_interval(fits[m].intervals[k], names[y], classes=names, indices=idx, ax=axes[r])
-        axes[r, 0].set_ylabel(f"{m}, {k} ε", fontsize=8)
-    fig.suptitle(f"{s}-patient: p̂ and 95 % bounds (δ = {DELTA}), n = {fits['regular'].n_train}", fontsize=9)
-    return list(save_figures(fig, output, f"fig3_intervals_{s}", formats=formats))
-
-
-def _fig3_bound_width(res: SplitResult, output: Path, formats: Sequence[str]) -> list[Path]:
-    """Fig. 3c: mean bound width vs predicted probability, correct vs incorrect."""
-    from ..plots import BoundWidthDisplay
-
-    fits = res.largest
-    fig, axes = new_figure(1, 2, figsize=(9.0, 3.6))
-    for j, k in enumerate(("paper", "ours")):
-        for m in fits:
-            BoundWidthDisplay.from_interval(res.y_test, fits[m].intervals[k], label=m, ax=axes[0, j])
-        axes[0, j].set_title(f"{k} bound", fontsize=9)
-    return list(save_figures(fig, output, f"fig3_bound_width_{res.split}", formats=formats))
-
-
-def _fig3_precision_recall(res: SplitResult, output: Path, formats: Sequence[str]) -> list[Path]:
-    """Fig. 3d: per-class precision / recall bars for every model."""
-    from ..metrics import per_class_precision_recall
-
-    fits = res.largest
-    fig, axes = new_figure(1, 2, figsize=(9.0, 3.4))
-    x = np.arange(len(CLASS_NAMES))
-    width = 0.8 / max(len(fits), 1)
-    for j, metric in enumerate(("precision", "recall")):
-        ax = axes[0, j]
-        for i, (m, f) in enumerate(fits.items()):
-            pcr = per_class_precision_recall(res.y_test, f.y_pred, classes=np.arange(len(CLASS_NAMES)))
-            ax.bar(x + (i - (len(fits) - 1) / 2) * width, pcr[metric], width=width, label=m)
-        ax.set_xticks(x, list(CLASS_NAMES))
-        ax.set(ylim=(0, 1.05), ylabel=metric, title=f"per-class {metric}")
-        ax.legend(fontsize=7)
-    return list(save_figures(fig, output, f"fig3_precision_recall_{res.split}", formats=formats))
-
-
-def _fig3_cumulative_recall(res: SplitResult, output: Path, formats: Sequence[str]) -> list[Path]:
-    """Fig. 3e: cumulative recall curves (ranking by bound width)."""
-    from ..metrics import cumulative_recall_curve, uncertainty_from_interval
-    from ..plots import CumulativeRecallDisplay
-
-    fits, variants = res.largest, _variants(res)
-    fig, axes = new_figure(1, 1, figsize=(5.0, 4.0))
-    curves = [cumulative_recall_curve(res.y_test, fits[m].y_pred, uncertainty_from_interval(fits[m].intervals[k]))
-              for m, k in variants]
-    CumulativeRecallDisplay(curves=curves, labels=[f"{m}, {k} ε" for m, k in variants]).plot(
-        ax=axes[0, 0], mark_fraction=FLAG_FRACTION)
-    return list(save_figures(fig, output, f"fig3_cumulative_recall_{res.split}", formats=formats))
-
-
-def _figE_waveforms(res: SplitResult, output: Path, seed: int, formats: Sequence[str]) -> list[Path]:
-    """Appendix E: waveforms with class probabilities (regular NWC), two beats per class."""
-    y, reg = res.y_test, res.largest["regular"]
-    idx2 = _sample_queries(y, seed + 7, per_class=2)
-    classes_here = [c for c in range(len(CLASS_NAMES)) if np.any(y[idx2] == c)]
-    per = max(int(np.sum(y[idx2] == c)) for c in classes_here)
-    fig, axes = new_figure(2 * per, len(classes_here), figsize=(2.4 * len(classes_here), 2.0 * 2 * per))
-    for j, c in enumerate(classes_here):
-        mine = idx2[y[idx2] == c]
-        for i in range(2 * per):
-            if i // 2 >= mine.size:
-                axes[i, j].set_visible(False)
-        for i, q in enumerate(mine):
-            wave, bars = axes[2 * i, j], axes[2 * i + 1, j]
-            wave.plot(np.arange(res.X_test_raw.shape[1]), res.X_test_raw[q], lw=0.9)
-            wave.set_title(f"true {CLASS_NAMES[c]} (beat {q})", fontsize=8)
-            wave.set_xlabel("t (samples at 125 Hz)", fontsize=7)
-            bars.bar(np.arange(len(CLASS_NAMES)), reg.proba[q], color=["C0"] * len(CLASS_NAMES))
-            bars.set_xticks(np.arange(len(CLASS_NAMES)), list(CLASS_NAMES))
-            bars.set_ylim(0, 1)
-            bars.set_ylabel("p̂", fontsize=8)
-    return list(save_figures(fig, output, f"figE_waveforms_{res.split}", formats=formats))
-
-
-def _figE_reliability_type_errors(res: SplitResult, output: Path, formats: Sequence[str]) -> list[Path]:
-    """Appendix E: reliability bars (ECE) per model and Type I / II counts (regular NWC)."""
-    from ..plots import ReliabilityDisplay, TypeErrorDisplay
-
-    s, y, fits = res.split, res.y_test, res.largest
-    reg = fits["regular"]
-    fig, axes = new_figure(1, len(fits), figsize=(4.4 * len(fits), 3.8))
-    for j, (m, f) in enumerate(fits.items()):
-        ReliabilityDisplay.from_arrays(y, f.proba, label=m, ax=axes[0, j])
-        axes[0, j].set_title(m, fontsize=9)
-    files = list(save_figures(fig, output, f"figE_reliability_{s}", formats=formats))
-    fig, axes = new_figure(1, 2, figsize=(9.0, 3.6))
-    for j, k in enumerate(("paper", "ours")):
-        disp = TypeErrorDisplay.from_interval(y, reg.intervals[k], y_pred=reg.y_pred, ax=axes[0, j])
-        disp.ax_.set_xticks(np.arange(len(CLASS_NAMES)), list(CLASS_NAMES))
-        t = disp.table
-        axes[0, j].set_title(f"regular NWC, {k} ε: accuracy {100 * t.accuracy:.1f} %, "
-                             f"conservative {100 * t.conservative_accuracy:.1f} %", fontsize=8)
-    return files + list(save_figures(fig, output, f"figE_type_errors_{s}", formats=formats))
-
-
-# ---------------------------------------------------------------------------
 # summary
 # ---------------------------------------------------------------------------
-def _fmt(v: Any, digits: int = 3) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "–"
-    return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
-
-
 def _side_by_side(rows: list[dict[str, Any]], full_n: int, split: str) -> list[dict[str, Any]]:
     """Our table-2 rows with the paper's values beside them (intra-patient only: the paper has
     no inter-patient numbers; our full training side stands for its 87 554 when ≥ 60 000)."""
@@ -895,431 +395,6 @@ def _summary(sections: list[str], args: argparse.Namespace, elapsed: float, quic
 
 
 # ---------------------------------------------------------------------------
-# inter-patient experiment (DS1 → DS2): feature sets, EC57, bounds per patient
-# ---------------------------------------------------------------------------
-#: Published inter-patient results (DS1 → DS2, AAMI classes): accuracy %, S Se/+P %, V Se/+P %.
-ANCHORS: tuple[dict[str, Any], ...] = (
-    {"method": "de Chazal et al. 2004, linear discriminants, RR + morphology, both leads",
-     "accuracy %": 86.2, "S Se %": 75.9, "S +P %": 38.5, "V Se %": 77.7, "V +P %": 81.9},
-    {"method": "Llamedo & Martínez 2011, 8 features (RR + wavelet), both leads",
-     "accuracy %": 93.0, "S Se %": 77.0, "S +P %": 39.0, "V Se %": 81.0, "V +P %": 87.0},
-    {"method": "Mondéjar-Guerra et al. 2019, SVM ensemble (RR, normalised RR, wavelets, HOS, LBP)",
-     "accuracy %": 94.5, "S Se %": None, "S +P %": None, "V Se %": None, "V +P %": None},
-)
-OUR_BOUNDS = ("hoeffding", "chernoff", "selfnormalized")
-INTER_FEATURE_SETS = ("morphology", "rhythm", "both")
-INTER_QUICK_TRAIN = 8_000
-INTER_NW = ("regular", "localized", "dyadic")
-INTER_DYADIC_RESOLUTION = 2
-#: Decision rules on p̂: plain argmax (training priors) and Bayes' rule with target priors that
-#: give N, S and V equal shares of their joint training mass; F and Q keep their training priors
-#: (DS1 holds 415 F and 8 Q beats: weighting them up would flood the predictions with them).
-RULES = ("argmax", "balanced")
-BALANCED_CLASSES = ("N", "S", "V")
-FLAG_REVIEW = 0.10
-#: The configuration of the per-record tables, the strip figure and the confusion table.
-HEADLINE = ("both", "regular", "argmax")
-
-
-@dataclass
-class InterFit:
-    """One (feature set, classifier, rule) on DS2."""
-
-    feature_set: str
-    classifier: str
-    rule: str
-    n_train: int
-    fit_s: float
-    query_s: float
-    y_pred: np.ndarray
-    certified: np.ndarray | None
-    error_upper: np.ndarray | None
-    report: Any
-    lipschitz: float = math.nan
-    vacuous_share: float = math.nan
-
-
-@dataclass
-class InterResult:
-    fits: list[InterFit]
-    y_test: np.ndarray
-    records: np.ndarray
-    samples: np.ndarray
-    n_train: int
-    n_train_full: int
-    params: dict[str, dict[str, float]]
-    strip: dict[str, Any] | None
-
-
-def _inter_params(args: argparse.Namespace) -> dict[str, dict[str, float]]:
-    return {
-        "morphology": {"bandwidth": float(args.bandwidth), "rhythm_weight": 1.0},
-        "rhythm": {"bandwidth": float(args.rhythm_bandwidth), "rhythm_weight": 1.0},
-        "both": {"bandwidth": float(args.both_bandwidth), "rhythm_weight": float(args.rhythm_weight)},
-    }
-
-
-def _decide(proba: np.ndarray, lower: np.ndarray | None, upper: np.ndarray | None, train_prior: np.ndarray,
-            rule: str) -> Any:
-    from ..metrics import bayes_decision
-
-    prior = np.maximum(train_prior, 1e-12)  # a class absent from training keeps p̂ = 0 anyway
-    target = None
-    if rule == "balanced":
-        target = prior.copy()
-        idx = [CLASS_NAMES.index(c) for c in BALANCED_CLASSES]
-        target[idx] = prior[idx].sum() / len(idx)
-    return bayes_decision(proba, train_prior=prior, target_prior=target, lower=lower, upper=upper)
-
-
-def _inter_nw(kind: str, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, L: float, lam: float,
-              args: argparse.Namespace) -> tuple[PredictionInterval, float, float]:
-    from .. import DyadicClassifier, NadarayaWatsonClassifier
-
-    if kind == "dyadic":
-        model = DyadicClassifier(resolution=INTER_DYADIC_RESOLUTION, lipschitz=L, delta=DELTA, bound=args.bound)
-    else:
-        model = NadarayaWatsonClassifier(
-            kernel="epanechnikov", bandwidth=lam, lipschitz=L, delta=DELTA, bound=args.bound,
-            n_neighbors=min(args.n_neighbors, X.shape[0]) if kind == "localized" else None,
-            dtype="float32" if kind == "regular" and X.shape[0] >= FLOAT32_FROM else "float64",
-        )
-    start = time.perf_counter()
-    model.fit(X, y)
-    fit_s = time.perf_counter() - start
-    start = time.perf_counter()
-    with _quiet_bounds():
-        iv = model.predict_interval(X_test)
-    query_s = time.perf_counter() - start
-    return expand_interval(iv, model.classes_.astype(np.intp), symmetric=is_symmetric_form(args.bound)), fit_s, query_s
-
-
-def _inter_peer(name: str, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, seed: int) -> tuple[np.ndarray, float, float]:
-    """Class probabilities (5 columns) of logistic regression or the class-weighted boosting peer."""
-    if name == "logistic":
-        model = make_model("logistic", random_state=seed)
-    else:
-        from sklearn.ensemble import HistGradientBoostingClassifier
-
-        model = HistGradientBoostingClassifier(class_weight="balanced", random_state=seed)
-    start = time.perf_counter()
-    model.fit(X, y)
-    fit_s = time.perf_counter() - start
-    start = time.perf_counter()
-    proba = model.predict_proba(X_test)
-    query_s = time.perf_counter() - start
-    return _expand_proba(proba, np.asarray(model.classes_, dtype=np.intp)), fit_s, query_s
-
-
-def _run_inter(beats: Any, args: argparse.Namespace, quick: bool) -> InterResult:
-    from ..datasets.mitbih import ecg_features, split_beats
-    from ..metrics import ec57_report
-    from ..scaling import restate_lipschitz
-
-    seed = int(args.seed)
-    try:
-        train, test = split_beats(beats, split="inter")
-    except ValueError as exc:
-        raise _command_error(f"--split inter: {exc}") from exc
-    n_full = len(train)
-    cap = args.inter_train or (INTER_QUICK_TRAIN if quick else None)
-    if cap is not None and cap < n_full:
-        train = train.subset(stratified_subsample(train.y, cap, seed))
-    if np.unique(train.y).shape[0] < 2:
-        raise _command_error("--split inter: the training records hold a single class.")
-    train_prior = np.bincount(train.y, minlength=len(CLASS_NAMES)) / len(train)
-    params = _inter_params(args)
-    feature_sets = args.feature_sets
-    fits: list[InterFit] = []
-    tasks = [(fs, c) for fs in feature_sets for c in (*INTER_NW, "logistic", "boosting")]
-    for fs, clf in progress(tasks, desc="ecg inter (features x model)", total=len(tasks), quiet=args.quiet):
-        try:
-            X, X_test, scaler = ecg_features(train, test, fs, rhythm_weight=params[fs]["rhythm_weight"])
-        except ValueError as exc:
-            raise _command_error(f"--feature-sets {fs}: {exc}") from exc
-        L = restate_lipschitz(args.lipschitz, scaler)  # L is given per unit of the raw features
-        if clf in INTER_NW:
-            iv, fit_s, query_s = _inter_nw(clf, X, train.y, X_test, L, params[fs]["bandwidth"], args)
-            for rule in RULES:
-                if rule == "argmax":
-                    y_pred, cert, err = iv.predicted_index, iv.certified, iv.error_upper
-                else:
-                    d = _decide(iv.proba, iv.lower, iv.upper, train_prior, rule)
-                    y_pred, cert, err = d.y_pred, d.certified, d.error_upper
-                fits.append(InterFit(fs, clf, rule, len(train), fit_s, query_s, y_pred, cert, err,
-                                     ec57_report(test.y, y_pred, records=test.record), L,
-                                     float(iv.vacuous.mean())))
-        else:
-            proba, fit_s, query_s = _inter_peer(clf, X, train.y, X_test, seed)
-            rules = RULES if clf == "logistic" else ("class weights",)
-            for rule in rules:
-                y_pred = (np.argmax(proba, axis=1) if rule != "balanced"
-                          else _decide(proba, None, None, train_prior, rule).y_pred)
-                fits.append(InterFit(fs, clf, rule, len(train), fit_s, query_s, y_pred, None, None,
-                                     ec57_report(test.y, y_pred, records=test.record)))
-    strip = None
-    head = next((f for f in fits if (f.feature_set, f.classifier, f.rule) == HEADLINE), None)
-    if head is not None and args.data_dir is not None:
-        strip = _strip_data(args.data_dir, test, head)
-    return InterResult(fits, test.y, test.record, test.sample, len(train), n_full, params, strip)
-
-
-def _strip_data(data_dir: Path, test: Any, f: InterFit, seconds: float = 10.0) -> dict[str, Any] | None:
-    """The 10 s of DS2 shown in the strip: the record with most S beats, around its first S beat."""
-    from ..datasets.mitbih import load_mitbih_signal
-
-    s_idx = np.flatnonzero(test.y == CLASS_NAMES.index("S"))
-    if s_idx.size == 0:
-        s_idx = np.flatnonzero(test.y != 0) if np.any(test.y != 0) else np.arange(len(test))
-    recs, counts = np.unique(test.record[s_idx], return_counts=True)
-    rec = str(recs[np.argmax(counts)])
-    first = int(test.sample[s_idx[test.record[s_idx] == rec][0]])
-    try:
-        signal, fs, lead = load_mitbih_signal(data_dir, rec)
-    except (OSError, ValueError):
-        return None
-    start = max(0.0, first / fs - 3.0)
-    sel = np.flatnonzero(test.record == rec)
-    return {"signal": signal, "fs": fs, "lead": lead, "record": rec, "start_s": start, "duration_s": seconds,
-            "beat_sample": test.sample[sel], "y_true": test.y[sel], "y_pred": f.y_pred[sel],
-            "certified": f.certified[sel], "error_upper": np.clip(f.error_upper[sel], 0.0, 1.0)}
-
-
-def _config(f: InterFit) -> str:
-    return f"{f.feature_set} / {f.classifier} / {f.rule}"
-
-
-def _inter_overview(res: InterResult) -> list[dict[str, Any]]:
-    from ..metrics import errors_caught_at
-
-    S, V = CLASS_NAMES.index("S"), CLASS_NAMES.index("V")
-    rows = []
-    for f in res.fits:
-        r = f.report
-        wrong = f.y_pred != res.y_test
-        row = {"feature_set": f.feature_set, "classifier": f.classifier, "rule": f.rule, "n_train": f.n_train,
-               "accuracy_%": 100 * r.accuracy,
-               "S_Se_%": 100 * r.sensitivity[S], "S_+P_%": 100 * r.positive_predictivity[S],
-               "V_Se_%": 100 * r.sensitivity[V], "V_+P_%": 100 * r.positive_predictivity[V],
-               "certified_%": math.nan, "error_certified_%": math.nan, "review_%": math.nan,
-               "caught_by_review_%": math.nan, "caught_top10%_%": math.nan,
-               "L_seen": f.lipschitz, "vacuous_%": 100 * f.vacuous_share, "fit_s": f.fit_s, "query_s": f.query_s}
-        if f.certified is not None:
-            c = f.certified
-            row["certified_%"] = 100 * c.mean()
-            row["error_certified_%"] = 100 * wrong[c].mean() if c.any() else math.nan
-            row["review_%"] = 100 * (1 - c.mean())
-            row["caught_by_review_%"] = 100 * wrong[~c].sum() / wrong.sum() if wrong.any() else math.nan
-            row["caught_top10%_%"] = 100 * float(errors_caught_at(FLAG_REVIEW, res.y_test, f.y_pred, f.error_upper))
-        rows.append(row)
-    return rows
-
-
-def _ec57_rows(res: InterResult) -> list[dict[str, Any]]:
-    rows = []
-    for f in res.fits:
-        wrong = f.y_pred != res.y_test
-        base = {"split": "inter", "feature_set": f.feature_set, "classifier": f.classifier, "rule": f.rule,
-                "n_train": f.n_train}
-        for j, t in enumerate(f.report.table()):
-            row = {**base, **{k: t[k] for k in ("class", "support")},
-                   "sensitivity": t["Se"], "positive_predictivity": t["+P"], "false_positive_rate": t["FPR"],
-                   "sensitivity_record_avg": t["Se_avg"], "positive_predictivity_record_avg": t["+P_avg"],
-                   "false_positive_rate_record_avg": t["FPR_avg"],
-                   "certified_share": math.nan, "error_among_certified": math.nan}
-            if f.certified is not None:
-                mine = res.y_test == j
-                cert = f.certified & mine
-                row["certified_share"] = float(cert.sum() / mine.sum()) if mine.any() else math.nan
-                row["error_among_certified"] = float(wrong[cert].mean()) if cert.any() else math.nan
-            rows.append(row)
-    return rows
-
-
-def _record_rows(res: InterResult, f: InterFit) -> list[dict[str, Any]]:
-    """Per DS2 record: review queue, error among certified beats and whether it breaks the bound."""
-    from ..metrics import clopper_pearson
-
-    recs, inv = np.unique(res.records, return_inverse=True)
-    wrong = (f.y_pred != res.y_test).astype(np.int64)
-    cert = f.certified.astype(np.int64)
-    n = np.bincount(inv, minlength=recs.size)
-    n_err = np.bincount(inv, weights=wrong, minlength=recs.size)
-    n_cert = np.bincount(inv, weights=cert, minlength=recs.size)
-    err_cert = np.bincount(inv, weights=wrong * cert, minlength=recs.size)
-    ceil_cert = np.bincount(inv, weights=f.error_upper * cert, minlength=recs.size)
-    n_s = np.bincount(inv, weights=(res.y_test == 1), minlength=recs.size)
-    n_v = np.bincount(inv, weights=(res.y_test == 2), minlength=recs.size)
-    rows = []
-    for i, r in enumerate(recs):  # one row per record (22), not a hot path
-        row = {"record": r, "beats": int(n[i]), "S_beats": int(n_s[i]), "V_beats": int(n_v[i]),
-               "accuracy_%": 100 * (1 - n_err[i] / n[i]), "review_%": 100 * (1 - n_cert[i] / n[i]),
-               "certified": int(n_cert[i]), "errors_certified": int(err_cert[i]),
-               "error_certified_%": math.nan, "mean_ceiling_certified_%": math.nan,
-               "error_certified_CI_low_%": math.nan, "bound_visibly_fails": False}
-        if n_cert[i] > 0 and f.rule != "argmax":
-            row["error_certified_%"] = 100 * err_cert[i] / n_cert[i]
-        if f.rule != "argmax":
-            # Under re-weighted priors the ceiling bounds q (the target-prior posterior), not the
-            # label error on this patient's own priors: no check, by design.
-            row["bound_visibly_fails"] = ""
-        if n_cert[i] > 0 and f.rule == "argmax":
-            low, _ = clopper_pearson(int(err_cert[i]), int(n_cert[i]), 0.95)
-            mean_ceiling = ceil_cert[i] / n_cert[i]
-            row.update({"error_certified_%": 100 * err_cert[i] / n_cert[i],
-                        "mean_ceiling_certified_%": 100 * mean_ceiling,
-                        "error_certified_CI_low_%": 100 * float(np.ravel(low)[0]),
-                        # The bound promises an error rate ≤ the mean ceiling (at level 1 − δ per beat);
-                        # a 95 % lower confidence limit above it means the assumption fails on this patient.
-                        "bound_visibly_fails": bool(float(np.ravel(low)[0]) > mean_ceiling + DELTA)})
-        rows.append(row)
-    return rows
-
-
-def _inter_summary(res: InterResult, args: argparse.Namespace) -> str:
-    """The inter-patient section of ``summary.md``: setup, anchors, targets, bounds, per patient."""
-    overview = _inter_overview(res)
-    lines = _inter_setup(res, args)
-    lines.append(_inter_anchor_table(overview) + "\n")
-    lines += _inter_targets(overview)
-    lines.append("### Bounds on this split\n")
-    bounded = [r for r in overview if math.isfinite(r["certified_%"])]
-    lines.append(format_markdown([{k: (_fmt(v, 2) if isinstance(v, float) else v) for k, v in r.items()
-                                   if k in ("feature_set", "classifier", "rule", "accuracy_%", "certified_%",
-                                            "error_certified_%", "review_%", "caught_by_review_%",
-                                            "caught_top10%_%", "vacuous_%", "L_seen", "fit_s", "query_s")}
-                                  for r in bounded]) + "\n")
-    lines += _inter_per_patient(res)
-    lines.append("Notes' plain re-run (morphology only, regular NWC / localized / LR): "
-                 + ", ".join(f"{k} {v}" for k, v in REFERENCE_INTER.items()) + ".\n")
-    return "\n".join(lines)
-
-
-def _inter_setup(res: InterResult, args: argparse.Namespace) -> list[str]:
-    """Opening lines: split sizes, feature sets, L and bandwidths, decision rules, peers."""
-    all_n = float(np.mean(res.y_test == 0))
-    return [
-        f"## Inter-patient (de Chazal DS1 → DS2, paced records excluded): {res.n_train} training beats"
-        + (f" (stratified from {res.n_train_full})" if res.n_train < res.n_train_full else "")
-        + f" / {res.y_test.shape[0]} test beats; trivial all-N accuracy {100 * all_n:.1f} %\n",
-        "Feature sets: morphology (first 100 samples, the paper's), rhythm (pre-/post-/local/average RR "
-        "and the three ratios to the running average, causal up to one beat), both; MinMax on DS1 only. "
-        f"L = {args.lipschitz:g} per unit of the raw features, restated in the units each classifier sees "
-        f"(`L_seen`); bound {args.bound}, δ = {DELTA}, simultaneous over the 5 classes. "
-        + "; ".join(f"{k}: λ = {v['bandwidth']:g}" + (f", rhythm weight {v['rhythm_weight']:g}"
-                                                     if k == "both" else "") for k, v in res.params.items())
-        + f"; localized k = {args.n_neighbors}; dyadic resolution {INTER_DYADIC_RESOLUTION}. "
-        "Rules: `argmax` of p̂ (training priors); `balanced`: Bayes' rule on p̂ with target priors π' that "
-        f"give {', '.join(BALANCED_CLASSES)} equal shares of their joint training mass (F and Q keep their "
-        "training priors: too few DS1 beats to weight up), q_c ∝ p̂_c·π'_c/π_c, certified only where every "
-        "p inside the bounds gives the same decision. "
-        "Peers: logistic regression (both rules) and gradient boosting with balanced class weights.\n",
-        "### Per-class Se / +P beside the anchors (%)\n",
-    ]
-
-
-def _inter_anchor_table(overview: list[dict[str, Any]]) -> str:
-    """Markdown table of the published anchors followed by our measured rows."""
-    anchor_rows = [{"method": a["method"], "accuracy %": _fmt(a["accuracy %"], 1),
-                    "S Se / +P": f"{_fmt(a['S Se %'], 1)} / {_fmt(a['S +P %'], 1)}",
-                    "V Se / +P": f"{_fmt(a['V Se %'], 1)} / {_fmt(a['V +P %'], 1)}",
-                    "certified %": "–", "error among certified %": "–"} for a in ANCHORS]
-    for r in overview:
-        anchor_rows.append({
-            "method": f"ours: {r['feature_set']} / {r['classifier']} / {r['rule']}",
-            "accuracy %": f"{r['accuracy_%']:.1f}",
-            "S Se / +P": f"{_fmt(r['S_Se_%'], 1)} / {_fmt(r['S_+P_%'], 1)}",
-            "V Se / +P": f"{_fmt(r['V_Se_%'], 1)} / {_fmt(r['V_+P_%'], 1)}",
-            "certified %": _fmt(r["certified_%"], 1), "error among certified %": _fmt(r["error_certified_%"], 2)})
-    return format_markdown(anchor_rows)
-
-
-def _inter_targets(overview: list[dict[str, Any]]) -> list[str]:
-    """The issue's targets checked on the measured rows: rhythm gain, de Chazal reach, review queues."""
-    lines = []
-    S, V = "S_Se_%", "V_Se_%"
-    morph = [r for r in overview if r["feature_set"] == "morphology"]
-    rest = [r for r in overview if r["feature_set"] != "morphology"]
-    if morph and rest:
-        best_m = {k: max((r[k] for r in morph if math.isfinite(r[k])), default=math.nan)
-                  for k in ("accuracy_%", S, V)}
-        best_r = {k: max((r[k] for r in rest if math.isfinite(r[k])), default=math.nan)
-                  for k in ("accuracy_%", S, V)}
-        lines.append("Best morphology-only vs best with rhythm features (over classifiers and rules): "
-                     + "; ".join(f"{k.rstrip('_%').replace('_', ' ')} {_fmt(best_m[k], 1)} → {_fmt(best_r[k], 1)} %"
-                                 for k in best_m) + ".\n")
-    dc = ANCHORS[0]
-    reach = [r for r in overview if r[S] >= dc["S Se %"] and r["S_+P_%"] >= dc["S +P %"]
-             and r[V] >= dc["V Se %"] and r["V_+P_%"] >= dc["V +P %"]]
-    lines.append(f"Rows reaching de Chazal's S and V Se at equal or better +P: {len(reach)}"
-                 + (" (" + ", ".join(f"{r['feature_set']}/{r['classifier']}/{r['rule']}" for r in reach) + ")"
-                    if reach else "") + ".\n")
-    bounded = [r for r in overview if math.isfinite(r["certified_%"])]
-    queue = [r for r in bounded if r["review_%"] <= 100 * FLAG_REVIEW and r["caught_by_review_%"] >= 50]
-    lines.append(f"Bounded rows whose review queue (uncertified beats) is ≤ {100 * FLAG_REVIEW:.0f} % of beats and "
-                 f"catches ≥ 50 % of the errors: {len(queue)} of {len(bounded)}"
-                 + (" (" + ", ".join(f"{r['feature_set']}/{r['classifier']}/{r['rule']}" for r in queue) + ")"
-                    if queue else "") + ". Ranking by the error ceiling instead, the top 10 % catch up to "
-                 + f"{max((r['caught_top10%_%'] for r in bounded), default=math.nan):.1f} % of the errors.\n")
-    return lines
-
-
-def _inter_per_patient(res: InterResult) -> list[str]:
-    """Per-patient check of the headline configuration and its EC57 confusion table."""
-    head = next((f for f in res.fits if (f.feature_set, f.classifier, f.rule) == HEADLINE), None)
-    lines = ["A certificate under the `balanced` rule says the decision is Bayes-optimal under the target "
-             "priors for every p inside the bounds; it is not a ceiling on the label error on DS2's own "
-             "priors (deciding S when p̂_S is a few % is the point of the rule), so the error among "
-             "certified beats is checked against the ceiling for `argmax` only.\n"]
-    for f in res.fits:
-        if (f.feature_set, f.classifier, f.rule) != HEADLINE or f.certified is None:
-            continue
-        rec = _record_rows(res, f)
-        fails = [r["record"] for r in rec if r["bound_visibly_fails"]]
-        lines.append(f"### Per patient ({_config(f)}): review queue and error among certified beats\n")
-        lines.append(format_markdown([{k: (_fmt(v, 2) if isinstance(v, float) else v) for k, v in r.items()}
-                                      for r in rec]) + "\n")
-        lines.append(("Records where the 95 % lower confidence limit of the error among certified beats exceeds "
-                      "their mean error ceiling + δ, i.e. the bound's assumption (L, and labels of this patient "
-                      f"behaving like DS1's) visibly fails: {', '.join(fails)}.\n") if fails else
-                     "No record's error among certified beats exceeds its mean error ceiling + δ at 95 % "
-                     "confidence.\n")
-    if head is not None:
-        lines.append(f"EC57 confusion table ({_config(head)}; rows reference, columns algorithm):\n")
-        lines.append(format_markdown(head.report.confusion_table()) + "\n")
-    return lines
-
-
-def _inter_outputs(res: InterResult, output: Path, formats: Sequence[str]) -> list[Path]:
-    files: list[Path] = []
-    files += write_table(_inter_overview(res), output / "inter_overview",
-                         title="Inter-patient (DS1 → DS2): accuracy, S/V Se and +P, bounds")
-    conf, recs = [], []
-    for f in res.fits:
-        conf += [{"feature_set": f.feature_set, "classifier": f.classifier, "rule": f.rule, **r}
-                 for r in f.report.confusion_table()]
-        if f.certified is not None:
-            recs += [{"feature_set": f.feature_set, "classifier": f.classifier, "rule": f.rule, **r}
-                     for r in _record_rows(res, f)]
-    files += write_table(conf, output / "inter_confusion", title="EC57 confusion tables (rows reference)")
-    files += write_table(recs, output / "inter_records", title="Per DS2 record: review queue and bound check")
-    if res.strip is not None:
-        from ..plots import ECGStripDisplay
-
-        st = res.strip
-        fig, axes = new_figure(1, 1, figsize=(14.0, 3.6))
-        ECGStripDisplay(
-            signal=st["signal"], fs=st["fs"], beat_sample=st["beat_sample"], y_true=st["y_true"],
-            y_pred=st["y_pred"], certified=st["certified"], error_upper=st["error_upper"],
-            class_names=CLASS_NAMES, start_s=st["start_s"], duration_s=st["duration_s"],
-            title=f"DS2 record {st['record']} (lead {st['lead']}), {HEADLINE[0]} features, "
-                  f"{HEADLINE[1]} NWC, {HEADLINE[2]} rule",
-        ).plot(ax=axes[0, 0])
-        files += save_figures(fig, output, "fig_ecg_strip_inter", formats=formats)
-    return files
-
-
-# ---------------------------------------------------------------------------
 # run
 # ---------------------------------------------------------------------------
 def run(args: argparse.Namespace, output: Path) -> list[Path]:
@@ -1365,8 +440,6 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
         return (_inter_summary(inter, args), _ec57_rows(inter)), _inter_outputs(inter, output, formats)
 
     def adaptive_step() -> tuple[tuple[str, list[dict]], list[Path]]:
-        from .ecg_adaptive import run_adaptive
-
         adaptive = run_adaptive(beats(), args, output, formats, quick=quick, required=args.split == "adaptive")
         return (adaptive.summary, adaptive.ec57_rows), adaptive.files
 

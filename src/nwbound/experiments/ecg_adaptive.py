@@ -46,6 +46,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ._common import new_figure, positive_float, positive_int, save_figures
+from ._ecg_common import CLASS_NAMES, DELTA, _command_error, _quiet_bounds, expand_interval, is_symmetric_form
+from ._ecg_inter import InterFit, InterResult, _decide, _ec57_rows, _inter_overview
 from ..utils import format_markdown, progress, write_table
 
 __all__ = [
@@ -308,7 +310,7 @@ def _model(L: float, args: argparse.Namespace, n_rows: int) -> Any:
     from .. import NadarayaWatsonClassifier
 
     return NadarayaWatsonClassifier(
-        kernel="epanechnikov", bandwidth=float(args.adaptive_bandwidth), lipschitz=L, delta=_delta(),
+        kernel="epanechnikov", bandwidth=float(args.adaptive_bandwidth), lipschitz=L, delta=DELTA,
         bound=args.bound, n_neighbors=min(int(args.adaptive_neighbors), n_rows))
 
 
@@ -321,12 +323,6 @@ def _with_patient(X: np.ndarray, value: float) -> np.ndarray:
     closer by more than that margin.
     """
     return np.hstack([X, np.full((X.shape[0], 1), float(value))])
-
-
-def _delta() -> float:
-    from .ecg import DELTA
-
-    return DELTA
 
 
 def _stack(X_base: np.ndarray, y_base: np.ndarray, X_loc: np.ndarray, y_loc: np.ndarray,
@@ -371,7 +367,7 @@ def _select_lipschitz_on_local(
         seen = np.isin(y_loc[check_idx], model.classes_)
         if not np.any(seen):
             continue
-        with _quiet():
+        with _quiet_bounds():
             checks = check_lipschitz(model, X_loc[check_idx][seen], y_loc[check_idx][seen],
                                      lipschitz=list(grid_seen), alpha=CHECK_ALPHA, per_class=False)
         rej = np.array([c.rejected for c in checks])
@@ -449,8 +445,6 @@ def weighted_decision(proba: Any, lower: Any, upper: Any, weights: Any) -> Weigh
 
 def _objective(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float, dict[str, float]]:
     """Mean over S and V of min(Se, +P) (%): the targets' "Se ≥ x at +P ≥ x" in one number."""
-    from .ecg import CLASS_NAMES
-
     out: dict[str, float] = {}
     for name in ("S", "V"):
         c = CLASS_NAMES.index(name)
@@ -540,8 +534,6 @@ def _simulate_ds1(X_base: np.ndarray, base: Any, L_seen: float, c: float, args: 
     DS1 records at the local weight (the patient column 0 on its beats), the rest of it is
     queried. Only DS1 is used.
     """
-    from .ecg import CLASS_NAMES, expand_interval, is_symmetric_form
-
     is_local = local_beats(base.sample, minutes=args.local_minutes)
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("y", "proba", "lower", "upper")}
     records = np.unique(base.record)
@@ -553,7 +545,7 @@ def _simulate_ds1(X_base: np.ndarray, base: Any, L_seen: float, c: float, args: 
         X, y, w = _stack(_with_patient(X_base[~mine], c), base.y[~mine], _with_patient(X_base[loc], 0.0),
                          base.y[loc], args.local_weight)
         model = _model(L_seen, args, X.shape[0]).fit(X, y, sample_weight=w)
-        with _quiet():
+        with _quiet_bounds():
             iv = model.predict_interval(_with_patient(X_base[ev], 0.0))
         iv = expand_interval(iv, model.classes_.astype(np.intp), len(CLASS_NAMES),
                              symmetric=is_symmetric_form(args.bound))
@@ -564,23 +556,10 @@ def _simulate_ds1(X_base: np.ndarray, base: Any, L_seen: float, c: float, args: 
     return {k: np.concatenate(v) for k, v in parts.items()}
 
 
-def _command_error(message: str) -> Exception:
-    from .ecg import _command_error as error
-
-    return error(message)
-
-
-def _quiet() -> Any:
-    from .ecg import _quiet_bounds
-
-    return _quiet_bounds()
-
-
 def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, quick: bool) -> AdaptiveResult:
     """Scale on DS1, choose L on the local beats and the class weights on DS1, then one model per DS2 record."""
     from ..datasets import stratified_subsample
     from ..metrics import ec57_report
-    from .ecg import CLASS_NAMES, InterFit, _decide, expand_interval, is_symmetric_form
 
     n_full = len(base)
     cap = getattr(args, "inter_train", None) or (ADAPTIVE_QUICK_TRAIN if quick else None)
@@ -640,7 +619,7 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
         model = _model(L_seen, args, X.shape[0]).fit(X, y, sample_weight=w)
         fit_s += time.perf_counter() - t
         t = time.perf_counter()
-        with _quiet():
+        with _quiet_bounds():
             iv = model.predict_interval(X_rest[ev])
         query_s += time.perf_counter() - t
         present = model.classes_.astype(np.intp)
@@ -719,7 +698,7 @@ def record_check(model: Any, X: Any, y: Any, *, alpha: float = CHECK_ALPHA) -> d
     row: dict[str, Any] = {"check_rows": int(seen.sum()), "check_p_value": math.nan, "check_rejected": False,
                            "check_rejected_by": ""}
     if np.any(seen):
-        with _quiet():
+        with _quiet_bounds():
             c = check_lipschitz(model, X[seen], y[seen], alpha=alpha, per_class=False)
         row.update({"check_p_value": float(c.p_value), "check_rejected": bool(c.rejected),
                     "check_rejected_by": ",".join(c.rejected_by)})
@@ -796,15 +775,11 @@ def record_certificate_rows(
 # tables, figures, summary
 # ---------------------------------------------------------------------------
 def _as_inter(res: AdaptiveResult) -> Any:
-    from .ecg import InterResult
-
     params = {"both": {"bandwidth": res.bandwidth, "rhythm_weight": res.rhythm_weight}}
     return InterResult(res.fits, res.y_true, res.records, res.samples, res.n_base, res.n_base_full, params, None)
 
 
 def _overview(res: AdaptiveResult) -> list[dict[str, Any]]:
-    from .ecg import _inter_overview
-
     extra = {"split": "adaptive", "local_minutes": res.minutes, "local_weight": res.local_weight,
              "n_neighbors": res.n_neighbors, "bandwidth": res.bandwidth,
              "patient_distance": res.patient_distance, "L": res.lipschitz, "n_local": res.n_local,
@@ -815,15 +790,11 @@ def _overview(res: AdaptiveResult) -> list[dict[str, Any]]:
 
 def adaptive_ec57_rows(res: AdaptiveResult) -> list[dict[str, Any]]:
     """EC57 rows (gross and record-averaged per class) of the adaptive fits, split ``adaptive``."""
-    from .ecg import _ec57_rows
-
     return [{**r, "split": "adaptive"} for r in _ec57_rows(_as_inter(res))]
 
 
 def _record_table(res: AdaptiveResult) -> list[dict[str, Any]]:
     """Per DS2 record (weighted rule; its certified beats are the argmax's): EC57 S/V, certificates, check."""
-    from .ecg import CLASS_NAMES
-
     f = next(f for f in res.fits if f.rule == HEADLINE_RULE)
     rep = f.report
     S, V = CLASS_NAMES.index("S"), CLASS_NAMES.index("V")
@@ -864,7 +835,6 @@ def _strips(res: AdaptiveResult, rows: list[dict[str, Any]], data_dir: Path | No
     """One strip figure per drawn record, 10 s around its first certified error (else its first error)."""
     from ..datasets.mitbih import load_mitbih_signal
     from ..plots import ECGStripDisplay
-    from .ecg import CLASS_NAMES
 
     if data_dir is None:
         return []
