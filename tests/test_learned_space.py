@@ -198,7 +198,9 @@ def test_metric_kinds_fit_and_predict(metric):
     X, y, _ = _field(500, d=5)
     clf = NadarayaWatsonClassifier(bandwidth=1.0, metric=metric).fit(X, y)
     assert clf.predict(X[:4]).shape == (4,)
-    assert clf.metric_.n_features_in_ == 5
+    # metric="auto" is cross-fitted by default (cross_fit="auto"): a space per half.
+    spaces_ = [h.metric_ for h in clf.cross_fit_models_] if metric == "auto" else [clf.metric_]
+    assert [s.n_features_in_ for s in spaces_] == [5] * len(spaces_)
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])

@@ -92,7 +92,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         "lipschitz": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
         "metric": [None, StrOptions({"standard", "auto"}), HasMethods(["fit"])],
         "metric_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "cross_fit": ["boolean"],
+        "cross_fit": ["boolean", StrOptions({"auto"})],
         "margin": [Interval(Real, 0, None, closed="neither"), None],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "bound": [StrOptions(set(BOUND_NAMES))],
@@ -181,6 +181,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         auto_lipschitz = isinstance(self.lipschitz, str) and self.lipschitz == "auto"
         n = X.shape[0]
         self.metric_, self.metric_rows_, self.check_rows_ = None, np.zeros(0, np.intp), np.zeros(0, np.intp)
+        self.metric_report_ = None
         self.lipschitz_ = None if self.lipschitz is None or auto_lipschitz else float(self.lipschitz)
         self.lipschitz_report_ = None
         self.nw_rows_ = np.arange(n)
@@ -221,6 +222,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             w = None if weights is None else weights[fit_rows].astype(np.float64)
             self.metric_ = LearnedSpace(self.metric, random_state=seed).fit(X[fit_rows], labels[fit_rows], w)
         self.metric_rows_, self.check_rows_, self.nw_rows_ = metric_rows, check_rows, nw_rows
+        self.metric_report_ = getattr(self.metric_, "report_", None)
         if auto_lipschitz:  # what the check needs after the kernel sums are in place (_finish_fit)
             pilot = X[map_rows] if self.metric_ is None else self.metric_.transform(X[map_rows])
             self._held = (pilot, labels[map_rows], X[check_rows], self.classes_[labels[check_rows]])
@@ -258,6 +260,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             halves.append(half.fit(X, y, sample_weight=sample_weight, groups=groups))
         self.cross_fit_models_ = halves
         self.metric_ = None
+        self.metric_report_ = tuple(h.metric_report_ for h in halves) if halves[0].metric_report_ is not None else None
         self.metric_rows_, self.nw_rows_ = first, second
         self.check_rows_ = np.zeros(0, np.intp)
         if hasattr(halves[0], "n_samples_fit_"):
@@ -268,8 +271,15 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         self._fit_complete = True
         return self
 
+    def _uses_cross_fit(self) -> bool:
+        """``cross_fit=True``, or ``"auto"`` with ``metric="auto"`` (user guide, "Cross-fitting")."""
+        cf = getattr(self, "cross_fit", False)
+        if isinstance(cf, str):
+            return cf == "auto" and metric_kind(getattr(self, "metric", None)) == "auto"
+        return bool(cf)
+
     def _is_cross_fitted(self) -> bool:
-        return getattr(self, "cross_fit_models_", None) is not None and getattr(self, "cross_fit", False)
+        return getattr(self, "cross_fit_models_", None) is not None and self._uses_cross_fit()
 
     def _no_cross_fit(self, method: str) -> None:
         if self._is_cross_fitted():
@@ -329,10 +339,10 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
 
     def _refuse_learned_state(self, action: str) -> None:
         """Model files and fitted states hold plain arrays: no learned map, no chosen L."""
-        if getattr(self, "metric", None) is not None or getattr(self, "cross_fit", False):
+        if getattr(self, "metric", None) is not None or self._uses_cross_fit():
             raise ValueError(
                 f"{action}: a fitted state holds plain arrays, and a learned metric (metric={self.metric!r}"
-                f"{', cross_fit=True' if getattr(self, 'cross_fit', False) else ''}) is an arbitrary scikit-learn "
+                f"{', cross_fit=True' if self._uses_cross_fit() else ''}) is an arbitrary scikit-learn "
                 "object that a safe model file cannot store. Keep the model with joblib/pickle (trusted files "
                 "only), or fit with metric=None on features you transform yourself."
             )
