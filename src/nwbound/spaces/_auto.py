@@ -40,6 +40,8 @@ class MetricAutoReport:
     n_cv_rows, n_splits : int
         Rows and folds of the comparison (``n_splits = 0``: too few rows per class to
         cross-validate; the candidates were then tried in their listed order).
+    random_state : int
+        Seed of the folds and of the gradient-boosting candidate.
     feature_weight : float
         ``r``: the weight of the standardised features next to the scores.
 
@@ -61,6 +63,7 @@ class MetricAutoReport:
     n_rows: int
     n_cv_rows: int
     n_splits: int
+    random_state: int = 0
     feature_weight: float = float("nan")
 
     def __str__(self) -> str:
@@ -208,7 +211,8 @@ def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray |
         results[name]["status"] = "chosen"
         break
     report = MetricAutoReport(chosen=chosen, candidates=tuple(results[n] for n in candidates),
-                              n_rows=int(X.shape[0]), n_cv_rows=int(cv_rows.shape[0]), n_splits=n_splits)
+                              n_rows=int(X.shape[0]), n_cv_rows=int(cv_rows.shape[0]), n_splits=n_splits,
+                              random_state=int(random_state))
     if chosen is None:
         warnings.warn(f"{report}\nThe bounds are then those of the standardised features (as "
                       "metric='standard', on fewer rows): give more rows, or a metric of your own.",
