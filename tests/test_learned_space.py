@@ -550,3 +550,19 @@ def test_auto_defaults_cover_a_few_of_many_features_field_and_beat_euclidean_at_
     # binomial 3σ above δ all the same (measured: 0.1 %).
     assert miss.mean() <= delta + 3 * np.sqrt(delta * (1 - delta) / Q.shape[0])
     assert iv.certified.mean() >= euclid.certified.mean() + 0.2, (iv.certified.mean(), euclid.certified.mean())
+
+
+@pytest.mark.parametrize("metric, cross_fit, expected", [
+    ("auto", "auto", True), ("auto", False, False), (None, "auto", False),
+    (LinearDiscriminantAnalysis(), "auto", False), (LinearDiscriminantAnalysis(), True, True),
+])
+def test_cross_fit_auto_cross_fits_metric_auto_only(metric, cross_fit, expected):
+    X, y, _ = _field(400, d=4, seed=17)
+    with _quiet():
+        clf = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric=metric, cross_fit=cross_fit).fit(X, y)
+    assert (getattr(clf, "cross_fit_models_", None) is not None) == expected
+    assert clf.get_params()["cross_fit"] == cross_fit
+    assert NadarayaWatsonClassifier().get_params()["cross_fit"] == "auto"
+    if expected:  # every training row in the kernel sums of exactly one half
+        assert clf.n_samples_fit_ == X.shape[0]
+        assert isinstance(clf.metric_report_, tuple) == (metric == "auto")
