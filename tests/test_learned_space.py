@@ -566,3 +566,18 @@ def test_cross_fit_auto_cross_fits_metric_auto_only(metric, cross_fit, expected)
     if expected:  # every training row in the kernel sums of exactly one half
         assert clf.n_samples_fit_ == X.shape[0]
         assert isinstance(clf.metric_report_, tuple) == (metric == "auto")
+
+
+def test_auto_cross_validates_by_group_when_given_groups():
+    from nwbound.spaces import choose_score_model
+
+    X, y, _ = _field(600, d=4, seed=19)
+    groups = np.arange(600) // 20  # 30 "patients"
+    with _quiet():
+        _, report = choose_score_model(X, y, random_state=0, groups=groups)
+        clf = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric="auto", cross_fit=False).fit(
+            X, y, groups=groups)
+    assert report.grouped and "groups kept whole" in str(report)
+    assert clf.metric_report_.grouped
+    _, plain = choose_score_model(X, y, random_state=0)
+    assert not plain.grouped

@@ -220,7 +220,8 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         if kind is not None:
             fit_rows = map_rows if uses_labels else np.arange(n)
             w = None if weights is None else weights[fit_rows].astype(np.float64)
-            self.metric_ = LearnedSpace(self.metric, random_state=seed).fit(X[fit_rows], labels[fit_rows], w)
+            self.metric_ = LearnedSpace(self.metric, random_state=seed).fit(
+                X[fit_rows], labels[fit_rows], w, groups=None if groups is None else groups[fit_rows])
         self.metric_rows_, self.check_rows_, self.nw_rows_ = metric_rows, check_rows, nw_rows
         self.metric_report_ = getattr(self.metric_, "report_", None)
         if auto_lipschitz:  # what the check needs after the kernel sums are in place (_finish_fit)

@@ -44,6 +44,8 @@ class MetricAutoReport:
         Seed of the folds and of the gradient-boosting candidate.
     feature_weight : float
         ``r``: the weight of the standardised features next to the scores.
+    grouped : bool
+        The folds kept each group whole (``groups`` given, and enough groups).
 
     Examples
     --------
@@ -65,10 +67,12 @@ class MetricAutoReport:
     n_splits: int
     random_state: int = 0
     feature_weight: float = float("nan")
+    grouped: bool = False
 
     def __str__(self) -> str:
         if self.n_splits:
-            how = f"by out-of-fold log-loss ({self.n_splits}-fold, {self.n_cv_rows} map rows)"
+            how = (f"by out-of-fold log-loss ({self.n_splits}-fold{', groups kept whole' if self.grouped else ''}, "
+                   f"{self.n_cv_rows} map rows)")
         else:
             how = (f"without cross-validation (too few map rows per class for {AUTO_CV_FOLDS} folds): "
                    "the first candidate that fits")
@@ -124,7 +128,7 @@ def _fit(model: Any, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | N
 
 
 def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None, *,
-                       random_state: int = 0) -> tuple[Any, MetricAutoReport]:
+                       random_state: int = 0, groups: np.ndarray | None = None) -> tuple[Any, MetricAutoReport]:
     """The score model of ``metric="auto"``: the candidate of least out-of-fold log-loss, refitted.
 
     Each candidate of :func:`auto_candidates` is cross-validated on ``(X, y)`` (at most
@@ -139,6 +143,10 @@ def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray |
     sample_weight : ndarray or None, default=None
         Passed to the refit (not to the comparison, whose log-loss is unweighted).
     random_state : int, default=0
+    groups : ndarray or None, default=None
+        One group label per row: the folds then keep each group whole (``StratifiedGroupKFold``),
+        so that a patient's rows do not judge a model fitted on that patient's other rows. With
+        fewer groups than folds, the folds ignore the groups (said in the report).
 
     Returns
     -------
@@ -158,7 +166,7 @@ def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray |
     """
     from sklearn.base import clone
     from sklearn.metrics import log_loss
-    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold, cross_val_predict
 
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
@@ -169,6 +177,9 @@ def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray |
     labels, counts = np.unique(y[cv_rows], return_counts=True)
     n_splits = int(min(AUTO_CV_FOLDS, counts.min())) if labels.shape[0] > 1 else 0
     n_splits = n_splits if n_splits >= 2 else 0
+    cv_groups = None if groups is None else np.asarray(groups)[cv_rows]
+    if cv_groups is not None and np.unique(cv_groups).shape[0] < max(n_splits, 2):
+        cv_groups = None  # too few groups for the folds: rows, stratified
     candidates = auto_candidates(random_state)
     results: dict[str, dict[str, Any]] = {}
     for name, model in candidates.items():
@@ -177,9 +188,11 @@ def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray |
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # convergence chatter: the log-loss judges
-                    proba = cross_val_predict(clone(model), X[cv_rows], y[cv_rows], method="predict_proba",
-                                              cv=StratifiedKFold(n_splits, shuffle=True,
-                                                                 random_state=random_state))
+                    folds = (StratifiedKFold(n_splits, shuffle=True, random_state=random_state)
+                             if cv_groups is None else
+                             StratifiedGroupKFold(n_splits, shuffle=True, random_state=random_state))
+                    proba = cross_val_predict(clone(model), X[cv_rows], y[cv_rows], groups=cv_groups,
+                                              method="predict_proba", cv=folds)
                 entry["log_loss"] = float(log_loss(y[cv_rows], proba, labels=labels))
                 entry["accuracy"] = float(np.mean(labels[np.argmax(proba, axis=1)] == y[cv_rows]))
             except Exception as exc:  # noqa: BLE001 - any failure drops the candidate, with its reason
@@ -212,7 +225,7 @@ def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray |
         break
     report = MetricAutoReport(chosen=chosen, candidates=tuple(results[n] for n in candidates),
                               n_rows=int(X.shape[0]), n_cv_rows=int(cv_rows.shape[0]), n_splits=n_splits,
-                              random_state=int(random_state))
+                              random_state=int(random_state), grouped=cv_groups is not None)
     if chosen is None:
         warnings.warn(f"{report}\nThe bounds are then those of the standardised features (as "
                       "metric='standard', on fewer rows): give more rows, or a metric of your own.",

@@ -154,8 +154,13 @@ class LearnedSpace:
         self.metric = metric
         self.random_state = random_state
 
-    def fit(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None) -> "LearnedSpace":
+    def fit(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None,
+            groups: np.ndarray | None = None) -> "LearnedSpace":
         """Fit the map on ``(X, y)`` and the standardisation of its output.
+
+        ``groups`` (one label per row, or None) keeps each group within one fold of
+        ``"auto"``'s cross-validation, so that rows of one patient do not judge a model fitted on
+        that patient's other rows.
 
         Returns
         -------
@@ -184,7 +189,7 @@ class LearnedSpace:
                 rows = np.sort(rng.choice(X.shape[0], size=AUTO_MAX_ROWS, replace=False))
             self.map_, self.report_ = choose_score_model(
                 X[rows], y[rows], None if sample_weight is None else sample_weight[rows],
-                random_state=rng.randint(2**31))
+                random_state=rng.randint(2**31), groups=None if groups is None else np.asarray(groups)[rows])
         raw = self._raw(X)
         if kind == "standard":
             self._mean, self._scale = _location_scale(raw)
