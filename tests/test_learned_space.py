@@ -568,6 +568,23 @@ def test_cross_fit_auto_cross_fits_metric_auto_only(metric, cross_fit, expected)
         assert isinstance(clf.metric_report_, tuple) == (metric == "auto")
 
 
+def test_cross_fit_auto_stops_above_the_map_row_cap(monkeypatch):
+    """Above AUTO_MAX_ROWS rows in the metric share, the map is capped anyway: one split."""
+    import nwbound.estimators._base as base
+
+    X, y, _ = _field(400, d=4, seed=17)
+    monkeypatch.setattr(base, "AUTO_MAX_ROWS", 159)  # 0.4 · 400 = 160 rows in the metric share
+    with _quiet():
+        one = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric="auto").fit(X, y)
+    monkeypatch.setattr(base, "AUTO_MAX_ROWS", 160)
+    with _quiet():
+        two = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric="auto").fit(X, y)
+    assert not one._is_cross_fitted() and one.metric_ is not None
+    assert two._is_cross_fitted() and two.n_samples_fit_ == 400
+    one.set_params(metric=None).fit(X, y)  # a later fit without cross-fitting forgets the halves
+    assert not one._is_cross_fitted()
+
+
 def test_auto_cross_validates_by_group_when_given_groups():
     from nwbound.spaces import choose_score_model
 

@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, _num_samples, check_is_fitted, validate_data
 
 from typing import Any, Mapping
 
@@ -23,7 +23,7 @@ from .._validation import check_beta, check_choice, check_class_count, check_ope
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import AdviceContext, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
-from ..spaces import LearnedSpace, check_fraction, check_groups, choose_lipschitz, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
+from ..spaces import AUTO_MAX_ROWS, LearnedSpace, check_fraction, check_groups, choose_lipschitz, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
 from ._device import queries_on_host, training_data_on_host, validate_queries
 from ._statistics import KernelStatistics
 
@@ -180,6 +180,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         kind = metric_kind(getattr(self, "metric", None))
         auto_lipschitz = isinstance(self.lipschitz, str) and self.lipschitz == "auto"
         n = X.shape[0]
+        self._cross_fitted = False
         self.metric_, self.metric_rows_, self.check_rows_ = None, np.zeros(0, np.intp), np.zeros(0, np.intp)
         self.metric_report_ = None
         self.lipschitz_ = None if self.lipschitz is None or auto_lipschitz else float(self.lipschitz)
@@ -260,6 +261,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             half._forced_split = (metric_rows, nw_rows)
             halves.append(half.fit(X, y, sample_weight=sample_weight, groups=groups))
         self.cross_fit_models_ = halves
+        self._cross_fitted = True
         self.metric_ = None
         self.metric_report_ = tuple(h.metric_report_ for h in halves) if halves[0].metric_report_ is not None else None
         self.metric_rows_, self.nw_rows_ = first, second
@@ -272,15 +274,20 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         self._fit_complete = True
         return self
 
-    def _uses_cross_fit(self) -> bool:
-        """``cross_fit=True``, or ``"auto"`` with ``metric="auto"`` (user guide, "Cross-fitting")."""
+    def _uses_cross_fit(self, X: Any = None) -> bool:
+        """Whether ``fit(X)`` cross-fits: ``cross_fit=True``; with ``"auto"``, ``metric="auto"`` on a
+        training set whose metric share (``metric_fraction`` of its rows) holds at most
+        ``AUTO_MAX_ROWS`` rows (user guide, "Cross-fitting")."""
         cf = getattr(self, "cross_fit", False)
         if isinstance(cf, str):
-            return cf == "auto" and metric_kind(getattr(self, "metric", None)) == "auto"
+            if cf != "auto" or metric_kind(getattr(self, "metric", None)) != "auto":
+                return False
+            n = _num_samples(X) if X is not None else 0
+            return check_fraction(getattr(self, "metric_fraction", 0.4)) * n <= AUTO_MAX_ROWS
         return bool(cf)
 
     def _is_cross_fitted(self) -> bool:
-        return getattr(self, "cross_fit_models_", None) is not None and self._uses_cross_fit()
+        return getattr(self, "cross_fit_models_", None) is not None and getattr(self, "_cross_fitted", False)
 
     def _no_cross_fit(self, method: str) -> None:
         if self._is_cross_fitted():
@@ -340,10 +347,10 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
 
     def _refuse_learned_state(self, action: str) -> None:
         """Model files and fitted states hold plain arrays: no learned map, no chosen L."""
-        if getattr(self, "metric", None) is not None or self._uses_cross_fit():
+        if getattr(self, "metric", None) is not None or getattr(self, "cross_fit", False) is True:
             raise ValueError(
                 f"{action}: a fitted state holds plain arrays, and a learned metric (metric={self.metric!r}"
-                f"{', cross_fit=True' if self._uses_cross_fit() else ''}) is an arbitrary scikit-learn "
+                f"{', cross_fit=True' if getattr(self, 'cross_fit', False) is True else ''}) is an arbitrary scikit-learn "
                 "object that a safe model file cannot store. Keep the model with joblib/pickle (trusted files "
                 "only), or fit with metric=None on features you transform yourself."
             )

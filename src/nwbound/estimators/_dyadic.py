@@ -156,7 +156,7 @@ class DyadicClassifier(BoundedClassifierBase):
         4
         """
         m = self._check_resolution()
-        if self._uses_cross_fit():
+        if self._uses_cross_fit(X):
             return self._fit_cross(X, y, sample_weight, groups)
         X, labels, weights = self._validate_training_data(X, y, sample_weight, np.float64)
         X, labels, weights = self._fit_space(X, labels, weights, groups, np.float64)

@@ -436,8 +436,10 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
     cross_fit : bool or "auto", default="auto"
         Fit twice with the two shares' roles swapped, each at level δ/2; intervals are the
         intersection of both, ``p̂`` the κ-weighted mean of both (``cross_fit_models_``).
-        ``"auto"``: True with ``metric="auto"``, False otherwise (user guide, "Cross-fitting":
-        every row then serves in the kernel sums of one half and in the map of the other).
+        ``"auto"``: True with ``metric="auto"`` while the metric share (``metric_fraction`` of the
+        training rows) holds at most ``nwbound.spaces.AUTO_MAX_ROWS`` rows, False otherwise (user
+        guide, "Cross-fitting": every row then serves in the kernel sums of one half and in the map
+        of the other; above the map's row cap a second map would cost without seeing more rows).
 
     Attributes
     ----------
@@ -622,7 +624,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         24
         """
         dtype, _, auto = self._check_params()
-        if self._uses_cross_fit():
+        if self._uses_cross_fit(X):
             return self._fit_cross(X, y, sample_weight, groups)
         X, labels, weights = self._validate_training_data(X, y, sample_weight, dtype)
         X, labels, weights = self._fit_space(X, labels, weights, groups, dtype)
