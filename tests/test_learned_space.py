@@ -598,3 +598,25 @@ def test_auto_cross_validates_by_group_when_given_groups():
     assert clf.metric_report_.grouped
     _, plain = choose_score_model(X, y, random_state=0)
     assert not plain.grouped
+
+
+def test_auto_validates_on_a_held_out_third_above_the_cv_rows(monkeypatch):
+    """Many map rows: one stratified third validates the candidates fitted on the rest, and the
+    winner is kept as fitted (checked against fits by hand on the same thirds)."""
+    from sklearn.metrics import log_loss
+    from sklearn.model_selection import StratifiedKFold
+
+    import nwbound.spaces._auto as auto
+    from nwbound.spaces import auto_candidates, choose_score_model
+
+    monkeypatch.setattr(auto, "AUTO_CV_ROWS", 200)
+    X, y, _ = _field(600, d=4, seed=23)
+    model, report = choose_score_model(X, y, random_state=5)
+    assert report.n_splits == 1 and report.n_rows == 400 and report.n_cv_rows == 200
+    assert "held-out log-loss" in str(report) and "kept as fitted" in str(report)
+    train, val = next(StratifiedKFold(3, shuffle=True, random_state=5).split(X, y))
+    for cand in report.candidates:
+        by_hand = auto_candidates(5)[cand["name"]].fit(X[train], y[train])
+        assert cand["log_loss"] == pytest.approx(log_loss(y[val], by_hand.predict_proba(X[val])), rel=1e-9)
+        if cand["status"] == "chosen":
+            np.testing.assert_allclose(model.predict_proba(X[:5]), by_hand.predict_proba(X[:5]), rtol=1e-9)

@@ -13,8 +13,10 @@ __all__ = ["AUTO_CV_FOLDS", "AUTO_CV_ROWS", "MetricAutoReport", "auto_candidates
 #: Folds of the cross-validation that compares ``metric="auto"``'s candidate score models (fewer
 #: when the smallest class of the map rows has fewer rows).
 AUTO_CV_FOLDS = 3
-#: At most this many map rows (a fixed random subset) enter that cross-validation; the chosen
-#: model is then refitted on every map row (the speed budget at the ECG shapes).
+#: Up to this many map rows, the candidates are cross-validated and the winner refitted on every
+#: map row; above it, a stratified third of the map rows validates the candidates fitted on the
+#: other two thirds (thousands of validation rows: a precise log-loss without more folds), and the
+#: winner is kept as fitted, so that each candidate is fitted once (the speed budget at the ECG shapes).
 AUTO_CV_ROWS = 4000
 
 
@@ -39,7 +41,9 @@ class MetricAutoReport:
         Rows that fitted the chosen model.
     n_cv_rows, n_splits : int
         Rows and folds of the comparison (``n_splits = 0``: too few rows per class to
-        cross-validate; the candidates were then tried in their listed order).
+        cross-validate; the candidates were then tried in their listed order; ``n_splits = 1``:
+        more than :data:`AUTO_CV_ROWS` map rows, so a stratified third of them validated the
+        candidates fitted on the other two thirds, and the winner was kept as fitted).
     random_state : int
         Seed of the folds and of the gradient-boosting candidate.
     feature_weight : float
@@ -70,14 +74,19 @@ class MetricAutoReport:
     grouped: bool = False
 
     def __str__(self) -> str:
-        if self.n_splits:
+        if self.n_splits == 1:
+            how = (f"by held-out log-loss ({self.n_cv_rows} map rows validate the candidates fitted on the other "
+                   f"{self.n_rows}{'; groups kept whole' if self.grouped else ''})")
+        elif self.n_splits:
             how = (f"by out-of-fold log-loss ({self.n_splits}-fold{', groups kept whole' if self.grouped else ''}, "
                    f"{self.n_cv_rows} map rows)")
         else:
             how = (f"without cross-validation (too few map rows per class for {AUTO_CV_FOLDS} folds): "
                    "the first candidate that fits")
-        head = (f"metric='auto' chose the {self.chosen} scores {how}, refitted on {self.n_rows} map rows; "
-                f"the features enter at weight r = {self.feature_weight:.3g}." if self.chosen is not None else
+        fit = "kept as fitted" if self.n_splits == 1 else f"refitted on {self.n_rows} map rows"
+        weight = (f"; the features enter at weight r = {self.feature_weight:.3g}"
+                  if np.isfinite(self.feature_weight) else "")
+        head = (f"metric='auto' chose the {self.chosen} scores {how}, {fit}{weight}." if self.chosen is not None else
                 f"metric='auto': no candidate score model could be fitted on the {self.n_rows} map rows; "
                 "the space is the standardised features alone.")
         lines = [head]
@@ -131,8 +140,10 @@ def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray |
                        random_state: int = 0, groups: np.ndarray | None = None) -> tuple[Any, MetricAutoReport]:
     """The score model of ``metric="auto"``: the candidate of least out-of-fold log-loss, refitted.
 
-    Each candidate of :func:`auto_candidates` is cross-validated on ``(X, y)`` (at most
-    :data:`AUTO_CV_ROWS` rows, :data:`AUTO_CV_FOLDS` stratified folds); one that fails to fit,
+    Each candidate of :func:`auto_candidates` is cross-validated on ``(X, y)``
+    (:data:`AUTO_CV_FOLDS` stratified folds) and the winner refitted; above :data:`AUTO_CV_ROWS`
+    rows, a stratified third validates the candidates fitted on the rest and the winner is kept
+    as fitted. One that fails to fit,
     or whose refitted scores are the same on every row (e.g. gradient boosting on a few dozen
     rows), is dropped with its reason. Called on the map rows only.
 
@@ -170,10 +181,7 @@ def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray |
 
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
-    rng = np.random.default_rng(random_state)
     cv_rows = np.arange(X.shape[0])
-    if X.shape[0] > AUTO_CV_ROWS:
-        cv_rows = np.sort(rng.choice(X.shape[0], size=AUTO_CV_ROWS, replace=False))
     labels, counts = np.unique(y[cv_rows], return_counts=True)
     n_splits = int(min(AUTO_CV_FOLDS, counts.min())) if labels.shape[0] > 1 else 0
     n_splits = n_splits if n_splits >= 2 else 0
@@ -181,23 +189,44 @@ def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray |
     if cv_groups is not None and np.unique(cv_groups).shape[0] < max(n_splits, 2):
         cv_groups = None  # too few groups for the folds: rows, stratified
     candidates = auto_candidates(random_state)
-    results: dict[str, dict[str, Any]] = {}
+    results = {name: {"name": name, "log_loss": float("nan"), "accuracy": float("nan"), "status": "compared"}
+               for name in candidates}
+    holdout = bool(n_splits) and X.shape[0] > AUTO_CV_ROWS
+    fitted_on_train: dict[str, Any] = {}
+    if holdout:
+        # Many rows: one stratified third of the map rows validates models fitted on the other two
+        # thirds (thousands of validation rows make the log-loss precise without more folds), and
+        # the winner is kept as fitted: no refit (the speed budget).
+        folds = (StratifiedKFold(3, shuffle=True, random_state=random_state) if groups is None or
+                 np.unique(groups).shape[0] < 3 else StratifiedGroupKFold(3, shuffle=True, random_state=random_state))
+        cv_groups = None if isinstance(folds, StratifiedKFold) else np.asarray(groups)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a class with fewer than 3 rows: it sits in some thirds only
+            train, cv_rows = next(folds.split(X, y, cv_groups))
+        labels = np.unique(y)
     for name, model in candidates.items():
-        entry = {"name": name, "log_loss": float("nan"), "accuracy": float("nan"), "status": "compared"}
-        if n_splits:
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # convergence chatter: the log-loss judges
+        if not n_splits:
+            continue
+        entry = results[name]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # convergence chatter: the log-loss judges
+                if holdout:
+                    model = _fit(clone(model), X[train], y[train],
+                                 None if sample_weight is None else sample_weight[train])
+                    fitted_on_train[name] = model
+                    proba = np.zeros((cv_rows.shape[0], labels.shape[0]))
+                    proba[:, np.searchsorted(labels, model.classes_)] = model.predict_proba(X[cv_rows])
+                else:
                     folds = (StratifiedKFold(n_splits, shuffle=True, random_state=random_state)
                              if cv_groups is None else
                              StratifiedGroupKFold(n_splits, shuffle=True, random_state=random_state))
                     proba = cross_val_predict(clone(model), X[cv_rows], y[cv_rows], groups=cv_groups,
                                               method="predict_proba", cv=folds)
-                entry["log_loss"] = float(log_loss(y[cv_rows], proba, labels=labels))
-                entry["accuracy"] = float(np.mean(labels[np.argmax(proba, axis=1)] == y[cv_rows]))
-            except Exception as exc:  # noqa: BLE001 - any failure drops the candidate, with its reason
-                entry["status"] = f"dropped: cross-validation failed ({type(exc).__name__}: {exc})"
-        results[name] = entry
+            entry["log_loss"] = float(log_loss(y[cv_rows], proba, labels=labels))
+            entry["accuracy"] = float(np.mean(labels[np.argmax(proba, axis=1)] == y[cv_rows]))
+        except Exception as exc:  # noqa: BLE001 - any failure drops the candidate, with its reason
+            entry["status"] = f"dropped: {'validation' if holdout else 'cross-validation'} failed ({type(exc).__name__}: {exc})"
     order = [n for n in candidates if not results[n]["status"].startswith("dropped")]
     if n_splits:
         order.sort(key=lambda n: results[n]["log_loss"])
@@ -206,7 +235,7 @@ def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray |
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                model = _fit(clone(candidates[name]), X, y, sample_weight)
+                model = fitted_on_train[name] if holdout else _fit(clone(candidates[name]), X, y, sample_weight)
             from ._space import _auto_scores
 
             s = _auto_scores(model, X)
@@ -224,7 +253,8 @@ def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray |
         results[name]["status"] = "chosen"
         break
     report = MetricAutoReport(chosen=chosen, candidates=tuple(results[n] for n in candidates),
-                              n_rows=int(X.shape[0]), n_cv_rows=int(cv_rows.shape[0]), n_splits=n_splits,
+                              n_rows=int(train.shape[0] if holdout else X.shape[0]),
+                              n_cv_rows=int(cv_rows.shape[0]), n_splits=1 if holdout else n_splits,
                               random_state=int(random_state), grouped=cv_groups is not None)
     if chosen is None:
         warnings.warn(f"{report}\nThe bounds are then those of the standardised features (as "
