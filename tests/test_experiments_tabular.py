@@ -64,13 +64,13 @@ def test_quick_run_files_and_sane_values(quick_run):
     rows = _read(out / "folds" / "iris_fold0.csv")
     assert tuple(rows[0]) == tabular.COLUMNS
     methods = [r["method"] for r in rows]
-    for m in ("nw_standard", "nw_standard_k25", "nw_auto", "nw_hgb_scores", "hgb", "knn15", "logistic",
+    for m in ("nw_standard", "nw_standard_k25", "nw_auto", "nw_auto_single", "nw_hgb_scores", "hgb", "knn15", "logistic",
               "conformal_lr", "conformal_hgb", "acceptance_lr", "acceptance_hgb"):
         assert m in methods
     for r in rows:
         assert r["dataset"] == "iris" and r["fold"] == "0" and r["n_test"] == "30"
         if r["note"]:  # a method that could not be fitted on this fold: said, and no number made up
-            assert r["note"].startswith("not fitted:") and r["method"] in ("nw_auto", "nw_hgb_scores")
+            assert r["note"].startswith("not fitted:") and r["method"] in tabular.LEARNED_METHODS
             assert all(math.isnan(_f(r[k])) for k in ("accuracy", "n_selected", "lipschitz"))
             continue
         acc, n_err, n_test = _f(r["accuracy"]), int(r["n_errors"]), int(r["n_test"])
@@ -82,7 +82,7 @@ def test_quick_run_files_and_sane_values(quick_run):
             assert math.isclose(_f(r["selected_share"]), n_sel / n_test)
         if r["selection"] == "certified":
             assert _f(r["lipschitz"]) > 0
-            if r["method"] in ("nw_auto", "nw_hgb_scores"):  # lipschitz="auto": pilot × 2^k
+            if r["method"] in tabular.LEARNED_METHODS:  # lipschitz="auto": pilot × 2^k
                 k = math.log2(_f(r["lipschitz"]) / _f(r["lipschitz_pilot"]))
                 assert abs(k - round(k)) < 1e-9 and r["lipschitz_all_rejected"] in ("True", "False")
             ceiling = _f(r["sum_error_ceiling"])
@@ -120,11 +120,14 @@ def test_baselines_use_the_same_folds(quick_run):
     # Split conformal (LAC) by hand: LR on M, quantile of 1 − p̂_y on N, α = 0.05.
     # The learned spaces' split of fold 0 (seed 1000·seed + fold = 0), read from the classifier:
     # LR is fitted on the rows that fit the map, the sets are calibrated on the kernel sums' rows N.
-    space = NadarayaWatsonClassifier(metric="auto", lipschitz="auto", bandwidth="auto",
+    space = NadarayaWatsonClassifier(metric="auto", lipschitz="auto", bandwidth="auto", cross_fit=False,
                                      random_state=0).fit(X_tr, y[train])
     m = np.setdiff1d(space.metric_rows_, space.check_rows_)
     n = space.nw_rows_
-    assert int(rows["conformal_lr"]["n_fit"]) == m.size and int(rows["nw_auto"]["n_fit"]) == n.size
+    assert int(rows["conformal_lr"]["n_fit"]) == m.size and int(rows["nw_auto_single"]["n_fit"]) == n.size
+    # The default metric="auto" is cross-fitted: its kernel sums hold every training row once.
+    assert int(rows["nw_auto"]["n_fit"]) == train.size
+    assert rows["nw_auto"]["space"] and rows["nw_auto_single"]["space"] == space.metric_report_.chosen
     lr_m = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000, random_state=0))
     lr_m.fit(X_tr[m], y[train][m])
     scores = np.sort(1 - lr_m.predict_proba(X_tr[n])[np.arange(n.size), y[train][n]])

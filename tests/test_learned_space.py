@@ -198,7 +198,9 @@ def test_metric_kinds_fit_and_predict(metric):
     X, y, _ = _field(500, d=5)
     clf = NadarayaWatsonClassifier(bandwidth=1.0, metric=metric).fit(X, y)
     assert clf.predict(X[:4]).shape == (4,)
-    assert clf.metric_.n_features_in_ == 5
+    # metric="auto" is cross-fitted by default (cross_fit="auto"): a space per half.
+    spaces_ = [h.metric_ for h in clf.cross_fit_models_] if metric == "auto" else [clf.metric_]
+    assert [s.n_features_in_ for s in spaces_] == [5] * len(spaces_)
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
@@ -358,7 +360,8 @@ def sine60_fit():
     X, y, _ = _sine60(3000, seed=31)
     Q, _, pq = _sine60(2000, seed=32)
     with _quiet():
-        clf = NadarayaWatsonClassifier(bandwidth="auto", lipschitz="auto", metric="auto", random_state=3).fit(X, y)
+        clf = NadarayaWatsonClassifier(bandwidth="auto", lipschitz="auto", metric="auto", random_state=3,
+                                       cross_fit=False).fit(X, y)  # one split: one pilot L
     return clf, Q, pq
 
 
@@ -439,3 +442,181 @@ def test_lipschitz_auto_chooses_bandwidths_at_the_pilot_so_intervals_nest_in_L()
     small, mid, large = out.values()
     assert np.all(small.lower >= mid.lower - 1e-12) and np.all(mid.lower >= large.lower - 1e-12)
     assert np.all(small.upper <= mid.upper + 1e-12) and np.all(mid.upper <= large.upper + 1e-12)
+
+
+# -- metric="auto": the score model chosen on the map rows ---------------------------------------
+def _oof_log_loss(model, X, y, n_splits, seed):
+    """Out-of-fold log-loss by hand: fit on each training fold, −mean log p̂(true class) on the rest."""
+    from sklearn.model_selection import StratifiedKFold
+
+    classes = np.unique(y)
+    logp = np.empty(y.shape[0])
+    for train, test in StratifiedKFold(n_splits, shuffle=True, random_state=seed).split(X, y):
+        fitted = clone(model).fit(X[train], y[train])
+        P = np.clip(fitted.predict_proba(X[test]), 1e-15, 1.0)
+        P = P / P.sum(axis=1, keepdims=True)
+        logp[test] = np.log(P[np.arange(test.shape[0]), np.searchsorted(classes, y[test])])
+    return -logp.mean()
+
+
+def test_auto_chooses_its_score_model_by_out_of_fold_log_loss_on_the_map_rows_only():
+    from nwbound.spaces import auto_candidates
+
+    X, y, _ = _field(900, d=6, seed=41)
+    with _quiet():
+        clf = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric="auto", cross_fit=False,
+                                       random_state=4).fit(X, y)
+    report, rows = clf.metric_report_, clf.metric_rows_
+    assert report is clf.metric_.report_ and report.n_rows == rows.shape[0] and report.n_splits == 3
+    by_hand = {c["name"]: _oof_log_loss(auto_candidates(report.random_state)[c["name"]], X[rows], y[rows], 3,
+                                        report.random_state) for c in report.candidates}
+    # The log-loss of every candidate: the map rows alone give it, whichever won.
+    for name, value in by_hand.items():
+        got = next(c["log_loss"] for c in report.candidates if c["name"] == name)
+        assert got == pytest.approx(value, rel=1e-6), (name, got, value)
+    best = min(report.candidates, key=lambda c: c["log_loss"])
+    assert best["status"] == "chosen" and report.chosen == best["name"]
+    assert sum(c["status"] == "chosen" for c in report.candidates) == 1
+    assert "out-of-fold log-loss" in str(report) and report.chosen in str(report)
+    # The chosen model is refitted on the map rows (not the NW rows): its class probabilities on
+    # them are a fresh fit's.
+    fresh = auto_candidates(report.random_state)[report.chosen].fit(X[rows], y[rows])
+    np.testing.assert_allclose(clf.metric_.map_.predict_proba(X[:5]), fresh.predict_proba(X[:5]), rtol=1e-6)
+
+
+def test_auto_drops_a_model_that_learned_nothing_and_says_why():
+    from nwbound.spaces import choose_score_model
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(20, 3))
+    y = (X[:, 0] > 0).astype(int)
+    y[0] = 2  # a class of one row: too few for cross-validation, so the candidates go in order
+    model, report = choose_score_model(X, y, random_state=0)
+    assert report.n_splits == 0 and report.chosen == "logistic regression"
+    boosting = report.candidates[0]
+    assert boosting["name"] == "gradient boosting" and boosting["status"].startswith("dropped: the same scores")
+    assert "too few map rows per class" in str(report)
+
+
+def test_auto_with_no_model_that_learns_warns_and_keeps_the_features():
+    X = np.ones((60, 3))
+    y = np.repeat([0, 1], 30)
+    with pytest.warns(UserWarning, match="no candidate score model could be fitted"):
+        space = LearnedSpace("auto", random_state=0).fit(X, y)
+    assert space.report_.chosen is None and space.map_ is None and space.feature_weight_ == 1.0
+    assert all(c["status"].startswith("dropped") for c in space.report_.candidates)
+    assert space.transform(X[:2]).shape == (2, 3)
+
+
+def test_auto_fits_a_few_dozen_rows_of_three_classes():
+    """Wine/iris-sized folds: gradient boosting learns nothing from 24 rows; "auto" still fits."""
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    rows = np.random.default_rng(0).permutation(150)[:120]
+    with _quiet():
+        clf = NadarayaWatsonClassifier(metric="auto", lipschitz="auto", bandwidth="auto").fit(X[rows], y[rows])
+    assert isinstance(clf.metric_report_, tuple) and len(clf.metric_report_) == 2
+    assert all(r.chosen is not None for r in clf.metric_report_)
+    assert clf.score(np.delete(X, rows, 0), np.delete(y, rows)) >= 0.8
+
+
+def _softmax3(n, seed):
+    """20-D normal features, 3 classes, p = softmax(1.5 (x0, x1, x2)): 3 of 20 features.
+
+    ∇ₓp_c = W ∇ₗp_c with ‖W‖₂ = 1.5 and ‖p_c(e_c − p)‖ ≤ √2 p_c(1 − p_c) ≤ √2/4, so every p_c is
+    L-Lipschitz in x with L = 1.5·√2/4."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 20))
+    logits = 1.5 * X[:, :3]
+    P = np.exp(logits - logits.max(1, keepdims=True))
+    P /= P.sum(1, keepdims=True)
+    y = (rng.random(n)[:, None] > np.cumsum(P, 1)).sum(1)
+    return X, y, P
+
+
+@pytest.mark.slow
+def test_auto_defaults_cover_a_few_of_many_features_field_and_beat_euclidean_at_the_true_l():
+    X, y, _ = _softmax3(3000, seed=51)
+    Q, _, P = _softmax3(1500, seed=52)
+    delta, L = 0.05, 1.5 * np.sqrt(2) / 4
+    with _quiet():
+        clf = NadarayaWatsonClassifier(metric="auto", lipschitz="auto", bandwidth="auto", delta=delta).fit(X, y)
+        iv = clf.predict_interval(Q)
+        euclid = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=L, delta=delta).fit(X, y).predict_interval(Q)
+    assert clf._is_cross_fitted()  # the default for metric="auto"
+    miss = np.any((P < iv.lower - 1e-12) | (P > iv.upper + 1e-12), axis=1)
+    # Queries share the training rows, so their misses are not independent; the allowance is a
+    # binomial 3σ above δ all the same (measured: 0.1 %).
+    assert miss.mean() <= delta + 3 * np.sqrt(delta * (1 - delta) / Q.shape[0])
+    assert iv.certified.mean() >= euclid.certified.mean() + 0.2, (iv.certified.mean(), euclid.certified.mean())
+
+
+@pytest.mark.parametrize("metric, cross_fit, expected", [
+    ("auto", "auto", True), ("auto", False, False), (None, "auto", False),
+    (LinearDiscriminantAnalysis(), "auto", False), (LinearDiscriminantAnalysis(), True, True),
+])
+def test_cross_fit_auto_cross_fits_metric_auto_only(metric, cross_fit, expected):
+    X, y, _ = _field(400, d=4, seed=17)
+    with _quiet():
+        clf = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric=metric, cross_fit=cross_fit).fit(X, y)
+    assert (getattr(clf, "cross_fit_models_", None) is not None) == expected
+    assert clf.get_params()["cross_fit"] == cross_fit
+    assert NadarayaWatsonClassifier().get_params()["cross_fit"] == "auto"
+    if expected:  # every training row in the kernel sums of exactly one half
+        assert clf.n_samples_fit_ == X.shape[0]
+        assert isinstance(clf.metric_report_, tuple) == (metric == "auto")
+
+
+def test_cross_fit_auto_stops_above_the_map_row_cap(monkeypatch):
+    """Above AUTO_MAX_ROWS rows in the metric share, the map is capped anyway: one split."""
+    import nwbound.estimators._base as base
+
+    X, y, _ = _field(400, d=4, seed=17)
+    monkeypatch.setattr(base, "AUTO_MAX_ROWS", 159)  # 0.4 · 400 = 160 rows in the metric share
+    with _quiet():
+        one = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric="auto").fit(X, y)
+    monkeypatch.setattr(base, "AUTO_MAX_ROWS", 160)
+    with _quiet():
+        two = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric="auto").fit(X, y)
+    assert not one._is_cross_fitted() and one.metric_ is not None
+    assert two._is_cross_fitted() and two.n_samples_fit_ == 400
+    one.set_params(metric=None).fit(X, y)  # a later fit without cross-fitting forgets the halves
+    assert not one._is_cross_fitted()
+
+
+def test_auto_cross_validates_by_group_when_given_groups():
+    from nwbound.spaces import choose_score_model
+
+    X, y, _ = _field(600, d=4, seed=19)
+    groups = np.arange(600) // 20  # 30 "patients"
+    with _quiet():
+        _, report = choose_score_model(X, y, random_state=0, groups=groups)
+        clf = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric="auto", cross_fit=False).fit(
+            X, y, groups=groups)
+    assert report.grouped and "groups kept whole" in str(report)
+    assert clf.metric_report_.grouped
+    _, plain = choose_score_model(X, y, random_state=0)
+    assert not plain.grouped
+
+
+def test_auto_validates_on_a_held_out_third_above_the_cv_rows(monkeypatch):
+    """Many map rows: one stratified third validates the candidates fitted on the rest, and the
+    winner is kept as fitted (checked against fits by hand on the same thirds)."""
+    from sklearn.metrics import log_loss
+    from sklearn.model_selection import StratifiedKFold
+
+    import nwbound.spaces._auto as auto
+    from nwbound.spaces import auto_candidates, choose_score_model
+
+    monkeypatch.setattr(auto, "AUTO_CV_ROWS", 200)
+    X, y, _ = _field(600, d=4, seed=23)
+    model, report = choose_score_model(X, y, random_state=5)
+    assert report.n_splits == 1 and report.n_rows == 400 and report.n_cv_rows == 200
+    assert "held-out log-loss" in str(report) and "kept as fitted" in str(report)
+    train, val = next(StratifiedKFold(3, shuffle=True, random_state=5).split(X, y))
+    for cand in report.candidates:
+        by_hand = auto_candidates(5)[cand["name"]].fit(X[train], y[train])
+        assert cand["log_loss"] == pytest.approx(log_loss(y[val], by_hand.predict_proba(X[val])), rel=1e-9)
+        if cand["status"] == "chosen":
+            np.testing.assert_allclose(model.predict_proba(X[:5]), by_hand.predict_proba(X[:5]), rtol=1e-9)

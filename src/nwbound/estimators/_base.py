@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, _num_samples, check_is_fitted, validate_data
 
 from typing import Any, Mapping
 
@@ -23,7 +23,7 @@ from .._validation import check_beta, check_choice, check_class_count, check_ope
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import AdviceContext, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
-from ..spaces import LearnedSpace, check_fraction, check_groups, choose_lipschitz, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
+from ..spaces import AUTO_MAX_ROWS, LearnedSpace, check_fraction, check_groups, choose_lipschitz, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
 from ._device import queries_on_host, training_data_on_host, validate_queries
 from ._statistics import KernelStatistics
 
@@ -92,7 +92,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         "lipschitz": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
         "metric": [None, StrOptions({"standard", "auto"}), HasMethods(["fit"])],
         "metric_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "cross_fit": ["boolean"],
+        "cross_fit": ["boolean", StrOptions({"auto"})],
         "margin": [Interval(Real, 0, None, closed="neither"), None],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "bound": [StrOptions(set(BOUND_NAMES))],
@@ -180,7 +180,9 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         kind = metric_kind(getattr(self, "metric", None))
         auto_lipschitz = isinstance(self.lipschitz, str) and self.lipschitz == "auto"
         n = X.shape[0]
+        self._cross_fitted = False
         self.metric_, self.metric_rows_, self.check_rows_ = None, np.zeros(0, np.intp), np.zeros(0, np.intp)
+        self.metric_report_ = None
         self.lipschitz_ = None if self.lipschitz is None or auto_lipschitz else float(self.lipschitz)
         self.lipschitz_report_ = None
         self.nw_rows_ = np.arange(n)
@@ -219,8 +221,10 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         if kind is not None:
             fit_rows = map_rows if uses_labels else np.arange(n)
             w = None if weights is None else weights[fit_rows].astype(np.float64)
-            self.metric_ = LearnedSpace(self.metric, random_state=seed).fit(X[fit_rows], labels[fit_rows], w)
+            self.metric_ = LearnedSpace(self.metric, random_state=seed).fit(
+                X[fit_rows], labels[fit_rows], w, groups=None if groups is None else groups[fit_rows])
         self.metric_rows_, self.check_rows_, self.nw_rows_ = metric_rows, check_rows, nw_rows
+        self.metric_report_ = getattr(self.metric_, "report_", None)
         if auto_lipschitz:  # what the check needs after the kernel sums are in place (_finish_fit)
             pilot = X[map_rows] if self.metric_ is None else self.metric_.transform(X[map_rows])
             self._held = (pilot, labels[map_rows], X[check_rows], self.classes_[labels[check_rows]])
@@ -257,7 +261,9 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             half._forced_split = (metric_rows, nw_rows)
             halves.append(half.fit(X, y, sample_weight=sample_weight, groups=groups))
         self.cross_fit_models_ = halves
+        self._cross_fitted = True
         self.metric_ = None
+        self.metric_report_ = tuple(h.metric_report_ for h in halves) if halves[0].metric_report_ is not None else None
         self.metric_rows_, self.nw_rows_ = first, second
         self.check_rows_ = np.zeros(0, np.intp)
         if hasattr(halves[0], "n_samples_fit_"):
@@ -268,8 +274,20 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         self._fit_complete = True
         return self
 
+    def _uses_cross_fit(self, X: Any = None) -> bool:
+        """Whether ``fit(X)`` cross-fits: ``cross_fit=True``; with ``"auto"``, ``metric="auto"`` on a
+        training set whose metric share (``metric_fraction`` of its rows) holds at most
+        ``AUTO_MAX_ROWS`` rows (user guide, "Cross-fitting")."""
+        cf = getattr(self, "cross_fit", False)
+        if isinstance(cf, str):
+            if cf != "auto" or metric_kind(getattr(self, "metric", None)) != "auto":
+                return False
+            n = _num_samples(X) if X is not None else 0
+            return check_fraction(getattr(self, "metric_fraction", 0.4)) * n <= AUTO_MAX_ROWS
+        return bool(cf)
+
     def _is_cross_fitted(self) -> bool:
-        return getattr(self, "cross_fit_models_", None) is not None and getattr(self, "cross_fit", False)
+        return getattr(self, "cross_fit_models_", None) is not None and getattr(self, "_cross_fitted", False)
 
     def _no_cross_fit(self, method: str) -> None:
         if self._is_cross_fitted():
@@ -329,10 +347,10 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
 
     def _refuse_learned_state(self, action: str) -> None:
         """Model files and fitted states hold plain arrays: no learned map, no chosen L."""
-        if getattr(self, "metric", None) is not None or getattr(self, "cross_fit", False):
+        if getattr(self, "metric", None) is not None or getattr(self, "cross_fit", False) is True:
             raise ValueError(
                 f"{action}: a fitted state holds plain arrays, and a learned metric (metric={self.metric!r}"
-                f"{', cross_fit=True' if getattr(self, 'cross_fit', False) else ''}) is an arbitrary scikit-learn "
+                f"{', cross_fit=True' if getattr(self, 'cross_fit', False) is True else ''}) is an arbitrary scikit-learn "
                 "object that a safe model file cannot store. Keep the model with joblib/pickle (trusted files "
                 "only), or fit with metric=None on features you transform yourself."
             )

@@ -103,7 +103,7 @@ class DyadicClassifier(BoundedClassifierBase):
         empty_neighborhood="prior",
         metric=None,
         metric_fraction=0.4,
-        cross_fit=False,
+        cross_fit="auto",
         random_state=None,
     ):
         self.resolution = resolution
@@ -156,7 +156,7 @@ class DyadicClassifier(BoundedClassifierBase):
         4
         """
         m = self._check_resolution()
-        if self.cross_fit:
+        if self._uses_cross_fit(X):
             return self._fit_cross(X, y, sample_weight, groups)
         X, labels, weights = self._validate_training_data(X, y, sample_weight, np.float64)
         X, labels, weights = self._fit_space(X, labels, weights, groups, np.float64)

@@ -426,15 +426,20 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         ``groups``); the kernel sums then use only the other rows, mapped, so that given the map
         their labels are as independent as before. A model fitted elsewhere enters as
         ``sklearn.frozen.FrozenEstimator(model)`` (it must not have seen those rows' labels).
-        ``"auto"``: gradient-boosting scores next to the standardised features scaled down
-        (:class:`nwbound.spaces.LearnedSpace`). The map's output is centred and scaled. Queries
+        ``"auto"``: the class probabilities of a score model chosen by cross-validation on the
+        map rows (gradient boosting or logistic regression, ``metric_report_``) next to the
+        standardised features scaled down (:class:`nwbound.spaces.LearnedSpace`). The map's output is centred and scaled. Queries
         are always given in the original features. **``lipschitz``, ``margin`` and
         ``bandwidth`` are then in the units of the mapped space** (``metric_.transform(X)``).
     metric_fraction : float in (0, 1), default=0.4
         Share of the training rows that fit the map (the rest enter the kernel sums).
-    cross_fit : bool, default=False
+    cross_fit : bool or "auto", default="auto"
         Fit twice with the two shares' roles swapped, each at level δ/2; intervals are the
         intersection of both, ``p̂`` the κ-weighted mean of both (``cross_fit_models_``).
+        ``"auto"``: True with ``metric="auto"`` while the metric share (``metric_fraction`` of the
+        training rows) holds at most ``nwbound.spaces.AUTO_MAX_ROWS`` rows, False otherwise (user
+        guide, "Cross-fitting": every row then serves in the kernel sums of one half and in the map
+        of the other; above the map's row cap a second map would cost without seeing more rows).
 
     Attributes
     ----------
@@ -461,6 +466,9 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
     metric_ : LearnedSpace or None
         The fitted map (``metric_.map_`` the fitted scikit-learn object); None without ``metric``
         or with ``cross_fit`` (see ``cross_fit_models_``).
+    metric_report_ : MetricAutoReport, tuple of two, or None
+        With ``metric="auto"``: which score model was chosen and why
+        (:class:`nwbound.spaces.MetricAutoReport`; one per half when cross-fitted).
     metric_rows_, check_rows_, nw_rows_ : ndarray of int
         Row numbers of the metric share, of the held-out check rows within it (``lipschitz="auto"``)
         and of the rows in the kernel sums.
@@ -545,7 +553,7 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         device=None,
         metric=None,
         metric_fraction=0.4,
-        cross_fit=False,
+        cross_fit="auto",
     ):
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -612,11 +620,11 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
         >>> NadarayaWatsonClassifier(bandwidth=0.2).fit(X, y).n_samples_fit_
         40
-        >>> NadarayaWatsonClassifier(bandwidth=0.5, metric="auto").fit(X, y).n_samples_fit_
+        >>> NadarayaWatsonClassifier(bandwidth=0.5, metric="auto", cross_fit=False).fit(X, y).n_samples_fit_
         24
         """
         dtype, _, auto = self._check_params()
-        if self.cross_fit:
+        if self._uses_cross_fit(X):
             return self._fit_cross(X, y, sample_weight, groups)
         X, labels, weights = self._validate_training_data(X, y, sample_weight, dtype)
         X, labels, weights = self._fit_space(X, labels, weights, groups, dtype)

@@ -9,10 +9,12 @@ folds:
   on the standardized features, ``L`` from
   :func:`~nwbound.assumptions.estimate_lipschitz` on the training fold,
   ``bandwidth="auto"``; regular and localized (k = 25);
-* **the learned spaces**: ``nw_auto`` (``metric="auto"``: gradient-boosting
-  scores next to the standardized features scaled down) and ``nw_hgb_scores``
+* **the learned spaces**: ``nw_auto`` (the defaults ``metric="auto"``, cross-fitted:
+  the class probabilities of the score model chosen on the map rows, gradient boosting or
+  logistic regression, next to the standardized features scaled down), ``nw_auto_single``
+  (the same with one split, ``cross_fit=False``) and ``nw_hgb_scores``
   (``metric=HistGradientBoostingClassifier()``: the model's decision scores as
-  the space), both with ``bandwidth="auto"``. The classifier splits the
+  the space), all with ``bandwidth="auto"``. The classifier splits the
   training fold (stratified, ``--metric-fraction``) into a metric share M,
   which fits the map, and an NW share N, the only rows in the kernel sums, so
   that given M the labels in the bound are independent of the space (user
@@ -78,17 +80,20 @@ COLUMNS: tuple[str, ...] = (
     "dataset", "fold", "method", "setting", "selection", "n_train", "n_fit", "n_test", "accuracy", "n_errors",
     "lipschitz", "lipschitz_pilot", "lipschitz_all_rejected", "n_selected", "selected_share", "selected_errors",
     "selected_error_rate", "mean_error_ceiling",
-    "sum_error_ceiling", "errors_caught_10", "fit_s", "query_s", "note",
+    "sum_error_ceiling", "errors_caught_10", "fit_s", "query_s", "space", "note",
 )
 """Columns of the per-fold tables. ``selection`` says what ``n_selected`` counts:
 ``certified`` (NW rows), ``singleton`` (conformal sets), ``accepted``
 (calibrated acceptance), empty for the plain baselines. ``note`` holds the
-error of a method that could not be fitted on the fold (its numbers are NaN)."""
+error of a method that could not be fitted on the fold (its numbers are NaN). ``space``
+names the score model ``metric="auto"`` chose on the map rows (``metric_report_``; one per
+half when cross-fitted, joined by ``/``)."""
 
 NW_METHODS: dict[str, str] = {
     "nw_standard": "today: standardized, estimated L, auto λ",
     "nw_standard_k25": "today, localized k = 25",
-    "nw_auto": "metric=\"auto\", lipschitz=\"auto\", auto λ",
+    "nw_auto": "the defaults metric=\"auto\", lipschitz=\"auto\", auto λ (cross-fitted: cross_fit=\"auto\")",
+    "nw_auto_single": "metric=\"auto\", lipschitz=\"auto\", auto λ, one split (cross_fit=False)",
     "nw_hgb_scores": "metric=HistGradientBoostingClassifier() (its scores as the space), lipschitz=\"auto\", auto λ",
 }
 PEER_METHODS: dict[str, str] = {
@@ -101,6 +106,7 @@ PEER_METHODS: dict[str, str] = {
     "acceptance_hgb": "CalibratedAcceptance (α = δ) on 1 − max p̂, the score space's HGB, calibrated on N",
 }
 BASELINES = ("hgb", "knn15", "logistic")
+LEARNED_METHODS = ("nw_auto", "nw_auto_single", "nw_hgb_scores")
 LEARNED_L = ("`lipschitz=\"auto\"`: the smallest L on the grid pilot × 2^k (k = −1 … 2; the pilot "
              "`estimate_lipschitz` on the map's rows, in the mapped space) that the held-out check rows of the "
              "metric share do not reject (`nwbound.assumptions.select_lipschitz`); no row in the kernel sums "
@@ -237,7 +243,7 @@ def config_from_args(args: argparse.Namespace) -> TabularConfig:
 
 def _empty_row(**lead: Any) -> dict[str, Any]:
     row = {c: math.nan for c in COLUMNS}
-    row.update(selection="", setting="", note="")
+    row.update(selection="", setting="", space="", note="")
     row.update(lead)
     return row
 
@@ -348,9 +354,11 @@ def run_fold(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: n
     # the pilot estimate on the map rows that the check rows do not reject.
     split_seed = seed * 1000 + fold
     fitted: dict[str, Any] = {}
-    for method, metric in (("nw_auto", "auto"), ("nw_hgb_scores", hgb())):
+    for method, metric, cross_fit in (("nw_auto", "auto", "auto"), ("nw_auto_single", "auto", False),
+                                      ("nw_hgb_scores", hgb(), False)):
         model = NadarayaWatsonClassifier(metric=metric, lipschitz="auto", bandwidth="auto", delta=delta,
-                                         metric_fraction=config.metric_fraction, random_state=split_seed)
+                                         metric_fraction=config.metric_fraction, random_state=split_seed,
+                                         cross_fit=cross_fit)
         try:
             with warnings.catch_warnings():  # "every L rejected" is recorded in the row
                 warnings.simplefilter("ignore", UserWarning)
@@ -360,17 +368,21 @@ def run_fold(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: n
             rows.append(_empty_row(**lead, method=method, setting="learned space", selection="certified",
                                    note=f"not fitted: {exc}"))
             continue
-        report = model.lipschitz_report_
+        # Cross-fitted: one report per half; L is the larger choice, with that half's pilot.
+        reports = model.lipschitz_report_ if isinstance(model.lipschitz_report_, tuple) else (model.lipschitz_report_,)
+        report = max(reports, key=lambda r: r.value)
+        spaces = model.metric_report_ if isinstance(model.metric_report_, tuple) else (model.metric_report_,)
         row = _empty_row(**lead, method=method, setting="learned space", n_fit=int(model.n_samples_fit_),
                          lipschitz=float(model.lipschitz_), lipschitz_pilot=float(report.pilot),
-                         lipschitz_all_rejected=bool(report.all_rejected), fit_s=fit_s, query_s=query_s)
+                         lipschitz_all_rejected=any(r.all_rejected for r in reports), fit_s=fit_s, query_s=query_s,
+                         space=" / ".join(str(r.chosen) for r in spaces if r is not None))
         queries[method] = _nw_summary(row, iv, classes, y_te)
         rows.append(row)
         fitted[method] = model
 
     # --- marginal peers on the learned spaces' split (the same for both: same seed and labels):
     # LR and HGB on the rows that fit the map (HGB: the score space's own model), calibrated on N.
-    split = next(iter(fitted.values()), None)
+    split = next((m for k, m in fitted.items() if k != "nw_auto"), None)  # a single split (not cross-fitted)
     if split is None:
         raise ValueError(f"{name}, fold {fold}: neither learned space could be fitted ({rows[-1]['note']}).")
     m_idx = np.setdiff1d(split.metric_rows_, split.check_rows_)
@@ -483,11 +495,21 @@ def summary_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "errors_caught_10": mean("errors_caught_10"),
             "fit_s": total("fit_s"), "query_s": total("query_s"),
             "n_folds_failed": len(failed), "note": str(failed[0]["note"]) if failed else "",
+            "space": "; ".join(f"{name} ({n} folds)" for name, n in _counts(r.get("space", "") for r in sel)),
         })
     for row in out:
         best = [r["accuracy"] for r in out if r["dataset"] == row["dataset"] and r["method"] in BASELINES]
         row["accuracy_gap"] = round(row["accuracy"] - max(best), 6) if best else math.nan
     return out
+
+
+def _counts(values: Any) -> list[tuple[str, int]]:
+    """Distinct non-empty strings and how often each occurs, most frequent first."""
+    found: dict[str, int] = {}
+    for v in values:
+        if isinstance(v, str) and v:
+            found[v] = found.get(v, 0) + 1
+    return sorted(found.items(), key=lambda kv: -kv[1])
 
 
 def _fmt(x: Any, pct: bool = False) -> str:
@@ -513,7 +535,8 @@ def _summary_text(config: TabularConfig, summary: Sequence[dict[str, Any]], figu
         "`errors ≤ ceilings`: the errors among the certified are at most the sum of their error ceilings "
         "(`error_upper`), which bounds their expected number under the assumption.",
         "",
-        f"**L in the learned spaces** (`nw_auto`, `nw_hgb_scores`): {LEARNED_L}. It is an assumption, "
+        f"**L in the learned spaces** (`nw_auto`, `nw_auto_single`, `nw_hgb_scores`): {LEARNED_L} (cross-fitted: "
+        "the larger of the two halves' choices, each at δ/2). It is an assumption, "
         "not a certified fact.",
         "",
     ]
@@ -535,7 +558,7 @@ def _summary_text(config: TabularConfig, summary: Sequence[dict[str, Any]], figu
             for k in ("accuracy", "accuracy_gap", "selected_share", "selected_error_rate", "mean_error_ceiling",
                       "errors_caught_10"):
                 t[k] = _fmt(r[k], pct=True)
-            if r["method"] not in ("nw_auto", "nw_hgb_scores") or not r["n_folds"]:
+            if r["method"] not in LEARNED_METHODS or not r["n_folds"]:
                 t["folds_all_rejected"] = "–"
             for k in ("lipschitz", "lipschitz_pilot", "sum_error_ceiling"):
                 t[k] = _fmt(r[k])
@@ -545,6 +568,8 @@ def _summary_text(config: TabularConfig, summary: Sequence[dict[str, Any]], figu
             table.append(t)
         lines += [format_markdown(table), ""]
         for r in sel:
+            if r.get("space"):
+                lines += [f"- `{r['method']}`'s score model, chosen on the map rows (`metric_report_`): {r['space']}", ""]
             if r["n_folds_failed"]:
                 lines += [f"- `{r['method']}` could not be fitted on {r['n_folds_failed']} fold(s): {r['note']}", ""]
     lines += ["## Issue 21's targets, as measured", ""]

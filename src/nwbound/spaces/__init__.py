@@ -3,11 +3,17 @@ metric share and an NW share, the map fitted on the metric share and standardise
 cross-fitted combination of two splits (user guide: "Bounds in a learned space")."""
 
 from ._lipschitz import AUTO_CHECK_ROWS, AUTO_LIPSCHITZ_EXPONENTS, LipschitzAutoReport, choose_lipschitz, certified_evidence, pilot_lipschitz
+from ._auto import AUTO_CV_FOLDS, AUTO_CV_ROWS, MetricAutoReport, auto_candidates, choose_score_model
 from ._crossfit import intersect_intervals, kappa_weighted_proba
 from ._space import AUTO_FEATURE_WEIGHT, AUTO_MAX_ITER, AUTO_MAX_ROWS, LearnedSpace, metric_kind
 from ._split import check_fraction, check_groups, split_rows
 
 __all__ = [
+    "AUTO_CV_FOLDS",
+    "AUTO_CV_ROWS",
+    "MetricAutoReport",
+    "auto_candidates",
+    "choose_score_model",
     "AUTO_CHECK_ROWS",
     "AUTO_LIPSCHITZ_EXPONENTS",
     "LipschitzAutoReport",

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from sklearn.base import clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import has_fit_parameter
+
+from ._auto import choose_score_model
 
 __all__ = ["LearnedSpace", "metric_kind", "AUTO_FEATURE_WEIGHT", "AUTO_MAX_ROWS", "AUTO_MAX_ITER"]
 
@@ -70,6 +73,17 @@ def metric_kind(metric: Any) -> str | None:
     )
 
 
+def _auto_scores(model: Any, X: np.ndarray) -> np.ndarray:
+    """metric="auto"'s score block: the chosen model's class probabilities (one column for 2 classes).
+
+    Probabilities rather than decision values: a calibrated model's probabilities are close to p,
+    so p is smooth in them with a constant near 1, and its confident predictions of one class
+    gather at one vertex of the simplex (near neighbours, a small bias term), where decision
+    values spread confident rows apart along directions in which p hardly moves."""
+    P = np.asarray(model.predict_proba(X), dtype=np.float64)
+    return P[:, 1:] if P.shape[1] == 2 else P
+
+
 def _scores(model: Any, X: np.ndarray) -> np.ndarray:
     """A classifier's scores as a 2-D array: ``decision_function`` where it has one, else ``predict_proba``."""
     s = model.decision_function(X) if hasattr(model, "decision_function") else model.predict_proba(X)
@@ -89,9 +103,12 @@ class LearnedSpace:
       ``decision_function`` (else ``predict_proba``). A model fitted elsewhere enters as
       ``sklearn.frozen.FrozenEstimator(model)`` (cloning keeps it, ``fit`` does nothing): then
       it must never have seen the labels of the rows the kernel sums use.
-    * ``"auto"``: ``z = (s(x), r·x_std)``: the standardised decision scores of a
-      ``HistGradientBoostingClassifier`` (on at most ``AUTO_MAX_ROWS`` rows, ``AUTO_MAX_ITER``
-      iterations) next to the standardised features scaled by ``r = AUTO_FEATURE_WEIGHT·sqrt(C_s/d)``.
+    * ``"auto"``: ``z = (s(x), r·x_std)``: the standardised class probabilities ``s`` (one
+      column for two classes) of a score model chosen on the rows it is given by out-of-fold
+      log-loss (:func:`choose_score_model`: a ``HistGradientBoostingClassifier`` with
+      ``AUTO_MAX_ITER`` iterations or a logistic regression; at most ``AUTO_MAX_ROWS`` rows; the
+      choice and its reasons in ``report_``), next to the standardised features scaled by
+      ``r = AUTO_FEATURE_WEIGHT·sqrt(C_s/d)``.
       The map has full rank, so the Lipschitz assumption in ``z`` holds with a finite
       constant whenever ``p`` is Lipschitz in ``x`` (user guide, "Bounds in a learned space").
 
@@ -117,6 +134,8 @@ class LearnedSpace:
         Dimension of ``z``.
     feature_weight_ : float
         ``r`` of ``"auto"`` (0 otherwise).
+    report_ : MetricAutoReport or None
+        ``"auto"``: which score model was chosen, and why (None otherwise).
 
     Examples
     --------
@@ -135,8 +154,13 @@ class LearnedSpace:
         self.metric = metric
         self.random_state = random_state
 
-    def fit(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None) -> "LearnedSpace":
+    def fit(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None,
+            groups: np.ndarray | None = None) -> "LearnedSpace":
         """Fit the map on ``(X, y)`` and the standardisation of its output.
+
+        ``groups`` (one label per row, or None) keeps each group within one fold of
+        ``"auto"``'s cross-validation, so that rows of one patient do not judge a model fitted on
+        that patient's other rows.
 
         Returns
         -------
@@ -154,19 +178,18 @@ class LearnedSpace:
             raise ValueError("LearnedSpace needs a metric; metric=None means the features as they are.")
         X = np.asarray(X)
         self.kind, self.n_features_in_ = kind, X.shape[1]
-        self.map_, self.feature_weight_ = None, 0.0
+        self.map_, self.feature_weight_, self.report_ = None, 0.0, None
         if kind == "transformer" or kind == "scores":
             self.map_ = clone(self.metric)
             self._fit_map(self.map_, X, y, sample_weight)
         elif kind == "auto":
-            from sklearn.ensemble import HistGradientBoostingClassifier
-
             rng = check_random_state(self.random_state)
             rows = np.arange(X.shape[0])
             if X.shape[0] > AUTO_MAX_ROWS:
                 rows = np.sort(rng.choice(X.shape[0], size=AUTO_MAX_ROWS, replace=False))
-            self.map_ = HistGradientBoostingClassifier(max_iter=AUTO_MAX_ITER, random_state=rng.randint(2**31))
-            self._fit_map(self.map_, X[rows], y[rows], None if sample_weight is None else sample_weight[rows])
+            self.map_, self.report_ = choose_score_model(
+                X[rows], y[rows], None if sample_weight is None else sample_weight[rows],
+                random_state=rng.randint(2**31), groups=None if groups is None else np.asarray(groups)[rows])
         raw = self._raw(X)
         if kind == "standard":
             self._mean, self._scale = _location_scale(raw)
@@ -183,7 +206,9 @@ class LearnedSpace:
             self._scale[:n_map] = _common_scale(raw[:, :n_map])
         if kind == "auto":
             n_scores = raw.shape[1] - X.shape[1]
-            self.feature_weight_ = float(AUTO_FEATURE_WEIGHT * np.sqrt(n_scores / X.shape[1]))
+            # No score model (report_.chosen is None): the standardised features alone, at weight 1.
+            self.feature_weight_ = float(AUTO_FEATURE_WEIGHT * np.sqrt(n_scores / X.shape[1])) if n_scores else 1.0
+            self.report_ = replace(self.report_, feature_weight=self.feature_weight_)
         self.n_components_ = raw.shape[1]
         return self
 
@@ -208,6 +233,10 @@ class LearnedSpace:
                     f"metric {type(self.map_).__name__}.transform returned shape {out.shape} for {X.shape[0]} rows; "
                     "it must return one row of coordinates per input row."
                 )
+        elif self.map_ is None:  # "auto" without a score model that could be fitted
+            out = np.zeros((X.shape[0], 0))
+        elif self.kind == "auto":
+            out = _auto_scores(self.map_, X)
         else:
             out = _scores(self.map_, X)
         if self.kind == "auto":

@@ -1,0 +1,263 @@
+"""``metric="auto"``: the score model chosen by cross-validation on the map rows only."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["AUTO_CV_FOLDS", "AUTO_CV_ROWS", "MetricAutoReport", "auto_candidates", "choose_score_model"]
+
+#: Folds of the cross-validation that compares ``metric="auto"``'s candidate score models (fewer
+#: when the smallest class of the map rows has fewer rows).
+AUTO_CV_FOLDS = 3
+#: Up to this many map rows, the candidates are cross-validated and the winner refitted on every
+#: map row; above it, a stratified third of the map rows validates the candidates fitted on the
+#: other two thirds (thousands of validation rows: a precise log-loss without more folds), and the
+#: winner is kept as fitted, so that each candidate is fitted once (the speed budget at the ECG shapes).
+AUTO_CV_ROWS = 4000
+
+
+@dataclass(frozen=True)
+class MetricAutoReport:
+    """How ``metric="auto"`` chose its score model (``LearnedSpace.report_``, the estimator's ``metric_report_``).
+
+    Every candidate was compared by its out-of-fold log-loss (``cross_val_predict``, stratified
+    folds) on the rows that fit the map; no row of the kernel sums, nor any check row of
+    ``lipschitz="auto"``, enters the comparison, so the choice is a function of the metric share
+    and the guarantee given the space is unchanged.
+
+    Attributes
+    ----------
+    chosen : str or None
+        The candidate whose scores define the space; None when none could be fitted (the space is
+        then the standardised features alone, and a warning said so).
+    candidates : tuple of dict
+        One per candidate: ``name``, ``log_loss`` and ``accuracy`` (out of fold; NaN when not
+        measured) and ``status`` (``"chosen"``, ``"compared"`` or ``"dropped: <reason>"``).
+    n_rows : int
+        Rows that fitted the chosen model.
+    n_cv_rows, n_splits : int
+        Rows and folds of the comparison (``n_splits = 0``: too few rows per class to
+        cross-validate; the candidates were then tried in their listed order; ``n_splits = 1``:
+        more than :data:`AUTO_CV_ROWS` map rows, so a stratified third of them validated the
+        candidates fitted on the other two thirds, and the winner was kept as fitted).
+    random_state : int
+        Seed of the folds and of the gradient-boosting candidate.
+    feature_weight : float
+        ``r``: the weight of the standardised features next to the scores.
+    grouped : bool
+        The folds kept each group whole (``groups`` given, and enough groups).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.spaces import choose_score_model
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 4)); y = (X[:, 0] + 0.3 * rng.normal(size=300) > 0).astype(int)
+    >>> model, report = choose_score_model(X, y, random_state=0)
+    >>> report.chosen in ("gradient boosting", "logistic regression"), report.n_splits
+    (True, 3)
+    >>> "out-of-fold log-loss" in str(report)
+    True
+    """
+
+    chosen: str | None
+    candidates: tuple
+    n_rows: int
+    n_cv_rows: int
+    n_splits: int
+    random_state: int = 0
+    feature_weight: float = float("nan")
+    grouped: bool = False
+
+    def __str__(self) -> str:
+        if self.n_splits == 1:
+            how = (f"by held-out log-loss ({self.n_cv_rows} map rows validate the candidates fitted on the other "
+                   f"{self.n_rows}{'; groups kept whole' if self.grouped else ''})")
+        elif self.n_splits:
+            how = (f"by out-of-fold log-loss ({self.n_splits}-fold{', groups kept whole' if self.grouped else ''}, "
+                   f"{self.n_cv_rows} map rows)")
+        else:
+            how = (f"without cross-validation (too few map rows per class for {AUTO_CV_FOLDS} folds): "
+                   "the first candidate that fits")
+        fit = "kept as fitted" if self.n_splits == 1 else f"refitted on {self.n_rows} map rows"
+        weight = (f"; the features enter at weight r = {self.feature_weight:.3g}"
+                  if np.isfinite(self.feature_weight) else "")
+        head = (f"metric='auto' chose the {self.chosen} scores {how}, {fit}{weight}." if self.chosen is not None else
+                f"metric='auto': no candidate score model could be fitted on the {self.n_rows} map rows; "
+                "the space is the standardised features alone.")
+        lines = [head]
+        for c in self.candidates:
+            ll = "—" if not np.isfinite(c["log_loss"]) else f"{c['log_loss']:.4f}"
+            acc = "—" if not np.isfinite(c["accuracy"]) else f"{c['accuracy']:.3f}"
+            lines.append(f"  {c['name']}: log-loss {ll}, accuracy {acc}; {c['status']}")
+        return "\n".join(lines)
+
+
+def auto_candidates(random_state: int) -> dict[str, Any]:
+    """The candidate score models of ``metric="auto"``, unfitted, in order of preference.
+
+    * ``"gradient boosting"``: ``HistGradientBoostingClassifier(max_iter=AUTO_MAX_ITER)``, a
+      flexible model of interactions and monotone transforms;
+    * ``"logistic regression"``: standardised features, ``LogisticRegression`` (L2, ``C = 1``),
+      a stable model of a linear log-odds that needs few rows.
+
+    Examples
+    --------
+    >>> from nwbound.spaces import auto_candidates
+    >>> list(auto_candidates(0))
+    ['gradient boosting', 'logistic regression']
+    """
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from ._space import AUTO_MAX_ITER
+
+    return {
+        "gradient boosting": HistGradientBoostingClassifier(max_iter=AUTO_MAX_ITER, random_state=random_state),
+        "logistic regression": make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)),
+    }
+
+
+def _fit(model: Any, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None) -> Any:
+    from sklearn.utils.validation import has_fit_parameter
+
+    if sample_weight is not None:
+        step = model.steps[-1][0] if hasattr(model, "steps") else None
+        if step is not None:
+            return model.fit(X, y, **{f"{step}__sample_weight": sample_weight})
+        if has_fit_parameter(model, "sample_weight"):
+            return model.fit(X, y, sample_weight=sample_weight)
+    return model.fit(X, y)
+
+
+def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None, *,
+                       random_state: int = 0, groups: np.ndarray | None = None) -> tuple[Any, MetricAutoReport]:
+    """The score model of ``metric="auto"``: the candidate of least out-of-fold log-loss, refitted.
+
+    Each candidate of :func:`auto_candidates` is cross-validated on ``(X, y)``
+    (:data:`AUTO_CV_FOLDS` stratified folds) and the winner refitted; above :data:`AUTO_CV_ROWS`
+    rows, a stratified third validates the candidates fitted on the rest and the winner is kept
+    as fitted. One that fails to fit,
+    or whose refitted scores are the same on every row (e.g. gradient boosting on a few dozen
+    rows), is dropped with its reason. Called on the map rows only.
+
+    Parameters
+    ----------
+    X, y : ndarray
+        The map rows and their labels.
+    sample_weight : ndarray or None, default=None
+        Passed to the refit (not to the comparison, whose log-loss is unweighted).
+    random_state : int, default=0
+    groups : ndarray or None, default=None
+        One group label per row: the folds then keep each group whole (``StratifiedGroupKFold``),
+        so that a patient's rows do not judge a model fitted on that patient's other rows. With
+        fewer groups than folds, the folds ignore the groups (said in the report).
+
+    Returns
+    -------
+    model : fitted estimator or None
+        None when no candidate could be fitted (a ``UserWarning`` says so).
+    report : MetricAutoReport
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.spaces import choose_score_model
+    >>> rng = np.random.default_rng(1)
+    >>> X = rng.normal(size=(30, 3)); y = (X[:, 0] > 0).astype(int)
+    >>> model, report = choose_score_model(X, y, random_state=0)   # 30 rows: boosting learns nothing
+    >>> report.chosen
+    'logistic regression'
+    """
+    from sklearn.base import clone
+    from sklearn.metrics import log_loss
+    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold, cross_val_predict
+
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y)
+    cv_rows = np.arange(X.shape[0])
+    labels, counts = np.unique(y[cv_rows], return_counts=True)
+    n_splits = int(min(AUTO_CV_FOLDS, counts.min())) if labels.shape[0] > 1 else 0
+    n_splits = n_splits if n_splits >= 2 else 0
+    cv_groups = None if groups is None else np.asarray(groups)[cv_rows]
+    if cv_groups is not None and np.unique(cv_groups).shape[0] < max(n_splits, 2):
+        cv_groups = None  # too few groups for the folds: rows, stratified
+    candidates = auto_candidates(random_state)
+    results = {name: {"name": name, "log_loss": float("nan"), "accuracy": float("nan"), "status": "compared"}
+               for name in candidates}
+    holdout = bool(n_splits) and X.shape[0] > AUTO_CV_ROWS
+    fitted_on_train: dict[str, Any] = {}
+    if holdout:
+        # Many rows: one stratified third of the map rows validates models fitted on the other two
+        # thirds (thousands of validation rows make the log-loss precise without more folds), and
+        # the winner is kept as fitted: no refit (the speed budget).
+        folds = (StratifiedKFold(3, shuffle=True, random_state=random_state) if groups is None or
+                 np.unique(groups).shape[0] < 3 else StratifiedGroupKFold(3, shuffle=True, random_state=random_state))
+        cv_groups = None if isinstance(folds, StratifiedKFold) else np.asarray(groups)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a class with fewer than 3 rows: it sits in some thirds only
+            train, cv_rows = next(folds.split(X, y, cv_groups))
+        labels = np.unique(y)
+    for name, model in candidates.items():
+        if not n_splits:
+            continue
+        entry = results[name]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # convergence chatter: the log-loss judges
+                if holdout:
+                    model = _fit(clone(model), X[train], y[train],
+                                 None if sample_weight is None else sample_weight[train])
+                    fitted_on_train[name] = model
+                    proba = np.zeros((cv_rows.shape[0], labels.shape[0]))
+                    proba[:, np.searchsorted(labels, model.classes_)] = model.predict_proba(X[cv_rows])
+                else:
+                    folds = (StratifiedKFold(n_splits, shuffle=True, random_state=random_state)
+                             if cv_groups is None else
+                             StratifiedGroupKFold(n_splits, shuffle=True, random_state=random_state))
+                    proba = cross_val_predict(clone(model), X[cv_rows], y[cv_rows], groups=cv_groups,
+                                              method="predict_proba", cv=folds)
+            entry["log_loss"] = float(log_loss(y[cv_rows], proba, labels=labels))
+            entry["accuracy"] = float(np.mean(labels[np.argmax(proba, axis=1)] == y[cv_rows]))
+        except Exception as exc:  # noqa: BLE001 - any failure drops the candidate, with its reason
+            entry["status"] = f"dropped: {'validation' if holdout else 'cross-validation'} failed ({type(exc).__name__}: {exc})"
+    order = [n for n in candidates if not results[n]["status"].startswith("dropped")]
+    if n_splits:
+        order.sort(key=lambda n: results[n]["log_loss"])
+    chosen, fitted = None, None
+    for name in order:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model = fitted_on_train[name] if holdout else _fit(clone(candidates[name]), X, y, sample_weight)
+            from ._space import _auto_scores
+
+            s = _auto_scores(model, X)
+        except Exception as exc:  # noqa: BLE001
+            results[name]["status"] = f"dropped: refit failed ({type(exc).__name__}: {exc})"
+            continue
+        if not np.all(np.isfinite(s)):
+            results[name]["status"] = "dropped: non-finite scores"
+            continue
+        if X.shape[0] > 1 and not np.any(np.ptp(s, axis=0) > 0):
+            results[name]["status"] = (f"dropped: the same scores on all {X.shape[0]} map rows (it learned "
+                                       "nothing from them)")
+            continue
+        chosen, fitted = name, model
+        results[name]["status"] = "chosen"
+        break
+    report = MetricAutoReport(chosen=chosen, candidates=tuple(results[n] for n in candidates),
+                              n_rows=int(train.shape[0] if holdout else X.shape[0]),
+                              n_cv_rows=int(cv_rows.shape[0]), n_splits=1 if holdout else n_splits,
+                              random_state=int(random_state), grouped=cv_groups is not None)
+    if chosen is None:
+        warnings.warn(f"{report}\nThe bounds are then those of the standardised features (as "
+                      "metric='standard', on fewer rows): give more rows, or a metric of your own.",
+                      UserWarning, stacklevel=4)
+    return fitted, report
