@@ -195,6 +195,12 @@ def main(argv: list[str] | None = None) -> int:
     _part("hoeffding", lambda: bound_case("hoeffding", check=True), deadline)
     _part("localized k=10", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"}, check=True),
           deadline)
+    if fused:  # the grouped form's fused kernel, off on CUDA by default: its time and its check
+        os.environ["NWBOUND_FUSED_GROUPED"] = "1"
+        print("-- localized with the fused grouped search forced (NWBOUND_FUSED_GROUPED=1) --")
+        _part("localized k=10 fused", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"},
+                                                         check=True), deadline)
+        os.environ.pop("NWBOUND_FUSED_GROUPED", None)
     if not args.no_big:
         _part("1M case", big, deadline)
     if args.compiled and not args.small:

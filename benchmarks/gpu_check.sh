@@ -12,6 +12,9 @@
 #   profile  the GPU tests (140 s at most), then the benchmark at the ECG shapes without the 1M case,
 #            with a torch.profiler summary (top device and host costs, host reads) of one call each
 #            for Chernoff, Hoeffding and localized (150 s at most): about 5 minutes in all
+#   final    the device-bound GPU tests (test_gpu_bounds.py's CUDA cases, test_gpu_neighbors.py: 100 s
+#            at most), diag_grouped_search.py (60 s at most), then the benchmark with the 1M case and the
+#            profiles (200 s at most): about 6 minutes
 #   dry-run  on any machine (CPU PyTorch): the device-bound tests and the benchmark at tiny shapes,
 #            to check this script itself
 #   legacy   the issue-13 estimator timing (statistics route, host solver)
@@ -60,6 +63,18 @@ PY
   if [ "$MODE" = "profile" ]; then
     echo "== bench_device_bounds.py --profile (ECG shapes, no 1M case) =="
     timeout 150 python3 -u benchmarks/bench_device_bounds.py --budget 120 --no-big --profile
+    echo "bench exit: $?"
+  fi
+  if [ "$MODE" = "final" ]; then
+    echo "== pytest: the device-bound GPU tests (100 s at most) =="
+    timeout 100 python3 -u -m pytest -q -m "" -p no:cacheprovider --maxfail=10 -rfE --no-header \
+      -k "cuda or neighbors" tests/test_gpu_bounds.py tests/test_gpu_neighbors.py 2>&1 | tail -n 25
+    echo "pytest exit: ${PIPESTATUS[0]}"
+    echo "== diag_grouped_search.py (60 s at most) =="
+    timeout 60 python3 -u benchmarks/diag_grouped_search.py
+    echo "diag exit: $?"
+    echo "== bench_device_bounds.py --profile (ECG shapes, then 1M x 100 / 100k) =="
+    timeout 200 python3 -u benchmarks/bench_device_bounds.py --budget 170 --profile
     echo "bench exit: $?"
   fi
   if [ "$MODE" = "dry-run" ]; then

@@ -5,28 +5,50 @@ See :mod:`nwbound.bounds._chernoff_triton` for what it computes and why the ends
 
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 __all__ = ["search_kernel"]
 
 
+# exp and log in full float64 precision: libdevice's __nv_exp and __nv_log on a GPU, stated explicitly
+# (tl.exp and tl.log of float64 are left to the backend's lowering); NumPy's under the interpreter,
+# which has no libdevice.
 @triton.jit
-def _expm1(x):
+def _exp(x, LIBDEVICE: tl.constexpr):
+    if LIBDEVICE:
+        y = libdevice.exp(x)
+    else:
+        y = tl.exp(x)
+    return y
+
+
+@triton.jit
+def _log(x, LIBDEVICE: tl.constexpr):
+    if LIBDEVICE:
+        y = libdevice.log(x)
+    else:
+        y = tl.log(x)
+    return y
+
+
+@triton.jit
+def _expm1(x, LIBDEVICE: tl.constexpr):
     # Kahan: (u − 1)·x / log(u), u = e^x, a few ulps; x itself where u rounds to 1.
-    u = tl.exp(x)
-    lu = tl.log(u)
+    u = _exp(x, LIBDEVICE)
+    lu = _log(u, LIBDEVICE)
     ok = (u != 1.0) & (lu != 0.0) & (u < 1e300)
     return tl.where(ok, (u - 1.0) * x / tl.where(ok, lu, 1.0), tl.where(u >= 1e300, u, x))
 
 
 @triton.jit
-def _eval_grouped(N, M, R, s, m, theta):
+def _eval_grouped(N, M, R, s, m, theta, LIBDEVICE: tl.constexpr):
     nm = N * M
     hi = tl.minimum(m[:, None] + R, 1.0)
     x = theta[:, None] * M
-    ex = tl.exp(-x)
+    ex = _exp(-x, LIBDEVICE)
     den = hi + (1.0 - hi) * ex
     q = hi / den
-    phi = -theta * s + tl.sum(N * (x + tl.log(den)), 1)
+    phi = -theta * s + tl.sum(N * (x + _log(den, LIBDEVICE)), 1)
     d1 = -s + tl.sum(nm * q, 1)
     d2 = tl.sum(nm * M * (q * (1.0 - q)), 1)
     dm = tl.sum(tl.where(hi < 1.0, N * ((1.0 - ex) / den), 0.0), 1)
@@ -35,17 +57,17 @@ def _eval_grouped(N, M, R, s, m, theta):
 
 
 @triton.jit
-def _side(W, As, theta, lo, hi, mm, rho, rho_in, SERIES_X: tl.constexpr):
+def _side(W, As, theta, lo, hi, mm, rho, rho_in, SERIES_X: tl.constexpr, LIBDEVICE: tl.constexpr):
     # One end of the chord (W points at mass As): g, and its contributions to φ′, φ″ and ∂φ/∂m.
     x = theta[:, None] * As
     big = x > SERIES_X
     xs = tl.where(big, x, 1.0)
-    pst = tl.where(big, 1.0 / xs - 1.0 / _expm1(xs), 0.5 - x / 12.0 + x * x * x / 720.0)
+    pst = tl.where(big, 1.0 / xs - 1.0 / _expm1(xs, LIBDEVICE), 0.5 - x / 12.0 + x * x * x / 720.0)
     p = tl.minimum(tl.maximum(pst, lo), hi)
-    ex = tl.exp(-x)
+    ex = _exp(-x, LIBDEVICE)
     den = p + (1.0 - p) * ex
     qt = p / den
-    g = tl.log(den) + (1.0 - p) * x
+    g = _log(den, LIBDEVICE) + (1.0 - p) * x
     inner = (pst > lo) & (pst < hi) & (x > 1e-6)
     gxp = ex / (den * den) - 1.0
     gpp = ((1.0 - ex) / den) * ((1.0 - ex) / den)
@@ -60,15 +82,16 @@ def _side(W, As, theta, lo, hi, mm, rho, rho_in, SERIES_X: tl.constexpr):
 
 
 @triton.jit
-def _eval_split(A, bD, mcap, rho, rho_in, W0, W1, As0, As1, s, m, theta, SERIES_X: tl.constexpr):
+def _eval_split(A, bD, mcap, rho, rho_in, W0, W1, As0, As1, s, m, theta, SERIES_X: tl.constexpr,
+                LIBDEVICE: tl.constexpr):
     mm = m[:, None]
     below = (mm < mcap) & (A > 0.0)
     lin = tl.sum(tl.where(below, A * mm + bD, A), 1)
     dm = theta * tl.sum(tl.where(below, A, 0.0), 1)
     lo = tl.minimum(mm + rho_in, 1.0)
     hi = tl.minimum(mm + rho, 1.0)
-    p0, a0, b0, c0 = _side(W0, As0, theta, lo, hi, mm, rho, rho_in, SERIES_X)
-    p1, a1, b1, c1 = _side(W1, As1, theta, lo, hi, mm, rho, rho_in, SERIES_X)
+    p0, a0, b0, c0 = _side(W0, As0, theta, lo, hi, mm, rho, rho_in, SERIES_X, LIBDEVICE)
+    p1, a1, b1, c1 = _side(W1, As1, theta, lo, hi, mm, rho, rho_in, SERIES_X, LIBDEVICE)
     phi = theta * (lin - s) + (p0 + p1)
     d1 = lin - s + (a0 + a1)
     d2 = b0 + b1
@@ -83,7 +106,7 @@ def search_kernel(
     n_pairs, K, B, level_ptr,
     SPLIT: tl.constexpr, BP: tl.constexpr, BB: tl.constexpr, THETA_STEPS: tl.constexpr,
     MAX_PROBES: tl.constexpr, NEWTON_M_STEPS: tl.constexpr, DECREMENT: tl.constexpr,
-    MARGIN: tl.constexpr, SERIES_X: tl.constexpr, INF: tl.constexpr,
+    MARGIN: tl.constexpr, SERIES_X: tl.constexpr, INF: tl.constexpr, LIBDEVICE: tl.constexpr,
 ):
     pairs = tl.program_id(0) * BP + tl.arange(0, BP)
     pmask = pairs < n_pairs
@@ -127,11 +150,15 @@ def search_kernel(
         th = theta
         going = active
         amass = s
-        for it in range(THETA_STEPS):  # a loop, not unrolled: smaller code, fewer live registers
+        # At most THETA_STEPS θ steps, fewer once no pair of the program moves θ any more (a pair that
+        # stopped re-evaluates at the same θ in the eager search: nothing changes, so stopping early
+        # gives the same profile). The first step always runs: `going` starts as the open pairs.
+        it = 0
+        while (it < THETA_STEPS) & (tl.max(going.to(tl.int32), 0) > 0):
             if SPLIT:
-                phi, d1, d2, dm, am = _eval_split(g0, g1, g2, g3, g4, g5, g6, g7, g8, s, m, th, SERIES_X)
+                phi, d1, d2, dm, am = _eval_split(g0, g1, g2, g3, g4, g5, g6, g7, g8, s, m, th, SERIES_X, LIBDEVICE)
             else:
-                phi, d1, d2, dm, am = _eval_grouped(g0, g1, g2, s, m, th)
+                phi, d1, d2, dm, am = _eval_grouped(g0, g1, g2, s, m, th, LIBDEVICE)
             first = it == 0
             amass = tl.where(first, am, amass)
             going = tl.where(first, going & (am > 0.0), going)
@@ -152,6 +179,7 @@ def search_kernel(
             ok = (newton == newton) & (tl.abs(newton) < inf) & (newton > t_lo) & (newton < t_hi)
             nxt = tl.minimum(tl.where(ok, newton, fallback), t_max)
             th = tl.where(going, nxt, th)
+            it += 1
         g = tl.where(amass > 0.0, best - log_level, inf)
         # The probe's update (._chernoff_device._probe).
         theta = tl.where(active, tl.maximum(th_best, 1e-12 * t_max), theta)

@@ -110,6 +110,6 @@ def triton_search(split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, thet
         torch.tensor([float(log_level), float(tol)], dtype=torch.float64, device=s.device),
         SPLIT=bool(split), BP=bp, BB=bb, THETA_STEPS=int(theta_steps), MAX_PROBES=int(max_probes),
         NEWTON_M_STEPS=int(newton_m_steps), DECREMENT=float(decrement), MARGIN=float(margin),
-        SERIES_X=float(series_x), INF=math.inf, num_warps=_WARPS,
+        SERIES_X=float(series_x), INF=math.inf, LIBDEVICE=not _interpreting(), num_warps=_WARPS,
     )
     return out.reshape(n, K)

@@ -780,5 +780,8 @@ def interval_on_host(interval: PredictionInterval) -> PredictionInterval:
     >>> interval_on_host(iv).proba.tolist()
     [[1.0]]
     """
+    values = [getattr(interval, f.name) for f in dataclasses.fields(interval)]
+    if all(compat().is_torch_array(v) for v in values):  # the device path's intervals: one packed copy
+        return _interval_to_host(interval)
     return dataclasses.replace(interval, **{f.name: None if getattr(interval, f.name) is None
                                             else to_host(getattr(interval, f.name)) for f in dataclasses.fields(interval)})
