@@ -14,7 +14,7 @@
 #            for Chernoff, Hoeffding and localized (150 s at most): about 5 minutes in all
 #   final    the device-bound GPU tests (test_gpu_bounds.py's CUDA cases, test_gpu_neighbors.py: 100 s
 #            at most), diag_grouped_search.py (60 s at most), then the benchmark with the 1M case and the
-#            profiles (200 s at most): about 6 minutes
+#            profiles (200 s at most): about 2.5 minutes on an H100
 #   dry-run  on any machine (CPU PyTorch): the device-bound tests and the benchmark at tiny shapes,
 #            to check this script itself
 #   legacy   the issue-13 estimator timing (statistics route, host solver)
@@ -47,8 +47,8 @@ PY
     TEST_LIMIT=210
     [ "$MODE" = "profile" ] && TEST_LIMIT=140
     echo "== pytest -m '' tests/test_gpu*.py (${TEST_LIMIT} s at most) =="
-    # test_gpu_bounds.py: its CUDA cases only here (the CPU ones run in CI); the eager search (compiled
-    # timings come from the benchmark).
+    # test_gpu_bounds.py: its CUDA cases only here (the CPU ones run in CI); the fused search where
+    # Triton is installed, not the torch.compile'd one.
     NWBOUND_COMPILE_BOUNDS=0 timeout "$TEST_LIMIT" python3 -u -m pytest -q -m "" -p no:cacheprovider --maxfail=10 -rfE \
       --no-header -k "not test_gpu_bounds or cuda" tests/test_gpu_bounds.py tests/test_gpu.py \
       tests/test_gpu_dispatch.py tests/test_gpu_neighbors.py tests/test_gpu_underflow.py tests/test_gpu_rounding.py \
