@@ -7,9 +7,6 @@ import importlib.util
 import pytest
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
-# The fused search's kernel module imports triton at its top (Triton resolves a kernel's helpers
-# from its module): without triton, the doctest collection leaves it out.
-collect_ignore = [] if importlib.util.find_spec("triton") else ["src/nwbound/bounds/_chernoff_search_kernel.py"]
 
 
 def pytest_collection_modifyitems(config, items):
