@@ -56,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--budget", type=float, default=240.0, help="seconds for everything (parts past it are skipped)")
     ap.add_argument("--no-big", action="store_true", help="skip the 1M-row case")
+    ap.add_argument("--profile", action="store_true",
+                    help="also a torch.profiler summary (top device and host costs) of one call per case")
+    ap.add_argument("--compiled", action="store_true",
+                    help="also the torch.compile'd eager search (NWBOUND_COMPILE_BOUNDS=auto; minutes to compile)")
     args = ap.parse_args(argv)
     start = time.perf_counter()
     deadline = start + args.budget
@@ -96,6 +100,27 @@ def main(argv: list[str] | None = None) -> int:
         first = time.perf_counter() - t0
         return timed_ms(call, dev, args.repeats), first, iv
 
+    def profiled(label, call):
+        """One call under torch.profiler: the top operators by device time and by host time."""
+        from torch.profiler import ProfilerActivity, profile
+
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+        with profile(activities=acts) as prof:
+            call()
+            if dev.type == "cuda":
+                torch.cuda.synchronize()
+        avg = prof.key_averages()
+        key = "self_device_time_total" if dev.type == "cuda" else "self_cpu_time_total"
+        print(f"-- profile: {label} (top by {key}) --")
+        print(avg.table(sort_by=key, row_limit=14, max_name_column_width=48))
+        print(f"-- profile: {label} (top by cpu_time_total) --")
+        print(avg.table(sort_by="cpu_time_total", row_limit=10, max_name_column_width=48))
+        syncs = sum(e.count for e in avg if e.key in ("aten::item", "aten::_local_scalar_dense", "cudaStreamSynchronize",
+                                                     "cudaDeviceSynchronize", "aten::nonzero"))
+        copies = sum(e.count for e in avg if e.key in ("aten::copy_", "Memcpy DtoH (Device -> Pageable)",
+                                                      "Memcpy DtoH (Device -> Pinned)"))
+        print(f"-- profile: {label}: host reads (item/nonzero/sync) {syncs}, copy_ calls {copies} --")
+
     def row(label, ms, first, base):
         print(f"{label:46s} {ms:9.2f} ms  {ms / res[base]:6.2f}x product  (first call {first:.1f} s)")
 
@@ -109,6 +134,11 @@ def main(argv: list[str] | None = None) -> int:
             ms, first, iv = interval_ms(est, Qt, True)
             row(f"{label}, {dev.type} queries (array_api_dispatch)", ms, first, "prod")
             print(f"{'':46s} results on {iv.upper.device}")
+        if args.profile and dispatch_ok:
+            def call():
+                with sklearn.config_context(array_api_dispatch=True):
+                    return est.predict_interval(Qt)
+            profiled(f"{label}, {dev.type} queries", call)
         ms, first, iv = interval_ms(est, Q, False)
         row(f"{label}, NumPy queries", ms, first, "prod")
         if check:  # the same statistics through the host solver (the previous device route)
@@ -143,35 +173,45 @@ def main(argv: list[str] | None = None) -> int:
             ms, first, _ = interval_ms(est, Qbt, os.environ.get("SCIPY_ARRAY_API") == "1")
         finally:
             args.repeats = saved
-        row("chernoff (eager device search), 1M case", ms, first, "prod_big")
+        row("chernoff (device search), 1M case", ms, first, "prod_big")
 
     import nwbound.bounds._chernoff_device as chernoff_device
     from nwbound.estimators import _device as device_route
 
     device_route.BOUNDS_ON_CPU = True  # a dry run on the CPU exercises the device search too
-    # The regular classifier's Chernoff search runs on the device by default only when compiled
-    # (NWBOUND_COMPILE_BOUNDS); this benchmark times the device search itself, eager and compiled.
+    # The regular classifier's Chernoff search on the device (the default where Triton is installed).
     device_route.REGULAR_CHERNOFF_ON_DEVICE = True
 
     _part("bare product", lambda: product(X, Q, "prod"), deadline)
     if "prod" not in res:
         return 1
-    # The eager search first (the default, known to run everywhere), then torch.compile'd.
+    # The fused Triton search (the default where it applies; else the eager PyTorch search).
     chernoff_device.COMPILE = "0"
-    print("-- device Chernoff search: eager --")
+    from nwbound.bounds._chernoff_triton import triton_search_applies
+
+    fused = triton_search_applies(torch.zeros(1, device=dev))
+    print(f"-- device Chernoff search: {'fused Triton kernel' if fused else 'eager PyTorch'} --")
     _part("chernoff", lambda: bound_case("chernoff", check=True), deadline)
     _part("hoeffding", lambda: bound_case("hoeffding", check=True), deadline)
     _part("localized k=10", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"}, check=True),
           deadline)
+    if fused:  # the grouped form's fused kernel, off on CUDA by default: its time and its check
+        os.environ["NWBOUND_FUSED_GROUPED"] = "1"
+        print("-- localized with the fused grouped search forced (NWBOUND_FUSED_GROUPED=1) --")
+        _part("localized k=10 fused", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"},
+                                                         check=True), deadline)
+        os.environ.pop("NWBOUND_FUSED_GROUPED", None)
     if not args.no_big:
         _part("1M case", big, deadline)
-    if not args.small:
+    if args.compiled and not args.small:
         chernoff_device.COMPILE = "auto"
+        chernoff_device._TRITON_SEARCH["failed"] = True  # the eager search, compiled
         print(f"-- device Chernoff search: COMPILE='auto' ({'torch.compile' if dev.type == 'cuda' else 'eager'}) --")
         _part("chernoff compiled", lambda: bound_case("chernoff", check=True), deadline)
         _part("localized k=10 compiled", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"}),
               deadline)
         print(f"{'':46s} compile failed (eager fallback): {bool(chernoff_device._COMPILED.get('failed'))}")
+        chernoff_device._TRITON_SEARCH.pop("failed", None)
 
     print(f"== bench_device_bounds done in {time.perf_counter() - start:.0f} s ==")
     return 0

@@ -9,6 +9,12 @@
 #            product; predict_interval with the default bound, Hoeffding, localized k=10, each as a
 #            ratio to the product; the 1M x 100 / 100k-query default bound if time and memory allow
 #   bench    only the benchmark
+#   profile  the GPU tests (140 s at most), then the benchmark at the ECG shapes without the 1M case,
+#            with a torch.profiler summary (top device and host costs, host reads) of one call each
+#            for Chernoff, Hoeffding and localized (150 s at most): about 5 minutes in all
+#   final    the device-bound GPU tests (test_gpu_bounds.py's CUDA cases, test_gpu_neighbors.py: 100 s
+#            at most), diag_grouped_search.py (60 s at most), then the benchmark with the 1M case and the
+#            profiles (200 s at most): about 2.5 minutes on an H100
 #   dry-run  on any machine (CPU PyTorch): the device-bound tests and the benchmark at tiny shapes,
 #            to check this script itself
 #   legacy   the issue-13 estimator timing (statistics route, host solver)
@@ -37,11 +43,13 @@ import nwbound, nwbound.gpu
 from nwbound.gpu._array_api import compat
 print("nwbound imports; array_api_compat from", compat().__name__)
 PY
-  if [ "$MODE" = "all" ]; then
-    echo "== pytest -m '' tests/test_gpu*.py =="
-    # test_gpu_bounds.py: its CUDA cases only here (the CPU ones run in CI); the eager search (compiled
-    # timings come from the benchmark).
-    NWBOUND_COMPILE_BOUNDS=0 timeout 210 python3 -u -m pytest -q -m "" -p no:cacheprovider --maxfail=10 -rfE \
+  if [ "$MODE" = "all" ] || [ "$MODE" = "profile" ]; then
+    TEST_LIMIT=210
+    [ "$MODE" = "profile" ] && TEST_LIMIT=140
+    echo "== pytest -m '' tests/test_gpu*.py (${TEST_LIMIT} s at most) =="
+    # test_gpu_bounds.py: its CUDA cases only here (the CPU ones run in CI); the fused search where
+    # Triton is installed, not the torch.compile'd one.
+    NWBOUND_COMPILE_BOUNDS=0 timeout "$TEST_LIMIT" python3 -u -m pytest -q -m "" -p no:cacheprovider --maxfail=10 -rfE \
       --no-header -k "not test_gpu_bounds or cuda" tests/test_gpu_bounds.py tests/test_gpu.py \
       tests/test_gpu_dispatch.py tests/test_gpu_neighbors.py tests/test_gpu_underflow.py tests/test_gpu_rounding.py \
       2>&1 | tail -n 25
@@ -52,12 +60,29 @@ PY
     timeout 230 python3 -u benchmarks/bench_device_bounds.py --budget 190
     echo "bench exit: $?"
   fi
+  if [ "$MODE" = "profile" ]; then
+    echo "== bench_device_bounds.py --profile (ECG shapes, no 1M case) =="
+    timeout 150 python3 -u benchmarks/bench_device_bounds.py --budget 120 --no-big --profile
+    echo "bench exit: $?"
+  fi
+  if [ "$MODE" = "final" ]; then
+    echo "== pytest: the device-bound GPU tests (100 s at most) =="
+    timeout 100 python3 -u -m pytest -q -m "" -p no:cacheprovider --maxfail=10 -rfE --no-header \
+      -k "cuda or neighbors" tests/test_gpu_bounds.py tests/test_gpu_neighbors.py 2>&1 | tail -n 25
+    echo "pytest exit: ${PIPESTATUS[0]}"
+    echo "== diag_grouped_search.py (60 s at most) =="
+    timeout 60 python3 -u benchmarks/diag_grouped_search.py
+    echo "diag exit: $?"
+    echo "== bench_device_bounds.py --profile (ECG shapes, then 1M x 100 / 100k) =="
+    timeout 200 python3 -u benchmarks/bench_device_bounds.py --budget 170 --profile
+    echo "bench exit: $?"
+  fi
   if [ "$MODE" = "dry-run" ]; then
     echo "== dry run: device-bound tests (CPU) and the benchmark at tiny shapes =="
     timeout 300 python3 -u -m pytest -q -m '' -p no:cacheprovider -x --no-header tests/test_gpu_bounds.py \
       -k "contains_the_host and not per_point" 2>&1 | tail -n 5
     echo "pytest exit: ${PIPESTATUS[0]}"
-    timeout 300 python3 -u benchmarks/bench_device_bounds.py --small --device cpu --repeats 1 --budget 250
+    timeout 300 python3 -u benchmarks/bench_device_bounds.py --small --device cpu --repeats 1 --budget 250 --profile
     echo "bench exit: $?"
   fi
   if [ "$MODE" = "legacy" ]; then

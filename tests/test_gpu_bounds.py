@@ -9,7 +9,12 @@ device end is a level that the slow references of ``test_chernoff`` / ``test_che
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -368,3 +373,53 @@ def test_blocks_of_queries_give_the_same_bounds(monkeypatch, kind):
     monkeypatch.setattr(chernoff_device, "BLOCK_BYTES", {"cpu": 1})  # one query per block
     blocks = est.predict_interval(Q)
     assert np.array_equal(whole.lower, blocks.lower) and np.array_equal(whole.upper, blocks.upper)
+
+
+# ---------------------------------------------------------------- the fused Triton search (interpreter)
+_FUSED = r'''
+import os, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import torch
+from test_gpu_bounds import _binned_batch, _per_point_batch, _t, _np, _both
+from nwbound.bounds._chernoff import chernoff_interval
+from nwbound.bounds._chernoff_device import chernoff_interval_device
+from nwbound.bounds._chernoff_triton import triton_search_applies
+
+assert triton_search_applies(torch.zeros(1)), "the interpreter should take the fused search on CPU tensors"
+out = {}
+cases = {"split": (_binned_batch(3, 3, 2, 8, 0.5, weighted=True), 0.5, 0.05),
+         "split_plain": (_binned_batch(4, 2, 2, 3, 2.0), 2.0, 1e-3)}
+for name, (args, beta, dp) in cases.items():
+    for fused in ("1", "0"):
+        os.environ["NWBOUND_TRITON_SEARCH"] = fused
+        (h_lo, h_up), (d_lo, d_up) = _both(args, beta, dp, "cpu", sum_error=1e-9 if name == "split" else 0.0)
+        out[f"{name}/{fused}"] = np.stack([d_lo, d_up])
+    out[f"{name}/host"] = np.stack([h_lo, h_up])
+S, count, mass, rho = _per_point_batch(5, 4, 7, 2, 0.5)
+S[0], count[0], mass[0] = 0.0, 0.0, 0.0  # a row without mass
+for fused in ("1", "0"):
+    os.environ["NWBOUND_TRITON_SEARCH"] = fused
+    lo, up = chernoff_interval_device(*(_t(x, "cpu") for x in (S, count, mass, rho)), 0.05)
+    out[f"grouped/{fused}"] = np.stack([_np(lo), _np(up)])
+out["grouped/host"] = np.stack(chernoff_interval(S, count, mass, mass, rho, 0.05, engine="numpy"))
+np.savez(sys.argv[2], **out)
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
+def test_fused_triton_search_equals_the_eager_search_and_contains_the_host(tmp_path):
+    """The fused kernel (Triton's interpreter on the CPU, its own process) runs the eager search's steps:
+    the same ends up to float64 summation order, so they contain the host solver's as those do."""
+    env = dict(os.environ, TRITON_INTERPRET="1", TRITON_DEFAULT_FP_FUSION="1")
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    run = subprocess.run([sys.executable, "-c", _FUSED, str(Path(__file__).resolve().parent), str(tmp_path / "o.npz")],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = np.load(tmp_path / "o.npz")
+    for name in ("split", "split_plain", "grouped"):
+        fused, eager, host = got[f"{name}/1"], got[f"{name}/0"], got[f"{name}/host"]
+        np.testing.assert_allclose(fused, eager, atol=1e-9, err_msg=name)
+        assert np.all(fused[0] <= host[0] + TOL) and np.all(fused[1] >= host[1] - TOL), name
+        np.testing.assert_allclose(fused, host, atol=2e-5, err_msg=name)

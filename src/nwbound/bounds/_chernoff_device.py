@@ -176,6 +176,8 @@ def _probe(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any,
 # NWBOUND_COMPILE_BOUNDS overrides. A compile failure falls back to eager with a warning.
 COMPILE = os.environ.get("NWBOUND_COMPILE_BOUNDS", "0")
 _COMPILED: dict = {}
+# The fused Triton search (:mod:`._chernoff_triton`) where it applies; "failed" after a failure.
+_TRITON_SEARCH: dict = {}
 
 
 def _probe_for(torch: Any, device: Any) -> Callable:
@@ -208,6 +210,30 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
     and, once they are under half of all, the next rounds probe only those (their query's groups
     gathered): the few slow pairs do not keep the finished ones busy.
     """
+    from ._chernoff_triton import triton_search, triton_search_applies
+
+    # The grouped (per-point) form stays eager on CUDA: on an H100 (Triton 3.6) its fused kernel gave
+    # ends that did not match the host solver's in a test and in the localized benchmark, while the
+    # interpreter matches the eager search; until that is understood only the split form is fused there.
+    fused_here = split or s.device.type != "cuda" or os.environ.get("NWBOUND_FUSED_GROUPED") == "1"
+    if fused_here and triton_search_applies(s) and not _TRITON_SEARCH.get("failed"):
+        n = s.shape[0]
+        if split:  # (n, 1, 1, B) fields and the chord's (n, 1, 2, B) ends → (n, B) each
+            B = data[0].shape[-1]
+            flat = tuple(x.reshape(n, B) for x in data[:5]) + (
+                data[5][:, 0, 0, :], data[5][:, 0, 1, :], data[6][:, 0, 0, :], data[6][:, 0, 1, :])
+        else:  # (n, 1, B) groups
+            flat = tuple(x[:, 0, :] for x in data)
+        try:
+            return triton_search(split, flat, s, a, b, m, theta, t_max, log_level, tol, open_,
+                                 theta_steps=_THETA_STEPS, max_probes=_MAX_PROBES, newton_m_steps=_NEWTON_M_STEPS,
+                                 decrement=_THETA_DECREMENT, margin=_THETA_MARGIN, series_x=_SERIES_X)
+        except Exception as exc:  # noqa: BLE001 - the eager search computes the same ends
+            if os.environ.get("TRITON_INTERPRET") == "1":
+                raise  # the tests: a broken kernel must fail loudly
+            _TRITON_SEARCH["failed"] = True
+            warnings.warn(f"The fused Triton Chernoff search failed ({type(exc).__name__}: {str(exc)[:300]}); "
+                          "using the eager PyTorch search.", RuntimeWarning, stacklevel=2)
     probe = _probe_for(torch, s.device)
     shape = s.shape
     K = shape[1]
@@ -517,10 +543,18 @@ BLOCK_BYTES = {"cuda": 4 << 30, "cpu": 512 << 20}
 
 def _in_blocks(torch: Any, solve: Callable, arrays: tuple, *extra: Any) -> tuple[Any, Any]:
     """``solve(*arrays, *extra)`` over blocks of rows (every array's first axis), results concatenated."""
+    from ._chernoff_triton import triton_search_applies
+
     n, C = arrays[0].shape
     B = max(int(arrays[1].shape[1]), 1)
     budget = BLOCK_BYTES.get(arrays[0].device.type, BLOCK_BYTES["cpu"])
-    rows = max(1, int(budget // (2 * C * 2 * B * 8 * 24)))
+    # The fused search (the split form: solve is not chernoff_interval_device) holds no (rows, 2C, 2, B)
+    # temporaries: only the inputs and (n, 2C) states.
+    fused = triton_search_applies(arrays[0]) and (solve is not chernoff_interval_device
+                                                  or arrays[0].device.type != "cuda"
+                                                  or os.environ.get("NWBOUND_FUSED_GROUPED") == "1")
+    per_row = 2 * C * 2 * B * 8 * 24 if not fused else 30 * B * 8 + 2 * C * 8 * 16
+    rows = max(1, int(budget // per_row))
     if n <= rows:
         return solve(*arrays, *extra)
     parts = [solve(*(a[s : s + rows] for a in arrays), *extra) for s in range(0, n, rows)]

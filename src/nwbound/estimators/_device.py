@@ -508,10 +508,10 @@ def dense_kernel_sums_array_api(
 BOUNDS_ON_CPU = False
 
 # The regular classifier's band-Chernoff search on a GPU: measured on an H100 at the ECG shapes
-# (bench_device_bounds.py), the eager search took 520 ms, slower than the statistics pass plus the
-# host solver (≈ 0.3 s); compiled (NWBOUND_COMPILE_BOUNDS=auto) 98 ms after a 95 s first compile.
-# So it runs on the device only when the compiled search is asked for; the localized classifier's
-# per-point search and Hoeffding always run there.
+# (bench_device_bounds.py), the eager PyTorch search took 520 ms, slower than the statistics pass
+# plus the host solver (≈ 0.3 s). It runs on the device where the fused Triton search
+# (nwbound.bounds._chernoff_triton) is installed, or when the compiled eager search is asked for
+# (NWBOUND_COMPILE_BOUNDS); the localized classifier's per-point search and Hoeffding always run there.
 REGULAR_CHERNOFF_ON_DEVICE = os.environ.get("NWBOUND_COMPILE_BOUNDS", "0") not in ("", "0")
 
 
@@ -539,7 +539,8 @@ def bounds_on_device(specs: dict, *, localized: bool, bandwidths: np.ndarray, ke
         return True
     if localized:
         return True
-    return kernel.name in HISTOGRAM_KERNELS and REGULAR_CHERNOFF_ON_DEVICE
+    fused = importlib.util.find_spec("triton") is not None and os.environ.get("NWBOUND_TRITON_SEARCH", "1") != "0"
+    return kernel.name in HISTOGRAM_KERNELS and (REGULAR_CHERNOFF_ON_DEVICE or fused)
 
 
 def intervals_on_device(
@@ -612,13 +613,6 @@ def intervals_on_device(
     >>> out[None].proba.tolist(), round(float(out[None].lower[0, 0]), 3)
     ([[1.0, 0.0]], 0.631)
     >>> _device.BOUNDS_ON_CPU = False
-
-# The regular classifier's band-Chernoff search on a GPU: measured on an H100 at the ECG shapes
-# (bench_device_bounds.py), the eager search took 520 ms, slower than the statistics pass plus the
-# host solver (≈ 0.3 s); compiled (NWBOUND_COMPILE_BOUNDS=auto) 98 ms after a 95 s first compile.
-# So it runs on the device only when the compiled search is asked for; the localized classifier's
-# per-point search and Hoeffding always run there.
-REGULAR_CHERNOFF_ON_DEVICE = os.environ.get("NWBOUND_COMPILE_BOUNDS", "0") not in ("", "0")
     """
     import torch
 
@@ -786,5 +780,8 @@ def interval_on_host(interval: PredictionInterval) -> PredictionInterval:
     >>> interval_on_host(iv).proba.tolist()
     [[1.0]]
     """
+    values = [getattr(interval, f.name) for f in dataclasses.fields(interval)]
+    if all(compat().is_torch_array(v) for v in values):  # the device path's intervals: one packed copy
+        return _interval_to_host(interval)
     return dataclasses.replace(interval, **{f.name: None if getattr(interval, f.name) is None
                                             else to_host(getattr(interval, f.name)) for f in dataclasses.fields(interval)})

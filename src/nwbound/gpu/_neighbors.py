@@ -113,7 +113,14 @@ def exact_kneighbors(Xq: Any, train: DeviceTrainingSet, X64: Any, n_neighbors: i
     qc64 = xp.astype(qc, xp.float64)
     q_sq64 = xp.sum(qc64 * qc64, axis=1)
     err, eta = distance_error_bounds(xp, q_sq64, train)
-    rows = rows_for_memory(max(1, 12 * n_train), max(n_q, 1), working_memory)
+    row_bytes = max(1, 12 * n_train)
+    if working_memory is None and getattr(dev, "type", "") == "cuda":
+        # A GPU's own budget (a quarter of its free memory, at most 4 GiB a block), not the host's
+        # working_memory: fewer, larger products and top-k passes (one flag read per block).
+        free = torch.cuda.mem_get_info(dev)[0]
+        rows = max(1, min(n_q, min(4 << 30, free // 4) // row_bytes))
+    else:
+        rows = rows_for_memory(row_bytes, max(n_q, 1), working_memory)
     out_d = torch.empty((n_q, k), dtype=torch.float64, device=dev)
     out_i = torch.empty((n_q, k), dtype=torch.int64, device=dev)
     with full_precision_matmul(xp):
@@ -122,23 +129,41 @@ def exact_kneighbors(Xq: Any, train: DeviceTrainingSet, X64: Any, n_neighbors: i
             ones = torch.ones((e - s, 1), dtype=cdt, device=dev)
             A = torch.cat([qc[s:e] * -2.0, ones, q_sq64[s:e].to(cdt)[:, None]], 1)
             d2 = torch.clamp(A @ train.augmented.T, min=0.0)
-            todo = torch.arange(e - s, device=dev)
             width = min(k + _EXTRA, n_train)
-            while todo.numel():
+            # First round over every row of the block without indexing (no host read); the rows whose
+            # candidates are not certified (rare) go through the growth rounds below.
+            cand_d2, cand = torch.topk(d2, width, dim=1, largest=False, sorted=True)
+            ok = _rerank(xp, cand_d2, cand, err[s:e, None], eta[s:e, None], q64[s:e], X64, k, width == n_train,
+                         out_d[s:e], out_i[s:e])
+            todo = torch.nonzero(~ok).squeeze(1)  # the block's one read on the host
+            width = min(width * _GROWTH, n_train)
+            while todo.numel():  # more candidates for the rows not certified yet
                 cand_d2, cand = torch.topk(d2[todo], width, dim=1, largest=False, sorted=True)
-                cand_d2 = cand_d2.to(torch.float64)
-                E, h = err[s:e][todo][:, None], eta[s:e][todo][:, None]
-                near = torch.sqrt(cand_d2[:, k - 1 : k] + E) + h
-                far = torch.sqrt(torch.clamp(cand_d2[:, -1:] - E, min=0.0)) - h
-                ok = (far > near * (1.0 + 2.0**-40)).squeeze(1) | (width == n_train)
-                rows_ok = todo[ok]
-                if rows_ok.numel():
-                    cidx = torch.sort(cand[ok], dim=1).values  # by row index, then a stable sort by distance
-                    nb = X64[cidx.reshape(-1)].reshape(cidx.shape[0], width, -1)
-                    dist = direct_distances(xp, q64[s:e][rows_ok], nb)
-                    dist, order = torch.sort(dist, dim=1, stable=True)
-                    out_d[s + rows_ok] = dist[:, :k]
-                    out_i[s + rows_ok] = torch.gather(cidx, 1, order[:, :k])
+                part_d = torch.empty((todo.shape[0], k), dtype=torch.float64, device=dev)
+                part_i = torch.empty((todo.shape[0], k), dtype=torch.int64, device=dev)
+                ok = _rerank(xp, cand_d2, cand, err[s:e][todo][:, None], eta[s:e][todo][:, None], q64[s:e][todo],
+                             X64, k, width == n_train, part_d, part_i)
+                out_d[s + todo] = part_d
+                out_i[s + todo] = part_i
                 todo = todo[~ok]
                 width = min(width * _GROWTH, n_train)
     return out_d, out_i
+
+
+def _rerank(xp: Any, cand_d2: Any, cand: Any, E: Any, eta: Any, q64: Any, X64: Any, k: int, every: bool,
+            out_d: Any, out_i: Any) -> Any:
+    """Every row's ``k`` nearest among its candidates (float64 distances, ties to the lower row) written
+    to ``out_d``, ``out_i``; returns whether each row's candidates certainly hold its exact ``k`` nearest
+    (rows where not are recomputed from more candidates by the caller)."""
+    import torch
+
+    cand_d2 = cand_d2.to(torch.float64)
+    near = torch.sqrt(cand_d2[:, k - 1 : k] + E) + eta
+    far = torch.sqrt(torch.clamp(cand_d2[:, -1:] - E, min=0.0)) - eta
+    ok = (far > near * (1.0 + 2.0**-40)).squeeze(1) | every
+    cidx = torch.sort(cand, dim=1).values  # by row index, then a stable sort by distance
+    nb = X64[cidx.reshape(-1)].reshape(cidx.shape[0], cidx.shape[1], -1)
+    dist, order = torch.sort(direct_distances(xp, q64, nb), dim=1, stable=True)
+    out_d[...] = dist[:, :k]
+    out_i[...] = torch.gather(cidx, 1, order[:, :k])
+    return ok

@@ -41,7 +41,7 @@ per bin each (float32 within a tile, float64 across tiles, as the other sums); `
 the same covering factor as ``dist_sum``.
 
 ``Σ (wK)²`` is summed in float32 within a tile: squares of ``wK`` below ``2⁻⁷⁵`` underflow, so
-the sum gets :func:`~nwbound.gpu._array_api.square_sum_bound` (``n·2⁻¹⁴⁹`` and the tile's
+the sum gets :func:`~nwbound.gpu._common.square_sum_bound` (``n·2⁻¹⁴⁹`` and the tile's
 roundings) to stay an upper bound (multiplications compile without flush-to-zero: checked by
 ``tests/test_gpu_compile.py``).
 
@@ -70,7 +70,7 @@ from typing import Any
 
 import numpy as np
 
-from ._array_api import (
+from ._common import (
     SUPPORTED_KERNELS,
     DeviceTrainingSet,
     KernelStatistics,

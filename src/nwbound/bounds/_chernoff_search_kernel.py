@@ -1,0 +1,205 @@
+"""The fused band-Chernoff search kernel (Triton); defined only where Triton is installed.
+
+See :mod:`nwbound.bounds._chernoff_triton` for what it computes and why the ends stay certified.
+"""
+
+import importlib.util
+
+__all__: list[str] = []
+
+# Importable without Triton (the package imports every module; the kernel is only used where Triton is).
+if importlib.util.find_spec("triton") is not None:
+    import triton
+    import triton.language as tl
+    from triton.language.extra import libdevice
+
+    __all__ = ["search_kernel"]
+
+    # exp and log in full float64 precision: libdevice's __nv_exp and __nv_log on a GPU, stated explicitly
+    # (tl.exp and tl.log of float64 are left to the backend's lowering); NumPy's under the interpreter,
+    # which has no libdevice.
+    @triton.jit
+    def _exp(x, LIBDEVICE: tl.constexpr):
+        if LIBDEVICE:
+            y = libdevice.exp(x)
+        else:
+            y = tl.exp(x)
+        return y
+
+
+    @triton.jit
+    def _log(x, LIBDEVICE: tl.constexpr):
+        if LIBDEVICE:
+            y = libdevice.log(x)
+        else:
+            y = tl.log(x)
+        return y
+
+
+    @triton.jit
+    def _expm1(x, LIBDEVICE: tl.constexpr):
+        # Kahan: (u − 1)·x / log(u), u = e^x, a few ulps; x itself where u rounds to 1.
+        u = _exp(x, LIBDEVICE)
+        lu = _log(u, LIBDEVICE)
+        ok = (u != 1.0) & (lu != 0.0) & (u < 1e300)
+        return tl.where(ok, (u - 1.0) * x / tl.where(ok, lu, 1.0), tl.where(u >= 1e300, u, x))
+
+
+    @triton.jit
+    def _eval_grouped(N, M, R, s, m, theta, LIBDEVICE: tl.constexpr):
+        nm = N * M
+        hi = tl.minimum(m[:, None] + R, 1.0)
+        x = theta[:, None] * M
+        ex = _exp(-x, LIBDEVICE)
+        den = hi + (1.0 - hi) * ex
+        q = hi / den
+        phi = -theta * s + tl.sum(N * (x + _log(den, LIBDEVICE)), 1)
+        d1 = -s + tl.sum(nm * q, 1)
+        d2 = tl.sum(nm * M * (q * (1.0 - q)), 1)
+        dm = tl.sum(tl.where(hi < 1.0, N * ((1.0 - ex) / den), 0.0), 1)
+        amass = s - tl.sum(nm * hi, 1)
+        return phi, d1, d2, dm, amass
+
+
+    @triton.jit
+    def _side(W, As, theta, lo, hi, mm, rho, rho_in, SERIES_X: tl.constexpr, LIBDEVICE: tl.constexpr):
+        # One end of the chord (W points at mass As): g, and its contributions to φ′, φ″ and ∂φ/∂m.
+        x = theta[:, None] * As
+        big = x > SERIES_X
+        xs = tl.where(big, x, 1.0)
+        pst = tl.where(big, 1.0 / xs - 1.0 / _expm1(xs, LIBDEVICE), 0.5 - x / 12.0 + x * x * x / 720.0)
+        p = tl.minimum(tl.maximum(pst, lo), hi)
+        ex = _exp(-x, LIBDEVICE)
+        den = p + (1.0 - p) * ex
+        qt = p / den
+        g = _log(den, LIBDEVICE) + (1.0 - p) * x
+        inner = (pst > lo) & (pst < hi) & (x > 1e-6)
+        gxp = ex / (den * den) - 1.0
+        gpp = ((1.0 - ex) / den) * ((1.0 - ex) / den)
+        corr = tl.where(inner & (gpp > 0.0), gxp * gxp / tl.where(gpp > 0.0, gpp, 1.0), 0.0)
+        gp = (1.0 - ex) / den - x
+        moving = tl.where(pst >= hi, mm + rho < 1.0, (pst <= lo) & (mm + rho_in < 1.0))
+        phi = tl.sum(W * g, 1)
+        d1 = tl.sum(W * As * (qt - p), 1)
+        d2 = tl.sum(W * As * As * (qt * (1.0 - qt) + corr), 1)
+        dm = tl.sum(tl.where(moving, W * gp, 0.0), 1)
+        return phi, d1, d2, dm
+
+
+    @triton.jit
+    def _eval_split(A, bD, mcap, rho, rho_in, W0, W1, As0, As1, s, m, theta, SERIES_X: tl.constexpr,
+                    LIBDEVICE: tl.constexpr):
+        mm = m[:, None]
+        below = (mm < mcap) & (A > 0.0)
+        lin = tl.sum(tl.where(below, A * mm + bD, A), 1)
+        dm = theta * tl.sum(tl.where(below, A, 0.0), 1)
+        lo = tl.minimum(mm + rho_in, 1.0)
+        hi = tl.minimum(mm + rho, 1.0)
+        p0, a0, b0, c0 = _side(W0, As0, theta, lo, hi, mm, rho, rho_in, SERIES_X, LIBDEVICE)
+        p1, a1, b1, c1 = _side(W1, As1, theta, lo, hi, mm, rho, rho_in, SERIES_X, LIBDEVICE)
+        phi = theta * (lin - s) + (p0 + p1)
+        d1 = lin - s + (a0 + a1)
+        d2 = b0 + b1
+        dm = dm + (c0 + c1)
+        return phi, d1, d2, dm, s - lin
+
+
+    @triton.jit
+    def search_kernel(
+        s_ptr, a_ptr, b_ptr, m_ptr, th_ptr, tmax_ptr, act_ptr, out_ptr,
+        f0, f1, f2, f3, f4, f5, f6, f7, f8,
+        n_pairs, K, B, level_ptr,
+        SPLIT: tl.constexpr, BP: tl.constexpr, BB: tl.constexpr, THETA_STEPS: tl.constexpr,
+        MAX_PROBES: tl.constexpr, NEWTON_M_STEPS: tl.constexpr, DECREMENT: tl.constexpr,
+        MARGIN: tl.constexpr, SERIES_X: tl.constexpr, INF: tl.constexpr, LIBDEVICE: tl.constexpr,
+    ):
+        pairs = tl.program_id(0) * BP + tl.arange(0, BP)
+        pmask = pairs < n_pairs
+        row = tl.where(pmask, pairs // K, 0)
+        bins = tl.arange(0, BB)
+        offs = row[:, None] * B + bins[None, :]
+        fmask = pmask[:, None] & (bins[None, :] < B)
+        s = tl.load(s_ptr + pairs, mask=pmask, other=1.0)
+        a = tl.load(a_ptr + pairs, mask=pmask, other=0.0)
+        b = tl.load(b_ptr + pairs, mask=pmask, other=0.0)
+        m = tl.load(m_ptr + pairs, mask=pmask, other=0.0)
+        theta = tl.load(th_ptr + pairs, mask=pmask, other=1.0)
+        t_max = tl.load(tmax_ptr + pairs, mask=pmask, other=1.0)
+        active = (tl.load(act_ptr + pairs, mask=pmask, other=0) != 0) & pmask
+        inf = INF
+        # log(δ′/2) and tol as float64 (a Python float argument would reach the kernel as float32).
+        log_level = tl.load(level_ptr)
+        tol = tl.load(level_ptr + 1)
+        # The per-group fields (masked groups: no mass, so no term).
+        g0 = tl.load(f0 + offs, mask=fmask, other=0.0)
+        g1 = tl.load(f1 + offs, mask=fmask, other=0.0)
+        if SPLIT:
+            g2 = tl.load(f2 + offs, mask=fmask, other=-inf)  # m_cap: −∞ on empty bins
+        else:
+            g2 = tl.load(f2 + offs, mask=fmask, other=0.0)
+        if SPLIT:
+            g3 = tl.load(f3 + offs, mask=fmask, other=0.0)
+            g4 = tl.load(f4 + offs, mask=fmask, other=0.0)
+            g5 = tl.load(f5 + offs, mask=fmask, other=0.0)
+            g6 = tl.load(f6 + offs, mask=fmask, other=0.0)
+            g7 = tl.load(f7 + offs, mask=fmask, other=0.0)
+            g8 = tl.load(f8 + offs, mask=fmask, other=0.0)
+        step = 0
+        while (step < MAX_PROBES) & (tl.max(active.to(tl.int32), 0) > 0):
+            # The θ profile at m (._chernoff_device._profile).
+            best = tl.full((BP,), inf, tl.float64)
+            grad = tl.zeros((BP,), tl.float64)
+            th_best = theta
+            t_lo = tl.zeros((BP,), tl.float64)
+            t_hi = tl.full((BP,), inf, tl.float64)
+            th = theta
+            going = active
+            amass = s
+            # At most THETA_STEPS θ steps, fewer once no pair of the program moves θ any more (a pair that
+            # stopped re-evaluates at the same θ in the eager search: nothing changes, so stopping early
+            # gives the same profile). The first step always runs: `going` starts as the open pairs.
+            it = 0
+            while (it < THETA_STEPS) & (tl.max(going.to(tl.int32), 0) > 0):
+                if SPLIT:
+                    phi, d1, d2, dm, am = _eval_split(g0, g1, g2, g3, g4, g5, g6, g7, g8, s, m, th, SERIES_X, LIBDEVICE)
+                else:
+                    phi, d1, d2, dm, am = _eval_grouped(g0, g1, g2, s, m, th, LIBDEVICE)
+                first = it == 0
+                amass = tl.where(first, am, amass)
+                going = tl.where(first, going & (am > 0.0), going)
+                better = phi < best
+                best = tl.where(better, phi, best)
+                grad = tl.where(better, dm, grad)
+                th_best = tl.where(better, th, th_best)
+                t_lo = tl.where(d1 < 0.0, tl.maximum(t_lo, th), t_lo)
+                t_hi = tl.where(d1 >= 0.0, tl.minimum(t_hi, th), t_hi)
+                pos = d2 > 0.0
+                decrement = tl.where(pos, d1 * d1 / tl.where(pos, d2, 1.0), inf)
+                going = (going & (decrement > DECREMENT) & (decrement > MARGIN * tl.abs(best - log_level))
+                         & ~((d1 < 0.0) & (th >= t_max)))
+                # ._chernoff_device._next_theta
+                newton = th - d1 / d2
+                grow = tl.minimum(4.0 * tl.maximum(th, t_lo), t_max)
+                fallback = tl.where(t_hi < inf, 0.5 * (t_lo + t_hi), grow)
+                ok = (newton == newton) & (tl.abs(newton) < inf) & (newton > t_lo) & (newton < t_hi)
+                nxt = tl.minimum(tl.where(ok, newton, fallback), t_max)
+                th = tl.where(going, nxt, th)
+                it += 1
+            g = tl.where(amass > 0.0, best - log_level, inf)
+            # The probe's update (._chernoff_device._probe).
+            theta = tl.where(active, tl.maximum(th_best, 1e-12 * t_max), theta)
+            rejected = g <= 0.0
+            a = tl.where(active & rejected, m, a)
+            b = tl.where(active & ~rejected, m, b)
+            gpos = grad > 0.0
+            newton_m = m - g / tl.where(gpos, grad, 1.0)
+            mid = 0.5 * (a + b)
+            use = (gpos & (newton_m == newton_m) & (tl.abs(newton_m) < inf) & (newton_m > a) & (newton_m < b)
+                   & (step < NEWTON_M_STEPS))
+            nxt_m = tl.where(use, newton_m, mid)
+            wide = b - a > tol
+            nxt_m = tl.where(wide, tl.minimum(tl.maximum(nxt_m, a + 0.5 * tol), b - 0.5 * tol), mid)
+            m = tl.where(active, nxt_m, m)
+            active = active & wide
+            step += 1
+        tl.store(out_ptr + pairs, a, mask=pmask)

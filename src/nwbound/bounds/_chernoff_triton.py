@@ -1,0 +1,115 @@
+"""The band-Chernoff interval search of :mod:`._chernoff_device` as one fused Triton kernel.
+
+The eager search (:func:`._chernoff_device._search`) evaluates the exponent of every (query, class,
+end) pair over its ``B`` groups as PyTorch elementwise operations on ``(n, 2C, 2, B)`` float64
+temporaries: about forty kernels and as many round trips through device memory per θ step, six θ
+steps per probe, twenty to sixty probes (0.5 s at the ECG shapes on an H100, memory-bound). Here
+one program owns ``BP`` pairs, loads their query's per-group fields once into registers and runs
+the *same* search to the end: the same θ profile (:data:`._chernoff_device._THETA_STEPS`
+safeguarded Newton steps, warm-started), the same bracket update and Newton/bisection step in
+``m``, the same tolerances and probe cap, every formula in float64 as the host's and the eager
+search's. Nothing crosses to the host: a program stops when its pairs are all closed (a
+loop on the device, no flag read by the host).
+
+**Validity** is that of :mod:`._chernoff_device`: a pair's reported end is its bracket's ``a``, a
+level either given certified (the Hoeffding end) or rejected by a float64 exponent ``≤ log(δ′/2)``
+at an explicit θ, and the exponent is monotone in the level. The per-group sums are reduced in
+another order than PyTorch's (float64 either way: the same rounding the eager and host searches
+already differ by); ``expm1`` (the split form's optimal within-bin mean) is Kahan's
+``(e^x − 1)·x/log(e^x)``, accurate to a few ulps like the library's.
+
+``TRITON_INTERPRET=1`` runs the kernel on PyTorch CPU tensors (the tests); on CUDA it compiles once
+per form (a few seconds, then cached by Triton on disk).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import math
+import os
+from typing import Any
+
+__all__ = ["triton_search_applies", "triton_search"]
+
+# Pairs per program and the programs' warps: each pair holds its query's groups (B ≤ 64 bins, or k
+# neighbours) in registers, 9 fields in the split form.
+_BP = {"split": 16, "grouped": 32}
+_WARPS = 8
+
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "") == "1"
+
+
+def triton_search_applies(s: Any) -> bool:
+    """Whether the fused search can run on tensors like ``s`` (CUDA with Triton, or the interpreter on CPU).
+
+    ``NWBOUND_TRITON_SEARCH=0`` turns it off (the eager search then runs everywhere).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nwbound.bounds._chernoff_triton import triton_search_applies
+    >>> triton_search_applies(torch.zeros(1)) in (True, False)
+    True
+    """
+    if os.environ.get("NWBOUND_TRITON_SEARCH", "1") == "0":
+        return False
+    if importlib.util.find_spec("triton") is None:
+        return False
+    kind = getattr(getattr(s, "device", None), "type", "")
+    return kind == "cuda" or (kind == "cpu" and _interpreting())
+
+
+@functools.cache
+def _kernel():
+    from ._chernoff_search_kernel import search_kernel
+
+    return search_kernel
+
+
+def triton_search(split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, theta: Any, t_max: Any,
+                  log_level: float, tol: float, open_: Any, *, theta_steps: int, max_probes: int,
+                  newton_m_steps: int, decrement: float, margin: float, series_x: float) -> Any:
+    """The left ends of :func:`._chernoff_device._search` (same arguments, already broadcast to
+    ``(n, K)`` pairs), from one launch of the fused kernel.
+
+    ``data`` holds the per-group fields as ``(n, B)`` float64 tensors: ``(N, M, R)`` (grouped) or
+    ``(A, βD, m_cap, ρ, ρ_in, Λ, n − Λ, a_hi, a_lo)`` (split; zero on empty bins, ``m_cap = −∞``).
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ.get("TRITON_INTERPRET") in (None, "", "0", "1")  # runs on CUDA or the interpreter
+    True
+    """
+    import torch
+
+    n, K = s.shape
+    B = int(data[0].shape[1])
+    flat = [x.expand(n, K).to(torch.float64).contiguous().reshape(-1) for x in (s, a, b, m, theta, t_max)]
+    act = (open_ & (b - a > tol)).expand(n, K).to(torch.int8).contiguous().reshape(-1)
+    fields = [x.to(torch.float64).contiguous() for x in data]
+    if B == 0:  # no groups: one empty column (no mass; m_cap = −∞ in the split form)
+        fields = [torch.full((n, 1), -torch.inf if split and i == 2 else 0.0, dtype=torch.float64, device=s.device)
+                  for i in range(len(fields))]
+        B = 1
+    while len(fields) < 9:
+        fields.append(fields[0])  # unused (grouped form)
+    out = torch.empty_like(flat[0])
+    n_pairs = n * K
+    if n_pairs == 0:
+        return out.reshape(n, K)
+    form = "split" if split else "grouped"
+    bp = _BP[form]
+    bb = max(2, 1 << max(0, (max(B, 1) - 1).bit_length()))
+    grid = ((n_pairs + bp - 1) // bp,)
+    _kernel()[grid](
+        *flat, act, out, *fields, n_pairs, K, B,
+        torch.tensor([float(log_level), float(tol)], dtype=torch.float64, device=s.device),
+        SPLIT=bool(split), BP=bp, BB=bb, THETA_STEPS=int(theta_steps), MAX_PROBES=int(max_probes),
+        NEWTON_M_STEPS=int(newton_m_steps), DECREMENT=float(decrement), MARGIN=float(margin),
+        SERIES_X=float(series_x), INF=math.inf, LIBDEVICE=not _interpreting(), num_warps=_WARPS,
+    )
+    return out.reshape(n, K)
