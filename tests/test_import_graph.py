@@ -46,10 +46,7 @@ ALLOWED_PRIVATE: dict[tuple[str, str], str] = {
 
 # Module-level import circles still tolerated (issue 19), each with its reason. The test
 # fails on an entry that no longer occurs, so the list never goes stale.
-ALLOWED_MODULE_CYCLES: dict[tuple[str, ...], str] = {
-    # Being broken on another branch in parallel; the lead removes this entry after merging it.
-    ("nwbound.gpu._array_api", "nwbound.gpu._triton"): "the engine branch breaks it (issue 19)",
-}
+ALLOWED_MODULE_CYCLES: dict[tuple[str, ...], str] = {}
 
 
 def _module_name(path: Path) -> str:

@@ -18,6 +18,20 @@ AUTO_CV_FOLDS = 3
 #: other two thirds (thousands of validation rows: a precise log-loss without more folds), and the
 #: winner is kept as fitted, so that each candidate is fitted once (the speed budget at the ECG shapes).
 AUTO_CV_ROWS = 4000
+#: metric="auto" fits its gradient-boosting model with at most this many boosting iterations
+#: (benchmarks/bench_learned_space.py: the speed budget).
+AUTO_MAX_ITER = 50
+
+
+def _auto_scores(model: Any, X: np.ndarray) -> np.ndarray:
+    """metric="auto"'s score block: the chosen model's class probabilities (one column for 2 classes).
+
+    Probabilities rather than decision values: a calibrated model's probabilities are close to p,
+    so p is smooth in them with a constant near 1, and its confident predictions of one class
+    gather at one vertex of the simplex (near neighbours, a small bias term), where decision
+    values spread confident rows apart along directions in which p hardly moves."""
+    P = np.asarray(model.predict_proba(X), dtype=np.float64)
+    return P[:, 1:] if P.shape[1] == 2 else P
 
 
 @dataclass(frozen=True)
@@ -116,7 +130,6 @@ def auto_candidates(random_state: int) -> dict[str, Any]:
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from ._space import AUTO_MAX_ITER
 
     return {
         "gradient boosting": HistGradientBoostingClassifier(max_iter=AUTO_MAX_ITER, random_state=random_state),
@@ -236,8 +249,6 @@ def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray |
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 model = fitted_on_train[name] if holdout else _fit(clone(candidates[name]), X, y, sample_weight)
-            from ._space import _auto_scores
-
             s = _auto_scores(model, X)
         except Exception as exc:  # noqa: BLE001
             results[name]["status"] = f"dropped: refit failed ({type(exc).__name__}: {exc})"

@@ -10,7 +10,7 @@ from sklearn.base import clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import has_fit_parameter
 
-from ._auto import choose_score_model
+from ._auto import AUTO_MAX_ITER, _auto_scores, choose_score_model
 
 __all__ = ["LearnedSpace", "metric_kind", "AUTO_FEATURE_WEIGHT", "AUTO_MAX_ROWS", "AUTO_MAX_ITER"]
 
@@ -23,10 +23,8 @@ __all__ = ["LearnedSpace", "metric_kind", "AUTO_FEATURE_WEIGHT", "AUTO_MAX_ROWS"
 #: (user guide, "The feature weight: a fixed share of the distance"): a known limitation of one L.
 AUTO_FEATURE_WEIGHT = 0.25
 #: metric="auto" fits its gradient-boosting model on at most this many rows of the map share
-#: (a fixed random subset) ...
+#: (a fixed random subset), with at most ``AUTO_MAX_ITER`` boosting iterations.
 AUTO_MAX_ROWS = 10_000
-#: ... with at most this many boosting iterations (benchmarks/bench_learned_space.py: the speed budget).
-AUTO_MAX_ITER = 50
 
 _KINDS = ("standard", "transformer", "scores", "auto")
 
@@ -71,17 +69,6 @@ def metric_kind(metric: Any) -> str | None:
         f"metric must be {accepted}; {type(metric).__name__} has neither transform, decision_function nor "
         "predict_proba."
     )
-
-
-def _auto_scores(model: Any, X: np.ndarray) -> np.ndarray:
-    """metric="auto"'s score block: the chosen model's class probabilities (one column for 2 classes).
-
-    Probabilities rather than decision values: a calibrated model's probabilities are close to p,
-    so p is smooth in them with a constant near 1, and its confident predictions of one class
-    gather at one vertex of the simplex (near neighbours, a small bias term), where decision
-    values spread confident rows apart along directions in which p hardly moves."""
-    P = np.asarray(model.predict_proba(X), dtype=np.float64)
-    return P[:, 1:] if P.shape[1] == 2 else P
 
 
 def _scores(model: Any, X: np.ndarray) -> np.ndarray:
