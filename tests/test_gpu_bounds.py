@@ -423,3 +423,33 @@ def test_fused_triton_search_equals_the_eager_search_and_contains_the_host(tmp_p
         np.testing.assert_allclose(fused, eager, atol=1e-9, err_msg=name)
         assert np.all(fused[0] <= host[0] + TOL) and np.all(fused[1] >= host[1] - TOL), name
         np.testing.assert_allclose(fused, host, atol=2e-5, err_msg=name)
+
+
+# ---------------------------------------------------------------- per-point form with a summation error
+@pytest.mark.parametrize("dev", DEVICES)
+def test_per_point_sum_error_contains_the_perturbed_sums_and_matches_the_host(dev):
+    # The localized device path's float64 class sums of k terms carry ρ = γ_k: the per-point search
+    # certifies each end with the sum that rejects least, as the host's chernoff_interval does.
+    from nwbound.bounds._chernoff import chernoff_interval
+    from nwbound.bounds._chernoff_device import chernoff_interval_device
+
+    rng = np.random.default_rng(11)
+    n, k = 30, 12
+    mass = rng.random((n, k))
+    labels = rng.random((n, k)) < 0.6
+    S = np.stack([(mass * labels).sum(axis=1), (mass * ~labels).sum(axis=1)], axis=1)
+    band = 0.05 * rng.random((n, k))
+    ones = np.ones((n, k))
+    t = lambda a: torch.as_tensor(a, dtype=torch.float64, device=dev)  # noqa: E731
+    lo, up = (_np(a) for a in chernoff_interval_device(t(S), t(ones), t(mass), t(band), 0.05, tol=1e-12))
+    rho = 1e-3
+    for sign in (-1.0, 1.0):
+        S_r = S * (1 + sign * rho * np.array([1.0, -1.0]))
+        lo_r, up_r = (_np(a) for a in chernoff_interval_device(t(S_r), t(ones), t(mass), t(band), 0.05, tol=1e-12,
+                                                                sum_error=rho))
+        assert np.all(lo_r <= lo + 1e-11) and np.all(up_r >= up - 1e-11)
+        host_lo, host_up = chernoff_interval(S_r, ones, mass, mass, band, 0.05, tol=1e-12, sum_error=rho)
+        np.testing.assert_allclose(lo_r, host_lo, atol=1e-10)
+        np.testing.assert_allclose(up_r, host_up, atol=1e-10)
+    with pytest.raises(ValueError, match="sum_error"):
+        chernoff_interval_device(t(S), t(ones), t(mass), t(band), 0.05, sum_error=0.5)

@@ -305,6 +305,7 @@ def chernoff_interval_device(
     delta_prime: float,
     *,
     tol: float = 1e-7,
+    sum_error: float = 0.0,
 ) -> tuple[Any, Any]:
     """:func:`~nwbound.bounds._chernoff.chernoff_interval` with ``mass_upper = mass_lower = mass`` on a device.
 
@@ -323,6 +324,10 @@ def chernoff_interval_device(
     delta_prime : float
         Per-class failure probability in (0, 1).
     tol : float, default=1e-7
+    sum_error : float, default=0
+        ``ρ`` in [0, 1/2) of ``class_sums`` (within ``1 ± ρ`` of the exact sums): each end is
+        certified with the sum that rejects least, as on the host (``S/(1 + ρ)`` for a lower end,
+        ``Σ mass − S/(1 − ρ)`` for an upper one), so the interval contains the exact sums' one.
 
     Returns
     -------
@@ -349,8 +354,15 @@ def chernoff_interval_device(
     log_level = math.log(float(delta_prime) / 2.0)
     N3, M3, R3 = N[:, None, :], M[:, None, :], R[:, None, :]
     nm = N3 * M3
-    s_comp = nm.sum(-1) - S  # Σ n·l − S with l = the same mass
-    s = torch.cat([S, s_comp], 1)  # (n, 2C): lower ends, then the complementary upper ends
+    rel = float(sum_error)
+    if not 0.0 <= rel < 0.5:
+        raise ValueError(f"sum_error must be in [0, 0.5) (a relative error bound of the sums), got {sum_error!r}.")
+    if rel > 0:  # each end certified with the sum that rejects least (1 + 2⁻⁵²: the divisions' rounding)
+        s_comp = torch.clamp(nm.sum(-1) - S / (1.0 - rel) * (1.0 + 2.0**-52), min=0.0)
+        s_low = S / (1.0 + rel) / (1.0 + 2.0**-52)
+    else:
+        s_comp, s_low = nm.sum(-1) - S, S  # Σ n·l − S with l = the same mass
+    s = torch.cat([s_low, s_comp], 1)  # (n, 2C): lower ends, then the complementary upper ends
     right = torch.cat([p_hat, 1.0 - p_hat], 1)
     m1 = nm.sum(-1)
     v = (nm * M3).sum(-1)
@@ -541,8 +553,8 @@ def hoeffding_limits_device(class_sums: Any, sq_sum: Any, dist_sum: Any, beta: f
 BLOCK_BYTES = {"cuda": 4 << 30, "cpu": 512 << 20}
 
 
-def _in_blocks(torch: Any, solve: Callable, arrays: tuple, *extra: Any) -> tuple[Any, Any]:
-    """``solve(*arrays, *extra)`` over blocks of rows (every array's first axis), results concatenated."""
+def _in_blocks(torch: Any, solve: Callable, arrays: tuple, *extra: Any, **options: Any) -> tuple[Any, Any]:
+    """``solve(*arrays, *extra, **options)`` over blocks of rows (every array's first axis), results concatenated."""
     from ._chernoff_triton import triton_search_applies
 
     n, C = arrays[0].shape
@@ -556,8 +568,8 @@ def _in_blocks(torch: Any, solve: Callable, arrays: tuple, *extra: Any) -> tuple
     per_row = 2 * C * 2 * B * 8 * 24 if not fused else 30 * B * 8 + 2 * C * 8 * 16
     rows = max(1, int(budget // per_row))
     if n <= rows:
-        return solve(*arrays, *extra)
-    parts = [solve(*(a[s : s + rows] for a in arrays), *extra) for s in range(0, n, rows)]
+        return solve(*arrays, *extra, **options)
+    parts = [solve(*(a[s : s + rows] for a in arrays), *extra, **options) for s in range(0, n, rows)]
     return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
 
 
@@ -630,13 +642,12 @@ def device_limits(spec: Any, *, class_sums: Any, sq_sum: Any, dist_sum: Any, ban
     lam = float(bandwidth)
     vac = out["vacuous"][:, None]
     if point_mass is not None:
-        if rho > 0:
-            raise ValueError("The per-point Chernoff form takes exact sums (sum_error = 0).")
         mass = _f64(torch, point_mass, dev)
         u_err = torch.sqrt(_f64(torch, u2_error, dev).expand(n))
         dist = _f64(torch, point_dist, dev) + (lam * u_err)[:, None]
         lower, upper = _in_blocks(torch, chernoff_interval_device, (S, (mass > 0).to(torch.float64), mass,
-                                                                    spec.beta * dist), spec.delta_prime)
+                                                                    spec.beta * dist), spec.delta_prime,
+                                   sum_error=rho)
     else:
         if hist_mass is None or hist_dist is None or histogram is None:
             raise ValueError("bound='chernoff' on a device needs the histogram's per-bin masses (hist_mass, "

@@ -651,7 +651,8 @@ def intervals_on_device(
         _, idx = device_kneighbors(Q, train, int(n_neighbors), working_memory=working_memory)
         st = neighbor_kernel_statistics(Q, X_dev, onehot_dev, idx, kernel=kernel, bandwidth=lam, need_dist=True,
                                         keep_points=chernoff, working_memory=working_memory)
-        rho, u2_err = 0.0, 0.0
+        # Float64 sums of k terms: within 1 ± γ_k, as the host's localized sums.
+        rho, u2_err = compose_errors(st.sum_error, summation_error(int(n_neighbors), "float64")), 0.0
         if chernoff:  # directly computed distances, rounded up by their error bound (as the host)
             extra = dict(point_mass=st.point_mass, point_dist=st.point_dist * (1.0 + (m + 8) * 2.0**-53))
     limits = {name: device_limits(spec, class_sums=st.class_sums, sq_sum=st.sq_sum, dist_sum=st.dist_sum,

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from .._numerics import direct_d2_error_factor, direct_distance_error, square_underflow, summation_error
+from .._numerics import direct_d2_error_factor, direct_distance_error, square_sum_upper, summation_error
 from .._validation import check_choice, check_int_range, check_positive
 from ..kernels import Kernel, get_kernel
 from ._common import (  # noqa: F401 - re-exported: the public names of nwbound.gpu live here too
@@ -273,6 +273,9 @@ def _array_api_statistics(
         block_rows = rows_for_memory(per_pair * n_train, max(n_q, 1), working_memory)
     inv_lam2 = 1.0 / (lam * lam)
     u = unit_roundoff(xp, cdt)
+    # Upper bounds of the distance-weighted sums: each term's roundings in the compute dtype (8u)
+    # and the float64 accumulation of n_train terms (γ_{n+2}; below 8u in float32, not in float64).
+    dist_cover = (1.0 + 8.0 * u) * (1.0 + summation_error(n_train + 2, "float64"))
     q64 = xp.astype(Xq, xp.float64) - train.center
     qc = xp.astype(q64, cdt)
     qc64 = xp.astype(qc, xp.float64)
@@ -301,7 +304,7 @@ def _array_api_statistics(
                 err_b = xp.astype(d2_err[s:e], cdt)[:, None]
                 dplus = xp.sqrt(d2 + err_b) + xp.astype(eta[s:e], cdt)[:, None]
                 kd = (k * train.weights[None, :]) * dplus
-                parts["ds"].append(xp.sum(kd, axis=1, dtype=xp.float64) * (1.0 + 8.0 * u))
+                parts["ds"].append(xp.sum(kd, axis=1, dtype=xp.float64) * dist_cover)
             if bins:
                 # Far points clipped first: a huge u² would overflow the integer cast.
                 index = xp.astype(xp.floor(xp.where(u2 < 2.0, u2, 2.0) * float(bins)), xp.int64)
@@ -317,7 +320,7 @@ def _array_api_statistics(
                 h, hm, hd, hc = _binned_sums(xp, index, (w_row, kw64, kw * dplus, counted), bins)
                 parts["h"].append(h)
                 parts["hm"].append(hm)
-                parts["hd"].append(hd * (1.0 + 8.0 * u))
+                parts["hd"].append(hd * dist_cover)
                 parts["hc"].append(hc)
     if n_q == 0:
         n_cls = int(train.onehot.shape[1])
@@ -465,7 +468,7 @@ def neighbor_kernel_statistics(
     summation = 1.0 + (k + 4) * 2.0**-53  # the sums' rounding: dist_sum stays an upper bound
     return KernelStatistics(
         class_sums=cat("cs", (0, n_cls)),
-        sq_sum=cat("sq", (0,)) + square_underflow(k),  # float64 squares, as the CPU engine's
+        sq_sum=square_sum_upper(cat("sq", (0,)), k),  # float64 squares, as the CPU engine's
         dist_sum=cat("ds", (0,)) * summation if need_dist else None,
         histogram=None,
         d2_error=direct_d2_error_factor(m) * far * far,

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .._numerics import square_underflow
+from .._numerics import square_underflow, summation_error
 from .._validation import check_choice
 
 __all__ = [
@@ -361,17 +361,21 @@ def square_sum_bound(sq_sum: Any, n_terms: int, dtype: str, roundings: int) -> A
     :func:`~nwbound._numerics.square_underflow` to underflow (the rule the CPU engine adds too), and
     ``roundings`` relative roundings in ``dtype`` per term (the product ``w·K``, its square, a
     float32 tile sum's additions) at most a factor ``1 + (roundings + 1)·u``; the float64
-    accumulation is treated as the CPU engine treats its own (not widened).
+    accumulation of the ``n_terms`` terms at most ``1/(1 − γ_n) ≤ 1 + γ_{2n}`` (``+ 4``: the
+    factors' own roundings), as the CPU engine's :func:`~nwbound._numerics.square_sum_upper`.
 
     Examples
     --------
     >>> import numpy as np
     >>> from nwbound.gpu._array_api import square_sum_bound
-    >>> float(square_sum_bound(np.array([0.0]), 3, "float32", 2)[0]) == 3 * 2.0**-149 * (1 + 3 * 2.0**-24)
+    >>> from nwbound._numerics import summation_error
+    >>> bound = float(square_sum_bound(np.array([0.0]), 3, "float32", 2)[0])
+    >>> bound == 3 * 2.0**-149 * (1 + 3 * 2.0**-24) * (1 + summation_error(10))
     True
     """
     u = unit_roundoff(None, dtype)
-    return (sq_sum + square_underflow(n_terms, dtype)) * (1.0 + (roundings + 1) * u)
+    accumulation = 1.0 + summation_error(2 * int(n_terms) + 4, "float64")
+    return (sq_sum + square_underflow(n_terms, dtype)) * (1.0 + (roundings + 1) * u) * accumulation
 
 
 def _device(a: Any) -> Any:
