@@ -1,4 +1,10 @@
-"""The Nadaraya-Watson classifier with frequentist bounds (regular and localized)."""
+"""The Nadaraya-Watson classifier with frequentist bounds (regular and localized).
+
+Here: fitting, and the route of a query through ``predict_interval``, top-down. Beside it, all
+private to :mod:`nwbound.estimators`: the label-free bandwidth grid and ``"scale"`` rule
+(``_bandwidth``), the fitted state as plain arrays (``_nw_fitted_state``) and the public pieces a
+sharded fit runs one at a time (``_nw_rounds``); the classifier inherits the last two.
+"""
 
 from __future__ import annotations
 
