@@ -1,9 +1,7 @@
 """The classifiers: regular/localized Nadaraya-Watson and the dyadic grid, and their public
 kernel statistics (what a bound needs to know about each query)."""
 
-from ._dyadic import DyadicClassifier
-from ._nadaraya_watson import (
-    NadarayaWatsonClassifier,
+from ._bandwidth import (
     bandwidth_grid_from_nearest,
     bandwidth_grid_pilot,
     default_bandwidth_grid,
@@ -12,6 +10,8 @@ from ._nadaraya_watson import (
     scale_bandwidth,
     scale_bandwidth_from_nearest,
 )
+from ._dyadic import DyadicClassifier
+from ._nadaraya_watson import NadarayaWatsonClassifier
 from ._statistics import BandwidthRanking, KernelStatistics, merge_statistics
 
 __all__ = [

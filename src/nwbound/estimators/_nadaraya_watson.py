@@ -1,14 +1,17 @@
-"""The Nadaraya-Watson classifier with frequentist bounds (regular and localized)."""
+"""The Nadaraya-Watson classifier with frequentist bounds (regular and localized).
+
+Here: fitting, and the route of a query through ``predict_interval``, top-down. Beside it, all
+private to :mod:`nwbound.estimators`: the label-free bandwidth grid and ``"scale"`` rule
+(``_bandwidth``), the fitted state as plain arrays (``_nw_fitted_state``) and the public pieces a
+sharded fit runs one at a time (``_nw_rounds``); the classifier inherits the last two.
+"""
 
 from __future__ import annotations
-
-from typing import Any, Mapping
 
 import numpy as np
 from numbers import Integral, Real
 
 from sklearn.base import _fit_context
-from sklearn.neighbors import NearestNeighbors
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from sklearn.utils.validation import check_is_fitted
@@ -19,234 +22,22 @@ from .._validation import check_dtype, check_int_range, check_n_jobs, check_posi
 from ..bounds import TAIL_RADIUS, BoundSpec
 from ..kernels import Kernel, get_kernel
 from ..neighbors import make_index
+# The grid functions lived here: still importable from this module (nwbound.estimators exports them).
+from ._bandwidth import SCALE_NEIGHBORS, SCALE_QUANTILE, _power_of_two_scale, default_bandwidth_grid  # noqa: F401
+from ._bandwidth import bandwidth_grid_from_nearest, bandwidth_grid_pilot, pilot_nearest_distances  # noqa: F401
+from ._bandwidth import resolve_ranking_fraction, scale_bandwidth, scale_bandwidth_from_nearest  # noqa: F401
 from ._base import BoundedClassifierBase
 from ._device import outside_box, to_host
-from ._state import state_array, state_classes, state_scalar
+from ._nw_fitted_state import _FittedState
+from ._nw_rounds import _Rounds
 from ._statistics import BandwidthRanking, KernelStatistics
 from ._sums import TrainingSet, dense_kernel_sums, dense_moment_sums, neighbor_distances, neighbor_kernel_sums
 
-__all__ = [
-    "NadarayaWatsonClassifier",
-    "bandwidth_grid_from_nearest",
-    "bandwidth_grid_pilot",
-    "default_bandwidth_grid",
-    "resolve_ranking_fraction",
-    "pilot_nearest_distances",
-    "scale_bandwidth",
-    "scale_bandwidth_from_nearest",
-    "SCALE_NEIGHBORS",
-    "SCALE_QUANTILE",
-]
+__all__ = ["NadarayaWatsonClassifier"]
 
 # Queries per block of predict_interval with bound="chernoff" (its statistics hold
 # queries × bandwidths × bins values; 2048 keeps them to a few MiB).
 _CHERNOFF_QUERY_BLOCK = 2048
-_AUTO_GRID_SIZE = 16
-_AUTO_PILOT_SIZE = 256
-# ranking_fraction="auto": every row up to this many, then this many rows but at least a sixteenth
-# (ECG, MIT-BIH, MNIST shapes: mean ε at the chosen λ within 0.03 % of the grid's least, worst query
-# 5.2 %: benchmarks/bench_ranking_sample.py).
-_RANKING_ROWS = 8192
-_RANKING_MIN_FRACTION = 1.0 / 16
-# bandwidth="scale": λ is the SCALE_QUANTILE quantile, over the pilot rows, of the distance from a
-# training row to its SCALE_NEIGHBORS-th nearest other row (see scale_bandwidth).
-SCALE_NEIGHBORS = 10
-SCALE_QUANTILE = 0.9
-
-
-def bandwidth_grid_pilot(n_samples: int) -> np.ndarray:
-    """Rows whose nearest-neighbour distances set the ``bandwidth="auto"`` grid.
-
-    Up to 256 evenly spaced row numbers of a training set of ``n_samples`` rows.
-
-    Examples
-    --------
-    >>> from nwbound.estimators import bandwidth_grid_pilot
-    >>> bandwidth_grid_pilot(5)
-    array([0, 1, 2, 3, 4])
-    """
-    return np.unique(np.linspace(0, n_samples - 1, min(_AUTO_PILOT_SIZE, n_samples)).astype(int))
-
-
-def pilot_nearest_distances(X: np.ndarray, pilot: np.ndarray, n_neighbors: int = 2) -> np.ndarray:
-    """Distances from each ``pilot`` row to its (up to) ``n_neighbors`` nearest rows of ``X``, at any scale.
-
-    Both are divided by one power of two near their largest magnitude first (exact), so
-    coordinates like 1e-200 or 1e160 neither underflow nor overflow in the squared distances,
-    and the grid of ``bandwidth="auto"`` scales with the data. The first column is 0 when the
-    pilot row is itself a row of ``X``.
-
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, n_features)
-    pilot : array-like of shape (n_pilot, n_features)
-    n_neighbors : int, default=2
-        How many nearest rows (2 for the ``"auto"`` grid, ``SCALE_NEIGHBORS + 1`` for ``"scale"``).
-
-    Returns
-    -------
-    ndarray of shape (n_pilot, min(n_neighbors, n_samples))
-        Each row sorted increasingly.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.estimators import pilot_nearest_distances
-    >>> X = np.array([[0.0], [1e-200], [3e-200]])
-    >>> (pilot_nearest_distances(X, X[:1]) / 1e-200).round(6).tolist()
-    [[0.0, 1.0]]
-    """
-    X = np.asarray(X, dtype=np.float64)
-    pilot = np.asarray(pilot, dtype=np.float64)
-    scale = _power_of_two_scale(np.array([np.max(np.abs(X), initial=0.0), np.max(np.abs(pilot), initial=0.0)]))
-    n_nb = min(int(n_neighbors), X.shape[0])
-    dist, _ = NearestNeighbors(n_neighbors=n_nb, algorithm="brute").fit(X / scale).kneighbors(pilot / scale)
-    return dist * scale
-
-
-def bandwidth_grid_from_nearest(nearest: np.ndarray, diagonal: float,
-                                n_bandwidths: int = _AUTO_GRID_SIZE) -> np.ndarray:
-    """The ``bandwidth="auto"`` grid from the pilot rows' nearest-other-row distances.
-
-    ``n_bandwidths`` geometrically spaced values from the median of the
-    positive ``nearest`` distances up to ``diagonal`` (the bounding box's
-    diagonal). Training shards compute ``nearest`` over all shards and call
-    this, so a sharded fit gets the same grid as an in-memory one.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.estimators import bandwidth_grid_from_nearest
-    >>> bandwidth_grid_from_nearest(np.array([0.1, 0.1, 0.3]), 1.0, n_bandwidths=3)
-    array([0.1       , 0.31622777, 1.        ])
-    """
-    if not diagonal > 0.0:
-        raise ValueError(
-            "All training points coincide, so bandwidth='auto' cannot derive a scale from them; "
-            "pass bandwidth_grid=[...] explicitly or a fixed bandwidth."
-        )
-    nearest = np.asarray(nearest, dtype=np.float64)
-    low = float(np.median(nearest[nearest > 0])) if np.any(nearest > 0) else diagonal * 1e-3
-    low = min(low, diagonal)
-    return np.geomspace(low, diagonal, n_bandwidths) if low < diagonal else np.array([diagonal])
-
-
-def default_bandwidth_grid(X: np.ndarray, n_bandwidths: int = _AUTO_GRID_SIZE) -> np.ndarray:
-    """The grid searched by ``bandwidth="auto"``.
-
-    ``n_bandwidths`` geometrically spaced values from the median distance of
-    (up to 256, evenly spaced) training points to their nearest other training
-    point, up to the diagonal of the training data's bounding box. Depends on
-    the training inputs only, never on labels.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.estimators import default_bandwidth_grid
-    >>> default_bandwidth_grid(np.linspace(0, 1, 11)[:, None], n_bandwidths=3)
-    array([0.1       , 0.31622777, 1.        ])
-    """
-    X = np.asarray(X, dtype=np.float64)
-    diagonal = float(euclidean_norm(X.max(axis=0) - X.min(axis=0)))
-    if diagonal == 0.0:
-        return bandwidth_grid_from_nearest(np.zeros(1), diagonal, n_bandwidths)  # raises the explanation
-    dist = pilot_nearest_distances(X, X[bandwidth_grid_pilot(X.shape[0])])
-    return bandwidth_grid_from_nearest(dist[:, -1], diagonal, n_bandwidths)
-
-
-def scale_bandwidth_from_nearest(kth_nearest: np.ndarray, diagonal: float) -> float:
-    """The ``bandwidth="scale"`` λ from the pilot rows' distances to their k-th nearest other row.
-
-    The ``SCALE_QUANTILE`` (0.9) quantile of ``kth_nearest``. Where that is 0 (rows repeated more
-    than k times), the largest of ``kth_nearest``; where every one is 0, ``diagonal`` (the
-    training inputs' bounding-box diagonal); where that is 0 too (every row coincides), 1.
-    Training shards compute ``kth_nearest`` over all shards and call this, so a sharded fit
-    gets the λ of an in-memory one.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.estimators import scale_bandwidth_from_nearest
-    >>> scale_bandwidth_from_nearest(np.arange(11.0), diagonal=20.0)
-    9.0
-    >>> scale_bandwidth_from_nearest(np.zeros(5), diagonal=20.0)
-    20.0
-    """
-    d = np.asarray(kth_nearest, dtype=np.float64).ravel()
-    for value in (float(np.quantile(d, SCALE_QUANTILE)) if d.size else 0.0, float(np.max(d, initial=0.0)),
-                  float(diagonal)):
-        if value > 0.0 and np.isfinite(value):
-            return value
-    return 1.0
-
-
-def scale_bandwidth(X: np.ndarray, n_neighbors: int | None = None) -> float:
-    """The label-free default bandwidth, ``bandwidth="scale"``: the data's own neighbour scale.
-
-    λ is the 0.9 quantile (``SCALE_QUANTILE``), over up to 256 evenly spaced training rows
-    (:func:`bandwidth_grid_pilot`), of the distance from a row to its k-th nearest other row,
-    with ``k = max(SCALE_NEIGHBORS, n_neighbors)`` (10 for the regular classifier; the
-    localized classifier's own k when larger), capped at ``n_samples − 1``. So about 9 in 10
-    training rows — and queries drawn like them — hold at least k training rows within λ: a
-    fixed bandwidth then never silently reaches no point where the data are (a query with
-    ``κ = 0`` only predicts the fallback), and k ≈ 10 is about the fewest agreeing
-    neighbours with which a bound can certify a prediction. The rule is in the units of the
-    features and scales with them (a feature scaled by ``s`` scales λ by ``s``). It reads
-    the training inputs only, never the labels, so every bound computed at this λ stays valid.
-    Like k nearest neighbours it counts rows, not sample weights (a repeated row is two rows).
-
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, n_features)
-    n_neighbors : int or None, default=None
-        The localized classifier's k (None: the regular classifier).
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.estimators import scale_bandwidth
-    >>> X = np.linspace(0, 1, 101)[:, None]   # rows 0.01 apart: the 10th nearest is 0.05 away inside
-    >>> round(scale_bandwidth(X), 6)
-    0.05
-    >>> round(scale_bandwidth(1000 * X), 6)
-    50.0
-    """
-    X = np.asarray(X, dtype=np.float64)
-    n = X.shape[0]
-    diagonal = float(euclidean_norm(X.max(axis=0) - X.min(axis=0))) if n else 0.0
-    k = min(max(SCALE_NEIGHBORS, int(n_neighbors or 0)), n - 1)
-    if k < 1 or not diagonal > 0.0:
-        return scale_bandwidth_from_nearest(np.zeros(0), diagonal)
-    dist = pilot_nearest_distances(X, X[bandwidth_grid_pilot(n)], n_neighbors=k + 1)
-    return scale_bandwidth_from_nearest(dist[:, k], diagonal)
-
-
-def resolve_ranking_fraction(ranking_fraction: float | str, n_samples: int) -> float:
-    """The share of training rows ``bandwidth="auto"`` ranks its grid on (``ranking_fraction_``).
-
-    ``"auto"``: every row up to 8 192 rows; beyond, ``max(8192/n, 1/16)``. A number in (0, 1]:
-    itself.
-
-    Examples
-    --------
-    >>> from nwbound.estimators import resolve_ranking_fraction
-    >>> resolve_ranking_fraction("auto", 5000), resolve_ranking_fraction("auto", 16384)
-    (1.0, 0.5)
-    >>> resolve_ranking_fraction("auto", 10**6), resolve_ranking_fraction(0.25, 10**6)
-    (0.0625, 0.25)
-    """
-    if isinstance(ranking_fraction, str):
-        if ranking_fraction != "auto":
-            raise ValueError(f"ranking_fraction must be a number in (0, 1] or 'auto', got {ranking_fraction!r}.")
-        return 1.0 if n_samples <= _RANKING_ROWS else max(_RANKING_ROWS / n_samples, _RANKING_MIN_FRACTION)
-    fraction = float(ranking_fraction)
-    if not 0.0 < fraction <= 1.0:
-        raise ValueError(f"ranking_fraction must be in (0, 1] (1: rank on every training row), got {ranking_fraction!r}.")
-    return fraction
 
 
 # Index coordinates (training rows within [-1, 1]) beyond this: the query is scaled down for the search.
@@ -277,15 +68,7 @@ def _times(a: np.ndarray | None, factor: float) -> np.ndarray | None:
     return a if a is None or factor == 1.0 else a * factor
 
 
-def _power_of_two_scale(X: np.ndarray) -> float:
-    """A power of two near the largest coordinate magnitude (1 for an all-zero X)."""
-    largest = float(np.max(np.abs(X), initial=0.0))
-    if largest == 0.0 or not np.isfinite(largest):
-        return 1.0
-    return float(np.ldexp(1.0, int(np.frexp(largest)[1])))
-
-
-class NadarayaWatsonClassifier(BoundedClassifierBase):
+class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
     """Nadaraya-Watson classifier with per-query frequentist bounds.
 
     ``p̂_c(y) = Σ_i w_i K(‖y − y_i‖/λ) 1{c_i = c} / κ(y)``, with ``κ(y) = Σ_i w_i K(‖y − y_i‖/λ)``,
@@ -705,125 +488,6 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         self._fit_complete = True
         return self
 
-    def get_fitted_state(self) -> dict[str, Any]:
-        """Everything ``fit`` computed, as plain arrays and scalars (for model files and shards).
-
-        Returns
-        -------
-        dict
-            ``classes_``, ``class_prior_``, ``X`` (training inputs, in the fit
-            dtype; divided by ``feature_unit``, a power of two present only for float32 data far
-            from 1, see :func:`~nwbound._numerics.feature_unit`), ``labels`` (class indices),
-            ``weights`` (absent without
-            sample weights), ``bandwidths_``, ``box_low``/``box_high`` (the
-            training inputs' bounding box), ``n_features_in_`` and, when fitted
-            on named features, ``feature_names_in_``. The estimator's parameters
-            are not part of it (see ``get_params``).
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from nwbound import NadarayaWatsonClassifier
-        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> clf = NadarayaWatsonClassifier(bandwidth=0.2).fit(X, y)
-        >>> copy = NadarayaWatsonClassifier(bandwidth=0.2).set_fitted_state(clf.get_fitted_state())
-        >>> bool(np.array_equal(copy.predict_proba(X), clf.predict_proba(X)))
-        True
-        """
-        check_is_fitted(self)
-        self._refuse_learned_state("get_fitted_state")
-        state = {
-            "classes_": self.classes_,
-            "class_prior_": self.class_prior_,
-            "X": self._train.X,
-            "labels": self._train.labels,
-            "bandwidths_": self.bandwidths_,
-            "box_low": self._box[0],
-            "box_high": self._box[1],
-            "n_features_in_": int(self.n_features_in_),
-        }
-        if self._unit() != 1.0:
-            state["feature_unit"] = self._unit()
-        if self._train.weights is not None:
-            state["weights"] = np.asarray(self._train.weights)
-        if hasattr(self, "feature_names_in_"):
-            state["feature_names_in_"] = self.feature_names_in_
-        return state
-
-    def set_fitted_state(self, state: Mapping[str, Any], *, shard: bool = False) -> "NadarayaWatsonClassifier":
-        """Restore a state from :meth:`get_fitted_state` into this (unfitted) estimator.
-
-        Every array is checked as untrusted input — shapes, dtypes,
-        finiteness, ranges and consistency — before it is used; the index of
-        the localized classifier is rebuilt. The training inputs must lie in
-        ``[box_low, box_high]`` (a wider box, e.g. the union of training
-        shards, is allowed).
-
-        Parameters
-        ----------
-        state : mapping
-        shard : bool, default=False
-            The state is one shard of a larger training set (``nwbound.dask``): its sample
-            weights may then all be 0 (every κ is 0). A model file is never a shard.
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        ValueError
-            Naming the first field that is missing, malformed or inconsistent.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from nwbound import NadarayaWatsonClassifier
-        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> state = NadarayaWatsonClassifier().fit(X, y).get_fitted_state()
-        >>> state["class_prior_"] = np.array([5.0, -4.0])
-        >>> NadarayaWatsonClassifier().set_fitted_state(state)
-        Traceback (most recent call last):
-        ...
-        ValueError: Fitted state 'class_prior_' must be >= 0, holds -4.
-        """
-        self._fit_complete = False
-        self._validate_params()
-        self._refuse_learned_state("set_fitted_state")
-        dtype, _, auto = self._check_params()
-        classes, prior = state_classes(state)
-        n_features = state_scalar(state, "n_features_in_", low=1)
-        X = state_array(state, "X", ndim=2, shape=(None, n_features))
-        if X.shape[0] < 1:
-            raise ValueError("Fitted state 'X' holds no training rows.")
-        if X.dtype != dtype:
-            raise ValueError(f"Fitted state 'X' has dtype {X.dtype}, but this estimator's dtype is {dtype}.")
-        n = X.shape[0]
-        unit = float(state.get("feature_unit", 1.0))
-        if not (np.isfinite(unit) and unit > 0 and np.frexp(unit)[0] == 0.5) or (unit != 1.0 and dtype != np.float32):
-            raise ValueError(f"Fitted state 'feature_unit' must be a power of two (float32 models only), got {unit!r}.")
-        labels = state_array(state, "labels", ndim=1, kind="i", shape=(n,), low=0, high=classes.shape[0] - 1)
-        weights = state_array(state, "weights", ndim=1, shape=(n,), low=0.0, optional=True)
-        if weights is not None and not shard and not weights.sum() > 0:
-            raise ValueError("Fitted state 'weights' sums to 0.")
-        grid = state_array(state, "bandwidths_", ndim=1, low=np.finfo(np.float64).tiny)
-        fixed = not isinstance(self.bandwidth, str)
-        if grid.shape[0] < 1 or (fixed and not np.array_equal(grid, [float(self.bandwidth)])) or (
-                self.bandwidth == "scale" and grid.shape[0] != 1):
-            raise ValueError(
-                f"Fitted state 'bandwidths_' = {grid!r} does not match this estimator's bandwidth={self.bandwidth!r}."
-            )
-        low = state_array(state, "box_low", ndim=1, shape=(n_features,))
-        high = state_array(state, "box_high", ndim=1, shape=(n_features,))
-        if np.any(X.min(axis=0).astype(np.float64) * unit < low) or np.any(X.max(axis=0).astype(np.float64) * unit > high):
-            raise ValueError("Fitted state 'box_low'/'box_high' must contain every training row 'X'.")
-        self._restore_inputs(state, classes, prior, n_features, dtype, unit)
-        return self._install(
-            np.ascontiguousarray(X, dtype=dtype), labels.astype(np.intp),
-            None if weights is None else weights.astype(dtype), grid.astype(np.float64),
-            (low.astype(np.float64), high.astype(np.float64)),
-        )
-
     def _checked_grid(self) -> np.ndarray:
         grid = np.asarray(self.bandwidth_grid, dtype=np.float64).ravel()
         if grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid <= 0):
@@ -831,15 +495,204 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         return np.unique(grid)
 
     # ------------------------------------------------------------------------------------------
-    def _is_localized(self) -> bool:
-        return self.n_neighbors is not None
+    # predict_interval, top-down: each step below the one that calls it. The public pieces a sharded
+    # fit runs one at a time (kernel_statistics, bandwidth_ranking, ranks_first, choose_bandwidths) are
+    # in _nw_rounds, get_fitted_state and set_fitted_state in _nw_fitted_state.
+    def predict_interval(self, X, bounds=None):
+        """Class probabilities with per-query bounds ``lower ≤ p_c(y) ≤ upper``.
 
-    def _diameter(self, X: np.ndarray) -> np.ndarray:
-        # Φ(y): distance from y to the farthest corner of the training box, so
-        # ‖y − y_i‖ ≤ Φ(y) for every training point (the paper's assumption 5).
-        low, high = self._box
-        far = np.maximum(np.abs(X - low), np.abs(X - high))
-        return euclidean_norm(far, axis=1)
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        bounds : None, mapping or list, default=None
+            None: this estimator's own bound setting. A mapping
+            ``{name: {setting: value}}`` — settings among ``lipschitz``,
+            ``margin``, ``delta``, ``bound``, ``coverage``, ``sigma``, ``ck`` —
+            or a list of bound forms (e.g. ``["hoeffding", "chernoff"]``): one
+            interval per entry, all from **one** pass of kernel sums.
+
+        Returns
+        -------
+        PredictionInterval
+            Or a dict of name to PredictionInterval when ``bounds`` is given.
+
+        Raises
+        ------
+        ValueError
+            If neither ``lipschitz`` nor ``margin`` is given (here or in a setting).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.random((500, 1)); y = (rng.random(500) < X[:, 0]).astype(int)
+        >>> clf = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
+        >>> iv = clf.predict_interval([[0.1], [0.9]])
+        >>> bool(np.all(iv.lower <= iv.proba) and np.all(iv.proba <= iv.upper))
+        True
+        >>> both = clf.predict_interval([[0.5]], bounds=["hoeffding", "chernoff"])
+        >>> sorted(both)
+        ['chernoff', 'hoeffding']
+        """
+        X, restore = self._dispatched_queries(X)  # array_api_dispatch: results go back to X's namespace
+        if self._is_cross_fitted():
+            return restore(self._cross_interval(X, bounds))
+        specs = self._resolve_bounds(bounds)
+        return restore(self._report(self._intervals(X, specs), specs, bounds))
+
+    def _keeps_device_queries(self) -> bool:
+        return getattr(self, "device", None) is not None  # the device path reads them where they live
+
+    def _intervals(self, X, specs: dict) -> dict:
+        """Intervals of queries from :meth:`_dispatched_queries` for every setting in ``specs``."""
+        X = self._validate_queries(X, keep_namespace=self._keeps_device_queries())
+        choices = self._ranked_choices(X, specs)  # None on the device path (the grid is ranked on the host only)
+        if choices is None:
+            return self._intervals_at(X, specs, self.bandwidths_)
+        out = {}
+        for choice, names in choices:
+            out.update(self._intervals_by_choice(X, {name: specs[name] for name in names}, choice))
+        return out
+
+    def _ranked_choices(self, X: np.ndarray, specs: dict) -> list[tuple[np.ndarray, list]] | None:
+        """``bandwidth="auto"`` where the grid is ranked first (:meth:`ranks_first`): each setting's
+        bandwidth per query (:meth:`bandwidth_ranking`, :meth:`choose_bandwidths`), grouped by equal
+        choices; None where the exhaustive pass applies instead (it yields the bounds' statistics too).
+
+        The choice depends on the inputs only (ε's label-free parts), so it keeps every bound
+        valid; the statistics of the chosen bandwidth are then computed exactly.
+        """
+        if X.shape[0] == 0 or not self._ranks_first(specs, self.ranking_fraction_):
+            return None
+        groups: list[tuple[np.ndarray, list]] = []
+        for name, choice in self._choices(self._ranking(X, self.ranking_fraction_), specs).items():
+            same = next((g for g in groups if np.array_equal(g[0], choice)), None)
+            if same is None:
+                groups.append((choice, [name]))
+            else:
+                same[1].append(name)
+        return groups
+
+    def _ranks_first(self, specs: dict, fraction: float) -> bool:
+        return (self.bandwidths_.shape[0] > 1 and self._on_host_regular()
+                and not any(spec.needs_tail_mass for spec in specs.values())
+                and (self.ranks_from_moments_ or fraction < 1.0))
+
+    def _on_host_regular(self) -> bool:
+        return self.index_ is None and getattr(self, "device", None) is None
+
+    @property
+    def ranks_from_moments_(self) -> bool:
+        """True when :meth:`bandwidth_ranking` comes from one pass of distance moments.
+
+        The regular classifier on the host with a compact kernel that is a polynomial in ``u²``
+        (``kernel_.polynomial``): then ``bandwidth="auto"`` ranks the grid first and computes
+        exact statistics at each query's chosen bandwidth only; otherwise one exhaustive pass
+        computes every statistic of every grid bandwidth.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0).fit(X, y).ranks_from_moments_
+        True
+        >>> NadarayaWatsonClassifier(kernel="tricube").fit(X, y).ranks_from_moments_
+        False
+        """
+        check_is_fitted(self)
+        return self._on_host_regular() and self.kernel_.polynomial is not None and self.kernel_.compact
+
+    def _ranking(self, X: np.ndarray, fraction: float, row_offset: int = 0) -> BandwidthRanking:
+        """:meth:`bandwidth_ranking` of validated queries."""
+        grid = self.bandwidths_[None, :]
+        unit = self._unit()  # X and the engines' bandwidths in the fit's feature unit; dist_sum back in input units
+        if self.ranks_from_moments_:
+            m = dense_moment_sums(X, self._train.sample(fraction, row_offset), self.kernel_, self.bandwidths_ / unit,
+                                  working_memory=self.working_memory, n_jobs=self.n_jobs)
+            return BandwidthRanking(m.kappa / fraction, m.sq_sum / fraction, _times(m.dist_sum, unit) / fraction, grid)
+        if fraction < 1.0 and self._on_host_regular():  # other kernels: every bandwidth, on the sample
+            s = dense_kernel_sums(X, self._train.sample(fraction, row_offset), self.kernel_, self.bandwidths_ / unit,
+                                  need_dist=True, tail_radius=None, working_memory=self.working_memory,
+                                  n_jobs=self.n_jobs)
+            return BandwidthRanking(s.kappa / fraction, s.sq_sum / fraction, _times(s.dist_sum, unit) / fraction, grid)
+        stats = self._statistics(X, [], need_bounds=True)
+        return BandwidthRanking(stats.kappa, stats.sq_sum, stats.dist_sum, grid)
+
+    @staticmethod
+    def _choices(ranking: BandwidthRanking, specs: dict) -> dict:
+        """Per setting, each query's column of least label-free ε (the rule of ``bandwidth="auto"``)."""
+        out = {}
+        for name, spec in specs.items():
+            if spec.needs_tail_mass:
+                raise ValueError(
+                    "This bound setting needs the kernel's tail mass, which a BandwidthRanking does not hold; "
+                    "use interval_from_statistics(kernel_statistics(X)) for it."
+                )
+            choice = spec.for_choice()
+            out[name] = choice.least_epsilon(*choice.parts(ranking.kappa, ranking.sq_sum, ranking.dist_sum,
+                                                           ranking.bandwidth))
+        return out
+
+    def _intervals_by_choice(self, X: np.ndarray, specs: dict, choice: np.ndarray) -> dict:
+        """Intervals where query ``i`` uses bandwidth ``choice[i]``: one exact pass per chosen bandwidth."""
+        rows, used = self._rows_by_bandwidth(choice)
+        parts = [self._intervals_at(X[r], specs, self.bandwidths_[g : g + 1]) for g, r in zip(used, rows)]
+        inverse = np.argsort(np.concatenate(rows), kind="stable")
+        return {name: PredictionInterval.concatenate([p[name] for p in parts]).take(inverse) for name in specs}
+
+    @staticmethod
+    def _rows_by_bandwidth(choice: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        used = np.unique(choice)
+        return [np.flatnonzero(choice == g) for g in used], used
+
+    def _intervals_at(self, X: np.ndarray, specs: dict, bandwidths: np.ndarray) -> dict:
+        """Intervals of validated queries for every setting in ``specs`` from one pass at ``bandwidths``."""
+        # Queries in blocks when a bound keeps per-query histograms or neighbour lists, so that
+        # memory stays bounded however many queries come in.
+        if self._bounds_on_device(specs, bandwidths):  # statistics and bounds where the queries are
+            from ._device import intervals_on_device
+
+            n_classes = self.classes_.shape[0]
+            out = intervals_on_device(
+                X, self._train, self.kernel_, float(bandwidths[0]), specs, device=self.device, box=self._box,
+                fallback=lambda vac: self._fallback_proba(np.zeros((vac.size, n_classes)), (~vac).astype(float))[0][vac],
+                histogram_bins=int(self.histogram_bins), working_memory=self.working_memory,
+                n_neighbors=None if self.index_ is None else int(self.n_neighbors),
+            )
+            if out is not None:
+                return out
+        n = X.shape[0]
+        block = n if not any(s.is_chernoff for s in specs.values()) else _CHERNOFF_QUERY_BLOCK
+        pieces = [
+            {name: self._interval(stats, spec) for name, spec in specs.items()}
+            for stats in (  # in-range stops and a trailing ellipsis: array-API (device=) queries too
+                self._statistics(X[s : min(s + block, n), ...], list(specs.values()), need_bounds=True,
+                                 bandwidths=bandwidths)
+                for s in range(0, max(n, 1), max(block, 1))
+            )
+        ]
+        return {name: PredictionInterval.concatenate([p[name] for p in pieces]) for name in specs}
+
+    def _bounds_on_device(self, specs: dict, bandwidths: np.ndarray) -> bool:
+        """``device=`` with settings the device bounds serve (:func:`~._device.bounds_on_device`) and, for
+        the localized classifier, an exact index (its search then runs on the device too)."""
+        if getattr(self, "device", None) is None:
+            return False
+        from ._device import bounds_on_device
+
+        if self.index_ is not None and not self._searches_on_device():
+            return False
+        return bounds_on_device(specs, localized=self.index_ is not None, bandwidths=bandwidths, kernel=self.kernel_)
+
+    def _searches_on_device(self) -> bool:
+        """The localized classifier with ``device=`` and an exact index (``algorithm="auto"`` promises exact
+        search, or HNSW where exact is too slow: on the device exact is cheap): the exact k-NN runs there."""
+        from ..neighbors import AutoIndex, ExactIndex
+
+        return (getattr(self, "device", None) is not None and self.index_ is not None
+                and isinstance(self.index_, (ExactIndex, AutoIndex)))
 
     def _statistics(self, X: np.ndarray, specs: list[BoundSpec], *, need_bounds: bool,
                     bandwidths: np.ndarray | None = None) -> KernelStatistics:
@@ -924,67 +777,55 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
             point_dist=_times(sums.point_dist, unit * (1.0 + (X.shape[1] + 8) * 2.0**-53)),
         )
 
-    def kernel_statistics(self, X, bounds=None, bandwidth_index=None) -> KernelStatistics:
-        """Per-query kernel statistics (κ, ΣK², ΣK·d, class sums, …) for every candidate bandwidth.
+    def _is_localized(self) -> bool:
+        return self.n_neighbors is not None
 
-        One pass over the training set (or the k nearest neighbours) computes
-        everything the bound settings in ``bounds`` need; statistics of the same
-        queries over disjoint training shards add up with
-        :meth:`~nwbound.estimators.KernelStatistics.merge`, and :meth:`interval_from_statistics`
-        turns them into intervals.
+    def _diameter(self, X: np.ndarray) -> np.ndarray:
+        # Φ(y): distance from y to the farthest corner of the training box, so
+        # ‖y − y_i‖ ≤ Φ(y) for every training point (the paper's assumption 5).
+        low, high = self._box
+        far = np.maximum(np.abs(X - low), np.abs(X - high))
+        return euclidean_norm(far, axis=1)
+
+    # ------------------------------------------------------------------------------------------
+    # predict_proba, and the localized classifier's neighbours
+    def predict_proba(self, X) -> np.ndarray:
+        """Estimated class probabilities ``p̂_c(y)``.
 
         Parameters
         ----------
         X : array-like of shape (n_queries, n_features)
-        bounds : None, mapping or list, default=None
-            The bound settings the statistics are for (see :meth:`predict_interval`).
-        bandwidth_index : array-like of int, shape (n_queries,), default=None
-            None: every bandwidth of ``bandwidths_``. Otherwise the one column of
-            ``bandwidths_`` each query uses (e.g. from :meth:`choose_bandwidths`): one
-            exact pass per distinct bandwidth, ``G = 1``.
 
         Returns
         -------
-        KernelStatistics
+        ndarray of shape (n_queries, n_classes)
+            Columns in ``classes_`` order; queries without training mass
+            (κ = 0, *vacuous*) get the ``empty_neighborhood`` fallback. When most
+            queries are vacuous it warns (:class:`~nwbound.VacuousPredictionWarning`,
+            with the cause and the fix); it never warns about bounds, which it does
+            not compute for (use :meth:`predict_interval`).
 
         Examples
         --------
         >>> import numpy as np
         >>> from nwbound import NadarayaWatsonClassifier
         >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> clf = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
-        >>> clf.kernel_statistics([[0.1], [0.9]]).class_sums.shape  # (queries, bandwidths, classes)
-        (2, 1, 2)
+        >>> NadarayaWatsonClassifier(bandwidth=0.2).fit(X, y).predict_proba([[0.1]])
+        array([[1., 0.]])
         """
-        check_is_fitted(self)
-        self._no_cross_fit("kernel_statistics")
-        X = self._validate_queries(X)
-        specs = [s for s in self._resolve_bounds(bounds).values()] if (bounds is not None or self._own_spec() is not None) else []
-        if bandwidth_index is None:
-            return self._statistics(X, specs, need_bounds=True)
-        choice = self._checked_bandwidth_index(bandwidth_index, X.shape[0])
-        rows, used = self._rows_by_bandwidth(choice)
-        parts = [self._statistics(X[r], specs, need_bounds=True, bandwidths=self.bandwidths_[g : g + 1])
-                 for g, r in zip(used, rows)]
-        if not parts:
-            return self._statistics(X, specs, need_bounds=True, bandwidths=self.bandwidths_[:1])
-        return KernelStatistics.concatenate(parts).take_rows(np.argsort(np.concatenate(rows), kind="stable"))
+        X, restore = self._dispatched_queries(X)  # array_api_dispatch: the result goes back to X's namespace
+        return restore(self._proba(X))
 
-    def _checked_bandwidth_index(self, bandwidth_index, n_queries: int) -> np.ndarray:
-        index = np.asarray(bandwidth_index)
-        n_grid = self.bandwidths_.shape[0]
-        if (index.shape != (n_queries,) or index.dtype.kind not in "iu"
-                or (index.size and (index.min() < 0 or index.max() >= n_grid))):
-            raise ValueError(
-                f"bandwidth_index must hold one integer in [0, {n_grid - 1}] per query ({n_queries}), "
-                f"got shape {index.shape} and dtype {index.dtype}: pass choose_bandwidths(...)'s output."
-            )
-        return index.astype(np.intp)
-
-    @staticmethod
-    def _rows_by_bandwidth(choice: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-        used = np.unique(choice)
-        return [np.flatnonzero(choice == g) for g in used], used
+    def _proba_kappa(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """``(p̂, κ)`` of queries as NumPy (also a cross-fitted half's share of :meth:`predict_proba`)."""
+        if self.bandwidth == "auto":  # λ comes from the bound, per query (no bound warning: none was asked)
+            iv = self._intervals(X, self._resolve_bounds(None))[None]
+            return iv.proba, iv.kappa
+        X = self._validate_queries(X, keep_namespace=self._keeps_device_queries())
+        stats = self._statistics(X, [], need_bounds=False)
+        class_sums = stats.class_sums[:, 0]
+        kappa = class_sums.sum(axis=1)
+        return self._fallback_proba(class_sums, kappa)[0], kappa
 
     def kneighbors(self, X, n_neighbors: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Each query's nearest training rows (localized classifier), as its kernel sums use them.
@@ -1030,347 +871,3 @@ class NadarayaWatsonClassifier(BoundedClassifierBase):
         _, idx = self.index_.kneighbors(_search_queries(X / self._index_scale), int(k))
         dist = neighbor_distances(X, self._train.X, idx, working_memory=self.working_memory)
         return _times(dist, self._unit()), idx
-
-    def bandwidth_ranking(self, X, *, fraction: float | None = None, row_offset: int = 0) -> BandwidthRanking:
-        """What ranks ``bandwidths_`` for each query: κ, ``Σ a_i²`` and ``Σ a_i d_i`` (label-free).
-
-        The regular classifier with a polynomial kernel (Epanechnikov, quartic, triweight,
-        boxcar) gets them from one pass of distance moments whatever the grid's size, over the
-        training rows ``ranking_sample_rows`` keeps (each with
-        probability ``fraction``, by row number), each sum divided by ``fraction`` (an unbiased
-        estimate of the whole set's). Other kernels on the host rank from every grid bandwidth's
-        statistics over the same sample when ``fraction < 1``; otherwise (and for the localized
-        classifier and ``device=``) the ranking is the exhaustive statistics of every row. Shards
-        add up with :meth:`~nwbound.estimators.BandwidthRanking.merge`; :meth:`choose_bandwidths` turns a ranking into
-        each query's bandwidth.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_queries, n_features)
-        fraction : float in (0, 1] or None, default=None
-            None: ``ranking_fraction_``. A shard passes the whole training set's.
-        row_offset : int, default=0
-            Number of this model's first training row in the whole training set (a shard's
-            offset), so that shards sample the rows the whole set samples.
-
-        Returns
-        -------
-        BandwidthRanking
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from nwbound import NadarayaWatsonClassifier
-        >>> rng = np.random.default_rng(0)
-        >>> X = rng.random((300, 1)); y = (rng.random(300) < X[:, 0]).astype(int)
-        >>> clf = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0).fit(X, y)
-        >>> clf.bandwidth_ranking([[0.5]]).kappa.shape  # (queries, grid bandwidths)
-        (1, 16)
-        """
-        check_is_fitted(self)
-        self._no_cross_fit("bandwidth_ranking")
-        fraction = self.ranking_fraction_ if fraction is None else resolve_ranking_fraction(fraction, self.n_samples_fit_)
-        check_int_range(row_offset, "row_offset", 0, None, hint="A shard's first row number in the whole training set.")
-        return self._ranking(self._validate_queries(X), fraction, int(row_offset))
-
-    def _ranking(self, X: np.ndarray, fraction: float, row_offset: int = 0) -> BandwidthRanking:
-        """:meth:`bandwidth_ranking` of validated queries."""
-        grid = self.bandwidths_[None, :]
-        unit = self._unit()  # X and the engines' bandwidths in the fit's feature unit; dist_sum back in input units
-        if self.ranks_from_moments_:
-            m = dense_moment_sums(X, self._train.sample(fraction, row_offset), self.kernel_, self.bandwidths_ / unit,
-                                  working_memory=self.working_memory, n_jobs=self.n_jobs)
-            return BandwidthRanking(m.kappa / fraction, m.sq_sum / fraction, _times(m.dist_sum, unit) / fraction, grid)
-        if fraction < 1.0 and self._on_host_regular():  # other kernels: every bandwidth, on the sample
-            s = dense_kernel_sums(X, self._train.sample(fraction, row_offset), self.kernel_, self.bandwidths_ / unit,
-                                  need_dist=True, tail_radius=None, working_memory=self.working_memory,
-                                  n_jobs=self.n_jobs)
-            return BandwidthRanking(s.kappa / fraction, s.sq_sum / fraction, _times(s.dist_sum, unit) / fraction, grid)
-        stats = self._statistics(X, [], need_bounds=True)
-        return BandwidthRanking(stats.kappa, stats.sq_sum, stats.dist_sum, grid)
-
-    def _on_host_regular(self) -> bool:
-        return self.index_ is None and getattr(self, "device", None) is None
-
-    def ranks_first(self, bounds=None, fraction: float | None = None) -> bool:
-        """Whether ``bandwidth="auto"`` ranks the grid before computing exact statistics.
-
-        True for the regular classifier on the host with a grid of several bandwidths and
-        settings that need no kernel tail mass, when the ranking is cheaper than the
-        statistics of every bandwidth: a polynomial kernel (:attr:`ranks_from_moments_`) or a
-        ranking sample (``fraction < 1``). :meth:`predict_interval` then runs
-        :meth:`bandwidth_ranking`, :meth:`choose_bandwidths` and the exact statistics at each
-        query's chosen bandwidth (the sharded Dask estimator runs these rounds too); otherwise one
-        exhaustive pass computes every statistic of every bandwidth.
-
-        Parameters
-        ----------
-        bounds : None, mapping or list, default=None
-            As in :meth:`predict_interval`.
-        fraction : float or None, default=None
-            The ranking sample's fraction (None: ``ranking_fraction_``).
-
-        Returns
-        -------
-        bool
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from nwbound import NadarayaWatsonClassifier
-        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> clf = NadarayaWatsonClassifier(bandwidth="auto", kernel="tricube", lipschitz=1.0).fit(X, y)
-        >>> clf.ranks_first(), clf.ranks_first(fraction=0.5)
-        (False, True)
-        """
-        check_is_fitted(self)
-        self._no_cross_fit("ranks_first")
-        return self._ranks_first(self._resolve_bounds(bounds), self.ranking_fraction_ if fraction is None else fraction)
-
-    def _ranks_first(self, specs: dict, fraction: float) -> bool:
-        return (self.bandwidths_.shape[0] > 1 and self._on_host_regular()
-                and not any(spec.needs_tail_mass for spec in specs.values())
-                and (self.ranks_from_moments_ or fraction < 1.0))
-
-    @property
-    def ranks_from_moments_(self) -> bool:
-        """True when :meth:`bandwidth_ranking` comes from one pass of distance moments.
-
-        The regular classifier on the host with a compact kernel that is a polynomial in ``u²``
-        (``kernel_.polynomial``): then ``bandwidth="auto"`` ranks the grid first and computes
-        exact statistics at each query's chosen bandwidth only; otherwise one exhaustive pass
-        computes every statistic of every grid bandwidth.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from nwbound import NadarayaWatsonClassifier
-        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0).fit(X, y).ranks_from_moments_
-        True
-        >>> NadarayaWatsonClassifier(kernel="tricube").fit(X, y).ranks_from_moments_
-        False
-        """
-        check_is_fitted(self)
-        return self._on_host_regular() and self.kernel_.polynomial is not None and self.kernel_.compact
-
-    def choose_bandwidths(self, ranking: BandwidthRanking, bounds=None):
-        """Each query's bandwidth (a column of ``bandwidths_``): the one of least label-free ε.
-
-        Parameters
-        ----------
-        ranking : BandwidthRanking
-            From :meth:`bandwidth_ranking` (possibly merged over training shards).
-        bounds : None, mapping or list, default=None
-            None: this estimator's own bound setting; otherwise as in :meth:`predict_interval`.
-
-        Returns
-        -------
-        ndarray of shape (n_queries,)
-            Or a dict of name to such arrays when ``bounds`` is given.
-
-        Raises
-        ------
-        ValueError
-            If a setting needs the kernel's tail mass (``bound="paper"`` with an infinite-support
-            kernel), which a ranking does not hold: use :meth:`kernel_statistics` instead.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from nwbound import NadarayaWatsonClassifier
-        >>> X = np.linspace(0, 1, 200)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> clf = NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=[0.02, 0.1, 0.4], lipschitz=0.2).fit(X, y)
-        >>> clf.bandwidths_[clf.choose_bandwidths(clf.bandwidth_ranking([[0.5]]))]
-        array([0.4])
-        """
-        check_is_fitted(self)
-        self._no_cross_fit("choose_bandwidths")
-        specs = self._resolve_bounds(bounds)
-        if not np.array_equal(np.asarray(ranking.bandwidth).ravel(), self.bandwidths_):
-            raise ValueError("The ranking was computed for another bandwidth grid than this estimator's bandwidths_.")
-        out = self._choices(ranking, specs)
-        return out[None] if bounds is None else out
-
-    @staticmethod
-    def _choices(ranking: BandwidthRanking, specs: dict) -> dict:
-        """Per setting, each query's column of least label-free ε (the rule of ``bandwidth="auto"``)."""
-        out = {}
-        for name, spec in specs.items():
-            if spec.needs_tail_mass:
-                raise ValueError(
-                    "This bound setting needs the kernel's tail mass, which a BandwidthRanking does not hold; "
-                    "use interval_from_statistics(kernel_statistics(X)) for it."
-                )
-            choice = spec.for_choice()
-            out[name] = choice.least_epsilon(*choice.parts(ranking.kappa, ranking.sq_sum, ranking.dist_sum,
-                                                           ranking.bandwidth))
-        return out
-
-    def predict_interval(self, X, bounds=None):
-        """Class probabilities with per-query bounds ``lower ≤ p_c(y) ≤ upper``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_queries, n_features)
-        bounds : None, mapping or list, default=None
-            None: this estimator's own bound setting. A mapping
-            ``{name: {setting: value}}`` — settings among ``lipschitz``,
-            ``margin``, ``delta``, ``bound``, ``coverage``, ``sigma``, ``ck`` —
-            or a list of bound forms (e.g. ``["hoeffding", "chernoff"]``): one
-            interval per entry, all from **one** pass of kernel sums.
-
-        Returns
-        -------
-        PredictionInterval
-            Or a dict of name to PredictionInterval when ``bounds`` is given.
-
-        Raises
-        ------
-        ValueError
-            If neither ``lipschitz`` nor ``margin`` is given (here or in a setting).
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from nwbound import NadarayaWatsonClassifier
-        >>> rng = np.random.default_rng(0)
-        >>> X = rng.random((500, 1)); y = (rng.random(500) < X[:, 0]).astype(int)
-        >>> clf = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
-        >>> iv = clf.predict_interval([[0.1], [0.9]])
-        >>> bool(np.all(iv.lower <= iv.proba) and np.all(iv.proba <= iv.upper))
-        True
-        >>> both = clf.predict_interval([[0.5]], bounds=["hoeffding", "chernoff"])
-        >>> sorted(both)
-        ['chernoff', 'hoeffding']
-        """
-        X, restore = self._dispatched_queries(X)  # array_api_dispatch: results go back to X's namespace
-        if self._is_cross_fitted():
-            return restore(self._cross_interval(X, bounds))
-        specs = self._resolve_bounds(bounds)
-        return restore(self._report(self._intervals(X, specs), specs, bounds))
-
-    def _keeps_device_queries(self) -> bool:
-        return getattr(self, "device", None) is not None  # the device path reads them where they live
-
-    def _intervals(self, X, specs: dict) -> dict:
-        """Intervals of queries from :meth:`_dispatched_queries` for every setting in ``specs``."""
-        X = self._validate_queries(X, keep_namespace=self._keeps_device_queries())
-        choices = self._ranked_choices(X, specs)  # None on the device path (the grid is ranked on the host only)
-        if choices is None:
-            return self._intervals_at(X, specs, self.bandwidths_)
-        out = {}
-        for choice, names in choices:
-            out.update(self._intervals_by_choice(X, {name: specs[name] for name in names}, choice))
-        return out
-
-    def _intervals_at(self, X: np.ndarray, specs: dict, bandwidths: np.ndarray) -> dict:
-        """Intervals of validated queries for every setting in ``specs`` from one pass at ``bandwidths``."""
-        # Queries in blocks when a bound keeps per-query histograms or neighbour lists, so that
-        # memory stays bounded however many queries come in.
-        if self._bounds_on_device(specs, bandwidths):  # statistics and bounds where the queries are
-            from ._device import intervals_on_device
-
-            n_classes = self.classes_.shape[0]
-            out = intervals_on_device(
-                X, self._train, self.kernel_, float(bandwidths[0]), specs, device=self.device, box=self._box,
-                fallback=lambda vac: self._fallback_proba(np.zeros((vac.size, n_classes)), (~vac).astype(float))[0][vac],
-                histogram_bins=int(self.histogram_bins), working_memory=self.working_memory,
-                n_neighbors=None if self.index_ is None else int(self.n_neighbors),
-            )
-            if out is not None:
-                return out
-        n = X.shape[0]
-        block = n if not any(s.is_chernoff for s in specs.values()) else _CHERNOFF_QUERY_BLOCK
-        pieces = [
-            {name: self._interval(stats, spec) for name, spec in specs.items()}
-            for stats in (  # in-range stops and a trailing ellipsis: array-API (device=) queries too
-                self._statistics(X[s : min(s + block, n), ...], list(specs.values()), need_bounds=True,
-                                 bandwidths=bandwidths)
-                for s in range(0, max(n, 1), max(block, 1))
-            )
-        ]
-        return {name: PredictionInterval.concatenate([p[name] for p in pieces]) for name in specs}
-
-    def _bounds_on_device(self, specs: dict, bandwidths: np.ndarray) -> bool:
-        """``device=`` with settings the device bounds serve (:func:`~._device.bounds_on_device`) and, for
-        the localized classifier, an exact index (its search then runs on the device too)."""
-        if getattr(self, "device", None) is None:
-            return False
-        from ._device import bounds_on_device
-
-        if self.index_ is not None and not self._searches_on_device():
-            return False
-        return bounds_on_device(specs, localized=self.index_ is not None, bandwidths=bandwidths, kernel=self.kernel_)
-
-    def _searches_on_device(self) -> bool:
-        """The localized classifier with ``device=`` and an exact index (``algorithm="auto"`` promises exact
-        search, or HNSW where exact is too slow: on the device exact is cheap): the exact k-NN runs there."""
-        from ..neighbors import AutoIndex, ExactIndex
-
-        return (getattr(self, "device", None) is not None and self.index_ is not None
-                and isinstance(self.index_, (ExactIndex, AutoIndex)))
-
-    def _ranked_choices(self, X: np.ndarray, specs: dict) -> list[tuple[np.ndarray, list]] | None:
-        """``bandwidth="auto"`` where the grid is ranked first (:meth:`ranks_first`): each setting's
-        bandwidth per query (:meth:`bandwidth_ranking`, :meth:`choose_bandwidths`), grouped by equal
-        choices; None where the exhaustive pass applies instead (it yields the bounds' statistics too).
-
-        The choice depends on the inputs only (ε's label-free parts), so it keeps every bound
-        valid; the statistics of the chosen bandwidth are then computed exactly.
-        """
-        if X.shape[0] == 0 or not self._ranks_first(specs, self.ranking_fraction_):
-            return None
-        groups: list[tuple[np.ndarray, list]] = []
-        for name, choice in self._choices(self._ranking(X, self.ranking_fraction_), specs).items():
-            same = next((g for g in groups if np.array_equal(g[0], choice)), None)
-            if same is None:
-                groups.append((choice, [name]))
-            else:
-                same[1].append(name)
-        return groups
-
-    def _intervals_by_choice(self, X: np.ndarray, specs: dict, choice: np.ndarray) -> dict:
-        """Intervals where query ``i`` uses bandwidth ``choice[i]``: one exact pass per chosen bandwidth."""
-        rows, used = self._rows_by_bandwidth(choice)
-        parts = [self._intervals_at(X[r], specs, self.bandwidths_[g : g + 1]) for g, r in zip(used, rows)]
-        inverse = np.argsort(np.concatenate(rows), kind="stable")
-        return {name: PredictionInterval.concatenate([p[name] for p in parts]).take(inverse) for name in specs}
-
-    def predict_proba(self, X) -> np.ndarray:
-        """Estimated class probabilities ``p̂_c(y)``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_queries, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_queries, n_classes)
-            Columns in ``classes_`` order; queries without training mass
-            (κ = 0, *vacuous*) get the ``empty_neighborhood`` fallback. When most
-            queries are vacuous it warns (:class:`~nwbound.VacuousPredictionWarning`,
-            with the cause and the fix); it never warns about bounds, which it does
-            not compute for (use :meth:`predict_interval`).
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from nwbound import NadarayaWatsonClassifier
-        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> NadarayaWatsonClassifier(bandwidth=0.2).fit(X, y).predict_proba([[0.1]])
-        array([[1., 0.]])
-        """
-        X, restore = self._dispatched_queries(X)  # array_api_dispatch: the result goes back to X's namespace
-        return restore(self._proba(X))
-
-    def _proba_kappa(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """``(p̂, κ)`` of queries as NumPy (also a cross-fitted half's share of :meth:`predict_proba`)."""
-        if self.bandwidth == "auto":  # λ comes from the bound, per query (no bound warning: none was asked)
-            iv = self._intervals(X, self._resolve_bounds(None))[None]
-            return iv.proba, iv.kappa
-        X = self._validate_queries(X, keep_namespace=self._keeps_device_queries())
-        stats = self._statistics(X, [], need_bounds=False)
-        class_sums = stats.class_sums[:, 0]
-        kappa = class_sums.sum(axis=1)
-        return self._fallback_proba(class_sums, kappa)[0], kappa

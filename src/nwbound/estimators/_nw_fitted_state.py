@@ -1,0 +1,141 @@
+"""The fitted state of :class:`~nwbound.NadarayaWatsonClassifier` as plain arrays (model files, shards).
+
+Private to :mod:`nwbound.estimators`: the classifier inherits these methods; :meth:`set_fitted_state`
+ends in the classifier's ``_install``, the one place a fitted state is set up (also from ``fit``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from ._state import state_array, state_classes, state_scalar
+
+if TYPE_CHECKING:
+    from ._nadaraya_watson import NadarayaWatsonClassifier
+
+
+class _FittedState:
+    """``get_fitted_state`` and ``set_fitted_state`` of :class:`~nwbound.NadarayaWatsonClassifier`."""
+
+
+    def get_fitted_state(self) -> dict[str, Any]:
+        """Everything ``fit`` computed, as plain arrays and scalars (for model files and shards).
+
+        Returns
+        -------
+        dict
+            ``classes_``, ``class_prior_``, ``X`` (training inputs, in the fit
+            dtype; divided by ``feature_unit``, a power of two present only for float32 data far
+            from 1, see :func:`~nwbound._numerics.feature_unit`), ``labels`` (class indices),
+            ``weights`` (absent without
+            sample weights), ``bandwidths_``, ``box_low``/``box_high`` (the
+            training inputs' bounding box), ``n_features_in_`` and, when fitted
+            on named features, ``feature_names_in_``. The estimator's parameters
+            are not part of it (see ``get_params``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> clf = NadarayaWatsonClassifier(bandwidth=0.2).fit(X, y)
+        >>> copy = NadarayaWatsonClassifier(bandwidth=0.2).set_fitted_state(clf.get_fitted_state())
+        >>> bool(np.array_equal(copy.predict_proba(X), clf.predict_proba(X)))
+        True
+        """
+        check_is_fitted(self)
+        self._refuse_learned_state("get_fitted_state")
+        state = {
+            "classes_": self.classes_,
+            "class_prior_": self.class_prior_,
+            "X": self._train.X,
+            "labels": self._train.labels,
+            "bandwidths_": self.bandwidths_,
+            "box_low": self._box[0],
+            "box_high": self._box[1],
+            "n_features_in_": int(self.n_features_in_),
+        }
+        if self._unit() != 1.0:
+            state["feature_unit"] = self._unit()
+        if self._train.weights is not None:
+            state["weights"] = np.asarray(self._train.weights)
+        if hasattr(self, "feature_names_in_"):
+            state["feature_names_in_"] = self.feature_names_in_
+        return state
+
+    def set_fitted_state(self, state: Mapping[str, Any], *, shard: bool = False) -> "NadarayaWatsonClassifier":
+        """Restore a state from :meth:`get_fitted_state` into this (unfitted) estimator.
+
+        Every array is checked as untrusted input — shapes, dtypes,
+        finiteness, ranges and consistency — before it is used; the index of
+        the localized classifier is rebuilt. The training inputs must lie in
+        ``[box_low, box_high]`` (a wider box, e.g. the union of training
+        shards, is allowed).
+
+        Parameters
+        ----------
+        state : mapping
+        shard : bool, default=False
+            The state is one shard of a larger training set (``nwbound.dask``): its sample
+            weights may then all be 0 (every κ is 0). A model file is never a shard.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            Naming the first field that is missing, malformed or inconsistent.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> state = NadarayaWatsonClassifier().fit(X, y).get_fitted_state()
+        >>> state["class_prior_"] = np.array([5.0, -4.0])
+        >>> NadarayaWatsonClassifier().set_fitted_state(state)
+        Traceback (most recent call last):
+        ...
+        ValueError: Fitted state 'class_prior_' must be >= 0, holds -4.
+        """
+        self._fit_complete = False
+        self._validate_params()
+        self._refuse_learned_state("set_fitted_state")
+        dtype, _, auto = self._check_params()
+        classes, prior = state_classes(state)
+        n_features = state_scalar(state, "n_features_in_", low=1)
+        X = state_array(state, "X", ndim=2, shape=(None, n_features))
+        if X.shape[0] < 1:
+            raise ValueError("Fitted state 'X' holds no training rows.")
+        if X.dtype != dtype:
+            raise ValueError(f"Fitted state 'X' has dtype {X.dtype}, but this estimator's dtype is {dtype}.")
+        n = X.shape[0]
+        unit = float(state.get("feature_unit", 1.0))
+        if not (np.isfinite(unit) and unit > 0 and np.frexp(unit)[0] == 0.5) or (unit != 1.0 and dtype != np.float32):
+            raise ValueError(f"Fitted state 'feature_unit' must be a power of two (float32 models only), got {unit!r}.")
+        labels = state_array(state, "labels", ndim=1, kind="i", shape=(n,), low=0, high=classes.shape[0] - 1)
+        weights = state_array(state, "weights", ndim=1, shape=(n,), low=0.0, optional=True)
+        if weights is not None and not shard and not weights.sum() > 0:
+            raise ValueError("Fitted state 'weights' sums to 0.")
+        grid = state_array(state, "bandwidths_", ndim=1, low=np.finfo(np.float64).tiny)
+        fixed = not isinstance(self.bandwidth, str)
+        if grid.shape[0] < 1 or (fixed and not np.array_equal(grid, [float(self.bandwidth)])) or (
+                self.bandwidth == "scale" and grid.shape[0] != 1):
+            raise ValueError(
+                f"Fitted state 'bandwidths_' = {grid!r} does not match this estimator's bandwidth={self.bandwidth!r}."
+            )
+        low = state_array(state, "box_low", ndim=1, shape=(n_features,))
+        high = state_array(state, "box_high", ndim=1, shape=(n_features,))
+        if np.any(X.min(axis=0).astype(np.float64) * unit < low) or np.any(X.max(axis=0).astype(np.float64) * unit > high):
+            raise ValueError("Fitted state 'box_low'/'box_high' must contain every training row 'X'.")
+        self._restore_inputs(state, classes, prior, n_features, dtype, unit)
+        return self._install(
+            np.ascontiguousarray(X, dtype=dtype), labels.astype(np.intp),
+            None if weights is None else weights.astype(dtype), grid.astype(np.float64),
+            (low.astype(np.float64), high.astype(np.float64)),
+        )
