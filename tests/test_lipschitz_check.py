@@ -144,7 +144,7 @@ def test_tests_that_cannot_reject_take_no_share_of_the_level():
     n = 50
     model = _ExactIntervals(np.column_stack([np.zeros(n), np.ones(n)]))  # p_1 = 1 everywhere, known exactly
     X = np.arange(n)[:, None]
-    check = check_lipschitz(model, X, np.ones(n, dtype=int), lipschitz=1.0, free_share=0.0)
+    check = check_lipschitz(model, X, np.ones(n, dtype=int), lipschitz=1.0, free_share=0.0, contrast=False)
     used = {t["test"]: t["used"] for t in check.tests}
     # "too many 1s" where every ceiling is 1, and the empty "not predicted 1" group, cannot reject
     assert used == {
@@ -157,7 +157,7 @@ def test_tests_that_cannot_reject_take_no_share_of_the_level():
     assert not check.rejected and check.p_value == 1.0
     y = np.ones(n, dtype=int)
     y[0] = 0  # impossible under p_1 = 1: one error among certified rows
-    check = check_lipschitz(model, X, y, lipschitz=1.0, free_share=0.0)
+    check = check_lipschitz(model, X, y, lipschitz=1.0, free_share=0.0, contrast=False)
     assert check.rejected and check.p_value == 0.0
     assert set(check.rejected_by) == {"certified rows: errors", "class 1 in rows predicted 1: too few"}
     assert "not used" in str(check)
@@ -175,7 +175,7 @@ def test_level_with_exact_intervals():
     rejections = 0
     for _ in range(draws):
         y = (rng.uniform(size=n) < p1).astype(int)
-        rejections += check_lipschitz(model, X, y, lipschitz=1.0, free_share=0.0).rejected
+        rejections += check_lipschitz(model, X, y, lipschitz=1.0, free_share=0.0, contrast=False).rejected
     rate = rejections / draws
     # level alpha − beta = 0.025 when no interval fails; 3 standard errors of slack
     assert rate <= 0.025 + 3 * np.sqrt(0.025 * 0.975 / draws)
@@ -198,7 +198,9 @@ def test_level_when_the_allowed_rows_fail_adversarially():
     rejections = 0
     for _ in range(draws):
         y = (rng.uniform(size=n) < truth).astype(int)
-        rejections += check_lipschitz(model, X, y, lipschitz=1.0, per_class=False, free_share=0.02).rejected
+        rejections += check_lipschitz(
+            model, X, y, lipschitz=1.0, per_class=False, free_share=0.02, contrast=False
+        ).rejected
     assert rejections / draws <= 0.025 + 3 * np.sqrt(0.025 * 0.975 / draws)
 
 
