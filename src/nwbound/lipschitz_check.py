@@ -281,6 +281,11 @@ CONTRAST_MAX_PAIRS = 400
 """Most pairs in one contrast test (the matching is ``O(k³)``); beyond it the most extreme rows are kept."""
 
 
+_DISTANCE_ROUNDING = 1.0 + 1e-9
+"""Relative allowance for the rounding of the matched distances (``cdist`` errs by a few ulp per
+coordinate), so that ``μ₀`` is never below its exact value."""
+
+
 def _kl_bernoulli(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``kl(a ‖ b) = a·log(a/b) + (1 − a)·log((1 − a)/(1 − b))``, with ``0·log 0 = 0``."""
     a = np.asarray(a, dtype=np.float64)
@@ -351,7 +356,8 @@ def _contrast_tests(strata: list[dict[str, Any]], labels: np.ndarray, lipschitz:
     """
     n_terms = np.array([2 * s["high"].size for s in strata], dtype=np.float64)
     mean_bound = np.array(
-        [s["high"].size + np.minimum(1.0, lipschitz * s["distance"]).sum() for s in strata], dtype=np.float64
+        [s["high"].size + np.minimum(1.0, lipschitz * s["distance"] * _DISTANCE_ROUNDING).sum() for s in strata],
+        dtype=np.float64,
     )
     observed = np.array(
         [np.count_nonzero(labels[s["high"]] == s["class"]) + np.count_nonzero(labels[s["low"]] != s["class"])
