@@ -449,7 +449,7 @@ def test_contrast_strata_against_a_slow_formula():
         for i, share in enumerate((0.1, 0.3)):
             slow = _slow_contrast(z, proba[:, 1], labels, 1, share, lipschitz)
             assert (n_terms[i], observed[i]) == (slow[0], slow[2])
-            assert mean_bound[i] == pytest.approx(slow[1], abs=1e-12)
+            assert slow[1] <= mean_bound[i] <= slow[1] * (1 + 1e-8)  # rounding allowance: never below
 
 
 class _Coordinates:
