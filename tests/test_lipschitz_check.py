@@ -400,7 +400,10 @@ def _slow_contrast(z, proba_c, labels, c, share, lipschitz):
     k = int(np.floor(share * n))
     order = sorted(range(n), key=lambda j: (-proba_c[j], j))
     high, low = order[:k], order[n - k:]
-    best = min(itertools.permutations(range(k)), key=lambda perm: sum(abs(z[high[i]] - z[low[perm[i]]]) for i in range(k)))
+    best = min(
+        itertools.permutations(range(k)),
+        key=lambda perm: sum(abs(z[high[i]] - z[low[perm[i]]]) for i in range(k)),
+    )
     mean_bound = k + sum(min(1.0, lipschitz * abs(z[high[i]] - z[low[best[i]]])) for i in range(k))
     observed = sum(labels[j] == c for j in high) + sum(labels[j] != c for j in low)
     return 2 * k, mean_bound, observed

@@ -819,8 +819,9 @@ def check_lipschitz(
     sums, certified predictions err more often than their error ceilings
     allow, or (``per_class``) a class occurs more or less often than its
     intervals allow, or (``contrast``) the labels at the two ends of ``p̂_c``
-    differ by more than ``L`` allows across the distances between them. The probability of rejecting an ``L`` that is true (at
-    least the real constant) is at most ``alpha``. See
+    differ by more than ``L`` allows across the distances between them. The
+    probability of rejecting an ``L`` that is true (at least the real
+    constant) is at most ``alpha``. See
     :mod:`nwbound.lipschitz_check` for the test and its proof.
 
     Not rejecting ``L`` does not certify it: **L is an assumption consistent
