@@ -144,7 +144,7 @@ def test_tests_that_cannot_reject_take_no_share_of_the_level():
     n = 50
     model = _ExactIntervals(np.column_stack([np.zeros(n), np.ones(n)]))  # p_1 = 1 everywhere, known exactly
     X = np.arange(n)[:, None]
-    check = check_lipschitz(model, X, np.ones(n, dtype=int), lipschitz=1.0, free_share=0.0)
+    check = check_lipschitz(model, X, np.ones(n, dtype=int), lipschitz=1.0, free_share=0.0, contrast=False)
     used = {t["test"]: t["used"] for t in check.tests}
     # "too many 1s" where every ceiling is 1, and the empty "not predicted 1" group, cannot reject
     assert used == {
@@ -157,7 +157,7 @@ def test_tests_that_cannot_reject_take_no_share_of_the_level():
     assert not check.rejected and check.p_value == 1.0
     y = np.ones(n, dtype=int)
     y[0] = 0  # impossible under p_1 = 1: one error among certified rows
-    check = check_lipschitz(model, X, y, lipschitz=1.0, free_share=0.0)
+    check = check_lipschitz(model, X, y, lipschitz=1.0, free_share=0.0, contrast=False)
     assert check.rejected and check.p_value == 0.0
     assert set(check.rejected_by) == {"certified rows: errors", "class 1 in rows predicted 1: too few"}
     assert "not used" in str(check)
@@ -175,7 +175,7 @@ def test_level_with_exact_intervals():
     rejections = 0
     for _ in range(draws):
         y = (rng.uniform(size=n) < p1).astype(int)
-        rejections += check_lipschitz(model, X, y, lipschitz=1.0, free_share=0.0).rejected
+        rejections += check_lipschitz(model, X, y, lipschitz=1.0, free_share=0.0, contrast=False).rejected
     rate = rejections / draws
     # level alpha − beta = 0.025 when no interval fails; 3 standard errors of slack
     assert rate <= 0.025 + 3 * np.sqrt(0.025 * 0.975 / draws)
@@ -198,7 +198,9 @@ def test_level_when_the_allowed_rows_fail_adversarially():
     rejections = 0
     for _ in range(draws):
         y = (rng.uniform(size=n) < truth).astype(int)
-        rejections += check_lipschitz(model, X, y, lipschitz=1.0, per_class=False, free_share=0.02).rejected
+        rejections += check_lipschitz(
+            model, X, y, lipschitz=1.0, per_class=False, free_share=0.02, contrast=False
+        ).rejected
     assert rejections / draws <= 0.025 + 3 * np.sqrt(0.025 * 0.975 / draws)
 
 
@@ -384,3 +386,137 @@ def test_string_labels():
     check = check_lipschitz(clf, Xh, names[yh])
     assert check.n_rows == 800 and not check.rejected
     assert any("'pos'" in t["test"] for t in check.tests)
+
+
+# ---------------------------------------------------------------------------
+# contrast tests: labels at the two ends of p̂_c against what L allows
+# ---------------------------------------------------------------------------
+
+
+def _slow_contrast(z, proba_c, labels, c, share, lipschitz):
+    """Independent slow formula for one contrast test: (n_terms, mean bound, observed), with the
+    matching found by trying every permutation (small k only)."""
+    n = len(z)
+    k = int(np.floor(share * n))
+    order = sorted(range(n), key=lambda j: (-proba_c[j], j))
+    high, low = order[:k], order[n - k:]
+    best = min(
+        itertools.permutations(range(k)),
+        key=lambda perm: sum(abs(z[high[i]] - z[low[perm[i]]]) for i in range(k)),
+    )
+    mean_bound = k + sum(min(1.0, lipschitz * abs(z[high[i]] - z[low[best[i]]])) for i in range(k))
+    observed = sum(labels[j] == c for j in high) + sum(labels[j] != c for j in low)
+    return 2 * k, mean_bound, observed
+
+
+def _sup_tail_given_mean(n_terms, mean_bound, s, rng, tries=60):
+    """A lower estimate of sup P(Σ Bernoulli(p_i) ≥ s) over p with Σ p_i ≤ mean_bound: tails by
+    enumeration at random and extreme feasible p (equal p_i; p_i ∈ {0, 1} but one)."""
+    candidates = [[mean_bound / n_terms] * n_terms]
+    whole = int(np.floor(mean_bound))
+    candidates.append([1.0] * whole + [mean_bound - whole] + [0.0] * (n_terms - whole - 1))
+    for _ in range(tries):
+        raw = rng.dirichlet(np.ones(n_terms)) * mean_bound
+        if raw.max() <= 1.0:
+            candidates.append(raw.tolist())
+    return max(float(_exact_sf(p, s)) for p in candidates)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_contrast_tail_bound_is_valid(seed):
+    """The p-value bounds the tail of every Poisson-binomial with the allowed mean (exact enumeration)."""
+    from nwbound.lipschitz_check import _mean_bounded_sf
+
+    rng = np.random.default_rng(seed)
+    n_terms = 7
+    mean_bound = float(rng.uniform(1.0, 5.5))
+    for s in range(n_terms + 1):
+        bound = float(_mean_bounded_sf(np.array([n_terms]), np.array([mean_bound]), np.array([s]))[0])
+        assert bound >= _sup_tail_given_mean(n_terms, mean_bound, s, rng) - 1e-12
+    # and it is not vacuous: all 8 terms at mean 2 is rare
+    assert _mean_bounded_sf(np.array([8]), np.array([2.0]), np.array([8]))[0] < 1e-4
+
+
+def test_contrast_strata_against_a_slow_formula():
+    from nwbound.lipschitz_check import _contrast_strata, _contrast_tests
+
+    rng = np.random.default_rng(5)
+    n = 24
+    z = rng.uniform(0, 1, n)
+    proba = np.column_stack([1 - z**2, z**2]) + rng.normal(0, 0.05, (n, 2))
+    labels = (rng.uniform(size=n) < z).astype(int)
+    strata = _contrast_strata(z[:, None], proba, [1])
+    assert [s["share"] for s in strata] == [0.1, 0.3]
+    for lipschitz in (0.3, 2.0):
+        n_terms, mean_bound, observed, _ = _contrast_tests(strata, labels, lipschitz)
+        for i, share in enumerate((0.1, 0.3)):
+            slow = _slow_contrast(z, proba[:, 1], labels, 1, share, lipschitz)
+            assert (n_terms[i], observed[i]) == (slow[0], slow[2])
+            assert slow[1] <= mean_bound[i] <= slow[1] * (1 + 1e-8)  # rounding allowance: never below
+
+
+class _Coordinates:
+    """A fitted 'map' that drops the row-index column of ``_ExactIntervals``' inputs."""
+
+    def transform(self, X):
+        return np.asarray(X, dtype=np.float64)[:, 1:]
+
+
+class _ExactOnALine(_ExactIntervals):
+    metric_ = _Coordinates()
+
+    def predict_interval(self, X, bounds=None):
+        return super().predict_interval(np.asarray(X)[:, :1], bounds)
+
+
+@pytest.mark.slow
+def test_contrast_level_on_a_field_that_uses_all_of_its_lipschitz_constant():
+    """p = 0.5 + L(x − 0.5) on a line: every matched pair's gap is exactly L·d, the contrast bound is
+    tight in the mean; at the true L the whole family rejects at most alpha − beta of the time."""
+    rng = np.random.default_rng(2)
+    n, lipschitz = 400, 0.8
+    x = np.sort(rng.uniform(0, 1, n))
+    p1 = 0.5 + lipschitz * (x - 0.5)
+    model = _ExactOnALine(np.column_stack([1 - p1, p1]))
+    X = np.column_stack([np.arange(n), x])
+    draws, rejections, low = 300, 0, 0
+    for _ in range(draws):
+        y = (rng.uniform(size=n) < p1).astype(int)
+        true, half = check_lipschitz(model, X, y, lipschitz=[lipschitz, lipschitz / 2], per_class=False,
+                                     free_share=0.0)
+        rejections += true.rejected
+        low += any(t["rejected"] for t in half.tests if t["kind"] == "contrast")
+    assert rejections / draws <= 0.025 + 3 * np.sqrt(0.025 * 0.975 / draws)
+    assert low / draws > 0.9  # not vacuous: half the constant is seen by the contrasts
+
+
+@pytest.mark.slow
+def test_contrast_sees_what_the_counts_miss_on_a_2d_field():
+    """The README's weak case: 2-D logistic field, λ = 0.15, L*/20. The count tests do not reject it;
+    the contrasts do (5 of 5 draws measured), and the true L stays unrejected."""
+    data = make_lipschitz_logistic(3000, lipschitz=0.5, n_features=2, scale="box", random_state=0)
+    clf = NadarayaWatsonClassifier(bandwidth=0.15, lipschitz=data.lipschitz).fit(data.X[:2000], data.y[:2000])
+    grid = [data.lipschitz / 20, data.lipschitz]
+    low, true = check_lipschitz(clf, data.X[2000:], data.y[2000:], lipschitz=grid)
+    assert low.rejected and all(name.startswith("contrast") for name in low.rejected_by)
+    assert not true.rejected
+    old = check_lipschitz(clf, data.X[2000:], data.y[2000:], lipschitz=grid[0], contrast=False)
+    assert not old.rejected
+    contrasts = [t for t in low.tests if t["kind"] == "contrast"]
+    assert [t["pairs"] for t in contrasts] == [100, 300]  # 0.1 and 0.3 of the 1 000 rows
+    assert all(t["mean_distance"] > 0 and t["rows"] == 2 * t["pairs"] for t in contrasts)
+
+
+def test_selection_records_the_contrasts_and_margin_models_skip_them():
+    data, Xf, yf, Xh, yh = _field(4)
+    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz).fit(Xf, yf)
+    sel = select_lipschitz(clf, Xh, yh, [data.lipschitz / 20, data.lipschitz])
+    kinds = [t["kind"] for t in sel.checks[0].tests]
+    assert kinds.count("contrast") == 2 and kinds.count("count") == 5
+    assert sel.chosen == data.lipschitz
+    margin = make_margin_clusters(1200, margin=0.2, random_state=0)
+    m = NadarayaWatsonClassifier(bandwidth=0.1, margin=0.2).fit(margin.X[:800], margin.y[:800])
+    check = check_lipschitz(m, margin.X[800:], margin.y[800:])
+    assert all(t["kind"] == "count" for t in check.tests)
+    with pytest.raises(ValueError, match="contrast must be True or False"):
+        check_lipschitz(clf, Xh, yh, contrast="yes")

@@ -46,8 +46,26 @@ some class.
    ``H``'s labels.) Before use, each class's interval is intersected with what
    the others imply (``Σ_c p_c = 1``); for two classes the two classes' tests
    coincide and are run once.
-4. *Level.* The ``T`` tests share ``α − β`` (Bonferroni, ``α_i = (α − β)/T``),
-   and all use the same event ``{|F| ≤ m}``, so
+4. *Contrasts* (``contrast=True``). The counts compare labels with intervals
+   at ``δ_t``, which are wide: an ``L`` whose intervals at the model's ``δ``
+   miss ``p`` on a few per cent of queries by a little gives intervals at
+   ``δ_t`` that hardly miss at all. The contrasts test the Lipschitz condition
+   itself. For a class ``c`` and a share ``q`` (``CONTRAST_FRACTIONS``) let
+   ``A`` be the ``k`` rows of highest ``p̂_c`` and ``B`` the ``k`` of lowest,
+   matched one to one (``π``) at least total distance, in the space the model
+   computes distances in. ``S = Σ_A 1[y = c] + Σ_B 1[y ≠ c]`` is, given ``N``
+   and the inputs, a sum of ``2k`` independent Bernoulli variables with mean
+
+   .. math:: k + \sum_{j \in A} \big(p_c(x_j) - p_c(x_{\pi(j)})\big)
+             \le k + \sum_{j \in A} \min\big(1, L\,d(x_j, x_{\pi(j)})\big) = \mu_0
+
+   under the assumption, so Chernoff's bound
+   ``P(S ≥ s) ≤ exp(−2k·kl(s/2k ‖ μ₀/2k))`` (``s > μ₀``) is a valid p-value. It
+   needs no interval and no allowance. ``A``, ``B`` and ``π`` come from ``p̂``
+   and the inputs, never from ``H``'s labels.
+5. *Level.* The ``T`` tests (counts and contrasts) share ``α − β``
+   (Bonferroni, ``α_i = (α − β)/T``); the counts rest on ``{|F| ≤ m}``, the
+   contrasts on nothing, so
 
    .. math:: P(\text{reject a true } L) \le \beta + (\alpha - \beta) = \alpha.
 
@@ -89,6 +107,8 @@ from typing import Any, Sequence
 
 import numpy as np
 from scipy.fft import irfft, next_fast_len, rfft
+from scipy.optimize import linear_sum_assignment
+from scipy.spatial.distance import cdist
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_open_unit, check_positive
@@ -253,6 +273,100 @@ def _dominating_tests(
     return p_value, threshold, expected
 
 
+CONTRAST_FRACTIONS = (0.1, 0.3)
+"""Shares ``q`` of the held-out rows in each end of a contrast test (``q·n`` rows of highest and of
+lowest ``p̂_c``)."""
+
+CONTRAST_MAX_PAIRS = 400
+"""Most pairs in one contrast test (the matching is ``O(k³)``); beyond it the most extreme rows are kept."""
+
+
+_DISTANCE_ROUNDING = 1.0 + 1e-9
+"""Relative allowance for the rounding of the matched distances (``cdist`` errs by a few ulp per
+coordinate), so that ``μ₀`` is never below its exact value."""
+
+
+def _kl_bernoulli(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``kl(a ‖ b) = a·log(a/b) + (1 − a)·log((1 − a)/(1 − b))``, with ``0·log 0 = 0``."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.clip(np.asarray(b, dtype=np.float64), 1e-300, 1.0 - 1e-16)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        first = np.where(a > 0.0, a * np.log(a / b), 0.0)
+        second = np.where(a < 1.0, (1.0 - a) * np.log((1.0 - a) / (1.0 - b)), 0.0)
+    return first + second
+
+
+def _mean_bounded_sf(n_terms: np.ndarray, mean_bound: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """Upper bound on ``P(S ≥ s)`` for ``S`` a sum of ``N`` independent Bernoulli with ``E S ≤ μ₀``.
+
+    Chernoff's bound (Hoeffding 1963, Theorem 1): ``exp(−N·kl(s/N ‖ μ₀/N))`` for ``s > μ₀``, and 1
+    otherwise. It holds for every such sum, so it is a valid p-value under the composite null.
+    """
+    n_terms = np.asarray(n_terms, dtype=np.float64)
+    mean_bound = np.asarray(mean_bound, dtype=np.float64)
+    observed = np.asarray(observed, dtype=np.float64)
+    safe = np.maximum(n_terms, 1.0)
+    mu = np.clip(mean_bound / safe, 0.0, 1.0)
+    tail = np.exp(-n_terms * _kl_bernoulli(observed / safe, mu))
+    return np.where((observed > mean_bound) & (n_terms > 0), np.minimum(tail, 1.0), 1.0)
+
+
+def _space_coordinates(model: Any, X: Any) -> np.ndarray | None:
+    """The held-out rows in the coordinates the model computes Euclidean distances in, or None
+    where there is no single such space (a cross-fitted model: two maps)."""
+    if getattr(model, "cross_fit_models_", None) is not None:
+        return None
+    space = getattr(model, "metric_", None)
+    if space is None and model.get_params().get("metric") is not None:
+        return None
+    Z = space.transform(X) if space is not None else np.asarray(X, dtype=np.float64)
+    Z = np.asarray(Z, dtype=np.float64)
+    return Z.reshape(Z.shape[0], -1)
+
+
+def _contrast_strata(Z: np.ndarray, proba: np.ndarray, classes_tested: Sequence[int]) -> list[dict[str, Any]]:
+    """The contrast tests' strata, from the inputs and ``p̂`` (so from ``N``), never ``H``'s labels.
+
+    For each class ``c`` and share ``q``: ``A`` the ``k`` rows of highest ``p̂_c``, ``B`` the ``k``
+    of lowest (``k = min(⌊q·n⌋, CONTRAST_MAX_PAIRS)``, disjoint), matched one to one so that the sum
+    of distances is least (an optimal assignment). Each stratum holds the class, the share, the rows
+    of ``A`` and their partners in ``B``, and the matched distances.
+    """
+    n = Z.shape[0]
+    strata = []
+    for c in classes_tested:
+        order = np.argsort(-proba[:, c], kind="stable")
+        for q in CONTRAST_FRACTIONS:
+            k = min(int(math.floor(q * n)), CONTRAST_MAX_PAIRS, n // 2)
+            if k < 1:
+                continue
+            high, low = order[:k], order[n - k:]
+            dist = cdist(Z[high], Z[low])
+            rows, cols = linear_sum_assignment(dist)
+            strata.append({"class": c, "share": q, "high": high[rows], "low": low[cols], "distance": dist[rows, cols]})
+    return strata
+
+
+def _contrast_tests(strata: list[dict[str, Any]], labels: np.ndarray, lipschitz: float) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    r"""``(n_terms, mean_bound, observed, smallest_p)`` of each contrast test at ``L``.
+
+    ``S = Σ_{j∈A} 1[y_j = c] + Σ_{k∈B} 1[y_k ≠ c]`` has mean ``|A| + Σ_pairs (p_c(x_j) − p_c(x_k))``
+    ``≤ |A| + Σ_pairs min(1, L·d(x_j, x_k))`` when ``p_c`` is ``L``-Lipschitz.
+    """
+    n_terms = np.array([2 * s["high"].size for s in strata], dtype=np.float64)
+    mean_bound = np.array(
+        [s["high"].size + np.minimum(1.0, lipschitz * s["distance"] * _DISTANCE_ROUNDING).sum() for s in strata],
+        dtype=np.float64,
+    )
+    observed = np.array(
+        [np.count_nonzero(labels[s["high"]] == s["class"]) + np.count_nonzero(labels[s["low"]] != s["class"])
+         for s in strata], dtype=np.float64,
+    )
+    smallest = _mean_bounded_sf(n_terms, mean_bound, n_terms)
+    return n_terms, mean_bound, observed, smallest
+
+
 # ---------------------------------------------------------------------------
 # result objects
 # ---------------------------------------------------------------------------
@@ -301,10 +415,13 @@ class LipschitzCheck:
     free_share : float
         ``r``: ``m = ⌊r · n_rows⌋``.
     tests : tuple of dict
-        One dict per test: ``test``, ``rows``, ``observed``, ``expected``
-        (sum of ceilings), ``threshold``, ``p_value``, ``used`` (False for a
-        test that could not reject whatever the labels; it takes no share of
-        the level), ``rejected``.
+        One dict per test: ``test``, ``kind`` (``"count"`` or ``"contrast"``),
+        ``rows``, ``observed``, ``expected`` (sum of ceilings; for a contrast
+        the bound ``μ₀`` on its mean), ``threshold``, ``p_value``, ``used``
+        (False for a test that could not reject whatever the labels; it takes
+        no share of the level), ``rejected``. A contrast also records its
+        stratum: ``pairs`` (``k``), ``terms`` (``2k``), ``mean_bound`` and
+        ``mean_distance`` (of the matched pairs).
 
     Examples
     --------
@@ -487,6 +604,12 @@ def _check_rows(model: Any, X: Any, y: Any) -> tuple[np.ndarray, int]:
     return index.astype(np.intp), int(n_x)
 
 
+def _check_flag(value: Any, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}.")
+    return bool(value)
+
+
 def _check_certified_at(value: Any) -> str:
     if value not in ("model", "test"):
         raise ValueError(f"certified_at must be 'model' or 'test', got {value!r}.")
@@ -519,7 +642,7 @@ def _tightened(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def _one_check(
     test_iv: Any, model_iv: Any, labels: np.ndarray, classes: np.ndarray, *, free: int, per_class: bool,
-    alpha: float, beta: float,
+    alpha: float, beta: float, strata: list[dict[str, Any]] | None = None, lipschitz: float | None = None,
 ) -> dict[str, Any]:
     n, n_classes = test_iv.proba.shape
     rows = np.arange(n)
@@ -551,6 +674,22 @@ def _one_check(
     # Tests that cannot reject whatever the labels (even every row counted is not rare enough under
     # the null) take no share of the level. The choice uses the ceilings only, never H's labels.
     smallest = _tail_at(sf, np.vstack(masks).sum(axis=1) - n_free)
+    n_counts = len(names)
+    contrast: list[dict[str, Any]] = []
+    if strata and lipschitz is not None:
+        # Contrast tests: labels at the two ends of p̂_c against what L allows between matched rows.
+        # They need neither the intervals nor the allowance; they join the same Bonferroni family.
+        c_terms, c_bound, c_observed, c_smallest = _contrast_tests(strata, labels, lipschitz)
+        c_p = _mean_bounded_sf(c_terms, c_bound, c_observed)
+        for st, terms, bound, obs in zip(strata, c_terms, c_bound, c_observed):
+            label = classes.tolist()[st["class"]]
+            names.append(f"contrast of class {label!r}, top and bottom {st['share']:g} of p̂")
+            observed.append(int(obs))
+            contrast.append({"pairs": int(st["high"].size), "terms": int(terms), "mean_bound": float(bound),
+                             "mean_distance": float(st["distance"].mean())})
+        p_value = np.concatenate([p_value, c_p])
+        smallest = np.concatenate([smallest, c_smallest])
+        expected = np.concatenate([expected, c_bound])
     used = np.ones(len(names), dtype=bool)
     while True:  # each pass only drops tests, and a smaller set raises the level: it ends
         kept = used & (smallest <= (alpha - beta) / max(int(used.sum()), 1))
@@ -559,21 +698,29 @@ def _one_check(
         used = kept
     level = (alpha - beta) / max(int(used.sum()), 1)
     threshold = _thresholds(sf, n_free, level)
+    if contrast:
+        counts = np.arange(max(d["terms"] for d in contrast) + 1)
+        for d in contrast:  # the largest S whose bound on P(S ≥ s + 1) stays above the level
+            k = counts[: d["terms"] + 1]
+            ok = _mean_bounded_sf(np.full(k.size, d["terms"]), np.full(k.size, d["mean_bound"]), k + 1) > level
+            threshold = np.append(threshold, int(np.flatnonzero(ok).max(initial=-1)) + 1 if ok.any() else 0)
     rejected = used & (p_value <= level)
+    sizes = [int(mask.sum()) for mask in masks] + [2 * d["pairs"] for d in contrast]
     tests = tuple(
         {
             "test": name,
-            "rows": int(mask.sum()),
+            "rows": size,
             "observed": obs,
             "expected": float(exp),
             "threshold": int(t),
             "p_value": float(p),
             "used": bool(u),
             "rejected": bool(r),
+            **({"kind": "count"} if i < n_counts else {"kind": "contrast", **contrast[i - n_counts]}),
         }
-        for name, mask, obs, exp, t, p, u, r in zip(
-            names, masks, observed, expected, threshold, p_value, used, rejected
-        )
+        for i, (name, size, obs, exp, t, p, u, r) in enumerate(zip(
+            names, sizes, observed, expected, threshold, p_value, used, rejected
+        ))
     )
     return {
         "n_certified": int(certified.sum()),
@@ -602,6 +749,7 @@ def _intervals(model: Any, X: Any, bounds: dict, bandwidth_at: float | None) -> 
 def _run_checks(
     model: Any, X: Any, y: Any, values: list[float] | None, *, alpha: float, beta: float,
     free_share: float, per_class: bool, certified_at: str = "model", bandwidth_at: float | None = None,
+    contrast: bool = True,
 ) -> list[LipschitzCheck]:
     labels, n = _check_rows(model, X, y)
     free = int(math.floor(free_share * n))
@@ -629,12 +777,18 @@ def _run_checks(
     intervals = _intervals(model, X, bounds, bandwidth_at)
     classes = np.asarray(model.classes_)
     model_delta = float(model.get_params()["delta"]) if certified_at == "model" else delta_test
+    strata = None
+    if contrast and described[0][0] is not None:  # a Lipschitz assumption (not a margin)
+        Z = _space_coordinates(model, X)
+        if Z is not None:
+            strata = _contrast_strata(Z, np.asarray(intervals[("test", 0)].proba),
+                                      [1] if classes.size == 2 else range(classes.size))
     checks = []
     for i, (lip, margin) in enumerate(described):
         res = _one_check(
             intervals[("test", i)], intervals[("model" if certified_at == "model" else "test", i)], labels,
             classes, free=free,
-            per_class=per_class, alpha=alpha, beta=beta,
+            per_class=per_class, alpha=alpha, beta=beta, strata=strata, lipschitz=lip,
         )
         checks.append(
             LipschitzCheck(
@@ -657,14 +811,17 @@ def check_lipschitz(
     free_share: float = DEFAULT_FREE_SHARE,
     certified_at: str = "model",
     bandwidth_at: float | None = None,
+    contrast: bool = True,
 ) -> LipschitzCheck | list[LipschitzCheck]:
     r"""Test an assumed Lipschitz constant on held-out rows.
 
     Rejects ``L`` when, on rows whose labels did not enter the model's kernel
     sums, certified predictions err more often than their error ceilings
     allow, or (``per_class``) a class occurs more or less often than its
-    intervals allow. The probability of rejecting an ``L`` that is true (at
-    least the real constant) is at most ``alpha``. See
+    intervals allow, or (``contrast``) the labels at the two ends of ``p̂_c``
+    differ by more than ``L`` allows across the distances between them. The
+    probability of rejecting an ``L`` that is true (at least the real
+    constant) is at most ``alpha``. See
     :mod:`nwbound.lipschitz_check` for the test and its proof.
 
     Not rejecting ``L`` does not certify it: **L is an assumption consistent
@@ -713,6 +870,15 @@ def check_lipschitz(
         every ``L`` tested, so the intervals are nested in ``L`` — what
         :func:`select_lipschitz` needs to keep ``δ`` (see
         :mod:`nwbound.lipschitz_check`). Ignored at a fixed bandwidth.
+    contrast : bool, default=True
+        Also run the contrast tests: for each class, the labels of the rows
+        of highest and lowest ``p̂_c`` (shares 0.1 and 0.3), matched at least
+        distance, against the difference that ``L`` allows across the
+        matched distances. They test the Lipschitz condition directly and see
+        a too-small ``L`` that the interval counts miss (intervals wrong by a
+        little on a few per cent of queries). They share the level with the
+        counts. Not run for a margin assumption or a cross-fitted model (no
+        single space). False: the counts only.
 
     Returns
     -------
@@ -760,6 +926,7 @@ def check_lipschitz(
         model, X, y, values, alpha=alpha, beta=beta, free_share=free_share, per_class=bool(per_class),
         certified_at=_check_certified_at(certified_at),
         bandwidth_at=check_positive(bandwidth_at, "bandwidth_at", allow_none=True),
+        contrast=_check_flag(contrast, "contrast"),
     )
     return checks[0] if single else checks
 
@@ -776,6 +943,7 @@ def select_lipschitz(
     free_share: float = DEFAULT_FREE_SHARE,
     certified_at: str = "model",
     bandwidth_at: float | None = None,
+    contrast: bool = True,
 ) -> LipschitzSelection:
     r"""The smallest ``L`` on a grid that held-out rows do not reject.
 
@@ -791,8 +959,9 @@ def select_lipschitz(
     predict with that bandwidth choice) to keep them nested; otherwise a union
     bound over the bandwidths the grid gives each query applies. The risk is
     a chosen value below the true constant, which a small held-out set may
-    miss: on known-p fields the check catches intervals that fail often and
-    by much, not a few per cent failing by a little (see the user guide). The
+    miss: the contrasts catch a constant several times too small where ``p``
+    changes by much across the held-out rows, not one wrong only in a small
+    region (measured figures in the user guide). The
     chosen ``L`` is an assumption consistent with held-out data, not a
     certified fact.
 
@@ -806,7 +975,7 @@ def select_lipschitz(
         Their labels.
     grid : sequence of float
         Candidate constants (> 0); sorted here, duplicates dropped.
-    alpha, beta, per_class, free_share, certified_at, bandwidth_at
+    alpha, beta, per_class, free_share, certified_at, bandwidth_at, contrast
         As in :func:`check_lipschitz`, for each grid value. With several grid
         values at or above the true constant, the chance that one of them is
         rejected (which only makes the choice more cautious) can exceed
@@ -849,6 +1018,7 @@ def select_lipschitz(
         model, X, y, values, alpha=alpha, beta=beta, free_share=free_share, per_class=bool(per_class),
         certified_at=_check_certified_at(certified_at),
         bandwidth_at=check_positive(bandwidth_at, "bandwidth_at", allow_none=True),
+        contrast=_check_flag(contrast, "contrast"),
     )
     rejected = [i for i, c in enumerate(checks) if c.rejected]
     start = rejected[-1] + 1 if rejected else 0
