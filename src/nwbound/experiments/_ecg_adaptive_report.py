@@ -134,7 +134,7 @@ def _as_inter(res: AdaptiveResult) -> Any:
 def _overview(res: AdaptiveResult) -> list[dict[str, Any]]:
     extra = {"split": "adaptive", "local_minutes": res.minutes, "local_weight": res.local_weight,
              "n_neighbors": res.n_neighbors, "bandwidth": res.bandwidth,
-             "patient_distance": res.patient_distance, "L": res.lipschitz, "n_local": res.n_local,
+             "patient_distance": res.patient_distance, "L": _l_range(res), "n_local": res.n_local,
              "features": res.features, "morphology_weight": res.morphology_weight if res.features == "signal" else 1.0,
              "w_S": res.class_weights[0], "w_V": res.class_weights[1]}
     return [{**extra, **r} for r in _inter_overview(_as_inter(res))]
@@ -168,9 +168,18 @@ def _record_table(res: AdaptiveResult) -> list[dict[str, Any]]:
             "error_certified_%": c["error_certified_%"], "mean_ceiling_certified_%": c["mean_ceiling_certified_%"],
             "error_over_ceiling": c["ratio"], "visibly_fails": c["visibly_fails"],
             "check_p_value": chk.get("check_p_value", math.nan), "flagged": bool(chk.get("check_rejected", False)),
-            "flagged_by": chk.get("check_rejected_by", ""),
+            "flagged_by": chk.get("check_rejected_by", ""), "L": chk.get("L", res.lipschitz),
         })
     return rows
+
+
+def _l_range(res: Any) -> str:
+    """The per-record L of an adaptive run, as "a–b (median m)" (the common L where none was chosen)."""
+    chosen = [float(r["chosen_L"]) for r in res.selection if "chosen_L" in r]
+    if not chosen:
+        return f"{res.lipschitz:g}"
+    lo, hi, mid = min(chosen), max(chosen), float(np.median(chosen))
+    return f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g} (median {mid:g})"
 
 
 def _strip_records(rows: list[dict[str, Any]]) -> list[str]:
@@ -239,11 +248,12 @@ def _summary(res: AdaptiveResult, overview: list[dict[str, Any]], rows: list[dic
         f"weight {res.local_weight:g}); {res.y_true.shape[0]} evaluation beats. Features: {feats} "
         f"(rhythm weight {res.rhythm_weight:g}), MinMax on DS1, plus the patient column (0 on the patient's "
         f"beats, {res.patient_distance:g} on DS1's); localized NWC, k = {res.n_neighbors}, "
-        f"λ = {res.bandwidth:g}, L = {res.lipschitz:g} per unit of the raw features (L seen "
-        f"{res.lipschitz_seen:.4g}), " + ("**every L on the grid was rejected by some record's check on "
-        "its local beats; the largest is used** " if res.all_rejected else "chosen as the smallest on the grid "
-        "that no record's check on its local beats rejects ") + "(first half of the local minutes in the kernel "
-        "sums, second half held out). Rules: `argmax`; `weighted` (certified beats keep their certified argmax "
+        f"λ = {res.bandwidth:g}, L per record (per unit of the raw features): {_l_range(res)}, each the "
+        "smallest on the grid that the record's own check on its local beats does not reject"
+        + (" (**some record's check rejected every L on the grid: it uses the largest**)" if res.all_rejected
+           else "") + " (first half of the local minutes in the kernel sums, second half held out; "
+        f"`adaptive_lipschitz`); the class-weight simulation on DS1 uses L = {res.lipschitz:g}, the smallest "
+        "that no record rejects. Rules: `argmax`; `weighted` (certified beats keep their certified argmax "
         f"label, the others get argmax of w·p̂ with w_S = {ws:g}, w_V = {wv:g}, "
         + ("chosen on DS1 by leave-one-record-out with a simulated adaptation, `adaptive_class_weights`" if
            res.class_weights_auto else "given by --class-weights") + "); `balanced` (Bayes rule, equal N/S/V "
@@ -288,8 +298,8 @@ def _summary(res: AdaptiveResult, overview: list[dict[str, Any]], rows: list[dic
                  f"evaluation beats): {', '.join(flagged) if flagged else 'none'}. Certified beats err more "
                  f"than {VISIBLE_FACTOR:g}× their mean ceiling: {', '.join(visible) if visible else 'none'}.\n")
     keys = ("record", "beats", "S_beats", "V_beats", "accuracy_%", "S_Se_%", "S_+P_%", "V_Se_%", "V_+P_%",
-            "certified_%", "errors_certified", "error_certified_%", "mean_ceiling_certified_%", "check_p_value",
-            "flagged", "visibly_fails")
+            "certified_%", "errors_certified", "error_certified_%", "mean_ceiling_certified_%", "L",
+            "check_p_value", "flagged", "visibly_fails")
     lines.append(format_markdown([{k: (_fmt(r[k], 3 if k == "check_p_value" else 1) if isinstance(r[k], float)
                                        else r[k]) for k in keys} for r in rows]) + "\n")
     return "\n".join(lines)

@@ -21,9 +21,13 @@ each record's evaluation beats with :func:`nwbound.assumptions.check_lipschitz`
 (errors among certified rows against the upper quantile of the Poisson-binomial
 of their ceilings, with a Markov allowance for shared labels); a record is
 *flagged* where the test rejects, and *visibly fails* where its certified beats
-err more than twice their mean ceiling. The ``L`` is chosen on the local beats
-only (``_select_lipschitz_on_local``): the first half of each record's local
-minutes goes into the kernel sums, the second half are the held-out check rows.
+err more than twice their mean ceiling. Each record's ``L`` is chosen on its own
+local beats only (``_select_lipschitz_on_local``): the first half of its local
+minutes goes into the kernel sums, the second half are the held-out check rows,
+and the smallest L on the grid that this check does not reject is that patient's.
+Selecting L is harmless to validity (the intervals are nested in L), so one L per
+patient costs nothing in the guarantee, and a patient whose beats contradict a
+small L no longer forces a large one on every other patient.
 
 Writes ``ec57`` rows with split ``adaptive`` (``n_train``: the DS1 rows every
 record's model holds; ``--inter-train`` / ``--quick`` subsample them),
@@ -324,11 +328,13 @@ def _stack(X_base: np.ndarray, y_base: np.ndarray, X_loc: np.ndarray, y_loc: np.
 def _select_lipschitz_on_local(
     X_base: np.ndarray, y_base: np.ndarray, X_loc: np.ndarray, y_loc: np.ndarray, rec_loc: np.ndarray,
     samples_loc: np.ndarray, grid: Sequence[float], grid_seen: Sequence[float], args: argparse.Namespace,
-) -> tuple[int, list[dict[str, Any]], bool]:
-    """Index into ``grid`` of the smallest L that no record's local check rejects.
+) -> tuple[dict[str, int], int, list[dict[str, Any]], bool]:
+    """Per record, the index into ``grid`` of the smallest L that its local check does not reject.
 
-    Returns the index, one row per record and whether every L was rejected (then the
-    largest is used and the summary says so).
+    Returns those indices, the index of the smallest L that no record's check rejects (for
+    records without check rows and for the DS1 simulation of the class weights), one row per
+    record and whether some record rejected every L (it then uses the largest, and the summary
+    says so).
 
     Per DS2 record: the first half of its local beats (by time) at the local weight joins
     DS1 in the kernel sums; the second half are the held-out rows of
@@ -338,6 +344,7 @@ def _select_lipschitz_on_local(
     from ..assumptions import check_lipschitz
 
     rows: list[dict[str, Any]] = []
+    per_record: dict[str, int] = {}
     rejected_any = np.zeros(len(grid_seen), dtype=bool)
     for r in np.unique(rec_loc):  # one check per record (22), not a hot path
         mine = np.flatnonzero(rec_loc == r)
@@ -356,11 +363,14 @@ def _select_lipschitz_on_local(
                                      lipschitz=list(grid_seen), alpha=CHECK_ALPHA, per_class=False)
         rej = np.array([c.rejected for c in checks])
         rejected_any |= rej
+        mine_ok = np.flatnonzero(~rej)
+        per_record[str(r)] = int(mine_ok[0]) if mine_ok.size else len(grid) - 1
         rows.append({"record": str(r), "fit_rows": int(fit_idx.size), "check_rows": int(seen.sum()),
                      **{f"rejected_L={grid[j]:g}": bool(rej[j]) for j in range(len(grid))},
-                     "p_value_smallest_L": float(checks[0].p_value)})
+                     "p_value_smallest_L": float(checks[0].p_value), "chosen_L": grid[per_record[str(r)]]})
     ok = np.flatnonzero(~rejected_any)
-    return (int(ok[0]) if ok.size else len(grid) - 1), rows, not ok.size
+    every_rejected = any(row["chosen_L"] == grid[-1] and row[f"rejected_L={grid[-1]:g}"] for row in rows)
+    return per_record, (int(ok[0]) if ok.size else len(grid) - 1), rows, every_rejected
 
 
 # ---------------------------------------------------------------------------
@@ -562,7 +572,7 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
     grid = [float(args.lipschitz)] + [g for g in LIPSCHITZ_GRID if g > float(args.lipschitz)]
     grid_seen = [g * ratio for g in grid]
     start = time.perf_counter()
-    chosen, selection, all_rejected = _select_lipschitz_on_local(
+    per_record, chosen, selection, all_rejected = _select_lipschitz_on_local(
         X_base, base.y, X_loc, local.y, local.record, local.sample, grid, grid_seen, args)
     select_s = time.perf_counter() - start
     L, L_seen = grid[chosen], grid_seen[chosen]
@@ -599,8 +609,9 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
         loc_idx = np.flatnonzero(local.record == r)
         ev = np.flatnonzero(rest.record == r)
         X, y, w = _stack(X_base, base.y, X_loc[loc_idx], local.y[loc_idx], args.local_weight)
+        j = per_record.get(str(r), chosen)  # this patient's L (the common one without local check rows)
         t = time.perf_counter()
-        model = _model(L_seen, args, X.shape[0]).fit(X, y, sample_weight=w)
+        model = _model(grid_seen[j], args, X.shape[0]).fit(X, y, sample_weight=w)
         fit_s += time.perf_counter() - t
         t = time.perf_counter()
         with _quiet_bounds():
@@ -616,7 +627,7 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
         out["balanced"][ev], cert["balanced"][ev], err["balanced"][ev] = d.y_pred, d.certified, d.error_upper
         vacuous[ev] = iv.vacuous
         t = time.perf_counter()
-        checks[str(r)] = record_check(model, X_rest[ev], rest.y[ev])
+        checks[str(r)] = {**record_check(model, X_rest[ev], rest.y[ev]), "L": grid[j]}
         check_s += time.perf_counter() - t
     fits = []
     n_train = len(base)  # DS1 rows of every record's model; each adds its own local beats (n_local)
@@ -667,10 +678,13 @@ def record_check(model: Any, X: Any, y: Any, *, alpha: float = CHECK_ALPHA) -> d
     >>> import numpy as np
     >>> from nwbound import NadarayaWatsonClassifier
     >>> X = np.linspace(0, 1, 200)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-    >>> model = NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=0.1).fit(X, y)
+    >>> model = NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=2.0).fit(X, y)
     >>> Xh = np.linspace(0.01, 0.99, 100)[:, None]
     >>> record_check(model, Xh, (Xh[:, 0] > 0.5).astype(int))["check_rejected"]
     False
+    >>> steep = NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=0.1).fit(X, y)  # the step is steeper
+    >>> record_check(steep, Xh, (Xh[:, 0] > 0.5).astype(int))["check_rejected"]
+    True
     >>> record_check(model, Xh, (Xh[:, 0] <= 0.5).astype(int))["check_rejected"]  # labels flipped
     True
     """
