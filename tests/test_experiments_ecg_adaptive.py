@@ -131,12 +131,10 @@ def test_record_certificate_rows_flags_and_passes_constructed_records():
     assert rows["bad"]["ratio"] == pytest.approx(7.5)
 
 
-def _two_class_model(lipschitz: float = 5.0) -> NadarayaWatsonClassifier:
+def _two_class_model(lipschitz: float = 0.2) -> NadarayaWatsonClassifier:
     rng = np.random.default_rng(0)
     X = rng.random((600, 1))
     y = (X[:, 0] > 0.5).astype(int)
-    # L = 5: a step at 0.5 is steeper than any L, but the check's contrasts pair rows at least 0.4
-    # apart here (top and bottom shares of p̂), where L·d ≥ 1 allows the step; L = 0.2 is rejected below.
     return NadarayaWatsonClassifier(bandwidth=0.05, lipschitz=lipschitz, n_neighbors=30).fit(X, y)
 
 
@@ -149,9 +147,11 @@ def test_record_check_flags_a_patient_whose_labels_break_the_ceilings():
     # The same beats labelled by the training rule: ceilings hold, not flagged.
     good = record_check(model, Xh, (Xh[:, 0] > 0.5).astype(int))
     assert not good["check_rejected"] and good["check_p_value"] > 0.05
-    # At L = 0.2 the step contradicts the assumption: the contrasts flag it.
-    steep = _two_class_model(lipschitz=0.2)
-    assert record_check(steep, Xh, (Xh[:, 0] > 0.5).astype(int))["check_rejected"]
+    # But the step is steeper than L = 0.2: the contrasts reject the assumption. At L = 5 they do not
+    # (they pair rows at least 0.4 apart here, where L·d ≥ 1 allows the step).
+    assert good["assumption_rejected"]
+    loose = _two_class_model(lipschitz=5.0)
+    assert not record_check(loose, Xh, (Xh[:, 0] > 0.5).astype(int))["assumption_rejected"]
     # A label the model never saw cannot be certified and is left out.
     y3 = (Xh[:, 0] > 0.5).astype(int)
     y3[:10] = 7

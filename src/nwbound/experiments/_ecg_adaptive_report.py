@@ -169,6 +169,7 @@ def _record_table(res: AdaptiveResult) -> list[dict[str, Any]]:
             "error_over_ceiling": c["ratio"], "visibly_fails": c["visibly_fails"],
             "check_p_value": chk.get("check_p_value", math.nan), "flagged": bool(chk.get("check_rejected", False)),
             "flagged_by": chk.get("check_rejected_by", ""), "L": chk.get("L", res.lipschitz),
+            "assumption_rejected": bool(chk.get("assumption_rejected", False)),
         })
     return rows
 
@@ -293,13 +294,18 @@ def _summary(res: AdaptiveResult, overview: list[dict[str, Any]], rows: list[dic
                      + "; ".join(f"{k}: {'met' if v else 'not met'}" for k, v in met.items()) + ".\n")
     flagged = [r["record"] for r in rows if r["flagged"]]
     visible = [r["record"] for r in rows if r["visibly_fails"]]
+    contradicted = [r["record"] for r in rows if r["assumption_rejected"]]
     lines.append(f"### Certificates per patient ({HEADLINE_RULE} rule: the argmax's certified beats)\n")
     lines.append(f"Flagged by the held-out test (`check_lipschitz`, α = {CHECK_ALPHA}, on each record's "
                  f"evaluation beats): {', '.join(flagged) if flagged else 'none'}. Certified beats err more "
-                 f"than {VISIBLE_FACTOR:g}× their mean ceiling: {', '.join(visible) if visible else 'none'}.\n")
+                 f"than {VISIBLE_FACTOR:g}× their mean ceiling: {', '.join(visible) if visible else 'none'}. "
+                 "Evaluation beats that contradict the record's L (the same test with its contrasts: beats of "
+                 "highest and lowest p̂ whose labels differ more often than L·d allows; the certificates of "
+                 "such a record rest on an assumption its own beats reject): "
+                 f"{', '.join(contradicted) if contradicted else 'none'}.\n")
     keys = ("record", "beats", "S_beats", "V_beats", "accuracy_%", "S_Se_%", "S_+P_%", "V_Se_%", "V_+P_%",
             "certified_%", "errors_certified", "error_certified_%", "mean_ceiling_certified_%", "L",
-            "check_p_value", "flagged", "visibly_fails")
-    lines.append(format_markdown([{k: (_fmt(r[k], 3 if k == "check_p_value" else 1) if isinstance(r[k], float)
+            "check_p_value", "flagged", "visibly_fails", "assumption_rejected")
+    lines.append(format_markdown([{k: (_fmt(r[k], 3 if k in ("check_p_value", "L") else 1) if isinstance(r[k], float)
                                        else r[k]) for k in keys} for r in rows]) + "\n")
     return "\n".join(lines)

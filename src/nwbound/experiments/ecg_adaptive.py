@@ -21,7 +21,9 @@ each record's evaluation beats with :func:`nwbound.assumptions.check_lipschitz`
 (errors among certified rows against the upper quantile of the Poisson-binomial
 of their ceilings, with a Markov allowance for shared labels); a record is
 *flagged* where the test rejects, and *visibly fails* where its certified beats
-err more than twice their mean ceiling. Each record's ``L`` is chosen on its own
+err more than twice their mean ceiling; the same test with its contrasts (labels of
+the beats of highest and lowest p̂ against what L allows) says where the beats
+contradict the record's L even though its certificates hold (``assumption_rejected``). Each record's ``L`` is chosen on its own
 local beats only (``_select_lipschitz_on_local``): the first half of its local
 minutes goes into the kernel sums, the second half are the held-out check rows,
 and the smallest L on the grid that this check does not reject is that patient's.
@@ -648,13 +650,20 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
 
 
 def record_check(model: Any, X: Any, y: Any, *, alpha: float = CHECK_ALPHA) -> dict[str, Any]:
-    """The held-out certificate test on one record's evaluation beats.
+    """The held-out tests on one record's evaluation beats: its certificates, and its L.
 
-    :func:`nwbound.assumptions.check_lipschitz` with ``per_class=False``: the
-    errors among the beats certified at the model's ``δ`` against the upper
-    quantile of the Poisson-binomial of their error ceilings, with a Markov
-    allowance for the labels the beats share through the kernel sums. Beats of a
-    class the model never saw are left out (they cannot be certified).
+    Two tests of :func:`nwbound.assumptions.check_lipschitz` (``per_class=False``), each at
+    level ``alpha``:
+
+    * the certificate test (``contrast=False``), which *flags* the record: the errors among
+      the beats certified at the model's ``δ`` against the upper quantile of the
+      Poisson-binomial of their error ceilings, with a Markov allowance for the labels the
+      beats share through the kernel sums;
+    * the assumption test (the same with the contrasts): it also pairs the beats of highest
+      and lowest ``p̂`` and rejects an L under which their labels differ more often than
+      ``L·d`` allows, whether or not a certified beat errs (``assumption_rejected``).
+
+    Beats of a class the model never saw are left out (they cannot be certified).
 
     Parameters
     ----------
@@ -665,26 +674,24 @@ def record_check(model: Any, X: Any, y: Any, *, alpha: float = CHECK_ALPHA) -> d
     y : array-like of shape (n,)
         Their labels.
     alpha : float, default 0.05
-        Level: a record whose ceilings hold is flagged with probability ≤ ``alpha``.
+        Level of each test: a record whose ceilings hold is flagged with probability ≤ ``alpha``.
 
     Returns
     -------
     dict
-        ``check_rows``, ``check_p_value``, ``check_rejected`` (the record is
-        flagged) and ``check_rejected_by``.
+        ``check_rows``, ``check_p_value``, ``check_rejected`` (the record is flagged),
+        ``check_rejected_by`` and ``assumption_rejected``.
 
     Examples
     --------
     >>> import numpy as np
     >>> from nwbound import NadarayaWatsonClassifier
     >>> X = np.linspace(0, 1, 200)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-    >>> model = NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=2.0).fit(X, y)
+    >>> model = NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=0.1).fit(X, y)
     >>> Xh = np.linspace(0.01, 0.99, 100)[:, None]
-    >>> record_check(model, Xh, (Xh[:, 0] > 0.5).astype(int))["check_rejected"]
-    False
-    >>> steep = NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=0.1).fit(X, y)  # the step is steeper
-    >>> record_check(steep, Xh, (Xh[:, 0] > 0.5).astype(int))["check_rejected"]
-    True
+    >>> row = record_check(model, Xh, (Xh[:, 0] > 0.5).astype(int))
+    >>> row["check_rejected"], row["assumption_rejected"]  # the ceilings hold; the step is steeper than L
+    (False, True)
     >>> record_check(model, Xh, (Xh[:, 0] <= 0.5).astype(int))["check_rejected"]  # labels flipped
     True
     """
@@ -694,18 +701,16 @@ def record_check(model: Any, X: Any, y: Any, *, alpha: float = CHECK_ALPHA) -> d
     X = np.asarray(X)
     seen = np.isin(y, model.classes_)
     row: dict[str, Any] = {"check_rows": int(seen.sum()), "check_p_value": math.nan, "check_rejected": False,
-                           "check_rejected_by": ""}
+                           "check_rejected_by": "", "assumption_rejected": False}
     if np.any(seen):
         with _quiet_bounds():
-            c = check_lipschitz(model, X[seen], y[seen], alpha=alpha, per_class=False)
+            c = check_lipschitz(model, X[seen], y[seen], alpha=alpha, per_class=False, contrast=False)
+            full = check_lipschitz(model, X[seen], y[seen], alpha=alpha, per_class=False)
         row.update({"check_p_value": float(c.p_value), "check_rejected": bool(c.rejected),
-                    "check_rejected_by": ",".join(c.rejected_by)})
+                    "check_rejected_by": ",".join(c.rejected_by), "assumption_rejected": bool(full.rejected)})
     return row
 
 
-# ---------------------------------------------------------------------------
-# running the split (its tables, figures and summary: _ecg_adaptive_report)
-# ---------------------------------------------------------------------------
 def _with_signal_morphology(beats: Any, args: argparse.Namespace) -> Any:
     """``beats`` with the raw-signal morphology as ``X`` (amplitude unit: each record's first minutes)."""
     from ..datasets import BeatSet
