@@ -667,7 +667,7 @@ def intervals_on_device(
     vacuous = first["vacuous"]
     proba = first["proba"]  # S/κ; the fallback rows (κ = 0) are set after the read below
     kappa = first["kappa"] * unit  # back to the input's units (inf where not representable, as the host)
-    low, high = (torch.as_tensor(np.ascontiguousarray(b, dtype=np.float64), device=Q.device) for b in box)
+    low, high = _box_on_device(train, box, Q.device)
     outside = torch.any((Q < low) | (Q > high), dim=1)
     common = dict(kappa=kappa, n_eff=first["n_eff"], vacuous=vacuous,
                   bandwidth=torch.full((n_q,), lam, dtype=torch.float64, device=Q.device), outside_box=outside)
@@ -701,6 +701,18 @@ def intervals_on_device(
     return result
 
 
+def _box_on_device(train: TrainingSet, box: tuple[np.ndarray, np.ndarray], dev: Any) -> tuple[Any, Any]:
+    """The bounding box's ends as float64 tensors on ``dev``, copied once per box and device: a copy
+    to a GPU from pageable memory waits for the device's queue (a synchronisation)."""
+    import torch
+
+    low, high = (np.ascontiguousarray(b, dtype=np.float64) for b in box)
+    key = ("box", str(dev), low.tobytes(), high.tobytes())
+    if key not in train._cache:
+        train._cache[key] = (torch.as_tensor(low, device=dev), torch.as_tensor(high, device=dev))
+    return train._cache[key]
+
+
 class DeviceIntervals(dict):
     """:func:`intervals_on_device`'s tensor results (setting name to interval, a plain ``dict``), with
     ``usefulness``: the numbers :func:`usefulness_on_device` reads for the setting ``None``, read
@@ -727,7 +739,9 @@ def _with_fallback(proba: Any, vacuous: Any, n_vacuous: int, fallback: Callable[
     stand_in[:n_vacuous] = True
     rows = np.asarray(fallback(stand_in), dtype=np.float64)
     if rows.shape == (n_vacuous, proba.shape[1]) and np.all(rows == rows[:1]):
-        return torch.where(vacuous[:, None], torch.as_tensor(rows[0], device=proba.device), proba)
+        # The row filled on the device (a copy from the host would wait for the device's queue).
+        row = torch.stack([torch.full((), float(v), dtype=torch.float64, device=proba.device) for v in rows[0]])
+        return torch.where(vacuous[:, None], row, proba)
     vac_host = to_host(vacuous)
     where = torch.as_tensor(np.flatnonzero(vac_host), device=proba.device)
     filled = proba.clone()
