@@ -7,7 +7,9 @@ What crosses to the host under dispatch with ``device=`` (:func:`validate_querie
 namespace, read by the kernel pass on the device); the localized classifier's queries once, for
 the host neighbour index; the per-query sums (``KernelSums``, float64) and the ``outside_box``
 flags, for the float64 bound arithmetic, whose results go back. Without ``device=`` (and for the
-dyadic classifier) the queries make one round trip.
+dyadic classifier) the queries make one round trip. Where the bounds run on the device too
+(:func:`intervals_on_device`), a call reads the device twice: the queries' checks (one flag) and
+one packed read of a few numbers at its end (the vacuous count, the usefulness report's numbers).
 
 Lives with the estimators (which import :mod:`nwbound.gpu` on use), so that
 :mod:`nwbound.gpu` never imports the estimators.
@@ -569,10 +571,12 @@ def intervals_on_device(
     ``n_neighbors`` nearest by :func:`nwbound.gpu._neighbors.exact_kneighbors` (no host search) and
     :func:`nwbound.gpu.neighbor_kernel_statistics` with the per-point masses. Then the bounds of
     :func:`nwbound.bounds._chernoff_device.device_limits` on the same device. What crosses to the
-    host: for NumPy queries, the final per-query results (one packed copy); for array-API queries
-    (``array_api_dispatch``), nothing but the few flags the searches read — the results stay on the
-    queries' device. Rows without training mass take ``fallback(vacuous)`` (the estimator's
-    ``empty_neighborhood`` rule, which may raise), only read where there are such rows.
+    host: one packed read of a few numbers (the count of rows without training mass and, for results
+    that stay on the device, the numbers of the setting ``None``'s usefulness report, kept in
+    :class:`DeviceIntervals`), the flags the Chernoff searches read, and for NumPy queries the final
+    per-query results (one packed copy); for array-API queries (``array_api_dispatch``) the results
+    stay on the queries' device. Rows without training mass take the rows of ``fallback`` (the
+    estimator's ``empty_neighborhood`` rule, which may raise), asked only where there are such rows.
 
     Parameters
     ----------
@@ -586,7 +590,9 @@ def intervals_on_device(
     device : str
         A PyTorch device.
     fallback : callable
-        ``vacuous`` (NumPy bool, (n,)) to the (n, C) probabilities of those rows.
+        ``vacuous`` (NumPy bool, (n,)) to the (n_vacuous, C) probabilities of those rows. Asked with
+        the count alone (a mask of as many rows) where its rows are all one row (the estimator's rules);
+        with the rows themselves (one more read) otherwise.
     box : (low, high)
         The training inputs' bounding box (``outside_box``).
     histogram_bins : int, default=32
@@ -595,9 +601,9 @@ def intervals_on_device(
 
     Returns
     -------
-    dict or None
+    dict, DeviceIntervals or None
         Setting name to :class:`~nwbound.PredictionInterval`: NumPy for NumPy queries, tensors on the
-        queries' device otherwise. None where the queries do not reach a PyTorch device (the caller
+        queries' device otherwise (a :class:`DeviceIntervals`). None where the queries do not reach a PyTorch device (the caller
         then computes the statistics there and the bounds on the host).
 
     Examples
