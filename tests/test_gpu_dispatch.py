@@ -370,8 +370,9 @@ class _ReadSpy:
             def __torch_function__(self, func, types, args=(), kwargs=None):
                 name = getattr(func, "__name__", "")
                 index = args[1] if name == "__getitem__" and len(args) > 1 else ()
+                # A boolean mask (nonzero), or a 0-d integer tensor (ATen selects with its item).
                 masks = [a for a in (index if isinstance(index, tuple) else (index,))
-                         if isinstance(a, torch.Tensor) and a.dtype == torch.bool]
+                         if isinstance(a, torch.Tensor) and (a.dtype == torch.bool or a.ndim == 0)]
                 if name in spy.READS or masks:
                     spy.reads.append(name)
                 if name in ("as_tensor", "tensor", "asarray", "from_numpy") and args and \

@@ -760,9 +760,9 @@ def _masked_median(torch: Any, values: Any, keep: Any) -> Any:
     a kept value is NaN; with an even count the mean ``(a + b)/2`` of the middle two, as NumPy's."""
     count = keep.sum()
     ordered = torch.sort(torch.where(keep, values, math.inf)).values  # kept values first
-    lo = torch.clamp((count - 1) // 2, min=0)
-    hi = torch.clamp(count // 2, min=0)
-    a, b = ordered[lo], ordered[hi]
+    middle = torch.stack([torch.clamp((count - 1) // 2, min=0), count // 2])
+    # index_select, not ordered[lo]: a 0-d index tensor is read on the host (ATen selects with its item).
+    a, b = ordered.index_select(0, middle).unbind()
     mid = torch.where(count % 2 == 1, a, (a + b) / 2.0)
     bad = (count == 0) | (keep & torch.isnan(values)).any()
     return torch.where(bad, math.nan, mid)
