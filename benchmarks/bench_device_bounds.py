@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     if "localized" in cases:
         _part("localized k=10", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"}, check=True),
               deadline)
-    if fused and "localized" in cases:  # the grouped form's fused kernel, off on CUDA by default: its time and its check
+    if fused and "localized" in cases:  # the grouped form's fused kernel (off on CUDA by default): time, check
         os.environ["NWBOUND_FUSED_GROUPED"] = "1"
         print("-- localized with the fused grouped search forced (NWBOUND_FUSED_GROUPED=1) --")
         _part("localized k=10 fused", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"},

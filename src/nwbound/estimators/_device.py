@@ -603,8 +603,8 @@ def intervals_on_device(
     -------
     dict, DeviceIntervals or None
         Setting name to :class:`~nwbound.PredictionInterval`: NumPy for NumPy queries, tensors on the
-        queries' device otherwise (a :class:`DeviceIntervals`). None where the queries do not reach a PyTorch device (the caller
-        then computes the statistics there and the bounds on the host).
+        queries' device otherwise (a :class:`DeviceIntervals`). None where the queries do not reach a
+        PyTorch device (the caller then computes the statistics there and the bounds on the host).
 
     Examples
     --------
@@ -792,7 +792,8 @@ def usefulness_parts(interval: PredictionInterval) -> Any:
     certified, _ = device_certificates(interval)
     trivial = torch.all((interval.lower <= 0.0) & (interval.upper >= 1.0), dim=1)
     top = torch.argmax(interval.proba, dim=1)[:, None]  # the first of the largest, as np.argmax
-    eps, bias, samp = (torch.gather(getattr(interval, k).to(f64), 1, top)[:, 0] for k in ("epsilon", "bias", "sampling"))
+    eps, bias, samp = (torch.gather(getattr(interval, k).to(f64), 1, top)[:, 0]
+                       for k in ("epsilon", "bias", "sampling"))
     total = bias + samp
     share = bias / total
     has = live & (total > 0) & torch.isfinite(share)
