@@ -15,6 +15,10 @@ Every part runs in its own ``try``: a failure prints one line and the rest goes 
 
     python benchmarks/bench_device_bounds.py                 # ECG shapes, CUDA if visible
     python benchmarks/bench_device_bounds.py --small         # tiny shapes (a dry run of the script, CPU)
+    python benchmarks/bench_device_bounds.py --cases hoeffding  # the product and Hoeffding only (< 1 min)
+
+With CUDA queries under ``array_api_dispatch``, the Hoeffding case also counts the call's
+synchronisations (``torch.cuda.set_sync_debug_mode``: each device-to-host read warns once).
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ from run import ECG_FULL, ecg_like  # noqa: E402
 SMALL = (3_000, 600)
 BIG = (1_000_000, 100_000)
 SMALL_BIG = (20_000, 2_000)
+
+
+CASES = ("chernoff", "hoeffding", "localized", "big")
 
 
 def _part(label: str, fn, deadline: float) -> None:
@@ -60,7 +67,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="also a torch.profiler summary (top device and host costs) of one call per case")
     ap.add_argument("--compiled", action="store_true",
                     help="also the torch.compile'd eager search (NWBOUND_COMPILE_BOUNDS=auto; minutes to compile)")
+    ap.add_argument("--cases", default="chernoff,hoeffding,localized,big",
+                    help="comma-separated cases to time after the bare product, among " + ",".join(CASES)
+                         + " (default: all)")
     args = ap.parse_args(argv)
+    cases = {c.strip() for c in args.cases.split(",") if c.strip()}
+    if not cases <= set(CASES):
+        ap.error(f"--cases: unknown {sorted(cases - set(CASES))}; choose among {', '.join(CASES)}")
     start = time.perf_counter()
     deadline = start + args.budget
     warnings.simplefilter("ignore")  # UselessBoundWarning etc.: timings only
@@ -121,6 +134,18 @@ def main(argv: list[str] | None = None) -> int:
                                                       "Memcpy DtoH (Device -> Pinned)"))
         print(f"-- profile: {label}: host reads (item/nonzero/sync) {syncs}, copy_ calls {copies} --")
 
+    def count_syncs(call):
+        """Device-to-host synchronisations of one call under dispatch (each warns once in sync debug mode)."""
+        torch.cuda.synchronize()
+        with warnings.catch_warnings(record=True) as caught, sklearn.config_context(array_api_dispatch=True):
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                call()
+            finally:
+                torch.cuda.set_sync_debug_mode(0)
+        return sum("synchroniz" in str(w.message).lower() for w in caught)
+
     def row(label, ms, first, base):
         print(f"{label:46s} {ms:9.2f} ms  {ms / res[base]:6.2f}x product  (first call {first:.1f} s)")
 
@@ -134,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
             ms, first, iv = interval_ms(est, Qt, True)
             row(f"{label}, {dev.type} queries (array_api_dispatch)", ms, first, "prod")
             print(f"{'':46s} results on {iv.upper.device}")
+        if dispatch_ok and dev.type == "cuda" and bound == "hoeffding" and not extra:
+            syncs = count_syncs(lambda: est.predict_interval(Qt))
+            print(f"{'':46s} host syncs in one call (cuda sync debug mode): {syncs}")
         if args.profile and dispatch_ok:
             def call():
                 with sklearn.config_context(array_api_dispatch=True):
@@ -191,19 +219,22 @@ def main(argv: list[str] | None = None) -> int:
 
     fused = triton_search_applies(torch.zeros(1, device=dev))
     print(f"-- device Chernoff search: {'fused Triton kernel' if fused else 'eager PyTorch'} --")
-    _part("chernoff", lambda: bound_case("chernoff", check=True), deadline)
-    _part("hoeffding", lambda: bound_case("hoeffding", check=True), deadline)
-    _part("localized k=10", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"}, check=True),
-          deadline)
-    if fused:  # the grouped form's fused kernel, off on CUDA by default: its time and its check
+    if "chernoff" in cases:
+        _part("chernoff", lambda: bound_case("chernoff", check=True), deadline)
+    if "hoeffding" in cases:
+        _part("hoeffding", lambda: bound_case("hoeffding", check=True), deadline)
+    if "localized" in cases:
+        _part("localized k=10", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"}, check=True),
+              deadline)
+    if fused and "localized" in cases:  # the grouped form's fused kernel (off on CUDA by default): time, check
         os.environ["NWBOUND_FUSED_GROUPED"] = "1"
         print("-- localized with the fused grouped search forced (NWBOUND_FUSED_GROUPED=1) --")
         _part("localized k=10 fused", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"},
                                                          check=True), deadline)
         os.environ.pop("NWBOUND_FUSED_GROUPED", None)
-    if not args.no_big:
+    if not args.no_big and "big" in cases:
         _part("1M case", big, deadline)
-    if args.compiled and not args.small:
+    if args.compiled and not args.small and "chernoff" in cases:
         chernoff_device.COMPILE = "auto"
         chernoff_device._TRITON_SEARCH["failed"] = True  # the eager search, compiled
         print(f"-- device Chernoff search: COMPILE='auto' ({'torch.compile' if dev.type == 'cuda' else 'eager'}) --")

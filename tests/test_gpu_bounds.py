@@ -363,6 +363,62 @@ def test_certificates_and_error_ceilings_equal_the_host():
     assert np.array_equal(interval_on_host(t).certified, iv.certified)
 
 
+def _same_number(a, b) -> bool:
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8, 40])
+def test_masked_median_is_numpys(n):
+    from nwbound.estimators._device import _masked_median
+
+    rng = np.random.default_rng(n)
+    for trial in range(20):
+        values = rng.choice([0.0, 0.25, 1.0, 3.0, 1e308, math.inf], n) if trial % 2 else rng.normal(size=n)
+        keep = rng.random(n) < [1.0, 0.5, 0.0][trial % 3]
+        if trial % 5 == 4:
+            values[rng.integers(n)] = math.nan
+        got = float(_masked_median(torch, torch.as_tensor(values), torch.as_tensor(keep)))
+        with np.errstate(over="ignore"):  # (1e308 + 1e308)/2: inf, on both sides
+            want = float(np.median(values[keep])) if keep.any() else math.nan
+        assert _same_number(got, want), (values, keep, got, want)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_usefulness_on_the_device_is_the_hosts_report(seed):
+    from nwbound import PredictionInterval
+    from nwbound.diagnostics import AdviceContext, bound_usefulness
+    from nwbound.estimators._device import usefulness_on_device, usefulness_parts
+
+    rng = np.random.default_rng(seed)
+    n, C = [1, 2, 7, 40, 41, 9][seed], [2, 3, 1, 4, 3, 2][seed]
+    proba = rng.dirichlet(np.ones(C), n)
+    proba[: n // 3] = 1.0 / C  # ties: the first of the largest is the predicted class
+    bias = rng.uniform(0, 0.6, (n, C)) * (rng.random((n, C)) > 0.3)  # some without a bias term
+    sampling = rng.uniform(0, 0.6, (n, C)) * (rng.random((n, C)) > 0.3)
+    eps = np.minimum(bias + sampling, 1.0)
+    vacuous = rng.random(n) < [0.0, 0.5, 0.3, 0.2, 1.0, 0.6][seed]
+    lower, upper = np.clip(proba - eps, 0, 1), np.clip(proba + eps, 0, 1)
+    lower[vacuous], upper[vacuous] = 0.0, 1.0
+    if seed == 5:
+        eps[0, :] = math.nan  # NumPy's median: NaN
+    host = PredictionInterval(proba=proba, lower=lower, upper=upper, epsilon=eps, bias=bias, sampling=sampling,
+                              kappa=np.where(vacuous, 0.0, 1.0), n_eff=np.ones(n), vacuous=vacuous,
+                              bandwidth=np.ones(n))
+    dev = PredictionInterval(**{k: torch.as_tensor(v) for k, v in vars(host).items() if v is not None})
+    ctx = AdviceContext(interface="cli", bandwidth="fixed", localized=False)
+    want = bound_usefulness(host, beta=2.0, context=ctx, trivial_threshold=0.3)
+    for got in (usefulness_on_device(dev, beta=2.0, context=ctx, trivial_threshold=0.3),
+                usefulness_on_device(dev, usefulness_parts(dev).tolist(), beta=2.0, context=ctx,
+                                     trivial_threshold=0.3)):
+        for field, value in want.as_dict().items():
+            if field in ("mean_bias_share", "mean_sampling_share"):  # a sum in another order
+                assert _same_number(got.as_dict()[field], value) or math.isclose(got.as_dict()[field], value,
+                                                                                 rel_tol=1e-14), field
+            else:
+                assert _same_number(got.as_dict()[field], value), (field, got.as_dict()[field], value)
+        assert str(got) == str(want)
+
+
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("kind", ["regular", "localized"])
 def test_blocks_of_queries_give_the_same_bounds(monkeypatch, kind):

@@ -347,6 +347,81 @@ def test_device_queries_bad_input_is_named(monkeypatch, namespace, localized):
     assert spy.rows_of_width(4) == 0, spy.shapes  # refused where they live, before any search
 
 
+class _ReadSpy:
+    """Counts the device-to-host reads of PyTorch tensors (a synchronisation each on a GPU): scalar
+    conversions, copies to NumPy or lists, ``.cpu()`` and ops whose output shape depends on values
+    (``nonzero``, boolean-mask indexing). A ``TorchFunctionMode``, so reads inside scikit-learn and
+    array_api_compat count too; also every ``matmul`` (the statistics pass's query blocks) and every
+    tensor made from host data (``uploads``: on a GPU a copy from pageable memory waits for its queue)."""
+
+    READS = {"__bool__", "item", "__float__", "__int__", "__index__", "tolist", "numpy", "__array__", "cpu",
+             "nonzero", "masked_select", "unique", "argwhere"}
+
+    def __init__(self):
+        import torch
+        from torch.overrides import TorchFunctionMode
+
+        spy = self
+        self.reads: list[str] = []
+        self.uploads: list[str] = []
+        self.matmuls = 0
+
+        class Mode(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                name = getattr(func, "__name__", "")
+                index = args[1] if name == "__getitem__" and len(args) > 1 else ()
+                # A boolean mask (nonzero), or a 0-d integer tensor (ATen selects with its item).
+                masks = [a for a in (index if isinstance(index, tuple) else (index,))
+                         if isinstance(a, torch.Tensor) and (a.dtype == torch.bool or a.ndim == 0)]
+                if name in spy.READS or masks:
+                    spy.reads.append(name)
+                if name in ("as_tensor", "tensor", "asarray", "from_numpy") and args and \
+                        isinstance(args[0], (np.ndarray, list, tuple)):
+                    spy.uploads.append(name)
+                spy.matmuls += name == "matmul"
+                return func(*args, **(kwargs or {}))
+
+        self.mode = Mode()
+
+
+@needs_dispatch
+@needs_torch
+def test_hoeffding_on_the_device_reads_twice_whatever_the_blocks(monkeypatch):
+    """One predict_interval (bound="hoeffding", torch queries, the device route as on a GPU): the
+    queries' check, then one packed read (vacuous count and the usefulness report's numbers), however
+    many query blocks the statistics pass takes; same intervals and same warning as the host."""
+    import torch
+
+    from nwbound import UselessBoundWarning
+    from nwbound.diagnostics import AdviceContext, bound_usefulness
+    from nwbound.estimators import _device
+
+    monkeypatch.setattr(_device, "BOUNDS_ON_CPU", True)  # PyTorch's CPU device stands in for a GPU
+    clf, Q = _fit("cpu", bound="hoeffding", lipschitz=3.0, empty_neighborhood="prior")
+    Q = np.vstack([Q, np.full((2, 4), 9.0, np.float32)])  # two queries without mass: the fallback rows
+    q = torch.from_numpy(Q)
+    with sklearn.config_context(array_api_dispatch=True), pytest.warns(UselessBoundWarning):
+        clf.predict_interval(q)  # the first call copies the training set to the device (its checks read)
+    counts = {}
+    for memory in (None, 1e-3):  # one block; a few queries per block
+        clf.set_params(working_memory=memory)
+        spy = _ReadSpy()
+        with sklearn.config_context(array_api_dispatch=True), pytest.warns(UselessBoundWarning) as rec, spy.mode:
+            iv = clf.predict_interval(q)
+        counts[memory] = (len(spy.reads), spy.matmuls)
+        assert len(spy.reads) <= 2 and not spy.uploads, (spy.reads, spy.uploads)
+        # The same warning (every number of its message) as the report built on the host from the intervals.
+        host = PredictionInterval(**{k: _numpy_of(v) for k, v in _interval_fields(iv).items()})
+        want = bound_usefulness(host, beta=clf.bound_spec_.beta, context=AdviceContext.from_estimator(clf))
+        assert want.useless and str(rec[0].message) == f"The bounds cannot guide decisions here: {want}"
+    assert counts[1e-3][1] > counts[None][1] + 2 and counts[1e-3][0] == counts[None][0], counts
+    with sklearn.config_context(array_api_dispatch=False):
+        ref = clf.predict_interval(Q)  # NumPy queries: the device route, one packed copy back
+    for name, want in _interval_fields(ref).items():  # bit for bit
+        _check_same(getattr(iv, name), want, "torch")
+    np.testing.assert_array_equal(_numpy_of(iv.proba)[-2:], np.tile(clf.class_prior_, (2, 1)))
+
+
 @needs_dispatch
 @needs_torch
 def test_host_methods_take_dispatched_queries():
@@ -456,4 +531,4 @@ def test_dispatch_tests_in_a_subprocess():
                          env=env, capture_output=True, text=True, timeout=180)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     # Every dispatch test ran in the child (skipped there: this one, and the CUDA one without a GPU).
-    assert "33 passed" in run.stdout and "needs SCIPY_ARRAY_API" not in run.stdout, run.stdout[-2000:]
+    assert "34 passed" in run.stdout and "needs SCIPY_ARRAY_API" not in run.stdout, run.stdout[-2000:]

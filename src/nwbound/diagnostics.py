@@ -211,6 +211,82 @@ class BoundUsefulness:
     cause: str
     explanation: str
 
+    @classmethod
+    def from_summary(
+        cls,
+        n_queries: int,
+        share_trivial: float,
+        share_vacuous: float,
+        share_certified: float,
+        median_bias_share: float,
+        mean_bias_share: float,
+        beta_factor_for_half_bias: float,
+        median_epsilon: float,
+        *,
+        beta: float | None = None,
+        trivial_threshold: float = 0.5,
+        context: AdviceContext | None = None,
+    ) -> "BoundUsefulness":
+        """The report from its few numbers (computed elsewhere: :func:`bound_usefulness` from the
+        arrays, or reductions on the device where the intervals live): the rule (useless, cause) and
+        the advice are added here, the one place they are made.
+
+        Parameters
+        ----------
+        n_queries : int
+        share_trivial, share_vacuous, share_certified : float
+        median_bias_share, mean_bias_share : float
+            NaN when no query has a bias share.
+        beta_factor_for_half_bias : float
+            NaN when no query has a bias term.
+        median_epsilon : float
+        beta : float, optional
+        trivial_threshold : float in (0, 1), default=0.5
+        context : AdviceContext or None, default=None
+
+        Returns
+        -------
+        BoundUsefulness
+
+        Examples
+        --------
+        >>> report = BoundUsefulness.from_summary(10, 0.8, 0.0, 0.0, 0.9, 0.85, 0.25, 0.7, beta=4.0)
+        >>> report.useless, report.cause, report.beta_for_half_bias
+        (True, 'bias', 1.0)
+        """
+        if beta is not None:
+            beta = check_positive(beta, "beta")
+        trivial_threshold = check_open_unit(trivial_threshold, "trivial_threshold")
+        beta_half = (None if beta is None or not math.isfinite(beta_factor_for_half_bias)
+                     else beta * beta_factor_for_half_bias)
+        useless = share_trivial >= trivial_threshold or share_certified == 0.0
+        if not useless:
+            cause = "none"
+        elif share_vacuous >= 0.5:
+            cause = "vacuous"
+        elif math.isfinite(median_bias_share) and median_bias_share > 0.5:
+            cause = "bias"
+        else:
+            cause = "sampling"
+        explanation = _explain(cause, median_bias_share, beta, beta_half, beta_factor_for_half_bias, share_vacuous,
+                               context or AdviceContext())
+        return cls(
+            n_queries=int(n_queries),
+            share_trivial=share_trivial,
+            share_vacuous=share_vacuous,
+            share_certified=share_certified,
+            median_bias_share=median_bias_share,
+            mean_bias_share=mean_bias_share,
+            mean_sampling_share=1.0 - mean_bias_share if math.isfinite(mean_bias_share) else math.nan,
+            median_epsilon=median_epsilon,
+            beta=beta,
+            beta_for_half_bias=beta_half,
+            beta_factor_for_half_bias=beta_factor_for_half_bias,
+            useless=useless,
+            cause=cause,
+            explanation=explanation,
+        )
+
     def as_dict(self) -> dict[str, Any]:
         """The fields as a ``dict`` (for tables).
 
@@ -321,36 +397,10 @@ def bound_usefulness(
     mean_share = float(np.mean(share[has])) if has.any() else math.nan
     fin = np.isfinite(factor)
     beta_factor = float(np.median(factor[fin])) if fin.any() else math.nan
-    beta_half = None if beta is None or not math.isfinite(beta_factor) else beta * beta_factor
     median_eps = float(np.median(np.where(vac, 1.0, eps)))
-
-    useless = share_trivial >= trivial_threshold or share_certified == 0.0
-    if not useless:
-        cause = "none"
-    elif share_vacuous >= 0.5:
-        cause = "vacuous"
-    elif math.isfinite(median_share) and median_share > 0.5:
-        cause = "bias"
-    else:
-        cause = "sampling"
-    explanation = _explain(cause, median_share, beta, beta_half, beta_factor, share_vacuous,
-                           context or AdviceContext())
-    return BoundUsefulness(
-        n_queries=n,
-        share_trivial=share_trivial,
-        share_vacuous=share_vacuous,
-        share_certified=share_certified,
-        median_bias_share=median_share,
-        mean_bias_share=mean_share,
-        mean_sampling_share=1.0 - mean_share if math.isfinite(mean_share) else math.nan,
-        median_epsilon=median_eps,
-        beta=beta,
-        beta_for_half_bias=beta_half,
-        beta_factor_for_half_bias=beta_factor,
-        useless=useless,
-        cause=cause,
-        explanation=explanation,
-    )
+    return BoundUsefulness.from_summary(n, share_trivial, share_vacuous, share_certified, median_share, mean_share,
+                                        beta_factor, median_eps, beta=beta, trivial_threshold=trivial_threshold,
+                                        context=context)
 
 
 def _setting(ctx: AdviceContext, name: str, value: str) -> str:
@@ -506,7 +556,10 @@ def warn_if_useless(
 
     Parameters
     ----------
-    interval : PredictionInterval
+    interval : PredictionInterval or BoundUsefulness
+        The intervals; or their report, already made (:meth:`BoundUsefulness.from_summary`, e.g. from
+        reductions on the device where the intervals live), emitted as it is: ``beta``,
+        ``trivial_threshold`` and ``context`` are then the report's own.
     beta : float, optional
         ``L`` or ``1/γ`` of the model (see :func:`bound_usefulness`).
     trivial_threshold : float in (0, 1), default=0.5
@@ -533,7 +586,10 @@ def warn_if_useless(
     >>> caught[0].category.__name__
     'UselessBoundWarning'
     """
-    report = bound_usefulness(interval, beta=beta, trivial_threshold=trivial_threshold, context=context)
+    if isinstance(interval, BoundUsefulness):
+        report = interval
+    else:
+        report = bound_usefulness(interval, beta=beta, trivial_threshold=trivial_threshold, context=context)
     if report.useless:
         warnings.warn(f"The bounds cannot guide decisions here: {report}", UselessBoundWarning, stacklevel=stacklevel)
     return report

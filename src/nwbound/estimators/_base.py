@@ -662,14 +662,18 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         # stacklevel 4: warn_if_useless → _report → the public method → the user's line (5 from
         # _proba, one frame deeper).
         iv = out[None]
-        if not isinstance(iv.proba, np.ndarray):  # tensors from the device path: decide there first
-            from ._device import interval_on_host, useless_on_device
+        context = AdviceContext.from_estimator(self)
+        if not isinstance(iv.proba, np.ndarray):  # tensors from the device path: the report's numbers from there
+            from ._device import interval_on_host, usefulness_on_device
 
-            if not useless_on_device(iv):
+            # Read with the intervals' own packed copy where they come from intervals_on_device.
+            report = usefulness_on_device(iv, getattr(out, "usefulness", None), beta=specs[None].beta,
+                                          context=context)
+            if report is not None:
+                warn_if_useless(report, stacklevel=stacklevel)
                 return iv
-            iv = interval_on_host(iv)  # the full report (and only then) on the host
-        warn_if_useless(iv, beta=specs[None].beta, stacklevel=stacklevel,
-                        context=AdviceContext.from_estimator(self))
+            iv = interval_on_host(iv)  # no rows: the host's report (and its error)
+        warn_if_useless(iv, beta=specs[None].beta, stacklevel=stacklevel, context=context)
         return out[None]
 
     # -- public API shared by subclasses -----------------------------------------------------

@@ -7,7 +7,9 @@ What crosses to the host under dispatch with ``device=`` (:func:`validate_querie
 namespace, read by the kernel pass on the device); the localized classifier's queries once, for
 the host neighbour index; the per-query sums (``KernelSums``, float64) and the ``outside_box``
 flags, for the float64 bound arithmetic, whose results go back. Without ``device=`` (and for the
-dyadic classifier) the queries make one round trip.
+dyadic classifier) the queries make one round trip. Where the bounds run on the device too
+(:func:`intervals_on_device`), a call reads the device twice: the queries' checks (one flag) and
+one packed read of a few numbers at its end (the vacuous count, the usefulness report's numbers).
 
 Lives with the estimators (which import :mod:`nwbound.gpu` on use), so that
 :mod:`nwbound.gpu` never imports the estimators.
@@ -128,12 +130,17 @@ def validate_queries(estimator: Any, X: Any, dtype: Any, *, keep_namespace: bool
     if _is_dispatched(X):
         if keep_namespace:
             xp = compat().array_namespace(X)
-            X = validate_data(estimator, X, reset=False, dtype=[xp.float64, xp.float32])
             want = xp.float32 if np.dtype(dtype) == np.float32 else xp.float64
-            scaled = X if unit == 1.0 else X / unit  # exact: a power of two
+            # float64: scikit-learn's finiteness check (its messages) is the only read. float32: one
+            # read answers both checks (X finite, and X/unit within float32: the cast of a value that
+            # is not finite is not finite); where it fails, the checks again, each with its message.
+            Xv = validate_data(estimator, X, reset=False, dtype=[xp.float64, xp.float32],
+                               ensure_all_finite=want != xp.float32)
+            scaled = Xv if unit == 1.0 else Xv / unit  # exact: a power of two
             out = scaled if scaled.dtype == want else xp.astype(scaled, want)
-            if want == xp.float32 and not bool(xp.all(xp.isfinite(out))):
-                to_feature_unit(to_host(X), unit, dtype)  # raises the explanation (float32 overflow)
+            if want == xp.float32 and not bool(xp.all(xp.isfinite(out))):  # the one read
+                Xv = validate_data(estimator, X, reset=False, dtype=[xp.float64, xp.float32])  # NaN, inf: sklearn's
+                to_feature_unit(to_host(Xv), unit, dtype)  # raises the explanation (float32 overflow)
             return out
         X = to_host(X)
     X = validate_data(estimator, X, reset=False, dtype=[np.float64, np.float32])
@@ -564,10 +571,12 @@ def intervals_on_device(
     ``n_neighbors`` nearest by :func:`nwbound.gpu._neighbors.exact_kneighbors` (no host search) and
     :func:`nwbound.gpu.neighbor_kernel_statistics` with the per-point masses. Then the bounds of
     :func:`nwbound.bounds._chernoff_device.device_limits` on the same device. What crosses to the
-    host: for NumPy queries, the final per-query results (one packed copy); for array-API queries
-    (``array_api_dispatch``), nothing but the few flags the searches read — the results stay on the
-    queries' device. Rows without training mass take ``fallback(vacuous)`` (the estimator's
-    ``empty_neighborhood`` rule, which may raise), only read where there are such rows.
+    host: one packed read of a few numbers (the count of rows without training mass and, for results
+    that stay on the device, the numbers of the setting ``None``'s usefulness report, kept in
+    :class:`DeviceIntervals`), the flags the Chernoff searches read, and for NumPy queries the final
+    per-query results (one packed copy); for array-API queries (``array_api_dispatch``) the results
+    stay on the queries' device. Rows without training mass take the rows of ``fallback`` (the
+    estimator's ``empty_neighborhood`` rule, which may raise), asked only where there are such rows.
 
     Parameters
     ----------
@@ -581,7 +590,9 @@ def intervals_on_device(
     device : str
         A PyTorch device.
     fallback : callable
-        ``vacuous`` (NumPy bool, (n,)) to the (n, C) probabilities of those rows.
+        ``vacuous`` (NumPy bool, (n,)) to the (n_vacuous, C) probabilities of those rows. Asked with
+        the count alone (a mask of as many rows) where its rows are all one row (the estimator's rules);
+        with the rows themselves (one more read) otherwise.
     box : (low, high)
         The training inputs' bounding box (``outside_box``).
     histogram_bins : int, default=32
@@ -590,10 +601,10 @@ def intervals_on_device(
 
     Returns
     -------
-    dict or None
+    dict, DeviceIntervals or None
         Setting name to :class:`~nwbound.PredictionInterval`: NumPy for NumPy queries, tensors on the
-        queries' device otherwise. None where the queries do not reach a PyTorch device (the caller
-        then computes the statistics there and the bounds on the host).
+        queries' device otherwise (a :class:`DeviceIntervals`). None where the queries do not reach a
+        PyTorch device (the caller then computes the statistics there and the bounds on the host).
 
     Examples
     --------
@@ -636,7 +647,7 @@ def intervals_on_device(
         dev_train = _device_training_set(train, xp, dev, dtype)
         bins = int(histogram_bins) if chernoff else 0
         st = kernel_statistics(Q, dev_train, kernel=kernel, bandwidth=lam, need_dist=True, histogram_bins=bins,
-                               dtype=dtype, working_memory=working_memory)
+                               dtype=dtype, working_memory=working_memory, check_input=False)  # validated
         rho = compose_errors(st.sum_error, summation_error(C + 1))
         u2_err = (st.d2_error * (1.0 + 4.0 / (m + 3)) / lam) / lam  # as KernelSums.u2_error
         if bins:
@@ -660,14 +671,9 @@ def intervals_on_device(
               for name, spec in specs.items()}
     first = next(iter(limits.values()))
     vacuous = first["vacuous"]
-    proba = first["proba"]
-    if bool(vacuous.any()):  # one flag; the rule (and its error) is the estimator's
-        vac_host = vacuous.cpu().numpy()
-        rows = torch.as_tensor(np.flatnonzero(vac_host), device=proba.device)
-        proba = proba.clone()
-        proba[rows] = torch.as_tensor(fallback(vac_host), dtype=torch.float64, device=proba.device)
+    proba = first["proba"]  # S/κ; the fallback rows (κ = 0) are set after the read below
     kappa = first["kappa"] * unit  # back to the input's units (inf where not representable, as the host)
-    low, high = (torch.as_tensor(np.ascontiguousarray(b, dtype=np.float64), device=Q.device) for b in box)
+    low, high = _box_on_device(train, box, Q.device)
     outside = torch.any((Q < low) | (Q > high), dim=1)
     common = dict(kappa=kappa, n_eff=first["n_eff"], vacuous=vacuous,
                   bandwidth=torch.full((n_q,), lam, dtype=torch.float64, device=Q.device), outside_box=outside)
@@ -675,18 +681,160 @@ def intervals_on_device(
     for name, lim in limits.items():
         lower, upper = lim["lower"], lim["upper"]
         epsilon = lim["epsilon"]
-        if specs[name].is_chernoff:  # ε from the final p̂ (the fallback rows are [0, 1] with ε = 1)
+        if specs[name].is_chernoff:  # ε from p̂ where κ > 0 (the fallback rows are [0, 1] with ε = 1)
             epsilon = torch.where(vacuous[:, None], 1.0, torch.maximum(proba - lower, upper - proba))
         fields = dict(proba=proba, lower=lower, upper=upper, epsilon=epsilon, bias=lim["bias"],
                       sampling=lim["sampling"], **common)
         out[name] = PredictionInterval(**{k: v.contiguous() for k, v in fields.items()})
-    if numpy_in:
+    target = Xq.device if not numpy_in and compat().is_torch_array(Xq) else None
+    # The call's one read: the number of rows without mass and, for results that stay on the device
+    # and the estimator's own setting (None, the one predict_interval warns about), the numbers of its
+    # usefulness report. Neither depends on the fallback rows' p̂ (they are vacuous: [0, 1], ε = 1,
+    # never certified, no bias share).
+    summary = target is not None and None in out and n_q > 0
+    packed = [vacuous.sum().to(torch.float64)[None]] + ([usefulness_parts(out[None])] if summary else [])
+    read = torch.cat(packed).tolist()
+    n_vacuous = int(read[0])
+    if n_vacuous:  # the rule (and its error) is the estimator's
+        filled = _with_fallback(proba, vacuous, n_vacuous, fallback)
+        out = {name: dataclasses.replace(iv, proba=filled) for name, iv in out.items()}
+    if numpy_in or target is None:  # NumPy, or another array-API library: its own namespace via the estimator's restore
         return {name: _interval_to_host(iv) for name, iv in out.items()}
-    target = Xq.device if hasattr(Xq, "device") and compat().is_torch_array(Xq) else None
-    if target is None:  # another array-API library: its own namespace via the estimator's restore
-        return {name: _interval_to_host(iv) for name, iv in out.items()}
-    return {name: dataclasses.replace(iv, **{f.name: getattr(iv, f.name).to(target)
-                                             for f in dataclasses.fields(iv)}) for name, iv in out.items()}
+    result = DeviceIntervals({name: dataclasses.replace(iv, **{f.name: getattr(iv, f.name).to(target)
+                                                               for f in dataclasses.fields(iv)})
+                              for name, iv in out.items()})
+    result.usefulness = tuple(read[1:]) if summary else None
+    return result
+
+
+def _box_on_device(train: TrainingSet, box: tuple[np.ndarray, np.ndarray], dev: Any) -> tuple[Any, Any]:
+    """The bounding box's ends as float64 tensors on ``dev``, copied once per box and device: a copy
+    to a GPU from pageable memory waits for the device's queue (a synchronisation)."""
+    import torch
+
+    low, high = (np.ascontiguousarray(b, dtype=np.float64) for b in box)
+    key = ("box", str(dev), low.tobytes(), high.tobytes())
+    if key not in train._cache:
+        train._cache[key] = (torch.as_tensor(low, device=dev), torch.as_tensor(high, device=dev))
+    return train._cache[key]
+
+
+class DeviceIntervals(dict):
+    """:func:`intervals_on_device`'s tensor results (setting name to interval, a plain ``dict``), with
+    ``usefulness``: the numbers :func:`usefulness_on_device` reads for the setting ``None``, read
+    with the call's one packed copy (None where not computed).
+
+    Examples
+    --------
+    >>> from nwbound.estimators._device import DeviceIntervals
+    >>> DeviceIntervals({None: 1}).usefulness is None
+    True
+    """
+
+    usefulness: tuple | None = None
+
+
+def _with_fallback(proba: Any, vacuous: Any, n_vacuous: int, fallback: Callable[[np.ndarray], np.ndarray]) -> Any:
+    """``proba`` with ``fallback``'s rows where ``vacuous``: the estimator's rule gives one row to every
+    vacuous query (the prior, or uniform) or raises with their count, so it is asked with the count
+    alone; a rule whose rows differ gets the rows themselves (a second read)."""
+    import torch
+
+    n = int(proba.shape[0])
+    stand_in = np.zeros(n, dtype=bool)
+    stand_in[:n_vacuous] = True
+    rows = np.asarray(fallback(stand_in), dtype=np.float64)
+    if rows.shape == (n_vacuous, proba.shape[1]) and np.all(rows == rows[:1]):
+        # The row filled on the device (a copy from the host would wait for the device's queue).
+        row = torch.stack([torch.full((), float(v), dtype=torch.float64, device=proba.device) for v in rows[0]])
+        return torch.where(vacuous[:, None], row, proba)
+    vac_host = to_host(vacuous)
+    where = torch.as_tensor(np.flatnonzero(vac_host), device=proba.device)
+    filled = proba.clone()
+    filled[where] = torch.as_tensor(fallback(vac_host), dtype=torch.float64, device=proba.device)
+    return filled
+
+
+def _masked_median(torch: Any, values: Any, keep: Any) -> Any:
+    """``np.median(values[keep])`` where ``values`` live, without a read: NaN where nothing is kept or
+    a kept value is NaN; with an even count the mean ``(a + b)/2`` of the middle two, as NumPy's."""
+    count = keep.sum()
+    ordered = torch.sort(torch.where(keep, values, math.inf)).values  # kept values first
+    middle = torch.stack([torch.clamp((count - 1) // 2, min=0), count // 2])
+    # index_select, not ordered[lo]: a 0-d index tensor is read on the host (ATen selects with its item).
+    a, b = ordered.index_select(0, middle).unbind()
+    mid = torch.where(count % 2 == 1, a, (a + b) / 2.0)
+    bad = (count == 0) | (keep & torch.isnan(values)).any()
+    return torch.where(bad, math.nan, mid)
+
+
+def usefulness_parts(interval: PredictionInterval) -> Any:
+    """The numbers of :func:`nwbound.diagnostics.bound_usefulness` for a tensor interval, computed where
+    it lives (nothing read): a float64 tensor ``[trivial, vacuous, certified]`` (counts), then the
+    median and mean bias share, the median factor for half bias and the median ε (the same rules).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nwbound import PredictionInterval
+    >>> from nwbound.estimators._device import usefulness_parts
+    >>> p = torch.tensor([[0.5, 0.5]], dtype=torch.float64)
+    >>> iv = PredictionInterval(proba=p, lower=0 * p, upper=1 + 0 * p, epsilon=p, bias=p, sampling=p,
+    ...                         kappa=p[:, 0], n_eff=p[:, 0], vacuous=torch.tensor([False]), bandwidth=p[:, 0])
+    >>> usefulness_parts(iv).tolist()
+    [1.0, 0.0, 0.0, 0.5, 0.5, 1.0, 0.5]
+    """
+    import torch
+
+    f64 = torch.float64
+    vac = interval.vacuous.to(torch.bool)
+    live = ~vac
+    certified, _ = device_certificates(interval)
+    trivial = torch.all((interval.lower <= 0.0) & (interval.upper >= 1.0), dim=1)
+    top = torch.argmax(interval.proba, dim=1)[:, None]  # the first of the largest, as np.argmax
+    eps, bias, samp = (torch.gather(getattr(interval, k).to(f64), 1, top)[:, 0]
+                       for k in ("epsilon", "bias", "sampling"))
+    total = bias + samp
+    share = bias / total
+    has = live & (total > 0) & torch.isfinite(share)
+    factor = samp / bias  # β' with β'·b = s (bias share 1/2), as a factor of the current β
+    fin = live & (bias > 0) & torch.isfinite(factor)
+    mean_share = torch.where(has, share, 0.0).sum() / has.sum()  # NaN where none
+    median_eps = _masked_median(torch, torch.where(vac, 1.0, eps), torch.ones_like(vac))
+    return torch.stack([trivial.sum().to(f64), vac.sum().to(f64), certified.sum().to(f64),
+                        _masked_median(torch, share, has), mean_share.to(f64), _masked_median(torch, factor, fin),
+                        median_eps])
+
+
+def usefulness_on_device(interval: PredictionInterval, parts: Any = None, *, beta: float | None = None,
+                         trivial_threshold: float = 0.5, context: Any = None) -> Any:
+    """:func:`nwbound.diagnostics.bound_usefulness` of a tensor interval from :func:`usefulness_parts`
+    (``parts``: those numbers already read, as :func:`intervals_on_device` does; else one read here).
+
+    The same report, to the mean bias share's last bits (a sum in another order); None for an
+    interval without rows (the host's report then raises its error).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from nwbound import PredictionInterval
+    >>> from nwbound.estimators._device import usefulness_on_device
+    >>> p = torch.tensor([[0.5, 0.5]], dtype=torch.float64)
+    >>> iv = PredictionInterval(proba=p, lower=0 * p, upper=1 + 0 * p, epsilon=p, bias=p, sampling=p,
+    ...                         kappa=p[:, 0], n_eff=p[:, 0], vacuous=torch.tensor([False]), bandwidth=p[:, 0])
+    >>> report = usefulness_on_device(iv)
+    >>> report.useless, report.share_trivial, report.cause
+    (True, 1.0, 'sampling')
+    """
+    from ..diagnostics import BoundUsefulness
+
+    n = int(interval.proba.shape[0])
+    if n == 0:
+        return None
+    values = list(parts) if parts is not None else usefulness_parts(interval).tolist()  # one read
+    trivial, vacuous, certified, median_share, mean_share, factor, median_eps = values
+    return BoundUsefulness.from_summary(n, trivial / n, vacuous / n, certified / n, median_share, mean_share, factor,
+                                        median_eps, beta=beta, trivial_threshold=trivial_threshold, context=context)
 
 
 def _interval_to_host(iv: PredictionInterval) -> PredictionInterval:
@@ -740,31 +888,6 @@ def device_certificates(interval: PredictionInterval) -> tuple[Any, Any]:
         return live, 1.0 - low_top
     others = upper.scatter(1, top[:, None], -math.inf).amax(1)
     return (low_top > others) & live, 1.0 - low_top
-
-
-def useless_on_device(interval: PredictionInterval, trivial_threshold: float = 0.5) -> bool:
-    """Whether :func:`nwbound.diagnostics.warn_if_useless` would warn about a tensor interval, from
-    two shares computed on its device (two numbers cross; the full report only where it warns).
-
-    Examples
-    --------
-    >>> import torch
-    >>> from nwbound import PredictionInterval
-    >>> from nwbound.estimators._device import useless_on_device
-    >>> p = torch.tensor([[0.5, 0.5]], dtype=torch.float64)
-    >>> iv = PredictionInterval(proba=p, lower=0 * p, upper=1 + 0 * p, epsilon=p, bias=p, sampling=p,
-    ...                         kappa=p[:, 0], n_eff=p[:, 0], vacuous=torch.tensor([False]), bandwidth=p[:, 0])
-    >>> useless_on_device(iv)
-    True
-    """
-    import torch
-
-    if interval.proba.shape[0] == 0:
-        return True
-    certified, _ = device_certificates(interval)
-    trivial = torch.all((interval.lower <= 0.0) & (interval.upper >= 1.0), dim=1)
-    shares = torch.stack([trivial.to(torch.float64).mean(), certified.to(torch.float64).mean()]).cpu().tolist()
-    return shares[0] >= trivial_threshold or shares[1] == 0.0
 
 
 def interval_on_host(interval: PredictionInterval) -> PredictionInterval:

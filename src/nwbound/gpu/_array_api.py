@@ -148,6 +148,7 @@ def kernel_statistics(
     precision: str = "ieee",
     gemm: str | None = None,
     working_memory: float | None = None,
+    check_input: bool = True,
 ) -> KernelStatistics:
     """Kernel statistics of every query against every training point, on the inputs' device.
 
@@ -190,6 +191,10 @@ def kernel_statistics(
         ``"fused"``.
     working_memory : float or None, default=None
         MiB for the block temporaries (None: scikit-learn's ``working_memory``).
+    check_input : bool, default=True
+        Check that ``Xq`` is finite: one device-to-host read (a synchronisation on a GPU). False
+        for queries already checked (an estimator's ``validate_data``); queries that are not
+        finite then give NaN statistics, never an error.
 
     Returns
     -------
@@ -235,7 +240,7 @@ def kernel_statistics(
             raise ValueError("onehot is required with a raw X_train (or pass a DeviceTrainingSet).")
         xp = array_namespace_of(Xq, X_train, onehot)
         train = DeviceTrainingSet.build(X_train, onehot, dtype=dtype)
-    Xq = _check_matrix(xp, Xq, "Xq")
+    Xq = _check_matrix(xp, Xq, "Xq", finite=bool(check_input))
     if Xq.shape[1] != train.n_features:
         raise ValueError(
             f"Xq has {Xq.shape[1]} features but the training set has {train.n_features}: "

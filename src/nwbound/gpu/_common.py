@@ -281,12 +281,12 @@ class DeviceTrainingSet:
         return int(self.centred.shape[1])
 
 
-def _check_matrix(xp: Any, a: Any, name: str) -> Any:
+def _check_matrix(xp: Any, a: Any, name: str, finite: bool = True) -> Any:
     if getattr(a, "ndim", None) != 2:
         raise ValueError(f"{name} must be a 2-D array (rows = points), got shape {getattr(a, 'shape', None)}.")
     if not xp.isdtype(a.dtype, ("real floating", "integral")) or xp.isdtype(a.dtype, "bool"):
         raise TypeError(f"{name} must hold real numbers, got dtype {a.dtype}.")
-    if xp.isdtype(a.dtype, "real floating") and not bool(xp.all(xp.isfinite(a))):
+    if finite and xp.isdtype(a.dtype, "real floating") and not bool(xp.all(xp.isfinite(a))):
         raise ValueError(f"{name} contains NaN or inf: remove or impute those values first.")
     return a
 
