@@ -137,7 +137,9 @@ def _overview(res: AdaptiveResult) -> list[dict[str, Any]]:
              "patient_distance": res.patient_distance, "L": _l_range(res), "n_local": res.n_local,
              "features": res.features, "morphology_weight": res.morphology_weight if res.features == "signal" else 1.0,
              "w_S": res.class_weights[0], "w_V": res.class_weights[1]}
-    return [{**extra, **r} for r in _inter_overview(_as_inter(res))]
+    # Each record has its own L: L_seen (model units) as the same range, not the common L.
+    seen = _l_range(res, scale=res.lipschitz_seen / res.lipschitz if res.lipschitz > 0 else 1.0)
+    return [{**extra, **r, "L_seen": seen} for r in _inter_overview(_as_inter(res))]
 
 
 def adaptive_ec57_rows(res: AdaptiveResult) -> list[dict[str, Any]]:
@@ -174,13 +176,14 @@ def _record_table(res: AdaptiveResult) -> list[dict[str, Any]]:
     return rows
 
 
-def _l_range(res: Any) -> str:
-    """The per-record L of an adaptive run, as "a–b (median m)" (the common L where none was chosen)."""
-    chosen = [float(r["chosen_L"]) for r in res.selection if "chosen_L" in r]
+def _l_range(res: Any, scale: float = 1.0) -> str:
+    """The per-record L of an adaptive run, as "a–b (median m)" (the common L where none was chosen),
+    times ``scale`` (the model's units: ``lipschitz_seen / lipschitz``)."""
+    chosen = [float(r["chosen_L"]) * scale for r in res.selection if "chosen_L" in r]
     if not chosen:
-        return f"{res.lipschitz:g}"
+        return f"{res.lipschitz * scale:.4g}"
     lo, hi, mid = min(chosen), max(chosen), float(np.median(chosen))
-    return f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g} (median {mid:g})"
+    return f"{lo:.4g}" if lo == hi else f"{lo:.4g}–{hi:.4g} (median {mid:.4g})"
 
 
 def _strip_records(rows: list[dict[str, Any]]) -> list[str]:
