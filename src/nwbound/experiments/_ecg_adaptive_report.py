@@ -176,6 +176,21 @@ def _record_table(res: AdaptiveResult) -> list[dict[str, Any]]:
     return rows
 
 
+def _other_rules_visible(res: Any) -> str:
+    """One line: per rule other than the headline's, the records whose certified beats visibly fail."""
+    parts = []
+    for f in res.fits:
+        if f.rule in (HEADLINE_RULE, "argmax"):  # the headline rule certifies the argmax's beats
+            continue
+        bad = [r for r in record_certificate_rows(res.y_true, f.y_pred, f.certified, f.error_upper, res.records)
+               if r["visibly_fails"]]
+        text = ", ".join(f"{r['record']} ({r['errors_certified']} of {r['certified']} certified beats wrong, "
+                         f"mean ceiling {r['mean_ceiling_certified_%']:.0f} %)" for r in bad)
+        parts.append(f"{f.rule}: {text or 'none'}")
+    return ("Other rules, records whose certified beats err more than "
+            f"{VISIBLE_FACTOR:g}× their mean ceiling: " + "; ".join(parts) + ".")
+
+
 def _l_range(res: Any, scale: float = 1.0) -> str:
     """The per-record L of an adaptive run, as "a–b (median m)" (the common L where none was chosen),
     times ``scale`` (the model's units: ``lipschitz_seen / lipschitz``)."""
@@ -306,6 +321,7 @@ def _summary(res: AdaptiveResult, overview: list[dict[str, Any]], rows: list[dic
                  "highest and lowest p̂ whose labels differ more often than L·d allows; the certificates of "
                  "such a record rest on an assumption its own beats reject): "
                  f"{', '.join(contradicted) if contradicted else 'none'}.\n")
+    lines.append(_other_rules_visible(res) + "\n")
     keys = ("record", "beats", "S_beats", "V_beats", "accuracy_%", "S_Se_%", "S_+P_%", "V_Se_%", "V_+P_%",
             "certified_%", "errors_certified", "error_certified_%", "mean_ceiling_certified_%", "L",
             "check_p_value", "flagged", "visibly_fails", "assumption_rejected")
