@@ -347,6 +347,7 @@ def _select_lipschitz_on_local(
 
     rows: list[dict[str, Any]] = []
     per_record: dict[str, int] = {}
+    every_rejected = False
     rejected_any = np.zeros(len(grid_seen), dtype=bool)
     for r in np.unique(rec_loc):  # one check per record (22), not a hot path
         mine = np.flatnonzero(rec_loc == r)
@@ -366,12 +367,12 @@ def _select_lipschitz_on_local(
         rej = np.array([c.rejected for c in checks])
         rejected_any |= rej
         mine_ok = np.flatnonzero(~rej)
+        every_rejected |= not mine_ok.size
         per_record[str(r)] = int(mine_ok[0]) if mine_ok.size else len(grid) - 1
         rows.append({"record": str(r), "fit_rows": int(fit_idx.size), "check_rows": int(seen.sum()),
                      **{f"rejected_L={grid[j]:g}": bool(rej[j]) for j in range(len(grid))},
                      "p_value_smallest_L": float(checks[0].p_value), "chosen_L": grid[per_record[str(r)]]})
     ok = np.flatnonzero(~rejected_any)
-    every_rejected = any(row["chosen_L"] == grid[-1] and row[f"rejected_L={grid[-1]:g}"] for row in rows)
     return per_record, (int(ok[0]) if ok.size else len(grid) - 1), rows, every_rejected
 
 
