@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
 from ._common import new_figure, save_figures
 from ._ecg_common import CLASS_NAMES
 from ._ecg_inter import InterResult, _ec57_rows, _inter_overview
+from ..lipschitz_check import poisson_binomial_sf
 from ..utils import format_markdown
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ __all__ = [
     "HEADLINE_RULE",
     "VISIBLE_FACTOR",
     "adaptive_ec57_rows",
+    "certificate_checks",
+    "locally_supported",
     "record_certificate_rows",
 ]
 
@@ -116,10 +119,151 @@ def record_certificate_rows(
         mean_c = np.where(n_cert > 0, c_cert / np.maximum(n_cert, 1), np.nan)
         ratio = np.where(mean_c > 0, rate / mean_c, np.where(e_cert > 0, np.inf, np.nan))
     fails = (e_cert > 0) & (e_cert > factor * c_cert)
+    # P(PB ≥ errors) of each record's certified ceilings (a loop over the records, not the beats)
+    p_value = [float(poisson_binomial_sf(np.clip(ceil[cert & (inv == i)], 0.0, 1.0), int(e_cert[i])))
+               for i in range(k)]
     return [{"record": str(names[i]), "beats": int(n_all[i]), "certified": int(n_cert[i]),
              "errors_certified": int(e_cert[i]), "error_certified_%": 100 * float(rate[i]),
              "mean_ceiling_certified_%": 100 * float(mean_c[i]), "ratio": float(ratio[i]),
-             "visibly_fails": bool(fails[i])} for i in range(k)]
+             "visibly_fails": bool(fails[i]), "p_value": p_value[i]} for i in range(k)]
+
+
+def certificate_checks(
+    y_true: Any, rules: Mapping[str, tuple[Any, Any, Any]], records: Any, *, alpha: float = CHECK_ALPHA,
+    factor: float = VISIBLE_FACTOR,
+) -> list[dict[str, Any]]:
+    """Per decision rule and record: do the certified beats err more than their ceilings allow?
+
+    For each rule and record, the errors ``S`` among the certified beats are compared with
+    the Poisson-binomial of their error ceilings ``c_j``: under the null that every certified
+    beat errs independently with probability at most its ceiling (the labels of held-out
+    beats are independent given the training rows), ``P(PB(c) ≥ S)`` is a valid p-value
+    (:func:`nwbound.lipschitz_check.poisson_binomial_sf`). The family is every (rule,
+    record) test, counted once for rules with the same certificates (same certified beats,
+    labels and ceilings: ``same_as``), and Bonferroni's correction runs over it
+    (``α / T``). A test that could not reject even if all its certified beats erred
+    (``Π c_j > α / T``) is left out of ``T``, repeatedly (Tarone's rule; it reads the
+    ceilings only, never the labels). So under the null no (rule, record) pair is flagged
+    with probability more than ``alpha``.
+
+    Parameters
+    ----------
+    y_true : array-like of int, shape (n,)
+    rules : mapping of str to (y_pred, certified, error_upper)
+        Each rule's decisions, certificates and error ceilings, each of shape (n,).
+    records : array-like, shape (n,)
+        Record id of each beat.
+    alpha : float, default 0.05
+        Family-wise level.
+    factor : float, default 2.0
+        The "visibly fails" line of :func:`record_certificate_rows`.
+
+    Returns
+    -------
+    list of dict
+        One row per rule and record: ``rule`` and the columns of
+        :func:`record_certificate_rows`, plus ``same_as`` (the earlier rule with the
+        same certificates, or ""), ``tested`` (in the family), ``tests`` (``T``),
+        ``p_adjusted`` (``min(1, T·p)``, NaN where not tested) and ``flagged``.
+
+    Raises
+    ------
+    ValueError
+        ``alpha`` outside (0, 1), no rule, or arrays whose shapes disagree.
+
+    Examples
+    --------
+    >>> y = [0] * 10 + [0] * 10
+    >>> rules = {"a": ([1] * 6 + [0] * 14, [True] * 20, [0.1] * 20),
+    ...          "b": ([0] * 20, [True] * 20, [0.1] * 20)}
+    >>> rows = certificate_checks(y, rules, ["r1"] * 10 + ["r2"] * 10)
+    >>> [(r["rule"], r["record"], r["errors_certified"], r["flagged"]) for r in rows]
+    [('a', 'r1', 6, True), ('a', 'r2', 0, False), ('b', 'r1', 0, False), ('b', 'r2', 0, False)]
+    >>> rows[0]["tests"], round(rows[0]["p_adjusted"], 6)  # 4 tests; 4 · P(Bin(10, 0.1) ≥ 6)
+    (4, 0.000588)
+    """
+    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+    if not rules:
+        raise ValueError("rules must name at least one rule: {name: (y_pred, certified, error_upper)}")
+    rows: list[dict[str, Any]] = []
+    seen: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
+    for rule, (y_pred, certified, error_upper) in rules.items():
+        pred, cert, ceil = np.asarray(y_pred), np.asarray(certified, dtype=bool), np.asarray(error_upper, float)
+        same = next((name for name, p, c, e in seen if c.shape == cert.shape and np.array_equal(c, cert)
+                     and np.array_equal(p[c], pred[cert]) and np.array_equal(e[c], ceil[cert])), "")
+        if not same:
+            seen.append((rule, pred, cert, ceil))
+        for r in record_certificate_rows(y_true, pred, cert, ceil, records, factor=factor):
+            rows.append({"rule": rule, **r, "same_as": same, "_floor": math.prod(
+                float(min(max(c, 0.0), 1.0)) for c in ceil[cert & (np.asarray(records).astype(str) == r["record"])])})
+    candidate = [i for i, r in enumerate(rows) if not r["same_as"] and r["certified"] > 0]
+    tested = candidate
+    while True:  # Tarone: drop the tests that cannot reach α / T, until T is stable
+        kept = [i for i in tested if rows[i]["_floor"] <= alpha / max(len(tested), 1)]
+        if len(kept) == len(tested):
+            break
+        tested = kept
+    T = len(tested)
+    by_key = {(rows[i]["rule"], rows[i]["record"]): i for i in tested}
+    for r in rows:
+        r.pop("_floor")
+        src = by_key.get((r["same_as"] or r["rule"], r["record"]))
+        r["tested"] = src is not None
+        r["tests"] = T
+        r["p_adjusted"] = min(1.0, T * rows[src]["p_value"]) if src is not None else math.nan
+        r["flagged"] = bool(src is not None and rows[src]["p_value"] <= alpha / T)
+    return rows
+
+
+def locally_supported(y_pred: Any, records: Any, local_y: Any, local_records: Any) -> np.ndarray:
+    """Whether each decision's class occurs among its record's local (first-minutes) beats.
+
+    A patient whose local beats hold no beat of class ``c`` gives no local evidence about
+    ``c``: a certificate that a beat is ``c`` rests on the other patients' beats alone.
+
+    Parameters
+    ----------
+    y_pred : array-like of int, shape (n,)
+        Decisions on the evaluation beats.
+    records : array-like, shape (n,)
+        Their record ids.
+    local_y : array-like of int, shape (m,)
+        Labels of the local beats.
+    local_records : array-like, shape (m,)
+        Their record ids.
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+        True where record ``records[i]`` has a local beat labelled ``y_pred[i]``.
+
+    Raises
+    ------
+    ValueError
+        Shapes that disagree, or negative class indices.
+
+    Examples
+    --------
+    >>> locally_supported([0, 1, 1, 2], ["a", "a", "b", "b"], [0, 1, 0], ["a", "b", "b"]).tolist()
+    [True, False, True, False]
+    """
+    pred, lab = np.asarray(y_pred), np.asarray(local_y)
+    recs, lrecs = np.asarray(records).astype(str), np.asarray(local_records).astype(str)
+    if pred.ndim != 1 or recs.shape != pred.shape:
+        raise ValueError(f"y_pred and records must be 1-D of the same length, got {pred.shape} and {recs.shape}")
+    if lab.ndim != 1 or lrecs.shape != lab.shape:
+        raise ValueError(f"local_y and local_records must be 1-D of the same length, got {lab.shape} and "
+                         f"{lrecs.shape}")
+    if pred.size == 0:
+        return np.zeros(0, dtype=bool)
+    if (pred.min() < 0) or (lab.size and lab.min() < 0):
+        raise ValueError("y_pred and local_y must hold class indices ≥ 0")
+    names, inv = np.unique(np.concatenate([recs, lrecs]), return_inverse=True)
+    n_classes = int(max(pred.max(), lab.max() if lab.size else 0)) + 1
+    present = np.zeros((names.size, n_classes), dtype=bool)
+    present[inv[pred.size:], lab.astype(np.intp)] = True
+    return present[inv[:pred.size], pred.astype(np.intp)]
 
 
 

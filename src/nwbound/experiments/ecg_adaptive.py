@@ -57,7 +57,7 @@ import numpy as np
 from ._common import positive_float, positive_int
 from ._ecg_adaptive_report import ADAPTIVE_ANCHORS, CHECK_ALPHA, HEADLINE_RULE, VISIBLE_FACTOR  # noqa: F401
 from ._ecg_adaptive_report import _overview, _record_table, _strips, _summary, adaptive_ec57_rows
-from ._ecg_adaptive_report import record_certificate_rows  # noqa: F401
+from ._ecg_adaptive_report import certificate_checks, locally_supported, record_certificate_rows  # noqa: F401
 from ._ecg_common import CLASS_NAMES, DELTA, _command_error, _quiet_bounds, expand_interval, is_symmetric_form
 from ._ecg_inter import InterFit, _decide
 from ..utils import progress, write_table
@@ -70,9 +70,11 @@ __all__ = [
     "add_adaptive_arguments",
     "adaptive_split",
     "choose_class_weights",
+    "certificate_checks",
     "class_weights_arg",
     "weighted_decision",
     "local_beats",
+    "locally_supported",
     "record_certificate_rows",
     "record_check",
     "run_adaptive",
