@@ -162,3 +162,66 @@ def test_strip_marks_certificates_without_local_support():
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+# --------------------------------------------------------------------------- wiring into the report
+def _fake_result():
+    """An AdaptiveResult-like object: two records, three rules; record "222" has no local S beat."""
+    from types import SimpleNamespace
+
+    from nwbound.experiments._ecg_inter import InterFit
+    from nwbound.metrics import ec57_report
+
+    recs = np.array(["100"] * 20 + ["222"] * 20)
+    y = np.r_[np.zeros(18, int), np.ones(2, int), np.zeros(20, int)]
+    argmax = y.copy()
+    cert = np.ones(40, bool)
+    ceil = np.full(40, 0.05)
+    bal = np.r_[y[:20], np.ones(12, int), np.zeros(8, int)]  # 12 certified S decisions in 222, all wrong
+    bal_ceil = np.r_[np.full(20, 0.05), np.full(20, 0.3)]
+    weighted = np.where(cert, argmax, 1)
+    fits = [InterFit("both", "localized", rule, 100, 0.0, 0.0, p, c, e, ec57_report(y, p, records=recs))
+            for rule, p, c, e in (("argmax", argmax, cert, ceil), ("weighted", weighted, cert.copy(), ceil),
+                                  ("balanced", bal, cert.copy(), bal_ceil))]
+    res = SimpleNamespace(fits=fits, y_true=y, records=recs, samples=np.arange(40) * 300, checks={},
+                          lipschitz=0.05)
+    return res, np.array([0, 1, 0]), np.array(["100", "100", "222"])
+
+
+@pytest.mark.parametrize("mode", ["require", "report"])
+def test_certificate_report_tests_every_rule_and_guards_local_support(mode):
+    from nwbound.experiments._ecg_adaptive_report import _certificate_report, _record_table, _strip_pairs
+
+    res, local_y, local_r = _fake_result()
+    before = {f.rule: f.certified.copy() for f in res.fits}
+    certs = _certificate_report(res, local_y, local_r, mode)
+    raw = {(r["rule"], r["record"]): r for r in certs.raw}
+    # the headline rule comes first; argmax has the same certificates and is counted once
+    assert certs.raw[0]["rule"] == "weighted" and raw["argmax", "222"]["same_as"] == "weighted"
+    assert raw["balanced", "222"]["flagged"] and not raw["weighted", "222"]["flagged"]
+    assert raw["balanced", "222"]["not_local"] == 12 and raw["balanced", "222"]["errors_not_local"] == 12
+    assert raw["weighted", "100"]["not_local"] == 0
+    guarded = {(r["rule"], r["record"]): r for r in certs.guarded}
+    assert guarded["balanced", "222"]["certified"] == 8 and not guarded["balanced", "222"]["flagged"]
+    after = {f.rule: f.certified for f in res.fits}
+    expected = before["balanced"].copy()
+    if mode == "require":
+        expected[20:32] = False
+    np.testing.assert_array_equal(after["balanced"], expected)
+    np.testing.assert_array_equal(certs.raw_certified["balanced"], before["balanced"])
+    rows = _record_table(res, certs)
+    by = {r["record"]: r for r in rows}
+    assert by["222"]["flagged_balanced"] and not by["222"]["flagged_weighted"] and by["222"]["not_local_balanced"] == 12
+    assert ("balanced", "222", "flagged by the certificate test") in _strip_pairs(rows, certs)
+
+
+def test_local_support_option():
+    import argparse
+
+    from nwbound.experiments.ecg_adaptive import add_adaptive_arguments
+
+    p = argparse.ArgumentParser()
+    add_adaptive_arguments(p)
+    assert p.parse_args([]).local_support == "require"
+    with pytest.raises(SystemExit):
+        p.parse_args(["--local-support", "maybe"])

@@ -57,6 +57,7 @@ import numpy as np
 from ._common import positive_float, positive_int
 from ._ecg_adaptive_report import ADAPTIVE_ANCHORS, CHECK_ALPHA, HEADLINE_RULE, VISIBLE_FACTOR  # noqa: F401
 from ._ecg_adaptive_report import _overview, _record_table, _strips, _summary, adaptive_ec57_rows
+from ._ecg_adaptive_report import _certificate_report, add_report_arguments
 from ._ecg_adaptive_report import certificate_checks, locally_supported, record_certificate_rows  # noqa: F401
 from ._ecg_common import CLASS_NAMES, DELTA, _command_error, _quiet_bounds, expand_interval, is_symmetric_form
 from ._ecg_inter import InterFit, _decide
@@ -145,6 +146,7 @@ def add_adaptive_arguments(parser: argparse.ArgumentParser) -> None:
                         help="adaptive split: S and V weights of the weighted rule on uncertified beats, "
                              "'S,V' (e.g. '4,2'), or 'auto' (the default: chosen on DS1 by leave-one-record-out "
                              "with a simulated first-minutes adaptation)")
+    add_report_arguments(parser)  # --local-support
 
 
 def class_weights_arg(text: str) -> str | tuple[float, float]:
@@ -772,8 +774,9 @@ def run_adaptive(beats: Any, args: argparse.Namespace, output: Path, formats: Se
     if np.unique(base.y).shape[0] < 2:
         raise _command_error("--split adaptive: the DS1 records hold a single class.")
     res = _fit_records(base, local, rest, args, quick)
+    certs = _certificate_report(res, local.y, local.record, getattr(args, "local_support", "require"))
     overview = _overview(res)
-    rows = _record_table(res)
+    rows = _record_table(res, certs)
     files: list[Path] = []
     files += write_table(overview, output / "adaptive_overview",
                          title="Patient-adaptive (DS1 + local minutes → rest of DS2): accuracy, S/V Se and +P, bounds")
@@ -785,6 +788,8 @@ def run_adaptive(beats: Any, args: argparse.Namespace, output: Path, formats: Se
     if res.selection:
         files += write_table(res.selection, output / "adaptive_lipschitz",
                              title="Choice of L on the local beats: rejected per record and L index")
-    files += _strips(res, rows, getattr(args, "data_dir", None), output, formats)
+    files += write_table(certs.raw, output / "adaptive_certificate_checks",
+                         title="Every rule's certificates per record: Poisson-binomial test, local support")
+    files += _strips(res, rows, getattr(args, "data_dir", None), output, formats, certs=certs)
     return AdaptiveOutputs(files, adaptive_ec57_rows(res), _summary(res, overview, rows,
-                                                                     time.perf_counter() - start), res)
+                                                                     time.perf_counter() - start, certs), res)
