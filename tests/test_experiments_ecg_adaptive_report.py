@@ -225,3 +225,11 @@ def test_local_support_option():
     assert p.parse_args([]).local_support == "require"
     with pytest.raises(SystemExit):
         p.parse_args(["--local-support", "maybe"])
+
+
+def test_certificate_report_rejects_an_unknown_mode():
+    from nwbound.experiments._ecg_adaptive_report import _certificate_report
+
+    res, local_y, local_r = _fake_result()
+    with pytest.raises(ValueError, match="local-support"):
+        _certificate_report(res, local_y, local_r, "sometimes")
