@@ -36,7 +36,8 @@ record's model holds; ``--inter-train`` / ``--quick`` subsample them),
 ``adaptive_overview`` (the inter-patient overview format, plus ``n_local``, the
 local beats of all records), ``adaptive_records`` (per DS2 record),
 ``adaptive_class_weights`` (the DS1 search of the weighted rule's weights), the
-strip figure ``fig_ecg_strip_adaptive_<record>`` of each flagged record, and a
+``adaptive_certificate_checks`` (every rule's certificates tested per record), the
+strip figure ``fig_ecg_strip_adaptive_<rule>_<record>`` of each flagged record, and a
 section of ``summary.md`` with published patient-adapted figures beside ours.
 
 The tables, strip figures and summary section are built in ``_ecg_adaptive_report``; this
