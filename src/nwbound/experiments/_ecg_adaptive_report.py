@@ -9,15 +9,19 @@ this module imports nothing from it at run time.
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
 from ._common import new_figure, save_figures
 from ._ecg_common import CLASS_NAMES
 from ._ecg_inter import InterResult, _ec57_rows, _inter_overview
+from ..lipschitz_check import poisson_binomial_sf
 from ..utils import format_markdown
 
 if TYPE_CHECKING:
@@ -29,6 +33,8 @@ __all__ = [
     "HEADLINE_RULE",
     "VISIBLE_FACTOR",
     "adaptive_ec57_rows",
+    "certificate_checks",
+    "locally_supported",
     "record_certificate_rows",
 ]
 
@@ -38,6 +44,9 @@ CHECK_ALPHA = 0.05
 VISIBLE_FACTOR = 2.0
 #: The rule of the headline row, the per-record table and the strip figures.
 HEADLINE_RULE = "weighted"
+#: Default of ``--local-support``: ``"require"`` drops the certificate of a beat whose predicted class
+#: has no beat among its record's local beats (the decision stays); ``"report"`` keeps it and only counts it.
+LOCAL_SUPPORT = "require"
 
 #: Published patient-adapted results on MIT-BIH (AAMI classes; labelled beats of each test record
 #: used for training), gross S and V sensitivity / positive predictivity in %. Source of the figures:
@@ -116,11 +125,222 @@ def record_certificate_rows(
         mean_c = np.where(n_cert > 0, c_cert / np.maximum(n_cert, 1), np.nan)
         ratio = np.where(mean_c > 0, rate / mean_c, np.where(e_cert > 0, np.inf, np.nan))
     fails = (e_cert > 0) & (e_cert > factor * c_cert)
+    # P(PB ≥ errors) of each record's certified ceilings (a loop over the records, not the beats)
+    p_value = [float(poisson_binomial_sf(np.clip(ceil[cert & (inv == i)], 0.0, 1.0), int(e_cert[i])))
+               for i in range(k)]
     return [{"record": str(names[i]), "beats": int(n_all[i]), "certified": int(n_cert[i]),
              "errors_certified": int(e_cert[i]), "error_certified_%": 100 * float(rate[i]),
              "mean_ceiling_certified_%": 100 * float(mean_c[i]), "ratio": float(ratio[i]),
-             "visibly_fails": bool(fails[i])} for i in range(k)]
+             "visibly_fails": bool(fails[i]), "p_value": p_value[i]} for i in range(k)]
 
+
+def certificate_checks(
+    y_true: Any, rules: Mapping[str, tuple[Any, Any, Any]], records: Any, *, alpha: float = CHECK_ALPHA,
+    factor: float = VISIBLE_FACTOR,
+) -> list[dict[str, Any]]:
+    """Per decision rule and record: do the certified beats err more than their ceilings allow?
+
+    For each rule and record, the errors ``S`` among the certified beats are compared with
+    the Poisson-binomial of their error ceilings ``c_j``: under the null that every certified
+    beat errs independently with probability at most its ceiling (the labels of held-out
+    beats are independent given the training rows), ``P(PB(c) ≥ S)`` is a valid p-value
+    (:func:`nwbound.lipschitz_check.poisson_binomial_sf`). The family is every (rule,
+    record) test, counted once for rules with the same certificates (same certified beats,
+    labels and ceilings: ``same_as``), and Bonferroni's correction runs over it
+    (``α / T``). A test that could not reject even if all its certified beats erred
+    (``Π c_j > α / T``) is left out of ``T``, repeatedly (Tarone's rule; it reads the
+    ceilings only, never the labels). So under the null no (rule, record) pair is flagged
+    with probability more than ``alpha``.
+
+    Parameters
+    ----------
+    y_true : array-like of int, shape (n,)
+    rules : mapping of str to (y_pred, certified, error_upper)
+        Each rule's decisions, certificates and error ceilings, each of shape (n,).
+    records : array-like, shape (n,)
+        Record id of each beat.
+    alpha : float, default 0.05
+        Family-wise level.
+    factor : float, default 2.0
+        The "visibly fails" line of :func:`record_certificate_rows`.
+
+    Returns
+    -------
+    list of dict
+        One row per rule and record: ``rule`` and the columns of
+        :func:`record_certificate_rows`, plus ``same_as`` (the earlier rule with the
+        same certificates, or ""), ``tested`` (in the family), ``tests`` (``T``),
+        ``p_adjusted`` (``min(1, T·p)``, NaN where not tested) and ``flagged``.
+
+    Raises
+    ------
+    ValueError
+        ``alpha`` outside (0, 1), no rule, or arrays whose shapes disagree.
+
+    Examples
+    --------
+    >>> y = [0] * 10 + [0] * 10
+    >>> rules = {"a": ([1] * 6 + [0] * 14, [True] * 20, [0.1] * 20),
+    ...          "b": ([0] * 20, [True] * 20, [0.1] * 20)}
+    >>> rows = certificate_checks(y, rules, ["r1"] * 10 + ["r2"] * 10)
+    >>> [(r["rule"], r["record"], r["errors_certified"], r["flagged"]) for r in rows]
+    [('a', 'r1', 6, True), ('a', 'r2', 0, False), ('b', 'r1', 0, False), ('b', 'r2', 0, False)]
+    >>> rows[0]["tests"], round(rows[0]["p_adjusted"], 6)  # 4 tests; 4 · P(Bin(10, 0.1) ≥ 6)
+    (4, 0.000588)
+    """
+    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+    if not rules:
+        raise ValueError("rules must name at least one rule: {name: (y_pred, certified, error_upper)}")
+    rows: list[dict[str, Any]] = []
+    seen: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
+    for rule, (y_pred, certified, error_upper) in rules.items():
+        pred, cert, ceil = np.asarray(y_pred), np.asarray(certified, dtype=bool), np.asarray(error_upper, float)
+        same = next((name for name, p, c, e in seen if c.shape == cert.shape and np.array_equal(c, cert)
+                     and np.array_equal(p[c], pred[cert]) and np.array_equal(e[c], ceil[cert])), "")
+        if not same:
+            seen.append((rule, pred, cert, ceil))
+        for r in record_certificate_rows(y_true, pred, cert, ceil, records, factor=factor):
+            rows.append({"rule": rule, **r, "same_as": same, "_floor": math.prod(
+                float(min(max(c, 0.0), 1.0)) for c in ceil[cert & (np.asarray(records).astype(str) == r["record"])])})
+    candidate = [i for i, r in enumerate(rows) if not r["same_as"] and r["certified"] > 0]
+    tested = candidate
+    while True:  # Tarone: drop the tests that cannot reach α / T, until T is stable
+        kept = [i for i in tested if rows[i]["_floor"] <= alpha / max(len(tested), 1)]
+        if len(kept) == len(tested):
+            break
+        tested = kept
+    T = len(tested)
+    by_key = {(rows[i]["rule"], rows[i]["record"]): i for i in tested}
+    for r in rows:
+        r.pop("_floor")
+        src = by_key.get((r["same_as"] or r["rule"], r["record"]))
+        r["tested"] = src is not None
+        r["tests"] = T
+        r["p_adjusted"] = min(1.0, T * rows[src]["p_value"]) if src is not None else math.nan
+        r["flagged"] = bool(src is not None and rows[src]["p_value"] <= alpha / T)
+    return rows
+
+
+def locally_supported(y_pred: Any, records: Any, local_y: Any, local_records: Any) -> np.ndarray:
+    """Whether each decision's class occurs among its record's local (first-minutes) beats.
+
+    A patient whose local beats hold no beat of class ``c`` gives no local evidence about
+    ``c``: a certificate that a beat is ``c`` rests on the other patients' beats alone.
+
+    Parameters
+    ----------
+    y_pred : array-like of int, shape (n,)
+        Decisions on the evaluation beats.
+    records : array-like, shape (n,)
+        Their record ids.
+    local_y : array-like of int, shape (m,)
+        Labels of the local beats.
+    local_records : array-like, shape (m,)
+        Their record ids.
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+        True where record ``records[i]`` has a local beat labelled ``y_pred[i]``.
+
+    Raises
+    ------
+    ValueError
+        Shapes that disagree, or negative class indices.
+
+    Examples
+    --------
+    >>> locally_supported([0, 1, 1, 2], ["a", "a", "b", "b"], [0, 1, 0], ["a", "b", "b"]).tolist()
+    [True, False, True, False]
+    """
+    pred, lab = np.asarray(y_pred), np.asarray(local_y)
+    recs, lrecs = np.asarray(records).astype(str), np.asarray(local_records).astype(str)
+    if pred.ndim != 1 or recs.shape != pred.shape:
+        raise ValueError(f"y_pred and records must be 1-D of the same length, got {pred.shape} and {recs.shape}")
+    if lab.ndim != 1 or lrecs.shape != lab.shape:
+        raise ValueError(f"local_y and local_records must be 1-D of the same length, got {lab.shape} and "
+                         f"{lrecs.shape}")
+    if pred.size == 0:
+        return np.zeros(0, dtype=bool)
+    if (pred.min() < 0) or (lab.size and lab.min() < 0):
+        raise ValueError("y_pred and local_y must hold class indices ≥ 0")
+    names, inv = np.unique(np.concatenate([recs, lrecs]), return_inverse=True)
+    n_classes = int(max(pred.max(), lab.max() if lab.size else 0)) + 1
+    present = np.zeros((names.size, n_classes), dtype=bool)
+    present[inv[pred.size:], lab.astype(np.intp)] = True
+    return present[inv[:pred.size], pred.astype(np.intp)]
+
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    """The adaptive split's option on its certificates: ``--local-support``.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser(); add_report_arguments(p)
+    >>> p.parse_args([]).local_support, p.parse_args(["--local-support", "report"]).local_support
+    ('require', 'report')
+    """
+    parser.add_argument("--local-support", choices=("require", "report"), default=LOCAL_SUPPORT,
+                        help="adaptive split: 'require' (default) drops the certificate of a beat whose "
+                             "predicted class has no beat in its record's local minutes (the decision stays); "
+                             "'report' keeps such certificates and only counts them")
+
+
+@dataclass
+class CertificateReport:
+    """The per-rule, per-record certificate tests of an adaptive run, before and after the guard."""
+
+    raw: list[dict[str, Any]]
+    guarded: list[dict[str, Any]]
+    supported: dict[str, np.ndarray]
+    raw_certified: dict[str, np.ndarray]
+    applied: bool
+
+
+def _certificate_report(res: AdaptiveResult, local_y: Any, local_records: Any,
+                        mode: str = LOCAL_SUPPORT) -> CertificateReport:
+    """Test every rule's certificates per record; with ``mode="require"`` drop those without local support.
+
+    Mutates ``res.fits`` (new fits whose ``certified`` is the guarded one) when the guard applies, so the
+    overview, EC57 and per-record tables count the certificates the run stands behind.
+    """
+    if mode not in ("require", "report"):
+        raise ValueError(f"--local-support must be 'require' or 'report', got {mode!r}")
+    fits = sorted((f for f in res.fits if f.certified is not None), key=lambda f: f.rule != HEADLINE_RULE)
+    raw_rules = {f.rule: (f.y_pred, f.certified, f.error_upper) for f in fits}
+    supported = {f.rule: locally_supported(f.y_pred, res.records, local_y, local_records) for f in fits}
+    raw = certificate_checks(res.y_true, raw_rules, res.records)
+    guarded = certificate_checks(res.y_true, {r: (p, c & supported[r], e) for r, (p, c, e) in raw_rules.items()},
+                                 res.records)
+    recs = np.asarray(res.records).astype(str)
+    names, inv = np.unique(recs, return_inverse=True)
+    where = {str(n): i for i, n in enumerate(names)}
+    for rule, (pred, cert, _) in raw_rules.items():
+        lost = cert & ~supported[rule]
+        n_lost = np.bincount(inv, weights=lost, minlength=names.size)
+        e_lost = np.bincount(inv, weights=lost & (pred != res.y_true), minlength=names.size)
+        for row in raw:
+            if row["rule"] == rule:
+                row["not_local"] = int(n_lost[where[row["record"]]])
+                row["errors_not_local"] = int(e_lost[where[row["record"]]])
+    if mode == "require":
+        res.fits = [dataclasses.replace(f, certified=f.certified & supported[f.rule]) if f.rule in supported else f
+                    for f in res.fits]
+    return CertificateReport(raw, guarded, supported, {r: c for r, (_, c, _) in raw_rules.items()},
+                             mode == "require")
+
+
+def _flag_text(rows: list[dict[str, Any]]) -> str:
+    """The flagged (rule, record) pairs of a :func:`certificate_checks` table, in words."""
+    bad = [r for r in rows if r["flagged"]]
+    if not bad:
+        return "none"
+    return "; ".join(f"{r['rule']}{' (= ' + r['same_as'] + ')' if r['same_as'] else ''}, record {r['record']}: "
+                     f"{r['errors_certified']} of {r['certified']} certified beats wrong against summed ceilings "
+                     f"{r['certified'] * r['mean_ceiling_certified_%'] / 100:.1f} (mean "
+                     f"{r['mean_ceiling_certified_%']:.0f} %), adjusted p = {r['p_adjusted']:.2g}" for r in bad)
 
 
 # ---------------------------------------------------------------------------
@@ -147,8 +367,12 @@ def adaptive_ec57_rows(res: AdaptiveResult) -> list[dict[str, Any]]:
     return [{**r, "split": "adaptive"} for r in _ec57_rows(_as_inter(res))]
 
 
-def _record_table(res: AdaptiveResult) -> list[dict[str, Any]]:
-    """Per DS2 record (weighted rule; its certified beats are the argmax's): EC57 S/V, certificates, check."""
+def _record_table(res: AdaptiveResult, certs: CertificateReport | None = None) -> list[dict[str, Any]]:
+    """Per DS2 record (weighted rule; its certified beats are the argmax's): EC57 S/V, certificates, checks.
+
+    With ``certs``, per rule: ``flagged_<rule>`` and ``p_adjusted_<rule>`` (the Poisson-binomial test of
+    the rule's certificates as issued, :func:`certificate_checks`) and ``not_local_<rule>`` (its certified
+    beats whose class the record's local beats never show)."""
     f = next(f for f in res.fits if f.rule == HEADLINE_RULE)
     rep = f.report
     S, V = CLASS_NAMES.index("S"), CLASS_NAMES.index("V")
@@ -173,22 +397,40 @@ def _record_table(res: AdaptiveResult) -> list[dict[str, Any]]:
             "flagged_by": chk.get("check_rejected_by", ""), "L": chk.get("L", res.lipschitz),
             "assumption_rejected": bool(chk.get("assumption_rejected", False)),
         })
+    if certs is not None:
+        per_rule = {(c["rule"], c["record"]): c for c in certs.raw}
+        for row in rows:
+            for rule in dict.fromkeys(c["rule"] for c in certs.raw):
+                c = per_rule[rule, row["record"]]
+                row[f"flagged_{rule}"] = c["flagged"]
+                row[f"p_adjusted_{rule}"] = c["p_adjusted"]
+                row[f"not_local_{rule}"] = c["not_local"]
     return rows
 
 
-def _other_rules_visible(res: Any) -> str:
-    """One line: per rule other than the headline's, the records whose certified beats visibly fail."""
-    parts = []
-    for f in res.fits:
-        if f.rule in (HEADLINE_RULE, "argmax"):  # the headline rule certifies the argmax's beats
-            continue
-        bad = [r for r in record_certificate_rows(res.y_true, f.y_pred, f.certified, f.error_upper, res.records)
-               if r["visibly_fails"]]
-        text = ", ".join(f"{r['record']} ({r['errors_certified']} of {r['certified']} certified beats wrong, "
-                         f"mean ceiling {r['mean_ceiling_certified_%']:.0f} %)" for r in bad)
-        parts.append(f"{f.rule}: {text or 'none'}")
-    return ("Other rules, records whose certified beats err more than "
-            f"{VISIBLE_FACTOR:g}× their mean ceiling: " + "; ".join(parts) + ".")
+def _certificate_text(certs: CertificateReport) -> str:
+    """The summary's paragraph on every rule's certificate test and the local-support guard."""
+    raw, guarded = certs.raw, certs.guarded
+    lost = {}
+    for r in raw:
+        n, e = lost.get(r["rule"], (0, 0))
+        lost[r["rule"]] = (n + r["not_local"], e + r["errors_not_local"])
+    words = "; ".join(f"{rule}: {n} ({e} wrong)" for rule, (n, e) in lost.items())
+    return (
+        "**Every rule's certificates, per record** (`certificate_checks`, `adaptive_certificate_checks.csv`): "
+        "the errors among a rule's certified beats in a record against the Poisson-binomial of their error "
+        "ceilings (the ceilings taken at face value: each certified beat errs with probability at most its "
+        f"ceiling). One family over rules × records, rules with the same certificates counted once: "
+        f"{raw[0]['tests'] if raw else 0} tests, Bonferroni at α = {CHECK_ALPHA} family-wise (tests that could "
+        f"not reject even if every certified beat erred are left out, Tarone). Flagged, certificates as the rules "
+        f"issue them: {_flag_text(raw)}.\n\n"
+        "**Local support.** A certified beat whose predicted class has no beat among its record's local "
+        "(first-minutes) beats rests on the other patients' beats alone. Such certified beats, per rule: "
+        f"{words}. " + ("They are **not counted as certified** (`--local-support require`, the default; the "
+                        "decisions stay): every certified figure above is after this guard. " if certs.applied else
+                        "They are counted as certified (`--local-support report`). ")
+        + f"After the guard, flagged ({guarded[0]['tests'] if guarded else 0} tests): {_flag_text(guarded)}."
+    )
 
 
 def _l_range(res: Any, scale: float = 1.0) -> str:
@@ -210,21 +452,42 @@ def _strip_records(rows: list[dict[str, Any]]) -> list[str]:
     return [worst["record"]] if worst is not None and worst["errors_certified"] > 0 else []
 
 
+def _strip_pairs(rows: list[dict[str, Any]], certs: CertificateReport | None) -> list[tuple[str, str, str]]:
+    """(rule, record, why) of each strip drawn.
+
+    Every (rule, record) that :func:`certificate_checks` flags on the certificates as issued (once per
+    distinct set of certificates), then the headline rule's records from :func:`_strip_records`.
+    """
+    pairs: dict[tuple[str, str], str] = {}
+    for c in (certs.raw if certs is not None else []):
+        if c["flagged"] and not c["same_as"]:
+            pairs[c["rule"], c["record"]] = "flagged by the certificate test"
+    by_record = {r["record"]: r for r in rows}
+    for rec in _strip_records(rows):
+        r = by_record[rec]
+        pairs.setdefault((HEADLINE_RULE, rec), "flagged by the held-out test" if r["flagged"] else (
+            f"certified errors > {VISIBLE_FACTOR:g}× mean ceiling" if r["visibly_fails"] else "most certified errors"))
+    return [(rule, rec, why) for (rule, rec), why in pairs.items()]
+
+
 def _strips(res: AdaptiveResult, rows: list[dict[str, Any]], data_dir: Path | None, output: Path,
-            formats: Sequence[str], seconds: float = 10.0) -> list[Path]:
-    """One strip figure per drawn record, 10 s around its first certified error (else its first error)."""
+            formats: Sequence[str], seconds: float = 10.0, certs: CertificateReport | None = None) -> list[Path]:
+    """One strip figure per drawn (rule, record), 10 s around the rule's first certified error there (else
+    its first error): the certificates as the rule issues them, ``(✓)`` where not locally supported."""
     from ..datasets.mitbih import load_mitbih_signal
     from ..plots import ECGStripDisplay
 
     if data_dir is None:
         return []
-    f = next(f for f in res.fits if f.rule == HEADLINE_RULE)
-    wrong = f.y_pred != res.y_true
     files: list[Path] = []
-    flagged = {r["record"]: r for r in rows}
-    for rec in _strip_records(rows):
+    fits = {f.rule: f for f in res.fits}
+    for rule, rec, why in _strip_pairs(rows, certs):
+        f = fits[rule]
+        cert = certs.raw_certified[rule] if certs is not None else f.certified
+        support = certs.supported[rule] if certs is not None else np.ones_like(cert)
+        wrong = f.y_pred != res.y_true
         sel = np.flatnonzero(res.records == rec)
-        pick = sel[wrong[sel] & f.certified[sel]]
+        pick = sel[wrong[sel] & cert[sel]]
         pick = pick if pick.size else sel[wrong[sel]]
         if pick.size == 0:
             continue
@@ -233,18 +496,17 @@ def _strips(res: AdaptiveResult, rows: list[dict[str, Any]], data_dir: Path | No
         except (OSError, ValueError):
             continue
         start = max(0.0, float(res.samples[pick[0]]) / fs - 3.0)
-        r = flagged[rec]
-        state = "flagged by the held-out test" if r["flagged"] else (
-            "certified errors > 2× mean ceiling" if r["visibly_fails"] else "most certified errors")
+        c = record_certificate_rows(res.y_true[sel], f.y_pred[sel], cert[sel], f.error_upper[sel], res.records[sel])[0]
         fig, axes = new_figure(1, 1, figsize=(14.0, 3.6))
         ECGStripDisplay(
             signal=signal, fs=fs, beat_sample=res.samples[sel], y_true=res.y_true[sel], y_pred=f.y_pred[sel],
-            certified=f.certified[sel], error_upper=np.clip(f.error_upper[sel], 0.0, 1.0),
-            class_names=CLASS_NAMES, start_s=start, duration_s=seconds,
-            title=f"adaptive, DS2 record {rec} (lead {lead}) — {state}: certified beats err "
-                  f"{r['error_certified_%']:.1f} % vs mean ceiling {r['mean_ceiling_certified_%']:.1f} %",
+            certified=cert[sel], error_upper=np.clip(f.error_upper[sel], 0.0, 1.0), class_names=CLASS_NAMES,
+            locally_supported=support[sel], start_s=start, duration_s=seconds,
+            title=f"adaptive, {rule} rule, DS2 record {rec} (lead {lead}) — {why}: {c['errors_certified']} of "
+                  f"{c['certified']} certified beats wrong ({c['error_certified_%']:.1f} %) vs mean ceiling "
+                  f"{c['mean_ceiling_certified_%']:.1f} %",
         ).plot(ax=axes[0, 0])
-        files += save_figures(fig, output, f"fig_ecg_strip_adaptive_{rec}", formats=formats)
+        files += save_figures(fig, output, f"fig_ecg_strip_adaptive_{rule}_{rec}", formats=formats)
     return files
 
 
@@ -255,7 +517,7 @@ def _fmt(v: Any, digits: int = 1) -> str:
 
 
 def _summary(res: AdaptiveResult, overview: list[dict[str, Any]], rows: list[dict[str, Any]],
-             elapsed: float) -> str:
+             elapsed: float, certs: CertificateReport | None = None) -> str:
     feats = (f"morphology from the raw lead (0.25 s before to 0.45 s after each R peak at 90 Hz, baseline "
              f"removed, in units of the record's median R amplitude over its first {res.minutes:g} min; weight "
              f"{res.morphology_weight:g}) + rhythm" if res.features == "signal" else "Kaggle-style morphology + rhythm")
@@ -321,10 +583,13 @@ def _summary(res: AdaptiveResult, overview: list[dict[str, Any]], rows: list[dic
                  "highest and lowest p̂ whose labels differ more often than L·d allows; the certificates of "
                  "such a record rest on an assumption its own beats reject): "
                  f"{', '.join(contradicted) if contradicted else 'none'}.\n")
-    lines.append(_other_rules_visible(res) + "\n")
+    if certs is not None:
+        lines.append(_certificate_text(certs) + "\n")
     keys = ("record", "beats", "S_beats", "V_beats", "accuracy_%", "S_Se_%", "S_+P_%", "V_Se_%", "V_+P_%",
             "certified_%", "errors_certified", "error_certified_%", "mean_ceiling_certified_%", "L",
             "check_p_value", "flagged", "visibly_fails", "assumption_rejected")
+    if certs is not None and rows:  # the certificate test's flag of each distinct rule
+        keys += tuple(f"flagged_{c['rule']}" for c in certs.raw if not c["same_as"] and c["record"] == rows[0]["record"])
     lines.append(format_markdown([{k: (_fmt(r[k], 3 if k in ("check_p_value", "L") else 1) if isinstance(r[k], float)
                                        else r[k]) for k in keys} for r in rows]) + "\n")
     return "\n".join(lines)

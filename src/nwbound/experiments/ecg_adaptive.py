@@ -36,7 +36,8 @@ record's model holds; ``--inter-train`` / ``--quick`` subsample them),
 ``adaptive_overview`` (the inter-patient overview format, plus ``n_local``, the
 local beats of all records), ``adaptive_records`` (per DS2 record),
 ``adaptive_class_weights`` (the DS1 search of the weighted rule's weights), the
-strip figure ``fig_ecg_strip_adaptive_<record>`` of each flagged record, and a
+``adaptive_certificate_checks`` (every rule's certificates tested per record), the
+strip figure ``fig_ecg_strip_adaptive_<rule>_<record>`` of each flagged record, and a
 section of ``summary.md`` with published patient-adapted figures beside ours.
 
 The tables, strip figures and summary section are built in ``_ecg_adaptive_report``; this
@@ -57,7 +58,8 @@ import numpy as np
 from ._common import positive_float, positive_int
 from ._ecg_adaptive_report import ADAPTIVE_ANCHORS, CHECK_ALPHA, HEADLINE_RULE, VISIBLE_FACTOR  # noqa: F401
 from ._ecg_adaptive_report import _overview, _record_table, _strips, _summary, adaptive_ec57_rows
-from ._ecg_adaptive_report import record_certificate_rows  # noqa: F401
+from ._ecg_adaptive_report import _certificate_report, add_report_arguments
+from ._ecg_adaptive_report import certificate_checks, locally_supported, record_certificate_rows  # noqa: F401
 from ._ecg_common import CLASS_NAMES, DELTA, _command_error, _quiet_bounds, expand_interval, is_symmetric_form
 from ._ecg_inter import InterFit, _decide
 from ..utils import progress, write_table
@@ -70,9 +72,11 @@ __all__ = [
     "add_adaptive_arguments",
     "adaptive_split",
     "choose_class_weights",
+    "certificate_checks",
     "class_weights_arg",
     "weighted_decision",
     "local_beats",
+    "locally_supported",
     "record_certificate_rows",
     "record_check",
     "run_adaptive",
@@ -143,6 +147,7 @@ def add_adaptive_arguments(parser: argparse.ArgumentParser) -> None:
                         help="adaptive split: S and V weights of the weighted rule on uncertified beats, "
                              "'S,V' (e.g. '4,2'), or 'auto' (the default: chosen on DS1 by leave-one-record-out "
                              "with a simulated first-minutes adaptation)")
+    add_report_arguments(parser)  # --local-support
 
 
 def class_weights_arg(text: str) -> str | tuple[float, float]:
@@ -770,8 +775,9 @@ def run_adaptive(beats: Any, args: argparse.Namespace, output: Path, formats: Se
     if np.unique(base.y).shape[0] < 2:
         raise _command_error("--split adaptive: the DS1 records hold a single class.")
     res = _fit_records(base, local, rest, args, quick)
+    certs = _certificate_report(res, local.y, local.record, getattr(args, "local_support", "require"))
     overview = _overview(res)
-    rows = _record_table(res)
+    rows = _record_table(res, certs)
     files: list[Path] = []
     files += write_table(overview, output / "adaptive_overview",
                          title="Patient-adaptive (DS1 + local minutes → rest of DS2): accuracy, S/V Se and +P, bounds")
@@ -783,6 +789,8 @@ def run_adaptive(beats: Any, args: argparse.Namespace, output: Path, formats: Se
     if res.selection:
         files += write_table(res.selection, output / "adaptive_lipschitz",
                              title="Choice of L on the local beats: rejected per record and L index")
-    files += _strips(res, rows, getattr(args, "data_dir", None), output, formats)
+    files += write_table(certs.raw, output / "adaptive_certificate_checks",
+                         title="Every rule's certificates per record: Poisson-binomial test, local support")
+    files += _strips(res, rows, getattr(args, "data_dir", None), output, formats, certs=certs)
     return AdaptiveOutputs(files, adaptive_ec57_rows(res), _summary(res, overview, rows,
-                                                                     time.perf_counter() - start), res)
+                                                                     time.perf_counter() - start, certs), res)

@@ -19,7 +19,10 @@ class ECGStripDisplay:
     Above each beat: the reference label (top line) and the prediction (second
     line, red when wrong); below: ``✓`` for a beat the bound certifies or ``?`` for
     one that needs review, and the error ceiling ``≤ e`` (the guaranteed upper bound
-    on the probability that the prediction is wrong, in %).
+    on the probability that the prediction is wrong, in %). With ``locally_supported``,
+    a certified beat whose predicted class has no beat among the patient's own local
+    (first-minutes) beats is marked ``(✓)`` in purple: its certificate rests on the
+    other patients' beats alone.
 
     Parameters
     ----------
@@ -36,6 +39,10 @@ class ECGStripDisplay:
     error_upper : array-like of float, shape (n_beats,)
         Ceiling on the probability of error of each prediction, in [0, 1].
     class_names : sequence of str, default ("N", "S", "V", "F", "Q")
+    locally_supported : array-like of bool, shape (n_beats,), optional
+        Whether each prediction's class occurs among the patient's local beats
+        (:func:`nwbound.experiments.ecg_adaptive.locally_supported`); None draws
+        every certified beat as ``✓``.
     start_s, duration_s : float, default 0.0, 10.0
         The window shown (seconds from the start of ``signal``).
     title : str, optional
@@ -60,6 +67,12 @@ class ECGStripDisplay:
     ...                        error_upper=[0.05, 0.6, 0.04, 0.2], duration_s=4.0).plot()
     >>> len(disp.marks_)
     12
+    >>> disp = ECGStripDisplay(signal=sig, fs=fs, beat_sample=beats, y_true=[0, 1, 0, 2],
+    ...                        y_pred=[0, 1, 0, 2], certified=[True, True, True, True],
+    ...                        error_upper=[0.05, 0.4, 0.04, 0.2], duration_s=4.0,
+    ...                        locally_supported=[True, False, True, True]).plot()
+    >>> [m.get_text().split()[0] for m in disp.marks_[2::3]]
+    ['✓', '(✓)', '✓', '✓']
     """
 
     def __init__(
@@ -73,6 +86,7 @@ class ECGStripDisplay:
         certified: ArrayLike,
         error_upper: ArrayLike,
         class_names: Sequence[str] = ("N", "S", "V", "F", "Q"),
+        locally_supported: ArrayLike | None = None,
         start_s: float = 0.0,
         duration_s: float = 10.0,
         title: str | None = None,
@@ -90,6 +104,8 @@ class ECGStripDisplay:
             "y_pred": np.asarray(y_pred, dtype=np.int64),
             "certified": np.asarray(certified, dtype=bool),
             "error_upper": np.asarray(error_upper, dtype=np.float64),
+            "locally_supported": np.ones(n, dtype=bool) if locally_supported is None
+            else np.asarray(locally_supported),
         }
         for name, arr in arrays.items():
             if arr.shape != (n,):
@@ -106,6 +122,9 @@ class ECGStripDisplay:
             raise ValueError(f"need start_s >= 0 and duration_s > 0, got {start_s!r}, {duration_s!r}.")
         self.y_true, self.y_pred = arrays["y_true"], arrays["y_pred"]
         self.certified, self.error_upper = arrays["certified"], e
+        if arrays["locally_supported"].dtype != bool:
+            raise ValueError("`locally_supported` must be an array of booleans.")
+        self.locally_supported = arrays["locally_supported"]
         self.start_s, self.duration_s, self.title = float(start_s), float(duration_s), title
 
     def plot(self, ax: Any = None) -> ECGStripDisplay:
@@ -165,17 +184,18 @@ class ECGStripDisplay:
             self.marks_.append(ax.text(x, top + 0.12 * span, self.class_names[self.y_pred[i]],
                                        ha="center", fontsize=8, weight="bold",
                                        color="tab:red" if wrong else "tab:blue"))
-            ok = bool(self.certified[i])
-            self.marks_.append(ax.text(x, bottom - 0.22 * span,
-                                       f"{'✓' if ok else '?'}\n≤{100 * self.error_upper[i]:.0f}%",
-                                       ha="center", va="top", fontsize=7,
-                                       color="tab:green" if ok else "tab:orange"))
+            ok, local = bool(self.certified[i]), bool(self.locally_supported[i])
+            sign, colour = ("✓", "tab:green") if ok and local else (("(✓)", "tab:purple") if ok else ("?", "tab:orange"))
+            self.marks_.append(ax.text(x, bottom - 0.22 * span, f"{sign}\n≤{100 * self.error_upper[i]:.0f}%",
+                                       ha="center", va="top", fontsize=7, color=colour))
         ax.set_ylim(bottom - 0.55 * span, top + 0.5 * span)
         ax.set_xlim(t[0], t[-1])
         ax.set_xlabel("time (s)")
         ax.set_ylabel("mV")
-        ax.text(0.0, 1.01, "reference / prediction (red: wrong)   below: ✓ certified, ? review, "
-                "≤ error ceiling", transform=ax.transAxes, fontsize=7, color="0.3")
+        legend = "reference / prediction (red: wrong)   below: ✓ certified, ? review, ≤ error ceiling"
+        if not self.locally_supported.all():
+            legend += "   (✓) certified, but no local beat of the predicted class"
+        ax.text(0.0, 1.01, legend, transform=ax.transAxes, fontsize=7, color="0.3")
         if self.title:
             ax.set_title(self.title, fontsize=9, pad=14)
         self.ax_, self.figure_ = ax, fig
