@@ -667,8 +667,8 @@ def intervals_on_device(
         rho, u2_err = compose_errors(st.sum_error, summation_error(int(n_neighbors), "float64")), 0.0
         if chernoff:  # directly computed distances, rounded up by their error bound (as the host)
             extra = dict(point_mass=st.point_mass[:, 0], point_dist=st.point_dist * (1.0 + (m + 8) * 2.0**-53))
-    limits = {name: device_limits(spec, class_sums=st.class_sums[:, 0], sq_sum=st.sq_sum[:, 0], dist_sum=st.dist_sum[:, 0],
-                                  bandwidth=lam, sum_error=rho, u2_error=u2_err, **extra)
+    limits = {name: device_limits(spec, class_sums=st.class_sums[:, 0], sq_sum=st.sq_sum[:, 0],
+                                  dist_sum=st.dist_sum[:, 0], bandwidth=lam, sum_error=rho, u2_error=u2_err, **extra)
               for name, spec in specs.items()}
     first = next(iter(limits.values()))
     vacuous = first["vacuous"]
