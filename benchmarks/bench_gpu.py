@@ -167,23 +167,25 @@ def one_case(n_train: int, n_query: int, dev, repeats: int, quantile: float, com
     kappa_cpu = cpu.class_sums[:, 0].sum(axis=1)
     big = kappa_cpu > 1e-3 * kappa_cpu.max()
     for label, st in results.items():
-        s = st.to_numpy()
-        kappa = s.class_sums.sum(axis=1)
-        proba = s.class_sums / np.where(kappa > 0, kappa, 1.0)[:, None]
+        s = st.to_numpy()  # the device form: one bandwidth (G = 1)
+        class_sums, dist_sum = s.class_sums[:, 0], s.dist_sum[:, 0]
+        kappa = class_sums.sum(axis=1)
+        proba = class_sums / np.where(kappa > 0, kappa, 1.0)[:, None]
         ok = kappa > 0
-        d_ratio = s.dist_sum[big] / cpu.dist_sum[big, 0]
+        d_ratio = dist_sum[big] / cpu.dist_sum[big, 0]
         print(f"  {label}: max|proba - CPU| {np.abs(proba[ok] - proba_cpu[ok]).max():.2e}; "
               f"kappa rel. diff max {np.max(np.abs(kappa[big] / kappa_cpu[big] - 1)):.2e}; "
               f"dist_sum / CPU in [{d_ratio.min():.6f}, {d_ratio.max():.6f}] (d+ >= d; kernel values round differently); "
               f"sqrt(E) median {np.median(np.sqrt(s.d2_error)):.2e}")
-        if s.hist_mass is not None and s.hist_mass.shape[1] == 16:
+        if s.hist_mass is not None and s.hist_mass.shape[2] == 16:
             # Per bin Σ wK and Σ wK·d⁺ (the split Chernoff form) against the CPU engine's: cumulative
             # (a point within rounding of a bin edge may change bins), relative to κ and dist_sum.
-            dm = np.abs(np.cumsum(s.hist_mass, 1) - np.cumsum(cpu.hist_mass[:, 0], 1)).max(1)
-            dd = np.abs(np.cumsum(s.hist_dist, 1) - np.cumsum(cpu.hist_dist[:, 0], 1)).max(1)
+            hist_mass, hist_dist = s.hist_mass[:, 0], s.hist_dist[:, 0]
+            dm = np.abs(np.cumsum(hist_mass, 1) - np.cumsum(cpu.hist_mass[:, 0], 1)).max(1)
+            dd = np.abs(np.cumsum(hist_dist, 1) - np.cumsum(cpu.hist_dist[:, 0], 1)).max(1)
             print(f"    16 bins vs CPU: max cumulative |d hist_mass| / kappa {np.max(dm[big] / kappa_cpu[big]):.2e}, "
                   f"|d hist_dist| / dist_sum {np.max(dd[big] / cpu.dist_sum[big, 0]):.2e}; "
-                  f"sum(hist_mass) / kappa - 1 max {np.max(np.abs(s.hist_mass.sum(1)[big] / kappa[big] - 1)):.2e}")
+                  f"sum(hist_mass) / kappa - 1 max {np.max(np.abs(hist_mass.sum(1)[big] / kappa[big] - 1)):.2e}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ from sklearn.base import clone
 from test_engine_paths import _clustered, route  # noqa: F401  (route: fixture)
 
 from nwbound import NadarayaWatsonClassifier
-from nwbound.estimators import _sums
+from nwbound.estimators import _sums, _sums_data
 from nwbound.kernels import get_kernel
 
 pytestmark = pytest.mark.filterwarnings("ignore::nwbound.diagnostics.UselessBoundWarning")
@@ -202,7 +202,7 @@ def test_auto_same_on_small_tiles_threads_and_pruned_layout(route, monkeypatch):
     w = np.random.default_rng(0).uniform(0.0, 2.0, len(y))
     base = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5, kernel="quartic").fit(X, y, sample_weight=w)
     ref = base.predict_interval(Q)
-    monkeypatch.setattr(_sums, "_MIN_PRUNE_POINTS", 64)  # the pruned (ball) layout, ≤ 12 features
+    monkeypatch.setattr(_sums_data, "_MIN_PRUNE_POINTS", 64)  # the pruned (ball) layout, ≤ 12 features
     for params in ({"n_jobs": -1}, {"working_memory": 0.05}, {"working_memory": 0.05, "n_jobs": -1}):
         model = clone(base).set_params(**params).fit(X, y, sample_weight=w)
         iv = model.predict_interval(Q)

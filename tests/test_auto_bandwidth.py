@@ -9,7 +9,7 @@ import pytest
 from test_engine_paths import _clustered, _direct, route  # noqa: F401  (route: fixture)
 
 from nwbound import NadarayaWatsonClassifier
-from nwbound.estimators import _sums
+from nwbound.estimators import _sums, _sums_data
 from nwbound.estimators._sums import TrainingSet, dense_kernel_sums, dense_moment_sums
 from nwbound.kernels import get_kernel
 
@@ -45,7 +45,7 @@ def test_moment_sums_equal_direct_formulas(kernel, weighted, dtype, route):
 
 
 def test_moment_sums_with_pruning_and_many_bandwidths(monkeypatch):
-    monkeypatch.setattr(_sums, "_MIN_PRUNE_POINTS", 64)
+    monkeypatch.setattr(_sums_data, "_MIN_PRUNE_POINTS", 64)
     X, y, Q = _clustered(2000, 2, 80, seed=6)
     train = TrainingSet.build(X, y, 3, None)
     grid = np.geomspace(0.02, 3.0, 40)  # finer than the table's first guess: slots stepped past

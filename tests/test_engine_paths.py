@@ -10,7 +10,7 @@ import pickle
 import numpy as np
 import pytest
 
-from nwbound.estimators import _sums
+from nwbound.estimators import _sums, _sums_data
 from nwbound.estimators._sums import TrainingSet, dense_kernel_sums
 from nwbound.kernels import get_kernel
 
@@ -76,7 +76,7 @@ def _clustered(n, d, n_query, seed=0):
 @pytest.mark.parametrize("prune", [False, True])
 def test_sparse_and_pruned_routes_match_direct_sums(kernel, weighted, prune, route, monkeypatch):
     # Small pruning threshold so the ball partition is exercised on small data.
-    monkeypatch.setattr(_sums, "_MIN_PRUNE_POINTS", 64)
+    monkeypatch.setattr(_sums_data, "_MIN_PRUNE_POINTS", 64)
     X, y, Q = _clustered(900, 3, 60)
     w = np.random.default_rng(1).uniform(0.2, 2.0, len(y)) if weighted else None
     train = TrainingSet.build(X, y, 3, w)
@@ -90,7 +90,7 @@ def test_sparse_and_pruned_routes_match_direct_sums(kernel, weighted, prune, rou
 
 
 def test_pruning_really_skips_balls_and_changes_nothing(monkeypatch):
-    monkeypatch.setattr(_sums, "_MIN_PRUNE_POINTS", 64)
+    monkeypatch.setattr(_sums_data, "_MIN_PRUNE_POINTS", 64)
     X, y, Q = _clustered(3000, 2, 400, seed=2)
     train = TrainingSet.build(X, y, 3, None)
     kern = get_kernel("epanechnikov")

@@ -21,7 +21,7 @@ if _reason := numba_unavailable_reason():  # the numpy route alone is covered by
     pytest.skip(_reason, allow_module_level=True)
 
 from nwbound import NadarayaWatsonClassifier  # noqa: E402
-from nwbound.estimators import _sums  # noqa: E402
+from nwbound.estimators import _sums, _sums_data  # noqa: E402
 from nwbound.estimators._sums import TrainingSet, dense_kernel_sums  # noqa: E402
 from nwbound.kernels import Kernel, gaussian_kernel, get_kernel  # noqa: E402
 
@@ -130,7 +130,7 @@ def test_compiled_route_tail_mass_and_all_entries(kernel, monkeypatch):
 
 def test_compiled_route_on_pruned_blocks(monkeypatch):
     # Pruned blocks hand the reduction gathered column subsets instead of ranges.
-    monkeypatch.setattr(_sums, "_MIN_PRUNE_POINTS", 64)
+    monkeypatch.setattr(_sums_data, "_MIN_PRUNE_POINTS", 64)
     X, y, Q = _clustered(2500, 2, 300, seed=14)
     w = np.random.default_rng(5).uniform(0.2, 2.0, len(y))
     train = TrainingSet.build(X, y, 3, w)

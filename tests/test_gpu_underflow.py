@@ -85,8 +85,8 @@ def test_array_api_sq_sum_is_an_upper_bound(dtype, mixed, namespace):
         args = [xps.asarray(a) for a in args]
     st = kernel_statistics(*args, kernel="boxcar", bandwidth=1.0, dtype=dtype, engine="array_api").to_numpy()
     kappa, sq = _exact(w)
-    assert abs(Fraction(float(st.kappa[0])) - kappa) <= kappa / 2**20  # K ∈ {0, 1}: κ to rounding
-    got = Fraction(float(st.sq_sum[0]))
+    assert abs(Fraction(float(st.kappa[0, 0])) - kappa) <= kappa / 2**20  # K ∈ {0, 1}: κ to rounding
+    got = Fraction(float(st.sq_sum[0, 0]))
     assert got >= sq > 0  # never below the exact value, never 0
     tiny = np.finfo(dtype).smallest_subnormal
     assert got <= sq * (1 + Fraction(1, 2**20)) + 7 * Fraction(float(tiny))  # and only by the documented slack
@@ -98,10 +98,10 @@ def test_neighbor_sq_sum_is_an_upper_bound(mixed):
     idx = np.arange(len(w))[None, :]
     st = neighbor_kernel_statistics(np.zeros((1, 1)), _X, _onehot(w), idx, kernel="boxcar", bandwidth=1.0)
     kappa, sq = _exact(w)
-    assert abs(Fraction(float(st.kappa[0])) - kappa) <= kappa / 2**50
+    assert abs(Fraction(float(st.kappa[0, 0])) - kappa) <= kappa / 2**50
     # float64 squares, as the CPU engine: underflow and the float64 sum's rounding covered.
-    assert Fraction(float(st.sq_sum[0])) >= sq > 0
-    assert st.sq_sum[0] > 0
+    assert Fraction(float(st.sq_sum[0, 0])) >= sq > 0
+    assert st.sq_sum[0, 0] > 0
 
 
 def _estimator_sampling(device, dtype: str, mixed: bool, **params) -> tuple[np.ndarray, float]:
@@ -142,7 +142,7 @@ onehot = np.zeros((len(w), 2), dtype=np.float32)
 onehot[np.arange(len(w)), labels] = w
 st = kernel_statistics(torch.zeros((1, 1)), torch.from_numpy(X.astype(np.float32)), torch.from_numpy(onehot),
                        kernel="boxcar", bandwidth=1.0, engine="triton")
-print(json.dumps([float(st.kappa[0]), float(st.sq_sum[0])]))
+print(json.dumps([float(st.kappa[0, 0]), float(st.sq_sum[0, 0])]))
 """
 
 
@@ -204,5 +204,5 @@ def test_cuda_sq_sum_is_an_upper_bound(engine, mixed):
     args = [torch.from_numpy(a).to("cuda") for a in (np.zeros((1, 1), np.float32), _X.astype(np.float32), _onehot(w))]
     st = kernel_statistics(*args, kernel="boxcar", bandwidth=1.0, engine=engine).to_numpy()
     kappa, sq = _exact(w)
-    assert abs(Fraction(float(st.kappa[0])) - kappa) <= kappa / 2**20
-    assert Fraction(float(st.sq_sum[0])) >= sq > 0
+    assert abs(Fraction(float(st.kappa[0, 0])) - kappa) <= kappa / 2**20
+    assert Fraction(float(st.sq_sum[0, 0])) >= sq > 0

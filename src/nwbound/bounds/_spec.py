@@ -164,6 +164,7 @@ class BoundSpec:
 
     def statistics_parts(self, stats: Any) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`parts` from kernel statistics: ``(bias, sampling)`` of shape (n, G)."""
+        _check_bound_form(stats)
         spec = self
         if self.needs_tail_mass:
             if stats.diameter is None:
@@ -191,6 +192,7 @@ class BoundSpec:
         ``sampling`` are then the Hoeffding account of the same points — an account of where
         the width comes from, not parts of the Chernoff ε.
         """
+        _check_bound_form(stats)
         n_classes = stats.class_sums.shape[2]
         kappa = stats.kappa[:, 0]
         vacuous = ~(kappa > 0)
@@ -304,6 +306,14 @@ class BoundSpec:
         return chernoff_interval(
             class_sums, count, mass_upper, mass_lower, self.beta * radius, self.delta_prime, sum_error=rho
         )
+
+
+def _check_bound_form(stats: Any) -> None:
+    """Refuse device-form :class:`~nwbound.engine.KernelStatistics` (histogram in other units,
+    ``d2_error`` instead of ``u2_error``): the bounds here read the bound form only."""
+    check = getattr(stats, "check_bound_form", None)
+    if check is not None:
+        check()
 
 
 def _sum_error(stats: Any) -> float:

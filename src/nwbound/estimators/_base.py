@@ -651,6 +651,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         array([[1., 0.]])
         """
         self._no_cross_fit("interval_from_statistics")
+        stats.check_bound_form()  # device-form statistics (nwbound.gpu) raise, naming the fix
         specs = self._resolve_bounds(bounds)
         return self._report({name: self._interval(stats, spec) for name, spec in specs.items()}, specs, bounds)
 

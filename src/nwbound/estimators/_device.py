@@ -370,7 +370,7 @@ def neighbor_kernel_sums_array_api(
         with np.errstate(over="ignore", under="ignore"):  # back to the input's units: inf/0 where not representable
             _store_sums(out, g, st, unit)
             if keep_points:
-                out.point_mass[:, g] = st.point_mass * unit
+                out.point_mass[:, g] = st.point_mass[:, 0] * unit
                 out.point_dist = st.point_dist
         far = np.max(st.point_dist, axis=1, initial=0.0)
     with np.errstate(over="ignore", invalid="ignore"):  # as the CPU engine: in units of S²
@@ -379,17 +379,18 @@ def neighbor_kernel_sums_array_api(
 
 
 def _store_sums(out: KernelSums, g: int, st: Any, unit: float) -> None:
-    """Bandwidth ``g``'s sums of ``st`` (NumPy, weights in units of ``unit``) into ``out``, in the input's units."""
-    out.class_sums[:, g] = st.class_sums * unit
-    out.sq_sum[:, g] = st.sq_sum * unit
+    """Bandwidth ``g``'s sums of ``st`` (NumPy device-form statistics, ``G = 1``, weights in units of
+    ``unit``) into ``out``, in the input's units."""
+    out.class_sums[:, g] = st.class_sums[:, 0] * unit
+    out.sq_sum[:, g] = st.sq_sum[:, 0] * unit
     out.sq_sum[:, g] *= unit  # in two steps: unit² alone may overflow
     for name in ("dist_sum", "hist_mass", "hist_dist"):
         if getattr(out, name) is not None:
-            getattr(out, name)[:, g] = getattr(st, name) * unit
+            getattr(out, name)[:, g] = getattr(st, name)[:, 0] * unit
     if out.histogram is not None:  # Σ w_i/weight_max per bin, as the CPU engine
-        out.histogram[:, g] = st.histogram * (unit / out.weight_max) if out.weight_max > 0 else 0.0
+        out.histogram[:, g] = st.histogram[:, 0] * (unit / out.weight_max) if out.weight_max > 0 else 0.0
     if out.hist_count is not None:  # points, not weights: no unit
-        out.hist_count[:, g] = st.hist_count
+        out.hist_count[:, g] = st.hist_count[:, 0]
 
 
 def dense_kernel_sums_array_api(
@@ -652,11 +653,11 @@ def intervals_on_device(
         u2_err = (st.d2_error * (1.0 + 4.0 / (m + 3)) / lam) / lam  # as KernelSums.u2_error
         if bins:
             w_max = train.weight_max / unit
-            extra = dict(histogram=st.histogram / w_max if w_max > 0 else st.histogram * 0.0,
-                         hist_mass=st.hist_mass, hist_dist=st.hist_dist, weight_max=w_max,
+            extra = dict(histogram=st.histogram[:, 0] / w_max if w_max > 0 else st.histogram[:, 0] * 0.0,
+                         hist_mass=st.hist_mass[:, 0], hist_dist=st.hist_dist[:, 0], weight_max=w_max,
                          uniform_weights=train.weights is None, kernel=kernel)
             if train.weights is not None:
-                extra.update(hist_count=st.hist_count, weight_min=_smallest_positive(train.weights, unit, dtype) / unit)
+                extra.update(hist_count=st.hist_count[:, 0], weight_min=_smallest_positive(train.weights, unit, dtype) / unit)
     else:
         X_dev, onehot_dev = _neighbor_training_set(train, xp, dev)
         _, idx = device_kneighbors(Q, train, int(n_neighbors), working_memory=working_memory)
@@ -665,9 +666,9 @@ def intervals_on_device(
         # Float64 sums of k terms: within 1 ± γ_k, as the host's localized sums.
         rho, u2_err = compose_errors(st.sum_error, summation_error(int(n_neighbors), "float64")), 0.0
         if chernoff:  # directly computed distances, rounded up by their error bound (as the host)
-            extra = dict(point_mass=st.point_mass, point_dist=st.point_dist * (1.0 + (m + 8) * 2.0**-53))
-    limits = {name: device_limits(spec, class_sums=st.class_sums, sq_sum=st.sq_sum, dist_sum=st.dist_sum,
-                                  bandwidth=lam, sum_error=rho, u2_error=u2_err, **extra)
+            extra = dict(point_mass=st.point_mass[:, 0], point_dist=st.point_dist * (1.0 + (m + 8) * 2.0**-53))
+    limits = {name: device_limits(spec, class_sums=st.class_sums[:, 0], sq_sum=st.sq_sum[:, 0],
+                                  dist_sum=st.dist_sum[:, 0], bandwidth=lam, sum_error=rho, u2_error=u2_err, **extra)
               for name, spec in specs.items()}
     first = next(iter(limits.values()))
     vacuous = first["vacuous"]

@@ -498,7 +498,7 @@ def tile_moments(
         ``M = (2m + 1) + (m + 1)`` moments per slot, ``+ (m + 1)`` with weights, in that order.
     resolve : float
         Entries that may lie inside a bandwidth of threshold ``θ < resolve·row_err`` (the product
-        cannot place them) get ``δ`` from the coordinates (``_sums._MOMENT_RESOLVE``).
+        cannot place them) get ``δ`` from the coordinates (``_tiles._MOMENT_RESOLVE``).
     """
     n_rows, width = t.shape
     n_bw = thresholds.shape[0] - 1

@@ -8,7 +8,7 @@ The estimators reach it through ``NadarayaWatsonClassifier(device=...)``
 (:mod:`nwbound.estimators._device`); :func:`compat` returns the ``array_api_compat`` module in use.
 """
 
-from ._array_api import (
+from ._array_api import (  # KernelStatistics is nwbound.engine's, the one type of every engine
     HISTOGRAM_KERNELS,
     SUPPORTED_KERNELS,
     DeviceTrainingSet,

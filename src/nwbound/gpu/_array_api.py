@@ -56,8 +56,8 @@ from ._common import (  # noqa: F401 - re-exported: the public names of nwbound.
     KernelStatistics,
     _check_matrix,
     _device,
-    _to_numpy,
     array_namespace_of,
+    device_statistics,
     compat,
     distance_error_bounds,
     full_precision_matmul,
@@ -199,6 +199,10 @@ def kernel_statistics(
     Returns
     -------
     KernelStatistics
+        The device form (one bandwidth, ``G = 1``): ``class_sums`` (n, 1, C), ``sq_sum`` and
+        ``dist_sum`` (n, 1), the histogram's arrays (n, 1, B), ``d2_error`` (n,) and ``sum_error``,
+        in ``Xq``'s namespace and on its device; ``weight_max`` is None (the histogram counts
+        ``Σ w_i`` in the one-hot's units).
 
     Examples
     --------
@@ -208,8 +212,8 @@ def kernel_statistics(
     >>> onehot = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
     >>> st = kernel_statistics(np.array([[0.0]]), X, onehot, bandwidth=1.0, histogram_bins=2)
     >>> np.round(st.class_sums, 6).tolist(), np.round(st.histogram, 6).tolist()
-    ([[1.0, 0.75]], [[2.0, 0.0]])
-    >>> float(st.dist_sum[0]) >= 0.75 * 0.5  # an upper bound of Σ K·d (exact: 0.375)
+    ([[[1.0, 0.75]]], [[[2.0, 0.0]]])
+    >>> float(st.dist_sum[0, 0]) >= 0.75 * 0.5  # an upper bound of Σ K·d (exact: 0.375)
     True
     """
     check_choice(engine, "engine", ("auto", "array_api", "triton"))
@@ -330,7 +334,8 @@ def _array_api_statistics(
     if n_q == 0:
         n_cls = int(train.onehot.shape[1])
         empty = xp.zeros((0,), dtype=xp.float64, device=_device(Xq))
-        return KernelStatistics(
+        return device_statistics(
+            name, lam,
             class_sums=xp.zeros((0, n_cls), dtype=xp.float64, device=_device(Xq)),
             sq_sum=empty, dist_sum=empty if need_dist else None,
             histogram=xp.zeros((0, bins), dtype=xp.float64, device=_device(Xq)) if bins else None,
@@ -339,7 +344,8 @@ def _array_api_statistics(
             hist_dist=xp.zeros((0, bins), dtype=xp.float64, device=_device(Xq)) if bins else None,
             hist_count=xp.zeros((0, bins), dtype=xp.float64, device=_device(Xq)) if bins else None,
         )
-    return KernelStatistics(
+    return device_statistics(
+        name, lam,
         class_sums=xp.concat(parts["cs"], axis=0),
         sq_sum=square_sum_bound(xp.concat(parts["sq"], axis=0), n_train, train.dtype_name, 2),
         dist_sum=xp.concat(parts["ds"], axis=0) if need_dist else None,
@@ -396,6 +402,7 @@ def neighbor_kernel_statistics(
     Returns
     -------
     KernelStatistics
+        The device form (``G = 1``, as :func:`kernel_statistics`):
         ``class_sums``, ``sq_sum``, ``dist_sum``, ``d2_error`` (``|d̃² − d²|`` bound at the row's
         farthest neighbour: ``direct_d2_error_factor`` times its square, which underflows to
         0 below ~1e-154; divide the distances first for a relative bound) and, with
@@ -409,7 +416,7 @@ def neighbor_kernel_statistics(
     >>> st = neighbor_kernel_statistics(np.array([[0.0]]), X, onehot, np.array([[0, 1]]), bandwidth=1.0,
     ...                                 keep_points=True)
     >>> st.class_sums.tolist(), st.point_dist.tolist()
-    ([[1.0, 0.75]], [[0.0, 0.5]])
+    ([[[1.0, 0.75]]], [[0.0, 0.5]])
     """
     from .._memory import block_rows as rows_for_memory
 
@@ -471,7 +478,8 @@ def neighbor_kernel_statistics(
 
     far = cat("far", (0,))
     summation = 1.0 + (k + 4) * 2.0**-53  # the sums' rounding: dist_sum stays an upper bound
-    return KernelStatistics(
+    return device_statistics(
+        name, lam,
         class_sums=cat("cs", (0, n_cls)),
         sq_sum=square_sum_upper(cat("sq", (0,)), k),  # float64 squares, as the CPU engine's
         dist_sum=cat("ds", (0,)) * summation if need_dist else None,

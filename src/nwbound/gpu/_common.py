@@ -1,4 +1,8 @@
-"""What every device engine shares: the statistics type, the prepared training set, the error bounds.
+"""What every device engine shares: the prepared training set and the error bounds.
+
+The statistics type (:class:`~nwbound.engine.KernelStatistics`, the one every engine returns) and
+the array-namespace helpers (``compat``, ``array_namespace_of``, ``to_host``) live in
+:mod:`nwbound.engine` and are re-exported here.
 
 :mod:`nwbound.gpu._array_api` (the array-API engine) and :mod:`nwbound.gpu._triton` (the fused
 kernel) both build on this module and never on each other's internals, so neither imports the
@@ -10,13 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 import numpy as np
 
 from .._numerics import square_underflow, summation_error
 from .._validation import check_choice
+from ..engine import KernelStatistics, array_namespace_of, compat, to_host
+from ..kernels import get_kernel
 
 __all__ = [
     "HISTOGRAM_KERNELS",
@@ -25,6 +31,7 @@ __all__ = [
     "KernelStatistics",
     "array_namespace_of",
     "compat",
+    "device_statistics",
     "distance_error_bounds",
     "full_precision_matmul",
     "square_sum_bound",
@@ -43,158 +50,44 @@ SUPPORTED_KERNELS: dict[str, float] = {
 }
 # Kernels whose support is the unit ball: the histogram's bins cover it exactly.
 HISTOGRAM_KERNELS: tuple[str, ...] = ("epanechnikov", "quartic", "triweight", "boxcar")
-def compat() -> Any:
-    """The ``array_api_compat`` module: the installed one, else scikit-learn's vendored copy.
-
-    Raises
-    ------
-    ImportError
-        When neither is available.
-
-    Examples
-    --------
-    >>> from nwbound.gpu._array_api import compat
-    >>> callable(compat().array_namespace)
-    True
-    """
-    try:
-        import array_api_compat
-    except ImportError:
-        try:  # scikit-learn ≥ 1.4 ships a copy: no extra install on a machine that has it
-            from sklearn.externals import array_api_compat
-        except ImportError as exc:
-            raise ImportError(
-                "nwbound.gpu needs array_api_compat: pip install 'nwbound[arrayapi]' (or array-api-compat)."
-            ) from exc
-    return array_api_compat
 
 
-def array_namespace_of(*arrays: Any) -> Any:
-    """The array-API namespace shared by ``arrays`` (via :mod:`array_api_compat`).
+def device_statistics(kernel: str, bandwidth: float, *, class_sums: Any, sq_sum: Any, dist_sum: Any | None,
+                      d2_error: Any, sum_error: float = 0.0, **per_bin: Any) -> KernelStatistics:
+    """The device form of :class:`~nwbound.engine.KernelStatistics` from one bandwidth's arrays.
 
-    Raises
-    ------
-    ImportError
-        When ``array_api_compat`` is not installed (the ``arrayapi`` extra).
-    TypeError
-        When the arrays come from different libraries.
+    Every engine here computes one bandwidth: ``class_sums`` (n, C), ``sq_sum`` and ``dist_sum``
+    (n,), and in ``per_bin`` the (n, B) histogram arrays or the (n, k) ``point_mass``; they get the
+    bandwidth axis of length 1 (``expand_dims``: views, nothing copied). ``point_dist`` (n, k) and
+    ``d2_error`` (n,) keep their shapes. ``weight_max`` is None: the histogram is in the one-hot's
+    weight units.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from nwbound.gpu import array_namespace_of
-    >>> array_namespace_of(np.zeros(2)).__name__.endswith("array_api_compat.numpy")
-    True
+    >>> from nwbound.gpu._common import device_statistics
+    >>> st = device_statistics("epanechnikov", 0.5, class_sums=np.ones((3, 2)), sq_sum=np.ones(3), dist_sum=None,
+    ...                        d2_error=np.zeros(3))
+    >>> st.class_sums.shape, st.sq_sum.shape, st.bandwidth.tolist(), st.weight_max is None
+    ((3, 1, 2), (3, 1), [[0.5]], True)
     """
-    array_api_compat = compat()
-    try:
-        return array_api_compat.array_namespace(*arrays)
-    except TypeError as exc:
-        raise TypeError(
-            "Xq, X_train and onehot must be arrays of one library (all NumPy, all PyTorch, all CuPy, ...): "
-            f"{exc}"
-        ) from exc
+    xp = array_namespace_of(class_sums)
 
+    def column(a: Any) -> Any:
+        return None if a is None else xp.expand_dims(a, axis=1)
 
-@dataclass(frozen=True)
-class KernelStatistics:
-    """Per-query kernel statistics of the regular classifier, in the inputs' namespace and device.
-
-    Every sum is float64 (the products and kernel values are in the compute dtype).
-
-    Attributes
-    ----------
-    class_sums : array of shape (n_queries, n_classes)
-        ``Σ_i K_i·onehot[i, c]`` (with a weighted one-hot, ``Σ w_i K_i 1{c_i = c}``).
-    sq_sum : array of shape (n_queries,)
-        ``Σ_i (w_i K_i)²`` with ``w_i`` the row sums of ``onehot``, rounded up: squares that
-        underflow (weights far below the largest) and the compute dtype's roundings are covered
-        (:func:`square_sum_bound`), so the sampling term is never 0 or too small where ``κ > 0``.
-    dist_sum : array of shape (n_queries,) or None
-        ``Σ_i w_i K_i d⁺_i``, ``d⁺_i ≥ ‖y − y_i‖`` (see the module's distance bound); float64.
-    histogram : array of shape (n_queries, n_bins) or None
-        ``Σ_i w_i`` over the training points with ``u² = d̃²/λ²`` in bin ``b`` of ``n_bins`` equal bins
-        of [0, 1] (``u² = 1`` in the last); points outside the support are not counted.
-    d2_error : array of shape (n_queries,)
-        The bound ``E`` on the rounding error of every computed squared distance of the query.
-    hist_mass : array of shape (n_queries, n_bins) or None
-        ``Σ_i w_i K_i`` per bin of ``histogram`` (every engine, whenever ``histogram`` is given).
-    hist_dist : array of shape (n_queries, n_bins) or None
-        ``Σ_i w_i K_i d⁺_i`` per bin (same bound ``d⁺`` as ``dist_sum``).
-    hist_count : array of shape (n_queries, n_bins) or None
-        The training points of positive weight in each bin of ``histogram`` (every engine,
-        whenever ``histogram`` is given): with sample weights, each such point's mass is at least
-        the smallest positive weight times ``K`` at the bin's outer edge (the split Chernoff form).
-    point_mass : array of shape (n_queries, k) or None
-        :func:`neighbor_kernel_statistics` with ``keep_points``: ``w_i K_i`` of each neighbour.
-    point_dist : array of shape (n_queries, k) or None
-        Its directly computed float64 distances (relative error ≤ ``(m + 6)·2⁻⁵³``, not rounded up).
-    sum_error : float
-        ``ρ``: ``class_sums`` and ``hist_mass`` lie within a factor ``1 ± ρ`` of the exact sums of
-        the weights ``a_i = w_i K_i`` (``nwbound._numerics.summation_error`` of the engine's
-        accumulation); ``sq_sum``, ``dist_sum`` and ``hist_dist`` are upper bounds already.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.gpu import kernel_statistics
-    >>> st = kernel_statistics(np.zeros((1, 1)), np.array([[0.0], [0.5]]), np.eye(2), bandwidth=1.0)
-    >>> st.kappa.tolist(), st.to_numpy().class_sums.dtype
-    ([1.75], dtype('float64'))
-    """
-
-    class_sums: Any
-    sq_sum: Any
-    dist_sum: Any | None
-    histogram: Any | None
-    d2_error: Any
-    hist_mass: Any | None = None
-    hist_dist: Any | None = None
-    point_mass: Any | None = None
-    point_dist: Any | None = None
-    hist_count: Any | None = None
-    sum_error: float = 0.0
-
-    @property
-    def kappa(self) -> Any:
-        """``κ = Σ_c class_sums[:, c]``."""
-        xp = array_namespace_of(self.class_sums)
-        return xp.sum(self.class_sums, axis=1)
-
-    def to_numpy(self) -> "KernelStatistics":
-        """The same statistics as NumPy float64 arrays (one host copy each)."""
-        return KernelStatistics(**{f.name: getattr(self, f.name) if f.name == "sum_error" or getattr(self, f.name) is None
-                                   else _to_numpy(getattr(self, f.name)) for f in fields(self)})
-
-
-def to_host(a: Any) -> np.ndarray:
-    """A NumPy copy of an array of any namespace and device, in its own dtype (one host copy).
-
-    As scikit-learn's ``_convert_to_numpy``: the library's own call where DLPack cannot cross
-    devices (CuPy ``.get()``, PyTorch ``.cpu()``, ``array_api_strict``'s CPU device).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.gpu._array_api import to_host
-    >>> to_host(np.arange(3, dtype=np.float32)).dtype
-    dtype('float32')
-    """
-    if isinstance(a, np.ndarray):
-        return a
-    module = type(a).__module__
-    if module.startswith("cupy"):
-        return a.get()
-    if hasattr(a, "detach"):  # torch
-        return a.detach().cpu().numpy()
-    if module.startswith("array_api_strict"):
-        xp = a.__array_namespace__()
-        return np.asarray(xp.asarray(a, device=xp.Device("CPU_DEVICE")))
-    return np.from_dlpack(a) if hasattr(a, "__dlpack__") else np.asarray(a)
-
-
-def _to_numpy(a: Any) -> np.ndarray:
-    return np.asarray(to_host(a), dtype=np.float64)
+    keep = {"point_dist"}
+    return KernelStatistics(
+        class_sums=column(class_sums),
+        sq_sum=column(sq_sum),
+        dist_sum=column(dist_sum),
+        bandwidth=np.full((1, 1), float(bandwidth)),
+        kernel=get_kernel(kernel),
+        weight_max=None,
+        d2_error=d2_error,
+        sum_error=sum_error,
+        **{name: a if name in keep else column(a) for name, a in per_bin.items()},
+    )
 
 
 @dataclass(frozen=True)

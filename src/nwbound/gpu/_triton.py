@@ -61,7 +61,6 @@ number of tiles); ``sum_error = (1 + γ_BN)(1 + γ_T) − 1`` bounds ``class_sum
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib.util
 import math
@@ -75,6 +74,7 @@ from ._common import (
     DeviceTrainingSet,
     KernelStatistics,
     compat,
+    device_statistics,
     distance_error_bounds,
     full_precision_matmul,
     square_sum_bound,
@@ -413,7 +413,7 @@ def triton_kernel_statistics(
     >>> train = DeviceTrainingSet.build(X, onehot)                        # doctest: +SKIP
     >>> q = torch.zeros((1, 1), device="cuda")                            # doctest: +SKIP
     >>> triton_kernel_statistics(q, train, "epanechnikov", 1.0).class_sums.tolist()  # doctest: +SKIP
-    [[1.0, 0.75]]
+    [[[1.0, 0.75]]]
     """
     import torch
 
@@ -472,7 +472,8 @@ def triton_kernel_statistics(
     # d⁺'s square root, product and float32 tile sum (≤ BN terms) are covered by the factor
     # (dist_sum and each bin's hist_dist alike).
     factor = 1.0 + (config[1] + 8) * u + 2.0**-21
-    out = KernelStatistics(
+    out = device_statistics(
+        kernel, bandwidth,
         class_sums=cs[:, : lay.n_classes],
         # float32 squares of wK (underflow below 2⁻¹⁴⁹: weights far below the largest), w·K, the
         # square and a BN-term float32 tile sum rounded: an upper bound again (padding adds 0).
@@ -490,8 +491,7 @@ def triton_kernel_statistics(
     if back_to_cupy:
         import cupy
 
-        out = KernelStatistics(**{f.name: getattr(out, f.name) if f.name == "sum_error" or getattr(out, f.name) is None
-                                  else cupy.from_dlpack(getattr(out, f.name).contiguous()) for f in dataclasses.fields(out)})
+        out = out.map_arrays(lambda a: cupy.from_dlpack(a.contiguous()))
     return out
 
 

@@ -1,0 +1,378 @@
+"""The CPU engine's data: the training set in the layout the kernel sums read, and the sums.
+
+:class:`TrainingSet` holds the fitted training points and builds, once and cached, the dense
+path's :class:`_Layout` (centred at the bounding-box midpoint, scaled by a power of two, in the
+augmented form ``[x'', 1, ‖x''‖²]``; with ``prune`` the k-means ball partition too).
+:class:`KernelSums` is what every engine pass returns (float64, per query and bandwidth).
+:func:`ranking_sample_rows` picks the rows of ``bandwidth="auto"``'s ranking sample.
+The passes that fill the sums live in :mod:`._sums` (dense), :mod:`._tiles` (one block's
+reduction) and :mod:`._neighbor_sums` (localized).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["KernelSums", "TrainingSet", "ranking_sample_rows"]
+
+# Pruning: training points per ball, and fewer points than this are never pruned.
+_BALL_SIZE = 128
+_MIN_PRUNE_POINTS = 8192
+
+
+@dataclass(frozen=True)
+class _Balls:
+    """A partition of the (reordered) training rows into balls (scaled coordinates)."""
+
+    centers: np.ndarray  # (k, d) float64, in centred and scaled coordinates
+    center_sqnorm: np.ndarray  # (k,)
+    radii: np.ndarray  # (k,) float64
+    starts: np.ndarray  # (k + 1,) row ranges in the reordered layout
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Training rows in the order and shape the dense path reads them."""
+
+    center: np.ndarray  # (d,) float64 bounding-box midpoint, subtracted from every point
+    scale: float  # s₀: a power of two ≥ every |x − c|; coordinates are divided by it (exactly)
+    augmented: np.ndarray  # (n, d + 2) [x'', 1, ‖x''‖²], estimator dtype
+    points: np.ndarray  # (n, d) the original rows in layout order, for direct distances
+    labels: np.ndarray  # (n,) in layout order
+    weights: np.ndarray | None  # (n,) float64 in layout order, in units of ``weight_unit``
+    onehot: np.ndarray  # (n, C) weighted one-hot, estimator dtype, layout order
+    max_norm: float  # max ‖x''‖, for the error bound of the product
+    balls: _Balls | None  # None: too small to prune
+    weight_unit: float = 1.0  # the training set's :attr:`TrainingSet.weight_unit`
+    # The float64 copy of ``augmented`` for blocks whose float32 product is too coarse.
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def max_sqnorm(self) -> float:
+        return self.max_norm**2
+
+    def augmented64(self) -> np.ndarray:
+        if self.augmented.dtype == np.float64:
+            return self.augmented
+        if "augmented64" not in self._cache:
+            centred = (self.points.astype(np.float64) - self.center) / self.scale
+            aug = np.empty(self.augmented.shape)
+            aug[:, :-2] = centred
+            aug[:, -2] = 1.0
+            aug[:, -1] = np.einsum("ij,ij->i", centred, centred)
+            self._cache["augmented64"] = aug
+        return self._cache["augmented64"]
+
+
+@dataclass(frozen=True)
+class TrainingSet:
+    """Training data in the layout the kernel sums need.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> train = TrainingSet.build(np.array([[0.0, 1.0], [2.0, 3.0]]), np.array([0, 1]), 2, None)
+    >>> train.n_classes, train.weight_max, train.layout(prune=False).scale
+    (2, 1.0, 1.0)
+    """
+
+    X: np.ndarray  # (n, d), the estimator's dtype
+    sqnorm: np.ndarray  # (n,), ‖x_i‖²
+    labels: np.ndarray  # (n,), class indices 0..C-1
+    weights: np.ndarray | None  # (n,) sample weights, None for all ones
+    weighted_onehot: np.ndarray  # (n, C), w_i·1{c_i = c}
+    # Engine caches (built on first use); never pickled, never compared.
+    _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @classmethod
+    def build(cls, X: np.ndarray, labels: np.ndarray, n_classes: int, weights: np.ndarray | None) -> "TrainingSet":
+        onehot = np.zeros((X.shape[0], n_classes), dtype=X.dtype)
+        onehot[np.arange(X.shape[0]), labels] = 1.0 if weights is None else weights
+        with np.errstate(over="ignore"):  # informational only; the engine never reads it
+            sqnorm = np.einsum("ij,ij->i", X, X)
+        return cls(X=X, sqnorm=sqnorm, labels=labels, weights=weights, weighted_onehot=onehot)
+
+    @property
+    def n_classes(self) -> int:
+        return self.weighted_onehot.shape[1]
+
+    @property
+    def weight_max(self) -> float:
+        """Largest sample weight (1 without weights)."""
+        return 1.0 if self.weights is None or self.weights.size == 0 else float(np.max(self.weights))
+
+    @property
+    def weight_unit(self) -> float:
+        """The power of two ``≥ weight_max`` in which both routes accumulate (1 without weights).
+
+        Every ``w_i/unit ∈ [0, 1]``, so no ``(w_i K_i)²`` overflows or loses its scale, whatever
+        the weights' units; dividing and multiplying back by a power of two is exact.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> TrainingSet.build(np.zeros((2, 1)), np.array([0, 1]), 2, np.array([3.0, 1e300])).weight_unit == 2.0**997
+        True
+        """
+        return 1.0 if self.weights is None else _power_of_two_above(self.weight_max)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_cache"] = {}  # rebuilt on demand: keeps pickles small
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state.setdefault("_cache", {})
+        object.__setattr__(self, "__dict__", state)
+
+    def sample(self, fraction: float, row_offset: int = 0) -> "TrainingSet":
+        """The rows :func:`ranking_sample_rows` keeps (cached; ``self`` when ``fraction`` is 1).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> train = TrainingSet.build(np.arange(8.0)[:, None], np.arange(8) % 2, 2, None)
+        >>> train.sample(1.0) is train, train.sample(0.5).X.shape[1]
+        (True, 1)
+        """
+        if fraction >= 1.0:
+            return self
+        key = ("sample", float(fraction), int(row_offset))
+        if key not in self._cache:
+            rows = np.flatnonzero(ranking_sample_rows(self.X.shape[0], fraction, row_offset))
+            self._cache[key] = TrainingSet(
+                X=np.ascontiguousarray(self.X[rows]), sqnorm=self.sqnorm[rows], labels=self.labels[rows],
+                weights=None if self.weights is None else self.weights[rows],
+                weighted_onehot=self.weighted_onehot[rows],
+            )
+        return self._cache[key]
+
+    def layout(self, prune: bool) -> _Layout:
+        """The dense path's layout (with the ball partition when ``prune``), cached."""
+        key = "pruned" if prune and self.X.shape[0] >= _MIN_PRUNE_POINTS else "plain"
+        if key not in self._cache:
+            self._cache[key] = _build_layout(self, with_balls=(key == "pruned"))
+        return self._cache[key]
+
+
+def ranking_sample_rows(n_rows: int, fraction: float, row_offset: int = 0) -> np.ndarray:
+    """Which of rows ``row_offset … row_offset + n_rows − 1`` a ranking sample of ``fraction`` keeps.
+
+    Row ``i`` is kept when a 64-bit hash of ``i`` (SplitMix64's finaliser), read as a number in
+    [0, 1), is below ``fraction``: each row independently with probability ``fraction``, decided
+    by its row number alone, so that shards of a training set (rows numbered from their offset)
+    keep exactly the rows the whole set keeps, and a model keeps the same rows at every call.
+
+    Parameters
+    ----------
+    n_rows : int
+    fraction : float in (0, 1]
+        1 keeps every row.
+    row_offset : int, default=0
+        Number of the first row (a shard's place in the whole training set).
+
+    Returns
+    -------
+    ndarray of bool, shape (n_rows,)
+
+    Examples
+    --------
+    >>> whole = ranking_sample_rows(10, 0.5)
+    >>> whole.astype(int).tolist()
+    [0, 1, 1, 0, 1, 1, 1, 0, 1, 0]
+    >>> bool((ranking_sample_rows(4, 0.5, row_offset=6) == whole[6:]).all())
+    True
+    """
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction!r}.")
+    z = np.arange(row_offset, row_offset + n_rows, dtype=np.uint64)  # uint64 products wrap (mod 2⁶⁴)
+    z = (z + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return (z >> np.uint64(11)).astype(np.float64) * 2.0**-53 < fraction
+
+
+@dataclass
+class KernelSums:
+    """Per-query, per-bandwidth kernel sums (float64).
+
+    ``d2_error_rel`` bounds ``|d̃² − d²|/S²`` for every pair the sums used (per query, or one
+    float), ``support`` is ``S``; ``d2_error`` gives the bound in the input's units and
+    :meth:`u2_error` per bandwidth on ``u² = d²/λ²``. ``histogram`` (n, G, B) holds
+    ``Σ w_i/weight_max`` per bin of ``u²`` with edges ``hist_edges`` (B + 1,). The localized
+    split form of the Chernoff bound also reads, per bin, ``hist_mass = Σ w_i K_i`` and
+    ``hist_dist ≥ Σ w_i K_i ‖y − y_i‖`` (the distance bound of ``dist_sum``), and
+    ``uniform_weights`` (no sample weights: every point's mass is ``w_max·K_i``); with sample
+    weights, ``hist_count`` (n, G, B) counts the points per bin and ``weight_min`` is the smallest
+    weight, so each point's mass is at least ``weight_min·K`` at the bin's outer edge. The localized
+    path with ``keep_points`` adds ``point_mass`` (n, G, k) ``= w_i K_i`` and ``point_dist``
+    (n, k), the directly computed neighbour distances.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.kernels import get_kernel
+    >>> from nwbound.estimators._sums import dense_kernel_sums
+    >>> train = TrainingSet.build(np.array([[0.0], [0.5]]), np.array([0, 1]), 2, np.array([1.0, 2.0]))
+    >>> s = dense_kernel_sums(np.array([[0.0]]), train, get_kernel("epanechnikov"), np.array([1.0, 2.0]),
+    ...                       need_dist=True)
+    >>> s.kappa.round(4).tolist(), s.weight_max, bool(s.u2_error([1.0, 2.0]).max() < 1e-12)
+    ([[2.5, 2.875]], 2.0, True)
+    """
+
+    class_sums: np.ndarray  # (n, G, C)
+    sq_sum: np.ndarray  # (n, G)
+    dist_sum: np.ndarray | None  # (n, G)
+    tail_mass: np.ndarray | None  # (n, G)
+    d2_error_rel: np.ndarray | float = 0.0  # (n,) or scalar, units of S²
+    support: float = 1.0  # S
+    histogram: np.ndarray | None = None  # (n, G, B)
+    hist_edges: np.ndarray | None = None  # (B + 1,) in u²
+    weight_max: float = 1.0
+    hist_mass: np.ndarray | None = None  # (n, G, B) Σ w_i K_i per bin
+    hist_dist: np.ndarray | None = None  # (n, G, B) ≥ Σ w_i K_i ‖y − y_i‖ per bin
+    uniform_weights: bool = False  # set by dense_kernel_sums (no sample weights)
+    point_mass: np.ndarray | None = None  # (n, G, k)
+    point_dist: np.ndarray | None = None  # (n, k)
+    moments: np.ndarray | None = None  # (n, G, M) per slot, the ranking pass of dense_moment_sums
+    hist_count: np.ndarray | None = None  # (n, G, B) points per bin (weighted data)
+    weight_min: float = 0.0  # the smallest sample weight (weighted data)
+    sum_error: float = 0.0  # ρ: class_sums, hist_mass, tail_mass within 1 ± ρ of the exact sums of the w_i K_i
+
+    @property
+    def kappa(self) -> np.ndarray:
+        return self.class_sums.sum(axis=2)
+
+    @property
+    def d2_error(self) -> np.ndarray | float:
+        """Bound on ``|d̃² − d²|`` in the input's squared units (``inf`` only where ``S²``
+        itself overflows; :meth:`u2_error` never does)."""
+        with np.errstate(over="ignore"):
+            return self.d2_error_rel * (self.support * self.support)
+
+    def u2_error(self, bandwidths: np.ndarray) -> np.ndarray:
+        """Bound on ``|ũ² − u²|`` (``u = d/λ``), shape (n, G) for the (G,) ``bandwidths``."""
+        ratio = (self.support / np.asarray(bandwidths, dtype=np.float64)) ** 2
+        n = self.class_sums.shape[0]
+        return np.broadcast_to(np.asarray(self.d2_error_rel, dtype=np.float64), (n,))[:, None] * ratio[None, :]
+
+    @classmethod
+    def empty(cls, n: int, n_bandwidths: int, n_classes: int, need_dist: bool, need_tail: bool,
+              histogram_bins: int = 0) -> "KernelSums":
+        return cls(
+            class_sums=np.zeros((n, n_bandwidths, n_classes)),
+            sq_sum=np.zeros((n, n_bandwidths)),
+            dist_sum=np.zeros((n, n_bandwidths)) if need_dist else None,
+            tail_mass=np.zeros((n, n_bandwidths)) if need_tail else None,
+            histogram=np.zeros((n, n_bandwidths, histogram_bins)) if histogram_bins else None,
+            hist_mass=np.zeros((n, n_bandwidths, histogram_bins)) if histogram_bins else None,
+            hist_dist=np.zeros((n, n_bandwidths, histogram_bins)) if histogram_bins else None,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Layout and ball partition
+# ---------------------------------------------------------------------------------------------
+def _power_of_two_above(x: float) -> float:
+    """The smallest power of two ≥ ``x`` (1 for ``x == 0``): dividing by it is exact."""
+    if not x > 0:
+        return 1.0
+    mant, exp = math.frexp(x)
+    return math.ldexp(1.0, exp - 1) if mant == 0.5 else math.ldexp(1.0, exp)
+
+
+def _build_layout(train: TrainingSet, with_balls: bool) -> _Layout:
+    X = train.X
+    # Centre at the bounding-box midpoint: it shrinks the norms (and so the
+    # cancellation error of the expanded distance) like the mean would, but is
+    # exactly invariant to row order and duplicated rows, so those never move
+    # a point across the kernel's support boundary by rounding. Halves first: no overflow.
+    if X.shape[0] == 0:
+        center = np.zeros(X.shape[1])
+    else:
+        center = 0.5 * X.min(axis=0).astype(np.float64) + 0.5 * X.max(axis=0).astype(np.float64)
+    centred = X.astype(np.float64) - center
+    if not np.all(np.isfinite(centred)):
+        raise ValueError("X: feature values too large to take differences in float64; rescale the features.")
+    scale = _power_of_two_above(float(np.max(np.abs(centred), initial=0.0)))
+    centred /= scale  # exact: a power of two
+    balls = None
+    order = None
+    if with_balls:
+        order, balls = _ball_partition(centred)
+        centred = centred[order]
+    sq = np.einsum("ij,ij->i", centred, centred)
+    augmented = np.empty((X.shape[0], X.shape[1] + 2), dtype=X.dtype)
+    augmented[:, :-2] = centred
+    augmented[:, -2] = 1.0
+    augmented[:, -1] = sq
+    labels = train.labels if order is None else train.labels[order]
+    weights = train.weights
+    if weights is not None:  # in units of weight_unit (exact: a power of two)
+        weights = (weights if order is None else weights[order]).astype(np.float64) / train.weight_unit
+    onehot = train.weighted_onehot if order is None else train.weighted_onehot[order]
+    return _Layout(
+        center=center,
+        scale=scale,
+        augmented=augmented,
+        points=X if order is None else np.ascontiguousarray(X[order]),
+        labels=np.ascontiguousarray(labels),
+        weights=weights,
+        onehot=np.ascontiguousarray(onehot),
+        max_norm=float(np.sqrt(sq.max(initial=0.0))),
+        balls=balls,
+        weight_unit=train.weight_unit,
+    )
+
+
+def _ball_partition(centred: np.ndarray) -> tuple[np.ndarray, _Balls]:
+    """k-means balls of about ``_BALL_SIZE`` points, ordered so that nearby balls are adjacent.
+
+    Returns the row order (grouping each ball's members) and the balls. The
+    partition only decides what may be skipped; any partition keeps the
+    results exact, so a few cheap Lloyd iterations on a sample suffice.
+    """
+    from sklearn.cluster import KMeans
+
+    n = centred.shape[0]
+    k = int(min(1024, max(2, n // _BALL_SIZE)))
+    rng = np.random.default_rng(0)
+    sample = centred[rng.choice(n, size=min(n, 16 * k), replace=False)]
+    km = KMeans(n_clusters=k, init="random", n_init=1, max_iter=8, tol=1e-3, random_state=0)
+    centers = km.fit(sample).cluster_centers_
+    # Order the centres along coarse groups so consecutive balls are close:
+    # coherent query blocks then need few, adjacent balls.
+    n_groups = max(1, k // 16)
+    group = KMeans(n_clusters=n_groups, n_init=1, max_iter=20, random_state=0).fit_predict(centers)
+    centers = centers[np.lexsort((np.arange(k), group))]
+    assign = _nearest_center(centred, centers)
+    order = np.argsort(assign, kind="stable")
+    counts = np.bincount(assign, minlength=k)
+    keep = counts > 0
+    centers, counts = centers[keep], counts[keep]
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    members = centred[order]
+    ball_id = np.repeat(np.arange(centers.shape[0]), counts)
+    radii = np.zeros(centers.shape[0])
+    np.maximum.at(radii, ball_id, np.linalg.norm(members - centers[ball_id], axis=1))
+    balls = _Balls(
+        centers=centers,
+        center_sqnorm=np.einsum("ij,ij->i", centers, centers),
+        radii=radii,
+        starts=starts,
+    )
+    return order, balls
+
+
+def _nearest_center(points: np.ndarray, centers: np.ndarray, chunk: int = 8192) -> np.ndarray:
+    csq = np.einsum("ij,ij->i", centers, centers)
+    out = np.empty(points.shape[0], dtype=np.intp)
+    for s in range(0, points.shape[0], chunk):
+        p = points[s : s + chunk].astype(np.float64, copy=False)
+        out[s : s + chunk] = np.argmin(csq[None, :] - 2.0 * (p @ centers.T), axis=1)
+    return out
+

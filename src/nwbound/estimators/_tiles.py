@@ -1,0 +1,320 @@
+"""One block of the dense engine's reduction: the running sums of a block of queries.
+
+:func:`._sums.dense_kernel_sums` cuts the queries into blocks and each block's distance product
+into cache-sized tiles (see :mod:`._sums` for the arithmetic and its error bounds); for every tile
+:class:`_Accumulator` adds the kernel sums — through the compiled pass of :mod:`._fused`
+(:meth:`_Accumulator.add_fused`), the sparse extraction (:meth:`_Accumulator.add_entries`) or the
+dense route (:meth:`_Accumulator.add_dense`) — and :func:`_store` writes a finished block back into
+the call's :class:`~._sums_data.KernelSums` in the input's units. :class:`_Plan` is what every block
+of one call shares.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._numerics import square_sum_upper
+from ..kernels import Kernel
+from ._sums_data import KernelSums, _Layout
+
+__all__: list[str] = []
+
+# Entries per chunk of a direct distance recomputation (entries × features floats).
+_DIRECT_CHUNK_ELEMENTS = 1 << 20
+_U64 = 2.0**-53  # unit roundoff of float64
+# The moments pass recomputes from the coordinates the entries that may lie inside a bandwidth
+# whose δ threshold θ is below this many times the product's error bound on δ (u² off by > R²/16:
+# the product cannot place them; finer resolution would recompute most float32 entries).
+_MOMENT_RESOLVE = 2.0**4
+_NO_SUM = np.zeros((0, 0))  # stands for a sum that is not wanted
+_NO_HIST = np.zeros((0, 0, 0))
+_NO_HIST_MD = np.zeros((0, 0, 0, 0))
+
+
+@dataclass
+class _Plan:
+    """What one call of :func:`dense_kernel_sums` needs in every block."""
+
+    layout: _Layout
+    kernel: Kernel
+    bandwidths: np.ndarray
+    support: float  # S
+    rho_sq: float  # (s₀/S)²: the product's scale (may be inf: then no product at all)
+    scales: np.ndarray  # (G,) (S/λ_g)²: u² = δ·scales[g] with δ = d²/S²
+    g_order: np.ndarray  # (G,) intp, bandwidths by increasing λ (the compiled route's slots)
+    tail_cut: np.ndarray  # (G,) r_t·λ_g/S (inf without tail mass)
+    sparse: bool  # compact kernel and no tail mass: extract t ≥ −e only
+    edge: bool  # compact kernel: entries near the support's edge are recomputed
+    need_dist: bool
+    tail_radius: float | None
+    hist_bins: int
+    radius_sq: float  # R² (compact kernels), the histogram's range
+    inv_weight_max: float
+    direct_factor: float  # 1 + relative error bound of a direct distance
+    tile_elements: int
+    flush_entries: int
+    dtype: np.dtype
+    fused: _FusedSpec | None = None  # the compiled reduction, when it applies
+    # Ranking pass of bandwidth="auto" (:func:`dense_moment_sums`): the kernel's degree in u²
+    # (−1: the ordinary sums), the slot thresholds R²/scale by increasing λ (then inf) and
+    # the bucket table that starts each entry's slot search (:func:`_slot_table`).
+    moment_degree: int = -1
+    thresholds: np.ndarray | None = None
+    slot_table: np.ndarray | None = None
+    inv_bucket: float = 0.0
+
+
+@dataclass(frozen=True)
+class _FusedSpec:
+    """Arguments of :func:`._fused.tile_sums` that are the same for every tile."""
+
+    tile_sums: object  # the compiled function
+    tile_moments: object  # its per-slot moments variant
+    code: int
+    radius_sq: float
+    labels: np.ndarray  # (n,) intp, layout order
+    weights: np.ndarray  # (n,) float64 or (0,)
+
+
+def _t_error(q_norm: np.ndarray, max_norm: float, rho_sq: float, n_features: int, unit: float) -> np.ndarray:
+    """Rigorous bound on ``|t̃ − t|`` per query row for a product in a dtype of unit roundoff ``unit``.
+
+    ``t̃ = fl(Σ_j ã_j b̃_j)`` over ``n = d + 2`` terms: ``|fl(Σ) − Σ ã b̃| ≤ γ_n Σ|ã b̃|`` (Higham,
+    *Accuracy and Stability of Numerical Algorithms*, §3.1, any order, with or without FMA),
+    and the augmented entries carry a relative rounding ``η = unit + (d+6)u₆₄`` each
+    (float64 centring, squaring and summing; exact power-of-two scaling; the cast), so
+    ``|Σ ã b̃ − Σ a b| ≤ (2η + η²) Σ|a b|``. ``Σ_j |a_j b_j| ≤ 1 + ρ²(‖y''‖ + max‖x''‖)²``;
+    forming ``1 − ρ²‖y''‖²`` adds ``(d+6)u₆₄(1 + ρ²‖y''‖²)``, and ``δ = 1 − t̃`` in float64 ``2u₆₄``.
+    """
+    n = n_features + 2
+    gamma = n * unit / (1.0 - n * unit)
+    eta = unit + (n_features + 6) * _U64
+    coef = gamma * (1.0 + eta) ** 2 + 2.0 * eta + eta * eta + 2.0 * (n_features + 8) * _U64
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = 1.0 + rho_sq * (q_norm + max_norm) ** 2
+        err = coef * total * (1.0 + 1e-10)  # the bound's own float64 rounding
+    return np.where(np.isfinite(err), err, np.inf)
+
+
+def _direct_delta(q64: np.ndarray, rows: np.ndarray, points: np.ndarray, cols: np.ndarray,
+                  inv_support: float) -> np.ndarray:
+    """``Σ_j ((y_j − x_j)/S)²`` for the pairs (q64[rows], points[cols]) in float64, chunked.
+
+    The difference of the two original coordinates first (exact for float32 inputs), then
+    the scaling: no overflow or underflow whatever the units. Relative error ≤ (d+6)u₆₄.
+    """
+    out = np.empty(rows.shape[0])
+    step = max(1, _DIRECT_CHUNK_ELEMENTS // max(1, q64.shape[1]))
+    with np.errstate(over="ignore"):  # far pairs may overflow to inf: K = 0 there
+        for s in range(0, rows.shape[0], step):
+            diff = q64[rows[s : s + step]] - points[cols[s : s + step]].astype(np.float64)
+            diff *= inv_support
+            out[s : s + step] = np.einsum("ij,ij->i", diff, diff)
+    return out
+
+
+def _histogram_add(hist: np.ndarray, rows: np.ndarray, u2: np.ndarray, w: np.ndarray | None, plan: _Plan,
+                   g: int, hist_md: np.ndarray | None = None, wk: np.ndarray | None = None,
+                   dist: np.ndarray | None = None) -> None:
+    """Add ``w/w_max`` of each entry with ``u² ≤ R²`` to its bin (same formula as the compiled route),
+    and to ``hist_md`` its ``w·K`` and ``w·K·r⁺`` (``dist``: the upper-bounded distances, units of S)."""
+    n, _, B = hist.shape
+    inside = np.flatnonzero(u2 <= plan.radius_sq)
+    b = np.minimum((u2[inside] * (B / plan.radius_sq)).astype(np.intp), B - 1)
+    mass = None if w is None else w[inside] * plan.inv_weight_max
+    if mass is None and plan.inv_weight_max != 1.0:
+        mass = np.full(inside.shape[0], plan.inv_weight_max)
+    flat = rows[inside] * B + b
+    hist[:, g] += np.bincount(flat, weights=mass, minlength=n * B).reshape(n, B)
+    if hist_md is not None:
+        k = wk[inside]
+        hist_md[:, g, :, 0] += np.bincount(flat, weights=k, minlength=n * B).reshape(n, B)
+        hist_md[:, g, :, 1] += np.bincount(flat, weights=k * dist[inside], minlength=n * B).reshape(n, B)
+        if hist_md.shape[3] > 2:  # the points themselves (weighted data)
+            hist_md[:, g, :, 2] += np.bincount(flat, minlength=n * B).reshape(n, B)
+
+
+class _Accumulator:
+    """Per-block running sums (float64) for ``rows`` query rows; distances in units of S."""
+
+    def __init__(self, n_rows: int, n_bandwidths: int, n_classes: int, need_dist: bool, need_tail: bool,
+                 hist_bins: int = 0, n_moments: int = 0, count_points: bool = False):
+        self.n_rows = n_rows
+        # Per slot distance moments (the ranking pass of bandwidth="auto", :func:`_moments_of`).
+        self.mom = np.zeros((n_rows, n_bandwidths, n_moments)) if n_moments else None
+        self.n_classes = n_classes
+        self.class_sums = np.zeros((n_rows, n_bandwidths, n_classes))
+        self.sq_sum = np.zeros((n_rows, n_bandwidths))
+        self.dist_sum = np.zeros((n_rows, n_bandwidths)) if need_dist else None
+        self.tail_mass = np.zeros((n_rows, n_bandwidths)) if need_tail else None
+        self.hist = np.zeros((n_rows, n_bandwidths, hist_bins)) if hist_bins else None
+        # Per bin Σ w·K and Σ w·K·r⁺ (the split histogram form of the Chernoff bound).
+        # (and, with sample weights, the number of points: the weighted split form's count).
+        self.hist_md = np.zeros((n_rows, n_bandwidths, hist_bins, 3 if count_points else 2)) if hist_bins else None
+        self.row_err = np.zeros(n_rows)  # bound on |δ̃ − δ| of the GEMM entries, per row
+        self.select = np.full(n_rows, -np.inf)  # keep entries with t̃ ≥ select (tile dtype)
+        self.redo = np.full(n_rows, -np.inf)  # recompute entries with t̃ < redo directly
+        self.q64: np.ndarray | None = None  # the block's queries, float64
+        self.rows: list[np.ndarray] = []
+        self.cols: list[np.ndarray] = []
+        self.d2: list[np.ndarray] = []
+        self.pending = 0
+
+    def add_entries(self, rows: np.ndarray, cols: np.ndarray, d2: np.ndarray, plan: _Plan) -> None:
+        """Queue entries (query row, training column, δ = d²/S²) for the next flush."""
+        self.rows.append(rows)
+        self.cols.append(cols)
+        self.d2.append(d2)
+        self.pending += rows.shape[0]
+        if self.pending >= plan.flush_entries:
+            self.flush(plan)
+
+    def flush(self, plan: _Plan) -> None:
+        """Reduce the extracted entries with ``bincount`` (one call per sum and bandwidth)."""
+        if not self.rows:
+            return
+        rows = np.concatenate(self.rows)
+        cols = np.concatenate(self.cols)
+        delta = np.concatenate(self.d2)
+        self.rows, self.cols, self.d2, self.pending = [], [], [], 0
+        lay = plan.layout
+        if self.mom is not None:
+            self._flush_moments(rows, cols, delta, plan)
+            return
+        n, C = self.n_rows, self.n_classes
+        flat = rows * C + lay.labels[cols]
+        w = None if lay.weights is None else lay.weights[cols]
+        dist = None
+        for g in range(len(plan.bandwidths)):
+            u2 = delta * plan.scales[g]
+            wk = np.asarray(plan.kernel.from_squared(u2), dtype=np.float64)
+            if w is not None:
+                wk = wk * w
+            self.class_sums[:, g] += np.bincount(flat, weights=wk, minlength=n * C).reshape(n, C)
+            self.sq_sum[:, g] += np.bincount(rows, weights=wk * wk, minlength=n)
+            if self.dist_sum is not None or self.tail_mass is not None or self.hist is not None:
+                if dist is None:
+                    dist = np.sqrt(delta * plan.direct_factor + self.row_err[rows])  # upper bound, units of S
+            if self.hist is not None:
+                _histogram_add(self.hist, rows, u2, w, plan, g, self.hist_md, wk, dist)
+            if self.dist_sum is not None or self.tail_mass is not None:
+                pos = np.flatnonzero(wk)  # the square root only where K > 0 matters
+                if self.dist_sum is not None:
+                    self.dist_sum[:, g] += np.bincount(rows[pos], weights=wk[pos] * dist[pos], minlength=n)
+                if self.tail_mass is not None:
+                    far = pos[dist[pos] > plan.tail_cut[g]]
+                    self.tail_mass[:, g] += np.bincount(rows[far], weights=wk[far], minlength=n)
+
+    def _flush_moments(self, rows: np.ndarray, cols: np.ndarray, delta: np.ndarray, plan: _Plan) -> None:
+        """Numpy route of :func:`._fused.tile_moments`: per slot ``Σ w²δ^a``, ``Σ w r δ^a``, ``Σ w δ^a``."""
+        G = plan.thresholds.shape[0] - 1
+        err = self.row_err[rows]
+        # As in tile_moments: entries the product cannot place among narrow bandwidths, directly.
+        narrow = np.searchsorted(plan.thresholds[:G], _MOMENT_RESOLVE * self.row_err, side="left")
+        cut = np.where(narrow > 0, plan.thresholds[np.maximum(narrow - 1, 0)] + self.row_err, -1.0)[rows]
+        low = np.flatnonzero(delta <= cut)
+        if low.size:
+            delta[low] = _direct_delta(self.q64, rows[low], plan.layout.points, cols[low], 1.0 / plan.support)
+            err[low] = 0.0  # a direct distance: relative error only (direct_factor)
+        slot = np.searchsorted(plan.thresholds, delta, side="left")  # first j with δ ≤ θ_j (G: none)
+        keep = np.flatnonzero(slot < G)
+        rows, delta, slot, err = rows[keep], delta[keep], slot[keep], err[keep]
+        w = None if plan.layout.weights is None else plan.layout.weights[cols[keep]]
+        dist = np.sqrt(delta * plan.direct_factor + err)
+        flat = rows * G + slot
+        size = self.n_rows * G
+        m = plan.moment_degree
+        power = np.ones_like(delta)
+        for a in range(2 * m + 1):
+            self.mom[:, :, a] += np.bincount(flat, weights=power if w is None else w * w * power,
+                                             minlength=size).reshape(self.n_rows, G)
+            if a <= m:
+                self.mom[:, :, 2 * m + 1 + a] += np.bincount(
+                    flat, weights=dist * power if w is None else w * dist * power, minlength=size
+                ).reshape(self.n_rows, G)
+                if w is not None:
+                    self.mom[:, :, 3 * m + 2 + a] += np.bincount(flat, weights=w * power, minlength=size).reshape(
+                        self.n_rows, G)
+            power = power * delta
+
+    def add_fused(self, t: np.ndarray, col: slice | np.ndarray, plan: _Plan) -> None:
+        """Compiled route: every sum of one tile ``t̃ = 1 − d̃²/S²`` in one pass."""
+        spec = plan.fused
+        col_ids = np.arange(col.start, col.stop, dtype=np.intp) if isinstance(col, slice) else col
+        if self.mom is not None:
+            spec.tile_moments(
+                t, self.select.astype(t.dtype), self.redo, col_ids, spec.weights, plan.layout.points, self.q64,
+                1.0 / plan.support, plan.direct_factor, self.row_err, plan.thresholds, plan.slot_table,
+                plan.inv_bucket, plan.moment_degree, self.mom, _MOMENT_RESOLVE,
+            )
+            return
+        spec.tile_sums(
+            t, self.select.astype(t.dtype), self.redo, col_ids, spec.labels, spec.weights,
+            plan.layout.points, self.q64, 1.0 / plan.support, plan.direct_factor, self.row_err,
+            plan.scales, plan.g_order, plan.tail_cut, spec.code, spec.radius_sq, plan.inv_weight_max,
+            self.class_sums, self.sq_sum,
+            _NO_SUM if self.dist_sum is None else self.dist_sum,
+            _NO_SUM if self.tail_mass is None else self.tail_mass,
+            _NO_HIST if self.hist is None else self.hist,
+            _NO_HIST_MD if self.hist_md is None else self.hist_md,
+        )
+
+    def add_dense(self, d2: np.ndarray, col: slice | np.ndarray, plan: _Plan) -> None:
+        """Dense route for one tile of ``δ = d²/S²`` (float64; entries beyond the support are > 1)."""
+        lay = plan.layout
+        # Unweighted float64 indicator: weights stay float64, as in the other routes.
+        onehot = np.zeros((d2.shape[1], self.n_classes))
+        onehot[np.arange(d2.shape[1]), lay.labels[col]] = 1.0
+        w = None if lay.weights is None else lay.weights[col]
+        dist = None
+        if self.dist_sum is not None or self.tail_mass is not None or self.hist is not None:
+            dist = np.sqrt(d2 * plan.direct_factor + self.row_err[:, None])
+        rows = None
+        for g in range(len(plan.bandwidths)):
+            u2 = d2 * plan.scales[g]
+            k = np.asarray(plan.kernel.from_squared(u2), dtype=np.float64)
+            if w is not None:
+                k *= w
+            self.class_sums[:, g] += k @ onehot
+            self.sq_sum[:, g] += np.einsum("ij,ij->i", k, k)
+            if self.dist_sum is not None:  # only where K > 0: a far pair's distance may be inf
+                self.dist_sum[:, g] += np.einsum("ij,ij->i", k, np.where(k > 0.0, dist, 0.0))
+            if self.tail_mass is not None:
+                self.tail_mass[:, g] += np.where(dist > plan.tail_cut[g], k, 0.0).sum(axis=1)
+            if self.hist is not None:
+                if rows is None:
+                    rows = np.repeat(np.arange(d2.shape[0]), d2.shape[1])
+                wf = None if w is None else np.broadcast_to(w, d2.shape).ravel()
+                _histogram_add(self.hist, rows, u2.ravel(), wf, plan, g, self.hist_md, k.ravel(), dist.ravel())
+
+
+def _distance_sum_scale(support: float, n_points: int) -> float:
+    """Back from units of ``S`` to the input's, with a float64 sum over ``n_points`` terms rounded up."""
+    return support * (1.0 + (n_points + 8) * _U64)
+
+
+def _store(out: KernelSums, rows: slice | np.ndarray, acc: _Accumulator, plan: _Plan) -> None:
+    """Write one block's sums back in the input's units (distances: S; weights: ``weight_unit``)."""
+    unit = plan.layout.weight_unit
+    # Exact (a power of two) unless the true sum is not representable: then inf or 0, never NaN.
+    with np.errstate(over="ignore", under="ignore"):
+        out.class_sums[rows] = acc.class_sums * unit
+        out.sq_sum[rows] = square_sum_upper(acc.sq_sum, plan.layout.augmented.shape[0]) * unit * unit
+        # Back to input units, and the float64 summation's rounding covered: an upper bound.
+        up = _distance_sum_scale(plan.support, plan.layout.augmented.shape[0])
+        if out.dist_sum is not None:
+            out.dist_sum[rows] = acc.dist_sum * up * unit
+        if out.tail_mass is not None:
+            out.tail_mass[rows] = acc.tail_mass * unit
+        if out.histogram is not None:
+            out.histogram[rows] = acc.hist
+            out.hist_mass[rows] = acc.hist_md[..., 0] * unit
+            out.hist_dist[rows] = acc.hist_md[..., 1] * up * unit
+            if out.hist_count is not None:
+                out.hist_count[rows] = acc.hist_md[..., 2]
+    out.d2_error_rel[rows] = acc.row_err
+    if acc.mom is not None:
+        out.moments[rows] = acc.mom
+
