@@ -61,10 +61,15 @@ def triton_search_applies(s: Any) -> bool:
     """
     if os.environ.get("NWBOUND_TRITON_SEARCH", "1") == "0":
         return False
-    if importlib.util.find_spec("triton") is None:
+    if not _triton_installed():
         return False
     kind = getattr(getattr(s, "device", None), "type", "")
     return kind == "cuda" or (kind == "cpu" and _interpreting())
+
+
+@functools.cache
+def _triton_installed() -> bool:
+    return importlib.util.find_spec("triton") is not None  # once per process (about a millisecond each)
 
 
 @functools.cache

@@ -537,9 +537,9 @@ def bounds_on_device(specs: dict, *, localized: bool, bandwidths: np.ndarray, ke
     >>> bounds_on_device(specs, localized=False, bandwidths=np.ones(1), kernel=get_kernel("epanechnikov"))
     False
     """
-    import importlib.util
+    from ..gpu._triton import installed
 
-    if np.size(bandwidths) != 1 or not specs or importlib.util.find_spec("torch") is None:
+    if np.size(bandwidths) != 1 or not specs or not installed("torch"):
         return False
     if any(s.form not in ("hoeffding", "chernoff") for s in specs.values()):
         return False
@@ -547,7 +547,7 @@ def bounds_on_device(specs: dict, *, localized: bool, bandwidths: np.ndarray, ke
         return True
     if localized:
         return True
-    fused = importlib.util.find_spec("triton") is not None and os.environ.get("NWBOUND_TRITON_SEARCH", "1") != "0"
+    fused = installed("triton") and os.environ.get("NWBOUND_TRITON_SEARCH", "1") != "0"
     return kernel.name in HISTOGRAM_KERNELS and (REGULAR_CHERNOFF_ON_DEVICE or fused)
 
 
