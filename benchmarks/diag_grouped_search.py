@@ -13,6 +13,8 @@ search (``NWBOUND_FUSED_GROUPED=0``) — and prints, per case:
   (``<= 1e-7`` expected: the host's own tolerance), raw and checked;
 * for β = 0, the classes with S = 0: the exact upper end ``1 − (δ′/2)^(1/N₊)`` in closed form, and
   how far the raw kernel's end lies inside it (``<= 0`` expected);
+* the raw kernel's ends that the re-check refuses (``NWBOUND_FUSED_DEBUG=1`` keeps the kernel's last
+  outputs): the worst one's end, θ, eager exponent and ``s − Σ N·M`` (the cause, where there is one);
 * the worst pair's inputs when the raw kernel is off by more than 1e-9 from the eager search.
 
     python benchmarks/diag_grouped_search.py            # CUDA if visible, else CPU
@@ -28,6 +30,33 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+
+
+def _explain_refused(torch, cd, last) -> None:
+    """The raw kernel's ends that the float64 re-check refuses: how many, and the worst one's numbers
+    (its end, the θ the kernel reported, the eager exponent there, s against the row's Σ N·M)."""
+    ok = cd.fused_ends_certified(torch, last["split"], last["data"], last["s"], last["given"], last["ends"],
+                                 last["cert"], last["log_level"])
+    bad = ~ok
+    n_bad = int(bad.sum())
+    print(f"  raw kernel: {n_bad} of {bad.numel()} moved ends refused by the float64 re-check")
+    if not n_bad or last["split"]:
+        return
+    gap = torch.where(bad, last["ends"] - last["given"], -1.0)
+    flat = int(torch.argmax(gap.reshape(-1)))
+    row, col = divmod(flat, gap.shape[1])
+    N, M, R = (x[row, 0].cpu().numpy() for x in last["data"])
+    s = float(last["s"][row, col])
+    end, theta = float(last["ends"][row, col]), float(last["cert"][row, col])
+    sel = lambda x: x[row : row + 1]  # noqa: E731
+    phi, d1, _, _, amass = cd._eval_grouped(torch, tuple(sel(x) for x in last["data"]), sel(last["s"])[:, col : col + 1],
+                                            torch.tensor([[end]], dtype=torch.float64, device=last["s"].device),
+                                            torch.tensor([[theta]], dtype=torch.float64, device=last["s"].device))
+    print(f"  worst refused: row {row} pair {col}: end {end!r} (given {float(last['given'][row, col])!r}), kernel θ "
+          f"{theta!r} (t_max {float(last['t_max'][row, col])!r}); eager φ there {float(phi[0, 0])!r} vs level "
+          f"{last['log_level']!r}, d1 {float(d1[0, 0])!r}, mass above the band {float(amass[0, 0])!r}")
+    print(f"  s {s!r}, Σ N·M of the row {float((N * M).sum())!r} (s − Σ N·M = {s - float((N * M).sum())!r})")
+    print(f"  N {N}\n  M {M}\n  R {R}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device {dev}; fused kernel applies: "
           f"{__import__('nwbound.bounds._chernoff_triton', fromlist=['x']).triton_search_applies(torch.zeros(1, device=dev))}")
     ok = True
-    saved = {k: os.environ.get(k) for k in ("NWBOUND_TRITON_SEARCH", "NWBOUND_FUSED_GROUPED", "NWBOUND_FUSED_VERIFY")}
+    saved = {k: os.environ.get(k) for k in ("NWBOUND_TRITON_SEARCH", "NWBOUND_FUSED_GROUPED", "NWBOUND_FUSED_VERIFY",
+                                            "NWBOUND_FUSED_DEBUG")}
     cases = [(10, 2, 0.5, 0.05, False), (5, 4, 0.0, 0.01, True), (5, 4, 0.5, 0.01, True), (5, 4, 0.0, 0.01, False),
              (10, 5, 1.0, 0.05, False), (30, 3, 0.1, 1e-3, True), (60, 5, 3.0, 0.2, False), (12, 3, 0.0, 0.05, True)]
     for k, n_classes, beta, dp, conc in cases[: opts.cases]:
@@ -62,7 +92,11 @@ def main(argv: list[str] | None = None) -> int:
             for key, val in zip(("NWBOUND_TRITON_SEARCH", "NWBOUND_FUSED_GROUPED", "NWBOUND_FUSED_VERIFY"), env):
                 os.environ[key] = val
             chernoff_device._TRITON_SEARCH.pop("unverified", None)
+            chernoff_device._TRITON_SEARCH.pop("last", None)
+            os.environ["NWBOUND_FUSED_DEBUG"] = "1" if name == "raw" else "0"
             lo, up = chernoff_interval_device(*args, dp)
+            if name == "raw" and "last" in chernoff_device._TRITON_SEARCH:
+                _explain_refused(torch, chernoff_device, chernoff_device._TRITON_SEARCH["last"])
             ends[name] = np.stack([lo.cpu().numpy(), up.cpu().numpy()])
             if name == "checked" and "unverified" in chernoff_device._TRITON_SEARCH:
                 refused = int(chernoff_device._TRITON_SEARCH["unverified"])
