@@ -131,20 +131,34 @@ def validate_queries(estimator: Any, X: Any, dtype: Any, *, keep_namespace: bool
         if keep_namespace:
             xp = compat().array_namespace(X)
             want = xp.float32 if np.dtype(dtype) == np.float32 else xp.float64
-            # float64: scikit-learn's finiteness check (its messages) is the only read. float32: one
-            # read answers both checks (X finite, and X/unit within float32: the cast of a value that
-            # is not finite is not finite); where it fails, the checks again, each with its message.
-            Xv = validate_data(estimator, X, reset=False, dtype=[xp.float64, xp.float32],
-                               ensure_all_finite=want != xp.float32)
+            # One read answers every value check: X finite and X/unit within the fit dtype (the cast of
+            # a value that is not finite is not finite); where it fails, the checks again, each with its
+            # message. A plain PyTorch matrix skips scikit-learn's structural checks (shape, dtype and
+            # feature names, about a millisecond of host time before the first kernel): it passes them.
+            plain = _plain_torch_queries(estimator, X)
+            Xv = X if plain else validate_data(estimator, X, reset=False, dtype=[xp.float64, xp.float32],
+                                               ensure_all_finite=False)
             scaled = Xv if unit == 1.0 else Xv / unit  # exact: a power of two
             out = scaled if scaled.dtype == want else xp.astype(scaled, want)
-            if want == xp.float32 and not bool(xp.all(xp.isfinite(out))):  # the one read
+            if not bool(xp.all(xp.isfinite(out))):  # the one read
                 Xv = validate_data(estimator, X, reset=False, dtype=[xp.float64, xp.float32])  # NaN, inf: sklearn's
                 to_feature_unit(to_host(Xv), unit, dtype)  # raises the explanation (float32 overflow)
             return out
         X = to_host(X)
     X = validate_data(estimator, X, reset=False, dtype=[np.float64, np.float32])
     return to_feature_unit(X, unit, dtype)
+
+
+def _plain_torch_queries(estimator: Any, X: Any) -> bool:
+    """Whether ``X`` is a PyTorch float32/float64 matrix with at least one row and the fit's number of
+    features, for an estimator fit without feature names: ``validate_data``'s structural checks
+    would pass it unchanged (its value checks still run, :func:`validate_queries`)."""
+    if not compat().is_torch_array(X) or getattr(estimator, "feature_names_in_", None) is not None:
+        return False
+    import torch
+
+    return (X.ndim == 2 and X.shape[0] >= 1 and X.shape[1] == getattr(estimator, "n_features_in_", -1)
+            and X.dtype in (torch.float32, torch.float64) and not X.requires_grad)
 
 
 def outside_box(X: Any, low: np.ndarray, high: np.ndarray) -> np.ndarray:
