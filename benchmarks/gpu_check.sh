@@ -72,7 +72,7 @@ PY
       -k "cuda or neighbors" tests/test_gpu_bounds.py tests/test_gpu_neighbors.py 2>&1 | tail -n 25
     echo "pytest exit: ${PIPESTATUS[0]}"
     echo "== diag_grouped_search.py (60 s at most) =="
-    timeout 60 python3 -u benchmarks/diag_grouped_search.py
+    timeout 60 python3 -u benchmarks/diag_grouped_search.py --rows 100
     echo "diag exit: $?"
     echo "== bench_device_bounds.py --profile (ECG shapes, then 1M x 100 / 100k) =="
     timeout 200 python3 -u benchmarks/bench_device_bounds.py --budget 170 --profile

@@ -225,8 +225,8 @@ def fused_ends_certified(torch: Any, split: bool, data: Any, s: Any, given: Any,
     An end the kernel moved (``ends != given``) counts only where the eager exponent at the kernel's
     θ (``cert``) rejects it: ``φ(end, θ) ≤ log(δ′/2)`` with mass above the band. The kernel runs the
     same formulas, but a GPU compiles them with its own contractions (FMA) and libm, so its rejection
-    is re-checked here before an end is reported; where the check fails the caller keeps ``given``
-    (a certified end: the interval is wider, never narrower). A few elementwise kernels on
+    is re-checked here before an end is reported; where the check fails :func:`_search` searches
+    those pairs again with the eager search (from ``given``, a certified end). A few elementwise kernels on
     ``(n, K, B)``, no read.
 
     Examples
@@ -252,9 +252,13 @@ def fused_ends_certified(torch: Any, split: bool, data: Any, s: Any, given: Any,
 
 
 def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, theta: Any, t_max: Any,
-            log_level: float, tol: float, open_: Any) -> Any:
+            log_level: float, tol: float, open_: Any, *, fused: bool = True) -> Any:
     """Left ends: bracket ``[a, b]`` (``a`` certified rejected), first probe ``m``; ``open_`` the pairs
     still searched. Returns ``a`` at the end (the largest certified level).
+
+    The fused Triton kernel where it applies (``fused``); its moved ends re-checked in float64
+    (:func:`fused_ends_certified`, one read of the refused count): where some are refused, a warning
+    and the eager search's ends for those pairs.
 
     Rounds of :data:`_CHECK_EVERY` probes; between rounds the host reads how many pairs are still open
     and, once they are under half of all, the next rounds probe only those (their query's groups
@@ -262,7 +266,7 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
     """
     from ._chernoff_triton import triton_search
 
-    if _fused_for(split, s) and not _TRITON_SEARCH.get("failed"):
+    if fused and _fused_for(split, s) and not _TRITON_SEARCH.get("failed"):
         n = s.shape[0]
         if split:  # (n, 1, 1, B) fields and the chord's (n, 1, 2, B) ends → (n, B) each
             B = data[0].shape[-1]
@@ -289,8 +293,15 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
                 return ends
             given = a.expand(ends.shape)
             ok = fused_ends_certified(torch, split, data, s, given, ends, cert, log_level)
-            _TRITON_SEARCH["unverified"] = (~ok).sum()  # a tensor (no read): the diagnostics read it
-            return torch.where(ok, ends, given)
+            refused = (~ok).sum()
+            _TRITON_SEARCH["unverified"] = refused  # the diagnostics read it
+            if int(refused) == 0:  # the one read
+                return ends
+            warnings.warn(f"The fused Triton Chernoff search gave {int(refused)} interval ends that its float64 "
+                          "re-check does not certify; those are searched again by the eager PyTorch search "
+                          "(NWBOUND_FUSED_GROUPED=0 skips the fused per-point search).", RuntimeWarning, stacklevel=2)
+            eager = _search(torch, split, data, s, a, b, m, theta, t_max, log_level, tol, open_ & ~ok, fused=False)
+            return torch.where(ok, ends, eager)
     probe = _probe_for(torch, s.device)
     shape = s.shape
     K = shape[1]
