@@ -627,11 +627,12 @@ def _in_blocks(torch: Any, solve: Callable, arrays: tuple, *extra: Any, **option
     B = max(int(arrays[1].shape[1]), 1)
     budget = BLOCK_BYTES.get(arrays[0].device.type, BLOCK_BYTES["cpu"])
     # The fused search holds no (rows, 2C, 2, B) temporaries: only the inputs and (n, 2C) states; the
-    # per-point form (solve is chernoff_interval_device) still evaluates its Hoeffding start and the
-    # re-check of the fused ends on (rows, 2C, B) float64 temporaries, about 16 of them alive.
+    # per-point form (solve is chernoff_interval_device) still evaluates its Hoeffding start, the re-check
+    # of the fused ends and (where some are refused) the eager search on (rows, 2C, B) float64
+    # temporaries, about 24 of them alive.
     split = solve is not chernoff_interval_device
     fused = _fused_for(split, arrays[0])
-    per_row = 2 * C * 2 * B * 8 * 24 if not fused else 30 * B * 8 + 2 * C * 8 * 16 + (0 if split else 2 * C * B * 8 * 16)
+    per_row = 2 * C * 2 * B * 8 * 24 if not fused else 30 * B * 8 + 2 * C * 8 * 16 + (0 if split else 2 * C * B * 8 * 24)
     rows = max(1, int(budget // per_row))
     if n <= rows:
         return solve(*arrays, *extra, **options)
