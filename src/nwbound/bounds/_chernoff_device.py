@@ -231,7 +231,8 @@ def fused_ends_certified(torch: Any, split: bool, data: Any, s: Any, given: Any,
 
     Examples
     --------
-    >>> import math, torch
+    >>> import math
+    >>> import torch
     >>> from nwbound.bounds._chernoff_device import fused_ends_certified
     >>> f64 = dict(dtype=torch.float64)
     >>> N, M, R = torch.ones(1, 1, 4, **f64), torch.ones(1, 1, 4, **f64), torch.zeros(1, 1, 4, **f64)
