@@ -13,8 +13,9 @@
 #            with a torch.profiler summary (top device and host costs, host reads) of one call each
 #            for Chernoff, Hoeffding and localized (150 s at most): about 5 minutes in all
 #   final    the device-bound GPU tests (test_gpu_bounds.py's CUDA cases, test_gpu_neighbors.py: 100 s
-#            at most), diag_grouped_search.py (60 s at most), then the benchmark with the 1M case and the
-#            profiles (200 s at most): about 2.5 minutes on an H100
+#            at most), diag_grouped_search.py (60 s at most: the fused per-point search, now on by default
+#            on CUDA, against the host; look for "DIAG VERDICT: ok" and "refused 0"), then the benchmark
+#            with the 1M case and the profiles (200 s at most): about 2.5 minutes on an H100
 #   dry-run  on any machine (CPU PyTorch): the device-bound tests and the benchmark at tiny shapes,
 #            to check this script itself
 #   legacy   the issue-13 estimator timing (statistics route, host solver)
@@ -71,7 +72,7 @@ PY
       -k "cuda or neighbors" tests/test_gpu_bounds.py tests/test_gpu_neighbors.py 2>&1 | tail -n 25
     echo "pytest exit: ${PIPESTATUS[0]}"
     echo "== diag_grouped_search.py (60 s at most) =="
-    timeout 60 python3 -u benchmarks/diag_grouped_search.py
+    timeout 60 python3 -u benchmarks/diag_grouped_search.py --rows 100
     echo "diag exit: $?"
     echo "== bench_device_bounds.py --profile (ECG shapes, then 1M x 100 / 100k) =="
     timeout 200 python3 -u benchmarks/bench_device_bounds.py --budget 170 --profile
@@ -82,6 +83,9 @@ PY
     timeout 300 python3 -u -m pytest -q -m '' -p no:cacheprovider -x --no-header tests/test_gpu_bounds.py \
       -k "contains_the_host and not per_point" 2>&1 | tail -n 5
     echo "pytest exit: ${PIPESTATUS[0]}"
+    TRITON_INTERPRET=1 timeout 200 python3 -u benchmarks/diag_grouped_search.py --rows 8 --cases 2 2>&1 \
+      | grep -v "RuntimeWarning\|output = op"
+    echo "diag exit: ${PIPESTATUS[0]}"
     timeout 300 python3 -u benchmarks/bench_device_bounds.py --small --device cpu --repeats 1 --budget 250 --profile
     echo "bench exit: $?"
   fi

@@ -458,6 +458,9 @@ for fused in ("1", "0"):
     os.environ["NWBOUND_TRITON_SEARCH"] = fused
     lo, up = chernoff_interval_device(*(_t(x, "cpu") for x in (S, count, mass, rho)), 0.05)
     out[f"grouped/{fused}"] = np.stack([_np(lo), _np(up)])
+    if fused == "1":  # the fused ends re-checked by the float64 exponent: none refused here
+        from nwbound.bounds._chernoff_device import _TRITON_SEARCH
+        out["grouped/unverified"] = np.array(int(_TRITON_SEARCH["unverified"]))
 out["grouped/host"] = np.stack(chernoff_interval(S, count, mass, mass, rho, 0.05, engine="numpy"))
 np.savez(sys.argv[2], **out)
 '''
@@ -479,6 +482,7 @@ def test_fused_triton_search_equals_the_eager_search_and_contains_the_host(tmp_p
         np.testing.assert_allclose(fused, eager, atol=1e-9, err_msg=name)
         assert np.all(fused[0] <= host[0] + TOL) and np.all(fused[1] >= host[1] - TOL), name
         np.testing.assert_allclose(fused, host, atol=2e-5, err_msg=name)
+    assert int(got["grouped/unverified"]) == 0
 
 
 # ---------------------------------------------------------------- per-point form with a summation error
@@ -509,3 +513,34 @@ def test_per_point_sum_error_contains_the_perturbed_sums_and_matches_the_host(de
         np.testing.assert_allclose(up_r, host_up, atol=1e-10)
     with pytest.raises(ValueError, match="sum_error"):
         chernoff_interval_device(t(S), t(ones), t(mass), t(band), 0.05, sum_error=0.5)
+
+
+# ---------------------------------------------------------------- the fused search's ends are re-checked
+@pytest.mark.parametrize("verify", ["1", "0"])
+def test_fused_ends_that_the_float64_exponent_does_not_reject_are_not_reported(monkeypatch, verify):
+    """A fused kernel whose device math rejected levels that the float64 exponent does not (as the grouped
+    form did on an H100): its moved ends are re-checked at the θ it reports, and the refused pairs are
+    searched again eagerly (with a warning), so the interval is the eager search's: it contains the host's
+    and is as close. Stood in for by a kernel that claims every pair's right end p̂ (wrong, the tightest)."""
+    import nwbound.bounds._chernoff_device as chernoff_device
+    import nwbound.bounds._chernoff_triton as chernoff_triton
+
+    def bogus(split, data, s, a, b, m, theta, t_max, *args, **kwargs):
+        return b.expand(s.shape).clone(), t_max.expand(s.shape).clone()
+
+    monkeypatch.setattr(chernoff_triton, "triton_search_applies", lambda s: True)
+    monkeypatch.setattr(chernoff_triton, "triton_search", bogus)
+    monkeypatch.setenv("NWBOUND_FUSED_VERIFY", verify)
+    S, count, mass, rho = _per_point_batch(5, 20, 5, 4, 0.0, concentrated=True)
+    h_lo, h_up = chernoff_interval(S, count, mass, mass, rho, 0.01, engine="numpy")
+    args = [_t(x, "cpu") for x in (S, count, mass, rho)]
+    if verify == "0":  # the unchecked kernel's ends are reported: the interval shrinks to p̂ (the check's reason)
+        d_lo, d_up = (_np(x) for x in chernoff_interval_device(*args, 0.01))
+        assert ((d_lo > h_lo + TOL) | (d_up < h_up - TOL)).any()
+        return
+    with pytest.warns(RuntimeWarning, match="re-check does not certify"):
+        d_lo, d_up = (_np(x) for x in chernoff_interval_device(*args, 0.01))
+    assert int(chernoff_device._TRITON_SEARCH["unverified"]) > 0
+    assert np.all(d_lo <= h_lo + TOL) and np.all(d_up >= h_up - TOL)
+    np.testing.assert_allclose(d_lo, h_lo, atol=2e-5)
+    np.testing.assert_allclose(d_up, h_up, atol=2e-5)

@@ -111,32 +111,36 @@ from triton.compiler import ASTSource
 from nwbound.bounds._chernoff_search_kernel import search_kernel as kernel
 from nwbound.bounds._chernoff_triton import _BP, _WARPS
 
-types = {n: "*fp64" for n in ("s_ptr", "a_ptr", "b_ptr", "m_ptr", "th_ptr", "tmax_ptr", "out_ptr", "f0", "f1", "f2",
-                              "f3", "f4", "f5", "f6", "f7", "f8", "level_ptr")}
+types = {n: "*fp64" for n in ("s_ptr", "a_ptr", "b_ptr", "m_ptr", "th_ptr", "tmax_ptr", "out_ptr", "cert_ptr", "f0",
+                              "f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "level_ptr")}
 types.update(act_ptr="*i8", n_pairs="i32", K="i32", B="i32")
-const = dict(SPLIT=True, BP=_BP["split"], BB=32, THETA_STEPS=6, MAX_PROBES=64, NEWTON_M_STEPS=12, DECREMENT=1e-12,
-             MARGIN=0.1, SERIES_X=1e-3, INF=math.inf, LIBDEVICE=True)
-unknown = set(kernel.arg_names) - set(types) - set(const)
-assert not unknown, f"kernel arguments this check does not know: {unknown}"
-src = ASTSource(fn=kernel, signature={n: types.get(n, "constexpr") for n in kernel.arg_names},
-                constexprs={(kernel.arg_names.index(k),): v for k, v in const.items()})
-compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=_WARPS, num_stages=1))
-with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
-    f.write(compiled.asm["ptx"])
-report = subprocess.run([get_ptxas(90).path, "-v", "--gpu-name=sm_90a", f.name, "-o", os.devnull],
-                        capture_output=True, text=True, check=True).stderr
-os.unlink(f.name)
-ptx = compiled.asm["ptx"]
-print(json.dumps([int(re.search(r"(\d+) bytes spill stores", report).group(1)),
-                  sorted(set(re.findall(r"\b(?:ex2|lg2)\.approx[a-z0-9.]*", ptx)))]))
+out = []
+for split, bb in ((True, 32), (False, 16)):  # the split form (32 bins), the grouped one (k ≤ 16 neighbours)
+    const = dict(SPLIT=split, BP=_BP["split" if split else "grouped"], BB=bb, THETA_STEPS=6, MAX_PROBES=64,
+                 NEWTON_M_STEPS=12, DECREMENT=1e-12, MARGIN=0.1, SERIES_X=1e-3, INF=math.inf, LIBDEVICE=True,
+                 ROUNDING=(bb + 16) * 2.0**-52)
+    unknown = set(kernel.arg_names) - set(types) - set(const)
+    assert not unknown, f"kernel arguments this check does not know: {unknown}"
+    src = ASTSource(fn=kernel, signature={n: types.get(n, "constexpr") for n in kernel.arg_names},
+                    constexprs={(kernel.arg_names.index(k),): v for k, v in const.items()})
+    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=_WARPS, num_stages=1))
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
+        f.write(compiled.asm["ptx"])
+    report = subprocess.run([get_ptxas(90).path, "-v", "--gpu-name=sm_90a", f.name, "-o", os.devnull],
+                            capture_output=True, text=True, check=True).stderr
+    os.unlink(f.name)
+    ptx = compiled.asm["ptx"]
+    out.append([int(re.search(r"(\d+) bytes spill stores", report).group(1)),
+                sorted(set(re.findall(r"\b(?:ex2|lg2|div|sqrt)\.approx[a-z0-9.]*|\b(?:add|sub|mul|fma|div)[a-z.]*\.ftz\.f64", ptx)))])
+print(json.dumps(out))
 '''
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_TRITON, reason="triton and torch are not both installed (pip install torch triton)")
 def test_fused_chernoff_search_compiles_for_sm90():
-    """The fused band-Chernoff search (its split form, the one that runs on CUDA) compiles for sm_90
-    without spills, and its float64 exp/log are libdevice's (no float32 ex2/lg2 approximations)."""
+    """The fused band-Chernoff search (its split and its grouped form) compiles for sm_90 without spills,
+    and its float64 exp/log are libdevice's (no float32 ex2/lg2 approximations, no approximate division)."""
     try:
         from triton.backends.nvidia.compiler import get_ptxas
 
@@ -149,6 +153,6 @@ def test_fused_chernoff_search_compiles_for_sm90():
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
     run = subprocess.run([sys.executable, "-c", _COMPILE_SEARCH], env=env, capture_output=True, text=True, timeout=400)
     assert run.returncode == 0, run.stderr[-3000:]
-    spills, approx = json.loads(run.stdout.strip().splitlines()[-1])
-    assert spills <= _MAX_SPILL, f"the search kernel spills {spills} bytes"
-    assert not approx, f"float32 approximations in the float64 search: {approx}"
+    for form, (spills, approx) in zip(("split", "grouped"), json.loads(run.stdout.strip().splitlines()[-1])):
+        assert spills <= _MAX_SPILL, f"the search kernel's {form} form spills {spills} bytes"
+        assert not approx, f"approximations in the float64 search's {form} form: {approx}"

@@ -424,6 +424,39 @@ def test_hoeffding_on_the_device_reads_twice_whatever_the_blocks(monkeypatch):
 
 @needs_dispatch
 @needs_torch
+def test_plain_tensor_queries_skip_no_check():
+    """Plain PyTorch matrices skip scikit-learn's structural checks on the device route (they would pass):
+    every value check still answers with its message, on float32 and float64 fits, and a fit with feature
+    names still gets scikit-learn's warning for queries without them."""
+    import warnings
+
+    import torch
+
+    pd = pytest.importorskip("pandas")
+    for dtype in ("float32", "float64"):
+        clf, Q = _fit("cpu", dtype=dtype, bound="hoeffding")
+        for value, message in ((np.nan, "Input X contains NaN"), (np.inf, "Input X contains infinity")):
+            bad = Q.astype(dtype)
+            bad[2, 1] = value
+            with sklearn.config_context(array_api_dispatch=True), pytest.raises(ValueError, match=message):
+                clf.predict_interval(torch.from_numpy(bad))
+        if dtype == "float32":  # a float64 value beyond float32: the fit dtype's explanation
+            big = Q.astype(np.float64)
+            big[0, 0] = 1e300
+            with sklearn.config_context(array_api_dispatch=True), pytest.raises(ValueError, match="float32"):
+                clf.predict_interval(torch.from_numpy(big))
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.random((50, 4)), columns=list("abcd"))
+    named = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=1.0, bound="hoeffding", device="cpu").fit(
+        frame, (frame["a"] > 0.5).astype(int))
+    with sklearn.config_context(array_api_dispatch=True), warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        named.predict_interval(torch.from_numpy(rng.random((3, 4))))
+    assert any("feature names" in str(w.message) for w in rec), [str(w.message) for w in rec]
+
+
+@needs_dispatch
+@needs_torch
 def test_host_methods_take_dispatched_queries():
     # kernel_statistics, kneighbors and bandwidth_ranking return NumPy: they copy the queries once.
     import torch

@@ -201,22 +201,73 @@ def _probe_for(torch: Any, device: Any) -> Callable:
     return run
 
 
+def _fused_for(split: bool, s: Any) -> bool:
+    """Whether :func:`_search` takes the fused Triton kernel for these pairs (:func:`._chernoff_triton.
+    triton_search_applies`); ``NWBOUND_FUSED_GROUPED=0`` keeps the grouped (per-point) form eager on CUDA."""
+    from ._chernoff_triton import triton_search_applies
+
+    if not triton_search_applies(s):
+        return False
+    return split or s.device.type != "cuda" or os.environ.get("NWBOUND_FUSED_GROUPED", "1") != "0"
+
+
+def _verify_fused(split: bool) -> bool:
+    """Whether the fused kernel's moved ends are re-checked by :func:`fused_ends_certified`:
+    ``NWBOUND_FUSED_VERIFY`` ``"1"`` (default) the grouped form, ``"all"`` both forms, ``"0"`` none."""
+    mode = os.environ.get("NWBOUND_FUSED_VERIFY", "1")
+    return mode == "all" or (mode != "0" and not split)
+
+
+def fused_ends_certified(torch: Any, split: bool, data: Any, s: Any, given: Any, ends: Any, cert: Any,
+                         log_level: float) -> Any:
+    """Which ends of the fused kernel are certified by this module's own float64 exponent (PyTorch).
+
+    An end the kernel moved (``ends != given``) counts only where the eager exponent at the kernel's
+    θ (``cert``) rejects it: ``φ(end, θ) ≤ log(δ′/2)`` with mass above the band. The kernel runs the
+    same formulas, but a GPU compiles them with its own contractions (FMA) and libm, so its rejection
+    is re-checked here before an end is reported; where the check fails :func:`_search` searches
+    those pairs again with the eager search (from ``given``, a certified end). A few elementwise kernels on
+    ``(n, K, B)``, no read.
+
+    Examples
+    --------
+    >>> import math
+    >>> import torch
+    >>> from nwbound.bounds._chernoff_device import fused_ends_certified
+    >>> f64 = dict(dtype=torch.float64)
+    >>> N, M, R = torch.ones(1, 1, 4, **f64), torch.ones(1, 1, 4, **f64), torch.zeros(1, 1, 4, **f64)
+    >>> s, given = torch.tensor([[4.0]], dtype=torch.float64), torch.zeros(1, 1, dtype=torch.float64)
+    >>> ok = fused_ends_certified(torch, False, (N, M, R), s, given, torch.tensor([[0.2]], dtype=torch.float64),
+    ...                           torch.tensor([[40.0]], dtype=torch.float64), math.log(0.025))
+    >>> bad = fused_ends_certified(torch, False, (N, M, R), s, given, torch.tensor([[0.5]], dtype=torch.float64),
+    ...                            torch.tensor([[40.0]], dtype=torch.float64), math.log(0.025))
+    >>> bool(ok[0, 0]), bool(bad[0, 0])
+    (True, False)
+    """
+    evaluate = _eval_split if split else _eval_grouped
+    theta = torch.where(cert > 0, cert, 1.0)
+    phi, _, _, _, amass = evaluate(torch, data, s, ends, theta)
+    moved = ends != given
+    rejects = (cert > 0) & (amass > 0) & (phi <= log_level) & torch.isfinite(ends)
+    return ~moved | rejects
+
+
 def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, theta: Any, t_max: Any,
-            log_level: float, tol: float, open_: Any) -> Any:
+            log_level: float, tol: float, open_: Any, *, fused: bool = True) -> Any:
     """Left ends: bracket ``[a, b]`` (``a`` certified rejected), first probe ``m``; ``open_`` the pairs
     still searched. Returns ``a`` at the end (the largest certified level).
+
+    The fused Triton kernel where it applies (``fused``); its moved ends re-checked in float64
+    (:func:`fused_ends_certified`, one read of the refused count): where some are refused, a warning
+    and the eager search's ends for those pairs.
 
     Rounds of :data:`_CHECK_EVERY` probes; between rounds the host reads how many pairs are still open
     and, once they are under half of all, the next rounds probe only those (their query's groups
     gathered): the few slow pairs do not keep the finished ones busy.
     """
-    from ._chernoff_triton import triton_search, triton_search_applies
+    from ._chernoff_triton import triton_search
 
-    # The grouped (per-point) form stays eager on CUDA: on an H100 (Triton 3.6) its fused kernel gave
-    # ends that did not match the host solver's in a test and in the localized benchmark, while the
-    # interpreter matches the eager search; until that is understood only the split form is fused there.
-    fused_here = split or s.device.type != "cuda" or os.environ.get("NWBOUND_FUSED_GROUPED") == "1"
-    if fused_here and triton_search_applies(s) and not _TRITON_SEARCH.get("failed"):
+    if fused and _fused_for(split, s) and not _TRITON_SEARCH.get("failed"):
         n = s.shape[0]
         if split:  # (n, 1, 1, B) fields and the chord's (n, 1, 2, B) ends → (n, B) each
             B = data[0].shape[-1]
@@ -225,15 +276,33 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
         else:  # (n, 1, B) groups
             flat = tuple(x[:, 0, :] for x in data)
         try:
-            return triton_search(split, flat, s, a, b, m, theta, t_max, log_level, tol, open_,
-                                 theta_steps=_THETA_STEPS, max_probes=_MAX_PROBES, newton_m_steps=_NEWTON_M_STEPS,
-                                 decrement=_THETA_DECREMENT, margin=_THETA_MARGIN, series_x=_SERIES_X)
+            ends, cert = triton_search(split, flat, s, a, b, m, theta, t_max, log_level, tol, open_,
+                                       theta_steps=_THETA_STEPS, max_probes=_MAX_PROBES,
+                                       newton_m_steps=_NEWTON_M_STEPS, decrement=_THETA_DECREMENT,
+                                       margin=_THETA_MARGIN, series_x=_SERIES_X)
         except Exception as exc:  # noqa: BLE001 - the eager search computes the same ends
             if os.environ.get("TRITON_INTERPRET") == "1":
                 raise  # the tests: a broken kernel must fail loudly
             _TRITON_SEARCH["failed"] = True
             warnings.warn(f"The fused Triton Chernoff search failed ({type(exc).__name__}: {str(exc)[:300]}); "
                           "using the eager PyTorch search.", RuntimeWarning, stacklevel=2)
+        else:
+            if os.environ.get("NWBOUND_FUSED_DEBUG") == "1":  # benchmarks/diag_grouped_search.py reads these
+                _TRITON_SEARCH["last"] = dict(split=split, data=data, s=s, given=a.expand(ends.shape), ends=ends,
+                                              cert=cert, t_max=t_max.expand(ends.shape), log_level=log_level)
+            if not _verify_fused(split):
+                return ends
+            given = a.expand(ends.shape)
+            ok = fused_ends_certified(torch, split, data, s, given, ends, cert, log_level)
+            refused = (~ok).sum()
+            _TRITON_SEARCH["unverified"] = refused  # the diagnostics read it
+            if int(refused) == 0:  # the one read
+                return ends
+            warnings.warn(f"The fused Triton Chernoff search gave {int(refused)} interval ends that its float64 "
+                          "re-check does not certify; those are searched again by the eager PyTorch search "
+                          "(NWBOUND_FUSED_GROUPED=0 skips the fused per-point search).", RuntimeWarning, stacklevel=2)
+            eager = _search(torch, split, data, s, a, b, m, theta, t_max, log_level, tol, open_ & ~ok, fused=False)
+            return torch.where(ok, ends, eager)
     probe = _probe_for(torch, s.device)
     shape = s.shape
     K = shape[1]
@@ -555,17 +624,16 @@ BLOCK_BYTES = {"cuda": 4 << 30, "cpu": 512 << 20}
 
 def _in_blocks(torch: Any, solve: Callable, arrays: tuple, *extra: Any, **options: Any) -> tuple[Any, Any]:
     """``solve(*arrays, *extra, **options)`` over blocks of rows (every array's first axis), results concatenated."""
-    from ._chernoff_triton import triton_search_applies
-
     n, C = arrays[0].shape
     B = max(int(arrays[1].shape[1]), 1)
     budget = BLOCK_BYTES.get(arrays[0].device.type, BLOCK_BYTES["cpu"])
-    # The fused search (the split form: solve is not chernoff_interval_device) holds no (rows, 2C, 2, B)
-    # temporaries: only the inputs and (n, 2C) states.
-    fused = triton_search_applies(arrays[0]) and (solve is not chernoff_interval_device
-                                                  or arrays[0].device.type != "cuda"
-                                                  or os.environ.get("NWBOUND_FUSED_GROUPED") == "1")
-    per_row = 2 * C * 2 * B * 8 * 24 if not fused else 30 * B * 8 + 2 * C * 8 * 16
+    # The fused search holds no (rows, 2C, 2, B) temporaries: only the inputs and (n, 2C) states; the
+    # per-point form (solve is chernoff_interval_device) still evaluates its Hoeffding start, the re-check
+    # of the fused ends and (where some are refused) the eager search on (rows, 2C, B) float64
+    # temporaries, about 24 of them alive.
+    split = solve is not chernoff_interval_device
+    fused = _fused_for(split, arrays[0])
+    per_row = 2 * C * 2 * B * 8 * 24 if not fused else 30 * B * 8 + 2 * C * 8 * 16 + (0 if split else 2 * C * B * 8 * 24)
     rows = max(1, int(budget // per_row))
     if n <= rows:
         return solve(*arrays, *extra, **options)

@@ -53,12 +53,16 @@ if importlib.util.find_spec("triton") is not None:
         ex = _exp(-x, LIBDEVICE)
         den = hi + (1.0 - hi) * ex
         q = hi / den
-        phi = -theta * s + tl.sum(N * (x + _log(den, LIBDEVICE)), 1)
+        lg = _log(den, LIBDEVICE)
+        phi = -theta * s + tl.sum(N * (x + lg), 1)
+        # A bound on φ's rounding here (or in the eager search's order, with torch's exp/log): every
+        # term's few ulps, summed in any order, plus the libm's; φ is raised by it before it may reject.
+        err = theta * s + tl.sum(N * (x + tl.abs(lg) + 4.0), 1)
         d1 = -s + tl.sum(nm * q, 1)
         d2 = tl.sum(nm * M * (q * (1.0 - q)), 1)
         dm = tl.sum(tl.where(hi < 1.0, N * ((1.0 - ex) / den), 0.0), 1)
         amass = s - tl.sum(nm * hi, 1)
-        return phi, d1, d2, dm, amass
+        return phi, d1, d2, dm, amass, err
 
 
     @triton.jit
@@ -106,12 +110,13 @@ if importlib.util.find_spec("triton") is not None:
 
     @triton.jit
     def search_kernel(
-        s_ptr, a_ptr, b_ptr, m_ptr, th_ptr, tmax_ptr, act_ptr, out_ptr,
+        s_ptr, a_ptr, b_ptr, m_ptr, th_ptr, tmax_ptr, act_ptr, out_ptr, cert_ptr,
         f0, f1, f2, f3, f4, f5, f6, f7, f8,
         n_pairs, K, B, level_ptr,
         SPLIT: tl.constexpr, BP: tl.constexpr, BB: tl.constexpr, THETA_STEPS: tl.constexpr,
         MAX_PROBES: tl.constexpr, NEWTON_M_STEPS: tl.constexpr, DECREMENT: tl.constexpr,
         MARGIN: tl.constexpr, SERIES_X: tl.constexpr, INF: tl.constexpr, LIBDEVICE: tl.constexpr,
+        ROUNDING: tl.constexpr,
     ):
         pairs = tl.program_id(0) * BP + tl.arange(0, BP)
         pmask = pairs < n_pairs
@@ -144,6 +149,9 @@ if importlib.util.find_spec("triton") is not None:
             g6 = tl.load(f6 + offs, mask=fmask, other=0.0)
             g7 = tl.load(f7 + offs, mask=fmask, other=0.0)
             g8 = tl.load(f8 + offs, mask=fmask, other=0.0)
+        # The θ at which the reported end was rejected (−1: the end given, never moved here), so that the
+        # caller can re-check every moved end with its own float64 exponent (_chernoff_device._search).
+        cert = tl.full((BP,), -1.0, tl.float64)
         step = 0
         while (step < MAX_PROBES) & (tl.max(active.to(tl.int32), 0) > 0):
             # The θ profile at m (._chernoff_device._profile).
@@ -163,7 +171,10 @@ if importlib.util.find_spec("triton") is not None:
                 if SPLIT:
                     phi, d1, d2, dm, am = _eval_split(g0, g1, g2, g3, g4, g5, g6, g7, g8, s, m, th, SERIES_X, LIBDEVICE)
                 else:
-                    phi, d1, d2, dm, am = _eval_grouped(g0, g1, g2, s, m, th, LIBDEVICE)
+                    phi, d1, d2, dm, am, err = _eval_grouped(g0, g1, g2, s, m, th, LIBDEVICE)
+                    # Conservative: the rejection must hold with φ's rounding bound ((BB + 16) units
+                    # of 2⁻⁵³ per unit of err) added, so that the caller's float64 re-check agrees.
+                    phi = phi + err * ROUNDING
                 first = it == 0
                 amass = tl.where(first, am, amass)
                 going = tl.where(first, going & (am > 0.0), going)
@@ -190,6 +201,7 @@ if importlib.util.find_spec("triton") is not None:
             theta = tl.where(active, tl.maximum(th_best, 1e-12 * t_max), theta)
             rejected = g <= 0.0
             a = tl.where(active & rejected, m, a)
+            cert = tl.where(active & rejected, th_best, cert)
             b = tl.where(active & ~rejected, m, b)
             gpos = grad > 0.0
             newton_m = m - g / tl.where(gpos, grad, 1.0)
@@ -203,3 +215,4 @@ if importlib.util.find_spec("triton") is not None:
             active = active & wide
             step += 1
         tl.store(out_ptr + pairs, a, mask=pmask)
+        tl.store(cert_ptr + pairs, cert, mask=pmask)

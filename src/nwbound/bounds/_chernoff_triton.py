@@ -16,7 +16,12 @@ level either given certified (the Hoeffding end) or rejected by a float64 expone
 at an explicit θ, and the exponent is monotone in the level. The per-group sums are reduced in
 another order than PyTorch's (float64 either way: the same rounding the eager and host searches
 already differ by); ``expm1`` (the split form's optimal within-bin mean) is Kahan's
-``(e^x − 1)·x/log(e^x)``, accurate to a few ulps like the library's.
+``(e^x − 1)·x/log(e^x)``, accurate to a few ulps like the library's. The per-point (grouped) form
+rejects only where ``φ`` plus a bound on its rounding (``(B + 16)·2⁻⁵²`` per unit of
+``θ·s + Σ N·(x + |log den| + 4)``) is at most the level, and returns for each end the θ that rejected
+it: :func:`._chernoff_device.fused_ends_certified` re-checks every moved end with PyTorch's float64
+exponent before it is reported (a GPU compiles the kernel with its own contractions and libm; on an
+H100 the unchecked grouped kernel once gave ends inside the host's).
 
 ``TRITON_INTERPRET=1`` runs the kernel on PyTorch CPU tensors (the tests); on CUDA it compiles once
 per form (a few seconds, then cached by Triton on disk).
@@ -56,10 +61,15 @@ def triton_search_applies(s: Any) -> bool:
     """
     if os.environ.get("NWBOUND_TRITON_SEARCH", "1") == "0":
         return False
-    if importlib.util.find_spec("triton") is None:
+    if not _triton_installed():
         return False
     kind = getattr(getattr(s, "device", None), "type", "")
     return kind == "cuda" or (kind == "cpu" and _interpreting())
+
+
+@functools.cache
+def _triton_installed() -> bool:
+    return importlib.util.find_spec("triton") is not None  # once per process (about a millisecond each)
 
 
 @functools.cache
@@ -73,7 +83,8 @@ def triton_search(split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, thet
                   log_level: float, tol: float, open_: Any, *, theta_steps: int, max_probes: int,
                   newton_m_steps: int, decrement: float, margin: float, series_x: float) -> Any:
     """The left ends of :func:`._chernoff_device._search` (same arguments, already broadcast to
-    ``(n, K)`` pairs), from one launch of the fused kernel.
+    ``(n, K)`` pairs), from one launch of the fused kernel, and for each the θ at which the kernel
+    rejected it (``-1`` where the end is the given ``a``, not moved by the kernel).
 
     ``data`` holds the per-group fields as ``(n, B)`` float64 tensors: ``(N, M, R)`` (grouped) or
     ``(A, βD, m_cap, ρ, ρ_in, Λ, n − Λ, a_hi, a_lo)`` (split; zero on empty bins, ``m_cap = −∞``).
@@ -98,18 +109,20 @@ def triton_search(split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, thet
     while len(fields) < 9:
         fields.append(fields[0])  # unused (grouped form)
     out = torch.empty_like(flat[0])
+    cert = torch.empty_like(flat[0])
     n_pairs = n * K
     if n_pairs == 0:
-        return out.reshape(n, K)
+        return out.reshape(n, K), cert.reshape(n, K)
     form = "split" if split else "grouped"
     bp = _BP[form]
     bb = max(2, 1 << max(0, (max(B, 1) - 1).bit_length()))
     grid = ((n_pairs + bp - 1) // bp,)
     _kernel()[grid](
-        *flat, act, out, *fields, n_pairs, K, B,
+        *flat, act, out, cert, *fields, n_pairs, K, B,
         torch.tensor([float(log_level), float(tol)], dtype=torch.float64, device=s.device),
         SPLIT=bool(split), BP=bp, BB=bb, THETA_STEPS=int(theta_steps), MAX_PROBES=int(max_probes),
         NEWTON_M_STEPS=int(newton_m_steps), DECREMENT=float(decrement), MARGIN=float(margin),
-        SERIES_X=float(series_x), INF=math.inf, LIBDEVICE=not _interpreting(), num_warps=_WARPS,
+        SERIES_X=float(series_x), INF=math.inf, LIBDEVICE=not _interpreting(),
+        ROUNDING=float((bb + 16) * 2.0**-52), num_warps=_WARPS,
     )
-    return out.reshape(n, K)
+    return out.reshape(n, K), cert.reshape(n, K)

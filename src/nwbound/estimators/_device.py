@@ -131,20 +131,34 @@ def validate_queries(estimator: Any, X: Any, dtype: Any, *, keep_namespace: bool
         if keep_namespace:
             xp = compat().array_namespace(X)
             want = xp.float32 if np.dtype(dtype) == np.float32 else xp.float64
-            # float64: scikit-learn's finiteness check (its messages) is the only read. float32: one
-            # read answers both checks (X finite, and X/unit within float32: the cast of a value that
-            # is not finite is not finite); where it fails, the checks again, each with its message.
-            Xv = validate_data(estimator, X, reset=False, dtype=[xp.float64, xp.float32],
-                               ensure_all_finite=want != xp.float32)
+            # One read answers every value check: X finite and X/unit within the fit dtype (the cast of
+            # a value that is not finite is not finite); where it fails, the checks again, each with its
+            # message. A plain PyTorch matrix skips scikit-learn's structural checks (shape, dtype and
+            # feature names, about a millisecond of host time before the first kernel): it passes them.
+            plain = _plain_torch_queries(estimator, X)
+            Xv = X if plain else validate_data(estimator, X, reset=False, dtype=[xp.float64, xp.float32],
+                                               ensure_all_finite=False)
             scaled = Xv if unit == 1.0 else Xv / unit  # exact: a power of two
             out = scaled if scaled.dtype == want else xp.astype(scaled, want)
-            if want == xp.float32 and not bool(xp.all(xp.isfinite(out))):  # the one read
+            if not bool(xp.all(xp.isfinite(out))):  # the one read
                 Xv = validate_data(estimator, X, reset=False, dtype=[xp.float64, xp.float32])  # NaN, inf: sklearn's
                 to_feature_unit(to_host(Xv), unit, dtype)  # raises the explanation (float32 overflow)
             return out
         X = to_host(X)
     X = validate_data(estimator, X, reset=False, dtype=[np.float64, np.float32])
     return to_feature_unit(X, unit, dtype)
+
+
+def _plain_torch_queries(estimator: Any, X: Any) -> bool:
+    """Whether ``X`` is a PyTorch float32/float64 matrix with at least one row and the fit's number of
+    features, for an estimator fit without feature names: ``validate_data``'s structural checks
+    would pass it unchanged (its value checks still run, :func:`validate_queries`)."""
+    if not compat().is_torch_array(X) or getattr(estimator, "feature_names_in_", None) is not None:
+        return False
+    import torch
+
+    return (X.ndim == 2 and X.shape[0] >= 1 and X.shape[1] == getattr(estimator, "n_features_in_", -1)
+            and X.dtype in (torch.float32, torch.float64) and not X.requires_grad)
 
 
 def outside_box(X: Any, low: np.ndarray, high: np.ndarray) -> np.ndarray:
@@ -519,7 +533,8 @@ BOUNDS_ON_CPU = False
 # (bench_device_bounds.py), the eager PyTorch search took 520 ms, slower than the statistics pass
 # plus the host solver (≈ 0.3 s). It runs on the device where the fused Triton search
 # (nwbound.bounds._chernoff_triton) is installed, or when the compiled eager search is asked for
-# (NWBOUND_COMPILE_BOUNDS); the localized classifier's per-point search and Hoeffding always run there.
+# (NWBOUND_COMPILE_BOUNDS); the localized classifier's per-point search (fused where Triton is, its
+# ends re-checked in float64: NWBOUND_FUSED_GROUPED=0 keeps it eager) and Hoeffding always run there.
 REGULAR_CHERNOFF_ON_DEVICE = os.environ.get("NWBOUND_COMPILE_BOUNDS", "0") not in ("", "0")
 
 
@@ -537,9 +552,9 @@ def bounds_on_device(specs: dict, *, localized: bool, bandwidths: np.ndarray, ke
     >>> bounds_on_device(specs, localized=False, bandwidths=np.ones(1), kernel=get_kernel("epanechnikov"))
     False
     """
-    import importlib.util
+    from ..gpu._triton import installed
 
-    if np.size(bandwidths) != 1 or not specs or importlib.util.find_spec("torch") is None:
+    if np.size(bandwidths) != 1 or not specs or not installed("torch"):
         return False
     if any(s.form not in ("hoeffding", "chernoff") for s in specs.values()):
         return False
@@ -547,7 +562,7 @@ def bounds_on_device(specs: dict, *, localized: bool, bandwidths: np.ndarray, ke
         return True
     if localized:
         return True
-    fused = importlib.util.find_spec("triton") is not None and os.environ.get("NWBOUND_TRITON_SEARCH", "1") != "0"
+    fused = installed("triton") and os.environ.get("NWBOUND_TRITON_SEARCH", "1") != "0"
     return kernel.name in HISTOGRAM_KERNELS and (REGULAR_CHERNOFF_ON_DEVICE or fused)
 
 
