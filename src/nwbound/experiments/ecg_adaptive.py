@@ -101,8 +101,9 @@ MORPHOLOGY_WEIGHT = 7.0
 #: protocol (:func:`choose_class_weights`).
 CLASS_WEIGHT_GRID_S = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)
 CLASS_WEIGHT_GRID_V = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
-#: Grid of L (per unit of the raw features) tried on the local beats, smallest first.
-LIPSCHITZ_GRID = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
+#: Grid of L (per unit of the raw features) tried on the local beats, smallest first: factors of √2
+#: from 0.05 to 1.6, so a patient whose check rejects one value moves up by 41 %, not by a factor 2.
+LIPSCHITZ_GRID = tuple(0.05 * 2.0 ** (i / 2) for i in range(11))
 #: --quick: stratified DS1 subsample.
 ADAPTIVE_QUICK_TRAIN = 8_000
 
@@ -294,6 +295,7 @@ class AdaptiveResult:
     class_weights_auto: bool = False
     ds1: list[dict[str, Any]] = field(default_factory=list)
     tune_s: float = 0.0
+    ds1_lipschitz: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _model(L: float, args: argparse.Namespace, n_rows: int) -> Any:
@@ -327,51 +329,68 @@ def _stack(X_base: np.ndarray, y_base: np.ndarray, X_loc: np.ndarray, y_loc: np.
     return X, y, w
 
 
+def _local_lipschitz(X_other: np.ndarray, y_other: np.ndarray, X_loc: np.ndarray, y_loc: np.ndarray,
+                     samples_loc: np.ndarray, grid_seen: Sequence[float],
+                     args: argparse.Namespace) -> tuple[int, np.ndarray, int, float] | None:
+    """One patient's L from its own local beats: ``(index into the grid, rejected per L, check rows, p-value
+    at the smallest L)``, or None where the local beats give no check row.
+
+    The first half of the patient's local beats (by time) at the local weight joins ``X_other`` (the
+    other patients' beats) in the kernel sums; the second half are the held-out rows of
+    :func:`nwbound.assumptions.select_lipschitz` (every L of the grid from one pass, each tested at
+    level :data:`CHECK_ALPHA`): the chosen L is the smallest grid value above every rejected one, the
+    largest where every one is rejected (``all_rejected`` in the returned flags).
+    """
+    import warnings
+
+    from ..assumptions import select_lipschitz
+
+    order = np.argsort(samples_loc, kind="stable")
+    half = order.shape[0] // 2
+    fit_idx, check_idx = order[:half], order[half:]
+    if fit_idx.size == 0 or check_idx.size == 0:
+        return None
+    X, y, w = _stack(X_other, y_other, X_loc[fit_idx], y_loc[fit_idx], args.local_weight)
+    model = _model(grid_seen[0], args, X.shape[0]).fit(X, y, sample_weight=w)
+    seen = np.isin(y_loc[check_idx], model.classes_)
+    if not np.any(seen):
+        return None
+    with _quiet_bounds(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # every L rejected: reported through the flags
+        sel = select_lipschitz(model, X_loc[check_idx][seen], y_loc[check_idx][seen], list(grid_seen),
+                               alpha=CHECK_ALPHA, per_class=False)
+    rej = np.array([c.rejected for c in sel.checks])
+    j = len(grid_seen) - 1 if sel.all_rejected else int(np.searchsorted(np.asarray(sel.grid), sel.chosen))
+    return j, rej, int(seen.sum()), float(sel.checks[0].p_value)
+
+
 def _select_lipschitz_on_local(
     X_base: np.ndarray, y_base: np.ndarray, X_loc: np.ndarray, y_loc: np.ndarray, rec_loc: np.ndarray,
     samples_loc: np.ndarray, grid: Sequence[float], grid_seen: Sequence[float], args: argparse.Namespace,
 ) -> tuple[dict[str, int], int, list[dict[str, Any]], bool]:
-    """Per record, the index into ``grid`` of the smallest L that its local check does not reject.
+    """Per DS2 record, the index into ``grid`` of its L chosen on its local beats (:func:`_local_lipschitz`).
 
     Returns those indices, the index of the smallest L that no record's check rejects (for
-    records without check rows and for the DS1 simulation of the class weights), one row per
-    record and whether some record rejected every L (it then uses the largest, and the summary
-    says so).
-
-    Per DS2 record: the first half of its local beats (by time) at the local weight joins
-    DS1 in the kernel sums; the second half are the held-out rows of
-    :func:`nwbound.assumptions.check_lipschitz` (all L of the grid from one pass).
-    Only local (training) beats are used: nothing of the evaluation beats.
+    records without check rows), one row per record and whether some record rejected every
+    L (it then uses the largest, and the summary says so). Only local (training) beats are
+    used: nothing of the evaluation beats.
     """
-    from ..assumptions import check_lipschitz
-
     rows: list[dict[str, Any]] = []
     per_record: dict[str, int] = {}
     every_rejected = False
     rejected_any = np.zeros(len(grid_seen), dtype=bool)
     for r in np.unique(rec_loc):  # one check per record (22), not a hot path
         mine = np.flatnonzero(rec_loc == r)
-        mine = mine[np.argsort(samples_loc[mine], kind="stable")]
-        half = mine.shape[0] // 2
-        fit_idx, check_idx = mine[:half], mine[half:]
-        if fit_idx.size == 0 or check_idx.size == 0:
+        got = _local_lipschitz(X_base, y_base, X_loc[mine], y_loc[mine], samples_loc[mine], grid_seen, args)
+        if got is None:
             continue
-        X, y, w = _stack(X_base, y_base, X_loc[fit_idx], y_loc[fit_idx], args.local_weight)
-        model = _model(grid_seen[0], args, X.shape[0]).fit(X, y, sample_weight=w)
-        seen = np.isin(y_loc[check_idx], model.classes_)
-        if not np.any(seen):
-            continue
-        with _quiet_bounds():
-            checks = check_lipschitz(model, X_loc[check_idx][seen], y_loc[check_idx][seen],
-                                     lipschitz=list(grid_seen), alpha=CHECK_ALPHA, per_class=False)
-        rej = np.array([c.rejected for c in checks])
+        j, rej, n_check, p_value = got
         rejected_any |= rej
-        mine_ok = np.flatnonzero(~rej)
-        every_rejected |= not mine_ok.size
-        per_record[str(r)] = int(mine_ok[0]) if mine_ok.size else len(grid) - 1
-        rows.append({"record": str(r), "fit_rows": int(fit_idx.size), "check_rows": int(seen.sum()),
-                     **{f"rejected_L={grid[j]:g}": bool(rej[j]) for j in range(len(grid))},
-                     "p_value_smallest_L": float(checks[0].p_value), "chosen_L": grid[per_record[str(r)]]})
+        every_rejected |= bool(rej[-1])
+        per_record[str(r)] = j
+        rows.append({"record": str(r), "fit_rows": int(mine.size // 2), "check_rows": n_check,
+                     **{f"rejected_L={grid[i]:.3g}": bool(rej[i]) for i in range(len(grid))},
+                     "p_value_smallest_L": p_value, "chosen_L": grid[j]})
     ok = np.flatnonzero(~rejected_any)
     return per_record, (int(ok[0]) if ok.size else len(grid) - 1), rows, every_rejected
 
@@ -523,34 +542,43 @@ def _features(base: Any, others: Sequence[Any], args: argparse.Namespace) -> tup
     return X_base, outs, restate_lipschitz(1.0, scaler)  # L per unit of the raw features → model units
 
 
-def _simulate_ds1(X_base: np.ndarray, base: Any, L_seen: float, c: float, args: argparse.Namespace,
-                  quiet: bool) -> dict[str, np.ndarray]:
+def _simulate_ds1(X_base: np.ndarray, base: Any, grid: Sequence[float], grid_seen: Sequence[float], c: float,
+                  args: argparse.Namespace, quiet: bool) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
     """DS1 leave-one-record-out with a simulated adaptation: p̂ and bounds on each record's later beats.
 
-    Each DS1 record in turn is the new patient: its first ``--local-minutes`` join the other
-    DS1 records at the local weight (the patient column 0 on its beats), the rest of it is
-    queried. Only DS1 is used.
+    Each DS1 record in turn is the new patient, treated as a DS2 record is: its first
+    ``--local-minutes`` join the other DS1 records at the local weight (the patient column 0 on
+    its beats), its L is chosen on those local beats alone (:func:`_local_lipschitz`; the
+    smallest grid L where they give no check row), and the rest of it is queried. Only DS1 is
+    used. Returns the pooled ``y``, ``proba``, ``lower``, ``upper`` and one row per record
+    (its L and check).
     """
     is_local = local_beats(base.sample, minutes=args.local_minutes)
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("y", "proba", "lower", "upper")}
+    rows: list[dict[str, Any]] = []
     records = np.unique(base.record)
     for r in progress(records, desc="ecg adaptive (DS1 simulation)", total=records.size, quiet=quiet):
         mine = base.record == r
         loc, ev = mine & is_local, mine & ~is_local
         if not ev.any():
             continue
-        X, y, w = _stack(_with_patient(X_base[~mine], c), base.y[~mine], _with_patient(X_base[loc], 0.0),
-                         base.y[loc], args.local_weight)
-        model = _model(L_seen, args, X.shape[0]).fit(X, y, sample_weight=w)
+        X_other, X_mine = _with_patient(X_base[~mine], c), _with_patient(X_base[loc], 0.0)
+        got = _local_lipschitz(X_other, base.y[~mine], X_mine, base.y[loc], base.sample[loc], grid_seen, args)
+        j = 0 if got is None else got[0]
+        X, y, w = _stack(X_other, base.y[~mine], X_mine, base.y[loc], args.local_weight)
+        model = _model(grid_seen[j], args, X.shape[0]).fit(X, y, sample_weight=w)
         with _quiet_bounds():
             iv = model.predict_interval(_with_patient(X_base[ev], 0.0))
         iv = expand_interval(iv, model.classes_.astype(np.intp), len(CLASS_NAMES),
                              symmetric=is_symmetric_form(args.bound))
         for k, v in (("y", base.y[ev]), ("proba", iv.proba), ("lower", iv.lower), ("upper", iv.upper)):
             parts[k].append(v)
+        rows.append({"record": str(r), "check_rows": 0 if got is None else got[2], "chosen_L": grid[j],
+                     "all_rejected": bool(got is not None and got[1][-1]), "beats": int(ev.sum()),
+                     "certified_%": 100 * float(iv.certified.mean())})
     if not parts["y"]:
         raise ValueError("no DS1 record has beats after its local minutes to simulate the adaptation on")
-    return {k: np.concatenate(v) for k, v in parts.items()}
+    return {k: np.concatenate(v) for k, v in parts.items()}, rows
 
 
 def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, quick: bool) -> AdaptiveResult:
@@ -583,9 +611,10 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
     start = time.perf_counter()
     weights_arg = getattr(args, "class_weights", "auto")
     ds1_rows: list[dict[str, Any]] = []
+    ds1_lipschitz: list[dict[str, Any]] = []
     if weights_arg == "auto":
         try:
-            sim = _simulate_ds1(X_base_raw, base, L_seen, c, args, quiet=args.quiet)
+            sim, ds1_lipschitz = _simulate_ds1(X_base_raw, base, grid, grid_seen, c, args, quiet=args.quiet)
         except ValueError as exc:
             raise _command_error(f"--split adaptive, --class-weights auto: {exc}; give --class-weights S,V") from exc
         (w_s, w_v), ds1_rows = choose_class_weights(sim["y"], sim["proba"], sim["lower"], sim["upper"])
@@ -647,7 +676,7 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
         features=str(getattr(args, "adaptive_features", ADAPTIVE_FEATURES)),
         morphology_weight=float(getattr(args, "morphology_weight", MORPHOLOGY_WEIGHT)),
         class_weights=(float(w_s), float(w_v)), class_weights_auto=weights_arg == "auto", ds1=ds1_rows,
-        tune_s=tune_s)
+        tune_s=tune_s, ds1_lipschitz=ds1_lipschitz)
 
 
 def record_check(model: Any, X: Any, y: Any, *, alpha: float = CHECK_ALPHA) -> dict[str, Any]:
@@ -783,6 +812,9 @@ def run_adaptive(beats: Any, args: argparse.Namespace, output: Path, formats: Se
     if res.selection:
         files += write_table(res.selection, output / "adaptive_lipschitz",
                              title="Choice of L on the local beats: rejected per record and L index")
+    if res.ds1_lipschitz:
+        files += write_table(res.ds1_lipschitz, output / "adaptive_lipschitz_ds1",
+                             title="DS1 simulation: each DS1 record's L, chosen on its own local beats")
     files += _strips(res, rows, getattr(args, "data_dir", None), output, formats)
     return AdaptiveOutputs(files, adaptive_ec57_rows(res), _summary(res, overview, rows,
                                                                      time.perf_counter() - start), res)
