@@ -133,7 +133,8 @@ def _as_inter(res: AdaptiveResult) -> Any:
 
 def _overview(res: AdaptiveResult) -> list[dict[str, Any]]:
     extra = {"split": "adaptive", "local_minutes": res.minutes, "local_weight": res.local_weight,
-             "n_neighbors": res.n_neighbors, "bandwidth": res.bandwidth,
+             "n_neighbors": res.n_neighbors, "certificate_neighbors": res.certificate_neighbors,
+             "bandwidth": res.bandwidth,
              "patient_distance": res.patient_distance, "L": _l_range(res), "n_local": res.n_local,
              "features": res.features, "morphology_weight": res.morphology_weight if res.features == "signal" else 1.0,
              "w_S": res.class_weights[0], "w_V": res.class_weights[1]}

@@ -86,6 +86,10 @@ MITBIH_FS = 360.0
 LOCAL_WEIGHT = 20.0
 #: k of the localized classifier on the adaptive split (chosen on DS1, see the docs).
 ADAPTIVE_NEIGHBORS = 12
+#: k of the localized NWC whose boxes certify beats (and whose L each record's check chooses): the
+#: labels of the review queue come from the ``ADAPTIVE_NEIGHBORS`` model (chosen on DS1: the largest
+#: certified share with ≤ 1 % error among the certified beats, see the docs).
+CERTIFICATE_NEIGHBORS = 12
 #: λ of the localized classifier on the adaptive split (scaled morphology + rhythm units; chosen on DS1).
 ADAPTIVE_BANDWIDTH = 10.0
 #: Distance added (in quadrature) between the patient and every other patient's beats: an extra
@@ -129,6 +133,9 @@ def add_adaptive_arguments(parser: argparse.ArgumentParser) -> None:
                              f"(default {LOCAL_WEIGHT:g})")
     parser.add_argument("--adaptive-neighbors", type=positive_int, default=ADAPTIVE_NEIGHBORS,
                         help=f"adaptive split: k of the localized NWC (default {ADAPTIVE_NEIGHBORS})")
+    parser.add_argument("--certificate-neighbors", type=positive_int, default=CERTIFICATE_NEIGHBORS,
+                        help=f"adaptive split: k of the localized NWC whose boxes certify beats; the uncertified "
+                             f"beats are labelled by the --adaptive-neighbors one (default {CERTIFICATE_NEIGHBORS})")
     parser.add_argument("--adaptive-bandwidth", type=positive_float, default=ADAPTIVE_BANDWIDTH,
                         help=f"adaptive split: λ of the localized NWC (default {ADAPTIVE_BANDWIDTH:g})")
     parser.add_argument("--patient-distance", type=float, default=PATIENT_DISTANCE,
@@ -296,14 +303,41 @@ class AdaptiveResult:
     ds1: list[dict[str, Any]] = field(default_factory=list)
     tune_s: float = 0.0
     ds1_lipschitz: list[dict[str, Any]] = field(default_factory=list)
+    certificate_neighbors: int = CERTIFICATE_NEIGHBORS
 
 
-def _model(L: float, args: argparse.Namespace, n_rows: int) -> Any:
+def _model(L: float, args: argparse.Namespace, n_rows: int, *, certificate: bool = False) -> Any:
+    """The localized NWC of the adaptive split: ``k`` = ``--adaptive-neighbors``, or with ``certificate``
+    the certificate model's ``--certificate-neighbors``."""
     from .. import NadarayaWatsonClassifier
 
+    k = getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS) if certificate else args.adaptive_neighbors
     return NadarayaWatsonClassifier(
         kernel="epanechnikov", bandwidth=float(args.adaptive_bandwidth), lipschitz=L, delta=DELTA,
-        bound=args.bound, n_neighbors=min(int(args.adaptive_neighbors), n_rows))
+        bound=args.bound, n_neighbors=min(int(k), n_rows))
+
+
+def _two_models(L: float, args: argparse.Namespace, X: np.ndarray, y: np.ndarray, w: np.ndarray,
+                X_query: np.ndarray) -> tuple[Any, Any, Any, Any, float]:
+    """The decision model and the certificate model at ``L``, their expanded intervals on ``X_query``,
+    and the seconds spent fitting (the rest is the queries).
+
+    One model when ``--certificate-neighbors`` equals ``--adaptive-neighbors`` (both returned items are it).
+    """
+    sym = is_symmetric_form(args.bound)
+    out: list[Any] = []
+    fit_s = 0.0
+    for cert in (False, True):
+        if cert and int(getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS)) == int(args.adaptive_neighbors):
+            out += out[:2]
+            break
+        t = time.perf_counter()
+        model = _model(L, args, X.shape[0], certificate=cert).fit(X, y, sample_weight=w)
+        fit_s += time.perf_counter() - t
+        with _quiet_bounds():
+            iv = model.predict_interval(X_query)
+        out += [model, expand_interval(iv, model.classes_.astype(np.intp), len(CLASS_NAMES), symmetric=sym)]
+    return out[0], out[1], out[2], out[3], fit_s
 
 
 def _with_patient(X: np.ndarray, value: float) -> np.ndarray:
@@ -351,7 +385,7 @@ def _local_lipschitz(X_other: np.ndarray, y_other: np.ndarray, X_loc: np.ndarray
     if fit_idx.size == 0 or check_idx.size == 0:
         return None
     X, y, w = _stack(X_other, y_other, X_loc[fit_idx], y_loc[fit_idx], args.local_weight)
-    model = _model(grid_seen[0], args, X.shape[0]).fit(X, y, sample_weight=w)
+    model = _model(grid_seen[0], args, X.shape[0], certificate=True).fit(X, y, sample_weight=w)
     seen = np.isin(y_loc[check_idx], model.classes_)
     if not np.any(seen):
         return None
@@ -407,7 +441,8 @@ class WeightedDecision:
     error_upper: np.ndarray
 
 
-def weighted_decision(proba: Any, lower: Any, upper: Any, weights: Any) -> WeightedDecision:
+def weighted_decision(proba: Any, lower: Any, upper: Any, weights: Any, *,
+                      review_proba: Any = None) -> WeightedDecision:
     """Argmax where its certificate holds; elsewhere the class-weighted Bayes rule.
 
     A beat whose argmax label is certified (it is the most probable class for
@@ -416,6 +451,9 @@ def weighted_decision(proba: Any, lower: Any, upper: Any, weights: Any) -> Weigh
     uncertified beat (the review queue) gets ``argmax_c w_c p̂_c``: the decision
     that minimises the expected cost when missing class ``c`` costs ``w_c``. It
     is not certified and its error ceiling is ``1 − lower`` of its label.
+    ``review_proba`` lets another estimate of ``p`` decide the review queue
+    (the adaptive split: a classifier with fewer neighbours than the one
+    whose boxes certify); the certificates use ``proba`` and the box only.
 
     Parameters
     ----------
@@ -423,6 +461,8 @@ def weighted_decision(proba: Any, lower: Any, upper: Any, weights: Any) -> Weigh
         ``p̂`` and simultaneous bounds on ``p``.
     weights : array-like of shape (C,)
         Positive class weights (1 for every class: plain argmax).
+    review_proba : array-like of shape (n, C) or None, default=None
+        ``p̂`` of the uncertified beats' decision; None: ``proba``.
 
     Returns
     -------
@@ -445,6 +485,9 @@ def weighted_decision(proba: Any, lower: Any, upper: Any, weights: Any) -> Weigh
     >>> d = weighted_decision(p, p - 0.25, p + 0.25, [1.0, 4.0])
     >>> d.y_pred.tolist(), d.certified.tolist(), d.error_upper.round(2).tolist()
     ([0, 1], [True, False], [0.35, 0.95])
+    >>> q = np.array([[0.2, 0.8], [0.2, 0.8]])  # another estimate decides the review queue only
+    >>> weighted_decision(p, p - 0.25, p + 0.25, [1.0, 1.0], review_proba=q).y_pred.tolist()
+    [0, 1]
     """
     from ..metrics import bayes_decision
 
@@ -454,7 +497,10 @@ def weighted_decision(proba: Any, lower: Any, upper: Any, weights: Any) -> Weigh
         raise ValueError(f"weights must be {p.shape[1] if p.ndim == 2 else 'C'} positive numbers, got {weights!r}")
     a = bayes_decision(p, lower=lower, upper=upper)
     lo = np.clip(np.asarray(lower, dtype=np.float64), 0.0, 1.0)
-    cost = np.argmax(p * w[None, :], axis=1)
+    q = p if review_proba is None else np.asarray(review_proba, dtype=np.float64)
+    if q.shape != p.shape:
+        raise ValueError(f"review_proba must have the shape of proba {p.shape}, got {q.shape}")
+    cost = np.argmax(q * w[None, :], axis=1)
     y = np.where(a.certified, a.y_pred, cost)
     return WeightedDecision(y, a.certified.copy(), 1.0 - lo[np.arange(p.shape[0]), y])
 
@@ -471,7 +517,7 @@ def _objective(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float, dict[str,
     return score, out
 
 
-def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *,
+def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *, review_proba: Any = None,
                          grid_s: Sequence[float] = CLASS_WEIGHT_GRID_S,
                          grid_v: Sequence[float] = CLASS_WEIGHT_GRID_V) -> tuple[tuple[float, float], list[dict[str, Any]]]:
     """The S and V weights of :func:`weighted_decision` that maximise the mean of min(Se, +P) over S and V.
@@ -486,6 +532,8 @@ def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *,
     y_true : array-like of int, shape (n,)
         AAMI labels (N, S, V, F, Q = 0..4).
     proba, lower, upper : array-like of shape (n, 5)
+    review_proba : array-like of shape (n, 5) or None, default=None
+        As in :func:`weighted_decision`.
     grid_s, grid_v : sequence of float
         Candidate weights of S and V.
 
@@ -509,7 +557,8 @@ def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *,
     best: tuple[float, tuple[float, float]] | None = None
     for ws in grid_s:  # a small grid (≤ 54 pairs), each pair vectorised over the beats
         for wv in grid_v:
-            d = weighted_decision(proba, lower, upper, [1.0, float(ws), float(wv), 1.0, 1.0])
+            d = weighted_decision(proba, lower, upper, [1.0, float(ws), float(wv), 1.0, 1.0],
+                                  review_proba=review_proba)
             score, parts = _objective(y, d.y_pred)
             rows.append({"w_S": float(ws), "w_V": float(wv), "objective_%": score, **parts,
                          "accuracy_%": 100 * float(np.mean(d.y_pred == y))})
@@ -550,11 +599,11 @@ def _simulate_ds1(X_base: np.ndarray, base: Any, grid: Sequence[float], grid_see
     ``--local-minutes`` join the other DS1 records at the local weight (the patient column 0 on
     its beats), its L is chosen on those local beats alone (:func:`_local_lipschitz`; the
     smallest grid L where they give no check row), and the rest of it is queried. Only DS1 is
-    used. Returns the pooled ``y``, ``proba``, ``lower``, ``upper`` and one row per record
-    (its L and check).
+    used. Returns the pooled ``y``, the certificate model's ``proba``, ``lower``, ``upper``, the
+    decision model's ``review`` (its ``p̂``), and one row per record (its L and check).
     """
     is_local = local_beats(base.sample, minutes=args.local_minutes)
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("y", "proba", "lower", "upper")}
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("y", "proba", "lower", "upper", "review")}
     rows: list[dict[str, Any]] = []
     records = np.unique(base.record)
     for r in progress(records, desc="ecg adaptive (DS1 simulation)", total=records.size, quiet=quiet):
@@ -566,12 +615,9 @@ def _simulate_ds1(X_base: np.ndarray, base: Any, grid: Sequence[float], grid_see
         got = _local_lipschitz(X_other, base.y[~mine], X_mine, base.y[loc], base.sample[loc], grid_seen, args)
         j = 0 if got is None else got[0]
         X, y, w = _stack(X_other, base.y[~mine], X_mine, base.y[loc], args.local_weight)
-        model = _model(grid_seen[j], args, X.shape[0]).fit(X, y, sample_weight=w)
-        with _quiet_bounds():
-            iv = model.predict_interval(_with_patient(X_base[ev], 0.0))
-        iv = expand_interval(iv, model.classes_.astype(np.intp), len(CLASS_NAMES),
-                             symmetric=is_symmetric_form(args.bound))
-        for k, v in (("y", base.y[ev]), ("proba", iv.proba), ("lower", iv.lower), ("upper", iv.upper)):
+        _, decide, _, iv, _ = _two_models(grid_seen[j], args, X, y, w, _with_patient(X_base[ev], 0.0))
+        for k, v in (("y", base.y[ev]), ("proba", iv.proba), ("lower", iv.lower), ("upper", iv.upper),
+                     ("review", decide.proba)):
             parts[k].append(v)
         rows.append({"record": str(r), "check_rows": 0 if got is None else got[2], "chosen_L": grid[j],
                      "all_rejected": bool(got is not None and got[1][-1]), "beats": int(ev.sum()),
@@ -617,8 +663,10 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
             sim, ds1_lipschitz = _simulate_ds1(X_base_raw, base, grid, grid_seen, c, args, quiet=args.quiet)
         except ValueError as exc:
             raise _command_error(f"--split adaptive, --class-weights auto: {exc}; give --class-weights S,V") from exc
-        (w_s, w_v), ds1_rows = choose_class_weights(sim["y"], sim["proba"], sim["lower"], sim["upper"])
-        a = weighted_decision(sim["proba"], sim["lower"], sim["upper"], np.ones(len(CLASS_NAMES)))
+        (w_s, w_v), ds1_rows = choose_class_weights(sim["y"], sim["proba"], sim["lower"], sim["upper"],
+                                                    review_proba=sim["review"])
+        a = weighted_decision(sim["proba"], sim["lower"], sim["upper"], np.ones(len(CLASS_NAMES)),
+                              review_proba=sim["review"])
         for row in ds1_rows:  # the certificates are the argmax's whatever the weights
             row["certified_%"] = 100 * float(a.certified.mean())
             row["error_certified_%"] = 100 * float(np.mean(a.y_pred[a.certified] != sim["y"][a.certified])) \
@@ -643,21 +691,17 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
         X, y, w = _stack(X_base, base.y, X_loc[loc_idx], local.y[loc_idx], args.local_weight)
         j = per_record.get(str(r), chosen)  # this patient's L (the common one without local check rows)
         t = time.perf_counter()
-        model = _model(grid_seen[j], args, X.shape[0]).fit(X, y, sample_weight=w)
-        fit_s += time.perf_counter() - t
-        t = time.perf_counter()
-        with _quiet_bounds():
-            iv = model.predict_interval(X_rest[ev])
-        query_s += time.perf_counter() - t
-        present = model.classes_.astype(np.intp)
-        iv = expand_interval(iv, present, len(CLASS_NAMES), symmetric=is_symmetric_form(args.bound))
-        out["argmax"][ev], cert["argmax"][ev], err["argmax"][ev] = iv.predicted_index, iv.certified, iv.error_upper
-        wd = weighted_decision(iv.proba, iv.lower, iv.upper, class_weights)
-        out["weighted"][ev], cert["weighted"][ev], err["weighted"][ev] = wd.y_pred, wd.certified, wd.error_upper
+        _, decide, model, iv, fitted = _two_models(grid_seen[j], args, X, y, w, X_rest[ev])
+        fit_s += fitted
+        query_s += time.perf_counter() - t - fitted
+        # certified beats: the certificate model's box; the review queue: the decision model's p̂
+        for rule, weights in (("argmax", np.ones(len(CLASS_NAMES))), ("weighted", class_weights)):
+            wd = weighted_decision(iv.proba, iv.lower, iv.upper, weights, review_proba=decide.proba)
+            out[rule][ev], cert[rule][ev], err[rule][ev] = wd.y_pred, wd.certified, wd.error_upper
         prior = np.bincount(y, weights=w, minlength=len(CLASS_NAMES)) / w.sum()
-        d = _decide(iv.proba, iv.lower, iv.upper, prior, "balanced")
+        d = _decide(decide.proba, decide.lower, decide.upper, prior, "balanced")
         out["balanced"][ev], cert["balanced"][ev], err["balanced"][ev] = d.y_pred, d.certified, d.error_upper
-        vacuous[ev] = iv.vacuous
+        vacuous[ev] = decide.vacuous
         t = time.perf_counter()
         checks[str(r)] = {**record_check(model, X_rest[ev], rest.y[ev]), "L": grid[j]}
         check_s += time.perf_counter() - t
@@ -676,7 +720,8 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
         features=str(getattr(args, "adaptive_features", ADAPTIVE_FEATURES)),
         morphology_weight=float(getattr(args, "morphology_weight", MORPHOLOGY_WEIGHT)),
         class_weights=(float(w_s), float(w_v)), class_weights_auto=weights_arg == "auto", ds1=ds1_rows,
-        tune_s=tune_s, ds1_lipschitz=ds1_lipschitz)
+        tune_s=tune_s, ds1_lipschitz=ds1_lipschitz,
+        certificate_neighbors=int(getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS)))
 
 
 def record_check(model: Any, X: Any, y: Any, *, alpha: float = CHECK_ALPHA) -> dict[str, Any]:
