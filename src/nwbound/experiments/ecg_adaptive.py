@@ -11,10 +11,18 @@ beats become the neighbours. The morphology is read from the raw lead around eac
 R peak (:mod:`nwbound.experiments.ecg_signal_features`, P wave included, in units
 of the patient's own R amplitude over the local minutes).
 
-Three rules: ``argmax``; ``weighted`` (:func:`weighted_decision`: certified argmax
-labels kept, the review queue decided with class weights for S and V, chosen on
-DS1 alone by leave-one-record-out with a simulated first-minutes adaptation,
-:func:`choose_class_weights`); ``balanced`` (Bayes rule, equal N/S/V priors).
+Two localized models per record on the same rows: the *certificate model*
+(``k`` = :data:`CERTIFICATE_NEIGHBORS`, chosen on DS1: the largest certified share
+with ≤ 1 % error among the certified beats) whose boxes certify beats, and the
+*decision model* (``k`` = :data:`ADAPTIVE_NEIGHBORS`) whose ``p̂`` labels the
+uncertified beats (fewer neighbours find the patient's few S beats better).
+
+Three rules: ``argmax`` (certified label where the certificate model's box
+certifies one, else the decision model's argmax); ``weighted``
+(:func:`weighted_decision`: the same certified labels, the review queue decided
+with class weights for S and V, chosen on DS1 alone by leave-one-record-out with
+a simulated first-minutes adaptation, :func:`choose_class_weights`); ``balanced``
+(Bayes rule, equal N/S/V priors, on the decision model).
 
 Certificates per patient: the error ceilings of certified beats are tested on
 each record's evaluation beats with :func:`nwbound.assumptions.check_lipschitz`
@@ -26,7 +34,8 @@ the beats of highest and lowest p̂ against what L allows) says where the beats
 contradict the record's L even though its certificates hold (``assumption_rejected``). Each record's ``L`` is chosen on its own
 local beats only (``_select_lipschitz_on_local``): the first half of its local
 minutes goes into the kernel sums, the second half are the held-out check rows,
-and the smallest L on the grid that this check does not reject is that patient's.
+and the smallest L on the grid (factors of √2) above every value this check rejects is that
+patient's; the DS1 simulation chooses each DS1 record's L the same way.
 Selecting L is harmless to validity (the intervals are nested in L), so one L per
 patient costs nothing in the guarantee, and a patient whose beats contradict a
 small L no longer forces a large one on every other patient.
@@ -89,7 +98,7 @@ ADAPTIVE_NEIGHBORS = 12
 #: k of the localized NWC whose boxes certify beats (and whose L each record's check chooses): the
 #: labels of the review queue come from the ``ADAPTIVE_NEIGHBORS`` model (chosen on DS1: the largest
 #: certified share with ≤ 1 % error among the certified beats, see the docs).
-CERTIFICATE_NEIGHBORS = 12
+CERTIFICATE_NEIGHBORS = 18
 #: λ of the localized classifier on the adaptive split (scaled morphology + rhythm units; chosen on DS1).
 ADAPTIVE_BANDWIDTH = 10.0
 #: Distance added (in quadrature) between the patient and every other patient's beats: an extra
