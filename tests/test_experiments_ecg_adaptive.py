@@ -158,6 +158,60 @@ def test_record_check_flags_a_patient_whose_labels_break_the_ceilings():
     assert record_check(model, Xh, y3)["check_rows"] == 190
 
 
+# --------------------------------------------------------------------------- each patient's L
+def test_local_lipschitz_is_the_smallest_value_above_every_rejected_one():
+    from nwbound.assumptions import check_lipschitz
+    from nwbound.experiments.ecg_adaptive import LIPSCHITZ_GRID, _local_lipschitz
+
+    rng = np.random.default_rng(0)
+    X_other = rng.random((300, 1))
+    y_other = (X_other[:, 0] > 0.5).astype(int)
+    X_loc = rng.random((160, 1))
+    y_loc = (X_loc[:, 0] > 0.3).astype(int)  # this patient's step sits elsewhere
+    samples = rng.permutation(160) * 10  # the local beats out of time order
+    grid = [0.25 * 2 ** (i / 2) for i in range(9)]
+    args = argparse.Namespace(local_weight=5.0, adaptive_bandwidth=0.2, adaptive_neighbors=12, bound="chernoff")
+    j, rejected, n_check, _ = _local_lipschitz(X_other, y_other, X_loc, y_loc, samples, grid, args)
+    # slow formula: the earlier half by time in the kernel sums, each L tested on its own
+    first, later = np.argsort(samples)[:80], np.argsort(samples)[80:]
+    model = NadarayaWatsonClassifier(kernel="epanechnikov", bandwidth=0.2, lipschitz=grid[0], delta=0.05,
+                                     n_neighbors=12).fit(
+        np.vstack([X_other, X_loc[first]]), np.concatenate([y_other, y_loc[first]]),
+        sample_weight=np.concatenate([np.ones(300), np.full(80, 5.0)]))
+    expected = [check_lipschitz(model, X_loc[later], y_loc[later], lipschitz=L, per_class=False).rejected
+                for L in grid]
+    assert rejected.tolist() == expected and n_check == 80
+    assert any(expected) and not expected[-1]  # the case is not trivial
+    assert j == max(i for i, r in enumerate(expected) if r) + 1
+    # the run's grid: factors of √2 from 0.05 to 1.6
+    np.testing.assert_allclose(LIPSCHITZ_GRID, [0.05 * 1.4142135623730951 ** i for i in range(11)])
+    # no local beat to hold out: no choice
+    assert _local_lipschitz(X_other, y_other, X_loc[:1], y_loc[:1], samples[:1], grid, args) is None
+
+
+
+def test_two_models_certify_with_the_wider_neighbourhood():
+    from nwbound.experiments.ecg_adaptive import _two_models
+
+    rng = np.random.default_rng(2)
+    X = rng.random((120, 2))
+    y = (X[:, 0] > 0.5).astype(int)
+    w = np.ones(120)
+    Xq = rng.random((30, 2))
+    args = argparse.Namespace(adaptive_bandwidth=0.5, adaptive_neighbors=5, certificate_neighbors=15,
+                              bound="chernoff")
+    decide, iv_d, cert, iv_c, fit_s = _two_models(0.5, args, X, y, w, Xq)
+    assert (decide.n_neighbors, cert.n_neighbors) == (5, 15) and fit_s >= 0
+    for k, iv in ((5, iv_d), (15, iv_c)):  # each interval is its own model's, expanded to the 5 classes
+        ref = NadarayaWatsonClassifier(kernel="epanechnikov", bandwidth=0.5, lipschitz=0.5, delta=0.05,
+                                       n_neighbors=k).fit(X, y).predict_interval(Xq)
+        np.testing.assert_allclose(iv.proba[:, :2], ref.proba)
+        np.testing.assert_allclose(iv.lower[:, :2], ref.lower)
+        assert iv.proba.shape == (30, 5) and np.all(iv.proba[:, 2:] == 0)
+    args.certificate_neighbors = 5  # the same k: one model
+    decide, iv_d, cert, iv_c, _ = _two_models(0.5, args, X, y, w, Xq)
+    assert cert is decide and iv_c is iv_d
+
 # --------------------------------------------------------------------------- CLI wiring
 def test_split_option_has_adaptive():
     p = argparse.ArgumentParser()
@@ -197,3 +251,6 @@ def test_tiny_adaptive_run_on_the_excerpt(tmp_path):
     assert int(n_row["support"]) == int(np.sum(rest.y == 0))
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert "Patient-adaptive" in summary and "de Chazal & Reilly 2006" in summary
+    # the DS1 simulation chose each DS1 record's L on its own local beats (the run's default weights)
+    ds1 = _read_csv(out / "adaptive_lipschitz_ds1.csv")
+    assert ds1 and {r["record"] for r in ds1} <= set(DS1)

@@ -87,6 +87,25 @@ def test_weighted_decision_matches_a_slow_formula():
         assert d.error_upper[i] == pytest.approx(1.0 - lo[i, d.y_pred[i]])
 
 
+def test_weighted_decision_review_queue_from_another_estimate():
+    # the box and p̂ of a wide neighbourhood certify; another p̂ labels the review queue
+    p, lo, up = _random_intervals(5)
+    q = np.random.default_rng(6).dirichlet(np.full(5, 0.4), size=p.shape[0])
+    w = np.array([1.0, 3.0, 2.0, 1.0, 1.0])
+    d = weighted_decision(p, lo, up, w, review_proba=q)
+    for i in range(p.shape[0]):
+        box_certifies = [c for c in range(5) if all(lo[i, c] > up[i, o] for o in range(5) if o != c)]
+        if box_certifies:  # certified: the class the box puts above every other, whatever q says
+            assert d.certified[i] and d.y_pred[i] == box_certifies[0]
+        else:
+            assert not d.certified[i] and d.y_pred[i] == max(range(5), key=lambda c: w[c] * q[i, c])
+        assert d.error_upper[i] == pytest.approx(1.0 - lo[i, d.y_pred[i]])
+    assert 0 < d.certified.sum() < p.shape[0]
+    assert np.any(d.y_pred[~d.certified] != weighted_decision(p, lo, up, w).y_pred[~d.certified])
+    with pytest.raises(ValueError, match="review_proba"):
+        weighted_decision(p, lo, up, w, review_proba=q[:, :4])
+
+
 def test_weighted_decision_with_unit_weights_is_argmax():
     p, lo, up = _random_intervals(1)
     d = weighted_decision(p, lo, up, np.ones(5))
@@ -137,12 +156,13 @@ def test_tiny_adaptive_run_with_fixed_weights_and_kaggle_features(tmp_path):
     out = tmp_path / "o"
     code = main(["experiment", "ecg", "--data-dir", str(EXCERPT), "--split", "adaptive", "--local-minutes", "0.5",
                  "--quick", "--threads", "1", "--output", str(out), "--quiet", "--class-weights", "3,2",
-                 "--adaptive-features", "kaggle"])
+                 "--adaptive-features", "kaggle", "--certificate-neighbors", "20"])
     assert code == 0
     with open(out / "adaptive_overview.csv", newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     assert {r["rule"] for r in rows} == {"argmax", "weighted", "balanced"}
     assert {(r["features"], float(r["w_S"]), float(r["w_V"])) for r in rows} == {("kaggle", 3.0, 2.0)}
+    assert {int(r["certificate_neighbors"]) for r in rows} == {20}
     assert not (out / "adaptive_class_weights.csv").exists()  # no DS1 search with fixed weights
     weighted = next(r for r in rows if r["rule"] == "weighted")
     argmax = next(r for r in rows if r["rule"] == "argmax")

@@ -353,7 +353,8 @@ def _as_inter(res: AdaptiveResult) -> Any:
 
 def _overview(res: AdaptiveResult) -> list[dict[str, Any]]:
     extra = {"split": "adaptive", "local_minutes": res.minutes, "local_weight": res.local_weight,
-             "n_neighbors": res.n_neighbors, "bandwidth": res.bandwidth,
+             "n_neighbors": res.n_neighbors, "certificate_neighbors": res.certificate_neighbors,
+             "bandwidth": res.bandwidth,
              "patient_distance": res.patient_distance, "L": _l_range(res), "n_local": res.n_local,
              "features": res.features, "morphology_weight": res.morphology_weight if res.features == "signal" else 1.0,
              "w_S": res.class_weights[0], "w_V": res.class_weights[1]}
@@ -530,11 +531,13 @@ def _summary(res: AdaptiveResult, overview: list[dict[str, Any]], rows: list[dic
         f"(rhythm weight {res.rhythm_weight:g}), MinMax on DS1, plus the patient column (0 on the patient's "
         f"beats, {res.patient_distance:g} on DS1's); localized NWC, k = {res.n_neighbors}, "
         f"λ = {res.bandwidth:g}, L per record (per unit of the raw features): {_l_range(res)}, each the "
-        "smallest on the grid that the record's own check on its local beats does not reject"
+        "smallest on the grid above every value the record's own check on its local beats rejects"
         + (" (**some record's check rejected every L on the grid: it uses the largest**)" if res.all_rejected
            else "") + " (first half of the local minutes in the kernel sums, second half held out; "
-        f"`adaptive_lipschitz`); the class-weight simulation on DS1 uses L = {res.lipschitz:g}, the smallest "
-        "that no record rejects. Rules: `argmax`; `weighted` (certified beats keep their certified argmax "
+        "`adaptive_lipschitz`); the class-weight simulation on DS1 chooses each DS1 record's L the same way "
+        f"(`adaptive_lipschitz_ds1`). Certificates: the boxes of a localized NWC with k = {res.certificate_neighbors} "
+        f"(its argmax labels the certified beats; k = {res.n_neighbors} labels the rest). "
+        "Rules: `argmax`; `weighted` (certified beats keep their certified argmax "
         f"label, the others get argmax of w·p̂ with w_S = {ws:g}, w_V = {wv:g}, "
         + ("chosen on DS1 by leave-one-record-out with a simulated adaptation, `adaptive_class_weights`" if
            res.class_weights_auto else "given by --class-weights") + "); `balanced` (Bayes rule, equal N/S/V "

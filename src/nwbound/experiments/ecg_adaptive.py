@@ -11,10 +11,18 @@ beats become the neighbours. The morphology is read from the raw lead around eac
 R peak (:mod:`nwbound.experiments.ecg_signal_features`, P wave included, in units
 of the patient's own R amplitude over the local minutes).
 
-Three rules: ``argmax``; ``weighted`` (:func:`weighted_decision`: certified argmax
-labels kept, the review queue decided with class weights for S and V, chosen on
-DS1 alone by leave-one-record-out with a simulated first-minutes adaptation,
-:func:`choose_class_weights`); ``balanced`` (Bayes rule, equal N/S/V priors).
+Two localized models per record on the same rows: the *certificate model*
+(``k`` = :data:`CERTIFICATE_NEIGHBORS`, chosen on DS1: the largest certified share
+with ≤ 1 % error among the certified beats) whose boxes certify beats, and the
+*decision model* (``k`` = :data:`ADAPTIVE_NEIGHBORS`) whose ``p̂`` labels the
+uncertified beats (fewer neighbours find the patient's few S beats better).
+
+Three rules: ``argmax`` (certified label where the certificate model's box
+certifies one, else the decision model's argmax); ``weighted``
+(:func:`weighted_decision`: the same certified labels, the review queue decided
+with class weights for S and V, chosen on DS1 alone by leave-one-record-out with
+a simulated first-minutes adaptation, :func:`choose_class_weights`); ``balanced``
+(Bayes rule, equal N/S/V priors, on the decision model).
 
 Certificates per patient: the error ceilings of certified beats are tested on
 each record's evaluation beats with :func:`nwbound.assumptions.check_lipschitz`
@@ -26,7 +34,8 @@ the beats of highest and lowest p̂ against what L allows) says where the beats
 contradict the record's L even though its certificates hold (``assumption_rejected``). Each record's ``L`` is chosen on its own
 local beats only (``_select_lipschitz_on_local``): the first half of its local
 minutes goes into the kernel sums, the second half are the held-out check rows,
-and the smallest L on the grid that this check does not reject is that patient's.
+and the smallest L on the grid (factors of √2) above every value this check rejects is that
+patient's; the DS1 simulation chooses each DS1 record's L the same way.
 Selecting L is harmless to validity (the intervals are nested in L), so one L per
 patient costs nothing in the guarantee, and a patient whose beats contradict a
 small L no longer forces a large one on every other patient.
@@ -90,6 +99,10 @@ MITBIH_FS = 360.0
 LOCAL_WEIGHT = 20.0
 #: k of the localized classifier on the adaptive split (chosen on DS1, see the docs).
 ADAPTIVE_NEIGHBORS = 12
+#: k of the localized NWC whose boxes certify beats (and whose L each record's check chooses): the
+#: labels of the review queue come from the ``ADAPTIVE_NEIGHBORS`` model (chosen on DS1: the largest
+#: certified share with ≤ 1 % error among the certified beats, see the docs).
+CERTIFICATE_NEIGHBORS = 18
 #: λ of the localized classifier on the adaptive split (scaled morphology + rhythm units; chosen on DS1).
 ADAPTIVE_BANDWIDTH = 10.0
 #: Distance added (in quadrature) between the patient and every other patient's beats: an extra
@@ -105,8 +118,9 @@ MORPHOLOGY_WEIGHT = 7.0
 #: protocol (:func:`choose_class_weights`).
 CLASS_WEIGHT_GRID_S = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)
 CLASS_WEIGHT_GRID_V = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
-#: Grid of L (per unit of the raw features) tried on the local beats, smallest first.
-LIPSCHITZ_GRID = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
+#: Grid of L (per unit of the raw features) tried on the local beats, smallest first: factors of √2
+#: from 0.05 to 1.6, so a patient whose check rejects one value moves up by 41 %, not by a factor 2.
+LIPSCHITZ_GRID = tuple(0.05 * 2.0 ** (i / 2) for i in range(11))
 #: --quick: stratified DS1 subsample.
 ADAPTIVE_QUICK_TRAIN = 8_000
 
@@ -132,6 +146,9 @@ def add_adaptive_arguments(parser: argparse.ArgumentParser) -> None:
                              f"(default {LOCAL_WEIGHT:g})")
     parser.add_argument("--adaptive-neighbors", type=positive_int, default=ADAPTIVE_NEIGHBORS,
                         help=f"adaptive split: k of the localized NWC (default {ADAPTIVE_NEIGHBORS})")
+    parser.add_argument("--certificate-neighbors", type=positive_int, default=CERTIFICATE_NEIGHBORS,
+                        help=f"adaptive split: k of the localized NWC whose boxes certify beats; the uncertified "
+                             f"beats are labelled by the --adaptive-neighbors one (default {CERTIFICATE_NEIGHBORS})")
     parser.add_argument("--adaptive-bandwidth", type=positive_float, default=ADAPTIVE_BANDWIDTH,
                         help=f"adaptive split: λ of the localized NWC (default {ADAPTIVE_BANDWIDTH:g})")
     parser.add_argument("--patient-distance", type=float, default=PATIENT_DISTANCE,
@@ -299,14 +316,42 @@ class AdaptiveResult:
     class_weights_auto: bool = False
     ds1: list[dict[str, Any]] = field(default_factory=list)
     tune_s: float = 0.0
+    ds1_lipschitz: list[dict[str, Any]] = field(default_factory=list)
+    certificate_neighbors: int = CERTIFICATE_NEIGHBORS
 
 
-def _model(L: float, args: argparse.Namespace, n_rows: int) -> Any:
+def _model(L: float, args: argparse.Namespace, n_rows: int, *, certificate: bool = False) -> Any:
+    """The localized NWC of the adaptive split: ``k`` = ``--adaptive-neighbors``, or with ``certificate``
+    the certificate model's ``--certificate-neighbors``."""
     from .. import NadarayaWatsonClassifier
 
+    k = getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS) if certificate else args.adaptive_neighbors
     return NadarayaWatsonClassifier(
         kernel="epanechnikov", bandwidth=float(args.adaptive_bandwidth), lipschitz=L, delta=DELTA,
-        bound=args.bound, n_neighbors=min(int(args.adaptive_neighbors), n_rows))
+        bound=args.bound, n_neighbors=min(int(k), n_rows))
+
+
+def _two_models(L: float, args: argparse.Namespace, X: np.ndarray, y: np.ndarray, w: np.ndarray,
+                X_query: np.ndarray) -> tuple[Any, Any, Any, Any, float]:
+    """The decision model and the certificate model at ``L``, their expanded intervals on ``X_query``,
+    and the seconds spent fitting (the rest is the queries).
+
+    One model when ``--certificate-neighbors`` equals ``--adaptive-neighbors`` (both returned items are it).
+    """
+    sym = is_symmetric_form(args.bound)
+    out: list[Any] = []
+    fit_s = 0.0
+    for cert in (False, True):
+        if cert and int(getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS)) == int(args.adaptive_neighbors):
+            out += out[:2]
+            break
+        t = time.perf_counter()
+        model = _model(L, args, X.shape[0], certificate=cert).fit(X, y, sample_weight=w)
+        fit_s += time.perf_counter() - t
+        with _quiet_bounds():
+            iv = model.predict_interval(X_query)
+        out += [model, expand_interval(iv, model.classes_.astype(np.intp), len(CLASS_NAMES), symmetric=sym)]
+    return out[0], out[1], out[2], out[3], fit_s
 
 
 def _with_patient(X: np.ndarray, value: float) -> np.ndarray:
@@ -332,51 +377,68 @@ def _stack(X_base: np.ndarray, y_base: np.ndarray, X_loc: np.ndarray, y_loc: np.
     return X, y, w
 
 
+def _local_lipschitz(X_other: np.ndarray, y_other: np.ndarray, X_loc: np.ndarray, y_loc: np.ndarray,
+                     samples_loc: np.ndarray, grid_seen: Sequence[float],
+                     args: argparse.Namespace) -> tuple[int, np.ndarray, int, float] | None:
+    """One patient's L from its own local beats: ``(index into the grid, rejected per L, check rows, p-value
+    at the smallest L)``, or None where the local beats give no check row.
+
+    The first half of the patient's local beats (by time) at the local weight joins ``X_other`` (the
+    other patients' beats) in the kernel sums; the second half are the held-out rows of
+    :func:`nwbound.assumptions.select_lipschitz` (every L of the grid from one pass, each tested at
+    level :data:`CHECK_ALPHA`): the chosen L is the smallest grid value above every rejected one, the
+    largest where every one is rejected (``all_rejected`` in the returned flags).
+    """
+    import warnings
+
+    from ..assumptions import select_lipschitz
+
+    order = np.argsort(samples_loc, kind="stable")
+    half = order.shape[0] // 2
+    fit_idx, check_idx = order[:half], order[half:]
+    if fit_idx.size == 0 or check_idx.size == 0:
+        return None
+    X, y, w = _stack(X_other, y_other, X_loc[fit_idx], y_loc[fit_idx], args.local_weight)
+    model = _model(grid_seen[0], args, X.shape[0], certificate=True).fit(X, y, sample_weight=w)
+    seen = np.isin(y_loc[check_idx], model.classes_)
+    if not np.any(seen):
+        return None
+    with _quiet_bounds(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # every L rejected: reported through the flags
+        sel = select_lipschitz(model, X_loc[check_idx][seen], y_loc[check_idx][seen], list(grid_seen),
+                               alpha=CHECK_ALPHA, per_class=False)
+    rej = np.array([c.rejected for c in sel.checks])
+    j = len(grid_seen) - 1 if sel.all_rejected else int(np.searchsorted(np.asarray(sel.grid), sel.chosen))
+    return j, rej, int(seen.sum()), float(sel.checks[0].p_value)
+
+
 def _select_lipschitz_on_local(
     X_base: np.ndarray, y_base: np.ndarray, X_loc: np.ndarray, y_loc: np.ndarray, rec_loc: np.ndarray,
     samples_loc: np.ndarray, grid: Sequence[float], grid_seen: Sequence[float], args: argparse.Namespace,
 ) -> tuple[dict[str, int], int, list[dict[str, Any]], bool]:
-    """Per record, the index into ``grid`` of the smallest L that its local check does not reject.
+    """Per DS2 record, the index into ``grid`` of its L chosen on its local beats (:func:`_local_lipschitz`).
 
     Returns those indices, the index of the smallest L that no record's check rejects (for
-    records without check rows and for the DS1 simulation of the class weights), one row per
-    record and whether some record rejected every L (it then uses the largest, and the summary
-    says so).
-
-    Per DS2 record: the first half of its local beats (by time) at the local weight joins
-    DS1 in the kernel sums; the second half are the held-out rows of
-    :func:`nwbound.assumptions.check_lipschitz` (all L of the grid from one pass).
-    Only local (training) beats are used: nothing of the evaluation beats.
+    records without check rows), one row per record and whether some record rejected every
+    L (it then uses the largest, and the summary says so). Only local (training) beats are
+    used: nothing of the evaluation beats.
     """
-    from ..assumptions import check_lipschitz
-
     rows: list[dict[str, Any]] = []
     per_record: dict[str, int] = {}
     every_rejected = False
     rejected_any = np.zeros(len(grid_seen), dtype=bool)
     for r in np.unique(rec_loc):  # one check per record (22), not a hot path
         mine = np.flatnonzero(rec_loc == r)
-        mine = mine[np.argsort(samples_loc[mine], kind="stable")]
-        half = mine.shape[0] // 2
-        fit_idx, check_idx = mine[:half], mine[half:]
-        if fit_idx.size == 0 or check_idx.size == 0:
+        got = _local_lipschitz(X_base, y_base, X_loc[mine], y_loc[mine], samples_loc[mine], grid_seen, args)
+        if got is None:
             continue
-        X, y, w = _stack(X_base, y_base, X_loc[fit_idx], y_loc[fit_idx], args.local_weight)
-        model = _model(grid_seen[0], args, X.shape[0]).fit(X, y, sample_weight=w)
-        seen = np.isin(y_loc[check_idx], model.classes_)
-        if not np.any(seen):
-            continue
-        with _quiet_bounds():
-            checks = check_lipschitz(model, X_loc[check_idx][seen], y_loc[check_idx][seen],
-                                     lipschitz=list(grid_seen), alpha=CHECK_ALPHA, per_class=False)
-        rej = np.array([c.rejected for c in checks])
+        j, rej, n_check, p_value = got
         rejected_any |= rej
-        mine_ok = np.flatnonzero(~rej)
-        every_rejected |= not mine_ok.size
-        per_record[str(r)] = int(mine_ok[0]) if mine_ok.size else len(grid) - 1
-        rows.append({"record": str(r), "fit_rows": int(fit_idx.size), "check_rows": int(seen.sum()),
-                     **{f"rejected_L={grid[j]:g}": bool(rej[j]) for j in range(len(grid))},
-                     "p_value_smallest_L": float(checks[0].p_value), "chosen_L": grid[per_record[str(r)]]})
+        every_rejected |= bool(rej[-1])
+        per_record[str(r)] = j
+        rows.append({"record": str(r), "fit_rows": int(mine.size // 2), "check_rows": n_check,
+                     **{f"rejected_L={grid[i]:.3g}": bool(rej[i]) for i in range(len(grid))},
+                     "p_value_smallest_L": p_value, "chosen_L": grid[j]})
     ok = np.flatnonzero(~rejected_any)
     return per_record, (int(ok[0]) if ok.size else len(grid) - 1), rows, every_rejected
 
@@ -393,7 +455,8 @@ class WeightedDecision:
     error_upper: np.ndarray
 
 
-def weighted_decision(proba: Any, lower: Any, upper: Any, weights: Any) -> WeightedDecision:
+def weighted_decision(proba: Any, lower: Any, upper: Any, weights: Any, *,
+                      review_proba: Any = None) -> WeightedDecision:
     """Argmax where its certificate holds; elsewhere the class-weighted Bayes rule.
 
     A beat whose argmax label is certified (it is the most probable class for
@@ -402,6 +465,9 @@ def weighted_decision(proba: Any, lower: Any, upper: Any, weights: Any) -> Weigh
     uncertified beat (the review queue) gets ``argmax_c w_c p̂_c``: the decision
     that minimises the expected cost when missing class ``c`` costs ``w_c``. It
     is not certified and its error ceiling is ``1 − lower`` of its label.
+    ``review_proba`` lets another estimate of ``p`` decide the review queue
+    (the adaptive split: a classifier with fewer neighbours than the one
+    whose boxes certify); the certificates use ``proba`` and the box only.
 
     Parameters
     ----------
@@ -409,6 +475,8 @@ def weighted_decision(proba: Any, lower: Any, upper: Any, weights: Any) -> Weigh
         ``p̂`` and simultaneous bounds on ``p``.
     weights : array-like of shape (C,)
         Positive class weights (1 for every class: plain argmax).
+    review_proba : array-like of shape (n, C) or None, default=None
+        ``p̂`` of the uncertified beats' decision; None: ``proba``.
 
     Returns
     -------
@@ -431,6 +499,9 @@ def weighted_decision(proba: Any, lower: Any, upper: Any, weights: Any) -> Weigh
     >>> d = weighted_decision(p, p - 0.25, p + 0.25, [1.0, 4.0])
     >>> d.y_pred.tolist(), d.certified.tolist(), d.error_upper.round(2).tolist()
     ([0, 1], [True, False], [0.35, 0.95])
+    >>> q = np.array([[0.2, 0.8], [0.2, 0.8]])  # another estimate decides the review queue only
+    >>> weighted_decision(p, p - 0.25, p + 0.25, [1.0, 1.0], review_proba=q).y_pred.tolist()
+    [0, 1]
     """
     from ..metrics import bayes_decision
 
@@ -440,7 +511,10 @@ def weighted_decision(proba: Any, lower: Any, upper: Any, weights: Any) -> Weigh
         raise ValueError(f"weights must be {p.shape[1] if p.ndim == 2 else 'C'} positive numbers, got {weights!r}")
     a = bayes_decision(p, lower=lower, upper=upper)
     lo = np.clip(np.asarray(lower, dtype=np.float64), 0.0, 1.0)
-    cost = np.argmax(p * w[None, :], axis=1)
+    q = p if review_proba is None else np.asarray(review_proba, dtype=np.float64)
+    if q.shape != p.shape:
+        raise ValueError(f"review_proba must have the shape of proba {p.shape}, got {q.shape}")
+    cost = np.argmax(q * w[None, :], axis=1)
     y = np.where(a.certified, a.y_pred, cost)
     return WeightedDecision(y, a.certified.copy(), 1.0 - lo[np.arange(p.shape[0]), y])
 
@@ -457,7 +531,7 @@ def _objective(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float, dict[str,
     return score, out
 
 
-def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *,
+def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *, review_proba: Any = None,
                          grid_s: Sequence[float] = CLASS_WEIGHT_GRID_S,
                          grid_v: Sequence[float] = CLASS_WEIGHT_GRID_V) -> tuple[tuple[float, float], list[dict[str, Any]]]:
     """The S and V weights of :func:`weighted_decision` that maximise the mean of min(Se, +P) over S and V.
@@ -472,6 +546,8 @@ def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *,
     y_true : array-like of int, shape (n,)
         AAMI labels (N, S, V, F, Q = 0..4).
     proba, lower, upper : array-like of shape (n, 5)
+    review_proba : array-like of shape (n, 5) or None, default=None
+        As in :func:`weighted_decision`.
     grid_s, grid_v : sequence of float
         Candidate weights of S and V.
 
@@ -495,7 +571,8 @@ def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *,
     best: tuple[float, tuple[float, float]] | None = None
     for ws in grid_s:  # a small grid (≤ 54 pairs), each pair vectorised over the beats
         for wv in grid_v:
-            d = weighted_decision(proba, lower, upper, [1.0, float(ws), float(wv), 1.0, 1.0])
+            d = weighted_decision(proba, lower, upper, [1.0, float(ws), float(wv), 1.0, 1.0],
+                                  review_proba=review_proba)
             score, parts = _objective(y, d.y_pred)
             rows.append({"w_S": float(ws), "w_V": float(wv), "objective_%": score, **parts,
                          "accuracy_%": 100 * float(np.mean(d.y_pred == y))})
@@ -528,34 +605,40 @@ def _features(base: Any, others: Sequence[Any], args: argparse.Namespace) -> tup
     return X_base, outs, restate_lipschitz(1.0, scaler)  # L per unit of the raw features → model units
 
 
-def _simulate_ds1(X_base: np.ndarray, base: Any, L_seen: float, c: float, args: argparse.Namespace,
-                  quiet: bool) -> dict[str, np.ndarray]:
+def _simulate_ds1(X_base: np.ndarray, base: Any, grid: Sequence[float], grid_seen: Sequence[float], c: float,
+                  args: argparse.Namespace, quiet: bool) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
     """DS1 leave-one-record-out with a simulated adaptation: p̂ and bounds on each record's later beats.
 
-    Each DS1 record in turn is the new patient: its first ``--local-minutes`` join the other
-    DS1 records at the local weight (the patient column 0 on its beats), the rest of it is
-    queried. Only DS1 is used.
+    Each DS1 record in turn is the new patient, treated as a DS2 record is: its first
+    ``--local-minutes`` join the other DS1 records at the local weight (the patient column 0 on
+    its beats), its L is chosen on those local beats alone (:func:`_local_lipschitz`; the
+    smallest grid L where they give no check row), and the rest of it is queried. Only DS1 is
+    used. Returns the pooled ``y``, the certificate model's ``proba``, ``lower``, ``upper``, the
+    decision model's ``review`` (its ``p̂``), and one row per record (its L and check).
     """
     is_local = local_beats(base.sample, minutes=args.local_minutes)
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("y", "proba", "lower", "upper")}
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("y", "proba", "lower", "upper", "review")}
+    rows: list[dict[str, Any]] = []
     records = np.unique(base.record)
     for r in progress(records, desc="ecg adaptive (DS1 simulation)", total=records.size, quiet=quiet):
         mine = base.record == r
         loc, ev = mine & is_local, mine & ~is_local
         if not ev.any():
             continue
-        X, y, w = _stack(_with_patient(X_base[~mine], c), base.y[~mine], _with_patient(X_base[loc], 0.0),
-                         base.y[loc], args.local_weight)
-        model = _model(L_seen, args, X.shape[0]).fit(X, y, sample_weight=w)
-        with _quiet_bounds():
-            iv = model.predict_interval(_with_patient(X_base[ev], 0.0))
-        iv = expand_interval(iv, model.classes_.astype(np.intp), len(CLASS_NAMES),
-                             symmetric=is_symmetric_form(args.bound))
-        for k, v in (("y", base.y[ev]), ("proba", iv.proba), ("lower", iv.lower), ("upper", iv.upper)):
+        X_other, X_mine = _with_patient(X_base[~mine], c), _with_patient(X_base[loc], 0.0)
+        got = _local_lipschitz(X_other, base.y[~mine], X_mine, base.y[loc], base.sample[loc], grid_seen, args)
+        j = 0 if got is None else got[0]
+        X, y, w = _stack(X_other, base.y[~mine], X_mine, base.y[loc], args.local_weight)
+        _, decide, _, iv, _ = _two_models(grid_seen[j], args, X, y, w, _with_patient(X_base[ev], 0.0))
+        for k, v in (("y", base.y[ev]), ("proba", iv.proba), ("lower", iv.lower), ("upper", iv.upper),
+                     ("review", decide.proba)):
             parts[k].append(v)
+        rows.append({"record": str(r), "check_rows": 0 if got is None else got[2], "chosen_L": grid[j],
+                     "all_rejected": bool(got is not None and got[1][-1]), "beats": int(ev.sum()),
+                     "certified_%": 100 * float(iv.certified.mean())})
     if not parts["y"]:
         raise ValueError("no DS1 record has beats after its local minutes to simulate the adaptation on")
-    return {k: np.concatenate(v) for k, v in parts.items()}
+    return {k: np.concatenate(v) for k, v in parts.items()}, rows
 
 
 def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, quick: bool) -> AdaptiveResult:
@@ -588,13 +671,16 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
     start = time.perf_counter()
     weights_arg = getattr(args, "class_weights", "auto")
     ds1_rows: list[dict[str, Any]] = []
+    ds1_lipschitz: list[dict[str, Any]] = []
     if weights_arg == "auto":
         try:
-            sim = _simulate_ds1(X_base_raw, base, L_seen, c, args, quiet=args.quiet)
+            sim, ds1_lipschitz = _simulate_ds1(X_base_raw, base, grid, grid_seen, c, args, quiet=args.quiet)
         except ValueError as exc:
             raise _command_error(f"--split adaptive, --class-weights auto: {exc}; give --class-weights S,V") from exc
-        (w_s, w_v), ds1_rows = choose_class_weights(sim["y"], sim["proba"], sim["lower"], sim["upper"])
-        a = weighted_decision(sim["proba"], sim["lower"], sim["upper"], np.ones(len(CLASS_NAMES)))
+        (w_s, w_v), ds1_rows = choose_class_weights(sim["y"], sim["proba"], sim["lower"], sim["upper"],
+                                                    review_proba=sim["review"])
+        a = weighted_decision(sim["proba"], sim["lower"], sim["upper"], np.ones(len(CLASS_NAMES)),
+                              review_proba=sim["review"])
         for row in ds1_rows:  # the certificates are the argmax's whatever the weights
             row["certified_%"] = 100 * float(a.certified.mean())
             row["error_certified_%"] = 100 * float(np.mean(a.y_pred[a.certified] != sim["y"][a.certified])) \
@@ -619,21 +705,17 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
         X, y, w = _stack(X_base, base.y, X_loc[loc_idx], local.y[loc_idx], args.local_weight)
         j = per_record.get(str(r), chosen)  # this patient's L (the common one without local check rows)
         t = time.perf_counter()
-        model = _model(grid_seen[j], args, X.shape[0]).fit(X, y, sample_weight=w)
-        fit_s += time.perf_counter() - t
-        t = time.perf_counter()
-        with _quiet_bounds():
-            iv = model.predict_interval(X_rest[ev])
-        query_s += time.perf_counter() - t
-        present = model.classes_.astype(np.intp)
-        iv = expand_interval(iv, present, len(CLASS_NAMES), symmetric=is_symmetric_form(args.bound))
-        out["argmax"][ev], cert["argmax"][ev], err["argmax"][ev] = iv.predicted_index, iv.certified, iv.error_upper
-        wd = weighted_decision(iv.proba, iv.lower, iv.upper, class_weights)
-        out["weighted"][ev], cert["weighted"][ev], err["weighted"][ev] = wd.y_pred, wd.certified, wd.error_upper
+        _, decide, model, iv, fitted = _two_models(grid_seen[j], args, X, y, w, X_rest[ev])
+        fit_s += fitted
+        query_s += time.perf_counter() - t - fitted
+        # certified beats: the certificate model's box; the review queue: the decision model's p̂
+        for rule, weights in (("argmax", np.ones(len(CLASS_NAMES))), ("weighted", class_weights)):
+            wd = weighted_decision(iv.proba, iv.lower, iv.upper, weights, review_proba=decide.proba)
+            out[rule][ev], cert[rule][ev], err[rule][ev] = wd.y_pred, wd.certified, wd.error_upper
         prior = np.bincount(y, weights=w, minlength=len(CLASS_NAMES)) / w.sum()
-        d = _decide(iv.proba, iv.lower, iv.upper, prior, "balanced")
+        d = _decide(decide.proba, decide.lower, decide.upper, prior, "balanced")
         out["balanced"][ev], cert["balanced"][ev], err["balanced"][ev] = d.y_pred, d.certified, d.error_upper
-        vacuous[ev] = iv.vacuous
+        vacuous[ev] = decide.vacuous
         t = time.perf_counter()
         checks[str(r)] = {**record_check(model, X_rest[ev], rest.y[ev]), "L": grid[j]}
         check_s += time.perf_counter() - t
@@ -652,7 +734,8 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
         features=str(getattr(args, "adaptive_features", ADAPTIVE_FEATURES)),
         morphology_weight=float(getattr(args, "morphology_weight", MORPHOLOGY_WEIGHT)),
         class_weights=(float(w_s), float(w_v)), class_weights_auto=weights_arg == "auto", ds1=ds1_rows,
-        tune_s=tune_s)
+        tune_s=tune_s, ds1_lipschitz=ds1_lipschitz,
+        certificate_neighbors=int(getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS)))
 
 
 def record_check(model: Any, X: Any, y: Any, *, alpha: float = CHECK_ALPHA) -> dict[str, Any]:
@@ -789,6 +872,9 @@ def run_adaptive(beats: Any, args: argparse.Namespace, output: Path, formats: Se
     if res.selection:
         files += write_table(res.selection, output / "adaptive_lipschitz",
                              title="Choice of L on the local beats: rejected per record and L index")
+    if res.ds1_lipschitz:
+        files += write_table(res.ds1_lipschitz, output / "adaptive_lipschitz_ds1",
+                             title="DS1 simulation: each DS1 record's L, chosen on its own local beats")
     files += write_table(certs.raw, output / "adaptive_certificate_checks",
                          title="Every rule's certificates per record: Poisson-binomial test, local support")
     files += _strips(res, rows, getattr(args, "data_dir", None), output, formats, certs=certs)
