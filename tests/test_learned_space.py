@@ -386,6 +386,23 @@ def test_auto_space_covers_a_60d_field_at_the_chosen_lipschitz(sine60_fit):
     assert _miss(clf, Q, pq, clf.lipschitz_) <= 0.05
 
 
+@pytest.mark.slow
+def test_auto_defaults_cover_the_60d_field():
+    """The defaults as a user gets them (cross-fitted, lipschitz="auto", bandwidth="auto") on the
+    60-D field where the scores carry only part of p: violations within δ (+ a binomial 3σ)."""
+    X, y, _ = _sine60(3000, seed=41)
+    Q, _, pq = _sine60(2000, seed=42)
+    delta = 0.05
+    with _quiet():
+        clf = NadarayaWatsonClassifier(metric="auto", lipschitz="auto", bandwidth="auto", delta=delta).fit(X, y)
+        iv = clf.predict_interval(Q)
+    assert clf._is_cross_fitted()
+    miss = (pq < iv.lower[:, 1] - 1e-12) | (pq > iv.upper[:, 1] + 1e-12)
+    # Measured over 6 draws: 0–0.2 % (8.8 % before lipschitz="auto" stopped going below its pilot
+    # without certified evidence).
+    assert miss.mean() <= delta + 3 * np.sqrt(delta * (1 - delta) / Q.shape[0])
+
+
 def test_a_model_fitted_elsewhere_enters_frozen():
     from sklearn.frozen import FrozenEstimator
 
