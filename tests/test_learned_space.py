@@ -174,12 +174,13 @@ def test_cross_fit_is_the_intersection_of_halves_at_half_delta_and_covers():
         clf.kernel_statistics(Q)
 
 
+@pytest.mark.slow  # 5 score models chosen by cross-validation: a few seconds
 def test_cross_fit_auto_is_the_pair_and_the_folds_each_at_delta_over_models():
     """cross_fit="auto": the swapped pair at metric_fraction and AUTO_CROSS_FIT_FOLDS folds (kernel
     sums on one fold, map on the rest), each model at δ/5; interval = intersection, p̂ = κ-weighted mean."""
     from nwbound.spaces import AUTO_CROSS_FIT_FOLDS
 
-    X, y, _ = _field(600, d=4, seed=21)
+    X, y, _ = _field(300, d=4, seed=21)
     Q = np.random.default_rng(22).uniform(-1, 1, (40, 4))
     with _quiet():
         clf = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric="auto", delta=0.05).fit(X, y)
@@ -188,12 +189,12 @@ def test_cross_fit_auto_is_the_pair_and_the_folds_each_at_delta_over_models():
         assert all(m.delta == 0.05 / 5 for m in models)
         (a, b), folds = models[:2], models[2:]
         assert np.array_equal(a.metric_rows_, b.nw_rows_) and np.array_equal(b.metric_rows_, a.nw_rows_)
-        assert abs(a.metric_rows_.size - 240) <= 2
-        assert np.array_equal(np.sort(np.concatenate([m.nw_rows_ for m in folds])), np.arange(600))
+        assert abs(a.metric_rows_.size - 120) <= 2
+        assert np.array_equal(np.sort(np.concatenate([m.nw_rows_ for m in folds])), np.arange(300))
         for m in models:
             assert np.intersect1d(m.metric_rows_, m.nw_rows_).size == 0
-            assert m.metric_rows_.size + m.nw_rows_.size == 600
-        assert clf.n_samples_fit_ == 1200
+            assert m.metric_rows_.size + m.nw_rows_.size == 300
+        assert clf.n_samples_fit_ == 600
         ivs = [m.predict_interval(Q) for m in models]
         iv = clf.predict_interval(Q)
         proba = clf.predict_proba(Q)
