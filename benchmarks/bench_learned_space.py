@@ -14,7 +14,8 @@ Sections (all by default; pick with ``--sections``):
   gradient-boosting scores alone, and ``"auto"`` (scores + r·features) for several r.
 * ``grid``: coverage and certified share at pilot × 2^k, k = −6 … 2, to show where the held-out
   check's choice is safe (why the grid of ``lipschitz="auto"`` starts at pilot/2).
-* ``crossfit``: single split against ``cross_fit=True`` on the same fields.
+* ``crossfit``: single split against ``cross_fit=True`` (the swapped pair) and ``cross_fit="auto"``
+  (the pair and three folds, 5 models at δ/5) on the same fields.
 * ``fraction``: ``metric_fraction`` 0.25 / 0.4 / 0.55 on the same fields.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_learned_space.py [--quick] [--sections speed,grid]``.
@@ -144,14 +145,14 @@ def crossfit(quick: bool) -> None:
     for kind in ("logistic", "sine", "softmax3"):
         X, y, _ = field(kind, n, 3)
         Q, _, P = field(kind, 2000, 4)
-        for cf in (False, True):
+        for cf in (False, True, "auto"):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 t = time.perf_counter()
                 clf = NadarayaWatsonClassifier(bandwidth="auto", lipschitz="auto", metric="auto", cross_fit=cf).fit(X, y)
                 r = evaluate(clf, Q, P)
                 t = time.perf_counter() - t
-            print(f"  {kind:<9} cross_fit={cf!s:<5} certified {r['cert']:.3f}, err|cert {r['err_cert']:.3f}, "
+            print(f"  {kind:<9} cross_fit={cf!s:<6} certified {r['cert']:.3f}, err|cert {r['err_cert']:.3f}, "
                   f"agree w/ Bayes {r['acc_bayes']:.3f}, miss p {r['miss']:.3f}, {t:.1f} s", flush=True)
 
 

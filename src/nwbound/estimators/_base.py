@@ -4,6 +4,7 @@ empty-neighbourhood rule and the assembly of a :class:`PredictionInterval`."""
 from __future__ import annotations
 
 import copy
+import functools
 import warnings
 from numbers import Integral, Real
 
@@ -23,7 +24,7 @@ from .._validation import check_beta, check_choice, check_class_count, check_ope
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import AdviceContext, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
-from ..spaces import AUTO_MAX_ROWS, LearnedSpace, check_fraction, check_groups, choose_lipschitz, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
+from ..spaces import AUTO_MAX_ROWS, LearnedSpace, check_fraction, check_groups, choose_lipschitz, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
 from ._device import queries_on_host, training_data_on_host, validate_queries
 from ._statistics import KernelStatistics
 
@@ -92,7 +93,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         "lipschitz": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
         "metric": [None, StrOptions({"standard", "auto"}), HasMethods(["fit"])],
         "metric_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "cross_fit": ["boolean", StrOptions({"auto"})],
+        "cross_fit": ["boolean", StrOptions({"auto"}), Interval(Integral, 2, None, closed="left")],
         "margin": [Interval(Real, 0, None, closed="neither"), None],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "bound": [StrOptions(set(BOUND_NAMES))],
@@ -243,23 +244,25 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
 
     # -- cross-fitting --------------------------------------------------------------------------
     def _fit_cross(self, X, y, sample_weight, groups) -> "BoundedClassifierBase":
-        """``cross_fit=True``: two halves whose roles swap, each a clone at level δ/2."""
+        """Cross-fitting: one clone per layout of :func:`~nwbound.spaces.cross_fit_layouts`, each at
+        level δ/(number of models), their intervals intersected."""
         if metric_kind(getattr(self, "metric", None)) in (None, "standard"):
             raise ValueError(
-                f"cross_fit=True swaps the roles of the metric and NW shares, so it needs a map fitted on labels "
-                f"(metric='auto', a transformer or a classifier); metric={self.metric!r} uses no labels and "
+                f"cross_fit={self.cross_fit!r} swaps the roles of the metric and NW shares, so it needs a map fitted "
+                f"on labels (metric='auto', a transformer or a classifier); metric={self.metric!r} uses no labels and "
                 "already keeps every row in the kernel sums."
             )
         dtype = np.float64 if getattr(self, "dtype", None) is None else self._check_params()[0]
         Xv, labels, _ = self._validate_training_data(X, y, sample_weight, dtype)
         groups = check_groups(groups, Xv.shape[0])
-        first, second = split_rows(labels, check_fraction(self.metric_fraction), groups=groups,
-                                   random_state=self._split_seed())
+        layouts = cross_fit_layouts(labels, self.cross_fit, check_fraction(self.metric_fraction), groups=groups,
+                                    random_state=self._split_seed())
         halves = []
-        for metric_rows, nw_rows in ((first, second), (second, first)):
-            half = clone(self).set_params(cross_fit=False, delta=self.delta / 2.0)
+        for metric_rows, nw_rows in layouts:
+            half = clone(self).set_params(cross_fit=False, delta=self.delta / len(layouts))
             half._forced_split = (metric_rows, nw_rows)
             halves.append(half.fit(X, y, sample_weight=sample_weight, groups=groups))
+        first, second = layouts[0]
         self.cross_fit_models_ = halves
         self._cross_fitted = True
         self.metric_ = None
@@ -292,8 +295,9 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
     def _no_cross_fit(self, method: str) -> None:
         if self._is_cross_fitted():
             raise ValueError(
-                f"{method} is not defined for a cross-fitted model (cross_fit=True): its two halves have different "
-                f"spaces. Call it on cross_fit_models_[0] or [1] (each at level delta/2)."
+                f"{method} is not defined for a cross-fitted model (cross_fit={self.cross_fit!r}): its "
+                f"{len(self.cross_fit_models_)} models have different spaces. Call it on one of cross_fit_models_ "
+                f"(each at level delta/{len(self.cross_fit_models_)})."
             )
 
 
@@ -314,14 +318,15 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
                 raise TypeError(f"bounds[{name!r}] must be a mapping of settings, got {type(overrides).__name__}.")
             o = dict(overrides)
             if "delta" in o:
-                o["delta"] = check_open_unit(o["delta"], "delta") / 2.0
+                o["delta"] = check_open_unit(o["delta"], "delta") / len(self.cross_fit_models_)
             halved[name] = o
         parts = []
         for h in self.cross_fit_models_:
             # bounds=None: each half's own setting (fixed at fit, at δ/2); otherwise the settings, δ halved.
             specs = h._resolve_bounds(None if bounds is None else {i: o for i, o in enumerate(halved.values())})
             parts.append(list(h._intervals(X, specs).values()))
-        out = {name: intersect_intervals(parts[0][i], parts[1][i]) for i, name in enumerate(halved)}
+        out = {name: functools.reduce(intersect_intervals, [part[i] for part in parts])
+               for i, name in enumerate(halved)}
         if bounds is not None:
             return out
         warn_if_useless(out[None], beta=self.cross_fit_models_[0].bound_spec_.beta, stacklevel=stacklevel)
@@ -347,10 +352,12 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
 
     def _refuse_learned_state(self, action: str) -> None:
         """Model files and fitted states hold plain arrays: no learned map, no chosen L."""
-        if getattr(self, "metric", None) is not None or getattr(self, "cross_fit", False) is True:
+        cross = getattr(self, "cross_fit", False)
+        cross = cross is True or (isinstance(cross, (int, np.integer)) and not isinstance(cross, bool))
+        if getattr(self, "metric", None) is not None or cross:
             raise ValueError(
                 f"{action}: a fitted state holds plain arrays, and a learned metric (metric={self.metric!r}"
-                f"{', cross_fit=True' if getattr(self, 'cross_fit', False) is True else ''}) is an arbitrary scikit-learn "
+                f"{f', cross_fit={self.cross_fit!r}' if cross else ''}) is an arbitrary scikit-learn "
                 "object that a safe model file cannot store. Keep the model with joblib/pickle (trusted files "
                 "only), or fit with metric=None on features you transform yourself."
             )
@@ -561,8 +568,9 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         """``(p̂, vacuous)``; cross-fitted: the κ-weighted mean of the halves' ``p̂``, vacuous where both are."""
         check_is_fitted(self)
         if self._is_cross_fitted():
-            (p1, k1), (p2, k2) = (h._proba_kappa(X) for h in self.cross_fit_models_)
-            proba, kappa = kappa_weighted_proba((p1, p2), (k1, k2)), np.asarray(k1) + np.asarray(k2)
+            parts = [h._proba_kappa(X) for h in self.cross_fit_models_]
+            proba = kappa_weighted_proba([p for p, _ in parts], [k for _, k in parts])
+            kappa = np.sum([np.asarray(k) for _, k in parts], axis=0)
         else:
             proba, kappa = self._proba_kappa(X)
         return proba, ~(np.asarray(kappa) > 0)

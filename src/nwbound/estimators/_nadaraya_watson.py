@@ -216,13 +216,18 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         ``bandwidth`` are then in the units of the mapped space** (``metric_.transform(X)``).
     metric_fraction : float in (0, 1), default=0.4
         Share of the training rows that fit the map (the rest enter the kernel sums).
-    cross_fit : bool or "auto", default="auto"
-        Fit twice with the two shares' roles swapped, each at level δ/2; intervals are the
-        intersection of both, ``p̂`` the κ-weighted mean of both (``cross_fit_models_``).
-        ``"auto"``: True with ``metric="auto"`` while the metric share (``metric_fraction`` of the
-        training rows) holds at most ``nwbound.spaces.AUTO_MAX_ROWS`` rows, False otherwise (user
-        guide, "Cross-fitting": every row then serves in the kernel sums of one half and in the map
-        of the other; above the map's row cap a second map would cost without seeing more rows).
+    cross_fit : bool, int or "auto", default="auto"
+        Fit several models on splits whose roles differ; intervals are the intersection of all of
+        theirs, each at level δ/(number of models), ``p̂`` the κ-weighted mean
+        (``cross_fit_models_``; :func:`nwbound.spaces.cross_fit_layouts`). ``True``: two models,
+        the shares at ``metric_fraction`` and the same with the roles swapped. An int ``K ≥ 2``:
+        ``K`` stratified folds (whole groups with ``groups``), each model's kernel sums on one fold
+        and its map on the other ``K − 1``. ``"auto"``: with ``metric="auto"``, while the metric
+        share (``metric_fraction`` of the training rows) holds at most
+        ``nwbound.spaces.AUTO_MAX_ROWS`` rows, both layouts: the swapped pair and
+        ``nwbound.spaces.AUTO_CROSS_FIT_FOLDS`` (3) folds, 5 models at δ/5; otherwise one split
+        (user guide, "Cross-fitting": the pair gives the kernel sums many rows, the folds give the
+        maps many, and which one a data set needs is not known in advance).
 
     Attributes
     ----------
@@ -249,14 +254,15 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
     metric_ : LearnedSpace or None
         The fitted map (``metric_.map_`` the fitted scikit-learn object); None without ``metric``
         or with ``cross_fit`` (see ``cross_fit_models_``).
-    metric_report_ : MetricAutoReport, tuple of two, or None
+    metric_report_ : MetricAutoReport, tuple, or None
         With ``metric="auto"``: which score model was chosen and why
-        (:class:`nwbound.spaces.MetricAutoReport`; one per half when cross-fitted).
+        (:class:`nwbound.spaces.MetricAutoReport`; one per model when cross-fitted).
     metric_rows_, check_rows_, nw_rows_ : ndarray of int
         Row numbers of the metric share, of the held-out check rows within it (``lipschitz="auto"``)
         and of the rows in the kernel sums.
-    cross_fit_models_ : list of two estimators
-        With ``cross_fit=True``: the two halves, each at level δ/2.
+    cross_fit_models_ : list of estimators
+        When cross-fitted: the models, each at level δ/(number of models) (``n_samples_fit_``
+        then adds up their kernel sums' rows: a row counts once per model that sums it).
 
     Notes
     -----

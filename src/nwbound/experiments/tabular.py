@@ -87,7 +87,7 @@ COLUMNS: tuple[str, ...] = (
 (calibrated acceptance), empty for the plain baselines. ``note`` holds the
 error of a method that could not be fitted on the fold (its numbers are NaN). ``space``
 names the score model ``metric="auto"`` chose on the map rows (``metric_report_``; one per
-half when cross-fitted, joined by ``/``)."""
+model when cross-fitted, joined by ``/``)."""
 
 NW_METHODS: dict[str, str] = {
     "nw_standard": "today: standardized, estimated L, auto λ",
@@ -368,7 +368,7 @@ def run_fold(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: n
             rows.append(_empty_row(**lead, method=method, setting="learned space", selection="certified",
                                    note=f"not fitted: {exc}"))
             continue
-        # Cross-fitted: one report per half; L is the larger choice, with that half's pilot.
+        # Cross-fitted: one report per model; L is the largest choice, with that model's pilot.
         reports = model.lipschitz_report_ if isinstance(model.lipschitz_report_, tuple) else (model.lipschitz_report_,)
         report = max(reports, key=lambda r: r.value)
         spaces = model.metric_report_ if isinstance(model.metric_report_, tuple) else (model.metric_report_,)
@@ -536,7 +536,8 @@ def _summary_text(config: TabularConfig, summary: Sequence[dict[str, Any]], figu
         "(`error_upper`), which bounds their expected number under the assumption.",
         "",
         f"**L in the learned spaces** (`nw_auto`, `nw_auto_single`, `nw_hgb_scores`): {LEARNED_L} (cross-fitted: "
-        "the larger of the two halves' choices, each at δ/2). It is an assumption, "
+        "the largest of the models' choices, each model at δ/(number of models): 5 with cross_fit='auto'). "
+        "It is an assumption, "
         "not a certified fact.",
         "",
     ]

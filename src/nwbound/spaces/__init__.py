@@ -1,12 +1,12 @@
 """Learned spaces for the bounded classifiers (``metric=``): the split of the training set into a
 metric share and an NW share, the map fitted on the metric share and standardised, and the
-cross-fitted combination of two splits (user guide: "Bounds in a learned space")."""
+cross-fitted combination of several splits (user guide: "Bounds in a learned space")."""
 
 from ._lipschitz import AUTO_CHECK_ROWS, AUTO_LIPSCHITZ_EXPONENTS, LipschitzAutoReport, choose_lipschitz, certified_evidence, pilot_lipschitz
 from ._auto import AUTO_CV_FOLDS, AUTO_CV_ROWS, MetricAutoReport, auto_candidates, choose_score_model
 from ._crossfit import intersect_intervals, kappa_weighted_proba
 from ._space import AUTO_FEATURE_WEIGHT, AUTO_MAX_ITER, AUTO_MAX_ROWS, LearnedSpace, metric_kind
-from ._split import check_fraction, check_groups, split_rows
+from ._split import AUTO_CROSS_FIT_FOLDS, check_fraction, check_groups, cross_fit_layouts, fold_rows, split_rows
 
 __all__ = [
     "AUTO_CV_FOLDS",
@@ -24,7 +24,10 @@ __all__ = [
     "AUTO_MAX_ITER",
     "AUTO_MAX_ROWS",
     "LearnedSpace",
+    "AUTO_CROSS_FIT_FOLDS",
     "check_fraction",
+    "cross_fit_layouts",
+    "fold_rows",
     "check_groups",
     "intersect_intervals",
     "kappa_weighted_proba",

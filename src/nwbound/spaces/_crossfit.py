@@ -1,16 +1,18 @@
-"""Cross-fitting: two splits whose roles swap, their intervals intersected."""
+"""Cross-fitting: several splits of the training rows, their intervals intersected."""
 
 from __future__ import annotations
 
 import numpy as np
+
+from typing import Sequence
 
 from .._result import PredictionInterval
 
 __all__ = ["intersect_intervals", "kappa_weighted_proba"]
 
 
-def kappa_weighted_proba(proba: tuple[np.ndarray, np.ndarray], kappa: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """``(κ₁ p̂₁ + κ₂ p̂₂)/(κ₁ + κ₂)``; the plain mean where both κ are 0.
+def kappa_weighted_proba(proba: Sequence[np.ndarray], kappa: Sequence[np.ndarray]) -> np.ndarray:
+    """``Σ_k κ_k p̂_k / Σ_k κ_k`` over the cross-fitted models; the plain mean where every κ is 0.
 
     Examples
     --------
@@ -18,11 +20,16 @@ def kappa_weighted_proba(proba: tuple[np.ndarray, np.ndarray], kappa: tuple[np.n
     >>> from nwbound.spaces import kappa_weighted_proba
     >>> kappa_weighted_proba((np.array([[1.0, 0.0]]), np.array([[0.0, 1.0]])), (np.array([3.0]), np.array([1.0])))
     array([[0.75, 0.25]])
+    >>> kappa_weighted_proba([np.array([[1.0, 0.0]])] * 2 + [np.array([[0.0, 1.0]])], [np.zeros(1)] * 3).round(3)
+    array([[0.667, 0.333]])
     """
-    k1, k2 = (np.asarray(k, dtype=np.float64)[:, None] for k in kappa)
-    total = k1 + k2
-    w1 = np.divide(k1, total, out=np.full_like(total, 0.5), where=total > 0)
-    return w1 * proba[0] + (1.0 - w1) * proba[1]
+    if len(proba) != len(kappa) or len(proba) == 0:
+        raise ValueError(f"kappa_weighted_proba needs one kappa per proba, got {len(proba)} and {len(kappa)}.")
+    K = np.stack([np.asarray(k, dtype=np.float64) for k in kappa])[:, :, None]  # (models, n, 1)
+    P = np.stack([np.asarray(p, dtype=np.float64) for p in proba])               # (models, n, C)
+    total = K.sum(axis=0)
+    weights = np.divide(K, total, out=np.full_like(K, 1.0 / K.shape[0]), where=total > 0)
+    return np.sum(weights * P, axis=0)
 
 
 def intersect_intervals(first: PredictionInterval, second: PredictionInterval) -> PredictionInterval:

@@ -20,7 +20,10 @@ __all__ = ["LearnedSpace", "metric_kind", "AUTO_FEATURE_WEIGHT", "AUTO_MAX_ROWS"
 #: three known-p fields: r = 0.1 / 0.25 / 0.5 missed p on ≤ 1.3 / 1.1 / 0 % of queries and
 #: certified 0–50 / 0–49 / 0–6 %; the scores alone missed p on 2.5–35 %. On a 60-D field (p a
 #: function of 3 features, 6 draws) 0.25 missed p on up to 8.8 %, 0.1 on up to 30 %, 0.5 on ≤ 0.2 %
-#: (user guide, "The feature weight: a fixed share of the distance"): a known limitation of one L.
+#: when lipschitz="auto" could keep pilot/2 without evidence. Since it keeps its pilot unless certified
+#: check rows support going lower (spaces.certified_evidence), the defaults (0.25, cross-fitted or one
+#: split) miss p on 0–0.2 % of that field's queries over the same 6 draws, at the pilot L every time
+#: (tests/test_learned_space.py::test_auto_defaults_cover_the_60d_field; user guide, "The feature weight").
 AUTO_FEATURE_WEIGHT = 0.25
 #: metric="auto" fits its gradient-boosting model on at most this many rows of the map share
 #: (a fixed random subset), with at most ``AUTO_MAX_ITER`` boosting iterations.
