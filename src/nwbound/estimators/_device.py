@@ -533,8 +533,8 @@ BOUNDS_ON_CPU = False
 # (bench_device_bounds.py), the eager PyTorch search took 520 ms, slower than the statistics pass
 # plus the host solver (≈ 0.3 s). It runs on the device where the fused Triton search
 # (nwbound.bounds._chernoff_triton) is installed, or when the compiled eager search is asked for
-# (NWBOUND_COMPILE_BOUNDS); the localized classifier's per-point search (fused where Triton is, its
-# ends re-checked in float64: NWBOUND_FUSED_GROUPED=0 keeps it eager) and Hoeffding always run there.
+# (NWBOUND_COMPILE_BOUNDS); the localized classifier's per-point search (eager on CUDA; the fused
+# Triton form with NWBOUND_FUSED_GROUPED=1, its ends re-checked in float64) and Hoeffding always run there.
 REGULAR_CHERNOFF_ON_DEVICE = os.environ.get("NWBOUND_COMPILE_BOUNDS", "0") not in ("", "0")
 
 
