@@ -529,10 +529,13 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         return False
 
     # -- predict helpers ---------------------------------------------------------------------
-    def _validate_queries(self, X, *, keep_namespace: bool = False):
+    def _validate_queries(self, X, *, keep_namespace: bool = False, checked: bool = False):
         """Checked queries in the fit dtype; with ``keep_namespace``, ``array_api_dispatch`` queries stay
-        in their namespace and device (:func:`~nwbound.estimators._device.validate_queries`)."""
-        self._check_fitted()
+        in their namespace and device (:func:`~nwbound.estimators._device.validate_queries`). ``checked``:
+        the caller ran :meth:`_check_fitted` in this call already (scikit-learn's parameter validation,
+        about 0.3 ms, runs once per ``predict*``)."""
+        if not checked:
+            self._check_fitted()
         space = getattr(self, "metric_", None)
         if space is None:
             return validate_queries(self, X, self._fit_dtype, keep_namespace=keep_namespace, unit=self._unit())
