@@ -62,6 +62,9 @@ def _same_setting(a: Any, b: Any) -> bool:
         return False
 
 
+_PARAM_NAMES: dict = {}  # class -> its parameter names (BoundedClassifierBase._get_param_names)
+
+
 class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
     """Shared machinery: assumptions, bound settings, the empty-neighbourhood rule,
     intervals from :class:`KernelStatistics`.
@@ -105,6 +108,15 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
     # one with set_params takes effect at once. Every other parameter shapes the fitted state, and
     # predicting after set_params changed it raises (call fit again) instead of silently keeping it.
     _predict_time_parameters: tuple[str, ...] = ("empty_neighborhood",)
+
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        """scikit-learn's parameter names (``__init__``'s signature), read once per class: scikit-learn
+        runs ``inspect.signature`` at every ``get_params``, and ``predict*`` validate the parameters."""
+        names = _PARAM_NAMES.get(cls)
+        if names is None:
+            names = _PARAM_NAMES[cls] = tuple(super()._get_param_names())
+        return list(names)
 
     # -- fit helpers -------------------------------------------------------------------------
     def _validate_training_data(self, X, y, sample_weight, dtype):
