@@ -94,13 +94,14 @@ def _grouped_at(torch: Any, data: tuple, s: Any, m: Any) -> Callable:
     below = hi < 1.0
     amass = s - (nm * hi).sum(-1)
     minus_s = -s
+    minus_M = -M  # θ·(−M) = −(θ·M) and a − (−x) = a + x exactly: e^{−x} and x + log den with one kernel fewer
 
     def at(theta: Any) -> tuple:
-        x = theta[..., None] * M
-        ex = torch.exp(-x)
+        neg_x = theta[..., None] * minus_M
+        ex = torch.exp(neg_x)
         den = hi + low * ex
         q = hi / den
-        phi = -theta * s + (N * (x + torch.log(den))).sum(-1)
+        phi = (N * (torch.log(den) - neg_x)).sum(-1) - theta * s  # = −θ·s + Σ N·(x + log den), exactly
         d1 = minus_s + (nm * q).sum(-1)
         d2 = (nmM * (q * (1.0 - q))).sum(-1)
         dm = torch.where(below, N * ((1.0 - ex) / den), 0.0).sum(-1)
@@ -363,7 +364,10 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
     total = active.numel()
     step = 0
     while step < _MAX_PROBES:
-        n_open = int(active.sum())  # the one read per round
+        # The one read per round: the open pairs' indices (their count decides the round's form; the
+        # gathered form uses them, so it needs no second read).
+        idx = torch.nonzero(active.reshape(-1)).squeeze(1)
+        n_open = int(idx.shape[0])
         if n_open == 0:
             break
         if 2 * n_open > total:  # most pairs open: all of them, in place
@@ -375,7 +379,6 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
                 args = (data, s, *state, t_max, active)
                 step += 1
             continue
-        idx = torch.nonzero(active.reshape(-1)).squeeze(1)
         rows = torch.div(idx, K, rounding_mode="floor")
         sub = tuple(x[rows] for x in data)
         flat = [x.reshape(-1, 1) for x in (s, *state, t_max)]
