@@ -418,6 +418,10 @@ def test_masked_median_is_numpys(n):
         with np.errstate(over="ignore"):  # (1e308 + 1e308)/2: inf, on both sides
             want = float(np.median(values[keep])) if keep.any() else math.nan
         assert _same_number(got, want), (values, keep, got, want)
+        # stacked rows: one median per row, each the row's own
+        rows = np.stack([values, values[::-1].copy()]), np.stack([keep, keep[::-1].copy()])
+        both = _masked_median(torch, torch.as_tensor(rows[0]), torch.as_tensor(rows[1])).tolist()
+        assert _same_number(both[0], want) and _same_number(both[1], want), (values, keep, both, want)
 
 
 @pytest.mark.parametrize("seed", range(6))
