@@ -455,6 +455,28 @@ def test_plain_tensor_queries_skip_no_check():
     assert any("feature names" in str(w.message) for w in rec), [str(w.message) for w in rec]
 
 
+@pytest.mark.parametrize("device", [None, "cpu"])
+def test_parameters_are_validated_once_per_predict_interval(monkeypatch, device):
+    """scikit-learn's parameter validation (about 0.3 ms of host time before the first kernel) runs once per
+    ``predict_interval``, and a bad predict-time parameter set after fit is still refused by name."""
+    if device is not None and not HAS_TORCH:
+        pytest.skip("PyTorch is not installed")
+    clf, Q = _fit(device, bound="hoeffding")
+    calls = []
+    validate = NadarayaWatsonClassifier._validate_params
+    monkeypatch.setattr(NadarayaWatsonClassifier, "_validate_params", lambda self: calls.append(1) or validate(self))
+    for bounds in (None, ["hoeffding", "chernoff"]):
+        calls.clear()
+        clf.predict_interval(Q, bounds=bounds)
+        assert len(calls) == 1, bounds
+    clf.set_params(delta=2.0)
+    with pytest.raises(ValueError, match="delta"):
+        clf.predict_interval(Q)
+    clf.set_params(delta=0.05, working_memory=-1)
+    with pytest.raises(ValueError, match="working_memory"):
+        clf.predict_interval(Q)
+
+
 @needs_dispatch
 @needs_torch
 def test_host_methods_take_dispatched_queries():

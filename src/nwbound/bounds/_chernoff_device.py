@@ -82,6 +82,34 @@ def _eval_grouped(torch: Any, data: tuple, s: Any, m: Any, theta: Any) -> tuple:
     return phi, d1, d2, dm, amass
 
 
+def _grouped_at(torch: Any, data: tuple, s: Any, m: Any) -> Callable:
+    """:func:`_eval_grouped` at a fixed ``m`` as a function of θ: the terms that do not depend on θ
+    (``N·M``, the band's ``hi``, the mass above it) computed once per probe instead of once per θ step.
+    The same operations in the same order on the same values: the same results, fewer kernels."""
+    N, M, R = data
+    nm = N * M
+    nmM = nm * M
+    hi = torch.clamp(m[..., None] + R, max=1.0)
+    low = 1.0 - hi
+    below = hi < 1.0
+    amass = s - (nm * hi).sum(-1)
+    minus_s = -s
+    minus_M = -M  # θ·(−M) = −(θ·M) and a − (−x) = a + x exactly: e^{−x} and x + log den with one kernel fewer
+
+    def at(theta: Any) -> tuple:
+        neg_x = theta[..., None] * minus_M
+        ex = torch.exp(neg_x)
+        den = hi + low * ex
+        q = hi / den
+        phi = (N * (torch.log(den) - neg_x)).sum(-1) - theta * s  # = −θ·s + Σ N·(x + log den), exactly
+        d1 = minus_s + (nm * q).sum(-1)
+        d2 = (nmM * (q * (1.0 - q))).sum(-1)
+        dm = torch.where(below, N * ((1.0 - ex) / den), 0.0).sum(-1)
+        return phi, d1, d2, dm, amass
+
+    return at
+
+
 def _eval_split(torch: Any, data: tuple, s: Any, m: Any, theta: Any) -> tuple:
     """:func:`._chernoff_binned._evaluate_split` for per-bin fields of shape (n, 1, 1, B) and the
     chord's two ends ``W``, ``Aside`` (n, 1, 2, B) (Λ at a_hi, n − Λ at a_lo)."""
@@ -112,18 +140,32 @@ def _eval_split(torch: Any, data: tuple, s: Any, m: Any, theta: Any) -> tuple:
     return phi, d1, d2, dm, s - lin
 
 
+def _finite(torch: Any, x: Any) -> Any:
+    """``torch.isfinite(x)`` in two kernels instead of four (``|x| < ∞`` is False for NaN and ±∞ alike)."""
+    return x.abs() < math.inf
+
+
 def _next_theta(torch: Any, theta: Any, d1: Any, d2: Any, t_lo: Any, t_hi: Any, t_max: Any) -> Any:
     newton = theta - d1 / d2
     grow = torch.minimum(4.0 * torch.maximum(theta, t_lo), t_max)
-    fallback = torch.where(torch.isfinite(t_hi), 0.5 * (t_lo + t_hi), grow)
-    ok = torch.isfinite(newton) & (newton > t_lo) & (newton < t_hi)
+    fallback = torch.where(_finite(torch, t_hi), 0.5 * (t_lo + t_hi), grow)
+    ok = _finite(torch, newton) & (newton > t_lo) & (newton < t_hi)
     return torch.minimum(torch.where(ok, newton, fallback), t_max)
 
 
 def _profile(torch: Any, evaluate: Callable, data: tuple, s: Any, m: Any, theta: Any, t_max: Any,
              log_level: Any) -> tuple:
     """``g(m) = min over the θ tried of φ − log(δ′/2)`` (an upper bound on the true minimum:
-    ``g ≤ 0`` certifies rejection), ``∂φ/∂m`` at the best θ, and that θ."""
+    ``g ≤ 0`` certifies rejection), ``∂φ/∂m`` at the best θ, and that θ.
+
+    Kernel count (the per-point form is launch-bound on a GPU): the grouped exponent's θ-free terms
+    once per probe (:func:`_grouped_at`), the comparisons shared, and the last θ step updates only
+    the best value (its bracket and next θ would go unused): the same values as step-by-step."""
+    if evaluate is _eval_grouped:
+        at = _grouped_at(torch, data, s, m)
+    else:
+        def at(th: Any) -> tuple:
+            return evaluate(torch, data, s, m, th)
     best = torch.full_like(s, math.inf)
     grad = torch.zeros_like(s)
     th_best = theta
@@ -133,7 +175,7 @@ def _profile(torch: Any, evaluate: Callable, data: tuple, s: Any, m: Any, theta:
     going = torch.ones_like(s, dtype=torch.bool)
     amass = s
     for it in range(_THETA_STEPS):
-        phi, d1, d2, dm, a = evaluate(torch, data, s, m, th)
+        phi, d1, d2, dm, a = at(th)
         if it == 0:
             amass = a
             going = going & (amass > 0)
@@ -141,11 +183,15 @@ def _profile(torch: Any, evaluate: Callable, data: tuple, s: Any, m: Any, theta:
         best = torch.where(better, phi, best)
         grad = torch.where(better, dm, grad)
         th_best = torch.where(better, th, th_best)
-        t_lo = torch.where(d1 < 0, torch.maximum(t_lo, th), t_lo)
+        if it == _THETA_STEPS - 1:
+            break  # the bracket, the decrement and the next θ of the last step are not used
+        falling = d1 < 0
+        t_lo = torch.where(falling, torch.maximum(t_lo, th), t_lo)
         t_hi = torch.where(d1 >= 0, torch.minimum(t_hi, th), t_hi)
-        decrement = torch.where(d2 > 0, d1 * d1 / torch.where(d2 > 0, d2, 1.0), math.inf)
+        curved = d2 > 0
+        decrement = torch.where(curved, d1 * d1 / torch.where(curved, d2, 1.0), math.inf)
         going = (going & (decrement > _THETA_DECREMENT) & (decrement > _THETA_MARGIN * (best - log_level).abs())
-                 & ~((d1 < 0) & (th >= t_max)))
+                 & ~(falling & (th >= t_max)))
         th = torch.where(going, _next_theta(torch, th, d1, d2, t_lo, t_hi, t_max), th)
     g = torch.where(amass > 0, best - log_level, math.inf)
     return g, grad, th_best
@@ -162,7 +208,7 @@ def _probe(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any,
     b = torch.where(active & ~rejected, m, b)
     newton = m - g / torch.where(gm > 0, gm, 1.0)
     mid = 0.5 * (a + b)
-    use = (gm > 0) & torch.isfinite(newton) & (newton > a) & (newton < b)
+    use = (gm > 0) & _finite(torch, newton) & (newton > a) & (newton < b)
     use = use & newton_m  # a 0-d bool tensor: one compiled graph for every probe
     nxt = torch.where(use, newton, mid)
     wide = b - a > tol
@@ -203,12 +249,15 @@ def _probe_for(torch: Any, device: Any) -> Callable:
 
 def _fused_for(split: bool, s: Any) -> bool:
     """Whether :func:`_search` takes the fused Triton kernel for these pairs (:func:`._chernoff_triton.
-    triton_search_applies`); ``NWBOUND_FUSED_GROUPED=0`` keeps the grouped (per-point) form eager on CUDA."""
+    triton_search_applies`). The split (binned) form always; the grouped (per-point) form on CUDA only
+    with ``NWBOUND_FUSED_GROUPED=1`` (off by default: on an H100 its raw kernel rejected levels the
+    float64 exponent does not, and the re-check then sent them to the eager search, so it cost time and
+    gained none), and always under Triton's CPU interpreter (the tests)."""
     from ._chernoff_triton import triton_search_applies
 
     if not triton_search_applies(s):
         return False
-    return split or s.device.type != "cuda" or os.environ.get("NWBOUND_FUSED_GROUPED", "1") != "0"
+    return split or s.device.type != "cuda" or os.environ.get("NWBOUND_FUSED_GROUPED", "0") == "1"
 
 
 def _verify_fused(split: bool) -> bool:
@@ -300,7 +349,7 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
                 return ends
             warnings.warn(f"The fused Triton Chernoff search gave {int(refused)} interval ends that its float64 "
                           "re-check does not certify; those are searched again by the eager PyTorch search "
-                          "(NWBOUND_FUSED_GROUPED=0 skips the fused per-point search).", RuntimeWarning, stacklevel=2)
+                          "(unset NWBOUND_FUSED_GROUPED to skip the fused per-point search).", RuntimeWarning, stacklevel=2)
             eager = _search(torch, split, data, s, a, b, m, theta, t_max, log_level, tol, open_ & ~ok, fused=False)
             return torch.where(ok, ends, eager)
     probe = _probe_for(torch, s.device)
@@ -315,7 +364,10 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
     total = active.numel()
     step = 0
     while step < _MAX_PROBES:
-        n_open = int(active.sum())  # the one read per round
+        # The one read per round: the open pairs' indices (their count decides the round's form; the
+        # gathered form uses them, so it needs no second read).
+        idx = torch.nonzero(active.reshape(-1)).squeeze(1)
+        n_open = int(idx.shape[0])
         if n_open == 0:
             break
         if 2 * n_open > total:  # most pairs open: all of them, in place
@@ -327,7 +379,6 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
                 args = (data, s, *state, t_max, active)
                 step += 1
             continue
-        idx = torch.nonzero(active.reshape(-1)).squeeze(1)
         rows = torch.div(idx, K, rounding_mode="floor")
         sub = tuple(x[rows] for x in data)
         flat = [x.reshape(-1, 1) for x in (s, *state, t_max)]

@@ -63,6 +63,9 @@ def _same_setting(a: Any, b: Any) -> bool:
         return False
 
 
+_PARAM_NAMES: dict = {}  # class -> its parameter names (BoundedClassifierBase._get_param_names)
+
+
 class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
     """Shared machinery: assumptions, bound settings, the empty-neighbourhood rule,
     intervals from :class:`KernelStatistics`.
@@ -106,6 +109,15 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
     # one with set_params takes effect at once. Every other parameter shapes the fitted state, and
     # predicting after set_params changed it raises (call fit again) instead of silently keeping it.
     _predict_time_parameters: tuple[str, ...] = ("empty_neighborhood",)
+
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        """scikit-learn's parameter names (``__init__``'s signature), read once per class: scikit-learn
+        runs ``inspect.signature`` at every ``get_params``, and ``predict*`` validate the parameters."""
+        names = _PARAM_NAMES.get(cls)
+        if names is None:
+            names = _PARAM_NAMES[cls] = tuple(super()._get_param_names())
+        return list(names)
 
     # -- fit helpers -------------------------------------------------------------------------
     def _validate_training_data(self, X, y, sample_weight, dtype):
@@ -536,10 +548,13 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         return False
 
     # -- predict helpers ---------------------------------------------------------------------
-    def _validate_queries(self, X, *, keep_namespace: bool = False):
+    def _validate_queries(self, X, *, keep_namespace: bool = False, checked: bool = False):
         """Checked queries in the fit dtype; with ``keep_namespace``, ``array_api_dispatch`` queries stay
-        in their namespace and device (:func:`~nwbound.estimators._device.validate_queries`)."""
-        self._check_fitted()
+        in their namespace and device (:func:`~nwbound.estimators._device.validate_queries`). ``checked``:
+        the caller ran :meth:`_check_fitted` in this call already (scikit-learn's parameter validation,
+        about 0.3 ms, runs once per ``predict*``)."""
+        if not checked:
+            self._check_fitted()
         space = getattr(self, "metric_", None)
         if space is None:
             return validate_queries(self, X, self._fit_dtype, keep_namespace=keep_namespace, unit=self._unit())

@@ -533,8 +533,8 @@ BOUNDS_ON_CPU = False
 # (bench_device_bounds.py), the eager PyTorch search took 520 ms, slower than the statistics pass
 # plus the host solver (≈ 0.3 s). It runs on the device where the fused Triton search
 # (nwbound.bounds._chernoff_triton) is installed, or when the compiled eager search is asked for
-# (NWBOUND_COMPILE_BOUNDS); the localized classifier's per-point search (fused where Triton is, its
-# ends re-checked in float64: NWBOUND_FUSED_GROUPED=0 keeps it eager) and Hoeffding always run there.
+# (NWBOUND_COMPILE_BOUNDS); the localized classifier's per-point search (eager on CUDA; the fused
+# Triton form with NWBOUND_FUSED_GROUPED=1, its ends re-checked in float64) and Hoeffding always run there.
 REGULAR_CHERNOFF_ON_DEVICE = os.environ.get("NWBOUND_COMPILE_BOUNDS", "0") not in ("", "0")
 
 
@@ -773,14 +773,15 @@ def _with_fallback(proba: Any, vacuous: Any, n_vacuous: int, fallback: Callable[
 
 def _masked_median(torch: Any, values: Any, keep: Any) -> Any:
     """``np.median(values[keep])`` where ``values`` live, without a read: NaN where nothing is kept or
-    a kept value is NaN; with an even count the mean ``(a + b)/2`` of the middle two, as NumPy's."""
-    count = keep.sum()
-    ordered = torch.sort(torch.where(keep, values, math.inf)).values  # kept values first
-    middle = torch.stack([torch.clamp((count - 1) // 2, min=0), count // 2])
-    # index_select, not ordered[lo]: a 0-d index tensor is read on the host (ATen selects with its item).
-    a, b = ordered.index_select(0, middle).unbind()
+    a kept value is NaN; with an even count the mean ``(a + b)/2`` of the middle two, as NumPy's.
+    Along the last axis: stacked rows of ``values`` and ``keep`` give one median each (one sort)."""
+    count = keep.sum(-1)
+    ordered = torch.sort(torch.where(keep, values, math.inf), dim=-1).values  # kept values first
+    middle = torch.stack([torch.clamp((count - 1) // 2, min=0), count // 2], -1)
+    # gather, not ordered[lo]: a 0-d index tensor is read on the host (ATen selects with its item).
+    a, b = torch.gather(ordered, -1, middle).unbind(-1)
     mid = torch.where(count % 2 == 1, a, (a + b) / 2.0)
-    bad = (count == 0) | (keep & torch.isnan(values)).any()
+    bad = (count == 0) | (keep & torch.isnan(values)).any(-1)
     return torch.where(bad, math.nan, mid)
 
 
@@ -816,10 +817,12 @@ def usefulness_parts(interval: PredictionInterval) -> Any:
     factor = samp / bias  # β' with β'·b = s (bias share 1/2), as a factor of the current β
     fin = live & (bias > 0) & torch.isfinite(factor)
     mean_share = torch.where(has, share, 0.0).sum() / has.sum()  # NaN where none
-    median_eps = _masked_median(torch, torch.where(vac, 1.0, eps), torch.ones_like(vac))
+    # the three medians in one sort: the bias share, the factor for half bias, ε
+    share_m, factor_m, eps_m = _masked_median(
+        torch, torch.stack([share.to(f64), factor.to(f64), torch.where(vac, 1.0, eps)]),
+        torch.stack([has, fin, torch.ones_like(vac)])).unbind()
     return torch.stack([trivial.sum().to(f64), vac.sum().to(f64), certified.sum().to(f64),
-                        _masked_median(torch, share, has), mean_share.to(f64), _masked_median(torch, factor, fin),
-                        median_eps])
+                        share_m, mean_share.to(f64), factor_m, eps_m])
 
 
 def usefulness_on_device(interval: PredictionInterval, parts: Any = None, *, beta: float | None = None,

@@ -552,7 +552,8 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
 
     def _intervals(self, X, specs: dict) -> dict:
         """Intervals of queries from :meth:`_dispatched_queries` for every setting in ``specs``."""
-        X = self._validate_queries(X, keep_namespace=self._keeps_device_queries())
+        # every caller resolved ``specs`` on this estimator just before (_resolve_bounds: _check_fitted ran)
+        X = self._validate_queries(X, keep_namespace=self._keeps_device_queries(), checked=True)
         choices = self._ranked_choices(X, specs)  # None on the device path (the grid is ranked on the host only)
         if choices is None:
             return self._intervals_at(X, specs, self.bandwidths_)
