@@ -155,11 +155,11 @@ def main(argv: list[str] | None = None) -> int:
         ratios[label] = ms / res[base]
         print(f"{label:46s} {ms:9.2f} ms  {ms / res[base]:6.2f}x product  (first call {first:.1f} s)")
 
-    def bound_case(bound, extra=None, check=False):
+    def bound_case(bound, extra=None, check=False, tag=""):
         extra = extra or {}
         est = NadarayaWatsonClassifier(bandwidth=lam, lipschitz=1.0, bound=bound, dtype="float32", device=str(dev),
                                        **extra).fit(X, y)
-        label = f"{bound}" + (f" k={extra['n_neighbors']}" if "n_neighbors" in extra else "")
+        label = f"{bound}" + (f" k={extra['n_neighbors']}" if "n_neighbors" in extra else "") + tag
         dispatch_ok = os.environ.get("SCIPY_ARRAY_API") == "1"
         if dispatch_ok:
             ms, first, iv = interval_ms(est, Qt, True)
@@ -244,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # its refused ends: counted below
             _part("localized k=10 fused", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"},
-                                                             check=True), deadline)
+                                                             check=True, tag=" fused forced"), deadline)
         refused = cdev._TRITON_SEARCH.get("unverified")
         print(f"{'':46s} fused ends refused by the float64 re-check (last call): "
               f"{None if refused is None else int(refused)} (0 expected once the kernel is fixed)")
