@@ -13,6 +13,8 @@ Rules (issue 11):
   imports in a fresh interpreter.
 * No module imports a private name (``_x``) defined in another subpackage,
   except the pairs listed in :data:`ALLOWED_PRIVATE`, each with its reason.
+* No module is longer than :data:`MAX_MODULE_LINES` lines (issue 19): a longer
+  one is split along its seams into a package of private modules.
 
 Function-level (lazy) imports count: they are dependencies all the same.
 """
@@ -29,6 +31,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 ROOT = "nwbound"
+MAX_MODULE_LINES = 1000
 
 # (importing unit, "module:name") → why it is tolerated for now. Remove entries as the
 # issue-11 refactor lands; the test fails on an entry that no longer occurs, so the list
@@ -294,3 +297,12 @@ def test_no_private_names_across_subpackages():
 def test_allowed_exceptions_still_occur(key):
     # An exception that no longer occurs must leave the list (the refactor landed).
     assert key in _private_imports(), f"{key} no longer occurs; remove it from ALLOWED_PRIVATE"
+
+
+def test_no_module_is_over_the_line_limit():
+    # Issue 19: files over 1 000 lines are split along their seams (a package of private
+    # modules re-exporting the public names, as nwbound.assumptions and nwbound.lipschitz_check).
+    lengths = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in MODULES.items()}
+    assert lengths["nwbound.utils"] > 0  # guards against a test that passes because it read nothing
+    long = sorted(f"{MODULES[name].relative_to(SRC)}: {n} lines" for name, n in lengths.items() if n > MAX_MODULE_LINES)
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them along their seams):\n" + "\n".join(long)
