@@ -585,3 +585,106 @@ def test_fused_ends_that_the_float64_exponent_does_not_reject_are_not_reported(m
     assert np.all(d_lo <= h_lo + TOL) and np.all(d_up >= h_up - TOL)
     np.testing.assert_allclose(d_lo, h_lo, atol=2e-5)
     np.testing.assert_allclose(d_up, h_up, atol=2e-5)
+
+
+# ---------------------------------------------------------------- the statistics object → bound route
+def _device_form(kind, weighted, chernoff, dtype="float32"):
+    """A small batch's device-form statistics on PyTorch's CPU device, as intervals_on_device computes them."""
+    from nwbound.engine import array_namespace_of
+    from nwbound.estimators._device import _device_training_set, _neighbor_training_set, device_kneighbors
+    from nwbound.estimators._sums import TrainingSet
+    from nwbound.gpu import kernel_statistics, neighbor_kernel_statistics
+    from nwbound.kernels import get_kernel
+
+    rng = np.random.default_rng(11 + weighted)
+    X = rng.random((300, 3)).astype(dtype)
+    y = (X[:, 0] + 0.3 * rng.standard_normal(300) > 0.5).astype(int) + (X[:, 1] > 0.8)
+    w = rng.uniform(0.3, 2.0, 300) if weighted else None
+    train = TrainingSet.build(X, y, 3, w)
+    Q = torch.as_tensor(np.vstack([rng.random((25, 3)), [[5.0, 5.0, 5.0]]]).astype(dtype))  # one row without mass
+    xp, kernel, lam = array_namespace_of(Q), get_kernel("epanechnikov"), 0.4
+    if kind == "regular":
+        st = kernel_statistics(Q, _device_training_set(train, xp, "cpu", dtype), kernel=kernel, bandwidth=lam,
+                               need_dist=True, histogram_bins=16 if chernoff else 0, dtype=dtype, check_input=False)
+        return st, train, None
+    X_dev, onehot_dev = _neighbor_training_set(train, xp, "cpu")
+    _, idx = device_kneighbors(Q, train, 9)
+    st = neighbor_kernel_statistics(Q, X_dev, onehot_dev, idx, kernel=kernel, bandwidth=lam, need_dist=True,
+                                    keep_points=chernoff)
+    return st, train, 9
+
+
+def _per_array_call(spec, st, train, k):
+    """The per-array call intervals_on_device made before it passed the statistics object (its
+    arguments spelled out here, independently of device_bound_statistics)."""
+    from nwbound._numerics import compose_errors, summation_error
+    from nwbound.bounds._chernoff_device import _limits_from_arrays
+    from nwbound.estimators._device import _smallest_positive
+
+    unit, C, m = train.weight_unit, train.n_classes, int(train.X.shape[1])
+    lam = float(st.bandwidth[0, 0])
+    extra = {}
+    if k is None:
+        rho = compose_errors(st.sum_error, summation_error(C + 1))
+        u2_err = (st.d2_error * (1.0 + 4.0 / (m + 3)) / lam) / lam
+        if st.histogram is not None:
+            w_max = train.weight_max / unit
+            extra = dict(histogram=st.histogram[:, 0] / w_max, hist_mass=st.hist_mass[:, 0],
+                         hist_dist=st.hist_dist[:, 0], weight_max=w_max, uniform_weights=train.weights is None,
+                         kernel=st.kernel)
+            if train.weights is not None:
+                extra.update(hist_count=st.hist_count[:, 0],
+                             weight_min=_smallest_positive(train.weights, unit, "float32") / unit)
+    else:
+        rho, u2_err = compose_errors(st.sum_error, summation_error(k, "float64")), 0.0
+        if st.point_mass is not None:
+            extra = dict(point_mass=st.point_mass[:, 0], point_dist=st.point_dist * (1.0 + (m + 8) * 2.0**-53))
+    return _limits_from_arrays(spec, class_sums=st.class_sums[:, 0], sq_sum=st.sq_sum[:, 0],
+                               dist_sum=st.dist_sum[:, 0], bandwidth=lam, sum_error=rho, u2_error=u2_err, **extra)
+
+
+@pytest.mark.parametrize("kind,weighted,form", [("regular", False, "chernoff"), ("regular", True, "chernoff"),
+                                                ("regular", True, "hoeffding"), ("localized", False, "chernoff"),
+                                                ("localized", True, "hoeffding")])
+def test_device_limits_of_the_statistics_object_are_the_per_array_calls(kind, weighted, form):
+    from nwbound.bounds._chernoff_device import device_limits
+    from nwbound.estimators._device import device_bound_statistics
+
+    st, train, k = _device_form(kind, weighted, form == "chernoff")
+    spec = BoundSpec(form=form, beta=0.5, delta_prime=0.05)
+    stats = device_bound_statistics(st, train, n_neighbors=k)
+    got, want = device_limits(spec, stats), _per_array_call(spec, st, train, k)
+    assert set(got) == set(want)
+    for name in want:  # bit for bit: the same arrays into the same arithmetic
+        assert got[name].dtype == want[name].dtype and torch.equal(got[name], want[name]), name
+    assert bool(got["vacuous"][-1]) and not bool(got["vacuous"][:-1].any())
+
+
+@pytest.mark.parametrize("kind", ["regular", "localized"])
+def test_host_bounds_read_the_device_bound_form_and_refuse_the_device_form(kind):
+    from nwbound.bounds._chernoff_device import device_limits
+    from nwbound.estimators._device import device_bound_statistics
+
+    st, train, k = _device_form(kind, True, True)
+    spec = BoundSpec(form="chernoff", beta=0.5, delta_prime=0.05)
+    stats = device_bound_statistics(st, train, n_neighbors=k)
+    host_copy = stats.to_numpy()
+    assert host_copy.on_host and isinstance(host_copy.u2_error, (float, np.ndarray))
+    proba = _np(device_limits(spec, stats)["proba"])
+    got = spec.limits(stats, proba)  # tensors: the host takes a NumPy copy (the same quantities)
+    want = spec.limits(host_copy, proba)
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w)
+    # The device search's ends contain the host solver's (up to its tol) on the same statistics.
+    dev = device_limits(spec, stats)
+    live = ~_np(dev["vacuous"])
+    assert np.all(_np(dev["lower"])[live] <= want[0][live] + TOL)
+    assert np.all(_np(dev["upper"])[live] >= want[1][live] - TOL)
+    np.testing.assert_allclose(_np(dev["lower"]), want[0], atol=2e-5)
+    # The device form (histogram in the one-hot's units, d2_error) is refused by both, naming the fix.
+    with pytest.raises(ValueError, match="device form"):
+        spec.limits(st, proba)
+    with pytest.raises(ValueError, match="device form"):
+        device_limits(spec, st)
+    with pytest.raises(ValueError, match="to_numpy"):
+        stats.check_bound_form()

@@ -692,37 +692,29 @@ def _in_blocks(torch: Any, solve: Callable, arrays: tuple, *extra: Any, **option
     return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
 
 
-def device_limits(spec: Any, *, class_sums: Any, sq_sum: Any, dist_sum: Any, bandwidth: float,
-                  sum_error: float = 0.0, u2_error: Any = 0.0, kernel: Any = None, histogram: Any = None,
-                  hist_mass: Any = None, hist_dist: Any = None, hist_count: Any = None,
-                  weight_max: float = 1.0, weight_min: float = 0.0, uniform_weights: bool = True,
-                  point_mass: Any = None, point_dist: Any = None) -> dict:
+def device_limits(spec: Any, stats: Any) -> dict:
     """:meth:`~nwbound.bounds.BoundSpec.limits` for one bandwidth, where the statistics live (PyTorch).
 
-    The same rules as the host: ``"hoeffding"`` (:func:`hoeffding_limits_device`) and ``"chernoff"``
-    in its split form (a histogram with ``hist_mass`` and ``hist_dist``, the regular classifier's
-    device statistics) or its per-point form (``point_mass``, ``point_dist``: the localized
-    classifier's); masses in any common unit (``weight_max``, ``weight_min`` in it too).
+    Reads a :class:`~nwbound.engine.KernelStatistics` in the bound form (``weight_max`` set, the
+    distance error as ``u2_error``) with one bandwidth (``G = 1``) and its arrays on one PyTorch
+    device; the estimators' device path (:func:`nwbound.estimators._device.intervals_on_device`)
+    turns the engines' device form into it without leaving the device. The same rules as the host's
+    :meth:`~nwbound.bounds.BoundSpec.limits`: ``"hoeffding"`` (:func:`hoeffding_limits_device`) and
+    ``"chernoff"`` in its split form (``histogram`` with ``hist_mass`` and ``hist_dist``, the regular
+    classifier's device statistics) or its per-point form (``point_mass``, ``point_dist``: the
+    localized classifier's); masses in any common unit (``weight_max``, ``weight_min`` in it too),
+    ``sum_error`` the sums' ``ρ``.
 
     Parameters
     ----------
     spec : BoundSpec
         ``form`` ``"hoeffding"`` or ``"chernoff"``.
-    class_sums : tensor of shape (n, C)
-    sq_sum, dist_sum : tensors of shape (n,)
-    bandwidth : float
-    sum_error : float, default=0
-        ``ρ`` of the sums (``class_sums`` and ``hist_mass`` within ``1 ± ρ``).
-    u2_error : float or tensor of shape (n,), default=0
-        Bound on ``|ũ² − u²|`` of every computed ``u² = d̃²/λ²`` (the histogram's bins).
-    kernel : Kernel
-        The kernel whose values the statistics hold (the histogram's edges).
-    histogram, hist_mass, hist_dist, hist_count : tensors of shape (n, B) or None
-        ``histogram`` is ``Σ w_i/weight_max`` per bin (the CPU engine's counts).
-    weight_max, weight_min : float
-    uniform_weights : bool
-    point_mass, point_dist : tensors of shape (n, k) or None
-        The per-point form (``point_dist`` already rounded up to cover its computation).
+    stats : KernelStatistics
+        Bound form, ``G = 1``, one bandwidth for every query; ``class_sums`` (n, 1, C), ``sq_sum``
+        and ``dist_sum`` (n, 1), the histogram's arrays (n, 1, B) over ``B`` equal bins of ``u²``
+        in [0, 1] (``hist_edges`` None or those edges), ``point_mass`` (n, 1, k) and
+        ``point_dist`` (n, k) already rounded up to cover their computation; ``u2_error`` a float
+        or (n, 1).
 
     Returns
     -------
@@ -730,18 +722,74 @@ def device_limits(spec: Any, *, class_sums: Any, sq_sum: Any, dist_sum: Any, ban
         ``proba`` (``S/κ``; the caller's fallback where κ = 0), ``lower``, ``upper``, ``epsilon``,
         ``bias``, ``sampling`` (n, C), ``kappa``, ``n_eff`` (n,) float64 and ``vacuous`` (n,) bool.
 
+    Raises
+    ------
+    ValueError
+        Device-form statistics (``weight_max`` None: convert them first), more than one bandwidth,
+        or histogram edges other than equal bins of [0, 1].
+
     Examples
     --------
+    >>> import numpy as np
     >>> import torch
     >>> from nwbound.bounds import BoundSpec
     >>> from nwbound.bounds._chernoff_device import device_limits
-    >>> out = device_limits(BoundSpec(form="chernoff", beta=0.0, delta_prime=0.05),
-    ...                     class_sums=torch.tensor([[10.0, 0.0]]), sq_sum=torch.tensor([10.0]),
-    ...                     dist_sum=torch.tensor([0.0]), bandwidth=1.0, point_mass=torch.ones(1, 10),
-    ...                     point_dist=torch.zeros(1, 10))
+    >>> from nwbound.engine import KernelStatistics
+    >>> from nwbound.kernels import get_kernel
+    >>> stats = KernelStatistics(class_sums=torch.tensor([[[10.0, 0.0]]]), sq_sum=torch.tensor([[10.0]]),
+    ...                          dist_sum=torch.tensor([[0.0]]), bandwidth=np.ones((1, 1)),
+    ...                          kernel=get_kernel("epanechnikov"), point_mass=torch.ones(1, 1, 10),
+    ...                          point_dist=torch.zeros(1, 10))
+    >>> out = device_limits(BoundSpec(form="chernoff", beta=0.0, delta_prime=0.05), stats)
     >>> round(float(out["lower"][0, 0]), 4)
     0.6915
     """
+    import numpy as np
+
+    if stats.weight_max is None:
+        raise ValueError(
+            "device_limits reads kernel statistics in the bound form (weight_max set, the distance error as "
+            "u2_error); these are in the device form (nwbound.gpu.kernel_statistics): convert them as the "
+            "estimators' device path does (intervals_on_device), or use the estimator's predict_interval."
+        )
+    if stats.n_bandwidths != 1 or np.size(stats.bandwidth) != 1:
+        raise ValueError(
+            f"device_limits bounds one bandwidth (G = 1, one λ for every query), got G = {stats.n_bandwidths} "
+            f"and {np.size(stats.bandwidth)} bandwidth values: select one column first (KernelStatistics.select)."
+        )
+    if np.size(stats.weight_max) != 1 or np.size(stats.weight_min) != 1:
+        raise ValueError("device_limits reads one weight_max and one weight_min for every query (the device "
+                         "engines' training-set values), not per-query arrays: use the host bounds (BoundSpec.limits).")
+    if stats.histogram is not None and stats.hist_edges is not None:
+        B = int(stats.histogram.shape[2])
+        if not np.array_equal(np.asarray(stats.hist_edges, dtype=np.float64), np.linspace(0.0, 1.0, B + 1)):
+            raise ValueError("device_limits reads histograms of equal bins of u² in [0, 1] (hist_edges "
+                             "np.linspace(0, 1, B + 1)); use the host bounds (BoundSpec.limits) for other edges.")
+
+    def column(a: Any) -> Any:
+        return None if a is None else a[:, 0]
+
+    u2_error = stats.u2_error
+    if getattr(u2_error, "ndim", 0) == 2:
+        u2_error = u2_error[:, 0]
+    return _limits_from_arrays(
+        spec, class_sums=column(stats.class_sums), sq_sum=column(stats.sq_sum), dist_sum=column(stats.dist_sum),
+        bandwidth=float(np.asarray(stats.bandwidth).reshape(-1)[0]), sum_error=float(stats.sum_error),
+        u2_error=u2_error, kernel=stats.kernel, histogram=column(stats.histogram),
+        hist_mass=column(stats.hist_mass), hist_dist=column(stats.hist_dist), hist_count=column(stats.hist_count),
+        weight_max=float(stats.weight_max), weight_min=float(stats.weight_min),
+        uniform_weights=bool(stats.uniform_weights), point_mass=column(stats.point_mass),
+        point_dist=stats.point_dist)
+
+
+def _limits_from_arrays(spec: Any, *, class_sums: Any, sq_sum: Any, dist_sum: Any, bandwidth: float,
+                        sum_error: float = 0.0, u2_error: Any = 0.0, kernel: Any = None, histogram: Any = None,
+                        hist_mass: Any = None, hist_dist: Any = None, hist_count: Any = None,
+                        weight_max: float = 1.0, weight_min: float = 0.0, uniform_weights: bool = True,
+                        point_mass: Any = None, point_dist: Any = None) -> dict:
+    """:func:`device_limits` from one bandwidth's arrays: ``class_sums`` (n, C), ``sq_sum`` and
+    ``dist_sum`` (n,), the histogram's arrays (n, B) (``histogram`` in units of ``weight_max``),
+    ``point_mass`` and ``point_dist`` (n, k), ``u2_error`` a float or (n,)."""
     import numpy as np
 
     from ._spec import _KERNEL_SLACK

@@ -164,7 +164,7 @@ class BoundSpec:
 
     def statistics_parts(self, stats: Any) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`parts` from kernel statistics: ``(bias, sampling)`` of shape (n, G)."""
-        _check_bound_form(stats)
+        stats = _bound_form_on_host(stats)
         spec = self
         if self.needs_tail_mass:
             if stats.diameter is None:
@@ -191,8 +191,12 @@ class BoundSpec:
         drift ``β·D/κ``, not capped: it exceeds 1 where the drift alone leaves nothing) and
         ``sampling`` are then the Hoeffding account of the same points — an account of where
         the width comes from, not parts of the Chernoff ε.
+
+        ``stats`` is the bound form: NumPy, or the same quantities in another namespace or on a
+        device (a NumPy copy is taken: :meth:`~nwbound.engine.KernelStatistics.on_host_bound_form`);
+        the engines' device form is refused, naming the fix.
         """
-        _check_bound_form(stats)
+        stats = _bound_form_on_host(stats)
         n_classes = stats.class_sums.shape[2]
         kappa = stats.kappa[:, 0]
         vacuous = ~(kappa > 0)
@@ -308,12 +312,13 @@ class BoundSpec:
         )
 
 
-def _check_bound_form(stats: Any) -> None:
-    """Refuse device-form :class:`~nwbound.engine.KernelStatistics` (histogram in other units,
-    ``d2_error`` instead of ``u2_error``): the bounds here read the bound form only."""
-    check = getattr(stats, "check_bound_form", None)
-    if check is not None:
-        check()
+def _bound_form_on_host(stats: Any) -> Any:
+    """The statistics the bounds here read: bound-form :class:`~nwbound.engine.KernelStatistics`
+    in NumPy. A bound form in another namespace or on a device (the same quantities) comes back as a
+    NumPy copy; the device form (histogram in other units, ``d2_error`` instead of ``u2_error``) is
+    refused, naming the fix. Other objects with the fields pass as they are."""
+    move = getattr(stats, "on_host_bound_form", None)
+    return stats if move is None else move()
 
 
 def _sum_error(stats: Any) -> float:

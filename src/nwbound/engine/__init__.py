@@ -6,10 +6,11 @@ re-exported as ``nwbound.estimators.KernelStatistics`` and ``nwbound.gpu.KernelS
 same class). The backends themselves still live in :mod:`nwbound.estimators` (``_sums``,
 ``_tiles``, ``_fused``: NumPy and numba) and :mod:`nwbound.gpu` (``_array_api``, ``_triton``).
 
-Still to unify (issue 19): the CPU engine's internal ``KernelSums`` (the estimators' path turns it
-into the bound form), the device form's histogram units and ``d2_error`` (the estimators' device
-path converts them), and the device bounds (:mod:`nwbound.bounds._chernoff_device`), which take
-the device form's arrays one by one rather than the statistics object.
+The bounds take the statistics object: the host's :meth:`~nwbound.bounds.BoundSpec.limits` and the
+device's :func:`nwbound.bounds._chernoff_device.device_limits` both read the bound form (the
+estimators' device path builds it where the statistics live, from the engines' device form and the
+training set's weights). Still to unify (issue 19): the CPU engine's internal ``KernelSums`` (the
+estimators' path turns it into the bound form).
 """
 
 from ._namespace import array_namespace_of, compat, to_host

@@ -16,7 +16,9 @@ returns it: the CPU engine through
 :meth:`~nwbound.NadarayaWatsonClassifier.kernel_statistics` (NumPy, ready for the bounds), the
 device engines through :func:`nwbound.gpu.kernel_statistics` and
 :func:`nwbound.gpu.neighbor_kernel_statistics` (``G = 1``, the inputs' namespace and device, the
-raw *device form*: ``d2_error`` set, ``weight_max`` None). It is the same class under both names,
+raw *device form*: ``d2_error`` set, ``weight_max`` None). The bounds take the object itself, in
+the bound form: :meth:`nwbound.bounds.BoundSpec.limits` on the host, ``device_limits`` of
+:mod:`nwbound.bounds._chernoff_device` where it lives. It is the same class under both names,
 ``nwbound.estimators.KernelStatistics`` and ``nwbound.gpu.KernelStatistics``.
 """
 
@@ -66,15 +68,18 @@ class KernelStatistics:
     PyTorch, CuPy, any array-API library) on any device, read from :attr:`xp` and :attr:`device`.
     Two forms fill it:
 
-    * **bound form** (the estimators' :meth:`~nwbound.NadarayaWatsonClassifier.kernel_statistics`,
-      NumPy float64): every field the bounds read, ``u2_error`` and ``weight_max`` included;
-      :meth:`~nwbound.NadarayaWatsonClassifier.interval_from_statistics` turns it into intervals.
+    * **bound form**: every field the bounds read, ``u2_error`` and ``weight_max`` included. The
+      estimators' :meth:`~nwbound.NadarayaWatsonClassifier.kernel_statistics` give it in NumPy
+      float64, and :meth:`~nwbound.NadarayaWatsonClassifier.interval_from_statistics` turns it
+      into intervals; the estimators' device path builds it where the statistics live and bounds
+      it there (``nwbound.bounds._chernoff_device.device_limits``). The host bounds read a bound
+      form in any namespace through a NumPy copy (:meth:`on_host_bound_form`).
     * **device form** (:func:`nwbound.gpu.kernel_statistics`,
       :func:`nwbound.gpu.neighbor_kernel_statistics`): ``G = 1``, the inputs' namespace and
       device, ``d2_error`` set and ``weight_max`` None (``histogram`` then counts ``Σ w_i`` in the
       one-hot's weight units, not ``Σ w_i/weight_max``). The estimators' device path turns it into
-      the bound form; the host bounds refuse it (:meth:`check_bound_form`) rather than read a
-      histogram in other units.
+      the bound form (with the training set's weights); the bounds refuse it
+      (:meth:`check_bound_form`) rather than read a histogram in other units.
 
     Parameters
     ----------
@@ -228,7 +233,38 @@ class KernelStatistics:
             out = to_host(a)
             return out if out.dtype == bool else np.asarray(out, dtype=np.float64)
 
-        return self.map_arrays(host)
+        moved = self.map_arrays(host)
+        # The per-query errors and weights of a bound form on a device (e.g. u2_error (n, 1)) come too.
+        scalars = {name: host(getattr(self, name)) for name in ("u2_error", "weight_max", "weight_min")
+                   if hasattr(getattr(self, name), "shape") and not isinstance(getattr(self, name), np.ndarray)}
+        return dataclasses.replace(moved, **scalars) if scalars else moved
+
+    def on_host_bound_form(self) -> "KernelStatistics":
+        """These statistics as the host bounds read them: NumPy arrays in the bound form.
+
+        Bound-form statistics (``weight_max`` set, the distance error as ``u2_error``) in another
+        namespace or on a device, such as the estimators' device path builds for its bounds, are
+        the same quantities: they come back as a NumPy copy (:meth:`to_numpy`). NumPy bound-form
+        statistics come back as they are.
+
+        Raises
+        ------
+        ValueError
+            For device-form statistics (:meth:`check_bound_form`).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> X = np.array([[0.0], [0.1], [0.2], [1.0]]); y = np.array([0, 0, 1, 1])
+        >>> stats = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=1.0).fit(X, y).kernel_statistics([[0.05]])
+        >>> stats.on_host_bound_form() is stats
+        True
+        """
+        if self.weight_max is not None and not self.on_host:
+            return self.to_numpy()
+        self.check_bound_form()
+        return self
 
     def check_bound_form(self) -> None:
         """Raise unless these statistics are in the bound form: NumPy arrays and a ``weight_max``.
@@ -250,6 +286,11 @@ class KernelStatistics:
         ...
         ValueError: These kernel statistics are in the device form (nwbound.gpu.kernel_statistics: weight_max None, d2_error set); the host bounds read the bound form. Use the estimator's kernel_statistics (device= for a GPU), or its predict_interval.
         """
+        if self.weight_max is not None and not self.on_host:
+            raise ValueError(
+                "These bound-form kernel statistics live outside NumPy; the host methods read NumPy arrays: "
+                "call .to_numpy() (or .on_host_bound_form()) first."
+            )
         if self.weight_max is None or not self.on_host:
             raise ValueError(
                 "These kernel statistics are in the device form (nwbound.gpu.kernel_statistics: weight_max None, "

@@ -40,6 +40,7 @@ from ..gpu import (
 )
 from .._numerics import compose_errors, direct_d2_error_factor, summation_error, to_feature_unit
 from ..gpu._array_api import to_host
+from ..engine import KernelStatistics
 from ._sums import KernelSums, TrainingSet
 
 __all__ = [
@@ -538,6 +539,64 @@ BOUNDS_ON_CPU = False
 REGULAR_CHERNOFF_ON_DEVICE = os.environ.get("NWBOUND_COMPILE_BOUNDS", "0") not in ("", "0")
 
 
+def device_bound_statistics(st: KernelStatistics, train: TrainingSet, *,
+                            n_neighbors: int | None = None) -> KernelStatistics:
+    """The bound form of one bandwidth's device-form statistics, where they live (nothing crosses).
+
+    What :func:`nwbound.bounds._chernoff_device.device_limits` (and, after a copy, the host's
+    :meth:`~nwbound.bounds.BoundSpec.limits`) reads, from :func:`nwbound.gpu.kernel_statistics`
+    (``n_neighbors`` None) or :func:`nwbound.gpu.neighbor_kernel_statistics` (``n_neighbors`` the
+    ``k`` of the neighbour lists) computed on ``train``'s device copy, in its weight units:
+
+    * ``sum_error``: the engine's ``ρ`` composed with the host's (``κ = Σ_c class_sums``: ``C + 1``
+      float64 additions; the localized sums: ``k`` float64 terms), as the host's statistics route;
+    * the regular classifier: ``u2_error`` (n, 1) from ``d2_error`` (the rounding of ``d̃²/λ²`` and
+      of its bin index included, as :meth:`KernelSums.u2_error`); the histogram in units of
+      ``weight_max`` (the training set's largest weight) with its edges, ``uniform_weights`` and,
+      with sample weights, ``hist_count`` and ``weight_min``;
+    * the localized classifier: ``point_dist`` rounded up by its error bound (directly computed
+      distances, as the host's), ``u2_error`` 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.estimators._sums import TrainingSet
+    >>> from nwbound.gpu import kernel_statistics
+    >>> from nwbound.estimators._device import device_bound_statistics
+    >>> train = TrainingSet.build(np.array([[0.0], [0.5]]), np.array([0, 1]), 2, None)
+    >>> st = kernel_statistics(np.zeros((1, 1)), train.X, np.eye(2), bandwidth=1.0, histogram_bins=4)
+    >>> b = device_bound_statistics(st, train)
+    >>> st.weight_max is None, b.weight_max, b.d2_error is None, b.hist_edges.tolist()
+    (True, 1.0, True, [0.0, 0.25, 0.5, 0.75, 1.0])
+    """
+    unit = train.weight_unit
+    C, m = train.n_classes, int(train.X.shape[1])
+    w_max = train.weight_max / unit
+    form = dict(d2_error=None, weight_max=w_max, uniform_weights=train.weights is None, hist_count=None,
+                weight_min=0.0)
+    if n_neighbors is None:
+        lam = float(np.asarray(st.bandwidth).reshape(-1)[0])
+        u2_err = (st.d2_error * (1.0 + 4.0 / (m + 3)) / lam) / lam  # as KernelSums.u2_error
+        if getattr(u2_err, "ndim", 0) == 1:
+            u2_err = array_namespace_of(u2_err).expand_dims(u2_err, axis=1)
+        form.update(sum_error=compose_errors(st.sum_error, summation_error(C + 1)), u2_error=u2_err)
+        if st.histogram is not None:
+            B = int(st.histogram.shape[2])
+            form.update(histogram=st.histogram / w_max if w_max > 0 else st.histogram * 0.0,
+                        hist_edges=np.linspace(0.0, 1.0, B + 1))
+            if train.weights is not None:
+                dtype = "float32" if train.X.dtype == np.float32 else "float64"
+                form.update(hist_count=st.hist_count,
+                            weight_min=_smallest_positive(train.weights, unit, dtype) / unit)
+    else:
+        # Float64 sums of k terms: within 1 ± γ_k, as the host's localized sums.
+        form.update(sum_error=compose_errors(st.sum_error, summation_error(int(n_neighbors), "float64")),
+                    u2_error=0.0)
+        if st.point_dist is not None:  # directly computed distances, rounded up by their error bound (as the host)
+            form.update(point_dist=st.point_dist * (1.0 + (m + 8) * 2.0**-53))
+    return dataclasses.replace(st, **form)
+
+
 def bounds_on_device(specs: dict, *, localized: bool, bandwidths: np.ndarray, kernel: Kernel) -> bool:
     """Whether :func:`intervals_on_device` serves these settings: one bandwidth, every setting's
     form ``"hoeffding"`` or ``"chernoff"`` (the regular classifier's histogram needs a kernel
@@ -656,35 +715,22 @@ def intervals_on_device(
     unit = train.weight_unit
     lam = float(bandwidth)
     dtype = "float32" if train.X.dtype == np.float32 else "float64"
-    n_q, m, C = int(Q.shape[0]), int(train.X.shape[1]), train.n_classes
+    n_q = int(Q.shape[0])
     chernoff = any(s.is_chernoff for s in specs.values())
-    extra: dict = {}
+    # 1. The statistics, in the engines' device form (G = 1, the queries' namespace and device).
     if n_neighbors is None:
         dev_train = _device_training_set(train, xp, dev, dtype)
         bins = int(histogram_bins) if chernoff else 0
         st = kernel_statistics(Q, dev_train, kernel=kernel, bandwidth=lam, need_dist=True, histogram_bins=bins,
                                dtype=dtype, working_memory=working_memory, check_input=False)  # validated
-        rho = compose_errors(st.sum_error, summation_error(C + 1))
-        u2_err = (st.d2_error * (1.0 + 4.0 / (m + 3)) / lam) / lam  # as KernelSums.u2_error
-        if bins:
-            w_max = train.weight_max / unit
-            extra = dict(histogram=st.histogram[:, 0] / w_max if w_max > 0 else st.histogram[:, 0] * 0.0,
-                         hist_mass=st.hist_mass[:, 0], hist_dist=st.hist_dist[:, 0], weight_max=w_max,
-                         uniform_weights=train.weights is None, kernel=kernel)
-            if train.weights is not None:
-                extra.update(hist_count=st.hist_count[:, 0], weight_min=_smallest_positive(train.weights, unit, dtype) / unit)
     else:
         X_dev, onehot_dev = _neighbor_training_set(train, xp, dev)
         _, idx = device_kneighbors(Q, train, int(n_neighbors), working_memory=working_memory)
         st = neighbor_kernel_statistics(Q, X_dev, onehot_dev, idx, kernel=kernel, bandwidth=lam, need_dist=True,
                                         keep_points=chernoff, working_memory=working_memory)
-        # Float64 sums of k terms: within 1 ± γ_k, as the host's localized sums.
-        rho, u2_err = compose_errors(st.sum_error, summation_error(int(n_neighbors), "float64")), 0.0
-        if chernoff:  # directly computed distances, rounded up by their error bound (as the host)
-            extra = dict(point_mass=st.point_mass[:, 0], point_dist=st.point_dist * (1.0 + (m + 8) * 2.0**-53))
-    limits = {name: device_limits(spec, class_sums=st.class_sums[:, 0], sq_sum=st.sq_sum[:, 0],
-                                  dist_sum=st.dist_sum[:, 0], bandwidth=lam, sum_error=rho, u2_error=u2_err, **extra)
-              for name, spec in specs.items()}
+    # 2. The same statistics in the bound form, still on the device; 3. every setting's bound there.
+    stats = device_bound_statistics(st, train, n_neighbors=n_neighbors)
+    limits = {name: device_limits(spec, stats) for name, spec in specs.items()}
     first = next(iter(limits.values()))
     vacuous = first["vacuous"]
     proba = first["proba"]  # S/κ; the fallback rows (κ = 0) are set after the read below
