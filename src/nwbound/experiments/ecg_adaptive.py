@@ -71,6 +71,7 @@ from ._ecg_adaptive_report import _certificate_report, add_report_arguments
 from ._ecg_adaptive_report import certificate_checks, locally_supported, record_certificate_rows  # noqa: F401
 from ._ecg_common import CLASS_NAMES, DELTA, _command_error, _quiet_bounds, expand_interval, is_symmetric_form
 from ._ecg_inter import InterFit, _decide
+from ._ecg_neighbors import SHARED_ALGORITHM, SharedSearch
 from ..utils import progress, write_table
 
 __all__ = [
@@ -320,15 +321,18 @@ class AdaptiveResult:
     certificate_neighbors: int = CERTIFICATE_NEIGHBORS
 
 
-def _model(L: float, args: argparse.Namespace, n_rows: int, *, certificate: bool = False) -> Any:
+def _model(L: float, args: argparse.Namespace, n_rows: int, *, certificate: bool = False,
+           shared: SharedSearch | None = None) -> Any:
     """The localized NWC of the adaptive split: ``k`` = ``--adaptive-neighbors``, or with ``certificate``
-    the certificate model's ``--certificate-neighbors``."""
+    the certificate model's ``--certificate-neighbors``; with ``shared``, the models of one record on
+    the same rows share one exact search (:mod:`._ecg_neighbors`: the same neighbours, found once)."""
     from .. import NadarayaWatsonClassifier
 
     k = getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS) if certificate else args.adaptive_neighbors
+    search = {} if shared is None else {"algorithm": SHARED_ALGORITHM, "index_params": {"shared": shared}}
     return NadarayaWatsonClassifier(
         kernel="epanechnikov", bandwidth=float(args.adaptive_bandwidth), lipschitz=L, delta=DELTA,
-        bound=args.bound, n_neighbors=min(int(k), n_rows))
+        bound=args.bound, n_neighbors=min(int(k), n_rows), **search)
 
 
 def _two_models(L: float, args: argparse.Namespace, X: np.ndarray, y: np.ndarray, w: np.ndarray,
@@ -341,12 +345,15 @@ def _two_models(L: float, args: argparse.Namespace, X: np.ndarray, y: np.ndarray
     sym = is_symmetric_form(args.bound)
     out: list[Any] = []
     fit_s = 0.0
+    # one exact search serves both models and the per-record check (the same rows, the same queries)
+    shared = SharedSearch(max(int(getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS)),
+                              int(args.adaptive_neighbors)))
     for cert in (False, True):
         if cert and int(getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS)) == int(args.adaptive_neighbors):
             out += out[:2]
             break
         t = time.perf_counter()
-        model = _model(L, args, X.shape[0], certificate=cert).fit(X, y, sample_weight=w)
+        model = _model(L, args, X.shape[0], certificate=cert, shared=shared).fit(X, y, sample_weight=w)
         fit_s += time.perf_counter() - t
         with _quiet_bounds():
             iv = model.predict_interval(X_query)
@@ -503,20 +510,29 @@ def weighted_decision(proba: Any, lower: Any, upper: Any, weights: Any, *,
     >>> weighted_decision(p, p - 0.25, p + 0.25, [1.0, 1.0], review_proba=q).y_pred.tolist()
     [0, 1]
     """
+    return _weighted_decisions(proba, lower, upper, [weights], review_proba=review_proba)[0]
+
+
+def _weighted_decisions(proba: Any, lower: Any, upper: Any, weights: Sequence[Any], *,
+                        review_proba: Any = None) -> list[WeightedDecision]:
+    """:func:`weighted_decision` for several weight vectors: the argmax certificates computed once."""
     from ..metrics import bayes_decision
 
     p = np.asarray(proba, dtype=np.float64)
-    w = np.asarray(weights, dtype=np.float64)
-    if p.ndim != 2 or w.shape != (p.shape[1],) or not np.all(np.isfinite(w)) or np.any(w <= 0):
-        raise ValueError(f"weights must be {p.shape[1] if p.ndim == 2 else 'C'} positive numbers, got {weights!r}")
+    ws = [np.asarray(w, dtype=np.float64) for w in weights]
+    for w, given in zip(ws, weights):
+        if p.ndim != 2 or w.shape != (p.shape[1],) or not np.all(np.isfinite(w)) or np.any(w <= 0):
+            raise ValueError(f"weights must be {p.shape[1] if p.ndim == 2 else 'C'} positive numbers, got {given!r}")
     a = bayes_decision(p, lower=lower, upper=upper)
     lo = np.clip(np.asarray(lower, dtype=np.float64), 0.0, 1.0)
     q = p if review_proba is None else np.asarray(review_proba, dtype=np.float64)
     if q.shape != p.shape:
         raise ValueError(f"review_proba must have the shape of proba {p.shape}, got {q.shape}")
-    cost = np.argmax(q * w[None, :], axis=1)
-    y = np.where(a.certified, a.y_pred, cost)
-    return WeightedDecision(y, a.certified.copy(), 1.0 - lo[np.arange(p.shape[0]), y])
+    out = []
+    for w in ws:  # a few weight vectors (≤ 54), each vectorised over the beats
+        y = np.where(a.certified, a.y_pred, np.argmax(q * w[None, :], axis=1))
+        out.append(WeightedDecision(y, a.certified.copy(), 1.0 - lo[np.arange(p.shape[0]), y]))
+    return out
 
 
 def _objective(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float, dict[str, float]]:
@@ -569,15 +585,15 @@ def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *, rev
     y = np.asarray(y_true)
     rows: list[dict[str, Any]] = []
     best: tuple[float, tuple[float, float]] | None = None
-    for ws in grid_s:  # a small grid (≤ 54 pairs), each pair vectorised over the beats
-        for wv in grid_v:
-            d = weighted_decision(proba, lower, upper, [1.0, float(ws), float(wv), 1.0, 1.0],
-                                  review_proba=review_proba)
-            score, parts = _objective(y, d.y_pred)
-            rows.append({"w_S": float(ws), "w_V": float(wv), "objective_%": score, **parts,
-                         "accuracy_%": 100 * float(np.mean(d.y_pred == y))})
-            if best is None or score > best[0] + 1e-12:
-                best = (score, (float(ws), float(wv)))
+    pairs = [(float(ws), float(wv)) for ws in grid_s for wv in grid_v]
+    decisions = _weighted_decisions(proba, lower, upper, [[1.0, ws, wv, 1.0, 1.0] for ws, wv in pairs],
+                                    review_proba=review_proba)
+    for (ws, wv), d in zip(pairs, decisions):  # a small grid (≤ 54 pairs), each pair vectorised over the beats
+        score, parts = _objective(y, d.y_pred)
+        rows.append({"w_S": ws, "w_V": wv, "objective_%": score, **parts,
+                     "accuracy_%": 100 * float(np.mean(d.y_pred == y))})
+        if best is None or score > best[0] + 1e-12:
+            best = (score, (ws, wv))
     if best is None:
         raise ValueError("grid_s and grid_v must not be empty")
     return best[1], rows
@@ -709,8 +725,9 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
         fit_s += fitted
         query_s += time.perf_counter() - t - fitted
         # certified beats: the certificate model's box; the review queue: the decision model's p̂
-        for rule, weights in (("argmax", np.ones(len(CLASS_NAMES))), ("weighted", class_weights)):
-            wd = weighted_decision(iv.proba, iv.lower, iv.upper, weights, review_proba=decide.proba)
+        both = _weighted_decisions(iv.proba, iv.lower, iv.upper, [np.ones(len(CLASS_NAMES)), class_weights],
+                                   review_proba=decide.proba)
+        for rule, wd in zip(("argmax", "weighted"), both):
             out[rule][ev], cert[rule][ev], err[rule][ev] = wd.y_pred, wd.certified, wd.error_upper
         prior = np.bincount(y, weights=w, minlength=len(CLASS_NAMES)) / w.sum()
         d = _decide(decide.proba, decide.lower, decide.upper, prior, "balanced")
