@@ -119,6 +119,12 @@ MORPHOLOGY_WEIGHT = 7.0
 #: protocol (:func:`choose_class_weights`).
 CLASS_WEIGHT_GRID_S = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)
 CLASS_WEIGHT_GRID_V = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+#: How :func:`choose_class_weights` chooses them: ``"se_at_ppv"``, each class's largest Se at +P ≥ its
+#: target's +P on DS1 (the break-even point where DS1 cannot reach that +P); ``"mean_min"``, the mean
+#: over S and V of min(Se, +P) (round 7's criterion).
+WEIGHT_CRITERION = "se_at_ppv"
+#: The +P (%) of the adaptive targets, S and V: "S Se ≥ 80 % at +P ≥ 80 %", "V Se ≥ 95 % at +P ≥ 95 %".
+TARGET_PPV = (80.0, 95.0)
 #: Grid of L (per unit of the raw features) tried on the local beats, smallest first: factors of √2
 #: from 0.05 to 1.6, so a patient whose check rejects one value moves up by 41 %, not by a factor 2.
 LIPSCHITZ_GRID = tuple(0.05 * 2.0 ** (i / 2) for i in range(11))
@@ -549,13 +555,23 @@ def _objective(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float, dict[str,
 
 def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *, review_proba: Any = None,
                          grid_s: Sequence[float] = CLASS_WEIGHT_GRID_S,
-                         grid_v: Sequence[float] = CLASS_WEIGHT_GRID_V) -> tuple[tuple[float, float], list[dict[str, Any]]]:
-    """The S and V weights of :func:`weighted_decision` that maximise the mean of min(Se, +P) over S and V.
+                         grid_v: Sequence[float] = CLASS_WEIGHT_GRID_V,
+                         criterion: str = WEIGHT_CRITERION,
+                         target_ppv: tuple[float, float] = TARGET_PPV) -> tuple[tuple[float, float], list[dict[str, Any]]]:
+    """The S and V weights of :func:`weighted_decision`, chosen on tuning beats.
 
     Meant for held-out beats of the *tuning* records (the adaptive split passes
     DS1's, from leave-one-record-out with a simulated first-minutes adaptation),
-    never the evaluation beats. Ties go to the smaller weights (earlier on the
-    grids). Classes N, F and Q keep weight 1.
+    never the evaluation beats. Classes N, F and Q keep weight 1. Two criteria:
+
+    * ``"se_at_ppv"`` (the default): each class's weight on its own, the other's at 1,
+      as its target is read: **the largest sensitivity at a positive predictivity
+      ≥ its target** (``target_ppv``: S 80 %, V 95 %), recall at a stated precision.
+      Where no weight of the grid reaches that +P on the tuning beats, the weight
+      of the largest ``min(Se, +P)`` (the break-even point: the largest ``x`` with
+      "Se ≥ x at +P ≥ x" there). Ties go to the smaller weight.
+    * ``"mean_min"``: the pair of the largest mean over S and V of ``min(Se, +P)``
+      (ties to the smaller weights, earlier on the grids).
 
     Parameters
     ----------
@@ -565,13 +581,22 @@ def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *, rev
     review_proba : array-like of shape (n, 5) or None, default=None
         As in :func:`weighted_decision`.
     grid_s, grid_v : sequence of float
-        Candidate weights of S and V.
+        Candidate weights of S and V, smallest first.
+    criterion : {"se_at_ppv", "mean_min"}, default="se_at_ppv"
+    target_ppv : (float, float), default=(80.0, 95.0)
+        The +P (%) of S and V that ``"se_at_ppv"`` asks for.
 
     Returns
     -------
     (w_s, w_v), rows
-        The chosen weights and one row per pair (``w_S``, ``w_V``, ``objective_%``,
-        S and V Se / +P, ``accuracy_%``).
+        The chosen weights and one row per pair of the grids (``w_S``, ``w_V``,
+        ``objective_%``: the mean of ``min(Se, +P)``, S and V Se / +P, ``accuracy_%``),
+        plus the pairs with the other weight at 1 where 1 is not on a grid.
+
+    Raises
+    ------
+    ValueError
+        An empty grid, an unknown ``criterion``, or ``target_ppv`` not two numbers in [0, 100].
 
     Examples
     --------
@@ -579,24 +604,47 @@ def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *, rev
     >>> y = np.array([0, 0, 1, 1]); p = np.array([[.9, .1, 0, 0, 0], [.8, .2, 0, 0, 0], [.6, .4, 0, 0, 0],
     ...                                            [.3, .7, 0, 0, 0]])
     >>> w, rows = choose_class_weights(y, p, np.zeros_like(p), np.ones_like(p), grid_s=(1, 2), grid_v=(1,))
-    >>> w, [round(r["S_Se_%"]) for r in rows]  # weight 2 finds the S beat at p̂_S = 0.4
+    >>> w, [round(r["S_Se_%"]) for r in rows]  # weight 2 finds the S beat at p̂_S = 0.4 at +P 100 %
     ((2.0, 1.0), [50, 100])
+    >>> choose_class_weights(y, p, np.zeros_like(p), np.ones_like(p), grid_s=(1, 2, 4), grid_v=(1,))[0]
+    (2.0, 1.0)
     """
+    if criterion not in ("se_at_ppv", "mean_min"):
+        raise ValueError(f"criterion must be 'se_at_ppv' or 'mean_min', got {criterion!r}")
+    targets = tuple(target_ppv) if isinstance(target_ppv, (tuple, list)) else ()
+    if len(targets) != 2 or not all(isinstance(t, (int, float)) and 0 <= t <= 100 for t in targets):
+        raise ValueError(f"target_ppv must be two numbers in [0, 100] (S, V), got {target_ppv!r}")
+    if len(grid_s) == 0 or len(grid_v) == 0:
+        raise ValueError("grid_s and grid_v must not be empty")
     y = np.asarray(y_true)
-    rows: list[dict[str, Any]] = []
-    best: tuple[float, tuple[float, float]] | None = None
     pairs = [(float(ws), float(wv)) for ws in grid_s for wv in grid_v]
+    if criterion == "se_at_ppv":  # each class alone: the other's weight at 1
+        pairs += [q for q in [(float(ws), 1.0) for ws in grid_s] + [(1.0, float(wv)) for wv in grid_v]
+                  if q not in pairs]
     decisions = _weighted_decisions(proba, lower, upper, [[1.0, ws, wv, 1.0, 1.0] for ws, wv in pairs],
                                     review_proba=review_proba)
+    rows: list[dict[str, Any]] = []
     for (ws, wv), d in zip(pairs, decisions):  # a small grid (≤ 54 pairs), each pair vectorised over the beats
         score, parts = _objective(y, d.y_pred)
         rows.append({"w_S": ws, "w_V": wv, "objective_%": score, **parts,
                      "accuracy_%": 100 * float(np.mean(d.y_pred == y))})
-        if best is None or score > best[0] + 1e-12:
-            best = (score, (ws, wv))
-    if best is None:
-        raise ValueError("grid_s and grid_v must not be empty")
-    return best[1], rows
+    if criterion == "mean_min":
+        best = 0
+        for i, r in enumerate(rows):
+            if r["objective_%"] > rows[best]["objective_%"] + 1e-12:
+                best = i
+        return (rows[best]["w_S"], rows[best]["w_V"]), rows
+    by_pair = {(r["w_S"], r["w_V"]): r for r in rows}
+    chosen = []
+    for name, grid, target in (("S", grid_s, targets[0]), ("V", grid_v, targets[1])):
+        line = [by_pair[(float(w), 1.0) if name == "S" else (1.0, float(w))] for w in grid]
+        se = np.array([r[f"{name}_Se_%"] for r in line])
+        ppv = np.array([r[f"{name}_+P_%"] for r in line])
+        ok = ppv >= target
+        # argmax takes the first maximum: ties go to the smaller weight
+        j = int(np.argmax(np.where(ok, se, -np.inf))) if ok.any() else int(np.argmax(np.minimum(se, ppv)))
+        chosen.append(float(grid[j]))
+    return (chosen[0], chosen[1]), rows
 
 
 def _features(base: Any, others: Sequence[Any], args: argparse.Namespace) -> tuple[np.ndarray, list[np.ndarray], float]:
