@@ -123,7 +123,7 @@ def test_choose_class_weights_matches_a_slow_search():
     p, lo, up = _random_intervals(3, width=0.3)
     y = np.array([np.random.default_rng(4).choice(5, p=row) for row in p])
     grid_s, grid_v = (1.0, 2.0, 5.0), (1.0, 3.0)
-    (ws, wv), rows = choose_class_weights(y, p, lo, up, grid_s=grid_s, grid_v=grid_v)
+    (ws, wv), rows = choose_class_weights(y, p, lo, up, grid_s=grid_s, grid_v=grid_v, criterion="mean_min")
     assert len(rows) == 6
 
     def score(a, b):
@@ -141,6 +141,63 @@ def test_choose_class_weights_matches_a_slow_search():
     assert (ws, wv) == next(k for k in ((a, b) for a in grid_s for b in grid_v) if scores[k] >= best - 1e-12)
     for r in rows:
         assert r["objective_%"] == pytest.approx(scores[(r["w_S"], r["w_V"])])
+
+
+def _slow_se_ppv(y, p, lo, up, ws, wv):
+    """S and V Se / +P (%) of the weighted rule, beat by beat (certified: argmax; else argmax of w·p̂)."""
+    cert = bayes_decision(p, lower=lo, upper=up).certified
+    w = [1.0, ws, wv, 1.0, 1.0]
+    pred = [int(np.argmax(p[i])) if cert[i] else max(range(5), key=lambda c: (w[c] * p[i, c], -c))
+            for i in range(len(y))]
+    out = {}
+    for c in (1, 2):
+        tp = sum(1 for t, q in zip(y, pred) if t == c and q == c)
+        out[c] = (100 * tp / max(sum(1 for t in y if t == c), 1), 100 * tp / max(sum(1 for q in pred if q == c), 1))
+    return out
+
+
+def test_choose_class_weights_se_at_ppv_matches_a_slow_rule():
+    p, lo, up = _random_intervals(5, width=0.3)
+    y = np.array([np.random.default_rng(6).choice(5, p=row) for row in p])
+    grid_s, grid_v = (1.0, 2.0, 4.0, 8.0), (1.0, 1.5, 3.0)
+    fig_s = {a: _slow_se_ppv(y, p, lo, up, a, 1.0)[1] for a in grid_s}  # S with V's weight at 1
+    fig_v = {b: _slow_se_ppv(y, p, lo, up, 1.0, b)[2] for b in grid_v}  # V with S's weight at 1
+    # a V target some weights reach and others do not; an S target no weight reaches (break-even fallback)
+    ppv_v = sorted(f[1] for f in fig_v.values())
+    assert ppv_v[0] < ppv_v[-1]
+    target_v = (ppv_v[0] + ppv_v[-1]) / 2
+    target_s = max(f[1] for f in fig_s.values()) + 1.0
+    (ws, wv), rows = choose_class_weights(y, p, lo, up, grid_s=grid_s, grid_v=grid_v,
+                                          target_ppv=(target_s, target_v))
+    best_v = None
+    for b in grid_v:  # the largest Se among +P ≥ target, the smaller weight on ties
+        se, ppv = fig_v[b]
+        if ppv >= target_v and (best_v is None or se > fig_v[best_v][0]):
+            best_v = b
+    best_s = grid_s[0]
+    for a in grid_s:  # none feasible: the largest min(Se, +P)
+        if min(fig_s[a]) > min(fig_s[best_s]):
+            best_s = a
+    assert (ws, wv) == (best_s, best_v)
+    assert len(rows) == len(grid_s) * len(grid_v)  # 1 is on both grids: no extra pair
+    for r in rows:
+        slow = _slow_se_ppv(y, p, lo, up, r["w_S"], r["w_V"])
+        assert (r["S_Se_%"], r["S_+P_%"], r["V_Se_%"], r["V_+P_%"]) == pytest.approx((*slow[1], *slow[2]))
+    # a grid without 1: the pairs with the other weight at 1 are added and used
+    (ws2, _), rows2 = choose_class_weights(y, p, lo, up, grid_s=(2.0, 4.0), grid_v=(1.5, 3.0),
+                                           target_ppv=(target_s, target_v))
+    assert len(rows2) == 4 + 4 and {(2.0, 1.0), (1.0, 3.0)} <= {(r["w_S"], r["w_V"]) for r in rows2}
+    assert ws2 == max((2.0, 4.0), key=lambda a: (min(fig_s[a]), -a))
+
+
+@pytest.mark.parametrize("kwargs, match", [({"criterion": "best"}, "criterion"),
+                                           ({"target_ppv": (80.0,)}, "target_ppv"),
+                                           ({"target_ppv": (80.0, 150.0)}, "target_ppv"),
+                                           ({"grid_s": ()}, "grid_s")])
+def test_choose_class_weights_rejects_bad_settings(kwargs, match):
+    p, lo, up = _random_intervals(7, n=20)
+    with pytest.raises(ValueError, match=match):
+        choose_class_weights(np.zeros(20, dtype=int), p, lo, up, **kwargs)
 
 
 def test_class_weights_arg():

@@ -539,8 +539,10 @@ def _summary(res: AdaptiveResult, overview: list[dict[str, Any]], rows: list[dic
         f"(its argmax labels the certified beats; k = {res.n_neighbors} labels the rest). "
         "Rules: `argmax`; `weighted` (certified beats keep their certified argmax "
         f"label, the others get argmax of w·p̂ with w_S = {ws:g}, w_V = {wv:g}, "
-        + ("chosen on DS1 by leave-one-record-out with a simulated adaptation, `adaptive_class_weights`" if
-           res.class_weights_auto else "given by --class-weights") + "); `balanced` (Bayes rule, equal N/S/V "
+        + ("chosen on DS1 by leave-one-record-out with a simulated adaptation, each class's the largest DS1 "
+           "Se at +P ≥ its target's (S 80 %, V 95 %; the other weight at 1), the break-even "
+           "min(Se, +P) where DS1 reaches no such +P, `adaptive_class_weights`"
+           if res.class_weights_auto else "given by --class-weights") + "); `balanced` (Bayes rule, equal N/S/V "
         f"priors). **Measured time of this split: {elapsed:.0f} s** (class weights on DS1 {res.tune_s:.0f} s, "
         f"L {res.select_s:.0f} s, fits {res.fit_s:.1f} s, queries {res.query_s:.0f} s, per-record checks "
         f"{res.check_s:.0f} s).\n",

@@ -71,6 +71,7 @@ from ._ecg_adaptive_report import _certificate_report, add_report_arguments
 from ._ecg_adaptive_report import certificate_checks, locally_supported, record_certificate_rows  # noqa: F401
 from ._ecg_common import CLASS_NAMES, DELTA, _command_error, _quiet_bounds, expand_interval, is_symmetric_form
 from ._ecg_inter import InterFit, _decide
+from ._ecg_neighbors import SHARED_ALGORITHM, SharedSearch
 from ..utils import progress, write_table
 
 __all__ = [
@@ -118,6 +119,12 @@ MORPHOLOGY_WEIGHT = 7.0
 #: protocol (:func:`choose_class_weights`).
 CLASS_WEIGHT_GRID_S = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)
 CLASS_WEIGHT_GRID_V = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+#: How :func:`choose_class_weights` chooses them: ``"se_at_ppv"``, each class's largest Se at +P ≥ its
+#: target's +P on DS1 (the break-even point where DS1 cannot reach that +P); ``"mean_min"``, the mean
+#: over S and V of min(Se, +P) (round 7's criterion).
+WEIGHT_CRITERION = "se_at_ppv"
+#: The +P (%) of the adaptive targets, S and V: "S Se ≥ 80 % at +P ≥ 80 %", "V Se ≥ 95 % at +P ≥ 95 %".
+TARGET_PPV = (80.0, 95.0)
 #: Grid of L (per unit of the raw features) tried on the local beats, smallest first: factors of √2
 #: from 0.05 to 1.6, so a patient whose check rejects one value moves up by 41 %, not by a factor 2.
 LIPSCHITZ_GRID = tuple(0.05 * 2.0 ** (i / 2) for i in range(11))
@@ -320,15 +327,18 @@ class AdaptiveResult:
     certificate_neighbors: int = CERTIFICATE_NEIGHBORS
 
 
-def _model(L: float, args: argparse.Namespace, n_rows: int, *, certificate: bool = False) -> Any:
+def _model(L: float, args: argparse.Namespace, n_rows: int, *, certificate: bool = False,
+           shared: SharedSearch | None = None) -> Any:
     """The localized NWC of the adaptive split: ``k`` = ``--adaptive-neighbors``, or with ``certificate``
-    the certificate model's ``--certificate-neighbors``."""
+    the certificate model's ``--certificate-neighbors``; with ``shared``, the models of one record on
+    the same rows share one exact search (:mod:`._ecg_neighbors`: the same neighbours, found once)."""
     from .. import NadarayaWatsonClassifier
 
     k = getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS) if certificate else args.adaptive_neighbors
+    search = {} if shared is None else {"algorithm": SHARED_ALGORITHM, "index_params": {"shared": shared}}
     return NadarayaWatsonClassifier(
         kernel="epanechnikov", bandwidth=float(args.adaptive_bandwidth), lipschitz=L, delta=DELTA,
-        bound=args.bound, n_neighbors=min(int(k), n_rows))
+        bound=args.bound, n_neighbors=min(int(k), n_rows), **search)
 
 
 def _two_models(L: float, args: argparse.Namespace, X: np.ndarray, y: np.ndarray, w: np.ndarray,
@@ -341,12 +351,15 @@ def _two_models(L: float, args: argparse.Namespace, X: np.ndarray, y: np.ndarray
     sym = is_symmetric_form(args.bound)
     out: list[Any] = []
     fit_s = 0.0
+    # one exact search serves both models and the per-record check (the same rows, the same queries)
+    shared = SharedSearch(max(int(getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS)),
+                              int(args.adaptive_neighbors)))
     for cert in (False, True):
         if cert and int(getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS)) == int(args.adaptive_neighbors):
             out += out[:2]
             break
         t = time.perf_counter()
-        model = _model(L, args, X.shape[0], certificate=cert).fit(X, y, sample_weight=w)
+        model = _model(L, args, X.shape[0], certificate=cert, shared=shared).fit(X, y, sample_weight=w)
         fit_s += time.perf_counter() - t
         with _quiet_bounds():
             iv = model.predict_interval(X_query)
@@ -503,20 +516,29 @@ def weighted_decision(proba: Any, lower: Any, upper: Any, weights: Any, *,
     >>> weighted_decision(p, p - 0.25, p + 0.25, [1.0, 1.0], review_proba=q).y_pred.tolist()
     [0, 1]
     """
+    return _weighted_decisions(proba, lower, upper, [weights], review_proba=review_proba)[0]
+
+
+def _weighted_decisions(proba: Any, lower: Any, upper: Any, weights: Sequence[Any], *,
+                        review_proba: Any = None) -> list[WeightedDecision]:
+    """:func:`weighted_decision` for several weight vectors: the argmax certificates computed once."""
     from ..metrics import bayes_decision
 
     p = np.asarray(proba, dtype=np.float64)
-    w = np.asarray(weights, dtype=np.float64)
-    if p.ndim != 2 or w.shape != (p.shape[1],) or not np.all(np.isfinite(w)) or np.any(w <= 0):
-        raise ValueError(f"weights must be {p.shape[1] if p.ndim == 2 else 'C'} positive numbers, got {weights!r}")
+    ws = [np.asarray(w, dtype=np.float64) for w in weights]
+    for w, given in zip(ws, weights):
+        if p.ndim != 2 or w.shape != (p.shape[1],) or not np.all(np.isfinite(w)) or np.any(w <= 0):
+            raise ValueError(f"weights must be {p.shape[1] if p.ndim == 2 else 'C'} positive numbers, got {given!r}")
     a = bayes_decision(p, lower=lower, upper=upper)
     lo = np.clip(np.asarray(lower, dtype=np.float64), 0.0, 1.0)
     q = p if review_proba is None else np.asarray(review_proba, dtype=np.float64)
     if q.shape != p.shape:
         raise ValueError(f"review_proba must have the shape of proba {p.shape}, got {q.shape}")
-    cost = np.argmax(q * w[None, :], axis=1)
-    y = np.where(a.certified, a.y_pred, cost)
-    return WeightedDecision(y, a.certified.copy(), 1.0 - lo[np.arange(p.shape[0]), y])
+    out = []
+    for w in ws:  # a few weight vectors (≤ 54), each vectorised over the beats
+        y = np.where(a.certified, a.y_pred, np.argmax(q * w[None, :], axis=1))
+        out.append(WeightedDecision(y, a.certified.copy(), 1.0 - lo[np.arange(p.shape[0]), y]))
+    return out
 
 
 def _objective(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float, dict[str, float]]:
@@ -533,13 +555,23 @@ def _objective(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float, dict[str,
 
 def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *, review_proba: Any = None,
                          grid_s: Sequence[float] = CLASS_WEIGHT_GRID_S,
-                         grid_v: Sequence[float] = CLASS_WEIGHT_GRID_V) -> tuple[tuple[float, float], list[dict[str, Any]]]:
-    """The S and V weights of :func:`weighted_decision` that maximise the mean of min(Se, +P) over S and V.
+                         grid_v: Sequence[float] = CLASS_WEIGHT_GRID_V,
+                         criterion: str = WEIGHT_CRITERION,
+                         target_ppv: tuple[float, float] = TARGET_PPV) -> tuple[tuple[float, float], list[dict[str, Any]]]:
+    """The S and V weights of :func:`weighted_decision`, chosen on tuning beats.
 
     Meant for held-out beats of the *tuning* records (the adaptive split passes
     DS1's, from leave-one-record-out with a simulated first-minutes adaptation),
-    never the evaluation beats. Ties go to the smaller weights (earlier on the
-    grids). Classes N, F and Q keep weight 1.
+    never the evaluation beats. Classes N, F and Q keep weight 1. Two criteria:
+
+    * ``"se_at_ppv"`` (the default): each class's weight on its own, the other's at 1,
+      as its target is read: **the largest sensitivity at a positive predictivity
+      ≥ its target** (``target_ppv``: S 80 %, V 95 %), recall at a stated precision.
+      Where no weight of the grid reaches that +P on the tuning beats, the weight
+      of the largest ``min(Se, +P)`` (the break-even point: the largest ``x`` with
+      "Se ≥ x at +P ≥ x" there). Ties go to the smaller weight.
+    * ``"mean_min"``: the pair of the largest mean over S and V of ``min(Se, +P)``
+      (ties to the smaller weights, earlier on the grids).
 
     Parameters
     ----------
@@ -549,13 +581,22 @@ def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *, rev
     review_proba : array-like of shape (n, 5) or None, default=None
         As in :func:`weighted_decision`.
     grid_s, grid_v : sequence of float
-        Candidate weights of S and V.
+        Candidate weights of S and V, smallest first.
+    criterion : {"se_at_ppv", "mean_min"}, default="se_at_ppv"
+    target_ppv : (float, float), default=(80.0, 95.0)
+        The +P (%) of S and V that ``"se_at_ppv"`` asks for.
 
     Returns
     -------
     (w_s, w_v), rows
-        The chosen weights and one row per pair (``w_S``, ``w_V``, ``objective_%``,
-        S and V Se / +P, ``accuracy_%``).
+        The chosen weights and one row per pair of the grids (``w_S``, ``w_V``,
+        ``objective_%``: the mean of ``min(Se, +P)``, S and V Se / +P, ``accuracy_%``),
+        plus the pairs with the other weight at 1 where 1 is not on a grid.
+
+    Raises
+    ------
+    ValueError
+        An empty grid, an unknown ``criterion``, or ``target_ppv`` not two numbers in [0, 100].
 
     Examples
     --------
@@ -563,24 +604,47 @@ def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *, rev
     >>> y = np.array([0, 0, 1, 1]); p = np.array([[.9, .1, 0, 0, 0], [.8, .2, 0, 0, 0], [.6, .4, 0, 0, 0],
     ...                                            [.3, .7, 0, 0, 0]])
     >>> w, rows = choose_class_weights(y, p, np.zeros_like(p), np.ones_like(p), grid_s=(1, 2), grid_v=(1,))
-    >>> w, [round(r["S_Se_%"]) for r in rows]  # weight 2 finds the S beat at p̂_S = 0.4
+    >>> w, [round(r["S_Se_%"]) for r in rows]  # weight 2 finds the S beat at p̂_S = 0.4 at +P 100 %
     ((2.0, 1.0), [50, 100])
+    >>> choose_class_weights(y, p, np.zeros_like(p), np.ones_like(p), grid_s=(1, 2, 4), grid_v=(1,))[0]
+    (2.0, 1.0)
     """
-    y = np.asarray(y_true)
-    rows: list[dict[str, Any]] = []
-    best: tuple[float, tuple[float, float]] | None = None
-    for ws in grid_s:  # a small grid (≤ 54 pairs), each pair vectorised over the beats
-        for wv in grid_v:
-            d = weighted_decision(proba, lower, upper, [1.0, float(ws), float(wv), 1.0, 1.0],
-                                  review_proba=review_proba)
-            score, parts = _objective(y, d.y_pred)
-            rows.append({"w_S": float(ws), "w_V": float(wv), "objective_%": score, **parts,
-                         "accuracy_%": 100 * float(np.mean(d.y_pred == y))})
-            if best is None or score > best[0] + 1e-12:
-                best = (score, (float(ws), float(wv)))
-    if best is None:
+    if criterion not in ("se_at_ppv", "mean_min"):
+        raise ValueError(f"criterion must be 'se_at_ppv' or 'mean_min', got {criterion!r}")
+    targets = tuple(target_ppv) if isinstance(target_ppv, (tuple, list)) else ()
+    if len(targets) != 2 or not all(isinstance(t, (int, float)) and 0 <= t <= 100 for t in targets):
+        raise ValueError(f"target_ppv must be two numbers in [0, 100] (S, V), got {target_ppv!r}")
+    if len(grid_s) == 0 or len(grid_v) == 0:
         raise ValueError("grid_s and grid_v must not be empty")
-    return best[1], rows
+    y = np.asarray(y_true)
+    pairs = [(float(ws), float(wv)) for ws in grid_s for wv in grid_v]
+    if criterion == "se_at_ppv":  # each class alone: the other's weight at 1
+        pairs += [q for q in [(float(ws), 1.0) for ws in grid_s] + [(1.0, float(wv)) for wv in grid_v]
+                  if q not in pairs]
+    decisions = _weighted_decisions(proba, lower, upper, [[1.0, ws, wv, 1.0, 1.0] for ws, wv in pairs],
+                                    review_proba=review_proba)
+    rows: list[dict[str, Any]] = []
+    for (ws, wv), d in zip(pairs, decisions):  # a small grid (≤ 54 pairs), each pair vectorised over the beats
+        score, parts = _objective(y, d.y_pred)
+        rows.append({"w_S": ws, "w_V": wv, "objective_%": score, **parts,
+                     "accuracy_%": 100 * float(np.mean(d.y_pred == y))})
+    if criterion == "mean_min":
+        best = 0
+        for i, r in enumerate(rows):
+            if r["objective_%"] > rows[best]["objective_%"] + 1e-12:
+                best = i
+        return (rows[best]["w_S"], rows[best]["w_V"]), rows
+    by_pair = {(r["w_S"], r["w_V"]): r for r in rows}
+    chosen = []
+    for name, grid, target in (("S", grid_s, targets[0]), ("V", grid_v, targets[1])):
+        line = [by_pair[(float(w), 1.0) if name == "S" else (1.0, float(w))] for w in grid]
+        se = np.array([r[f"{name}_Se_%"] for r in line])
+        ppv = np.array([r[f"{name}_+P_%"] for r in line])
+        ok = ppv >= target
+        # argmax takes the first maximum: ties go to the smaller weight
+        j = int(np.argmax(np.where(ok, se, -np.inf))) if ok.any() else int(np.argmax(np.minimum(se, ppv)))
+        chosen.append(float(grid[j]))
+    return (chosen[0], chosen[1]), rows
 
 
 def _features(base: Any, others: Sequence[Any], args: argparse.Namespace) -> tuple[np.ndarray, list[np.ndarray], float]:
@@ -709,8 +773,9 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
         fit_s += fitted
         query_s += time.perf_counter() - t - fitted
         # certified beats: the certificate model's box; the review queue: the decision model's p̂
-        for rule, weights in (("argmax", np.ones(len(CLASS_NAMES))), ("weighted", class_weights)):
-            wd = weighted_decision(iv.proba, iv.lower, iv.upper, weights, review_proba=decide.proba)
+        both = _weighted_decisions(iv.proba, iv.lower, iv.upper, [np.ones(len(CLASS_NAMES)), class_weights],
+                                   review_proba=decide.proba)
+        for rule, wd in zip(("argmax", "weighted"), both):
             out[rule][ev], cert[rule][ev], err[rule][ev] = wd.y_pred, wd.certified, wd.error_upper
         prior = np.bincount(y, weights=w, minlength=len(CLASS_NAMES)) / w.sum()
         d = _decide(decide.proba, decide.lower, decide.upper, prior, "balanced")
