@@ -8,6 +8,8 @@ sharded fit runs one at a time (``_nw_rounds``); the classifier inherits the las
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from numbers import Integral, Real
 
@@ -758,28 +760,18 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
                     idx, self._train, self.kernel_, bandwidths, queries=X, need_dist=need_dist,
                     tail_radius=tail, device=self.device, working_memory=self.working_memory, **extra,
                 )
-        return KernelStatistics(
-            class_sums=sums.class_sums,
-            sq_sum=sums.sq_sum,
+        # The engines give the bound form at the engine's bandwidths (the fit's feature unit): the
+        # estimator's bandwidths, distances back in the input's units, and what only it knows.
+        return dataclasses.replace(
+            sums,
             dist_sum=_times(sums.dist_sum, unit),
             bandwidth=raw_bandwidths[None, :],
-            kernel=self.kernel_,
             outside_box=outside_box(X_input, *self._box),
-            tail_mass=sums.tail_mass,
             diameter=self._diameter(X_input) if need_tail else None,
-            histogram=sums.histogram,
-            hist_edges=sums.hist_edges,
             # Dense path: the expanded distance's rounding bound; the localized path's
             # distances are recomputed directly (relative error ~1e-15, covered below).
-            u2_error=sums.u2_error(bandwidths) if self.index_ is None else 0.0,
-            weight_max=sums.weight_max,
-            hist_mass=sums.hist_mass,
+            u2_error=sums.u2_error if self.index_ is None else 0.0,
             hist_dist=_times(sums.hist_dist, unit),
-            hist_count=sums.hist_count,
-            weight_min=sums.weight_min,
-            sum_error=sums.sum_error,  # the device paths' summation error, carried by the bound
-            uniform_weights=bool(sums.uniform_weights),
-            point_mass=sums.point_mass,
             # Directly computed distances have relative error ≤ (d + 6)·2⁻⁵³: round them up.
             point_dist=_times(sums.point_dist, unit * (1.0 + (X.shape[1] + 8) * 2.0**-53)),
         )
