@@ -641,6 +641,7 @@ def intervals_on_device(
     box: tuple[np.ndarray, np.ndarray],
     histogram_bins: int = 32,
     n_neighbors: int | None = None,
+    neighbors: Any = None,
     working_memory: float | None = None,
 ) -> dict | None:
     """Every setting's :class:`~nwbound.PredictionInterval` with statistics *and* bounds on ``device``.
@@ -676,6 +677,8 @@ def intervals_on_device(
         The training inputs' bounding box (``outside_box``).
     histogram_bins : int, default=32
     n_neighbors : int or None, default=None
+    neighbors : int tensor of shape (n_queries, n_neighbors) or None, default=None
+        The localized classifier's neighbours when already searched on the device (None: searched here).
     working_memory : float or None, default=None
 
     Returns
@@ -729,7 +732,8 @@ def intervals_on_device(
                                dtype=dtype, working_memory=working_memory, check_input=False)  # validated
     else:
         X_dev, onehot_dev = _neighbor_training_set(train, xp, dev)
-        _, idx = device_kneighbors(Q, train, int(n_neighbors), working_memory=working_memory)
+        idx = neighbors if neighbors is not None else device_kneighbors(
+            Q, train, int(n_neighbors), working_memory=working_memory)[1]
         st = neighbor_kernel_statistics(Q, X_dev, onehot_dev, idx, kernel=kernel, bandwidth=lam, need_dist=True,
                                         keep_points=chernoff, working_memory=working_memory)
     # 2. The same statistics in the bound form, still on the device; 3. every setting's bound there.

@@ -9,6 +9,7 @@ sharded fit runs one at a time (``_nw_rounds``); the classifier inherits the las
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 from numbers import Integral, Real
@@ -20,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._numerics import euclidean_norm
 from .._result import PredictionInterval
+from ..engine import compat
 from .._validation import check_dtype, check_int_range, check_n_jobs, check_positive
 from ..bounds import TAIL_RADIUS, BoundSpec
 from ..kernels import Kernel, get_kernel
@@ -556,7 +558,9 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         """Intervals of queries from :meth:`_dispatched_queries` for every setting in ``specs``."""
         # every caller resolved ``specs`` on this estimator just before (_resolve_bounds: _check_fitted ran)
         X = self._validate_queries(X, keep_namespace=self._keeps_device_queries(), checked=True)
-        choices = self._ranked_choices(X, specs)  # None on the device path (the grid is ranked on the host only)
+        if self._ranks_on_device(specs, X):  # bandwidth="auto" ranked, chosen and bounded on the device
+            return self._intervals_on_device_by_choice(X, specs)
+        choices = self._ranked_choices(X, specs)  # None on the device path (ranked there or exhaustive)
         if choices is None:
             return self._intervals_at(X, specs, self.bandwidths_)
         out = {}
@@ -582,6 +586,55 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
             else:
                 same[1].append(name)
         return groups
+
+    def _ranks_on_device(self, specs: dict, X: Any) -> bool:
+        """``bandwidth="auto"`` (several bandwidths) with ``device=``, where the bounds at one bandwidth
+        run on the device (:meth:`_bounds_on_device`, PyTorch device, not the CPU unless
+        ``BOUNDS_ON_CPU``): then the grid is ranked there too (:mod:`._device_auto`)."""
+        if self.bandwidths_.shape[0] < 2 or X.shape[0] == 0 or not self._bounds_on_device(specs, self.bandwidths_[:1]):
+            return False
+        from . import _device
+
+        import torch
+
+        target = torch.device(self.device) if isinstance(self.device, str) else self.device
+        return target.type != "cpu" or _device.BOUNDS_ON_CPU
+
+    def _intervals_on_device_by_choice(self, X: Any, specs: dict) -> dict:
+        """:meth:`_intervals` with the grid ranked on the device (:func:`~._device_auto.device_ranking`):
+        each setting's choice by :meth:`_choices` in the tensors' namespace, the queries grouped by
+        chosen bandwidth there (:func:`~._device_auto.rows_by_choice`), each group's bounds by
+        :func:`~._device.intervals_on_device`, put back in order where they live. NumPy queries get
+        NumPy intervals (one packed copy per setting); PyTorch queries keep theirs on their device."""
+        from ._device import _on_device, device_kneighbors, interval_on_host
+        from ._device_auto import device_ranking, rows_by_choice
+
+        Q = _on_device(X, self.device)
+        unit, k = self._unit(), None if self.index_ is None else int(self.n_neighbors)
+        neighbors = None
+        if k is not None:  # one exact search on the device for the ranking and every group's bounds
+            _, neighbors = device_kneighbors(Q, self._train, k, working_memory=self.working_memory)
+        ranking = device_ranking(Q, self._train, self.kernel_, self.bandwidths_ / unit, feature_unit=unit,
+                                 fraction=self.ranking_fraction_ if k is None else 1.0, n_neighbors=k,
+                                 neighbors=neighbors, working_memory=self.working_memory)
+        # Settings whose choosing parts agree (β and δ′ of the Hoeffding ε) choose alike: one choice each.
+        groups: dict = {}
+        for name, spec in specs.items():
+            groups.setdefault((spec.for_choice().beta, spec.for_choice().delta_prime), []).append(name)
+        out = {}
+        for names in groups.values():
+            choice = self._choices(ranking, {names[0]: specs[names[0]]})[names[0]]
+            rows, used, inverse = rows_by_choice(choice, self.bandwidths_.shape[0])
+            group = {name: specs[name] for name in names}
+            parts = [self._intervals_at(Q[r], group, self.bandwidths_[g : g + 1],
+                                        neighbors=None if neighbors is None else neighbors[r])
+                     for g, r in zip(used, rows)]
+            for name in names:
+                out[name] = PredictionInterval.concatenate([p[name] for p in parts]).take(inverse)
+        if compat().is_torch_array(X):
+            return {name: dataclasses.replace(iv, **{f.name: getattr(iv, f.name).to(X.device)
+                                                     for f in dataclasses.fields(iv)}) for name, iv in out.items()}
+        return {name: interval_on_host(iv) for name, iv in out.items()}
 
     def _ranks_first(self, specs: dict, fraction: float) -> bool:
         return (self.bandwidths_.shape[0] > 1 and self._on_host_regular()
@@ -656,8 +709,9 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         used = np.unique(choice)
         return [np.flatnonzero(choice == g) for g in used], used
 
-    def _intervals_at(self, X: np.ndarray, specs: dict, bandwidths: np.ndarray) -> dict:
-        """Intervals of validated queries for every setting in ``specs`` from one pass at ``bandwidths``."""
+    def _intervals_at(self, X: np.ndarray, specs: dict, bandwidths: np.ndarray, neighbors: Any = None) -> dict:
+        """Intervals of validated queries for every setting in ``specs`` from one pass at ``bandwidths``
+        (``neighbors``: the localized classifier's device neighbours when already searched)."""
         # Queries in blocks when a bound keeps per-query histograms or neighbour lists, so that
         # memory stays bounded however many queries come in.
         if self._bounds_on_device(specs, bandwidths):  # statistics and bounds where the queries are
@@ -668,7 +722,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
                 X, self._train, self.kernel_, float(bandwidths[0]), specs, device=self.device, box=self._box,
                 fallback=lambda vac: self._fallback_proba(np.zeros((vac.size, n_classes)), (~vac).astype(float))[0][vac],
                 histogram_bins=int(self.histogram_bins), working_memory=self.working_memory,
-                n_neighbors=None if self.index_ is None else int(self.n_neighbors),
+                n_neighbors=None if self.index_ is None else int(self.n_neighbors), neighbors=neighbors,
             )
             if out is not None:
                 return out
@@ -686,8 +740,11 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
 
     def _bounds_on_device(self, specs: dict, bandwidths: np.ndarray) -> bool:
         """``device=`` with settings the device bounds serve (:func:`~._device.bounds_on_device`) and, for
-        the localized classifier, an exact index (its search then runs on the device too)."""
-        if getattr(self, "device", None) is None:
+        the localized classifier, an exact index (its search then runs on the device too). Not for a
+        float32 fit stored in a feature unit other than 1 (data beyond 2^±100): the device route takes
+        the bandwidth and the distance sums in the input's units, so such a fit's statistics come
+        through :meth:`_statistics` (which restates them) and the host bounds."""
+        if getattr(self, "device", None) is None or self._unit() != 1.0:
             return False
         from ._device import bounds_on_device
 
