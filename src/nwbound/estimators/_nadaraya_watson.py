@@ -887,7 +887,9 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         """Each query's nearest training rows (localized classifier), as its kernel sums use them.
 
         The index searches in coordinates scaled by a power of two (exact); the distances
-        returned are recomputed directly from the original coordinates (float64).
+        returned are recomputed directly from the original coordinates (float64). With ``device=``
+        and an exact index the search runs on the device, as the statistics' own (exact k-NN: a
+        blocked product, top-k and a float64 re-rank; ties to the lower row).
 
         Parameters
         ----------
@@ -924,6 +926,12 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         k = self.n_neighbors if n_neighbors is None else n_neighbors
         check_int_range(k, "n_neighbors", 1, self.n_samples_fit_,
                         hint=f"It counts neighbours among the {self.n_samples_fit_} training samples.")
-        _, idx = self.index_.kneighbors(_search_queries(X / self._index_scale), int(k))
+        if self._searches_on_device():  # the exact search where the statistics' search runs (no host index)
+            from ._device import device_kneighbors
+
+            idx = to_host(device_kneighbors(X, self._train, int(k), device=self.device,
+                                            working_memory=self.working_memory)[1])
+        else:
+            _, idx = self.index_.kneighbors(_search_queries(X / self._index_scale), int(k))
         dist = neighbor_distances(X, self._train.X, idx, working_memory=self.working_memory)
         return _times(dist, self._unit()), idx
