@@ -167,3 +167,17 @@ def test_kneighbors_with_device_search_there_exactly_with_ties_to_the_lower_row(
     assert (np.diff(np.take_along_axis(full, want, 1), axis=1) == 0).any()  # ties are really there
     _, idx3 = est.kneighbors(Q, n_neighbors=3)
     assert np.array_equal(idx3, want[:, :3])
+
+
+def test_adapter_carries_the_summation_error():
+    # Its sums of k neighbours' a_i (the device's, then float64 on the host) are within 1 ± γ_k: the
+    # host bounds widen by sum_error, so it must not be 0 (the CPU engine's localized sums carry γ_k too).
+    from nwbound._numerics import summation_error
+
+    Q, X, labels, _, _, idx = _problem(3)
+    train = TrainingSet.build(X, labels, 3, None)
+    lams = np.array([0.4, 0.8])
+    dev = neighbor_kernel_sums_array_api(idx, train, get_kernel("epanechnikov"), lams, queries=Q, need_dist=True)
+    cpu = neighbor_kernel_sums(None, idx, train, get_kernel("epanechnikov"), lams, need_dist=True, queries=Q)
+    assert cpu.sum_error == summation_error(idx.shape[1]) > 0
+    assert dev.sum_error >= cpu.sum_error

@@ -377,7 +377,7 @@ def neighbor_kernel_sums_array_api(
     if keep_points:
         out = dataclasses.replace(out, point_mass=np.empty((n_q, len(bandwidths), k_nn)))
     far = np.zeros(n_q)
-    point_dist = None
+    point_dist, sum_error = None, 0.0
     for g, lam in enumerate(bandwidths):
         # The points are always kept: the error bound below needs each row's farthest distance
         # relative to the support (its absolute square may underflow).
@@ -391,10 +391,12 @@ def neighbor_kernel_sums_array_api(
                 out.point_mass[:, g] = st.point_mass[:, 0] * unit
                 point_dist = st.point_dist
         far = np.max(st.point_dist, axis=1, initial=0.0)
+        # The device's summation error composed with k float64 terms, as device_bound_statistics.
+        sum_error = max(sum_error, compose_errors(st.sum_error, summation_error(k_nn, "float64")))
     with np.errstate(over="ignore", invalid="ignore"):  # as the CPU engine: in units of S²
         out.u2_error[...] = u2_error_rows(direct_d2_error_factor(train.X.shape[1]) * (far / support) ** 2,
                                           support, bandwidths, n_q)
-    return out if point_dist is None else dataclasses.replace(out, point_dist=point_dist)
+    return dataclasses.replace(out, sum_error=sum_error, **({} if point_dist is None else {"point_dist": point_dist}))
 
 
 def _store_sums(out: KernelStatistics, g: int, st: Any, unit: float) -> None:
