@@ -6,7 +6,10 @@ warm-up call, as a ratio to the bare fp32 product ``Q @ Xᵀ`` (TF32 off) measur
 * the default bound (``"chernoff"``): statistics and the band-Chernoff search on the device;
 * ``"hoeffding"``;
 * the localized classifier, ``n_neighbors=10`` (exact k-NN on the device);
-* the 1 000 000 × 100 / 100 000-query default bound, when time and memory allow.
+* the 1 000 000 × 100 / 100 000-query default bound, when time and memory allow;
+* with ``--cases auto`` (not in the default list): ``bandwidth="auto"`` (its 16-bandwidth grid ranked
+  on the device, then each query's bound at its chosen bandwidth), default bound and Hoeffding, and
+  how often the device's choice is the host ranking's (statistics on the device, ranked on the host).
 
 Queries are CUDA tensors under ``array_api_dispatch`` (results stay on the device) and, for the
 default bound, NumPy queries too (one packed copy back). A validity check compares the device
@@ -42,7 +45,7 @@ BIG = (1_000_000, 100_000)
 SMALL_BIG = (20_000, 2_000)
 
 
-CASES = ("chernoff", "hoeffding", "localized", "big")
+CASES = ("chernoff", "hoeffding", "localized", "big", "auto")
 
 
 def _part(label: str, fn, deadline: float, need: float = 0.0) -> None:
@@ -72,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="check each case against the host solver without timing that route (saves its first calls)")
     ap.add_argument("--cases", default="chernoff,hoeffding,localized,big",
                     help="comma-separated cases to time after the bare product, among " + ",".join(CASES)
-                         + " (default: all)")
+                         + " (default: all but auto)")
     args = ap.parse_args(argv)
     cases = {c.strip() for c in args.cases.split(",") if c.strip()}
     if not cases <= set(CASES):
@@ -156,9 +159,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label:46s} {ms:9.2f} ms  {ms / res[base]:6.2f}x product  (first call {first:.1f} s)")
 
     def bound_case(bound, extra=None, check=False, tag=""):
-        extra = extra or {}
-        est = NadarayaWatsonClassifier(bandwidth=lam, lipschitz=1.0, bound=bound, dtype="float32", device=str(dev),
-                                       **extra).fit(X, y)
+        params = dict(bandwidth=lam, lipschitz=1.0, bound=bound, dtype="float32", device=str(dev)) | (extra or {})
+        extra = {k: v for k, v in (extra or {}).items() if k != "bandwidth"}
+        est = NadarayaWatsonClassifier(**params).fit(X, y)
         label = f"{bound}" + (f" k={extra['n_neighbors']}" if "n_neighbors" in extra else "") + tag
         dispatch_ok = os.environ.get("SCIPY_ARRAY_API") == "1"
         if dispatch_ok:
@@ -183,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
                 ms_host, first_host, _ = interval_ms(host_route, Q, False)
                 row(f"{label}, statistics on the device + host solver", ms_host, first_host, "prod")
             ref = host_route.predict_interval(Q[sub])
+            if params["bandwidth"] == "auto":  # the choices, not containment (a near tie may choose otherwise)
+                print(f"{'':46s} device choice = host ranking's for {np.mean(iv.bandwidth[sub] == ref.bandwidth):.2%}")
+                return
             lo, up = iv.lower[sub], iv.upper[sub]
             inside = bool((lo <= ref.lower + 1e-7).all() and (up >= ref.upper - 1e-7).all())
             print(f"{'':46s} check vs the host solver ({lo.shape[0]} queries): contains it {inside}, "
@@ -233,6 +239,10 @@ def main(argv: list[str] | None = None) -> int:
     if "localized" in cases:
         _part("localized k=10", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"}, check=True),
               deadline)
+    if "auto" in cases:
+        for bound in ("hoeffding", "chernoff"):  # the cheaper first
+            _part(f"auto {bound}", lambda b=bound: bound_case(b, {"bandwidth": "auto"}, check=True, tag=" auto"),
+                  deadline)
     if not args.no_big and "big" in cases:
         _part("1M case", big, deadline, need=60.0 if args.small else 45.0)  # about 40 s on an H100, first call included
     if fused and "localized" in cases:  # the grouped form's fused kernel, forced (eager on CUDA by default)

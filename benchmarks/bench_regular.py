@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         b = _sums.dense_kernel_sums(Q[:2000], train, kern, lam, need_dist=False, n_jobs=-1)
         print(f"engine before ({args.before}) vs now on 2000 queries: max |Δκ| {np.abs(a.kappa - b.kappa).max():.2e}, "
               f"κ = 0 in {np.mean(a.kappa == 0):.2%} / {np.mean(b.kappa == 0):.2%}; "
-              f"bound on |d̃² − d²|/S² now: median {np.median(b.d2_error_rel):.2e}, max {b.d2_error_rel.max():.2e}")
+              f"bound on |ũ² − u²| now: median {np.median(b.u2_error):.2e}, max {b.u2_error.max():.2e}")
         methods["before"] = engine_before
     names = list(methods)
     times: dict[str, list[float]] = {name: [] for name in names}

@@ -49,11 +49,12 @@ PY
     TEST_LIMIT=210
     [ "$MODE" = "profile" ] && TEST_LIMIT=140
     echo "== pytest -m '' tests/test_gpu*.py (${TEST_LIMIT} s at most) =="
-    # test_gpu_bounds.py: its CUDA cases only here (the CPU ones run in CI); the fused search where
+    # test_gpu_bounds.py, test_gpu_auto.py: their CUDA cases only here (the CPU ones run in CI); the fused search where
     # Triton is installed, not the torch.compile'd one.
     NWBOUND_COMPILE_BOUNDS=0 timeout "$TEST_LIMIT" python3 -u -m pytest -q -m "" -p no:cacheprovider --maxfail=10 -rfE \
-      --no-header -k "not test_gpu_bounds or cuda" tests/test_gpu_bounds.py tests/test_gpu.py \
+      --no-header -k "not (test_gpu_bounds or test_gpu_auto) or cuda" tests/test_gpu_bounds.py tests/test_gpu.py \
       tests/test_gpu_dispatch.py tests/test_gpu_neighbors.py tests/test_gpu_underflow.py tests/test_gpu_rounding.py \
+      tests/test_gpu_auto.py \
       2>&1 | tail -n 25
     echo "pytest exit: ${PIPESTATUS[0]}"
   fi

@@ -31,6 +31,8 @@ from nwbound.bounds._chernoff import chernoff_interval
 from nwbound.estimators import KernelStatistics, merge_statistics
 from nwbound.kernels import get_kernel
 
+from _exact_sums import exact_statistics
+
 GRID = 64  # x = k / GRID; λ = 1, so u² = (k − j)²/GRID² exactly
 BINS = 16
 # The bound's own float64 arithmetic (p̂ = S/κ, √, p̂ ± ε) on the same sums: a few ulps. The sums'
@@ -63,44 +65,7 @@ def _weights(e):
 
 def _exact_kernel_statistics(k, y, e, queries, *, per_point: bool = False) -> KernelStatistics:
     """Exact Epanechnikov sums over every training point (λ = 1), as statistics with ``u2_error = 0``."""
-    top = int(e.max())
-    scale = Fraction(1, GRID * GRID * 2**top)  # a_i = A_i·scale with A_i an integer
-    weights = (2 ** (top - e)).astype(object)
-    rows = []
-    for j in queries:
-        r2 = (k - j) ** 2
-        inside = r2 <= GRID * GRID
-        a = np.where(inside, GRID * GRID - r2, 0).astype(object) * weights
-        dist = np.abs(k - j).astype(object)  # distance·GRID
-        b = np.minimum((r2 * BINS) // (GRID * GRID), BINS - 1)
-        in_bin = [inside & (b == i) for i in range(BINS)]
-        rows.append(dict(
-            S=[Fraction(int(a[y == c].sum())) * scale for c in (0, 1)],
-            sq=Fraction(int((a * a).sum())) * scale * scale,
-            D=Fraction(int((a * dist).sum())) * scale / GRID,
-            hm=[Fraction(int(a[m].sum())) * scale for m in in_bin],
-            hd=[Fraction(int((a * dist)[m].sum())) * scale / GRID for m in in_bin],
-            hc=[int(m.sum()) for m in in_bin],
-            hw=[Fraction(int(weights[m].sum()), 2**top) for m in in_bin],
-            pm=[float(Fraction(int(v)) * scale) for v in a],  # exact: dyadic
-            pd=[float(Fraction(int(v), GRID)) for v in dist],
-        ))
-
-    def field(name):
-        return np.array([[[float(v) for v in r[name]]] for r in rows])
-
-    extra = {}
-    if per_point:
-        extra = dict(point_mass=field("pm"), point_dist=np.array([r["pd"] for r in rows]))
-    else:
-        extra = dict(histogram=field("hw"), hist_edges=np.linspace(0.0, 1.0, BINS + 1), hist_mass=field("hm"),
-                     hist_dist=field("hd"), hist_count=field("hc"), weight_min=2.0**-top)
-    return KernelStatistics(
-        class_sums=field("S"), sq_sum=np.array([[float(r["sq"])] for r in rows]),
-        dist_sum=np.array([[float(r["D"])] for r in rows]), bandwidth=np.array([[1.0]]),
-        kernel=get_kernel("epanechnikov"), outside_box=np.zeros(len(queries), bool), u2_error=0.0,
-        weight_max=1.0, uniform_weights=bool((e == 0).all()), **extra,
-    )
+    return exact_statistics(k, y, e, queries, grid=GRID, bins=BINS, per_point=per_point)
 
 
 def _interval(clf, X):

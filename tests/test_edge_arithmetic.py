@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from nwbound.estimators import _sums
-from nwbound.estimators._sums import KernelSums, TrainingSet, dense_kernel_sums, neighbor_distances, neighbor_kernel_sums
+from nwbound.engine import KernelStatistics
+from nwbound.estimators._sums import TrainingSet, dense_kernel_sums, neighbor_distances, neighbor_kernel_sums
 from nwbound.kernels import gaussian_kernel, get_kernel
 
 from test_engine_paths import numba_unavailable_reason, route  # noqa: F401  (route: both reductions)
@@ -45,11 +46,11 @@ def _ref(Q, X, labels, n_classes, kernel, lams, weights=None, bins=0):
     return out
 
 
-def _check_against_reference(got: KernelSums, ref, kernel, lams, weights, lip_u2: float):
+def _check_against_reference(got: KernelStatistics, ref, kernel, lams, weights, lip_u2: float):
     """κ, class sums, sq_sum, dist_sum and histogram within what the exposed error bound allows."""
     n_train = ref[0]["u2"].shape[1]
     w = np.ones(n_train) if weights is None else weights
-    err = got.u2_error(lams)  # (n, G)
+    err = got.u2_error  # (n, G)
     r2 = kernel.radius**2
     for g, r in enumerate(ref):
         e = err[:, g][:, None] * (1 + 1e-9) + 1e-13 * r["u2"]  # + the direct formula's rounding
@@ -100,8 +101,8 @@ def test_adversarial_scales_match_direct_distances(name, dtype, spread, d, lam, 
     ref = _ref(Q, X, y, 3, kernel, lams, w, bins=8)
     _check_against_reference(got, ref, kernel, lams, w, lip_u2=1.0 if kernel is EPAN else 0.0)
     # A training row queried against itself always has its own mass: never vacuous.
-    assert np.all(got.kappa[:120] >= w[:120, None] * (1 - got.u2_error(lams)[:120]))
-    assert np.all(np.isfinite(got.d2_error_rel)) and np.all(got.u2_error(lams) < 2.0**-8 * (lam / lams) ** 2 * 1.01)
+    assert np.all(got.kappa[:120] >= w[:120, None] * (1 - got.u2_error[:120]))
+    assert np.all(np.isfinite(got.u2_error)) and np.all(got.u2_error < 2.0**-8 * (lam / lams) ** 2 * 1.01)
 
 
 def test_issue14_reproduction_float32_no_vacuous_self_queries(route):
@@ -111,7 +112,7 @@ def test_issue14_reproduction_float32_no_vacuous_self_queries(route):
     X32 = X.astype(np.float32)
     y = rng.integers(0, 3, 2000)
     got = dense_kernel_sums(X32[:300], TrainingSet.build(X32, y, 3, None), EPAN, np.array([0.05]), need_dist=False)
-    assert np.all(got.kappa[:, 0] >= 1.0 - got.u2_error([0.05])[:, 0])  # K(0) = 1, within the bound
+    assert np.all(got.kappa[:, 0] >= 1.0 - got.u2_error[:, 0])  # K(0) = 1, within the bound
     ref = _ref(X32[:300], X32, y, 3, EPAN, [0.05])[0]
     np.testing.assert_allclose(got.class_sums[:, 0], ref["cs"], atol=1e-5)
     assert np.all(got.class_sums[:, 0].argmax(axis=1) == ref["cs"].argmax(axis=1))
@@ -130,7 +131,7 @@ def test_escalation_tiers_match_reference(forced, route, monkeypatch):
     got = dense_kernel_sums(Q, TrainingSet.build(X, y, 2, None), EPAN, lams, need_dist=True, histogram_bins=5)
     ref = _ref(Q, X, y, 2, EPAN, lams, bins=5)
     _check_against_reference(got, ref, EPAN, lams, None, lip_u2=1.0)
-    bound = got.d2_error_rel.max()
+    bound = got.u2_error[:, -1].max()  # the widest λ: u² = d²/S² (radius 1)
     assert bound < (1e-9 if forced == "float64" else 1e-13)  # float64 product / direct distances
 
 
@@ -144,7 +145,7 @@ def test_bandwidth_too_small_for_any_product_recomputes_all_pairs(route):
     dup = np.array([1 + (i % 10 in (0, 1)) for i in range(50)], dtype=float)
     np.testing.assert_array_equal(got.kappa[:, 0], dup)
     # Duplicates are at distance 0; the upper bound adds at most √(error)·S per unit of mass.
-    assert np.all(got.dist_sum[:, 0] >= 0) and np.all(got.dist_sum[:, 0] <= dup * 1e-170 * np.sqrt(got.d2_error_rel) * 1.01)
+    assert np.all(got.dist_sum[:, 0] >= 0) and np.all(got.dist_sum[:, 0] <= dup * 1e-170 * np.sqrt(got.u2_error[:, 0]) * 1.01)
 
 
 def test_huge_bandwidth_is_finite_and_everything_counts(route):
@@ -188,8 +189,8 @@ def test_scale_invariance(factor, dtype, route):
     tol = 1e-9 if dtype == np.float64 else 1e-4
     np.testing.assert_allclose(scaled.class_sums, base.class_sums, atol=tol * 10, rtol=tol)
     np.testing.assert_allclose(scaled.dist_sum / factor, base.dist_sum, atol=tol * 10, rtol=tol)
-    assert np.all(np.isfinite(scaled.d2_error_rel))
-    np.testing.assert_allclose(scaled.u2_error(lams * factor), base.u2_error(lams), rtol=1e-3, atol=1e-12)
+    assert np.all(np.isfinite(scaled.u2_error))
+    np.testing.assert_allclose(scaled.u2_error, base.u2_error, rtol=1e-3, atol=1e-12)
     moved = np.abs(scaled.histogram - base.histogram).sum()
     assert moved <= 2  # a point or two may cross a bin edge by rounding
 
@@ -253,7 +254,7 @@ def test_numba_route_equals_numpy_route_including_histogram(lams, monkeypatch):
         for share in (1.0, 0.0):  # the numpy route's sparse and dense branches
             monkeypatch.setattr(_sums, "_DENSE_SHARE", share)
             numpy = dense_kernel_sums(Q, train, kernel, lams, need_dist=True, histogram_bins=7, working_memory=0.2)
-            for name in ("class_sums", "sq_sum", "dist_sum", "histogram", "d2_error_rel"):
+            for name in ("class_sums", "sq_sum", "dist_sum", "histogram", "u2_error"):
                 np.testing.assert_allclose(getattr(fused, name), getattr(numpy, name), rtol=1e-10, atol=1e-12,
                                            err_msg=f"{kernel.name} {name} share={share}")
 
@@ -371,7 +372,7 @@ def test_numpy_route_equals_numba_route_on_adversarial_cases(case, monkeypatch):
     for share in (1.0, 0.0):
         monkeypatch.setattr(_sums, "_DENSE_SHARE", share)
         numpy = dense_kernel_sums(Q, train, EPAN, lams, need_dist=True, histogram_bins=5, working_memory=0.2)
-        for name in ("class_sums", "sq_sum", "dist_sum", "histogram", "hist_mass", "hist_dist", "d2_error_rel"):
+        for name in ("class_sums", "sq_sum", "dist_sum", "histogram", "hist_mass", "hist_dist", "u2_error"):
             a, b = getattr(fused, name), getattr(numpy, name)
             assert not np.isnan(b).any(), f"{name} share={share}: NaN"
             scale = float(np.abs(a[np.isfinite(a)]).max(initial=0.0))  # sums of 1e-300 weights are ~1e-300

@@ -291,4 +291,4 @@ def test_sums_do_not_depend_on_the_block_shape(dtype, monkeypatch):
     _assert_sums_close(a, b, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(a.hist_mass, b.hist_mass, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(a.histogram, b.histogram)
-    np.testing.assert_array_equal(a.d2_error_rel, b.d2_error_rel)
+    np.testing.assert_array_equal(a.u2_error, b.u2_error)

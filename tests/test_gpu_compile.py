@@ -74,23 +74,8 @@ _FORMS = [("ieee", 0, 0, "ieee", False, False, False), ("library", 0, 0, "ieee",
 _MAX_SPILL = 64
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not HAS_TRITON, reason="triton and torch are not both installed (pip install torch triton)")
-def test_every_config_compiles_for_sm90_without_spilling():
-    try:
-        from triton.backends.nvidia.compiler import get_ptxas
-
-        if not os.path.exists(get_ptxas(90).path):
-            pytest.skip("Triton's NVIDIA backend ships no ptxas here")
-    except (ImportError, AttributeError, RuntimeError) as exc:
-        pytest.skip(f"Triton's NVIDIA backend is not usable here: {exc}")
-    env = dict(os.environ, TRITON_DEFAULT_FP_FUSION="1")
-    env.pop("TRITON_INTERPRET", None)
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    run = subprocess.run([sys.executable, "-c", _COMPILE, json.dumps(_FORMS)], env=env, capture_output=True,
-                         text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
-    results = json.loads(run.stdout.strip().splitlines()[-1])
+def _check_statistics_kernel(results: list) -> None:
+    """Every config of the statistics kernel compiled, none spills, none flushes subnormals."""
     from nwbound.gpu._triton import CONFIGS
 
     assert len(results) == sum(len(CONFIGS[form[0]]) for form in _FORMS)
@@ -136,11 +121,22 @@ print(json.dumps(out))
 '''
 
 
+def _check_search_kernel(results: list) -> None:
+    """The fused band-Chernoff search (its split and its grouped form) does not spill, and its float64
+    exp/log are libdevice's (no float32 ex2/lg2 approximations, no approximate division)."""
+    for form, (spills, approx) in zip(("split", "grouped"), results):
+        assert spills <= _MAX_SPILL, f"the search kernel's {form} form spills {spills} bytes"
+        assert not approx, f"approximations in the float64 search's {form} form: {approx}"
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_TRITON, reason="triton and torch are not both installed (pip install torch triton)")
-def test_fused_chernoff_search_compiles_for_sm90():
-    """The fused band-Chernoff search (its split and its grouped form) compiles for sm_90 without spills,
-    and its float64 exp/log are libdevice's (no float32 ex2/lg2 approximations, no approximate division)."""
+@pytest.mark.parametrize("script,args,timeout,check", [
+    (_COMPILE, [json.dumps(_FORMS)], 300, _check_statistics_kernel),
+    (_COMPILE_SEARCH, [], 400, _check_search_kernel),
+], ids=["statistics_kernel_every_config", "fused_chernoff_search"])
+def test_kernel_compiles_for_sm90(script, args, timeout, check):
+    """Each Triton kernel compiles for sm_90 (in a subprocess, without a GPU) and passes its check."""
     try:
         from triton.backends.nvidia.compiler import get_ptxas
 
@@ -151,8 +147,7 @@ def test_fused_chernoff_search_compiles_for_sm90():
     env = dict(os.environ, TRITON_DEFAULT_FP_FUSION="1")
     env.pop("TRITON_INTERPRET", None)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    run = subprocess.run([sys.executable, "-c", _COMPILE_SEARCH], env=env, capture_output=True, text=True, timeout=400)
+    run = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True,
+                         timeout=timeout)
     assert run.returncode == 0, run.stderr[-3000:]
-    for form, (spills, approx) in zip(("split", "grouped"), json.loads(run.stdout.strip().splitlines()[-1])):
-        assert spills <= _MAX_SPILL, f"the search kernel's {form} form spills {spills} bytes"
-        assert not approx, f"approximations in the float64 search's {form} form: {approx}"
+    check(json.loads(run.stdout.strip().splitlines()[-1]))

@@ -79,12 +79,13 @@ def test_adapter_matches_cpu_engine(scale, weighted):
     cpu = neighbor_kernel_sums(None, idx, train, kern, lams, need_dist=True, queries=Q, keep_points=True)
     dev = neighbor_kernel_sums_array_api(idx, train, kern, lams, queries=Q, need_dist=True, keep_points=True)
     assert float(cpu.class_sums.sum()) > 0  # the bandwidths reach some neighbours
-    for field in ("class_sums", "sq_sum", "dist_sum", "point_mass", "point_dist", "d2_error_rel"):
+    for field in ("class_sums", "sq_sum", "dist_sum", "point_mass", "point_dist", "u2_error"):
         # K from u² here, from u there: near the support's edge K's own cancellation shows (absolute 1e-19).
         want = getattr(cpu, field)
         np.testing.assert_allclose(getattr(dev, field), want, rtol=1e-10, atol=1e-13 * np.max(np.abs(want)),
                                    err_msg=field)
-    assert dev.support == cpu.support and dev.weight_max == cpu.weight_max
+    np.testing.assert_array_equal(dev.bandwidth, cpu.bandwidth)
+    assert dev.weight_max == cpu.weight_max
     with pytest.raises(ValueError, match="tail_radius"):
         neighbor_kernel_sums_array_api(idx, train, kern, lams, queries=Q, need_dist=True, tail_radius=3.0)
 
@@ -141,3 +142,42 @@ def test_localized_estimator_on_a_device_matches_the_cpu(bound, weighted):
         np.testing.assert_allclose(getattr(b, field), getattr(a, field), rtol=0, atol=1e-6, err_msg=field)
     st = dev.kernel_statistics(Q)
     assert (st.point_mass is not None) == (bound == "chernoff")  # the per-point Chernoff form's inputs
+
+
+@needs_torch
+def test_kneighbors_with_device_search_there_exactly_with_ties_to_the_lower_row(monkeypatch):
+    # 64 distinct points, each many times: every distance is tied. Half the queries sit on the grid,
+    # half between its points. The device search must give the exact k nearest by (float64 distance,
+    # row), as the reference written here; the host index the same distances (its tie order may differ).
+    rng = np.random.default_rng(8)
+    X = rng.integers(0, 4, (500, 3)).astype(float)
+    y = rng.integers(0, 2, 500)
+    Q = rng.integers(0, 4, (40, 3)) + np.where(rng.random((40, 3)) < 0.3, 0.5, 0.0)
+    kw = dict(n_neighbors=25, bandwidth=3.0, lipschitz=0.1)
+    host_d, _ = NadarayaWatsonClassifier(**kw).fit(X, y).kneighbors(Q)
+    est = NadarayaWatsonClassifier(device="cpu", **kw).fit(X, y)
+    monkeypatch.setattr(type(est.index_), "kneighbors", lambda *a, **k: pytest.fail("host search"))
+    d, idx = est.kneighbors(Q)
+    assert isinstance(idx, np.ndarray) and isinstance(d, np.ndarray)
+    full = np.sqrt(((Q[:, None, :] - X[None]) ** 2).sum(axis=2))
+    want = np.lexsort((np.broadcast_to(np.arange(X.shape[0]), full.shape), full), axis=1)[:, :25]
+    assert np.array_equal(idx, want)
+    np.testing.assert_allclose(d, np.take_along_axis(full, want, 1), rtol=1e-14)
+    np.testing.assert_allclose(d, host_d, rtol=1e-14)
+    assert (np.diff(np.take_along_axis(full, want, 1), axis=1) == 0).any()  # ties are really there
+    _, idx3 = est.kneighbors(Q, n_neighbors=3)
+    assert np.array_equal(idx3, want[:, :3])
+
+
+def test_adapter_carries_the_summation_error():
+    # Its sums of k neighbours' a_i (the device's, then float64 on the host) are within 1 ± γ_k: the
+    # host bounds widen by sum_error, so it must not be 0 (the CPU engine's localized sums carry γ_k too).
+    from nwbound._numerics import summation_error
+
+    Q, X, labels, _, _, idx = _problem(3)
+    train = TrainingSet.build(X, labels, 3, None)
+    lams = np.array([0.4, 0.8])
+    dev = neighbor_kernel_sums_array_api(idx, train, get_kernel("epanechnikov"), lams, queries=Q, need_dist=True)
+    cpu = neighbor_kernel_sums(None, idx, train, get_kernel("epanechnikov"), lams, need_dist=True, queries=Q)
+    assert cpu.sum_error == summation_error(idx.shape[1]) > 0
+    assert dev.sum_error >= cpu.sum_error

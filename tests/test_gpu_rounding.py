@@ -23,7 +23,6 @@ import os
 import subprocess
 import sys
 import warnings
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +32,8 @@ from nwbound import NadarayaWatsonClassifier
 from nwbound._numerics import compose_errors, summation_error
 from nwbound.bounds._chernoff_binned import chernoff_interval_binned
 from nwbound.estimators import KernelStatistics
-from nwbound.kernels import get_kernel
+
+from _exact_sums import exact_statistics
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 HAS_TRITON = importlib.util.find_spec("triton") is not None
@@ -62,46 +62,8 @@ def _dataset(n_light: int, n_heavy: int, weighted: bool, seed: int = 0):
 
 
 def _exact_statistics(k, y, e, queries, kernel: str) -> KernelStatistics:
-    """Exact sums at the grid queries (integers, in units of the smallest weight's grid) as statistics."""
-    top = int(e.max())
-    scale = Fraction(1, GRID * GRID * 2**top)  # a_i = A_i·scale with A_i an integer
-    weights = (2 ** (top - e)).astype(object)
-    rows = []
-    for j in queries:
-        r2 = (k - j) ** 2
-        inside = r2 <= GRID * GRID
-        kn = np.where(r2 <= GRID * GRID, GRID * GRID - r2, 0) if kernel == "epanechnikov" else \
-            np.where(inside, GRID * GRID, 0)
-        a = kn.astype(object) * weights
-        dist = np.abs(k - j).astype(object)  # distance·GRID
-        b = np.minimum((r2 * BINS) // (GRID * GRID), BINS - 1)
-        in_bin = [inside & (b == i) for i in range(BINS)]
-        rows.append(dict(
-            S=[Fraction(int(a[y == c].sum())) * scale for c in (0, 1)],
-            sq=Fraction(int((a * a).sum())) * scale * scale,
-            D=Fraction(int((a * dist).sum())) * scale / GRID,
-            hm=[Fraction(int(a[m].sum())) * scale for m in in_bin],
-            hd=[Fraction(int((a * dist)[m].sum())) * scale / GRID for m in in_bin],
-            hc=[int(m.sum()) for m in in_bin],
-            hw=[Fraction(int(weights[m].sum()), 2**top) for m in in_bin],
-        ))
-
-    def down(f: Fraction) -> float:  # the reference never rounds a sum up (a narrower interval)
-        x = float(f)
-        return x if Fraction(x) <= f else math.nextafter(x, -math.inf)
-
-    def field(name):
-        return np.array([[[down(v) for v in r[name]]] for r in rows])
-
-    return KernelStatistics(
-        class_sums=field("S"), sq_sum=np.array([[down(r["sq"])] for r in rows]),
-        dist_sum=np.array([[down(r["D"])] for r in rows]), bandwidth=np.array([[1.0]]),
-        kernel=get_kernel(kernel), outside_box=np.zeros(len(queries), bool),
-        histogram=np.array([[[float(v) for v in r["hw"]]] for r in rows]), hist_edges=np.linspace(0.0, 1.0, BINS + 1),
-        u2_error=0.0, weight_max=1.0, hist_mass=field("hm"), hist_dist=field("hd"),
-        hist_count=np.array([[[float(v) for v in r["hc"]]] for r in rows]), weight_min=2.0**-top,
-        uniform_weights=bool((e == 0).all()),
-    )
+    """Exact sums at the grid queries, each rounded down to a float (the reference never rounds a sum up)."""
+    return exact_statistics(k, y, e, queries, grid=GRID, bins=BINS, kernel=kernel, round_down=True)
 
 
 def _estimator(bound: str, kernel: str, lipschitz: float, device) -> NadarayaWatsonClassifier:

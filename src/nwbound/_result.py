@@ -169,7 +169,14 @@ class PredictionInterval:
         values = {}
         for f in fields(cls):
             arrays = [getattr(p, f.name) for p in parts]
-            values[f.name] = None if any(a is None for a in arrays) else np.concatenate(arrays)
+            if any(a is None for a in arrays):
+                values[f.name] = None
+            elif all(isinstance(a, np.ndarray) for a in arrays):
+                values[f.name] = np.concatenate(arrays)
+            else:  # the device path's tensors: joined where they live
+                from .engine import array_namespace_of
+
+                values[f.name] = array_namespace_of(*arrays).concat(arrays)
         return cls(**values)
 
     def take(self, rows: np.ndarray) -> "PredictionInterval":

@@ -29,6 +29,7 @@ The forms, as checked in ``shared/notes/bounds.md``:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -90,7 +91,30 @@ def effective_delta(delta: float, n_classes: int, coverage: str = "simultaneous"
     return float(delta) / n_classes
 
 
+def device_namespace(*arrays: Any) -> Any:
+    """The array namespace of ``arrays`` when one of them is a non-NumPy array (a PyTorch tensor, a
+    CuPy or ``array_api_strict`` array), else None: the rules below then compute where the arrays
+    live, with the same operations in the same order as on NumPy (the same float64 results up to
+    a library's square root, which may differ in the last bit: PyTorch's CPU ``sqrt``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> device_namespace(np.zeros(2), 1.0) is None
+    True
+    """
+    if all(a is None or isinstance(a, (np.ndarray, np.generic, float, int)) for a in arrays):
+        return None
+    from ..engine import array_namespace_of
+
+    return array_namespace_of(*[a for a in arrays if a is not None and not isinstance(a, (float, int))])
+
+
 def _safe_ratio(num: np.ndarray, kappa: np.ndarray) -> np.ndarray:
+    xp = device_namespace(num, kappa)
+    if xp is not None:  # num/κ where κ > 0, inf elsewhere (the NumPy branch's IEEE division)
+        live = kappa > 0
+        return xp.where(live, num / xp.where(live, kappa, xp.ones_like(kappa)), xp.full_like(kappa, math.inf))
     num = np.asarray(num, dtype=np.float64)
     kappa = np.asarray(kappa, dtype=np.float64)
     out = np.full(np.broadcast(num, kappa).shape, np.inf)
@@ -213,6 +237,9 @@ def hoeffding_sampling(kappa: np.ndarray, sq_sum: np.ndarray, delta_prime: float
     >>> hoeffding_sampling(np.array([4.0, 0.0]), np.array([2.0, 0.0]), 0.05).round(4).tolist()
     [0.4802, inf]
     """
+    xp = device_namespace(sq_sum, kappa)
+    if xp is not None:
+        return _safe_ratio(xp.sqrt(math.log(2.0 / delta_prime) * sq_sum / 2.0), kappa)
     return _safe_ratio(np.sqrt(math.log(2.0 / delta_prime) * np.asarray(sq_sum, np.float64) / 2.0), kappa)
 
 

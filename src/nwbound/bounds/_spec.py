@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ._forms import (
+    device_namespace,
     hoeffding_sampling,
     lipschitz_bias,
     paper_sampling,
@@ -159,6 +160,11 @@ class BoundSpec:
         >>> BoundSpec.least_epsilon(bias, np.array([[0.3, 0.1], [0.1, 0.0], [np.inf, np.inf]]))
         array([1, 0, 1])
         """
+        xp = device_namespace(bias, sampling)
+        if xp is not None:  # where the parts live (the device ranking of bandwidth="auto"), the same rule
+            eps = bias + sampling
+            best = xp.argmin(eps, axis=1)
+            return xp.where(xp.all(xp.isinf(eps), axis=1), xp.full_like(best, eps.shape[1] - 1), best)
         eps = np.asarray(bias) + np.asarray(sampling)
         return np.where(np.isinf(eps).all(axis=1), eps.shape[1] - 1, np.argmin(eps, axis=1))
 

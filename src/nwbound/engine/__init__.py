@@ -9,8 +9,10 @@ same class). The backends themselves still live in :mod:`nwbound.estimators` (``
 The bounds take the statistics object: the host's :meth:`~nwbound.bounds.BoundSpec.limits` and the
 device's :func:`nwbound.bounds._chernoff_device.device_limits` both read the bound form (the
 estimators' device path builds it where the statistics live, from the engines' device form and the
-training set's weights). Still to unify (issue 19): the CPU engine's internal ``KernelSums`` (the
-estimators' path turns it into the bound form).
+training set's weights). The CPU engine fills the bound form directly (``_sums_data.zero_statistics``
+allocates it, the passes write its arrays in place); the estimator then only restates the
+bandwidths and distances in the input's units and adds what it alone knows (``outside_box``,
+``diameter``).
 """
 
 from ._namespace import array_namespace_of, compat, to_host

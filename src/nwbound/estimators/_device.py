@@ -5,7 +5,7 @@ in the queries' namespace under scikit-learn's ``array_api_dispatch`` (:func:`qu
 What crosses to the host under dispatch with ``device=`` (:func:`validate_queries` with
 ``keep_namespace``): never the queries of the regular classifier (checked and cast in their own
 namespace, read by the kernel pass on the device); the localized classifier's queries once, for
-the host neighbour index; the per-query sums (``KernelSums``, float64) and the ``outside_box``
+the host neighbour index; the per-query sums (``KernelStatistics``, float64) and the ``outside_box``
 flags, for the float64 bound arithmetic, whose results go back. Without ``device=`` (and for the
 dyadic classifier) the queries make one round trip. Where the bounds run on the device too
 (:func:`intervals_on_device`), a call reads the device twice: the queries' checks (one flag) and
@@ -41,7 +41,8 @@ from ..gpu import (
 from .._numerics import compose_errors, direct_d2_error_factor, summation_error, to_feature_unit
 from ..gpu._array_api import to_host
 from ..engine import KernelStatistics
-from ._sums import KernelSums, TrainingSet
+from ._sums import TrainingSet
+from ._sums_data import u2_error_rows, zero_statistics
 
 __all__ = [
     "dense_kernel_sums_array_api",
@@ -315,14 +316,15 @@ def neighbor_kernel_sums_array_api(
     keep_points: bool = False,
     device: str | None = None,
     working_memory: float | None = None,
-) -> KernelSums:
+) -> KernelStatistics:
     """:func:`nwbound.estimators._sums.neighbor_kernel_sums` (with ``queries``) on a device.
 
     The neighbours ``idx`` come from the estimator's index (on the host); the kernel weights,
     class sums, ``Σ (wK)²``, ``Σ wK·d⁺`` and the per-point masses are computed by
     :func:`nwbound.gpu.neighbor_kernel_statistics` where ``queries`` live (or on ``device``), with the
-    training set copied there once, and come back as the CPU engine's float64
-    :class:`~nwbound.estimators._sums.KernelSums` (same distances' error bound, ``d2_error_rel``).
+    training set copied there once, and come back as the CPU engine's bound-form
+    :class:`~nwbound.engine.KernelStatistics` in NumPy float64 (the same distances' error bound,
+    ``u2_error``).
 
     Parameters
     ----------
@@ -342,7 +344,7 @@ def neighbor_kernel_sums_array_api(
 
     Returns
     -------
-    KernelSums
+    KernelStatistics
 
     Examples
     --------
@@ -368,13 +370,14 @@ def neighbor_kernel_sums_array_api(
         nb = idx
     bandwidths = np.asarray(bandwidths, dtype=np.float64).ravel()
     n_q, k_nn = (int(v) for v in np.shape(idx))
-    out = KernelSums.empty(n_q, len(bandwidths), train.n_classes, need_dist, False)
-    out.weight_max = train.weight_max
     lam_max = float(bandwidths.max()) if bandwidths.size else 1.0
-    out.support = float(kernel.radius * lam_max) if kernel.compact else lam_max
+    support = float(kernel.radius * lam_max) if kernel.compact else lam_max
+    out = zero_statistics(n_q, bandwidths, train.n_classes, kernel, need_dist=need_dist, need_tail=False,
+                          weight_max=train.weight_max)
     if keep_points:
-        out.point_mass = np.empty((n_q, len(bandwidths), k_nn))
+        out = dataclasses.replace(out, point_mass=np.empty((n_q, len(bandwidths), k_nn)))
     far = np.zeros(n_q)
+    point_dist, sum_error = None, 0.0
     for g, lam in enumerate(bandwidths):
         # The points are always kept: the error bound below needs each row's farthest distance
         # relative to the support (its absolute square may underflow).
@@ -386,14 +389,17 @@ def neighbor_kernel_sums_array_api(
             _store_sums(out, g, st, unit)
             if keep_points:
                 out.point_mass[:, g] = st.point_mass[:, 0] * unit
-                out.point_dist = st.point_dist
+                point_dist = st.point_dist
         far = np.max(st.point_dist, axis=1, initial=0.0)
+        # The device's summation error composed with k float64 terms, as device_bound_statistics.
+        sum_error = max(sum_error, compose_errors(st.sum_error, summation_error(k_nn, "float64")))
     with np.errstate(over="ignore", invalid="ignore"):  # as the CPU engine: in units of S²
-        out.d2_error_rel = direct_d2_error_factor(train.X.shape[1]) * (far / out.support) ** 2
-    return out
+        out.u2_error[...] = u2_error_rows(direct_d2_error_factor(train.X.shape[1]) * (far / support) ** 2,
+                                          support, bandwidths, n_q)
+    return dataclasses.replace(out, sum_error=sum_error, **({} if point_dist is None else {"point_dist": point_dist}))
 
 
-def _store_sums(out: KernelSums, g: int, st: Any, unit: float) -> None:
+def _store_sums(out: KernelStatistics, g: int, st: Any, unit: float) -> None:
     """Bandwidth ``g``'s sums of ``st`` (NumPy device-form statistics, ``G = 1``, weights in units of
     ``unit``) into ``out``, in the input's units."""
     out.class_sums[:, g] = st.class_sums[:, 0] * unit
@@ -421,11 +427,12 @@ def dense_kernel_sums_array_api(
     engine: str = "auto",
     device: str | None = None,
     working_memory: float | None = None,
-) -> KernelSums:
+) -> KernelStatistics:
     """:func:`nwbound.estimators._sums.dense_kernel_sums` on ``Xq``'s namespace and device.
 
     The training set is copied to ``Xq``'s device once (cached on ``train``); the sums come back
-    to the host as the engine's float64 :class:`~nwbound.estimators._sums.KernelSums`.
+    to the host as the CPU engine's bound-form :class:`~nwbound.engine.KernelStatistics` (NumPy
+    float64).
 
     Parameters
     ----------
@@ -454,10 +461,9 @@ def dense_kernel_sums_array_api(
 
     Returns
     -------
-    KernelSums
-        With ``d2_error_rel``/``support`` (so :meth:`KernelSums.u2_error` bounds the error of every
-        computed ``u²``, the rounding of ``d̃²/λ²`` included), ``weight_max`` and ``uniform_weights``
-        from ``train``.
+    KernelStatistics
+        With ``u2_error`` (n, G) bounding the error of every computed ``u²`` (the rounding of
+        ``d̃²/λ²`` included), ``weight_max`` and ``uniform_weights`` from ``train``.
 
     Raises
     ------
@@ -494,17 +500,16 @@ def dense_kernel_sums_array_api(
     dev_train = _device_training_set(train, xp, device_of(Xq), dtype)
     bandwidths = np.asarray(bandwidths, dtype=np.float64).ravel()
     n_q = int(Xq.shape[0])
-    out = KernelSums.empty(n_q, len(bandwidths), train.n_classes, need_dist, False, bins)
-    out.weight_max = train.weight_max
-    out.uniform_weights = train.weights is None
-    if bins:
-        out.hist_edges = np.linspace(0.0, 1.0, bins + 1)  # u², radius-1 kernels (checked below)
-        if train.weights is not None:  # sample weights: the split Chernoff form's point counts
-            out.hist_count = np.zeros((n_q, len(bandwidths), bins))
-            out.weight_min = _smallest_positive(train.weights, train.weight_unit, dtype)
+    weighted_bins = bool(bins) and train.weights is not None  # the split Chernoff form's point counts
+    out = zero_statistics(
+        n_q, bandwidths, train.n_classes, kernel, need_dist=need_dist, need_tail=False, histogram_bins=bins,
+        hist_edges=np.linspace(0.0, 1.0, bins + 1),  # u², radius-1 kernels (checked above)
+        count_points=weighted_bins, weight_max=train.weight_max, uniform_weights=train.weights is None,
+        weight_min=_smallest_positive(train.weights, train.weight_unit, dtype) if weighted_bins else 0.0,
+    )
     # The engine's error convention: d2_error_rel·S² bounds |d̃² − d²| with S the largest support.
     support = float(kernel.radius * bandwidths.max()) if kernel.compact else float(bandwidths.max())
-    out.support = support
+    sum_error = 0.0
     d2_err = None
     for g, lam in enumerate(bandwidths):  # a handful of bandwidths, each one full pass
         st = kernel_statistics(
@@ -515,15 +520,16 @@ def dense_kernel_sums_array_api(
             _store_sums(out, g, st, train.weight_unit)
         d2_err = st.d2_error
         # The device's summation error, then the host's: the units' product and κ = Σ_c class_sums.
-        out.sum_error = max(out.sum_error, compose_errors(st.sum_error, summation_error(train.n_classes + 1)))
+        sum_error = max(sum_error, compose_errors(st.sum_error, summation_error(train.n_classes + 1)))
     if d2_err is None:
         d2_err = np.zeros(n_q)
     # E = γ_{m+3}(‖q'‖ + R)² ≥ (m + 3)·u·(‖q'‖ + R)², so E·4/(m + 3) adds 4u·(‖q'‖ + R)² ≥ 4u·d̃²:
     # the rounding of u² = d̃²·(1/λ²) and of its bin index, which E alone does not cover.
     m = int(train.X.shape[1])
     with np.errstate(over="ignore", divide="ignore"):
-        out.d2_error_rel = np.asarray(d2_err, dtype=np.float64) * (1.0 + 4.0 / (m + 3)) / (support * support)
-    return out
+        d2_error_rel = np.asarray(d2_err, dtype=np.float64) * (1.0 + 4.0 / (m + 3)) / (support * support)
+        out.u2_error[...] = u2_error_rows(d2_error_rel, support, bandwidths, n_q)
+    return dataclasses.replace(out, sum_error=sum_error)
 
 
 # PyTorch's CPU device: the statistics there, the bounds by the host's (numba) solver, which beats
@@ -551,7 +557,7 @@ def device_bound_statistics(st: KernelStatistics, train: TrainingSet, *,
     * ``sum_error``: the engine's ``ρ`` composed with the host's (``κ = Σ_c class_sums``: ``C + 1``
       float64 additions; the localized sums: ``k`` float64 terms), as the host's statistics route;
     * the regular classifier: ``u2_error`` (n, 1) from ``d2_error`` (the rounding of ``d̃²/λ²`` and
-      of its bin index included, as :meth:`KernelSums.u2_error`); the histogram in units of
+      of its bin index included, as the host route's :func:`~._sums_data.u2_error_rows`); the histogram in units of
       ``weight_max`` (the training set's largest weight) with its edges, ``uniform_weights`` and,
       with sample weights, ``hist_count`` and ``weight_min``;
     * the localized classifier: ``point_dist`` rounded up by its error bound (directly computed
@@ -576,7 +582,7 @@ def device_bound_statistics(st: KernelStatistics, train: TrainingSet, *,
                 weight_min=0.0)
     if n_neighbors is None:
         lam = float(np.asarray(st.bandwidth).reshape(-1)[0])
-        u2_err = (st.d2_error * (1.0 + 4.0 / (m + 3)) / lam) / lam  # as KernelSums.u2_error
+        u2_err = (st.d2_error * (1.0 + 4.0 / (m + 3)) / lam) / lam  # as the host route's u2_error_rows
         if getattr(u2_err, "ndim", 0) == 1:
             u2_err = array_namespace_of(u2_err).expand_dims(u2_err, axis=1)
         form.update(sum_error=compose_errors(st.sum_error, summation_error(C + 1)), u2_error=u2_err)
@@ -637,6 +643,7 @@ def intervals_on_device(
     box: tuple[np.ndarray, np.ndarray],
     histogram_bins: int = 32,
     n_neighbors: int | None = None,
+    neighbors: Any = None,
     working_memory: float | None = None,
 ) -> dict | None:
     """Every setting's :class:`~nwbound.PredictionInterval` with statistics *and* bounds on ``device``.
@@ -672,6 +679,8 @@ def intervals_on_device(
         The training inputs' bounding box (``outside_box``).
     histogram_bins : int, default=32
     n_neighbors : int or None, default=None
+    neighbors : int tensor of shape (n_queries, n_neighbors) or None, default=None
+        The localized classifier's neighbours when already searched on the device (None: searched here).
     working_memory : float or None, default=None
 
     Returns
@@ -725,7 +734,8 @@ def intervals_on_device(
                                dtype=dtype, working_memory=working_memory, check_input=False)  # validated
     else:
         X_dev, onehot_dev = _neighbor_training_set(train, xp, dev)
-        _, idx = device_kneighbors(Q, train, int(n_neighbors), working_memory=working_memory)
+        idx = neighbors if neighbors is not None else device_kneighbors(
+            Q, train, int(n_neighbors), working_memory=working_memory)[1]
         st = neighbor_kernel_statistics(Q, X_dev, onehot_dev, idx, kernel=kernel, bandwidth=lam, need_dist=True,
                                         keep_points=chernoff, working_memory=working_memory)
     # 2. The same statistics in the bound form, still on the device; 3. every setting's bound there.

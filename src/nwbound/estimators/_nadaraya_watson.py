@@ -8,6 +8,9 @@ sharded fit runs one at a time (``_nw_rounds``); the classifier inherits the las
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import numpy as np
 from numbers import Integral, Real
 
@@ -18,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._numerics import euclidean_norm
 from .._result import PredictionInterval
+from ..engine import compat
 from .._validation import check_dtype, check_int_range, check_n_jobs, check_positive
 from ..bounds import TAIL_RADIUS, BoundSpec
 from ..kernels import Kernel, get_kernel
@@ -554,7 +558,9 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         """Intervals of queries from :meth:`_dispatched_queries` for every setting in ``specs``."""
         # every caller resolved ``specs`` on this estimator just before (_resolve_bounds: _check_fitted ran)
         X = self._validate_queries(X, keep_namespace=self._keeps_device_queries(), checked=True)
-        choices = self._ranked_choices(X, specs)  # None on the device path (the grid is ranked on the host only)
+        if self._ranks_on_device(specs, X):  # bandwidth="auto" ranked, chosen and bounded on the device
+            return self._intervals_on_device_by_choice(X, specs)
+        choices = self._ranked_choices(X, specs)  # None on the device path (ranked there or exhaustive)
         if choices is None:
             return self._intervals_at(X, specs, self.bandwidths_)
         out = {}
@@ -580,6 +586,55 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
             else:
                 same[1].append(name)
         return groups
+
+    def _ranks_on_device(self, specs: dict, X: Any) -> bool:
+        """``bandwidth="auto"`` (several bandwidths) with ``device=``, where the bounds at one bandwidth
+        run on the device (:meth:`_bounds_on_device`, PyTorch device, not the CPU unless
+        ``BOUNDS_ON_CPU``): then the grid is ranked there too (:mod:`._device_auto`)."""
+        if self.bandwidths_.shape[0] < 2 or X.shape[0] == 0 or not self._bounds_on_device(specs, self.bandwidths_[:1]):
+            return False
+        from . import _device
+
+        import torch
+
+        target = torch.device(self.device) if isinstance(self.device, str) else self.device
+        return target.type != "cpu" or _device.BOUNDS_ON_CPU
+
+    def _intervals_on_device_by_choice(self, X: Any, specs: dict) -> dict:
+        """:meth:`_intervals` with the grid ranked on the device (:func:`~._device_auto.device_ranking`):
+        each setting's choice by :meth:`_choices` in the tensors' namespace, the queries grouped by
+        chosen bandwidth there (:func:`~._device_auto.rows_by_choice`), each group's bounds by
+        :func:`~._device.intervals_on_device`, put back in order where they live. NumPy queries get
+        NumPy intervals (one packed copy per setting); PyTorch queries keep theirs on their device."""
+        from ._device import _on_device, device_kneighbors, interval_on_host
+        from ._device_auto import device_ranking, rows_by_choice
+
+        Q = _on_device(X, self.device)
+        unit, k = self._unit(), None if self.index_ is None else int(self.n_neighbors)
+        neighbors = None
+        if k is not None:  # one exact search on the device for the ranking and every group's bounds
+            _, neighbors = device_kneighbors(Q, self._train, k, working_memory=self.working_memory)
+        ranking = device_ranking(Q, self._train, self.kernel_, self.bandwidths_ / unit, feature_unit=unit,
+                                 fraction=self.ranking_fraction_ if k is None else 1.0, n_neighbors=k,
+                                 neighbors=neighbors, working_memory=self.working_memory)
+        # Settings whose choosing parts agree (β and δ′ of the Hoeffding ε) choose alike: one choice each.
+        groups: dict = {}
+        for name, spec in specs.items():
+            groups.setdefault((spec.for_choice().beta, spec.for_choice().delta_prime), []).append(name)
+        out = {}
+        for names in groups.values():
+            choice = self._choices(ranking, {names[0]: specs[names[0]]})[names[0]]
+            rows, used, inverse = rows_by_choice(choice, self.bandwidths_.shape[0])
+            group = {name: specs[name] for name in names}
+            parts = [self._intervals_at(Q[r], group, self.bandwidths_[g : g + 1],
+                                        neighbors=None if neighbors is None else neighbors[r])
+                     for g, r in zip(used, rows)]
+            for name in names:
+                out[name] = PredictionInterval.concatenate([p[name] for p in parts]).take(inverse)
+        if compat().is_torch_array(X):
+            return {name: dataclasses.replace(iv, **{f.name: getattr(iv, f.name).to(X.device)
+                                                     for f in dataclasses.fields(iv)}) for name, iv in out.items()}
+        return {name: interval_on_host(iv) for name, iv in out.items()}
 
     def _ranks_first(self, specs: dict, fraction: float) -> bool:
         return (self.bandwidths_.shape[0] > 1 and self._on_host_regular()
@@ -654,8 +709,9 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         used = np.unique(choice)
         return [np.flatnonzero(choice == g) for g in used], used
 
-    def _intervals_at(self, X: np.ndarray, specs: dict, bandwidths: np.ndarray) -> dict:
-        """Intervals of validated queries for every setting in ``specs`` from one pass at ``bandwidths``."""
+    def _intervals_at(self, X: np.ndarray, specs: dict, bandwidths: np.ndarray, neighbors: Any = None) -> dict:
+        """Intervals of validated queries for every setting in ``specs`` from one pass at ``bandwidths``
+        (``neighbors``: the localized classifier's device neighbours when already searched)."""
         # Queries in blocks when a bound keeps per-query histograms or neighbour lists, so that
         # memory stays bounded however many queries come in.
         if self._bounds_on_device(specs, bandwidths):  # statistics and bounds where the queries are
@@ -666,7 +722,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
                 X, self._train, self.kernel_, float(bandwidths[0]), specs, device=self.device, box=self._box,
                 fallback=lambda vac: self._fallback_proba(np.zeros((vac.size, n_classes)), (~vac).astype(float))[0][vac],
                 histogram_bins=int(self.histogram_bins), working_memory=self.working_memory,
-                n_neighbors=None if self.index_ is None else int(self.n_neighbors),
+                n_neighbors=None if self.index_ is None else int(self.n_neighbors), neighbors=neighbors,
             )
             if out is not None:
                 return out
@@ -684,8 +740,11 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
 
     def _bounds_on_device(self, specs: dict, bandwidths: np.ndarray) -> bool:
         """``device=`` with settings the device bounds serve (:func:`~._device.bounds_on_device`) and, for
-        the localized classifier, an exact index (its search then runs on the device too)."""
-        if getattr(self, "device", None) is None:
+        the localized classifier, an exact index (its search then runs on the device too). Not for a
+        float32 fit stored in a feature unit other than 1 (data beyond 2^±100): the device route takes
+        the bandwidth and the distance sums in the input's units, so such a fit's statistics come
+        through :meth:`_statistics` (which restates them) and the host bounds."""
+        if getattr(self, "device", None) is None or self._unit() != 1.0:
             return False
         from ._device import bounds_on_device
 
@@ -758,28 +817,18 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
                     idx, self._train, self.kernel_, bandwidths, queries=X, need_dist=need_dist,
                     tail_radius=tail, device=self.device, working_memory=self.working_memory, **extra,
                 )
-        return KernelStatistics(
-            class_sums=sums.class_sums,
-            sq_sum=sums.sq_sum,
+        # The engines give the bound form at the engine's bandwidths (the fit's feature unit): the
+        # estimator's bandwidths, distances back in the input's units, and what only it knows.
+        return dataclasses.replace(
+            sums,
             dist_sum=_times(sums.dist_sum, unit),
             bandwidth=raw_bandwidths[None, :],
-            kernel=self.kernel_,
             outside_box=outside_box(X_input, *self._box),
-            tail_mass=sums.tail_mass,
             diameter=self._diameter(X_input) if need_tail else None,
-            histogram=sums.histogram,
-            hist_edges=sums.hist_edges,
             # Dense path: the expanded distance's rounding bound; the localized path's
             # distances are recomputed directly (relative error ~1e-15, covered below).
-            u2_error=sums.u2_error(bandwidths) if self.index_ is None else 0.0,
-            weight_max=sums.weight_max,
-            hist_mass=sums.hist_mass,
+            u2_error=sums.u2_error if self.index_ is None else 0.0,
             hist_dist=_times(sums.hist_dist, unit),
-            hist_count=sums.hist_count,
-            weight_min=sums.weight_min,
-            sum_error=sums.sum_error,  # the device paths' summation error, carried by the bound
-            uniform_weights=bool(sums.uniform_weights),
-            point_mass=sums.point_mass,
             # Directly computed distances have relative error ≤ (d + 6)·2⁻⁵³: round them up.
             point_dist=_times(sums.point_dist, unit * (1.0 + (X.shape[1] + 8) * 2.0**-53)),
         )
@@ -838,7 +887,9 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         """Each query's nearest training rows (localized classifier), as its kernel sums use them.
 
         The index searches in coordinates scaled by a power of two (exact); the distances
-        returned are recomputed directly from the original coordinates (float64).
+        returned are recomputed directly from the original coordinates (float64). With ``device=``
+        and an exact index the search runs on the device, as the statistics' own (exact k-NN: a
+        blocked product, top-k and a float64 re-rank; ties to the lower row).
 
         Parameters
         ----------
@@ -875,6 +926,12 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         k = self.n_neighbors if n_neighbors is None else n_neighbors
         check_int_range(k, "n_neighbors", 1, self.n_samples_fit_,
                         hint=f"It counts neighbours among the {self.n_samples_fit_} training samples.")
-        _, idx = self.index_.kneighbors(_search_queries(X / self._index_scale), int(k))
+        if self._searches_on_device():  # the exact search where the statistics' search runs (no host index)
+            from ._device import device_kneighbors
+
+            idx = to_host(device_kneighbors(X, self._train, int(k), device=self.device,
+                                            working_memory=self.working_memory)[1])
+        else:
+            _, idx = self.index_.kneighbors(_search_queries(X / self._index_scale), int(k))
         dist = neighbor_distances(X, self._train.X, idx, working_memory=self.working_memory)
         return _times(dist, self._unit()), idx

@@ -7,11 +7,14 @@ then carry the same error model as the dense pass (:mod:`._sums`).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .._numerics import direct_d2_error_factor, direct_distance_error, direct_distances, square_sum_upper, summation_error
 from ..kernels import Kernel
-from ._sums_data import KernelSums, TrainingSet
+from ..engine import KernelStatistics
+from ._sums_data import TrainingSet, u2_error_rows, zero_statistics
 from ._tiles import _U64
 
 neighbor_distances = direct_distances  # the name the engine has always exported
@@ -20,7 +23,7 @@ __all__ = ["neighbor_distances", "neighbor_kernel_sums"]
 
 
 def _reduce_weights(
-    out: KernelSums,
+    out: KernelStatistics,
     rows: slice,
     g: int,
     wk: np.ndarray,
@@ -49,7 +52,7 @@ def neighbor_kernel_sums(
     tail_radius: float | None = None,
     queries: np.ndarray | None = None,
     keep_points: bool = False,
-) -> KernelSums:
+) -> KernelStatistics:
     """Kernel sums over each query's k nearest neighbours (the *localized* NWC).
 
     Parameters
@@ -72,7 +75,10 @@ def neighbor_kernel_sums(
 
     Returns
     -------
-    KernelSums
+    KernelStatistics
+        The bound form in NumPy float64, at ``bandwidths`` (``bandwidth`` (1, G)), with
+        ``weight_max``, ``sum_error`` and ``u2_error`` (n, G): the directly computed distances'
+        error bound on ``u² = d²/λ²`` (0 for the index's own distances).
 
     Examples
     --------
@@ -88,9 +94,9 @@ def neighbor_kernel_sums(
     n_q, k_nn = idx.shape
     n_classes = train.n_classes
     bandwidths = np.asarray(bandwidths, dtype=np.float64)
-    out = KernelSums.empty(n_q, len(bandwidths), n_classes, need_dist, tail_radius is not None)
-    out.weight_max = train.weight_max
-    out.sum_error = summation_error(k_nn)  # each sum adds the k neighbours' w_i K_i in float64
+    out = zero_statistics(n_q, bandwidths, n_classes, kernel, need_dist=need_dist, need_tail=tail_radius is not None,
+                          weight_max=train.weight_max,
+                          sum_error=summation_error(k_nn))  # each sum adds the k neighbours' w_i K_i in float64
     d_feat = train.X.shape[1]
     if queries is not None:
         dist = neighbor_distances(queries, train.X, idx)
@@ -100,11 +106,11 @@ def neighbor_kernel_sums(
         rel = 0.0  # the index's own distances: no bound known here
     lam_max = float(bandwidths.max()) if bandwidths.size else 1.0
     support = kernel.radius * lam_max if kernel.compact else lam_max
-    out.support = support
     # |d̃² − d²| ≤ ((1 + rel)² − 1)·d̃² per row, in units of S², at the row's farthest neighbour.
     with np.errstate(over="ignore", invalid="ignore"):
         far = np.max(dist, axis=1, initial=0.0) / support
-        out.d2_error_rel = direct_d2_error_factor(d_feat) * far * far if rel else np.zeros(n_q)
+        out.u2_error[...] = u2_error_rows(direct_d2_error_factor(d_feat) * far * far if rel else np.zeros(n_q),
+                                          support, bandwidths, n_q)
     with np.errstate(over="ignore"):
         dist_up = dist * (1.0 + rel) if rel else dist  # never below the true distance
     beyond = not np.all(np.isfinite(dist_up))  # a query beyond float64's range of the data: d = +inf
@@ -113,8 +119,7 @@ def neighbor_kernel_sums(
     weights = None if train.weights is None else train.weights[idx].astype(np.float64) / unit
     flat = (np.arange(n_q)[:, None] * n_classes + labels).ravel()
     if keep_points:
-        out.point_mass = np.empty((n_q, len(bandwidths), k_nn))
-        out.point_dist = dist
+        out = dataclasses.replace(out, point_mass=np.empty((n_q, len(bandwidths), k_nn)), point_dist=dist)
     for g, lam in enumerate(bandwidths):
         with np.errstate(over="ignore"):  # d/λ = +inf far away: K = 0
             wk = np.asarray(kernel(dist / float(lam)), dtype=np.float64)
@@ -127,13 +132,13 @@ def neighbor_kernel_sums(
         # K(∞) = 0: an infinitely far neighbour adds nothing to Σ w K d (not 0·∞ = NaN)
         _reduce_weights(out, slice(None), g, wk, class_sums, np.where(wk > 0, dist_up, 0.0) if beyond else dist_up, cut)
     if out.dist_sum is not None and rel:
-        out.dist_sum *= 1.0 + (k_nn + 4) * _U64  # the summation's rounding: still an upper bound
+        np.multiply(out.dist_sum, 1.0 + (k_nn + 4) * _U64, out=out.dist_sum)  # the summation's rounding: still an upper bound
     if unit != 1.0:  # back to the input's units (exact, or inf/0 where not representable)
         with np.errstate(over="ignore", under="ignore"):
-            for part in (out.class_sums, out.dist_sum, out.tail_mass, out.point_mass):
-                if part is not None:
+            for part in (out.class_sums, out.dist_sum, out.tail_mass, out.point_mass, out.sq_sum):
+                if part is not None:  # in place (the statistics are frozen, their arrays are not)
                     part *= unit
-            out.sq_sum *= unit
-            out.sq_sum *= unit  # in two steps: unit² alone may overflow
+            sq_sum = out.sq_sum
+            sq_sum *= unit  # in two steps: unit² alone may overflow
     return out
 

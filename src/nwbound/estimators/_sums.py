@@ -62,14 +62,14 @@ query block:
 ``dist_sum`` adds ``w K·S·√(d̃²/S²·(1 + c) + e)`` (``c`` the direct formula's relative error):
 an upper bound of the true distance, so the Lipschitz bias term stays valid; the float64
 summation's rounding is covered by a final factor ``1 + (n + 8)u₆₄``. The per-row bound is
-exposed as :attr:`KernelSums.d2_error` (input units) and :meth:`KernelSums.u2_error`
-(per bandwidth, on ``u² = d²/λ²``): bound code widens the histogram's bin edges by it. The
+exposed as the statistics' ``u2_error`` (per query and bandwidth, on ``u² = d²/λ²``, scale-free:
+:func:`~._sums_data.u2_error_rows`): bound code widens the histogram's bin edges by it. The
 histogram bins each point by the very ``u²`` its kernel value was computed from.
 
 **Rounding of the sums.** The terms ``a_i = fl(w_i·K̃_i)`` are what the bound weighs (any
 weights that depend on the inputs only keep it valid; the histogram's per-bin kernel range has
 slack for the evaluation). Their float64 sums of at most ``n`` terms, in any order, lie within
-``1 ± γ_n`` (``u = 2⁻⁵³``) of the exact ones: ``KernelSums.sum_error`` carries ``ρ = γ_n`` for the
+``1 ± γ_n`` (``u = 2⁻⁵³``) of the exact ones: ``KernelStatistics.sum_error`` carries ``ρ = γ_n`` for the
 class sums, per-bin masses and tail masses (``n`` the training points, ``k`` for the localized
 sums), and the bound widens by it. ``Σ a_i²`` is made an upper bound at the source
 (:func:`~nwbound._numerics.square_sum_upper`), like ``dist_sum``.
@@ -79,7 +79,8 @@ buffers are sized from it (split between the threads).
 
 **Where the pieces live.** This module plans a call and walks its query blocks
 (:func:`dense_kernel_sums`, :func:`dense_moment_sums`); :mod:`._sums_data` holds the training set's
-layout (:class:`TrainingSet`) and the result type (:class:`KernelSums`); :mod:`._tiles` one block's
+layout (:class:`TrainingSet`) and allocates the one result type, :class:`~nwbound.engine.KernelStatistics`
+(:func:`~._sums_data.zero_statistics`, filled in place); :mod:`._tiles` one block's
 reduction (:class:`~._tiles._Accumulator`, the compiled or numpy route); :mod:`._neighbor_sums` the
 localized classifier's sums over given neighbours (:func:`neighbor_kernel_sums`). Every public
 name is re-exported here. The tuning constants live with their readers: the block and tile sizes,
@@ -102,11 +103,12 @@ from .._memory import block_rows
 from .._numerics import direct_distance_error, summation_error
 from ..kernels import Kernel
 from ._neighbor_sums import neighbor_distances, neighbor_kernel_sums
-from ._sums_data import KernelSums, TrainingSet, _Layout, _nearest_center, ranking_sample_rows
+from ..engine import KernelStatistics
+from ._sums_data import TrainingSet, _Layout, _nearest_center, ranking_sample_rows, zero_statistics
 from ._tiles import _U64, _Accumulator, _FusedSpec, _Plan, _direct_delta, _distance_sum_scale, _store, _t_error
 
 __all__ = [
-    "TrainingSet", "KernelSums", "MomentSums", "dense_kernel_sums", "dense_moment_sums", "neighbor_kernel_sums",
+    "TrainingSet", "MomentSums", "dense_kernel_sums", "dense_moment_sums", "neighbor_kernel_sums",
     "neighbor_distances", "block_rows", "ranking_sample_rows",
 ]
 
@@ -297,7 +299,7 @@ def dense_kernel_sums(
     n_jobs: int | None = None,
     prune: bool | None = None,
     histogram_bins: int = 0,
-) -> KernelSums:
+) -> KernelStatistics:
     """Kernel sums of every query against every training point (the *regular* NWC).
 
     Parameters
@@ -328,8 +330,11 @@ def dense_kernel_sums(
 
     Returns
     -------
-    KernelSums
-        With ``d2_error_rel``/``support`` (see :attr:`KernelSums.d2_error`) and ``weight_max``.
+    KernelStatistics
+        The bound form in NumPy float64, at ``bandwidths`` (``bandwidth`` (1, G)): ``u2_error``
+        (n, G) bounds the error of every computed ``u²`` (see the module docstring), with
+        ``weight_max``, ``uniform_weights``, ``sum_error`` and, with a histogram, its edges (and
+        with sample weights ``hist_count`` and ``weight_min``).
 
     Raises
     ------
@@ -356,31 +361,30 @@ def _dense_pass(
     Xq: np.ndarray, train: TrainingSet, kernel: Kernel, bandwidths: np.ndarray, *, need_dist: bool,
     tail_radius: float | None, working_memory: float | None, n_jobs: int | None, prune: bool | None,
     histogram_bins: int, moment_degree: int = -1,
-) -> KernelSums:
-    """:func:`dense_kernel_sums`, or with ``moment_degree ≥ 0`` the per-slot moments of :func:`dense_moment_sums`."""
+) -> KernelStatistics | np.ndarray:
+    """:func:`dense_kernel_sums`, or with ``moment_degree ≥ 0`` the (n, G, M) per-slot moments of
+    :func:`dense_moment_sums`."""
     n_q = Xq.shape[0]
     bandwidths = np.asarray(bandwidths, dtype=np.float64)
     histogram_bins = _check_histogram_bins(histogram_bins, kernel)
     compact = kernel.compact and tail_radius is None
     moments = moment_degree >= 0
-    out = KernelSums.empty(n_q, len(bandwidths), 0 if moments else train.n_classes, need_dist,
-                           tail_radius is not None, histogram_bins)
-    if moments:
-        out.moments = np.zeros((n_q, len(bandwidths), _n_moments(moment_degree, train.weights)))
-    out.weight_max = train.weight_max
-    out.uniform_weights = train.weights is None
-    # Every sum adds at most n_train non-negative float64 terms, in whatever order the tiles,
-    # bincount, BLAS or the compiled pass take: within 1 ± γ_n of the exact sum of the terms.
-    out.sum_error = summation_error(train.X.shape[0])
     radius_sq = float(kernel.radius) ** 2 if kernel.compact else math.inf
-    if histogram_bins:
-        out.hist_edges = np.linspace(0.0, radius_sq, histogram_bins + 1)
-        if train.weights is not None:
-            out.hist_count = np.zeros((n_q, len(bandwidths), histogram_bins))
-            out.weight_min = float(train.weights.min()) if train.weights.size else 0.0
     support, scales, inv_support = _support_scales(kernel, bandwidths)
-    out.support = support
-    out.d2_error_rel = np.zeros(n_q)
+    if moments:
+        out: KernelStatistics | np.ndarray = np.zeros((n_q, len(bandwidths), _n_moments(moment_degree, train.weights)))
+    else:
+        weighted_bins = bool(histogram_bins) and train.weights is not None
+        out = zero_statistics(
+            n_q, bandwidths, train.n_classes, kernel, need_dist=need_dist, need_tail=tail_radius is not None,
+            histogram_bins=histogram_bins,
+            hist_edges=np.linspace(0.0, radius_sq, histogram_bins + 1) if histogram_bins else None,
+            count_points=weighted_bins, weight_max=train.weight_max, uniform_weights=train.weights is None,
+            # Every sum adds at most n_train non-negative float64 terms, in whatever order the tiles,
+            # bincount, BLAS or the compiled pass take: within 1 ± γ_n of the exact sum of the terms.
+            sum_error=summation_error(train.X.shape[0]),
+            weight_min=(float(train.weights.min()) if train.weights.size else 0.0) if weighted_bins else 0.0,
+        )
     if n_q == 0:
         return out
     if prune is None:
@@ -391,7 +395,7 @@ def _dense_pass(
     plan = _dense_plan(
         lay, kernel, bandwidths, support, scales, inv_support, compact=compact, need_dist=need_dist,
         tail_radius=tail_radius, histogram_bins=histogram_bins, radius_sq=radius_sq,
-        weight_max=out.weight_max, n_features=Xq.shape[1], tile_elements=tile_elements, dtype=train.X.dtype,
+        weight_max=train.weight_max, n_features=Xq.shape[1], tile_elements=tile_elements, dtype=train.X.dtype,
         moment_degree=moment_degree,
     )
     n_rows = _query_block_rows(n_q, n_threads, tile_elements, pruned=lay.balls is not None and compact)
@@ -399,7 +403,11 @@ def _dense_pass(
 
     def run(task: tuple[slice | np.ndarray, np.ndarray | None]) -> None:
         rows, cols = task
-        _store(out, rows, _block_sums(Xq[rows], cols, plan), plan)
+        acc = _block_sums(Xq[rows], cols, plan)
+        if moments:
+            out[rows] = acc.mom
+        else:
+            _store(out, rows, acc, plan)
 
     if n_threads > 1 and len(tasks) > 1:
         # Threads over query blocks, one BLAS thread each: no oversubscription.
@@ -515,7 +523,7 @@ def dense_moment_sums(
         rows = slice(s, min(s + step, n_q))
         moments = _dense_pass(Xq[rows], train, kernel, bandwidths, need_dist=False, tail_radius=None,
                               working_memory=working_memory, n_jobs=n_jobs, prune=prune, histogram_bins=0,
-                              moment_degree=degree).moments
+                              moment_degree=degree)
         kappa[rows], sq_sum[rows], dist_sum[rows] = _moments_to_sums(moments, coef, kernel, bandwidths, train)
     return MomentSums(kappa=kappa, sq_sum=sq_sum, dist_sum=dist_sum)
 

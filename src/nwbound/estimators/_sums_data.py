@@ -3,7 +3,9 @@
 :class:`TrainingSet` holds the fitted training points and builds, once and cached, the dense
 path's :class:`_Layout` (centred at the bounding-box midpoint, scaled by a power of two, in the
 augmented form ``[x'', 1, ‖x''‖²]``; with ``prune`` the k-means ball partition too).
-:class:`KernelSums` is what every engine pass returns (float64, per query and bandwidth).
+Every engine pass returns the one :class:`~nwbound.engine.KernelStatistics` (bound form, NumPy
+float64, per query and bandwidth): :func:`zero_statistics` allocates it, the pass fills its
+arrays in place, :func:`u2_error_rows` turns the pass's distance-error bound into ``u2_error``.
 :func:`ranking_sample_rows` picks the rows of ``bandwidth="auto"``'s ranking sample.
 The passes that fill the sums live in :mod:`._sums` (dense), :mod:`._tiles` (one block's
 reduction) and :mod:`._neighbor_sums` (localized).
@@ -16,7 +18,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["KernelSums", "TrainingSet", "ranking_sample_rows"]
+from ..engine import KernelStatistics
+from ..kernels import Kernel
+
+__all__ = ["TrainingSet", "ranking_sample_rows", "u2_error_rows", "zero_statistics"]
 
 # Pruning: training points per ball, and fewer points than this are never pruned.
 _BALL_SIZE = 128
@@ -196,82 +201,61 @@ def ranking_sample_rows(n_rows: int, fraction: float, row_offset: int = 0) -> np
     return (z >> np.uint64(11)).astype(np.float64) * 2.0**-53 < fraction
 
 
-@dataclass
-class KernelSums:
-    """Per-query, per-bandwidth kernel sums (float64).
+def zero_statistics(n: int, bandwidths: np.ndarray, n_classes: int, kernel: Kernel, *, need_dist: bool,
+                    need_tail: bool, histogram_bins: int = 0, hist_edges: np.ndarray | None = None,
+                    count_points: bool = False, **fields) -> KernelStatistics:
+    """The bound-form :class:`~nwbound.engine.KernelStatistics` an engine pass fills in place: zero
+    float64 arrays (n, G, …) for the sums asked for, ``u2_error`` a zero (n, G) array, ``bandwidth``
+    the (1, G) grid the pass computes at (in the units the pass sees), and ``fields`` as given
+    (``weight_max``, ``uniform_weights``, ``sum_error``, …).
 
-    ``d2_error_rel`` bounds ``|d̃² − d²|/S²`` for every pair the sums used (per query, or one
-    float), ``support`` is ``S``; ``d2_error`` gives the bound in the input's units and
-    :meth:`u2_error` per bandwidth on ``u² = d²/λ²``. ``histogram`` (n, G, B) holds
-    ``Σ w_i/weight_max`` per bin of ``u²`` with edges ``hist_edges`` (B + 1,). The localized
-    split form of the Chernoff bound also reads, per bin, ``hist_mass = Σ w_i K_i`` and
-    ``hist_dist ≥ Σ w_i K_i ‖y − y_i‖`` (the distance bound of ``dist_sum``), and
-    ``uniform_weights`` (no sample weights: every point's mass is ``w_max·K_i``); with sample
-    weights, ``hist_count`` (n, G, B) counts the points per bin and ``weight_min`` is the smallest
-    weight, so each point's mass is at least ``weight_min·K`` at the bin's outer edge. The localized
-    path with ``keep_points`` adds ``point_mass`` (n, G, k) ``= w_i K_i`` and ``point_dist``
-    (n, k), the directly computed neighbour distances.
+    The dataclass is frozen, its arrays are not: the passes write into them block by block.
 
     Examples
     --------
     >>> import numpy as np
     >>> from nwbound.kernels import get_kernel
-    >>> from nwbound.estimators._sums import dense_kernel_sums
-    >>> train = TrainingSet.build(np.array([[0.0], [0.5]]), np.array([0, 1]), 2, np.array([1.0, 2.0]))
-    >>> s = dense_kernel_sums(np.array([[0.0]]), train, get_kernel("epanechnikov"), np.array([1.0, 2.0]),
-    ...                       need_dist=True)
-    >>> s.kappa.round(4).tolist(), s.weight_max, bool(s.u2_error([1.0, 2.0]).max() < 1e-12)
-    ([[2.5, 2.875]], 2.0, True)
+    >>> st = zero_statistics(2, np.array([0.5, 1.0]), 3, get_kernel("epanechnikov"), need_dist=True,
+    ...                      need_tail=False, histogram_bins=4, hist_edges=np.linspace(0.0, 1.0, 5))
+    >>> st.class_sums.shape, st.histogram.shape, st.tail_mass is None, st.u2_error.shape
+    ((2, 2, 3), (2, 2, 4), True, (2, 2))
     """
+    bandwidths = np.asarray(bandwidths, dtype=np.float64).reshape(-1)
+    G, B = bandwidths.shape[0], int(histogram_bins)
 
-    class_sums: np.ndarray  # (n, G, C)
-    sq_sum: np.ndarray  # (n, G)
-    dist_sum: np.ndarray | None  # (n, G)
-    tail_mass: np.ndarray | None  # (n, G)
-    d2_error_rel: np.ndarray | float = 0.0  # (n,) or scalar, units of S²
-    support: float = 1.0  # S
-    histogram: np.ndarray | None = None  # (n, G, B)
-    hist_edges: np.ndarray | None = None  # (B + 1,) in u²
-    weight_max: float = 1.0
-    hist_mass: np.ndarray | None = None  # (n, G, B) Σ w_i K_i per bin
-    hist_dist: np.ndarray | None = None  # (n, G, B) ≥ Σ w_i K_i ‖y − y_i‖ per bin
-    uniform_weights: bool = False  # set by dense_kernel_sums (no sample weights)
-    point_mass: np.ndarray | None = None  # (n, G, k)
-    point_dist: np.ndarray | None = None  # (n, k)
-    moments: np.ndarray | None = None  # (n, G, M) per slot, the ranking pass of dense_moment_sums
-    hist_count: np.ndarray | None = None  # (n, G, B) points per bin (weighted data)
-    weight_min: float = 0.0  # the smallest sample weight (weighted data)
-    sum_error: float = 0.0  # ρ: class_sums, hist_mass, tail_mass within 1 ± ρ of the exact sums of the w_i K_i
+    def zeros(*shape: int) -> np.ndarray:
+        return np.zeros((n, G) + shape)
 
-    @property
-    def kappa(self) -> np.ndarray:
-        return self.class_sums.sum(axis=2)
+    return KernelStatistics(
+        class_sums=zeros(n_classes),
+        sq_sum=zeros(),
+        dist_sum=zeros() if need_dist else None,
+        bandwidth=bandwidths[None, :],
+        kernel=kernel,
+        tail_mass=zeros() if need_tail else None,
+        histogram=zeros(B) if B else None,
+        hist_mass=zeros(B) if B else None,
+        hist_dist=zeros(B) if B else None,
+        hist_count=zeros(B) if B and count_points else None,
+        hist_edges=hist_edges if B else None,
+        u2_error=zeros(),
+        **fields,
+    )
 
-    @property
-    def d2_error(self) -> np.ndarray | float:
-        """Bound on ``|d̃² − d²|`` in the input's squared units (``inf`` only where ``S²``
-        itself overflows; :meth:`u2_error` never does)."""
-        with np.errstate(over="ignore"):
-            return self.d2_error_rel * (self.support * self.support)
 
-    def u2_error(self, bandwidths: np.ndarray) -> np.ndarray:
-        """Bound on ``|ũ² − u²|`` (``u = d/λ``), shape (n, G) for the (G,) ``bandwidths``."""
-        ratio = (self.support / np.asarray(bandwidths, dtype=np.float64)) ** 2
-        n = self.class_sums.shape[0]
-        return np.broadcast_to(np.asarray(self.d2_error_rel, dtype=np.float64), (n,))[:, None] * ratio[None, :]
+def u2_error_rows(d2_error_rel: np.ndarray | float, support: float, bandwidths: np.ndarray, n: int) -> np.ndarray:
+    """Bound on ``|ũ² − u²|`` (``u = d/λ``), shape (n, G), from a bound ``d2_error_rel`` on
+    ``|d̃² − d²|/S²`` per row (or one float) and the support radius ``S`` of the widest bandwidth.
 
-    @classmethod
-    def empty(cls, n: int, n_bandwidths: int, n_classes: int, need_dist: bool, need_tail: bool,
-              histogram_bins: int = 0) -> "KernelSums":
-        return cls(
-            class_sums=np.zeros((n, n_bandwidths, n_classes)),
-            sq_sum=np.zeros((n, n_bandwidths)),
-            dist_sum=np.zeros((n, n_bandwidths)) if need_dist else None,
-            tail_mass=np.zeros((n, n_bandwidths)) if need_tail else None,
-            histogram=np.zeros((n, n_bandwidths, histogram_bins)) if histogram_bins else None,
-            hist_mass=np.zeros((n, n_bandwidths, histogram_bins)) if histogram_bins else None,
-            hist_dist=np.zeros((n, n_bandwidths, histogram_bins)) if histogram_bins else None,
-        )
+    Scale-free: ``S/λ`` is a ratio of lengths, so it never overflows where ``S²`` would.
+
+    Examples
+    --------
+    >>> u2_error_rows(np.array([1e-8, 2e-8]), 2.0, np.array([1.0, 2.0]), 2).tolist()
+    [[4e-08, 1e-08], [8e-08, 2e-08]]
+    """
+    ratio = (support / np.asarray(bandwidths, dtype=np.float64)) ** 2
+    return np.broadcast_to(np.asarray(d2_error_rel, dtype=np.float64), (n,))[:, None] * ratio[None, :]
 
 
 # ---------------------------------------------------------------------------------------------

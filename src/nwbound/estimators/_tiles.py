@@ -5,7 +5,8 @@ into cache-sized tiles (see :mod:`._sums` for the arithmetic and its error bound
 :class:`_Accumulator` adds the kernel sums — through the compiled pass of :mod:`._fused`
 (:meth:`_Accumulator.add_fused`), the sparse extraction (:meth:`_Accumulator.add_entries`) or the
 dense route (:meth:`_Accumulator.add_dense`) — and :func:`_store` writes a finished block back into
-the call's :class:`~._sums_data.KernelSums` in the input's units. :class:`_Plan` is what every block
+the call's :class:`~nwbound.engine.KernelStatistics` (:func:`~._sums_data.zero_statistics`) in the
+input's units. :class:`_Plan` is what every block
 of one call shares.
 """
 
@@ -17,7 +18,8 @@ import numpy as np
 
 from .._numerics import square_sum_upper
 from ..kernels import Kernel
-from ._sums_data import KernelSums, _Layout
+from ..engine import KernelStatistics
+from ._sums_data import _Layout, u2_error_rows
 
 __all__: list[str] = []
 
@@ -295,8 +297,9 @@ def _distance_sum_scale(support: float, n_points: int) -> float:
     return support * (1.0 + (n_points + 8) * _U64)
 
 
-def _store(out: KernelSums, rows: slice | np.ndarray, acc: _Accumulator, plan: _Plan) -> None:
-    """Write one block's sums back in the input's units (distances: S; weights: ``weight_unit``)."""
+def _store(out: KernelStatistics, rows: slice | np.ndarray, acc: _Accumulator, plan: _Plan) -> None:
+    """Write one block's sums into ``out``'s arrays in the input's units (distances: S; weights:
+    ``weight_unit``), and its distance-error bound as ``u2_error``."""
     unit = plan.layout.weight_unit
     # Exact (a power of two) unless the true sum is not representable: then inf or 0, never NaN.
     with np.errstate(over="ignore", under="ignore"):
@@ -314,7 +317,5 @@ def _store(out: KernelSums, rows: slice | np.ndarray, acc: _Accumulator, plan: _
             out.hist_dist[rows] = acc.hist_md[..., 1] * up * unit
             if out.hist_count is not None:
                 out.hist_count[rows] = acc.hist_md[..., 2]
-    out.d2_error_rel[rows] = acc.row_err
-    if acc.mom is not None:
-        out.moments[rows] = acc.mom
+    out.u2_error[rows] = u2_error_rows(acc.row_err, plan.support, plan.bandwidths, acc.n_rows)
 
