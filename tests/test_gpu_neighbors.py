@@ -132,8 +132,8 @@ def test_localized_estimator_on_a_device_matches_the_cpu(bound, weighted):
     w = rng.uniform(0.3, 3.0, 800) if weighted else None
     device = "cuda" if torch.cuda.is_available() else "cpu"
     params = dict(bandwidth=0.3, n_neighbors=60, algorithm="brute", lipschitz=1.0, bound=bound)
-    cpu = NadarayaWatsonClassifier(**params).fit(X, y, sample_weight=w)
-    dev = NadarayaWatsonClassifier(device=device, **params).fit(X, y, sample_weight=w)
+    cpu = NadarayaWatsonClassifier(metric=None, **params).fit(X, y, sample_weight=w)
+    dev = NadarayaWatsonClassifier(metric=None, device=device, **params).fit(X, y, sample_weight=w)
     a, b = cpu.predict_interval(Q), dev.predict_interval(Q)
     for field in ("proba", "kappa"):  # float64 on both sides: equal to rounding
         np.testing.assert_allclose(getattr(b, field), getattr(a, field), rtol=1e-9, atol=1e-12, err_msg=field)

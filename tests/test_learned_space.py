@@ -109,7 +109,7 @@ def test_metric_none_is_todays_classifier_bit_for_bit():
     state = new.get_fitted_state()
     assert np.array_equal(state["X"], X) and np.array_equal(state["labels"], y)
     # The state path never splits or maps: a copy restored from the state answers identically.
-    old = NadarayaWatsonClassifier(bandwidth=0.7, lipschitz=0.3).set_fitted_state(state)
+    old = NadarayaWatsonClassifier(metric=None, bandwidth=0.7, lipschitz=0.3).set_fitted_state(state)
     a, b = new.predict_interval(X[:50]), old.predict_interval(X[:50])
     for f in ("proba", "lower", "upper", "epsilon", "kappa"):
         assert np.array_equal(getattr(a, f), getattr(b, f))
@@ -121,7 +121,7 @@ def test_standard_metric_is_label_free_and_keeps_every_row():
     X = X * np.array([1.0, 10.0, 100.0])
     clf = NadarayaWatsonClassifier(bandwidth=0.7, metric="standard").fit(X, y)
     assert clf.n_samples_fit_ == 300
-    ref = NadarayaWatsonClassifier(bandwidth=0.7).fit(StandardScaler().fit_transform(X), y)
+    ref = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.7).fit(StandardScaler().fit_transform(X), y)
     np.testing.assert_allclose(clf.predict_proba(X[:20]),
                                ref.predict_proba(StandardScaler().fit(X).transform(X[:20])), atol=1e-12)
 
@@ -141,7 +141,7 @@ def test_learned_diagonal_space_covers_at_its_true_constant_and_certifies_more()
         L_z = float(np.hypot(1 / a[0], 1 / a[1]))
         assert L_z <= L * np.linalg.norm(np.linalg.inv(A), 2) + 1e-12  # the general rule L‖A⁻¹‖₂
         iv = clf.predict_interval(Q, bounds={"L_z": {"lipschitz": L_z}})["L_z"]
-        euclid = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=L, delta=delta).fit(X, y).predict_interval(Q)
+        euclid = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=L, delta=delta).fit(X, y).predict_interval(Q)
         # The same rows the learned space's kernel sums use, in x: Euclidean with every advantage but the space.
     miss = (pq < iv.lower[:, 1]) | (pq > iv.upper[:, 1])
     assert miss.mean() <= delta
@@ -245,7 +245,7 @@ def test_cross_fit_in_folds_covers_at_the_true_constant():
 
 def test_intersection_of_two_intervals_by_hand():
     X, y, _ = _field(400, d=3)
-    clf = NadarayaWatsonClassifier(bandwidth=0.8, lipschitz=0.3).fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.8, lipschitz=0.3).fit(X, y)
     a = clf.predict_interval(X[:30])
     b = clf.set_params(lipschitz=0.1).predict_interval(X[:30])
     both = intersect_intervals(a, b)  # nested: b ⊂ a, so the intersection is b
@@ -348,7 +348,7 @@ def test_model_files_refuse_a_learned_metric(tmp_path):
         clf.get_fitted_state()
     with pytest.raises(ValueError, match="safe model file cannot store"):
         save_model(clf, tmp_path / "m.npz")
-    state = NadarayaWatsonClassifier(bandwidth=1.0).fit(X, y).get_fitted_state()
+    state = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=1.0).fit(X, y).get_fitted_state()
     with pytest.raises(ValueError, match="set_fitted_state"):
         NadarayaWatsonClassifier(bandwidth=1.0, metric="standard").set_fitted_state(state)
 
@@ -396,8 +396,8 @@ def test_lipschitz_auto_uses_held_out_rows_only_and_says_what_it_is():
 def test_lipschitz_auto_without_a_metric_holds_rows_out():
     X, y, _ = _field(2000, d=2, seed=6)
     with _quiet():
-        clf = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz="auto", metric_fraction=0.3).fit(X, y)
-        dy = DyadicClassifier(resolution=3, lipschitz="auto").fit(X, y)
+        clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz="auto", metric_fraction=0.3).fit(X, y)
+        dy = DyadicClassifier(metric=None, resolution=3, lipschitz="auto").fit(X, y)
     assert clf.metric_ is None and clf.n_samples_fit_ == 1400 and clf.check_rows_.size == 300
     assert dy.lipschitz_report_.value == dy.lipschitz_ and dy.predict_interval(X[:3]).proba.shape == (3, 2)
     with pytest.raises(ValueError, match="get_fitted_state"):
@@ -517,7 +517,7 @@ def test_lipschitz_auto_chooses_bandwidths_at_the_pilot_so_intervals_nest_in_L()
     rng = np.random.default_rng(5)
     X = rng.uniform(-1, 1, (1500, 2))
     y = (rng.random(1500) < 1 / (1 + np.exp(-4 * X[:, 0]))).astype(int)
-    clf = NadarayaWatsonClassifier(bandwidth="auto", lipschitz="auto", random_state=0).fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz="auto", random_state=0).fit(X, y)
     pilot = clf.lipschitz_report_.pilot
     Q = rng.uniform(-1, 1, (300, 2))
     with _quiet():
@@ -630,7 +630,7 @@ def test_auto_defaults_cover_a_few_of_many_features_field_and_beat_euclidean_at_
     with _quiet():
         clf = NadarayaWatsonClassifier(metric="auto", lipschitz="auto", bandwidth="auto", delta=delta).fit(X, y)
         iv = clf.predict_interval(Q)
-        euclid = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=L, delta=delta).fit(X, y).predict_interval(Q)
+        euclid = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=L, delta=delta).fit(X, y).predict_interval(Q)
     assert clf._is_cross_fitted()  # the default for metric="auto"
     miss = np.any((P < iv.lower - 1e-12) | (P > iv.upper + 1e-12), axis=1)
     # Queries share the training rows, so their misses are not independent; the allowance is a
@@ -650,7 +650,7 @@ def test_cross_fit_auto_cross_fits_metric_auto_only(metric, cross_fit, expected)
         clf = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric=metric, cross_fit=cross_fit).fit(X, y)
     assert (getattr(clf, "cross_fit_models_", None) is not None) == expected
     assert clf.get_params()["cross_fit"] == cross_fit
-    assert NadarayaWatsonClassifier().get_params()["cross_fit"] == "auto"
+    assert NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale").get_params()["cross_fit"] == "auto"
     if expected:  # every training row in the kernel sums of one model of each layout (pair; folds with "auto")
         assert clf.n_samples_fit_ == X.shape[0] * (2 if cross_fit == "auto" else 1)
         assert isinstance(clf.metric_report_, tuple) == (metric == "auto")
