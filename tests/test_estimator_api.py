@@ -43,7 +43,7 @@ _SMALL_DATA_CHECKS = (
 
 def _expected_failures(estimator):
     if getattr(estimator, "metric", None) == "auto" and getattr(estimator, "lipschitz", None) == "auto":
-        reason = ("the defaults need about 20 rows per class for their split and refuse fewer with a "
+        reason = ("the defaults need a few dozen rows per class for their split and refuse fewer with a "
                   "ValueError naming the fix (user guide, 'Defaults')")
         small = {name: reason for name in _SMALL_DATA_CHECKS}
         return {**small, "check_sample_weight_equivalence_on_dense_data":

@@ -99,7 +99,7 @@ def _split_settings_errors(estimator: Any, labels: np.ndarray):
             f"The settings {settings} could not be fitted on these {labels.shape[0]} training rows "
             f"(fewest rows in a class: {int(counts.min())}): {exc} These settings hold training rows out of "
             "the kernel sums, to fit the space and to check L, and need enough rows in every class (in "
-            "practice 20 or more per class; user guide, \"Defaults\"). Give more rows, or fit the paper's "
+            "practice a few dozen or more per class; user guide, \"Defaults\"). Give more rows, or fit the paper's "
             "classifier on the features as given: metric=None with a numeric lipschitz (e.g. from "
             "nwbound.assumptions.estimate_lipschitz)."
         )

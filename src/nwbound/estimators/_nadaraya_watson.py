@@ -82,7 +82,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
 
     The defaults (``metric="auto"``, ``lipschitz="auto"``, ``bandwidth="auto"``) state the bound in
     a space learned on a share of the training rows, with L chosen on held-out rows and λ per
-    query (user guide, "Defaults"); they need about 20 training rows per class or more, and
+    query (user guide, "Defaults"); they need a few dozen training rows per class or more, and
     ``fit`` raises a ValueError that names the fix on fewer. **The paper's classifier: pass
     ``metric=None`` and a numeric ``lipschitz``** (or a ``margin``), in the units of the features
     as given; nothing is split.
@@ -422,7 +422,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
         >>> NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.2).fit(X, y).n_samples_fit_
         40
-        >>> NadarayaWatsonClassifier(bandwidth=0.5, metric="auto", cross_fit=False).fit(X, y).n_samples_fit_
+        >>> NadarayaWatsonClassifier(bandwidth=0.5, metric="auto", lipschitz=None, cross_fit=False).fit(X, y).n_samples_fit_
         24
         """
         dtype, _, auto = self._check_params()
