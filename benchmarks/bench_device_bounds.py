@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def bound_case(bound, extra=None, check=False, tag=""):
         extra = extra or {}
-        est = NadarayaWatsonClassifier(bandwidth=lam, lipschitz=1.0, bound=bound, dtype="float32", device=str(dev),
+        est = NadarayaWatsonClassifier(metric=None, bandwidth=lam, lipschitz=1.0, bound=bound, dtype="float32", device=str(dev),
                                        **extra).fit(X, y)
         label = f"{bound}" + (f" k={extra['n_neighbors']}" if "n_neighbors" in extra else "") + tag
         dispatch_ok = os.environ.get("SCIPY_ARRAY_API") == "1"
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {nb} x {Xb.shape[1]} training, {qb} queries, lambda {lam_b:.4f} ({100 * share_b:.1f} % inside); "
               f"data {time.perf_counter() - t0:.1f} s ==")
         product(Xb, Qb, "prod_big")
-        est = NadarayaWatsonClassifier(bandwidth=lam_b, lipschitz=1.0, dtype="float32", device=str(dev)).fit(Xb, yb)
+        est = NadarayaWatsonClassifier(metric=None, bandwidth=lam_b, lipschitz=1.0, dtype="float32", device=str(dev)).fit(Xb, yb)
         Qbt = torch.from_numpy(Qb).to(dev)
         saved = args.repeats
         args.repeats = 1
