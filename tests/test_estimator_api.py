@@ -176,7 +176,7 @@ BAD_FIT = [
 @pytest.mark.parametrize("params, exc, match", BAD_FIT, ids=[str(p[0]) for p in BAD_FIT])
 def test_bad_parameters_are_named(params, exc, match):
     with pytest.raises(exc, match=match):
-        NadarayaWatsonClassifier(metric=None, **params).fit(X0, Y0)
+        NadarayaWatsonClassifier(**{"metric": None, "lipschitz": None, "bandwidth": "scale", **params}).fit(X0, Y0)
 
 
 def test_bad_data_gets_clear_errors():

@@ -62,7 +62,7 @@ def test_split_keeps_each_group_on_one_side():
     assert not set(groups[m]) & set(groups[n])
     assert 0.25 < m.size / 400 < 0.55
     X = rng.normal(size=(400, 3))
-    clf = NadarayaWatsonClassifier(bandwidth=1.0, metric=LinearDiscriminantAnalysis()).fit(X, labels, groups=groups)
+    clf = NadarayaWatsonClassifier(lipschitz=None, bandwidth=1.0, metric=LinearDiscriminantAnalysis()).fit(X, labels, groups=groups)
     assert not set(groups[clf.metric_rows_]) & set(groups[clf.nw_rows_])
 
 
@@ -71,7 +71,7 @@ def test_proba_is_the_nw_average_over_the_nw_rows_in_the_mapped_space():
     X, y, _ = _field(600, d=5)
     Q = np.random.default_rng(9).uniform(-1, 1, (20, 5))
     lam = 0.8
-    clf = NadarayaWatsonClassifier(bandwidth=lam, metric=LinearDiscriminantAnalysis(), metric_fraction=0.3).fit(X, y)
+    clf = NadarayaWatsonClassifier(lipschitz=None, bandwidth=lam, metric=LinearDiscriminantAnalysis(), metric_fraction=0.3).fit(X, y)
     m, n = clf.metric_rows_, clf.nw_rows_
     assert clf.n_samples_fit_ == n.size and clf.n_features_in_ == 5
     assert np.bincount(y[m]).tolist() == [round(0.3 * c) for c in np.bincount(y)]
@@ -119,7 +119,7 @@ def test_metric_none_is_todays_classifier_bit_for_bit():
 def test_standard_metric_is_label_free_and_keeps_every_row():
     X, y, _ = _field(300, d=3)
     X = X * np.array([1.0, 10.0, 100.0])
-    clf = NadarayaWatsonClassifier(bandwidth=0.7, metric="standard").fit(X, y)
+    clf = NadarayaWatsonClassifier(lipschitz=None, bandwidth=0.7, metric="standard").fit(X, y)
     assert clf.n_samples_fit_ == 300
     ref = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.7).fit(StandardScaler().fit_transform(X), y)
     np.testing.assert_allclose(clf.predict_proba(X[:20]),
@@ -222,7 +222,7 @@ def test_cross_fit_folds_keep_groups_whole_and_refuse_too_many_folds():
         NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric=LogisticRegression(), cross_fit=13).fit(
             X, y, groups=groups)
     with pytest.raises(ValueError, match="cross_fit"):
-        NadarayaWatsonClassifier(metric=LogisticRegression(), cross_fit=1).fit(X, y)
+        NadarayaWatsonClassifier(lipschitz=None, bandwidth="scale", metric=LogisticRegression(), cross_fit=1).fit(X, y)
 
 
 @pytest.mark.slow
@@ -266,7 +266,7 @@ def test_dyadic_takes_a_metric():
 @pytest.mark.parametrize("metric", ["auto", LogisticRegression(), make_pipeline(StandardScaler(), PCA(2))])
 def test_metric_kinds_fit_and_predict(metric):
     X, y, _ = _field(500, d=5)
-    clf = NadarayaWatsonClassifier(bandwidth=1.0, metric=metric).fit(X, y)
+    clf = NadarayaWatsonClassifier(lipschitz=None, bandwidth=1.0, metric=metric).fit(X, y)
     assert clf.predict(X[:4]).shape == (4,)
     # metric="auto" is cross-fitted by default (cross_fit="auto"): a space per half.
     spaces_ = [h.metric_ for h in clf.cross_fit_models_] if metric == "auto" else [clf.metric_]
@@ -300,14 +300,14 @@ def test_auto_feature_part_has_a_fixed_share_of_the_distance_whatever_d(n_classe
 
 # -- scikit-learn conventions ------------------------------------------------------------------
 def test_get_params_set_params_clone():
-    clf = NadarayaWatsonClassifier(metric=PCA(2), metric_fraction=0.3, cross_fit=True)
+    clf = NadarayaWatsonClassifier(lipschitz=None, bandwidth="scale", metric=PCA(2), metric_fraction=0.3, cross_fit=True)
     params = clf.get_params()
     assert params["metric_fraction"] == 0.3 and params["cross_fit"] is True and "metric__n_components" in params
     clf.set_params(metric__n_components=3, metric_fraction=0.5)
     twin = clone(clf)
     assert twin.metric is not clf.metric and twin.metric.n_components == 3 and twin.metric_fraction == 0.5
     X, y, _ = _field(300, d=4)
-    fitted = clone(NadarayaWatsonClassifier(bandwidth=1.0, metric=LinearDiscriminantAnalysis())).fit(X, y)
+    fitted = clone(NadarayaWatsonClassifier(lipschitz=None, bandwidth=1.0, metric=LinearDiscriminantAnalysis())).fit(X, y)
     assert not hasattr(fitted.metric, "coef_")  # the parameter is never fitted, its clone is
     assert hasattr(fitted.metric_.map_, "coef_")
 
@@ -317,40 +317,40 @@ def test_get_params_set_params_clone():
 def test_metric_fraction_out_of_range(fraction):
     X, y, _ = _field(100, d=3)
     with pytest.raises(ValueError, match="metric_fraction"):
-        NadarayaWatsonClassifier(metric="auto", metric_fraction=fraction).fit(X, y)
+        NadarayaWatsonClassifier(lipschitz=None, bandwidth="scale", metric="auto", metric_fraction=fraction).fit(X, y)
 
 
 def test_bad_groups_and_maps():
     X, y, _ = _field(100, d=3)
     with pytest.raises(ValueError, match="groups must hold one group label per training row"):
-        NadarayaWatsonClassifier(metric=PCA(2)).fit(X, y, groups=np.zeros(99))
+        NadarayaWatsonClassifier(lipschitz=None, bandwidth="scale", metric=PCA(2)).fit(X, y, groups=np.zeros(99))
     with pytest.raises(ValueError, match="one group"):
-        NadarayaWatsonClassifier(metric=PCA(2)).fit(X, y, groups=np.zeros(100))
+        NadarayaWatsonClassifier(lipschitz=None, bandwidth="scale", metric=PCA(2)).fit(X, y, groups=np.zeros(100))
 
     class FitOnly(BaseEstimator):
         def fit(self, X, y=None):
             return self
 
     with pytest.raises(TypeError, match="neither transform, decision_function nor predict_proba"):
-        NadarayaWatsonClassifier(metric=FitOnly()).fit(X, y)
+        NadarayaWatsonClassifier(lipschitz=None, bandwidth="scale", metric=FitOnly()).fit(X, y)
     with pytest.raises((TypeError, ValueError), match="metric"):
-        NadarayaWatsonClassifier(metric="lda").fit(X, y)
+        NadarayaWatsonClassifier(lipschitz=None, bandwidth="scale", metric="lda").fit(X, y)
     with pytest.raises(ValueError, match="needs a map fitted on labels"):
-        NadarayaWatsonClassifier(metric="standard", cross_fit=True).fit(X, y)
+        NadarayaWatsonClassifier(lipschitz=None, bandwidth="scale", metric="standard", cross_fit=True).fit(X, y)
 
 
 def test_model_files_refuse_a_learned_metric(tmp_path):
     from nwbound.io import save_model
 
     X, y, _ = _field(100, d=3)
-    clf = NadarayaWatsonClassifier(bandwidth=1.0, metric=LinearDiscriminantAnalysis()).fit(X, y)
+    clf = NadarayaWatsonClassifier(lipschitz=None, bandwidth=1.0, metric=LinearDiscriminantAnalysis()).fit(X, y)
     with pytest.raises(ValueError, match="safe model file cannot store"):
         clf.get_fitted_state()
     with pytest.raises(ValueError, match="safe model file cannot store"):
         save_model(clf, tmp_path / "m.npz")
     state = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=1.0).fit(X, y).get_fitted_state()
     with pytest.raises(ValueError, match="set_fitted_state"):
-        NadarayaWatsonClassifier(bandwidth=1.0, metric="standard").set_fitted_state(state)
+        NadarayaWatsonClassifier(lipschitz=None, bandwidth=1.0, metric="standard").set_fitted_state(state)
 
 
 def test_learned_space_standardises_on_its_rows():
@@ -479,7 +479,7 @@ def test_a_model_fitted_elsewhere_enters_frozen():
     X, y, _ = _field(600, d=4, seed=11)
     other, oy, _ = _field(400, d=4, seed=12)  # rows whose labels never reach the kernel sums
     model = LogisticRegression().fit(other, oy)
-    clf = NadarayaWatsonClassifier(bandwidth=1.0, metric=FrozenEstimator(model)).fit(X, y)
+    clf = NadarayaWatsonClassifier(lipschitz=None, bandwidth=1.0, metric=FrozenEstimator(model)).fit(X, y)
     np.testing.assert_array_equal(clf.metric_.map_.estimator.coef_, model.coef_)  # not refitted
     s = model.decision_function(X[clf.metric_rows_])
     np.testing.assert_allclose(clf.metric_.transform(X[:5])[:, 0], (model.decision_function(X[:5]) - s.mean()) / s.std())

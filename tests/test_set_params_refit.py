@@ -50,11 +50,11 @@ CHANGES = [
 def test_bound_parameters_take_effect_without_refit(at_fit, after, n_neighbors):
     X, y, Q = _data()
     base = {"bandwidth": 0.3, "n_neighbors": n_neighbors}
-    clf = NadarayaWatsonClassifier(metric=None, **base, **at_fit).fit(X, y)
+    clf = NadarayaWatsonClassifier(**{"metric": None, "lipschitz": None, **base, **at_fit}).fit(X, y)
     if at_fit.get("lipschitz") is not None:
         clf.predict_interval(Q)  # a prediction before the change must not pin anything
     clf.set_params(**after)
-    fresh = NadarayaWatsonClassifier(metric=None, **base, **{**at_fit, **after}).fit(X, y)
+    fresh = NadarayaWatsonClassifier(**{"metric": None, "lipschitz": None, **base, **at_fit, **after}).fit(X, y)
     _same_interval(clf.predict_interval(Q), fresh.predict_interval(Q))
     assert clf.beta_ == fresh.beta_ and clf.delta_prime_ == fresh.delta_prime_
     # interval_from_statistics reads the current setting too (the statistics are for it)

@@ -556,8 +556,10 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
 
     @property
     def bound_spec_(self) -> BoundSpec | None:
-        """The bound setting of the current parameters (None without ``lipschitz``/``margin``)."""
+        """The bound setting of the current parameters (None without ``lipschitz``/``margin``); a
+        cross-fitted model (the default below the row cap) has one per model (``cross_fit_models_``)."""
         check_is_fitted(self)
+        self._no_cross_fit("bound_spec_")
         return self._own_spec()
 
     @property

@@ -51,10 +51,14 @@ class DyadicClassifier(BoundedClassifierBase):
     sigma : float, default=0.5
     empty_neighborhood : {"prior", "uniform", "raise"}, default="prior"
         Prediction for an empty cell (flagged vacuous, ε = 1).
-    metric, metric_fraction, cross_fit : default="auto", 0.4, "auto"
+    metric : None, "standard", "auto", transformer or classifier, default="auto"
         The space the cells tile (see :class:`NadarayaWatsonClassifier`); the cells then tile
         ``metric_.transform(X)``, and ``lipschitz``/``margin`` are in its units. The paper's
         dyadic classifier: ``metric=None`` with a numeric ``lipschitz``.
+    metric_fraction : float in (0, 1), default=0.4
+        Share of the training rows that fit the map (see :class:`NadarayaWatsonClassifier`).
+    cross_fit : bool, int or "auto", default="auto"
+        Several models on splits whose roles differ (see :class:`NadarayaWatsonClassifier`).
     random_state : int, RandomState or None, default=None
         Seed of the split (None: 0, so that a fit repeats).
 

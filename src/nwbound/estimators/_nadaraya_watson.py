@@ -453,7 +453,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         if auto and self.lipschitz is None and self.margin is None:
             raise ValueError(
                 "bandwidth='auto' (the default) chooses each query's bandwidth from the bound, so it needs an "
-                "assumption: leave lipschitz='auto' (the default), give a numeric lipschitz or a margin, or pass "
+                "assumption: leave lipschitz='auto' (the default), give lipschitz=L or margin=γ, or pass "
                 "bandwidth='scale' (or a number) for predictions without bounds."
             )
         if self.working_memory is not None:
