@@ -14,10 +14,10 @@ from nwbound.kernels import get_kernel
 
 ESTIMATORS = [
     # The defaults: metric="auto", lipschitz="auto", bandwidth="auto" (split, learned space, L checked);
-    # the NW one on one split (cross_fit=False), 5x cheaper than the default's 5 cross-fitted models,
-    # whose combination tests/test_learned_space.py checks.
+    # on one split (cross_fit=False), 5x cheaper than the default's 5 cross-fitted models, whose
+    # combination tests/test_learned_space.py checks.
     NadarayaWatsonClassifier(cross_fit=False),
-    DyadicClassifier(),
+    DyadicClassifier(cross_fit=False),
     # The paper's classifier (metric=None): no split, the features as given.
     NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale"),
     NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=1.0),
