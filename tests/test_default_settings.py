@@ -83,8 +83,11 @@ def test_a_margin_replaces_the_default_lipschitz():
 def test_a_number_in_the_learned_space_warns_once():
     X, y = _field(300)
     with pytest.warns(UserWarning, match="units of the space that metric='auto'") as record:
-        NadarayaWatsonClassifier(lipschitz=1.0, bandwidth=0.5, cross_fit=True).fit(X, y)
+        clf = NadarayaWatsonClassifier(lipschitz=1.0, bandwidth=0.5, cross_fit=True).fit(X, y)
     assert sum("metric='auto'" in str(w.message) for w in record) == 1  # once, not once per model
+    with pytest.raises(ValueError, match="cross_fit_models_"):  # one setting per model, none of its own
+        clf.bound_spec_
+    assert clf.cross_fit_models_[0].bound_spec_.beta == 1.0 and clf.lipschitz_ == 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         NadarayaWatsonClassifier(**PAPER, bandwidth=0.5).fit(X, y)
