@@ -428,7 +428,7 @@ def main() -> None:
     print(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')}", flush=True)
 
     def nwc(algorithm, **kw):
-        return NadarayaWatsonClassifier(
+        return NadarayaWatsonClassifier(metric=None, 
             n_neighbors=args.k, algorithm=algorithm, bandwidth=args.bandwidth, lipschitz=0.05,
             n_jobs=args.threads, **kw,
         )

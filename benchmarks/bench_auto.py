@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
           f"Chernoff; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
     def model(bandwidth, **extra):
-        return NadarayaWatsonClassifier(bandwidth=bandwidth, lipschitz=LIPSCHITZ, dtype="float32", n_jobs=-1,
+        return NadarayaWatsonClassifier(metric=None, bandwidth=bandwidth, lipschitz=LIPSCHITZ, dtype="float32", n_jobs=-1,
                                         kernel=args.kernel, **extra).fit(X, y)
 
     auto, auto_all = model("auto"), model("auto", ranking_fraction=1.0)

@@ -47,7 +47,7 @@ def main() -> None:
     print(f"{X_train.shape[0]} training / {X_test.shape[0]} test beats, {X_train.shape[1]} features")
 
     for name, k in (("localized k=10", 10), ("regular", None)):
-        model = NadarayaWatsonClassifier(bandwidth=0.75, n_neighbors=k, lipschitz=0.05, delta=0.05)
+        model = NadarayaWatsonClassifier(metric=None, bandwidth=0.75, n_neighbors=k, lipschitz=0.05, delta=0.05)
         model.fit(X_train, y_train)
         for form in ("hoeffding", "chernoff"):
             start = time.perf_counter()

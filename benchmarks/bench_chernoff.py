@@ -142,7 +142,7 @@ def classifier_study(delta: float, n_train: int = 20_000, n_query: int = 1_500) 
     for lam in (0.03, 0.05, 0.08):
         out = {}
         for bound in ("hoeffding", "chernoff"):
-            clf = NadarayaWatsonClassifier(bandwidth=lam, lipschitz=lipschitz, bound=bound, delta=delta).fit(x, labels)
+            clf = NadarayaWatsonClassifier(metric=None, bandwidth=lam, lipschitz=lipschitz, bound=bound, delta=delta).fit(x, labels)
             stats = clf.kernel_statistics(q)
             out[bound] = clf.interval_from_statistics(stats)
         counts_only = dataclasses.replace(stats, hist_mass=None, hist_dist=None)
@@ -171,7 +171,7 @@ def classifier_study(delta: float, n_train: int = 20_000, n_query: int = 1_500) 
             w_e = (exact[1] - exact[0])[ok]
             parts = []
             for bins in (1, 4, 8, 16, 32, 64):
-                iv = NadarayaWatsonClassifier(bandwidth=lam, lipschitz=lipschitz, bound="chernoff", delta=delta,
+                iv = NadarayaWatsonClassifier(metric=None, bandwidth=lam, lipschitz=lipschitz, bound="chernoff", delta=delta,
                                               histogram_bins=bins).fit(x, labels).predict_interval(q)
                 w_s = (iv.upper - iv.lower)[ok]
                 parts.append(f"B={bins}: {w_s.mean() / w_e.mean():.3f} (max {np.max(w_s / np.maximum(w_e, 1e-12)):.2f})")
@@ -191,7 +191,7 @@ def classifier_timing(quick: bool, repeats: int, chunk: int = 2048) -> None:
 
     n_train, n_query = ECG_QUICK if quick else ECG_FULL
     X, y, Q = ecg_like(n_train, n_query)
-    models = {b: NadarayaWatsonClassifier(bandwidth=ECG_BANDWIDTH, lipschitz=0.05, dtype="float32", n_jobs=-1,
+    models = {b: NadarayaWatsonClassifier(metric=None, bandwidth=ECG_BANDWIDTH, lipschitz=0.05, dtype="float32", n_jobs=-1,
                                           bound=b).fit(X, y) for b in ("hoeffding", "chernoff")}
     for m in models.values():
         m.predict_interval(Q[:256])  # layout cache, JIT

@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label:46s} {ms:9.2f} ms  {ms / res[base]:6.2f}x product  (first call {first:.1f} s)")
 
     def bound_case(bound, extra=None, check=False, tag=""):
-        params = dict(bandwidth=lam, lipschitz=1.0, bound=bound, dtype="float32", device=str(dev)) | (extra or {})
+        params = dict(metric=None, bandwidth=lam, lipschitz=1.0, bound=bound, dtype="float32", device=str(dev)) | (extra or {})
         extra = {k: v for k, v in (extra or {}).items() if k != "bandwidth"}
         est = NadarayaWatsonClassifier(**params).fit(X, y)
         label = f"{bound}" + (f" k={extra['n_neighbors']}" if "n_neighbors" in extra else "") + tag
@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {nb} x {Xb.shape[1]} training, {qb} queries, lambda {lam_b:.4f} ({100 * share_b:.1f} % inside); "
               f"data {time.perf_counter() - t0:.1f} s ==")
         product(Xb, Qb, "prod_big")
-        est = NadarayaWatsonClassifier(bandwidth=lam_b, lipschitz=1.0, dtype="float32", device=str(dev)).fit(Xb, yb)
+        est = NadarayaWatsonClassifier(metric=None, bandwidth=lam_b, lipschitz=1.0, dtype="float32", device=str(dev)).fit(Xb, yb)
         Qbt = torch.from_numpy(Qb).to(dev)
         saved = args.repeats
         args.repeats = 1

@@ -162,7 +162,7 @@ def one_case(n_train: int, n_query: int, dev, repeats: int, quantile: float, com
     t0 = time.perf_counter()
     cpu = dense_kernel_sums(Q, TrainingSet.build(X, y, 5, None), get_kernel("epanechnikov"), np.array([lam]),
                             need_dist=True, n_jobs=-1, histogram_bins=16)
-    proba_cpu = NadarayaWatsonClassifier(bandwidth=lam, lipschitz=1.0, dtype="float32", n_jobs=-1).fit(X, y).predict_proba(Q)
+    proba_cpu = NadarayaWatsonClassifier(metric=None, bandwidth=lam, lipschitz=1.0, dtype="float32", n_jobs=-1).fit(X, y).predict_proba(Q)
     print(f"CPU engine reference: {time.perf_counter() - t0:.1f} s")
     kappa_cpu = cpu.class_sums[:, 0].sum(axis=1)
     big = kappa_cpu > 1e-3 * kappa_cpu.max()

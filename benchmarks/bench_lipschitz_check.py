@@ -50,7 +50,7 @@ def run(n_samples: int, seeds: int) -> None:
         for seed in range(seeds):
             data = make(n_samples, seed)
             cut = 2 * n_samples // 3
-            clf = NadarayaWatsonClassifier(lipschitz=data.lipschitz, **params).fit(data.X[:cut], data.y[:cut])
+            clf = NadarayaWatsonClassifier(metric=None, lipschitz=data.lipschitz, **params).fit(data.X[:cut], data.y[:cut])
             grid = [data.lipschitz * f for f in FRACTIONS]
             checks = check_lipschitz(clf, data.X[cut:], data.y[cut:], lipschitz=grid)
             settings = {f: {"lipschitz": L} for f, L in zip(FRACTIONS, grid)}

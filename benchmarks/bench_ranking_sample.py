@@ -37,7 +37,7 @@ LIPSCHITZ = 0.05
 
 def compare(name: str, X: np.ndarray, y: np.ndarray, Q: np.ndarray) -> None:
     def model(fraction):
-        return NadarayaWatsonClassifier(bandwidth="auto", lipschitz=LIPSCHITZ, dtype="float32", n_jobs=-1,
+        return NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=LIPSCHITZ, dtype="float32", n_jobs=-1,
                                         bound="hoeffding", ranking_fraction=fraction).fit(X, y)
 
     full = model(1.0)

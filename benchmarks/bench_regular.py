@@ -58,7 +58,7 @@ import numpy as np
 from nwbound import NadarayaWatsonClassifier
 rng = np.random.default_rng(0)
 X = rng.random((2000, 100), dtype=np.float32); y = rng.integers(0, 5, 2000)
-m = NadarayaWatsonClassifier(bandwidth=0.75, dtype="float32").fit(X, y)
+m = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.75, dtype="float32").fit(X, y)
 t1 = time.perf_counter()
 m.predict(X[:256])
 t2 = time.perf_counter()
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     X, y, Q = ecg_like(n_train, n_query)
     print(f"ECG shapes: {n_train} × {X.shape[1]} train, {n_query} queries, float32, λ = {ECG_BANDWIDTH}, "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    model = NadarayaWatsonClassifier(bandwidth=ECG_BANDWIDTH, lipschitz=0.05, dtype="float32", n_jobs=-1).fit(X, y)
+    model = NadarayaWatsonClassifier(metric=None, bandwidth=ECG_BANDWIDTH, lipschitz=0.05, dtype="float32", n_jobs=-1).fit(X, y)
 
     # Warm-up: layout cache, JIT (or cache load), and the two routes agree.
     first = {name: timed(with_reduction(flag, lambda: model.predict(Q[:256]))) for name, flag in routes}

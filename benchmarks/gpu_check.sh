@@ -123,8 +123,8 @@ def timed(est, bound, repeats=3):
 for bound, weighted in (("hoeffding", False), ("chernoff", False), ("chernoff", True)):
     params = dict(bandwidth=lam, lipschitz=1.0, bound=bound, dtype="float32")
     w = np.random.default_rng(0).uniform(0.5, 1.0, n_train) if weighted else None
-    cpu = NadarayaWatsonClassifier(n_jobs=-1, **params).fit(X, y, sample_weight=w)
-    gpu = NadarayaWatsonClassifier(device=dev, **params).fit(X, y, sample_weight=w)
+    cpu = NadarayaWatsonClassifier(metric=None, n_jobs=-1, **params).fit(X, y, sample_weight=w)
+    gpu = NadarayaWatsonClassifier(metric=None, device=dev, **params).fit(X, y, sample_weight=w)
     a, f_cpu, t_cpu = timed(cpu, bound, repeats=1)
     b, f_gpu, t_gpu = timed(gpu, bound)
     st = gpu.kernel_statistics(Q)

@@ -214,7 +214,7 @@ def section_regular(quick: bool, repeats: int) -> list[dict]:
     paper_total = paper_s * n_query / n_paper
     for dtype in ("float64", "float32"):
         X, Q = X32.astype(dtype), Q32.astype(dtype)
-        model = NadarayaWatsonClassifier(bandwidth=ECG_BANDWIDTH, lipschitz=0.05, dtype=dtype, n_jobs=-1).fit(X, y)
+        model = NadarayaWatsonClassifier(metric=None, bandwidth=ECG_BANDWIDTH, lipschitz=0.05, dtype=dtype, n_jobs=-1).fit(X, y)
         routes = reductions()
         # Builds the engine's cached layout (and compiles or loads the numba reduction).
         first = {name: timed(with_reduction(flag, lambda: model.predict(Q[:256]))) for name, flag in routes}
@@ -259,7 +259,7 @@ def section_localized(quick: bool, repeats: int) -> list[dict]:
         if name not in known:
             print(f"  (index {name!r} not registered: skipped)")
             continue
-        model = NadarayaWatsonClassifier(bandwidth=ECG_BANDWIDTH, n_neighbors=10, algorithm=name, n_jobs=-1)
+        model = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=ECG_BANDWIDTH, n_neighbors=10, algorithm=name, n_jobs=-1)
         fit = timed(lambda: model.fit(X, y))
         pred = statistics.median(timed(lambda: model.predict(Q)) for _ in range(repeats))
         agree = float(np.mean(model.predict(Q[:1000]) == sk.predict(Q[:1000])))
@@ -275,7 +275,7 @@ def section_dyadic(quick: bool, repeats: int) -> list[dict]:
     cases = [("2-dim uniform, m=8", uniform_2d(n_train, n_query), 8),
              ("ECG-like 100-dim, m=4", ecg_like(min(n_train, ECG_FULL[0]), n_query, seed=2), 4)]
     for label, (X, y, Q), m in cases:
-        model = DyadicClassifier(resolution=m, lipschitz=1.0)
+        model = DyadicClassifier(metric=None, resolution=m, lipschitz=1.0)
         build = statistics.median(timed(lambda: model.fit(X, y)) for _ in range(repeats))
         look = statistics.median(timed(lambda: model.predict_proba(Q)) for _ in range(repeats))
         rows.append({"section": "c_dyadic", "case": f"dyadic {label}", "n_train": X.shape[0], "n_query": Q.shape[0],
@@ -292,7 +292,7 @@ def section_scaling(quick: bool, repeats: int) -> list[dict]:
         times = []
         for n in sizes:
             X, y, Q = make(n, n_query)
-            model = NadarayaWatsonClassifier(bandwidth=lam, dtype="float32", n_jobs=-1).fit(X, y)
+            model = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=lam, dtype="float32", n_jobs=-1).fit(X, y)
             first = timed(lambda: model.predict(Q[:64]))
             t = statistics.median(timed(lambda: model.predict(Q)) for _ in range(repeats))
             mem = peak_memory_mib(lambda: model.predict(Q))

@@ -182,7 +182,7 @@ def test_empirical_margin_zero_for_coinciding_points():
 def test_sensitivity_report_rows(logistic):
     X, y = logistic.X[:2000], logistic.y[:2000]
     X_test, y_test = logistic.X[2000:2600], logistic.y[2000:2600]
-    model = NadarayaWatsonClassifier(bandwidth=0.15, lipschitz=3.0).fit(X, y)
+    model = NadarayaWatsonClassifier(metric=None, bandwidth=0.15, lipschitz=3.0).fit(X, y)
     values = [1.0, 3.0, 9.0]
     rows = sensitivity_report(model, X_test, y_test, values)
     assert [r["lipschitz"] for r in rows] == values
@@ -204,7 +204,7 @@ def test_sensitivity_report_rows(logistic):
 
 def test_sensitivity_report_bad_input(logistic):
     X, y = logistic.X[:200], logistic.y[:200]
-    model = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=3.0)
+    model = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=3.0)
     with pytest.raises(ValueError, match="fit"):
         sensitivity_report(model, X, y, [1.0])
     model.fit(X, y)

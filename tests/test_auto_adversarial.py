@@ -161,7 +161,7 @@ CASES = [
 def test_auto_on_odd_grids_and_data(name, route):
     X, y, Q, w, params = _case(name)
     kernel = "triweight" if name in ("grid_huge_ratio", "duplicate_rows", "weights_with_zeros") else "epanechnikov"
-    model = NadarayaWatsonClassifier(bandwidth="auto", kernel=kernel, **params).fit(X, y, sample_weight=w)
+    model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", kernel=kernel, **params).fit(X, y, sample_weight=w)
     iv = _assert_auto_sound(model, X, y, Q, w)
     if name == "queries_far_outside":
         assert np.all(iv.vacuous) and np.all(iv.lower == 0.0) and np.all(iv.upper == 1.0)
@@ -178,7 +178,7 @@ def test_a_bandwidth_holding_only_edge_points_is_not_chosen_on_rounding_noise(ke
     X = np.concatenate([[0.1 * np.sqrt(1 - 1e-3)], rng.uniform(0.5, 1.5, 400)])[:, None]
     y = np.arange(X.shape[0]) % 2
     Q = np.array([[0.0], [0.02], [1.0]])
-    model = NadarayaWatsonClassifier(bandwidth="auto", kernel=kernel, lipschitz=0.2,
+    model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", kernel=kernel, lipschitz=0.2,
                                      bandwidth_grid=[0.1, 2.0, 3.0]).fit(X, y)
     iv = _assert_auto_sound(model, X, y, Q)
     assert iv.bandwidth[0] == 2.0
@@ -192,7 +192,7 @@ def test_duplicates_of_the_query_alone_in_a_narrow_bandwidth_are_a_real_statisti
     angle, radius = rng.uniform(0, 2 * np.pi, 300), rng.uniform(0.5, 1.0, 300)
     X = np.concatenate([np.zeros((20, 2)), np.stack([radius * np.cos(angle), radius * np.sin(angle)], axis=1)])
     y = np.concatenate([np.zeros(20, int), rng.integers(0, 2, 300)])
-    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=5.0, bandwidth_grid=[1e-3, 1.0, 1e6]).fit(X, y)
+    model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=5.0, bandwidth_grid=[1e-3, 1.0, 1e6]).fit(X, y)
     iv = _assert_auto_sound(model, X, y, np.zeros((1, 2)))
     assert iv.bandwidth[0] == 1e-3
 
@@ -200,7 +200,7 @@ def test_duplicates_of_the_query_alone_in_a_narrow_bandwidth_are_a_real_statisti
 def test_auto_same_on_small_tiles_threads_and_pruned_layout(route, monkeypatch):
     X, y, Q = _clustered(3000, 2, 150, seed=3)
     w = np.random.default_rng(0).uniform(0.0, 2.0, len(y))
-    base = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5, kernel="quartic").fit(X, y, sample_weight=w)
+    base = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=0.5, kernel="quartic").fit(X, y, sample_weight=w)
     ref = base.predict_interval(Q)
     monkeypatch.setattr(_sums_data, "_MIN_PRUNE_POINTS", 64)  # the pruned (ball) layout, ≤ 12 features
     for params in ({"n_jobs": -1}, {"working_memory": 0.05}, {"working_memory": 0.05, "n_jobs": -1}):
@@ -266,7 +266,7 @@ def test_auto_settings_that_choose_differently_survive_files_and_pickles(tmp_pat
 
     X, y, Q = _clustered(1000, 2, 60, seed=4)
     y = np.array(["x", "y", "z"])[y]
-    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5, kernel="triweight",
+    model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=0.5, kernel="triweight",
                                      bandwidth_grid=np.geomspace(0.01, 3.0, 30)).fit(X, y)
     bounds = {"loose": {"lipschitz": 5.0}, "tight": {"lipschitz": 0.05, "bound": "chernoff"},
               "self": {"bound": "selfnormalized", "delta": 0.2}}
@@ -310,7 +310,7 @@ def test_sharded_auto_equals_in_memory(params):
     y = np.array(["a", "b", "c"])[(X[:, 0] + 0.2 * rng.normal(size=700) > 0.5).astype(int) + (X[:, 1] > 0.85)]
     w = rng.uniform(0.5, 2.0, size=700)
     Q = rng.uniform(-0.1, 1.1, size=(130, 3))
-    ref = NadarayaWatsonClassifier(**params).fit(X, y, sample_weight=w)
+    ref = NadarayaWatsonClassifier(metric=None, **params).fit(X, y, sample_weight=w)
     model = ShardedNadarayaWatson(**params).fit(da.from_array(X, chunks=((300, 250, 1, 149), (3,))), y,
                                                 sample_weight=w)
     Qd = da.from_array(Q, chunks=(50, -1))
@@ -341,7 +341,7 @@ def test_sharded_auto_of_a_kernel_without_polynomial_takes_the_in_memory_pass(mo
     monkeypatch.setattr(_sharded, "_shard_ranking", no_ranking)
     X, y, Q = _clustered(700, 3, 80, seed=12)
     params = dict(bandwidth="auto", lipschitz=1.0, kernel="tricube", bandwidth_grid=np.geomspace(1e-4, 1e4, 13))
-    ref = NadarayaWatsonClassifier(**params).fit(X, y).predict_interval(Q)
+    ref = NadarayaWatsonClassifier(metric=None, **params).fit(X, y).predict_interval(Q)
     model = ShardedNadarayaWatson(**params).fit(da.from_array(X, chunks=(250, -1)), y)
     (got,) = dask.compute(model.predict_interval(da.from_array(Q, chunks=(40, -1))), scheduler="threads")
     np.testing.assert_array_equal(got["bandwidth"], ref.bandwidth)
@@ -353,7 +353,7 @@ def test_ranking_skips_a_bandwidth_whose_squares_underflow():
     # Relative weight 1e-310: w·K is subnormal, Σ(wK)² = 0 although κ > 0. The bounds read that as
     # sampling = 0 (xfail below); the ranking must not choose the bandwidth on it.
     X, y = np.array([[0.0], [10.0], [10.5]]), np.array([0, 1, 0])
-    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.01, bandwidth_grid=[1.0, 20.0]).fit(
+    model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=0.01, bandwidth_grid=[1.0, 20.0]).fit(
         X, y, sample_weight=[1e-310, 1.0, 1.0])
     assert model.bandwidth_ranking([[0.0]]).kappa[0, 0] == 0.0
     assert model.predict_interval([[0.0]]).bandwidth[0] == 20.0
@@ -366,7 +366,7 @@ def test_fixed_bandwidth_with_an_underflowing_sum_of_squares_is_not_certified(n_
     # ε = β·D/κ alone (0 here); one point can never certify: ε ≥ √(log(2/δ')/2) > 1.
     X = np.array([[0.0], [10.0], [10.5]])
     y = np.array([0, 1, 0])
-    model = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=0.5, n_neighbors=n_neighbors).fit(
+    model = NadarayaWatsonClassifier(metric=None, bandwidth=1.0, lipschitz=0.5, n_neighbors=n_neighbors).fit(
         X, y, sample_weight=[1e-310, 1.0, 1.0])
     iv = model.predict_interval([[0.0]])
     assert iv.vacuous[0] or np.all(iv.epsilon[0] >= 1.0), (iv.kappa, iv.epsilon)
@@ -382,15 +382,15 @@ def test_sharded_fit_accepts_a_shard_of_zero_weights():
     for params in (dict(bandwidth="auto", lipschitz=1.0), dict(bandwidth=0.5, n_neighbors=7, lipschitz=1.0)):
         sharded = ShardedNadarayaWatson(**params).fit(da.from_array(X, chunks=(100, -1)), y, sample_weight=w)
         got = sharded.predict_interval(da.from_array(Q, chunks=(5, -1)))
-        ref = NadarayaWatsonClassifier(**params).fit(X, y, sample_weight=w).predict_interval(Q)
+        ref = NadarayaWatsonClassifier(metric=None, **params).fit(X, y, sample_weight=w).predict_interval(Q)
         np.testing.assert_allclose(got["proba"].compute(), ref.proba, atol=1e-9)
         np.testing.assert_allclose(got["upper"].compute(), ref.upper, atol=1e-6)
         # The zero-weight state itself: every κ is 0, and the histogram counts nothing (no NaN).
-        state = NadarayaWatsonClassifier(**params).fit(X, y).get_fitted_state()
+        state = NadarayaWatsonClassifier(metric=None, **params).fit(X, y).get_fitted_state()
         state["weights"] = np.zeros(len(y))
         with pytest.raises(ValueError, match="'weights' sums to 0"):  # a model file is never a shard
-            NadarayaWatsonClassifier(**params).set_fitted_state(state)
-        empty = NadarayaWatsonClassifier(**params).set_fitted_state(state, shard=True)
+            NadarayaWatsonClassifier(metric=None, **params).set_fitted_state(state)
+        empty = NadarayaWatsonClassifier(metric=None, **params).set_fitted_state(state, shard=True)
         stats = empty.kernel_statistics(Q)
         assert np.all(stats.kappa == 0)
         assert stats.histogram is None or not np.any(np.isnan(stats.histogram))

@@ -85,7 +85,7 @@ def _exhaustive(model, Q, bounds=None):
 def test_auto_predict_interval_matches_the_exhaustive_choice(bound, weighted, route):
     X, y, Q = _clustered(1500, 3, 120, seed=7)
     w = np.random.default_rng(3).uniform(0.5, 2.0, len(y)) if weighted else None
-    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5, bound=bound,
+    model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=0.5, bound=bound,
                                      histogram_bins=16).fit(X, y, sample_weight=w)
     fast = model.predict_interval(Q)
     ref = _exhaustive(model, Q)
@@ -112,7 +112,7 @@ def test_auto_predict_interval_matches_the_exhaustive_choice(bound, weighted, ro
 
 def test_several_settings_in_one_call_and_query_order_kept():
     X, y, Q = _clustered(1200, 2, 90, seed=8)
-    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5).fit(X, y)
+    model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=0.5).fit(X, y)
     bounds = {"loose": {"lipschitz": 5.0}, "tight": {"lipschitz": 0.05, "bound": "hoeffding"}}
     both = model.predict_interval(Q, bounds=bounds)
     for name in bounds:
@@ -135,7 +135,7 @@ def test_kernels_without_a_polynomial_keep_the_exhaustive_path(monkeypatch):
                                                                original(*a, **k))[1])
     for kernel, ranked in [("tricube", False), ("quartic", True)]:
         calls.clear()
-        model = NadarayaWatsonClassifier(bandwidth="auto", kernel=kernel, lipschitz=0.5).fit(X, y)
+        model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", kernel=kernel, lipschitz=0.5).fit(X, y)
         got = model.predict_interval(Q)
         assert (max(calls) >= 0) is ranked
         ref = _exhaustive(model, Q)
@@ -146,7 +146,7 @@ def test_kernels_without_a_polynomial_keep_the_exhaustive_path(monkeypatch):
 @pytest.mark.parametrize("kernel", ["epanechnikov", "tricube"])
 def test_ranking_choice_and_statistics_at_the_choice(kernel):
     X, y, Q = _clustered(800, 2, 60, seed=10)
-    model = NadarayaWatsonClassifier(bandwidth="auto", kernel=kernel, lipschitz=0.5).fit(X, y)
+    model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", kernel=kernel, lipschitz=0.5).fit(X, y)
     ranking = model.bandwidth_ranking(Q)
     full = model.kernel_statistics(Q)
     np.testing.assert_allclose(ranking.kappa, full.kappa, rtol=1e-9, atol=1e-9)
@@ -168,8 +168,8 @@ def test_ranking_choice_and_statistics_at_the_choice(kernel):
 
 def test_ranking_api_refuses_what_it_cannot_serve():
     X, y, Q = _clustered(300, 2, 10, seed=11)
-    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5).fit(X, y)
-    other = NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=[0.1, 0.2], lipschitz=0.5).fit(X, y)
+    model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=0.5).fit(X, y)
+    other = NadarayaWatsonClassifier(metric=None, bandwidth="auto", bandwidth_grid=[0.1, 0.2], lipschitz=0.5).fit(X, y)
     ranking = model.bandwidth_ranking(Q)
     with pytest.raises(ValueError, match="another bandwidth grid"):
         other.choose_bandwidths(ranking)
@@ -178,7 +178,7 @@ def test_ranking_api_refuses_what_it_cannot_serve():
     for bad in ([0] * (len(Q) - 1), [len(model.bandwidths_)] * len(Q), [-1] * len(Q), [0.5] * len(Q)):
         with pytest.raises(ValueError, match="bandwidth_index must hold one integer"):
             model.kernel_statistics(Q, bandwidth_index=bad)
-    untruncated = NadarayaWatsonClassifier(bandwidth="auto", kernel="gaussian_untruncated", margin=1.0,
+    untruncated = NadarayaWatsonClassifier(metric=None, bandwidth="auto", kernel="gaussian_untruncated", margin=1.0,
                                            bound="paper").fit(X, y)
     with pytest.raises(ValueError, match="tail mass"):
         untruncated.choose_bandwidths(untruncated.bandwidth_ranking(Q))
@@ -218,11 +218,11 @@ def test_resolved_ranking_fraction_and_its_errors():
     assert resolve_ranking_fraction("auto", 4 * 8192) == 0.25
     assert resolve_ranking_fraction("auto", 10**7) == 1 / 16
     X, y, _ = _clustered(300, 2, 10, seed=12)
-    assert NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0).fit(X, y).ranking_fraction_ == 1.0
+    assert NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=1.0).fit(X, y).ranking_fraction_ == 1.0
     for bad in (0.0, 1.5, -0.2, "half"):
         with pytest.raises(ValueError, match="ranking_fraction"):
-            NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0, ranking_fraction=bad).fit(X, y)
-    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0).fit(X, y)
+            NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=1.0, ranking_fraction=bad).fit(X, y)
+    model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=1.0).fit(X, y)
     with pytest.raises(ValueError, match="row_offset"):
         model.bandwidth_ranking(X[:2], row_offset=-1)
     with pytest.raises(ValueError, match="ranking_fraction"):
@@ -236,7 +236,7 @@ def test_sampled_ranking_equals_direct_sums_over_the_sample(weighted, kernel):
 
     X, y, Q = _clustered(1500, 3, 40, seed=13)
     w = np.random.default_rng(4).uniform(0.5, 2.0, len(y)) if weighted else None
-    model = NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=GRID, lipschitz=0.5, kernel=kernel,
+    model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", bandwidth_grid=GRID, lipschitz=0.5, kernel=kernel,
                                      ranking_fraction=0.3).fit(X, y, sample_weight=w)
     assert model.ranks_first()
     got = model.bandwidth_ranking(Q)
@@ -248,7 +248,7 @@ def test_sampled_ranking_equals_direct_sums_over_the_sample(weighted, kernel):
         np.testing.assert_allclose(got.sq_sum[:, g], s2 / 0.3, rtol=1e-9, atol=1e-9)
         np.testing.assert_allclose(got.dist_sum[:, g], dsum / 0.3, rtol=1e-9, atol=1e-9)
     # A shard's ranking of its rows (the whole set's fraction, its offset) adds up to the whole's.
-    halves = [NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=GRID, lipschitz=0.5, kernel=kernel).fit(
+    halves = [NadarayaWatsonClassifier(metric=None, bandwidth="auto", bandwidth_grid=GRID, lipschitz=0.5, kernel=kernel).fit(
         X[s], y[s], sample_weight=None if w is None else w[s]) for s in (slice(0, 700), slice(700, None))]
     scale = [1.0, 1.0] if w is None else [w[:700].max() / w.max(), w[700:].max() / w.max()]
     parts = [h.bandwidth_ranking(Q, fraction=0.3, row_offset=o) for h, o in zip(halves, (0, 700))]
@@ -259,13 +259,13 @@ def test_sampled_ranking_equals_direct_sums_over_the_sample(weighted, kernel):
                                            ("hoeffding", "tricube")])
 def test_sampled_choice_keeps_exact_statistics_and_nearly_least_epsilon(bound, kernel):
     X, y, Q = _clustered(6000, 3, 200, seed=14)
-    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5, bound=bound, kernel=kernel,
+    model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=0.5, bound=bound, kernel=kernel,
                                      ranking_fraction=0.25).fit(X, y)
     got = model.predict_interval(Q)
     # Exact statistics at the chosen bandwidth: the fixed-λ classifier's interval at that λ.
     for lam in np.unique(got.bandwidth):
         rows = got.bandwidth == lam
-        fixed = NadarayaWatsonClassifier(bandwidth=float(lam), lipschitz=0.5, bound=bound, kernel=kernel).fit(X, y)
+        fixed = NadarayaWatsonClassifier(metric=None, bandwidth=float(lam), lipschitz=0.5, bound=bound, kernel=kernel).fit(X, y)
         ref = fixed.predict_interval(Q[rows])
         np.testing.assert_allclose(got.kappa[rows], ref.kappa, rtol=1e-12)
         np.testing.assert_allclose(got.lower[rows], ref.lower, atol=1e-12)
@@ -282,7 +282,7 @@ def test_sampled_choice_keeps_exact_statistics_and_nearly_least_epsilon(bound, k
 
 def test_an_empty_ranking_sample_takes_the_widest_bandwidth():
     X, y, Q = _clustered(40, 2, 6, seed=15)
-    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5, ranking_fraction=1e-6).fit(X, y)
+    model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=0.5, ranking_fraction=1e-6).fit(X, y)
     ranking = model.bandwidth_ranking(Q)
     assert np.all(ranking.kappa == 0)  # no row sampled: nothing to rank on
     got = model.predict_interval(Q)
@@ -294,7 +294,7 @@ def test_which_settings_rank_first():
     X, y, _ = _clustered(300, 2, 10, seed=16)
 
     def fitted(**kw):
-        return NadarayaWatsonClassifier(**{"bandwidth": "auto", "lipschitz": 0.5, **kw}).fit(X, y)
+        return NadarayaWatsonClassifier(metric=None, **{"bandwidth": "auto", "lipschitz": 0.5, **kw}).fit(X, y)
 
     assert fitted().ranks_first() and fitted(kernel="quartic").ranks_first()
     assert not fitted(kernel="tricube").ranks_first()  # every row: the exhaustive pass is cheaper

@@ -53,7 +53,7 @@ def test_regular_and_localized_match_reference(case, n_neighbors, weighted):
     lam, L, delta = 0.35, 2.0, 0.1
     rng = np.random.default_rng(1)
     w = rng.uniform(0.2, 2.0, len(y)) if weighted else None
-    model = NadarayaWatsonClassifier(
+    model = NadarayaWatsonClassifier(metric=None, 
         bandwidth=lam, lipschitz=L, delta=delta, n_neighbors=n_neighbors, algorithm="brute", **case
     ).fit(X, y, sample_weight=w)
     res = model.predict_interval(Q)
@@ -90,7 +90,7 @@ def test_regular_and_localized_match_reference(case, n_neighbors, weighted):
 def test_margin_gives_beta_one_over_gamma():
     X, y, Q = _data(n_classes=2)
     gamma, lam = 4.0, 0.4
-    res = NadarayaWatsonClassifier(bandwidth=lam, margin=gamma, bound="hoeffding").fit(X, y).predict_interval(Q)
+    res = NadarayaWatsonClassifier(metric=None, bandwidth=lam, margin=gamma, bound="hoeffding").fit(X, y).predict_interval(Q)
     for j, q in enumerate(Q):
         _, kappa, s2, d, tail = reference_query(q, X, y, 2, "epanechnikov", lam)
         if kappa > 0:
@@ -101,7 +101,7 @@ def test_margin_gives_beta_one_over_gamma():
 def test_auto_bandwidth_minimises_epsilon_over_the_grid():
     X, y, Q = _data()
     grid = [0.1, 0.2, 0.4, 0.8, 1.6]
-    model = NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=grid, lipschitz=1.5, bound="hoeffding").fit(X, y)
+    model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", bandwidth_grid=grid, lipschitz=1.5, bound="hoeffding").fit(X, y)
     res = model.predict_interval(Q)
     for j, q in enumerate(Q):
         eps = []
@@ -116,8 +116,8 @@ def test_auto_bandwidth_minimises_epsilon_over_the_grid():
 
 def test_default_auto_grid_is_label_free_and_geometric():
     X, y, _ = _data()
-    a = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0).fit(X, y).bandwidths_
-    b = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0).fit(X, np.roll(y, 7)).bandwidths_
+    a = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=1.0).fit(X, y).bandwidths_
+    b = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=1.0).fit(X, np.roll(y, 7)).bandwidths_
     np.testing.assert_array_equal(a, b)
     ratios = a[1:] / a[:-1]
     np.testing.assert_allclose(ratios, ratios[0])
@@ -127,16 +127,16 @@ def test_default_auto_grid_is_label_free_and_geometric():
 def test_float32_matches_float64():
     X, y, Q = _data(n=400)
     kw = dict(bandwidth=0.3, lipschitz=1.0)
-    r64 = NadarayaWatsonClassifier(**kw).fit(X, y).predict_interval(Q)
-    r32 = NadarayaWatsonClassifier(dtype="float32", **kw).fit(X, y).predict_interval(Q)
+    r64 = NadarayaWatsonClassifier(metric=None, **kw).fit(X, y).predict_interval(Q)
+    r32 = NadarayaWatsonClassifier(metric=None, dtype="float32", **kw).fit(X, y).predict_interval(Q)
     np.testing.assert_allclose(r32.proba, r64.proba, atol=1e-4)
     np.testing.assert_allclose(r32.epsilon, r64.epsilon, atol=1e-4)
 
 
 def test_small_working_memory_and_threads_give_identical_results():
     X, y, Q = _data(n=500)
-    base = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0).fit(X, y).predict_interval(Q)
-    tiny = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0, working_memory=0.01, n_jobs=2)
+    base = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=1.0).fit(X, y).predict_interval(Q)
+    tiny = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=1.0, working_memory=0.01, n_jobs=2)
     res = tiny.fit(X, y).predict_interval(Q)
     np.testing.assert_allclose(res.proba, base.proba, rtol=1e-12)
     np.testing.assert_allclose(res.epsilon, base.epsilon, rtol=1e-12)
@@ -148,7 +148,7 @@ def test_dyadic_matches_reference_cells():
     y = (X[:, 0] + 0.2 * rng.standard_normal(300) > 0.5).astype(int)
     Q = np.vstack([rng.random((40, 2)), [[1.3, 0.5], [-0.2, -0.2]]])
     m, L = 3, 2.0
-    model = DyadicClassifier(resolution=m, lipschitz=L, bound="hoeffding").fit(X, y)
+    model = DyadicClassifier(metric=None, resolution=m, lipschitz=L, bound="hoeffding").fit(X, y)
     res = model.predict_interval(Q)
     low, high = X.min(0), X.max(0)
     side = (high - low) / 2**m

@@ -207,8 +207,8 @@ def test_regular_classifier_uses_the_split_form_and_beats_the_counts_form():
     y = (rng.random(4000) < _field(X)).astype(int)
     Q = rng.random((300, 2))
     L = 3.0 * 1.05  # |∇p| ≤ 0.45·√(3² + 2²) < 1.7 ≤ L
-    h = NadarayaWatsonClassifier(bandwidth=0.08, lipschitz=L, bound="hoeffding").fit(X, y).predict_interval(Q)
-    clf = NadarayaWatsonClassifier(bandwidth=0.08, lipschitz=L, bound="chernoff").fit(X, y)
+    h = NadarayaWatsonClassifier(metric=None, bandwidth=0.08, lipschitz=L, bound="hoeffding").fit(X, y).predict_interval(Q)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.08, lipschitz=L, bound="chernoff").fit(X, y)
     stats = clf.kernel_statistics(Q)
     assert stats.hist_mass is not None and stats.uniform_weights
     np.testing.assert_allclose(stats.hist_mass[:, 0].sum(axis=1), stats.kappa[:, 0], rtol=1e-12)
@@ -229,7 +229,7 @@ def test_empirical_coverage_regular_classifier():
     for _ in range(reps):
         X = rng.random((600, 2))
         y = (rng.random(600) < _field(X)).astype(int)
-        iv = NadarayaWatsonClassifier(bandwidth=0.15, lipschitz=1.7, bound="chernoff",
+        iv = NadarayaWatsonClassifier(metric=None, bandwidth=0.15, lipschitz=1.7, bound="chernoff",
                                       delta=delta).fit(X, y).predict_interval(Q)
         bad += int((((p < iv.lower[:, 1] - 1e-12) | (p > iv.upper[:, 1] + 1e-12))).sum())
     n = reps * Q.shape[0]
@@ -241,7 +241,7 @@ def test_weighted_data_take_the_zero_lower_mass():
     X = rng.random((1500, 2))
     y = (rng.random(1500) < _field(X)).astype(int)
     w = rng.uniform(0.1, 3.0, 1500)
-    clf = NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=1.7, bound="chernoff").fit(X, y, sample_weight=w)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.1, lipschitz=1.7, bound="chernoff").fit(X, y, sample_weight=w)
     stats = clf.kernel_statistics(rng.random((50, 2)))
     assert not stats.uniform_weights
     iv = clf.interval_from_statistics(stats)
@@ -259,7 +259,7 @@ def test_weighted_split_form_counts_points_and_contains_the_exact_interval(low, 
     y = (rng.random(1200) < _field(X)).astype(int)
     w = rng.uniform(low, 1.0, 1200)
     lam, beta = 0.12, 1.7
-    clf = NadarayaWatsonClassifier(bandwidth=lam, lipschitz=beta, bound="chernoff").fit(X, y, sample_weight=w)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=lam, lipschitz=beta, bound="chernoff").fit(X, y, sample_weight=w)
     Q = rng.random((40, 2))
     stats = clf.kernel_statistics(Q)
     d = np.sqrt(((Q[:, None, :] - X[None, :, :]) ** 2).sum(axis=2))
@@ -282,9 +282,9 @@ def test_merge_adds_the_bin_sums():
     X = rng.random((800, 2))
     y = (rng.random(800) < _field(X)).astype(int)
     Q = rng.random((20, 2))
-    whole = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.7, bound="chernoff").fit(X, y)
-    a = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.7, bound="chernoff").fit(X[:400], y[:400])
-    b = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.7, bound="chernoff").fit(X[400:], y[400:])
+    whole = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.7, bound="chernoff").fit(X, y)
+    a = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.7, bound="chernoff").fit(X[:400], y[:400])
+    b = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.7, bound="chernoff").fit(X[400:], y[400:])
     merged = a.kernel_statistics(Q).merge(b.kernel_statistics(Q))
     full = whole.kernel_statistics(Q)
     np.testing.assert_allclose(merged.hist_mass, full.hist_mass, rtol=1e-10, atol=1e-12)

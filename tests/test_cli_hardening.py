@@ -319,9 +319,10 @@ def test_predict_end_to_end_keeps_fitted_id_columns(tmp_path, capsys):
 def test_cli_defaults_equal_python_defaults():
     args = _fit_args(["t.csv", "--target", "y", "--lipschitz", "1", "-o", "m.npz"])
     built = fit_cli.build_estimator(args).get_params()
-    default = NadarayaWatsonClassifier().get_params()
+    default = NadarayaWatsonClassifier().get_params()  # the library's defaults (bandwidth="auto")
     for name in ("kernel", "bandwidth", "delta", "bound", "coverage"):
         assert built[name] == default[name], name
+    assert built["metric"] is None  # the one exception: a model file cannot store a learned map
     args = _fit_args(["t.csv", "--target", "y", "--lipschitz", "1", "--bandwidth", "0.3", "--kernel", "boxcar", "-o", "m"])
     assert fit_cli.build_estimator(args).get_params()["bandwidth"] == 0.3
 
@@ -340,7 +341,7 @@ def test_lipschitz_auto_follows_the_estimator(tmp_path, capsys):
     # The Python estimator's lipschitz="auto" on the scaled features: L from held-out rows only.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ref = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz="auto").fit(FeatureScaler.fit(X, "minmax").transform(X), y)
+        ref = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz="auto").fit(FeatureScaler.fit(X, "minmax").transform(X), y)
     model = load_model(tmp_path / "m.npz")
     assert model.estimator.lipschitz == pytest.approx(ref.lipschitz_, rel=1e-12)
     assert model.estimator.n_samples_fit_ == ref.n_samples_fit_ == 240  # 40 % held out of the kernel sums

@@ -385,13 +385,13 @@ def test_predict_with_library_models(tmp_path, capsys):
 
     frame = _make_frame(200, 5)
     frame.to_parquet(tmp_path / "data.parquet", index=False)
-    named = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=0.05).fit(frame[["x2", "x1"]], frame["label"])
+    named = NadarayaWatsonClassifier(metric=None, bandwidth=1.0, lipschitz=0.05).fit(frame[["x2", "x1"]], frame["label"])
     save_model(named, tmp_path / "named.npz")
     rc, _, err = _run(["predict", tmp_path / "named.npz", tmp_path / "data.parquet", "-o", tmp_path / "a.csv", "--quiet"], capsys)
     assert rc == 0, err
     assert pd.read_csv(tmp_path / "a.csv")["predicted"].tolist() == named.predict(frame[["x2", "x1"]]).tolist()
     # Fitted on a plain array: every non-id column, in file order, is a feature.
-    plain = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=0.05).fit(frame[["x1", "x2"]].to_numpy(), frame["label"])
+    plain = NadarayaWatsonClassifier(metric=None, bandwidth=1.0, lipschitz=0.05).fit(frame[["x1", "x2"]].to_numpy(), frame["label"])
     save_model(plain, tmp_path / "plain.npz")
     frame[["pid", "x1", "x2"]].to_csv(tmp_path / "nolabel.csv", index=False)
     rc, _, err = _run(["predict", tmp_path / "plain.npz", tmp_path / "nolabel.csv", "--id-columns", "pid",

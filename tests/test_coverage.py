@@ -45,15 +45,15 @@ LOGISTIC = dict(lipschitz=0.15, scale="box")  # L = 3.0 in the [0, 1]² units re
 @pytest.mark.parametrize(
     "name, make_model",
     [
-        ("regular λ=0.1", lambda d: NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=d.lipschitz)),
-        ("regular auto", lambda d: NadarayaWatsonClassifier(bandwidth="auto", lipschitz=d.lipschitz)),
-        ("regular auto, ranked on a fifth", lambda d: NadarayaWatsonClassifier(
+        ("regular λ=0.1", lambda d: NadarayaWatsonClassifier(metric=None, bandwidth=0.1, lipschitz=d.lipschitz)),
+        ("regular auto", lambda d: NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=d.lipschitz)),
+        ("regular auto, ranked on a fifth", lambda d: NadarayaWatsonClassifier(metric=None, 
             bandwidth="auto", lipschitz=d.lipschitz, ranking_fraction=0.2)),
-        ("localized k=50", lambda d: NadarayaWatsonClassifier(bandwidth=0.2, n_neighbors=50, lipschitz=d.lipschitz)),
-        ("gaussian", lambda d: NadarayaWatsonClassifier(kernel="gaussian", bandwidth=0.04, lipschitz=d.lipschitz)),
-        ("selfnormalized", lambda d: NadarayaWatsonClassifier(bandwidth=0.1, bound="selfnormalized", lipschitz=d.lipschitz)),
-        ("paper σ=1/2", lambda d: NadarayaWatsonClassifier(bandwidth=0.1, bound="paper", lipschitz=d.lipschitz)),
-        ("dyadic m=4", lambda d: DyadicClassifier(resolution=4, lipschitz=d.lipschitz)),
+        ("localized k=50", lambda d: NadarayaWatsonClassifier(metric=None, bandwidth=0.2, n_neighbors=50, lipschitz=d.lipschitz)),
+        ("gaussian", lambda d: NadarayaWatsonClassifier(metric=None, kernel="gaussian", bandwidth=0.04, lipschitz=d.lipschitz)),
+        ("selfnormalized", lambda d: NadarayaWatsonClassifier(metric=None, bandwidth=0.1, bound="selfnormalized", lipschitz=d.lipschitz)),
+        ("paper σ=1/2", lambda d: NadarayaWatsonClassifier(metric=None, bandwidth=0.1, bound="paper", lipschitz=d.lipschitz)),
+        ("dyadic m=4", lambda d: DyadicClassifier(metric=None, resolution=4, lipschitz=d.lipschitz)),
     ],
 )
 def test_two_class_violation_rate_at_most_delta(name, make_model):
@@ -62,7 +62,7 @@ def test_two_class_violation_rate_at_most_delta(name, make_model):
 
 
 def test_five_class_simultaneous_coverage():
-    make = lambda d: NadarayaWatsonClassifier(bandwidth="auto", lipschitz=d.lipschitz)  # noqa: E731
+    make = lambda d: NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=d.lipschitz)  # noqa: E731
     rate, n = _violation_rate(make, make_softmax_field, repeats=5, n_train=4000, n_queries=400,
                               n_classes=5, lipschitz=0.15, scale="box")
     assert rate <= _tolerance(n), f"violation rate {rate:.4f}"
@@ -72,7 +72,7 @@ def test_five_class_simultaneous_coverage():
 def test_the_test_has_power_paper_setting_violates():
     """The paper's constants (σ = 1/4, L = 0.15 taken in the wrong units) are
     not a valid bound: the same test catches them."""
-    paper = lambda d: NadarayaWatsonClassifier(  # noqa: E731
+    paper = lambda d: NadarayaWatsonClassifier(metric=None,   # noqa: E731
         bandwidth=0.2, lipschitz=0.15, bound="paper", sigma=0.25, ck=1.0, coverage="per_class"
     )
     rate, n = _violation_rate(paper, make_lipschitz_logistic, repeats=3, n_train=100_000, n_queries=1000, **LOGISTIC)
@@ -83,8 +83,8 @@ def test_the_test_has_power_paper_setting_violates():
 def test_wrong_units_alone_break_coverage():
     """Even with σ = 1/2, using L = 0.15 (raw units) on scaled data under-covers
     where the true slope is 3.0: the bias term is 20× too small."""
-    wrong = lambda d: NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=0.15)  # noqa: E731
-    right = lambda d: NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=d.lipschitz)  # noqa: E731
+    wrong = lambda d: NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=0.15)  # noqa: E731
+    right = lambda d: NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=d.lipschitz)  # noqa: E731
     kw = dict(repeats=3, n_train=20_000, n_queries=1000, **LOGISTIC)
     rate_wrong, _ = _violation_rate(wrong, make_lipschitz_logistic, **kw)
     rate_right, n = _violation_rate(right, make_lipschitz_logistic, **kw)

@@ -119,7 +119,7 @@ def dense_data():
 @pytest.mark.parametrize("bound", ["hoeffding", "chernoff"])
 def test_regular_interval_contains_the_exact_one(dense_data, bound, weighted):
     k, y, e, exact = dense_data[weighted]
-    clf = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1e-9, bound=bound, histogram_bins=BINS)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=1.0, lipschitz=1e-9, bound=bound, histogram_bins=BINS)
     clf.fit(_x(k), y, sample_weight=_weights(e))
     Xq = _x(QUERIES)
     stats = clf.kernel_statistics(Xq)
@@ -131,7 +131,7 @@ def test_regular_sums_are_off_by_more_than_the_arithmetic(dense_data):
     # The test above is not vacuous: the engine's float64 class sums differ from the exact ones by far
     # more than the bound's own arithmetic, and by less than ρ.
     k, y, e, exact = dense_data[True]
-    clf = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1e-9).fit(_x(k), y, sample_weight=_weights(e))
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=1.0, lipschitz=1e-9).fit(_x(k), y, sample_weight=_weights(e))
     stats = clf.kernel_statistics(_x(QUERIES))
     _assert_sums_off(clf, stats, exact)
     # Σ a² (an upper bound now): never below the exact one, and only by about 2γ_n above it.
@@ -143,7 +143,7 @@ def test_regular_sums_are_off_by_more_than_the_arithmetic(dense_data):
 def test_localized_interval_contains_the_exact_one(bound):
     # Every training point among the neighbours (k = n): the localized sums add all n terms.
     k, y, e = _dataset(12_000, 64, True, -GRID + 1, GRID - 1, seed=1)
-    clf = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1e-9, bound=bound, n_neighbors=k.shape[0],
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=1.0, lipschitz=1e-9, bound=bound, n_neighbors=k.shape[0],
                                    algorithm="brute")
     clf.fit(_x(k), y, sample_weight=_weights(e))
     Xq = _x(QUERIES)
@@ -180,7 +180,7 @@ def cell_data():
 @pytest.mark.parametrize("bound", ["hoeffding", "chernoff"])
 def test_dyadic_interval_contains_the_exact_one(cell_data, bound):
     k, y, e = cell_data
-    clf = DyadicClassifier(resolution=3, lipschitz=1e-9, bound=bound).fit(_x(k), y, sample_weight=_weights(e))
+    clf = DyadicClassifier(metric=None, resolution=3, lipschitz=1e-9, bound=bound).fit(_x(k), y, sample_weight=_weights(e))
     queries = [100, 130, 140]  # the cells of the heavy points (grid 108…148) and their neighbours
     Xq = _x(queries)
     ref_stats = _exact_cell_statistics(k, y, e, queries, 3)
@@ -228,7 +228,7 @@ def test_merged_shards_keep_upper_bounds_and_carry_the_sum_error(dense_data):
     # and Σ a², D stay upper bounds of the exact sums over the union.
     k, y, e, exact = dense_data[True]
     half = k.shape[0] // 2
-    shards = [NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1e-9, histogram_bins=BINS, bound="chernoff")
+    shards = [NadarayaWatsonClassifier(metric=None, bandwidth=1.0, lipschitz=1e-9, histogram_bins=BINS, bound="chernoff")
               .fit(_x(k[s]), y[s], sample_weight=_weights(e[s])) for s in (slice(0, half), slice(half, None))]
     Xq = _x(QUERIES)
     parts = [m.kernel_statistics(Xq) for m in shards]
@@ -258,9 +258,9 @@ def test_widening_is_tiny_on_ordinary_data(model, bound):
     y = (X[:, 0] + 0.3 * rng.standard_normal(4000) > 0.5).astype(int)
     Xq = rng.random((200, 3))
     if model == "dyadic":
-        clf = DyadicClassifier(resolution=2, lipschitz=0.5, bound=bound)
+        clf = DyadicClassifier(metric=None, resolution=2, lipschitz=0.5, bound=bound)
     else:
-        clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=0.5, bound=bound,
+        clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=0.5, bound=bound,
                                        n_neighbors=200 if model == "localized" else None)
     clf.fit(X, y)
     stats = clf.kernel_statistics(Xq)
@@ -282,7 +282,7 @@ def test_dyadic_reach_covers_the_cell_lookups_rounding():
     js = first + np.random.default_rng(0).integers(0, 100_000, 40)
     edges = low + span * (np.concatenate([js, js + 1]) / 2**m)  # both edges of 40 cells
     pts = np.concatenate([[low, high], (edges[:, None] + step * np.arange(-8, 9)[None, :]).ravel()])
-    clf = DyadicClassifier(resolution=m, lipschitz=1.0, bound="hoeffding").fit(pts[:, None], np.arange(pts.size) % 2)
+    clf = DyadicClassifier(metric=None, resolution=m, lipschitz=1.0, bound="hoeffding").fit(pts[:, None], np.arange(pts.size) % 2)
     cells = clf._cells(pts[:, None])[0][:, 0]
     reach = clf.kernel_statistics(pts[:, None]).bandwidth[:, 0]
     exact = [Fraction(float(v)) for v in pts]
@@ -312,6 +312,6 @@ def test_dask_sharded_interval_contains_the_exact_one(dense_data):
         out = sharded_predict_interval(da.from_array(Xq, chunks=(2, -1)), da.from_array(_x(k), chunks=(10_017, -1)),
                                        y, sample_weight=_weights(e), **params)
         (out,) = dask.compute(out, scheduler="threads")
-    clf = NadarayaWatsonClassifier(**params).fit(_x(k[:100]), y[:100])  # the bound's settings only
+    clf = NadarayaWatsonClassifier(metric=None, **params).fit(_x(k[:100]), y[:100])  # the bound's settings only
     ref = clf.interval_from_statistics(exact)
     assert np.all(out["lower"] <= ref.lower) and np.all(out["upper"] >= ref.upper)

@@ -68,7 +68,7 @@ def assert_same_interval(result: dict, reference, *, end_tol: float = 1e-12) -> 
 @pytest.mark.parametrize("n_neighbors", [None, 15])
 def test_model_over_dask_queries(client, data, n_neighbors):
     X, y, w, Q = data
-    model = NadarayaWatsonClassifier(n_neighbors=n_neighbors, bandwidth=0.3, lipschitz=1.0, n_jobs=2)
+    model = NadarayaWatsonClassifier(metric=None, n_neighbors=n_neighbors, bandwidth=0.3, lipschitz=1.0, n_jobs=2)
     model.fit(X, y, sample_weight=w)
     Qd = da.from_array(Q, chunks=(40, -1))  # uneven last block
     interval = nwdask.predict_interval(model, Qd, client=client)
@@ -82,7 +82,7 @@ def test_model_over_dask_queries(client, data, n_neighbors):
 
 def test_model_over_dask_queries_several_bounds(client, data):
     X, y, w, Q = data
-    model = NadarayaWatsonClassifier(bandwidth="auto", n_neighbors=15, lipschitz=1.0).fit(X, y, sample_weight=w)
+    model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", n_neighbors=15, lipschitz=1.0).fit(X, y, sample_weight=w)
     bounds = ["hoeffding", "chernoff"]
     (result,) = dask.compute(nwdask.predict_interval(model, da.from_array(Q, chunks=(40, -1)), bounds=bounds,
                                                      client=client), scheduler=client)
@@ -96,7 +96,7 @@ def test_model_over_dask_queries_several_bounds(client, data):
 
 def test_local_scheduler_holds_model_once(data):
     X, y, _, Q = data
-    model = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0).fit(X, y)
+    model = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=1.0).fit(X, y)
     Qd = da.from_array(Q, chunks=(13, -1))  # 10 blocks
     proba = nwdask.predict_proba(model, Qd)
     # The model (700×3 floats and more) is in one node, not in each of 10 tasks.
@@ -108,7 +108,7 @@ def test_local_scheduler_holds_model_once(data):
 
 def test_bad_queries(data):
     X, y, _, Q = data
-    model = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0).fit(X, y)
+    model = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=1.0).fit(X, y)
     with pytest.raises(ValueError, match=r"rechunk\(\{1: -1\}\)"):
         nwdask.predict(model, da.from_array(Q, chunks=(40, 2)))
     with pytest.raises(ValueError, match="dtype float32.*astype"):
@@ -118,12 +118,12 @@ def test_bad_queries(data):
     with pytest.raises(TypeError, match="dask.array.from_array"):
         nwdask.predict(model, Q)
     with pytest.raises(NotFittedError):
-        nwdask.predict(NadarayaWatsonClassifier(), da.from_array(Q, chunks=(40, -1)))
+        nwdask.predict(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale"), da.from_array(Q, chunks=(40, -1)))
 
 
 def test_failing_task_raises(client, data):
     X, y, _, Q = data
-    model = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0).fit(X, y)
+    model = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=1.0).fit(X, y)
     bad = Q.copy()
     bad[95, 0] = np.nan  # only the third block fails
     result = nwdask.predict_interval(model, da.from_array(bad, chunks=(40, -1)), client=client)
@@ -158,7 +158,7 @@ SHARDED_CASES = [
 @pytest.mark.parametrize("params", SHARDED_CASES, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()))
 def test_sharded_equals_single_machine(client, data, params):
     X, y, w, Q = data
-    reference = NadarayaWatsonClassifier(**params).fit(X, y, sample_weight=w)
+    reference = NadarayaWatsonClassifier(metric=None, **params).fit(X, y, sample_weight=w)
     # Uneven shards, one smaller than k.
     Xd = da.from_array(X, chunks=((300, 250, 8, 142), (3,)))
     Qd = da.from_array(Q, chunks=(50, -1))
@@ -180,7 +180,7 @@ def test_sharded_several_bounds_from_one_pass(client, data):
     X, y, w, Q = data
     params = dict(bandwidth="auto", lipschitz=1.0)
     bounds = {"hoeffding": {"bound": "hoeffding"}, "chernoff": {"bound": "chernoff"}, "tight-delta": {"delta": 0.2}}
-    reference = NadarayaWatsonClassifier(**params).fit(X, y, sample_weight=w).predict_interval(Q, bounds=bounds)
+    reference = NadarayaWatsonClassifier(metric=None, **params).fit(X, y, sample_weight=w).predict_interval(Q, bounds=bounds)
     model = nwdask.ShardedNadarayaWatson(**params).fit(da.from_array(X, chunks=(200, -1)), y, sample_weight=w)
     (result,) = dask.compute(model.predict_interval(da.from_array(Q, chunks=(60, -1)), bounds, client=client),
                              scheduler=client)
@@ -197,13 +197,13 @@ def test_sharded_function_local_scheduler(data):
         da.from_array(Q, chunks=((65, 0, 65), (3,))), da.from_array(X, chunks=((0, 350, 350), (3,))), y, **params
     )
     (result,) = dask.compute(result, scheduler="threads")
-    assert_same_interval(result, NadarayaWatsonClassifier(**params).fit(X, y).predict_interval(Q))
+    assert_same_interval(result, NadarayaWatsonClassifier(metric=None, **params).fit(X, y).predict_interval(Q))
 
 
 def test_sharded_proba_without_an_assumption(data):
     X, y, _, Q = data
     model = nwdask.ShardedNadarayaWatson(bandwidth=0.3).fit(da.from_array(X, chunks=(300, -1)), y)
-    reference = NadarayaWatsonClassifier(bandwidth=0.3).fit(X, y)
+    reference = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.3).fit(X, y)
     Qd = da.from_array(Q, chunks=(65, -1))
     proba, labels = dask.compute(model.predict_proba(Qd), model.predict(Qd), scheduler="threads")
     np.testing.assert_allclose(proba, reference.predict_proba(Q), rtol=1e-9, atol=1e-12)
@@ -216,7 +216,7 @@ def test_sharded_is_a_clonable_estimator_with_every_parameter():
     from sklearn.base import clone
 
     own = set(nwdask.ShardedNadarayaWatson().get_params())
-    single = set(NadarayaWatsonClassifier().get_params())
+    single = set(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale").get_params())
     # Every parameter of the in-memory estimator is taken, except n_jobs (tasks are the parallelism),
     # device, and a learned space (metric=, metric_fraction, cross_fit: map the features first).
     assert own == (single - {"n_jobs", "device", "metric", "metric_fraction", "cross_fit"}) | {"threads_per_task"}
@@ -285,7 +285,7 @@ def test_sharded_float32_equals_single_machine_to_float32_rounding(data, n_neigh
     X, y, w, Q = data
     X32, Q32 = X.astype(np.float32), Q.astype(np.float32)
     params = dict(bandwidth="auto", n_neighbors=n_neighbors, lipschitz=1.0, dtype="float32")
-    reference = NadarayaWatsonClassifier(**params).fit(X32, y, sample_weight=w).predict_interval(Q32)
+    reference = NadarayaWatsonClassifier(metric=None, **params).fit(X32, y, sample_weight=w).predict_interval(Q32)
     model = nwdask.ShardedNadarayaWatson(**params).fit(da.from_array(X32, chunks=(250, -1)), y, sample_weight=w)
     (result,) = dask.compute(model.predict_interval(da.from_array(Q32, chunks=(65, -1))), scheduler="threads")
     for name in ("proba", "lower", "upper", "epsilon", "kappa"):
@@ -312,7 +312,7 @@ def test_sharded_localized_neighbours_at_any_scale(client, data, scale):
     # (as the shards once did) picked wrong neighbours whenever the data were not within [-1, 1].
     X, y, w, Q = data
     params = dict(bandwidth=0.4 * scale, n_neighbors=9, lipschitz=1.0 / scale)
-    reference = NadarayaWatsonClassifier(**params).fit(X * scale, y, sample_weight=w)
+    reference = NadarayaWatsonClassifier(metric=None, **params).fit(X * scale, y, sample_weight=w)
     model = nwdask.ShardedNadarayaWatson(**params).fit(
         da.from_array(X * scale, chunks=(200, -1)), y, sample_weight=w, client=client)
     (interval,) = dask.compute(model.predict_interval(da.from_array(Q * scale, chunks=(50, -1)), client=client),

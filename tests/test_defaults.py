@@ -40,21 +40,21 @@ def _field(n=400, d=2, seed=0):
 @pytest.mark.parametrize("n, d, k", [(400, 2, None), (1000, 5, None), (300, 3, 40), (12, 2, None)])
 def test_scale_bandwidth_is_its_definition(n, d, k):
     X, y = _field(n, d)
-    clf = NadarayaWatsonClassifier(n_neighbors=k).fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale", n_neighbors=k).fit(X, y)
     assert clf.get_params()["bandwidth"] == "scale"
     expected = _slow_scale(X, max(10, k or 0))
     assert clf.bandwidth_ == pytest.approx(expected, rel=1e-12)
     np.testing.assert_array_equal(clf.bandwidths_, [clf.bandwidth_])
     # Label-free: other labels, same λ (so every bound at it stays valid).
-    other = NadarayaWatsonClassifier(n_neighbors=k).fit(X, np.random.default_rng(1).integers(0, 3, n))
+    other = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale", n_neighbors=k).fit(X, np.random.default_rng(1).integers(0, 3, n))
     assert other.bandwidth_ == clf.bandwidth_
 
 
 def test_scale_bandwidth_follows_the_units():
     X, y = _field(300, 3)
-    lam = NadarayaWatsonClassifier().fit(X, y).bandwidth_
+    lam = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale").fit(X, y).bandwidth_
     for s in (1e-150, 2.0**-40, 1e6, 1e150):
-        assert NadarayaWatsonClassifier().fit(X * s, y).bandwidth_ == pytest.approx(lam * s, rel=1e-12)
+        assert NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale").fit(X * s, y).bandwidth_ == pytest.approx(lam * s, rel=1e-12)
 
 
 def test_scale_bandwidth_on_repeated_and_coincident_rows():
@@ -62,11 +62,11 @@ def test_scale_bandwidth_on_repeated_and_coincident_rows():
     # the largest k-th distance, then the box diagonal; never λ = 0.
     X = np.repeat(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]]), 50, axis=0)
     y = np.tile([0, 1], 75)
-    clf = NadarayaWatsonClassifier().fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale").fit(X, y)
     assert clf.bandwidth_ == pytest.approx(np.sqrt(5.0))
-    same = NadarayaWatsonClassifier().fit(np.ones((20, 2)), np.tile([0, 1], 10))
+    same = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale").fit(np.ones((20, 2)), np.tile([0, 1], 10))
     assert same.bandwidth_ == 1.0
-    assert NadarayaWatsonClassifier().fit([[0.0], [3.0]], [0, 1]).bandwidth_ == 3.0  # one other row: its distance
+    assert NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale").fit([[0.0], [3.0]], [0, 1]).bandwidth_ == 3.0  # one other row: its distance
 
 
 def test_default_bandwidth_on_standardized_breast_cancer():
@@ -75,14 +75,14 @@ def test_default_bandwidth_on_standardized_breast_cancer():
     acc = []
     for tr, te in StratifiedKFold(5, shuffle=True, random_state=0).split(X, y):
         sc = StandardScaler().fit(X[tr])
-        clf = NadarayaWatsonClassifier().fit(sc.transform(X[tr]), y[tr])
+        clf = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale").fit(sc.transform(X[tr]), y[tr])
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # neither a vacuous nor a bound warning
             acc.append(clf.score(sc.transform(X[te]), y[te]))
     assert np.mean(acc) >= 0.90
     # The old default is now loud about the same failure.
     sc = StandardScaler().fit(X)
-    old = NadarayaWatsonClassifier(bandwidth=1.0).fit(sc.transform(X[::2]), y[::2])
+    old = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=1.0).fit(sc.transform(X[::2]), y[::2])
     with pytest.warns(VacuousPredictionWarning, match=r"bandwidth='scale'"):
         old.predict(sc.transform(X[1::2]))
 
@@ -91,14 +91,14 @@ def test_scale_survives_a_model_file(tmp_path):
     from nwbound.io import load_model, save_model
 
     X, y = _field(200, 2)
-    clf = NadarayaWatsonClassifier(lipschitz=1.0).fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth="scale", lipschitz=1.0).fit(X, y)
     back = load_model(save_model(clf, tmp_path / "m.npz"))
     assert back.get_params()["bandwidth"] == "scale" and back.bandwidth_ == clf.bandwidth_
     np.testing.assert_array_equal(back.predict_proba(X[:20]), clf.predict_proba(X[:20]))
     state = clf.get_fitted_state()
     state["bandwidths_"] = np.array([0.1, 0.2])
     with pytest.raises(ValueError, match="bandwidths_"):
-        NadarayaWatsonClassifier(lipschitz=1.0).set_fitted_state(state)
+        NadarayaWatsonClassifier(metric=None, bandwidth="scale", lipschitz=1.0).set_fitted_state(state)
 
 
 def test_sharded_scale_equals_in_memory():
@@ -107,7 +107,7 @@ def test_sharded_scale_equals_in_memory():
 
     X, y = _field(500, 3)
     for k in (None, 30):
-        ref = NadarayaWatsonClassifier(n_neighbors=k).fit(X, y)
+        ref = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale", n_neighbors=k).fit(X, y)
         model = ShardedNadarayaWatson(n_neighbors=k).fit(da.from_array(X, chunks=(120, -1)), y)
         np.testing.assert_array_equal(model.bandwidths_, ref.bandwidths_)
 
@@ -117,7 +117,7 @@ def test_sharded_scale_equals_in_memory():
 # ---------------------------------------------------------------------------------------------
 def test_no_bound_warning_where_no_bound_was_asked():
     X, y = _field(300, 2)
-    clf = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=500.0).fit(X, y)  # useless bounds
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=500.0).fit(X, y)  # useless bounds
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         clf.predict(X[:50]), clf.predict_proba(X[:50]), clf.score(X[:50], y[:50])
@@ -128,7 +128,7 @@ def test_no_bound_warning_where_no_bound_was_asked():
 @pytest.mark.parametrize("method", ["predict", "predict_proba", "score"])
 def test_vacuous_warning_points_at_the_user(method):
     X, y = _field(200, 2)
-    clf = NadarayaWatsonClassifier(bandwidth=0.01).fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.01).fit(X, y)
     far = X[:10] + 5.0
     args = (far, y[:10]) if method == "score" else (far,)
     with pytest.warns(VacuousPredictionWarning, match=r"100 % of the queries .* bandwidth=") as caught:
@@ -143,7 +143,7 @@ def test_vacuous_warning_points_at_the_user(method):
 
 def test_vacuous_warning_of_the_dyadic_classifier():
     X, y = _field(200, 2)
-    clf = DyadicClassifier(resolution=3).fit(np.vstack([0.3 * X, [[1.0, 1.0]]]), np.r_[y, 0])
+    clf = DyadicClassifier(metric=None, lipschitz=None, resolution=3).fit(np.vstack([0.3 * X, [[1.0, 1.0]]]), np.r_[y, 0])
     with pytest.warns(VacuousPredictionWarning, match="resolution=") as caught:
         clf.predict(np.array([[0.9, 0.2]] * 3))  # an empty cell of the grid
     assert "bandwidth" not in str(caught[0].message)
@@ -165,21 +165,21 @@ def test_advice_does_not_suggest_what_is_in_use():
     Q = X[:60]
     # sampling-bound with few points: chernoff (in use) not suggested, hoeffding gets it.
     few = X[:40], y[:40]
-    r = _report(NadarayaWatsonClassifier(bandwidth=0.05, lipschitz=0.01).fit(*few), Q)
+    r = _report(NadarayaWatsonClassifier(metric=None, bandwidth=0.05, lipschitz=0.01).fit(*few), Q)
     assert r.cause == "sampling" and "chernoff" not in r.explanation
-    r = _report(NadarayaWatsonClassifier(bandwidth=0.05, lipschitz=0.01, bound="hoeffding").fit(*few), Q)
+    r = _report(NadarayaWatsonClassifier(metric=None, bandwidth=0.05, lipschitz=0.01, bound="hoeffding").fit(*few), Q)
     assert "bound='chernoff'" in r.explanation
     # bandwidth="auto" chose λ: no λ advice; L given as "auto": no advice to estimate it.
-    auto = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=50.0).fit(X, y)
+    auto = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=50.0).fit(X, y)
     r = _report(auto, Q, lipschitz_auto=True)
     assert r.useless and "bandwidth" not in r.explanation and "estimate_lipschitz" not in r.explanation
-    r = _report(NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=50.0).fit(X, y), Q)
+    r = _report(NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=50.0).fit(X, y), Q)
     assert "a smaller bandwidth λ (bandwidth=)" in r.explanation and "estimate_lipschitz" in r.explanation
 
 
 def test_cli_users_get_flags():
     X, y = _field(300, 2)
-    r = _report(NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=50.0, n_neighbors=50).fit(X, y), X[:60],
+    r = _report(NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=50.0, n_neighbors=50).fit(X, y), X[:60],
                 interface="cli")
     assert "--bandwidth" in r.explanation and "--neighbors" in r.explanation
     assert "bandwidth=" not in r.explanation and "sensitivity_report" not in r.explanation
@@ -193,7 +193,7 @@ def test_cli_users_get_flags():
 @pytest.mark.parametrize("k", [None, 20])
 def test_epsilon_is_the_half_width_of_the_reported_interval(bound, k):
     X, y = _field(300, 2)
-    clf = NadarayaWatsonClassifier(bandwidth=0.15, lipschitz=3.0, bound=bound, n_neighbors=k).fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.15, lipschitz=3.0, bound=bound, n_neighbors=k).fit(X, y)
     Q = np.vstack([X[:80], [[9.0, 9.0]]])  # the last query is vacuous
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -215,18 +215,18 @@ def test_bias_is_not_capped():
     X, y = _field(300, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        iv = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=50.0).fit(X, y).predict_interval(X[:20])
+        iv = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=50.0).fit(X, y).predict_interval(X[:20])
     assert np.all(iv.bias > 1.0) and np.all(iv.epsilon <= 1.0)
 
 
 def test_sensitivity_report_shares_follow_the_glossary():
     X, y = _field(300, 2)
-    clf = NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=1.0).fit(X[:200], y[:200])
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.1, lipschitz=1.0).fit(X[:200], y[:200])
     Q = np.vstack([X[200:], X[200:220] + 3.0])  # 20 vacuous queries of 120
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rows = sensitivity_report(clf, Q, np.r_[y[200:], y[200:220]], [0.5, 30.0])
-        ivs = [NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=L).fit(X[:200], y[:200]).predict_interval(Q)
+        ivs = [NadarayaWatsonClassifier(metric=None, bandwidth=0.1, lipschitz=L).fit(X[:200], y[:200]).predict_interval(Q)
                for L in (0.5, 30.0)]
     for row, iv in zip(rows, ivs):
         assert row["share_vacuous"] == pytest.approx(np.mean(~(iv.kappa > 0))) and row["share_vacuous"] >= 20 / 120

@@ -105,7 +105,7 @@ def test_informative_bounds_do_not_warn():
 def test_warning_is_public_userwarning_and_names_cause():
     X = np.linspace(0, 1, 200)[:, None]
     y = (X[:, 0] > 0.5).astype(int)
-    clf = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=50.0).fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=50.0).fit(X, y)
     with pytest.warns(UselessBoundWarning, match="bias term") as rec:
         rep = warn_if_useless(clf.predict_interval(X), beta=50.0)
     assert issubclass(UselessBoundWarning, UserWarning)

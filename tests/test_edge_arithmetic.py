@@ -321,7 +321,7 @@ def test_estimator_scale_invariance(n_neighbors, route):
     Q = X[:50] + 0.01
 
     def fit(factor, weights):
-        model = NadarayaWatsonClassifier(bandwidth=0.2 * factor, lipschitz=1.0 / factor, n_neighbors=n_neighbors)
+        model = NadarayaWatsonClassifier(metric=None, bandwidth=0.2 * factor, lipschitz=1.0 / factor, n_neighbors=n_neighbors)
         return model.fit(X * factor, y, sample_weight=weights).predict_interval(Q * factor)
 
     base = fit(1.0, w)

@@ -56,9 +56,9 @@ def test_bound_settings_match_separate_models(n_neighbors, bound):
     Xq = rng.random((60, 4)) * 1.2 - 0.1  # some queries outside the box / with κ = 0
     common = dict(bandwidth=0.3, lipschitz=0.5, n_neighbors=n_neighbors, delta=0.05)
     # The model that computes the settings has the default bound; each reference pins its own.
-    default = NadarayaWatsonClassifier(**common).fit(X, y)
-    ours = NadarayaWatsonClassifier(**common, bound=bound).fit(X, y)
-    paper = NadarayaWatsonClassifier(**common, bound="paper", sigma=0.25, ck=1.0, coverage="per_class").fit(X, y)
+    default = NadarayaWatsonClassifier(metric=None, **common).fit(X, y)
+    ours = NadarayaWatsonClassifier(metric=None, **common, bound=bound).fit(X, y)
+    paper = NadarayaWatsonClassifier(metric=None, **common, bound="paper", sigma=0.25, ck=1.0, coverage="per_class").fit(X, y)
     got = default.predict_interval(Xq, bounds=bound_settings(bound))
     for key, model in (("ours", ours), ("paper", paper)):
         want = model.predict_interval(Xq)
@@ -87,7 +87,7 @@ def test_expand_interval_places_columns():
     rng = np.random.default_rng(2)
     X, y = rng.random((200, 3)), rng.choice([0, 2, 3], size=200)
     Xq = rng.random((10, 3))
-    model = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=0.1, bound="hoeffding").fit(X, y)
+    model = NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz=0.1, bound="hoeffding").fit(X, y)
     iv = model.predict_interval(Xq)
     full = expand_interval(iv, model.classes_, n_classes=5, symmetric=is_symmetric_form("hoeffding"))
     assert full.proba.shape == (10, 5)
@@ -105,7 +105,7 @@ def test_expand_interval_keeps_chernoff_limits():
     """Asymmetric limits survive; an absent class gets [0, smallest present upper] (checked by loops)."""
     rng = np.random.default_rng(3)
     X, y = rng.random((300, 3)), rng.choice([0, 2, 3], size=300, p=[0.7, 0.2, 0.1])
-    model = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=0.1).fit(X, y)  # the default: chernoff
+    model = NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz=0.1).fit(X, y)  # the default: chernoff
     assert model.bound == "chernoff" and not is_symmetric_form(model.bound)
     iv = model.predict_interval(rng.random((10, 3)))
     assert not np.allclose(iv.upper - iv.proba, iv.proba - iv.lower)  # really asymmetric

@@ -135,7 +135,7 @@ def _two_class_model(lipschitz: float = 0.2) -> NadarayaWatsonClassifier:
     rng = np.random.default_rng(0)
     X = rng.random((600, 1))
     y = (X[:, 0] > 0.5).astype(int)
-    return NadarayaWatsonClassifier(bandwidth=0.05, lipschitz=lipschitz, n_neighbors=30).fit(X, y)
+    return NadarayaWatsonClassifier(metric=None, bandwidth=0.05, lipschitz=lipschitz, n_neighbors=30).fit(X, y)
 
 
 def test_record_check_flags_a_patient_whose_labels_break_the_ceilings():
@@ -174,7 +174,7 @@ def test_local_lipschitz_is_the_smallest_value_above_every_rejected_one():
     j, rejected, n_check, _ = _local_lipschitz(X_other, y_other, X_loc, y_loc, samples, grid, args)
     # slow formula: the earlier half by time in the kernel sums, each L tested on its own
     first, later = np.argsort(samples)[:80], np.argsort(samples)[80:]
-    model = NadarayaWatsonClassifier(kernel="epanechnikov", bandwidth=0.2, lipschitz=grid[0], delta=0.05,
+    model = NadarayaWatsonClassifier(metric=None, kernel="epanechnikov", bandwidth=0.2, lipschitz=grid[0], delta=0.05,
                                      n_neighbors=12).fit(
         np.vstack([X_other, X_loc[first]]), np.concatenate([y_other, y_loc[first]]),
         sample_weight=np.concatenate([np.ones(300), np.full(80, 5.0)]))
@@ -203,7 +203,7 @@ def test_two_models_certify_with_the_wider_neighbourhood():
     decide, iv_d, cert, iv_c, fit_s = _two_models(0.5, args, X, y, w, Xq)
     assert (decide.n_neighbors, cert.n_neighbors) == (5, 15) and fit_s >= 0
     for k, iv in ((5, iv_d), (15, iv_c)):  # each interval is its own model's, expanded to the 5 classes
-        ref = NadarayaWatsonClassifier(kernel="epanechnikov", bandwidth=0.5, lipschitz=0.5, delta=0.05,
+        ref = NadarayaWatsonClassifier(metric=None, kernel="epanechnikov", bandwidth=0.5, lipschitz=0.5, delta=0.05,
                                        n_neighbors=k).fit(X, y).predict_interval(Xq)
         np.testing.assert_allclose(iv.proba[:, :2], ref.proba)
         np.testing.assert_allclose(iv.lower[:, :2], ref.lower)

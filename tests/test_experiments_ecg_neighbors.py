@@ -26,7 +26,7 @@ def _slow_neighbours(X, q, k):
 def test_shared_models_equal_separate_ones_bit_for_bit():
     X, y, Q, w = _data()
     shared = SharedSearch(9)
-    kw = dict(kernel="epanechnikov", bandwidth=0.4, lipschitz=0.5, bound="chernoff")
+    kw = dict(metric=None, kernel="epanechnikov", bandwidth=0.4, lipschitz=0.5, bound="chernoff")
     out = {}
     for k in (5, 9):
         m = NadarayaWatsonClassifier(n_neighbors=k, algorithm=SHARED_ALGORITHM, index_params={"shared": shared},
@@ -63,4 +63,4 @@ def test_shared_search_rejects_bad_settings():
     with pytest.raises(TypeError, match="SharedSearch"):
         SharedIndex(object())
     with pytest.raises(ValueError, match="index_params"):
-        NadarayaWatsonClassifier(n_neighbors=3, algorithm=SHARED_ALGORITHM, bandwidth=1.0).fit(np.arange(6.0)[:, None], [0, 1] * 3)
+        NadarayaWatsonClassifier(metric=None, lipschitz=None, n_neighbors=3, algorithm=SHARED_ALGORITHM, bandwidth=1.0).fit(np.arange(6.0)[:, None], [0, 1] * 3)

@@ -74,7 +74,7 @@ def test_row_numbers_against_slow_restatement(logistic_rows, bound):
 
     assert SMALL.bounds == ("hoeffding", "chernoff")  # both forms are reported by default
     d = make_shift_data("logistic", SMALL, 1)
-    model = NadarayaWatsonClassifier(kernel="epanechnikov", bandwidth=SMALL.bandwidth, lipschitz=d.lipschitz,
+    model = NadarayaWatsonClassifier(metric=None, kernel="epanechnikov", bandwidth=SMALL.bandwidth, lipschitz=d.lipschitz,
                                      delta=SMALL.delta, bound=bound)
     iv = model.fit(d.X_train, d.y_train).predict_interval(d.X_query)
     if bound == "hoeffding":  # p̂ ± ε: restated from the closed form, one ε per query

@@ -115,7 +115,7 @@ def test_baselines_use_the_same_folds(quick_run):
     X_tr, X_te = sc.transform(X[train]), sc.transform(X[test])
     lip = estimate_lipschitz(X_tr, y[train], random_state=0).value
     assert math.isclose(_f(rows["nw_standard"]["lipschitz"]), lip, rel_tol=1e-9)
-    iv = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=lip).fit(X_tr, y[train]).predict_interval(X_te)
+    iv = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=lip).fit(X_tr, y[train]).predict_interval(X_te)
     assert int(rows["nw_standard"]["n_selected"]) == int(iv.certified.sum())
     # Split conformal (LAC) by hand: LR on M, quantile of 1 − p̂_y on N, α = 0.05.
     # The learned spaces' split of fold 0 (seed 1000·seed + fold = 0), read from the classifier:

@@ -189,7 +189,7 @@ def test_estimator_auto_bandwidth_same_intervals(dtype, monkeypatch):
     # bandwidth="auto": 16 bandwidths per query, the bound picks one.
     X, y, Q = _clustered(800, 4, 100, seed=18)
     w = np.random.default_rng(6).uniform(0.5, 1.5, len(y))
-    model = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0, dtype=dtype).fit(X, y, sample_weight=w)
+    model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=1.0, dtype=dtype).fit(X, y, sample_weight=w)
     monkeypatch.setattr(_sums, "_DENSE_SHARE", 1.0)
     fused = model.predict_interval(Q)
     monkeypatch.setattr(_sums, "USE_NUMBA", False)

@@ -266,7 +266,7 @@ def test_one_statistics_type_for_every_engine():
     assert st.on_host and st.xp.__name__.endswith("numpy") and st.device == "cpu"
     assert st.class_sums.shape == (5, 1, 3) and st.histogram.shape == (5, 1, 4) and st.d2_error.shape == (5,)
     np.testing.assert_array_equal(st.kappa, st.class_sums.sum(axis=2))
-    clf = NadarayaWatsonClassifier(bandwidth=0.9, lipschitz=1.0).fit(X, onehot.argmax(axis=1))
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.9, lipschitz=1.0).fit(X, onehot.argmax(axis=1))
     # The device form's histogram is in the one-hot's units: the host bounds refuse it, naming the fix.
     with pytest.raises(ValueError, match="device form"):
         clf.interval_from_statistics(st)
@@ -310,7 +310,7 @@ def test_engine_adapter_matches_cpu_engine_and_estimator():
     np.testing.assert_allclose(ours.sq_sum, cpu.sq_sum, rtol=1e-4, atol=1e-4)
     assert np.all(ours.dist_sum >= cpu.dist_sum * (1 - 1e-5) - 1e-6)
     # predict_proba from the hook's sums equals the estimator's.
-    clf = NadarayaWatsonClassifier(bandwidth=0.9, lipschitz=1.0, dtype="float32").fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.9, lipschitz=1.0, dtype="float32").fit(X, y)
     proba = ours.class_sums[:, 1] / ours.class_sums[:, 1].sum(axis=1, keepdims=True)
     np.testing.assert_allclose(proba, clf.predict_proba(Q), atol=1e-5)
     with pytest.raises(ValueError, match="tail_radius"):
@@ -550,7 +550,7 @@ def _device_fit(device, n: int = 1500, n_queries: int = 120, **params):
     y = (rng.random(n) < X[:, 0]).astype(int) + (X[:, 1] > 0.5)
     Q = rng.random((n_queries, 5)).astype(np.float32)
     settings = dict(bandwidth=0.35, lipschitz=1.0, dtype="float32", **params)
-    return NadarayaWatsonClassifier(device=device, **settings).fit(X, y), Q
+    return NadarayaWatsonClassifier(metric=None, device=device, **settings).fit(X, y), Q
 
 
 def _device_name() -> str:

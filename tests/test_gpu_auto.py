@@ -74,7 +74,7 @@ def test_device_choices_are_the_hosts_and_intervals_contain_them(dev, case):
     case = dict(case)
     weighted = case.pop("weighted", False)
     X, y, Q, w = _data(n_queries=20 if not case else 100)
-    kw = dict(bandwidth="auto", lipschitz=0.5, **case)
+    kw = dict(metric=None, bandwidth="auto", lipschitz=0.5, **case)
     host = NadarayaWatsonClassifier(**kw).fit(X, y, sample_weight=w if weighted else None)
     on_dev = NadarayaWatsonClassifier(device=dev, **kw).fit(X, y, sample_weight=w if weighted else None)
     a, b = host.predict_interval(Q), on_dev.predict_interval(Q)
@@ -94,7 +94,7 @@ def test_exact_ties_go_to_the_first_column_and_the_grid_is_ranked_on_the_device(
     X = np.array([[0.0], [0.05], [0.1], [0.9], [1.0]])
     y = np.array([0, 1, 0, 1, 1])
     Q = np.array([[0.05], [0.95], [0.5]])
-    kw = dict(bandwidth="auto", bandwidth_grid=[0.2, 0.3, 0.35, 2.0], kernel="boxcar", lipschitz=5.0)
+    kw = dict(metric=None, bandwidth="auto", bandwidth_grid=[0.2, 0.3, 0.35, 2.0], kernel="boxcar", lipschitz=5.0)
     host = NadarayaWatsonClassifier(**kw).fit(X, y)
     on_dev = NadarayaWatsonClassifier(device="cpu", **kw).fit(X, y)
     monkeypatch.setattr(on_dev, "_ranking", lambda *a, **k: pytest.fail("host ranking"))
@@ -113,7 +113,7 @@ def test_exact_ties_go_to_the_first_column_and_the_grid_is_ranked_on_the_device(
 def test_tensor_queries_keep_tensor_results_under_dispatch(n_neighbors):
     sklearn = pytest.importorskip("sklearn")
     X, y, Q, _ = _data(1)
-    kw = dict(bandwidth="auto", lipschitz=0.5, device="cpu", n_neighbors=n_neighbors, bound="hoeffding")
+    kw = dict(metric=None, bandwidth="auto", lipschitz=0.5, device="cpu", n_neighbors=n_neighbors, bound="hoeffding")
     est = NadarayaWatsonClassifier(**kw).fit(X, y)
     want = est.predict_interval(Q)
     try:
@@ -165,7 +165,7 @@ def test_float32_fit_in_another_feature_unit_gets_the_hosts_statistics(scale, ba
     X = rng.random((400, 2)) * scale
     y = (X[:, 0] > 0.5 * scale).astype(int)
     Q = rng.random((15, 2)) * scale
-    kw = dict(lipschitz=0.5 / scale, dtype="float32", bound="hoeffding",
+    kw = dict(metric=None, lipschitz=0.5 / scale, dtype="float32", bound="hoeffding",
               bandwidth=bandwidth if bandwidth == "auto" else bandwidth * scale)
     host = NadarayaWatsonClassifier(**kw).fit(X, y)
     on_dev = NadarayaWatsonClassifier(device="cpu", **kw).fit(X, y)

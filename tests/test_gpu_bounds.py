@@ -290,7 +290,7 @@ def _fit_pair(kind, bound, weighted, dev="cpu"):
     Q = np.vstack([rng.random((40, 4)), [[5.0, 5.0, 5.0, 5.0]]]).astype(np.float32)  # one query without mass
     extra = {"n_neighbors": 12, "algorithm": "brute"} if kind == "localized" else {}
     w = rng.uniform(0.3, 2.0, 600) if weighted else None
-    est = NadarayaWatsonClassifier(bandwidth=0.4, lipschitz=0.5, bound=bound, dtype="float32", device=dev,
+    est = NadarayaWatsonClassifier(metric=None, bandwidth=0.4, lipschitz=0.5, bound=bound, dtype="float32", device=dev,
                                    **extra).fit(X, y, sample_weight=w)
     return est, Q
 

@@ -50,7 +50,7 @@ def _fit(device="cpu", labels=None, **params):
     Q = rng.random((30, 4)).astype(np.float32)
     settings = dict(bandwidth=0.4, lipschitz=1.0, dtype="float32", bound="chernoff")
     settings.update(params)
-    return NadarayaWatsonClassifier(device=device, **settings).fit(X, y), Q
+    return NadarayaWatsonClassifier(metric=None, device=device, **settings).fit(X, y), Q
 
 
 def _numpy_of(a):
@@ -447,7 +447,7 @@ def test_plain_tensor_queries_skip_no_check():
                 clf.predict_interval(torch.from_numpy(big))
     rng = np.random.default_rng(0)
     frame = pd.DataFrame(rng.random((50, 4)), columns=list("abcd"))
-    named = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=1.0, bound="hoeffding", device="cpu").fit(
+    named = NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz=1.0, bound="hoeffding", device="cpu").fit(
         frame, (frame["a"] > 0.5).astype(int))
     with sklearn.config_context(array_api_dispatch=True), warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
@@ -506,7 +506,7 @@ def _dyadic(labels=None):
     if labels is not None:
         y = np.asarray(labels)[y]
     Q = rng.uniform(-0.1, 1.1, (25, 3))  # a few outside the box: flagged, bias grows
-    return DyadicClassifier(resolution=2, lipschitz=0.5).fit(X, y), Q
+    return DyadicClassifier(metric=None, resolution=2, lipschitz=0.5).fit(X, y), Q
 
 
 @needs_dispatch
@@ -563,8 +563,8 @@ def test_fit_takes_dispatched_training_data(namespace, kind):
 
     def make():
         if kind == "dyadic":
-            return DyadicClassifier(resolution=2, lipschitz=0.5)
-        return NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0, n_neighbors=15 if kind == "localized" else None)
+            return DyadicClassifier(metric=None, resolution=2, lipschitz=0.5)
+        return NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=1.0, n_neighbors=15 if kind == "localized" else None)
 
     want = make().fit(X, y, sample_weight=w).predict_interval(Q)
     with sklearn.config_context(array_api_dispatch=True):

@@ -133,8 +133,8 @@ def test_localized_estimator_on_a_device_matches_the_cpu(bound, weighted):
     w = rng.uniform(0.3, 3.0, 800) if weighted else None
     device = "cuda" if torch.cuda.is_available() else "cpu"
     params = dict(bandwidth=0.3, n_neighbors=60, algorithm="brute", lipschitz=1.0, bound=bound)
-    cpu = NadarayaWatsonClassifier(**params).fit(X, y, sample_weight=w)
-    dev = NadarayaWatsonClassifier(device=device, **params).fit(X, y, sample_weight=w)
+    cpu = NadarayaWatsonClassifier(metric=None, **params).fit(X, y, sample_weight=w)
+    dev = NadarayaWatsonClassifier(metric=None, device=device, **params).fit(X, y, sample_weight=w)
     a, b = cpu.predict_interval(Q), dev.predict_interval(Q)
     for field in ("proba", "kappa"):  # float64 on both sides: equal to rounding
         np.testing.assert_allclose(getattr(b, field), getattr(a, field), rtol=1e-9, atol=1e-12, err_msg=field)
@@ -153,7 +153,7 @@ def test_kneighbors_with_device_search_there_exactly_with_ties_to_the_lower_row(
     X = rng.integers(0, 4, (500, 3)).astype(float)
     y = rng.integers(0, 2, 500)
     Q = rng.integers(0, 4, (40, 3)) + np.where(rng.random((40, 3)) < 0.3, 0.5, 0.0)
-    kw = dict(n_neighbors=25, bandwidth=3.0, lipschitz=0.1)
+    kw = dict(metric=None, n_neighbors=25, bandwidth=3.0, lipschitz=0.1)
     host_d, _ = NadarayaWatsonClassifier(**kw).fit(X, y).kneighbors(Q)
     est = NadarayaWatsonClassifier(device="cpu", **kw).fit(X, y)
     monkeypatch.setattr(type(est.index_), "kneighbors", lambda *a, **k: pytest.fail("host search"))

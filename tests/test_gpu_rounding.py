@@ -67,7 +67,7 @@ def _exact_statistics(k, y, e, queries, kernel: str) -> KernelStatistics:
 
 
 def _estimator(bound: str, kernel: str, lipschitz: float, device) -> NadarayaWatsonClassifier:
-    return NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=lipschitz, bound=bound, kernel=kernel, dtype="float32",
+    return NadarayaWatsonClassifier(metric=None, bandwidth=1.0, lipschitz=lipschitz, bound=bound, kernel=kernel, dtype="float32",
                                     device=device, histogram_bins=BINS)
 
 
@@ -146,7 +146,7 @@ for case in json.loads(sys.argv[2]):
     bound, kernel, weighted, lipschitz = case
     tag = "w" if weighted else "u"
     X, y, w = data["X" + tag], data["y" + tag], data["w" + tag]
-    clf = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=lipschitz, bound=bound, kernel=kernel, dtype="float32",
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=1.0, lipschitz=lipschitz, bound=bound, kernel=kernel, dtype="float32",
                                    device="cpu", histogram_bins=32)
     clf.fit(X, y, sample_weight=w if weighted else None)
     with warnings.catch_warnings():
@@ -224,7 +224,7 @@ def test_sum_error_through_merge_and_concatenate():
 
     rng = np.random.default_rng(9)
     X, y = rng.random((200, 2)), rng.integers(0, 2, 200)
-    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0).fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=1.0).fit(X, y)
     exact = clf.kernel_statistics(X[:5])
     assert exact.sum_error == summation_error(200)
     assert merge_statistics([exact, exact]).sum_error == compose_errors(summation_error(200), summation_error(1))

@@ -105,7 +105,7 @@ def test_neighbor_sq_sum_is_an_upper_bound(mixed):
 
 
 def _estimator_sampling(device, dtype: str, mixed: bool, **params) -> tuple[np.ndarray, float]:
-    clf = NadarayaWatsonClassifier(kernel="boxcar", bandwidth=1.0, lipschitz=1e-3, bound="hoeffding",
+    clf = NadarayaWatsonClassifier(metric=None, kernel="boxcar", bandwidth=1.0, lipschitz=1e-3, bound="hoeffding",
                                    dtype=dtype, device=device, **params)
     clf.fit(_X.astype(dtype), _LABELS, sample_weight=_weights(dtype, mixed))
     with warnings.catch_warnings():
@@ -177,7 +177,7 @@ def test_estimator_device_weights_far_above_one(bound):
     y = np.array([0, 1, 0, 1, 0])
     out = {}
     for device in (None, "cpu"):
-        clf = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=0.1, bound=bound, dtype="float32", device=device)
+        clf = NadarayaWatsonClassifier(metric=None, bandwidth=1.0, lipschitz=0.1, bound=bound, dtype="float32", device=device)
         state = clf.fit(X, y).get_fitted_state()
         state["weights"] = np.array([3e30, 1e30, 2e30, 1.0, 1.0])
         with warnings.catch_warnings():

@@ -19,10 +19,10 @@ def _two_sided_field():
 
 
 _MAKERS = {
-    "regular": lambda s, dtype: NadarayaWatsonClassifier(bandwidth=0.1 * s, lipschitz=1.0 / s, dtype=dtype),
-    "localized": lambda s, dtype: NadarayaWatsonClassifier(bandwidth=0.1 * s, lipschitz=1.0 / s, n_neighbors=30,
+    "regular": lambda s, dtype: NadarayaWatsonClassifier(metric=None, bandwidth=0.1 * s, lipschitz=1.0 / s, dtype=dtype),
+    "localized": lambda s, dtype: NadarayaWatsonClassifier(metric=None, bandwidth=0.1 * s, lipschitz=1.0 / s, n_neighbors=30,
                                                            dtype=dtype),
-    "dyadic": lambda s, dtype: DyadicClassifier(resolution=3, lipschitz=1.0 / s),  # float64 only
+    "dyadic": lambda s, dtype: DyadicClassifier(metric=None, resolution=3, lipschitz=1.0 / s),  # float64 only
 }
 
 
@@ -47,8 +47,8 @@ def test_float32_unit_survives_state_model_file_and_auto_grid(tmp_path, scale, n
     from nwbound.io import load_model, save_model
 
     X, y, Q, _ = _two_sided_field()
-    ref = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0, n_neighbors=n_neighbors, dtype="float32").fit(X, y)
-    clf = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0 / scale, n_neighbors=n_neighbors,
+    ref = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=1.0, n_neighbors=n_neighbors, dtype="float32").fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=1.0 / scale, n_neighbors=n_neighbors,
                                    dtype="float32").fit(X * scale, y)
     np.testing.assert_allclose(clf.bandwidths_ / scale, ref.bandwidths_, rtol=1e-3)  # grid in input units
     state = clf.get_fitted_state()
@@ -63,18 +63,18 @@ def test_float32_unit_survives_state_model_file_and_auto_grid(tmp_path, scale, n
 
 def test_float32_refuses_what_it_cannot_hold_naming_the_dtype():
     X, y, Q, _ = _two_sided_field()
-    clf = NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=1.0, dtype="float32").fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.1, lipschitz=1.0, dtype="float32").fit(X, y)
     for far in (1e39, 1.7e308):
         with pytest.raises(ValueError, match='dtype="float32".*dtype="float64"'):
             clf.predict_interval([[far]])
-    tiny = NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=1.0, dtype="float32").fit(X * 1e-46, y)
+    tiny = NadarayaWatsonClassifier(metric=None, bandwidth=0.1, lipschitz=1.0, dtype="float32").fit(X * 1e-46, y)
     with pytest.raises(ValueError, match='dtype="float32"'):
         tiny.predict_interval([[1.0]])  # 1e46 units of the training data: beyond float32
     # a state whose unit is not a power of two is refused
     state = tiny.get_fitted_state()
     state["feature_unit"] = 3.0
     with pytest.raises(ValueError, match="feature_unit"):
-        NadarayaWatsonClassifier(bandwidth=0.1e-46, lipschitz=1.0, dtype="float32").set_fitted_state(state)
+        NadarayaWatsonClassifier(metric=None, bandwidth=0.1e-46, lipschitz=1.0, dtype="float32").set_fitted_state(state)
 
 
 # -- 4. far finite queries (1.7e308) in every classifier -------------------------------------------
@@ -83,15 +83,15 @@ _FAR = np.array([[1.7e308, 0.0], [-1.7e308, 1.7e308], [1e300, 1.0]])
 
 
 @pytest.mark.parametrize("make", [
-    lambda: NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0),
-    lambda: NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0, n_neighbors=20),
-    lambda: NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0, n_neighbors=20, bound="hoeffding"),
-    lambda: NadarayaWatsonClassifier(bandwidth="auto", margin=0.1, n_neighbors=20),
-    lambda: NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0, n_neighbors=20, kernel="gaussian_untruncated",
+    lambda: NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0),
+    lambda: NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0, n_neighbors=20),
+    lambda: NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0, n_neighbors=20, bound="hoeffding"),
+    lambda: NadarayaWatsonClassifier(metric=None, bandwidth="auto", margin=0.1, n_neighbors=20),
+    lambda: NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0, n_neighbors=20, kernel="gaussian_untruncated",
                                      bound="hoeffding"),
-    lambda: DyadicClassifier(resolution=3, lipschitz=1.0),
-    lambda: DyadicClassifier(resolution=3, lipschitz=1.0, bound="hoeffding"),
-    lambda: DyadicClassifier(resolution=3, margin=0.1),
+    lambda: DyadicClassifier(metric=None, resolution=3, lipschitz=1.0),
+    lambda: DyadicClassifier(metric=None, resolution=3, lipschitz=1.0, bound="hoeffding"),
+    lambda: DyadicClassifier(metric=None, resolution=3, margin=0.1),
 ], ids=["regular", "localized", "localized-hoeffding", "localized-auto-margin", "localized-gauss",
         "dyadic", "dyadic-hoeffding", "dyadic-margin"])
 def test_far_finite_queries_get_valid_vacuous_or_trivial_intervals(make):
@@ -126,7 +126,7 @@ def _dyadic_state(weights=None):
     rng = np.random.default_rng(1)
     X = rng.random((200, 2))
     y = (rng.random(200) < X[:, 0]).astype(int)
-    clf = DyadicClassifier(resolution=2, lipschitz=1.0).fit(X, y, sample_weight=weights)
+    clf = DyadicClassifier(metric=None, resolution=2, lipschitz=1.0).fit(X, y, sample_weight=weights)
     return clf, {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in clf.get_fitted_state().items()}
 
 
@@ -150,7 +150,7 @@ def test_dyadic_state_holds_counts_matching_the_rows():
         state["cell_class_sums_"].sum(axis=1), state["cell_sq_sums_"], state["cell_weight_max_"], state["cell_counts_"]))
     want = _slow_cell_sums(w / w.max(), X)  # weights relative to the largest
     np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-12)
-    DyadicClassifier(resolution=2, lipschitz=1.0).set_fitted_state(state)  # a fitted state loads
+    DyadicClassifier(metric=None, resolution=2, lipschitz=1.0).set_fitted_state(state)  # a fitted state loads
 
 
 @pytest.mark.parametrize("tamper, message", [
@@ -164,7 +164,7 @@ def test_crafted_dyadic_states_are_refused(tamper, message):
     _, state = _dyadic_state()
     tamper(state)
     with pytest.raises(ValueError, match=message):
-        DyadicClassifier(resolution=2, lipschitz=1.0).set_fitted_state(state)
+        DyadicClassifier(metric=None, resolution=2, lipschitz=1.0).set_fitted_state(state)
 
 
 def test_crafted_model_file_with_zero_square_sums_is_refused(tmp_path):
@@ -244,10 +244,10 @@ def test_untruncated_gaussian_chernoff_falls_back_to_hoeffding_loudly(tmp_path):
     X = rng.random((300, 2))
     y = (X[:, 0] > 0.5).astype(int)
     with pytest.warns(UserWarning, match="uses bound='hoeffding'.*kernel='gaussian'") as record:
-        clf = NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=1.0, kernel="gaussian_untruncated").fit(X, y)
+        clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.1, lipschitz=1.0, kernel="gaussian_untruncated").fit(X, y)
     assert record[0].filename == __file__  # points at the caller's line
     assert clf.bound_spec_.form == "hoeffding"
-    hoeff = NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=1.0, kernel="gaussian_untruncated",
+    hoeff = NadarayaWatsonClassifier(metric=None, bandwidth=0.1, lipschitz=1.0, kernel="gaussian_untruncated",
                                      bound="hoeffding").fit(X, y)
     Q = rng.random((20, 2))
     np.testing.assert_array_equal(clf.predict_interval(Q).lower, hoeff.predict_interval(Q).lower)
@@ -262,8 +262,8 @@ def test_untruncated_gaussian_chernoff_falls_back_to_hoeffding_loudly(tmp_path):
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
-        NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=1.0, kernel="gaussian_untruncated", n_neighbors=20).fit(X, y)
-        NadarayaWatsonClassifier(bandwidth=0.1, kernel="gaussian_untruncated").fit(X, y).predict_proba(Q)
+        NadarayaWatsonClassifier(metric=None, bandwidth=0.1, lipschitz=1.0, kernel="gaussian_untruncated", n_neighbors=20).fit(X, y)
+        NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.1, kernel="gaussian_untruncated").fit(X, y).predict_proba(Q)
 
 
 def test_untruncated_gaussian_default_bound_covers_a_known_field():
@@ -276,7 +276,7 @@ def test_untruncated_gaussian_default_bound_covers_a_known_field():
         X = rng.random((200, 1))
         y = (rng.random(200) < X[:, 0]).astype(int)
         with pytest.warns(UserWarning):
-            iv = NadarayaWatsonClassifier(bandwidth=0.08, lipschitz=1.0, kernel="gaussian_untruncated",
+            iv = NadarayaWatsonClassifier(metric=None, bandwidth=0.08, lipschitz=1.0, kernel="gaussian_untruncated",
                                           delta=0.1).fit(X, y).predict_interval(Q)
         misses += (Q[:, 0] < iv.lower[:, 1]) | (Q[:, 0] > iv.upper[:, 1])
     assert misses.max() / repeats <= 0.1 + 3 * np.sqrt(0.1 * 0.9 / repeats)
@@ -309,7 +309,7 @@ def test_float32_sharded_fit_at_extreme_scale_equals_in_memory(scale):
     Xs, Qs = (X * scale).astype(np.float32), (Q * scale).astype(np.float32)
     for k in (None, 20):
         params = dict(bandwidth=0.1 * scale, lipschitz=1.0 / scale, dtype="float32", n_neighbors=k)
-        want = NadarayaWatsonClassifier(**params).fit(Xs, y).predict_interval(Qs)
+        want = NadarayaWatsonClassifier(metric=None, **params).fit(Xs, y).predict_interval(Qs)
         got = nwdask.ShardedNadarayaWatson(**params).fit(da.from_array(Xs, chunks=(150, -1)), y)
         got = got.predict_interval(da.from_array(Qs))
         got = {name: np.asarray(getattr(got, name, None) if not isinstance(got, dict) else got[name])

@@ -229,7 +229,7 @@ def test_exact_indexes_agree_exactly_on_ties(bound):
     expected = _rule_neighbors(X, Q, k)
     results = {}
     for algorithm in ("brute", "kd_tree", "ball_tree", "auto"):
-        model = NadarayaWatsonClassifier(n_neighbors=k, bandwidth=2.0, lipschitz=0.3, algorithm=algorithm,
+        model = NadarayaWatsonClassifier(metric=None, n_neighbors=k, bandwidth=2.0, lipschitz=0.3, algorithm=algorithm,
                                          bound=bound).fit(X, y, sample_weight=w)
         dist, idx = model.kneighbors(Q)
         np.testing.assert_array_equal(idx, expected, err_msg=algorithm)
@@ -295,14 +295,14 @@ def test_dask_paths_equal_the_in_memory_estimator_on_ties():
     X, y, w, Q = _tied_data(1)
     params = dict(n_neighbors=10, bandwidth=2.0, lipschitz=0.3)
     with _no_check():
-        reference = _fields(NadarayaWatsonClassifier(**params).fit(X, y, sample_weight=w).predict_interval(Q))
+        reference = _fields(NadarayaWatsonClassifier(metric=None, **params).fit(X, y, sample_weight=w).predict_interval(Q))
         for chunks in ((5, 200, 205),):  # uneven shards, one smaller than k
             model = nwdask.ShardedNadarayaWatson(**params).fit(da.from_array(X, chunks=(chunks, -1)), y,
                                                               sample_weight=w)
             (out,) = dask.compute(model.predict_interval(da.from_array(Q, chunks=(13, -1))), scheduler="sync")
             for name, value in _fields(out).items():
                 np.testing.assert_array_equal(value, reference[name], err_msg=f"{chunks}: {name}")
-        in_memory = NadarayaWatsonClassifier(algorithm="kd_tree", **params).fit(X, y, sample_weight=w)
+        in_memory = NadarayaWatsonClassifier(metric=None, algorithm="kd_tree", **params).fit(X, y, sample_weight=w)
         (out,) = dask.compute(nwdask.predict_interval(in_memory, da.from_array(Q, chunks=(7, -1))), scheduler="sync")
     for name, value in _fields(out).items():
         np.testing.assert_array_equal(value, reference[name], err_msg=name)
@@ -338,9 +338,9 @@ def test_class_count_rule_against_its_statement(n_classes, n_rows):
     refused = n_classes > 20 and n_rows < 2 * n_classes  # the documented rule, restated
     if refused:
         with pytest.raises(ValueError, match=rf"^y has {n_classes} classes among {n_rows} rows.*class labels"):
-            NadarayaWatsonClassifier(bandwidth=1.0).fit(X, y)
+            NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=1.0).fit(X, y)
     else:
-        assert NadarayaWatsonClassifier(bandwidth=1.0).fit(X, y).classes_.shape == (n_classes,)
+        assert NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=1.0).fit(X, y).classes_.shape == (n_classes,)
 
 
 def test_id_target_refused_by_every_estimator():
@@ -351,8 +351,8 @@ def test_id_target_refused_by_every_estimator():
 
     X = np.random.default_rng(0).random((200, 2))
     ids = np.array([f"row{i}" for i in range(200)])
-    for est in (NadarayaWatsonClassifier(bandwidth=0.2), NadarayaWatsonClassifier(bandwidth=0.2, n_neighbors=5),
-                DyadicClassifier(resolution=2)):
+    for est in (NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.2), NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.2, n_neighbors=5),
+                DyadicClassifier(metric=None, lipschitz=None, resolution=2)):
         with pytest.raises(ValueError, match="y has 200 classes among 200 rows"):
             est.fit(X, ids)
     with pytest.raises(ValueError, match="y has 200 classes among 200 rows"):
@@ -370,8 +370,8 @@ def test_class_table_memory_cap(monkeypatch):
     monkeypatch.setattr(validation, "MAX_CLASS_TABLE", 1000)
     X = np.random.default_rng(1).random((200, 2))
     with pytest.raises(ValueError, match=r"y has 10 classes for 200 rows: .*2,000 entries.*limit of 1,000"):
-        NadarayaWatsonClassifier(bandwidth=0.2).fit(X, np.arange(200) % 10)
-    NadarayaWatsonClassifier(bandwidth=0.2).fit(X[:100], np.arange(100) % 10)  # 1000 entries: at the cap
+        NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.2).fit(X, np.arange(200) % 10)
+    NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.2).fit(X[:100], np.arange(100) % 10)  # 1000 entries: at the cap
 
 
 def _write_csv(path: Path, n_rows: int, n_classes: int) -> None:
@@ -414,5 +414,5 @@ def test_float32_localized_follows_the_rule():
     X, y, _, Q = _tied_data(5)
     expected = _rule_neighbors(X, Q, 7)
     for algorithm in ("brute", "kd_tree"):
-        model = NadarayaWatsonClassifier(n_neighbors=7, bandwidth=2.0, algorithm=algorithm, dtype="float32").fit(X, y)
+        model = NadarayaWatsonClassifier(metric=None, lipschitz=None, n_neighbors=7, bandwidth=2.0, algorithm=algorithm, dtype="float32").fit(X, y)
         np.testing.assert_array_equal(model.kneighbors(Q)[1], expected, err_msg=algorithm)

@@ -98,8 +98,8 @@ def test_pickle_round_trip(data):
 def test_classifier_matches_exact_index(data):
     X, y, Q = data
     params = dict(n_neighbors=10, bandwidth=1.5, lipschitz=1.0)
-    approx = NadarayaWatsonClassifier(algorithm="hnsw", **params).fit(X, y)  # default index parameters
-    exact = NadarayaWatsonClassifier(algorithm="brute", **params).fit(X, y)
+    approx = NadarayaWatsonClassifier(metric=None, algorithm="hnsw", **params).fit(X, y)  # default index parameters
+    exact = NadarayaWatsonClassifier(metric=None, algorithm="brute", **params).fit(X, y)
     _, true_idx = brute_neighbors(X, Q, 10)
     _, idx = approx.index_.kneighbors(Q, 10)
     same = np.all(np.sort(idx, axis=1) == np.sort(true_idx, axis=1), axis=1)
@@ -148,14 +148,14 @@ def test_estimator_passes_random_state_and_index_params(data):
         n_neighbors=10, algorithm="hnsw", bandwidth=1.5, lipschitz=1.0, n_jobs=2, random_state=5,
         index_params={"ef": 10, "ef_construction": 40, "M": 8},
     )
-    a = NadarayaWatsonClassifier(**params).fit(X, y)
-    b = NadarayaWatsonClassifier(**params).fit(X, y)
+    a = NadarayaWatsonClassifier(metric=None, **params).fit(X, y)
+    b = NadarayaWatsonClassifier(metric=None, **params).fit(X, y)
     assert (a.index_.ef, a.index_.M, a.index_.random_state, a.index_.n_jobs) == (10, 8, 5, 2)
     # Reproducible refit (what a saved model relies on when it rebuilds the index).
     np.testing.assert_array_equal(a.index_.kneighbors(Q, 10)[1], b.index_.kneighbors(Q, 10)[1])
     np.testing.assert_array_equal(a.predict_interval(Q).epsilon, b.predict_interval(Q).epsilon)
     with pytest.raises(ValueError, match="Unknown option"):
-        NadarayaWatsonClassifier(**{**params, "index_params": {"efSearch": 5}}).fit(X, y)
+        NadarayaWatsonClassifier(metric=None, **{**params, "index_params": {"efSearch": 5}}).fit(X, y)
 
 
 # --- ef chosen from a recall target ------------------------------------------------------------

@@ -62,7 +62,7 @@ def test_split_keeps_each_group_on_one_side():
     assert not set(groups[m]) & set(groups[n])
     assert 0.25 < m.size / 400 < 0.55
     X = rng.normal(size=(400, 3))
-    clf = NadarayaWatsonClassifier(bandwidth=1.0, metric=LinearDiscriminantAnalysis()).fit(X, labels, groups=groups)
+    clf = NadarayaWatsonClassifier(lipschitz=None, bandwidth=1.0, metric=LinearDiscriminantAnalysis()).fit(X, labels, groups=groups)
     assert not set(groups[clf.metric_rows_]) & set(groups[clf.nw_rows_])
 
 
@@ -71,7 +71,7 @@ def test_proba_is_the_nw_average_over_the_nw_rows_in_the_mapped_space():
     X, y, _ = _field(600, d=5)
     Q = np.random.default_rng(9).uniform(-1, 1, (20, 5))
     lam = 0.8
-    clf = NadarayaWatsonClassifier(bandwidth=lam, metric=LinearDiscriminantAnalysis(), metric_fraction=0.3).fit(X, y)
+    clf = NadarayaWatsonClassifier(lipschitz=None, bandwidth=lam, metric=LinearDiscriminantAnalysis(), metric_fraction=0.3).fit(X, y)
     m, n = clf.metric_rows_, clf.nw_rows_
     assert clf.n_samples_fit_ == n.size and clf.n_features_in_ == 5
     assert np.bincount(y[m]).tolist() == [round(0.3 * c) for c in np.bincount(y)]
@@ -109,7 +109,7 @@ def test_metric_none_is_todays_classifier_bit_for_bit():
     state = new.get_fitted_state()
     assert np.array_equal(state["X"], X) and np.array_equal(state["labels"], y)
     # The state path never splits or maps: a copy restored from the state answers identically.
-    old = NadarayaWatsonClassifier(bandwidth=0.7, lipschitz=0.3).set_fitted_state(state)
+    old = NadarayaWatsonClassifier(metric=None, bandwidth=0.7, lipschitz=0.3).set_fitted_state(state)
     a, b = new.predict_interval(X[:50]), old.predict_interval(X[:50])
     for f in ("proba", "lower", "upper", "epsilon", "kappa"):
         assert np.array_equal(getattr(a, f), getattr(b, f))
@@ -119,9 +119,9 @@ def test_metric_none_is_todays_classifier_bit_for_bit():
 def test_standard_metric_is_label_free_and_keeps_every_row():
     X, y, _ = _field(300, d=3)
     X = X * np.array([1.0, 10.0, 100.0])
-    clf = NadarayaWatsonClassifier(bandwidth=0.7, metric="standard").fit(X, y)
+    clf = NadarayaWatsonClassifier(lipschitz=None, bandwidth=0.7, metric="standard").fit(X, y)
     assert clf.n_samples_fit_ == 300
-    ref = NadarayaWatsonClassifier(bandwidth=0.7).fit(StandardScaler().fit_transform(X), y)
+    ref = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.7).fit(StandardScaler().fit_transform(X), y)
     np.testing.assert_allclose(clf.predict_proba(X[:20]),
                                ref.predict_proba(StandardScaler().fit(X).transform(X[:20])), atol=1e-12)
 
@@ -141,7 +141,7 @@ def test_learned_diagonal_space_covers_at_its_true_constant_and_certifies_more()
         L_z = float(np.hypot(1 / a[0], 1 / a[1]))
         assert L_z <= L * np.linalg.norm(np.linalg.inv(A), 2) + 1e-12  # the general rule L‖A⁻¹‖₂
         iv = clf.predict_interval(Q, bounds={"L_z": {"lipschitz": L_z}})["L_z"]
-        euclid = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=L, delta=delta).fit(X, y).predict_interval(Q)
+        euclid = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=L, delta=delta).fit(X, y).predict_interval(Q)
         # The same rows the learned space's kernel sums use, in x: Euclidean with every advantage but the space.
     miss = (pq < iv.lower[:, 1]) | (pq > iv.upper[:, 1])
     assert miss.mean() <= delta
@@ -222,7 +222,7 @@ def test_cross_fit_folds_keep_groups_whole_and_refuse_too_many_folds():
         NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric=LogisticRegression(), cross_fit=13).fit(
             X, y, groups=groups)
     with pytest.raises(ValueError, match="cross_fit"):
-        NadarayaWatsonClassifier(metric=LogisticRegression(), cross_fit=1).fit(X, y)
+        NadarayaWatsonClassifier(lipschitz=None, bandwidth="scale", metric=LogisticRegression(), cross_fit=1).fit(X, y)
 
 
 @pytest.mark.slow
@@ -245,7 +245,7 @@ def test_cross_fit_in_folds_covers_at_the_true_constant():
 
 def test_intersection_of_two_intervals_by_hand():
     X, y, _ = _field(400, d=3)
-    clf = NadarayaWatsonClassifier(bandwidth=0.8, lipschitz=0.3).fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.8, lipschitz=0.3).fit(X, y)
     a = clf.predict_interval(X[:30])
     b = clf.set_params(lipschitz=0.1).predict_interval(X[:30])
     both = intersect_intervals(a, b)  # nested: b ⊂ a, so the intersection is b
@@ -266,7 +266,7 @@ def test_dyadic_takes_a_metric():
 @pytest.mark.parametrize("metric", ["auto", LogisticRegression(), make_pipeline(StandardScaler(), PCA(2))])
 def test_metric_kinds_fit_and_predict(metric):
     X, y, _ = _field(500, d=5)
-    clf = NadarayaWatsonClassifier(bandwidth=1.0, metric=metric).fit(X, y)
+    clf = NadarayaWatsonClassifier(lipschitz=None, bandwidth=1.0, metric=metric).fit(X, y)
     assert clf.predict(X[:4]).shape == (4,)
     # metric="auto" is cross-fitted by default (cross_fit="auto"): a space per half.
     spaces_ = [h.metric_ for h in clf.cross_fit_models_] if metric == "auto" else [clf.metric_]
@@ -300,14 +300,14 @@ def test_auto_feature_part_has_a_fixed_share_of_the_distance_whatever_d(n_classe
 
 # -- scikit-learn conventions ------------------------------------------------------------------
 def test_get_params_set_params_clone():
-    clf = NadarayaWatsonClassifier(metric=PCA(2), metric_fraction=0.3, cross_fit=True)
+    clf = NadarayaWatsonClassifier(lipschitz=None, bandwidth="scale", metric=PCA(2), metric_fraction=0.3, cross_fit=True)
     params = clf.get_params()
     assert params["metric_fraction"] == 0.3 and params["cross_fit"] is True and "metric__n_components" in params
     clf.set_params(metric__n_components=3, metric_fraction=0.5)
     twin = clone(clf)
     assert twin.metric is not clf.metric and twin.metric.n_components == 3 and twin.metric_fraction == 0.5
     X, y, _ = _field(300, d=4)
-    fitted = clone(NadarayaWatsonClassifier(bandwidth=1.0, metric=LinearDiscriminantAnalysis())).fit(X, y)
+    fitted = clone(NadarayaWatsonClassifier(lipschitz=None, bandwidth=1.0, metric=LinearDiscriminantAnalysis())).fit(X, y)
     assert not hasattr(fitted.metric, "coef_")  # the parameter is never fitted, its clone is
     assert hasattr(fitted.metric_.map_, "coef_")
 
@@ -317,40 +317,40 @@ def test_get_params_set_params_clone():
 def test_metric_fraction_out_of_range(fraction):
     X, y, _ = _field(100, d=3)
     with pytest.raises(ValueError, match="metric_fraction"):
-        NadarayaWatsonClassifier(metric="auto", metric_fraction=fraction).fit(X, y)
+        NadarayaWatsonClassifier(lipschitz=None, bandwidth="scale", metric="auto", metric_fraction=fraction).fit(X, y)
 
 
 def test_bad_groups_and_maps():
     X, y, _ = _field(100, d=3)
     with pytest.raises(ValueError, match="groups must hold one group label per training row"):
-        NadarayaWatsonClassifier(metric=PCA(2)).fit(X, y, groups=np.zeros(99))
+        NadarayaWatsonClassifier(lipschitz=None, bandwidth="scale", metric=PCA(2)).fit(X, y, groups=np.zeros(99))
     with pytest.raises(ValueError, match="one group"):
-        NadarayaWatsonClassifier(metric=PCA(2)).fit(X, y, groups=np.zeros(100))
+        NadarayaWatsonClassifier(lipschitz=None, bandwidth="scale", metric=PCA(2)).fit(X, y, groups=np.zeros(100))
 
     class FitOnly(BaseEstimator):
         def fit(self, X, y=None):
             return self
 
     with pytest.raises(TypeError, match="neither transform, decision_function nor predict_proba"):
-        NadarayaWatsonClassifier(metric=FitOnly()).fit(X, y)
+        NadarayaWatsonClassifier(lipschitz=None, bandwidth="scale", metric=FitOnly()).fit(X, y)
     with pytest.raises((TypeError, ValueError), match="metric"):
-        NadarayaWatsonClassifier(metric="lda").fit(X, y)
+        NadarayaWatsonClassifier(lipschitz=None, bandwidth="scale", metric="lda").fit(X, y)
     with pytest.raises(ValueError, match="needs a map fitted on labels"):
-        NadarayaWatsonClassifier(metric="standard", cross_fit=True).fit(X, y)
+        NadarayaWatsonClassifier(lipschitz=None, bandwidth="scale", metric="standard", cross_fit=True).fit(X, y)
 
 
 def test_model_files_refuse_a_learned_metric(tmp_path):
     from nwbound.io import save_model
 
     X, y, _ = _field(100, d=3)
-    clf = NadarayaWatsonClassifier(bandwidth=1.0, metric=LinearDiscriminantAnalysis()).fit(X, y)
+    clf = NadarayaWatsonClassifier(lipschitz=None, bandwidth=1.0, metric=LinearDiscriminantAnalysis()).fit(X, y)
     with pytest.raises(ValueError, match="safe model file cannot store"):
         clf.get_fitted_state()
     with pytest.raises(ValueError, match="safe model file cannot store"):
         save_model(clf, tmp_path / "m.npz")
-    state = NadarayaWatsonClassifier(bandwidth=1.0).fit(X, y).get_fitted_state()
+    state = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=1.0).fit(X, y).get_fitted_state()
     with pytest.raises(ValueError, match="set_fitted_state"):
-        NadarayaWatsonClassifier(bandwidth=1.0, metric="standard").set_fitted_state(state)
+        NadarayaWatsonClassifier(lipschitz=None, bandwidth=1.0, metric="standard").set_fitted_state(state)
 
 
 def test_learned_space_standardises_on_its_rows():
@@ -396,8 +396,8 @@ def test_lipschitz_auto_uses_held_out_rows_only_and_says_what_it_is():
 def test_lipschitz_auto_without_a_metric_holds_rows_out():
     X, y, _ = _field(2000, d=2, seed=6)
     with _quiet():
-        clf = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz="auto", metric_fraction=0.3).fit(X, y)
-        dy = DyadicClassifier(resolution=3, lipschitz="auto").fit(X, y)
+        clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz="auto", metric_fraction=0.3).fit(X, y)
+        dy = DyadicClassifier(metric=None, resolution=3, lipschitz="auto").fit(X, y)
     assert clf.metric_ is None and clf.n_samples_fit_ == 1400 and clf.check_rows_.size == 300
     assert dy.lipschitz_report_.value == dy.lipschitz_ and dy.predict_interval(X[:3]).proba.shape == (3, 2)
     with pytest.raises(ValueError, match="get_fitted_state"):
@@ -479,7 +479,7 @@ def test_a_model_fitted_elsewhere_enters_frozen():
     X, y, _ = _field(600, d=4, seed=11)
     other, oy, _ = _field(400, d=4, seed=12)  # rows whose labels never reach the kernel sums
     model = LogisticRegression().fit(other, oy)
-    clf = NadarayaWatsonClassifier(bandwidth=1.0, metric=FrozenEstimator(model)).fit(X, y)
+    clf = NadarayaWatsonClassifier(lipschitz=None, bandwidth=1.0, metric=FrozenEstimator(model)).fit(X, y)
     np.testing.assert_array_equal(clf.metric_.map_.estimator.coef_, model.coef_)  # not refitted
     s = model.decision_function(X[clf.metric_rows_])
     np.testing.assert_allclose(clf.metric_.transform(X[:5])[:, 0], (model.decision_function(X[:5]) - s.mean()) / s.std())
@@ -517,7 +517,7 @@ def test_lipschitz_auto_chooses_bandwidths_at_the_pilot_so_intervals_nest_in_L()
     rng = np.random.default_rng(5)
     X = rng.uniform(-1, 1, (1500, 2))
     y = (rng.random(1500) < 1 / (1 + np.exp(-4 * X[:, 0]))).astype(int)
-    clf = NadarayaWatsonClassifier(bandwidth="auto", lipschitz="auto", random_state=0).fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz="auto", random_state=0).fit(X, y)
     pilot = clf.lipschitz_report_.pilot
     Q = rng.uniform(-1, 1, (300, 2))
     with _quiet():
@@ -630,7 +630,7 @@ def test_auto_defaults_cover_a_few_of_many_features_field_and_beat_euclidean_at_
     with _quiet():
         clf = NadarayaWatsonClassifier(metric="auto", lipschitz="auto", bandwidth="auto", delta=delta).fit(X, y)
         iv = clf.predict_interval(Q)
-        euclid = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=L, delta=delta).fit(X, y).predict_interval(Q)
+        euclid = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=L, delta=delta).fit(X, y).predict_interval(Q)
     assert clf._is_cross_fitted()  # the default for metric="auto"
     miss = np.any((P < iv.lower - 1e-12) | (P > iv.upper + 1e-12), axis=1)
     # Queries share the training rows, so their misses are not independent; the allowance is a
@@ -650,7 +650,7 @@ def test_cross_fit_auto_cross_fits_metric_auto_only(metric, cross_fit, expected)
         clf = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric=metric, cross_fit=cross_fit).fit(X, y)
     assert (getattr(clf, "cross_fit_models_", None) is not None) == expected
     assert clf.get_params()["cross_fit"] == cross_fit
-    assert NadarayaWatsonClassifier().get_params()["cross_fit"] == "auto"
+    assert NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale").get_params()["cross_fit"] == "auto"
     if expected:  # every training row in the kernel sums of one model of each layout (pair; folds with "auto")
         assert clf.n_samples_fit_ == X.shape[0] * (2 if cross_fit == "auto" else 1)
         assert isinstance(clf.metric_report_, tuple) == (metric == "auto")

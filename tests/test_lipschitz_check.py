@@ -221,7 +221,7 @@ def test_level_on_a_known_field_at_the_true_lipschitz():
     draws = 10
     for seed in range(draws):
         data, Xf, yf, Xh, yh = _field(100 + seed, n=1600)
-        clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
+        clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
         rejections += check_lipschitz(clf, Xh[:600], yh[:600]).rejected
     assert rejections <= 2  # expected ≤ 0.05 · 10; the bound is conservative, so usually 0
 
@@ -229,7 +229,7 @@ def test_level_on_a_known_field_at_the_true_lipschitz():
 @pytest.mark.parametrize("seed", [1, 2])
 def test_power_far_below_the_true_lipschitz(seed):
     data, Xf, yf, Xh, yh = _field(seed)
-    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz).fit(Xf, yf)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=data.lipschitz).fit(Xf, yf)
     low, true = check_lipschitz(clf, Xh, yh, lipschitz=[data.lipschitz / 20, data.lipschitz])
     assert low.rejected and low.rejected_by
     assert not true.rejected and true.rejected_by == ()
@@ -239,7 +239,7 @@ def test_power_far_below_the_true_lipschitz(seed):
 
 def test_sequence_matches_single_values():
     data, Xf, yf, Xh, yh = _field(3)
-    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
     both = check_lipschitz(clf, Xh, yh, lipschitz=[1.0, 10.0])
     for value, check in zip([1.0, 10.0], both):
         single = check_lipschitz(clf, Xh, yh, lipschitz=value)
@@ -258,7 +258,7 @@ def test_sequence_matches_single_values():
 
 def test_certified_at_the_test_level():
     data, Xf, yf, Xh, yh = _field(3)
-    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
     at_model = check_lipschitz(clf, Xh, yh, lipschitz=2.0)
     at_test = check_lipschitz(clf, Xh, yh, lipschitz=2.0, certified_at="test")
     setting = {"lipschitz": 2.0, "delta": at_test.delta, "coverage": "simultaneous"}
@@ -274,7 +274,7 @@ def test_certified_at_the_test_level():
 
 def test_bandwidth_pinned_for_every_lipschitz():
     data, Xf, yf, Xh, yh = _field(7, n=2400)
-    clf = NadarayaWatsonClassifier(
+    clf = NadarayaWatsonClassifier(metric=None, 
         bandwidth="auto", bandwidth_grid=[0.05, 0.1, 0.2, 0.4], lipschitz=data.lipschitz, bound="hoeffding"
     ).fit(Xf, yf)
     grid = [0.5, 2.0, 10.0, 40.0]
@@ -290,7 +290,7 @@ def test_bandwidth_pinned_for_every_lipschitz():
     own = check_lipschitz(clf, Xh, yh, lipschitz=data.lipschitz)
     assert check_lipschitz(clf, Xh, yh, lipschitz=data.lipschitz, bandwidth_at=data.lipschitz) == own
     # a fixed bandwidth ignores it
-    fixed = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
+    fixed = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
     assert check_lipschitz(fixed, Xh, yh, bandwidth_at=1.0) == check_lipschitz(fixed, Xh, yh)
     with pytest.raises(ValueError, match="bandwidth_at"):
         check_lipschitz(clf, Xh, yh, bandwidth_at=-1.0)
@@ -298,7 +298,7 @@ def test_bandwidth_pinned_for_every_lipschitz():
 
 def test_selection_picks_the_smallest_value_above_every_rejection():
     data, Xf, yf, Xh, yh = _field(1)
-    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
     grid = [20.0, 0.5, 1.0, 2.0, 5.0, 10.0, 0.5]
     sel = select_lipschitz(clf, Xh, yh, grid)
     assert isinstance(sel, LipschitzSelection)
@@ -316,7 +316,7 @@ def test_selection_picks_the_smallest_value_above_every_rejection():
 
 def test_all_rejected_says_so():
     data, Xf, yf, Xh, yh = _field(1)
-    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
     with pytest.warns(UserWarning, match="Every L on the grid"):
         sel = select_lipschitz(clf, Xh, yh, [0.1, 0.3])
     assert sel.chosen is None and sel.all_rejected
@@ -326,15 +326,15 @@ def test_all_rejected_says_so():
 def test_other_classifiers_and_margin_models():
     data, Xf, yf, Xh, yh = _field(4)
     for clf in (
-        NadarayaWatsonClassifier(n_neighbors=50, lipschitz=data.lipschitz),
-        DyadicClassifier(resolution=4, lipschitz=data.lipschitz),
+        NadarayaWatsonClassifier(metric=None, bandwidth="scale", n_neighbors=50, lipschitz=data.lipschitz),
+        DyadicClassifier(metric=None, resolution=4, lipschitz=data.lipschitz),
     ):
         clf.fit(Xf, yf)
         low, true = check_lipschitz(clf, Xh, yh, lipschitz=[0.2, data.lipschitz])
         assert not true.rejected
         assert low.lipschitz == 0.2
     clusters = make_margin_clusters(900, n_classes=3, random_state=0)
-    clf = NadarayaWatsonClassifier(bandwidth=0.1, margin=clusters.margin).fit(clusters.X[:600], clusters.y[:600])
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.1, margin=clusters.margin).fit(clusters.X[:600], clusters.y[:600])
     check = check_lipschitz(clf, clusters.X[600:], clusters.y[600:])
     assert check.margin == clusters.margin and check.lipschitz is None
     assert not check.rejected
@@ -345,11 +345,11 @@ def test_other_classifiers_and_margin_models():
 
 def test_bad_input():
     data, Xf, yf, Xh, yh = _field(5, n=2400)
-    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
     with pytest.raises(ValueError, match="X has 800 rows but y has 799"):
         check_lipschitz(clf, Xh, yh[:-1])
     with pytest.raises(NotFittedError):
-        check_lipschitz(NadarayaWatsonClassifier(lipschitz=1.0), Xh, yh)
+        check_lipschitz(NadarayaWatsonClassifier(metric=None, bandwidth="scale", lipschitz=1.0), Xh, yh)
     with pytest.raises(TypeError, match="bounded classifier"):
         check_lipschitz(object(), Xh, yh)
     for alpha in (0, 1, 1.5, -0.1, "0.05"):
@@ -373,7 +373,7 @@ def test_bad_input():
         select_lipschitz(clf, Xh, yh, [])
     with pytest.raises(ValueError, match="empty"):
         check_lipschitz(clf, Xh[:0], yh[:0])
-    no_assumption = NadarayaWatsonClassifier(bandwidth=0.3).fit(Xf, yf)
+    no_assumption = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.3).fit(Xf, yf)
     with pytest.raises(ValueError, match="no assumption to check"):
         check_lipschitz(no_assumption, Xh, yh)
     assert not check_lipschitz(no_assumption, Xh, yh, lipschitz=data.lipschitz).rejected
@@ -382,7 +382,7 @@ def test_bad_input():
 def test_string_labels():
     data, Xf, yf, Xh, yh = _field(6, n=2400)
     names = np.array(["neg", "pos"])
-    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, names[yf])
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, names[yf])
     check = check_lipschitz(clf, Xh, names[yh])
     assert check.n_rows == 800 and not check.rejected
     assert any("'pos'" in t["test"] for t in check.tests)
@@ -495,7 +495,7 @@ def test_contrast_sees_what_the_counts_miss_on_a_2d_field():
     """The README's weak case: 2-D logistic field, λ = 0.15, L*/20. The count tests do not reject it;
     the contrasts do (5 of 5 draws measured), and the true L stays unrejected."""
     data = make_lipschitz_logistic(3000, lipschitz=0.5, n_features=2, scale="box", random_state=0)
-    clf = NadarayaWatsonClassifier(bandwidth=0.15, lipschitz=data.lipschitz).fit(data.X[:2000], data.y[:2000])
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.15, lipschitz=data.lipschitz).fit(data.X[:2000], data.y[:2000])
     grid = [data.lipschitz / 20, data.lipschitz]
     low, true = check_lipschitz(clf, data.X[2000:], data.y[2000:], lipschitz=grid)
     assert low.rejected and all(name.startswith("contrast") for name in low.rejected_by)
@@ -509,13 +509,13 @@ def test_contrast_sees_what_the_counts_miss_on_a_2d_field():
 
 def test_selection_records_the_contrasts_and_margin_models_skip_them():
     data, Xf, yf, Xh, yh = _field(4)
-    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=data.lipschitz).fit(Xf, yf)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=data.lipschitz).fit(Xf, yf)
     sel = select_lipschitz(clf, Xh, yh, [data.lipschitz / 20, data.lipschitz])
     kinds = [t["kind"] for t in sel.checks[0].tests]
     assert kinds.count("contrast") == 2 and kinds.count("count") == 5
     assert sel.chosen == data.lipschitz
     margin = make_margin_clusters(1200, margin=0.2, random_state=0)
-    m = NadarayaWatsonClassifier(bandwidth=0.1, margin=0.2).fit(margin.X[:800], margin.y[:800])
+    m = NadarayaWatsonClassifier(metric=None, bandwidth=0.1, margin=0.2).fit(margin.X[:800], margin.y[:800])
     check = check_lipschitz(m, margin.X[800:], margin.y[800:])
     assert all(t["kind"] == "count" for t in check.tests)
     with pytest.raises(ValueError, match="contrast must be True or False"):

@@ -73,27 +73,27 @@ def _write_npz(path: Path, meta: dict, arrays: dict[str, np.ndarray], *, resign:
 
 @pytest.fixture
 def nw_model():
-    return NadarayaWatsonClassifier(bandwidth=0.9, lipschitz=0.5).fit(X_TRAIN, Y_INT)
+    return NadarayaWatsonClassifier(metric=None, bandwidth=0.9, lipschitz=0.5).fit(X_TRAIN, Y_INT)
 
 
 # --------------------------------------------------------------------------------------------
 # Round trips
 # --------------------------------------------------------------------------------------------
 ROUND_TRIPS = {
-    "regular": lambda: NadarayaWatsonClassifier(bandwidth=0.9, lipschitz=0.5),
-    "regular-auto": lambda: NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5),
-    "regular-grid-float32": lambda: NadarayaWatsonClassifier(
+    "regular": lambda: NadarayaWatsonClassifier(metric=None, bandwidth=0.9, lipschitz=0.5),
+    "regular-auto": lambda: NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=0.5),
+    "regular-grid-float32": lambda: NadarayaWatsonClassifier(metric=None, 
         bandwidth="auto", bandwidth_grid=np.array([0.3, 0.6, 1.2], dtype=np.float32), margin=0.4, dtype="float32"
     ),
-    "regular-paper-gaussian": lambda: NadarayaWatsonClassifier(
+    "regular-paper-gaussian": lambda: NadarayaWatsonClassifier(metric=None, 
         kernel="gaussian_untruncated", bandwidth=0.5, lipschitz=0.5, bound="paper", sigma=0.25, ck=1.0, coverage="per_class"
     ),
-    "localized": lambda: NadarayaWatsonClassifier(bandwidth=1.0, n_neighbors=15, lipschitz=0.5),
-    "localized-auto-kdtree": lambda: NadarayaWatsonClassifier(
+    "localized": lambda: NadarayaWatsonClassifier(metric=None, bandwidth=1.0, n_neighbors=15, lipschitz=0.5),
+    "localized-auto-kdtree": lambda: NadarayaWatsonClassifier(metric=None, 
         bandwidth="auto", n_neighbors=20, algorithm="kd_tree", index_params={"leaf_size": 10}, lipschitz=0.5
     ),
-    "dyadic": lambda: DyadicClassifier(resolution=3, lipschitz=0.5),
-    "dyadic-margin-uniform": lambda: DyadicClassifier(resolution=5, margin=0.2, empty_neighborhood="uniform"),
+    "dyadic": lambda: DyadicClassifier(metric=None, resolution=3, lipschitz=0.5),
+    "dyadic-margin-uniform": lambda: DyadicClassifier(metric=None, resolution=5, margin=0.2, empty_neighborhood="uniform"),
 }
 
 
@@ -119,7 +119,7 @@ def test_round_trip_sample_weight_and_feature_names(tmp_path):
     pd = pytest.importorskip("pandas")
     frame = pd.DataFrame(X_TRAIN, columns=["age", "dose", "score"])
     w = RNG.uniform(0.2, 3.0, size=X_TRAIN.shape[0])
-    est = NadarayaWatsonClassifier(bandwidth=0.8, lipschitz=0.5).fit(frame, Y_INT, sample_weight=w)
+    est = NadarayaWatsonClassifier(metric=None, bandwidth=0.8, lipschitz=0.5).fit(frame, Y_INT, sample_weight=w)
     loaded = load_model(save_model(est, tmp_path / "m.npz"))
     assert list(loaded.feature_names_in_) == ["age", "dose", "score"]
     _assert_identical(est, loaded, pd.DataFrame(X_QUERY, columns=["age", "dose", "score"]))
@@ -129,7 +129,7 @@ def test_round_trip_sample_weight_and_feature_names(tmp_path):
 def test_round_trip_string_classes(tmp_path, kind):
     names = np.array(["cat", "dog", "ferret"])[Y_INT]
     y = names.astype(object) if kind == "object" else names
-    for est in (NadarayaWatsonClassifier(bandwidth=0.9, lipschitz=0.5), DyadicClassifier(resolution=3, lipschitz=0.5)):
+    for est in (NadarayaWatsonClassifier(metric=None, bandwidth=0.9, lipschitz=0.5), DyadicClassifier(metric=None, resolution=3, lipschitz=0.5)):
         est.fit(X_TRAIN, y)
         loaded = load_model(save_model(est, tmp_path / f"{kind}-{type(est).__name__}.npz"))
         assert loaded.classes_.tolist() == ["cat", "dog", "ferret"]
@@ -145,7 +145,7 @@ def test_round_trip_string_classes(tmp_path, kind):
 def test_round_trip_scaled_pipeline(tmp_path, scale):
     raw = X_TRAIN * np.array([1.0, 100.0, 0.01]) + np.array([0.0, 5.0, -3.0])
     model = TableModel.fit(
-        NadarayaWatsonClassifier(bandwidth="auto", n_neighbors=25),
+        NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="auto", n_neighbors=25),
         raw, Y_INT, features=["a", "b", "c"], scale=scale, lipschitz=0.2, target="label",
     )
     loaded = load_model(save_model(model, tmp_path / "pipe.npz"))
@@ -162,13 +162,13 @@ def test_scaled_pipeline_restates_assumption_in_scaled_units():
     raw = X_TRAIN * np.array([1.0, 100.0, 0.01])
     ranges = raw.max(axis=0) - raw.min(axis=0)
     stds = raw.std(axis=0)
-    mm = TableModel.fit(NadarayaWatsonClassifier(), raw, Y_INT, features=["a", "b", "c"], scale="minmax", lipschitz=0.2)
+    mm = TableModel.fit(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale"), raw, Y_INT, features=["a", "b", "c"], scale="minmax", lipschitz=0.2)
     # x̃ = x / range: ‖x − x′‖ ≤ max(range)·‖x̃ − x̃′‖, so L̃ = L·max(range); γ̃ = γ / max(range).
     assert mm.estimator.lipschitz == pytest.approx(0.2 * ranges.max(), rel=1e-12)
     assert np.allclose(mm.transform(raw).min(axis=0), 0.0) and np.allclose(mm.transform(raw).max(axis=0), 1.0)
-    st = TableModel.fit(NadarayaWatsonClassifier(), raw, Y_INT, features=["a", "b", "c"], scale="standard", margin=3.0)
+    st = TableModel.fit(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale"), raw, Y_INT, features=["a", "b", "c"], scale="standard", margin=3.0)
     assert st.estimator.margin == pytest.approx(3.0 / stds.max(), rel=1e-12)
-    plain = TableModel.fit(NadarayaWatsonClassifier(), raw, Y_INT, features=["a", "b", "c"], lipschitz=0.2)
+    plain = TableModel.fit(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale"), raw, Y_INT, features=["a", "b", "c"], lipschitz=0.2)
     assert plain.scaler is None and plain.estimator.lipschitz == 0.2
 
 
@@ -195,7 +195,7 @@ def test_file_is_plain_npz_with_documented_metadata(tmp_path, nw_model):
 
 def test_same_model_gives_same_bytes(tmp_path, nw_model):
     a = save_model(nw_model, tmp_path / "a.npz")
-    b = save_model(NadarayaWatsonClassifier(bandwidth=0.9, lipschitz=0.5).fit(X_TRAIN, Y_INT), tmp_path / "b.npz")
+    b = save_model(NadarayaWatsonClassifier(metric=None, bandwidth=0.9, lipschitz=0.5).fit(X_TRAIN, Y_INT), tmp_path / "b.npz")
     assert a.read_bytes() == b.read_bytes()
 
 
@@ -299,7 +299,7 @@ def test_not_a_model_file(tmp_path):
 
 def test_expected_features(tmp_path):
     pd = pytest.importorskip("pandas")
-    est = NadarayaWatsonClassifier(bandwidth=0.9, lipschitz=0.5).fit(pd.DataFrame(X_TRAIN, columns=list("abc")), Y_INT)
+    est = NadarayaWatsonClassifier(metric=None, bandwidth=0.9, lipschitz=0.5).fit(pd.DataFrame(X_TRAIN, columns=list("abc")), Y_INT)
     path = save_model(est, tmp_path / "named.npz")
     assert load_model(path, expected_features=["a", "b", "c"]) is not None
     assert load_model(path, expected_features=3) is not None
@@ -309,17 +309,17 @@ def test_expected_features(tmp_path):
         load_model(path, expected_features=["c", "b", "a"])
     with pytest.raises(ModelFileError, match="3 features"):
         load_model(path, expected_features=4)
-    plain = save_model(NadarayaWatsonClassifier(lipschitz=0.5).fit(X_TRAIN, Y_INT), tmp_path / "plain.npz")
+    plain = save_model(NadarayaWatsonClassifier(metric=None, bandwidth="scale", lipschitz=0.5).fit(X_TRAIN, Y_INT), tmp_path / "plain.npz")
     with pytest.raises(ModelFileError, match="no feature names"):
         load_model(plain, expected_features=["a", "b", "c"])
-    model = TableModel.fit(NadarayaWatsonClassifier(), X_TRAIN, Y_INT, features=["u", "v", "w"], lipschitz=0.5)
+    model = TableModel.fit(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale"), X_TRAIN, Y_INT, features=["u", "v", "w"], lipschitz=0.5)
     tpath = save_model(model, tmp_path / "table.npz")
     with pytest.raises(ModelFileError, match="table.npz"):
         load_model(tpath, expected_features=["u", "v"])
 
 
 def test_callable_kernel_is_refused(tmp_path):
-    est = NadarayaWatsonClassifier(kernel=lambda u: np.maximum(1.0 - u, 0.0), bandwidth=1.0, lipschitz=0.5).fit(X_TRAIN, Y_INT)
+    est = NadarayaWatsonClassifier(metric=None, kernel=lambda u: np.maximum(1.0 - u, 0.0), bandwidth=1.0, lipschitz=0.5).fit(X_TRAIN, Y_INT)
     with pytest.raises(TypeError, match="kernel.*by name"):
         save_model(est, tmp_path / "m.npz")
     assert list(tmp_path.iterdir()) == []  # nothing written, no temp file left
@@ -328,7 +328,7 @@ def test_callable_kernel_is_refused(tmp_path):
 def test_named_kernel_object_is_stored_by_name(tmp_path):
     from nwbound.kernels import get_kernel
 
-    est = NadarayaWatsonClassifier(kernel=get_kernel("triweight"), bandwidth=1.0, lipschitz=0.5).fit(X_TRAIN, Y_INT)
+    est = NadarayaWatsonClassifier(metric=None, kernel=get_kernel("triweight"), bandwidth=1.0, lipschitz=0.5).fit(X_TRAIN, Y_INT)
     loaded = load_model(save_model(est, tmp_path / "m.npz"))
     assert loaded.kernel == "triweight"
     _assert_identical(est, loaded, X_QUERY)
@@ -349,7 +349,7 @@ def test_unfitted_and_unsupported_models_are_refused(tmp_path):
     from sklearn.linear_model import LogisticRegression
 
     with pytest.raises(ValueError, match="not fitted"):
-        save_model(NadarayaWatsonClassifier(), tmp_path / "m.npz")
+        save_model(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale"), tmp_path / "m.npz")
     with pytest.raises(TypeError, match="LogisticRegression"):
         save_model(LogisticRegression().fit(X_TRAIN, Y_INT), tmp_path / "m.npz")
     assert not (tmp_path / "m.npz").exists()
@@ -404,8 +404,8 @@ def test_format_1_files_still_load():
         assert meta["format_version"] == 1  # the fixtures really are the old format
     # Format-1 files were written when bound="hoeffding" was the default: they keep it.
     fresh = {
-        "regular": NadarayaWatsonClassifier(bandwidth=0.9, lipschitz=0.5, bound="hoeffding").fit(X, y, sample_weight=w),
-        "localized_auto": NadarayaWatsonClassifier(bandwidth="auto", n_neighbors=7, lipschitz=0.5, algorithm="kd_tree",
+        "regular": NadarayaWatsonClassifier(metric=None, bandwidth=0.9, lipschitz=0.5, bound="hoeffding").fit(X, y, sample_weight=w),
+        "localized_auto": NadarayaWatsonClassifier(metric=None, bandwidth="auto", n_neighbors=7, lipschitz=0.5, algorithm="kd_tree",
                                                    bound="hoeffding").fit(X, y),
     }
     for name, est in fresh.items():
@@ -415,14 +415,14 @@ def test_format_1_files_still_load():
     # The format-1 dyadic file has no per-cell weight maximum: √(Σw²) stands in (≥ the max),
     # which changes nothing for the Hoeffding bound. Its cell sums are in the raw weight units
     # (fit now divides weights by the largest one), so κ agrees up to that one factor.
-    dyadic = DyadicClassifier(resolution=3, lipschitz=0.5, bound="hoeffding").fit(
+    dyadic = DyadicClassifier(metric=None, resolution=3, lipschitz=0.5, bound="hoeffding").fit(
         X, np.array(["a", "b", "c"])[y], sample_weight=w)
     loaded = load_model(V1_DIR / "dyadic.npz")
     _assert_close(dyadic, loaded, Q, kappa_up_to_scale=True)
     state = loaded.get_fitted_state()
     assert np.all(state["cell_weight_max_"] >= np.sqrt(state["cell_sq_sums_"]) * (1 - 1e-12))
     table = load_model(V1_DIR / "table_minmax.npz", expected_features=["f0", "f1", "f2"])
-    ref = TableModel.fit(NadarayaWatsonClassifier(bandwidth=0.3, bound="hoeffding"), X, y, features=["f0", "f1", "f2"],
+    ref = TableModel.fit(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.3, bound="hoeffding"), X, y, features=["f0", "f1", "f2"],
                          scale="minmax", lipschitz=0.5, target="label")
     assert isinstance(table, TableModel) and table.lipschitz == 0.5 and table.target == "label"
     _assert_close(ref, table, Q)
@@ -438,12 +438,12 @@ def test_format_1_file_resaved_in_the_current_format(tmp_path):
 
 @pytest.mark.parametrize("n_neighbors", [None, 12])
 def test_chernoff_bound_round_trips(tmp_path, n_neighbors):
-    est = NadarayaWatsonClassifier(bandwidth="auto", n_neighbors=n_neighbors, lipschitz=0.5, bound="chernoff",
+    est = NadarayaWatsonClassifier(metric=None, bandwidth="auto", n_neighbors=n_neighbors, lipschitz=0.5, bound="chernoff",
                                    histogram_bins=16).fit(X_TRAIN, Y_INT)
     loaded = load_model(save_model(est, tmp_path / "chernoff.npz"))
     assert loaded.bound == "chernoff" and loaded.histogram_bins == 16
     _assert_identical(est, loaded, X_QUERY)
-    dyadic = DyadicClassifier(resolution=3, lipschitz=0.5, bound="chernoff").fit(X_TRAIN, Y_INT)
+    dyadic = DyadicClassifier(metric=None, resolution=3, lipschitz=0.5, bound="chernoff").fit(X_TRAIN, Y_INT)
     _assert_identical(dyadic, load_model(save_model(dyadic, tmp_path / "dyadic.npz")), X_QUERY)
 
 

@@ -28,11 +28,11 @@ W = RNG.uniform(0.5, 2.0, size=90)
 Q = np.vstack([RNG.uniform(-0.2, 1.2, size=(30, 2)), [[40.0, -40.0]]])
 
 MODELS = {
-    "regular": lambda: NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0).fit(X, Y, sample_weight=W),
-    "regular-auto-chernoff": lambda: NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0, bound="chernoff").fit(X, Y),
-    "localized": lambda: NadarayaWatsonClassifier(bandwidth=0.4, n_neighbors=9, lipschitz=1.0).fit(X, Y, sample_weight=W),
-    "dyadic": lambda: DyadicClassifier(resolution=3, lipschitz=1.0).fit(X, Y, sample_weight=W),
-    "table": lambda: TableModel.fit(NadarayaWatsonClassifier(bandwidth=0.3), X * 50.0, Y, features=["a", "b"],
+    "regular": lambda: NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=1.0).fit(X, Y, sample_weight=W),
+    "regular-auto-chernoff": lambda: NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=1.0, bound="chernoff").fit(X, Y),
+    "localized": lambda: NadarayaWatsonClassifier(metric=None, bandwidth=0.4, n_neighbors=9, lipschitz=1.0).fit(X, Y, sample_weight=W),
+    "dyadic": lambda: DyadicClassifier(metric=None, resolution=3, lipschitz=1.0).fit(X, Y, sample_weight=W),
+    "table": lambda: TableModel.fit(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.3), X * 50.0, Y, features=["a", "b"],
                                     scale="minmax", lipschitz=0.02),
 }
 IS_DYADIC = {"dyadic"}
@@ -233,7 +233,7 @@ def test_random_edits_are_refused_or_harmless(tmp_path, name):
 
 def test_empty_neighborhood_raise_model_still_loads(tmp_path):
     """The load-time probe query must not refuse a model that raises on empty neighbourhoods."""
-    est = NadarayaWatsonClassifier(bandwidth=0.05, lipschitz=1.0, empty_neighborhood="raise").fit(X + 10.0, Y)
+    est = NadarayaWatsonClassifier(metric=None, bandwidth=0.05, lipschitz=1.0, empty_neighborhood="raise").fit(X + 10.0, Y)
     loaded = load_model(save_model(est, tmp_path / "raise.npz"))
     assert loaded.empty_neighborhood == "raise"
     with pytest.raises(ValueError, match="kappa = 0"):
@@ -243,7 +243,7 @@ def test_empty_neighborhood_raise_model_still_loads(tmp_path):
 def test_crafted_files_never_give_probabilities_outside_unit_interval(tmp_path):
     """The issue's reproduction: class_prior_ = [5, −4] in a dyadic file, negative cell_sq_sums_."""
     X2, y2 = X[:, :1], (X[:, 0] > 0.5).astype(int)
-    est = DyadicClassifier(resolution=2, lipschitz=1.0).fit(X2, y2)
+    est = DyadicClassifier(metric=None, resolution=2, lipschitz=1.0).fit(X2, y2)
     path = save_model(est, tmp_path / "d.npz")
     meta, arrays = _read_npz(path)
     for member, value in (("state__class_prior_", np.array([5.0, -4.0])),

@@ -66,8 +66,8 @@ def test_auto_is_exact_below_the_threshold(data):
 def test_estimator_default_is_exact_for_small_data(data):
     X, y, Q = data
     params = dict(n_neighbors=10, bandwidth=1.5, lipschitz=1.0)
-    auto = NadarayaWatsonClassifier(**params).fit(X, y)  # algorithm="auto" by default
-    brute = NadarayaWatsonClassifier(algorithm="brute", **params).fit(X, y)
+    auto = NadarayaWatsonClassifier(metric=None, **params).fit(X, y)  # algorithm="auto" by default
+    brute = NadarayaWatsonClassifier(metric=None, algorithm="brute", **params).fit(X, y)
     assert auto.index_.algorithm_ == "exact"
     a, b = auto.predict_interval(Q), brute.predict_interval(Q)
     np.testing.assert_allclose(a.proba, b.proba, rtol=1e-12, atol=1e-12)
@@ -89,10 +89,10 @@ def test_auto_builds_hnsw_above_the_threshold(data, low_threshold):
     # Low-dimensional data stays exact at any size: trees win there.
     assert make_index("auto").fit(X[:, :4]).algorithm_ == "exact"
     # Through the estimator, with its index_params.
-    model = NadarayaWatsonClassifier(n_neighbors=10, bandwidth=1.5, lipschitz=1.0, random_state=0,
+    model = NadarayaWatsonClassifier(metric=None, n_neighbors=10, bandwidth=1.5, lipschitz=1.0, random_state=0,
                                      index_params={"recall": 0.95}).fit(X, y)
     assert model.index_.algorithm_ == "hnsw" and model.index_.index_.recall == 0.95
-    exact = NadarayaWatsonClassifier(n_neighbors=10, bandwidth=1.5, lipschitz=1.0, algorithm="brute").fit(X, y)
+    exact = NadarayaWatsonClassifier(metric=None, n_neighbors=10, bandwidth=1.5, lipschitz=1.0, algorithm="brute").fit(X, y)
     assert np.mean(model.predict(Q) == exact.predict(Q)) >= 0.95
 
 

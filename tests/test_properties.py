@@ -35,11 +35,11 @@ def datasets(draw, max_n=40, max_d=3, max_classes=4):
 
 def _models():
     return [
-        NadarayaWatsonClassifier(bandwidth=LAM_A, lipschitz=0.5),
-        NadarayaWatsonClassifier(kernel="gaussian", bandwidth=LAM_B, margin=2.0, bound="selfnormalized"),
-        NadarayaWatsonClassifier(bandwidth=LAM_C, n_neighbors=3, lipschitz=0.5, bound="paper"),
-        NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5),
-        DyadicClassifier(resolution=2, lipschitz=0.5),
+        NadarayaWatsonClassifier(metric=None, bandwidth=LAM_A, lipschitz=0.5),
+        NadarayaWatsonClassifier(metric=None, kernel="gaussian", bandwidth=LAM_B, margin=2.0, bound="selfnormalized"),
+        NadarayaWatsonClassifier(metric=None, bandwidth=LAM_C, n_neighbors=3, lipschitz=0.5, bound="paper"),
+        NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=0.5),
+        DyadicClassifier(metric=None, resolution=2, lipschitz=0.5),
     ]
 
 
@@ -78,7 +78,7 @@ def test_duplicated_rows_equal_sample_weight_two(data, draw):
     weights = np.ones(len(y))
     weights[dup] = 2.0
     X2, y2 = np.vstack([X, X[dup]]), np.concatenate([y, y[dup]])
-    for model in (NadarayaWatsonClassifier(bandwidth=LAM_A), DyadicClassifier(resolution=2)):
+    for model in (NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=LAM_A), DyadicClassifier(metric=None, lipschitz=None, resolution=2)):
         a = model.fit(X, y, sample_weight=weights).predict_proba(Q)
         b = model.fit(X2, y2).predict_proba(Q)
         np.testing.assert_allclose(a, b, atol=1e-9)
@@ -90,12 +90,12 @@ SCALES = [2.0**-600, 1e-200, 1e-7, 1e7, 1e160, 1e300]
 
 def _scaled_models(s):
     return [
-        NadarayaWatsonClassifier(bandwidth=LAM_A * s, lipschitz=0.5 / s, bound="chernoff"),
-        NadarayaWatsonClassifier(bandwidth=LAM_A * s, lipschitz=0.5 / s, bound="hoeffding"),
-        NadarayaWatsonClassifier(bandwidth=LAM_C * s, n_neighbors=5, margin=2.0 * s, bound="chernoff"),
-        DyadicClassifier(resolution=3, lipschitz=0.5 / s, bound="chernoff"),
+        NadarayaWatsonClassifier(metric=None, bandwidth=LAM_A * s, lipschitz=0.5 / s, bound="chernoff"),
+        NadarayaWatsonClassifier(metric=None, bandwidth=LAM_A * s, lipschitz=0.5 / s, bound="hoeffding"),
+        NadarayaWatsonClassifier(metric=None, bandwidth=LAM_C * s, n_neighbors=5, margin=2.0 * s, bound="chernoff"),
+        DyadicClassifier(metric=None, resolution=3, lipschitz=0.5 / s, bound="chernoff"),
         # The grid follows the data's scale; the moments ranking works in units of the support.
-        NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5 / s, bound="chernoff"),
+        NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=0.5 / s, bound="chernoff"),
     ]
 
 
@@ -122,9 +122,9 @@ def test_scaling_sample_weights_changes_nothing(factor):
     X = rng.random((200, 2))
     y = (X[:, 0] > 0.5).astype(int)
     w = rng.uniform(0.5, 2.0, 200)
-    for model in (NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0, bound="chernoff"),
-                  NadarayaWatsonClassifier(bandwidth=0.3, n_neighbors=7, lipschitz=1.0, bound="chernoff"),
-                  DyadicClassifier(resolution=2, lipschitz=1.0, bound="chernoff")):
+    for model in (NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=1.0, bound="chernoff"),
+                  NadarayaWatsonClassifier(metric=None, bandwidth=0.3, n_neighbors=7, lipschitz=1.0, bound="chernoff"),
+                  DyadicClassifier(metric=None, resolution=2, lipschitz=1.0, bound="chernoff")):
         ref = model.fit(X, y, sample_weight=w).predict_interval(X[:30])
         got = model.fit(X, y, sample_weight=w * factor).predict_interval(X[:30])
         for name in ("proba", "lower", "upper"):

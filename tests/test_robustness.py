@@ -42,7 +42,7 @@ def test_million_row_csv_streams_in_bounded_memory(tmp_path):
     ).to_csv(big, index=False)
     Xt = rng.uniform(size=(200, 2))
     model = TableModel.fit(
-        NadarayaWatsonClassifier(bandwidth=0.2), Xt, (Xt[:, 0] > 0.5).astype(int),
+        NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.2), Xt, (Xt[:, 0] > 0.5).astype(int),
         features=["x1", "x2"], scale="minmax", lipschitz=1.0,
     )
     model_path = save_model(model, tmp_path / "m.npz")
@@ -87,8 +87,8 @@ def _model_bytes(est) -> bytes:
 
 
 _MODELS = {
-    "nw": NadarayaWatsonClassifier(bandwidth=0.3, n_neighbors=10, lipschitz=1.0).fit(_X, _Y),
-    "dyadic": DyadicClassifier(resolution=2, lipschitz=1.0).fit(_X, _Y),
+    "nw": NadarayaWatsonClassifier(metric=None, bandwidth=0.3, n_neighbors=10, lipschitz=1.0).fit(_X, _Y),
+    "dyadic": DyadicClassifier(metric=None, resolution=2, lipschitz=1.0).fit(_X, _Y),
 }
 _BLOBS = {k: _model_bytes(m) for k, m in _MODELS.items()}
 

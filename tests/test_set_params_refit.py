@@ -50,11 +50,11 @@ CHANGES = [
 def test_bound_parameters_take_effect_without_refit(at_fit, after, n_neighbors):
     X, y, Q = _data()
     base = {"bandwidth": 0.3, "n_neighbors": n_neighbors}
-    clf = NadarayaWatsonClassifier(**base, **at_fit).fit(X, y)
+    clf = NadarayaWatsonClassifier(**{"metric": None, "lipschitz": None, **base, **at_fit}).fit(X, y)
     if at_fit.get("lipschitz") is not None:
         clf.predict_interval(Q)  # a prediction before the change must not pin anything
     clf.set_params(**after)
-    fresh = NadarayaWatsonClassifier(**base, **{**at_fit, **after}).fit(X, y)
+    fresh = NadarayaWatsonClassifier(**{"metric": None, "lipschitz": None, **base, **at_fit, **after}).fit(X, y)
     _same_interval(clf.predict_interval(Q), fresh.predict_interval(Q))
     assert clf.beta_ == fresh.beta_ and clf.delta_prime_ == fresh.delta_prime_
     # interval_from_statistics reads the current setting too (the statistics are for it)
@@ -63,10 +63,10 @@ def test_bound_parameters_take_effect_without_refit(at_fit, after, n_neighbors):
 
 def test_changed_bound_is_what_bandwidth_auto_ranks_with():
     X, y, Q = _data()
-    clf = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=0.5).fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=0.5).fit(X, y)
     clf.predict_proba(Q)
     clf.set_params(lipschitz=20.0, bound="hoeffding")
-    fresh = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=20.0, bound="hoeffding").fit(X, y)
+    fresh = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=20.0, bound="hoeffding").fit(X, y)
     _same_interval(clf.predict_interval(Q), fresh.predict_interval(Q))
     np.testing.assert_array_equal(clf.predict_proba(Q), fresh.predict_proba(Q))
 
@@ -74,15 +74,15 @@ def test_changed_bound_is_what_bandwidth_auto_ranks_with():
 @pytest.mark.parametrize("at_fit, after", CHANGES[:6])
 def test_dyadic_bound_parameters_take_effect(at_fit, after):
     X, y, Q = _data()
-    clf = DyadicClassifier(resolution=2, **at_fit).fit(X, y)
+    clf = DyadicClassifier(metric=None, resolution=2, **at_fit).fit(X, y)
     clf.set_params(**after)
-    fresh = DyadicClassifier(resolution=2, **{**at_fit, **after}).fit(X, y)
+    fresh = DyadicClassifier(metric=None, resolution=2, **{**at_fit, **after}).fit(X, y)
     _same_interval(clf.predict_interval(Q), fresh.predict_interval(Q))
 
 
 def test_beta_and_delta_prime_follow_the_parameters():
     X, y, _ = _data(n_classes=3)
-    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0, delta=0.06).fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=1.0, delta=0.06).fit(X, y)
     assert (clf.beta_, clf.delta_prime_) == (1.0, pytest.approx(0.02))  # δ/C, C = 3
     clf.set_params(lipschitz=None, margin=0.25, coverage="per_class")
     assert (clf.beta_, clf.delta_prime_) == (4.0, 0.06)
@@ -96,7 +96,7 @@ def test_beta_and_delta_prime_follow_the_parameters():
 )
 def test_fit_time_parameter_changed_after_fit_is_refused(change):
     X, y, Q = _data()
-    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0).fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=1.0).fit(X, y)
     expected = clf.predict_interval(Q)
     before = {name: clf.get_params()[name] for name in change}
     clf.set_params(**change)
@@ -112,7 +112,7 @@ def test_fit_time_parameter_changed_after_fit_is_refused(change):
 
 def test_dyadic_resolution_changed_after_fit_is_refused():
     X, y, Q = _data()
-    clf = DyadicClassifier(resolution=2, lipschitz=1.0).fit(X, y)
+    clf = DyadicClassifier(metric=None, resolution=2, lipschitz=1.0).fit(X, y)
     clf.set_params(resolution=3)
     for method in (clf.predict_interval, clf.predict_proba, clf.predict, clf.kernel_statistics):
         with pytest.raises(ValueError, match=r"resolution=3.*call fit again"):
@@ -121,7 +121,7 @@ def test_dyadic_resolution_changed_after_fit_is_refused():
 
 def test_equal_values_of_another_type_are_not_a_change():
     X, y, Q = _data()
-    clf = NadarayaWatsonClassifier(bandwidth=0.3, bandwidth_grid=[0.1, 0.3], lipschitz=1.0).fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, bandwidth_grid=[0.1, 0.3], lipschitz=1.0).fit(X, y)
     expected = clf.predict_proba(Q)
     clf.set_params(bandwidth=np.float64(0.3), bandwidth_grid=np.array([0.1, 0.3]), n_jobs=1, working_memory=64)
     np.testing.assert_array_equal(clf.predict_proba(Q), expected)
@@ -129,7 +129,7 @@ def test_equal_values_of_another_type_are_not_a_change():
 
 def test_invalid_bound_parameter_set_after_fit_names_it():
     X, y, Q = _data()
-    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0).fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=1.0).fit(X, y)
     clf.set_params(delta=1.5)
     with pytest.raises(ValueError, match="delta"):
         clf.predict_interval(Q)
@@ -144,7 +144,7 @@ def test_invalid_bound_parameter_set_after_fit_names_it():
 
 def test_error_advice_for_a_bound_name_is_what_works():
     X, y, Q = _data()
-    clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0).fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=1.0).fit(X, y)
     with pytest.raises(TypeError, match=r"set_params\(bound='hoeffding'\)") as info:
         clf.predict_interval(Q, bounds="hoeffding")
     assert "refit" in str(info.value)
@@ -162,7 +162,7 @@ def test_sharded_dask_estimator_follows_set_params():
     for extra in ({}, {"n_neighbors": 30}):
         model = ShardedNadarayaWatson(bandwidth=0.3, lipschitz=1.0, **extra).fit(Xd, y)
         model.set_params(lipschitz=3.0, bound="hoeffding", delta=0.1)
-        fresh = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=3.0, bound="hoeffding", delta=0.1, **extra).fit(X, y)
+        fresh = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=3.0, bound="hoeffding", delta=0.1, **extra).fit(X, y)
         got, want = model.predict_interval(Qd), fresh.predict_interval(Q)
         for field in ("lower", "upper", "epsilon", "proba"):
             np.testing.assert_allclose(got[field].compute(), getattr(want, field), rtol=1e-12, atol=1e-12)

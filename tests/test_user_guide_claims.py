@@ -16,7 +16,7 @@ def _ten_agreeing(n_classes: int, bound: str):
     """Ten class-0 points at the query, one point of every other class far away; boxcar, no bias."""
     X = np.vstack([np.zeros((10, 1)), 100.0 + 10.0 * np.arange(1, n_classes)[:, None]])
     y = np.r_[np.zeros(10, int), np.arange(1, n_classes)]
-    clf = NadarayaWatsonClassifier(kernel="boxcar", bandwidth=1.0, lipschitz=1e-9, bound=bound).fit(X, y)
+    clf = NadarayaWatsonClassifier(metric=None, kernel="boxcar", bandwidth=1.0, lipschitz=1e-9, bound=bound).fit(X, y)
     return clf.predict_interval([[0.0]])
 
 

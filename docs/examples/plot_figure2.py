@@ -16,9 +16,9 @@ from nwbound.datasets import make_lipschitz_logistic
 sizes = [300, 1000, 3000]
 test = make_lipschitz_logistic(500, random_state=99, scale="box", direction=[1.0, 0.0])
 models = {
-    "regular": lambda L: NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=L, bound="chernoff"),
-    "localized (k=50)": lambda L: NadarayaWatsonClassifier(bandwidth=0.3, n_neighbors=50, lipschitz=L, bound="chernoff"),
-    "dyadic (m=3)": lambda L: DyadicClassifier(resolution=3, lipschitz=L, bound="chernoff"),
+    "regular": lambda L: NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=L, bound="chernoff"),
+    "localized (k=50)": lambda L: NadarayaWatsonClassifier(metric=None, bandwidth=0.3, n_neighbors=50, lipschitz=L, bound="chernoff"),
+    "dyadic (m=3)": lambda L: DyadicClassifier(metric=None, resolution=3, lipschitz=L, bound="chernoff"),
 }
 width = {name: [] for name in models}
 missed = {name: [] for name in models}

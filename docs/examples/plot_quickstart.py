@@ -17,7 +17,7 @@ train = make_lipschitz_logistic(5000, lipschitz=0.15, n_features=1, direction=[1
 test = make_lipschitz_logistic(400, lipschitz=0.15, n_features=1, direction=[1.0], random_state=1)
 L = train.lipschitz  # the true L, restated in the [0, 1] units the classifier sees
 
-clf = NadarayaWatsonClassifier(bandwidth=0.08, lipschitz=L).fit(train.X, train.y)
+clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.08, lipschitz=L).fit(train.X, train.y)
 order = np.argsort(test.X[:, 0])
 both = clf.predict_interval(test.X[order], bounds=["hoeffding", "chernoff"])
 

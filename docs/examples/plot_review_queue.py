@@ -29,7 +29,7 @@ print(f"estimated L = {estimate.value:.3g} (in the min-max scaled units)")
 # %%
 # The estimate is conservative; show the bounds at that L and at a tenth of it.
 for L in (estimate.value, estimate.value / 10):
-    clf = NadarayaWatsonClassifier(n_neighbors=30, bandwidth=2.0, lipschitz=L)  # bound="chernoff" (default)
+    clf = NadarayaWatsonClassifier(metric=None, n_neighbors=30, bandwidth=2.0, lipschitz=L)  # bound="chernoff" (default)
     clf.fit(Xs_train, y_train)
     iv = clf.predict_interval(Xs_test, bounds=["chernoff"])["chernoff"]  # as a setting: no warning
     print(f"\nL = {L:.3g}: {bound_usefulness(iv, beta=L)}")

@@ -98,7 +98,7 @@ class AdviceContext:
         Examples
         --------
         >>> from nwbound import NadarayaWatsonClassifier
-        >>> AdviceContext.from_estimator(NadarayaWatsonClassifier(bandwidth="auto")).bandwidth
+        >>> AdviceContext.from_estimator(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="auto")).bandwidth
         'auto'
         """
         bw = getattr(estimator, "bandwidth", None)
@@ -188,7 +188,7 @@ class BoundUsefulness:
     >>> import numpy as np
     >>> from nwbound import NadarayaWatsonClassifier
     >>> X = np.linspace(0, 1, 200)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-    >>> clf = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=50.0).fit(X, y)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=50.0).fit(X, y)
     >>> report = bound_usefulness(clf.predict_interval(X), beta=50.0)
     >>> isinstance(report, BoundUsefulness), report.n_queries, report.cause
     (True, 200, 'bias')
@@ -300,7 +300,7 @@ class BoundUsefulness:
         >>> import numpy as np
         >>> from nwbound import NadarayaWatsonClassifier
         >>> X = np.linspace(0, 1, 100)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> clf = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=50.0).fit(X, y)
+        >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=50.0).fit(X, y)
         >>> row = bound_usefulness(clf.predict_interval(X)).as_dict()
         >>> row["n_queries"], row["beta"]
         (100, None)
@@ -370,7 +370,7 @@ def bound_usefulness(
     >>> from nwbound import NadarayaWatsonClassifier
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(size=(300, 2)); y = (X[:, 0] > 0.5).astype(int)
-    >>> clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=20.0).fit(X, y)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=20.0).fit(X, y)
     >>> report = bound_usefulness(clf.predict_interval(X[:50]), beta=20.0)
     >>> report.cause, report.useless
     ('bias', True)
@@ -579,7 +579,7 @@ def warn_if_useless(
     >>> import numpy as np
     >>> from nwbound import NadarayaWatsonClassifier
     >>> X = np.linspace(0, 1, 200)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-    >>> clf = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=50.0).fit(X, y)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=50.0).fit(X, y)
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
     ...     _ = warn_if_useless(clf.predict_interval(X), beta=50.0)

@@ -70,7 +70,7 @@ def sensitivity_report(
     >>> X = rng.uniform(-10, 10, size=(400, 2))
     >>> y = (rng.uniform(size=400) < 1 / (1 + np.exp(-0.5 * X[:, 0]))).astype(int)
     >>> from nwbound import NadarayaWatsonClassifier
-    >>> clf = NadarayaWatsonClassifier(bandwidth=2.0, lipschitz=0.25).fit(X, y)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=2.0, lipschitz=0.25).fit(X, y)
     >>> rows = sensitivity_report(clf, X[:100], y[:100], [0.05, 0.25])
     >>> [row["lipschitz"] for row in rows]
     [0.05, 0.25]

@@ -315,7 +315,7 @@ class SplitConformalSets(BaseEstimator):
         >>> from nwbound import NadarayaWatsonClassifier
         >>> rng = np.random.default_rng(0)
         >>> X = rng.normal(size=(600, 2)); y = (X[:, 0] + 0.5 * rng.normal(size=600) > 0).astype(int)
-        >>> nw = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=0.5).fit(X[:200], y[:200])
+        >>> nw = NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz=0.5).fit(X[:200], y[:200])
         >>> sets = SplitConformalSets(nw, alpha=0.1, backend="numpy").fit(X[200:400], y[200:400])
         >>> row = sets.compare(X[400:], y[400:], nw.predict_interval(X[400:]))
         >>> sorted(row)

@@ -22,14 +22,20 @@ Units: ``--lipschitz`` (L) and ``--margin`` (γ) are given in the units of
 the raw features in the table and restated for the scaled features with
 :func:`nwbound.restate_lipschitz` / :func:`nwbound.restate_margin`.
 ``--bandwidth`` is a kernel width in the units the classifier sees, i.e.
-*after* ``--scale`` (e.g. within [0, 1] for minmax); ``scale`` (the
-default) sets it from the training rows' own neighbour distances
-(:func:`nwbound.estimators.scale_bandwidth`, label-free); ``auto`` picks it per
-query from the bound. Options left out (kernel, bandwidth, δ, bound form,
-coverage) take the Python estimator's defaults, so the command line and the
-library give the same model.
+*after* ``--scale`` (e.g. within [0, 1] for minmax); ``scale``
+sets it from the training rows' own neighbour distances
+(:func:`nwbound.estimators.scale_bandwidth`, label-free); ``auto`` (the
+estimator's default) picks it per query from the bound. Options left out (kernel,
+bandwidth, δ, bound form, coverage, and the assumption: ``--lipschitz auto``)
+take the Python estimator's defaults, so the command line and the library give
+the same model, with one exception: the space. The estimator's default
+``metric="auto"`` learns a map (a scikit-learn model) that a safe model file
+cannot store, so ``nwbound fit`` always fits the classifier on the features as
+given (``metric=None``, after ``--scale``); to use a learned space, map the
+features yourself first, or keep a Python model with joblib.
 
-``--lipschitz auto`` is the estimator's ``lipschitz="auto"``: 40 % of the training
+``--lipschitz auto`` (the default when neither ``--lipschitz`` nor ``--margin``
+is given) is the estimator's ``lipschitz="auto"``: 40 % of the training
 rows are held out of the kernel sums (stratified); a pilot L is estimated on half
 of them with :func:`nwbound.assumptions.estimate_lipschitz`, and the other half
 test a grid around it with :func:`nwbound.assumptions.select_lipschitz`, in the
@@ -91,16 +97,17 @@ def add_parser(sub) -> None:
     p.add_argument("--kernel", default=None, choices=KERNEL_NAMES, help="kernel (default: the estimator's)")
     p.add_argument(
         "--bandwidth", type=bandwidth_or_auto, default=None,
-        help="kernel width after scaling, 'scale' (the default: from the training rows' neighbour "
-        "distances, label-free) or 'auto' (per query, from the bound)",
+        help="kernel width after scaling, 'scale' (from the training rows' neighbour distances, "
+        "label-free) or 'auto' (the default, as the estimator's: per query, from the bound)",
     )
     p.add_argument("--neighbors", type=int, metavar="K", help="localized classifier over the K nearest neighbours")
     p.add_argument("--resolution", type=int, metavar="M", help="dyadic classifier with 2^M cells per feature instead")
-    assumption = p.add_mutually_exclusive_group(required=True)
+    assumption = p.add_mutually_exclusive_group()
     assumption.add_argument(
         "--lipschitz", type=lipschitz_or_auto, metavar="L",
-        help="Lipschitz constant of p in raw feature units, or 'auto' (the estimator's lipschitz='auto': "
-        "the smallest L of a grid that rows held out of the kernel sums do not reject; printed with the check)",
+        help="Lipschitz constant of p in raw feature units, or 'auto' (the default, as the estimator's "
+        "lipschitz='auto': the smallest L of a grid that rows held out of the kernel sums do not reject; "
+        "printed with the check)",
     )
     assumption.add_argument("--margin", type=positive_float, metavar="G", help="margin γ between classes, raw feature units")
     p.add_argument("--delta", type=float, default=None, help="failure probability δ of each bound (default: the estimator's)")
@@ -115,7 +122,11 @@ def add_parser(sub) -> None:
 
 
 def build_estimator(args: argparse.Namespace):
-    """The unfitted estimator the options describe (L/γ are set later, restated)."""
+    """The unfitted estimator the options describe (L/γ are set later, restated).
+
+    ``metric=None``: a model file cannot store the learned map of the estimator's default
+    ``metric="auto"``, so the command line fits on the features as given (module docstring).
+    """
     from ..estimators import DyadicClassifier, NadarayaWatsonClassifier
     from .main import CommandError
 
@@ -126,9 +137,9 @@ def build_estimator(args: argparse.Namespace):
             raise CommandError("--resolution (dyadic classifier) and --neighbors cannot be combined.")
         if args.kernel is not None or args.bandwidth is not None:
             raise CommandError("--kernel and --bandwidth do not apply to the dyadic classifier (--resolution).")
-        return DyadicClassifier(resolution=args.resolution, **common)
+        return DyadicClassifier(resolution=args.resolution, metric=None, lipschitz=None, **common)
     nw = {k: getattr(args, k) for k in ("kernel", "bandwidth") if getattr(args, k) is not None}
-    return NadarayaWatsonClassifier(n_neighbors=args.neighbors, **nw, **common)
+    return NadarayaWatsonClassifier(n_neighbors=args.neighbors, metric=None, lipschitz=None, **nw, **common)
 
 
 def _read_training(args: argparse.Namespace, path: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -207,6 +218,8 @@ def run(args: argparse.Namespace) -> int:
     if output.exists() and not args.overwrite:
         raise CommandError(f"Model file {output} already exists; pass --overwrite or choose another name.")
     train = Path(args.train)
+    if args.lipschitz is None and args.margin is None:
+        args.lipschitz = "auto"  # the estimator's default assumption
     estimator = build_estimator(args)
     X, y, features = _read_training(args, train)
     if np.unique(y).shape[0] < 2:

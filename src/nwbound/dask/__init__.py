@@ -26,7 +26,7 @@ Examples
 >>> import dask.array as da
 >>> from nwbound import NadarayaWatsonClassifier
 >>> from nwbound import dask as nwdask
->>> model = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=1.0).fit(X, y)  # doctest: +SKIP
+>>> model = NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz=1.0).fit(X, y)  # doctest: +SKIP
 >>> result = nwdask.predict_interval(model, da.from_array(X_big, chunks=(10_000, -1)))  # doctest: +SKIP
 >>> eps = result["epsilon"].compute()  # doctest: +SKIP
 """

@@ -245,7 +245,7 @@ def task_copy(model: Any) -> Any:
     >>> from nwbound import NadarayaWatsonClassifier
     >>> from nwbound.dask._common import task_copy
     >>> X = np.linspace(0, 1, 20)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-    >>> model = NadarayaWatsonClassifier(bandwidth=0.2, n_jobs=2).fit(X, y)
+    >>> model = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.2, n_jobs=2).fit(X, y)
     >>> copy = task_copy(model)
     >>> copy.n_jobs, model.n_jobs, copy is model
     (None, 2, False)

@@ -96,7 +96,7 @@ def predict_proba(model: Any, X: Any, *, client: Any = None, threads_per_task: i
     >>> from nwbound import NadarayaWatsonClassifier
     >>> from nwbound import dask as nwdask
     >>> X = np.linspace(0, 1, 50)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-    >>> model = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
+    >>> model = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
     >>> nwdask.predict_proba(model, da.from_array(X[:2], chunks=(1, -1))).compute()
     array([[1., 0.],
            [1., 0.]])
@@ -115,7 +115,7 @@ def predict(model: Any, X: Any, *, client: Any = None, threads_per_task: int = 1
     >>> from nwbound import NadarayaWatsonClassifier
     >>> from nwbound import dask as nwdask
     >>> X = np.linspace(0, 1, 50)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-    >>> model = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
+    >>> model = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
     >>> nwdask.predict(model, da.from_array(X[-3:], chunks=(2, -1))).compute().tolist()
     [1, 1, 1]
     """
@@ -144,7 +144,7 @@ def predict_interval(
     >>> from nwbound import NadarayaWatsonClassifier
     >>> from nwbound import dask as nwdask
     >>> X = np.linspace(0, 1, 50)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-    >>> model = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
+    >>> model = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
     >>> out = nwdask.predict_interval(model, da.from_array(X, chunks=(20, -1)))
     >>> out["epsilon"].shape, bool((out["lower"] <= out["proba"]).all().compute())
     ((50, 2), True)
@@ -185,7 +185,7 @@ def named_interval_arrays(parts: list[Any], row_chunks: Any, n_classes: int, nam
     >>> from nwbound import NadarayaWatsonClassifier
     >>> from nwbound.dask._predict import _interval_block, named_interval_arrays
     >>> X = np.linspace(0, 1, 30)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-    >>> model = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
+    >>> model = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
     >>> bounds = {"a": {"delta": 0.1}, "b": {"delta": 0.01}}
     >>> parts = [dask.delayed(_interval_block)(model, X[:10], bounds), dask.delayed(_interval_block)(model, X[10:], bounds)]
     >>> out = named_interval_arrays(parts, (10, 20), 2, ["a", "b"])
@@ -222,7 +222,7 @@ def interval_arrays(parts: list[Any], row_chunks: Any, n_classes: int) -> dict[s
     >>> from nwbound import NadarayaWatsonClassifier
     >>> from nwbound.dask._predict import _interval_block, interval_arrays
     >>> X = np.linspace(0, 1, 30)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-    >>> model = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
+    >>> model = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
     >>> parts = [dask.delayed(_interval_block)(model, X[:10]), dask.delayed(_interval_block)(model, X[10:])]
     >>> out = interval_arrays(parts, (10, 20), 2)
     >>> out["proba"].shape, out["kappa"].shape, out["vacuous"].dtype.name

@@ -313,7 +313,9 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         missing = sorted(known - set(params) - set(_NOT_TAKEN))
         if missing:  # a new estimator parameter this class does not pass on yet
             raise TypeError(f"ShardedNadarayaWatson does not support NadarayaWatsonClassifier parameter(s) {missing}.")
-        return {**params, "n_jobs": None}
+        # metric=None: the features as given on every shard (the learned space of the in-memory
+        # estimator's default metric="auto" needs the whole training set's split; _NOT_TAKEN).
+        return {**params, "n_jobs": None, "metric": None}
 
     # ------------------------------------------------------------------------------------------
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, client: Any = None) -> "ShardedNadarayaWatson":

@@ -141,7 +141,7 @@ class KernelStatistics:
     >>> import numpy as np
     >>> from nwbound import NadarayaWatsonClassifier
     >>> X = np.array([[0.0], [0.1], [0.2], [1.0]]); y = np.array([0, 0, 1, 1])
-    >>> clf = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=1.0).fit(X, y)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz=1.0).fit(X, y)
     >>> stats = clf.kernel_statistics([[0.05]])
     >>> stats.kappa.round(3)
     array([[2.89]])
@@ -257,7 +257,7 @@ class KernelStatistics:
         >>> import numpy as np
         >>> from nwbound import NadarayaWatsonClassifier
         >>> X = np.array([[0.0], [0.1], [0.2], [1.0]]); y = np.array([0, 0, 1, 1])
-        >>> stats = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=1.0).fit(X, y).kernel_statistics([[0.05]])
+        >>> stats = NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz=1.0).fit(X, y).kernel_statistics([[0.05]])
         >>> stats.on_host_bound_form() is stats
         True
         """
@@ -320,7 +320,7 @@ class KernelStatistics:
         >>> import numpy as np
         >>> from nwbound import NadarayaWatsonClassifier
         >>> X = np.array([[0.0], [0.1], [0.2], [1.0]]); y = np.array([0, 0, 1, 1])
-        >>> clf = NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=[0.3, 0.6], lipschitz=1.0).fit(X, y)
+        >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth="auto", bandwidth_grid=[0.3, 0.6], lipschitz=1.0).fit(X, y)
         >>> clf.kernel_statistics([[0.05]]).select(np.array([1])).bandwidth
         array([[0.6]])
         """
@@ -354,7 +354,7 @@ class KernelStatistics:
         >>> import numpy as np
         >>> from nwbound import NadarayaWatsonClassifier
         >>> X = np.array([[0.0], [0.1], [0.2], [1.0]]); y = np.array([0, 0, 1, 1])
-        >>> clf = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=1.0).fit(X, y)
+        >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz=1.0).fit(X, y)
         >>> clf.kernel_statistics([[0.0], [0.05], [0.9]]).take_rows(slice(1, 3)).n_queries
         2
         """
@@ -377,7 +377,7 @@ class KernelStatistics:
         >>> import numpy as np
         >>> from nwbound import NadarayaWatsonClassifier
         >>> X = np.array([[0.0], [0.1], [0.2], [1.0]]); y = np.array([0, 0, 1, 1])
-        >>> clf = NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=[0.3, 0.6], lipschitz=1.0).fit(X, y)
+        >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth="auto", bandwidth_grid=[0.3, 0.6], lipschitz=1.0).fit(X, y)
         >>> a = clf.kernel_statistics([[0.05]], bandwidth_index=[0])
         >>> b = clf.kernel_statistics([[0.9]], bandwidth_index=[1])
         >>> KernelStatistics.concatenate([a, b]).bandwidth.ravel().tolist()

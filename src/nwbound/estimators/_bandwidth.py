@@ -163,7 +163,7 @@ def scale_bandwidth_from_nearest(kth_nearest: np.ndarray, diagonal: float) -> fl
 
 
 def scale_bandwidth(X: np.ndarray, n_neighbors: int | None = None) -> float:
-    """The label-free default bandwidth, ``bandwidth="scale"``: the data's own neighbour scale.
+    """The label-free bandwidth of ``bandwidth="scale"`` (needs no assumption; the default is ``"auto"``): the data's own neighbour scale.
 
     λ is the 0.9 quantile (``SCALE_QUANTILE``), over up to 256 evenly spaced training rows
     (:func:`bandwidth_grid_pilot`), of the distance from a row to its k-th nearest other row,

@@ -3,6 +3,7 @@ empty-neighbourhood rule and the assembly of a :class:`PredictionInterval`."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import warnings
@@ -66,6 +67,46 @@ def _same_setting(a: Any, b: Any) -> bool:
 _PARAM_NAMES: dict = {}  # class -> its parameter names (BoundedClassifierBase._get_param_names)
 
 
+_UNITS_WARNING_START = "The assumption"
+
+
+def _auto_lipschitz(estimator: Any) -> bool:
+    """Whether ``fit`` chooses L by the held-out check: ``lipschitz="auto"`` (the default) and no ``margin``.
+
+    A ``margin`` states the separable-classes assumption instead, so the default ``"auto"`` L then
+    does not apply (user guide, "Defaults").
+    """
+    lip = getattr(estimator, "lipschitz", None)
+    return isinstance(lip, str) and lip == "auto" and getattr(estimator, "margin", None) is None
+
+
+@contextlib.contextmanager
+def _split_settings_errors(estimator: Any, labels: np.ndarray):
+    """Turn a ValueError raised while splitting the training rows, fitting the learned map or
+    choosing L on held-out rows into one that names the settings and the fix (the paper's
+    classifier: ``metric=None`` with a numeric ``lipschitz``), raised from here (no deep traceback)."""
+    try:
+        yield
+    except ValueError as exc:
+        if getattr(exc, "nwbound_split_settings", False):  # raised by this guard already (a cross-fitted model)
+            raise
+        counts = np.bincount(np.asarray(labels))
+        settings = ", ".join(
+            f"{name}={getattr(estimator, name)!r}" for name in ("metric", "lipschitz")
+            if not (name == "lipschitz" and not _auto_lipschitz(estimator))
+        )
+        error = ValueError(
+            f"The settings {settings} could not be fitted on these {labels.shape[0]} training rows "
+            f"(fewest rows in a class: {int(counts.min())}): {exc} These settings hold training rows out of "
+            "the kernel sums, to fit the space and to check L, and need enough rows in every class (in "
+            "practice a few dozen or more per class; user guide, \"Defaults\"). Give more rows, or fit the paper's "
+            "classifier on the features as given: metric=None with a numeric lipschitz (e.g. from "
+            "nwbound.assumptions.estimate_lipschitz)."
+        )
+        error.nwbound_split_settings = True
+        raise error from None
+
+
 class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
     """Shared machinery: assumptions, bound settings, the empty-neighbourhood rule,
     intervals from :class:`KernelStatistics`.
@@ -84,7 +125,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
     >>> issubclass(DyadicClassifier, BoundedClassifierBase)
     True
     >>> X = np.linspace(0, 1, 200)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-    >>> clf = DyadicClassifier(resolution=2, lipschitz=1.0).fit(X, y)
+    >>> clf = DyadicClassifier(metric=None, resolution=2, lipschitz=1.0).fit(X, y)
     >>> out = clf.predict_interval(X[:2], bounds={"L=1": {}, "L=0.5": {"lipschitz": 0.5}})
     >>> {name: round(float(iv.epsilon[0, 0]), 3) for name, iv in out.items()}
     {'L=1': 0.321, 'L=0.5': 0.196}
@@ -191,17 +232,18 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         are (today's classifier, bit for bit).
         """
         kind = metric_kind(getattr(self, "metric", None))
-        auto_lipschitz = isinstance(self.lipschitz, str) and self.lipschitz == "auto"
+        auto_lipschitz = _auto_lipschitz(self)
         n = X.shape[0]
         self._cross_fitted = False
         self.metric_, self.metric_rows_, self.check_rows_ = None, np.zeros(0, np.intp), np.zeros(0, np.intp)
         self.metric_report_ = None
-        self.lipschitz_ = None if self.lipschitz is None or auto_lipschitz else float(self.lipschitz)
+        self.lipschitz_ = None if self.lipschitz is None or isinstance(self.lipschitz, str) else float(self.lipschitz)
         self.lipschitz_report_ = None
         self.nw_rows_ = np.arange(n)
         groups = check_groups(groups, n)
-        if auto_lipschitz and self.margin is not None:
-            raise ValueError("Give either lipschitz (overlapping classes) or margin (separable classes), not both.")
+        forced = getattr(self, "_forced_split", None)  # cross-fitting: the halves are given
+        if forced is None:
+            self._warn_assumption_units()
         uses_labels = kind not in (None, "standard")
         if not uses_labels and not auto_lipschitz:
             if kind == "standard":  # label-free: fitted on every training input, no split
@@ -209,38 +251,38 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
                 X = np.ascontiguousarray(self.metric_.transform(X), dtype=dtype)
             return X, labels, weights
         fraction = check_fraction(getattr(self, "metric_fraction", 0.4))
-        forced = getattr(self, "_forced_split", None)  # cross-fitting: the halves are given
         seed = self._split_seed()
-        if forced is not None:
-            metric_rows, nw_rows = forced
-        else:
-            metric_rows, nw_rows = split_rows(labels, fraction, groups=groups, random_state=seed)
-        map_rows, check_rows = metric_rows, np.zeros(0, np.intp)
-        if auto_lipschitz:  # the metric share: map (and pilot L) rows, then check rows
-            try:
-                a, b = split_rows(labels[metric_rows], 0.5, random_state=seed,
-                                  groups=None if groups is None else groups[metric_rows])
-            except ValueError as exc:
+        with _split_settings_errors(self, labels):
+            if forced is not None:
+                metric_rows, nw_rows = forced
+            else:
+                metric_rows, nw_rows = split_rows(labels, fraction, groups=groups, random_state=seed)
+            map_rows, check_rows = metric_rows, np.zeros(0, np.intp)
+            if auto_lipschitz:  # the metric share: map (and pilot L) rows, then check rows
+                try:
+                    a, b = split_rows(labels[metric_rows], 0.5, random_state=seed,
+                                      groups=None if groups is None else groups[metric_rows])
+                except ValueError as exc:
+                    raise ValueError(
+                        f"lipschitz='auto' splits the metric share ({metric_rows.shape[0]} rows) into map rows and "
+                        f"check rows and could not: {exc}"
+                    ) from None
+                map_rows, check_rows = metric_rows[a], metric_rows[b]
+            if uses_labels and np.unique(labels[map_rows]).shape[0] < 2:
                 raise ValueError(
-                    f"lipschitz='auto' splits the metric share ({metric_rows.shape[0]} rows) into map rows and "
-                    f"check rows and could not: {exc} Give more rows or groups, or a numeric lipschitz."
-                ) from None
-            map_rows, check_rows = metric_rows[a], metric_rows[b]
-        if uses_labels and np.unique(labels[map_rows]).shape[0] < 2:
-            raise ValueError(
-                f"The {map_rows.shape[0]} rows that fit metric={self.metric!r} hold one class only; a supervised "
-                "map needs at least 2. Give more rows per class, other groups or a larger metric_fraction."
-            )
-        if kind is not None:
-            fit_rows = map_rows if uses_labels else np.arange(n)
-            w = None if weights is None else weights[fit_rows].astype(np.float64)
-            self.metric_ = LearnedSpace(self.metric, random_state=seed).fit(
-                X[fit_rows], labels[fit_rows], w, groups=None if groups is None else groups[fit_rows])
+                    f"The {map_rows.shape[0]} rows that fit metric={self.metric!r} hold one class only; a supervised "
+                    "map needs at least 2 (more rows per class, other groups or a larger metric_fraction)."
+                )
+            if kind is not None:
+                fit_rows = map_rows if uses_labels else np.arange(n)
+                w = None if weights is None else weights[fit_rows].astype(np.float64)
+                self.metric_ = LearnedSpace(self.metric, random_state=seed).fit(
+                    X[fit_rows], labels[fit_rows], w, groups=None if groups is None else groups[fit_rows])
         self.metric_rows_, self.check_rows_, self.nw_rows_ = metric_rows, check_rows, nw_rows
         self.metric_report_ = getattr(self.metric_, "report_", None)
         if auto_lipschitz:  # what the check needs after the kernel sums are in place (_finish_fit)
             pilot = X[map_rows] if self.metric_ is None else self.metric_.transform(X[map_rows])
-            self._held = (pilot, labels[map_rows], X[check_rows], self.classes_[labels[check_rows]])
+            self._held = (pilot, labels[map_rows], X[check_rows], self.classes_[labels[check_rows]], labels)
             self.lipschitz_ = 1.0  # replaced by the chosen value in _finish_fit, before the fit returns
         Z = X[nw_rows]
         if self.metric_ is not None:
@@ -253,6 +295,22 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             w = w / w.max()
             nw_weights = None if np.all(w == 1.0) else w.astype(dtype)
         return np.ascontiguousarray(Z, dtype=dtype), labels[nw_rows], nw_weights
+
+    def _warn_assumption_units(self) -> None:
+        """``metric="auto"`` (the default) with a numeric ``lipschitz`` or a ``margin``: say once per fit
+        that the number is read in the learned space's units, and how to state it on the features as given."""
+        if metric_kind(getattr(self, "metric", None)) != "auto" or _auto_lipschitz(self):
+            return
+        given = (f"lipschitz={self.lipschitz!r}" if self.margin is None else f"margin={self.margin!r}")
+        if self.margin is None and self.lipschitz is None:
+            return  # no assumption, no bound: nothing is read in any units
+        warnings.warn(
+            f"{_UNITS_WARNING_START} ({given}) is read in the units of the space that metric='auto' (the default) "
+            "learns, metric_.transform(X), not in the units of the features as given. For the paper's "
+            "classifier on the features as given pass metric=None; to have L chosen on held-out rows in the "
+            "learned space leave lipschitz='auto' (the default).",
+            UserWarning, stacklevel=_caller_stacklevel(),
+        )
 
     # -- cross-fitting --------------------------------------------------------------------------
     def _fit_cross(self, X, y, sample_weight, groups) -> "BoundedClassifierBase":
@@ -267,13 +325,17 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         dtype = np.float64 if getattr(self, "dtype", None) is None else self._check_params()[0]
         Xv, labels, _ = self._validate_training_data(X, y, sample_weight, dtype)
         groups = check_groups(groups, Xv.shape[0])
-        layouts = cross_fit_layouts(labels, self.cross_fit, check_fraction(self.metric_fraction), groups=groups,
-                                    random_state=self._split_seed())
+        self._warn_assumption_units()
         halves = []
-        for metric_rows, nw_rows in layouts:
-            half = clone(self).set_params(cross_fit=False, delta=self.delta / len(layouts))
-            half._forced_split = (metric_rows, nw_rows)
-            halves.append(half.fit(X, y, sample_weight=sample_weight, groups=groups))
+        with _split_settings_errors(self, labels):
+            layouts = cross_fit_layouts(labels, self.cross_fit, check_fraction(self.metric_fraction), groups=groups,
+                                        random_state=self._split_seed())
+        with warnings.catch_warnings():  # said once, above, not once per model
+            warnings.filterwarnings("ignore", category=UserWarning, message=_UNITS_WARNING_START)
+            for metric_rows, nw_rows in layouts:
+                half = clone(self).set_params(cross_fit=False, delta=self.delta / len(layouts))
+                half._forced_split = (metric_rows, nw_rows)
+                halves.append(half.fit(X, y, sample_weight=sample_weight, groups=groups))
         first, second = layouts[0]
         self.cross_fit_models_ = halves
         self._cross_fitted = True
@@ -283,9 +345,11 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         self.check_rows_ = np.zeros(0, np.intp)
         if hasattr(halves[0], "n_samples_fit_"):
             self.n_samples_fit_ = sum(h.n_samples_fit_ for h in halves)
-        if isinstance(self.lipschitz, str):
+        if _auto_lipschitz(self):
             self.lipschitz_ = max(h.lipschitz_ for h in halves)
             self.lipschitz_report_ = tuple(h.lipschitz_report_ for h in halves)
+        else:
+            self.lipschitz_, self.lipschitz_report_ = halves[0].lipschitz_, None
         self._fit_complete = True
         return self
 
@@ -350,13 +414,14 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         if held is None:
             return self
         self._held = None
-        pilot_Z, pilot_y, X_check, y_check = held
+        pilot_Z, pilot_y, X_check, y_check, train_labels = held
         units = ("in the units of the mapped space metric_.transform(X)" if self.metric_ is not None
                  else "in the units of the features as given")
-        pilot = pilot_lipschitz(pilot_Z, pilot_y, random_state=self._split_seed())
-        self._choice_beta = pilot  # bandwidth="auto" chooses at the pilot L: intervals nested in L
-        report = choose_lipschitz(self, pilot_Z, pilot_y, X_check, y_check, units=units,
-                                  random_state=self._split_seed(), pilot=pilot)
+        with _split_settings_errors(self, train_labels):
+            pilot = pilot_lipschitz(pilot_Z, pilot_y, random_state=self._split_seed())
+            self._choice_beta = pilot  # bandwidth="auto" chooses at the pilot L: intervals nested in L
+            report = choose_lipschitz(self, pilot_Z, pilot_y, X_check, y_check, units=units,
+                                      random_state=self._split_seed(), pilot=pilot)
         self.lipschitz_, self.lipschitz_report_ = report.value, report
         self._validate_bound_params(*self._bound_args[:1], bound_required=self._bound_args[1],
                                     localized=self._bound_args[2])
@@ -373,7 +438,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
                 "object that a safe model file cannot store. Keep the model with joblib/pickle (trusted files "
                 "only), or fit with metric=None on features you transform yourself."
             )
-        if isinstance(self.lipschitz, str):
+        if _auto_lipschitz(self):
             raise ValueError(
                 f"{action}: lipschitz='auto' was chosen at fit; set the chosen value first, "
                 "e.g. model.set_params(lipschitz=model.lipschitz_)."
@@ -387,7 +452,9 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         ``required`` is False.
         """
         params = {name: getattr(self, name, None) for name in BOUND_PARAMETERS}
-        if isinstance(params["lipschitz"], str) and params["lipschitz"] == "auto":
+        if isinstance(params["lipschitz"], str) and params["lipschitz"] == "auto" and params["margin"] is not None:
+            params["lipschitz"] = None  # a margin replaces the default L (_auto_lipschitz)
+        elif isinstance(params["lipschitz"], str) and params["lipschitz"] == "auto":
             params["lipschitz"] = getattr(self, "lipschitz_", None)  # chosen at fit (held-out check)
             if params["lipschitz"] is None:
                 raise ValueError("lipschitz='auto' is chosen when the estimator is fitted: call fit first.")
@@ -489,8 +556,10 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
 
     @property
     def bound_spec_(self) -> BoundSpec | None:
-        """The bound setting of the current parameters (None without ``lipschitz``/``margin``)."""
+        """The bound setting of the current parameters (None without ``lipschitz``/``margin``); a
+        cross-fitted model (the default below the row cap) has one per model (``cross_fit_models_``)."""
         check_is_fitted(self)
+        self._no_cross_fit("bound_spec_")
         return self._own_spec()
 
     @property
@@ -668,7 +737,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         >>> import numpy as np
         >>> from nwbound import NadarayaWatsonClassifier
         >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> clf = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
+        >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
         >>> stats = clf.kernel_statistics([[0.1]])
         >>> clf.interval_from_statistics(stats).proba
         array([[1., 0.]])
@@ -720,7 +789,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         >>> import numpy as np
         >>> from nwbound import NadarayaWatsonClassifier
         >>> X = np.linspace(0, 1, 40)[:, None]; y = np.where(X[:, 0] > 0.5, "b", "a")
-        >>> NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y).predict([[0.1], [0.9]]).tolist()
+        >>> NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y).predict([[0.1], [0.9]]).tolist()
         ['a', 'b']
         """
         return self._predict(X, stacklevel=5)
@@ -753,7 +822,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         >>> import numpy as np
         >>> from nwbound import NadarayaWatsonClassifier
         >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> NadarayaWatsonClassifier(bandwidth=0.2).fit(X, y).score(X, y)
+        >>> NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.2).fit(X, y).score(X, y)
         1.0
         """
         from sklearn.metrics import accuracy_score

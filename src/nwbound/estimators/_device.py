@@ -125,7 +125,7 @@ def validate_queries(estimator: Any, X: Any, dtype: Any, *, keep_namespace: bool
     >>> import numpy as np
     >>> from nwbound import NadarayaWatsonClassifier
     >>> from nwbound.estimators._device import validate_queries
-    >>> clf = NadarayaWatsonClassifier().fit([[0.0], [1.0]], [0, 1])
+    >>> clf = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale").fit([[0.0], [1.0]], [0, 1])
     >>> validate_queries(clf, [[0.5]], np.float64).dtype
     dtype('float64')
     """

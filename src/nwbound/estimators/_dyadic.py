@@ -39,8 +39,10 @@ class DyadicClassifier(BoundedClassifierBase):
     ----------
     resolution : int, default=4
         m: each feature's range is cut into ``2^m`` cells.
-    lipschitz, margin : float or None
-        The assumption behind the bound (see :class:`NadarayaWatsonClassifier`).
+    lipschitz : float, "auto" or None, default="auto"
+        The assumption behind the bound (see :class:`NadarayaWatsonClassifier`); ``"auto"``: the
+        held-out check chooses L in the space the cells tile.
+    margin : float or None, default=None
     delta : float, default=0.05
     bound : {"chernoff", "hoeffding", "paper", "selfnormalized"}, default="chernoff"
         ``"chernoff"``: the band-Chernoff test on the cell's weights (every
@@ -49,9 +51,14 @@ class DyadicClassifier(BoundedClassifierBase):
     sigma : float, default=0.5
     empty_neighborhood : {"prior", "uniform", "raise"}, default="prior"
         Prediction for an empty cell (flagged vacuous, ε = 1).
-    metric, metric_fraction, cross_fit
+    metric : None, "standard", "auto", transformer or classifier, default="auto"
         The space the cells tile (see :class:`NadarayaWatsonClassifier`); the cells then tile
-        ``metric_.transform(X)``, and ``lipschitz``/``margin`` are in its units.
+        ``metric_.transform(X)``, and ``lipschitz``/``margin`` are in its units. The paper's
+        dyadic classifier: ``metric=None`` with a numeric ``lipschitz``.
+    metric_fraction : float in (0, 1), default=0.4
+        Share of the training rows that fit the map (see :class:`NadarayaWatsonClassifier`).
+    cross_fit : bool, int or "auto", default="auto"
+        Several models on splits whose roles differ (see :class:`NadarayaWatsonClassifier`).
     random_state : int, RandomState or None, default=None
         Seed of the split (None: 0, so that a fit repeats).
 
@@ -76,7 +83,7 @@ class DyadicClassifier(BoundedClassifierBase):
     >>> from nwbound import DyadicClassifier
     >>> rng = np.random.default_rng(0)
     >>> X = rng.random((400, 2)); y = (X[:, 0] + 0.2 * rng.standard_normal(400) > 0.5).astype(int)
-    >>> clf = DyadicClassifier(resolution=2, lipschitz=1.0).fit(X, y)
+    >>> clf = DyadicClassifier(metric=None, resolution=2, lipschitz=1.0).fit(X, y)
     >>> clf.n_cells_
     16
     >>> iv = clf.predict_interval(np.array([[0.1, 0.5], [0.9, 0.5]]))
@@ -94,14 +101,14 @@ class DyadicClassifier(BoundedClassifierBase):
         self,
         *,
         resolution=4,
-        lipschitz=None,
+        lipschitz="auto",
         margin=None,
         delta=0.05,
         bound="chernoff",
         coverage="simultaneous",
         sigma=0.5,
         empty_neighborhood="prior",
-        metric=None,
+        metric="auto",
         metric_fraction=0.4,
         cross_fit="auto",
         random_state=None,
@@ -152,7 +159,7 @@ class DyadicClassifier(BoundedClassifierBase):
         >>> import numpy as np
         >>> from nwbound import DyadicClassifier
         >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> DyadicClassifier(resolution=2).fit(X, y).n_cells_
+        >>> DyadicClassifier(metric=None, lipschitz=None, resolution=2).fit(X, y).n_cells_
         4
         """
         m = self._check_resolution()
@@ -216,8 +223,8 @@ class DyadicClassifier(BoundedClassifierBase):
         >>> import numpy as np
         >>> from nwbound import DyadicClassifier
         >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> state = DyadicClassifier(resolution=2).fit(X, y).get_fitted_state()
-        >>> DyadicClassifier(resolution=2).set_fitted_state(state).predict([[0.9]])
+        >>> state = DyadicClassifier(metric=None, lipschitz=None, resolution=2).fit(X, y).get_fitted_state()
+        >>> DyadicClassifier(metric=None, lipschitz=None, resolution=2).set_fitted_state(state).predict([[0.9]])
         array([1])
         """
         check_is_fitted(self)
@@ -269,9 +276,9 @@ class DyadicClassifier(BoundedClassifierBase):
         >>> import numpy as np
         >>> from nwbound import DyadicClassifier
         >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> state = DyadicClassifier(resolution=2).fit(X, y).get_fitted_state()
+        >>> state = DyadicClassifier(metric=None, lipschitz=None, resolution=2).fit(X, y).get_fitted_state()
         >>> state["cell_sq_sums_"] = -state["cell_sq_sums_"]
-        >>> DyadicClassifier(resolution=2).set_fitted_state(state)
+        >>> DyadicClassifier(metric=None, lipschitz=None, resolution=2).set_fitted_state(state)
         Traceback (most recent call last):
         ...
         ValueError: Fitted state 'cell_sq_sums_' must be >= 0, holds -10.
@@ -365,7 +372,7 @@ class DyadicClassifier(BoundedClassifierBase):
         >>> import numpy as np
         >>> from nwbound import DyadicClassifier
         >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> clf = DyadicClassifier(resolution=2, lipschitz=1.0).fit(X, y)
+        >>> clf = DyadicClassifier(metric=None, resolution=2, lipschitz=1.0).fit(X, y)
         >>> clf.kernel_statistics([[0.1]]).class_sums
         array([[[10.,  0.]]])
         """
@@ -417,7 +424,7 @@ class DyadicClassifier(BoundedClassifierBase):
         >>> import numpy as np
         >>> from nwbound import DyadicClassifier
         >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> DyadicClassifier(resolution=2).fit(X, y).predict_proba([[0.1]])
+        >>> DyadicClassifier(metric=None, lipschitz=None, resolution=2).fit(X, y).predict_proba([[0.1]])
         array([[1., 0.]])
         """
         X, restore = queries_on_host(X)  # array_api_dispatch: the result goes back to X's namespace
@@ -449,7 +456,7 @@ class DyadicClassifier(BoundedClassifierBase):
         >>> import numpy as np
         >>> from nwbound import DyadicClassifier
         >>> X = np.linspace(0, 1, 400)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> clf = DyadicClassifier(resolution=3, lipschitz=0.5, bound="chernoff").fit(X, y)
+        >>> clf = DyadicClassifier(metric=None, resolution=3, lipschitz=0.5, bound="chernoff").fit(X, y)
         >>> bool(clf.predict_interval([[0.1]]).certified[0])
         True
         """

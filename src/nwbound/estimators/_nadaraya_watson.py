@@ -84,14 +84,21 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
     stated assumption (Lipschitz class probabilities with constant ``L``, or
     classes separated by a margin ``γ``) and i.i.d. sampling.
 
+    The defaults (``metric="auto"``, ``lipschitz="auto"``, ``bandwidth="auto"``) state the bound in
+    a space learned on a share of the training rows, with L chosen on held-out rows and λ per
+    query (user guide, "Defaults"); they need a few dozen training rows per class or more, and
+    ``fit`` raises a ValueError that names the fix on fewer. **The paper's classifier: pass
+    ``metric=None`` and a numeric ``lipschitz``** (or a ``margin``), in the units of the features
+    as given; nothing is split.
+
     Parameters
     ----------
     kernel : str, Kernel or callable, default="epanechnikov"
         ``"epanechnikov"``, ``"boxcar"``, ``"quartic"``, ``"triweight"``,
         ``"tricube"``, ``"cosine"``, ``"gaussian"`` (truncated at 3λ) or
         ``"gaussian_untruncated"``; or a callable ``K(u)`` of the scaled distance.
-    bandwidth : float, "scale" or "auto", default="scale"
-        λ, in the units of the features. ``"scale"`` (the default): one λ set
+    bandwidth : float, "scale" or "auto", default="auto"
+        λ, in the units of the features (of the learned space with ``metric``). ``"scale"``: one λ set
         by the training inputs' own neighbour distances at fit
         (:func:`scale_bandwidth`: the 0.9 quantile of a training row's distance
         to its 10th nearest other row, or to its k-th for the localized
@@ -99,7 +106,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         inputs only, never the labels, so every bound at it stays valid, and it
         follows the features' units (a fixed number such as 1.0 reaches no
         training point once the features are spread wider than it).
-        ``"auto"`` picks, for each query, the
+        ``"auto"`` (the default) picks, for each query, the
         λ of ``bandwidth_grid`` that minimises ε; this stays valid because ε
         depends on the inputs only, never on the labels. Needs ``lipschitz`` or
         ``margin``. The regular classifier with a polynomial kernel ranks the
@@ -123,10 +130,16 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
     index_params : dict or None, default=None
         Extra options for the neighbour index (e.g. ``{"leaf_size": 40}``, or
         ``{"recall": 0.999}`` / ``{"M": 16, "ef": 64}`` for HNSW).
-    lipschitz : float or None, default=None
+    lipschitz : float, "auto" or None, default="auto"
         Lipschitz constant L of every class probability, **in the units of the
         features this classifier sees** (rescale it with
-        :func:`nwbound.restate_lipschitz` after scaling the features).
+        :func:`nwbound.restate_lipschitz` after scaling the features; with
+        ``metric``, the learned space's units, and ``metric="auto"`` with a
+        number warns at fit). ``"auto"`` (the default): the smallest L of a
+        grid around a pilot estimate that rows held out of the kernel sums do
+        not reject (``lipschitz_``, ``lipschitz_report_``; user guide,
+        "Checking L on held-out data"); not used when ``margin`` is given.
+        None: no assumption (no bounds; ``predict`` and ``predict_proba`` only).
     margin : float or None, default=None
         Margin γ between classes (same units). Give ``lipschitz`` or ``margin``.
     delta : float, default=0.05
@@ -203,9 +216,9 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         neighbours, ties to the lower row), an HNSW index on the host; the
         neighbours' distances (float64, whatever ``dtype``), kernel weights
         and sums are computed on the device.
-    metric : None, "standard", "auto", transformer or classifier, default=None
+    metric : None, "standard", "auto", transformer or classifier, default="auto"
         The space the kernel and the bound work in (user guide: "Bounds in a learned space").
-        None: the features as given (the classifier without a split). ``"standard"``: each
+        None: the features as given (the paper's classifier, without a split). ``"standard"``: each
         feature standardised (label-free: fitted on every training row, no split). A
         scikit-learn transformer (PCA, LDA, NCA, a Pipeline) or a classifier (its
         ``decision_function``, else ``predict_proba``, as coordinates) is cloned and fitted on
@@ -213,7 +226,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         ``groups``); the kernel sums then use only the other rows, mapped, so that given the map
         their labels are as independent as before. A model fitted elsewhere enters as
         ``sklearn.frozen.FrozenEstimator(model)`` (it must not have seen those rows' labels).
-        ``"auto"``: the class probabilities of a score model chosen by cross-validation on the
+        ``"auto"`` (the default): the class probabilities of a score model chosen by cross-validation on the
         map rows (gradient boosting or logistic regression, ``metric_report_``) next to the
         standardised features scaled down (:class:`nwbound.spaces.LearnedSpace`). The map's output is centred and scaled. Queries
         are always given in the original features. **``lipschitz``, ``margin`` and
@@ -285,7 +298,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
     >>> from nwbound import NadarayaWatsonClassifier
     >>> rng = np.random.default_rng(0)
     >>> X = rng.random((400, 2)); y = (X[:, 0] + 0.2 * rng.standard_normal(400) > 0.5).astype(int)
-    >>> clf = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
     >>> Q = np.array([[0.1, 0.5], [0.9, 0.5]])
     >>> clf.predict(Q).tolist()
     [0, 1]
@@ -295,7 +308,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
 
     The localized classifier uses the 50 nearest training points of each query:
 
-    >>> NadarayaWatsonClassifier(bandwidth=0.2, n_neighbors=50, lipschitz=1.0).fit(X, y).predict(Q).tolist()
+    >>> NadarayaWatsonClassifier(metric=None, bandwidth=0.2, n_neighbors=50, lipschitz=1.0).fit(X, y).predict(Q).tolist()
     [0, 1]
     """
 
@@ -324,11 +337,11 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         self,
         *,
         kernel="epanechnikov",
-        bandwidth="scale",
+        bandwidth="auto",
         n_neighbors=None,
         algorithm="auto",
         index_params=None,
-        lipschitz=None,
+        lipschitz="auto",
         margin=None,
         delta=0.05,
         bound="chernoff",
@@ -344,7 +357,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         random_state=None,
         histogram_bins=32,
         device=None,
-        metric=None,
+        metric="auto",
         metric_fraction=0.4,
         cross_fit="auto",
     ):
@@ -411,9 +424,9 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         >>> import numpy as np
         >>> from nwbound import NadarayaWatsonClassifier
         >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> NadarayaWatsonClassifier(bandwidth=0.2).fit(X, y).n_samples_fit_
+        >>> NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.2).fit(X, y).n_samples_fit_
         40
-        >>> NadarayaWatsonClassifier(bandwidth=0.5, metric="auto", cross_fit=False).fit(X, y).n_samples_fit_
+        >>> NadarayaWatsonClassifier(bandwidth=0.5, metric="auto", lipschitz=None, cross_fit=False).fit(X, y).n_samples_fit_
         24
         """
         dtype, _, auto = self._check_params()
@@ -441,6 +454,12 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
             raise ValueError(f"bandwidth must be a number > 0, 'scale' or 'auto', got {self.bandwidth!r}.")
         if not isinstance(self.bandwidth, str):
             check_positive(self.bandwidth, "bandwidth")
+        if auto and self.lipschitz is None and self.margin is None:
+            raise ValueError(
+                "bandwidth='auto' (the default) chooses each query's bandwidth from the bound, so it needs an "
+                "assumption: leave lipschitz='auto' (the default), give lipschitz=L or margin=γ, or pass "
+                "bandwidth='scale' (or a number) for predictions without bounds."
+            )
         if self.working_memory is not None:
             check_positive(self.working_memory, "working_memory")
         check_n_jobs(self.n_jobs)
@@ -537,7 +556,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         >>> from nwbound import NadarayaWatsonClassifier
         >>> rng = np.random.default_rng(0)
         >>> X = rng.random((500, 1)); y = (rng.random(500) < X[:, 0]).astype(int)
-        >>> clf = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
+        >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
         >>> iv = clf.predict_interval([[0.1], [0.9]])
         >>> bool(np.all(iv.lower <= iv.proba) and np.all(iv.proba <= iv.upper))
         True
@@ -658,9 +677,9 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         >>> import numpy as np
         >>> from nwbound import NadarayaWatsonClassifier
         >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0).fit(X, y).ranks_from_moments_
+        >>> NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=1.0).fit(X, y).ranks_from_moments_
         True
-        >>> NadarayaWatsonClassifier(kernel="tricube").fit(X, y).ranks_from_moments_
+        >>> NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale", kernel="tricube").fit(X, y).ranks_from_moments_
         False
         """
         check_is_fitted(self)
@@ -866,7 +885,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         >>> import numpy as np
         >>> from nwbound import NadarayaWatsonClassifier
         >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> NadarayaWatsonClassifier(bandwidth=0.2).fit(X, y).predict_proba([[0.1]])
+        >>> NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.2).fit(X, y).predict_proba([[0.1]])
         array([[1., 0.]])
         """
         X, restore = self._dispatched_queries(X)  # array_api_dispatch: the result goes back to X's namespace
@@ -913,7 +932,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         >>> import numpy as np
         >>> from nwbound import NadarayaWatsonClassifier
         >>> X = np.array([[0.0], [10.0], [30.0]]); y = np.array([0, 1, 1])
-        >>> clf = NadarayaWatsonClassifier(n_neighbors=2, bandwidth=50.0).fit(X, y)
+        >>> clf = NadarayaWatsonClassifier(metric=None, lipschitz=None, n_neighbors=2, bandwidth=50.0).fit(X, y)
         >>> dist, idx = clf.kneighbors([[12.0]])
         >>> dist.tolist(), idx.tolist()
         ([[2.0, 12.0]], [[1, 0]])

@@ -41,8 +41,8 @@ class _FittedState:
         >>> import numpy as np
         >>> from nwbound import NadarayaWatsonClassifier
         >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> clf = NadarayaWatsonClassifier(bandwidth=0.2).fit(X, y)
-        >>> copy = NadarayaWatsonClassifier(bandwidth=0.2).set_fitted_state(clf.get_fitted_state())
+        >>> clf = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.2).fit(X, y)
+        >>> copy = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.2).set_fitted_state(clf.get_fitted_state())
         >>> bool(np.array_equal(copy.predict_proba(X), clf.predict_proba(X)))
         True
         """
@@ -96,9 +96,9 @@ class _FittedState:
         >>> import numpy as np
         >>> from nwbound import NadarayaWatsonClassifier
         >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> state = NadarayaWatsonClassifier().fit(X, y).get_fitted_state()
+        >>> state = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale").fit(X, y).get_fitted_state()
         >>> state["class_prior_"] = np.array([5.0, -4.0])
-        >>> NadarayaWatsonClassifier().set_fitted_state(state)
+        >>> NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale").set_fitted_state(state)
         Traceback (most recent call last):
         ...
         ValueError: Fitted state 'class_prior_' must be >= 0, holds -4.

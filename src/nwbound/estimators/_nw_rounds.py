@@ -48,7 +48,7 @@ class _Rounds:
         >>> import numpy as np
         >>> from nwbound import NadarayaWatsonClassifier
         >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> clf = NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=1.0).fit(X, y)
+        >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
         >>> clf.kernel_statistics([[0.1], [0.9]]).class_sums.shape  # (queries, bandwidths, classes)
         (2, 1, 2)
         """
@@ -109,7 +109,7 @@ class _Rounds:
         >>> from nwbound import NadarayaWatsonClassifier
         >>> rng = np.random.default_rng(0)
         >>> X = rng.random((300, 1)); y = (rng.random(300) < X[:, 0]).astype(int)
-        >>> clf = NadarayaWatsonClassifier(bandwidth="auto", lipschitz=1.0).fit(X, y)
+        >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=1.0).fit(X, y)
         >>> clf.bandwidth_ranking([[0.5]]).kappa.shape  # (queries, grid bandwidths)
         (1, 16)
         """
@@ -146,7 +146,7 @@ class _Rounds:
         >>> import numpy as np
         >>> from nwbound import NadarayaWatsonClassifier
         >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> clf = NadarayaWatsonClassifier(bandwidth="auto", kernel="tricube", lipschitz=1.0).fit(X, y)
+        >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth="auto", kernel="tricube", lipschitz=1.0).fit(X, y)
         >>> clf.ranks_first(), clf.ranks_first(fraction=0.5)
         (False, True)
         """
@@ -180,7 +180,7 @@ class _Rounds:
         >>> import numpy as np
         >>> from nwbound import NadarayaWatsonClassifier
         >>> X = np.linspace(0, 1, 200)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> clf = NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=[0.02, 0.1, 0.4], lipschitz=0.2).fit(X, y)
+        >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth="auto", bandwidth_grid=[0.02, 0.1, 0.4], lipschitz=0.2).fit(X, y)
         >>> clf.bandwidths_[clf.choose_bandwidths(clf.bandwidth_ranking([[0.5]]))]
         array([0.4])
         """

@@ -30,7 +30,7 @@ def merge_statistics(parts: Sequence[KernelStatistics]) -> KernelStatistics:
     >>> from nwbound import NadarayaWatsonClassifier
     >>> from nwbound.estimators import merge_statistics
     >>> X = np.array([[0.0], [0.1], [0.2], [1.0]]); y = np.array([0, 0, 1, 1])
-    >>> clf = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=1.0).fit(X, y)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz=1.0).fit(X, y)
     >>> s = clf.kernel_statistics([[0.05]])
     >>> merge_statistics([s, s, s]).kappa.round(2)
     array([[8.67]])
@@ -64,7 +64,7 @@ class BandwidthRanking:
     >>> import numpy as np
     >>> from nwbound import NadarayaWatsonClassifier
     >>> X = np.linspace(0, 1, 50)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-    >>> clf = NadarayaWatsonClassifier(bandwidth="auto", bandwidth_grid=[0.1, 0.3], lipschitz=1.0).fit(X, y)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth="auto", bandwidth_grid=[0.1, 0.3], lipschitz=1.0).fit(X, y)
     >>> ranking = clf.bandwidth_ranking([[0.2]])
     >>> ranking.kappa.round(2).tolist(), ranking.merge(ranking).kappa.round(2).tolist()
     ([[6.53, 18.42]], [[13.05, 36.85]])

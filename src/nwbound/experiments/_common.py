@@ -301,11 +301,12 @@ def make_model(
     paper = dict(PAPER_SETTING) if setting == "paper" else ({} if bound is None else {"bound": bound})
     if name == "dyadic":
         paper.pop("ck", None)  # the dyadic cell indicator has sup K = 1 already
-        return DyadicClassifier(resolution=resolution, delta=delta, **assumption, **paper)
+        return DyadicClassifier(resolution=resolution, delta=delta, metric=None, **assumption, **paper)
     auto = name.endswith("_auto")
     if auto and setting == "paper":
         raise ValueError(f"{name!r} (bandwidth='auto') exists only in the 'ours' setting.")
     return NadarayaWatsonClassifier(
+        metric=None,  # the paper's classifier on the features as given (not the library's default space)
         kernel=kernel,
         bandwidth="auto" if auto else bandwidth,
         n_neighbors=n_neighbors if name.startswith("localized") else None,

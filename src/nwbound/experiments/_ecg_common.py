@@ -114,7 +114,7 @@ def expand_interval(
     >>> import numpy as np
     >>> from nwbound import NadarayaWatsonClassifier
     >>> X = np.linspace(0, 1, 40)[:, None]; y = np.where(X[:, 0] < 0.5, 0, 3)
-    >>> iv = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=0.5).fit(X, y).predict_interval([[0.1]])
+    >>> iv = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=0.5).fit(X, y).predict_interval([[0.1]])
     >>> full = expand_interval(iv, np.array([0, 3]))
     >>> full.proba.shape
     (1, 5)

@@ -118,10 +118,11 @@ def _inter_nw(kind: str, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, L: fl
     from .. import DyadicClassifier, NadarayaWatsonClassifier
 
     if kind == "dyadic":
-        model = DyadicClassifier(resolution=INTER_DYADIC_RESOLUTION, lipschitz=L, delta=DELTA, bound=args.bound)
+        model = DyadicClassifier(resolution=INTER_DYADIC_RESOLUTION, metric=None, lipschitz=L, delta=DELTA,
+                                 bound=args.bound)
     else:
         model = NadarayaWatsonClassifier(
-            kernel="epanechnikov", bandwidth=lam, lipschitz=L, delta=DELTA, bound=args.bound,
+            metric=None, kernel="epanechnikov", bandwidth=lam, lipschitz=L, delta=DELTA, bound=args.bound,
             n_neighbors=min(args.n_neighbors, X.shape[0]) if kind == "localized" else None,
             dtype="float32" if kind == "regular" and X.shape[0] >= FLOAT32_FROM else "float64",
         )

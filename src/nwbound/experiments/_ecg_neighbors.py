@@ -47,13 +47,13 @@ class SharedSearch:
     >>> from nwbound import NadarayaWatsonClassifier
     >>> rng = np.random.default_rng(0); X = rng.random((300, 3)); y = (X[:, 0] > 0.5).astype(int)
     >>> shared = SharedSearch(8)
-    >>> models = [NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=1.0, n_neighbors=k, algorithm=SHARED_ALGORITHM,
+    >>> models = [NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz=1.0, n_neighbors=k, algorithm=SHARED_ALGORITHM,
     ...                                    index_params={"shared": shared}).fit(X, y) for k in (5, 8)]
     >>> Q = rng.random((20, 3))
     >>> p = [m.predict_proba(Q) for m in models]
     >>> shared.searches, shared.reused  # one search for both models
     (1, 1)
-    >>> plain = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=1.0, n_neighbors=5).fit(X, y)
+    >>> plain = NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz=1.0, n_neighbors=5).fit(X, y)
     >>> bool(np.array_equal(p[0], plain.predict_proba(Q)))
     True
     """

@@ -103,8 +103,8 @@ def _evaluate(kernel: str, bandwidth: Any, data: tuple, lipschitz: float, r: flo
     X_tr, y_tr, X_val, y_val = data
     # B is "our Hoeffding bound" (the table's definition); the Chernoff default would also need a
     # compact kernel, and the ablation includes the untruncated Gaussian.
-    model = NadarayaWatsonClassifier(kernel=kernel, bandwidth=bandwidth, lipschitz=lipschitz, bound="hoeffding",
-                                     dtype=DTYPE, working_memory=working_memory).fit(X_tr, y_tr)
+    model = NadarayaWatsonClassifier(metric=None, kernel=kernel, bandwidth=bandwidth, lipschitz=lipschitz,
+                                     bound="hoeffding", dtype=DTYPE, working_memory=working_memory).fit(X_tr, y_tr)
     with quiet_bound_warnings():  # J reports the mean bound
         iv = model.predict_interval(X_val)
     top = np.argmax(iv.proba, axis=1)

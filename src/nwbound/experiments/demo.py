@@ -54,11 +54,11 @@ def _settings(lipschitz: float, delta: float) -> dict[str, tuple[NadarayaWatsonC
     """Label → (model, bound forms computed from its one kernel pass, or None for its own)."""
     return {
         f"ours, λ = 0.2, L = {lipschitz:g} (true, scaled units)": (
-            NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=lipschitz, delta=delta), ["hoeffding", "chernoff"]),
+            NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=lipschitz, delta=delta), ["hoeffding", "chernoff"]),
         f"ours, bandwidth='auto', L = {lipschitz:g}": (
-            NadarayaWatsonClassifier(bandwidth="auto", lipschitz=lipschitz, delta=delta), None),
+            NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=lipschitz, delta=delta), None),
         "paper: σ = 1/4, L = 0.15 (raw units), λ = 0.2": (
-            NadarayaWatsonClassifier(bandwidth=0.2, lipschitz=0.15, delta=delta, bound="paper", sigma=0.25,
+            NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=0.15, delta=delta, bound="paper", sigma=0.25,
                                      ck=1.0, coverage="per_class"), None),
     }
 

@@ -337,7 +337,7 @@ def _model(L: float, args: argparse.Namespace, n_rows: int, *, certificate: bool
     k = getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS) if certificate else args.adaptive_neighbors
     search = {} if shared is None else {"algorithm": SHARED_ALGORITHM, "index_params": {"shared": shared}}
     return NadarayaWatsonClassifier(
-        kernel="epanechnikov", bandwidth=float(args.adaptive_bandwidth), lipschitz=L, delta=DELTA,
+        metric=None, kernel="epanechnikov", bandwidth=float(args.adaptive_bandwidth), lipschitz=L, delta=DELTA,
         bound=args.bound, n_neighbors=min(int(k), n_rows), **search)
 
 
@@ -841,7 +841,7 @@ def record_check(model: Any, X: Any, y: Any, *, alpha: float = CHECK_ALPHA) -> d
     >>> import numpy as np
     >>> from nwbound import NadarayaWatsonClassifier
     >>> X = np.linspace(0, 1, 200)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-    >>> model = NadarayaWatsonClassifier(bandwidth=0.1, lipschitz=0.1).fit(X, y)
+    >>> model = NadarayaWatsonClassifier(metric=None, bandwidth=0.1, lipschitz=0.1).fit(X, y)
     >>> Xh = np.linspace(0.01, 0.99, 100)[:, None]
     >>> row = record_check(model, Xh, (Xh[:, 0] > 0.5).astype(int))
     >>> row["check_rejected"], row["assumption_rejected"]  # the ceilings hold; the step is steeper than L

@@ -131,7 +131,7 @@ def supported_bounds() -> tuple[str, ...]:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UselessBoundWarning)  # a 4-point probe is useless by design
-                NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=1.0, bound=bound).fit(X, y).predict_interval(X[:1])
+                NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz=1.0, bound=bound).fit(X, y).predict_interval(X[:1])
         except (TypeError, ValueError):
             continue
         out.append(bound)

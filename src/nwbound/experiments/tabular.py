@@ -339,7 +339,7 @@ def run_fold(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: n
     # --- today's recipe: standardized features, estimated L -----------------------------------
     lip, lip_s = _timed(lambda: estimate_lipschitz(X_tr, y_tr, random_state=seed).value)
     for method, k in (("nw_standard", None), ("nw_standard_k25", LOCAL_K)):
-        model = NadarayaWatsonClassifier(bandwidth="auto", n_neighbors=k, lipschitz=lip, delta=delta)
+        model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", n_neighbors=k, lipschitz=lip, delta=delta)
         _, fit_s = _timed(lambda: model.fit(X_tr, y_tr))
         with quiet_bound_warnings():
             iv, query_s = _timed(lambda: model.predict_interval(X_te))

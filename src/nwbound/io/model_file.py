@@ -305,7 +305,7 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = False) 
     >>> from nwbound import NadarayaWatsonClassifier
     >>> from nwbound.io import load_model, save_model
     >>> X = np.array([[0.0], [0.2], [0.8], [1.0]]); y = [0, 0, 1, 1]
-    >>> clf = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz=1.0).fit(X, y)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz=1.0).fit(X, y)
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> path = save_model(clf, folder / "model.npz")
     >>> load_model(path).predict_proba([[0.1]]).tolist() == clf.predict_proba([[0.1]]).tolist()
@@ -427,6 +427,10 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+_FILE_DEFAULTS = {"metric": None, "lipschitz": None, "bandwidth": "scale"}
+"""Parameters a model file leaves out take these values (the files' classifier), not the constructor's defaults."""
+
+
 def _params_from_file(meta_params: Any, cls: type, arrays: dict[str, np.ndarray], path: Path) -> dict[str, Any]:
     """The constructor parameters; unknown names refused, ``n_jobs`` capped to this machine."""
     _check(isinstance(meta_params, dict), path, "params is not an object")
@@ -437,7 +441,10 @@ def _params_from_file(meta_params: Any, cls: type, arrays: dict[str, np.ndarray]
             f"Model file {path} sets parameters {unknown} that this nwbound's {cls.__name__} does not "
             "have; it was probably written by another nwbound version."
         )
-    params = dict(meta_params)
+    # A parameter the file does not name takes the value of the classifier files were written with
+    # before it existed, never today's default: metric=None (a file holds no learned map), and the
+    # defaults before metric/lipschitz/bandwidth="auto" became the constructor's (user guide, "Defaults").
+    params = {**{k: v for k, v in _FILE_DEFAULTS.items() if k in allowed}, **meta_params}
     if params.get("bandwidth_grid") is not None:
         _check(params["bandwidth_grid"] == "<array param_bandwidth_grid>" and "param_bandwidth_grid" in arrays,
                path, "param bandwidth_grid: its array param_bandwidth_grid is missing")
@@ -641,7 +648,7 @@ def load_model(path: str | os.PathLike, *, expected_features: Sequence[str] | in
     >>> from nwbound import DyadicClassifier
     >>> from nwbound.io import load_model, save_model
     >>> X = np.array([[0.0, 0.0], [0.1, 0.2], [0.9, 1.0], [1.0, 0.8]])
-    >>> clf = DyadicClassifier(resolution=1, lipschitz=1.0).fit(X, ["a", "a", "b", "b"])
+    >>> clf = DyadicClassifier(metric=None, resolution=1, lipschitz=1.0).fit(X, ["a", "a", "b", "b"])
     >>> path = save_model(clf, pathlib.Path(tempfile.mkdtemp()) / "grid.npz")
     >>> load_model(path, expected_features=2).predict([[0.05, 0.1]]).tolist()
     ['a']

@@ -146,7 +146,7 @@ class TableModel:
     >>> from nwbound import NadarayaWatsonClassifier
     >>> from nwbound.io import TableModel
     >>> X = np.array([[0.0, 100.0], [1.0, 300.0], [0.2, 120.0], [0.9, 280.0]])
-    >>> model = TableModel.fit(NadarayaWatsonClassifier(bandwidth=0.6), X, [0, 1, 0, 1],
+    >>> model = TableModel.fit(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.6), X, [0, 1, 0, 1],
     ...                        features=["a", "b"], scale="minmax", lipschitz=0.5)
     >>> model.predict(np.array([[0.1, 110.0]])).tolist()
     [0]
@@ -206,7 +206,7 @@ class TableModel:
         >>> import numpy as np
         >>> from nwbound import NadarayaWatsonClassifier
         >>> X = np.array([[0.0], [10.0], [1.0], [9.0]])
-        >>> m = TableModel.fit(NadarayaWatsonClassifier(), X, [0, 1, 0, 1], features=["x"],
+        >>> m = TableModel.fit(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale"), X, [0, 1, 0, 1], features=["x"],
         ...                    scale="minmax", lipschitz=0.1)
         >>> m.estimator.lipschitz  # 0.1 per raw unit = 1.0 per unit of the [0, 1] range
         1.0
@@ -253,7 +253,7 @@ class TableModel:
         >>> from nwbound import NadarayaWatsonClassifier
         >>> from nwbound.io import TableModel
         >>> X = np.array([[0.0, 100.0], [1.0, 300.0], [0.2, 120.0], [0.9, 280.0]])
-        >>> model = TableModel.fit(NadarayaWatsonClassifier(bandwidth=0.6), X, ["no", "yes", "no", "yes"],
+        >>> model = TableModel.fit(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.6), X, ["no", "yes", "no", "yes"],
         ...                        features=["a", "b"], scale="minmax", lipschitz=0.5)
         >>> model.classes_.tolist()
         ['no', 'yes']
@@ -270,7 +270,7 @@ class TableModel:
         >>> from nwbound import NadarayaWatsonClassifier
         >>> from nwbound.io import TableModel
         >>> X = np.array([[0.0, 100.0], [1.0, 300.0], [0.2, 120.0], [0.9, 280.0]])
-        >>> model = TableModel.fit(NadarayaWatsonClassifier(bandwidth=0.6), X, ["no", "yes", "no", "yes"],
+        >>> model = TableModel.fit(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.6), X, ["no", "yes", "no", "yes"],
         ...                        features=["a", "b"], scale="minmax", lipschitz=0.5)
         >>> model.n_features_in_
         2
@@ -300,7 +300,7 @@ class TableModel:
         >>> from nwbound import NadarayaWatsonClassifier
         >>> from nwbound.io import TableModel
         >>> X = np.array([[0.0, 100.0], [1.0, 300.0], [0.2, 120.0], [0.9, 280.0]])
-        >>> model = TableModel.fit(NadarayaWatsonClassifier(bandwidth=0.6), X, ["no", "yes", "no", "yes"],
+        >>> model = TableModel.fit(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.6), X, ["no", "yes", "no", "yes"],
         ...                        features=["a", "b"], scale="minmax", lipschitz=0.5)
         >>> np.round(model.transform([[0.5, 200.0]]), 3).tolist()
         [[0.5, 0.5]]
@@ -334,7 +334,7 @@ class TableModel:
         >>> from nwbound import NadarayaWatsonClassifier
         >>> from nwbound.io import TableModel
         >>> X = np.array([[0.0, 100.0], [1.0, 300.0], [0.2, 120.0], [0.9, 280.0]])
-        >>> model = TableModel.fit(NadarayaWatsonClassifier(bandwidth=0.6), X, ["no", "yes", "no", "yes"],
+        >>> model = TableModel.fit(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.6), X, ["no", "yes", "no", "yes"],
         ...                        features=["a", "b"], scale="minmax", lipschitz=0.5)
         >>> iv = model.predict_interval([[0.1, 110.0]])
         >>> iv.lower.shape, bool(np.all(iv.lower <= iv.upper))
@@ -360,7 +360,7 @@ class TableModel:
         >>> from nwbound import NadarayaWatsonClassifier
         >>> from nwbound.io import TableModel
         >>> X = np.array([[0.0, 100.0], [1.0, 300.0], [0.2, 120.0], [0.9, 280.0]])
-        >>> model = TableModel.fit(NadarayaWatsonClassifier(bandwidth=0.6), X, ["no", "yes", "no", "yes"],
+        >>> model = TableModel.fit(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.6), X, ["no", "yes", "no", "yes"],
         ...                        features=["a", "b"], scale="minmax", lipschitz=0.5)
         >>> model.predict_proba([[0.1, 110.0]]).round(2).tolist()
         [[1.0, 0.0]]
@@ -386,7 +386,7 @@ class TableModel:
         >>> from nwbound import NadarayaWatsonClassifier
         >>> from nwbound.io import TableModel
         >>> X = np.array([[0.0, 100.0], [1.0, 300.0], [0.2, 120.0], [0.9, 280.0]])
-        >>> model = TableModel.fit(NadarayaWatsonClassifier(bandwidth=0.6), X, ["no", "yes", "no", "yes"],
+        >>> model = TableModel.fit(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.6), X, ["no", "yes", "no", "yes"],
         ...                        features=["a", "b"], scale="minmax", lipschitz=0.5)
         >>> model.predict([[0.1, 110.0], [0.95, 290.0]]).tolist()
         ['no', 'yes']

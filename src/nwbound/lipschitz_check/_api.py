@@ -128,7 +128,7 @@ def check_lipschitz(
     >>> data.lipschitz  # the true constant, in the units of X
     10.0
     >>> X_fit, y_fit, X_held, y_held = data.X[:2000], data.y[:2000], data.X[2000:], data.y[2000:]
-    >>> clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=10.0).fit(X_fit, y_fit)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=10.0).fit(X_fit, y_fit)
     >>> check = check_lipschitz(clf, X_held, y_held)  # the model's own L
     >>> check.lipschitz, check.n_rows, check.rejected
     (10.0, 1000, False)
@@ -218,7 +218,7 @@ def select_lipschitz(
     >>> from nwbound.assumptions import select_lipschitz
     >>> from nwbound.datasets import make_lipschitz_logistic
     >>> data = make_lipschitz_logistic(3000, lipschitz=0.5, n_features=1, scale="box", random_state=0)
-    >>> clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=10.0).fit(data.X[:2000], data.y[:2000])
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=10.0).fit(data.X[:2000], data.y[:2000])
     >>> sel = select_lipschitz(clf, data.X[2000:], data.y[2000:], [0.5, 2.0, 10.0])
     >>> [row["rejected"] for row in sel.table()], sel.chosen
     ([True, False, False], 2.0)

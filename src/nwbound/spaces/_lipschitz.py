@@ -53,7 +53,7 @@ class LipschitzAutoReport:
     >>> from nwbound import NadarayaWatsonClassifier
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-1, 1, (3000, 2)); y = (rng.random(3000) < 1 / (1 + np.exp(-3 * X[:, 0]))).astype(int)
-    >>> clf = NadarayaWatsonClassifier(bandwidth=0.5, lipschitz="auto").fit(X, y)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz="auto").fit(X, y)
     >>> clf.lipschitz_ == clf.lipschitz_report_.value
     True
     >>> "not a certified fact" in str(clf.lipschitz_report_)
@@ -167,7 +167,7 @@ def choose_lipschitz(model: Any, pilot_Z: np.ndarray, pilot_y: np.ndarray, X_che
     >>> from nwbound.spaces import choose_lipschitz
     >>> rng = np.random.default_rng(1)
     >>> X = rng.uniform(-1, 1, (4000, 1)); y = (rng.random(4000) < (1 + X[:, 0]) / 2).astype(int)
-    >>> clf = NadarayaWatsonClassifier(bandwidth=0.3, lipschitz=1.0).fit(X[:2000], y[:2000])
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=1.0).fit(X[:2000], y[:2000])
     >>> rep = choose_lipschitz(clf, X[2000:3000], y[2000:3000], X[3000:], y[3000:], units="x")
     >>> rep.n_check, rep.value == rep.selection.chosen
     (1000, True)

@@ -19,10 +19,10 @@ def main() -> None:
     """Write the fixtures (run by hand with the format-1 code only; never on import)."""
     X, y, w = data()
     out = "tests/data/model_files_v1/"
-    save_model(NadarayaWatsonClassifier(bandwidth=0.9, lipschitz=0.5).fit(X, y, sample_weight=w), out + "regular.npz", overwrite=True)
-    save_model(NadarayaWatsonClassifier(bandwidth="auto", n_neighbors=7, lipschitz=0.5, algorithm="kd_tree").fit(X, y), out + "localized_auto.npz", overwrite=True)
-    save_model(DyadicClassifier(resolution=3, lipschitz=0.5).fit(X, np.array(["a", "b", "c"])[y], sample_weight=w), out + "dyadic.npz", overwrite=True)
-    save_model(TableModel.fit(NadarayaWatsonClassifier(bandwidth=0.3), X, y, features=["f0", "f1", "f2"], scale="minmax", lipschitz=0.5, target="label"), out + "table_minmax.npz", overwrite=True)
+    save_model(NadarayaWatsonClassifier(metric=None, bandwidth=0.9, lipschitz=0.5).fit(X, y, sample_weight=w), out + "regular.npz", overwrite=True)
+    save_model(NadarayaWatsonClassifier(metric=None, bandwidth="auto", n_neighbors=7, lipschitz=0.5, algorithm="kd_tree").fit(X, y), out + "localized_auto.npz", overwrite=True)
+    save_model(DyadicClassifier(metric=None, resolution=3, lipschitz=0.5).fit(X, np.array(["a", "b", "c"])[y], sample_weight=w), out + "dyadic.npz", overwrite=True)
+    save_model(TableModel.fit(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.3), X, y, features=["f0", "f1", "f2"], scale="minmax", lipschitz=0.5, target="label"), out + "table_minmax.npz", overwrite=True)
 
 
 if __name__ == "__main__":
