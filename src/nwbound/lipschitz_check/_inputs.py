@@ -71,7 +71,7 @@ def _check_flags(value: Any, name: str) -> bool | tuple[bool, ...]:
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) == 0:
-        raise ValueError(f"{name} must be True, False or a non-empty sequence of them, got {value!r}.")
+        raise ValueError(f"{name} must be True or False, or a non-empty sequence of them, got {value!r}.")
     return tuple(_check_flag(v, name) for v in value)
 
 
