@@ -367,12 +367,16 @@ def _two_models(L: float, args: argparse.Namespace, X: np.ndarray, y: np.ndarray
         model = _model(L, args, X.shape[0], certificate=cert, shared=shared).fit(X, y, sample_weight=w)
         fit_s += time.perf_counter() - t
         present = model.classes_.astype(np.intp)
-        if not (cert or decision_bounds or same):  # p̂ from the same kernel sums, without the bound search
-            out += [model, _expand_proba(model.predict_proba(X_query), present, len(CLASS_NAMES))]
+        if not (cert or decision_bounds or same):  # p̂ only: after the certificate model's queries (below)
+            out += [model, None]
             continue
         with _quiet_bounds():
             iv = model.predict_interval(X_query)
         out += [model, expand_interval(iv, present, len(CLASS_NAMES), symmetric=sym)]
+    if out[1] is None:
+        # p̂ from the same kernel sums without the bound search; its neighbours are the certificate
+        # model's searches (made in the blocks its intervals query in), stacked by the shared search
+        out[1] = _expand_proba(out[0].predict_proba(X_query), out[0].classes_.astype(np.intp), len(CLASS_NAMES))
     return out[0], out[1], out[2], out[3], fit_s
 
 
