@@ -208,9 +208,16 @@ def test_two_models_certify_with_the_wider_neighbourhood():
         np.testing.assert_allclose(iv.proba[:, :2], ref.proba)
         np.testing.assert_allclose(iv.lower[:, :2], ref.lower)
         assert iv.proba.shape == (30, 5) and np.all(iv.proba[:, 2:] == 0)
+    # decision_bounds=False (the DS1 simulation): the decision model's p̂ only, bit for bit the same
+    _, p_d, _, iv_c2, _ = _two_models(0.5, args, X, y, w, Xq, decision_bounds=False)
+    assert isinstance(p_d, np.ndarray) and p_d.tobytes() == iv_d.proba.tobytes()
+    for f in ("proba", "lower", "upper", "certified"):
+        assert np.array_equal(getattr(iv_c2, f), getattr(iv_c, f))
     args.certificate_neighbors = 5  # the same k: one model
     decide, iv_d, cert, iv_c, _ = _two_models(0.5, args, X, y, w, Xq)
     assert cert is decide and iv_c is iv_d
+    _, iv_d, _, iv_c, _ = _two_models(0.5, args, X, y, w, Xq, decision_bounds=False)  # one model: its bounds
+    assert iv_c is iv_d and iv_d.lower.shape == (30, 5)
 
 # --------------------------------------------------------------------------- CLI wiring
 def test_split_option_has_adaptive():

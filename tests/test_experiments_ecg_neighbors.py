@@ -64,3 +64,24 @@ def test_shared_search_rejects_bad_settings():
         SharedIndex(object())
     with pytest.raises(ValueError, match="index_params"):
         NadarayaWatsonClassifier(metric=None, lipschitz=None, n_neighbors=3, algorithm=SHARED_ALGORITHM, bandwidth=1.0).fit(np.arange(6.0)[:, None], [0, 1] * 3)
+
+
+def test_shared_search_stacks_earlier_blocks_in_order():
+    rng = np.random.default_rng(3)
+    X, Q = rng.random((200, 3)), rng.random((30, 3))
+    shared = SharedSearch(6)
+    index = SharedIndex(shared).fit(X)
+    plain = SharedIndex(SharedSearch(6)).fit(X)
+    index.kneighbors(rng.random((4, 3)), 6)  # an unrelated search first: skipped over
+    for block in (Q[:12], Q[12:25], Q[25:]):  # the blocks a blocked model queries in
+        index.kneighbors(block, 6)
+    assert (shared.searches, shared.reused) == (4, 0)
+    dist, idx = index.kneighbors(Q, 4)  # all rows at once: the blocks' answers, stacked
+    assert (shared.searches, shared.reused) == (4, 1)
+    d_ref, i_ref = plain.kneighbors(Q, 4)
+    assert np.array_equal(idx, i_ref) and np.array_equal(dist, d_ref)
+    for other in (Q[1:], Q[:24], Q[::-1]):  # not whole blocks in order: searched
+        before = shared.searches
+        assert np.array_equal(index.kneighbors(other, 4)[1], plain.kneighbors(other, 4)[1])
+        assert shared.searches == before + 1
+    assert shared._from_blocks(Q, 7) is None  # more neighbours than the blocks found

@@ -520,3 +520,31 @@ def test_selection_records_the_contrasts_and_margin_models_skip_them():
     assert all(t["kind"] == "count" for t in check.tests)
     with pytest.raises(ValueError, match="contrast must be True or False"):
         check_lipschitz(clf, Xh, yh, contrast="yes")
+
+
+def test_contrast_families_from_one_set_of_intervals():
+    # contrast=(False, True): each result equals its own call, and the intervals are computed once
+    data, Xf, yf, Xh, yh = _field(3)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)
+    calls = []
+    original = clf.predict_interval
+
+    def counted(X, bounds=None):
+        calls.append(bounds)
+        return original(X, bounds=bounds)
+
+    clf.predict_interval = counted
+    counts, full = check_lipschitz(clf, Xh, yh, per_class=False, contrast=(False, True))
+    assert len(calls) == 1
+    assert counts == check_lipschitz(clf, Xh, yh, per_class=False, contrast=False)
+    assert full == check_lipschitz(clf, Xh, yh, per_class=False, contrast=True)
+    assert len(calls) == 3
+    assert {t["kind"] for t in counts.tests} == {"count"} and "contrast" in {t["kind"] for t in full.tests}
+    # with several values: one list per flag, each the single-flag call's
+    values = [1.0, data.lipschitz]
+    fams = check_lipschitz(clf, Xh, yh, lipschitz=values, contrast=[True, False])
+    assert fams == [check_lipschitz(clf, Xh, yh, lipschitz=values, contrast=flag) for flag in (True, False)]
+    assert check_lipschitz(clf, Xh, yh, contrast=(True,)) == [check_lipschitz(clf, Xh, yh)]
+    for bad in ((), "yes", (True, 1), None):
+        with pytest.raises(ValueError, match="contrast"):
+            check_lipschitz(clf, Xh, yh, contrast=bad)

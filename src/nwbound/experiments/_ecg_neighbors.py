@@ -92,6 +92,10 @@ class SharedSearch:
         key = (X.shape, X.dtype.str, hashlib.blake2b(X.view(np.uint8).ravel(), digest_size=16).digest())
         hit = self.results.get(key)
         if hit is None or hit[1].shape[1] < k or not np.array_equal(hit[0], X):
+            hit = self._from_blocks(X, k)
+            if hit is not None:  # the queries are earlier searches' queries, one after the other
+                self.reused += 1
+                return hit[1][:, :k].copy(), hit[2][:, :k].copy()
             m = max(k, min(self.n_neighbors, index.index_.X_.shape[0]))
             dist, idx = index.kneighbors(X, m)
             hit = self.results[key] = (X.copy(), dist, idx)
@@ -99,6 +103,34 @@ class SharedSearch:
         else:
             self.reused += 1
         return hit[1][:, :k].copy(), hit[2][:, :k].copy()
+
+    def _from_blocks(self, X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The answer for ``X`` where its rows are the queries of earlier searches (each with at least
+        ``k`` neighbours) in the order they were made, consecutive: their answers, stacked. A
+        model that queries in blocks (the Chernoff intervals) and one that queries all rows at once
+        (``predict_proba``) then share the blocks' searches: the second gets exactly the neighbours
+        the first got (an exact search answers each query by itself). None where they do not tile
+        ``X``."""
+
+        def follows(queries: np.ndarray, dist: np.ndarray, at: int) -> bool:
+            stop = at + queries.shape[0]
+            return (dist.shape[1] >= k and queries.dtype == X.dtype and queries.shape[1:] == X.shape[1:]
+                    and stop <= X.shape[0] and np.array_equal(queries, X[at:stop]))
+
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
+        start = 0
+        for queries, dist, idx in self.results.values():  # in the order they were searched
+            if start == X.shape[0]:
+                break
+            if not follows(queries, dist, start):
+                parts, start = [], 0  # not the next block: start over, from this one if it is the first
+                if not follows(queries, dist, 0):
+                    continue
+            parts.append((dist[:, :k], idx[:, :k]))
+            start += queries.shape[0]
+        if len(parts) < 2 or start != X.shape[0]:
+            return None
+        return X, np.vstack([d for d, _ in parts]), np.vstack([i for _, i in parts])
 
 
 class SharedIndex(NeighborIndex):

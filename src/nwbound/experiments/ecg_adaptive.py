@@ -69,7 +69,8 @@ from ._ecg_adaptive_report import ADAPTIVE_ANCHORS, CHECK_ALPHA, HEADLINE_RULE, 
 from ._ecg_adaptive_report import _overview, _record_table, _strips, _summary, adaptive_ec57_rows
 from ._ecg_adaptive_report import _certificate_report, add_report_arguments
 from ._ecg_adaptive_report import certificate_checks, locally_supported, record_certificate_rows  # noqa: F401
-from ._ecg_common import CLASS_NAMES, DELTA, _command_error, _quiet_bounds, expand_interval, is_symmetric_form
+from ._ecg_common import CLASS_NAMES, DELTA, _command_error, _expand_proba, _quiet_bounds, expand_interval
+from ._ecg_common import is_symmetric_form
 from ._ecg_inter import InterFit, _decide
 from ._ecg_neighbors import SHARED_ALGORITHM, SharedSearch
 from ..utils import progress, write_table
@@ -342,11 +343,14 @@ def _model(L: float, args: argparse.Namespace, n_rows: int, *, certificate: bool
 
 
 def _two_models(L: float, args: argparse.Namespace, X: np.ndarray, y: np.ndarray, w: np.ndarray,
-                X_query: np.ndarray) -> tuple[Any, Any, Any, Any, float]:
+                X_query: np.ndarray, *, decision_bounds: bool = True) -> tuple[Any, Any, Any, Any, float]:
     """The decision model and the certificate model at ``L``, their expanded intervals on ``X_query``,
     and the seconds spent fitting (the rest is the queries).
 
     One model when ``--certificate-neighbors`` equals ``--adaptive-neighbors`` (both returned items are it).
+    ``decision_bounds=False``: the decision model's item is its expanded ``p̂`` only (an array: its
+    bounds are not computed; the DS1 simulation reads nothing else of it), unless it is also the
+    certificate model.
     """
     sym = is_symmetric_form(args.bound)
     out: list[Any] = []
@@ -354,16 +358,25 @@ def _two_models(L: float, args: argparse.Namespace, X: np.ndarray, y: np.ndarray
     # one exact search serves both models and the per-record check (the same rows, the same queries)
     shared = SharedSearch(max(int(getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS)),
                               int(args.adaptive_neighbors)))
+    same = int(getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS)) == int(args.adaptive_neighbors)
     for cert in (False, True):
-        if cert and int(getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS)) == int(args.adaptive_neighbors):
+        if cert and same:
             out += out[:2]
             break
         t = time.perf_counter()
         model = _model(L, args, X.shape[0], certificate=cert, shared=shared).fit(X, y, sample_weight=w)
         fit_s += time.perf_counter() - t
+        present = model.classes_.astype(np.intp)
+        if not (cert or decision_bounds or same):  # p̂ only: after the certificate model's queries (below)
+            out += [model, None]
+            continue
         with _quiet_bounds():
             iv = model.predict_interval(X_query)
-        out += [model, expand_interval(iv, model.classes_.astype(np.intp), len(CLASS_NAMES), symmetric=sym)]
+        out += [model, expand_interval(iv, present, len(CLASS_NAMES), symmetric=sym)]
+    if out[1] is None:
+        # p̂ from the same kernel sums without the bound search; its neighbours are the certificate
+        # model's searches (made in the blocks its intervals query in), stacked by the shared search
+        out[1] = _expand_proba(out[0].predict_proba(X_query), out[0].classes_.astype(np.intp), len(CLASS_NAMES))
     return out[0], out[1], out[2], out[3], fit_s
 
 
@@ -693,9 +706,10 @@ def _simulate_ds1(X_base: np.ndarray, base: Any, grid: Sequence[float], grid_see
         got = _local_lipschitz(X_other, base.y[~mine], X_mine, base.y[loc], base.sample[loc], grid_seen, args)
         j = 0 if got is None else got[0]
         X, y, w = _stack(X_other, base.y[~mine], X_mine, base.y[loc], args.local_weight)
-        _, decide, _, iv, _ = _two_models(grid_seen[j], args, X, y, w, _with_patient(X_base[ev], 0.0))
+        _, review, _, iv, _ = _two_models(grid_seen[j], args, X, y, w, _with_patient(X_base[ev], 0.0),
+                                          decision_bounds=False)  # the decision model's p̂ only
         for k, v in (("y", base.y[ev]), ("proba", iv.proba), ("lower", iv.lower), ("upper", iv.upper),
-                     ("review", decide.proba)):
+                     ("review", getattr(review, "proba", review))):
             parts[k].append(v)
         rows.append({"record": str(r), "check_rows": 0 if got is None else got[2], "chosen_L": grid[j],
                      "all_rejected": bool(got is not None and got[1][-1]), "beats": int(ev.sum()),
@@ -806,7 +820,8 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
 def record_check(model: Any, X: Any, y: Any, *, alpha: float = CHECK_ALPHA) -> dict[str, Any]:
     """The held-out tests on one record's evaluation beats: its certificates, and its L.
 
-    Two tests of :func:`nwbound.assumptions.check_lipschitz` (``per_class=False``), each at
+    Two tests of :func:`nwbound.assumptions.check_lipschitz` (``per_class=False``, one call:
+    ``contrast=(False, True)``, so both from one set of intervals), each at
     level ``alpha``:
 
     * the certificate test (``contrast=False``), which *flags* the record: the errors among
@@ -858,8 +873,8 @@ def record_check(model: Any, X: Any, y: Any, *, alpha: float = CHECK_ALPHA) -> d
                            "check_rejected_by": "", "assumption_rejected": False}
     if np.any(seen):
         with _quiet_bounds():
-            c = check_lipschitz(model, X[seen], y[seen], alpha=alpha, per_class=False, contrast=False)
-            full = check_lipschitz(model, X[seen], y[seen], alpha=alpha, per_class=False)
+            # both tests from one set of intervals (they differ only in the tests run on them)
+            c, full = check_lipschitz(model, X[seen], y[seen], alpha=alpha, per_class=False, contrast=(False, True))
         row.update({"check_p_value": float(c.p_value), "check_rejected": bool(c.rejected),
                     "check_rejected_by": ",".join(c.rejected_by), "assumption_rejected": bool(full.rejected)})
     return row

@@ -9,9 +9,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._validation import check_positive
-from ._inputs import _check_certified_at, _check_flag, _check_levels, _check_model, _check_values
+from ._inputs import _check_certified_at, _check_flag, _check_flags, _check_levels, _check_model, _check_values
 from ._results import LipschitzCheck, LipschitzSelection
-from ._run import _run_checks
+from ._run import _run_check_families, _run_checks
 
 DEFAULT_FREE_SHARE = 0.002
 """Default share ``r`` of held-out rows whose intervals may fail freely (Markov allowance)."""
@@ -29,8 +29,8 @@ def check_lipschitz(
     free_share: float = DEFAULT_FREE_SHARE,
     certified_at: str = "model",
     bandwidth_at: float | None = None,
-    contrast: bool = True,
-) -> LipschitzCheck | list[LipschitzCheck]:
+    contrast: bool | Sequence[bool] = True,
+) -> LipschitzCheck | list[LipschitzCheck] | list[LipschitzCheck | list[LipschitzCheck]]:
     r"""Test an assumed Lipschitz constant on held-out rows.
 
     Rejects ``L`` when, on rows whose labels did not enter the model's kernel
@@ -96,12 +96,18 @@ def check_lipschitz(
         a too-small ``L`` that the interval counts miss (intervals wrong by a
         little on a few per cent of queries). They share the level with the
         counts. Not run for a margin assumption or a cross-fitted model (no
-        single space). False: the counts only.
+        single space). False: the counts only. A sequence of flags (e.g.
+        ``(False, True)``): one result per flag, each what that flag alone
+        gives, all from **one** set of intervals (the flags change the tests
+        run on the intervals and their Bonferroni split, not the intervals),
+        so asking for both costs little more than one.
 
     Returns
     -------
     LipschitzCheck or list of LipschitzCheck
-        One check, or one per value when ``lipschitz`` is a sequence.
+        One check, or one per value when ``lipschitz`` is a sequence. When
+        ``contrast`` is a sequence: a list with one such result per flag, in
+        its order.
 
     Raises
     ------
@@ -134,19 +140,24 @@ def check_lipschitz(
     (10.0, 1000, False)
     >>> check_lipschitz(clf, X_held, y_held, lipschitz=0.5).rejected  # 20 times too small
     True
+    >>> counts, both = check_lipschitz(clf, X_held, y_held, contrast=(False, True))  # one set of intervals
+    >>> both.p_value == check_lipschitz(clf, X_held, y_held).p_value, len(both.tests) > len(counts.tests)
+    (True, True)
     """
     _check_model(model)
     alpha, beta, free_share = _check_levels(alpha, beta, free_share)
     values, single = _check_values(lipschitz)
     if not isinstance(per_class, (bool, np.bool_)):
         raise ValueError(f"per_class must be True or False, got {per_class!r}.")
-    checks = _run_checks(
+    flags = _check_flags(contrast, "contrast")
+    families = _run_check_families(
         model, X, y, values, alpha=alpha, beta=beta, free_share=free_share, per_class=bool(per_class),
         certified_at=_check_certified_at(certified_at),
         bandwidth_at=check_positive(bandwidth_at, "bandwidth_at", allow_none=True),
-        contrast=_check_flag(contrast, "contrast"),
+        contrasts=(flags,) if isinstance(flags, bool) else flags,
     )
-    return checks[0] if single else checks
+    results = [checks[0] if single else checks for checks in families]
+    return results[0] if isinstance(flags, bool) else results
 
 
 def select_lipschitz(

@@ -66,6 +66,15 @@ def _check_flag(value: Any, name: str) -> bool:
     return bool(value)
 
 
+def _check_flags(value: Any, name: str) -> bool | tuple[bool, ...]:
+    """A flag, or a non-empty sequence of flags (returned as a tuple)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) == 0:
+        raise ValueError(f"{name} must be True or False, or a non-empty sequence of them, got {value!r}.")
+    return tuple(_check_flag(v, name) for v in value)
+
+
 def _check_certified_at(value: Any) -> str:
     if value not in ("model", "test"):
         raise ValueError(f"certified_at must be 'model' or 'test', got {value!r}.")

@@ -133,6 +133,21 @@ def _run_checks(
     free_share: float, per_class: bool, certified_at: str = "model", bandwidth_at: float | None = None,
     contrast: bool = True,
 ) -> list[LipschitzCheck]:
+    """One check per value of ``values`` (None: the model's own assumption)."""
+    return _run_check_families(
+        model, X, y, values, alpha=alpha, beta=beta, free_share=free_share, per_class=per_class,
+        certified_at=certified_at, bandwidth_at=bandwidth_at, contrasts=(contrast,),
+    )[0]
+
+
+def _run_check_families(
+    model: Any, X: Any, y: Any, values: list[float] | None, *, alpha: float, beta: float,
+    free_share: float, per_class: bool, certified_at: str = "model", bandwidth_at: float | None = None,
+    contrasts: tuple[bool, ...] = (True,),
+) -> list[list[LipschitzCheck]]:
+    """For each flag of ``contrasts`` (with or without the contrast tests), one check per value, all
+    from **one** set of intervals: the families differ only in the tests run on them (and so in
+    their Bonferroni split), never in the intervals."""
     labels, n = _check_rows(model, X, y)
     free = int(math.floor(free_share * n))
     delta_test = min(beta * (free + 1) / n, 0.5)  # P(|F| > m) ≤ n·δ_t/(m + 1) = β
@@ -160,22 +175,25 @@ def _run_checks(
     classes = np.asarray(model.classes_)
     model_delta = float(model.get_params()["delta"]) if certified_at == "model" else delta_test
     strata = None
-    if contrast and described[0][0] is not None:  # a Lipschitz assumption (not a margin)
+    if any(contrasts) and described[0][0] is not None:  # a Lipschitz assumption (not a margin)
         Z = _space_coordinates(model, X)
         if Z is not None:
             strata = _contrast_strata(Z, np.asarray(intervals[("test", 0)].proba),
                                       [1] if classes.size == 2 else range(classes.size))
-    checks = []
-    for i, (lip, margin) in enumerate(described):
-        res = _one_check(
-            intervals[("test", i)], intervals[("model" if certified_at == "model" else "test", i)], labels,
-            classes, free=free,
-            per_class=per_class, alpha=alpha, beta=beta, strata=strata, lipschitz=lip,
-        )
-        checks.append(
-            LipschitzCheck(
-                lipschitz=lip, margin=margin, n_rows=n, allowance=free, alpha=alpha, beta=beta,
-                delta=delta_test, model_delta=model_delta, free_share=free_share, **res,
+    families = []
+    for contrast in contrasts:
+        checks = []
+        for i, (lip, margin) in enumerate(described):
+            res = _one_check(
+                intervals[("test", i)], intervals[("model" if certified_at == "model" else "test", i)], labels,
+                classes, free=free, per_class=per_class, alpha=alpha, beta=beta,
+                strata=strata if contrast else None, lipschitz=lip,
             )
-        )
-    return checks
+            checks.append(
+                LipschitzCheck(
+                    lipschitz=lip, margin=margin, n_rows=n, allowance=free, alpha=alpha, beta=beta,
+                    delta=delta_test, model_delta=model_delta, free_share=free_share, **res,
+                )
+            )
+        families.append(checks)
+    return families
