@@ -1,0 +1,48 @@
+"""Failure modes of the defaults found on data they were not tuned to (issue 21, "data you do not see").
+
+Each test pins one generic failure mode met on real-like data (n_features > n_samples, a rare
+class, constant or duplicated columns, many classes) and asserts the property that the fix
+restores; ``nwbound experiment tabular --datasets ...`` (user guide, "On data the defaults were not
+tuned to") has the figures.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.neighbors import NearestNeighbors
+
+from nwbound.assumptions import estimate_lipschitz
+
+
+def test_pilot_bandwidth_reaches_evaluation_points_when_distances_concentrate():
+    # Six equidistant points (a regular simplex: every pairwise distance is √2), the extreme of
+    # distance concentration in high dimension. The pilot half's own ⌈√3⌉ = 2nd-neighbour distance
+    # is √2, where the Epanechnikov kernel is 0: no evaluation point had any mass and
+    # estimate_lipschitz raised ("Fewer than 2 evaluation points ..."). Now λ is the median
+    # distance from the evaluation points to their 2nd nearest pilot point, nudged past it.
+    est = estimate_lipschitz(np.eye(6), [0, 1, 2, 0, 1, 2], random_state=0)
+    assert est.details["bandwidth"] == np.nextafter(np.sqrt(2.0), np.inf)
+    assert est.details["n_eval"] == 3  # every evaluation point reached
+    assert est.value == 0.0  # p̂ is the same mean at every evaluation point: no slope
+
+
+def test_pilot_bandwidth_fallback_on_a_wide_score_space():
+    # The shape met with metric="auto" on 150 × 400 data: two classes at ±1 in the score column,
+    # beside 400 standardised features at weight 0.0125. This draw raised before the fallback.
+    rng = np.random.default_rng(114)
+    y = rng.permutation(np.repeat([0, 1], 10))
+    X = np.hstack([(2 * y - 1.0)[:, None], rng.normal(size=(20, 400)) * 0.0125])
+    est = estimate_lipschitz(X, y, random_state=0)
+    lam, n_eval = est.details["bandwidth"], est.details["n_eval"]
+    assert n_eval >= 2 and np.isfinite(est.value) and est.value > 0
+    # Independent formulas (the pilot half is the first half of the seed's permutation; m = 10,
+    # k = ⌈√10⌉ = 4): the pilot half's own rule reaches fewer than 2 evaluation rows, so the
+    # fallback is used, and it equals the median distance to the 4th nearest pilot row, nudged.
+    perm = np.random.default_rng(0).permutation(20)
+    pilot, evaluation = X[perm[:10]], X[perm[10:]]
+    own = np.median(NearestNeighbors(n_neighbors=5).fit(pilot).kneighbors(pilot)[0][:, -1])
+    to_pilot = NearestNeighbors(n_neighbors=4).fit(pilot).kneighbors(evaluation)[0]
+    assert np.sum(to_pilot[:, 0] < own) < 2
+    assert lam == pytest.approx(np.nextafter(np.median(to_pilot[:, -1]), np.inf), rel=1e-12)
+    assert np.sum(to_pilot[:, 0] < lam) >= 5  # at least half of the 10 evaluation rows reached
