@@ -46,3 +46,43 @@ def test_pilot_bandwidth_fallback_on_a_wide_score_space():
     assert np.sum(to_pilot[:, 0] < own) < 2
     assert lam == pytest.approx(np.nextafter(np.median(to_pilot[:, -1]), np.inf), rel=1e-12)
     assert np.sum(to_pilot[:, 0] < lam) >= 5  # at least half of the 10 evaluation rows reached
+
+
+def _binary_cube(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Three binary features; p(y = 1) = 0.2 + 0.3·(x₀ + x₁): 0.2, 0.5 or 0.8 at the 8 corners."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 2, (n, 3)).astype(np.float64)
+    p = 0.2 + 0.3 * (X[:, 0] + X[:, 1])
+    return X, (rng.random(n) < p).astype(int), p
+
+
+def test_pilot_bandwidth_on_repeated_rows_is_the_distance_to_the_next_distinct_point():
+    # Discrete features: each corner of the cube holds ~125 rows, far more than ⌈√m⌉, so every
+    # k-th neighbour distance was 0 and estimate_lipschitz raised ("the points' neighbours
+    # coincide"), which made fit(lipschitz="auto") fail on any table of binary/one-hot columns.
+    X, y, _ = _binary_cube(1000, 0)
+    est = estimate_lipschitz(X, y, random_state=0)
+    # Independent: the nearest distinct corner of a unit cube is at distance exactly 1.
+    assert est.details["bandwidth"] == 1.0
+    # p moves by 0.3 between adjacent corners (distance 1): the pilot's slope is about that, times
+    # the safety factor 2; the noise of ~60 rows per corner keeps it within a loose range.
+    assert 0.3 <= est.value <= 2.0
+
+
+def test_lipschitz_auto_fits_discrete_features_and_its_certified_intervals_cover_p():
+    from nwbound import NadarayaWatsonClassifier
+
+    X, y, p = _binary_cube(1400, 1)
+    X_q, _, p_q = _binary_cube(400, 2)
+    # metric=None: the same pilot, without the score model's cost (the pilot runs in whatever
+    # space the kernel works in; metric="auto"'s feature block is as discrete as the features).
+    clf = NadarayaWatsonClassifier(lipschitz="auto", bandwidth="auto", random_state=0).fit(X, y)
+    iv = clf.predict_interval(X_q)
+    assert np.isfinite(clf.lipschitz_) and clf.lipschitz_ > 0
+    covered = (iv.lower[:, 1] <= p_q) & (p_q <= iv.upper[:, 1])
+    assert covered.mean() >= 0.95
+    cert = np.asarray(iv.certified)
+    assert cert.any()
+    # A certificate names the class with p > 1/2: never at the corners where p = 0.5.
+    assert not np.any(cert & np.isclose(p_q, 0.5))
+    assert np.all(clf.classes_[iv.predicted_index][cert] == (p_q[cert] > 0.5))

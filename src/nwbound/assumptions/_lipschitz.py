@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import pairwise_distances_chunked
+from sklearn.metrics import pairwise_distances, pairwise_distances_chunked
 
 from .._validation import check_positive
 from ._common import LipschitzEstimate, UNITS_NOTE, _check_data, _check_int, _rng
@@ -125,9 +125,18 @@ def _pilot_bandwidth(X: np.ndarray, rng: np.random.Generator) -> float:
     k = min(m - 1, _pilot_neighbours(m))  # a pilot row is its own 0th neighbour
     probe = rng.choice(m, size=min(256, m), replace=False)
     dist, _ = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X[probe])
-    lam = float(np.median(dist[:, -1]))
-    if not lam > 0:
-        raise ValueError("Cannot pick a pilot bandwidth: the points' neighbours coincide; pass bandwidth=.")
+    reach = dist[:, -1]
+    if np.any(reach == 0):
+        # Repeated rows (discrete or one-hot features): ≥ k rows coincide with a probe, so its k-th
+        # neighbour distance is 0 and no kernel has that width. Such a probe takes the distance to
+        # its nearest row at a positive distance instead: the next distinct value, the smallest
+        # width over which p̂ can change at all. Rows without repeats keep the rule as it is.
+        tied = np.flatnonzero(reach == 0)
+        D = pairwise_distances(X[probe[tied]], X)
+        reach[tied] = np.where(D > 0, D, np.inf).min(axis=1)
+    lam = float(np.median(reach))
+    if not (lam > 0 and np.isfinite(lam)):
+        raise ValueError("Cannot pick a pilot bandwidth: every row is the same point; pass bandwidth=.")
     return lam
 
 
@@ -291,7 +300,8 @@ def strongin_lipschitz(
     bandwidth : float or "auto", default="auto"
         Pilot λ. ``"auto"``: the median distance (over up to 256 pilot points)
         to the ``⌈√m⌉``-th nearest neighbour in the pilot half of size ``m`` —
-        label-free. Where that λ reaches fewer than 2 evaluation points (distances
+        label-free; a point repeated at least ``⌈√m⌉`` times counts the distance to its
+        nearest distinct point instead (discrete features). Where that λ reaches fewer than 2 evaluation points (distances
         concentrate in high dimension), the median distance from the evaluation
         points to their ``⌈√m⌉``-th nearest pilot point is used instead (also
         label-free; it reaches at least half of them).
