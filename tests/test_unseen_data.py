@@ -86,3 +86,81 @@ def test_lipschitz_auto_fits_discrete_features_and_its_certified_intervals_cover
     # A certificate names the class with p > 1/2: never at the corners where p = 0.5.
     assert not np.any(cert & np.isclose(p_q, 0.5))
     assert np.all(clf.classes_[iv.predicted_index][cert] == (p_q[cert] > 0.5))
+
+
+# ---------------------------------------------------------------------------------------------
+# Advice that fits the settings the defaults use (cross-fitted, learned space, L and λ "auto")
+# ---------------------------------------------------------------------------------------------
+def _noise(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Labels independent of the features: p = 1/2 everywhere, nothing can be certified."""
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, 3)), rng.integers(0, 2, n)
+
+
+def test_cross_fitted_useless_warning_gives_advice_that_fits_its_settings():
+    import warnings
+
+    from nwbound import NadarayaWatsonClassifier
+    from nwbound.diagnostics import UselessBoundWarning
+
+    X, y = _noise(400, 0)
+    clf = NadarayaWatsonClassifier(metric="auto", lipschitz="auto", bandwidth="auto", cross_fit=True,
+                                   random_state=0).fit(X[:300], y[:300])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        iv = clf.predict_interval(X[300:])
+    assert not np.any(iv.certified)
+    text = " ".join(str(w.message) for w in caught if issubclass(w.category, UselessBoundWarning))
+    assert text, "0 % certified must be said"
+    # It chose λ and L itself: no advice to set λ, to use bandwidth='auto', to estimate L, or on k
+    # (not localized); L is given as a factor, each model having its own L in its own space.
+    for wrong in ("bandwidth=", "n_neighbors", "estimate_lipschitz", "at L = "):
+        assert wrong not in text
+    assert "lipschitz_report_" in text and "× the current L" in text
+    # sensitivity_report on a learned space needs the training rows: the advice passes them.
+    assert "X_train=X_train, y_train=y_train" in text
+
+
+def test_plain_features_advice_names_metric_auto_in_python_only():
+    import dataclasses
+
+    from nwbound import NadarayaWatsonClassifier
+    from nwbound.diagnostics import AdviceContext, bound_usefulness
+
+    X, y = _noise(300, 1)
+    clf = NadarayaWatsonClassifier(bandwidth=2.0, lipschitz=5.0).fit(X, y)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        iv = clf.predict_interval(X[:50])
+    ctx = AdviceContext.from_estimator(clf)
+    assert ctx.learned_space is False
+    report = bound_usefulness(iv, beta=5.0, context=ctx)
+    assert report.cause == "bias" and "metric='auto'" in report.explanation
+    cli = bound_usefulness(iv, beta=5.0, context=dataclasses.replace(ctx, interface="cli"))
+    assert "metric" not in cli.explanation  # the command line has no such option
+
+
+def test_sensitivity_report_on_a_learned_space_asks_for_the_training_rows():
+    from nwbound import NadarayaWatsonClassifier
+    from nwbound.assumptions import sensitivity_report
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 3))
+    y = (rng.random(400) < 1 / (1 + np.exp(-2 * X[:, 0]))).astype(int)
+    clf = NadarayaWatsonClassifier(metric="standard", bandwidth=1.0, lipschitz=0.5).fit(X[:300], y[:300])
+    with pytest.raises(ValueError, match="pass X_train and y_train"):
+        sensitivity_report(clf, X[300:], y[300:], [0.1, 0.5])
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = sensitivity_report(clf, X[300:], y[300:], [0.1, 0.5, 2.0], X_train=X[:300], y_train=y[:300])
+        own = clf.predict_interval(X[300:])
+    # At the model's own L the refit reproduces the model (the same map on the same rows)...
+    assert rows[1]["mean_epsilon"] == pytest.approx(
+        float(own.epsilon[np.arange(100), np.argmax(own.proba, axis=1)].mean()), rel=1e-12)
+    # ...and the intervals are nested in L.
+    eps = [r["mean_epsilon"] for r in rows]
+    assert eps[0] < eps[1] < eps[2]
