@@ -164,3 +164,36 @@ def test_sensitivity_report_on_a_learned_space_asks_for_the_training_rows():
     # ...and the intervals are nested in L.
     eps = [r["mean_epsilon"] for r in rows]
     assert eps[0] < eps[1] < eps[2]
+
+
+# ---------------------------------------------------------------------------------------------
+# Columns constant on the rows a scale is fitted on (pixels, rare categories)
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("metric", ["standard", "auto"])
+def test_a_column_constant_on_the_fit_rows_is_left_unscaled(metric):
+    from nwbound.spaces import LearnedSpace
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    X[:, 1] = 0.1  # constant on the fit rows; np.full(120, 0.1).std() is ~1e-17, not 0
+    assert X[:, 1].std() > 0
+    y = (X[:, 0] > 0).astype(int)
+    space = LearnedSpace(metric, random_state=0).fit(X, y)
+    Q = X[:5].copy()
+    Q[:, 1] = 1.1  # a value the fit rows never had (a pixel lit only outside them)
+    shift = space.transform(Q) - space.transform(X[:5])
+    # Independent: unscaled, the constant column moves by exactly 1.1 − 0.1 = 1 (times the feature
+    # weight r in "auto"); every other coordinate is unchanged.
+    weight = 1.0 if metric == "standard" else space.feature_weight_
+    column = space.n_components_ - 3 + 1
+    assert shift[:, column] == pytest.approx(np.full(5, weight), rel=1e-9)
+    assert np.abs(np.delete(shift, column, axis=1)).max() < 1e-12
+
+
+def test_cli_feature_scaler_leaves_a_constant_column_unscaled():
+    from nwbound.io.pipeline import FeatureScaler
+
+    X = np.column_stack([np.full(7, 0.1), np.arange(7.0)])
+    scaler = FeatureScaler.fit(X, "standard")
+    assert scaler.scale.tolist()[0] == 1.0  # was 1/1.4e-17
+    assert scaler.scale[1] == pytest.approx(1.0 / np.arange(7.0).std())
