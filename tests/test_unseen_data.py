@@ -197,3 +197,29 @@ def test_cli_feature_scaler_leaves_a_constant_column_unscaled():
     scaler = FeatureScaler.fit(X, "standard")
     assert scaler.scale.tolist()[0] == 1.0  # was 1/1.4e-17
     assert scaler.scale[1] == pytest.approx(1.0 / np.arange(7.0).std())
+
+
+def test_pilot_halves_keep_every_class_on_small_data():
+    # 10 rows, 7 of class 0 and 3 of class 1 (a few dozen rows per model is what cross-fitting
+    # leaves a small table). With random_state=13 the random half holds class 0 only, and
+    # estimate_lipschitz raised "The pilot half holds a single class", which made
+    # fit(lipschitz="auto") fail on 30-row tables. The rows are now dealt class by class.
+    codes = np.array([0] * 7 + [1] * 3)
+    perm = np.random.default_rng(13).permutation(10)
+    assert np.unique(codes[perm[:5]]).shape[0] == 1  # the case the fallback is for
+    X = np.linspace(0.0, 1.0, 10)[:, None]
+    est = estimate_lipschitz(X, codes, random_state=13)
+    # Independent count: the pilot gets ⌈n_c/2⌉ rows of each class.
+    assert est.details["n_pilot"] == 4 + 2
+    assert np.isfinite(est.value) and est.value >= 0
+
+
+def test_lipschitz_auto_fits_thirty_rows():
+    from nwbound import NadarayaWatsonClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    y = (X[:, 0] > 0).astype(int)
+    clf = NadarayaWatsonClassifier(lipschitz="auto", bandwidth="auto", random_state=0).fit(X, y)
+    assert np.isfinite(clf.lipschitz_) and clf.lipschitz_ > 0
+    assert clf.predict(X[:5]).shape == (5,)

@@ -176,6 +176,15 @@ def _pilot_estimate(
     half = X.shape[0] // 2
     pilot_idx, eval_idx = perm[:half], perm[half:]
     if np.unique(codes[pilot_idx]).shape[0] < 2:
+        # A few dozen rows: a random half can miss a class. Then, and only then, the rows are dealt
+        # class by class in the same random order (the first of each class to the pilot half), so
+        # that every class with two rows or more is on both sides.
+        dealt = perm[np.argsort(codes[perm], kind="stable")]
+        rank = np.arange(X.shape[0]) - np.searchsorted(codes[dealt], codes[dealt])  # place within its class
+        to_pilot = rank % 2 == 0
+        pilot_idx, eval_idx = dealt[to_pilot], dealt[~to_pilot]
+        half = pilot_idx.shape[0]
+    if np.unique(codes[pilot_idx]).shape[0] < 2:
         raise ValueError("The pilot half holds a single class; give more data or another random_state.")
     X_pilot = X[pilot_idx]
     lam = _pilot_bandwidth(X_pilot, rng) if isinstance(bandwidth, str) else float(bandwidth)

@@ -66,6 +66,7 @@ __all__ = [
     "TabularConfig",
     "add_arguments",
     "config_from_args",
+    "load_any",
     "load_dataset",
     "run",
     "run_fold",
