@@ -8,11 +8,33 @@ from ._memory import block_rows
 
 __all__ = [
     "direct_d2_error_factor", "direct_distances", "direct_distance_error", "euclidean_norm", "square_underflow", "summation_error",
-    "square_sum_upper", "compose_errors", "feature_unit", "to_feature_unit",
+    "square_sum_upper", "compose_errors", "feature_unit", "to_feature_unit", "column_spread",
 ]
 
 # float32 stores features as ``x/unit`` when ``max|x|`` lies outside [2⁻¹⁰⁰, 2¹⁰⁰] (see feature_unit).
 _FLOAT32_SAFE_EXPONENT = 100
+
+
+def column_spread(spread: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """``spread`` (a per-column scale of ``X``), with 1 where the column of ``X`` is constant.
+
+    A column is constant when all its values are equal (``ptp == 0``), not when its computed
+    standard deviation is 0: the mean of n equal floats is rounded, so their standard deviation
+    comes out near 1e-17 (``np.full(7, 0.1).std()``), and dividing by it sends any other value
+    in that column to ~1e17. That is what a pixel or a category met only outside the rows a
+    scale was fitted on used to do.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound._numerics import column_spread
+    >>> X = np.column_stack([np.full(7, 0.1), np.arange(7.0)])
+    >>> bool(X[:, 0].std() > 0), column_spread(X.std(axis=0), X).tolist()
+    (True, [1.0, 2.0])
+    """
+    spread = np.asarray(spread, dtype=np.float64)
+    varies = np.ptp(X, axis=0) > 0 if X.shape[0] else np.zeros(X.shape[1], dtype=bool)
+    return np.where(varies & (spread > 0), spread, 1.0)
 
 
 def euclidean_norm(a: np.ndarray, axis: int | None = -1) -> np.ndarray:

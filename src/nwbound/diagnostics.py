@@ -13,8 +13,10 @@ settings in use (:class:`AdviceContext`: no advice to use what is already used,
 flags for the command line, parameters for Python):
 
 * bias share dominates → a smaller ``L`` (if it can be justified:
-  :mod:`nwbound.assumptions`), a smaller bandwidth or ``k`` (a closer
-  neighbourhood), or more data (closer neighbours);
+  :mod:`nwbound.assumptions`; with ``lipschitz="auto"`` the held-out rows
+  already chose the smallest value they allow), a smaller bandwidth or ``k`` (a closer
+  neighbourhood), ``metric="auto"`` where the features are used as they are
+  (the bound in a learned space), or more data (closer neighbours);
 * sampling share dominates → a larger ``k`` or bandwidth, or more data;
 * vacuous → queries outside the training data: a larger bandwidth, or data
   where the queries are.
@@ -67,6 +69,9 @@ class AdviceContext:
         The localized classifier (advice on ``k``), the regular one (advice on λ), or unknown (both).
     dyadic : bool, default=False
         The dyadic classifier (advice on its ``resolution``).
+    learned_space : bool or None, default=None
+        ``metric=`` is in use (True), the features are used as they are (False: advice on
+        ``metric="auto"`` in Python), or unknown (None: no such advice).
 
     Examples
     --------
@@ -81,6 +86,7 @@ class AdviceContext:
     lipschitz_auto: bool = False
     localized: bool | None = None
     dyadic: bool = False
+    learned_space: bool | None = None
 
     _FLAGS = {"bandwidth": "--bandwidth", "n_neighbors": "--neighbors", "lipschitz": "--lipschitz",
               "bound": "--bound", "resolution": "--resolution", "empty_neighborhood": None}
@@ -110,6 +116,7 @@ class AdviceContext:
             lipschitz_auto=isinstance(getattr(estimator, "lipschitz", None), str),
             localized=None if dyadic else getattr(estimator, "n_neighbors", None) is not None,
             dyadic=dyadic,
+            learned_space=getattr(estimator, "metric", None) is not None if hasattr(estimator, "metric") else None,
         )
 
 
@@ -430,8 +437,9 @@ def _sensitivity_hint(ctx: AdviceContext) -> str:
         if not ctx.lipschitz_auto:
             hint += " `--lipschitz auto` estimates L from the training table."
         return hint
+    train = ", X_train=X_train, y_train=y_train" if ctx.learned_space else ""
     hint = ("See how the bounds move with L: nwbound.assumptions.sensitivity_report(model, X_test, y_test, "
-            "[L/10, L/3, L]).")
+            f"[L/10, L/3, L]{train}).")
     if not ctx.lipschitz_auto:
         hint += " nwbound.assumptions.estimate_lipschitz estimates L from data."
     return hint
@@ -453,7 +461,14 @@ def _explain(
             need = f"the median bias share would be 1/2 at {factor:.2g} × the current L"
         else:
             need = "the bias share cannot be computed"
-        fixes = ["a smaller L if it can be justified", *_reach_fix(ctx, wider=False), "more data"]
+        smaller_l = ("a smaller L only if it can be justified (lipschitz='auto' chose the smallest value on its grid "
+                     "that the held-out rows allow: see lipschitz_report_)" if ctx.lipschitz_auto
+                     and ctx.interface == "python" else "a smaller L if it can be justified")
+        fixes = [smaller_l, *_reach_fix(ctx, wider=False)]
+        if ctx.learned_space is False and ctx.interface == "python" and not ctx.dyadic:
+            fixes.append("metric='auto' (the bound in a space learned from part of the rows, where the distances "
+                         "in L·D/κ are shorter)")
+        fixes.append("more data")
         return (f"Cause: the bias term L·D/κ is {_pct(share)} of the width (median); {need}. "
                 f"Fix: {'; '.join(fixes)}. " + _sensitivity_hint(ctx))
     fixes = [*_reach_fix(ctx, wider=True), "more data"]

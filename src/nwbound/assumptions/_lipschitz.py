@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import pairwise_distances_chunked
+from sklearn.metrics import pairwise_distances, pairwise_distances_chunked
 
 from .._validation import check_positive
 from ._common import LipschitzEstimate, UNITS_NOTE, _check_data, _check_int, _rng
@@ -112,18 +112,45 @@ def lipschitz_lower_bound(
     )
 
 
+def _pilot_neighbours(m: int) -> int:
+    """The ``k = ⌈√m⌉`` of the pilot bandwidth rule, for a pilot half of ``m`` rows (at least 1)."""
+    return max(1, math.ceil(math.sqrt(m)))
+
+
 def _pilot_bandwidth(X: np.ndarray, rng: np.random.Generator) -> float:
     """Median distance to the ⌈√m⌉-th neighbour (label-free rule for the pilot)."""
     from sklearn.neighbors import NearestNeighbors
 
     m = X.shape[0]
-    k = min(m - 1, max(1, math.ceil(math.sqrt(m))))
+    k = min(m - 1, _pilot_neighbours(m))  # a pilot row is its own 0th neighbour
     probe = rng.choice(m, size=min(256, m), replace=False)
     dist, _ = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X[probe])
-    lam = float(np.median(dist[:, -1]))
-    if not lam > 0:
-        raise ValueError("Cannot pick a pilot bandwidth: the points' neighbours coincide; pass bandwidth=.")
+    reach = dist[:, -1]
+    if np.any(reach == 0):
+        # Repeated rows (discrete or one-hot features): ≥ k rows coincide with a probe, so its k-th
+        # neighbour distance is 0 and no kernel has that width. Such a probe takes the distance to
+        # its nearest row at a positive distance instead: the next distinct value, the smallest
+        # width over which p̂ can change at all. Rows without repeats keep the rule as it is.
+        tied = np.flatnonzero(reach == 0)
+        D = pairwise_distances(X[probe[tied]], X)
+        reach[tied] = np.where(D > 0, D, np.inf).min(axis=1)
+    lam = float(np.median(reach))
+    if not (lam > 0 and np.isfinite(lam)):
+        raise ValueError("Cannot pick a pilot bandwidth: every row is the same point; pass bandwidth=.")
     return lam
+
+
+def _reach_bandwidth(E: np.ndarray, X_pilot: np.ndarray) -> float:
+    """Median distance from the rows ``E`` to their ⌈√m⌉-th nearest pilot row, nudged past it.
+
+    A compact kernel is 0 at distance λ itself, so the value is the next float above the median:
+    then at least half the rows of ``E`` have ⌈√m⌉ pilot rows inside the kernel's support.
+    """
+    from sklearn.neighbors import NearestNeighbors
+
+    k = min(X_pilot.shape[0], _pilot_neighbours(X_pilot.shape[0]))
+    dist, _ = NearestNeighbors(n_neighbors=k).fit(X_pilot).kneighbors(E)
+    return float(np.nextafter(np.median(dist[:, -1]), np.inf))
 
 
 def _pilot_estimate(
@@ -149,6 +176,15 @@ def _pilot_estimate(
     half = X.shape[0] // 2
     pilot_idx, eval_idx = perm[:half], perm[half:]
     if np.unique(codes[pilot_idx]).shape[0] < 2:
+        # A few dozen rows: a random half can miss a class. Then, and only then, the rows are dealt
+        # class by class in the same random order (the first of each class to the pilot half), so
+        # that every class with two rows or more is on both sides.
+        dealt = perm[np.argsort(codes[perm], kind="stable")]
+        rank = np.arange(X.shape[0]) - np.searchsorted(codes[dealt], codes[dealt])  # place within its class
+        to_pilot = rank % 2 == 0
+        pilot_idx, eval_idx = dealt[to_pilot], dealt[~to_pilot]
+        half = pilot_idx.shape[0]
+    if np.unique(codes[pilot_idx]).shape[0] < 2:
         raise ValueError("The pilot half holds a single class; give more data or another random_state.")
     X_pilot = X[pilot_idx]
     lam = _pilot_bandwidth(X_pilot, rng) if isinstance(bandwidth, str) else float(bandwidth)
@@ -157,13 +193,28 @@ def _pilot_estimate(
     K = get_kernel(kernel)
     _, pilot_codes = np.unique(y[pilot_idx], return_inverse=True)
     onehot = np.eye(int(pilot_codes.max()) + 1)[pilot_codes]
-    # Only κ and p̂ are needed: the Nadaraya-Watson class sums Σ K(‖x − x_i‖/λ)·1{y_i = c}.
-    class_sums = np.vstack(list(pairwise_distances_chunked(
-        X[eval_idx], X_pilot, reduce_func=lambda D, start: np.asarray(K(D / lam), dtype=np.float64) @ onehot,
-        working_memory=working_memory,
-    )))
+
+    def sums(lam: float) -> np.ndarray:
+        # Only κ and p̂ are needed: the Nadaraya-Watson class sums Σ K(‖x − x_i‖/λ)·1{y_i = c}.
+        return np.vstack(list(pairwise_distances_chunked(
+            X[eval_idx], X_pilot, reduce_func=lambda D, start: np.asarray(K(D / lam), dtype=np.float64) @ onehot,
+            working_memory=working_memory,
+        )))
+
+    class_sums = sums(lam)
     kappa = class_sums.sum(axis=1)
     keep = kappa > 0
+    if keep.sum() < 2 and isinstance(bandwidth, str):
+        # In high dimension distances concentrate (n_features > n_samples, or a score block with
+        # many standardised features beside it): the pilot half's own ⌈√m⌉-th neighbour distances
+        # can fall just short of every evaluation point's distance to the pilot half, and a compact
+        # kernel then reaches none of them. The same label-free rule, measured from the evaluation
+        # points (the median distance to their ⌈√m⌉-th nearest pilot point, the boundary included),
+        # reaches at least half of them.
+        lam = max(lam, _reach_bandwidth(X[eval_idx], X_pilot))
+        class_sums = sums(lam)
+        kappa = class_sums.sum(axis=1)
+        keep = kappa > 0
     if keep.sum() < 2:
         raise ValueError(
             f"Fewer than 2 evaluation points have training mass within the pilot bandwidth {lam:.4g}; "
@@ -258,7 +309,11 @@ def strongin_lipschitz(
     bandwidth : float or "auto", default="auto"
         Pilot λ. ``"auto"``: the median distance (over up to 256 pilot points)
         to the ``⌈√m⌉``-th nearest neighbour in the pilot half of size ``m`` —
-        label-free.
+        label-free; a point repeated at least ``⌈√m⌉`` times counts the distance to its
+        nearest distinct point instead (discrete features). Where that λ reaches fewer than 2 evaluation points (distances
+        concentrate in high dimension), the median distance from the evaluation
+        points to their ``⌈√m⌉``-th nearest pilot point is used instead (also
+        label-free; it reaches at least half of them).
     kernel : str, default="epanechnikov"
         Kernel of the pilot.
     n_eval : int, default=2000

@@ -40,7 +40,8 @@ def sensitivity_report(
     lipschitz_values : sequence of float
         The L values to try (each > 0, in the units of the features).
     X_train, y_train, sample_weight : array-like, optional
-        Training data; default the fitted model's own.
+        Training data; default the fitted model's own. Required for a model with
+        ``metric=`` (a learned space keeps only its kernel rows, mapped).
 
     Returns
     -------
@@ -89,6 +90,14 @@ def sensitivity_report(
     if not hasattr(model, "get_params") or "lipschitz" not in model.get_params():
         raise TypeError(f"model must be an estimator with a `lipschitz` parameter, got {type(model).__name__}.")
     if X_train is None:
+        if getattr(model, "metric", None) is not None and hasattr(model, "n_features_in_"):
+            # A learned space keeps only its kernel rows, mapped (and a cross-fitted model one set
+            # per model): refitting needs the rows given to fit.
+            raise ValueError(
+                f"sensitivity_report refits the model at each L; a model with metric={model.metric!r} keeps only "
+                "its kernel sums' rows, mapped into its learned space, so pass X_train and y_train (the rows given "
+                "to fit). Each L is then in the units of the learned space(s)."
+            )
         train = getattr(model, "_train", None)
         if train is None:
             raise ValueError(

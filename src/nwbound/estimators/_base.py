@@ -405,7 +405,9 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
                for i, name in enumerate(halved)}
         if bounds is not None:
             return out
-        warn_if_useless(out[None], beta=self.cross_fit_models_[0].bound_spec_.beta, stacklevel=stacklevel)
+        # Each model has its own L in its own space: the advice gives L as a factor (beta=None), in
+        # the terms of this estimator's settings.
+        warn_if_useless(out[None], beta=None, stacklevel=stacklevel, context=AdviceContext.from_estimator(self))
         return out[None]
 
     def _finish_fit(self) -> "BoundedClassifierBase":

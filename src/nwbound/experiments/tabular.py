@@ -1,7 +1,9 @@
 """Bounds on real tabular data: scikit-learn's bundled sets, 5-fold stratified CV.
 
 The data sets are breast-cancer, wine, iris and digits (``sklearn.datasets.load_*``,
-bundled with scikit-learn: nothing is downloaded). Each training fold is
+bundled with scikit-learn: nothing is downloaded). ``--datasets`` also takes the sets the
+defaults were not tuned to (:data:`UNSEEN_DATASETS`: MNIST, GTSRB and MIT-BIH read from
+``--data-dir``, MIT-BIH's folds grouped by record, and synthetic stress sets). Each training fold is
 standardized (scaler fitted on that fold) and every method below sees the same
 folds:
 
@@ -54,24 +56,28 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..utils import StepLog, add_resume_argument, format_markdown, positive_float, progress, write_table
-from ._common import new_figure, quiet_bound_warnings, save_figures
+from ..utils import StepLog, add_resume_argument, format_markdown, positive_float, positive_int, progress, write_table
+from ._common import load_or_command_error, new_figure, quiet_bound_warnings, save_figures
+from ._tabular_unseen import REAL_UNSEEN, UNSEEN_DATASETS, load_unseen
 
 __all__ = [
     "DATASETS",
+    "UNSEEN_DATASETS",
     "DESCRIPTION",
     "COLUMNS",
     "TabularConfig",
     "add_arguments",
     "config_from_args",
+    "load_any",
     "load_dataset",
     "run",
     "run_fold",
     "summary_rows",
 ]
 
-DESCRIPTION = ("bundled scikit-learn tables (breast-cancer, wine, iris, digits), 5-fold CV: certified share and "
-               "errors vs ceilings, next to HGB, 15-NN, logistic regression and split conformal")
+DESCRIPTION = ("bundled scikit-learn tables (breast-cancer, wine, iris, digits; --datasets also takes sets the "
+               "defaults were not tuned to), 5-fold CV: certified share and errors vs ceilings, next to HGB, "
+               "15-NN, logistic regression and split conformal")
 
 DATASETS: tuple[str, ...] = ("breast_cancer", "wine", "iris", "digits")
 """Names of the bundled data sets (``sklearn.datasets.load_<name>``)."""
@@ -140,6 +146,12 @@ class TabularConfig:
         Boosting iterations of every HistGradientBoosting model (100; 10 with ``--quick``).
     seed : int
     quiet : bool
+    nw_methods : tuple of str
+        Which rows of :data:`NW_METHODS` run (all by default). The marginal peers run on the
+        split of ``nw_auto_single`` or ``nw_hgb_scores``, so only when one of them does.
+    data_dir, cache_dir : str or None
+        For the real sets of :data:`UNSEEN_DATASETS`: the folder holding ``mnist/``,
+        ``gtsrb/`` and ``mitdb/``, and where the MIT-BIH beats are cached.
 
     Examples
     --------
@@ -155,6 +167,9 @@ class TabularConfig:
     hgb_max_iter: int = 100
     seed: int = 0
     quiet: bool = False
+    nw_methods: tuple[str, ...] = tuple(NW_METHODS)
+    data_dir: str | None = None
+    cache_dir: str | None = None
 
 
 def load_dataset(name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -196,11 +211,48 @@ def load_dataset(name: str) -> tuple[np.ndarray, np.ndarray]:
 
 def _dataset_list(text: str) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(p.strip().replace("-", "_") for p in str(text).split(",") if p.strip()))
-    unknown = [n for n in names if n not in DATASETS]
+    if names == ("unseen",):
+        return tuple(UNSEEN_DATASETS)
+    unknown = [n for n in names if n not in DATASETS and n not in UNSEEN_DATASETS]
     if not names or unknown:
         raise argparse.ArgumentTypeError(
-            f"unknown data set(s) {', '.join(unknown) or repr(text)}; choose from {', '.join(DATASETS)}")
+            f"unknown data set(s) {', '.join(unknown) or repr(text)}; choose from {', '.join(DATASETS)} (bundled), "
+            f"{', '.join(UNSEEN_DATASETS)} (not tuned to), or 'unseen' for all of the latter")
     return names
+
+
+def _method_list(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(p.strip() for p in str(text).split(",") if p.strip()))
+    unknown = [n for n in names if n not in NW_METHODS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown method(s) {', '.join(unknown) or repr(text)}; choose from {', '.join(NW_METHODS)}")
+    return names
+
+
+def _folds(text: str) -> int:
+    value = positive_int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"needs at least 2 folds, got {text}")
+    return value
+
+
+def load_any(name: str, config: TabularConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """A bundled set (:func:`load_dataset`) or one the defaults were not tuned to, with its groups.
+
+    Examples
+    --------
+    >>> X, y, groups = load_any("iris", TabularConfig())
+    >>> X.shape, groups is None
+    ((150, 4), True)
+    """
+    if name in DATASETS:
+        return (*load_dataset(name), None)
+    if name in REAL_UNSEEN:
+        return load_or_command_error(
+            f"{name} data", load_unseen, name, data_dir=None if config.data_dir is None else Path(config.data_dir),
+            cache_dir=None if config.cache_dir is None else Path(config.cache_dir), seed=config.seed)
+    return load_unseen(name, seed=config.seed)
 
 
 def _fraction(text: str) -> float:
@@ -213,7 +265,18 @@ def _fraction(text: str) -> float:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``nwbound experiment tabular``."""
     parser.add_argument("--datasets", type=_dataset_list, default=DATASETS,
-                        help=f"comma-separated subset of {','.join(DATASETS)} (default: all)")
+                        help=f"comma-separated subset of the bundled {','.join(DATASETS)} (default: all four) "
+                             f"and of the sets the defaults were not tuned to, {','.join(UNSEEN_DATASETS)} "
+                             "('unseen': all of these; mnist, gtsrb and mitbih need --data-dir)")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="folder holding mnist/, gtsrb/ and mitdb/ (for --datasets mnist, gtsrb, mitbih)")
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help="cache the MIT-BIH beats here (an .npz keyed by settings and file hashes)")
+    parser.add_argument("--folds", dest="n_folds", type=_folds, default=N_FOLDS,
+                        help=f"folds of the stratified (grouped, for mitbih) cross-validation (default {N_FOLDS})")
+    parser.add_argument("--nw-methods", type=_method_list, default=tuple(NW_METHODS),
+                        help=f"comma-separated subset of {','.join(NW_METHODS)} (default: all; the conformal "
+                             "peers run when nw_auto_single or nw_hgb_scores does)")
     parser.add_argument("--delta", type=_fraction, default=0.05,
                         help="δ of the bounds, also α of the conformal sets and the calibrated acceptance "
                              "(default 0.05)")
@@ -225,9 +288,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace) -> TabularConfig:
     """The :class:`TabularConfig` of parsed options (``--quick``: the first fold, 10 boosting iterations)."""
     quick = bool(getattr(args, "quick", False))
+    n_folds = int(getattr(args, "n_folds", N_FOLDS))
+    data_dir, cache_dir = getattr(args, "data_dir", None), getattr(args, "cache_dir", None)
     return TabularConfig(
         datasets=tuple(getattr(args, "datasets", DATASETS)),
-        folds=tuple(range(QUICK_FOLDS if quick else N_FOLDS)),
+        folds=tuple(range(QUICK_FOLDS if quick else n_folds)),
+        n_folds=n_folds,
+        nw_methods=tuple(getattr(args, "nw_methods", tuple(NW_METHODS))),
+        data_dir=None if data_dir is None else str(Path(data_dir).resolve()),
+        cache_dir=None if cache_dir is None else str(Path(cache_dir).resolve()),
         delta=float(getattr(args, "delta", 0.05)),
         metric_fraction=float(getattr(args, "metric_fraction", 0.4)),
         hgb_max_iter=QUICK_HGB_ITER if quick else 100,
@@ -281,7 +350,7 @@ def _nw_summary(row: dict[str, Any], iv: Any, classes: np.ndarray, y_test: np.nd
 
 
 def run_fold(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, fold: int,
-             config: TabularConfig) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+             config: TabularConfig, groups: np.ndarray | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Every method on one fold; return the rows (:data:`COLUMNS`) and the per-query arrays of the figure.
 
     Parameters
@@ -294,6 +363,9 @@ def run_fold(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: n
         Row indices of the fold.
     fold : int
     config : TabularConfig
+    groups : ndarray or None, default=None
+        One group (a patient) per row of ``X``: the learned spaces' own splits then keep each
+        group on one side (``fit(..., groups=)``).
 
     Returns
     -------
@@ -339,6 +411,8 @@ def run_fold(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: n
     # --- today's recipe: standardized features, estimated L -----------------------------------
     lip, lip_s = _timed(lambda: estimate_lipschitz(X_tr, y_tr, random_state=seed).value)
     for method, k in (("nw_standard", None), ("nw_standard_k25", LOCAL_K)):
+        if method not in config.nw_methods:
+            continue
         model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", n_neighbors=k, lipschitz=lip, delta=delta)
         _, fit_s = _timed(lambda: model.fit(X_tr, y_tr))
         with quiet_bound_warnings():
@@ -356,13 +430,15 @@ def run_fold(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: n
     fitted: dict[str, Any] = {}
     for method, metric, cross_fit in (("nw_auto", "auto", "auto"), ("nw_auto_single", "auto", False),
                                       ("nw_hgb_scores", hgb(), False)):
+        if method not in config.nw_methods:
+            continue
         model = NadarayaWatsonClassifier(metric=metric, lipschitz="auto", bandwidth="auto", delta=delta,
                                          metric_fraction=config.metric_fraction, random_state=split_seed,
                                          cross_fit=cross_fit)
         try:
             with warnings.catch_warnings():  # "every L rejected" is recorded in the row
                 warnings.simplefilter("ignore", UserWarning)
-                _, fit_s = _timed(lambda: model.fit(X_tr, y_tr))
+                _, fit_s = _timed(lambda: model.fit(X_tr, y_tr, groups=None if groups is None else groups[train]))
                 iv, query_s = _timed(lambda: model.predict_interval(X_te))
         except ValueError as exc:  # e.g. a map with constant output on a small metric share
             rows.append(_empty_row(**lead, method=method, setting="learned space", selection="certified",
@@ -383,8 +459,12 @@ def run_fold(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: n
     # --- marginal peers on the learned spaces' split (the same for both: same seed and labels):
     # LR and HGB on the rows that fit the map (HGB: the score space's own model), calibrated on N.
     split = next((m for k, m in fitted.items() if k != "nw_auto"), None)  # a single split (not cross-fitted)
+    order = {m: i for i, m in enumerate([*NW_METHODS, *PEER_METHODS])}
     if split is None:
-        raise ValueError(f"{name}, fold {fold}: neither learned space could be fitted ({rows[-1]['note']}).")
+        if any(m in config.nw_methods for m in ("nw_auto_single", "nw_hgb_scores")):
+            raise ValueError(f"{name}, fold {fold}: neither learned space could be fitted ({rows[-1]['note']}).")
+        rows.sort(key=lambda r: order.get(r["method"], len(order)))
+        return rows, queries  # no single split asked for: no marginal peers
     m_idx = np.setdiff1d(split.metric_rows_, split.check_rows_)
     n_idx = split.nw_rows_
     lr_m = make_logistic_regression(random_state=seed).fit(X_tr[m_idx], y_tr[m_idx])
@@ -425,7 +505,6 @@ def run_fold(name: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: n
         queries[f"conformal_{tag}"] = {"pred": pred.tolist(), "doubt": doubt.tolist(),
                                        "singleton": single.tolist(), "set_wrong": set_wrong.tolist(),
                                        "accepted": accepted.tolist()}
-    order = {m: i for i, m in enumerate([*NW_METHODS, *PEER_METHODS])}
     rows.sort(key=lambda r: order.get(r["method"], len(order)))
     return rows, queries
 
@@ -522,9 +601,12 @@ def _fmt(x: Any, pct: bool = False) -> str:
 
 def _summary_text(config: TabularConfig, summary: Sequence[dict[str, Any]], figure: str | None) -> str:
     folds = f"folds {', '.join(str(f + 1) for f in config.folds)} of {config.n_folds}"
+    unseen = [d for d in config.datasets if d in UNSEEN_DATASETS]
     lines = [
-        "# Bounds on real tabular data (scikit-learn's bundled sets)",
+        "# Bounds on real tabular data" + ("" if unseen else " (scikit-learn's bundled sets)"),
         "",
+        *([f"Sets the defaults were not tuned to: {', '.join(unseen)} (`UNSEEN_DATASETS`; mitbih's folds and "
+           "the classifier's own splits keep each record whole).", ""] if unseen else []),
         f"Stratified {config.n_folds}-fold CV ({folds}), features standardized on each training fold, "
         f"δ = {config.delta:g} (α = {config.delta:g} for the conformal sets and the calibrated acceptance), "
         f"metric share {config.metric_fraction:g} of each training fold, "
@@ -546,12 +628,14 @@ def _summary_text(config: TabularConfig, summary: Sequence[dict[str, Any]], figu
     lines += [""]
     keys = ("method", "accuracy", "accuracy_gap", "lipschitz", "lipschitz_pilot", "folds_all_rejected",
             "selected_share", "selected_error_rate", "mean_error_ceiling", "selected_errors", "sum_error_ceiling",
-            "errors_le_ceilings", "errors_caught_10")
+            "errors_le_ceilings", "errors_caught_10", "fit_s", "query_s")
     for dataset in config.datasets:
         sel = [r for r in summary if r["dataset"] == dataset]
         if not sel:
             continue
         lines += [f"## {dataset}", ""]
+        if dataset in UNSEEN_DATASETS:
+            lines += [f"{UNSEEN_DATASETS[dataset]}.", ""]
         table = []
         for r in sel:
             t = {k: r[k] for k in keys}
@@ -561,7 +645,7 @@ def _summary_text(config: TabularConfig, summary: Sequence[dict[str, Any]], figu
                 t[k] = _fmt(r[k], pct=True)
             if r["method"] not in LEARNED_METHODS or not r["n_folds"]:
                 t["folds_all_rejected"] = "–"
-            for k in ("lipschitz", "lipschitz_pilot", "sum_error_ceiling"):
+            for k in ("lipschitz", "lipschitz_pilot", "sum_error_ceiling", "fit_s", "query_s"):
                 t[k] = _fmt(r[k])
             t["selected_errors"] = _fmt(r["selected_errors"] if math.isnan(r["selected_errors"])
                                         else int(r["selected_errors"]))
@@ -647,6 +731,8 @@ def risk_coverage_figure(per_dataset: dict[str, list[dict[str, Any]]], out: Path
         doubts.append(_pooled(qs, "hgb", "doubt"))
         labels.append("HGB (full fold): 1 − max p̂")
         for tag, marker in (("lr", "s"), ("hgb", "D")):
+            if not all(f"conformal_{tag}" in q for q in qs):
+                continue
             single = _pooled(qs, f"conformal_{tag}", "singleton").astype(bool)
             if single.any():
                 wrong = _pooled(qs, f"conformal_{tag}", "set_wrong").astype(bool)
@@ -671,28 +757,33 @@ def risk_coverage_figure(per_dataset: dict[str, list[dict[str, Any]]], out: Path
 
 def run(args: argparse.Namespace, output: Path) -> list[Path]:
     """Entry point of ``nwbound experiment tabular``: one resumable step per fold, then tables, figure, summary."""
-    from sklearn.model_selection import StratifiedKFold
+    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 
     config = config_from_args(args)
     output = Path(output)
     params = asdict(config)
     params.pop("quiet")
+    params.pop("cache_dir")
     log = StepLog(output, params=params, resume=bool(getattr(args, "resume", False)), name="tabular",
                   quiet=config.quiet)
     (output / "folds").mkdir(exist_ok=True)
     rows: list[dict[str, Any]] = []
     per_dataset: dict[str, list[dict[str, Any]]] = {}
     tasks = [(d, f) for d in config.datasets for f in config.folds]
-    data = {d: load_dataset(d) for d in config.datasets}
-    splits = {d: list(StratifiedKFold(config.n_folds, shuffle=True, random_state=config.seed).split(*data[d]))
-              for d in config.datasets}
+    data = {d: load_any(d, config) for d in config.datasets}
+    splits = {}
+    for d, (X, y, groups) in data.items():  # with groups (patients): whole groups per fold
+        folds = (StratifiedKFold(config.n_folds, shuffle=True, random_state=config.seed) if groups is None else
+                 StratifiedGroupKFold(config.n_folds, shuffle=True, random_state=config.seed))
+        splits[d] = list(folds.split(X, y, groups))
     for dataset, fold in progress(tasks, desc="tabular folds", quiet=config.quiet):
-        X, y = data[dataset]
+        X, y, groups = data[dataset]
         train, test = splits[dataset][fold]
 
         def step(dataset: str = dataset, fold: int = fold, X: np.ndarray = X, y: np.ndarray = y,
-                 train: np.ndarray = train, test: np.ndarray = test) -> tuple[dict[str, Any], list[Path]]:
-            fold_rows, queries = run_fold(dataset, X, y, train, test, fold, config)
+                 train: np.ndarray = train, test: np.ndarray = test,
+                 groups: np.ndarray | None = groups) -> tuple[dict[str, Any], list[Path]]:
+            fold_rows, queries = run_fold(dataset, X, y, train, test, fold, config, groups=groups)
             files = write_table(fold_rows, output / "folds" / f"{dataset}_fold{fold}",
                                 title=f"{dataset}, fold {fold + 1} of {config.n_folds}")
             return {"rows": fold_rows, "queries": queries}, list(files)

@@ -13,6 +13,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .._numerics import column_spread
+
 __all__ = ["SCALE_METHODS", "FeatureScaler", "TableModel"]
 
 SCALE_METHODS = ("none", "minmax", "standard")
@@ -93,7 +95,7 @@ class FeatureScaler:
             raise ValueError(f"scale must be one of {', '.join(SCALE_METHODS)}, got {method!r}.")
         # A constant feature carries no scale; leave it unscaled (s_j = 1 keeps
         # the restated L and γ valid, see nwbound.scaling).
-        scale = 1.0 / np.where(spread > 0, spread, 1.0)
+        scale = 1.0 / column_spread(spread, X)
         return cls(method=method, shift=shift, scale=scale)
 
     def transform(self, X: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ from sklearn.base import clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import has_fit_parameter
 
+from .._numerics import column_spread
 from ._auto import AUTO_MAX_ITER, _auto_scores, choose_score_model
 
 __all__ = ["LearnedSpace", "metric_kind", "AUTO_FEATURE_WEIGHT", "AUTO_MAX_ROWS", "AUTO_MAX_ITER"]
@@ -261,14 +262,18 @@ class LearnedSpace:
 
 
 def _common_scale(A: np.ndarray) -> float:
-    """The root mean variance of the columns (1 where every column is constant)."""
-    scale = float(np.sqrt(np.mean(A.var(axis=0)))) if A.shape[1] else 1.0
+    """The root mean variance of the columns (1 where every column is constant: all values equal)."""
+    if not A.shape[1] or not np.any(np.ptp(A, axis=0) > 0):
+        return 1.0
+    scale = float(np.sqrt(np.mean(A.var(axis=0))))
     return scale if scale > 0 else 1.0
 
 
 def _location_scale(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Column means and standard deviations (1 where a column is constant)."""
-    mean = A.mean(axis=0)
-    scale = A.std(axis=0)
-    scale = np.where(scale > 0, scale, 1.0)
-    return mean, scale
+    """Column means and standard deviations (1 where a column is constant: all its values equal).
+
+    Not ``std > 0``: the standard deviation of equal floats comes out near 1e-17
+    (:func:`nwbound._numerics.column_spread`), and a query with another value there would land
+    ~1e17 away from every training row.
+    """
+    return A.mean(axis=0), column_spread(A.std(axis=0), A)
