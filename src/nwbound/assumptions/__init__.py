@@ -21,8 +21,9 @@ in the units of the features (restate it with :func:`nwbound.restate_lipschitz`
   lower bound only;
 * :func:`strongin_lipschitz` — Strongin's largest slope, on a pilot NW estimate
   (never on raw labels), times a safety factor;
-* :func:`estimate_lipschitz` — the documented default for ``--lipschitz auto``:
-  pilot-Strongin in the units the classifier sees, on a bounded subsample;
+* :func:`estimate_lipschitz` — pilot-Strongin in the units the classifier sees, on a bounded
+  subsample: the pilot of ``lipschitz="auto"`` / ``--lipschitz auto``, whose held-out check then
+  keeps the smallest L of a grid around it that other held-out rows do not reject;
 * :func:`sensitivity_report` — how the bounds, the review flags and the
   accuracy of flagged and unflagged predictions move with ``L``.
 
