@@ -218,6 +218,13 @@ class DyadicClassifier(BoundedClassifierBase):
             ``cell_counts_`` (training rows per cell) and, when fitted on named
             features, ``feature_names_in_``.
 
+        Raises
+        ------
+        ValueError
+            A model fitted with a learned ``metric`` (any but None, the default ``"auto"``
+            included) or with ``cross_fit=True`` or an int, or with ``lipschitz="auto"`` whose
+            chosen value was not set first (``set_params(lipschitz=model.lipschitz_)``).
+
         Examples
         --------
         >>> import numpy as np
