@@ -221,9 +221,8 @@ class DyadicClassifier(BoundedClassifierBase):
         Raises
         ------
         ValueError
-            A model fitted with a learned ``metric`` (any but None, the default ``"auto"``
-            included) or with ``cross_fit=True`` or an int, or with ``lipschitz="auto"`` whose
-            chosen value was not set first (``set_params(lipschitz=model.lipschitz_)``).
+            A learned ``metric`` (the default ``"auto"`` included) or an unfixed
+            ``lipschitz="auto"``, as :meth:`~nwbound.NadarayaWatsonClassifier.get_fitted_state` says.
 
         Examples
         --------
