@@ -11,7 +11,9 @@ Neither can be certified from a finite sample: ``p_c`` is never observed, only
 labels drawn from it. The helpers here give the evidence one can get, each as
 a small result object that states the estimate, what it assumes and that it is
 in the units of the features (restate it with :func:`nwbound.restate_lipschitz`
-/ :func:`nwbound.restate_margin` after rescaling):
+/ :func:`nwbound.restate_margin` after rescaling). Such a number is for a classifier
+on those features, ``metric=None``: the default ``metric="auto"`` would read it in the
+units of the space it learns (and warns at fit that it does):
 
 * :func:`overlap_test` — the paper's test (appendix D): within-class vs global
   largest pairwise distance on a stratified sample;
@@ -21,8 +23,9 @@ in the units of the features (restate it with :func:`nwbound.restate_lipschitz`
   lower bound only;
 * :func:`strongin_lipschitz` — Strongin's largest slope, on a pilot NW estimate
   (never on raw labels), times a safety factor;
-* :func:`estimate_lipschitz` — the documented default for ``--lipschitz auto``:
-  pilot-Strongin in the units the classifier sees, on a bounded subsample;
+* :func:`estimate_lipschitz` — pilot-Strongin in the units the classifier sees, on a bounded
+  subsample: the pilot of ``lipschitz="auto"`` / ``--lipschitz auto``, whose held-out check then
+  keeps the smallest L of a grid around it that other held-out rows do not reject;
 * :func:`sensitivity_report` — how the bounds, the review flags and the
   accuracy of flagged and unflagged predictions move with ``L``.
 

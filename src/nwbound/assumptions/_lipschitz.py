@@ -1,5 +1,5 @@
 """Estimates of the Lipschitz constant: the lower bound of appendix D, pilot-Strongin and the
-documented default of ``--lipschitz auto``.
+pilot L of ``lipschitz="auto"`` / ``--lipschitz auto``.
 """
 
 from __future__ import annotations
@@ -402,15 +402,21 @@ def estimate_lipschitz(
     random_state: Any = 0,
     working_memory: float | None = None,
 ) -> LipschitzEstimate:
-    """The documented default ``L`` for ``lipschitz="auto"`` / ``nwbound fit --lipschitz auto``.
+    """A pilot-Strongin ``L`` in the classifier's units: the pilot of ``lipschitz="auto"`` / ``--lipschitz auto``.
+
+    ``lipschitz="auto"`` (the estimators' default, and ``nwbound fit --lipschitz auto``) computes
+    this estimate on held-out pilot rows, then keeps the smallest L of a grid around it that
+    other held-out rows do not reject (:func:`nwbound.spaces.choose_lipschitz`); the L it uses
+    is that one, not this estimate.
 
     The pilot-Strongin estimate of :func:`strongin_lipschitz` (largest slope of
     a pilot Nadaraya-Watson estimate fitted on one half of the data, over
     pairs at least three pilot bandwidths apart, times the safety factor
     ``r``), computed **in the units the classifier sees**: on
     ``scaler.transform(X)`` when a fitted ``scaler`` is given, else on ``X``.
-    Pass ``value`` as ``lipschitz=`` to a classifier fitted on the same
-    features, unchanged. At most ``max_samples`` rows (drawn at random) are
+    Pass ``value`` as ``lipschitz=`` to a classifier with ``metric=None`` fitted on the same
+    features, unchanged (with the default ``metric="auto"`` the classifier sees a learned
+    space, whose units differ, and a numeric L warns at fit). At most ``max_samples`` rows (drawn at random) are
     used, so the cost stays bounded on large tables.
 
     The estimate is a heuristic, not a certificate: it can undershoot (hence

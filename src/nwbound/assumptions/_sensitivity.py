@@ -38,10 +38,13 @@ def sensitivity_report(
     X_test : array-like of shape (m, d)
     y_test : array-like of shape (m,)
     lipschitz_values : sequence of float
-        The L values to try (each > 0, in the units of the features).
+        The L values to try (each > 0), in the units of the features the model sees: with a
+        ``metric`` other than None the mapped space's (with the default ``metric="auto"`` a
+        numeric L warns at each fit); a ``metric=None`` model takes L on the features as given.
     X_train, y_train, sample_weight : array-like, optional
-        Training data; default the fitted model's own. Required for a model with
-        ``metric=`` (a learned space keeps only its kernel rows, mapped).
+        Training data; default the fitted model's own. Required for a model whose
+        ``metric`` is not None, the default ``"auto"`` included (a learned space keeps only its
+        kernel rows, mapped).
 
     Returns
     -------

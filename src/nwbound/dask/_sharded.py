@@ -198,12 +198,16 @@ def _tree(items: list[Any], combine: Any, *extra: Any) -> Any:
 class ShardedNadarayaWatson(ClassifierMixin, BaseEstimator):
     """:class:`~nwbound.NadarayaWatsonClassifier` over a row-sharded Dask training set.
 
-    Results equal those of the single-machine estimator fitted on the whole
+    Results equal those of the single-machine estimator on the features as given,
+    ``NadarayaWatsonClassifier(metric=None, ...)`` with the same parameters, fitted on the whole
     training set (up to floating-point summation order). The parameters are
     those of :class:`~nwbound.NadarayaWatsonClassifier` (same meaning, same
     checks), except ``n_jobs`` — Dask tasks are the parallelism — which is
-    replaced by ``threads_per_task``, and ``device`` (shards compute on the
-    workers' CPUs).
+    replaced by ``threads_per_task``, ``device`` (shards compute on the
+    workers' CPUs), and ``metric``, ``metric_fraction`` and ``cross_fit``: there is no learned
+    space (map the features first), so the defaults are ``lipschitz=None`` and
+    ``bandwidth="scale"``, not the in-memory estimator's ``"auto"`` ones, whose held-out rows
+    need the whole training set's split before the shards (user guide, "Defaults").
 
     Parameters
     ----------
@@ -212,7 +216,7 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         As for :class:`~nwbound.NadarayaWatsonClassifier`. With
         ``bandwidth="auto"`` and no ``bandwidth_grid`` the grid of
         :func:`~nwbound.estimators.default_bandwidth_grid` is computed over all
-        shards; with ``bandwidth="scale"`` (the default) the λ of
+        shards; with ``bandwidth="scale"`` (the default here) the λ of
         :func:`~nwbound.estimators.scale_bandwidth` too, so both equal the
         in-memory estimator's.
     algorithm, index_params, random_state

@@ -218,6 +218,12 @@ class DyadicClassifier(BoundedClassifierBase):
             ``cell_counts_`` (training rows per cell) and, when fitted on named
             features, ``feature_names_in_``.
 
+        Raises
+        ------
+        ValueError
+            A learned ``metric`` (the default ``"auto"`` included) or an unfixed
+            ``lipschitz="auto"``, as :meth:`~nwbound.NadarayaWatsonClassifier.get_fitted_state` says.
+
         Examples
         --------
         >>> import numpy as np

@@ -36,6 +36,13 @@ class _FittedState:
             on named features, ``feature_names_in_``. The estimator's parameters
             are not part of it (see ``get_params``).
 
+        Raises
+        ------
+        ValueError
+            A model fitted with a learned ``metric`` (any but None, the default ``"auto"``
+            included) or with ``cross_fit=True`` or an int, or with ``lipschitz="auto"`` whose
+            chosen value was not set first (``set_params(lipschitz=model.lipschitz_)``).
+
         Examples
         --------
         >>> import numpy as np

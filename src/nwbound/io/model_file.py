@@ -276,7 +276,10 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = False) 
     ----------
     model : NadarayaWatsonClassifier, DyadicClassifier or TableModel
         A fitted estimator (regular or localized NW, or dyadic), optionally
-        with its scaling pipeline.
+        with its scaling pipeline, fitted on the features as given
+        (``metric=None``, not the default ``metric="auto"``: a file cannot hold a learned map);
+        after ``lipschitz="auto"``, set the chosen value first
+        (``set_params(lipschitz=model.lipschitz_)``).
     path : str or path-like
         Target file (``.npz`` recommended). Written to a temporary file in the
         same folder, then renamed into place, so a crash never leaves a
@@ -296,7 +299,8 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = False) 
     TypeError
         A callable kernel, an unsupported estimator or unsupported classes.
     ValueError
-        An unfitted estimator.
+        An unfitted estimator; a learned ``metric`` (any but None, the default ``"auto"``
+        included), ``cross_fit=True`` or an int; ``lipschitz="auto"`` not yet set to the chosen value.
 
     Examples
     --------

@@ -182,7 +182,10 @@ class TableModel:
         Parameters
         ----------
         estimator : unfitted NadarayaWatsonClassifier or DyadicClassifier
-            Its ``lipschitz``/``margin`` are replaced by the restated values.
+            Its ``lipschitz``/``margin`` are replaced by the restated values. Pass
+            ``metric=None`` (as ``nwbound fit`` does): the restated values are in the scaled
+            features' units, not a learned space's, and a model file cannot hold the learned map
+            of the default ``metric="auto"``.
         X : ndarray of shape (n_samples, n_features)
             Raw features.
         y : ndarray of shape (n_samples,)

@@ -56,8 +56,9 @@ def check_lipschitz(
         Their labels, among ``model.classes_``.
     lipschitz : float, sequence of float or None, default=None
         The ``L`` to test, in the units of the distances the model computes
-        (after its metric, if any). None: the model's own assumption (its
-        ``lipschitz``, or its ``margin`` ``γ`` as ``β = 1/γ``). A sequence:
+        (after its ``metric`` unless None: the default ``"auto"`` maps). None: the model's own
+        assumption (its ``lipschitz``, the chosen ``lipschitz_`` with the default
+        ``lipschitz="auto"``, or its ``margin`` ``γ`` as ``β = 1/γ``). A sequence:
         several, from one pass of kernel sums.
     alpha : float, default=0.05
         Level of the test: ``P(reject a true L) ≤ alpha``, all parts included.
