@@ -471,7 +471,7 @@ def estimate_lipschitz(
         X_arr = np.asarray(scaler.transform(X_arr), dtype=np.float64)
         units = (
             f"in the units of the scaled features ({type(scaler).__name__}.transform(X)), the units the "
-            "classifier sees: pass it as lipschitz= unchanged"
+            "classifier sees: pass it as lipschitz= unchanged, with metric=None"
         )
     rng = _rng(random_state)
     if X_arr.shape[0] > max_samples:
