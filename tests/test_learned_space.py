@@ -709,3 +709,25 @@ def test_auto_validates_on_a_held_out_third_above_the_cv_rows(monkeypatch):
         assert cand["log_loss"] == pytest.approx(log_loss(y[val], by_hand.predict_proba(X[val])), rel=1e-9)
         if cand["status"] == "chosen":
             np.testing.assert_allclose(model.predict_proba(X[:5]), by_hand.predict_proba(X[:5]), rtol=1e-9)
+
+
+@pytest.mark.parametrize("metric", ["auto", "standard", "lda"])
+def test_fit_transform_is_fit_then_transform_bit_for_bit(metric):
+    # fit_transform reuses the map's output computed while fitting (and "auto" its chosen model's
+    # scores): the same bits as transform after fit, which computes them again from scratch.
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(240, 4)); y = (X[:, 0] + 0.5 * X[:, 1] + 0.5 * rng.normal(size=240) > 0).astype(int)
+    m = LinearDiscriminantAnalysis() if metric == "lda" else metric
+    Z = LearnedSpace(m, random_state=0).fit_transform(X, y)
+    again = LearnedSpace(m, random_state=0).fit(X, y).transform(X.copy())
+    assert Z.dtype == again.dtype and Z.shape == again.shape
+    assert np.array_equal(Z.view(np.uint64), again.view(np.uint64))
+    for order in ("F", "C"):  # a float32 or non-contiguous input takes the recomputing path: same bits too
+        X32 = np.asarray(X, dtype=np.float32, order=order)
+        assert np.array_equal(LearnedSpace(m, random_state=0).fit_transform(X32, y),
+                              LearnedSpace(m, random_state=0).fit(X32, y).transform(X32))
+
+
+def test_fit_transform_needs_a_metric():
+    with pytest.raises(ValueError, match="needs a metric"):
+        LearnedSpace(None).fit_transform(np.zeros((4, 2)), np.array([0, 1, 0, 1]))

@@ -273,15 +273,22 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
                     f"The {map_rows.shape[0]} rows that fit metric={self.metric!r} hold one class only; a supervised "
                     "map needs at least 2 (more rows per class, other groups or a larger metric_fraction)."
                 )
+            mapped_fit_rows = None  # metric_.transform(X[map_rows]), when the map was fitted on exactly those
             if kind is not None:
                 fit_rows = map_rows if uses_labels else np.arange(n)
                 w = None if weights is None else weights[fit_rows].astype(np.float64)
-                self.metric_ = LearnedSpace(self.metric, random_state=seed).fit(
-                    X[fit_rows], labels[fit_rows], w, groups=None if groups is None else groups[fit_rows])
+                self.metric_ = LearnedSpace(self.metric, random_state=seed)
+                fit_args = (X[fit_rows], labels[fit_rows], w)
+                fit_groups = None if groups is None else groups[fit_rows]
+                if uses_labels:  # the pilot rows are the map rows: their coordinates come with the fit
+                    mapped_fit_rows = self.metric_.fit_transform(*fit_args, groups=fit_groups)
+                else:
+                    self.metric_.fit(*fit_args, groups=fit_groups)
         self.metric_rows_, self.check_rows_, self.nw_rows_ = metric_rows, check_rows, nw_rows
         self.metric_report_ = getattr(self.metric_, "report_", None)
         if auto_lipschitz:  # what the check needs after the kernel sums are in place (_finish_fit)
-            pilot = X[map_rows] if self.metric_ is None else self.metric_.transform(X[map_rows])
+            pilot = (X[map_rows] if self.metric_ is None else
+                     mapped_fit_rows if mapped_fit_rows is not None else self.metric_.transform(X[map_rows]))
             self._held = (pilot, labels[map_rows], X[check_rows], self.classes_[labels[check_rows]], labels)
             self.lipschitz_ = 1.0  # replaced by the chosen value in _finish_fit, before the fit returns
         Z = X[nw_rows]

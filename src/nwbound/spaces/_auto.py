@@ -188,6 +188,16 @@ def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray |
     >>> report.chosen
     'logistic regression'
     """
+    model, report, _ = _choose_score_model(X, y, sample_weight, random_state=random_state, groups=groups)
+    return model, report
+
+
+def _choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None, *,
+                        random_state: int = 0, groups: np.ndarray | None = None
+                        ) -> tuple[Any, MetricAutoReport, np.ndarray | None]:
+    """:func:`choose_score_model`, and the chosen model's scores on ``X`` (float64), :func:`_auto_scores`
+    computed once for its check: None when no model was chosen. :class:`~nwbound.spaces.LearnedSpace`
+    takes them instead of computing the same scores on the same rows again."""
     from sklearn.base import clone
     from sklearn.metrics import log_loss
     from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold, cross_val_predict
@@ -243,7 +253,7 @@ def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray |
     order = [n for n in candidates if not results[n]["status"].startswith("dropped")]
     if n_splits:
         order.sort(key=lambda n: results[n]["log_loss"])
-    chosen, fitted = None, None
+    chosen, fitted, scores = None, None, None
     for name in order:
         try:
             with warnings.catch_warnings():
@@ -260,7 +270,7 @@ def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray |
             results[name]["status"] = (f"dropped: the same scores on all {X.shape[0]} map rows (it learned "
                                        "nothing from them)")
             continue
-        chosen, fitted = name, model
+        chosen, fitted, scores = name, model, s
         results[name]["status"] = "chosen"
         break
     report = MetricAutoReport(chosen=chosen, candidates=tuple(results[n] for n in candidates),
@@ -271,4 +281,4 @@ def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray |
         warnings.warn(f"{report}\nThe bounds are then those of the standardised features (as "
                       "metric='standard', on fewer rows): give more rows, or a metric of your own.",
                       UserWarning, stacklevel=4)
-    return fitted, report
+    return fitted, report, scores

@@ -11,7 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import has_fit_parameter
 
 from .._numerics import column_spread
-from ._auto import AUTO_MAX_ITER, _auto_scores, choose_score_model
+from ._auto import AUTO_MAX_ITER, _auto_scores, _choose_score_model
 
 __all__ = ["LearnedSpace", "metric_kind", "AUTO_FEATURE_WEIGHT", "AUTO_MAX_ROWS", "AUTO_MAX_ITER"]
 
@@ -164,12 +164,39 @@ class LearnedSpace:
         >>> LearnedSpace("standard").fit(np.array([[0.0], [2.0]]), np.array([0, 1])).transform([[1.0]])
         array([[0.]])
         """
+        self._fit(X, y, sample_weight, groups)
+        return self
+
+    def fit_transform(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None,
+                      groups: np.ndarray | None = None) -> np.ndarray:
+        """``fit(X, y, ...)`` then ``transform(X)``, the map's output on ``X`` computed once.
+
+        The same array as ``fit(X, y, ...).transform(X)``, bit for bit: the map's output on the
+        rows it was fitted on is computed while fitting (for the standardisation) and reused.
+
+        Returns
+        -------
+        Z : ndarray of shape (n, n_components_)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.spaces import LearnedSpace
+        >>> X = np.array([[0.0], [2.0], [4.0]]); y = np.array([0, 1, 1])
+        >>> LearnedSpace("standard").fit_transform(X, y).ravel().round(4)
+        array([-1.2247,  0.    ,  1.2247])
+        """
+        return self._standardised(self._fit(X, y, sample_weight, groups), self.n_features_in_)
+
+    def _fit(self, X: Any, y: np.ndarray, sample_weight: np.ndarray | None, groups: np.ndarray | None) -> np.ndarray:
+        """:meth:`fit`; returns the map's output on ``X`` before standardisation."""
         kind = metric_kind(self.metric)
         if kind is None:
             raise ValueError("LearnedSpace needs a metric; metric=None means the features as they are.")
         X = np.asarray(X)
         self.kind, self.n_features_in_ = kind, X.shape[1]
         self.map_, self.feature_weight_, self.report_ = None, 0.0, None
+        scores = None
         if kind == "transformer" or kind == "scores":
             self.map_ = clone(self.metric)
             self._fit_map(self.map_, X, y, sample_weight)
@@ -178,10 +205,12 @@ class LearnedSpace:
             rows = np.arange(X.shape[0])
             if X.shape[0] > AUTO_MAX_ROWS:
                 rows = np.sort(rng.choice(X.shape[0], size=AUTO_MAX_ROWS, replace=False))
-            self.map_, self.report_ = choose_score_model(
+            self.map_, self.report_, scores = _choose_score_model(
                 X[rows], y[rows], None if sample_weight is None else sample_weight[rows],
                 random_state=rng.randint(2**31), groups=None if groups is None else np.asarray(groups)[rows])
-        raw = self._raw(X)
+            if rows.shape[0] != X.shape[0] or X.dtype != np.float64 or not X.flags.c_contiguous:
+                scores = None  # computed on other rows or another array: computed on X below
+        raw = self._raw(X, scores)
         if kind == "standard":
             self._mean, self._scale = _location_scale(raw)
         else:  # the map's own geometry: centred, one common scale (its columns' relative scales kept)
@@ -201,7 +230,7 @@ class LearnedSpace:
             self.feature_weight_ = float(AUTO_FEATURE_WEIGHT * np.sqrt(n_scores / X.shape[1])) if n_scores else 1.0
             self.report_ = replace(self.report_, feature_weight=self.feature_weight_)
         self.n_components_ = raw.shape[1]
-        return self
+        return raw
 
     @staticmethod
     def _fit_map(model: Any, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None) -> None:
@@ -210,8 +239,9 @@ class LearnedSpace:
         else:
             model.fit(X, y)
 
-    def _raw(self, X: np.ndarray) -> np.ndarray:
-        """The map's output before standardisation (for "auto": scores, then the features)."""
+    def _raw(self, X: np.ndarray, scores: np.ndarray | None = None) -> np.ndarray:
+        """The map's output before standardisation (for "auto": scores, then the features);
+        ``scores``: "auto"'s scores on ``X`` when already computed."""
         if self.kind == "standard":
             return np.asarray(X, dtype=np.float64)
         if self.kind == "transformer":
@@ -227,7 +257,7 @@ class LearnedSpace:
         elif self.map_ is None:  # "auto" without a score model that could be fitted
             out = np.zeros((X.shape[0], 0))
         elif self.kind == "auto":
-            out = _auto_scores(self.map_, X)
+            out = _auto_scores(self.map_, X) if scores is None else scores
         else:
             out = _scores(self.map_, X)
         if self.kind == "auto":
@@ -252,9 +282,13 @@ class LearnedSpace:
         X = np.asarray(X)
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:
             raise ValueError(f"LearnedSpace expects {self.n_features_in_} features, got shape {X.shape}.")
-        z = (self._raw(X) - self._mean) / self._scale
+        return self._standardised(self._raw(X), X.shape[1])
+
+    def _standardised(self, raw: np.ndarray, n_features: int) -> np.ndarray:
+        """The map's output ``raw`` centred and scaled (for "auto", the features at their weight)."""
+        z = (raw - self._mean) / self._scale
         if self.kind == "auto":
-            z[:, -X.shape[1]:] *= self.feature_weight_
+            z[:, -n_features:] *= self.feature_weight_
         return z
 
     def __repr__(self) -> str:
