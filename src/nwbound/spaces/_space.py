@@ -176,7 +176,8 @@ class LearnedSpace:
 
         Returns
         -------
-        Z : ndarray of shape (n, n_components_)
+        Z : ndarray of shape (n_samples, n_out)
+            The mapped rows; ``n_out`` is the fitted ``n_components_``.
 
         Examples
         --------
