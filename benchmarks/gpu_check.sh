@@ -17,6 +17,8 @@
 #            on CUDA and forced here (NWBOUND_FUSED_GROUPED=1), against the host; "refused 0" once the
 #            kernel is fixed), then the benchmark with the 1M case and the profiles, the host solver's
 #            route checked but not timed (110 s at most), its "RATIO" lines at the end: 3 minutes at most
+#   explore  the GPU tests (120 s at most), then each diag_*.py of this round that exists (host
+#            overhead 40 s; epilogue, search and k-NN variants 70 s each): about 6 minutes in all
 #   dry-run  on any machine (CPU PyTorch): the device-bound tests and the benchmark at tiny shapes,
 #            to check this script itself
 #   legacy   the issue-13 estimator timing (statistics route, host solver)
@@ -45,9 +47,10 @@ import nwbound, nwbound.gpu
 from nwbound.gpu._array_api import compat
 print("nwbound imports; array_api_compat from", compat().__name__)
 PY
-  if [ "$MODE" = "all" ] || [ "$MODE" = "profile" ]; then
+  if [ "$MODE" = "all" ] || [ "$MODE" = "profile" ] || [ "$MODE" = "explore" ]; then
     TEST_LIMIT=210
     [ "$MODE" = "profile" ] && TEST_LIMIT=140
+    [ "$MODE" = "explore" ] && TEST_LIMIT=120
     echo "== pytest -m '' tests/test_gpu*.py (${TEST_LIMIT} s at most) =="
     # test_gpu_bounds.py, test_gpu_auto.py: their CUDA cases only here (the CPU ones run in CI); the fused search where
     # Triton is installed, not the torch.compile'd one.
@@ -67,6 +70,16 @@ PY
     echo "== bench_device_bounds.py --profile (ECG shapes, no 1M case) =="
     timeout 150 python3 -u benchmarks/bench_device_bounds.py --budget 120 --no-big --profile
     echo "bench exit: $?"
+  fi
+  if [ "$MODE" = "explore" ]; then
+    for diag in host_overhead:40 epilogue:70 search:70 knn:70; do
+      name="${diag%%:*}"; limit="${diag##*:}"
+      if [ -f "benchmarks/diag_${name}.py" ]; then
+        echo "== diag_${name}.py (${limit} s at most) =="
+        timeout "$limit" python3 -u "benchmarks/diag_${name}.py"
+        echo "diag_${name} exit: $?"
+      fi
+    done
   fi
   if [ "$MODE" = "final" ]; then
     echo "== pytest: the device-bound GPU tests (50 s at most) =="

@@ -109,8 +109,10 @@ CONFIGS: dict[str, tuple[tuple[int, int, int, int], ...]] = {
     # weights; 16 bins: ≤ 16 bytes).
     "library_histogram": ((16, 32, 4, 2), (32, 32, 8, 2), (16, 32, 4, 1), (32, 32, 8, 1)),
 }
-# gemm="library": bytes of one product block (queries × padded training points, float32).
-_PRODUCT_BYTES = 1 << 32
+# gemm="library": bytes of one product block (queries × padded training points, float32): under 2³¹
+# elements, as the epilogue's loads index it with int32 offsets; at the ECG shapes (21 892 × 87 568,
+# 7.7 GB) one block, one product and one epilogue launch (a 4 GiB cap split it in two: ~0.5 ms more).
+_PRODUCT_BYTES = 4 * (2**31 - 1)
 _INTERPRET_CONFIG = (16, 32, 1, 1)
 # The packed histogram (one reduction per int32 word of bins, not per bin) up to this many bins;
 # beyond, the per-bin form (either needs a static loop: keep B small, as the bounds do).
@@ -466,7 +468,7 @@ def triton_kernel_statistics(
         rows = max(1, min(n_q, _product_bytes(dev) // (4 * lay.n_pad)))
         parts = []
         with full_precision_matmul(aac.array_namespace(qpad)):
-            for s in range(0, n_q, rows):  # query blocks: the product block stays ≤ 4 GiB
+            for s in range(0, n_q, rows):  # query blocks: the product block stays < 2³¹ elements
                 e = min(s + rows, n_q)
                 prod = torch.matmul(qpad[s:e], lay.x.T)
                 parts.append(_launch(qpad[s:e], qn[s:e], d2_err[s:e], eta[s:e], lay, kernel, bandwidth, need_dist,
@@ -584,7 +586,8 @@ def _splits(n_tiles: int, bn: int, wanted: int) -> tuple[int, int]:
 
 
 def _product_bytes(dev: Any) -> int:
-    """gemm="library": bytes of one product block: 4 GiB, at most a quarter of the free memory."""
+    """gemm="library": bytes of one product block: under 2³¹ float32 elements (8 GiB), at most a
+    quarter of the free memory."""
     if dev.type != "cuda":
         return _PRODUCT_BYTES
     import torch
