@@ -47,7 +47,7 @@ np.savez(sys.argv[2], **out)
 # loop left), sample weights the per-bin Σw loop (the atomic form keeps it for Σw only).
 _CASES = [("epanechnikov", 16, "library", "unit"), ("quartic", 8, "fused", "sample"),
           ("epanechnikov", 5, "library", "sample")]
-_EPILOGUES = ("loop", "skip", "atomic", "atomic_skip")
+_EPILOGUES = ("loop", "skip", "atomic", "atomic_skip", "atomic_count")
 _SAME = ("class_sums", "sq_sum", "dist_sum", "d2_error", "histogram", "hist_count")
 
 
@@ -116,4 +116,4 @@ def test_unknown_epilogue_is_refused(monkeypatch):
     with pytest.raises(ValueError, match="NWBOUND_HIST_EPILOGUE"):
         _epilogue(None)
     monkeypatch.setenv("NWBOUND_HIST_EPILOGUE", "")
-    assert _epilogue(None) == (False, False)
+    assert _epilogue(None) == (False, False, False)

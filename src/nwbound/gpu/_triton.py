@@ -195,7 +195,7 @@ def _kernel():
         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, STEPS: tl.constexpr,
         HIST_WORDS: tl.constexpr, FIELDS: tl.constexpr, BITS: tl.constexpr, UNIFORM: tl.constexpr,
         COUNT: tl.constexpr, ATOMIC: tl.constexpr = False, SKIP: tl.constexpr = False,
-        BIN_LOOP: tl.constexpr = True,
+        BIN_LOOP: tl.constexpr = True, ATOMIC_COUNT: tl.constexpr = False,
     ):
         pid_m = tl.program_id(0)
         pid_s = tl.program_id(1)
@@ -273,10 +273,10 @@ def _kernel():
                         bin_word = bin_ids // FIELDS
                         bin_shift = (bin_ids - bin_word * FIELDS) * BITS
                         counts = tl.zeros((BM, B_PAD), tl.int32)
-                        for k in tl.static_range(HIST_WORDS):
-                            packed = tl.sum(tl.where(word == k, one, 0), axis=1)
+                        for hw in tl.static_range(HIST_WORDS):  # not `k` (the kernel values: a branch may not retype it)
+                            packed = tl.sum(tl.where(word == hw, one, 0), axis=1)
                             field = (packed[:, None] >> bin_shift[None, :]) & ((1 << BITS) - 1)
-                            counts += tl.where(bin_word[None, :] == k, field, 0)
+                            counts += tl.where(bin_word[None, :] == hw, field, 0)
                         if UNIFORM:
                             acc_h += counts.to(tl.float32) * tl.load(tw_ptr + t)
                         if COUNT:
@@ -289,6 +289,10 @@ def _kernel():
                         offs = rows[:, None] * B_PAD + idx
                         tl.atomic_add(hm_ptr + offs, wk.to(tl.float64), mask=hit, sem="relaxed")
                         tl.atomic_add(hd_ptr + offs, wkd.to(tl.float64), mask=hit, sem="relaxed")
+                        if ATOMIC_COUNT:  # every positive weight 1: the histogram is the count, float32
+                            # adds of 1.0 (exact below 2^24 rows: any order gives the same integers)
+                            counted = (idx < BINS) & (w[None, :] > 0.0) & rmask[:, None]
+                            tl.atomic_add(h_ptr + offs, tl.where(counted, 1.0, 0.0), mask=counted, sem="relaxed")
                     if BIN_LOOP:
                         # Per bin Σ wK and Σ wK·d⁺ over the same idx (the split Chernoff form), and the
                         # counts here too where the packed form does not apply (sample weights). A tile's
@@ -317,7 +321,8 @@ def _kernel():
             tl.store(ds_ptr + out_rows, acc_ds, mask=rmask)
         if BINS > 0:
             h_offs = out_rows[:, None] * B_PAD + bin_ids[None, :]
-            tl.store(h_ptr + h_offs, acc_h, mask=rmask[:, None])
+            if not ATOMIC_COUNT:
+                tl.store(h_ptr + h_offs, acc_h, mask=rmask[:, None])
             if not ATOMIC:
                 tl.store(hm_ptr + h_offs, acc_hm, mask=rmask[:, None])
                 tl.store(hd_ptr + h_offs, acc_hd, mask=rmask[:, None])
@@ -479,12 +484,12 @@ def triton_kernel_statistics(
     qn = q_sq64.to(torch.float32)  # float64 norm rounded once, as the training side
     bins = int(histogram_bins)
     b_pad = _pow2(bins, 2) if bins else 2
-    atomic, skip = _epilogue(epilogue)
+    atomic, skip, count_atomic = _epilogue(epilogue)
 
     def run(cfg: tuple[int, int, int, int]) -> tuple:
         if gemm == "fused":
             return _launch(qpad, qn, d2_err, eta, lay, kernel, bandwidth, need_dist, bins, b_pad, precision, cfg, None,
-                           atomic, skip)
+                           atomic, skip, count_atomic)
         rows = max(1, min(n_q, _product_bytes(dev) // (4 * lay.n_pad)))
         parts = []
         with full_precision_matmul(aac.array_namespace(qpad)):
@@ -492,7 +497,7 @@ def triton_kernel_statistics(
                 e = min(s + rows, n_q)
                 prod = torch.matmul(qpad[s:e], lay.x.T)
                 parts.append(_launch(qpad[s:e], qn[s:e], d2_err[s:e], eta[s:e], lay, kernel, bandwidth, need_dist,
-                                     bins, b_pad, precision, cfg, prod, atomic, skip))
+                                     bins, b_pad, precision, cfg, prod, atomic, skip, count_atomic))
         return tuple(None if parts[0][i] is None else torch.cat([p[i] for p in parts]) for i in range(7))
 
     if config is None:
@@ -502,7 +507,7 @@ def triton_kernel_statistics(
             family = "histogram" if bins else precision
         config = _INTERPRET_CONFIG if dev.type != "cuda" else _tuned_config(
             (precision, gemm, lay.m_pad, lay.c_pad, bins, bool(need_dist), kernel, _pow2(n_q), lay.n_pad // 4096,
-             atomic, skip), run, family,
+             atomic, skip, count_atomic), run, family,
         )
     cs, sq, ds, hist, hm, hd, hc = run(config)
     # d⁺'s square root, product and float32 tile sum (≤ BN terms) are covered by the factor
@@ -535,7 +540,7 @@ def triton_kernel_statistics(
 
 def _launch(qpad, qn, d2_err, eta, lay: _Layout, kernel: str, bandwidth: float, need_dist: bool,
             bins: int, b_pad: int, precision: str, config: tuple[int, int, int, int], product,
-            atomic: bool = False, skip: bool = False):
+            atomic: bool = False, skip: bool = False, count_atomic: bool = False):
     import torch
     import triton
 
@@ -557,8 +562,13 @@ def _launch(qpad, qn, d2_err, eta, lay: _Layout, kernel: str, bandwidth: float, 
     cs = torch.empty((split, n_q, lay.c_pad), **f64)
     sq = torch.empty((split, n_q), **f64)
     ds = torch.empty((split, n_q), **f64) if need_dist else sq
-    hist = torch.empty((split, n_q, b_pad), dtype=torch.float32, device=dev) if bins else sq
     atomic = bool(atomic and bins)
+    # Unit weights, atomic epilogue "atomic_count": the histogram (the counts) by atomic adds too.
+    atomic_count = atomic and count_atomic and lay.unit_weights and lay.n_pad <= _EXACT_COUNT_ROWS
+    if atomic_count:
+        hist = torch.zeros((n_q, b_pad), dtype=torch.float32, device=dev)
+    else:
+        hist = torch.empty((split, n_q, b_pad), dtype=torch.float32, device=dev) if bins else sq
     # The atomic epilogue adds into one zeroed [n_q, B_PAD] array (no per-split partial sums).
     hist_mass = (torch.zeros((n_q, b_pad), **f64) if atomic else torch.empty((split, n_q, b_pad), **f64)) if bins else sq
     hist_dist = (torch.zeros((n_q, b_pad), **f64) if atomic else torch.empty((split, n_q, b_pad), **f64)) if bins else sq
@@ -569,10 +579,11 @@ def _launch(qpad, qn, d2_err, eta, lay: _Layout, kernel: str, bandwidth: float, 
     # A row's count per tile (≤ BN) must fit its field and the top field stay below the sign bit.
     fields, bits = (4, 8) if bn <= 64 else (3, 10)
     packed = bool(bins) and bins <= _PACKED_MAX_BINS and (uniform or count)
-    hist_words = -(-bins // fields) if packed else 0
+    hist_words = -(-bins // fields) if packed and not atomic_count else 0
     # The per-bin loop: for hist_mass/hist_dist unless atomic, for Σw per bin without uniform
     # tiles, for the counts beyond the packed form.
-    bin_loop = bool(bins) and (not atomic or not (packed and uniform) or (count and not hist_words))
+    uniform_flag = bool(packed and uniform) or atomic_count  # the histogram needs no per-bin Σw
+    bin_loop = bool(bins) and (not atomic or not uniform_flag or (count and not hist_words))
     _kernel()[(m_blocks, split)](
         qpad, qn, d2_err.to(torch.float32), eta.to(torch.float32),
         lay.x, lay.xn, lay.w, lay.tile_classes(bn), tile_w,
@@ -583,12 +594,13 @@ def _launch(qpad, qn, d2_err, eta, lay: _Layout, kernel: str, bandwidth: float, 
         KERNEL=_KERNEL_CODES[kernel], NEED_DIST=bool(need_dist), PRECISION=precision,
         FROM_PRODUCT=product is not None,
         BM=bm, BN=bn, BK=_BK, STEPS=steps, HIST_WORDS=hist_words, FIELDS=fields, BITS=bits,
-        UNIFORM=bool(packed and uniform), COUNT=count, ATOMIC=atomic, SKIP=bool(skip and bins), BIN_LOOP=bin_loop,
+        UNIFORM=uniform_flag, COUNT=count, ATOMIC=atomic, SKIP=bool(skip and bins), BIN_LOOP=bin_loop,
+        ATOMIC_COUNT=bool(atomic_count),
         num_warps=warps, num_stages=stages,
     )
     if not bins:
         return cs.sum(0), sq.sum(0), ds.sum(0) if need_dist else None, None, None, None, None
-    hist = hist.sum(0, dtype=torch.float64)
+    hist = hist.to(torch.float64) if atomic_count else hist.sum(0, dtype=torch.float64)
     if not atomic:
         hist_mass, hist_dist = hist_mass.sum(0), hist_dist.sum(0)
     return (cs.sum(0), sq.sum(0), ds.sum(0) if need_dist else None, hist, hist_mass, hist_dist,
@@ -615,11 +627,11 @@ def _splits(n_tiles: int, bn: int, wanted: int) -> tuple[int, int]:
     return -(-n_tiles // per_split), per_split
 
 
-EPILOGUES = ("loop", "skip", "atomic", "atomic_skip")
+EPILOGUES = ("loop", "skip", "atomic", "atomic_skip", "atomic_count")
 
 
-def _epilogue(name: str | None) -> tuple[bool, bool]:
-    """``(atomic, skip)`` of a histogram epilogue (a private switch for measurements; default ``"loop"``).
+def _epilogue(name: str | None) -> tuple[bool, bool, bool]:
+    """``(atomic, skip, atomic counts)`` of a histogram epilogue (a private switch for measurements; default ``"loop"``).
 
     * ``"loop"``: per bin two masked row reductions of the tile (``Σ wK``, ``Σ wK·d⁺``), float32
       within the tile, float64 across tiles; deterministic.
@@ -630,6 +642,9 @@ def _epilogue(name: str | None) -> tuple[bool, bool]:
       from run to run in the last bits (float64 sums of float32 terms: within ``γ_n`` of the exact
       sum, ``n`` the padded training rows, which ``sum_error`` carries).
     * ``"atomic_skip"``: both.
+    * ``"atomic_count"``: ``"atomic"``, and where every positive weight is 1 (the histogram is the
+      count) the counts too, by float32 atomic adds of 1.0 (exact integers below 2²⁴ training rows:
+      order-free, bit-identical to ``"loop"``), instead of the packed per-word reductions.
 
     ``None`` reads ``NWBOUND_HIST_EPILOGUE``.
 
@@ -637,13 +652,13 @@ def _epilogue(name: str | None) -> tuple[bool, bool]:
     --------
     >>> from nwbound.gpu._triton import _epilogue
     >>> _epilogue("loop"), _epilogue("atomic_skip")
-    ((False, False), (True, True))
+    ((False, False, False), (True, True, False))
     """
     if name is None:
         name = os.environ.get("NWBOUND_HIST_EPILOGUE", "") or "loop"
     if name not in EPILOGUES:
         raise ValueError(f"epilogue (NWBOUND_HIST_EPILOGUE) must be one of {EPILOGUES}, got {name!r}.")
-    return "atomic" in name, "skip" in name
+    return "atomic" in name, "skip" in name, name == "atomic_count"
 
 
 def _product_bytes(dev: Any) -> int:
