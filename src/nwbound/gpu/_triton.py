@@ -258,10 +258,10 @@ def _kernel():
             if BINS > 0:
                 idx = (tl.minimum(u2, 2.0) * BINS).to(tl.int32)  # far points: no int overflow
                 idx = tl.where(u2 == 1.0, BINS - 1, idx)
-                run_bins = True
-                if SKIP:  # (private switch) a tile with no point of positive weight in a bin adds exact zeros
-                    run_bins = tl.max(tl.where((idx < BINS) & (w[None, :] > 0.0), 1, 0)) > 0
-                if run_bins:
+                # SKIP (private switch): a tile with no point of positive weight in a bin would add exact
+                # zeros. A constexpr ternary in the test itself (an assigned True would become a
+                # tensor, and the branch a runtime one): without SKIP the branch is static.
+                if (tl.max(tl.where((idx < BINS) & (w[None, :] > 0.0), 1, 0)) > 0) if SKIP else True:
                     if HIST_WORDS > 0:
                         # Count per bin, FIELDS bins per int32 word of BITS-bit fields (a row's count ≤ BN <
                         # 2^BITS: no carry, exact), one reduction per word instead of one per bin;
@@ -299,9 +299,9 @@ def _kernel():
                         # per-bin sums are placed by selects (exact) and added to float64 once per tile.
                         tile_hm = tl.zeros((BM, B_PAD), tl.float32)
                         tile_hd = tl.zeros((BM, B_PAD), tl.float32)
-                        for b in tl.static_range(BINS):
-                            in_b = idx == b
-                            col_b = bin_ids[None, :] == b
+                        for bin_b in tl.static_range(BINS):  # not `b` (the dot's operand under SKIP's branch)
+                            in_b = idx == bin_b
+                            col_b = bin_ids[None, :] == bin_b
                             if not ATOMIC:
                                 tile_hm = tl.where(col_b, tl.sum(tl.where(in_b, wk, 0.0), axis=1)[:, None], tile_hm)
                                 tile_hd = tl.where(col_b, tl.sum(tl.where(in_b, wkd, 0.0), axis=1)[:, None], tile_hd)
