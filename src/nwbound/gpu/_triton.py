@@ -7,7 +7,9 @@ points. For each tile it forms the centred dot products with ``tl.dot`` (``input
 ``Σ w``, ``Σ wK`` and ``Σ wK·d⁺``: ``histogram``, ``hist_mass``, ``hist_dist``, binned by the
 very ``u²`` the kernel value came from) in registers: the distance block never reaches device
 memory. Partial sums of the ``SPLIT`` runs are added afterwards (a fixed order: results are
-deterministic, no atomics).
+deterministic, no atomics — by default: the private switch :func:`_epilogue`, being measured for
+issue 19, can add the histogram's per-bin sums by float64 atomics, order-dependent in the last bits
+and inside ``sum_error``).
 
 **Class sums without a per-class pass.** The training points are sorted by class and each class
 is padded (weight 0) to a multiple of :data:`LAYOUT_TILE` points, so every tile holds one class:
