@@ -42,7 +42,7 @@ for family, bins, words, precision, from_product, uniform, count in json.loads(s
         const = dict(M_PAD=112, C_PAD=8, BINS=bins, B_PAD=max(2, bins), KERNEL=_KERNEL_CODES["epanechnikov"],
                      NEED_DIST=True, PRECISION=precision, FROM_PRODUCT=from_product, BM=bm, BN=bn, BK=_BK,
                      STEPS=0, HIST_WORDS=words, FIELDS=4 if bn <= 64 else 3, BITS=8 if bn <= 64 else 10,
-                     UNIFORM=uniform, COUNT=count)
+                     UNIFORM=uniform, COUNT=count, ATOMIC=False, SKIP=False, BIN_LOOP=True, ATOMIC_COUNT=False)
         unknown = set(kernel.arg_names) - set(pointer_types) - set(const)
         assert not unknown, f"kernel arguments this check does not know: {unknown}"
         signature = {name: pointer_types.get(name, "constexpr") for name in kernel.arg_names}

@@ -7,7 +7,9 @@ points. For each tile it forms the centred dot products with ``tl.dot`` (``input
 ``Σ w``, ``Σ wK`` and ``Σ wK·d⁺``: ``histogram``, ``hist_mass``, ``hist_dist``, binned by the
 very ``u²`` the kernel value came from) in registers: the distance block never reaches device
 memory. Partial sums of the ``SPLIT`` runs are added afterwards (a fixed order: results are
-deterministic, no atomics).
+deterministic, no atomics — by default: the private switch :func:`_epilogue`, being measured for
+issue 19, can add the histogram's per-bin sums by float64 atomics, order-dependent in the last bits
+and inside ``sum_error``).
 
 **Class sums without a per-class pass.** The training points are sorted by class and each class
 is padded (weight 0) to a multiple of :data:`LAYOUT_TILE` points, so every tile holds one class:
@@ -196,7 +198,8 @@ def _kernel():
         KERNEL: tl.constexpr, NEED_DIST: tl.constexpr, PRECISION: tl.constexpr, FROM_PRODUCT: tl.constexpr,
         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, STEPS: tl.constexpr,
         HIST_WORDS: tl.constexpr, FIELDS: tl.constexpr, BITS: tl.constexpr, UNIFORM: tl.constexpr,
-        COUNT: tl.constexpr,
+        COUNT: tl.constexpr, ATOMIC: tl.constexpr = False, SKIP: tl.constexpr = False,
+        BIN_LOOP: tl.constexpr = True, ATOMIC_COUNT: tl.constexpr = False,
     ):
         pid_m = tl.program_id(0)
         pid_s = tl.program_id(1)
@@ -259,43 +262,62 @@ def _kernel():
             if BINS > 0:
                 idx = (tl.minimum(u2, 2.0) * BINS).to(tl.int32)  # far points: no int overflow
                 idx = tl.where(u2 == 1.0, BINS - 1, idx)
-                if HIST_WORDS > 0:
-                    # Count per bin, FIELDS bins per int32 word of BITS-bit fields (a row's count ≤ BN <
-                    # 2^BITS: no carry, exact), one reduction per word instead of one per bin;
-                    # zero-weight points (padding) not counted. UNIFORM (every positive weight of
-                    # the tile equals tw): the histogram is the counts times tw.
-                    inside = (idx < BINS) & (w[None, :] > 0.0)
-                    word = idx // FIELDS
-                    one = tl.where(inside, 1 << ((idx - word * FIELDS) * BITS), 0)
-                    bin_word = bin_ids // FIELDS
-                    bin_shift = (bin_ids - bin_word * FIELDS) * BITS
-                    counts = tl.zeros((BM, B_PAD), tl.int32)
-                    for k in tl.static_range(HIST_WORDS):
-                        packed = tl.sum(tl.where(word == k, one, 0), axis=1)
-                        field = (packed[:, None] >> bin_shift[None, :]) & ((1 << BITS) - 1)
-                        counts += tl.where(bin_word[None, :] == k, field, 0)
-                    if UNIFORM:
-                        acc_h += counts.to(tl.float32) * tl.load(tw_ptr + t)
-                    if COUNT:
-                        acc_hc += counts.to(tl.float32)
-                # Per bin Σ wK and Σ wK·d⁺ over the same idx (the split Chernoff form), and the
-                # counts here too where the packed form does not apply (sample weights). A tile's
-                # per-bin sums are placed by selects (exact) and added to float64 once per tile.
-                tile_hm = tl.zeros((BM, B_PAD), tl.float32)
-                tile_hd = tl.zeros((BM, B_PAD), tl.float32)
-                for b in tl.static_range(BINS):
-                    in_b = idx == b
-                    col_b = bin_ids[None, :] == b
-                    tile_hm = tl.where(col_b, tl.sum(tl.where(in_b, wk, 0.0), axis=1)[:, None], tile_hm)
-                    tile_hd = tl.where(col_b, tl.sum(tl.where(in_b, wkd, 0.0), axis=1)[:, None], tile_hd)
-                    if not UNIFORM:
-                        hb = tl.sum(tl.where(in_b, w[None, :], 0.0), axis=1)
-                        acc_h += tl.where(col_b, hb[:, None], 0.0)
-                    if COUNT and HIST_WORDS == 0:  # more bins than the packed form holds
-                        hc = tl.sum(tl.where(in_b & (w[None, :] > 0.0), 1.0, 0.0), axis=1)
-                        acc_hc += tl.where(col_b, hc[:, None], 0.0)
-                acc_hm += tile_hm.to(tl.float64)
-                acc_hd += tile_hd.to(tl.float64)
+                # SKIP (private switch): a tile with no point of positive weight in a bin would add exact
+                # zeros. A constexpr ternary in the test itself (an assigned True would become a
+                # tensor, and the branch a runtime one): without SKIP the branch is static.
+                if (tl.max(tl.where((idx < BINS) & (w[None, :] > 0.0), 1, 0)) > 0) if SKIP else True:
+                    if HIST_WORDS > 0:
+                        # Count per bin, FIELDS bins per int32 word of BITS-bit fields (a row's count ≤ BN <
+                        # 2^BITS: no carry, exact), one reduction per word instead of one per bin;
+                        # zero-weight points (padding) not counted. UNIFORM (every positive weight of
+                        # the tile equals tw): the histogram is the counts times tw.
+                        inside = (idx < BINS) & (w[None, :] > 0.0)
+                        word = idx // FIELDS
+                        one = tl.where(inside, 1 << ((idx - word * FIELDS) * BITS), 0)
+                        bin_word = bin_ids // FIELDS
+                        bin_shift = (bin_ids - bin_word * FIELDS) * BITS
+                        counts = tl.zeros((BM, B_PAD), tl.int32)
+                        for hw in tl.static_range(HIST_WORDS):  # not `k` (the kernel values: a branch may not retype it)
+                            packed = tl.sum(tl.where(word == hw, one, 0), axis=1)
+                            field = (packed[:, None] >> bin_shift[None, :]) & ((1 << BITS) - 1)
+                            counts += tl.where(bin_word[None, :] == hw, field, 0)
+                        if UNIFORM:
+                            acc_h += counts.to(tl.float32) * tl.load(tw_ptr + t)
+                        if COUNT:
+                            acc_hc += counts.to(tl.float32)
+                    if ATOMIC:
+                        # (private switch) Per bin Σ wK and Σ wK·d⁺ by float64 atomic adds of the
+                        # nonzero terms straight into this launch's [n_q, B_PAD] outputs: no per-bin
+                        # reductions; the order of the float64 additions is the hardware's.
+                        hit = (idx < BINS) & (wk > 0.0) & rmask[:, None]
+                        offs = rows[:, None] * B_PAD + idx
+                        tl.atomic_add(hm_ptr + offs, wk.to(tl.float64), mask=hit, sem="relaxed")
+                        tl.atomic_add(hd_ptr + offs, wkd.to(tl.float64), mask=hit, sem="relaxed")
+                        if ATOMIC_COUNT:  # every positive weight 1: the histogram is the count, float32
+                            # adds of 1.0 (exact below 2^24 rows: any order gives the same integers)
+                            counted = (idx < BINS) & (w[None, :] > 0.0) & rmask[:, None]
+                            tl.atomic_add(h_ptr + offs, tl.where(counted, 1.0, 0.0), mask=counted, sem="relaxed")
+                    if BIN_LOOP:
+                        # Per bin Σ wK and Σ wK·d⁺ over the same idx (the split Chernoff form), and the
+                        # counts here too where the packed form does not apply (sample weights). A tile's
+                        # per-bin sums are placed by selects (exact) and added to float64 once per tile.
+                        tile_hm = tl.zeros((BM, B_PAD), tl.float32)
+                        tile_hd = tl.zeros((BM, B_PAD), tl.float32)
+                        for bin_b in tl.static_range(BINS):  # not `b` (the dot's operand under SKIP's branch)
+                            in_b = idx == bin_b
+                            col_b = bin_ids[None, :] == bin_b
+                            if not ATOMIC:
+                                tile_hm = tl.where(col_b, tl.sum(tl.where(in_b, wk, 0.0), axis=1)[:, None], tile_hm)
+                                tile_hd = tl.where(col_b, tl.sum(tl.where(in_b, wkd, 0.0), axis=1)[:, None], tile_hd)
+                            if not UNIFORM:
+                                hb = tl.sum(tl.where(in_b, w[None, :], 0.0), axis=1)
+                                acc_h += tl.where(col_b, hb[:, None], 0.0)
+                            if COUNT and HIST_WORDS == 0:  # more bins than the packed form holds
+                                hc = tl.sum(tl.where(in_b & (w[None, :] > 0.0), 1.0, 0.0), axis=1)
+                                acc_hc += tl.where(col_b, hc[:, None], 0.0)
+                        if not ATOMIC:
+                            acc_hm += tile_hm.to(tl.float64)
+                            acc_hd += tile_hd.to(tl.float64)
         out_rows = pid_s * n_q + rows
         tl.store(cs_ptr + out_rows[:, None] * C_PAD + cls_ids[None, :], acc_cs, mask=rmask[:, None])
         tl.store(sq_ptr + out_rows, acc_sq, mask=rmask)
@@ -303,9 +325,11 @@ def _kernel():
             tl.store(ds_ptr + out_rows, acc_ds, mask=rmask)
         if BINS > 0:
             h_offs = out_rows[:, None] * B_PAD + bin_ids[None, :]
-            tl.store(h_ptr + h_offs, acc_h, mask=rmask[:, None])
-            tl.store(hm_ptr + h_offs, acc_hm, mask=rmask[:, None])
-            tl.store(hd_ptr + h_offs, acc_hd, mask=rmask[:, None])
+            if not ATOMIC_COUNT:
+                tl.store(h_ptr + h_offs, acc_h, mask=rmask[:, None])
+            if not ATOMIC:
+                tl.store(hm_ptr + h_offs, acc_hm, mask=rmask[:, None])
+                tl.store(hd_ptr + h_offs, acc_hd, mask=rmask[:, None])
             if COUNT:
                 tl.store(hc_ptr + h_offs, acc_hc, mask=rmask[:, None])
 
@@ -403,6 +427,7 @@ def triton_kernel_statistics(
     precision: str = "ieee",
     gemm: str | None = None,
     config: tuple[int, int, int, int] | None = None,
+    epilogue: str | None = None,
 ) -> KernelStatistics:
     """The statistics of :func:`nwbound.gpu.kernel_statistics` from the fused kernel.
 
@@ -415,7 +440,9 @@ def triton_kernel_statistics(
     same kernel's epilogue reads it once: one extra write and read of the block, in exchange for
     the library's product speed. ``gemm=None`` (default): ``"library"`` with ``precision="ieee"``,
     the fastest exact form measured (H200, ECG shapes: 15.2 ms against 39 ms fused, product
-    10.9 ms), ``"fused"`` with ``"tf32x3"``.
+    10.9 ms), ``"fused"`` with ``"tf32x3"``. ``epilogue`` (private, for measurements): how the
+    histogram's per-bin sums are formed, see :func:`_epilogue` (None: ``NWBOUND_HIST_EPILOGUE``,
+    else ``"loop"``, today's form).
 
     Examples
     --------
@@ -461,10 +488,12 @@ def triton_kernel_statistics(
     qn = q_sq64.to(torch.float32)  # float64 norm rounded once, as the training side
     bins = int(histogram_bins)
     b_pad = _pow2(bins, 2) if bins else 2
+    atomic, skip, count_atomic = _epilogue(epilogue)
 
     def run(cfg: tuple[int, int, int, int]) -> tuple:
         if gemm == "fused":
-            return _launch(qpad, qn, d2_err, eta, lay, kernel, bandwidth, need_dist, bins, b_pad, precision, cfg, None)
+            return _launch(qpad, qn, d2_err, eta, lay, kernel, bandwidth, need_dist, bins, b_pad, precision, cfg, None,
+                           atomic, skip, count_atomic)
         rows = max(1, min(n_q, _product_bytes(dev) // (4 * lay.n_pad)))
         parts = []
         with full_precision_matmul(aac.array_namespace(qpad)):
@@ -472,7 +501,7 @@ def triton_kernel_statistics(
                 e = min(s + rows, n_q)
                 prod = torch.matmul(qpad[s:e], lay.x.T)
                 parts.append(_launch(qpad[s:e], qn[s:e], d2_err[s:e], eta[s:e], lay, kernel, bandwidth, need_dist,
-                                     bins, b_pad, precision, cfg, prod))
+                                     bins, b_pad, precision, cfg, prod, atomic, skip, count_atomic))
         return tuple(None if parts[0][i] is None else torch.cat([p[i] for p in parts]) for i in range(7))
 
     if config is None:
@@ -481,8 +510,8 @@ def triton_kernel_statistics(
         else:
             family = "histogram" if bins else precision
         config = _INTERPRET_CONFIG if dev.type != "cuda" else _tuned_config(
-            (precision, gemm, lay.m_pad, lay.c_pad, bins, bool(need_dist), kernel, _pow2(n_q), lay.n_pad // 4096),
-            run, family,
+            (precision, gemm, lay.m_pad, lay.c_pad, bins, bool(need_dist), kernel, _pow2(n_q), lay.n_pad // 4096,
+             atomic, skip, count_atomic), run, family,
         )
     cs, sq, ds, hist, hm, hd, hc = run(config)
     # d⁺'s square root, product and float32 tile sum (≤ BN terms) are covered by the factor
@@ -500,9 +529,11 @@ def triton_kernel_statistics(
         hist_mass=hm[:, :bins] if bins else None,
         hist_dist=hd[:, :bins] * factor if bins else None,
         hist_count=hc[:, :bins] if bins else None,
-        # float32 tile sums of ≤ BN terms, then float64 over the tiles (every split's).
-        sum_error=compose_errors(summation_error(config[1], "float32"),
-                                 summation_error(lay.n_pad // config[1] + 1, "float64")),
+        # float32 tile sums of ≤ BN terms, then float64 over the tiles (every split's); the atomic
+        # epilogue adds hist_mass's float32 terms (exact in float64) in float64 in any order: γ_n.
+        sum_error=max(compose_errors(summation_error(config[1], "float32"),
+                                     summation_error(lay.n_pad // config[1] + 1, "float64")),
+                      summation_error(lay.n_pad, "float64") if atomic and bins else 0.0),
     )
     if back_to_cupy:
         import cupy
@@ -512,7 +543,8 @@ def triton_kernel_statistics(
 
 
 def _launch(qpad, qn, d2_err, eta, lay: _Layout, kernel: str, bandwidth: float, need_dist: bool,
-            bins: int, b_pad: int, precision: str, config: tuple[int, int, int, int], product):
+            bins: int, b_pad: int, precision: str, config: tuple[int, int, int, int], product,
+            atomic: bool = False, skip: bool = False, count_atomic: bool = False):
     import torch
     import triton
 
@@ -534,9 +566,16 @@ def _launch(qpad, qn, d2_err, eta, lay: _Layout, kernel: str, bandwidth: float, 
     cs = torch.empty((split, n_q, lay.c_pad), **f64)
     sq = torch.empty((split, n_q), **f64)
     ds = torch.empty((split, n_q), **f64) if need_dist else sq
-    hist = torch.empty((split, n_q, b_pad), dtype=torch.float32, device=dev) if bins else sq
-    hist_mass = torch.empty((split, n_q, b_pad), **f64) if bins else sq
-    hist_dist = torch.empty((split, n_q, b_pad), **f64) if bins else sq
+    atomic = bool(atomic and bins)
+    # Unit weights, atomic epilogue "atomic_count": the histogram (the counts) by atomic adds too.
+    atomic_count = atomic and count_atomic and lay.unit_weights and lay.n_pad <= _EXACT_COUNT_ROWS
+    if atomic_count:
+        hist = torch.zeros((n_q, b_pad), dtype=torch.float32, device=dev)
+    else:
+        hist = torch.empty((split, n_q, b_pad), dtype=torch.float32, device=dev) if bins else sq
+    # The atomic epilogue adds into one zeroed [n_q, B_PAD] array (no per-split partial sums).
+    hist_mass = (torch.zeros((n_q, b_pad), **f64) if atomic else torch.empty((split, n_q, b_pad), **f64)) if bins else sq
+    hist_dist = (torch.zeros((n_q, b_pad), **f64) if atomic else torch.empty((split, n_q, b_pad), **f64)) if bins else sq
     count = bool(bins) and not lay.unit_weights  # with weights 1 the histogram is the count
     hist_count = torch.empty((split, n_q, b_pad), dtype=torch.float32, device=dev) if count else sq
     r2 = SUPPORTED_KERNELS[kernel] if math.isfinite(SUPPORTED_KERNELS[kernel]) else 0.0
@@ -544,7 +583,11 @@ def _launch(qpad, qn, d2_err, eta, lay: _Layout, kernel: str, bandwidth: float, 
     # A row's count per tile (≤ BN) must fit its field and the top field stay below the sign bit.
     fields, bits = (4, 8) if bn <= 64 else (3, 10)
     packed = bool(bins) and bins <= _PACKED_MAX_BINS and (uniform or count)
-    hist_words = -(-bins // fields) if packed else 0
+    hist_words = -(-bins // fields) if packed and not atomic_count else 0
+    # The per-bin loop: for hist_mass/hist_dist unless atomic, for Σw per bin without uniform
+    # tiles, for the counts beyond the packed form.
+    uniform_flag = bool(packed and uniform) or atomic_count  # the histogram needs no per-bin Σw
+    bin_loop = bool(bins) and (not atomic or not uniform_flag or (count and not hist_words))
     _kernel()[(m_blocks, split)](
         qpad, qn, d2_err.to(torch.float32), eta.to(torch.float32),
         lay.x, lay.xn, lay.w, lay.tile_classes(bn), tile_w,
@@ -555,13 +598,16 @@ def _launch(qpad, qn, d2_err, eta, lay: _Layout, kernel: str, bandwidth: float, 
         KERNEL=_KERNEL_CODES[kernel], NEED_DIST=bool(need_dist), PRECISION=precision,
         FROM_PRODUCT=product is not None,
         BM=bm, BN=bn, BK=_BK, STEPS=steps, HIST_WORDS=hist_words, FIELDS=fields, BITS=bits,
-        UNIFORM=bool(packed and uniform), COUNT=count,
+        UNIFORM=uniform_flag, COUNT=count, ATOMIC=atomic, SKIP=bool(skip and bins), BIN_LOOP=bin_loop,
+        ATOMIC_COUNT=bool(atomic_count),
         num_warps=warps, num_stages=stages,
     )
     if not bins:
         return cs.sum(0), sq.sum(0), ds.sum(0) if need_dist else None, None, None, None, None
-    hist = hist.sum(0, dtype=torch.float64)
-    return (cs.sum(0), sq.sum(0), ds.sum(0) if need_dist else None, hist, hist_mass.sum(0), hist_dist.sum(0),
+    hist = hist.to(torch.float64) if atomic_count else hist.sum(0, dtype=torch.float64)
+    if not atomic:
+        hist_mass, hist_dist = hist_mass.sum(0), hist_dist.sum(0)
+    return (cs.sum(0), sq.sum(0), ds.sum(0) if need_dist else None, hist, hist_mass, hist_dist,
             hist_count.sum(0, dtype=torch.float64) if count else hist)
 
 
@@ -583,6 +629,40 @@ def _splits(n_tiles: int, bn: int, wanted: int) -> tuple[int, int]:
     per_split = -(-n_tiles // max(1, wanted))
     per_split = max(1, min(per_split, _EXACT_COUNT_ROWS // bn))
     return -(-n_tiles // per_split), per_split
+
+
+EPILOGUES = ("loop", "skip", "atomic", "atomic_skip", "atomic_count")
+
+
+def _epilogue(name: str | None) -> tuple[bool, bool, bool]:
+    """``(atomic, skip, atomic counts)`` of a histogram epilogue (a private switch for measurements; default ``"loop"``).
+
+    * ``"loop"``: per bin two masked row reductions of the tile (``Σ wK``, ``Σ wK·d⁺``), float32
+      within the tile, float64 across tiles; deterministic.
+    * ``"skip"``: the same, skipped for tiles with no point of positive weight in a bin (they would
+      add exact zeros: bit-identical to ``"loop"``).
+    * ``"atomic"``: each nonzero term added to its (query, bin) by a float64 atomic add (relaxed):
+      no per-bin loop for these sums; the sum's order is the hardware's, so results may differ
+      from run to run in the last bits (float64 sums of float32 terms: within ``γ_n`` of the exact
+      sum, ``n`` the padded training rows, which ``sum_error`` carries).
+    * ``"atomic_skip"``: both.
+    * ``"atomic_count"``: ``"atomic"``, and where every positive weight is 1 (the histogram is the
+      count) the counts too, by float32 atomic adds of 1.0 (exact integers below 2²⁴ training rows:
+      order-free, bit-identical to ``"loop"``), instead of the packed per-word reductions.
+
+    ``None`` reads ``NWBOUND_HIST_EPILOGUE``.
+
+    Examples
+    --------
+    >>> from nwbound.gpu._triton import _epilogue
+    >>> _epilogue("loop"), _epilogue("atomic_skip")
+    ((False, False, False), (True, True, False))
+    """
+    if name is None:
+        name = os.environ.get("NWBOUND_HIST_EPILOGUE", "") or "loop"
+    if name not in EPILOGUES:
+        raise ValueError(f"epilogue (NWBOUND_HIST_EPILOGUE) must be one of {EPILOGUES}, got {name!r}.")
+    return "atomic" in name, "skip" in name, name == "atomic_count"
 
 
 def _product_bytes(dev: Any) -> int:
