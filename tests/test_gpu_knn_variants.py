@@ -1,0 +1,104 @@
+"""The device k-NN's candidate-search variants (``NWBOUND_KNN_TOPK``, issue 19) against a brute-force
+float64 NumPy k-NN written here: the exact ``k`` nearest by (float64 distance, row index), on random
+data with planted duplicates and ties, in float32 and float64, on PyTorch's CPU backend."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                reason="PyTorch is not installed (pip install torch)")
+
+VARIANTS = ["", "noclamp", "chunks=3", "chunks=8", "bf16", "bf16+chunks=3", "bf16+chunks=8", "noclamp+bf16+chunks=5"]
+
+
+def _brute(Q: np.ndarray, X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every distance in float64, sorted by (distance, row): the first ``k`` of each query."""
+    full = np.sqrt(((Q[:, None, :].astype(np.float64) - X[None].astype(np.float64)) ** 2).sum(axis=2))
+    rows = np.broadcast_to(np.arange(X.shape[0]), full.shape)
+    order = np.lexsort((rows, full), axis=1)[:, :k]
+    return np.take_along_axis(full, order, 1), order
+
+
+def _data(seed: int, dtype):
+    rng = np.random.default_rng(seed)
+    grid = rng.integers(0, 3, (300, 4)).astype(float)  # duplicates: every distance tied many times
+    cont = rng.normal(size=(200, 4))
+    X = np.concatenate([grid, cont, cont[:50]])  # 50 exact duplicates of continuous rows
+    X = X[rng.permutation(X.shape[0])]
+    Q = np.concatenate([rng.integers(0, 3, (20, 4)) + np.where(rng.random((20, 4)) < 0.3, 0.5, 0.0),
+                        rng.normal(size=(20, 4)), X[:10]])  # on the grid, between it, random, on training rows
+    return Q.astype(dtype), X.astype(dtype)
+
+
+def _search(Q, X, k, variant, working_memory=None):
+    import torch
+
+    from nwbound.gpu import DeviceTrainingSet
+    from nwbound.gpu._neighbors import exact_kneighbors
+
+    Xt = torch.from_numpy(X)
+    train = DeviceTrainingSet.build(Xt, torch.ones((X.shape[0], 1), dtype=Xt.dtype))
+    d, i = exact_kneighbors(torch.from_numpy(Q), train, Xt.double(), k, working_memory=working_memory, _topk=variant)
+    return d.numpy(), i.numpy()
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [1, 10, 40])
+def test_variants_are_the_exact_knn(variant, dtype, k):
+    Q, X = _data(k, dtype)
+    want_d, want_i = _brute(Q, X, k)
+    d, i = _search(Q, X, k, variant, working_memory=0.05)  # several blocks
+    assert np.array_equal(i, want_i)
+    np.testing.assert_allclose(d, want_d, rtol=1e-14)
+    assert (np.diff(_brute(Q, X, k + 1)[0], axis=1) == 0).any()  # ties are really there (at the k-th too)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_variants_growth_rounds_and_every_row(variant):
+    # 400 points at nearly one distance from the origin (1 + 1e-5·u): bfloat16 (and often float32)
+    # cannot separate the k-th from the k'-th, so the growth rounds decide; k = n_train takes every row.
+    rng = np.random.default_rng(3)
+    dirs = rng.normal(size=(400, 3))
+    X = dirs / np.linalg.norm(dirs, axis=1, keepdims=True) * (1.0 + 1e-5 * rng.random((400, 1)))
+    Q = np.concatenate([np.zeros((3, 3)), 1e-7 * rng.normal(size=(3, 3))])
+    for k in (10, 400):
+        want_d, want_i = _brute(Q, X, k)
+        d, i = _search(Q, X, k, variant)
+        assert np.array_equal(i, want_i), (variant, k)
+        np.testing.assert_allclose(d, want_d, rtol=1e-14)
+
+
+def test_bf16_floor_is_below_every_value_rounding_to_the_key():
+    import torch
+
+    from nwbound.gpu._neighbors import _bf16_floor
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.random(2000) * 10.0 ** rng.integers(-45, 39, 2000), [0.0, 3.3e38, 3.4e38, 1e-40]])
+    for src in (torch.float32, torch.float64):
+        t = torch.as_tensor(x).to(src)
+        key = t.to(torch.bfloat16)
+        floor = _bf16_floor(torch, key)
+        assert bool((floor <= t.to(torch.float64)).all())
+        assert bool((floor[key.to(torch.float64) >= 1e-37] > 0).all())  # not 0 where it need not be
+
+
+def test_variant_switch_messages(monkeypatch):
+    from nwbound.gpu._neighbors import _parse_variant
+
+    assert _parse_variant("") is None and _parse_variant("full") is None
+    assert _parse_variant("bf16+chunks=8") == {"bf16": True, "chunks": 8}
+    with pytest.raises(ValueError, match="NWBOUND_KNN_TOPK"):
+        _parse_variant("chunks=0")
+    monkeypatch.setenv("NWBOUND_KNN_TOPK", "fast")
+    Q, X = _data(0, np.float64)
+    with pytest.raises(ValueError, match="NWBOUND_KNN_TOPK: unknown part 'fast'"):
+        _search(Q, X, 3, None)
+    monkeypatch.setenv("NWBOUND_KNN_TOPK", "bf16+chunks=4")  # read at each call
+    want_d, want_i = _brute(Q, X, 5)
+    assert np.array_equal(_search(Q, X, 5, None)[1], want_i)
