@@ -9,8 +9,10 @@ import importlib.util
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
-                                reason="PyTorch is not installed (pip install torch)")
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+pytestmark = pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed (pip install torch)")
+# PyTorch's CPU backend everywhere; CUDA too where there is one (the device check).
+DEVICES = ["cpu"] + (["cuda"] if HAS_TORCH and __import__("torch").cuda.is_available() else [])
 
 VARIANTS = ["", "noclamp", "chunks=3", "chunks=8", "bf16", "bf16+chunks=3", "bf16+chunks=8", "noclamp+bf16+chunks=5"]
 
@@ -34,25 +36,27 @@ def _data(seed: int, dtype):
     return Q.astype(dtype), X.astype(dtype)
 
 
-def _search(Q, X, k, variant, working_memory=None):
+def _search(Q, X, k, variant, working_memory=None, device="cpu"):
     import torch
 
     from nwbound.gpu import DeviceTrainingSet
     from nwbound.gpu._neighbors import exact_kneighbors
 
-    Xt = torch.from_numpy(X)
-    train = DeviceTrainingSet.build(Xt, torch.ones((X.shape[0], 1), dtype=Xt.dtype))
-    d, i = exact_kneighbors(torch.from_numpy(Q), train, Xt.double(), k, working_memory=working_memory, _topk=variant)
-    return d.numpy(), i.numpy()
+    Xt = torch.from_numpy(X).to(device)
+    train = DeviceTrainingSet.build(Xt, torch.ones((X.shape[0], 1), dtype=Xt.dtype, device=device))
+    d, i = exact_kneighbors(torch.from_numpy(Q).to(device), train, Xt.double(), k, working_memory=working_memory,
+                            _topk=variant)
+    return d.cpu().numpy(), i.cpu().numpy()
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("k", [1, 10, 40])
-def test_variants_are_the_exact_knn(variant, dtype, k):
+def test_variants_are_the_exact_knn(variant, dtype, k, device):
     Q, X = _data(k, dtype)
     want_d, want_i = _brute(Q, X, k)
-    d, i = _search(Q, X, k, variant, working_memory=0.05)  # several blocks
+    d, i = _search(Q, X, k, variant, working_memory=0.05, device=device)  # several blocks (CPU: the budget)
     assert np.array_equal(i, want_i)
     np.testing.assert_allclose(d, want_d, rtol=1e-14)
     assert (np.diff(_brute(Q, X, k + 1)[0], axis=1) == 0).any()  # ties are really there (at the k-th too)
