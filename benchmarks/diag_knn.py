@@ -10,7 +10,9 @@ Every variant lives in the library behind a private switch whose default is the 
   bfloat16 copy of the product: 2 radix passes of 16 bits instead of 4 of 32), ``bf16+chunks=N``;
 * the per-point search (``nwbound.bounds._chernoff_device._CHECK_EVERY``, a module constant read at
   each call): probes between two host reads of the open pairs (4, the default; 8, 16: fewer reads,
-  more probes on pairs already closed, whose ends do not move).
+  more probes on pairs already closed, whose ends do not move); ``NWBOUND_SEARCH_READS=lean`` (its
+  0-d constants filled on the device instead of copied from the host, each copy a synchronisation,
+  and the first round in place without a read).
 
 Printed, after the bare fp32 product (TF32 off) in the same run:
 
@@ -55,9 +57,10 @@ from run import ECG_FULL, ecg_like  # noqa: E402
 SMALL = (3_000, 600)
 KNN_VARIANTS = ("", "noclamp", "chunks=4", "chunks=8", "chunks=16", "bf16", "bf16+chunks=4", "bf16+chunks=8",
                 "bf16+chunks=16")
-# (NWBOUND_KNN_TOPK, _CHECK_EVERY) for the whole predict_interval
-PREDICT_VARIANTS = (("", 4), ("noclamp", 4), ("chunks=8", 4), ("bf16", 4), ("bf16+chunks=8", 4), ("", 8), ("", 16),
-                    ("", 64), ("bf16", 16))
+# (NWBOUND_KNN_TOPK, _CHECK_EVERY, NWBOUND_SEARCH_READS) for the whole predict_interval
+PREDICT_VARIANTS = (("", 4, ""), ("noclamp", 4, ""), ("chunks=8", 4, ""), ("bf16", 4, ""), ("bf16+chunks=8", 4, ""),
+                    ("", 8, ""), ("", 16, ""), ("", 64, ""), ("", 4, "lean"), ("bf16", 4, "lean"),
+                    ("bf16+chunks=8", 4, "lean"))
 
 
 def _ms(fn, dev, repeats: int) -> float:
@@ -163,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def over(label):
         if time.perf_counter() > deadline:
-            print(f"VARIANT {label:34s} skipped (time budget spent)")
+            print(f"VARIANT {label:44s} skipped (time budget spent)")
             return True
         return False
 
@@ -181,9 +184,9 @@ def main(argv: list[str] | None = None) -> int:
             ms = _ms(lambda v=v: exact_kneighbors(Qt, train, X64, 10, _topk=v), dev, args.repeats)
             verdict = ("CORRECT: indices and distances identical to the baseline's" if same else
                        f"WRONG: {rows} rows' neighbours differ from the baseline's (the k-NN must be exact)")
-            print(f"VARIANT {label:34s} {ms:9.2f} ms  {ms / prod:6.2f}x product  {verdict}")
+            print(f"VARIANT {label:44s} {ms:9.2f} ms  {ms / prod:6.2f}x product  {verdict}")
         except Exception as exc:  # noqa: BLE001 - one line, and the next variant
-            print(f"VARIANT {label:34s} FAILED {type(exc).__name__}: {str(exc)[:300]}")
+            print(f"VARIANT {label:44s} FAILED {type(exc).__name__}: {str(exc)[:300]}")
             traceback.print_exc(limit=3, file=sys.stdout)
     if args.no_predict:
         return 0
@@ -211,12 +214,13 @@ def main(argv: list[str] | None = None) -> int:
     fields = ("proba", "lower", "upper", "epsilon", "kappa", "n_eff", "vacuous")
     ref = None
     default_every = cdev._CHECK_EVERY
-    for v, every in PREDICT_VARIANTS:
-        label = f"predict[{v or 'baseline'}, check_every={every}]"
+    for v, every, reads_mode in PREDICT_VARIANTS:
+        label = f"predict[{v or 'baseline'}, check_every={every}{', ' + reads_mode if reads_mode else ''}]"
         if over(label):
             continue
         try:
             os.environ["NWBOUND_KNN_TOPK"] = v
+            os.environ["NWBOUND_SEARCH_READS"] = reads_mode
             cdev._CHECK_EVERY = every
             iv = call()  # warm-up and the answer
             if dev.type == "cuda":
@@ -237,12 +241,13 @@ def main(argv: list[str] | None = None) -> int:
                     narrower = bool(((iv.lower >= ref.lower) & (iv.upper <= ref.upper)).all())
                     verdict = (f"DIFFERS: max |end diff| {diff:.2e}; contains the baseline's {wider}, inside it "
                                f"{narrower} (same statistics: both must be valid ends of the same search)")
-            print(f"VARIANT {label:34s} {ms:9.2f} ms  {ms / prod:6.2f}x product  host reads {reads[0]:3d}  {verdict}")
+            print(f"VARIANT {label:44s} {ms:9.2f} ms  {ms / prod:6.2f}x product  host reads {reads[0]:3d}  {verdict}")
         except Exception as exc:  # noqa: BLE001
-            print(f"VARIANT {label:34s} FAILED {type(exc).__name__}: {str(exc)[:300]}")
+            print(f"VARIANT {label:44s} FAILED {type(exc).__name__}: {str(exc)[:300]}")
             traceback.print_exc(limit=3, file=sys.stdout)
         finally:
             os.environ.pop("NWBOUND_KNN_TOPK", None)
+            os.environ.pop("NWBOUND_SEARCH_READS", None)
             cdev._CHECK_EVERY = default_every
     print(f"== diag_knn done in {time.perf_counter() - start:.0f} s ==")
     return 0

@@ -106,3 +106,30 @@ def test_variant_switch_messages(monkeypatch):
     monkeypatch.setenv("NWBOUND_KNN_TOPK", "bf16+chunks=4")  # read at each call
     want_d, want_i = _brute(Q, X, 5)
     assert np.array_equal(_search(Q, X, 5, None)[1], want_i)
+
+
+def test_lean_search_reads_give_the_same_ends(monkeypatch):
+    # NWBOUND_SEARCH_READS=lean (the per-point search's constants filled on the device, its first round
+    # unread): the same interval ends bit for bit as the default eager search, on random per-point inputs
+    # (some rows without mass, some pairs closed from the start).
+    import torch
+
+    import nwbound.bounds._chernoff_device as cdev
+
+    monkeypatch.setattr(cdev, "_fused_for", lambda split, s: False)  # the eager search, as on CUDA
+    rng = np.random.default_rng(11)
+    n, B, C = 300, 10, 4
+    mass = torch.as_tensor(rng.random((n, B)) * (rng.random((n, B)) < 0.9))
+    mass[:5] = 0.0  # rows without mass: [0, 1]
+    labels = rng.integers(0, C, (n, B))
+    S = torch.zeros((n, C), dtype=torch.float64).scatter_add_(1, torch.as_tensor(labels), mass)
+    count = (mass > 0).to(torch.float64)
+    radius = torch.as_tensor(rng.random((n, B)) * 0.2)
+    out = {}
+    for mode in ("", "lean"):
+        monkeypatch.setenv("NWBOUND_SEARCH_READS", mode)
+        out[mode] = cdev.chernoff_interval_device(S, count, mass, radius, 0.05, sum_error=1e-12)
+    for a, b in zip(out[""], out["lean"]):
+        assert torch.equal(a, b)
+    lo, up = out[""]
+    assert bool((lo[:5] == 0).all() and (up[:5] == 1).all()) and bool((up[5:] - lo[5:] < 1).any())
