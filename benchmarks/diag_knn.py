@@ -7,7 +7,8 @@ Every variant lives in the library behind a private switch whose default is the 
 * k-NN (``nwbound.gpu._neighbors``, ``NWBOUND_KNN_TOPK`` / the ``_topk`` keyword): ``""`` the
   baseline (``clamp`` then one ``topk`` of each block's ``(rows, 87 554)`` product), ``noclamp``,
   ``chunks=N`` (``topk`` per column chunk, then of the ``N·k′`` candidates), ``bf16`` (``topk`` of a
-  bfloat16 copy of the product: 2 radix passes of 16 bits instead of 4 of 32), ``bf16+chunks=N``;
+  bfloat16 copy of the product: 2 radix passes of 16 bits instead of 4 of 32), ``bf16+chunks=N``,
+  ``onesync`` (one read per call for the rows to grow, instead of one per block);
 * the per-point search (``nwbound.bounds._chernoff_device._CHECK_EVERY``, a module constant read at
   each call): probes between two host reads of the open pairs (4, the default; 8, 16: fewer reads,
   more probes on pairs already closed, whose ends do not move); ``NWBOUND_SEARCH_READS=lean`` (its
@@ -56,11 +57,11 @@ from run import ECG_FULL, ecg_like  # noqa: E402
 
 SMALL = (3_000, 600)
 KNN_VARIANTS = ("", "noclamp", "chunks=4", "chunks=8", "chunks=16", "bf16", "bf16+chunks=4", "bf16+chunks=8",
-                "bf16+chunks=16")
+                "bf16+chunks=16", "onesync", "bf16+onesync", "bf16+chunks=8+onesync")
 # (NWBOUND_KNN_TOPK, _CHECK_EVERY, NWBOUND_SEARCH_READS) for the whole predict_interval
 PREDICT_VARIANTS = (("", 4, ""), ("noclamp", 4, ""), ("chunks=8", 4, ""), ("bf16", 4, ""), ("bf16+chunks=8", 4, ""),
                     ("", 8, ""), ("", 16, ""), ("", 64, ""), ("", 4, "lean"), ("bf16", 4, "lean"),
-                    ("bf16+chunks=8", 4, "lean"))
+                    ("bf16+chunks=8", 4, "lean"), ("bf16+onesync", 4, "lean"))
 
 
 def _ms(fn, dev, repeats: int) -> float:

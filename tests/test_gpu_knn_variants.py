@@ -14,7 +14,8 @@ pytestmark = pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed 
 # PyTorch's CPU backend everywhere; CUDA too where there is one (the device check).
 DEVICES = ["cpu"] + (["cuda"] if HAS_TORCH and __import__("torch").cuda.is_available() else [])
 
-VARIANTS = ["", "noclamp", "chunks=3", "chunks=8", "bf16", "bf16+chunks=3", "bf16+chunks=8", "noclamp+bf16+chunks=5"]
+VARIANTS = ["", "noclamp", "chunks=3", "chunks=8", "bf16", "bf16+chunks=3", "bf16+chunks=8", "noclamp+bf16+chunks=5",
+            "onesync", "bf16+onesync", "bf16+chunks=4+onesync"]
 
 
 def _brute(Q: np.ndarray, X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -96,7 +97,7 @@ def test_variant_switch_messages(monkeypatch):
     from nwbound.gpu._neighbors import _parse_variant
 
     assert _parse_variant("") is None and _parse_variant("full") is None
-    assert _parse_variant("bf16+chunks=8") == {"bf16": True, "chunks": 8}
+    assert _parse_variant("bf16+chunks=8") == {"bf16": True, "chunks": 8, "onesync": False}
     with pytest.raises(ValueError, match="NWBOUND_KNN_TOPK"):
         _parse_variant("chunks=0")
     monkeypatch.setenv("NWBOUND_KNN_TOPK", "fast")

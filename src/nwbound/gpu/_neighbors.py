@@ -23,6 +23,9 @@ Variants of step 2 (issue 19, timed by ``benchmarks/diag_knn.py``), behind the p
 
 * ``noclamp``: ``topk`` of the unclamped ``d̃²`` (the clamp at 0 applied to the candidates' values
   only: a non-decreasing map keeps the ``k′`` smallest, so the certificate reads the same numbers);
+* ``onesync``: the rows not certified by the first round of every block read once after the last
+  block (one read per call instead of one per block), their product rows computed again for the
+  growth rounds;
 * ``chunks=N``: ``topk(k′)`` of each of ``N`` column chunks, then ``topk(k′)`` of those ``N·k′``
   (the ``k′`` smallest of all are among each chunk's ``k′`` smallest);
 * ``bf16``: ``topk`` of a bfloat16 copy of ``d̃²`` (two radix passes of 16 bits instead of four of
@@ -150,14 +153,15 @@ def exact_kneighbors(Xq: Any, train: DeviceTrainingSet, X64: Any, n_neighbors: i
         rows = rows_for_memory(row_bytes, max(n_q, 1), working_memory)
     out_d = torch.empty((n_q, k), dtype=torch.float64, device=dev)
     out_i = torch.empty((n_q, k), dtype=torch.int64, device=dev)
+    ok_all = torch.ones((n_q,), dtype=torch.bool, device=dev)  # the variants' onesync: the rows to grow
     with full_precision_matmul(xp):
         for s in range(0, n_q, rows):
             e = min(s + rows, n_q)
             ones = torch.ones((e - s, 1), dtype=cdt, device=dev)
             A = torch.cat([qc[s:e] * -2.0, ones, q_sq64[s:e].to(cdt)[:, None]], 1)
             if variant is not None:
-                _variant_block(xp, variant, A @ train.augmented.T, err[s:e], eta[s:e], q64[s:e], X64, k,
-                               out_d[s:e], out_i[s:e])
+                ok_all[s:e] = _variant_block(xp, variant, A @ train.augmented.T, err[s:e], eta[s:e], q64[s:e], X64, k,
+                                             out_d[s:e], out_i[s:e])
                 continue
             d2 = torch.clamp(A @ train.augmented.T, min=0.0)
             width = min(k + _EXTRA, n_train)
@@ -178,6 +182,19 @@ def exact_kneighbors(Xq: Any, train: DeviceTrainingSet, X64: Any, n_neighbors: i
                 out_i[s + todo] = part_i
                 todo = todo[~ok]
                 width = min(width * _GROWTH, n_train)
+        if variant is not None and variant["onesync"]:  # every block's rows not certified, with one read
+            todo_all = torch.nonzero(~ok_all).squeeze(1)
+            for j in range(0, int(todo_all.shape[0]), rows):
+                t = todo_all[j : j + rows]
+                ones = torch.ones((t.shape[0], 1), dtype=cdt, device=dev)
+                A = torch.cat([qc[t] * -2.0, ones, q_sq64[t].to(cdt)[:, None]], 1)
+                part_d = torch.empty((t.shape[0], k), dtype=torch.float64, device=dev)
+                part_i = torch.empty((t.shape[0], k), dtype=torch.int64, device=dev)
+                every = torch.arange(t.shape[0], device=dev)
+                _grow(xp, A @ train.augmented.T, every, err[t], eta[t], q64[t], X64, k,
+                      min(min(k + _EXTRA, n_train) * _GROWTH, n_train), part_d, part_i)
+                out_d[t] = part_d
+                out_i[t] = part_i
     return out_d, out_i
 
 
@@ -210,7 +227,7 @@ def _certified_rerank(xp: Any, kth: Any, last: Any, cand: Any, E: Any, eta: Any,
     return ok
 
 
-_VARIANT_WORDS = ("noclamp", "bf16", "chunks=N")
+_VARIANT_WORDS = ("noclamp", "bf16", "chunks=N", "onesync")
 
 
 def _parse_variant(text: str) -> dict | None:
@@ -218,13 +235,13 @@ def _parse_variant(text: str) -> dict | None:
     text = text.strip()
     if text in ("", "full", "default"):
         return None
-    out = {"bf16": False, "chunks": 1}
+    out = {"bf16": False, "chunks": 1, "onesync": False}
     for word in text.replace(",", "+").split("+"):
         word = word.strip()
         if word == "noclamp":
             continue
-        if word == "bf16":
-            out["bf16"] = True
+        if word in ("bf16", "onesync"):
+            out[word] = True
         elif word.startswith("chunks=") and word[7:].isdigit() and int(word[7:]) >= 1:
             out["chunks"] = int(word[7:])
         else:
@@ -284,8 +301,9 @@ def _bf16_floor(torch: Any, v: Any) -> Any:
 
 
 def _variant_block(xp: Any, variant: dict, d2: Any, err: Any, eta: Any, q64: Any, X64: Any, k: int,
-                   out_d: Any, out_i: Any) -> None:
-    """One block of :func:`exact_kneighbors` by a variant (module docstring): ``d2`` the unclamped product."""
+                   out_d: Any, out_i: Any) -> Any:
+    """One block of :func:`exact_kneighbors` by a variant (module docstring): ``d2`` the unclamped product.
+    Returns the rows certified by the first round (with ``onesync`` the others are left to the caller)."""
     import torch
 
     n_train = int(d2.shape[1])
@@ -306,9 +324,21 @@ def _variant_block(xp: Any, variant: dict, d2: Any, err: Any, eta: Any, q64: Any
                            out_d, out_i)
     if pad is not None:
         ok = ok & ~pad
+    if variant["onesync"]:
+        return ok  # grown by the caller after every block (one read for all)
     todo = torch.nonzero(~ok).squeeze(1)  # the block's one read on the host
-    width = min(width * _GROWTH, n_train)
-    while todo.numel():  # more candidates for the rows not certified yet: the default's growth rounds
+    _grow(xp, d2, todo, err, eta, q64, X64, k, min(width * _GROWTH, n_train), out_d, out_i)
+    return ok
+
+
+def _grow(xp: Any, d2: Any, todo: Any, err: Any, eta: Any, q64: Any, X64: Any, k: int, width: int,
+          out_d: Any, out_i: Any) -> None:
+    """The default's growth rounds for the rows ``todo`` of ``d2`` (unclamped): ``width`` candidates,
+    ×4 until certified (or every row)."""
+    import torch
+
+    n_train = int(d2.shape[1])
+    while todo.numel():  # more candidates for the rows not certified yet
         cand_d2, cand = torch.topk(d2[todo], width, dim=1, largest=False, sorted=True)
         part_d = torch.empty((todo.shape[0], k), dtype=torch.float64, device=d2.device)
         part_i = torch.empty((todo.shape[0], k), dtype=torch.int64, device=d2.device)
