@@ -356,8 +356,16 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
     shape = s.shape
     K = shape[1]
     # The level and the tolerance as 0-d tensors: a compiled probe serves every δ′ without recompiling.
-    level_t, tol_t = (torch.tensor(v, dtype=torch.float64, device=s.device) for v in (log_level, tol))
-    flags = [torch.tensor(v, device=s.device) for v in (True, False)]
+    # NWBOUND_SEARCH_READS=lean (private, issue 19's diag_knn.py): filled on the device (a copy from the
+    # host waits for the device's queue) and the first round in place without reading the open pairs
+    # (pairs not open do not move): the same ends, two to five reads fewer.
+    lean = os.environ.get("NWBOUND_SEARCH_READS", "") == "lean"
+    if lean:
+        level_t, tol_t = (torch.full((), v, dtype=torch.float64, device=s.device) for v in (log_level, tol))
+        flags = [torch.full((), v, dtype=torch.bool, device=s.device) for v in (True, False)]
+    else:
+        level_t, tol_t = (torch.tensor(v, dtype=torch.float64, device=s.device) for v in (log_level, tol))
+        flags = [torch.tensor(v, device=s.device) for v in (True, False)]
     state = [x.expand(shape).contiguous() for x in (a, b, m, theta)]
     t_max = t_max.expand(shape).contiguous()
     active = (open_ & (b - a > tol)).expand(shape).contiguous()
@@ -366,8 +374,11 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
     while step < _MAX_PROBES:
         # The one read per round: the open pairs' indices (their count decides the round's form; the
         # gathered form uses them, so it needs no second read).
-        idx = torch.nonzero(active.reshape(-1)).squeeze(1)
-        n_open = int(idx.shape[0])
+        if lean and step == 0:
+            idx, n_open = None, total  # the first round in place, unread
+        else:
+            idx = torch.nonzero(active.reshape(-1)).squeeze(1)
+            n_open = int(idx.shape[0])
         if n_open == 0:
             break
         if 2 * n_open > total:  # most pairs open: all of them, in place

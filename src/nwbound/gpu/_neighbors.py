@@ -16,10 +16,36 @@ For each block of queries:
    row, as an exact search over the same float64 distances.
 
 Nothing crosses to the host but one flag per growth round.
+
+Variants of step 2 (issue 19, timed by ``benchmarks/diag_knn.py``), behind the private switch
+``NWBOUND_KNN_TOPK`` (or the ``_topk`` keyword; empty, the default: the steps above as written),
+``"+"``-separated:
+
+* ``noclamp``: ``topk`` of the unclamped ``d̃²`` (the clamp at 0 applied to the candidates' values
+  only: a non-decreasing map keeps the ``k′`` smallest, so the certificate reads the same numbers);
+* ``onesync``: the rows not certified by the first round of every block read once after the last
+  block (one read per call instead of one per block), their product rows computed again for the
+  growth rounds;
+* ``chunks=N``: ``topk(k′)`` of each of ``N`` column chunks, then ``topk(k′)`` of those ``N·k′``
+  (the ``k′`` smallest of all are among each chunk's ``k′`` smallest);
+* ``bf16``: ``topk`` of a bfloat16 copy of ``d̃²`` (two radix passes of 16 bits instead of four of
+  32, on half the bytes). The rounding is non-decreasing, so every row outside the candidates has a
+  key ``≥`` the largest candidate key ``v`` and a ``d̃² ≥ v·(1 − 2⁻⁷)`` (within one bfloat16 step;
+  ``v = ∞``: ``≥`` bfloat16's largest finite; below the smallest normal: ``≥ 0``), the bound the
+  certificate uses for ``t``; the ``k``-th smallest ``d̃²`` among the candidates is read from the
+  float32 product itself. With ``chunks=N`` the key is written into an ``(rows, N·w)`` buffer padded
+  with ``+∞`` and searched as ``(rows·N, w)`` (one ``topk`` call); a row whose candidates hold a pad
+  (only possible where real keys are ``+∞`` too) is not certified and goes to the growth rounds.
+
+Every variant implies ``noclamp``; the growth rounds are the same in all (float ``topk`` of the
+product's rows). The certificate and the float64 re-rank are unchanged, so the neighbours are the
+same exact ones (``tests/test_gpu_knn_variants.py``).
 """
 
 from __future__ import annotations
 
+import math
+import os
 from typing import Any
 
 from ._array_api import (
@@ -64,7 +90,7 @@ def direct_distances(xp: Any, Q64: Any, P64: Any) -> Any:
 
 
 def exact_kneighbors(Xq: Any, train: DeviceTrainingSet, X64: Any, n_neighbors: int, *,
-                     working_memory: float | None = None) -> tuple[Any, Any]:
+                     working_memory: float | None = None, _topk: str | None = None) -> tuple[Any, Any]:
     """The exact ``n_neighbors`` nearest training rows of each query, on the queries' device (PyTorch).
 
     Parameters
@@ -78,6 +104,9 @@ def exact_kneighbors(Xq: Any, train: DeviceTrainingSet, X64: Any, n_neighbors: i
         ``1 ≤ n_neighbors ≤ n_train``.
     working_memory : float or None, default=None
         MiB for a block's ``(rows, n_train)`` product (None: scikit-learn's ``working_memory``).
+    _topk : str or None, default=None
+        Private: the candidate search's variant (see the module's docstring); None reads
+        ``NWBOUND_KNN_TOPK`` (empty: the default search).
 
     Returns
     -------
@@ -106,6 +135,7 @@ def exact_kneighbors(Xq: Any, train: DeviceTrainingSet, X64: Any, n_neighbors: i
     k = int(n_neighbors)
     if not 1 <= k <= n_train:
         raise ValueError(f"n_neighbors must be in [1, {n_train}] (the training points), got {n_neighbors!r}.")
+    variant = _parse_variant(os.environ.get("NWBOUND_KNN_TOPK", "") if _topk is None else _topk)
     dev = _device(Xq)
     cdt = train.dtype
     q64 = xp.astype(Xq, xp.float64)
@@ -123,11 +153,16 @@ def exact_kneighbors(Xq: Any, train: DeviceTrainingSet, X64: Any, n_neighbors: i
         rows = rows_for_memory(row_bytes, max(n_q, 1), working_memory)
     out_d = torch.empty((n_q, k), dtype=torch.float64, device=dev)
     out_i = torch.empty((n_q, k), dtype=torch.int64, device=dev)
+    ok_all = torch.ones((n_q,), dtype=torch.bool, device=dev)  # the variants' onesync: the rows to grow
     with full_precision_matmul(xp):
         for s in range(0, n_q, rows):
             e = min(s + rows, n_q)
             ones = torch.ones((e - s, 1), dtype=cdt, device=dev)
             A = torch.cat([qc[s:e] * -2.0, ones, q_sq64[s:e].to(cdt)[:, None]], 1)
+            if variant is not None:
+                ok_all[s:e] = _variant_block(xp, variant, A @ train.augmented.T, err[s:e], eta[s:e], q64[s:e], X64, k,
+                                             out_d[s:e], out_i[s:e])
+                continue
             d2 = torch.clamp(A @ train.augmented.T, min=0.0)
             width = min(k + _EXTRA, n_train)
             # First round over every row of the block without indexing (no host read); the rows whose
@@ -147,6 +182,19 @@ def exact_kneighbors(Xq: Any, train: DeviceTrainingSet, X64: Any, n_neighbors: i
                 out_i[s + todo] = part_i
                 todo = todo[~ok]
                 width = min(width * _GROWTH, n_train)
+        if variant is not None and variant["onesync"]:  # every block's rows not certified, with one read
+            todo_all = torch.nonzero(~ok_all).squeeze(1)
+            for j in range(0, int(todo_all.shape[0]), rows):
+                t = todo_all[j : j + rows]
+                ones = torch.ones((t.shape[0], 1), dtype=cdt, device=dev)
+                A = torch.cat([qc[t] * -2.0, ones, q_sq64[t].to(cdt)[:, None]], 1)
+                part_d = torch.empty((t.shape[0], k), dtype=torch.float64, device=dev)
+                part_i = torch.empty((t.shape[0], k), dtype=torch.int64, device=dev)
+                every = torch.arange(t.shape[0], device=dev)
+                _grow(xp, A @ train.augmented.T, every, err[t], eta[t], q64[t], X64, k,
+                      min(min(k + _EXTRA, n_train) * _GROWTH, n_train), part_d, part_i)
+                out_d[t] = part_d
+                out_i[t] = part_i
     return out_d, out_i
 
 
@@ -158,8 +206,18 @@ def _rerank(xp: Any, cand_d2: Any, cand: Any, E: Any, eta: Any, q64: Any, X64: A
     import torch
 
     cand_d2 = cand_d2.to(torch.float64)
-    near = torch.sqrt(cand_d2[:, k - 1 : k] + E) + eta
-    far = torch.sqrt(torch.clamp(cand_d2[:, -1:] - E, min=0.0)) - eta
+    return _certified_rerank(xp, cand_d2[:, k - 1 : k], cand_d2[:, -1:], cand, E, eta, q64, X64, k, every,
+                             out_d, out_i)
+
+
+def _certified_rerank(xp: Any, kth: Any, last: Any, cand: Any, E: Any, eta: Any, q64: Any, X64: Any, k: int,
+                      every: Any, out_d: Any, out_i: Any) -> Any:
+    """:func:`_rerank` from ``kth`` (float64, (n, 1)): ``k`` candidates have ``d̃² ≤ kth``, and ``last``:
+    every row outside the candidates has ``d̃² ≥ last`` (both ``≥ 0``)."""
+    import torch
+
+    near = torch.sqrt(kth + E) + eta
+    far = torch.sqrt(torch.clamp(last - E, min=0.0)) - eta
     ok = (far > near * (1.0 + 2.0**-40)).squeeze(1) | every
     cidx = torch.sort(cand, dim=1).values  # by row index, then a stable sort by distance
     nb = X64[cidx.reshape(-1)].reshape(cidx.shape[0], cidx.shape[1], -1)
@@ -167,3 +225,126 @@ def _rerank(xp: Any, cand_d2: Any, cand: Any, E: Any, eta: Any, q64: Any, X64: A
     out_d[...] = dist[:, :k]
     out_i[...] = torch.gather(cidx, 1, order[:, :k])
     return ok
+
+
+_VARIANT_WORDS = ("noclamp", "bf16", "chunks=N", "onesync")
+
+
+def _parse_variant(text: str) -> dict | None:
+    """``NWBOUND_KNN_TOPK`` (or ``_topk``) as ``{"bf16": bool, "chunks": int}``; None for the default."""
+    text = text.strip()
+    if text in ("", "full", "default"):
+        return None
+    out = {"bf16": False, "chunks": 1, "onesync": False}
+    for word in text.replace(",", "+").split("+"):
+        word = word.strip()
+        if word == "noclamp":
+            continue
+        if word in ("bf16", "onesync"):
+            out[word] = True
+        elif word.startswith("chunks=") and word[7:].isdigit() and int(word[7:]) >= 1:
+            out["chunks"] = int(word[7:])
+        else:
+            raise ValueError(f"NWBOUND_KNN_TOPK: unknown part {word!r} in {text!r}; use '+'-separated parts among "
+                             f"{', '.join(_VARIANT_WORDS)} (N >= 1), or leave it empty for the default search.")
+    return out
+
+
+def _chunked_topk(torch: Any, key: Any, width: int, chunks: int) -> tuple[Any, Any]:
+    """The ``width`` smallest of each row of ``key`` (ascending, with their columns): ``topk`` of each of
+    ``chunks`` column slices, then ``topk`` of their candidates."""
+    n = int(key.shape[1])
+    if chunks <= 1 or n <= width * chunks:
+        return torch.topk(key, width, dim=1, largest=False, sorted=True)
+    step = -(-n // chunks)
+    vals, idxs = [], []
+    for j0 in range(0, n, step):
+        j1 = min(j0 + step, n)
+        v, i = torch.topk(key[:, j0:j1], min(width, j1 - j0), dim=1, largest=False, sorted=False)
+        vals.append(v)
+        idxs.append(i + j0)
+    v, pos = torch.topk(torch.cat(vals, 1), width, dim=1, largest=False, sorted=True)
+    return v, torch.gather(torch.cat(idxs, 1), 1, pos)
+
+
+def _bf16_topk(torch: Any, d2: Any, width: int, chunks: int) -> tuple[Any, Any, Any]:
+    """Candidates from a bfloat16 copy of ``d2``: ``(largest key, columns, pad)``, ``pad`` True where a
+    candidate is a padding column (the row must not be certified)."""
+    rows, n = (int(v) for v in d2.shape)
+    if chunks <= 1 or n <= width * chunks:
+        key = d2.to(torch.bfloat16)
+        kv, cand = torch.topk(key, width, dim=1, largest=False, sorted=True)
+        return kv[:, -1], cand, None
+    step = -(-n // chunks)
+    buf = torch.empty((rows, chunks * step), dtype=torch.bfloat16, device=d2.device)
+    buf[:, n:] = math.inf
+    buf[:, :n] = d2  # the rounding copy
+    w = min(width, step)
+    v, i = torch.topk(buf.view(rows * chunks, step), w, dim=1, largest=False, sorted=False)
+    offs = torch.arange(0, chunks * step, step, device=d2.device)
+    cols = (i.view(rows, chunks, w) + offs[None, :, None]).view(rows, chunks * w)
+    kv, pos = torch.topk(v.view(rows, chunks * w), width, dim=1, largest=False, sorted=True)
+    cand = torch.gather(cols, 1, pos)
+    pad = (cand >= n).any(1)
+    return kv[:, -1], torch.clamp(cand, max=n - 1), pad
+
+
+def _bf16_floor(torch: Any, v: Any) -> Any:
+    """A float64 lower bound on every value whose bfloat16 rounding is ``≥ v`` (``v`` bfloat16): within
+    one bfloat16 step below ``v`` (any faithful rounding, double rounding from float64 included);
+    bfloat16's largest finite where ``v = ∞``; 0 where ``v`` is below the smallest normal."""
+    v64 = v.to(torch.float64)
+    big = float(torch.finfo(torch.bfloat16).max)
+    tiny = float(torch.finfo(torch.bfloat16).tiny)
+    low = torch.where(v64 >= tiny, v64 * (1.0 - 2.0**-7), 0.0)
+    return torch.where(torch.isinf(v64), big, low)
+
+
+def _variant_block(xp: Any, variant: dict, d2: Any, err: Any, eta: Any, q64: Any, X64: Any, k: int,
+                   out_d: Any, out_i: Any) -> Any:
+    """One block of :func:`exact_kneighbors` by a variant (module docstring): ``d2`` the unclamped product.
+    Returns the rows certified by the first round (with ``onesync`` the others are left to the caller)."""
+    import torch
+
+    n_train = int(d2.shape[1])
+    width = min(k + _EXTRA, n_train)
+    if variant["bf16"]:
+        top, cand, pad = _bf16_topk(torch, d2, width, variant["chunks"])
+        vals = torch.gather(d2, 1, cand)  # the candidates' own d̃²
+        kth = torch.sort(vals, dim=1).values[:, k - 1 : k]
+        last = _bf16_floor(torch, top)[:, None]
+    else:
+        pad = None
+        cand_d2, cand = _chunked_topk(torch, d2, width, variant["chunks"])
+        kth, last = cand_d2[:, k - 1 : k], cand_d2[:, -1:]
+    kth = torch.clamp(kth.to(torch.float64), min=0.0)
+    last = torch.clamp(last.to(torch.float64), min=0.0)
+    # With pads the chunked search ran (n_train > width): never every row.
+    ok = _certified_rerank(xp, kth, last, cand, err[:, None], eta[:, None], q64, X64, k, width == n_train,
+                           out_d, out_i)
+    if pad is not None:
+        ok = ok & ~pad
+    if variant["onesync"]:
+        return ok  # grown by the caller after every block (one read for all)
+    todo = torch.nonzero(~ok).squeeze(1)  # the block's one read on the host
+    _grow(xp, d2, todo, err, eta, q64, X64, k, min(width * _GROWTH, n_train), out_d, out_i)
+    return ok
+
+
+def _grow(xp: Any, d2: Any, todo: Any, err: Any, eta: Any, q64: Any, X64: Any, k: int, width: int,
+          out_d: Any, out_i: Any) -> None:
+    """The default's growth rounds for the rows ``todo`` of ``d2`` (unclamped): ``width`` candidates,
+    ×4 until certified (or every row)."""
+    import torch
+
+    n_train = int(d2.shape[1])
+    while todo.numel():  # more candidates for the rows not certified yet
+        cand_d2, cand = torch.topk(d2[todo], width, dim=1, largest=False, sorted=True)
+        part_d = torch.empty((todo.shape[0], k), dtype=torch.float64, device=d2.device)
+        part_i = torch.empty((todo.shape[0], k), dtype=torch.int64, device=d2.device)
+        ok = _rerank(xp, torch.clamp(cand_d2, min=0.0), cand, err[todo][:, None], eta[todo][:, None], q64[todo],
+                     X64, k, width == n_train, part_d, part_i)
+        out_d[todo] = part_d
+        out_i[todo] = part_i
+        todo = todo[~ok]
+        width = min(width * _GROWTH, n_train)
