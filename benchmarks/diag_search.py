@@ -19,7 +19,8 @@ A ``COUNTS`` section (the baseline with ``count=1``): probes and θ evaluations 
 share of a program's evaluations that its pairs needed (the divergence), with the same share
 simulated for other orders and pairs per program from the per-pair counts.
 
-    python benchmarks/diag_search.py                    # ECG shapes on CUDA, <= 60 s
+    python benchmarks/diag_search.py                    # ECG shapes on CUDA, <= 60 s (--budget)
+    python benchmarks/diag_search.py --variants baseline,low_first,bp4_w1_low   # a chosen few
     TRITON_INTERPRET=1 python benchmarks/diag_search.py --small --device cpu   # dry run (interpreter)
 """
 
@@ -46,20 +47,23 @@ SMALL = (400, 4)
 VARIANTS = [
     ("baseline", {}),
     ("count", {"count": 1}),
+    ("low_first", {"low_first": 1}),
+    ("low_first_count", {"low_first": 1, "count": 1}),
     ("bp2_w1", {"bp": 2, "warps": 1}),
+    ("bp4_w1_low", {"bp": 4, "warps": 1, "low_first": 1}),
+    ("bp2_w1_width_one_exp_low", {"bp": 2, "warps": 1, "order": "width", "one_exp": 1, "low_first": 1}),
     ("bp1_w1", {"bp": 1, "warps": 1}),
     ("bp4_w1", {"bp": 4, "warps": 1}),
     ("width", {"order": "width"}),
-    ("compact", {"order": "compact"}),
     ("one_exp", {"one_exp": 1}),
     ("lazy", {"lazy": 1}),
-    ("bp2_w1_width_one_exp", {"bp": 2, "warps": 1, "order": "width", "one_exp": 1}),
+    ("compact", {"order": "compact"}),
     ("bp8_w2", {"bp": 8, "warps": 2}),
     ("bp16_w4", {"bp": 16, "warps": 4}),
     ("bp32_w4", {"bp": 32, "warps": 4}),
     ("bp16_w8_s1", {"stages": 1}),
 ]
-SMALL_VARIANTS = ("baseline", "count", "bp2_w1", "width", "one_exp", "lazy")
+SMALL_VARIANTS = ("baseline", "count", "low_first", "low_first_count", "width", "one_exp", "lazy")
 
 
 def capture_search(X, y, Q, lam, dev):
@@ -189,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
                 d = ends - base[0]
                 narrower = d > 0  # a larger left end: the interval is narrower than the baseline's
                 verdict = (f"differs: max|d| {float(d.abs().max()):.2e}, {int((d != 0).sum())} ends differ, "
-                           f"{int(narrower.sum())} narrower (by <= {float(d.clamp(min=0).max()):.2e})")
+                           f"{int(narrower.sum())} narrower (by <= {float(d.clamp(min=0).max()):.2e}; the search's "
+                           f"tol {tol:g}), {int((d < 0).sum())} wider")
             verdict += f"; float64 re-check refused {refused} moved ends -> {'safe' if refused == 0 else 'UNSAFE'}"
             print(f"VARIANT {label:22s} {ms:8.2f} ms {ms / prod:6.2f}x product  regs {regs} spills {spills}  "
                   f"grid {launch.get('grid')} (first call {first:.1f} s)  CORRECTNESS {verdict}")

@@ -155,14 +155,20 @@ if importlib.util.find_spec("triton") is not None:
         MAX_PROBES: tl.constexpr, NEWTON_M_STEPS: tl.constexpr, DECREMENT: tl.constexpr,
         MARGIN: tl.constexpr, SERIES_X: tl.constexpr, INF: tl.constexpr, LIBDEVICE: tl.constexpr,
         ROUNDING: tl.constexpr, INDEXED: tl.constexpr, LAZY: tl.constexpr, ONE_EXP: tl.constexpr,
-        COUNT: tl.constexpr,
+        COUNT: tl.constexpr, LOW_FIRST: tl.constexpr,
     ):
         # Private variants (benchmarks/diag_search.py; all off by default, the same search either way):
         # INDEXED: the program's pairs are idx[j] (n_pairs of them; the caller's order: the open pairs
         # only, or sorted by expected work); LAZY: the per-group fields re-loaded at every evaluation
         # (from L1/L2) instead of held in registers across the search; ONE_EXP: one exp per split-form
         # bin side (_side); COUNT: per pair its probes and θ evaluations, per program its evaluations
-        # (the divergence: a program evaluates until its slowest pair is done), into cnt_ptr.
+        # (the divergence: a program evaluates until its slowest pair is done), into cnt_ptr; LOW_FIRST:
+        # where the Newton step in m from a level not rejected lands at or below a (the root below the
+        # certified end, as where the Chernoff test never beats the Hoeffding end it starts from), the
+        # next probe is a + tol/2, once per pair: not rejected there, the bracket closes at a (the end the
+        # bisection reaches after log2(width/tol) probes); rejected, a moves up (certified) and the
+        # search goes on as before. Any probe keeps a certified: the ends are the default's or wider by
+        # at most the search's tol where the exponent is monotone in m.
         slot = tl.program_id(0) * BP + tl.arange(0, BP)
         pmask = slot < n_pairs
         if INDEXED:
@@ -193,6 +199,8 @@ if importlib.util.find_spec("triton") is not None:
         # The θ at which the reported end was rejected (−1: the end given, never moved here), so that the
         # caller can re-check every moved end with its own float64 exponent (_chernoff_device._search).
         cert = tl.full((BP,), -1.0, tl.float64)
+        if LOW_FIRST:
+            low_used = slot < 0  # none yet
         step = 0
         while (step < MAX_PROBES) & (tl.max(active.to(tl.int32), 0) > 0):
             # The θ profile at m (._chernoff_device._profile).
@@ -259,6 +267,11 @@ if importlib.util.find_spec("triton") is not None:
             use = (gpos & (newton_m == newton_m) & (tl.abs(newton_m) < inf) & (newton_m > a) & (newton_m < b)
                    & (step < NEWTON_M_STEPS))
             nxt_m = tl.where(use, newton_m, mid)
+            if LOW_FIRST:
+                jump = (active & ~rejected & gpos & (newton_m == newton_m) & (newton_m <= a) & ~low_used
+                        & (step < NEWTON_M_STEPS))
+                nxt_m = tl.where(jump, a + 0.5 * tol, nxt_m)
+                low_used = low_used | jump
             wide = b - a > tol
             nxt_m = tl.where(wide, tl.minimum(tl.maximum(nxt_m, a + 0.5 * tol), b - 0.5 * tol), mid)
             m = tl.where(active, nxt_m, m)

@@ -84,10 +84,13 @@ def _kernel():
 # closed pairs only stop at once) or "width" (the open pairs by decreasing bracket width b − a, a proxy of
 # their probes, so that a program's pairs need about as many); ``lazy`` (fields re-loaded at each
 # evaluation); ``one_exp`` (one exp per split-form bin side); ``count`` (probe and evaluation counts into
-# LAST_LAUNCH["counts"]). Read from NWBOUND_SEARCH_VARIANT ("bp=2,warps=1,order=compact") when the caller
+# LAST_LAUNCH["counts"]); ``low_first`` (where Newton in m points below the certified end, probe just above
+# it once: the pairs whose Chernoff test never beats their Hoeffding end close in two probes instead of a
+# bisection's twenty). Read from NWBOUND_SEARCH_VARIANT ("bp=2,warps=1,order=compact") when the caller
 # passes none. The same search and the same certified ends (up to float64 summation order: a layout reduces
 # the bins in its own order; one_exp: e^{−x} as 1/e^x, within an ulp).
-_VARIANT_KEYS = {"bp": int, "warps": int, "stages": int, "order": str, "lazy": int, "one_exp": int, "count": int}
+_VARIANT_KEYS = {"bp": int, "warps": int, "stages": int, "order": str, "lazy": int, "one_exp": int, "count": int,
+                 "low_first": int}
 LAST_LAUNCH: dict = {}
 
 
@@ -178,7 +181,7 @@ def triton_search(split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, thet
         NEWTON_M_STEPS=int(newton_m_steps), DECREMENT=float(decrement), MARGIN=float(margin),
         SERIES_X=float(series_x), INF=math.inf, LIBDEVICE=not _interpreting(),
         ROUNDING=float((bb + 16) * 2.0**-52), INDEXED=idx is not None, LAZY=bool(v.get("lazy", 0)),
-        ONE_EXP=bool(v.get("one_exp", 0)) and bool(split), COUNT=count,
+        ONE_EXP=bool(v.get("one_exp", 0)) and bool(split), COUNT=count, LOW_FIRST=bool(v.get("low_first", 0)),
         num_warps=int(v.get("warps", _WARPS)), **extra,
     )
     if v or _variant is not None:  # the diagnostics read the compiled kernel's registers and spills, and the counts
