@@ -141,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         n_query = Q.shape[0]
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
     print(f"== diag_search: {n_train} x {X.shape[1]} float32 training, {n_query} queries, lambda {lam:.4f} "
-          f"({100 * share:.1f} % inside), device {dev} ({name}), interpreter {os.environ.get('TRITON_INTERPRET') == '1'} ==")
+          f"({100 * share:.1f} % inside), device {dev} ({name}), "
+          f"interpreter {os.environ.get('TRITON_INTERPRET') == '1'} ==")
     # The bare product first (the ratio's base).
     onehot = np.ones((X.shape[0], 1), dtype=np.float32)
     train = DeviceTrainingSet.build(torch.from_numpy(X).to(dev), torch.from_numpy(onehot).to(dev))
@@ -223,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
                 by_need = np.lexsort((-counts[:, 1], ~live))  # an oracle: the true counts
                 for bp_ in (1, 2, 4, 8, 16, 32):
                     print(f"COUNTS bp {bp_:2d}: useful share natural {divergence(counts, natural, bp_):.2f}, "
-                          f"compact {divergence(counts, closed_last, bp_):.2f}, width {divergence(counts, by_width, bp_):.2f}, "
+                          f"compact {divergence(counts, closed_last, bp_):.2f}, "
+                          f"width {divergence(counts, by_width, bp_):.2f}, "
                           f"oracle {divergence(counts, by_need, bp_):.2f}")
         except Exception as exc:  # noqa: BLE001 - one line, and the next variant
             print(f"VARIANT {label:22s} FAILED {type(exc).__name__}: {str(exc)[:300]}")
