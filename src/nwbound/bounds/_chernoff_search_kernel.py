@@ -66,14 +66,28 @@ if importlib.util.find_spec("triton") is not None:
 
 
     @triton.jit
-    def _side(W, As, theta, lo, hi, mm, rho, rho_in, SERIES_X: tl.constexpr, LIBDEVICE: tl.constexpr):
+    def _side(W, As, theta, lo, hi, mm, rho, rho_in, SERIES_X: tl.constexpr, LIBDEVICE: tl.constexpr,
+              ONE_EXP: tl.constexpr):
         # One end of the chord (W points at mass As): g, and its contributions to φ′, φ″ and ∂φ/∂m.
         x = theta[:, None] * As
         big = x > SERIES_X
-        xs = tl.where(big, x, 1.0)
-        pst = tl.where(big, 1.0 / xs - 1.0 / _expm1(xs, LIBDEVICE), 0.5 - x / 12.0 + x * x * x / 720.0)
+        if ONE_EXP:
+            # One exp per bin instead of two: u = e^x (x ≤ θ_max·a_top = 700, finite), e^{−x} = 1/u and
+            # expm1 from u (Kahan). A private variant (benchmarks/diag_search.py); e^{−x} within an ulp of
+            # the default's, so the split form's ends may differ by the search's tol, still certified by
+            # the float64 exponent of this kernel (re-checked with NWBOUND_FUSED_VERIFY=all).
+            u = _exp(x, LIBDEVICE)
+            lu = _log(u, LIBDEVICE)
+            okk = (u != 1.0) & (lu != 0.0)
+            em1 = tl.where(okk, (u - 1.0) * x / tl.where(okk, lu, 1.0), x)
+            pst = tl.where(big, 1.0 / tl.where(big, x, 1.0) - 1.0 / tl.where(big, em1, 1.0),
+                           0.5 - x / 12.0 + x * x * x / 720.0)
+            ex = 1.0 / u
+        else:
+            xs = tl.where(big, x, 1.0)
+            pst = tl.where(big, 1.0 / xs - 1.0 / _expm1(xs, LIBDEVICE), 0.5 - x / 12.0 + x * x * x / 720.0)
+            ex = _exp(-x, LIBDEVICE)
         p = tl.minimum(tl.maximum(pst, lo), hi)
-        ex = _exp(-x, LIBDEVICE)
         den = p + (1.0 - p) * ex
         qt = p / den
         g = _log(den, LIBDEVICE) + (1.0 - p) * x
@@ -92,15 +106,15 @@ if importlib.util.find_spec("triton") is not None:
 
     @triton.jit
     def _eval_split(A, bD, mcap, rho, rho_in, W0, W1, As0, As1, s, m, theta, SERIES_X: tl.constexpr,
-                    LIBDEVICE: tl.constexpr):
+                    LIBDEVICE: tl.constexpr, ONE_EXP: tl.constexpr):
         mm = m[:, None]
         below = (mm < mcap) & (A > 0.0)
         lin = tl.sum(tl.where(below, A * mm + bD, A), 1)
         dm = theta * tl.sum(tl.where(below, A, 0.0), 1)
         lo = tl.minimum(mm + rho_in, 1.0)
         hi = tl.minimum(mm + rho, 1.0)
-        p0, a0, b0, c0 = _side(W0, As0, theta, lo, hi, mm, rho, rho_in, SERIES_X, LIBDEVICE)
-        p1, a1, b1, c1 = _side(W1, As1, theta, lo, hi, mm, rho, rho_in, SERIES_X, LIBDEVICE)
+        p0, a0, b0, c0 = _side(W0, As0, theta, lo, hi, mm, rho, rho_in, SERIES_X, LIBDEVICE, ONE_EXP)
+        p1, a1, b1, c1 = _side(W1, As1, theta, lo, hi, mm, rho, rho_in, SERIES_X, LIBDEVICE, ONE_EXP)
         phi = theta * (lin - s) + (p0 + p1)
         d1 = lin - s + (a0 + a1)
         d2 = b0 + b1
@@ -109,17 +123,58 @@ if importlib.util.find_spec("triton") is not None:
 
 
     @triton.jit
+    def _fields(f0, f1, f2, f3, f4, f5, f6, f7, f8, offs, fmask, SPLIT: tl.constexpr, INF: tl.constexpr):
+        # The per-group fields (masked groups: no mass, so no term); m_cap −∞ on empty bins (split form).
+        g0 = tl.load(f0 + offs, mask=fmask, other=0.0)
+        g1 = tl.load(f1 + offs, mask=fmask, other=0.0)
+        if SPLIT:
+            g2 = tl.load(f2 + offs, mask=fmask, other=-INF)
+            g3 = tl.load(f3 + offs, mask=fmask, other=0.0)
+            g4 = tl.load(f4 + offs, mask=fmask, other=0.0)
+            g5 = tl.load(f5 + offs, mask=fmask, other=0.0)
+            g6 = tl.load(f6 + offs, mask=fmask, other=0.0)
+            g7 = tl.load(f7 + offs, mask=fmask, other=0.0)
+            g8 = tl.load(f8 + offs, mask=fmask, other=0.0)
+        else:
+            g2 = tl.load(f2 + offs, mask=fmask, other=0.0)
+            g3 = g0
+            g4 = g0
+            g5 = g0
+            g6 = g0
+            g7 = g0
+            g8 = g0
+        return g0, g1, g2, g3, g4, g5, g6, g7, g8
+
+
+    @triton.jit
     def search_kernel(
         s_ptr, a_ptr, b_ptr, m_ptr, th_ptr, tmax_ptr, act_ptr, out_ptr, cert_ptr,
         f0, f1, f2, f3, f4, f5, f6, f7, f8,
-        n_pairs, K, B, level_ptr,
+        n_pairs, K, B, level_ptr, idx_ptr, cnt_ptr,
         SPLIT: tl.constexpr, BP: tl.constexpr, BB: tl.constexpr, THETA_STEPS: tl.constexpr,
         MAX_PROBES: tl.constexpr, NEWTON_M_STEPS: tl.constexpr, DECREMENT: tl.constexpr,
         MARGIN: tl.constexpr, SERIES_X: tl.constexpr, INF: tl.constexpr, LIBDEVICE: tl.constexpr,
-        ROUNDING: tl.constexpr,
+        ROUNDING: tl.constexpr, INDEXED: tl.constexpr, LAZY: tl.constexpr, ONE_EXP: tl.constexpr,
+        COUNT: tl.constexpr, LOW_FIRST: tl.constexpr,
     ):
-        pairs = tl.program_id(0) * BP + tl.arange(0, BP)
-        pmask = pairs < n_pairs
+        # Private variants (benchmarks/diag_search.py; all off by default, the same search either way):
+        # INDEXED: the program's pairs are idx[j] (n_pairs of them; the caller's order: the open pairs
+        # only, or sorted by expected work); LAZY: the per-group fields re-loaded at every evaluation
+        # (from L1/L2) instead of held in registers across the search; ONE_EXP: one exp per split-form
+        # bin side (_side); COUNT: per pair its probes and θ evaluations, per program its evaluations
+        # (the divergence: a program evaluates until its slowest pair is done), into cnt_ptr; LOW_FIRST:
+        # where the Newton step in m from a level not rejected lands at or below a (the root below the
+        # certified end, as where the Chernoff test never beats the Hoeffding end it starts from), the
+        # next probe is a + tol/2, once per pair: not rejected there, the bracket closes at a (the end the
+        # bisection reaches after log2(width/tol) probes); rejected, a moves up (certified) and the
+        # search goes on as before. Any probe keeps a certified: the ends are the default's or wider by
+        # at most the search's tol where the exponent is monotone in m.
+        slot = tl.program_id(0) * BP + tl.arange(0, BP)
+        pmask = slot < n_pairs
+        if INDEXED:
+            pairs = tl.load(idx_ptr + slot, mask=pmask, other=0)
+        else:
+            pairs = slot
         row = tl.where(pmask, pairs // K, 0)
         bins = tl.arange(0, BB)
         offs = row[:, None] * B + bins[None, :]
@@ -135,23 +190,17 @@ if importlib.util.find_spec("triton") is not None:
         # log(δ′/2) and tol as float64 (a Python float argument would reach the kernel as float32).
         log_level = tl.load(level_ptr)
         tol = tl.load(level_ptr + 1)
-        # The per-group fields (masked groups: no mass, so no term).
-        g0 = tl.load(f0 + offs, mask=fmask, other=0.0)
-        g1 = tl.load(f1 + offs, mask=fmask, other=0.0)
-        if SPLIT:
-            g2 = tl.load(f2 + offs, mask=fmask, other=-inf)  # m_cap: −∞ on empty bins
-        else:
-            g2 = tl.load(f2 + offs, mask=fmask, other=0.0)
-        if SPLIT:
-            g3 = tl.load(f3 + offs, mask=fmask, other=0.0)
-            g4 = tl.load(f4 + offs, mask=fmask, other=0.0)
-            g5 = tl.load(f5 + offs, mask=fmask, other=0.0)
-            g6 = tl.load(f6 + offs, mask=fmask, other=0.0)
-            g7 = tl.load(f7 + offs, mask=fmask, other=0.0)
-            g8 = tl.load(f8 + offs, mask=fmask, other=0.0)
+        if not LAZY:
+            g0, g1, g2, g3, g4, g5, g6, g7, g8 = _fields(f0, f1, f2, f3, f4, f5, f6, f7, f8, offs, fmask, SPLIT, INF)
+        if COUNT:
+            n_probe = tl.zeros((BP,), tl.int32)
+            n_eval = tl.zeros((BP,), tl.int32)
+            n_prog = tl.zeros((BP,), tl.int32)
         # The θ at which the reported end was rejected (−1: the end given, never moved here), so that the
         # caller can re-check every moved end with its own float64 exponent (_chernoff_device._search).
         cert = tl.full((BP,), -1.0, tl.float64)
+        if LOW_FIRST:
+            low_used = slot < 0  # none yet
         step = 0
         while (step < MAX_PROBES) & (tl.max(active.to(tl.int32), 0) > 0):
             # The θ profile at m (._chernoff_device._profile).
@@ -168,10 +217,19 @@ if importlib.util.find_spec("triton") is not None:
             # gives the same profile). The first step always runs: `going` starts as the open pairs.
             it = 0
             while (it < THETA_STEPS) & (tl.max(going.to(tl.int32), 0) > 0):
-                if SPLIT:
-                    phi, d1, d2, dm, am = _eval_split(g0, g1, g2, g3, g4, g5, g6, g7, g8, s, m, th, SERIES_X, LIBDEVICE)
+                if LAZY:
+                    h0, h1, h2, h3, h4, h5, h6, h7, h8 = _fields(f0, f1, f2, f3, f4, f5, f6, f7, f8, offs, fmask,
+                                                                 SPLIT, INF)
                 else:
-                    phi, d1, d2, dm, am, err = _eval_grouped(g0, g1, g2, s, m, th, LIBDEVICE)
+                    h0, h1, h2, h3, h4, h5, h6, h7, h8 = g0, g1, g2, g3, g4, g5, g6, g7, g8
+                if COUNT:
+                    n_eval += going.to(tl.int32)
+                    n_prog += 1
+                if SPLIT:
+                    phi, d1, d2, dm, am = _eval_split(h0, h1, h2, h3, h4, h5, h6, h7, h8, s, m, th, SERIES_X,
+                                                      LIBDEVICE, ONE_EXP)
+                else:
+                    phi, d1, d2, dm, am, err = _eval_grouped(h0, h1, h2, s, m, th, LIBDEVICE)
                     # Conservative: the rejection must hold with φ's rounding bound ((BB + 16) units
                     # of 2⁻⁵³ per unit of err) added, so that the caller's float64 re-check agrees.
                     phi = phi + err * ROUNDING
@@ -209,10 +267,21 @@ if importlib.util.find_spec("triton") is not None:
             use = (gpos & (newton_m == newton_m) & (tl.abs(newton_m) < inf) & (newton_m > a) & (newton_m < b)
                    & (step < NEWTON_M_STEPS))
             nxt_m = tl.where(use, newton_m, mid)
+            if LOW_FIRST:
+                jump = (active & ~rejected & gpos & (newton_m == newton_m) & (newton_m <= a) & ~low_used
+                        & (step < NEWTON_M_STEPS))
+                nxt_m = tl.where(jump, a + 0.5 * tol, nxt_m)
+                low_used = low_used | jump
             wide = b - a > tol
             nxt_m = tl.where(wide, tl.minimum(tl.maximum(nxt_m, a + 0.5 * tol), b - 0.5 * tol), mid)
             m = tl.where(active, nxt_m, m)
+            if COUNT:
+                n_probe += active.to(tl.int32)
             active = active & wide
             step += 1
         tl.store(out_ptr + pairs, a, mask=pmask)
         tl.store(cert_ptr + pairs, cert, mask=pmask)
+        if COUNT:
+            tl.store(cnt_ptr + 3 * pairs, n_probe, mask=pmask)
+            tl.store(cnt_ptr + 3 * pairs + 1, n_eval, mask=pmask)
+            tl.store(cnt_ptr + 3 * pairs + 2, n_prog, mask=pmask)

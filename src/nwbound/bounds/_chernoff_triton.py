@@ -79,9 +79,52 @@ def _kernel():
     return search_kernel
 
 
+# Private launch variants (benchmarks/diag_search.py times them; none is the default): ``bp`` pairs per
+# program, ``warps``, ``stages``; ``order`` "compact" (the open pairs first, by a stable sort: programs of
+# closed pairs only stop at once) or "width" (the open pairs by decreasing bracket width b − a, a proxy of
+# their probes, so that a program's pairs need about as many); ``lazy`` (fields re-loaded at each
+# evaluation); ``one_exp`` (one exp per split-form bin side); ``count`` (probe and evaluation counts into
+# LAST_LAUNCH["counts"]); ``low_first`` (where Newton in m points below the certified end, probe just above
+# it once: the pairs whose Chernoff test never beats their Hoeffding end close in two probes instead of a
+# bisection's twenty). Read from NWBOUND_SEARCH_VARIANT ("bp=2,warps=1,order=compact") when the caller
+# passes none. The same search and the same certified ends (up to float64 summation order: a layout reduces
+# the bins in its own order; one_exp: e^{−x} as 1/e^x, within an ulp).
+_VARIANT_KEYS = {"bp": int, "warps": int, "stages": int, "order": str, "lazy": int, "one_exp": int, "count": int,
+                 "low_first": int}
+LAST_LAUNCH: dict = {}
+
+
+def parse_variant(text: str) -> dict:
+    """``"bp=2,warps=1,order=compact"`` → ``{"bp": 2, "warps": 1, "order": "compact"}`` (the private switch).
+
+    Examples
+    --------
+    >>> from nwbound.bounds._chernoff_triton import parse_variant
+    >>> parse_variant("bp=2, warps=1,order=width")
+    {'bp': 2, 'warps': 1, 'order': 'width'}
+    >>> parse_variant("")
+    {}
+    """
+    out: dict = {}
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        key, _, val = item.partition("=")
+        key = key.strip()
+        if key not in _VARIANT_KEYS or not val.strip():
+            raise ValueError(f"NWBOUND_SEARCH_VARIANT: unknown or empty item {item!r}; keys are "
+                             f"{', '.join(_VARIANT_KEYS)} (e.g. 'bp=2,warps=1,order=compact').")
+        out[key] = _VARIANT_KEYS[key](val.strip())
+    if out.get("order", "none") not in ("none", "compact", "width"):
+        raise ValueError(f"NWBOUND_SEARCH_VARIANT: order must be none, compact or width, got {out['order']!r}.")
+    bp = out.get("bp", 1)
+    if bp < 1 or bp & (bp - 1):
+        raise ValueError(f"NWBOUND_SEARCH_VARIANT: bp must be a power of two, got {bp}.")
+    return out
+
+
 def triton_search(split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, theta: Any, t_max: Any,
                   log_level: float, tol: float, open_: Any, *, theta_steps: int, max_probes: int,
-                  newton_m_steps: int, decrement: float, margin: float, series_x: float) -> Any:
+                  newton_m_steps: int, decrement: float, margin: float, series_x: float,
+                  _variant: dict | None = None) -> Any:
     """The left ends of :func:`._chernoff_device._search` (same arguments, already broadcast to
     ``(n, K)`` pairs), from one launch of the fused kernel, and for each the θ at which the kernel
     rejected it (``-1`` where the end is the given ``a``, not moved by the kernel).
@@ -108,21 +151,43 @@ def triton_search(split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, thet
         B = 1
     while len(fields) < 9:
         fields.append(fields[0])  # unused (grouped form)
+    v = parse_variant(os.environ.get("NWBOUND_SEARCH_VARIANT", "")) if _variant is None else dict(_variant)
+    n_pairs = n * K
+    order = v.get("order", "none")
+    idx = None
+    if order != "none" and n_pairs:
+        open_flat = act != 0
+        if order == "compact":
+            key = (~open_flat).to(torch.int8)
+        else:  # open pairs by decreasing width, closed ones last
+            key = torch.where(open_flat, -(flat[2] - flat[1]), torch.inf)
+        idx = torch.sort(key, stable=True).indices.to(torch.int32)
+    count = bool(v.get("count", 0))
+    cnt = torch.zeros(3 * n_pairs if count else 1, dtype=torch.int32, device=s.device)
     out = torch.empty_like(flat[0])
     cert = torch.empty_like(flat[0])
-    n_pairs = n * K
     if n_pairs == 0:
         return out.reshape(n, K), cert.reshape(n, K)
     form = "split" if split else "grouped"
-    bp = _BP[form]
+    bp = int(v.get("bp", _BP[form]))
     bb = max(2, 1 << max(0, (max(B, 1) - 1).bit_length()))
     grid = ((n_pairs + bp - 1) // bp,)
-    _kernel()[grid](
+    extra = {"num_stages": int(v["stages"])} if "stages" in v else {}
+    launched = _kernel()[grid](
         *flat, act, out, cert, *fields, n_pairs, K, B,
         torch.tensor([float(log_level), float(tol)], dtype=torch.float64, device=s.device),
+        idx if idx is not None else act, cnt,
         SPLIT=bool(split), BP=bp, BB=bb, THETA_STEPS=int(theta_steps), MAX_PROBES=int(max_probes),
         NEWTON_M_STEPS=int(newton_m_steps), DECREMENT=float(decrement), MARGIN=float(margin),
         SERIES_X=float(series_x), INF=math.inf, LIBDEVICE=not _interpreting(),
-        ROUNDING=float((bb + 16) * 2.0**-52), num_warps=_WARPS,
+        ROUNDING=float((bb + 16) * 2.0**-52), INDEXED=idx is not None, LAZY=bool(v.get("lazy", 0)),
+        ONE_EXP=bool(v.get("one_exp", 0)) and bool(split), COUNT=count, LOW_FIRST=bool(v.get("low_first", 0)),
+        num_warps=int(v.get("warps", _WARPS)), **extra,
     )
+    if v or _variant is not None:  # the diagnostics read the compiled kernel's registers and spills, and the counts
+        LAST_LAUNCH.clear()
+        LAST_LAUNCH.update(kernel=launched, variant=v, grid=grid[0], bp=bp)
+        if count:
+            LAST_LAUNCH["counts"] = cnt.reshape(n_pairs, 3)
+            LAST_LAUNCH["order"] = idx
     return out.reshape(n, K), cert.reshape(n, K)
