@@ -680,21 +680,27 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
     def _fallback_proba(self, class_sums: np.ndarray, kappa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``p̂ = class_sums/κ``; rows with κ = 0 follow ``empty_neighborhood``."""
         vacuous = ~(kappa > 0)
-        if vacuous.any() and self.empty_neighborhood == "raise":
-            raise ValueError(
-                f"{int(vacuous.sum())} of {kappa.shape[0]} queries have no training mass within the kernel "
-                "support (kappa = 0). Increase the bandwidth, or set empty_neighborhood='prior' or "
-                "'uniform' to predict a fallback with a vacuous bound (epsilon = 1)."
-            )
+        rows = self._fallback_rows(vacuous)
         proba = np.empty_like(class_sums, dtype=np.float64)
         np.divide(class_sums, kappa[:, None], out=proba, where=~vacuous[:, None])
-        if self.empty_neighborhood == "prior":
-            proba[vacuous] = self.class_prior_
-        else:
-            proba[vacuous] = 1.0 / self.classes_.shape[0]
+        proba[vacuous] = rows
         # κ can be tiny (sums of tiny weights): keep p̂ a distribution.
         np.clip(proba, 0.0, 1.0, out=proba)
         return proba, vacuous
+
+    def _fallback_rows(self, vacuous: np.ndarray) -> np.ndarray:
+        """The rows ``empty_neighborhood`` gives the queries flagged in ``vacuous`` (κ = 0), one per
+        flagged query; ``"raise"`` raises with their count among all ``vacuous.size`` queries."""
+        n_vacuous = int(np.count_nonzero(vacuous))
+        if n_vacuous and self.empty_neighborhood == "raise":
+            raise ValueError(
+                f"{n_vacuous} of {vacuous.size} queries have no training mass within the kernel "
+                "support (kappa = 0). Increase the bandwidth, or set empty_neighborhood='prior' or "
+                "'uniform' to predict a fallback with a vacuous bound (epsilon = 1)."
+            )
+        n_classes = self.classes_.shape[0]
+        row = self.class_prior_ if self.empty_neighborhood == "prior" else np.full(n_classes, 1.0 / n_classes)
+        return np.repeat(np.clip(np.asarray(row, dtype=np.float64), 0.0, 1.0)[None, :], n_vacuous, axis=0)
 
     def _interval(self, stats: KernelStatistics, spec: BoundSpec) -> PredictionInterval:
         """One setting's interval; with several bandwidths, each query takes the λ of least ε.

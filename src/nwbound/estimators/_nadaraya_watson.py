@@ -736,10 +736,9 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         if self._bounds_on_device(specs, bandwidths):  # statistics and bounds where the queries are
             from ._device import intervals_on_device
 
-            n_classes = self.classes_.shape[0]
             out = intervals_on_device(
                 X, self._train, self.kernel_, float(bandwidths[0]), specs, device=self.device, box=self._box,
-                fallback=lambda vac: self._fallback_proba(np.zeros((vac.size, n_classes)), (~vac).astype(float))[0][vac],
+                fallback=self._fallback_rows,
                 histogram_bins=int(self.histogram_bins), working_memory=self.working_memory,
                 n_neighbors=None if self.index_ is None else int(self.n_neighbors), neighbors=neighbors,
             )
