@@ -261,3 +261,7 @@ def test_tiny_adaptive_run_on_the_excerpt(tmp_path):
     # the DS1 simulation chose each DS1 record's L on its own local beats (the run's default weights)
     ds1 = _read_csv(out / "adaptive_lipschitz_ds1.csv")
     assert ds1 and {r["record"] for r in ds1} <= set(DS1)
+    # the class weights were chosen by the default criterion, which says how for each class
+    weights = _read_csv(out / "adaptive_class_weights.csv")
+    assert {r["S_chosen_by"] for r in weights} <= {"lcb", "break-even"} | {f"lcb without record {r}" for r in DS1}
+    assert {r["weight_criterion"] for r in overview} == {"se_at_ppv_lcb"}
