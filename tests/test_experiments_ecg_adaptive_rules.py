@@ -16,7 +16,9 @@ import pytest
 from nwbound.cli.main import main
 from nwbound.metrics import bayes_decision
 from nwbound.experiments.ecg_adaptive import (
+    _neighbors_grid_arg,
     choose_class_weights,
+    choose_decision_neighbors,
     class_weights_arg,
     weighted_decision,
 )
@@ -324,3 +326,85 @@ def test_choose_class_weights_lcb_rejects_bad_settings(kwargs, match):
     p, lo, up = _random_intervals(7, n=20)
     with pytest.raises(ValueError, match=match):
         choose_class_weights(np.zeros(20, dtype=int), p, lo, up, **kwargs)
+
+
+# --------------------------------------------------------------------------- round 9, look 2: k chosen with the weights
+def test_choose_decision_neighbors_matches_a_slow_rule():
+    y, p, lo, up, rec = _adverse_record_data()
+    rng = np.random.default_rng(13)
+    review = {k: rng.dirichlet(np.full(5, 0.5), size=len(y)) for k in (6, 9, 14)}
+    review[9] = p  # one k whose p̂ is the certificate model's
+    grids = {"grid_s": (1.0, 2.0, 4.0), "grid_v": (1.0, 3.0), "target_ppv": (60.0, 40.0)}
+    k, w, rows = choose_decision_neighbors(y, p, lo, up, review, records=rec, confidence=0.9, **grids)
+    scores = {}
+    for kk, q in review.items():  # slow: each k's own weight choice, then its score at the chosen pair
+        ws = _slow_lcb_choice_review(y, p, lo, up, rec, q, grids["grid_s"], 1, 60.0)
+        wv = _slow_lcb_choice_review(y, p, lo, up, rec, q, grids["grid_v"], 2, 40.0)
+        pair = [1.0, ws[0], wv[0], 1.0, 1.0]
+        parts = []
+        for c, (_, how, worst) in ((1, ws), (2, wv)):
+            keep = [r != worst for r in rec] if how == "without" else [True] * len(y)
+            se, low, _ = _slow_figures(y, p, lo, up, q, pair, c, keep)
+            parts.append(min(se, low))
+        scores[kk] = (sum(parts) / 2, (ws[0], wv[0]))
+    best = max(sorted(scores), key=lambda kk: (scores[kk][0], -kk))
+    assert k == best and w == scores[best][1]
+    assert {r["k"] for r in rows} == set(review) and sum(r["chosen"] for r in rows) == 1
+    for r in rows:
+        assert r["k_score_%"] == pytest.approx(scores[r["k"]][0])
+
+
+def _slow_figures(y, p, lo, up, q, ws, c, keep, confidence=0.9):
+    """Slow Se (%), +P lower end (%) and labels of class ``c`` under weights ``ws``, ``q`` on the review queue."""
+    from scipy.stats import beta
+
+    cert = bayes_decision(p, lower=lo, upper=up).certified
+    pr = [int(np.argmax(p[i])) if cert[i] else max(range(5), key=lambda k: (ws[k] * q[i, k], -k))
+          for i in range(len(y))]
+    tp = sum(1 for i in range(len(y)) if keep[i] and pr[i] == c and y[i] == c)
+    calls = sum(1 for i in range(len(y)) if keep[i] and pr[i] == c)
+    pos = sum(1 for i in range(len(y)) if keep[i] and y[i] == c)
+    low = 100 * beta.ppf((1 - confidence) / 2, tp, calls - tp + 1) if tp > 0 else 0.0
+    return 100 * tp / max(pos, 1), low, pr
+
+
+def _slow_lcb_choice_review(y, p, lo, up, rec, q, grid, c, target):
+    """Slow ``se_at_ppv_lcb`` for class ``c`` with ``q`` deciding the review queue: (w, how, left-out record)."""
+
+    def figures(w, keep):
+        ws = [1.0] * 5
+        ws[c] = w
+        return _slow_figures(y, p, lo, up, q, ws, c, keep)
+
+    everyone = [True] * len(y)
+    fig = {w: figures(w, everyone) for w in grid}
+    ok = [w for w in grid if fig[w][1] >= target]
+    if ok:
+        return max(ok, key=lambda v: (fig[v][0], -v)), "lcb", None
+    false = {}
+    for i, pred in enumerate(fig[grid[0]][2]):
+        if pred == c and y[i] != c:
+            false[rec[i]] = false.get(rec[i], 0) + 1
+    if false:
+        worst = sorted(false, key=lambda r: (-false[r], r))[0]
+        keep = [r != worst for r in rec]
+        fig_w = {w: figures(w, keep) for w in grid}
+        ok = [w for w in grid if fig_w[w][1] >= target]
+        if ok:
+            return max(ok, key=lambda v: (fig_w[v][0], -v)), "without", worst
+    return max(grid, key=lambda v: (min(fig[v][0], fig[v][1]), -v)), "break-even", None
+
+
+@pytest.mark.parametrize("review, match", [({}, "at least one k"), ({0: None}, "positive integers"),
+                                           ({True: None}, "positive integers")])
+def test_choose_decision_neighbors_rejects_bad_input(review, match):
+    y, p, lo, up, rec = _adverse_record_data()
+    with pytest.raises(ValueError, match=match):
+        choose_decision_neighbors(y, p, lo, up, review)
+
+
+def test_neighbors_grid_arg():
+    assert _neighbors_grid_arg("none") == () and _neighbors_grid_arg("12,8,8") == (8, 12)
+    for bad in ("0,4", "a", "", "4,-1"):
+        with pytest.raises(argparse.ArgumentTypeError, match="--neighbors-grid"):
+            _neighbors_grid_arg(bad)

@@ -526,14 +526,19 @@ def _criterion_text(res: AdaptiveResult) -> str:
     if res.weight_criterion == "se_at_ppv":
         return (head + "each class's the largest DS1 Se at +P ≥ its target's (S 80 %, V 95 %; the other weight "
                 "at 1), the break-even min(Se, +P) where DS1 reaches no such +P, `adaptive_class_weights`")
-    how = ""
+    how = k_text = ""
     if res.ds1:
-        first = res.ds1[0]
-        how = " (S: " + str(first.get("S_chosen_by", "?")) + "; V: " + str(first.get("V_chosen_by", "?")) + ")"
+        pick = next((r for r in res.ds1 if r.get("chosen")), res.ds1[0])
+        how = " (S: " + str(pick.get("S_chosen_by", "?")) + "; V: " + str(pick.get("V_chosen_by", "?")) + ")"
+        ks = sorted({int(r["k"]) for r in res.ds1 if "k" in r})
+        if ks:
+            k_text = (f"; the decision model's k = {res.n_neighbors} chosen with them on DS1 among "
+                      f"{', '.join(map(str, ks))}: the largest mean over S and V of min(Se, lower end of +P) "
+                      "at each k's chosen weights")
     return (head + "each class's the largest DS1 Se whose +P has a 95 % Clopper-Pearson lower end ≥ its "
             "target's (S 80 %, V 95 %; the other weight at 1); where none has, the same without DS1's most "
             "adverse record for that class (most false calls under argmax); then the break-even "
-            f"min(Se, lower end){how}, `adaptive_class_weights`")
+            f"min(Se, lower end){how}{k_text}, `adaptive_class_weights`")
 
 
 def _summary(res: AdaptiveResult, overview: list[dict[str, Any]], rows: list[dict[str, Any]],

@@ -83,6 +83,7 @@ __all__ = [
     "add_adaptive_arguments",
     "adaptive_split",
     "choose_class_weights",
+    "choose_decision_neighbors",
     "certificate_checks",
     "class_weights_arg",
     "weighted_decision",
@@ -130,6 +131,10 @@ WEIGHT_CRITERION = "se_at_ppv_lcb"
 WEIGHT_CRITERIA = ("se_at_ppv_lcb", "se_at_ppv", "mean_min")
 #: Confidence of the two-sided Clopper-Pearson interval whose lower end judges +P (``"se_at_ppv_lcb"``).
 WEIGHT_CONFIDENCE = 0.95
+#: k of the decision model tried on DS1 (round 9, look 2): with ``--class-weights auto`` the DS1
+#: simulation reads the decision model's p̂ at each (one neighbour search) and
+#: :func:`choose_decision_neighbors` keeps the one whose chosen weights do best there.
+NEIGHBORS_GRID = (8, 10, 12, 15)
 #: The +P (%) of the adaptive targets, S and V: "S Se ≥ 80 % at +P ≥ 80 %", "V Se ≥ 95 % at +P ≥ 95 %".
 TARGET_PPV = (80.0, 95.0)
 #: Grid of L (per unit of the raw features) tried on the local beats, smallest first: factors of √2
@@ -178,12 +183,30 @@ def add_adaptive_arguments(parser: argparse.ArgumentParser) -> None:
                         help="adaptive split: S and V weights of the weighted rule on uncertified beats, "
                              "'S,V' (e.g. '4,2'), or 'auto' (the default: chosen on DS1 by leave-one-record-out "
                              "with a simulated first-minutes adaptation)")
+    parser.add_argument("--neighbors-grid", type=_neighbors_grid_arg, default=NEIGHBORS_GRID,
+                        help="adaptive split, --class-weights auto: k of the decision model tried on DS1, "
+                             f"comma-separated, or 'none' for --adaptive-neighbors (default "
+                             f"{','.join(map(str, NEIGHBORS_GRID))}; the DS1 simulation chooses among them)")
     parser.add_argument("--weight-criterion", choices=WEIGHT_CRITERIA, default=WEIGHT_CRITERION,
                         help="adaptive split, --class-weights auto: how DS1 chooses them; se_at_ppv_lcb (the "
                              "default): each class's largest DS1 Se whose +P has a 95 %% lower confidence end "
                              "≥ its target (then without DS1's most adverse record for it, then the break-even); "
                              "se_at_ppv: the same on point estimates (round 8); mean_min: round 7's")
     add_report_arguments(parser)  # --local-support
+
+
+def _neighbors_grid_arg(text: str) -> tuple[int, ...]:
+    """Parse ``--neighbors-grid``: ``"none"`` (empty: keep ``--adaptive-neighbors``) or positive integers."""
+    if text.strip() == "none":
+        return ()
+    try:
+        values = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        values = (0,)
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"--neighbors-grid must be 'none' or positive integers 'k1,k2,...', "
+                                         f"got {text!r}")
+    return tuple(sorted(set(values)))
 
 
 def class_weights_arg(text: str) -> str | tuple[float, float]:
@@ -341,13 +364,14 @@ class AdaptiveResult:
 
 
 def _model(L: float, args: argparse.Namespace, n_rows: int, *, certificate: bool = False,
-           shared: SharedSearch | None = None) -> Any:
+           shared: SharedSearch | None = None, k: int | None = None) -> Any:
     """The localized NWC of the adaptive split: ``k`` = ``--adaptive-neighbors``, or with ``certificate``
     the certificate model's ``--certificate-neighbors``; with ``shared``, the models of one record on
     the same rows share one exact search (:mod:`._ecg_neighbors`: the same neighbours, found once)."""
     from .. import NadarayaWatsonClassifier
 
-    k = getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS) if certificate else args.adaptive_neighbors
+    if k is None:
+        k = getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS) if certificate else args.adaptive_neighbors
     search = {} if shared is None else {"algorithm": SHARED_ALGORITHM, "index_params": {"shared": shared}}
     return NadarayaWatsonClassifier(
         metric=None, kernel="epanechnikov", bandwidth=float(args.adaptive_bandwidth), lipschitz=L, delta=DELTA,
@@ -355,21 +379,23 @@ def _model(L: float, args: argparse.Namespace, n_rows: int, *, certificate: bool
 
 
 def _two_models(L: float, args: argparse.Namespace, X: np.ndarray, y: np.ndarray, w: np.ndarray,
-                X_query: np.ndarray, *, decision_bounds: bool = True) -> tuple[Any, Any, Any, Any, float]:
+                X_query: np.ndarray, *, decision_bounds: bool = True,
+                extra: dict[int, np.ndarray] | None = None) -> tuple[Any, Any, Any, Any, float]:
     """The decision model and the certificate model at ``L``, their expanded intervals on ``X_query``,
     and the seconds spent fitting (the rest is the queries).
 
     One model when ``--certificate-neighbors`` equals ``--adaptive-neighbors`` (both returned items are it).
     ``decision_bounds=False``: the decision model's item is its expanded ``p̂`` only (an array: its
     bounds are not computed; the DS1 simulation reads nothing else of it), unless it is also the
-    certificate model.
+    certificate model. ``extra``: a dict whose keys are more ``k`` of the decision model; each gets
+    that model's expanded ``p̂`` on ``X_query`` (from the same neighbour search).
     """
     sym = is_symmetric_form(args.bound)
     out: list[Any] = []
     fit_s = 0.0
     # one exact search serves both models and the per-record check (the same rows, the same queries)
     shared = SharedSearch(max(int(getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS)),
-                              int(args.adaptive_neighbors)))
+                              int(args.adaptive_neighbors), *(extra or {})))
     same = int(getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS)) == int(args.adaptive_neighbors)
     for cert in (False, True):
         if cert and same:
@@ -389,6 +415,11 @@ def _two_models(L: float, args: argparse.Namespace, X: np.ndarray, y: np.ndarray
         # p̂ from the same kernel sums without the bound search; its neighbours are the certificate
         # model's searches (made in the blocks its intervals query in), stacked by the shared search
         out[1] = _expand_proba(out[0].predict_proba(X_query), out[0].classes_.astype(np.intp), len(CLASS_NAMES))
+    for k in extra or {}:  # a few k (≤ 4), each answered from the certificate model's search
+        t = time.perf_counter()
+        m = _model(L, args, X.shape[0], shared=shared, k=int(k)).fit(X, y, sample_weight=w)
+        fit_s += time.perf_counter() - t
+        extra[k] = _expand_proba(m.predict_proba(X_query), m.classes_.astype(np.intp), len(CLASS_NAMES))
     return out[0], out[1], out[2], out[3], fit_s
 
 
@@ -743,6 +774,83 @@ def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *, rev
     return (chosen[0], chosen[1]), rows
 
 
+def _chosen_score(row: dict[str, Any], name: str) -> float:
+    """``min(Se, lower end of +P)`` (%) of one class at a chosen pair, on the beats its choice read."""
+    if str(row.get(f"{name}_chosen_by", "")).startswith("lcb without"):
+        return min(row[f"{name}_Se_without_%"], row[f"{name}_+P_lcb_without_%"])
+    return min(row[f"{name}_Se_%"], row[f"{name}_+P_lcb_%"])
+
+
+def choose_decision_neighbors(y_true: Any, proba: Any, lower: Any, upper: Any, review_by_k: dict[int, Any], *,
+                              records: Any = None, confidence: float = WEIGHT_CONFIDENCE,
+                              **grids: Any) -> tuple[int, tuple[float, float], list[dict[str, Any]]]:
+    """The decision model's ``k`` and its class weights, chosen together on tuning beats.
+
+    For each ``k``, :func:`choose_class_weights` (``criterion="se_at_ppv_lcb"``) chooses
+    the S and V weights with that ``k``'s ``p̂`` deciding the review queue; each ``k`` is
+    then scored by the mean over S and V of ``min(Se, lower end of +P)`` at its chosen
+    weights, each class on the beats its choice read (without the most adverse record
+    where the one-record step chose it). The ``k`` of the largest score wins (ties to the
+    smaller ``k``). The certified beats (``proba``, ``lower``, ``upper``) are the same for
+    every ``k``.
+
+    Parameters
+    ----------
+    y_true, proba, lower, upper
+        As in :func:`choose_class_weights`.
+    review_by_k : dict of int to array-like of shape (n, 5)
+        ``p̂`` of the decision model at each ``k``.
+    records : array-like of shape (n,) or None, default=None
+        As in :func:`choose_class_weights`.
+    confidence : float, default=0.95
+        As in :func:`choose_class_weights`.
+    **grids
+        ``grid_s``, ``grid_v``, ``target_ppv``: passed on to :func:`choose_class_weights`.
+
+    Returns
+    -------
+    k, (w_s, w_v), rows
+        The chosen ``k`` and weights; the rows of every ``k``'s weight search, each with
+        ``k``, ``k_score_%`` (that ``k``'s score) and ``chosen`` (the pair and ``k`` kept).
+
+    Raises
+    ------
+    ValueError
+        An empty ``review_by_k`` or a ``k`` that is not a positive integer; whatever
+        :func:`choose_class_weights` raises.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> y = np.array([0, 0, 1, 1] * 5); box = np.zeros((20, 5)), np.ones((20, 5))
+    >>> weak = np.tile([[.9, .1, 0, 0, 0], [.8, .2, 0, 0, 0], [.7, .3, 0, 0, 0], [.6, .4, 0, 0, 0]], (5, 1))
+    >>> sharp = np.tile([[.9, .1, 0, 0, 0], [.8, .2, 0, 0, 0], [.3, .7, 0, 0, 0], [.4, .6, 0, 0, 0]], (5, 1))
+    >>> k, w, rows = choose_decision_neighbors(y, weak, *box, {8: sharp, 12: weak}, grid_s=(1,), grid_v=(1,))
+    >>> k, w  # k = 8 finds the S beats at argmax
+    (8, (1.0, 1.0))
+    """
+    if not review_by_k:
+        raise ValueError("review_by_k must hold the decision model's p̂ for at least one k")
+    ks = sorted(review_by_k)
+    if any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 for k in ks):
+        raise ValueError(f"the keys of review_by_k must be positive integers (k), got {ks!r}")
+    rows: list[dict[str, Any]] = []
+    best: tuple[float, int, tuple[float, float]] | None = None
+    for k in ks:  # a few k (≤ 4), each a small vectorised weight search
+        w, found = choose_class_weights(y_true, proba, lower, upper, review_proba=review_by_k[k], records=records,
+                                        criterion="se_at_ppv_lcb", confidence=confidence, **grids)
+        pick = next(r for r in found if (r["w_S"], r["w_V"]) == w)
+        score = (_chosen_score(pick, "S") + _chosen_score(pick, "V")) / 2
+        for r in found:
+            rows.append({"k": int(k), **r, "k_score_%": score, "chosen": False})
+        if best is None or score > best[0] + 1e-12:
+            best = (score, int(k), w)
+    assert best is not None
+    for r in rows:
+        r["chosen"] = r["k"] == best[1] and (r["w_S"], r["w_V"]) == best[2]
+    return best[1], best[2], rows
+
+
 def _ppv_lower(y: np.ndarray, decisions: Sequence[WeightedDecision], c: int, keep: np.ndarray,
                confidence: float) -> np.ndarray:
     """Lower end (%) of the two-sided Clopper-Pearson interval of class ``c``'s +P, per decision, on ``keep``."""
@@ -780,7 +888,8 @@ def _features(base: Any, others: Sequence[Any], args: argparse.Namespace) -> tup
 
 
 def _simulate_ds1(X_base: np.ndarray, base: Any, grid: Sequence[float], grid_seen: Sequence[float], c: float,
-                  args: argparse.Namespace, quiet: bool) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
+                  args: argparse.Namespace, quiet: bool,
+                  neighbors: Sequence[int] = ()) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
     """DS1 leave-one-record-out with a simulated adaptation: p̂ and bounds on each record's later beats.
 
     Each DS1 record in turn is the new patient, treated as a DS2 record is: its first
@@ -788,11 +897,12 @@ def _simulate_ds1(X_base: np.ndarray, base: Any, grid: Sequence[float], grid_see
     its beats), its L is chosen on those local beats alone (:func:`_local_lipschitz`; the
     smallest grid L where they give no check row), and the rest of it is queried. Only DS1 is
     used. Returns the pooled ``y``, the certificate model's ``proba``, ``lower``, ``upper``, the
-    decision model's ``review`` (its ``p̂``), each beat's ``record``, and one row per record (its L and
-    check).
+    decision model's ``review`` (its ``p̂``), each beat's ``record``, for each ``k`` in ``neighbors``
+    the decision model's ``p̂`` at that ``k`` (``review@k``), and one row per record (its L and check).
     """
     is_local = local_beats(base.sample, minutes=args.local_minutes)
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("y", "proba", "lower", "upper", "review", "record")}
+    keys = ("y", "proba", "lower", "upper", "review", "record") + tuple(f"review@{k}" for k in neighbors)
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in keys}
     rows: list[dict[str, Any]] = []
     records = np.unique(base.record)
     for r in progress(records, desc="ecg adaptive (DS1 simulation)", total=records.size, quiet=quiet):
@@ -804,8 +914,11 @@ def _simulate_ds1(X_base: np.ndarray, base: Any, grid: Sequence[float], grid_see
         got = _local_lipschitz(X_other, base.y[~mine], X_mine, base.y[loc], base.sample[loc], grid_seen, args)
         j = 0 if got is None else got[0]
         X, y, w = _stack(X_other, base.y[~mine], X_mine, base.y[loc], args.local_weight)
+        extra: dict[int, np.ndarray] = {int(k): np.empty(0) for k in neighbors}
         _, review, _, iv, _ = _two_models(grid_seen[j], args, X, y, w, _with_patient(X_base[ev], 0.0),
-                                          decision_bounds=False)  # the decision model's p̂ only
+                                          decision_bounds=False, extra=extra)  # the decision model's p̂ only
+        for k, v in extra.items():
+            parts[f"review@{k}"].append(v)
         for k, v in (("y", base.y[ev]), ("proba", iv.proba), ("lower", iv.lower), ("upper", iv.upper),
                      ("review", getattr(review, "proba", review)), ("record", base.record[ev])):
             parts[k].append(v)
@@ -850,20 +963,32 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
     ds1_rows: list[dict[str, Any]] = []
     ds1_lipschitz: list[dict[str, Any]] = []
     if weights_arg == "auto":
+        ks = tuple(int(k) for k in getattr(args, "neighbors_grid", ()) or ())
+        if ks and criterion != "se_at_ppv_lcb":
+            raise _command_error(f"--neighbors-grid chooses k with --weight-criterion se_at_ppv_lcb; with "
+                                 f"{criterion} give --neighbors-grid none")
         try:
-            sim, ds1_lipschitz = _simulate_ds1(X_base_raw, base, grid, grid_seen, c, args, quiet=args.quiet)
+            sim, ds1_lipschitz = _simulate_ds1(X_base_raw, base, grid, grid_seen, c, args, quiet=args.quiet,
+                                               neighbors=ks)
         except ValueError as exc:
             raise _command_error(f"--split adaptive, --class-weights auto: {exc}; give --class-weights S,V") from exc
-        (w_s, w_v), ds1_rows = choose_class_weights(sim["y"], sim["proba"], sim["lower"], sim["upper"],
-                                                    review_proba=sim["review"], records=sim["record"],
-                                                    criterion=criterion)
+        if ks:
+            k_chosen, (w_s, w_v), ds1_rows = choose_decision_neighbors(
+                sim["y"], sim["proba"], sim["lower"], sim["upper"], {k: sim[f"review@{k}"] for k in ks},
+                records=sim["record"])
+            args = argparse.Namespace(**{**vars(args), "adaptive_neighbors": k_chosen})  # the DS2 models' k
+        else:
+            (w_s, w_v), ds1_rows = choose_class_weights(sim["y"], sim["proba"], sim["lower"], sim["upper"],
+                                                        review_proba=sim["review"], records=sim["record"],
+                                                        criterion=criterion)
+            for row in ds1_rows:
+                row["chosen"] = (row["w_S"], row["w_V"]) == (w_s, w_v)
         a = weighted_decision(sim["proba"], sim["lower"], sim["upper"], np.ones(len(CLASS_NAMES)),
                               review_proba=sim["review"])
-        for row in ds1_rows:  # the certificates are the argmax's whatever the weights
+        for row in ds1_rows:  # the certificates are the argmax's whatever the weights and k
             row["certified_%"] = 100 * float(a.certified.mean())
             row["error_certified_%"] = 100 * float(np.mean(a.y_pred[a.certified] != sim["y"][a.certified])) \
                 if a.certified.any() else math.nan
-            row["chosen"] = (row["w_S"], row["w_V"]) == (w_s, w_v)
     else:
         w_s, w_v = weights_arg
     tune_s = time.perf_counter() - start
