@@ -14,14 +14,17 @@ of the patient's own R amplitude over the local minutes).
 Two localized models per record on the same rows: the *certificate model*
 (``k`` = :data:`CERTIFICATE_NEIGHBORS`, chosen on DS1: the largest certified share
 with ≤ 1 % error among the certified beats) whose boxes certify beats, and the
-*decision model* (``k`` = :data:`ADAPTIVE_NEIGHBORS`) whose ``p̂`` labels the
-uncertified beats (fewer neighbours find the patient's few S beats better).
+*decision model* whose ``p̂`` labels the uncertified beats (fewer neighbours find the
+patient's few S beats better; its ``k`` is chosen on DS1 with the class weights from
+:data:`NEIGHBORS_GRID`, :func:`choose_decision_neighbors`, or fixed at
+:data:`ADAPTIVE_NEIGHBORS`).
 
 Three rules: ``argmax`` (certified label where the certificate model's box
 certifies one, else the decision model's argmax); ``weighted``
 (:func:`weighted_decision`: the same certified labels, the review queue decided
 with class weights for S and V, chosen on DS1 alone by leave-one-record-out with
-a simulated first-minutes adaptation, :func:`choose_class_weights`); ``balanced``
+a simulated first-minutes adaptation, :func:`choose_class_weights`: each class's
+largest DS1 sensitivity whose +P has a lower confidence end at its target); ``balanced``
 (Bayes rule, equal N/S/V priors, on the decision model).
 
 Certificates per patient: the error ceilings of certified beats are tested on
@@ -100,7 +103,8 @@ LOCAL_MINUTES = 5.0
 MITBIH_FS = 360.0
 #: Weight of a local beat relative to a DS1 beat (chosen on DS1, see the docs).
 LOCAL_WEIGHT = 20.0
-#: k of the localized classifier on the adaptive split (chosen on DS1, see the docs).
+#: k of the decision model where it is not chosen on DS1 (``--neighbors-grid none`` or fixed
+#: ``--class-weights``; rounds 6–8's choice, see the docs).
 ADAPTIVE_NEIGHBORS = 12
 #: k of the localized NWC whose boxes certify beats (and whose L each record's check chooses): the
 #: labels of the review queue come from the ``ADAPTIVE_NEIGHBORS`` model (chosen on DS1: the largest
@@ -164,7 +168,10 @@ def add_adaptive_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"adaptive split: weight of a local beat relative to a DS1 beat "
                              f"(default {LOCAL_WEIGHT:g})")
     parser.add_argument("--adaptive-neighbors", type=positive_int, default=ADAPTIVE_NEIGHBORS,
-                        help=f"adaptive split: k of the localized NWC (default {ADAPTIVE_NEIGHBORS})")
+                        help=f"adaptive split: k of the decision model (the localized NWC that labels the "
+                             f"uncertified beats) where --neighbors-grid is none or --class-weights is given "
+                             f"(default {ADAPTIVE_NEIGHBORS}); with --class-weights auto the DS1 simulation "
+                             f"chooses it from --neighbors-grid")
     parser.add_argument("--certificate-neighbors", type=positive_int, default=CERTIFICATE_NEIGHBORS,
                         help=f"adaptive split: k of the localized NWC whose boxes certify beats; the uncertified "
                              f"beats are labelled by the --adaptive-neighbors one (default {CERTIFICATE_NEIGHBORS})")
