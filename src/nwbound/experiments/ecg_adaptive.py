@@ -107,7 +107,7 @@ LOCAL_WEIGHT = 20.0
 #: ``--class-weights``; rounds 6–8's choice, see the docs).
 ADAPTIVE_NEIGHBORS = 12
 #: k of the localized NWC whose boxes certify beats (and whose L each record's check chooses): the
-#: labels of the review queue come from the ``ADAPTIVE_NEIGHBORS`` model (chosen on DS1: the largest
+#: labels of the review queue come from the decision model (chosen on DS1: the largest
 #: certified share with ≤ 1 % error among the certified beats, see the docs).
 CERTIFICATE_NEIGHBORS = 18
 #: λ of the localized classifier on the adaptive split (scaled morphology + rhythm units; chosen on DS1).
