@@ -218,6 +218,14 @@ def test_two_models_certify_with_the_wider_neighbourhood():
     assert cert is decide and iv_c is iv_d
     _, iv_d, _, iv_c, _ = _two_models(0.5, args, X, y, w, Xq, decision_bounds=False)  # one model: its bounds
     assert iv_c is iv_d and iv_d.lower.shape == (30, 5)
+    # more k of the decision model (round 9's k choice): each p̂ that of a plain model at that k
+    args.certificate_neighbors = 15
+    extra = {3: np.empty(0), 8: np.empty(0)}
+    _two_models(0.5, args, X, y, w, Xq, decision_bounds=False, extra=extra)
+    for k, p in extra.items():
+        ref = NadarayaWatsonClassifier(metric=None, kernel="epanechnikov", bandwidth=0.5, lipschitz=0.5,
+                                       n_neighbors=k).fit(X, y).predict_proba(Xq)
+        assert p.shape == (30, 5) and np.array_equal(p[:, :2], ref) and np.all(p[:, 2:] == 0)
 
 # --------------------------------------------------------------------------- CLI wiring
 def test_split_option_has_adaptive():
@@ -261,3 +269,12 @@ def test_tiny_adaptive_run_on_the_excerpt(tmp_path):
     # the DS1 simulation chose each DS1 record's L on its own local beats (the run's default weights)
     ds1 = _read_csv(out / "adaptive_lipschitz_ds1.csv")
     assert ds1 and {r["record"] for r in ds1} <= set(DS1)
+    # the class weights were chosen by the default criterion, which says how for each class
+    weights = _read_csv(out / "adaptive_class_weights.csv")
+    assert {r["S_chosen_by"] for r in weights} <= {"lcb", "break-even"} | {f"lcb without record {r}" for r in DS1}
+    assert {r["weight_criterion"] for r in overview} == {"se_at_ppv_lcb"}
+    # look 2: the decision model's k chosen with the weights on DS1; the DS2 models use it
+    chosen = [r for r in weights if r["chosen"] == "True"]
+    assert len(chosen) == 1 and {int(r["k"]) for r in weights} == {8, 10, 12, 15}
+    assert {int(r["n_neighbors"]) for r in overview} == {int(chosen[0]["k"])}
+    assert (float(chosen[0]["w_S"]), float(chosen[0]["w_V"])) == (float(overview[0]["w_S"]), float(overview[0]["w_V"]))

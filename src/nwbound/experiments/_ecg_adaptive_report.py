@@ -357,7 +357,8 @@ def _overview(res: AdaptiveResult) -> list[dict[str, Any]]:
              "bandwidth": res.bandwidth,
              "patient_distance": res.patient_distance, "L": _l_range(res), "n_local": res.n_local,
              "features": res.features, "morphology_weight": res.morphology_weight if res.features == "signal" else 1.0,
-             "w_S": res.class_weights[0], "w_V": res.class_weights[1]}
+             "w_S": res.class_weights[0], "w_V": res.class_weights[1],
+             "weight_criterion": res.weight_criterion or "given"}
     # Each record has its own L: L_seen (model units) as the same range, not the common L.
     seen = _l_range(res, scale=res.lipschitz_seen / res.lipschitz if res.lipschitz > 0 else 1.0)
     return [{**extra, **r, "L_seen": seen} for r in _inter_overview(_as_inter(res))]
@@ -517,6 +518,29 @@ def _fmt(v: Any, digits: int = 1) -> str:
     return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
 
 
+def _criterion_text(res: AdaptiveResult) -> str:
+    """How the class weights were chosen on DS1, in the summary's words."""
+    head = "chosen on DS1 by leave-one-record-out with a simulated adaptation, "
+    if res.weight_criterion == "mean_min":
+        return head + "the largest mean over S and V of min(Se, +P), `adaptive_class_weights`"
+    if res.weight_criterion == "se_at_ppv":
+        return (head + "each class's the largest DS1 Se at +P ≥ its target's (S 80 %, V 95 %; the other weight "
+                "at 1), the break-even min(Se, +P) where DS1 reaches no such +P, `adaptive_class_weights`")
+    how = k_text = ""
+    if res.ds1:
+        pick = next((r for r in res.ds1 if r.get("chosen")), res.ds1[0])
+        how = " (S: " + str(pick.get("S_chosen_by", "?")) + "; V: " + str(pick.get("V_chosen_by", "?")) + ")"
+        ks = sorted({int(r["k"]) for r in res.ds1 if "k" in r})
+        if ks:
+            k_text = (f"; the decision model's k = {res.n_neighbors} chosen with them on DS1 among "
+                      f"{', '.join(map(str, ks))}: the largest mean over S and V of min(Se, lower end of +P) "
+                      "at each k's chosen weights")
+    return (head + "each class's the largest DS1 Se whose +P has a 95 % Clopper-Pearson lower end ≥ its "
+            "target's (S 80 %, V 95 %; the other weight at 1); where none has, the same without DS1's most "
+            "adverse record for that class (most false calls under argmax); then the break-even "
+            f"min(Se, lower end){how}{k_text}, `adaptive_class_weights`")
+
+
 def _summary(res: AdaptiveResult, overview: list[dict[str, Any]], rows: list[dict[str, Any]],
              elapsed: float, certs: CertificateReport | None = None) -> str:
     feats = (f"morphology from the raw lead (0.25 s before to 0.45 s after each R peak at 90 Hz, baseline "
@@ -539,10 +563,8 @@ def _summary(res: AdaptiveResult, overview: list[dict[str, Any]], rows: list[dic
         f"(its argmax labels the certified beats; k = {res.n_neighbors} labels the rest). "
         "Rules: `argmax`; `weighted` (certified beats keep their certified argmax "
         f"label, the others get argmax of w·p̂ with w_S = {ws:g}, w_V = {wv:g}, "
-        + ("chosen on DS1 by leave-one-record-out with a simulated adaptation, each class's the largest DS1 "
-           "Se at +P ≥ its target's (S 80 %, V 95 %; the other weight at 1), the break-even "
-           "min(Se, +P) where DS1 reaches no such +P, `adaptive_class_weights`"
-           if res.class_weights_auto else "given by --class-weights") + "); `balanced` (Bayes rule, equal N/S/V "
+        + (_criterion_text(res) if res.class_weights_auto else "given by --class-weights")
+        + "); `balanced` (Bayes rule, equal N/S/V "
         f"priors). **Measured time of this split: {elapsed:.0f} s** (class weights on DS1 {res.tune_s:.0f} s, "
         f"L {res.select_s:.0f} s, fits {res.fit_s:.1f} s, queries {res.query_s:.0f} s, per-record checks "
         f"{res.check_s:.0f} s).\n",

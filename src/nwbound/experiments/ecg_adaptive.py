@@ -14,14 +14,17 @@ of the patient's own R amplitude over the local minutes).
 Two localized models per record on the same rows: the *certificate model*
 (``k`` = :data:`CERTIFICATE_NEIGHBORS`, chosen on DS1: the largest certified share
 with ≤ 1 % error among the certified beats) whose boxes certify beats, and the
-*decision model* (``k`` = :data:`ADAPTIVE_NEIGHBORS`) whose ``p̂`` labels the
-uncertified beats (fewer neighbours find the patient's few S beats better).
+*decision model* whose ``p̂`` labels the uncertified beats (fewer neighbours find the
+patient's few S beats better; its ``k`` is chosen on DS1 with the class weights from
+:data:`NEIGHBORS_GRID`, :func:`choose_decision_neighbors`, or fixed at
+:data:`ADAPTIVE_NEIGHBORS`).
 
 Three rules: ``argmax`` (certified label where the certificate model's box
 certifies one, else the decision model's argmax); ``weighted``
 (:func:`weighted_decision`: the same certified labels, the review queue decided
 with class weights for S and V, chosen on DS1 alone by leave-one-record-out with
-a simulated first-minutes adaptation, :func:`choose_class_weights`); ``balanced``
+a simulated first-minutes adaptation, :func:`choose_class_weights`: each class's
+largest DS1 sensitivity whose +P has a lower confidence end at its target); ``balanced``
 (Bayes rule, equal N/S/V priors, on the decision model).
 
 Certificates per patient: the error ceilings of certified beats are tested on
@@ -83,6 +86,7 @@ __all__ = [
     "add_adaptive_arguments",
     "adaptive_split",
     "choose_class_weights",
+    "choose_decision_neighbors",
     "certificate_checks",
     "class_weights_arg",
     "weighted_decision",
@@ -99,10 +103,11 @@ LOCAL_MINUTES = 5.0
 MITBIH_FS = 360.0
 #: Weight of a local beat relative to a DS1 beat (chosen on DS1, see the docs).
 LOCAL_WEIGHT = 20.0
-#: k of the localized classifier on the adaptive split (chosen on DS1, see the docs).
+#: k of the decision model where it is not chosen on DS1 (``--neighbors-grid none`` or fixed
+#: ``--class-weights``; rounds 6–8's choice, see the docs).
 ADAPTIVE_NEIGHBORS = 12
 #: k of the localized NWC whose boxes certify beats (and whose L each record's check chooses): the
-#: labels of the review queue come from the ``ADAPTIVE_NEIGHBORS`` model (chosen on DS1: the largest
+#: labels of the review queue come from the decision model (chosen on DS1: the largest
 #: certified share with ≤ 1 % error among the certified beats, see the docs).
 CERTIFICATE_NEIGHBORS = 18
 #: λ of the localized classifier on the adaptive split (scaled morphology + rhythm units; chosen on DS1).
@@ -120,10 +125,20 @@ MORPHOLOGY_WEIGHT = 7.0
 #: protocol (:func:`choose_class_weights`).
 CLASS_WEIGHT_GRID_S = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)
 CLASS_WEIGHT_GRID_V = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
-#: How :func:`choose_class_weights` chooses them: ``"se_at_ppv"``, each class's largest Se at +P ≥ its
-#: target's +P on DS1 (the break-even point where DS1 cannot reach that +P); ``"mean_min"``, the mean
-#: over S and V of min(Se, +P) (round 7's criterion).
-WEIGHT_CRITERION = "se_at_ppv"
+#: How :func:`choose_class_weights` chooses them: ``"se_at_ppv_lcb"`` (round 9, pre-registered), each
+#: class's largest Se whose +P has a 95 % Clopper-Pearson lower end ≥ its target's +P on DS1, then the
+#: same without DS1's most adverse record for that class, then the break-even on the lower ends;
+#: ``"se_at_ppv"`` (round 8), the same on the point estimates, without the one-record step;
+#: ``"mean_min"``, the mean over S and V of min(Se, +P) (round 7's criterion).
+WEIGHT_CRITERION = "se_at_ppv_lcb"
+#: The criteria :func:`choose_class_weights` knows (``--weight-criterion``).
+WEIGHT_CRITERIA = ("se_at_ppv_lcb", "se_at_ppv", "mean_min")
+#: Confidence of the two-sided Clopper-Pearson interval whose lower end judges +P (``"se_at_ppv_lcb"``).
+WEIGHT_CONFIDENCE = 0.95
+#: k of the decision model tried on DS1 (round 9, look 2): with ``--class-weights auto`` the DS1
+#: simulation reads the decision model's p̂ at each (one neighbour search) and
+#: :func:`choose_decision_neighbors` keeps the one whose chosen weights do best there.
+NEIGHBORS_GRID = (8, 10, 12, 15)
 #: The +P (%) of the adaptive targets, S and V: "S Se ≥ 80 % at +P ≥ 80 %", "V Se ≥ 95 % at +P ≥ 95 %".
 TARGET_PPV = (80.0, 95.0)
 #: Grid of L (per unit of the raw features) tried on the local beats, smallest first: factors of √2
@@ -153,7 +168,10 @@ def add_adaptive_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"adaptive split: weight of a local beat relative to a DS1 beat "
                              f"(default {LOCAL_WEIGHT:g})")
     parser.add_argument("--adaptive-neighbors", type=positive_int, default=ADAPTIVE_NEIGHBORS,
-                        help=f"adaptive split: k of the localized NWC (default {ADAPTIVE_NEIGHBORS})")
+                        help=f"adaptive split: k of the decision model (the localized NWC that labels the "
+                             f"uncertified beats) where --neighbors-grid is none or --class-weights is given "
+                             f"(default {ADAPTIVE_NEIGHBORS}); with --class-weights auto the DS1 simulation "
+                             f"chooses it from --neighbors-grid")
     parser.add_argument("--certificate-neighbors", type=positive_int, default=CERTIFICATE_NEIGHBORS,
                         help=f"adaptive split: k of the localized NWC whose boxes certify beats; the uncertified "
                              f"beats are labelled by the --adaptive-neighbors one (default {CERTIFICATE_NEIGHBORS})")
@@ -172,7 +190,30 @@ def add_adaptive_arguments(parser: argparse.ArgumentParser) -> None:
                         help="adaptive split: S and V weights of the weighted rule on uncertified beats, "
                              "'S,V' (e.g. '4,2'), or 'auto' (the default: chosen on DS1 by leave-one-record-out "
                              "with a simulated first-minutes adaptation)")
+    parser.add_argument("--neighbors-grid", type=_neighbors_grid_arg, default=NEIGHBORS_GRID,
+                        help="adaptive split, --class-weights auto: k of the decision model tried on DS1, "
+                             f"comma-separated, or 'none' for --adaptive-neighbors (default "
+                             f"{','.join(map(str, NEIGHBORS_GRID))}; the DS1 simulation chooses among them)")
+    parser.add_argument("--weight-criterion", choices=WEIGHT_CRITERIA, default=WEIGHT_CRITERION,
+                        help="adaptive split, --class-weights auto: how DS1 chooses them; se_at_ppv_lcb (the "
+                             "default): each class's largest DS1 Se whose +P has a 95 %% lower confidence end "
+                             "≥ its target (then without DS1's most adverse record for it, then the break-even); "
+                             "se_at_ppv: the same on point estimates (round 8); mean_min: round 7's")
     add_report_arguments(parser)  # --local-support
+
+
+def _neighbors_grid_arg(text: str) -> tuple[int, ...]:
+    """Parse ``--neighbors-grid``: ``"none"`` (empty: keep ``--adaptive-neighbors``) or positive integers."""
+    if text.strip() == "none":
+        return ()
+    try:
+        values = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        values = (0,)
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"--neighbors-grid must be 'none' or positive integers 'k1,k2,...', "
+                                         f"got {text!r}")
+    return tuple(sorted(set(values)))
 
 
 def class_weights_arg(text: str) -> str | tuple[float, float]:
@@ -326,16 +367,18 @@ class AdaptiveResult:
     tune_s: float = 0.0
     ds1_lipschitz: list[dict[str, Any]] = field(default_factory=list)
     certificate_neighbors: int = CERTIFICATE_NEIGHBORS
+    weight_criterion: str = ""
 
 
 def _model(L: float, args: argparse.Namespace, n_rows: int, *, certificate: bool = False,
-           shared: SharedSearch | None = None) -> Any:
+           shared: SharedSearch | None = None, k: int | None = None) -> Any:
     """The localized NWC of the adaptive split: ``k`` = ``--adaptive-neighbors``, or with ``certificate``
     the certificate model's ``--certificate-neighbors``; with ``shared``, the models of one record on
     the same rows share one exact search (:mod:`._ecg_neighbors`: the same neighbours, found once)."""
     from .. import NadarayaWatsonClassifier
 
-    k = getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS) if certificate else args.adaptive_neighbors
+    if k is None:
+        k = getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS) if certificate else args.adaptive_neighbors
     search = {} if shared is None else {"algorithm": SHARED_ALGORITHM, "index_params": {"shared": shared}}
     return NadarayaWatsonClassifier(
         metric=None, kernel="epanechnikov", bandwidth=float(args.adaptive_bandwidth), lipschitz=L, delta=DELTA,
@@ -343,21 +386,23 @@ def _model(L: float, args: argparse.Namespace, n_rows: int, *, certificate: bool
 
 
 def _two_models(L: float, args: argparse.Namespace, X: np.ndarray, y: np.ndarray, w: np.ndarray,
-                X_query: np.ndarray, *, decision_bounds: bool = True) -> tuple[Any, Any, Any, Any, float]:
+                X_query: np.ndarray, *, decision_bounds: bool = True,
+                extra: dict[int, np.ndarray] | None = None) -> tuple[Any, Any, Any, Any, float]:
     """The decision model and the certificate model at ``L``, their expanded intervals on ``X_query``,
     and the seconds spent fitting (the rest is the queries).
 
     One model when ``--certificate-neighbors`` equals ``--adaptive-neighbors`` (both returned items are it).
     ``decision_bounds=False``: the decision model's item is its expanded ``p̂`` only (an array: its
     bounds are not computed; the DS1 simulation reads nothing else of it), unless it is also the
-    certificate model.
+    certificate model. ``extra``: a dict whose keys are more ``k`` of the decision model; each gets
+    that model's expanded ``p̂`` on ``X_query`` (from the same neighbour search).
     """
     sym = is_symmetric_form(args.bound)
     out: list[Any] = []
     fit_s = 0.0
     # one exact search serves both models and the per-record check (the same rows, the same queries)
     shared = SharedSearch(max(int(getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS)),
-                              int(args.adaptive_neighbors)))
+                              int(args.adaptive_neighbors), *(extra or {})))
     same = int(getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS)) == int(args.adaptive_neighbors)
     for cert in (False, True):
         if cert and same:
@@ -377,6 +422,11 @@ def _two_models(L: float, args: argparse.Namespace, X: np.ndarray, y: np.ndarray
         # p̂ from the same kernel sums without the bound search; its neighbours are the certificate
         # model's searches (made in the blocks its intervals query in), stacked by the shared search
         out[1] = _expand_proba(out[0].predict_proba(X_query), out[0].classes_.astype(np.intp), len(CLASS_NAMES))
+    for k in extra or {}:  # a few k (≤ 4), each answered from the certificate model's search
+        t = time.perf_counter()
+        m = _model(L, args, X.shape[0], shared=shared, k=int(k)).fit(X, y, sample_weight=w)
+        fit_s += time.perf_counter() - t
+        extra[k] = _expand_proba(m.predict_proba(X_query), m.classes_.astype(np.intp), len(CLASS_NAMES))
     return out[0], out[1], out[2], out[3], fit_s
 
 
@@ -570,21 +620,36 @@ def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *, rev
                          grid_s: Sequence[float] = CLASS_WEIGHT_GRID_S,
                          grid_v: Sequence[float] = CLASS_WEIGHT_GRID_V,
                          criterion: str = WEIGHT_CRITERION,
-                         target_ppv: tuple[float, float] = TARGET_PPV) -> tuple[tuple[float, float], list[dict[str, Any]]]:
+                         target_ppv: tuple[float, float] = TARGET_PPV,
+                         records: Any = None,
+                         confidence: float = WEIGHT_CONFIDENCE) -> tuple[tuple[float, float], list[dict[str, Any]]]:
     """The S and V weights of :func:`weighted_decision`, chosen on tuning beats.
 
     Meant for held-out beats of the *tuning* records (the adaptive split passes
     DS1's, from leave-one-record-out with a simulated first-minutes adaptation),
-    never the evaluation beats. Classes N, F and Q keep weight 1. Two criteria:
+    never the evaluation beats. Classes N, F and Q keep weight 1. Each class's
+    weight is chosen on its own line of the grid (the other weight at 1) by
+    ``"se_at_ppv_lcb"`` or ``"se_at_ppv"``, as its target is read: recall at a
+    stated precision (``target_ppv``: S 80 %, V 95 %).
 
-    * ``"se_at_ppv"`` (the default): each class's weight on its own, the other's at 1,
-      as its target is read: **the largest sensitivity at a positive predictivity
-      ≥ its target** (``target_ppv``: S 80 %, V 95 %), recall at a stated precision.
-      Where no weight of the grid reaches that +P on the tuning beats, the weight
-      of the largest ``min(Se, +P)`` (the break-even point: the largest ``x`` with
-      "Se ≥ x at +P ≥ x" there). Ties go to the smaller weight.
+    * ``"se_at_ppv_lcb"`` (the default): **the largest sensitivity whose
+      positive predictivity has a lower confidence end ≥ the target** (the
+      lower end of the two-sided Clopper-Pearson interval at ``confidence``,
+      :func:`nwbound.metrics.clopper_pearson`, over the beats called that
+      class): a +P margin for the noise of the tuning beats. Where no weight
+      reaches it and ``records`` is given, the same on the tuning beats
+      without the *most adverse record* for that class: the record with the
+      most false calls of that class at the grid's smallest weight (the
+      first in sorted order on ties), so that one patient cannot decide that
+      the target is out of reach. Where still no weight reaches it, the
+      weight of the largest ``min(Se, lower end of +P)`` on all the beats
+      (the break-even with the margin).
+    * ``"se_at_ppv"``: the largest sensitivity at a +P (point estimate) ≥ the
+      target, else the weight of the largest ``min(Se, +P)``.
     * ``"mean_min"``: the pair of the largest mean over S and V of ``min(Se, +P)``
       (ties to the smaller weights, earlier on the grids).
+
+    Ties go to the smaller weight.
 
     Parameters
     ----------
@@ -595,9 +660,14 @@ def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *, rev
         As in :func:`weighted_decision`.
     grid_s, grid_v : sequence of float
         Candidate weights of S and V, smallest first.
-    criterion : {"se_at_ppv", "mean_min"}, default="se_at_ppv"
+    criterion : {"se_at_ppv_lcb", "se_at_ppv", "mean_min"}, default="se_at_ppv_lcb"
     target_ppv : (float, float), default=(80.0, 95.0)
-        The +P (%) of S and V that ``"se_at_ppv"`` asks for.
+        The +P (%) of S and V that ``"se_at_ppv_lcb"`` and ``"se_at_ppv"`` ask for.
+    records : array-like of shape (n,) or None, default=None
+        The record (patient) of each tuning beat, for the one-record step of
+        ``"se_at_ppv_lcb"``; None skips that step.
+    confidence : float, default=0.95
+        Confidence of the two-sided interval whose lower end judges +P.
 
     Returns
     -------
@@ -605,33 +675,48 @@ def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *, rev
         The chosen weights and one row per pair of the grids (``w_S``, ``w_V``,
         ``objective_%``: the mean of ``min(Se, +P)``, S and V Se / +P, ``accuracy_%``),
         plus the pairs with the other weight at 1 where 1 is not on a grid.
+        With ``"se_at_ppv_lcb"`` each row also holds ``S_+P_lcb_%`` and
+        ``V_+P_lcb_%`` and, per class, how its weight was chosen
+        (``S_chosen_by``: ``"lcb"``, ``"lcb without record R"`` or
+        ``"break-even"``) and, with ``records``, the figures without its
+        most adverse record (``S_left_out``, ``S_Se_without_%``,
+        ``S_+P_lcb_without_%``; the same for V).
 
     Raises
     ------
     ValueError
-        An empty grid, an unknown ``criterion``, or ``target_ppv`` not two numbers in [0, 100].
+        An empty grid, an unknown ``criterion``, ``target_ppv`` not two numbers
+        in [0, 100], ``confidence`` not in (0, 1), or ``records`` not of the
+        length of ``y_true``.
 
     Examples
     --------
     >>> import numpy as np
     >>> y = np.array([0, 0, 1, 1]); p = np.array([[.9, .1, 0, 0, 0], [.8, .2, 0, 0, 0], [.6, .4, 0, 0, 0],
     ...                                            [.3, .7, 0, 0, 0]])
-    >>> w, rows = choose_class_weights(y, p, np.zeros_like(p), np.ones_like(p), grid_s=(1, 2), grid_v=(1,))
+    >>> w, rows = choose_class_weights(y, p, np.zeros_like(p), np.ones_like(p), grid_s=(1, 2), grid_v=(1,),
+    ...                                criterion="se_at_ppv")
     >>> w, [round(r["S_Se_%"]) for r in rows]  # weight 2 finds the S beat at p̂_S = 0.4 at +P 100 %
     ((2.0, 1.0), [50, 100])
-    >>> choose_class_weights(y, p, np.zeros_like(p), np.ones_like(p), grid_s=(1, 2, 4), grid_v=(1,))[0]
-    (2.0, 1.0)
+    >>> w, rows = choose_class_weights(y, p, np.zeros_like(p), np.ones_like(p), grid_s=(1, 2), grid_v=(1,))
+    >>> w, rows[1]["S_chosen_by"], round(rows[1]["S_+P_lcb_%"], 1)  # 2 of 2 right: too few for 80 %
+    ((2.0, 1.0), 'break-even', 15.8)
     """
-    if criterion not in ("se_at_ppv", "mean_min"):
-        raise ValueError(f"criterion must be 'se_at_ppv' or 'mean_min', got {criterion!r}")
+    if criterion not in WEIGHT_CRITERIA:
+        raise ValueError(f"criterion must be one of {', '.join(map(repr, WEIGHT_CRITERIA))}, got {criterion!r}")
     targets = tuple(target_ppv) if isinstance(target_ppv, (tuple, list)) else ()
     if len(targets) != 2 or not all(isinstance(t, (int, float)) and 0 <= t <= 100 for t in targets):
         raise ValueError(f"target_ppv must be two numbers in [0, 100] (S, V), got {target_ppv!r}")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
     if len(grid_s) == 0 or len(grid_v) == 0:
         raise ValueError("grid_s and grid_v must not be empty")
     y = np.asarray(y_true)
+    rec = None if records is None else np.asarray(records)
+    if rec is not None and rec.shape != y.shape:
+        raise ValueError(f"records must hold one record per tuning beat, shape {y.shape}, got {rec.shape}")
     pairs = [(float(ws), float(wv)) for ws in grid_s for wv in grid_v]
-    if criterion == "se_at_ppv":  # each class alone: the other's weight at 1
+    if criterion != "mean_min":  # each class alone: the other's weight at 1
         pairs += [q for q in [(float(ws), 1.0) for ws in grid_s] + [(1.0, float(wv)) for wv in grid_v]
                   if q not in pairs]
     decisions = _weighted_decisions(proba, lower, upper, [[1.0, ws, wv, 1.0, 1.0] for ws, wv in pairs],
@@ -647,17 +732,144 @@ def choose_class_weights(y_true: Any, proba: Any, lower: Any, upper: Any, *, rev
             if r["objective_%"] > rows[best]["objective_%"] + 1e-12:
                 best = i
         return (rows[best]["w_S"], rows[best]["w_V"]), rows
-    by_pair = {(r["w_S"], r["w_V"]): r for r in rows}
+    by_pair = {(r["w_S"], r["w_V"]): i for i, r in enumerate(rows)}
     chosen = []
-    for name, grid, target in (("S", grid_s, targets[0]), ("V", grid_v, targets[1])):
+    for c, (name, grid, target) in enumerate((("S", grid_s, targets[0]), ("V", grid_v, targets[1])), start=1):
         line = [by_pair[(float(w), 1.0) if name == "S" else (1.0, float(w))] for w in grid]
-        se = np.array([r[f"{name}_Se_%"] for r in line])
-        ppv = np.array([r[f"{name}_+P_%"] for r in line])
-        ok = ppv >= target
-        # argmax takes the first maximum: ties go to the smaller weight
-        j = int(np.argmax(np.where(ok, se, -np.inf))) if ok.any() else int(np.argmax(np.minimum(se, ppv)))
+        se = np.array([rows[i][f"{name}_Se_%"] for i in line])
+        ppv = np.array([rows[i][f"{name}_+P_%"] for i in line])
+        if criterion == "se_at_ppv":
+            ok = ppv >= target
+            # argmax takes the first maximum: ties go to the smaller weight
+            j = int(np.argmax(np.where(ok, se, -np.inf))) if ok.any() else int(np.argmax(np.minimum(se, ppv)))
+            chosen.append(float(grid[j]))
+            continue
+        keep_all = np.ones(y.shape, dtype=bool)
+        lcb = _ppv_lower(y, decisions, c, keep_all, confidence)
+        for r, v in zip(rows, lcb):
+            r[f"{name}_+P_lcb_%"] = float(v)
+        how = "lcb"
+        ok = lcb[line] >= target
+        if ok.any():
+            j = int(np.argmax(np.where(ok, se, -np.inf)))
+        else:
+            j = -1
+            if rec is not None:
+                first = decisions[line[0]].y_pred
+                false = (first == c) & (y != c)
+                names, counts = np.unique(rec[false], return_counts=True)
+                if names.size:
+                    worst = names[int(np.argmax(counts))]  # np.unique sorts: ties to the first record
+                    keep = rec != worst
+                    lcb_w = _ppv_lower(y, decisions, c, keep, confidence)
+                    n_pos = max(int(np.sum((y == c) & keep)), 1)
+                    se_w = np.array([100 * float(np.sum((d.y_pred == c) & (y == c) & keep)) / n_pos
+                                     for d in decisions])
+                    for i in range(len(rows)):
+                        rows[i].update({f"{name}_left_out": str(worst), f"{name}_Se_without_%": float(se_w[i]),
+                                        f"{name}_+P_lcb_without_%": float(lcb_w[i])})
+                    ok = lcb_w[line] >= target
+                    if ok.any():
+                        j = int(np.argmax(np.where(ok, se_w[line], -np.inf)))
+                        how = f"lcb without record {worst}"
+            if j < 0:
+                j = int(np.argmax(np.minimum(se, lcb[line])))
+                how = "break-even"
         chosen.append(float(grid[j]))
+        for r in rows:
+            r[f"{name}_chosen_by"] = how
     return (chosen[0], chosen[1]), rows
+
+
+def _chosen_score(row: dict[str, Any], name: str) -> float:
+    """``min(Se, lower end of +P)`` (%) of one class at a chosen pair, on the beats its choice read."""
+    if str(row.get(f"{name}_chosen_by", "")).startswith("lcb without"):
+        return min(row[f"{name}_Se_without_%"], row[f"{name}_+P_lcb_without_%"])
+    return min(row[f"{name}_Se_%"], row[f"{name}_+P_lcb_%"])
+
+
+def choose_decision_neighbors(y_true: Any, proba: Any, lower: Any, upper: Any, review_by_k: dict[int, Any], *,
+                              records: Any = None, confidence: float = WEIGHT_CONFIDENCE,
+                              **grids: Any) -> tuple[int, tuple[float, float], list[dict[str, Any]]]:
+    """The decision model's ``k`` and its class weights, chosen together on tuning beats.
+
+    For each ``k``, :func:`choose_class_weights` (``criterion="se_at_ppv_lcb"``) chooses
+    the S and V weights with that ``k``'s ``p̂`` deciding the review queue; each ``k`` is
+    then scored by the mean over S and V of ``min(Se, lower end of +P)`` at its chosen
+    weights, each class on the beats its choice read (without the most adverse record
+    where the one-record step chose it). The ``k`` of the largest score wins (ties to the
+    smaller ``k``). The certified beats (``proba``, ``lower``, ``upper``) are the same for
+    every ``k``.
+
+    Parameters
+    ----------
+    y_true, proba, lower, upper
+        As in :func:`choose_class_weights`.
+    review_by_k : dict of int to array-like of shape (n, 5)
+        ``p̂`` of the decision model at each ``k``.
+    records : array-like of shape (n,) or None, default=None
+        As in :func:`choose_class_weights`.
+    confidence : float, default=0.95
+        As in :func:`choose_class_weights`.
+    **grids
+        ``grid_s``, ``grid_v``, ``target_ppv``: passed on to :func:`choose_class_weights`.
+
+    Returns
+    -------
+    k, (w_s, w_v), rows
+        The chosen ``k`` and weights; the rows of every ``k``'s weight search, each with
+        ``k``, ``k_score_%`` (that ``k``'s score) and ``chosen`` (the pair and ``k`` kept).
+
+    Raises
+    ------
+    ValueError
+        An empty ``review_by_k`` or a ``k`` that is not a positive integer; whatever
+        :func:`choose_class_weights` raises.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> y = np.array([0, 0, 1, 1] * 5); box = np.zeros((20, 5)), np.ones((20, 5))
+    >>> weak = np.tile([[.9, .1, 0, 0, 0], [.8, .2, 0, 0, 0], [.7, .3, 0, 0, 0], [.6, .4, 0, 0, 0]], (5, 1))
+    >>> sharp = np.tile([[.9, .1, 0, 0, 0], [.8, .2, 0, 0, 0], [.3, .7, 0, 0, 0], [.4, .6, 0, 0, 0]], (5, 1))
+    >>> k, w, rows = choose_decision_neighbors(y, weak, *box, {8: sharp, 12: weak}, grid_s=(1,), grid_v=(1,))
+    >>> k, w  # k = 8 finds the S beats at argmax
+    (8, (1.0, 1.0))
+    """
+    if not review_by_k:
+        raise ValueError("review_by_k must hold the decision model's p̂ for at least one k")
+    ks = sorted(review_by_k)
+    if any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 for k in ks):
+        raise ValueError(f"the keys of review_by_k must be positive integers (k), got {ks!r}")
+    rows: list[dict[str, Any]] = []
+    best: tuple[float, int, tuple[float, float]] | None = None
+    for k in ks:  # a few k (≤ 4), each a small vectorised weight search
+        w, found = choose_class_weights(y_true, proba, lower, upper, review_proba=review_by_k[k], records=records,
+                                        criterion="se_at_ppv_lcb", confidence=confidence, **grids)
+        pick = next(r for r in found if (r["w_S"], r["w_V"]) == w)
+        score = (_chosen_score(pick, "S") + _chosen_score(pick, "V")) / 2
+        for r in found:
+            rows.append({"k": int(k), **r, "k_score_%": score, "chosen": False})
+        if best is None or score > best[0] + 1e-12:
+            best = (score, int(k), w)
+    assert best is not None
+    for r in rows:
+        r["chosen"] = r["k"] == best[1] and (r["w_S"], r["w_V"]) == best[2]
+    return best[1], best[2], rows
+
+
+def _ppv_lower(y: np.ndarray, decisions: Sequence[WeightedDecision], c: int, keep: np.ndarray,
+               confidence: float) -> np.ndarray:
+    """Lower end (%) of the two-sided Clopper-Pearson interval of class ``c``'s +P, per decision, on ``keep``."""
+    from ..metrics import clopper_pearson
+
+    out = np.zeros(len(decisions))
+    for i, d in enumerate(decisions):  # ≤ 54 decisions, each vectorised over the beats
+        called = (d.y_pred == c) & keep
+        n = int(called.sum())
+        if n:
+            out[i] = 100 * float(clopper_pearson(int(np.sum(called & (y == c))), n, confidence)[0])
+    return out
 
 
 def _features(base: Any, others: Sequence[Any], args: argparse.Namespace) -> tuple[np.ndarray, list[np.ndarray], float]:
@@ -683,7 +895,8 @@ def _features(base: Any, others: Sequence[Any], args: argparse.Namespace) -> tup
 
 
 def _simulate_ds1(X_base: np.ndarray, base: Any, grid: Sequence[float], grid_seen: Sequence[float], c: float,
-                  args: argparse.Namespace, quiet: bool) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
+                  args: argparse.Namespace, quiet: bool,
+                  neighbors: Sequence[int] = ()) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
     """DS1 leave-one-record-out with a simulated adaptation: p̂ and bounds on each record's later beats.
 
     Each DS1 record in turn is the new patient, treated as a DS2 record is: its first
@@ -691,10 +904,12 @@ def _simulate_ds1(X_base: np.ndarray, base: Any, grid: Sequence[float], grid_see
     its beats), its L is chosen on those local beats alone (:func:`_local_lipschitz`; the
     smallest grid L where they give no check row), and the rest of it is queried. Only DS1 is
     used. Returns the pooled ``y``, the certificate model's ``proba``, ``lower``, ``upper``, the
-    decision model's ``review`` (its ``p̂``), and one row per record (its L and check).
+    decision model's ``review`` (its ``p̂``), each beat's ``record``, for each ``k`` in ``neighbors``
+    the decision model's ``p̂`` at that ``k`` (``review@k``), and one row per record (its L and check).
     """
     is_local = local_beats(base.sample, minutes=args.local_minutes)
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("y", "proba", "lower", "upper", "review")}
+    keys = ("y", "proba", "lower", "upper", "review", "record") + tuple(f"review@{k}" for k in neighbors)
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in keys}
     rows: list[dict[str, Any]] = []
     records = np.unique(base.record)
     for r in progress(records, desc="ecg adaptive (DS1 simulation)", total=records.size, quiet=quiet):
@@ -706,10 +921,13 @@ def _simulate_ds1(X_base: np.ndarray, base: Any, grid: Sequence[float], grid_see
         got = _local_lipschitz(X_other, base.y[~mine], X_mine, base.y[loc], base.sample[loc], grid_seen, args)
         j = 0 if got is None else got[0]
         X, y, w = _stack(X_other, base.y[~mine], X_mine, base.y[loc], args.local_weight)
+        extra: dict[int, np.ndarray] = {int(k): np.empty(0) for k in neighbors}
         _, review, _, iv, _ = _two_models(grid_seen[j], args, X, y, w, _with_patient(X_base[ev], 0.0),
-                                          decision_bounds=False)  # the decision model's p̂ only
+                                          decision_bounds=False, extra=extra)  # the decision model's p̂ only
+        for k, v in extra.items():
+            parts[f"review@{k}"].append(v)
         for k, v in (("y", base.y[ev]), ("proba", iv.proba), ("lower", iv.lower), ("upper", iv.upper),
-                     ("review", getattr(review, "proba", review))):
+                     ("review", getattr(review, "proba", review)), ("record", base.record[ev])):
             parts[k].append(v)
         rows.append({"record": str(r), "check_rows": 0 if got is None else got[2], "chosen_L": grid[j],
                      "all_rejected": bool(got is not None and got[1][-1]), "beats": int(ev.sum()),
@@ -748,22 +966,36 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
 
     start = time.perf_counter()
     weights_arg = getattr(args, "class_weights", "auto")
+    criterion = str(getattr(args, "weight_criterion", WEIGHT_CRITERION))
     ds1_rows: list[dict[str, Any]] = []
     ds1_lipschitz: list[dict[str, Any]] = []
     if weights_arg == "auto":
+        ks = tuple(int(k) for k in getattr(args, "neighbors_grid", ()) or ())
+        if ks and criterion != "se_at_ppv_lcb":
+            raise _command_error(f"--neighbors-grid chooses k with --weight-criterion se_at_ppv_lcb; with "
+                                 f"{criterion} give --neighbors-grid none")
         try:
-            sim, ds1_lipschitz = _simulate_ds1(X_base_raw, base, grid, grid_seen, c, args, quiet=args.quiet)
+            sim, ds1_lipschitz = _simulate_ds1(X_base_raw, base, grid, grid_seen, c, args, quiet=args.quiet,
+                                               neighbors=ks)
         except ValueError as exc:
             raise _command_error(f"--split adaptive, --class-weights auto: {exc}; give --class-weights S,V") from exc
-        (w_s, w_v), ds1_rows = choose_class_weights(sim["y"], sim["proba"], sim["lower"], sim["upper"],
-                                                    review_proba=sim["review"])
+        if ks:
+            k_chosen, (w_s, w_v), ds1_rows = choose_decision_neighbors(
+                sim["y"], sim["proba"], sim["lower"], sim["upper"], {k: sim[f"review@{k}"] for k in ks},
+                records=sim["record"])
+            args = argparse.Namespace(**{**vars(args), "adaptive_neighbors": k_chosen})  # the DS2 models' k
+        else:
+            (w_s, w_v), ds1_rows = choose_class_weights(sim["y"], sim["proba"], sim["lower"], sim["upper"],
+                                                        review_proba=sim["review"], records=sim["record"],
+                                                        criterion=criterion)
+            for row in ds1_rows:
+                row["chosen"] = (row["w_S"], row["w_V"]) == (w_s, w_v)
         a = weighted_decision(sim["proba"], sim["lower"], sim["upper"], np.ones(len(CLASS_NAMES)),
                               review_proba=sim["review"])
-        for row in ds1_rows:  # the certificates are the argmax's whatever the weights
+        for row in ds1_rows:  # the certificates are the argmax's whatever the weights and k
             row["certified_%"] = 100 * float(a.certified.mean())
             row["error_certified_%"] = 100 * float(np.mean(a.y_pred[a.certified] != sim["y"][a.certified])) \
                 if a.certified.any() else math.nan
-            row["chosen"] = (row["w_S"], row["w_V"]) == (w_s, w_v)
     else:
         w_s, w_v = weights_arg
     tune_s = time.perf_counter() - start
@@ -813,7 +1045,7 @@ def _fit_records(base: Any, local: Any, rest: Any, args: argparse.Namespace, qui
         features=str(getattr(args, "adaptive_features", ADAPTIVE_FEATURES)),
         morphology_weight=float(getattr(args, "morphology_weight", MORPHOLOGY_WEIGHT)),
         class_weights=(float(w_s), float(w_v)), class_weights_auto=weights_arg == "auto", ds1=ds1_rows,
-        tune_s=tune_s, ds1_lipschitz=ds1_lipschitz,
+        tune_s=tune_s, ds1_lipschitz=ds1_lipschitz, weight_criterion=criterion if weights_arg == "auto" else "",
         certificate_neighbors=int(getattr(args, "certificate_neighbors", CERTIFICATE_NEIGHBORS)))
 
 
