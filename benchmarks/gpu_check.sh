@@ -12,11 +12,10 @@
 #   profile  the GPU tests (140 s at most), then the benchmark at the ECG shapes without the 1M case,
 #            with a torch.profiler summary (top device and host costs, host reads) of one call each
 #            for Chernoff, Hoeffding and localized (150 s at most): about 5 minutes in all
-#   final    the device-bound GPU tests (test_gpu_bounds.py's CUDA cases, test_gpu_neighbors.py: 50 s
-#            at most), diag_grouped_search.py (15 s at most: the fused per-point search, off by default
-#            on CUDA and forced here (NWBOUND_FUSED_GROUPED=1), against the host; "refused 0" once the
-#            kernel is fixed), then the benchmark with the 1M case and the profiles, the host solver's
-#            route checked but not timed (110 s at most), its "RATIO" lines at the end: 3 minutes at most
+#   final    every GPU test case that needs CUDA (170 s at most; the CPU-device and interpreter cases of
+#            the same files run on PyTorch's CPU elsewhere), then the benchmark with the 1M case, the
+#            host solver's route checked but not timed (130 s at most, its "RATIO" lines at the end),
+#            then the host-overhead lines (25 s): about 5.5 minutes
 #   explore  the GPU tests (120 s at most), then each diag_*.py of this round that exists (host
 #            overhead 40 s; epilogue, search and k-NN variants 70 s each): about 6 minutes in all
 #   dry-run  on any machine (CPU PyTorch): the device-bound tests and the benchmark at tiny shapes,
@@ -82,16 +81,18 @@ PY
     done
   fi
   if [ "$MODE" = "final" ]; then
-    echo "== pytest: the device-bound GPU tests (50 s at most) =="
-    timeout 50 python3 -u -m pytest -q -m "" -p no:cacheprovider --maxfail=10 -rfE --no-header \
-      -k "cuda or neighbors" tests/test_gpu_bounds.py tests/test_gpu_neighbors.py 2>&1 | tail -n 25
+    # The cases that need CUDA: the CPU-device and interpreter cases of the same files run on PyTorch's CPU.
+    echo "== pytest: the GPU tests that need CUDA (170 s at most; interrupted, it still prints its summary) =="
+    timeout -s INT 170 python3 -u -m pytest -q -m "" -p no:cacheprovider -p no:randomly --timeout 45 --durations 12 \
+      -rfE --no-header --ignore=tests/test_gpu_compile.py \
+      -k "not interpreter and not array_api_strict and not -cpu] and not [cpu] and not [cpu- and not -cpu-" \
+      tests/test_gpu*.py 2>&1 | tail -n 40
     echo "pytest exit: ${PIPESTATUS[0]}"
-    echo "== diag_grouped_search.py (15 s at most: cut short, its first cases still print) =="
-    timeout 15 python3 -u benchmarks/diag_grouped_search.py --rows 100
-    echo "diag exit: $?"
-    echo "== bench_device_bounds.py --profile (ECG shapes, then 1M x 100 / 100k; 110 s at most) =="
-    timeout 110 python3 -u benchmarks/bench_device_bounds.py --budget 100 --profile --no-host-timing
+    echo "== bench_device_bounds.py (ECG shapes, then 1M x 100 / 100k; 130 s at most) =="
+    timeout 130 python3 -u benchmarks/bench_device_bounds.py --budget 120 --no-host-timing
     echo "bench exit: $?"
+    echo "== diag_host_overhead.py (25 s at most) =="
+    timeout 25 python3 -u benchmarks/diag_host_overhead.py --repeats 5 | grep -E "PRODUCT|HOST"
   fi
   if [ "$MODE" = "dry-run" ]; then
     echo "== dry run: device-bound tests (CPU) and the benchmark at tiny shapes =="
