@@ -12,10 +12,10 @@
 #   profile  the GPU tests (140 s at most), then the benchmark at the ECG shapes without the 1M case,
 #            with a torch.profiler summary (top device and host costs, host reads) of one call each
 #            for Chernoff, Hoeffding and localized (150 s at most): about 5 minutes in all
-#   final    every GPU test case that needs CUDA (170 s at most; the CPU-device and interpreter cases of
+#   final    every GPU test case that needs CUDA (150 s at most; the CPU-device and interpreter cases of
 #            the same files run on PyTorch's CPU elsewhere), then the benchmark with the 1M case, the
 #            host solver's route checked but not timed (130 s at most, its "RATIO" lines at the end),
-#            then the host-overhead lines (25 s): about 5.5 minutes
+#            diag_knn.py (48 s), then the host-overhead lines (25 s): about 6.5 minutes
 #   explore  the GPU tests (120 s at most), then each diag_*.py of this round that exists (host
 #            overhead 40 s; epilogue, search and k-NN variants 70 s each): about 6 minutes in all
 #   dry-run  on any machine (CPU PyTorch): the device-bound tests and the benchmark at tiny shapes,
@@ -82,15 +82,18 @@ PY
   fi
   if [ "$MODE" = "final" ]; then
     # The cases that need CUDA: the CPU-device and interpreter cases of the same files run on PyTorch's CPU.
-    echo "== pytest: the GPU tests that need CUDA (170 s at most; interrupted, it still prints its summary) =="
-    timeout -s INT 170 python3 -u -m pytest -q -m "" -p no:cacheprovider -p no:randomly --timeout 45 --durations 12 \
+    echo "== pytest: the GPU tests that need CUDA (150 s at most; interrupted, it still prints its summary) =="
+    timeout -s INT 150 python3 -u -m pytest -q -m "" -p no:cacheprovider -p no:randomly --timeout 45 --durations 12 \
       -rfE --no-header --ignore=tests/test_gpu_compile.py \
       -k "not interpreter and not array_api_strict and not -cpu] and not [cpu] and not [cpu- and not -cpu-" \
       tests/test_gpu*.py 2>&1 | tail -n 40
     echo "pytest exit: ${PIPESTATUS[0]}"
-    echo "== bench_device_bounds.py (ECG shapes, then 1M x 100 / 100k; 130 s at most) =="
-    timeout 130 python3 -u benchmarks/bench_device_bounds.py --budget 120 --no-host-timing
+    echo "== bench_device_bounds.py (ECG shapes, then 1M x 100 / 100k; 115 s at most) =="
+    timeout 115 python3 -u benchmarks/bench_device_bounds.py --budget 105 --no-host-timing
     echo "bench exit: $?"
+    echo "== diag_knn.py (48 s at most: the localized call's variants, the fused per-point search's refused ends) =="
+    timeout 48 python3 -u benchmarks/diag_knn.py --budget 42
+    echo "diag_knn exit: $?"
     echo "== diag_host_overhead.py (25 s at most) =="
     timeout 25 python3 -u benchmarks/diag_host_overhead.py --repeats 5 | grep -E "PRODUCT|HOST"
   fi
