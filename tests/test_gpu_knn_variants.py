@@ -261,3 +261,35 @@ def test_neighbor_statistics_check_input_false_skips_only_the_reads(monkeypatch)
         neighbor_kernel_statistics(Q[:, :2], X, onehot, nb, check_input=False, **kw)
     with pytest.raises(TypeError, match="check_input must be True or False"):
         neighbor_kernel_statistics(Q, X, onehot, nb, check_input="no", **kw)
+
+
+@pytest.mark.skipif(not HAS_TORCH or not __import__("torch").cuda.is_available()
+                    or importlib.util.find_spec("triton") is None, reason="needs CUDA and Triton")
+def test_fused_grouped_bp1_on_cuda_contains_the_host(monkeypatch):
+    # The compiled kernel (NWBOUND_FUSED_GROUPED=bp1): whatever its float64 re-check refuses is searched again
+    # eagerly, so the interval contains the host solver's and is as close as the eager search's (CUDA's
+    # default); the refused count is printed (benchmarks/diag_knn.py measures it at the ECG shapes).
+    import warnings
+
+    import torch
+
+    import nwbound.bounds._chernoff_device as cdev
+    from nwbound.bounds._chernoff import chernoff_interval
+
+    from test_gpu_bounds import _per_point_batch
+
+    S, count, mass, rho = _per_point_batch(5, 100, 5, 4, 0.0, concentrated=True)
+    h_lo, h_up = chernoff_interval(S, count, mass, mass, rho, 0.01, engine="numpy")
+    args = [torch.as_tensor(np.asarray(x, dtype=np.float64), device="cuda") for x in (S, count, mass, rho)]
+    out = {}
+    for mode in ("0", "bp1"):
+        monkeypatch.setenv("NWBOUND_FUSED_GROUPED", mode)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a refused end's warning: counted below instead
+            out[mode] = [x.cpu().numpy() for x in cdev.chernoff_interval_device(*args, 0.01)]
+    refused = cdev._TRITON_SEARCH.get("unverified")
+    print("fused grouped bp=1 w1: float64 re-check refused", None if refused is None else int(refused), "moved ends")
+    lo, up = out["bp1"]
+    assert np.all(lo <= h_lo + 1e-7) and np.all(up >= h_up - 1e-7)
+    np.testing.assert_allclose(lo, out["0"][0], atol=2e-5)
+    np.testing.assert_allclose(up, out["0"][1], atol=2e-5)
