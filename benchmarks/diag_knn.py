@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated k-NN variants ('default' for the default, 'full' the baseline)")
     ap.add_argument("--no-predict", action="store_true", help="time the k-NN alone")
     ap.add_argument("--predict-queries", type=int, default=None,
-                    help="queries of the predict_interval part (default: all; --small: 8, the CPU's interpreted search)")
+                    help="queries of the predict_interval part (default: all; --small: 8, the interpreted search)")
     args = ap.parse_args(argv)
     start = time.perf_counter()
     deadline = start + args.budget

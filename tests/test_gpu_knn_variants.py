@@ -15,8 +15,8 @@ pytestmark = pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed 
 # PyTorch's CPU backend everywhere; CUDA too where there is one (the device check).
 DEVICES = ["cpu"] + (["cuda"] if HAS_TORCH and __import__("torch").cuda.is_available() else [])
 
-VARIANTS = ["", "full", "noclamp", "chunks=3", "chunks=8", "bf16", "bf16+chunks=3", "bf16+chunks=8", "noclamp+bf16+chunks=5",
-            "onesync", "bf16+onesync", "bf16+chunks=4+onesync"]
+VARIANTS = ["", "full", "noclamp", "chunks=3", "chunks=8", "bf16", "bf16+chunks=3", "bf16+chunks=8",
+            "noclamp+bf16+chunks=5", "onesync", "bf16+onesync", "bf16+chunks=4+onesync"]
 
 
 def _brute(Q: np.ndarray, X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

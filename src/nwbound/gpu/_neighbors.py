@@ -259,7 +259,8 @@ def _parse_variant(text: str) -> dict | None:
             out["chunks"] = int(word[7:])
         else:
             raise ValueError(f"NWBOUND_KNN_TOPK: unknown part {word!r} in {text!r}; use '+'-separated parts among "
-                             f"{', '.join(_VARIANT_WORDS)} (N >= 1; 'full' alone), or leave it empty for the default search.")
+                             f"{', '.join(_VARIANT_WORDS)} (N >= 1; 'full' alone), or leave it empty for the "
+                             "default search.")
     return out
 
 
