@@ -195,7 +195,7 @@ np.savez(sys.argv[2], **out)
 
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
-def test_fused_grouped_bp1_launch_is_certified_and_contains_the_host(tmp_path):
+def test_fused_grouped_bp1_launch_in_the_interpreter_is_certified_and_contains_the_host(tmp_path):
     # NWBOUND_FUSED_GROUPED=bp1 (Triton's interpreter, its own process): the grouped kernel launched with one
     # pair per program and one warp; every moved end re-checked by the float64 exponent (none refused here),
     # the ends within the search's tolerance of the eager search's, outside the host solver's interval.
