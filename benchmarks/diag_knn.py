@@ -2,18 +2,21 @@
 Chernoff search's host reads, variant by variant, at the ECG shapes (87 554 x 100 float32 training
 points, 21 892 queries, k = 10).
 
-Every variant lives in the library behind a private switch whose default is the current code:
+Every variant lives in the library behind a private switch (after issue 19's run 1 the defaults are
+``bf16+onesync`` and the lean reads; the baseline is the previous default, ``full``):
 
-* k-NN (``nwbound.gpu._neighbors``, ``NWBOUND_KNN_TOPK`` / the ``_topk`` keyword): ``""`` the
-  baseline (``clamp`` then one ``topk`` of each block's ``(rows, 87 554)`` product), ``noclamp``,
-  ``chunks=N`` (``topk`` per column chunk, then of the ``N·k′`` candidates), ``bf16`` (``topk`` of a
-  bfloat16 copy of the product: 2 radix passes of 16 bits instead of 4 of 32), ``bf16+chunks=N``,
-  ``onesync`` (one read per call for the rows to grow, instead of one per block);
-* the per-point search (``nwbound.bounds._chernoff_device._CHECK_EVERY``, a module constant read at
-  each call): probes between two host reads of the open pairs (4, the default; 8, 16: fewer reads,
-  more probes on pairs already closed, whose ends do not move); ``NWBOUND_SEARCH_READS=lean`` (its
-  0-d constants filled on the device instead of copied from the host, each copy a synchronisation,
-  and the first round in place without a read).
+* k-NN (``nwbound.gpu._neighbors``, ``NWBOUND_KNN_TOPK`` / the ``_topk`` keyword): ``full`` the
+  previous default (``clamp`` then one ``topk`` of each block's ``(rows, 87 554)`` product, the growth
+  rounds per block), ``""`` the default (``bf16+onesync``: ``topk`` of a bfloat16 copy of the product,
+  2 radix passes of 16 bits instead of 4 of 32, and one read per call for the rows to grow), and the
+  other forms of the module's docstring (``noclamp``, ``chunks=N``, ``bf16``, ``onesync``);
+* the per-point search (``nwbound.bounds._chernoff_device``): ``NWBOUND_SEARCH_READS=full`` the previous
+  reads (0-d constants copied from the host, each copy a synchronisation, the first round's open pairs
+  read), ``""`` the default lean reads; ``_CHECK_EVERY`` probes between two host reads (4);
+  ``NWBOUND_FUSED_GROUPED`` ``"bp1"``: the fused Triton search for the per-point form with one pair per
+  program and one warp (``"1"``: the kernel's own launch, 32 pairs per program, 8 warps), every moved end
+  re-checked by the float64 exponent, the refused ones searched again eagerly (their count printed).
+  The predict part's neighbour statistics skip their five input checks (``check_input=False``, no switch).
 
 Printed, after the bare fp32 product (TF32 off) in the same run:
 
@@ -26,12 +29,13 @@ Printed, after the bare fp32 product (TF32 off) in the same run:
   reads (CUDA: ``torch.cuda.set_sync_debug_mode`` warnings; CPU: a counter on ``nonzero``/``item``/
   ``bool``/``int``/``float``/``tolist``), and CORRECT when every field of the interval equals the
   baseline's bit for bit (else the largest end difference and whether each interval contains the
-  baseline's, i.e. stays on the safe side).
+  baseline's, i.e. stays on the safe side); with the fused per-point search, the ends the float64
+  re-check refused (each searched again by the eager search: valid either way, but time lost).
 
 Each variant runs in its own ``try`` (a failure prints one FAILED line); ``--budget`` seconds in all
 (parts past it are skipped)::
 
-    SCIPY_ARRAY_API=1 PYTHONPATH=src python3 benchmarks/diag_knn.py                  # CUDA, ECG shapes, < 60 s
+    SCIPY_ARRAY_API=1 PYTHONPATH=src python3 benchmarks/diag_knn.py                  # CUDA, ECG shapes, < 45 s
     SCIPY_ARRAY_API=1 PYTHONPATH=src TRITON_INTERPRET=1 python3 benchmarks/diag_knn.py --small --device cpu
 """
 
@@ -56,12 +60,11 @@ from bench_gpu import bare_product, pick_bandwidth  # noqa: E402
 from run import ECG_FULL, ecg_like  # noqa: E402
 
 SMALL = (3_000, 600)
-KNN_VARIANTS = ("", "noclamp", "chunks=4", "chunks=8", "chunks=16", "bf16", "bf16+chunks=4", "bf16+chunks=8",
-                "bf16+chunks=16", "onesync", "bf16+onesync", "bf16+chunks=8+onesync")
-# (NWBOUND_KNN_TOPK, _CHECK_EVERY, NWBOUND_SEARCH_READS) for the whole predict_interval
-PREDICT_VARIANTS = (("", 4, ""), ("noclamp", 4, ""), ("chunks=8", 4, ""), ("bf16", 4, ""), ("bf16+chunks=8", 4, ""),
-                    ("", 8, ""), ("", 16, ""), ("", 64, ""), ("", 4, "lean"), ("bf16", 4, "lean"),
-                    ("bf16+chunks=8", 4, "lean"), ("bf16+onesync", 4, "lean"))
+KNN_VARIANTS = ("full", "", "noclamp+onesync")
+# (NWBOUND_KNN_TOPK, _CHECK_EVERY, NWBOUND_SEARCH_READS, NWBOUND_FUSED_GROUPED) for the whole predict_interval;
+# the first is the baseline (the defaults before issue 19's run 1)
+PREDICT_VARIANTS = (("full", 4, "full", "0"), ("", 4, "", "0"), ("", 4, "", "bp1"), ("", 4, "", "1"))
+_FUSED_LABEL = {"0": "", "bp1": ", fused grouped bp=1 w1", "1": ", fused grouped bp=32 w8"}
 
 
 def _ms(fn, dev, repeats: int) -> float:
@@ -130,12 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--small", action="store_true", help="tiny shapes (a dry run of the script)")
     ap.add_argument("--device", default=None, help="PyTorch device (default: cuda if visible, else cpu)")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--budget", type=float, default=55.0, help="seconds for everything (parts past it are skipped)")
-    ap.add_argument("--knn", default=",".join(v or "baseline" for v in KNN_VARIANTS),
-                    help="comma-separated k-NN variants ('baseline' for the default)")
+    ap.add_argument("--budget", type=float, default=42.0, help="seconds for everything (parts past it are skipped)")
+    ap.add_argument("--knn", default=",".join(v or "default" for v in KNN_VARIANTS),
+                    help="comma-separated k-NN variants ('default' for the default, 'full' the baseline)")
     ap.add_argument("--no-predict", action="store_true", help="time the k-NN alone")
     ap.add_argument("--predict-queries", type=int, default=None,
-                    help="queries of the predict_interval part (default: all; --small: 40, the CPU's interpreted search)")
+                    help="queries of the predict_interval part (default: all; --small: 8, the interpreted search)")
     args = ap.parse_args(argv)
     start = time.perf_counter()
     deadline = start + args.budget
@@ -167,15 +170,15 @@ def main(argv: list[str] | None = None) -> int:
 
     def over(label):
         if time.perf_counter() > deadline:
-            print(f"VARIANT {label:44s} skipped (time budget spent)")
+            print(f"VARIANT {label:58s} skipped (time budget spent)")
             return True
         return False
 
     # 1. The k-NN alone.
-    base = exact_kneighbors(Qt, train, X64, 10, _topk="")
+    base = exact_kneighbors(Qt, train, X64, 10, _topk="full")
     for v in (w.strip() for w in args.knn.split(",") if w.strip()):
-        v = "" if v == "baseline" else v
-        label = f"knn[{v or 'baseline'}]"
+        v = "" if v == "default" else v
+        label = f"knn[{'full (baseline)' if v == 'full' else v or 'default bf16+onesync'}]"
         if over(label):
             continue
         try:
@@ -185,9 +188,9 @@ def main(argv: list[str] | None = None) -> int:
             ms = _ms(lambda v=v: exact_kneighbors(Qt, train, X64, 10, _topk=v), dev, args.repeats)
             verdict = ("CORRECT: indices and distances identical to the baseline's" if same else
                        f"WRONG: {rows} rows' neighbours differ from the baseline's (the k-NN must be exact)")
-            print(f"VARIANT {label:44s} {ms:9.2f} ms  {ms / prod:6.2f}x product  {verdict}")
+            print(f"VARIANT {label:58s} {ms:9.2f} ms  {ms / prod:6.2f}x product  {verdict}")
         except Exception as exc:  # noqa: BLE001 - one line, and the next variant
-            print(f"VARIANT {label:44s} FAILED {type(exc).__name__}: {str(exc)[:300]}")
+            print(f"VARIANT {label:58s} FAILED {type(exc).__name__}: {str(exc)[:300]}")
             traceback.print_exc(limit=3, file=sys.stdout)
     if args.no_predict:
         return 0
@@ -200,11 +203,14 @@ def main(argv: list[str] | None = None) -> int:
 
         _device.BOUNDS_ON_CPU = True  # PyTorch's CPU device standing in for a GPU (the bounds there too)
         # CUDA's default per-point search is the eager one (the fused Triton form is off there); on the CPU
-        # the interpreter would take the fused form: the eager one here too, as on the GPU.
-        cdev._fused_for = lambda split, s: bool(split)
+        # the interpreter would take the fused form: the eager one here too, as on the GPU, but where a
+        # variant asks for the fused one.
+        fused_for = cdev._fused_for
+        cdev._fused_for = lambda split, s: bool(split) or os.environ.get("NWBOUND_FUSED_GROUPED", "0") != "0" \
+            and fused_for(split, s)
         print("-- cpu: the per-point search eager, as CUDA's default --")
 
-    n_pred = args.predict_queries or (40 if args.small else n_query)
+    n_pred = args.predict_queries or (8 if args.small else n_query)
     Qp = Qt[:n_pred]
     print(f"-- predict_interval on {n_pred} queries --")
 
@@ -215,20 +221,46 @@ def main(argv: list[str] | None = None) -> int:
     fields = ("proba", "lower", "upper", "epsilon", "kappa", "n_eff", "vacuous")
     ref = None
     default_every = cdev._CHECK_EVERY
-    for v, every, reads_mode in PREDICT_VARIANTS:
-        label = f"predict[{v or 'baseline'}, check_every={every}{', ' + reads_mode if reads_mode else ''}]"
+    # The fused per-point search's float64 re-check: the ends it refused, summed over the calls (no read).
+    refused: list = []
+    certify = cdev.fused_ends_certified
+
+    def counting_certify(*a, **k):
+        ok = certify(*a, **k)
+        refused.append((~ok).sum())
+        return ok
+
+    cdev.fused_ends_certified = counting_certify
+    for v, every, reads_mode, fused in PREDICT_VARIANTS:
+        knn = "full" if v == "full" else v or "bf16+onesync"
+        reads_label = "full reads" if reads_mode == "full" else "lean"
+        label = f"predict[{knn}, {reads_label}{_FUSED_LABEL[fused]}]" + (" (baseline)" if ref is None else "")
         if over(label):
             continue
         try:
             os.environ["NWBOUND_KNN_TOPK"] = v
             os.environ["NWBOUND_SEARCH_READS"] = reads_mode
+            os.environ["NWBOUND_FUSED_GROUPED"] = fused
             cdev._CHECK_EVERY = every
-            iv = call()  # warm-up and the answer
+            refused.clear()
+            interpreted = dev.type == "cpu" and fused != "0"  # Triton's interpreter: one call, timed and counted
+            if interpreted:
+                t0 = time.perf_counter()
+                with _read_counter(dev) as reads:
+                    iv = call()
+                ms = 1e3 * (time.perf_counter() - t0)
+            else:
+                iv = call()  # warm-up (the fused kernel's compile) and the answer
             if dev.type == "cuda":
                 torch.cuda.synchronize()
-            with _read_counter(dev) as reads:
-                call()
-            ms = _ms(call, dev, args.repeats)
+            n_refused = int(sum(int(r) for r in refused)) if refused else None
+            if not interpreted:
+                with _read_counter(dev) as reads:
+                    call()
+                ms = _ms(call, dev, args.repeats)
+            refused_note = "" if n_refused is None else (
+                f"  fused search: {len(refused)} launch(es), float64 re-check refused {n_refused} moved ends"
+                + (" (re-searched eagerly)" if n_refused else " (all certified)"))
             if ref is None:
                 ref = iv
                 verdict = "(the baseline)"
@@ -240,16 +272,23 @@ def main(argv: list[str] | None = None) -> int:
                     diff = max(float((iv.lower - ref.lower).abs().max()), float((iv.upper - ref.upper).abs().max()))
                     wider = bool(((iv.lower <= ref.lower) & (iv.upper >= ref.upper)).all())
                     narrower = bool(((iv.lower >= ref.lower) & (iv.upper <= ref.upper)).all())
-                    verdict = (f"DIFFERS: max |end diff| {diff:.2e}; contains the baseline's {wider}, inside it "
-                               f"{narrower} (same statistics: both must be valid ends of the same search)")
-            print(f"VARIANT {label:44s} {ms:9.2f} ms  {ms / prod:6.2f}x product  host reads {reads[0]:3d}  {verdict}")
+                    others = all(torch.equal(getattr(iv, f), getattr(ref, f)) for f in ("proba", "kappa", "n_eff",
+                                                                                         "vacuous"))
+                    n_in = int(((iv.lower > ref.lower) | (iv.upper < ref.upper)).sum())
+                    verdict = (f"DIFFERS: max |end diff| {diff:.2e} (search tol 1e-07); contains the baseline's "
+                               f"{wider}, inside it {narrower}, {n_in} ends inside the baseline's; proba/kappa/"
+                               f"n_eff/vacuous identical {others} (both valid: every reported end certified)")
+            print(f"VARIANT {label:58s} {ms:9.2f} ms  {ms / prod:6.2f}x product  host reads {reads[0]:3d}  {verdict}"
+                  f"{refused_note}")
         except Exception as exc:  # noqa: BLE001
-            print(f"VARIANT {label:44s} FAILED {type(exc).__name__}: {str(exc)[:300]}")
+            print(f"VARIANT {label:58s} FAILED {type(exc).__name__}: {str(exc)[:300]}")
             traceback.print_exc(limit=3, file=sys.stdout)
         finally:
             os.environ.pop("NWBOUND_KNN_TOPK", None)
             os.environ.pop("NWBOUND_SEARCH_READS", None)
+            os.environ.pop("NWBOUND_FUSED_GROUPED", None)
             cdev._CHECK_EVERY = default_every
+    cdev.fused_ends_certified = certify
     print(f"== diag_knn done in {time.perf_counter() - start:.0f} s ==")
     return 0
 

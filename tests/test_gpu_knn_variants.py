@@ -1,4 +1,5 @@
-"""The device k-NN's candidate-search variants (``NWBOUND_KNN_TOPK``, issue 19) against a brute-force
+"""The device k-NN's candidate-search forms (``NWBOUND_KNN_TOPK``, issue 19; the default ``""`` is
+``bf16+onesync``, ``full`` the previous default) against a brute-force
 float64 NumPy k-NN written here: the exact ``k`` nearest by (float64 distance, row index), on random
 data with planted duplicates and ties, in float32 and float64, on PyTorch's CPU backend."""
 
@@ -14,8 +15,8 @@ pytestmark = pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed 
 # PyTorch's CPU backend everywhere; CUDA too where there is one (the device check).
 DEVICES = ["cpu"] + (["cuda"] if HAS_TORCH and __import__("torch").cuda.is_available() else [])
 
-VARIANTS = ["", "noclamp", "chunks=3", "chunks=8", "bf16", "bf16+chunks=3", "bf16+chunks=8", "noclamp+bf16+chunks=5",
-            "onesync", "bf16+onesync", "bf16+chunks=4+onesync"]
+VARIANTS = ["", "full", "noclamp", "chunks=3", "chunks=8", "bf16", "bf16+chunks=3", "bf16+chunks=8",
+            "noclamp+bf16+chunks=5", "onesync", "bf16+onesync", "bf16+chunks=4+onesync"]
 
 
 def _brute(Q: np.ndarray, X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -96,10 +97,12 @@ def test_bf16_floor_is_below_every_value_rounding_to_the_key():
 def test_variant_switch_messages(monkeypatch):
     from nwbound.gpu._neighbors import _parse_variant
 
-    assert _parse_variant("") is None and _parse_variant("full") is None
+    assert _parse_variant("full") is None  # the float32 search before issue 19
+    assert _parse_variant("") == _parse_variant("default") == {"bf16": True, "chunks": 1, "onesync": True}
     assert _parse_variant("bf16+chunks=8") == {"bf16": True, "chunks": 8, "onesync": False}
-    with pytest.raises(ValueError, match="NWBOUND_KNN_TOPK"):
-        _parse_variant("chunks=0")
+    for bad in ("chunks=0", "full+bf16"):
+        with pytest.raises(ValueError, match="NWBOUND_KNN_TOPK"):
+            _parse_variant(bad)
     monkeypatch.setenv("NWBOUND_KNN_TOPK", "fast")
     Q, X = _data(0, np.float64)
     with pytest.raises(ValueError, match="NWBOUND_KNN_TOPK: unknown part 'fast'"):
@@ -110,9 +113,9 @@ def test_variant_switch_messages(monkeypatch):
 
 
 def test_lean_search_reads_give_the_same_ends(monkeypatch):
-    # NWBOUND_SEARCH_READS=lean (the per-point search's constants filled on the device, its first round
-    # unread): the same interval ends bit for bit as the default eager search, on random per-point inputs
-    # (some rows without mass, some pairs closed from the start).
+    # The per-point search's lean reads (the default: constants filled on the device, its first round
+    # unread) give the same interval ends bit for bit as NWBOUND_SEARCH_READS=full (the form before), on
+    # random per-point inputs (some rows without mass, some pairs closed from the start).
     import torch
 
     import nwbound.bounds._chernoff_device as cdev
@@ -127,10 +130,166 @@ def test_lean_search_reads_give_the_same_ends(monkeypatch):
     count = (mass > 0).to(torch.float64)
     radius = torch.as_tensor(rng.random((n, B)) * 0.2)
     out = {}
-    for mode in ("", "lean"):
+    for mode in ("full", "", "lean"):
         monkeypatch.setenv("NWBOUND_SEARCH_READS", mode)
         out[mode] = cdev.chernoff_interval_device(S, count, mass, radius, 0.05, sum_error=1e-12)
-    for a, b in zip(out[""], out["lean"]):
-        assert torch.equal(a, b)
-    lo, up = out[""]
+    for mode in ("", "lean"):
+        for a, b in zip(out["full"], out[mode]):
+            assert torch.equal(a, b)
+    lo, up = out["full"]
     assert bool((lo[:5] == 0).all() and (up[:5] == 1).all()) and bool((up[5:] - lo[5:] < 1).any())
+
+
+def test_fused_grouped_switch_values(monkeypatch):
+    # NWBOUND_FUSED_GROUPED: "0"/unset keeps the eager per-point search on CUDA; "1" the fused kernel's own
+    # launch; "bp1" the fused kernel with one pair per program and one warp (issue 19's run 2).
+    import nwbound.bounds._chernoff_device as cdev
+    import nwbound.bounds._chernoff_triton as ctri
+
+    class _Cuda:  # stands in for a CUDA tensor: only its device type is read
+        device = type("dev", (), {"type": "cuda"})()
+
+    monkeypatch.setattr(ctri, "triton_search_applies", lambda s: True)
+    for value, on, launch in ((None, False, None), ("0", False, None), ("1", True, None),
+                              ("bp1", True, {"bp": 1, "warps": 1})):
+        if value is None:
+            monkeypatch.delenv("NWBOUND_FUSED_GROUPED", raising=False)
+        else:
+            monkeypatch.setenv("NWBOUND_FUSED_GROUPED", value)
+        assert cdev._fused_for(False, _Cuda()) is on, value
+        assert cdev._fused_for(True, _Cuda())  # the split form: always
+        assert cdev._grouped_launch(False) == launch, value
+        assert cdev._grouped_launch(True) is None  # the split form's launch is not this switch's
+
+
+_FUSED_BP1 = r'''
+import os, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import torch
+import nwbound.bounds._chernoff_triton as ct
+import nwbound.bounds._chernoff_device as cd
+from test_gpu_bounds import _per_point_batch, _t
+from nwbound.bounds._chernoff import chernoff_interval
+
+launches = []
+original = ct.triton_search
+def spy(*args, **kwargs):
+    launches.append(kwargs.get("_variant"))
+    return original(*args, **kwargs)
+ct.triton_search = spy
+S, count, mass, rho = _per_point_batch(3, 3, 6, 2, 0.0, concentrated=True)
+S[0], count[0], mass[0] = 0.0, 0.0, 0.0  # a row without mass
+args = [_t(x, "cpu") for x in (S, count, mass, rho)]
+out = {"host": np.stack(chernoff_interval(S, count, mass, mass, rho, 0.02, engine="numpy"))}
+for mode in ("bp1",):
+    os.environ["NWBOUND_FUSED_GROUPED"] = mode
+    out[mode] = np.stack([x.numpy() for x in cd.chernoff_interval_device(*args, 0.02)])
+    out[mode + "/unverified"] = np.array(int(cd._TRITON_SEARCH["unverified"]))
+cd._fused_for = lambda split, s: False  # the eager search, the reference
+out["eager"] = np.stack([x.numpy() for x in cd.chernoff_interval_device(*args, 0.02)])
+out["launches"] = np.array([repr(v) for v in launches])
+np.savez(sys.argv[2], **out)
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
+def test_fused_grouped_bp1_launch_in_the_interpreter_is_certified_and_contains_the_host(tmp_path):
+    # NWBOUND_FUSED_GROUPED=bp1 (Triton's interpreter, its own process): the grouped kernel launched with one
+    # pair per program and one warp; every moved end re-checked by the float64 exponent (none refused here),
+    # the ends within the search's tolerance of the eager search's, outside the host solver's interval.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    env.pop("NWBOUND_SEARCH_VARIANT", None)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    run = subprocess.run([sys.executable, "-c", _FUSED_BP1, str(Path(__file__).resolve().parent),
+                          str(tmp_path / "o.npz")], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = np.load(tmp_path / "o.npz")
+    assert list(got["launches"]) == [repr({"bp": 1, "warps": 1})]  # the switch reached the kernel
+    host, eager = got["host"], got["eager"]
+    for mode in ("bp1",):
+        iv = got[mode]
+        assert int(got[mode + "/unverified"]) == 0, mode
+        assert np.all(np.abs(iv - eager) <= 1e-7), mode  # the search's tol
+        assert np.all(iv[0] <= host[0] + 1e-7) and np.all(iv[1] >= host[1] - 1e-7), mode
+        assert (iv[1] - iv[0] < 1).any() and iv[0, 0].max() == 0 and iv[1, 0].min() == 1  # real ends; [0, 1]
+
+
+def test_neighbor_statistics_check_input_false_skips_only_the_reads(monkeypatch):
+    # check_input=False (the estimators' validated inputs): the same statistics bit for bit, none of the
+    # five value checks' reads (counted on the tensor methods that read a value), the shape checks kept;
+    # check_input=True still names each bad input.
+    import torch
+
+    from nwbound.gpu import neighbor_kernel_statistics
+
+    rng = np.random.default_rng(5)
+    X = torch.as_tensor(rng.normal(size=(60, 3)))
+    onehot = torch.nn.functional.one_hot(torch.as_tensor(rng.integers(0, 3, 60)), 3).double()
+    Q = torch.as_tensor(rng.normal(size=(7, 3)))
+    nb = torch.as_tensor(rng.integers(0, 60, (7, 5)))
+    kw = dict(bandwidth=1.5, keep_points=True)
+    want = neighbor_kernel_statistics(Q, X, onehot, nb, **kw)
+    reads = [0]
+    orig = torch.Tensor.__bool__
+
+    def counting(self):
+        reads[0] += 1
+        return orig(self)
+
+    monkeypatch.setattr(torch.Tensor, "__bool__", counting)
+    got = neighbor_kernel_statistics(Q, X, onehot, nb, check_input=False, **kw)
+    assert reads[0] == 0
+    neighbor_kernel_statistics(Q, X, onehot, nb, **kw)
+    assert reads[0] == 5  # the checks the estimators skip
+    monkeypatch.setattr(torch.Tensor, "__bool__", orig)
+    for name in ("class_sums", "sq_sum", "dist_sum", "d2_error", "point_mass", "point_dist"):
+        assert torch.equal(getattr(got, name), getattr(want, name)), name
+    with pytest.raises(ValueError, match="Xq contains NaN"):
+        neighbor_kernel_statistics(Q * np.nan, X, onehot, nb, **kw)
+    with pytest.raises(ValueError, match="neighbors must index rows"):
+        neighbor_kernel_statistics(Q, X, onehot, nb + 60, **kw)
+    with pytest.raises(ValueError, match="onehot must be non-negative"):
+        neighbor_kernel_statistics(Q, X, -onehot, nb, **kw)
+    with pytest.raises(ValueError, match="Shapes do not match"):
+        neighbor_kernel_statistics(Q[:, :2], X, onehot, nb, check_input=False, **kw)
+    with pytest.raises(TypeError, match="check_input must be True or False"):
+        neighbor_kernel_statistics(Q, X, onehot, nb, check_input="no", **kw)
+
+
+@pytest.mark.skipif(not HAS_TORCH or not __import__("torch").cuda.is_available()
+                    or importlib.util.find_spec("triton") is None, reason="needs CUDA and Triton")
+def test_fused_grouped_bp1_on_cuda_contains_the_host(monkeypatch):
+    # The compiled kernel (NWBOUND_FUSED_GROUPED=bp1): whatever its float64 re-check refuses is searched again
+    # eagerly, so the interval contains the host solver's and is as close as the eager search's (CUDA's
+    # default); the refused count is printed (benchmarks/diag_knn.py measures it at the ECG shapes).
+    import warnings
+
+    import torch
+
+    import nwbound.bounds._chernoff_device as cdev
+    from nwbound.bounds._chernoff import chernoff_interval
+
+    from test_gpu_bounds import _per_point_batch
+
+    S, count, mass, rho = _per_point_batch(5, 100, 5, 4, 0.0, concentrated=True)
+    h_lo, h_up = chernoff_interval(S, count, mass, mass, rho, 0.01, engine="numpy")
+    args = [torch.as_tensor(np.asarray(x, dtype=np.float64), device="cuda") for x in (S, count, mass, rho)]
+    out = {}
+    for mode in ("0", "bp1"):
+        monkeypatch.setenv("NWBOUND_FUSED_GROUPED", mode)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a refused end's warning: counted below instead
+            out[mode] = [x.cpu().numpy() for x in cdev.chernoff_interval_device(*args, 0.01)]
+    refused = cdev._TRITON_SEARCH.get("unverified")
+    print("fused grouped bp=1 w1: float64 re-check refused", None if refused is None else int(refused), "moved ends")
+    lo, up = out["bp1"]
+    assert np.all(lo <= h_lo + 1e-7) and np.all(up >= h_up - 1e-7)
+    np.testing.assert_allclose(lo, out["0"][0], atol=2e-5)
+    np.testing.assert_allclose(up, out["0"][1], atol=2e-5)

@@ -250,14 +250,30 @@ def _probe_for(torch: Any, device: Any) -> Callable:
 def _fused_for(split: bool, s: Any) -> bool:
     """Whether :func:`_search` takes the fused Triton kernel for these pairs (:func:`._chernoff_triton.
     triton_search_applies`). The split (binned) form always; the grouped (per-point) form on CUDA only
-    with ``NWBOUND_FUSED_GROUPED=1`` (off by default: on an H100 its raw kernel rejected levels the
-    float64 exponent does not, and the re-check then sent them to the eager search, so it cost time and
-    gained none), and always under Triton's CPU interpreter (the tests)."""
+    with ``NWBOUND_FUSED_GROUPED`` ``"1"`` (the kernel's own launch) or ``"bp1"`` (:data:`_GROUPED_BP1`:
+    one pair per program, one warp), off by default (on an H100 its raw kernel, 32 pairs per program,
+    rejected levels the float64 exponent does not, and the re-check then sent them to the eager search,
+    so it cost time and gained none), and always under Triton's CPU interpreter (the tests)."""
     from ._chernoff_triton import triton_search_applies
 
     if not triton_search_applies(s):
         return False
-    return split or s.device.type != "cuda" or os.environ.get("NWBOUND_FUSED_GROUPED", "0") == "1"
+    return split or s.device.type != "cuda" or os.environ.get("NWBOUND_FUSED_GROUPED", "0") in ("1", "bp1")
+
+
+# The grouped form's launch under NWBOUND_FUSED_GROUPED=bp1 (issue 19): one (query, class, end) pair per
+# program and one warp, the launch whose split-form ends were all certified by the float64 re-check on an
+# H100 (0 refused, 6.5 ms, against 27 refused with 16 pairs per program); passed to the kernel's private
+# launch switch (``triton_search(..., _variant=...)``). The re-check of every moved end stays on.
+_GROUPED_BP1 = {"bp": 1, "warps": 1}
+
+
+def _grouped_launch(split: bool) -> dict | None:
+    """The fused kernel's launch for :func:`_search`: :data:`_GROUPED_BP1` for the grouped form under
+    ``NWBOUND_FUSED_GROUPED=bp1``; None otherwise (the kernel's defaults, or ``NWBOUND_SEARCH_VARIANT``)."""
+    if split or os.environ.get("NWBOUND_FUSED_GROUPED", "0") != "bp1":
+        return None
+    return dict(_GROUPED_BP1)
 
 
 def _verify_fused(split: bool) -> bool:
@@ -324,11 +340,13 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
                 data[5][:, 0, 0, :], data[5][:, 0, 1, :], data[6][:, 0, 0, :], data[6][:, 0, 1, :])
         else:  # (n, 1, B) groups
             flat = tuple(x[:, 0, :] for x in data)
+        launch = _grouped_launch(split)
         try:
             ends, cert = triton_search(split, flat, s, a, b, m, theta, t_max, log_level, tol, open_,
                                        theta_steps=_THETA_STEPS, max_probes=_MAX_PROBES,
                                        newton_m_steps=_NEWTON_M_STEPS, decrement=_THETA_DECREMENT,
-                                       margin=_THETA_MARGIN, series_x=_SERIES_X)
+                                       margin=_THETA_MARGIN, series_x=_SERIES_X,
+                                       **({} if launch is None else {"_variant": launch}))
         except Exception as exc:  # noqa: BLE001 - the eager search computes the same ends
             if os.environ.get("TRITON_INTERPRET") == "1":
                 raise  # the tests: a broken kernel must fail loudly
@@ -356,10 +374,11 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
     shape = s.shape
     K = shape[1]
     # The level and the tolerance as 0-d tensors: a compiled probe serves every δ′ without recompiling.
-    # NWBOUND_SEARCH_READS=lean (private, issue 19's diag_knn.py): filled on the device (a copy from the
-    # host waits for the device's queue) and the first round in place without reading the open pairs
-    # (pairs not open do not move): the same ends, two to five reads fewer.
-    lean = os.environ.get("NWBOUND_SEARCH_READS", "") == "lean"
+    # Filled on the device (a copy from the host waits for the device's queue), and the first round in
+    # place without reading the open pairs (pairs not open do not move): the same ends as reading them,
+    # two to five host reads fewer. NWBOUND_SEARCH_READS=full (private, issue 19's diag_knn.py): the
+    # form before issue 19 (host copies, the first round's open pairs read).
+    lean = os.environ.get("NWBOUND_SEARCH_READS", "lean") != "full"
     if lean:
         level_t, tol_t = (torch.full((), v, dtype=torch.float64, device=s.device) for v in (log_level, tol))
         flags = [torch.full((), v, dtype=torch.bool, device=s.device) for v in (True, False)]

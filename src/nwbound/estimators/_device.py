@@ -383,7 +383,7 @@ def neighbor_kernel_sums_array_api(
         # relative to the support (its absolute square may underflow).
         st = neighbor_kernel_statistics(
             Xq, X_dev, onehot_dev, nb, kernel=kernel, bandwidth=float(lam), need_dist=need_dist,
-            keep_points=True, working_memory=working_memory,
+            keep_points=True, working_memory=working_memory, check_input=False,  # the estimator's: validated
         ).to_numpy()
         with np.errstate(over="ignore", under="ignore"):  # back to the input's units: inf/0 where not representable
             _store_sums(out, g, st, unit)
@@ -737,7 +737,8 @@ def intervals_on_device(
         idx = neighbors if neighbors is not None else device_kneighbors(
             Q, train, int(n_neighbors), working_memory=working_memory)[1]
         st = neighbor_kernel_statistics(Q, X_dev, onehot_dev, idx, kernel=kernel, bandwidth=lam, need_dist=True,
-                                        keep_points=chernoff, working_memory=working_memory)
+                                        keep_points=chernoff, working_memory=working_memory,
+                                        check_input=False)  # validated queries, the fit's rows, our search
     # 2. The same statistics in the bound form, still on the device; 3. every setting's bound there.
     stats = device_bound_statistics(st, train, n_neighbors=n_neighbors)
     limits = {name: device_limits(spec, stats) for name, spec in specs.items()}

@@ -99,7 +99,8 @@ def device_ranking(Xq: Any, train: TrainingSet, kernel: Kernel, grid: np.ndarray
         unit, scale = train.weight_unit, 1.0
         for lam in grid:
             st = neighbor_kernel_statistics(Q, X_dev, onehot_dev, neighbors, kernel=kernel, bandwidth=float(lam),
-                                            need_dist=True, keep_points=False, working_memory=working_memory)
+                                            need_dist=True, keep_points=False, working_memory=working_memory,
+                                            check_input=False)  # validated queries, the fit's rows, our search
             columns.append(_sums_of(xp, st))
     kappa, sq_sum, dist_sum = (xp.stack([c[i] for c in columns], axis=1) for i in range(3))
     # The host's units (weights back from weight_unit, distances from the feature unit), then its

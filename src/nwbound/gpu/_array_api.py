@@ -370,6 +370,7 @@ def neighbor_kernel_statistics(
     need_dist: bool = True,
     keep_points: bool = False,
     working_memory: float | None = None,
+    check_input: bool = True,
 ) -> KernelStatistics:
     """Kernel statistics over each query's given neighbours (the localized classifier), on the inputs' device.
 
@@ -398,6 +399,11 @@ def neighbor_kernel_statistics(
         Also return ``point_mass`` (``w_i K_i``) and ``point_dist`` (the float64 distances).
     working_memory : float or None, default=None
         MiB for the block temporaries (None: scikit-learn's ``working_memory``).
+    check_input : bool, default=True
+        Check that ``Xq``, ``X_train`` and ``onehot`` are finite, ``neighbors`` in range and ``onehot``
+        non-negative: five device-to-host reads (each a synchronisation on a GPU). False for inputs
+        already checked (an estimator's validated queries, its fitted training set and its own
+        neighbour search); the shapes and dtypes are checked either way.
 
     Returns
     -------
@@ -425,8 +431,11 @@ def neighbor_kernel_statistics(
     for flag, label in ((need_dist, "need_dist"), (keep_points, "keep_points")):
         if not isinstance(flag, (bool, np.bool_)):
             raise TypeError(f"{label} must be True or False, got {flag!r}.")
+    if not isinstance(check_input, (bool, np.bool_)):
+        raise TypeError(f"check_input must be True or False, got {check_input!r}.")
     xp = array_namespace_of(Xq, X_train, onehot, neighbors)
-    Xq, X_train, onehot = (_check_matrix(xp, a, n) for a, n in ((Xq, "Xq"), (X_train, "X_train"), (onehot, "onehot")))
+    Xq, X_train, onehot = (_check_matrix(xp, a, n, finite=bool(check_input))
+                           for a, n in ((Xq, "Xq"), (X_train, "X_train"), (onehot, "onehot")))
     if getattr(neighbors, "ndim", None) != 2 or not xp.isdtype(neighbors.dtype, "integral"):
         raise TypeError("neighbors must be a 2-D integer array (n_queries, k) of row indices into X_train.")
     n_q, k = int(neighbors.shape[0]), int(neighbors.shape[1])
@@ -437,9 +446,9 @@ def neighbor_kernel_statistics(
             f"{tuple(onehot.shape)}, neighbors {tuple(neighbors.shape)} (one row of neighbors per query, "
             "one onehot row per training point, the same features)."
         )
-    if n_q and k and not bool(xp.all((neighbors >= 0) & (neighbors < n_train))):
+    if check_input and n_q and k and not bool(xp.all((neighbors >= 0) & (neighbors < n_train))):
         raise ValueError(f"neighbors must index rows of X_train: every entry in [0, {n_train}).")
-    if not bool(xp.all(onehot >= 0)):
+    if check_input and not bool(xp.all(onehot >= 0)):
         raise ValueError("onehot must be non-negative (a weighted one-hot: w_i ≥ 0 in column c_i).")
     f64 = xp.float64
     dev = _device(Xq)
