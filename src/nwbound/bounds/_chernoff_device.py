@@ -340,9 +340,10 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
     """Left ends: bracket ``[a, b]`` (``a`` certified rejected), first probe ``m``; ``open_`` the pairs
     still searched. Returns ``a`` at the end (the largest certified level).
 
-    The fused Triton kernel where it applies (``fused``); its moved ends re-checked in float64
-    (:func:`fused_ends_certified`, one read of the refused count): where some are refused, a warning
-    and the eager search's ends for those pairs.
+    The fused Triton kernel where it applies (``fused``); its moved ends re-checked in float64, both
+    forms by default (:func:`fused_ends_certified`: one evaluation of φ for every pair, moved or not —
+    gathering the moved ones would need a read and copy about as much as it saves —, and one read of the
+    refused count): where some are refused, a warning and the eager search's ends for those pairs.
 
     Rounds of :data:`_CHECK_EVERY` probes; between rounds the host reads how many pairs are still open
     and, once they are under half of all, the next rounds probe only those (their query's groups
@@ -381,9 +382,11 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
             _TRITON_SEARCH["unverified"] = refused  # the diagnostics read it
             if int(refused) == 0:  # the one read
                 return ends
+            hint = ("NWBOUND_TRITON_SEARCH=0 skips the fused search" if split else
+                    "unset NWBOUND_FUSED_GROUPED to skip the fused per-point search")
             warnings.warn(f"The fused Triton Chernoff search gave {int(refused)} interval ends that its float64 "
-                          "re-check does not certify; those are searched again by the eager PyTorch search "
-                          "(unset NWBOUND_FUSED_GROUPED to skip the fused per-point search).", RuntimeWarning, stacklevel=2)
+                          f"re-check does not certify; those are searched again by the eager PyTorch search ({hint}).",
+                          RuntimeWarning, stacklevel=2)
             eager = _search(torch, split, data, s, a, b, m, theta, t_max, log_level, tol, open_ & ~ok, fused=False)
             return torch.where(ok, ends, eager)
     probe = _probe_for(torch, s.device)

@@ -16,12 +16,16 @@ level either given certified (the Hoeffding end) or rejected by a float64 expone
 at an explicit θ, and the exponent is monotone in the level. The per-group sums are reduced in
 another order than PyTorch's (float64 either way: the same rounding the eager and host searches
 already differ by); ``expm1`` (the split form's optimal within-bin mean) is Kahan's
-``(e^x − 1)·x/log(e^x)``, accurate to a few ulps like the library's. The per-point (grouped) form
-rejects only where ``φ`` plus a bound on its rounding (``(B + 16)·2⁻⁵²`` per unit of
-``θ·s + Σ N·(x + |log den| + 4)``) is at most the level, and returns for each end the θ that rejected
-it: :func:`._chernoff_device.fused_ends_certified` re-checks every moved end with PyTorch's float64
-exponent before it is reported (a GPU compiles the kernel with its own contractions and libm; on an
-H100 the unchecked grouped kernel once gave ends inside the host's).
+``(e^x − 1)·x/log(e^x)``, accurate to a few ulps like the library's. Both forms reject only where
+``φ`` plus a bound on its rounding (``(B + 16)·2⁻⁵²`` per unit of ``θ·s + Σ N·(x + |log den| + 4)``,
+per-point; ``θ·(s + |lin|) + Σ_sides Σ W·(x + |log den| + 4)``, split) is at most the level, and
+return for each end the θ that rejected it: :func:`._chernoff_device.fused_ends_certified` re-checks
+every moved end with PyTorch's float64 exponent before it is reported, both forms by default (a GPU
+compiles the kernel with its own contractions and libm; on an H100 the unchecked grouped kernel once
+gave ends inside the host's, and the split kernel without the margin 27 ends at the ECG shapes that
+the float64 exponent did not reject). The split form's default launch (round 9) is one pair per
+one-warp program with ``low_first`` (below): its ends differ from the previous launch's (16 pairs
+per 8-warp program) within the search's tol, each certified the same way.
 
 ``TRITON_INTERPRET=1`` runs the kernel on PyTorch CPU tensors (the tests); on CUDA it compiles once
 per form (a few seconds, then cached by Triton on disk).
