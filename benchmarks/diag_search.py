@@ -1,7 +1,8 @@
 """The regular classifier's fused band-Chernoff search (split form) alone, variant by variant (issue 19).
 
 Round 7 on an H100 at the ECG shapes: ``search_kernel`` 21.6 ms against a bare fp32 product of
-10.84 ms; round 9's run 1 (the launch variants): one pair per one-warp program 6.5 ms, now the default. This script builds the real search inputs once (the estimator's own call: the statistics
+10.84 ms; round 9's run 1 (the launch variants): one pair per one-warp program 6.5 ms, now the default.
+This script builds the real search inputs once (the estimator's own call: the statistics
 on the device, then :func:`nwbound.bounds._chernoff_device._search`, whose arguments are captured
 at :func:`nwbound.bounds._chernoff_triton.triton_search`), then times ONLY the search kernel for each
 private launch variant (``_variant=``, the same keys as ``NWBOUND_SEARCH_VARIANT``), the bare fp32

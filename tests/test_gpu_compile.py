@@ -110,7 +110,8 @@ for split, bb in ((True, 32), (False, 16)):  # the split form (32 bins), the gro
     assert not unknown, f"kernel arguments this check does not know: {unknown}"
     src = ASTSource(fn=kernel, signature={n: types.get(n, "constexpr") for n in kernel.arg_names},
                     constexprs={(kernel.arg_names.index(k),): v for k, v in const.items()})
-    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=launch["warps"], num_stages=1))
+    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                              options=dict(num_warps=launch["warps"], num_stages=1))
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(compiled.asm["ptx"])
     report = subprocess.run([get_ptxas(90).path, "-v", "--gpu-name=sm_90a", f.name, "-o", os.devnull],

@@ -57,7 +57,7 @@ def _torch() -> Any:
 def _f64(torch: Any, a: Any, device: Any) -> Any:
     """``a`` as a float64 tensor on ``device``: tensors converted there, Python and NumPy scalars filled
     there (no copy from the host: a copy to a GPU from pageable memory waits for the device's queue)."""
-    if not isinstance(a, torch.Tensor) and getattr(a, "ndim", 0) == 0:
+    if isinstance(a, (int, float)) or (type(a).__module__ == "numpy" and getattr(a, "ndim", None) == 0):
         return torch.full((), float(a), dtype=torch.float64, device=device)
     return torch.as_tensor(a, dtype=torch.float64, device=device)
 

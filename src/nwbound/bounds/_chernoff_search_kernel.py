@@ -100,7 +100,8 @@ if importlib.util.find_spec("triton") is not None:
         moving = tl.where(pst >= hi, mm + rho < 1.0, (pst <= lo) & (mm + rho_in < 1.0))
         phi = tl.sum(W * g, 1)
         # φ's rounding on this side (as the grouped form's): per bin a few ulps of log den (|log den| + 4:
-        # den's relative rounding and the libm's), of (1 − p)·x and of p (|∂g/∂p| ≤ x) — W·(x + |log den| + 4).
+        # den's relative rounding and the libm's), of (1 − p)·x and of p (|∂g/∂p| ≤ x):
+        # W·(x + |log den| + 4).
         err = tl.sum(W * (x + tl.abs(lg) + 4.0), 1)
         d1 = tl.sum(W * As * (qt - p), 1)
         d2 = tl.sum(W * As * As * (qt * (1.0 - qt) + corr), 1)
