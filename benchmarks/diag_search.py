@@ -1,7 +1,8 @@
 """The regular classifier's fused band-Chernoff search (split form) alone, variant by variant (issue 19).
 
 Round 7 on an H100 at the ECG shapes: ``search_kernel`` 21.6 ms against a bare fp32 product of
-10.84 ms. This script builds the real search inputs once (the estimator's own call: the statistics
+10.84 ms; round 9's run 1 (the launch variants): one pair per one-warp program 6.5 ms, now the default.
+This script builds the real search inputs once (the estimator's own call: the statistics
 on the device, then :func:`nwbound.bounds._chernoff_device._search`, whose arguments are captured
 at :func:`nwbound.bounds._chernoff_triton.triton_search`), then times ONLY the search kernel for each
 private launch variant (``_variant=``, the same keys as ``NWBOUND_SEARCH_VARIANT``), the bare fp32
@@ -15,12 +16,17 @@ than the baseline's (inside: the interval would be narrower) and whether the flo
 (:func:`._chernoff_device.fused_ends_certified`: PyTorch's exponent at the kernel's θ) certifies every
 moved end (``safe``: each end is a rejected level, so the interval still contains the exact one).
 
-A ``COUNTS`` section (the baseline with ``count=1``): probes and θ evaluations per open pair, and the
+The ``baseline`` is round 9's previous default (16 pairs per 8-warp program, no low_first, no rounding
+margin on φ); ``default`` the current one. A ``SEARCH`` line times the whole default search as the
+library runs it (:func:`._chernoff_device._search`: the kernel, the float64 re-check of every moved
+end and the one read of the refused count), a ``RECHECK`` line the re-check alone.
+
+A ``COUNTS`` section (the default with ``count=1``): probes and θ evaluations per open pair, and the
 share of a program's evaluations that its pairs needed (the divergence), with the same share
 simulated for other orders and pairs per program from the per-pair counts.
 
-    python benchmarks/diag_search.py                    # ECG shapes on CUDA, <= 60 s (--budget)
-    python benchmarks/diag_search.py --variants baseline,low_first,bp4_w1_low   # a chosen few
+    python benchmarks/diag_search.py                    # ECG shapes on CUDA, <= 45 s (--budget)
+    python benchmarks/diag_search.py --variants baseline,default,bp1_w1_no_low   # a chosen few
     TRITON_INTERPRET=1 python benchmarks/diag_search.py --small --device cpu   # dry run (interpreter)
 """
 
@@ -43,27 +49,24 @@ from run import ECG_FULL, ecg_like  # noqa: E402
 
 SMALL = (400, 4)
 
-# (name, variant): the baseline first (every other compares with it), then by expected value.
+# (name, variant): the baseline first (every other compares with it), then by expected value. Round 9's
+# default became one pair per one-warp program with low_first and the rounding margin (run 1, H100: 6.5 ms
+# vs 21.7 ms); "baseline" is the previous default exactly (16 pairs per 8-warp program, no low_first,
+# no margin: run 1's "baseline", whose ends the float64 re-check refused 27 of), "default" the new one.
+_PREV = dict(bp=16, warps=8, low_first=0)
 VARIANTS = [
-    ("baseline", {}),
-    ("count", {"count": 1}),
-    ("low_first", {"low_first": 1}),
-    ("low_first_count", {"low_first": 1, "count": 1}),
-    ("bp2_w1", {"bp": 2, "warps": 1}),
-    ("bp4_w1_low", {"bp": 4, "warps": 1, "low_first": 1}),
-    ("bp2_w1_width_one_exp_low", {"bp": 2, "warps": 1, "order": "width", "one_exp": 1, "low_first": 1}),
-    ("bp1_w1", {"bp": 1, "warps": 1}),
-    ("bp4_w1", {"bp": 4, "warps": 1}),
-    ("width", {"order": "width"}),
-    ("one_exp", {"one_exp": 1}),
-    ("lazy", {"lazy": 1}),
-    ("compact", {"order": "compact"}),
-    ("bp8_w2", {"bp": 8, "warps": 2}),
-    ("bp16_w4", {"bp": 16, "warps": 4}),
-    ("bp32_w4", {"bp": 32, "warps": 4}),
-    ("bp16_w8_s1", {"stages": 1}),
+    ("baseline", {**_PREV, "margin": 0}),
+    ("default", {}),
+    ("default_count", {"count": 1}),
+    ("previous_margin", dict(_PREV)),
+    ("default_no_margin", {"margin": 0}),
+    ("bp1_w1_no_low", {"low_first": 0}),
+    ("bp1_w1_one_exp", {"one_exp": 1}),
+    ("bp2_w1_low", {"bp": 2}),
+    ("bp1_w2_low", {"warps": 2}),
+    ("bp1_w1_compact", {"order": "compact"}),
 ]
-SMALL_VARIANTS = ("baseline", "count", "low_first", "low_first_count", "width", "one_exp", "lazy")
+SMALL_VARIANTS = ("baseline", "default", "default_count", "previous_margin")
 
 
 def capture_search(X, y, Q, lam, dev):
@@ -104,6 +107,12 @@ def recheck_data(flat):
     return four + (torch.stack([W0, W1], 1)[:, None], torch.stack([As0, As1], 1)[:, None])
 
 
+def _once(fn):
+    c0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - c0
+
+
 def divergence(counts, order, bp):
     """Share of the program's evaluations that its pairs needed, for pairs taken in ``order`` ``bp`` at a
     time (each program evaluates as long as its slowest pair: an estimate from per-pair counts)."""
@@ -119,12 +128,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--small", action="store_true", help="tiny shapes (a dry run, e.g. under TRITON_INTERPRET=1)")
     ap.add_argument("--device", default=None, help="PyTorch device (default: cuda if visible, else cpu)")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--budget", type=float, default=60.0, help="seconds for everything (variants past it are skipped)")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds for everything (variants past it are skipped; default 45, --small 170)")
     ap.add_argument("--queries", type=int, default=None, help="this many of the ECG queries (the full training set)")
     ap.add_argument("--variants", default=None, help="comma-separated names (default: all; --small: a few)")
     args = ap.parse_args(argv)
     start = time.perf_counter()
-    deadline = start + args.budget
+    deadline = start + (args.budget if args.budget is not None else (170.0 if args.small else 45.0))
     warnings.simplefilter("ignore")
     import torch
 
@@ -163,6 +173,18 @@ def main(argv: list[str] | None = None) -> int:
     def run(variant):
         return ct.triton_search(*call_args, **call_kwargs, _variant=variant)
 
+    def whole_search(base_default):
+        # The default search as the library runs it, and its float64 re-check alone (both forms by default).
+        for label, fn in (("SEARCH default (kernel + float64 re-check + 1 read)",
+                           lambda: cd._search(torch, True, data4, s, a, b, m, theta, t_max, log_level, tol, open_)),
+                          ("RECHECK float64 re-check alone (one φ per pair)",
+                           lambda: cd.fused_ends_certified(torch, True, data4, s, given, *base_default, log_level))):
+            try:
+                ms = timed_ms(fn, dev, args.repeats) if not args.small else 1e3 * _once(fn)
+                print(f"{label}: {ms:8.2f} ms {ms / prod:6.2f}x product")
+            except Exception as exc:  # noqa: BLE001 - one line
+                print(f"{label}: FAILED {type(exc).__name__}: {str(exc)[:300]}")
+
     wanted = [v.strip() for v in args.variants.split(",")] if args.variants else (
         list(SMALL_VARIANTS) if args.small else [v[0] for v in VARIANTS])
     table = dict(VARIANTS)
@@ -171,7 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--variants: unknown {unknown}; choose among {', '.join(table)}")
     if "baseline" not in wanted:
         wanted.insert(0, "baseline")
-    base = None
+    if "default" not in wanted:
+        wanted.insert(1, "default")
+    base = base_default = None
     for label in wanted:
         variant = table[label]
         if time.perf_counter() + (4.0 if args.small else 6.0) > deadline:
@@ -195,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
             ms = 1e3 * first if args.small else timed_ms(lambda: run(variant), dev, args.repeats)
             if base is None:
                 base = (ends, cert)
+            if label == "default":
+                base_default = (ends, cert)
             ok = cd.fused_ends_certified(torch, True, data4, s, given, ends, cert, log_level)
             refused = int((~ok).sum())
             if torch.equal(ends, base[0]):
@@ -208,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
             verdict += f"; float64 re-check refused {refused} moved ends -> {'safe' if refused == 0 else 'UNSAFE'}"
             print(f"VARIANT {label:22s} {ms:8.2f} ms {ms / prod:6.2f}x product  regs {regs} spills {spills}  "
                   f"grid {launch.get('grid')} (first call {first:.1f} s)  CORRECTNESS {verdict}")
+            if label == "default":
+                whole_search(base_default)
             if "counts" in launch:
                 counts = launch["counts"].cpu().numpy()
                 live = counts[:, 0] > 0

@@ -94,21 +94,24 @@ from triton.backends.compiler import GPUTarget
 from triton.backends.nvidia.compiler import get_ptxas
 from triton.compiler import ASTSource
 from nwbound.bounds._chernoff_search_kernel import search_kernel as kernel
-from nwbound.bounds._chernoff_triton import _BP, _WARPS
+from nwbound.bounds._chernoff_triton import _DEFAULT
 
 types = {n: "*fp64" for n in ("s_ptr", "a_ptr", "b_ptr", "m_ptr", "th_ptr", "tmax_ptr", "out_ptr", "cert_ptr", "f0",
                               "f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "level_ptr")}
-types.update(act_ptr="*i8", n_pairs="i32", K="i32", B="i32")
+types.update(act_ptr="*i8", n_pairs="i32", K="i32", B="i32", idx_ptr="*i32", cnt_ptr="*i32")
 out = []
 for split, bb in ((True, 32), (False, 16)):  # the split form (32 bins), the grouped one (k ≤ 16 neighbours)
-    const = dict(SPLIT=split, BP=_BP["split" if split else "grouped"], BB=bb, THETA_STEPS=6, MAX_PROBES=64,
+    launch = _DEFAULT["split" if split else "grouped"]  # the default launch of each form
+    const = dict(SPLIT=split, BP=launch["bp"], BB=bb, THETA_STEPS=6, MAX_PROBES=64,
                  NEWTON_M_STEPS=12, DECREMENT=1e-12, MARGIN=0.1, SERIES_X=1e-3, INF=math.inf, LIBDEVICE=True,
-                 ROUNDING=(bb + 16) * 2.0**-52)
+                 ROUNDING=(bb + 16) * 2.0**-52, INDEXED=False, LAZY=False, ONE_EXP=False, COUNT=False,
+                 LOW_FIRST=bool(launch["low_first"]))
     unknown = set(kernel.arg_names) - set(types) - set(const)
     assert not unknown, f"kernel arguments this check does not know: {unknown}"
     src = ASTSource(fn=kernel, signature={n: types.get(n, "constexpr") for n in kernel.arg_names},
                     constexprs={(kernel.arg_names.index(k),): v for k, v in const.items()})
-    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=_WARPS, num_stages=1))
+    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                              options=dict(num_warps=launch["warps"], num_stages=1))
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(compiled.asm["ptx"])
     report = subprocess.run([get_ptxas(90).path, "-v", "--gpu-name=sm_90a", f.name, "-o", os.devnull],

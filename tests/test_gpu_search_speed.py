@@ -2,8 +2,10 @@
 
 Each variant (pairs per program, warps, the open pairs' order, lazy field loads, one exp per bin side,
 the probe counts) runs the same search: under Triton's interpreter (its own process, as
-``test_gpu_bounds``) its ends equal the default launch's bit for bit (``one_exp``: within the search's
-tolerance, each moved end certified by the float64 re-check), and contain the host solver's interval.
+``test_gpu_bounds``) its ends equal the default launch's bit for bit (``one_exp``, ``low_first=0``, the
+previous default launch and ``margin=0``: within the search's tolerance, each moved end certified by
+the float64 re-check), and contain the host solver's interval. The default split form's ends carry
+the kernel's rounding margin, and a planted borderline end is refused by the re-check and re-searched.
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ out["grouped/host"] = np.stack(chernoff_interval(S, count, mass, mass, rho, 0.05
 ct.triton_search = original
 variants = {"split": [{}, {"bp": 2, "warps": 1}, {"order": "compact"},
                       {"order": "width", "bp": 4}, {"lazy": 1}, {"one_exp": 1}, {"count": 1, "bp": 4},
-                      {"low_first": 1, "count": 1}],
+                      {"low_first": 0, "count": 1}, {"bp": 16, "warps": 8, "low_first": 0},
+                      {"margin": 0}],
             "grouped": [{}, {"bp": 2, "warps": 1, "order": "width", "lazy": 1}]}
 for form, (cargs, ckw) in zip(("split", "grouped"), calls[:2]):
     assert bool(cargs[0]) == (form == "split")
@@ -91,7 +94,7 @@ def test_search_variants_give_the_default_ends(tmp_path):
                          env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     got = np.load(tmp_path / "o.npz")
-    for form, n_variants in (("split", 8), ("grouped", 2)):
+    for form, n_variants in (("split", 10), ("grouped", 2)):
         base, base_cert = got[f"{form}/0/ends"], got[f"{form}/0/cert"]
         opened = got[f"{form}/open"]
         assert opened.any() and (~opened).any(), form  # both kinds of pair are exercised
@@ -99,7 +102,8 @@ def test_search_variants_give_the_default_ends(tmp_path):
         np.testing.assert_array_equal(base[~opened], got[f"{form}/given"][~opened])
         for i in range(1, n_variants):
             ends, cert = got[f"{form}/{i}/ends"], got[f"{form}/{i}/cert"]
-            if form == "split" and i in (5, 7):  # one_exp: e^{−x} as 1/e^x; low_first: other probes.
+            if form == "split" and i in (5, 7, 8, 9):  # one_exp: e^{−x} as 1/e^x; without low_first
+                # (7, 8: the previous default launch): other probes; margin=0: other rejections.
                 # Ends within the search's tol of the default's, each still certified (below).
                 assert np.all(np.abs(ends - base) <= float(got[f"{form}/tol"])), form
             else:
@@ -123,9 +127,10 @@ def test_search_variants_give_the_default_ends(tmp_path):
     assert np.all(probes <= 64)
     prog = program.reshape(-1)[: (program.size // 4) * 4].reshape(-1, 4)
     assert np.all(prog == prog[:, :1])
-    # low_first on these statistics: at most one probe more than the default search for any pair, fewer in all
-    low = got["split/7/counts"][:, 0]
-    assert np.all(low[~flat_open] == 0) and np.all(low <= probes + 1) and low.sum() < probes.sum()
+    # low_first (the default) on these statistics: at most one probe more than the search without it for
+    # any pair, fewer in all
+    plain = got["split/7/counts"][:, 0]
+    assert np.all(plain[~flat_open] == 0) and np.all(probes <= plain + 1) and probes.sum() < plain.sum()
 
 
 def test_parse_variant_names_the_bad_item():
@@ -136,3 +141,174 @@ def test_parse_variant_names_the_bad_item():
         parse_variant("order=random")
     with pytest.raises(ValueError, match="power of two"):
         parse_variant("bp=3")
+
+
+# ------------------------------------------------- the split form's ends: margin, re-check, re-search
+_PLANT = r'''
+import os, sys, warnings
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import torch
+import nwbound.bounds._chernoff_triton as ct
+import nwbound.bounds._chernoff_device as cd
+from test_gpu_bounds import _binned_batch, _both
+
+original = ct.triton_search
+state = {"plant": None}
+def spy(*args, **kwargs):
+    ends, cert = original(*args, **kwargs)
+    state.update(args=args, ends=ends.clone(), cert=cert.clone())
+    if state["plant"] is not None:
+        (i, k), level = state["plant"]
+        ends = ends.clone()
+        ends[i, k] = level
+    return ends, cert
+ct.triton_search = spy
+args = _binned_batch(7, 6, 2, 8, 0.5, weighted=True)
+out = {}
+(_, _), (lo1, up1) = _both(args, 0.5, 0.05, "cpu")
+out["fused"] = np.stack([lo1, up1])
+out["unverified"] = np.array(int(cd._TRITON_SEARCH["unverified"]))
+cargs = state["args"]
+ends, cert = state["ends"], state["cert"]
+n, K = cargs[2].shape
+given = cargs[3].expand(n, K)
+for name, x in zip("A bD mcap rho rho_in W0 W1 As0 As1".split(), cargs[1]):
+    out["f/" + name] = x.numpy()
+out["s"], out["ends"], out["cert"], out["given"] = cargs[2].numpy(), ends.numpy(), cert.numpy(), given.numpy()
+out["level"] = np.array(cargs[8])
+# a borderline end: the first moved pair's end raised to the smallest level that the re-check's own
+# float64 exponent (at the kernel's θ) does not reject — a level certified only "by rounding luck" away
+A, bD, mcap, rho, rho_in, W0, W1, As0, As1 = cargs[1]
+data = tuple(x[:, None, None, :] for x in (A, bD, mcap, rho, rho_in)) + (
+    torch.stack([W0, W1], 1)[:, None], torch.stack([As0, As1], 1)[:, None])
+moved = (ends != given) & (cert > 0)
+i, k = (int(v) for v in torch.nonzero(moved)[0])
+def phi(level):
+    m = ends.clone()
+    m[i, k] = level
+    return float(cd._split_phi(torch, data, cargs[2], m, torch.where(cert > 0, cert, 1.0))[0][i, k])
+L = float(cargs[8])
+good, bad = float(ends[i, k]), float(ends[i, k])
+step = 1e-9
+while phi(bad) <= L:
+    good, bad = bad, bad + step
+    step *= 2
+while np.nextafter(good, 1.0) < bad:
+    mid = 0.5 * (good + bad)
+    good, bad = (mid, bad) if phi(mid) <= L else (good, mid)
+state["plant"] = ((i, k), bad)
+out["plant"] = np.array([i, k, bad, good])
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    (_, _), (lo2, up2) = _both(args, 0.5, 0.05, "cpu")
+out["planted"] = np.stack([lo2, up2])
+out["warned"] = np.array(any("re-check does not certify" in str(w.message) for w in caught))
+out["planted_unverified"] = np.array(int(cd._TRITON_SEARCH["unverified"]))
+os.environ["NWBOUND_TRITON_SEARCH"] = "0"
+(_, _), (lo3, up3) = _both(args, 0.5, 0.05, "cpu")
+out["eager"] = np.stack([lo3, up3])
+np.savez(sys.argv[2], **out)
+'''
+
+
+def _split_phi_and_error(f, s, m, theta):
+    """The split form's exponent φ and the kernel's bound on its rounding, written out in NumPy per pair
+    (n, K) from the per-bin fields (n, B): ``φ = θ·(lin − s) + Σ_sides Σ W·(log den + (1 − p)·x)`` and
+    ``err = θ·(s + lin) + Σ_sides Σ W·(x + |log den| + 4)``."""
+    mm = m[..., None]
+    A, bD, mcap = f["A"][:, None], f["bD"][:, None], f["mcap"][:, None]
+    lin = np.where((mm < mcap) & (A > 0), A * mm + bD, A).sum(-1)
+    lo, hi = np.minimum(mm + f["rho_in"][:, None], 1.0), np.minimum(mm + f["rho"][:, None], 1.0)
+    phi, err = theta * (lin - s), theta * (s + np.abs(lin))
+    for W, As in ((f["W0"], f["As0"]), (f["W1"], f["As1"])):
+        x = theta[..., None] * As[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pst = np.where(x > 1e-3, 1.0 / x - 1.0 / np.expm1(x), 0.5 - x / 12.0 + x**3 / 720.0)
+        p = np.minimum(np.maximum(pst, lo), hi)
+        lg = np.log(p + (1.0 - p) * np.exp(-x))
+        phi = phi + (W[:, None] * (lg + (1.0 - p) * x)).sum(-1)
+        err = err + (W[:, None] * (x + np.abs(lg) + 4.0)).sum(-1)
+    return phi, err
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
+def test_split_ends_carry_the_rounding_margin_and_a_borderline_end_is_re_searched(tmp_path):
+    """The default split-form search (interpreter): every moved end is rejected with φ's rounding margin
+    to spare (NumPy formula above), the float64 re-check refuses none; a planted end just past the
+    re-check's own boundary (at the kernel's θ) is refused, warned about and searched again by the eager
+    search: that pair gets the eager search's end, every other pair keeps the kernel's."""
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    for key in ("NWBOUND_SEARCH_VARIANT", "NWBOUND_FUSED_VERIFY", "NWBOUND_TRITON_SEARCH"):
+        env.pop(key, None)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    run = subprocess.run([sys.executable, "-c", _PLANT, str(Path(__file__).resolve().parent), str(tmp_path / "o.npz")],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = np.load(tmp_path / "o.npz")
+    f = {k[2:]: got[k] for k in got.files if k.startswith("f/")}
+    ends, cert, given, s, level = got["ends"], got["cert"], got["given"], got["s"], float(got["level"])
+    moved = ends != given
+    assert moved.sum() >= 3 and np.all(cert[moved] > 0)
+    phi, err = _split_phi_and_error(f, s, ends, np.where(cert > 0, cert, 1.0))
+    bb = 8  # the kernel's bins (a power of two ≥ B = 8)
+    margin = err * (bb + 16) * 2.0**-52
+    assert np.all(phi[moved] + 0.5 * margin[moved] <= level), "an end rejected without the rounding margin"
+    assert int(got["unverified"]) == 0
+    # the planted end: refused (once), the pair re-searched eagerly, the others untouched
+    i, k = int(got["plant"][0]), int(got["plant"][1])
+    assert got["plant"][2] > got["plant"][3] >= ends[i, k]  # beyond the re-check's boundary, above the kernel's end
+    assert bool(got["warned"]) and int(got["planted_unverified"]) == 1
+    C = ends.shape[1] // 2
+    side, col = (0, k) if k < C else (1, k - C)
+    mask = np.zeros_like(got["fused"], dtype=bool)
+    mask[side, i, col] = True
+    np.testing.assert_array_equal(got["planted"][~mask], got["fused"][~mask])
+    assert got["planted"][mask] == got["eager"][mask]
+    if side == 0:  # the reported lower end is the certified one, not the planted level
+        assert got["planted"][mask] < got["plant"][2]
+
+
+def test_chernoff_limits_copy_no_host_array_after_the_first_call(monkeypatch):
+    """The split-form limits from device statistics: the histogram's edges and kernel values are copied to
+    the device once (cached per value and device), the scalar constants filled there: a second call makes
+    no copy from the host (on a GPU each such copy waits for the statistics pass). The search itself is
+    left out of the count: on the CPU it is the eager search (its level and flags are 0-d tensors from the
+    host unless NWBOUND_SEARCH_READS=lean); a GPU's default, the fused kernel, fills them on the device
+    (_chernoff_triton._level_tol)."""
+    import nwbound.bounds._chernoff_device as cd
+    from test_gpu_bounds import _device_form
+
+    from nwbound.bounds import BoundSpec
+    from nwbound.bounds._chernoff_device import device_limits
+    from nwbound.estimators._device import device_bound_statistics
+
+    st, train, _ = _device_form("regular", False, True)
+    spec = BoundSpec(form="chernoff", beta=0.5, delta_prime=0.05)
+    stats = device_bound_statistics(st, train)
+    first = device_limits(spec, stats)
+    copies, searching = [], []
+    search = cd._search
+
+    def uncounted(*a, **kw):
+        searching.append(1)
+        try:
+            return search(*a, **kw)
+        finally:
+            searching.pop()
+
+    monkeypatch.setattr(cd, "_search", uncounted)
+    for name in ("as_tensor", "tensor", "from_numpy"):
+        real = getattr(torch, name)
+
+        def counting(data, *a, _real=real, _name=name, **kw):
+            if not isinstance(data, torch.Tensor) and not searching:
+                copies.append((_name, type(data).__name__))
+            return _real(data, *a, **kw)
+
+        monkeypatch.setattr(torch, name, counting)
+    second = device_limits(spec, stats)
+    assert copies == []
+    for key in ("lower", "upper"):
+        assert torch.equal(first[key], second[key])

@@ -55,7 +55,29 @@ def _torch() -> Any:
 
 
 def _f64(torch: Any, a: Any, device: Any) -> Any:
+    """``a`` as a float64 tensor on ``device``: tensors converted there, Python and NumPy scalars filled
+    there (no copy from the host: a copy to a GPU from pageable memory waits for the device's queue)."""
+    if isinstance(a, (int, float)) or (type(a).__module__ == "numpy" and getattr(a, "ndim", None) == 0):
+        return torch.full((), float(a), dtype=torch.float64, device=device)
     return torch.as_tensor(a, dtype=torch.float64, device=device)
+
+
+# Host-computed constant arrays (the histogram's edges and kernel values) copied once per value and device.
+_CONSTANTS: dict = {}
+
+
+def _constant(torch: Any, a: Any, device: Any) -> Any:
+    """NumPy array ``a`` (a constant of the bound: a few values) as a float64 tensor on ``device``, copied
+    once per value and device and then reused (the copy of the first call is the only synchronisation)."""
+    import numpy as np
+
+    arr = np.ascontiguousarray(a, dtype=np.float64)
+    key = (str(device), arr.shape, arr.tobytes())
+    if key not in _CONSTANTS:
+        if len(_CONSTANTS) >= 256:
+            _CONSTANTS.clear()
+        _CONSTANTS[key] = torch.as_tensor(arr, device=device)
+    return _CONSTANTS[key]
 
 
 # ---------------------------------------------------------------------------
@@ -110,14 +132,13 @@ def _grouped_at(torch: Any, data: tuple, s: Any, m: Any) -> Callable:
     return at
 
 
-def _eval_split(torch: Any, data: tuple, s: Any, m: Any, theta: Any) -> tuple:
-    """:func:`._chernoff_binned._evaluate_split` for per-bin fields of shape (n, 1, 1, B) and the
-    chord's two ends ``W``, ``Aside`` (n, 1, 2, B) (Λ at a_hi, n − Λ at a_lo)."""
+def _split_phi(torch: Any, data: tuple, s: Any, m: Any, theta: Any) -> tuple:
+    """The split form's exponent φ and ``S − linear part`` (what a rejection needs), and the
+    intermediate terms :func:`_eval_split` goes on from: one copy of the formula for both."""
     A, bD, mcap, rho, rho_in, W, Aside = data
     mm = m[..., None, None]
     below = (mm < mcap) & (A > 0)
     lin = torch.where(below, A * mm + bD, A).sum((-2, -1))
-    dm = theta * torch.where(below, A, 0.0).sum((-2, -1))
     lo = torch.clamp(mm + rho_in, max=1.0)
     hi = torch.clamp(mm + rho, max=1.0)
     x = theta[..., None, None] * Aside
@@ -125,19 +146,28 @@ def _eval_split(torch: Any, data: tuple, s: Any, m: Any, theta: Any) -> tuple:
     p = torch.minimum(torch.maximum(pst, lo), hi)
     ex = torch.exp(-x)
     den = p + (1.0 - p) * ex
-    qt = p / den
     g = torch.log(den) + (1.0 - p) * x
+    phi = theta * (lin - s) + (W * g).sum((-2, -1))
+    return phi, s - lin, (mm, below, lin, lo, hi, x, pst, p, ex, den)
+
+
+def _eval_split(torch: Any, data: tuple, s: Any, m: Any, theta: Any) -> tuple:
+    """:func:`._chernoff_binned._evaluate_split` for per-bin fields of shape (n, 1, 1, B) and the
+    chord's two ends ``W``, ``Aside`` (n, 1, 2, B) (Λ at a_hi, n − Λ at a_lo)."""
+    A, bD, mcap, rho, rho_in, W, Aside = data
+    phi, amass, (mm, below, lin, lo, hi, x, pst, p, ex, den) = _split_phi(torch, data, s, m, theta)
+    dm = theta * torch.where(below, A, 0.0).sum((-2, -1))
+    qt = p / den
     inner = (pst > lo) & (pst < hi) & (x > 1e-6)
     gxp = ex / (den * den) - 1.0
     gpp = ((1.0 - ex) / den) ** 2
     corr = torch.where(inner & (gpp > 0), gxp * gxp / torch.where(gpp > 0, gpp, 1.0), 0.0)
     gp = (1.0 - ex) / den - x
     moving = torch.where(pst >= hi, mm + rho < 1.0, (pst <= lo) & (mm + rho_in < 1.0))
-    phi = theta * (lin - s) + (W * g).sum((-2, -1))
     d1 = lin - s + (W * Aside * (qt - p)).sum((-2, -1))
     d2 = (W * Aside * Aside * (qt * (1.0 - qt) + corr)).sum((-2, -1))
     dm = dm + torch.where(moving, W * gp, 0.0).sum((-2, -1))
-    return phi, d1, d2, dm, s - lin
+    return phi, d1, d2, dm, amass
 
 
 def _finite(torch: Any, x: Any) -> Any:
@@ -278,9 +308,11 @@ def _grouped_launch(split: bool) -> dict | None:
 
 def _verify_fused(split: bool) -> bool:
     """Whether the fused kernel's moved ends are re-checked by :func:`fused_ends_certified`:
-    ``NWBOUND_FUSED_VERIFY`` ``"1"`` (default) the grouped form, ``"all"`` both forms, ``"0"`` none."""
+    ``NWBOUND_FUSED_VERIFY`` ``"1"`` (default; ``"all"`` the same) both forms, ``"grouped"`` the
+    per-point form only (round 9's default before the re-check of the split form), ``"0"`` none (the
+    diagnostics only: an end then rests on the kernel's own float64 arithmetic and its margin)."""
     mode = os.environ.get("NWBOUND_FUSED_VERIFY", "1")
-    return mode == "all" or (mode != "0" and not split)
+    return mode in ("1", "all") or (mode == "grouped" and not split)
 
 
 def fused_ends_certified(torch: Any, split: bool, data: Any, s: Any, given: Any, ends: Any, cert: Any,
@@ -309,9 +341,11 @@ def fused_ends_certified(torch: Any, split: bool, data: Any, s: Any, given: Any,
     >>> bool(ok[0, 0]), bool(bad[0, 0])
     (True, False)
     """
-    evaluate = _eval_split if split else _eval_grouped
     theta = torch.where(cert > 0, cert, 1.0)
-    phi, _, _, _, amass = evaluate(torch, data, s, ends, theta)
+    if split:  # φ alone (no derivatives): one evaluation of the exponent per pair
+        phi, amass, _ = _split_phi(torch, data, s, ends, theta)
+    else:
+        phi, _, _, _, amass = _eval_grouped(torch, data, s, ends, theta)
     moved = ends != given
     rejects = (cert > 0) & (amass > 0) & (phi <= log_level) & torch.isfinite(ends)
     return ~moved | rejects
@@ -322,9 +356,10 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
     """Left ends: bracket ``[a, b]`` (``a`` certified rejected), first probe ``m``; ``open_`` the pairs
     still searched. Returns ``a`` at the end (the largest certified level).
 
-    The fused Triton kernel where it applies (``fused``); its moved ends re-checked in float64
-    (:func:`fused_ends_certified`, one read of the refused count): where some are refused, a warning
-    and the eager search's ends for those pairs.
+    The fused Triton kernel where it applies (``fused``); its moved ends re-checked in float64, both
+    forms by default (:func:`fused_ends_certified`: one evaluation of φ for every pair, moved or not —
+    gathering the moved ones would need a read and copy about as much as it saves —, and one read of the
+    refused count): where some are refused, a warning and the eager search's ends for those pairs.
 
     Rounds of :data:`_CHECK_EVERY` probes; between rounds the host reads how many pairs are still open
     and, once they are under half of all, the next rounds probe only those (their query's groups
@@ -365,9 +400,11 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
             _TRITON_SEARCH["unverified"] = refused  # the diagnostics read it
             if int(refused) == 0:  # the one read
                 return ends
+            hint = ("NWBOUND_TRITON_SEARCH=0 skips the fused search" if split else
+                    "unset NWBOUND_FUSED_GROUPED to skip the fused per-point search")
             warnings.warn(f"The fused Triton Chernoff search gave {int(refused)} interval ends that its float64 "
-                          "re-check does not certify; those are searched again by the eager PyTorch search "
-                          "(unset NWBOUND_FUSED_GROUPED to skip the fused per-point search).", RuntimeWarning, stacklevel=2)
+                          f"re-check does not certify; those are searched again by the eager PyTorch search ({hint}).",
+                          RuntimeWarning, stacklevel=2)
             eager = _search(torch, split, data, s, a, b, m, theta, t_max, log_level, tol, open_ & ~ok, fused=False)
             return torch.where(ok, ends, eager)
     probe = _probe_for(torch, s.device)
@@ -709,12 +746,14 @@ def _in_blocks(torch: Any, solve: Callable, arrays: tuple, *extra: Any, **option
     B = max(int(arrays[1].shape[1]), 1)
     budget = BLOCK_BYTES.get(arrays[0].device.type, BLOCK_BYTES["cpu"])
     # The fused search holds no (rows, 2C, 2, B) temporaries: only the inputs and (n, 2C) states; the
-    # per-point form (solve is chernoff_interval_device) still evaluates its Hoeffding start, the re-check
-    # of the fused ends and (where some are refused) the eager search on (rows, 2C, B) float64
-    # temporaries, about 24 of them alive.
+    # re-check of its ends evaluates the exponent once on (rows, 2C, 2, B) (split) or (rows, 2C, B)
+    # (per-point, which also evaluates its Hoeffding start there) float64 temporaries, and where some
+    # are refused the eager search runs: about 24 of them alive.
     split = solve is not chernoff_interval_device
     fused = _fused_for(split, arrays[0])
-    per_row = 2 * C * 2 * B * 8 * 24 if not fused else 30 * B * 8 + 2 * C * 8 * 16 + (0 if split else 2 * C * B * 8 * 24)
+    side = 2 if split else 1
+    per_row = (2 * C * 2 * B * 8 * 24 if not fused else
+               30 * B * 8 + 2 * C * 8 * 16 + (2 * C * side * B * 8 * 24 if (_verify_fused(split) or not split) else 0))
     rows = max(1, int(budget // per_row))
     if n <= rows:
         return solve(*arrays, *extra, **options)
@@ -852,7 +891,7 @@ def _limits_from_arrays(spec: Any, *, class_sums: Any, sq_sum: Any, dist_sum: An
         B = int(histogram.shape[1])
         edges_np = np.linspace(0.0, 1.0, B + 1)
         k_edges_np = np.asarray(kernel.from_squared(edges_np), dtype=np.float64) / spec.kernel_sup
-        edges, k_edges = _f64(torch, edges_np, dev), _f64(torch, k_edges_np, dev)
+        edges, k_edges = _constant(torch, edges_np, dev), _constant(torch, k_edges_np, dev)
         u_err = torch.sqrt(_f64(torch, u2_error, dev).expand(n))
         mass_upper = (float(weight_max) * k_edges[:-1] * spec.kernel_sup * (1.0 + _KERNEL_SLACK))[None, :]
         mass_lower = (float(weight_max) * k_edges[1:] * spec.kernel_sup * (1.0 - _KERNEL_SLACK))[None, :]

@@ -75,7 +75,7 @@ if importlib.util.find_spec("triton") is not None:
             # One exp per bin instead of two: u = e^x (x ≤ θ_max·a_top = 700, finite), e^{−x} = 1/u and
             # expm1 from u (Kahan). A private variant (benchmarks/diag_search.py); e^{−x} within an ulp of
             # the default's, so the split form's ends may differ by the search's tol, still certified by
-            # the float64 exponent of this kernel (re-checked with NWBOUND_FUSED_VERIFY=all).
+            # the float64 exponent of this kernel (every moved end re-checked, as for the default).
             u = _exp(x, LIBDEVICE)
             lu = _log(u, LIBDEVICE)
             okk = (u != 1.0) & (lu != 0.0)
@@ -90,7 +90,8 @@ if importlib.util.find_spec("triton") is not None:
         p = tl.minimum(tl.maximum(pst, lo), hi)
         den = p + (1.0 - p) * ex
         qt = p / den
-        g = _log(den, LIBDEVICE) + (1.0 - p) * x
+        lg = _log(den, LIBDEVICE)
+        g = lg + (1.0 - p) * x
         inner = (pst > lo) & (pst < hi) & (x > 1e-6)
         gxp = ex / (den * den) - 1.0
         gpp = ((1.0 - ex) / den) * ((1.0 - ex) / den)
@@ -98,10 +99,14 @@ if importlib.util.find_spec("triton") is not None:
         gp = (1.0 - ex) / den - x
         moving = tl.where(pst >= hi, mm + rho < 1.0, (pst <= lo) & (mm + rho_in < 1.0))
         phi = tl.sum(W * g, 1)
+        # φ's rounding on this side (as the grouped form's): per bin a few ulps of log den (|log den| + 4:
+        # den's relative rounding and the libm's), of (1 − p)·x and of p (|∂g/∂p| ≤ x):
+        # W·(x + |log den| + 4).
+        err = tl.sum(W * (x + tl.abs(lg) + 4.0), 1)
         d1 = tl.sum(W * As * (qt - p), 1)
         d2 = tl.sum(W * As * As * (qt * (1.0 - qt) + corr), 1)
         dm = tl.sum(tl.where(moving, W * gp, 0.0), 1)
-        return phi, d1, d2, dm
+        return phi, d1, d2, dm, err
 
 
     @triton.jit
@@ -113,13 +118,16 @@ if importlib.util.find_spec("triton") is not None:
         dm = theta * tl.sum(tl.where(below, A, 0.0), 1)
         lo = tl.minimum(mm + rho_in, 1.0)
         hi = tl.minimum(mm + rho, 1.0)
-        p0, a0, b0, c0 = _side(W0, As0, theta, lo, hi, mm, rho, rho_in, SERIES_X, LIBDEVICE, ONE_EXP)
-        p1, a1, b1, c1 = _side(W1, As1, theta, lo, hi, mm, rho, rho_in, SERIES_X, LIBDEVICE, ONE_EXP)
+        p0, a0, b0, c0, e0 = _side(W0, As0, theta, lo, hi, mm, rho, rho_in, SERIES_X, LIBDEVICE, ONE_EXP)
+        p1, a1, b1, c1, e1 = _side(W1, As1, theta, lo, hi, mm, rho, rho_in, SERIES_X, LIBDEVICE, ONE_EXP)
         phi = theta * (lin - s) + (p0 + p1)
+        # A bound on φ's rounding (the grouped form's rule): θ·(s + |lin|) for the linear part (its B
+        # non-negative terms A·m + βD summed in any order, then − s), and each side's per-bin terms.
+        err = theta * (s + tl.abs(lin)) + (e0 + e1)
         d1 = lin - s + (a0 + a1)
         d2 = b0 + b1
         dm = dm + (c0 + c1)
-        return phi, d1, d2, dm, s - lin
+        return phi, d1, d2, dm, s - lin, err
 
 
     @triton.jit
@@ -226,13 +234,13 @@ if importlib.util.find_spec("triton") is not None:
                     n_eval += going.to(tl.int32)
                     n_prog += 1
                 if SPLIT:
-                    phi, d1, d2, dm, am = _eval_split(h0, h1, h2, h3, h4, h5, h6, h7, h8, s, m, th, SERIES_X,
-                                                      LIBDEVICE, ONE_EXP)
+                    phi, d1, d2, dm, am, err = _eval_split(h0, h1, h2, h3, h4, h5, h6, h7, h8, s, m, th,
+                                                           SERIES_X, LIBDEVICE, ONE_EXP)
                 else:
                     phi, d1, d2, dm, am, err = _eval_grouped(h0, h1, h2, s, m, th, LIBDEVICE)
-                    # Conservative: the rejection must hold with φ's rounding bound ((BB + 16) units
-                    # of 2⁻⁵³ per unit of err) added, so that the caller's float64 re-check agrees.
-                    phi = phi + err * ROUNDING
+                # Conservative, both forms: the rejection must hold with φ's rounding bound ((BB + 16)
+                # units of 2⁻⁵² per unit of err) added, so that the caller's float64 re-check agrees.
+                phi = phi + err * ROUNDING
                 first = it == 0
                 amass = tl.where(first, am, amass)
                 going = tl.where(first, going & (am > 0.0), going)

@@ -16,12 +16,16 @@ level either given certified (the Hoeffding end) or rejected by a float64 expone
 at an explicit θ, and the exponent is monotone in the level. The per-group sums are reduced in
 another order than PyTorch's (float64 either way: the same rounding the eager and host searches
 already differ by); ``expm1`` (the split form's optimal within-bin mean) is Kahan's
-``(e^x − 1)·x/log(e^x)``, accurate to a few ulps like the library's. The per-point (grouped) form
-rejects only where ``φ`` plus a bound on its rounding (``(B + 16)·2⁻⁵²`` per unit of
-``θ·s + Σ N·(x + |log den| + 4)``) is at most the level, and returns for each end the θ that rejected
-it: :func:`._chernoff_device.fused_ends_certified` re-checks every moved end with PyTorch's float64
-exponent before it is reported (a GPU compiles the kernel with its own contractions and libm; on an
-H100 the unchecked grouped kernel once gave ends inside the host's).
+``(e^x − 1)·x/log(e^x)``, accurate to a few ulps like the library's. Both forms reject only where
+``φ`` plus a bound on its rounding (``(B + 16)·2⁻⁵²`` per unit of ``θ·s + Σ N·(x + |log den| + 4)``,
+per-point; ``θ·(s + |lin|) + Σ_sides Σ W·(x + |log den| + 4)``, split) is at most the level, and
+return for each end the θ that rejected it: :func:`._chernoff_device.fused_ends_certified` re-checks
+every moved end with PyTorch's float64 exponent before it is reported, both forms by default (a GPU
+compiles the kernel with its own contractions and libm; on an H100 the unchecked grouped kernel once
+gave ends inside the host's, and the split kernel without the margin 27 ends at the ECG shapes that
+the float64 exponent did not reject). The split form's default launch (round 9) is one pair per
+one-warp program with ``low_first`` (below): its ends differ from the previous launch's (16 pairs
+per 8-warp program) within the search's tol, each certified the same way.
 
 ``TRITON_INTERPRET=1`` runs the kernel on PyTorch CPU tensors (the tests); on CUDA it compiles once
 per form (a few seconds, then cached by Triton on disk).
@@ -37,10 +41,16 @@ from typing import Any
 
 __all__ = ["triton_search_applies", "triton_search"]
 
-# Pairs per program and the programs' warps: each pair holds its query's groups (B ≤ 64 bins, or k
-# neighbours) in registers, 9 fields in the split form.
-_BP = {"split": 16, "grouped": 32}
-_WARPS = 8
+# The default launch per form: pairs per program (``bp``), the programs' warps, ``low_first``. Each
+# pair holds its query's groups (B ≤ 64 bins, or k neighbours) in registers, 9 fields in the split
+# form. The split form (the regular classifier's) runs one pair per one-warp program with low_first:
+# on an H100 at the ECG shapes (21 892 queries x 10 ends, 32 bins) 6.5 ms instead of 21.7 ms for 16
+# pairs per 8-warp program (run 1 of round 9, benchmarks/diag_search.py): a program stops with its
+# own pair (no lane waits for the slowest of 16), 128 registers and no spills; low_first cuts the
+# probes per open pair from 9.9 to 6.2 on average. The grouped form (off on CUDA by default) keeps
+# its launch. ``_PREVIOUS`` is the split form's launch before (diag_search.py's baseline).
+_DEFAULT = {"split": {"bp": 1, "warps": 1, "low_first": 1}, "grouped": {"bp": 32, "warps": 8, "low_first": 0}}
+_PREVIOUS = {"bp": 16, "warps": 8, "low_first": 0}
 
 
 def _interpreting() -> bool:
@@ -89,8 +99,10 @@ def _kernel():
 # bisection's twenty). Read from NWBOUND_SEARCH_VARIANT ("bp=2,warps=1,order=compact") when the caller
 # passes none. The same search and the same certified ends (up to float64 summation order: a layout reduces
 # the bins in its own order; one_exp: e^{−x} as 1/e^x, within an ulp).
+# ``margin=0`` drops the kernel's rounding margin on φ (round 9's kernel before the margin, for the
+# diagnostics only: its ends then rely on the float64 re-check alone).
 _VARIANT_KEYS = {"bp": int, "warps": int, "stages": int, "order": str, "lazy": int, "one_exp": int, "count": int,
-                 "low_first": int}
+                 "low_first": int, "margin": int}
 LAST_LAUNCH: dict = {}
 
 
@@ -118,6 +130,15 @@ def parse_variant(text: str) -> dict:
     bp = out.get("bp", 1)
     if bp < 1 or bp & (bp - 1):
         raise ValueError(f"NWBOUND_SEARCH_VARIANT: bp must be a power of two, got {bp}.")
+    return out
+
+
+def _level_tol(torch: Any, log_level: float, tol: float, device: Any) -> Any:
+    """``[log(δ′/2), tol]`` as a float64 tensor filled on ``device`` (two fills, no copy from the host:
+    a copy to a GPU from pageable memory waits for the device's queue)."""
+    out = torch.empty(2, dtype=torch.float64, device=device)
+    out.narrow(0, 0, 1).fill_(float(log_level))
+    out.narrow(0, 1, 1).fill_(float(tol))
     return out
 
 
@@ -152,6 +173,7 @@ def triton_search(split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, thet
     while len(fields) < 9:
         fields.append(fields[0])  # unused (grouped form)
     v = parse_variant(os.environ.get("NWBOUND_SEARCH_VARIANT", "")) if _variant is None else dict(_variant)
+    asked = bool(v) or _variant is not None
     n_pairs = n * K
     order = v.get("order", "none")
     idx = None
@@ -169,22 +191,23 @@ def triton_search(split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, thet
     if n_pairs == 0:
         return out.reshape(n, K), cert.reshape(n, K)
     form = "split" if split else "grouped"
-    bp = int(v.get("bp", _BP[form]))
+    v = {**_DEFAULT[form], **v}
+    bp = int(v["bp"])
     bb = max(2, 1 << max(0, (max(B, 1) - 1).bit_length()))
     grid = ((n_pairs + bp - 1) // bp,)
     extra = {"num_stages": int(v["stages"])} if "stages" in v else {}
     launched = _kernel()[grid](
         *flat, act, out, cert, *fields, n_pairs, K, B,
-        torch.tensor([float(log_level), float(tol)], dtype=torch.float64, device=s.device),
+        _level_tol(torch, log_level, tol, s.device),
         idx if idx is not None else act, cnt,
         SPLIT=bool(split), BP=bp, BB=bb, THETA_STEPS=int(theta_steps), MAX_PROBES=int(max_probes),
         NEWTON_M_STEPS=int(newton_m_steps), DECREMENT=float(decrement), MARGIN=float(margin),
         SERIES_X=float(series_x), INF=math.inf, LIBDEVICE=not _interpreting(),
-        ROUNDING=float((bb + 16) * 2.0**-52), INDEXED=idx is not None, LAZY=bool(v.get("lazy", 0)),
-        ONE_EXP=bool(v.get("one_exp", 0)) and bool(split), COUNT=count, LOW_FIRST=bool(v.get("low_first", 0)),
-        num_warps=int(v.get("warps", _WARPS)), **extra,
+        ROUNDING=float((bb + 16) * 2.0**-52) if v.get("margin", 1) else 0.0, INDEXED=idx is not None,
+        LAZY=bool(v.get("lazy", 0)), ONE_EXP=bool(v.get("one_exp", 0)) and bool(split), COUNT=count,
+        LOW_FIRST=bool(v["low_first"]), num_warps=int(v["warps"]), **extra,
     )
-    if v or _variant is not None:  # the diagnostics read the compiled kernel's registers and spills, and the counts
+    if asked:  # the diagnostics read the compiled kernel's registers and spills, and the counts
         LAST_LAUNCH.clear()
         LAST_LAUNCH.update(kernel=launched, variant=v, grid=grid[0], bp=bp)
         if count:
