@@ -6,10 +6,9 @@ points. For each tile it forms the centred dot products with ``tl.dot`` (``input
 ``Σ wK`` (into the tile's class), ``Σ (wK)²``, ``Σ wK·d⁺`` and the ``u²`` histogram (per bin
 ``Σ w``, ``Σ wK`` and ``Σ wK·d⁺``: ``histogram``, ``hist_mass``, ``hist_dist``, binned by the
 very ``u²`` the kernel value came from) in registers: the distance block never reaches device
-memory. Partial sums of the ``SPLIT`` runs are added afterwards (a fixed order: results are
-deterministic, no atomics — by default: the private switch :func:`_epilogue`, being measured for
-issue 19, can add the histogram's per-bin sums by float64 atomics, order-dependent in the last bits
-and inside ``sum_error``).
+memory. Partial sums of the ``SPLIT`` runs are added afterwards in a fixed order; the histogram's
+per-bin ``Σ wK`` and ``Σ wK·d⁺`` are added by float64 atomics (the default epilogue, see
+:func:`_epilogue`): order-dependent in the last bits, inside ``sum_error`` (see **Sums**).
 
 **Class sums without a per-class pass.** The training points are sorted by class and each class
 is padded (weight 0) to a multiple of :data:`LAYOUT_TILE` points, so every tile holds one class:
@@ -32,7 +31,13 @@ fused form by ``benchmarks/bench_gpu.py``.
 device run (H200, ECG shapes 87 554 × 100 / 21 892 queries: 15.2 ms, 1.39× the bare cuBLAS
 product's 10.9 ms, against 39 ms for the fused FMA dot; 795 ms, 1.61×, at 1M × 100 / 100k).
 
-**Histogram.** Where every positive weight of a tile is the same (unweighted or per-class
+**Histogram.** Without sample weights (every positive weight 1) the default epilogue
+(``"atomic_count"``) adds 1.0 per point inside the bandwidth to its (query, bin) count by float32
+atomics (exact integers below 2²⁴ rows: order-free), and each nonzero ``wK`` and ``wK·d⁺`` to the
+bin's float64 sums by atomics: no per-bin reduction of the tile (issue 19, H100 at the ECG shapes
+with 32 bins: 21.8 ms against 39.7 ms for the per-bin loop, product 10.8 ms). With per-class or
+sample weights the sums take the atomics and the counts the forms below (``"atomic"``).
+Where every positive weight of a tile is the same (unweighted or per-class
 weights: tiles hold one class), the kernel counts points per bin, several bins per int32 word
 (8-bit fields for ``BN ≤ 64``, 10-bit for 128: a row's count ≤ ``BN`` never carries), one
 reduction per word instead of one per bin, and scales by the tile's weight; otherwise (sample
@@ -40,7 +45,8 @@ weights) one masked reduction per bin. ``hist_count`` (the points of positive we
 the split Chernoff form with sample weights) comes from the same packed counts; where every
 positive weight is 1 it is the histogram itself. ``hist_mass`` and ``hist_dist`` take one masked reduction
 per bin each (float32 within a tile, float64 across tiles, as the other sums); ``hist_dist`` gets
-the same covering factor as ``dist_sum``.
+the same covering factor as ``dist_sum``. (These per-bin reductions are the ``"loop"`` epilogue,
+the default before issue 19; ``NWBOUND_HIST_EPILOGUE=loop`` selects it.)
 
 ``Σ (wK)²`` is summed in float32 within a tile: squares of ``wK`` below ``2⁻⁷⁵`` underflow, so
 the sum gets :func:`~nwbound.gpu._common.square_sum_bound` (``n·2⁻¹⁴⁹`` and the tile's
@@ -56,7 +62,12 @@ reports for sm_90.
 in every sum: deterministic, label-free weights). A tile adds at most ``BN`` of them in float32
 (any order: a factor ``1 ± γ_BN``), the tiles' sums are added in float64 (``1 ± γ_T``, ``T`` the
 number of tiles); ``sum_error = (1 + γ_BN)(1 + γ_T) − 1`` bounds ``class_sums`` and ``hist_mass``
-(:func:`~nwbound._numerics.summation_error`), and the bound carries it.
+(:func:`~nwbound._numerics.summation_error`), and the bound carries it. The atomic epilogue adds a
+bin's terms (float32 values, exact in float64) one by one in float64, in the hardware's order: a
+recursive sum of at most ``n`` nonnegative terms (``n`` the padded training rows) in some order,
+so within ``γ_n`` (``u = 2⁻⁵³``) of the exact sum whatever the order; ``sum_error`` is the larger of
+the two. ``hist_dist``'s atomic sums drop the float32 tile sum that the factor's ``BN·u`` covers,
+and ``γ_n`` at ``u = 2⁻⁵³`` is far below it (``n < BN·2²⁹``): the same factor stays an upper bound.
 
 ``TRITON_INTERPRET=1`` runs the same kernel on the CPU with PyTorch CPU tensors (tests).
 """
@@ -107,9 +118,12 @@ CONFIGS: dict[str, tuple[tuple[int, int, int, int], ...]] = {
     # gemm="library": the epilogue alone reads the product block (memory-bound: wide rows; taller
     # tiles of the loaded block spill, e.g. 64×64 with 4 warps: 1.2 KB).
     "library": ((16, 128, 4, 2), (32, 128, 8, 1), (16, 128, 4, 1), (32, 64, 4, 2)),
-    # gemm="library" with the histogram: as "histogram" (32 bins: no spills, ≤ 12 bytes with sample
-    # weights; 16 bins: ≤ 16 bytes).
+    # gemm="library" with the histogram, the per-bin loop epilogue (NWBOUND_HIST_EPILOGUE=loop): as
+    # "histogram" (32 bins: no spills, ≤ 12 bytes with sample weights; 16 bins: ≤ 16 bytes).
     "library_histogram": ((16, 32, 4, 2), (32, 32, 8, 2), (16, 32, 4, 1), (32, 32, 8, 1)),
+    # gemm="library" with the histogram, the atomic epilogues (the default): H100, ECG shapes, 32 bins
+    # (issue 19 run 1, atomic_count): 16×32 w4 21.8 ms, 32×32 w8 22.5 ms, 16×64 w4 23.6 ms.
+    "library_histogram_atomic": ((16, 32, 4, 2), (32, 32, 8, 2), (16, 64, 4, 2)),
 }
 # gemm="library": bytes of one product block (queries × padded training points, float32): under 2³¹
 # elements, as the epilogue's loads index it with int32 offsets; at the ECG shapes (21 892 × 87 568,
@@ -442,7 +456,7 @@ def triton_kernel_statistics(
     the fastest exact form measured (H200, ECG shapes: 15.2 ms against 39 ms fused, product
     10.9 ms), ``"fused"`` with ``"tf32x3"``. ``epilogue`` (private, for measurements): how the
     histogram's per-bin sums are formed, see :func:`_epilogue` (None: ``NWBOUND_HIST_EPILOGUE``,
-    else ``"loop"``, today's form).
+    else ``"atomic_count"``, the fastest measured; ``"loop"`` is the deterministic form before it).
 
     Examples
     --------
@@ -506,7 +520,7 @@ def triton_kernel_statistics(
 
     if config is None:
         if gemm == "library":
-            family = "library_histogram" if bins else "library"
+            family = ("library_histogram_atomic" if atomic else "library_histogram") if bins else "library"
         else:
             family = "histogram" if bins else precision
         config = _INTERPRET_CONFIG if dev.type != "cuda" else _tuned_config(
@@ -635,10 +649,10 @@ EPILOGUES = ("loop", "skip", "atomic", "atomic_skip", "atomic_count")
 
 
 def _epilogue(name: str | None) -> tuple[bool, bool, bool]:
-    """``(atomic, skip, atomic counts)`` of a histogram epilogue (a private switch for measurements; default ``"loop"``).
+    """``(atomic, skip, atomic counts)`` of a histogram epilogue (a private switch; default ``"atomic_count"``).
 
     * ``"loop"``: per bin two masked row reductions of the tile (``Σ wK``, ``Σ wK·d⁺``), float32
-      within the tile, float64 across tiles; deterministic.
+      within the tile, float64 across tiles; deterministic (the default before issue 19).
     * ``"skip"``: the same, skipped for tiles with no point of positive weight in a bin (they would
       add exact zeros: bit-identical to ``"loop"``).
     * ``"atomic"``: each nonzero term added to its (query, bin) by a float64 atomic add (relaxed):
@@ -646,20 +660,22 @@ def _epilogue(name: str | None) -> tuple[bool, bool, bool]:
       from run to run in the last bits (float64 sums of float32 terms: within ``γ_n`` of the exact
       sum, ``n`` the padded training rows, which ``sum_error`` carries).
     * ``"atomic_skip"``: both.
-    * ``"atomic_count"``: ``"atomic"``, and where every positive weight is 1 (the histogram is the
-      count) the counts too, by float32 atomic adds of 1.0 (exact integers below 2²⁴ training rows:
-      order-free, bit-identical to ``"loop"``), instead of the packed per-word reductions.
+    * ``"atomic_count"`` (the default): ``"atomic"``, and where every positive weight is 1 (the
+      histogram is the count) the counts too, by float32 atomic adds of 1.0 (exact integers below
+      2²⁴ training rows: order-free, bit-identical to ``"loop"``), instead of the packed per-word
+      reductions; with per-class or sample weights it is ``"atomic"``. Fastest measured (H100, ECG
+      shapes, 32 bins, 16×32 tiles: 21.8 ms; ``"atomic"`` 27.5, ``"loop"`` 39.7, product 10.8).
 
-    ``None`` reads ``NWBOUND_HIST_EPILOGUE``.
+    ``None`` reads ``NWBOUND_HIST_EPILOGUE`` (unset or empty: ``"atomic_count"``).
 
     Examples
     --------
     >>> from nwbound.gpu._triton import _epilogue
-    >>> _epilogue("loop"), _epilogue("atomic_skip")
-    ((False, False, False), (True, True, False))
+    >>> _epilogue("loop"), _epilogue("atomic_skip"), _epilogue("atomic_count")
+    ((False, False, False), (True, True, False), (True, False, True))
     """
     if name is None:
-        name = os.environ.get("NWBOUND_HIST_EPILOGUE", "") or "loop"
+        name = os.environ.get("NWBOUND_HIST_EPILOGUE", "") or "atomic_count"
     if name not in EPILOGUES:
         raise ValueError(f"epilogue (NWBOUND_HIST_EPILOGUE) must be one of {EPILOGUES}, got {name!r}.")
     return "atomic" in name, "skip" in name, name == "atomic_count"
