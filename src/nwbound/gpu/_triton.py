@@ -121,8 +121,10 @@ CONFIGS: dict[str, tuple[tuple[int, int, int, int], ...]] = {
     # gemm="library" with the histogram, the per-bin loop epilogue (NWBOUND_HIST_EPILOGUE=loop): as
     # "histogram" (32 bins: no spills, ≤ 12 bytes with sample weights; 16 bins: ≤ 16 bytes).
     "library_histogram": ((16, 32, 4, 2), (32, 32, 8, 2), (16, 32, 4, 1), (32, 32, 8, 1)),
-    # gemm="library" with the histogram, the atomic epilogues (the default): H100, ECG shapes, 32 bins
-    # (issue 19 run 1, atomic_count): 16×32 w4 21.8 ms, 32×32 w8 22.5 ms, 16×64 w4 23.6 ms.
+    # gemm="library" with the histogram, the atomic epilogues (the default) without sample weights:
+    # H100, ECG shapes, 32 bins (issue 19 run 1, atomic_count): 16×32 w4 21.8 ms, 32×32 w8 22.5 ms,
+    # 16×64 w4 23.6 ms. With sample weights (the per-bin Σw loop stays) "library_histogram": 16×64
+    # w4 spills 1.5 KB there (ptxas, sm_90).
     "library_histogram_atomic": ((16, 32, 4, 2), (32, 32, 8, 2), (16, 64, 4, 2)),
 }
 # gemm="library": bytes of one product block (queries × padded training points, float32): under 2³¹
@@ -520,12 +522,15 @@ def triton_kernel_statistics(
 
     if config is None:
         if gemm == "library":
-            family = ("library_histogram_atomic" if atomic else "library_histogram") if bins else "library"
+            # The atomic epilogue's family where it leaves no per-bin loop (every tile's positive
+            # weights equal); with sample weights (the Σw loop stays) the loop's: 16×64 spills there.
+            atomic_family = atomic and lay.tile_weights(LAYOUT_TILE)[1]
+            family = ("library_histogram_atomic" if atomic_family else "library_histogram") if bins else "library"
         else:
             family = "histogram" if bins else precision
         config = _INTERPRET_CONFIG if dev.type != "cuda" else _tuned_config(
             (precision, gemm, lay.m_pad, lay.c_pad, bins, bool(need_dist), kernel, _pow2(n_q), lay.n_pad // 4096,
-             atomic, skip, count_atomic), run, family,
+             family, atomic, skip, count_atomic), run, family,
         )
     cs, sq, ds, hist, hm, hd, hc = run(config)
     # d⁺'s square root, product and float32 tile sum (≤ BN terms) are covered by the factor
