@@ -14,6 +14,8 @@ config (no tuning: each compile counts against the budget) and the private switc
   (the default since issue 19; ``default tuned``: no ``epilogue=``, no ``config=``, the autotuner's
   pick among ``CONFIGS["library_histogram_atomic"]``, its tuning in the first call);
 * ``skip`` (c), ``atomic_skip`` (c + b): bin work only in tiles with a point inside the bandwidth;
+* ``atomic_packed`` (e): ``atomic_count`` with a (query, bin)'s mass, distance sum and count in one
+  32-byte sector (4 float64): a point's three atomics hit one sector instead of three arrays;
 * other tile shapes (d); and the pass without the histogram (Hoeffding's: the floor).
 
 Per variant one line ``VARIANT``: median milliseconds (>= 5 repeats after a warm-up that compiles),
@@ -51,6 +53,7 @@ VARIANTS = [
     ("*  default tuned", None, None, BINS),
     ("b  atomic      16x32 w4", "atomic", (16, 32, 4, 2), BINS),
     ("b' atomic_count 16x32 w4", "atomic_count", (16, 32, 4, 2), BINS),
+    ("e  atomic_packed 16x32 w4", "atomic_packed", (16, 32, 4, 2), BINS),
     ("cb atomic_skip 16x32 w4", "atomic_skip", (16, 32, 4, 2), BINS),
     ("-  no histogram 16x128 w4 (floor)", "loop", (16, 128, 4, 2), 0),
     # The floor at the histogram's tile shape: how much of the gap to 16x128 is the tile, not the bins.
@@ -117,10 +120,10 @@ def tile_occupancy(train_lay, Qc, lam: float, n_rows: int, bm: int, bn: int) -> 
 
 def tuned_pick(bins: int) -> tuple[int, int, int, int]:
     """The config the default call ran with: the autotuner's pick for the default epilogue's flags
-    (``(atomic, skip, atomic counts)`` end its key), the interpreter's fixed config on the CPU."""
+    (``(atomic, skip, atomic counts, packed)`` end its key), the interpreter's fixed config on the CPU."""
     from nwbound.gpu._triton import _INTERPRET_CONFIG, _TUNED, _epilogue
 
-    picks = [cfg for key, cfg in _TUNED.items() if key[4] == bins and key[-3:] == _epilogue(None)]
+    picks = [cfg for key, cfg in _TUNED.items() if key[4] == bins and key[-4:] == _epilogue(None)]
     return picks[-1] if picks else _INTERPRET_CONFIG
 
 

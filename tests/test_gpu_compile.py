@@ -43,7 +43,7 @@ for family, bins, words, precision, from_product, uniform, count, atomic, atomic
                      NEED_DIST=True, PRECISION=precision, FROM_PRODUCT=from_product, BM=bm, BN=bn, BK=_BK,
                      STEPS=0, HIST_WORDS=words, FIELDS=4 if bn <= 64 else 3, BITS=8 if bn <= 64 else 10,
                      UNIFORM=uniform, COUNT=count, ATOMIC=atomic, SKIP=False, BIN_LOOP=bin_loop,
-                     ATOMIC_COUNT=atomic_count)
+                     ATOMIC_COUNT=atomic_count, PACKED_ATOMIC=False)
         unknown = set(kernel.arg_names) - set(pointer_types) - set(const)
         assert not unknown, f"kernel arguments this check does not know: {unknown}"
         signature = {name: pointer_types.get(name, "constexpr") for name in kernel.arg_names}

@@ -48,7 +48,7 @@ np.savez(sys.argv[2], **out)
 # loop left), sample weights the per-bin Σw loop (the atomic form keeps it for Σw only).
 _CASES = [("epanechnikov", 16, "library", "unit"), ("quartic", 8, "fused", "sample"),
           ("epanechnikov", 5, "library", "sample")]
-_EPILOGUES = ("loop", "skip", "atomic", "atomic_skip", "atomic_count", "")  # "": the default (None)
+_EPILOGUES = ("loop", "skip", "atomic", "atomic_skip", "atomic_count", "atomic_packed", "")  # "": the default (None)
 _SAME = ("class_sums", "sq_sum", "dist_sum", "d2_error", "histogram", "hist_count")
 
 
@@ -119,9 +119,9 @@ def test_unknown_epilogue_is_refused(monkeypatch):
     with pytest.raises(ValueError, match="NWBOUND_HIST_EPILOGUE"):
         _epilogue(None)
     monkeypatch.setenv("NWBOUND_HIST_EPILOGUE", "")
-    assert _epilogue(None) == (True, False, True)  # the default: "atomic_count"
+    assert _epilogue(None) == (True, False, True, False)  # the default: "atomic_count"
     monkeypatch.setenv("NWBOUND_HIST_EPILOGUE", "loop")  # the deterministic per-bin loop stays reachable
-    assert _epilogue(None) == (False, False, False)
+    assert _epilogue(None) == (False, False, False, False)
     monkeypatch.delenv("NWBOUND_HIST_EPILOGUE")
     assert _epilogue(None) == _epilogue("atomic_count")
 
