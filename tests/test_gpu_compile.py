@@ -37,7 +37,8 @@ pointer_types = {"q_ptr": "*fp32", "qn_ptr": "*fp32", "qerr_ptr": "*fp32", "qeta
                  "r2": "fp32", "p_stride": "i32"}
 ptxas = get_ptxas(90).path
 out = []
-for family, bins, words, precision, from_product, uniform, count, atomic, atomic_count, bin_loop in json.loads(sys.argv[1]):
+for family, bins, words, precision, from_product, uniform, count, atomic, atomic_count, bin_loop in json.loads(
+        sys.argv[1]):
     for bm, bn, warps, stages in CONFIGS[family]:
         const = dict(M_PAD=112, C_PAD=8, BINS=bins, B_PAD=max(2, bins), KERNEL=_KERNEL_CODES["epanechnikov"],
                      NEED_DIST=True, PRECISION=precision, FROM_PRODUCT=from_product, BM=bm, BN=bn, BK=_BK,

@@ -308,7 +308,7 @@ def _kernel():
                         hit = (idx < BINS) & (wk > 0.0) & rmask[:, None]
                         offs = rows[:, None] * B_PAD + idx
                         counted = (idx < BINS) & (w[None, :] > 0.0) & rmask[:, None]
-                        if PACKED_ATOMIC:  # (query, bin) → 4 float64 (Σ wK, Σ wK·d⁺, count, pad): one 32-byte sector
+                        if PACKED_ATOMIC:  # (query, bin) → 4 float64 (Σ wK, Σ wK·d⁺, count, pad): one sector
                             tl.atomic_add(hm_ptr + offs * 4, wk.to(tl.float64), mask=hit, sem="relaxed")
                             tl.atomic_add(hm_ptr + offs * 4 + 1, wkd.to(tl.float64), mask=hit, sem="relaxed")
                             if ATOMIC_COUNT:  # float64 adds of 1.0: exact integers in any order
