@@ -6,11 +6,16 @@ Each variant calls the entry the estimator's Chernoff path reaches
 ``gemm="library"``: cuBLAS writes ``q'·x'``, the kernel's epilogue reads it) with a fixed tile
 config (no tuning: each compile counts against the budget) and the private switch ``epilogue=``:
 
-* ``loop`` (a): today's kernel, two masked row reductions per bin per tile;
+* ``loop`` (a): the kernel before issue 19 (``NWBOUND_HIST_EPILOGUE=loop``, the baseline of every
+  verdict), two masked row reductions per bin per tile;
 * ``atomic`` (b): per-bin ``Σ wK`` and ``Σ wK·d⁺`` by float64 atomic adds (``red.global.add.f64``)
   of the terms inside the bandwidth; the counts still from the packed per-word reductions;
-* ``atomic_count`` (b'): also the counts (unit weights: the histogram) by float32 atomic adds of 1.0;
+* ``atomic_count`` (b'): also the counts (unit weights: the histogram) by float32 atomic adds of 1.0
+  (the default since issue 19; ``default tuned``: no ``epilogue=``, no ``config=``, the autotuner's
+  pick among ``CONFIGS["library_histogram_atomic"]``, its tuning in the first call);
 * ``skip`` (c), ``atomic_skip`` (c + b): bin work only in tiles with a point inside the bandwidth;
+* ``atomic_packed`` (e): ``atomic_count`` with a (query, bin)'s mass, distance sum and count in one
+  32-byte sector (4 float64): a point's three atomics hit one sector instead of three arrays;
 * other tile shapes (d); and the pass without the histogram (Hoeffding's: the floor).
 
 Per variant one line ``VARIANT``: median milliseconds (>= 5 repeats after a warm-up that compiles),
@@ -20,7 +25,7 @@ the two forms' stated rounding bounds (``sum_error`` each, plus the ``d⁺`` fac
 the tile widths differ): each form's own bound covers the exact sum, so a difference inside them
 keeps both on the safe side; ``OUTSIDE BOUND`` otherwise.
 
-    python benchmarks/diag_epilogue.py                          # CUDA, ECG shapes, <= 60 s
+    python benchmarks/diag_epilogue.py                          # CUDA, ECG shapes, <= 45 s
     TRITON_INTERPRET=1 python benchmarks/diag_epilogue.py --small --device cpu   # dry run (interpreter)
 """
 
@@ -45,10 +50,14 @@ BINS = 32
 # the budget: the baseline first (every verdict needs it).
 VARIANTS = [
     ("a  loop        16x32 w4", "loop", (16, 32, 4, 2), BINS),
+    ("*  default tuned", None, None, BINS),
     ("b  atomic      16x32 w4", "atomic", (16, 32, 4, 2), BINS),
     ("b' atomic_count 16x32 w4", "atomic_count", (16, 32, 4, 2), BINS),
+    ("e  atomic_packed 16x32 w4", "atomic_packed", (16, 32, 4, 2), BINS),
     ("cb atomic_skip 16x32 w4", "atomic_skip", (16, 32, 4, 2), BINS),
     ("-  no histogram 16x128 w4 (floor)", "loop", (16, 128, 4, 2), 0),
+    # The floor at the histogram's tile shape: how much of the gap to 16x128 is the tile, not the bins.
+    ("-  no histogram 16x32 w4 (floor at 16x32)", "loop", (16, 32, 4, 2), 0),
     ("d  atomic_count 16x64 w4", "atomic_count", (16, 64, 4, 2), BINS),
     ("d  atomic_count 32x32 w8", "atomic_count", (32, 32, 8, 2), BINS),
     ("d  atomic      16x64 w4", "atomic", (16, 64, 4, 2), BINS),
@@ -109,12 +118,21 @@ def tile_occupancy(train_lay, Qc, lam: float, n_rows: int, bm: int, bn: int) -> 
     return float(t.double().mean())
 
 
+def tuned_pick(bins: int) -> tuple[int, int, int, int]:
+    """The config the default call ran with: the autotuner's pick for the default epilogue's flags
+    (``(atomic, skip, atomic counts, packed)`` end its key), the interpreter's fixed config on the CPU."""
+    from nwbound.gpu._triton import _INTERPRET_CONFIG, _TUNED, _epilogue
+
+    picks = [cfg for key, cfg in _TUNED.items() if key[4] == bins and key[-4:] == _epilogue(None)]
+    return picks[-1] if picks else _INTERPRET_CONFIG
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="tiny shapes (dry run; with TRITON_INTERPRET=1 on the CPU)")
     ap.add_argument("--device", default=None, help="PyTorch device (default: cuda if visible, else cpu)")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--budget", type=float, default=60.0, help="seconds for everything (variants past it are skipped)")
+    ap.add_argument("--budget", type=float, default=45.0, help="seconds for everything (variants past it are skipped)")
     ap.add_argument("--variants", default="", help="comma-separated indices into VARIANTS (default: all, in order)")
     args = ap.parse_args(argv)
     start = time.perf_counter()
@@ -159,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         left = deadline - time.perf_counter()
         # The per-bin loop's kernel takes the longest to compile (about ten times the atomic one's PTX).
         need = (12.0 if epilogue in ("loop", "skip") and bins else 4.0) if dev.type == "cuda" else 0.0
+        need += 4.0 if cfg is None and dev.type == "cuda" else 0.0  # the tuner compiles three configs
         if left < need:
             print(f"VARIANT {label}: skipped (budget: {left:.0f} s left)")
             continue
@@ -173,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
                 torch.cuda.synchronize()
             first = time.perf_counter() - t0
             ms = timed_ms(call, dev, repeats)
+            if cfg is None:
+                cfg = tuned_pick(bins)
+                label = f"{label} {cfg[0]}x{cfg[1]} w{cfg[2]}"
             if bins and base is None and epilogue == "loop":
                 base, base_cfg = st, cfg
                 verdict_text = "baseline"

@@ -37,12 +37,14 @@ pointer_types = {"q_ptr": "*fp32", "qn_ptr": "*fp32", "qerr_ptr": "*fp32", "qeta
                  "r2": "fp32", "p_stride": "i32"}
 ptxas = get_ptxas(90).path
 out = []
-for family, bins, words, precision, from_product, uniform, count in json.loads(sys.argv[1]):
+for family, bins, words, precision, from_product, uniform, count, atomic, atomic_count, bin_loop in json.loads(
+        sys.argv[1]):
     for bm, bn, warps, stages in CONFIGS[family]:
         const = dict(M_PAD=112, C_PAD=8, BINS=bins, B_PAD=max(2, bins), KERNEL=_KERNEL_CODES["epanechnikov"],
                      NEED_DIST=True, PRECISION=precision, FROM_PRODUCT=from_product, BM=bm, BN=bn, BK=_BK,
                      STEPS=0, HIST_WORDS=words, FIELDS=4 if bn <= 64 else 3, BITS=8 if bn <= 64 else 10,
-                     UNIFORM=uniform, COUNT=count, ATOMIC=False, SKIP=False, BIN_LOOP=True, ATOMIC_COUNT=False)
+                     UNIFORM=uniform, COUNT=count, ATOMIC=atomic, SKIP=False, BIN_LOOP=bin_loop,
+                     ATOMIC_COUNT=atomic_count, PACKED_ATOMIC=False)
         unknown = set(kernel.arg_names) - set(pointer_types) - set(const)
         assert not unknown, f"kernel arguments this check does not know: {unknown}"
         signature = {name: pointer_types.get(name, "constexpr") for name in kernel.arg_names}
@@ -58,17 +60,25 @@ for family, bins, words, precision, from_product, uniform, count in json.loads(s
         spills = int(re.search(r"(\d+) bytes spill stores", report).group(1))
         # Arithmetic that flushes subnormals to zero (the approximate sqrt/exp may: they make K, d⁺).
         ftz = sorted(set(re.findall(r"\b(?:add|sub|mul|fma|mad)\.[a-z0-9.]*ftz[a-z0-9.]*", compiled.asm["ptx"])))
-        out.append([family, bins, [words, uniform, count], [bm, bn, warps, stages], spills, ftz])
+        out.append([family, bins, [words, uniform, count, atomic], [bm, bn, warps, stages], spills, ftz])
 print(json.dumps(out))
 '''
 
-# (CONFIGS family, bins, packed words, precision, gemm="library", UNIFORM, COUNT): the exact (ieee)
-# forms _launch picks, with the estimator's 32 bins: unweighted (the histogram from packed counts),
-# sample weights (per-bin Σw, packed point counts) and per-class weights (both from packed counts).
+# (CONFIGS family, bins, packed words, precision, gemm="library", UNIFORM, COUNT, ATOMIC, ATOMIC_COUNT,
+# BIN_LOOP): the exact (ieee) forms _launch picks, with the estimator's 32 bins, under the default
+# epilogue "atomic_count" (per-bin sums by float64 atomics): unweighted (the counts by atomics too, no
+# bin loop), sample weights (per-bin Σw loop, packed point counts) and per-class weights (packed
+# counts, no bin loop); and the per-bin loop epilogue ("loop", the diag's baseline) unweighted.
+# gemm="library" tunes sample weights among "library_histogram" (16×64 spills with the Σw loop).
 # tf32x3 and 16 bins (no spills either when measured) are left out to keep this near a minute.
-_FORMS = [("ieee", 0, 0, "ieee", False, False, False), ("library", 0, 0, "ieee", True, False, False)] + [
-    (family, 32, 8, "ieee", family == "library_histogram", uniform, count)
-    for family in ("histogram", "library_histogram") for uniform, count in ((True, False), (False, True), (True, True))]
+_UNIT, _SAMPLE, _CLASS = (0, True, False, True, False), (8, False, True, False, True), (8, True, True, False, False)
+_FORMS = [("ieee", 0, 0, "ieee", False, False, False, False, False, False),
+          ("library", 0, 0, "ieee", True, False, False, False, False, False)] + [
+    (family, 32, words, "ieee", family != "histogram", uniform, count, True, atomic_count, bin_loop)
+    for family, forms in (("histogram", (_UNIT, _SAMPLE, _CLASS)), ("library_histogram_atomic", (_UNIT, _CLASS)),
+                          ("library_histogram", (_SAMPLE,)))
+    for words, uniform, count, atomic_count, bin_loop in forms] + [
+    ("library_histogram", 32, 8, "ieee", True, True, False, False, False, True)]
 # Bytes of spill stores tolerated per config (a few stray words); the histogram configs were
 # chosen at ≤ 16 (one at 32 with per-bin counts).
 _MAX_SPILL = 64

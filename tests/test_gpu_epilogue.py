@@ -8,7 +8,8 @@ query's bandwidth (whole tiles with nothing in a bin: the ``skip`` branch's both
 * ``"atomic"`` / ``"atomic_skip"``: every field but ``hist_mass`` / ``hist_dist`` equals
   ``"loop"`` bit for bit (the same code); those two are float64 sums of the same float32 terms in
   another order, so they may differ in the last bits: they must agree within the two forms'
-  rounding bounds (``sum_error`` each), never bit for bit, and stay within the float64 reference.
+  rounding bounds (``sum_error`` each), never bit for bit, and stay within the float64 reference;
+* the default (no ``epilogue=``, ``NWBOUND_HIST_EPILOGUE`` unset) is ``"atomic_count"``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ for case in sys.argv[3:]:
     name, bins, gemm, weights, epilogue = case.split(":")
     Q, X, onehot = (torch.from_numpy(data[k]) for k in ("Q", "X", "onehot_" + weights))
     st = triton_kernel_statistics(Q, DeviceTrainingSet.build(X, onehot), name, 0.6, histogram_bins=int(bins),
-                                  gemm=gemm, epilogue=epilogue)
+                                  gemm=gemm, epilogue=epilogue or None)
     for k in ("class_sums", "sq_sum", "dist_sum", "d2_error", "histogram", "hist_mass", "hist_dist", "hist_count"):
         out[case + "/" + k] = (getattr(st, k) if k == "d2_error" else getattr(st, k)[:, 0]).numpy()
     out[case + "/sum_error"] = np.array(st.sum_error)
@@ -47,7 +48,7 @@ np.savez(sys.argv[2], **out)
 # loop left), sample weights the per-bin Σw loop (the atomic form keeps it for Σw only).
 _CASES = [("epanechnikov", 16, "library", "unit"), ("quartic", 8, "fused", "sample"),
           ("epanechnikov", 5, "library", "sample")]
-_EPILOGUES = ("loop", "skip", "atomic", "atomic_skip", "atomic_count")
+_EPILOGUES = ("loop", "skip", "atomic", "atomic_skip", "atomic_count", "atomic_packed", "")  # "": the default (None)
 _SAME = ("class_sums", "sq_sum", "dist_sum", "d2_error", "histogram", "hist_count")
 
 
@@ -82,7 +83,9 @@ def test_histogram_epilogues_match_the_loop(tmp_path):
         base = {k: got[key + "loop/" + k] for k in _SAME + ("hist_mass", "hist_dist", "sum_error")}
         ref = reference(Q, X, weighted[weights], name, 0.6, bins)
         assert ref["hist_mass"][:, : bins].sum() > 0 and base["hist_mass"].sum() > 0  # something is binned
-        for epi in _EPILOGUES[1:]:
+        for k in _SAME + ("hist_mass", "hist_dist", "sum_error"):  # the default is "atomic_count"
+            np.testing.assert_array_equal(got[key + "/" + k], got[key + "atomic_count/" + k], err_msg=f"{key} {k}")
+        for epi in _EPILOGUES[1:-1]:
             case = key + epi
             for k in _SAME:
                 np.testing.assert_array_equal(got[case + "/" + k], base[k], err_msg=f"{case} {k}")
@@ -116,4 +119,26 @@ def test_unknown_epilogue_is_refused(monkeypatch):
     with pytest.raises(ValueError, match="NWBOUND_HIST_EPILOGUE"):
         _epilogue(None)
     monkeypatch.setenv("NWBOUND_HIST_EPILOGUE", "")
-    assert _epilogue(None) == (False, False, False)
+    assert _epilogue(None) == (True, False, True, False)  # the default: "atomic_count"
+    monkeypatch.setenv("NWBOUND_HIST_EPILOGUE", "loop")  # the deterministic per-bin loop stays reachable
+    assert _epilogue(None) == (False, False, False, False)
+    monkeypatch.delenv("NWBOUND_HIST_EPILOGUE")
+    assert _epilogue(None) == _epilogue("atomic_count")
+
+
+def test_atomic_sum_error_covers_any_order():
+    """The atomic epilogue's γ_n (float64, n the padded rows): float32 terms summed in float64 in any
+    order stay within it of the exact sum (exact: Python fractions), here for adversarial orders."""
+    from fractions import Fraction
+
+    from nwbound._numerics import summation_error
+
+    rng = np.random.default_rng(7)
+    terms = np.concatenate([rng.random(300), 2.0 ** -rng.integers(20, 60, 300)]).astype(np.float32)
+    exact = sum(Fraction(float(t)) for t in terms)
+    rho = summation_error(terms.size, "float64")
+    for order in (np.argsort(terms), np.argsort(-terms), rng.permutation(terms.size)):
+        acc = 0.0
+        for t in terms[order].astype(np.float64):  # one float64 addition per term, as an atomic add
+            acc += t
+        assert abs(Fraction(acc) - exact) <= Fraction(rho) * exact
