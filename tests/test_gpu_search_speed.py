@@ -2,10 +2,10 @@
 
 Each variant (pairs per program, warps, the open pairs' order, lazy field loads, one exp per bin side,
 the probe counts) runs the same search: under Triton's interpreter (its own process, as
-``test_gpu_bounds``) its ends equal the default launch's bit for bit (``one_exp``, ``low_first=0``, the
-previous default launch and ``margin=0``: within the search's tolerance, each moved end certified by
-the float64 re-check), and contain the host solver's interval. The default split form's ends carry
-the kernel's rounding margin, and a planted borderline end is refused by the re-check and re-searched.
+``test_gpu_bounds``) its ends equal the default launch's bit for bit (``one_exp``, ``low_first=1`` and
+``margin=1``: within the search's tolerance, each moved end certified by the float64 re-check), and
+contain the host solver's interval. The split form with the kernel's rounding margin carries it on every
+moved end, and a planted borderline end is refused by the re-check and re-searched.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ out["grouped/host"] = np.stack(chernoff_interval(S, count, mass, mass, rho, 0.05
 ct.triton_search = original
 variants = {"split": [{}, {"bp": 2, "warps": 1}, {"order": "compact"},
                       {"order": "width", "bp": 4}, {"lazy": 1}, {"one_exp": 1}, {"count": 1, "bp": 4},
-                      {"low_first": 0, "count": 1}, {"bp": 16, "warps": 8, "low_first": 0},
-                      {"margin": 0}],
+                      {"low_first": 1, "count": 1}, {"bp": 16, "warps": 8},
+                      {"margin": 1}],
             "grouped": [{}, {"bp": 2, "warps": 1, "order": "width", "lazy": 1}]}
 for form, (cargs, ckw) in zip(("split", "grouped"), calls[:2]):
     assert bool(cargs[0]) == (form == "split")
@@ -102,9 +102,9 @@ def test_search_variants_give_the_default_ends(tmp_path):
         np.testing.assert_array_equal(base[~opened], got[f"{form}/given"][~opened])
         for i in range(1, n_variants):
             ends, cert = got[f"{form}/{i}/ends"], got[f"{form}/{i}/cert"]
-            if form == "split" and i in (5, 7, 8, 9):  # one_exp: e^{−x} as 1/e^x; without low_first
-                # (7, 8: the previous default launch): other probes; margin=0: other rejections.
-                # Ends within the search's tol of the default's, each still certified (below).
+            if form == "split" and i in (5, 7, 9):  # one_exp: e^{−x} as 1/e^x; low_first (7): other
+                # probes; margin=1 (9): other rejections. Ends within the search's tol of the default's,
+                # each still certified (below).
                 assert np.all(np.abs(ends - base) <= float(got[f"{form}/tol"])), form
             else:
                 np.testing.assert_array_equal(ends, base, err_msg=f"{form} variant {i}")
@@ -127,10 +127,10 @@ def test_search_variants_give_the_default_ends(tmp_path):
     assert np.all(probes <= 64)
     prog = program.reshape(-1)[: (program.size // 4) * 4].reshape(-1, 4)
     assert np.all(prog == prog[:, :1])
-    # low_first (the default) on these statistics: at most one probe more than the search without it for
+    # low_first on these statistics: at most one probe more than the search without it (the default) for
     # any pair, fewer in all
-    plain = got["split/7/counts"][:, 0]
-    assert np.all(plain[~flat_open] == 0) and np.all(probes <= plain + 1) and probes.sum() < plain.sum()
+    low = got["split/7/counts"][:, 0]
+    assert np.all(low[~flat_open] == 0) and np.all(low <= probes + 1) and low.sum() < probes.sum()
 
 
 def test_parse_variant_names_the_bad_item():
@@ -235,13 +235,14 @@ def _split_phi_and_error(f, s, m, theta):
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
 def test_split_ends_carry_the_rounding_margin_and_a_borderline_end_is_re_searched(tmp_path):
-    """The default split-form search (interpreter): every moved end is rejected with φ's rounding margin
+    """The split-form search with its rounding margin (interpreter): every moved end is rejected with φ's rounding margin
     to spare (NumPy formula above), the float64 re-check refuses none; a planted end just past the
     re-check's own boundary (at the kernel's θ) is refused, warned about and searched again by the eager
     search: that pair gets the eager search's end, every other pair keeps the kernel's."""
     env = dict(os.environ, TRITON_INTERPRET="1")
-    for key in ("NWBOUND_SEARCH_VARIANT", "NWBOUND_FUSED_VERIFY", "NWBOUND_TRITON_SEARCH"):
+    for key in ("NWBOUND_FUSED_VERIFY", "NWBOUND_TRITON_SEARCH"):
         env.pop(key, None)
+    env["NWBOUND_SEARCH_VARIANT"] = "margin=1"  # the margin form (off by default: the re-check certifies)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
     run = subprocess.run([sys.executable, "-c", _PLANT, str(Path(__file__).resolve().parent), str(tmp_path / "o.npz")],
                          env=env, capture_output=True, text=True, timeout=600)

@@ -352,7 +352,7 @@ def fused_ends_certified(torch: Any, split: bool, data: Any, s: Any, given: Any,
 
 
 def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, theta: Any, t_max: Any,
-            log_level: float, tol: float, open_: Any, *, fused: bool = True) -> Any:
+            log_level: float, tol: float, open_: Any, *, fused: bool = True, few: bool = False) -> Any:
     """Left ends: bracket ``[a, b]`` (``a`` certified rejected), first probe ``m``; ``open_`` the pairs
     still searched. Returns ``a`` at the end (the largest certified level).
 
@@ -363,7 +363,8 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
 
     Rounds of :data:`_CHECK_EVERY` probes; between rounds the host reads how many pairs are still open
     and, once they are under half of all, the next rounds probe only those (their query's groups
-    gathered): the few slow pairs do not keep the finished ones busy.
+    gathered): the few slow pairs do not keep the finished ones busy. ``few``: the open pairs are few from
+    the start (the fused kernel's refused ends), so the first round reads and gathers them too.
     """
     from ._chernoff_triton import triton_search
 
@@ -405,7 +406,10 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
             warnings.warn(f"The fused Triton Chernoff search gave {int(refused)} interval ends that its float64 "
                           f"re-check does not certify; those are searched again by the eager PyTorch search ({hint}).",
                           RuntimeWarning, stacklevel=2)
-            eager = _search(torch, split, data, s, a, b, m, theta, t_max, log_level, tol, open_ & ~ok, fused=False)
+            # few=True: the refused pairs are gathered from the first round (the in-place first round of
+            # the eager search would probe every pair's fields for a handful of open ones).
+            eager = _search(torch, split, data, s, a, b, m, theta, t_max, log_level, tol, open_ & ~ok, fused=False,
+                            few=True)
             return torch.where(ok, ends, eager)
     probe = _probe_for(torch, s.device)
     shape = s.shape
@@ -430,7 +434,7 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
     while step < _MAX_PROBES:
         # The one read per round: the open pairs' indices (their count decides the round's form; the
         # gathered form uses them, so it needs no second read).
-        if lean and step == 0:
+        if lean and step == 0 and not few:
             idx, n_open = None, total  # the first round in place, unread
         else:
             idx = torch.nonzero(active.reshape(-1)).squeeze(1)
