@@ -90,6 +90,9 @@ class InterResult:
     n_train_full: int
     params: dict[str, dict[str, float]]
     strip: dict[str, Any] | None
+    #: The learned-space attempt (``--inter-learned``, :func:`._ecg_inter_learned.add_learned`): its
+    #: summary lines (``text``) and DS1 weight table (``selection``); its rows are in ``fits``.
+    learned: Any = None
 
 
 def _inter_params(args: argparse.Namespace) -> dict[str, dict[str, float]]:
@@ -331,6 +334,8 @@ def _inter_summary(res: InterResult, args: argparse.Namespace) -> str:
                                             "error_certified_%", "review_%", "caught_by_review_%",
                                             "caught_top10%_%", "vacuous_%", "L_seen", "fit_s", "query_s")}
                                   for r in bounded]) + "\n")
+    if res.learned is not None:
+        lines += res.learned.text
     lines += _inter_per_patient(res)
     lines.append("Notes' plain re-run (morphology only, regular NWC / localized / LR): "
                  + ", ".join(f"{k} {v}" for k, v in REFERENCE_INTER.items()) + ".\n")
@@ -445,6 +450,9 @@ def _inter_outputs(res: InterResult, output: Path, formats: Sequence[str]) -> li
                      for r in _record_rows(res, f)]
     files += write_table(conf, output / "inter_confusion", title="EC57 confusion tables (rows reference)")
     files += write_table(recs, output / "inter_records", title="Per DS2 record: review queue and bound check")
+    if res.learned is not None:
+        files += write_table(res.learned.selection, output / "inter_learned_selection",
+                             title="Learned space: class weights on DS1's out-of-fold beats (never DS2)")
     if res.strip is not None:
         from ..plots import ECGStripDisplay
 

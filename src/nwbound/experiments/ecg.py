@@ -26,7 +26,9 @@ bounds, :func:`nwbound.metrics.bayes_decision`). Writes ``ec57`` (csv + md,
 one row per split, feature set, classifier, rule, training size and class),
 ``inter_overview``, ``inter_confusion``, ``inter_records`` (per DS2 record:
 review queue, error among certified beats, whether the bound visibly fails) and
-the figure ``fig_ecg_strip_inter``.
+the figure ``fig_ecg_strip_inter``. ``--inter-learned`` adds the learned-space rows
+(``metric``, ``lipschitz``, ``bandwidth`` and ``cross_fit`` ``"auto"``, ``groups`` = the
+records; class weights chosen on DS1 out-of-fold beats) and ``inter_learned_selection``.
 
 ``summary.md`` puts the paper's numbers and the published inter-patient anchors
 beside ours, with the measured run time.
@@ -96,6 +98,7 @@ from ._ecg_split import (  # noqa: F401 (re-exports)
     _run_split,
     _table2,
 )
+from ._ecg_inter_learned import LEARNED_TRAIN, add_learned
 from .ecg_adaptive import add_adaptive_arguments, run_adaptive
 from ..datasets import stratified_subsample
 from ..utils import format_markdown, write_table
@@ -208,6 +211,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--inter-train", type=positive_int, default=None,
                         help=f"stratified subsample of DS1 for the inter-patient fits (default all; "
                              f"--quick: {INTER_QUICK_TRAIN})")
+    parser.add_argument("--inter-learned", action="store_true",
+                        help="inter-patient: add the learned-space rows (metric, L, bandwidth 'auto', groups = "
+                             "records; class weights chosen on DS1 out-of-fold beats); off by default: minutes")
+    parser.add_argument("--learned-train", type=positive_int, default=None,
+                        help=f"stratified DS1 subsample of the learned-space rows (default {LEARNED_TRAIN})")
     parser.add_argument("--threads", type=positive_int, default=None,
                         help="BLAS threads (default: as configured); 1 is much faster on a busy machine")
     add_adaptive_arguments(parser)
@@ -437,6 +445,8 @@ def run(args: argparse.Namespace, output: Path) -> list[Path]:
 
     def inter_step() -> tuple[tuple[str, list[dict]], list[Path]]:
         inter = _run_inter(beats(), args, quick)
+        if getattr(args, "inter_learned", False):  # off by default: minutes (user guide, "ecg_inter")
+            add_learned(inter, beats(), args)
         return (_inter_summary(inter, args), _ec57_rows(inter)), _inter_outputs(inter, output, formats)
 
     def adaptive_step() -> tuple[tuple[str, list[dict]], list[Path]]:
