@@ -61,16 +61,20 @@ def _sync(dev) -> None:
         torch.cuda.synchronize()
 
 
-def timed_ms(fn, dev, repeats: int) -> float:
-    """Median milliseconds of ``fn()`` over ``repeats`` runs after one warm-up."""
+def timed_ms(fn, dev, repeats: int, *, warm_up: bool = True) -> float:
+    """Median milliseconds of ``fn()`` over ``repeats`` runs after one warm-up (``warm_up=False``: the
+    caller has warmed it up; each run then starts on an idle device)."""
     import torch
 
-    fn()
+    if warm_up:
+        fn()
     _sync(dev)
     times = []
     for _ in range(repeats):
         if dev.type == "cuda":
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if not warm_up:
+                torch.cuda.synchronize()
             a.record()
             fn()
             b.record()

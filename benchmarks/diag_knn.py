@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import statistics
 import sys
 import time
 import traceback
@@ -56,7 +55,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_gpu import bare_product, pick_bandwidth  # noqa: E402
+from bench_gpu import bare_product, pick_bandwidth, timed_ms  # noqa: E402
 from run import ECG_FULL, ecg_like  # noqa: E402
 
 SMALL = (3_000, 600)
@@ -65,27 +64,6 @@ KNN_VARIANTS = ("full", "", "noclamp+onesync")
 # the first is the baseline (the defaults before issue 19's run 1)
 PREDICT_VARIANTS = (("full", 4, "full", "0"), ("", 4, "", "0"), ("", 4, "", "bp1"), ("", 4, "", "1"))
 _FUSED_LABEL = {"0": "", "bp1": ", fused grouped bp=1 w1", "1": ", fused grouped bp=32 w8"}
-
-
-def _ms(fn, dev, repeats: int) -> float:
-    """Median milliseconds of ``fn()`` over ``repeats`` runs (the caller has warmed it up)."""
-    import torch
-
-    times = []
-    for _ in range(repeats):
-        if dev.type == "cuda":
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda.synchronize()
-            a.record()
-            fn()
-            b.record()
-            torch.cuda.synchronize()
-            times.append(a.elapsed_time(b))
-        else:
-            t0 = time.perf_counter()
-            fn()
-            times.append(1e3 * (time.perf_counter() - t0))
-    return statistics.median(times)
 
 
 @contextlib.contextmanager
@@ -165,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     block = n_query if 4 * n_query * n_train < free / 4 else 4096
     Qc = (Qt.double() - train.center).float()
     bare_product(Qc, train.centred, False, block)  # warm-up
-    prod = _ms(lambda: bare_product(Qc, train.centred, False, block), dev, args.repeats)
+    prod = timed_ms(lambda: bare_product(Qc, train.centred, False, block), dev, args.repeats, warm_up=False)
     print(f"bare fp32 product Q @ X^T (TF32 off): {prod:9.2f} ms")
 
     def over(label):
@@ -185,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             d, i = exact_kneighbors(Qt, train, X64, 10, _topk=v)  # warm-up and the answer
             same = bool(torch.equal(i, base[1]) and torch.equal(d, base[0]))
             rows = int((i != base[1]).any(1).sum())
-            ms = _ms(lambda v=v: exact_kneighbors(Qt, train, X64, 10, _topk=v), dev, args.repeats)
+            ms = timed_ms(lambda v=v: exact_kneighbors(Qt, train, X64, 10, _topk=v), dev, args.repeats, warm_up=False)
             verdict = ("CORRECT: indices and distances identical to the baseline's" if same else
                        f"WRONG: {rows} rows' neighbours differ from the baseline's (the k-NN must be exact)")
             print(f"VARIANT {label:58s} {ms:9.2f} ms  {ms / prod:6.2f}x product  {verdict}")
@@ -257,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
             if not interpreted:
                 with _read_counter(dev) as reads:
                     call()
-                ms = _ms(call, dev, args.repeats)
+                ms = timed_ms(call, dev, args.repeats, warm_up=False)
             refused_note = "" if n_refused is None else (
                 f"  fused search: {len(refused)} launch(es), float64 re-check refused {n_refused} moved ends"
                 + (" (re-searched eagerly)" if n_refused else " (all certified)"))
