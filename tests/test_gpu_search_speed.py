@@ -235,9 +235,9 @@ def _split_phi_and_error(f, s, m, theta):
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
 def test_split_ends_carry_the_rounding_margin_and_a_borderline_end_is_re_searched(tmp_path):
-    """The split-form search with its rounding margin (interpreter): every moved end is rejected with φ's rounding margin
-    to spare (NumPy formula above), the float64 re-check refuses none; a planted end just past the
-    re-check's own boundary (at the kernel's θ) is refused, warned about and searched again by the eager
+    """The split-form search with its rounding margin (interpreter): every moved end is rejected with φ's
+    rounding margin to spare (NumPy formula above), the float64 re-check refuses none; a planted end just past the
+    re-check's own boundary (at the kernel's θ) is refused and searched again, quietly, by the eager
     search: that pair gets the eager search's end, every other pair keeps the kernel's."""
     env = dict(os.environ, TRITON_INTERPRET="1")
     for key in ("NWBOUND_FUSED_VERIFY", "NWBOUND_TRITON_SEARCH"):
@@ -260,7 +260,8 @@ def test_split_ends_carry_the_rounding_margin_and_a_borderline_end_is_re_searche
     # the planted end: refused (once), the pair re-searched eagerly, the others untouched
     i, k = int(got["plant"][0]), int(got["plant"][1])
     assert got["plant"][2] > got["plant"][3] >= ends[i, k]  # beyond the re-check's boundary, above the kernel's end
-    assert bool(got["warned"]) and int(got["planted_unverified"]) == 1
+    # one refused end of several moved: searched again without a warning (a rounding disagreement)
+    assert not bool(got["warned"]) and int(got["planted_unverified"]) == 1
     C = ends.shape[1] // 2
     side, col = (0, k) if k < C else (1, k - C)
     mask = np.zeros_like(got["fused"], dtype=bool)

@@ -351,6 +351,11 @@ def fused_ends_certified(torch: Any, split: bool, data: Any, s: Any, given: Any,
     return ~moved | rejects
 
 
+#: Refused ends of the fused search searched again without a warning: at most this many, or 1 % of the
+#: ends it moved (rounding disagreements at the level are rare, not zero).
+_QUIET_REFUSALS = 16
+
+
 def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, theta: Any, t_max: Any,
             log_level: float, tol: float, open_: Any, *, fused: bool = True, few: bool = False) -> Any:
     """Left ends: bracket ``[a, b]`` (``a`` certified rejected), first probe ``m``; ``open_`` the pairs
@@ -359,7 +364,8 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
     The fused Triton kernel where it applies (``fused``); its moved ends re-checked in float64, both
     forms by default (:func:`fused_ends_certified`: one evaluation of φ for every pair, moved or not —
     gathering the moved ones would need a read and copy about as much as it saves —, and one read of the
-    refused count): where some are refused, a warning and the eager search's ends for those pairs.
+    refused count): where some are refused, the eager search's ends for those pairs (with a warning
+    where they are more than :data:`_QUIET_REFUSALS` and 1 % of the moved ends).
 
     Rounds of :data:`_CHECK_EVERY` probes; between rounds the host reads how many pairs are still open
     and, once they are under half of all, the next rounds probe only those (their query's groups
@@ -397,15 +403,21 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
                 return ends
             given = a.expand(ends.shape)
             ok = fused_ends_certified(torch, split, data, s, given, ends, cert, log_level)
-            refused = (~ok).sum()
-            _TRITON_SEARCH["unverified"] = refused  # the diagnostics read it
-            if int(refused) == 0:  # the one read
+            refused_t = (~ok).sum()
+            _TRITON_SEARCH["unverified"] = refused_t  # the diagnostics read it
+            refused, moved = (int(v) for v in torch.stack([refused_t, (ends != given).sum()]).tolist())  # the one read
+            if refused == 0:
                 return ends
-            hint = ("NWBOUND_TRITON_SEARCH=0 skips the fused search" if split else
-                    "unset NWBOUND_FUSED_GROUPED to skip the fused per-point search")
-            warnings.warn(f"The fused Triton Chernoff search gave {int(refused)} interval ends that its float64 "
-                          f"re-check does not certify; those are searched again by the eager PyTorch search ({hint}).",
-                          RuntimeWarning, stacklevel=2)
+            if refused > max(_QUIET_REFUSALS, moved // 100):
+                # A few refusals are rounding: the kernel's float64 and PyTorch's (libm, summation order)
+                # disagree on a level within an ulp of the bound's; those pairs are searched again quietly,
+                # the interval being the same kind. Many mean the kernel's arithmetic is off on this device
+                # (the per-point form on an H100: thousands): said, as the eager search is much slower.
+                hint = ("NWBOUND_TRITON_SEARCH=0 skips the fused search" if split else
+                        "unset NWBOUND_FUSED_GROUPED to skip the fused per-point search")
+                warnings.warn(f"The fused Triton Chernoff search gave {refused} interval ends (of {moved} it moved) "
+                              "that its float64 re-check does not certify; those are searched again by the eager "
+                              f"PyTorch search ({hint}).", RuntimeWarning, stacklevel=2)
             # few=True: the refused pairs are gathered from the first round (the in-place first round of
             # the eager search would probe every pair's fields for a handful of open ones).
             eager = _search(torch, split, data, s, a, b, m, theta, t_max, log_level, tol, open_ & ~ok, fused=False,
