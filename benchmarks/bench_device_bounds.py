@@ -37,8 +37,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_gpu import bare_product, pick_bandwidth, timed_ms  # noqa: E402
-from run import ECG_FULL, ecg_like  # noqa: E402
+from bench_gpu import bare_product, ecg_case, timed_ms, torch_device  # noqa: E402
+from run import ECG_FULL  # noqa: E402
 
 SMALL = (3_000, 600)
 BIG = (1_000_000, 100_000)
@@ -89,11 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     from nwbound import NadarayaWatsonClassifier
     from nwbound.gpu import DeviceTrainingSet
 
-    dev = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    dev, name = torch_device(args.device)
     n_train, n_query = SMALL if args.small else ECG_FULL
-    X, y, Q = ecg_like(n_train, n_query)
-    lam, share = pick_bandwidth(Q, X, 0.05)
-    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
+    X, y, Q, lam, share = ecg_case(n_train, n_query)
     print(f"== {n_train} x {X.shape[1]} float32 training, {n_query} queries, lambda {lam:.4f} "
           f"({100 * share:.1f} % inside), device {dev} ({name}) ==")
     Qt = torch.from_numpy(Q).to(dev)
@@ -201,8 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             print("1M case: skipped (under 20 GiB free)")
             return
         t0 = time.perf_counter()
-        Xb, yb, Qb = ecg_like(nb, qb, seed=1)
-        lam_b, share_b = pick_bandwidth(Qb, Xb, 0.05)
+        Xb, yb, Qb, lam_b, share_b = ecg_case(nb, qb, seed=1)
         print(f"== {nb} x {Xb.shape[1]} training, {qb} queries, lambda {lam_b:.4f} ({100 * share_b:.1f} % inside); "
               f"data {time.perf_counter() - t0:.1f} s ==")
         product(Xb, Qb, "prod_big")

@@ -108,12 +108,27 @@ def pick_bandwidth(Q: np.ndarray, X: np.ndarray, quantile: float) -> tuple[float
     return lam, float(np.mean(d <= lam))
 
 
+def ecg_case(n_train: int, n_query: int, quantile: float = 0.05, seed: int = 0) -> tuple:
+    """ECG-shaped float32 data (:func:`run.ecg_like`) and the bandwidth that holds ``quantile`` of the
+    query–point distances: ``(X, y, Q, λ, share inside)``; the device benchmarks' common case."""
+    X, y, Q = ecg_like(n_train, n_query, seed=seed)
+    lam, share = pick_bandwidth(Q, X, quantile)
+    return X, y, Q, lam, share
+
+
+def torch_device(asked: str | None) -> tuple:
+    """``(torch.device, name)``: ``asked``, else CUDA where PyTorch sees it, else the CPU."""
+    import torch
+
+    dev = torch.device(asked or ("cuda" if torch.cuda.is_available() else "cpu"))
+    return dev, torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
+
+
 def one_case(n_train: int, n_query: int, dev, repeats: int, quantile: float, compare: bool, engines) -> None:
     import torch
 
     t0 = time.perf_counter()
-    X, y, Q = ecg_like(n_train, n_query)
-    lam, share = pick_bandwidth(Q, X, quantile)
+    X, y, Q, lam, share = ecg_case(n_train, n_query, quantile)
     print(f"\n== {n_train} x {X.shape[1]} training, {n_query} queries, 5 classes, float32, epanechnikov on {dev} ==")
     print(f"lambda = {lam:.4f} (the {quantile:.2f} quantile of query-training distances; "
           f"{100 * share:.1f} % of training points inside the support); data {time.perf_counter() - t0:.1f} s")

@@ -41,8 +41,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_gpu import bare_product, pick_bandwidth, timed_ms  # noqa: E402
-from run import ECG_FULL, ecg_like  # noqa: E402
+from bench_gpu import bare_product, ecg_case, timed_ms, torch_device  # noqa: E402
+from run import ECG_FULL  # noqa: E402
 
 SMALL = (250, 16)  # one block of queries, 20 tiles of 32: the interpreter runs each variant in seconds
 BINS = 32
@@ -142,18 +142,17 @@ def main(argv: list[str] | None = None) -> int:
     from nwbound.gpu import DeviceTrainingSet
     from nwbound.gpu._triton import _layout, triton_kernel_statistics
 
-    dev = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    dev, name = torch_device(args.device)
     if dev.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         print("the CPU needs TRITON_INTERPRET=1 (Triton's interpreter)")
         return 2
     n_train, n_query = SMALL if args.small else ECG_FULL
-    X, y, Q = ecg_like(n_train, n_query)
-    lam, share = pick_bandwidth(Q, X, 0.05)
+    X, y, Q, lam, share = ecg_case(n_train, n_query)
     onehot = np.zeros((n_train, 5), dtype=np.float32)
     onehot[np.arange(n_train), y] = 1.0  # unit weights, as the estimator's fit without sample weights
     Xt, Qt, Ot = (torch.from_numpy(a).to(dev) for a in (X, Q, onehot))
     train = DeviceTrainingSet.build(Xt, Ot)
-    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu (Triton interpreter)"
+    name = name if dev.type == "cuda" else "cpu (Triton interpreter)"
     print(f"== {n_train} x {X.shape[1]} float32 training, {n_query} queries, 5 classes, epanechnikov, "
           f"lambda {lam:.4f} ({100 * share:.1f} % inside), {BINS} bins, device {dev} ({name}) ==")
     Qc = (Qt.double() - train.center).float()

@@ -24,8 +24,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_gpu import bare_product, pick_bandwidth, timed_ms  # noqa: E402
-from run import ECG_FULL, ecg_like  # noqa: E402
+from bench_gpu import bare_product, ecg_case, timed_ms, torch_device  # noqa: E402
+from run import ECG_FULL  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,13 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     from nwbound import NadarayaWatsonClassifier
     from nwbound.estimators import _device
 
-    dev = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    dev, _ = torch_device(args.device)
     cuda = dev.type == "cuda"
     if not cuda:
         _device.BOUNDS_ON_CPU = True  # PyTorch's CPU standing in (the route, not its timing)
     n_train, n_query = (400, 32) if args.small else ECG_FULL
-    X, y, Q = ecg_like(n_train, n_query)
-    lam, _ = pick_bandwidth(Q, X, 0.05)
+    X, y, Q, lam, _ = ecg_case(n_train, n_query)
     Qt = torch.from_numpy(Q).to(dev)
     from nwbound.gpu import DeviceTrainingSet
 

@@ -55,8 +55,8 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_gpu import bare_product, pick_bandwidth, timed_ms  # noqa: E402
-from run import ECG_FULL, ecg_like  # noqa: E402
+from bench_gpu import bare_product, ecg_case, timed_ms, torch_device  # noqa: E402
+from run import ECG_FULL  # noqa: E402
 
 SMALL = (3_000, 600)
 KNN_VARIANTS = ("full", "", "noclamp+onesync")
@@ -129,11 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     from nwbound.gpu import DeviceTrainingSet
     from nwbound.gpu._neighbors import exact_kneighbors
 
-    dev = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    dev, name = torch_device(args.device)
     n_train, n_query = SMALL if args.small else ECG_FULL
-    X, y, Q = ecg_like(n_train, n_query)
-    lam, share = pick_bandwidth(Q, X, 0.05)
-    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
+    X, y, Q, lam, share = ecg_case(n_train, n_query)
     print(f"== diag_knn: {n_train} x {X.shape[1]} float32 training, {n_query} queries, k = 10, lambda {lam:.4f} "
           f"({100 * share:.1f} % inside), device {dev} ({name}), torch {torch.__version__} ==")
     Xt, Qt = torch.from_numpy(X).to(dev), torch.from_numpy(Q).to(dev)

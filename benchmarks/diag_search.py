@@ -44,8 +44,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_gpu import bare_product, pick_bandwidth, timed_ms  # noqa: E402
-from run import ECG_FULL, ecg_like  # noqa: E402
+from bench_gpu import bare_product, ecg_case, timed_ms, torch_device  # noqa: E402
+from run import ECG_FULL  # noqa: E402
 
 SMALL = (400, 4)
 
@@ -142,14 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     import nwbound.bounds._chernoff_triton as ct
     from nwbound.gpu import DeviceTrainingSet
 
-    dev = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    dev, name = torch_device(args.device)
     n_train, n_query = SMALL if args.small else ECG_FULL
-    X, y, Q = ecg_like(n_train, n_query)
-    lam, share = pick_bandwidth(Q, X, 0.05)
+    X, y, Q, lam, share = ecg_case(n_train, n_query)
     if args.queries:  # the ECG bandwidth, fewer queries (e.g. counts under the interpreter)
         Q = Q[: args.queries]
         n_query = Q.shape[0]
-    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
     print(f"== diag_search: {n_train} x {X.shape[1]} float32 training, {n_query} queries, lambda {lam:.4f} "
           f"({100 * share:.1f} % inside), device {dev} ({name}), "
           f"interpreter {os.environ.get('TRITON_INTERPRET') == '1'} ==")
