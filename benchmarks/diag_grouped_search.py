@@ -17,7 +17,21 @@ search (``NWBOUND_FUSED_GROUPED=0``) — and prints, per case:
   outputs): the worst one's end, θ, eager exponent and ``s − Σ N·M`` (the cause, where there is one);
 * the worst pair's inputs when the raw kernel is off by more than 1e-9 from the eager search.
 
+``--ecg``: the case where an H100 refused thousands of ends (issue 19, round 9: 7 827 of the localized
+classifier's, k = 10, at the ECG shapes; none under the interpreter): one localized ``predict_interval`` with
+the fused per-point search forced (``NWBOUND_FUSED_GROUPED`` ``bp1`` and ``1``), then for every end the kernel
+moved, the kernel's own exponent at its reported (end, θ) (``triton_evaluate``: the same jitted pieces, one
+evaluation) against the eager float64 one. It tells the two possible causes apart:
+
+* ``EVAL``: the kernel's φ there rejects (φ + its rounding margin ≤ the level) but the eager φ does not —
+  the kernel's arithmetic differs on the device (libm, contraction, a lowering); printed: the ratio
+  (φ_kernel − φ_eager) / margin, and the worst pair's inputs and per-bin terms from both;
+* ``SEARCH``: the kernel's own φ at its reported (end, θ) does not reject either — the search reported an
+  (end, θ) pair it did not reject at (a control-flow or loop-carried-value difference on the device).
+
     python benchmarks/diag_grouped_search.py            # CUDA if visible, else CPU
+    python benchmarks/diag_grouped_search.py --ecg --ecg-queries 21892   # CUDA: the round-9 case
+    TRITON_INTERPRET=1 python benchmarks/diag_grouped_search.py --ecg --ecg-queries 40 --ecg-train 3000  # dry run
     TRITON_INTERPRET=1 python benchmarks/diag_grouped_search.py --rows 8 --cases 2   # a dry run on a CPU
 Ends with ``DIAG VERDICT: ok`` or ``DIAG VERDICT: FAIL`` (a checked end inside the host's by > 1e-7).
 """
@@ -26,6 +40,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -59,6 +74,84 @@ def _explain_refused(torch, cd, last) -> None:
     print(f"  N {N}\n  M {M}\n  R {R}")
 
 
+def _ecg(opts) -> int:
+    """The localized ECG case with the fused per-point search forced: EVAL vs SEARCH refusals (docstring)."""
+    import sklearn
+    import torch
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bench_gpu import ecg_case, torch_device
+
+    import nwbound.bounds._chernoff_device as cd
+    import nwbound.bounds._chernoff_triton as ct
+    from nwbound import NadarayaWatsonClassifier
+    from nwbound.estimators import _device
+
+    dev, name = torch_device(None)
+    X, y, Q, lam, share = ecg_case(opts.ecg_train, opts.ecg_queries)
+    print(f"== --ecg: {X.shape[0]} x {X.shape[1]} float32 training, {Q.shape[0]} queries, k = 10, lambda {lam:.4f} "
+          f"({100 * share:.1f} % inside), device {dev} ({name}), interpreter {os.environ.get('TRITON_INTERPRET') == '1'} ==")
+    if dev.type == "cpu":
+        _device.BOUNDS_ON_CPU = True  # PyTorch's CPU standing in for a GPU (the interpreter runs the kernel)
+    est = NadarayaWatsonClassifier(metric=None, bandwidth=lam, lipschitz=1.0, n_neighbors=10, algorithm="brute",
+                                   bound="chernoff", dtype="float32", device=str(dev)).fit(X, y)
+    Qd = torch.from_numpy(Q).to(dev)
+    verdict = "ok"
+    os.environ["NWBOUND_FUSED_DEBUG"] = "1"
+    for launch in ("bp1", "1"):
+        os.environ["NWBOUND_FUSED_GROUPED"] = launch
+        cd._TRITON_SEARCH.pop("history", None)
+        with sklearn.config_context(array_api_dispatch=True), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.predict_interval(Qd)
+        calls = [c for c in cd._TRITON_SEARCH.get("history", []) if not c["split"]]
+        print(f"-- NWBOUND_FUSED_GROUPED={launch}: {len(calls)} fused per-point search call(s) --")
+        for j, c in enumerate(calls):
+            ok = cd.fused_ends_certified(torch, False, c["data"], c["s"], c["given"], c["ends"], c["cert"], c["log_level"])
+            moved = c["ends"] != c["given"]
+            theta = torch.where(c["cert"] > 0, c["cert"], 1.0)
+            phi_e, _, _, _, am_e = cd._eval_grouped(torch, c["data"], c["s"], c["ends"], theta)
+            flat = tuple(x[:, 0, :] for x in c["data"])
+            bb = ct.block_bins(int(flat[0].shape[1]))
+            # the kernel's exponent at its own reported (end, θ), at the search launch's shape
+            bp, warps = (1, 1) if launch == "bp1" else (32, 8)
+            phi_k, err_k, am_k = ct.triton_evaluate(False, flat, c["s"], c["ends"], theta, series_x=cd._SERIES_X,
+                                                    bp=bp, warps=warps)
+            margin = err_k * ct.rounding_factor(bb)
+            refused = moved & ~ok
+            kernel_rejects = (phi_k + margin <= c["log_level"]) & (am_k > 0)
+            n_ref = int(refused.sum())
+            n_eval = int((refused & kernel_rejects).sum())
+            n_search = n_ref - n_eval
+            ratio = ((phi_k - phi_e) / torch.where(margin > 0, margin, 1.0))[moved]
+            q = torch.quantile(ratio.double().cpu(), torch.tensor([0.0, 0.01, 0.5, 0.99, 1.0], dtype=torch.float64)) \
+                if ratio.numel() else torch.zeros(5)
+            print(f"call {j}: {int(moved.sum())} moved ends, {n_ref} refused: EVAL {n_eval}, SEARCH {n_search}; "
+                  f"(phi_kernel - phi_eager)/margin over the moved ends: min {q[0]:.3g} p1 {q[1]:.3g} median {q[2]:.3g} "
+                  f"p99 {q[3]:.3g} max {q[4]:.3g}; mass above the band kernel vs eager, max |d| "
+                  f"{float((am_k - am_e)[moved].abs().max()) if moved.any() else 0.0:.3g}")
+            if n_ref:
+                verdict = "FAIL"
+                score = torch.where(refused, phi_e - c["log_level"], -torch.inf)  # the eager φ farthest above the level
+                row, col = divmod(int(torch.argmax(score.reshape(-1))), score.shape[1])
+                N, M, R = (x[row, 0].double().cpu().numpy() for x in c["data"])
+                end, th = float(c["ends"][row, col]), float(theta[row, col])
+                print(f"  worst refused: row {row} pair {col}: end {end!r} (given {float(c['given'][row, col])!r}), "
+                      f"theta {th!r} (t_max {float(c['t_max'][row, col])!r}), s {float(c['s'][row, col])!r}, level "
+                      f"{c['log_level']!r}")
+                print(f"  phi kernel {float(phi_k[row, col])!r} (+margin {float(margin[row, col])!r}), eager "
+                      f"{float(phi_e[row, col])!r}; amass kernel {float(am_k[row, col])!r} eager {float(am_e[row, col])!r}")
+                hi = np.minimum(end + R, 1.0)
+                x = th * M
+                lg = np.log(hi + (1.0 - hi) * np.exp(-x))
+                print(f"  N {N}\n  M {M}\n  R {R}\n  NumPy per-bin N*(x + log den) {N * (x + lg)}\n"
+                      f"  NumPy phi {-th * float(c['s'][row, col]) + float((N * (x + lg)).sum())!r}")
+    os.environ.pop("NWBOUND_FUSED_GROUPED", None)
+    os.environ.pop("NWBOUND_FUSED_DEBUG", None)
+    print(f"DIAG VERDICT: {verdict} (EVAL: the kernel's arithmetic on this device; SEARCH: its search logic)")
+    return 0 if verdict == "ok" else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -67,7 +160,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=200, help="queries per case (the interpreter: a few)")
     ap.add_argument("--cases", type=int, default=8, help="how many of the cases to run")
+    ap.add_argument("--ecg", action="store_true", help="the localized ECG case instead (EVAL vs SEARCH refusals)")
+    ap.add_argument("--ecg-train", type=int, default=87_554, help="--ecg: training rows")
+    ap.add_argument("--ecg-queries", type=int, default=21_892, help="--ecg: queries")
     opts = ap.parse_args(argv)
+    if opts.ecg:
+        return _ecg(opts)
 
     from test_gpu_bounds import _per_point_batch  # the tests' batches
 

@@ -314,3 +314,82 @@ def test_chernoff_limits_copy_no_host_array_after_the_first_call(monkeypatch):
     assert copies == []
     for key in ("lower", "upper"):
         assert torch.equal(first[key], second[key])
+
+
+_EVALUATE = r'''
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import torch
+import nwbound.bounds._chernoff_triton as ct
+from test_gpu_bounds import _binned_batch, _both, _per_point_batch, _t
+from nwbound.bounds._chernoff_device import chernoff_interval_device
+
+captured = []
+original = ct.triton_search
+def spy(*args, **kwargs):
+    captured.append(args)
+    return original(*args, **kwargs)
+ct.triton_search = spy
+_both(_binned_batch(7, 5, 2, 8, 0.5, weighted=True), 0.5, 0.05, "cpu")
+S, count, mass, rho = _per_point_batch(3, 6, 9, 3, 0.5)
+chernoff_interval_device(*(_t(x, "cpu") for x in (S, count, mass, rho)), 0.05)
+ct.triton_search = original
+captured = [next(a for a in captured if a[0]), next(a for a in captured if not a[0])]  # one call of each form
+rng = np.random.default_rng(0)
+out = {}
+for form, args in zip(("split", "grouped"), captured):
+    split, fields, s = args[0], args[1], args[2]
+    n, K = s.shape
+    m = torch.as_tensor(rng.uniform(0.0, 1.0, (n, K)))
+    theta = torch.as_tensor(np.exp(rng.uniform(-3.0, 4.0, (n, K))))
+    phi, err, amass = ct.triton_evaluate(split, fields, s, m, theta, series_x=1e-3, bp=2, warps=1)
+    for name, x in (("phi", phi), ("err", err), ("amass", amass), ("s", s), ("m", m), ("theta", theta)):
+        out[f"{form}/{name}"] = x.numpy()
+    for i, x in enumerate(fields):
+        out[f"{form}/f{i}"] = x.numpy()
+np.savez(sys.argv[2], **out)
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
+def test_kernel_exponent_at_a_point_is_the_numpy_formula(tmp_path):
+    """``triton_evaluate`` (the search kernel's exponent at given (m, θ), for the device diagnostics) under
+    the interpreter: φ equal to the NumPy formulas written out here to within the kernel's own rounding
+    factor times its bound ``err`` (for both forms, at random levels and θ over three decades), ``err``
+    itself the bound's formula, and the mass above the band ``s − Σ N·M·min(m + R, 1)``."""
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    env.pop("NWBOUND_TRITON_SEARCH", None)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    run = subprocess.run([sys.executable, "-c", _EVALUATE, str(Path(__file__).resolve().parent), str(tmp_path / "o.npz")],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = np.load(tmp_path / "o.npz")
+    from nwbound.bounds._chernoff_triton import block_bins, rounding_factor
+
+    # split form: the formula of _split_phi_and_error (above)
+    g = {k.split("/")[1]: got[k] for k in got.files if k.startswith("split/")}
+    f = dict(zip("A bD mcap rho rho_in W0 W1 As0 As1".split(), (g[f"f{i}"] for i in range(9))))
+    phi, err = _split_phi_and_error(f, g["s"], g["m"], g["theta"])
+    mm = g["m"][..., None]
+    lin = np.where((mm < f["mcap"][:, None]) & (f["A"][:, None] > 0), f["A"][:, None] * mm + f["bD"][:, None],
+                   f["A"][:, None]).sum(-1)
+    tol = err * rounding_factor(block_bins(f["A"].shape[1]))
+    assert np.all(np.abs(g["phi"] - phi) <= tol), np.max(np.abs(g["phi"] - phi) / tol)
+    np.testing.assert_allclose(g["err"], err, rtol=1e-12)
+    np.testing.assert_allclose(g["amass"], g["s"] - lin, rtol=1e-12, atol=1e-12 * np.abs(lin).max())
+    # grouped (per-point) form: φ = −θ·s + Σ N·(θM + log den), den = hi + (1 − hi)·e^{−θM}, hi = min(m + R, 1);
+    # err = θ·s + Σ N·(θM + |log den| + 4); the mass above the band s − Σ N·M·hi
+    g = {k.split("/")[1]: got[k] for k in got.files if k.startswith("grouped/")}
+    N, M, R = (g[f"f{i}"][:, None, :] for i in range(3))
+    th, m, s = g["theta"][..., None], g["m"][..., None], g["s"]
+    hi = np.minimum(m + R, 1.0)
+    x = th * M
+    lg = np.log(hi + (1.0 - hi) * np.exp(-x))
+    phi = -g["theta"] * s + (N * (x + lg)).sum(-1)
+    err = g["theta"] * s + (N * (x + np.abs(lg) + 4.0)).sum(-1)
+    tol = err * rounding_factor(block_bins(N.shape[-1]))
+    assert np.all(np.abs(g["phi"] - phi) <= tol), np.max(np.abs(g["phi"] - phi) / tol)
+    np.testing.assert_allclose(g["err"], err, rtol=1e-12)
+    np.testing.assert_allclose(g["amass"], s - (N * M * hi).sum(-1), rtol=1e-12, atol=1e-12 * s.max())

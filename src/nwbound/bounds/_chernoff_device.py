@@ -399,6 +399,7 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
             if os.environ.get("NWBOUND_FUSED_DEBUG") == "1":  # benchmarks/diag_grouped_search.py reads these
                 _TRITON_SEARCH["last"] = dict(split=split, data=data, s=s, given=a.expand(ends.shape), ends=ends,
                                               cert=cert, t_max=t_max.expand(ends.shape), log_level=log_level)
+                _TRITON_SEARCH.setdefault("history", []).append(_TRITON_SEARCH["last"])  # every call's (--ecg)
             if not _verify_fused(split):
                 return ends
             given = a.expand(ends.shape)

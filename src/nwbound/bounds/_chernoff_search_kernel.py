@@ -13,7 +13,7 @@ if importlib.util.find_spec("triton") is not None:
     import triton.language as tl
     from triton.language.extra import libdevice
 
-    __all__ = ["search_kernel"]
+    __all__ = ["evaluate_kernel", "search_kernel"]
 
     # exp and log in full float64 precision: libdevice's __nv_exp and __nv_log on a GPU, stated explicitly
     # (tl.exp and tl.log of float64 are left to the backend's lowering); NumPy's under the interpreter,
@@ -293,3 +293,32 @@ if importlib.util.find_spec("triton") is not None:
             tl.store(cnt_ptr + 3 * pairs, n_probe, mask=pmask)
             tl.store(cnt_ptr + 3 * pairs + 1, n_eval, mask=pmask)
             tl.store(cnt_ptr + 3 * pairs + 2, n_prog, mask=pmask)
+
+
+    @triton.jit
+    def evaluate_kernel(
+        s_ptr, m_ptr, th_ptr, out_ptr, f0, f1, f2, f3, f4, f5, f6, f7, f8, n_pairs, K, B,
+        SPLIT: tl.constexpr, BP: tl.constexpr, BB: tl.constexpr, SERIES_X: tl.constexpr, INF: tl.constexpr,
+        LIBDEVICE: tl.constexpr, ONE_EXP: tl.constexpr,
+    ):
+        # One evaluation of the search kernel's exponent per pair, at the caller's (m, θ): φ, its rounding
+        # bound and the mass above the band, three float64 per pair (the diagnostics compare them with the
+        # eager float64 exponent on a device: benchmarks/diag_grouped_search.py --ecg).
+        pairs = tl.program_id(0) * BP + tl.arange(0, BP)
+        pmask = pairs < n_pairs
+        row = tl.where(pmask, pairs // K, 0)
+        bins = tl.arange(0, BB)
+        offs = row[:, None] * B + bins[None, :]
+        fmask = pmask[:, None] & (bins[None, :] < B)
+        s = tl.load(s_ptr + pairs, mask=pmask, other=1.0)
+        m = tl.load(m_ptr + pairs, mask=pmask, other=0.0)
+        theta = tl.load(th_ptr + pairs, mask=pmask, other=1.0)
+        g0, g1, g2, g3, g4, g5, g6, g7, g8 = _fields(f0, f1, f2, f3, f4, f5, f6, f7, f8, offs, fmask, SPLIT, INF)
+        if SPLIT:
+            phi, d1, d2, dm, am, err = _eval_split(g0, g1, g2, g3, g4, g5, g6, g7, g8, s, m, theta, SERIES_X,
+                                                   LIBDEVICE, ONE_EXP)
+        else:
+            phi, d1, d2, dm, am, err = _eval_grouped(g0, g1, g2, s, m, theta, LIBDEVICE)
+        tl.store(out_ptr + 3 * pairs, phi, mask=pmask)
+        tl.store(out_ptr + 3 * pairs + 1, err, mask=pmask)
+        tl.store(out_ptr + 3 * pairs + 2, am, mask=pmask)

@@ -150,6 +150,78 @@ def _level_tol(torch: Any, log_level: float, tol: float, device: Any) -> Any:
     return out
 
 
+def block_bins(B: int) -> int:
+    """The kernels' bin block: the next power of two ≥ ``B`` (at least 2).
+
+    Examples
+    --------
+    >>> from nwbound.bounds._chernoff_triton import block_bins
+    >>> block_bins(10), block_bins(32), block_bins(0)
+    (16, 32, 2)
+    """
+    return max(2, 1 << max(0, (max(B, 1) - 1).bit_length()))
+
+
+def rounding_factor(bb: int) -> float:
+    """The factor ``(BB + 16)·2⁻⁵²`` by which the kernel multiplies φ's rounding bound ``err`` before it
+    may reject (a bin block of ``bb``).
+
+    Examples
+    --------
+    >>> from nwbound.bounds._chernoff_triton import rounding_factor
+    >>> rounding_factor(16) == 32 * 2.0**-52
+    True
+    """
+    return float((bb + 16) * 2.0**-52)
+
+
+def _kernel_fields(torch: Any, split: bool, data: tuple, n: int, device: Any) -> tuple[list, int]:
+    """The kernels' nine per-group field pointers as contiguous float64 ``(n, B)`` tensors, and ``B``
+    (no groups: one empty column, no mass; ``m_cap = −∞`` in the split form; the grouped form's unused
+    pointers repeat its first field)."""
+    B = int(data[0].shape[1])
+    fields = [x.to(torch.float64).contiguous() for x in data]
+    if B == 0:
+        fields = [torch.full((n, 1), -torch.inf if split and i == 2 else 0.0, dtype=torch.float64, device=device)
+                  for i in range(len(fields))]
+        B = 1
+    while len(fields) < 9:
+        fields.append(fields[0])
+    return fields, B
+
+
+def triton_evaluate(split: bool, data: tuple, s: Any, m: Any, theta: Any, *, series_x: float,
+                    bp: int = 1, warps: int = 1) -> tuple[Any, Any, Any]:
+    """The fused search kernel's exponent at given ``(m, θ)`` per pair, for the diagnostics: ``(φ, err,
+    mass above the band)``, each ``(n, K)`` float64, from the same jitted pieces the search evaluates
+    (``err``: its rounding bound before the factor ``(BB + 16)·2⁻⁵²``). Fields as :func:`triton_search`'s.
+    Comparing ``φ`` with the eager float64 exponent at the same point tells whether the kernel's
+    arithmetic on a device, or its search, departs from the eager form's (``benchmarks/
+    diag_grouped_search.py --ecg``).
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ.get("TRITON_INTERPRET") in (None, "", "0", "1")  # runs on CUDA or the interpreter
+    True
+    """
+    import torch
+
+    n, K = s.shape
+    flat = [x.expand(n, K).to(torch.float64).contiguous().reshape(-1) for x in (s, m, theta)]
+    fields, B = _kernel_fields(torch, split, data, n, s.device)
+    out = torch.empty(3 * n * K, dtype=torch.float64, device=s.device)
+    if n * K:
+        bb = block_bins(B)
+        from ._chernoff_search_kernel import evaluate_kernel
+
+        evaluate_kernel[((n * K + bp - 1) // bp,)](
+            *flat, out, *fields, n * K, K, B, SPLIT=bool(split), BP=int(bp), BB=bb, SERIES_X=float(series_x),
+            INF=math.inf, LIBDEVICE=not _interpreting(), ONE_EXP=False, num_warps=int(warps))
+    phi, err, amass = out.reshape(n, K, 3).unbind(-1)
+    return phi, err, amass
+
+
 def triton_search(split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, theta: Any, t_max: Any,
                   log_level: float, tol: float, open_: Any, *, theta_steps: int, max_probes: int,
                   newton_m_steps: int, decrement: float, margin: float, series_x: float,
@@ -170,16 +242,9 @@ def triton_search(split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, thet
     import torch
 
     n, K = s.shape
-    B = int(data[0].shape[1])
     flat = [x.expand(n, K).to(torch.float64).contiguous().reshape(-1) for x in (s, a, b, m, theta, t_max)]
     act = (open_ & (b - a > tol)).expand(n, K).to(torch.int8).contiguous().reshape(-1)
-    fields = [x.to(torch.float64).contiguous() for x in data]
-    if B == 0:  # no groups: one empty column (no mass; m_cap = −∞ in the split form)
-        fields = [torch.full((n, 1), -torch.inf if split and i == 2 else 0.0, dtype=torch.float64, device=s.device)
-                  for i in range(len(fields))]
-        B = 1
-    while len(fields) < 9:
-        fields.append(fields[0])  # unused (grouped form)
+    fields, B = _kernel_fields(torch, split, data, n, s.device)
     v = parse_variant(os.environ.get("NWBOUND_SEARCH_VARIANT", "")) if _variant is None else dict(_variant)
     asked = bool(v) or _variant is not None
     n_pairs = n * K
@@ -201,7 +266,7 @@ def triton_search(split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, thet
     form = "split" if split else "grouped"
     v = {**_DEFAULT[form], **v}
     bp = int(v["bp"])
-    bb = max(2, 1 << max(0, (max(B, 1) - 1).bit_length()))
+    bb = block_bins(B)
     grid = ((n_pairs + bp - 1) // bp,)
     extra = {"num_stages": int(v["stages"])} if "stages" in v else {}
     launched = _kernel()[grid](
@@ -211,7 +276,7 @@ def triton_search(split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, thet
         SPLIT=bool(split), BP=bp, BB=bb, THETA_STEPS=int(theta_steps), MAX_PROBES=int(max_probes),
         NEWTON_M_STEPS=int(newton_m_steps), DECREMENT=float(decrement), MARGIN=float(margin),
         SERIES_X=float(series_x), INF=math.inf, LIBDEVICE=not _interpreting(),
-        ROUNDING=float((bb + 16) * 2.0**-52) if v.get("margin", 1) else 0.0, INDEXED=idx is not None,
+        ROUNDING=rounding_factor(bb) if v.get("margin", 1) else 0.0, INDEXED=idx is not None,
         LAZY=bool(v.get("lazy", 0)), ONE_EXP=bool(v.get("one_exp", 0)) and bool(split), COUNT=count,
         LOW_FIRST=bool(v["low_first"]), num_warps=int(v["warps"]), **extra,
     )
