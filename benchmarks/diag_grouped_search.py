@@ -98,14 +98,20 @@ def _ecg(opts) -> int:
     Qd = torch.from_numpy(Q).to(dev)
     verdict = "ok"
     os.environ["NWBOUND_FUSED_DEBUG"] = "1"
-    for launch in ("bp1", "1"):
+    # (NWBOUND_FUSED_GROUPED, NWBOUND_SEARCH_VARIANT, pairs per program, warps): one pair per one-warp program,
+    # the kernel's own launch, and both with the per-group fields re-loaded at every evaluation (lazy): a
+    # SEARCH refusal that the lazy form does not show points at the fields held in registers across the loop.
+    launches = (("bp1", "", 1, 1), ("1", "", 32, 8), ("1", "bp=1,warps=1,lazy=1", 1, 1), ("1", "lazy=1", 32, 8))
+    for launch, variant, bp, warps in launches:
         os.environ["NWBOUND_FUSED_GROUPED"] = launch
+        os.environ["NWBOUND_SEARCH_VARIANT"] = variant
         cd._TRITON_SEARCH.pop("history", None)
         with sklearn.config_context(array_api_dispatch=True), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             est.predict_interval(Qd)
         calls = [c for c in cd._TRITON_SEARCH.get("history", []) if not c["split"]]
-        print(f"-- NWBOUND_FUSED_GROUPED={launch}: {len(calls)} fused per-point search call(s) --")
+        print(f"-- NWBOUND_FUSED_GROUPED={launch} NWBOUND_SEARCH_VARIANT={variant!r}: {len(calls)} fused per-point "
+              "search call(s) --")
         for j, c in enumerate(calls):
             ok = cd.fused_ends_certified(torch, False, c["data"], c["s"], c["given"], c["ends"], c["cert"], c["log_level"])
             moved = c["ends"] != c["given"]
@@ -114,7 +120,6 @@ def _ecg(opts) -> int:
             flat = tuple(x[:, 0, :] for x in c["data"])
             bb = ct.block_bins(int(flat[0].shape[1]))
             # the kernel's exponent at its own reported (end, θ), at the search launch's shape
-            bp, warps = (1, 1) if launch == "bp1" else (32, 8)
             phi_k, err_k, am_k = ct.triton_evaluate(False, flat, c["s"], c["ends"], theta, series_x=cd._SERIES_X,
                                                     bp=bp, warps=warps)
             margin = err_k * ct.rounding_factor(bb)
@@ -146,8 +151,8 @@ def _ecg(opts) -> int:
                 lg = np.log(hi + (1.0 - hi) * np.exp(-x))
                 print(f"  N {N}\n  M {M}\n  R {R}\n  NumPy per-bin N*(x + log den) {N * (x + lg)}\n"
                       f"  NumPy phi {-th * float(c['s'][row, col]) + float((N * (x + lg)).sum())!r}")
-    os.environ.pop("NWBOUND_FUSED_GROUPED", None)
-    os.environ.pop("NWBOUND_FUSED_DEBUG", None)
+    for key in ("NWBOUND_FUSED_GROUPED", "NWBOUND_FUSED_DEBUG", "NWBOUND_SEARCH_VARIANT"):
+        os.environ.pop(key, None)
     print(f"DIAG VERDICT: {verdict} (EVAL: the kernel's arithmetic on this device; SEARCH: its search logic)")
     return 0 if verdict == "ok" else 1
 
