@@ -37,13 +37,6 @@ MAX_MODULE_LINES = 1000
 # issue-11 refactor lands; the test fails on an entry that no longer occurs, so the list
 # never goes stale.
 ALLOWED_PRIVATE: dict[tuple[str, str], str] = {
-    ("nwbound.plots", "nwbound.metrics._validation:_as_1d"): "plots check inputs as metrics do; needs public checks in metrics (H6)",
-    ("nwbound.plots", "nwbound.metrics._validation:_check_classes"): "plots check inputs as metrics do; needs public checks in metrics (H6)",
-    ("nwbound.plots", "nwbound.metrics._validation:_check_interval"): "plots check inputs as metrics do; needs public checks in metrics (H6)",
-    ("nwbound.plots", "nwbound.metrics._validation:_check_proba"): "plots check inputs as metrics do; needs public checks in metrics (H6)",
-    ("nwbound.plots", "nwbound.metrics._validation:_check_same_length"): "plots check inputs as metrics do; needs public checks in metrics (H6)",
-    ("nwbound.plots", "nwbound.metrics._validation:_encode"): "plots check inputs as metrics do; needs public checks in metrics (H6)",
-    ("nwbound.estimators", "nwbound.kernels._kernels:_REGISTRY"): "numba kernel table needs the registry (engine owner)",
 }
 
 

@@ -1,11 +1,17 @@
-"""Parameter checks shared by the estimators: one clear message per mistake."""
+"""Checks shared by every package: one clear message per mistake.
+
+Parameter checks of the estimators, and the label, probability and interval checks of the scoring
+functions (``nwbound.metrics``) and the plots, which read the same inputs."""
 
 from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = [
     "check_positive",
@@ -19,6 +25,13 @@ __all__ = [
     "FEW_CLASSES",
     "MIN_ROWS_PER_CLASS",
     "MAX_CLASS_TABLE",
+    "as_1d",
+    "check_same_length",
+    "check_classes",
+    "encode_labels",
+    "check_proba",
+    "IntervalArrays",
+    "check_interval",
 ]
 
 #: Up to this many classes any split of the rows is accepted: the cost is small and hand-made
@@ -365,3 +378,225 @@ def check_n_jobs(value: object) -> int | None:
             f"n_jobs must be None, a positive int, or a negative int (-1: all cores, -2: all but one), got {value!r}."
         )
     return int(value)
+
+
+def as_1d(y: ArrayLike, name: str) -> np.ndarray:
+    """Return ``y`` as a non-empty 1-D array without NaN.
+
+    Examples
+    --------
+    >>> from nwbound._validation import as_1d
+    >>> as_1d([[1], [2]], "y_true").tolist()
+    [1, 2]
+    >>> as_1d([], "y_true")
+    Traceback (most recent call last):
+    ...
+    ValueError: `y_true` is empty; at least one sample is needed.
+    """
+    if y is None:
+        raise ValueError(f"`{name}` is required, got None.")
+    arr = np.asarray(y)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr.ravel()
+    if arr.ndim != 1:
+        raise ValueError(f"`{name}` must be 1-D, got an array of shape {arr.shape}.")
+    if arr.shape[0] == 0:
+        raise ValueError(f"`{name}` is empty; at least one sample is needed.")
+    if arr.dtype == object:
+        # Object arrays may hide float NaN among labels (e.g. from pandas).
+        if any(isinstance(v, float) and v != v for v in arr):
+            raise ValueError(f"`{name}` contains NaN; drop or impute those samples first.")
+    elif np.issubdtype(arr.dtype, np.number) or arr.dtype == bool:
+        if np.issubdtype(arr.dtype, np.complexfloating):
+            raise TypeError(f"`{name}` must be real, got dtype {arr.dtype}.")
+        if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
+            raise ValueError(
+                f"`{name}` contains NaN or infinite values; drop or impute those samples first."
+            )
+    return arr
+
+
+def check_same_length(*pairs: tuple[str, np.ndarray]) -> int:
+    """Check that all arrays have the same first dimension; return it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound._validation import check_same_length
+    >>> check_same_length(("y_true", np.zeros(3)), ("proba", np.zeros((3, 2))))
+    3
+    """
+    n = pairs[0][1].shape[0]
+    for name, arr in pairs[1:]:
+        if arr.shape[0] != n:
+            raise ValueError(
+                f"`{pairs[0][0]}` has {n} samples but `{name}` has {arr.shape[0]}; "
+                "they must describe the same samples."
+            )
+    return n
+
+
+def check_classes(classes: ArrayLike, name: str = "classes") -> np.ndarray:
+    """Return ``classes`` as a 1-D array of unique labels.
+
+    Examples
+    --------
+    >>> from nwbound._validation import check_classes
+    >>> check_classes(["a", "b"]).tolist()
+    ['a', 'b']
+    >>> check_classes([0, 0])
+    Traceback (most recent call last):
+    ...
+    ValueError: `classes` must not contain duplicates, got [0, 0].
+    """
+    arr = as_1d(classes, name)
+    uniq = np.unique(arr)
+    if uniq.shape[0] != arr.shape[0]:
+        raise ValueError(f"`{name}` must not contain duplicates, got {arr.tolist()}.")
+    return arr
+
+
+def encode_labels(y: np.ndarray, classes: np.ndarray | None, name: str, n_classes: int | None = None) -> np.ndarray:
+    """Map labels to column indices of ``classes``.
+
+    With ``classes=None`` the labels must already be integer indices in
+    ``[0, n_classes)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound._validation import encode_labels
+    >>> encode_labels(np.array(["b", "a", "b"]), np.array(["a", "b"]), "y_true").tolist()
+    [1, 0, 1]
+    >>> encode_labels(np.array([0, 2]), None, "y_true", n_classes=3).tolist()
+    [0, 2]
+    """
+    if classes is None:
+        if not (np.issubdtype(y.dtype, np.integer) or _is_integral_float(y)):
+            raise ValueError(
+                f"`{name}` holds labels {np.unique(y)[:5].tolist()}... that are not "
+                "integer column indices; pass `classes` (e.g. `estimator.classes_`) "
+                "to map labels to columns."
+            )
+        idx = y.astype(np.intp)
+        if n_classes is not None and (idx.min() < 0 or idx.max() >= n_classes):
+            raise ValueError(
+                f"`{name}` must hold column indices in [0, {n_classes}) when `classes` "
+                f"is None, got values in [{idx.min()}, {idx.max()}]."
+            )
+        return idx
+    sorter = np.argsort(classes, kind="stable")
+    sorted_classes = classes[sorter]
+    try:
+        pos = np.searchsorted(sorted_classes, y)
+    except TypeError as exc:  # e.g. str labels vs int classes
+        raise ValueError(
+            f"`{name}` labels (dtype {y.dtype}) cannot be compared with `classes` "
+            f"(dtype {classes.dtype}); use the same label type."
+        ) from exc
+    pos = np.clip(pos, 0, len(classes) - 1)
+    found = sorted_classes[pos] == y
+    if not np.all(found):
+        missing = np.unique(y[~np.asarray(found, dtype=bool)])
+        raise ValueError(
+            f"`{name}` contains labels not in `classes`: {missing[:10].tolist()} "
+            f"(classes = {classes.tolist()})."
+        )
+    return sorter[pos]
+
+
+def _is_integral_float(y: np.ndarray) -> bool:
+    return bool(np.issubdtype(y.dtype, np.floating) and np.all(np.mod(y, 1) == 0))
+
+
+def check_proba(proba: ArrayLike, name: str = "proba") -> np.ndarray:
+    """Return ``proba`` as a finite ``(n, C)`` float array with values in [0, 1].
+
+    Examples
+    --------
+    >>> from nwbound._validation import check_proba
+    >>> check_proba([[0.25, 0.75]]).tolist()
+    [[0.25, 0.75]]
+    """
+    if hasattr(proba, "proba") and not isinstance(proba, np.ndarray):
+        proba = proba.proba  # a PredictionInterval
+    arr = np.asarray(proba)
+    if arr.ndim != 2:
+        raise ValueError(f"`{name}` must be 2-D (n_samples, n_classes), got shape {arr.shape}.")
+    if arr.shape[0] == 0:
+        raise ValueError(f"`{name}` is empty; at least one sample is needed.")
+    if arr.shape[1] == 0:
+        raise ValueError(f"`{name}` has no class columns.")
+    if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
+        raise TypeError(f"`{name}` must be a real numeric array, got dtype {arr.dtype}.")
+    arr = arr.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"`{name}` contains NaN or infinite values.")
+    tol = 1e-9
+    if arr.min() < -tol or arr.max() > 1 + tol:
+        raise ValueError(
+            f"`{name}` must hold probabilities in [0, 1], got values in "
+            f"[{arr.min():.4g}, {arr.max():.4g}]."
+        )
+    return arr
+
+
+@dataclass(frozen=True)
+class IntervalArrays:
+    """The checked arrays of a :class:`~nwbound.PredictionInterval` (:func:`check_interval`), as float64."""
+
+    proba: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    epsilon: np.ndarray
+    vacuous: np.ndarray
+
+    @property
+    def n_classes(self) -> int:
+        return self.proba.shape[1]
+
+
+def check_interval(interval: Any, name: str = "interval") -> IntervalArrays:
+    """Validate a :class:`~nwbound.PredictionInterval` (or a look-alike).
+
+    Any object with ``proba``, ``lower``, ``upper``, ``epsilon`` (n, C) and
+    ``vacuous`` (n,) attributes is accepted, so other models can be scored.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import PredictionInterval
+    >>> from nwbound._validation import check_interval
+    >>> iv = PredictionInterval.from_parts(proba=np.array([[0.7, 0.3]]), bias=np.zeros((1, 2)),
+    ...     sampling=np.full((1, 2), 0.1), kappa=np.array([2.0]), n_eff=np.array([2.0]),
+    ...     vacuous=np.array([False]), bandwidth=np.array([1.0]))
+    >>> checked = check_interval(iv)
+    >>> checked.n_classes, checked.lower.round(2).tolist()
+    (2, [[0.6, 0.2]])
+    """
+    missing = [a for a in ("proba", "lower", "upper", "epsilon", "vacuous") if not hasattr(interval, a)]
+    if missing:
+        raise TypeError(
+            f"`{name}` must be a PredictionInterval (attributes proba, lower, upper, "
+            f"epsilon, vacuous); got {type(interval).__name__} without {missing}."
+        )
+    proba = check_proba(interval.proba, f"{name}.proba")
+    out = {}
+    for attr in ("lower", "upper", "epsilon"):
+        arr = np.asarray(getattr(interval, attr))
+        if arr.shape != proba.shape:
+            raise ValueError(
+                f"`{name}.{attr}` has shape {arr.shape} but `{name}.proba` has {proba.shape}."
+            )
+        arr = arr.astype(np.float64, copy=False)
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"`{name}.{attr}` contains NaN or infinite values.")
+        out[attr] = arr
+    if np.any(out["epsilon"] < 0):
+        raise ValueError(f"`{name}.epsilon` must be non-negative.")
+    vac = np.asarray(interval.vacuous)
+    if vac.shape != (proba.shape[0],):
+        raise ValueError(
+            f"`{name}.vacuous` must have shape ({proba.shape[0]},), got {vac.shape}."
+        )
+    return IntervalArrays(proba=proba, vacuous=vac.astype(bool), **out)

@@ -43,7 +43,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
 from ..kernels import Kernel
-from ..kernels._kernels import _REGISTRY, gaussian_kernel
+from ..kernels import gaussian_kernel, get_kernel
 
 __all__ = ["KERNEL_CODES", "kernel_code", "tile_sums"]
 
@@ -94,7 +94,7 @@ def kernel_code(kernel: Kernel) -> tuple[int, float] | None:
         ):
             return GAUSSIAN, float(kernel.radius) ** 2
         return None
-    builtin = _REGISTRY[name]
+    builtin = get_kernel(name)  # the registered profile of that name
     # The engine evaluates ``from_squared``: of_squared when present, else of_distance.
     same = (
         kernel.of_squared is builtin.of_squared

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import _as_1d, _check_proba, _check_same_length, _encode
+from .._validation import as_1d, check_proba, check_same_length, encode_labels
 
 __all__ = ["AAMI_CLASS_NAMES", "BayesDecision", "EC57Report", "bayes_decision", "ec57_report"]
 
@@ -209,22 +209,22 @@ def ec57_report(
     >>> float(rep.false_positive_rate[1])  # 1 of the 4 non-S beats labelled S
     0.25
     """
-    yt = _as_1d(y_true, "y_true")
-    yp = _as_1d(y_pred, "y_pred")
-    n = _check_same_length(("y_true", yt), ("y_pred", yp))
+    yt = as_1d(y_true, "y_true")
+    yp = as_1d(y_pred, "y_pred")
+    n = check_same_length(("y_true", yt), ("y_pred", yp))
     if classes is None:
-        ti = _encode(yt, None, "y_true")
-        pi = _encode(yp, None, "y_pred")
+        ti = encode_labels(yt, None, "y_true")
+        pi = encode_labels(yp, None, "y_pred")
         if min(ti.min(), pi.min()) < 0:
             raise ValueError("`y_true`/`y_pred` hold negative labels; pass `classes` to map them.")
         n_classes = max(len(AAMI_CLASS_NAMES), int(max(ti.max(), pi.max())) + 1)
         labels = np.arange(n_classes)
     else:
-        labels = _as_1d(classes, "classes")
+        labels = as_1d(classes, "classes")
         if np.unique(labels).shape[0] != labels.shape[0]:
             raise ValueError(f"`classes` must not contain duplicates, got {labels.tolist()}.")
-        ti = _encode(yt, labels, "y_true")
-        pi = _encode(yp, labels, "y_pred")
+        ti = encode_labels(yt, labels, "y_true")
+        pi = encode_labels(yp, labels, "y_pred")
         n_classes = labels.shape[0]
     if class_names is None:
         class_names = (
@@ -237,8 +237,8 @@ def ec57_report(
         rec = np.zeros(n, dtype=np.int64)
         rec_names = np.array(["all"])
     else:
-        r = _as_1d(records, "records")
-        _check_same_length(("y_true", yt), ("records", r))
+        r = as_1d(records, "records")
+        check_same_length(("y_true", yt), ("records", r))
         rec_names, rec = np.unique(r.astype(str), return_inverse=True)
     n_rec = rec_names.shape[0]
     # One bincount builds every record's table (no loop over beats or records).
@@ -382,7 +382,7 @@ def bayes_decision(
     >>> d.proba.round(3).tolist()[0]
     [0.308, 0.692]
     """
-    p = _check_proba(proba, "proba")
+    p = check_proba(proba, "proba")
     n, n_classes = p.shape
     pi = _prior(train_prior, n_classes, "train_prior")
     pt = _prior(target_prior, n_classes, "target_prior")

@@ -8,14 +8,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import (
-    _as_1d,
-    _check_classes,
-    _check_positive_int,
-    _check_proba,
-    _check_same_length,
-    _encode,
-)
+from .._validation import as_1d, check_classes, check_proba, check_same_length, encode_labels
+from ._validation import _check_positive_int
 
 __all__ = ["ReliabilityTable", "expected_calibration_error", "confidence_bins"]
 
@@ -177,16 +171,16 @@ def expected_calibration_error(
     >>> expected_calibration_error(["a", "b", "b"], proba, classes=["a", "b"], n_bins=2)[0] == ece
     True
     """
-    p = _check_proba(proba, "proba")
-    t = _as_1d(y_true, "y_true")
-    _check_same_length(("y_true", t), ("proba", p))
+    p = check_proba(proba, "proba")
+    t = as_1d(y_true, "y_true")
+    check_same_length(("y_true", t), ("proba", p))
     n_bins = _check_positive_int(n_bins, "n_bins")
-    cls = None if classes is None else _check_classes(classes)
+    cls = None if classes is None else check_classes(classes)
     if cls is not None and cls.shape[0] != p.shape[1]:
         raise ValueError(
             f"`classes` has {cls.shape[0]} labels but `proba` has {p.shape[1]} columns."
         )
-    ti = _encode(t, cls, "y_true", n_classes=p.shape[1])
+    ti = encode_labels(t, cls, "y_true", n_classes=p.shape[1])
 
     pred = np.argmax(p, axis=1)
     conf = np.clip(p[np.arange(p.shape[0]), pred], 0.0, 1.0)

@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import _as_1d, _check_classes, _check_same_length, _encode
+from .._validation import as_1d, check_classes, check_same_length, encode_labels
 
 __all__ = ["accuracy", "weighted_precision_recall", "per_class_precision_recall"]
 
 
 def _check_label_pair(y_true: ArrayLike, y_pred: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    t = _as_1d(y_true, "y_true")
-    p = _as_1d(y_pred, "y_pred")
-    _check_same_length(("y_true", t), ("y_pred", p))
+    t = as_1d(y_true, "y_true")
+    p = as_1d(y_pred, "y_pred")
+    check_same_length(("y_true", t), ("y_pred", p))
     # String vs numeric labels would compare as "all wrong" silently.
     kinds = {t.dtype.kind, p.dtype.kind}
     if kinds & set("US") and kinds & set("biuf"):
@@ -32,9 +32,9 @@ def _counts(
     if classes is None:
         cls = np.unique(np.concatenate([t, p]))
     else:
-        cls = _check_classes(classes)
-    ti = _encode(t, cls, "y_true")
-    pi = _encode(p, cls, "y_pred")
+        cls = check_classes(classes)
+    ti = encode_labels(t, cls, "y_true")
+    pi = encode_labels(p, cls, "y_pred")
     c = len(cls)
     tp = np.bincount(ti[ti == pi], minlength=c)
     predicted = np.bincount(pi, minlength=c)

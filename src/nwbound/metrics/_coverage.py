@@ -8,7 +8,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from ._validation import _check_interval, _check_positive_int, _check_proba
+from .._validation import check_interval, check_proba
+from ._validation import _check_positive_int
 
 
 # --------------------------------------------------------------------------
@@ -118,8 +119,8 @@ def violation_rate(
     >>> r["rate"].round(3).tolist()
     [0.333, 0.333]
     """
-    iv = _check_interval(interval)
-    p = _check_proba(proba_true, "proba_true")
+    iv = check_interval(interval)
+    p = check_proba(proba_true, "proba_true")
     if p.shape != iv.proba.shape:
         raise ValueError(
             f"`proba_true` has shape {p.shape} but the interval has {iv.proba.shape}."

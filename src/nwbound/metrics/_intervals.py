@@ -11,28 +11,21 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._calibration import confidence_bins
-from ._validation import (
-    _as_1d,
-    _check_classes,
-    _check_interval,
-    _check_positive_int,
-    _check_same_length,
-    _encode,
-    _IntervalArrays,
-)
+from .._validation import as_1d, check_classes, check_interval, check_same_length, encode_labels, IntervalArrays
+from ._validation import _check_positive_int
 
 
 # --------------------------------------------------------------------------
 # Interval-based scores
 # --------------------------------------------------------------------------
 def _predicted_index(
-    iv: _IntervalArrays, y_pred: ArrayLike | None, classes: np.ndarray | None
+    iv: IntervalArrays, y_pred: ArrayLike | None, classes: np.ndarray | None
 ) -> np.ndarray:
     if y_pred is None:
         return np.argmax(iv.proba, axis=1)
-    p = _as_1d(y_pred, "y_pred")
-    _check_same_length(("interval", iv.proba), ("y_pred", p))
-    return _encode(p, classes, "y_pred", n_classes=iv.n_classes)
+    p = as_1d(y_pred, "y_pred")
+    check_same_length(("interval", iv.proba), ("y_pred", p))
+    return encode_labels(p, classes, "y_pred", n_classes=iv.n_classes)
 
 
 def uncertainty_from_interval(
@@ -73,7 +66,7 @@ def uncertainty_from_interval(
     >>> uncertainty_from_interval(iv, kind="max_proba").round(2).tolist()
     [0.1, 0.4, 0.2]
     """
-    iv = _check_interval(interval)
+    iv = check_interval(interval)
     rows = np.arange(iv.proba.shape[0])
     pred = np.argmax(iv.proba, axis=1)
     if kind == "width":
@@ -215,17 +208,17 @@ def _type_masks(
     threshold: float,
     y_pred: ArrayLike | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    iv = _check_interval(interval)
-    t = _as_1d(y_true, "y_true")
-    _check_same_length(("y_true", t), ("interval", iv.proba))
+    iv = check_interval(interval)
+    t = as_1d(y_true, "y_true")
+    check_same_length(("y_true", t), ("interval", iv.proba))
     if not (isinstance(threshold, (int, float, np.floating)) and 0.0 <= threshold <= 1.0):
         raise ValueError(f"`threshold` must be a number in [0, 1], got {threshold!r}.")
-    cls = None if classes is None else _check_classes(classes)
+    cls = None if classes is None else check_classes(classes)
     if cls is not None and cls.shape[0] != iv.n_classes:
         raise ValueError(
             f"`classes` has {cls.shape[0]} labels but the interval has {iv.n_classes} columns."
         )
-    ti = _encode(t, cls, "y_true", n_classes=iv.n_classes)
+    ti = encode_labels(t, cls, "y_true", n_classes=iv.n_classes)
     pi = _predicted_index(iv, y_pred, cls)
     correct = ti == pi
     lower_pred = iv.lower[np.arange(ti.shape[0]), pi]
@@ -356,7 +349,7 @@ def review_flags(interval: Any) -> np.ndarray:
     >>> review_flags(iv).tolist()  # query 1: [0.4, 0.8] overlaps [0.2, 0.6]
     [False, True, False]
     """
-    iv = _check_interval(interval)
+    iv = check_interval(interval)
     n, c = iv.proba.shape
     rows = np.arange(n)
     top = np.argmax(iv.proba, axis=1)

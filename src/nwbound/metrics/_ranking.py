@@ -6,7 +6,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._classification import _check_label_pair
-from ._validation import _as_float_1d, _check_fraction, _check_same_length
+from .._validation import check_same_length
+from ._validation import _as_float_1d, _check_fraction
 
 
 # --------------------------------------------------------------------------
@@ -22,7 +23,7 @@ def _ranked_errors(
     """
     t, p = _check_label_pair(y_true, y_pred)
     u = _as_float_1d(uncertainty, "uncertainty")
-    _check_same_length(("y_true", t), ("uncertainty", u))
+    check_same_length(("y_true", t), ("uncertainty", u))
     wrong = t != p
     # Stable sort of −u: equal uncertainties keep their input order, so the
     # curve is reproducible (np.argsort's default quicksort is not stable).

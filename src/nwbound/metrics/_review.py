@@ -13,15 +13,8 @@ from numpy.typing import ArrayLike
 from ._classification import _check_label_pair
 from ._intervals import _predicted_index, review_flags
 from ._ranking import _n_flagged
-from ._validation import (
-    _as_1d,
-    _as_float_1d,
-    _check_classes,
-    _check_fraction,
-    _check_interval,
-    _check_same_length,
-    _encode,
-)
+from .._validation import as_1d, check_classes, check_interval, check_same_length, encode_labels
+from ._validation import _as_float_1d, _check_fraction
 
 
 # --------------------------------------------------------------------------
@@ -79,10 +72,10 @@ def review_summary(
     (1.0, 0.0)
     """
     t, p = _check_label_pair(y_true, y_pred)
-    r = _as_1d(review, "review")
+    r = as_1d(review, "review")
     if r.dtype != bool:
         raise TypeError(f"`review` must be a boolean mask (True = send to review), got dtype {r.dtype}.")
-    _check_same_length(("y_true", t), ("review", r))
+    check_same_length(("y_true", t), ("review", r))
     wrong = t != p
     n = t.shape[0]
     n_err = int(wrong.sum())
@@ -180,14 +173,14 @@ def review_comparison(
     >>> rows[0]["accepted_share"], rows[0]["error_among_accepted"]  # certified share, error among certified
     (0.3333333333333333, 0.0)
     """
-    iv = _check_interval(interval)
+    iv = check_interval(interval)
     share = float(_check_fraction(review_share, "review_share"))
     if not 0.0 < share < 1.0:
         raise ValueError(f"`review_share` must lie strictly between 0 and 1, got {review_share!r}.")
-    t = _as_1d(y_true, "y_true")
-    _check_same_length(("y_true", t), ("interval", iv.proba))
-    cls = None if classes is None else _check_classes(classes)
-    ti = _encode(t, cls, "y_true", n_classes=iv.n_classes)
+    t = as_1d(y_true, "y_true")
+    check_same_length(("y_true", t), ("interval", iv.proba))
+    cls = None if classes is None else check_classes(classes)
+    ti = encode_labels(t, cls, "y_true", n_classes=iv.n_classes)
     pi = _predicted_index(iv, y_pred, cls)
     n = ti.shape[0]
     rows_ix = np.arange(n)
@@ -218,6 +211,6 @@ def review_comparison(
                 f"(methods review() and guarantee), got {type(calibrated).__name__}."
             )
         scores = error_upper if calibrated_scores is None else _as_float_1d(calibrated_scores, "calibrated_scores")
-        _check_same_length(("y_true", ti), ("calibrated_scores", scores))
+        check_same_length(("y_true", ti), ("calibrated_scores", scores))
         out.append(review_summary("calibrated threshold", ti, pi, calibrated.review(scores), calibrated.guarantee))
     return out

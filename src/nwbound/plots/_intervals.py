@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..metrics._validation import _as_1d, _check_interval, _check_same_length, _encode
+from .._validation import as_1d, check_interval, check_same_length, encode_labels
 from ._base import pyplot
 from ._labels import _labels_for
 
@@ -119,7 +119,7 @@ class IntervalDisplay:
         ([1, 2], [1, 1])
         >>> plt.close(disp.figure_)
         """
-        iv = _check_interval(interval)
+        iv = check_interval(interval)
         n = iv.proba.shape[0]
         labels = _labels_for(classes, iv.n_classes)
         if indices is None:
@@ -133,9 +133,9 @@ class IntervalDisplay:
             idx = idx % n
         true_index = None
         if y_true is not None:
-            t = _as_1d(y_true, "y_true")
-            _check_same_length(("y_true", t), ("interval", iv.proba))
-            true_index = _encode(t[idx], None if classes is None else labels, "y_true", iv.n_classes)
+            t = as_1d(y_true, "y_true")
+            check_same_length(("y_true", t), ("interval", iv.proba))
+            true_index = encode_labels(t[idx], None if classes is None else labels, "y_true", iv.n_classes)
         return cls(
             proba=iv.proba[idx],
             lower=iv.lower[idx],

@@ -7,19 +7,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..metrics._validation import _check_classes, _check_interval
+from .._validation import check_classes, check_interval
 
 
 def _labels_for(classes: ArrayLike | None, n_classes: int) -> np.ndarray:
     """Column labels: ``classes`` or 0 … C−1."""
     if classes is None:
         return np.arange(n_classes)
-    cls = _check_classes(classes)
+    cls = check_classes(classes)
     if cls.shape[0] != n_classes:
         raise ValueError(f"`classes` has {cls.shape[0]} labels but there are {n_classes} columns.")
     return cls
 
 
 def _argmax_labels(interval: Any, classes: ArrayLike | None) -> np.ndarray:
-    iv = _check_interval(interval)
+    iv = check_interval(interval)
     return _labels_for(classes, iv.n_classes)[np.argmax(iv.proba, axis=1)]

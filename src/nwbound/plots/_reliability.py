@@ -7,7 +7,7 @@ from typing import Any
 from numpy.typing import ArrayLike
 
 from .. import metrics as _m
-from ..metrics._validation import _check_interval
+from .._validation import check_interval
 from ._base import _check_ax
 
 
@@ -116,7 +116,7 @@ class ReliabilityDisplay:
         [0, 3]
         >>> plt.close(disp.figure_)
         """
-        iv = _check_interval(interval)
+        iv = check_interval(interval)
         return cls.from_arrays(y_true, iv.proba, classes=classes, n_bins=n_bins, label=label, ax=ax)
 
     def plot(self, ax: Any = None, *, color: str | None = None) -> "ReliabilityDisplay":

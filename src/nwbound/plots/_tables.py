@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import metrics as _m
-from ..metrics._validation import _check_proba
+from .._validation import check_proba
 from ._base import _check_ax
 
 
@@ -118,7 +118,7 @@ class BoundWidthDisplay:
         [nan, 0.4]
         >>> plt.close(disp.figure_)
         """
-        p = _check_proba(proba, "proba")
+        p = check_proba(proba, "proba")
         eps = np.asarray(epsilon, dtype=float)
         if eps.shape != p.shape:
             raise ValueError(f"`epsilon` has shape {eps.shape} but `proba` has {p.shape}.")
