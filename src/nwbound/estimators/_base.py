@@ -467,6 +467,16 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             params["lipschitz"] = getattr(self, "lipschitz_", None)  # chosen at fit (held-out check)
             if params["lipschitz"] is None:
                 raise ValueError("lipschitz='auto' is chosen when the estimator is fitted: call fit first.")
+            overridden = bool(overrides) and ("lipschitz" in overrides or "margin" in overrides)
+            # lipschitz_ is the chosen L only when this fit ran the held-out check (its report, or the
+            # held-out rows while the fit runs); after a fit with a numeric L it is that number.
+            chosen = getattr(self, "lipschitz_report_", None) is not None or getattr(self, "_held", None) is not None
+            if not overridden and not chosen:
+                raise ValueError(
+                    f"lipschitz='auto' was set after a fit with lipschitz={params['lipschitz']!r}; 'auto' chooses L "
+                    "on rows that fit holds out of the kernel sums, which this fit did not do: call fit again "
+                    "with lipschitz='auto', or set a number."
+                )
         if overrides:
             unknown = sorted(set(overrides) - set(BOUND_PARAMETERS))
             if unknown:
