@@ -305,6 +305,26 @@ def test_conformal_marginal_coverage(conformal_data, backend):
     assert sets.coverage(X_test, y_test) >= 0.9 - 0.036
 
 
+@pytest.mark.parametrize("backend", ["numpy", "auto"])
+def test_conformal_setting_changed_after_fit_is_refused(conformal_data, backend):
+    """set_params(alpha=...) after fit used to keep the old q̂ (sets at the old level) while
+    ``compare`` reported the new alpha; another estimator was used with the old q̂. Both refused now."""
+    model, (X_cal, y_cal), (X_test, y_test) = conformal_data
+    sets = SplitConformalSets(model, alpha=0.1, backend=backend).fit(X_cal, y_cal)
+    expected = sets.predict_set(X_test)
+    other = make_logistic_regression(C=0.01).fit(X_cal, y_cal)
+    for change in ({"alpha": 0.3}, {"estimator": other}):
+        sets.set_params(**change)
+        name = next(iter(change))
+        for use in (lambda: sets.predict_set(X_test), lambda: sets.coverage(X_test, y_test)):
+            with pytest.raises(ValueError, match=rf"(?s){name}=.* was set after fit .*call fit again"):
+                use()
+        sets.set_params(alpha=0.1, estimator=model)
+        np.testing.assert_array_equal(sets.predict_set(X_test), expected)
+    refit = sets.set_params(alpha=0.3).fit(X_cal, y_cal)
+    assert refit.predict_set(X_test).sum() < expected.sum()  # a larger alpha: smaller sets
+
+
 def test_conformal_compare_with_cme_bounds():
     X, y = _blobs(900, n_classes=3, d=2, seed=16, spread=1.5)
     cme = CMEClassifier(gamma=0.5, amplitude=1.0, regularization=1e-3).fit(X[:300], y[:300])

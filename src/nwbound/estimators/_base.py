@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from .._numerics import feature_unit, to_feature_unit
 from .._result import PredictionInterval
-from .._validation import check_beta, check_choice, check_class_count, check_open_unit, check_positive
+from .._validation import check_beta, check_choice, check_class_count, check_open_unit, check_params_as_fitted, check_positive
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import AdviceContext, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
@@ -50,18 +50,6 @@ def _caller_stacklevel() -> int:
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(inside):
         frame, level = frame.f_back, level + 1
     return level
-
-
-def _same_setting(a: Any, b: Any) -> bool:
-    """Whether a parameter still has the value it had at fit (arrays and lists by content)."""
-    if a is b:
-        return True
-    try:
-        if isinstance(a, (np.ndarray, list, tuple)) or isinstance(b, (np.ndarray, list, tuple)):
-            return bool(np.array_equal(np.asarray(a), np.asarray(b)))
-        return bool(a == b)
-    except (TypeError, ValueError):
-        return False
 
 
 _PARAM_NAMES: dict = {}  # class -> its parameter names (BoundedClassifierBase._get_param_names)
@@ -554,18 +542,9 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         """Fitted, with the parameters as fit left them: the bound parameters (``BOUND_PARAMETERS``)
         and the predict-time ones may change with ``set_params`` (checked here); any other needs a refit."""
         check_is_fitted(self)
-        fitted = getattr(self, "_fit_params", None)  # None: a pickle from before the check
-        if fitted:
-            changed = [name for name, value in fitted.items() if not _same_setting(getattr(self, name, None), value)]
-            if changed:
-                now = ", ".join(f"{name}={getattr(self, name, None)!r}" for name in changed)
-                then = ", ".join(f"{name}={fitted[name]!r}" for name in changed)
-                raise ValueError(
-                    f"{now} was set after fit (fitted with {then}); the fitted state depends on "
-                    f"{'this parameter' if len(changed) == 1 else 'these parameters'}: call fit again. "
-                    f"Only {', '.join(BOUND_PARAMETERS + self._predict_time_parameters)} take effect "
-                    "without a refit."
-                )
+        # None: a pickle from before the check
+        check_params_as_fitted(self, getattr(self, "_fit_params", None),
+                               live=tuple(BOUND_PARAMETERS) + tuple(self._predict_time_parameters))
         self._validate_params()  # set_params does not validate: the predict-time parameters are checked here
         check_choice(self.empty_neighborhood, "empty_neighborhood", EMPTY_NEIGHBORHOOD_RULES)
 
