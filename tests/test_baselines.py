@@ -182,6 +182,29 @@ def test_cme_translation_invariant_far_from_origin():
     np.testing.assert_allclose(shifted.predict_raw(q + 1e6), model.predict_raw(q), atol=1e-6)
 
 
+@pytest.mark.parametrize("change", [{"gamma": 5.0}, {"amplitude": 3.0}, {"regularization": 0.1},
+                                    {"delta": 0.5}, {"noise_constant": 2.0}])
+def test_cme_setting_changed_after_fit_is_refused(change):
+    """set_params(gamma=...) after fit used to predict with the new kernel and the old alpha_ and
+    Cholesky factor (neither the old model nor a fresh fit), and delta/noise_constant were silently
+    ignored: a refit is asked now. rkhs_bound, read when predicting, acts as a fresh fit."""
+    X, y = _blobs(150, seed=21)
+    clf = CMEClassifier(gamma=0.5, regularization=1e-2).fit(X, y)
+    expected = clf.predict_interval(X[:20])
+    clf.set_params(**change)
+    name = next(iter(change))
+    for method in (clf.predict_interval, clf.predict_proba, clf.predict, clf.predict_raw):
+        with pytest.raises(ValueError, match=rf"{name}=.* was set after fit .*call fit again"):
+            method(X[:20])
+    clf.set_params(gamma=0.5, amplitude=CMEClassifier().amplitude, regularization=1e-2, delta=0.05,
+                   noise_constant=0.5)
+    np.testing.assert_array_equal(clf.predict_interval(X[:20]).upper, expected.upper)
+    clf.set_params(rkhs_bound=4.0)
+    fresh = CMEClassifier(gamma=0.5, regularization=1e-2, rkhs_bound=4.0).fit(X, y)
+    np.testing.assert_allclose(clf.predict_interval(X[:20]).upper, fresh.predict_interval(X[:20]).upper, rtol=1e-12)
+    assert clf.epsilon_factor_ == pytest.approx(fresh.epsilon_factor_, rel=1e-12)
+
+
 def test_cme_memory_refusal_names_gib():
     X, y = _blobs(200, seed=11)
     with pytest.raises(ValueError, match=r"GiB.*[Ss]ubsample"):
