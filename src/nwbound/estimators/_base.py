@@ -748,6 +748,14 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         """
         self._no_cross_fit("interval_from_statistics")
         stats.check_bound_form()  # device-form statistics (nwbound.gpu) raise, naming the fix
+        check_is_fitted(self)
+        n_classes = self.classes_.shape[0]
+        if stats.class_sums.ndim != 3 or stats.class_sums.shape[2] != n_classes:
+            raise ValueError(
+                f"stats hold class sums of shape {tuple(stats.class_sums.shape)} (queries, bandwidths, classes), "
+                f"but this model has {n_classes} classes ({self.classes_.tolist()!r}): bound statistics with the "
+                "model (or shards restored with the same classes) that computed them."
+            )
         specs = self._resolve_bounds(bounds)
         return self._report({name: self._interval(stats, spec) for name, spec in specs.items()}, specs, bounds)
 
