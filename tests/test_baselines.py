@@ -182,6 +182,29 @@ def test_cme_translation_invariant_far_from_origin():
     np.testing.assert_allclose(shifted.predict_raw(q + 1e6), model.predict_raw(q), atol=1e-6)
 
 
+@pytest.mark.parametrize("change", [{"gamma": 5.0}, {"amplitude": 3.0}, {"regularization": 0.1},
+                                    {"delta": 0.5}, {"noise_constant": 2.0}])
+def test_cme_setting_changed_after_fit_is_refused(change):
+    """set_params(gamma=...) after fit used to predict with the new kernel and the old alpha_ and
+    Cholesky factor (neither the old model nor a fresh fit), and delta/noise_constant were silently
+    ignored: a refit is asked now. rkhs_bound, read when predicting, acts as a fresh fit."""
+    X, y = _blobs(150, seed=21)
+    clf = CMEClassifier(gamma=0.5, regularization=1e-2).fit(X, y)
+    expected = clf.predict_interval(X[:20])
+    clf.set_params(**change)
+    name = next(iter(change))
+    for method in (clf.predict_interval, clf.predict_proba, clf.predict, clf.predict_raw):
+        with pytest.raises(ValueError, match=rf"{name}=.* was set after fit .*call fit again"):
+            method(X[:20])
+    clf.set_params(gamma=0.5, amplitude=CMEClassifier().amplitude, regularization=1e-2, delta=0.05,
+                   noise_constant=0.5)
+    np.testing.assert_array_equal(clf.predict_interval(X[:20]).upper, expected.upper)
+    clf.set_params(rkhs_bound=4.0)
+    fresh = CMEClassifier(gamma=0.5, regularization=1e-2, rkhs_bound=4.0).fit(X, y)
+    np.testing.assert_allclose(clf.predict_interval(X[:20]).upper, fresh.predict_interval(X[:20]).upper, rtol=1e-12)
+    assert clf.epsilon_factor_ == pytest.approx(fresh.epsilon_factor_, rel=1e-12)
+
+
 def test_cme_memory_refusal_names_gib():
     X, y = _blobs(200, seed=11)
     with pytest.raises(ValueError, match=r"GiB.*[Ss]ubsample"):
@@ -303,6 +326,26 @@ def test_conformal_marginal_coverage(conformal_data, backend):
     sets = SplitConformalSets(model, alpha=0.1, backend=backend).fit(X_cal, y_cal)
     # Coverage over 2000 test points; sd ≈ √(0.09/1000 + 0.09/2000) ≈ 0.012 → 3 sd.
     assert sets.coverage(X_test, y_test) >= 0.9 - 0.036
+
+
+@pytest.mark.parametrize("backend", ["numpy", "auto"])
+def test_conformal_setting_changed_after_fit_is_refused(conformal_data, backend):
+    """set_params(alpha=...) after fit used to keep the old q̂ (sets at the old level) while
+    ``compare`` reported the new alpha; another estimator was used with the old q̂. Both refused now."""
+    model, (X_cal, y_cal), (X_test, y_test) = conformal_data
+    sets = SplitConformalSets(model, alpha=0.1, backend=backend).fit(X_cal, y_cal)
+    expected = sets.predict_set(X_test)
+    other = make_logistic_regression(C=0.01).fit(X_cal, y_cal)
+    for change in ({"alpha": 0.3}, {"estimator": other}):
+        sets.set_params(**change)
+        name = next(iter(change))
+        for use in (lambda: sets.predict_set(X_test), lambda: sets.coverage(X_test, y_test)):
+            with pytest.raises(ValueError, match=rf"(?s){name}=.* was set after fit .*call fit again"):
+                use()
+        sets.set_params(alpha=0.1, estimator=model)
+        np.testing.assert_array_equal(sets.predict_set(X_test), expected)
+    refit = sets.set_params(alpha=0.3).fit(X_cal, y_cal)
+    assert refit.predict_set(X_test).sum() < expected.sum()  # a larger alpha: smaller sets
 
 
 def test_conformal_compare_with_cme_bounds():

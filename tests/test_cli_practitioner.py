@@ -220,6 +220,29 @@ def test_existing_output_and_input_are_protected(tables, capsys, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", "out.csv"]  # no temp files left
 
 
+def test_fit_and_predict_never_write_over_their_inputs(tables, capsys, tmp_path):
+    """``fit -o TRAIN --overwrite`` used to replace the training table with the model file (exit 0,
+    the data lost); an output that is an input, by name or through a link, is now refused."""
+    folder, _, _ = tables
+    model_path = _fit(folder, capsys, "--lipschitz", "0.05", "--bandwidth", "0.5", output="inputs.npz")
+    train = tmp_path / "train.csv"
+    train.write_bytes((folder / "train.csv").read_bytes())
+    os.link(train, tmp_path / "hard.csv")
+    (tmp_path / "soft.csv").symlink_to(train)
+    for out in (train, tmp_path / "hard.csv", tmp_path / "soft.csv"):
+        rc, _, err = _run(["fit", train, "--target", "label", "--id-columns", "pid", "--lipschitz", "0.05",
+                           "--bandwidth", "0.5", "-o", out, "--overwrite", "--quiet"], capsys)
+        assert rc == 2 and f"is the input table {train}" in err, err
+        assert train.read_bytes() == (folder / "train.csv").read_bytes()
+    model_copy = tmp_path / "model.npz"
+    model_copy.write_bytes(model_path.read_bytes())
+    os.link(model_copy, tmp_path / "model.parquet")  # a table name on the model's bytes
+    rc, _, err = _run(["predict", model_copy, folder / "test.csv", "-o", tmp_path / "model.parquet", "--overwrite",
+                       "--quiet"], capsys)
+    assert rc == 2 and "is the input model" in err, err
+    assert model_copy.read_bytes() == model_path.read_bytes()
+
+
 def test_outputs_are_deterministic(tables, capsys, tmp_path):
     folder, _, _ = tables
     blobs = {}

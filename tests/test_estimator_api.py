@@ -205,6 +205,24 @@ def test_bad_data_gets_clear_errors():
         model.predict_interval(X_nan)
 
 
+@pytest.mark.parametrize("make", [
+    lambda: NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz=1.0),
+    lambda: DyadicClassifier(metric=None, resolution=2, lipschitz=1.0),
+])
+def test_statistics_of_another_class_count_are_refused_by_name(make):
+    """Statistics of a 3-class model bounded by a 2-class one failed deep in NumPy ("shape mismatch:
+    value array of shape (0,2) could not be broadcast ..."); the message now says what differs."""
+    rng = np.random.default_rng(4)
+    X = rng.uniform(size=(200, 2))
+    y = np.minimum((X[:, 0] * 3).astype(int), 2)
+    three, two = make().fit(X, y), make().fit(X[y < 2], y[y < 2])
+    Q = rng.uniform(size=(4, 2))
+    with pytest.raises(ValueError, match=r"class sums of shape \(4, 1, 3\).*this model has 2 classes \(\[0, 1\]\)"):
+        two.interval_from_statistics(three.kernel_statistics(Q))
+    iv = three.interval_from_statistics(three.kernel_statistics(Q))
+    np.testing.assert_array_equal(iv.upper, three.predict_interval(Q).upper)
+
+
 def test_predict_interval_without_assumption_explains():
     model = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.3).fit(X0, Y0)
     assert model.predict_proba(X0).shape == (120, 2)

@@ -343,6 +343,25 @@ def test_other_classifiers_and_margin_models():
     assert "13 more tests, none rejected" in str(check)  # a long list is summarised
 
 
+def test_the_default_cross_fitted_model_checks_its_own_assumption():
+    """check_lipschitz(model, X, y) on a cross-fitted model (as the defaults are) used to raise from bound_spec_
+    (no single beta_); it now tests each model's own L, and the counts are those of the model's own
+    intervals (recounted here from predict_interval)."""
+    data, Xf, yf, Xh, yh = _field(5, n=600)
+    model = NadarayaWatsonClassifier(n_neighbors=20, cross_fit=True).fit(Xf, yf)  # 2 models: faster than 5
+    assert len(model.cross_fit_models_) > 1
+    check = check_lipschitz(model, Xh, yh)
+    assert check.lipschitz == model.lipschitz_ == max(m.lipschitz_ for m in model.cross_fit_models_)
+    own = model.predict_interval(Xh)
+    certified = np.asarray(own.certified, dtype=bool)
+    assert check.n_certified == int(certified.sum()) and check.n_rows == Xh.shape[0]
+    assert check.errors_certified == int(np.count_nonzero((model.predict(Xh) != yh) & certified))
+    assert not any(t["kind"] == "contrast" for t in check.tests)  # no single space to match rows in
+    with pytest.warns(UserWarning, match="learned space"):  # a margin in the learned space's units
+        margin = NadarayaWatsonClassifier(n_neighbors=20, cross_fit=True, margin=0.05).fit(Xf, yf)
+    assert check_lipschitz(margin, Xh, yh).margin == 0.05
+
+
 def test_bad_input():
     data, Xf, yf, Xh, yh = _field(5, n=2400)
     clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=data.lipschitz, bound="hoeffding").fit(Xf, yf)

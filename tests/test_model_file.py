@@ -158,6 +158,33 @@ def test_round_trip_scaled_pipeline(tmp_path, scale):
     _assert_identical(model, loaded, queries)
 
 
+def test_table_model_reads_a_data_frame_by_column_name(tmp_path):
+    """A TableModel fed a data frame with its columns in another order (or misnamed) used to read
+    them by position: predictions for swapped features, silently. Frames are now read by name."""
+    pd = pytest.importorskip("pandas")
+    raw = X_TRAIN * np.array([1.0, 100.0, 0.01])
+    frame = pd.DataFrame(raw, columns=["a", "b", "c"])
+    by_name = TableModel.fit(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale"),
+                             frame[["c", "a", "b"]], Y_INT, features=["a", "b", "c"], scale="minmax", lipschitz=0.2)
+    by_position = TableModel.fit(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale"),
+                                 raw, Y_INT, features=["a", "b", "c"], scale="minmax", lipschitz=0.2)
+    loaded = load_model(save_model(by_name, tmp_path / "frame.npz"))
+    queries = X_QUERY * np.array([1.0, 100.0, 0.01])
+    expected = by_position.predict_interval(queries)
+    shuffled = pd.DataFrame(queries, columns=["a", "b", "c"])[["b", "c", "a"]].assign(patient="p")
+    for model in (by_name, loaded):
+        for method in ("predict_interval", "predict_proba", "predict"):
+            got = getattr(model, method)(shuffled)
+            want = getattr(by_position, method)(queries)
+            if method == "predict_interval":
+                got, want = got.upper, expected.upper
+            np.testing.assert_array_equal(got, want)
+    assert not np.array_equal(by_position.predict_proba(shuffled[["b", "c", "a"]].to_numpy()),
+                              by_position.predict_proba(queries))  # by position the order matters
+    with pytest.raises(ValueError, match=r"X has no feature column\(s\) \['a'\]; its columns are 'b', 'c', 'x'"):
+        loaded.predict(shuffled[["b", "c"]].assign(x=1.0))
+
+
 def test_scaled_pipeline_restates_assumption_in_scaled_units():
     raw = X_TRAIN * np.array([1.0, 100.0, 0.01])
     ranges = raw.max(axis=0) - raw.min(axis=0)

@@ -140,3 +140,25 @@ def test_accept_before_fit():
 
     with pytest.raises(NotFittedError):
         CalibratedAcceptance().accept([0.1])
+
+
+@pytest.mark.parametrize("change", [{"alpha": 0.01}, {"delta": 0.2}, {"n_thresholds": 7}])
+def test_a_setting_changed_after_fit_is_refused_not_claimed(change):
+    """set_params(alpha=0.01) after fit used to leave the threshold calibrated for the old alpha
+    while ``guarantee`` claimed the new one ("error among accepted <= 0.01"): now a refit is asked."""
+    rng = np.random.default_rng(3)
+    score = rng.uniform(size=2000)
+    wrong = rng.uniform(size=2000) < 0.4 * score
+    rule = CalibratedAcceptance(alpha=0.1).fit(score, wrong.astype(int), np.zeros(2000, int))
+    accepted, guarantee = rule.accept(score), rule.guarantee
+    rule.set_params(**change)
+    name = next(iter(change))
+    for use in (lambda: rule.accept(score), lambda: rule.review(score), lambda: rule.guarantee):
+        with pytest.raises(ValueError, match=rf"{name}=.* was set after fit .*call fit again"):
+            use()
+    rule.set_params(alpha=0.1, delta=0.05, n_thresholds=100)  # back as fitted
+    np.testing.assert_array_equal(rule.accept(score), accepted)
+    assert rule.guarantee == guarantee
+    refit = rule.set_params(**change).fit(score, wrong.astype(int), np.zeros(2000, int))
+    assert f"{change.get('alpha', 0.1):g}" in refit.guarantee
+

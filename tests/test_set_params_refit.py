@@ -80,6 +80,25 @@ def test_dyadic_bound_parameters_take_effect(at_fit, after):
     _same_interval(clf.predict_interval(Q), fresh.predict_interval(Q))
 
 
+@pytest.mark.parametrize("estimator", [NadarayaWatsonClassifier(metric=None, bandwidth=0.3),
+                                       DyadicClassifier(metric=None, resolution=2)])
+def test_lipschitz_auto_set_after_a_numeric_fit_is_refused(estimator):
+    """``lipschitz="auto"`` chooses L on rows held out at fit. Set after a fit with a numeric L, it
+    used to predict silently with that old number as if it had been chosen: now it asks for a refit."""
+    X, y, Q = _data()
+    clf = estimator.set_params(lipschitz=1.0).fit(X, y)
+    clf.set_params(lipschitz="auto")
+    for method in (clf.predict_interval, lambda q: clf.beta_):
+        with pytest.raises(ValueError, match=r"lipschitz='auto' was set after a fit with lipschitz=1.0.*call fit again"):
+            method(Q)
+    # A fit that chose L keeps it through a numeric detour, and a refit chooses one.
+    auto = clf.fit(X, y)
+    chosen, expected = auto.lipschitz_, auto.predict_interval(Q)
+    assert auto.lipschitz_report_ is not None and auto.beta_ == chosen
+    auto.set_params(lipschitz=2 * chosen).set_params(lipschitz="auto")
+    _same_interval(auto.predict_interval(Q), expected)
+
+
 def test_beta_and_delta_prime_follow_the_parameters():
     X, y, _ = _data(n_classes=3)
     clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=1.0, delta=0.06).fit(X, y)

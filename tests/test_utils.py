@@ -92,7 +92,11 @@ def test_prepare_output_dir(tmp_path):
     assert out.is_dir()
     (out / "keep.txt").write_text("mine")
     with pytest.raises(UserError, match="--resume"):
+        prepare_output_dir(out, resumable=True)
+    # evaluate and demo have no --resume: their message used to offer it (an unrecognized argument)
+    with pytest.raises(UserError, match="already holds files") as refused:
         prepare_output_dir(out)
+    assert "--resume" not in str(refused.value) and "--overwrite" in str(refused.value)
     assert prepare_output_dir(out, overwrite=True) == out
     assert (out / "keep.txt").read_text() == "mine"  # nothing deleted
 

@@ -22,6 +22,7 @@ __all__ = [
     "check_beta",
     "check_n_jobs",
     "check_class_count",
+    "check_params_as_fitted",
     "FEW_CLASSES",
     "MIN_ROWS_PER_CLASS",
     "MAX_CLASS_TABLE",
@@ -378,6 +379,61 @@ def check_n_jobs(value: object) -> int | None:
             f"n_jobs must be None, a positive int, or a negative int (-1: all cores, -2: all but one), got {value!r}."
         )
     return int(value)
+
+
+def _same_setting(a: object, b: object) -> bool:
+    """Whether a parameter still has the value it had at fit (arrays and lists by content)."""
+    if a is b:
+        return True
+    try:
+        if isinstance(a, (np.ndarray, list, tuple)) or isinstance(b, (np.ndarray, list, tuple)):
+            return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+def check_params_as_fitted(estimator: object, fitted: dict | None, *, live: tuple[str, ...] = ()) -> None:
+    """Refuse to use a fitted state after ``set_params`` changed a parameter it depends on.
+
+    Parameters
+    ----------
+    estimator : object
+        The fitted estimator (its current parameters are its attributes).
+    fitted : dict or None
+        The parameters the fitted state depends on, as they were at fit (None or empty: nothing
+        recorded, e.g. a pickle from before the record; nothing is checked).
+    live : tuple of str, default=()
+        The parameters that do take effect without a refit, named in the message.
+
+    Raises
+    ------
+    ValueError
+        Naming each changed parameter, its value now and at fit, and the fix (call fit again).
+
+    Examples
+    --------
+    >>> class Rule:
+    ...     alpha = 0.05
+    >>> rule = Rule()
+    >>> check_params_as_fitted(rule, {"alpha": 0.05})
+    >>> rule.alpha = 0.01
+    >>> check_params_as_fitted(rule, {"alpha": 0.05})
+    Traceback (most recent call last):
+        ...
+    ValueError: alpha=0.01 was set after fit (fitted with alpha=0.05); the fitted state depends on this parameter: call fit again.
+    """
+    if not fitted:
+        return
+    changed = [name for name, value in fitted.items() if not _same_setting(getattr(estimator, name, None), value)]
+    if changed:
+        now = ", ".join(f"{name}={getattr(estimator, name, None)!r}" for name in changed)
+        then = ", ".join(f"{name}={fitted[name]!r}" for name in changed)
+        raise ValueError(
+            f"{now} was set after fit (fitted with {then}); the fitted state depends on "
+            f"{'this parameter' if len(changed) == 1 else 'these parameters'}: call fit again."
+            + (f" Only {', '.join(live)} take effect without a refit." if live else "")
+        )
 
 
 def as_1d(y: ArrayLike, name: str) -> np.ndarray:

@@ -21,6 +21,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._result import PredictionInterval
+from .._validation import check_params_as_fitted
 
 __all__ = ["CMEClassifier"]
 
@@ -28,6 +29,12 @@ _BYTES_PER_FLOAT = 8
 _GIB = 2.0**30
 # Share of the currently available RAM that ``fit`` may use by default.
 _DEFAULT_MEMORY_FRACTION = 0.5
+
+
+# The parameters alpha_, the Cholesky factor and noise_scale_ depend on (a change needs a refit),
+# and those read when predicting.
+_FIT_TIME_PARAMETERS = ("amplitude", "gamma", "regularization", "delta", "noise_constant")
+_PREDICT_TIME_PARAMETERS = ("rkhs_bound", "max_memory_bytes", "working_memory")
 
 
 def _available_memory_bytes() -> int | None:
@@ -89,7 +96,10 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
     regularization : float, default=1e-4
         Ridge regularisation ``λ_r`` (the system is ``K + nλ_r I``).
     rkhs_bound : float, default=1.0
-        Assumed bound ``B`` on the RKHS norm (enters as ``√B``).
+        Assumed bound ``B`` on the RKHS norm (enters as ``√B``). Read when predicting:
+        ``set_params(rkhs_bound=...)`` after ``fit`` takes effect at once; a change of
+        ``amplitude``, ``gamma``, ``regularization``, ``delta`` or ``noise_constant`` after
+        ``fit`` is refused until ``fit`` runs again.
     delta : float, default=0.05
         The bound holds with probability at least ``1 − δ`` (per query).
     noise_constant : float, default=0.5
@@ -373,10 +383,17 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
         self.log_det_ = log_det_bound
         radicand = log_det_bound - 2.0 * math.log(float(self.delta))
         self.noise_scale_ = float(self.noise_constant) * math.sqrt(max(radicand, 0.0))
-        self.epsilon_factor_ = (
-            math.sqrt(float(self.rkhs_bound)) + self.noise_scale_ / math.sqrt(n_reg)
-        )
+        # alpha_, the factor and noise_scale_ hold for these values only (set_params of one: refit);
+        # rkhs_bound B is read when predicting.
+        self._fit_params = {name: getattr(self, name) for name in _FIT_TIME_PARAMETERS}
         return self
+
+    @property
+    def epsilon_factor_(self) -> float:
+        """``√B + c_g/√(nλ_r)`` at the current ``rkhs_bound`` B (see the class docstring)."""
+        check_is_fitted(self)
+        n_reg = self.n_samples_fit_ * float(self.regularization)
+        return math.sqrt(float(self.rkhs_bound)) + self.noise_scale_ / math.sqrt(n_reg)
 
     # ------------------------------------------------------------------ predict
     def _chunk_rows(self, n_queries: int) -> int:
@@ -393,6 +410,7 @@ class CMEClassifier(ClassifierMixin, BaseEstimator):
     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray]:
         """Batched ``p̂``, optionally ``P²`` and ``κ = Σ_i k(x, x_i)``, and X."""
         check_is_fitted(self)
+        check_params_as_fitted(self, getattr(self, "_fit_params", None), live=_PREDICT_TIME_PARAMETERS)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         n_queries = X.shape[0]
         raw = np.empty((n_queries, self.classes_.shape[0]))

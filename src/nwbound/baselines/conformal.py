@@ -18,6 +18,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._result import PredictionInterval
+from .._validation import check_params_as_fitted
 
 __all__ = ["SplitConformalSets"]
 
@@ -207,6 +208,8 @@ class SplitConformalSets(BaseEstimator):
         self.quantile_ = float(np.partition(self.scores_, rank - 1)[rank - 1])
         self.n_calibration_ = n_cal
         self.backend_ = backend
+        # q̂ (and MAPIE's copy) hold for this estimator at this alpha: set_params of either needs a refit
+        self._fit_params = {"estimator": self.estimator, "alpha": self.alpha, "backend": self.backend}
         if backend == "mapie":
             from mapie.classification import SplitConformalClassifier
 
@@ -244,6 +247,7 @@ class SplitConformalSets(BaseEstimator):
         [[True, False], [True, True]]
         """
         check_is_fitted(self, "quantile_")
+        check_params_as_fitted(self, getattr(self, "_fit_params", None))
         if self.backend_ == "mapie":
             _, sets = self._mapie.predict_set(X)
             return np.asarray(sets[:, :, 0], dtype=bool)

@@ -38,7 +38,7 @@ from scipy import stats
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_int_range, check_open_unit
+from .._validation import check_int_range, check_open_unit, check_params_as_fitted
 
 __all__ = ["CalibratedAcceptance", "binomial_tail_pvalue", "min_calibration_size"]
 
@@ -236,6 +236,8 @@ class CalibratedAcceptance(BaseEstimator):
         self.n_accepted_ = n_acc
         self.n_errors_ = n_err
         self.n_calibration_ = n
+        # The threshold holds at these alpha and delta only: set_params of any needs a refit.
+        self._fit_params = {"alpha": self.alpha, "delta": self.delta, "n_thresholds": self.n_thresholds}
         if n_pass == 0:
             self.threshold_ = -math.inf
             self.accepted_share_ = 0.0
@@ -268,6 +270,7 @@ class CalibratedAcceptance(BaseEstimator):
         [True, True, False]
         """
         check_is_fitted(self, "threshold_")
+        check_params_as_fitted(self, getattr(self, "_fit_params", None))
         return _scores(scores, "scores") <= self.threshold_
 
     def review(self, scores: ArrayLike) -> np.ndarray:
@@ -296,6 +299,7 @@ class CalibratedAcceptance(BaseEstimator):
         'error among accepted <= 0.2 with prob. >= 0.95 (marginal; queries exchangeable with the calibration split)'
         """
         check_is_fitted(self, "threshold_")
+        check_params_as_fitted(self, getattr(self, "_fit_params", None))
         return (
             f"error among accepted <= {self.alpha:g} with prob. >= {1 - self.delta:g} "
             "(marginal; queries exchangeable with the calibration split)"

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
     target = args.output or Path("results") / args.experiment
     created = not target.exists()
-    output = prepare_output_dir(target, overwrite=args.overwrite)  # --resume sets overwrite too
+    output = prepare_output_dir(target, overwrite=args.overwrite, resumable=True)  # --resume sets overwrite too
     start = time.perf_counter()
     try:
         files = args.experiment_module.run(args, output)

@@ -61,7 +61,7 @@ import numpy as np
 
 from .._validation import check_class_count
 from ..utils import bandwidth_or_auto, positive_float
-from .predict import DEFAULT_CHUNKSIZE, add_column_list, check_chunksize, friendly_errors
+from .predict import DEFAULT_CHUNKSIZE, add_column_list, check_chunksize, check_not_an_input, friendly_errors
 
 __all__ = ["add_parser", "run", "build_estimator", "lipschitz_or_auto"]
 
@@ -215,9 +215,10 @@ def run(args: argparse.Namespace) -> int:
 
     check_chunksize(args.chunksize)
     output = Path(args.output)
+    train = Path(args.train)
+    check_not_an_input(output, {"table": train})
     if output.exists() and not args.overwrite:
         raise CommandError(f"Model file {output} already exists; pass --overwrite or choose another name.")
-    train = Path(args.train)
     if args.lipschitz is None and args.margin is None:
         args.lipschitz = "auto"  # the estimator's default assumption
     estimator = build_estimator(args)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -130,6 +131,24 @@ def check_chunksize(chunksize: int) -> None:
 
     if chunksize < 1:
         raise CommandError(f"--chunksize must be >= 1, got {chunksize}.")
+
+
+def check_not_an_input(output: Path, inputs: dict[str, str | os.PathLike]) -> None:
+    """Refuse an output file that is one of the command's input files, also through a link.
+
+    Writing it would replace the input, ``--overwrite`` or not: that option replaces earlier
+    results, never the data or the model a command reads. ``inputs`` maps a name for each
+    input (``"table"``, ``"model"``) to its path.
+    """
+    from .main import CommandError
+
+    for role, given in inputs.items():
+        path = Path(given)
+        same = output.resolve() == path.resolve()
+        if not same and output.exists() and path.exists():
+            same = os.path.samefile(output, path)  # a hard link
+        if same:
+            raise CommandError(f"Output {output} is the input {role} {path}; choose another output file.")
 
 
 def chunk_total(path: Path, chunksize: int) -> int | None:
@@ -265,8 +284,7 @@ def run(args: argparse.Namespace) -> int:
     if output.exists() and not args.overwrite:
         raise CommandError(f"Output file {output} already exists; pass --overwrite or choose another name.")
     model, data, columns = load_for_table(args.model, args.data)
-    if output.resolve() == data.resolve():
-        raise CommandError(f"Output {output} is the input table; choose another output file.")
+    check_not_an_input(output, {"table": data, "model": args.model})
     ids = resolve_id_columns(args.id_columns, model, columns, data, args.quiet)
     features = model_features(model, columns, ids, data)
     classes = np.asarray(model.classes_)

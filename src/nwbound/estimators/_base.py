@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from .._numerics import feature_unit, to_feature_unit
 from .._result import PredictionInterval
-from .._validation import check_beta, check_choice, check_class_count, check_open_unit, check_positive
+from .._validation import check_beta, check_choice, check_class_count, check_open_unit, check_params_as_fitted, check_positive
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import AdviceContext, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
@@ -50,18 +50,6 @@ def _caller_stacklevel() -> int:
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(inside):
         frame, level = frame.f_back, level + 1
     return level
-
-
-def _same_setting(a: Any, b: Any) -> bool:
-    """Whether a parameter still has the value it had at fit (arrays and lists by content)."""
-    if a is b:
-        return True
-    try:
-        if isinstance(a, (np.ndarray, list, tuple)) or isinstance(b, (np.ndarray, list, tuple)):
-            return bool(np.array_equal(np.asarray(a), np.asarray(b)))
-        return bool(a == b)
-    except (TypeError, ValueError):
-        return False
 
 
 _PARAM_NAMES: dict = {}  # class -> its parameter names (BoundedClassifierBase._get_param_names)
@@ -467,6 +455,16 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             params["lipschitz"] = getattr(self, "lipschitz_", None)  # chosen at fit (held-out check)
             if params["lipschitz"] is None:
                 raise ValueError("lipschitz='auto' is chosen when the estimator is fitted: call fit first.")
+            overridden = bool(overrides) and ("lipschitz" in overrides or "margin" in overrides)
+            # lipschitz_ is the chosen L only when this fit ran the held-out check (its report, or the
+            # held-out rows while the fit runs); after a fit with a numeric L it is that number.
+            chosen = getattr(self, "lipschitz_report_", None) is not None or getattr(self, "_held", None) is not None
+            if not overridden and not chosen:
+                raise ValueError(
+                    f"lipschitz='auto' was set after a fit with lipschitz={params['lipschitz']!r}; 'auto' chooses L "
+                    "on rows that fit holds out of the kernel sums, which this fit did not do: call fit again "
+                    "with lipschitz='auto', or set a number."
+                )
         if overrides:
             unknown = sorted(set(overrides) - set(BOUND_PARAMETERS))
             if unknown:
@@ -544,18 +542,9 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         """Fitted, with the parameters as fit left them: the bound parameters (``BOUND_PARAMETERS``)
         and the predict-time ones may change with ``set_params`` (checked here); any other needs a refit."""
         check_is_fitted(self)
-        fitted = getattr(self, "_fit_params", None)  # None: a pickle from before the check
-        if fitted:
-            changed = [name for name, value in fitted.items() if not _same_setting(getattr(self, name, None), value)]
-            if changed:
-                now = ", ".join(f"{name}={getattr(self, name, None)!r}" for name in changed)
-                then = ", ".join(f"{name}={fitted[name]!r}" for name in changed)
-                raise ValueError(
-                    f"{now} was set after fit (fitted with {then}); the fitted state depends on "
-                    f"{'this parameter' if len(changed) == 1 else 'these parameters'}: call fit again. "
-                    f"Only {', '.join(BOUND_PARAMETERS + self._predict_time_parameters)} take effect "
-                    "without a refit."
-                )
+        # None: a pickle from before the check
+        check_params_as_fitted(self, getattr(self, "_fit_params", None),
+                               live=tuple(BOUND_PARAMETERS) + tuple(self._predict_time_parameters))
         self._validate_params()  # set_params does not validate: the predict-time parameters are checked here
         check_choice(self.empty_neighborhood, "empty_neighborhood", EMPTY_NEIGHBORHOOD_RULES)
 
@@ -759,6 +748,14 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         """
         self._no_cross_fit("interval_from_statistics")
         stats.check_bound_form()  # device-form statistics (nwbound.gpu) raise, naming the fix
+        check_is_fitted(self)
+        n_classes = self.classes_.shape[0]
+        if stats.class_sums.ndim != 3 or stats.class_sums.shape[2] != n_classes:
+            raise ValueError(
+                f"stats hold class sums of shape {tuple(stats.class_sums.shape)} (queries, bandwidths, classes), "
+                f"but this model has {n_classes} classes ({self.classes_.tolist()!r}): bound statistics with the "
+                "model (or shards restored with the same classes) that computed them."
+            )
         specs = self._resolve_bounds(bounds)
         return self._report({name: self._interval(stats, spec) for name, spec in specs.items()}, specs, bounds)
 

@@ -121,6 +121,51 @@ class FeatureScaler:
         return (X - self.shift) * self.scale
 
 
+def _feature_frame(X: Any, features: Sequence[str]) -> Any:
+    """The ``features`` columns of a data frame, by name and in that order; other input unchanged.
+
+    A frame (anything with ``columns``, e.g. pandas or polars) is read by column name, so that
+    columns in another order, or beside id columns, give the features the model was fitted on;
+    a missing feature is refused. An array is read by position, as it is.
+
+    Parameters
+    ----------
+    X : data frame or array-like
+    features : sequence of str
+        The model's feature columns, in order.
+
+    Returns
+    -------
+    data frame or array-like
+        The frame's feature columns in the order of ``features``, or ``X`` itself.
+
+    Raises
+    ------
+    nwbound.io.tables.TableError
+        A frame without one of the ``features`` (a ``ValueError``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"id": ["a"], "b": [2.0], "a": [1.0]})
+    >>> _feature_frame(frame, ["a", "b"]).to_numpy().tolist()
+    [[1.0, 2.0]]
+    >>> _feature_frame(frame[["id", "b"]], ["a", "b"])
+    Traceback (most recent call last):
+    ...
+    nwbound.io.tables.TableError: X has no feature column(s) ['a']; its columns are 'id', 'b'.
+    """
+    columns = getattr(X, "columns", None)
+    if columns is None or isinstance(X, np.ndarray):
+        return X
+    from .tables import check_columns
+
+    labels = list(columns)
+    names = [str(c) for c in labels]
+    check_columns(names, [str(f) for f in features], "X", "feature")
+    return X[[labels[names.index(str(f))] for f in features]]
+
+
 @dataclass(eq=False)
 class TableModel:
     """A fitted classifier together with how to build its inputs from a table.
@@ -186,8 +231,8 @@ class TableModel:
             ``metric=None`` (as ``nwbound fit`` does): the restated values are in the scaled
             features' units, not a learned space's, and a model file cannot hold the learned map
             of the default ``metric="auto"``.
-        X : ndarray of shape (n_samples, n_features)
-            Raw features.
+        X : ndarray or data frame of shape (n_samples, n_features)
+            Raw features; a data frame is read by the names in ``features`` (other columns ignored).
         y : ndarray of shape (n_samples,)
         features : sequence of str
             Column names of ``X``.
@@ -221,7 +266,7 @@ class TableModel:
         from ..scaling import restate_lipschitz, restate_margin
 
         features = tuple(str(f) for f in features)
-        X = np.asarray(X, dtype=np.float64)
+        X = np.asarray(_feature_frame(X, features), dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != len(features):
             raise ValueError(f"X has shape {X.shape} but {len(features)} feature names were given.")
         if lipschitz is not None and margin is not None:
@@ -287,8 +332,9 @@ class TableModel:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Raw features, columns in the order of ``features``.
+        X : array-like or data frame of shape (n_samples, n_features)
+            Raw features: an array's columns in the order of ``features``; a data frame's are
+            read by name (other columns ignored, a missing one refused).
 
         Returns
         -------
@@ -314,7 +360,7 @@ class TableModel:
         ...
         ValueError: Expected 2 features (a, b), got shape (1, 1).
         """
-        X = np.asarray(X, dtype=np.float64)
+        X = np.asarray(_feature_frame(X, self.features), dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != len(self.features):
             raise ValueError(f"Expected {len(self.features)} features ({', '.join(self.features)}), got shape {X.shape}.")
         return X if self.scaler is None else self.scaler.transform(X)
@@ -324,8 +370,8 @@ class TableModel:
 
         Parameters
         ----------
-        X : array-like of shape (n_queries, n_features)
-            Raw features.
+        X : array-like or data frame of shape (n_queries, n_features)
+            Raw features, as :meth:`transform` reads them (a data frame by column name).
         **kwargs
             Keyword arguments of the estimator's ``predict_interval`` (e.g. ``bounds``).
 
@@ -352,8 +398,8 @@ class TableModel:
 
         Parameters
         ----------
-        X : array-like of shape (n_queries, n_features)
-            Raw features.
+        X : array-like or data frame of shape (n_queries, n_features)
+            Raw features, as :meth:`transform` reads them (a data frame by column name).
 
         Returns
         -------
@@ -377,8 +423,8 @@ class TableModel:
 
         Parameters
         ----------
-        X : array-like of shape (n_queries, n_features)
-            Raw features.
+        X : array-like or data frame of shape (n_queries, n_features)
+            Raw features, as :meth:`transform` reads them (a data frame by column name).
 
         Returns
         -------

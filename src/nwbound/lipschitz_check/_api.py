@@ -58,7 +58,8 @@ def check_lipschitz(
         The ``L`` to test, in the units of the distances the model computes
         (after its ``metric`` unless None: the default ``"auto"`` maps). None: the model's own
         assumption (its ``lipschitz``, the chosen ``lipschitz_`` with the default
-        ``lipschitz="auto"``, or its ``margin`` ``γ`` as ``β = 1/γ``). A sequence:
+        ``lipschitz="auto"``, or its ``margin`` ``γ`` as ``β = 1/γ``; a cross-fitted model
+        checks each of its models at its own L, and the record names the largest). A sequence:
         several, from one pass of kernel sums.
     alpha : float, default=0.05
         Level of the test: ``P(reject a true L) ≤ alpha``, all parts included.

@@ -153,13 +153,20 @@ def _run_check_families(
     delta_test = min(beta * (free + 1) / n, 0.5)  # P(|F| > m) ≤ n·δ_t/(m + 1) = β
     test_setting = {"delta": delta_test, "coverage": "simultaneous"}
     if values is None:  # the model's own assumption, whatever form it takes
-        beta_own = getattr(model, "beta_", None)
+        margin = model.get_params().get("margin")
+        if getattr(model, "cross_fit_models_", None) is not None:
+            # Cross-fitted: each model's own L in its own space (no single beta_); the record names
+            # the largest (lipschitz_), and the intervals are each model's at its own setting.
+            lipschitz = model.get_params().get("lipschitz")
+            beta_own = (1.0 / float(margin) if margin is not None
+                        else None if lipschitz is None else getattr(model, "lipschitz_", None))
+        else:
+            beta_own = getattr(model, "beta_", None)
         if beta_own is None:
             raise ValueError(
                 "model has no assumption to check (lipschitz=None and margin=None): pass lipschitz=L "
                 "(or a list of values) to check_lipschitz."
             )
-        margin = model.get_params().get("margin")
         described = [(None, float(margin)) if margin is not None else (float(beta_own), None)]
         bounds: dict[Any, dict[str, Any]] = {("test", 0): dict(test_setting)}
         if certified_at == "model":

@@ -41,7 +41,7 @@ FILE_MODE = 0o644
 """Permissions of every result file (``mkstemp`` alone would leave 0600)."""
 
 
-def prepare_output_dir(path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+def prepare_output_dir(path: str | os.PathLike, *, overwrite: bool = False, resumable: bool = False) -> Path:
     """Create ``path`` (or accept it empty); refuse one that holds files unless ``overwrite``.
 
     With ``overwrite=True`` existing files are replaced only when a result of
@@ -53,6 +53,9 @@ def prepare_output_dir(path: str | os.PathLike, *, overwrite: bool = False) -> P
         The results folder (parents are created).
     overwrite : bool, default=False
         Accept a folder that already holds files.
+    resumable : bool, default=False
+        Whether the command has ``--resume`` (the experiments): only then does the
+        message for a folder that holds files offer it.
 
     Returns
     -------
@@ -71,15 +74,21 @@ def prepare_output_dir(path: str | os.PathLike, *, overwrite: bool = False) -> P
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     prepare_output_dir(pathlib.Path(tmp) / "run").is_dir()
     True
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = (pathlib.Path(tmp) / "old.csv").write_text("x")
+    ...     prepare_output_dir(tmp)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    nwbound.utils._errors.UserError: Output folder ... already holds files; choose an empty or new folder, or pass --overwrite to replace results of the same name (other files are left alone).
     """
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise UserError(f"Output path {out} exists and is not a folder; choose another --output.")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
+        resume = "pass --resume to continue an interrupted run, " if resumable else ""
         raise UserError(
-            f"Output folder {out} already holds files; choose an empty or new folder, pass --resume to "
-            "continue an interrupted run, or --overwrite to replace results of the same name (other "
-            "files are left alone)."
+            f"Output folder {out} already holds files; choose an empty or new folder, {resume}or pass "
+            "--overwrite to replace results of the same name (other files are left alone)."
         )
     try:
         out.mkdir(parents=True, exist_ok=True)
