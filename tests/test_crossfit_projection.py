@@ -263,6 +263,16 @@ def test_predict_proba_is_the_interval_proba_and_never_warns_about_bounds():
             prior = np.bincount(y) / y.size
             d = bayes_decision(proba, train_prior=prior, target_prior=[0.5, 0.5], lower=iv.lower, upper=iv.upper)
             assert d.y_pred.shape == (Q.shape[0],)
+    # nor about the bound's form (a Chernoff bound on a kernel without compact support falls back to Hoeffding)
+    clf = NadarayaWatsonClassifier(metric=_Identity(), cross_fit=True, lipschitz=0.3, bandwidth=4.0,
+                                   kernel="gaussian_untruncated", bound="chernoff")
+    with pytest.warns(UserWarning, match="compact support"):
+        clf.fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        proba = clf.predict_proba(Q)
+    with pytest.warns(UserWarning, match="compact support"):
+        np.testing.assert_array_equal(proba, clf.predict_interval(Q).proba)
     # without a bound there is no box: the κ-weighted mean of the models' p̂
     clf = NadarayaWatsonClassifier(metric=_Identity(), cross_fit=True, lipschitz=None, bandwidth=4.0).fit(X, y)
     parts = [m._proba_kappa(Q[:10]) for m in clf.cross_fit_models_]

@@ -67,6 +67,8 @@ _PARAM_NAMES: dict = {}  # class -> its parameter names (BoundedClassifierBase._
 
 
 _UNITS_WARNING_START = "The assumption"
+#: The start of the warning that bound="chernoff" falls back to Hoeffding for a kernel without compact support.
+_CHERNOFF_FALLBACK_START = "bound='chernoff' over all training points needs a kernel with compact support"
 
 
 def _auto_lipschitz(estimator: Any) -> bool:
@@ -414,17 +416,19 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             if "delta" in o:
                 o["delta"] = check_open_unit(o["delta"], "delta") / len(self.cross_fit_models_)
             halved[name] = o
-        parts = []
+        specs = []
         for h in self.cross_fit_models_:
-            if bounds is None and not required:
+            if bounds is None and not required:  # predict_proba: no word about the bound's form either
                 h._check_fitted()
-                spec = h._own_spec()
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", category=UserWarning, message=_CHERNOFF_FALLBACK_START)
+                    spec = h._own_spec()
                 if spec is None:
                     return None
-                specs = {None: spec}
+                specs.append({None: spec})
             else:  # bounds=None: each model's own setting; otherwise the settings, δ divided by K.
-                specs = h._resolve_bounds(None if bounds is None else {i: o for i, o in enumerate(halved.values())})
-            parts.append(list(h._intervals(X, specs).values()))
+                specs.append(h._resolve_bounds(None if bounds is None else dict(enumerate(halved.values()))))
+        parts = [list(h._intervals(X, s).values()) for h, s in zip(self.cross_fit_models_, specs)]
         return {name: intersect_intervals(*[part[i] for part in parts]) for i, name in enumerate(halved)}
 
     def _finish_fit(self) -> "BoundedClassifierBase":
@@ -513,7 +517,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             # The band-Chernoff form over all training points bins distances on the kernel's
             # support; an infinite support has no finite histogram. Hoeffding stays valid.
             warnings.warn(
-                f"bound='chernoff' over all training points needs a kernel with compact support for its "
+                f"{_CHERNOFF_FALLBACK_START} for its "
                 f"distance histogram; kernel {kernel.name!r} has none, so this model uses bound='hoeffding' "
                 "instead (valid, usually wider). For the Chernoff bound use kernel='gaussian' (truncated at "
                 "3λ) or the localized classifier (n_neighbors=k); pass bound='hoeffding' to keep this bound "
