@@ -96,6 +96,17 @@ def test_projection_keeps_rows_already_in_their_box_bit_for_bit():
     assert q.shape == (0, 3) and feasible.shape == (0,)
 
 
+@pytest.mark.parametrize("lower, upper, match", [
+    (np.zeros((2, 2)), np.ones((2, 3)), r"`upper` of the shape of `proba`.*\(2, 3\)"),
+    (np.zeros(2), np.ones((2, 2)), r"`lower` of the shape"),
+    (np.full((2, 2), np.nan), np.ones((2, 2)), r"`lower`.*non-finite"),
+    (np.full((2, 2), 0.6), np.full((2, 2), 0.5), r"lower ≤ upper; 4 entries"),
+])
+def test_projection_bad_input_names_the_array(lower, upper, match):
+    with pytest.raises(ValueError, match=match):
+        project_into_box(np.full((2, 2), 0.5), lower, upper)
+
+
 def _interval(proba, lower, upper, kappa, vacuous=None, outside=None):
     n = proba.shape[0]
     eps = np.maximum(upper - proba, proba - lower)

@@ -156,6 +156,11 @@ def project_into_box(proba: np.ndarray, lower: np.ndarray, upper: np.ndarray) ->
     feasible : ndarray of bool, shape (n,)
         Where the set is non-empty.
 
+    Raises
+    ------
+    ValueError
+        Arrays of other shapes than ``proba``'s (n, C), non-finite values, or ``lower > upper``.
+
     Examples
     --------
     >>> import numpy as np
@@ -170,6 +175,13 @@ def project_into_box(proba: np.ndarray, lower: np.ndarray, upper: np.ndarray) ->
     p = np.asarray(proba, dtype=np.float64)
     lo = np.asarray(lower, dtype=np.float64)
     up = np.asarray(upper, dtype=np.float64)
+    for name, arr in (("proba", p), ("lower", lo), ("upper", up)):
+        if arr.ndim != 2 or arr.shape != p.shape or not np.all(np.isfinite(arr)):
+            raise ValueError(f"project_into_box needs finite `{name}` of the shape of `proba` (n, C), "
+                             f"got shape {arr.shape}{'' if np.all(np.isfinite(arr)) else ' with non-finite values'}.")
+    if np.any(lo > up):
+        raise ValueError(f"project_into_box needs lower ≤ upper; {int(np.count_nonzero(lo > up))} entries have "
+                         "lower > upper (an intersection of intervals that do not meet: set upper = lower there).")
     q = p.copy()
     feasible = (lo.sum(axis=1) <= 1.0 + _SUM_TOL) & (up.sum(axis=1) >= 1.0 - _SUM_TOL)
     rows = np.flatnonzero(feasible & ~_inside(p, lo, up))
