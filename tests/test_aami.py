@@ -195,5 +195,7 @@ def test_decision_bad_input() -> None:
         bayes_decision(p, lower=p)
     with pytest.raises(ValueError, match="lower"):
         bayes_decision(p, lower=p + 0.1, upper=p + 0.2)
+    with pytest.raises(ValueError, match=r"1 of 2 entries lie outside their bounds \(by up to 0\.1\).*iv\.proba"):
+        bayes_decision(p, lower=np.array([[0.8, 0.3]]), upper=np.array([[0.9, 0.4]]))
     with pytest.raises(ValueError, match="proba"):
         bayes_decision(np.array([[0.5, np.nan]]))

@@ -118,22 +118,6 @@ def test_run_learned_end_to_end_on_synthetic_records():
     assert learned.learned_text(run)[0].startswith("### Learned space")
 
 
-def test_box_proba_lands_in_the_box_and_keeps_certified_classes():
-    rng = np.random.default_rng(3)
-    p = rng.dirichlet(np.ones(4), size=200)
-    lo = np.clip(p + rng.normal(scale=0.1, size=p.shape) - 0.1, 0, 1)
-    up = np.clip(lo + rng.uniform(0.0, 0.3, size=p.shape), 0, 1)
-    q = learned.box_proba(p, lo, up)
-    assert np.all(lo <= q) and np.all(q <= up)
-    for i in range(p.shape[0]):  # slow re-statement, entry by entry
-        for c in range(p.shape[1]):
-            want = lo[i, c] if p[i, c] < lo[i, c] else up[i, c] if p[i, c] > up[i, c] else p[i, c]
-            assert q[i, c] == want
-        top = int(np.argmax(lo[i]))
-        if all(lo[i, top] > up[i, j] for j in range(p.shape[1]) if j != top):  # the box certifies `top`
-            assert int(np.argmax(q[i])) == top
-
-
 def test_add_learned_refuses_a_result_of_other_test_beats():
     beats = _beats(6, 10, 0)
     beats = BeatSet(beats.X, beats.y, np.repeat(["101", "106", "108", "100", "103", "105"], 10),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import functools
 import warnings
 from numbers import Integral, Real
 
@@ -56,6 +55,8 @@ _PARAM_NAMES: dict = {}  # class -> its parameter names (BoundedClassifierBase._
 
 
 _UNITS_WARNING_START = "The assumption"
+#: The start of the warning that bound="chernoff" falls back to Hoeffding for a kernel without compact support.
+_CHERNOFF_FALLBACK_START = "bound='chernoff' over all training points needs a kernel with compact support"
 
 
 def _auto_lipschitz(estimator: Any) -> bool:
@@ -373,14 +374,26 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
 
 
     def _cross_interval(self, X, bounds: Any, stacklevel: int = 4):
-        """The intersection of the two halves' intervals, each at level δ/2 (:func:`~nwbound.spaces.intersect_intervals`)."""
+        """The intersection of the models' intervals, each at level δ/K (:func:`~nwbound.spaces.intersect_intervals`)."""
         check_is_fitted(self)
+        if isinstance(bounds, str):
+            return self.cross_fit_models_[0].predict_interval(X, bounds=bounds)  # raises the explanation
+        out = self._cross_intervals(X, bounds)
+        if bounds is not None:
+            return out
+        # Each model has its own L in its own space: the advice gives L as a factor (beta=None), in
+        # the terms of this estimator's settings.
+        warn_if_useless(out[None], beta=None, stacklevel=stacklevel, context=AdviceContext.from_estimator(self))
+        return out[None]
+
+    def _cross_intervals(self, X, bounds: Any, *, required: bool = True) -> dict | None:
+        """``{name: intersected interval}`` without any warning; ``bounds=None``: ``{None: …}`` at each
+        model's own setting (fixed at fit, at δ/K), or, where ``required`` is False and the models
+        have no bound (neither ``lipschitz`` nor ``margin``), None."""
         if bounds is None:
             named = {None: {}}
         elif isinstance(bounds, Mapping):
             named = dict(bounds)
-        elif isinstance(bounds, str):
-            return self.cross_fit_models_[0].predict_interval(X, bounds=bounds)  # raises the explanation
         else:
             named = {form: {"bound": form} for form in bounds}
         halved = {}
@@ -391,19 +404,20 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             if "delta" in o:
                 o["delta"] = check_open_unit(o["delta"], "delta") / len(self.cross_fit_models_)
             halved[name] = o
-        parts = []
+        specs = []
         for h in self.cross_fit_models_:
-            # bounds=None: each half's own setting (fixed at fit, at δ/2); otherwise the settings, δ halved.
-            specs = h._resolve_bounds(None if bounds is None else {i: o for i, o in enumerate(halved.values())})
-            parts.append(list(h._intervals(X, specs).values()))
-        out = {name: functools.reduce(intersect_intervals, [part[i] for part in parts])
-               for i, name in enumerate(halved)}
-        if bounds is not None:
-            return out
-        # Each model has its own L in its own space: the advice gives L as a factor (beta=None), in
-        # the terms of this estimator's settings.
-        warn_if_useless(out[None], beta=None, stacklevel=stacklevel, context=AdviceContext.from_estimator(self))
-        return out[None]
+            if bounds is None and not required:  # predict_proba: no word about the bound's form either
+                h._check_fitted()
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", category=UserWarning, message=_CHERNOFF_FALLBACK_START)
+                    spec = h._own_spec()
+                if spec is None:
+                    return None
+                specs.append({None: spec})
+            else:  # bounds=None: each model's own setting; otherwise the settings, δ divided by K.
+                specs.append(h._resolve_bounds(None if bounds is None else dict(enumerate(halved.values()))))
+        parts = [list(h._intervals(X, s).values()) for h, s in zip(self.cross_fit_models_, specs)]
+        return {name: intersect_intervals(*[part[i] for part in parts]) for i, name in enumerate(halved)}
 
     def _finish_fit(self) -> "BoundedClassifierBase":
         """``lipschitz="auto"``: choose L on the check rows now that the kernel sums are in place."""
@@ -501,7 +515,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             # The band-Chernoff form over all training points bins distances on the kernel's
             # support; an infinite support has no finite histogram. Hoeffding stays valid.
             warnings.warn(
-                f"bound='chernoff' over all training points needs a kernel with compact support for its "
+                f"{_CHERNOFF_FALLBACK_START} for its "
                 f"distance histogram; kernel {kernel.name!r} has none, so this model uses bound='hoeffding' "
                 "instead (valid, usually wider). For the Chernoff bound use kernel='gaussian' (truncated at "
                 "3λ) or the localized classifier (n_neighbors=k); pass bound='hoeffding' to keep this bound "
@@ -647,9 +661,15 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         raise NotImplementedError
 
     def _proba_vacuous(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """``(p̂, vacuous)``; cross-fitted: the κ-weighted mean of the halves' ``p̂``, vacuous where both are."""
+        """``(p̂, vacuous)``. Cross-fitted: ``predict_interval(X).proba`` (the models' κ-weighted mean
+        ``p̂`` moved into the intersected box, :func:`~nwbound.spaces.intersect_intervals`), computed
+        without any bound warning; without a bound (neither ``lipschitz`` nor ``margin``) there is
+        no box, and ``p̂`` is the κ-weighted mean. Vacuous where every model is."""
         check_is_fitted(self)
         if self._is_cross_fitted():
+            iv = self._cross_intervals(X, None, required=False)
+            if iv is not None:
+                return iv[None].proba, iv[None].vacuous
             parts = [h._proba_kappa(X) for h in self.cross_fit_models_]
             proba = kappa_weighted_proba([p for p, _ in parts], [k for _, k in parts])
             kappa = np.sum([np.asarray(k) for _, k in parts], axis=0)

@@ -423,7 +423,9 @@ class DyadicClassifier(BoundedClassifierBase):
         -------
         ndarray of shape (n_queries, n_classes)
             In the queries' namespace and device under scikit-learn's ``array_api_dispatch``
-            (the cell lookup itself runs on the host).
+            (the cell lookup itself runs on the host). A cross-fitted model returns
+            ``predict_interval(X).proba`` (:func:`~nwbound.spaces.intersect_intervals`),
+            without a bound warning.
 
         Examples
         --------
@@ -437,7 +439,8 @@ class DyadicClassifier(BoundedClassifierBase):
         return restore(self._proba(X))
 
     def _proba_kappa(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """``(p̂, κ)`` of queries (a cross-fitted half's share of :meth:`predict_proba`)."""
+        """``(p̂, κ)`` of queries (a cross-fitted model's models' share of :meth:`predict_proba` where
+        they have no bound)."""
         class_sums = self._lookup(X)[0]
         kappa = class_sums.sum(axis=1)
         return self._fallback_proba(class_sums, kappa)[0], kappa

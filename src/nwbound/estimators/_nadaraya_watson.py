@@ -876,8 +876,14 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
             Columns in ``classes_`` order; queries without training mass
             (κ = 0, *vacuous*) get the ``empty_neighborhood`` fallback. When most
             queries are vacuous it warns (:class:`~nwbound.VacuousPredictionWarning`,
-            with the cause and the fix); it never warns about bounds, which it does
-            not compute for (use :meth:`predict_interval`).
+            with the cause and the fix); it never warns about bounds (use
+            :meth:`predict_interval`). A cross-fitted model (the default
+            ``metric="auto"`` up to ``AUTO_MAX_ROWS`` map rows) returns
+            ``predict_interval(X).proba``: the models' κ-weighted mean moved into
+            their intersected box (:func:`~nwbound.spaces.intersect_intervals`), so
+            it computes the models' bounds (with ``bandwidth="auto"`` it does so
+            anyway, to choose each query's bandwidth; with a fixed bandwidth this
+            costs what :meth:`predict_interval` costs).
 
         Examples
         --------
@@ -891,7 +897,8 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         return restore(self._proba(X))
 
     def _proba_kappa(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """``(p̂, κ)`` of queries as NumPy (also a cross-fitted half's share of :meth:`predict_proba`)."""
+        """``(p̂, κ)`` of queries as NumPy (a cross-fitted model's models' share of :meth:`predict_proba`
+        where they have no bound)."""
         if self.bandwidth == "auto":  # λ comes from the bound, per query (no bound warning: none was asked)
             iv = self._intervals(X, self._resolve_bounds(None))[None]
             return iv.proba, iv.kappa

@@ -68,25 +68,6 @@ def _interval(model: Any, X: np.ndarray, bound: str) -> Any:
     return expand_interval(iv, model.classes_.astype(np.intp), symmetric=is_symmetric_form(bound))
 
 
-def box_proba(proba: Any, lower: Any, upper: Any) -> np.ndarray:
-    """p̂ moved into its box: ``clip(p̂, lower, upper)``, class by class.
-
-    A cross-fitted classifier's p̂ is the κ-weighted mean of its models' estimates, while its box
-    is their intersection, so p̂ can lie outside the box. On the event that the box holds ``p``
-    (probability ≥ 1 − δ), clipping moves no entry away from ``p``. Where the box certifies a
-    class, that class is the argmax of the clipped p̂. The decision rules
-    (:func:`nwbound.metrics.bayes_decision`) need ``lower ≤ p̂ ≤ upper``; rows need not sum to 1.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> box_proba(np.array([[0.7, 0.3]]), np.array([[0.5, 0.3]]), np.array([[0.6, 0.5]])).tolist()
-    [[0.6, 0.3]]
-    """
-    return np.clip(np.asarray(proba, dtype=np.float64), np.asarray(lower, dtype=np.float64),
-                   np.asarray(upper, dtype=np.float64))
-
-
 def record_folds(y: Any, records: Any, n_folds: int = LEARNED_FOLDS, *, seed: int = 0) -> list[np.ndarray]:
     """``n_folds`` folds of the rows, each record whole in one fold (stratified by class where it can).
 
@@ -131,8 +112,8 @@ def record_folds(y: Any, records: Any, n_folds: int = LEARNED_FOLDS, *, seed: in
 
 def out_of_fold(X: np.ndarray, y: np.ndarray, records: np.ndarray, *, bound: str, seed: int,
                 n_folds: int = LEARNED_FOLDS) -> dict[str, np.ndarray]:
-    """p̂ (moved into its box, :func:`box_proba`) and bounds of every row from a learned-space
-    model fitted on the other records' folds.
+    """p̂ and bounds of every row from a learned-space model fitted on the other records' folds (the
+    cross-fitted p̂ lies in its box: :func:`nwbound.spaces.intersect_intervals`).
 
     Each fold's model is :func:`learned_model` fitted on the rows of the other folds with
     ``groups=`` their records; it never sees a row of the records it is queried on.
@@ -159,7 +140,7 @@ def out_of_fold(X: np.ndarray, y: np.ndarray, records: np.ndarray, *, bound: str
             raise RuntimeError("a record is on both sides of a DS1 fold")
         model = learned_model(bound, seed).fit(X[fit_rows], y[fit_rows], groups=records[fit_rows])
         iv = _interval(model, X[held], bound)
-        proba[held], lower[held], upper[held] = box_proba(iv.proba, iv.lower, iv.upper), iv.lower, iv.upper
+        proba[held], lower[held], upper[held] = iv.proba, iv.lower, iv.upper
     return {"y": y, "proba": proba, "lower": lower, "upper": upper, "record": records}
 
 
@@ -198,8 +179,7 @@ def run_learned(train: Any, test: Any, args: argparse.Namespace, rhythm_weight: 
     L = float(model.lipschitz_)
     vac = float(iv.vacuous.mean())
     fits = []
-    p = box_proba(iv.proba, iv.lower, iv.upper)
-    outside = float(np.mean(np.any(p != iv.proba, axis=1)))
+    p = iv.proba  # in its box (the library projects the cross-fitted mean there), as the rules need
     w = weighted_decision(p, iv.lower, iv.upper, [1.0, weights[0], weights[1], 1.0, 1.0])
     arg = weighted_decision(p, iv.lower, iv.upper, np.ones(len(CLASS_NAMES)))
     bal = _decide(p, iv.lower, iv.upper, train_prior, "balanced")
@@ -214,7 +194,6 @@ def run_learned(train: Any, test: Any, args: argparse.Namespace, rhythm_weight: 
     grouped = sorted({bool(getattr(r, "grouped", False)) for r in reports})
     map_report = (f"{len(reports)} model(s); score model(s) {', '.join(chosen)}; "
                   f"comparison folds by record: {'/'.join(map(str, grouped))}")
-    map_report += f"; p̂ outside its box (moved in) on {100 * outside:.1f} % of DS2 beats"
     run = LearnedRun(weights, selection, fits, len(sub), select_s, map_report)
     run.text = learned_text(run)
     return run

@@ -408,8 +408,14 @@ def bayes_decision(
     for name, arr in (("lower", lo), ("upper", up)):
         if arr.shape != p.shape or not np.all(np.isfinite(arr)):
             raise ValueError(f"`{name}` must be a finite array of shape {p.shape}.")
-    if np.any(lo > p + 1e-9) or np.any(up < p - 1e-9):
-        raise ValueError("`lower` ≤ `proba` ≤ `upper` must hold element-wise.")
+    gap = np.maximum(lo - p, p - up)
+    if np.any(gap > 1e-9):
+        raise ValueError(
+            f"`lower` ≤ `proba` ≤ `upper` must hold element-wise; {int(np.count_nonzero(gap > 1e-9))} of {gap.size} "
+            f"entries lie outside their bounds (by up to {float(gap.max()):.3g}). Pass the proba, lower and upper of "
+            "one PredictionInterval (iv.proba, iv.lower, iv.upper: nwbound's intervals hold their own proba, "
+            "cross-fitted ones included); bounds made elsewhere must contain the proba given."
+        )
     # Certified: for every rival k, max over the box of Σ_c (cost[k*, c] − cost[k, c]) w_c p_c < 0.
     certified = np.ones(n, dtype=bool)
     rows = np.arange(n)

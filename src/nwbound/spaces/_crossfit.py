@@ -1,4 +1,4 @@
-"""Cross-fitting: several splits of the training rows, their intervals intersected."""
+"""Cross-fitting: several splits of the training rows, their intervals intersected, p̂ moved into the box."""
 
 from __future__ import annotations
 
@@ -8,7 +8,12 @@ from typing import Sequence
 
 from .._result import PredictionInterval
 
-__all__ = ["intersect_intervals", "kappa_weighted_proba"]
+__all__ = ["intersect_intervals", "kappa_weighted_proba", "project_into_box"]
+
+#: Rounding slack of ``Σ lower ≤ 1 ≤ Σ upper`` (the box holds a distribution).
+_SUM_TOL = 1e-9
+#: Bisection steps for the projection's shift τ: the bracket starts at most 2 wide, 2⁻⁵⁹ after.
+_BISECTION_STEPS = 60
 
 
 def kappa_weighted_proba(proba: Sequence[np.ndarray], kappa: Sequence[np.ndarray]) -> np.ndarray:
@@ -32,17 +37,42 @@ def kappa_weighted_proba(proba: Sequence[np.ndarray], kappa: Sequence[np.ndarray
     return np.sum(weights * P, axis=0)
 
 
-def intersect_intervals(first: PredictionInterval, second: PredictionInterval) -> PredictionInterval:
-    """The cross-fitted interval: two intervals, each at level ``δ/2``, intersected.
+def intersect_intervals(first: PredictionInterval, *others: PredictionInterval) -> PredictionInterval:
+    """The cross-fitted interval: the intervals of K models, each at level ``δ/K``, intersected.
 
-    ``lower = max(lower₁, lower₂)``, ``upper = min(upper₁, upper₂)``: if each half's interval
-    misses ``p`` with probability at most ``δ/2``, the intersection misses it with probability
-    at most ``δ`` (union bound). ``proba`` is the κ-weighted mean of the two ``p̂``;
-    ``epsilon = max(upper − p̂, p̂ − lower, 0)`` so that ``|p − p̂| ≤ ε`` on the same event;
-    ``bias``/``sampling``/``bandwidth`` are those of the half with the smaller ``ε`` (an
-    account, per entry); ``kappa`` and ``n_eff`` add up; ``vacuous`` where both halves are
-    vacuous; ``outside_box`` where the query lies outside both. When the two intervals do not
-    meet (only possible on the δ-event), the class's interval is ``[lower, lower]``.
+    ``lower = max_k lower_k``, ``upper = min_k upper_k``: if each model's interval misses ``p``
+    with probability at most ``δ/K``, the intersection misses it with probability at most ``δ``
+    (union bound). When the intervals of a class do not meet (only possible on the δ-event), its
+    interval is ``[lower, lower]``.
+
+    ``proba`` lies in the box, and rows sum to 1. It is the κ-weighted mean ``p̄`` of the models'
+    ``p̂`` (:func:`kappa_weighted_proba`) moved into the box: its Euclidean projection ``q`` onto
+    ``{q : lower ≤ q ≤ upper, Σ_c q_c = 1}`` (:func:`project_into_box`; ``p̄`` itself where it
+    lies in the box already). On the event that the box holds ``p``, ``p`` is in that convex set,
+    so ``‖q − p‖₂ ≤ ‖p̄ − p‖₂`` (a projection onto a convex set is non-expansive), and a class the
+    box certifies (its lower end above every other upper end) is the argmax of ``q``. Where the box
+    holds no distribution (``Σ lower > 1`` or ``Σ upper < 1``: only on the δ-event, or where the
+    intervals did not meet), ``proba`` stays ``p̄`` and that row's box is widened to contain it
+    (``lower = min(lower, p̄)``, ``upper = max(upper, p̄)``: a superset, still valid), so
+    ``lower ≤ proba ≤ upper`` on every row.
+
+    ``epsilon = max(upper − proba, proba − lower)`` (1 where ``vacuous``), so that
+    ``|p − proba| ≤ ε`` on the same event; it is at most the box's width ``upper − lower``. On a
+    class where ``p̄`` lay outside its interval it is smaller than ``p̄``'s
+    ``max(upper − p̄, p̄ − lower)``; on the other classes of such a row it can be larger (``q``
+    moves off ``p̄`` to make the row sum to 1), never beyond the width. ``bias``/``sampling`` are
+    those of the model with the smallest ``ε`` (an account, per entry), ``bandwidth`` that of the
+    model with the largest ``κ``; ``kappa`` and ``n_eff`` add up; ``vacuous`` where every model is
+    vacuous; ``outside_box`` where the query lies outside every model's box.
+
+    Parameters
+    ----------
+    first, *others : PredictionInterval
+        The models' intervals of the same queries, with the same classes.
+
+    Returns
+    -------
+    PredictionInterval
 
     Examples
     --------
@@ -56,25 +86,122 @@ def intersect_intervals(first: PredictionInterval, second: PredictionInterval) -
     >>> both = intersect_intervals(iv(0.8, 0.3, 1.0), iv(0.6, 0.1, 1.0))
     >>> both.lower.round(2).tolist(), both.upper.round(2).tolist(), both.proba.round(2).tolist()
     ([[0.5, 0.3]], [[0.7, 0.5]], [[0.7, 0.3]])
+    >>> moved = intersect_intervals(iv(0.8, 0.05, 1.0), iv(0.5, 0.3, 1.0))  # p̄ = 0.65, box [0.75, 0.8]
+    >>> moved.lower.round(2).tolist(), moved.upper.round(2).tolist(), moved.proba.round(2).tolist()
+    ([[0.75, 0.2]], [[0.8, 0.25]], [[0.75, 0.25]])
     """
-    proba = kappa_weighted_proba((first.proba, second.proba), (first.kappa, second.kappa))
-    lower = np.maximum(first.lower, second.lower)
-    upper = np.maximum(np.minimum(first.upper, second.upper), lower)
+    parts = (first,) + others
+    if not all(isinstance(part, PredictionInterval) for part in parts):
+        raise TypeError("intersect_intervals takes PredictionInterval objects (one per model).")
+    mean = kappa_weighted_proba([v.proba for v in parts], [v.kappa for v in parts])
+    lower = np.max([v.lower for v in parts], axis=0)
+    upper = np.maximum(np.min([v.upper for v in parts], axis=0), lower)
+    proba, feasible = project_into_box(mean, lower, upper)
+    widen = ~feasible[:, None]
+    lower = np.where(widen, np.minimum(lower, mean), lower)
+    upper = np.where(widen, np.maximum(upper, mean), upper)
+    vacuous = np.logical_and.reduce([v.vacuous for v in parts])
     epsilon = np.clip(np.maximum(upper - proba, proba - lower), 0.0, 1.0)
-    take_first = first.epsilon <= second.epsilon
+    epsilon[vacuous] = 1.0
+    least = np.argmin([v.epsilon for v in parts], axis=0)  # the first model on ties
+    largest = np.argmax([v.kappa for v in parts], axis=0)
     outside = None
-    if first.outside_box is not None and second.outside_box is not None:
-        outside = first.outside_box & second.outside_box
+    if all(v.outside_box is not None for v in parts):
+        outside = np.logical_and.reduce([v.outside_box for v in parts])
     return PredictionInterval(
         proba=proba,
         lower=lower,
         upper=upper,
         epsilon=epsilon,
-        bias=np.where(take_first, first.bias, second.bias),
-        sampling=np.where(take_first, first.sampling, second.sampling),
-        kappa=first.kappa + second.kappa,
-        n_eff=first.n_eff + second.n_eff,
-        vacuous=first.vacuous & second.vacuous,
-        bandwidth=np.where(first.kappa >= second.kappa, first.bandwidth, second.bandwidth),
+        bias=_pick([v.bias for v in parts], least),
+        sampling=_pick([v.sampling for v in parts], least),
+        kappa=np.sum([v.kappa for v in parts], axis=0),
+        n_eff=np.sum([v.n_eff for v in parts], axis=0),
+        vacuous=vacuous,
+        bandwidth=_pick([v.bandwidth for v in parts], largest),
         outside_box=outside,
     )
+
+
+def _pick(arrays: Sequence[np.ndarray], which: np.ndarray) -> np.ndarray:
+    """Entry by entry, the entry of ``arrays[which]`` (any number of arrays, unlike ``np.choose``)."""
+    return np.take_along_axis(np.stack(arrays), np.asarray(which)[None], axis=0)[0]
+
+
+def _inside(proba: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Rows whose every entry lies in its interval."""
+    return np.all((lower <= proba) & (proba <= upper), axis=1)
+
+
+def project_into_box(proba: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The Euclidean projection of each row of ``proba`` onto ``{q : lower ≤ q ≤ upper, Σ_c q_c = 1}``.
+
+    Where that set is empty (``Σ lower > 1`` or ``Σ upper < 1``, beyond a rounding tolerance of
+    ``1e-9``) the row is left as it is. The projection is ``q_c = clip(p̂_c − τ, lower_c, upper_c)``
+    with the one ``τ`` per row that makes the row sum to 1 (the KKT conditions of
+    ``min ‖q − p̂‖²`` over the set); ``Σ_c clip(p̂_c − τ, …)`` falls as ``τ`` grows, so ``τ`` is found
+    by a fixed number of bisection steps on all rows at once, then made exact on the classes it
+    leaves free. Rows already inside their intervals are returned unchanged (they are in the set
+    where they sum to 1). Used by :func:`intersect_intervals`.
+
+    Parameters
+    ----------
+    proba, lower, upper : ndarray of shape (n, C)
+        ``lower ≤ upper`` entry by entry.
+
+    Returns
+    -------
+    q : ndarray of shape (n, C)
+        The projection; ``proba``'s row where the set is empty.
+    feasible : ndarray of bool, shape (n,)
+        Where the set is non-empty.
+
+    Raises
+    ------
+    ValueError
+        Arrays of other shapes than ``proba``'s (n, C), non-finite values, or ``lower > upper``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.spaces import project_into_box
+    >>> q, ok = project_into_box(np.array([[0.65, 0.35]]), np.array([[0.75, 0.0]]), np.array([[0.8, 0.5]]))
+    >>> q.round(6).tolist(), ok.tolist()
+    ([[0.75, 0.25]], [True])
+    >>> q, ok = project_into_box(np.array([[0.5, 0.5]]), np.array([[0.6, 0.6]]), np.array([[0.7, 0.7]]))
+    >>> q.tolist(), ok.tolist()  # Σ lower = 1.2 > 1: no distribution in the box, p̂ kept
+    ([[0.5, 0.5]], [False])
+    """
+    p = np.asarray(proba, dtype=np.float64)
+    lo = np.asarray(lower, dtype=np.float64)
+    up = np.asarray(upper, dtype=np.float64)
+    for name, arr in (("proba", p), ("lower", lo), ("upper", up)):
+        if arr.ndim != 2 or arr.shape != p.shape or not np.all(np.isfinite(arr)):
+            raise ValueError(f"project_into_box needs finite `{name}` of the shape of `proba` (n, C), "
+                             f"got shape {arr.shape}{'' if np.all(np.isfinite(arr)) else ' with non-finite values'}.")
+    if np.any(lo > up):
+        raise ValueError(f"project_into_box needs lower ≤ upper; {int(np.count_nonzero(lo > up))} entries have "
+                         "lower > upper (an intersection of intervals that do not meet: set upper = lower there).")
+    q = p.copy()
+    feasible = (lo.sum(axis=1) <= 1.0 + _SUM_TOL) & (up.sum(axis=1) >= 1.0 - _SUM_TOL)
+    rows = np.flatnonzero(feasible & ~_inside(p, lo, up))
+    if rows.size == 0:
+        return q, feasible
+    p, lo, up = p[rows], lo[rows], up[rows]
+    # g(τ) = Σ_c clip(p̂_c − τ, lo_c, up_c) falls from Σ up (τ ≤ min(p̂ − up)) to Σ lo (τ ≥ max(p̂ − lo)).
+    a, b = np.min(p - up, axis=1), np.max(p - lo, axis=1)
+    for _ in range(_BISECTION_STEPS):  # a fixed count over all rows: the bracket's width halves each time
+        mid = 0.5 * (a + b)
+        high = np.clip(p - mid[:, None], lo, up).sum(axis=1) > 1.0  # g(mid) > 1: τ lies above mid
+        a, b = np.where(high, mid, a), np.where(high, b, mid)
+    tau = 0.5 * (a + b)
+    # Exact τ on the classes left free at that τ: Σ_free (p̂_c − τ) + Σ_clipped bound = 1.
+    shifted = p - tau[:, None]
+    at_lo, at_up = shifted <= lo, shifted >= up
+    free = ~(at_lo | at_up)
+    n_free = free.sum(axis=1)
+    rest = np.where(at_lo, lo, 0.0).sum(axis=1) + np.where(at_up, up, 0.0).sum(axis=1)
+    exact = (np.where(free, p, 0.0).sum(axis=1) + rest - 1.0) / np.maximum(n_free, 1)
+    tau = np.where(n_free > 0, exact, tau)
+    q[rows] = np.clip(p - tau[:, None], lo, up)
+    return q, feasible
