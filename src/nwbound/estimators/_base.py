@@ -329,7 +329,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         with warnings.catch_warnings():  # said once, above, not once per model
             warnings.filterwarnings("ignore", category=UserWarning, message=_UNITS_WARNING_START)
             for metric_rows, nw_rows in layouts:
-                half = clone(self).set_params(cross_fit=False, delta=self.delta / len(layouts))
+                half = clone(self).set_params(cross_fit=False, **self._cross_model_settings(len(layouts)))
                 half._forced_split = (metric_rows, nw_rows)
                 halves.append(half.fit(X, y, sample_weight=sample_weight, groups=groups))
         first, second = layouts[0]
@@ -346,8 +346,39 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             self.lipschitz_report_ = tuple(h.lipschitz_report_ for h in halves)
         else:
             self.lipschitz_, self.lipschitz_report_ = halves[0].lipschitz_, None
+        self._snapshot_fit_params()  # a fit-time parameter changed after fit: predict raises (_check_fitted)
         self._fit_complete = True
         return self
+
+    def _cross_model_settings(self, n_models: int) -> dict[str, Any]:
+        """The settings each of ``n_models`` cross-fitted models predicts with: this estimator's
+        bound and predict-time parameters as they are now, ``delta`` divided by ``n_models``.
+
+        ``lipschitz`` is passed as it is: ``"auto"`` keeps each model's own chosen L (its own space,
+        its own ``lipschitz_``), a number is every model's, and ``"auto"`` after a fit with a number
+        is refused by each model as on a single one (:meth:`_bound_spec`).
+        """
+        params = self.get_params(deep=False)
+        settings = {name: params[name] for name in (*BOUND_PARAMETERS, *self._predict_time_parameters)
+                    if name in params}
+        settings["delta"] = self.delta / n_models
+        return settings
+
+    def _cross_models(self) -> list:
+        """``cross_fit_models_`` set to this estimator's current settings, for every predict path of
+        a cross-fitted model (the one rule, :meth:`_cross_model_settings`).
+
+        This estimator is checked first (:meth:`_check_fitted`): a fit-time parameter changed since
+        fit raises, naming it, as on one model. The models then show the settings they predict
+        with (``cross_fit_models_[0].delta`` is ``delta / K``); ``set_params`` on one of them is
+        overwritten at the next predict of this estimator.
+        """
+        self._check_fitted()
+        models = self.cross_fit_models_
+        settings = self._cross_model_settings(len(models))
+        for model in models:
+            model.set_params(**settings)
+        return models
 
     def _uses_cross_fit(self, X: Any = None) -> bool:
         """Whether ``fit(X)`` cross-fits: ``cross_fit=True``; with ``"auto"``, ``metric="auto"`` on a
@@ -375,9 +406,9 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
 
     def _cross_interval(self, X, bounds: Any, stacklevel: int = 4):
         """The intersection of the models' intervals, each at level δ/K (:func:`~nwbound.spaces.intersect_intervals`)."""
-        check_is_fitted(self)
+        models = self._cross_models()  # checked, and set to this estimator's current settings
         if isinstance(bounds, str):
-            return self.cross_fit_models_[0].predict_interval(X, bounds=bounds)  # raises the explanation
+            return models[0].predict_interval(X, bounds=bounds)  # raises the explanation
         out = self._cross_intervals(X, bounds)
         if bounds is not None:
             return out
@@ -388,8 +419,9 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
 
     def _cross_intervals(self, X, bounds: Any, *, required: bool = True) -> dict | None:
         """``{name: intersected interval}`` without any warning; ``bounds=None``: ``{None: …}`` at each
-        model's own setting (fixed at fit, at δ/K), or, where ``required`` is False and the models
-        have no bound (neither ``lipschitz`` nor ``margin``), None."""
+        model's own setting (this estimator's current one, δ/K: the caller ran :meth:`_cross_models`),
+        or, where ``required`` is False and the models have no bound (neither ``lipschitz`` nor
+        ``margin``), None."""
         if bounds is None:
             named = {None: {}}
         elif isinstance(bounds, Mapping):
@@ -667,10 +699,11 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         no box, and ``p̂`` is the κ-weighted mean. Vacuous where every model is."""
         check_is_fitted(self)
         if self._is_cross_fitted():
+            models = self._cross_models()  # checked, and set to this estimator's current settings
             iv = self._cross_intervals(X, None, required=False)
             if iv is not None:
                 return iv[None].proba, iv[None].vacuous
-            parts = [h._proba_kappa(X) for h in self.cross_fit_models_]
+            parts = [h._proba_kappa(X) for h in models]
             proba = kappa_weighted_proba([p for p, _ in parts], [k for _, k in parts])
             kappa = np.sum([np.asarray(k) for _, k in parts], axis=0)
         else:
