@@ -239,3 +239,18 @@ def test_the_default_model_takes_set_params_after_fit():
         bad = copy.deepcopy(fitted).set_params(**change)
         with pytest.raises(ValueError, match=f"{next(iter(change))}=.* was set after fit"):
             _quiet(bad.predict_interval, Q)
+
+
+def test_check_lipschitz_checks_the_number_set_after_fit(numeric, data):
+    """check_lipschitz(model, X, y) on a cross-fitted model names and tests the L it predicts with."""
+    from sklearn.datasets import load_breast_cancer
+
+    from nwbound.lipschitz_check import check_lipschitz
+
+    Q = data[2]
+    yq = load_breast_cancer(return_X_y=True)[1][200:350]
+    clf = copy.deepcopy(numeric).set_params(lipschitz=0.05)
+    check = _quiet(check_lipschitz, clf, Q, yq)
+    assert check.lipschitz == 0.05
+    own = _quiet(clf.predict_interval, Q)
+    assert check.n_certified == int(np.count_nonzero(own.certified)) > 0

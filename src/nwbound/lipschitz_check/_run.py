@@ -155,11 +155,13 @@ def _run_check_families(
     if values is None:  # the model's own assumption, whatever form it takes
         margin = model.get_params().get("margin")
         if getattr(model, "cross_fit_models_", None) is not None:
-            # Cross-fitted: each model's own L in its own space (no single beta_); the record names
-            # the largest (lipschitz_), and the intervals are each model's at its own setting.
+            # Cross-fitted: with lipschitz="auto" each model's own L in its own space (no single
+            # beta_); the record names the largest (lipschitz_), and the intervals are each model's at
+            # its own setting. A number (given at fit or set after it) is every model's L.
             lipschitz = model.get_params().get("lipschitz")
             beta_own = (1.0 / float(margin) if margin is not None
-                        else None if lipschitz is None else getattr(model, "lipschitz_", None))
+                        else None if lipschitz is None
+                        else getattr(model, "lipschitz_", None) if isinstance(lipschitz, str) else float(lipschitz))
         else:
             beta_own = getattr(model, "beta_", None)
         if beta_own is None:
