@@ -76,6 +76,10 @@ class DyadicClassifier(BoundedClassifierBase):
         ``2^-m·‖range‖``, the largest distance between two points of a cell.
     n_cells_ : int
         Occupied cells.
+    cross_fit_models_ : list of estimators
+        When cross-fitted: the models, each at level δ/(number of models); every ``predict*``
+        sets this estimator's current bound parameters and ``empty_neighborhood`` on each
+        (see :class:`NadarayaWatsonClassifier`).
 
     Examples
     --------

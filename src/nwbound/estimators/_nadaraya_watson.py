@@ -279,7 +279,10 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         and of the rows in the kernel sums.
     cross_fit_models_ : list of estimators
         When cross-fitted: the models, each at level δ/(number of models) (``n_samples_fit_``
-        then adds up their kernel sums' rows: a row counts once per model that sums it).
+        then adds up their kernel sums' rows: a row counts once per model that sums it). Every
+        ``predict*`` sets this estimator's current bound and predict-time parameters on each of
+        them (``delta`` divided by the number of models; ``lipschitz="auto"`` keeps each model's
+        own chosen L), so they show the settings they predict with (user guide, "Cross-fitting").
 
     Notes
     -----
@@ -287,7 +290,8 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
     ``coverage``, ``sigma``, ``ck``) and ``empty_neighborhood``, ``n_jobs``,
     ``working_memory``, ``histogram_bins`` and ``device`` are read when
     predicting: ``set_params`` on a fitted estimator changes the next
-    ``predict_interval`` without a refit (``beta_``, ``delta_prime_`` follow).
+    ``predict_interval`` without a refit (``beta_``, ``delta_prime_`` follow;
+    a cross-fitted model passes them on to ``cross_fit_models_``).
     Every other parameter shapes the fitted state; predicting after
     ``set_params`` changed one raises a ``ValueError`` that names it (call
     ``fit`` again).
