@@ -318,7 +318,17 @@ def test_fit_one_row_and_one_class(tmp_path, capsys):
     path = tmp_path / "one.csv"
     path.write_text("x1,x2,label\n1.0,2.0,a\n")
     rc, _, err = _run(["fit", path, "--target", "label", "--lipschitz", "1", "-o", tmp_path / "m.npz"], capsys)
-    assert rc == 2 and "single class" in err and "1 row" in err
+    assert rc == 2 and "single class ('a')" in err and "1 row" in err and "np.str_" not in err
+
+
+def test_fit_summary_with_lipschitz_auto_reads_as_one_sentence(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    rows = "\n".join(f"{a:.6f},{b:.6f},{int(a + b > 0)}" for a, b in X)
+    path = tmp_path / "train.csv"
+    path.write_text("x1,x2,label\n" + rows + "\n")
+    rc, out, _ = _run(["fit", path, "--target", "label", "--lipschitz", "auto", "-o", tmp_path / "m.npz"], capsys)
+    assert rc == 0 and "Wrote" in out and ".. Wrote" not in out, out
 
 
 @pytest.fixture(scope="module")

@@ -225,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
     X, y, features = _read_training(args, train)
     if np.unique(y).shape[0] < 2:
         raise TableError(
-            f"{train}: target column {args.target!r} has a single class ({y[0]!r}) in {y.shape[0]} row(s); "
+            f"{train}: target column {args.target!r} has a single class ({y[0].item() if isinstance(y[0], np.generic) else y[0]!r}) in {y.shape[0]} row(s); "
             "a classifier needs at least 2 classes."
         )
     try:  # before any fitting: an id column as the target is refused at once
@@ -262,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
             summary = f"{name} = {given:g}{units}"
         print(
             f"Fitted {type(est).__name__} on {X.shape[0]} rows of {train}: {len(features)} features, "
-            f"{class_summary(est.classes_)}, {summary}. Wrote {output}."
+            f"{class_summary(est.classes_)}, {summary.rstrip('.')}. Wrote {output}."  # a note may end a sentence
         )
         _held_out_usefulness(model, X, y, lipschitz_auto=args.lipschitz == "auto")
     return 0
