@@ -282,7 +282,8 @@ def test_sampled_choice_keeps_exact_statistics_and_nearly_least_epsilon(bound, k
 
 def test_an_empty_ranking_sample_takes_the_widest_bandwidth():
     X, y, Q = _clustered(40, 2, 6, seed=15)
-    model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=0.5, ranking_fraction=1e-6).fit(X, y)
+    with pytest.warns(UserWarning, match=r"ranking_fraction=1e-06 of \d+ training rows ranks the bandwidth grid on no row"):
+        model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=0.5, ranking_fraction=1e-6).fit(X, y)
     ranking = model.bandwidth_ranking(Q)
     assert np.all(ranking.kappa == 0)  # no row sampled: nothing to rank on
     got = model.predict_interval(Q)

@@ -9,6 +9,7 @@ sharded fit runs one at a time (``_nw_rounds``); the classifier inherits the las
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from ..neighbors import make_index
 # The grid functions lived here: still importable from this module (nwbound.estimators exports them).
 from ._bandwidth import SCALE_NEIGHBORS, SCALE_QUANTILE, _power_of_two_scale, default_bandwidth_grid  # noqa: F401
 from ._bandwidth import bandwidth_grid_from_nearest, bandwidth_grid_pilot, pilot_nearest_distances  # noqa: F401
-from ._bandwidth import resolve_ranking_fraction, scale_bandwidth, scale_bandwidth_from_nearest  # noqa: F401
+from ._bandwidth import _RANKING_ROWS, resolve_ranking_fraction, scale_bandwidth, scale_bandwidth_from_nearest  # noqa: F401
 from ._base import BoundedClassifierBase
 from ._device import outside_box, to_host
 from ._nw_fitted_state import _FittedState
@@ -507,6 +508,14 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         self.bandwidth_ = None if auto else float(grid[0])
         self.ranking_fraction_ = resolve_ranking_fraction(self.ranking_fraction, n_samples)
         self._train = TrainingSet.build(X, labels, self.classes_.shape[0], weights)
+        if (auto and self.n_neighbors is None and self.ranking_fraction_ < 1.0
+                and self._train.sample(self.ranking_fraction_).X.shape[0] == 0):
+            warnings.warn(  # the fallback is the widest λ for every query; said here, not blamed on L later
+                f"ranking_fraction={self.ranking_fraction!r} of {n_samples} training rows ranks the bandwidth grid on "
+                "no row: every query takes the grid's widest bandwidth. Fix: ranking_fraction='auto' (every row up "
+                f"to {_RANKING_ROWS} rows), or at least {1.0 / n_samples:.3g} (one row).",
+                UserWarning, stacklevel=3,
+            )
         self._box = box
         self.n_samples_fit_ = n_samples
         self.index_ = None
