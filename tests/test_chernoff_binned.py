@@ -292,6 +292,17 @@ def test_merge_adds_the_bin_sums():
     assert merged.uniform_weights
 
 
+def test_merge_refuses_statistics_of_another_kernel():
+    rng = np.random.default_rng(5)
+    X = rng.random((200, 2))
+    y = (rng.random(200) < _field(X)).astype(int)
+    Q = rng.random((5, 2))
+    a = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.7).fit(X[:100], y[:100])
+    b = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.7, kernel="quartic").fit(X[100:], y[100:])
+    with pytest.raises(ValueError, match="different kernels .'epanechnikov' and 'quartic'."):
+        a.kernel_statistics(Q).merge(b.kernel_statistics(Q))
+
+
 @pytest.mark.parametrize(
     "change, name",
     [

@@ -426,7 +426,7 @@ class KernelStatistics:
         Raises
         ------
         ValueError
-            If the two parts describe different queries or bandwidths, or hold
+            If the two parts describe different queries, bandwidths or kernels, or hold
             per-point statistics.
         """
         self.check_bound_form()
@@ -438,6 +438,11 @@ class KernelStatistics:
             )
         if not np.array_equal(self.bandwidth_matrix(), other.bandwidth_matrix()):
             raise ValueError("Cannot merge kernel statistics computed with different bandwidths.")
+        if self.kernel != other.kernel:  # sums of two kernels add up to neither model's
+            raise ValueError(
+                f"Cannot merge kernel statistics computed with different kernels ({self.kernel.name!r} and "
+                f"{other.kernel.name!r}): compute every shard's statistics with one kernel."
+            )
         if self.point_mass is not None or other.point_mass is not None:
             raise ValueError(
                 "Per-point (localized) statistics cannot be merged across training shards; merge the "
