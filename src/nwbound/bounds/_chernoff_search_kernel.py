@@ -131,6 +131,16 @@ if importlib.util.find_spec("triton") is not None:
 
 
     @triton.jit
+    def _pair_layout(pairs, pmask, K, B, BB: tl.constexpr):
+        # Each pair's row of per-group fields ((n, B), row-major; pair j is row j // K) and its mask.
+        row = tl.where(pmask, pairs // K, 0)
+        bins = tl.arange(0, BB)
+        offs = row[:, None] * B + bins[None, :]
+        fmask = pmask[:, None] & (bins[None, :] < B)
+        return offs, fmask
+
+
+    @triton.jit
     def _fields(f0, f1, f2, f3, f4, f5, f6, f7, f8, offs, fmask, SPLIT: tl.constexpr, INF: tl.constexpr):
         # The per-group fields (masked groups: no mass, so no term); m_cap −∞ on empty bins (split form).
         g0 = tl.load(f0 + offs, mask=fmask, other=0.0)
@@ -183,10 +193,7 @@ if importlib.util.find_spec("triton") is not None:
             pairs = tl.load(idx_ptr + slot, mask=pmask, other=0)
         else:
             pairs = slot
-        row = tl.where(pmask, pairs // K, 0)
-        bins = tl.arange(0, BB)
-        offs = row[:, None] * B + bins[None, :]
-        fmask = pmask[:, None] & (bins[None, :] < B)
+        offs, fmask = _pair_layout(pairs, pmask, K, B, BB)
         s = tl.load(s_ptr + pairs, mask=pmask, other=1.0)
         a = tl.load(a_ptr + pairs, mask=pmask, other=0.0)
         b = tl.load(b_ptr + pairs, mask=pmask, other=0.0)
@@ -306,10 +313,7 @@ if importlib.util.find_spec("triton") is not None:
         # eager float64 exponent on a device: benchmarks/diag_grouped_search.py --ecg).
         pairs = tl.program_id(0) * BP + tl.arange(0, BP)
         pmask = pairs < n_pairs
-        row = tl.where(pmask, pairs // K, 0)
-        bins = tl.arange(0, BB)
-        offs = row[:, None] * B + bins[None, :]
-        fmask = pmask[:, None] & (bins[None, :] < B)
+        offs, fmask = _pair_layout(pairs, pmask, K, B, BB)
         s = tl.load(s_ptr + pairs, mask=pmask, other=1.0)
         m = tl.load(m_ptr + pairs, mask=pmask, other=0.0)
         theta = tl.load(th_ptr + pairs, mask=pmask, other=1.0)

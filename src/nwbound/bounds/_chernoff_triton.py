@@ -175,6 +175,11 @@ def rounding_factor(bb: int) -> float:
     return float((bb + 16) * 2.0**-52)
 
 
+def _per_pair(torch: Any, n: int, K: int, *arrays: Any) -> list:
+    """Each array broadcast to the ``(n, K)`` pairs, as a flat contiguous float64 tensor (the kernels' layout)."""
+    return [x.expand(n, K).to(torch.float64).contiguous().reshape(-1) for x in arrays]
+
+
 def _kernel_fields(torch: Any, split: bool, data: tuple, n: int, device: Any) -> tuple[list, int]:
     """The kernels' nine per-group field pointers as contiguous float64 ``(n, B)`` tensors, and ``B``
     (no groups: one empty column, no mass; ``m_cap = −∞`` in the split form; the grouped form's unused
@@ -208,7 +213,7 @@ def triton_evaluate(split: bool, data: tuple, s: Any, m: Any, theta: Any, *, ser
     import torch
 
     n, K = s.shape
-    flat = [x.expand(n, K).to(torch.float64).contiguous().reshape(-1) for x in (s, m, theta)]
+    flat = _per_pair(torch, n, K, s, m, theta)
     fields, B = _kernel_fields(torch, split, data, n, s.device)
     out = torch.empty(3 * n * K, dtype=torch.float64, device=s.device)
     if n * K:
@@ -242,7 +247,7 @@ def triton_search(split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, thet
     import torch
 
     n, K = s.shape
-    flat = [x.expand(n, K).to(torch.float64).contiguous().reshape(-1) for x in (s, a, b, m, theta, t_max)]
+    flat = _per_pair(torch, n, K, s, a, b, m, theta, t_max)
     act = (open_ & (b - a > tol)).expand(n, K).to(torch.int8).contiguous().reshape(-1)
     fields, B = _kernel_fields(torch, split, data, n, s.device)
     v = parse_variant(os.environ.get("NWBOUND_SEARCH_VARIANT", "")) if _variant is None else dict(_variant)
