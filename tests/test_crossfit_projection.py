@@ -9,9 +9,10 @@ import pytest
 from scipy.optimize import minimize
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from nwbound import DyadicClassifier, NadarayaWatsonClassifier, PredictionInterval, UselessBoundWarning
+from nwbound import ContradictingModelsWarning, DyadicClassifier, NadarayaWatsonClassifier, PredictionInterval, UselessBoundWarning
+from nwbound.diagnostics import AdviceContext, warn_if_contradicting
 from nwbound.metrics import bayes_decision
-from nwbound.spaces import intersect_intervals, kappa_weighted_proba, project_into_box
+from nwbound.spaces import contradicting_rows, intersect_intervals, kappa_weighted_proba, project_into_box
 
 
 def _slow_projection(p, lo, up):
@@ -130,27 +131,71 @@ def _models(n, C, K, rng):
     return p, out
 
 
+def _old_intersection(parts):
+    """The intersection as reported before contradicting rows got the hull (the code of commit
+    99f832d, copied): ``(proba, lower, upper, epsilon)``."""
+    mean = kappa_weighted_proba([v.proba for v in parts], [v.kappa for v in parts])
+    lower = np.max([v.lower for v in parts], axis=0)
+    upper = np.maximum(np.min([v.upper for v in parts], axis=0), lower)
+    proba, feasible = project_into_box(mean, lower, upper)
+    widen = ~feasible[:, None]
+    lower = np.where(widen, np.minimum(lower, mean), lower)
+    upper = np.where(widen, np.maximum(upper, mean), upper)
+    vacuous = np.logical_and.reduce([v.vacuous for v in parts])
+    epsilon = np.clip(np.maximum(upper - proba, proba - lower), 0.0, 1.0)
+    epsilon[vacuous] = 1.0
+    return proba, lower, upper, epsilon
+
+
+def _slow_row(parts, i):
+    """One row by loops over models and classes: ``(contradicts, lower, upper, mean)`` — the
+    intersection where every class's intervals meet and it holds a distribution, else the hull."""
+    C = parts[0].proba.shape[1]
+    lo_max = [max(float(v.lower[i, c]) for v in parts) for c in range(C)]
+    up_min = [min(float(v.upper[i, c]) for v in parts) for c in range(C)]
+    apart = any(lo_max[c] > up_min[c] + 1e-12 for c in range(C))
+    up_int = [max(up_min[c], lo_max[c]) for c in range(C)]
+    contradicts = apart or sum(lo_max) > 1 + 1e-9 or sum(up_int) < 1 - 1e-9
+    if contradicts:
+        lo = [min(float(v.lower[i, c]) for v in parts) for c in range(C)]
+        up = [max(float(v.upper[i, c]) for v in parts) for c in range(C)]
+    else:
+        lo, up = lo_max, up_int
+    kap = [float(v.kappa[i]) for v in parts]
+    w = [k / sum(kap) for k in kap] if sum(kap) > 0 else [1 / len(parts)] * len(parts)
+    mean = [sum(w[k] * float(parts[k].proba[i, c]) for k in range(len(parts))) for c in range(C)]
+    return contradicts, np.array(lo), np.array(up), np.array(mean)
+
+
 @pytest.mark.parametrize("C, K", [(2, 2), (3, 5), (5, 3), (10, 5)])
 def test_intersection_puts_proba_in_the_box_and_never_widens_a_class_it_moved(C, K):
     rng = np.random.default_rng(10 * C + K)
     _, parts = _models(500, C, K, rng)
     iv = intersect_intervals(*parts)
     mean = kappa_weighted_proba([v.proba for v in parts], [v.kappa for v in parts])
+    contra = contradicting_rows(parts)
     lower = np.max([v.lower for v in parts], axis=0)
     upper = np.maximum(np.min([v.upper for v in parts], axis=0), lower)
-    feasible = (lower.sum(axis=1) <= 1 + 1e-9) & (upper.sum(axis=1) >= 1 - 1e-9)
     outside = np.any((mean < lower) | (mean > upper), axis=1)
-    assert (outside & feasible).sum() >= 20 and (~feasible).sum() >= 1  # both cases occur here
-    # every row: in its box, which is the intersection (feasible) or holds it (widened)
+    assert (outside & ~contra).sum() >= 20 and contra.sum() >= 1  # both cases occur here
+    # every row, by the slow formula: the intersection or (contradicting rows) the hull, proba its projection
+    for i in range(500):
+        contradicts, lo, up, m = _slow_row(parts, i)
+        assert contradicts == contra[i]
+        np.testing.assert_array_equal(iv.lower[i], lo)
+        np.testing.assert_array_equal(iv.upper[i], up)
+        np.testing.assert_allclose(iv.proba[i], _slow_projection(m, lo, up), atol=1e-12)
+        if contradicts:  # the weighted mean lies in the hull: kept
+            np.testing.assert_allclose(iv.proba[i], m, atol=1e-12)
     assert np.all(iv.lower <= iv.proba) and np.all(iv.proba <= iv.upper)
-    np.testing.assert_array_equal(iv.lower[feasible], lower[feasible])
-    np.testing.assert_array_equal(iv.upper[feasible], upper[feasible])
-    np.testing.assert_array_equal(iv.proba[~feasible], mean[~feasible])
-    np.testing.assert_array_equal(iv.lower[~feasible], np.minimum(lower, mean)[~feasible])
-    np.testing.assert_array_equal(iv.upper[~feasible], np.maximum(upper, mean)[~feasible])
-    np.testing.assert_allclose(iv.proba.sum(axis=1), 1.0, atol=1e-12)  # both cases (mean sums to 1)
-    for i in np.flatnonzero(feasible):  # the projection, by the slow formula
-        np.testing.assert_allclose(iv.proba[i], _slow_projection(mean[i], lower[i], upper[i]), atol=1e-12)
+    np.testing.assert_allclose(iv.proba.sum(axis=1), 1.0, atol=1e-12)
+    # the hull holds every model's interval; elsewhere the rows are those of the previous code, bit for bit
+    for v in parts:
+        assert np.all(iv.lower[contra] <= v.lower[contra]) and np.all(v.upper[contra] <= iv.upper[contra])
+    old = _old_intersection(parts)
+    for new, was in zip((iv.proba, iv.lower, iv.upper, iv.epsilon), old):
+        np.testing.assert_array_equal(new[~contra], was[~contra])
+    assert np.all(old[1][contra] >= iv.lower[contra]) and np.all(old[2][contra] <= iv.upper[contra])  # a superset
     # ε: the interval's half-width about proba; at most the width; no larger than the old ε where
     # the mean lay outside that class's interval (and the same where it did not move).
     old_eps = np.clip(np.maximum(upper - mean, mean - lower), 0, 1)
@@ -159,16 +204,23 @@ def test_intersection_puts_proba_in_the_box_and_never_widens_a_class_it_moved(C,
     np.testing.assert_array_equal(eps, np.maximum(iv.upper - iv.proba, iv.proba - iv.lower)[~vac])
     assert np.all(iv.epsilon[vac] == 1.0)
     assert np.all(eps <= (iv.upper - iv.lower)[~vac] + 1e-15)
-    moved_class = ((mean < lower) | (mean > upper))[~vac]
-    assert np.all(eps[moved_class] <= old_eps[~vac][moved_class] + 1e-15)
-    kept = ~outside[~vac]
-    np.testing.assert_allclose(eps[kept], old_eps[~vac][kept], atol=1e-15)
+    kept_rows = ~vac & ~contra
+    moved_class = ((mean < lower) | (mean > upper))[kept_rows]
+    assert np.all(iv.epsilon[kept_rows][moved_class] <= old_eps[kept_rows][moved_class] + 1e-15)
+    kept = ~outside[kept_rows]
+    np.testing.assert_allclose(iv.epsilon[kept_rows][kept], old_eps[kept_rows][kept], atol=1e-15)
     # a class the box certifies is the argmax of proba (it need not be the argmax of the mean)
-    top = np.argmax(lower, axis=1)
-    others = np.where(np.eye(C, dtype=bool)[top], -np.inf, upper).max(axis=1)
-    sure = feasible & (lower[np.arange(len(top)), top] > others)
+    top = np.argmax(iv.lower, axis=1)
+    others = np.where(np.eye(C, dtype=bool)[top], -np.inf, iv.upper).max(axis=1)
+    sure = iv.lower[np.arange(len(top)), top] > others
     assert np.array_equal(np.argmax(iv.proba, axis=1)[sure], top[sure])
     assert np.array_equal(iv.certified, iv.certified & ~vac)
+    # a hull row is certified only where every model certifies the same class
+    pred = np.argmax(iv.proba, axis=1)
+    rows = np.arange(500)
+    each = np.stack([v.lower[rows, pred] > np.where(np.eye(C, dtype=bool)[pred], -np.inf, v.upper).max(axis=1)
+                     for v in parts])
+    assert np.all(each.all(axis=0)[contra & iv.certified])
     # the account: sums, the least-ε model's parts, the largest-κ model's bandwidth
     np.testing.assert_allclose(iv.kappa, np.sum([v.kappa for v in parts], axis=0))
     least = np.argmin([v.epsilon for v in parts], axis=0)
@@ -310,3 +362,112 @@ def test_bayes_decision_takes_the_default_cross_fitted_models_output():
     np.testing.assert_array_equal(bayes_decision(iv.proba, lower=iv.lower, upper=iv.upper).y_pred,
                                   np.argmax(iv.proba, axis=1))
     np.testing.assert_array_equal(clf.predict_proba(Q), iv.proba)
+
+
+def test_contradicting_rows_by_the_definition_and_bad_input():
+    def iv(lo, up):
+        lo, up = np.atleast_2d(lo), np.atleast_2d(up)
+        return _interval((lo + up) / 2, lo, up, np.ones(lo.shape[0]))
+
+    a = iv([[0.7, 0.1], [0.5, 0.3], [0.5, 0.2], [0.6, 0.3]], [[0.9, 0.3], [0.7, 0.5], [0.5, 0.2], [0.7, 0.4]])
+    b = iv([[0.5, 0.2], [0.7, 0.1], [0.3, 0.1], [0.1, 0.1]], [[0.6, 0.5], [0.9, 0.3], [0.6, 0.3], [0.9, 0.9]])
+    # row 0: class 0's [0.7, 0.9] and [0.5, 0.6] do not meet; row 1: they touch at 0.7 (and class 1 at 0.3):
+    # they meet; row 2: [0.5, 0.5] ∩ [0.3, 0.6] meets, but Σ upper = 0.5 + 0.2 < 1; row 3: meets, holds 0.65/0.35.
+    assert contradicting_rows([a, b]).tolist() == [True, False, True, False]
+    assert contradicting_rows([b, a]).tolist() == [True, False, True, False]
+    assert contradicting_rows([a]).tolist() == [False, False, True, False]  # one box can hold no distribution
+    touching = iv([[0.7 + 1e-15, 0.3]], [[0.9, 0.3]])  # meets [0.5, 0.7] up to rounding
+    assert contradicting_rows([touching, iv([[0.5, 0.3]], [[0.7, 0.5]])]).tolist() == [False]
+    with pytest.raises(TypeError, match="PredictionInterval"):
+        contradicting_rows([])
+    with pytest.raises(TypeError, match="PredictionInterval"):
+        contradicting_rows([a, a.proba])
+
+
+def test_contradicting_rows_report_the_hull_which_holds_p_where_the_old_box_did_not():
+    """Known p; K = 5 models whose labels carry a bias of up to 0.2·|e_k − p| per class, in a direction
+    e_k of their own (as models in different learned spaces), and whose intervals account for no bias
+    at all (L far too small): Hoeffding at δ/K over the C classes only. The models contradict each
+    other on far more than δ of the queries. There the reported box (the hull) must hold p on at
+    least 1 − δ of them; the previous code's box ([lower, lower] where a class's intervals did not
+    meet, widened to hold p̄) held it on almost none (measured: 0.2 %)."""
+    rng = np.random.default_rng(0)
+    n, C, K, delta, t = 3000, 3, 5, 0.05, 0.2
+    p = rng.dirichlet(np.ones(C), size=n)
+    parts = []
+    for _ in range(K):
+        n_k = int(rng.integers(200, 800))
+        r = (1 - t) * p + t * rng.dirichlet(np.ones(C), size=n)
+        ph = rng.multinomial(n_k, r) / n_k
+        eps = np.sqrt(np.log(2 * C * K / delta) / (2 * n_k))
+        parts.append(_interval(ph, np.clip(ph - eps, 0, 1), np.clip(ph + eps, 0, 1), np.full(n, float(n_k))))
+    iv = intersect_intervals(*parts)
+    contra = contradicting_rows(parts)
+    assert contra.mean() > 2 * delta  # the assumption visibly fails
+    missed = np.any([np.any((v.lower > p) | (v.upper < p), axis=1) for v in parts], axis=0)
+    assert np.all(missed[contra])  # label-free proof: some model's interval missed p on every such row
+    held = np.all((iv.lower <= p) & (p <= iv.upper), axis=1)
+    _, old_lower, old_upper, _ = _old_intersection(parts)
+    held_old = np.all((old_lower <= p) & (p <= old_upper), axis=1)
+    assert held[contra].mean() >= 1 - delta, held[contra].mean()
+    assert held_old[contra].mean() < 0.05, held_old[contra].mean()
+    np.testing.assert_array_equal(held[~contra], held_old[~contra])  # elsewhere: the same boxes
+    # certificates on those rows need every model to agree; the ones left name the most probable class
+    sure = contra & iv.certified
+    assert iv.certified[contra].mean() < iv.certified[~contra].mean()
+    assert np.all(np.argmax(p[sure & held], axis=1) == np.argmax(iv.proba[sure & held], axis=1))
+
+
+def _lda_breast_cancer(lipschitz, metric_fraction, Xt, yt):
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    return NadarayaWatsonClassifier(metric=LinearDiscriminantAnalysis(), cross_fit=True, lipschitz=lipschitz,
+                                    bandwidth=1.0, metric_fraction=metric_fraction).fit(Xt, yt)
+
+
+def test_the_warning_fires_exactly_when_more_than_delta_of_the_queries_contradict():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert warn_if_contradicting(np.r_[np.ones(5, bool), np.zeros(95, bool)], delta=0.05) == 0.05  # = δ: allowed
+        assert warn_if_contradicting(np.r_[np.ones(6, bool), np.zeros(94, bool)], delta=0.05) == 0.06
+        assert warn_if_contradicting(np.zeros(0, bool), delta=0.05) == 0.0
+        warn_if_contradicting(np.r_[np.ones(6, bool), np.zeros(94, bool)], delta=0.05, allowed=0.15)  # per_class
+        warn_if_contradicting(np.r_[np.ones(6, bool), np.zeros(14, bool)], delta=0.05, assumption="margin",
+                              context=AdviceContext(interface="cli", lipschitz_auto=True))
+    assert [w.category for w in caught] == [ContradictingModelsWarning] * 2
+    assert str(caught[0].message).startswith("6.0 % of the queries (6 of 100): the cross-fitted models' intervals "
+                                             "contradict each other (more than δ = 0.05 allows")
+    assert "a larger L (lipschitz=)" in str(caught[0].message)
+    assert "30.0 % of the queries (6 of 20)" in str(caught[1].message)
+    assert "a smaller margin γ (--margin)" in str(caught[1].message)
+    for bad, match in (({"delta": 0.0}, "delta"), ({"delta": 0.05, "allowed": 1.5}, "allowed"),
+                       ({"delta": 0.05, "assumption": "L"}, "assumption")):
+        with pytest.raises(ValueError, match=match):
+            warn_if_contradicting(np.zeros(3, bool), **bad)
+    # the estimator: predict_interval warns where the share of its queries that contradict exceeds δ,
+    # predict_proba and predict never (measured on these settings: 37 and 0 of 269: far from δ's 13.45)
+    X, y, Q = _breast_cancer()
+    seen = []
+    for lipschitz, fraction in ((0.001, 0.2), (0.3, 0.4)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf = _lda_breast_cancer(lipschitz, fraction, X, y)
+            parts = [m.predict_interval(Q) for m in clf.cross_fit_models_]
+        share = contradicting_rows(parts).mean()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            iv = clf.predict_interval(Q)
+        warned = [w for w in caught if w.category is ContradictingModelsWarning]
+        assert len(warned) == int(share > clf.delta), (lipschitz, share)
+        if warned:
+            assert f"{100 * share:.1f} % of the queries ({round(share * Q.shape[0])} of {Q.shape[0]})" in str(warned[0].message)
+            assert warned[0].filename == __file__  # points at the user's line
+        seen.append(share > clf.delta)
+        contra = contradicting_rows(parts)
+        np.testing.assert_array_equal(iv.lower[contra], np.min([v.lower for v in parts], axis=0)[contra])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ContradictingModelsWarning)
+            np.testing.assert_array_equal(clf.predict_proba(Q), iv.proba)
+            clf.predict(Q)
+            clf.score(Q[:50], np.zeros(50, int))
+    assert seen == [True, False]

@@ -18,11 +18,13 @@ _LAZY = {
     "NadarayaWatsonClassifier": ".estimators",
     "restate_lipschitz": ".scaling",
     "restate_margin": ".scaling",
+    "ContradictingModelsWarning": ".diagnostics",
     "UselessBoundWarning": ".diagnostics",
     "VacuousPredictionWarning": ".diagnostics",
 }
 
 __all__ = [
+    "ContradictingModelsWarning",
     "DyadicClassifier",
     "NadarayaWatsonClassifier",
     "PredictionInterval",
@@ -35,7 +37,7 @@ __all__ = [
 
 if TYPE_CHECKING:  # static analysers see the real names
     from ._result import PredictionInterval
-    from .diagnostics import UselessBoundWarning, VacuousPredictionWarning
+    from .diagnostics import ContradictingModelsWarning, UselessBoundWarning, VacuousPredictionWarning
     from .estimators import DyadicClassifier, NadarayaWatsonClassifier
     from .scaling import restate_lipschitz, restate_margin
 

@@ -26,6 +26,13 @@ flags for the command line, parameters for Python):
 ``score`` ask for no bound, so they never emit it; they emit a
 :class:`VacuousPredictionWarning` (:func:`warn_if_vacuous`) when most queries are
 vacuous, i.e. their prediction is only the fallback.
+
+A cross-fitted model (``cross_fit=``) can also tell, without labels, that its
+bound failed on a query: where the intervals of its models contradict each other
+(:func:`nwbound.spaces.contradicting_rows`). :func:`warn_if_contradicting` emits a
+:class:`ContradictingModelsWarning` when that happens on more queries than δ
+allows under the assumption (``predict_interval`` at the model's own setting;
+never ``predict`` or ``predict_proba``).
 """
 
 from __future__ import annotations
@@ -42,9 +49,11 @@ from ._validation import check_open_unit, check_positive
 __all__ = [
     "AdviceContext",
     "BoundUsefulness",
+    "ContradictingModelsWarning",
     "UselessBoundWarning",
     "VacuousPredictionWarning",
     "bound_usefulness",
+    "warn_if_contradicting",
     "warn_if_useless",
     "warn_if_vacuous",
     "vacuous_advice",
@@ -149,6 +158,23 @@ class UselessBoundWarning(UserWarning):
     ...     warnings.simplefilter("ignore", UselessBoundWarning)
     ...     warnings.warn("no certified prediction", UselessBoundWarning)
     >>> issubclass(UselessBoundWarning, UserWarning)
+    True
+    """
+
+
+class ContradictingModelsWarning(UserWarning):
+    """The cross-fitted models' intervals contradict each other on more queries than δ allows.
+
+    On such a query (:func:`nwbound.spaces.contradicting_rows`) some model's interval
+    missed ``p``: label-free evidence that the assumption (``L``) is too small
+    there. Those rows report the hull of the models' intervals
+    (:func:`nwbound.spaces.intersect_intervals`). Emitted by
+    :func:`warn_if_contradicting` (``predict_interval`` of a cross-fitted model, at its
+    own setting), with the share and the fix.
+
+    Examples
+    --------
+    >>> issubclass(ContradictingModelsWarning, UserWarning)
     True
     """
 
@@ -608,3 +634,85 @@ def warn_if_useless(
     if report.useless:
         warnings.warn(f"The bounds cannot guide decisions here: {report}", UselessBoundWarning, stacklevel=stacklevel)
     return report
+
+
+def warn_if_contradicting(
+    contradicting: Any,
+    delta: float,
+    *,
+    allowed: float | None = None,
+    assumption: str = "lipschitz",
+    context: AdviceContext | None = None,
+    stacklevel: int = 2,
+) -> float:
+    """Emit a :class:`ContradictingModelsWarning` when the cross-fitted models contradict each
+    other on more queries than δ allows under the assumption.
+
+    A query contradicts where no distribution lies in every model's interval
+    (:func:`nwbound.spaces.contradicting_rows`): some model's interval missed ``p`` there.
+    Under the assumption each of the K models misses with probability at most ``δ/K`` (all
+    classes at once), so a query contradicts with probability at most ``δ``; a larger share is
+    evidence that the assumption fails there (``L`` too small, or ``γ`` too large). One warning
+    per call.
+
+    Parameters
+    ----------
+    contradicting : array-like of bool, shape (n_queries,)
+    delta : float in (0, 1)
+        The model's δ.
+    allowed : float in (0, 1] or None, default=None
+        The share the assumption allows: ``delta`` (None), or more where the classes are covered
+        one by one (``coverage="per_class"``: C·δ with C ≥ 3 classes).
+    assumption : {"lipschitz", "margin"}, default="lipschitz"
+        Which assumption the advice is about (``L`` or the margin ``γ``).
+    context : AdviceContext or None, default=None
+        The settings the advice must fit (flags or parameters; ``lipschitz="auto"``).
+    stacklevel : int, default=2
+
+    Returns
+    -------
+    float
+        The share of contradicting queries (0 for no queries).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_if_contradicting(np.array([True, False, False, False]), delta=0.05)
+    0.25
+    >>> caught[0].category.__name__
+    'ContradictingModelsWarning'
+    >>> warn_if_contradicting(np.zeros(20, bool), delta=0.05)  # none: no warning
+    0.0
+    """
+    delta = check_open_unit(delta, "delta")
+    bound = delta if allowed is None else float(allowed)
+    if not 0.0 < bound <= 1.0:
+        raise ValueError(f"`allowed` must lie in (0, 1], got {allowed!r}.")
+    if assumption not in ("lipschitz", "margin"):
+        raise ValueError(f"`assumption` must be 'lipschitz' or 'margin', got {assumption!r}.")
+    rows = np.asarray(contradicting, dtype=bool)
+    n, hit = rows.size, int(np.count_nonzero(rows))
+    share = hit / n if n else 0.0
+    if share > bound:
+        ctx = context or AdviceContext()
+        limit = f"δ = {delta:g}" if allowed is None else f"{bound:.3g} at δ = {delta:g}"
+        if assumption == "margin":
+            fix = f"a smaller margin γ ({ctx.param('margin')})"
+            what = "the margin γ is too large"
+        else:
+            auto = (f" ({_setting(ctx, 'lipschitz', 'auto')} chose it on held-out rows that could not reject it "
+                    "here)" if ctx.lipschitz_auto else "")
+            fix = f"a larger L ({ctx.param('lipschitz')}){auto}"
+            what = "L is too small"
+        warnings.warn(
+            f"{100 * share:.1f} % of the queries ({hit} of {n}): the cross-fitted models' intervals contradict "
+            f"each other (more than {limit} allows under the assumption): evidence that {what} there; those "
+            "rows report the hull of the models' intervals (fewer certificates). The certificates on the other "
+            f"rows rest on the same assumption. Fix: {fix}; more training data near these queries; or check "
+            "that the queries come from the training rows' distribution.",
+            ContradictingModelsWarning, stacklevel=stacklevel,
+        )
+    return share

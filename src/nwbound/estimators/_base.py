@@ -27,6 +27,8 @@ from ..kernels import Kernel
 from ..spaces import AUTO_MAX_ROWS, LearnedSpace, check_fraction, check_groups, choose_lipschitz, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
 from ._device import queries_on_host, training_data_on_host, validate_queries
 from ._statistics import KernelStatistics
+from ..diagnostics import warn_if_contradicting
+from ..spaces import contradicting_rows
 
 __all__ = ["BoundedClassifierBase", "BOUND_PARAMETERS", "EMPTY_NEIGHBORHOOD_RULES"]
 
@@ -94,6 +96,13 @@ def _split_settings_errors(estimator: Any, labels: np.ndarray):
         )
         error.nwbound_split_settings = True
         raise error from None
+
+
+class _Intersected(dict):
+    """``{name: intersected interval}`` of a cross-fitted model, with ``contradicting[name]``: the
+    rows whose models' intervals contradict each other (:func:`~nwbound.spaces.contradicting_rows`)."""
+
+    contradicting: dict
 
 
 class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
@@ -415,6 +424,14 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         # Each model has its own L in its own space: the advice gives L as a factor (beta=None), in
         # the terms of this estimator's settings.
         warn_if_useless(out[None], beta=None, stacklevel=stacklevel, context=AdviceContext.from_estimator(self))
+        # Rows where the models contradict each other: a model's interval missed p there; more than δ
+        # of them is evidence against the assumption (per_class coverage with C ≥ 3: C·δ).
+        n_classes = self.classes_.shape[0]
+        per_class = check_choice(self.coverage, "coverage", COVERAGE_NAMES) == "per_class" and n_classes >= 3
+        warn_if_contradicting(out.contradicting[None], self.delta,
+                              allowed=min(1.0, n_classes * self.delta) if per_class else None,
+                              assumption="margin" if getattr(self, "margin", None) is not None else "lipschitz",
+                              stacklevel=stacklevel, context=AdviceContext.from_estimator(self))
         return out[None]
 
     def _cross_intervals(self, X, bounds: Any, *, required: bool = True) -> dict | None:
@@ -449,7 +466,9 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             else:  # bounds=None: each model's own setting; otherwise the settings, δ divided by K.
                 specs.append(h._resolve_bounds(None if bounds is None else dict(enumerate(halved.values()))))
         parts = [list(h._intervals(X, s).values()) for h, s in zip(self.cross_fit_models_, specs)]
-        return {name: intersect_intervals(*[part[i] for part in parts]) for i, name in enumerate(halved)}
+        out = _Intersected({name: intersect_intervals(*[part[i] for part in parts]) for i, name in enumerate(halved)})
+        out.contradicting = {name: contradicting_rows([part[i] for part in parts]) for i, name in enumerate(halved)}
+        return out
 
     def _finish_fit(self) -> "BoundedClassifierBase":
         """``lipschitz="auto"``: choose L on the check rows now that the kernel sums are in place."""

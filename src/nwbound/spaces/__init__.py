@@ -4,7 +4,7 @@ cross-fitted combination of several splits (user guide: "Bounds in a learned spa
 
 from ._lipschitz import AUTO_CHECK_ROWS, AUTO_LIPSCHITZ_EXPONENTS, LipschitzAutoReport, choose_lipschitz, certified_evidence, pilot_lipschitz
 from ._auto import AUTO_CV_FOLDS, AUTO_CV_ROWS, MetricAutoReport, auto_candidates, choose_score_model
-from ._crossfit import intersect_intervals, kappa_weighted_proba, project_into_box
+from ._crossfit import contradicting_rows, intersect_intervals, kappa_weighted_proba, project_into_box
 from ._space import AUTO_FEATURE_WEIGHT, AUTO_MAX_ITER, AUTO_MAX_ROWS, LearnedSpace, metric_kind
 from ._split import AUTO_CROSS_FIT_FOLDS, check_fraction, check_groups, cross_fit_layouts, fold_rows, split_rows
 
@@ -29,6 +29,7 @@ __all__ = [
     "cross_fit_layouts",
     "fold_rows",
     "check_groups",
+    "contradicting_rows",
     "intersect_intervals",
     "kappa_weighted_proba",
     "project_into_box",

@@ -8,10 +8,12 @@ from typing import Sequence
 
 from .._result import PredictionInterval
 
-__all__ = ["intersect_intervals", "kappa_weighted_proba", "project_into_box"]
+__all__ = ["contradicting_rows", "intersect_intervals", "kappa_weighted_proba", "project_into_box"]
 
 #: Rounding slack of ``Σ lower ≤ 1 ≤ Σ upper`` (the box holds a distribution).
 _SUM_TOL = 1e-9
+#: Rounding slack of ``max_k lower_k ≤ min_k upper_k`` (a class's intervals meet).
+_MEET_TOL = 1e-12
 #: Bisection steps for the projection's shift τ: the bracket starts at most 2 wide, 2⁻⁵⁹ after.
 _BISECTION_STEPS = 60
 
@@ -37,24 +39,97 @@ def kappa_weighted_proba(proba: Sequence[np.ndarray], kappa: Sequence[np.ndarray
     return np.sum(weights * P, axis=0)
 
 
+def _checked(parts: Sequence[PredictionInterval]) -> tuple[PredictionInterval, ...]:
+    parts = tuple(parts)
+    if len(parts) == 0 or not all(isinstance(part, PredictionInterval) for part in parts):
+        raise TypeError("intersect_intervals and contradicting_rows take PredictionInterval objects (one per model, "
+                        "at least one).")
+    return parts
+
+
+def _meet(parts: Sequence[PredictionInterval]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(lower, upper, contradicting)`` of the intersection: ``max_k lower_k``, ``min_k upper_k``
+    (raised to ``lower`` where it falls below), and the rows whose models contradict each other."""
+    lower = np.max([v.lower for v in parts], axis=0)
+    least_upper = np.min([v.upper for v in parts], axis=0)
+    apart = np.any(lower > least_upper + _MEET_TOL, axis=1)  # some class's intervals do not meet
+    upper = np.maximum(least_upper, lower)
+    empty = (lower.sum(axis=1) > 1.0 + _SUM_TOL) | (upper.sum(axis=1) < 1.0 - _SUM_TOL)  # no distribution
+    return lower, upper, apart | empty
+
+
+def contradicting_rows(parts: Sequence[PredictionInterval]) -> np.ndarray:
+    """The queries where the cross-fitted models' intervals contradict each other, shape (n,).
+
+    A row *contradicts* where some class's intervals do not meet (``max_k lower_k > min_k upper_k``
+    beyond a rounding slack of ``1e-12``), or where their intersection holds no distribution
+    (``Σ_c lower_c > 1`` or ``Σ_c upper_c < 1`` beyond ``1e-9``). Every model's box holds a
+    distribution that sums to 1 (its ``p̂``), so on such a row no ``p`` lies in every box: **some
+    model's interval missed p there** — label-free proof. If each of the K models' intervals holds
+    ``p`` with probability ``≥ 1 − δ/K``, a row contradicts with probability at most ``δ`` (union
+    bound); a larger share of contradicting queries is evidence against the assumption there (L
+    too small). :func:`intersect_intervals` reports the hull of the models' intervals on these rows.
+
+    Parameters
+    ----------
+    parts : sequence of PredictionInterval
+        The models' intervals of the same queries, with the same classes.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_queries,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import PredictionInterval
+    >>> from nwbound.spaces import contradicting_rows
+    >>> def iv(p, e):
+    ...     return PredictionInterval.from_parts(proba=np.array([[p, 1 - p]]), bias=np.zeros((1, 2)),
+    ...         sampling=np.full((1, 2), e), kappa=np.ones(1), n_eff=np.ones(1),
+    ...         vacuous=np.array([False]), bandwidth=np.ones(1))
+    >>> contradicting_rows([iv(0.8, 0.1), iv(0.6, 0.15)]).tolist()  # [0.7, 0.9] and [0.45, 0.75] meet
+    [False]
+    >>> contradicting_rows([iv(0.8, 0.05), iv(0.6, 0.1)]).tolist()  # [0.75, 0.85] and [0.5, 0.7] do not
+    [True]
+    """
+    return _meet(_checked(parts))[2]
+
+
 def intersect_intervals(first: PredictionInterval, *others: PredictionInterval) -> PredictionInterval:
     """The cross-fitted interval: the intervals of K models, each at level ``δ/K``, intersected.
 
     ``lower = max_k lower_k``, ``upper = min_k upper_k``: if each model's interval misses ``p``
     with probability at most ``δ/K``, the intersection misses it with probability at most ``δ``
-    (union bound). When the intervals of a class do not meet (only possible on the δ-event), its
-    interval is ``[lower, lower]``.
+    (union bound).
+
+    **Rows where the models contradict each other** (:func:`contradicting_rows`: some class's
+    intervals do not meet, or their intersection holds no distribution) report the **hull** of
+    the models' intervals instead, ``lower = min_k lower_k``, ``upper = max_k upper_k``, on every
+    class of the row. On such a row some model's interval has missed ``p`` (no distribution lies
+    in every box, and each box holds its model's ``p̂``); the intersection there is known to be
+    wrong, and certifying from it would certify on a query where the model itself can tell that
+    its bound failed. The hull holds ``p`` whenever *any* one model's interval does, so it misses
+    ``p`` only where every model's does (probability ``≤ δ/K``). Validity of the whole rule: the
+    reported box misses ``p`` only where some model's interval misses it (a row that does not
+    contradict reports the intersection, which holds ``p`` when all do; one that does reports the
+    hull), so with probability at most ``δ``, as before; and a row contradicts only where some
+    model misses, so on at most a share ``δ`` of the queries in expectation under the assumption
+    (a larger share is evidence that L is too small there). The hull contains every model's
+    interval, hence the box the intersection would report; a certificate from it needs every
+    model to agree, so such rows are rarely certified.
 
     ``proba`` lies in the box, and rows sum to 1. It is the κ-weighted mean ``p̄`` of the models'
     ``p̂`` (:func:`kappa_weighted_proba`) moved into the box: its Euclidean projection ``q`` onto
     ``{q : lower ≤ q ≤ upper, Σ_c q_c = 1}`` (:func:`project_into_box`; ``p̄`` itself where it
-    lies in the box already). On the event that the box holds ``p``, ``p`` is in that convex set,
-    so ``‖q − p‖₂ ≤ ‖p̄ − p‖₂`` (a projection onto a convex set is non-expansive), and a class the
-    box certifies (its lower end above every other upper end) is the argmax of ``q``. Where the box
-    holds no distribution (``Σ lower > 1`` or ``Σ upper < 1``: only on the δ-event, or where the
-    intervals did not meet), ``proba`` stays ``p̄`` and that row's box is widened to contain it
-    (``lower = min(lower, p̄)``, ``upper = max(upper, p̄)``: a superset, still valid), so
-    ``lower ≤ proba ≤ upper`` on every row.
+    lies in the box already, as it does in the hull: each ``p̂_k`` lies in its own interval, so
+    their weighted mean lies in the hull). On the event that the box holds ``p``, ``p`` is in that
+    convex set, so ``‖q − p‖₂ ≤ ‖p̄ − p‖₂`` (a projection onto a convex set is non-expansive), and
+    a class the box certifies (its lower end above every other upper end) is the argmax of ``q``.
+    Should a box still hold no distribution (a model whose ``p̂`` left its own interval by
+    rounding), ``proba`` stays ``p̄`` and that row's box is widened to contain it
+    (``lower = min(lower, p̄)``, ``upper = max(upper, p̄)``), so ``lower ≤ proba ≤ upper`` on every
+    row.
 
     ``epsilon = max(upper − proba, proba − lower)`` (1 where ``vacuous``), so that
     ``|p − proba| ≤ ε`` on the same event; it is at most the box's width ``upper − lower``. On a
@@ -89,13 +164,18 @@ def intersect_intervals(first: PredictionInterval, *others: PredictionInterval) 
     >>> moved = intersect_intervals(iv(0.8, 0.05, 1.0), iv(0.5, 0.3, 1.0))  # p̄ = 0.65, box [0.75, 0.8]
     >>> moved.lower.round(2).tolist(), moved.upper.round(2).tolist(), moved.proba.round(2).tolist()
     ([[0.75, 0.2]], [[0.8, 0.25]], [[0.75, 0.25]])
+    >>> apart = intersect_intervals(iv(0.8, 0.05, 1.0), iv(0.6, 0.1, 1.0))  # [0.75, 0.85], [0.5, 0.7]: the hull
+    >>> apart.lower.round(2).tolist(), apart.upper.round(2).tolist(), apart.proba.round(2).tolist()
+    ([[0.5, 0.15]], [[0.85, 0.5]], [[0.7, 0.3]])
+    >>> bool(apart.certified[0])
+    False
     """
-    parts = (first,) + others
-    if not all(isinstance(part, PredictionInterval) for part in parts):
-        raise TypeError("intersect_intervals takes PredictionInterval objects (one per model).")
+    parts = _checked((first,) + others)
     mean = kappa_weighted_proba([v.proba for v in parts], [v.kappa for v in parts])
-    lower = np.max([v.lower for v in parts], axis=0)
-    upper = np.maximum(np.min([v.upper for v in parts], axis=0), lower)
+    lower, upper, contradicting = _meet(parts)
+    hull = contradicting[:, None]
+    lower = np.where(hull, np.min([v.lower for v in parts], axis=0), lower)
+    upper = np.where(hull, np.max([v.upper for v in parts], axis=0), upper)
     proba, feasible = project_into_box(mean, lower, upper)
     widen = ~feasible[:, None]
     lower = np.where(widen, np.minimum(lower, mean), lower)
