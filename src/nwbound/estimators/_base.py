@@ -22,13 +22,11 @@ from .._numerics import feature_unit, to_feature_unit
 from .._result import PredictionInterval
 from .._validation import check_beta, check_choice, check_class_count, check_open_unit, check_params_as_fitted, check_positive
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
-from ..diagnostics import AdviceContext, warn_if_useless, warn_if_vacuous
+from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
-from ..spaces import AUTO_MAX_ROWS, LearnedSpace, check_fraction, check_groups, choose_lipschitz, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
+from ..spaces import AUTO_MAX_ROWS, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
 from ._device import queries_on_host, training_data_on_host, validate_queries
 from ._statistics import KernelStatistics
-from ..diagnostics import warn_if_contradicting
-from ..spaces import contradicting_rows
 
 __all__ = ["BoundedClassifierBase", "BOUND_PARAMETERS", "EMPTY_NEIGHBORHOOD_RULES"]
 
