@@ -563,3 +563,16 @@ def test_review_bad_input(rng):
         review_summary("q", [0, 1], [0, 1], [0, 1])
     with pytest.raises(ValueError, match="same samples"):
         review_summary("q", [0, 1], [0, 1], [True])
+
+
+def test_review_comparison_refuses_a_label_list_of_another_length(rng):
+    # Three labels for a two-column interval mapped 'c' to a column that does not exist and
+    # scored every 'c' row as an error, without a word.
+    iv, _ = _random_interval(rng, n=20, c=2)
+    y = np.array(["a", "b", "c"] * 6 + ["a", "b"])
+    with pytest.raises(ValueError, match="3 labels but there are 2 columns"):
+        review_comparison(y, iv, classes=["a", "b", "c"])
+    with pytest.raises(ValueError, match="3 labels but there are 2 columns"):
+        M.type_errors(y, iv, classes=["a", "b", "c"])
+    with pytest.raises(ValueError, match="3 labels but there are 2 columns"):
+        M.expected_calibration_error(y, iv.proba, classes=["a", "b", "c"])

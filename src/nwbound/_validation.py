@@ -492,8 +492,17 @@ def check_same_length(*pairs: tuple[str, np.ndarray]) -> int:
     return n
 
 
-def check_classes(classes: ArrayLike, name: str = "classes") -> np.ndarray:
-    """Return ``classes`` as a 1-D array of unique labels.
+def _check_label_count(classes: np.ndarray, n_classes: int, name: str = "classes") -> None:
+    """``classes`` names exactly ``n_classes`` columns (the one copy of this rule)."""
+    if classes.shape[0] != n_classes:
+        raise ValueError(
+            f"`{name}` has {classes.shape[0]} labels but there are {n_classes} columns; pass one "
+            "label per column, in column order (e.g. `estimator.classes_`)."
+        )
+
+
+def check_classes(classes: ArrayLike, name: str = "classes", n_classes: int | None = None) -> np.ndarray:
+    """Return ``classes`` as a 1-D array of unique labels (``n_classes`` of them, if given).
 
     Examples
     --------
@@ -509,6 +518,8 @@ def check_classes(classes: ArrayLike, name: str = "classes") -> np.ndarray:
     uniq = np.unique(arr)
     if uniq.shape[0] != arr.shape[0]:
         raise ValueError(f"`{name}` must not contain duplicates, got {arr.tolist()}.")
+    if n_classes is not None:
+        _check_label_count(arr, n_classes, name)
     return arr
 
 
@@ -516,7 +527,9 @@ def encode_labels(y: np.ndarray, classes: np.ndarray | None, name: str, n_classe
     """Map labels to column indices of ``classes``.
 
     With ``classes=None`` the labels must already be integer indices in
-    ``[0, n_classes)``.
+    ``[0, n_classes)``. With both ``classes`` and ``n_classes``, ``classes`` must name
+    exactly ``n_classes`` columns (a label list of another length maps labels to columns
+    that do not exist, or to the wrong ones).
 
     Examples
     --------
@@ -526,7 +539,13 @@ def encode_labels(y: np.ndarray, classes: np.ndarray | None, name: str, n_classe
     [1, 0, 1]
     >>> encode_labels(np.array([0, 2]), None, "y_true", n_classes=3).tolist()
     [0, 2]
+    >>> encode_labels(np.array(["a"]), np.array(["a", "b", "c"]), "y_true", n_classes=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: `classes` has 3 labels but there are 2 columns; pass one label per column, in column order (e.g. `estimator.classes_`).
     """
+    if classes is not None and n_classes is not None:
+        _check_label_count(classes, n_classes)
     if classes is None:
         if not (np.issubdtype(y.dtype, np.integer) or _is_integral_float(y)):
             raise ValueError(

@@ -214,10 +214,6 @@ def _type_masks(
     if not (isinstance(threshold, (int, float, np.floating)) and 0.0 <= threshold <= 1.0):
         raise ValueError(f"`threshold` must be a number in [0, 1], got {threshold!r}.")
     cls = None if classes is None else check_classes(classes)
-    if cls is not None and cls.shape[0] != iv.n_classes:
-        raise ValueError(
-            f"`classes` has {cls.shape[0]} labels but the interval has {iv.n_classes} columns."
-        )
     ti = encode_labels(t, cls, "y_true", n_classes=iv.n_classes)
     pi = _predicted_index(iv, y_pred, cls)
     correct = ti == pi
