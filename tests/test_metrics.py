@@ -576,3 +576,20 @@ def test_review_comparison_refuses_a_label_list_of_another_length(rng):
         M.type_errors(y, iv, classes=["a", "b", "c"])
     with pytest.raises(ValueError, match="3 labels but there are 2 columns"):
         M.expected_calibration_error(y, iv.proba, classes=["a", "b", "c"])
+
+
+def test_review_comparison_certificate_is_that_of_the_given_y_pred(rng):
+    # With y_pred other than argmax p̂, the certificate queue accepted a label on rows whose
+    # bound singles out another class, under the guarantee "the accepted label is the most
+    # probable class".
+    iv, y = _random_interval(rng, n=200, c=3)
+    y_pred = rng.integers(0, 3, size=200)
+    row = review_comparison(y, iv, y_pred=y_pred)[0]
+    cert = []
+    for i in range(200):
+        others = max(iv.upper[i, j] for j in range(3) if j != y_pred[i])
+        cert.append(iv.lower[i, y_pred[i]] > others and not iv.vacuous[i])
+    assert any(cert) and not all(cert)
+    slow = _slow_queue(y, y_pred, [not c for c in cert])
+    for key, value in slow.items():
+        assert row[key] == pytest.approx(value), key
