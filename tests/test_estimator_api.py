@@ -127,6 +127,25 @@ def test_interval_fields_and_shapes():
     assert np.all(res.epsilon <= 1.0)
 
 
+def test_from_parts_reads_vacuous_as_flags_not_row_indices():
+    # vacuous=np.array([0, 0, 1]) indexed rows 0 and 1 (widened to [0, 1]) and left the vacuous
+    # row 2 with a finite interval, without a word.
+    from nwbound import PredictionInterval
+
+    proba = np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]])
+    parts = (proba, np.zeros((3, 2)), np.full((3, 2), 0.1), np.ones(3), np.ones(3))
+    as_int = PredictionInterval.from_parts(*parts, np.array([0, 0, 1]), np.ones(3))
+    as_bool = PredictionInterval.from_parts(*parts, np.array([False, False, True]), np.ones(3))
+    for name in ("lower", "upper", "epsilon", "vacuous"):
+        np.testing.assert_array_equal(getattr(as_int, name), getattr(as_bool, name))
+    np.testing.assert_allclose(as_int.lower, [[0.8, 0.0], [0.5, 0.3], [0.0, 0.0]])
+    assert as_int.vacuous.dtype == bool
+    with pytest.raises(ValueError, match="vacuous"):
+        PredictionInterval.from_parts(*parts, np.array([2]), np.ones(3))  # row indices
+    with pytest.raises(ValueError, match="vacuous"):
+        PredictionInterval.from_parts(*parts, np.array([0, 3, 1]), np.ones(3))
+
+
 def test_vacuous_queries_follow_empty_neighborhood_rule():
     X, y = _data()
     far = np.array([[5.0, 5.0]])

@@ -216,7 +216,29 @@ class PredictionInterval:
 
         ``lower, upper = clip(p̂ ∓ (bias + sampling), 0, 1)`` ([0, 1] where ``vacuous``)
         and ``ε = max(p̂ − lower, upper − p̂)`` (1 where ``vacuous``).
+
+        ``vacuous`` is one flag per query (bool, or 0/1), never a list of row indices.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import PredictionInterval
+        >>> iv = PredictionInterval.from_parts(
+        ...     proba=np.array([[0.9, 0.1], [0.5, 0.5]]), bias=np.zeros((2, 2)),
+        ...     sampling=np.full((2, 2), 0.2), kappa=np.array([3.0, 0.0]), n_eff=np.array([3.0, 0.0]),
+        ...     vacuous=np.array([0, 1]), bandwidth=np.ones(2))
+        >>> iv.lower.round(2).tolist(), iv.vacuous.tolist()
+        ([[0.7, 0.0], [0.0, 0.0]], [False, True])
         """
+        vacuous = np.asarray(vacuous)
+        if vacuous.shape != (proba.shape[0],) or not (
+            vacuous.dtype == bool or np.isin(vacuous, (0, 1)).all()
+        ):
+            raise ValueError(
+                f"`vacuous` must hold one flag (bool, or 0/1) per query, shape ({proba.shape[0]},); "
+                f"got {vacuous.dtype} of shape {vacuous.shape}. Pass a boolean mask, not row indices."
+            )
+        vacuous = vacuous.astype(bool, copy=False)
         width = np.minimum(1.0, bias + sampling)
         width[vacuous] = 1.0
         lower = np.clip(proba - width, 0.0, 1.0)
