@@ -28,6 +28,7 @@ __all__ = [
     "MAX_CLASS_TABLE",
     "as_1d",
     "check_same_length",
+    "check_label_pair",
     "check_classes",
     "encode_labels",
     "check_proba",
@@ -470,6 +471,36 @@ def as_1d(y: ArrayLike, name: str) -> np.ndarray:
                 f"`{name}` contains NaN or infinite values; drop or impute those samples first."
             )
     return arr
+
+
+def check_label_pair(
+    y_true: ArrayLike, y_pred: ArrayLike, names: tuple[str, str] = ("y_true", "y_pred")
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two 1-D label arrays of one length whose labels can be compared (not text vs numbers).
+
+    Text labels compared with numeric ones are never equal: every prediction would count as
+    wrong, without a word.
+
+    Examples
+    --------
+    >>> from nwbound._validation import check_label_pair
+    >>> [a.tolist() for a in check_label_pair(["a", "b"], ["a", "a"])]
+    [['a', 'b'], ['a', 'a']]
+    >>> check_label_pair(["a", "b"], [0, 1], names=("y_test", "the model's classes"))
+    Traceback (most recent call last):
+    ...
+    ValueError: `y_test` (dtype <U1) and `the model's classes` (dtype int64) hold different label types; encode both the same way.
+    """
+    t = as_1d(y_true, names[0])
+    p = as_1d(y_pred, names[1])
+    check_same_length((names[0], t), (names[1], p))
+    kinds = {t.dtype.kind, p.dtype.kind}
+    if kinds & set("US") and kinds & set("biuf"):
+        raise ValueError(
+            f"`{names[0]}` (dtype {t.dtype}) and `{names[1]}` (dtype {p.dtype}) hold different "
+            "label types; encode both the same way."
+        )
+    return t, p
 
 
 def check_same_length(*pairs: tuple[str, np.ndarray]) -> int:
