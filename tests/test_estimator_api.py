@@ -146,6 +146,22 @@ def test_from_parts_reads_vacuous_as_flags_not_row_indices():
         PredictionInterval.from_parts(*parts, np.array([0, 3, 1]), np.ones(3))
 
 
+def test_concatenate_names_what_cannot_be_joined():
+    # An empty list and intervals of different class counts failed deep in NumPy
+    # ("need at least one array", "all the input array dimensions ... must match").
+    from nwbound import PredictionInterval
+
+    def interval(c):
+        return PredictionInterval.from_parts(np.full((2, c), 1.0 / c), np.zeros((2, c)), np.full((2, c), 0.1),
+                                             np.ones(2), np.ones(2), np.zeros(2, bool), np.ones(2))
+
+    with pytest.raises(ValueError, match="at least one interval"):
+        PredictionInterval.concatenate([])
+    with pytest.raises(ValueError, match="2, 3 class columns"):
+        PredictionInterval.concatenate([interval(2), interval(3)])
+    assert len(PredictionInterval.concatenate((interval(3), interval(3)))) == 4
+
+
 def test_vacuous_queries_follow_empty_neighborhood_rule():
     X, y = _data()
     far = np.array([[5.0, 5.0]])

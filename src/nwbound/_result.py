@@ -164,6 +164,15 @@ class PredictionInterval:
         >>> len(PredictionInterval.concatenate([iv, iv]))
         2
         """
+        parts = list(parts)
+        if not parts:
+            raise ValueError("PredictionInterval.concatenate needs at least one interval, got none.")
+        widths = sorted({p.proba.shape[1] for p in parts})
+        if len(widths) > 1:
+            raise ValueError(
+                f"PredictionInterval.concatenate got intervals with {', '.join(map(str, widths))} class columns; "
+                "only intervals of one model (the same classes, in the same order) can be joined."
+            )
         if len(parts) == 1:
             return parts[0]
         values = {}
