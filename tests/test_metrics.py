@@ -415,6 +415,16 @@ def test_clopper_pearson_matches_binomtest():
         assert hi == pytest.approx(ci.high, abs=1e-10)
 
 
+def test_clopper_pearson_refuses_counts_that_are_not_whole_numbers():
+    # NaN slipped past the range check (NaN output) and 2.5 successes got an interval.
+    for bad in (np.nan, 2.5, [1, np.inf]):
+        with pytest.raises(ValueError, match="whole numbers"):
+            M.clopper_pearson(bad, 10)
+    lo, hi = M.clopper_pearson(np.array([3.0]), 10, 0.9)  # whole floats are counts
+    ci = stats.binomtest(3, 10).proportion_ci(confidence_level=0.9, method="exact")
+    assert lo[0] == pytest.approx(ci.low, abs=1e-10) and hi[0] == pytest.approx(ci.high, abs=1e-10)
+
+
 def test_violation_rate_hand_worked():
     p_hat = np.array([[0.6, 0.4], [0.5, 0.5], [0.9, 0.1], [0.3, 0.7]])
     iv = make_interval(p_hat, [0.1, 0.1, 0.05, 0.5])
