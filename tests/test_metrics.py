@@ -376,6 +376,19 @@ def test_review_flags_hand_worked():
     np.testing.assert_array_equal(M.review_flags(iv), [False, True, True, True])
 
 
+def test_crossed_intervals_are_refused_not_certified():
+    # A look-alike interval (another model's bounds) with lower > upper was read as a certificate:
+    # the top class's lower bound 0.9 lies above the other's upper bound 0.5.
+    from types import SimpleNamespace
+
+    iv = SimpleNamespace(proba=np.array([[0.6, 0.4]]), lower=np.array([[0.9, 0.0]]),
+                         upper=np.array([[0.1, 0.5]]), epsilon=np.array([[0.3, 0.4]]), vacuous=np.array([False]))
+    for score in (M.review_flags, M.uncertainty_from_interval, lambda i: M.type_errors([0], i),
+                  lambda i: M.review_comparison([0], i)):
+        with pytest.raises(ValueError, match=r"lower` exceeds .*upper.*row 0, column 0: 0\.9 > 0\.1"):
+            score(iv)
+
+
 def test_review_flags_match_slow_loop(rng):
     iv = random_interval(rng, n=100, c=3)
     flags = M.review_flags(iv)

@@ -700,6 +700,16 @@ def check_interval(interval: Any, name: str = "interval") -> IntervalArrays:
         out[attr] = arr
     if np.any(out["epsilon"] < 0):
         raise ValueError(f"`{name}.epsilon` must be non-negative.")
+    crossed = out["lower"] > out["upper"] + 1e-9
+    if np.any(crossed):
+        # An empty interval holds no probability, and the certificate (top lower > other uppers)
+        # would read it as proof.
+        i, j = (int(v[0]) for v in np.nonzero(crossed))
+        raise ValueError(
+            f"`{name}.lower` exceeds `{name}.upper` in {int(crossed.sum())} entries (first: row {i}, column {j}: "
+            f"{out['lower'][i, j]:.4g} > {out['upper'][i, j]:.4g}); each interval must be [lower, upper] with "
+            "lower <= upper."
+        )
     vac = np.asarray(interval.vacuous)
     if vac.shape != (proba.shape[0],):
         raise ValueError(
