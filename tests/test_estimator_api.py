@@ -162,6 +162,19 @@ def test_concatenate_names_what_cannot_be_joined():
     assert len(PredictionInterval.concatenate((interval(3), interval(3)))) == 4
 
 
+def test_take_of_one_index_keeps_the_query_axis():
+    # iv.take(1) returned (C,) and scalar fields: certified raised an AxisError, len() was C.
+    from nwbound import PredictionInterval
+
+    proba = np.array([[0.9, 0.1], [0.3, 0.7], [0.5, 0.5]])
+    iv = PredictionInterval.from_parts(proba, np.zeros((3, 2)), np.full((3, 2), 0.1), np.arange(1.0, 4.0),
+                                       np.ones(3), np.zeros(3, bool), np.ones(3))
+    for index in (1, np.int64(1), -2):
+        one = iv.take(index)
+        assert len(one) == 1 and one.proba.shape == (1, 2) and one.kappa.tolist() == [2.0]
+        assert one.certified.tolist() == iv.certified[[1]].tolist()
+
+
 def test_vacuous_queries_follow_empty_neighborhood_rule():
     X, y = _data()
     far = np.array([[5.0, 5.0]])

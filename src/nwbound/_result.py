@@ -201,7 +201,13 @@ class PredictionInterval:
         ...     vacuous=np.array([False, False]), bandwidth=np.array([1.0, 2.0]))
         >>> iv.take(np.array([1, 0])).kappa.tolist()
         [5.0, 10.0]
+        >>> len(iv.take(1))  # one index: an interval of one query, not of scalars
+        1
         """
+        if isinstance(rows, (int, np.integer)) and not isinstance(rows, (bool, np.bool_)):
+            # A scalar index would drop the query axis: (C,) arrays for (n, C) and scalars for (n,),
+            # an interval every property then misreads.
+            rows = np.array([rows])
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         return type(self)(**{name: None if a is None else a[rows] for name, a in values.items()})
 
