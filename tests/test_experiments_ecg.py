@@ -168,6 +168,20 @@ def test_quick_run_on_excerpt_writes_everything(quick_run):
     assert "de Chazal et al. 2004" in summary and "Per patient" in summary
 
 
+def test_resumed_run_time_says_what_it_left_out(quick_run):
+    # A run that reused every split printed "Measured run time: 0 s (loading, all fits, tables and
+    # figures)", as if the whole experiment had taken that long.
+    _, out = quick_run
+    first = (out / "summary.md").read_text(encoding="utf-8")
+    assert "loading, all fits, tables and figures" in first and "reused" not in first
+    code = main(["experiment", "ecg", "--data-dir", str(EXCERPT), "--quick", "--threads", "1",
+                 "--output", str(out), "--quiet", "--resume"])
+    assert code == 0
+    again = (out / "summary.md").read_text(encoding="utf-8")
+    assert "split(s) intra, inter, adaptive were reused from an earlier run" in again
+    assert "loading, all fits" not in again
+
+
 def test_quick_run_intra_numbers_are_sane(quick_run):
     from nwbound.datasets import load_mitbih_beats, split_beats
 
