@@ -183,6 +183,18 @@ def test_equal_priors_without_target_is_argmax_certification() -> None:
     assert np.all(d.certified[pairwise])  # the simplex-aware test certifies at least as much
 
 
+def test_bounds_that_hold_no_probability_vector_certify_nothing() -> None:
+    # proba [0.35, 0.25] (not normalised) inside [0.3, 0.4] x [0.2, 0.3]: no p with Σ p = 1 lies in
+    # that box, yet the decision was "certified" (the greedy program ran on the empty set).
+    with pytest.raises(ValueError, match=r"hold no probability vector.*Σ upper = 0\.7"):
+        bayes_decision([[0.35, 0.25]], lower=[[0.3, 0.2]], upper=[[0.4, 0.3]])
+    with pytest.raises(ValueError, match="hold no probability vector"):
+        bayes_decision([[0.6, 0.7]], lower=[[0.55, 0.65]], upper=[[0.7, 0.8]])
+    # The box of a normalised proba always meets the simplex.
+    p, lo, up = _random_bounded(50, 3, 4)
+    assert bayes_decision(p, lower=lo, upper=up).certified.shape == (50,)
+
+
 def test_decision_bad_input() -> None:
     p = np.array([[0.7, 0.3]])
     with pytest.raises(ValueError, match="train_prior"):

@@ -217,6 +217,19 @@ def test_sensitivity_report_bad_input(logistic):
         sensitivity_report(model, X, y[:10], [1.0])
 
 
+def test_sensitivity_report_reads_the_labels_it_scores(logistic):
+    # Text labels for a model with integer classes scored every prediction wrong (accuracy 0,
+    # silently), and a column of labels (m, 1) broadcast against the m predictions.
+    X, y = logistic.X[:300], logistic.y[:300]
+    model = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=3.0).fit(X, y)
+    with pytest.raises(ValueError, match="y_test.*label types"):
+        sensitivity_report(model, X[:50], np.where(y[:50] == 1, "1", "0"), [1.0])
+    rows = sensitivity_report(model, X[:50], y[:50], [1.0, 3.0])
+    column = sensitivity_report(model, X[:50], y[:50, None], [1.0, 3.0])
+    assert column == rows
+    assert rows[0]["accuracy"] == pytest.approx(np.mean(model.predict(X[:50]) == y[:50]))
+
+
 # ---------------------------------------------------------------------------
 # overlap: touching classes next to a far one (iris), mixed nearest neighbours
 # ---------------------------------------------------------------------------

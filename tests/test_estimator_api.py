@@ -127,6 +127,54 @@ def test_interval_fields_and_shapes():
     assert np.all(res.epsilon <= 1.0)
 
 
+def test_from_parts_reads_vacuous_as_flags_not_row_indices():
+    # vacuous=np.array([0, 0, 1]) indexed rows 0 and 1 (widened to [0, 1]) and left the vacuous
+    # row 2 with a finite interval, without a word.
+    from nwbound import PredictionInterval
+
+    proba = np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]])
+    parts = (proba, np.zeros((3, 2)), np.full((3, 2), 0.1), np.ones(3), np.ones(3))
+    as_int = PredictionInterval.from_parts(*parts, np.array([0, 0, 1]), np.ones(3))
+    as_bool = PredictionInterval.from_parts(*parts, np.array([False, False, True]), np.ones(3))
+    for name in ("lower", "upper", "epsilon", "vacuous"):
+        np.testing.assert_array_equal(getattr(as_int, name), getattr(as_bool, name))
+    np.testing.assert_allclose(as_int.lower, [[0.8, 0.0], [0.5, 0.3], [0.0, 0.0]])
+    assert as_int.vacuous.dtype == bool
+    with pytest.raises(ValueError, match="vacuous"):
+        PredictionInterval.from_parts(*parts, np.array([2]), np.ones(3))  # row indices
+    with pytest.raises(ValueError, match="vacuous"):
+        PredictionInterval.from_parts(*parts, np.array([0, 3, 1]), np.ones(3))
+
+
+def test_concatenate_names_what_cannot_be_joined():
+    # An empty list and intervals of different class counts failed deep in NumPy
+    # ("need at least one array", "all the input array dimensions ... must match").
+    from nwbound import PredictionInterval
+
+    def interval(c):
+        return PredictionInterval.from_parts(np.full((2, c), 1.0 / c), np.zeros((2, c)), np.full((2, c), 0.1),
+                                             np.ones(2), np.ones(2), np.zeros(2, bool), np.ones(2))
+
+    with pytest.raises(ValueError, match="at least one interval"):
+        PredictionInterval.concatenate([])
+    with pytest.raises(ValueError, match="2, 3 class columns"):
+        PredictionInterval.concatenate([interval(2), interval(3)])
+    assert len(PredictionInterval.concatenate((interval(3), interval(3)))) == 4
+
+
+def test_take_of_one_index_keeps_the_query_axis():
+    # iv.take(1) returned (C,) and scalar fields: certified raised an AxisError, len() was C.
+    from nwbound import PredictionInterval
+
+    proba = np.array([[0.9, 0.1], [0.3, 0.7], [0.5, 0.5]])
+    iv = PredictionInterval.from_parts(proba, np.zeros((3, 2)), np.full((3, 2), 0.1), np.arange(1.0, 4.0),
+                                       np.ones(3), np.zeros(3, bool), np.ones(3))
+    for index in (1, np.int64(1), -2):
+        one = iv.take(index)
+        assert len(one) == 1 and one.proba.shape == (1, 2) and one.kappa.tolist() == [2.0]
+        assert one.certified.tolist() == iv.certified[[1]].tolist()
+
+
 def test_vacuous_queries_follow_empty_neighborhood_rule():
     X, y = _data()
     far = np.array([[5.0, 5.0]])

@@ -168,6 +168,43 @@ def test_quick_run_on_excerpt_writes_everything(quick_run):
     assert "de Chazal et al. 2004" in summary and "Per patient" in summary
 
 
+def test_resumed_run_time_says_what_it_left_out(quick_run):
+    # A run that reused every split printed "Measured run time: 0 s (loading, all fits, tables and
+    # figures)", as if the whole experiment had taken that long.
+    _, out = quick_run
+    first = (out / "summary.md").read_text(encoding="utf-8")
+    assert "loading, all fits, tables and figures" in first and "reused" not in first
+    code = main(["experiment", "ecg", "--data-dir", str(EXCERPT), "--quick", "--threads", "1",
+                 "--output", str(out), "--quiet", "--resume"])
+    assert code == 0
+    again = (out / "summary.md").read_text(encoding="utf-8")
+    assert "split(s) intra, inter, adaptive were reused from an earlier run" in again
+    assert "loading, all fits" not in again
+
+
+def test_why_we_differ_reads_the_largest_nw_size_of_a_quick_run():
+    # --quick on the full database runs the NW classifiers at 1 000 and 10 000 and only the all-N
+    # row at the full training side: the section compared that size ("no paper row at this size")
+    # and printed "vacuous ... nan %" for the regular NWC it never ran there.
+    from types import SimpleNamespace
+
+    from nwbound.experiments.ecg import PAPER_TABLE2, _why_we_differ
+
+    def row(method, n, acc):
+        return {"method": method, "n_train": n, "accuracy": acc, "vacuous_share": 0.02, "mean_eps_paper": 0.46,
+                "mean_eps_ours": 0.37, "query_s": 3.9}
+
+    rows = [row(m, n, a) for n in (1000, 10000) for m, a in (("regular", 0.944), ("localized", 0.951))]
+    rows.append({"method": "all_n", "n_train": 87595, "accuracy": 0.828})
+    intra = SimpleNamespace(split="intra", n_train_full=87595, rows=rows)
+    args = SimpleNamespace(bound="chernoff", n_neighbors=10)
+    text = _why_we_differ([intra], {"intra": {}}, args)
+    paper = PAPER_TABLE2[(10000, "regular")]
+    assert "At n = 10000 this run measures: Regular NWC 94.4 % vs 93.4 %" in text and paper[0] == 93.4
+    assert "nan" not in text and "2.0 % (regular NWC)" in text
+    assert f"{paper[4]} s / {PAPER_TABLE2[(10000, 'localized')][4]} s" in text
+
+
 def test_quick_run_intra_numbers_are_sane(quick_run):
     from nwbound.datasets import load_mitbih_beats, split_beats
 

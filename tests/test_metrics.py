@@ -376,6 +376,19 @@ def test_review_flags_hand_worked():
     np.testing.assert_array_equal(M.review_flags(iv), [False, True, True, True])
 
 
+def test_crossed_intervals_are_refused_not_certified():
+    # A look-alike interval (another model's bounds) with lower > upper was read as a certificate:
+    # the top class's lower bound 0.9 lies above the other's upper bound 0.5.
+    from types import SimpleNamespace
+
+    iv = SimpleNamespace(proba=np.array([[0.6, 0.4]]), lower=np.array([[0.9, 0.0]]),
+                         upper=np.array([[0.1, 0.5]]), epsilon=np.array([[0.3, 0.4]]), vacuous=np.array([False]))
+    for score in (M.review_flags, M.uncertainty_from_interval, lambda i: M.type_errors([0], i),
+                  lambda i: M.review_comparison([0], i)):
+        with pytest.raises(ValueError, match=r"lower` exceeds .*upper.*row 0, column 0: 0\.9 > 0\.1"):
+            score(iv)
+
+
 def test_review_flags_match_slow_loop(rng):
     iv = random_interval(rng, n=100, c=3)
     flags = M.review_flags(iv)
@@ -413,6 +426,16 @@ def test_clopper_pearson_matches_binomtest():
         ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.9, method="exact")
         assert lo == pytest.approx(ci.low, abs=1e-10)
         assert hi == pytest.approx(ci.high, abs=1e-10)
+
+
+def test_clopper_pearson_refuses_counts_that_are_not_whole_numbers():
+    # NaN slipped past the range check (NaN output) and 2.5 successes got an interval.
+    for bad in (np.nan, 2.5, [1, np.inf]):
+        with pytest.raises(ValueError, match="whole numbers"):
+            M.clopper_pearson(bad, 10)
+    lo, hi = M.clopper_pearson(np.array([3.0]), 10, 0.9)  # whole floats are counts
+    ci = stats.binomtest(3, 10).proportion_ci(confidence_level=0.9, method="exact")
+    assert lo[0] == pytest.approx(ci.low, abs=1e-10) and hi[0] == pytest.approx(ci.high, abs=1e-10)
 
 
 def test_violation_rate_hand_worked():
@@ -563,3 +586,33 @@ def test_review_bad_input(rng):
         review_summary("q", [0, 1], [0, 1], [0, 1])
     with pytest.raises(ValueError, match="same samples"):
         review_summary("q", [0, 1], [0, 1], [True])
+
+
+def test_review_comparison_refuses_a_label_list_of_another_length(rng):
+    # Three labels for a two-column interval mapped 'c' to a column that does not exist and
+    # scored every 'c' row as an error, without a word.
+    iv, _ = _random_interval(rng, n=20, c=2)
+    y = np.array(["a", "b", "c"] * 6 + ["a", "b"])
+    with pytest.raises(ValueError, match="3 labels but there are 2 columns"):
+        review_comparison(y, iv, classes=["a", "b", "c"])
+    with pytest.raises(ValueError, match="3 labels but there are 2 columns"):
+        M.type_errors(y, iv, classes=["a", "b", "c"])
+    with pytest.raises(ValueError, match="3 labels but there are 2 columns"):
+        M.expected_calibration_error(y, iv.proba, classes=["a", "b", "c"])
+
+
+def test_review_comparison_certificate_is_that_of_the_given_y_pred(rng):
+    # With y_pred other than argmax p̂, the certificate queue accepted a label on rows whose
+    # bound singles out another class, under the guarantee "the accepted label is the most
+    # probable class".
+    iv, y = _random_interval(rng, n=200, c=3)
+    y_pred = rng.integers(0, 3, size=200)
+    row = review_comparison(y, iv, y_pred=y_pred)[0]
+    cert = []
+    for i in range(200):
+        others = max(iv.upper[i, j] for j in range(3) if j != y_pred[i])
+        cert.append(iv.lower[i, y_pred[i]] > others and not iv.vacuous[i])
+    assert any(cert) and not all(cert)
+    slow = _slow_queue(y, y_pred, [not c for c in cert])
+    for key, value in slow.items():
+        assert row[key] == pytest.approx(value), key

@@ -122,6 +122,10 @@ def test_interval_display_errorbars_and_marks(data):
             assert texts == {"T": true_col, "P": pred_col}
     with pytest.raises(ValueError, match="indices"):
         P.IntervalDisplay.from_interval(iv, y, classes=classes, indices=[500])
+    # max_queries=0 failed deep in the layout with a ZeroDivisionError.
+    for bad in (0, -2):
+        with pytest.raises(ValueError, match="max_queries"):
+            P.IntervalDisplay.from_interval(iv, y, classes=classes, max_queries=bad)
 
 
 def test_interval_display_on_given_axes(data):

@@ -28,6 +28,7 @@ __all__ = [
     "MAX_CLASS_TABLE",
     "as_1d",
     "check_same_length",
+    "check_label_pair",
     "check_classes",
     "encode_labels",
     "check_proba",
@@ -472,6 +473,36 @@ def as_1d(y: ArrayLike, name: str) -> np.ndarray:
     return arr
 
 
+def check_label_pair(
+    y_true: ArrayLike, y_pred: ArrayLike, names: tuple[str, str] = ("y_true", "y_pred")
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two 1-D label arrays of one length whose labels can be compared (not text vs numbers).
+
+    Text labels compared with numeric ones are never equal: every prediction would count as
+    wrong, without a word.
+
+    Examples
+    --------
+    >>> from nwbound._validation import check_label_pair
+    >>> [a.tolist() for a in check_label_pair(["a", "b"], ["a", "a"])]
+    [['a', 'b'], ['a', 'a']]
+    >>> check_label_pair(["a", "b"], [0, 1], names=("y_test", "the model's classes"))
+    Traceback (most recent call last):
+    ...
+    ValueError: `y_test` (dtype <U1) and `the model's classes` (dtype int64) hold different label types; encode both the same way.
+    """
+    t = as_1d(y_true, names[0])
+    p = as_1d(y_pred, names[1])
+    check_same_length((names[0], t), (names[1], p))
+    kinds = {t.dtype.kind, p.dtype.kind}
+    if kinds & set("US") and kinds & set("biuf"):
+        raise ValueError(
+            f"`{names[0]}` (dtype {t.dtype}) and `{names[1]}` (dtype {p.dtype}) hold different "
+            "label types; encode both the same way."
+        )
+    return t, p
+
+
 def check_same_length(*pairs: tuple[str, np.ndarray]) -> int:
     """Check that all arrays have the same first dimension; return it.
 
@@ -492,8 +523,17 @@ def check_same_length(*pairs: tuple[str, np.ndarray]) -> int:
     return n
 
 
-def check_classes(classes: ArrayLike, name: str = "classes") -> np.ndarray:
-    """Return ``classes`` as a 1-D array of unique labels.
+def _check_label_count(classes: np.ndarray, n_classes: int, name: str = "classes") -> None:
+    """``classes`` names exactly ``n_classes`` columns (the one copy of this rule)."""
+    if classes.shape[0] != n_classes:
+        raise ValueError(
+            f"`{name}` has {classes.shape[0]} labels but there are {n_classes} columns; pass one "
+            "label per column, in column order (e.g. `estimator.classes_`)."
+        )
+
+
+def check_classes(classes: ArrayLike, name: str = "classes", n_classes: int | None = None) -> np.ndarray:
+    """Return ``classes`` as a 1-D array of unique labels (``n_classes`` of them, if given).
 
     Examples
     --------
@@ -509,6 +549,8 @@ def check_classes(classes: ArrayLike, name: str = "classes") -> np.ndarray:
     uniq = np.unique(arr)
     if uniq.shape[0] != arr.shape[0]:
         raise ValueError(f"`{name}` must not contain duplicates, got {arr.tolist()}.")
+    if n_classes is not None:
+        _check_label_count(arr, n_classes, name)
     return arr
 
 
@@ -516,7 +558,9 @@ def encode_labels(y: np.ndarray, classes: np.ndarray | None, name: str, n_classe
     """Map labels to column indices of ``classes``.
 
     With ``classes=None`` the labels must already be integer indices in
-    ``[0, n_classes)``.
+    ``[0, n_classes)``. With both ``classes`` and ``n_classes``, ``classes`` must name
+    exactly ``n_classes`` columns (a label list of another length maps labels to columns
+    that do not exist, or to the wrong ones).
 
     Examples
     --------
@@ -526,7 +570,13 @@ def encode_labels(y: np.ndarray, classes: np.ndarray | None, name: str, n_classe
     [1, 0, 1]
     >>> encode_labels(np.array([0, 2]), None, "y_true", n_classes=3).tolist()
     [0, 2]
+    >>> encode_labels(np.array(["a"]), np.array(["a", "b", "c"]), "y_true", n_classes=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: `classes` has 3 labels but there are 2 columns; pass one label per column, in column order (e.g. `estimator.classes_`).
     """
+    if classes is not None and n_classes is not None:
+        _check_label_count(classes, n_classes)
     if classes is None:
         if not (np.issubdtype(y.dtype, np.integer) or _is_integral_float(y)):
             raise ValueError(
@@ -650,6 +700,16 @@ def check_interval(interval: Any, name: str = "interval") -> IntervalArrays:
         out[attr] = arr
     if np.any(out["epsilon"] < 0):
         raise ValueError(f"`{name}.epsilon` must be non-negative.")
+    crossed = out["lower"] > out["upper"] + 1e-9
+    if np.any(crossed):
+        # An empty interval holds no probability, and the certificate (top lower > other uppers)
+        # would read it as proof.
+        i, j = (int(v[0]) for v in np.nonzero(crossed))
+        raise ValueError(
+            f"`{name}.lower` exceeds `{name}.upper` in {int(crossed.sum())} entries (first: row {i}, column {j}: "
+            f"{out['lower'][i, j]:.4g} > {out['upper'][i, j]:.4g}); each interval must be [lower, upper] with "
+            "lower <= upper."
+        )
     vac = np.asarray(interval.vacuous)
     if vac.shape != (proba.shape[0],):
         raise ValueError(

@@ -113,7 +113,9 @@ def sensitivity_report(
         sample_weight = state.get("weights") if sample_weight is None else sample_weight
     elif y_train is None:
         raise ValueError("Pass y_train together with X_train.")
-    y_test = np.asarray(y_test)
+    from .._validation import as_1d, check_label_pair
+
+    y_test = as_1d(y_test, "y_test")  # a column (m, 1) would broadcast against the m predictions
     rows: list[dict[str, Any]] = []
     for L in values:
         params = {"lipschitz": float(L)}
@@ -125,7 +127,9 @@ def sensitivity_report(
         if y_test.shape[0] != iv.proba.shape[0]:
             raise ValueError(f"y_test has {y_test.shape[0]} labels for {iv.proba.shape[0]} rows of X_test.")
         top = np.argmax(iv.proba, axis=1)
-        correct = np.asarray(m.classes_)[top] == y_test
+        # Text labels against numeric classes (or the reverse) never compare equal: refused.
+        truth, predicted = check_label_pair(y_test, np.asarray(m.classes_)[top], ("y_test", "the model's classes"))
+        correct = predicted == truth
         eps = iv.epsilon[np.arange(top.shape[0]), top]
         flagged = review_flags(iv)
         rows.append(

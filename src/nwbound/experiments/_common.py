@@ -540,7 +540,7 @@ def result_row(
         precision_w, recall_w, mean_bound, vacuous_share, delta,
         violation_rate, violation_ci_high, violation_any``. ``mean_bound`` is
         ε averaged over queries and classes; ``violation_rate`` is the largest
-        per-class share of queries with ``|p_c − p̂_c| > ε_c`` (the guarantee is
+        per-class share of queries with ``p_c`` outside ``[lower_c, upper_c]`` (the guarantee is
         per class: compare with δ), ``violation_ci_high`` its 95 %
         Clopper–Pearson upper limit, ``violation_any`` the share with any
         class violated. Inapplicable values are NaN.

@@ -630,7 +630,7 @@ def coverage_figure(rows: Sequence[dict[str, Any]], out: Path, dataset: str, del
     for ax, setting in zip(axes[0], ("paper", "ours")):
         SizeCurveDisplay.from_rows(
             data, y="violation_rate", where={"setting": setting}, ax=ax, hline=delta,
-            y_label="share of queries with |p − p̂| > ε", title=f"{setting} setting ({dataset} data)",
+            y_label="share of queries with p outside [lower, upper]", title=f"{setting} setting ({dataset} data)",
         )
         ax.set_ylim(0.0, top)
     return save_figures(fig, out, f"{dataset}_coverage")
@@ -675,7 +675,7 @@ def _summary(
         f"({', '.join(config.bounds)}) with the true L / γ in the "
         "scaled units (CME noise constant 0.5). The CME's paper row reuses the fit of its ours row "
         "(only ε's sampling part differs), so both show the same times.\n",
-        "## Coverage (violation rate = share of test queries with |p_c − p̂_c| > ε_c, worst class, worst n)\n",
+        "## Coverage (violation rate = share of test queries with p_c outside [lower_c, upper_c], worst class, worst n)\n",
         format_markdown(coverage) if coverage else "(no bounded model was run)",
         f"\n## Certificate and review at the largest n ({100 * REVIEW_SHARE:.0f} % reviewed per score)\n",
         "certified = the top class's lower bound is above every other class's upper bound; caught_* = share of "

@@ -369,7 +369,8 @@ def bayes_decision(
     ------
     ValueError
         Shapes that disagree, priors that are not positive, a negative cost,
-        bounds that do not contain ``proba``.
+        bounds that do not contain ``proba``, or bounds whose box holds no
+        probability vector (``Σ lower > 1`` or ``Σ upper < 1`` on a row).
 
     Examples
     --------
@@ -415,6 +416,17 @@ def bayes_decision(
             f"entries lie outside their bounds (by up to {float(gap.max()):.3g}). Pass the proba, lower and upper of "
             "one PredictionInterval (iv.proba, iv.lower, iv.upper: nwbound's intervals hold their own proba, "
             "cross-fitted ones included); bounds made elsewhere must contain the proba given."
+        )
+    # The linear programs below range over the box ∩ simplex; a box that holds no probability
+    # vector (Σ upper < 1 or Σ lower > 1: proba not normalised, or bounds that cannot hold)
+    # would "certify" from the empty set.
+    empty = (up.sum(axis=1) < 1.0 - 1e-6) | (lo.sum(axis=1) > 1.0 + 1e-6)  # float32 rounding passes
+    if np.any(empty):
+        i = int(np.flatnonzero(empty)[0])
+        raise ValueError(
+            f"{int(empty.sum())} row(s) of `lower`/`upper` hold no probability vector (row {i}: Σ lower = "
+            f"{lo[i].sum():.4g}, Σ upper = {up[i].sum():.4g}; need Σ lower ≤ 1 ≤ Σ upper), so no decision can "
+            "be certified from them. Pass `proba` with rows summing to 1 and bounds that contain it."
         )
     # Certified: for every rival k, max over the box of Σ_c (cost[k*, c] − cost[k, c]) w_c p_c < 0.
     certified = np.ones(n, dtype=bool)

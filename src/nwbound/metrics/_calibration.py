@@ -176,10 +176,6 @@ def expected_calibration_error(
     check_same_length(("y_true", t), ("proba", p))
     n_bins = _check_positive_int(n_bins, "n_bins")
     cls = None if classes is None else check_classes(classes)
-    if cls is not None and cls.shape[0] != p.shape[1]:
-        raise ValueError(
-            f"`classes` has {cls.shape[0]} labels but `proba` has {p.shape[1]} columns."
-        )
     ti = encode_labels(t, cls, "y_true", n_classes=p.shape[1])
 
     pred = np.argmax(p, axis=1)

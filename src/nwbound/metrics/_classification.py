@@ -5,23 +5,13 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import as_1d, check_classes, check_same_length, encode_labels
+from .._validation import check_classes, check_label_pair, encode_labels
 
 __all__ = ["accuracy", "weighted_precision_recall", "per_class_precision_recall"]
 
 
 def _check_label_pair(y_true: ArrayLike, y_pred: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    t = as_1d(y_true, "y_true")
-    p = as_1d(y_pred, "y_pred")
-    check_same_length(("y_true", t), ("y_pred", p))
-    # String vs numeric labels would compare as "all wrong" silently.
-    kinds = {t.dtype.kind, p.dtype.kind}
-    if kinds & set("US") and kinds & set("biuf"):
-        raise ValueError(
-            f"`y_true` (dtype {t.dtype}) and `y_pred` (dtype {p.dtype}) hold different "
-            "label types; encode both the same way."
-        )
-    return t, p
+    return check_label_pair(y_true, y_pred)
 
 
 def _counts(

@@ -36,8 +36,8 @@ def clopper_pearson(
     Raises
     ------
     ValueError
-        If ``confidence`` is not in (0, 1), ``n < 1`` or some ``k`` is outside
-        ``[0, n]``.
+        If ``confidence`` is not in (0, 1), ``n < 1`` or some ``k`` is not a
+        whole number in ``[0, n]``.
 
     Examples
     --------
@@ -52,6 +52,10 @@ def clopper_pearson(
         raise ValueError(f"`confidence` must be in (0, 1), got {confidence!r}.")
     n = _check_positive_int(n, "n")
     k = np.asarray(k, dtype=np.float64)
+    # NaN passes both comparisons below and a fractional count has no binomial interval:
+    # both gave NaN or a made-up interval, without a word.
+    if not np.all(np.isfinite(k)) or np.any(k != np.round(k)):
+        raise ValueError(f"`k` must hold whole numbers of successes, got {np.asarray(k).tolist()!r}.")
     if np.any(k < 0) or np.any(k > n):
         raise ValueError(f"`k` must lie in [0, n={n}].")
     alpha = 1.0 - confidence

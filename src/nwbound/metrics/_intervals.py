@@ -214,10 +214,6 @@ def _type_masks(
     if not (isinstance(threshold, (int, float, np.floating)) and 0.0 <= threshold <= 1.0):
         raise ValueError(f"`threshold` must be a number in [0, 1], got {threshold!r}.")
     cls = None if classes is None else check_classes(classes)
-    if cls is not None and cls.shape[0] != iv.n_classes:
-        raise ValueError(
-            f"`classes` has {cls.shape[0]} labels but the interval has {iv.n_classes} columns."
-        )
     ti = encode_labels(t, cls, "y_true", n_classes=iv.n_classes)
     pi = _predicted_index(iv, y_pred, cls)
     correct = ti == pi
@@ -350,15 +346,21 @@ def review_flags(interval: Any) -> np.ndarray:
     [False, True, False]
     """
     iv = check_interval(interval)
+    return _not_certified(iv, np.argmax(iv.proba, axis=1))
+
+
+def _not_certified(iv: IntervalArrays, column: np.ndarray) -> np.ndarray:
+    """True where the bound does not single out ``column`` of each row as its most probable class.
+
+    ``column``'s lower bound is not above every other class's upper bound, or the row is vacuous.
+    """
     n, c = iv.proba.shape
     rows = np.arange(n)
-    top = np.argmax(iv.proba, axis=1)
-    lower_top = iv.lower[rows, top]
     if c == 1:
         return iv.vacuous.copy()
     others = iv.upper.copy()
-    others[rows, top] = -np.inf
-    return (lower_top <= others.max(axis=1)) | iv.vacuous
+    others[rows, column] = -np.inf
+    return (iv.lower[rows, column] <= others.max(axis=1)) | iv.vacuous
 
 
 @dataclass(frozen=True)

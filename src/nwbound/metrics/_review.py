@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._classification import _check_label_pair
-from ._intervals import _predicted_index, review_flags
+from ._intervals import _not_certified, _predicted_index
 from ._ranking import _n_flagged
 from .._validation import as_1d, check_classes, check_interval, check_same_length, encode_labels
 from ._validation import _as_float_1d, _check_fraction
@@ -117,7 +117,7 @@ def review_comparison(
 
     One row (see :func:`review_summary`) per queue:
 
-    * ``certificate`` — review what the bound does not certify (the top
+    * ``certificate`` — review what the bound does not certify (the predicted
       class's lower bound is not above every other upper bound, or κ = 0);
       its accepted share is the *certified share* and its error the *error
       among certified*;
@@ -184,7 +184,9 @@ def review_comparison(
     pi = _predicted_index(iv, y_pred, cls)
     n = ti.shape[0]
     rows_ix = np.arange(n)
-    certified = ~review_flags(interval)
+    # The certificate of the label that is accepted: with ``y_pred`` other than argmax p̂, a row
+    # whose bound singles out another class is no certificate for it.
+    certified = ~_not_certified(iv, pi)
     error_upper = np.where(iv.vacuous, 1.0, 1.0 - iv.lower[rows_ix, pi])
     eps = np.where(iv.vacuous, 1.0, iv.epsilon[rows_ix, pi])
     pct = f"{100 * share:.0f}%"

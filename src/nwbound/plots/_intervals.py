@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import as_1d, check_interval, check_same_length, encode_labels
+from .._validation import as_1d, check_int_range, check_interval, check_same_length, encode_labels
 from ._base import pyplot
 from ._labels import _labels_for
 
@@ -99,8 +99,8 @@ class IntervalDisplay:
         Raises
         ------
         ValueError
-            If ``indices`` is empty, not integer or out of range, or ``y_true`` has
-            another length than the interval.
+            If ``indices`` is empty, not integer or out of range, ``max_queries`` is
+            below 1, or ``y_true`` has another length than the interval.
 
         Examples
         --------
@@ -123,6 +123,7 @@ class IntervalDisplay:
         n = iv.proba.shape[0]
         labels = _labels_for(classes, iv.n_classes)
         if indices is None:
+            max_queries = check_int_range(max_queries, "max_queries", 1, hint="It is how many queries to show.")
             idx = np.arange(min(n, max_queries))
         else:
             idx = np.atleast_1d(np.asarray(indices))

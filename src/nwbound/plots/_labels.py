@@ -14,10 +14,7 @@ def _labels_for(classes: ArrayLike | None, n_classes: int) -> np.ndarray:
     """Column labels: ``classes`` or 0 … C−1."""
     if classes is None:
         return np.arange(n_classes)
-    cls = check_classes(classes)
-    if cls.shape[0] != n_classes:
-        raise ValueError(f"`classes` has {cls.shape[0]} labels but there are {n_classes} columns.")
-    return cls
+    return check_classes(classes, n_classes=n_classes)
 
 
 def _argmax_labels(interval: Any, classes: ArrayLike | None) -> np.ndarray:
