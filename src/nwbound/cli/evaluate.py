@@ -120,12 +120,6 @@ def _stored_proba(proba: np.ndarray, classes: np.ndarray) -> Any:
     return model
 
 
-def _take_rows(interval: Any, rows: np.ndarray) -> Any:
-    from .._result import PredictionInterval
-
-    return PredictionInterval(**{k: None if v is None else np.asarray(v)[rows] for k, v in interval.as_dict().items()})
-
-
 def compare_rules(
     y_index: np.ndarray,
     interval: Any,
@@ -182,7 +176,7 @@ def compare_rules(
     cal, test = np.sort(perm[: n // 2]), np.sort(perm[n // 2:])
     proba = np.asarray(interval.proba)
     doubt = 1.0 - proba.max(axis=1)
-    held = _take_rows(interval, test)
+    held = interval.take(test)
     share = float(np.mean(~held.certified)) if test.size else 0.0
     share = share if 0.0 < share < 1.0 else 0.1  # ranking queues need a share strictly inside (0, 1)
     extra: dict[str, Any] = {}
@@ -318,10 +312,7 @@ def run(args: argparse.Namespace) -> int:
     if not y_index:
         raise CommandError(f"{data} has no data rows; nothing to evaluate.")
     y_index = np.concatenate(y_index)
-    interval = parts[0] if len(parts) == 1 else PredictionInterval(**{
-        name: (None if getattr(parts[0], name) is None else np.concatenate([getattr(p, name) for p in parts]))
-        for name in parts[0].as_dict()
-    })
+    interval = PredictionInterval.concatenate(parts)
     del parts
     certified, trivial = interval.certified, interval.trivial
     metrics = summarize(y_index, interval.predicted_index, ~certified)
