@@ -241,7 +241,8 @@ def _tiny_gtsrb(root: Path, *, official: bool = False, csv: bool = True) -> dict
         d.mkdir(parents=True)
         for k in range(n):
             _ppm(d / f"00000_{k:05d}.ppm", COLORS[cid])
-        (d / f"GT-{cid:05d}.csv").write_text("Filename;Width;Height;Roi.X1;Roi.Y1;Roi.X2;Roi.Y2;ClassId\n")
+        (d / f"GT-{cid:05d}.csv").write_text("Filename;Width;Height;Roi.X1;Roi.Y1;Roi.X2;Roi.Y2;ClassId\n" + "".join(
+            f"00000_{k:05d}.ppm;32;32;5;5;27;27;{cid}\n" for k in range(n)))
     test_dir = base / "GTSRB" / "Final_Test" / "Images"
     test_dir.mkdir(parents=True)
     # File-name order deliberately unrelated to class order.
@@ -286,6 +287,25 @@ def test_gtsrb_test_labels_from_csv(tmp_path, official):
     np.testing.assert_array_equal(y, [mapping[Path(p).name] for p in paths])
     np.testing.assert_array_equal(_colour_class(X), y)
     assert sorted(y.tolist()) == [6, 6, 14, 14, 14]
+
+
+@pytest.mark.parametrize("change, match", [
+    ("delete", r"1 listed image\(s\) missing \(e.g. \['00000_00001.ppm'\]\)"),
+    ("add", r"1 image\(s\) it does not list \(e.g. \['00000_00009.ppm'\]\)"),
+    ("misfile", r"lists ClassId \[14\] in the folder of class 6"),
+])
+def test_gtsrb_training_folder_must_match_its_annotation_file(tmp_path, change, match):
+    _tiny_gtsrb(tmp_path)
+    folder = tmp_path / "gtsrb" / "GTSRB" / "Training" / "00006"
+    if change == "delete":  # was silently 7 training images instead of 8
+        (folder / "00000_00001.ppm").unlink()
+    elif change == "add":
+        _ppm(folder / "00000_00009.ppm", COLORS[14])
+    else:
+        listing = folder / "GT-00006.csv"
+        listing.write_text(listing.read_text().replace(";6\n", ";14\n", 1))
+    with pytest.raises((FileNotFoundError, ValueError), match=match):
+        load_gtsrb_pair(tmp_path)
 
 
 def test_gtsrb_accepts_inner_directory(tmp_path):

@@ -103,9 +103,36 @@ def _train_files(base: Path, classes: tuple[int, ...]) -> tuple[list[Path], list
         files = sorted(p for p in class_dir.iterdir() if p.suffix.lower() == IMAGE_SUFFIX and p.is_file())
         if not files:
             raise FileNotFoundError(f"GTSRB training folder {str(class_dir)!r} holds no {IMAGE_SUFFIX} images.")
+        _check_listed(class_dir, c, files)
         paths.extend(files)
         labels.extend([c] * len(files))  # the label is the folder's class id
     return paths, labels
+
+
+def _check_listed(class_dir: Path, class_id: int, files: list[Path]) -> None:
+    """The class folder's images against its own annotation file ``GT-<class>.csv``, where it lists any:
+    every listed image present, no image it does not list, every ``ClassId`` the folder's. A deleted,
+    added or misfiled image would otherwise change the training set without a word."""
+    listing = class_dir / f"GT-{class_id:05d}.csv"
+    if not listing.is_file():
+        return
+    names, ids = _read_test_csv(listing)
+    if not names:
+        return  # a header alone: nothing to check against
+    wrong = sorted({i for i in ids if i != class_id})
+    if wrong:
+        raise ValueError(f"GTSRB annotation file {str(listing)!r} lists ClassId {wrong} in the folder of class {class_id}.")
+    present = {p.name for p in files}
+    missing = [n for n in names if n not in present]
+    unlisted = sorted(present - set(names))
+    if missing or unlisted:
+        raise FileNotFoundError(
+            f"GTSRB training folder {str(class_dir)!r} does not match its annotation file {listing.name}: "
+            + (f"{len(missing)} listed image(s) missing (e.g. {missing[:3]})" if missing else "")
+            + ("; " if missing and unlisted else "")
+            + (f"{len(unlisted)} image(s) it does not list (e.g. {unlisted[:3]})" if unlisted else "")
+            + ". Restore the folder from the dataset archive."
+        )
 
 
 def _read_test_csv(csv_path: Path) -> tuple[list[str], list[int]]:
