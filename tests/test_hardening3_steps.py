@@ -416,3 +416,31 @@ def test_float32_localized_follows_the_rule():
     for algorithm in ("brute", "kd_tree"):
         model = NadarayaWatsonClassifier(metric=None, lipschitz=None, n_neighbors=7, bandwidth=2.0, algorithm=algorithm, dtype="float32").fit(X, y)
         np.testing.assert_array_equal(model.kneighbors(Q)[1], expected, err_msg=algorithm)
+
+
+def test_experiment_says_which_files_a_resumed_run_reused(tmp_path, capsys):
+    """The closing line of `nwbound experiment` counted reused files as written by this run."""
+    import argparse
+    import os
+    import time
+
+    from nwbound.cli.experiment import run
+
+    out = tmp_path / "results"
+    out.mkdir()
+    old = out / "table.csv"
+    old.write_text("a\n1\n")
+    past = time.time() - 3600
+    os.utime(old, (past, past))  # written by an earlier, interrupted run
+
+    class Module:
+        @staticmethod
+        def run(args, output):
+            (output / "summary.md").write_text("done\n")
+            return ["table.csv", "summary.md"]
+
+    args = argparse.Namespace(output=out, overwrite=True, experiment="fake", experiment_module=Module)
+    assert run(args) == 0
+    text = capsys.readouterr().out
+    assert "2 files (1 of them reused from the earlier run, unchanged)" in text
+    assert "  table.csv  (reused)" in text and "  summary.md\n" in text

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import time
 from pathlib import Path
 
@@ -46,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
     created = not target.exists()
     output = prepare_output_dir(target, overwrite=args.overwrite, resumable=True)  # --resume sets overwrite too
     start = time.perf_counter()
+    # Files older than this run (to the second: some file systems keep whole seconds) were reused
+    # from an earlier one under --resume, not written now.
+    since = math.floor(time.time()) - 1
     try:
         files = args.experiment_module.run(args, output)
     except BaseException:
@@ -55,8 +59,10 @@ def run(args: argparse.Namespace) -> int:
             except OSError:
                 pass
         raise
-    print(f"nwbound experiment {args.experiment}: wrote {len(files)} files to {output} "
-          f"in {time.perf_counter() - start:.1f} s")
+    reused = {str(f) for f in files if (Path(output) / f).is_file() and (Path(output) / f).stat().st_mtime < since}
+    kept = f" ({len(reused)} of them reused from the earlier run, unchanged)" if reused else ""
+    print(f"nwbound experiment {args.experiment}: {len(files)} files{kept} in {output}, "
+          f"this run {time.perf_counter() - start:.1f} s")
     for f in files:
-        print(f"  {f}")
+        print(f"  {f}" + ("  (reused)" if str(f) in reused else ""))
     return 0
