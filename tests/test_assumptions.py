@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist, pdist
 
-from nwbound import NadarayaWatsonClassifier
+from nwbound import DyadicClassifier, NadarayaWatsonClassifier
 from nwbound.assumptions import (
     LipschitzEstimate,
     MarginEstimate,
@@ -215,6 +215,16 @@ def test_sensitivity_report_bad_input(logistic):
         sensitivity_report(object(), X, y, [1.0])
     with pytest.raises(ValueError, match="y_test"):
         sensitivity_report(model, X, y[:10], [1.0])
+
+
+def test_sensitivity_report_on_a_dyadic_model_asks_for_the_training_rows(logistic):
+    # It said "model is not a fitted NadarayaWatsonClassifier: fit it first" of a fitted DyadicClassifier.
+    X, y = logistic.X[:200], logistic.y[:200]
+    model = DyadicClassifier(metric=None, lipschitz=1.0, resolution=3).fit(X, y)
+    with pytest.raises(ValueError, match="fitted DyadicClassifier keeps per-cell sums, not its training rows: pass X_train"):
+        sensitivity_report(model, X[:50], y[:50], [0.5, 1.0])
+    rows = sensitivity_report(model, X[:50], y[:50], [0.5, 1.0], X_train=X, y_train=y)
+    assert len(rows) == 2
 
 
 def test_sensitivity_report_reads_the_labels_it_scores(logistic):

@@ -101,12 +101,19 @@ def sensitivity_report(
                 "its kernel sums' rows, mapped into its learned space, so pass X_train and y_train (the rows given "
                 "to fit). Each L is then in the units of the learned space(s)."
             )
-        train = getattr(model, "_train", None)
-        if train is None:
-            raise ValueError(
-                "model is not a fitted NadarayaWatsonClassifier: fit it first or pass X_train and y_train."
-            )
+        from sklearn.exceptions import NotFittedError
+        from sklearn.utils.validation import check_is_fitted
+
+        try:
+            check_is_fitted(model)
+        except NotFittedError:
+            raise ValueError("model is not fitted: fit it first, or pass X_train and y_train.") from None
         state = model.get_fitted_state()  # X in its documented feature_unit (float32 far from 1)
+        if "X" not in state:
+            raise ValueError(
+                f"sensitivity_report refits the model at each L; a fitted {type(model).__name__} keeps per-cell "
+                "sums, not its training rows: pass X_train and y_train (the rows given to fit)."
+            )
         unit = float(state.get("feature_unit", 1.0))
         X_train = state["X"] if unit == 1.0 else state["X"].astype(np.float64) * unit
         y_train = np.asarray(model.classes_)[state["labels"]]
