@@ -145,8 +145,9 @@ def test_learned_diagonal_space_covers_at_its_true_constant_and_certifies_more()
         # The same rows the learned space's kernel sums use, in x: Euclidean with every advantage but the space.
     miss = (pq < iv.lower[:, 1]) | (pq > iv.upper[:, 1])
     assert miss.mean() <= delta
-    # Measured: 20.2 % with the swapped pair alone, 19.2 % with cross_fit="auto"'s 5 models at δ/5; 0 % Euclidean.
-    assert iv.certified.mean() >= euclid.certified.mean() + 0.15, (iv.certified.mean(), euclid.certified.mean())
+    # Certified shares are reported in the user guide's known-p table (19–20 % here came from
+    # lipschitz="auto" halving its pilot); never below the Euclidean recipe at the true L.
+    assert iv.certified.mean() >= euclid.certified.mean(), (iv.certified.mean(), euclid.certified.mean())
 
 
 @pytest.mark.slow
@@ -279,28 +280,22 @@ def test_metric_kinds_fit_and_predict(metric):
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
-def test_auto_feature_part_has_a_fixed_share_of_the_distance_whatever_d(n_classes):
-    """metric="auto": the features' mean squared pairwise distance is AUTO_FEATURE_WEIGHT² times the
-    scores', on the fitted rows: scale-free in the number of features (duplicating them changes
-    nothing) and in the number of score columns. Checked over all pairs by brute force."""
-    from nwbound.spaces import AUTO_FEATURE_WEIGHT
-
+def test_auto_space_is_the_scores_then_the_features_at_their_estimated_weight(n_classes):
+    """metric="auto": z = (s − mean s, L_r·x_std), s the model's probabilities (one column for two
+    classes), L_r = feature_weight_; by brute force over the coordinates."""
     rng = np.random.default_rng(5)
-    X = rng.normal(size=(150, 4))
+    X = rng.normal(size=(300, 4))
     y = np.digitize(X[:, 0] + X[:, 1], [-0.5, 0.5]) if n_classes == 3 else (X[:, 0] > 0).astype(int)
-    ratios = []
-    for Xd in (X, np.hstack([X, X, X])):
-        space = LearnedSpace("auto", random_state=0).fit(Xd, y)
-        z = space.transform(Xd)
-        n_s = z.shape[1] - Xd.shape[1]
-        assert n_s == (1 if n_classes == 2 else 3)
-
-        def mean_sq(A):  # mean over ordered pairs i ≠ j of ‖A_i − A_j‖²
-            diff = A[:, None, :] - A[None, :, :]
-            return (diff**2).sum(-1).sum() / (A.shape[0] * (A.shape[0] - 1))
-
-        ratios.append(mean_sq(z[:, n_s:]) / mean_sq(z[:, :n_s]))
-    np.testing.assert_allclose(ratios, AUTO_FEATURE_WEIGHT**2, rtol=1e-9)
+    space = LearnedSpace("auto", random_state=0).fit(X[:150], y[:150], held_out=(X[150:], y[150:]))
+    z = space.transform(X)
+    n_s = 1 if n_classes == 2 else 3
+    assert z.shape[1] == n_s + 4 and space.lipschitz_ == pytest.approx(np.sqrt(2.0))
+    from nwbound.spaces import column_units
+    U = X / column_units(X[:150])
+    s_fit = space.map_.predict_proba(U[:150])[:, -n_s:]
+    np.testing.assert_allclose(z[:, :n_s], space.map_.predict_proba(U)[:, -n_s:] - s_fit.mean(axis=0), atol=1e-12)
+    x_std = (U - U[:150].mean(axis=0)) / U[:150].std(axis=0)
+    np.testing.assert_allclose(z[:, n_s:], space.feature_weight_ * x_std, atol=1e-12)
 
 
 # -- scikit-learn conventions ------------------------------------------------------------------
@@ -393,7 +388,7 @@ def test_lipschitz_auto_uses_held_out_rows_only_and_says_what_it_is():
     lda = LinearDiscriminantAnalysis().fit(X[pilot_rows], y[pilot_rows])
     np.testing.assert_allclose(clf.metric_.map_.coef_, lda.coef_)
     assert clf.lipschitz_ == rep.value and rep.value in rep.selection.grid
-    assert min(rep.selection.grid) == pytest.approx(rep.pilot / 2)
+    assert min(rep.selection.grid) == pytest.approx(rep.pilot)  # never below the pilot
     assert clf.bound_spec_.beta == clf.lipschitz_
     assert "not a certified fact" in str(rep) and "not a certified fact" in repr(rep)
 
@@ -419,7 +414,9 @@ def test_lipschitz_auto_covers_on_a_known_field():
         clf = NadarayaWatsonClassifier(bandwidth="auto", lipschitz="auto", metric="auto").fit(X, y)
         iv = clf.predict_interval(Q)
     assert ((pq < iv.lower[:, 1]) | (pq > iv.upper[:, 1])).mean() <= 0.05
-    assert iv.certified.mean() > 0.3
+    # Never below the pilot; each model's L is √2 in its two-constant space (a certified share of
+    # 30 % here came from lipschitz="auto" halving its pilot, which missed p on other fields).
+    assert all(h.lipschitz_ >= h.lipschitz_report_.pilot for h in clf.cross_fit_models_)
 
 
 def _sine60(n, seed):
@@ -455,9 +452,8 @@ def test_auto_space_covers_a_60d_field_at_the_pilot_lipschitz(sine60_fit):
 @pytest.mark.slow
 def test_auto_space_covers_a_60d_field_at_the_chosen_lipschitz(sine60_fit):
     clf, Q, pq = sine60_fit
-    # Nothing is certified on the check rows here, so no check could reject L below the pilot:
-    # lipschitz="auto" keeps the pilot (at pilot/2, 8.8 % of queries missed p).
-    assert clf.lipschitz_report_.floored and clf.lipschitz_ == clf.lipschitz_report_.pilot
+    # lipschitz="auto" never goes below its pilot (at pilot/2, 8.8 % of queries missed p).
+    assert clf.lipschitz_ >= clf.lipschitz_report_.pilot
     assert _miss(clf, Q, pq, clf.lipschitz_) <= 0.05
 
 
@@ -558,7 +554,10 @@ def test_auto_chooses_its_score_model_by_out_of_fold_log_loss_on_the_map_rows_on
     with _quiet():
         clf = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric="auto", cross_fit=False,
                                        random_state=4).fit(X, y)
-    report, rows = clf.metric_report_, clf.metric_rows_
+    report = clf.metric_report_
+    # numeric L, no check rows: the space keeps half of the metric share for L_r, fits on the rest
+    rows = clf.metric_rows_[clf.metric_.fit_rows_]
+    assert rows.shape[0] < clf.metric_rows_.shape[0]
     assert report is clf.metric_.report_ and report.n_rows == rows.shape[0] and report.n_splits == 3
     by_hand = {c["name"]: _oof_log_loss(auto_candidates(report.random_state)[c["name"]], X[rows], y[rows], 3,
                                         report.random_state) for c in report.candidates}
@@ -572,8 +571,12 @@ def test_auto_chooses_its_score_model_by_out_of_fold_log_loss_on_the_map_rows_on
     assert "out-of-fold log-loss" in str(report) and report.chosen in str(report)
     # The chosen model is refitted on the map rows (not the NW rows): its class probabilities on
     # them are a fresh fit's.
-    fresh = auto_candidates(report.random_state)[report.chosen].fit(X[rows], y[rows])
-    np.testing.assert_allclose(clf.metric_.map_.predict_proba(X[:5]), fresh.predict_proba(X[:5]), rtol=1e-6)
+    # (the map sees each column in its power-of-two unit, fixed on the metric share)
+    from nwbound.spaces import column_units
+    units = column_units(X[clf.metric_rows_])
+    fresh = auto_candidates(report.random_state)[report.chosen].fit(X[rows] / units, y[rows])
+    np.testing.assert_allclose(clf.metric_.map_.predict_proba(X[:5] / units), fresh.predict_proba(X[:5] / units),
+                               rtol=1e-6)
 
 
 def test_auto_drops_a_model_that_learned_nothing_and_says_why():
@@ -593,11 +596,14 @@ def test_auto_drops_a_model_that_learned_nothing_and_says_why():
 def test_auto_with_no_model_that_learns_warns_and_keeps_the_features():
     X = np.ones((60, 3))
     y = np.repeat([0, 1], 30)
-    with pytest.warns(UserWarning, match="no candidate score model could be fitted"):
-        space = LearnedSpace("auto", random_state=0).fit(X, y)
-    assert space.report_.chosen is None and space.map_ is None and space.feature_weight_ == 1.0
+    space = LearnedSpace("auto", random_state=0)
+    # No score model: the features alone, weighted by p's own estimated constant, which rows that
+    # are all one point cannot give (refused, naming L_r, rather than a weight picked blind).
+    with pytest.warns(UserWarning, match="no candidate score model could be fitted"), \
+            pytest.raises(ValueError, match="L_r"):
+        space.fit(X, y)
+    assert space.report_.chosen is None and space.map_ is None
     assert all(c["status"].startswith("dropped") for c in space.report_.candidates)
-    assert space.transform(X[:2]).shape == (2, 3)
 
 
 def test_auto_fits_a_few_dozen_rows_of_three_classes():
@@ -641,8 +647,9 @@ def test_auto_defaults_cover_a_few_of_many_features_field_and_beat_euclidean_at_
     # Queries share the training rows, so their misses are not independent; the allowance is a
     # binomial 3σ above δ all the same (measured: 0.1 %).
     assert miss.mean() <= delta + 3 * np.sqrt(delta * (1 - delta) / Q.shape[0])
-    # Measured: 20.2 % with the swapped pair alone, 19.2 % with cross_fit="auto"'s 5 models at δ/5; 0 % Euclidean.
-    assert iv.certified.mean() >= euclid.certified.mean() + 0.15, (iv.certified.mean(), euclid.certified.mean())
+    # Certified shares are reported in the user guide's known-p table (19–20 % here came from
+    # lipschitz="auto" halving its pilot); never below the Euclidean recipe at the true L.
+    assert iv.certified.mean() >= euclid.certified.mean(), (iv.certified.mean(), euclid.certified.mean())
 
 
 @pytest.mark.parametrize("metric, cross_fit, expected", [

@@ -184,7 +184,8 @@ def test_a_column_constant_on_the_fit_rows_is_left_unscaled(metric):
     shift = space.transform(Q) - space.transform(X[:5])
     # Independent: unscaled, the constant column moves by exactly 1.1 − 0.1 = 1 (times the feature
     # weight r in "auto"); every other coordinate is unchanged.
-    weight = 1.0 if metric == "standard" else space.feature_weight_
+    # The column is first divided by its power-of-two unit (0.1 ∈ [2⁻⁴, 2⁻³): 1/16), exactly.
+    weight = (1.0 if metric == "standard" else space.feature_weight_) * 16.0
     column = space.n_components_ - 3 + 1
     assert shift[:, column] == pytest.approx(np.full(5, weight), rel=1e-9)
     assert np.abs(np.delete(shift, column, axis=1)).max() < 1e-12

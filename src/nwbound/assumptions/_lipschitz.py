@@ -162,11 +162,13 @@ def _pilot_estimate(
     kernel: str,
     n_eval: int,
     working_memory: float | None,
+    offset: np.ndarray | None = None,
 ) -> tuple[float, int, np.ndarray, np.ndarray]:
     """Pilot NW fit on one random half; ``p̂`` at up to ``n_eval`` points of the other.
 
     Returns the pilot bandwidth, the pilot size, the evaluation rows of ``X``
-    (those with training mass in reach) and their ``p̂`` (rows × classes).
+    (those with training mass in reach) and their ``p̂`` (rows × classes); with ``offset``
+    (rows × classes) the NW estimate of ``1{y = c} − offset_c`` instead.
     """
     # The pilot's kernel sums are computed here, not by the classifier: nwbound.estimators calls
     # this module for lipschitz="auto", so this module must not import it (no import cycle).
@@ -191,18 +193,20 @@ def _pilot_estimate(
     if eval_idx.shape[0] > n_eval:
         eval_idx = np.sort(rng.choice(eval_idx, size=n_eval, replace=False))
     K = get_kernel(kernel)
-    _, pilot_codes = np.unique(y[pilot_idx], return_inverse=True)
-    onehot = np.eye(int(pilot_codes.max()) + 1)[pilot_codes]
+    onehot = np.eye(int(codes.max()) + 1)[codes[pilot_idx]]
+    if offset is not None:  # residuals of a score: the estimate of p_c − offset_c
+        onehot = onehot - offset[pilot_idx]
+    targets = np.hstack([onehot, np.ones((half, 1))])  # the last column sums κ
 
     def sums(lam: float) -> np.ndarray:
         # Only κ and p̂ are needed: the Nadaraya-Watson class sums Σ K(‖x − x_i‖/λ)·1{y_i = c}.
         return np.vstack(list(pairwise_distances_chunked(
-            X[eval_idx], X_pilot, reduce_func=lambda D, start: np.asarray(K(D / lam), dtype=np.float64) @ onehot,
+            X[eval_idx], X_pilot, reduce_func=lambda D, start: np.asarray(K(D / lam), dtype=np.float64) @ targets,
             working_memory=working_memory,
         )))
 
     class_sums = sums(lam)
-    kappa = class_sums.sum(axis=1)
+    kappa = class_sums[:, -1]
     keep = kappa > 0
     if keep.sum() < 2 and isinstance(bandwidth, str):
         # In high dimension distances concentrate (n_features > n_samples, or a score block with
@@ -213,14 +217,14 @@ def _pilot_estimate(
         # reaches at least half of them.
         lam = max(lam, _reach_bandwidth(X[eval_idx], X_pilot))
         class_sums = sums(lam)
-        kappa = class_sums.sum(axis=1)
+        kappa = class_sums[:, -1]
         keep = kappa > 0
     if keep.sum() < 2:
         raise ValueError(
             f"Fewer than 2 evaluation points have training mass within the pilot bandwidth {lam:.4g}; "
             "pass a larger bandwidth."
         )
-    return lam, half, eval_idx[keep], class_sums[keep] / kappa[keep, None]
+    return lam, half, eval_idx[keep], class_sums[keep, :-1] / kappa[keep, None]
 
 
 def _default_pair_distance(E: np.ndarray, lam: float) -> float:
@@ -259,6 +263,17 @@ def _steepest_slopes(
     return best, partner, n_pairs
 
 
+def _check_offset(offset: Any, n: int, n_classes: int) -> np.ndarray | None:
+    """``offset`` as a finite float64 array of shape (n, n_classes), or None."""
+    if offset is None:
+        return None
+    arr = np.asarray(offset, dtype=np.float64)
+    if arr.shape != (n, n_classes) or not np.all(np.isfinite(arr)):
+        raise ValueError(f"offset must be a finite array of one score per row and class, shape ({n}, {n_classes}); "
+                         f"got shape {arr.shape}{'' if np.all(np.isfinite(arr)) else ' with non-finite values'}.")
+    return arr
+
+
 def strongin_lipschitz(
     X: Any,
     y: Any,
@@ -270,6 +285,7 @@ def strongin_lipschitz(
     kernel: str = "epanechnikov",
     n_eval: int = 2000,
     working_memory: float | None = None,
+    offset: Any = None,
 ) -> LipschitzEstimate:
     r"""Strongin's estimate of ``L``: the largest slope of a pilot estimate, times ``r``.
 
@@ -320,6 +336,12 @@ def strongin_lipschitz(
         Held-out points at which ``p̂`` is compared (``n_eval²/2`` pairs).
     working_memory : float, optional
         MiB for one block of pairwise distances (and of the pilot's sums).
+    offset : array-like of shape (n, n_classes), optional
+        A score per row and class (columns in sorted class order), e.g. a model's class
+        probabilities. The slopes are then those of the pilot estimate of
+        ``h_c = p_c − offset_c`` (the labels' residuals ``1{y = c} − offset_c`` smoothed): the
+        Lipschitz constant of what the score misses. ``metric="auto"`` weights the features by
+        it (:class:`nwbound.spaces.LearnedSpace`).
 
     Returns
     -------
@@ -348,6 +370,7 @@ def strongin_lipschitz(
     (True, 200)
     """
     X, y, classes, codes = _check_data(X, y)
+    offset = _check_offset(offset, X.shape[0], classes.shape[0])
     r = check_positive(safety_factor, "safety_factor")
     if r < 1.0:
         raise ValueError(f"safety_factor must be >= 1 (it inflates the estimate), got {r!r}.")
@@ -360,7 +383,7 @@ def strongin_lipschitz(
         bandwidth = check_positive(bandwidth, "bandwidth")
     h = None if min_pair_distance is None else check_positive(min_pair_distance, "min_pair_distance")
     rng = _rng(random_state)
-    lam, half, eval_idx, P = _pilot_estimate(X, y, codes, rng, bandwidth, kernel, n_eval, working_memory)
+    lam, half, eval_idx, P = _pilot_estimate(X, y, codes, rng, bandwidth, kernel, n_eval, working_memory, offset)
     E = X[eval_idx]
     if h is None:
         h = _default_pair_distance(E, lam)
@@ -401,6 +424,7 @@ def estimate_lipschitz(
     max_samples: int = 20_000,
     random_state: Any = 0,
     working_memory: float | None = None,
+    offset: Any = None,
 ) -> LipschitzEstimate:
     """A pilot-Strongin ``L`` in the classifier's units: the pilot of ``lipschitz="auto"`` / ``--lipschitz auto``.
 
@@ -442,6 +466,9 @@ def estimate_lipschitz(
         default so that ``--lipschitz auto`` is reproducible).
     working_memory : float, optional
         MiB per block of pairwise distances.
+    offset : array-like of shape (n, n_classes), optional
+        Scores whose residuals' smoothness is estimated instead of p's
+        (:func:`strongin_lipschitz`).
 
     Returns
     -------
@@ -474,11 +501,14 @@ def estimate_lipschitz(
             "classifier sees: pass it as lipschitz= unchanged, with metric=None"
         )
     rng = _rng(random_state)
+    if offset is not None:
+        offset = _check_offset(offset, X_arr.shape[0], np.unique(y_arr).shape[0])
     if X_arr.shape[0] > max_samples:
         keep = np.sort(rng.choice(X_arr.shape[0], size=max_samples, replace=False))
         X_arr, y_arr = X_arr[keep], y_arr[keep]
+        offset = None if offset is None else offset[keep]
     est = strongin_lipschitz(
-        X_arr, y_arr, safety_factor=safety_factor, random_state=rng, working_memory=working_memory
+        X_arr, y_arr, safety_factor=safety_factor, random_state=rng, working_memory=working_memory, offset=offset
     )
     details = dict(est.details, n_used=int(X_arr.shape[0]))
     return dataclasses.replace(est, units=units, details=details)

@@ -24,7 +24,7 @@ from .._validation import check_beta, check_choice, check_class_count, check_ope
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
-from ..spaces import AUTO_MAX_ROWS, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
+from ..spaces import AUTO_MAX_ROWS, CrossFitReports, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
 from ._device import queries_on_host, training_data_on_host, validate_queries
 from ._statistics import KernelStatistics
 
@@ -185,6 +185,8 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             # Σ(wK)². κ and ΣK² are then in units of the largest weight.
             weights = weights / weights.max()
             weights = None if np.all(weights == 1.0) else weights.astype(dtype)
+        if weights is not None:
+            self._refuse_label_weights(weights, labels, classes)
         w = np.ones(X.shape[0]) if weights is None else weights.astype(np.float64)
         prior = np.bincount(labels, weights=w, minlength=classes.shape[0])
         self._fit_dtype = np.dtype(dtype)
@@ -192,6 +194,28 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         self.class_prior_ = prior / prior.sum()
         return X, labels.astype(np.intp), weights
+
+    def _refuse_label_weights(self, weights: np.ndarray, labels: np.ndarray, classes: np.ndarray) -> None:
+        """With a bound (``lipschitz`` or ``margin``), refuse weights that are a function of the label.
+
+        The proofs condition on the inputs and need the weights to depend on them only: with
+        ``w = f(y)`` the weighted estimate converges to ``w_c p_c / Σ_k w_k p_k``, not to ``p_c``, and
+        every interval is about that other quantity (measured: balanced weights missed p on 49–80 %
+        of queries). Detected when the weights are constant within each class and not all equal.
+        """
+        if getattr(self, "lipschitz", None) is None and getattr(self, "margin", None) is None:
+            return  # no bound: a weighted estimate is the user's choice
+        per_class = [weights[labels == c] for c in range(classes.shape[0])]
+        if not all(w.size and np.all(w == w[0]) for w in per_class):
+            return
+        values = ", ".join(f"{classes[c]!r}: {float(w[0]):.3g}" for c, w in enumerate(per_class))
+        raise ValueError(
+            f"sample_weight is constant within each class and differs between classes (relative weights {values}), "
+            "e.g. compute_sample_weight('balanced', y). The bounds need weights that depend on the inputs only: "
+            "with class weights the estimate converges to w_c·p_c / Σ_k w_k·p_k, not to p_c, and every interval "
+            "would be about that other quantity. Fit without sample_weight and apply class priors or costs at "
+            "decision time (nwbound.metrics.bayes_decision), or set lipschitz=None for predictions without bounds."
+        )
 
     def _restore_inputs(self, state, classes: np.ndarray, prior: np.ndarray, n_features: int, dtype,
                         unit: float = 1.0) -> None:
@@ -276,15 +300,21 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
                 self.metric_ = LearnedSpace(self.metric, random_state=seed)
                 fit_args = (X[fit_rows], labels[fit_rows], w)
                 fit_groups = None if groups is None else groups[fit_rows]
-                if uses_labels:  # the pilot rows are the map rows: their coordinates come with the fit
+                if kind == "auto":  # L_r is estimated on the check rows (the map never sees them)
+                    held = (X[check_rows], labels[check_rows]) if auto_lipschitz else None
+                    self.metric_.fit(*fit_args, groups=fit_groups, held_out=held)
+                elif uses_labels:  # the pilot rows are the map rows: their coordinates come with the fit
                     mapped_fit_rows = self.metric_.fit_transform(*fit_args, groups=fit_groups)
                 else:
                     self.metric_.fit(*fit_args, groups=fit_groups)
         self.metric_rows_, self.check_rows_, self.nw_rows_ = metric_rows, check_rows, nw_rows
         self.metric_report_ = getattr(self.metric_, "report_", None)
         if auto_lipschitz:  # what the check needs after the kernel sums are in place (_finish_fit)
-            pilot = (X[map_rows] if self.metric_ is None else
-                     mapped_fit_rows if mapped_fit_rows is not None else self.metric_.transform(X[map_rows]))
+            if kind == "auto":  # the two-constant space states its own L (LearnedSpace.lipschitz_)
+                pilot = None
+            else:
+                pilot = (X[map_rows] if self.metric_ is None else
+                         mapped_fit_rows if mapped_fit_rows is not None else self.metric_.transform(X[map_rows]))
             self._held = (pilot, labels[map_rows], X[check_rows], self.classes_[labels[check_rows]], labels)
             self.lipschitz_ = 1.0  # replaced by the chosen value in _finish_fit, before the fit returns
         Z = X[nw_rows]
@@ -343,14 +373,15 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         self.cross_fit_models_ = halves
         self._cross_fitted = True
         self.metric_ = None
-        self.metric_report_ = tuple(h.metric_report_ for h in halves) if halves[0].metric_report_ is not None else None
+        self.metric_report_ = (CrossFitReports(h.metric_report_ for h in halves)
+                               if halves[0].metric_report_ is not None else None)
         self.metric_rows_, self.nw_rows_ = first, second
         self.check_rows_ = np.zeros(0, np.intp)
         if hasattr(halves[0], "n_samples_fit_"):
             self.n_samples_fit_ = sum(h.n_samples_fit_ for h in halves)
         if _auto_lipschitz(self):
             self.lipschitz_ = max(h.lipschitz_ for h in halves)
-            self.lipschitz_report_ = tuple(h.lipschitz_report_ for h in halves)
+            self.lipschitz_report_ = CrossFitReports(h.lipschitz_report_ for h in halves)
         else:
             self.lipschitz_, self.lipschitz_report_ = halves[0].lipschitz_, None
         self._snapshot_fit_params()  # a fit-time parameter changed after fit: predict raises (_check_fitted)
@@ -478,10 +509,16 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         units = ("in the units of the mapped space metric_.transform(X)" if self.metric_ is not None
                  else "in the units of the features as given")
         with _split_settings_errors(self, train_labels):
-            pilot = pilot_lipschitz(pilot_Z, pilot_y, random_state=self._split_seed())
+            source = ""
+            if pilot_Z is None:  # metric="auto": L = √2 by the two-constant assumption (LearnedSpace)
+                pilot = self.metric_.lipschitz_
+                source = (f"the two-constant space: |Δp| ≤ ‖Δs‖ + L_r‖Δx‖ with L_r = {self.metric_.feature_weight_:.4g} "
+                          f"estimated on {self.metric_.n_held_out_} held-out rows")
+            else:
+                pilot = pilot_lipschitz(pilot_Z, pilot_y, random_state=self._split_seed())
             self._choice_beta = pilot  # bandwidth="auto" chooses at the pilot L: intervals nested in L
             report = choose_lipschitz(self, pilot_Z, pilot_y, X_check, y_check, units=units,
-                                      random_state=self._split_seed(), pilot=pilot)
+                                      random_state=self._split_seed(), pilot=pilot, pilot_source=source)
         self.lipschitz_, self.lipschitz_report_ = report.value, report
         self._validate_bound_params(*self._bound_args[:1], bound_required=self._bound_args[1],
                                     localized=self._bound_args[2])

@@ -407,7 +407,14 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
             Non-negative weights ``w_i`` (a weight multiplies one observation's
             kernel value; it does not count as several independent samples).
             Only relative weights matter: they are divided by the largest, so
-            ``kappa`` is reported in units of the largest weight.
+            ``kappa`` is reported in units of the largest weight. **The bounds
+            assume weights that depend on the inputs only** (conditional on the
+            inputs, the labels stay independent draws from ``p``); weights that
+            depend on the labels change the target to ``w_c p_c / Σ_k w_k p_k``.
+            Weights constant within each class and different between classes
+            (``compute_sample_weight("balanced", y)``) are refused with a bound;
+            apply class priors at decision time instead
+            (:func:`nwbound.metrics.bayes_decision`).
         groups : array-like of shape (n_samples,), default=None
             Group labels (patients, say): when the rows are split (``metric``), each group
             stays on one side. Without groups the split is stratified by class.

@@ -2,10 +2,10 @@
 metric share and an NW share, the map fitted on the metric share and standardised, and the
 cross-fitted combination of several splits (user guide: "Bounds in a learned space")."""
 
-from ._lipschitz import AUTO_CHECK_ROWS, AUTO_LIPSCHITZ_EXPONENTS, LipschitzAutoReport, choose_lipschitz, certified_evidence, pilot_lipschitz
+from ._lipschitz import AUTO_CHECK_ROWS, AUTO_LIPSCHITZ_EXPONENTS, CrossFitReports, LipschitzAutoReport, choose_lipschitz, pilot_lipschitz
 from ._auto import AUTO_CV_FOLDS, AUTO_CV_ROWS, MetricAutoReport, auto_candidates, choose_score_model
 from ._crossfit import contradicting_rows, intersect_intervals, kappa_weighted_proba, project_into_box
-from ._space import AUTO_FEATURE_WEIGHT, AUTO_MAX_ITER, AUTO_MAX_ROWS, LearnedSpace, metric_kind
+from ._space import AUTO_LIPSCHITZ, AUTO_MAX_ITER, AUTO_MAX_ROWS, INPUT_CLIP, LearnedSpace, column_units, metric_kind
 from ._split import AUTO_CROSS_FIT_FOLDS, check_fraction, check_groups, cross_fit_layouts, fold_rows, split_rows
 
 __all__ = [
@@ -17,10 +17,12 @@ __all__ = [
     "AUTO_CHECK_ROWS",
     "AUTO_LIPSCHITZ_EXPONENTS",
     "LipschitzAutoReport",
+    "CrossFitReports",
     "choose_lipschitz",
-    "certified_evidence",
     "pilot_lipschitz",
-    "AUTO_FEATURE_WEIGHT",
+    "AUTO_LIPSCHITZ",
+    "INPUT_CLIP",
+    "column_units",
     "AUTO_MAX_ITER",
     "AUTO_MAX_ROWS",
     "LearnedSpace",

@@ -61,7 +61,13 @@ class MetricAutoReport:
     random_state : int
         Seed of the folds and of the gradient-boosting candidate.
     feature_weight : float
-        ``r``: the weight of the standardised features next to the scores.
+        ``L_r``: the weight of the standardised features next to the scores, the estimated
+        Lipschitz constant of what the scores miss (``p − s``).
+    n_held_out : int
+        Rows that estimated ``L_r`` (held out of the score model's fit).
+    validated_on_check_rows : bool
+        The candidates were validated on ``lipschitz="auto"``'s check rows (held out of the map)
+        and each fitted once, instead of cross-validated on the map rows.
     grouped : bool
         The folds kept each group whole (``groups`` given, and enough groups).
 
@@ -86,9 +92,14 @@ class MetricAutoReport:
     random_state: int = 0
     feature_weight: float = float("nan")
     grouped: bool = False
+    n_held_out: int = 0
+    validated_on_check_rows: bool = False
 
     def __str__(self) -> str:
-        if self.n_splits == 1:
+        if self.validated_on_check_rows:
+            how = (f"by held-out log-loss ({self.n_cv_rows} check rows, held out of the map, validate the "
+                   f"candidates fitted once on the {self.n_rows} map rows)")
+        elif self.n_splits == 1:
             how = (f"by held-out log-loss ({self.n_cv_rows} map rows validate the candidates fitted on the other "
                    f"{self.n_rows}{'; groups kept whole' if self.grouped else ''})")
         elif self.n_splits:
@@ -98,7 +109,8 @@ class MetricAutoReport:
             how = (f"without cross-validation (too few map rows per class for {AUTO_CV_FOLDS} folds): "
                    "the first candidate that fits")
         fit = "kept as fitted" if self.n_splits == 1 else f"refitted on {self.n_rows} map rows"
-        weight = (f"; the features enter at weight r = {self.feature_weight:.3g}"
+        weight = (f"; the features enter at weight L_r = {self.feature_weight:.3g}, the Lipschitz constant of "
+                  f"what the scores miss (p − s), estimated on {self.n_held_out} held-out rows"
                   if np.isfinite(self.feature_weight) else "")
         head = (f"metric='auto' chose the {self.chosen} scores {how}, {fit}{weight}." if self.chosen is not None else
                 f"metric='auto': no candidate score model could be fitted on the {self.n_rows} map rows; "
@@ -193,17 +205,26 @@ def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray |
 
 
 def _choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None, *,
-                        random_state: int = 0, groups: np.ndarray | None = None
-                        ) -> tuple[Any, MetricAutoReport, np.ndarray | None]:
+                        random_state: int = 0, groups: np.ndarray | None = None,
+                        validation: tuple | None = None) -> tuple[Any, MetricAutoReport, np.ndarray | None]:
     """:func:`choose_score_model`, and the chosen model's scores on ``X`` (float64), :func:`_auto_scores`
     computed once for its check: None when no model was chosen. :class:`~nwbound.spaces.LearnedSpace`
-    takes them instead of computing the same scores on the same rows again."""
+    takes them instead of computing the same scores on the same rows again.
+
+    ``validation = (X_v, y_v)``: rows held out of the map already (the check rows of
+    ``lipschitz="auto"``) validate the candidates fitted once on ``X``, and the winner is kept as
+    fitted: no inner cross-validation where a held-out split exists (each candidate fitted once)."""
     from sklearn.base import clone
     from sklearn.metrics import log_loss
     from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold, cross_val_predict
 
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
+    n_fit = X.shape[0]
+    external = validation is not None and np.unique(validation[1]).shape[0] >= 2 and np.unique(y).shape[0] >= 2
+    if external:  # the map rows, then the held-out rows: validated as the "holdout" path below
+        X = np.vstack([X, np.asarray(validation[0], dtype=np.float64)])
+        y = np.concatenate([y, np.asarray(validation[1])])
     cv_rows = np.arange(X.shape[0])
     labels, counts = np.unique(y[cv_rows], return_counts=True)
     n_splits = int(min(AUTO_CV_FOLDS, counts.min())) if labels.shape[0] > 1 else 0
@@ -214,9 +235,12 @@ def _choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray 
     candidates = auto_candidates(random_state)
     results = {name: {"name": name, "log_loss": float("nan"), "accuracy": float("nan"), "status": "compared"}
                for name in candidates}
-    holdout = bool(n_splits) and X.shape[0] > AUTO_CV_ROWS
+    holdout = external or (bool(n_splits) and X.shape[0] > AUTO_CV_ROWS)
+    n_splits = 1 if external else n_splits
     fitted_on_train: dict[str, Any] = {}
-    if holdout:
+    if external:
+        train, cv_rows, labels = np.arange(n_fit), np.arange(n_fit, X.shape[0]), np.unique(y)
+    elif holdout:
         # Many rows: one stratified third of the map rows validates models fitted on the other two
         # thirds (thousands of validation rows make the log-loss precise without more folds), and
         # the winner is kept as fitted: no refit (the speed budget).
@@ -259,15 +283,15 @@ def _choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 model = fitted_on_train[name] if holdout else _fit(clone(candidates[name]), X, y, sample_weight)
-            s = _auto_scores(model, X)
+            s = _auto_scores(model, X[:n_fit])
         except Exception as exc:  # noqa: BLE001
             results[name]["status"] = f"dropped: refit failed ({type(exc).__name__}: {exc})"
             continue
         if not np.all(np.isfinite(s)):
             results[name]["status"] = "dropped: non-finite scores"
             continue
-        if X.shape[0] > 1 and not np.any(np.ptp(s, axis=0) > 0):
-            results[name]["status"] = (f"dropped: the same scores on all {X.shape[0]} map rows (it learned "
+        if n_fit > 1 and not np.any(np.ptp(s, axis=0) > 0):
+            results[name]["status"] = (f"dropped: the same scores on all {n_fit} map rows (it learned "
                                        "nothing from them)")
             continue
         chosen, fitted, scores = name, model, s
@@ -276,7 +300,8 @@ def _choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray 
     report = MetricAutoReport(chosen=chosen, candidates=tuple(results[n] for n in candidates),
                               n_rows=int(train.shape[0] if holdout else X.shape[0]),
                               n_cv_rows=int(cv_rows.shape[0]), n_splits=1 if holdout else n_splits,
-                              random_state=int(random_state), grouped=cv_groups is not None)
+                              random_state=int(random_state), grouped=cv_groups is not None and not external,
+                              validated_on_check_rows=external)
     if chosen is None:
         warnings.warn(f"{report}\nThe bounds are then those of the standardised features (as "
                       "metric='standard', on fewer rows): give more rows, or a metric of your own.",

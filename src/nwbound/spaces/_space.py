@@ -11,21 +11,18 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import has_fit_parameter
 
 from .._numerics import column_spread
+from ._split import split_rows
 from ._auto import AUTO_MAX_ITER, _auto_scores, _choose_score_model
 
-__all__ = ["LearnedSpace", "metric_kind", "AUTO_FEATURE_WEIGHT", "AUTO_MAX_ROWS", "AUTO_MAX_ITER"]
+__all__ = ["LearnedSpace", "metric_kind", "AUTO_LIPSCHITZ", "AUTO_MAX_ROWS", "AUTO_MAX_ITER", "column_units"]
 
-#: metric="auto": the standardised features enter z scaled by r = AUTO_FEATURE_WEIGHT·sqrt(C_s/d)
-#: (C_s score columns, d features), so that they carry about AUTO_FEATURE_WEIGHT² of the squared
-#: distance between two random rows. Measured (benchmarks/bench_learned_space.py, candidates) on
-#: three known-p fields: r = 0.1 / 0.25 / 0.5 missed p on ≤ 1.3 / 1.1 / 0 % of queries and
-#: certified 0–50 / 0–49 / 0–6 %; the scores alone missed p on 2.5–35 %. On a 60-D field (p a
-#: function of 3 features, 6 draws) 0.25 missed p on up to 8.8 %, 0.1 on up to 30 %, 0.5 on ≤ 0.2 %
-#: when lipschitz="auto" could keep pilot/2 without evidence. Since it keeps its pilot unless certified
-#: check rows support going lower (spaces.certified_evidence), the defaults (0.25, cross-fitted or one
-#: split) miss p on 0–0.2 % of that field's queries over the same 6 draws, at the pilot L every time
-#: (tests/test_learned_space.py::test_auto_defaults_cover_the_60d_field; user guide, "The feature weight").
-AUTO_FEATURE_WEIGHT = 0.25
+#: metric="auto": ``z = (s(x), L_r·x_std)`` states the two-constant assumption
+#: ``|p(x) − p(x′)| ≤ ‖s(x) − s(x′)‖ + L_r‖x_std − x′_std‖`` (exact in s: p = s + (p − s)), and
+#: ``‖a‖ + ‖b‖ ≤ √2·‖(a, b)‖`` makes it a Lipschitz assumption in z with constant √2.
+AUTO_LIPSCHITZ = float(np.sqrt(2.0))
+#: Inputs are clipped to this many times their column's unit (a power of two): the map's output,
+#: and squared distances between mapped rows, then stay finite for any finite query.
+INPUT_CLIP = 1e100
 #: metric="auto" fits its gradient-boosting model on at most this many rows of the map share
 #: (a fixed random subset), with at most ``AUTO_MAX_ITER`` boosting iterations.
 AUTO_MAX_ROWS = 10_000
@@ -94,26 +91,35 @@ class LearnedSpace:
       ``decision_function`` (else ``predict_proba``). A model fitted elsewhere enters as
       ``sklearn.frozen.FrozenEstimator(model)`` (cloning keeps it, ``fit`` does nothing): then
       it must never have seen the labels of the rows the kernel sums use.
-    * ``"auto"``: ``z = (s(x), r·x_std)``: the standardised class probabilities ``s`` (one
-      column for two classes) of a score model chosen on the rows it is given by out-of-fold
-      log-loss (:func:`choose_score_model`: a ``HistGradientBoostingClassifier`` with
+    * ``"auto"``: ``z = (s(x), L_r·x_std)``: the class probabilities ``s`` (one column for two
+      classes; centred, not rescaled) of a score model chosen on the rows it is given by
+      out-of-fold log-loss (:func:`choose_score_model`: a ``HistGradientBoostingClassifier`` with
       ``AUTO_MAX_ITER`` iterations or a logistic regression; at most ``AUTO_MAX_ROWS`` rows; the
-      choice and its reasons in ``report_``), next to the standardised features scaled by
-      ``r = AUTO_FEATURE_WEIGHT·sqrt(C_s/d)``.
-      The map has full rank, so the Lipschitz assumption in ``z`` holds with a finite
-      constant whenever ``p`` is Lipschitz in ``x`` (user guide, "Bounds in a learned space").
+      choice and its reasons in ``report_``), next to the standardised features weighted by
+      ``L_r``, the Lipschitz constant of what the scores miss, ``h = p − s``, estimated on rows
+      the score model never saw (``held_out``; :func:`nwbound.assumptions.estimate_lipschitz`
+      with ``offset=s``). Since ``p = s + h`` exactly,
+      ``|p(x) − p(x′)| ≤ ‖Δs‖ + L_r‖Δx_std‖ ≤ √2·‖Δz‖``: the space states the two-constant
+      assumption of the learned-space note with ``L = √2`` in z's units (``lipschitz_``), and
+      the features' weight follows from the estimate. Where the scores carry p, ``h`` is flat
+      and the features weigh little; where they miss part of it, the features weigh what that
+      part needs (user guide, "Bounds in a learned space").
 
-    Standardised: ``"standard"`` and the features of ``"auto"`` per column; the output of a
-    transformer or a classifier (and the scores of ``"auto"``) centred per column and divided
-    by one common scale, the root mean variance of its columns, so that a map's own geometry
-    (NCA's or a diagonal map's relative scales) is kept. Columns of zero spread are left unscaled. Sample weights reach the map's ``fit`` where it
-    accepts them (they never affect validity: the map is any function of the metric share).
+    ``"standard"`` and ``"auto"`` first divide each column by a power of two (its largest
+    magnitude on the fitting rows, :func:`column_units`; exact) and clip to ``±INPUT_CLIP``
+    units, so ``X`` and ``2^k·X`` give the same ``z`` bit for bit across the float range, and no
+    standard deviation underflows or overflows. Standardised: ``"standard"`` and the features of
+    ``"auto"`` per column; the output of a transformer or a classifier centred per column and
+    divided by one common scale, the root mean variance of its columns, so that a map's own
+    geometry (NCA's or a diagonal map's relative scales) is kept. Columns of zero spread are left
+    unscaled. Sample weights reach the map's ``fit`` where it accepts them (they never affect
+    validity: the map is any function of the metric share).
 
     Parameters
     ----------
     metric : str or estimator
     random_state : int, RandomState or None, default=None
-        Seed of ``"auto"``'s row subset and model.
+        Seed of ``"auto"``'s row subset, model and estimate.
 
     Attributes
     ----------
@@ -124,7 +130,15 @@ class LearnedSpace:
     n_components_ : int
         Dimension of ``z``.
     feature_weight_ : float
-        ``r`` of ``"auto"`` (0 otherwise).
+        ``L_r`` of ``"auto"`` (0 otherwise).
+    lipschitz_ : float or None
+        ``"auto"``: the Lipschitz constant in z's units that the two-constant assumption gives
+        (``√2``; 1 when no score model could be fitted); None for the other kinds.
+    n_held_out_ : int
+        ``"auto"``: rows that estimated ``L_r`` (0 otherwise).
+    fit_rows_ : ndarray of int
+        The rows of ``fit``'s ``X`` that fitted the map (all of them, except ``"auto"`` without
+        ``held_out``, which keeps the others for ``L_r``).
     report_ : MetricAutoReport or None
         ``"auto"``: which score model was chosen, and why (None otherwise).
 
@@ -139,6 +153,9 @@ class LearnedSpace:
     >>> Z = space.transform(X)
     >>> Z.shape, bool(np.allclose(Z.mean(axis=0), 0) and np.allclose(Z.std(axis=0), 1))  # one column
     ((200, 1), True)
+    >>> auto = LearnedSpace("auto", random_state=0).fit(X, y)
+    >>> auto.n_components_, auto.lipschitz_ == 2 ** 0.5, auto.feature_weight_ > 0
+    (6, True, True)
     """
 
     def __init__(self, metric: Any, *, random_state: Any = None):
@@ -146,12 +163,15 @@ class LearnedSpace:
         self.random_state = random_state
 
     def fit(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None,
-            groups: np.ndarray | None = None) -> "LearnedSpace":
+            groups: np.ndarray | None = None, *, held_out: tuple | None = None) -> "LearnedSpace":
         """Fit the map on ``(X, y)`` and the standardisation of its output.
 
         ``groups`` (one label per row, or None) keeps each group within one fold of
         ``"auto"``'s cross-validation, so that rows of one patient do not judge a model fitted on
-        that patient's other rows.
+        that patient's other rows. ``held_out = (X_h, y_h)``: ``"auto"``'s rows for the estimate
+        of ``L_r``, which must be rows the map may not see (labels in ``y``'s coding); without
+        them, ``"auto"`` splits ``(X, y)`` in two (stratified, groups kept whole), fits the map
+        on one half and estimates ``L_r`` on the other.
 
         Returns
         -------
@@ -164,11 +184,11 @@ class LearnedSpace:
         >>> LearnedSpace("standard").fit(np.array([[0.0], [2.0]]), np.array([0, 1])).transform([[1.0]])
         array([[0.]])
         """
-        self._fit(X, y, sample_weight, groups)
+        self._fit(X, y, sample_weight, groups, held_out)
         return self
 
     def fit_transform(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None,
-                      groups: np.ndarray | None = None) -> np.ndarray:
+                      groups: np.ndarray | None = None, *, held_out: tuple | None = None) -> np.ndarray:
         """``fit(X, y, ...)`` then ``transform(X)``, the map's output on ``X`` computed once.
 
         The same array as ``fit(X, y, ...).transform(X)``, bit for bit: the map's output on the
@@ -187,51 +207,95 @@ class LearnedSpace:
         >>> LearnedSpace("standard").fit_transform(X, y).ravel().round(4)
         array([-1.2247,  0.    ,  1.2247])
         """
-        return self._standardised(self._fit(X, y, sample_weight, groups), self.n_features_in_)
+        raw = self._fit(X, y, sample_weight, groups, held_out)
+        if raw.shape[0] != np.asarray(X).shape[0]:  # "auto" fitted its map on a part of X
+            return self.transform(X)
+        return self._standardised(raw, self.n_features_in_)
 
-    def _fit(self, X: Any, y: np.ndarray, sample_weight: np.ndarray | None, groups: np.ndarray | None) -> np.ndarray:
-        """:meth:`fit`; returns the map's output on ``X`` before standardisation."""
+    def _fit(self, X: Any, y: np.ndarray, sample_weight: np.ndarray | None, groups: np.ndarray | None,
+             held_out: tuple | None = None) -> np.ndarray:
+        """:meth:`fit`; returns the map's output on the rows it was fitted on, before standardisation."""
         kind = metric_kind(self.metric)
         if kind is None:
             raise ValueError("LearnedSpace needs a metric; metric=None means the features as they are.")
         X = np.asarray(X)
+        y = np.asarray(y)
         self.kind, self.n_features_in_ = kind, X.shape[1]
         self.map_, self.feature_weight_, self.report_ = None, 0.0, None
+        self.lipschitz_, self.n_held_out_ = None, 0
+        self._units = column_units(X) if kind in ("standard", "auto") else None
+        rng = check_random_state(self.random_state)
         scores = None
+        given_held_out = held_out is not None  # the caller's held-out rows also validate the candidates
+        self.fit_rows_ = np.arange(X.shape[0])
+        if kind == "auto" and held_out is None:  # rows for the estimate of L_r, kept from the map
+            map_rows, held_rows = split_rows(y, 0.5, groups=groups, random_state=rng.randint(2**31))
+            self.fit_rows_ = map_rows
+            held_out = (X[held_rows], y[held_rows])
+            X, y = X[map_rows], y[map_rows]
+            sample_weight = None if sample_weight is None else np.asarray(sample_weight)[map_rows]
+            groups = None if groups is None else np.asarray(groups)[map_rows]
         if kind == "transformer" or kind == "scores":
             self.map_ = clone(self.metric)
             self._fit_map(self.map_, X, y, sample_weight)
         elif kind == "auto":
-            rng = check_random_state(self.random_state)
+            U = self._in_units(X)
             rows = np.arange(X.shape[0])
             if X.shape[0] > AUTO_MAX_ROWS:
                 rows = np.sort(rng.choice(X.shape[0], size=AUTO_MAX_ROWS, replace=False))
             self.map_, self.report_, scores = _choose_score_model(
-                X[rows], y[rows], None if sample_weight is None else sample_weight[rows],
-                random_state=rng.randint(2**31), groups=None if groups is None else np.asarray(groups)[rows])
-            if rows.shape[0] != X.shape[0] or X.dtype != np.float64 or not X.flags.c_contiguous:
-                scores = None  # computed on other rows or another array: computed on X below
+                U[rows], y[rows], None if sample_weight is None else sample_weight[rows],
+                random_state=rng.randint(2**31), groups=None if groups is None else np.asarray(groups)[rows],
+                validation=None if not given_held_out else (self._in_units(held_out[0]), held_out[1]))
+            if rows.shape[0] != X.shape[0]:
+                scores = None  # computed on other rows: computed on X below
         raw = self._raw(X, scores)
-        if kind == "standard":
-            self._mean, self._scale = _location_scale(raw)
-        else:  # the map's own geometry: centred, one common scale (its columns' relative scales kept)
-            n_map = raw.shape[1] - (X.shape[1] if kind == "auto" else 0)
-            if kind != "auto" and X.shape[0] > 1 and not np.any(np.ptp(raw[:, :n_map], axis=0) > 0):
-                raise ValueError(
-                    f"metric={self.metric!r} maps all {X.shape[0]} rows it was fitted on to one point: it learned "
-                    "nothing from them (e.g. a gradient-boosting model with min_samples_leaf=20 on a few dozen "
-                    "rows), so every distance in the space would be 0. Give a map that can learn from that many "
-                    "rows, more rows or a larger metric_fraction, or metric='auto'."
-                )
-            self._mean, self._scale = _location_scale(raw)
+        n_map = raw.shape[1] - (X.shape[1] if kind == "auto" else 0)
+        if kind in ("transformer", "scores") and X.shape[0] > 1 and not np.any(np.ptp(raw[:, :n_map], axis=0) > 0):
+            raise ValueError(
+                f"metric={self.metric!r} maps all {X.shape[0]} rows it was fitted on to one point: it learned "
+                "nothing from them (e.g. a gradient-boosting model with min_samples_leaf=20 on a few dozen "
+                "rows), so every distance in the space would be 0. Give a map that can learn from that many "
+                "rows, more rows or a larger metric_fraction, or metric='auto'."
+            )
+        self._mean, self._scale = _location_scale(raw)
+        if kind == "auto":  # scores in probability units (their constant is 1), centred only
+            self._scale[:n_map] = 1.0
+        elif kind != "standard":  # the map's own geometry: one common scale (its columns' relative scales kept)
             self._scale[:n_map] = _common_scale(raw[:, :n_map])
         if kind == "auto":
-            n_scores = raw.shape[1] - X.shape[1]
-            # No score model (report_.chosen is None): the standardised features alone, at weight 1.
-            self.feature_weight_ = float(AUTO_FEATURE_WEIGHT * np.sqrt(n_scores / X.shape[1])) if n_scores else 1.0
-            self.report_ = replace(self.report_, feature_weight=self.feature_weight_)
+            self._fit_feature_weight(held_out, n_map, rng)
         self.n_components_ = raw.shape[1]
         return raw
+
+    def _fit_feature_weight(self, held_out: tuple, n_scores: int, rng: Any) -> None:
+        """``"auto"``: ``L_r``, the estimated Lipschitz constant of ``p − s`` in the standardised
+        features, on the held-out rows (the score model never saw them)."""
+        from ..assumptions import estimate_lipschitz
+
+        X_h, y_h = np.asarray(held_out[0]), np.asarray(held_out[1])
+        if X_h.ndim != 2 or X_h.shape[1] != self.n_features_in_ or X_h.shape[0] != y_h.shape[0]:
+            raise ValueError(f"held_out must be (X, y) with {self.n_features_in_} features and one label per row; "
+                             f"got shapes {X_h.shape} and {y_h.shape}.")
+        raw = self._raw(X_h)
+        features = (raw[:, n_scores:] - self._mean[n_scores:]) / self._scale[n_scores:]
+        classes = np.unique(y_h)
+        offset = np.zeros((X_h.shape[0], classes.shape[0]))
+        if self.map_ is not None:  # the model's probabilities of the classes present in the held-out rows
+            proba = np.asarray(self.map_.predict_proba(self._in_units(X_h)), dtype=np.float64)
+            offset = proba[:, np.searchsorted(np.asarray(self.map_.classes_), classes)]
+        try:
+            estimate = estimate_lipschitz(features, y_h, offset=offset, random_state=rng.randint(2**31))
+        except ValueError as exc:
+            raise ValueError(
+                f"metric='auto' estimates the features' weight L_r (the Lipschitz constant of what the score model "
+                f"misses) on {X_h.shape[0]} held-out rows and could not ({exc}); give more rows, a larger "
+                "metric_fraction, or metric=None with a numeric lipschitz."
+            ) from None
+        self.feature_weight_ = float(estimate.value)
+        self.n_held_out_ = int(X_h.shape[0])
+        self.lipschitz_ = AUTO_LIPSCHITZ if n_scores else 1.0  # no scores: |Δp| ≤ L_r‖Δx_std‖ = ‖Δz‖
+        self.report_ = replace(self.report_, feature_weight=self.feature_weight_, n_held_out=self.n_held_out_)
 
     @staticmethod
     def _fit_map(model: Any, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None) -> None:
@@ -240,11 +304,16 @@ class LearnedSpace:
         else:
             model.fit(X, y)
 
+    def _in_units(self, X: np.ndarray) -> np.ndarray:
+        """``X`` in its columns' power-of-two units (float64), clipped to ``±INPUT_CLIP``."""
+        U = np.asarray(X, dtype=np.float64) / self._units  # exact: powers of two
+        return np.clip(U, -INPUT_CLIP, INPUT_CLIP, out=U)
+
     def _raw(self, X: np.ndarray, scores: np.ndarray | None = None) -> np.ndarray:
         """The map's output before standardisation (for "auto": scores, then the features);
         ``scores``: "auto"'s scores on ``X`` when already computed."""
         if self.kind == "standard":
-            return np.asarray(X, dtype=np.float64)
+            return self._in_units(X)
         if self.kind == "transformer":
             out = self.map_.transform(X)
             if hasattr(out, "toarray"):
@@ -258,11 +327,11 @@ class LearnedSpace:
         elif self.map_ is None:  # "auto" without a score model that could be fitted
             out = np.zeros((X.shape[0], 0))
         elif self.kind == "auto":
-            out = _auto_scores(self.map_, X) if scores is None else scores
+            out = _auto_scores(self.map_, self._in_units(X)) if scores is None else scores
         else:
             out = _scores(self.map_, X)
         if self.kind == "auto":
-            out = np.hstack([out, np.asarray(X, dtype=np.float64)])
+            out = np.hstack([out, self._in_units(X)])
         if not np.all(np.isfinite(out)):
             raise ValueError(
                 f"metric {type(self.map_).__name__} returned non-finite coordinates (NaN or inf) for some rows; "
@@ -312,3 +381,31 @@ def _location_scale(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ~1e17 away from every training row.
     """
     return A.mean(axis=0), column_spread(A.std(axis=0), A)
+
+
+def column_units(X: np.ndarray) -> np.ndarray:
+    """Per column, the power of two ``2^e`` with ``max|x_j| ∈ [2^e, 2^(e+1))`` (1 for a column of zeros).
+
+    Dividing by it is exact, so ``X`` and ``2^k·X`` give the same quotient, and the quotient's
+    largest magnitude lies in ``[1, 2)``: no standard deviation of it underflows or overflows.
+
+    Raises
+    ------
+    ValueError
+        A non-finite value, naming the column.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.spaces import column_units
+    >>> units = column_units(np.array([[3e-200, 0.0], [-1e-201, 0.0]]))
+    >>> round(float(3e-200 / units[0]), 3), float(units[1])
+    (1.148, 1.0)
+    """
+    A = np.asarray(X, dtype=np.float64)
+    largest = np.max(np.abs(A), axis=0, initial=0.0)
+    if not np.all(np.isfinite(largest)):
+        j = int(np.flatnonzero(~np.isfinite(largest))[0])
+        raise ValueError(f"Feature {j} holds a non-finite value; the space needs finite features.")
+    exponent = np.frexp(largest)[1] - 1
+    return np.where(largest > 0, np.ldexp(1.0, exponent), 1.0)
