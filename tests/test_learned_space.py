@@ -175,11 +175,10 @@ def test_cross_fit_is_the_intersection_of_halves_at_half_delta_and_covers():
         clf.kernel_statistics(Q)
 
 
-@pytest.mark.slow  # 5 score models chosen by cross-validation: a few seconds
-def test_cross_fit_auto_is_the_pair_and_the_folds_each_at_delta_over_models():
-    """cross_fit="auto": the swapped pair at metric_fraction and AUTO_CROSS_FIT_FOLDS folds (kernel
-    sums on one fold, map on the rest), each model at δ/5; interval = intersection, p̂ = κ-weighted mean
-    (here inside the box on every query, so not moved: tests/test_crossfit_projection.py moves it)."""
+def test_cross_fit_auto_is_the_swapped_pair_each_at_delta_over_two():
+    """cross_fit="auto": the swapped pair at metric_fraction (AUTO_CROSS_FIT_FOLDS = 0: no folds
+    beside it), each model at δ/2; interval = intersection, p̂ = κ-weighted mean (here inside the
+    box on every query, so not moved: tests/test_crossfit_projection.py moves it)."""
     from nwbound.spaces import AUTO_CROSS_FIT_FOLDS
 
     X, y, _ = _field(300, d=4, seed=21)
@@ -187,16 +186,15 @@ def test_cross_fit_auto_is_the_pair_and_the_folds_each_at_delta_over_models():
     with _quiet():
         clf = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric="auto", delta=0.05).fit(X, y)
         models = clf.cross_fit_models_
-        assert AUTO_CROSS_FIT_FOLDS == 3 and len(models) == 5
-        assert all(m.delta == 0.05 / 5 for m in models)
-        (a, b), folds = models[:2], models[2:]
+        assert AUTO_CROSS_FIT_FOLDS == 0 and len(models) == 2
+        assert all(m.delta == 0.05 / 2 for m in models)
+        a, b = models
         assert np.array_equal(a.metric_rows_, b.nw_rows_) and np.array_equal(b.metric_rows_, a.nw_rows_)
         assert abs(a.metric_rows_.size - 120) <= 2
-        assert np.array_equal(np.sort(np.concatenate([m.nw_rows_ for m in folds])), np.arange(300))
         for m in models:
             assert np.intersect1d(m.metric_rows_, m.nw_rows_).size == 0
             assert m.metric_rows_.size + m.nw_rows_.size == 300
-        assert clf.n_samples_fit_ == 600
+        assert clf.n_samples_fit_ == 300
         ivs = [m.predict_interval(Q) for m in models]
         iv = clf.predict_interval(Q)
         proba = clf.predict_proba(Q)
@@ -614,7 +612,7 @@ def test_auto_fits_a_few_dozen_rows_of_three_classes():
     rows = np.random.default_rng(0).permutation(150)[:120]
     with _quiet():
         clf = NadarayaWatsonClassifier(metric="auto", lipschitz="auto", bandwidth="auto").fit(X[rows], y[rows])
-    assert isinstance(clf.metric_report_, tuple) and len(clf.metric_report_) == 5  # the pair and 3 folds
+    assert isinstance(clf.metric_report_, tuple) and len(clf.metric_report_) == 2  # the swapped pair
     assert all(r.chosen is not None for r in clf.metric_report_)
     assert clf.score(np.delete(X, rows, 0), np.delete(y, rows)) >= 0.8
 

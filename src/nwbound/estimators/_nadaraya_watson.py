@@ -242,10 +242,9 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         ``K`` stratified folds (whole groups with ``groups``), each model's kernel sums on one fold
         and its map on the other ``K − 1``. ``"auto"``: with ``metric="auto"``, while the metric
         share (``metric_fraction`` of the training rows) holds at most
-        ``nwbound.spaces.AUTO_MAX_ROWS`` rows, both layouts: the swapped pair and
-        ``nwbound.spaces.AUTO_CROSS_FIT_FOLDS`` (3) folds, 5 models at δ/5; otherwise one split
-        (user guide, "Cross-fitting": the pair gives the kernel sums many rows, the folds give the
-        maps many, and which one a data set needs is not known in advance).
+        ``nwbound.spaces.AUTO_MAX_ROWS`` rows, the swapped pair (2 models at δ/2; folds beside it
+        measured 2.5–5× the cost for no more certificates); otherwise one split (user guide,
+        "Cross-fitting").
 
     Attributes
     ----------
