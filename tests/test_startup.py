@@ -112,3 +112,109 @@ def test_read_only_install_does_not_crash(tmp_path, writable_tmp):
         assert all(p.startswith(str(tmp_path / "nwbound-numba")) for p in paths)
     else:  # compiled once per process, as without a cache
         assert paths == ["-"] * 3
+
+
+# ----------------------------------------------------------------------------------------------
+# Lazy imports: what a command imports is what it uses
+# ----------------------------------------------------------------------------------------------
+HEAVY = ("sklearn", "numba", "matplotlib", "dask", "torch", "nwbound.experiments.tabular", "nwbound.plots")
+
+
+def _cli_modules(argv: list[str], cwd: Path, block: tuple[str, ...] = ()) -> tuple[int, list[str], str]:
+    """Run ``nwbound argv`` in a fresh interpreter: exit code, heavy modules imported, stderr."""
+    code = f"""
+    import contextlib, io, json, sys
+    for name in {list(block)!r}:
+        sys.modules[name] = None  # not installed
+    from nwbound.cli.main import main
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            rc = main({argv!r})
+    except SystemExit as exc:
+        rc = exc.code
+    heavy = sorted(m for m in {list(HEAVY)!r} if sys.modules.get(m) is not None)
+    print(json.dumps([rc, heavy, err.getvalue()]))
+    """
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd=cwd,
+                          env=dict(os.environ, PYTHONPATH=SRC), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    rc, heavy, err = json.loads(proc.stdout.strip().splitlines()[-1])
+    return rc, heavy, err
+
+
+@pytest.fixture(scope="module")
+def saved_model(tmp_path_factory):
+    """A small model file and tables: ``train.csv``, ``test.csv``, ``typo.csv`` (a misspelled feature)."""
+    pd = pytest.importorskip("pandas")
+    import numpy as np
+
+    from nwbound import NadarayaWatsonClassifier
+    from nwbound.io import save_model
+
+    folder = tmp_path_factory.mktemp("startup")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(200, 2)), columns=["width", "height"])
+    frame["label"] = np.where(frame["width"] > 0, "a", "b")
+    frame.to_csv(folder / "train.csv", index=False)
+    frame.iloc[:100].to_csv(folder / "test.csv", index=False)
+    frame.iloc[:100].rename(columns={"width": "widht"}).to_csv(folder / "typo.csv", index=False)
+    clf = NadarayaWatsonClassifier(metric=None, lipschitz=1.0).fit(frame[["width", "height"]], frame["label"])
+    save_model(clf, folder / "model.npz")
+    return folder
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["predict", "--help"], ["experiment", "--help"]])
+def test_help_imports_nothing_heavy(saved_model, argv):
+    rc, heavy, _ = _cli_modules(argv, saved_model)
+    assert rc == 0 and heavy == []
+
+
+@pytest.mark.parametrize("argv, wrong", [
+    (["predict", "model.npz", "typo.csv", "-o", "out.csv"], "'width'"),
+    (["evaluate", "model.npz", "typo.csv", "--target", "label"], "'width'"),
+    (["evaluate", "model.npz", "test.csv", "--target", "lable"], "'lable'"),
+    (["fit", "train.csv", "--target", "lable", "-o", "new.npz"], "'lable'"),
+    (["fit", "train.csv", "--target", "label", "--features", "widht", "-o", "new.npz"], "'widht'"),
+])
+def test_misspelled_column_is_reported_before_the_estimators_are_imported(saved_model, argv, wrong):
+    """The column check reads the table's header and the model file's stored names only."""
+    rc, heavy, err = _cli_modules(argv, saved_model)
+    assert rc == 2 and wrong in err
+    assert heavy == []
+    assert not (saved_model / "out.csv").exists() and not (saved_model / "new.npz").exists()
+
+
+def test_predict_imports_no_plotting_experiments_or_accelerators(saved_model):
+    rc, heavy, err = _cli_modules(["predict", "model.npz", "test.csv", "-o", "pred.csv", "--quiet"], saved_model)
+    assert rc == 0, err
+    assert (saved_model / "pred.csv").is_file()
+    assert not {"matplotlib", "dask", "torch", "nwbound.experiments.tabular", "nwbound.plots"} & set(heavy)
+
+
+def test_experiment_named_imports_only_that_experiment(saved_model):
+    """``nwbound experiment tabular --help`` builds that experiment's options, and no other experiment's."""
+    code = """
+    import contextlib, io, sys
+    from nwbound.cli.main import main
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        try:
+            main(["experiment", "tabular", "--help"])
+        except SystemExit:
+            pass
+    print("--datasets" in out.getvalue(), sorted(m for m in sys.modules if m.startswith("nwbound.experiments.")))
+    """
+    proc = _run(code)
+    assert proc.returncode == 0, proc.stderr
+    shown, modules = proc.stdout.split(" ", 1)
+    assert shown == "True"
+    assert "nwbound.experiments.tabular" in modules and "nwbound.experiments.mnist" not in modules
+
+
+def test_experiment_help_lists_every_description():
+    from nwbound.cli.experiment import description
+    from nwbound.experiments import EXPERIMENTS
+
+    for name in EXPERIMENTS:
+        module = __import__(f"nwbound.experiments.{name}", fromlist=["DESCRIPTION"])
+        assert description(name) == module.DESCRIPTION
