@@ -25,6 +25,7 @@ from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, ef
 from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
 from ..spaces import AUTO_MAX_ROWS, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
+from ..spaces._split import GroupsError
 from ._device import queries_on_host, training_data_on_host, validate_queries
 from ._statistics import KernelStatistics
 
@@ -69,29 +70,56 @@ def _auto_lipschitz(estimator: Any) -> bool:
     return isinstance(lip, str) and lip == "auto" and getattr(estimator, "margin", None) is None
 
 
+def _groups_count(groups: np.ndarray | None) -> str:
+    k = 0 if groups is None else np.unique(groups).shape[0]
+    return "their groups" if groups is None else f"{k} group" + ("s" if k != 1 else "")
+
+
 @contextlib.contextmanager
-def _split_settings_errors(estimator: Any, labels: np.ndarray):
+def _split_settings_errors(estimator: Any, labels: np.ndarray, groups: np.ndarray | None = None):
     """Turn a ValueError raised while splitting the training rows, fitting the learned map or
-    choosing L on held-out rows into one that names the settings and the fix (the paper's
+    choosing L on held-out rows into one that names the settings, the cause and the fix (the paper's
     classifier: ``metric=None`` with a numeric ``lipschitz``), raised from here (no deep traceback)."""
     try:
         yield
     except ValueError as exc:
         if getattr(exc, "nwbound_split_settings", False):  # raised by this guard already (a cross-fitted model)
             raise
-        counts = np.bincount(np.asarray(labels))
-        settings = ", ".join(
-            f"{name}={getattr(estimator, name)!r}" for name in ("metric", "lipschitz")
-            if not (name == "lipschitz" and not _auto_lipschitz(estimator))
-        )
-        error = ValueError(
-            f"The settings {settings} could not be fitted on these {labels.shape[0]} training rows "
-            f"(fewest rows in a class: {int(counts.min())}): {exc} These settings hold training rows out of "
-            "the kernel sums, to fit the space and to check L, and need enough rows in every class (in "
-            "practice a few dozen or more per class; user guide, \"Defaults\"). Give more rows, or fit the paper's "
-            "classifier on the features as given: metric=None with a numeric lipschitz (e.g. from "
-            "nwbound.assumptions.estimate_lipschitz)."
-        )
+        auto_l = _auto_lipschitz(estimator)
+        cross_fit = getattr(estimator, "cross_fit", False)
+        if getattr(estimator, "_forced_split", None) is not None:  # one model of a cross-fitted estimator
+            cross_fit = "a cross-fitted model's"
+        names = ["metric", "lipschitz"] if auto_l else ["metric"]
+        settings = ", ".join(f"{name}={getattr(estimator, name)!r}" for name in names)
+        if isinstance(exc, GroupsError):  # too few groups, not too few rows: more rows would not help
+            splits = ["a metric share of whole groups to fit the space"]
+            if cross_fit is not False:
+                splits = [f"cross_fit={cross_fit!r}: the roles of the shares swapped, or folds of whole groups"
+                          if isinstance(cross_fit, (bool, int, np.integer)) or cross_fit == "auto"
+                          else "the groups of this model's share"]
+            if auto_l:
+                splits.append("lipschitz='auto': each metric share split again into map and check groups")
+            fixes = ["a numeric lipschitz (no check split)"] if auto_l else []
+            if cross_fit is not False:
+                fixes.append("cross_fit=False (one split)")
+            fixes.append("metric=None with a numeric lipschitz (no split at all)")
+            message = (
+                f"The settings {settings} could not split these {labels.shape[0]} training rows in "
+                f"{_groups_count(groups)}: {exc} Every split keeps "
+                f"whole groups on one side ({'; '.join(splits)}), so these settings need more groups. Give more "
+                f"groups, or settings that split less: {', or '.join(fixes)}."
+            )
+        else:
+            counts = np.bincount(np.asarray(labels))
+            message = (
+                f"The settings {settings} could not be fitted on these {labels.shape[0]} training rows "
+                f"(fewest rows in a class: {int(counts.min())}): {exc} These settings hold training rows out of "
+                "the kernel sums, to fit the space and to check L, and need enough rows in every class (in "
+                "practice a few dozen or more per class; user guide, \"Defaults\"). Give more rows, or fit the "
+                "paper's classifier on the features as given: metric=None with a numeric lipschitz (e.g. from "
+                "nwbound.assumptions.estimate_lipschitz)."
+            )
+        error = ValueError(message)
         error.nwbound_split_settings = True
         raise error from None
 
@@ -248,7 +276,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             return X, labels, weights
         fraction = check_fraction(getattr(self, "metric_fraction", 0.4))
         seed = self._split_seed()
-        with _split_settings_errors(self, labels):
+        with _split_settings_errors(self, labels, groups):
             if forced is not None:
                 metric_rows, nw_rows = forced
             else:
@@ -258,6 +286,12 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
                 try:
                     a, b = split_rows(labels[metric_rows], 0.5, random_state=seed,
                                       groups=None if groups is None else groups[metric_rows])
+                except GroupsError:
+                    raise GroupsError(
+                        f"lipschitz='auto' splits the metric share ({metric_rows.shape[0]} rows) into map rows and "
+                        f"check rows of whole groups, but those rows all belong to one group "
+                        f"({groups[metric_rows][0].item()!r})."
+                    ) from None
                 except ValueError as exc:
                     raise ValueError(
                         f"lipschitz='auto' splits the metric share ({metric_rows.shape[0]} rows) into map rows and "
@@ -330,7 +364,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         groups = check_groups(groups, Xv.shape[0])
         self._warn_assumption_units()
         halves = []
-        with _split_settings_errors(self, labels):
+        with _split_settings_errors(self, labels, groups):
             layouts = cross_fit_layouts(labels, self.cross_fit, check_fraction(self.metric_fraction), groups=groups,
                                         random_state=self._split_seed())
         with warnings.catch_warnings():  # said once, above, not once per model

@@ -1,0 +1,73 @@
+"""Regression tests for the tester's findings of issue 32 ("The first hour, again").
+
+Each test pins one finding: messages that name the real cause and an applicable fix
+(groups, n_neighbors after the split), ``evaluate -o`` without matplotlib, the
+feature-names warning of a cross-fitted model, ``PredictionInterval.concatenate``,
+the data checksums, the "1 − max p" review queue and the warnings' advice.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nwbound import NadarayaWatsonClassifier
+
+
+def _data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(int)
+    return X, y
+
+
+# ----------------------------------------------------------------------------------------------
+# Finding 1: too few groups
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n_groups", [1, 2, 3])
+def test_too_few_groups_names_the_groups_and_more_groups(n_groups):
+    X, y = _data(300)
+    with pytest.raises(ValueError) as info:
+        NadarayaWatsonClassifier().fit(X, y, groups=np.arange(300) % n_groups)
+    message = str(info.value)
+    assert f"in {n_groups} group" in message and "Give more groups" in message
+    # Not the causes that do not apply: the rows are plenty, and the user never set a cross_fit number.
+    assert "fewest rows in a class" not in message and "Give more rows" not in message
+    assert "Give a smaller cross_fit" not in message
+    assert "holds every training row" not in message
+
+
+@pytest.mark.filterwarnings("ignore:The assumption")
+def test_too_few_groups_offers_only_settings_that_are_not_already_set():
+    X, y = _data(300)
+    with pytest.raises(ValueError) as info:
+        NadarayaWatsonClassifier(lipschitz=1.0, cross_fit=False).fit(X, y, groups=np.zeros(300))
+    message = str(info.value)
+    assert "a numeric lipschitz (no check split)" not in message  # already numeric
+    assert "cross_fit=False" not in message  # already set
+    assert "metric=None with a numeric lipschitz" in message
+
+
+def test_an_explicit_cross_fit_number_still_suggests_a_smaller_one():
+    X, y = _data(300)
+    with pytest.raises(ValueError, match="Give a smaller cross_fit"):
+        NadarayaWatsonClassifier(cross_fit=4).fit(X, y, groups=np.arange(300) % 3)
+
+
+# ----------------------------------------------------------------------------------------------
+# Finding 2: n_neighbors larger than the kernel sums' rows after the split
+# ----------------------------------------------------------------------------------------------
+def test_n_neighbors_error_says_the_split_kept_rows_out_of_the_kernel_sums():
+    X, y = _data(300)
+    with pytest.raises(ValueError) as info:
+        NadarayaWatsonClassifier(n_neighbors=250, cross_fit=False).fit(X, y)
+    message = str(info.value)
+    kept = int(message.split("<= ")[1].split(",")[0])
+    assert f"kept {300 - kept} of the 300 training rows out of them" in message
+    assert "metric=None with a numeric lipschitz" in message and "metric_fraction=0.4" in message
+
+
+def test_n_neighbors_error_without_a_split_is_unchanged():
+    X, y = _data(50)
+    with pytest.raises(ValueError, match="among the 50 training samples"):
+        NadarayaWatsonClassifier(metric=None, lipschitz=1.0, n_neighbors=60).fit(X, y)
