@@ -71,3 +71,42 @@ def test_n_neighbors_error_without_a_split_is_unchanged():
     X, y = _data(50)
     with pytest.raises(ValueError, match="among the 50 training samples"):
         NadarayaWatsonClassifier(metric=None, lipschitz=1.0, n_neighbors=60).fit(X, y)
+
+
+# ----------------------------------------------------------------------------------------------
+# Finding 5: `nwbound evaluate -o DIR` without matplotlib
+# ----------------------------------------------------------------------------------------------
+def test_evaluate_output_without_matplotlib_writes_nothing(tmp_path):
+    """matplotlib is checked before any table is written, not after."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    pd = pytest.importorskip("pandas")
+    from nwbound.io import save_model
+
+    X, y = _data(120)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(label=y)
+    frame.to_csv(tmp_path / "test.csv", index=False)
+    save_model(NadarayaWatsonClassifier(metric=None, lipschitz=1.0).fit(frame[["a", "b", "c"]], y),
+               tmp_path / "model.npz")
+    code = textwrap.dedent("""
+        import contextlib, io, json, sys
+        sys.modules["matplotlib"] = None  # not installed
+        from nwbound.cli.main import main
+        err, out = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+            rc = main(["evaluate", "model.npz", "test.csv", "--target", "label", "-o", "report"])
+        print(json.dumps([rc, err.getvalue(), out.getvalue()]))
+    """)
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                          env=dict(os.environ, PYTHONPATH=src), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    rc, err, out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert rc == 2 and "matplotlib" in err
+    assert out == ""  # no table printed either: nothing was computed
+    assert not (tmp_path / "report").exists()
