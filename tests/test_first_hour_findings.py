@@ -110,3 +110,22 @@ def test_evaluate_output_without_matplotlib_writes_nothing(tmp_path):
     assert rc == 2 and "matplotlib" in err
     assert out == ""  # no table printed either: nothing was computed
     assert not (tmp_path / "report").exists()
+
+
+# ----------------------------------------------------------------------------------------------
+# Finding 8: scikit-learn's feature-names warning, once per call on a cross-fitted model
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["predict", "predict_proba", "predict_interval"])
+def test_feature_names_warning_is_said_once_for_a_cross_fitted_model(method):
+    import warnings
+
+    pd = pytest.importorskip("pandas")
+    X, y = _data(240)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    clf = NadarayaWatsonClassifier(random_state=0).fit(frame, y)
+    assert len(clf.cross_fit_models_) > 1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        getattr(clf, method)(X[:5])
+    names = [w for w in caught if "feature names" in str(w.message)]
+    assert len(names) == 1, [str(w.message) for w in caught]

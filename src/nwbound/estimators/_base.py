@@ -70,6 +70,20 @@ def _auto_lipschitz(estimator: Any) -> bool:
     return isinstance(lip, str) and lip == "auto" and getattr(estimator, "margin", None) is None
 
 
+# scikit-learn's warnings on feature names that differ between fit and predict (validate_data).
+_FEATURE_NAMES_WARNING = r"X (does not have valid feature names|has feature names, but)"
+
+
+@contextlib.contextmanager
+def _feature_names_said(already: bool):
+    """Silence scikit-learn's feature-names warning for a cross-fitted model after the first: the
+    models all see the same X, so the user reads it once, not once per model."""
+    with warnings.catch_warnings():
+        if already:
+            warnings.filterwarnings("ignore", category=UserWarning, message=_FEATURE_NAMES_WARNING)
+        yield
+
+
 def _groups_count(groups: np.ndarray | None) -> str:
     k = 0 if groups is None else np.unique(groups).shape[0]
     return "their groups" if groups is None else f"{k} group" + ("s" if k != 1 else "")
@@ -497,7 +511,10 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
                 specs.append({None: spec})
             else:  # bounds=None: each model's own setting; otherwise the settings, δ divided by K.
                 specs.append(h._resolve_bounds(None if bounds is None else dict(enumerate(halved.values()))))
-        parts = [list(h._intervals(X, s).values()) for h, s in zip(self.cross_fit_models_, specs)]
+        parts = []
+        for i, (h, s) in enumerate(zip(self.cross_fit_models_, specs)):
+            with _feature_names_said(i > 0):
+                parts.append(list(h._intervals(X, s).values()))
         out = _Intersected({name: intersect_intervals(*[part[i] for part in parts]) for i, name in enumerate(halved)})
         out.contradicting = {name: contradicting_rows([part[i] for part in parts]) for i, name in enumerate(halved)}
         return out
@@ -754,7 +771,10 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             iv = self._cross_intervals(X, None, required=False)
             if iv is not None:
                 return iv[None].proba, iv[None].vacuous
-            parts = [h._proba_kappa(X) for h in models]
+            parts = []
+            for i, h in enumerate(models):
+                with _feature_names_said(i > 0):
+                    parts.append(h._proba_kappa(X))
             proba = kappa_weighted_proba([p for p, _ in parts], [k for _, k in parts])
             kappa = np.sum([np.asarray(k) for _, k in parts], axis=0)
         else:
