@@ -129,3 +129,33 @@ def test_feature_names_warning_is_said_once_for_a_cross_fitted_model(method):
         getattr(clf, method)(X[:5])
     names = [w for w in caught if "feature names" in str(w.message)]
     assert len(names) == 1, [str(w.message) for w in caught]
+
+
+# ----------------------------------------------------------------------------------------------
+# Finding 9: PredictionInterval.concatenate keeps outside_box
+# ----------------------------------------------------------------------------------------------
+def test_concatenate_keeps_outside_box_when_a_part_did_not_record_it():
+    import dataclasses
+
+    from nwbound import PredictionInterval
+
+    X, y = _data(100)
+    clf = NadarayaWatsonClassifier(metric=None, lipschitz=1.0).fit(X, y)
+    inside, far = clf.predict_interval(X[:3]), clf.predict_interval(X[:2] * 100)
+    assert far.outside_box.all() and not inside.outside_box.any()
+    unrecorded = dataclasses.replace(inside, outside_box=None)  # as PredictionInterval.from_parts leaves it
+    joined = PredictionInterval.concatenate([unrecorded, far])
+    assert joined.outside_box.tolist() == [False, False, False, True, True]
+    assert PredictionInterval.concatenate([far, inside]).outside_box.tolist() == [True, True, False, False, False]
+
+
+def test_usefulness_sample_keeps_outside_box():
+    """The CLI's usefulness report samples rows through PredictionInterval.take/.concatenate."""
+    from nwbound.cli._usefulness import UsefulnessTally
+
+    X, y = _data(100)
+    clf = NadarayaWatsonClassifier(metric=None, lipschitz=1.0).fit(X, y)
+    tally = UsefulnessTally()
+    tally.add(clf.predict_interval(X[:3]))
+    tally.add(clf.predict_interval(X[:2] * 100))
+    assert tally.sample().outside_box.tolist() == [False, False, False, True, True]

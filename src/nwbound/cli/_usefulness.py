@@ -32,25 +32,6 @@ def quiet_predict_interval(model: Any, X: Any) -> Any:
         return model.predict_interval(X)
 
 
-def _concat(parts: list[Any]) -> Any:
-    from .._result import PredictionInterval
-
-    if len(parts) == 1:
-        return parts[0]
-    return PredictionInterval(**{
-        name: None if getattr(parts[0], name) is None else np.concatenate([getattr(p, name) for p in parts])
-        for name in parts[0].as_dict()
-    })
-
-
-def _take(interval: Any, rows: np.ndarray) -> Any:
-    from .._result import PredictionInterval
-
-    return PredictionInterval(**{
-        name: None if value is None else np.asarray(value)[rows] for name, value in interval.as_dict().items()
-    })
-
-
 class UsefulnessTally:
     """Counts over the chunks of one run, plus an evenly spread sample for the cause-and-fix report.
 
@@ -91,7 +72,7 @@ class UsefulnessTally:
         self.rows += n
         keep = numbers % self._stride == 0
         if keep.any():
-            self._parts.append(_take(interval, np.flatnonzero(keep)))
+            self._parts.append(interval.take(np.flatnonzero(keep)))
             self._numbers.append(numbers[keep])
         while sum(len(k) for k in self._numbers) > self.max_rows:
             self._stride *= 2
@@ -100,12 +81,14 @@ class UsefulnessTally:
             for part, nums in thinned:
                 sel = np.flatnonzero(nums % self._stride == 0)
                 if sel.size:
-                    self._parts.append(_take(part, sel))
+                    self._parts.append(part.take(sel))
                     self._numbers.append(nums[sel])
 
     def sample(self) -> Any:
         """The sampled rows as one PredictionInterval (None before any row)."""
-        return _concat(self._parts) if self._parts else None
+        from .._result import PredictionInterval
+
+        return PredictionInterval.concatenate(self._parts) if self._parts else None
 
     def message(self, model: Any, what: str | None = None, context: Any = None) -> str | None:
         """The warning text, or None when the bounds are useful (see bound_usefulness).
