@@ -159,3 +159,98 @@ def test_usefulness_sample_keeps_outside_box():
     tally.add(clf.predict_interval(X[:3]))
     tally.add(clf.predict_interval(X[:2] * 100))
     assert tally.sample().outside_box.tolist() == [False, False, False, True, True]
+
+
+# ----------------------------------------------------------------------------------------------
+# Finding 9: the data loaders check the data folder's checksum file
+# ----------------------------------------------------------------------------------------------
+def _listing(folder, files, prefix="./"):
+    from nwbound.datasets._cache import sha256_file
+
+    return "".join(f"{sha256_file(folder / f)}  {prefix}{f}\n" for f in files)
+
+
+def _tiny_mnist(folder):
+    import struct
+
+    (folder / "train-labels-idx1-ubyte").write_bytes(struct.pack(">ii", 2049, 3) + bytes([7, 0, 7]))
+    (folder / "train-images-idx3-ubyte").write_bytes(struct.pack(">iiii", 2051, 3, 28, 28) + bytes(3 * 28 * 28))
+    return ["train-labels-idx1-ubyte", "train-images-idx3-ubyte"]
+
+
+def test_mnist_loader_refuses_a_file_that_does_not_match_checksums(tmp_path):
+    from nwbound.datasets import load_mnist
+
+    names = _tiny_mnist(tmp_path)
+    (tmp_path / "CHECKSUMS.sha256").write_text(_listing(tmp_path, names))
+    assert load_mnist(tmp_path)[1].tolist() == [7, 0, 7]  # intact
+    (tmp_path / names[0]).write_bytes((tmp_path / names[0]).read_bytes()[:-1] + bytes([1]))  # one label changed
+    with pytest.raises(ValueError, match=r"train-labels-idx1-ubyte does not match its SHA-256 in .*CHECKSUMS\.sha256"):
+        load_mnist(tmp_path)
+
+
+def test_gtsrb_loader_checks_the_checksum_file_of_the_parent_folder(tmp_path):
+    """The shared layout: gtsrb/CHECKSUMS.sha256 lists ./gtsrb/GTSRB/…; the loader may get either folder."""
+    Image = pytest.importorskip("PIL.Image")
+    from nwbound.datasets import load_gtsrb_pair
+
+    base = tmp_path / "gtsrb"
+    names = []
+    for c in (6, 14):
+        folder = base / "GTSRB" / "Final_Training" / "Images" / f"{c:05d}"
+        folder.mkdir(parents=True)
+        for i in range(2):
+            Image.new("RGB", (32, 32), (40 * i, c, 0)).save(folder / f"{i:05d}.ppm")
+            names.append(f"gtsrb/GTSRB/Final_Training/Images/{c:05d}/{i:05d}.ppm")
+    (tmp_path / "CHECKSUMS.sha256").write_text(_listing(tmp_path, names))
+    for given in (tmp_path, base):
+        assert load_gtsrb_pair(given)[0].shape == (4, 3072)
+    bad = tmp_path / names[3]
+    Image.new("RGB", (32, 32), (1, 2, 3)).save(bad)
+    for given in (tmp_path, base):
+        with pytest.raises(ValueError, match="00001.ppm does not match its SHA-256"):
+            load_gtsrb_pair(given)
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_mitbih_loader_checks_physionet_sha256sums(tmp_path, cache):
+    """PhysioNet's SHA256SUMS.txt (one space, bare names), checked when the beats are built."""
+    import shutil
+    from pathlib import Path
+
+    pytest.importorskip("wfdb")
+    from nwbound.datasets import load_mitbih_beats
+
+    source = Path(__file__).parent / "data" / "mitdb_excerpt"
+    data = tmp_path / "mitdb"
+    data.mkdir()
+    names = ["100.atr", "100.dat", "100.hea"]
+    for name in names:
+        shutil.copy(source / name, data / name)
+    (data / "SHA256SUMS.txt").write_text(_listing(data, names, prefix="").replace("  ", " "))
+    kwargs = dict(records=["100"], progress=False, cache_dir=tmp_path / "cache" if cache else None)
+    assert len(load_mitbih_beats(data, **kwargs)) > 0
+    atr = bytearray((data / "100.atr").read_bytes())
+    atr[-4] ^= 1
+    (data / "100.atr").write_bytes(bytes(atr))
+    with pytest.raises(ValueError, match=r"100\.atr does not match its SHA-256 in .*SHA256SUMS\.txt"):
+        load_mitbih_beats(data, **kwargs)
+
+
+# ----------------------------------------------------------------------------------------------
+# Finding 9: review_comparison's "1 - max p" queue ranks by the model's max p̂
+# ----------------------------------------------------------------------------------------------
+def test_one_minus_max_p_queue_uses_the_models_max_p_with_a_given_y_pred():
+    from nwbound import PredictionInterval
+    from nwbound.metrics import review_comparison
+
+    proba = np.array([[0.9, 0.1], [0.6, 0.4], [0.55, 0.45]])
+    iv = PredictionInterval.from_parts(proba, np.full((3, 2), 0.05), np.full((3, 2), 0.05),
+                                       np.ones(3), np.ones(3), np.zeros(3, bool), np.ones(3))
+    # Another rule accepted class 1 on row 0, where the model is surest (p̂ = 0.9 for class 0):
+    # the queue of the model's doubt reviews row 2 (max p̂ = 0.55), not row 0.
+    y_pred, y_true = np.array([1, 0, 0]), np.array([1, 0, 1])  # the one error is row 2
+    rows = {r["queue"]: r for r in review_comparison(y_true, iv, review_share=0.3, y_pred=y_pred)}
+    queue = rows["1 - max p @ 30%"]  # ceil(0.3 · 3) = 1 row reviewed
+    assert queue["review_share"] == pytest.approx(1 / 3)
+    assert queue["errors_caught"] == 1.0
