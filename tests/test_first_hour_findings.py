@@ -254,3 +254,94 @@ def test_one_minus_max_p_queue_uses_the_models_max_p_with_a_given_y_pred():
     queue = rows["1 - max p @ 30%"]  # ceil(0.3 · 3) = 1 row reviewed
     assert queue["review_share"] == pytest.approx(1 / 3)
     assert queue["errors_caught"] == 1.0
+
+
+# ----------------------------------------------------------------------------------------------
+# Every warning's advice fits the settings in use (issue 32, "One L report")
+# ----------------------------------------------------------------------------------------------
+def _default_contexts():
+    """The AdviceContext of each default: Python's two classifiers, and `nwbound fit`'s."""
+    import argparse
+
+    from nwbound import DyadicClassifier
+    from nwbound.cli.fit import build_estimator
+    from nwbound.cli.main import build_parser
+    from nwbound.diagnostics import AdviceContext
+
+    args = build_parser("fit").parse_args(["fit", "train.csv", "--target", "y", "-o", "m.npz"])
+    assert isinstance(args, argparse.Namespace) and args.lipschitz is None and args.margin is None
+    cli = build_estimator(args).set_params(lipschitz="auto")  # what `nwbound fit` runs by default
+    return {
+        "python NadarayaWatsonClassifier()": AdviceContext.from_estimator(NadarayaWatsonClassifier()),
+        "python DyadicClassifier()": AdviceContext.from_estimator(DyadicClassifier()),
+        "nwbound fit": AdviceContext.from_estimator(cli, interface="cli"),
+    }
+
+
+def _every_advice(ctx):
+    """The text of every warning that gives advice, for each of its causes, under ``ctx``."""
+    import warnings
+
+    from nwbound.diagnostics import BoundUsefulness, vacuous_advice, warn_if_contradicting
+
+    texts = {
+        "useless, bias": BoundUsefulness.from_summary(100, 0.9, 0.0, 0.0, 0.9, 0.9, 0.3, 0.9, beta=1.0,
+                                                      context=ctx).explanation,
+        "useless, sampling": BoundUsefulness.from_summary(100, 0.9, 0.0, 0.0, 0.1, 0.1, 3.0, 0.9, beta=1.0,
+                                                          context=ctx).explanation,
+        "useless, vacuous": BoundUsefulness.from_summary(100, 0.9, 0.8, 0.0, 0.5, 0.5, 1.0, 1.0, beta=1.0,
+                                                         context=ctx).explanation,
+        "vacuous predictions": vacuous_advice(0.9, ctx),
+    }
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warn_if_contradicting(np.ones(10, bool), delta=0.05, context=ctx)
+    texts["contradicting models"] = str(caught[0].message)
+    return texts
+
+
+def _already_set(ctx):
+    """Patterns of advice to set what ``ctx`` says is in use (a mention of how it chose is not advice)."""
+    import re
+
+    rules = []
+    if ctx.lipschitz_auto:
+        rules += [r"lipschitz='auto'(?! chose)", r"--lipschitz auto(?! chose)", r"estimate_lipschitz"]
+    if ctx.bandwidth == "auto":
+        rules += [r"bandwidth='auto'", r"--bandwidth auto", r"bandwidth λ"]
+    if ctx.bound == "chernoff":
+        rules += [r"bound='chernoff'", r"--bound chernoff"]
+    if ctx.learned_space:
+        rules += [r"metric='auto'"]
+    return [re.compile(r) for r in rules]
+
+
+def test_no_warning_advises_a_setting_that_is_already_in_use():
+    contexts = _default_contexts()
+    assert contexts["nwbound fit"].lipschitz_auto and contexts["nwbound fit"].bandwidth == "auto"
+    for name, ctx in contexts.items():
+        rules = _already_set(ctx)
+        assert rules, name
+        for warning, text in _every_advice(ctx).items():
+            fix = text[text.index("Fix:"):]
+            for rule in rules:
+                assert not rule.search(fix), f"{name}, {warning}: advises {rule.pattern!r} already in use: {fix}"
+
+
+def test_predict_report_does_not_advise_lipschitz_auto_as_if_it_were_not_used(tmp_path):
+    """A model file stores the L that `--lipschitz auto` chose as a number: `nwbound predict` cannot tell
+    it from one given by hand, so the advice to use auto is a condition, not a command."""
+    from nwbound.cli._usefulness import UsefulnessTally, quiet_predict_interval
+    from nwbound.io import load_model, save_model
+
+    X, y = _data(60)
+    clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.05).fit(X, y)  # lipschitz='auto'
+    clf.set_params(lipschitz=float(clf.lipschitz_))  # as `nwbound fit` saves it
+    model = load_model(save_model(clf, tmp_path / "m.npz"))
+    tally = UsefulnessTally()
+    tally.add(quiet_predict_interval(model, X + 0.01))
+    text = tally.message(model)
+    assert text is not None and "Fix:" in text
+    assert " `--lipschitz auto` estimates L from the training table." not in text
+    if "--lipschitz auto" in text:
+        assert "If this model's L was given by hand" in text

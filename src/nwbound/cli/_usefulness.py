@@ -11,6 +11,7 @@ memory stays bounded on any table.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import warnings
 from typing import Any
@@ -102,8 +103,10 @@ class UsefulnessTally:
         if sample is None:
             return None
         beta, unit_note = _beta(model)
-        if context is None:
+        if context is None:  # a model from a file (predict, evaluate)
             context = AdviceContext.from_estimator(getattr(model, "estimator", model), interface="cli")
+            if not context.lipschitz_auto:  # a file stores L as a number: chosen by --lipschitz auto, or given
+                context = dataclasses.replace(context, lipschitz_auto=None)
         report = bound_usefulness(sample, beta=beta, context=context)
         if not report.useless:
             return None
