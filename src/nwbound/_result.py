@@ -163,6 +163,10 @@ class PredictionInterval:
         ...     bandwidth=np.array([1.0]))
         >>> len(PredictionInterval.concatenate([iv, iv]))
         2
+        >>> import dataclasses
+        >>> far = dataclasses.replace(iv, outside_box=np.array([True]))
+        >>> PredictionInterval.concatenate([iv, far]).outside_box.tolist()  # iv did not record it
+        [False, True]
         """
         parts = list(parts)
         if not parts:
@@ -178,6 +182,10 @@ class PredictionInterval:
         values = {}
         for f in fields(cls):
             arrays = [getattr(p, f.name) for p in parts]
+            if f.name == "outside_box" and any(a is not None for a in arrays):
+                # A part that did not record it counts as inside the box (as the dask path fills it):
+                # the rows that did record it keep their flags.
+                arrays = [np.zeros(len(p), dtype=bool) if a is None else a for p, a in zip(parts, arrays)]
             if any(a is None for a in arrays):
                 values[f.name] = None
             elif all(isinstance(a, np.ndarray) for a in arrays):

@@ -72,8 +72,10 @@ class AdviceContext:
         The bound form in use (no advice to switch to it).
     bandwidth : {"fixed", "scale", "auto"} or None, default=None
         How λ was set; ``"auto"`` chose it per query from the bound, so no λ advice is given.
-    lipschitz_auto : bool, default=False
+    lipschitz_auto : bool or None, default=False
         L was estimated (``lipschitz="auto"`` / ``--lipschitz auto``): no advice to estimate it.
+        None: unknown (a model file stores L as a number, whether chosen or given), so the
+        advice to estimate L says that it applies only to an L given by hand.
     localized : bool or None, default=None
         The localized classifier (advice on ``k``), the regular one (advice on λ), or unknown (both).
     dyadic : bool, default=False
@@ -92,7 +94,7 @@ class AdviceContext:
     interface: str = "python"
     bound: str | None = None
     bandwidth: str | None = None
-    lipschitz_auto: bool = False
+    lipschitz_auto: bool | None = False
     localized: bool | None = None
     dyadic: bool = False
     learned_space: bool | None = None
@@ -122,11 +124,21 @@ class AdviceContext:
             interface=interface,
             bound=getattr(estimator, "bound", None),
             bandwidth=None if dyadic else (bw if isinstance(bw, str) else "fixed"),
-            lipschitz_auto=isinstance(getattr(estimator, "lipschitz", None), str),
+            lipschitz_auto=_lipschitz_chosen(estimator),
             localized=None if dyadic else getattr(estimator, "n_neighbors", None) is not None,
             dyadic=dyadic,
             learned_space=getattr(estimator, "metric", None) is not None if hasattr(estimator, "metric") else None,
         )
+
+
+def _lipschitz_chosen(estimator: Any) -> bool:
+    """Whether the estimator's L is ``lipschitz="auto"``'s: the setting, or the chosen value fixed as a number
+    (``nwbound fit`` does so before saving, ``lipschitz_report_`` still set)."""
+    lip = getattr(estimator, "lipschitz", None)
+    if isinstance(lip, str):
+        return True
+    report = getattr(estimator, "lipschitz_report_", None)
+    return report is not None and lip is not None and float(lip) == float(getattr(estimator, "lipschitz_", math.nan))
 
 
 class VacuousPredictionWarning(UserWarning):
@@ -457,17 +469,22 @@ def _reach_fix(ctx: AdviceContext, wider: bool) -> list[str]:
 
 
 def _sensitivity_hint(ctx: AdviceContext) -> str:
+    # Advice to estimate L only where it was not estimated; where that is unknown, said as a condition.
+    given = "" if ctx.lipschitz_auto is False else "If L was given by hand (not chosen by lipschitz='auto'), "
     if ctx.interface == "cli":
         hint = ("See how the bounds move with L: fit at a few values of --lipschitz and compare them with "
                 "`nwbound evaluate` on a labelled table.")
-        if not ctx.lipschitz_auto:
+        if ctx.lipschitz_auto is None:
+            hint += (" If this model's L was given by hand (nwbound fit --lipschitz L), `nwbound fit --lipschitz "
+                     "auto` (the default) estimates it from the training table.")
+        elif not ctx.lipschitz_auto:
             hint += " `--lipschitz auto` estimates L from the training table."
         return hint
     train = ", X_train=X_train, y_train=y_train" if ctx.learned_space else ""
     hint = ("See how the bounds move with L: nwbound.assumptions.sensitivity_report(model, X_test, y_test, "
             f"[L/10, L/3, L]{train}).")
-    if not ctx.lipschitz_auto:
-        hint += " nwbound.assumptions.estimate_lipschitz estimates L from data."
+    if ctx.lipschitz_auto is not True:
+        hint += f" {given}nwbound.assumptions.estimate_lipschitz estimates L from data."
     return hint
 
 

@@ -650,13 +650,15 @@ class _NumbaRoute:
 
         import numba
 
-        eval_pair = numba.njit(cache=True)(_eval_pair)
+        from .._numba_cache import njit_cached
+
+        eval_pair = njit_cached(_eval_pair)
         profile = types.FunctionType(_profile_pair.__code__, dict(globals(), _eval_pair=eval_pair),
                                      "_profile_pair")
-        profile = numba.njit(cache=True)(profile)
+        profile = njit_cached(profile)
         scope = dict(globals(), _eval_pair=eval_pair, _profile_pair=profile, _prange=numba.prange)
         loop = types.FunctionType(_left_ends_loop.__code__, scope, "_left_ends_loop")
-        self._loop = numba.njit(parallel=True, cache=True)(loop)
+        self._loop = njit_cached(loop, parallel=True)
 
     def left_ends(self, S: np.ndarray, rows: np.ndarray, N: np.ndarray, M: np.ndarray, R: np.ndarray,
                   right: np.ndarray, log_level: float, tol: float, out: np.ndarray) -> None:

@@ -257,14 +257,17 @@ def _numba_loop() -> object | None:
     if _NUMBA_ROUTE is None:
         import numba
 
-        # No on-disk cache: numba would key the copies below on one source file and miss a
-        # change in the other (a stale exponent); compiling takes a few seconds once per process.
+        from .._numba_cache import njit_cached
+
+        # Only the loop is cached (its machine code includes the two functions it calls), keyed
+        # on both files it is built from: numba alone would key it on this file and could load
+        # a stale exponent after an edit of _chernoff.py.
         ev = numba.njit(_eval_split_pair)
         prof = types.FunctionType(_base._profile_pair.__code__, dict(vars(_base), _eval_pair=ev), "_profile_split")
         prof = numba.njit(prof)
         scope = dict(globals(), _profile_pair=prof, _prange=numba.prange)
-        _NUMBA_ROUTE = numba.njit(parallel=True)(
-            types.FunctionType(_split_loop.__code__, scope, "_split_loop"))
+        _NUMBA_ROUTE = njit_cached(types.FunctionType(_split_loop.__code__, scope, "_split_loop"),
+                                   sources=(__file__, _base.__file__), parallel=True)
     return _NUMBA_ROUTE
 
 

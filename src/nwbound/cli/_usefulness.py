@@ -11,6 +11,7 @@ memory stays bounded on any table.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import warnings
 from typing import Any
@@ -30,25 +31,6 @@ def quiet_predict_interval(model: Any, X: Any) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UselessBoundWarning)
         return model.predict_interval(X)
-
-
-def _concat(parts: list[Any]) -> Any:
-    from .._result import PredictionInterval
-
-    if len(parts) == 1:
-        return parts[0]
-    return PredictionInterval(**{
-        name: None if getattr(parts[0], name) is None else np.concatenate([getattr(p, name) for p in parts])
-        for name in parts[0].as_dict()
-    })
-
-
-def _take(interval: Any, rows: np.ndarray) -> Any:
-    from .._result import PredictionInterval
-
-    return PredictionInterval(**{
-        name: None if value is None else np.asarray(value)[rows] for name, value in interval.as_dict().items()
-    })
 
 
 class UsefulnessTally:
@@ -91,7 +73,7 @@ class UsefulnessTally:
         self.rows += n
         keep = numbers % self._stride == 0
         if keep.any():
-            self._parts.append(_take(interval, np.flatnonzero(keep)))
+            self._parts.append(interval.take(np.flatnonzero(keep)))
             self._numbers.append(numbers[keep])
         while sum(len(k) for k in self._numbers) > self.max_rows:
             self._stride *= 2
@@ -100,12 +82,14 @@ class UsefulnessTally:
             for part, nums in thinned:
                 sel = np.flatnonzero(nums % self._stride == 0)
                 if sel.size:
-                    self._parts.append(_take(part, sel))
+                    self._parts.append(part.take(sel))
                     self._numbers.append(nums[sel])
 
     def sample(self) -> Any:
         """The sampled rows as one PredictionInterval (None before any row)."""
-        return _concat(self._parts) if self._parts else None
+        from .._result import PredictionInterval
+
+        return PredictionInterval.concatenate(self._parts) if self._parts else None
 
     def message(self, model: Any, what: str | None = None, context: Any = None) -> str | None:
         """The warning text, or None when the bounds are useful (see bound_usefulness).
@@ -119,8 +103,10 @@ class UsefulnessTally:
         if sample is None:
             return None
         beta, unit_note = _beta(model)
-        if context is None:
+        if context is None:  # a model from a file (predict, evaluate)
             context = AdviceContext.from_estimator(getattr(model, "estimator", model), interface="cli")
+            if not context.lipschitz_auto:  # a file stores L as a number: chosen by --lipschitz auto, or given
+                context = dataclasses.replace(context, lipschitz_auto=None)
         report = bound_usefulness(sample, beta=beta, context=context)
         if not report.useless:
             return None

@@ -284,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
     from .._result import PredictionInterval
     from .._validation import check_open_unit
     from ..utils import format_markdown, prepare_output_dir, write_table
-    from ..io.tables import check_columns, label_array, labels_like
+    from ..io.tables import label_array, labels_like
     from .main import CommandError
 
     check_chunksize(args.chunksize)
@@ -292,8 +292,11 @@ def run(args: argparse.Namespace) -> int:
         alpha = check_open_unit(args.alpha, "--alpha")
     except ValueError as exc:
         raise CommandError(str(exc)) from None
-    model, data, columns = load_for_table(args.model, args.data)
-    check_columns(columns, [args.target], data, "target")
+    model, data, columns = load_for_table(args.model, args.data, target=args.target)
+    if args.output:  # before predicting or writing anything: the figures need matplotlib
+        from ..plots import pyplot
+
+        pyplot()
     features = model_features(model, columns, [args.target], data)
     classes = np.asarray(model.classes_)
     order = np.argsort(classes, kind="stable")

@@ -13,21 +13,48 @@ Each experiment is a module ``nwbound.experiments.<name>`` listed in
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
+import importlib.util
 import math
 import time
 from pathlib import Path
+from typing import Sequence
 
 from ..utils import add_resume_argument
 
 
-def add_parser(sub) -> None:
+def description(name: str) -> str:
+    """The ``DESCRIPTION`` of experiment ``name``, read from its source without importing it.
+
+    Importing an experiment imports scikit-learn and more (seconds); listing them
+    for ``nwbound experiment --help`` should not.
+
+    Examples
+    --------
+    >>> description("synthetic").startswith("figure 2")
+    True
+    """
+    spec = importlib.util.find_spec(f"nwbound.experiments.{name}")
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "DESCRIPTION" for t in node.targets):
+            return ast.literal_eval(node.value)
+    return importlib.import_module(f"nwbound.experiments.{name}").DESCRIPTION  # not a literal: import it
+
+
+def add_parser(sub, argv: Sequence[str] | None = None) -> None:
+    """The ``experiment`` sub-parser; only the experiment named in ``argv`` is imported (all when None)."""
     from ..experiments import EXPERIMENTS
 
     p = sub.add_parser("experiment", help="reproduce a table/figure of the paper into a results folder")
     exp_sub = p.add_subparsers(dest="experiment", metavar="NAME")
     exp_sub.required = True
+    named = None if argv is None else [w for w in argv if w in EXPERIMENTS]
     for name in EXPERIMENTS:
+        if named is not None and name not in named[:1]:  # listed in --help, not imported
+            exp_sub.add_parser(name, help=description(name))
+            continue
         module = importlib.import_module(f"nwbound.experiments.{name}")
         ep = exp_sub.add_parser(name, help=module.DESCRIPTION, description=module.DESCRIPTION)
         ep.add_argument("--output", type=Path, default=None, help=f"results folder (default: results/{name})")

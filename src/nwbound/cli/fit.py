@@ -142,17 +142,9 @@ def build_estimator(args: argparse.Namespace):
     return NadarayaWatsonClassifier(n_neighbors=args.neighbors, metric=None, lipschitz=None, **nw, **common)
 
 
-def _read_training(args: argparse.Namespace, path: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    from ..utils import progress
-    from ..io.tables import (
-        TableError,
-        check_columns,
-        feature_matrix,
-        iter_table_chunks,
-        label_array,
-        normalize_labels,
-        read_columns,
-    )
+def _training_features(args: argparse.Namespace, path: Path) -> list[str]:
+    """The feature columns of the training table, its target and id columns checked (reads the header only)."""
+    from ..io.tables import check_columns, read_columns
     from .main import CommandError
 
     columns = read_columns(path)
@@ -171,6 +163,14 @@ def _read_training(args: argparse.Namespace, path: Path) -> tuple[np.ndarray, np
         features = [c for c in columns if c != args.target and c not in set(ids)]
         if not features:
             raise CommandError(f"{path} has no feature columns besides the target and id columns.")
+    return features
+
+
+def _read_training(args: argparse.Namespace, path: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    from ..utils import progress
+    from ..io.tables import TableError, feature_matrix, iter_table_chunks, label_array, normalize_labels
+
+    features = _training_features(args, path)
     blocks, labels = [], []
     first_row = 1
     chunks = iter_table_chunks(path, args.chunksize, columns=[*features, args.target], text_columns=[args.target])
@@ -221,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"Model file {output} already exists; pass --overwrite or choose another name.")
     if args.lipschitz is None and args.margin is None:
         args.lipschitz = "auto"  # the estimator's default assumption
+    _training_features(args, train)  # a misspelled column is reported before the estimators are imported
     estimator = build_estimator(args)
     X, y, features = _read_training(args, train)
     if np.unique(y).shape[0] < 2:

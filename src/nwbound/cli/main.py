@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import sys
 from typing import Sequence
 
@@ -41,8 +42,12 @@ def _command_in(argv: Sequence[str]) -> str | None:
     return None
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The argument parser; the full sub-parser only for ``command`` (all when None)."""
+def build_parser(command: str | None = None, argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser; the full sub-parser only for ``command`` (all when None).
+
+    A command module whose ``add_parser`` takes ``argv`` gets the command line, so that it
+    imports only what the command names (``nwbound experiment NAME`` imports that experiment).
+    """
     from .. import __version__
 
     parser = argparse.ArgumentParser(
@@ -54,7 +59,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub.required = True
     for name, help_text in COMMANDS.items():
         if command is None or name == command:
-            importlib.import_module(f".{name}", __package__).add_parser(sub)
+            add_parser = importlib.import_module(f".{name}", __package__).add_parser
+            if argv is not None and "argv" in inspect.signature(add_parser).parameters:
+                add_parser(sub, argv=argv)
+            else:
+                add_parser(sub)
         else:  # listed in --help without importing its module
             sub.add_parser(name, help=help_text)
     return parser
@@ -64,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (0 success, 2 usage/data error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_in(argv)
-    parser = build_parser(command if command is not None else "")
+    parser = build_parser(command if command is not None else "", argv)
     args = parser.parse_args(argv)
     try:
         result = args.func(args)

@@ -246,14 +246,23 @@ def resolve_id_columns(given: Sequence[str] | None, model: Any, columns: Sequenc
     return ids
 
 
-def load_for_table(model_path: str, data_path: str) -> tuple[Any, Path, list[str]]:
-    """Load the model, check the data file's format and read its header."""
-    from ..io import load_model
-    from ..io.tables import read_columns
+def load_for_table(model_path: str, data_path: str, target: str | None = None) -> tuple[Any, Path, list[str]]:
+    """Read the data file's header, check it has the ``target`` and the model's feature columns, load the model.
 
-    model = load_model(model_path)
+    The columns are checked against the names the model file stores before the
+    model is built: a misspelled column is reported without importing the
+    estimators (scikit-learn, numba) or running the model.
+    """
+    from ..io import load_model
+    from ..io.model_file import stored_features
+    from ..io.tables import check_columns, read_columns
+
     data = Path(data_path)
-    return model, data, read_columns(data)
+    columns = read_columns(data)
+    if target is not None:
+        check_columns(columns, [target], data, "target")
+    check_columns(columns, stored_features(model_path) or [], data, "feature")
+    return load_model(model_path), data, columns
 
 
 def friendly_errors(func):

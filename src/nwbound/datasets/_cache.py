@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["atomic_savez", "load_npz", "sha256_file", "settings_hash"]
+__all__ = ["atomic_savez", "load_npz", "sha256_file", "settings_hash", "verify_checksums"]
 
 _CHUNK = 1 << 20
 
@@ -52,6 +52,111 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
         for chunk in iter(lambda: fh.read(_CHUNK), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+#: Checksum files a data folder may hold (``sha256sum`` format: digest, space(s), path relative
+#: to the checksum file's folder), e.g. ``gtsrb/CHECKSUMS.sha256`` and PhysioNet's ``SHA256SUMS.txt``.
+CHECKSUM_FILES = ("CHECKSUMS.sha256", "SHA256SUMS.txt")
+
+# (path, size, mtime_ns) -> digest of the files already verified by this process: a second load
+# does not hash them again.
+_VERIFIED: dict[tuple[str, int, int], str] = {}
+
+
+def _checksum_listing(folder: Path) -> tuple[Path, dict[str, str]] | None:
+    """The checksum file of ``folder`` (or of its parent) and its ``{relative path: digest}``."""
+    for where in (folder, folder.parent):
+        for name in CHECKSUM_FILES:
+            path = where / name
+            if path.is_file():
+                listing = {}
+                for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                    parts = line.strip().split(maxsplit=1)
+                    if len(parts) == 2 and len(parts[0]) == 64:
+                        listing[os.path.normpath(parts[1].lstrip("*"))] = parts[0].lower()
+                return path, listing
+    return None
+
+
+def verify_checksums(
+    folder: str | os.PathLike[str],
+    files: Iterable[str | os.PathLike[str]],
+    digests: Iterable[str] | None = None,
+) -> int:
+    """Check data files against the checksum file of their data folder, where there is one.
+
+    The checksum file (one of :data:`CHECKSUM_FILES`, in ``folder`` or its parent) lists
+    ``digest  path`` lines; each of ``files`` that it lists must have that SHA-256. Files it
+    does not list, and folders without one, are not checked. A file verified once is not
+    hashed again by the same process while its size and modification time are unchanged.
+
+    Parameters
+    ----------
+    folder : path-like
+        The data folder the loader was given.
+    files : iterable of path-like
+        The files the loader reads.
+    digests : iterable of str, optional
+        Their SHA-256, when the caller has them already (e.g. for a cache key).
+
+    Returns
+    -------
+    int
+        How many files were checked against a listed digest.
+
+    Raises
+    ------
+    ValueError
+        A file's SHA-256 differs from the listed one; the message names the file and the
+        checksum file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from nwbound.datasets._cache import verify_checksums
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     data = Path(tmp, "a.bin")
+    ...     _ = data.write_bytes(b"abc")
+    ...     listed = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad  ./a.bin\\n"
+    ...     _ = Path(tmp, "CHECKSUMS.sha256").write_text(listed)
+    ...     print(verify_checksums(tmp, [data]))
+    ...     _ = data.write_bytes(b"abd")
+    ...     try:
+    ...         verify_checksums(tmp, [data])
+    ...     except ValueError as exc:
+    ...         print(str(exc).replace(tmp, "DIR")[:60])
+    1
+    DIR/a.bin does not match its SHA-256 in DIR/CHECKSUMS.sha256
+    """
+    found = _checksum_listing(Path(folder).expanduser())
+    if found is None:
+        return 0
+    listing_path, listing = found
+    root = listing_path.parent.resolve()
+    given = None if digests is None else list(digests)
+    checked = 0
+    for i, file in enumerate(files):
+        path = Path(file)
+        if not path.is_file():  # the loader says which file is missing, and how to get it
+            continue
+        stat = path.stat()
+        key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+        expected = listing.get(os.path.normpath(os.path.relpath(key[0], root)))
+        if expected is None:
+            continue
+        checked += 1
+        if _VERIFIED.get(key) == expected:
+            continue
+        actual = given[i] if given is not None else sha256_file(path)
+        if actual != expected:
+            raise ValueError(
+                f"{path} does not match its SHA-256 in {listing_path} (listed {expected[:16]}…, the file has "
+                f"{actual[:16]}…): it was changed or damaged after the data were copied. Restore it from the "
+                "source named in the data folder's manifest."
+            )
+        _VERIFIED[key] = expected
+    return checked
 
 
 def settings_hash(settings: Mapping[str, Any]) -> str:

@@ -26,6 +26,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._validation import check_int_range
+from ._cache import verify_checksums
 from ._common import check_choice, check_directory, check_n_samples
 
 __all__ = ["load_gtsrb_pair", "GTSRB_N_CLASSES"]
@@ -182,6 +183,7 @@ def _test_files(base: Path, classes: tuple[int, ...]) -> tuple[list[Path], list[
             f"GTSRB test label file {TEST_CSV_NAME!r} not found; looked in "
             f"{[str(p.parent) for p in csv_candidates]}. {HOW_TO_OBTAIN}"
         )
+    verify_checksums(base, [csv_path])
     names, ids = _read_test_csv(csv_path)
     ids_arr = np.asarray(ids, dtype=np.int64)
     absent = [c for c in classes if not np.any(ids_arr == c)]
@@ -300,6 +302,7 @@ def load_gtsrb_pair(
     data_dir = check_directory(data_dir, "GTSRB", HOW_TO_OBTAIN)
     base = _resolve_base(data_dir)
     paths, labels = _train_files(base, cls) if subset == "train" else _test_files(base, cls)
+    verify_checksums(base, paths)  # against the data folder's CHECKSUMS.sha256, where it has one
     images = _read_images(paths, image_size, resize)
     X = images.reshape(len(paths), -1).astype(np.float32)
     X /= np.float32(255.0)

@@ -68,7 +68,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ._cache import atomic_savez, load_npz, settings_hash, sha256_file
+from ._cache import atomic_savez, load_npz, settings_hash, sha256_file, verify_checksums
 from ._mitbih_common import (
     AAMI_CLASSES,
     CLASS_NAMES,
@@ -226,8 +226,12 @@ def load_mitbih_beats(
         key = settings_hash(settings)
         cache_path = Path(cache_dir).expanduser() / f"mitbih_beats_{key[:24]}.npz"
         cached = _load_cached_beats(cache_path, key, rhythm)
-        if cached is not None:
+        if cached is not None:  # built from files verified then, with these digests (the key)
             return cached
+    # Building the beats: the record files against the folder's SHA256SUMS.txt, where it has one.
+    files = [data_dir / f for r in names for f in _record_file_names(r, headers[r])]
+    verify_checksums(data_dir, files, None if key is None else
+                     [d for r in names for d in settings["files"][r]])
 
     parts: list[tuple[np.ndarray, ...]] = []
     fallback = []
@@ -285,13 +289,12 @@ def _record_file_hashes(data_dir: Path, names: Sequence[str], headers: dict[str,
 
     Part of the cache key, so an edited or replaced record file invalidates the cache.
     """
-    return {
-        r: [
-            sha256_file(data_dir / f)
-            for f in (f"{r}.hea", *dict.fromkeys(headers[r].file_name), f"{r}.atr")
-        ]
-        for r in names
-    }
+    return {r: [sha256_file(data_dir / f) for f in _record_file_names(r, headers[r])] for r in names}
+
+
+def _record_file_names(record: str, header: Any) -> list[str]:
+    """The files of a record: header, signal files, annotations."""
+    return [f"{record}.hea", *dict.fromkeys(header.file_name), f"{record}.atr"]
 
 
 def _load_cached_beats(cache_path: Path, key: str, rhythm: bool) -> BeatSet | None:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ._cache import verify_checksums
 from ._common import check_choice, check_directory, check_n_samples, stratified_subsample
 
 __all__ = ["load_mnist", "read_idx_images", "read_idx_labels"]
@@ -228,6 +229,7 @@ def load_mnist(
     data_dir = check_directory(data_dir, "MNIST", HOW_TO_OBTAIN)
     image_path = _find_file(data_dir, _FILES[subset][0])
     label_path = _find_file(data_dir, _FILES[subset][1])
+    verify_checksums(data_dir, [image_path, label_path])  # where the folder has a checksum file
     images = read_idx_images(image_path)
     labels = read_idx_labels(label_path)
     if images.shape[0] != labels.shape[0]:

@@ -24,7 +24,7 @@ from .._validation import check_beta, check_choice, check_class_count, check_ope
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
-from ..spaces import AUTO_MAX_ROWS, CrossFitReports, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
+from ..spaces import AUTO_MAX_ROWS, CrossFitReports, GroupsError, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
 from ._device import queries_on_host, training_data_on_host, validate_queries
 from ._statistics import KernelStatistics
 
@@ -69,29 +69,70 @@ def _auto_lipschitz(estimator: Any) -> bool:
     return isinstance(lip, str) and lip == "auto" and getattr(estimator, "margin", None) is None
 
 
+# scikit-learn's warnings on feature names that differ between fit and predict (validate_data).
+_FEATURE_NAMES_WARNING = r"X (does not have valid feature names|has feature names, but)"
+
+
 @contextlib.contextmanager
-def _split_settings_errors(estimator: Any, labels: np.ndarray):
+def _feature_names_said(already: bool):
+    """Silence scikit-learn's feature-names warning for a cross-fitted model after the first: the
+    models all see the same X, so the user reads it once, not once per model."""
+    with warnings.catch_warnings():
+        if already:
+            warnings.filterwarnings("ignore", category=UserWarning, message=_FEATURE_NAMES_WARNING)
+        yield
+
+
+def _groups_count(groups: np.ndarray | None) -> str:
+    k = 0 if groups is None else np.unique(groups).shape[0]
+    return "their groups" if groups is None else f"{k} group" + ("s" if k != 1 else "")
+
+
+@contextlib.contextmanager
+def _split_settings_errors(estimator: Any, labels: np.ndarray, groups: np.ndarray | None = None):
     """Turn a ValueError raised while splitting the training rows, fitting the learned map or
-    choosing L on held-out rows into one that names the settings and the fix (the paper's
+    choosing L on held-out rows into one that names the settings, the cause and the fix (the paper's
     classifier: ``metric=None`` with a numeric ``lipschitz``), raised from here (no deep traceback)."""
     try:
         yield
     except ValueError as exc:
         if getattr(exc, "nwbound_split_settings", False):  # raised by this guard already (a cross-fitted model)
             raise
-        counts = np.bincount(np.asarray(labels))
-        settings = ", ".join(
-            f"{name}={getattr(estimator, name)!r}" for name in ("metric", "lipschitz")
-            if not (name == "lipschitz" and not _auto_lipschitz(estimator))
-        )
-        error = ValueError(
-            f"The settings {settings} could not be fitted on these {labels.shape[0]} training rows "
-            f"(fewest rows in a class: {int(counts.min())}): {exc} These settings hold training rows out of "
-            "the kernel sums, to fit the space and to check L, and need enough rows in every class (in "
-            "practice a few dozen or more per class; user guide, \"Defaults\"). Give more rows, or fit the paper's "
-            "classifier on the features as given: metric=None with a numeric lipschitz (e.g. from "
-            "nwbound.assumptions.estimate_lipschitz)."
-        )
+        auto_l = _auto_lipschitz(estimator)
+        cross_fit = getattr(estimator, "cross_fit", False)
+        if getattr(estimator, "_forced_split", None) is not None:  # one model of a cross-fitted estimator
+            cross_fit = "a cross-fitted model's"
+        names = ["metric", "lipschitz"] if auto_l else ["metric"]
+        settings = ", ".join(f"{name}={getattr(estimator, name)!r}" for name in names)
+        if isinstance(exc, GroupsError):  # too few groups, not too few rows: more rows would not help
+            splits = ["a metric share of whole groups to fit the space"]
+            if cross_fit is not False:
+                splits = [f"cross_fit={cross_fit!r}: the roles of the shares swapped, or folds of whole groups"
+                          if isinstance(cross_fit, (bool, int, np.integer)) or cross_fit == "auto"
+                          else "the groups of this model's share"]
+            if auto_l:
+                splits.append("lipschitz='auto': each metric share split again into map and check groups")
+            fixes = ["a numeric lipschitz (no check split)"] if auto_l else []
+            if cross_fit is not False:
+                fixes.append("cross_fit=False (one split)")
+            fixes.append("metric=None with a numeric lipschitz (no split at all)")
+            message = (
+                f"The settings {settings} could not split these {labels.shape[0]} training rows in "
+                f"{_groups_count(groups)}: {exc} Every split keeps "
+                f"whole groups on one side ({'; '.join(splits)}), so these settings need more groups. Give more "
+                f"groups, or settings that split less: {', or '.join(fixes)}."
+            )
+        else:
+            counts = np.bincount(np.asarray(labels))
+            message = (
+                f"The settings {settings} could not be fitted on these {labels.shape[0]} training rows "
+                f"(fewest rows in a class: {int(counts.min())}): {exc} These settings hold training rows out of "
+                "the kernel sums, to fit the space and to check L, and need enough rows in every class (in "
+                "practice a few dozen or more per class; user guide, \"Defaults\"). Give more rows, or fit the "
+                "paper's classifier on the features as given: metric=None with a numeric lipschitz (e.g. from "
+                "nwbound.assumptions.estimate_lipschitz)."
+            )
+        error = ValueError(message)
         error.nwbound_split_settings = True
         raise error from None
 
@@ -272,7 +313,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             return X, labels, weights
         fraction = check_fraction(getattr(self, "metric_fraction", 0.4))
         seed = self._split_seed()
-        with _split_settings_errors(self, labels):
+        with _split_settings_errors(self, labels, groups):
             if forced is not None:
                 metric_rows, nw_rows = forced
             else:
@@ -282,6 +323,12 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
                 try:
                     a, b = split_rows(labels[metric_rows], 0.5, random_state=seed,
                                       groups=None if groups is None else groups[metric_rows])
+                except GroupsError:
+                    raise GroupsError(
+                        f"lipschitz='auto' splits the metric share ({metric_rows.shape[0]} rows) into map rows and "
+                        f"check rows of whole groups, but those rows all belong to one group "
+                        f"({groups[metric_rows][0].item()!r})."
+                    ) from None
                 except ValueError as exc:
                     raise ValueError(
                         f"lipschitz='auto' splits the metric share ({metric_rows.shape[0]} rows) into map rows and "
@@ -360,7 +407,7 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         groups = check_groups(groups, Xv.shape[0])
         self._warn_assumption_units()
         halves = []
-        with _split_settings_errors(self, labels):
+        with _split_settings_errors(self, labels, groups):
             layouts = cross_fit_layouts(labels, self.cross_fit, check_fraction(self.metric_fraction), groups=groups,
                                         random_state=self._split_seed())
         with warnings.catch_warnings():  # said once, above, not once per model
@@ -494,7 +541,10 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
                 specs.append({None: spec})
             else:  # bounds=None: each model's own setting; otherwise the settings, δ divided by K.
                 specs.append(h._resolve_bounds(None if bounds is None else dict(enumerate(halved.values()))))
-        parts = [list(h._intervals(X, s).values()) for h, s in zip(self.cross_fit_models_, specs)]
+        parts = []
+        for i, (h, s) in enumerate(zip(self.cross_fit_models_, specs)):
+            with _feature_names_said(i > 0):
+                parts.append(list(h._intervals(X, s).values()))
         out = _Intersected({name: intersect_intervals(*[part[i] for part in parts]) for i, name in enumerate(halved)})
         out.contradicting = {name: contradicting_rows([part[i] for part in parts]) for i, name in enumerate(halved)}
         return out
@@ -757,7 +807,10 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
             iv = self._cross_intervals(X, None, required=False)
             if iv is not None:
                 return iv[None].proba, iv[None].vacuous
-            parts = [h._proba_kappa(X) for h in models]
+            parts = []
+            for i, h in enumerate(models):
+                with _feature_names_said(i > 0):
+                    parts.append(h._proba_kappa(X))
             proba = kappa_weighted_proba([p for p, _ in parts], [k for _, k in parts])
             kappa = np.sum([np.asarray(k) for _, k in parts], axis=0)
         else:

@@ -24,9 +24,10 @@ Every entry is converted to float64 before ``δ`` is formed, as in the numpy
 route, so both give the same sums up to summation order.
 
 The function releases the GIL (``nogil``): the engine's ``n_jobs`` threads run
-it concurrently on disjoint query blocks. ``cache=True`` stores the machine
-code next to this file (or in numba's user-wide cache when that folder is not
-writable), so only the first call on a machine pays the compile time.
+it concurrently on disjoint query blocks. numba's on-disk cache stores the
+machine code next to this file (or in numba's user-wide cache, or a temporary
+folder, when that folder is not writable: :func:`nwbound._numba_cache.njit_cached`),
+so only the first call on a machine pays the compile time.
 
 Importing this module imports numba; :mod:`._sums` does so lazily, once, and
 falls back to numpy when numba is missing.
@@ -38,10 +39,11 @@ import math
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types, uint64
+from numba import types, uint64
 from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
+from .._numba_cache import njit_cached
 from ..kernels import Kernel
 from ..kernels import gaussian_kernel, get_kernel
 
@@ -134,7 +136,7 @@ def _mask16(typingctx, row, start, threshold):  # pragma: no cover - compiled
     return types.uint64(row, types.intp, row.dtype), codegen
 
 
-@njit(nogil=True, cache=True)
+@njit_cached(nogil=True)
 def _select(row, threshold, cols, vals):  # pragma: no cover - compiled
     """Columns and values of ``row`` with ``row ≥ threshold`` (returns their count).
 
@@ -172,7 +174,7 @@ def _select(row, threshold, cols, vals):  # pragma: no cover - compiled
     return n
 
 
-@njit(nogil=True, cache=True)
+@njit_cached(nogil=True)
 def _evaluate(code, u2, radius_sq, out, n):  # pragma: no cover - compiled
     """``out[:n] = K(√u2[:n])``; the branch on ``code`` sits outside every loop."""
     if code == EPANECHNIKOV:
@@ -203,7 +205,7 @@ def _evaluate(code, u2, radius_sq, out, n):  # pragma: no cover - compiled
             out[k] = math.exp(-0.5 * u2[k]) if u2[k] <= radius_sq else 0.0
 
 
-@njit(nogil=True, cache=True)
+@njit_cached(nogil=True)
 def _direct_delta(queries, i, points, c, inv_support):  # pragma: no cover - compiled
     """``Σ_j ((y_j − x_j)/S)²`` in float64 from the original coordinates (query row ``i``, point ``c``).
 
@@ -230,7 +232,7 @@ def _direct_delta(queries, i, points, c, inv_support):  # pragma: no cover - com
     return (s0 + s1) + (s2 + s3)
 
 
-@njit(nogil=True, cache=True)
+@njit_cached(nogil=True)
 def tile_sums(
     t,
     select,
@@ -452,7 +454,7 @@ def tile_sums(
                     tail_mass[i, g] += tm
 
 
-@njit(nogil=True, cache=True)
+@njit_cached(nogil=True)
 def tile_moments(
     t,
     select,

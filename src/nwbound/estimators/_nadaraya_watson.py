@@ -493,15 +493,27 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
 
             supported_kernel_name(self.kernel)  # ValueError naming the kernels the device path has
 
+    def _neighbors_hint(self, n_samples: int) -> str:
+        """What ``n_neighbors`` counts, and how many rows the split kept out of the kernel sums."""
+        held = getattr(self, "metric_rows_", np.zeros(0)).shape[0]
+        if not held:
+            return f"It counts neighbours among the {n_samples} training samples (None: use all)."
+        forced = getattr(self, "_forced_split", None) is not None
+        why = ("this cross-fitted model's split (each model keeps another share of the rows in its kernel sums: "
+               "the smallest share bounds n_neighbors)" if forced
+               else f"the split of metric={self.metric!r}" + (", lipschitz='auto'" if self.lipschitz == "auto" else "")
+               + f" (metric_fraction={self.metric_fraction:g})")
+        return (f"It counts neighbours among the {n_samples} rows in the kernel sums: {why} kept {held} of the "
+                f"{held + n_samples} training rows out of them, to fit the space and check L. Give a smaller "
+                "n_neighbors or None (all)" + (", or cross_fit=False (one split)" if forced else "")
+                + ", or keep every row in the kernel sums: metric=None with a numeric lipschitz.")
+
     def _install(self, X, labels, weights, grid, box) -> "NadarayaWatsonClassifier":
         """The one place a fitted state is set up, from ``fit`` or :meth:`set_fitted_state`."""
         _, kernel, auto = self._check_params()
         n_samples = X.shape[0]
         if self.n_neighbors is not None:
-            check_int_range(
-                self.n_neighbors, "n_neighbors", 1, n_samples,
-                hint=f"It counts neighbours among the {n_samples} training samples (None: use all).",
-            )
+            check_int_range(self.n_neighbors, "n_neighbors", 1, n_samples, hint=self._neighbors_hint(n_samples))
         self._validate_bound_params(kernel, bound_required=auto, localized=self.n_neighbors is not None)
         unit = self._unit()
         if unit != 1.0 and not np.all(grid / unit >= np.finfo(np.float64).tiny):

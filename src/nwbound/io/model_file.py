@@ -615,6 +615,100 @@ def _check_expected(model: Any, expected: Any, path: Path) -> None:
         )
 
 
+def _read_verified(path: Path) -> tuple[dict, dict[str, np.ndarray], int]:
+    """The metadata, arrays and format version of a model file whose checksum holds (nothing built)."""
+    if not path.is_file():
+        raise FileNotFoundError(f"Model file {path} does not exist (or is not a file).")
+    try:
+        arrays = _read_members(path)
+    except (ModelFileError, PermissionError):
+        raise
+    except Exception as exc:
+        # zipfile and numpy's .npy header parser raise a wide, version-dependent
+        # range of errors on damaged bytes (BadZipFile, struct.error, zlib.error,
+        # tokenize.TokenError, ...); every one of them means "not a valid file".
+        raise ModelFileError(
+            f"Model file {path} is not a readable nwbound model file (truncated or corrupt: {type(exc).__name__}: {exc})."
+        ) from None
+    if _META not in arrays:
+        raise ModelFileError(f"Model file {path} has no nwbound metadata; it is not a nwbound model file.")
+    raw = arrays.pop(_META)
+    try:
+        _check(raw.dtype == np.uint8 and raw.ndim == 1, path, "metadata is not a byte string")
+        meta = json.loads(raw.tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ModelFileError(f"Model file {path} has unreadable metadata ({exc}).") from None
+    _check(isinstance(meta, dict), path, "metadata is not an object")
+    if meta.get("format") != FORMAT_NAME:
+        raise ModelFileError(f"Model file {path} is not a nwbound model file (format {meta.get('format')!r}).")
+    version = meta.get("format_version")
+    _check(_is_int(version) and version >= 1, path, "bad format_version")
+    if version > FORMAT_VERSION:
+        raise ModelFileError(
+            f"Model file {path} uses format version {version}, newer than this nwbound supports "
+            f"({FORMAT_VERSION}; written by nwbound {meta.get('nwbound_version')}). Upgrade nwbound to load it."
+        )
+    digest = meta.get("sha256")
+    try:
+        actual = _digest(arrays, meta)
+    except (TypeError, ValueError) as exc:
+        raise ModelFileError(f"Model file {path} has invalid metadata ({exc}).") from None
+    if not isinstance(digest, str) or digest != actual:
+        raise ModelFileError(
+            f"Model file {path} fails its SHA-256 check: it was corrupted or edited after saving. "
+            "Refusing to load it; re-create it with nwbound fit / save_model."
+        )
+    return meta, arrays, version
+
+
+def stored_features(path: str | os.PathLike) -> list[str] | None:
+    """The feature names a model file was fitted on, read without building the model.
+
+    Cheap (no scikit-learn import, no check of the fitted state): for a
+    command to refuse a table without the model's columns at once. The
+    checksum is verified; everything else is left to :func:`load_model`.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    list of str or None
+        The feature names in order; None for a model fitted on a plain array.
+
+    Raises
+    ------
+    FileNotFoundError, ModelFileError
+        As :func:`load_model` for a missing, corrupt or edited file.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from nwbound import DyadicClassifier
+    >>> from nwbound.io import save_model
+    >>> from nwbound.io.model_file import stored_features
+    >>> X = pd.DataFrame({"a": [0.0, 0.1, 0.9, 1.0], "b": [0.0, 0.2, 1.0, 0.8]})
+    >>> clf = DyadicClassifier(metric=None, resolution=1, lipschitz=1.0).fit(X, ["x", "x", "y", "y"])
+    >>> stored_features(save_model(clf, pathlib.Path(tempfile.mkdtemp()) / "grid.npz"))
+    ['a', 'b']
+    """
+    meta, arrays, _ = _read_verified(Path(path))
+    pipeline = meta.get("pipeline")
+    stored = arrays.get(_STATE + "feature_names_in_")
+    if isinstance(pipeline, dict):
+        names = pipeline.get("features")
+    elif stored is not None and stored.dtype.kind == "U" and stored.ndim == 1:  # format 2
+        names = stored.tolist()
+    else:  # format 1
+        names = meta.get("feature_names_in")
+    if isinstance(names, list) and all(isinstance(n, str) for n in names):
+        return names
+    return None
+
+
 def load_model(path: str | os.PathLike, *, expected_features: Sequence[str] | int | None = None) -> Any:
     """Load a model written by :func:`~nwbound.io.save_model`; never runs code from the file.
 
@@ -658,47 +752,7 @@ def load_model(path: str | os.PathLike, *, expected_features: Sequence[str] | in
     ['a']
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"Model file {path} does not exist (or is not a file).")
-    try:
-        arrays = _read_members(path)
-    except (ModelFileError, PermissionError):
-        raise
-    except Exception as exc:
-        # zipfile and numpy's .npy header parser raise a wide, version-dependent
-        # range of errors on damaged bytes (BadZipFile, struct.error, zlib.error,
-        # tokenize.TokenError, ...); every one of them means "not a valid file".
-        raise ModelFileError(
-            f"Model file {path} is not a readable nwbound model file (truncated or corrupt: {type(exc).__name__}: {exc})."
-        ) from None
-    if _META not in arrays:
-        raise ModelFileError(f"Model file {path} has no nwbound metadata; it is not a nwbound model file.")
-    raw = arrays.pop(_META)
-    try:
-        _check(raw.dtype == np.uint8 and raw.ndim == 1, path, "metadata is not a byte string")
-        meta = json.loads(raw.tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ModelFileError(f"Model file {path} has unreadable metadata ({exc}).") from None
-    _check(isinstance(meta, dict), path, "metadata is not an object")
-    if meta.get("format") != FORMAT_NAME:
-        raise ModelFileError(f"Model file {path} is not a nwbound model file (format {meta.get('format')!r}).")
-    version = meta.get("format_version")
-    _check(_is_int(version) and version >= 1, path, "bad format_version")
-    if version > FORMAT_VERSION:
-        raise ModelFileError(
-            f"Model file {path} uses format version {version}, newer than this nwbound supports "
-            f"({FORMAT_VERSION}; written by nwbound {meta.get('nwbound_version')}). Upgrade nwbound to load it."
-        )
-    digest = meta.get("sha256")
-    try:
-        actual = _digest(arrays, meta)
-    except (TypeError, ValueError) as exc:
-        raise ModelFileError(f"Model file {path} has invalid metadata ({exc}).") from None
-    if not isinstance(digest, str) or digest != actual:
-        raise ModelFileError(
-            f"Model file {path} fails its SHA-256 check: it was corrupted or edited after saving. "
-            "Refusing to load it; re-create it with nwbound fit / save_model."
-        )
+    meta, arrays, version = _read_verified(path)
     try:
         model = _build(meta, arrays, version, path)
     except ModelFileError:

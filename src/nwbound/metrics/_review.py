@@ -145,7 +145,10 @@ def review_comparison(
         The score ``calibrated`` was fitted on, for these queries; default
         ``error_upper`` of the interval.
     y_pred : array-like of shape (n,), optional
-        Predicted labels if not argmax ``p̂``.
+        Predicted labels if not argmax ``p̂``: the accepted labels that every queue scores
+        (errors caught, error among accepted). The ``1 - max p`` queue still ranks by the
+        model's ``1 − max_c p̂_c``, and the certificate, ``error_upper`` and ``epsilon`` are
+        those of the given label.
 
     Returns
     -------
@@ -192,7 +195,8 @@ def review_comparison(
     pct = f"{100 * share:.0f}%"
     out = [
         review_summary("certificate", ti, pi, ~certified, GUARANTEES["certificate"]),
-        review_summary(f"1 - max p @ {pct}", ti, pi, _top_share(1.0 - iv.proba[rows_ix, pi], share)),
+        # The model's own doubt, 1 − max_c p̂_c, whichever label y_pred accepts (the queue's name).
+        review_summary(f"1 - max p @ {pct}", ti, pi, _top_share(1.0 - iv.proba.max(axis=1), share)),
         review_summary(f"error_upper @ {pct}", ti, pi, _top_share(error_upper, share), GUARANTEES["error_upper"]),
         review_summary(f"epsilon @ {pct}", ti, pi, _top_share(eps, share)),
     ]

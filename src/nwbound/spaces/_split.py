@@ -100,9 +100,9 @@ def split_rows(labels: np.ndarray, fraction: float, *, groups: Any = None,
     if groups is not None:
         names, inverse = np.unique(groups, return_inverse=True)
         if names.shape[0] < 2:
-            raise ValueError(
-                f"groups: one group ({names[0]!r}) holds every training row, so no group can fit the map "
-                "while others enter the kernel sums; pass at least 2 groups (or groups=None)."
+            raise GroupsError(
+                f"groups: the {n} rows to split all belong to one group ({names[0].item()!r}), and a group never "
+                "sits on both sides of a split; pass at least 2 groups (or groups=None)."
             )
         sizes = np.bincount(inverse)
         order = rng.permutation(names.shape[0])
@@ -138,8 +138,23 @@ def split_rows(labels: np.ndarray, fraction: float, *, groups: Any = None,
 AUTO_CROSS_FIT_FOLDS = 0
 
 
+class GroupsError(ValueError):
+    """Rows could not be split because of their ``groups`` (too few groups for a split).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.spaces import GroupsError, split_rows
+    >>> try:
+    ...     split_rows(np.repeat([0, 1], 5), 0.5, groups=np.zeros(10))
+    ... except GroupsError as exc:
+    ...     print(type(exc).__name__, isinstance(exc, ValueError))
+    GroupsError True
+    """
+
+
 def fold_rows(labels: np.ndarray, n_folds: int, *, groups: Any = None,
-              random_state: Any = None) -> list[np.ndarray]:
+              random_state: Any = None, _setting: str | None = None) -> list[np.ndarray]:
     """``n_folds`` disjoint folds of the rows that cover them all: stratified, or whole groups.
 
     Without ``groups``: ``StratifiedKFold`` (shuffled), so each fold holds about ``1/n_folds`` of
@@ -182,7 +197,9 @@ def fold_rows(labels: np.ndarray, n_folds: int, *, groups: Any = None,
         raise ValueError(f"cross_fit must be True, False, 'auto' or a number of folds >= 2, got {n_folds!r}.")
     if units < n_folds:
         what = "groups" if groups is not None else "rows"
-        raise ValueError(f"cross_fit={n_folds} needs at least {n_folds} {what}; got {units}. Give a smaller cross_fit.")
+        raise (ValueError if groups is None else GroupsError)(
+            f"{_setting or f'cross_fit={n_folds}'} needs at least {n_folds} {what} (one fold each); got {units}."
+            + (" Give a smaller cross_fit." if _setting is None else ""))
     seed = check_random_state(random_state).randint(2**31 - 1) if not isinstance(random_state, (int, np.integer)) \
         else int(random_state)
     splitter = (StratifiedKFold(n_folds, shuffle=True, random_state=seed) if groups is None
@@ -236,7 +253,8 @@ def cross_fit_layouts(labels: np.ndarray, cross_fit: Any, fraction: float, *, gr
     else:
         n_folds = cross_fit
     if n_folds:
-        folds = fold_rows(labels, n_folds, groups=groups, random_state=random_state)
+        setting = f"cross_fit='auto' (the swapped pair and {n_folds} folds)" if isinstance(cross_fit, str) else None
+        folds = fold_rows(labels, n_folds, groups=groups, random_state=random_state, _setting=setting)
         everything = np.arange(labels.shape[0])
         pairs += [(np.setdiff1d(everything, fold, assume_unique=True), fold) for fold in folds]
     return pairs
