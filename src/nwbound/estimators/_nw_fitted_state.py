@@ -54,7 +54,8 @@ class _FittedState:
         True
         """
         check_is_fitted(self)
-        self._refuse_learned_state("get_fitted_state")
+        if self._is_cross_fitted():
+            return self._cross_state()
         state = {
             "classes_": self.classes_,
             "class_prior_": self.class_prior_,
@@ -71,6 +72,7 @@ class _FittedState:
             state["weights"] = np.asarray(self._train.weights)
         if hasattr(self, "feature_names_in_"):
             state["feature_names_in_"] = self.feature_names_in_
+        state.update(self._learned_state())
         return state
 
     def set_fitted_state(self, state: Mapping[str, Any], *, shard: bool = False) -> "NadarayaWatsonClassifier":
@@ -112,11 +114,13 @@ class _FittedState:
         """
         self._fit_complete = False
         self._validate_params()
-        self._refuse_learned_state("set_fitted_state")
         dtype, _, auto = self._check_params()
+        if "cross_fit_models_" in state:
+            return self._restore_cross(state, dtype)
         classes, prior = state_classes(state)
         n_features = state_scalar(state, "n_features_in_", low=1)
-        X = state_array(state, "X", ndim=2, shape=(None, n_features))
+        width = self._restore_learned(state, n_features)  # the learned space's, or n_features
+        X = state_array(state, "X", ndim=2, shape=(None, width))
         if X.shape[0] < 1:
             raise ValueError("Fitted state 'X' holds no training rows.")
         if X.dtype != dtype:
@@ -136,8 +140,8 @@ class _FittedState:
             raise ValueError(
                 f"Fitted state 'bandwidths_' = {grid!r} does not match this estimator's bandwidth={self.bandwidth!r}."
             )
-        low = state_array(state, "box_low", ndim=1, shape=(n_features,))
-        high = state_array(state, "box_high", ndim=1, shape=(n_features,))
+        low = state_array(state, "box_low", ndim=1, shape=(width,))
+        high = state_array(state, "box_high", ndim=1, shape=(width,))
         if np.any(X.min(axis=0).astype(np.float64) * unit < low) or np.any(X.max(axis=0).astype(np.float64) * unit > high):
             raise ValueError("Fitted state 'box_low'/'box_high' must contain every training row 'X'.")
         self._restore_inputs(state, classes, prior, n_features, dtype, unit)
