@@ -273,10 +273,10 @@ class TableModel:
         Parameters
         ----------
         estimator : unfitted NadarayaWatsonClassifier or DyadicClassifier
-            Its ``lipschitz``/``margin`` are replaced by the restated values. Pass
-            ``metric=None`` (as ``nwbound fit`` does): the restated values are in the scaled
-            features' units, not a learned space's, and a model file cannot hold the learned map
-            of the default ``metric="auto"``.
+            With ``lipschitz``/``margin`` given here, its own are replaced by the restated values,
+            which needs ``metric=None`` (raw units mean nothing in a learned space). Without them
+            any estimator the model file stores fits as it is (the default ``metric="auto"``,
+            ``lipschitz="auto"`` included, as ``nwbound fit`` does by default).
         X : ndarray or data frame of shape (n_samples, n_features)
             Raw features; a data frame is read by the names in ``features`` (other columns ignored).
         y : ndarray of shape (n_samples,)
@@ -317,6 +317,12 @@ class TableModel:
             raise ValueError(f"X has shape {X.shape} but {len(features)} feature names were given.")
         if lipschitz is not None and margin is not None:
             raise ValueError("Give lipschitz or margin, not both.")
+        if (lipschitz is not None or margin is not None) and getattr(estimator, "metric", None) is not None:
+            raise ValueError(
+                f"lipschitz/margin are in raw feature units, which mean nothing in the space metric="
+                f"{estimator.metric!r} learns: pass an estimator with metric=None, or leave them None (the "
+                "estimator's lipschitz='auto' chooses L in its space)."
+            )
         if scale not in SCALE_METHODS:
             raise ValueError(f"scale must be one of {', '.join(SCALE_METHODS)}, got {scale!r}.")
         scaler = None if scale == "none" else FeatureScaler.fit(X, scale)
