@@ -322,7 +322,9 @@ def test_cli_defaults_equal_python_defaults():
     default = NadarayaWatsonClassifier().get_params()  # the library's defaults (bandwidth="auto")
     for name in ("kernel", "bandwidth", "delta", "bound", "coverage"):
         assert built[name] == default[name], name
-    assert built["metric"] is None  # the one exception: a model file cannot store a learned map
+    assert built["metric"] is None  # a numeric L is in raw feature units: the features as given
+    default_space = fit_cli.build_estimator(_fit_args(["t.csv", "--target", "y", "-o", "m.npz"])).get_params()
+    assert default_space["metric"] == default["metric"] == "auto"  # the space too (issue 32)
     args = _fit_args(["t.csv", "--target", "y", "--lipschitz", "1", "--bandwidth", "0.3", "--kernel", "boxcar", "-o", "m"])
     assert fit_cli.build_estimator(args).get_params()["bandwidth"] == 0.3
 

@@ -212,7 +212,7 @@ class DyadicClassifier(BoundedClassifierBase):
         return self
 
     def get_fitted_state(self) -> dict[str, Any]:
-        """Everything ``fit`` computed, as plain arrays and scalars.
+        """Everything ``fit`` computed: plain arrays and scalars, and the learned space and L report if any.
 
         Returns
         -------
@@ -221,13 +221,13 @@ class DyadicClassifier(BoundedClassifierBase):
             ``grid_span`` (the box the cells tile), ``cell_keys_``,
             ``cell_class_sums_``, ``cell_sq_sums_``, ``cell_weight_max_``,
             ``cell_counts_`` (training rows per cell) and, when fitted on named
-            features, ``feature_names_in_``.
+            features, ``feature_names_in_``. With a learned space, after ``lipschitz="auto"`` or cross-fitted, the entries
+            :meth:`~nwbound.NadarayaWatsonClassifier.get_fitted_state` lists too.
 
         Raises
         ------
         ValueError
-            A learned ``metric`` (the default ``"auto"`` included) or an unfixed
-            ``lipschitz="auto"``, as :meth:`~nwbound.NadarayaWatsonClassifier.get_fitted_state` says.
+            A ``metric`` given as an estimator, as :meth:`~nwbound.NadarayaWatsonClassifier.get_fitted_state` says.
 
         Examples
         --------

@@ -22,7 +22,7 @@ class _FittedState:
 
 
     def get_fitted_state(self) -> dict[str, Any]:
-        """Everything ``fit`` computed, as plain arrays and scalars (for model files and shards).
+        """Everything ``fit`` computed (for model files and shards): arrays, scalars, the learned space if any.
 
         Returns
         -------
@@ -33,15 +33,19 @@ class _FittedState:
             ``weights`` (absent without
             sample weights), ``bandwidths_``, ``box_low``/``box_high`` (the
             training inputs' bounding box), ``n_features_in_`` and, when fitted
-            on named features, ``feature_names_in_``. The estimator's parameters
+            on named features, ``feature_names_in_``. With a learned space
+            (``metric="auto"`` or ``"standard"``) ``X`` and the box are in that space and
+            ``metric_`` is the :class:`~nwbound.spaces.LearnedSpace` itself; after
+            ``lipschitz="auto"``, ``lipschitz_``, ``lipschitz_report_`` and
+            ``pilot_lipschitz``. A cross-fitted model gives ``classes_``,
+            ``class_prior_``, ``n_features_in_`` (``feature_names_in_``) and
+            ``cross_fit_models_``: one such state per model. The estimator's parameters
             are not part of it (see ``get_params``).
 
         Raises
         ------
         ValueError
-            A model fitted with a learned ``metric`` (any but None, the default ``"auto"``
-            included) or with ``cross_fit=True`` or an int, or with ``lipschitz="auto"`` whose
-            chosen value was not set first (``set_params(lipschitz=model.lipschitz_)``).
+            A ``metric`` given as an estimator (PCA, LDA, …): an arbitrary object.
 
         Examples
         --------

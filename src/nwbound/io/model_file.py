@@ -1,13 +1,17 @@
 """Safe model files: one ``.npz`` of plain arrays plus JSON metadata, never pickle.
 
-Format (``nwbound-model``, version 2)
--------------------------------------
+Format (``nwbound-model``, versions 2 and 3)
+--------------------------------------------
 A model file is an ordinary NumPy ``.npz`` archive (a ZIP of ``.npy`` members,
 stored uncompressed exactly as :func:`numpy.savez` writes them, with fixed
 timestamps so that the same model always gives the same bytes). Every member
 is a plain numeric, boolean, bytes or unicode array; no member may hold Python
 objects, so the file is read with ``allow_pickle=False`` and loading never
-executes code. Members:
+executes code. A model without learned pieces (``metric=None`` with a numeric
+``lipschitz``, ``margin`` or none) is written as version 2, which older nwbound
+reads too; the default model (``metric="auto"``, ``lipschitz="auto"``,
+``cross_fit="auto"``) as version 3, which adds the learned pieces (below).
+Members:
 
 ``__metadata__``
     UTF-8 JSON (as a ``uint8`` array) with ``format`` (``"nwbound-model"``),
@@ -28,16 +32,36 @@ executes code. Members:
     The ``bandwidth_grid`` parameter, when set.
 ``scaler_shift``, ``scaler_scale``
     The scaling pipeline (``x_scaled = (x − shift)·scale``).
+``state__cross<k>__<name>`` (version 3)
+    The fitted state of the k-th cross-fitted model; the ``state`` entry
+    ``cross_fit_models_`` lists each model's kinds.
+``__learned__`` (version 3)
+    The fitted-state entries of kind ``"object"`` (``metric_``: each model's
+    :class:`~nwbound.spaces.LearnedSpace` with its score model;
+    ``lipschitz_report_``: how ``lipschitz="auto"`` chose L), keyed by their
+    member names, as one skops dump (``skops.io.dumps``: a ZIP of a JSON schema
+    and ``.npy`` arrays) stored as a ``uint8`` array. Loading first reads the
+    schema as JSON and refuses the file if it names any class outside an
+    explicit trusted list (:func:`nwbound.io._learned.trusted_types`: nwbound's
+    space and reports, ``HistGradientBoostingClassifier`` and its parts,
+    ``Pipeline``, ``StandardScaler``, ``LogisticRegression``, plain containers
+    and arrays) or any skops node that calls a named function; only then does
+    skops build the objects, from their classes and attributes. The space is
+    kept whole (its attributes, whatever they are), so the loaded model's
+    intervals are those of the saved one, byte for byte. These bytes are not
+    reproducible (skops names its members after object ids), unlike the rest.
 
 Loading builds the estimator from ``params`` and hands the state to its
 ``set_fitted_state``, which checks **every** array and scalar (shapes, dtypes,
 finiteness, ranges, consistency between arrays) and rebuilds what is derived
 (e.g. the neighbour index of the localized classifier, which is never stored).
-Nothing is written into the estimator from outside. The loaded model then
+A learned space must be one ``metric="auto"`` or ``"standard"`` fits, and a
+gradient-boosting model's trees must stay inside themselves (compiled code
+walks them unchecked). Nothing is written into the estimator from outside. The loaded model then
 answers one probe query, so that a value only the prediction path rejects
 refuses the file at load. ``n_jobs`` from a file is capped to the cores of
 the loading machine. Version-1 files (training arrays
-``train_X``… or the dyadic ``cell_*_`` arrays) are still read.
+``train_X``… or the dyadic ``cell_*_`` arrays) and version-2 files are still read.
 
 What the checksum promises
 --------------------------
@@ -307,10 +331,9 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = False) 
     ----------
     model : NadarayaWatsonClassifier, DyadicClassifier or TableModel
         A fitted estimator (regular or localized NW, or dyadic), optionally
-        with its scaling pipeline, fitted on the features as given
-        (``metric=None``, not the default ``metric="auto"``: a file cannot hold a learned map);
-        after ``lipschitz="auto"``, set the chosen value first
-        (``set_params(lipschitz=model.lipschitz_)``).
+        with its scaling pipeline: the default model (``metric="auto"``,
+        ``lipschitz="auto"``, cross-fitted or not), ``metric="standard"`` or
+        ``metric=None``; not a ``metric`` given as an estimator.
     path : str or path-like
         Target file (``.npz`` recommended). Written to a temporary file in the
         same folder, then renamed into place, so a crash never leaves a
@@ -330,8 +353,7 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = False) 
     TypeError
         A callable kernel, an unsupported estimator or unsupported classes.
     ValueError
-        An unfitted estimator; a learned ``metric`` (any but None, the default ``"auto"``
-        included), ``cross_fit=True`` or an int; ``lipschitz="auto"`` not yet set to the chosen value.
+        An unfitted estimator; a ``metric`` given as an estimator (PCA, LDA, …).
 
     Examples
     --------
@@ -698,7 +720,7 @@ def load_model(path: str | os.PathLike, *, expected_features: Sequence[str] | in
     -------
     NadarayaWatsonClassifier, DyadicClassifier or TableModel
         Whatever was saved; predictions and intervals are byte-identical to
-        those of the saved model.
+        those of the saved model (a learned space and cross-fitted models included).
 
     Raises
     ------
@@ -707,7 +729,9 @@ def load_model(path: str | os.PathLike, *, expected_features: Sequence[str] | in
     ModelFileError (a ValueError)
         Truncated or corrupt file, checksum mismatch (edited file), any
         invalid value (the message names it), a newer format version, an
-        unknown estimator class or a different feature set.
+        unknown estimator class, a learned piece of a type not on the trusted
+        list, a pipeline whose ``features`` repeat a name or hold the ``target``,
+        or a different feature set.
 
     Examples
     --------
