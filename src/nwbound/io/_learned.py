@@ -5,14 +5,15 @@ of each model (its score model: a ``HistGradientBoostingClassifier`` or a
 ``Pipeline(StandardScaler, LogisticRegression)``) and the reports of ``metric="auto"`` and
 ``lipschitz="auto"``. They are written with skops' persistence (``skops.io.dumps``): a ZIP of a
 JSON schema and ``.npy`` arrays, read back by building each object from its class and its
-attributes, never by unpickling. Every class the schema names must be on :data:`TRUSTED_TYPES`,
-and every node one of :data:`_NODE_LOADERS`; anything else refuses the file *before* skops
+attributes, never by unpickling. Every class the schema names must be one of
+:func:`trusted_types`, and every node one of ``_NODE_LOADERS``; anything else refuses the file *before* skops
 builds anything (skops itself is given the same list). The objects are then checked by the
 estimator's ``set_fitted_state`` as any other untrusted value.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import zipfile
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TRUSTED_TYPES", "dump_objects", "load_objects", "untrusted_types"]
+__all__ = ["dump_objects", "load_objects", "trusted_types", "untrusted_types"]
 
 # The skops node kinds a learned space and its reports need (no function, method or reduce node:
 # those call a named callable when loading).
@@ -32,8 +33,19 @@ def _name(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _trusted_types() -> tuple[str, ...]:
-    """The classes a model file may hold, named as skops names them (module and class)."""
+@functools.lru_cache(maxsize=1)
+def trusted_types() -> tuple[str, ...]:
+    """The classes (``module.Class``, as skops names them) a model file's learned pieces may hold.
+
+    Built from the classes themselves (on first use: it imports scikit-learn's gradient boosting),
+    so that a class that moves keeps its place on the list.
+
+    Examples
+    --------
+    >>> from nwbound.io._learned import trusted_types
+    >>> "nwbound.spaces._space.LearnedSpace" in trusted_types()
+    True
+    """
     from sklearn._loss.link import Interval, LogitLink, MultinomialLogit
     from sklearn._loss.loss import HalfBinomialLoss, HalfMultinomialLoss
     from sklearn.ensemble import HistGradientBoostingClassifier
@@ -59,25 +71,6 @@ def _trusted_types() -> tuple[str, ...]:
     # The compiled losses (CyHalfBinomialLoss…) that skops rebuilds by name beside each loss.
     compiled = tuple(_name(type(loss().closs)) for loss in losses)
     return tuple(sorted({_name(c) for c in classes} | set(compiled) | {"numpy.random._generator.Generator"}))
-
-
-TRUSTED_TYPES: tuple[str, ...] = ()
-"""Filled on first use (it imports scikit-learn's gradient boosting): see :func:`trusted_types`."""
-
-
-def trusted_types() -> tuple[str, ...]:
-    """The classes (``module.Class``) a model file's learned pieces may hold.
-
-    Examples
-    --------
-    >>> from nwbound.io._learned import trusted_types
-    >>> "nwbound.spaces._space.LearnedSpace" in trusted_types()
-    True
-    """
-    global TRUSTED_TYPES
-    if not TRUSTED_TYPES:
-        TRUSTED_TYPES = _trusted_types()
-    return TRUSTED_TYPES
 
 
 def _schema_nodes(blob: bytes) -> list[dict]:
