@@ -22,8 +22,8 @@ The space: ``--metric auto`` (the default, as the estimator's ``metric="auto"``)
 learns a space from part of the training rows (a score model chosen by
 cross-validation next to the standardised features, cross-fitted below the
 row cap) and the kernel sums use the other rows; ``--metric none`` is the
-paper's classifier on the features as given (after ``--scale``);
-``--metric standard`` standardises each feature. Options left out (space, kernel,
+paper's classifier on the features as given (after ``--scale``; ``--scale
+standard --metric none`` standardises each feature, as ``metric="standard"`` does). Options left out (space, kernel,
 bandwidth, δ, bound form, coverage, and the assumption: ``--lipschitz auto``)
 take the Python estimator's defaults, so ``nwbound fit`` and
 ``NadarayaWatsonClassifier()`` fit the same model. The model file stores the
@@ -34,7 +34,7 @@ Units: a numeric ``--lipschitz`` (L) or ``--margin`` (γ) is given in the units 
 the raw features in the table and restated for the scaled features with
 :func:`nwbound.restate_lipschitz` / :func:`nwbound.restate_margin`; raw units
 mean nothing in a learned space, so a number selects ``--metric none`` (and
-``--metric auto`` or ``standard`` with a number is refused).
+``--metric auto`` with a number is refused).
 ``--bandwidth`` is a kernel width in the units the classifier sees, i.e.
 *after* ``--scale`` (and in the learned space with ``--metric auto``); ``scale``
 sets it from the training rows' own neighbour distances
@@ -72,7 +72,7 @@ from .predict import DEFAULT_CHUNKSIZE, add_column_list, check_chunksize, check_
 
 __all__ = ["add_parser", "run", "build_estimator", "lipschitz_or_auto", "METRIC_CHOICES"]
 
-METRIC_CHOICES = ("auto", "none", "standard")
+METRIC_CHOICES = ("auto", "none")
 """``--metric``: the estimator's ``metric=`` ("none" is ``metric=None``)."""
 
 
@@ -115,8 +115,8 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--metric", default=None, choices=METRIC_CHOICES,
         help="the space the kernel works in: 'auto' (the default, as the estimator's: a space learned on part "
-        "of the rows), 'none' (the paper's classifier on the features as given; the default with a numeric "
-        "--lipschitz or --margin) or 'standard' (each feature standardised)",
+        "of the rows) or 'none' (the paper's classifier on the features as given, after --scale; the default "
+        "with a numeric --lipschitz or --margin)",
     )
     assumption = p.add_mutually_exclusive_group()
     assumption.add_argument(
