@@ -26,11 +26,9 @@ def _positive_state_float(state: Mapping[str, Any], name: str) -> float:
     return float(value)
 
 
-
 class _LearnedState:
     """The learned part of a fitted state, shared by the bounded classifiers."""
 
-    # -- the fitted state beyond the kernel sums (get_fitted_state / set_fitted_state) ----------
     def _refuse_learned_state(self, action: str) -> None:
         """A fitted state holds ``metric=None``, ``"standard"`` or ``"auto"`` (the default), never a
         map given as an estimator: that is an arbitrary object, which a safe model file cannot hold."""
