@@ -117,7 +117,7 @@ def state_space(state: Mapping[str, Any], kind: str, n_features: int) -> Any:
         raise ValueError(f"Fitted state 'metric_' has n_components_={width!r}; it must be an int >= 1.")
     check_score_model(getattr(space, "map_", None), kind, n_features)
     try:
-        probe = space.transform(np.zeros((1, n_features)))
+        probe = np.asarray(space.transform(np.zeros((1, n_features))), dtype=np.float64)
     except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
         raise ValueError(f"Fitted state 'metric_' cannot map a query: {exc}") from None
     if np.shape(probe) != (1, int(width)) or not np.all(np.isfinite(probe)):
