@@ -652,3 +652,18 @@ def test_tampered_pipeline_columns_are_refused(tmp_path, features, field):
         load_model(path)
     with pytest.raises(ValueError, match=field.replace("pipeline\\.", "")):
         TableModel(estimator=None, features=tuple(features), target="y")
+
+
+LEARNED_OTHERS = {
+    "dyadic-default": lambda: DyadicClassifier(resolution=2),  # cross-fitted, in learned spaces
+    "standard": lambda: NadarayaWatsonClassifier(metric="standard", lipschitz=1.0),
+    "none-lipschitz-auto": lambda: NadarayaWatsonClassifier(metric=None, lipschitz="auto", bandwidth=0.5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEARNED_OTHERS))
+def test_other_learned_states_round_trip(tmp_path, name):
+    est = _quietly(lambda: LEARNED_OTHERS[name]().fit(X_LINEAR, Y_LINEAR))
+    path = save_model(est, tmp_path / f"{name}.npz")
+    assert _read_npz(path)[0]["format_version"] == 3  # a space or an L report: learned pieces
+    _quietly(lambda: _assert_identical(est, load_model(path), X_LINEAR[:80] * 1.1))
