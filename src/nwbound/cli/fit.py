@@ -340,12 +340,11 @@ def _auto_lipschitz(estimator, scale: str) -> str:
         units = f"units after {scale} scaling, the units the classifier sees"
     rows = getattr(estimator, "n_samples_fit_", None)
     sums = "" if rows is None else f"; kernel sums over {rows} rows"
-    if isinstance(report, tuple):  # cross-fitted: each model chose L in its own space
+    if isinstance(report, tuple):  # cross-fitted (CrossFitReports): each model chose L in its own space
         values = ", ".join(f"{r.value:.4g}" for r in report)
         return (
-            f"L chosen by --lipschitz auto for each of the {len(report)} cross-fitted models ({units}): {values}, "
-            f"each the smallest L on its grid that its held-out rows do not reject{sums} (a row counts once per "
-            "model that sums it). L is an assumption consistent with held-out data, not a certified fact."
+            f"L chosen by --lipschitz auto for each of the {len(report)} cross-fitted models ({units}): {values}"
+            f"{sums} (a row counts once per model that sums it).\n{report}"
         )
     return (
         f"L = {report.value:.4g} chosen by --lipschitz auto ({units}): the smallest L on the grid "
