@@ -322,7 +322,9 @@ def test_cli_defaults_equal_python_defaults():
     default = NadarayaWatsonClassifier().get_params()  # the library's defaults (bandwidth="auto")
     for name in ("kernel", "bandwidth", "delta", "bound", "coverage"):
         assert built[name] == default[name], name
-    assert built["metric"] is None  # the one exception: a model file cannot store a learned map
+    assert built["metric"] is None  # a numeric L is in raw feature units: the features as given
+    default_space = fit_cli.build_estimator(_fit_args(["t.csv", "--target", "y", "-o", "m.npz"])).get_params()
+    assert default_space["metric"] == default["metric"] == "auto"  # the space too (issue 32)
     args = _fit_args(["t.csv", "--target", "y", "--lipschitz", "1", "--bandwidth", "0.3", "--kernel", "boxcar", "-o", "m"])
     assert fit_cli.build_estimator(args).get_params()["bandwidth"] == 0.3
 
@@ -334,7 +336,7 @@ def test_lipschitz_auto_follows_the_estimator(tmp_path, capsys):
     frame["x1"] *= 50.0  # raw units differ from the scaled ones
     frame.to_csv(tmp_path / "t.csv", index=False)
     rc, out, err = _run(["fit", tmp_path / "t.csv", "--target", "label", "--id-columns", "pid", "--scale", "minmax",
-                         "--lipschitz", "auto", "--bandwidth", "0.2", "-o", tmp_path / "m.npz"], capsys)
+                         "--metric", "none", "--lipschitz", "auto", "--bandwidth", "0.2", "-o", tmp_path / "m.npz"], capsys)
     assert rc == 0, err
     X = frame[["x1", "x2"]].to_numpy()
     y = normalize_labels(frame["label"].to_numpy().astype(str))
@@ -343,7 +345,9 @@ def test_lipschitz_auto_follows_the_estimator(tmp_path, capsys):
         warnings.simplefilter("ignore")
         ref = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz="auto").fit(FeatureScaler.fit(X, "minmax").transform(X), y)
     model = load_model(tmp_path / "m.npz")
-    assert model.estimator.lipschitz == pytest.approx(ref.lipschitz_, rel=1e-12)
+    # The file keeps lipschitz="auto" with the chosen L and its report.
+    assert model.estimator.lipschitz == "auto" and model.estimator.lipschitz_ == pytest.approx(ref.lipschitz_, rel=1e-12)
+    assert str(model.estimator.lipschitz_report_) == str(ref.lipschitz_report_)
     assert model.estimator.n_samples_fit_ == ref.n_samples_fit_ == 240  # 40 % held out of the kernel sums
     assert f"L = {ref.lipschitz_:.4g} chosen by --lipschitz auto" in out and "after minmax scaling" in out
     assert "not a certified fact" in out and "held-out rows" in out

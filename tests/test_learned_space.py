@@ -398,10 +398,11 @@ def test_lipschitz_auto_without_a_metric_holds_rows_out():
         dy = DyadicClassifier(metric=None, resolution=3, lipschitz="auto").fit(X, y)
     assert clf.metric_ is None and clf.n_samples_fit_ == 1400 and clf.check_rows_.size == 300
     assert dy.lipschitz_report_.value == dy.lipschitz_ and dy.predict_interval(X[:3]).proba.shape == (3, 2)
-    with pytest.raises(ValueError, match="get_fitted_state"):
-        clf.get_fitted_state()
-    state = clf.set_params(lipschitz=clf.lipschitz_).get_fitted_state()
-    assert state["X"].shape[0] == 1400
+    # The fitted state holds the chosen L with its report (a model file stores it: issue 32).
+    state = clf.get_fitted_state()
+    assert state["X"].shape[0] == 1400 and state["lipschitz_"] == clf.lipschitz_
+    back = NadarayaWatsonClassifier(**clf.get_params()).set_fitted_state(state)
+    assert back.lipschitz_report_ is state["lipschitz_report_"] and back.bound_spec_ == clf.bound_spec_
 
 
 @pytest.mark.slow

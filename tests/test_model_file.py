@@ -204,7 +204,8 @@ def test_file_is_plain_npz_with_documented_metadata(tmp_path, nw_model):
     with zipfile.ZipFile(path) as zf:
         assert all(i.compress_type == zipfile.ZIP_STORED for i in zf.infolist())
     meta, arrays = _read_npz(path)  # np.load with allow_pickle=False reads every member
-    assert meta["format"] == "nwbound-model" and meta["format_version"] == FORMAT_VERSION
+    # Without learned pieces a file keeps format 2, which nwbound before format 3 reads too.
+    assert meta["format"] == "nwbound-model" and meta["format_version"] == 2 < FORMAT_VERSION
     assert meta["estimator"] == "NadarayaWatsonClassifier"
     assert meta["params"]["kernel"] == "epanechnikov" and meta["params"]["lipschitz"] == 0.5
     assert meta["n_features_in"] == 3
@@ -459,7 +460,7 @@ def test_format_1_file_resaved_in_the_current_format(tmp_path):
     loaded = load_model(V1_DIR / "regular.npz")
     path = save_model(loaded, tmp_path / "v2.npz")
     meta, _ = _read_npz(path)
-    assert meta["format_version"] == FORMAT_VERSION == 2
+    assert meta["format_version"] == 2 and FORMAT_VERSION == 3  # plain arrays only: format 2
     _assert_identical(loaded, load_model(path), X_QUERY)
 
 
@@ -497,3 +498,172 @@ def test_docs_say_what_the_checksum_promises():
     doc = " ".join(model_file.__doc__.replace("**", "").split())
     assert "unkeyed SHA-256" in doc and "does not prove where a file came from" in doc
     assert "set_fitted_state" in doc and "capped" in doc
+
+
+# --------------------------------------------------------------------------------------------
+# The default model (format 3): a learned space, the L chosen on held-out rows, cross-fitted models
+# --------------------------------------------------------------------------------------------
+_LRNG = np.random.default_rng(3)
+X_XOR = _LRNG.uniform(-1.0, 1.0, size=(500, 4))  # an interaction: metric="auto" picks gradient boosting
+Y_XOR = ((X_XOR[:, 0] * X_XOR[:, 1] > 0) ^ (_LRNG.random(500) < 0.1)).astype(int)
+X_LINEAR = _LRNG.uniform(-1.0, 1.0, size=(450, 3))  # a linear log-odds: it picks the logistic regression
+Y_LINEAR = np.digitize(X_LINEAR[:, 0] + 0.3 * _LRNG.normal(size=450), [-0.33, 0.33])
+LEARNED_SETS = {2: (X_XOR, Y_XOR, "HistGradientBoostingClassifier"), 3: (X_LINEAR, Y_LINEAR, "Pipeline")}
+
+
+def _quietly(func):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return func()
+
+
+@pytest.fixture(scope="module")
+def default_models():
+    """``NadarayaWatsonClassifier()`` (the defaults but ``cross_fit``) on a 2- and a 3-class set."""
+    return {(c, cf): _quietly(lambda: NadarayaWatsonClassifier(cross_fit=cf).fit(X, y))
+            for c, (X, y, _) in LEARNED_SETS.items() for cf in (False, "auto")}
+
+
+def _models(est):
+    return est.cross_fit_models_ if est._is_cross_fitted() else [est]
+
+
+def _same_value(a, b) -> bool:
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    return type(a) is type(b) and (a == b or str(a) == str(b))  # a report: the same text
+
+
+@pytest.mark.parametrize("cross_fit", [False, "auto"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_default_model_round_trips_exactly(tmp_path, default_models, n_classes, cross_fit):
+    est = default_models[n_classes, cross_fit]
+    X, _, map_name = LEARNED_SETS[n_classes]
+    path = save_model(est, tmp_path / "default.npz")
+    meta, arrays = _read_npz(path)
+    assert meta["format_version"] == FORMAT_VERSION == 3 and "__learned__" in arrays
+    loaded = _quietly(lambda: load_model(path))
+    queries = np.vstack([X[:60] + 0.05, X.max(axis=0) + 3.0])  # near the data, and outside its box
+    _quietly(lambda: _assert_identical(est, loaded, queries))  # every interval field, byte for byte
+    assert loaded.get_params() == est.get_params() and loaded.lipschitz_ == est.lipschitz_
+    assert len(_models(loaded)) == len(_models(est)) and (len(_models(est)) >= 2) == bool(cross_fit)
+    for a, b in zip(_models(est), _models(loaded)):
+        assert type(a.metric_.map_).__name__ == type(b.metric_.map_).__name__ == map_name
+        # The space is stored as a whole (its __dict__), whatever its attributes are.
+        assert vars(a.metric_).keys() == vars(b.metric_).keys()
+        for name, value in vars(a.metric_).items():
+            if name != "map_":
+                assert _same_value(value, vars(b.metric_)[name]), name
+        assert (a.lipschitz_, a._choice_beta) == (b.lipschitz_, b._choice_beta)
+        assert str(a.lipschitz_report_) == str(b.lipschitz_report_)
+        assert str(a.metric_report_) == str(b.metric_report_)
+
+
+def test_default_model_in_a_table_model_round_trips(tmp_path):
+    raw = X_LINEAR * np.array([1.0, 100.0, 0.01])
+    model = _quietly(lambda: TableModel.fit(NadarayaWatsonClassifier(cross_fit=False), raw, Y_LINEAR,
+                                            features=["a", "b", "c"], scale="standard", target="y"))
+    loaded = _quietly(lambda: load_model(save_model(model, tmp_path / "table.npz"), expected_features=["a", "b", "c"]))
+    _quietly(lambda: _assert_identical(model, loaded, raw[:50]))
+
+
+def _relearned(path: Path, edit) -> None:
+    """Rewrite a format-3 file with its learned pieces edited (``edit(objects)``), with a valid checksum."""
+    import skops.io
+
+    from nwbound.io._learned import load_objects
+
+    meta, arrays = _read_npz(path)
+    objects = load_objects(arrays["__learned__"])
+    edit(objects)
+    arrays["__learned__"] = np.frombuffer(skops.io.dumps(objects), dtype=np.uint8)
+    _write_npz(path, meta, arrays, resign=True)
+
+
+@pytest.fixture
+def default_file(tmp_path, default_models):
+    return save_model(default_models[2, False], tmp_path / "default.npz")
+
+
+@pytest.mark.parametrize("intruder", ["function", "estimator"])
+def test_learned_pieces_of_untrusted_types_are_never_built(default_file, monkeypatch, intruder):
+    import os
+
+    import skops.io
+    from sklearn.decomposition import PCA
+
+    value = os.system if intruder == "function" else PCA()
+    _relearned(default_file, lambda objects: objects.__setitem__("state__metric_", value))
+    built = []
+    monkeypatch.setattr(skops.io, "loads", lambda *a, **k: built.append(1))
+    with pytest.raises(ModelFileError, match="may not hold: .*(system|PCA)") as err:
+        load_model(default_file)
+    assert not built and str(default_file) in str(err.value)
+
+
+def test_learned_pieces_of_trusted_types_in_the_wrong_place_are_refused(default_file, default_models):
+    report = default_models[2, False].metric_report_  # a trusted type, but not a space
+    _relearned(default_file, lambda objects: objects.__setitem__("state__metric_", report))
+    with pytest.raises(ModelFileError, match="'metric_' must be the LearnedSpace"):
+        load_model(default_file)
+
+
+def test_gradient_boosting_trees_that_point_outside_are_refused(default_file):
+    def edit(objects):
+        tree = objects["state__metric_"].map_._predictors[0][0]
+        split = int(np.flatnonzero(tree.nodes["is_leaf"] == 0)[0])
+        tree.nodes["left"][split] = tree.nodes.shape[0] + 1000  # compiled code would read past the tree
+
+    _relearned(default_file, edit)
+    with pytest.raises(ModelFileError, match="gradient-boosting model has a tree whose nodes point outside"):
+        load_model(default_file)
+
+
+def test_learned_state_needs_its_pieces(tmp_path, default_models, default_file):
+    meta, arrays = _read_npz(default_file)
+    del arrays["__learned__"]
+    _write_npz(default_file, meta, arrays, resign=True)
+    with pytest.raises(ModelFileError, match=r"state (metric_|lipschitz_report_): state__\w+ is not among the learned pieces"):
+        load_model(default_file)
+    state = default_models[2, False].get_fitted_state()
+    with pytest.raises(ValueError, match="'metric_', but this estimator has metric=None"):
+        NadarayaWatsonClassifier(metric=None, lipschitz="auto").set_fitted_state(state)
+    with pytest.raises(ValueError, match="cross_fit=True, but the fitted state holds one model"):
+        NadarayaWatsonClassifier(cross_fit=True).set_fitted_state(state)
+
+
+def _table_file(tmp_path) -> Path:
+    model = TableModel.fit(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.9), X_TRAIN, Y_INT,
+                           features=["a", "b", "c"], target="y", lipschitz=0.5)
+    return save_model(model, tmp_path / "table.npz")
+
+
+@pytest.mark.parametrize("features, field", [(["a", "b", "a"], r"pipeline\.features names the column\(s\) \['a'\] more"),
+                                             (["a", "y", "c"], r"pipeline\.target 'y' is also one of the pipeline\.features")])
+def test_tampered_pipeline_columns_are_refused(tmp_path, features, field):
+    """Issue 32, finding 4: a feature named twice, or the target as a feature, loaded and predicted."""
+    path = _table_file(tmp_path)
+    meta, arrays = _read_npz(path)
+    meta["pipeline"]["features"] = features
+    _write_npz(path, meta, arrays, resign=True)
+    with pytest.raises(ModelFileError, match=field):
+        load_model(path)
+    with pytest.raises(ValueError, match=field.replace("pipeline\\.", "")):
+        TableModel(estimator=None, features=tuple(features), target="y")
+
+
+LEARNED_OTHERS = {
+    "dyadic-default": lambda: DyadicClassifier(resolution=2),  # cross-fitted, in learned spaces
+    "standard": lambda: NadarayaWatsonClassifier(metric="standard", lipschitz=1.0),
+    "none-lipschitz-auto": lambda: NadarayaWatsonClassifier(metric=None, lipschitz="auto", bandwidth=0.5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEARNED_OTHERS))
+def test_other_learned_states_round_trip(tmp_path, name):
+    est = _quietly(lambda: LEARNED_OTHERS[name]().fit(X_LINEAR, Y_LINEAR))
+    path = save_model(est, tmp_path / f"{name}.npz")
+    assert _read_npz(path)[0]["format_version"] == 3  # a space or an L report: learned pieces
+    _quietly(lambda: _assert_identical(est, load_model(path), X_LINEAR[:80] * 1.1))

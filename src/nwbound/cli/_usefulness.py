@@ -141,7 +141,11 @@ def _beta(model: Any) -> tuple[float | None, Any]:
     """β the bounds used (L or 1/γ, classifier units) and a note for a factor on β in the user's units."""
     est = getattr(model, "estimator", model)
     raw_l, raw_g = getattr(model, "lipschitz", None), getattr(model, "margin", None)
-    if getattr(est, "lipschitz", None) is not None:
+    if isinstance(getattr(est, "lipschitz", None), str) and getattr(est, "margin", None) is None:
+        # lipschitz="auto": the L fit chose; a cross-fitted model has one per model, each in its own space.
+        chosen = getattr(est, "lipschitz_", None)
+        return (None if chosen is None or getattr(est, "_cross_fitted", False) else float(chosen)), None
+    if getattr(est, "lipschitz", None) is not None and not isinstance(est.lipschitz, str):
         if raw_l is None or raw_l == est.lipschitz:
             return float(est.lipschitz), None
         return float(est.lipschitz), lambda f: (

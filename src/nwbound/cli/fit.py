@@ -18,31 +18,38 @@ From a CSV to a reviewed prediction file in two commands::
 The model file (:mod:`nwbound.io.model_file`) holds the classifier, the
 feature columns and the feature scaling; loading it never runs code.
 
-Units: ``--lipschitz`` (L) and ``--margin`` (γ) are given in the units of
+The space: ``--metric auto`` (the default, as the estimator's ``metric="auto"``)
+learns a space from part of the training rows (a score model chosen by
+cross-validation next to the standardised features, cross-fitted below the
+row cap) and the kernel sums use the other rows; ``--metric none`` is the
+paper's classifier on the features as given (after ``--scale``; ``--scale
+standard --metric none`` standardises each feature, as ``metric="standard"`` does). Options left out (space, kernel,
+bandwidth, δ, bound form, coverage, and the assumption: ``--lipschitz auto``)
+take the Python estimator's defaults, so ``nwbound fit`` and
+``NadarayaWatsonClassifier()`` fit the same model. The model file stores the
+learned space and the chosen L safely (:mod:`nwbound.io.model_file`, format 3):
+loading runs no code from it.
+
+Units: a numeric ``--lipschitz`` (L) or ``--margin`` (γ) is given in the units of
 the raw features in the table and restated for the scaled features with
-:func:`nwbound.restate_lipschitz` / :func:`nwbound.restate_margin`.
+:func:`nwbound.restate_lipschitz` / :func:`nwbound.restate_margin`; raw units
+mean nothing in a learned space, so a number selects ``--metric none`` (and
+``--metric auto`` with a number is refused).
 ``--bandwidth`` is a kernel width in the units the classifier sees, i.e.
-*after* ``--scale`` (e.g. within [0, 1] for minmax); ``scale``
+*after* ``--scale`` (and in the learned space with ``--metric auto``); ``scale``
 sets it from the training rows' own neighbour distances
 (:func:`nwbound.estimators.scale_bandwidth`, label-free); ``auto`` (the
-estimator's default) picks it per query from the bound. Options left out (kernel,
-bandwidth, δ, bound form, coverage, and the assumption: ``--lipschitz auto``)
-take the Python estimator's defaults, so the command line and the library give
-the same model, with one exception: the space. The estimator's default
-``metric="auto"`` learns a map (a scikit-learn model) that a safe model file
-cannot store, so ``nwbound fit`` always fits the classifier on the features as
-given (``metric=None``, after ``--scale``); to use a learned space, map the
-features yourself first, or keep a Python model with joblib.
+estimator's default) picks it per query from the bound.
 
 ``--lipschitz auto`` (the default when neither ``--lipschitz`` nor ``--margin``
-is given) is the estimator's ``lipschitz="auto"``: 40 % of the training
-rows are held out of the kernel sums (stratified); a pilot L is estimated on half
-of them with :func:`nwbound.assumptions.estimate_lipschitz`, and the other half
-test a grid around it with :func:`nwbound.assumptions.select_lipschitz`, in the
-units the classifier sees (after ``--scale``). The smallest L the held-out rows do
-not reject is used and printed with the check's table: an assumption consistent
-with held-out data, not a certified fact. The model file stores that L as a
-number (and the kernel sums of the other 60 % of the rows).
+is given) is the estimator's ``lipschitz="auto"``: part of the rows that do not
+enter the kernel sums give a pilot L
+(:func:`nwbound.assumptions.estimate_lipschitz`), and the others test a grid
+around it with :func:`nwbound.assumptions.select_lipschitz`, in the units the
+classifier sees (the learned space, or the features after ``--scale``). The
+smallest L the held-out rows do not reject is used (one per cross-fitted
+model) and printed: an assumption consistent with held-out data, not a
+certified fact. The model file stores it with the check's report.
 
 Column lists (``--id-columns``, ``--features``) take one value per flag:
 repeat the flag or separate names by commas, e.g. ``--id-columns
@@ -63,7 +70,10 @@ from .._validation import check_class_count
 from ..utils import bandwidth_or_auto, positive_float
 from .predict import DEFAULT_CHUNKSIZE, add_column_list, check_chunksize, check_not_an_input, friendly_errors
 
-__all__ = ["add_parser", "run", "build_estimator", "lipschitz_or_auto"]
+__all__ = ["add_parser", "run", "build_estimator", "lipschitz_or_auto", "METRIC_CHOICES"]
+
+METRIC_CHOICES = ("auto", "none")
+"""``--metric``: the estimator's ``metric=`` ("none" is ``metric=None``)."""
 
 
 
@@ -102,6 +112,12 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--neighbors", type=int, metavar="K", help="localized classifier over the K nearest neighbours")
     p.add_argument("--resolution", type=int, metavar="M", help="dyadic classifier with 2^M cells per feature instead")
+    p.add_argument(
+        "--metric", default=None, choices=METRIC_CHOICES,
+        help="the space the kernel works in: 'auto' (the default, as the estimator's: a space learned on part "
+        "of the rows) or 'none' (the paper's classifier on the features as given, after --scale; the default "
+        "with a numeric --lipschitz or --margin)",
+    )
     assumption = p.add_mutually_exclusive_group()
     assumption.add_argument(
         "--lipschitz", type=lipschitz_or_auto, metavar="L",
@@ -121,25 +137,53 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+def resolve_metric(args: argparse.Namespace) -> str | None:
+    """``metric=`` of ``--metric``: the estimator's default ``"auto"``, or None where a numeric
+    ``--lipschitz``/``--margin`` (raw feature units) asks for the features as given.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> resolve_metric(argparse.Namespace(metric=None, lipschitz="auto", margin=None))
+    'auto'
+    >>> resolve_metric(argparse.Namespace(metric=None, lipschitz=0.2, margin=None)) is None
+    True
+    """
+    from .main import CommandError
+
+    numeric = args.margin is not None or (args.lipschitz is not None and args.lipschitz != "auto")
+    if args.metric is None:
+        return None if numeric else "auto"
+    if numeric and args.metric != "none":
+        given = "--margin" if args.margin is not None else "--lipschitz"
+        raise CommandError(
+            f"{given} is in raw feature units, which mean nothing in the space --metric {args.metric} uses. "
+            f"Pass --metric none for an assumption in raw units, or leave {given} out (--lipschitz auto chooses "
+            "L in the learned space)."
+        )
+    return None if args.metric == "none" else args.metric
+
+
 def build_estimator(args: argparse.Namespace):
     """The unfitted estimator the options describe (L/γ are set later, restated).
 
-    ``metric=None``: a model file cannot store the learned map of the estimator's default
-    ``metric="auto"``, so the command line fits on the features as given (module docstring).
+    ``metric`` from :func:`resolve_metric`: the estimator's default ``"auto"`` unless the options
+    say otherwise (module docstring).
     """
     from ..estimators import DyadicClassifier, NadarayaWatsonClassifier
     from .main import CommandError
 
     # Only what the user gave: everything else keeps the estimator's default.
     common = {k: getattr(args, k) for k in ("delta", "bound", "coverage") if getattr(args, k) is not None}
+    common["metric"] = resolve_metric(args)
     if args.resolution is not None:
         if args.neighbors is not None:
             raise CommandError("--resolution (dyadic classifier) and --neighbors cannot be combined.")
         if args.kernel is not None or args.bandwidth is not None:
             raise CommandError("--kernel and --bandwidth do not apply to the dyadic classifier (--resolution).")
-        return DyadicClassifier(resolution=args.resolution, metric=None, lipschitz=None, **common)
+        return DyadicClassifier(resolution=args.resolution, lipschitz=None, **common)
     nw = {k: getattr(args, k) for k in ("kernel", "bandwidth") if getattr(args, k) is not None}
-    return NadarayaWatsonClassifier(n_neighbors=args.neighbors, metric=None, lipschitz=None, **nw, **common)
+    return NadarayaWatsonClassifier(n_neighbors=args.neighbors, lipschitz=None, **nw, **common)
 
 
 def _training_features(args: argparse.Namespace, path: Path) -> list[str]:
@@ -219,10 +263,10 @@ def run(args: argparse.Namespace) -> int:
     check_not_an_input(output, {"table": train})
     if output.exists() and not args.overwrite:
         raise CommandError(f"Model file {output} already exists; pass --overwrite or choose another name.")
-    if args.lipschitz is None and args.margin is None:
-        args.lipschitz = "auto"  # the estimator's default assumption
     _training_features(args, train)  # a misspelled column is reported before the estimators are imported
     estimator = build_estimator(args)
+    if args.lipschitz is None and args.margin is None:
+        args.lipschitz = "auto"  # the estimator's default assumption
     X, y, features = _read_training(args, train)
     if np.unique(y).shape[0] < 2:
         raise TableError(
@@ -263,23 +307,50 @@ def run(args: argparse.Namespace) -> int:
             summary = f"{name} = {given:g}{units}"
         print(
             f"Fitted {type(est).__name__} on {X.shape[0]} rows of {train}: {len(features)} features, "
-            f"{class_summary(est.classes_)}, {summary.rstrip('.')}. Wrote {output}."  # a note may end a sentence
+            f"{class_summary(est.classes_)}, {_space_summary(est)}, {summary.rstrip('.')}. Wrote {output}."  # a note may end a sentence
         )
         _held_out_usefulness(model, X, y, lipschitz_auto=args.lipschitz == "auto")
     return 0
 
 
+def _space_summary(estimator) -> str:
+    """The space of the fit message: the features as given, or the learned space (and its models).
+
+    Examples
+    --------
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> _space_summary(NadarayaWatsonClassifier(metric=None))
+    'the features as given (--metric none)'
+    """
+    if estimator.metric is None:
+        return "the features as given (--metric none)"
+    models = getattr(estimator, "cross_fit_models_", None)
+    cross = f", {len(models)} cross-fitted models" if getattr(estimator, "_cross_fitted", False) and models else ""
+    return f"a learned space (--metric {estimator.metric}{cross})"
+
+
 def _auto_lipschitz(estimator, scale: str) -> str:
-    """Fix the L that ``lipschitz="auto"`` chose as the estimator's number (a model file stores numbers);
-    describe it, with the held-out check's table."""
+    """Describe the L that ``lipschitz="auto"`` chose (the model file stores it with its report): with
+    the held-out check's table for one model, one value per model when cross-fitted."""
     report = estimator.lipschitz_report_
-    estimator.set_params(lipschitz=float(estimator.lipschitz_))  # the same value: bound_spec_ unchanged
-    units = "raw feature units" if scale == "none" else f"units after {scale} scaling, the units the classifier sees"
+    if getattr(estimator, "metric_", None) is not None or isinstance(report, tuple):
+        units = "units of the learned space"
+    elif scale == "none":
+        units = "raw feature units"
+    else:
+        units = f"units after {scale} scaling, the units the classifier sees"
+    rows = getattr(estimator, "n_samples_fit_", None)
+    sums = "" if rows is None else f"; kernel sums over {rows} rows"
+    if isinstance(report, tuple):  # cross-fitted (CrossFitReports): each model chose L in its own space
+        values = ", ".join(f"{r.value:.4g}" for r in report)
+        return (
+            f"L chosen by --lipschitz auto for each of the {len(report)} cross-fitted models ({units}): {values}"
+            f"{sums} (a row counts once per model that sums it).\n{report}"
+        )
     return (
         f"L = {report.value:.4g} chosen by --lipschitz auto ({units}): the smallest L on the grid "
-        f"{report.pilot:.4g} × 2^k that {report.n_check} held-out rows (not in the kernel sums) do not reject; "
-        f"kernel sums over {estimator.n_samples_fit_} rows. L is an assumption consistent with held-out data, "
-        f"not a certified fact.\n{report.selection}"
+        f"{report.pilot:.4g} × 2^k that {report.n_check} held-out rows (not in the kernel sums) do not reject"
+        f"{sums}. L is an assumption consistent with held-out data, not a certified fact.\n{report.selection}"
     )
 
 

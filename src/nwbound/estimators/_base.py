@@ -26,6 +26,7 @@ from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless,
 from ..kernels import Kernel
 from ..spaces import AUTO_MAX_ROWS, CrossFitReports, GroupsError, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
 from ._device import queries_on_host, training_data_on_host, validate_queries
+from ._fitted_state import _LearnedState
 from ._statistics import KernelStatistics
 
 __all__ = ["BoundedClassifierBase", "BOUND_PARAMETERS", "EMPTY_NEIGHBORHOOD_RULES"]
@@ -144,7 +145,7 @@ class _Intersected(dict):
     contradicting: dict
 
 
-class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
+class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
     """Shared machinery: assumptions, bound settings, the empty-neighbourhood rule,
     intervals from :class:`KernelStatistics`.
 
@@ -574,22 +575,9 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
                                     localized=self._bound_args[2])
         return self
 
-    def _refuse_learned_state(self, action: str) -> None:
-        """Model files and fitted states hold plain arrays: no learned map, no chosen L."""
-        cross = getattr(self, "cross_fit", False)
-        cross = cross is True or (isinstance(cross, (int, np.integer)) and not isinstance(cross, bool))
-        if getattr(self, "metric", None) is not None or cross:
-            raise ValueError(
-                f"{action}: a fitted state holds plain arrays, and a learned metric (metric={self.metric!r}"
-                f"{f', cross_fit={self.cross_fit!r}' if cross else ''}) is an arbitrary scikit-learn "
-                "object that a safe model file cannot store. Keep the model with joblib/pickle (trusted files "
-                "only), or fit with metric=None on features you transform yourself."
-            )
-        if _auto_lipschitz(self):
-            raise ValueError(
-                f"{action}: lipschitz='auto' was chosen at fit; set the chosen value first, "
-                "e.g. model.set_params(lipschitz=model.lipschitz_)."
-            )
+    def _chooses_lipschitz(self) -> bool:
+        """:func:`_auto_lipschitz` of this estimator (for :class:`._fitted_state._LearnedState`)."""
+        return _auto_lipschitz(self)
 
     def _bound_spec(self, kernel: Kernel, overrides: Mapping[str, Any] | None = None, *,
                     required: bool = True, localized: bool = False) -> BoundSpec | None:

@@ -24,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._numerics import direct_distance_error, euclidean_norm, square_sum_upper, summation_error
 from .._validation import check_int_range
 from ..kernels import Kernel, get_kernel
+from ..spaces import metric_kind
 from ._base import BoundedClassifierBase
 from ._device import queries_on_host
 from ._state import state_array, state_classes, state_scalar
@@ -211,7 +212,7 @@ class DyadicClassifier(BoundedClassifierBase):
         return self
 
     def get_fitted_state(self) -> dict[str, Any]:
-        """Everything ``fit`` computed, as plain arrays and scalars.
+        """Everything ``fit`` computed: plain arrays and scalars, and the learned space and L report if any.
 
         Returns
         -------
@@ -220,13 +221,13 @@ class DyadicClassifier(BoundedClassifierBase):
             ``grid_span`` (the box the cells tile), ``cell_keys_``,
             ``cell_class_sums_``, ``cell_sq_sums_``, ``cell_weight_max_``,
             ``cell_counts_`` (training rows per cell) and, when fitted on named
-            features, ``feature_names_in_``.
+            features, ``feature_names_in_``. With a learned space, after ``lipschitz="auto"`` or cross-fitted, the entries
+            :meth:`~nwbound.NadarayaWatsonClassifier.get_fitted_state` lists too.
 
         Raises
         ------
         ValueError
-            A learned ``metric`` (the default ``"auto"`` included) or an unfixed
-            ``lipschitz="auto"``, as :meth:`~nwbound.NadarayaWatsonClassifier.get_fitted_state` says.
+            A ``metric`` given as an estimator, as :meth:`~nwbound.NadarayaWatsonClassifier.get_fitted_state` says.
 
         Examples
         --------
@@ -238,7 +239,8 @@ class DyadicClassifier(BoundedClassifierBase):
         array([1])
         """
         check_is_fitted(self)
-        self._refuse_learned_state("get_fitted_state")
+        if self._is_cross_fitted():
+            return self._cross_state()
         state = {
             "classes_": self.classes_,
             "class_prior_": self.class_prior_,
@@ -254,6 +256,7 @@ class DyadicClassifier(BoundedClassifierBase):
             state["cell_counts_"] = self.cell_counts_
         if hasattr(self, "feature_names_in_"):
             state["feature_names_in_"] = self.feature_names_in_
+        state.update(self._learned_state())
         return state
 
     def set_fitted_state(self, state: Mapping[str, Any]) -> "DyadicClassifier":
@@ -295,22 +298,24 @@ class DyadicClassifier(BoundedClassifierBase):
         """
         self._fit_complete = False
         self._validate_params()
-        self._refuse_learned_state("set_fitted_state")
         m = self._check_resolution()
+        if "cross_fit_models_" in state:
+            return self._restore_cross(state, np.float64)
         classes, prior = state_classes(state)
         n_features = state_scalar(state, "n_features_in_", low=1)
-        low = state_array(state, "grid_low", ndim=1, shape=(n_features,))
-        span = state_array(state, "grid_span", ndim=1, shape=(n_features,), low=np.finfo(np.float64).tiny)
+        width = self._restore_learned(state, n_features)  # the learned space's, or n_features
+        low = state_array(state, "grid_low", ndim=1, shape=(width,))
+        span = state_array(state, "grid_span", ndim=1, shape=(width,), low=np.finfo(np.float64).tiny)
         keys = state_array(state, "cell_keys_", ndim=1, kind="S")
         n_cells = keys.shape[0]
-        if n_cells < 1 or keys.dtype.itemsize != 8 * n_features + 1:
+        if n_cells < 1 or keys.dtype.itemsize != 8 * width + 1:
             raise ValueError(
-                f"Fitted state 'cell_keys_' must hold at least one key of {8 * n_features + 1} bytes, "
+                f"Fitted state 'cell_keys_' must hold at least one key of {8 * width + 1} bytes, "
                 f"got {n_cells} keys of dtype {keys.dtype}."
             )
         if n_cells > 1 and not np.all(keys[:-1] < keys[1:]):
             raise ValueError("Fitted state 'cell_keys_' must be sorted and unique.")
-        raw = np.frombuffer(keys.tobytes(), dtype=np.uint8).reshape(n_cells, 8 * n_features + 1)
+        raw = np.frombuffer(keys.tobytes(), dtype=np.uint8).reshape(n_cells, 8 * width + 1)
         coords = raw[:, :-1].copy().view(">u8")
         if np.any(raw[:, -1] != 1) or np.any(coords >= 2**m):
             raise ValueError(f"Fitted state 'cell_keys_' holds keys that are not cells of resolution {m}.")
@@ -321,8 +326,10 @@ class DyadicClassifier(BoundedClassifierBase):
         if derived_max:
             weight_max = np.sqrt(sq)
         counts = state_array(state, "cell_counts_", ndim=1, kind="i", shape=(n_cells,), low=1, optional=True)
+        # The prior counts every training row; rows held out of the cells (a split) are not in their sums.
+        held_out = self.lipschitz_report_ is not None or metric_kind(self.metric) not in (None, "standard")
         _check_cell_consistency(sums.astype(np.float64), sq.astype(np.float64), weight_max.astype(np.float64),
-                                None if counts is None else counts.astype(np.float64), prior,
+                                None if counts is None else counts.astype(np.float64), None if held_out else prior,
                                 derived_max=derived_max)
         self._restore_inputs(state, classes, prior, n_features, np.float64)
         self._set_grid(low.astype(np.float64), span.astype(np.float64), m)
@@ -490,13 +497,13 @@ _STATE_RTOL = 1e-9
 
 
 def _check_cell_consistency(sums: np.ndarray, sq: np.ndarray, weight_max: np.ndarray,
-                            counts: np.ndarray | None, prior: np.ndarray, *, derived_max: bool = False) -> None:
+                            counts: np.ndarray | None, prior: np.ndarray | None, *, derived_max: bool = False) -> None:
     """Refuse cell arrays that no weights ``w_i ∈ [0, 1]`` (relative to the largest) can produce.
 
     Per cell with ``κ = Σw``, ``S = Σw²``, ``m = max w`` and ``n`` rows: ``m ≤ 1``, ``m ≤ κ``,
     ``m² ≤ S ≤ m·κ`` (so ``S ≤ κ²``; ``derived_max``: ``m = √S`` stands in, and ``m ≤ 1`` is not asked), ``S > 0`` and ``m > 0`` exactly where ``κ > 0``; with
-    counts, ``S ≥ κ²/n`` (Cauchy–Schwarz) and ``κ ≤ n·m``. ``class_prior_`` must be the share of
-    each class in the cell sums. Each check allows a relative rounding slack of ``_STATE_RTOL``.
+    counts, ``S ≥ κ²/n`` (Cauchy–Schwarz) and ``κ ≤ n·m``. ``class_prior_`` (None: rows were held out of
+    the cells, so it is not checked against them) must be the share of each class in the cell sums. Each check allows a relative rounding slack of ``_STATE_RTOL``.
 
     Examples
     --------
@@ -536,5 +543,5 @@ def _check_cell_consistency(sums: np.ndarray, sq: np.ndarray, weight_max: np.nda
         refuse(kappa > counts * weight_max * (1 + tol), "Fitted state 'cell_counts_' is too small for cell {i}: "
                                                         "Σw = {k:g} > {n:g} rows × max w = {m:g}.")
     total = sums.sum(axis=0)
-    if total.sum() > 0 and not np.allclose(prior, total / total.sum(), rtol=1e-6, atol=1e-12):
+    if prior is not None and total.sum() > 0 and not np.allclose(prior, total / total.sum(), rtol=1e-6, atol=1e-12):
         raise ValueError("Fitted state 'class_prior_' must be each class's share of 'cell_class_sums_'.")

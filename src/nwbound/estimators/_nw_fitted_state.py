@@ -22,7 +22,7 @@ class _FittedState:
 
 
     def get_fitted_state(self) -> dict[str, Any]:
-        """Everything ``fit`` computed, as plain arrays and scalars (for model files and shards).
+        """Everything ``fit`` computed (for model files and shards): arrays, scalars, the learned space if any.
 
         Returns
         -------
@@ -33,15 +33,19 @@ class _FittedState:
             ``weights`` (absent without
             sample weights), ``bandwidths_``, ``box_low``/``box_high`` (the
             training inputs' bounding box), ``n_features_in_`` and, when fitted
-            on named features, ``feature_names_in_``. The estimator's parameters
+            on named features, ``feature_names_in_``. With a learned space
+            (``metric="auto"`` or ``"standard"``) ``X`` and the box are in that space and
+            ``metric_`` is the :class:`~nwbound.spaces.LearnedSpace` itself; after
+            ``lipschitz="auto"``, ``lipschitz_``, ``lipschitz_report_`` and
+            ``pilot_lipschitz``. A cross-fitted model gives ``classes_``,
+            ``class_prior_``, ``n_features_in_`` (``feature_names_in_``) and
+            ``cross_fit_models_``: one such state per model. The estimator's parameters
             are not part of it (see ``get_params``).
 
         Raises
         ------
         ValueError
-            A model fitted with a learned ``metric`` (any but None, the default ``"auto"``
-            included) or with ``cross_fit=True`` or an int, or with ``lipschitz="auto"`` whose
-            chosen value was not set first (``set_params(lipschitz=model.lipschitz_)``).
+            A ``metric`` given as an estimator (PCA, LDA, …): an arbitrary object.
 
         Examples
         --------
@@ -54,7 +58,8 @@ class _FittedState:
         True
         """
         check_is_fitted(self)
-        self._refuse_learned_state("get_fitted_state")
+        if self._is_cross_fitted():
+            return self._cross_state()
         state = {
             "classes_": self.classes_,
             "class_prior_": self.class_prior_,
@@ -71,6 +76,7 @@ class _FittedState:
             state["weights"] = np.asarray(self._train.weights)
         if hasattr(self, "feature_names_in_"):
             state["feature_names_in_"] = self.feature_names_in_
+        state.update(self._learned_state())
         return state
 
     def set_fitted_state(self, state: Mapping[str, Any], *, shard: bool = False) -> "NadarayaWatsonClassifier":
@@ -112,11 +118,13 @@ class _FittedState:
         """
         self._fit_complete = False
         self._validate_params()
-        self._refuse_learned_state("set_fitted_state")
         dtype, _, auto = self._check_params()
+        if "cross_fit_models_" in state:
+            return self._restore_cross(state, dtype)
         classes, prior = state_classes(state)
         n_features = state_scalar(state, "n_features_in_", low=1)
-        X = state_array(state, "X", ndim=2, shape=(None, n_features))
+        width = self._restore_learned(state, n_features)  # the learned space's, or n_features
+        X = state_array(state, "X", ndim=2, shape=(None, width))
         if X.shape[0] < 1:
             raise ValueError("Fitted state 'X' holds no training rows.")
         if X.dtype != dtype:
@@ -136,8 +144,8 @@ class _FittedState:
             raise ValueError(
                 f"Fitted state 'bandwidths_' = {grid!r} does not match this estimator's bandwidth={self.bandwidth!r}."
             )
-        low = state_array(state, "box_low", ndim=1, shape=(n_features,))
-        high = state_array(state, "box_high", ndim=1, shape=(n_features,))
+        low = state_array(state, "box_low", ndim=1, shape=(width,))
+        high = state_array(state, "box_high", ndim=1, shape=(width,))
         if np.any(X.min(axis=0).astype(np.float64) * unit < low) or np.any(X.max(axis=0).astype(np.float64) * unit > high):
             raise ValueError("Fitted state 'box_low'/'box_high' must contain every training row 'X'.")
         self._restore_inputs(state, classes, prior, n_features, dtype, unit)

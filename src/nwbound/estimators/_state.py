@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["state_array", "state_scalar", "state_classes"]
+__all__ = ["state_array", "state_scalar", "state_classes", "state_space", "check_score_model"]
 
 
 def _missing(name: str) -> ValueError:
@@ -87,3 +87,114 @@ def state_classes(state: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     if abs(float(prior.sum()) - 1.0) > 1e-9:
         raise ValueError(f"Fitted state 'class_prior_' must sum to 1, sums to {float(prior.sum()):.6g}.")
     return classes, prior.astype(np.float64)
+
+
+def state_space(state: Mapping[str, Any], kind: str, n_features: int) -> Any:
+    """The learned space ``metric_`` of a fitted state: a :class:`~nwbound.spaces.LearnedSpace` of
+    ``kind`` over ``n_features`` inputs whose map is one ``metric=kind`` fits (none for
+    ``"standard"``; for ``"auto"`` none, a gradient-boosting model or a standardised logistic
+    regression, checked by :func:`check_score_model`), and whose output on a query has
+    ``n_components_`` finite columns.
+
+    Only its documented attributes are read (``kind``, ``n_features_in_``, ``n_components_``,
+    ``map_``); the rest is checked by mapping one query.
+    """
+    from ..spaces import LearnedSpace
+
+    space = state.get("metric_")
+    if not isinstance(space, LearnedSpace):
+        raise ValueError(
+            f"Fitted state 'metric_' must be the LearnedSpace of metric={kind!r}, got {type(space).__name__}."
+        )
+    if getattr(space, "kind", None) != kind:
+        raise ValueError(f"Fitted state 'metric_' is a space of kind {getattr(space, 'kind', None)!r}, not {kind!r}.")
+    if getattr(space, "n_features_in_", None) != n_features:
+        raise ValueError(
+            f"Fitted state 'metric_' maps {getattr(space, 'n_features_in_', None)!r} features, not the state's {n_features}."
+        )
+    width = getattr(space, "n_components_", None)
+    if not isinstance(width, (int, np.integer)) or isinstance(width, bool) or width < 1:
+        raise ValueError(f"Fitted state 'metric_' has n_components_={width!r}; it must be an int >= 1.")
+    check_score_model(getattr(space, "map_", None), kind, n_features)
+    try:
+        probe = np.asarray(space.transform(np.zeros((1, n_features))), dtype=np.float64)
+    except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
+        raise ValueError(f"Fitted state 'metric_' cannot map a query: {exc}") from None
+    if np.shape(probe) != (1, int(width)) or not np.all(np.isfinite(probe)):
+        raise ValueError(
+            f"Fitted state 'metric_' maps a query to shape {np.shape(probe)}, not (1, {int(width)}) finite coordinates."
+        )
+    return space
+
+
+def check_score_model(model: Any, kind: str, n_features: int) -> None:
+    """The map of a learned space from outside: one that ``metric=kind`` fits, able to predict safely.
+
+    ``"standard"`` has none; ``"auto"`` none, a ``HistGradientBoostingClassifier`` or a
+    ``Pipeline(StandardScaler, LogisticRegression)``. The trees of a gradient-boosting model are
+    walked by compiled code that does not check indices, so every node's children must come
+    after it and inside the tree (the walk ends) and every split must read a feature of the input
+    (no categorical split, no binned prediction).
+    """
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if model is None:
+        return
+    if kind != "auto":
+        raise ValueError(f"Fitted state 'metric_' of kind {kind!r} must have no map, got {type(model).__name__}.")
+    if type(model) is Pipeline:
+        steps = [type(step) for _, step in getattr(model, "steps", ())]
+        if steps != [StandardScaler, LogisticRegression]:
+            raise ValueError(
+                f"Fitted state 'metric_' has a Pipeline of {[s.__name__ for s in steps]}; metric='auto' fits "
+                "[StandardScaler, LogisticRegression]."
+            )
+        return
+    if type(model) is not HistGradientBoostingClassifier:
+        raise ValueError(
+            f"Fitted state 'metric_' has a map of type {type(model).__name__}; metric='auto' fits a "
+            "HistGradientBoostingClassifier or a Pipeline(StandardScaler, LogisticRegression)."
+        )
+    _check_gradient_boosting(model, n_features)
+
+
+def _check_gradient_boosting(model: Any, n_features: int) -> None:
+    from sklearn.ensemble._hist_gradient_boosting.common import PREDICTOR_RECORD_DTYPE
+    from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
+
+    def refuse(what: str) -> ValueError:
+        return ValueError(f"Fitted state 'metric_': its gradient-boosting model {what}.")
+
+    if getattr(model, "n_features_in_", None) != n_features:
+        raise refuse(f"reads {getattr(model, 'n_features_in_', None)!r} features, not {n_features}")
+    if getattr(model, "_in_fit", False) or getattr(model, "_preprocessor", None) is not None or \
+            getattr(model, "is_categorical_", None) is not None:
+        raise refuse("has categorical features or is marked as fitting; metric='auto' fits neither")
+    categorical = np.asarray(getattr(getattr(model, "_bin_mapper", None), "is_categorical_", None))
+    if categorical.shape != (n_features,) or categorical.dtype.kind not in "bu" or np.any(categorical):
+        raise refuse("has categorical features (its bin mapper's is_categorical_)")
+    n_trees = getattr(model, "n_trees_per_iteration_", None)
+    predictors = getattr(model, "_predictors", None)
+    if not isinstance(n_trees, int) or n_trees < 1 or not isinstance(predictors, list):
+        raise refuse("has no trees")
+    for iteration in predictors:
+        if not isinstance(iteration, list) or len(iteration) != n_trees:
+            raise refuse(f"has an iteration without {n_trees} trees")
+        for tree in iteration:
+            nodes = getattr(tree, "nodes", None)
+            if type(tree) is not TreePredictor or not isinstance(nodes, np.ndarray) or nodes.dtype != PREDICTOR_RECORD_DTYPE \
+                    or nodes.ndim != 1 or nodes.shape[0] < 1:
+                raise refuse("has a tree that is not an array of nodes")
+            n, index = nodes.shape[0], np.arange(nodes.shape[0])
+            split = nodes["is_leaf"] == 0
+            left, right = nodes["left"][split].astype(np.int64), nodes["right"][split].astype(np.int64)
+            feature = nodes["feature_idx"][split]
+            inside = (left > index[split]) & (left < n) & (right > index[split]) & (right < n)
+            if not np.all(inside) or np.any((feature < 0) | (feature >= n_features)) or np.any(nodes["is_categorical"]):
+                raise refuse("has a tree whose nodes point outside it, backwards, at a missing feature or to a "
+                             "categorical split")
+            if not np.all(np.isfinite(nodes["value"])):
+                raise refuse("has a tree with a non-finite leaf value")

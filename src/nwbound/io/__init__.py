@@ -1,7 +1,8 @@
 """Files for practitioners: safe model files and streamed CSV/Parquet tables.
 
 :func:`save_model` / :func:`load_model` write and read a documented ``.npz``
-model format (plain arrays + JSON metadata, never pickle; see
+model format (plain arrays + JSON metadata, never pickle; the default model's
+learned space through skops with an explicit list of trusted types; see
 :mod:`nwbound.io.model_file`): the fitted state goes through the estimators'
 public ``get_fitted_state``/``set_fitted_state``, and every loaded value is
 validated (the unkeyed SHA-256 checksum catches accidents, not forgery).

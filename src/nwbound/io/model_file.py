@@ -1,13 +1,17 @@
 """Safe model files: one ``.npz`` of plain arrays plus JSON metadata, never pickle.
 
-Format (``nwbound-model``, version 2)
--------------------------------------
+Format (``nwbound-model``, versions 2 and 3)
+--------------------------------------------
 A model file is an ordinary NumPy ``.npz`` archive (a ZIP of ``.npy`` members,
 stored uncompressed exactly as :func:`numpy.savez` writes them, with fixed
 timestamps so that the same model always gives the same bytes). Every member
 is a plain numeric, boolean, bytes or unicode array; no member may hold Python
 objects, so the file is read with ``allow_pickle=False`` and loading never
-executes code. Members:
+executes code. A model without learned pieces (``metric=None`` with a numeric
+``lipschitz``, ``margin`` or none) is written as version 2, which older nwbound
+reads too; the default model (``metric="auto"``, ``lipschitz="auto"``,
+``cross_fit="auto"``) as version 3, which adds the learned pieces (below).
+Members:
 
 ``__metadata__``
     UTF-8 JSON (as a ``uint8`` array) with ``format`` (``"nwbound-model"``),
@@ -28,16 +32,36 @@ executes code. Members:
     The ``bandwidth_grid`` parameter, when set.
 ``scaler_shift``, ``scaler_scale``
     The scaling pipeline (``x_scaled = (x − shift)·scale``).
+``state__cross<k>__<name>`` (version 3)
+    The fitted state of the k-th cross-fitted model; the ``state`` entry
+    ``cross_fit_models_`` lists each model's kinds.
+``__learned__`` (version 3)
+    The fitted-state entries of kind ``"object"`` (``metric_``: each model's
+    :class:`~nwbound.spaces.LearnedSpace` with its score model;
+    ``lipschitz_report_``: how ``lipschitz="auto"`` chose L), keyed by their
+    member names, as one skops dump (``skops.io.dumps``: a ZIP of a JSON schema
+    and ``.npy`` arrays) stored as a ``uint8`` array. Loading first reads the
+    schema as JSON and refuses the file if it names any class outside an
+    explicit trusted list (:func:`nwbound.io._learned.trusted_types`: nwbound's
+    space and reports, ``HistGradientBoostingClassifier`` and its parts,
+    ``Pipeline``, ``StandardScaler``, ``LogisticRegression``, plain containers
+    and arrays) or any skops node that calls a named function; only then does
+    skops build the objects, from their classes and attributes. The space is
+    kept whole (its attributes, whatever they are), so the loaded model's
+    intervals are those of the saved one, byte for byte. These bytes are not
+    reproducible (skops names its members after object ids), unlike the rest.
 
 Loading builds the estimator from ``params`` and hands the state to its
 ``set_fitted_state``, which checks **every** array and scalar (shapes, dtypes,
 finiteness, ranges, consistency between arrays) and rebuilds what is derived
 (e.g. the neighbour index of the localized classifier, which is never stored).
-Nothing is written into the estimator from outside. The loaded model then
+A learned space must be one ``metric="auto"`` or ``"standard"`` fits, and a
+gradient-boosting model's trees must stay inside themselves (compiled code
+walks them unchecked). Nothing is written into the estimator from outside. The loaded model then
 answers one probe query, so that a value only the prediction path rejects
 refuses the file at load. ``n_jobs`` from a file is capped to the cores of
 the loading machine. Version-1 files (training arrays
-``train_X``… or the dyadic ``cell_*_`` arrays) are still read.
+``train_X``… or the dyadic ``cell_*_`` arrays) and version-2 files are still read.
 
 What the checksum promises
 --------------------------
@@ -79,7 +103,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .pipeline import SCALE_METHODS, FeatureScaler, TableModel
+from .pipeline import SCALE_METHODS, FeatureScaler, TableModel, check_table_columns
 
 __all__ = [
     "FORMAT_NAME",
@@ -92,12 +116,19 @@ __all__ = [
 ]
 
 FORMAT_NAME = "nwbound-model"
-FORMAT_VERSION = 2
-_READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+_READABLE_VERSIONS = (1, 2, 3)
+# A file without learned pieces is written as version 2 (older nwbound reads it); one with them as 3.
+_PLAIN_VERSION = 2
 
 _META = "__metadata__"
 _STATE = "state__"
-_STATE_KINDS = ("array", "str_objects", "int", "float", "bool", "str", "dtype", "none")
+_STATE_KINDS = ("array", "str_objects", "int", "float", "bool", "str", "dtype", "none", "object")
+# Format 3: the learned pieces (kind "object") as one skops dump, and the state of each cross-fitted
+# model under ``<prefix>cross<k>__`` (its kinds a list in the parent's "cross_fit_models_" entry).
+_LEARNED = "__learned__"
+_MODELS = "cross_fit_models_"
+_MAX_MODELS = 64
 _PIPELINE_ARRAYS = {"scaler_shift", "scaler_scale"}
 # Members of format-1 files (the training set or the dyadic grid).
 _V1_NW_ARRAYS = {"classes_", "class_prior_", "train_X", "train_labels", "train_weights", "bandwidths_", "param_bandwidth_grid"}
@@ -182,6 +213,29 @@ def _params_for_file(est: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     return {k: _json_value(v, k) for k, v in params.items()}, arrays
 
 
+# The fitted-state entries that are objects (get_fitted_state's learned pieces), not arrays.
+_OBJECT_KEYS = frozenset({"metric_", "lipschitz_report_"})
+
+
+def _flatten_state(state: Mapping[str, Any], prefix: str, arrays: dict[str, np.ndarray],
+                   objects: dict[str, Any]) -> dict[str, Any]:
+    """The kinds of a fitted state's entries; their arrays into ``arrays``, objects into ``objects``,
+    both under ``prefix + key`` (each cross-fitted model's state under ``prefix + "cross<k>__"``)."""
+    kinds: dict[str, Any] = {}
+    for key, value in state.items():
+        if not isinstance(key, str) or not _KEY.match(key):
+            raise TypeError(f"Fitted state key {key!r} cannot name a file member.")
+        if key == _MODELS:
+            kinds[key] = [_flatten_state(sub, f"{prefix}cross{k}__", arrays, objects) for k, sub in enumerate(value)]
+            continue
+        kinds[key], arr = _state_member(key, value)
+        if kinds[key] == "object":
+            objects[prefix + key] = value
+        elif arr is not None:
+            arrays[prefix + key] = arr
+    return kinds
+
+
 def _state_member(key: str, value: Any) -> tuple[str, np.ndarray | None]:
     """(kind, array) of one fitted-state entry; no array may need pickle to be read."""
     if value is None:
@@ -201,6 +255,8 @@ def _state_member(key: str, value: Any) -> tuple[str, np.ndarray | None]:
             return "array", value if value.flags.c_contiguous else value.copy(order="C")
         if value.dtype.kind == "O" and all(isinstance(v, str) for v in value.ravel()):
             return "str_objects", np.asarray(value.tolist(), dtype=str).reshape(value.shape)
+    elif key in _OBJECT_KEYS:  # a learned space or a report: the skops dump (save_model checks its types)
+        return "object", None
     raise TypeError(
         f"Cannot save fitted state {key!r} of type {type(value).__name__}"
         f"{'' if not isinstance(value, np.ndarray) else f' (dtype {value.dtype})'}: a model file stores "
@@ -223,16 +279,15 @@ def _estimator_payload(est: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]
         check_is_fitted(est)
     except NotFittedError:
         raise ValueError(f"This {type(est).__name__} is not fitted yet; call fit before save_model.") from None
-    # First: it refuses, with the reason, what a model file cannot hold (a learned metric=).
+    # First: it refuses, with the reason, what a model file cannot hold (a metric= given as an estimator).
     state = est.get_fitted_state()
     params, arrays = _params_for_file(est)
-    kinds: dict[str, str] = {}
-    for key, value in state.items():
-        if not isinstance(key, str) or not _KEY.match(key):
-            raise TypeError(f"Fitted state key {key!r} cannot name a file member.")
-        kinds[key], arr = _state_member(key, value)
-        if arr is not None:
-            arrays[_STATE + key] = arr
+    objects: dict[str, Any] = {}
+    kinds = _flatten_state(state, _STATE, arrays, objects)
+    if objects:
+        from ._learned import dump_objects
+
+        arrays[_LEARNED] = dump_objects(objects)
     meta = {
         "estimator": type(est).__name__,
         "params": params,
@@ -276,10 +331,9 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = False) 
     ----------
     model : NadarayaWatsonClassifier, DyadicClassifier or TableModel
         A fitted estimator (regular or localized NW, or dyadic), optionally
-        with its scaling pipeline, fitted on the features as given
-        (``metric=None``, not the default ``metric="auto"``: a file cannot hold a learned map);
-        after ``lipschitz="auto"``, set the chosen value first
-        (``set_params(lipschitz=model.lipschitz_)``).
+        with its scaling pipeline: the default model (``metric="auto"``,
+        ``lipschitz="auto"``, cross-fitted or not), ``metric="standard"`` or
+        ``metric=None``; not a ``metric`` given as an estimator.
     path : str or path-like
         Target file (``.npz`` recommended). Written to a temporary file in the
         same folder, then renamed into place, so a crash never leaves a
@@ -299,8 +353,7 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = False) 
     TypeError
         A callable kernel, an unsupported estimator or unsupported classes.
     ValueError
-        An unfitted estimator; a learned ``metric`` (any but None, the default ``"auto"``
-        included), ``cross_fit=True`` or an int; ``lipschitz="auto"`` not yet set to the chosen value.
+        An unfitted estimator; a ``metric`` given as an estimator (PCA, LDA, …).
 
     Examples
     --------
@@ -343,7 +396,8 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = False) 
         raise FileExistsError(f"Model file {path} already exists; pass overwrite=True (--overwrite) or choose another path.")
     if path.is_dir():
         raise IsADirectoryError(f"Model path {path} is a folder; give a file name such as model.npz.")
-    header = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "nwbound_version": __version__}
+    version = FORMAT_VERSION if _LEARNED in arrays else _PLAIN_VERSION
+    header = {"format": FORMAT_NAME, "format_version": version, "nwbound_version": __version__}
     meta = {**header, **meta}
     meta["arrays"] = {n: {"dtype": a.dtype.str, "shape": list(a.shape)} for n, a in sorted(arrays.items())}
     meta["sha256"] = _digest(arrays, meta)
@@ -468,10 +522,15 @@ def _params_from_file(meta_params: Any, cls: type, arrays: dict[str, np.ndarray]
     return params
 
 
-def _state_value(key: str, kind: Any, arrays: dict[str, np.ndarray], path: Path) -> Any:
-    """One fitted-state entry read back from its member, by its recorded kind."""
-    _check(kind in _STATE_KINDS, path, f"state {key}: unknown kind {kind!r}")
-    member = _STATE + key
+def _state_value(key: str, kind: Any, arrays: dict[str, np.ndarray], path: Path, prefix: str = _STATE,
+                 objects: Mapping[str, Any] | None = None) -> Any:
+    """One fitted-state entry read back from its member (or the learned pieces), by its recorded kind."""
+    _check(isinstance(kind, str) and kind in _STATE_KINDS, path, f"state {key}: unknown kind {kind!r}")
+    member = prefix + key
+    if kind == "object":
+        _check(key in _OBJECT_KEYS, path, f"state {key} cannot be an object")
+        _check(objects is not None and member in objects, path, f"state {key}: {member} is not among the learned pieces")
+        return objects[member]
     if kind == "none":
         _check(member not in arrays, path, f"state {key} is None but has a member")
         return None
@@ -520,13 +579,40 @@ def _restore(cls: type, params: dict, state: dict[str, Any], path: Path) -> Any:
     return est
 
 
-def _build_v2(cls: type, params: dict, arrays: dict[str, np.ndarray], meta: dict, path: Path) -> Any:
-    kinds = meta.get("state")
+def _unflatten_state(kinds: Any, prefix: str, arrays: dict[str, np.ndarray], objects: Mapping[str, Any] | None,
+                     path: Path, used: set[str], depth: int = 0) -> dict[str, Any]:
+    """:func:`_flatten_state` back; ``used`` collects the member names read (every stored one must be)."""
     _check(isinstance(kinds, dict) and all(isinstance(k, str) and _KEY.match(k) for k in kinds), path,
            "state is not an object of member names")
-    stored = {n[len(_STATE):] for n in arrays if n.startswith(_STATE)}
-    _check(stored <= set(kinds), path, f"unexpected state members {sorted(stored - set(kinds))}")
-    state = {key: _state_value(key, kind, arrays, path) for key, kind in kinds.items()}
+    state: dict[str, Any] = {}
+    for key, kind in kinds.items():
+        if key == _MODELS:
+            _check(depth == 0 and isinstance(kind, list) and 2 <= len(kind) <= _MAX_MODELS, path,
+                   f"state {_MODELS} must list 2 to {_MAX_MODELS} model states")
+            state[key] = [_unflatten_state(sub, f"{prefix}cross{k}__", arrays, objects, path, used, depth + 1)
+                          for k, sub in enumerate(kind)]
+            continue
+        state[key] = _state_value(key, kind, arrays, path, prefix, objects)
+        used.add(prefix + key)
+    return state
+
+
+def _build_v2(cls: type, params: dict, arrays: dict[str, np.ndarray], meta: dict, path: Path) -> Any:
+    """Formats 2 and 3: the fitted state from its members (and, in 3, the learned pieces)."""
+    objects = None
+    if _LEARNED in arrays:
+        from ._learned import load_objects
+
+        blob = arrays.pop(_LEARNED)
+        _check(blob.dtype == np.uint8 and blob.ndim == 1, path, f"{_LEARNED} is not a byte string")
+        try:
+            objects = load_objects(blob)
+        except ValueError as exc:
+            raise ModelFileError(f"Model file {path} is invalid: {exc}.") from None
+    used: set[str] = set()
+    state = _unflatten_state(meta.get("state"), _STATE, arrays, objects, path, used)
+    stored = {n for n in arrays if n.startswith(_STATE)} | set(objects or ())
+    _check(stored <= used, path, f"unexpected state members {sorted(stored - used)}")
     return _restore(cls, params, state, path)
 
 
@@ -728,7 +814,7 @@ def load_model(path: str | os.PathLike, *, expected_features: Sequence[str] | in
     -------
     NadarayaWatsonClassifier, DyadicClassifier or TableModel
         Whatever was saved; predictions and intervals are byte-identical to
-        those of the saved model.
+        those of the saved model (a learned space and cross-fitted models included).
 
     Raises
     ------
@@ -737,7 +823,9 @@ def load_model(path: str | os.PathLike, *, expected_features: Sequence[str] | in
     ModelFileError (a ValueError)
         Truncated or corrupt file, checksum mismatch (edited file), any
         invalid value (the message names it), a newer format version, an
-        unknown estimator class or a different feature set.
+        unknown estimator class, a learned piece of a type not on the trusted
+        list, a pipeline whose ``features`` repeat a name or hold the ``target``,
+        or a different feature set.
 
     Examples
     --------
@@ -794,7 +882,8 @@ def _build(meta: dict, arrays: dict[str, np.ndarray], version: int, path: Path) 
             state["feature_names_in_"] = np.asarray(names, dtype=object)
             est = _restore(cls, params, state, path)
     else:
-        unexpected = {n for n in arrays if not n.startswith(_STATE)} - allowed_extra
+        unexpected = {n for n in arrays if not n.startswith(_STATE)} - allowed_extra - (
+            {_LEARNED} if version >= 3 else set())
         _check(not unexpected, path, f"unexpected arrays {sorted(unexpected)}")
         est = _build_v2(cls, params, arrays, meta, path)
     _check(int(est.n_features_in_) == n_features, path, "n_features_in does not match the fitted state")
@@ -820,8 +909,12 @@ def _build(meta: dict, arrays: dict[str, np.ndarray], version: int, path: Path) 
     target = pipeline.get("target")
     _check(target is None or isinstance(target, str), path, "pipeline target malformed")
     id_columns = pipeline.get("id_columns", [])  # absent in files written before it was recorded
-    _check(isinstance(id_columns, list) and all(isinstance(c, str) for c in id_columns)
-           and not set(id_columns) & set(features), path, "pipeline id_columns malformed")
+    _check(isinstance(id_columns, list) and all(isinstance(c, str) for c in id_columns), path,
+           "pipeline id_columns malformed")
+    try:  # an edited file: a feature named twice, the target as a feature (issue 32, finding 4)
+        check_table_columns(features, target, id_columns, field="pipeline.")
+    except ValueError as exc:
+        raise ModelFileError(f"Model file {path} is invalid: {exc}") from None
     return TableModel(
         estimator=est,
         features=tuple(features),

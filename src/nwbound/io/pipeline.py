@@ -15,7 +15,7 @@ import numpy as np
 
 from .._numerics import column_spread
 
-__all__ = ["SCALE_METHODS", "FeatureScaler", "TableModel"]
+__all__ = ["SCALE_METHODS", "FeatureScaler", "TableModel", "check_table_columns"]
 
 SCALE_METHODS = ("none", "minmax", "standard")
 
@@ -166,6 +166,49 @@ def _feature_frame(X: Any, features: Sequence[str]) -> Any:
     return X[[labels[names.index(str(f))] for f in features]]
 
 
+def check_table_columns(features: Sequence[str], target: str | None, id_columns: Sequence[str], *,
+                        field: str = "") -> None:
+    """Refuse column roles no table can have: a feature named twice, the target as a feature or an
+    id column, an id column that is also a feature (``field`` prefixes the names in the message).
+
+    Parameters
+    ----------
+    features : sequence of str
+    target : str or None
+    id_columns : sequence of str
+    field : str, default=""
+        Where the names come from, e.g. ``"pipeline."`` for a model file.
+
+    Raises
+    ------
+    ValueError
+        Naming the field and the column.
+
+    Examples
+    --------
+    >>> check_table_columns(["a", "b"], "y", ["id"])
+    >>> check_table_columns(["a", "b", "a"], "y", [], field="pipeline.")
+    Traceback (most recent call last):
+    ...
+    ValueError: pipeline.features names the column(s) ['a'] more than once; each feature is one column.
+    >>> check_table_columns(["a", "y"], "y", [])
+    Traceback (most recent call last):
+    ...
+    ValueError: target 'y' is also one of the features; the class labels cannot be a feature.
+    """
+    features = list(features)
+    repeated = sorted({f for f in features if features.count(f) > 1})
+    if repeated:
+        raise ValueError(f"{field}features names the column(s) {repeated} more than once; each feature is one column.")
+    if target is not None and target in features:
+        raise ValueError(f"{field}target {target!r} is also one of the {field}features; the class labels cannot be a feature.")
+    if target is not None and target in id_columns:
+        raise ValueError(f"{field}target {target!r} is also one of the {field}id_columns.")
+    shared = sorted(set(id_columns) & set(features))
+    if shared:
+        raise ValueError(f"{field}id_columns {shared} are also {field}features; an id column is not a feature.")
+
+
 @dataclass(eq=False)
 class TableModel:
     """A fitted classifier together with how to build its inputs from a table.
@@ -207,6 +250,9 @@ class TableModel:
     margin: float | None = None
     id_columns: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        check_table_columns(self.features, self.target, self.id_columns)
+
     @classmethod
     def fit(
         cls,
@@ -227,10 +273,10 @@ class TableModel:
         Parameters
         ----------
         estimator : unfitted NadarayaWatsonClassifier or DyadicClassifier
-            Its ``lipschitz``/``margin`` are replaced by the restated values. Pass
-            ``metric=None`` (as ``nwbound fit`` does): the restated values are in the scaled
-            features' units, not a learned space's, and a model file cannot hold the learned map
-            of the default ``metric="auto"``.
+            With ``lipschitz``/``margin`` given here, its own are replaced by the restated values,
+            which needs ``metric=None`` (raw units mean nothing in a learned space). Without them
+            any estimator the model file stores fits as it is (the default ``metric="auto"``,
+            ``lipschitz="auto"`` included, as ``nwbound fit`` does by default).
         X : ndarray or data frame of shape (n_samples, n_features)
             Raw features; a data frame is read by the names in ``features`` (other columns ignored).
         y : ndarray of shape (n_samples,)
@@ -271,6 +317,12 @@ class TableModel:
             raise ValueError(f"X has shape {X.shape} but {len(features)} feature names were given.")
         if lipschitz is not None and margin is not None:
             raise ValueError("Give lipschitz or margin, not both.")
+        if (lipschitz is not None or margin is not None) and getattr(estimator, "metric", None) is not None:
+            raise ValueError(
+                f"lipschitz/margin are in raw feature units, which mean nothing in the space metric="
+                f"{estimator.metric!r} learns: pass an estimator with metric=None, or leave them None (the "
+                "estimator's lipschitz='auto' chooses L in its space)."
+            )
         if scale not in SCALE_METHODS:
             raise ValueError(f"scale must be one of {', '.join(SCALE_METHODS)}, got {scale!r}.")
         scaler = None if scale == "none" else FeatureScaler.fit(X, scale)

@@ -1,0 +1,160 @@
+"""The fitted state beyond the kernel sums: a learned space, the L that ``lipschitz="auto"`` chose,
+cross-fitted models (``get_fitted_state``/``set_fitted_state`` of every bounded classifier).
+
+Private to :mod:`nwbound.estimators`: :class:`~nwbound.estimators._base.BoundedClassifierBase`
+inherits these methods; each classifier's ``get_fitted_state``/``set_fitted_state`` adds its own
+kernel sums. Everything restored is checked as untrusted input (:mod:`._state`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+from sklearn.base import clone
+
+from ..spaces import CrossFitReports, LipschitzAutoReport, metric_kind
+from ._state import state_classes, state_scalar, state_space
+
+
+def _positive_state_float(state: Mapping[str, Any], name: str) -> float:
+    """A finite float > 0 of a fitted state (the chosen L, the pilot L)."""
+    value = state.get(name)
+    if isinstance(value, bool) or not isinstance(value, (float, int, np.floating, np.integer)) or not (
+            np.isfinite(value) and value > 0):
+        raise ValueError(f"Fitted state {name!r} must be a finite number > 0, got {value!r}.")
+    return float(value)
+
+
+class _LearnedState:
+    """The learned part of a fitted state, shared by the bounded classifiers."""
+
+    def _refuse_learned_state(self, action: str) -> None:
+        """A fitted state holds ``metric=None``, ``"standard"`` or ``"auto"`` (the default), never a
+        map given as an estimator: that is an arbitrary object, which a safe model file cannot hold."""
+        if metric_kind(getattr(self, "metric", None)) in ("transformer", "scores"):
+            raise ValueError(
+                f"{action}: a learned metric given as an estimator (metric={self.metric!r}) is an arbitrary "
+                "scikit-learn object that a safe model file cannot store; a fitted state holds metric=None, "
+                "'standard' or 'auto' (the default). Keep the model with joblib/pickle (trusted files only), "
+                "or fit with metric='auto' or None."
+            )
+
+    def _learned_state(self) -> dict[str, Any]:
+        """The entries of a fitted state beyond the kernel sums: ``metric_`` (the
+        :class:`~nwbound.spaces.LearnedSpace` itself) and, after the held-out check of
+        ``lipschitz="auto"``, ``lipschitz_``, ``lipschitz_report_`` and ``pilot_lipschitz``."""
+        self._refuse_learned_state("get_fitted_state")
+        state: dict[str, Any] = {}
+        if getattr(self, "metric_", None) is not None:
+            state["metric_"] = self.metric_
+        if getattr(self, "lipschitz_report_", None) is not None:
+            state.update(lipschitz_=float(self.lipschitz_), lipschitz_report_=self.lipschitz_report_,
+                         pilot_lipschitz=float(self._choice_beta))
+        return state
+
+    def _restore_learned(self, state: Mapping[str, Any], n_features: int) -> int:
+        """Check and set what :meth:`_learned_state` wrote (before the kernel sums are installed:
+        their check reads the chosen L); return the width of the space the kernel works in."""
+        self._refuse_learned_state("set_fitted_state")
+        kind = metric_kind(getattr(self, "metric", None))
+        cross = getattr(self, "cross_fit", False)
+        if cross is True or (isinstance(cross, (int, np.integer)) and not isinstance(cross, bool)):
+            raise ValueError(f"set_fitted_state: cross_fit={cross!r}, but the fitted state holds one model "
+                             "(no 'cross_fit_models_').")
+        if kind is None:
+            if state.get("metric_") is not None:
+                raise ValueError("set_fitted_state: the fitted state holds a learned space 'metric_', but this "
+                                 "estimator has metric=None.")
+            self.metric_ = None
+        else:
+            if state.get("metric_") is None:
+                raise ValueError(f"set_fitted_state: this estimator has metric={self.metric!r}, but the fitted state "
+                                 "holds no learned space 'metric_' (it was fitted with metric=None).")
+            self.metric_ = state_space(state, kind, n_features)
+        self.metric_report_ = getattr(self.metric_, "report_", None)
+        self._cross_fitted = False
+        report = state.get("lipschitz_report_")
+        if report is None:
+            if self._chooses_lipschitz():
+                raise ValueError("set_fitted_state: lipschitz='auto', but the fitted state holds no "
+                                 "'lipschitz_report_' (the L that fit chose on held-out rows).")
+            self.lipschitz_ = None if self.lipschitz is None or isinstance(self.lipschitz, str) else float(self.lipschitz)
+            self.lipschitz_report_, self._choice_beta = None, None
+        else:
+            if not isinstance(report, LipschitzAutoReport):
+                raise ValueError(f"Fitted state 'lipschitz_report_' must be a LipschitzAutoReport, got {type(report).__name__}.")
+            value, pilot = (_positive_state_float(state, name) for name in ("lipschitz_", "pilot_lipschitz"))
+            if value != report.value:
+                raise ValueError(f"Fitted state 'lipschitz_' = {value!r} is not the value of its 'lipschitz_report_' "
+                                 f"({report.value!r}).")
+            self.lipschitz_, self.lipschitz_report_, self._choice_beta = value, report, pilot
+        return n_features if self.metric_ is None else int(self.metric_.n_components_)
+
+    def _cross_state(self) -> dict[str, Any]:
+        """The fitted state of a cross-fitted model: its inputs' record and one state per model."""
+        state: dict[str, Any] = {
+            "classes_": self.classes_,
+            "class_prior_": self.class_prior_,
+            "n_features_in_": int(self.n_features_in_),
+            "cross_fit_models_": [model.get_fitted_state() for model in self.cross_fit_models_],
+        }
+        if self._unit() != 1.0:
+            state["feature_unit"] = self._unit()
+        if hasattr(self, "feature_names_in_"):
+            state["feature_names_in_"] = self.feature_names_in_
+        return state
+
+    def _restore_cross(self, state: Mapping[str, Any], dtype) -> "BoundedClassifierBase":
+        """:meth:`_cross_state` back: each model restored (and checked) by its own ``set_fitted_state``,
+        with the settings ``fit`` gives it (:meth:`_cross_model_settings`)."""
+        self._refuse_learned_state("set_fitted_state")
+        models = state["cross_fit_models_"]
+        cross = self.cross_fit
+        if metric_kind(getattr(self, "metric", None)) in (None, "standard") or cross is False:
+            raise ValueError(f"set_fitted_state: the fitted state holds cross-fitted models, but this estimator has "
+                             f"metric={self.metric!r}, cross_fit={cross!r}.")
+        expected = 2 if cross is True else None if isinstance(cross, str) else int(cross)
+        if not isinstance(models, (list, tuple)) or len(models) < 2 or (expected is not None and len(models) != expected):
+            raise ValueError(f"Fitted state 'cross_fit_models_' must list {expected or 'at least 2'} model states "
+                             f"(cross_fit={cross!r}).")
+        classes, prior = state_classes(state)
+        n_features = state_scalar(state, "n_features_in_", low=1)
+        unit = float(state.get("feature_unit", 1.0))
+        settings = self._cross_model_settings(len(models))
+        halves = []
+        for k, sub in enumerate(models):
+            if not isinstance(sub, Mapping) or "cross_fit_models_" in sub:
+                raise ValueError(f"Fitted state 'cross_fit_models_'[{k}] must be one model's fitted state.")
+            half = clone(self).set_params(cross_fit=False, **settings)
+            try:
+                half.set_fitted_state(sub)
+            except ValueError as exc:
+                raise ValueError(f"Fitted state 'cross_fit_models_'[{k}]: {exc}") from None
+            same_names = np.array_equal(getattr(half, "feature_names_in_", None), state.get("feature_names_in_"))
+            if not (np.array_equal(half.classes_, classes) and half.n_features_in_ == n_features and same_names
+                    and half._unit() == unit):
+                raise ValueError(f"Fitted state 'cross_fit_models_'[{k}] has other classes, features or feature unit "
+                                 "than the cross-fitted model.")
+            halves.append(half)
+        self._restore_inputs(state, classes, prior, n_features, dtype, unit)
+        return self._adopt_cross_models(halves)
+
+    def _adopt_cross_models(self, halves: list) -> "BoundedClassifierBase":
+        """Make this estimator the cross-fitted model of ``halves`` (fitted models, one per layout)."""
+        self.cross_fit_models_ = halves
+        self._cross_fitted = True
+        self.metric_ = None
+        self.metric_report_ = (CrossFitReports(h.metric_report_ for h in halves)
+                               if halves[0].metric_report_ is not None else None)
+        self.check_rows_ = np.zeros(0, np.intp)
+        if hasattr(halves[0], "n_samples_fit_"):
+            self.n_samples_fit_ = sum(h.n_samples_fit_ for h in halves)
+        if self._chooses_lipschitz():
+            self.lipschitz_ = max(h.lipschitz_ for h in halves)
+            self.lipschitz_report_ = CrossFitReports(h.lipschitz_report_ for h in halves)
+        else:
+            self.lipschitz_, self.lipschitz_report_ = halves[0].lipschitz_, None
+        self._snapshot_fit_params()  # a fit-time parameter changed after fit: predict raises (_check_fitted)
+        self._fit_complete = True
+        return self

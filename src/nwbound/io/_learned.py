@@ -1,0 +1,176 @@
+"""The learned pieces of a model file (``metric="auto"``'s space, the chosen L), through skops.
+
+A fitted state holds, beside plain arrays, a few objects: the :class:`~nwbound.spaces.LearnedSpace`
+of each model (its score model: a ``HistGradientBoostingClassifier`` or a
+``Pipeline(StandardScaler, LogisticRegression)``) and the reports of ``metric="auto"`` and
+``lipschitz="auto"``. They are written with skops' persistence (``skops.io.dumps``): a ZIP of a
+JSON schema and ``.npy`` arrays, read back by building each object from its class and its
+attributes, never by unpickling. Every class the schema names must be one of
+:func:`trusted_types`, and every node one of ``_NODE_LOADERS``; anything else refuses the file *before* skops
+builds anything (skops itself is given the same list). The objects are then checked by the
+estimator's ``set_fitted_state`` as any other untrusted value.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import zipfile
+from typing import Any
+
+import numpy as np
+
+__all__ = ["dump_objects", "load_objects", "trusted_types", "untrusted_types"]
+
+# The skops node kinds a learned space and its reports need (no function, method or reduce node:
+# those call a named callable when loading).
+_NODE_LOADERS = frozenset({"DictNode", "ListNode", "TupleNode", "JsonNode", "TypeNode", "NdArrayNode",
+                           "ObjectNode", "LossNode", "RandomGeneratorNode"})
+
+
+def _name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+@functools.lru_cache(maxsize=1)
+def trusted_types() -> tuple[str, ...]:
+    """The classes (``module.Class``, as skops names them) a model file's learned pieces may hold.
+
+    Built from the classes themselves (on first use: it imports scikit-learn's gradient boosting),
+    so that a class that moves keeps its place on the list.
+
+    Examples
+    --------
+    >>> from nwbound.io._learned import trusted_types
+    >>> "nwbound.spaces._space.LearnedSpace" in trusted_types()
+    True
+    """
+    from sklearn._loss.link import Interval, LogitLink, MultinomialLogit
+    from sklearn._loss.loss import HalfBinomialLoss, HalfMultinomialLoss
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.ensemble._hist_gradient_boosting.binning import _BinMapper
+    from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import LabelEncoder, StandardScaler
+
+    from ..lipschitz_check import LipschitzCheck, LipschitzSelection
+    from ..spaces import LearnedSpace, LipschitzAutoReport, MetricAutoReport
+
+    losses = (HalfBinomialLoss, HalfMultinomialLoss)
+    classes = (
+        LearnedSpace, MetricAutoReport, LipschitzAutoReport, LipschitzSelection, LipschitzCheck,
+        Pipeline, StandardScaler, LogisticRegression,
+        HistGradientBoostingClassifier, TreePredictor, _BinMapper, LabelEncoder, *losses,
+        LogitLink, MultinomialLogit, Interval,
+        dict, list, tuple, str, int, float, bool, type(None),
+        np.ndarray, np.random.Generator, np.float64, np.float32, np.int64, np.int32, np.uint64, np.uint32,
+        np.bool_,
+    )
+    # The compiled losses (CyHalfBinomialLoss…) that skops rebuilds by name beside each loss.
+    compiled = tuple(_name(type(loss().closs)) for loss in losses)
+    return tuple(sorted({_name(c) for c in classes} | set(compiled) | {"numpy.random._generator.Generator"}))
+
+
+def _schema_nodes(blob: bytes) -> list[dict]:
+    """Every node of a skops dump's schema (read as JSON, nothing built)."""
+    with zipfile.ZipFile(io.BytesIO(blob)) as zf:
+        if sum(i.file_size for i in zf.infolist()) > len(blob) or any(
+                i.compress_type != zipfile.ZIP_STORED for i in zf.infolist()):
+            raise ValueError("the learned pieces' archive is compressed or its member sizes exceed it")
+        schema = json.loads(zf.read("schema.json").decode("utf-8"))
+    nodes, stack = [], [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if "__class__" in node or "__module__" in node or "__loader__" in node:
+                nodes.append(node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return nodes
+
+
+def untrusted_types(blob: bytes) -> list[str]:
+    """The classes and node kinds of a skops dump that are not on the trusted lists (sorted).
+
+    Examples
+    --------
+    >>> import skops.io
+    >>> from nwbound.io._learned import untrusted_types
+    >>> from sklearn.decomposition import PCA
+    >>> untrusted_types(skops.io.dumps({"a": PCA()}))
+    ['sklearn.decomposition._pca.PCA']
+    """
+    trusted = set(trusted_types())
+    bad = set()
+    for node in _schema_nodes(blob):
+        if "__class__" in node or "__module__" in node:
+            name = f"{node.get('__module__')}.{node.get('__class__')}"
+            if name not in trusted:
+                bad.add(name)
+        loader = node.get("__loader__")
+        if loader is not None and loader not in _NODE_LOADERS:
+            bad.add(f"skops node {loader}")
+    return sorted(bad)
+
+
+def dump_objects(objects: dict[str, Any]) -> np.ndarray:
+    """``{member name: object}`` as the bytes of a skops dump (a ``uint8`` array for the ``.npz``).
+
+    Refuses, as loading would, any object whose classes are not on the trusted list.
+
+    Examples
+    --------
+    >>> from nwbound.io._learned import dump_objects, load_objects
+    >>> load_objects(dump_objects({"a": (1.5, "x")}))
+    {'a': (1.5, 'x')}
+    """
+    import skops.io
+
+    blob = skops.io.dumps(objects)  # ZIP_STORED: loading checks member sizes against the blob
+    bad = untrusted_types(blob)
+    if bad:
+        raise TypeError(
+            f"Cannot save these learned pieces: they hold {', '.join(bad)}, which a model file does not "
+            "load (it loads metric='auto' or 'standard' spaces and their reports only). Use pickle for "
+            "such models (trusted input only)."
+        )
+    return np.frombuffer(blob, dtype=np.uint8)
+
+
+def load_objects(data: np.ndarray) -> dict[str, Any]:
+    """The ``{member name: object}`` of :func:`dump_objects`, built by skops from trusted classes only.
+
+    Raises
+    ------
+    ValueError
+        The dump names a class or node kind that is not trusted (listed), or is unreadable.
+
+    Examples
+    --------
+    >>> from nwbound.io._learned import dump_objects, load_objects
+    >>> sorted(load_objects(dump_objects({"b": [1], "a": None})))
+    ['a', 'b']
+    """
+    blob = np.asarray(data, dtype=np.uint8).tobytes()
+    try:
+        bad = untrusted_types(blob)
+    except (zipfile.BadZipFile, KeyError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ValueError(f"its learned pieces are unreadable ({type(exc).__name__}: {exc})") from None
+    if bad:
+        raise ValueError(
+            f"its learned pieces name types that a model file may not hold: {', '.join(bad)} (trusted: "
+            "nwbound's learned space and reports, the score models of metric='auto' and plain containers "
+            "and arrays). Refusing to build them."
+        )
+    import skops.io
+
+    try:
+        objects = skops.io.loads(blob, trusted=list(trusted_types()))
+    except Exception as exc:  # skops raises a wide range on damaged schemas; each means "invalid"
+        raise ValueError(f"its learned pieces cannot be rebuilt ({type(exc).__name__}: {exc})") from None
+    if not isinstance(objects, dict) or not all(isinstance(k, str) for k in objects):
+        raise ValueError("its learned pieces are not a mapping of member names")
+    return objects
