@@ -139,6 +139,11 @@ def _spread(values: list[float], percent: bool = False, digits: int = 3) -> str:
     return f"{mean}{unit} ({low}–{high}{missing})"
 
 
+def _seconds(values: list[float]) -> str:
+    mean = float(np.mean(values))
+    return f"{mean:.1f} s" if mean >= 1 else f"{mean:.2f} s"
+
+
 def headline_table(names: list[str], seeds: int, log=sys.stderr) -> str:
     """The markdown table of ``names`` over ``seeds`` splits (progress lines go to ``log``)."""
     header = ("| data set | rows × features × classes | default model: accuracy | best plain model: accuracy "
@@ -157,7 +162,7 @@ def headline_table(names: list[str], seeds: int, log=sys.stderr) -> str:
         lines.append(
             f"| {name} | {shape} | {_spread(column['accuracy'])} | {best}: {_spread(column[f'{best} accuracy'])} "
             f"| {_spread(column['certified'], percent=True)} | {_spread(column['error among certified'], percent=True)} "
-            f"| {outside} | {np.mean(column['seconds']):.1f} s / {np.mean(column[f'{best} seconds']):.1f} s |")
+            f"| {outside} | {_seconds(column['seconds'])} / {_seconds(column[f'{best} seconds'])} |")
     return "\n".join(lines)
 
 
@@ -180,10 +185,10 @@ def replace_between_markers(text: str, table: str) -> str:
     'a\\n<!-- headline:start -->\\nnew\\n<!-- headline:end -->\\nb'
     """
     start, end = (re.escape(m) for m in MARKERS)
-    pattern = re.compile(f"({start}\n).*?(\n{end})", flags=re.S)
+    pattern = re.compile(f"({start}\n).*?({end})", flags=re.S)
     if not pattern.search(text):
         raise ValueError(f"no {MARKERS[0]} ... {MARKERS[1]} block to replace: add the two markers first.")
-    return pattern.sub(lambda m: m.group(1) + table + m.group(2), text, count=1)
+    return pattern.sub(lambda m: m.group(1) + table.rstrip("\n") + "\n" + m.group(2), text, count=1)
 
 
 def main(argv: list[str] | None = None) -> int:
