@@ -43,7 +43,7 @@ def _busy() -> None:  # pragma: no cover - a load generator
         pass
 
 
-def time_one(name: str, one_thread: bool, timeout: float) -> str:
+def _time_one(name: str, one_thread: bool, timeout: float) -> str:
     """Seconds of one fit + predict_interval in a fresh process, or why there is none."""
     env = dict(os.environ)
     for variable in THREAD_VARIABLES:
@@ -78,8 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(1.0 if busy else 0.0)
         try:
             for name in args.datasets:
-                default = time_one(name, one_thread=False, timeout=args.timeout)
-                single = time_one(name, one_thread=True, timeout=args.timeout)
+                default = _time_one(name, one_thread=False, timeout=args.timeout)
+                single = _time_one(name, one_thread=True, timeout=args.timeout)
                 print(f"| {name} | {busy} | {default} | {single} |", flush=True)
         finally:
             for worker in workers:

@@ -144,7 +144,7 @@ def _seconds(values: list[float]) -> str:
     return f"{mean:.1f} s" if mean >= 1 else f"{mean:.2f} s"
 
 
-def headline_table(names: list[str], seeds: int, log=sys.stderr) -> str:
+def _headline_table(names: list[str], seeds: int, log=sys.stderr) -> str:
     """The markdown table of ``names`` over ``seeds`` splits (progress lines go to ``log``)."""
     header = ("| data set | rows × features × classes | default model: accuracy | best plain model: accuracy "
               "| certified | error among certified | true p outside its interval | fit + predict (default / plain) |")
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.simplefilter("ignore")  # the bounds' advice is for users; the table reports the figures
     _warm_up()
     start = time.perf_counter()
-    table = headline_table(args.datasets, args.seeds)
+    table = _headline_table(args.datasets, args.seeds)
     print(f"<!-- {shlex.join(['python', 'benchmarks/headline.py', *(sys.argv[1:] if argv is None else argv)])} -->")
     print(f"{_provenance(args.seeds)} Run time {time.perf_counter() - start:.0f} s.\n")
     print(table)
