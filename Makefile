@@ -4,25 +4,36 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+DEMO_STAMP := $(VENV)/.demo-stamp
 PYTEST_ARGS ?=
 
 .PHONY: demo test docs test-all bench install clean-venv
 
-$(STAMP): pyproject.toml
-	@echo "nwbound: first run - building a local virtual environment in $(VENV)/ from pyproject.toml."
-	@echo "nwbound: this installs numpy, scipy, scikit-learn, pandas, matplotlib, ... (a few minutes, once)."
+# The virtual environment itself (pip upgraded once); the stamps below install into it.
+$(BIN)/python:
+	@echo "nwbound: first run - building a local virtual environment in $(VENV)/."
 	$(PYTHON) -m venv $(VENV)
-	@echo "nwbound: [1/2] upgrading pip in $(VENV)/"
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	@echo "nwbound: [2/2] installing nwbound and its test extras (pip install -e '.[test]'); pip reports each package"
+
+# What `make test` and `make docs` need: nwbound with its test extras (every optional
+# dependency, sphinx, pytest, hypothesis).
+$(STAMP): pyproject.toml | $(BIN)/python
+	@echo "nwbound: installing nwbound and its test extras (pip install -e '.[test]', a few minutes, once); pip reports each package"
 	$(BIN)/python -m pip install --disable-pip-version-check -e ".[test]"
 	touch $(STAMP)
 	@echo "nwbound: environment ready ($(VENV)/)."
 
 install: $(STAMP)
 
+# What `make demo` needs and nothing more: nwbound (numpy, scipy, scikit-learn) and matplotlib
+# for its figure.
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	@echo "nwbound: installing what the demo needs (pip install -e '.[plots]': numpy, scipy, scikit-learn, matplotlib)"
+	$(BIN)/python -m pip install --disable-pip-version-check -e ".[plots]"
+	touch $(DEMO_STAMP)
+
 ## The main job on embedded synthetic data (no download): table, coverage, figure.
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	@echo "nwbound: running the demo (fit on synthetic data with known probabilities; writes results/demo/)"
 	$(BIN)/nwbound demo --output results/demo --overwrite
 

@@ -114,3 +114,23 @@ def test_cli_guide_runs_as_documented_and_shows_its_output(tmp_path, monkeypatch
     assert main(shlex.split(fixed)[1:]) == 0
     out, err = capsys.readouterr()
     assert "100.0% of the rows have a trivial bound" in out + err and "bias term (L·D/κ) is 93%" in out + err
+
+
+def _make_dry_run(target: str, venv) -> str:
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None:
+        pytest.skip("make not available")
+    proc = subprocess.run(["make", "-n", target, f"VENV={venv}"], cwd=README.parent, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_make_demo_installs_only_what_the_demo_needs(tmp_path):
+    """The README: `make demo` installs nwbound with the plots extra (its figure), not the test extras;
+    `make test` installs .[test]."""
+    installs = lambda out: re.findall(r"^\S+/python -m pip install .*-e (\S+)$", out, flags=re.M)  # noqa: E731
+    assert installs(_make_dry_run("demo", tmp_path / "venv")) == ['".[plots]"']
+    assert set(installs(_make_dry_run("test", tmp_path / "venv"))) == {'".[test]"'}  # (and again for docs)
