@@ -662,8 +662,8 @@ def test_cross_fit_auto_cross_fits_metric_auto_only(metric, cross_fit, expected)
     assert (getattr(clf, "cross_fit_models_", None) is not None) == expected
     assert clf.get_params()["cross_fit"] == cross_fit
     assert NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale").get_params()["cross_fit"] == "auto"
-    if expected:  # every training row in the kernel sums of one model of each layout (pair; folds with "auto")
-        assert clf.n_samples_fit_ == X.shape[0] * (2 if cross_fit == "auto" else 1)
+    if expected:  # every training row in the kernel sums of one model of the pair
+        assert clf.n_samples_fit_ == X.shape[0]  # the swapped pair (cross_fit="auto" adds no folds)
         assert isinstance(clf.metric_report_, tuple) == (metric == "auto")
 
 
@@ -679,8 +679,8 @@ def test_cross_fit_auto_stops_above_the_map_row_cap(monkeypatch):
     with _quiet():
         two = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric="auto").fit(X, y)
     assert not one._is_cross_fitted() and one.metric_ is not None
-    # Every row is in the kernel sums of one model of the swapped pair and of one of the folds.
-    assert two._is_cross_fitted() and two.n_samples_fit_ == 800
+    # Every row is in the kernel sums of one model of the swapped pair.
+    assert two._is_cross_fitted() and two.n_samples_fit_ == 400
     one.set_params(metric=None).fit(X, y)  # a later fit without cross-fitting forgets the halves
     assert not one._is_cross_fitted()
 

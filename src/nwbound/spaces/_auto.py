@@ -229,7 +229,7 @@ def _choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray 
     labels, counts = np.unique(y[cv_rows], return_counts=True)
     n_splits = int(min(AUTO_CV_FOLDS, counts.min())) if labels.shape[0] > 1 else 0
     n_splits = n_splits if n_splits >= 2 else 0
-    cv_groups = None if groups is None else np.asarray(groups)[cv_rows]
+    cv_groups = None if groups is None or external else np.asarray(groups)[cv_rows]  # check rows: whole groups already
     if cv_groups is not None and np.unique(cv_groups).shape[0] < max(n_splits, 2):
         cv_groups = None  # too few groups for the folds: rows, stratified
     candidates = auto_candidates(random_state)
