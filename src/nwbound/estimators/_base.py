@@ -24,7 +24,7 @@ from .._validation import check_beta, check_choice, check_class_count, check_ope
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
-from ..spaces import AUTO_MAX_ROWS, CrossFitReports, GroupsError, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
+from ..spaces import AUTO_MAX_ROWS, GroupsError, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
 from ._device import queries_on_host, training_data_on_host, validate_queries
 from ._fitted_state import _LearnedState
 from ._statistics import KernelStatistics
@@ -417,24 +417,8 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
                 half = clone(self).set_params(cross_fit=False, **self._cross_model_settings(len(layouts)))
                 half._forced_split = (metric_rows, nw_rows)
                 halves.append(half.fit(X, y, sample_weight=sample_weight, groups=groups))
-        first, second = layouts[0]
-        self.cross_fit_models_ = halves
-        self._cross_fitted = True
-        self.metric_ = None
-        self.metric_report_ = (CrossFitReports(h.metric_report_ for h in halves)
-                               if halves[0].metric_report_ is not None else None)
-        self.metric_rows_, self.nw_rows_ = first, second
-        self.check_rows_ = np.zeros(0, np.intp)
-        if hasattr(halves[0], "n_samples_fit_"):
-            self.n_samples_fit_ = sum(h.n_samples_fit_ for h in halves)
-        if _auto_lipschitz(self):
-            self.lipschitz_ = max(h.lipschitz_ for h in halves)
-            self.lipschitz_report_ = CrossFitReports(h.lipschitz_report_ for h in halves)
-        else:
-            self.lipschitz_, self.lipschitz_report_ = halves[0].lipschitz_, None
-        self._snapshot_fit_params()  # a fit-time parameter changed after fit: predict raises (_check_fitted)
-        self._fit_complete = True
-        return self
+        self.metric_rows_, self.nw_rows_ = layouts[0]
+        return self._adopt_cross_models(halves)
 
     def _cross_model_settings(self, n_models: int) -> dict[str, Any]:
         """The settings each of ``n_models`` cross-fitted models predicts with: this estimator's
