@@ -508,9 +508,16 @@ class _Pairs:
 
     def upper_ends(self, k: np.ndarray | slice = slice(None)) -> np.ndarray:
         """The reported upper ends of pairs ``k``: the lower tail is the upper tail of the other labels."""
-        up = 1.0 - _left_ends(self.s_comp[k], self.rows[k], self.P, self.up_h[k], 1.0 - self.p_hat[k],
-                              self.theta_h[k], self.theta_max[k], self.log_level, self.tol, self.loop)
-        return np.clip(np.maximum(up, self.p_hat[k]), 0.0, 1.0)
+        return self._upper_from(self._complement_ends(k), k)
+
+    def _complement_ends(self, k: np.ndarray | slice, above: np.ndarray | None = None) -> np.ndarray:
+        """The left ends of the other labels' searches (``1 −`` the upper ends, before clipping)."""
+        return _left_ends(self.s_comp[k], self.rows[k], self.P, self.up_h[k], 1.0 - self.p_hat[k],
+                          self.theta_h[k], self.theta_max[k], self.log_level, self.tol, self.loop, above)
+
+    def _upper_from(self, ends: np.ndarray, k: np.ndarray | slice) -> np.ndarray:
+        """Reported upper ends from those left ends (non-increasing in them)."""
+        return np.clip(np.maximum(1.0 - ends, self.p_hat[k]), 0.0, 1.0)
 
     def interval(self) -> tuple[np.ndarray, np.ndarray]:
         """``(lower, upper)`` of every pair; ``(0, 1)`` where ``κ = 0``."""
@@ -524,13 +531,20 @@ class _Pairs:
     def certified(self, top: np.ndarray) -> np.ndarray:
         """Whether ``lower[top] > max_{c ≠ top} upper[c]`` for :meth:`interval`'s ends, per query.
 
-        Exactly that comparison, without every end. Each reported end lies between its Hoeffding
-        start and ``p̂`` (the search only moves the certified end inward, and the reported end is
-        clipped at ``p̂``), so a query is decided without search where the Hoeffding ends already
-        separate, or where ``p̂[top]`` is not above another class's ``p̂``. Elsewhere the other
-        classes' upper ends are searched in full, and the top class's lower end until its bracket
-        lies above their largest or at most it (:func:`_left_ends`): the comparison then has the
-        full search's answer. False where ``κ = 0``.
+        Exactly that comparison, searching only as far as it needs. Each reported end lies between
+        its Hoeffding start and ``p̂`` (a search only moves its certified end inward, and the
+        reported end is clipped at ``p̂``), and a search stopped early has an end no further in
+        than the full search's. So:
+
+        1. where ``p̂[top]`` is not above every other ``p̂``, the query is not certified;
+        2. the top class's lower end is searched until it lies above every other class's highest
+           possible upper end (certified) or at most the largest ``p̂`` of the others (not);
+           otherwise in full, giving the reported end ``ℓ``;
+        3. there, each other class whose highest possible upper end reaches ``ℓ`` is searched until
+           its upper end is below ``ℓ`` (stopped early, re-searched in full in the rare case where
+           the stop was not conclusive), or in full: certified when none reaches ``ℓ``.
+
+        False where ``κ = 0``.
         """
         n, C = self.n, self.n_classes
         out = np.zeros(n, dtype=bool)
@@ -544,17 +558,25 @@ class _Pairs:
         others = np.ones((live.size, C), dtype=bool)
         others[np.arange(live.size), top] = False
         k_other = index[live][others].reshape(live.size, C - 1)
-        # Bounds on the reported ends: lower[top] ∈ [lo_h, p̂], upper[c] ∈ [p̂_c, max(1 − up_h, p̂_c)].
-        p_top = self.p_hat[k_top]
-        lowest_up = self.p_hat[k_other].max(axis=1)
-        highest_up = np.clip(np.maximum(1.0 - self.up_h[k_other], self.p_hat[k_other]), 0.0, 1.0).max(axis=1)
-        sure = self.lo_h[k_top] > highest_up
-        out[live[sure]] = True
-        open_ = ~sure & (p_top > lowest_up)
-        if not open_.any():
+        lowest = self.p_hat[k_other]  # upper[c] ≥ p̂_c
+        highest = self._upper_from(self.up_h[k_other], k_other)  # upper[c] ≤ this: its search starts at up_h
+        low_max, high_max = lowest.max(axis=1), highest.max(axis=1)
+        o = np.flatnonzero(self.p_hat[k_top] > low_max)  # 1.
+        lower = self.lower_ends(k_top[o], above=high_max[o], below=low_max[o])  # 2.
+        out[live[o[lower > high_max[o]]]] = True
+        mid = (lower > low_max[o]) & ~(lower > high_max[o])  # neither stop applied: lower is the full end
+        if not mid.any():
             return out
-        k_open = k_other[open_]
-        threshold = self.upper_ends(k_open.ravel()).reshape(k_open.shape).max(axis=1)
-        lower = self.lower_ends(k_top[open_], above=threshold, below=threshold)
-        out[live[open_]] = lower > threshold
+        rows_m, ell = o[mid], lower[mid]
+        r, c = np.nonzero(highest[rows_m] >= ell[:, None])  # 3. the classes that may reach ℓ
+        k = k_other[rows_m][r, c]
+        hint = 1.0 - ell[r]  # past it the upper end is below ℓ, up to rounding (checked next)
+        raw = self._complement_ends(k, above=hint)
+        upper = self._upper_from(raw, k)  # at least the full search's reported end
+        unsure = (upper >= ell[r]) & (raw > hint)  # may have stopped on the hint: search in full
+        if unsure.any():
+            upper[unsure] = self._upper_from(self._complement_ends(k[unsure]), k[unsure])
+        reaches = np.zeros(rows_m.size, dtype=bool)
+        np.logical_or.at(reaches, r, upper >= ell[r])
+        out[live[rows_m[~reaches]]] = True
         return out
