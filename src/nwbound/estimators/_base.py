@@ -25,8 +25,8 @@ from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, ef
 from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
 from ..spaces import AUTO_MAX_ROWS, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
-from ._certified import CertifiedRows
 from ._device import queries_on_host, training_data_on_host, validate_queries
+from ._certified import CertifiedRows
 from ._statistics import KernelStatistics
 
 __all__ = ["BoundedClassifierBase", "BOUND_PARAMETERS", "EMPTY_NEIGHBORHOOD_RULES"]
