@@ -26,7 +26,6 @@ from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless,
 from ..kernels import Kernel
 from ..spaces import AUTO_MAX_ROWS, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
 from ._device import queries_on_host, training_data_on_host, validate_queries
-from ._certified import CertifiedRows
 from ._statistics import KernelStatistics
 
 __all__ = ["BoundedClassifierBase", "BOUND_PARAMETERS", "EMPTY_NEIGHBORHOOD_RULES"]
@@ -771,6 +770,8 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         ``proba`` and ``certified`` (:class:`~._certified.CertifiedRows`), the same as the
         interval's, searched for no further than they need (:meth:`BoundSpec.certified`).
         """
+        from ._certified import CertifiedRows  # here: the import block above is edited often
+
         if stats.n_bandwidths > 1:
             choice = spec.for_choice()
             stats = stats.select(choice.least_epsilon(*choice.statistics_parts(stats)))
@@ -803,6 +804,8 @@ class BoundedClassifierBase(ClassifierMixin, BaseEstimator):
         that the settings named in ``certified_only`` give :class:`~._certified.CertifiedRows` (``proba``
         and ``certified``, the same as their intervals', at a fraction of the cost): what the held-out
         check of :mod:`nwbound.lipschitz_check` reads of the model's own setting. NumPy results."""
+        from ._certified import CertifiedRows
+
         if self._is_cross_fitted() or self._keeps_device_queries():  # the public route, then the two arrays
             out = self.predict_interval(X, bounds=bounds)
             return {name: CertifiedRows.of(iv) if name in certified_only else iv for name, iv in out.items()}
