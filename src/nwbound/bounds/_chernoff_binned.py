@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import types
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -46,6 +47,8 @@ __all__ = ["chernoff_interval_binned"]
 # Rows of the packed per-bin array (n, _FIELDS, B) that both routes read.
 _CNT, _A, _BD, _LAM, _ALO, _AHI, _RHO, _MCAP, _RHO_IN = range(9)
 _FIELDS = 9
+# Default precision of each interval end.
+_TOL = 1e-7
 # Below this x the maximiser p*(x) comes from its series (1/x − 1/expm1(x) cancels).
 _SERIES_X = 1e-3
 
@@ -116,8 +119,12 @@ _profile_split = types.FunctionType(_base._profile.__code__, dict(vars(_base), _
 
 
 def _left_end_block(S: np.ndarray, P: np.ndarray, start: np.ndarray, right: np.ndarray, theta0: np.ndarray,
-                    theta_max: np.ndarray, log_level: float, tol: float) -> np.ndarray:
-    """Left ends of a block of pairs (numpy): ``start`` is certified rejected (Hoeffding), ``right`` not."""
+                    theta_max: np.ndarray, log_level: float, tol: float, above: np.ndarray,
+                    below: np.ndarray) -> np.ndarray:
+    """Left ends of a block of pairs (numpy): ``start`` is certified rejected (Hoeffding), ``right`` not.
+
+    A pair stops early once its bracket ``[a, b]`` lies above ``above`` or at most ``below`` (see
+    :func:`_left_ends`)."""
     n = S.shape[0]
     dummy = np.zeros(n)
     theta_min = 1e-12 * theta_max
@@ -126,7 +133,7 @@ def _left_end_block(S: np.ndarray, P: np.ndarray, start: np.ndarray, right: np.n
     theta = np.clip(theta0, theta_min, theta_max)
     m = 0.5 * (a + b)
     half = 0.5 * tol
-    active = np.flatnonzero((S > 0) & (b - a > tol))
+    active = np.flatnonzero((S > 0) & (b - a > tol) & ~(a > above) & ~(b <= below))
     for step in range(_base._MAX_STEPS):
         if active.size == 0:
             break
@@ -144,7 +151,7 @@ def _left_end_block(S: np.ndarray, P: np.ndarray, start: np.ndarray, right: np.n
         use = (step < _base._NEWTON_M_STEPS) & (gm > 0) & np.isfinite(newton) & (newton > aa) & (newton < bb)
         nxt = np.where(use, newton, mid)
         m[active] = np.where(bb - aa > tol, np.clip(nxt, aa + half, bb - half), mid)
-        active = active[bb - aa > tol]
+        active = active[(bb - aa > tol) & ~(aa > above[active]) & ~(bb <= below[active])]
     return a
 
 
@@ -212,13 +219,13 @@ def _eval_split_pair(P, _m1, _m2, q, s, m, theta):  # pragma: no cover - compile
 
 
 def _split_loop(S, rows, P, start, right, theta0, theta_max, log_level, tol, out, newton_steps, max_steps,
-                theta_steps, dec_abs, dec_rel):  # pragma: no cover - compiled by numba
+                theta_steps, dec_abs, dec_rel, above, below):  # pragma: no cover - compiled by numba
     for k in _prange(S.shape[0]):
         s = S[k]
         q = rows[k]
         a = start[k]
         b = right[k]
-        if s <= 0.0 or not b - a > tol:
+        if s <= 0.0 or not b - a > tol or a > above[k] or b <= below[k]:
             out[k] = a
             continue
         t_max = theta_max[k]
@@ -227,7 +234,7 @@ def _split_loop(S, rows, P, start, right, theta0, theta_max, log_level, tol, out
         half = 0.5 * tol
         x = 0.5 * (a + b)
         for step in range(max_steps):
-            if not b - a > tol:
+            if not b - a > tol or a > above[k] or b <= below[k]:
                 break
             g, gm, th = _profile_pair(P, P, P, q, s, x, theta, t_max, log_level, theta_steps, dec_abs, dec_rel)
             theta = max(th, t_min)
@@ -273,19 +280,27 @@ def _numba_loop() -> object | None:
 
 def _left_ends(S: np.ndarray, rows: np.ndarray, P: np.ndarray, start: np.ndarray, right: np.ndarray,
                theta0: np.ndarray, theta_max: np.ndarray, log_level: float, tol: float,
-               loop: object | None) -> np.ndarray:
-    """Left ends of the pairs (S[k], query rows[k]): compiled loop, or numpy blocks."""
+               loop: object | None, above: np.ndarray | None = None, below: np.ndarray | None = None) -> np.ndarray:
+    """Left ends of the pairs (S[k], query rows[k]): compiled loop, or numpy blocks.
+
+    ``above``/``below`` (default: never): a pair's search stops as soon as its bracket ``[a, b]``
+    has ``a > above[k]`` or ``b <= below[k]`` and returns that ``a``. Each pair's steps are the
+    full search's until then, so where it does not stop its end is the full search's, bit for bit.
+    """
+    n = S.shape[0]
+    above = np.full(n, np.inf) if above is None else np.ascontiguousarray(above, dtype=np.float64)
+    below = np.full(n, -np.inf) if below is None else np.ascontiguousarray(below, dtype=np.float64)
     if loop is not None:
-        out = np.zeros(S.shape[0])
+        out = np.zeros(n)
         loop(S, rows.astype(np.intp), P, start, right, theta0, theta_max, log_level, tol, out,
              _base._NEWTON_M_STEPS, _base._MAX_STEPS, _base._THETA_STEPS, _base._THETA_DECREMENT,
-             _base._THETA_MARGIN)
+             _base._THETA_MARGIN, above, below)
         return out
-    out = np.empty(S.shape[0])
-    for i in range(0, S.shape[0], _base._BLOCK_PAIRS):
+    out = np.empty(n)
+    for i in range(0, n, _base._BLOCK_PAIRS):
         sl = slice(i, i + _base._BLOCK_PAIRS)
         out[sl] = _left_end_block(S[sl], P[rows[sl]], start[sl], right[sl], theta0[sl], theta_max[sl],
-                                  log_level, tol)
+                                  log_level, tol, above[sl], below[sl])
     return out
 
 
@@ -303,7 +318,7 @@ def chernoff_interval_binned(
     sq_sum: np.ndarray,
     band_radius_inner: np.ndarray | float = 0.0,
     dist_sum: np.ndarray | None = None,
-    tol: float = 1e-7,
+    tol: float = _TOL,
     engine: str = "auto",
     sum_error: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -378,6 +393,14 @@ def chernoff_interval_binned(
     The exact binomial end, as for :func:`~nwbound.bounds._chernoff.chernoff_interval`
     with one group per point: ``0.025 ** 0.1 = 0.6915``.
     """
+    return _prepared(class_sums, count, mass, dist_mass, mass_lower, mass_upper, band_radius, beta, delta_prime,
+                     sq_sum=sq_sum, band_radius_inner=band_radius_inner, dist_sum=dist_sum, tol=tol, engine=engine,
+                     sum_error=sum_error).interval()
+
+
+def _prepared(class_sums, count, mass, dist_mass, mass_lower, mass_upper, band_radius, beta, delta_prime, *,
+              sq_sum, band_radius_inner=0.0, dist_sum=None, tol=_TOL, engine="auto", sum_error=0.0) -> "_Pairs":
+    """Checked inputs packed once, and every (query, class) pair's search set up (Hoeffding start)."""
     S = _as_float_array(class_sums, "class_sums")
     if S.ndim != 2 or not np.isfinite(S).all() or (S < 0).any():
         raise ValueError("class_sums must be a finite 2-D array (queries, classes) of values >= 0.")
@@ -426,11 +449,9 @@ def chernoff_interval_binned(
         raise ValueError("engine='numba' needs numba: install nwbound[fast], or use engine='auto'.")
 
     C = S.shape[1]
-    lower = np.zeros((n, C))
-    upper = np.ones((n, C))
     live = kappa > 0
     if not live.any():
-        return lower, upper
+        return _Pairs(n=n, n_classes=C, live=live)
     with np.errstate(invalid="ignore"):
         rho = np.where(A > 0, R, 0.0)
     P = _pack(N, A, beta * D, lo_m, hi_m, rho, np.where(A > 0, R_in, 0.0))
@@ -453,9 +474,112 @@ def chernoff_interval_binned(
     a_top = np.where(A > 0, hi_m, 0.0).max(axis=1)
     theta_max = (_MAX_EXPONENT / np.maximum(a_top, 1e-300))[rows]
     lo_h = np.clip((s - half_h) / kap, 0.0, p_hat)
-    lo = _left_ends(s, rows, P, lo_h, p_hat, theta_h, theta_max, log_level, tol, loop)
     up_h = np.clip((s_comp - half_h) / kap, 0.0, 1.0 - p_hat)
-    up = 1.0 - _left_ends(s_comp, rows, P, up_h, 1.0 - p_hat, theta_h, theta_max, log_level, tol, loop)
-    lower[rows, cls] = np.clip(np.minimum(lo, p_hat), 0.0, 1.0)
-    upper[rows, cls] = np.clip(np.maximum(up, p_hat), 0.0, 1.0)
-    return lower, upper
+    return _Pairs(n=n, n_classes=C, live=live, rows=rows, cls=cls, P=P, s=s, s_comp=s_comp, p_hat=p_hat,
+                  lo_h=lo_h, up_h=up_h, theta_h=theta_h, theta_max=theta_max, log_level=log_level, tol=tol,
+                  loop=loop)
+
+
+@dataclass
+class _Pairs:
+    """The searches of :func:`chernoff_interval_binned`: one lower and one upper end per live
+    (query, class) pair ``(rows[k], cls[k])``, each started at its certified Hoeffding end."""
+
+    n: int
+    n_classes: int
+    live: np.ndarray
+    rows: np.ndarray | None = None
+    cls: np.ndarray | None = None
+    P: np.ndarray | None = None
+    s: np.ndarray | None = None
+    s_comp: np.ndarray | None = None
+    p_hat: np.ndarray | None = None
+    lo_h: np.ndarray | None = None
+    up_h: np.ndarray | None = None
+    theta_h: np.ndarray | None = None
+    theta_max: np.ndarray | None = None
+    log_level: float = 0.0
+    tol: float = 0.0
+    loop: object | None = None
+
+    def lower_ends(self, k: np.ndarray | slice = slice(None), above: np.ndarray | None = None,
+                   below: np.ndarray | None = None) -> np.ndarray:
+        """The reported lower ends of pairs ``k`` (``above``/``below``: stop early, :func:`_left_ends`)."""
+        lo = _left_ends(self.s[k], self.rows[k], self.P, self.lo_h[k], self.p_hat[k], self.theta_h[k],
+                        self.theta_max[k], self.log_level, self.tol, self.loop, above, below)
+        return np.clip(np.minimum(lo, self.p_hat[k]), 0.0, 1.0)
+
+    def upper_ends(self, k: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """The reported upper ends of pairs ``k``: the lower tail is the upper tail of the other labels."""
+        return self._upper_from(self._complement_ends(k), k)
+
+    def _complement_ends(self, k: np.ndarray | slice, above: np.ndarray | None = None) -> np.ndarray:
+        """The left ends of the other labels' searches (``1 −`` the upper ends, before clipping)."""
+        return _left_ends(self.s_comp[k], self.rows[k], self.P, self.up_h[k], 1.0 - self.p_hat[k],
+                          self.theta_h[k], self.theta_max[k], self.log_level, self.tol, self.loop, above)
+
+    def _upper_from(self, ends: np.ndarray, k: np.ndarray | slice) -> np.ndarray:
+        """Reported upper ends from those left ends (non-increasing in them)."""
+        return np.clip(np.maximum(1.0 - ends, self.p_hat[k]), 0.0, 1.0)
+
+    def interval(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(lower, upper)`` of every pair; ``(0, 1)`` where ``κ = 0``."""
+        lower = np.zeros((self.n, self.n_classes))
+        upper = np.ones((self.n, self.n_classes))
+        if self.rows is not None:
+            lower[self.rows, self.cls] = self.lower_ends()
+            upper[self.rows, self.cls] = self.upper_ends()
+        return lower, upper
+
+    def certified(self, top: np.ndarray) -> np.ndarray:
+        """Whether ``lower[top] > max_{c ≠ top} upper[c]`` for :meth:`interval`'s ends, per query.
+
+        Exactly that comparison, searching only as far as it needs. Each reported end lies between
+        its Hoeffding start and ``p̂`` (a search only moves its certified end inward, and the
+        reported end is clipped at ``p̂``), and a search stopped early has an end no further in
+        than the full search's. So:
+
+        1. where ``p̂[top]`` is not above every other ``p̂``, the query is not certified;
+        2. the top class's lower end is searched until it lies above every other class's highest
+           possible upper end (certified) or at most the largest ``p̂`` of the others (not);
+           otherwise in full, giving the reported end ``ℓ``;
+        3. there, each other class whose highest possible upper end reaches ``ℓ`` is searched until
+           its upper end is below ``ℓ`` (stopped early, re-searched in full in the rare case where
+           the stop was not conclusive), or in full: certified when none reaches ``ℓ``.
+
+        False where ``κ = 0``.
+        """
+        n, C = self.n, self.n_classes
+        out = np.zeros(n, dtype=bool)
+        if self.rows is None or C < 2:  # one class: certified wherever mass reached the query
+            return self.live.copy() if C < 2 else out
+        index = np.full((n, C), -1, dtype=np.intp)
+        index[self.rows, self.cls] = np.arange(self.rows.size)
+        live = np.flatnonzero(self.live)
+        top = np.asarray(top, dtype=np.intp)[live]
+        k_top = index[live, top]
+        others = np.ones((live.size, C), dtype=bool)
+        others[np.arange(live.size), top] = False
+        k_other = index[live][others].reshape(live.size, C - 1)
+        lowest = self.p_hat[k_other]  # upper[c] ≥ p̂_c
+        highest = self._upper_from(self.up_h[k_other], k_other)  # upper[c] ≤ this: its search starts at up_h
+        low_max, high_max = lowest.max(axis=1), highest.max(axis=1)
+        o = np.flatnonzero(self.p_hat[k_top] > low_max)  # 1.
+        lower = self.lower_ends(k_top[o], above=high_max[o], below=low_max[o])  # 2.
+        out[live[o[lower > high_max[o]]]] = True
+        mid = (lower > low_max[o]) & ~(lower > high_max[o])  # neither stop applied: lower is the full end
+        if not mid.any():
+            return out
+        rows_m, ell = o[mid], lower[mid]
+        r, c = np.nonzero(highest[rows_m] >= ell[:, None])  # 3. the classes that may reach ℓ
+        k = k_other[rows_m][r, c]
+        hint = 1.0 - ell[r]  # past it the upper end is below ℓ, up to rounding (checked next)
+        raw = self._complement_ends(k, above=hint)
+        upper = self._upper_from(raw, k)  # at least the full search's reported end
+        unsure = (upper >= ell[r]) & (raw > hint)  # may have stopped on the hint: search in full
+        if unsure.any():
+            upper[unsure] = self._upper_from(self._complement_ends(k[unsure]), k[unsure])
+        reaches = np.zeros(rows_m.size, dtype=bool)
+        np.logical_or.at(reaches, r, upper >= ell[r])
+        out[live[rows_m[~reaches]]] = True
+        return out

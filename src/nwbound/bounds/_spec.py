@@ -240,7 +240,51 @@ class BoundSpec:
         return (lower, upper, epsilon, np.repeat(bias[:, None], n_classes, axis=1),
                 np.repeat(sampling[:, None], n_classes, axis=1))
 
-    def _chernoff_limits(self, stats: Any) -> tuple[np.ndarray, np.ndarray]:
+    def certified(self, stats: Any, proba: np.ndarray) -> np.ndarray | None:
+        """Per query, whether :meth:`limits` certify the prediction, or None where no shortcut applies.
+
+        The answer is the one of ``PredictionInterval.certified`` on the intervals of :meth:`limits`
+        (the predicted class's lower end above every other class's upper end, and κ > 0), bit for
+        bit, at a fraction of the cost: for the band-Chernoff form with per-bin sums (the regular
+        and dyadic classifiers) only the ends the comparison needs are searched, and those only as
+        far as it needs (:meth:`~nwbound.bounds._chernoff_binned._Pairs.certified`). Other forms
+        and routes give None: take :meth:`limits` there.
+
+        Parameters
+        ----------
+        stats : KernelStatistics
+            As for :meth:`limits` (``G = 1``).
+        proba : ndarray of shape (n, C)
+            ``p̂``, as passed to :meth:`limits`: the predicted class is its argmax.
+
+        Returns
+        -------
+        ndarray of bool, shape (n,), or None
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound import NadarayaWatsonClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.random((400, 1)); y = (rng.random(400) < X[:, 0]).astype(int)
+        >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
+        >>> stats = clf.kernel_statistics(X[:50])
+        >>> proba = clf.interval_from_statistics(stats).proba
+        >>> bool(np.array_equal(clf.bound_spec_.certified(stats, proba), clf.interval_from_statistics(stats).certified))
+        True
+        """
+        stats = _bound_form_on_host(stats)
+        if not self.is_chernoff or not _binned_route(stats):
+            return None
+        top = np.argmax(proba, axis=1)
+        n = stats.class_sums.shape[0]
+        parts = [self._chernoff_limits(stats.take_rows(slice(s, s + _CHERNOFF_BLOCK)), top[s : s + _CHERNOFF_BLOCK])
+                 for s in range(0, n, _CHERNOFF_BLOCK)]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+
+    def _chernoff_limits(self, stats: Any, top: np.ndarray | None = None) -> Any:
+        """``(lower, upper)`` of the band-Chernoff test; with ``top`` (the per-bin route only, see
+        :func:`_binned_route`) the certified mask of :meth:`certified` instead."""
         from ._chernoff import chernoff_interval
 
         class_sums = stats.class_sums[:, 0, :]
@@ -291,7 +335,7 @@ class BoundSpec:
             hist_dist = (kappa_up * radius[:, 0])[:, None, None]
             inner = radius
         if hist_mass is not None and hist_dist is not None:
-            from ._chernoff_binned import chernoff_interval_binned
+            from ._chernoff_binned import _prepared
 
             # Split form: exact per-bin Σa and Σa·r (linear part), chord in a (remainder).
             # With sample weights a_i = w_i·K_i ∈ [w_min·K(e_b+1), w_max·K(e_b)], and the chord needs
@@ -307,15 +351,25 @@ class BoundSpec:
                 a_lo = np.zeros_like(mass_lower)
             if inner is None:  # each point of bin b is at least λ·√(e_b − u2_error) away
                 inner = lam[:, None] * np.sqrt(np.maximum(edges[None, :-1] - (u_err * u_err)[:, None], 0.0))
-            return chernoff_interval_binned(
+            pairs = _prepared(
                 class_sums, count, hist_mass[:, 0, :], hist_dist[:, 0, :], a_lo, mass_upper,
                 self.beta * radius, self.beta, self.delta_prime,
                 sq_sum=stats.sq_sum[:, 0], dist_sum=dist_sum, band_radius_inner=self.beta * inner,
                 sum_error=rho,
-            )
+            )  # chernoff_interval_binned's searches, set up once
+            return pairs.interval() if top is None else pairs.certified(top)
         return chernoff_interval(
             class_sums, count, mass_upper, mass_lower, self.beta * radius, self.delta_prime, sum_error=rho
         )
+
+
+def _binned_route(stats: Any) -> bool:
+    """Whether :meth:`BoundSpec._chernoff_limits` takes the per-bin split form for ``stats``: a
+    histogram with exact per-bin sums, or one bin (the dyadic cell)."""
+    if stats.point_mass is not None or stats.histogram is None:
+        return False
+    has_sums = getattr(stats, "hist_mass", None) is not None and getattr(stats, "hist_dist", None) is not None
+    return has_sums or (getattr(stats, "hist_mass", None) is None and stats.histogram.shape[2] == 1)
 
 
 def _bound_form_on_host(stats: Any) -> Any:

@@ -823,20 +823,29 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         row = self.class_prior_ if self.empty_neighborhood == "prior" else np.full(n_classes, 1.0 / n_classes)
         return np.repeat(np.clip(np.asarray(row, dtype=np.float64), 0.0, 1.0)[None, :], n_vacuous, axis=0)
 
-    def _interval(self, stats: KernelStatistics, spec: BoundSpec) -> PredictionInterval:
+    def _interval(self, stats: KernelStatistics, spec: BoundSpec,
+                  certified_only: bool = False) -> PredictionInterval | CertifiedRows:
         """One setting's interval; with several bandwidths, each query takes the λ of least ε.
 
         ε used for that choice depends on the inputs only (never the labels):
-        for ``"chernoff"`` it is the Hoeffding ε on the same points.
+        for ``"chernoff"`` it is the Hoeffding ε on the same points. ``certified_only``: only
+        ``proba`` and ``certified`` (:class:`~._certified.CertifiedRows`), the same as the
+        interval's, searched for no further than they need (:meth:`BoundSpec.certified`).
         """
+        from ._certified import CertifiedRows  # here: the import block above is edited often
+
         if stats.n_bandwidths > 1:
             choice = spec.for_choice()
             stats = stats.select(choice.least_epsilon(*choice.statistics_parts(stats)))
         class_sums = stats.class_sums[:, 0]
         kappa = class_sums.sum(axis=1)
         proba, vacuous = self._fallback_proba(class_sums, kappa)
+        if certified_only:
+            certified = spec.certified(stats, proba)
+            if certified is not None:
+                return CertifiedRows(proba=proba, certified=certified & ~vacuous)
         lower, upper, epsilon, bias, sampling = spec.limits(stats, proba)
-        return PredictionInterval(
+        interval = PredictionInterval(
             proba=proba,
             lower=lower,
             upper=upper,
@@ -849,6 +858,21 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
             bandwidth=np.asarray(stats.bandwidth_matrix()[:, 0], dtype=np.float64).copy(),
             outside_box=stats.outside_box,
         )
+        # no shortcut for this form: the full interval's rule
+        return CertifiedRows.of(interval) if certified_only else interval
+
+    def _interval_settings(self, X, bounds: Mapping, certified_only: frozenset = frozenset()) -> dict:
+        """``predict_interval(X, bounds=bounds)`` for a mapping of settings, from the same pass, except
+        that the settings named in ``certified_only`` give :class:`~._certified.CertifiedRows` (``proba``
+        and ``certified``, the same as their intervals', at a fraction of the cost): what the held-out
+        check of :mod:`nwbound.lipschitz_check` reads of the model's own setting. NumPy results."""
+        from ._certified import CertifiedRows
+
+        if self._is_cross_fitted() or self._keeps_device_queries():  # the public route, then the two arrays
+            out = self.predict_interval(X, bounds=bounds)
+            return {name: CertifiedRows.of(iv) if name in certified_only else iv for name, iv in out.items()}
+        X, _ = self._dispatched_queries(X)
+        return self._intervals(X, self._resolve_bounds(bounds), certified_only=frozenset(certified_only))
 
     def interval_from_statistics(self, stats: KernelStatistics, bounds: Any = None):
         """Turn kernel statistics into intervals, for this estimator's bound or several settings.

@@ -486,10 +486,11 @@ class DyadicClassifier(BoundedClassifierBase):
         specs = self._resolve_bounds(bounds)
         return restore(self._report(self._intervals(X, specs), specs, bounds))
 
-    def _intervals(self, X, specs: dict) -> dict:
-        """Intervals of host queries for every setting in ``specs``."""
+    def _intervals(self, X, specs: dict, certified_only: frozenset = frozenset()) -> dict:
+        """Intervals of host queries for every setting in ``specs`` (:class:`~._certified.CertifiedRows`
+        for the names in ``certified_only``)."""
         stats = self.kernel_statistics(X)
-        return {name: self._interval(stats, spec) for name, spec in specs.items()}
+        return {name: self._interval(stats, spec, name in certified_only) for name, spec in specs.items()}
 
 
 # Relative slack of the consistency checks on a restored state (sums of up to millions of terms).

@@ -32,6 +32,7 @@ from ._bandwidth import SCALE_NEIGHBORS, SCALE_QUANTILE, _power_of_two_scale, de
 from ._bandwidth import bandwidth_grid_from_nearest, bandwidth_grid_pilot, pilot_nearest_distances  # noqa: F401
 from ._bandwidth import _RANKING_ROWS, resolve_ranking_fraction, scale_bandwidth, scale_bandwidth_from_nearest  # noqa: F401
 from ._base import BoundedClassifierBase
+from ._certified import CertifiedRows
 from ._device import outside_box, to_host
 from ._nw_fitted_state import _FittedState
 from ._nw_rounds import _Rounds
@@ -66,6 +67,11 @@ def _search_queries(Q: np.ndarray) -> np.ndarray:
     Q = np.array(Q, dtype=np.float64)
     Q[far] /= np.ldexp(1.0, np.frexp(largest[far])[1] - np.frexp(_FAR_SEARCH)[1])[:, None]
     return Q
+
+
+def _concatenated(parts: list) -> Any:
+    """Consecutive blocks of one setting's results (intervals, or :class:`~._certified.CertifiedRows`), as one."""
+    return type(parts[0]).concatenate(parts)
 
 
 def _times(a: np.ndarray | None, factor: float) -> np.ndarray | None:
@@ -604,18 +610,20 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
     def _keeps_device_queries(self) -> bool:
         return getattr(self, "device", None) is not None  # the device path reads them where they live
 
-    def _intervals(self, X, specs: dict) -> dict:
-        """Intervals of queries from :meth:`_dispatched_queries` for every setting in ``specs``."""
+    def _intervals(self, X, specs: dict, certified_only: frozenset = frozenset()) -> dict:
+        """Intervals of queries from :meth:`_dispatched_queries` for every setting in ``specs``
+        (:class:`~._certified.CertifiedRows` for the names in ``certified_only``)."""
         # every caller resolved ``specs`` on this estimator just before (_resolve_bounds: _check_fitted ran)
         X = self._validate_queries(X, keep_namespace=self._keeps_device_queries(), checked=True)
         if self._ranks_on_device(specs, X):  # bandwidth="auto" ranked, chosen and bounded on the device
-            return self._intervals_on_device_by_choice(X, specs)
+            out = self._intervals_on_device_by_choice(X, specs)
+            return {name: CertifiedRows.of(iv) if name in certified_only else iv for name, iv in out.items()}
         choices = self._ranked_choices(X, specs)  # None on the device path (ranked there or exhaustive)
         if choices is None:
-            return self._intervals_at(X, specs, self.bandwidths_)
+            return self._intervals_at(X, specs, self.bandwidths_, certified_only=certified_only)
         out = {}
         for choice, names in choices:
-            out.update(self._intervals_by_choice(X, {name: specs[name] for name in names}, choice))
+            out.update(self._intervals_by_choice(X, {name: specs[name] for name in names}, choice, certified_only))
         return out
 
     def _ranked_choices(self, X: np.ndarray, specs: dict) -> list[tuple[np.ndarray, list]] | None:
@@ -747,21 +755,25 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
                                                            ranking.bandwidth))
         return out
 
-    def _intervals_by_choice(self, X: np.ndarray, specs: dict, choice: np.ndarray) -> dict:
+    def _intervals_by_choice(self, X: np.ndarray, specs: dict, choice: np.ndarray,
+                             certified_only: frozenset = frozenset()) -> dict:
         """Intervals where query ``i`` uses bandwidth ``choice[i]``: one exact pass per chosen bandwidth."""
         rows, used = self._rows_by_bandwidth(choice)
-        parts = [self._intervals_at(X[r], specs, self.bandwidths_[g : g + 1]) for g, r in zip(used, rows)]
+        parts = [self._intervals_at(X[r], specs, self.bandwidths_[g : g + 1], certified_only=certified_only)
+                 for g, r in zip(used, rows)]
         inverse = np.argsort(np.concatenate(rows), kind="stable")
-        return {name: PredictionInterval.concatenate([p[name] for p in parts]).take(inverse) for name in specs}
+        return {name: _concatenated([p[name] for p in parts]).take(inverse) for name in specs}
 
     @staticmethod
     def _rows_by_bandwidth(choice: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
         used = np.unique(choice)
         return [np.flatnonzero(choice == g) for g in used], used
 
-    def _intervals_at(self, X: np.ndarray, specs: dict, bandwidths: np.ndarray, neighbors: Any = None) -> dict:
+    def _intervals_at(self, X: np.ndarray, specs: dict, bandwidths: np.ndarray, neighbors: Any = None,
+                      certified_only: frozenset = frozenset()) -> dict:
         """Intervals of validated queries for every setting in ``specs`` from one pass at ``bandwidths``
-        (``neighbors``: the localized classifier's device neighbours when already searched)."""
+        (``neighbors``: the localized classifier's device neighbours when already searched;
+        ``certified_only``: names that get :class:`~._certified.CertifiedRows`)."""
         # Queries in blocks when a bound keeps per-query histograms or neighbour lists, so that
         # memory stays bounded however many queries come in.
         if self._bounds_on_device(specs, bandwidths):  # statistics and bounds where the queries are
@@ -774,18 +786,18 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
                 n_neighbors=None if self.index_ is None else int(self.n_neighbors), neighbors=neighbors,
             )
             if out is not None:
-                return out
+                return {name: CertifiedRows.of(iv) if name in certified_only else iv for name, iv in out.items()}
         n = X.shape[0]
         block = n if not any(s.is_chernoff for s in specs.values()) else _CHERNOFF_QUERY_BLOCK
         pieces = [
-            {name: self._interval(stats, spec) for name, spec in specs.items()}
+            {name: self._interval(stats, spec, name in certified_only) for name, spec in specs.items()}
             for stats in (  # in-range stops and a trailing ellipsis: array-API (device=) queries too
                 self._statistics(X[s : min(s + block, n), ...], list(specs.values()), need_bounds=True,
                                  bandwidths=bandwidths)
                 for s in range(0, max(n, 1), max(block, 1))
             )
         ]
-        return {name: PredictionInterval.concatenate([p[name] for p in pieces]) for name in specs}
+        return {name: _concatenated([p[name] for p in pieces]) for name in specs}
 
     def _bounds_on_device(self, specs: dict, bandwidths: np.ndarray) -> bool:
         """``device=`` with settings the device bounds serve (:func:`~._device.bounds_on_device`) and, for

@@ -99,7 +99,9 @@ when it has the power to.
 The code lives in private modules: ``_tails`` (the Poisson-binomial tail and
 the count tests' null), ``_contrast`` (the contrast strata and tests), ``_results``
 (:class:`LipschitzCheck`, :class:`LipschitzSelection`), ``_inputs`` (input checks),
-``_run`` (one check at each ``L``) and ``_api`` (:func:`check_lipschitz`,
+``_run`` (one check at each ``L``, every ``L`` from one pass of kernel sums; of the model's own
+setting only ``p̂`` and the certified mask are computed, searching the band-Chernoff ends only as far
+as that mask needs: :meth:`nwbound.bounds.BoundSpec.certified`) and ``_api`` (:func:`check_lipschitz`,
 :func:`select_lipschitz`).
 """
 

@@ -118,9 +118,15 @@ def _one_check(
 
 def _intervals(model: Any, X: Any, bounds: dict, bandwidth_at: float | None) -> dict:
     """Every setting's intervals from one pass of kernel sums; with ``bandwidth_at`` and a grid of
-    bandwidths, each query keeps the bandwidth chosen at ``lipschitz=bandwidth_at`` for all settings."""
+    bandwidths, each query keeps the bandwidth chosen at ``lipschitz=bandwidth_at`` for all settings.
+
+    Of the model's own settings (names ``("model", i)``) the check reads ``proba`` and ``certified``
+    only: an nwbound estimator gives just those (``_interval_settings``), the same arrays, with the
+    band-Chernoff search cut to what the certified mask needs."""
     grid = getattr(model, "bandwidths_", None)
     if bandwidth_at is None or grid is None or np.size(grid) < 2:
+        if hasattr(model, "_interval_settings"):
+            return model._interval_settings(X, bounds, certified_only=frozenset(k for k in bounds if k[0] == "model"))
         return model.predict_interval(X, bounds=bounds)
     ranking = model.bandwidth_ranking(X)
     column = model.choose_bandwidths(ranking, bounds={"pin": {"lipschitz": bandwidth_at}})["pin"]

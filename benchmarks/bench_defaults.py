@@ -1,0 +1,141 @@
+"""The default model's cost against gradient boosting, one thread each (issue 30, item 4).
+
+``NadarayaWatsonClassifier(random_state=0)`` (every other parameter at its default) ``fit`` +
+``predict_interval`` against a single-thread ``HistGradientBoostingClassifier(random_state=0)``
+``fit`` + ``predict_proba``, on the same rows of ``make_classification`` (20 features, 10 of
+them informative, ``random_state=0``; 2 and 10 classes; a 70/30 split), timed in the same run,
+HGB first at each size. Every thread pool is held to one thread (the environment variables below
+are set before numpy is imported, and ``threadpoolctl`` limits the pools at run time). A small fit
+of each class count (both models) compiles numba's functions before any timing.
+
+It prints one row per size and class count (both times, their ratio, accuracy of both and the
+certified share of the default model), then the fit time of the default model on 1 000 rows
+(goal: at most 1 s on one core). The goal of the issue is a ratio of at most 2 at every size.
+
+Usage::
+
+    PYTHONPATH=src python benchmarks/bench_defaults.py            # 2 000, 10 000, 30 000, 100 000 rows
+    PYTHONPATH=src python benchmarks/bench_defaults.py --quick    # 2 000 and 10 000 rows
+    PYTHONPATH=src python benchmarks/bench_defaults.py --quick --classes 2 --profile
+
+``--profile`` runs each default fit + predict once more under cProfile (after the timed run, so
+the table's times carry no profiling overhead) and prints its 15 most expensive calls by
+cumulative time.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
+             "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    os.environ[_var] = "1"  # before numpy, numba or scikit-learn start their pools
+
+import argparse  # noqa: E402
+import cProfile  # noqa: E402
+import io  # noqa: E402
+import pstats  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+from sklearn.datasets import make_classification  # noqa: E402
+from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+from nwbound import NadarayaWatsonClassifier  # noqa: E402
+
+SIZES = (2_000, 10_000, 30_000, 100_000)
+QUICK_SIZES = (2_000, 10_000)
+N_FEATURES = 20
+SMALL_FIT_ROWS = 1_000
+GOAL_RATIO = 2.0
+GOAL_SMALL_FIT_S = 1.0
+
+
+def dataset(n_rows: int, n_classes: int) -> tuple[np.ndarray, ...]:
+    """``make_classification`` rows split 70/30: ``X_train, y_train, X_test, y_test``."""
+    X, y = make_classification(n_samples=n_rows, n_features=N_FEATURES, n_informative=10,
+                               n_classes=n_classes, random_state=0)
+    cut = int(0.7 * n_rows)
+    return X[:cut], y[:cut], X[cut:], y[cut:]
+
+
+def run_hgb(X, y, Q, y_q) -> tuple[float, float]:
+    """Seconds of HGB fit + predict_proba, and its accuracy on the test rows."""
+    start = time.perf_counter()
+    proba = HistGradientBoostingClassifier(random_state=0).fit(X, y).predict_proba(Q)
+    seconds = time.perf_counter() - start
+    return seconds, float(np.mean(np.argmax(proba, axis=1) == y_q))
+
+
+def run_default(X, y, Q, y_q) -> tuple[float, float, float]:
+    """Seconds of the default model's fit + predict_interval, its accuracy and certified share."""
+    start = time.perf_counter()
+    iv = NadarayaWatsonClassifier(random_state=0).fit(X, y).predict_interval(Q)
+    seconds = time.perf_counter() - start
+    return seconds, float(np.mean(np.argmax(iv.proba, axis=1) == y_q)), float(np.mean(iv.certified))
+
+
+def profile_default(X, y, Q, top: int = 15) -> str:
+    """cProfile of one default fit + predict_interval: the ``top`` calls by cumulative time."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    NadarayaWatsonClassifier(random_state=0).fit(X, y).predict_interval(Q)
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(top)
+    return out.getvalue()
+
+
+def warm_up(class_counts: tuple[int, ...]) -> None:
+    """Compile numba's functions, import everything and start HGB's thread pool before any timing."""
+    for n_classes in class_counts:
+        X, y, Q, y_q = dataset(600, n_classes)
+        NadarayaWatsonClassifier(random_state=0).fit(X, y).predict_interval(Q)
+        run_hgb(X, y, Q, y_q)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help=f"only {', '.join(map(str, QUICK_SIZES))} rows")
+    parser.add_argument("--sizes", type=int, nargs="+", default=None, help="row counts (overrides --quick)")
+    parser.add_argument("--classes", type=int, nargs="+", default=[2, 10], help="class counts (default 2 10)")
+    parser.add_argument("--profile", action="store_true", help="cProfile top 15 (cumulative) of each default fit")
+    args = parser.parse_args(argv)
+    sizes = tuple(args.sizes) if args.sizes else QUICK_SIZES if args.quick else SIZES
+    if any(n < 100 for n in sizes) or any(c < 2 for c in args.classes):
+        parser.error("--sizes must be at least 100 rows and --classes at least 2")
+    warnings.simplefilter("ignore")  # the bound advice warnings are not what is measured here
+
+    with threadpool_limits(limits=1):
+        warm_up(tuple(args.classes))
+        print(f"default NadarayaWatsonClassifier fit+predict_interval vs single-thread HistGradientBoosting "
+              f"fit+predict_proba; make_classification, {N_FEATURES} features, 70/30 split, one thread each")
+        print(f"{'rows':>8} {'classes':>7} {'default s':>10} {'HGB s':>8} {'ratio':>7} {'acc':>6} "
+              f"{'HGB acc':>7} {'certified':>9}")
+        ratios = []
+        for n_rows in sizes:
+            for n_classes in args.classes:
+                X, y, Q, y_q = dataset(n_rows, n_classes)
+                hgb_s, hgb_acc = run_hgb(X, y, Q, y_q)
+                nw_s, nw_acc, certified = run_default(X, y, Q, y_q)
+                ratios.append(nw_s / hgb_s)
+                print(f"{n_rows:>8} {n_classes:>7} {nw_s:>10.2f} {hgb_s:>8.2f} {nw_s / hgb_s:>6.1f}× "
+                      f"{nw_acc:>6.3f} {hgb_acc:>7.3f} {certified:>9.1%}", flush=True)
+                if args.profile:
+                    print(profile_default(X, y, Q), flush=True)
+        for n_classes in args.classes:
+            X, y, _, _ = dataset(int(SMALL_FIT_ROWS / 0.7) + 1, n_classes)
+            X, y = X[:SMALL_FIT_ROWS], y[:SMALL_FIT_ROWS]
+            start = time.perf_counter()
+            NadarayaWatsonClassifier(random_state=0).fit(X, y)
+            seconds = time.perf_counter() - start
+            print(f"fit on {SMALL_FIT_ROWS} rows, {n_classes} classes: {seconds:.2f} s "
+                  f"(goal <= {GOAL_SMALL_FIT_S:g} s)")
+        print(f"largest ratio {max(ratios):.1f}× (goal <= {GOAL_RATIO:g}×)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
