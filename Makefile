@@ -9,6 +9,9 @@ PYTEST_ARGS ?=
 # module-scoped fixtures (quick experiment runs, fitted models) are built once.
 PYTEST_WORKERS ?= 2
 PYTEST_XDIST := -n $(PYTEST_WORKERS) --dist loadfile
+# One BLAS/OpenMP thread per worker (scikit-learn's score models): two workers with two pools
+# each would oversubscribe two cores. nwbound's own threads (numba, n_jobs) are left as they are.
+PYTEST_ENV := OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} MKL_NUM_THREADS=$${MKL_NUM_THREADS:-1}
 
 .PHONY: demo test docs test-all bench install clean-venv
 
@@ -32,12 +35,12 @@ demo: $(STAMP)
 
 ## The everyday run: every test not marked slow and every doctest, on two workers, then the docs.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_XDIST) $(PYTEST_ARGS)
+	$(PYTEST_ENV) $(BIN)/python -m pytest -q -m "not slow" $(PYTEST_XDIST) $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory docs
 
 ## Everything, the slow tests (statistical tests at large n, full-data runs) included, then the docs: what CI runs.
 test-all: $(STAMP)
-	$(BIN)/python -m pytest -q $(PYTEST_XDIST) $(PYTEST_ARGS)
+	$(PYTEST_ENV) $(BIN)/python -m pytest -q $(PYTEST_XDIST) $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory docs
 
 ## The documentation site (API reference, user guide, executed gallery); warnings are errors.
