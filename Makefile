@@ -6,6 +6,13 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DEMO_STAMP := $(VENV)/.demo-stamp
 PYTEST_ARGS ?=
+# pytest-xdist: one worker per core of a 2-core machine; a file stays on one worker, so its
+# module-scoped fixtures (quick experiment runs, fitted models) are built once.
+PYTEST_WORKERS ?= 2
+PYTEST_XDIST := -n $(PYTEST_WORKERS) --dist loadfile
+# One BLAS/OpenMP thread per worker (scikit-learn's score models): two workers with two pools
+# each would oversubscribe two cores. nwbound's own threads (numba, n_jobs) are left as they are.
+PYTEST_ENV := OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} MKL_NUM_THREADS=$${MKL_NUM_THREADS:-1}
 
 .PHONY: demo test docs test-all bench install clean-venv
 
@@ -37,10 +44,14 @@ demo: $(DEMO_STAMP)
 	@echo "nwbound: running the demo (fit on synthetic data with known probabilities; writes results/demo/)"
 	$(BIN)/nwbound demo --output results/demo --overwrite
 
-## The default test run (statistical / full-data tests marked slow are included
-## only where they fit; see .ci/run).
+## The everyday run: every test not marked slow and every doctest, on two workers, then the docs.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(PYTEST_ENV) $(BIN)/python -m pytest -q -m "not slow" $(PYTEST_XDIST) $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory docs
+
+## Everything, the slow tests (statistical tests at large n, full-data runs) included, then the docs: what CI runs.
+test-all: $(STAMP)
+	$(PYTEST_ENV) $(BIN)/python -m pytest -q $(PYTEST_XDIST) $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory docs
 
 ## The documentation site (API reference, user guide, executed gallery); warnings are errors.

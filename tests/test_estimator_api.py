@@ -1,6 +1,7 @@
 """scikit-learn conventions, bad input and agreement with KNeighborsClassifier."""
 
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -220,7 +221,8 @@ BAD_FIT = [
 ]
 
 
-@pytest.mark.parametrize("params, exc, match", BAD_FIT, ids=[str(p[0]) for p in BAD_FIT])
+# Ids without object addresses: pytest-xdist workers must collect the same names.
+@pytest.mark.parametrize("params, exc, match", BAD_FIT, ids=[re.sub(" at 0x[0-9a-f]+", "", str(p[0])) for p in BAD_FIT])
 def test_bad_parameters_are_named(params, exc, match):
     with pytest.raises(exc, match=match):
         NadarayaWatsonClassifier(**{"metric": None, "lipschitz": None, "bandwidth": "scale", **params}).fit(X0, Y0)

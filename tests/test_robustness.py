@@ -33,6 +33,7 @@ FUZZ = settings(
 # --------------------------------------------------------------------------------------------
 # A 10⁶-row CSV, streamed in chunks
 # --------------------------------------------------------------------------------------------
+@pytest.mark.slow  # 10⁶ rows under tracemalloc: minutes; chunked predict order is also tested on small tables
 def test_million_row_csv_streams_in_bounded_memory(tmp_path):
     n = 1_000_000
     rng = np.random.default_rng(0)
