@@ -118,7 +118,11 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         depends on the inputs only, never on the labels. Needs ``lipschitz`` or
         ``margin``. The regular classifier with a polynomial kernel ranks the
         whole grid from one pass of distance moments, then computes the chosen
-        λ's statistics exactly (user guide: "Choosing λ per query").
+        λ's statistics exactly (user guide: "Choosing λ per query"). λ is chosen
+        at the δ in force, so intervals at two values of δ are **not nested**:
+        at a smaller δ a query may get another λ and a narrower interval. Each
+        is valid at its own level; for intervals nested in δ fix ``bandwidth``
+        (a number or ``"scale"``), at which every bound widens as δ falls.
     n_neighbors : int or None, default=None
         None: the regular classifier over all training points. An int k: the
         localized classifier over the k nearest neighbours; among training rows
@@ -150,7 +154,11 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
     margin : float or None, default=None
         Margin γ between classes (same units). Give ``lipschitz`` or ``margin``.
     delta : float, default=0.05
-        Failure probability δ of each query's bound.
+        Failure probability δ of each query's bound. ``lipschitz="auto"``
+        chooses L at fit, on check rows tested at the δ then in force;
+        ``set_params(delta=...)`` after fit changes every interval's level but
+        keeps that L (it is never below the pilot, whatever δ): refit to test it
+        at the new δ.
     bound : {"chernoff", "hoeffding", "paper", "selfnormalized"}, default="chernoff"
         Form of the bound (see :mod:`nwbound.bounds`). ``"chernoff"``: the
         band-Chernoff test with the exact Bernoulli moment-generating function
