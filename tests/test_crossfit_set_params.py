@@ -220,18 +220,18 @@ def test_dyadic_cross_fitted_takes_set_params_too(data):
 
 @pytest.mark.slow
 def test_the_default_model_takes_set_params_after_fit():
-    """The bug report's case: the defaults (cross_fit="auto": 5 models at δ/5, lipschitz="auto")."""
+    """The bug report's case: the defaults (cross_fit="auto": the swapped pair at δ/2, lipschitz="auto")."""
     from sklearn.datasets import load_breast_cancer
 
     X, y = load_breast_cancer(return_X_y=True)
     X, y, Q = X[:200], y[:200], X[300:400]
     clf = _quiet(NadarayaWatsonClassifier(n_neighbors=20, random_state=0).fit, X, y)
-    assert len(clf.cross_fit_models_) == 5
+    assert len(clf.cross_fit_models_) == 2
     fitted = copy.deepcopy(clf)
     before = _quiet(clf.predict_interval, Q)
     clf.set_params(delta=0.001, bound="hoeffding")
     after = _quiet(clf.predict_interval, Q)
-    parts = [_quiet(m.set_params(delta=0.001 / 5, bound="hoeffding").predict_interval, Q)
+    parts = [_quiet(m.set_params(delta=0.001 / 2, bound="hoeffding").predict_interval, Q)
              for m in copy.deepcopy(fitted.cross_fit_models_)]
     _same(after, intersect_intervals(*parts))
     assert _differs(after, before)

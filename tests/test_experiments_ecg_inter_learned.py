@@ -48,7 +48,7 @@ def test_learned_fit_splits_by_record_in_every_cross_fitted_model():
     X, y, rec = _records()
     model = learned.learned_model("hoeffding", 0).fit(X, y, groups=rec)
     models = model.cross_fit_models_
-    assert len(models) == 5  # the swapped pair and 3 folds (cross_fit="auto")
+    assert len(models) == 2  # the swapped pair (cross_fit="auto")
     for m in models:
         check = set(m.check_rows_.tolist())
         map_rows = [i for i in m.metric_rows_.tolist() if i not in check]

@@ -597,12 +597,28 @@ def test_auto_with_no_model_that_learns_warns_and_keeps_the_features():
     y = np.repeat([0, 1], 30)
     space = LearnedSpace("auto", random_state=0)
     # No score model: the features alone, weighted by p's own estimated constant, which rows that
-    # are all one point cannot give (refused, naming L_r, rather than a weight picked blind).
+    # are all one point cannot give: the uninformative weight, said in a warning.
     with pytest.warns(UserWarning, match="no candidate score model could be fitted"), \
-            pytest.raises(ValueError, match="L_r"):
+            pytest.warns(UserWarning, match="could not estimate the features' weight L_r"):
         space.fit(X, y)
-    assert space.report_.chosen is None and space.map_ is None
+    assert space.report_.chosen is None and space.map_ is None and space.feature_weight_ == 1.0
+    assert space.lipschitz_ == 1.0  # no scores: |Δp| ≤ L_r‖Δx‖ = ‖Δz‖
     assert all(c["status"].startswith("dropped") for c in space.report_.candidates)
+    assert space.transform(X[:2]).shape == (2, 3)
+
+
+def test_auto_with_too_few_held_out_rows_weighs_the_features_so_that_nothing_is_assumed():
+    """3 held-out rows cannot estimate L_r: the weight 2/d_min (d_min the least distance between
+    them), at which two distinct rows may differ by anything; a warning says so."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(23, 2)); y = (X[:, 0] > 0).astype(int)
+    with pytest.warns(UserWarning, match="could not estimate"):
+        space = LearnedSpace("auto", random_state=0).fit(X[:20], y[:20], held_out=(X[20:], y[20:]))
+    from nwbound.spaces import column_units
+    U = X / column_units(X[:20])
+    F = (U[20:] - U[:20].mean(axis=0)) / U[:20].std(axis=0)
+    least = min(np.linalg.norm(F[i] - F[j]) for i in range(3) for j in range(i + 1, 3))
+    assert space.feature_weight_ == pytest.approx(2.0 / least, rel=1e-9)
 
 
 def test_auto_fits_a_few_dozen_rows_of_three_classes():

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from .._numerics import feature_unit, to_feature_unit
 from .._result import PredictionInterval
-from .._validation import check_beta, check_choice, check_class_count, check_open_unit, check_params_as_fitted, check_positive
+from .._validation import check_beta, check_choice, check_class_count, check_label_free_weights, check_open_unit, check_params_as_fitted, check_positive
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
@@ -227,8 +227,8 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
             # Σ(wK)². κ and ΣK² are then in units of the largest weight.
             weights = weights / weights.max()
             weights = None if np.all(weights == 1.0) else weights.astype(dtype)
-        if weights is not None:
-            self._refuse_label_weights(weights, labels, classes)
+        if weights is not None and (self.lipschitz is not None or getattr(self, "margin", None) is not None):
+            check_label_free_weights(weights, labels, classes)  # with a bound: weights of the inputs only
         w = np.ones(X.shape[0]) if weights is None else weights.astype(np.float64)
         prior = np.bincount(labels, weights=w, minlength=classes.shape[0])
         self._fit_dtype = np.dtype(dtype)
@@ -236,28 +236,6 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         self.class_prior_ = prior / prior.sum()
         return X, labels.astype(np.intp), weights
-
-    def _refuse_label_weights(self, weights: np.ndarray, labels: np.ndarray, classes: np.ndarray) -> None:
-        """With a bound (``lipschitz`` or ``margin``), refuse weights that are a function of the label.
-
-        The proofs condition on the inputs and need the weights to depend on them only: with
-        ``w = f(y)`` the weighted estimate converges to ``w_c p_c / Σ_k w_k p_k``, not to ``p_c``, and
-        every interval is about that other quantity (measured: balanced weights missed p on 49–80 %
-        of queries). Detected when the weights are constant within each class and not all equal.
-        """
-        if getattr(self, "lipschitz", None) is None and getattr(self, "margin", None) is None:
-            return  # no bound: a weighted estimate is the user's choice
-        per_class = [weights[labels == c] for c in range(classes.shape[0])]
-        if not all(w.size and np.all(w == w[0]) for w in per_class):
-            return
-        values = ", ".join(f"{classes[c]!r}: {float(w[0]):.3g}" for c, w in enumerate(per_class))
-        raise ValueError(
-            f"sample_weight is constant within each class and differs between classes (relative weights {values}), "
-            "e.g. compute_sample_weight('balanced', y). The bounds need weights that depend on the inputs only: "
-            "with class weights the estimate converges to w_c·p_c / Σ_k w_k·p_k, not to p_c, and every interval "
-            "would be about that other quantity. Fit without sample_weight and apply class priors or costs at "
-            "decision time (nwbound.metrics.bayes_decision), or set lipschitz=None for predictions without bounds."
-        )
 
     def _restore_inputs(self, state, classes: np.ndarray, prior: np.ndarray, n_features: int, dtype,
                         unit: float = 1.0) -> None:

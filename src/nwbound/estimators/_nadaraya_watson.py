@@ -35,6 +35,7 @@ from ._base import BoundedClassifierBase
 from ._certified import CertifiedRows
 from ._device import outside_box, to_host
 from ._nw_fitted_state import _FittedState
+from ._neighbor_sums import search_queries
 from ._nw_rounds import _Rounds
 from ._statistics import BandwidthRanking, KernelStatistics
 from ._sums import TrainingSet, dense_kernel_sums, dense_moment_sums, neighbor_distances, neighbor_kernel_sums
@@ -44,29 +45,6 @@ __all__ = ["NadarayaWatsonClassifier"]
 # Queries per block of predict_interval with bound="chernoff" (its statistics hold
 # queries × bandwidths × bins values; 2048 keeps them to a few MiB).
 _CHERNOFF_QUERY_BLOCK = 2048
-
-
-# Index coordinates (training rows within [-1, 1]) beyond this: the query is scaled down for the search.
-_FAR_SEARCH = 2.0**480
-
-
-def _search_queries(Q: np.ndarray) -> np.ndarray:
-    """Queries in index coordinates, each row beyond ``_FAR_SEARCH`` divided by a power of two.
-
-    An index squares coordinates: a row like 1e308 would overflow to NaN distances and duplicate
-    neighbours. Such a row lies so far from every training row (within [-1, 1]) that all its
-    distances agree to float64 precision; scaled down along its own direction, it stays that far
-    and the index returns k distinct rows. The k distances are recomputed from the true queries.
-    """
-    if Q.dtype != np.float64 or Q.ndim != 2:  # float32 never reaches 2⁴⁸⁰
-        return Q
-    largest = np.max(np.abs(Q), axis=1, initial=0.0)
-    far = largest > _FAR_SEARCH
-    if not far.any():
-        return Q
-    Q = np.array(Q, dtype=np.float64)
-    Q[far] /= np.ldexp(1.0, np.frexp(largest[far])[1] - np.frexp(_FAR_SEARCH)[1])[:, None]
-    return Q
 
 
 def _concatenated(parts: list) -> Any:
@@ -873,7 +851,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
                 _, idx = device_kneighbors(X, self._train, int(self.n_neighbors), device=self.device,
                                            working_memory=self.working_memory)
             else:
-                dist, idx = self.index_.kneighbors(_search_queries(to_host(X) / self._index_scale), self.n_neighbors)
+                dist, idx = self.index_.kneighbors(search_queries(to_host(X) / self._index_scale), self.n_neighbors)
             if getattr(self, "device", None) is None:
                 sums = neighbor_kernel_sums(
                     dist, idx, self._train, self.kernel_, bandwidths, need_dist=need_dist, tail_radius=tail,
@@ -1008,6 +986,6 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
             idx = to_host(device_kneighbors(X, self._train, int(k), device=self.device,
                                             working_memory=self.working_memory)[1])
         else:
-            _, idx = self.index_.kneighbors(_search_queries(X / self._index_scale), int(k))
+            _, idx = self.index_.kneighbors(search_queries(X / self._index_scale), int(k))
         dist = neighbor_distances(X, self._train.X, idx, working_memory=self.working_memory)
         return _times(dist, self._unit()), idx

@@ -19,7 +19,7 @@ from ._tiles import _U64
 
 neighbor_distances = direct_distances  # the name the engine has always exported
 
-__all__ = ["neighbor_distances", "neighbor_kernel_sums"]
+__all__ = ["neighbor_distances", "neighbor_kernel_sums", "search_queries"]
 
 
 def _reduce_weights(
@@ -142,3 +142,25 @@ def neighbor_kernel_sums(
             sq_sum *= unit  # in two steps: unit² alone may overflow
     return out
 
+
+# Index coordinates (training rows within [-1, 1]) beyond this: the query is scaled down for the search.
+_FAR_SEARCH = 2.0**480
+
+
+def search_queries(Q: np.ndarray) -> np.ndarray:
+    """Queries in index coordinates, each row beyond ``_FAR_SEARCH`` divided by a power of two.
+
+    An index squares coordinates: a row like 1e308 would overflow to NaN distances and duplicate
+    neighbours. Such a row lies so far from every training row (within [-1, 1]) that all its
+    distances agree to float64 precision; scaled down along its own direction, it stays that far
+    and the index returns k distinct rows. The k distances are recomputed from the true queries.
+    """
+    if Q.dtype != np.float64 or Q.ndim != 2:  # float32 never reaches 2⁴⁸⁰
+        return Q
+    largest = np.max(np.abs(Q), axis=1, initial=0.0)
+    far = largest > _FAR_SEARCH
+    if not far.any():
+        return Q
+    Q = np.array(Q, dtype=np.float64)
+    Q[far] /= np.ldexp(1.0, np.frexp(largest[far])[1] - np.frexp(_FAR_SEARCH)[1])[:, None]
+    return Q

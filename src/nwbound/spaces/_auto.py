@@ -69,7 +69,8 @@ class MetricAutoReport:
         The candidates were validated on ``lipschitz="auto"``'s check rows (held out of the map)
         and each fitted once, instead of cross-validated on the map rows.
     grouped : bool
-        The folds kept each group whole (``groups`` given, and enough groups).
+        The comparison kept each group whole: folds by group (``groups`` given, and enough
+        groups), or check rows held out of the map by whole groups.
 
     Examples
     --------
@@ -97,8 +98,9 @@ class MetricAutoReport:
 
     def __str__(self) -> str:
         if self.validated_on_check_rows:
-            how = (f"by held-out log-loss ({self.n_cv_rows} check rows, held out of the map, validate the "
-                   f"candidates fitted once on the {self.n_rows} map rows)")
+            how = (f"by held-out log-loss ({self.n_cv_rows} check rows, held out of the map"
+                   f"{' by whole groups' if self.grouped else ''}, validate the candidates fitted once on the "
+                   f"{self.n_rows} map rows)")
         elif self.n_splits == 1:
             how = (f"by held-out log-loss ({self.n_cv_rows} map rows validate the candidates fitted on the other "
                    f"{self.n_rows}{'; groups kept whole' if self.grouped else ''})")
@@ -300,7 +302,8 @@ def _choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray 
     report = MetricAutoReport(chosen=chosen, candidates=tuple(results[n] for n in candidates),
                               n_rows=int(train.shape[0] if holdout else X.shape[0]),
                               n_cv_rows=int(cv_rows.shape[0]), n_splits=1 if holdout else n_splits,
-                              random_state=int(random_state), grouped=cv_groups is not None and not external,
+                              random_state=int(random_state),
+                              grouped=(groups is not None) if external else cv_groups is not None,
                               validated_on_check_rows=external)
     if chosen is None:
         warnings.warn(f"{report}\nThe bounds are then those of the standardised features (as "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 from typing import Any
 
@@ -285,14 +286,19 @@ class LearnedSpace:
             proba = np.asarray(self.map_.predict_proba(self._in_units(X_h)), dtype=np.float64)
             offset = proba[:, np.searchsorted(np.asarray(self.map_.classes_), classes)]
         try:
-            estimate = estimate_lipschitz(features, y_h, offset=offset, random_state=rng.randint(2**31))
+            weight = float(estimate_lipschitz(features, y_h, offset=offset, random_state=rng.randint(2**31)).value)
         except ValueError as exc:
-            raise ValueError(
-                f"metric='auto' estimates the features' weight L_r (the Lipschitz constant of what the score model "
-                f"misses) on {X_h.shape[0]} held-out rows and could not ({exc}); give more rows, a larger "
-                "metric_fraction, or metric=None with a numeric lipschitz."
-            ) from None
-        self.feature_weight_ = float(estimate.value)
+            # Too few or degenerate held-out rows: weight the features so that two training rows at
+            # the least distance apart may differ by anything (|Δh| ≤ 2), which leaves the bounds
+            # nearly trivial instead of resting on a weight picked blind.
+            weight = _uninformative_weight((self._raw(X_h)[:, n_scores:] - self._mean[n_scores:])
+                                           / self._scale[n_scores:])
+            warnings.warn(
+                f"metric='auto' could not estimate the features' weight L_r (the Lipschitz constant of what the "
+                f"score model misses) on {X_h.shape[0]} held-out rows ({exc}); it uses L_r = {weight:.4g}, under "
+                "which any two distinct rows may differ by anything, so few bounds will be useful. Give more rows "
+                "or a larger metric_fraction.", UserWarning, stacklevel=5)
+        self.feature_weight_ = weight
         self.n_held_out_ = int(X_h.shape[0])
         self.lipschitz_ = AUTO_LIPSCHITZ if n_scores else 1.0  # no scores: |Δp| ≤ L_r‖Δx_std‖ = ‖Δz‖
         self.report_ = replace(self.report_, feature_weight=self.feature_weight_, n_held_out=self.n_held_out_)
@@ -409,3 +415,16 @@ def column_units(X: np.ndarray) -> np.ndarray:
         raise ValueError(f"Feature {j} holds a non-finite value; the space needs finite features.")
     exponent = np.frexp(largest)[1] - 1
     return np.where(largest > 0, np.ldexp(1.0, exponent), 1.0)
+
+
+def _uninformative_weight(features: np.ndarray) -> float:
+    """``2 / d_min``: the weight at which any two distinct rows ``d_min`` apart or more may differ by 2
+    (anything), ``d_min`` the least nonzero distance between the given rows (1 when all coincide)."""
+    F = np.unique(np.asarray(features, dtype=np.float64), axis=0)[:2000]  # bounded memory
+    if F.shape[0] < 2:
+        return 1.0
+    sq = np.einsum("ij,ij->i", F, F)
+    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * F @ F.T, 0.0)
+    d2[np.diag_indices_from(d2)] = np.inf
+    least = float(np.sqrt(np.min(d2)))
+    return 2.0 / least if least > 0 else 1.0
