@@ -282,9 +282,10 @@ class LearnedSpace:
         features = (raw[:, n_scores:] - self._mean[n_scores:]) / self._scale[n_scores:]
         classes = np.unique(y_h)
         offset = np.zeros((X_h.shape[0], classes.shape[0]))
-        if self.map_ is not None:  # the model's probabilities of the classes present in the held-out rows
+        if self.map_ is not None:  # the model's probabilities of the held-out rows' classes (0 for one it never saw)
             proba = np.asarray(self.map_.predict_proba(self._in_units(X_h)), dtype=np.float64)
-            offset = proba[:, np.searchsorted(np.asarray(self.map_.classes_), classes)]
+            known = np.isin(classes, self.map_.classes_)
+            offset[:, known] = proba[:, np.searchsorted(np.asarray(self.map_.classes_), classes[known])]
         try:
             weight = float(estimate_lipschitz(features, y_h, offset=offset, random_state=rng.randint(2**31)).value)
         except ValueError as exc:
