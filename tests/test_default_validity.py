@@ -56,8 +56,8 @@ def test_default_lipschitz_never_goes_below_its_pilot(sine_default):
         report = model.lipschitz_report_
         assert model.lipschitz_ >= report.pilot
         assert model.lipschitz_ == report.value
-        # the two-constant space: L = √2 in z's units, the features weighted by the estimated L_r
-        assert report.pilot == pytest.approx(np.sqrt(2.0))
+        # the two-constant space: L = √(1 + 1/c²) in z's units, the features at c·L_r (L_r estimated)
+        assert report.pilot == pytest.approx(np.sqrt(1 + model.metric_.balance_**-2))
         assert model.metric_.feature_weight_ > 0 and model.metric_.n_held_out_ > 0
 
 
@@ -77,10 +77,10 @@ def test_feature_weight_is_the_residual_lipschitz_estimate_on_held_out_rows():
     rng.randint(2**31)  # the seeds LearnedSpace draws, in order: the score model's, then the estimate's
     expected = estimate_lipschitz((U[held] - mean) / std, y[held], offset=offset, random_state=rng.randint(2**31))
     assert space.feature_weight_ == pytest.approx(expected.value, rel=1e-12)
-    # z = (s − mean_s, L_r·x_std): the score column in probability units
+    # z = (s − mean_s, c·L_r·x_std): the score column in probability units
     Z = space.transform(X[held])
     np.testing.assert_allclose(Z[:, 0], offset[:, 1] - space.map_.predict_proba(U[map_rows])[:, 1].mean(), atol=1e-12)
-    np.testing.assert_allclose(Z[:, 1:], space.feature_weight_ * (U[held] - mean) / std, atol=1e-12)
+    np.testing.assert_allclose(Z[:, 1:], space.balance_ * space.feature_weight_ * (U[held] - mean) / std, atol=1e-12)
 
 
 @pytest.mark.parametrize("power", [-660, 560])

@@ -279,21 +279,33 @@ def test_metric_kinds_fit_and_predict(metric):
 
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_auto_space_is_the_scores_then_the_features_at_their_estimated_weight(n_classes):
-    """metric="auto": z = (s − mean s, L_r·x_std), s the model's probabilities (one column for two
-    classes), L_r = feature_weight_; by brute force over the coordinates."""
+    """metric="auto": z = (s − mean s, c·L_r·x_std), s the model's probabilities (one column for two
+    classes), L_r = feature_weight_, c = balance_, L = √(1 + 1/c²); by brute force over the coordinates."""
     rng = np.random.default_rng(5)
     X = rng.normal(size=(300, 4))
     y = np.digitize(X[:, 0] + X[:, 1], [-0.5, 0.5]) if n_classes == 3 else (X[:, 0] > 0).astype(int)
     space = LearnedSpace("auto", random_state=0).fit(X[:150], y[:150], held_out=(X[150:], y[150:]))
     z = space.transform(X)
     n_s = 1 if n_classes == 2 else 3
-    assert z.shape[1] == n_s + 4 and space.lipschitz_ == pytest.approx(np.sqrt(2.0))
+    assert z.shape[1] == n_s + 4 and space.lipschitz_ == pytest.approx(np.sqrt(1 + space.balance_**-2))
     from nwbound.spaces import column_units
     U = X / column_units(X[:150])
     s_fit = space.map_.predict_proba(U[:150])[:, -n_s:]
     np.testing.assert_allclose(z[:, :n_s], space.map_.predict_proba(U)[:, -n_s:] - s_fit.mean(axis=0), atol=1e-12)
     x_std = (U - U[:150].mean(axis=0)) / U[:150].std(axis=0)
-    np.testing.assert_allclose(z[:, n_s:], space.feature_weight_ * x_std, atol=1e-12)
+    np.testing.assert_allclose(z[:, n_s:], space.balance_ * space.feature_weight_ * x_std, atol=1e-12)
+    # c balances the blocks' median distances from each held-out row to its 10 nearest others, found
+    # at c = 1 (brute force); 1 where either median is 0 (a model with few distinct scores)
+    S = space.map_.predict_proba(U[150:])[:, -n_s:] - s_fit.mean(axis=0)
+    F = space.feature_weight_ * x_std[150:]
+    Z1 = np.hstack([S, F])
+    d = np.linalg.norm(Z1[:, None] - Z1[None], axis=2)
+    np.fill_diagonal(d, np.inf)
+    near = np.argsort(d, axis=1, kind="stable")[:, :10]
+    a = np.median(np.linalg.norm(S[:, None] - S[near], axis=2))
+    b = np.median(np.linalg.norm(F[:, None] - F[near], axis=2))
+    expected = np.clip(np.sqrt(a / b), 1 / 64, 64) if a > 0 and b > 0 else 1.0
+    assert space.balance_ == pytest.approx(expected, rel=1e-9)
 
 
 # -- scikit-learn conventions ------------------------------------------------------------------

@@ -523,10 +523,12 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
                  else "in the units of the features as given")
         with _split_settings_errors(self, train_labels):
             source = ""
-            if pilot_Z is None:  # metric="auto": L = √2 by the two-constant assumption (LearnedSpace)
-                pilot = self.metric_.lipschitz_
-                source = (f"the two-constant space: |Δp| ≤ ‖Δs‖ + L_r‖Δx‖ with L_r = {self.metric_.feature_weight_:.4g} "
-                          f"estimated on {self.metric_.n_held_out_} held-out rows")
+            if pilot_Z is None:  # metric="auto": L = √(1 + 1/c²) by the two-constant assumption (LearnedSpace)
+                space = self.metric_
+                pilot = space.lipschitz_
+                source = (f"the two-constant space: |Δp| ≤ ‖Δs‖ + L_r‖Δx‖ with L_r = {space.feature_weight_:.4g} "
+                          f"estimated on {space.n_held_out_} held-out rows, the features at c·L_r with c = "
+                          f"{space.balance_:.3g}, so L = √(1 + 1/c²)")
             else:
                 pilot = pilot_lipschitz(pilot_Z, pilot_y, random_state=self._split_seed())
             self._choice_beta = pilot  # bandwidth="auto" chooses at the pilot L: intervals nested in L

@@ -15,12 +15,15 @@ from .._numerics import column_spread
 from ._split import split_rows
 from ._auto import AUTO_MAX_ITER, _auto_scores, _choose_score_model
 
-__all__ = ["LearnedSpace", "metric_kind", "AUTO_LIPSCHITZ", "AUTO_MAX_ROWS", "AUTO_MAX_ITER", "column_units"]
+__all__ = ["LearnedSpace", "metric_kind", "AUTO_BALANCE_LIMIT", "AUTO_MAX_ROWS", "AUTO_MAX_ITER", "column_units"]
 
-#: metric="auto": ``z = (s(x), L_r·x_std)`` states the two-constant assumption
+#: metric="auto": ``z = (s(x), c·L_r·x_std)`` states the two-constant assumption
 #: ``|p(x) − p(x′)| ≤ ‖s(x) − s(x′)‖ + L_r‖x_std − x′_std‖`` (exact in s: p = s + (p − s)), and
-#: ``‖a‖ + ‖b‖ ≤ √2·‖(a, b)‖`` makes it a Lipschitz assumption in z with constant √2.
-AUTO_LIPSCHITZ = float(np.sqrt(2.0))
+#: ``‖a‖ + ‖b‖ ≤ √(1 + 1/c²)·‖(a, c·b)‖`` makes it a Lipschitz assumption in z; ``c`` balances the
+#: two blocks at the neighbour scale, within ``[1/AUTO_BALANCE_LIMIT, AUTO_BALANCE_LIMIT]``.
+AUTO_BALANCE_LIMIT = 64.0
+#: Neighbours per row, and rows at most, that measure the two blocks' neighbour distances for ``c``.
+_BALANCE_NEIGHBORS, _BALANCE_ROWS = 10, 2000
 #: Inputs are clipped to this many times their column's unit (a power of two): the map's output,
 #: and squared distances between mapped rows, then stay finite for any finite query.
 INPUT_CLIP = 1e100
@@ -92,7 +95,7 @@ class LearnedSpace:
       ``decision_function`` (else ``predict_proba``). A model fitted elsewhere enters as
       ``sklearn.frozen.FrozenEstimator(model)`` (cloning keeps it, ``fit`` does nothing): then
       it must never have seen the labels of the rows the kernel sums use.
-    * ``"auto"``: ``z = (s(x), L_r·x_std)``: the class probabilities ``s`` (one column for two
+    * ``"auto"``: ``z = (s(x), c·L_r·x_std)``: the class probabilities ``s`` (one column for two
       classes; centred, not rescaled) of a score model chosen on the rows it is given by
       out-of-fold log-loss (:func:`choose_score_model`: a ``HistGradientBoostingClassifier`` with
       ``AUTO_MAX_ITER`` iterations or a logistic regression; at most ``AUTO_MAX_ROWS`` rows; the
@@ -100,9 +103,11 @@ class LearnedSpace:
       ``L_r``, the Lipschitz constant of what the scores miss, ``h = p − s``, estimated on rows
       the score model never saw (``held_out``; :func:`nwbound.assumptions.estimate_lipschitz`
       with ``offset=s``). Since ``p = s + h`` exactly,
-      ``|p(x) − p(x′)| ≤ ‖Δs‖ + L_r‖Δx_std‖ ≤ √2·‖Δz‖``: the space states the two-constant
-      assumption of the learned-space note with ``L = √2`` in z's units (``lipschitz_``), and
-      the features' weight follows from the estimate. Where the scores carry p, ``h`` is flat
+      ``|p(x) − p(x′)| ≤ ‖Δs‖ + L_r‖Δx_std‖ ≤ √(1 + 1/c²)·‖Δz‖`` (Cauchy–Schwarz, any
+      ``c > 0``): the space states the two-constant assumption of the learned-space note with
+      ``L = √(1 + 1/c²)`` in z's units (``lipschitz_``), and the features' weight follows from the
+      estimate. ``c`` (``balance_``) balances the blocks' neighbour distances on the held-out rows,
+      so that a typical neighbour's bias is the two-constant sum itself rather than up to √2 times it. Where the scores carry p, ``h`` is flat
       and the features weigh little; where they miss part of it, the features weigh what that
       part needs (user guide, "Bounds in a learned space").
 
@@ -132,9 +137,11 @@ class LearnedSpace:
         Dimension of ``z``.
     feature_weight_ : float
         ``L_r`` of ``"auto"`` (0 otherwise).
+    balance_ : float
+        ``c`` of ``"auto"``: the features enter at ``c·L_r`` (1 otherwise).
     lipschitz_ : float or None
         ``"auto"``: the Lipschitz constant in z's units that the two-constant assumption gives
-        (``√2``; 1 when no score model could be fitted); None for the other kinds.
+        (``√(1 + 1/c²)``; 1 when no score model could be fitted); None for the other kinds.
     n_held_out_ : int
         ``"auto"``: rows that estimated ``L_r`` (0 otherwise).
     fit_rows_ : ndarray of int
@@ -155,7 +162,7 @@ class LearnedSpace:
     >>> Z.shape, bool(np.allclose(Z.mean(axis=0), 0) and np.allclose(Z.std(axis=0), 1))  # one column
     ((200, 1), True)
     >>> auto = LearnedSpace("auto", random_state=0).fit(X, y)
-    >>> auto.n_components_, auto.lipschitz_ == 2 ** 0.5, auto.feature_weight_ > 0
+    >>> auto.n_components_, bool(np.isclose(auto.lipschitz_, (1 + auto.balance_**-2) ** 0.5)), auto.feature_weight_ > 0
     (6, True, True)
     """
 
@@ -222,7 +229,7 @@ class LearnedSpace:
         X = np.asarray(X)
         y = np.asarray(y)
         self.kind, self.n_features_in_ = kind, X.shape[1]
-        self.map_, self.feature_weight_, self.report_ = None, 0.0, None
+        self.map_, self.feature_weight_, self.report_, self.balance_ = None, 0.0, None, 1.0
         self.lipschitz_, self.n_held_out_ = None, 0
         self._units = column_units(X) if kind in ("standard", "auto") else None
         rng = check_random_state(self.random_state)
@@ -292,8 +299,7 @@ class LearnedSpace:
             # Too few or degenerate held-out rows: weight the features so that two training rows at
             # the least distance apart may differ by anything (|Δh| ≤ 2), which leaves the bounds
             # nearly trivial instead of resting on a weight picked blind.
-            weight = _uninformative_weight((self._raw(X_h)[:, n_scores:] - self._mean[n_scores:])
-                                           / self._scale[n_scores:])
+            weight = _uninformative_weight(features)
             warnings.warn(
                 f"metric='auto' could not estimate the features' weight L_r (the Lipschitz constant of what the "
                 f"score model misses) on {X_h.shape[0]} held-out rows ({exc}); it uses L_r = {weight:.4g}, under "
@@ -301,7 +307,9 @@ class LearnedSpace:
                 "or a larger metric_fraction.", UserWarning, stacklevel=5)
         self.feature_weight_ = weight
         self.n_held_out_ = int(X_h.shape[0])
-        self.lipschitz_ = AUTO_LIPSCHITZ if n_scores else 1.0  # no scores: |Δp| ≤ L_r‖Δx_std‖ = ‖Δz‖
+        self.balance_ = _balance(raw[:, :n_scores] - self._mean[:n_scores], weight * features) if n_scores else 1.0
+        # |Δp| ≤ ‖Δs‖ + L_r‖Δx‖ ≤ √(1 + 1/c²)·‖Δz‖ (Cauchy–Schwarz); no scores: |Δp| ≤ L_r‖Δx‖ = ‖Δz‖
+        self.lipschitz_ = float(np.sqrt(1.0 + 1.0 / self.balance_**2)) if n_scores else 1.0
         self.report_ = replace(self.report_, feature_weight=self.feature_weight_, n_held_out=self.n_held_out_)
 
     @staticmethod
@@ -365,7 +373,7 @@ class LearnedSpace:
         """The map's output ``raw`` centred and scaled (for "auto", the features at their weight)."""
         z = (raw - self._mean) / self._scale
         if self.kind == "auto":
-            z[:, -n_features:] *= self.feature_weight_
+            z[:, -n_features:] *= self.feature_weight_ * self.balance_
         return z
 
     def __repr__(self) -> str:
@@ -429,3 +437,27 @@ def _uninformative_weight(features: np.ndarray) -> float:
     d2[np.diag_indices_from(d2)] = np.inf
     least = float(np.sqrt(np.min(d2)))
     return 2.0 / least if least > 0 else 1.0
+
+
+def _balance(scores: np.ndarray, features: np.ndarray) -> float:
+    """``c`` of ``metric="auto"``: ``√(a/b)``, with ``a`` and ``b`` the median score-block and
+    feature-block distances from each row to its nearest rows (``_BALANCE_NEIGHBORS``, in the space
+    at ``c = 1``), clipped to ``[1/AUTO_BALANCE_LIMIT, AUTO_BALANCE_LIMIT]``; 1 where either is 0.
+
+    At ``c = √(a/b)``, ``√(1 + 1/c²)·√(a² + c²b²) = a + b``: the bias of a typical neighbour is the
+    two-constant sum itself, not up to √2 times it. Any ``c > 0`` keeps the assumption exact; this
+    one is a function of the rows it is given (held out of the kernel sums), never of theirs.
+    """
+    from sklearn.neighbors import NearestNeighbors
+
+    rows = min(scores.shape[0], _BALANCE_ROWS)
+    k = min(_BALANCE_NEIGHBORS, rows - 1)
+    if k < 1:
+        return 1.0
+    S, F = scores[:rows], features[:rows]
+    _, idx = NearestNeighbors(n_neighbors=k).fit(np.hstack([S, F])).kneighbors()  # each row's k others
+    a = float(np.median(np.linalg.norm(S[:, None, :] - S[idx[:, :k]], axis=2)))
+    b = float(np.median(np.linalg.norm(F[:, None, :] - F[idx[:, :k]], axis=2)))
+    if not (a > 0 and b > 0):
+        return 1.0
+    return float(np.clip(np.sqrt(a / b), 1.0 / AUTO_BALANCE_LIMIT, AUTO_BALANCE_LIMIT))
