@@ -69,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-big", action="store_true", help="skip the 1M-row case")
     ap.add_argument("--profile", action="store_true",
                     help="also a torch.profiler summary (top device and host costs) of one call per case")
+    ap.add_argument("--profile-rows", type=int, default=14,
+                    help="operators per profile table (the device check's final mode prints the top 6)")
     ap.add_argument("--compiled", action="store_true",
                     help="also the torch.compile'd eager search (NWBOUND_COMPILE_BOUNDS=auto; minutes to compile)")
     ap.add_argument("--no-host-timing", action="store_true",
@@ -129,9 +131,9 @@ def main(argv: list[str] | None = None) -> int:
         avg = prof.key_averages()
         key = "self_device_time_total" if dev.type == "cuda" else "self_cpu_time_total"
         print(f"-- profile: {label} (top by {key}) --")
-        print(avg.table(sort_by=key, row_limit=14, max_name_column_width=48))
+        print(avg.table(sort_by=key, row_limit=args.profile_rows, max_name_column_width=48))
         print(f"-- profile: {label} (top by cpu_time_total) --")
-        print(avg.table(sort_by="cpu_time_total", row_limit=10, max_name_column_width=48))
+        print(avg.table(sort_by="cpu_time_total", row_limit=min(10, args.profile_rows), max_name_column_width=48))
         syncs = sum(e.count for e in avg if e.key in ("aten::item", "aten::_local_scalar_dense", "cudaStreamSynchronize",
                                                      "cudaDeviceSynchronize", "aten::nonzero"))
         copies = sum(e.count for e in avg if e.key in ("aten::copy_", "Memcpy DtoH (Device -> Pageable)",

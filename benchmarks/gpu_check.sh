@@ -89,8 +89,8 @@ PY
       -k "not interpreter and not array_api_strict and not -cpu] and not [cpu] and not [cpu- and not -cpu-" \
       tests/test_gpu*.py 2>&1 | tail -n 40
     echo "pytest exit: ${PIPESTATUS[0]}"
-    echo "== bench_device_bounds.py (ECG shapes, then 1M x 100 / 100k; 115 s at most) =="
-    timeout 115 python3 -u benchmarks/bench_device_bounds.py --budget 105 --no-host-timing
+    echo "== bench_device_bounds.py (ECG shapes, then 1M x 100 / 100k, each case's profile top 6; 130 s at most) =="
+    timeout 130 python3 -u benchmarks/bench_device_bounds.py --budget 120 --no-host-timing --profile --profile-rows 6
     echo "bench exit: $?"
     echo "== diag_knn.py (48 s at most: the localized call's variants, the fused per-point search's refused ends) =="
     timeout 48 python3 -u benchmarks/diag_knn.py --budget 42
