@@ -26,8 +26,10 @@ touched.
 from __future__ import annotations
 
 import copy
+import inspect
 import warnings
 from collections.abc import Mapping
+from numbers import Integral
 from typing import Any, NamedTuple
 
 import dask
@@ -36,6 +38,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics import accuracy_score
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 
 from .._numerics import euclidean_norm
@@ -55,11 +58,63 @@ from ._predict import interval_arrays, named_interval_arrays
 
 __all__ = ["ShardedNadarayaWatson", "sharded_predict_interval"]
 
-# NadarayaWatsonClassifier parameters the sharded estimator does not take: Dask
-# tasks are its parallelism (``threads_per_task`` sets BLAS threads per task), on the workers' CPUs.
-# metric=/cross_fit: a learned space needs the whole training set's split and map before the
-# shards; the sharded estimator takes features already mapped (and metric=None: today's sums).
-_NOT_TAKEN = ("n_jobs", "device", "metric", "metric_fraction", "cross_fit")
+# The NadarayaWatsonClassifier parameters a cluster cannot honour at other values than these,
+# and the fix the error names.
+_ONLY = {
+    "n_jobs": (None, "the Dask tasks are the parallelism: leave n_jobs=None and set threads_per_task (BLAS "
+                     "threads inside each task) or the number of workers"),
+    "device": (None, "the shards compute on the workers' CPUs: leave device=None (for a GPU, fit "
+                     "NadarayaWatsonClassifier(device=...) in memory)"),
+}
+
+
+def check_sharded_params(params: Mapping[str, Any]) -> None:
+    """Refuse the NadarayaWatsonClassifier parameter values a sharded fit cannot honour.
+
+    Every other value is checked by the estimator's own rules (its ``_parameter_constraints`` and
+    its fit), which the sharded estimator shares.
+
+    Parameters
+    ----------
+    params : mapping
+        NadarayaWatsonClassifier parameters (``get_params(deep=False)``).
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter, its value and the fix.
+
+    Examples
+    --------
+    >>> from nwbound.dask._sharded import check_sharded_params
+    >>> check_sharded_params({"n_jobs": None, "device": None, "metric": None, "lipschitz": 1.0})
+    >>> check_sharded_params({"n_jobs": 4})
+    Traceback (most recent call last):
+    ...
+    ValueError: ShardedNadarayaWatson cannot honour n_jobs=4: the Dask tasks are the parallelism: leave n_jobs=None and set threads_per_task (BLAS threads inside each task) or the number of workers.
+    """
+    for name, (allowed, fix) in _ONLY.items():
+        if params.get(name, allowed) is not allowed:
+            raise ValueError(f"ShardedNadarayaWatson cannot honour {name}={params[name]!r}: {fix}.")
+    metric = params.get("metric")
+    if metric is not None:
+        raise ValueError(
+            f"ShardedNadarayaWatson cannot honour metric={metric!r} yet: map the features first and pass "
+            "metric=None."
+        )
+    lipschitz = params.get("lipschitz")
+    if isinstance(lipschitz, str) and lipschitz == "auto" and params.get("margin") is None:
+        raise ValueError("ShardedNadarayaWatson cannot honour lipschitz='auto' yet: give a numeric lipschitz.")
+
+
+def _signature() -> inspect.Signature:
+    """NadarayaWatsonClassifier's ``__init__`` signature with ``threads_per_task`` added."""
+    base = inspect.signature(NadarayaWatsonClassifier.__init__)
+    own = inspect.Parameter("threads_per_task", inspect.Parameter.KEYWORD_ONLY, default=1)
+    return base.replace(parameters=[*base.parameters.values(), own])
+
+
+_SIGNATURE = _signature()
 
 
 # -- tasks (module-level functions: picklable for process workers) -----------------------------
@@ -198,16 +253,13 @@ def _tree(items: list[Any], combine: Any, *extra: Any) -> Any:
 class ShardedNadarayaWatson(ClassifierMixin, BaseEstimator):
     """:class:`~nwbound.NadarayaWatsonClassifier` over a row-sharded Dask training set.
 
-    Results equal those of the single-machine estimator on the features as given,
-    ``NadarayaWatsonClassifier(metric=None, ...)`` with the same parameters, fitted on the whole
-    training set (up to floating-point summation order). The parameters are
-    those of :class:`~nwbound.NadarayaWatsonClassifier` (same meaning, same
-    checks), except ``n_jobs`` — Dask tasks are the parallelism — which is
-    replaced by ``threads_per_task``, ``device`` (shards compute on the
-    workers' CPUs), and ``metric``, ``metric_fraction`` and ``cross_fit``: there is no learned
-    space (map the features first), so the defaults are ``lipschitz=None`` and
-    ``bandwidth="scale"``, not the in-memory estimator's ``"auto"`` ones, whose held-out rows
-    need the whole training set's split before the shards (user guide, "Defaults").
+    A thin wrapper: its parameters are those of :class:`~nwbound.NadarayaWatsonClassifier` (the
+    same names, defaults and checks, read from the estimator's signature and
+    ``_parameter_constraints``) plus ``threads_per_task``. A value a cluster cannot honour
+    (``n_jobs``, ``device``; a learned ``metric`` and ``lipschitz="auto"`` for now) raises a
+    ValueError that names it and the fix. Results equal those of the single-machine estimator
+    with the same parameters fitted on the whole training set (up to floating-point summation
+    order).
 
     Parameters
     ----------
@@ -216,7 +268,7 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         As for :class:`~nwbound.NadarayaWatsonClassifier`. With
         ``bandwidth="auto"`` and no ``bandwidth_grid`` the grid of
         :func:`~nwbound.estimators.default_bandwidth_grid` is computed over all
-        shards; with ``bandwidth="scale"`` (the default here) the λ of
+        shards; with ``bandwidth="scale"`` the λ of
         :func:`~nwbound.estimators.scale_bandwidth` too, so both equal the
         in-memory estimator's.
     algorithm, index_params, random_state
@@ -258,68 +310,38 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
     >>> from nwbound.dask import ShardedNadarayaWatson
     >>> rng = np.random.default_rng(0)
     >>> X = rng.random((400, 2)); y = (X[:, 0] > 0.5).astype(int)
-    >>> model = ShardedNadarayaWatson(bandwidth=0.2, lipschitz=1.0).fit(da.from_array(X, chunks=(100, -1)), y)
+    >>> model = ShardedNadarayaWatson(metric=None, bandwidth=0.2, lipschitz=1.0).fit(da.from_array(X, chunks=(100, -1)), y)
     >>> iv = model.predict_interval(da.from_array(X[:5], chunks=(5, -1)))
     >>> iv["proba"].compute().shape
     (5, 2)
     """
 
-    def __init__(
-        self,
-        *,
-        kernel="epanechnikov",
-        bandwidth="scale",
-        n_neighbors=None,
-        algorithm="auto",
-        index_params=None,
-        lipschitz=None,
-        margin=None,
-        delta=0.05,
-        bound="chernoff",
-        coverage="simultaneous",
-        sigma=0.5,
-        ck=None,
-        empty_neighborhood="prior",
-        bandwidth_grid=None,
-        ranking_fraction="auto",
-        histogram_bins=32,
-        dtype="float64",
-        working_memory=None,
-        random_state=None,
-        threads_per_task=1,
-    ):
-        self.kernel = kernel
-        self.bandwidth = bandwidth
-        self.n_neighbors = n_neighbors
-        self.algorithm = algorithm
-        self.index_params = index_params
-        self.lipschitz = lipschitz
-        self.margin = margin
-        self.delta = delta
-        self.bound = bound
-        self.coverage = coverage
-        self.sigma = sigma
-        self.ck = ck
-        self.empty_neighborhood = empty_neighborhood
-        self.bandwidth_grid = bandwidth_grid
-        self.ranking_fraction = ranking_fraction
-        self.histogram_bins = histogram_bins
-        self.dtype = dtype
-        self.working_memory = working_memory
-        self.random_state = random_state
-        self.threads_per_task = threads_per_task
+    # One copy of every rule: the estimator's own constraints, with this class's one parameter.
+    _parameter_constraints: dict = {
+        **NadarayaWatsonClassifier._parameter_constraints,
+        "threads_per_task": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(self, **params: Any) -> None:
+        # The signature (set below) is NadarayaWatsonClassifier's plus threads_per_task: defaults
+        # are read from it, never restated here.
+        names = _SIGNATURE.parameters
+        unknown = sorted(set(params) - set(names))
+        if unknown:
+            raise TypeError(f"ShardedNadarayaWatson got unexpected keyword argument(s) {unknown}; its parameters "
+                            f"are NadarayaWatsonClassifier's and threads_per_task.")
+        for name, parameter in names.items():
+            if name != "self":
+                setattr(self, name, params.get(name, parameter.default))
 
     def _estimator_params(self) -> dict[str, Any]:
-        """This estimator's parameters as NadarayaWatsonClassifier parameters (n_jobs off)."""
+        """This estimator's parameters as NadarayaWatsonClassifier parameters, after the checks of
+        :func:`check_sharded_params` (``threads_per_task`` dropped)."""
+        self._validate_params()  # scikit-learn's check of the estimator's own constraints
         params = self.get_params(deep=False)
         params.pop("threads_per_task")
-        known = set(NadarayaWatsonClassifier().get_params(deep=False))
-        missing = sorted(known - set(params) - set(_NOT_TAKEN))
-        if missing:  # a new estimator parameter this class does not pass on yet
-            raise TypeError(f"ShardedNadarayaWatson does not support NadarayaWatsonClassifier parameter(s) {missing}.")
-        # metric=None: the features as given on every shard (the learned space of the in-memory
-        # estimator's default metric="auto" needs the whole training set's split; _NOT_TAKEN).
-        return {**params, "n_jobs": None, "metric": None}
+        check_sharded_params(params)
+        return params
 
     # ------------------------------------------------------------------------------------------
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, client: Any = None) -> "ShardedNadarayaWatson":
@@ -350,15 +372,14 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         >>> import numpy as np, dask.array as da
         >>> from nwbound.dask import ShardedNadarayaWatson
         >>> X = np.linspace(0, 1, 60)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> m = ShardedNadarayaWatson(bandwidth=0.2, lipschitz=1.0).fit(da.from_array(X, chunks=(20, -1)), y)
+        >>> m = ShardedNadarayaWatson(metric=None, bandwidth=0.2, lipschitz=1.0).fit(da.from_array(X, chunks=(20, -1)), y)
         >>> m.classes_.tolist(), m.n_features_in_
         ([0, 1], 1)
-        >>> ShardedNadarayaWatson().fit(X, y)
+        >>> ShardedNadarayaWatson(metric=None, lipschitz=1.0).fit(X, y)
         Traceback (most recent call last):
         ...
         TypeError: X must be a dask.array.Array, got ndarray; wrap a NumPy array with dask.array.from_array(X, chunks=(rows_per_block, -1)) or call the estimator directly.
         """
-        check_int_range(self.threads_per_task, "threads_per_task", 1, hint="BLAS threads inside each Dask task.")
         params = self._estimator_params()
         X = check_query_array(X, "X", None, check_dtype(self.dtype))
         n, d = X.shape
@@ -543,7 +564,7 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         >>> import numpy as np, dask.array as da
         >>> from nwbound.dask import ShardedNadarayaWatson
         >>> X = np.linspace(0, 1, 60)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> m = ShardedNadarayaWatson(bandwidth=0.2, lipschitz=1.0).fit(da.from_array(X, chunks=(20, -1)), y)
+        >>> m = ShardedNadarayaWatson(metric=None, bandwidth=0.2, lipschitz=1.0).fit(da.from_array(X, chunks=(20, -1)), y)
         >>> out = m.predict_interval(da.from_array(X[:3], chunks=(3, -1)), bounds=["hoeffding", "chernoff"])
         >>> sorted(out), out["chernoff"]["epsilon"].shape
         (['chernoff', 'hoeffding'], (3, 2))
@@ -562,7 +583,7 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         >>> import numpy as np, dask.array as da
         >>> from nwbound.dask import ShardedNadarayaWatson
         >>> X = np.linspace(0, 1, 60)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> m = ShardedNadarayaWatson(bandwidth=0.2).fit(da.from_array(X, chunks=(20, -1)), y)
+        >>> m = ShardedNadarayaWatson(metric=None, lipschitz=None, bandwidth=0.2).fit(da.from_array(X, chunks=(20, -1)), y)
         >>> m.predict_proba(da.from_array(X[:1], chunks=(1, -1))).compute()
         array([[1., 0.]])
         """
@@ -577,7 +598,7 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         >>> import numpy as np, dask.array as da
         >>> from nwbound.dask import ShardedNadarayaWatson
         >>> X = np.linspace(0, 1, 60)[:, None]; y = np.where(X[:, 0] > 0.5, "b", "a")
-        >>> m = ShardedNadarayaWatson(bandwidth=0.2).fit(da.from_array(X, chunks=(20, -1)), y)
+        >>> m = ShardedNadarayaWatson(metric=None, lipschitz=None, bandwidth=0.2).fit(da.from_array(X, chunks=(20, -1)), y)
         >>> m.predict(da.from_array(X[-2:], chunks=(2, -1))).compute().tolist()
         ['b', 'b']
         """
@@ -604,7 +625,7 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         >>> import numpy as np, dask.array as da
         >>> from nwbound.dask import ShardedNadarayaWatson
         >>> X = np.linspace(0, 1, 60)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> m = ShardedNadarayaWatson(bandwidth=0.1).fit(da.from_array(X, chunks=(20, -1)), y)
+        >>> m = ShardedNadarayaWatson(metric=None, lipschitz=None, bandwidth=0.1).fit(da.from_array(X, chunks=(20, -1)), y)
         >>> m.score(da.from_array(X[[5, 55]], chunks=(2, -1)), [0, 1])
         1.0
         """
@@ -614,6 +635,10 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         y = rest.pop(0) if isinstance(y, da.Array) else y
         sample_weight = rest.pop(0) if isinstance(sample_weight, da.Array) else sample_weight
         return float(accuracy_score(np.asarray(y), np.asarray(pred), sample_weight=sample_weight))
+
+
+
+ShardedNadarayaWatson.__init__.__signature__ = _SIGNATURE  # what get_params, clone and help() read
 
 
 def sharded_predict_interval(
@@ -634,7 +659,7 @@ def sharded_predict_interval(
     >>> from nwbound.dask import sharded_predict_interval
     >>> X = np.linspace(0, 1, 60)[:, None]; y = (X[:, 0] > 0.5).astype(int)
     >>> out = sharded_predict_interval(da.from_array(X[:4], chunks=(2, -1)), da.from_array(X, chunks=(30, -1)), y,
-    ...                                bandwidth=0.2, lipschitz=1.0)
+    ...                                metric=None, bandwidth=0.2, lipschitz=1.0)
     >>> out["kappa"].compute().shape
     (4,)
     """
