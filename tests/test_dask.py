@@ -8,6 +8,7 @@ runs the distributed cases.
 from __future__ import annotations
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -18,8 +19,9 @@ import dask  # noqa: E402
 from sklearn.exceptions import NotFittedError  # noqa: E402
 from threadpoolctl import threadpool_info  # noqa: E402
 
-from nwbound import NadarayaWatsonClassifier  # noqa: E402
+from nwbound import NadarayaWatsonClassifier, PredictionInterval  # noqa: E402
 from nwbound import dask as nwdask  # noqa: E402
+from nwbound.dask import ShardedNadarayaWatson  # noqa: E402
 from nwbound.dask._common import limited  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::nwbound.diagnostics.UselessBoundWarning")
@@ -343,3 +345,116 @@ def test_sharded_localized_neighbours_at_any_scale(client, data, scale):
     (interval,) = dask.compute(model.predict_interval(da.from_array(Q * scale, chunks=(50, -1)), client=client),
                                scheduler=client)
     assert_same_interval(interval, reference.predict_interval(Q * scale), end_tol=CHERNOFF_END_TOL)
+
+
+# -- the library's default model (metric="auto", lipschitz="auto", cross-fitting) on a cluster ------
+# The reference is the in-memory estimator with the same parameters on the same data: the split,
+# the map and L come out the same (fitted at the client on the same rows), the kernel statistics are
+# summed over the shards, so the intervals agree to rounding and the same rows are certified.
+FLOAT_FIELDS = ("proba", "lower", "upper", "epsilon", "bias", "sampling", "kappa", "n_eff", "bandwidth")
+
+
+@pytest.fixture(scope="module")
+def field():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(1200, 2))
+    y = (rng.random(1200) < 1 / (1 + np.exp(-6 * X[:, 0]))).astype(int)
+    Q = rng.uniform(-1.1, 1.1, size=(150, 2))  # a few queries outside the box
+    return X, y, Q
+
+
+def assert_same_to_rounding(result: dict, reference: PredictionInterval) -> None:
+    """Equal to rounding (the shards sum in another order), the same flags and certified rows."""
+    for name in FLOAT_FIELDS:
+        # 1e-12 absolute: a lower end at 0 against 1e-13 of rounding has no relative size.
+        np.testing.assert_allclose(result[name], getattr(reference, name), rtol=1e-10, atol=1e-12, err_msg=name)
+    for name in ("vacuous", "outside_box"):
+        np.testing.assert_array_equal(result[name], getattr(reference, name), err_msg=name)
+    np.testing.assert_array_equal(PredictionInterval(**result).certified, reference.certified)
+
+
+CASES = {
+    "default": {},  # cross-fitted below the row cap, as the estimator does by default
+    "one split": {"cross_fit": False},  # the map and L on one metric share
+    "features as given": {"metric": None},  # L chosen on held-out rows of the features as given
+    "localized": {"n_neighbors": 40},
+}
+
+
+@pytest.mark.parametrize("params", CASES.values(), ids=CASES.keys())
+def test_default_model_on_a_cluster_equals_in_memory(client, field, params):
+    X, y, Q = field
+    reference = NadarayaWatsonClassifier(**params).fit(X, y)
+    model = ShardedNadarayaWatson(**params).fit(da.from_array(X, chunks=(350, -1)), y, client=client)
+    # The same split, map and L: chosen at the client on the rows the in-memory fit uses.
+    assert model.lipschitz_ == reference.lipschitz_
+    assert (model.cross_fit_models_ is None) == (getattr(reference, "cross_fit_models_", None) is None)
+    np.testing.assert_array_equal(model.nw_rows_, reference.nw_rows_)
+    if reference.metric_ is not None:
+        np.testing.assert_array_equal(model.metric_.transform(Q), reference.metric_.transform(Q))
+    Qd = da.from_array(Q, chunks=(64, -1))
+    interval, proba, labels = dask.compute(model.predict_interval(Qd, client=client),
+                                           model.predict_proba(Qd, client=client),
+                                           model.predict(Qd, client=client), scheduler=client)
+    expected = reference.predict_interval(Q)
+    assert expected.certified.sum() > 10  # the comparison covers certified rows
+    assert_same_to_rounding(interval, expected)
+    np.testing.assert_allclose(proba, reference.predict_proba(Q), rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(labels, reference.predict(Q))
+
+
+def test_cross_fitted_models_match_one_by_one(client, field):
+    X, y, Q = field
+    reference = NadarayaWatsonClassifier().fit(X, y)
+    model = ShardedNadarayaWatson().fit(da.from_array(X, chunks=(500, -1)), y, client=client)
+    assert len(model.cross_fit_models_) == len(reference.cross_fit_models_) == 2
+    for mine, theirs in zip(model.cross_fit_models_, reference.cross_fit_models_):
+        assert mine.lipschitz_ == theirs.lipschitz_ and mine.delta == theirs.delta
+        np.testing.assert_array_equal(mine.bandwidths_, theirs.bandwidths_)
+    assert model.n_samples_fit_ == reference.n_samples_fit_
+    assert str(model.lipschitz_report_).splitlines()[:3] == str(reference.lipschitz_report_).splitlines()[:3]
+
+
+def test_default_model_several_bounds_and_set_params(client, field):
+    X, y, Q = field
+    bounds = {"hoeffding": {"bound": "hoeffding"}, "delta=0.2": {"delta": 0.2}}
+    reference = NadarayaWatsonClassifier().fit(X, y)
+    model = ShardedNadarayaWatson().fit(da.from_array(X, chunks=(400, -1)), y, client=client)
+    Qd = da.from_array(Q, chunks=(75, -1))
+    (several,) = dask.compute(model.predict_interval(Qd, bounds, client=client), scheduler=client)
+    expected = reference.predict_interval(Q, bounds=bounds)
+    for name in bounds:
+        assert_same_to_rounding(several[name], expected[name])
+    # A bound parameter set after fit takes effect at the next prediction, as in memory.
+    model.set_params(delta=0.01)
+    reference.set_params(delta=0.01)
+    (one,) = dask.compute(model.predict_interval(Qd, client=client), scheduler=client)
+    assert_same_to_rounding(one, reference.predict_interval(Q))
+
+
+def test_default_model_with_weights_and_groups_local_scheduler(field):
+    X, y, Q = field
+    rng = np.random.default_rng(3)
+    w = rng.uniform(0.5, 2.0, size=y.shape[0])
+    groups = np.arange(y.shape[0]) // 10
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = NadarayaWatsonClassifier(cross_fit=False).fit(X, y, sample_weight=w, groups=groups)
+        model = ShardedNadarayaWatson(cross_fit=False).fit(da.from_array(X, chunks=(300, -1)), y,
+                                                           sample_weight=w, groups=groups)
+    np.testing.assert_array_equal(model.metric_rows_, reference.metric_rows_)
+    (interval,) = dask.compute(model.predict_interval(da.from_array(Q, chunks=(50, -1))), scheduler="sync")
+    assert_same_to_rounding(interval, reference.predict_interval(Q))
+
+
+def test_what_a_cluster_cannot_honour_names_the_fix(field):
+    from sklearn.decomposition import PCA
+
+    X, y, _ = field
+    Xd = da.from_array(X, chunks=(400, -1))
+    with pytest.raises(ValueError, match=r"cannot honour metric='standard'.*metric=None"):
+        ShardedNadarayaWatson(metric="standard").fit(Xd, y)
+    with pytest.raises(ValueError, match=r"cannot honour metric=PCA\(\).*map_blocks"):
+        ShardedNadarayaWatson(metric=PCA()).fit(Xd, y)
+    with pytest.raises(ValueError, match=r"cross_fit=True.*cross_fit=False"):
+        ShardedNadarayaWatson(metric=None, cross_fit=True).fit(Xd, y)

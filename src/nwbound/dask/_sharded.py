@@ -41,8 +41,8 @@ from sklearn.metrics import accuracy_score
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 
-from .._numerics import euclidean_norm
-from .._validation import check_dtype, check_int_range
+from .._numerics import euclidean_norm, feature_unit
+from .._validation import check_dtype, check_int_range, check_open_unit
 from ..estimators import (
     NadarayaWatsonClassifier,
     bandwidth_grid_from_nearest,
@@ -53,8 +53,18 @@ from ..estimators import (
     scale_bandwidth_from_nearest,
 )
 from ..estimators._nadaraya_watson import SCALE_NEIGHBORS
+from ..spaces import (
+    CrossFitReports,
+    LearnedSpace,
+    LipschitzAutoReport,
+    check_groups,
+    choose_lipschitz,
+    metric_kind,
+    pilot_lipschitz,
+)
 from ._common import check_query_array, compute, current_client, limited, rows_from_blocks, share
 from ._predict import interval_arrays, named_interval_arrays
+from ._space import check_rows_split, chooses_lipschitz, nw_weights, row_layouts, split_seed
 
 __all__ = ["ShardedNadarayaWatson", "sharded_predict_interval"]
 
@@ -97,14 +107,19 @@ def check_sharded_params(params: Mapping[str, Any]) -> None:
         if params.get(name, allowed) is not allowed:
             raise ValueError(f"ShardedNadarayaWatson cannot honour {name}={params[name]!r}: {fix}.")
     metric = params.get("metric")
-    if metric is not None:
+    kind = metric_kind(metric)
+    if kind == "standard":
         raise ValueError(
-            f"ShardedNadarayaWatson cannot honour metric={metric!r} yet: map the features first and pass "
-            "metric=None."
+            "ShardedNadarayaWatson cannot honour metric='standard': it standardises on every training row at the "
+            "client. Standardise the features on the cluster first and pass metric=None, or use metric='auto' "
+            "(the default)."
         )
-    lipschitz = params.get("lipschitz")
-    if isinstance(lipschitz, str) and lipschitz == "auto" and params.get("margin") is None:
-        raise ValueError("ShardedNadarayaWatson cannot honour lipschitz='auto' yet: give a numeric lipschitz.")
+    if kind not in (None, "auto"):
+        raise ValueError(
+            f"ShardedNadarayaWatson cannot honour metric={metric!r}: a map given as an estimator is an arbitrary "
+            "object that the shards' fitted state cannot hold. Map the features first (X.map_blocks(map.transform)) "
+            "and pass metric=None, or use metric='auto' (the default)."
+        )
 
 
 def _signature() -> inspect.Signature:
@@ -249,33 +264,226 @@ def _tree(items: list[Any], combine: Any, *extra: Any) -> Any:
     return items[0]
 
 
+def _mapped(space: Any, block: np.ndarray, dtype: Any) -> np.ndarray:
+    """Query or training rows in the space the kernel works in, as the estimator maps them."""
+    return np.ascontiguousarray(space.transform(block), dtype=dtype)
+
+
+def _nw_block(block: np.ndarray, rows: np.ndarray, space: Any, dtype: Any) -> np.ndarray:
+    """The rows of one training chunk that go into the kernel sums, mapped."""
+    block = block[rows]
+    return np.ascontiguousarray(block) if space is None else _mapped(space, block, dtype)
+
+
+def _intervals_of(out: dict) -> Any:
+    from .._result import PredictionInterval
+
+    return PredictionInterval(**out)
+
+
+def _cross_finish(method: str, names: list | None, classes: np.ndarray, with_bound: bool, *outs: dict) -> Any:
+    """A cross-fitted model's output from its models' outputs of one query block, as in memory:
+    the intervals (each at δ/K) intersected; p̂ is the intersection's, or without any bound the
+    models' κ-weighted p̂."""
+    from ..spaces import intersect_intervals, kappa_weighted_proba
+
+    if not with_bound:  # each model's {"p": fields}: p̂ and κ without a bound
+        proba = kappa_weighted_proba([o["p"]["proba"] for o in outs], [o["p"]["kappa"] for o in outs])
+    else:
+        if names is None:
+            joined = intersect_intervals(*[_intervals_of(o) for o in outs])
+        else:
+            joined = {name: intersect_intervals(*[_intervals_of(o[name]) for o in outs]) for name in names}
+        if method == "predict_interval":
+            return joined.as_dict() if names is None else {name: iv.as_dict() for name, iv in joined.items()}
+        proba = joined.proba
+    return proba if method == "predict_proba" else classes[np.argmax(proba, axis=1)]
+
+
+def _divided(bounds: Any, n_models: int) -> Any:
+    """``bounds`` for each of ``n_models`` cross-fitted models: a mapping of the same names, each
+    ``delta`` divided by ``n_models`` (None stays None: each model's own setting is at δ/K)."""
+    if bounds is None or isinstance(bounds, str):
+        return bounds  # a str is refused by the estimator's own check, with its explanation
+    named = dict(bounds) if isinstance(bounds, Mapping) else {form: {"bound": form} for form in bounds}
+    out = {}
+    for name, overrides in named.items():
+        if isinstance(overrides, Mapping) and "delta" in overrides:
+            overrides = {**overrides, "delta": check_open_unit(overrides["delta"], "delta") / n_models}
+        out[name] = overrides
+    return out
+
+
+def _head_params(params: Mapping[str, Any]) -> dict:
+    """Parameters of the estimator's fits at the client that check the labels and the settings:
+    on the features as given, one model, the regular classifier, placeholders for what the
+    shards compute (a default grid, the λ of "scale") and for L that fit chooses later."""
+    head = {**params, "metric": None, "cross_fit": False, "n_neighbors": None}
+    if chooses_lipschitz(params):
+        head["lipschitz"] = 1.0
+    if isinstance(params["bandwidth"], str) and params["bandwidth"] == "auto" and params["bandwidth_grid"] is None:
+        head["bandwidth_grid"] = [1.0]
+    if isinstance(params["bandwidth"], str) and params["bandwidth"] == "scale":
+        head["bandwidth"] = 1.0
+    return head
+
+
+class _Part(NamedTuple):
+    """One model on the cluster (a cross-fitted estimator has several): the client's model, which
+    turns merged statistics into intervals, its fitted state, and the shards of its kernel sums."""
+
+    estimator: Any
+    template: dict
+    shards: list
+    ranking_fraction: float
+
+
+def _part_params(params: Mapping[str, Any], n_parts: int) -> tuple[dict, dict]:
+    """``(model, shard)`` NadarayaWatsonClassifier parameters of one part, from the wrapper's.
+
+    The client's model is regular (the localized lists are merged first) and, cross-fitted, at
+    δ/K as each in-memory model. The shards take rows and queries already mapped (``metric=None``),
+    and their statistics do not depend on L (only the client's model bounds): a chosen L stays
+    with the client's model, the shards hold a stand-in.
+    """
+    model = {**params, "n_neighbors": None, "cross_fit": False}
+    if n_parts > 1:
+        model["delta"] = params["delta"] / n_parts
+    shard = {**params, "cross_fit": False, "metric": None}
+    if chooses_lipschitz(params):
+        shard["lipschitz"] = 1.0
+    if params["n_neighbors"] is not None:  # a shard only needs its index (any k: it is asked for min(k, rows))
+        shard["n_neighbors"] = 1
+    return model, shard
+
+
+def _part_outputs(part: _Part, blocks: list, method: str, bounds: Any, params: Mapping[str, Any], n_parts: int,
+                  client: Any, threads: int) -> list:
+    """One delayed output of ``part`` per query block (original features): its shards' statistics
+    merged, then finished by the client's model (current parameters: set_params after fit holds)."""
+    model_params, shard_params = _part_params(params, n_parts)
+    estimator = _now(part.estimator, model_params)
+    space = getattr(estimator, "metric_", None)
+    if space is not None:  # each query block mapped once, for all the shards
+        shared_space = share(space, client)
+        dtype = estimator.get_params()["dtype"]
+        mapped = [dask.delayed(limited(_mapped, threads), pure=True)(shared_space, blk, dtype) for blk in blocks]
+    else:
+        mapped = blocks
+    shards = part.shards
+    out = []
+    k = params["n_neighbors"]
+    # Two rounds where the in-memory estimator ranks first (a polynomial kernel or a ranking sample);
+    # otherwise its exhaustive pass, whose statistics then give the intervals, as in memory.
+    if k is None and estimator.ranks_first(bounds, fraction=part.ranking_fraction):
+        # bandwidth="auto": the shards' rankings add up, each query's bandwidth is chosen from
+        # the sum, then the shards' exact statistics at that bandwidth add up.
+        model = share(estimator, client)
+        names = [None] if bounds is None else list(bounds)
+        if method != "predict_interval":
+            names = names[:1]  # p̂ comes from the first setting
+        for blk in mapped:
+            rankings = [dask.delayed(limited(_shard_ranking, threads), pure=True)(
+                s, blk, part.ranking_fraction, shard_params) for s in shards]
+            choice = dask.delayed(_choose, pure=True)(model, _tree(rankings, _merge_rankings), bounds)
+            outs = []
+            for name in names:
+                stats = [dask.delayed(limited(_shard_statistics_at, threads), pure=True)(
+                    s, blk, bounds, choice, name, shard_params) for s in shards]
+                outs.append(dask.delayed(limited(_finish, threads), pure=True)(
+                    model, _tree(stats, _merge_two), method, _one_setting(bounds, name)))
+            out.append(outs[0] if bounds is None or method != "predict_interval"
+                       else dask.delayed(_joined, pure=True)(outs))
+    elif k is None:
+        model = share(estimator, client)
+        for blk in mapped:
+            stats = [dask.delayed(limited(_shard_statistics, threads), pure=True)(s, blk, bounds, shard_params)
+                     for s in shards]
+            out.append(dask.delayed(limited(_finish, threads), pure=True)(model, _tree(stats, _merge_two), method,
+                                                                         bounds))
+    else:
+        template = share(part.template, client)
+        neighbor_params = {**model_params, "n_neighbors": int(k)}
+        for blk, mapped_blk in zip(blocks, mapped):
+            lists = [dask.delayed(limited(_shard_topk, threads), pure=True)(s, mapped_blk, int(k)) for s in shards]
+            out.append(dask.delayed(limited(_neighbor_finish, threads), pure=True)(
+                neighbor_params, template, blk, _tree(lists, _merge_topk, int(k)), method, bounds))
+    return out
+
+
+class _HeldOutCheck(BaseEstimator):
+    """One part being fitted, as :func:`~nwbound.spaces.choose_lipschitz` reads a model: its
+    ``predict_interval`` of the (in-memory) check rows runs on the shards; ``get_params``,
+    ``classes_`` and ``metric_`` are the client's model's (a BaseEstimator for scikit-learn's
+    ``check_is_fitted``)."""
+
+    def __init__(self, part: _Part, params: Mapping[str, Any], n_parts: int, client: Any, threads: int):
+        self._part, self._params, self._n_parts = part, dict(params), n_parts
+        self._client, self._threads = client, threads
+        self.classes_ = part.estimator.classes_
+        self.metric_ = getattr(part.estimator, "metric_", None)
+
+    def fit(self, *args: Any, **kwargs: Any) -> None:  # scikit-learn's check_is_fitted asks for one
+        raise TypeError("A held-out check's view of a sharded model is fitted by ShardedNadarayaWatson.fit.")
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return True
+
+    def get_params(self, deep: bool = True) -> dict:
+        return self._part.estimator.get_params(deep=deep)
+
+    def predict_interval(self, X: Any, bounds: Any = None) -> Any:
+        dtype = self._part.estimator.get_params()["dtype"]
+        Xd = check_query_array(da.from_array(np.asarray(X, dtype=dtype), chunks=(_CHECK_BLOCK, -1)), "X", None, None)
+        parts = _part_outputs(self._part, list(Xd.to_delayed().ravel()), "predict_interval", bounds, self._params,
+                              self._n_parts, self._client, self._threads)
+        blocks = compute(self._client, *parts)
+        if bounds is None:
+            return _intervals_of({f: np.concatenate([b[f] for b in blocks]) for f in blocks[0]})
+        return {name: _intervals_of({f: np.concatenate([b[name][f] for b in blocks]) for f in blocks[0][name]})
+                for name in blocks[0]}
+
+
+# Check rows per task of the held-out check (at most AUTO_CHECK_ROWS rows in all).
+_CHECK_BLOCK = 2048
+
+
 # -- the estimator -------------------------------------------------------------------------------
 class ShardedNadarayaWatson(ClassifierMixin, BaseEstimator):
     """:class:`~nwbound.NadarayaWatsonClassifier` over a row-sharded Dask training set.
 
     A thin wrapper: its parameters are those of :class:`~nwbound.NadarayaWatsonClassifier` (the
     same names, defaults and checks, read from the estimator's signature and
-    ``_parameter_constraints``) plus ``threads_per_task``. A value a cluster cannot honour
-    (``n_jobs``, ``device``; a learned ``metric`` and ``lipschitz="auto"`` for now) raises a
-    ValueError that names it and the fix. Results equal those of the single-machine estimator
-    with the same parameters fitted on the whole training set (up to floating-point summation
-    order).
+    ``_parameter_constraints``) plus ``threads_per_task``. The defaults are the library's
+    default model (``metric="auto"``, ``lipschitz="auto"``, ``bandwidth="auto"``, cross-fitted
+    below the row cap): the rows are split at the client as the estimator splits them (by the
+    labels alone), the map and L are fitted at the client on the metric share (gathered there:
+    ``metric_fraction`` of the rows), the kernel sums' rows are mapped and summed on the workers,
+    and the bound is computed at the client. Results equal those of the in-memory estimator with
+    the same parameters fitted on the whole training set, up to floating-point summation order
+    (user guide, "Dask"). A value a cluster cannot honour (``n_jobs``, ``device``,
+    ``metric="standard"`` or a map given as an estimator) raises a ValueError that names it and
+    the fix.
 
     Parameters
     ----------
     kernel, bandwidth, n_neighbors, lipschitz, margin, delta, bound, coverage, sigma, ck, \
-empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, working_memory
+empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, working_memory, \
+metric, metric_fraction, cross_fit
         As for :class:`~nwbound.NadarayaWatsonClassifier`. With
         ``bandwidth="auto"`` and no ``bandwidth_grid`` the grid of
         :func:`~nwbound.estimators.default_bandwidth_grid` is computed over all
         shards; with ``bandwidth="scale"`` the λ of
         :func:`~nwbound.estimators.scale_bandwidth` too, so both equal the
-        in-memory estimator's.
+        in-memory estimator's. ``metric`` is None or ``"auto"``.
     algorithm, index_params, random_state
         The neighbour index built on each shard for the localized classifier
         (``n_neighbors`` set), e.g. ``algorithm="hnsw"`` with
         ``index_params={"M": 16}``; the shards' lists are merged exactly. Not
         used by the regular classifier, as for the in-memory estimator.
+        ``random_state`` also seeds the split and ``metric="auto"``, as in memory.
+    n_jobs, device
+        Must stay None: Dask tasks are the parallelism, on the workers' CPUs.
     threads_per_task : int, default=1
         BLAS/OpenMP threads inside each task (threadpoolctl), so concurrent
         tasks do not oversubscribe a worker's cores.
@@ -283,15 +491,21 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
     Attributes
     ----------
     estimator_ : NadarayaWatsonClassifier
-        Fitted with the global ``classes_``, ``class_prior_``, bounding box and
-        ``bandwidths_`` (and one training row per class); it turns merged
+        The client's model (the first of ``cross_fit_models_`` when cross-fitted): fitted
+        with the global ``classes_``, ``class_prior_``, bounding box and ``bandwidths_``, the
+        learned space and the chosen L (and a stand-in training set); it turns merged
         statistics into intervals.
+    cross_fit_models_ : list of NadarayaWatsonClassifier or None
+        When cross-fitted, one client's model per layout, each at level δ/K, as in memory;
+        their intervals are intersected (:func:`~nwbound.spaces.intersect_intervals`).
     template_ : dict
-        The global model's fitted state (``get_fitted_state``) every shard is
-        restored from with its own rows.
+        ``estimator_``'s fitted state (``get_fitted_state``).
     shards_ : list of dask.delayed.Delayed
-        One persisted shard per non-empty row chunk; ``.model`` is its fitted
-        :class:`~nwbound.NadarayaWatsonClassifier` (its rows, global statistics).
+        One persisted shard per non-empty row chunk of each model's kernel-sum rows; ``.model``
+        is its fitted :class:`~nwbound.NadarayaWatsonClassifier` (its rows, mapped, with the
+        global statistics).
+    metric_, lipschitz_, lipschitz_report_, metric_rows_, check_rows_, nw_rows_
+        As for the single-machine estimator.
     classes_, class_prior_, n_features_in_, n_samples_fit_, bandwidths_, ranking_fraction_
         As for the single-machine estimator.
 
@@ -302,6 +516,8 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
     ``ck``) or of ``empty_neighborhood``, ``histogram_bins``, ``working_memory``
     or ``threads_per_task`` after ``fit`` takes effect at the next prediction;
     predicting after any other parameter changed raises (call ``fit`` again).
+    The in-memory warning that cross-fitted models contradict each other on more than δ of the
+    queries is not raised here (the intervals are the same: the hull on those rows).
 
     Examples
     --------
@@ -344,17 +560,26 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         return params
 
     # ------------------------------------------------------------------------------------------
-    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, client: Any = None) -> "ShardedNadarayaWatson":
-        """Compute the global statistics and build one fitted estimator per shard.
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, groups: Any = None, *,
+            client: Any = None) -> "ShardedNadarayaWatson":
+        """Fit the estimator's model on a row-sharded training set, as the in-memory ``fit`` does.
+
+        The labels (and weights, groups) are held at the client: n values, not n × d. Where the
+        in-memory fit splits the rows (``metric="auto"``, ``lipschitz="auto"``, cross-fitting), the
+        client splits them the same way; the metric share's rows are gathered at the client, which
+        fits the map and the pilot L there; the NW share is mapped on the workers and becomes the
+        shards; the held-out check of L runs its kernel statistics on the shards.
 
         Parameters
         ----------
         X : dask.array.Array of shape (n_samples, n_features)
-            Training inputs; each row chunk is a shard. Chunked along rows only,
-            dtype equal to the ``dtype`` parameter (default float64).
+            Training inputs; each row chunk is a shard (of its rows in the kernel sums).
+            Chunked along rows only, dtype equal to the ``dtype`` parameter (default float64).
         y : array-like of shape (n_samples,)
             Labels (held in memory: n values, not n × d).
         sample_weight : array-like of shape (n_samples,), default=None
+        groups : array-like of shape (n_samples,), default=None
+            As for :meth:`~nwbound.NadarayaWatsonClassifier.fit`: each group on one side of every split.
         client : distributed.Client or None
             None: the active default client if any, else the local scheduler.
 
@@ -365,7 +590,8 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         Raises
         ------
         TypeError, ValueError
-            Bad inputs or parameters, with the estimator's own messages.
+            Bad inputs or parameters, with the estimator's own messages; a value this
+            estimator cannot honour (:func:`check_sharded_params`).
 
         Examples
         --------
@@ -381,7 +607,8 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         TypeError: X must be a dask.array.Array, got ndarray; wrap a NumPy array with dask.array.from_array(X, chunks=(rows_per_block, -1)) or call the estimator directly.
         """
         params = self._estimator_params()
-        X = check_query_array(X, "X", None, check_dtype(self.dtype))
+        dtype = check_dtype(self.dtype)
+        X = check_query_array(X, "X", None, dtype)
         n, d = X.shape
         if n < 2:
             raise ValueError(f"X needs at least 2 training rows, got {n}.")
@@ -392,63 +619,162 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         check_classification_targets(y)
         if isinstance(sample_weight, da.Array):
             (sample_weight,) = compute(client, sample_weight)
+        if isinstance(groups, da.Array):
+            (groups,) = compute(client, groups)
+        groups = check_groups(groups, n)
         low, high = (np.asarray(v, np.float64) for v in compute(client, X.min(axis=0), X.max(axis=0)))
         if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
             raise ValueError("X contains NaN or infinity; the training inputs must be finite.")
-        if self.n_neighbors is not None:
-            check_int_range(self.n_neighbors, "n_neighbors", 1, n,
-                            hint=f"It counts neighbours among the {n} training samples (None: use all).")
 
-        # The global model: the estimator's own fit on rows of every class runs every
-        # parameter check; a fit on the labels alone (zero-width inputs) checks y and
-        # the weights and gives the prior. The box and grid of all shards replace theirs.
-        first = np.sort(np.unique(y, return_index=True)[1])
-        default_grid = isinstance(self.bandwidth, str) and self.bandwidth == "auto" and self.bandwidth_grid is None
-        head = {**params, "n_neighbors": None}
-        if default_grid:  # placeholder, replaced by the grid of all shards
-            head["bandwidth_grid"] = [1.0]
-        scale = isinstance(self.bandwidth, str) and self.bandwidth == "scale"
-        if scale:  # placeholder, replaced by the λ of all shards
-            head["bandwidth"] = 1.0
-        # First the labels of all rows (the estimator's checks of y, e.g. its class count).
-        full = NadarayaWatsonClassifier(**head).fit(np.zeros((n, 1), X.dtype), y, sample_weight=sample_weight).get_fitted_state()
-        rows = np.asarray(compute(client, X[first])[0])
-        # Each class's first row twice: a valid training set of 2 rows per class.
-        rows, first_labels = np.concatenate([rows, rows]), np.concatenate([y[first], y[first]])
-        template = NadarayaWatsonClassifier(**head).fit(rows, first_labels).get_fitted_state()
-        if self.n_neighbors is not None:  # the index options are checked here, not in a task on a worker
-            NadarayaWatsonClassifier(**{**head, "n_neighbors": 1}).fit(rows, first_labels)
-        weights = full.get("weights")  # as the in-memory estimator keeps them (None when all 1)
-        labels = np.asarray(full["labels"])
-        template.update(class_prior_=full["class_prior_"], box_low=low, box_high=high)
-        if default_grid:
-            template["bandwidths_"] = self._default_grid(X, low, high, client)
-        if scale:
-            template["bandwidths_"] = np.array([self._scale_bandwidth(X, low, high, client)])
-        estimator = NadarayaWatsonClassifier(**{**params, "n_neighbors": None}).set_fitted_state(template)
+        # The labels, prior and weights as the estimator checks and keeps them: its own fit on the
+        # labels alone (zero-width inputs) checks y and the weights and gives the prior.
+        full = NadarayaWatsonClassifier(**_head_params(params)).fit(
+            np.zeros((n, 1), X.dtype), y, sample_weight=sample_weight).get_fitted_state()
+        labels, weights = np.asarray(full["labels"]), full.get("weights")
+        seed = split_seed(self.random_state)
+        layouts = row_layouts(params, labels, groups, seed)
+        needed = np.zeros(0, np.intp)
+        if layouts[0] is not None:
+            if feature_unit(np.stack([low, high]), dtype) != 1.0:
+                raise ValueError(
+                    "dtype='float32' features beyond 2^±100 are stored in a power-of-two unit, which a split "
+                    "of the rows (metric='auto' or lipschitz='auto') does not follow on a cluster: pass "
+                    "dtype='float64', or metric=None with a numeric lipschitz."
+                )
+            # The metric shares (their map and check rows) come to the client, in row order.
+            needed = np.unique(np.concatenate([metric_rows for metric_rows, _ in layouts]))
+        gathered = np.asarray(compute(client, X[needed])[0]) if needed.size else None
 
-        # A localized shard only needs its index (any k works for it: its lists
-        # are asked for min(k, rows) neighbours).
-        shard_params = params if self.n_neighbors is None else {**params, "n_neighbors": 1}
-        offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(int)
-        shards = []
-        for j, blk in enumerate(X.to_delayed().ravel()):
-            lo, hi = int(offsets[j]), int(offsets[j + 1])
-            if hi > lo:  # an empty chunk adds nothing (and an index cannot be built on it)
-                w_j = None if weights is None else weights[lo:hi]
-                shards.append(dask.delayed(_shard, pure=True)(shard_params, template, blk, lo, labels[lo:hi], w_j))
-        # Built once, kept on the workers (or in memory with the local scheduler).
-        self.shards_ = list(client.persist(shards) if client is not None else dask.persist(*shards))
-        self.template_ = template
-        self.estimator_ = estimator
-        self.classes_ = estimator.classes_
-        self.class_prior_ = estimator.class_prior_
+        def rows(r: np.ndarray) -> np.ndarray:  # training rows r (of the metric shares), in r's order
+            return gathered[np.searchsorted(needed, r)]
+
+        fits = [self._fit_part(X, params, full, groups, layout, rows, seed, len(layouts), client)
+                for layout in layouts]
+        parts = [part for part, _ in fits]
+        first = fits[0][1]
+        self.parts_ = parts
+        self.estimator_ = parts[0].estimator
+        self.template_ = parts[0].template
+        self.shards_ = [shard for part in parts for shard in part.shards]
+        self.classes_ = self.estimator_.classes_
+        self.class_prior_ = self.estimator_.class_prior_
         self.n_features_in_ = d
-        self.n_samples_fit_ = n
-        self.bandwidths_ = np.asarray(template["bandwidths_"])
-        self.ranking_fraction_ = resolve_ranking_fraction(self.ranking_fraction, n)
+        self.n_samples_fit_ = sum(record["n_samples"] for _, record in fits)  # a row counts once per model
+        self.bandwidths_ = first["bandwidths"]
+        self.ranking_fraction_ = parts[0].ranking_fraction
+        self.metric_rows_, self.check_rows_, self.nw_rows_ = first["metric_rows"], first["check_rows"], first["nw_rows"]
+        self.cross_fit_models_ = [part.estimator for part in parts] if len(parts) > 1 else None
+        self.metric_ = self.estimator_.metric_ if len(parts) == 1 else None
+        lipschitz = [part.estimator.lipschitz_ for part in parts]
+        reports = [part.estimator.lipschitz_report_ for part in parts]
+        self.lipschitz_ = max(lipschitz) if chooses_lipschitz(params) else lipschitz[0]
+        self.lipschitz_report_ = reports[0] if len(parts) == 1 or reports[0] is None else CrossFitReports(reports)
+        self._probe = np.asarray(compute(client, X[:1])[0])  # a query row the settings are checked on
         self._fit_n_neighbors = self.n_neighbors  # the shards' kind (the estimators keep the rest)
         return self
+
+    def _fit_part(self, X: "da.Array", params: dict, full: dict, groups: np.ndarray | None, layout: Any,
+                  rows: Any, seed: int, n_parts: int, client: Any) -> tuple[_Part, dict]:
+        """One model: its split, map and L at the client, its NW share mapped into shards."""
+        dtype = check_dtype(params["dtype"])
+        labels, weights, classes = np.asarray(full["labels"]), full.get("weights"), full["classes_"]
+        model_params, shard_params = _part_params(params, n_parts)
+        auto_l = chooses_lipschitz(params)
+        space, map_rows, check_rows, nw_rows = None, np.zeros(0, np.intp), np.zeros(0, np.intp), None
+        if layout is None:  # nothing split: the features as given, every row in the kernel sums
+            Z, nw_labels, nw_w = X, labels, weights
+        else:
+            metric_rows, nw_rows = layout
+            map_rows = metric_rows
+            if auto_l:
+                map_rows, check_rows = check_rows_split(labels, metric_rows, groups, seed)
+            if metric_kind(params["metric"]) == "auto":
+                if np.unique(labels[map_rows]).shape[0] < 2:
+                    raise ValueError(
+                        f"The {map_rows.shape[0]} rows that fit metric='auto' hold one class only; a supervised map "
+                        "needs at least 2 (more rows per class, other groups or a larger metric_fraction)."
+                    )
+                held = (rows(check_rows), labels[check_rows]) if auto_l else None
+                space = LearnedSpace("auto", random_state=seed).fit(
+                    rows(map_rows), labels[map_rows], None if weights is None else weights[map_rows].astype(np.float64),
+                    groups=None if groups is None else groups[map_rows], held_out=held)
+            Z = self._nw_share(X, nw_rows, space, dtype, client)
+            nw_labels, nw_w = labels[nw_rows], nw_weights(weights, nw_rows, dtype)
+        n_nw = Z.shape[0]
+        if self.n_neighbors is not None:
+            kept = "" if layout is None else f" (the split kept {X.shape[0] - n_nw} of {X.shape[0]} rows out of them)"
+            check_int_range(self.n_neighbors, "n_neighbors", 1, n_nw,
+                            hint=f"It counts neighbours among the {n_nw} rows in the kernel sums{kept} (None: use all).")
+        low, high = (np.asarray(v, np.float64) for v in compute(client, Z.min(axis=0), Z.max(axis=0)))
+
+        # The client's model: the estimator's own fit on a stand-in training set (one row per class,
+        # twice) runs every parameter check; the box and grid of all shards replace its own.
+        head = _head_params(params)
+        first_row = np.asarray(compute(client, Z[:1])[0])
+        template = NadarayaWatsonClassifier(**head).fit(
+            np.repeat(first_row, 2 * classes.shape[0], axis=0), np.repeat(classes, 2)).get_fitted_state()
+        if self.n_neighbors is not None:  # the index options are checked here, not in a task on a worker
+            NadarayaWatsonClassifier(**{**head, "n_neighbors": 1}).fit(template["X"], classes[template["labels"]])
+        template.update(class_prior_=full["class_prior_"], box_low=low, box_high=high)
+        if isinstance(self.bandwidth, str) and self.bandwidth == "auto" and self.bandwidth_grid is None:
+            template["bandwidths_"] = self._default_grid(Z, low, high, client)
+        elif isinstance(self.bandwidth, str) and self.bandwidth == "scale":
+            template["bandwidths_"] = np.array([self._scale_bandwidth(Z, low, high, client)])
+
+        offsets = np.concatenate([[0], np.cumsum(Z.chunks[0])]).astype(int)
+        shards = []
+        for j, blk in enumerate(Z.to_delayed().ravel()):
+            lo, hi = int(offsets[j]), int(offsets[j + 1])
+            if hi > lo:  # an empty chunk adds nothing (and an index cannot be built on it)
+                w_j = None if nw_w is None else nw_w[lo:hi]
+                shards.append(dask.delayed(_shard, pure=True)(shard_params, template, blk, lo, nw_labels[lo:hi], w_j))
+        # Built once, kept on the workers (or in memory with the local scheduler).
+        shards = list(client.persist(shards) if client is not None else dask.persist(*shards))
+        fraction = resolve_ranking_fraction(self.ranking_fraction, n_nw)
+
+        model_template = dict(template)
+        if space is not None:  # the client's model takes queries in the features as given, and maps them
+            model_template.update(metric_=space, n_features_in_=X.shape[1])
+        if auto_l:  # the held-out check of L, its kernel statistics on the shards
+            if space is not None:  # metric="auto": the two-constant space states its pilot L
+                pilot_rows, pilot = None, float(space.lipschitz_)
+                source = (f"the two-constant space: L_r = {space.feature_weight_:.4g} on {space.n_held_out_} held-out "
+                          f"rows, the features at c·L_r with c = {space.balance_:.3g}, so L = √(1 + 1/c²)")
+            else:
+                pilot_rows = rows(map_rows)
+                pilot, source = pilot_lipschitz(pilot_rows, labels[map_rows], random_state=seed), ""
+            stand_in = LipschitzAutoReport(value=pilot, pilot=pilot, n_pilot=0, n_check=0, selection=None,
+                                           all_rejected=False, units="")
+            trial = {**model_template, "lipschitz_": pilot, "lipschitz_report_": stand_in, "pilot_lipschitz": pilot}
+            trial_part = _Part(NadarayaWatsonClassifier(**model_params).set_fitted_state(trial), trial, shards, fraction)
+            units = ("in the units of the mapped space metric_.transform(X)" if space is not None
+                     else "in the units of the features as given")
+            report = choose_lipschitz(
+                _HeldOutCheck(trial_part, params, n_parts, client, self.threads_per_task), pilot_rows,
+                labels[map_rows], rows(check_rows), classes[labels[check_rows]], units=units, random_state=seed,
+                pilot=pilot, pilot_source=source)
+            model_template.update(lipschitz_=report.value, lipschitz_report_=report, pilot_lipschitz=pilot)
+        estimator = NadarayaWatsonClassifier(**model_params).set_fitted_state(model_template)
+        record = {"n_samples": n_nw, "bandwidths": np.asarray(template["bandwidths_"]),
+                  "metric_rows": np.zeros(0, np.intp) if layout is None else layout[0], "check_rows": check_rows,
+                  "nw_rows": np.arange(n_nw) if layout is None else nw_rows}
+        return _Part(estimator, model_template, shards, fraction), record
+
+    @staticmethod
+    def _nw_share(X: "da.Array", nw_rows: np.ndarray, space: Any, dtype: Any, client: Any) -> "da.Array":
+        """The rows in the kernel sums (``nw_rows``, sorted), mapped chunk by chunk on the workers
+        and kept there: a Dask array with one chunk per training chunk."""
+        shared = None if space is None else share(space, client)
+        width = X.shape[1] if space is None else int(space.n_components_)
+        offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(int)
+        blocks, sizes = [], []
+        for j, blk in enumerate(X.to_delayed().ravel()):
+            lo, hi = np.searchsorted(nw_rows, offsets[j : j + 2])
+            if hi > lo:
+                blocks.append(dask.delayed(_nw_block, pure=True)(blk, nw_rows[lo:hi] - offsets[j], shared, dtype))
+                sizes.append(int(hi - lo))
+        blocks = list(client.persist(blocks) if client is not None else dask.persist(*blocks))
+        return da.concatenate([da.from_delayed(b, shape=(s, width), dtype=dtype) for b, s in zip(blocks, sizes)])
 
     @staticmethod
     def _default_grid(X: "da.Array", low: np.ndarray, high: np.ndarray, client: Any) -> np.ndarray:
@@ -478,13 +804,11 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
 
     # ------------------------------------------------------------------------------------------
     def _outputs(self, X: Any, method: str, bounds: Any, client: Any) -> tuple["da.Array", list[Any]]:
-        """One delayed output per query block: shard statistics merged, then finished."""
-        if not hasattr(self, "estimator_"):
+        """One delayed output per query block: each model's shard statistics merged and finished
+        at the client's model; a cross-fitted estimator's models combined as in memory."""
+        if not hasattr(self, "parts_"):
             raise NotFittedError("This ShardedNadarayaWatson is not fitted yet; call fit(X_train, y) first.")
         X = check_query_array(X, "X", self.n_features_in_, check_dtype(self.dtype))
-        if method != "predict_interval" and bounds is None and self.lipschitz is None and self.margin is None:
-            # p̂ needs no assumption; with one bandwidth it does not depend on the bound setting.
-            bounds = {"p": {"lipschitz": 1.0, "bound": "hoeffding"}}
         params = self._estimator_params()
         fitted_k = getattr(self, "_fit_n_neighbors", self.n_neighbors)
         if self.n_neighbors != fitted_k:
@@ -492,54 +816,30 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
                 f"n_neighbors={self.n_neighbors!r} was set after fit (fitted with n_neighbors={fitted_k!r}); "
                 "the shards depend on it: call fit again."
             )
-        # The global model with the current parameters: the bound settings (set_params after fit)
+        n_parts = len(self.parts_)
+        bounded = method == "predict_interval" or bounds is not None or not (self.lipschitz is None
+                                                                            and self.margin is None)
+        # p̂ needs no assumption; with one bandwidth it does not depend on the bound setting.
+        asked = bounds if bounded else {"p": {"lipschitz": 1.0, "bound": "hoeffding"}}
+        if n_parts > 1:  # each model's intervals at δ/K, intersected below
+            asked, part_method = _divided(asked, n_parts), "predict_interval"
+        else:
+            part_method = method
+        # The client's model with the current parameters: the bound settings (set_params after fit)
         # take effect; a changed parameter the fitted state depends on is refused by its own check.
-        estimator = _now(self.estimator_, {**params, "n_neighbors": None})
+        model_params, _ = _part_params(params, n_parts)
         with warnings.catch_warnings():  # the settings are checked now, not in a task at compute time
             warnings.simplefilter("ignore")
-            estimator.predict_interval(self.template_["X"][:1], bounds=bounds)
+            _now(self.parts_[0].estimator, model_params).predict_interval(self._probe, bounds=asked)
         client = current_client(client)
-        threads = self.threads_per_task
-        template = share(self.template_, client)
-        shard_params = params if self.n_neighbors is None else {**params, "n_neighbors": 1}
-        parts = []
-        # Two rounds where the in-memory estimator ranks first (a polynomial kernel or a ranking sample);
-        # otherwise its exhaustive pass, whose statistics then give the intervals, as in memory.
-        ranked = self.n_neighbors is None and estimator.ranks_first(bounds, fraction=self.ranking_fraction_)
-        if ranked:
-            # bandwidth="auto": the shards' rankings add up, each query's bandwidth is chosen from
-            # the sum, then the shards' exact statistics at that bandwidth add up.
-            model = share(estimator, client)
-            names = [None] if bounds is None else list(bounds)
-            if method != "predict_interval":
-                names = names[:1]  # p̂ comes from the first setting
-            for blk in X.to_delayed().ravel():
-                rankings = [dask.delayed(limited(_shard_ranking, threads), pure=True)(
-                    s, blk, self.ranking_fraction_, shard_params) for s in self.shards_]
-                choice = dask.delayed(_choose, pure=True)(model, _tree(rankings, _merge_rankings), bounds)
-                outs = []
-                for name in names:
-                    stats = [dask.delayed(limited(_shard_statistics_at, threads), pure=True)(
-                        s, blk, bounds, choice, name, shard_params) for s in self.shards_]
-                    outs.append(dask.delayed(limited(_finish, threads), pure=True)(
-                        model, _tree(stats, _merge_two), method, _one_setting(bounds, name)))
-                parts.append(outs[0] if bounds is None or method != "predict_interval"
-                             else dask.delayed(_joined, pure=True)(outs))
-        elif self.n_neighbors is None:
-            model = share(estimator, client)
-            for blk in X.to_delayed().ravel():
-                stats = [dask.delayed(limited(_shard_statistics, threads), pure=True)(s, blk, bounds, shard_params)
-                         for s in self.shards_]
-                merged = _tree(stats, _merge_two)
-                parts.append(dask.delayed(limited(_finish, threads), pure=True)(model, merged, method, bounds))
-        else:
-            k = int(self.n_neighbors)
-            for blk in X.to_delayed().ravel():
-                lists = [dask.delayed(limited(_shard_topk, threads), pure=True)(s, blk, k) for s in self.shards_]
-                merged = _tree(lists, _merge_topk, k)
-                parts.append(dask.delayed(limited(_neighbor_finish, threads), pure=True)(
-                    params, template, blk, merged, method, bounds))
-        return X, parts
+        blocks = list(X.to_delayed().ravel())
+        outs = [_part_outputs(part, blocks, part_method, asked, params, n_parts, client, self.threads_per_task)
+                for part in self.parts_]
+        if n_parts == 1:
+            return X, outs[0]
+        names = None if asked is None else list(asked)
+        return X, [dask.delayed(_cross_finish, pure=True)(method, names, self.classes_, bounded, *per_block)
+                   for per_block in zip(*outs)]
 
     def predict_interval(self, X: Any, bounds: Any = None, *, client: Any = None) -> dict[str, Any]:
         """Per-query intervals as lazy Dask arrays.
