@@ -19,6 +19,13 @@ shard computes exactly its share of every sum.
   block's merged lists are its k nearest overall, so a localized model
   restored on just those rows (exact search) gives the statistics.
 
+* The default model (``metric="auto"``, ``lipschitz="auto"``, cross-fitting): the rows are
+  split at the client as in memory (by the labels alone), the map and the pilot L fitted there
+  on the metric share (:mod:`._space`), the NW share mapped on the workers into the shards; the
+  held-out check of L (:func:`~nwbound.spaces.choose_lipschitz`) reads its intervals from the
+  shards; a cross-fitted estimator's models (each at δ/K) are intersected per query block
+  (:func:`~nwbound.spaces.intersect_intervals`).
+
 No bound code is repeated here and no private member of the estimator is
 touched.
 """
@@ -521,15 +528,33 @@ metric, metric_fraction, cross_fit
 
     Examples
     --------
+    The library's default model on a (here local, in-process) Dask cluster, equal to the in-memory one:
+
     >>> import numpy as np
     >>> import dask.array as da
+    >>> from distributed import Client, LocalCluster
+    >>> from nwbound import NadarayaWatsonClassifier
     >>> from nwbound.dask import ShardedNadarayaWatson
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.random((400, 2)); y = (X[:, 0] > 0.5).astype(int)
-    >>> model = ShardedNadarayaWatson(metric=None, bandwidth=0.2, lipschitz=1.0).fit(da.from_array(X, chunks=(100, -1)), y)
-    >>> iv = model.predict_interval(da.from_array(X[:5], chunks=(5, -1)))
-    >>> iv["proba"].compute().shape
-    (5, 2)
+    >>> X = rng.uniform(-1, 1, (800, 2)); y = (rng.random(800) < 1 / (1 + np.exp(-6 * X[:, 0]))).astype(int)
+    >>> Q = np.array([[-0.8, 0.0], [0.0, 0.0], [0.8, 0.0]])
+    >>> with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+    ...     with Client(cluster) as client:
+    ...         model = ShardedNadarayaWatson().fit(da.from_array(X, chunks=(200, -1)), y, client=client)
+    ...         iv = model.predict_interval(da.from_array(Q, chunks=(3, -1)), client=client)
+    ...         lower, upper = iv["lower"].compute(), iv["upper"].compute()
+    >>> in_memory = NadarayaWatsonClassifier().fit(X, y)
+    >>> reference = in_memory.predict_interval(Q)
+    >>> bool(np.allclose(lower, reference.lower, rtol=1e-10, atol=1e-12) and np.allclose(upper, reference.upper, rtol=1e-10, atol=1e-12))
+    True
+    >>> model.lipschitz_ == in_memory.lipschitz_, len(model.cross_fit_models_)
+    (True, 2)
+
+    The paper's classifier on the features as given, without a cluster (Dask's local scheduler):
+
+    >>> model = ShardedNadarayaWatson(metric=None, bandwidth=0.2, lipschitz=1.0).fit(da.from_array(X, chunks=(200, -1)), y)
+    >>> model.predict_interval(da.from_array(Q, chunks=(3, -1)))["proba"].compute().shape
+    (3, 2)
     """
 
     # One copy of every rule: the estimator's own constraints, with this class's one parameter.
