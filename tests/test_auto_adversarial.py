@@ -333,12 +333,12 @@ def test_sharded_auto_of_a_kernel_without_polynomial_takes_the_in_memory_pass(mo
     # differed by 5e-5 on this grid). Now both run the same exhaustive pass (shard rounding: ~6e-7).
     da = pytest.importorskip("dask.array")
     dask = pytest.importorskip("dask")
-    from nwbound.dask import ShardedNadarayaWatson, _sharded
+    from nwbound.dask import ShardedNadarayaWatson, _parts
 
     def no_ranking(*args):
         raise AssertionError("ranking round run for a kernel the in-memory estimator does not rank")
 
-    monkeypatch.setattr(_sharded, "_shard_ranking", no_ranking)
+    monkeypatch.setattr(_parts, "_shard_ranking", no_ranking)
     X, y, Q = _clustered(700, 3, 80, seed=12)
     params = dict(bandwidth="auto", lipschitz=1.0, kernel="tricube", bandwidth_grid=np.geomspace(1e-4, 1e4, 13))
     ref = NadarayaWatsonClassifier(metric=None, **params).fit(X, y).predict_interval(Q)

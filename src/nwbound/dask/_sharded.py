@@ -32,12 +32,11 @@ touched.
 
 from __future__ import annotations
 
-import copy
 import inspect
 import warnings
 from collections.abc import Mapping
 from numbers import Integral
-from typing import Any, NamedTuple
+from typing import Any
 
 import dask
 import dask.array as da
@@ -49,12 +48,11 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 
 from .._numerics import euclidean_norm, feature_unit
-from .._validation import check_dtype, check_int_range, check_open_unit
+from .._validation import check_dtype, check_int_range
 from ..estimators import (
     NadarayaWatsonClassifier,
     bandwidth_grid_from_nearest,
     bandwidth_grid_pilot,
-    merge_statistics,
     pilot_nearest_distances,
     resolve_ranking_fraction,
     scale_bandwidth_from_nearest,
@@ -69,9 +67,11 @@ from ..spaces import (
     metric_kind,
     pilot_lipschitz,
 )
-from ._common import check_query_array, compute, current_client, limited, rows_from_blocks, share
+from ._common import check_query_array, compute, current_client, rows_from_blocks, share
 from ._predict import interval_arrays, named_interval_arrays
+from ._parts import _HeldOutCheck, _Part, _divided, _head_params, _part_outputs, _part_params
 from ._space import check_rows_split, chooses_lipschitz, nw_weights, row_layouts, split_seed
+from ._tasks import _cross_finish, _now, _nw_block, _shard
 
 __all__ = ["ShardedNadarayaWatson", "sharded_predict_interval"]
 
@@ -137,322 +137,6 @@ def _signature() -> inspect.Signature:
 
 
 _SIGNATURE = _signature()
-
-
-# -- tasks (module-level functions: picklable for process workers) -----------------------------
-class _Shard(NamedTuple):
-    """One shard on a worker: its fitted estimator and what its neighbour lists need."""
-
-    model: Any
-    offset: int
-    labels: np.ndarray
-    weights: np.ndarray | None
-    X: np.ndarray
-
-
-def _restored(params: dict, template: dict, X: np.ndarray, labels: np.ndarray, weights: np.ndarray | None) -> Any:
-    """A fitted estimator holding these rows and the global model's classes, prior, box and grid."""
-    state = {**template, "X": np.ascontiguousarray(X), "labels": labels}
-    state.pop("feature_unit", None)  # the rows come in the input's units (the template's rows may not)
-    state.pop("weights", None)
-    if weights is not None:
-        state["weights"] = weights
-    return NadarayaWatsonClassifier(**params).set_fitted_state(state, shard=True)
-
-
-def _shard(params: dict, template: dict, X: np.ndarray, offset: int, labels: np.ndarray,
-           weights: np.ndarray | None) -> _Shard:
-    X = np.ascontiguousarray(X)
-    return _Shard(_restored(params, template, X, labels, weights), offset, labels, weights, X)
-
-
-def _now(model: Any, params: dict) -> Any:
-    """A fitted shard or global model with the estimator's current parameters (a shallow copy,
-    arrays shared): bound settings changed by ``set_params`` after fit take effect."""
-    return copy.copy(model).set_params(**params)
-
-
-def _shard_statistics(shard: _Shard, block: np.ndarray, bounds: Any, params: dict) -> Any:
-    return _now(shard.model, params).kernel_statistics(block, bounds=bounds)
-
-
-def _merge_two(a: Any, b: Any) -> Any:
-    return merge_statistics([a, b])
-
-
-def _shard_topk(shard: _Shard, block: np.ndarray, k: int) -> tuple:
-    """The shard's k nearest rows of each query: (distances, global rows, labels, weights, features)."""
-    # The model's own search (its index works in scaled coordinates), distances recomputed directly.
-    dist, idx = shard.model.kneighbors(block, min(k, shard.labels.shape[0]))
-    weights = None if shard.weights is None else shard.weights[idx]
-    return np.asarray(dist, dtype=np.float64), idx + shard.offset, shard.labels[idx], weights, shard.X[idx]
-
-
-def _merge_topk(a: tuple, b: tuple, k: int) -> tuple:
-    """The k nearest of two top-k lists; ties go to the lower global row number."""
-    dist, rows = np.concatenate([a[0], b[0]], axis=1), np.concatenate([a[1], b[1]], axis=1)
-    order = np.lexsort((rows, dist), axis=1)[:, :k]
-
-    def pick(u: np.ndarray | None, v: np.ndarray | None) -> np.ndarray | None:
-        if u is None:
-            return None
-        both = np.concatenate([u, v], axis=1)
-        return np.take_along_axis(both, order if both.ndim == 2 else order[:, :, None], axis=1)
-
-    return tuple(pick(u, v) for u, v in zip(a, b))
-
-
-def _neighbor_model(params: dict, template: dict, topk: tuple) -> Any:
-    """A localized model (exact search) over the union of a block's merged neighbour lists:
-    each query's k nearest among them are its k nearest overall."""
-    _, rows, labels, weights, feats = topk
-    _, first = np.unique(rows.ravel(), return_index=True)
-
-    def flat(v: np.ndarray) -> np.ndarray:
-        return v.reshape(-1, *v.shape[2:])[first]
-
-    exact = {**params, "algorithm": "brute", "index_params": None}
-    return _restored(exact, template, flat(feats), flat(labels), None if weights is None else flat(weights))
-
-
-def _finish(model: Any, stats: Any, method: str, bounds: Any) -> Any:
-    """The requested output of ``model`` from merged statistics."""
-    out = model.interval_from_statistics(stats, bounds=bounds)
-    if method == "predict_interval":
-        return out.as_dict() if bounds is None else {name: iv.as_dict() for name, iv in out.items()}
-    proba = (out if bounds is None else next(iter(out.values()))).proba
-    return proba if method == "predict_proba" else model.classes_[np.argmax(proba, axis=1)]
-
-
-def _shard_ranking(shard: _Shard, block: np.ndarray, fraction: float, params: dict) -> Any:
-    # The whole set's sample fraction and the shard's row numbers: shards sample the rows it would.
-    return _now(shard.model, params).bandwidth_ranking(block, fraction=fraction, row_offset=shard.offset)
-
-
-def _merge_rankings(a: Any, b: Any) -> Any:
-    return a.merge(b)
-
-
-def _choose(model: Any, ranking: Any, bounds: Any) -> Any:
-    return model.choose_bandwidths(ranking, bounds)
-
-
-def _shard_statistics_at(shard: _Shard, block: np.ndarray, bounds: Any, choice: Any, name: Any, params: dict) -> Any:
-    """The shard's statistics at each query's chosen bandwidth (``choice``, or ``choice[name]``)."""
-    index = choice if name is None else choice[name]
-    return _now(shard.model, params).kernel_statistics(block, bounds=_one_setting(bounds, name), bandwidth_index=index)
-
-
-def _one_setting(bounds: Any, name: Any) -> Any:
-    """``bounds`` restricted to the setting ``name`` (None: the estimator's own)."""
-    if name is None:
-        return None
-    return {name: bounds[name]} if isinstance(bounds, Mapping) else [name]
-
-
-def _joined(parts: list) -> dict:
-    return {name: value for part in parts for name, value in part.items()}
-
-
-def _neighbor_finish(params: dict, template: dict, block: np.ndarray, topk: tuple, method: str, bounds: Any) -> Any:
-    model = _neighbor_model(params, template, topk)
-    return _finish(model, model.kernel_statistics(block, bounds=bounds), method, bounds)
-
-
-
-
-def _tree(items: list[Any], combine: Any, *extra: Any) -> Any:
-    """Pairwise (log-depth) reduction of delayed values."""
-    while len(items) > 1:
-        items = [
-            dask.delayed(combine, pure=True)(items[i], items[i + 1], *extra) if i + 1 < len(items) else items[i]
-            for i in range(0, len(items), 2)
-        ]
-    return items[0]
-
-
-def _mapped(space: Any, block: np.ndarray, dtype: Any) -> np.ndarray:
-    """Query or training rows in the space the kernel works in, as the estimator maps them."""
-    return np.ascontiguousarray(space.transform(block), dtype=dtype)
-
-
-def _nw_block(block: np.ndarray, rows: np.ndarray, space: Any, dtype: Any) -> np.ndarray:
-    """The rows of one training chunk that go into the kernel sums, mapped."""
-    block = block[rows]
-    return np.ascontiguousarray(block) if space is None else _mapped(space, block, dtype)
-
-
-def _intervals_of(out: dict) -> Any:
-    from .._result import PredictionInterval
-
-    return PredictionInterval(**out)
-
-
-def _cross_finish(method: str, names: list | None, classes: np.ndarray, with_bound: bool, *outs: dict) -> Any:
-    """A cross-fitted model's output from its models' outputs of one query block, as in memory:
-    the intervals (each at δ/K) intersected; p̂ is the intersection's, or without any bound the
-    models' κ-weighted p̂."""
-    from ..spaces import intersect_intervals, kappa_weighted_proba
-
-    if not with_bound:  # each model's {"p": fields}: p̂ and κ without a bound
-        proba = kappa_weighted_proba([o["p"]["proba"] for o in outs], [o["p"]["kappa"] for o in outs])
-    else:
-        if names is None:
-            joined = intersect_intervals(*[_intervals_of(o) for o in outs])
-        else:
-            joined = {name: intersect_intervals(*[_intervals_of(o[name]) for o in outs]) for name in names}
-        if method == "predict_interval":
-            return joined.as_dict() if names is None else {name: iv.as_dict() for name, iv in joined.items()}
-        proba = joined.proba
-    return proba if method == "predict_proba" else classes[np.argmax(proba, axis=1)]
-
-
-def _divided(bounds: Any, n_models: int) -> Any:
-    """``bounds`` for each of ``n_models`` cross-fitted models: a mapping of the same names, each
-    ``delta`` divided by ``n_models`` (None stays None: each model's own setting is at δ/K)."""
-    if bounds is None or isinstance(bounds, str):
-        return bounds  # a str is refused by the estimator's own check, with its explanation
-    named = dict(bounds) if isinstance(bounds, Mapping) else {form: {"bound": form} for form in bounds}
-    out = {}
-    for name, overrides in named.items():
-        if isinstance(overrides, Mapping) and "delta" in overrides:
-            overrides = {**overrides, "delta": check_open_unit(overrides["delta"], "delta") / n_models}
-        out[name] = overrides
-    return out
-
-
-def _head_params(params: Mapping[str, Any]) -> dict:
-    """Parameters of the estimator's fits at the client that check the labels and the settings:
-    on the features as given, one model, the regular classifier, placeholders for what the
-    shards compute (a default grid, the λ of "scale") and for L that fit chooses later."""
-    head = {**params, "metric": None, "cross_fit": False, "n_neighbors": None}
-    if chooses_lipschitz(params):
-        head["lipschitz"] = 1.0
-    if isinstance(params["bandwidth"], str) and params["bandwidth"] == "auto" and params["bandwidth_grid"] is None:
-        head["bandwidth_grid"] = [1.0]
-    if isinstance(params["bandwidth"], str) and params["bandwidth"] == "scale":
-        head["bandwidth"] = 1.0
-    return head
-
-
-class _Part(NamedTuple):
-    """One model on the cluster (a cross-fitted estimator has several): the client's model, which
-    turns merged statistics into intervals, its fitted state, and the shards of its kernel sums."""
-
-    estimator: Any
-    template: dict
-    shards: list
-    ranking_fraction: float
-
-
-def _part_params(params: Mapping[str, Any], n_parts: int) -> tuple[dict, dict]:
-    """``(model, shard)`` NadarayaWatsonClassifier parameters of one part, from the wrapper's.
-
-    The client's model is regular (the localized lists are merged first) and, cross-fitted, at
-    δ/K as each in-memory model. The shards take rows and queries already mapped (``metric=None``),
-    and their statistics do not depend on L (only the client's model bounds): a chosen L stays
-    with the client's model, the shards hold a stand-in.
-    """
-    model = {**params, "n_neighbors": None, "cross_fit": False}
-    if n_parts > 1:
-        model["delta"] = params["delta"] / n_parts
-    shard = {**params, "cross_fit": False, "metric": None}
-    if chooses_lipschitz(params):
-        shard["lipschitz"] = 1.0
-    if params["n_neighbors"] is not None:  # a shard only needs its index (any k: it is asked for min(k, rows))
-        shard["n_neighbors"] = 1
-    return model, shard
-
-
-def _part_outputs(part: _Part, blocks: list, method: str, bounds: Any, params: Mapping[str, Any], n_parts: int,
-                  client: Any, threads: int) -> list:
-    """One delayed output of ``part`` per query block (original features): its shards' statistics
-    merged, then finished by the client's model (current parameters: set_params after fit holds)."""
-    model_params, shard_params = _part_params(params, n_parts)
-    estimator = _now(part.estimator, model_params)
-    space = getattr(estimator, "metric_", None)
-    if space is not None:  # each query block mapped once, for all the shards
-        shared_space = share(space, client)
-        dtype = estimator.get_params()["dtype"]
-        mapped = [dask.delayed(limited(_mapped, threads), pure=True)(shared_space, blk, dtype) for blk in blocks]
-    else:
-        mapped = blocks
-    shards = part.shards
-    out = []
-    k = params["n_neighbors"]
-    # Two rounds where the in-memory estimator ranks first (a polynomial kernel or a ranking sample);
-    # otherwise its exhaustive pass, whose statistics then give the intervals, as in memory.
-    if k is None and estimator.ranks_first(bounds, fraction=part.ranking_fraction):
-        # bandwidth="auto": the shards' rankings add up, each query's bandwidth is chosen from
-        # the sum, then the shards' exact statistics at that bandwidth add up.
-        model = share(estimator, client)
-        names = [None] if bounds is None else list(bounds)
-        if method != "predict_interval":
-            names = names[:1]  # p̂ comes from the first setting
-        for blk in mapped:
-            rankings = [dask.delayed(limited(_shard_ranking, threads), pure=True)(
-                s, blk, part.ranking_fraction, shard_params) for s in shards]
-            choice = dask.delayed(_choose, pure=True)(model, _tree(rankings, _merge_rankings), bounds)
-            outs = []
-            for name in names:
-                stats = [dask.delayed(limited(_shard_statistics_at, threads), pure=True)(
-                    s, blk, bounds, choice, name, shard_params) for s in shards]
-                outs.append(dask.delayed(limited(_finish, threads), pure=True)(
-                    model, _tree(stats, _merge_two), method, _one_setting(bounds, name)))
-            out.append(outs[0] if bounds is None or method != "predict_interval"
-                       else dask.delayed(_joined, pure=True)(outs))
-    elif k is None:
-        model = share(estimator, client)
-        for blk in mapped:
-            stats = [dask.delayed(limited(_shard_statistics, threads), pure=True)(s, blk, bounds, shard_params)
-                     for s in shards]
-            out.append(dask.delayed(limited(_finish, threads), pure=True)(model, _tree(stats, _merge_two), method,
-                                                                         bounds))
-    else:
-        template = share(part.template, client)
-        neighbor_params = {**model_params, "n_neighbors": int(k)}
-        for blk, mapped_blk in zip(blocks, mapped):
-            lists = [dask.delayed(limited(_shard_topk, threads), pure=True)(s, mapped_blk, int(k)) for s in shards]
-            out.append(dask.delayed(limited(_neighbor_finish, threads), pure=True)(
-                neighbor_params, template, blk, _tree(lists, _merge_topk, int(k)), method, bounds))
-    return out
-
-
-class _HeldOutCheck(BaseEstimator):
-    """One part being fitted, as :func:`~nwbound.spaces.choose_lipschitz` reads a model: its
-    ``predict_interval`` of the (in-memory) check rows runs on the shards; ``get_params``,
-    ``classes_`` and ``metric_`` are the client's model's (a BaseEstimator for scikit-learn's
-    ``check_is_fitted``)."""
-
-    def __init__(self, part: _Part, params: Mapping[str, Any], n_parts: int, client: Any, threads: int):
-        self._part, self._params, self._n_parts = part, dict(params), n_parts
-        self._client, self._threads = client, threads
-        self.classes_ = part.estimator.classes_
-        self.metric_ = getattr(part.estimator, "metric_", None)
-
-    def fit(self, *args: Any, **kwargs: Any) -> None:  # scikit-learn's check_is_fitted asks for one
-        raise TypeError("A held-out check's view of a sharded model is fitted by ShardedNadarayaWatson.fit.")
-
-    def __sklearn_is_fitted__(self) -> bool:
-        return True
-
-    def get_params(self, deep: bool = True) -> dict:
-        return self._part.estimator.get_params(deep=deep)
-
-    def predict_interval(self, X: Any, bounds: Any = None) -> Any:
-        dtype = self._part.estimator.get_params()["dtype"]
-        Xd = check_query_array(da.from_array(np.asarray(X, dtype=dtype), chunks=(_CHECK_BLOCK, -1)), "X", None, None)
-        parts = _part_outputs(self._part, list(Xd.to_delayed().ravel()), "predict_interval", bounds, self._params,
-                              self._n_parts, self._client, self._threads)
-        blocks = compute(self._client, *parts)
-        if bounds is None:
-            return _intervals_of({f: np.concatenate([b[f] for b in blocks]) for f in blocks[0]})
-        return {name: _intervals_of({f: np.concatenate([b[name][f] for b in blocks]) for f in blocks[0][name]})
-                for name in blocks[0]}
-
-
-# Check rows per task of the held-out check (at most AUTO_CHECK_ROWS rows in all).
-_CHECK_BLOCK = 2048
 
 
 # -- the estimator -------------------------------------------------------------------------------
