@@ -430,6 +430,13 @@ def test_default_model_several_bounds_and_set_params(client, field):
     reference.set_params(delta=0.01)
     (one,) = dask.compute(model.predict_interval(Qd, client=client), scheduler=client)
     assert_same_to_rounding(one, reference.predict_interval(Q))
+    # A parameter the fitted state depends on, even one the client's models do not hold (they are
+    # one model each), needs a refit.
+    for change in ({"cross_fit": False}, {"metric_fraction": 0.3}):
+        name = next(iter(change))
+        with pytest.raises(ValueError, match=rf"{name}=.*was set after fit.*call fit again"):
+            model.set_params(**change).predict_proba(Qd, client=client)
+        model.set_params(**{name: reference.get_params()[name]})
 
 
 def test_default_model_with_weights_and_groups_local_scheduler(field):

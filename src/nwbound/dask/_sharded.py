@@ -48,7 +48,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 
 from .._numerics import euclidean_norm, feature_unit
-from .._validation import check_dtype, check_int_range
+from .._validation import check_dtype, check_int_range, check_params_as_fitted
 from ..estimators import (
     NadarayaWatsonClassifier,
     bandwidth_grid_from_nearest,
@@ -379,7 +379,7 @@ metric, metric_fraction, cross_fit
         self.lipschitz_ = max(lipschitz) if chooses_lipschitz(params) else lipschitz[0]
         self.lipschitz_report_ = reports[0] if len(parts) == 1 or reports[0] is None else CrossFitReports(reports)
         self._probe = np.asarray(compute(client, X[:1])[0])  # a query row the settings are checked on
-        self._fit_n_neighbors = self.n_neighbors  # the shards' kind (the estimators keep the rest)
+        self._fit_layout = {"n_neighbors": self.n_neighbors, "cross_fit": self.cross_fit}
         return self
 
     def _fit_part(self, X: "da.Array", params: dict, full: dict, groups: np.ndarray | None, layout: Any,
@@ -519,12 +519,9 @@ metric, metric_fraction, cross_fit
             raise NotFittedError("This ShardedNadarayaWatson is not fitted yet; call fit(X_train, y) first.")
         X = check_query_array(X, "X", self.n_features_in_, check_dtype(self.dtype))
         params = self._estimator_params()
-        fitted_k = getattr(self, "_fit_n_neighbors", self.n_neighbors)
-        if self.n_neighbors != fitted_k:
-            raise ValueError(
-                f"n_neighbors={self.n_neighbors!r} was set after fit (fitted with n_neighbors={fitted_k!r}); "
-                "the shards depend on it: call fit again."
-            )
+        # What shapes the shards and the number of models, which the client's models do not see
+        # (they are regular and one model each); they check every other parameter themselves.
+        check_params_as_fitted(self, self._fit_layout)
         n_parts = len(self.parts_)
         bounded = method == "predict_interval" or bounds is not None or not (self.lipschitz is None
                                                                             and self.margin is None)
