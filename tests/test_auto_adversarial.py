@@ -311,7 +311,7 @@ def test_sharded_auto_equals_in_memory(params):
     w = rng.uniform(0.5, 2.0, size=700)
     Q = rng.uniform(-0.1, 1.1, size=(130, 3))
     ref = NadarayaWatsonClassifier(metric=None, **params).fit(X, y, sample_weight=w)
-    model = ShardedNadarayaWatson(**params).fit(da.from_array(X, chunks=((300, 250, 1, 149), (3,))), y,
+    model = ShardedNadarayaWatson(metric=None, **params).fit(da.from_array(X, chunks=((300, 250, 1, 149), (3,))), y,
                                                 sample_weight=w)
     Qd = da.from_array(Q, chunks=(50, -1))
     bounds = ["hoeffding", "chernoff"]
@@ -333,16 +333,16 @@ def test_sharded_auto_of_a_kernel_without_polynomial_takes_the_in_memory_pass(mo
     # differed by 5e-5 on this grid). Now both run the same exhaustive pass (shard rounding: ~6e-7).
     da = pytest.importorskip("dask.array")
     dask = pytest.importorskip("dask")
-    from nwbound.dask import ShardedNadarayaWatson, _sharded
+    from nwbound.dask import ShardedNadarayaWatson, _parts
 
     def no_ranking(*args):
         raise AssertionError("ranking round run for a kernel the in-memory estimator does not rank")
 
-    monkeypatch.setattr(_sharded, "_shard_ranking", no_ranking)
+    monkeypatch.setattr(_parts, "_shard_ranking", no_ranking)
     X, y, Q = _clustered(700, 3, 80, seed=12)
     params = dict(bandwidth="auto", lipschitz=1.0, kernel="tricube", bandwidth_grid=np.geomspace(1e-4, 1e4, 13))
     ref = NadarayaWatsonClassifier(metric=None, **params).fit(X, y).predict_interval(Q)
-    model = ShardedNadarayaWatson(**params).fit(da.from_array(X, chunks=(250, -1)), y)
+    model = ShardedNadarayaWatson(metric=None, **params).fit(da.from_array(X, chunks=(250, -1)), y)
     (got,) = dask.compute(model.predict_interval(da.from_array(Q, chunks=(40, -1))), scheduler="threads")
     np.testing.assert_array_equal(got["bandwidth"], ref.bandwidth)
     np.testing.assert_allclose(got["upper"], ref.upper, atol=5e-6)
@@ -380,7 +380,7 @@ def test_sharded_fit_accepts_a_shard_of_zero_weights():
     w = np.ones(len(y))
     w[:100] = 0.0
     for params in (dict(bandwidth="auto", lipschitz=1.0), dict(bandwidth=0.5, n_neighbors=7, lipschitz=1.0)):
-        sharded = ShardedNadarayaWatson(**params).fit(da.from_array(X, chunks=(100, -1)), y, sample_weight=w)
+        sharded = ShardedNadarayaWatson(metric=None, **params).fit(da.from_array(X, chunks=(100, -1)), y, sample_weight=w)
         got = sharded.predict_interval(da.from_array(Q, chunks=(5, -1)))
         ref = NadarayaWatsonClassifier(metric=None, **params).fit(X, y, sample_weight=w).predict_interval(Q)
         np.testing.assert_allclose(got["proba"].compute(), ref.proba, atol=1e-9)

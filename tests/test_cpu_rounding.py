@@ -310,7 +310,7 @@ def test_dask_sharded_interval_contains_the_exact_one(dense_data):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = sharded_predict_interval(da.from_array(Xq, chunks=(2, -1)), da.from_array(_x(k), chunks=(10_017, -1)),
-                                       y, sample_weight=_weights(e), **params)
+                                       y, sample_weight=_weights(e), metric=None, **params)
         (out,) = dask.compute(out, scheduler="threads")
     clf = NadarayaWatsonClassifier(metric=None, **params).fit(_x(k[:100]), y[:100])  # the bound's settings only
     ref = clf.interval_from_statistics(exact)

@@ -8,6 +8,7 @@ runs the distributed cases.
 from __future__ import annotations
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -18,8 +19,9 @@ import dask  # noqa: E402
 from sklearn.exceptions import NotFittedError  # noqa: E402
 from threadpoolctl import threadpool_info  # noqa: E402
 
-from nwbound import NadarayaWatsonClassifier  # noqa: E402
+from nwbound import NadarayaWatsonClassifier, PredictionInterval  # noqa: E402
 from nwbound import dask as nwdask  # noqa: E402
+from nwbound.dask import ShardedNadarayaWatson  # noqa: E402
 from nwbound.dask._common import limited  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::nwbound.diagnostics.UselessBoundWarning")
@@ -162,7 +164,7 @@ def test_sharded_equals_single_machine(client, data, params):
     # Uneven shards, one smaller than k.
     Xd = da.from_array(X, chunks=((300, 250, 8, 142), (3,)))
     Qd = da.from_array(Q, chunks=(50, -1))
-    model = nwdask.ShardedNadarayaWatson(**params).fit(Xd, y, sample_weight=w, client=client)
+    model = nwdask.ShardedNadarayaWatson(metric=None, **params).fit(Xd, y, sample_weight=w, client=client)
     np.testing.assert_array_equal(model.classes_, reference.classes_)
     np.testing.assert_allclose(model.class_prior_, reference.class_prior_, rtol=1e-12)
     np.testing.assert_allclose(model.bandwidths_, reference.bandwidths_, rtol=1e-12)
@@ -181,7 +183,7 @@ def test_sharded_several_bounds_from_one_pass(client, data):
     params = dict(bandwidth="auto", lipschitz=1.0)
     bounds = {"hoeffding": {"bound": "hoeffding"}, "chernoff": {"bound": "chernoff"}, "tight-delta": {"delta": 0.2}}
     reference = NadarayaWatsonClassifier(metric=None, **params).fit(X, y, sample_weight=w).predict_interval(Q, bounds=bounds)
-    model = nwdask.ShardedNadarayaWatson(**params).fit(da.from_array(X, chunks=(200, -1)), y, sample_weight=w)
+    model = nwdask.ShardedNadarayaWatson(metric=None, **params).fit(da.from_array(X, chunks=(200, -1)), y, sample_weight=w)
     (result,) = dask.compute(model.predict_interval(da.from_array(Q, chunks=(60, -1)), bounds, client=client),
                              scheduler=client)
     assert set(result) == set(bounds)
@@ -194,7 +196,7 @@ def test_sharded_function_local_scheduler(data):
     params = dict(bandwidth=0.3, lipschitz=1.0, empty_neighborhood="uniform")
     # Empty row chunks are dropped, not passed on as 0-row inputs.
     result = nwdask.sharded_predict_interval(
-        da.from_array(Q, chunks=((65, 0, 65), (3,))), da.from_array(X, chunks=((0, 350, 350), (3,))), y, **params
+        da.from_array(Q, chunks=((65, 0, 65), (3,))), da.from_array(X, chunks=((0, 350, 350), (3,))), y, metric=None, **params
     )
     (result,) = dask.compute(result, scheduler="threads")
     assert_same_interval(result, NadarayaWatsonClassifier(metric=None, **params).fit(X, y).predict_interval(Q))
@@ -202,7 +204,7 @@ def test_sharded_function_local_scheduler(data):
 
 def test_sharded_proba_without_an_assumption(data):
     X, y, _, Q = data
-    model = nwdask.ShardedNadarayaWatson(bandwidth=0.3).fit(da.from_array(X, chunks=(300, -1)), y)
+    model = nwdask.ShardedNadarayaWatson(metric=None, lipschitz=None, bandwidth=0.3).fit(da.from_array(X, chunks=(300, -1)), y)
     reference = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.3).fit(X, y)
     Qd = da.from_array(Q, chunks=(65, -1))
     proba, labels = dask.compute(model.predict_proba(Qd), model.predict(Qd), scheduler="threads")
@@ -212,22 +214,47 @@ def test_sharded_proba_without_an_assumption(data):
         model.predict_interval(Qd)
 
 
-def test_sharded_is_a_clonable_estimator_with_every_parameter():
+def test_sharded_parameters_are_the_estimators():
+    # A thin wrapper: the estimator's names, defaults and constraints, plus threads_per_task.
     from sklearn.base import clone
 
-    own = set(nwdask.ShardedNadarayaWatson().get_params())
-    single = set(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale").get_params())
-    # Every parameter of the in-memory estimator is taken, except n_jobs (tasks are the parallelism),
-    # device, and a learned space (metric=, metric_fraction, cross_fit: map the features first).
-    assert own == (single - {"n_jobs", "device", "metric", "metric_fraction", "cross_fit"}) | {"threads_per_task"}
+    own = nwdask.ShardedNadarayaWatson().get_params()
+    single = NadarayaWatsonClassifier().get_params()
+    assert own == {**single, "threads_per_task": 1}
+    constraints = nwdask.ShardedNadarayaWatson._parameter_constraints
+    for name in single:
+        assert constraints[name] is NadarayaWatsonClassifier._parameter_constraints[name], name
     model = nwdask.ShardedNadarayaWatson(bandwidth="auto", n_neighbors=7, algorithm="hnsw",
                                          index_params={"M": 8}, random_state=3, lipschitz=0.5)
     twin = clone(model)
     assert twin is not model and twin.get_params() == model.get_params()
-    with pytest.raises(TypeError, match="n_jobs"):
-        nwdask.ShardedNadarayaWatson(n_jobs=2)
+    assert twin.set_params(delta=0.1).delta == 0.1
     with pytest.raises(TypeError, match="bandwith"):
         nwdask.ShardedNadarayaWatson(bandwith=0.3)
+
+
+def test_sharded_scikit_learn_checks():
+    from sklearn.utils import estimator_checks as checks
+
+    model = nwdask.ShardedNadarayaWatson()
+    for check in (checks.check_parameters_default_constructible, checks.check_no_attributes_set_in_init,
+                  checks.check_get_params_invariance, checks.check_set_params, checks.check_estimator_repr,
+                  checks.check_estimator_cloneable):
+        check("ShardedNadarayaWatson", model)
+
+
+@pytest.mark.parametrize("name,value", [("n_jobs", 2), ("device", "cuda")])
+def test_sharded_refuses_what_it_cannot_honour(data, name, value):
+    X, y, _, _ = data
+    model = nwdask.ShardedNadarayaWatson(metric=None, lipschitz=1.0, **{name: value})
+    with pytest.raises(ValueError, match=rf"cannot honour {name}=.*leave {name}=None"):
+        model.fit(da.from_array(X, chunks=(350, -1)), y)
+
+
+def test_sharded_checks_parameters_by_the_estimators_constraints(data):
+    X, y, _, _ = data
+    with pytest.raises(ValueError, match="'delta' parameter of ShardedNadarayaWatson must be a float in the range"):
+        nwdask.ShardedNadarayaWatson(metric=None, lipschitz=1.0, delta=2.0).fit(da.from_array(X, chunks=(350, -1)), y)
 
 
 def test_sharded_index_params_and_random_state_reach_the_shards(data):
@@ -235,24 +262,24 @@ def test_sharded_index_params_and_random_state_reach_the_shards(data):
     Xd = da.from_array(X, chunks=(350, -1))
     params = dict(bandwidth=0.4, n_neighbors=10, lipschitz=1.0, algorithm="hnsw",
                   index_params={"M": 8, "ef": 40}, random_state=5)
-    model = nwdask.ShardedNadarayaWatson(**params).fit(Xd, y)
+    model = nwdask.ShardedNadarayaWatson(metric=None, **params).fit(Xd, y)
     for shard in dask.compute(*model.shards_, scheduler="threads"):
         index = shard.model.index_
         assert (index.M, index.ef, index.random_state) == (8, 40, 5)
     Qd = da.from_array(Q, chunks=(65, -1))
     first = model.predict_interval(Qd)["proba"].compute(scheduler="threads")
-    again = nwdask.ShardedNadarayaWatson(**params).fit(Xd, y).predict_interval(Qd)["proba"].compute(scheduler="threads")
+    again = nwdask.ShardedNadarayaWatson(metric=None, **params).fit(Xd, y).predict_interval(Qd)["proba"].compute(scheduler="threads")
     np.testing.assert_array_equal(first, again)  # same seed, same indexes, same answers
     with pytest.raises(ValueError, match="bogus"):  # a wrong index option is passed on, and refused at fit
-        nwdask.ShardedNadarayaWatson(**{**params, "index_params": {"bogus": 1}}).fit(Xd, y)
+        nwdask.ShardedNadarayaWatson(metric=None, **{**params, "index_params": {"bogus": 1}}).fit(Xd, y)
     with pytest.raises((TypeError, ValueError), match="index_params"):
-        nwdask.ShardedNadarayaWatson(bandwidth=0.4, n_neighbors=10, index_params=[1]).fit(Xd, y)
+        nwdask.ShardedNadarayaWatson(metric=None, bandwidth=0.4, n_neighbors=10, index_params=[1]).fit(Xd, y)
 
 
 def test_sharded_bad_input(data):
     X, y, _, Q = data
     Xd = da.from_array(X, chunks=(350, -1))
-    model = nwdask.ShardedNadarayaWatson(bandwidth=0.3, lipschitz=1.0)
+    model = nwdask.ShardedNadarayaWatson(metric=None, bandwidth=0.3, lipschitz=1.0)
     with pytest.raises(NotFittedError):
         model.predict(da.from_array(Q, chunks=(65, -1)))
     with pytest.raises(ValueError, match=r"rechunk\(\{1: -1\}\)"):
@@ -264,16 +291,16 @@ def test_sharded_bad_input(data):
     with pytest.raises(ValueError, match="sample_weight"):
         model.fit(Xd, y, sample_weight=-np.ones(X.shape[0]))
     with pytest.raises(ValueError, match="delta"):
-        nwdask.ShardedNadarayaWatson(bandwidth=0.3, lipschitz=1.0, delta=2.0).fit(Xd, y)
+        nwdask.ShardedNadarayaWatson(metric=None, bandwidth=0.3, lipschitz=1.0, delta=2.0).fit(Xd, y)
     with pytest.raises(ValueError, match="n_neighbors"):
-        nwdask.ShardedNadarayaWatson(n_neighbors=10_000).fit(Xd, y)
+        nwdask.ShardedNadarayaWatson(metric=None, lipschitz=1.0, n_neighbors=10_000).fit(Xd, y)
     with pytest.raises(ValueError, match="threads_per_task"):
-        nwdask.ShardedNadarayaWatson(threads_per_task=0).fit(Xd, y)
+        nwdask.ShardedNadarayaWatson(metric=None, lipschitz=1.0, threads_per_task=0).fit(Xd, y)
     model.fit(Xd, y)
     with pytest.raises(ValueError, match="dtype float32"):
         model.predict_interval(da.from_array(Q.astype(np.float32), chunks=(65, -1)))
     with pytest.raises(ValueError, match="lipschitz"):
-        nwdask.ShardedNadarayaWatson(bandwidth=0.3).fit(Xd, y).predict_interval(da.from_array(Q, chunks=(65, -1)))
+        nwdask.ShardedNadarayaWatson(metric=None, lipschitz=None, bandwidth=0.3).fit(Xd, y).predict_interval(da.from_array(Q, chunks=(65, -1)))
     bad = X.copy()
     bad[400, 2] = np.inf
     with pytest.raises(ValueError, match="NaN or infinity"):
@@ -286,7 +313,7 @@ def test_sharded_float32_equals_single_machine_to_float32_rounding(data, n_neigh
     X32, Q32 = X.astype(np.float32), Q.astype(np.float32)
     params = dict(bandwidth="auto", n_neighbors=n_neighbors, lipschitz=1.0, dtype="float32")
     reference = NadarayaWatsonClassifier(metric=None, **params).fit(X32, y, sample_weight=w).predict_interval(Q32)
-    model = nwdask.ShardedNadarayaWatson(**params).fit(da.from_array(X32, chunks=(250, -1)), y, sample_weight=w)
+    model = nwdask.ShardedNadarayaWatson(metric=None, **params).fit(da.from_array(X32, chunks=(250, -1)), y, sample_weight=w)
     (result,) = dask.compute(model.predict_interval(da.from_array(Q32, chunks=(65, -1))), scheduler="threads")
     for name in ("proba", "lower", "upper", "epsilon", "kappa"):
         # Shards sum their float32 kernel values in another order than one pass does.
@@ -313,8 +340,128 @@ def test_sharded_localized_neighbours_at_any_scale(client, data, scale):
     X, y, w, Q = data
     params = dict(bandwidth=0.4 * scale, n_neighbors=9, lipschitz=1.0 / scale)
     reference = NadarayaWatsonClassifier(metric=None, **params).fit(X * scale, y, sample_weight=w)
-    model = nwdask.ShardedNadarayaWatson(**params).fit(
+    model = nwdask.ShardedNadarayaWatson(metric=None, **params).fit(
         da.from_array(X * scale, chunks=(200, -1)), y, sample_weight=w, client=client)
     (interval,) = dask.compute(model.predict_interval(da.from_array(Q * scale, chunks=(50, -1)), client=client),
                                scheduler=client)
     assert_same_interval(interval, reference.predict_interval(Q * scale), end_tol=CHERNOFF_END_TOL)
+
+
+# -- the library's default model (metric="auto", lipschitz="auto", cross-fitting) on a cluster ------
+# The reference is the in-memory estimator with the same parameters on the same data: the split,
+# the map and L come out the same (fitted at the client on the same rows), the kernel statistics are
+# summed over the shards, so the intervals agree to rounding and the same rows are certified.
+FLOAT_FIELDS = ("proba", "lower", "upper", "epsilon", "bias", "sampling", "kappa", "n_eff", "bandwidth")
+
+
+@pytest.fixture(scope="module")
+def field():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(1200, 2))
+    y = (rng.random(1200) < 1 / (1 + np.exp(-6 * X[:, 0]))).astype(int)
+    Q = rng.uniform(-1.1, 1.1, size=(150, 2))  # a few queries outside the box
+    return X, y, Q
+
+
+def assert_same_to_rounding(result: dict, reference: PredictionInterval) -> None:
+    """Equal to rounding (the shards sum in another order), the same flags and certified rows."""
+    for name in FLOAT_FIELDS:
+        # 1e-12 absolute: a lower end at 0 against 1e-13 of rounding has no relative size.
+        np.testing.assert_allclose(result[name], getattr(reference, name), rtol=1e-10, atol=1e-12, err_msg=name)
+    for name in ("vacuous", "outside_box"):
+        np.testing.assert_array_equal(result[name], getattr(reference, name), err_msg=name)
+    np.testing.assert_array_equal(PredictionInterval(**result).certified, reference.certified)
+
+
+CASES = {
+    "default": {},  # cross-fitted below the row cap, as the estimator does by default
+    "one split": {"cross_fit": False},  # the map and L on one metric share
+    "features as given": {"metric": None},  # L chosen on held-out rows of the features as given
+    "localized": {"n_neighbors": 40},
+}
+
+
+@pytest.mark.parametrize("params", CASES.values(), ids=CASES.keys())
+def test_default_model_on_a_cluster_equals_in_memory(client, field, params):
+    X, y, Q = field
+    reference = NadarayaWatsonClassifier(**params).fit(X, y)
+    model = ShardedNadarayaWatson(**params).fit(da.from_array(X, chunks=(350, -1)), y, client=client)
+    # The same split, map and L: chosen at the client on the rows the in-memory fit uses.
+    assert model.lipschitz_ == reference.lipschitz_
+    assert (model.cross_fit_models_ is None) == (getattr(reference, "cross_fit_models_", None) is None)
+    np.testing.assert_array_equal(model.nw_rows_, reference.nw_rows_)
+    if reference.metric_ is not None:
+        np.testing.assert_array_equal(model.metric_.transform(Q), reference.metric_.transform(Q))
+    Qd = da.from_array(Q, chunks=(64, -1))
+    interval, proba, labels = dask.compute(model.predict_interval(Qd, client=client),
+                                           model.predict_proba(Qd, client=client),
+                                           model.predict(Qd, client=client), scheduler=client)
+    expected = reference.predict_interval(Q)
+    assert expected.certified.sum() > 10  # the comparison covers certified rows
+    assert_same_to_rounding(interval, expected)
+    np.testing.assert_allclose(proba, reference.predict_proba(Q), rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(labels, reference.predict(Q))
+
+
+def test_cross_fitted_models_match_one_by_one(client, field):
+    X, y, Q = field
+    reference = NadarayaWatsonClassifier().fit(X, y)
+    model = ShardedNadarayaWatson().fit(da.from_array(X, chunks=(500, -1)), y, client=client)
+    assert len(model.cross_fit_models_) == len(reference.cross_fit_models_) == 2
+    for mine, theirs in zip(model.cross_fit_models_, reference.cross_fit_models_):
+        assert mine.lipschitz_ == theirs.lipschitz_ and mine.delta == theirs.delta
+        np.testing.assert_array_equal(mine.bandwidths_, theirs.bandwidths_)
+    assert model.n_samples_fit_ == reference.n_samples_fit_
+    assert str(model.lipschitz_report_).splitlines()[:3] == str(reference.lipschitz_report_).splitlines()[:3]
+
+
+def test_default_model_several_bounds_and_set_params(client, field):
+    X, y, Q = field
+    bounds = {"hoeffding": {"bound": "hoeffding"}, "delta=0.2": {"delta": 0.2}}
+    reference = NadarayaWatsonClassifier().fit(X, y)
+    model = ShardedNadarayaWatson().fit(da.from_array(X, chunks=(400, -1)), y, client=client)
+    Qd = da.from_array(Q, chunks=(75, -1))
+    (several,) = dask.compute(model.predict_interval(Qd, bounds, client=client), scheduler=client)
+    expected = reference.predict_interval(Q, bounds=bounds)
+    for name in bounds:
+        assert_same_to_rounding(several[name], expected[name])
+    # A bound parameter set after fit takes effect at the next prediction, as in memory.
+    model.set_params(delta=0.01)
+    reference.set_params(delta=0.01)
+    (one,) = dask.compute(model.predict_interval(Qd, client=client), scheduler=client)
+    assert_same_to_rounding(one, reference.predict_interval(Q))
+    # A parameter the fitted state depends on, even one the client's models do not hold (they are
+    # one model each), needs a refit.
+    for change in ({"cross_fit": False}, {"metric_fraction": 0.3}):
+        name = next(iter(change))
+        with pytest.raises(ValueError, match=rf"{name}=.*was set after fit.*call fit again"):
+            model.set_params(**change).predict_proba(Qd, client=client)
+        model.set_params(**{name: reference.get_params()[name]})
+
+
+def test_default_model_with_weights_and_groups_local_scheduler(field):
+    X, y, Q = field
+    rng = np.random.default_rng(3)
+    w = rng.uniform(0.5, 2.0, size=y.shape[0])
+    groups = np.arange(y.shape[0]) // 10
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = NadarayaWatsonClassifier(cross_fit=False).fit(X, y, sample_weight=w, groups=groups)
+        model = ShardedNadarayaWatson(cross_fit=False).fit(da.from_array(X, chunks=(300, -1)), y,
+                                                           sample_weight=w, groups=groups)
+    np.testing.assert_array_equal(model.metric_rows_, reference.metric_rows_)
+    (interval,) = dask.compute(model.predict_interval(da.from_array(Q, chunks=(50, -1))), scheduler="sync")
+    assert_same_to_rounding(interval, reference.predict_interval(Q))
+
+
+def test_what_a_cluster_cannot_honour_names_the_fix(field):
+    from sklearn.decomposition import PCA
+
+    X, y, _ = field
+    Xd = da.from_array(X, chunks=(400, -1))
+    with pytest.raises(ValueError, match=r"cannot honour metric='standard'.*metric=None"):
+        ShardedNadarayaWatson(metric="standard").fit(Xd, y)
+    with pytest.raises(ValueError, match=r"cannot honour metric=PCA\(\).*map_blocks"):
+        ShardedNadarayaWatson(metric=PCA()).fit(Xd, y)
+    with pytest.raises(ValueError, match=r"cross_fit=True.*cross_fit=False"):
+        ShardedNadarayaWatson(metric=None, cross_fit=True).fit(Xd, y)

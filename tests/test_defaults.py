@@ -108,7 +108,7 @@ def test_sharded_scale_equals_in_memory():
     X, y = _field(500, 3)
     for k in (None, 30):
         ref = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale", n_neighbors=k).fit(X, y)
-        model = ShardedNadarayaWatson(n_neighbors=k).fit(da.from_array(X, chunks=(120, -1)), y)
+        model = ShardedNadarayaWatson(metric=None, lipschitz=None, bandwidth="scale", n_neighbors=k).fit(da.from_array(X, chunks=(120, -1)), y)
         np.testing.assert_array_equal(model.bandwidths_, ref.bandwidths_)
 
 

@@ -310,7 +310,7 @@ def test_float32_sharded_fit_at_extreme_scale_equals_in_memory(scale):
     for k in (None, 20):
         params = dict(bandwidth=0.1 * scale, lipschitz=1.0 / scale, dtype="float32", n_neighbors=k)
         want = NadarayaWatsonClassifier(metric=None, **params).fit(Xs, y).predict_interval(Qs)
-        got = nwdask.ShardedNadarayaWatson(**params).fit(da.from_array(Xs, chunks=(150, -1)), y)
+        got = nwdask.ShardedNadarayaWatson(metric=None, **params).fit(da.from_array(Xs, chunks=(150, -1)), y)
         got = got.predict_interval(da.from_array(Qs))
         got = {name: np.asarray(getattr(got, name, None) if not isinstance(got, dict) else got[name])
                for name in ("lower", "upper")}

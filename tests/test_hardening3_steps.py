@@ -297,7 +297,7 @@ def test_dask_paths_equal_the_in_memory_estimator_on_ties():
     with _no_check():
         reference = _fields(NadarayaWatsonClassifier(metric=None, **params).fit(X, y, sample_weight=w).predict_interval(Q))
         for chunks in ((5, 200, 205),):  # uneven shards, one smaller than k
-            model = nwdask.ShardedNadarayaWatson(**params).fit(da.from_array(X, chunks=(chunks, -1)), y,
+            model = nwdask.ShardedNadarayaWatson(metric=None, **params).fit(da.from_array(X, chunks=(chunks, -1)), y,
                                                               sample_weight=w)
             (out,) = dask.compute(model.predict_interval(da.from_array(Q, chunks=(13, -1))), scheduler="sync")
             for name, value in _fields(out).items():
@@ -356,10 +356,10 @@ def test_id_target_refused_by_every_estimator():
         with pytest.raises(ValueError, match="y has 200 classes among 200 rows"):
             est.fit(X, ids)
     with pytest.raises(ValueError, match="y has 200 classes among 200 rows"):
-        nwdask.ShardedNadarayaWatson(bandwidth=0.2).fit(da.from_array(X, chunks=(50, -1)), ids)
+        nwdask.ShardedNadarayaWatson(metric=None, lipschitz=None, bandwidth=0.2).fit(da.from_array(X, chunks=(50, -1)), ids)
     # 25 classes with 4 rows each: a plausible labelling, fitted (the Dask template too).
     y = np.arange(200) % 25
-    model = nwdask.ShardedNadarayaWatson(bandwidth=0.2).fit(da.from_array(X, chunks=(50, -1)), y)
+    model = nwdask.ShardedNadarayaWatson(metric=None, lipschitz=None, bandwidth=0.2).fit(da.from_array(X, chunks=(50, -1)), y)
     assert model.classes_.shape == (25,)
 
 

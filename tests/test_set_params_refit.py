@@ -179,7 +179,7 @@ def test_sharded_dask_estimator_follows_set_params():
     X, y, Q = _data()
     Xd, Qd = da.from_array(X, chunks=(100, -1)), da.from_array(Q, chunks=(4, -1))
     for extra in ({}, {"n_neighbors": 30}):
-        model = ShardedNadarayaWatson(bandwidth=0.3, lipschitz=1.0, **extra).fit(Xd, y)
+        model = ShardedNadarayaWatson(metric=None, bandwidth=0.3, lipschitz=1.0, **extra).fit(Xd, y)
         model.set_params(lipschitz=3.0, bound="hoeffding", delta=0.1)
         fresh = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=3.0, bound="hoeffding", delta=0.1, **extra).fit(X, y)
         got, want = model.predict_interval(Qd), fresh.predict_interval(Q)

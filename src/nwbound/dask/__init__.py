@@ -7,7 +7,10 @@ Needs the ``dask`` extra (``dask[array]`` and ``distributed``).
   The model is sent to each worker once.
 * :class:`ShardedNadarayaWatson` / :func:`sharded_predict_interval`: the
   Nadaraya-Watson classifier over a training set split into row shards, for
-  training sets too large for one worker. Built on the estimators' public
+  training sets too large for one worker; its parameters and defaults are the
+  estimator's, so ``ShardedNadarayaWatson().fit(X_dask, y)`` is the library's
+  default model (learned space, L chosen on held-out rows, cross-fitting), the
+  map and L fitted at the client on the metric share. Built on the estimators' public
   API only: each shard is a :class:`~nwbound.NadarayaWatsonClassifier`
   restored with ``set_fitted_state`` (its rows, the global classes, prior,
   box and bandwidths); its ``kernel_statistics`` are merged over shards

@@ -19,16 +19,24 @@ shard computes exactly its share of every sum.
   block's merged lists are its k nearest overall, so a localized model
   restored on just those rows (exact search) gives the statistics.
 
+* The default model (``metric="auto"``, ``lipschitz="auto"``, cross-fitting): the rows are
+  split at the client as in memory (by the labels alone), the map and the pilot L fitted there
+  on the metric share (:mod:`._space`), the NW share mapped on the workers into the shards; the
+  held-out check of L (:func:`~nwbound.spaces.choose_lipschitz`) reads its intervals from the
+  shards; a cross-fitted estimator's models (each at δ/K) are intersected per query block
+  (:func:`~nwbound.spaces.intersect_intervals`).
+
 No bound code is repeated here and no private member of the estimator is
 touched.
 """
 
 from __future__ import annotations
 
-import copy
+import inspect
 import warnings
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from numbers import Integral
+from typing import Any
 
 import dask
 import dask.array as da
@@ -36,194 +44,137 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics import accuracy_score
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 
-from .._numerics import euclidean_norm
-from .._validation import check_dtype, check_int_range
+from .._numerics import euclidean_norm, feature_unit
+from .._validation import check_dtype, check_int_range, check_params_as_fitted
 from ..estimators import (
     NadarayaWatsonClassifier,
     bandwidth_grid_from_nearest,
     bandwidth_grid_pilot,
-    merge_statistics,
     pilot_nearest_distances,
     resolve_ranking_fraction,
     scale_bandwidth_from_nearest,
 )
 from ..estimators._nadaraya_watson import SCALE_NEIGHBORS
-from ._common import check_query_array, compute, current_client, limited, rows_from_blocks, share
+from ..spaces import (
+    CrossFitReports,
+    LearnedSpace,
+    LipschitzAutoReport,
+    check_groups,
+    choose_lipschitz,
+    metric_kind,
+    pilot_lipschitz,
+)
+from ._common import check_query_array, compute, current_client, rows_from_blocks, share
 from ._predict import interval_arrays, named_interval_arrays
+from ._parts import _HeldOutCheck, _Part, _divided, _head_params, _part_outputs, _part_params
+from ._space import check_rows_split, chooses_lipschitz, nw_weights, row_layouts, split_seed
+from ._tasks import _cross_finish, _now, _nw_block, _shard
 
 __all__ = ["ShardedNadarayaWatson", "sharded_predict_interval"]
 
-# NadarayaWatsonClassifier parameters the sharded estimator does not take: Dask
-# tasks are its parallelism (``threads_per_task`` sets BLAS threads per task), on the workers' CPUs.
-# metric=/cross_fit: a learned space needs the whole training set's split and map before the
-# shards; the sharded estimator takes features already mapped (and metric=None: today's sums).
-_NOT_TAKEN = ("n_jobs", "device", "metric", "metric_fraction", "cross_fit")
+# The NadarayaWatsonClassifier parameters a cluster cannot honour at other values than these,
+# and the fix the error names.
+_ONLY = {
+    "n_jobs": (None, "the Dask tasks are the parallelism: leave n_jobs=None and set threads_per_task (BLAS "
+                     "threads inside each task) or the number of workers"),
+    "device": (None, "the shards compute on the workers' CPUs: leave device=None (for a GPU, fit "
+                     "NadarayaWatsonClassifier(device=...) in memory)"),
+}
 
 
-# -- tasks (module-level functions: picklable for process workers) -----------------------------
-class _Shard(NamedTuple):
-    """One shard on a worker: its fitted estimator and what its neighbour lists need."""
+def check_sharded_params(params: Mapping[str, Any]) -> None:
+    """Refuse the NadarayaWatsonClassifier parameter values a sharded fit cannot honour.
 
-    model: Any
-    offset: int
-    labels: np.ndarray
-    weights: np.ndarray | None
-    X: np.ndarray
+    Every other value is checked by the estimator's own rules (its ``_parameter_constraints`` and
+    its fit), which the sharded estimator shares.
 
+    Parameters
+    ----------
+    params : mapping
+        NadarayaWatsonClassifier parameters (``get_params(deep=False)``).
 
-def _restored(params: dict, template: dict, X: np.ndarray, labels: np.ndarray, weights: np.ndarray | None) -> Any:
-    """A fitted estimator holding these rows and the global model's classes, prior, box and grid."""
-    state = {**template, "X": np.ascontiguousarray(X), "labels": labels}
-    state.pop("feature_unit", None)  # the rows come in the input's units (the template's rows may not)
-    state.pop("weights", None)
-    if weights is not None:
-        state["weights"] = weights
-    return NadarayaWatsonClassifier(**params).set_fitted_state(state, shard=True)
+    Raises
+    ------
+    ValueError
+        Naming the parameter, its value and the fix.
 
-
-def _shard(params: dict, template: dict, X: np.ndarray, offset: int, labels: np.ndarray,
-           weights: np.ndarray | None) -> _Shard:
-    X = np.ascontiguousarray(X)
-    return _Shard(_restored(params, template, X, labels, weights), offset, labels, weights, X)
-
-
-def _now(model: Any, params: dict) -> Any:
-    """A fitted shard or global model with the estimator's current parameters (a shallow copy,
-    arrays shared): bound settings changed by ``set_params`` after fit take effect."""
-    return copy.copy(model).set_params(**params)
-
-
-def _shard_statistics(shard: _Shard, block: np.ndarray, bounds: Any, params: dict) -> Any:
-    return _now(shard.model, params).kernel_statistics(block, bounds=bounds)
-
-
-def _merge_two(a: Any, b: Any) -> Any:
-    return merge_statistics([a, b])
-
-
-def _shard_topk(shard: _Shard, block: np.ndarray, k: int) -> tuple:
-    """The shard's k nearest rows of each query: (distances, global rows, labels, weights, features)."""
-    # The model's own search (its index works in scaled coordinates), distances recomputed directly.
-    dist, idx = shard.model.kneighbors(block, min(k, shard.labels.shape[0]))
-    weights = None if shard.weights is None else shard.weights[idx]
-    return np.asarray(dist, dtype=np.float64), idx + shard.offset, shard.labels[idx], weights, shard.X[idx]
+    Examples
+    --------
+    >>> from nwbound.dask._sharded import check_sharded_params
+    >>> check_sharded_params({"n_jobs": None, "device": None, "metric": None, "lipschitz": 1.0})
+    >>> check_sharded_params({"n_jobs": 4})
+    Traceback (most recent call last):
+    ...
+    ValueError: ShardedNadarayaWatson cannot honour n_jobs=4: the Dask tasks are the parallelism: leave n_jobs=None and set threads_per_task (BLAS threads inside each task) or the number of workers.
+    """
+    for name, (allowed, fix) in _ONLY.items():
+        if params.get(name, allowed) is not allowed:
+            raise ValueError(f"ShardedNadarayaWatson cannot honour {name}={params[name]!r}: {fix}.")
+    metric = params.get("metric")
+    kind = metric_kind(metric)
+    if kind == "standard":
+        raise ValueError(
+            "ShardedNadarayaWatson cannot honour metric='standard': it standardises on every training row at the "
+            "client. Standardise the features on the cluster first and pass metric=None, or use metric='auto' "
+            "(the default)."
+        )
+    if kind not in (None, "auto"):
+        raise ValueError(
+            f"ShardedNadarayaWatson cannot honour metric={metric!r}: a map given as an estimator is an arbitrary "
+            "object that the shards' fitted state cannot hold. Map the features first (X.map_blocks(map.transform)) "
+            "and pass metric=None, or use metric='auto' (the default)."
+        )
 
 
-def _merge_topk(a: tuple, b: tuple, k: int) -> tuple:
-    """The k nearest of two top-k lists; ties go to the lower global row number."""
-    dist, rows = np.concatenate([a[0], b[0]], axis=1), np.concatenate([a[1], b[1]], axis=1)
-    order = np.lexsort((rows, dist), axis=1)[:, :k]
-
-    def pick(u: np.ndarray | None, v: np.ndarray | None) -> np.ndarray | None:
-        if u is None:
-            return None
-        both = np.concatenate([u, v], axis=1)
-        return np.take_along_axis(both, order if both.ndim == 2 else order[:, :, None], axis=1)
-
-    return tuple(pick(u, v) for u, v in zip(a, b))
+def _signature() -> inspect.Signature:
+    """NadarayaWatsonClassifier's ``__init__`` signature with ``threads_per_task`` added."""
+    base = inspect.signature(NadarayaWatsonClassifier.__init__)
+    own = inspect.Parameter("threads_per_task", inspect.Parameter.KEYWORD_ONLY, default=1)
+    return base.replace(parameters=[*base.parameters.values(), own])
 
 
-def _neighbor_model(params: dict, template: dict, topk: tuple) -> Any:
-    """A localized model (exact search) over the union of a block's merged neighbour lists:
-    each query's k nearest among them are its k nearest overall."""
-    _, rows, labels, weights, feats = topk
-    _, first = np.unique(rows.ravel(), return_index=True)
-
-    def flat(v: np.ndarray) -> np.ndarray:
-        return v.reshape(-1, *v.shape[2:])[first]
-
-    exact = {**params, "algorithm": "brute", "index_params": None}
-    return _restored(exact, template, flat(feats), flat(labels), None if weights is None else flat(weights))
-
-
-def _finish(model: Any, stats: Any, method: str, bounds: Any) -> Any:
-    """The requested output of ``model`` from merged statistics."""
-    out = model.interval_from_statistics(stats, bounds=bounds)
-    if method == "predict_interval":
-        return out.as_dict() if bounds is None else {name: iv.as_dict() for name, iv in out.items()}
-    proba = (out if bounds is None else next(iter(out.values()))).proba
-    return proba if method == "predict_proba" else model.classes_[np.argmax(proba, axis=1)]
-
-
-def _shard_ranking(shard: _Shard, block: np.ndarray, fraction: float, params: dict) -> Any:
-    # The whole set's sample fraction and the shard's row numbers: shards sample the rows it would.
-    return _now(shard.model, params).bandwidth_ranking(block, fraction=fraction, row_offset=shard.offset)
-
-
-def _merge_rankings(a: Any, b: Any) -> Any:
-    return a.merge(b)
-
-
-def _choose(model: Any, ranking: Any, bounds: Any) -> Any:
-    return model.choose_bandwidths(ranking, bounds)
-
-
-def _shard_statistics_at(shard: _Shard, block: np.ndarray, bounds: Any, choice: Any, name: Any, params: dict) -> Any:
-    """The shard's statistics at each query's chosen bandwidth (``choice``, or ``choice[name]``)."""
-    index = choice if name is None else choice[name]
-    return _now(shard.model, params).kernel_statistics(block, bounds=_one_setting(bounds, name), bandwidth_index=index)
-
-
-def _one_setting(bounds: Any, name: Any) -> Any:
-    """``bounds`` restricted to the setting ``name`` (None: the estimator's own)."""
-    if name is None:
-        return None
-    return {name: bounds[name]} if isinstance(bounds, Mapping) else [name]
-
-
-def _joined(parts: list) -> dict:
-    return {name: value for part in parts for name, value in part.items()}
-
-
-def _neighbor_finish(params: dict, template: dict, block: np.ndarray, topk: tuple, method: str, bounds: Any) -> Any:
-    model = _neighbor_model(params, template, topk)
-    return _finish(model, model.kernel_statistics(block, bounds=bounds), method, bounds)
-
-
-
-
-def _tree(items: list[Any], combine: Any, *extra: Any) -> Any:
-    """Pairwise (log-depth) reduction of delayed values."""
-    while len(items) > 1:
-        items = [
-            dask.delayed(combine, pure=True)(items[i], items[i + 1], *extra) if i + 1 < len(items) else items[i]
-            for i in range(0, len(items), 2)
-        ]
-    return items[0]
+_SIGNATURE = _signature()
 
 
 # -- the estimator -------------------------------------------------------------------------------
 class ShardedNadarayaWatson(ClassifierMixin, BaseEstimator):
     """:class:`~nwbound.NadarayaWatsonClassifier` over a row-sharded Dask training set.
 
-    Results equal those of the single-machine estimator on the features as given,
-    ``NadarayaWatsonClassifier(metric=None, ...)`` with the same parameters, fitted on the whole
-    training set (up to floating-point summation order). The parameters are
-    those of :class:`~nwbound.NadarayaWatsonClassifier` (same meaning, same
-    checks), except ``n_jobs`` — Dask tasks are the parallelism — which is
-    replaced by ``threads_per_task``, ``device`` (shards compute on the
-    workers' CPUs), and ``metric``, ``metric_fraction`` and ``cross_fit``: there is no learned
-    space (map the features first), so the defaults are ``lipschitz=None`` and
-    ``bandwidth="scale"``, not the in-memory estimator's ``"auto"`` ones, whose held-out rows
-    need the whole training set's split before the shards (user guide, "Defaults").
+    A thin wrapper: its parameters are those of :class:`~nwbound.NadarayaWatsonClassifier` (the
+    same names, defaults and checks, read from the estimator's signature and
+    ``_parameter_constraints``) plus ``threads_per_task``. The defaults are the library's
+    default model (``metric="auto"``, ``lipschitz="auto"``, ``bandwidth="auto"``, cross-fitted
+    below the row cap): the rows are split at the client as the estimator splits them (by the
+    labels alone), the map and L are fitted at the client on the metric share (gathered there:
+    ``metric_fraction`` of the rows), the kernel sums' rows are mapped and summed on the workers,
+    and the bound is computed at the client. Results equal those of the in-memory estimator with
+    the same parameters fitted on the whole training set, up to floating-point summation order
+    (user guide, "Dask"). A value a cluster cannot honour (``n_jobs``, ``device``,
+    ``metric="standard"`` or a map given as an estimator) raises a ValueError that names it and
+    the fix.
 
     Parameters
     ----------
     kernel, bandwidth, n_neighbors, lipschitz, margin, delta, bound, coverage, sigma, ck, \
-empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, working_memory
+empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, working_memory, \
+metric, metric_fraction, cross_fit
         As for :class:`~nwbound.NadarayaWatsonClassifier`. With
         ``bandwidth="auto"`` and no ``bandwidth_grid`` the grid of
         :func:`~nwbound.estimators.default_bandwidth_grid` is computed over all
-        shards; with ``bandwidth="scale"`` (the default here) the λ of
+        shards; with ``bandwidth="scale"`` the λ of
         :func:`~nwbound.estimators.scale_bandwidth` too, so both equal the
-        in-memory estimator's.
+        in-memory estimator's. ``metric`` is None or ``"auto"``.
     algorithm, index_params, random_state
         The neighbour index built on each shard for the localized classifier
         (``n_neighbors`` set), e.g. ``algorithm="hnsw"`` with
         ``index_params={"M": 16}``; the shards' lists are merged exactly. Not
         used by the regular classifier, as for the in-memory estimator.
+        ``random_state`` also seeds the split and ``metric="auto"``, as in memory.
+    n_jobs, device
+        Must stay None: Dask tasks are the parallelism, on the workers' CPUs.
     threads_per_task : int, default=1
         BLAS/OpenMP threads inside each task (threadpoolctl), so concurrent
         tasks do not oversubscribe a worker's cores.
@@ -231,15 +182,21 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
     Attributes
     ----------
     estimator_ : NadarayaWatsonClassifier
-        Fitted with the global ``classes_``, ``class_prior_``, bounding box and
-        ``bandwidths_`` (and one training row per class); it turns merged
+        The client's model (the first of ``cross_fit_models_`` when cross-fitted): fitted
+        with the global ``classes_``, ``class_prior_``, bounding box and ``bandwidths_``, the
+        learned space and the chosen L (and a stand-in training set); it turns merged
         statistics into intervals.
+    cross_fit_models_ : list of NadarayaWatsonClassifier or None
+        When cross-fitted, one client's model per layout, each at level δ/K, as in memory;
+        their intervals are intersected (:func:`~nwbound.spaces.intersect_intervals`).
     template_ : dict
-        The global model's fitted state (``get_fitted_state``) every shard is
-        restored from with its own rows.
+        ``estimator_``'s fitted state (``get_fitted_state``).
     shards_ : list of dask.delayed.Delayed
-        One persisted shard per non-empty row chunk; ``.model`` is its fitted
-        :class:`~nwbound.NadarayaWatsonClassifier` (its rows, global statistics).
+        One persisted shard per non-empty row chunk of each model's kernel-sum rows; ``.model``
+        is its fitted :class:`~nwbound.NadarayaWatsonClassifier` (its rows, mapped, with the
+        global statistics).
+    metric_, lipschitz_, lipschitz_report_, metric_rows_, check_rows_, nw_rows_
+        As for the single-machine estimator.
     classes_, class_prior_, n_features_in_, n_samples_fit_, bandwidths_, ranking_fraction_
         As for the single-machine estimator.
 
@@ -250,89 +207,88 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
     ``ck``) or of ``empty_neighborhood``, ``histogram_bins``, ``working_memory``
     or ``threads_per_task`` after ``fit`` takes effect at the next prediction;
     predicting after any other parameter changed raises (call ``fit`` again).
+    The in-memory warning that cross-fitted models contradict each other on more than δ of the
+    queries is not raised here (the intervals are the same: the hull on those rows).
 
     Examples
     --------
+    The library's default model on a (here local, in-process) Dask cluster, equal to the in-memory one:
+
     >>> import numpy as np
     >>> import dask.array as da
+    >>> from distributed import Client, LocalCluster
+    >>> from nwbound import NadarayaWatsonClassifier
     >>> from nwbound.dask import ShardedNadarayaWatson
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.random((400, 2)); y = (X[:, 0] > 0.5).astype(int)
-    >>> model = ShardedNadarayaWatson(bandwidth=0.2, lipschitz=1.0).fit(da.from_array(X, chunks=(100, -1)), y)
-    >>> iv = model.predict_interval(da.from_array(X[:5], chunks=(5, -1)))
-    >>> iv["proba"].compute().shape
-    (5, 2)
+    >>> X = rng.uniform(-1, 1, (800, 2)); y = (rng.random(800) < 1 / (1 + np.exp(-6 * X[:, 0]))).astype(int)
+    >>> Q = np.array([[-0.8, 0.0], [0.0, 0.0], [0.8, 0.0]])
+    >>> with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+    ...     with Client(cluster) as client:
+    ...         model = ShardedNadarayaWatson().fit(da.from_array(X, chunks=(200, -1)), y, client=client)
+    ...         iv = model.predict_interval(da.from_array(Q, chunks=(3, -1)), client=client)
+    ...         lower, upper = iv["lower"].compute(), iv["upper"].compute()
+    >>> in_memory = NadarayaWatsonClassifier().fit(X, y)
+    >>> reference = in_memory.predict_interval(Q)
+    >>> bool(np.allclose(lower, reference.lower, rtol=1e-10, atol=1e-12) and np.allclose(upper, reference.upper, rtol=1e-10, atol=1e-12))
+    True
+    >>> model.lipschitz_ == in_memory.lipschitz_, len(model.cross_fit_models_)
+    (True, 2)
+
+    The paper's classifier on the features as given, without a cluster (Dask's local scheduler):
+
+    >>> model = ShardedNadarayaWatson(metric=None, bandwidth=0.2, lipschitz=1.0).fit(da.from_array(X, chunks=(200, -1)), y)
+    >>> model.predict_interval(da.from_array(Q, chunks=(3, -1)))["proba"].compute().shape
+    (3, 2)
     """
 
-    def __init__(
-        self,
-        *,
-        kernel="epanechnikov",
-        bandwidth="scale",
-        n_neighbors=None,
-        algorithm="auto",
-        index_params=None,
-        lipschitz=None,
-        margin=None,
-        delta=0.05,
-        bound="chernoff",
-        coverage="simultaneous",
-        sigma=0.5,
-        ck=None,
-        empty_neighborhood="prior",
-        bandwidth_grid=None,
-        ranking_fraction="auto",
-        histogram_bins=32,
-        dtype="float64",
-        working_memory=None,
-        random_state=None,
-        threads_per_task=1,
-    ):
-        self.kernel = kernel
-        self.bandwidth = bandwidth
-        self.n_neighbors = n_neighbors
-        self.algorithm = algorithm
-        self.index_params = index_params
-        self.lipschitz = lipschitz
-        self.margin = margin
-        self.delta = delta
-        self.bound = bound
-        self.coverage = coverage
-        self.sigma = sigma
-        self.ck = ck
-        self.empty_neighborhood = empty_neighborhood
-        self.bandwidth_grid = bandwidth_grid
-        self.ranking_fraction = ranking_fraction
-        self.histogram_bins = histogram_bins
-        self.dtype = dtype
-        self.working_memory = working_memory
-        self.random_state = random_state
-        self.threads_per_task = threads_per_task
+    # One copy of every rule: the estimator's own constraints, with this class's one parameter.
+    _parameter_constraints: dict = {
+        **NadarayaWatsonClassifier._parameter_constraints,
+        "threads_per_task": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(self, **params: Any) -> None:
+        # The signature (set below) is NadarayaWatsonClassifier's plus threads_per_task: defaults
+        # are read from it, never restated here.
+        names = _SIGNATURE.parameters
+        unknown = sorted(set(params) - set(names))
+        if unknown:
+            raise TypeError(f"ShardedNadarayaWatson got unexpected keyword argument(s) {unknown}; its parameters "
+                            f"are NadarayaWatsonClassifier's and threads_per_task.")
+        for name, parameter in names.items():
+            if name != "self":
+                setattr(self, name, params.get(name, parameter.default))
 
     def _estimator_params(self) -> dict[str, Any]:
-        """This estimator's parameters as NadarayaWatsonClassifier parameters (n_jobs off)."""
+        """This estimator's parameters as NadarayaWatsonClassifier parameters, after the checks of
+        :func:`check_sharded_params` (``threads_per_task`` dropped)."""
+        self._validate_params()  # scikit-learn's check of the estimator's own constraints
         params = self.get_params(deep=False)
         params.pop("threads_per_task")
-        known = set(NadarayaWatsonClassifier().get_params(deep=False))
-        missing = sorted(known - set(params) - set(_NOT_TAKEN))
-        if missing:  # a new estimator parameter this class does not pass on yet
-            raise TypeError(f"ShardedNadarayaWatson does not support NadarayaWatsonClassifier parameter(s) {missing}.")
-        # metric=None: the features as given on every shard (the learned space of the in-memory
-        # estimator's default metric="auto" needs the whole training set's split; _NOT_TAKEN).
-        return {**params, "n_jobs": None, "metric": None}
+        check_sharded_params(params)
+        return params
 
     # ------------------------------------------------------------------------------------------
-    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, client: Any = None) -> "ShardedNadarayaWatson":
-        """Compute the global statistics and build one fitted estimator per shard.
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, groups: Any = None, *,
+            client: Any = None) -> "ShardedNadarayaWatson":
+        """Fit the estimator's model on a row-sharded training set, as the in-memory ``fit`` does.
+
+        The labels (and weights, groups) are held at the client: n values, not n × d. Where the
+        in-memory fit splits the rows (``metric="auto"``, ``lipschitz="auto"``, cross-fitting), the
+        client splits them the same way; the metric share's rows are gathered at the client, which
+        fits the map and the pilot L there; the NW share is mapped on the workers and becomes the
+        shards; the held-out check of L runs its kernel statistics on the shards.
 
         Parameters
         ----------
         X : dask.array.Array of shape (n_samples, n_features)
-            Training inputs; each row chunk is a shard. Chunked along rows only,
-            dtype equal to the ``dtype`` parameter (default float64).
+            Training inputs; each row chunk is a shard (of its rows in the kernel sums).
+            Chunked along rows only, dtype equal to the ``dtype`` parameter (default float64).
         y : array-like of shape (n_samples,)
             Labels (held in memory: n values, not n × d).
         sample_weight : array-like of shape (n_samples,), default=None
+        groups : array-like of shape (n_samples,), default=None
+            As for :meth:`~nwbound.NadarayaWatsonClassifier.fit`: each group on one side of every split.
         client : distributed.Client or None
             None: the active default client if any, else the local scheduler.
 
@@ -343,24 +299,25 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         Raises
         ------
         TypeError, ValueError
-            Bad inputs or parameters, with the estimator's own messages.
+            Bad inputs or parameters, with the estimator's own messages; a value this
+            estimator cannot honour (:func:`check_sharded_params`).
 
         Examples
         --------
         >>> import numpy as np, dask.array as da
         >>> from nwbound.dask import ShardedNadarayaWatson
         >>> X = np.linspace(0, 1, 60)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> m = ShardedNadarayaWatson(bandwidth=0.2, lipschitz=1.0).fit(da.from_array(X, chunks=(20, -1)), y)
+        >>> m = ShardedNadarayaWatson(metric=None, bandwidth=0.2, lipschitz=1.0).fit(da.from_array(X, chunks=(20, -1)), y)
         >>> m.classes_.tolist(), m.n_features_in_
         ([0, 1], 1)
-        >>> ShardedNadarayaWatson().fit(X, y)
+        >>> ShardedNadarayaWatson(metric=None, lipschitz=1.0).fit(X, y)
         Traceback (most recent call last):
         ...
         TypeError: X must be a dask.array.Array, got ndarray; wrap a NumPy array with dask.array.from_array(X, chunks=(rows_per_block, -1)) or call the estimator directly.
         """
-        check_int_range(self.threads_per_task, "threads_per_task", 1, hint="BLAS threads inside each Dask task.")
         params = self._estimator_params()
-        X = check_query_array(X, "X", None, check_dtype(self.dtype))
+        dtype = check_dtype(self.dtype)
+        X = check_query_array(X, "X", None, dtype)
         n, d = X.shape
         if n < 2:
             raise ValueError(f"X needs at least 2 training rows, got {n}.")
@@ -371,63 +328,162 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         check_classification_targets(y)
         if isinstance(sample_weight, da.Array):
             (sample_weight,) = compute(client, sample_weight)
+        if isinstance(groups, da.Array):
+            (groups,) = compute(client, groups)
+        groups = check_groups(groups, n)
         low, high = (np.asarray(v, np.float64) for v in compute(client, X.min(axis=0), X.max(axis=0)))
         if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
             raise ValueError("X contains NaN or infinity; the training inputs must be finite.")
+
+        # The labels, prior and weights as the estimator checks and keeps them: its own fit on the
+        # labels alone (zero-width inputs) checks y and the weights and gives the prior.
+        full = NadarayaWatsonClassifier(**_head_params(params)).fit(
+            np.zeros((n, 1), X.dtype), y, sample_weight=sample_weight).get_fitted_state()
+        labels, weights = np.asarray(full["labels"]), full.get("weights")
+        seed = split_seed(self.random_state)
+        layouts = row_layouts(params, labels, groups, seed)
+        needed = np.zeros(0, np.intp)
+        if layouts[0] is not None:
+            if feature_unit(np.stack([low, high]), dtype) != 1.0:
+                raise ValueError(
+                    "dtype='float32' features beyond 2^±100 are stored in a power-of-two unit, which a split "
+                    "of the rows (metric='auto' or lipschitz='auto') does not follow on a cluster: pass "
+                    "dtype='float64', or metric=None with a numeric lipschitz."
+                )
+            # The metric shares (their map and check rows) come to the client, in row order.
+            needed = np.unique(np.concatenate([metric_rows for metric_rows, _ in layouts]))
+        gathered = np.asarray(compute(client, X[needed])[0]) if needed.size else None
+
+        def rows(r: np.ndarray) -> np.ndarray:  # training rows r (of the metric shares), in r's order
+            return gathered[np.searchsorted(needed, r)]
+
+        fits = [self._fit_part(X, params, full, groups, layout, rows, seed, len(layouts), client)
+                for layout in layouts]
+        parts = [part for part, _ in fits]
+        first = fits[0][1]
+        self.parts_ = parts
+        self.estimator_ = parts[0].estimator
+        self.template_ = parts[0].template
+        self.shards_ = [shard for part in parts for shard in part.shards]
+        self.classes_ = self.estimator_.classes_
+        self.class_prior_ = self.estimator_.class_prior_
+        self.n_features_in_ = d
+        self.n_samples_fit_ = sum(record["n_samples"] for _, record in fits)  # a row counts once per model
+        self.bandwidths_ = first["bandwidths"]
+        self.ranking_fraction_ = parts[0].ranking_fraction
+        self.metric_rows_, self.check_rows_, self.nw_rows_ = first["metric_rows"], first["check_rows"], first["nw_rows"]
+        self.cross_fit_models_ = [part.estimator for part in parts] if len(parts) > 1 else None
+        self.metric_ = self.estimator_.metric_ if len(parts) == 1 else None
+        lipschitz = [part.estimator.lipschitz_ for part in parts]
+        reports = [part.estimator.lipschitz_report_ for part in parts]
+        self.lipschitz_ = max(lipschitz) if chooses_lipschitz(params) else lipschitz[0]
+        self.lipschitz_report_ = reports[0] if len(parts) == 1 or reports[0] is None else CrossFitReports(reports)
+        self._probe = np.asarray(compute(client, X[:1])[0])  # a query row the settings are checked on
+        self._fit_layout = {"n_neighbors": self.n_neighbors, "cross_fit": self.cross_fit}
+        return self
+
+    def _fit_part(self, X: "da.Array", params: dict, full: dict, groups: np.ndarray | None, layout: Any,
+                  rows: Any, seed: int, n_parts: int, client: Any) -> tuple[_Part, dict]:
+        """One model: its split, map and L at the client, its NW share mapped into shards."""
+        dtype = check_dtype(params["dtype"])
+        labels, weights, classes = np.asarray(full["labels"]), full.get("weights"), full["classes_"]
+        model_params, shard_params = _part_params(params, n_parts)
+        auto_l = chooses_lipschitz(params)
+        space, map_rows, check_rows, nw_rows = None, np.zeros(0, np.intp), np.zeros(0, np.intp), None
+        if layout is None:  # nothing split: the features as given, every row in the kernel sums
+            Z, nw_labels, nw_w = X, labels, weights
+        else:
+            metric_rows, nw_rows = layout
+            map_rows = metric_rows
+            if auto_l:
+                map_rows, check_rows = check_rows_split(labels, metric_rows, groups, seed)
+            if metric_kind(params["metric"]) == "auto":
+                if np.unique(labels[map_rows]).shape[0] < 2:
+                    raise ValueError(
+                        f"The {map_rows.shape[0]} rows that fit metric='auto' hold one class only; a supervised map "
+                        "needs at least 2 (more rows per class, other groups or a larger metric_fraction)."
+                    )
+                held = (rows(check_rows), labels[check_rows]) if auto_l else None
+                space = LearnedSpace("auto", random_state=seed).fit(
+                    rows(map_rows), labels[map_rows], None if weights is None else weights[map_rows].astype(np.float64),
+                    groups=None if groups is None else groups[map_rows], held_out=held)
+            Z = self._nw_share(X, nw_rows, space, dtype, client)
+            nw_labels, nw_w = labels[nw_rows], nw_weights(weights, nw_rows, dtype)
+        n_nw = Z.shape[0]
         if self.n_neighbors is not None:
-            check_int_range(self.n_neighbors, "n_neighbors", 1, n,
-                            hint=f"It counts neighbours among the {n} training samples (None: use all).")
+            kept = "" if layout is None else f" (the split kept {X.shape[0] - n_nw} of {X.shape[0]} rows out of them)"
+            check_int_range(self.n_neighbors, "n_neighbors", 1, n_nw,
+                            hint=f"It counts neighbours among the {n_nw} rows in the kernel sums{kept} (None: use all).")
+        low, high = (np.asarray(v, np.float64) for v in compute(client, Z.min(axis=0), Z.max(axis=0)))
 
-        # The global model: the estimator's own fit on rows of every class runs every
-        # parameter check; a fit on the labels alone (zero-width inputs) checks y and
-        # the weights and gives the prior. The box and grid of all shards replace theirs.
-        first = np.sort(np.unique(y, return_index=True)[1])
-        default_grid = isinstance(self.bandwidth, str) and self.bandwidth == "auto" and self.bandwidth_grid is None
-        head = {**params, "n_neighbors": None}
-        if default_grid:  # placeholder, replaced by the grid of all shards
-            head["bandwidth_grid"] = [1.0]
-        scale = isinstance(self.bandwidth, str) and self.bandwidth == "scale"
-        if scale:  # placeholder, replaced by the λ of all shards
-            head["bandwidth"] = 1.0
-        # First the labels of all rows (the estimator's checks of y, e.g. its class count).
-        full = NadarayaWatsonClassifier(**head).fit(np.zeros((n, 1), X.dtype), y, sample_weight=sample_weight).get_fitted_state()
-        rows = np.asarray(compute(client, X[first])[0])
-        # Each class's first row twice: a valid training set of 2 rows per class.
-        rows, first_labels = np.concatenate([rows, rows]), np.concatenate([y[first], y[first]])
-        template = NadarayaWatsonClassifier(**head).fit(rows, first_labels).get_fitted_state()
+        # The client's model: the estimator's own fit on a stand-in training set (one row per class,
+        # twice) runs every parameter check; the box and grid of all shards replace its own.
+        head = _head_params(params)
+        first_row = np.asarray(compute(client, Z[:1])[0])
+        template = NadarayaWatsonClassifier(**head).fit(
+            np.repeat(first_row, 2 * classes.shape[0], axis=0), np.repeat(classes, 2)).get_fitted_state()
         if self.n_neighbors is not None:  # the index options are checked here, not in a task on a worker
-            NadarayaWatsonClassifier(**{**head, "n_neighbors": 1}).fit(rows, first_labels)
-        weights = full.get("weights")  # as the in-memory estimator keeps them (None when all 1)
-        labels = np.asarray(full["labels"])
+            NadarayaWatsonClassifier(**{**head, "n_neighbors": 1}).fit(template["X"], classes[template["labels"]])
         template.update(class_prior_=full["class_prior_"], box_low=low, box_high=high)
-        if default_grid:
-            template["bandwidths_"] = self._default_grid(X, low, high, client)
-        if scale:
-            template["bandwidths_"] = np.array([self._scale_bandwidth(X, low, high, client)])
-        estimator = NadarayaWatsonClassifier(**{**params, "n_neighbors": None}).set_fitted_state(template)
+        if isinstance(self.bandwidth, str) and self.bandwidth == "auto" and self.bandwidth_grid is None:
+            template["bandwidths_"] = self._default_grid(Z, low, high, client)
+        elif isinstance(self.bandwidth, str) and self.bandwidth == "scale":
+            template["bandwidths_"] = np.array([self._scale_bandwidth(Z, low, high, client)])
 
-        # A localized shard only needs its index (any k works for it: its lists
-        # are asked for min(k, rows) neighbours).
-        shard_params = params if self.n_neighbors is None else {**params, "n_neighbors": 1}
-        offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(int)
+        offsets = np.concatenate([[0], np.cumsum(Z.chunks[0])]).astype(int)
         shards = []
-        for j, blk in enumerate(X.to_delayed().ravel()):
+        for j, blk in enumerate(Z.to_delayed().ravel()):
             lo, hi = int(offsets[j]), int(offsets[j + 1])
             if hi > lo:  # an empty chunk adds nothing (and an index cannot be built on it)
-                w_j = None if weights is None else weights[lo:hi]
-                shards.append(dask.delayed(_shard, pure=True)(shard_params, template, blk, lo, labels[lo:hi], w_j))
+                w_j = None if nw_w is None else nw_w[lo:hi]
+                shards.append(dask.delayed(_shard, pure=True)(shard_params, template, blk, lo, nw_labels[lo:hi], w_j))
         # Built once, kept on the workers (or in memory with the local scheduler).
-        self.shards_ = list(client.persist(shards) if client is not None else dask.persist(*shards))
-        self.template_ = template
-        self.estimator_ = estimator
-        self.classes_ = estimator.classes_
-        self.class_prior_ = estimator.class_prior_
-        self.n_features_in_ = d
-        self.n_samples_fit_ = n
-        self.bandwidths_ = np.asarray(template["bandwidths_"])
-        self.ranking_fraction_ = resolve_ranking_fraction(self.ranking_fraction, n)
-        self._fit_n_neighbors = self.n_neighbors  # the shards' kind (the estimators keep the rest)
-        return self
+        shards = list(client.persist(shards) if client is not None else dask.persist(*shards))
+        fraction = resolve_ranking_fraction(self.ranking_fraction, n_nw)
+
+        model_template = dict(template)
+        if space is not None:  # the client's model takes queries in the features as given, and maps them
+            model_template.update(metric_=space, n_features_in_=X.shape[1])
+        if auto_l:  # the held-out check of L, its kernel statistics on the shards
+            if space is not None:  # metric="auto": the two-constant space states its pilot L
+                pilot_rows, pilot = None, float(space.lipschitz_)
+                source = (f"the two-constant space: L_r = {space.feature_weight_:.4g} on {space.n_held_out_} held-out "
+                          f"rows, the features at c·L_r with c = {space.balance_:.3g}, so L = √(1 + 1/c²)")
+            else:
+                pilot_rows = rows(map_rows)
+                pilot, source = pilot_lipschitz(pilot_rows, labels[map_rows], random_state=seed), ""
+            stand_in = LipschitzAutoReport(value=pilot, pilot=pilot, n_pilot=0, n_check=0, selection=None,
+                                           all_rejected=False, units="")
+            trial = {**model_template, "lipschitz_": pilot, "lipschitz_report_": stand_in, "pilot_lipschitz": pilot}
+            trial_part = _Part(NadarayaWatsonClassifier(**model_params).set_fitted_state(trial), trial, shards, fraction)
+            units = ("in the units of the mapped space metric_.transform(X)" if space is not None
+                     else "in the units of the features as given")
+            report = choose_lipschitz(
+                _HeldOutCheck(trial_part, params, n_parts, client, self.threads_per_task), pilot_rows,
+                labels[map_rows], rows(check_rows), classes[labels[check_rows]], units=units, random_state=seed,
+                pilot=pilot, pilot_source=source)
+            model_template.update(lipschitz_=report.value, lipschitz_report_=report, pilot_lipschitz=pilot)
+        estimator = NadarayaWatsonClassifier(**model_params).set_fitted_state(model_template)
+        record = {"n_samples": n_nw, "bandwidths": np.asarray(template["bandwidths_"]),
+                  "metric_rows": np.zeros(0, np.intp) if layout is None else layout[0], "check_rows": check_rows,
+                  "nw_rows": np.arange(n_nw) if layout is None else nw_rows}
+        return _Part(estimator, model_template, shards, fraction), record
+
+    @staticmethod
+    def _nw_share(X: "da.Array", nw_rows: np.ndarray, space: Any, dtype: Any, client: Any) -> "da.Array":
+        """The rows in the kernel sums (``nw_rows``, sorted), mapped chunk by chunk on the workers
+        and kept there: a Dask array with one chunk per training chunk."""
+        shared = None if space is None else share(space, client)
+        width = X.shape[1] if space is None else int(space.n_components_)
+        offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(int)
+        blocks, sizes = [], []
+        for j, blk in enumerate(X.to_delayed().ravel()):
+            lo, hi = np.searchsorted(nw_rows, offsets[j : j + 2])
+            if hi > lo:
+                blocks.append(dask.delayed(_nw_block, pure=True)(blk, nw_rows[lo:hi] - offsets[j], shared, dtype))
+                sizes.append(int(hi - lo))
+        blocks = list(client.persist(blocks) if client is not None else dask.persist(*blocks))
+        return da.concatenate([da.from_delayed(b, shape=(s, width), dtype=dtype) for b, s in zip(blocks, sizes)])
 
     @staticmethod
     def _default_grid(X: "da.Array", low: np.ndarray, high: np.ndarray, client: Any) -> np.ndarray:
@@ -457,68 +513,39 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
 
     # ------------------------------------------------------------------------------------------
     def _outputs(self, X: Any, method: str, bounds: Any, client: Any) -> tuple["da.Array", list[Any]]:
-        """One delayed output per query block: shard statistics merged, then finished."""
-        if not hasattr(self, "estimator_"):
+        """One delayed output per query block: each model's shard statistics merged and finished
+        at the client's model; a cross-fitted estimator's models combined as in memory."""
+        if not hasattr(self, "parts_"):
             raise NotFittedError("This ShardedNadarayaWatson is not fitted yet; call fit(X_train, y) first.")
         X = check_query_array(X, "X", self.n_features_in_, check_dtype(self.dtype))
-        if method != "predict_interval" and bounds is None and self.lipschitz is None and self.margin is None:
-            # p̂ needs no assumption; with one bandwidth it does not depend on the bound setting.
-            bounds = {"p": {"lipschitz": 1.0, "bound": "hoeffding"}}
         params = self._estimator_params()
-        fitted_k = getattr(self, "_fit_n_neighbors", self.n_neighbors)
-        if self.n_neighbors != fitted_k:
-            raise ValueError(
-                f"n_neighbors={self.n_neighbors!r} was set after fit (fitted with n_neighbors={fitted_k!r}); "
-                "the shards depend on it: call fit again."
-            )
-        # The global model with the current parameters: the bound settings (set_params after fit)
+        # What shapes the shards and the number of models, which the client's models do not see
+        # (they are regular and one model each); they check every other parameter themselves.
+        check_params_as_fitted(self, self._fit_layout)
+        n_parts = len(self.parts_)
+        bounded = method == "predict_interval" or bounds is not None or not (self.lipschitz is None
+                                                                            and self.margin is None)
+        # p̂ needs no assumption; with one bandwidth it does not depend on the bound setting.
+        asked = bounds if bounded else {"p": {"lipschitz": 1.0, "bound": "hoeffding"}}
+        if n_parts > 1:  # each model's intervals at δ/K, intersected below
+            asked, part_method = _divided(asked, n_parts), "predict_interval"
+        else:
+            part_method = method
+        # The client's model with the current parameters: the bound settings (set_params after fit)
         # take effect; a changed parameter the fitted state depends on is refused by its own check.
-        estimator = _now(self.estimator_, {**params, "n_neighbors": None})
+        model_params, _ = _part_params(params, n_parts)
         with warnings.catch_warnings():  # the settings are checked now, not in a task at compute time
             warnings.simplefilter("ignore")
-            estimator.predict_interval(self.template_["X"][:1], bounds=bounds)
+            _now(self.parts_[0].estimator, model_params).predict_interval(self._probe, bounds=asked)
         client = current_client(client)
-        threads = self.threads_per_task
-        template = share(self.template_, client)
-        shard_params = params if self.n_neighbors is None else {**params, "n_neighbors": 1}
-        parts = []
-        # Two rounds where the in-memory estimator ranks first (a polynomial kernel or a ranking sample);
-        # otherwise its exhaustive pass, whose statistics then give the intervals, as in memory.
-        ranked = self.n_neighbors is None and estimator.ranks_first(bounds, fraction=self.ranking_fraction_)
-        if ranked:
-            # bandwidth="auto": the shards' rankings add up, each query's bandwidth is chosen from
-            # the sum, then the shards' exact statistics at that bandwidth add up.
-            model = share(estimator, client)
-            names = [None] if bounds is None else list(bounds)
-            if method != "predict_interval":
-                names = names[:1]  # p̂ comes from the first setting
-            for blk in X.to_delayed().ravel():
-                rankings = [dask.delayed(limited(_shard_ranking, threads), pure=True)(
-                    s, blk, self.ranking_fraction_, shard_params) for s in self.shards_]
-                choice = dask.delayed(_choose, pure=True)(model, _tree(rankings, _merge_rankings), bounds)
-                outs = []
-                for name in names:
-                    stats = [dask.delayed(limited(_shard_statistics_at, threads), pure=True)(
-                        s, blk, bounds, choice, name, shard_params) for s in self.shards_]
-                    outs.append(dask.delayed(limited(_finish, threads), pure=True)(
-                        model, _tree(stats, _merge_two), method, _one_setting(bounds, name)))
-                parts.append(outs[0] if bounds is None or method != "predict_interval"
-                             else dask.delayed(_joined, pure=True)(outs))
-        elif self.n_neighbors is None:
-            model = share(estimator, client)
-            for blk in X.to_delayed().ravel():
-                stats = [dask.delayed(limited(_shard_statistics, threads), pure=True)(s, blk, bounds, shard_params)
-                         for s in self.shards_]
-                merged = _tree(stats, _merge_two)
-                parts.append(dask.delayed(limited(_finish, threads), pure=True)(model, merged, method, bounds))
-        else:
-            k = int(self.n_neighbors)
-            for blk in X.to_delayed().ravel():
-                lists = [dask.delayed(limited(_shard_topk, threads), pure=True)(s, blk, k) for s in self.shards_]
-                merged = _tree(lists, _merge_topk, k)
-                parts.append(dask.delayed(limited(_neighbor_finish, threads), pure=True)(
-                    params, template, blk, merged, method, bounds))
-        return X, parts
+        blocks = list(X.to_delayed().ravel())
+        outs = [_part_outputs(part, blocks, part_method, asked, params, n_parts, client, self.threads_per_task)
+                for part in self.parts_]
+        if n_parts == 1:
+            return X, outs[0]
+        names = None if asked is None else list(asked)
+        return X, [dask.delayed(_cross_finish, pure=True)(method, names, self.classes_, bounded, *per_block)
+                   for per_block in zip(*outs)]
 
     def predict_interval(self, X: Any, bounds: Any = None, *, client: Any = None) -> dict[str, Any]:
         """Per-query intervals as lazy Dask arrays.
@@ -543,7 +570,7 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         >>> import numpy as np, dask.array as da
         >>> from nwbound.dask import ShardedNadarayaWatson
         >>> X = np.linspace(0, 1, 60)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> m = ShardedNadarayaWatson(bandwidth=0.2, lipschitz=1.0).fit(da.from_array(X, chunks=(20, -1)), y)
+        >>> m = ShardedNadarayaWatson(metric=None, bandwidth=0.2, lipschitz=1.0).fit(da.from_array(X, chunks=(20, -1)), y)
         >>> out = m.predict_interval(da.from_array(X[:3], chunks=(3, -1)), bounds=["hoeffding", "chernoff"])
         >>> sorted(out), out["chernoff"]["epsilon"].shape
         (['chernoff', 'hoeffding'], (3, 2))
@@ -562,7 +589,7 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         >>> import numpy as np, dask.array as da
         >>> from nwbound.dask import ShardedNadarayaWatson
         >>> X = np.linspace(0, 1, 60)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> m = ShardedNadarayaWatson(bandwidth=0.2).fit(da.from_array(X, chunks=(20, -1)), y)
+        >>> m = ShardedNadarayaWatson(metric=None, lipschitz=None, bandwidth=0.2).fit(da.from_array(X, chunks=(20, -1)), y)
         >>> m.predict_proba(da.from_array(X[:1], chunks=(1, -1))).compute()
         array([[1., 0.]])
         """
@@ -577,7 +604,7 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         >>> import numpy as np, dask.array as da
         >>> from nwbound.dask import ShardedNadarayaWatson
         >>> X = np.linspace(0, 1, 60)[:, None]; y = np.where(X[:, 0] > 0.5, "b", "a")
-        >>> m = ShardedNadarayaWatson(bandwidth=0.2).fit(da.from_array(X, chunks=(20, -1)), y)
+        >>> m = ShardedNadarayaWatson(metric=None, lipschitz=None, bandwidth=0.2).fit(da.from_array(X, chunks=(20, -1)), y)
         >>> m.predict(da.from_array(X[-2:], chunks=(2, -1))).compute().tolist()
         ['b', 'b']
         """
@@ -604,7 +631,7 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         >>> import numpy as np, dask.array as da
         >>> from nwbound.dask import ShardedNadarayaWatson
         >>> X = np.linspace(0, 1, 60)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-        >>> m = ShardedNadarayaWatson(bandwidth=0.1).fit(da.from_array(X, chunks=(20, -1)), y)
+        >>> m = ShardedNadarayaWatson(metric=None, lipschitz=None, bandwidth=0.1).fit(da.from_array(X, chunks=(20, -1)), y)
         >>> m.score(da.from_array(X[[5, 55]], chunks=(2, -1)), [0, 1])
         1.0
         """
@@ -614,6 +641,10 @@ empty_neighborhood, bandwidth_grid, ranking_fraction, histogram_bins, dtype, wor
         y = rest.pop(0) if isinstance(y, da.Array) else y
         sample_weight = rest.pop(0) if isinstance(sample_weight, da.Array) else sample_weight
         return float(accuracy_score(np.asarray(y), np.asarray(pred), sample_weight=sample_weight))
+
+
+
+ShardedNadarayaWatson.__init__.__signature__ = _SIGNATURE  # what get_params, clone and help() read
 
 
 def sharded_predict_interval(
@@ -634,7 +665,7 @@ def sharded_predict_interval(
     >>> from nwbound.dask import sharded_predict_interval
     >>> X = np.linspace(0, 1, 60)[:, None]; y = (X[:, 0] > 0.5).astype(int)
     >>> out = sharded_predict_interval(da.from_array(X[:4], chunks=(2, -1)), da.from_array(X, chunks=(30, -1)), y,
-    ...                                bandwidth=0.2, lipschitz=1.0)
+    ...                                metric=None, bandwidth=0.2, lipschitz=1.0)
     >>> out["kappa"].compute().shape
     (4,)
     """
