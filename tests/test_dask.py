@@ -218,8 +218,10 @@ def test_sharded_is_a_clonable_estimator_with_every_parameter():
     own = set(nwdask.ShardedNadarayaWatson().get_params())
     single = set(NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale").get_params())
     # Every parameter of the in-memory estimator is taken, except n_jobs (tasks are the parallelism),
-    # device, and a learned space (metric=, metric_fraction, cross_fit: map the features first).
-    assert own == (single - {"n_jobs", "device", "metric", "metric_fraction", "cross_fit"}) | {"threads_per_task"}
+    # device, a learned space (metric=, metric_fraction, cross_fit: map the features first) and
+    # verbose (the shards' fits are Dask tasks).
+    assert own == (single - {"n_jobs", "device", "metric", "metric_fraction", "cross_fit", "verbose"}) | {
+        "threads_per_task"}
     model = nwdask.ShardedNadarayaWatson(bandwidth="auto", n_neighbors=7, algorithm="hnsw",
                                          index_params={"M": 8}, random_state=3, lipschitz=0.5)
     twin = clone(model)

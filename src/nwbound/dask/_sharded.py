@@ -59,7 +59,8 @@ __all__ = ["ShardedNadarayaWatson", "sharded_predict_interval"]
 # tasks are its parallelism (``threads_per_task`` sets BLAS threads per task), on the workers' CPUs.
 # metric=/cross_fit: a learned space needs the whole training set's split and map before the
 # shards; the sharded estimator takes features already mapped (and metric=None: today's sums).
-_NOT_TAKEN = ("n_jobs", "device", "metric", "metric_fraction", "cross_fit")
+# verbose: the in-memory fit's progress lines; the shards' fits are Dask tasks (its dashboard).
+_NOT_TAKEN = ("n_jobs", "device", "metric", "metric_fraction", "cross_fit", "verbose")
 
 
 # -- tasks (module-level functions: picklable for process workers) -----------------------------
