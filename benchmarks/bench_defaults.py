@@ -20,7 +20,9 @@ Usage::
 
 ``--profile`` runs each default fit + predict once more under cProfile (after the timed run, so
 the table's times carry no profiling overhead) and prints its 15 most expensive calls by
-cumulative time.
+cumulative time. ``--phases`` does the same and prints one line per size instead: the seconds
+spent inside each part of the default model (:data:`PHASES`; the learned space and the L check are
+parts of fit, the three passes are counted wherever they run, in fit or predict).
 """
 
 from __future__ import annotations
@@ -51,6 +53,15 @@ N_FEATURES = 20
 SMALL_FIT_ROWS = 1_000
 GOAL_RATIO = 2.0
 GOAL_SMALL_FIT_S = 1.0
+#: ``--phases``: (column, functions whose cumulative time it adds up, as (file suffix, name)).
+PHASES = (
+    ("space", (("spaces/_space.py", "fit"),)),                # LearnedSpace.fit: score model, L_r
+    ("L check", (("spaces/_lipschitz.py", "choose_lipschitz"),)),
+    ("predict", (("estimators/_nadaraya_watson.py", "predict_interval"),)),
+    ("ranking", (("estimators/_sums.py", "dense_moment_sums"),)),  # bandwidth="auto": the grid's moments
+    ("sums", (("estimators/_sums.py", "dense_kernel_sums"),)),      # the chosen bandwidth's kernel sums
+    ("bounds", (("bounds/_spec.py", "limits"), ("bounds/_spec.py", "certified"))),  # Chernoff searches
+)
 
 
 def dataset(n_rows: int, n_classes: int) -> tuple[np.ndarray, ...]:
@@ -77,15 +88,31 @@ def run_default(X, y, Q, y_q) -> tuple[float, float, float]:
     return seconds, float(np.mean(np.argmax(iv.proba, axis=1) == y_q)), float(np.mean(iv.certified))
 
 
-def profile_default(X, y, Q, top: int = 15) -> str:
-    """cProfile of one default fit + predict_interval: the ``top`` calls by cumulative time."""
+def _profiled(X, y, Q) -> pstats.Stats:
+    """cProfile statistics of one default fit + predict_interval."""
     profiler = cProfile.Profile()
     profiler.enable()
     NadarayaWatsonClassifier(random_state=0).fit(X, y).predict_interval(Q)
     profiler.disable()
-    out = io.StringIO()
-    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(top)
-    return out.getvalue()
+    return pstats.Stats(profiler, stream=io.StringIO())
+
+
+def profile_default(X, y, Q, top: int = 15) -> str:
+    """cProfile of one default fit + predict_interval: the ``top`` calls by cumulative time."""
+    stats = _profiled(X, y, Q)
+    stats.sort_stats("cumulative").print_stats(top)
+    return stats.stream.getvalue()
+
+
+def phase_seconds(stats: pstats.Stats) -> dict[str, float]:
+    """Cumulative seconds inside each part of :data:`PHASES`, and ``total`` (the whole profile)."""
+    out = {name: 0.0 for name, _ in PHASES}
+    for (path, _, function), (_, _, _, cumulative, _) in stats.stats.items():
+        for name, keys in PHASES:
+            if any(path.replace(os.sep, "/").endswith(suffix) and function == fn for suffix, fn in keys):
+                out[name] += cumulative
+    out["total"] = stats.total_tt
+    return out
 
 
 def warm_up(class_counts: tuple[int, ...]) -> None:
@@ -102,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=None, help="row counts (overrides --quick)")
     parser.add_argument("--classes", type=int, nargs="+", default=[2, 10], help="class counts (default 2 10)")
     parser.add_argument("--profile", action="store_true", help="cProfile top 15 (cumulative) of each default fit")
+    parser.add_argument("--phases", action="store_true", help="seconds inside each part of each default fit (cProfile)")
     args = parser.parse_args(argv)
     sizes = tuple(args.sizes) if args.sizes else QUICK_SIZES if args.quick else SIZES
     if any(n < 100 for n in sizes) or any(c < 2 for c in args.classes):
@@ -114,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
               f"fit+predict_proba; make_classification, {N_FEATURES} features, 70/30 split, one thread each")
         print(f"{'rows':>8} {'classes':>7} {'default s':>10} {'HGB s':>8} {'ratio':>7} {'acc':>6} "
               f"{'HGB acc':>7} {'certified':>9}")
-        ratios = []
+        ratios, phases = [], []
         for n_rows in sizes:
             for n_classes in args.classes:
                 X, y, Q, y_q = dataset(n_rows, n_classes)
@@ -125,6 +153,16 @@ def main(argv: list[str] | None = None) -> int:
                       f"{nw_acc:>6.3f} {hgb_acc:>7.3f} {certified:>9.1%}", flush=True)
                 if args.profile:
                     print(profile_default(X, y, Q), flush=True)
+                if args.phases:
+                    phases.append((n_rows, n_classes, hgb_s, phase_seconds(_profiled(X, y, Q))))
+        if phases:
+            names = [name for name, _ in PHASES]
+            print("seconds inside each part of one profiled default fit + predict_interval (cProfile, cumulative; "
+                  "the last three wherever they run):")
+            print(f"{'rows':>8} {'classes':>7} {'total':>7} " + " ".join(f"{n:>8}" for n in names) + f" {'HGB':>6}")
+            for n_rows, n_classes, hgb_s, sec in phases:
+                print(f"{n_rows:>8} {n_classes:>7} {sec['total']:>7.2f} " + " ".join(f"{sec[n]:>8.2f}" for n in names)
+                      + f" {hgb_s:>6.2f}")
         for n_classes in args.classes:
             X, y, _, _ = dataset(int(SMALL_FIT_ROWS / 0.7) + 1, n_classes)
             X, y = X[:SMALL_FIT_ROWS], y[:SMALL_FIT_ROWS]

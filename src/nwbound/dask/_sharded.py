@@ -82,6 +82,8 @@ _ONLY = {
                      "threads inside each task) or the number of workers"),
     "device": (None, "the shards compute on the workers' CPUs: leave device=None (for a GPU, fit "
                      "NadarayaWatsonClassifier(device=...) in memory)"),
+    "verbose": (0, "the in-memory fit's progress lines; the shards' fits are Dask tasks: leave verbose=0 "
+                   "and follow them on the Dask dashboard"),
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import time
 import warnings
 from numbers import Integral, Real
 
@@ -24,7 +25,9 @@ from .._validation import check_beta, check_choice, check_class_count, check_lab
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
 from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
+from ..utils import report
 from ..spaces import AUTO_MAX_ROWS, GroupsError, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
+from ._fit_errors import _auto_lipschitz, _split_settings_errors
 from ._device import queries_on_host, training_data_on_host, validate_queries
 from ._fitted_state import _LearnedState
 from ._statistics import KernelStatistics
@@ -60,16 +63,6 @@ _UNITS_WARNING_START = "The assumption"
 _CHERNOFF_FALLBACK_START = "bound='chernoff' over all training points needs a kernel with compact support"
 
 
-def _auto_lipschitz(estimator: Any) -> bool:
-    """Whether ``fit`` chooses L by the held-out check: ``lipschitz="auto"`` (the default) and no ``margin``.
-
-    A ``margin`` states the separable-classes assumption instead, so the default ``"auto"`` L then
-    does not apply (user guide, "Defaults").
-    """
-    lip = getattr(estimator, "lipschitz", None)
-    return isinstance(lip, str) and lip == "auto" and getattr(estimator, "margin", None) is None
-
-
 # scikit-learn's warnings on feature names that differ between fit and predict (validate_data).
 _FEATURE_NAMES_WARNING = r"X (does not have valid feature names|has feature names, but)"
 
@@ -82,60 +75,6 @@ def _feature_names_said(already: bool):
         if already:
             warnings.filterwarnings("ignore", category=UserWarning, message=_FEATURE_NAMES_WARNING)
         yield
-
-
-def _groups_count(groups: np.ndarray | None) -> str:
-    k = 0 if groups is None else np.unique(groups).shape[0]
-    return "their groups" if groups is None else f"{k} group" + ("s" if k != 1 else "")
-
-
-@contextlib.contextmanager
-def _split_settings_errors(estimator: Any, labels: np.ndarray, groups: np.ndarray | None = None):
-    """Turn a ValueError raised while splitting the training rows, fitting the learned map or
-    choosing L on held-out rows into one that names the settings, the cause and the fix (the paper's
-    classifier: ``metric=None`` with a numeric ``lipschitz``), raised from here (no deep traceback)."""
-    try:
-        yield
-    except ValueError as exc:
-        if getattr(exc, "nwbound_split_settings", False):  # raised by this guard already (a cross-fitted model)
-            raise
-        auto_l = _auto_lipschitz(estimator)
-        cross_fit = getattr(estimator, "cross_fit", False)
-        if getattr(estimator, "_forced_split", None) is not None:  # one model of a cross-fitted estimator
-            cross_fit = "a cross-fitted model's"
-        names = ["metric", "lipschitz"] if auto_l else ["metric"]
-        settings = ", ".join(f"{name}={getattr(estimator, name)!r}" for name in names)
-        if isinstance(exc, GroupsError):  # too few groups, not too few rows: more rows would not help
-            splits = ["a metric share of whole groups to fit the space"]
-            if cross_fit is not False:
-                splits = [f"cross_fit={cross_fit!r}: the roles of the shares swapped, or folds of whole groups"
-                          if isinstance(cross_fit, (bool, int, np.integer)) or cross_fit == "auto"
-                          else "the groups of this model's share"]
-            if auto_l:
-                splits.append("lipschitz='auto': each metric share split again into map and check groups")
-            fixes = ["a numeric lipschitz (no check split)"] if auto_l else []
-            if cross_fit is not False:
-                fixes.append("cross_fit=False (one split)")
-            fixes.append("metric=None with a numeric lipschitz (no split at all)")
-            message = (
-                f"The settings {settings} could not split these {labels.shape[0]} training rows in "
-                f"{_groups_count(groups)}: {exc} Every split keeps "
-                f"whole groups on one side ({'; '.join(splits)}), so these settings need more groups. Give more "
-                f"groups, or settings that split less: {', or '.join(fixes)}."
-            )
-        else:
-            counts = np.bincount(np.asarray(labels))
-            message = (
-                f"The settings {settings} could not be fitted on these {labels.shape[0]} training rows "
-                f"(fewest rows in a class: {int(counts.min())}): {exc} These settings hold training rows out of "
-                "the kernel sums, to fit the space and to check L, and need enough rows in every class (in "
-                "practice a few dozen or more per class; user guide, \"Defaults\"). Give more rows, or fit the "
-                "paper's classifier on the features as given: metric=None with a numeric lipschitz (e.g. from "
-                "nwbound.assumptions.estimate_lipschitz)."
-            )
-        error = ValueError(message)
-        error.nwbound_split_settings = True
-        raise error from None
 
 
 class _Intersected(dict):
@@ -198,9 +137,35 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
             names = _PARAM_NAMES[cls] = tuple(super()._get_param_names())
         return list(names)
 
+    # -- progress (verbose=) -------------------------------------------------------------------
+    def _verbosity(self) -> int:
+        """``verbose`` (0 for an estimator without it)."""
+        return int(getattr(self, "verbose", 0) or 0)
+
+    def _say(self, message: str, level: int = 1) -> None:
+        """``verbose=``: one line to stderr when ``verbose >= level``, with the seconds since ``fit`` began.
+
+        Estimators without a ``verbose`` parameter say nothing. A cross-fitted model's lines name it
+        (``model 1/2``), and count from the cross-fit's start.
+        """
+        if self._verbosity() < level:
+            return
+        started = getattr(self, "_fit_started", None)
+        elapsed = "" if started is None else f" ({time.perf_counter() - started:.1f} s)"
+        label = getattr(self, "_progress_label", "")
+        first, *rest = message.splitlines() or [""]
+        report("\n".join([f"[{type(self).__name__}{' ' + label if label else ''}] {first}{elapsed}",
+                          *("    " + line for line in rest)]))
+
+    def _start_clock(self) -> None:
+        """Start ``verbose=``'s clock, unless a cross-fit started it already (its models share it)."""
+        if getattr(self, "_forced_split", None) is None:
+            self._fit_started = time.perf_counter()
+
     # -- fit helpers -------------------------------------------------------------------------
     def _validate_training_data(self, X, y, sample_weight, dtype):
         self._fit_complete = False
+        self._start_clock()
         self._choice_beta = None  # set again by lipschitz="auto" (_finish_fit)
         X, y, sample_weight = training_data_on_host(X, y, sample_weight)  # array_api_dispatch inputs
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], ensure_min_samples=1)
@@ -289,6 +254,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
             if kind == "standard":  # label-free: fitted on every training input, no split
                 self.metric_ = LearnedSpace("standard").fit(X, labels)
                 X = np.ascontiguousarray(self.metric_.transform(X), dtype=dtype)
+            self._say(f"{n} training rows, all in the kernel sums")
             return X, labels, weights
         fraction = check_fraction(getattr(self, "metric_fraction", 0.4))
         seed = self._split_seed()
@@ -320,6 +286,10 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
                     "map needs at least 2 (more rows per class, other groups or a larger metric_fraction)."
                 )
             mapped_fit_rows = None  # metric_.transform(X[map_rows]), when the map was fitted on exactly those
+            self._say(f"{n} training rows split: {map_rows.shape[0]} fit the map"
+                      + (" and the pilot L" if auto_lipschitz and kind != "auto" else "")
+                      + (f", {check_rows.shape[0]} check L" if auto_lipschitz else "")
+                      + f", {nw_rows.shape[0]} enter the kernel sums")
             if kind is not None:
                 fit_rows = map_rows if uses_labels else np.arange(n)
                 w = None if weights is None else weights[fit_rows].astype(np.float64)
@@ -335,6 +305,10 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
                     self.metric_.fit(*fit_args, groups=fit_groups)
         self.metric_rows_, self.check_rows_, self.nw_rows_ = metric_rows, check_rows, nw_rows
         self.metric_report_ = getattr(self.metric_, "report_", None)
+        if self.metric_ is not None:
+            self._say(f"metric={self.metric!r} fitted on {map_rows.shape[0] if uses_labels else n} rows")
+            if self.metric_report_ is not None and self._verbosity() >= 2:
+                self._say(str(self.metric_report_).splitlines()[0], level=2)
         if auto_lipschitz:  # what the check needs after the kernel sums are in place (_finish_fit)
             if kind == "auto":  # the two-constant space states its own L (LearnedSpace.lipschitz_)
                 pilot = None
@@ -389,14 +363,19 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         with _split_settings_errors(self, labels, groups):
             layouts = cross_fit_layouts(labels, self.cross_fit, check_fraction(self.metric_fraction), groups=groups,
                                         random_state=self._split_seed())
+        self._say(f"cross_fit={self.cross_fit!r}: {len(layouts)} models on {Xv.shape[0]} training rows, each at "
+                  f"level delta/{len(layouts)}")
         with warnings.catch_warnings():  # said once, above, not once per model
             warnings.filterwarnings("ignore", category=UserWarning, message=_UNITS_WARNING_START)
-            for metric_rows, nw_rows in layouts:
+            for i, (metric_rows, nw_rows) in enumerate(layouts):
                 half = clone(self).set_params(cross_fit=False, **self._cross_model_settings(len(layouts)))
                 half._forced_split = (metric_rows, nw_rows)
+                half._fit_started, half._progress_label = self._fit_started, f"model {i + 1}/{len(layouts)}"
                 halves.append(half.fit(X, y, sample_weight=sample_weight, groups=groups))
         self.metric_rows_, self.nw_rows_ = layouts[0]
-        return self._adopt_cross_models(halves)
+        self._adopt_cross_models(halves)
+        self._say("fit done")
+        return self
 
     def _cross_model_settings(self, n_models: int) -> dict[str, Any]:
         """The settings each of ``n_models`` cross-fitted models predicts with: this estimator's
@@ -516,9 +495,13 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         """``lipschitz="auto"``: choose L on the check rows now that the kernel sums are in place."""
         held = getattr(self, "_held", None)
         if held is None:
+            if getattr(self, "_forced_split", None) is None:  # a cross-fitted model: the cross-fit says it
+                self._say("fit done")
             return self
         self._held = None
         pilot_Z, pilot_y, X_check, y_check, train_labels = held
+        self._say(f"kernel sums on {self.nw_rows_.shape[0]} rows in place; lipschitz='auto': checking L on "
+                  f"{X_check.shape[0]} held-out rows")
         units = ("in the units of the mapped space metric_.transform(X)" if self.metric_ is not None
                  else "in the units of the features as given")
         with _split_settings_errors(self, train_labels):
@@ -537,6 +520,13 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         self.lipschitz_, self.lipschitz_report_ = report.value, report
         self._validate_bound_params(*self._bound_args[:1], bound_required=self._bound_args[1],
                                     localized=self._bound_args[2])
+        verdict = ("every grid L rejected" if report.all_rejected else
+                   "the pilot kept" if report.value == report.pilot else "raised above the pilot")
+        self._say(f"L = {report.value:.4g} ({verdict}; {len(report.selection.grid)} value(s) checked)")
+        if self._verbosity() >= 2:
+            self._say(str(report.selection), level=2)
+        if getattr(self, "_forced_split", None) is None:
+            self._say("fit done")
         return self
 
     def _chooses_lipschitz(self) -> bool:

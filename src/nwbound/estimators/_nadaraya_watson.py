@@ -237,6 +237,10 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         ``nwbound.spaces.AUTO_MAX_ROWS`` rows, the swapped pair (2 models at δ/2; folds beside it
         measured 2.5–5× the cost for no more certificates); otherwise one split (user guide,
         "Cross-fitting").
+    verbose : int, default=0
+        Progress of ``fit`` on stderr, one line per step with the seconds since it began (the
+        split, the learned space, the held-out check of ``lipschitz="auto"``, each cross-fitted
+        model). 0: silent; 1: the steps; 2: also the score model's choice and every L checked.
 
     Attributes
     ----------
@@ -284,6 +288,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
     predicting: ``set_params`` on a fitted estimator changes the next
     ``predict_interval`` without a refit (``beta_``, ``delta_prime_`` follow;
     a cross-fitted model passes them on to ``cross_fit_models_``).
+    ``verbose`` only shapes what ``fit`` prints, and may change too.
     Every other parameter shapes the fitted state; predicting after
     ``set_params`` changed one raises a ``ValueError`` that names it (call
     ``fit`` again).
@@ -324,10 +329,12 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         "random_state": ["random_state"],
         "histogram_bins": [Interval(Integral, 1, 4096, closed="both")],
         "device": [str, None],
+        "verbose": ["verbose"],
     }
 
     # Read when predicting (set_params takes effect without a refit), with BOUND_PARAMETERS.
-    _predict_time_parameters = ("empty_neighborhood", "n_jobs", "working_memory", "histogram_bins", "device")
+    _predict_time_parameters = ("empty_neighborhood", "n_jobs", "working_memory", "histogram_bins", "device",
+                                "verbose")
 
     def __init__(
         self,
@@ -356,6 +363,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         metric="auto",
         metric_fraction=0.4,
         cross_fit="auto",
+        verbose=0,
     ):
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -381,6 +389,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         self.metric = metric
         self.metric_fraction = metric_fraction
         self.cross_fit = cross_fit
+        self.verbose = verbose
 
     # ------------------------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
