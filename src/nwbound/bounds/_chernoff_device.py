@@ -19,6 +19,13 @@ a bracket's ``a``, a level rejected at an explicit θ by an exponent that domina
 every level below ``a`` is rejected too. Fewer θ steps than the host's can only leave a probe
 uncertified, which moves ``b`` (never ``a``) inward: the interval can be wider, never narrower.
 The upper end ``1 − a′`` is rounded up (one ulp towards 1), which the host leaves to ``tol``.
+
+Why this is a second copy of the host's bracket (:func:`._chernoff._bracket`) and not the same code
+through the array-API namespace: the host compacts the open pairs after every probe (fancy indexing, a
+data-dependent shape) and runs each θ-profile to its decrement test; here the shapes stay fixed
+(masks, a fixed number of θ steps, a compiled probe, the fused Triton kernel) so that the host reads
+the device only once every few probes. One routine would force one strategy on both: host results
+no longer bit for bit the same, or a device that synchronises at every probe.
 """
 
 from __future__ import annotations
