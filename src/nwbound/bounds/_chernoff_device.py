@@ -707,7 +707,8 @@ def chernoff_interval_binned_device(
 
 def hoeffding_limits_device(class_sums: Any, sq_sum: Any, dist_sum: Any, beta: float, delta_prime: float,
                             *, sum_error: float = 0.0) -> dict:
-    """The ``"hoeffding"`` limits of :meth:`~nwbound.bounds.BoundSpec.limits` where the sums live.
+    """The ``"hoeffding"`` limits of :meth:`~nwbound.bounds.BoundSpec.limits` where the sums live: the
+    host's rule itself (:func:`~nwbound.bounds.hoeffding_limits`) on float64 tensors.
 
     The interval ``[p̂ − w, p̂ + w] ∩ [0, 1]`` with ``w = min(1, β·D/κ′ + √(ln(2/δ′)·S2/2)/κ′ +
     ρ/(2(1 − ρ)))``, ``κ′ = κ/(1 + ρ)`` (the host's rule for sums with a summation error ``ρ``) and
@@ -729,34 +730,12 @@ def hoeffding_limits_device(class_sums: Any, sq_sum: Any, dist_sum: Any, beta: f
     >>> round(float(out["bias"][0, 0]), 3), round(float(out["sampling"][0, 0]), 3)
     (0.1, 0.679)
     """
+    from .forms.hoeffding import hoeffding_limits
+
     torch = _torch()
     dev = class_sums.device
-    S = _f64(torch, class_sums, dev)
-    q2, dsum = _f64(torch, sq_sum, dev), _f64(torch, dist_sum, dev)
-    rho = float(sum_error)
-    if not 0.0 <= rho < 0.5:
-        raise ValueError(f"sum_error must be in [0, 0.5) (a relative error bound of the sums), got {sum_error!r}.")
-    kappa = S.sum(1)
-    vacuous = ~(kappa > 0)
-    k_low = (kappa / (1.0 + rho)) if rho > 0 else kappa
-    safe = torch.where(vacuous, 1.0, k_low)
-    bias = torch.where(vacuous, 1.0, float(beta) * dsum / safe)
-    sampling = torch.sqrt(math.log(2.0 / float(delta_prime)) * q2 / 2.0) / safe
-    if rho > 0:
-        sampling = sampling + rho / (2.0 * (1.0 - rho)) * (1.0 + 2.0**-50)
-    sampling = torch.where(vacuous, 1.0, sampling)
-    eps = torch.clamp(bias + sampling, max=1.0)[:, None]
-    proba = S / torch.where(vacuous, 1.0, kappa)[:, None]
-    proba = torch.clamp(proba, 0.0, 1.0)
-    C = S.shape[1]
-    lower, upper = torch.clamp(proba - eps, 0.0, 1.0), torch.clamp(proba + eps, 0.0, 1.0)
-    # One meaning of ε for every form (glossary): the reported interval's half-width, 1 where vacuous.
-    half = torch.where(vacuous[:, None], 1.0, torch.maximum(proba - lower, upper - proba))
-    return {
-        "proba": proba, "lower": lower, "upper": upper,
-        "epsilon": half, "bias": bias[:, None].expand(-1, C),
-        "sampling": sampling[:, None].expand(-1, C), "kappa": kappa, "vacuous": vacuous,
-    }
+    return hoeffding_limits(_f64(torch, class_sums, dev), _f64(torch, sq_sum, dev), _f64(torch, dist_sum, dev),
+                            float(beta), float(delta_prime), sum_error=sum_error)
 
 
 # Bytes the search may hold per block of queries (its largest temporaries are (rows, 2C, 2, B)
@@ -885,7 +864,7 @@ def _limits_from_arrays(spec: Any, *, class_sums: Any, sq_sum: Any, dist_sum: An
     ``point_mass`` and ``point_dist`` (n, k), ``u2_error`` a float or (n,)."""
     import numpy as np
 
-    from ._spec import _KERNEL_SLACK
+    from .forms.chernoff import _KERNEL_SLACK
 
     torch = _torch()
     dev = class_sums.device
