@@ -864,7 +864,7 @@ def _limits_from_arrays(spec: Any, *, class_sums: Any, sq_sum: Any, dist_sum: An
     ``point_mass`` and ``point_dist`` (n, k), ``u2_error`` a float or (n,)."""
     import numpy as np
 
-    from .forms.chernoff import _KERNEL_SLACK
+    from .forms.chernoff import histogram_bins
 
     torch = _torch()
     dev = class_sums.device
@@ -896,18 +896,11 @@ def _limits_from_arrays(spec: Any, *, class_sums: Any, sq_sum: Any, dist_sum: An
         k_edges_np = np.asarray(kernel.from_squared(edges_np), dtype=np.float64) / spec.kernel_sup
         edges, k_edges = _constant(torch, edges_np, dev), _constant(torch, k_edges_np, dev)
         u_err = torch.sqrt(_f64(torch, u2_error, dev).expand(n))
-        mass_upper = (float(weight_max) * k_edges[:-1] * spec.kernel_sup * (1.0 + _KERNEL_SLACK))[None, :]
-        mass_lower = (float(weight_max) * k_edges[1:] * spec.kernel_sup * (1.0 - _KERNEL_SLACK))[None, :]
-        radius = lam * torch.hypot(torch.sqrt(edges[1:])[None, :], u_err[:, None])
-        inner = lam * torch.sqrt(torch.clamp(edges[None, :-1] - (u_err * u_err)[:, None], min=0.0))
-        count = _f64(torch, histogram, dev)
-        if uniform_weights:
-            a_lo = mass_lower
-        elif hist_count is not None:
-            a_lo = (float(weight_min) * k_edges[1:] * spec.kernel_sup * (1.0 - _KERNEL_SLACK))[None, :]
-            count = _f64(torch, hist_count, dev)
-        else:
-            a_lo = torch.zeros_like(mass_lower)
+        counted = not uniform_weights and hist_count is not None
+        floor = float(weight_max) if uniform_weights else float(weight_min) if counted else 0.0
+        mass_upper, _, a_lo, radius, inner = histogram_bins(edges, k_edges, spec.kernel_sup, lam, u_err,
+                                                            float(weight_max), floor)  # the host's rule
+        count = _f64(torch, hist_count if counted else histogram, dev)
         dsum = _f64(torch, dist_sum, dev)
 
         def binned(S_, count_, mass_, dist_, lo_, hi_, radius_, inner_, q2_, dsum_):

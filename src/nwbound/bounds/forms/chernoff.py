@@ -20,11 +20,11 @@ import numpy as np
 
 from .._chernoff import chernoff_interval
 from .._chernoff_binned import _prepared
-from ._common import sum_error_of
+from ._common import device_namespace, sum_error_of
 from ._registry import BoundForm, _register_built_in
 from .hoeffding import HoeffdingForm
 
-__all__ = ["CHERNOFF_FALLBACK_START", "ChernoffForm"]
+__all__ = ["CHERNOFF_FALLBACK_START", "ChernoffForm", "histogram_bins"]
 
 #: The start of the warning that bound="chernoff" falls back to Hoeffding for a kernel without compact support.
 CHERNOFF_FALLBACK_START = "bound='chernoff' over all training points needs a kernel with compact support"
@@ -124,18 +124,24 @@ def _chernoff_limits(spec: Any, stats: Any, top: np.ndarray | None = None) -> An
         )
     edges = np.asarray(stats.hist_edges, dtype=np.float64)
     k_edges = np.asarray(stats.kernel.from_squared(edges), dtype=np.float64) / spec.kernel_sup
-    w_max = np.broadcast_to(np.asarray(stats.weight_max, np.float64), (class_sums.shape[0],))[:, None]
-    # The kernel is non-increasing in u²: a point of bin [e_b, e_b+1) has
-    # K(e_b+1) ≤ K ≤ K(e_b); the slack covers a float32 kernel evaluation.
-    mass_upper = w_max * k_edges[None, :-1] * spec.kernel_sup * (1.0 + _KERNEL_SLACK)
-    mass_lower = w_max * k_edges[None, 1:] * spec.kernel_sup * (1.0 - _KERNEL_SLACK)
-    # Each point of bin b is at most λ·√(e_b+1 + u2_error) away (true distance),
-    # formed without squaring a tiny or huge λ.
-    radius = lam[:, None] * np.hypot(np.sqrt(edges[None, 1:]), u_err[:, None])
+    n = class_sums.shape[0]
+    w_max = np.broadcast_to(np.asarray(stats.weight_max, np.float64), (n,))[:, None]
+    hist_count = getattr(stats, "hist_count", None)
+    counted = not getattr(stats, "uniform_weights", False) and hist_count is not None
+    if getattr(stats, "uniform_weights", False):
+        w_floor = w_max
+    elif counted:
+        w_floor = np.broadcast_to(np.asarray(stats.weight_min, np.float64), (n,))[:, None]
+    else:  # without the counts the chord has no floor (a_lo = 0: only Σa enters)
+        w_floor = np.zeros((n, 1))
+    # A far query's dyadic cell may have λ = inf: its inner radius inf·0 is NaN, replaced below
+    # (one bin); a NaN inner radius of any other histogram is refused by the split form's checks.
+    with np.errstate(invalid="ignore"):
+        mass_upper, mass_lower, a_lo, radius, inner = histogram_bins(
+            edges, k_edges, spec.kernel_sup, lam[:, None], u_err, w_max, w_floor)
     count = stats.histogram[:, 0, :]
     hist_mass = getattr(stats, "hist_mass", None)
     hist_dist = getattr(stats, "hist_dist", None)
-    inner = None
     dist_sum = stats.dist_sum[:, 0]
     if hist_mass is None and count.shape[1] == 1:
         # One bin (the dyadic cell): every point taken at the outer radius (the exact
@@ -152,20 +158,10 @@ def _chernoff_limits(spec: Any, stats: Any, top: np.ndarray | None = None) -> An
         hist_dist = (kappa_up * radius[:, 0])[:, None, None]
         inner = radius
     if hist_mass is not None and hist_dist is not None:
-        # Split form: exact per-bin Σa and Σa·r (linear part), chord in a (remainder).
-        # With sample weights a_i = w_i·K_i ∈ [w_min·K(e_b+1), w_max·K(e_b)], and the chord needs
-        # the bin's point count (without it: a_lo = 0, where only Σa enters).
-        hist_count = getattr(stats, "hist_count", None)
-        if getattr(stats, "uniform_weights", False):
-            a_lo = mass_lower
-        elif hist_count is not None:
-            w_min = np.broadcast_to(np.asarray(stats.weight_min, np.float64), (class_sums.shape[0],))[:, None]
-            a_lo = w_min * k_edges[None, 1:] * spec.kernel_sup * (1.0 - _KERNEL_SLACK)
+        # Split form: exact per-bin Σa and Σa·r (linear part), chord in a (remainder), which
+        # needs the bin's point count (histogram_bins: the a_i's floor per bin).
+        if counted:
             count = hist_count[:, 0, :]
-        else:
-            a_lo = np.zeros_like(mass_lower)
-        if inner is None:  # each point of bin b is at least λ·√(e_b − u2_error) away
-            inner = lam[:, None] * np.sqrt(np.maximum(edges[None, :-1] - (u_err * u_err)[:, None], 0.0))
         pairs = _prepared(
             class_sums, count, hist_mass[:, 0, :], hist_dist[:, 0, :], a_lo, mass_upper,
             spec.beta * radius, spec.beta, spec.delta_prime,
@@ -176,6 +172,52 @@ def _chernoff_limits(spec: Any, stats: Any, top: np.ndarray | None = None) -> An
     return chernoff_interval(
         class_sums, count, mass_upper, mass_lower, spec.beta * radius, spec.delta_prime, sum_error=rho
     )
+
+
+def histogram_bins(edges: Any, k_edges: Any, kernel_sup: float, lam: Any, u_err: Any, weight_max: Any,
+                   weight_floor: Any) -> tuple[Any, ...]:
+    """Per-bin bounds of a histogram over ``u² = (d/λ)²`` with the given ``edges``, in the arrays' namespace
+    (the host's NumPy, the device's PyTorch: one rule for both).
+
+    The kernel is non-increasing in ``u²``, so a point of bin ``[e_b, e_b+1)`` has ``K(e_b+1) ≤ K ≤ K(e_b)``
+    (``k_edges`` = ``K(edges)/sup K``; a relative slack covers a float32 kernel evaluation), and lies
+    between ``λ·√(e_b − u2_error)`` and ``λ·√(e_b+1 + u2_error)`` of the query (``u_err = √u2_error``;
+    formed without squaring a tiny or huge λ).
+
+    Parameters
+    ----------
+    edges, k_edges : array of shape (B + 1,)
+    kernel_sup : float
+    lam : float or array of shape (n, 1)
+        The bandwidth λ.
+    u_err : array of shape (n,)
+    weight_max : float or array of shape (n, 1)
+        The largest sample weight.
+    weight_floor : float or array of shape (n, 1)
+        A weight every point's is at least, where the chord may use it: ``weight_max`` for uniform
+        weights, the smallest weight where the bins' point counts are known, else 0.
+
+    Returns
+    -------
+    mass_upper, mass_lower, mass_floor, radius, inner : arrays broadcasting to (n, B)
+        ``w_max·K(e_b)`` and ``w_max·K(e_b+1)`` (the grouped form's bounds on each ``a_i``),
+        ``weight_floor·K(e_b+1)`` (the split form's ``a_lo``), the outer and the inner radius.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> up, lo, floor, r, r_in = histogram_bins(np.array([0.0, 0.25, 1.0]), np.array([1.0, 0.75, 0.0]), 1.0,
+    ...                                         2.0, np.zeros(1), 1.0, 0.0)
+    >>> r.tolist(), r_in.tolist(), floor.tolist()
+    ([[1.0, 2.0]], [[0.0, 1.0]], [[0.0, 0.0]])
+    """
+    xp = device_namespace(edges, k_edges, u_err) or np
+    mass_upper = weight_max * k_edges[None, :-1] * kernel_sup * (1.0 + _KERNEL_SLACK)
+    mass_lower = weight_max * k_edges[None, 1:] * kernel_sup * (1.0 - _KERNEL_SLACK)
+    mass_floor = weight_floor * k_edges[None, 1:] * kernel_sup * (1.0 - _KERNEL_SLACK)
+    radius = lam * xp.hypot(xp.sqrt(edges[None, 1:]), u_err[:, None])
+    inner = lam * xp.sqrt(xp.clip(edges[None, :-1] - (u_err * u_err)[:, None], 0.0, None))
+    return mass_upper, mass_lower, mass_floor, radius, inner
 
 
 def _binned_route(stats: Any) -> bool:
