@@ -36,6 +36,10 @@ steps on a convex function, warm-started from the Hoeffding point, and the
 search starts from the Hoeffding end, so the result is never wider than the
 Hoeffding interval on the same groups.
 
+The search in ``m`` (:func:`_bracket`; compiled, :func:`_bracket_pair`) and the θ-profile
+(:func:`_profile`) take the exponent as an argument: the split form of :mod:`._chernoff_binned`
+runs the same search on its own exponent.
+
 The lower tail is the upper tail of the complementary labels: with
 ``S′ = Σ_g n_g l_g − S`` and ``m′ = 1 − m`` its exponent is
 ``−θS′ + Σ_g n_g log(1 + hi_g(m′)(e^{θ l_g} − 1))`` (the identity
@@ -520,7 +524,9 @@ def group_hoeffding_interval(
 # ---------------------------------------------------------------------------
 # Compiled route. The same search as ``_left_end_block``, one pair at a time:
 # plain Python functions that numba compiles on first use (``_numba_route``),
-# with ``_prange`` and ``_eval_pair`` bound to their compiled forms then.
+# with ``_prange``, ``_eval_pair``, ``_profile_pair`` and ``_bracket_pair`` bound to their
+# compiled forms then. ``_profile_pair`` and ``_bracket_pair`` also serve the split form
+# (``_chernoff_binned``), compiled there on its exponent.
 # ---------------------------------------------------------------------------
 
 
