@@ -36,6 +36,10 @@ steps on a convex function, warm-started from the Hoeffding point, and the
 search starts from the Hoeffding end, so the result is never wider than the
 Hoeffding interval on the same groups.
 
+The search in ``m`` (:func:`_bracket`; compiled, :func:`_bracket_pair`) and the θ-profile
+(:func:`_profile`) take the exponent as an argument: the split form of :mod:`._chernoff_binned`
+runs the same search on its own exponent.
+
 The lower tail is the upper tail of the complementary labels: with
 ``S′ = Σ_g n_g l_g − S`` and ``m′ = 1 − m`` its exponent is
 ``−θS′ + Σ_g n_g log(1 + hi_g(m′)(e^{θ l_g} − 1))`` (the identity
@@ -47,6 +51,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Callable
 
 import numpy as np
 
@@ -144,13 +149,14 @@ def _check_inputs(class_sums: object, count: object, mass_upper: object, mass_lo
     return S, N, np.ascontiguousarray(U), np.ascontiguousarray(L), np.ascontiguousarray(R), d, tol, kappa
 
 
-def _evaluate(S: np.ndarray, N: np.ndarray, M: np.ndarray, R: np.ndarray, m: np.ndarray,
-              theta: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The upper-tail exponent at (m, θ) per pair, and the derivatives the search needs.
+def _evaluate(S: np.ndarray, data: tuple, m: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The upper-tail exponent at (m, θ) per pair for the groups ``data = (N, M, R)`` (each (P, B)), and
+    the derivatives the search needs.
 
     Returns ``φ``, ``∂φ/∂θ``, ``∂²φ/∂θ²``, ``∂φ/∂m`` and ``A = S − Σ n·u·hi(m)``
     (``= −∂φ/∂θ`` at θ = 0; ``A ≤ 0`` means ``m`` is not rejected for any θ).
     """
+    N, M, R = data
     hi = np.minimum(m[:, None] + R, 1.0)
     x = theta[:, None] * M
     ex = np.exp(-x)
@@ -179,9 +185,12 @@ def _next_theta(theta: np.ndarray, d1: np.ndarray, d2: np.ndarray, t_lo: np.ndar
     return np.minimum(np.where(ok, newton, fallback), t_max)
 
 
-def _profile(S: np.ndarray, N: np.ndarray, M: np.ndarray, R: np.ndarray, m: np.ndarray,
-             theta: np.ndarray, t_max: np.ndarray, log_level: float) -> tuple[np.ndarray, ...]:
+def _profile(S: np.ndarray, data: tuple, m: np.ndarray, theta: np.ndarray, t_max: np.ndarray,
+             log_level: float, evaluate: Callable = _evaluate) -> tuple[np.ndarray, ...]:
     """``g(m) = min_θ φ(m, θ) − log(δ′/2)`` (from above), ``∂g/∂m`` and the best θ, per pair.
+
+    ``evaluate(S, data, m, θ)`` is the exponent (:func:`_evaluate`, or the split form's), ``data``
+    its per-pair arrays (first axis the pairs).
 
     Safeguarded Newton on the convex θ ↦ φ from the warm start ``theta``. A pair
     stops once the Newton decrement ``φ′²/φ″`` (about twice the gap to the
@@ -199,7 +208,7 @@ def _profile(S: np.ndarray, N: np.ndarray, M: np.ndarray, R: np.ndarray, m: np.n
     th = theta.copy()
     idx = np.arange(P)
     for it in range(_THETA_STEPS):
-        phi, d1, d2, dm, a = _evaluate(S[idx], N[idx], M[idx], R[idx], m[idx], th[idx])
+        phi, d1, d2, dm, a = evaluate(S[idx], tuple(d[idx] for d in data), m[idx], th[idx])
         if it == 0:
             amass[idx] = a
         better = phi < best[idx]
@@ -257,7 +266,7 @@ def _left_end_block(S: np.ndarray, N: np.ndarray, M: np.ndarray, R: np.ndarray, 
         amass = S[idx] - (nm[idx] * hi).sum(axis=1)
         t_star = np.clip(4.0 * amass / v[idx], theta_min[idx], theta_max[idx])
         theta[idx] = t_star
-        phi, d1, d2, dm, _ = _evaluate(S[idx], N[idx], M[idx], R[idx], m_h[idx], t_star)
+        phi, d1, d2, dm, _ = _evaluate(S[idx], (N[idx], M[idx], R[idx]), m_h[idx], t_star)
         ok = (m_h[idx] > 0) & (phi <= log_level)
         a[idx[ok]] = m_h[idx[ok]]
         # First probe: a Newton step in m from the certified Hoeffding end (θ* is not the
@@ -274,15 +283,34 @@ def _left_end_block(S: np.ndarray, N: np.ndarray, M: np.ndarray, R: np.ndarray, 
         m_first[idx] = np.where(ok, first, 0.0)
     else:
         m_first = np.zeros(P)
-    m = m_first
-    active = np.flatnonzero(~done & (b - a > tol))
+    return _bracket(S, (N, M, R), _evaluate, a, b, m_first, theta, theta_max, log_level, tol)
+
+
+def _bracket(S: np.ndarray, data: tuple, evaluate: Callable, a: np.ndarray, b: np.ndarray, m: np.ndarray,
+             theta: np.ndarray, theta_max: np.ndarray, log_level: float, tol: float,
+             above: np.ndarray | None = None, below: np.ndarray | None = None) -> np.ndarray:
+    """The bracketed search in ``m`` of every exponent (numpy; :func:`_bracket_pair` is the compiled one).
+
+    Per pair, ``a`` is certified rejected (0, or a level rejected at an explicit θ), ``b`` judged not
+    rejected and ``m`` the first probe, ``theta`` its warm start (at least ``1e-12·theta_max``).
+    Each probe's θ-profile (:func:`_profile` with ``evaluate`` on ``data``) moves ``a`` up where it
+    certifies rejection, else ``b`` down; the next probe is a Newton step in ``m`` (the first
+    ``_NEWTON_M_STEPS``) kept ``tol/2`` inside the bracket, or its midpoint. A pair stops when
+    ``b − a ≤ tol``, when ``S ≤ 0``, or (``above``/``below``, default never) once ``a > above`` or
+    ``b ≤ below``. Returns ``a`` (updated in place, as are ``b``, ``m`` and ``theta``).
+    """
+    n = S.shape[0]
+    above = np.full(n, np.inf) if above is None else above
+    below = np.full(n, -np.inf) if below is None else below
+    theta_min = 1e-12 * theta_max
     half = 0.5 * tol
+    active = np.flatnonzero((S > 0) & (b - a > tol) & ~(a > above) & ~(b <= below))
     for step in range(_MAX_STEPS):
         if active.size == 0:
             break
         x = m[active]
-        g, gm, th = _profile(S[active], N[active], M[active], R[active], x, theta[active],
-                             theta_max[active], log_level)
+        g, gm, th = _profile(S[active], tuple(d[active] for d in data), x, theta[active], theta_max[active],
+                             log_level, evaluate)
         theta[active] = np.maximum(th, theta_min[active])
         rejected = g <= 0
         aa = np.where(rejected, x, a[active])
@@ -295,9 +323,8 @@ def _left_end_block(S: np.ndarray, N: np.ndarray, M: np.ndarray, R: np.ndarray, 
         mid = 0.5 * (aa + bb)
         use_newton = (step < _NEWTON_M_STEPS) & (gm > 0) & np.isfinite(newton) & (newton > aa) & (newton < bb)
         nxt = np.where(use_newton, newton, mid)
-        nxt = np.where(bb - aa > tol, np.clip(nxt, aa + half, bb - half), mid)
-        m[active] = nxt
-        active = active[bb - aa > tol]
+        m[active] = np.where(bb - aa > tol, np.clip(nxt, aa + half, bb - half), mid)
+        active = active[(bb - aa > tol) & ~(aa > above[active]) & ~(bb <= below[active])]
     return a
 
 
@@ -497,7 +524,9 @@ def group_hoeffding_interval(
 # ---------------------------------------------------------------------------
 # Compiled route. The same search as ``_left_end_block``, one pair at a time:
 # plain Python functions that numba compiles on first use (``_numba_route``),
-# with ``_prange`` and ``_eval_pair`` bound to their compiled forms then.
+# with ``_prange``, ``_eval_pair``, ``_profile_pair`` and ``_bracket_pair`` bound to their
+# compiled forms then. ``_profile_pair`` and ``_bracket_pair`` also serve the split form
+# (``_chernoff_binned``), compiled there on its exponent.
 # ---------------------------------------------------------------------------
 
 
@@ -616,26 +645,34 @@ def _left_ends_loop(S, rows, N, M, R, right, log_level, tol, out, max_exp, newto
             else:
                 theta = 4.0 * theta
             theta = max(min(theta, theta_max), theta_min)
-        for step in range(max_steps):
-            if not b - a > tol:
-                break
-            g, gm, th = _profile_pair(N, M, R, q, s, x, theta, theta_max, log_level,
-                                      theta_steps, dec_abs, dec_rel)
-            theta = max(th, theta_min)
-            if g <= 0.0:
-                a = x
-            else:
-                b = x
-            mid = 0.5 * (a + b)
-            nxt = mid
-            if step < newton_steps and gm > 0.0:
-                newton = x - g / gm
-                if math.isfinite(newton) and a < newton < b:
-                    nxt = newton
-            if b - a > tol:
-                nxt = min(max(nxt, a + half), b - half)
-            x = nxt
-        out[k] = a
+        out[k] = _bracket_pair(N, M, R, q, s, a, b, x, theta, theta_max, log_level, tol, math.inf, -math.inf,
+                               newton_steps, max_steps, theta_steps, dec_abs, dec_rel)
+
+
+def _bracket_pair(N, M, R, q, s, a, b, x, theta, t_max, log_level, tol, above, below, newton_steps, max_steps,
+                  theta_steps, dec_abs, dec_rel):  # pragma: no cover - compiled by numba
+    """:func:`_bracket` for one pair (query ``q``, sum ``s``), the exponent's arrays ``N, M, R`` passed to
+    ``_profile_pair`` (bound, when compiled, to the grouped or the split exponent's profile)."""
+    t_min = 1e-12 * t_max
+    half = 0.5 * tol
+    for step in range(max_steps):
+        if not b - a > tol or a > above or b <= below:
+            break
+        g, gm, th = _profile_pair(N, M, R, q, s, x, theta, t_max, log_level, theta_steps, dec_abs, dec_rel)
+        theta = max(th, t_min)
+        if g <= 0.0:
+            a = x
+        else:
+            b = x
+        nxt = 0.5 * (a + b)
+        if step < newton_steps and gm > 0.0:
+            newton = x - g / gm
+            if math.isfinite(newton) and a < newton < b:
+                nxt = newton
+        if b - a > tol:
+            nxt = min(max(nxt, a + half), b - half)
+        x = nxt
+    return a
 
 
 def _prange(n):  # the pure-Python stand-in for numba.prange
@@ -656,7 +693,9 @@ class _NumbaRoute:
         profile = types.FunctionType(_profile_pair.__code__, dict(globals(), _eval_pair=eval_pair),
                                      "_profile_pair")
         profile = njit_cached(profile)
-        scope = dict(globals(), _eval_pair=eval_pair, _profile_pair=profile, _prange=numba.prange)
+        bracket = njit_cached(types.FunctionType(_bracket_pair.__code__, dict(globals(), _profile_pair=profile),
+                                                 "_bracket_pair"))
+        scope = dict(globals(), _eval_pair=eval_pair, _bracket_pair=bracket, _prange=numba.prange)
         loop = types.FunctionType(_left_ends_loop.__code__, scope, "_left_ends_loop")
         self._loop = njit_cached(loop, parallel=True)
 

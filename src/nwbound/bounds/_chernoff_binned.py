@@ -69,13 +69,14 @@ def _pack(count: np.ndarray, mass: np.ndarray, bdist: np.ndarray, a_lo: np.ndarr
     return np.ascontiguousarray(packed)
 
 
-def _evaluate_split(S: np.ndarray, P: np.ndarray, _m1: np.ndarray, _m2: np.ndarray, m: np.ndarray,
-                    theta: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Split exponent at (m, θ) per pair and the derivatives the search needs (numpy).
+def _evaluate_split(S: np.ndarray, data: tuple, m: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Split exponent at (m, θ) per pair for the packed bins ``data = (P,)`` and the derivatives the
+    search needs (numpy).
 
     Same contract as :func:`._chernoff._evaluate`: ``φ``, ``∂φ/∂θ``, ``∂²φ/∂θ²``,
     ``∂φ/∂m`` and ``S − Σ_b min(A_b, m A_b + βD_b)`` (``= −∂φ/∂θ`` at θ = 0).
     """
+    (P,) = data
     A, bD, lam, cnt = P[:, _A], P[:, _BD], P[:, _LAM], P[:, _CNT]
     mcap, rho, rho_in = P[:, _MCAP], P[:, _RHO], P[:, _RHO_IN]
     mm = m[:, None]
@@ -113,50 +114,22 @@ def _evaluate_split(S: np.ndarray, P: np.ndarray, _m1: np.ndarray, _m2: np.ndarr
     return phi, d1, d2, dm, S - lin
 
 
-# H1's θ-profile with the split exponent in place of the per-group one.
-_profile_split = types.FunctionType(_base._profile.__code__, dict(vars(_base), _evaluate=_evaluate_split),
-                                    "_profile_split")
-
-
 def _left_end_block(S: np.ndarray, P: np.ndarray, start: np.ndarray, right: np.ndarray, theta0: np.ndarray,
                     theta_max: np.ndarray, log_level: float, tol: float, above: np.ndarray,
                     below: np.ndarray) -> np.ndarray:
-    """Left ends of a block of pairs (numpy): ``start`` is certified rejected (Hoeffding), ``right`` not.
+    """Left ends of a block of pairs (numpy): ``start`` is certified rejected (Hoeffding), ``right`` not;
+    the search is :func:`._chernoff._bracket` on the split exponent, from the midpoint.
 
     A pair stops early once its bracket ``[a, b]`` lies above ``above`` or at most ``below`` (see
     :func:`_left_ends`)."""
-    n = S.shape[0]
-    dummy = np.zeros(n)
-    theta_min = 1e-12 * theta_max
-    a = start.copy()
-    b = right.copy()
-    theta = np.clip(theta0, theta_min, theta_max)
-    m = 0.5 * (a + b)
-    half = 0.5 * tol
-    active = np.flatnonzero((S > 0) & (b - a > tol) & ~(a > above) & ~(b <= below))
-    for step in range(_base._MAX_STEPS):
-        if active.size == 0:
-            break
-        x = m[active]
-        g, gm, th = _profile_split(S[active], P[active], dummy[active], dummy[active], x, theta[active],
-                                   theta_max[active], log_level)
-        theta[active] = np.maximum(th, theta_min[active])
-        rejected = g <= 0
-        aa = np.where(rejected, x, a[active])
-        bb = np.where(rejected, b[active], x)
-        a[active], b[active] = aa, bb
-        with np.errstate(divide="ignore", invalid="ignore"):
-            newton = x - g / gm
-        mid = 0.5 * (aa + bb)
-        use = (step < _base._NEWTON_M_STEPS) & (gm > 0) & np.isfinite(newton) & (newton > aa) & (newton < bb)
-        nxt = np.where(use, newton, mid)
-        m[active] = np.where(bb - aa > tol, np.clip(nxt, aa + half, bb - half), mid)
-        active = active[(bb - aa > tol) & ~(aa > above[active]) & ~(bb <= below[active])]
-    return a
+    a, b = start.copy(), right.copy()
+    theta = np.clip(theta0, 1e-12 * theta_max, theta_max)
+    return _base._bracket(S, (P,), _evaluate_split, a, b, 0.5 * (a + b), theta, theta_max, log_level, tol,
+                          above, below)
 
 
 # ---------------------------------------------------------------------------
-# Compiled route: the same exponent one pair at a time, H1's _profile_pair on top.
+# Compiled route: the same exponent one pair at a time, H1's _profile_pair and _bracket_pair on top.
 # ---------------------------------------------------------------------------
 
 
@@ -221,36 +194,15 @@ def _eval_split_pair(P, _m1, _m2, q, s, m, theta):  # pragma: no cover - compile
 def _split_loop(S, rows, P, start, right, theta0, theta_max, log_level, tol, out, newton_steps, max_steps,
                 theta_steps, dec_abs, dec_rel, above, below):  # pragma: no cover - compiled by numba
     for k in _prange(S.shape[0]):
-        s = S[k]
-        q = rows[k]
         a = start[k]
-        b = right[k]
-        if s <= 0.0 or not b - a > tol or a > above[k] or b <= below[k]:
+        if S[k] <= 0.0:
             out[k] = a
             continue
+        b = right[k]
         t_max = theta_max[k]
-        t_min = 1e-12 * t_max
-        theta = min(max(theta0[k], t_min), t_max)
-        half = 0.5 * tol
-        x = 0.5 * (a + b)
-        for step in range(max_steps):
-            if not b - a > tol or a > above[k] or b <= below[k]:
-                break
-            g, gm, th = _profile_pair(P, P, P, q, s, x, theta, t_max, log_level, theta_steps, dec_abs, dec_rel)
-            theta = max(th, t_min)
-            if g <= 0.0:
-                a = x
-            else:
-                b = x
-            nxt = 0.5 * (a + b)
-            if step < newton_steps and gm > 0.0:
-                newton = x - g / gm
-                if math.isfinite(newton) and a < newton < b:
-                    nxt = newton
-            if b - a > tol:
-                nxt = min(max(nxt, a + half), b - half)
-            x = nxt
-        out[k] = a
+        theta = min(max(theta0[k], 1e-12 * t_max), t_max)
+        out[k] = _bracket_pair(P, P, P, rows[k], S[k], a, b, 0.5 * (a + b), theta, t_max, log_level, tol,
+                               above[k], below[k], newton_steps, max_steps, theta_steps, dec_abs, dec_rel)
 
 
 _NUMBA_ROUTE = None  # the compiled loop once built, False when numba is missing
@@ -272,7 +224,9 @@ def _numba_loop() -> object | None:
         ev = numba.njit(_eval_split_pair)
         prof = types.FunctionType(_base._profile_pair.__code__, dict(vars(_base), _eval_pair=ev), "_profile_split")
         prof = numba.njit(prof)
-        scope = dict(globals(), _profile_pair=prof, _prange=numba.prange)
+        bracket = numba.njit(types.FunctionType(_base._bracket_pair.__code__, dict(vars(_base), _profile_pair=prof),
+                                                "_bracket_split"))
+        scope = dict(globals(), _bracket_pair=bracket, _prange=numba.prange)
         _NUMBA_ROUTE = njit_cached(types.FunctionType(_split_loop.__code__, scope, "_split_loop"),
                                    sources=(__file__, _base.__file__), parallel=True)
     return _NUMBA_ROUTE

@@ -19,6 +19,13 @@ a bracket's ``a``, a level rejected at an explicit θ by an exponent that domina
 every level below ``a`` is rejected too. Fewer θ steps than the host's can only leave a probe
 uncertified, which moves ``b`` (never ``a``) inward: the interval can be wider, never narrower.
 The upper end ``1 − a′`` is rounded up (one ulp towards 1), which the host leaves to ``tol``.
+
+Why this is a second copy of the host's bracket (:func:`._chernoff._bracket`) and not the same code
+through the array-API namespace: the host compacts the open pairs after every probe (fancy indexing, a
+data-dependent shape) and runs each θ-profile to its decrement test; here the shapes stay fixed
+(masks, a fixed number of θ steps, a compiled probe, the fused Triton kernel) so that the host reads
+the device only once every few probes. One routine would force one strategy on both: host results
+no longer bit for bit the same, or a device that synchronises at every probe.
 """
 
 from __future__ import annotations
@@ -700,7 +707,8 @@ def chernoff_interval_binned_device(
 
 def hoeffding_limits_device(class_sums: Any, sq_sum: Any, dist_sum: Any, beta: float, delta_prime: float,
                             *, sum_error: float = 0.0) -> dict:
-    """The ``"hoeffding"`` limits of :meth:`~nwbound.bounds.BoundSpec.limits` where the sums live.
+    """The ``"hoeffding"`` limits of :meth:`~nwbound.bounds.BoundSpec.limits` where the sums live: the
+    host's rule itself (:func:`~nwbound.bounds.hoeffding_limits`) on float64 tensors.
 
     The interval ``[p̂ − w, p̂ + w] ∩ [0, 1]`` with ``w = min(1, β·D/κ′ + √(ln(2/δ′)·S2/2)/κ′ +
     ρ/(2(1 − ρ)))``, ``κ′ = κ/(1 + ρ)`` (the host's rule for sums with a summation error ``ρ``) and
@@ -722,34 +730,12 @@ def hoeffding_limits_device(class_sums: Any, sq_sum: Any, dist_sum: Any, beta: f
     >>> round(float(out["bias"][0, 0]), 3), round(float(out["sampling"][0, 0]), 3)
     (0.1, 0.679)
     """
+    from .forms.hoeffding import hoeffding_limits
+
     torch = _torch()
     dev = class_sums.device
-    S = _f64(torch, class_sums, dev)
-    q2, dsum = _f64(torch, sq_sum, dev), _f64(torch, dist_sum, dev)
-    rho = float(sum_error)
-    if not 0.0 <= rho < 0.5:
-        raise ValueError(f"sum_error must be in [0, 0.5) (a relative error bound of the sums), got {sum_error!r}.")
-    kappa = S.sum(1)
-    vacuous = ~(kappa > 0)
-    k_low = (kappa / (1.0 + rho)) if rho > 0 else kappa
-    safe = torch.where(vacuous, 1.0, k_low)
-    bias = torch.where(vacuous, 1.0, float(beta) * dsum / safe)
-    sampling = torch.sqrt(math.log(2.0 / float(delta_prime)) * q2 / 2.0) / safe
-    if rho > 0:
-        sampling = sampling + rho / (2.0 * (1.0 - rho)) * (1.0 + 2.0**-50)
-    sampling = torch.where(vacuous, 1.0, sampling)
-    eps = torch.clamp(bias + sampling, max=1.0)[:, None]
-    proba = S / torch.where(vacuous, 1.0, kappa)[:, None]
-    proba = torch.clamp(proba, 0.0, 1.0)
-    C = S.shape[1]
-    lower, upper = torch.clamp(proba - eps, 0.0, 1.0), torch.clamp(proba + eps, 0.0, 1.0)
-    # One meaning of ε for every form (glossary): the reported interval's half-width, 1 where vacuous.
-    half = torch.where(vacuous[:, None], 1.0, torch.maximum(proba - lower, upper - proba))
-    return {
-        "proba": proba, "lower": lower, "upper": upper,
-        "epsilon": half, "bias": bias[:, None].expand(-1, C),
-        "sampling": sampling[:, None].expand(-1, C), "kappa": kappa, "vacuous": vacuous,
-    }
+    return hoeffding_limits(_f64(torch, class_sums, dev), _f64(torch, sq_sum, dev), _f64(torch, dist_sum, dev),
+                            float(beta), float(delta_prime), sum_error=sum_error)
 
 
 # Bytes the search may hold per block of queries (its largest temporaries are (rows, 2C, 2, B)
@@ -878,7 +864,7 @@ def _limits_from_arrays(spec: Any, *, class_sums: Any, sq_sum: Any, dist_sum: An
     ``point_mass`` and ``point_dist`` (n, k), ``u2_error`` a float or (n,)."""
     import numpy as np
 
-    from ._spec import _KERNEL_SLACK
+    from .forms.chernoff import histogram_bins
 
     torch = _torch()
     dev = class_sums.device
@@ -910,18 +896,11 @@ def _limits_from_arrays(spec: Any, *, class_sums: Any, sq_sum: Any, dist_sum: An
         k_edges_np = np.asarray(kernel.from_squared(edges_np), dtype=np.float64) / spec.kernel_sup
         edges, k_edges = _constant(torch, edges_np, dev), _constant(torch, k_edges_np, dev)
         u_err = torch.sqrt(_f64(torch, u2_error, dev).expand(n))
-        mass_upper = (float(weight_max) * k_edges[:-1] * spec.kernel_sup * (1.0 + _KERNEL_SLACK))[None, :]
-        mass_lower = (float(weight_max) * k_edges[1:] * spec.kernel_sup * (1.0 - _KERNEL_SLACK))[None, :]
-        radius = lam * torch.hypot(torch.sqrt(edges[1:])[None, :], u_err[:, None])
-        inner = lam * torch.sqrt(torch.clamp(edges[None, :-1] - (u_err * u_err)[:, None], min=0.0))
-        count = _f64(torch, histogram, dev)
-        if uniform_weights:
-            a_lo = mass_lower
-        elif hist_count is not None:
-            a_lo = (float(weight_min) * k_edges[1:] * spec.kernel_sup * (1.0 - _KERNEL_SLACK))[None, :]
-            count = _f64(torch, hist_count, dev)
-        else:
-            a_lo = torch.zeros_like(mass_lower)
+        counted = not uniform_weights and hist_count is not None
+        floor = float(weight_max) if uniform_weights else float(weight_min) if counted else 0.0
+        mass_upper, _, a_lo, radius, inner = histogram_bins(edges, k_edges, spec.kernel_sup, lam, u_err,
+                                                            float(weight_max), floor)  # the host's rule
+        count = _f64(torch, hist_count if counted else histogram, dev)
         dsum = _f64(torch, dist_sum, dev)
 
         def binned(S_, count_, mass_, dist_, lo_, hi_, radius_, inner_, q2_, dsum_):

@@ -22,7 +22,8 @@ from typing import Any, Mapping
 from .._numerics import feature_unit, to_feature_unit
 from .._result import PredictionInterval
 from .._validation import check_beta, check_choice, check_class_count, check_label_free_weights, check_open_unit, check_params_as_fitted, check_positive
-from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size
+from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size, get_bound_form
+from ..bounds import CHERNOFF_FALLBACK_START as _CHERNOFF_FALLBACK_START
 from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
 from ..utils import report
@@ -59,8 +60,6 @@ _PARAM_NAMES: dict = {}  # class -> its parameter names (BoundedClassifierBase._
 
 
 _UNITS_WARNING_START = "The assumption"
-#: The start of the warning that bound="chernoff" falls back to Hoeffding for a kernel without compact support.
-_CHERNOFF_FALLBACK_START = "bound='chernoff' over all training points needs a kernel with compact support"
 
 
 # scikit-learn's warnings on feature names that differ between fit and predict (validate_data).
@@ -117,7 +116,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         "cross_fit": ["boolean", StrOptions({"auto"}), Interval(Integral, 2, None, closed="left")],
         "margin": [Interval(Real, 0, None, closed="neither"), None],
         "delta": [Interval(Real, 0, 1, closed="neither")],
-        "bound": [StrOptions(set(BOUND_NAMES))],
+        "bound": [StrOptions(BOUND_NAMES)],  # the registered forms, read at each check
         "coverage": [StrOptions(set(COVERAGE_NAMES))],
         "sigma": [Interval(Real, 0, None, closed="neither")],
         "empty_neighborhood": [StrOptions(set(EMPTY_NEIGHBORHOOD_RULES))],
@@ -575,33 +574,14 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         ck = check_positive(params["ck"], "ck", allow_none=True)
         if ck is None:
             ck = kernel.sup
-        elif form == "paper" and ck < kernel.sup:
-            raise ValueError(
-                f"ck={ck:g} is below sup K = {kernel.sup:g}, so K/ck > 1 and the paper's bound does not "
-                f"hold; use ck >= {kernel.sup:g} (the default ck=None uses sup K)."
-            )
-        if form == "chernoff" and not localized and not kernel.nonincreasing:
-            raise ValueError(
-                f"bound='chernoff' over all training points uses a distance histogram, which needs a kernel "
-                f"that does not increase with distance; kernel {kernel.name!r} does. Use the exact per-point "
-                "form (n_neighbors=k, the localized classifier) or bound='hoeffding'."
-            )
+        # The form's own checks (its file in nwbound.bounds.forms): an error, or another form to use.
+        fallback = get_bound_form(form).check(kernel, ck=ck, localized=localized)
         beta = check_beta(params["lipschitz"], params["margin"], required=required)
         if beta is None:
             return None
-        if form == "chernoff" and not localized and not kernel.compact:
-            # The band-Chernoff form over all training points bins distances on the kernel's
-            # support; an infinite support has no finite histogram. Hoeffding stays valid.
-            warnings.warn(
-                f"{_CHERNOFF_FALLBACK_START} for its "
-                f"distance histogram; kernel {kernel.name!r} has none, so this model uses bound='hoeffding' "
-                "instead (valid, usually wider). For the Chernoff bound use kernel='gaussian' (truncated at "
-                "3λ) or the localized classifier (n_neighbors=k); pass bound='hoeffding' to keep this bound "
-                "without this warning.",
-                UserWarning,
-                stacklevel=_caller_stacklevel(),
-            )
-            form = "hoeffding"
+        if fallback is not None:
+            form, message = fallback
+            warnings.warn(message, UserWarning, stacklevel=_caller_stacklevel())
         # lipschitz="auto": bandwidths chosen at the pilot L (label-free), whatever L is tested or chosen.
         pinned = getattr(self, "_choice_beta", None) if self.lipschitz == "auto" and params["margin"] is None else None
         return BoundSpec(
