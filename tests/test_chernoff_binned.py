@@ -196,6 +196,25 @@ def test_numba_and_numpy_agree():
     np.testing.assert_allclose(a[1], b[1], atol=1e-9)
 
 
+@pytest.mark.parametrize("beta", [6.0, 30.0])
+def test_numba_early_exit_agrees_with_the_full_search(beta):
+    # A wide band (large L): the linear part at the Hoeffding end already reaches S for many pairs,
+    # so the compiled loop returns that end without searching; the numpy route searches in full.
+    from test_engine_paths import numba_unavailable_reason
+
+    if (reason := numba_unavailable_reason()):
+        pytest.skip(reason)
+    rng = np.random.default_rng(11)
+    rows = [_binned(*_points(rng, int(rng.integers(5, 400)), 2, lam=0.2), 2, 32, beta, lam=0.2)
+            for _ in range(60)]
+    S, n, A, D, alo, ahi, rho, rho_in, sq = (np.array([row[i] for row in rows]) for i in range(9))
+    args = (S, n, A, D, alo, ahi, rho, beta, 0.02)
+    a = chernoff_interval_binned(*args, sq_sum=sq, band_radius_inner=rho_in, engine="numpy")
+    b = chernoff_interval_binned(*args, sq_sum=sq, band_radius_inner=rho_in, engine="numba")
+    np.testing.assert_allclose(a[0], b[0], atol=1e-9)
+    np.testing.assert_allclose(a[1], b[1], atol=1e-9)
+
+
 # ---------------------------------------------------------------- through the classifier
 def _field(x):
     return np.clip(0.5 + 0.45 * np.sin(3.0 * x[:, 0]) * np.cos(2.0 * x[:, 1]), 0.0, 1.0)

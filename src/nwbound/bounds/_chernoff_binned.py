@@ -198,6 +198,17 @@ def _split_loop(S, rows, P, start, right, theta0, theta_max, log_level, tol, out
         if S[k] <= 0.0:
             out[k] = a
             continue
+        # The linear part at a with each bin's term at its least over m ≥ a (rounding is monotone):
+        # where it reaches S, every probe m ≥ a finds no mass left (the profile's g = inf), nothing
+        # is rejected and the search would return a after ~20 evaluations of every bin.
+        lin = 0.0
+        for j in range(P.shape[2]):
+            A = P[rows[k], 1, j]
+            if A > 0.0:
+                lin += min(A, A * a + P[rows[k], 2, j])
+        if lin >= S[k]:
+            out[k] = a
+            continue
         b = right[k]
         t_max = theta_max[k]
         theta = min(max(theta0[k], 1e-12 * t_max), t_max)
