@@ -427,7 +427,8 @@ def test_lipschitz_auto_covers_on_a_known_field():
     assert ((pq < iv.lower[:, 1]) | (pq > iv.upper[:, 1])).mean() <= 0.05
     # Never below the pilot; each model's L is √2 in its two-constant space (a certified share of
     # 30 % here came from lipschitz="auto" halving its pilot, which missed p on other fields).
-    assert all(h.lipschitz_ >= h.lipschitz_report_.pilot for h in clf.cross_fit_models_)
+    # 6 000 rows: one split (the metric share is above AUTO_CROSS_FIT_MAX_ROWS).
+    assert not clf._is_cross_fitted() and clf.lipschitz_ >= clf.lipschitz_report_.pilot
 
 
 def _sine60(n, seed):
@@ -696,14 +697,14 @@ def test_cross_fit_auto_cross_fits_metric_auto_only(metric, cross_fit, expected)
 
 
 def test_cross_fit_auto_stops_above_the_map_row_cap(monkeypatch):
-    """Above AUTO_MAX_ROWS rows in the metric share, the map is capped anyway: one split."""
-    import nwbound.estimators._base as base
+    """Above AUTO_CROSS_FIT_MAX_ROWS rows in the metric share: one split."""
+    import nwbound.spaces._split as split
 
     X, y, _ = _field(400, d=4, seed=17)
-    monkeypatch.setattr(base, "AUTO_MAX_ROWS", 159)  # 0.4 · 400 = 160 rows in the metric share
+    monkeypatch.setattr(split, "AUTO_CROSS_FIT_MAX_ROWS", 159)  # 0.4 · 400 = 160 rows in the metric share
     with _quiet():
         one = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric="auto").fit(X, y)
-    monkeypatch.setattr(base, "AUTO_MAX_ROWS", 160)
+    monkeypatch.setattr(split, "AUTO_CROSS_FIT_MAX_ROWS", 160)
     with _quiet():
         two = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric="auto").fit(X, y)
     assert not one._is_cross_fitted() and one.metric_ is not None
@@ -770,3 +771,15 @@ def test_fit_transform_is_fit_then_transform_bit_for_bit(metric):
 def test_fit_transform_needs_a_metric():
     with pytest.raises(ValueError, match="needs a metric"):
         LearnedSpace(None).fit_transform(np.zeros((4, 2)), np.array([0, 1, 0, 1]))
+
+
+def test_cross_fit_auto_pairs_up_to_five_thousand_rows_only():
+    """The pair costs 2–2.5× for ≤ 1.5 points of certified share above 5 000 rows (round 12):
+    the default cross-fits up to 2 000 metric rows (5 000 training rows at metric_fraction 0.4)."""
+    from nwbound.spaces import AUTO_CROSS_FIT_MAX_ROWS, auto_cross_fits
+
+    assert AUTO_CROSS_FIT_MAX_ROWS == 2_000
+    clf = NadarayaWatsonClassifier()
+    assert clf._uses_cross_fit(np.zeros((5_000, 2))) and not clf._uses_cross_fit(np.zeros((5_001, 2)))
+    assert NadarayaWatsonClassifier(metric_fraction=0.2)._uses_cross_fit(np.zeros((10_000, 2)))
+    assert auto_cross_fits(2, None, 0.4, 10**7) and not auto_cross_fits(False, "auto", 0.4, 10)

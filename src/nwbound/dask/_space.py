@@ -20,7 +20,7 @@ from typing import Any, Mapping
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ..spaces import AUTO_MAX_ROWS, check_fraction, cross_fit_layouts, metric_kind, split_rows
+from ..spaces import auto_cross_fits, check_fraction, cross_fit_layouts, metric_kind, split_rows
 
 __all__ = ["chooses_lipschitz", "uses_cross_fit", "split_seed", "row_layouts", "check_rows_split", "nw_weights"]
 
@@ -48,11 +48,8 @@ def chooses_lipschitz(params: Mapping[str, Any]) -> bool:
 
 
 def uses_cross_fit(params: Mapping[str, Any], n_samples: int) -> bool:
-    """Whether the in-memory ``fit`` of these parameters on ``n_samples`` rows cross-fits.
-
-    ``cross_fit=True`` or a number of folds; ``"auto"`` with ``metric="auto"`` when the metric
-    share (``metric_fraction`` of the rows) holds at most ``AUTO_MAX_ROWS`` rows (user guide,
-    "Cross-fitting").
+    """Whether the in-memory ``fit`` of these parameters on ``n_samples`` rows cross-fits
+    (:func:`nwbound.spaces.auto_cross_fits`, the estimator's rule).
 
     Parameters
     ----------
@@ -69,14 +66,11 @@ def uses_cross_fit(params: Mapping[str, Any], n_samples: int) -> bool:
     --------
     >>> from nwbound.dask._space import uses_cross_fit
     >>> auto = {"cross_fit": "auto", "metric": "auto", "metric_fraction": 0.4}
-    >>> uses_cross_fit(auto, 20_000), uses_cross_fit(auto, 1_000_000)
+    >>> uses_cross_fit(auto, 2_000), uses_cross_fit(auto, 1_000_000)
     (True, False)
     """
-    cross_fit = params.get("cross_fit", False)
-    if isinstance(cross_fit, str):
-        return (cross_fit == "auto" and metric_kind(params.get("metric")) == "auto"
-                and check_fraction(params.get("metric_fraction", 0.4)) * n_samples <= AUTO_MAX_ROWS)
-    return bool(cross_fit)
+    return auto_cross_fits(params.get("cross_fit", False), params.get("metric"), params.get("metric_fraction", 0.4),
+                           n_samples)
 
 
 def split_seed(random_state: Any) -> int:

@@ -27,7 +27,7 @@ from ..bounds import CHERNOFF_FALLBACK_START as _CHERNOFF_FALLBACK_START
 from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
 from ..utils import report
-from ..spaces import AUTO_MAX_ROWS, GroupsError, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
+from ..spaces import GroupsError, auto_cross_fits, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
 from ._fit_errors import _auto_lipschitz, _split_settings_errors
 from ._device import queries_on_host, training_data_on_host, validate_queries
 from ._fitted_state import _LearnedState
@@ -407,16 +407,9 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         return models
 
     def _uses_cross_fit(self, X: Any = None) -> bool:
-        """Whether ``fit(X)`` cross-fits: ``cross_fit=True``; with ``"auto"``, ``metric="auto"`` on a
-        training set whose metric share (``metric_fraction`` of its rows) holds at most
-        ``AUTO_MAX_ROWS`` rows (user guide, "Cross-fitting")."""
-        cf = getattr(self, "cross_fit", False)
-        if isinstance(cf, str):
-            if cf != "auto" or metric_kind(getattr(self, "metric", None)) != "auto":
-                return False
-            n = _num_samples(X) if X is not None else 0
-            return check_fraction(getattr(self, "metric_fraction", 0.4)) * n <= AUTO_MAX_ROWS
-        return bool(cf)
+        """Whether ``fit(X)`` cross-fits (:func:`nwbound.spaces.auto_cross_fits`; user guide, "Cross-fitting")."""
+        return auto_cross_fits(getattr(self, "cross_fit", False), getattr(self, "metric", None),
+                               getattr(self, "metric_fraction", 0.4), _num_samples(X) if X is not None else 0)
 
     def _is_cross_fitted(self) -> bool:
         return getattr(self, "cross_fit_models_", None) is not None and getattr(self, "_cross_fitted", False)

@@ -234,7 +234,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         ``K`` stratified folds (whole groups with ``groups``), each model's kernel sums on one fold
         and its map on the other ``K − 1``. ``"auto"``: with ``metric="auto"``, while the metric
         share (``metric_fraction`` of the training rows) holds at most
-        ``nwbound.spaces.AUTO_MAX_ROWS`` rows, the swapped pair (2 models at δ/2; folds beside it
+        ``nwbound.spaces.AUTO_CROSS_FIT_MAX_ROWS`` (2 000) rows, the swapped pair (2 models at δ/2; folds beside it
         measured 2.5–5× the cost for no more certificates); otherwise one split (user guide,
         "Cross-fitting").
     verbose : int, default=0
@@ -916,7 +916,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
             queries are vacuous it warns (:class:`~nwbound.VacuousPredictionWarning`,
             with the cause and the fix); it never warns about bounds (use
             :meth:`predict_interval`). A cross-fitted model (the default
-            ``metric="auto"`` up to ``AUTO_MAX_ROWS`` map rows) returns
+            ``metric="auto"`` up to ``AUTO_CROSS_FIT_MAX_ROWS`` map rows) returns
             ``predict_interval(X).proba``: the models' κ-weighted mean moved into
             their intersected box (:func:`~nwbound.spaces.intersect_intervals`), so
             it computes the models' bounds (with ``bandwidth="auto"`` it does so
