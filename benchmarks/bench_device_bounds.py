@@ -214,11 +214,11 @@ def main(argv: list[str] | None = None) -> int:
         row("chernoff (device search), 1M case", ms, first, "prod_big")
 
     import nwbound.bounds._chernoff_device as chernoff_device
-    from nwbound.estimators import _device as device_route
+    import nwbound
 
-    device_route.BOUNDS_ON_CPU = True  # a dry run on the CPU exercises the device search too
-    # The regular classifier's Chernoff search on the device (the default where Triton is installed).
-    device_route.REGULAR_CHERNOFF_ON_DEVICE = True
+    # A dry run on the CPU exercises the device search too; the regular classifier's Chernoff search
+    # on the device (the default where Triton is installed).
+    nwbound.set_config(device_bounds_on_cpu=True, regular_chernoff_on_device=True)
 
     _part("bare product", lambda: product(X, Q, "prod"), deadline)
     if "prod" not in res:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import nwbound
+
 from nwbound import NadarayaWatsonClassifier
 from nwbound.bounds import BoundSpec
 
@@ -23,10 +25,10 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 @pytest.fixture(autouse=True)
-def _bounds_on_cpu(monkeypatch):
+def _bounds_on_cpu():
     """The estimator's device bounds (and so its device ranking) run on PyTorch's CPU device too."""
-    monkeypatch.setattr(_device, "BOUNDS_ON_CPU", True)
-    monkeypatch.setattr(_device, "REGULAR_CHERNOFF_ON_DEVICE", True)
+    with nwbound.config_context(device_bounds_on_cpu=True, regular_chernoff_on_device=True):
+        yield
 
 
 def _data(seed=0, n=800, d=3, n_queries=60):

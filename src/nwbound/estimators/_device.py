@@ -22,12 +22,11 @@ import math
 import functools
 from typing import Any, Callable
 
-import os
-
 import numpy as np
 import sklearn
 from sklearn.utils.validation import validate_data
 
+from .._config import get_config
 from .._result import PredictionInterval
 from ..kernels import Kernel
 from ..gpu import (
@@ -532,19 +531,6 @@ def dense_kernel_sums_array_api(
     return dataclasses.replace(out, sum_error=sum_error)
 
 
-# PyTorch's CPU device: the statistics there, the bounds by the host's (numba) solver, which beats
-# the batched search on CPU cores. True routes them through the device search too (the tests do).
-BOUNDS_ON_CPU = False
-
-# The regular classifier's band-Chernoff search on a GPU: measured on an H100 at the ECG shapes
-# (bench_device_bounds.py), the eager PyTorch search took 520 ms, slower than the statistics pass
-# plus the host solver (≈ 0.3 s). It runs on the device where the fused Triton search
-# (nwbound.bounds._chernoff_triton) is installed, or when the compiled eager search is asked for
-# (NWBOUND_COMPILE_BOUNDS); the localized classifier's per-point search (eager on CUDA; the fused
-# Triton form with NWBOUND_FUSED_GROUPED=1, its ends re-checked in float64) and Hoeffding always run there.
-REGULAR_CHERNOFF_ON_DEVICE = os.environ.get("NWBOUND_COMPILE_BOUNDS", "0") not in ("", "0")
-
-
 def device_bound_statistics(st: KernelStatistics, train: TrainingSet, *,
                             n_neighbors: int | None = None) -> KernelStatistics:
     """The bound form of one bandwidth's device-form statistics, where they live (nothing crosses).
@@ -627,8 +613,14 @@ def bounds_on_device(specs: dict, *, localized: bool, bandwidths: np.ndarray, ke
         return True
     if localized:
         return True
-    fused = installed("triton") and os.environ.get("NWBOUND_TRITON_SEARCH", "1") != "0"
-    return kernel.name in HISTOGRAM_KERNELS and (REGULAR_CHERNOFF_ON_DEVICE or fused)
+    # The regular classifier's band-Chernoff search on a GPU: measured on an H100 at the ECG shapes
+    # (bench_device_bounds.py), the eager PyTorch search took 520 ms, slower than the statistics pass
+    # plus the host solver (≈ 0.3 s). It runs on the device where the fused Triton search
+    # (nwbound.bounds._chernoff_triton) is installed, or when asked for (regular_chernoff_on_device);
+    # the localized classifier's per-point search and Hoeffding always run there.
+    config = get_config()
+    fused = installed("triton") and config["triton_search"]
+    return kernel.name in HISTOGRAM_KERNELS and (config["regular_chernoff_on_device"] or fused)
 
 
 def intervals_on_device(
@@ -697,9 +689,9 @@ def intervals_on_device(
     >>> from nwbound.bounds import BoundSpec
     >>> from nwbound.estimators._sums import TrainingSet
     >>> from nwbound.kernels import get_kernel
-    >>> from nwbound.estimators import _device
+    >>> import nwbound
     >>> from nwbound.estimators._device import intervals_on_device
-    >>> _device.BOUNDS_ON_CPU = True  # PyTorch's CPU device standing in for a GPU
+    >>> nwbound.set_config(device_bounds_on_cpu=True)  # PyTorch's CPU device standing in for a GPU
     >>> X = np.linspace(0.0, 1.0, 21)[:, None]; y = (X[:, 0] > 0.5).astype(int)
     >>> train = TrainingSet.build(X, y, 2, None)
     >>> out = intervals_on_device(np.array([[0.1]]), train, get_kernel("epanechnikov"), 0.3,
@@ -707,7 +699,7 @@ def intervals_on_device(
     ...                           fallback=lambda v: np.full((int(v.sum()), 2), 0.5), box=(X.min(0), X.max(0)))
     >>> out[None].proba.tolist(), round(float(out[None].lower[0, 0]), 3)
     ([[1.0, 0.0]], 0.631)
-    >>> _device.BOUNDS_ON_CPU = False
+    >>> nwbound.set_config(device_bounds_on_cpu=False)
     """
     import torch
 
@@ -717,7 +709,7 @@ def intervals_on_device(
     Q = _on_device(Xq, device)
     if not compat().is_torch_array(Q):  # the device bounds are PyTorch's: the caller takes the host route
         return None
-    if Q.device.type == "cpu" and not BOUNDS_ON_CPU:  # the host's compiled solver is faster on the CPU
+    if Q.device.type == "cpu" and not get_config()["device_bounds_on_cpu"]:  # the host's solver is faster there
         return None
     xp = array_namespace_of(Q)
     dev = compat().device(Q)

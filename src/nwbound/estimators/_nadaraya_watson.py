@@ -20,6 +20,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from sklearn.utils.validation import check_is_fitted
 
+from .._config import get_config
 from .._numerics import euclidean_norm
 from .._result import PredictionInterval
 from ..engine import compat
@@ -634,15 +635,13 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
     def _ranks_on_device(self, specs: dict, X: Any) -> bool:
         """``bandwidth="auto"`` (several bandwidths) with ``device=``, where the bounds at one bandwidth
         run on the device (:meth:`_bounds_on_device`, PyTorch device, not the CPU unless
-        ``BOUNDS_ON_CPU``): then the grid is ranked there too (:mod:`._device_auto`)."""
+        the config key ``device_bounds_on_cpu``): then the grid is ranked there too (:mod:`._device_auto`)."""
         if self.bandwidths_.shape[0] < 2 or X.shape[0] == 0 or not self._bounds_on_device(specs, self.bandwidths_[:1]):
             return False
-        from . import _device
-
         import torch
 
         target = torch.device(self.device) if isinstance(self.device, str) else self.device
-        return target.type != "cpu" or _device.BOUNDS_ON_CPU
+        return target.type != "cpu" or get_config()["device_bounds_on_cpu"]
 
     def _intervals_on_device_by_choice(self, X: Any, specs: dict) -> dict:
         """:meth:`_intervals` with the grid ranked on the device (:func:`~._device_auto.device_ranking`):
