@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         if check:  # the same statistics through the host solver (the previous device route)
             sub = slice(0, min(2000, n_query))
             host_route = NadarayaWatsonClassifier(**est.get_params()).fit(X, y)
-            host_route._bounds_on_device = lambda *a, **k: False  # statistics on the device, host solver
+            host_route.backend_.intervals = lambda *a, **k: None  # statistics on the device, host solver
             if not args.no_host_timing:
                 ms_host, first_host, _ = interval_ms(host_route, Q, False)
                 row(f"{label}, statistics on the device + host solver", ms_host, first_host, "prod")
