@@ -46,7 +46,6 @@ from ._sums_data import u2_error_rows, zero_statistics
 __all__ = [
     "dense_kernel_sums_array_api",
     "neighbor_kernel_sums_array_api",
-    "outside_box",
     "queries_on_host",
     "validate_queries",
 ]
@@ -160,25 +159,6 @@ def _plain_torch_queries(estimator: Any, X: Any) -> bool:
 
     return (X.ndim == 2 and X.shape[0] >= 1 and X.shape[1] == getattr(estimator, "n_features_in_", -1)
             and X.dtype in (torch.float32, torch.float64) and not X.requires_grad)
-
-
-def outside_box(X: Any, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """Rows of ``X`` (any namespace) with a coordinate outside ``[low, high]``, as NumPy booleans.
-
-    Computed where ``X`` lives; only the ``n`` answers cross to the host.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.estimators._device import outside_box
-    >>> outside_box(np.array([[0.5], [2.0]]), np.zeros(1), np.ones(1)).tolist()
-    [False, True]
-    """
-    if isinstance(X, np.ndarray):
-        return np.any((X < low) | (X > high), axis=1)
-    xp, dev = compat().array_namespace(X), compat().device(X)
-    lo, hi = (xp.asarray(np.ascontiguousarray(b, dtype=np.float64), device=dev) for b in (low, high))
-    return to_host(xp.any((X < lo) | (X > hi), axis=1))
 
 
 def _same(out: Any) -> Any:

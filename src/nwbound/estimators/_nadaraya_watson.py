@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._numerics import euclidean_norm
 from .._validation import check_dtype, check_int_range, check_n_jobs, check_positive
 from ..bounds import TAIL_RADIUS, BoundSpec
+from ..engine import compat, to_host
 from ..kernels import Kernel, get_kernel
 from ..neighbors import make_index
 # The grid functions lived here: still importable from this module (nwbound.estimators exports them).
@@ -30,9 +31,8 @@ from ._bandwidth import SCALE_NEIGHBORS, SCALE_QUANTILE, _power_of_two_scale, de
 from ._bandwidth import bandwidth_grid_from_nearest, bandwidth_grid_pilot, pilot_nearest_distances  # noqa: F401
 from ._bandwidth import _RANKING_ROWS, resolve_ranking_fraction, scale_bandwidth, scale_bandwidth_from_nearest  # noqa: F401
 from ._base import BoundedClassifierBase
-from ._certified import CertifiedRows
 from ._backends import _times, select_backend
-from ._device import outside_box, to_host
+from ._certified import CertifiedRows
 from ._nw_fitted_state import _FittedState
 from ._nw_rounds import _Rounds
 from ._statistics import BandwidthRanking, KernelStatistics
@@ -721,7 +721,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
             sums,
             dist_sum=_times(sums.dist_sum, unit),
             bandwidth=raw_bandwidths[None, :],
-            outside_box=outside_box(X_input, *self._box),
+            outside_box=self._outside_box(X_input),
             diameter=self._diameter(X_input) if need_tail else None,
             # Dense path: the expanded distance's rounding bound; the localized path's
             # distances are recomputed directly (relative error ~1e-15, covered below).
@@ -733,6 +733,16 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
 
     def _is_localized(self) -> bool:
         return self.n_neighbors is not None
+
+    def _outside_box(self, X: Any) -> np.ndarray:
+        """Rows of ``X`` (any namespace) with a coordinate outside the training box, as NumPy booleans:
+        computed where ``X`` lives, only the ``n`` answers cross to the host."""
+        low, high = self._box
+        if isinstance(X, np.ndarray):
+            return np.any((X < low) | (X > high), axis=1)
+        xp, dev = compat().array_namespace(X), compat().device(X)
+        lo, hi = (xp.asarray(np.ascontiguousarray(b, dtype=np.float64), device=dev) for b in (low, high))
+        return to_host(xp.any((X < lo) | (X > hi), axis=1))
 
     def _diameter(self, X: np.ndarray) -> np.ndarray:
         # Φ(y): distance from y to the farthest corner of the training box, so
