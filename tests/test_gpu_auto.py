@@ -1,4 +1,4 @@
-"""``bandwidth="auto"`` ranked on the device (``nwbound.estimators._device_auto``).
+"""``bandwidth="auto"`` ranked on the device (``nwbound.estimators._device``: ``device_ranking``).
 
 PyTorch's CPU device stands in for a GPU here (CUDA too where one is visible). The chosen bandwidths
 must be the NumPy path's: equal, or at a near tie, where the host's own ε (from its public
@@ -18,8 +18,8 @@ from nwbound import NadarayaWatsonClassifier
 from nwbound.bounds import BoundSpec
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch)")
-from nwbound.estimators import _device, _device_auto  # noqa: E402
-from nwbound.estimators._device_auto import rows_by_choice  # noqa: E402
+from nwbound.estimators import _device  # noqa: E402
+from nwbound.estimators._device import rows_by_choice  # noqa: E402
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -101,8 +101,8 @@ def test_exact_ties_go_to_the_first_column_and_the_grid_is_ranked_on_the_device(
     on_dev = NadarayaWatsonClassifier(device="cpu", **kw).fit(X, y)
     monkeypatch.setattr(on_dev, "_ranking", lambda *a, **k: pytest.fail("host ranking"))
     calls = []
-    real = _device_auto.device_ranking
-    monkeypatch.setattr(_device_auto, "device_ranking", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = _device.device_ranking
+    monkeypatch.setattr(_device, "device_ranking", lambda *a, **k: calls.append(1) or real(*a, **k))
     a, b = host.predict_interval(Q), on_dev.predict_interval(Q)
     assert calls == [1]
     # Written out: the first two queries see the same points at 0.2, 0.3, 0.35 (a tie: the first);

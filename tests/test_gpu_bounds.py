@@ -383,7 +383,7 @@ def test_localized_estimator_searches_on_the_device(monkeypatch):
 # ---------------------------------------------------------------- certificates and error ceilings
 def test_certificates_and_error_ceilings_equal_the_host():
     from nwbound import PredictionInterval
-    from nwbound.estimators._device import device_certificates, interval_on_host
+    from nwbound.estimators._device_results import device_certificates, interval_on_host
 
     rng = np.random.default_rng(5)
     n, C = 200, 4
@@ -406,7 +406,7 @@ def _same_number(a, b) -> bool:
 
 @pytest.mark.parametrize("n", [1, 2, 5, 8, 40])
 def test_masked_median_is_numpys(n):
-    from nwbound.estimators._device import _masked_median
+    from nwbound.estimators._device_results import _masked_median
 
     rng = np.random.default_rng(n)
     for trial in range(20):
@@ -428,7 +428,7 @@ def test_masked_median_is_numpys(n):
 def test_usefulness_on_the_device_is_the_hosts_report(seed):
     from nwbound import PredictionInterval
     from nwbound.diagnostics import AdviceContext, bound_usefulness
-    from nwbound.estimators._device import usefulness_on_device, usefulness_parts
+    from nwbound.estimators._device_results import usefulness_on_device, usefulness_parts
 
     rng = np.random.default_rng(seed)
     n, C = [1, 2, 7, 40, 41, 9][seed], [2, 3, 1, 4, 3, 2][seed]

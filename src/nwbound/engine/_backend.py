@@ -6,7 +6,9 @@
                                          │ first of BACKENDS whose is_usable_for(estimator)
                                          ├── DeviceBackend   device= given: nwbound.gpu (array API,
                                          │                    Triton), bounds there where they serve
-                                         └── HostBackend     always: NumPy and numba (estimators._sums)
+                                         │                    (estimators._device)
+                                         └── HostBackend     always: NumPy and numba (estimators._sums;
+                                                              estimators._backends)
 
     predict_interval(X) ──► backend_.chooses_first?  ── no ──► backend_.intervals(X, …) or
                                  │ yes                              backend_.statistics(X, …) ─► bounds
@@ -17,9 +19,11 @@ Rounding: every backend returns the bound-form :class:`~nwbound.engine.KernelSta
 error bounds of its own arithmetic (``sum_error``, ``u2_error``), so the bounds stay valid whichever
 computed them; the host is the reference (float64), the device within its stated ``ρ``.
 
-The concrete backends live in ``nwbound.estimators._backends``: they call the host engines of that
-package, which import this one. A new backend is one class there (or in a module beside it) and one
-entry in its ``BACKENDS``.
+The concrete backends live with the estimators (``HostBackend`` and ``select_backend`` in
+``nwbound.estimators._backends``, ``DeviceBackend`` in ``nwbound.estimators._device`` beside the code
+it calls): they call the host engines of that package, which import this one, so a backend module
+here would close an import circle. A new backend touches two files: its own module, and the
+``BACKENDS`` tuple of ``_backends`` that ``select_backend`` walks.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 :class:`HostBackend` calls the host engines (``_sums``: NumPy and numba; ``_neighbor_sums``; the
 estimator's neighbour index); :class:`DeviceBackend` calls the array-API and Triton engines of
-:mod:`nwbound.gpu` through ``_device`` and ``_device_auto`` (``device=``). :func:`select_backend`
+:mod:`nwbound.gpu` (``device=``; it lives in ``_device``, with the code it calls). :func:`select_backend`
 is the one place that picks between them: the first of :data:`BACKENDS` whose ``is_usable_for``
 accepts the estimator. A new backend is one module with its class and one entry in
 :data:`BACKENDS`.
@@ -18,10 +18,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._config import get_config
-from ..engine import KernelStatistics, to_host
+from ..engine import KernelStatistics
+from ._device import DeviceBackend
 from ._statistics import BandwidthRanking
-from ._neighbor_sums import search_queries
 from ._sums import dense_kernel_sums, dense_moment_sums, neighbor_kernel_sums
 
 __all__ = ["BACKENDS", "DeviceBackend", "HostBackend", "rows_by_bandwidth", "select_backend"]
@@ -99,9 +98,8 @@ class HostBackend:
                                     tail_radius=tail_radius, queries=X, **extra)
 
     def kneighbors(self, X: Any, n_neighbors: int) -> tuple[Any, Any]:
-        """``(distances, indices)`` of the index's search (coordinates scaled by a power of two: exact)."""
-        est = self._est
-        return est.index_.kneighbors(search_queries(to_host(X) / est._index_scale), int(n_neighbors))
+        """``(distances, indices)`` of the estimator's index."""
+        return self._est._index_kneighbors(X, n_neighbors)
 
     def ranks_from_moments(self) -> bool:
         """The regular classifier with a compact kernel that is a polynomial in ``u²``."""
@@ -170,186 +168,6 @@ class HostBackend:
     def deliver(out: dict, X: Any) -> dict:
         """The intervals as computed (NumPy)."""
         return out
-
-
-class DeviceBackend:
-    """Kernel sums (and, where they apply, bounds) on a PyTorch or array-API device (``device=``).
-
-    Wraps :mod:`nwbound.estimators._device` and :mod:`nwbound.estimators._device_auto`. What it
-    decides once per call, from the queries alone: whether the bounds run on the device too
-    (:meth:`intervals`; PyTorch queries there, and not PyTorch's CPU unless the config key
-    ``device_bounds_on_cpu``); otherwise its statistics cross to the host's bounds.
-
-    Parameters
-    ----------
-    estimator : NadarayaWatsonClassifier
-        A fitted classifier with ``device`` set (read at each call, as ``working_memory`` and
-        ``histogram_bins``).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound import NadarayaWatsonClassifier
-    >>> from nwbound.estimators._backends import DeviceBackend
-    >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
-    >>> DeviceBackend.is_usable_for(clf), DeviceBackend.keeps_queries
-    (False, True)
-    """
-
-    keeps_queries = True
-
-    def __init__(self, estimator: Any) -> None:
-        self._est = estimator
-
-    @classmethod
-    def is_usable_for(cls, estimator: Any) -> bool:
-        """``device=`` given (its kernel was checked at fit and at predict: ``_check_device``)."""
-        return getattr(estimator, "device", None) is not None
-
-    def serves(self, estimator: Any) -> bool:
-        """Whether this backend is still the one :func:`select_backend` picks for ``estimator``."""
-        return self._est is estimator and self.is_usable_for(estimator)
-
-    def _searches(self) -> bool:
-        """An exact index (``algorithm="auto"`` promises exact search, or HNSW where exact is too slow:
-        on the device exact is cheap): the localized classifier's k-NN runs on the device."""
-        from ..neighbors import AutoIndex, ExactIndex
-
-        return self._est.index_ is not None and isinstance(self._est.index_, (ExactIndex, AutoIndex))
-
-    # -- the reductions ------------------------------------------------------------------------
-    def statistics(self, X: Any, bandwidths: np.ndarray, *, need_dist: bool, tail_radius: float | None,
-                   histogram_bins: int, keep_points: bool) -> KernelStatistics:
-        """The bound-form statistics of validated queries at ``bandwidths``, computed on the device
-        and brought to the host (NumPy float64)."""
-        from ._device import dense_kernel_sums_array_api, neighbor_kernel_sums_array_api
-
-        est = self._est
-        extra: dict = {}
-        if est.index_ is None:
-            if histogram_bins:
-                extra["histogram_bins"] = int(histogram_bins)
-            return dense_kernel_sums_array_api(X, est._train, est.kernel_, bandwidths, need_dist=need_dist,
-                                               tail_radius=tail_radius, device=est.device,
-                                               working_memory=est.working_memory, **extra)
-        est._check_device()
-        if keep_points:
-            extra["keep_points"] = True
-        _, idx = self.kneighbors(X, int(est.n_neighbors))
-        return neighbor_kernel_sums_array_api(idx, est._train, est.kernel_, bandwidths, queries=X,
-                                              need_dist=need_dist, tail_radius=tail_radius, device=est.device,
-                                              working_memory=est.working_memory, **extra)
-
-    def kneighbors(self, X: Any, n_neighbors: int) -> tuple[Any, Any]:
-        """``(distances or None, indices)``: the exact search where the queries are (nothing crosses),
-        or the host index's (an HNSW index is on the host)."""
-        from ._device import device_kneighbors
-
-        est = self._est
-        if not self._searches():
-            return HostBackend(est).kneighbors(X, n_neighbors)
-        _, idx = device_kneighbors(X, est._train, int(n_neighbors), device=est.device,
-                                   working_memory=est.working_memory)
-        return None, idx
-
-    def ranks_from_moments(self) -> bool:
-        """False: the device ranks the grid from every bandwidth's sums."""
-        return False
-
-    def ranks_first(self, specs: dict, fraction: float) -> bool:
-        """False: the public rounds rank from the exhaustive statistics here (:meth:`chooses_first`
-        is the route's own ranking on the device)."""
-        return False
-
-    def chooses_first(self, specs: dict, fraction: float) -> bool:
-        """``bandwidth="auto"`` ranked on the device, where the bounds at one bandwidth run there."""
-        est = self._est
-        if est.bandwidths_.shape[0] < 2 or not self._bounds_served(specs, est.bandwidths_[:1]):
-            return False
-        import torch
-
-        target = torch.device(est.device) if isinstance(est.device, str) else est.device
-        return target.type != "cpu" or get_config()["device_bounds_on_cpu"]
-
-    def ranking(self, X: Any, fraction: float, row_offset: int = 0) -> None:
-        """None: the public ranking is the exhaustive statistics (:meth:`choice_ranking` ranks on the device)."""
-        return None
-
-    def _bounds_served(self, specs: dict, bandwidths: np.ndarray) -> bool:
-        """Settings the device bounds serve (:func:`~._device.bounds_on_device`) and, for the localized
-        classifier, an exact index. Not for a float32 fit stored in a feature unit other than 1 (data
-        beyond 2^±100): the device route takes the bandwidth and the distance sums in the input's
-        units, so such a fit's statistics cross to the host's bounds (which restate them)."""
-        from ._device import bounds_on_device
-
-        est = self._est
-        if est._unit() != 1.0 or (est.index_ is not None and not self._searches()):
-            return False
-        return bounds_on_device(specs, localized=est.index_ is not None, bandwidths=bandwidths, kernel=est.kernel_)
-
-    # -- the route's steps -------------------------------------------------------------------
-    def choice_ranking(self, X: Any, fraction: float) -> tuple[Any, Any, Any]:
-        """``(queries on the device, ranking there, neighbours)``: the grid ranked where the queries
-        live (:func:`~._device_auto.device_ranking`), with one exact search for the localized
-        classifier that every group's bounds reuse."""
-        from ._device import _on_device, device_kneighbors
-        from ._device_auto import device_ranking
-
-        est = self._est
-        Q = _on_device(X, est.device)
-        unit, k = est._unit(), None if est.index_ is None else int(est.n_neighbors)
-        neighbors = None
-        if k is not None:
-            _, neighbors = device_kneighbors(Q, est._train, k, working_memory=est.working_memory)
-        ranking = device_ranking(Q, est._train, est.kernel_, est.bandwidths_ / unit, feature_unit=unit,
-                                 fraction=fraction if k is None else 1.0, n_neighbors=k,
-                                 neighbors=neighbors, working_memory=est.working_memory)
-        return Q, ranking, neighbors
-
-    @staticmethod
-    def choice_groups(specs: dict, ranking: Any, choose: Callable[[Any, dict], dict]) -> list[tuple[Any, list]]:
-        """Settings whose choosing parts agree (β and δ′ of the Hoeffding ε) choose alike: one choice
-        per group, computed in the tensors' namespace (no read)."""
-        keyed: dict = {}
-        for name, spec in specs.items():
-            keyed.setdefault((spec.for_choice().beta, spec.for_choice().delta_prime), []).append(name)
-        return [(choose(ranking, {names[0]: specs[names[0]]})[names[0]], names) for names in keyed.values()]
-
-    @staticmethod
-    def rows_by_choice(choice: Any, n_bandwidths: int) -> tuple[list[Any], list[int], Any]:
-        """:func:`~._device_auto.rows_by_choice`: grouped where ``choice`` lives (one read of the sizes)."""
-        from ._device_auto import rows_by_choice
-
-        return rows_by_choice(choice, n_bandwidths)
-
-    def intervals(self, X: Any, specs: dict, bandwidths: np.ndarray, neighbors: Any = None) -> dict | None:
-        """Statistics and bounds on the device (:func:`~._device.intervals_on_device`) where they serve
-        these settings and queries; None otherwise (the statistics then cross to the host's bounds)."""
-        if not self._bounds_served(specs, bandwidths):
-            return None
-        from ._device import intervals_on_device
-
-        est = self._est
-        return intervals_on_device(
-            X, est._train, est.kernel_, float(bandwidths[0]), specs, device=est.device, box=est._box,
-            fallback=est._fallback_rows, histogram_bins=int(est.histogram_bins), working_memory=est.working_memory,
-            n_neighbors=None if est.index_ is None else int(est.n_neighbors), neighbors=neighbors,
-        )
-
-    @staticmethod
-    def deliver(out: dict, X: Any) -> dict:
-        """Intervals computed on the device, where ``X`` lives: on its device for PyTorch queries,
-        NumPy otherwise (one packed copy per setting)."""
-        import dataclasses
-
-        from ..engine import compat
-        from ._device import interval_on_host
-
-        if compat().is_torch_array(X):
-            return {name: dataclasses.replace(iv, **{f.name: getattr(iv, f.name).to(X.device)
-                                                     for f in dataclasses.fields(iv)}) for name, iv in out.items()}
-        return {name: interval_on_host(iv) for name, iv in out.items()}
 
 
 # The backends in the order select_backend asks them; the host serves everything (the last).

@@ -33,6 +33,7 @@ from ._bandwidth import _RANKING_ROWS, resolve_ranking_fraction, scale_bandwidth
 from ._base import BoundedClassifierBase
 from ._backends import _times, select_backend
 from ._certified import CertifiedRows
+from ._neighbor_sums import search_queries
 from ._nw_fitted_state import _FittedState
 from ._nw_rounds import _Rounds
 from ._statistics import BandwidthRanking, KernelStatistics
@@ -733,6 +734,11 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
 
     def _is_localized(self) -> bool:
         return self.n_neighbors is not None
+
+    def _index_kneighbors(self, X: Any, n_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(distances, indices)`` of the fitted index (on the host): it searches in coordinates scaled by
+        a power of two (exact), so that magnitudes like 1e160 cannot overflow its squared distances."""
+        return self.index_.kneighbors(search_queries(to_host(X) / self._index_scale), int(n_neighbors))
 
     def _outside_box(self, X: Any) -> np.ndarray:
         """Rows of ``X`` (any namespace) with a coordinate outside the training box, as NumPy booleans:
