@@ -1,5 +1,5 @@
 """The Triton statistics kernel's histogram epilogues (private switch ``epilogue=`` /
-``NWBOUND_HIST_EPILOGUE``) against today's per-bin loop and an independent float64 formula.
+the config key ``hist_epilogue``) against today's per-bin loop and an independent float64 formula.
 
 Under Triton's interpreter (CPU, tiny shapes), on data where one class lies far outside every
 query's bandwidth (whole tiles with nothing in a bin: the ``skip`` branch's both sides run):

@@ -1,4 +1,4 @@
-"""The device k-NN's candidate-search forms (``NWBOUND_KNN_TOPK``, issue 19; the default ``""`` is
+"""The device k-NN's candidate-search forms (the config key ``knn_topk``, issue 19; the default ``""`` is
 ``bf16+onesync``, ``full`` the previous default) against a brute-force
 float64 NumPy k-NN written here: the exact ``k`` nearest by (float64 distance, row index), on random
 data with planted duplicates and ties, in float32 and float64, on PyTorch's CPU backend."""

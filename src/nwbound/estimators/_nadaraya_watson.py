@@ -269,6 +269,10 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         ``predict*`` sets this estimator's current bound and predict-time parameters on each of
         them (``delta`` divided by the number of models; ``lipschitz="auto"`` keeps each model's
         own chosen L), so they show the settings they predict with (user guide, "Cross-fitting").
+    backend_ : nwbound.engine.Backend
+        What computes the kernel sums (and, with ``device``, the bounds where the device's serve the
+        settings): the host engines, or the device's with ``device`` given. Picked at fit; a later
+        ``set_params(device=...)`` picks it again at the next prediction.
 
     Notes
     -----
@@ -595,7 +599,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         ``set_params(device=...)`` after fit (or a model pickled before ``backend_`` existed) gets the
         backend :func:`~._backends.select_backend` picks now. The queries' array type never changes
         the backend: the device backend itself takes its statistics to the host's bounds where its
-        own bounds cannot serve the queries (:meth:`~._backends.DeviceBackend.intervals`).
+        own bounds cannot serve the queries (:meth:`~._device.DeviceBackend.intervals`).
         """
         backend = getattr(self, "backend_", None)
         if backend is None or not backend.serves(self):
