@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         if check:  # the same statistics through the host solver (the previous device route)
             sub = slice(0, min(2000, n_query))
             host_route = NadarayaWatsonClassifier(**est.get_params()).fit(X, y)
-            host_route._bounds_on_device = lambda *a, **k: False  # statistics on the device, host solver
+            host_route.backend_.intervals = lambda *a, **k: None  # statistics on the device, host solver
             if not args.no_host_timing:
                 ms_host, first_host, _ = interval_ms(host_route, Q, False)
                 row(f"{label}, statistics on the device + host solver", ms_host, first_host, "prod")
@@ -216,11 +216,11 @@ def main(argv: list[str] | None = None) -> int:
         row("chernoff (device search), 1M case", ms, first, "prod_big")
 
     import nwbound.bounds._chernoff_device as chernoff_device
-    from nwbound.estimators import _device as device_route
+    import nwbound
 
-    device_route.BOUNDS_ON_CPU = True  # a dry run on the CPU exercises the device search too
-    # The regular classifier's Chernoff search on the device (the default where Triton is installed).
-    device_route.REGULAR_CHERNOFF_ON_DEVICE = True
+    # A dry run on the CPU exercises the device search too; the regular classifier's Chernoff search
+    # on the device (the default where Triton is installed).
+    nwbound.set_config(device_bounds_on_cpu=True, regular_chernoff_on_device=True)
 
     _part("bare product", lambda: product(X, Q, "prod"), deadline)
     if "prod" not in res:

@@ -6,7 +6,7 @@ Each variant calls the entry the estimator's Chernoff path reaches
 ``gemm="library"``: cuBLAS writes ``q'·x'``, the kernel's epilogue reads it) with a fixed tile
 config (no tuning: each compile counts against the budget) and the private switch ``epilogue=``:
 
-* ``loop`` (a): the kernel before issue 19 (``NWBOUND_HIST_EPILOGUE=loop``, the baseline of every
+* ``loop`` (a): the kernel before issue 19 (``nwbound.config_context(hist_epilogue="loop")``, the baseline of every
   verdict), two masked row reductions per bin per tile;
 * ``atomic`` (b): per-bin ``Σ wK`` and ``Σ wK·d⁺`` by float64 atomic adds (``red.global.add.f64``)
   of the terms inside the bandwidth; the counts still from the packed per-word reductions;

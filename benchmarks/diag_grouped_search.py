@@ -85,14 +85,14 @@ def _ecg(opts) -> int:
     import nwbound.bounds._chernoff_device as cd
     import nwbound.bounds._chernoff_triton as ct
     from nwbound import NadarayaWatsonClassifier
-    from nwbound.estimators import _device
+    import nwbound
 
     dev, name = torch_device(None)
     X, y, Q, lam, share = ecg_case(opts.ecg_train, opts.ecg_queries)
     print(f"== --ecg: {X.shape[0]} x {X.shape[1]} float32 training, {Q.shape[0]} queries, k = 10, lambda {lam:.4f} "
           f"({100 * share:.1f} % inside), device {dev} ({name}), interpreter {os.environ.get('TRITON_INTERPRET') == '1'} ==")
     if dev.type == "cpu":
-        _device.BOUNDS_ON_CPU = True  # PyTorch's CPU standing in for a GPU (the interpreter runs the kernel)
+        nwbound.set_config(device_bounds_on_cpu=True)  # PyTorch's CPU standing in for a GPU (the interpreter runs the kernel)
     est = NadarayaWatsonClassifier(metric=None, bandwidth=lam, lipschitz=1.0, n_neighbors=10, algorithm="brute",
                                    bound="chernoff", dtype="float32", device=str(dev)).fit(X, y)
     Qd = torch.from_numpy(Q).to(dev)

@@ -41,12 +41,12 @@ def main(argv: list[str] | None = None) -> int:
 
     import nwbound.gpu._triton as tri
     from nwbound import NadarayaWatsonClassifier
-    from nwbound.estimators import _device
+    import nwbound
 
     dev, _ = torch_device(args.device)
     cuda = dev.type == "cuda"
     if not cuda:
-        _device.BOUNDS_ON_CPU = True  # PyTorch's CPU standing in (the route, not its timing)
+        nwbound.set_config(device_bounds_on_cpu=True)  # PyTorch's CPU standing in (the route, not its timing)
     n_train, n_query = (400, 32) if args.small else ECG_FULL
     X, y, Q, lam, _ = ecg_case(n_train, n_query)
     Qt = torch.from_numpy(Q).to(dev)

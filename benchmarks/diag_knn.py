@@ -5,7 +5,7 @@ points, 21 892 queries, k = 10).
 Every variant lives in the library behind a private switch (after issue 19's run 1 the defaults are
 ``bf16+onesync`` and the lean reads; the baseline is the previous default, ``full``):
 
-* k-NN (``nwbound.gpu._neighbors``, ``NWBOUND_KNN_TOPK`` / the ``_topk`` keyword): ``full`` the
+* k-NN (``nwbound.gpu._neighbors``, the config key ``knn_topk`` / the ``_topk`` keyword): ``full`` the
   previous default (``clamp`` then one ``topk`` of each block's ``(rows, 87 554)`` product, the growth
   rounds per block), ``""`` the default (``bf16+onesync``: ``topk`` of a bfloat16 copy of the product,
   2 radix passes of 16 bits instead of 4 of 32, and one read per call for the rows to grow), and the
@@ -60,7 +60,7 @@ from run import ECG_FULL  # noqa: E402
 
 SMALL = (3_000, 600)
 KNN_VARIANTS = ("full", "", "noclamp+onesync")
-# (NWBOUND_KNN_TOPK, _CHECK_EVERY, NWBOUND_SEARCH_READS, NWBOUND_FUSED_GROUPED) for the whole predict_interval;
+# (knn_topk, _CHECK_EVERY, NWBOUND_SEARCH_READS, NWBOUND_FUSED_GROUPED) for the whole predict_interval;
 # the first is the baseline (the defaults before issue 19's run 1)
 PREDICT_VARIANTS = (("full", 4, "full", "0"), ("", 4, "", "0"), ("", 4, "", "bp1"), ("", 4, "", "1"))
 _FUSED_LABEL = {"0": "", "bp1": ", fused grouped bp=1 w1", "1": ", fused grouped bp=32 w8"}
@@ -124,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     import sklearn
     import torch
 
+    import nwbound
     import nwbound.bounds._chernoff_device as cdev
     from nwbound import NadarayaWatsonClassifier
     from nwbound.gpu import DeviceTrainingSet
@@ -175,9 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     est = NadarayaWatsonClassifier(metric=None, bandwidth=lam, lipschitz=1.0, n_neighbors=10, algorithm="brute",
                                    bound="chernoff", dtype="float32", device=str(dev)).fit(X, y)
     if dev.type == "cpu":
-        from nwbound.estimators import _device
-
-        _device.BOUNDS_ON_CPU = True  # PyTorch's CPU device standing in for a GPU (the bounds there too)
+        nwbound.set_config(device_bounds_on_cpu=True)  # PyTorch's CPU device standing in for a GPU (the bounds there too)
         # CUDA's default per-point search is the eager one (the fused Triton form is off there); on the CPU
         # the interpreter would take the fused form: the eager one here too, as on the GPU, but where a
         # variant asks for the fused one.
@@ -214,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         if over(label):
             continue
         try:
-            os.environ["NWBOUND_KNN_TOPK"] = v
+            nwbound.set_config(knn_topk=v)
             os.environ["NWBOUND_SEARCH_READS"] = reads_mode
             os.environ["NWBOUND_FUSED_GROUPED"] = fused
             cdev._CHECK_EVERY = every
@@ -260,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"VARIANT {label:58s} FAILED {type(exc).__name__}: {str(exc)[:300]}")
             traceback.print_exc(limit=3, file=sys.stdout)
         finally:
-            os.environ.pop("NWBOUND_KNN_TOPK", None)
+            nwbound.set_config(knn_topk="")
             os.environ.pop("NWBOUND_SEARCH_READS", None)
             os.environ.pop("NWBOUND_FUSED_GROUPED", None)
             cdev._CHECK_EVERY = default_every

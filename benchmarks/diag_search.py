@@ -74,10 +74,10 @@ def capture_search(X, y, Q, lam, dev):
     call of ``triton_search`` it made: ``(args, kwargs)``."""
     import nwbound.bounds._chernoff_triton as ct
     from nwbound import NadarayaWatsonClassifier
-    from nwbound.estimators import _device as device_route
+    import nwbound
 
-    device_route.BOUNDS_ON_CPU = True  # the dry run: PyTorch's CPU device stands in for a GPU
-    device_route.REGULAR_CHERNOFF_ON_DEVICE = True
+    # The dry run: PyTorch's CPU device stands in for a GPU.
+    nwbound.set_config(device_bounds_on_cpu=True, regular_chernoff_on_device=True)
     calls = []
     original = ct.triton_search
 

@@ -1,4 +1,4 @@
-"""``bandwidth="auto"`` ranked on the device (``nwbound.estimators._device_auto``).
+"""``bandwidth="auto"`` ranked on the device (``nwbound.estimators._device``: ``device_ranking``).
 
 PyTorch's CPU device stands in for a GPU here (CUDA too where one is visible). The chosen bandwidths
 must be the NumPy path's: equal, or at a near tie, where the host's own ε (from its public
@@ -12,21 +12,23 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import nwbound
+
 from nwbound import NadarayaWatsonClassifier
 from nwbound.bounds import BoundSpec
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch)")
-from nwbound.estimators import _device, _device_auto  # noqa: E402
-from nwbound.estimators._device_auto import rows_by_choice  # noqa: E402
+from nwbound.estimators import _device  # noqa: E402
+from nwbound.estimators._device import rows_by_choice  # noqa: E402
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 @pytest.fixture(autouse=True)
-def _bounds_on_cpu(monkeypatch):
+def _bounds_on_cpu():
     """The estimator's device bounds (and so its device ranking) run on PyTorch's CPU device too."""
-    monkeypatch.setattr(_device, "BOUNDS_ON_CPU", True)
-    monkeypatch.setattr(_device, "REGULAR_CHERNOFF_ON_DEVICE", True)
+    with nwbound.config_context(device_bounds_on_cpu=True, regular_chernoff_on_device=True):
+        yield
 
 
 def _data(seed=0, n=800, d=3, n_queries=60):
@@ -99,8 +101,8 @@ def test_exact_ties_go_to_the_first_column_and_the_grid_is_ranked_on_the_device(
     on_dev = NadarayaWatsonClassifier(device="cpu", **kw).fit(X, y)
     monkeypatch.setattr(on_dev, "_ranking", lambda *a, **k: pytest.fail("host ranking"))
     calls = []
-    real = _device_auto.device_ranking
-    monkeypatch.setattr(_device_auto, "device_ranking", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = _device.device_ranking
+    monkeypatch.setattr(_device, "device_ranking", lambda *a, **k: calls.append(1) or real(*a, **k))
     a, b = host.predict_interval(Q), on_dev.predict_interval(Q)
     assert calls == [1]
     # Written out: the first two queries see the same points at 0.2, 0.3, 0.35 (a tie: the first);

@@ -273,12 +273,12 @@ def test_hoeffding_limits_equal_the_host(sum_error):
 
 # ---------------------------------------------------------------- through the estimator (device="cpu")
 @pytest.fixture(autouse=True)
-def _bounds_on_cpu(monkeypatch):
+def _bounds_on_cpu():
     """PyTorch's CPU device stands in for a GPU: the estimator's device bounds run there too."""
-    from nwbound.estimators import _device
+    from nwbound import config_context
 
-    monkeypatch.setattr(_device, "BOUNDS_ON_CPU", True)
-    monkeypatch.setattr(_device, "REGULAR_CHERNOFF_ON_DEVICE", True)
+    with config_context(device_bounds_on_cpu=True, regular_chernoff_on_device=True):
+        yield
 
 
 def _fit_pair(kind, bound, weighted, dev="cpu"):
@@ -301,9 +301,9 @@ def _fit_pair(kind, bound, weighted, dev="cpu"):
 @pytest.mark.parametrize("bound,weighted", [("chernoff", False), ("chernoff", True), ("hoeffding", True)])
 def test_estimator_bounds_on_the_device_contain_the_host_solvers(monkeypatch, dev, kind, bound, weighted):
     est, Q = _fit_pair(kind, bound, weighted, dev)
-    assert est._bounds_on_device(est._resolve_bounds(None), est.bandwidths_)
+    assert est.backend_.intervals(Q, est._resolve_bounds(None), est.bandwidths_) is not None  # served there
     got = est.predict_interval(Q)
-    monkeypatch.setattr(type(est), "_bounds_on_device", lambda self, *a: False)  # statistics route, host solver
+    monkeypatch.setattr(est.backend_, "intervals", lambda *a, **k: None)  # statistics route, host solver
     want = est.predict_interval(Q)
     assert isinstance(got.lower, np.ndarray)
     assert np.all(got.lower <= want.lower + TOL) and np.all(got.upper >= want.upper - TOL)
@@ -383,7 +383,7 @@ def test_localized_estimator_searches_on_the_device(monkeypatch):
 # ---------------------------------------------------------------- certificates and error ceilings
 def test_certificates_and_error_ceilings_equal_the_host():
     from nwbound import PredictionInterval
-    from nwbound.estimators._device import device_certificates, interval_on_host
+    from nwbound.estimators._device_results import device_certificates, interval_on_host
 
     rng = np.random.default_rng(5)
     n, C = 200, 4
@@ -406,7 +406,7 @@ def _same_number(a, b) -> bool:
 
 @pytest.mark.parametrize("n", [1, 2, 5, 8, 40])
 def test_masked_median_is_numpys(n):
-    from nwbound.estimators._device import _masked_median
+    from nwbound.estimators._device_results import _masked_median
 
     rng = np.random.default_rng(n)
     for trial in range(20):
@@ -428,7 +428,7 @@ def test_masked_median_is_numpys(n):
 def test_usefulness_on_the_device_is_the_hosts_report(seed):
     from nwbound import PredictionInterval
     from nwbound.diagnostics import AdviceContext, bound_usefulness
-    from nwbound.estimators._device import usefulness_on_device, usefulness_parts
+    from nwbound.estimators._device_results import usefulness_on_device, usefulness_parts
 
     rng = np.random.default_rng(seed)
     n, C = [1, 2, 7, 40, 41, 9][seed], [2, 3, 1, 4, 3, 2][seed]

@@ -386,7 +386,7 @@ class _ReadSpy:
 
 @needs_dispatch
 @needs_torch
-def test_hoeffding_on_the_device_reads_twice_whatever_the_blocks(monkeypatch):
+def test_hoeffding_on_the_device_reads_twice_whatever_the_blocks():
     """One predict_interval (bound="hoeffding", torch queries, the device route as on a GPU): the
     queries' check, then one packed read (vacuous count and the usefulness report's numbers), however
     many query blocks the statistics pass takes; same intervals and same warning as the host."""
@@ -394,32 +394,32 @@ def test_hoeffding_on_the_device_reads_twice_whatever_the_blocks(monkeypatch):
 
     from nwbound import UselessBoundWarning
     from nwbound.diagnostics import AdviceContext, bound_usefulness
-    from nwbound.estimators import _device
+    from nwbound import config_context
 
-    monkeypatch.setattr(_device, "BOUNDS_ON_CPU", True)  # PyTorch's CPU device stands in for a GPU
-    clf, Q = _fit("cpu", bound="hoeffding", lipschitz=3.0, empty_neighborhood="prior")
-    Q = np.vstack([Q, np.full((2, 4), 9.0, np.float32)])  # two queries without mass: the fallback rows
-    q = torch.from_numpy(Q)
-    with sklearn.config_context(array_api_dispatch=True), pytest.warns(UselessBoundWarning):
-        clf.predict_interval(q)  # the first call copies the training set to the device (its checks read)
-    counts = {}
-    for memory in (None, 1e-3):  # one block; a few queries per block
-        clf.set_params(working_memory=memory)
-        spy = _ReadSpy()
-        with sklearn.config_context(array_api_dispatch=True), pytest.warns(UselessBoundWarning) as rec, spy.mode:
-            iv = clf.predict_interval(q)
-        counts[memory] = (len(spy.reads), spy.matmuls)
-        assert len(spy.reads) <= 2 and not spy.uploads, (spy.reads, spy.uploads)
-        # The same warning (every number of its message) as the report built on the host from the intervals.
-        host = PredictionInterval(**{k: _numpy_of(v) for k, v in _interval_fields(iv).items()})
-        want = bound_usefulness(host, beta=clf.bound_spec_.beta, context=AdviceContext.from_estimator(clf))
-        assert want.useless and str(rec[0].message) == f"The bounds cannot guide decisions here: {want}"
-    assert counts[1e-3][1] > counts[None][1] + 2 and counts[1e-3][0] == counts[None][0], counts
-    with sklearn.config_context(array_api_dispatch=False):
-        ref = clf.predict_interval(Q)  # NumPy queries: the device route, one packed copy back
-    for name, want in _interval_fields(ref).items():  # bit for bit
-        _check_same(getattr(iv, name), want, "torch")
-    np.testing.assert_array_equal(_numpy_of(iv.proba)[-2:], np.tile(clf.class_prior_, (2, 1)))
+    with config_context(device_bounds_on_cpu=True):  # PyTorch's CPU device stands in for a GPU
+        clf, Q = _fit("cpu", bound="hoeffding", lipschitz=3.0, empty_neighborhood="prior")
+        Q = np.vstack([Q, np.full((2, 4), 9.0, np.float32)])  # two queries without mass: the fallback rows
+        q = torch.from_numpy(Q)
+        with sklearn.config_context(array_api_dispatch=True), pytest.warns(UselessBoundWarning):
+            clf.predict_interval(q)  # the first call copies the training set to the device (its checks read)
+        counts = {}
+        for memory in (None, 1e-3):  # one block; a few queries per block
+            clf.set_params(working_memory=memory)
+            spy = _ReadSpy()
+            with sklearn.config_context(array_api_dispatch=True), pytest.warns(UselessBoundWarning) as rec, spy.mode:
+                iv = clf.predict_interval(q)
+            counts[memory] = (len(spy.reads), spy.matmuls)
+            assert len(spy.reads) <= 2 and not spy.uploads, (spy.reads, spy.uploads)
+            # The same warning (every number of its message) as the report built on the host from the intervals.
+            host = PredictionInterval(**{k: _numpy_of(v) for k, v in _interval_fields(iv).items()})
+            want = bound_usefulness(host, beta=clf.bound_spec_.beta, context=AdviceContext.from_estimator(clf))
+            assert want.useless and str(rec[0].message) == f"The bounds cannot guide decisions here: {want}"
+        assert counts[1e-3][1] > counts[None][1] + 2 and counts[1e-3][0] == counts[None][0], counts
+        with sklearn.config_context(array_api_dispatch=False):
+            ref = clf.predict_interval(Q)  # NumPy queries: the device route, one packed copy back
+        for name, want in _interval_fields(ref).items():  # bit for bit
+            _check_same(getattr(iv, name), want, "torch")
+        np.testing.assert_array_equal(_numpy_of(iv.proba)[-2:], np.tile(clf.class_prior_, (2, 1)))
 
 
 @needs_dispatch

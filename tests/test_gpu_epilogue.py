@@ -1,5 +1,5 @@
 """The Triton statistics kernel's histogram epilogues (private switch ``epilogue=`` /
-``NWBOUND_HIST_EPILOGUE``) against today's per-bin loop and an independent float64 formula.
+the config key ``hist_epilogue``) against today's per-bin loop and an independent float64 formula.
 
 Under Triton's interpreter (CPU, tiny shapes), on data where one class lies far outside every
 query's bandwidth (whole tiles with nothing in a bin: the ``skip`` branch's both sides run):
@@ -9,7 +9,7 @@ query's bandwidth (whole tiles with nothing in a bin: the ``skip`` branch's both
   ``"loop"`` bit for bit (the same code); those two are float64 sums of the same float32 terms in
   another order, so they may differ in the last bits: they must agree within the two forms'
   rounding bounds (``sum_error`` each), never bit for bit, and stay within the float64 reference;
-* the default (no ``epilogue=``, ``NWBOUND_HIST_EPILOGUE`` unset) is ``"atomic_count"``.
+* the default (no ``epilogue=``, config key ``hist_epilogue`` at its default) is ``"atomic_count"``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+import nwbound
 
 from test_gpu import reference
 
@@ -112,17 +114,16 @@ def test_histogram_epilogues_match_the_loop(tmp_path):
                 assert rho >= float(base["sum_error"])  # carries γ_n of the float64 atomic sums
 
 
-def test_unknown_epilogue_is_refused(monkeypatch):
+def test_unknown_epilogue_is_refused():
     from nwbound.gpu._triton import _epilogue
 
-    monkeypatch.setenv("NWBOUND_HIST_EPILOGUE", "atomics")
-    with pytest.raises(ValueError, match="NWBOUND_HIST_EPILOGUE"):
-        _epilogue(None)
-    monkeypatch.setenv("NWBOUND_HIST_EPILOGUE", "")
+    with pytest.raises(ValueError, match="'hist_epilogue'"):
+        nwbound.set_config(hist_epilogue="atomics")
+    with pytest.raises(ValueError, match="epilogue must be one of"):
+        _epilogue("atomics")
     assert _epilogue(None) == (True, False, True, False)  # the default: "atomic_count"
-    monkeypatch.setenv("NWBOUND_HIST_EPILOGUE", "loop")  # the deterministic per-bin loop stays reachable
-    assert _epilogue(None) == (False, False, False, False)
-    monkeypatch.delenv("NWBOUND_HIST_EPILOGUE")
+    with nwbound.config_context(hist_epilogue="loop"):  # the deterministic per-bin loop stays reachable
+        assert _epilogue(None) == (False, False, False, False)
     assert _epilogue(None) == _epilogue("atomic_count")
 
 

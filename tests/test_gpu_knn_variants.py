@@ -1,4 +1,4 @@
-"""The device k-NN's candidate-search forms (``NWBOUND_KNN_TOPK``, issue 19; the default ``""`` is
+"""The device k-NN's candidate-search forms (the config key ``knn_topk``, issue 19; the default ``""`` is
 ``bf16+onesync``, ``full`` the previous default) against a brute-force
 float64 NumPy k-NN written here: the exact ``k`` nearest by (float64 distance, row index), on random
 data with planted duplicates and ties, in float32 and float64, on PyTorch's CPU backend."""
@@ -9,6 +9,8 @@ import importlib.util
 
 import numpy as np
 import pytest
+
+import nwbound
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 pytestmark = pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed (pip install torch)")
@@ -95,21 +97,20 @@ def test_bf16_floor_is_below_every_value_rounding_to_the_key():
 
 
 def test_variant_switch_messages(monkeypatch):
-    from nwbound.gpu._neighbors import _parse_variant
+    from nwbound._config import parse_knn_topk as _parse_variant
 
     assert _parse_variant("full") is None  # the float32 search before issue 19
     assert _parse_variant("") == _parse_variant("default") == {"bf16": True, "chunks": 1, "onesync": True}
     assert _parse_variant("bf16+chunks=8") == {"bf16": True, "chunks": 8, "onesync": False}
     for bad in ("chunks=0", "full+bf16"):
-        with pytest.raises(ValueError, match="NWBOUND_KNN_TOPK"):
+        with pytest.raises(ValueError, match="knn_topk"):
             _parse_variant(bad)
-    monkeypatch.setenv("NWBOUND_KNN_TOPK", "fast")
+    with pytest.raises(ValueError, match="'knn_topk': knn_topk: unknown part 'fast'"):
+        nwbound.set_config(knn_topk="fast")  # refused when set, naming the key
     Q, X = _data(0, np.float64)
-    with pytest.raises(ValueError, match="NWBOUND_KNN_TOPK: unknown part 'fast'"):
-        _search(Q, X, 3, None)
-    monkeypatch.setenv("NWBOUND_KNN_TOPK", "bf16+chunks=4")  # read at each call
     want_d, want_i = _brute(Q, X, 5)
-    assert np.array_equal(_search(Q, X, 5, None)[1], want_i)
+    with nwbound.config_context(knn_topk="bf16+chunks=4"):  # read at each call
+        assert np.array_equal(_search(Q, X, 5, None)[1], want_i)
 
 
 def test_lean_search_reads_give_the_same_ends(monkeypatch):

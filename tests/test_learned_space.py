@@ -698,7 +698,7 @@ def test_cross_fit_auto_cross_fits_metric_auto_only(metric, cross_fit, expected)
 
 def test_cross_fit_auto_stops_above_the_map_row_cap(monkeypatch):
     """Above AUTO_CROSS_FIT_MAX_ROWS rows in the metric share: one split."""
-    import nwbound.spaces._split as split
+    import nwbound.spaces._space as split
 
     X, y, _ = _field(400, d=4, seed=17)
     monkeypatch.setattr(split, "AUTO_CROSS_FIT_MAX_ROWS", 159)  # 0.4 · 400 = 160 rows in the metric share

@@ -14,6 +14,9 @@ __version__ = "0.2.0"
 # public name -> submodule that defines it
 _LAZY = {
     "PredictionInterval": "._result",
+    "config_context": "._config",
+    "get_config": "._config",
+    "set_config": "._config",
     "DyadicClassifier": ".estimators",
     "NadarayaWatsonClassifier": ".estimators",
     "restate_lipschitz": ".scaling",
@@ -30,12 +33,16 @@ __all__ = [
     "PredictionInterval",
     "UselessBoundWarning",
     "VacuousPredictionWarning",
+    "config_context",
+    "get_config",
     "restate_lipschitz",
     "restate_margin",
+    "set_config",
     "__version__",
 ]
 
 if TYPE_CHECKING:  # static analysers see the real names
+    from ._config import config_context, get_config, set_config
     from ._result import PredictionInterval
     from .diagnostics import ContradictingModelsWarning, UselessBoundWarning, VacuousPredictionWarning
     from .estimators import DyadicClassifier, NadarayaWatsonClassifier

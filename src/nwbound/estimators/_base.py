@@ -29,7 +29,7 @@ from ..kernels import Kernel
 from ..utils import report
 from ..spaces import GroupsError, auto_cross_fits, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
 from ._fit_errors import _auto_lipschitz, _split_settings_errors
-from ._device import queries_on_host, training_data_on_host, validate_queries
+from ._dispatch import queries_on_host, training_data_on_host, validate_queries
 from ._fitted_state import _LearnedState
 from ._statistics import KernelStatistics
 
@@ -682,7 +682,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
     # -- predict helpers ---------------------------------------------------------------------
     def _validate_queries(self, X, *, keep_namespace: bool = False, checked: bool = False):
         """Checked queries in the fit dtype; with ``keep_namespace``, ``array_api_dispatch`` queries stay
-        in their namespace and device (:func:`~nwbound.estimators._device.validate_queries`). ``checked``:
+        in their namespace and device (:func:`~nwbound.estimators._dispatch.validate_queries`). ``checked``:
         the caller ran :meth:`_check_fitted` in this call already (scikit-learn's parameter validation,
         about 0.3 ms, runs once per ``predict*``)."""
         if not checked:
@@ -704,7 +704,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         return False
 
     def _dispatched_queries(self, X):
-        """``(X, restore)`` of :func:`~nwbound.estimators._device.queries_on_host` for ``predict*``."""
+        """``(X, restore)`` of :func:`~nwbound.estimators._dispatch.queries_on_host` for ``predict*``."""
         return queries_on_host(X, keep_on_device=self._keeps_device_queries())
 
     def _proba_kappa(self, X) -> tuple[np.ndarray, np.ndarray]:
@@ -868,7 +868,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         iv = out[None]
         context = AdviceContext.from_estimator(self)
         if not isinstance(iv.proba, np.ndarray):  # tensors from the device path: the report's numbers from there
-            from ._device import interval_on_host, usefulness_on_device
+            from ._device_results import interval_on_host, usefulness_on_device
 
             # Read with the intervals' own packed copy where they come from intervals_on_device.
             report = usefulness_on_device(iv, getattr(out, "usefulness", None), beta=specs[None].beta,

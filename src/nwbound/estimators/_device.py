@@ -1,35 +1,41 @@
-"""The estimator's ``device=`` path: its training set through :func:`nwbound.gpu.kernel_statistics`
-(regular classifier) or :func:`nwbound.gpu.neighbor_kernel_statistics` (localized), and its outputs
-in the queries' namespace under scikit-learn's ``array_api_dispatch`` (:func:`queries_on_host`).
+"""The device backend: the estimator's ``device=`` path, from the training set's copy on the device
+to every setting's intervals there (:class:`DeviceBackend`, picked by ``_backends.select_backend``).
 
-What crosses to the host under dispatch with ``device=`` (:func:`validate_queries` with
-``keep_namespace``): never the queries of the regular classifier (checked and cast in their own
-namespace, read by the kernel pass on the device); the localized classifier's queries once, for
-the host neighbour index; the per-query sums (``KernelStatistics``, float64) and the ``outside_box``
-flags, for the float64 bound arithmetic, whose results go back. Without ``device=`` (and for the
-dyadic classifier) the queries make one round trip. Where the bounds run on the device too
-(:func:`intervals_on_device`), a call reads the device twice: the queries' checks (one flag) and
-one packed read of a few numbers at its end (the vacuous count, the usefulness report's numbers).
+* The training set is copied to the device once per device and dtype (cached on it), and the
+  kernel sums come from :func:`nwbound.gpu.kernel_statistics` (regular classifier) or
+  :func:`nwbound.gpu.neighbor_kernel_statistics` over the neighbours of an exact device search
+  (localized): :func:`dense_kernel_sums_array_api` and :func:`neighbor_kernel_sums_array_api` bring
+  them to the host in the bound form, for the host's bounds.
+* Where the device's bounds serve the settings (:func:`bounds_on_device`), :func:`intervals_on_device`
+  computes statistics *and* bounds there; a call then reads the device twice: the queries' checks
+  (one flag) and one packed read of a few numbers at its end (the vacuous count, the usefulness
+  report's numbers). Its results stay there for PyTorch queries (:mod:`._device_results`).
+* ``bandwidth="auto"``: the grid ranked where the queries live (:func:`device_ranking`), each
+  query's choice by the bound rules in the tensors' namespace, the queries grouped by chosen
+  bandwidth there (:func:`rows_by_choice`). The choice reads the inputs only (never a label), so
+  every bound stays valid whatever rounding separates the device's choice from the host's at a
+  near tie.
 
-Lives with the estimators (which import :mod:`nwbound.gpu` on use), so that
-:mod:`nwbound.gpu` never imports the estimators.
+What crosses to the host under ``array_api_dispatch`` (:func:`~._dispatch.validate_queries` with
+``keep_namespace``): never the queries of the regular classifier; the localized classifier's
+queries once where an HNSW index searches on the host; the per-query sums (``KernelStatistics``,
+float64) and the ``outside_box`` flags where the bounds run on the host.
+
+Lives with the estimators (which import :mod:`nwbound.gpu` on use), so that :mod:`nwbound.gpu` never
+imports the estimators.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-import functools
 from typing import Any, Callable
 
-import os
-
 import numpy as np
-import sklearn
-from sklearn.utils.validation import validate_data
 
+from .._config import get_config
+from .._numerics import compose_errors, direct_d2_error_factor, summation_error
 from .._result import PredictionInterval
-from ..kernels import Kernel
+from ..engine import KernelStatistics
 from ..gpu import (
     HISTOGRAM_KERNELS,
     DeviceTrainingSet,
@@ -38,189 +44,23 @@ from ..gpu import (
     kernel_statistics,
     neighbor_kernel_statistics,
 )
-from .._numerics import compose_errors, direct_d2_error_factor, summation_error, to_feature_unit
 from ..gpu._array_api import to_host
-from ..engine import KernelStatistics
+from ..kernels import Kernel
+from ._device_results import DeviceIntervals, _interval_to_host, usefulness_parts
+from ._statistics import BandwidthRanking
 from ._sums import TrainingSet
 from ._sums_data import u2_error_rows, zero_statistics
 
 __all__ = [
+    "DeviceBackend",
+    "bounds_on_device",
     "dense_kernel_sums_array_api",
+    "device_kneighbors",
+    "device_ranking",
+    "intervals_on_device",
     "neighbor_kernel_sums_array_api",
-    "outside_box",
-    "queries_on_host",
-    "validate_queries",
+    "rows_by_choice",
 ]
-
-
-def queries_on_host(X: Any, *, keep_on_device: bool = False) -> tuple[Any, Callable[[Any], Any]]:
-    """``X`` for the host code, and the function that puts a result where ``X`` came from.
-
-    Under scikit-learn's ``array_api_dispatch`` (``sklearn.set_config(array_api_dispatch=True)``
-    or ``sklearn.config_context(array_api_dispatch=True)``), with queries ``X`` that are a
-    non-NumPy array-API array (PyTorch, CuPy, ``array_api_strict``, ...): a NumPy copy of ``X``
-    (one host copy), or with ``keep_on_device`` ``X`` itself (an estimator with ``device=``: it
-    validates and computes on ``X`` where it lives, :func:`validate_queries`), and a
-    function that moves every numeric array of a result — an array, a
-    :class:`~nwbound.PredictionInterval` or a dict of them — to ``X``'s namespace and device (as
-    scikit-learn's ``move_to``); non-numeric arrays (string class labels) stay NumPy. Otherwise
-    (dispatch off, the default, or NumPy / list queries): ``X`` itself and the identity.
-
-    A helper called at the start and the returns of ``predict``, ``predict_proba`` and
-    ``predict_interval``, not a decorator: an extra frame would move the ``stacklevel`` of their
-    warnings off the user's line.
-
-    Raises
-    ------
-    ValueError
-        When ``X``'s device has no float64 (the bounds are float64: rounding them to float32 would
-        move them inwards).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.estimators._device import queries_on_host
-    >>> X, restore = queries_on_host(np.zeros((1, 3)))  # NumPy in: unchanged, NumPy out
-    >>> restore(np.full((1, 2), 0.5)).tolist()
-    [[0.5, 0.5]]
-    """
-    target = _dispatch_target(X)
-    if target is None:
-        return X, _same
-    return (X if keep_on_device else to_host(X)), functools.partial(_to_namespace, xp=target[0], dev=target[1])
-
-
-def training_data_on_host(*arrays: Any) -> tuple[Any, ...]:
-    """``fit``'s arrays (``X``, ``y``, ``sample_weight``) as NumPy where ``array_api_dispatch`` hands
-    them in another array-API namespace (PyTorch, CuPy, ``array_api_strict``); others unchanged.
-
-    The training set lives on the host (with ``device=`` it is copied to the device once, at the
-    first prediction), so a fit under dispatch takes one host copy of what it is given.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.estimators._device import training_data_on_host
-    >>> X, y, w = training_data_on_host(np.zeros((2, 1)), [0, 1], None)  # dispatch off: unchanged
-    >>> y, w
-    ([0, 1], None)
-    """
-    return tuple(to_host(a) if _is_dispatched(a) else a for a in arrays)
-
-
-def validate_queries(estimator: Any, X: Any, dtype: Any, *, keep_namespace: bool = False, unit: float = 1.0) -> Any:
-    """``estimator``'s checked queries in ``dtype`` (the fit dtype): NumPy, or in their own namespace.
-
-    scikit-learn's ``validate_data`` (2-D, ``n_features_in_``, feature names, finite values, real
-    numbers) in every case. ``array_api_dispatch`` queries (non-NumPy array-API arrays while
-    dispatch is on) are checked in their own namespace and cast there with ``keep_namespace`` (the
-    ``device=`` path: nothing crosses to the host but the checks' scalar answers); without it
-    they are copied to the host first (the host engines, and the public methods that return
-    NumPy: ``kernel_statistics``, ``kneighbors``, ``bandwidth_ranking``). The queries come back
-    divided by ``unit`` (the fit's :func:`~nwbound._numerics.feature_unit`, a power of two) before
-    the cast; a value ``dtype`` cannot hold then raises a ValueError naming the dtype.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound import NadarayaWatsonClassifier
-    >>> from nwbound.estimators._device import validate_queries
-    >>> clf = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth="scale").fit([[0.0], [1.0]], [0, 1])
-    >>> validate_queries(clf, [[0.5]], np.float64).dtype
-    dtype('float64')
-    """
-    if _is_dispatched(X):
-        if keep_namespace:
-            xp = compat().array_namespace(X)
-            want = xp.float32 if np.dtype(dtype) == np.float32 else xp.float64
-            # One read answers every value check: X finite and X/unit within the fit dtype (the cast of
-            # a value that is not finite is not finite); where it fails, the checks again, each with its
-            # message. A plain PyTorch matrix skips scikit-learn's structural checks (shape, dtype and
-            # feature names, about a millisecond of host time before the first kernel): it passes them.
-            plain = _plain_torch_queries(estimator, X)
-            Xv = X if plain else validate_data(estimator, X, reset=False, dtype=[xp.float64, xp.float32],
-                                               ensure_all_finite=False)
-            scaled = Xv if unit == 1.0 else Xv / unit  # exact: a power of two
-            out = scaled if scaled.dtype == want else xp.astype(scaled, want)
-            if not bool(xp.all(xp.isfinite(out))):  # the one read
-                Xv = validate_data(estimator, X, reset=False, dtype=[xp.float64, xp.float32])  # NaN, inf: sklearn's
-                to_feature_unit(to_host(Xv), unit, dtype)  # raises the explanation (float32 overflow)
-            return out
-        X = to_host(X)
-    X = validate_data(estimator, X, reset=False, dtype=[np.float64, np.float32])
-    return to_feature_unit(X, unit, dtype)
-
-
-def _plain_torch_queries(estimator: Any, X: Any) -> bool:
-    """Whether ``X`` is a PyTorch float32/float64 matrix with at least one row and the fit's number of
-    features, for an estimator fit without feature names: ``validate_data``'s structural checks
-    would pass it unchanged (its value checks still run, :func:`validate_queries`)."""
-    if not compat().is_torch_array(X) or getattr(estimator, "feature_names_in_", None) is not None:
-        return False
-    import torch
-
-    return (X.ndim == 2 and X.shape[0] >= 1 and X.shape[1] == getattr(estimator, "n_features_in_", -1)
-            and X.dtype in (torch.float32, torch.float64) and not X.requires_grad)
-
-
-def outside_box(X: Any, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """Rows of ``X`` (any namespace) with a coordinate outside ``[low, high]``, as NumPy booleans.
-
-    Computed where ``X`` lives; only the ``n`` answers cross to the host.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.estimators._device import outside_box
-    >>> outside_box(np.array([[0.5], [2.0]]), np.zeros(1), np.ones(1)).tolist()
-    [False, True]
-    """
-    if isinstance(X, np.ndarray):
-        return np.any((X < low) | (X > high), axis=1)
-    xp, dev = compat().array_namespace(X), compat().device(X)
-    lo, hi = (xp.asarray(np.ascontiguousarray(b, dtype=np.float64), device=dev) for b in (low, high))
-    return to_host(xp.any((X < lo) | (X > hi), axis=1))
-
-
-def _same(out: Any) -> Any:
-    return out
-
-
-def _is_dispatched(X: Any) -> bool:
-    """Whether ``X`` is a non-NumPy array-API array while ``array_api_dispatch`` is on."""
-    if isinstance(X, np.ndarray) or not sklearn.get_config().get("array_api_dispatch", False):
-        return False
-    aac = compat()
-    return bool(aac.is_array_api_obj(X) and not aac.is_numpy_array(X))
-
-
-def _dispatch_target(X: Any) -> tuple[Any, Any] | None:
-    """``(namespace, device)`` of array-API queries under ``array_api_dispatch``, else None."""
-    if not _is_dispatched(X):
-        return None
-    aac = compat()
-    xp, dev = aac.array_namespace(X), aac.device(X)
-    info = getattr(xp, "__array_namespace_info__", None)
-    # PyTorch's info lists the same dtypes for every device, but MPS has no float64.
-    no_float64 = aac.is_torch_namespace(xp) and getattr(dev, "type", "") == "mps"
-    if no_float64 or (info is not None and "float64" not in info().dtypes(device=dev, kind="real floating")):
-        raise ValueError(
-            f"The queries' device {dev!r} has no float64, and the probabilities and bounds are float64 "
-            "(float32 would round the bounds inwards): pass the queries on a device with float64 (e.g. the "
-            "CPU), or turn scikit-learn's array_api_dispatch off to get NumPy results."
-        )
-    return xp, dev
-
-
-def _to_namespace(out: Any, xp: Any, dev: Any) -> Any:
-    if isinstance(out, dict):
-        return {k: _to_namespace(v, xp, dev) for k, v in out.items()}
-    if isinstance(out, PredictionInterval):
-        return dataclasses.replace(out, **{
-            f.name: _to_namespace(getattr(out, f.name), xp, dev) for f in dataclasses.fields(out)})
-    if isinstance(out, np.ndarray) and out.dtype.kind in "biuf":
-        return xp.asarray(np.ascontiguousarray(out), device=dev)
-    return out  # None, and labels that are not numbers (no array-API dtype)
 
 
 def _device_training_set(train: TrainingSet, xp: Any, device: Any, dtype: str) -> DeviceTrainingSet:
@@ -532,19 +372,6 @@ def dense_kernel_sums_array_api(
     return dataclasses.replace(out, sum_error=sum_error)
 
 
-# PyTorch's CPU device: the statistics there, the bounds by the host's (numba) solver, which beats
-# the batched search on CPU cores. True routes them through the device search too (the tests do).
-BOUNDS_ON_CPU = False
-
-# The regular classifier's band-Chernoff search on a GPU: measured on an H100 at the ECG shapes
-# (bench_device_bounds.py), the eager PyTorch search took 520 ms, slower than the statistics pass
-# plus the host solver (≈ 0.3 s). It runs on the device where the fused Triton search
-# (nwbound.bounds._chernoff_triton) is installed, or when the compiled eager search is asked for
-# (NWBOUND_COMPILE_BOUNDS); the localized classifier's per-point search (eager on CUDA; the fused
-# Triton form with NWBOUND_FUSED_GROUPED=1, its ends re-checked in float64) and Hoeffding always run there.
-REGULAR_CHERNOFF_ON_DEVICE = os.environ.get("NWBOUND_COMPILE_BOUNDS", "0") not in ("", "0")
-
-
 def device_bound_statistics(st: KernelStatistics, train: TrainingSet, *,
                             n_neighbors: int | None = None) -> KernelStatistics:
     """The bound form of one bandwidth's device-form statistics, where they live (nothing crosses).
@@ -627,8 +454,14 @@ def bounds_on_device(specs: dict, *, localized: bool, bandwidths: np.ndarray, ke
         return True
     if localized:
         return True
-    fused = installed("triton") and os.environ.get("NWBOUND_TRITON_SEARCH", "1") != "0"
-    return kernel.name in HISTOGRAM_KERNELS and (REGULAR_CHERNOFF_ON_DEVICE or fused)
+    # The regular classifier's band-Chernoff search on a GPU: measured on an H100 at the ECG shapes
+    # (bench_device_bounds.py), the eager PyTorch search took 520 ms, slower than the statistics pass
+    # plus the host solver (≈ 0.3 s). It runs on the device where the fused Triton search
+    # (nwbound.bounds._chernoff_triton) is installed, or when asked for (regular_chernoff_on_device);
+    # the localized classifier's per-point search and Hoeffding always run there.
+    config = get_config()
+    fused = installed("triton") and config["triton_search"]
+    return kernel.name in HISTOGRAM_KERNELS and (config["regular_chernoff_on_device"] or fused)
 
 
 def intervals_on_device(
@@ -697,9 +530,9 @@ def intervals_on_device(
     >>> from nwbound.bounds import BoundSpec
     >>> from nwbound.estimators._sums import TrainingSet
     >>> from nwbound.kernels import get_kernel
-    >>> from nwbound.estimators import _device
+    >>> import nwbound
     >>> from nwbound.estimators._device import intervals_on_device
-    >>> _device.BOUNDS_ON_CPU = True  # PyTorch's CPU device standing in for a GPU
+    >>> nwbound.set_config(device_bounds_on_cpu=True)  # PyTorch's CPU device standing in for a GPU
     >>> X = np.linspace(0.0, 1.0, 21)[:, None]; y = (X[:, 0] > 0.5).astype(int)
     >>> train = TrainingSet.build(X, y, 2, None)
     >>> out = intervals_on_device(np.array([[0.1]]), train, get_kernel("epanechnikov"), 0.3,
@@ -707,7 +540,7 @@ def intervals_on_device(
     ...                           fallback=lambda v: np.full((int(v.sum()), 2), 0.5), box=(X.min(0), X.max(0)))
     >>> out[None].proba.tolist(), round(float(out[None].lower[0, 0]), 3)
     ([[1.0, 0.0]], 0.631)
-    >>> _device.BOUNDS_ON_CPU = False
+    >>> nwbound.set_config(device_bounds_on_cpu=False)
     """
     import torch
 
@@ -717,7 +550,7 @@ def intervals_on_device(
     Q = _on_device(Xq, device)
     if not compat().is_torch_array(Q):  # the device bounds are PyTorch's: the caller takes the host route
         return None
-    if Q.device.type == "cpu" and not BOUNDS_ON_CPU:  # the host's compiled solver is faster on the CPU
+    if Q.device.type == "cpu" and not get_config()["device_bounds_on_cpu"]:  # the host's solver is faster there
         return None
     xp = array_namespace_of(Q)
     dev = compat().device(Q)
@@ -792,21 +625,6 @@ def _box_on_device(train: TrainingSet, box: tuple[np.ndarray, np.ndarray], dev: 
     return train._cache[key]
 
 
-class DeviceIntervals(dict):
-    """:func:`intervals_on_device`'s tensor results (setting name to interval, a plain ``dict``), with
-    ``usefulness``: the numbers :func:`usefulness_on_device` reads for the setting ``None``, read
-    with the call's one packed copy (None where not computed).
-
-    Examples
-    --------
-    >>> from nwbound.estimators._device import DeviceIntervals
-    >>> DeviceIntervals({None: 1}).usefulness is None
-    True
-    """
-
-    usefulness: tuple | None = None
-
-
 def _with_fallback(proba: Any, vacuous: Any, n_vacuous: int, fallback: Callable[[np.ndarray], np.ndarray]) -> Any:
     """``proba`` with ``fallback``'s rows where ``vacuous``: the estimator's rule gives one row to every
     vacuous query (the prior, or uniform) or raises with their count, so it is asked with the count
@@ -828,160 +646,280 @@ def _with_fallback(proba: Any, vacuous: Any, n_vacuous: int, fallback: Callable[
     return filled
 
 
-def _masked_median(torch: Any, values: Any, keep: Any) -> Any:
-    """``np.median(values[keep])`` where ``values`` live, without a read: NaN where nothing is kept or
-    a kept value is NaN; with an even count the mean ``(a + b)/2`` of the middle two, as NumPy's.
-    Along the last axis: stacked rows of ``values`` and ``keep`` give one median each (one sort)."""
-    count = keep.sum(-1)
-    ordered = torch.sort(torch.where(keep, values, math.inf), dim=-1).values  # kept values first
-    middle = torch.stack([torch.clamp((count - 1) // 2, min=0), count // 2], -1)
-    # gather, not ordered[lo]: a 0-d index tensor is read on the host (ATen selects with its item).
-    a, b = torch.gather(ordered, -1, middle).unbind(-1)
-    mid = torch.where(count % 2 == 1, a, (a + b) / 2.0)
-    bad = (count == 0) | (keep & torch.isnan(values)).any(-1)
-    return torch.where(bad, math.nan, mid)
+def device_ranking(Xq: Any, train: TrainingSet, kernel: Kernel, grid: np.ndarray, *, fraction: float = 1.0,
+                   feature_unit: float = 1.0, n_neighbors: int | None = None, neighbors: Any = None,
+                   device: str | None = None, working_memory: float | None = None) -> BandwidthRanking:
+    """The :class:`~nwbound.estimators.BandwidthRanking` of ``Xq`` over ``grid``, where ``Xq`` lives.
+
+    Parameters
+    ----------
+    Xq : array of shape (n_queries, n_features)
+        Validated queries in the fit's feature unit (NumPy queries are moved to ``device``).
+    train : TrainingSet
+    kernel : Kernel
+    grid : ndarray of shape (G,)
+        The bandwidths, in the fit's feature unit (as the engines see them).
+    fraction : float, default=1.0
+        The regular classifier's ranking sample (:meth:`TrainingSet.sample`): its sums are divided
+        by ``fraction``, as the host's ranking.
+    feature_unit : float, default=1.0
+        The fit's feature unit: the distance sums come back in the input's units.
+    n_neighbors : int or None, default=None
+        The localized classifier's ``k`` (None: the regular classifier).
+    neighbors : int tensor of shape (n_queries, k) or None
+        The localized classifier's neighbours when already searched (None: searched here, exactly).
+    device : str or None, default=None
+    working_memory : float or None, default=None
+
+    Returns
+    -------
+    BandwidthRanking
+        ``kappa``, ``sq_sum``, ``dist_sum`` (n, G) float64 tensors on the queries' device, in the
+        input's units; ``bandwidth`` the (1, G) grid in the input's units (NumPy).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torch  # the device path needs PyTorch
+    >>> from nwbound.estimators._sums import TrainingSet
+    >>> from nwbound.estimators._device import device_ranking
+    >>> from nwbound.kernels import get_kernel
+    >>> train = TrainingSet.build(np.array([[0.0], [0.5], [3.0]]), np.array([0, 1, 1]), 2, None)
+    >>> r = device_ranking(np.zeros((1, 1)), train, get_kernel("epanechnikov"), np.array([1.0, 4.0]), device="cpu")
+    >>> type(r.kappa).__name__, [round(v, 4) for v in r.kappa[0].tolist()]
+    ('Tensor', [1.75, 2.4219])
+    """
+    Q = _on_device(Xq, device)
+    xp, dev = array_namespace_of(Q), compat().device(Q)
+    grid = np.asarray(grid, dtype=np.float64).reshape(-1)
+    dtype = "float32" if train.X.dtype == np.float32 else "float64"
+    columns: list[tuple[Any, Any, Any]] = []
+    if n_neighbors is None:
+        sample = train.sample(fraction) if fraction < 1.0 else train
+        dev_train = _device_training_set(sample, xp, dev, dtype)
+        unit, scale = sample.weight_unit, float(fraction)
+        for lam in grid:
+            st = kernel_statistics(Q, dev_train, kernel=kernel, bandwidth=float(lam), need_dist=True,
+                                   histogram_bins=0, dtype=dtype, working_memory=working_memory, check_input=False)
+            columns.append(_sums_of(xp, st))
+    else:
+        X_dev, onehot_dev = _neighbor_training_set(train, xp, dev)
+        if neighbors is None:
+            _, neighbors = device_kneighbors(Q, train, int(n_neighbors), working_memory=working_memory)
+        unit, scale = train.weight_unit, 1.0
+        for lam in grid:
+            st = neighbor_kernel_statistics(Q, X_dev, onehot_dev, neighbors, kernel=kernel, bandwidth=float(lam),
+                                            need_dist=True, keep_points=False, working_memory=working_memory,
+                                            check_input=False)  # validated queries, the fit's rows, our search
+            columns.append(_sums_of(xp, st))
+    kappa, sq_sum, dist_sum = (xp.stack([c[i] for c in columns], axis=1) for i in range(3))
+    # The host's units (weights back from weight_unit, distances from the feature unit), then its
+    # sample scaling: ε's parts are ratios, so this changes no choice beyond rounding.
+    kappa = kappa * unit / scale
+    sq_sum = sq_sum * unit * unit / scale
+    dist_sum = dist_sum * (unit * feature_unit) / scale
+    return BandwidthRanking(kappa, sq_sum, dist_sum, (grid * feature_unit)[None, :])
 
 
-def usefulness_parts(interval: PredictionInterval) -> Any:
-    """The numbers of :func:`nwbound.diagnostics.bound_usefulness` for a tensor interval, computed where
-    it lives (nothing read): a float64 tensor ``[trivial, vacuous, certified]`` (counts), then the
-    median and mean bias share, the median factor for half bias and the median ε (the same rules).
+def _sums_of(xp: Any, st: Any) -> tuple[Any, Any, Any]:
+    """κ, ``Σ a_i²`` and ``Σ a_i d_i`` (each (n,), float64) of one bandwidth's device-form statistics."""
+    f64 = xp.float64
+    return (xp.sum(xp.astype(st.class_sums[:, 0, :], f64), axis=1), xp.astype(st.sq_sum[:, 0], f64),
+            xp.astype(st.dist_sum[:, 0], f64))
+
+
+def rows_by_choice(choice: Any, n_bandwidths: int) -> tuple[list[Any], list[int], Any]:
+    """The queries of each chosen bandwidth, where ``choice`` lives: ``(rows, used, inverse)``.
+
+    ``rows[j]`` are the query indices that chose ``used[j]`` (increasing), ``inverse`` puts the
+    concatenated groups back in the queries' order. One read: the ``G`` group sizes.
 
     Examples
     --------
     >>> import torch
-    >>> from nwbound import PredictionInterval
-    >>> from nwbound.estimators._device import usefulness_parts
-    >>> p = torch.tensor([[0.5, 0.5]], dtype=torch.float64)
-    >>> iv = PredictionInterval(proba=p, lower=0 * p, upper=1 + 0 * p, epsilon=p, bias=p, sampling=p,
-    ...                         kappa=p[:, 0], n_eff=p[:, 0], vacuous=torch.tensor([False]), bandwidth=p[:, 0])
-    >>> usefulness_parts(iv).tolist()
-    [1.0, 0.0, 0.0, 0.5, 0.5, 1.0, 0.5]
+    >>> from nwbound.estimators._device import rows_by_choice
+    >>> rows, used, inverse = rows_by_choice(torch.tensor([2, 0, 2, 2]), 3)
+    >>> [r.tolist() for r in rows], used, inverse.tolist()
+    ([[1], [0, 2, 3]], [0, 2], [1, 0, 2, 3])
     """
-    import torch
-
-    f64 = torch.float64
-    vac = interval.vacuous.to(torch.bool)
-    live = ~vac
-    certified, _ = device_certificates(interval)
-    trivial = torch.all((interval.lower <= 0.0) & (interval.upper >= 1.0), dim=1)
-    top = torch.argmax(interval.proba, dim=1)[:, None]  # the first of the largest, as np.argmax
-    eps, bias, samp = (torch.gather(getattr(interval, k).to(f64), 1, top)[:, 0]
-                       for k in ("epsilon", "bias", "sampling"))
-    total = bias + samp
-    share = bias / total
-    has = live & (total > 0) & torch.isfinite(share)
-    factor = samp / bias  # β' with β'·b = s (bias share 1/2), as a factor of the current β
-    fin = live & (bias > 0) & torch.isfinite(factor)
-    mean_share = torch.where(has, share, 0.0).sum() / has.sum()  # NaN where none
-    # the three medians in one sort: the bias share, the factor for half bias, ε
-    share_m, factor_m, eps_m = _masked_median(
-        torch, torch.stack([share.to(f64), factor.to(f64), torch.where(vac, 1.0, eps)]),
-        torch.stack([has, fin, torch.ones_like(vac)])).unbind()
-    return torch.stack([trivial.sum().to(f64), vac.sum().to(f64), certified.sum().to(f64),
-                        share_m, mean_share.to(f64), factor_m, eps_m])
+    xp = array_namespace_of(choice)
+    order = xp.argsort(choice, stable=True)
+    ones = xp.ones_like(choice)
+    counts = xp.zeros((n_bandwidths,), dtype=choice.dtype, device=compat().device(choice))
+    if compat().is_torch_array(choice):
+        counts = counts.index_add(0, choice, ones)
+    else:  # any other namespace: one comparison per bandwidth
+        counts = xp.stack([xp.sum(xp.astype(choice == g, choice.dtype)) for g in range(n_bandwidths)])
+    sizes = [int(v) for v in (counts.tolist() if hasattr(counts, "tolist") else np.asarray(counts))]  # the read
+    rows, used, start = [], [], 0
+    for g, size in enumerate(sizes):
+        if size:
+            rows.append(order[start : start + size])
+            used.append(g)
+            start += size
+    inverse = xp.argsort(order, stable=True)
+    return rows, used, inverse
 
 
-def usefulness_on_device(interval: PredictionInterval, parts: Any = None, *, beta: float | None = None,
-                         trivial_threshold: float = 0.5, context: Any = None) -> Any:
-    """:func:`nwbound.diagnostics.bound_usefulness` of a tensor interval from :func:`usefulness_parts`
-    (``parts``: those numbers already read, as :func:`intervals_on_device` does; else one read here).
+class DeviceBackend:
+    """Kernel sums (and, where they apply, bounds) on a PyTorch or array-API device (``device=``).
 
-    The same report, to the mean bias share's last bits (a sum in another order); None for an
-    interval without rows (the host's report then raises its error).
+    The functions of this module behind :class:`nwbound.engine.Backend`. What it
+    decides once per call, from the queries alone: whether the bounds run on the device too
+    (:meth:`intervals`; PyTorch queries there, and not PyTorch's CPU unless the config key
+    ``device_bounds_on_cpu``); otherwise its statistics cross to the host's bounds.
+
+    Parameters
+    ----------
+    estimator : NadarayaWatsonClassifier
+        A fitted classifier with ``device`` set (read at each call, as ``working_memory`` and
+        ``histogram_bins``).
 
     Examples
     --------
-    >>> import torch
-    >>> from nwbound import PredictionInterval
-    >>> from nwbound.estimators._device import usefulness_on_device
-    >>> p = torch.tensor([[0.5, 0.5]], dtype=torch.float64)
-    >>> iv = PredictionInterval(proba=p, lower=0 * p, upper=1 + 0 * p, epsilon=p, bias=p, sampling=p,
-    ...                         kappa=p[:, 0], n_eff=p[:, 0], vacuous=torch.tensor([False]), bandwidth=p[:, 0])
-    >>> report = usefulness_on_device(iv)
-    >>> report.useless, report.share_trivial, report.cause
-    (True, 1.0, 'sampling')
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.estimators._device import DeviceBackend
+    >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
+    >>> DeviceBackend.is_usable_for(clf), DeviceBackend.keeps_queries
+    (False, True)
     """
-    from ..diagnostics import BoundUsefulness
 
-    n = int(interval.proba.shape[0])
-    if n == 0:
+    keeps_queries = True
+
+    def __init__(self, estimator: Any) -> None:
+        self._est = estimator
+
+    @classmethod
+    def is_usable_for(cls, estimator: Any) -> bool:
+        """``device=`` given (its kernel was checked at fit and at predict: ``_check_device``)."""
+        return getattr(estimator, "device", None) is not None
+
+    def serves(self, estimator: Any) -> bool:
+        """Whether this backend is still the one :func:`select_backend` picks for ``estimator``."""
+        return self._est is estimator and self.is_usable_for(estimator)
+
+    def _searches(self) -> bool:
+        """An exact index (``algorithm="auto"`` promises exact search, or HNSW where exact is too slow:
+        on the device exact is cheap): the localized classifier's k-NN runs on the device."""
+        from ..neighbors import AutoIndex, ExactIndex
+
+        return self._est.index_ is not None and isinstance(self._est.index_, (ExactIndex, AutoIndex))
+
+    # -- the reductions ------------------------------------------------------------------------
+    def statistics(self, X: Any, bandwidths: np.ndarray, *, need_dist: bool, tail_radius: float | None,
+                   histogram_bins: int, keep_points: bool) -> KernelStatistics:
+        """The bound-form statistics of validated queries at ``bandwidths``, computed on the device
+        and brought to the host (NumPy float64)."""
+        est = self._est
+        extra: dict = {}
+        if est.index_ is None:
+            if histogram_bins:
+                extra["histogram_bins"] = int(histogram_bins)
+            return dense_kernel_sums_array_api(X, est._train, est.kernel_, bandwidths, need_dist=need_dist,
+                                               tail_radius=tail_radius, device=est.device,
+                                               working_memory=est.working_memory, **extra)
+        est._check_device()
+        if keep_points:
+            extra["keep_points"] = True
+        _, idx = self.kneighbors(X, int(est.n_neighbors))
+        return neighbor_kernel_sums_array_api(idx, est._train, est.kernel_, bandwidths, queries=X,
+                                              need_dist=need_dist, tail_radius=tail_radius, device=est.device,
+                                              working_memory=est.working_memory, **extra)
+
+    def kneighbors(self, X: Any, n_neighbors: int) -> tuple[Any, Any]:
+        """``(distances or None, indices)``: the exact search where the queries are (nothing crosses),
+        or the host index's (an HNSW index is on the host)."""
+        est = self._est
+        if not self._searches():  # an HNSW index searches on the host
+            return est._index_kneighbors(X, n_neighbors)
+        _, idx = device_kneighbors(X, est._train, int(n_neighbors), device=est.device,
+                                   working_memory=est.working_memory)
+        return None, idx
+
+    def ranks_from_moments(self) -> bool:
+        """False: the device ranks the grid from every bandwidth's sums."""
+        return False
+
+    def ranks_first(self, specs: dict, fraction: float) -> bool:
+        """False: the public rounds rank from the exhaustive statistics here (:meth:`chooses_first`
+        is the route's own ranking on the device)."""
+        return False
+
+    def chooses_first(self, specs: dict, fraction: float) -> bool:
+        """``bandwidth="auto"`` ranked on the device, where the bounds at one bandwidth run there."""
+        est = self._est
+        if est.bandwidths_.shape[0] < 2 or not self._bounds_served(specs, est.bandwidths_[:1]):
+            return False
+        import torch
+
+        target = torch.device(est.device) if isinstance(est.device, str) else est.device
+        return target.type != "cpu" or get_config()["device_bounds_on_cpu"]
+
+    def ranking(self, X: Any, fraction: float, row_offset: int = 0) -> None:
+        """None: the public ranking is the exhaustive statistics (:meth:`choice_ranking` ranks on the device)."""
         return None
-    values = list(parts) if parts is not None else usefulness_parts(interval).tolist()  # one read
-    trivial, vacuous, certified, median_share, mean_share, factor, median_eps = values
-    return BoundUsefulness.from_summary(n, trivial / n, vacuous / n, certified / n, median_share, mean_share, factor,
-                                        median_eps, beta=beta, trivial_threshold=trivial_threshold, context=context)
 
+    def _bounds_served(self, specs: dict, bandwidths: np.ndarray) -> bool:
+        """Settings the device bounds serve (:func:`bounds_on_device`) and, for the localized
+        classifier, an exact index. Not for a float32 fit stored in a feature unit other than 1 (data
+        beyond 2^±100): the device route takes the bandwidth and the distance sums in the input's
+        units, so such a fit's statistics cross to the host's bounds (which restate them)."""
+        est = self._est
+        if est._unit() != 1.0 or (est.index_ is not None and not self._searches()):
+            return False
+        return bounds_on_device(specs, localized=est.index_ is not None, bandwidths=bandwidths, kernel=est.kernel_)
 
-def _interval_to_host(iv: PredictionInterval) -> PredictionInterval:
-    """A tensor interval as NumPy in one device-to-host copy (every field packed into one float64 block)."""
-    import torch
+    # -- the route's steps -------------------------------------------------------------------
+    def choice_ranking(self, X: Any, fraction: float) -> tuple[Any, Any, Any]:
+        """``(queries on the device, ranking there, neighbours)``: the grid ranked where the queries
+        live (:func:`device_ranking`), with one exact search for the localized
+        classifier that every group's bounds reuse."""
+        est = self._est
+        Q = _on_device(X, est.device)
+        unit, k = est._unit(), None if est.index_ is None else int(est.n_neighbors)
+        neighbors = None
+        if k is not None:
+            _, neighbors = device_kneighbors(Q, est._train, k, working_memory=est.working_memory)
+        ranking = device_ranking(Q, est._train, est.kernel_, est.bandwidths_ / unit, feature_unit=unit,
+                                 fraction=fraction if k is None else 1.0, n_neighbors=k,
+                                 neighbors=neighbors, working_memory=est.working_memory)
+        return Q, ranking, neighbors
 
-    names = [f.name for f in dataclasses.fields(iv)]
-    cols = [getattr(iv, k).to(torch.float64).reshape(iv.proba.shape[0], -1) for k in names]
-    packed = torch.cat(cols, 1).cpu().numpy()
-    out, at = {}, 0
-    for k, c in zip(names, cols):
-        block = packed[:, at : at + c.shape[1]]
-        at += c.shape[1]
-        ref = getattr(iv, k)
-        if ref.dtype == torch.bool:
-            out[k] = block[:, 0] > 0.5
-        else:
-            out[k] = np.ascontiguousarray(block if ref.ndim == 2 else block[:, 0])
-    return PredictionInterval(**out)
+    @staticmethod
+    def choice_groups(specs: dict, ranking: Any, choose: Callable[[Any, dict], dict]) -> list[tuple[Any, list]]:
+        """Settings whose choosing parts agree (β and δ′ of the Hoeffding ε) choose alike: one choice
+        per group, computed in the tensors' namespace (no read)."""
+        keyed: dict = {}
+        for name, spec in specs.items():
+            keyed.setdefault((spec.for_choice().beta, spec.for_choice().delta_prime), []).append(name)
+        return [(choose(ranking, {names[0]: specs[names[0]]})[names[0]], names) for names in keyed.values()]
 
+    @staticmethod
+    def rows_by_choice(choice: Any, n_bandwidths: int) -> tuple[list[Any], list[int], Any]:
+        """:func:`rows_by_choice`: grouped where ``choice`` lives (one read of the sizes)."""
+        return rows_by_choice(choice, n_bandwidths)
 
-def device_certificates(interval: PredictionInterval) -> tuple[Any, Any]:
-    """:attr:`~nwbound.PredictionInterval.certified` and :attr:`~nwbound.PredictionInterval.error_upper`
-    of an interval whose arrays are PyTorch tensors, computed where they live (same rules: the
-    predicted class is the first of largest ``proba``; it is certified when its lower end lies
-    strictly above every other class's upper end and the row is not vacuous).
+    def intervals(self, X: Any, specs: dict, bandwidths: np.ndarray, neighbors: Any = None) -> dict | None:
+        """Statistics and bounds on the device (:func:`intervals_on_device`) where they serve
+        these settings and queries; None otherwise (the statistics then cross to the host's bounds)."""
+        if not self._bounds_served(specs, bandwidths):
+            return None
+        est = self._est
+        return intervals_on_device(
+            X, est._train, est.kernel_, float(bandwidths[0]), specs, device=est.device, box=est._box,
+            fallback=est._fallback_rows, histogram_bins=int(est.histogram_bins), working_memory=est.working_memory,
+            n_neighbors=None if est.index_ is None else int(est.n_neighbors), neighbors=neighbors,
+        )
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import torch
-    >>> from nwbound import PredictionInterval
-    >>> from nwbound.estimators._device import device_certificates
-    >>> iv = PredictionInterval.from_parts(
-    ...     proba=np.array([[0.9, 0.1], [0.5, 0.5]]), bias=np.full((2, 2), 0.1),
-    ...     sampling=np.full((2, 2), 0.2), kappa=np.array([10.0, 10.0]), n_eff=np.array([8.0, 8.0]),
-    ...     vacuous=np.array([False, False]), bandwidth=np.array([1.0, 1.0]))
-    >>> t = PredictionInterval(**{k: torch.as_tensor(v) for k, v in vars(iv).items() if v is not None})
-    >>> certified, error_upper = device_certificates(t)
-    >>> certified.tolist(), [round(v, 2) for v in error_upper.tolist()]
-    ([True, False], [0.4, 0.8])
-    """
-    import torch
+    @staticmethod
+    def deliver(out: dict, X: Any) -> dict:
+        """Intervals computed on the device, where ``X`` lives: on its device for PyTorch queries,
+        NumPy otherwise (one packed copy per setting)."""
+        from ._device_results import interval_on_host
 
-    proba, lower, upper = interval.proba, interval.lower, interval.upper
-    n, C = proba.shape
-    top = torch.argmax(proba, dim=1)  # the first of the largest, as np.argmax
-    low_top = torch.gather(lower, 1, top[:, None])[:, 0]
-    live = ~interval.vacuous.to(torch.bool)
-    if C < 2:
-        return live, 1.0 - low_top
-    others = upper.scatter(1, top[:, None], -math.inf).amax(1)
-    return (low_top > others) & live, 1.0 - low_top
-
-
-def interval_on_host(interval: PredictionInterval) -> PredictionInterval:
-    """A copy of ``interval`` with every array as NumPy (:func:`~nwbound.gpu._array_api.to_host`).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound import PredictionInterval
-    >>> from nwbound.estimators._device import interval_on_host
-    >>> iv = PredictionInterval.from_parts(proba=np.array([[1.0]]), bias=np.zeros((1, 1)),
-    ...     sampling=np.zeros((1, 1)), kappa=np.ones(1), n_eff=np.ones(1), vacuous=np.array([False]),
-    ...     bandwidth=np.ones(1))
-    >>> interval_on_host(iv).proba.tolist()
-    [[1.0]]
-    """
-    values = [getattr(interval, f.name) for f in dataclasses.fields(interval)]
-    if all(compat().is_torch_array(v) for v in values):  # the device path's intervals: one packed copy
-        return _interval_to_host(interval)
-    return dataclasses.replace(interval, **{f.name: None if getattr(interval, f.name) is None
-                                            else to_host(getattr(interval, f.name)) for f in dataclasses.fields(interval)})
+        if compat().is_torch_array(X):
+            return {name: dataclasses.replace(iv, **{f.name: getattr(iv, f.name).to(X.device)
+                                                     for f in dataclasses.fields(iv)}) for name, iv in out.items()}
+        return {name: interval_on_host(iv) for name, iv in out.items()}

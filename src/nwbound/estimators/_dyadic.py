@@ -26,7 +26,7 @@ from .._validation import check_int_range
 from ..kernels import Kernel, get_kernel
 from ..spaces import metric_kind
 from ._base import BoundedClassifierBase
-from ._device import queries_on_host
+from ._dispatch import queries_on_host
 from ._state import state_array, state_classes, state_scalar
 from ._statistics import KernelStatistics
 

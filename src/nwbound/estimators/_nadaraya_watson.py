@@ -21,10 +21,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._numerics import euclidean_norm
-from .._result import PredictionInterval
-from ..engine import compat
 from .._validation import check_dtype, check_int_range, check_n_jobs, check_positive
 from ..bounds import TAIL_RADIUS, BoundSpec
+from ..engine import compat, to_host
 from ..kernels import Kernel, get_kernel
 from ..neighbors import make_index
 # The grid functions lived here: still importable from this module (nwbound.estimators exports them).
@@ -32,13 +31,13 @@ from ._bandwidth import SCALE_NEIGHBORS, SCALE_QUANTILE, _power_of_two_scale, de
 from ._bandwidth import bandwidth_grid_from_nearest, bandwidth_grid_pilot, pilot_nearest_distances  # noqa: F401
 from ._bandwidth import _RANKING_ROWS, resolve_ranking_fraction, scale_bandwidth, scale_bandwidth_from_nearest  # noqa: F401
 from ._base import BoundedClassifierBase
+from ._backends import _times, select_backend
 from ._certified import CertifiedRows
-from ._device import outside_box, to_host
-from ._nw_fitted_state import _FittedState
 from ._neighbor_sums import search_queries
+from ._nw_fitted_state import _FittedState
 from ._nw_rounds import _Rounds
 from ._statistics import BandwidthRanking, KernelStatistics
-from ._sums import TrainingSet, dense_kernel_sums, dense_moment_sums, neighbor_distances, neighbor_kernel_sums
+from ._sums import TrainingSet, neighbor_distances
 
 __all__ = ["NadarayaWatsonClassifier"]
 
@@ -50,11 +49,6 @@ _CHERNOFF_QUERY_BLOCK = 2048
 def _concatenated(parts: list) -> Any:
     """Consecutive blocks of one setting's results (intervals, or :class:`~._certified.CertifiedRows`), as one."""
     return type(parts[0]).concatenate(parts)
-
-
-def _times(a: np.ndarray | None, factor: float) -> np.ndarray | None:
-    """``a·factor`` (None stays None; a factor of 1 returns ``a`` itself)."""
-    return a if a is None or factor == 1.0 else a * factor
 
 
 class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
@@ -279,6 +273,10 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         ``predict*`` sets this estimator's current bound and predict-time parameters on each of
         them (``delta`` divided by the number of models; ``lipschitz="auto"`` keeps each model's
         own chosen L), so they show the settings they predict with (user guide, "Cross-fitting").
+    backend_ : nwbound.engine.Backend
+        What computes the kernel sums (and, with ``device``, the bounds where the device's serve the
+        settings): the host engines, or the device's with ``device`` given. Picked at fit; a later
+        ``set_params(device=...)`` picks it again at the next prediction.
 
     Notes
     -----
@@ -546,6 +544,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
                 **{"n_neighbors": self.n_neighbors, **(self.index_params or {})},
             ).fit(X / self._index_scale)
         self._snapshot_fit_params()
+        self.backend_ = select_backend(self)  # decided once (re-decided only as _engine says)
         self._fit_complete = True
         return self
 
@@ -602,100 +601,47 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         specs = self._resolve_bounds(bounds)
         return restore(self._report(self._intervals(X, specs), specs, bounds))
 
+    def _engine(self) -> Any:
+        """The fitted backend (:mod:`._backends`), picked once at fit (``backend_``).
+
+        Re-picked only where its rule no longer holds: ``device`` is a predict-time parameter, so a
+        ``set_params(device=...)`` after fit (or a model pickled before ``backend_`` existed) gets the
+        backend :func:`~._backends.select_backend` picks now. The queries' array type never changes
+        the backend: the device backend itself takes its statistics to the host's bounds where its
+        own bounds cannot serve the queries (:meth:`~._device.DeviceBackend.intervals`).
+        """
+        backend = getattr(self, "backend_", None)
+        if backend is None or not backend.serves(self):
+            backend = self.backend_ = select_backend(self)
+        return backend
+
     def _keeps_device_queries(self) -> bool:
-        return getattr(self, "device", None) is not None  # the device path reads them where they live
+        return self._engine().keeps_queries  # the device backend reads them where they live
 
     def _intervals(self, X, specs: dict, certified_only: frozenset = frozenset()) -> dict:
         """Intervals of queries from :meth:`_dispatched_queries` for every setting in ``specs``
-        (:class:`~._certified.CertifiedRows` for the names in ``certified_only``)."""
+        (:class:`~._certified.CertifiedRows` for the names in ``certified_only``).
+
+        ``bandwidth="auto"`` where the backend ranks first: the grid's ranking, each setting's choice
+        (label-free: every bound stays valid), then one exact pass per chosen bandwidth; otherwise
+        one pass at every bandwidth of the fit (each query then takes the λ of least ε)."""
         # every caller resolved ``specs`` on this estimator just before (_resolve_bounds: _check_fitted ran)
-        X = self._validate_queries(X, keep_namespace=self._keeps_device_queries(), checked=True)
-        if self._ranks_on_device(specs, X):  # bandwidth="auto" ranked, chosen and bounded on the device
-            out = self._intervals_on_device_by_choice(X, specs)
-            return {name: CertifiedRows.of(iv) if name in certified_only else iv for name, iv in out.items()}
-        choices = self._ranked_choices(X, specs)  # None on the device path (ranked there or exhaustive)
-        if choices is None:
+        engine = self._engine()
+        X = self._validate_queries(X, keep_namespace=engine.keeps_queries, checked=True)
+        if X.shape[0] == 0 or not engine.chooses_first(specs, self.ranking_fraction_):
             return self._intervals_at(X, specs, self.bandwidths_, certified_only=certified_only)
+        Q, ranking, neighbors = engine.choice_ranking(X, self.ranking_fraction_)
+        if ranking is None:  # the exhaustive statistics rank the grid
+            ranking = self._ranking(Q, self.ranking_fraction_)
         out = {}
-        for choice, names in choices:
-            out.update(self._intervals_by_choice(X, {name: specs[name] for name in names}, choice, certified_only))
-        return out
-
-    def _ranked_choices(self, X: np.ndarray, specs: dict) -> list[tuple[np.ndarray, list]] | None:
-        """``bandwidth="auto"`` where the grid is ranked first (:meth:`ranks_first`): each setting's
-        bandwidth per query (:meth:`bandwidth_ranking`, :meth:`choose_bandwidths`), grouped by equal
-        choices; None where the exhaustive pass applies instead (it yields the bounds' statistics too).
-
-        The choice depends on the inputs only (ε's label-free parts), so it keeps every bound
-        valid; the statistics of the chosen bandwidth are then computed exactly.
-        """
-        if X.shape[0] == 0 or not self._ranks_first(specs, self.ranking_fraction_):
-            return None
-        groups: list[tuple[np.ndarray, list]] = []
-        for name, choice in self._choices(self._ranking(X, self.ranking_fraction_), specs).items():
-            same = next((g for g in groups if np.array_equal(g[0], choice)), None)
-            if same is None:
-                groups.append((choice, [name]))
-            else:
-                same[1].append(name)
-        return groups
-
-    def _ranks_on_device(self, specs: dict, X: Any) -> bool:
-        """``bandwidth="auto"`` (several bandwidths) with ``device=``, where the bounds at one bandwidth
-        run on the device (:meth:`_bounds_on_device`, PyTorch device, not the CPU unless
-        ``BOUNDS_ON_CPU``): then the grid is ranked there too (:mod:`._device_auto`)."""
-        if self.bandwidths_.shape[0] < 2 or X.shape[0] == 0 or not self._bounds_on_device(specs, self.bandwidths_[:1]):
-            return False
-        from . import _device
-
-        import torch
-
-        target = torch.device(self.device) if isinstance(self.device, str) else self.device
-        return target.type != "cpu" or _device.BOUNDS_ON_CPU
-
-    def _intervals_on_device_by_choice(self, X: Any, specs: dict) -> dict:
-        """:meth:`_intervals` with the grid ranked on the device (:func:`~._device_auto.device_ranking`):
-        each setting's choice by :meth:`_choices` in the tensors' namespace, the queries grouped by
-        chosen bandwidth there (:func:`~._device_auto.rows_by_choice`), each group's bounds by
-        :func:`~._device.intervals_on_device`, put back in order where they live. NumPy queries get
-        NumPy intervals (one packed copy per setting); PyTorch queries keep theirs on their device."""
-        from ._device import _on_device, device_kneighbors, interval_on_host
-        from ._device_auto import device_ranking, rows_by_choice
-
-        Q = _on_device(X, self.device)
-        unit, k = self._unit(), None if self.index_ is None else int(self.n_neighbors)
-        neighbors = None
-        if k is not None:  # one exact search on the device for the ranking and every group's bounds
-            _, neighbors = device_kneighbors(Q, self._train, k, working_memory=self.working_memory)
-        ranking = device_ranking(Q, self._train, self.kernel_, self.bandwidths_ / unit, feature_unit=unit,
-                                 fraction=self.ranking_fraction_ if k is None else 1.0, n_neighbors=k,
-                                 neighbors=neighbors, working_memory=self.working_memory)
-        # Settings whose choosing parts agree (β and δ′ of the Hoeffding ε) choose alike: one choice each.
-        groups: dict = {}
-        for name, spec in specs.items():
-            groups.setdefault((spec.for_choice().beta, spec.for_choice().delta_prime), []).append(name)
-        out = {}
-        for names in groups.values():
-            choice = self._choices(ranking, {names[0]: specs[names[0]]})[names[0]]
-            rows, used, inverse = rows_by_choice(choice, self.bandwidths_.shape[0])
+        for choice, names in engine.choice_groups(specs, ranking, self._choices):
+            rows, used, inverse = engine.rows_by_choice(choice, self.bandwidths_.shape[0])
             group = {name: specs[name] for name in names}
-            parts = [self._intervals_at(Q[r], group, self.bandwidths_[g : g + 1],
+            parts = [self._intervals_at(Q[r], group, self.bandwidths_[g : g + 1], certified_only=certified_only,
                                         neighbors=None if neighbors is None else neighbors[r])
                      for g, r in zip(used, rows)]
-            for name in names:
-                out[name] = PredictionInterval.concatenate([p[name] for p in parts]).take(inverse)
-        if compat().is_torch_array(X):
-            return {name: dataclasses.replace(iv, **{f.name: getattr(iv, f.name).to(X.device)
-                                                     for f in dataclasses.fields(iv)}) for name, iv in out.items()}
-        return {name: interval_on_host(iv) for name, iv in out.items()}
-
-    def _ranks_first(self, specs: dict, fraction: float) -> bool:
-        return (self.bandwidths_.shape[0] > 1 and self._on_host_regular()
-                and not any(spec.needs_tail_mass for spec in specs.values())
-                and (self.ranks_from_moments_ or fraction < 1.0))
-
-    def _on_host_regular(self) -> bool:
-        return self.index_ is None and getattr(self, "device", None) is None
+            out.update({name: _concatenated([p[name] for p in parts]).take(inverse) for name in names})
+        return engine.deliver(out, X)
 
     @property
     def ranks_from_moments_(self) -> bool:
@@ -717,23 +663,16 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         False
         """
         check_is_fitted(self)
-        return self._on_host_regular() and self.kernel_.polynomial is not None and self.kernel_.compact
+        return self._engine().ranks_from_moments()
 
     def _ranking(self, X: np.ndarray, fraction: float, row_offset: int = 0) -> BandwidthRanking:
-        """:meth:`bandwidth_ranking` of validated queries."""
-        grid = self.bandwidths_[None, :]
-        unit = self._unit()  # X and the engines' bandwidths in the fit's feature unit; dist_sum back in input units
-        if self.ranks_from_moments_:
-            m = dense_moment_sums(X, self._train.sample(fraction, row_offset), self.kernel_, self.bandwidths_ / unit,
-                                  working_memory=self.working_memory, n_jobs=self.n_jobs)
-            return BandwidthRanking(m.kappa / fraction, m.sq_sum / fraction, _times(m.dist_sum, unit) / fraction, grid)
-        if fraction < 1.0 and self._on_host_regular():  # other kernels: every bandwidth, on the sample
-            s = dense_kernel_sums(X, self._train.sample(fraction, row_offset), self.kernel_, self.bandwidths_ / unit,
-                                  need_dist=True, tail_radius=None, working_memory=self.working_memory,
-                                  n_jobs=self.n_jobs)
-            return BandwidthRanking(s.kappa / fraction, s.sq_sum / fraction, _times(s.dist_sum, unit) / fraction, grid)
+        """:meth:`bandwidth_ranking` of validated queries: the backend's (moments or a sample of rows), or
+        the exhaustive statistics of every bandwidth."""
+        ranking = self._engine().ranking(X, fraction, row_offset)
+        if ranking is not None:
+            return ranking
         stats = self._statistics(X, [], need_bounds=True)
-        return BandwidthRanking(stats.kappa, stats.sq_sum, stats.dist_sum, grid)
+        return BandwidthRanking(stats.kappa, stats.sq_sum, stats.dist_sum, self.bandwidths_[None, :])
 
     @staticmethod
     def _choices(ranking: BandwidthRanking, specs: dict) -> dict:
@@ -750,38 +689,17 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
                                                            ranking.bandwidth))
         return out
 
-    def _intervals_by_choice(self, X: np.ndarray, specs: dict, choice: np.ndarray,
-                             certified_only: frozenset = frozenset()) -> dict:
-        """Intervals where query ``i`` uses bandwidth ``choice[i]``: one exact pass per chosen bandwidth."""
-        rows, used = self._rows_by_bandwidth(choice)
-        parts = [self._intervals_at(X[r], specs, self.bandwidths_[g : g + 1], certified_only=certified_only)
-                 for g, r in zip(used, rows)]
-        inverse = np.argsort(np.concatenate(rows), kind="stable")
-        return {name: _concatenated([p[name] for p in parts]).take(inverse) for name in specs}
-
-    @staticmethod
-    def _rows_by_bandwidth(choice: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-        used = np.unique(choice)
-        return [np.flatnonzero(choice == g) for g in used], used
-
     def _intervals_at(self, X: np.ndarray, specs: dict, bandwidths: np.ndarray, neighbors: Any = None,
                       certified_only: frozenset = frozenset()) -> dict:
         """Intervals of validated queries for every setting in ``specs`` from one pass at ``bandwidths``
         (``neighbors``: the localized classifier's device neighbours when already searched;
-        ``certified_only``: names that get :class:`~._certified.CertifiedRows`)."""
+        ``certified_only``: names that get :class:`~._certified.CertifiedRows`): the backend's own
+        statistics and bounds where it has them, else its statistics and the host's bounds."""
+        out = self._engine().intervals(X, specs, bandwidths, neighbors)
+        if out is not None:
+            return {name: CertifiedRows.of(iv) if name in certified_only else iv for name, iv in out.items()}
         # Queries in blocks when a bound keeps per-query histograms or neighbour lists, so that
         # memory stays bounded however many queries come in.
-        if self._bounds_on_device(specs, bandwidths):  # statistics and bounds where the queries are
-            from ._device import intervals_on_device
-
-            out = intervals_on_device(
-                X, self._train, self.kernel_, float(bandwidths[0]), specs, device=self.device, box=self._box,
-                fallback=self._fallback_rows,
-                histogram_bins=int(self.histogram_bins), working_memory=self.working_memory,
-                n_neighbors=None if self.index_ is None else int(self.n_neighbors), neighbors=neighbors,
-            )
-            if out is not None:
-                return {name: CertifiedRows.of(iv) if name in certified_only else iv for name, iv in out.items()}
         n = X.shape[0]
         block = n if not any(s.is_chernoff for s in specs.values()) else _CHERNOFF_QUERY_BLOCK
         pieces = [
@@ -793,28 +711,6 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
             )
         ]
         return {name: _concatenated([p[name] for p in pieces]) for name in specs}
-
-    def _bounds_on_device(self, specs: dict, bandwidths: np.ndarray) -> bool:
-        """``device=`` with settings the device bounds serve (:func:`~._device.bounds_on_device`) and, for
-        the localized classifier, an exact index (its search then runs on the device too). Not for a
-        float32 fit stored in a feature unit other than 1 (data beyond 2^±100): the device route takes
-        the bandwidth and the distance sums in the input's units, so such a fit's statistics come
-        through :meth:`_statistics` (which restates them) and the host bounds."""
-        if getattr(self, "device", None) is None or self._unit() != 1.0:
-            return False
-        from ._device import bounds_on_device
-
-        if self.index_ is not None and not self._searches_on_device():
-            return False
-        return bounds_on_device(specs, localized=self.index_ is not None, bandwidths=bandwidths, kernel=self.kernel_)
-
-    def _searches_on_device(self) -> bool:
-        """The localized classifier with ``device=`` and an exact index (``algorithm="auto"`` promises exact
-        search, or HNSW where exact is too slow: on the device exact is cheap): the exact k-NN runs there."""
-        from ..neighbors import AutoIndex, ExactIndex
-
-        return (getattr(self, "device", None) is not None and self.index_ is not None
-                and isinstance(self.index_, (ExactIndex, AutoIndex)))
 
     def _statistics(self, X: np.ndarray, specs: list[BoundSpec], *, need_bounds: bool,
                     bandwidths: np.ndarray | None = None) -> KernelStatistics:
@@ -829,57 +725,17 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         need_dist = need_bounds and (not specs or any(s.needs_distance_sum for s in specs))
         need_tail = need_bounds and any(s.needs_tail_mass for s in specs)
         chernoff = need_bounds and any(s.is_chernoff for s in specs)
-        tail = TAIL_RADIUS if need_tail else None
-        extra = {}
-        if self.index_ is None:
-            if chernoff:
-                extra["histogram_bins"] = int(self.histogram_bins)
-            if getattr(self, "device", None) is None:
-                sums = dense_kernel_sums(
-                    X, self._train, self.kernel_, bandwidths, need_dist=need_dist, tail_radius=tail,
-                    working_memory=self.working_memory, n_jobs=self.n_jobs, **extra,
-                )
-            else:
-                from ._device import dense_kernel_sums_array_api  # imports the optional gpu extra on use
-
-                sums = dense_kernel_sums_array_api(
-                    X, self._train, self.kernel_, bandwidths, need_dist=need_dist, tail_radius=tail,
-                    device=self.device, working_memory=self.working_memory, **extra,
-                )
-        else:
-            self._check_device()
-            if chernoff:
-                extra["keep_points"] = True
-            # The index searches in coordinates scaled by a power of two (exact), so
-            # that magnitudes like 1e160 cannot overflow its squared distances; the k
-            # chosen distances are then recomputed directly from the coordinates.
-            # With device= and an exact index the search runs on the device; an HNSW index is on the host.
-            if self._searches_on_device():  # exact search where the queries are: nothing crosses
-                from ._device import device_kneighbors
-
-                _, idx = device_kneighbors(X, self._train, int(self.n_neighbors), device=self.device,
-                                           working_memory=self.working_memory)
-            else:
-                dist, idx = self.index_.kneighbors(search_queries(to_host(X) / self._index_scale), self.n_neighbors)
-            if getattr(self, "device", None) is None:
-                sums = neighbor_kernel_sums(
-                    dist, idx, self._train, self.kernel_, bandwidths, need_dist=need_dist, tail_radius=tail,
-                    queries=X, **extra,
-                )
-            else:  # the neighbours' weights and sums on the device
-                from ._device import neighbor_kernel_sums_array_api
-
-                sums = neighbor_kernel_sums_array_api(
-                    idx, self._train, self.kernel_, bandwidths, queries=X, need_dist=need_dist,
-                    tail_radius=tail, device=self.device, working_memory=self.working_memory, **extra,
-                )
+        # The histogram (regular) or the per-point masses (localized) of the band-Chernoff bound.
+        sums = self._engine().statistics(X, bandwidths, need_dist=need_dist, tail_radius=TAIL_RADIUS if need_tail else None,
+                                         histogram_bins=int(self.histogram_bins) if chernoff else 0,
+                                         keep_points=chernoff)
         # The engines give the bound form at the engine's bandwidths (the fit's feature unit): the
         # estimator's bandwidths, distances back in the input's units, and what only it knows.
         return dataclasses.replace(
             sums,
             dist_sum=_times(sums.dist_sum, unit),
             bandwidth=raw_bandwidths[None, :],
-            outside_box=outside_box(X_input, *self._box),
+            outside_box=self._outside_box(X_input),
             diameter=self._diameter(X_input) if need_tail else None,
             # Dense path: the expanded distance's rounding bound; the localized path's
             # distances are recomputed directly (relative error ~1e-15, covered below).
@@ -891,6 +747,21 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
 
     def _is_localized(self) -> bool:
         return self.n_neighbors is not None
+
+    def _index_kneighbors(self, X: Any, n_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(distances, indices)`` of the fitted index (on the host): it searches in coordinates scaled by
+        a power of two (exact), so that magnitudes like 1e160 cannot overflow its squared distances."""
+        return self.index_.kneighbors(search_queries(to_host(X) / self._index_scale), int(n_neighbors))
+
+    def _outside_box(self, X: Any) -> np.ndarray:
+        """Rows of ``X`` (any namespace) with a coordinate outside the training box, as NumPy booleans:
+        computed where ``X`` lives, only the ``n`` answers cross to the host."""
+        low, high = self._box
+        if isinstance(X, np.ndarray):
+            return np.any((X < low) | (X > high), axis=1)
+        xp, dev = compat().array_namespace(X), compat().device(X)
+        lo, hi = (xp.asarray(np.ascontiguousarray(b, dtype=np.float64), device=dev) for b in (low, high))
+        return to_host(xp.any((X < lo) | (X > hi), axis=1))
 
     def _diameter(self, X: np.ndarray) -> np.ndarray:
         # Φ(y): distance from y to the farthest corner of the training box, so
@@ -989,12 +860,6 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         k = self.n_neighbors if n_neighbors is None else n_neighbors
         check_int_range(k, "n_neighbors", 1, self.n_samples_fit_,
                         hint=f"It counts neighbours among the {self.n_samples_fit_} training samples.")
-        if self._searches_on_device():  # the exact search where the statistics' search runs (no host index)
-            from ._device import device_kneighbors
-
-            idx = to_host(device_kneighbors(X, self._train, int(k), device=self.device,
-                                            working_memory=self.working_memory)[1])
-        else:
-            _, idx = self.index_.kneighbors(search_queries(X / self._index_scale), int(k))
+        idx = to_host(self._engine().kneighbors(X, int(k))[1])  # where the statistics' search runs
         dist = neighbor_distances(X, self._train.X, idx, working_memory=self.working_memory)
         return _times(dist, self._unit()), idx

@@ -6,15 +6,12 @@ ends in the classifier's ``_install``, the one place a fitted state is set up (a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ._state import state_array, state_classes, state_scalar
-
-if TYPE_CHECKING:
-    from ._nadaraya_watson import NadarayaWatsonClassifier
 
 
 class _FittedState:
@@ -79,7 +76,7 @@ class _FittedState:
         state.update(self._learned_state())
         return state
 
-    def set_fitted_state(self, state: Mapping[str, Any], *, shard: bool = False) -> "NadarayaWatsonClassifier":
+    def set_fitted_state(self, state: Mapping[str, Any], *, shard: bool = False) -> "_FittedState":
         """Restore a state from :meth:`get_fitted_state` into this (unfitted) estimator.
 
         Every array is checked as untrusted input — shapes, dtypes,

@@ -12,6 +12,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_int_range
+from ._backends import rows_by_bandwidth
 from ._bandwidth import resolve_ranking_fraction
 from ._statistics import BandwidthRanking, KernelStatistics
 
@@ -59,7 +60,7 @@ class _Rounds:
         if bandwidth_index is None:
             return self._statistics(X, specs, need_bounds=True)
         choice = self._checked_bandwidth_index(bandwidth_index, X.shape[0])
-        rows, used = self._rows_by_bandwidth(choice)
+        rows, used = rows_by_bandwidth(choice)
         parts = [self._statistics(X[r], specs, need_bounds=True, bandwidths=self.bandwidths_[g : g + 1])
                  for g, r in zip(used, rows)]
         if not parts:
@@ -152,7 +153,8 @@ class _Rounds:
         """
         check_is_fitted(self)
         self._no_cross_fit("ranks_first")
-        return self._ranks_first(self._resolve_bounds(bounds), self.ranking_fraction_ if fraction is None else fraction)
+        return self._engine().ranks_first(self._resolve_bounds(bounds),
+                                          self.ranking_fraction_ if fraction is None else fraction)
 
     def choose_bandwidths(self, ranking: BandwidthRanking, bounds=None):
         """Each query's bandwidth (a column of ``bandwidths_``): the one of least label-free ε.

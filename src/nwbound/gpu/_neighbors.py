@@ -26,7 +26,7 @@ The bfloat16 keys only choose the candidates; the certificate (an order bound on
 float64 re-rank decide the neighbours, so they are the exact ones whatever the keys' rounding. Nothing
 crosses to the host but one read of the queries not certified per call (and one flag per growth round).
 
-The private switch ``NWBOUND_KNN_TOPK`` (or the ``_topk`` keyword; empty: the default above,
+The switch ``nwbound.config_context(knn_topk=...)`` (or the ``_topk`` keyword; empty: the default above,
 ``"bf16+onesync"``) selects other forms of step 2 (issue 19, timed by ``benchmarks/diag_knn.py``),
 ``"+"``-separated:
 
@@ -54,9 +54,9 @@ against 49.0 ms for ``full``, with identical neighbours.
 from __future__ import annotations
 
 import math
-import os
 from typing import Any
 
+from .._config import get_config, parse_knn_topk
 from ._array_api import (
     DeviceTrainingSet,
     _device,
@@ -115,7 +115,7 @@ def exact_kneighbors(Xq: Any, train: DeviceTrainingSet, X64: Any, n_neighbors: i
         MiB for a block's ``(rows, n_train)`` product (None: scikit-learn's ``working_memory``).
     _topk : str or None, default=None
         Private: the candidate search's form (see the module's docstring); None reads
-        ``NWBOUND_KNN_TOPK`` (empty: the default, ``"bf16+onesync"``; ``"full"``: the previous default).
+        the config key ``knn_topk`` (empty: the default, ``"bf16+onesync"``; ``"full"``: the previous default).
 
     Returns
     -------
@@ -144,7 +144,7 @@ def exact_kneighbors(Xq: Any, train: DeviceTrainingSet, X64: Any, n_neighbors: i
     k = int(n_neighbors)
     if not 1 <= k <= n_train:
         raise ValueError(f"n_neighbors must be in [1, {n_train}] (the training points), got {n_neighbors!r}.")
-    variant = _parse_variant(os.environ.get("NWBOUND_KNN_TOPK", "") if _topk is None else _topk)
+    variant = parse_knn_topk(get_config()["knn_topk"] if _topk is None else _topk)
     dev = _device(Xq)
     cdt = train.dtype
     q64 = xp.astype(Xq, xp.float64)
@@ -234,34 +234,6 @@ def _certified_rerank(xp: Any, kth: Any, last: Any, cand: Any, E: Any, eta: Any,
     out_d[...] = dist[:, :k]
     out_i[...] = torch.gather(cidx, 1, order[:, :k])
     return ok
-
-
-_VARIANT_WORDS = ("full", "noclamp", "bf16", "chunks=N", "onesync")
-_DEFAULT = "bf16+onesync"
-
-
-def _parse_variant(text: str) -> dict | None:
-    """``NWBOUND_KNN_TOPK`` (or ``_topk``) as ``{"bf16": bool, "chunks": int, "onesync": bool}``
-    (empty or ``"default"``: ``"bf16+onesync"``); None for ``"full"`` (the float32 search as written)."""
-    text = text.strip()
-    if text == "full":
-        return None
-    if text in ("", "default"):
-        text = _DEFAULT
-    out = {"bf16": False, "chunks": 1, "onesync": False}
-    for word in text.replace(",", "+").split("+"):
-        word = word.strip()
-        if word == "noclamp":
-            continue
-        if word in ("bf16", "onesync"):
-            out[word] = True
-        elif word.startswith("chunks=") and word[7:].isdigit() and int(word[7:]) >= 1:
-            out["chunks"] = int(word[7:])
-        else:
-            raise ValueError(f"NWBOUND_KNN_TOPK: unknown part {word!r} in {text!r}; use '+'-separated parts among "
-                             f"{', '.join(_VARIANT_WORDS)} (N >= 1; 'full' alone), or leave it empty for the "
-                             "default search.")
-    return out
 
 
 def _chunked_topk(torch: Any, key: Any, width: int, chunks: int) -> tuple[Any, Any]:

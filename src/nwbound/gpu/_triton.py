@@ -46,7 +46,7 @@ the split Chernoff form with sample weights) comes from the same packed counts; 
 positive weight is 1 it is the histogram itself. ``hist_mass`` and ``hist_dist`` take one masked reduction
 per bin each (float32 within a tile, float64 across tiles, as the other sums); ``hist_dist`` gets
 the same covering factor as ``dist_sum``. (These per-bin reductions are the ``"loop"`` epilogue,
-the default before issue 19; ``NWBOUND_HIST_EPILOGUE=loop`` selects it.)
+the default before issue 19; ``nwbound.config_context(hist_epilogue="loop")`` selects it.)
 
 ``Σ (wK)²`` is summed in float32 within a tile: squares of ``wK`` below ``2⁻⁷⁵`` underflow, so
 the sum gets :func:`~nwbound.gpu._common.square_sum_bound` (``n·2⁻¹⁴⁹`` and the tile's
@@ -93,6 +93,7 @@ from ._common import (
     square_sum_bound,
     unit_roundoff,
 )
+from .._config import get_config
 from .._numerics import compose_errors, summation_error
 
 __all__ = ["triton_applies", "triton_kernel_statistics", "LAYOUT_TILE", "CONFIGS"]
@@ -118,7 +119,7 @@ CONFIGS: dict[str, tuple[tuple[int, int, int, int], ...]] = {
     # gemm="library": the epilogue alone reads the product block (memory-bound: wide rows; taller
     # tiles of the loaded block spill, e.g. 64×64 with 4 warps: 1.2 KB).
     "library": ((16, 128, 4, 2), (32, 128, 8, 1), (16, 128, 4, 1), (32, 64, 4, 2)),
-    # gemm="library" with the histogram, the per-bin loop epilogue (NWBOUND_HIST_EPILOGUE=loop): as
+    # gemm="library" with the histogram, the per-bin loop epilogue (hist_epilogue="loop"): as
     # "histogram" (32 bins: no spills, ≤ 12 bytes with sample weights; 16 bins: ≤ 16 bytes).
     "library_histogram": ((16, 32, 4, 2), (32, 32, 8, 2), (16, 32, 4, 1), (32, 32, 8, 1)),
     # gemm="library" with the histogram, the atomic epilogues (the default) without sample weights:
@@ -464,7 +465,7 @@ def triton_kernel_statistics(
     the library's product speed. ``gemm=None`` (default): ``"library"`` with ``precision="ieee"``,
     the fastest exact form measured (H200, ECG shapes: 15.2 ms against 39 ms fused, product
     10.9 ms), ``"fused"`` with ``"tf32x3"``. ``epilogue`` (private, for measurements): how the
-    histogram's per-bin sums are formed, see :func:`_epilogue` (None: ``NWBOUND_HIST_EPILOGUE``,
+    histogram's per-bin sums are formed, see :func:`_epilogue` (None: the config key ``hist_epilogue``,
     else ``"atomic_count"``, the fastest measured; ``"loop"`` is the deterministic form before it).
 
     Examples
@@ -690,7 +691,7 @@ def _epilogue(name: str | None) -> tuple[bool, bool, bool, bool]:
       ``Σ wK·d⁺`` and count side by side in one 32-byte sector (4 float64; the count by float64
       adds of 1.0, exact): a point's atomics touch one sector instead of three arrays.
 
-    ``None`` reads ``NWBOUND_HIST_EPILOGUE`` (unset or empty: ``"atomic_count"``).
+    ``None`` reads the config key ``hist_epilogue`` (default ``"atomic_count"``).
 
     Examples
     --------
@@ -699,9 +700,9 @@ def _epilogue(name: str | None) -> tuple[bool, bool, bool, bool]:
     ((False, False, False, False), (True, True, False, False), (True, False, True, False))
     """
     if name is None:
-        name = os.environ.get("NWBOUND_HIST_EPILOGUE", "") or "atomic_count"
+        name = get_config()["hist_epilogue"]  # checked by set_config
     if name not in EPILOGUES:
-        raise ValueError(f"epilogue (NWBOUND_HIST_EPILOGUE) must be one of {EPILOGUES}, got {name!r}.")
+        raise ValueError(f"epilogue must be one of {EPILOGUES}, got {name!r}.")
     return "atomic" in name, "skip" in name, name in ("atomic_count", "atomic_packed"), name == "atomic_packed"
 
 
@@ -718,13 +719,9 @@ def _product_bytes(dev: Any) -> int:
 def _tuned_config(key: tuple, run, family: str) -> tuple[int, int, int, int]:
     """Time each candidate (best of two runs after a warm-up that compiles it) and keep the fastest.
 
-    ``NWBOUND_TRITON_CONFIG="BM,BN,warps,stages"`` skips the tuning.
     """
     import torch
 
-    forced = os.environ.get("NWBOUND_TRITON_CONFIG")
-    if forced:
-        return tuple(int(v) for v in forced.split(","))  # type: ignore[return-value]
     if key in _TUNED:
         return _TUNED[key]
     best, best_ms, failure = None, math.inf, None

@@ -7,8 +7,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils import check_random_state
 
-__all__ = ["split_rows", "check_fraction", "check_groups", "fold_rows", "cross_fit_layouts", "AUTO_CROSS_FIT_FOLDS",
-           "AUTO_CROSS_FIT_MAX_ROWS", "auto_cross_fits"]
+__all__ = ["split_rows", "check_fraction", "check_groups", "fold_rows", "cross_fit_layouts", "AUTO_CROSS_FIT_FOLDS"]
 
 
 def check_fraction(value: Any, name: str = "metric_fraction") -> float:
@@ -137,51 +136,6 @@ def split_rows(labels: np.ndarray, fraction: float, *, groups: Any = None,
 #: field, 5 000 rows): the pair certified 82.5 % / 70.1 % in 2.1 s / 3.6 s, the pair and 3 folds
 #: (5 models at δ/5) 78.9 % / 71.1 % in 10.3 s / 9.3 s: the folds cost 2.5–5× for nothing.
 AUTO_CROSS_FIT_FOLDS = 0
-
-#: ``cross_fit="auto"`` cross-fits ``metric="auto"`` while its metric share holds at most this many
-#: rows (5 000 training rows at ``metric_fraction=0.4``); one split beyond. Measured (known-p suite
-#: fields, 2 seeds): at 5 000 rows the pair certified 0.2–1.5 points more than one split, at 20 000
-#: the same share (75.5–78.8 %), and it costs 2–2.5× the fit + predict.
-AUTO_CROSS_FIT_MAX_ROWS = 2_000
-
-
-def auto_cross_fits(cross_fit: Any, metric: Any, metric_fraction: float, n_samples: int) -> bool:
-    """Whether a fit on ``n_samples`` rows with these parameters cross-fits.
-
-    ``True`` or a number of folds: always; ``"auto"``: with ``metric="auto"`` while the metric
-    share (``metric_fraction × n_samples``) holds at most ``AUTO_CROSS_FIT_MAX_ROWS`` rows;
-    ``False``: never. The one rule of :class:`~nwbound.NadarayaWatsonClassifier` and the sharded
-    Dask estimator.
-
-    Parameters
-    ----------
-    cross_fit : bool, int or "auto"
-        The estimator's ``cross_fit``.
-    metric : any
-        The estimator's ``metric``.
-    metric_fraction : float
-        The estimator's ``metric_fraction``, in (0, 1).
-    n_samples : int
-        Training rows.
-
-    Returns
-    -------
-    bool
-
-    Examples
-    --------
-    >>> from nwbound.spaces import auto_cross_fits
-    >>> auto_cross_fits("auto", "auto", 0.4, 5_000), auto_cross_fits("auto", "auto", 0.4, 20_000)
-    (True, False)
-    >>> auto_cross_fits("auto", None, 0.4, 500), auto_cross_fits(True, None, 0.4, 10**6)
-    (False, True)
-    """
-    from ._space import metric_kind  # _space imports this module
-
-    if isinstance(cross_fit, str):
-        return (cross_fit == "auto" and metric_kind(metric) == "auto"
-                and check_fraction(metric_fraction) * n_samples <= AUTO_CROSS_FIT_MAX_ROWS)
-    return bool(cross_fit)
 
 
 class GroupsError(ValueError):

@@ -1,0 +1,108 @@
+"""The backend seam: what an estimator asks of the engine that computes its kernel sums.
+
+::
+
+    NadarayaWatsonClassifier.fit ──► select_backend(estimator) ─► backend_      (once; see _engine)
+                                         │ first of BACKENDS whose is_usable_for(estimator)
+                                         ├── DeviceBackend   device= given: nwbound.gpu (array API,
+                                         │                    Triton), bounds there where they serve
+                                         │                    (estimators._device)
+                                         └── HostBackend     always: NumPy and numba (estimators._sums;
+                                                              estimators._backends)
+
+    predict_interval(X) ──► backend_.chooses_first?  ── no ──► backend_.intervals(X, …) or
+                                 │ yes                              backend_.statistics(X, …) ─► bounds
+                                 └► backend_.choice_ranking ─► choice_groups ─► rows_by_choice
+                                    ─► per chosen bandwidth: intervals / statistics ─► deliver
+
+Rounding: every backend returns the bound-form :class:`~nwbound.engine.KernelStatistics` with the
+error bounds of its own arithmetic (``sum_error``, ``u2_error``), so the bounds stay valid whichever
+computed them; the host is the reference (float64), the device within its stated ``ρ``.
+
+The concrete backends live with the estimators (``HostBackend`` and ``select_backend`` in
+``nwbound.estimators._backends``, ``DeviceBackend`` in ``nwbound.estimators._device`` beside the code
+it calls): they call the host engines of that package, which import this one, so a backend module
+here would close an import circle. A new backend touches two files: its own module, and the
+``BACKENDS`` tuple of ``_backends`` that ``select_backend`` walks.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol, runtime_checkable
+
+import numpy as np
+
+from ._statistics import KernelStatistics
+
+__all__ = ["Backend"]
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What the estimators' route asks of a backend (``backend_``, picked once at fit).
+
+    Attributes
+    ----------
+    keeps_queries : bool
+        Whether ``array_api_dispatch`` queries are validated and used where they live (True) or
+        copied to the host first (False).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.engine import Backend
+    >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
+    >>> isinstance(clf.backend_, Backend)
+    True
+    """
+
+    keeps_queries: bool
+
+    @classmethod
+    def is_usable_for(cls, estimator: Any) -> bool:
+        """Whether this backend can serve a fitted ``estimator`` (its ``device``, kernel, index)."""
+
+    def serves(self, estimator: Any) -> bool:
+        """Whether this bound backend is still the one to use for ``estimator`` (after ``set_params``)."""
+
+    def statistics(self, X: Any, bandwidths: np.ndarray, *, need_dist: bool, tail_radius: float | None,
+                   histogram_bins: int, keep_points: bool) -> KernelStatistics:
+        """Bound-form statistics of validated queries at ``bandwidths`` (regular: over every training
+        row, with a ``histogram_bins`` histogram when > 0; localized: over the ``k`` nearest, with the
+        per-point masses when ``keep_points``)."""
+
+    def kneighbors(self, X: Any, n_neighbors: int) -> tuple[Any, Any]:
+        """``(distances or None, indices)`` of the ``n_neighbors`` nearest training rows."""
+
+    def ranks_from_moments(self) -> bool:
+        """Whether :meth:`ranking` comes from one pass of distance moments."""
+
+    def ranks_first(self, specs: dict, fraction: float) -> bool:
+        """Whether the public ranking rounds (:meth:`ranking`, then exact statistics) apply."""
+
+    def chooses_first(self, specs: dict, fraction: float) -> bool:
+        """Whether ``predict_interval`` ranks the grid and chooses before its exact pass."""
+
+    def ranking(self, X: Any, fraction: float, row_offset: int = 0) -> Any:
+        """The grid's ranking (a ``BandwidthRanking``) from a cheaper pass, or None: the exhaustive
+        statistics rank it."""
+
+    def choice_ranking(self, X: Any, fraction: float) -> tuple[Any, Any, Any]:
+        """``(queries, ranking or None, neighbours or None)`` for the route's choice, where this
+        backend computes them."""
+
+    def choice_groups(self, specs: dict, ranking: Any,
+                      choose: Callable[[Any, dict], dict]) -> list[tuple[Any, list]]:
+        """The settings grouped by equal choices: ``[(choice, names), …]``."""
+
+    def rows_by_choice(self, choice: Any, n_bandwidths: int) -> tuple[list[Any], list[int], Any]:
+        """``(rows, used, inverse)``: the queries of each chosen bandwidth and the order back."""
+
+    def intervals(self, X: Any, specs: dict, bandwidths: np.ndarray, neighbors: Any = None) -> dict | None:
+        """Every setting's intervals from this backend's own bound solvers, or None (the estimator
+        then bounds :meth:`statistics` on the host)."""
+
+    def deliver(self, out: dict, X: Any) -> dict:
+        """The route's intervals where the queries ``X`` live."""

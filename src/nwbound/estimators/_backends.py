@@ -1,0 +1,190 @@
+"""The two backends of :class:`~nwbound.NadarayaWatsonClassifier` behind :class:`nwbound.engine.Backend`.
+
+:class:`HostBackend` calls the host engines (``_sums``: NumPy and numba; ``_neighbor_sums``; the
+estimator's neighbour index); :class:`DeviceBackend` calls the array-API and Triton engines of
+:mod:`nwbound.gpu` (``device=``; it lives in ``_device``, with the code it calls). :func:`select_backend`
+is the one place that picks between them: the first of :data:`BACKENDS` whose ``is_usable_for``
+accepts the estimator. A new backend is one module with its class and one entry in
+:data:`BACKENDS`.
+
+They live with the estimators, not in :mod:`nwbound.engine`: they call the host engines of this
+package, which import :mod:`nwbound.engine` (its statistics type), so an engine module that
+imported them would close an import circle between the two packages.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..engine import KernelStatistics
+from ._device import DeviceBackend
+from ._statistics import BandwidthRanking
+from ._sums import dense_kernel_sums, dense_moment_sums, neighbor_kernel_sums
+
+__all__ = ["BACKENDS", "DeviceBackend", "HostBackend", "rows_by_bandwidth", "select_backend"]
+
+
+def _times(a: np.ndarray | None, factor: float) -> np.ndarray | None:
+    """``a·factor`` (None stays None; a factor of 1 returns ``a`` itself)."""
+    return a if a is None or factor == 1.0 else a * factor
+
+
+def rows_by_bandwidth(choice: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """The query rows of each bandwidth in ``choice`` (NumPy), and those bandwidths (ascending).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.estimators._backends import rows_by_bandwidth
+    >>> rows, used = rows_by_bandwidth(np.array([2, 0, 2]))
+    >>> [r.tolist() for r in rows], used.tolist()
+    ([[1], [0, 2]], [0, 2])
+    """
+    used = np.unique(choice)
+    return [np.flatnonzero(choice == g) for g in used], used
+
+
+class HostBackend:
+    """Kernel sums on the host (NumPy and numba), the neighbour search by the estimator's index.
+
+    Parameters
+    ----------
+    estimator : NadarayaWatsonClassifier
+        A fitted classifier (its training set, kernel and index; the predict-time parameters
+        ``working_memory`` and ``n_jobs`` are read at each call).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
+    >>> type(clf.backend_).__name__, clf.backend_.keeps_queries
+    ('HostBackend', False)
+    """
+
+    keeps_queries = False
+
+    def __init__(self, estimator: Any) -> None:
+        self._est = estimator
+
+    @classmethod
+    def is_usable_for(cls, estimator: Any) -> bool:
+        """Always: the host computes whatever the estimator asks (its fallback)."""
+        return True
+
+    def serves(self, estimator: Any) -> bool:
+        """Whether this backend is still the one :func:`select_backend` picks for ``estimator``."""
+        return self._est is estimator and getattr(estimator, "device", None) is None
+
+    # -- the reductions ------------------------------------------------------------------------
+    def statistics(self, X: Any, bandwidths: np.ndarray, *, need_dist: bool, tail_radius: float | None,
+                   histogram_bins: int, keep_points: bool) -> KernelStatistics:
+        """The bound-form statistics of validated queries at ``bandwidths`` (the fit's feature unit)."""
+        est = self._est
+        extra: dict = {}
+        if est.index_ is None:
+            if histogram_bins:
+                extra["histogram_bins"] = int(histogram_bins)
+            return dense_kernel_sums(X, est._train, est.kernel_, bandwidths, need_dist=need_dist,
+                                     tail_radius=tail_radius, working_memory=est.working_memory, n_jobs=est.n_jobs,
+                                     **extra)
+        if keep_points:
+            extra["keep_points"] = True
+        dist, idx = self.kneighbors(X, int(est.n_neighbors))
+        return neighbor_kernel_sums(dist, idx, est._train, est.kernel_, bandwidths, need_dist=need_dist,
+                                    tail_radius=tail_radius, queries=X, **extra)
+
+    def kneighbors(self, X: Any, n_neighbors: int) -> tuple[Any, Any]:
+        """``(distances, indices)`` of the estimator's index."""
+        return self._est._index_kneighbors(X, n_neighbors)
+
+    def ranks_from_moments(self) -> bool:
+        """The regular classifier with a compact kernel that is a polynomial in ``u²``."""
+        est = self._est
+        return est.index_ is None and est.kernel_.polynomial is not None and est.kernel_.compact
+
+    def ranks_first(self, specs: dict, fraction: float) -> bool:
+        """``bandwidth="auto"`` ranked first (:meth:`ranking`), then exact at each query's choice: the
+        public rounds of :meth:`~nwbound.NadarayaWatsonClassifier.ranks_first`."""
+        est = self._est
+        return (est.bandwidths_.shape[0] > 1 and est.index_ is None
+                and not any(spec.needs_tail_mass for spec in specs.values())
+                and (self.ranks_from_moments() or fraction < 1.0))
+
+    def chooses_first(self, specs: dict, fraction: float) -> bool:
+        """Whether ``predict_interval`` ranks and chooses before its exact pass: :meth:`ranks_first`."""
+        return self.ranks_first(specs, fraction)
+
+    def ranking(self, X: Any, fraction: float, row_offset: int = 0) -> BandwidthRanking | None:
+        """The grid's ranking from distance moments or a sample of rows; None where it is the exhaustive
+        statistics (the estimator then takes them from :meth:`statistics`)."""
+        est = self._est
+        unit = est._unit()  # X and the engines' bandwidths in the fit's feature unit; dist_sum in input units
+        grid = est.bandwidths_[None, :]
+        if self.ranks_from_moments():
+            m = dense_moment_sums(X, est._train.sample(fraction, row_offset), est.kernel_, est.bandwidths_ / unit,
+                                  working_memory=est.working_memory, n_jobs=est.n_jobs)
+            return BandwidthRanking(m.kappa / fraction, m.sq_sum / fraction, _times(m.dist_sum, unit) / fraction, grid)
+        if fraction < 1.0 and est.index_ is None:  # other kernels: every bandwidth, on the sample
+            s = dense_kernel_sums(X, est._train.sample(fraction, row_offset), est.kernel_, est.bandwidths_ / unit,
+                                  need_dist=True, tail_radius=None, working_memory=est.working_memory,
+                                  n_jobs=est.n_jobs)
+            return BandwidthRanking(s.kappa / fraction, s.sq_sum / fraction, _times(s.dist_sum, unit) / fraction, grid)
+        return None
+
+    # -- the route's steps -------------------------------------------------------------------
+    def choice_ranking(self, X: Any, fraction: float) -> tuple[Any, Any, Any]:
+        """``(queries, ranking, neighbours)`` for the route's choice: the queries as given, the
+        :meth:`ranking` (never None where :meth:`ranks_first` holds), no neighbours kept."""
+        return X, self.ranking(X, fraction), None
+
+    @staticmethod
+    def choice_groups(specs: dict, ranking: Any, choose: Callable[[Any, dict], dict]) -> list[tuple[Any, list]]:
+        """The settings grouped by equal choices: ``[(choice, names), …]`` (one exact pass per group)."""
+        groups: list[tuple[Any, list]] = []
+        for name, choice in choose(ranking, specs).items():
+            same = next((g for g in groups if np.array_equal(g[0], choice)), None)
+            if same is None:
+                groups.append((choice, [name]))
+            else:
+                same[1].append(name)
+        return groups
+
+    @staticmethod
+    def rows_by_choice(choice: Any, n_bandwidths: int) -> tuple[list[Any], list[int], Any]:
+        """``(rows, used, inverse)``: the queries of each chosen bandwidth, and the order that puts
+        the concatenated groups back."""
+        rows, used = rows_by_bandwidth(choice)
+        return rows, [int(g) for g in used], np.argsort(np.concatenate(rows), kind="stable")
+
+    def intervals(self, X: Any, specs: dict, bandwidths: np.ndarray, neighbors: Any = None) -> dict | None:
+        """None: the host has no bound solver of its own (the estimator bounds :meth:`statistics`)."""
+        return None
+
+    @staticmethod
+    def deliver(out: dict, X: Any) -> dict:
+        """The intervals as computed (NumPy)."""
+        return out
+
+
+# The backends in the order select_backend asks them; the host serves everything (the last).
+BACKENDS: tuple = (DeviceBackend, HostBackend)
+
+
+def select_backend(estimator: Any) -> Any:
+    """The first backend of :data:`BACKENDS` usable for a fitted ``estimator``, bound to it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.estimators._backends import select_backend
+    >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
+    >>> type(select_backend(clf)).__name__
+    'HostBackend'
+    """
+    return next(backend for backend in BACKENDS if backend.is_usable_for(estimator))(estimator)

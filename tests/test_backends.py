@@ -1,0 +1,99 @@
+"""The backend seam (:class:`nwbound.engine.Backend`, ``nwbound.estimators._backends``): the estimator
+picks its backend once, at fit, keeps it across predictions, re-picks it only where its rule says
+(``set_params(device=...)``, an old pickle), and a backend added to ``BACKENDS`` serves the whole
+route (statistics, ranking, intervals) with the same intervals."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+
+import numpy as np
+import pytest
+
+from nwbound import NadarayaWatsonClassifier
+from nwbound.engine import Backend
+from nwbound.estimators import _backends
+from nwbound.estimators._backends import DeviceBackend, HostBackend, select_backend
+
+
+def _data(seed=0, n=300):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 2))
+    y = (X[:, 0] + 0.2 * rng.standard_normal(n) > 0.5).astype(int)
+    return X, y, rng.random((40, 2))
+
+
+def _same(a, b):
+    for f in dataclasses.fields(a):
+        u, v = getattr(a, f.name), getattr(b, f.name)
+        assert (u is None) == (v is None), f.name
+        if u is not None:
+            assert np.array_equal(u, v), f.name
+
+
+@pytest.mark.parametrize("kw", [dict(bandwidth="auto"), dict(bandwidth=0.3, n_neighbors=15), dict(bandwidth="scale")])
+def test_picked_once_at_fit_and_kept(kw):
+    X, y, Q = _data()
+    clf = NadarayaWatsonClassifier(metric=None, lipschitz=1.0, **kw).fit(X, y)
+    backend = clf.backend_
+    assert isinstance(backend, HostBackend) and isinstance(backend, Backend) and not backend.keeps_queries
+    clf.predict_interval(Q)
+    clf.predict_proba(Q)
+    assert clf.backend_ is backend  # not re-picked per call
+    clone = pickle.loads(pickle.dumps(clf))
+    assert isinstance(clone.backend_, HostBackend) and clone.backend_.serves(clone)
+    _same(clone.predict_interval(Q), clf.predict_interval(Q))
+
+
+def test_re_picked_where_device_changes_or_a_pickle_lacks_it():
+    X, y, Q = _data()
+    clf = NadarayaWatsonClassifier(metric=None, lipschitz=1.0, bandwidth=0.3).fit(X, y)
+    want = clf.predict_interval(Q)
+    clf.set_params(device="cpu")  # a predict-time parameter: the device backend from now on
+    assert isinstance(clf._engine(), DeviceBackend) and clf.backend_.keeps_queries
+    assert isinstance(clf.backend_, Backend)
+    clf.set_params(device=None)
+    assert isinstance(clf._engine(), HostBackend)
+    del clf.backend_  # a model pickled before the attribute existed
+    _same(clf.predict_interval(Q), want)
+    assert isinstance(clf.backend_, HostBackend)
+
+
+def test_select_backend_takes_the_first_usable(monkeypatch):
+    X, y, _ = _data()
+    clf = NadarayaWatsonClassifier(metric=None, lipschitz=1.0, bandwidth=0.3, device="cpu").fit(X, y)
+    assert isinstance(select_backend(clf), DeviceBackend)
+    monkeypatch.setattr(_backends, "BACKENDS", (HostBackend,))
+    assert isinstance(select_backend(clf), HostBackend)
+
+
+@pytest.mark.parametrize("kw", [dict(bandwidth="auto"), dict(bandwidth="auto", n_neighbors=15),
+                                dict(bandwidth="auto", kernel="tricube", ranking_fraction=0.5)])
+def test_a_new_backend_serves_the_whole_route(monkeypatch, kw):
+    """A backend is one class and one entry in BACKENDS: here a host backend that counts its calls."""
+    calls = []
+
+    class Counting(HostBackend):
+        @classmethod
+        def is_usable_for(cls, estimator):
+            return True
+
+        def serves(self, estimator):
+            return self._est is estimator
+
+        def statistics(self, X, bandwidths, **kw):
+            calls.append("statistics")
+            return super().statistics(X, bandwidths, **kw)
+
+        def ranking(self, X, fraction, row_offset=0):
+            calls.append("ranking")
+            return super().ranking(X, fraction, row_offset)
+
+    X, y, Q = _data(1)
+    want = NadarayaWatsonClassifier(metric=None, lipschitz=1.0, **kw).fit(X, y).predict_interval(Q)
+    monkeypatch.setattr(_backends, "BACKENDS", (Counting, HostBackend))
+    clf = NadarayaWatsonClassifier(metric=None, lipschitz=1.0, **kw).fit(X, y)
+    assert type(clf.backend_) is Counting
+    _same(clf.predict_interval(Q), want)
+    assert "statistics" in calls and ("ranking" in calls) == clf.ranks_first()
