@@ -345,3 +345,30 @@ def test_predict_report_does_not_advise_lipschitz_auto_as_if_it_were_not_used(tm
     assert " `--lipschitz auto` estimates L from the training table." not in text
     if "--lipschitz auto" in text:
         assert "If this model's L was given by hand" in text
+
+
+# ----------------------------------------------------------------------------------------------
+# Finding 9 (b): on contradicting rows the account (bias, sampling) came from the narrowest model
+# ----------------------------------------------------------------------------------------------
+def _one_row(p: float, e: float):
+    from nwbound import PredictionInterval
+
+    return PredictionInterval.from_parts(
+        proba=np.array([[p, 1 - p]]), bias=np.zeros((1, 2)), sampling=np.full((1, 2), e),
+        kappa=np.array([1.0]), n_eff=np.array([1.0]), vacuous=np.array([False]), bandwidth=np.array([1.0]))
+
+
+def test_cross_fitted_account_comes_from_the_model_of_the_reported_end():
+    from nwbound.spaces import contradicting_rows, intersect_intervals
+
+    parts = [_one_row(0.8, 0.05), _one_row(0.6, 0.1)]  # [0.75, 0.85] and [0.5, 0.7]: they contradict
+    assert contradicting_rows(parts).tolist() == [True]
+    out = intersect_intervals(*parts)
+    # The hull [0.5, 0.85] around p̂ = 0.7: ε = 0.2 is set by the lower end 0.5, the second model's.
+    assert out.lower[0, 0] == pytest.approx(0.5) and out.epsilon[0, 0] == pytest.approx(0.2)
+    assert out.sampling[0].tolist() == [0.1, 0.1]  # not the first model's 0.05 (the smallest ε)
+    # The account explains the reported end: that model's p̂ minus its bias + sampling.
+    assert parts[1].proba[0, 0] - (out.bias[0, 0] + out.sampling[0, 0]) == pytest.approx(out.lower[0, 0])
+    # Where the models agree, the end is the intersection's, and so is its model.
+    agree = intersect_intervals(_one_row(0.7, 0.3), _one_row(0.6, 0.05))  # [0.4, 1] ∩ [0.55, 0.65]
+    assert agree.sampling[0].tolist() == [0.05, 0.05]
