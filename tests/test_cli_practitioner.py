@@ -172,6 +172,10 @@ def test_evaluate_reports_review_queue(tables, capsys, tmp_path):
     assert float(row["error_accepted_pct"]) == pytest.approx(100 * (wrong & ~review).sum() / (~review).sum(), abs=0.05)
     metrics = pd.read_csv(tmp_path / "eval" / "metrics.csv")
     assert metrics.loc[0, "errors"] == wrong.sum()
+    # Per class: its rows certified as another class are the certified errors of that label.
+    per_class = pd.read_csv(tmp_path / "eval" / "classes.csv")
+    assert per_class["certified_as_another"].sum() == (wrong & ~review).sum()
+    assert per_class["rows"].tolist() == test["label"].value_counts().sort_index().tolist()
     # The side-by-side comparison: one line per rule, each naming its guarantee.
     comparison = pd.read_csv(tmp_path / "eval" / "comparison.csv")
     prefixes = ("certificate", "1 - max p @", "error_upper @", "epsilon @", "conformal set size != 1",

@@ -372,3 +372,40 @@ def test_cross_fitted_account_comes_from_the_model_of_the_reported_end():
     # Where the models agree, the end is the intersection's, and so is its model.
     agree = intersect_intervals(_one_row(0.7, 0.3), _one_row(0.6, 0.05))  # [0.4, 1] ∩ [0.55, 0.65]
     assert agree.sampling[0].tolist() == [0.05, 0.05]
+
+
+# ----------------------------------------------------------------------------------------------
+# Finding 9 (a): a rare class's rows certified as another class, unseen by the summed check
+# ----------------------------------------------------------------------------------------------
+def _certified_as_a(n: int):
+    """n rows certified as class "a" of ("a", "b", "r"): upper_b = 0.2, upper_r = 0.001 on each."""
+    from nwbound import PredictionInterval
+
+    proba = np.tile([0.85, 0.15, 0.0], (n, 1))
+    lower, upper = np.tile([0.8, 0.0, 0.0], (n, 1)), np.tile([0.9, 0.2, 0.001], (n, 1))
+    return PredictionInterval(proba=proba, lower=lower, upper=upper, epsilon=np.maximum(upper - proba, proba - lower),
+                              bias=np.zeros((n, 3)), sampling=upper - lower, kappa=np.ones(n), n_eff=np.ones(n),
+                              vacuous=np.zeros(n, dtype=bool), bandwidth=np.ones(n))
+
+
+def test_a_rare_class_certified_as_another_is_flagged_though_the_summed_check_passes(capsys):
+    from nwbound.cli.evaluate import report_class_certificates
+    from nwbound.metrics import class_certificates
+
+    iv = _certified_as_a(1000)
+    y = np.zeros(1000, dtype=int)
+    y[:7] = 2  # 7 of the class "r" (10 rows in all: 3 more are not certified anywhere here)
+    errors, ceilings = int(np.sum(y != 0)), float(iv.error_upper.sum())
+    assert iv.certified.all() and errors <= ceilings  # the summed check: 7 errors against 200 of ceilings
+    table = class_certificates(y, iv)
+    assert table.certified_other.tolist() == [0, 0, 7] and table.allowance[2] == pytest.approx(1.0)
+    assert table.flagged(0.05).tolist() == [2]  # class r: 7 where about 1 is allowed
+    rows = report_class_certificates(y, iv, np.array(["a", "b", "r"]), delta=0.05)
+    out, err = capsys.readouterr()
+    assert [r["certified_as_another"] for r in rows] == [0, 0, 7] and "Per class" in out
+    assert "class 'r': 7 of its 7 rows are certified as another class" in err
+    # The same rows labelled as the bound allows: class b at its ceiling's rate is not flagged.
+    y_ok = np.where(np.arange(1000) % 5 == 0, 1, 0)
+    assert class_certificates(y_ok, iv).flagged(0.05).tolist() == []
+    report_class_certificates(y_ok, iv, np.array(["a", "b", "r"]), delta=0.05)
+    assert "warning" not in capsys.readouterr().err
