@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import as_1d, check_classes, check_interval, check_same_length, encode_labels
-from ._intervals import _not_certified
+from ._intervals import _not_certified, _true_columns
 
 __all__ = ["ClassCertificateTable", "class_certificates"]
 
@@ -125,11 +124,7 @@ def class_certificates(y_true: ArrayLike, interval: Any, classes: ArrayLike | No
     >>> table.certified_other.tolist(), table.allowance.round(2).tolist(), table.flagged(0.05).tolist()
     ([0, 3], [0.0, 0.4], [1])
     """
-    iv = check_interval(interval)
-    t = as_1d(y_true, "y_true")
-    check_same_length(("y_true", t), ("interval", iv.proba))
-    cls = None if classes is None else check_classes(classes)
-    ti = encode_labels(t, cls, "y_true", n_classes=iv.n_classes)
+    iv, ti, cls = _true_columns(y_true, interval, classes)
     c = iv.n_classes
     top = np.argmax(iv.proba, axis=1)
     certified = ~_not_certified(iv, top)  # review_flags' rule
