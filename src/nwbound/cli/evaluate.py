@@ -290,6 +290,20 @@ def report_class_certificates(y_index: np.ndarray, interval: Any, classes: np.nd
 
     The summed check (errors among the certified against their summed ceilings) cannot see a rare
     class: its few rows weigh nothing in the sum. Returns the table's rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import PredictionInterval
+    >>> from nwbound.cli.evaluate import report_class_certificates
+    >>> iv = PredictionInterval.from_parts(
+    ...     proba=np.array([[0.9, 0.1], [0.2, 0.8]]), bias=np.zeros((2, 2)), sampling=np.full((2, 2), 0.05),
+    ...     kappa=np.ones(2), n_eff=np.ones(2), vacuous=np.zeros(2, dtype=bool), bandwidth=np.ones(2))
+    >>> rows = report_class_certificates(np.array([0, 1]), iv, np.array(["a", "b"]), delta=0.05)
+    <BLANKLINE>
+    No row is certified as a class other than its label.
+    >>> [r["rows"] for r in rows]
+    [1, 1]
     """
     import sys
 
