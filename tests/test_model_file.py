@@ -715,3 +715,25 @@ def test_a_random_generator_naming_another_callable_is_refused():
 
     with pytest.raises(ValueError, match="'seed' is not a numpy bit generator"):
         load_objects(_edited_dump({"g": np.random.default_rng(0)}, rename))
+
+
+@pytest.mark.parametrize("loader", ["LossNode", "NdArrayNode"])
+def test_a_trusted_class_is_never_called_through_another_node_kind(loader):
+    """Loss and array nodes call their class with the file's values: only losses and numpy types may be."""
+    from nwbound.io._learned import load_objects
+
+    def swap(schema):
+        node = schema["content"]["s"]
+        if loader == "LossNode":  # a space's class called with the file's arguments
+            node.update({"__loader__": "LossNode", "__reduce__": {"args": node["content"]}})
+        else:  # an array handed to a trusted class
+            node.update({"__class__": "LearnedSpace", "__module__": "nwbound.spaces._space"})
+
+    with pytest.raises(ValueError, match="cannot be rebuilt .*(a loss node|an array node) of class LearnedSpace"):
+        load_objects(_edited_dump({"s": _space_or_array(loader)}, swap))
+
+
+def _space_or_array(loader):
+    from nwbound.spaces import LearnedSpace
+
+    return LearnedSpace.__new__(LearnedSpace) if loader == "LossNode" else np.arange(3.0)

@@ -216,6 +216,8 @@ class _Builder:
 
     def _NdArrayNode(self, node: dict) -> Any:
         cls = self._type(node)
+        if not (cls is np.ndarray or issubclass(cls, np.generic)):  # no other class is called on the array
+            raise ValueError(f"an array node of class {cls.__name__}")
         if node.get("type") == "numpy":
             array = np.load(io.BytesIO(self.zf.read(str(node["file"]))), allow_pickle=False)
             return array if cls is np.ndarray else cls(array)
@@ -247,6 +249,8 @@ class _Builder:
 
     def _LossNode(self, node: dict) -> Any:  # scikit-learn's compiled losses: class(*args), then state
         cls = self._type(node)
+        if cls.__module__ != "sklearn._loss._loss":  # no other class is called with the file's arguments
+            raise ValueError(f"a loss node of class {cls.__name__}")
         args = self.build(node["__reduce__"]["args"])
         if not isinstance(args, tuple):
             raise ValueError("a loss's arguments are not a tuple")
