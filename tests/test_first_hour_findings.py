@@ -409,3 +409,26 @@ def test_a_rare_class_certified_as_another_is_flagged_though_the_summed_check_pa
     assert class_certificates(y_ok, iv).flagged(0.05).tolist() == []
     report_class_certificates(y_ok, iv, np.array(["a", "b", "r"]), delta=0.05)
     assert "warning" not in capsys.readouterr().err
+
+
+def test_fit_preview_warns_of_a_class_certified_as_another(tmp_path, monkeypatch, capsys):
+    """The held-out preview of ``nwbound fit`` says it too, per class, from the rows it holds out."""
+    import pandas as pd
+
+    from nwbound.cli import _usefulness
+    from nwbound.cli.main import main
+
+    n = 500
+    held = np.unique(np.linspace(0, n - 1, n // 5).round().astype(int))  # the preview's held-out rows
+    label = np.array(["a"] * n, dtype=object)
+    label[1::7] = "b"
+    label[3::50] = "r"
+    label[held[:7]] = "r"  # held-out rows of the rare class, which the stub below certifies as "a"
+    rng = np.random.default_rng(0)
+    pd.DataFrame({"x": rng.normal(size=n), "label": label}).to_csv(tmp_path / "t.csv", index=False)
+    monkeypatch.setattr(_usefulness, "quiet_predict_interval", lambda model, X: _certified_as_a(len(X)))
+    rc = main(["fit", str(tmp_path / "t.csv"), "--target", "label", "--metric", "none", "--lipschitz", "1",
+               "--bandwidth", "0.5", "-o", str(tmp_path / "m.npz")])
+    err = capsys.readouterr().err
+    rare = int(np.sum(label[held] == "r"))  # 7, and those of the every-50th rows that are held out
+    assert rc == 0 and f"warning: class 'r': {rare} of its {rare} rows are certified as another class" in err

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ._usefulness import UsefulnessTally
+from ._usefulness import UsefulnessTally, warn_class_certificates
 from .predict import DEFAULT_CHUNKSIZE, check_chunksize, friendly_errors, load_for_table, model_features, predict_chunks
 
 __all__ = ["add_parser", "run", "summarize", "compare_rules"]
@@ -305,8 +305,6 @@ def report_class_certificates(y_index: np.ndarray, interval: Any, classes: np.nd
     >>> [r["rows"] for r in rows]
     [1, 1]
     """
-    import sys
-
     from ..metrics import class_certificates
     from ..utils import format_markdown
 
@@ -318,12 +316,7 @@ def report_class_certificates(y_index: np.ndarray, interval: Any, classes: np.nd
     print("\nPer class: its rows certified as another class, against the number of the rows certified as "
           "another class that the bound allows to carry its label (Σ upper_c), and the chance of as many:\n")
     print(format_markdown(rows))
-    for k in table.flagged(delta):
-        print(f"warning: class {str(classes[k])!r}: {table.certified_other[k]} of its {table.support[k]} rows are certified "
-              f"as another class, where the bound allows about {table.allowance[k]:.2f} (chance {table.p_value[k]:.2g} "
-              f"under the assumption, below δ/{len(classes)} = {delta / len(classes):.2g}). The assumption (L) fails "
-              "near this class, or its rows are not independent draws: do not trust certificates near its rows; a "
-              "larger L, or more rows of this class.", file=sys.stderr)
+    warn_class_certificates(table, classes, delta)
     return rows
 
 
