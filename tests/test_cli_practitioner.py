@@ -172,6 +172,10 @@ def test_evaluate_reports_review_queue(tables, capsys, tmp_path):
     assert float(row["error_accepted_pct"]) == pytest.approx(100 * (wrong & ~review).sum() / (~review).sum(), abs=0.05)
     metrics = pd.read_csv(tmp_path / "eval" / "metrics.csv")
     assert metrics.loc[0, "errors"] == wrong.sum()
+    # Per class: its rows certified as another class are the certified errors of that label.
+    per_class = pd.read_csv(tmp_path / "eval" / "classes.csv")
+    assert per_class["certified_as_another"].sum() == (wrong & ~review).sum()
+    assert per_class["rows"].tolist() == test["label"].value_counts().sort_index().tolist()
     # The side-by-side comparison: one line per rule, each naming its guarantee.
     comparison = pd.read_csv(tmp_path / "eval" / "comparison.csv")
     prefixes = ("certificate", "1 - max p @", "error_upper @", "epsilon @", "conformal set size != 1",
@@ -470,7 +474,29 @@ def test_parquet_bad_values_name_column_and_row(tmp_path):
 def test_missing_tables_extra_is_explained(tmp_path, capsys, monkeypatch):
     (tmp_path / "t.csv").write_text(GOOD)
     monkeypatch.setitem(sys.modules, "pandas", None)  # as if pandas were not installed
-    with pytest.raises(ImportError, match=r"pip install nwbound\[tables\]"):
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[tables\]" in the nwbound checkout'):
         read_columns(tmp_path / "t.csv")
     rc, _, err = _run(["fit", tmp_path / "t.csv", "--target", "label", "--lipschitz", "1", "-o", tmp_path / "m.npz"], capsys)
-    assert rc == 2 and "nwbound[tables]" in err
+    assert rc == 2 and '".[tables]"' in err
+
+
+def test_no_message_says_to_install_nwbound_from_an_index():
+    """nwbound is not on a package index: every hint installs the extra from the checkout, by one helper."""
+    import re
+    from pathlib import Path
+
+    import nwbound
+    from nwbound.utils import install_hint
+
+    root = Path(nwbound.__file__).parent
+    offenders = [f"{p.relative_to(root)}:{i}" for p in root.rglob("*.py")
+                 for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+                 if re.search(r"pip install [\"']?nwbound\[", line) and "finds" not in line]
+    assert offenders == []
+    used = {m for p in root.rglob("*.py") for m in re.findall(r"install_hint\('(\w+)'\)", p.read_text(encoding="utf-8"))}
+    assert used >= {"plots", "tables", "gpu", "dask", "fast"}
+    import tomllib
+
+    extras = tomllib.loads((root.parents[1] / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert used <= set(extras)  # every hint names an extra that exists
+    assert install_hint("tables").startswith('pip install -e ".[tables]" in the nwbound checkout')

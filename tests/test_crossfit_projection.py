@@ -221,10 +221,17 @@ def test_intersection_puts_proba_in_the_box_and_never_widens_a_class_it_moved(C,
     each = np.stack([v.lower[rows, pred] > np.where(np.eye(C, dtype=bool)[pred], -np.inf, v.upper).max(axis=1)
                      for v in parts])
     assert np.all(each.all(axis=0)[contra & iv.certified])
-    # the account: sums, the least-ε model's parts, the largest-κ model's bandwidth
+    # the account: sums, the parts of the model whose end is the reported far end (entry by entry; the
+    # least-ε model where no model's end is it), the largest-κ model's bandwidth
     np.testing.assert_allclose(iv.kappa, np.sum([v.kappa for v in parts], axis=0))
-    least = np.argmin([v.epsilon for v in parts], axis=0)
-    np.testing.assert_array_equal(iv.bias, np.stack([v.bias for v in parts])[least, np.arange(500)[:, None], np.arange(C)])
+    source = np.argmin([v.epsilon for v in parts], axis=0)
+    for i, c in np.ndindex(500, C):
+        far_upper = iv.upper[i, c] - iv.proba[i, c] >= iv.proba[i, c] - iv.lower[i, c]
+        end = iv.upper[i, c] if far_upper else iv.lower[i, c]
+        owners = [k for k, v in enumerate(parts) if (v.upper[i, c] if far_upper else v.lower[i, c]) == end]
+        source[i, c] = owners[0] if owners else source[i, c]
+    assert (source != np.argmin([v.epsilon for v in parts], axis=0)).any()  # the rule matters here
+    np.testing.assert_array_equal(iv.bias, np.stack([v.bias for v in parts])[source, np.arange(500)[:, None], np.arange(C)])
     largest = np.argmax([v.kappa for v in parts], axis=0)
     np.testing.assert_array_equal(iv.bandwidth, np.stack([v.bandwidth for v in parts])[largest, np.arange(500)])
     assert np.array_equal(iv.outside_box, np.logical_and.reduce([v.outside_box for v in parts]))

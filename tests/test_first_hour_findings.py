@@ -345,3 +345,90 @@ def test_predict_report_does_not_advise_lipschitz_auto_as_if_it_were_not_used(tm
     assert " `--lipschitz auto` estimates L from the training table." not in text
     if "--lipschitz auto" in text:
         assert "If this model's L was given by hand" in text
+
+
+# ----------------------------------------------------------------------------------------------
+# Finding 9 (b): on contradicting rows the account (bias, sampling) came from the narrowest model
+# ----------------------------------------------------------------------------------------------
+def _one_row(p: float, e: float):
+    from nwbound import PredictionInterval
+
+    return PredictionInterval.from_parts(
+        proba=np.array([[p, 1 - p]]), bias=np.zeros((1, 2)), sampling=np.full((1, 2), e),
+        kappa=np.array([1.0]), n_eff=np.array([1.0]), vacuous=np.array([False]), bandwidth=np.array([1.0]))
+
+
+def test_cross_fitted_account_comes_from_the_model_of_the_reported_end():
+    from nwbound.spaces import contradicting_rows, intersect_intervals
+
+    parts = [_one_row(0.8, 0.05), _one_row(0.6, 0.1)]  # [0.75, 0.85] and [0.5, 0.7]: they contradict
+    assert contradicting_rows(parts).tolist() == [True]
+    out = intersect_intervals(*parts)
+    # The hull [0.5, 0.85] around p̂ = 0.7: ε = 0.2 is set by the lower end 0.5, the second model's.
+    assert out.lower[0, 0] == pytest.approx(0.5) and out.epsilon[0, 0] == pytest.approx(0.2)
+    assert out.sampling[0].tolist() == [0.1, 0.1]  # not the first model's 0.05 (the smallest ε)
+    # The account explains the reported end: that model's p̂ minus its bias + sampling.
+    assert parts[1].proba[0, 0] - (out.bias[0, 0] + out.sampling[0, 0]) == pytest.approx(out.lower[0, 0])
+    # Where the models agree, the end is the intersection's, and so is its model.
+    agree = intersect_intervals(_one_row(0.7, 0.3), _one_row(0.6, 0.05))  # [0.4, 1] ∩ [0.55, 0.65]
+    assert agree.sampling[0].tolist() == [0.05, 0.05]
+
+
+# ----------------------------------------------------------------------------------------------
+# Finding 9 (a): a rare class's rows certified as another class, unseen by the summed check
+# ----------------------------------------------------------------------------------------------
+def _certified_as_a(n: int):
+    """n rows certified as class "a" of ("a", "b", "r"): upper_b = 0.2, upper_r = 0.001 on each."""
+    from nwbound import PredictionInterval
+
+    proba = np.tile([0.85, 0.15, 0.0], (n, 1))
+    lower, upper = np.tile([0.8, 0.0, 0.0], (n, 1)), np.tile([0.9, 0.2, 0.001], (n, 1))
+    return PredictionInterval(proba=proba, lower=lower, upper=upper, epsilon=np.maximum(upper - proba, proba - lower),
+                              bias=np.zeros((n, 3)), sampling=upper - lower, kappa=np.ones(n), n_eff=np.ones(n),
+                              vacuous=np.zeros(n, dtype=bool), bandwidth=np.ones(n))
+
+
+def test_a_rare_class_certified_as_another_is_flagged_though_the_summed_check_passes(capsys):
+    from nwbound.cli.evaluate import report_class_certificates
+    from nwbound.metrics import class_certificates
+
+    iv = _certified_as_a(1000)
+    y = np.zeros(1000, dtype=int)
+    y[:7] = 2  # 7 of the class "r" (10 rows in all: 3 more are not certified anywhere here)
+    errors, ceilings = int(np.sum(y != 0)), float(iv.error_upper.sum())
+    assert iv.certified.all() and errors <= ceilings  # the summed check: 7 errors against 200 of ceilings
+    table = class_certificates(y, iv)
+    assert table.certified_other.tolist() == [0, 0, 7] and table.allowance[2] == pytest.approx(1.0)
+    assert table.flagged(0.05).tolist() == [2]  # class r: 7 where about 1 is allowed
+    rows = report_class_certificates(y, iv, np.array(["a", "b", "r"]), delta=0.05)
+    out, err = capsys.readouterr()
+    assert [r["certified_as_another"] for r in rows] == [0, 0, 7] and "Per class" in out
+    assert "class 'r': 7 of its 7 rows are certified as another class" in err
+    # The same rows labelled as the bound allows: class b at its ceiling's rate is not flagged.
+    y_ok = np.where(np.arange(1000) % 5 == 0, 1, 0)
+    assert class_certificates(y_ok, iv).flagged(0.05).tolist() == []
+    report_class_certificates(y_ok, iv, np.array(["a", "b", "r"]), delta=0.05)
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_fit_preview_warns_of_a_class_certified_as_another(tmp_path, monkeypatch, capsys):
+    """The held-out preview of ``nwbound fit`` says it too, per class, from the rows it holds out."""
+    import pandas as pd
+
+    from nwbound.cli import _usefulness
+    from nwbound.cli.main import main
+
+    n = 500
+    held = np.unique(np.linspace(0, n - 1, n // 5).round().astype(int))  # the preview's held-out rows
+    label = np.array(["a"] * n, dtype=object)
+    label[1::7] = "b"
+    label[3::50] = "r"
+    label[held[:7]] = "r"  # held-out rows of the rare class, which the stub below certifies as "a"
+    rng = np.random.default_rng(0)
+    pd.DataFrame({"x": rng.normal(size=n), "label": label}).to_csv(tmp_path / "t.csv", index=False)
+    monkeypatch.setattr(_usefulness, "quiet_predict_interval", lambda model, X: _certified_as_a(len(X)))
+    rc = main(["fit", str(tmp_path / "t.csv"), "--target", "label", "--metric", "none", "--lipschitz", "1",
+               "--bandwidth", "0.5", "-o", str(tmp_path / "m.npz")])
+    err = capsys.readouterr().err
+    rare = int(np.sum(label[held] == "r"))  # 7, and those of the every-50th rows that are held out
+    assert rc == 0 and f"warning: class 'r': {rare} of its {rare} rows are certified as another class" in err

@@ -678,5 +678,5 @@ def test_estimator_device_errors(monkeypatch):
         _device_fit(3)
     monkeypatch.setitem(sys.modules, "torch", None)  # as if PyTorch were not installed
     est, Q = _device_fit("cuda")
-    with pytest.raises(ImportError, match=r"pip install 'nwbound\[gpu\]'"):
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[gpu\]" in the nwbound checkout'):
         est.predict_proba(Q)

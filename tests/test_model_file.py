@@ -667,3 +667,73 @@ def test_other_learned_states_round_trip(tmp_path, name):
     path = save_model(est, tmp_path / f"{name}.npz")
     assert _read_npz(path)[0]["format_version"] == 3  # a space or an L report: learned pieces
     _quietly(lambda: _assert_identical(est, load_model(path), X_LINEAR[:80] * 1.1))
+
+
+def _edited_dump(objects: dict, edit) -> np.ndarray:
+    """A skops dump of ``objects`` whose schema ``edit(schema)`` changed (members kept, stored uncompressed)."""
+    import io
+
+    import skops.io
+
+    src = zipfile.ZipFile(io.BytesIO(skops.io.dumps(objects)))
+    schema = json.loads(src.read("schema.json"))
+    edit(schema)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED) as dst:
+        for name in src.namelist():
+            dst.writestr(name, json.dumps(schema) if name == "schema.json" else src.read(name))
+    return np.frombuffer(out.getvalue(), dtype=np.uint8)
+
+
+def test_learned_pieces_are_built_without_skops_and_as_skops_builds_them():
+    """Loading rebuilds the dump itself (skops' import costs ``nwbound predict`` a second): same objects."""
+    import skops.io
+
+    from nwbound.io._learned import dump_objects, load_objects, trusted_types
+
+    objects = {"g": np.random.default_rng(3), "a": np.arange(4.0), "t": (1, "x", [2.5, None]), "s": np.float64(2.0)}
+    blob = dump_objects(objects)
+    ours, theirs = load_objects(blob), skops.io.loads(blob.tobytes(), trusted=list(trusted_types()))
+    assert ours["g"].random() == theirs["g"].random() == np.random.default_rng(3).random()
+    assert ours["t"] == theirs["t"] == (1, "x", [2.5, None]) and type(ours["s"]) is np.float64
+    assert np.array_equal(ours["a"], objects["a"])
+
+
+def test_a_random_generator_naming_another_callable_is_refused():
+    """A bit generator's name is a plain string in the dump: a crafted one must not call numpy.random.seed."""
+    from nwbound.io._learned import load_objects
+
+    def rename(node):
+        if isinstance(node, dict):
+            if node.get("content") == '"PCG64"':
+                node["content"] = '"seed"'
+            for value in node.values():
+                rename(value)
+        elif isinstance(node, list):
+            for value in node:
+                rename(value)
+
+    with pytest.raises(ValueError, match="'seed' is not a numpy bit generator"):
+        load_objects(_edited_dump({"g": np.random.default_rng(0)}, rename))
+
+
+@pytest.mark.parametrize("loader", ["LossNode", "NdArrayNode"])
+def test_a_trusted_class_is_never_called_through_another_node_kind(loader):
+    """Loss and array nodes call their class with the file's values: only losses and numpy types may be."""
+    from nwbound.io._learned import load_objects
+
+    def swap(schema):
+        node = schema["content"]["s"]
+        if loader == "LossNode":  # a space's class called with the file's arguments
+            node.update({"__loader__": "LossNode", "__reduce__": {"args": node["content"]}})
+        else:  # an array handed to a trusted class
+            node.update({"__class__": "LearnedSpace", "__module__": "nwbound.spaces._space"})
+
+    with pytest.raises(ValueError, match="cannot be rebuilt .*(a loss node|an array node) of class LearnedSpace"):
+        load_objects(_edited_dump({"s": _space_or_array(loader)}, swap))
+
+
+def _space_or_array(loader):
+    from nwbound.spaces import LearnedSpace
+
+    return LearnedSpace.__new__(LearnedSpace) if loader == "LossNode" else np.arange(3.0)

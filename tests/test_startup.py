@@ -176,6 +176,7 @@ def test_help_imports_nothing_heavy(saved_model, argv):
     (["evaluate", "model.npz", "test.csv", "--target", "lable"], "'lable'"),
     (["fit", "train.csv", "--target", "lable", "-o", "new.npz"], "'lable'"),
     (["fit", "train.csv", "--target", "label", "--features", "widht", "-o", "new.npz"], "'widht'"),
+    (["predict", "model.npz", "test.csv", "-o", "out.csv", "--id-columns", "nope"], "'nope'"),
 ])
 def test_misspelled_column_is_reported_before_the_estimators_are_imported(saved_model, argv, wrong):
     """The column check reads the table's header and the model file's stored names only."""
@@ -190,6 +191,33 @@ def test_predict_imports_no_plotting_experiments_or_accelerators(saved_model):
     assert rc == 0, err
     assert (saved_model / "pred.csv").is_file()
     assert not {"matplotlib", "dask", "torch", "nwbound.experiments.tabular", "nwbound.plots"} & set(heavy)
+
+
+def test_predict_with_a_default_model_file_does_not_import_skops(saved_model):
+    """skops' import lists every scikit-learn estimator (about a second); reading a model file needs none of it."""
+    import warnings
+
+    import pandas as pd
+
+    from nwbound.cli.main import main
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["fit", str(saved_model / "train.csv"), "--target", "label", "-o",
+                     str(saved_model / "default.npz"), "--overwrite", "--quiet"]) == 0
+    code = """
+    import contextlib, io, sys
+    from nwbound.cli.main import main
+    with contextlib.redirect_stderr(io.StringIO()):
+        rc = main(["predict", "default.npz", "test.csv", "-o", "default.csv", "--quiet", "--overwrite"])
+    print(rc, sorted({m.split(".")[0] for m in sys.modules if m.startswith(("skops", "sklearn.ensemble"))}))
+    """
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          cwd=saved_model, env=dict(os.environ, PYTHONPATH=SRC), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[0] == "0" and "skops" not in proc.stdout  # the map is built: sklearn, not skops
+    assert "sklearn" in proc.stdout
+    assert len(pd.read_csv(saved_model / "default.csv")) == 100
 
 
 def test_experiment_named_imports_only_that_experiment(saved_model):

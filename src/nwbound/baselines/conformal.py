@@ -122,9 +122,11 @@ class SplitConformalSets(BaseEstimator):
         if _mapie_available():
             return "mapie"
         if self.backend == "mapie":
+            from ..utils import install_hint
+
             raise ImportError(
-                "SplitConformalSets: backend='mapie' needs MAPIE >= 1.0 "
-                "(pip install 'nwbound[conformal]'); use backend='numpy' instead."
+                f"SplitConformalSets: backend='mapie' needs MAPIE >= 1.0 ({install_hint('conformal')}); "
+                "use backend='numpy' instead."
             )
         return "numpy"
 

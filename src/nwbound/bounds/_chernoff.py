@@ -394,7 +394,7 @@ def chernoff_interval(
     tol : float, default=1e-7
         Precision of each end: it lies at most ``tol`` outside the exact end.
     engine : {"auto", "numba", "numpy"}, default="auto"
-        ``"auto"`` uses the compiled route when numba is installed (``nwbound[fast]``).
+        ``"auto"`` uses the compiled route when numba is installed (the ``fast`` extra).
     sum_error : float, default=0
         ``ρ`` in [0, 1/2): ``class_sums`` are only known within a factor ``1 ± ρ`` of the exact
         sums (the masses and counts bound each point as they are). The exponent of a lower end
@@ -441,7 +441,9 @@ def chernoff_interval(
         raise ValueError(f"engine must be 'auto', 'numba' or 'numpy', got {engine!r}.")
     route = None if engine == "numpy" else _numba_route()
     if engine == "numba" and route is None:
-        raise ValueError("engine='numba' needs numba: install nwbound[fast], or use engine='auto'.")
+        from ..utils import install_hint
+
+        raise ValueError(f"engine='numba' needs numba: {install_hint('fast')}; or use engine='auto'.")
     n, C = S.shape
     lower = np.zeros((n, C))
     upper = np.ones((n, C))

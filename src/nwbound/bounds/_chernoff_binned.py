@@ -411,7 +411,9 @@ def _prepared(class_sums, count, mass, dist_mass, mass_lower, mass_upper, band_r
             raise ValueError(f"{name} must be a finite array of shape ({n},) with values >= 0.")
     loop = None if engine == "numpy" else _numba_loop()
     if engine == "numba" and loop is None:
-        raise ValueError("engine='numba' needs numba: install nwbound[fast], or use engine='auto'.")
+        from ..utils import install_hint
+
+        raise ValueError(f"engine='numba' needs numba: {install_hint('fast')}; or use engine='auto'.")
 
     C = S.shape[1]
     live = kappa > 0

@@ -57,7 +57,9 @@ def _torch() -> Any:
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - the device path checks for torch first
-        raise ImportError("The device bound solver needs PyTorch: pip install 'nwbound[gpu]'.") from exc
+        from ..utils import install_hint
+
+        raise ImportError(f"The device bound solver needs PyTorch: {install_hint('gpu')}.") from exc
     return torch
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["UsefulnessTally", "quiet_predict_interval", "SAMPLE_ROWS"]
+__all__ = ["UsefulnessTally", "quiet_predict_interval", "warn_class_certificates", "SAMPLE_ROWS"]
 
 #: Rows kept for the cause-and-fix report (medians need the rows, not counts).
 SAMPLE_ROWS = 50_000
@@ -31,6 +31,34 @@ def quiet_predict_interval(model: Any, X: Any) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UselessBoundWarning)
         return model.predict_interval(X)
+
+
+def warn_class_certificates(table: Any, classes: np.ndarray, delta: float) -> int:
+    """One warning line per class of ``table`` (:class:`nwbound.metrics.ClassCertificateTable`) with too many of
+    its rows certified as another class for the assumption (tail at most δ / number of classes); the count.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.metrics import ClassCertificateTable
+    >>> from nwbound.cli._usefulness import warn_class_certificates
+    >>> t = ClassCertificateTable(np.arange(2), np.array([90, 10]), np.array([0, 7]), np.array([10, 90]),
+    ...                           np.array([1.0, 0.9]), np.array([1.0, 1e-6]))
+    >>> import contextlib, io
+    >>> with contextlib.redirect_stderr(io.StringIO()) as err:
+    ...     warn_class_certificates(t, np.array(["a", "b"]), 0.05)
+    1
+    >>> err.getvalue().startswith("warning: class 'b': 7 of its 10 rows")
+    True
+    """
+    flagged = table.flagged(delta)
+    for k in flagged:
+        print(f"warning: class {str(classes[k])!r}: {table.certified_other[k]} of its {table.support[k]} rows are certified "
+              f"as another class, where the bound allows about {table.allowance[k]:.2f} (chance {table.p_value[k]:.2g} "
+              f"under the assumption, below δ/{len(classes)} = {delta / len(classes):.2g}). The assumption (L) fails "
+              "near this class, or its rows are not independent draws: do not trust certificates near its rows; a "
+              "larger L, or more rows of this class.", file=sys.stderr)
+    return len(flagged)
 
 
 class UsefulnessTally:

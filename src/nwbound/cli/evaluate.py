@@ -7,6 +7,10 @@ are in the review queue, in percent) and the error rate among the certified
 rows. The review queue is ranked by ``error_upper`` (the guaranteed ceiling on
 the probability that the predicted label is wrong), most doubtful first.
 
+Then, per true class, its rows certified as another class against the number the bound
+allows (:func:`nwbound.metrics.class_certificates`), with a warning on a class whose count is
+unlikely under the assumption: the summed check over all rows cannot see a rare class.
+
 Then a side-by-side comparison of review rules on a held-out half of the rows
 (the other half, drawn at random with ``--seed``, calibrates the rules that
 need calibration): the certificate; ``error_upper ≤ α`` (per-query ceiling);
@@ -16,8 +20,8 @@ calibrated acceptance threshold on ``1 − max p̂``
 (:class:`nwbound.baselines.CalibratedAcceptance`: error among accepted ≤ α
 with probability ≥ 1 − δ). Each line names the guarantee the rule carries.
 
-With ``-o FOLDER`` it also writes ``metrics.csv``/``.md``, ``comparison.csv``/
-``.md`` and figures (reliability, errors caught vs. share reviewed ranked by
+With ``-o FOLDER`` it also writes ``metrics.csv``/``.md``, ``classes.csv``/``.md``,
+``comparison.csv``/``.md`` and figures (reliability, errors caught vs. share reviewed ranked by
 ``error_upper``, bound width, error types with Type I/II defined on the
 figure) via :mod:`nwbound.plots`. A figure that would be a flat line (every
 bound trivial) is not drawn; the command says so.
@@ -35,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ._usefulness import UsefulnessTally
+from ._usefulness import UsefulnessTally, warn_class_certificates
 from .predict import DEFAULT_CHUNKSIZE, check_chunksize, friendly_errors, load_for_table, model_features, predict_chunks
 
 __all__ = ["add_parser", "run", "summarize", "compare_rules"]
@@ -279,6 +283,43 @@ def _figures(
     return files, notes
 
 
+def report_class_certificates(y_index: np.ndarray, interval: Any, classes: np.ndarray,
+                              delta: float) -> list[dict[str, Any]]:
+    """Print, per true class, its rows certified as another class against what the bound allows; warn on a
+    class whose count is unlikely under the assumption (:func:`nwbound.metrics.class_certificates`).
+
+    The summed check (errors among the certified against their summed ceilings) cannot see a rare
+    class: its few rows weigh nothing in the sum. Returns the table's rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import PredictionInterval
+    >>> from nwbound.cli.evaluate import report_class_certificates
+    >>> iv = PredictionInterval.from_parts(
+    ...     proba=np.array([[0.9, 0.1], [0.2, 0.8]]), bias=np.zeros((2, 2)), sampling=np.full((2, 2), 0.05),
+    ...     kappa=np.ones(2), n_eff=np.ones(2), vacuous=np.zeros(2, dtype=bool), bandwidth=np.ones(2))
+    >>> rows = report_class_certificates(np.array([0, 1]), iv, np.array(["a", "b"]), delta=0.05)
+    <BLANKLINE>
+    No row is certified as a class other than its label.
+    >>> [r["rows"] for r in rows]
+    [1, 1]
+    """
+    from ..metrics import class_certificates
+    from ..utils import format_markdown
+
+    table = class_certificates(y_index, interval)
+    rows = [{**r, "class": str(c)} for r, c in zip(table.rows(), classes)]
+    if not table.certified_other.any():
+        print("\nNo row is certified as a class other than its label.")
+        return rows
+    print("\nPer class: its rows certified as another class, against the number of the rows certified as "
+          "another class that the bound allows to carry its label (Σ upper_c), and the chance of as many:\n")
+    print(format_markdown(rows))
+    warn_class_certificates(table, classes, delta)
+    return rows
+
+
 @friendly_errors
 def run(args: argparse.Namespace) -> int:
     from .._result import PredictionInterval
@@ -333,6 +374,7 @@ def run(args: argparse.Namespace) -> int:
             f"the rows and {metrics['errors_caught_pct']:.1f}% of the {metrics['errors']} errors; {among}."
         )
     delta = float(getattr(getattr(model, "estimator", model), "delta", 0.05))
+    per_class = report_class_certificates(y_index, interval, classes, delta)
     rules, n_cal, n_test = compare_rules(y_index, interval, alpha=alpha, delta=delta, seed=args.seed)
     print(f"\nReview rules side by side on {n_test} held-out rows ({n_cal} other rows calibrate the marginal rules; "
           f"δ = {delta:g}):\n")
@@ -340,6 +382,8 @@ def run(args: argparse.Namespace) -> int:
     usefulness.report(model)
     if folder is not None:
         files = list(write_table([row], folder / "metrics", title=f"Evaluation of {row['model']} on {row['data']}"))
+        files += list(write_table(per_class, folder / "classes",
+                                  title=f"Rows certified as another class, per class, on {row['data']}"))
         files += list(write_table(rules, folder / "comparison", title=f"Review rules on {n_test} held-out rows of {row['data']}"))
         figures, notes = _figures(folder, classes[y_index], interval, classes, float(np.mean(~certified)), args.overwrite)
         files += figures

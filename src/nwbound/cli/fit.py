@@ -362,14 +362,16 @@ def _held_out_usefulness(model, X: np.ndarray, y: np.ndarray, n_probe: int = 500
     same settings are fitted on the other rows (feature scaling and L as in the saved model) and
     predict the held-out ones, so no row sees itself (an in-sample preview would find every row's
     own training point within reach and report far fewer vacuous and trivial bounds than new
-    data will get). Said when the preview cannot run (too few rows or classes left).
+    data will get). Said when the preview cannot run (too few rows or classes left). A class with
+    too many of its held-out rows certified as another class for the assumption gets a warning
+    (:func:`nwbound.metrics.class_certificates`).
     """
     import dataclasses
 
     from sklearn.base import clone
 
     from ..diagnostics import AdviceContext
-    from ._usefulness import UsefulnessTally, quiet_predict_interval
+    from ._usefulness import UsefulnessTally, quiet_predict_interval, warn_class_certificates
 
     n = X.shape[0]
     m = min(n_probe, n // 5)
@@ -391,3 +393,11 @@ def _held_out_usefulness(model, X: np.ndarray, y: np.ndarray, n_probe: int = 500
         context = dataclasses.replace(context, lipschitz_auto=True)
     tally.report(model, what=f"previewed out of sample: {held.size} evenly spread training rows held out, "
                  f"predicted by the same settings fitted on the other {rest.size}", context=context)
+    # Per class: the held-out rows certified as another class, which the summed figures cannot show.
+    from ..metrics import class_certificates
+
+    classes = np.asarray(estimator.classes_)
+    known = np.isin(y[held], classes)
+    if known.any():
+        table = class_certificates(np.searchsorted(classes, y[held][known]), interval.take(np.flatnonzero(known)))
+        warn_class_certificates(table, classes, float(getattr(estimator, "delta", 0.05)))

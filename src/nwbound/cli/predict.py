@@ -246,8 +246,10 @@ def resolve_id_columns(given: Sequence[str] | None, model: Any, columns: Sequenc
     return ids
 
 
-def load_for_table(model_path: str, data_path: str, target: str | None = None) -> tuple[Any, Path, list[str]]:
-    """Read the data file's header, check it has the ``target`` and the model's feature columns, load the model.
+def load_for_table(model_path: str, data_path: str, target: str | None = None,
+                   id_columns: Sequence[str] | None = None) -> tuple[Any, Path, list[str]]:
+    """Read the data file's header, check it has the ``target``, the ``id_columns`` given and the model's
+    feature columns, load the model.
 
     The columns are checked against the names the model file stores before the
     model is built: a misspelled column is reported without importing the
@@ -261,6 +263,8 @@ def load_for_table(model_path: str, data_path: str, target: str | None = None) -
     columns = read_columns(data)
     if target is not None:
         check_columns(columns, [target], data, "target")
+    if id_columns:
+        check_columns(columns, list(dict.fromkeys(id_columns)), data, "id")
     check_columns(columns, stored_features(model_path) or [], data, "feature")
     return load_model(model_path), data, columns
 
@@ -292,7 +296,7 @@ def run(args: argparse.Namespace) -> int:
     table_format(output)
     if output.exists() and not args.overwrite:
         raise CommandError(f"Output file {output} already exists; pass --overwrite or choose another name.")
-    model, data, columns = load_for_table(args.model, args.data)
+    model, data, columns = load_for_table(args.model, args.data, id_columns=args.id_columns)
     check_not_an_input(output, {"table": data, "model": args.model})
     ids = resolve_id_columns(args.id_columns, model, columns, data, args.quiet)
     features = model_features(model, columns, ids, data)

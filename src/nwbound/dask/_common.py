@@ -12,8 +12,10 @@ try:
     import dask
     import dask.array as da
 except ImportError as exc:  # pragma: no cover - depends on the environment
+    from ..utils import install_hint
+
     raise ImportError(
-        "nwbound.dask needs dask: pip install 'dask[array]' distributed (the 'dask' extra of nwbound)."
+        f"nwbound.dask needs dask: {install_hint('dask')}."
     ) from exc
 
 from threadpoolctl import threadpool_limits

@@ -29,8 +29,10 @@ def _wfdb() -> Any:
     try:
         import wfdb
     except ImportError as exc:  # pragma: no cover - depends on the environment
+        from ..utils import install_hint
+
         raise ImportError(
-            "reading MIT-BIH records needs the 'wfdb' package: pip install 'nwbound[ecg]'"
+            f"reading MIT-BIH records needs the 'wfdb' package: {install_hint('ecg')}"
         ) from exc
     return wfdb
 

@@ -208,8 +208,10 @@ def _read_images(paths: list[Path], image_size: int, resize: bool) -> np.ndarray
     try:
         from PIL import Image, UnidentifiedImageError
     except ImportError as exc:  # optional dependency
+        from ..utils import install_hint
+
         raise ImportError(
-            "load_gtsrb_pair needs Pillow to read the .ppm images: pip install 'nwbound[images]' (or pillow)."
+            f"load_gtsrb_pair needs Pillow to read the .ppm images: {install_hint('images')}."
         ) from exc
 
     out = np.empty((len(paths), image_size, image_size, 3), dtype=np.uint8)

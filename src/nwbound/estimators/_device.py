@@ -100,7 +100,9 @@ def _on_device(a: Any, device: str | None) -> Any:
     try:
         import torch
     except ImportError as exc:
-        raise ImportError(f"device={device!r} needs PyTorch: pip install 'nwbound[gpu]'.") from exc
+        from ..utils import install_hint
+
+        raise ImportError(f"device={device!r} needs PyTorch: {install_hint('gpu')}.") from exc
     try:
         return torch.as_tensor(a, device=torch.device(device))
     except (RuntimeError, TypeError, AssertionError) as exc:  # AssertionError: torch built without CUDA

@@ -193,7 +193,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         they live, never copied to the host. With one bandwidth and
         ``bound="chernoff"`` or ``"hoeffding"`` the bounds are computed there
         too (only the final per-query results cross, and only for NumPy
-        queries). Needs ``pip install 'nwbound[gpu]'``;
+        queries). Needs the ``gpu`` extra;
         computes in ``dtype`` (use ``"float32"`` on a GPU); kernels
         ``epanechnikov``, ``quartic``, ``triweight``, ``boxcar``, ``gaussian``
         and ``gaussian_untruncated`` (with ``bound="chernoff"``: the first four);

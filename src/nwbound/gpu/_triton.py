@@ -189,7 +189,9 @@ def triton_applies(xp: Any, Xq: Any, dtype: str, *, reason: bool) -> bool:
     if not (aac.is_torch_namespace(xp) or is_cupy_namespace(xp)):
         return no("inputs must be PyTorch tensors or CuPy arrays")
     if not (installed("torch") and installed("triton")):
-        return no("triton and torch must be installed (pip install 'nwbound[gpu]')")
+        from ..utils import install_hint
+
+        return no(f"triton and torch must be installed ({install_hint('gpu')})")
     on_cuda = is_cupy_namespace(xp) or getattr(getattr(Xq, "device", None), "type", "") == "cuda"
     if not on_cuda and not _interpreting():
         return no("the arrays are not on a CUDA device (set TRITON_INTERPRET=1 to run Triton's CPU interpreter)")

@@ -9,7 +9,7 @@ validated (the unkeyed SHA-256 checksum catches accidents, not forgery).
 :class:`TableModel` (:mod:`nwbound.io.pipeline`) bundles a fitted classifier
 with its feature columns and feature scaling. :mod:`nwbound.io.tables` reads
 CSV/Parquet in chunks with validation and writes output tables atomically
-(needs ``pip install nwbound[tables]``).
+(needs the ``tables`` extra).
 
 Pickle (``pickle``/``joblib``) stays supported for scikit-learn workflows, but
 unpickling runs code: use it for trusted files only.

@@ -1,4 +1,4 @@
-"""The learned pieces of a model file (``metric="auto"``'s space, the chosen L), through skops.
+"""The learned pieces of a model file (``metric="auto"``'s space, the chosen L), in skops' format.
 
 A fitted state holds, beside plain arrays, a few objects: the :class:`~nwbound.spaces.LearnedSpace`
 of each model (its score model: a ``HistGradientBoostingClassifier`` or a
@@ -6,14 +6,17 @@ of each model (its score model: a ``HistGradientBoostingClassifier`` or a
 ``lipschitz="auto"``. They are written with skops' persistence (``skops.io.dumps``): a ZIP of a
 JSON schema and ``.npy`` arrays, read back by building each object from its class and its
 attributes, never by unpickling. Every class the schema names must be one of
-:func:`trusted_types`, and every node one of ``_NODE_LOADERS``; anything else refuses the file *before* skops
-builds anything (skops itself is given the same list). The objects are then checked by the
+:func:`trusted_types`, and every node one of ``_NODE_LOADERS``; anything else refuses the file *before*
+anything is built. Loading does not import skops (whose import lists every scikit-learn estimator,
+about a second of ``nwbound predict``): :class:`_Builder` rebuilds those node kinds as skops does,
+from trusted classes only. The objects are then checked by the
 estimator's ``set_fitted_state`` as any other untrusted value.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import io
 import json
 import zipfile
@@ -140,8 +143,143 @@ def dump_objects(objects: dict[str, Any]) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.uint8)
 
 
+def _trusted_type(module: Any, name: Any) -> type:
+    """The class ``module.name``, only when it is on :func:`trusted_types` (imports its module)."""
+    full = f"{module}.{name}"
+    if full not in trusted_types():
+        raise ValueError(f"untrusted type {full}")
+    value = getattr(importlib.import_module(str(module)), str(name))
+    if not isinstance(value, type):
+        raise ValueError(f"{full} is not a class")
+    return value
+
+
+class _Builder:
+    """Builds the objects of a skops dump's schema, the way ``skops.io.loads`` does for the node kinds
+    of ``_NODE_LOADERS``, without importing skops.
+
+    ``skops.io`` lists every scikit-learn estimator when imported (about a second); ``nwbound
+    predict`` reads model files and should not pay it. Every class comes from :func:`trusted_types`,
+    checked again here as it is built; objects shared in the dump (one ``__id__``) stay shared.
+    """
+
+    def __init__(self, zf: zipfile.ZipFile) -> None:
+        self.zf = zf
+        self.memo: dict[Any, Any] = {}
+
+    def build(self, node: Any) -> Any:
+        if not isinstance(node, dict) or not isinstance(node.get("__loader__"), str):
+            raise ValueError("a schema node is not an object with a __loader__")
+        key = node.get("__id__")
+        if key is not None and key in self.memo:
+            return self.memo[key]
+        value = getattr(self, "_" + node["__loader__"], None)
+        if node["__loader__"] not in _NODE_LOADERS or value is None:
+            raise ValueError(f"node kind {node['__loader__']!r}")
+        value = value(node)
+        if key is not None:
+            self.memo[key] = value
+        return value
+
+    def _type(self, node: dict) -> type:
+        return _trusted_type(node.get("__module__"), node.get("__class__"))
+
+    def _DictNode(self, node: dict) -> dict:
+        if self._type(node) is not dict:
+            raise ValueError("a DictNode that is not a dict")
+        key_types = self.build(node["key_types"])
+        content = node["content"]
+        if not isinstance(content, dict) or len(key_types) != len(content):
+            raise ValueError("a DictNode's keys and key types differ")
+        out = {}
+        for kind, (key, value) in zip(key_types, content.items()):
+            if kind not in (str, int, float, bool):
+                raise ValueError(f"dictionary key type {kind!r}")
+            out[kind(key)] = self.build(value)
+        return out
+
+    def _ListNode(self, node: dict) -> list:
+        if self._type(node) is not list:
+            raise ValueError("a ListNode that is not a list")
+        return [self.build(v) for v in node["content"]]
+
+    def _TupleNode(self, node: dict) -> tuple:
+        if self._type(node) is not tuple:  # a named tuple would call its class
+            raise ValueError("a TupleNode that is not a tuple")
+        return tuple(self.build(v) for v in node["content"])
+
+    def _JsonNode(self, node: dict) -> Any:
+        return json.loads(node["content"])
+
+    def _TypeNode(self, node: dict) -> type:
+        return self._type(node)
+
+    def _NdArrayNode(self, node: dict) -> Any:
+        cls = self._type(node)
+        if not (cls is np.ndarray or issubclass(cls, np.generic)):  # no other class is called on the array
+            raise ValueError(f"an array node of class {cls.__name__}")
+        if node.get("type") == "numpy":
+            array = np.load(io.BytesIO(self.zf.read(str(node["file"]))), allow_pickle=False)
+            return array if cls is np.ndarray else cls(array)
+        if node.get("type") == "json" and cls is np.ndarray:  # object arrays, item by item
+            items = [self.build(v) for v in node["content"]]
+            shape = self.build(node["shape"])
+            if len(shape) == 1:
+                out = np.empty(len(items), dtype=object)
+                for i, item in enumerate(items):  # one by one: a sequence item stays one cell
+                    out[i] = item
+                return out
+            return np.array(items, dtype=object)
+        raise ValueError(f"array storage {node.get('type')!r}")
+
+    def _set_state(self, instance: Any, attrs: Any) -> Any:
+        if hasattr(instance, "__setstate__"):
+            instance.__setstate__(attrs)
+        elif isinstance(attrs, dict):
+            instance.__dict__.update(attrs)
+        else:
+            raise ValueError(f"the state of a {type(instance).__name__} is not a mapping")
+        return instance
+
+    def _ObjectNode(self, node: dict) -> Any:
+        cls = self._type(node)
+        instance = cls.__new__(cls)  # no __init__: the attributes follow
+        attrs = self.build(node["content"]) if node.get("content") is not None else None
+        return instance if attrs is None else self._set_state(instance, attrs)
+
+    def _LossNode(self, node: dict) -> Any:  # scikit-learn's compiled losses: class(*args), then state
+        cls = self._type(node)
+        if cls.__module__ != "sklearn._loss._loss":  # no other class is called with the file's arguments
+            raise ValueError(f"a loss node of class {cls.__name__}")
+        args = self.build(node["__reduce__"]["args"])
+        if not isinstance(args, tuple):
+            raise ValueError("a loss's arguments are not a tuple")
+        instance = cls(*args)
+        attrs = self.build(node["content"])
+        return instance if not attrs else self._set_state(instance, attrs)
+
+    def _RandomGeneratorNode(self, node: dict) -> np.random.Generator:
+        if self._type(node) is not np.random.Generator:
+            raise ValueError("a RandomGeneratorNode that is not a numpy Generator")
+        seed = self.build(node["content"]["seed_seq"])
+        state = self.build(node["content"]["bit_generator"])
+        name = state.get("bit_generator") if isinstance(state, dict) else None
+        bit_cls = getattr(np.random, str(name), None)
+        if not (isinstance(bit_cls, type) and issubclass(bit_cls, np.random.BitGenerator)):
+            raise ValueError(f"{name!r} is not a numpy bit generator")
+        bits = bit_cls(np.random.SeedSequence(**seed))
+        bits.state = state
+        return np.random.Generator(bits)
+
+
+def _build(blob: bytes) -> Any:
+    with zipfile.ZipFile(io.BytesIO(blob)) as zf:
+        return _Builder(zf).build(json.loads(zf.read("schema.json").decode("utf-8")))
+
+
+
 def load_objects(data: np.ndarray) -> dict[str, Any]:
-    """The ``{member name: object}`` of :func:`dump_objects`, built by skops from trusted classes only.
+    """The ``{member name: object}`` of :func:`dump_objects`, built from trusted classes only (without skops).
 
     Raises
     ------
@@ -165,11 +303,9 @@ def load_objects(data: np.ndarray) -> dict[str, Any]:
             "nwbound's learned space and reports, the score models of metric='auto' and plain containers "
             "and arrays). Refusing to build them."
         )
-    import skops.io
-
     try:
-        objects = skops.io.loads(blob, trusted=list(trusted_types()))
-    except Exception as exc:  # skops raises a wide range on damaged schemas; each means "invalid"
+        objects = _build(blob)
+    except Exception as exc:  # a damaged schema raises a wide range; each means "invalid"
         raise ValueError(f"its learned pieces cannot be rebuilt ({type(exc).__name__}: {exc})") from None
     if not isinstance(objects, dict) or not all(isinstance(k, str) for k in objects):
         raise ValueError("its learned pieces are not a mapping of member names")

@@ -23,7 +23,7 @@ e.g. on a full disk). A process that is killed outright cannot remove its
 temporary file; such leftovers are reported (never deleted: another run may
 still be writing them).
 
-pandas and pyarrow are optional (``pip install nwbound[tables]``) and imported
+pandas and pyarrow are optional (the ``tables`` extra) and imported
 on first use.
 
 Row numbers in messages count data rows from 1 (the CSV header is not a row).
@@ -59,7 +59,13 @@ __all__ = [
     "table_format",
 ]
 
-_INSTALL_HINT = "Reading and writing tables needs pandas and pyarrow: pip install nwbound[tables]"
+
+
+def _install_hint() -> str:
+    from ..utils import install_hint
+
+    return f"Reading and writing tables needs pandas and pyarrow: {install_hint('tables')}"
+
 # pandas' default missing-value markers, applied only to feature/target columns
 # so that id columns are kept exactly as given.
 _NA_VALUES = [
@@ -95,7 +101,7 @@ def _pandas() -> Any:
     try:
         import pandas as pd
     except ImportError as exc:  # optional extra
-        raise ImportError(_INSTALL_HINT) from exc
+        raise ImportError(_install_hint()) from exc
     return pd
 
 
@@ -103,7 +109,7 @@ def _parquet() -> Any:
     try:
         import pyarrow.parquet as pq
     except ImportError as exc:  # optional extra
-        raise ImportError(_INSTALL_HINT) from exc
+        raise ImportError(_install_hint()) from exc
     return pq
 
 

@@ -16,7 +16,8 @@ Flagging uncertain predictions
 Bounds
     :func:`type_errors` (+ :class:`TypeErrorTable`), :func:`conservative_accuracy`,
     :func:`bound_width_by_confidence`, :func:`violation_rate`,
-    :func:`clopper_pearson`
+    :func:`clopper_pearson`, :func:`class_certificates` (+ :class:`ClassCertificateTable`: each
+    class's rows certified as another class, against what the bound allows)
 Review queues
     :func:`review_summary`, :func:`review_comparison` (the certificate against
     ranking scores, split-conformal sets and calibrated thresholds)
@@ -41,6 +42,7 @@ from ._bounds import (
     uncertainty_from_interval,
     violation_rate,
 )
+from ._classes import ClassCertificateTable, class_certificates
 from ._aami import AAMI_CLASS_NAMES, BayesDecision, EC57Report, bayes_decision, ec57_report
 from ._calibration import ReliabilityTable, expected_calibration_error
 from ._classification import accuracy, per_class_precision_recall, weighted_precision_recall
@@ -49,12 +51,14 @@ __all__ = [
     "AAMI_CLASS_NAMES",
     "BayesDecision",
     "BoundWidthTable",
+    "ClassCertificateTable",
     "EC57Report",
     "ReliabilityTable",
     "TypeErrorTable",
     "accuracy",
     "bayes_decision",
     "bound_width_by_confidence",
+    "class_certificates",
     "clopper_pearson",
     "conservative_accuracy",
     "cumulative_recall_curve",

@@ -201,6 +201,16 @@ class TypeErrorTable:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+def _true_columns(y_true: ArrayLike, interval: Any,
+                  classes: ArrayLike | None) -> tuple[IntervalArrays, np.ndarray, np.ndarray | None]:
+    """The checked interval, the column of each true label and the checked ``classes`` (or None)."""
+    iv = check_interval(interval)
+    t = as_1d(y_true, "y_true")
+    check_same_length(("y_true", t), ("interval", iv.proba))
+    cls = None if classes is None else check_classes(classes)
+    return iv, encode_labels(t, cls, "y_true", n_classes=iv.n_classes), cls
+
+
 def _type_masks(
     y_true: ArrayLike,
     interval: Any,
@@ -208,13 +218,9 @@ def _type_masks(
     threshold: float,
     y_pred: ArrayLike | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    iv = check_interval(interval)
-    t = as_1d(y_true, "y_true")
-    check_same_length(("y_true", t), ("interval", iv.proba))
     if not (isinstance(threshold, (int, float, np.floating)) and 0.0 <= threshold <= 1.0):
         raise ValueError(f"`threshold` must be a number in [0, 1], got {threshold!r}.")
-    cls = None if classes is None else check_classes(classes)
-    ti = encode_labels(t, cls, "y_true", n_classes=iv.n_classes)
+    iv, ti, cls = _true_columns(y_true, interval, classes)
     pi = _predicted_index(iv, y_pred, cls)
     correct = ti == pi
     lower_pred = iv.lower[np.arange(ti.shape[0]), pi]

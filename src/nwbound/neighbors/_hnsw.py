@@ -82,8 +82,10 @@ def _import_hnswlib():
     try:
         import hnswlib
     except ImportError as exc:  # pragma: no cover - depends on the environment
+        from ..utils import install_hint
+
         raise ImportError(
-            "algorithm='hnsw' needs the hnswlib package: pip install hnswlib "
+            f"algorithm='hnsw' needs the hnswlib package: {install_hint('ann')} "
             "(or use an exact algorithm such as 'kd_tree')."
         ) from exc
     return hnswlib

@@ -1,6 +1,6 @@
 """Figures of the paper as sklearn-style Display objects.
 
-matplotlib is an optional dependency (``pip install nwbound[plots]``); it is
+matplotlib is an optional dependency (the ``plots`` extra, :func:`nwbound.utils.install_hint`); it is
 imported only when something is drawn or saved, so importing this module is
 cheap and works without it.
 

@@ -11,9 +11,10 @@ from typing import Any
 
 __all__ = ["pyplot", "save_figure"]
 
-_INSTALL_HINT = (
-    "Plotting needs matplotlib, an optional dependency: pip install nwbound[plots]"
-)
+def _install_hint() -> str:
+    from ..utils import install_hint
+
+    return f"Plotting needs matplotlib, an optional dependency: {install_hint('plots')}"
 
 
 def pyplot() -> Any:
@@ -39,7 +40,7 @@ def pyplot() -> Any:
     try:
         return importlib.import_module("matplotlib.pyplot")
     except ImportError as exc:
-        raise ImportError(_INSTALL_HINT) from exc
+        raise ImportError(_install_hint()) from exc
 
 
 _pyplot = pyplot  # transition: the old private name, until every caller uses pyplot()

@@ -136,7 +136,9 @@ def intersect_intervals(first: PredictionInterval, *others: PredictionInterval) 
     class where ``p̄`` lay outside its interval it is smaller than ``p̄``'s
     ``max(upper − p̄, p̄ − lower)``; on the other classes of such a row it can be larger (``q``
     moves off ``p̄`` to make the row sum to 1), never beyond the width. ``bias``/``sampling`` are
-    those of the model with the smallest ``ε`` (an account, per entry), ``bandwidth`` that of the
+    those of the model whose interval end is the reported end that sets ``ε`` (an account, per
+    entry: on a contradicting row the hull's far end, so the account is of the width reported;
+    the model with the smallest ``ε`` where the box was widened to hold ``p̄``), ``bandwidth`` that of the
     model with the largest ``κ``; ``kappa`` and ``n_eff`` add up; ``vacuous`` where every model is
     vacuous; ``outside_box`` where the query lies outside every model's box.
 
@@ -183,7 +185,7 @@ def intersect_intervals(first: PredictionInterval, *others: PredictionInterval) 
     vacuous = np.logical_and.reduce([v.vacuous for v in parts])
     epsilon = np.clip(np.maximum(upper - proba, proba - lower), 0.0, 1.0)
     epsilon[vacuous] = 1.0
-    least = np.argmin([v.epsilon for v in parts], axis=0)  # the first model on ties
+    source = _end_source(parts, proba, lower, upper)
     largest = np.argmax([v.kappa for v in parts], axis=0)
     outside = None
     if all(v.outside_box is not None for v in parts):
@@ -193,14 +195,30 @@ def intersect_intervals(first: PredictionInterval, *others: PredictionInterval) 
         lower=lower,
         upper=upper,
         epsilon=epsilon,
-        bias=_pick([v.bias for v in parts], least),
-        sampling=_pick([v.sampling for v in parts], least),
+        bias=_pick([v.bias for v in parts], source),
+        sampling=_pick([v.sampling for v in parts], source),
         kappa=np.sum([v.kappa for v in parts], axis=0),
         n_eff=np.sum([v.n_eff for v in parts], axis=0),
         vacuous=vacuous,
         bandwidth=_pick([v.bandwidth for v in parts], largest),
         outside_box=outside,
     )
+
+
+def _end_source(parts: Sequence[PredictionInterval], proba: np.ndarray, lower: np.ndarray,
+                upper: np.ndarray) -> np.ndarray:
+    """Per entry, the model whose interval end is the reported end that sets ``ε`` (the first on ties).
+
+    The far end (``upper`` where ``upper − proba ≥ proba − lower``) is some model's end: the
+    intersection's (``min upper``, ``max lower``) or, on contradicting rows, the hull's (``max upper``,
+    ``min lower``). Where no model has it (a box widened to hold ``p̄``), the model with the smallest ``ε``.
+    """
+    far_upper = upper - proba >= proba - lower
+    end = np.where(far_upper, upper, lower)
+    ends = np.stack([np.where(far_upper, v.upper, v.lower) for v in parts])
+    match = ends == end[None]
+    least = np.argmin([v.epsilon for v in parts], axis=0)
+    return np.where(match.any(axis=0), np.argmax(match, axis=0), least)
 
 
 def _pick(arrays: Sequence[np.ndarray], which: np.ndarray) -> np.ndarray:

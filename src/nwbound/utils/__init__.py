@@ -1,6 +1,7 @@
 """Utilities shared by the command line and the experiments, each defined once.
 
-* :class:`UserError` — the error shown to a user as one line (exit status 2).
+* :class:`UserError` — the error shown to a user as one line (exit status 2);
+  :func:`install_hint`, how every message says to install an optional extra.
 * argparse converters: :func:`positive_int`, :func:`nonnegative_int`,
   :func:`positive_float`, :func:`bandwidth_or_auto`.
 * results: :func:`prepare_output_dir`, :func:`atomic_write_text`,
@@ -16,7 +17,7 @@ nothing of nwbound but :mod:`nwbound._validation`.
 """
 
 from ._args import bandwidth_or_auto, nonnegative_int, positive_float, positive_int
-from ._errors import UserError, as_user_error
+from ._errors import UserError, as_user_error, install_hint
 from ._output import (
     FILE_MODE, FORMULA_START_PATTERN, PLAIN_NUMBER_PATTERN, atomic_write_text, format_markdown, prepare_output_dir,
     spreadsheet_safe, write_table,
@@ -37,6 +38,7 @@ __all__ = [
     "atomic_write_text",
     "bandwidth_or_auto",
     "format_markdown",
+    "install_hint",
     "nonnegative_int",
     "positive_float",
     "positive_int",
