@@ -236,7 +236,7 @@ def test_save_figure_bad_arguments(tmp_path):
 def test_missing_matplotlib_gives_install_hint(monkeypatch, data):
     classes, iv, y = data
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
-    with pytest.raises(ImportError, match=r"pip install nwbound\[plots\]"):
+    with pytest.raises(ImportError, match=r"pip install -e \"\.\[plots\]\""):
         P.ReliabilityDisplay.from_interval(y, iv, classes=classes)
 
 
