@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import ECG_BANDWIDTH, ECG_FULL, ECG_QUICK, bare_gemm, ecg_like, reductions, timed, with_reduction  # noqa: E402
 
 from nwbound import NadarayaWatsonClassifier  # noqa: E402
-from nwbound.estimators import _sums  # noqa: E402
+from nwbound.engine.host import _sums  # noqa: E402
 
 # Timed in a fresh interpreter: numba import, then compile (or cache load) and
 # run of the first predict on a small problem.
@@ -64,7 +64,7 @@ m.predict(X[:256])
 t2 = time.perf_counter()
 m.predict(X[:256])
 t3 = time.perf_counter()
-from nwbound.estimators import _sums
+from nwbound.engine.host import _sums
 assert _sums._FUSED_MODULE, "numba route not taken"
 print(f"{t2 - t1:.3f} {t3 - t2:.3f}")
 """

@@ -1,4 +1,4 @@
-"""The backend seam (:class:`nwbound.engine.Backend`, ``nwbound.estimators._backends``): the estimator
+"""The backend seam (:class:`nwbound.engine.Backend`, ``nwbound.engine.host._backend``): the estimator
 picks its backend once, at fit, keeps it across predictions, re-picks it only where its rule says
 (``set_params(device=...)``, an old pickle), and a backend added to ``BACKENDS`` serves the whole
 route (statistics, ranking, intervals) with the same intervals."""
@@ -13,8 +13,8 @@ import pytest
 
 from nwbound import NadarayaWatsonClassifier
 from nwbound.engine import Backend
-from nwbound.estimators import _backends
-from nwbound.estimators._backends import DeviceBackend, HostBackend, select_backend
+from nwbound.engine.host import _backend as _backends
+from nwbound.engine.host._backend import DeviceBackend, HostBackend, select_backend
 
 
 def _data(seed=0, n=300):

@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nwbound.estimators import _sums
+from nwbound.engine.host import _sums
 from nwbound.engine import KernelStatistics
-from nwbound.estimators._sums import TrainingSet, dense_kernel_sums, neighbor_distances, neighbor_kernel_sums
+from nwbound.engine.host._sums import TrainingSet, dense_kernel_sums, neighbor_distances, neighbor_kernel_sums
 from nwbound.kernels import gaussian_kernel, get_kernel
 
 from test_engine_paths import numba_unavailable_reason, route  # noqa: F401  (route: both reductions)

@@ -10,8 +10,8 @@ import pickle
 import numpy as np
 import pytest
 
-from nwbound.estimators import _sums, _sums_data
-from nwbound.estimators._sums import TrainingSet, dense_kernel_sums
+from nwbound.engine.host import _sums, _sums_data
+from nwbound.engine.host._sums import TrainingSet, dense_kernel_sums
 from nwbound.kernels import get_kernel
 
 

@@ -21,8 +21,8 @@ if _reason := numba_unavailable_reason():  # the numpy route alone is covered by
     pytest.skip(_reason, allow_module_level=True)
 
 from nwbound import NadarayaWatsonClassifier  # noqa: E402
-from nwbound.estimators import _sums, _sums_data  # noqa: E402
-from nwbound.estimators._sums import TrainingSet, dense_kernel_sums  # noqa: E402
+from nwbound.engine.host import _sums, _sums_data  # noqa: E402
+from nwbound.engine.host._sums import TrainingSet, dense_kernel_sums  # noqa: E402
 from nwbound.kernels import Kernel, gaussian_kernel, get_kernel  # noqa: E402
 
 # Every kernel the compiled reduction evaluates itself.
@@ -154,7 +154,7 @@ def test_truncation_radius_of_the_gaussian_is_honoured(monkeypatch):
 
 
 def test_unsupported_kernels_keep_the_numpy_route(monkeypatch):
-    from nwbound.estimators import _fused
+    from nwbound.engine.host import _fused
 
     X, y, Q = _clustered(300, 3, 20, seed=16)
     train = TrainingSet.build(X, y, 3, None)
@@ -203,7 +203,7 @@ def test_estimator_auto_bandwidth_same_intervals(dtype, monkeypatch):
 
 
 def test_import_nwbound_does_not_import_numba():
-    code = "import sys, nwbound, nwbound.estimators._sums; print('numba' in sys.modules)"
+    code = "import sys, nwbound, nwbound.engine.host._sums; print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -247,7 +247,7 @@ def test_select_collects_exactly_the_entries_at_or_above_the_threshold():
     """The branch-free extraction of ``_select``: every width class (tail only, whole chunks, both),
     empty and full chunks, more than four hits in a chunk, the chunk's top bit, ties at the threshold,
     and no write past ``len(row)`` even when every entry is a hit."""
-    from nwbound.estimators._fused import _select
+    from nwbound.engine.host._fused import _select
 
     rng = np.random.default_rng(11)
     for width in (1, 5, 63, 64, 65, 128, 200, 512):

@@ -6,7 +6,7 @@ the route is in :mod:`nwbound.engine._backend`); the estimator picks one at ``fi
 :class:`KernelStatistics` is what every engine returns — the CPU engine behind the estimators,
 the array-API and Triton engines of :mod:`nwbound.gpu` — and what the bounds read. It is
 re-exported as ``nwbound.estimators.KernelStatistics`` and ``nwbound.gpu.KernelStatistics`` (the
-same class). The backends (``nwbound.estimators._backends``) call the host engines of
+same class). The backends (``nwbound.engine.host._backend``) call the host engines of
 :mod:`nwbound.estimators` (``_sums``, ``_tiles``, ``_fused``: NumPy and numba) and :mod:`nwbound.gpu`
 (``_array_api``, ``_triton``).
 
@@ -20,7 +20,7 @@ bandwidths and distances in the input's units and adds what it alone knows (``ou
 """
 
 from ._backend import Backend
-from ._namespace import array_namespace_of, compat, to_host
+from .._namespace import array_namespace_of, compat, to_host
 from ._statistics import KernelStatistics
 
 __all__ = ["Backend", "KernelStatistics", "array_namespace_of", "compat", "to_host"]

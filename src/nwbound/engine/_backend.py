@@ -20,7 +20,7 @@ error bounds of its own arithmetic (``sum_error``, ``u2_error``), so the bounds 
 computed them; the host is the reference (float64), the device within its stated ``ρ``.
 
 The concrete backends live with the estimators (``HostBackend`` and ``select_backend`` in
-``nwbound.estimators._backends``, ``DeviceBackend`` in ``nwbound.estimators._device`` beside the code
+``nwbound.engine.host._backend``, ``DeviceBackend`` in ``nwbound.engine.device._backend`` beside the code
 it calls): they call the host engines of that package, which import this one, so a backend module
 here would close an import circle. A new backend touches two files: its own module, and the
 ``BACKENDS`` tuple of ``_backends`` that ``select_backend`` walks.

@@ -31,13 +31,13 @@ from ._bandwidth import SCALE_NEIGHBORS, SCALE_QUANTILE, _power_of_two_scale, de
 from ._bandwidth import bandwidth_grid_from_nearest, bandwidth_grid_pilot, pilot_nearest_distances  # noqa: F401
 from ._bandwidth import _RANKING_ROWS, resolve_ranking_fraction, scale_bandwidth, scale_bandwidth_from_nearest  # noqa: F401
 from ._base import BoundedClassifierBase
-from ._backends import _times, select_backend
+from ..engine.host._backend import scaled, select_backend
 from ._certified import CertifiedRows
-from ._neighbor_sums import search_queries
+from ..engine.host._neighbor_sums import search_queries
 from ._nw_fitted_state import _FittedState
 from ._nw_rounds import _Rounds
-from ._statistics import BandwidthRanking, KernelStatistics
-from ._sums import TrainingSet, neighbor_distances
+from ..engine._ranking import BandwidthRanking, KernelStatistics
+from ..engine.host._sums import TrainingSet, neighbor_distances
 
 __all__ = ["NadarayaWatsonClassifier"]
 
@@ -488,7 +488,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
     def _check_device(self) -> None:
         """``device`` needs a kernel with an array-API form (fit time, and predict time after set_params)."""
         if getattr(self, "device", None) is not None:  # older pickles lack it
-            from ..gpu._array_api import supported_kernel_name
+            from ..engine.device._array_api import supported_kernel_name
 
             supported_kernel_name(self.kernel)  # ValueError naming the kernels the device path has
 
@@ -733,16 +733,16 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         # estimator's bandwidths, distances back in the input's units, and what only it knows.
         return dataclasses.replace(
             sums,
-            dist_sum=_times(sums.dist_sum, unit),
+            dist_sum=scaled(sums.dist_sum, unit),
             bandwidth=raw_bandwidths[None, :],
             outside_box=self._outside_box(X_input),
             diameter=self._diameter(X_input) if need_tail else None,
             # Dense path: the expanded distance's rounding bound; the localized path's
             # distances are recomputed directly (relative error ~1e-15, covered below).
             u2_error=sums.u2_error if self.index_ is None else 0.0,
-            hist_dist=_times(sums.hist_dist, unit),
+            hist_dist=scaled(sums.hist_dist, unit),
             # Directly computed distances have relative error ≤ (d + 6)·2⁻⁵³: round them up.
-            point_dist=_times(sums.point_dist, unit * (1.0 + (X.shape[1] + 8) * 2.0**-53)),
+            point_dist=scaled(sums.point_dist, unit * (1.0 + (X.shape[1] + 8) * 2.0**-53)),
         )
 
     def _is_localized(self) -> bool:
@@ -862,4 +862,4 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
                         hint=f"It counts neighbours among the {self.n_samples_fit_} training samples.")
         idx = to_host(self._engine().kneighbors(X, int(k))[1])  # where the statistics' search runs
         dist = neighbor_distances(X, self._train.X, idx, working_memory=self.working_memory)
-        return _times(dist, self._unit()), idx
+        return scaled(dist, self._unit()), idx

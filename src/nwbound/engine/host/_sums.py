@@ -99,11 +99,11 @@ import numpy as np
 from sklearn import get_config
 from threadpoolctl import threadpool_limits
 
-from .._memory import block_rows
-from .._numerics import direct_distance_error, summation_error
-from ..kernels import Kernel
+from ..._memory import block_rows
+from ..._numerics import direct_distance_error, summation_error
+from ...kernels import Kernel
 from ._neighbor_sums import neighbor_distances, neighbor_kernel_sums
-from ..engine import KernelStatistics
+from .._statistics import KernelStatistics
 from ._sums_data import TrainingSet, _Layout, _nearest_center, ranking_sample_rows, zero_statistics
 from ._tiles import _U64, _Accumulator, _FusedSpec, _Plan, _direct_delta, _distance_sum_scale, _store, _t_error
 

@@ -18,15 +18,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..engine import KernelStatistics
-from ._device import DeviceBackend
-from ._statistics import BandwidthRanking
+from .._statistics import KernelStatistics
+from ..device._backend import DeviceBackend
+from .._ranking import BandwidthRanking
 from ._sums import dense_kernel_sums, dense_moment_sums, neighbor_kernel_sums
 
 __all__ = ["BACKENDS", "DeviceBackend", "HostBackend", "rows_by_bandwidth", "select_backend"]
 
 
-def _times(a: np.ndarray | None, factor: float) -> np.ndarray | None:
+def scaled(a: np.ndarray | None, factor: float) -> np.ndarray | None:
     """``a·factor`` (None stays None; a factor of 1 returns ``a`` itself)."""
     return a if a is None or factor == 1.0 else a * factor
 
@@ -37,7 +37,7 @@ def rows_by_bandwidth(choice: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]
     Examples
     --------
     >>> import numpy as np
-    >>> from nwbound.estimators._backends import rows_by_bandwidth
+    >>> from nwbound.engine.host._backend import rows_by_bandwidth
     >>> rows, used = rows_by_bandwidth(np.array([2, 0, 2]))
     >>> [r.tolist() for r in rows], used.tolist()
     ([[1], [0, 2]], [0, 2])
@@ -127,12 +127,12 @@ class HostBackend:
         if self.ranks_from_moments():
             m = dense_moment_sums(X, est._train.sample(fraction, row_offset), est.kernel_, est.bandwidths_ / unit,
                                   working_memory=est.working_memory, n_jobs=est.n_jobs)
-            return BandwidthRanking(m.kappa / fraction, m.sq_sum / fraction, _times(m.dist_sum, unit) / fraction, grid)
+            return BandwidthRanking(m.kappa / fraction, m.sq_sum / fraction, scaled(m.dist_sum, unit) / fraction, grid)
         if fraction < 1.0 and est.index_ is None:  # other kernels: every bandwidth, on the sample
             s = dense_kernel_sums(X, est._train.sample(fraction, row_offset), est.kernel_, est.bandwidths_ / unit,
                                   need_dist=True, tail_radius=None, working_memory=est.working_memory,
                                   n_jobs=est.n_jobs)
-            return BandwidthRanking(s.kappa / fraction, s.sq_sum / fraction, _times(s.dist_sum, unit) / fraction, grid)
+            return BandwidthRanking(s.kappa / fraction, s.sq_sum / fraction, scaled(s.dist_sum, unit) / fraction, grid)
         return None
 
     # -- the route's steps -------------------------------------------------------------------
@@ -181,7 +181,7 @@ def select_backend(estimator: Any) -> Any:
     --------
     >>> import numpy as np
     >>> from nwbound import NadarayaWatsonClassifier
-    >>> from nwbound.estimators._backends import select_backend
+    >>> from nwbound.engine.host._backend import select_backend
     >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
     >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
     >>> type(select_backend(clf)).__name__

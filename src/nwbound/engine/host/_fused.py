@@ -43,9 +43,9 @@ from numba import types, uint64
 from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
-from .._numba_cache import njit_cached
-from ..kernels import Kernel
-from ..kernels import gaussian_kernel, get_kernel
+from ..._numba_cache import njit_cached
+from ...kernels import Kernel
+from ...kernels import gaussian_kernel, get_kernel
 
 __all__ = ["KERNEL_CODES", "kernel_code", "tile_sums"]
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._numerics import square_sum_upper
-from ..kernels import Kernel
-from ..engine import KernelStatistics
+from ..._numerics import square_sum_upper
+from ...kernels import Kernel
+from .._statistics import KernelStatistics
 from ._sums_data import _Layout, u2_error_rows
 
 __all__: list[str] = []
