@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._numerics import euclidean_norm
 from .._validation import check_dtype, check_int_range, check_n_jobs, check_positive
 from ..bounds import TAIL_RADIUS, BoundSpec
-from ..engine import compat, to_host
+from ..engine import BandwidthRanking, KernelStatistics, compat, select_backend, to_host
 from ..kernels import Kernel, get_kernel
 from ..neighbors import make_index
 # The grid functions lived here: still importable from this module (nwbound.estimators exports them).
@@ -31,12 +31,11 @@ from ._bandwidth import SCALE_NEIGHBORS, SCALE_QUANTILE, _power_of_two_scale, de
 from ._bandwidth import bandwidth_grid_from_nearest, bandwidth_grid_pilot, pilot_nearest_distances  # noqa: F401
 from ._bandwidth import _RANKING_ROWS, resolve_ranking_fraction, scale_bandwidth, scale_bandwidth_from_nearest  # noqa: F401
 from ._base import BoundedClassifierBase
-from ..engine.host._backend import scaled, select_backend
+from ..engine.host._backend import scaled
 from ._certified import CertifiedRows
 from ..engine.host._neighbor_sums import search_queries
 from ._nw_fitted_state import _FittedState
 from ._nw_rounds import _Rounds
-from ..engine._ranking import BandwidthRanking, KernelStatistics
 from ..engine.host._sums import TrainingSet, neighbor_distances
 
 __all__ = ["NadarayaWatsonClassifier"]
@@ -602,13 +601,13 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         return restore(self._report(self._intervals(X, specs), specs, bounds))
 
     def _engine(self) -> Any:
-        """The fitted backend (:mod:`._backends`), picked once at fit (``backend_``).
+        """The fitted backend (:mod:`nwbound.engine`), picked once at fit (``backend_``).
 
         Re-picked only where its rule no longer holds: ``device`` is a predict-time parameter, so a
         ``set_params(device=...)`` after fit (or a model pickled before ``backend_`` existed) gets the
-        backend :func:`~._backends.select_backend` picks now. The queries' array type never changes
+        backend :func:`~nwbound.engine.select_backend` picks now. The queries' array type never changes
         the backend: the device backend itself takes its statistics to the host's bounds where its
-        own bounds cannot serve the queries (:meth:`~._device.DeviceBackend.intervals`).
+        own bounds cannot serve the queries (:meth:`~nwbound.engine.device._backend.DeviceBackend.intervals`).
         """
         backend = getattr(self, "backend_", None)
         if backend is None or not backend.serves(self):

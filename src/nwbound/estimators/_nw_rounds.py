@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import check_int_range
 from ..engine.host._backend import rows_by_bandwidth
 from ._bandwidth import resolve_ranking_fraction
-from ..engine._ranking import BandwidthRanking, KernelStatistics
+from ..engine import BandwidthRanking, KernelStatistics
 
 
 class _Rounds:

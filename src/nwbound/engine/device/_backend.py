@@ -1,5 +1,5 @@
 """The device backend: the estimator's ``device=`` path, from the training set's copy on the device
-to every setting's intervals there (:class:`DeviceBackend`, picked by ``_backends.select_backend``).
+to every setting's intervals there (:class:`DeviceBackend`, picked by :func:`nwbound.engine.select_backend`).
 
 * The training set is copied to the device once per device and dtype (cached on it), and the
   kernel sums come from :func:`nwbound.gpu.kernel_statistics` (regular classifier) or
@@ -21,8 +21,8 @@ What crosses to the host under ``array_api_dispatch`` (:func:`~._dispatch.valida
 queries once where an HNSW index searches on the host; the per-query sums (``KernelStatistics``,
 float64) and the ``outside_box`` flags where the bounds run on the host.
 
-Lives with the estimators (which import :mod:`nwbound.gpu` on use), so that :mod:`nwbound.gpu` never
-imports the estimators.
+Lives in the engine beside the device kernels it calls (``_array_api``, ``_triton``, ``_neighbors``);
+:mod:`nwbound.gpu` re-exports their public names and never imports the estimators.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""The two backends of :class:`~nwbound.NadarayaWatsonClassifier` behind :class:`nwbound.engine.Backend`.
+"""The host backend: kernel sums with NumPy and numba, the neighbour search by the estimator's index.
 
-:class:`HostBackend` calls the host engines (``_sums``: NumPy and numba; ``_neighbor_sums``; the
-estimator's neighbour index); :class:`DeviceBackend` calls the array-API and Triton engines of
-:mod:`nwbound.gpu` (``device=``; it lives in ``_device``, with the code it calls). :func:`select_backend`
-is the one place that picks between them: the first of :data:`BACKENDS` whose ``is_usable_for``
-accepts the estimator. A new backend is one module with its class and one entry in
-:data:`BACKENDS`.
-
-They live with the estimators, not in :mod:`nwbound.engine`: they call the host engines of this
-package, which import :mod:`nwbound.engine` (its statistics type), so an engine module that
-imported them would close an import circle between the two packages.
+:class:`HostBackend` calls this package's reductions (``_sums``: the dense pass and its plan;
+``_tiles``: the accumulator of one query block; ``_fused``: its numba tile kernels; ``_sums_data``:
+the training set's layout; ``_neighbor_sums``: the localized sums). It serves every estimator
+(the last of :data:`nwbound.engine.BACKENDS`).
 """
 
 from __future__ import annotations
@@ -19,11 +13,10 @@ from typing import Any, Callable
 import numpy as np
 
 from .._statistics import KernelStatistics
-from ..device._backend import DeviceBackend
 from .._ranking import BandwidthRanking
 from ._sums import dense_kernel_sums, dense_moment_sums, neighbor_kernel_sums
 
-__all__ = ["BACKENDS", "DeviceBackend", "HostBackend", "rows_by_bandwidth", "select_backend"]
+__all__ = ["HostBackend", "rows_by_bandwidth", "scaled"]
 
 
 def scaled(a: np.ndarray | None, factor: float) -> np.ndarray | None:
@@ -169,22 +162,3 @@ class HostBackend:
         """The intervals as computed (NumPy)."""
         return out
 
-
-# The backends in the order select_backend asks them; the host serves everything (the last).
-BACKENDS: tuple = (DeviceBackend, HostBackend)
-
-
-def select_backend(estimator: Any) -> Any:
-    """The first backend of :data:`BACKENDS` usable for a fitted ``estimator``, bound to it.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound import NadarayaWatsonClassifier
-    >>> from nwbound.engine.host._backend import select_backend
-    >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
-    >>> type(select_backend(clf)).__name__
-    'HostBackend'
-    """
-    return next(backend for backend in BACKENDS if backend.is_usable_for(estimator))(estimator)
