@@ -114,7 +114,9 @@ def engine_of_revision(rev: str, workdir: str):
     sys.path.insert(0, workdir)
     import importlib
 
-    return importlib.import_module("nwbound_before.estimators._sums"), importlib.import_module("nwbound_before.kernels")
+    # The host engine moved from estimators/ to engine/host/: take whichever the revision has.
+    where = "engine.host" if Path(workdir, "nwbound_before", "engine", "host", "_sums.py").exists() else "estimators"
+    return importlib.import_module(f"nwbound_before.{where}._sums"), importlib.import_module("nwbound_before.kernels")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,7 @@ The process's defaults of two keys start from an environment variable (:func:`_f
 read once at import: ``nwbound.bounds`` reads the same variables in processes that the device
 check starts with them (``NWBOUND_COMPILE_BOUNDS``, ``NWBOUND_TRITON_SEARCH``), and the route must
 agree with the search those processes get. ``NWBOUND_DISABLE_NUMBA`` stays an environment variable
-(read by ``nwbound.bounds`` and ``nwbound.engine.host._sums`` when they are imported, before any
+(read by ``nwbound.bounds`` and ``nwbound.estimators._sums`` when they are imported, before any
 code could call :func:`set_config`, and inherited by the subprocesses the tests start).
 """
 
@@ -44,9 +44,9 @@ _KNN_TOPK_DEFAULT = "bf16+onesync"
 
 
 def parse_knn_topk(text: str) -> dict | None:
-    """The config key ``knn_topk`` (or :func:`nwbound.engine.device._neighbors.exact_kneighbors`'s ``_topk``) as
+    """The config key ``knn_topk`` (or :func:`nwbound.gpu._neighbors.exact_kneighbors`'s ``_topk``) as
     ``{"bf16": bool, "chunks": int, "onesync": bool}`` (empty or ``"default"``: ``"bf16+onesync"``); None
-    for ``"full"`` (the float32 search as written). The forms are described in :mod:`nwbound.engine.device._neighbors`.
+    for ``"full"`` (the float32 search as written). The forms are described in :mod:`nwbound.gpu._neighbors`.
 
     Examples
     --------
@@ -150,7 +150,7 @@ def set_config(**changes: Any) -> None:
         At first False where ``NWBOUND_TRITON_SEARCH`` was ``"0"`` at import, else True. Use the
         fused Triton Chernoff search where it applies.
     knn_topk : str
-        ``""`` at first. The device's exact k-NN candidate search (:mod:`nwbound.engine.device._neighbors`): ``""`` the
+        ``""`` at first. The device's exact k-NN candidate search (:mod:`nwbound.gpu._neighbors`): ``""`` the
         default, ``"full"``, or ``"+"``-separated parts among ``bf16``, ``noclamp``, ``onesync``,
         ``chunks=N``.
     hist_epilogue : {"loop", "atomic_skip", "atomic_count", "atomic_packed"}
