@@ -8,7 +8,7 @@ within seconds hits all alike; each method's time is its sum over the chunks, me
 * ``fixed``: a fixed λ = 0.75 (the ECG benchmark's bandwidth),
 * ``fixed@typical``: a fixed λ equal to the grid bandwidth ``auto`` picks most often,
 * ``auto``: ``bandwidth="auto"`` (16-bandwidth grid): one ranking pass of distance moments
-  (:func:`nwbound.estimators._sums.dense_moment_sums`) over the default ranking sample of the
+  (:func:`nwbound.engine.host._sums.dense_moment_sums`) over the default ranking sample of the
   training rows (``ranking_fraction="auto"``), then exact statistics at each query's chosen λ,
 * ``auto@all-rows``: the same ranking over every training row (``ranking_fraction=1``),
 * ``exhaustive`` (with ``--exhaustive``): the way ``auto`` worked before, every statistic of every

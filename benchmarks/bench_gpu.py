@@ -9,7 +9,7 @@ On whatever device it finds (CUDA through PyTorch, else the CPU), at the ECG sha
 * cuBLAS's float32 product per query block + the same Triton epilogue (``gemm="library"``, the
   default of ``engine="auto"``/``"triton"`` on CUDA since run 1),
 * that default and the fused ``ieee`` kernel with a 16-bin histogram (unit weights: the packed
-  counts of :mod:`nwbound.gpu._triton`, plus the per-bin ``hist_mass``/``hist_dist`` of the split
+  counts of :mod:`nwbound.engine.device._triton`, plus the per-bin ``hist_mass``/``hist_dist`` of the split
   Chernoff form, compared with the CPU engine's), and the default with the estimator's 32 bins,
 
 each the median of ``--repeats`` runs after a warm-up (CUDA events on a GPU), their ratio to
@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import ECG_FULL, ECG_QUICK, ecg_like  # noqa: E402
 
 from nwbound import NadarayaWatsonClassifier  # noqa: E402
-from nwbound.estimators._sums import TrainingSet, dense_kernel_sums  # noqa: E402
+from nwbound.engine.host._sums import TrainingSet, dense_kernel_sums  # noqa: E402
 from nwbound.gpu import DeviceTrainingSet, kernel_statistics  # noqa: E402
 from nwbound.kernels import get_kernel  # noqa: E402
 
@@ -167,7 +167,7 @@ def one_case(n_train: int, n_query: int, dev, repeats: int, quantile: float, com
         print(f"fastest ours vs the paper's per-query loop (~{PAPER_LOOP_S:.0f} s on 2 CPU cores): "
               f"{PAPER_LOOP_S * 1e3 / best:,.0f}x")
     try:
-        from nwbound.gpu._triton import TUNING_LOG
+        from nwbound.engine.device._triton import TUNING_LOG
 
         for key, log in TUNING_LOG.items():
             if log:

@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import ECG_BANDWIDTH, ECG_FULL, ECG_QUICK, bare_gemm, ecg_like, reductions, timed, with_reduction  # noqa: E402
 
 from nwbound import NadarayaWatsonClassifier  # noqa: E402
-from nwbound.estimators import _sums  # noqa: E402
+from nwbound.engine.host import _sums  # noqa: E402
 
 # Timed in a fresh interpreter: numba import, then compile (or cache load) and
 # run of the first predict on a small problem.
@@ -64,7 +64,7 @@ m.predict(X[:256])
 t2 = time.perf_counter()
 m.predict(X[:256])
 t3 = time.perf_counter()
-from nwbound.estimators import _sums
+from nwbound.engine.host import _sums
 assert _sums._FUSED_MODULE, "numba route not taken"
 print(f"{t2 - t1:.3f} {t3 - t2:.3f}")
 """
@@ -114,7 +114,9 @@ def engine_of_revision(rev: str, workdir: str):
     sys.path.insert(0, workdir)
     import importlib
 
-    return importlib.import_module("nwbound_before.estimators._sums"), importlib.import_module("nwbound_before.kernels")
+    # The host engine moved from estimators/ to engine/host/: take whichever the revision has.
+    where = "engine.host" if Path(workdir, "nwbound_before", "engine", "host", "_sums.py").exists() else "estimators"
+    return importlib.import_module(f"nwbound_before.{where}._sums"), importlib.import_module("nwbound_before.kernels")
 
 
 def main(argv: list[str] | None = None) -> int:

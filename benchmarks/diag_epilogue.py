@@ -121,7 +121,7 @@ def tile_occupancy(train_lay, Qc, lam: float, n_rows: int, bm: int, bn: int) -> 
 def tuned_pick(bins: int) -> tuple[int, int, int, int]:
     """The config the default call ran with: the autotuner's pick for the default epilogue's flags
     (``(atomic, skip, atomic counts, packed)`` end its key), the interpreter's fixed config on the CPU."""
-    from nwbound.gpu._triton import _INTERPRET_CONFIG, _TUNED, _epilogue
+    from nwbound.engine.device._triton import _INTERPRET_CONFIG, _TUNED, _epilogue
 
     picks = [cfg for key, cfg in _TUNED.items() if key[4] == bins and key[-4:] == _epilogue(None)]
     return picks[-1] if picks else _INTERPRET_CONFIG
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from nwbound.gpu import DeviceTrainingSet
-    from nwbound.gpu._triton import _layout, triton_kernel_statistics
+    from nwbound.engine.device._triton import _layout, triton_kernel_statistics
 
     dev, name = torch_device(args.device)
     if dev.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     import sklearn
     import torch
 
-    import nwbound.gpu._triton as tri
+    import nwbound.engine.device._triton as tri
     from nwbound import NadarayaWatsonClassifier
     import nwbound
 

@@ -5,7 +5,7 @@ points, 21 892 queries, k = 10).
 Every variant lives in the library behind a private switch (after issue 19's run 1 the defaults are
 ``bf16+onesync`` and the lean reads; the baseline is the previous default, ``full``):
 
-* k-NN (``nwbound.gpu._neighbors``, the config key ``knn_topk`` / the ``_topk`` keyword): ``full`` the
+* k-NN (``nwbound.engine.device._neighbors``, the config key ``knn_topk`` / the ``_topk`` keyword): ``full`` the
   previous default (``clamp`` then one ``topk`` of each block's ``(rows, 87 554)`` product, the growth
   rounds per block), ``""`` the default (``bf16+onesync``: ``topk`` of a bfloat16 copy of the product,
   2 radix passes of 16 bits instead of 4 of 32, and one read per call for the rows to grow), and the
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     import nwbound.bounds._chernoff_device as cdev
     from nwbound import NadarayaWatsonClassifier
     from nwbound.gpu import DeviceTrainingSet
-    from nwbound.gpu._neighbors import exact_kneighbors
+    from nwbound.engine.device._neighbors import exact_kneighbors
 
     dev, name = torch_device(args.device)
     n_train, n_query = SMALL if args.small else ECG_FULL

@@ -44,7 +44,7 @@ import torch
 print("cuda available:", torch.cuda.is_available(), torch.version.cuda,
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
 import nwbound, nwbound.gpu
-from nwbound.gpu._array_api import compat
+from nwbound.engine.device._array_api import compat
 print("nwbound imports; array_api_compat from", compat().__name__)
 PY
   if [ "$MODE" = "all" ] || [ "$MODE" = "profile" ] || [ "$MODE" = "explore" ]; then
@@ -160,7 +160,7 @@ for bound, weighted in (("hoeffding", False), ("chernoff", False), ("chernoff", 
         print(f"{'':10s} hist_count from the device: {st.hist_count is not None}, weight_min {st.weight_min}")
     if bound == "chernoff":
         # The same split-form sums from the array-API engine (PyTorch ops): the Triton path's gain.
-        from nwbound.estimators._device import dense_kernel_sums_array_api
+        from nwbound.engine.device._backend import dense_kernel_sums_array_api
         run = lambda: dense_kernel_sums_array_api(Q, gpu._train, gpu.kernel_, gpu.bandwidths_, need_dist=True,
                                                   histogram_bins=32, engine="array_api", device=dev)
         t0 = time.perf_counter(); run(); first = time.perf_counter() - t0

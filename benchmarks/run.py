@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paper_reference import paper_predict  # noqa: E402
 
 from nwbound import DyadicClassifier, NadarayaWatsonClassifier  # noqa: E402
-from nwbound.estimators import _sums  # noqa: E402
+from nwbound.engine.host import _sums  # noqa: E402
 from nwbound.neighbors import available_indexes  # noqa: E402
 
 # Indexes tried for the localized classifier; those not registered are skipped

@@ -18,7 +18,7 @@ from sklearn.base import clone
 from test_engine_paths import _clustered, route  # noqa: F401  (route: fixture)
 
 from nwbound import NadarayaWatsonClassifier
-from nwbound.estimators import _sums, _sums_data
+from nwbound.engine.host import _sums, _sums_data
 from nwbound.kernels import get_kernel
 
 pytestmark = pytest.mark.filterwarnings("ignore::nwbound.diagnostics.UselessBoundWarning")

@@ -9,8 +9,8 @@ import pytest
 from test_engine_paths import _clustered, _direct, route  # noqa: F401  (route: fixture)
 
 from nwbound import NadarayaWatsonClassifier
-from nwbound.estimators import _sums, _sums_data
-from nwbound.estimators._sums import TrainingSet, dense_kernel_sums, dense_moment_sums
+from nwbound.engine.host import _sums, _sums_data
+from nwbound.engine.host._sums import TrainingSet, dense_kernel_sums, dense_moment_sums
 from nwbound.kernels import get_kernel
 
 GRID = np.array([0.08, 0.15, 0.3, 0.55, 1.0, 2.5])
@@ -190,7 +190,7 @@ def test_ranking_api_refuses_what_it_cannot_serve():
 
 # -- the ranking sample (ranking_fraction) --------------------------------------------------------
 def test_ranking_sample_rows_are_shard_consistent_and_of_the_asked_share():
-    from nwbound.estimators._sums import ranking_sample_rows
+    from nwbound.engine.host._sums import ranking_sample_rows
 
     whole = ranking_sample_rows(200_000, 0.1)
     # Each row independently with probability 0.1: the count within 5 standard deviations.
@@ -232,7 +232,7 @@ def test_resolved_ranking_fraction_and_its_errors():
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("kernel", ["epanechnikov", "tricube"])  # moments; every bandwidth on the sample
 def test_sampled_ranking_equals_direct_sums_over_the_sample(weighted, kernel):
-    from nwbound.estimators._sums import ranking_sample_rows
+    from nwbound.engine.host._sums import ranking_sample_rows
 
     X, y, Q = _clustered(1500, 3, 40, seed=13)
     w = np.random.default_rng(4).uniform(0.5, 2.0, len(y)) if weighted else None

@@ -1,20 +1,22 @@
-"""The backend seam (:class:`nwbound.engine.Backend`, ``nwbound.estimators._backends``): the estimator
+"""The backend seam (:class:`nwbound.engine.Backend`, ``nwbound.engine.host._backend``): the estimator
 picks its backend once, at fit, keeps it across predictions, re-picks it only where its rule says
 (``set_params(device=...)``, an old pickle), and a backend added to ``BACKENDS`` serves the whole
 route (statistics, ranking, intervals) with the same intervals."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from nwbound import NadarayaWatsonClassifier
-from nwbound.engine import Backend
-from nwbound.estimators import _backends
-from nwbound.estimators._backends import DeviceBackend, HostBackend, select_backend
+from nwbound.engine import Backend, _registry, select_backend
+from nwbound.engine.device._backend import DeviceBackend
+from nwbound.engine.host._backend import HostBackend
 
 
 def _data(seed=0, n=300):
@@ -64,7 +66,7 @@ def test_select_backend_takes_the_first_usable(monkeypatch):
     X, y, _ = _data()
     clf = NadarayaWatsonClassifier(metric=None, lipschitz=1.0, bandwidth=0.3, device="cpu").fit(X, y)
     assert isinstance(select_backend(clf), DeviceBackend)
-    monkeypatch.setattr(_backends, "BACKENDS", (HostBackend,))
+    monkeypatch.setattr(_registry, "BACKENDS", (HostBackend,))
     assert isinstance(select_backend(clf), HostBackend)
 
 
@@ -92,8 +94,25 @@ def test_a_new_backend_serves_the_whole_route(monkeypatch, kw):
 
     X, y, Q = _data(1)
     want = NadarayaWatsonClassifier(metric=None, lipschitz=1.0, **kw).fit(X, y).predict_interval(Q)
-    monkeypatch.setattr(_backends, "BACKENDS", (Counting, HostBackend))
+    monkeypatch.setattr(_registry, "BACKENDS", (Counting, HostBackend))
     clf = NadarayaWatsonClassifier(metric=None, lipschitz=1.0, **kw).fit(X, y)
     assert type(clf.backend_) is Counting
     _same(clf.predict_interval(Q), want)
     assert "statistics" in calls and ("ranking" in calls) == clf.ranks_first()
+
+
+def test_only_a_backends_module_and_the_registry_name_it():
+    """A new backend touches two files: its module and the BACKENDS entry of ``nwbound.engine._registry``.
+    So no other module names a backend class in its code (the route asks ``backend_``, never its type)."""
+    src = Path(__file__).resolve().parents[1] / "src" / "nwbound"
+    homes = {"HostBackend": "engine/host/_backend.py", "DeviceBackend": "engine/device/_backend.py"}
+    found = set()
+    for path in src.rglob("*.py"):
+        rel = path.relative_to(src).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            name = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
+                    else node.name if isinstance(node, ast.alias) else None)
+            if name in homes and rel not in (homes[name], "engine/_registry.py"):
+                found.add(f"{rel}: {name}")
+    assert not found, sorted(found)
+    assert {b.__name__ for b in _registry.BACKENDS} == set(homes)

@@ -57,8 +57,8 @@ def test_context_restores_and_threads_start_from_the_defaults():
 
 
 def test_triton_search_and_regular_chernoff_on_device_choose_the_route(monkeypatch):
-    from nwbound.estimators._device import bounds_on_device
-    from nwbound.gpu import _triton
+    from nwbound.engine.device._backend import bounds_on_device
+    from nwbound.engine.device import _triton
 
     kernel = get_kernel("epanechnikov")
     have = {"torch": True, "triton": True}
@@ -79,7 +79,7 @@ def test_triton_search_and_regular_chernoff_on_device_choose_the_route(monkeypat
 
 
 def test_hist_epilogue_is_read_at_each_call():
-    from nwbound.gpu._triton import _epilogue
+    from nwbound.engine.device._triton import _epilogue
 
     assert _epilogue(None) == _epilogue("atomic_count")
     with config_context(hist_epilogue="loop"):
@@ -90,7 +90,8 @@ def test_hist_epilogue_is_read_at_each_call():
 def test_knn_topk_chooses_the_search_form(monkeypatch):
     import torch
 
-    from nwbound.gpu import DeviceTrainingSet, _neighbors
+    from nwbound.engine.device import _neighbors
+    from nwbound.gpu import DeviceTrainingSet
 
     seen = []
     real = _neighbors.parse_knn_topk
@@ -106,8 +107,8 @@ def test_knn_topk_chooses_the_search_form(monkeypatch):
 
 @needs_torch
 def test_device_bounds_on_cpu_runs_the_device_bounds_on_pytorchs_cpu(monkeypatch):
-    from nwbound.estimators import _device
-    from nwbound.estimators._sums import TrainingSet
+    from nwbound.engine.device import _backend as _device
+    from nwbound.engine.host._sums import TrainingSet
 
     X = np.linspace(0.0, 1.0, 21)[:, None]
     train = TrainingSet.build(X, (X[:, 0] > 0.5).astype(int), 2, None)

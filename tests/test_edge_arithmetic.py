@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nwbound.estimators import _sums
+from nwbound.engine.host import _sums, _tiles
 from nwbound.engine import KernelStatistics
-from nwbound.estimators._sums import TrainingSet, dense_kernel_sums, neighbor_distances, neighbor_kernel_sums
+from nwbound.engine.host._sums import TrainingSet, dense_kernel_sums, neighbor_distances, neighbor_kernel_sums
 from nwbound.kernels import gaussian_kernel, get_kernel
 
 from test_engine_paths import numba_unavailable_reason, route  # noqa: F401  (route: both reductions)
@@ -122,7 +122,7 @@ def test_issue14_reproduction_float32_no_vacuous_self_queries(route):
 def test_escalation_tiers_match_reference(forced, route, monkeypatch):
     # Force the tiers on benign data: a tiny threshold sends float32 blocks to a float64
     # product, a negative one sends every block to direct recomputation.
-    monkeypatch.setattr(_sums, "_MAX_T_ERROR", 1e-9 if forced == "float64" else -1.0)
+    monkeypatch.setattr(_tiles, "_MAX_T_ERROR", 1e-9 if forced == "float64" else -1.0)
     rng = np.random.default_rng(3)
     X = rng.random((800, 5)).astype(np.float32)
     y = rng.integers(0, 2, 800)
@@ -252,7 +252,7 @@ def test_numba_route_equals_numpy_route_including_histogram(lams, monkeypatch):
         assert _sums._FUSED_MODULE
         monkeypatch.setattr(_sums, "USE_NUMBA", False)
         for share in (1.0, 0.0):  # the numpy route's sparse and dense branches
-            monkeypatch.setattr(_sums, "_DENSE_SHARE", share)
+            monkeypatch.setattr(_tiles, "_DENSE_SHARE", share)
             numpy = dense_kernel_sums(Q, train, kernel, lams, need_dist=True, histogram_bins=7, working_memory=0.2)
             for name in ("class_sums", "sq_sum", "dist_sum", "histogram", "u2_error"):
                 np.testing.assert_allclose(getattr(fused, name), getattr(numpy, name), rtol=1e-10, atol=1e-12,
@@ -370,7 +370,7 @@ def test_numpy_route_equals_numba_route_on_adversarial_cases(case, monkeypatch):
     assert _sums._FUSED_MODULE
     monkeypatch.setattr(_sums, "USE_NUMBA", False)
     for share in (1.0, 0.0):
-        monkeypatch.setattr(_sums, "_DENSE_SHARE", share)
+        monkeypatch.setattr(_tiles, "_DENSE_SHARE", share)
         numpy = dense_kernel_sums(Q, train, EPAN, lams, need_dist=True, histogram_bins=5, working_memory=0.2)
         for name in ("class_sums", "sq_sum", "dist_sum", "histogram", "hist_mass", "hist_dist", "u2_error"):
             a, b = getattr(fused, name), getattr(numpy, name)

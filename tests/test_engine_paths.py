@@ -10,8 +10,8 @@ import pickle
 import numpy as np
 import pytest
 
-from nwbound.estimators import _sums, _sums_data
-from nwbound.estimators._sums import TrainingSet, dense_kernel_sums
+from nwbound.engine.host import _sums, _sums_data, _tiles
+from nwbound.engine.host._sums import TrainingSet, dense_kernel_sums
 from nwbound.kernels import get_kernel
 
 
@@ -32,7 +32,7 @@ def route(request, monkeypatch):
         pytest.skip(reason)
     monkeypatch.setattr(_sums, "USE_NUMBA", request.param == "numba")
     calls = {"fused": 0, "numpy": 0}
-    originals = {name: getattr(_sums._Accumulator, name) for name in ("add_fused", "add_entries", "add_dense")}
+    originals = {name: getattr(_tiles._Accumulator, name) for name in ("add_fused", "add_entries", "add_dense")}
 
     def counted(name, kind):
         def wrapper(acc, *args):
@@ -42,7 +42,7 @@ def route(request, monkeypatch):
         return wrapper
 
     for name in originals:
-        monkeypatch.setattr(_sums._Accumulator, name, counted(name, "fused" if name == "add_fused" else "numpy"))
+        monkeypatch.setattr(_tiles._Accumulator, name, counted(name, "fused" if name == "add_fused" else "numpy"))
     yield request.param
     taken = "fused" if request.param == "numba" else "numpy"
     other = "numpy" if taken == "fused" else "fused"
@@ -127,8 +127,8 @@ def test_wide_support_takes_dense_tiles_and_matches(monkeypatch):
     X, y, Q = _clustered(500, 3, 40, seed=4)
     train = TrainingSet.build(X, y, 3, None)
     calls = []
-    original = _sums._Accumulator.add_dense
-    monkeypatch.setattr(_sums._Accumulator, "add_dense", lambda self, *a: (calls.append(1), original(self, *a)))
+    original = _tiles._Accumulator.add_dense
+    monkeypatch.setattr(_tiles._Accumulator, "add_dense", lambda self, *a: (calls.append(1), original(self, *a)))
     lams = np.array([0.2, 6.0])  # the largest λ sets the support: every pair inside
     got = dense_kernel_sums(Q, train, get_kernel("epanechnikov"), lams, need_dist=True)
     assert calls, "expected the dense route"

@@ -21,8 +21,8 @@ if _reason := numba_unavailable_reason():  # the numpy route alone is covered by
     pytest.skip(_reason, allow_module_level=True)
 
 from nwbound import NadarayaWatsonClassifier  # noqa: E402
-from nwbound.estimators import _sums, _sums_data  # noqa: E402
-from nwbound.estimators._sums import TrainingSet, dense_kernel_sums  # noqa: E402
+from nwbound.engine.host import _sums, _sums_data, _tiles  # noqa: E402
+from nwbound.engine.host._sums import TrainingSet, dense_kernel_sums  # noqa: E402
 from nwbound.kernels import Kernel, gaussian_kernel, get_kernel  # noqa: E402
 
 # Every kernel the compiled reduction evaluates itself.
@@ -35,7 +35,7 @@ class _Routes:
 
     def __init__(self, monkeypatch):
         self.fused = self.numpy = 0
-        fused, entries, dense = _sums._Accumulator.add_fused, _sums._Accumulator.add_entries, _sums._Accumulator.add_dense
+        fused, entries, dense = _tiles._Accumulator.add_fused, _tiles._Accumulator.add_entries, _tiles._Accumulator.add_dense
 
         def count(name, original):
             def wrapper(acc, *args):
@@ -44,9 +44,9 @@ class _Routes:
 
             return wrapper
 
-        monkeypatch.setattr(_sums._Accumulator, "add_fused", count("fused", fused))
-        monkeypatch.setattr(_sums._Accumulator, "add_entries", count("numpy", entries))
-        monkeypatch.setattr(_sums._Accumulator, "add_dense", count("numpy", dense))
+        monkeypatch.setattr(_tiles._Accumulator, "add_fused", count("fused", fused))
+        monkeypatch.setattr(_tiles._Accumulator, "add_entries", count("numpy", entries))
+        monkeypatch.setattr(_tiles._Accumulator, "add_dense", count("numpy", dense))
 
 
 def _both_routes(monkeypatch, *args, **kwargs):
@@ -72,7 +72,7 @@ def _assert_sums_close(a, b, rtol, atol):
 @pytest.mark.parametrize("kernel", COMPILED_KERNELS)
 @pytest.mark.parametrize("weighted", [False, True])
 def test_compiled_route_matches_direct_sums_float64(kernel, weighted, monkeypatch):
-    monkeypatch.setattr(_sums, "_DENSE_SHARE", 1.0)
+    monkeypatch.setattr(_tiles, "_DENSE_SHARE", 1.0)
     X, y, Q = _clustered(700, 3, 50, seed=11)
     w = np.random.default_rng(2).uniform(0.2, 2.0, len(y)) if weighted else None
     train = TrainingSet.build(X, y, 3, w)
@@ -92,7 +92,7 @@ def test_compiled_route_matches_direct_sums_float64(kernel, weighted, monkeypatc
 @pytest.mark.parametrize("kernel", COMPILED_KERNELS)
 def test_compiled_route_float32_equals_numpy_route(kernel, monkeypatch):
     # Same float32 tiles in both routes, d² formed in float64 in both: equal up to summation order.
-    monkeypatch.setattr(_sums, "_DENSE_SHARE", 1.0)
+    monkeypatch.setattr(_tiles, "_DENSE_SHARE", 1.0)
     X, y, Q = _clustered(900, 6, 80, seed=12)
     X32, Q32 = X.astype(np.float32), Q.astype(np.float32)
     w = np.random.default_rng(3).uniform(0.5, 1.5, len(y))
@@ -154,7 +154,7 @@ def test_truncation_radius_of_the_gaussian_is_honoured(monkeypatch):
 
 
 def test_unsupported_kernels_keep_the_numpy_route(monkeypatch):
-    from nwbound.estimators import _fused
+    from nwbound.engine.host import _fused
 
     X, y, Q = _clustered(300, 3, 20, seed=16)
     train = TrainingSet.build(X, y, 3, None)
@@ -190,7 +190,7 @@ def test_estimator_auto_bandwidth_same_intervals(dtype, monkeypatch):
     X, y, Q = _clustered(800, 4, 100, seed=18)
     w = np.random.default_rng(6).uniform(0.5, 1.5, len(y))
     model = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=1.0, dtype=dtype).fit(X, y, sample_weight=w)
-    monkeypatch.setattr(_sums, "_DENSE_SHARE", 1.0)
+    monkeypatch.setattr(_tiles, "_DENSE_SHARE", 1.0)
     fused = model.predict_interval(Q)
     monkeypatch.setattr(_sums, "USE_NUMBA", False)
     numpy = model.predict_interval(Q)
@@ -203,7 +203,7 @@ def test_estimator_auto_bandwidth_same_intervals(dtype, monkeypatch):
 
 
 def test_import_nwbound_does_not_import_numba():
-    code = "import sys, nwbound, nwbound.estimators._sums; print('numba' in sys.modules)"
+    code = "import sys, nwbound, nwbound.engine.host._sums; print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -212,7 +212,7 @@ def test_import_nwbound_does_not_import_numba():
 @pytest.mark.parametrize("weighted", [False, True])
 def test_histogram_bin_sums_match_direct(kernel, weighted, monkeypatch):
     """Per-bin Σ wK and Σ wK·d (split Chernoff form) in both routes, against a direct binning."""
-    monkeypatch.setattr(_sums, "_DENSE_SHARE", 1.0)
+    monkeypatch.setattr(_tiles, "_DENSE_SHARE", 1.0)
     X, y, Q = _clustered(700, 3, 50, seed=5)
     w = np.random.default_rng(3).uniform(0.2, 2.0, len(y)) if weighted else None
     train = TrainingSet.build(X, y, 3, w)
@@ -247,7 +247,7 @@ def test_select_collects_exactly_the_entries_at_or_above_the_threshold():
     """The branch-free extraction of ``_select``: every width class (tail only, whole chunks, both),
     empty and full chunks, more than four hits in a chunk, the chunk's top bit, ties at the threshold,
     and no write past ``len(row)`` even when every entry is a hit."""
-    from nwbound.estimators._fused import _select
+    from nwbound.engine.host._fused import _select
 
     rng = np.random.default_rng(11)
     for width in (1, 5, 63, 64, 65, 128, 200, 512):

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from nwbound import NadarayaWatsonClassifier  # noqa: E402
-from nwbound.estimators._sums import TrainingSet, dense_kernel_sums  # noqa: E402
-from nwbound.estimators._device import dense_kernel_sums_array_api  # noqa: E402
+from nwbound.engine.host._sums import TrainingSet, dense_kernel_sums  # noqa: E402
+from nwbound.engine.device._backend import dense_kernel_sums_array_api  # noqa: E402
 from nwbound.gpu import (  # noqa: E402
     DeviceTrainingSet,
     HISTOGRAM_KERNELS,
@@ -371,7 +371,7 @@ def test_bad_input_messages():
 _INTERPRETED = """
 import sys, numpy as np, torch
 from nwbound.gpu import DeviceTrainingSet, kernel_statistics
-from nwbound.gpu._triton import triton_kernel_statistics
+from nwbound.engine.device._triton import triton_kernel_statistics
 data = np.load(sys.argv[1])
 out = {}
 for case in sys.argv[3:]:
@@ -528,7 +528,7 @@ def test_error_bounds_in_a_namespace_other_than_the_training_sets():
     import torch
 
     from nwbound.gpu import array_namespace_of
-    from nwbound.gpu._array_api import distance_error_bounds
+    from nwbound.engine.device._array_api import distance_error_bounds
 
     Q, X, onehot = _data(12)
     train = DeviceTrainingSet.build(X, onehot)
@@ -607,7 +607,7 @@ import sys, warnings
 warnings.simplefilter("ignore")
 sys.path.insert(0, sys.argv[1])
 import test_gpu
-from nwbound.gpu import _triton
+from nwbound.engine.device import _triton
 for bound, weighted in (("chernoff", False), ("chernoff", True)):
     _triton._LAYOUTS.clear()
     test_gpu._check_device_intervals(*test_gpu._device_pair("cpu", bound, weighted, n=400, n_queries=24))

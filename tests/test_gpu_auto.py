@@ -1,4 +1,4 @@
-"""``bandwidth="auto"`` ranked on the device (``nwbound.estimators._device``: ``device_ranking``).
+"""``bandwidth="auto"`` ranked on the device (``nwbound.engine.device._backend``: ``device_ranking``).
 
 PyTorch's CPU device stands in for a GPU here (CUDA too where one is visible). The chosen bandwidths
 must be the NumPy path's: equal, or at a near tie, where the host's own ε (from its public
@@ -18,8 +18,8 @@ from nwbound import NadarayaWatsonClassifier
 from nwbound.bounds import BoundSpec
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch)")
-from nwbound.estimators import _device  # noqa: E402
-from nwbound.estimators._device import rows_by_choice  # noqa: E402
+from nwbound.engine.device import _backend as _device  # noqa: E402
+from nwbound.engine.device._backend import rows_by_choice  # noqa: E402
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 

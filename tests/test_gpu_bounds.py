@@ -328,7 +328,7 @@ def test_estimator_empty_neighborhood_raise_is_the_hosts():
 # ---------------------------------------------------------------- exact k-NN on the device
 def _knn(Q, X, k, dev="cpu"):
     from nwbound.gpu import DeviceTrainingSet
-    from nwbound.gpu._neighbors import exact_kneighbors
+    from nwbound.engine.device._neighbors import exact_kneighbors
 
     Xt = torch.as_tensor(X, device=dev)
     train = DeviceTrainingSet.build(Xt, torch.ones((X.shape[0], 1), dtype=Xt.dtype, device=dev),
@@ -383,7 +383,7 @@ def test_localized_estimator_searches_on_the_device(monkeypatch):
 # ---------------------------------------------------------------- certificates and error ceilings
 def test_certificates_and_error_ceilings_equal_the_host():
     from nwbound import PredictionInterval
-    from nwbound.estimators._device_results import device_certificates, interval_on_host
+    from nwbound.engine.device._results import device_certificates, interval_on_host
 
     rng = np.random.default_rng(5)
     n, C = 200, 4
@@ -406,7 +406,7 @@ def _same_number(a, b) -> bool:
 
 @pytest.mark.parametrize("n", [1, 2, 5, 8, 40])
 def test_masked_median_is_numpys(n):
-    from nwbound.estimators._device_results import _masked_median
+    from nwbound.engine.device._results import _masked_median
 
     rng = np.random.default_rng(n)
     for trial in range(20):
@@ -428,7 +428,7 @@ def test_masked_median_is_numpys(n):
 def test_usefulness_on_the_device_is_the_hosts_report(seed):
     from nwbound import PredictionInterval
     from nwbound.diagnostics import AdviceContext, bound_usefulness
-    from nwbound.estimators._device_results import usefulness_on_device, usefulness_parts
+    from nwbound.engine.device._results import usefulness_on_device, usefulness_parts
 
     rng = np.random.default_rng(seed)
     n, C = [1, 2, 7, 40, 41, 9][seed], [2, 3, 1, 4, 3, 2][seed]
@@ -597,8 +597,8 @@ def test_fused_ends_that_the_float64_exponent_does_not_reject_are_not_reported(m
 def _device_form(kind, weighted, chernoff, dtype="float32"):
     """A small batch's device-form statistics on PyTorch's CPU device, as intervals_on_device computes them."""
     from nwbound.engine import array_namespace_of
-    from nwbound.estimators._device import _device_training_set, _neighbor_training_set, device_kneighbors
-    from nwbound.estimators._sums import TrainingSet
+    from nwbound.engine.device._backend import _device_training_set, _neighbor_training_set, device_kneighbors
+    from nwbound.engine.host._sums import TrainingSet
     from nwbound.gpu import kernel_statistics, neighbor_kernel_statistics
     from nwbound.kernels import get_kernel
 
@@ -625,7 +625,7 @@ def _per_array_call(spec, st, train, k):
     arguments spelled out here, independently of device_bound_statistics)."""
     from nwbound._numerics import compose_errors, summation_error
     from nwbound.bounds._chernoff_device import _limits_from_arrays
-    from nwbound.estimators._device import _smallest_positive
+    from nwbound.engine.device._backend import _smallest_positive
 
     unit, C, m = train.weight_unit, train.n_classes, int(train.X.shape[1])
     lam = float(st.bandwidth[0, 0])
@@ -654,7 +654,7 @@ def _per_array_call(spec, st, train, k):
                                                 ("localized", True, "hoeffding")])
 def test_device_limits_of_the_statistics_object_are_the_per_array_calls(kind, weighted, form):
     from nwbound.bounds._chernoff_device import device_limits
-    from nwbound.estimators._device import device_bound_statistics
+    from nwbound.engine.device._backend import device_bound_statistics
 
     st, train, k = _device_form(kind, weighted, form == "chernoff")
     spec = BoundSpec(form=form, beta=0.5, delta_prime=0.05)
@@ -669,7 +669,7 @@ def test_device_limits_of_the_statistics_object_are_the_per_array_calls(kind, we
 @pytest.mark.parametrize("kind", ["regular", "localized"])
 def test_host_bounds_read_the_device_bound_form_and_refuse_the_device_form(kind):
     from nwbound.bounds._chernoff_device import device_limits
-    from nwbound.estimators._device import device_bound_statistics
+    from nwbound.engine.device._backend import device_bound_statistics
 
     st, train, k = _device_form(kind, True, True)
     spec = BoundSpec(form="chernoff", beta=0.5, delta_prime=0.05)

@@ -3,7 +3,7 @@ and its arithmetic keeps subnormals (no flush-to-zero ``mul``/``add``/``fma``).
 
 Triton compiles to PTX and runs its bundled ``ptxas`` without a driver, so this checks, on any
 machine with Triton's NVIDIA backend, what only a GPU run showed before: that every
-configuration of :data:`nwbound.gpu._triton.CONFIGS` compiles (front end, layouts, registers) and
+configuration of :data:`nwbound.engine.device._triton.CONFIGS` compiles (front end, layouts, registers) and
 keeps register spills small — a spilling config compiles and is correct, but slow. It runs in a
 subprocess (importing Triton's compiler must not touch an interpreted run's state).
 """
@@ -27,7 +27,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.backends.nvidia.compiler import get_ptxas
 from triton.compiler import ASTSource
-from nwbound.gpu._triton import _BK, _KERNEL_CODES, CONFIGS, _kernel
+from nwbound.engine.device._triton import _BK, _KERNEL_CODES, CONFIGS, _kernel
 
 kernel = _kernel()
 pointer_types = {"q_ptr": "*fp32", "qn_ptr": "*fp32", "qerr_ptr": "*fp32", "qeta_ptr": "*fp32", "x_ptr": "*fp32",
@@ -86,7 +86,7 @@ _MAX_SPILL = 64
 
 def _check_statistics_kernel(results: list) -> None:
     """Every config of the statistics kernel compiled, none spills, none flushes subnormals."""
-    from nwbound.gpu._triton import CONFIGS
+    from nwbound.engine.device._triton import CONFIGS
 
     assert len(results) == sum(len(CONFIGS[form[0]]) for form in _FORMS)
     spilling = [r[:5] for r in results if r[4] > _MAX_SPILL]

@@ -54,7 +54,7 @@ def _fit(device="cpu", labels=None, **params):
 
 
 def _numpy_of(a):
-    from nwbound.gpu._array_api import to_host
+    from nwbound.engine.device._array_api import to_host
 
     return to_host(a)
 
@@ -244,7 +244,7 @@ class _HostSpy:
     def __init__(self, monkeypatch):
         import torch
 
-        from nwbound.gpu import _array_api
+        from nwbound.engine.device import _array_api
 
         self.shapes: list[tuple[int, ...]] = []
         self._inside = False

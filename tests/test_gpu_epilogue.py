@@ -33,7 +33,7 @@ HAS_TRITON = importlib.util.find_spec("triton") is not None
 _SCRIPT = """
 import sys, numpy as np, torch
 from nwbound.gpu import DeviceTrainingSet
-from nwbound.gpu._triton import triton_kernel_statistics
+from nwbound.engine.device._triton import triton_kernel_statistics
 data = np.load(sys.argv[1])
 out = {}
 for case in sys.argv[3:]:
@@ -115,7 +115,7 @@ def test_histogram_epilogues_match_the_loop(tmp_path):
 
 
 def test_unknown_epilogue_is_refused():
-    from nwbound.gpu._triton import _epilogue
+    from nwbound.engine.device._triton import _epilogue
 
     with pytest.raises(ValueError, match="'hist_epilogue'"):
         nwbound.set_config(hist_epilogue="atomics")

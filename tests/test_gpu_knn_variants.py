@@ -44,7 +44,7 @@ def _search(Q, X, k, variant, working_memory=None, device="cpu"):
     import torch
 
     from nwbound.gpu import DeviceTrainingSet
-    from nwbound.gpu._neighbors import exact_kneighbors
+    from nwbound.engine.device._neighbors import exact_kneighbors
 
     Xt = torch.from_numpy(X).to(device)
     train = DeviceTrainingSet.build(Xt, torch.ones((X.shape[0], 1), dtype=Xt.dtype, device=device))
@@ -84,7 +84,7 @@ def test_variants_growth_rounds_and_every_row(variant):
 def test_bf16_floor_is_below_every_value_rounding_to_the_key():
     import torch
 
-    from nwbound.gpu._neighbors import _bf16_floor
+    from nwbound.engine.device._neighbors import _bf16_floor
 
     rng = np.random.default_rng(0)
     x = np.concatenate([rng.random(2000) * 10.0 ** rng.integers(-45, 39, 2000), [0.0, 3.3e38, 3.4e38, 1e-40]])

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from nwbound import NadarayaWatsonClassifier
-from nwbound.estimators._device import neighbor_kernel_sums_array_api
-from nwbound.estimators._sums import TrainingSet, neighbor_kernel_sums
+from nwbound.engine.device._backend import neighbor_kernel_sums_array_api
+from nwbound.engine.host._sums import TrainingSet, neighbor_kernel_sums
 from nwbound.gpu import SUPPORTED_KERNELS, neighbor_kernel_statistics
-from nwbound.gpu._array_api import direct_distance_error
+from nwbound.engine.device._array_api import direct_distance_error
 from nwbound.kernels import get_kernel
 from test_gpu import one_bandwidth
 

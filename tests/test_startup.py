@@ -100,7 +100,7 @@ def test_read_only_install_does_not_crash(tmp_path, writable_tmp):
     env = {"ALLOWED": str(tmp_path) if writable_tmp else "", "TMPDIR": str(tmp_path)}
     code = _READ_ONLY + """
     from nwbound.bounds import _chernoff, _chernoff_binned
-    from nwbound.estimators import _fused
+    from nwbound.engine.host import _fused
     caches = [_chernoff_binned._numba_loop()._cache, _chernoff._numba_route()._loop._cache, _fused.tile_sums._cache]
     print(" ".join(getattr(c, "_cache_path", "-") for c in caches))
     """

@@ -89,7 +89,7 @@ class PredictionInterval:
         """The array namespace of the fields: NumPy, or (``array_api_dispatch`` results) theirs."""
         if isinstance(self.proba, np.ndarray):
             return np
-        from .gpu import compat  # array_api_compat (installed or scikit-learn's vendored copy)
+        from ._namespace import compat  # array_api_compat (installed or scikit-learn's vendored copy)
 
         return compat().array_namespace(self.proba, self.lower, self.upper)
 
@@ -191,7 +191,7 @@ class PredictionInterval:
             elif all(isinstance(a, np.ndarray) for a in arrays):
                 values[f.name] = np.concatenate(arrays)
             else:  # the device path's tensors: joined where they live
-                from .engine import array_namespace_of
+                from ._namespace import array_namespace_of
 
                 values[f.name] = array_namespace_of(*arrays).concat(arrays)
         return cls(**values)

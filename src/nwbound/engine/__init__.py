@@ -1,26 +1,40 @@
-"""The engine's shared pieces: the one kernel-statistics type, the backend seam and the array-namespace helpers.
+"""The engine: the kernel-sum reductions behind one backend seam, and the one statistics type.
 
 :class:`Backend` is what an estimator asks of the engine that computes its kernel sums (the map of
-the route is in :mod:`nwbound.engine._backend`); the estimator picks one at ``fit``.
+the route is in :mod:`nwbound.engine._backend`); the estimator picks one at ``fit`` with
+:func:`select_backend`, the first of :data:`BACKENDS` usable for it:
 
-:class:`KernelStatistics` is what every engine returns — the CPU engine behind the estimators,
-the array-API and Triton engines of :mod:`nwbound.gpu` — and what the bounds read. It is
-re-exported as ``nwbound.estimators.KernelStatistics`` and ``nwbound.gpu.KernelStatistics`` (the
-same class). The backends (``nwbound.estimators._backends``) call the host engines of
-:mod:`nwbound.estimators` (``_sums``, ``_tiles``, ``_fused``: NumPy and numba) and :mod:`nwbound.gpu`
-(``_array_api``, ``_triton``).
+* ``engine/host/``: ``HostBackend`` and the NumPy and numba reductions it calls (``_sums`` plans a
+  call and walks its query blocks, ``_tiles`` reduces one block through ``_fused``'s numba kernels
+  or NumPy, ``_sums_data`` holds the training set's layout, ``_neighbor_sums`` the localized sums);
+* ``engine/device/``: ``DeviceBackend``, its results kept on the device, and the array-API and
+  Triton kernels that :mod:`nwbound.gpu` re-exports.
 
-The bounds take the statistics object: the host's :meth:`~nwbound.bounds.BoundSpec.limits` and the
-device's :func:`nwbound.bounds._chernoff_device.device_limits` both read the bound form (the
-estimators' device path builds it where the statistics live, from the engines' device form and the
-training set's weights). The CPU engine fills the bound form directly (``_sums_data.zero_statistics``
-allocates it, the passes write its arrays in place); the estimator then only restates the
-bandwidths and distances in the input's units and adds what it alone knows (``outside_box``,
-``diameter``).
+:class:`KernelStatistics` is what every backend returns and what the bounds read (re-exported as
+``nwbound.estimators.KernelStatistics`` and ``nwbound.gpu.KernelStatistics``, the same class);
+:class:`BandwidthRanking` the cheaper statistics that rank a bandwidth grid. The CPU engine fills
+the bound form directly (``host._sums_data.zero_statistics`` allocates it, the passes write its
+arrays in place); the estimator then only restates the bandwidths and distances in the input's
+units and adds what it alone knows (``outside_box``, ``diameter``).
+
+Imports run one way: ``estimators`` → ``engine`` → (``kernels``, ``bounds``, ``_numerics``, …);
+:mod:`nwbound.gpu` is a public face over ``engine/device/``.
 """
 
+from .._namespace import array_namespace_of, compat, to_host
 from ._backend import Backend
-from ._namespace import array_namespace_of, compat, to_host
+from ._ranking import BandwidthRanking, merge_statistics
+from ._registry import BACKENDS, select_backend
 from ._statistics import KernelStatistics
 
-__all__ = ["Backend", "KernelStatistics", "array_namespace_of", "compat", "to_host"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "BandwidthRanking",
+    "KernelStatistics",
+    "array_namespace_of",
+    "compat",
+    "merge_statistics",
+    "select_backend",
+    "to_host",
+]

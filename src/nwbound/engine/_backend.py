@@ -4,11 +4,10 @@
 
     NadarayaWatsonClassifier.fit ──► select_backend(estimator) ─► backend_      (once; see _engine)
                                          │ first of BACKENDS whose is_usable_for(estimator)
-                                         ├── DeviceBackend   device= given: nwbound.gpu (array API,
-                                         │                    Triton), bounds there where they serve
-                                         │                    (estimators._device)
-                                         └── HostBackend     always: NumPy and numba (estimators._sums;
-                                                              estimators._backends)
+                                         ├── DeviceBackend   device= given: the array-API and Triton
+                                         │                    kernels, bounds there where they serve
+                                         │                    (engine/device/)
+                                         └── HostBackend     always: NumPy and numba (engine/host/)
 
     predict_interval(X) ──► backend_.chooses_first?  ── no ──► backend_.intervals(X, …) or
                                  │ yes                              backend_.statistics(X, …) ─► bounds
@@ -19,11 +18,11 @@ Rounding: every backend returns the bound-form :class:`~nwbound.engine.KernelSta
 error bounds of its own arithmetic (``sum_error``, ``u2_error``), so the bounds stay valid whichever
 computed them; the host is the reference (float64), the device within its stated ``ρ``.
 
-The concrete backends live with the estimators (``HostBackend`` and ``select_backend`` in
-``nwbound.estimators._backends``, ``DeviceBackend`` in ``nwbound.estimators._device`` beside the code
-it calls): they call the host engines of that package, which import this one, so a backend module
-here would close an import circle. A new backend touches two files: its own module, and the
-``BACKENDS`` tuple of ``_backends`` that ``select_backend`` walks.
+Layout: this package owns the reductions; the estimators import it, never the other way round.
+``engine/host/`` holds ``HostBackend`` and the reductions it calls, ``engine/device/`` holds
+``DeviceBackend`` and the device kernels (re-exported by :mod:`nwbound.gpu`), ``_registry`` the
+``BACKENDS`` tuple that :func:`~nwbound.engine.select_backend` walks. A new backend touches two
+files: its own module, and that tuple.
 """
 
 from __future__ import annotations

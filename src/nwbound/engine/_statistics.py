@@ -32,7 +32,7 @@ import numpy as np
 
 from .._numerics import compose_errors, summation_error
 from ..kernels import Kernel
-from ._namespace import array_namespace_of, compat, to_host
+from .._namespace import array_namespace_of, compat, to_host
 
 __all__ = ["KernelStatistics"]
 

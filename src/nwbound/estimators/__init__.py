@@ -12,7 +12,7 @@ from ._bandwidth import (
 )
 from ._dyadic import DyadicClassifier
 from ._nadaraya_watson import NadarayaWatsonClassifier
-from ._statistics import BandwidthRanking, KernelStatistics, merge_statistics
+from ..engine import BandwidthRanking, KernelStatistics, merge_statistics
 
 __all__ = [
     "BandwidthRanking",

@@ -31,7 +31,7 @@ from ..spaces import GroupsError, auto_cross_fits, LearnedSpace, check_fraction,
 from ._fit_errors import _auto_lipschitz, _split_settings_errors
 from ._dispatch import queries_on_host, training_data_on_host, validate_queries
 from ._fitted_state import _LearnedState
-from ._statistics import KernelStatistics
+from ..engine import KernelStatistics
 
 __all__ = ["BoundedClassifierBase", "BOUND_PARAMETERS", "EMPTY_NEIGHBORHOOD_RULES"]
 
@@ -868,7 +868,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         iv = out[None]
         context = AdviceContext.from_estimator(self)
         if not isinstance(iv.proba, np.ndarray):  # tensors from the device path: the report's numbers from there
-            from ._device_results import interval_on_host, usefulness_on_device
+            from ..engine.device._results import interval_on_host, usefulness_on_device
 
             # Read with the intervals' own packed copy where they come from intervals_on_device.
             report = usefulness_on_device(iv, getattr(out, "usefulness", None), beta=specs[None].beta,

@@ -28,7 +28,7 @@ from ..spaces import metric_kind
 from ._base import BoundedClassifierBase
 from ._dispatch import queries_on_host
 from ._state import state_array, state_classes, state_scalar
-from ._statistics import KernelStatistics
+from ..engine import KernelStatistics
 
 __all__ = ["DyadicClassifier"]
 

@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._numerics import euclidean_norm
 from .._validation import check_dtype, check_int_range, check_n_jobs, check_positive
 from ..bounds import TAIL_RADIUS, BoundSpec
-from ..engine import compat, to_host
+from ..engine import BandwidthRanking, KernelStatistics, compat, select_backend, to_host
 from ..kernels import Kernel, get_kernel
 from ..neighbors import make_index
 # The grid functions lived here: still importable from this module (nwbound.estimators exports them).
@@ -31,13 +31,12 @@ from ._bandwidth import SCALE_NEIGHBORS, SCALE_QUANTILE, _power_of_two_scale, de
 from ._bandwidth import bandwidth_grid_from_nearest, bandwidth_grid_pilot, pilot_nearest_distances  # noqa: F401
 from ._bandwidth import _RANKING_ROWS, resolve_ranking_fraction, scale_bandwidth, scale_bandwidth_from_nearest  # noqa: F401
 from ._base import BoundedClassifierBase
-from ._backends import _times, select_backend
+from ..engine.host._backend import scaled
 from ._certified import CertifiedRows
-from ._neighbor_sums import search_queries
+from ..engine.host._neighbor_sums import search_queries
 from ._nw_fitted_state import _FittedState
 from ._nw_rounds import _Rounds
-from ._statistics import BandwidthRanking, KernelStatistics
-from ._sums import TrainingSet, neighbor_distances
+from ..engine.host._sums import TrainingSet, neighbor_distances
 
 __all__ = ["NadarayaWatsonClassifier"]
 
@@ -488,7 +487,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
     def _check_device(self) -> None:
         """``device`` needs a kernel with an array-API form (fit time, and predict time after set_params)."""
         if getattr(self, "device", None) is not None:  # older pickles lack it
-            from ..gpu._array_api import supported_kernel_name
+            from ..engine.device._array_api import supported_kernel_name
 
             supported_kernel_name(self.kernel)  # ValueError naming the kernels the device path has
 
@@ -602,13 +601,13 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         return restore(self._report(self._intervals(X, specs), specs, bounds))
 
     def _engine(self) -> Any:
-        """The fitted backend (:mod:`._backends`), picked once at fit (``backend_``).
+        """The fitted backend (:mod:`nwbound.engine`), picked once at fit (``backend_``).
 
         Re-picked only where its rule no longer holds: ``device`` is a predict-time parameter, so a
         ``set_params(device=...)`` after fit (or a model pickled before ``backend_`` existed) gets the
-        backend :func:`~._backends.select_backend` picks now. The queries' array type never changes
+        backend :func:`~nwbound.engine.select_backend` picks now. The queries' array type never changes
         the backend: the device backend itself takes its statistics to the host's bounds where its
-        own bounds cannot serve the queries (:meth:`~._device.DeviceBackend.intervals`).
+        own bounds cannot serve the queries (:meth:`~nwbound.engine.device._backend.DeviceBackend.intervals`).
         """
         backend = getattr(self, "backend_", None)
         if backend is None or not backend.serves(self):
@@ -733,16 +732,16 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         # estimator's bandwidths, distances back in the input's units, and what only it knows.
         return dataclasses.replace(
             sums,
-            dist_sum=_times(sums.dist_sum, unit),
+            dist_sum=scaled(sums.dist_sum, unit),
             bandwidth=raw_bandwidths[None, :],
             outside_box=self._outside_box(X_input),
             diameter=self._diameter(X_input) if need_tail else None,
             # Dense path: the expanded distance's rounding bound; the localized path's
             # distances are recomputed directly (relative error ~1e-15, covered below).
             u2_error=sums.u2_error if self.index_ is None else 0.0,
-            hist_dist=_times(sums.hist_dist, unit),
+            hist_dist=scaled(sums.hist_dist, unit),
             # Directly computed distances have relative error ≤ (d + 6)·2⁻⁵³: round them up.
-            point_dist=_times(sums.point_dist, unit * (1.0 + (X.shape[1] + 8) * 2.0**-53)),
+            point_dist=scaled(sums.point_dist, unit * (1.0 + (X.shape[1] + 8) * 2.0**-53)),
         )
 
     def _is_localized(self) -> bool:
@@ -862,4 +861,4 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
                         hint=f"It counts neighbours among the {self.n_samples_fit_} training samples.")
         idx = to_host(self._engine().kneighbors(X, int(k))[1])  # where the statistics' search runs
         dist = neighbor_distances(X, self._train.X, idx, working_memory=self.working_memory)
-        return _times(dist, self._unit()), idx
+        return scaled(dist, self._unit()), idx

@@ -12,9 +12,9 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_int_range
-from ._backends import rows_by_bandwidth
+from ..engine.host._backend import rows_by_bandwidth
 from ._bandwidth import resolve_ranking_fraction
-from ._statistics import BandwidthRanking, KernelStatistics
+from ..engine import BandwidthRanking, KernelStatistics
 
 
 class _Rounds:

@@ -3,12 +3,13 @@
 :func:`kernel_statistics` (and :func:`neighbor_kernel_statistics`, the localized classifier's
 sums over given neighbours) runs in the inputs' own namespace (NumPy, PyTorch CPU/CUDA, CuPy, any
 array-API library via ``array_api_compat``); on CUDA tensors with Triton installed it uses a fused
-kernel that never writes the distance block to memory (:mod:`nwbound.gpu._triton`).
-The estimators reach it through ``NadarayaWatsonClassifier(device=...)``
-(:mod:`nwbound.estimators._device`); :func:`compat` returns the ``array_api_compat`` module in use.
+kernel that never writes the distance block to memory. This package is the public face of the
+engine's device half (``nwbound.engine.device``, where the code lives); the estimators reach it
+through ``NadarayaWatsonClassifier(device=...)``; :func:`compat` returns the ``array_api_compat``
+module in use.
 """
 
-from ._array_api import (  # KernelStatistics is nwbound.engine's, the one type of every engine
+from ..engine.device._array_api import (  # KernelStatistics is nwbound.engine's, the one type of every engine
     HISTOGRAM_KERNELS,
     SUPPORTED_KERNELS,
     DeviceTrainingSet,

@@ -82,7 +82,7 @@ def device_namespace(*arrays: Any) -> Any:
     """
     if all(a is None or isinstance(a, (np.ndarray, np.generic, float, int)) for a in arrays):
         return None
-    from ...engine import array_namespace_of
+    from ..._namespace import array_namespace_of
 
     return array_namespace_of(*[a for a in arrays if a is not None and not isinstance(a, (float, int))])
 

@@ -41,7 +41,7 @@ big object, so the work is arranged to touch it as few times as possible:
 
 **Exact arithmetic at the kernel's edge.** The expanded product cancels: when S is small
 next to the features' magnitudes, ``t̃`` can be far from ``t``. Each query row ``i`` gets a
-rigorous bound ``|t̃_ik − t_ik| ≤ e_i`` for every column k (:func:`_t_error`): the GEMM's
+rigorous bound ``|t̃_ik − t_ik| ≤ e_i`` for every column k (:func:`._tiles._t_error`): the GEMM's
 ``γ_{d+2}·Σ_j |a_ij b_kj|`` (any summation order, FMA or not) plus the rounding of the
 augmented rows themselves (relative ``η = u + (d+6)u₆₄`` per entry, ``u`` the unit roundoff of
 the GEMM's dtype), with ``Σ_j |a_ij b_kj| ≤ 1 + ρ²(‖y''_i‖ + max_k ‖x''_k‖)²``. Then, per
@@ -81,10 +81,11 @@ buffers are sized from it (split between the threads).
 (:func:`dense_kernel_sums`, :func:`dense_moment_sums`); :mod:`._sums_data` holds the training set's
 layout (:class:`TrainingSet`) and allocates the one result type, :class:`~nwbound.engine.KernelStatistics`
 (:func:`~._sums_data.zero_statistics`, filled in place); :mod:`._tiles` one block's
-reduction (:class:`~._tiles._Accumulator`, the compiled or numpy route); :mod:`._neighbor_sums` the
+product and reduction (:func:`~._tiles._block_sums`, :class:`~._tiles._Accumulator`: the compiled or
+numpy route); :mod:`._neighbor_sums` the
 localized classifier's sums over given neighbours (:func:`neighbor_kernel_sums`). Every public
 name is re-exported here. The tuning constants live with their readers: the block and tile sizes,
-``_DENSE_SHARE``, ``_MAX_T_ERROR`` and ``USE_NUMBA`` here, ``_MIN_PRUNE_POINTS`` in :mod:`._sums_data`.
+``USE_NUMBA`` here, ``_DENSE_SHARE`` and ``_MAX_T_ERROR`` in :mod:`._tiles`, ``_MIN_PRUNE_POINTS`` in :mod:`._sums_data`.
 """
 
 
@@ -99,13 +100,14 @@ import numpy as np
 from sklearn import get_config
 from threadpoolctl import threadpool_limits
 
-from .._memory import block_rows
-from .._numerics import direct_distance_error, summation_error
-from ..kernels import Kernel
+from ..._memory import block_rows
+from ..._numerics import direct_distance_error, summation_error
+from ...kernels import Kernel
 from ._neighbor_sums import neighbor_distances, neighbor_kernel_sums
-from ..engine import KernelStatistics
+from .._statistics import KernelStatistics
 from ._sums_data import TrainingSet, _Layout, _nearest_center, ranking_sample_rows, zero_statistics
-from ._tiles import _U64, _Accumulator, _FusedSpec, _Plan, _direct_delta, _distance_sum_scale, _store, _t_error
+from . import _tiles
+from ._tiles import _U64, _FusedSpec, _Plan, _block_sums, _distance_sum_scale, _n_moments, _store
 
 __all__ = [
     "TrainingSet", "MomentSums", "dense_kernel_sums", "dense_moment_sums", "neighbor_kernel_sums",
@@ -122,8 +124,6 @@ _DENSE_QUERY_BLOCK = 512
 # Elements of one tile of the distance matrix (2 MiB in float32): the tile and
 # its boolean mask stay in the L2/L3 cache between the GEMM and the next pass.
 _TILE_ELEMENTS = 1 << 19
-# Above this share of contributing entries a tile takes the dense route.
-_DENSE_SHARE = 0.25
 # Bytes per extracted entry (flat index, row, column, d², kernel value and temporaries).
 _BYTES_PER_ENTRY = 96
 # Automatic pruning only in few dimensions: there k-means balls are small
@@ -133,10 +133,6 @@ _AUTO_PRUNE_MAX_FEATURES = 12
 # Relative slack added to the pruning test so that rounding never drops a
 # pair the dense path would keep.
 _PRUNE_SLACK = 1e-6
-# Largest bound on |t̃ − t| (t = 1 − d²/S²) a block may keep: above it the block's
-# product is redone in float64, then distances are recomputed directly. Kernel
-# values are then evaluated within 2⁻⁸ (in u² units at the largest λ) of the truth.
-_MAX_T_ERROR = 2.0**-8
 # dense_moment_sums: an expanded sum below this share of the same sum with |coefficients| is rounding.
 _MOMENT_TOLERANCE = 1e-10
 # The compiled tile reduction (numba): False forces the numpy route, as does
@@ -177,114 +173,6 @@ def _fused_spec(kernel: Kernel, lay: _Layout) -> _FusedSpec | None:
         labels=lay.labels.astype(np.intp, copy=False),
         weights=np.empty(0) if lay.weights is None else lay.weights,
     )
-
-
-def _block_product(Q: np.ndarray, plan: _Plan, dtype: np.dtype) -> tuple[np.ndarray | None, np.ndarray]:
-    """The query side ``[2ρ²y'', 1 − ρ²‖y''‖², −ρ²]`` in ``dtype`` and its error bound per row
-    (None and inf when it cannot be represented)."""
-    lay = plan.layout
-    with np.errstate(over="ignore", invalid="ignore"):  # a far query: inf here, recomputed directly
-        qs = (Q.astype(np.float64) - lay.center) / lay.scale
-        q_norm = np.sqrt(np.einsum("ij,ij->i", qs, qs))
-        A64 = np.empty((Q.shape[0], Q.shape[1] + 2))
-        A64[:, :-2] = qs * (2.0 * plan.rho_sq)
-        A64[:, -2] = 1.0 - plan.rho_sq * q_norm**2
-        A64[:, -1] = -plan.rho_sq
-        A = A64.astype(dtype, copy=False)
-    unit = float(np.finfo(dtype).eps) / 2.0
-    err = _t_error(q_norm, lay.max_norm, plan.rho_sq, Q.shape[1], unit)
-    if not np.all(np.isfinite(A)):
-        return None, np.full(Q.shape[0], np.inf)
-    return A, err
-
-
-def _lower_in(dtype: np.dtype, x: np.ndarray) -> np.ndarray:
-    """``x`` rounded down into ``dtype``: a selection ``t ≥ x`` in that dtype keeps every entry it should."""
-    y = x.astype(dtype)
-    return np.where(y.astype(np.float64) > x, np.nextafter(y, dtype.type(-np.inf)), y)
-
-
-def _block_sums(Q: np.ndarray, cols: np.ndarray | None, plan: _Plan) -> _Accumulator:
-    """Kernel sums of the query rows ``Q`` against the training columns ``cols`` (None: all)."""
-    lay = plan.layout
-    n_rows = Q.shape[0]
-    n_cols = lay.augmented.shape[0] if cols is None else cols.shape[0]
-    acc = _Accumulator(n_rows, len(plan.bandwidths), lay.onehot.shape[1] if plan.moment_degree < 0 else 0, plan.need_dist,
-                       plan.tail_radius is not None, plan.hist_bins, _n_moments(plan.moment_degree, lay.weights),
-                       count_points=lay.weights is not None)
-    if n_cols == 0:
-        return acc
-    acc.q64 = np.ascontiguousarray(Q, dtype=np.float64)
-    # Choose the product's precision for this block from the rigorous error bound.
-    dtype = plan.dtype
-    A, err = _block_product(Q, plan, dtype)
-    if A is None or err.max() > _MAX_T_ERROR:
-        if dtype != np.float64:
-            dtype = np.dtype(np.float64)
-            A, err = _block_product(Q, plan, dtype)
-    augmented = lay.augmented if dtype == plan.dtype else lay.augmented64()
-    direct = A is None or err.max() > _MAX_T_ERROR
-    d_feat = Q.shape[1]
-    if direct:
-        # Distances recomputed from the coordinates; the product (when it exists) only rules out.
-        acc.row_err = np.full(n_rows, 2.0 * (d_feat + 6) * _U64)
-        acc.redo = np.full(n_rows, np.inf)
-        select = -err if plan.sparse and A is not None else np.full(n_rows, -np.inf)
-    else:
-        acc.row_err = err
-        acc.redo = err if plan.edge else np.full(n_rows, -np.inf)  # only compact kernels have an edge
-        select = -err if plan.sparse else np.full(n_rows, -np.inf)
-    acc.select = _lower_in(dtype, select)
-    width = max(1, min(n_cols, plan.tile_elements // n_rows))
-    tile_buf = np.empty(n_rows * width, dtype=dtype)
-    mask_buf = np.empty(n_rows * width, dtype=bool) if plan.fused is None else None
-    gather_buf = None if cols is None else np.empty((width, augmented.shape[1]), dtype=dtype)
-    for j0 in range(0, n_cols, width):
-        j1 = min(j0 + width, n_cols)
-        w = j1 - j0
-        if cols is None:
-            B = augmented[j0:j1]
-            col_index: slice | np.ndarray = slice(j0, j1)
-        else:
-            col_index = cols[j0:j1]
-            B = np.take(augmented, col_index, axis=0, out=gather_buf[:w])
-        t = tile_buf[: n_rows * w].reshape(n_rows, w)
-        if A is None:
-            t.fill(0.0)  # no product: every entry is recomputed
-        else:
-            np.matmul(A, B.T, out=t)
-        if plan.fused is not None:
-            acc.add_fused(t, col_index, plan)
-            continue
-        cglob_of = (lambda c: c + j0) if cols is None else (lambda c: cols[j0 + c])
-        mask = mask_buf[: n_rows * w].reshape(n_rows, w)
-        np.greater_equal(t, acc.select[:, None], out=mask)
-        count = int(np.count_nonzero(mask))
-        if count == 0:
-            continue
-        if plan.sparse and (count <= _DENSE_SHARE * t.size or acc.mom is not None):
-            flat = np.flatnonzero(mask)
-            r, c = np.divmod(flat, w)
-            tv = t.ravel()[flat].astype(np.float64)
-            delta = np.maximum(1.0 - tv, 0.0)
-            cglob = cglob_of(c)
-            redo = np.flatnonzero(tv < acc.redo[r])
-            if redo.size:
-                delta[redo] = _direct_delta(acc.q64, r[redo], lay.points, cglob[redo], 1.0 / plan.support)
-            acc.add_entries(r, cglob, delta, plan)
-            continue
-        # Dense route: δ = 1 − t̃ in float64, the ambiguous entries recomputed, the rest set beyond reach.
-        t64 = t.astype(np.float64)
-        delta = np.maximum(1.0 - t64, 0.0)
-        redo_mask = mask & (t64 < acc.redo[:, None])
-        if redo_mask.any():
-            r, c = np.nonzero(redo_mask)
-            delta[r, c] = _direct_delta(acc.q64, r, lay.points, cglob_of(c), 1.0 / plan.support)
-        if plan.sparse:
-            delta[~mask] = 2.0  # ruled out by the bound (δ > 1): K = 0, outside every histogram bin
-        acc.add_dense(delta, col_index, plan)
-    acc.flush(plan)
-    return acc
 
 
 def dense_kernel_sums(
@@ -439,13 +327,6 @@ class MomentSums:
     kappa: np.ndarray  # (n, G)
     sq_sum: np.ndarray  # (n, G)
     dist_sum: np.ndarray  # (n, G), ≈ Σ w K ‖y − y_i‖ (distances rounded up as in dist_sum)
-
-
-def _n_moments(degree: int, weights: np.ndarray | None) -> int:
-    """Moments per slot for a kernel of ``degree`` in u² (0 for the ordinary sums)."""
-    if degree < 0:
-        return 0
-    return (2 * degree + 1) + (degree + 1) + (degree + 1 if weights is not None else 0)
 
 
 def dense_moment_sums(
@@ -604,7 +485,7 @@ def _dense_tile_elements(dtype: np.dtype, working_memory: float | None, n_thread
     per_thread = budget / n_threads
     # Tile elements and extracted entries share the thread's budget: a tile
     # can add up to _DENSE_SHARE of its size in entries before a flush.
-    per_elem = _tile_bytes_per_element(dtype.itemsize) + 2 * _DENSE_SHARE * _BYTES_PER_ENTRY
+    per_elem = _tile_bytes_per_element(dtype.itemsize) + 2 * _tiles._DENSE_SHARE * _BYTES_PER_ENTRY
     return int(max(1, min(_TILE_ELEMENTS, per_thread // per_elem)))
 
 
@@ -650,7 +531,7 @@ def _dense_plan(
         inv_weight_max=lay.weight_unit / weight_max if weight_max > 0 else 0.0,
         direct_factor=1.0 + direct_distance_error(n_features),
         tile_elements=tile_elements,
-        flush_entries=max(1, int(_DENSE_SHARE * tile_elements)),
+        flush_entries=max(1, int(_tiles._DENSE_SHARE * tile_elements)),
         dtype=dtype,
         fused=_fused_spec(kernel, lay),
         moment_degree=moment_degree,

@@ -11,9 +11,9 @@ import dataclasses
 
 import numpy as np
 
-from .._numerics import direct_d2_error_factor, direct_distance_error, direct_distances, square_sum_upper, summation_error
-from ..kernels import Kernel
-from ..engine import KernelStatistics
+from ..._numerics import direct_d2_error_factor, direct_distance_error, direct_distances, square_sum_upper, summation_error
+from ...kernels import Kernel
+from .._statistics import KernelStatistics
 from ._sums_data import TrainingSet, u2_error_rows, zero_statistics
 from ._tiles import _U64
 

@@ -4,7 +4,7 @@ One pass per query block, on the device the arrays live on (NumPy, PyTorch CPU/C
 ``array_api_strict``; anything :mod:`array_api_compat` wraps):
 
 * ``d̃² = ‖q'‖² + ‖x'‖² − 2 q'·x'`` with ``q' = q − c``, ``x' = x − c`` and ``c`` the training
-  set's bounding-box midpoint (as the CPU engine, :mod:`nwbound.estimators._sums`: centring shrinks
+  set's bounding-box midpoint (as the CPU engine, :mod:`nwbound.engine.host._sums`: centring shrinks
   the norms and so the cancellation error of the expanded formula), as one product of the
   augmented rows ``[−2q', 1, ‖q'‖²]`` and ``[x', ‖x'‖², 1]``;
 * ``K = K(d̃²/λ²)``, ``class_sums = K @ onehot``, ``sq_sum = Σ (w K)²``,
@@ -46,9 +46,9 @@ from typing import Any
 
 import numpy as np
 
-from .._numerics import direct_d2_error_factor, direct_distance_error, square_sum_upper, summation_error
-from .._validation import check_choice, check_int_range, check_positive
-from ..kernels import Kernel, get_kernel
+from ..._numerics import direct_d2_error_factor, direct_distance_error, square_sum_upper, summation_error
+from ..._validation import check_choice, check_int_range, check_positive
+from ...kernels import Kernel, get_kernel
 from ._common import (  # noqa: F401 - re-exported: the public names of nwbound.gpu live here too
     HISTOGRAM_KERNELS,
     SUPPORTED_KERNELS,
@@ -96,7 +96,7 @@ def supported_kernel_name(kernel: str | Kernel) -> str:
 
     Examples
     --------
-    >>> from nwbound.gpu._array_api import supported_kernel_name
+    >>> from nwbound.engine.device._array_api import supported_kernel_name
     >>> supported_kernel_name("quartic")
     'quartic'
     """
@@ -115,7 +115,7 @@ def kernel_of_u2(xp: Any, u2: Any, name: str) -> Any:
     Examples
     --------
     >>> import numpy as np
-    >>> from nwbound.gpu._array_api import array_namespace_of, kernel_of_u2
+    >>> from nwbound.engine.device._array_api import array_namespace_of, kernel_of_u2
     >>> xp = array_namespace_of(np.zeros(1))
     >>> kernel_of_u2(xp, np.array([0.0, 0.25, 1.5]), "epanechnikov").tolist()
     [1.0, 0.75, 0.0]
@@ -176,12 +176,12 @@ def kernel_statistics(
     dtype : {"float32", "float64"}, default="float32"
         Compute dtype of the distance product (never TF32; see the module docstring).
     engine : {"auto", "array_api", "triton"}, default="auto"
-        ``"triton"``: the fused kernel of ``nwbound.gpu._triton`` (PyTorch or CuPy arrays on a
+        ``"triton"``: the fused kernel of ``nwbound.engine.device._triton`` (PyTorch or CuPy arrays on a
         CUDA device, Triton installed, float32); ``"auto"``: that where it applies, else the
         array-API engine.
     precision : {"ieee", "tf32x3"}, default="ieee"
         Triton engine only: the dot's ``input_precision``. ``"tf32x3"`` uses the tensor cores with a
-        wider, hardware-model-based distance error bound (see ``nwbound.gpu._triton``).
+        wider, hardware-model-based distance error bound (see ``nwbound.engine.device._triton``).
     gemm : {"fused", "library"} or None, default=None
         Triton engine only: ``"fused"`` forms the dot products inside the kernel (the distance block
         never reaches memory); ``"library"`` takes them from PyTorch's float32 product (cuBLAS, no
@@ -272,7 +272,7 @@ def _array_api_statistics(
     xp: Any, Xq: Any, train: DeviceTrainingSet, name: str, lam: float, need_dist: bool, bins: int,
     block_rows: int | None, working_memory: float | None,
 ) -> KernelStatistics:
-    from .._memory import block_rows as rows_for_memory
+    from ..._memory import block_rows as rows_for_memory
 
     n_q, n_train = int(Xq.shape[0]), int(train.centred.shape[0])
     cdt = train.dtype
@@ -424,7 +424,7 @@ def neighbor_kernel_statistics(
     >>> st.class_sums.tolist(), st.point_dist.tolist()
     ([[[1.0, 0.75]]], [[0.0, 0.5]])
     """
-    from .._memory import block_rows as rows_for_memory
+    from ..._memory import block_rows as rows_for_memory
 
     lam = check_positive(bandwidth, "bandwidth")
     name = supported_kernel_name(kernel)
@@ -508,7 +508,7 @@ def _binned_sums(xp: Any, index: Any, values: tuple[Any, ...], bins: int) -> tup
     Examples
     --------
     >>> import numpy as np
-    >>> from nwbound.gpu._array_api import array_namespace_of, _binned_sums
+    >>> from nwbound.engine.device._array_api import array_namespace_of, _binned_sums
     >>> xp = array_namespace_of(np.zeros(1))
     >>> (h,) = _binned_sums(xp, np.array([[0, 1, 2, 1]]), (np.array([[1.0, 2.0, 4.0, 8.0]]),), 2)
     >>> h.tolist()

@@ -7,7 +7,7 @@ For each block of queries:
 2. the ``k′ = k + 32`` smallest keys (``topk``) of a bfloat16 copy of ``d̃²``: the candidates (two
    radix passes of 16 bits instead of four of 32, on half the bytes);
 3. a certificate that the exact ``k`` nearest are among them: with ``E`` and ``η`` the per-query
-   bounds of :func:`~nwbound.gpu._array_api.distance_error_bounds` (``|d̃² − d²| ≤ E`` on the rounded
+   bounds of :func:`~nwbound.engine.device._array_api.distance_error_bounds` (``|d̃² − d²| ≤ E`` on the rounded
    points, which are within ``η`` of the exact ones), every point outside the candidates has an
    exact distance ``≥ √(max(t − E, 0)) − η`` and ``k`` candidates have one ``≤ √(d̃²_(k) + E) + η``
    (``d̃²_(k)`` the ``k``-th smallest float32 ``d̃²`` of the candidates, read from the product itself).
@@ -56,7 +56,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .._config import get_config, parse_knn_topk
+from ..._config import get_config, parse_knn_topk
 from ._array_api import (
     DeviceTrainingSet,
     _device,
@@ -80,8 +80,8 @@ def direct_distances(xp: Any, Q64: Any, P64: Any) -> Any:
     Examples
     --------
     >>> import numpy as np
-    >>> from nwbound.gpu._array_api import array_namespace_of
-    >>> from nwbound.gpu._neighbors import direct_distances
+    >>> from nwbound.engine.device._array_api import array_namespace_of
+    >>> from nwbound.engine.device._neighbors import direct_distances
     >>> xp = array_namespace_of(np.zeros(1))
     >>> d = direct_distances(xp, np.array([[0.0, 0.0]]), np.array([[[3e200, 4e200], [3.0, 4.0]]]))
     >>> [f"{v:.6g}" for v in d[0]]
@@ -128,7 +128,7 @@ def exact_kneighbors(Xq: Any, train: DeviceTrainingSet, X64: Any, n_neighbors: i
     --------
     >>> import torch
     >>> from nwbound.gpu import DeviceTrainingSet
-    >>> from nwbound.gpu._neighbors import exact_kneighbors
+    >>> from nwbound.engine.device._neighbors import exact_kneighbors
     >>> X = torch.tensor([[0.0], [1.0], [3.0], [1.0]], dtype=torch.float64)
     >>> train = DeviceTrainingSet.build(X, torch.ones(4, 1, dtype=torch.float64))
     >>> d, i = exact_kneighbors(torch.tensor([[0.9]]), train, X, 3)
@@ -137,7 +137,7 @@ def exact_kneighbors(Xq: Any, train: DeviceTrainingSet, X64: Any, n_neighbors: i
     """
     import torch
 
-    from .._memory import block_rows as rows_for_memory
+    from ..._memory import block_rows as rows_for_memory
 
     xp = array_namespace_of(Xq, train.centred)
     n_q, n_train = int(Xq.shape[0]), int(train.centred.shape[0])

@@ -1,7 +1,8 @@
-"""One block of the dense engine's reduction: the running sums of a block of queries.
+"""One block of the dense engine's reduction: its product, its tiles and their running sums.
 
-:func:`._sums.dense_kernel_sums` cuts the queries into blocks and each block's distance product
-into cache-sized tiles (see :mod:`._sums` for the arithmetic and its error bounds); for every tile
+:func:`._sums.dense_kernel_sums` plans a call and cuts the queries into blocks; :func:`_block_sums`
+computes one block's distance product (:func:`_block_product`, in the precision its error bound
+allows) in cache-sized tiles (see :mod:`._sums` for the arithmetic and its error bounds); for every tile
 :class:`_Accumulator` adds the kernel sums — through the compiled pass of :mod:`._fused`
 (:meth:`_Accumulator.add_fused`), the sparse extraction (:meth:`_Accumulator.add_entries`) or the
 dense route (:meth:`_Accumulator.add_dense`) — and :func:`_store` writes a finished block back into
@@ -16,13 +17,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._numerics import square_sum_upper
-from ..kernels import Kernel
-from ..engine import KernelStatistics
+from ..._numerics import square_sum_upper
+from ...kernels import Kernel
+from .._statistics import KernelStatistics
 from ._sums_data import _Layout, u2_error_rows
 
 __all__: list[str] = []
 
+# Above this share of contributing entries a tile takes the dense route.
+_DENSE_SHARE = 0.25
+# Largest bound on |t̃ − t| (t = 1 − d²/S²) a block may keep: above it the block's
+# product is redone in float64, then distances are recomputed directly. Kernel
+# values are then evaluated within 2⁻⁸ (in u² units at the largest λ) of the truth.
+_MAX_T_ERROR = 2.0**-8
 # Entries per chunk of a direct distance recomputation (entries × features floats).
 _DIRECT_CHUNK_ELEMENTS = 1 << 20
 _U64 = 2.0**-53  # unit roundoff of float64
@@ -319,3 +326,117 @@ def _store(out: KernelStatistics, rows: slice | np.ndarray, acc: _Accumulator, p
                 out.hist_count[rows] = acc.hist_md[..., 2]
     out.u2_error[rows] = u2_error_rows(acc.row_err, plan.support, plan.bandwidths, acc.n_rows)
 
+
+def _n_moments(degree: int, weights: np.ndarray | None) -> int:
+    """Moments per slot for a kernel of ``degree`` in u² (0 for the ordinary sums)."""
+    if degree < 0:
+        return 0
+    return (2 * degree + 1) + (degree + 1) + (degree + 1 if weights is not None else 0)
+
+
+def _block_product(Q: np.ndarray, plan: _Plan, dtype: np.dtype) -> tuple[np.ndarray | None, np.ndarray]:
+    """The query side ``[2ρ²y'', 1 − ρ²‖y''‖², −ρ²]`` in ``dtype`` and its error bound per row
+    (None and inf when it cannot be represented)."""
+    lay = plan.layout
+    with np.errstate(over="ignore", invalid="ignore"):  # a far query: inf here, recomputed directly
+        qs = (Q.astype(np.float64) - lay.center) / lay.scale
+        q_norm = np.sqrt(np.einsum("ij,ij->i", qs, qs))
+        A64 = np.empty((Q.shape[0], Q.shape[1] + 2))
+        A64[:, :-2] = qs * (2.0 * plan.rho_sq)
+        A64[:, -2] = 1.0 - plan.rho_sq * q_norm**2
+        A64[:, -1] = -plan.rho_sq
+        A = A64.astype(dtype, copy=False)
+    unit = float(np.finfo(dtype).eps) / 2.0
+    err = _t_error(q_norm, lay.max_norm, plan.rho_sq, Q.shape[1], unit)
+    if not np.all(np.isfinite(A)):
+        return None, np.full(Q.shape[0], np.inf)
+    return A, err
+
+
+def _lower_in(dtype: np.dtype, x: np.ndarray) -> np.ndarray:
+    """``x`` rounded down into ``dtype``: a selection ``t ≥ x`` in that dtype keeps every entry it should."""
+    y = x.astype(dtype)
+    return np.where(y.astype(np.float64) > x, np.nextafter(y, dtype.type(-np.inf)), y)
+
+
+def _block_sums(Q: np.ndarray, cols: np.ndarray | None, plan: _Plan) -> _Accumulator:
+    """Kernel sums of the query rows ``Q`` against the training columns ``cols`` (None: all)."""
+    lay = plan.layout
+    n_rows = Q.shape[0]
+    n_cols = lay.augmented.shape[0] if cols is None else cols.shape[0]
+    acc = _Accumulator(n_rows, len(plan.bandwidths), lay.onehot.shape[1] if plan.moment_degree < 0 else 0, plan.need_dist,
+                       plan.tail_radius is not None, plan.hist_bins, _n_moments(plan.moment_degree, lay.weights),
+                       count_points=lay.weights is not None)
+    if n_cols == 0:
+        return acc
+    acc.q64 = np.ascontiguousarray(Q, dtype=np.float64)
+    # Choose the product's precision for this block from the rigorous error bound.
+    dtype = plan.dtype
+    A, err = _block_product(Q, plan, dtype)
+    if A is None or err.max() > _MAX_T_ERROR:
+        if dtype != np.float64:
+            dtype = np.dtype(np.float64)
+            A, err = _block_product(Q, plan, dtype)
+    augmented = lay.augmented if dtype == plan.dtype else lay.augmented64()
+    direct = A is None or err.max() > _MAX_T_ERROR
+    d_feat = Q.shape[1]
+    if direct:
+        # Distances recomputed from the coordinates; the product (when it exists) only rules out.
+        acc.row_err = np.full(n_rows, 2.0 * (d_feat + 6) * _U64)
+        acc.redo = np.full(n_rows, np.inf)
+        select = -err if plan.sparse and A is not None else np.full(n_rows, -np.inf)
+    else:
+        acc.row_err = err
+        acc.redo = err if plan.edge else np.full(n_rows, -np.inf)  # only compact kernels have an edge
+        select = -err if plan.sparse else np.full(n_rows, -np.inf)
+    acc.select = _lower_in(dtype, select)
+    width = max(1, min(n_cols, plan.tile_elements // n_rows))
+    tile_buf = np.empty(n_rows * width, dtype=dtype)
+    mask_buf = np.empty(n_rows * width, dtype=bool) if plan.fused is None else None
+    gather_buf = None if cols is None else np.empty((width, augmented.shape[1]), dtype=dtype)
+    for j0 in range(0, n_cols, width):
+        j1 = min(j0 + width, n_cols)
+        w = j1 - j0
+        if cols is None:
+            B = augmented[j0:j1]
+            col_index: slice | np.ndarray = slice(j0, j1)
+        else:
+            col_index = cols[j0:j1]
+            B = np.take(augmented, col_index, axis=0, out=gather_buf[:w])
+        t = tile_buf[: n_rows * w].reshape(n_rows, w)
+        if A is None:
+            t.fill(0.0)  # no product: every entry is recomputed
+        else:
+            np.matmul(A, B.T, out=t)
+        if plan.fused is not None:
+            acc.add_fused(t, col_index, plan)
+            continue
+        cglob_of = (lambda c: c + j0) if cols is None else (lambda c: cols[j0 + c])
+        mask = mask_buf[: n_rows * w].reshape(n_rows, w)
+        np.greater_equal(t, acc.select[:, None], out=mask)
+        count = int(np.count_nonzero(mask))
+        if count == 0:
+            continue
+        if plan.sparse and (count <= _DENSE_SHARE * t.size or acc.mom is not None):
+            flat = np.flatnonzero(mask)
+            r, c = np.divmod(flat, w)
+            tv = t.ravel()[flat].astype(np.float64)
+            delta = np.maximum(1.0 - tv, 0.0)
+            cglob = cglob_of(c)
+            redo = np.flatnonzero(tv < acc.redo[r])
+            if redo.size:
+                delta[redo] = _direct_delta(acc.q64, r[redo], lay.points, cglob[redo], 1.0 / plan.support)
+            acc.add_entries(r, cglob, delta, plan)
+            continue
+        # Dense route: δ = 1 − t̃ in float64, the ambiguous entries recomputed, the rest set beyond reach.
+        t64 = t.astype(np.float64)
+        delta = np.maximum(1.0 - t64, 0.0)
+        redo_mask = mask & (t64 < acc.redo[:, None])
+        if redo_mask.any():
+            r, c = np.nonzero(redo_mask)
+            delta[r, c] = _direct_delta(acc.q64, r, lay.points, cglob_of(c), 1.0 / plan.support)
+        if plan.sparse:
+            delta[~mask] = 2.0  # ruled out by the bound (δ > 1): K = 0, outside every histogram bin
+        acc.add_dense(delta, col_index, plan)
+    acc.flush(plan)
+    return acc

@@ -49,7 +49,7 @@ the same covering factor as ``dist_sum``. (These per-bin reductions are the ``"l
 the default before issue 19; ``nwbound.config_context(hist_epilogue="loop")`` selects it.)
 
 ``Σ (wK)²`` is summed in float32 within a tile: squares of ``wK`` below ``2⁻⁷⁵`` underflow, so
-the sum gets :func:`~nwbound.gpu._common.square_sum_bound` (``n·2⁻¹⁴⁹`` and the tile's
+the sum gets :func:`~nwbound.engine.device._common.square_sum_bound` (``n·2⁻¹⁴⁹`` and the tile's
 roundings) to stay an upper bound (multiplications compile without flush-to-zero: checked by
 ``tests/test_gpu_compile.py``).
 
@@ -93,8 +93,8 @@ from ._common import (
     square_sum_bound,
     unit_roundoff,
 )
-from .._config import get_config
-from .._numerics import compose_errors, summation_error
+from ..._config import get_config
+from ..._numerics import compose_errors, summation_error
 
 __all__ = ["triton_applies", "triton_kernel_statistics", "LAYOUT_TILE", "CONFIGS"]
 
@@ -152,7 +152,7 @@ def installed(name: str) -> bool:
 
     Examples
     --------
-    >>> from nwbound.gpu._triton import installed
+    >>> from nwbound.engine.device._triton import installed
     >>> installed("numpy")
     True
     """
@@ -169,7 +169,7 @@ def triton_applies(xp: Any, Xq: Any, dtype: str, *, reason: bool) -> bool:
     --------
     >>> import numpy as np
     >>> from nwbound.gpu import array_namespace_of
-    >>> from nwbound.gpu._triton import triton_applies
+    >>> from nwbound.engine.device._triton import triton_applies
     >>> x = np.zeros((2, 2))
     >>> triton_applies(array_namespace_of(x), x, "float32", reason=False)
     False
@@ -189,7 +189,7 @@ def triton_applies(xp: Any, Xq: Any, dtype: str, *, reason: bool) -> bool:
     if not (aac.is_torch_namespace(xp) or is_cupy_namespace(xp)):
         return no("inputs must be PyTorch tensors or CuPy arrays")
     if not (installed("torch") and installed("triton")):
-        from ..utils import install_hint
+        from ...utils import install_hint
 
         return no(f"triton and torch must be installed ({install_hint('gpu')})")
     on_cuda = is_cupy_namespace(xp) or getattr(getattr(Xq, "device", None), "type", "") == "cuda"
@@ -476,7 +476,7 @@ def triton_kernel_statistics(
 
     >>> import torch                                                      # doctest: +SKIP
     >>> from nwbound.gpu import DeviceTrainingSet
-    >>> from nwbound.gpu._triton import triton_kernel_statistics
+    >>> from nwbound.engine.device._triton import triton_kernel_statistics
     >>> X = torch.tensor([[0.0], [0.5], [3.0]], device="cuda")            # doctest: +SKIP
     >>> onehot = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]], device="cuda")  # doctest: +SKIP
     >>> train = DeviceTrainingSet.build(X, onehot)                        # doctest: +SKIP
@@ -660,7 +660,7 @@ def _splits(n_tiles: int, bn: int, wanted: int) -> tuple[int, int]:
 
     Examples
     --------
-    >>> from nwbound.gpu._triton import _splits
+    >>> from nwbound.engine.device._triton import _splits
     >>> _splits(10, 64, 2), _splits(2**20, 64, 1)  # 2²⁶ rows: four splits of 2²⁴ rows at most
     ((2, 5), (4, 262144))
     """
@@ -697,7 +697,7 @@ def _epilogue(name: str | None) -> tuple[bool, bool, bool, bool]:
 
     Examples
     --------
-    >>> from nwbound.gpu._triton import _epilogue
+    >>> from nwbound.engine.device._triton import _epilogue
     >>> _epilogue("loop"), _epilogue("atomic_skip"), _epilogue("atomic_count")
     ((False, False, False, False), (True, True, False, False), (True, False, True, False))
     """

@@ -43,9 +43,9 @@ from numba import types, uint64
 from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
-from .._numba_cache import njit_cached
-from ..kernels import Kernel
-from ..kernels import gaussian_kernel, get_kernel
+from ..._numba_cache import njit_cached
+from ...kernels import Kernel
+from ...kernels import gaussian_kernel, get_kernel
 
 __all__ = ["KERNEL_CODES", "kernel_code", "tile_sums"]
 
@@ -206,7 +206,7 @@ def _evaluate(code, u2, radius_sq, out, n):  # pragma: no cover - compiled
 
 
 @njit_cached(nogil=True)
-def _direct_delta(queries, i, points, c, inv_support):  # pragma: no cover - compiled
+def _pair_delta(queries, i, points, c, inv_support):  # pragma: no cover - compiled
     """``Σ_j ((y_j − x_j)/S)²`` in float64 from the original coordinates (query row ``i``, point ``c``).
 
     Four partial sums (independent chains: the additions overlap instead of
@@ -360,7 +360,7 @@ def tile_sums(
             n_redo += v < rd
         for m in range(n_redo):  # their distance from the coordinates instead
             k = redo_at[m]
-            d2[k] = _direct_delta(queries, i, points, cols[k], inv_support)
+            d2[k] = _pair_delta(queries, i, points, cols[k], inv_support)
         if n_bw > 1:
             # Slot of each entry: the first bandwidth (by increasing λ) that reaches it; a
             # counting sort by slot makes every bandwidth's entries a prefix.
@@ -544,7 +544,7 @@ def tile_moments(
                 for k in range(width):
                     v = np.float64(row[k])
                     if v >= sel and v < rd:  # ambiguous near the edge: from the coordinates
-                        d2[k] = _direct_delta(queries, i, points, col_ids[k], inv_support)
+                        d2[k] = _pair_delta(queries, i, points, col_ids[k], inv_support)
         else:
             n = _select(row, sel, cols, vals)
             visit_all = 2 * n >= width
@@ -554,7 +554,7 @@ def tile_moments(
             for k in range(n):
                 v = np.float64(vals[k])
                 if v < rd:  # ambiguous near the edge: the distance from the coordinates
-                    d2[k] = _direct_delta(queries, i, points, col_ids[cols[k]], inv_support)
+                    d2[k] = _pair_delta(queries, i, points, col_ids[cols[k]], inv_support)
                 else:
                     d2[k] = max(1.0 - v, 0.0)
         err = row_err[i]
@@ -569,7 +569,7 @@ def tile_moments(
         if cut >= 0.0:  # rare (a grid far wider than the data): apart, so the loop above vectorises
             for k in range(n):
                 if d2[k] <= cut:
-                    d2[k] = _direct_delta(queries, i, points, col_ids[idx[k]], inv_support)
+                    d2[k] = _pair_delta(queries, i, points, col_ids[idx[k]], inv_support)
                     dist[k] = math.sqrt(d2[k] * direct_factor)
         for k in range(n):
             d = d2[k]

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..engine import KernelStatistics
-from ..kernels import Kernel
+from .._statistics import KernelStatistics
+from ...kernels import Kernel
 
 __all__ = ["TrainingSet", "ranking_sample_rows", "u2_error_rows", "zero_statistics"]
 

@@ -1,15 +1,9 @@
-"""The two backends of :class:`~nwbound.NadarayaWatsonClassifier` behind :class:`nwbound.engine.Backend`.
+"""The host backend: kernel sums with NumPy and numba, the neighbour search by the estimator's index.
 
-:class:`HostBackend` calls the host engines (``_sums``: NumPy and numba; ``_neighbor_sums``; the
-estimator's neighbour index); :class:`DeviceBackend` calls the array-API and Triton engines of
-:mod:`nwbound.gpu` (``device=``; it lives in ``_device``, with the code it calls). :func:`select_backend`
-is the one place that picks between them: the first of :data:`BACKENDS` whose ``is_usable_for``
-accepts the estimator. A new backend is one module with its class and one entry in
-:data:`BACKENDS`.
-
-They live with the estimators, not in :mod:`nwbound.engine`: they call the host engines of this
-package, which import :mod:`nwbound.engine` (its statistics type), so an engine module that
-imported them would close an import circle between the two packages.
+:class:`HostBackend` calls this package's reductions (``_sums``: the dense pass and its plan;
+``_tiles``: the accumulator of one query block; ``_fused``: its numba tile kernels; ``_sums_data``:
+the training set's layout; ``_neighbor_sums``: the localized sums). It serves every estimator
+(the last of :data:`nwbound.engine.BACKENDS`).
 """
 
 from __future__ import annotations
@@ -18,15 +12,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..engine import KernelStatistics
-from ._device import DeviceBackend
-from ._statistics import BandwidthRanking
+from .._statistics import KernelStatistics
+from .._ranking import BandwidthRanking
 from ._sums import dense_kernel_sums, dense_moment_sums, neighbor_kernel_sums
 
-__all__ = ["BACKENDS", "DeviceBackend", "HostBackend", "rows_by_bandwidth", "select_backend"]
+__all__ = ["HostBackend", "rows_by_bandwidth", "scaled"]
 
 
-def _times(a: np.ndarray | None, factor: float) -> np.ndarray | None:
+def scaled(a: np.ndarray | None, factor: float) -> np.ndarray | None:
     """``a·factor`` (None stays None; a factor of 1 returns ``a`` itself)."""
     return a if a is None or factor == 1.0 else a * factor
 
@@ -37,7 +30,7 @@ def rows_by_bandwidth(choice: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]
     Examples
     --------
     >>> import numpy as np
-    >>> from nwbound.estimators._backends import rows_by_bandwidth
+    >>> from nwbound.engine.host._backend import rows_by_bandwidth
     >>> rows, used = rows_by_bandwidth(np.array([2, 0, 2]))
     >>> [r.tolist() for r in rows], used.tolist()
     ([[1], [0, 2]], [0, 2])
@@ -127,12 +120,12 @@ class HostBackend:
         if self.ranks_from_moments():
             m = dense_moment_sums(X, est._train.sample(fraction, row_offset), est.kernel_, est.bandwidths_ / unit,
                                   working_memory=est.working_memory, n_jobs=est.n_jobs)
-            return BandwidthRanking(m.kappa / fraction, m.sq_sum / fraction, _times(m.dist_sum, unit) / fraction, grid)
+            return BandwidthRanking(m.kappa / fraction, m.sq_sum / fraction, scaled(m.dist_sum, unit) / fraction, grid)
         if fraction < 1.0 and est.index_ is None:  # other kernels: every bandwidth, on the sample
             s = dense_kernel_sums(X, est._train.sample(fraction, row_offset), est.kernel_, est.bandwidths_ / unit,
                                   need_dist=True, tail_radius=None, working_memory=est.working_memory,
                                   n_jobs=est.n_jobs)
-            return BandwidthRanking(s.kappa / fraction, s.sq_sum / fraction, _times(s.dist_sum, unit) / fraction, grid)
+            return BandwidthRanking(s.kappa / fraction, s.sq_sum / fraction, scaled(s.dist_sum, unit) / fraction, grid)
         return None
 
     # -- the route's steps -------------------------------------------------------------------
@@ -169,22 +162,3 @@ class HostBackend:
         """The intervals as computed (NumPy)."""
         return out
 
-
-# The backends in the order select_backend asks them; the host serves everything (the last).
-BACKENDS: tuple = (DeviceBackend, HostBackend)
-
-
-def select_backend(estimator: Any) -> Any:
-    """The first backend of :data:`BACKENDS` usable for a fitted ``estimator``, bound to it.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound import NadarayaWatsonClassifier
-    >>> from nwbound.estimators._backends import select_backend
-    >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
-    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
-    >>> type(select_backend(clf)).__name__
-    'HostBackend'
-    """
-    return next(backend for backend in BACKENDS if backend.is_usable_for(estimator))(estimator)

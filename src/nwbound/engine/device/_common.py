@@ -4,10 +4,10 @@ The statistics type (:class:`~nwbound.engine.KernelStatistics`, the one every en
 the array-namespace helpers (``compat``, ``array_namespace_of``, ``to_host``) live in
 :mod:`nwbound.engine` and are re-exported here.
 
-:mod:`nwbound.gpu._array_api` (the array-API engine) and :mod:`nwbound.gpu._triton` (the fused
+:mod:`nwbound.engine.device._array_api` (the array-API engine) and :mod:`nwbound.engine.device._triton` (the fused
 kernel) both build on this module and never on each other's internals, so neither imports the
 other at module level (the array-API entry point loads the Triton engine on use). The distance
-and summation bounds used here are derived in :mod:`nwbound.gpu._array_api`'s docstring.
+and summation bounds used here are derived in :mod:`nwbound.engine.device._array_api`'s docstring.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .._numerics import square_underflow, summation_error
-from .._validation import check_choice
-from ..engine import KernelStatistics, array_namespace_of, compat, to_host
-from ..kernels import get_kernel
+from ..._numerics import square_underflow, summation_error
+from ..._validation import check_choice
+from .._statistics import KernelStatistics
+from ..._namespace import array_namespace_of, compat, to_host
+from ...kernels import get_kernel
 
 __all__ = [
     "HISTOGRAM_KERNELS",
@@ -65,7 +66,7 @@ def device_statistics(kernel: str, bandwidth: float, *, class_sums: Any, sq_sum:
     Examples
     --------
     >>> import numpy as np
-    >>> from nwbound.gpu._common import device_statistics
+    >>> from nwbound.engine.device._common import device_statistics
     >>> st = device_statistics("epanechnikov", 0.5, class_sums=np.ones((3, 2)), sq_sum=np.ones(3), dist_sum=None,
     ...                        d2_error=np.zeros(3))
     >>> st.class_sums.shape, st.sq_sum.shape, st.bandwidth.tolist(), st.weight_max is None
@@ -191,7 +192,7 @@ def full_precision_matmul(xp: Any) -> Iterator[None]:
     Examples
     --------
     >>> import numpy as np
-    >>> from nwbound.gpu._array_api import array_namespace_of, full_precision_matmul
+    >>> from nwbound.engine.device._array_api import array_namespace_of, full_precision_matmul
     >>> with full_precision_matmul(array_namespace_of(np.zeros(1))):  # NumPy: nothing to switch
     ...     pass
     """
@@ -217,7 +218,7 @@ def unit_roundoff(xp: Any, dtype: Any) -> float:
     Examples
     --------
     >>> import numpy as np
-    >>> from nwbound.gpu._array_api import array_namespace_of, unit_roundoff
+    >>> from nwbound.engine.device._array_api import array_namespace_of, unit_roundoff
     >>> xp = array_namespace_of(np.zeros(1))
     >>> unit_roundoff(xp, xp.float32) == 2.0**-24 == unit_roundoff(xp, "float32")
     True
@@ -234,7 +235,7 @@ def distance_error_bounds(xp: Any, q_sqnorm64: Any, train: DeviceTrainingSet) ->
     --------
     >>> import numpy as np
     >>> from nwbound.gpu import DeviceTrainingSet
-    >>> from nwbound.gpu._array_api import array_namespace_of, distance_error_bounds
+    >>> from nwbound.engine.device._array_api import array_namespace_of, distance_error_bounds
     >>> train = DeviceTrainingSet.build(np.array([[-1.0], [1.0]]), np.eye(2))
     >>> E, eta = distance_error_bounds(array_namespace_of(np.zeros(1)), np.array([0.0]), train)
     >>> bool(np.isclose(E[0], 4 * 2.0**-24 / (1 - 4 * 2.0**-24)))  # γ_4 (‖q'‖ + R)², R = 1
@@ -260,7 +261,7 @@ def square_sum_bound(sq_sum: Any, n_terms: int, dtype: str, roundings: int) -> A
     Examples
     --------
     >>> import numpy as np
-    >>> from nwbound.gpu._array_api import square_sum_bound
+    >>> from nwbound.engine.device._array_api import square_sum_bound
     >>> from nwbound._numerics import summation_error
     >>> bound = float(square_sum_bound(np.array([0.0]), 3, "float32", 2)[0])
     >>> bound == 3 * 2.0**-149 * (1 + 3 * 2.0**-24) * (1 + summation_error(10))

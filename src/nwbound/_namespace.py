@@ -38,7 +38,7 @@ def compat() -> Any:
         try:  # scikit-learn ≥ 1.4 ships a copy: no extra install on a machine that has it
             from sklearn.externals import array_api_compat
         except ImportError as exc:
-            from ..utils import install_hint
+            from .utils import install_hint
 
             raise ImportError(
                 f"nwbound.gpu needs array_api_compat: {install_hint('arrayapi')}."

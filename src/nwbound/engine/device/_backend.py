@@ -1,5 +1,5 @@
 """The device backend: the estimator's ``device=`` path, from the training set's copy on the device
-to every setting's intervals there (:class:`DeviceBackend`, picked by ``_backends.select_backend``).
+to every setting's intervals there (:class:`DeviceBackend`, picked by :func:`nwbound.engine.select_backend`).
 
 * The training set is copied to the device once per device and dtype (cached on it), and the
   kernel sums come from :func:`nwbound.gpu.kernel_statistics` (regular classifier) or
@@ -21,8 +21,8 @@ What crosses to the host under ``array_api_dispatch`` (:func:`~._dispatch.valida
 queries once where an HNSW index searches on the host; the per-query sums (``KernelStatistics``,
 float64) and the ``outside_box`` flags where the bounds run on the host.
 
-Lives with the estimators (which import :mod:`nwbound.gpu` on use), so that :mod:`nwbound.gpu` never
-imports the estimators.
+Lives in the engine beside the device kernels it calls (``_array_api``, ``_triton``, ``_neighbors``);
+:mod:`nwbound.gpu` re-exports their public names and never imports the estimators.
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._config import get_config
-from .._numerics import compose_errors, direct_d2_error_factor, summation_error
-from .._result import PredictionInterval
-from ..engine import KernelStatistics
-from ..gpu import (
+from ..._config import get_config
+from ..._numerics import compose_errors, direct_d2_error_factor, summation_error
+from ..._result import PredictionInterval
+from .._statistics import KernelStatistics
+from ._array_api import (
     HISTOGRAM_KERNELS,
     DeviceTrainingSet,
     array_namespace_of,
@@ -44,12 +44,12 @@ from ..gpu import (
     kernel_statistics,
     neighbor_kernel_statistics,
 )
-from ..gpu._array_api import to_host
-from ..kernels import Kernel
-from ._device_results import DeviceIntervals, _interval_to_host, usefulness_parts
-from ._statistics import BandwidthRanking
-from ._sums import TrainingSet
-from ._sums_data import u2_error_rows, zero_statistics
+from ._array_api import to_host
+from ...kernels import Kernel
+from ._results import DeviceIntervals, _interval_to_host, usefulness_parts
+from .._ranking import BandwidthRanking
+from ..host._sums import TrainingSet
+from ..host._sums_data import u2_error_rows, zero_statistics
 
 __all__ = [
     "DeviceBackend",
@@ -100,7 +100,7 @@ def _on_device(a: Any, device: str | None) -> Any:
     try:
         import torch
     except ImportError as exc:
-        from ..utils import install_hint
+        from ...utils import install_hint
 
         raise ImportError(f"device={device!r} needs PyTorch: {install_hint('gpu')}.") from exc
     try:
@@ -121,7 +121,7 @@ def _neighbor_training_set(train: TrainingSet, xp: Any, dev: Any) -> tuple[Any, 
 def device_kneighbors(Xq: Any, train: TrainingSet, n_neighbors: int, *, device: str | None = None,
                       working_memory: float | None = None) -> tuple[Any, Any]:
     """The exact ``n_neighbors`` nearest training rows of ``Xq`` where it lives (or on ``device``):
-    :func:`nwbound.gpu._neighbors.exact_kneighbors` on the training set copied there once.
+    :func:`nwbound.engine.device._neighbors.exact_kneighbors` on the training set copied there once.
 
     Returns float64 distances and int64 row indices (ascending; ties to the lower row) as tensors.
 
@@ -129,14 +129,14 @@ def device_kneighbors(Xq: Any, train: TrainingSet, n_neighbors: int, *, device: 
     --------
     >>> import numpy as np
     >>> import torch  # the device path needs PyTorch
-    >>> from nwbound.estimators._sums import TrainingSet
-    >>> from nwbound.estimators._device import device_kneighbors
+    >>> from nwbound.engine.host._sums import TrainingSet
+    >>> from nwbound.engine.device._backend import device_kneighbors
     >>> train = TrainingSet.build(np.array([[0.0], [1.0], [3.0]]), np.array([0, 1, 1]), 2, None)
     >>> d, i = device_kneighbors(np.array([[0.9]]), train, 2, device="cpu")
     >>> i.tolist()
     [[1, 0]]
     """
-    from ..gpu._neighbors import exact_kneighbors
+    from ._neighbors import exact_kneighbors
 
     Q = _on_device(Xq, device)
     xp, dev = array_namespace_of(Q), compat().device(Q)
@@ -159,7 +159,7 @@ def neighbor_kernel_sums_array_api(
     device: str | None = None,
     working_memory: float | None = None,
 ) -> KernelStatistics:
-    """:func:`nwbound.estimators._sums.neighbor_kernel_sums` (with ``queries``) on a device.
+    """:func:`nwbound.engine.host._sums.neighbor_kernel_sums` (with ``queries``) on a device.
 
     The neighbours ``idx`` come from the estimator's index (on the host); the kernel weights,
     class sums, ``Σ (wK)²``, ``Σ wK·d⁺`` and the per-point masses are computed by
@@ -191,9 +191,9 @@ def neighbor_kernel_sums_array_api(
     Examples
     --------
     >>> import numpy as np
-    >>> from nwbound.estimators._sums import TrainingSet
+    >>> from nwbound.engine.host._sums import TrainingSet
     >>> from nwbound.kernels import get_kernel
-    >>> from nwbound.estimators._device import neighbor_kernel_sums_array_api
+    >>> from nwbound.engine.device._backend import neighbor_kernel_sums_array_api
     >>> train = TrainingSet.build(np.array([[0.0], [0.5], [3.0]]), np.array([0, 1, 1]), 2, None)
     >>> s = neighbor_kernel_sums_array_api(np.array([[0, 1]]), train, get_kernel("epanechnikov"), np.array([1.0]),
     ...                                    queries=np.zeros((1, 1)), need_dist=False)
@@ -270,7 +270,7 @@ def dense_kernel_sums_array_api(
     device: str | None = None,
     working_memory: float | None = None,
 ) -> KernelStatistics:
-    """:func:`nwbound.estimators._sums.dense_kernel_sums` on ``Xq``'s namespace and device.
+    """:func:`nwbound.engine.host._sums.dense_kernel_sums` on ``Xq``'s namespace and device.
 
     The training set is copied to ``Xq``'s device once (cached on ``train``); the sums come back
     to the host as the CPU engine's bound-form :class:`~nwbound.engine.KernelStatistics` (NumPy
@@ -318,9 +318,9 @@ def dense_kernel_sums_array_api(
     Examples
     --------
     >>> import numpy as np
-    >>> from nwbound.estimators._sums import TrainingSet
+    >>> from nwbound.engine.host._sums import TrainingSet
     >>> from nwbound.kernels import get_kernel
-    >>> from nwbound.estimators._device import dense_kernel_sums_array_api
+    >>> from nwbound.engine.device._backend import dense_kernel_sums_array_api
     >>> train = TrainingSet.build(np.array([[0.0], [0.5]]), np.array([0, 1]), 2, None)
     >>> s = dense_kernel_sums_array_api(np.zeros((1, 1)), train, get_kernel("epanechnikov"),
     ...                                 np.array([1.0]), need_dist=False)
@@ -395,9 +395,9 @@ def device_bound_statistics(st: KernelStatistics, train: TrainingSet, *,
     Examples
     --------
     >>> import numpy as np
-    >>> from nwbound.estimators._sums import TrainingSet
+    >>> from nwbound.engine.host._sums import TrainingSet
     >>> from nwbound.gpu import kernel_statistics
-    >>> from nwbound.estimators._device import device_bound_statistics
+    >>> from nwbound.engine.device._backend import device_bound_statistics
     >>> train = TrainingSet.build(np.array([[0.0], [0.5]]), np.array([0, 1]), 2, None)
     >>> st = kernel_statistics(np.zeros((1, 1)), train.X, np.eye(2), bandwidth=1.0, histogram_bins=4)
     >>> b = device_bound_statistics(st, train)
@@ -446,7 +446,7 @@ def bounds_on_device(specs: dict, *, localized: bool, bandwidths: np.ndarray, ke
     >>> bounds_on_device(specs, localized=False, bandwidths=np.ones(1), kernel=get_kernel("epanechnikov"))
     False
     """
-    from ..gpu._triton import installed
+    from ._triton import installed
 
     if np.size(bandwidths) != 1 or not specs or not installed("torch"):
         return False
@@ -485,7 +485,7 @@ def intervals_on_device(
 
     The regular classifier (``n_neighbors`` None): :func:`nwbound.gpu.kernel_statistics` (with the
     histogram's per-bin sums where a setting is ``"chernoff"``); the localized one: the exact
-    ``n_neighbors`` nearest by :func:`nwbound.gpu._neighbors.exact_kneighbors` (no host search) and
+    ``n_neighbors`` nearest by :func:`nwbound.engine.device._neighbors.exact_kneighbors` (no host search) and
     :func:`nwbound.gpu.neighbor_kernel_statistics` with the per-point masses. Then the bounds of
     :func:`nwbound.bounds._chernoff_device.device_limits` on the same device. What crosses to the
     host: one packed read of a few numbers (the count of rows without training mass and, for results
@@ -530,10 +530,10 @@ def intervals_on_device(
     >>> import numpy as np
     >>> import torch  # the device path needs PyTorch
     >>> from nwbound.bounds import BoundSpec
-    >>> from nwbound.estimators._sums import TrainingSet
+    >>> from nwbound.engine.host._sums import TrainingSet
     >>> from nwbound.kernels import get_kernel
     >>> import nwbound
-    >>> from nwbound.estimators._device import intervals_on_device
+    >>> from nwbound.engine.device._backend import intervals_on_device
     >>> nwbound.set_config(device_bounds_on_cpu=True)  # PyTorch's CPU device standing in for a GPU
     >>> X = np.linspace(0.0, 1.0, 21)[:, None]; y = (X[:, 0] > 0.5).astype(int)
     >>> train = TrainingSet.build(X, y, 2, None)
@@ -546,7 +546,7 @@ def intervals_on_device(
     """
     import torch
 
-    from ..bounds._chernoff_device import device_limits
+    from ...bounds._chernoff_device import device_limits
 
     numpy_in = isinstance(Xq, np.ndarray)
     Q = _on_device(Xq, device)
@@ -683,8 +683,8 @@ def device_ranking(Xq: Any, train: TrainingSet, kernel: Kernel, grid: np.ndarray
     --------
     >>> import numpy as np
     >>> import torch  # the device path needs PyTorch
-    >>> from nwbound.estimators._sums import TrainingSet
-    >>> from nwbound.estimators._device import device_ranking
+    >>> from nwbound.engine.host._sums import TrainingSet
+    >>> from nwbound.engine.device._backend import device_ranking
     >>> from nwbound.kernels import get_kernel
     >>> train = TrainingSet.build(np.array([[0.0], [0.5], [3.0]]), np.array([0, 1, 1]), 2, None)
     >>> r = device_ranking(np.zeros((1, 1)), train, get_kernel("epanechnikov"), np.array([1.0, 4.0]), device="cpu")
@@ -739,7 +739,7 @@ def rows_by_choice(choice: Any, n_bandwidths: int) -> tuple[list[Any], list[int]
     Examples
     --------
     >>> import torch
-    >>> from nwbound.estimators._device import rows_by_choice
+    >>> from nwbound.engine.device._backend import rows_by_choice
     >>> rows, used, inverse = rows_by_choice(torch.tensor([2, 0, 2, 2]), 3)
     >>> [r.tolist() for r in rows], used, inverse.tolist()
     ([[1], [0, 2, 3]], [0, 2], [1, 0, 2, 3])
@@ -781,7 +781,7 @@ class DeviceBackend:
     --------
     >>> import numpy as np
     >>> from nwbound import NadarayaWatsonClassifier
-    >>> from nwbound.estimators._device import DeviceBackend
+    >>> from nwbound.engine.device._backend import DeviceBackend
     >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
     >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
     >>> DeviceBackend.is_usable_for(clf), DeviceBackend.keeps_queries
@@ -805,7 +805,7 @@ class DeviceBackend:
     def _searches(self) -> bool:
         """An exact index (``algorithm="auto"`` promises exact search, or HNSW where exact is too slow:
         on the device exact is cheap): the localized classifier's k-NN runs on the device."""
-        from ..neighbors import AutoIndex, ExactIndex
+        from ...neighbors import AutoIndex, ExactIndex
 
         return self._est.index_ is not None and isinstance(self._est.index_, (ExactIndex, AutoIndex))
 
@@ -919,7 +919,7 @@ class DeviceBackend:
     def deliver(out: dict, X: Any) -> dict:
         """Intervals computed on the device, where ``X`` lives: on its device for PyTorch queries,
         NumPy otherwise (one packed copy per setting)."""
-        from ._device_results import interval_on_host
+        from ._results import interval_on_host
 
         if compat().is_torch_array(X):
             return {name: dataclasses.replace(iv, **{f.name: getattr(iv, f.name).to(X.device)

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .._result import PredictionInterval
-from ..engine import compat, to_host
+from ..._result import PredictionInterval
+from ..._namespace import compat, to_host
 
 __all__ = ["DeviceIntervals", "device_certificates", "interval_on_host", "usefulness_on_device", "usefulness_parts"]
 
@@ -28,7 +28,7 @@ class DeviceIntervals(dict):
 
     Examples
     --------
-    >>> from nwbound.estimators._device_results import DeviceIntervals
+    >>> from nwbound.engine.device._results import DeviceIntervals
     >>> DeviceIntervals({None: 1}).usefulness is None
     True
     """
@@ -59,7 +59,7 @@ def usefulness_parts(interval: PredictionInterval) -> Any:
     --------
     >>> import torch
     >>> from nwbound import PredictionInterval
-    >>> from nwbound.estimators._device_results import usefulness_parts
+    >>> from nwbound.engine.device._results import usefulness_parts
     >>> p = torch.tensor([[0.5, 0.5]], dtype=torch.float64)
     >>> iv = PredictionInterval(proba=p, lower=0 * p, upper=1 + 0 * p, epsilon=p, bias=p, sampling=p,
     ...                         kappa=p[:, 0], n_eff=p[:, 0], vacuous=torch.tensor([False]), bandwidth=p[:, 0])
@@ -102,7 +102,7 @@ def usefulness_on_device(interval: PredictionInterval, parts: Any = None, *, bet
     --------
     >>> import torch
     >>> from nwbound import PredictionInterval
-    >>> from nwbound.estimators._device_results import usefulness_on_device
+    >>> from nwbound.engine.device._results import usefulness_on_device
     >>> p = torch.tensor([[0.5, 0.5]], dtype=torch.float64)
     >>> iv = PredictionInterval(proba=p, lower=0 * p, upper=1 + 0 * p, epsilon=p, bias=p, sampling=p,
     ...                         kappa=p[:, 0], n_eff=p[:, 0], vacuous=torch.tensor([False]), bandwidth=p[:, 0])
@@ -110,7 +110,7 @@ def usefulness_on_device(interval: PredictionInterval, parts: Any = None, *, bet
     >>> report.useless, report.share_trivial, report.cause
     (True, 1.0, 'sampling')
     """
-    from ..diagnostics import BoundUsefulness
+    from ...diagnostics import BoundUsefulness
 
     n = int(interval.proba.shape[0])
     if n == 0:
@@ -151,7 +151,7 @@ def device_certificates(interval: PredictionInterval) -> tuple[Any, Any]:
     >>> import numpy as np
     >>> import torch
     >>> from nwbound import PredictionInterval
-    >>> from nwbound.estimators._device_results import device_certificates
+    >>> from nwbound.engine.device._results import device_certificates
     >>> iv = PredictionInterval.from_parts(
     ...     proba=np.array([[0.9, 0.1], [0.5, 0.5]]), bias=np.full((2, 2), 0.1),
     ...     sampling=np.full((2, 2), 0.2), kappa=np.array([10.0, 10.0]), n_eff=np.array([8.0, 8.0]),
@@ -175,13 +175,13 @@ def device_certificates(interval: PredictionInterval) -> tuple[Any, Any]:
 
 
 def interval_on_host(interval: PredictionInterval) -> PredictionInterval:
-    """A copy of ``interval`` with every array as NumPy (:func:`~nwbound.gpu._array_api.to_host`).
+    """A copy of ``interval`` with every array as NumPy (:func:`~nwbound.engine.device._array_api.to_host`).
 
     Examples
     --------
     >>> import numpy as np
     >>> from nwbound import PredictionInterval
-    >>> from nwbound.estimators._device_results import interval_on_host
+    >>> from nwbound.engine.device._results import interval_on_host
     >>> iv = PredictionInterval.from_parts(proba=np.array([[1.0]]), bias=np.zeros((1, 1)),
     ...     sampling=np.zeros((1, 1)), kappa=np.ones(1), n_eff=np.ones(1), vacuous=np.array([False]),
     ...     bandwidth=np.ones(1))

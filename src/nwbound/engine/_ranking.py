@@ -16,7 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..engine import KernelStatistics
+from ._statistics import KernelStatistics
 
 __all__ = ["BandwidthRanking", "KernelStatistics", "merge_statistics"]
 

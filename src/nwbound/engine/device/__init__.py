@@ -1,0 +1,1 @@
+"""The device engine: kernel sums and bounds on any array library and device."""

@@ -1,0 +1,1 @@
+"""The host engine: kernel sums with NumPy and numba."""
