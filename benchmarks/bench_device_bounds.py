@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile-rows", type=int, default=14,
                     help="operators per profile table (the device check's final mode prints the top 6)")
     ap.add_argument("--compiled", action="store_true",
-                    help="also the torch.compile'd eager search (NWBOUND_COMPILE_BOUNDS=auto; minutes to compile)")
+                    help="also the torch.compile'd eager search (config compile_bounds='auto'; minutes to compile)")
     ap.add_argument("--no-host-timing", action="store_true",
                     help="check each case against the host solver without timing that route (saves its first calls)")
     ap.add_argument("--cases", default="chernoff,hoeffding,localized,big",
@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     if "prod" not in res:
         return 1
     # The fused Triton search (the default where it applies; else the eager PyTorch search).
-    chernoff_device.COMPILE = "0"
+    nwbound.set_config(compile_bounds=False)
     from nwbound.bounds._chernoff_triton import triton_search_applies
 
     fused = triton_search_applies(torch.zeros(1, device=dev))
@@ -247,26 +247,25 @@ def main(argv: list[str] | None = None) -> int:
     if fused and "localized" in cases:  # the grouped form's fused kernel, forced (eager on CUDA by default)
         import nwbound.bounds._chernoff_device as cdev
 
-        os.environ["NWBOUND_FUSED_GROUPED"] = "1"
         cdev._TRITON_SEARCH.pop("unverified", None)
-        print("-- localized with the fused per-point search forced (NWBOUND_FUSED_GROUPED=1), for comparison --")
-        with warnings.catch_warnings():
+        print("-- localized with the fused per-point search forced (fused_grouped=True), for comparison --")
+        with warnings.catch_warnings(), nwbound.config_context(fused_grouped=True):
             warnings.simplefilter("ignore", RuntimeWarning)  # its refused ends: counted below
             _part("localized k=10 fused", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"},
                                                              check=True, tag=" fused forced"), deadline)
         refused = cdev._TRITON_SEARCH.get("unverified")
         print(f"{'':46s} fused ends refused by the float64 re-check (last call): "
               f"{None if refused is None else int(refused)} (0 expected once the kernel is fixed)")
-        os.environ.pop("NWBOUND_FUSED_GROUPED", None)
     if args.compiled and not args.small and "chernoff" in cases:
-        chernoff_device.COMPILE = "auto"
+        nwbound.set_config(compile_bounds="auto")
         chernoff_device._TRITON_SEARCH["failed"] = True  # the eager search, compiled
-        print(f"-- device Chernoff search: COMPILE='auto' ({'torch.compile' if dev.type == 'cuda' else 'eager'}) --")
+        print(f"-- device Chernoff search: compile_bounds='auto' ({'torch.compile' if dev.type == 'cuda' else 'eager'}) --")
         _part("chernoff compiled", lambda: bound_case("chernoff", check=True), deadline)
         _part("localized k=10 compiled", lambda: bound_case("chernoff", {"n_neighbors": 10, "algorithm": "brute"}),
               deadline)
         print(f"{'':46s} compile failed (eager fallback): {bool(chernoff_device._COMPILED.get('failed'))}")
         chernoff_device._TRITON_SEARCH.pop("failed", None)
+        nwbound.set_config(compile_bounds=False)
 
     # Every ratio of this run in one place (the issue's targets: default Chernoff 2x, Hoeffding 1.5x,
     # localized k=10 3x, the 1M case 2x; CUDA queries).

@@ -3,23 +3,24 @@
 On an H100 (Triton 3.6) the grouped form's fused ends once lay inside the host's (k = 5, 4 classes,
 β = 0, concentrated labels: classes with S = 0), while Triton's interpreter matches the eager search.
 The kernel now raises φ by a bound on its rounding before it rejects, and every end it moves is
-re-checked by the eager float64 exponent at the θ it reports (``NWBOUND_FUSED_VERIFY``); an end that
-fails falls back to the given certified end. This script runs each test batch three ways on the
-device — the raw kernel (``NWBOUND_FUSED_VERIFY=0``), the checked kernel (the default) and the eager
-search (``NWBOUND_FUSED_GROUPED=0``) — and prints, per case:
+re-checked by the eager float64 exponent at the θ it reports (the config key ``fused_verify``); an end
+that fails falls back to the given certified end. This script runs each test batch three ways on the
+device — the raw kernel (``fused_verify=False``), the checked kernel (the default) and the eager
+search (``triton_search=False``), the per-point form forced onto the kernel (``fused_grouped=True``) for
+the first two — and prints, per case:
 
 * ``refused``: how many of the raw kernel's moved ends the float64 re-check refused (0 expected);
 * ``worst inside host``: the largest amount by which an end lies inside the host solver's
   (``<= 1e-7`` expected: the host's own tolerance), raw and checked;
 * for β = 0, the classes with S = 0: the exact upper end ``1 − (δ′/2)^(1/N₊)`` in closed form, and
   how far the raw kernel's end lies inside it (``<= 0`` expected);
-* the raw kernel's ends that the re-check refuses (``NWBOUND_FUSED_DEBUG=1`` keeps the kernel's last
-  outputs): the worst one's end, θ, eager exponent and ``s − Σ N·M`` (the cause, where there is one);
+* the raw kernel's ends that the re-check refuses (a list in ``_chernoff_device._RECORD`` keeps the
+  kernel's outputs): the worst one's end, θ, eager exponent and ``s − Σ N·M`` (the cause, where there is one);
 * the worst pair's inputs when the raw kernel is off by more than 1e-9 from the eager search.
 
 ``--ecg``: the case where an H100 refused thousands of ends (issue 19, round 9: 7 827 of the localized
 classifier's, k = 10, at the ECG shapes; none under the interpreter): one localized ``predict_interval`` with
-the fused per-point search forced (``NWBOUND_FUSED_GROUPED`` ``bp1`` and ``1``), then for every end the kernel
+the fused per-point search forced (``fused_grouped`` ``"bp1"`` and True), then for every end the kernel
 moved, the kernel's own exponent at its reported (end, θ) (``triton_evaluate``: the same jitted pieces, one
 evaluation) against the eager float64 one. It tells the two possible causes apart:
 
@@ -97,20 +98,18 @@ def _ecg(opts) -> int:
                                    bound="chernoff", dtype="float32", device=str(dev)).fit(X, y)
     Qd = torch.from_numpy(Q).to(dev)
     verdict = "ok"
-    os.environ["NWBOUND_FUSED_DEBUG"] = "1"
-    # (NWBOUND_FUSED_GROUPED, NWBOUND_SEARCH_VARIANT, pairs per program, warps): one pair per one-warp program,
+    # (fused_grouped, search_variant, pairs per program, warps): one pair per one-warp program,
     # the kernel's own launch, and both with the per-group fields re-loaded at every evaluation (lazy): a
     # SEARCH refusal that the lazy form does not show points at the fields held in registers across the loop.
-    launches = (("bp1", "", 1, 1), ("1", "", 32, 8), ("1", "bp=1,warps=1,lazy=1", 1, 1), ("1", "lazy=1", 32, 8))
+    launches = (("bp1", "", 1, 1), (True, "", 32, 8), (True, "bp=1,warps=1,lazy=1", 1, 1), (True, "lazy=1", 32, 8))
     for launch, variant, bp, warps in launches:
-        os.environ["NWBOUND_FUSED_GROUPED"] = launch
-        os.environ["NWBOUND_SEARCH_VARIANT"] = variant
-        cd._TRITON_SEARCH.pop("history", None)
-        with sklearn.config_context(array_api_dispatch=True), warnings.catch_warnings():
+        cd._RECORD = []  # every fused search call's inputs and outputs
+        with sklearn.config_context(array_api_dispatch=True), warnings.catch_warnings(), \
+                nwbound.config_context(fused_grouped=launch, search_variant=variant):
             warnings.simplefilter("ignore")
             est.predict_interval(Qd)
-        calls = [c for c in cd._TRITON_SEARCH.get("history", []) if not c["split"]]
-        print(f"-- NWBOUND_FUSED_GROUPED={launch} NWBOUND_SEARCH_VARIANT={variant!r}: {len(calls)} fused per-point "
+        calls = [c for c in cd._RECORD if not c["split"]]
+        print(f"-- fused_grouped={launch!r} search_variant={variant!r}: {len(calls)} fused per-point "
               "search call(s) --")
         for j, c in enumerate(calls):
             ok = cd.fused_ends_certified(torch, False, c["data"], c["s"], c["given"], c["ends"], c["cert"], c["log_level"])
@@ -151,8 +150,7 @@ def _ecg(opts) -> int:
                 lg = np.log(hi + (1.0 - hi) * np.exp(-x))
                 print(f"  N {N}\n  M {M}\n  R {R}\n  NumPy per-bin N*(x + log den) {N * (x + lg)}\n"
                       f"  NumPy phi {-th * float(c['s'][row, col]) + float((N * (x + lg)).sum())!r}")
-    for key in ("NWBOUND_FUSED_GROUPED", "NWBOUND_FUSED_DEBUG", "NWBOUND_SEARCH_VARIANT"):
-        os.environ.pop(key, None)
+    cd._RECORD = None
     print(f"DIAG VERDICT: {verdict} (EVAL: the kernel's arithmetic on this device; SEARCH: its search logic)")
     return 0 if verdict == "ok" else 1
 
@@ -174,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from test_gpu_bounds import _per_point_batch  # the tests' batches
 
+    import nwbound
     import nwbound.bounds._chernoff_device as chernoff_device
     from nwbound.bounds._chernoff import chernoff_interval
     from nwbound.bounds._chernoff_device import chernoff_interval_device
@@ -183,23 +182,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device {dev}; fused kernel applies: "
           f"{__import__('nwbound.bounds._chernoff_triton', fromlist=['x']).triton_search_applies(torch.zeros(1, device=dev))}")
     ok = True
-    saved = {k: os.environ.get(k) for k in ("NWBOUND_TRITON_SEARCH", "NWBOUND_FUSED_GROUPED", "NWBOUND_FUSED_VERIFY",
-                                            "NWBOUND_FUSED_DEBUG")}
     cases = [(10, 2, 0.5, 0.05, False), (5, 4, 0.0, 0.01, True), (5, 4, 0.5, 0.01, True), (5, 4, 0.0, 0.01, False),
              (10, 5, 1.0, 0.05, False), (30, 3, 0.1, 1e-3, True), (60, 5, 3.0, 0.2, False), (12, 3, 0.0, 0.05, True)]
     for k, n_classes, beta, dp, conc in cases[: opts.cases]:
         S, count, mass, rho = _per_point_batch(k, opts.rows, k, n_classes, beta, concentrated=conc)
         args = [torch.as_tensor(x, dtype=torch.float64, device=dev) for x in (S, count, mass, rho)]
         ends, refused = {}, None
-        for name, env in (("raw", ("1", "1", "0")), ("checked", ("1", "1", "1")), ("eager", ("0", "0", "1"))):
-            for key, val in zip(("NWBOUND_TRITON_SEARCH", "NWBOUND_FUSED_GROUPED", "NWBOUND_FUSED_VERIFY"), env):
-                os.environ[key] = val
+        for name, (fused, verify) in (("raw", (True, False)), ("checked", (True, True)), ("eager", (False, True))):
             chernoff_device._TRITON_SEARCH.pop("unverified", None)
-            chernoff_device._TRITON_SEARCH.pop("last", None)
-            os.environ["NWBOUND_FUSED_DEBUG"] = "1" if name == "raw" else "0"
-            lo, up = chernoff_interval_device(*args, dp)
-            if name == "raw" and "last" in chernoff_device._TRITON_SEARCH:
-                _explain_refused(torch, chernoff_device, chernoff_device._TRITON_SEARCH["last"])
+            chernoff_device._RECORD = [] if name == "raw" else None
+            with nwbound.config_context(triton_search=fused, fused_grouped=fused, fused_verify=verify):
+                lo, up = chernoff_interval_device(*args, dp)
+            if name == "raw" and chernoff_device._RECORD:
+                _explain_refused(torch, chernoff_device, chernoff_device._RECORD[-1])
+            chernoff_device._RECORD = None
             ends[name] = np.stack([lo.cpu().numpy(), up.cpu().numpy()])
             if name == "checked" and "unverified" in chernoff_device._TRITON_SEARCH:
                 refused = int(chernoff_device._TRITON_SEARCH["unverified"])
@@ -225,11 +221,6 @@ def main(argv: list[str] | None = None) -> int:
                   f"eager {ends['eager'][side, row, col]!r} host {host[side, row, col]!r}")
             print(f"  S {S[row]}\n  count {count[row]}\n  mass {mass[row]}\n  rho {rho[row]}")
             print(f"  pairs off by > 1e-9: {int((d_fe > 1e-9).sum())} of {d_fe.size}")
-    for key, val in saved.items():
-        if val is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = val
     print(f"DIAG VERDICT: {'ok' if ok else 'FAIL'}")
     return 0 if ok else 1
 

@@ -10,11 +10,11 @@ Every variant lives in the library behind a private switch (after issue 19's run
   rounds per block), ``""`` the default (``bf16+onesync``: ``topk`` of a bfloat16 copy of the product,
   2 radix passes of 16 bits instead of 4 of 32, and one read per call for the rows to grow), and the
   other forms of the module's docstring (``noclamp``, ``chunks=N``, ``bf16``, ``onesync``);
-* the per-point search (``nwbound.bounds._chernoff_device``): ``NWBOUND_SEARCH_READS=full`` the previous
-  reads (0-d constants copied from the host, each copy a synchronisation, the first round's open pairs
-  read), ``""`` the default lean reads; ``_CHECK_EVERY`` probes between two host reads (4);
-  ``NWBOUND_FUSED_GROUPED`` ``"bp1"``: the fused Triton search for the per-point form with one pair per
-  program and one warp (``"1"``: the kernel's own launch, 32 pairs per program, 8 warps), every moved end
+* the per-point search (``nwbound.bounds._chernoff_device``): the config key ``search_reads="full"`` the
+  previous reads (0-d constants copied from the host, each copy a synchronisation, the first round's open
+  pairs read), ``"lean"`` the default; ``_CHECK_EVERY`` probes between two host reads (4); the key
+  ``fused_grouped="bp1"``: the fused Triton search for the per-point form with one pair per
+  program and one warp (True: the kernel's own launch, 32 pairs per program, 8 warps), every moved end
   re-checked by the float64 exponent, the refused ones searched again eagerly (their count printed).
   The predict part's neighbour statistics skip their five input checks (``check_input=False``, no switch).
 
@@ -60,10 +60,10 @@ from run import ECG_FULL  # noqa: E402
 
 SMALL = (3_000, 600)
 KNN_VARIANTS = ("full", "", "noclamp+onesync")
-# (knn_topk, _CHECK_EVERY, NWBOUND_SEARCH_READS, NWBOUND_FUSED_GROUPED) for the whole predict_interval;
-# the first is the baseline (the defaults before issue 19's run 1)
-PREDICT_VARIANTS = (("full", 4, "full", "0"), ("", 4, "", "0"), ("", 4, "", "bp1"), ("", 4, "", "1"))
-_FUSED_LABEL = {"0": "", "bp1": ", fused grouped bp=1 w1", "1": ", fused grouped bp=32 w8"}
+# (knn_topk, _CHECK_EVERY, search_reads, fused_grouped: nwbound config keys but _CHECK_EVERY) for the whole
+# predict_interval; the first is the baseline (the defaults before issue 19's run 1)
+PREDICT_VARIANTS = (("full", 4, "full", False), ("", 4, "lean", False), ("", 4, "lean", "bp1"), ("", 4, "lean", True))
+_FUSED_LABEL = {False: "", "bp1": ", fused grouped bp=1 w1", True: ", fused grouped bp=32 w8"}
 
 
 @contextlib.contextmanager
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         # the interpreter would take the fused form: the eager one here too, as on the GPU, but where a
         # variant asks for the fused one.
         fused_for = cdev._fused_for
-        cdev._fused_for = lambda split, s: bool(split) or os.environ.get("NWBOUND_FUSED_GROUPED", "0") != "0" \
+        cdev._fused_for = lambda split, s: bool(split) or nwbound.get_config()["fused_grouped"] is not False \
             and fused_for(split, s)
         print("-- cpu: the per-point search eager, as CUDA's default --")
 
@@ -213,12 +213,10 @@ def main(argv: list[str] | None = None) -> int:
         if over(label):
             continue
         try:
-            nwbound.set_config(knn_topk=v)
-            os.environ["NWBOUND_SEARCH_READS"] = reads_mode
-            os.environ["NWBOUND_FUSED_GROUPED"] = fused
+            nwbound.set_config(knn_topk=v, search_reads=reads_mode, fused_grouped=fused)
             cdev._CHECK_EVERY = every
             refused.clear()
-            interpreted = dev.type == "cpu" and fused != "0"  # Triton's interpreter: one call, timed and counted
+            interpreted = dev.type == "cpu" and fused is not False  # Triton's interpreter: one call, timed and counted
             if interpreted:
                 t0 = time.perf_counter()
                 with _read_counter(dev) as reads:
@@ -259,9 +257,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"VARIANT {label:58s} FAILED {type(exc).__name__}: {str(exc)[:300]}")
             traceback.print_exc(limit=3, file=sys.stdout)
         finally:
-            nwbound.set_config(knn_topk="")
-            os.environ.pop("NWBOUND_SEARCH_READS", None)
-            os.environ.pop("NWBOUND_FUSED_GROUPED", None)
+            nwbound.set_config(knn_topk="", search_reads="lean", fused_grouped=False)
             cdev._CHECK_EVERY = default_every
     cdev.fused_ends_certified = certify
     print(f"== diag_knn done in {time.perf_counter() - start:.0f} s ==")

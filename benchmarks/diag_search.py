@@ -5,7 +5,7 @@ Round 7 on an H100 at the ECG shapes: ``search_kernel`` 21.6 ms against a bare f
 This script builds the real search inputs once (the estimator's own call: the statistics
 on the device, then :func:`nwbound.bounds._chernoff_device._search`, whose arguments are captured
 at :func:`nwbound.bounds._chernoff_triton.triton_search`), then times ONLY the search kernel for each
-private launch variant (``_variant=``, the same keys as ``NWBOUND_SEARCH_VARIANT``), the bare fp32
+private launch variant (``_variant=``, the same keys as the config key ``search_variant``), the bare fp32
 product (TF32 off) timed in the same run. Per variant one line::
 
     VARIANT <name> <ms> ms <ratio>x product  regs <n> spills <n>  CORRECTNESS <verdict>

@@ -53,8 +53,8 @@ PY
     [ "$MODE" = "explore" ] && TEST_LIMIT=120
     echo "== pytest -m '' tests/test_gpu*.py (${TEST_LIMIT} s at most) =="
     # test_gpu_bounds.py, test_gpu_auto.py: their CUDA cases only here (the CPU ones run in CI); the fused search where
-    # Triton is installed, not the torch.compile'd one.
-    NWBOUND_COMPILE_BOUNDS=0 timeout "$TEST_LIMIT" python3 -u -m pytest -q -m "" -p no:cacheprovider --maxfail=10 -rfE \
+    # Triton is installed, not the torch.compile'd one (nwbound's config key compile_bounds: False by default).
+    timeout "$TEST_LIMIT" python3 -u -m pytest -q -m "" -p no:cacheprovider --maxfail=10 -rfE \
       --no-header -k "not (test_gpu_bounds or test_gpu_auto) or cuda" tests/test_gpu_bounds.py tests/test_gpu.py \
       tests/test_gpu_dispatch.py tests/test_gpu_neighbors.py tests/test_gpu_underflow.py tests/test_gpu_rounding.py \
       tests/test_gpu_auto.py \

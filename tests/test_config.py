@@ -22,6 +22,8 @@ def test_defaults_and_exports():
     assert nwbound.config_context is config_context and "set_config" in nwbound.__all__
     cfg = get_config()
     assert cfg["device_bounds_on_cpu"] is False and cfg["knn_topk"] == "" and cfg["hist_epilogue"] == "atomic_count"
+    assert (cfg["compile_bounds"], cfg["fused_grouped"], cfg["fused_verify"], cfg["search_variant"],
+            cfg["search_reads"]) == (False, False, True, "", "lean")
     cfg["knn_topk"] = "full"  # a copy
     assert get_config()["knn_topk"] == ""
 
@@ -34,6 +36,14 @@ def test_defaults_and_exports():
     ({"knn_topk": "fast"}, "'knn_topk': knn_topk: unknown part 'fast'"),
     ({"knn_topk": 3}, "'knn_topk' must be a string"),
     ({"hist_epilogue": "atomics"}, "'hist_epilogue' must be one of"),
+    ({"compile_bounds": "1"}, "'compile_bounds' must be True, False or one of 'auto'"),
+    ({"fused_grouped": "1"}, "'fused_grouped' must be True, False or one of 'bp1'"),
+    ({"fused_verify": "all"}, "'fused_verify' must be True, False or one of 'grouped'"),
+    ({"search_variant": "bp=3"}, "'search_variant': search_variant: bp must be a power of two"),
+    ({"search_variant": "warps=two"}, "'search_variant': search_variant: warps must be an integer"),
+    ({"search_variant": "nope=1"}, "'search_variant': search_variant: unknown or empty item 'nope=1'"),
+    ({"search_variant": None}, "'search_variant' must be a string"),
+    ({"search_reads": "none"}, "'search_reads' must be one of 'lean', 'full'"),
 ])
 def test_bad_key_or_value_names_it_and_sets_nothing(changes, match):
     before = get_config()
@@ -123,3 +133,121 @@ def test_device_bounds_on_cpu_runs_the_device_bounds_on_pytorchs_cpu(monkeypatch
     with config_context(device_bounds_on_cpu=True):
         out = run()
     assert out is not None and out[None].lower[0, 0] <= out[None].proba[0, 0] <= out[None].upper[0, 0]
+
+
+def test_no_key_reads_the_environment(monkeypatch):
+    """The variables that once set these switches are not read any more: a process sets them with
+    set_config (a fresh import of the config, as a subprocess would, starts from the documented defaults)."""
+    import importlib
+
+    import nwbound._config as config
+
+    for name, value in (("NWBOUND_COMPILE_BOUNDS", "1"), ("NWBOUND_TRITON_SEARCH", "0"),
+                        ("NWBOUND_FUSED_GROUPED", "1"), ("NWBOUND_FUSED_VERIFY", "0"),
+                        ("NWBOUND_SEARCH_VARIANT", "bp=2"), ("NWBOUND_SEARCH_READS", "full")):
+        monkeypatch.setenv(name, value)
+    fresh = importlib.util.module_from_spec(importlib.util.find_spec("nwbound._config"))
+    fresh.__spec__.loader.exec_module(fresh)
+    assert fresh.get_config() == {key: default for key, (default, _) in config._KEYS.items()}
+
+
+def test_fused_grouped_and_fused_verify_are_read_at_each_call():
+    import nwbound.bounds._chernoff_device as cdev
+
+    assert not cdev._grouped_launch(False) and cdev._verify_fused(False) and cdev._verify_fused(True)
+    with config_context(fused_grouped="bp1", fused_verify="grouped"):
+        assert cdev._grouped_launch(False) == {"bp": 1, "warps": 1} and cdev._grouped_launch(True) is None
+        assert cdev._verify_fused(False) and not cdev._verify_fused(True)  # the per-point form only
+    with config_context(fused_grouped=True, fused_verify=False):
+        assert cdev._grouped_launch(False) is None  # the kernel's own launch
+        assert not cdev._verify_fused(False) and not cdev._verify_fused(True)
+
+
+@needs_torch
+def test_fused_grouped_routes_the_per_point_form_on_cuda(monkeypatch):
+    import nwbound.bounds._chernoff_device as cdev
+    import nwbound.bounds._chernoff_triton as ctri
+
+    class _Cuda:  # stands in for a CUDA tensor: only its device type is read
+        device = type("dev", (), {"type": "cuda"})()
+
+    monkeypatch.setattr(ctri, "triton_search_applies", lambda s: True)
+    assert not cdev._fused_for(False, _Cuda()) and cdev._fused_for(True, _Cuda())
+    for value in (True, "bp1"):
+        with config_context(fused_grouped=value):
+            assert cdev._fused_for(False, _Cuda())
+
+
+@needs_torch
+def test_triton_search_turns_the_fused_search_off(monkeypatch):
+    import torch
+
+    import nwbound.bounds._chernoff_triton as ctri
+
+    monkeypatch.setattr(ctri, "_triton_installed", lambda: True)
+    monkeypatch.setattr(ctri, "_interpreting", lambda: True)
+    assert ctri.triton_search_applies(torch.zeros(1))
+    with config_context(triton_search=False):
+        assert not ctri.triton_search_applies(torch.zeros(1))
+
+
+@needs_torch
+def test_compile_bounds_chooses_the_compiled_probe(monkeypatch):
+    import torch
+
+    import nwbound.bounds._chernoff_device as cdev
+
+    monkeypatch.setattr(cdev, "_COMPILED", {})  # torch.compile wraps lazily: nothing compiles here
+    cpu, cuda = torch.device("cpu"), type("dev", (), {"type": "cuda"})()
+    assert cdev._probe_for(torch, cpu) is cdev._probe and cdev._probe_for(torch, cuda) is cdev._probe
+    with config_context(compile_bounds="auto"):  # on CUDA only
+        assert cdev._probe_for(torch, cpu) is cdev._probe and cdev._probe_for(torch, cuda) is not cdev._probe
+    with config_context(compile_bounds=True):
+        assert cdev._probe_for(torch, cpu) is not cdev._probe
+
+
+@needs_torch
+def test_search_reads_full_reads_the_first_round(monkeypatch):
+    import torch
+
+    import nwbound.bounds._chernoff_device as cdev
+
+    monkeypatch.setattr(cdev, "_fused_for", lambda split, s: False)  # the eager search
+    rng = np.random.default_rng(3)
+    mass = torch.as_tensor(rng.random((40, 6)))
+    S = torch.stack([mass[:, :3].sum(1), mass[:, 3:].sum(1)], 1)
+    args = (S, torch.ones_like(mass), mass, torch.as_tensor(rng.random((40, 6)) * 0.1), 0.05)
+    reads = []
+    real = torch.nonzero
+    monkeypatch.setattr(torch, "nonzero", lambda *a, **k: reads.append(1) or real(*a, **k))
+    ends = {}
+    for mode in ("lean", "full"):
+        reads.clear()
+        with config_context(search_reads=mode):
+            ends[mode] = cdev.chernoff_interval_device(*args, sum_error=1e-12)
+        ends[mode + "/reads"] = len(reads)
+    assert ends["full/reads"] > ends["lean/reads"]  # the first round's open pairs read
+    assert all(torch.equal(a, b) for a, b in zip(ends["lean"], ends["full"]))  # the same ends
+
+
+@needs_torch
+def test_search_variant_is_the_kernels_launch_unless_the_caller_gives_one(monkeypatch):
+    import torch
+
+    import nwbound.bounds._chernoff_triton as ctri
+
+    seen = []
+    real = ctri.parse_search_variant
+    monkeypatch.setattr(ctri, "parse_search_variant", lambda text: seen.append(text) or real(text))
+    z = torch.zeros(0, 1, dtype=torch.float64)  # no pair: the launch is parsed, no kernel runs
+    fields = tuple(torch.zeros(0, 4, dtype=torch.float64) for _ in range(3))
+    opts = dict(theta_steps=1, max_probes=1, newton_m_steps=1, decrement=0.5, margin=0.0, series_x=1e-3)
+
+    def search(**kw):
+        return ctri.triton_search(False, fields, z, z, z, z, z, z, -3.0, 1e-7, z.bool(), **opts, **kw)
+
+    search()
+    with config_context(search_variant="bp=2,warps=1"):
+        search()
+        search(_variant={"bp": 1})  # the caller's launch wins
+    assert seen == ["", "bp=2,warps=1"]

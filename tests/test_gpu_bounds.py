@@ -22,6 +22,7 @@ import pytest
 from test_chernoff import per_point, random_points, reference_interval
 from test_chernoff_binned import _binned, _points, _rejects
 
+import nwbound
 from nwbound.bounds import BoundSpec
 from nwbound.bounds._chernoff import chernoff_interval
 from nwbound.bounds._chernoff_binned import chernoff_interval_binned
@@ -174,7 +175,7 @@ def test_per_point_contains_the_host_interval_and_is_close(dev, k, n_classes, be
 
 
 def test_fused_per_point_search_is_off_on_cuda_unless_asked(monkeypatch):
-    """The fused per-point (grouped) kernel runs on CUDA only with NWBOUND_FUSED_GROUPED=1 (its raw ends were
+    """The fused per-point (grouped) kernel runs on CUDA only with fused_grouped set (its raw ends were
     inside the host's on an H100); the split form and the interpreter's CPU tensors keep the fused search."""
     import nwbound.bounds._chernoff_device as chernoff_device
     import nwbound.bounds._chernoff_triton as chernoff_triton
@@ -183,26 +184,24 @@ def test_fused_per_point_search_is_off_on_cuda_unless_asked(monkeypatch):
         device = type("dev", (), {"type": "cuda"})()
 
     monkeypatch.setattr(chernoff_triton, "triton_search_applies", lambda s: True)
-    monkeypatch.delenv("NWBOUND_FUSED_GROUPED", raising=False)
     assert not chernoff_device._fused_for(False, _Cuda())
     assert chernoff_device._fused_for(True, _Cuda())
     assert chernoff_device._fused_for(False, torch.zeros(1))
-    for value, on in (("0", False), ("1", True)):
-        monkeypatch.setenv("NWBOUND_FUSED_GROUPED", value)
-        assert chernoff_device._fused_for(False, _Cuda()) is on
+    for value, on in ((False, False), (True, True), ("bp1", True)):
+        with nwbound.config_context(fused_grouped=value):
+            assert chernoff_device._fused_for(False, _Cuda()) is on
 
 
 @pytest.mark.skipif(not torch.cuda.is_available() or importlib.util.find_spec("triton") is None,
                     reason="needs CUDA and Triton")
 @pytest.mark.xfail(strict=False, reason="the fused per-point Triton kernel rejects levels on CUDA that the float64 "
                                         "exponent does not (diag_grouped_search.py); it is off there by default")
-def test_forced_fused_per_point_search_on_cuda_needs_no_eager_re_search(monkeypatch):
+def test_forced_fused_per_point_search_on_cuda_needs_no_eager_re_search():
     import warnings
 
-    monkeypatch.setenv("NWBOUND_FUSED_GROUPED", "1")
     S, count, mass, rho = _per_point_batch(5, 100, 5, 4, 0.0, concentrated=True)
     h_lo, h_up = chernoff_interval(S, count, mass, mass, rho, 0.01, engine="numpy")
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), nwbound.config_context(fused_grouped=True):
         warnings.simplefilter("error", RuntimeWarning)  # a refused end is this test's failure
         d_lo, d_up = (_np(x) for x in chernoff_interval_device(*(_t(x, "cuda") for x in (S, count, mass, rho)), 0.01))
     assert np.all(d_lo <= h_lo + TOL) and np.all(d_up >= h_up - TOL)
@@ -474,10 +473,11 @@ def test_blocks_of_queries_give_the_same_bounds(monkeypatch, kind):
 
 # ---------------------------------------------------------------- the fused Triton search (interpreter)
 _FUSED = r'''
-import os, sys
+import sys
 import numpy as np
 sys.path.insert(0, sys.argv[1])
 import torch
+import nwbound
 from test_gpu_bounds import _binned_batch, _per_point_batch, _t, _np, _both
 from nwbound.bounds._chernoff import chernoff_interval
 from nwbound.bounds._chernoff_device import chernoff_interval_device
@@ -489,7 +489,7 @@ cases = {"split": (_binned_batch(3, 3, 2, 8, 0.5, weighted=True), 0.5, 0.05),
          "split_plain": (_binned_batch(4, 2, 2, 3, 2.0), 2.0, 1e-3)}
 for name, (args, beta, dp) in cases.items():
     for fused in ("1", "0"):
-        os.environ["NWBOUND_TRITON_SEARCH"] = fused
+        nwbound.set_config(triton_search=fused == "1")
         (h_lo, h_up), (d_lo, d_up) = _both(args, beta, dp, "cpu", sum_error=1e-9 if name == "split" else 0.0)
         out[f"{name}/{fused}"] = np.stack([d_lo, d_up])
         if fused == "1":  # the split form's ends re-checked by the float64 exponent too: none refused here
@@ -499,7 +499,7 @@ for name, (args, beta, dp) in cases.items():
 S, count, mass, rho = _per_point_batch(5, 4, 7, 2, 0.5)
 S[0], count[0], mass[0] = 0.0, 0.0, 0.0  # a row without mass
 for fused in ("1", "0"):
-    os.environ["NWBOUND_TRITON_SEARCH"] = fused
+    nwbound.set_config(triton_search=fused == "1")
     lo, up = chernoff_interval_device(*(_t(x, "cpu") for x in (S, count, mass, rho)), 0.05)
     out[f"grouped/{fused}"] = np.stack([_np(lo), _np(up)])
     if fused == "1":  # the fused ends re-checked by the float64 exponent: none refused here
@@ -577,12 +577,12 @@ def test_fused_ends_that_the_float64_exponent_does_not_reject_are_not_reported(m
 
     monkeypatch.setattr(chernoff_triton, "triton_search_applies", lambda s: True)
     monkeypatch.setattr(chernoff_triton, "triton_search", bogus)
-    monkeypatch.setenv("NWBOUND_FUSED_VERIFY", verify)
     S, count, mass, rho = _per_point_batch(5, 20, 5, 4, 0.0, concentrated=True)
     h_lo, h_up = chernoff_interval(S, count, mass, mass, rho, 0.01, engine="numpy")
     args = [_t(x, "cpu") for x in (S, count, mass, rho)]
     if verify == "0":  # the unchecked kernel's ends are reported: the interval shrinks to p̂ (the check's reason)
-        d_lo, d_up = (_np(x) for x in chernoff_interval_device(*args, 0.01))
+        with nwbound.config_context(fused_verify=False):
+            d_lo, d_up = (_np(x) for x in chernoff_interval_device(*args, 0.01))
         assert ((d_lo > h_lo + TOL) | (d_up < h_up - TOL)).any()
         return
     with pytest.warns(RuntimeWarning, match="re-check does not certify"):

@@ -115,7 +115,7 @@ def test_variant_switch_messages(monkeypatch):
 
 def test_lean_search_reads_give_the_same_ends(monkeypatch):
     # The per-point search's lean reads (the default: constants filled on the device, its first round
-    # unread) give the same interval ends bit for bit as NWBOUND_SEARCH_READS=full (the form before), on
+    # unread) give the same interval ends bit for bit as search_reads="full" (the form before), on
     # random per-point inputs (some rows without mass, some pairs closed from the start).
     import torch
 
@@ -131,18 +131,17 @@ def test_lean_search_reads_give_the_same_ends(monkeypatch):
     count = (mass > 0).to(torch.float64)
     radius = torch.as_tensor(rng.random((n, B)) * 0.2)
     out = {}
-    for mode in ("full", "", "lean"):
-        monkeypatch.setenv("NWBOUND_SEARCH_READS", mode)
-        out[mode] = cdev.chernoff_interval_device(S, count, mass, radius, 0.05, sum_error=1e-12)
-    for mode in ("", "lean"):
-        for a, b in zip(out["full"], out[mode]):
-            assert torch.equal(a, b)
+    for mode in ("full", "lean"):
+        with nwbound.config_context(search_reads=mode):
+            out[mode] = cdev.chernoff_interval_device(S, count, mass, radius, 0.05, sum_error=1e-12)
+    for a, b in zip(out["full"], out["lean"]):
+        assert torch.equal(a, b)
     lo, up = out["full"]
     assert bool((lo[:5] == 0).all() and (up[:5] == 1).all()) and bool((up[5:] - lo[5:] < 1).any())
 
 
 def test_fused_grouped_switch_values(monkeypatch):
-    # NWBOUND_FUSED_GROUPED: "0"/unset keeps the eager per-point search on CUDA; "1" the fused kernel's own
+    # fused_grouped: False (the default) keeps the eager per-point search on CUDA; True the fused kernel's own
     # launch; "bp1" the fused kernel with one pair per program and one warp (issue 19's run 2).
     import nwbound.bounds._chernoff_device as cdev
     import nwbound.bounds._chernoff_triton as ctri
@@ -151,23 +150,21 @@ def test_fused_grouped_switch_values(monkeypatch):
         device = type("dev", (), {"type": "cuda"})()
 
     monkeypatch.setattr(ctri, "triton_search_applies", lambda s: True)
-    for value, on, launch in ((None, False, None), ("0", False, None), ("1", True, None),
-                              ("bp1", True, {"bp": 1, "warps": 1})):
-        if value is None:
-            monkeypatch.delenv("NWBOUND_FUSED_GROUPED", raising=False)
-        else:
-            monkeypatch.setenv("NWBOUND_FUSED_GROUPED", value)
-        assert cdev._fused_for(False, _Cuda()) is on, value
-        assert cdev._fused_for(True, _Cuda())  # the split form: always
-        assert cdev._grouped_launch(False) == launch, value
-        assert cdev._grouped_launch(True) is None  # the split form's launch is not this switch's
+    assert nwbound.get_config()["fused_grouped"] is False
+    for value, on, launch in ((False, False, None), (True, True, None), ("bp1", True, {"bp": 1, "warps": 1})):
+        with nwbound.config_context(fused_grouped=value):
+            assert cdev._fused_for(False, _Cuda()) is on, value
+            assert cdev._fused_for(True, _Cuda())  # the split form: always
+            assert cdev._grouped_launch(False) == launch, value
+            assert cdev._grouped_launch(True) is None  # the split form's launch is not this switch's
 
 
 _FUSED_BP1 = r'''
-import os, sys
+import sys
 import numpy as np
 sys.path.insert(0, sys.argv[1])
 import torch
+import nwbound
 import nwbound.bounds._chernoff_triton as ct
 import nwbound.bounds._chernoff_device as cd
 from test_gpu_bounds import _per_point_batch, _t
@@ -184,8 +181,8 @@ S[0], count[0], mass[0] = 0.0, 0.0, 0.0  # a row without mass
 args = [_t(x, "cpu") for x in (S, count, mass, rho)]
 out = {"host": np.stack(chernoff_interval(S, count, mass, mass, rho, 0.02, engine="numpy"))}
 for mode in ("bp1",):
-    os.environ["NWBOUND_FUSED_GROUPED"] = mode
-    out[mode] = np.stack([x.numpy() for x in cd.chernoff_interval_device(*args, 0.02)])
+    with nwbound.config_context(fused_grouped=mode):
+        out[mode] = np.stack([x.numpy() for x in cd.chernoff_interval_device(*args, 0.02)])
     out[mode + "/unverified"] = np.array(int(cd._TRITON_SEARCH["unverified"]))
 cd._fused_for = lambda split, s: False  # the eager search, the reference
 out["eager"] = np.stack([x.numpy() for x in cd.chernoff_interval_device(*args, 0.02)])
@@ -197,7 +194,7 @@ np.savez(sys.argv[2], **out)
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
 def test_fused_grouped_bp1_launch_in_the_interpreter_is_certified_and_contains_the_host(tmp_path):
-    # NWBOUND_FUSED_GROUPED=bp1 (Triton's interpreter, its own process): the grouped kernel launched with one
+    # fused_grouped="bp1" (Triton's interpreter, its own process): the grouped kernel launched with one
     # pair per program and one warp; every moved end re-checked by the float64 exponent (none refused here),
     # the ends within the search's tolerance of the eager search's, outside the host solver's interval.
     import os
@@ -206,7 +203,6 @@ def test_fused_grouped_bp1_launch_in_the_interpreter_is_certified_and_contains_t
     from pathlib import Path
 
     env = dict(os.environ, TRITON_INTERPRET="1")
-    env.pop("NWBOUND_SEARCH_VARIANT", None)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
     run = subprocess.run([sys.executable, "-c", _FUSED_BP1, str(Path(__file__).resolve().parent),
                           str(tmp_path / "o.npz")], env=env, capture_output=True, text=True, timeout=300)
@@ -266,8 +262,8 @@ def test_neighbor_statistics_check_input_false_skips_only_the_reads(monkeypatch)
 
 @pytest.mark.skipif(not HAS_TORCH or not __import__("torch").cuda.is_available()
                     or importlib.util.find_spec("triton") is None, reason="needs CUDA and Triton")
-def test_fused_grouped_bp1_on_cuda_contains_the_host(monkeypatch):
-    # The compiled kernel (NWBOUND_FUSED_GROUPED=bp1): whatever its float64 re-check refuses is searched again
+def test_fused_grouped_bp1_on_cuda_contains_the_host():
+    # The compiled kernel (fused_grouped="bp1"): whatever its float64 re-check refuses is searched again
     # eagerly, so the interval contains the host solver's and is as close as the eager search's (CUDA's
     # default); the refused count is printed (benchmarks/diag_knn.py measures it at the ECG shapes).
     import warnings
@@ -283,14 +279,13 @@ def test_fused_grouped_bp1_on_cuda_contains_the_host(monkeypatch):
     h_lo, h_up = chernoff_interval(S, count, mass, mass, rho, 0.01, engine="numpy")
     args = [torch.as_tensor(np.asarray(x, dtype=np.float64), device="cuda") for x in (S, count, mass, rho)]
     out = {}
-    for mode in ("0", "bp1"):
-        monkeypatch.setenv("NWBOUND_FUSED_GROUPED", mode)
-        with warnings.catch_warnings():
+    for mode in (False, "bp1"):
+        with warnings.catch_warnings(), nwbound.config_context(fused_grouped=mode):
             warnings.simplefilter("ignore", RuntimeWarning)  # a refused end's warning: counted below instead
             out[mode] = [x.cpu().numpy() for x in cdev.chernoff_interval_device(*args, 0.01)]
     refused = cdev._TRITON_SEARCH.get("unverified")
     print("fused grouped bp=1 w1: float64 re-check refused", None if refused is None else int(refused), "moved ends")
     lo, up = out["bp1"]
     assert np.all(lo <= h_lo + 1e-7) and np.all(up >= h_up - 1e-7)
-    np.testing.assert_allclose(lo, out["0"][0], atol=2e-5)
-    np.testing.assert_allclose(up, out["0"][1], atol=2e-5)
+    np.testing.assert_allclose(lo, out[False][0], atol=2e-5)
+    np.testing.assert_allclose(up, out[False][1], atol=2e-5)

@@ -21,15 +21,16 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch)")
 
-from nwbound.bounds._chernoff_triton import parse_variant  # noqa: E402
+from nwbound._config import parse_search_variant as parse_variant  # noqa: E402
 
 TOL = 1e-7
 
 _RUN = r'''
-import os, sys
+import sys
 import numpy as np
 sys.path.insert(0, sys.argv[1])
 import torch
+import nwbound
 import nwbound.bounds._chernoff_triton as ct
 import nwbound.bounds._chernoff_device as cd
 from test_gpu_bounds import _binned_batch, _per_point_batch, _t, _both
@@ -74,11 +75,10 @@ for form, (cargs, ckw) in zip(("split", "grouped"), calls[:2]):
             out[f"{form}/{i}/certified"] = ok.numpy()
         if v.get("count"):
             out[f"{form}/{i}/counts"] = ct.LAST_LAUNCH["counts"].numpy()
-    # the whole interval through the environment switch (the estimators' route)
+    # the whole interval through the config key (the estimators' route)
     if form == "split":
-        os.environ["NWBOUND_SEARCH_VARIANT"] = "bp=2,warps=1,order=width,low_first=1"
-        (_, _), (d_lo, d_up) = _both(args, 0.5, 0.05, "cpu")
-        del os.environ["NWBOUND_SEARCH_VARIANT"]
+        with nwbound.config_context(search_variant="bp=2,warps=1,order=width,low_first=1"):
+            (_, _), (d_lo, d_up) = _both(args, 0.5, 0.05, "cpu")
         out["split/env"] = np.stack([d_lo, d_up])
 np.savez(sys.argv[2], **out)
 '''
@@ -88,7 +88,6 @@ np.savez(sys.argv[2], **out)
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
 def test_search_variants_give_the_default_ends(tmp_path):
     env = dict(os.environ, TRITON_INTERPRET="1")
-    env.pop("NWBOUND_SEARCH_VARIANT", None)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
     run = subprocess.run([sys.executable, "-c", _RUN, str(Path(__file__).resolve().parent), str(tmp_path / "o.npz")],
                          env=env, capture_output=True, text=True, timeout=600)
@@ -145,12 +144,15 @@ def test_parse_variant_names_the_bad_item():
 
 # ------------------------------------------------- the split form's ends: margin, re-check, re-search
 _PLANT = r'''
-import os, sys, warnings
+import sys, warnings
 import numpy as np
 sys.path.insert(0, sys.argv[1])
 import torch
+import nwbound
 import nwbound.bounds._chernoff_triton as ct
 import nwbound.bounds._chernoff_device as cd
+
+nwbound.set_config(search_variant="margin=1")  # the margin form (off by default: the re-check certifies)
 from test_gpu_bounds import _binned_batch, _both
 
 original = ct.triton_search
@@ -205,7 +207,7 @@ with warnings.catch_warnings(record=True) as caught:
 out["planted"] = np.stack([lo2, up2])
 out["warned"] = np.array(any("re-check does not certify" in str(w.message) for w in caught))
 out["planted_unverified"] = np.array(int(cd._TRITON_SEARCH["unverified"]))
-os.environ["NWBOUND_TRITON_SEARCH"] = "0"
+nwbound.set_config(triton_search=False)
 (_, _), (lo3, up3) = _both(args, 0.5, 0.05, "cpu")
 out["eager"] = np.stack([lo3, up3])
 np.savez(sys.argv[2], **out)
@@ -240,9 +242,6 @@ def test_split_ends_carry_the_rounding_margin_and_a_borderline_end_is_re_searche
     re-check's own boundary (at the kernel's θ) is refused and searched again, quietly, by the eager
     search: that pair gets the eager search's end, every other pair keeps the kernel's."""
     env = dict(os.environ, TRITON_INTERPRET="1")
-    for key in ("NWBOUND_FUSED_VERIFY", "NWBOUND_TRITON_SEARCH"):
-        env.pop(key, None)
-    env["NWBOUND_SEARCH_VARIANT"] = "margin=1"  # the margin form (off by default: the re-check certifies)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
     run = subprocess.run([sys.executable, "-c", _PLANT, str(Path(__file__).resolve().parent), str(tmp_path / "o.npz")],
                          env=env, capture_output=True, text=True, timeout=600)
@@ -277,7 +276,7 @@ def test_chernoff_limits_copy_no_host_array_after_the_first_call(monkeypatch):
     the device once (cached per value and device), the scalar constants filled there: a second call makes
     no copy from the host (on a GPU each such copy waits for the statistics pass). The search itself is
     left out of the count: on the CPU it is the eager search (its level and flags are 0-d tensors from the
-    host unless NWBOUND_SEARCH_READS=lean); a GPU's default, the fused kernel, fills them on the device
+    host under search_reads="full"); a GPU's default, the fused kernel, fills them on the device
     (_chernoff_triton._level_tol)."""
     import nwbound.bounds._chernoff_device as cd
     from test_gpu_bounds import _device_form
@@ -360,7 +359,6 @@ def test_kernel_exponent_at_a_point_is_the_numpy_formula(tmp_path):
     factor times its bound ``err`` (for both forms, at random levels and θ over three decades), ``err``
     itself the bound's formula, and the mass above the band ``s − Σ N·M·min(m + R, 1)``."""
     env = dict(os.environ, TRITON_INTERPRET="1")
-    env.pop("NWBOUND_TRITON_SEARCH", None)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
     run = subprocess.run([sys.executable, "-c", _EVALUATE, str(Path(__file__).resolve().parent), str(tmp_path / "o.npz")],
                          env=env, capture_output=True, text=True, timeout=600)

@@ -1,27 +1,33 @@
 """nwbound's global switches: :func:`set_config`, :func:`get_config` and :func:`config_context`.
 
 The way scikit-learn does it (``sklearn.set_config``): one dict per thread, started from the
-process's defaults, read where a switch matters. Every key is documented in :data:`_KEYS` with its
-default and a check of its value; an unknown key or a bad value raises a ``ValueError`` that names
-the key. None of these keys changes an interval's validity: they choose where, and by which of
-equivalent routines, the device path computes.
+process's defaults, read where a switch matters (at each call, so a :func:`config_context` changes
+the next call). Every key is listed in :data:`_KEYS` with its default and a check of its value, and
+documented by :func:`set_config`; an unknown key or a bad value raises a ``ValueError`` that names the
+key. None of these keys changes an interval's validity (``fused_verify=False`` aside, a diagnostic):
+they choose where, and by which of equivalent routines, the device path computes.
 
-The process's defaults of two keys start from an environment variable (:func:`_from_environment`),
-read once at import: ``nwbound.bounds`` reads the same variables in processes that the device
-check starts with them (``NWBOUND_COMPILE_BOUNDS``, ``NWBOUND_TRITON_SEARCH``), and the route must
-agree with the search those processes get. ``NWBOUND_DISABLE_NUMBA`` stays an environment variable
-(read by ``nwbound.bounds`` and ``nwbound.estimators._sums`` when they are imported, before any
-code could call :func:`set_config`, and inherited by the subprocesses the tests start).
+No key reads an environment variable: a script, or a subprocess it starts, sets them with
+:func:`set_config`. Two environment variables remain, each read at the point of use:
+
+* ``NWBOUND_DISABLE_NUMBA`` (``"1"``: the numpy routes instead of the numba-compiled ones), read by
+  ``nwbound.bounds`` and ``nwbound.estimators._sums`` each time they choose the route. It stays an
+  environment variable because it is a whole-process switch set from outside Python (a CI job
+  without numba, ``benchmarks/bench_regular.py``) that must reach every process the work spreads to
+  (subprocesses, Dask workers), which inherit the environment but not a thread's config.
+* ``TRITON_INTERPRET`` is Triton's own (``"1"``: its CPU interpreter, fixed when Triton is imported);
+  nwbound only reads it, to know whether the kernels run interpreted.
+
+(``USERNAME`` names the numba cache's folder on systems without ``os.getuid``: not a switch.)
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from typing import Any, Callable, Iterator
 
-__all__ = ["config_context", "get_config", "parse_knn_topk", "set_config"]
+__all__ = ["config_context", "get_config", "parse_knn_topk", "parse_search_variant", "set_config"]
 
 
 def _bool(key: str, value: Any) -> bool:
@@ -34,6 +40,16 @@ def _choice(*allowed: str) -> Callable[[str, Any], str]:
     def check(key: str, value: Any) -> str:
         if value not in allowed:
             raise ValueError(f"nwbound config {key!r} must be one of {', '.join(map(repr, allowed))}, got {value!r}.")
+        return value
+
+    return check
+
+
+def _bool_or(*allowed: str) -> Callable[[str, Any], bool | str]:
+    def check(key: str, value: Any) -> bool | str:
+        if not isinstance(value, bool) and value not in allowed:
+            raise ValueError(f"nwbound config {key!r} must be True, False or one of "
+                             f"{', '.join(map(repr, allowed))}, got {value!r}.")
         return value
 
     return check
@@ -75,37 +91,81 @@ def parse_knn_topk(text: str) -> dict | None:
     return out
 
 
-def _knn_topk(key: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"nwbound config {key!r} must be a string such as '' or 'bf16+chunks=4', got {value!r}.")
-    try:
-        parse_knn_topk(value)
-    except ValueError as exc:
-        raise ValueError(f"nwbound config {key!r}: {exc}") from None
-    return value
+# The fused Triton search's private launch switches (key ``search_variant``; benchmarks/diag_search.py
+# times them, none is the default): ``bp`` pairs per program, ``warps``, ``stages``; ``order`` "compact"
+# (the open pairs first) or "width" (by decreasing bracket width); ``lazy`` (fields re-loaded at each
+# evaluation); ``one_exp`` (one exp per split-form bin side); ``count`` (probe and evaluation counts);
+# ``low_first`` (a first probe just above the certified end); ``margin`` (0: no rounding margin on φ).
+# :mod:`nwbound.bounds._chernoff_triton` describes each.
+_VARIANT_KEYS = {"bp": int, "warps": int, "stages": int, "order": str, "lazy": int, "one_exp": int, "count": int,
+                 "low_first": int, "margin": int}
 
 
-# key -> (default, check); set_config's docstring says what each does. _from_environment may replace
-# two defaults once, at import.
+def parse_search_variant(text: str) -> dict:
+    """The config key ``search_variant`` (``"bp=2,warps=1,order=compact"``) as a dict of launch switches
+    (``{"bp": 2, "warps": 1, "order": "compact"}``; empty: ``{}``, the kernel's defaults).
+
+    Raises
+    ------
+    ValueError
+        An unknown or empty item, an ``order`` other than none, compact or width, or a ``bp`` that is not a
+        power of two.
+
+    Examples
+    --------
+    >>> from nwbound._config import parse_search_variant
+    >>> parse_search_variant("bp=2, warps=1,order=width")
+    {'bp': 2, 'warps': 1, 'order': 'width'}
+    >>> parse_search_variant("")
+    {}
+    """
+    out: dict = {}
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        key, _, val = item.partition("=")
+        key = key.strip()
+        if key not in _VARIANT_KEYS or not val.strip():
+            raise ValueError(f"search_variant: unknown or empty item {item!r}; keys are "
+                             f"{', '.join(_VARIANT_KEYS)} (e.g. 'bp=2,warps=1,order=compact').")
+        try:
+            out[key] = _VARIANT_KEYS[key](val.strip())
+        except ValueError:
+            raise ValueError(f"search_variant: {key} must be an integer, got {val.strip()!r}.") from None
+    if out.get("order", "none") not in ("none", "compact", "width"):
+        raise ValueError(f"search_variant: order must be none, compact or width, got {out['order']!r}.")
+    bp = out.get("bp", 1)
+    if bp < 1 or bp & (bp - 1):
+        raise ValueError(f"search_variant: bp must be a power of two, got {bp}.")
+    return out
+
+
+def _parsed_by(parse: Callable[[str], Any], example: str) -> Callable[[str, Any], str]:
+    def check(key: str, value: Any) -> str:
+        if not isinstance(value, str):
+            raise ValueError(f"nwbound config {key!r} must be a string such as '' or {example!r}, got {value!r}.")
+        try:
+            parse(value)
+        except ValueError as exc:
+            raise ValueError(f"nwbound config {key!r}: {exc}") from None
+        return value
+
+    return check
+
+
+# key -> (default, check); set_config's docstring says what each does.
 _KEYS: dict[str, tuple[Any, Callable[[str, Any], Any]]] = {
     "device_bounds_on_cpu": (False, _bool),
     "regular_chernoff_on_device": (False, _bool),
     "triton_search": (True, _bool),
-    "knn_topk": ("", _knn_topk),
+    "compile_bounds": (False, _bool_or("auto")),
+    "fused_grouped": (False, _bool_or("bp1")),
+    "fused_verify": (True, _bool_or("grouped")),
+    "search_variant": ("", _parsed_by(parse_search_variant, "bp=2,warps=1")),
+    "search_reads": ("lean", _choice("lean", "full")),
+    "knn_topk": ("", _parsed_by(parse_knn_topk, "bf16+chunks=4")),
     "hist_epilogue": ("atomic_count", _choice("loop", "atomic_skip", "atomic_count", "atomic_packed")),
 }
 
-
-def _from_environment() -> dict[str, Any]:
-    """The process's defaults: :data:`_KEYS`'s, with the two keys that ``nwbound.bounds`` also reads
-    from the environment taken from it (see the module's docstring)."""
-    out = {key: default for key, (default, _) in _KEYS.items()}
-    out["regular_chernoff_on_device"] = os.environ.get("NWBOUND_COMPILE_BOUNDS", "0") not in ("", "0")
-    out["triton_search"] = os.environ.get("NWBOUND_TRITON_SEARCH", "1") != "0"
-    return out
-
-
-_global_config = _from_environment()
+_global_config = {key: default for key, (default, _) in _KEYS.items()}
 _threadlocal = threading.local()
 
 
@@ -143,12 +203,33 @@ def set_config(**changes: Any) -> None:
         False at first. With ``device="cpu"`` (PyTorch's CPU), compute the bounds there too, with the device's
         solvers, instead of the host's compiled ones (faster on CPU cores).
     regular_chernoff_on_device : bool
-        At first True where ``NWBOUND_COMPILE_BOUNDS`` held a value other than ``""`` or ``"0"`` at
-        import, else False. Run the regular classifier's band-Chernoff search on the device even
-        without the fused Triton search (the eager PyTorch search).
+        False at first. Run the regular classifier's band-Chernoff search on the device even without the
+        fused Triton search (the eager PyTorch search; slower than the host's solver on an H100).
     triton_search : bool
-        At first False where ``NWBOUND_TRITON_SEARCH`` was ``"0"`` at import, else True. Use the
-        fused Triton Chernoff search where it applies.
+        True at first. Use the fused Triton Chernoff search where it applies (CUDA with Triton installed,
+        or Triton's CPU interpreter); False runs the eager PyTorch search everywhere, and routes the regular
+        classifier's Chernoff bounds to the host unless ``regular_chernoff_on_device``.
+    compile_bounds : bool or "auto"
+        False at first. ``torch.compile`` the eager PyTorch search's probe: True always, ``"auto"`` on CUDA
+        only (the first call compiles, minutes), False never. A compile failure falls back to the eager
+        probe with a warning.
+    fused_grouped : bool or "bp1"
+        False at first. Where the fused Triton search runs the localized classifier's per-point (grouped)
+        form on CUDA: False not (the eager search; on an H100 the kernel's ends were refused by the
+        float64 re-check by the thousands), True with the kernel's own launch, ``"bp1"`` with one pair per
+        one-warp program. The binned form, and Triton's CPU interpreter, always run fused.
+    fused_verify : bool or "grouped"
+        True at first. Re-check the fused kernel's moved interval ends in float64 (PyTorch) before they are
+        reported, searching the refused ones again: True both forms, ``"grouped"`` the per-point form only,
+        False none (for the diagnostics only: an end then rests on the kernel's own arithmetic).
+    search_variant : str
+        ``""`` at first (the kernel's launch). The fused search kernel's launch, as comma-separated
+        ``name=value`` items among ``bp`` (pairs per program, a power of two), ``warps``, ``stages``,
+        ``order`` (none, compact or width), ``lazy``, ``one_exp``, ``count``, ``low_first``, ``margin``
+        (:func:`parse_search_variant`; for the benchmarks). A launch passed by the caller wins.
+    search_reads : {"lean", "full"}
+        ``"lean"`` at first. The eager search's host reads: ``"full"`` the form before issue 19 (levels
+        copied from the host, the first round's open pairs read), for the benchmarks; the same ends.
     knn_topk : str
         ``""`` at first. The device's exact k-NN candidate search (:mod:`nwbound.gpu._neighbors`): ``""`` the
         default, ``"full"``, or ``"+"``-separated parts among ``bf16``, ``noclamp``, ``onesync``,
@@ -168,6 +249,10 @@ def set_config(**changes: Any) -> None:
     >>> nwbound.get_config()["knn_topk"]
     'full'
     >>> nwbound.set_config(knn_topk="")
+    >>> nwbound.set_config(fused_grouped="fast")
+    Traceback (most recent call last):
+    ...
+    ValueError: nwbound config 'fused_grouped' must be True, False or one of 'bp1', got 'fast'.
     """
     checked = {}
     for key, value in changes.items():

@@ -31,10 +31,10 @@ no longer bit for bit the same, or a device that synchronises at every probe.
 from __future__ import annotations
 
 import math
-import os
 import warnings
 from typing import Any, Callable
 
+from .._config import get_config
 from ._chernoff import (
     _MAX_EXPONENT,
     _NEWTON_M_STEPS,
@@ -256,18 +256,32 @@ def _probe(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any,
     return a, b, m, theta, active & wide
 
 
-# "auto": torch.compile the probe on CUDA (fused kernels; the first call compiles), eager elsewhere;
-# "1" always, "0" never (the default until a device check has timed both: bench_device_bounds.py).
-# NWBOUND_COMPILE_BOUNDS overrides. A compile failure falls back to eager with a warning.
-COMPILE = os.environ.get("NWBOUND_COMPILE_BOUNDS", "0")
 _COMPILED: dict = {}
 # The fused Triton search (:mod:`._chernoff_triton`) where it applies; "failed" after a failure.
 _TRITON_SEARCH: dict = {}
+# A list (benchmarks/diag_grouped_search.py sets one): every fused search call's inputs and outputs are
+# appended to it; None (the default) keeps none.
+_RECORD: list | None = None
 
 
 def _probe_for(torch: Any, device: Any) -> Callable:
-    mode = str(COMPILE)
-    want = mode == "1" or (mode == "auto" and getattr(device, "type", "") == "cuda")
+    """The eager search's probe, ``torch.compile``'d as the config key ``compile_bounds`` says: True always,
+    "auto" on CUDA (fused kernels; the first call compiles), False never (the default until a device check
+    has timed both: bench_device_bounds.py). A compile failure falls back to eager with a warning.
+
+    Examples
+    --------
+    >>> import torch
+    >>> import nwbound
+    >>> from nwbound.bounds._chernoff_device import _probe, _probe_for
+    >>> _probe_for(torch, torch.device("cpu")) is _probe
+    True
+    >>> with nwbound.config_context(compile_bounds="auto"):  # compiled on CUDA only
+    ...     _probe_for(torch, torch.device("cpu")) is _probe
+    True
+    """
+    mode = get_config()["compile_bounds"]
+    want = mode is True or (mode == "auto" and getattr(device, "type", "") == "cuda")
     if not want or _COMPILED.get("failed"):
         return _probe
     if "probe" not in _COMPILED:
@@ -289,7 +303,7 @@ def _probe_for(torch: Any, device: Any) -> Callable:
 def _fused_for(split: bool, s: Any) -> bool:
     """Whether :func:`_search` takes the fused Triton kernel for these pairs (:func:`._chernoff_triton.
     triton_search_applies`). The split (binned) form always; the grouped (per-point) form on CUDA only
-    with ``NWBOUND_FUSED_GROUPED`` ``"1"`` (the kernel's own launch) or ``"bp1"`` (:data:`_GROUPED_BP1`:
+    with the config key ``fused_grouped`` True (the kernel's own launch) or ``"bp1"`` (:data:`_GROUPED_BP1`:
     one pair per program, one warp), off by default (on an H100 its raw kernel, 32 pairs per program,
     rejected levels the float64 exponent does not, and the re-check then sent them to the eager search,
     so it cost time and gained none), and always under Triton's CPU interpreter (the tests)."""
@@ -297,10 +311,10 @@ def _fused_for(split: bool, s: Any) -> bool:
 
     if not triton_search_applies(s):
         return False
-    return split or s.device.type != "cuda" or os.environ.get("NWBOUND_FUSED_GROUPED", "0") in ("1", "bp1")
+    return split or s.device.type != "cuda" or get_config()["fused_grouped"] is not False
 
 
-# The grouped form's launch under NWBOUND_FUSED_GROUPED=bp1 (issue 19): one (query, class, end) pair per
+# The grouped form's launch under fused_grouped="bp1" (issue 19): one (query, class, end) pair per
 # program and one warp, the launch whose split-form ends were all certified by the float64 re-check on an
 # H100 (0 refused, 6.5 ms, against 27 refused with 16 pairs per program); passed to the kernel's private
 # launch switch (``triton_search(..., _variant=...)``). The re-check of every moved end stays on.
@@ -309,19 +323,19 @@ _GROUPED_BP1 = {"bp": 1, "warps": 1}
 
 def _grouped_launch(split: bool) -> dict | None:
     """The fused kernel's launch for :func:`_search`: :data:`_GROUPED_BP1` for the grouped form under
-    ``NWBOUND_FUSED_GROUPED=bp1``; None otherwise (the kernel's defaults, or ``NWBOUND_SEARCH_VARIANT``)."""
-    if split or os.environ.get("NWBOUND_FUSED_GROUPED", "0") != "bp1":
+    the config key ``fused_grouped="bp1"``; None otherwise (the kernel's defaults, or the key ``search_variant``)."""
+    if split or get_config()["fused_grouped"] != "bp1":
         return None
     return dict(_GROUPED_BP1)
 
 
 def _verify_fused(split: bool) -> bool:
     """Whether the fused kernel's moved ends are re-checked by :func:`fused_ends_certified`:
-    ``NWBOUND_FUSED_VERIFY`` ``"1"`` (default; ``"all"`` the same) both forms, ``"grouped"`` the
-    per-point form only (round 9's default before the re-check of the split form), ``"0"`` none (the
-    diagnostics only: an end then rests on the kernel's own float64 arithmetic and its margin)."""
-    mode = os.environ.get("NWBOUND_FUSED_VERIFY", "1")
-    return mode in ("1", "all") or (mode == "grouped" and not split)
+    the config key ``fused_verify`` True (default) both forms, ``"grouped"`` the per-point form only
+    (round 9's default before the re-check of the split form), False none (the diagnostics only: an end
+    then rests on the kernel's own float64 arithmetic and its margin)."""
+    mode = get_config()["fused_verify"]
+    return mode is True or (mode == "grouped" and not split)
 
 
 def fused_ends_certified(torch: Any, split: bool, data: Any, s: Any, given: Any, ends: Any, cert: Any,
@@ -381,7 +395,7 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
     gathered): the few slow pairs do not keep the finished ones busy. ``few``: the open pairs are few from
     the start (the fused kernel's refused ends), so the first round reads and gathers them too.
     """
-    from ._chernoff_triton import triton_search
+    from ._chernoff_triton import _interpreting, triton_search
 
     if fused and _fused_for(split, s) and not _TRITON_SEARCH.get("failed"):
         n = s.shape[0]
@@ -399,16 +413,15 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
                                        margin=_THETA_MARGIN, series_x=_SERIES_X,
                                        **({} if launch is None else {"_variant": launch}))
         except Exception as exc:  # noqa: BLE001 - the eager search computes the same ends
-            if os.environ.get("TRITON_INTERPRET") == "1":
+            if _interpreting():
                 raise  # the tests: a broken kernel must fail loudly
             _TRITON_SEARCH["failed"] = True
             warnings.warn(f"The fused Triton Chernoff search failed ({type(exc).__name__}: {str(exc)[:300]}); "
                           "using the eager PyTorch search.", RuntimeWarning, stacklevel=2)
         else:
-            if os.environ.get("NWBOUND_FUSED_DEBUG") == "1":  # benchmarks/diag_grouped_search.py reads these
-                _TRITON_SEARCH["last"] = dict(split=split, data=data, s=s, given=a.expand(ends.shape), ends=ends,
-                                              cert=cert, t_max=t_max.expand(ends.shape), log_level=log_level)
-                _TRITON_SEARCH.setdefault("history", []).append(_TRITON_SEARCH["last"])  # every call's (--ecg)
+            if _RECORD is not None:
+                _RECORD.append(dict(split=split, data=data, s=s, given=a.expand(ends.shape), ends=ends, cert=cert,
+                                    t_max=t_max.expand(ends.shape), log_level=log_level))
             if not _verify_fused(split):
                 return ends
             given = a.expand(ends.shape)
@@ -423,8 +436,8 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
                 # disagree on a level within an ulp of the bound's; those pairs are searched again quietly,
                 # the interval being the same kind. Many mean the kernel's arithmetic is off on this device
                 # (the per-point form on an H100: thousands): said, as the eager search is much slower.
-                hint = ("NWBOUND_TRITON_SEARCH=0 skips the fused search" if split else
-                        "unset NWBOUND_FUSED_GROUPED to skip the fused per-point search")
+                hint = ("nwbound.config_context(triton_search=False) skips the fused search" if split else
+                        "nwbound.config_context(fused_grouped=False) skips the fused per-point search")
                 warnings.warn(f"The fused Triton Chernoff search gave {refused} interval ends (of {moved} it moved) "
                               "that its float64 re-check does not certify; those are searched again by the eager "
                               f"PyTorch search ({hint}).", RuntimeWarning, stacklevel=2)
@@ -439,9 +452,9 @@ def _search(torch: Any, split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any
     # The level and the tolerance as 0-d tensors: a compiled probe serves every δ′ without recompiling.
     # Filled on the device (a copy from the host waits for the device's queue), and the first round in
     # place without reading the open pairs (pairs not open do not move): the same ends as reading them,
-    # two to five host reads fewer. NWBOUND_SEARCH_READS=full (private, issue 19's diag_knn.py): the
+    # two to five host reads fewer. The config key search_reads="full" (issue 19's diag_knn.py): the
     # form before issue 19 (host copies, the first round's open pairs read).
-    lean = os.environ.get("NWBOUND_SEARCH_READS", "lean") != "full"
+    lean = get_config()["search_reads"] == "lean"
     if lean:
         level_t, tol_t = (torch.full((), v, dtype=torch.float64, device=s.device) for v in (log_level, tol))
         flags = [torch.full((), v, dtype=torch.bool, device=s.device) for v in (True, False)]

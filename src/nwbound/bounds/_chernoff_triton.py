@@ -39,6 +39,8 @@ import math
 import os
 from typing import Any
 
+from .._config import get_config, parse_search_variant
+
 __all__ = ["triton_search_applies", "triton_search"]
 
 # The default launch per form: pairs per program (``bp``), the programs' warps, ``low_first``. Each
@@ -54,7 +56,7 @@ __all__ = ["triton_search_applies", "triton_search"]
 # Round 9's run 2 measured the same launch with low_first and the rounding margin on φ at 228 ms for the
 # whole Chernoff call (the kernel alone was 6.5 ms): the likely cause, ends the re-check refuses and the
 # eager search then re-searches, is what the grouped form (which computes that margin) shows on CUDA
-# (7 827 refused at one pair per program). Both stay reachable (NWBOUND_SEARCH_VARIANT="low_first=1,margin=1");
+# (7 827 refused at one pair per program). Both stay reachable (config key search_variant="low_first=1,margin=1");
 # the re-check, not the margin, is what certifies every reported end.
 _DEFAULT = {"split": {"bp": 1, "warps": 1, "low_first": 0, "margin": 0},
             "grouped": {"bp": 32, "warps": 8, "low_first": 0}}
@@ -68,7 +70,8 @@ def _interpreting() -> bool:
 def triton_search_applies(s: Any) -> bool:
     """Whether the fused search can run on tensors like ``s`` (CUDA with Triton, or the interpreter on CPU).
 
-    ``NWBOUND_TRITON_SEARCH=0`` turns it off (the eager search then runs everywhere).
+    The config key ``triton_search=False`` (:func:`nwbound.config_context`) turns it off: the eager search
+    then runs everywhere.
 
     Examples
     --------
@@ -76,8 +79,12 @@ def triton_search_applies(s: Any) -> bool:
     >>> from nwbound.bounds._chernoff_triton import triton_search_applies
     >>> triton_search_applies(torch.zeros(1)) in (True, False)
     True
+    >>> import nwbound
+    >>> with nwbound.config_context(triton_search=False):
+    ...     triton_search_applies(torch.zeros(1))
+    False
     """
-    if os.environ.get("NWBOUND_TRITON_SEARCH", "1") == "0":
+    if not get_config()["triton_search"]:
         return False
     if not _triton_installed():
         return False
@@ -104,41 +111,13 @@ def _kernel():
 # evaluation); ``one_exp`` (one exp per split-form bin side); ``count`` (probe and evaluation counts into
 # LAST_LAUNCH["counts"]); ``low_first`` (where Newton in m points below the certified end, probe just above
 # it once: the pairs whose Chernoff test never beats their Hoeffding end close in two probes instead of a
-# bisection's twenty). Read from NWBOUND_SEARCH_VARIANT ("bp=2,warps=1,order=compact") when the caller
-# passes none. The same search and the same certified ends (up to float64 summation order: a layout reduces
-# the bins in its own order; one_exp: e^{−x} as 1/e^x, within an ulp).
+# bisection's twenty). Read from the config key search_variant ("bp=2,warps=1,order=compact";
+# nwbound._config.parse_search_variant) when the caller passes none. The same search and the same
+# certified ends (up to float64 summation order: a layout reduces the bins in its own order; one_exp:
+# e^{−x} as 1/e^x, within an ulp).
 # ``margin=0`` drops the kernel's rounding margin on φ (round 9's kernel before the margin, for the
 # diagnostics only: its ends then rely on the float64 re-check alone).
-_VARIANT_KEYS = {"bp": int, "warps": int, "stages": int, "order": str, "lazy": int, "one_exp": int, "count": int,
-                 "low_first": int, "margin": int}
 LAST_LAUNCH: dict = {}
-
-
-def parse_variant(text: str) -> dict:
-    """``"bp=2,warps=1,order=compact"`` → ``{"bp": 2, "warps": 1, "order": "compact"}`` (the private switch).
-
-    Examples
-    --------
-    >>> from nwbound.bounds._chernoff_triton import parse_variant
-    >>> parse_variant("bp=2, warps=1,order=width")
-    {'bp': 2, 'warps': 1, 'order': 'width'}
-    >>> parse_variant("")
-    {}
-    """
-    out: dict = {}
-    for item in filter(None, (x.strip() for x in text.split(","))):
-        key, _, val = item.partition("=")
-        key = key.strip()
-        if key not in _VARIANT_KEYS or not val.strip():
-            raise ValueError(f"NWBOUND_SEARCH_VARIANT: unknown or empty item {item!r}; keys are "
-                             f"{', '.join(_VARIANT_KEYS)} (e.g. 'bp=2,warps=1,order=compact').")
-        out[key] = _VARIANT_KEYS[key](val.strip())
-    if out.get("order", "none") not in ("none", "compact", "width"):
-        raise ValueError(f"NWBOUND_SEARCH_VARIANT: order must be none, compact or width, got {out['order']!r}.")
-    bp = out.get("bp", 1)
-    if bp < 1 or bp & (bp - 1):
-        raise ValueError(f"NWBOUND_SEARCH_VARIANT: bp must be a power of two, got {bp}.")
-    return out
 
 
 def _level_tol(torch: Any, log_level: float, tol: float, device: Any) -> Any:
@@ -250,7 +229,7 @@ def triton_search(split: bool, data: tuple, s: Any, a: Any, b: Any, m: Any, thet
     flat = _per_pair(torch, n, K, s, a, b, m, theta, t_max)
     act = (open_ & (b - a > tol)).expand(n, K).to(torch.int8).contiguous().reshape(-1)
     fields, B = _kernel_fields(torch, split, data, n, s.device)
-    v = parse_variant(os.environ.get("NWBOUND_SEARCH_VARIANT", "")) if _variant is None else dict(_variant)
+    v = parse_search_variant(get_config()["search_variant"]) if _variant is None else dict(_variant)
     asked = bool(v) or _variant is not None
     n_pairs = n * K
     order = v.get("order", "none")
