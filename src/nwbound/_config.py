@@ -11,7 +11,7 @@ No key reads an environment variable: a script, or a subprocess it starts, sets 
 :func:`set_config`. Two environment variables remain, each read at the point of use:
 
 * ``NWBOUND_DISABLE_NUMBA`` (``"1"``: the numpy routes instead of the numba-compiled ones), read by
-  ``nwbound.bounds`` and ``nwbound.estimators._sums`` each time they choose the route. It stays an
+  ``nwbound.bounds`` and ``nwbound.engine.host._sums`` each time they choose the route. It stays an
   environment variable because it is a whole-process switch set from outside Python (a CI job
   without numba, ``benchmarks/bench_regular.py``) that must reach every process the work spreads to
   (subprocesses, Dask workers), which inherit the environment but not a thread's config.
@@ -60,9 +60,9 @@ _KNN_TOPK_DEFAULT = "bf16+onesync"
 
 
 def parse_knn_topk(text: str) -> dict | None:
-    """The config key ``knn_topk`` (or :func:`nwbound.gpu._neighbors.exact_kneighbors`'s ``_topk``) as
+    """The config key ``knn_topk`` (or :func:`nwbound.engine.device._neighbors.exact_kneighbors`'s ``_topk``) as
     ``{"bf16": bool, "chunks": int, "onesync": bool}`` (empty or ``"default"``: ``"bf16+onesync"``); None
-    for ``"full"`` (the float32 search as written). The forms are described in :mod:`nwbound.gpu._neighbors`.
+    for ``"full"`` (the float32 search as written). The forms are described in :mod:`nwbound.engine.device._neighbors`.
 
     Examples
     --------
@@ -231,7 +231,7 @@ def set_config(**changes: Any) -> None:
         ``"lean"`` at first. The eager search's host reads: ``"full"`` the form before issue 19 (levels
         copied from the host, the first round's open pairs read), for the benchmarks; the same ends.
     knn_topk : str
-        ``""`` at first. The device's exact k-NN candidate search (:mod:`nwbound.gpu._neighbors`): ``""`` the
+        ``""`` at first. The device's exact k-NN candidate search (:mod:`nwbound.engine.device._neighbors`): ``""`` the
         default, ``"full"``, or ``"+"``-separated parts among ``bf16``, ``noclamp``, ``onesync``,
         ``chunks=N``.
     hist_epilogue : {"loop", "atomic_skip", "atomic_count", "atomic_packed"}

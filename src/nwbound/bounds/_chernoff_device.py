@@ -784,7 +784,7 @@ def device_limits(spec: Any, stats: Any) -> dict:
 
     Reads a :class:`~nwbound.engine.KernelStatistics` in the bound form (``weight_max`` set, the
     distance error as ``u2_error``) with one bandwidth (``G = 1``) and its arrays on one PyTorch
-    device; the estimators' device path (:func:`nwbound.estimators._device.intervals_on_device`)
+    device; the estimators' device path (:func:`nwbound.engine.device._backend.intervals_on_device`)
     turns the engines' device form into it without leaving the device. The same rules as the host's
     :meth:`~nwbound.bounds.BoundSpec.limits`: ``"hoeffding"`` (:func:`hoeffding_limits_device`) and
     ``"chernoff"`` in its split form (``histogram`` with ``hist_mass`` and ``hist_dist``, the regular
