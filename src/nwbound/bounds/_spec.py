@@ -141,13 +141,10 @@ class BoundSpec:
         >>> BoundSpec.least_epsilon(bias, np.array([[0.3, 0.1], [0.1, 0.0], [np.inf, np.inf]]))
         array([1, 0, 1])
         """
-        xp = device_namespace(bias, sampling)
-        if xp is not None:  # where the parts live (the device ranking of bandwidth="auto"), the same rule
-            eps = bias + sampling
-            best = xp.argmin(eps, axis=1)
-            return xp.where(xp.all(xp.isinf(eps), axis=1), xp.full_like(best, eps.shape[1] - 1), best)
-        eps = np.asarray(bias) + np.asarray(sampling)
-        return np.where(np.isinf(eps).all(axis=1), eps.shape[1] - 1, np.argmin(eps, axis=1))
+        xp = device_namespace(bias, sampling) or np  # one rule where the parts live (device ranking too)
+        eps = bias + sampling if xp is not np else np.asarray(bias) + np.asarray(sampling)
+        best = xp.argmin(eps, axis=1)
+        return xp.where(xp.all(xp.isinf(eps), axis=1), xp.full_like(best, eps.shape[1] - 1), best)
 
     def statistics_parts(self, stats: Any) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`parts` from kernel statistics: ``(bias, sampling)`` of shape (n, G)."""
