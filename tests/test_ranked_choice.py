@@ -80,9 +80,9 @@ def test_the_route_computes_one_choice_per_choosing_setting(monkeypatch):
         np.testing.assert_array_equal(both[name].lower, alone.lower)
 
 
-@pytest.mark.parametrize("namespace", ["numpy", "array_api_strict"])
+@pytest.mark.parametrize("namespace", ["numpy", "array_api_strict", "torch"])
 def test_rows_by_choice_groups_in_order_and_restores_it(namespace):
-    xp = np if namespace == "numpy" else pytest.importorskip(namespace)
+    xp = np if namespace == "numpy" else pytest.importorskip(namespace)  # torch: its index_add count
     rng = np.random.default_rng(5)
     choice = rng.integers(0, 7, 300)
     choice[choice == 3] = 4  # an unused bandwidth
