@@ -91,8 +91,9 @@ def test_rows_by_choice_groups_in_order_and_restores_it(namespace):
     for g, r in zip(used, rows):
         assert np.asarray(r).tolist() == np.flatnonzero(choice == g).tolist()
     assert np.array_equal(np.concatenate([np.asarray(r) for r in rows])[np.asarray(inverse)], np.arange(300))
-    host_rows, host_used = rows_by_bandwidth(choice)
-    assert host_used.tolist() == used and all(np.array_equal(a, np.asarray(b)) for a, b in zip(host_rows, rows))
+    for dtype in (np.int64, np.int32, np.uint64):  # kernel_statistics(bandwidth_index=) takes any int dtype
+        host_rows, host_used = rows_by_bandwidth(choice.astype(dtype))
+        assert host_used.tolist() == used and all(np.array_equal(a, np.asarray(b)) for a, b in zip(host_rows, rows))
 
 
 def test_from_sums_restates_units_exactly_and_factors_of_one_change_nothing():

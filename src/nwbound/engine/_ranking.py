@@ -239,7 +239,7 @@ def rows_by_choice(choice: Any, n_bandwidths: int) -> tuple[list[Any], list[int]
     xp = array_namespace_of(choice)
     order = xp.argsort(choice, stable=True)
     if isinstance(choice, np.ndarray):
-        counts = np.bincount(choice, minlength=n_bandwidths)
+        counts = np.bincount(choice.astype(np.intp, copy=False), minlength=n_bandwidths)  # any int dtype
     elif compat().is_torch_array(choice):
         counts = xp.zeros((n_bandwidths,), dtype=choice.dtype, device=compat().device(choice))
         counts = counts.index_add(0, choice, xp.ones_like(choice))
