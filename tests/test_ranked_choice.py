@@ -12,8 +12,7 @@ import pytest
 
 from nwbound import NadarayaWatsonClassifier
 from nwbound.bounds import BoundSpec
-from nwbound.engine import BandwidthRanking
-from nwbound.engine._ranking import choice_groups, choose_bandwidths, rows_by_choice
+from nwbound.engine import BandwidthRanking, choice_groups, choose_bandwidths, rows_by_choice
 from nwbound.engine.host._backend import rows_by_bandwidth
 
 HOEFFDING = BoundSpec(form="hoeffding", beta=1.0, delta_prime=0.05)

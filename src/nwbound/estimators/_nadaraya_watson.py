@@ -23,8 +23,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._numerics import euclidean_norm
 from .._validation import check_dtype, check_int_range, check_n_jobs, check_positive
 from ..bounds import TAIL_RADIUS, BoundSpec
-from ..engine import BandwidthRanking, KernelStatistics, compat, select_backend, to_host
-from ..engine._ranking import choice_groups, choose_bandwidths, rows_by_choice
+from ..engine import (BandwidthRanking, KernelStatistics, choice_groups, choose_bandwidths, compat, rows_by_choice,
+                      select_backend, to_host)
 from ..kernels import Kernel, get_kernel
 from ..neighbors import make_index
 # The grid functions lived here: still importable from this module (nwbound.estimators exports them).
