@@ -19,7 +19,6 @@ from nwbound.bounds import BoundSpec
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch)")
 from nwbound.engine.device import _backend as _device  # noqa: E402
-from nwbound.engine.device._backend import rows_by_choice  # noqa: E402
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -143,17 +142,6 @@ def test_choice_rule_in_the_tensors_namespace_is_numpys():
         got = spec.least_epsilon(*spec.parts(*(torch.as_tensor(a) for a in (kappa, sq, dist)), 1.0))
         assert isinstance(got, torch.Tensor) and np.array_equal(got.numpy(), want)
         assert np.all(want[:20] == 5) and np.all(want[40:60] == 0)
-
-
-def test_rows_by_choice_groups_and_restores_the_order():
-    rng = np.random.default_rng(5)
-    choice = rng.integers(0, 7, 500)
-    choice[choice == 3] = 4  # an unused bandwidth
-    rows, used, inverse = rows_by_choice(torch.as_tensor(choice), 8)
-    assert used == sorted(set(choice.tolist()))
-    for g, r in zip(used, rows):
-        assert r.tolist() == np.flatnonzero(choice == g).tolist()
-    assert np.array_equal(torch.cat(rows)[inverse].numpy(), np.arange(500))
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")

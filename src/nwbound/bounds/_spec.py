@@ -127,27 +127,35 @@ class BoundSpec:
 
     @staticmethod
     def least_epsilon(bias: np.ndarray, sampling: np.ndarray) -> np.ndarray:
-        """Per query, the column (bandwidth) of least ``bias + sampling``; ties go to the first.
+        """Per query, the column (bandwidth) of least ``ε = bias + sampling``; exact ties go to the first.
 
-        The rule of ``bandwidth="auto"``, fed with the label-free parts of :meth:`parts`. A query
-        whose ε is infinite at every column (no training mass seen at any bandwidth, e.g. in a
-        ranking sample) takes the last column: the widest bandwidth of a grid sorted by λ is the
-        likeliest to reach training points.
+        The rule of ``bandwidth="auto"``, fed with the label-free parts of :meth:`parts` (any
+        label-free choice keeps every bound valid). A query whose ε is infinite at every column (no
+        training mass seen at any bandwidth, e.g. in a ranking sample) takes the last column: the
+        widest bandwidth of a grid sorted by λ is the likeliest to reach training points. Written
+        against the parts' namespace (NumPy, or the device's tensors, which stay there).
+
+        **Ties are exact, on purpose.** Equal ε in exact arithmetic are common (a query that sees
+        one training point at several λ has ``ε = β·d + √(ln(2/δ′)/2)`` at each), and there the
+        rounding of the sums picks the λ, so sums added in another order (shards, another engine)
+        may pick another. A tolerance ("the smallest λ within a relative 1e-9 of the least") would
+        not make the intervals route-independent: where the grid is ranked on a sample of rows
+        (``ranking_fraction < 1``), a tie of the sample's ε is no tie of the exact statistics at
+        those λ, so the choice still moves ``proba``, ``kappa`` and ``bandwidth`` (never validity).
+        Measured: 1 query of 160 on 600 rows (``ranking_fraction=0.3``) moved its p̂ from 0.61 to
+        0.83. The choice among ε equal to rounding stays with the rounding.
 
         Examples
         --------
         >>> import numpy as np
-        >>> bias = np.array([[0.1, 0.2], [0.1, 0.2], [np.inf, np.inf]])
-        >>> BoundSpec.least_epsilon(bias, np.array([[0.3, 0.1], [0.1, 0.0], [np.inf, np.inf]]))
-        array([1, 0, 1])
+        >>> bias = np.array([[0.1, 0.2], [0.1, 0.2], [np.inf, np.inf], [0.2 + 1e-15, 0.2]])
+        >>> BoundSpec.least_epsilon(bias, np.array([[0.3, 0.1], [0.1, 0.0], [np.inf, np.inf], [0.0, 0.0]]))
+        array([1, 0, 1, 1])
         """
-        xp = device_namespace(bias, sampling)
-        if xp is not None:  # where the parts live (the device ranking of bandwidth="auto"), the same rule
-            eps = bias + sampling
-            best = xp.argmin(eps, axis=1)
-            return xp.where(xp.all(xp.isinf(eps), axis=1), xp.full_like(best, eps.shape[1] - 1), best)
-        eps = np.asarray(bias) + np.asarray(sampling)
-        return np.where(np.isinf(eps).all(axis=1), eps.shape[1] - 1, np.argmin(eps, axis=1))
+        xp = device_namespace(bias, sampling) or np  # one rule where the parts live (device ranking too)
+        eps = bias + sampling if xp is not np else np.asarray(bias) + np.asarray(sampling)
+        best = xp.argmin(eps, axis=1)
+        return xp.where(xp.all(xp.isinf(eps), axis=1), xp.full_like(best, eps.shape[1] - 1), best)
 
     def statistics_parts(self, stats: Any) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`parts` from kernel statistics: ``(bias, sampling)`` of shape (n, G)."""

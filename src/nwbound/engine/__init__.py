@@ -12,7 +12,9 @@ the route is in :mod:`nwbound.engine._backend`); the estimator picks one at ``fi
 
 :class:`KernelStatistics` is what every backend returns and what the bounds read (re-exported as
 ``nwbound.estimators.KernelStatistics`` and ``nwbound.gpu.KernelStatistics``, the same class);
-:class:`BandwidthRanking` the cheaper statistics that rank a bandwidth grid. The CPU engine fills
+:class:`BandwidthRanking` the cheaper statistics that rank a bandwidth grid, and
+:func:`choose_bandwidths`, :func:`choice_groups` and :func:`rows_by_choice` the ranked choice of
+``bandwidth="auto"``, one copy for every backend. The CPU engine fills
 the bound form directly (``host._sums_data.zero_statistics`` allocates it, the passes write its
 arrays in place); the estimator then only restates the bandwidths and distances in the input's
 units and adds what it alone knows (``outside_box``, ``diameter``).
@@ -23,7 +25,7 @@ Imports run one way: ``estimators`` → ``engine`` → (``kernels``, ``bounds``,
 
 from .._namespace import array_namespace_of, compat, to_host
 from ._backend import Backend
-from ._ranking import BandwidthRanking, merge_statistics
+from ._ranking import BandwidthRanking, choice_groups, choose_bandwidths, merge_statistics, rows_by_choice
 from ._registry import BACKENDS, select_backend
 from ._statistics import KernelStatistics
 
@@ -33,8 +35,11 @@ __all__ = [
     "BandwidthRanking",
     "KernelStatistics",
     "array_namespace_of",
+    "choice_groups",
+    "choose_bandwidths",
     "compat",
     "merge_statistics",
+    "rows_by_choice",
     "select_backend",
     "to_host",
 ]

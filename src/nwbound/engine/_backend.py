@@ -12,6 +12,7 @@
     predict_interval(X) ──► backend_.chooses_first?  ── no ──► backend_.intervals(X, …) or
                                  │ yes                              backend_.statistics(X, …) ─► bounds
                                  └► backend_.choice_ranking ─► choice_groups ─► rows_by_choice
+                                    (the last two: one copy for every backend, in _ranking)
                                     ─► per chosen bandwidth: intervals / statistics ─► deliver
 
 Rounding: every backend returns the bound-form :class:`~nwbound.engine.KernelStatistics` with the
@@ -27,7 +28,7 @@ files: its own module, and that tuple.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -91,13 +92,6 @@ class Backend(Protocol):
     def choice_ranking(self, X: Any, fraction: float) -> tuple[Any, Any, Any]:
         """``(queries, ranking or None, neighbours or None)`` for the route's choice, where this
         backend computes them."""
-
-    def choice_groups(self, specs: dict, ranking: Any,
-                      choose: Callable[[Any, dict], dict]) -> list[tuple[Any, list]]:
-        """The settings grouped by equal choices: ``[(choice, names), …]``."""
-
-    def rows_by_choice(self, choice: Any, n_bandwidths: int) -> tuple[list[Any], list[int], Any]:
-        """``(rows, used, inverse)``: the queries of each chosen bandwidth and the order back."""
 
     def intervals(self, X: Any, specs: dict, bandwidths: np.ndarray, neighbors: Any = None) -> dict | None:
         """Every setting's intervals from this backend's own bound solvers, or None (the estimator

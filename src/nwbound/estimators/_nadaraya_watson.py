@@ -23,7 +23,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._numerics import euclidean_norm
 from .._validation import check_dtype, check_int_range, check_n_jobs, check_positive
 from ..bounds import TAIL_RADIUS, BoundSpec
-from ..engine import BandwidthRanking, KernelStatistics, compat, select_backend, to_host
+from ..engine import (BandwidthRanking, KernelStatistics, choice_groups, choose_bandwidths, compat, rows_by_choice,
+                      select_backend, to_host)
 from ..kernels import Kernel, get_kernel
 from ..neighbors import make_index
 # The grid functions lived here: still importable from this module (nwbound.estimators exports them).
@@ -633,8 +634,8 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         if ranking is None:  # the exhaustive statistics rank the grid
             ranking = self._ranking(Q, self.ranking_fraction_)
         out = {}
-        for choice, names in engine.choice_groups(specs, ranking, self._choices):
-            rows, used, inverse = engine.rows_by_choice(choice, self.bandwidths_.shape[0])
+        for choice, names in choice_groups(specs, ranking):
+            rows, used, inverse = rows_by_choice(choice, self.bandwidths_.shape[0])
             group = {name: specs[name] for name in names}
             parts = [self._intervals_at(Q[r], group, self.bandwidths_[g : g + 1], certified_only=certified_only,
                                         neighbors=None if neighbors is None else neighbors[r])
@@ -671,22 +672,12 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         if ranking is not None:
             return ranking
         stats = self._statistics(X, [], need_bounds=True)
-        return BandwidthRanking(stats.kappa, stats.sq_sum, stats.dist_sum, self.bandwidths_[None, :])
+        return BandwidthRanking(stats.kappa, stats.sq_sum, stats.dist_sum, self.bandwidths_[None, :])  # per row already
 
     @staticmethod
     def _choices(ranking: BandwidthRanking, specs: dict) -> dict:
-        """Per setting, each query's column of least label-free ε (the rule of ``bandwidth="auto"``)."""
-        out = {}
-        for name, spec in specs.items():
-            if spec.needs_tail_mass:
-                raise ValueError(
-                    "This bound setting needs the kernel's tail mass, which a BandwidthRanking does not hold; "
-                    "use interval_from_statistics(kernel_statistics(X)) for it."
-                )
-            choice = spec.for_choice()
-            out[name] = choice.least_epsilon(*choice.parts(ranking.kappa, ranking.sq_sum, ranking.dist_sum,
-                                                           ranking.bandwidth))
-        return out
+        """Per setting, each query's column of least label-free ε (:func:`~nwbound.engine.choose_bandwidths`)."""
+        return choose_bandwidths(ranking, specs)
 
     def _intervals_at(self, X: np.ndarray, specs: dict, bandwidths: np.ndarray, neighbors: Any = None,
                       certified_only: frozenset = frozenset()) -> dict:

@@ -47,7 +47,7 @@ from ._array_api import (
 from ._array_api import to_host
 from ...kernels import Kernel
 from ._results import DeviceIntervals, _interval_to_host, usefulness_parts
-from .._ranking import BandwidthRanking
+from .._ranking import BandwidthRanking, rows_by_choice
 from ..host._sums import TrainingSet
 from ..host._sums_data import u2_error_rows, zero_statistics
 
@@ -697,7 +697,7 @@ def device_ranking(Xq: Any, train: TrainingSet, kernel: Kernel, grid: np.ndarray
     dtype = "float32" if train.X.dtype == np.float32 else "float64"
     columns: list[tuple[Any, Any, Any]] = []
     if n_neighbors is None:
-        sample = train.sample(fraction) if fraction < 1.0 else train
+        sample = train.sample(fraction)
         dev_train = _device_training_set(sample, xp, dev, dtype)
         unit, scale = sample.weight_unit, float(fraction)
         for lam in grid:
@@ -715,12 +715,8 @@ def device_ranking(Xq: Any, train: TrainingSet, kernel: Kernel, grid: np.ndarray
                                             check_input=False)  # validated queries, the fit's rows, our search
             columns.append(_sums_of(xp, st))
     kappa, sq_sum, dist_sum = (xp.stack([c[i] for c in columns], axis=1) for i in range(3))
-    # The host's units (weights back from weight_unit, distances from the feature unit), then its
-    # sample scaling: ε's parts are ratios, so this changes no choice beyond rounding.
-    kappa = kappa * unit / scale
-    sq_sum = sq_sum * unit * unit / scale
-    dist_sum = dist_sum * (unit * feature_unit) / scale
-    return BandwidthRanking(kappa, sq_sum, dist_sum, (grid * feature_unit)[None, :])
+    return BandwidthRanking.from_sums(kappa, sq_sum, dist_sum, (grid * feature_unit)[None, :], fraction=scale,
+                                      weight_unit=unit, feature_unit=feature_unit)
 
 
 def _sums_of(xp: Any, st: Any) -> tuple[Any, Any, Any]:
@@ -728,39 +724,6 @@ def _sums_of(xp: Any, st: Any) -> tuple[Any, Any, Any]:
     f64 = xp.float64
     return (xp.sum(xp.astype(st.class_sums[:, 0, :], f64), axis=1), xp.astype(st.sq_sum[:, 0], f64),
             xp.astype(st.dist_sum[:, 0], f64))
-
-
-def rows_by_choice(choice: Any, n_bandwidths: int) -> tuple[list[Any], list[int], Any]:
-    """The queries of each chosen bandwidth, where ``choice`` lives: ``(rows, used, inverse)``.
-
-    ``rows[j]`` are the query indices that chose ``used[j]`` (increasing), ``inverse`` puts the
-    concatenated groups back in the queries' order. One read: the ``G`` group sizes.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from nwbound.engine.device._backend import rows_by_choice
-    >>> rows, used, inverse = rows_by_choice(torch.tensor([2, 0, 2, 2]), 3)
-    >>> [r.tolist() for r in rows], used, inverse.tolist()
-    ([[1], [0, 2, 3]], [0, 2], [1, 0, 2, 3])
-    """
-    xp = array_namespace_of(choice)
-    order = xp.argsort(choice, stable=True)
-    ones = xp.ones_like(choice)
-    counts = xp.zeros((n_bandwidths,), dtype=choice.dtype, device=compat().device(choice))
-    if compat().is_torch_array(choice):
-        counts = counts.index_add(0, choice, ones)
-    else:  # any other namespace: one comparison per bandwidth
-        counts = xp.stack([xp.sum(xp.astype(choice == g, choice.dtype)) for g in range(n_bandwidths)])
-    sizes = [int(v) for v in (counts.tolist() if hasattr(counts, "tolist") else np.asarray(counts))]  # the read
-    rows, used, start = [], [], 0
-    for g, size in enumerate(sizes):
-        if size:
-            rows.append(order[start : start + size])
-            used.append(g)
-            start += size
-    inverse = xp.argsort(order, stable=True)
-    return rows, used, inverse
 
 
 class DeviceBackend:
@@ -888,20 +851,6 @@ class DeviceBackend:
                                  fraction=fraction if k is None else 1.0, n_neighbors=k,
                                  neighbors=neighbors, working_memory=est.working_memory)
         return Q, ranking, neighbors
-
-    @staticmethod
-    def choice_groups(specs: dict, ranking: Any, choose: Callable[[Any, dict], dict]) -> list[tuple[Any, list]]:
-        """Settings whose choosing parts agree (β and δ′ of the Hoeffding ε) choose alike: one choice
-        per group, computed in the tensors' namespace (no read)."""
-        keyed: dict = {}
-        for name, spec in specs.items():
-            keyed.setdefault((spec.for_choice().beta, spec.for_choice().delta_prime), []).append(name)
-        return [(choose(ranking, {names[0]: specs[names[0]]})[names[0]], names) for names in keyed.values()]
-
-    @staticmethod
-    def rows_by_choice(choice: Any, n_bandwidths: int) -> tuple[list[Any], list[int], Any]:
-        """:func:`rows_by_choice`: grouped where ``choice`` lives (one read of the sizes)."""
-        return rows_by_choice(choice, n_bandwidths)
 
     def intervals(self, X: Any, specs: dict, bandwidths: np.ndarray, neighbors: Any = None) -> dict | None:
         """Statistics and bounds on the device (:func:`intervals_on_device`) where they serve

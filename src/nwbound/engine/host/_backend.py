@@ -8,12 +8,12 @@ the training set's layout; ``_neighbor_sums``: the localized sums). It serves ev
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from .._statistics import KernelStatistics
-from .._ranking import BandwidthRanking
+from .._ranking import BandwidthRanking, rows_by_choice
 from ._sums import dense_kernel_sums, dense_moment_sums, neighbor_kernel_sums
 
 __all__ = ["HostBackend", "rows_by_bandwidth", "scaled"]
@@ -25,7 +25,8 @@ def scaled(a: np.ndarray | None, factor: float) -> np.ndarray | None:
 
 
 def rows_by_bandwidth(choice: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-    """The query rows of each bandwidth in ``choice`` (NumPy), and those bandwidths (ascending).
+    """The query rows of each bandwidth in ``choice`` (NumPy), and those bandwidths (ascending):
+    :func:`~nwbound.engine._ranking.rows_by_choice` without the order back.
 
     Examples
     --------
@@ -35,8 +36,8 @@ def rows_by_bandwidth(choice: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]
     >>> [r.tolist() for r in rows], used.tolist()
     ([[1], [0, 2]], [0, 2])
     """
-    used = np.unique(choice)
-    return [np.flatnonzero(choice == g) for g in used], used
+    rows, used, _ = rows_by_choice(choice, int(choice.max()) + 1 if choice.size else 0)
+    return rows, np.asarray(used, dtype=choice.dtype)
 
 
 class HostBackend:
@@ -116,42 +117,23 @@ class HostBackend:
         statistics (the estimator then takes them from :meth:`statistics`)."""
         est = self._est
         unit = est._unit()  # X and the engines' bandwidths in the fit's feature unit; dist_sum in input units
-        grid = est.bandwidths_[None, :]
         if self.ranks_from_moments():
-            m = dense_moment_sums(X, est._train.sample(fraction, row_offset), est.kernel_, est.bandwidths_ / unit,
+            s = dense_moment_sums(X, est._train.sample(fraction, row_offset), est.kernel_, est.bandwidths_ / unit,
                                   working_memory=est.working_memory, n_jobs=est.n_jobs)
-            return BandwidthRanking(m.kappa / fraction, m.sq_sum / fraction, scaled(m.dist_sum, unit) / fraction, grid)
-        if fraction < 1.0 and est.index_ is None:  # other kernels: every bandwidth, on the sample
+        elif fraction < 1.0 and est.index_ is None:  # other kernels: every bandwidth, on the sample
             s = dense_kernel_sums(X, est._train.sample(fraction, row_offset), est.kernel_, est.bandwidths_ / unit,
                                   need_dist=True, tail_radius=None, working_memory=est.working_memory,
                                   n_jobs=est.n_jobs)
-            return BandwidthRanking(s.kappa / fraction, s.sq_sum / fraction, scaled(s.dist_sum, unit) / fraction, grid)
-        return None
+        else:
+            return None
+        return BandwidthRanking.from_sums(s.kappa, s.sq_sum, s.dist_sum, est.bandwidths_[None, :], fraction=fraction,
+                                          feature_unit=unit)
 
     # -- the route's steps -------------------------------------------------------------------
     def choice_ranking(self, X: Any, fraction: float) -> tuple[Any, Any, Any]:
         """``(queries, ranking, neighbours)`` for the route's choice: the queries as given, the
         :meth:`ranking` (never None where :meth:`ranks_first` holds), no neighbours kept."""
         return X, self.ranking(X, fraction), None
-
-    @staticmethod
-    def choice_groups(specs: dict, ranking: Any, choose: Callable[[Any, dict], dict]) -> list[tuple[Any, list]]:
-        """The settings grouped by equal choices: ``[(choice, names), …]`` (one exact pass per group)."""
-        groups: list[tuple[Any, list]] = []
-        for name, choice in choose(ranking, specs).items():
-            same = next((g for g in groups if np.array_equal(g[0], choice)), None)
-            if same is None:
-                groups.append((choice, [name]))
-            else:
-                same[1].append(name)
-        return groups
-
-    @staticmethod
-    def rows_by_choice(choice: Any, n_bandwidths: int) -> tuple[list[Any], list[int], Any]:
-        """``(rows, used, inverse)``: the queries of each chosen bandwidth, and the order that puts
-        the concatenated groups back."""
-        rows, used = rows_by_bandwidth(choice)
-        return rows, [int(g) for g in used], np.argsort(np.concatenate(rows), kind="stable")
 
     def intervals(self, X: Any, specs: dict, bandwidths: np.ndarray, neighbors: Any = None) -> dict | None:
         """None: the host has no bound solver of its own (the estimator bounds :meth:`statistics`)."""
