@@ -65,12 +65,14 @@ from ..spaces import (
     check_groups,
     choose_lipschitz,
     metric_kind,
+    nw_share_weights,
     pilot_lipschitz,
+    split_seed,
 )
 from ._common import check_query_array, compute, current_client, rows_from_blocks, share
 from ._predict import interval_arrays, named_interval_arrays
 from ._parts import _HeldOutCheck, _Part, _divided, _head_params, _part_outputs, _part_params
-from ._space import check_rows_split, chooses_lipschitz, nw_weights, row_layouts, split_seed
+from ._space import check_rows_split, chooses_lipschitz, row_layouts
 from ._tasks import _cross_finish, _now, _nw_block, _shard
 
 __all__ = ["ShardedNadarayaWatson", "sharded_predict_interval"]
@@ -410,7 +412,7 @@ metric, metric_fraction, cross_fit
                     rows(map_rows), labels[map_rows], None if weights is None else weights[map_rows].astype(np.float64),
                     groups=None if groups is None else groups[map_rows], held_out=held)
             Z = self._nw_share(X, nw_rows, space, dtype, client)
-            nw_labels, nw_w = labels[nw_rows], nw_weights(weights, nw_rows, dtype)
+            nw_labels, nw_w = labels[nw_rows], nw_share_weights(weights, nw_rows, dtype)
         n_nw = Z.shape[0]
         if self.n_neighbors is not None:
             kept = "" if layout is None else f" (the split kept {X.shape[0] - n_nw} of {X.shape[0]} rows out of them)"

@@ -8,9 +8,10 @@ values, so the client splits exactly as the estimator does; the metric share's r
 at the client (``metric_fraction`` of the rows), where the map is fitted on the very rows, in the
 very order, the in-memory fit uses. The NW share is mapped on the workers, chunk by chunk.
 
-Only public pieces of :mod:`nwbound.spaces` are used. Two rules of the estimator that it keeps
-private are restated here, each in one function: when ``fit`` cross-fits
-(:func:`uses_cross_fit`) and the seed of its split (:func:`split_seed`).
+Only public pieces of :mod:`nwbound.spaces` are used: the seed of the split
+(:func:`~nwbound.spaces.split_seed`), when ``fit`` cross-fits (:func:`~nwbound.spaces.auto_cross_fits`,
+read from a parameter mapping by :func:`uses_cross_fit`) and the NW share's weights
+(:func:`~nwbound.spaces.nw_share_weights`) are the estimator's own rules.
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import numpy as np
-from sklearn.utils import check_random_state
 
 from ..spaces import auto_cross_fits, check_fraction, cross_fit_layouts, metric_kind, split_rows
 
-__all__ = ["chooses_lipschitz", "uses_cross_fit", "split_seed", "row_layouts", "check_rows_split", "nw_weights"]
+__all__ = ["chooses_lipschitz", "uses_cross_fit", "row_layouts", "check_rows_split"]
 
 
 def chooses_lipschitz(params: Mapping[str, Any]) -> bool:
@@ -73,24 +73,6 @@ def uses_cross_fit(params: Mapping[str, Any], n_samples: int) -> bool:
                            n_samples)
 
 
-def split_seed(random_state: Any) -> int:
-    """The seed of the split and of ``metric="auto"``: ``random_state``, or 0 (a fit repeats).
-
-    A ``RandomState`` gives one draw per call, as the estimator's fit takes one.
-
-    Examples
-    --------
-    >>> from nwbound.dask._space import split_seed
-    >>> split_seed(None), split_seed(7)
-    (0, 7)
-    """
-    if random_state is None:
-        return 0
-    if isinstance(random_state, (int, np.integer)):
-        return int(random_state)
-    return int(check_random_state(random_state).randint(2**31 - 1))
-
-
 def row_layouts(params: Mapping[str, Any], labels: np.ndarray, groups: np.ndarray | None,
                 seed: int) -> list[tuple[np.ndarray, np.ndarray] | None]:
     """The ``(metric_rows, nw_rows)`` of each model the in-memory fit makes; ``[None]`` when it
@@ -105,7 +87,7 @@ def row_layouts(params: Mapping[str, Any], labels: np.ndarray, groups: np.ndarra
     groups : ndarray or None
         Group labels, kept whole on one side of every split.
     seed : int
-        :func:`split_seed` of ``random_state``.
+        :func:`~nwbound.spaces.split_seed` of ``random_state``.
 
     Returns
     -------
@@ -164,25 +146,3 @@ def check_rows_split(labels: np.ndarray, metric_rows: np.ndarray, groups: np.nda
             f"and could not: {exc} Give more rows, or metric=None with a numeric lipschitz."
         ) from None
     return metric_rows[a], metric_rows[b]
-
-
-def nw_weights(weights: np.ndarray | None, nw_rows: np.ndarray | None, dtype: Any) -> np.ndarray | None:
-    """The NW share's sample weights as the estimator keeps them: divided by their largest, None
-    when all equal 1.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.dask._space import nw_weights
-    >>> nw_weights(np.array([0.5, 1.0, 0.25]), np.array([0, 2]), "float64")
-    array([1. , 0.5])
-    >>> nw_weights(np.array([0.5, 1.0, 0.5]), np.array([0, 2]), "float64") is None
-    True
-    """
-    if weights is None or nw_rows is None:
-        return weights
-    w = weights[nw_rows].astype(np.float64)
-    if not np.any(w > 0):
-        raise ValueError("sample_weight is 0 on every row of the NW share: give positive weights.")
-    w = w / w.max()
-    return None if np.all(w == 1.0) else w.astype(dtype)

@@ -13,7 +13,6 @@ import numpy as np
 
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, _num_samples, check_is_fitted, validate_data
 
@@ -27,7 +26,7 @@ from ..bounds import CHERNOFF_FALLBACK_START as _CHERNOFF_FALLBACK_START
 from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
 from ..utils import report
-from ..spaces import GroupsError, auto_cross_fits, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
+from ..spaces import GroupsError, auto_cross_fits, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, nw_share_weights, split_rows, split_seed
 from ._fit_errors import _auto_lipschitz, _split_settings_errors
 from ._dispatch import queries_on_host, training_data_on_host, validate_queries
 from ._fitted_state import _LearnedState
@@ -186,11 +185,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
                 raise ValueError("sample_weight must be finite.")
             if not np.any(weights > 0):
                 raise ValueError("sample_weight sums to 0: at least one sample needs a positive weight.")
-            # Only relative weights matter (p̂ and every bound are invariant to a common
-            # factor): scale the largest to 1, so that weights like 1e308 cannot overflow
-            # Σ(wK)². κ and ΣK² are then in units of the largest weight.
-            weights = weights / weights.max()
-            weights = None if np.all(weights == 1.0) else weights.astype(dtype)
+            weights = nw_share_weights(weights, None, dtype)  # relative: the largest scaled to 1
         if weights is not None and (self.lipschitz is not None or getattr(self, "margin", None) is not None):
             check_label_free_weights(weights, labels, classes)  # with a bound: weights of the inputs only
         w = np.ones(X.shape[0]) if weights is None else weights.astype(np.float64)
@@ -218,15 +213,6 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         self._feature_unit = unit
 
     # -- learned space (metric=) and held-out rows ---------------------------------------------
-    def _split_seed(self) -> int:
-        """Seed of the split and of ``metric="auto"``: ``random_state``, or 0 (a fit repeats)."""
-        rs = getattr(self, "random_state", None)
-        if rs is None:
-            return 0
-        if isinstance(rs, (int, np.integer)):
-            return int(rs)
-        return int(check_random_state(rs).randint(2**31 - 1))  # a RandomState: one draw per fit
-
     def _fit_space(self, X: np.ndarray, labels: np.ndarray, weights: np.ndarray | None, groups: Any, dtype):
         """Split the validated training rows, fit ``metric=`` on its share, map the NW share.
 
@@ -256,7 +242,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
             self._say(f"{n} training rows, all in the kernel sums")
             return X, labels, weights
         fraction = check_fraction(getattr(self, "metric_fraction", 0.4))
-        seed = self._split_seed()
+        seed = split_seed(getattr(self, "random_state", None))
         with _split_settings_errors(self, labels, groups):
             if forced is not None:
                 metric_rows, nw_rows = forced
@@ -319,14 +305,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         Z = X[nw_rows]
         if self.metric_ is not None:
             Z = self.metric_.transform(Z)
-        nw_weights = None
-        if weights is not None:
-            w = weights[nw_rows].astype(np.float64)
-            if not np.any(w > 0):
-                raise ValueError("sample_weight is 0 on every row of the NW share: give positive weights.")
-            w = w / w.max()
-            nw_weights = None if np.all(w == 1.0) else w.astype(dtype)
-        return np.ascontiguousarray(Z, dtype=dtype), labels[nw_rows], nw_weights
+        return np.ascontiguousarray(Z, dtype=dtype), labels[nw_rows], nw_share_weights(weights, nw_rows, dtype)
 
     def _warn_assumption_units(self) -> None:
         """``metric="auto"`` (the default) with a numeric ``lipschitz`` or a ``margin``: say once per fit
@@ -361,7 +340,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         halves = []
         with _split_settings_errors(self, labels, groups):
             layouts = cross_fit_layouts(labels, self.cross_fit, check_fraction(self.metric_fraction), groups=groups,
-                                        random_state=self._split_seed())
+                                        random_state=split_seed(getattr(self, "random_state", None)))
         self._say(f"cross_fit={self.cross_fit!r}: {len(layouts)} models on {Xv.shape[0]} training rows, each at "
                   f"level delta/{len(layouts)}")
         with warnings.catch_warnings():  # said once, above, not once per model
@@ -505,10 +484,10 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
                           f"estimated on {space.n_held_out_} held-out rows, the features at c·L_r with c = "
                           f"{space.balance_:.3g}, so L = √(1 + 1/c²)")
             else:
-                pilot = pilot_lipschitz(pilot_Z, pilot_y, random_state=self._split_seed())
+                pilot = pilot_lipschitz(pilot_Z, pilot_y, random_state=split_seed(getattr(self, "random_state", None)))
             self._choice_beta = pilot  # bandwidth="auto" chooses at the pilot L: intervals nested in L
             report = choose_lipschitz(self, pilot_Z, pilot_y, X_check, y_check, units=units,
-                                      random_state=self._split_seed(), pilot=pilot, pilot_source=source)
+                                      random_state=split_seed(getattr(self, "random_state", None)), pilot=pilot, pilot_source=source)
         self.lipschitz_, self.lipschitz_report_ = report.value, report
         self._validate_bound_params(*self._bound_args[:1], bound_required=self._bound_args[1],
                                     localized=self._bound_args[2])

@@ -6,7 +6,7 @@ from ._lipschitz import AUTO_CHECK_ROWS, AUTO_LIPSCHITZ_EXPONENTS, CrossFitRepor
 from ._auto import AUTO_CV_FOLDS, AUTO_CV_ROWS, MetricAutoReport, auto_candidates, choose_score_model
 from ._crossfit import contradicting_rows, intersect_intervals, kappa_weighted_proba, project_into_box
 from ._space import AUTO_BALANCE_LIMIT, AUTO_CROSS_FIT_MAX_ROWS, auto_cross_fits, AUTO_MAX_ITER, AUTO_MAX_ROWS, INPUT_CLIP, LearnedSpace, column_units, metric_kind
-from ._split import AUTO_CROSS_FIT_FOLDS, GroupsError, check_fraction, check_groups, cross_fit_layouts, fold_rows, split_rows
+from ._split import AUTO_CROSS_FIT_FOLDS, GroupsError, check_fraction, check_groups, cross_fit_layouts, fold_rows, nw_share_weights, split_rows, split_seed
 
 __all__ = [
     "AUTO_CV_FOLDS",
@@ -40,4 +40,6 @@ __all__ = [
     "project_into_box",
     "metric_kind",
     "split_rows",
+    "split_seed",
+    "nw_share_weights",
 ]

@@ -7,7 +7,88 @@ from typing import Any
 import numpy as np
 from sklearn.utils import check_random_state
 
-__all__ = ["split_rows", "check_fraction", "check_groups", "fold_rows", "cross_fit_layouts", "AUTO_CROSS_FIT_FOLDS"]
+__all__ = ["split_rows", "check_fraction", "check_groups", "fold_rows", "cross_fit_layouts", "AUTO_CROSS_FIT_FOLDS",
+           "split_seed", "nw_share_weights"]
+
+
+def split_seed(random_state: Any) -> int:
+    """The seed of the split of the training rows and of ``metric="auto"``, from ``random_state``.
+
+    The estimator's ``fit`` and the sharded one (:mod:`nwbound.dask`) both seed their splits with
+    it, so they split the same rows.
+
+    Parameters
+    ----------
+    random_state : None, int or numpy.random.RandomState
+        None gives 0, so that a fit repeats; an int is the seed; a ``RandomState`` gives one draw
+        per call (one per fit).
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.spaces import split_seed
+    >>> split_seed(None), split_seed(7), split_seed(np.int64(3))
+    (0, 7, 3)
+    >>> split_seed(np.random.RandomState(0)) == split_seed(np.random.RandomState(0))
+    True
+    """
+    if random_state is None:
+        return 0
+    if isinstance(random_state, (int, np.integer)):
+        return int(random_state)
+    return int(check_random_state(random_state).randint(2**31 - 1))
+
+
+def nw_share_weights(weights: np.ndarray | None, nw_rows: np.ndarray | None, dtype: Any) -> np.ndarray | None:
+    """The sample weights of the rows in the kernel sums as the estimator keeps them: divided by
+    their largest, None when all equal 1.
+
+    Only relative weights matter (p̂ and every bound are invariant to a common factor); scaling the
+    largest to 1 keeps weights like 1e308 from overflowing Σ(wK)², and κ and ΣK² are then in units
+    of the largest weight.
+
+    Parameters
+    ----------
+    weights : ndarray of shape (n_samples,) or None
+        Non-negative, finite sample weights of every training row (None: unweighted).
+    nw_rows : ndarray of int or None
+        The rows in the kernel sums (the NW share of a split); None: every row.
+    dtype : numpy dtype or str
+        The estimator's ``dtype``, which the kept weights take.
+
+    Returns
+    -------
+    ndarray of shape (len(nw_rows),) or None
+
+    Raises
+    ------
+    ValueError
+        Every weight of those rows is 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.spaces import nw_share_weights
+    >>> nw_share_weights(np.array([0.5, 1.0, 0.25]), np.array([0, 2]), "float64")
+    array([1. , 0.5])
+    >>> nw_share_weights(np.array([0.5, 1.0, 0.5]), np.array([0, 2]), "float64") is None
+    True
+    >>> nw_share_weights(np.array([0.0, 1.0, 0.0]), np.array([0, 2]), "float64")
+    Traceback (most recent call last):
+    ...
+    ValueError: sample_weight is 0 on every row of the NW share: give positive weights.
+    """
+    if weights is None:
+        return None
+    w = (weights if nw_rows is None else weights[nw_rows]).astype(np.float64)
+    if not np.any(w > 0):
+        raise ValueError("sample_weight is 0 on every row of the NW share: give positive weights.")
+    w = w / w.max()
+    return None if np.all(w == 1.0) else w.astype(dtype)
 
 
 def check_fraction(value: Any, name: str = "metric_fraction") -> float:
