@@ -11,7 +11,6 @@ import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._validation import check_open_unit
 from ._common import check_query_array, compute, limited, share
 from ._space import chooses_lipschitz
 from ._tasks import (
@@ -32,20 +31,6 @@ from ._tasks import (
     _shard_topk,
     _tree,
 )
-
-
-def _divided(bounds: Any, n_models: int) -> Any:
-    """``bounds`` for each of ``n_models`` cross-fitted models: a mapping of the same names, each
-    ``delta`` divided by ``n_models`` (None stays None: each model's own setting is at δ/K)."""
-    if bounds is None or isinstance(bounds, str):
-        return bounds  # a str is refused by the estimator's own check, with its explanation
-    named = dict(bounds) if isinstance(bounds, Mapping) else {form: {"bound": form} for form in bounds}
-    out = {}
-    for name, overrides in named.items():
-        if isinstance(overrides, Mapping) and "delta" in overrides:
-            overrides = {**overrides, "delta": check_open_unit(overrides["delta"], "delta") / n_models}
-        out[name] = overrides
-    return out
 
 
 def _head_params(params: Mapping[str, Any]) -> dict:

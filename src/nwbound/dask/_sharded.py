@@ -64,6 +64,7 @@ from ..spaces import (
     LipschitzAutoReport,
     check_groups,
     choose_lipschitz,
+    divided_bounds,
     metric_kind,
     nw_share_weights,
     pilot_lipschitz,
@@ -71,7 +72,7 @@ from ..spaces import (
 )
 from ._common import check_query_array, compute, current_client, rows_from_blocks, share
 from ._predict import interval_arrays, named_interval_arrays
-from ._parts import _HeldOutCheck, _Part, _divided, _head_params, _part_outputs, _part_params
+from ._parts import _HeldOutCheck, _Part, _head_params, _part_outputs, _part_params
 from ._space import check_rows_split, chooses_lipschitz, row_layouts
 from ._tasks import _cross_finish, _now, _nw_block, _shard
 
@@ -532,7 +533,7 @@ metric, metric_fraction, cross_fit
         # p̂ needs no assumption; with one bandwidth it does not depend on the bound setting.
         asked = bounds if bounded else {"p": {"lipschitz": 1.0, "bound": "hoeffding"}}
         if n_parts > 1:  # each model's intervals at δ/K, intersected below
-            asked, part_method = _divided(asked, n_parts), "predict_interval"
+            asked, part_method = divided_bounds(asked, n_parts), "predict_interval"
         else:
             part_method = method
         # The client's model with the current parameters: the bound settings (set_params after fit)

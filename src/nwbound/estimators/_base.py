@@ -26,7 +26,7 @@ from ..bounds import CHERNOFF_FALLBACK_START as _CHERNOFF_FALLBACK_START
 from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
 from ..utils import report
-from ..spaces import GroupsError, auto_cross_fits, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, nw_share_weights, split_rows, split_seed
+from ..spaces import GroupsError, auto_cross_fits, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, divided_bounds, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, nw_share_weights, split_rows, split_seed
 from ._fit_errors import _auto_lipschitz, _split_settings_errors
 from ._dispatch import queries_on_host, training_data_on_host, validate_queries
 from ._fitted_state import _LearnedState
@@ -428,20 +428,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         model's own setting (this estimator's current one, δ/K: the caller ran :meth:`_cross_models`),
         or, where ``required`` is False and the models have no bound (neither ``lipschitz`` nor
         ``margin``), None."""
-        if bounds is None:
-            named = {None: {}}
-        elif isinstance(bounds, Mapping):
-            named = dict(bounds)
-        else:
-            named = {form: {"bound": form} for form in bounds}
-        halved = {}
-        for name, overrides in named.items():
-            if not isinstance(overrides, Mapping):
-                raise TypeError(f"bounds[{name!r}] must be a mapping of settings, got {type(overrides).__name__}.")
-            o = dict(overrides)
-            if "delta" in o:
-                o["delta"] = check_open_unit(o["delta"], "delta") / len(self.cross_fit_models_)
-            halved[name] = o
+        halved = divided_bounds({None: {}} if bounds is None else bounds, len(self.cross_fit_models_))
         specs = []
         for h in self.cross_fit_models_:
             if bounds is None and not required:  # predict_proba: no word about the bound's form either
