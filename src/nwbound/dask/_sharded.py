@@ -65,10 +65,12 @@ from ..spaces import (
     check_groups,
     choose_lipschitz,
     divided_bounds,
+    lipschitz_units,
     metric_kind,
     nw_share_weights,
     pilot_lipschitz,
     split_seed,
+    two_constant_pilot,
 )
 from ._common import check_query_array, compute, current_client, rows_from_blocks, share
 from ._predict import interval_arrays, named_interval_arrays
@@ -451,9 +453,7 @@ metric, metric_fraction, cross_fit
             model_template.update(metric_=space, n_features_in_=X.shape[1])
         if auto_l:  # the held-out check of L, its kernel statistics on the shards
             if space is not None:  # metric="auto": the two-constant space states its pilot L
-                pilot_rows, pilot = None, float(space.lipschitz_)
-                source = (f"the two-constant space: L_r = {space.feature_weight_:.4g} on {space.n_held_out_} held-out "
-                          f"rows, the features at c·L_r with c = {space.balance_:.3g}, so L = √(1 + 1/c²)")
+                pilot_rows, (pilot, source) = None, two_constant_pilot(space)
             else:
                 pilot_rows = rows(map_rows)
                 pilot, source = pilot_lipschitz(pilot_rows, labels[map_rows], random_state=seed), ""
@@ -461,12 +461,10 @@ metric, metric_fraction, cross_fit
                                            all_rejected=False, units="")
             trial = {**model_template, "lipschitz_": pilot, "lipschitz_report_": stand_in, "pilot_lipschitz": pilot}
             trial_part = _Part(NadarayaWatsonClassifier(**model_params).set_fitted_state(trial), trial, shards, fraction)
-            units = ("in the units of the mapped space metric_.transform(X)" if space is not None
-                     else "in the units of the features as given")
             report = choose_lipschitz(
                 _HeldOutCheck(trial_part, params, n_parts, client, self.threads_per_task), pilot_rows,
-                labels[map_rows], rows(check_rows), classes[labels[check_rows]], units=units, random_state=seed,
-                pilot=pilot, pilot_source=source)
+                labels[map_rows], rows(check_rows), classes[labels[check_rows]], units=lipschitz_units(space),
+                random_state=seed, pilot=pilot, pilot_source=source)
             model_template.update(lipschitz_=report.value, lipschitz_report_=report, pilot_lipschitz=pilot)
         estimator = NadarayaWatsonClassifier(**model_params).set_fitted_state(model_template)
         record = {"n_samples": n_nw, "bandwidths": np.asarray(template["bandwidths_"]),

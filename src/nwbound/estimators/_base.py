@@ -26,7 +26,7 @@ from ..bounds import CHERNOFF_FALLBACK_START as _CHERNOFF_FALLBACK_START
 from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
 from ..utils import report
-from ..spaces import GroupsError, auto_cross_fits, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, divided_bounds, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, nw_share_weights, split_rows, split_seed
+from ..spaces import GroupsError, auto_cross_fits, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, divided_bounds, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, lipschitz_units, metric_kind, nw_share_weights, split_rows, split_seed, two_constant_pilot
 from ._fit_errors import _auto_lipschitz, _split_settings_errors
 from ._dispatch import queries_on_host, training_data_on_host, validate_queries
 from ._fitted_state import _LearnedState
@@ -460,20 +460,14 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         pilot_Z, pilot_y, X_check, y_check, train_labels = held
         self._say(f"kernel sums on {self.nw_rows_.shape[0]} rows in place; lipschitz='auto': checking L on "
                   f"{X_check.shape[0]} held-out rows")
-        units = ("in the units of the mapped space metric_.transform(X)" if self.metric_ is not None
-                 else "in the units of the features as given")
         with _split_settings_errors(self, train_labels):
             source = ""
             if pilot_Z is None:  # metric="auto": L = √(1 + 1/c²) by the two-constant assumption (LearnedSpace)
-                space = self.metric_
-                pilot = space.lipschitz_
-                source = (f"the two-constant space: |Δp| ≤ ‖Δs‖ + L_r‖Δx‖ with L_r = {space.feature_weight_:.4g} "
-                          f"estimated on {space.n_held_out_} held-out rows, the features at c·L_r with c = "
-                          f"{space.balance_:.3g}, so L = √(1 + 1/c²)")
+                pilot, source = two_constant_pilot(self.metric_)
             else:
                 pilot = pilot_lipschitz(pilot_Z, pilot_y, random_state=split_seed(getattr(self, "random_state", None)))
             self._choice_beta = pilot  # bandwidth="auto" chooses at the pilot L: intervals nested in L
-            report = choose_lipschitz(self, pilot_Z, pilot_y, X_check, y_check, units=units,
+            report = choose_lipschitz(self, pilot_Z, pilot_y, X_check, y_check, units=lipschitz_units(self.metric_),
                                       random_state=split_seed(getattr(self, "random_state", None)), pilot=pilot, pilot_source=source)
         self.lipschitz_, self.lipschitz_report_ = report.value, report
         self._validate_bound_params(*self._bound_args[:1], bound_required=self._bound_args[1],
