@@ -50,6 +50,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from .._numerics import euclidean_norm, feature_unit
 from .._validation import check_dtype, check_int_range, check_params_as_fitted
 from ..estimators import (
+    SCALE_NEIGHBORS,
     NadarayaWatsonClassifier,
     bandwidth_grid_from_nearest,
     bandwidth_grid_pilot,
@@ -57,7 +58,6 @@ from ..estimators import (
     resolve_ranking_fraction,
     scale_bandwidth_from_nearest,
 )
-from ..estimators._nadaraya_watson import SCALE_NEIGHBORS
 from ..spaces import (
     CrossFitReports,
     LearnedSpace,
