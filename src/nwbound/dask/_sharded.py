@@ -64,6 +64,7 @@ from ..spaces import (
     LipschitzAutoReport,
     check_groups,
     choose_lipschitz,
+    chooses_lipschitz,
     divided_bounds,
     lipschitz_units,
     metric_kind,
@@ -75,7 +76,7 @@ from ..spaces import (
 from ._common import check_query_array, compute, current_client, rows_from_blocks, share
 from ._predict import interval_arrays, named_interval_arrays
 from ._parts import _HeldOutCheck, _Part, _head_params, _part_outputs, _part_params
-from ._space import check_rows_split, chooses_lipschitz, row_layouts
+from ._space import check_rows_split, row_layouts
 from ._tasks import _cross_finish, _now, _nw_block, _shard
 
 __all__ = ["ShardedNadarayaWatson", "sharded_predict_interval"]
@@ -383,7 +384,7 @@ metric, metric_fraction, cross_fit
         self.metric_ = self.estimator_.metric_ if len(parts) == 1 else None
         lipschitz = [part.estimator.lipschitz_ for part in parts]
         reports = [part.estimator.lipschitz_report_ for part in parts]
-        self.lipschitz_ = max(lipschitz) if chooses_lipschitz(params) else lipschitz[0]
+        self.lipschitz_ = max(lipschitz) if chooses_lipschitz(params["lipschitz"], params["margin"]) else lipschitz[0]
         self.lipschitz_report_ = reports[0] if len(parts) == 1 or reports[0] is None else CrossFitReports(reports)
         self._probe = np.asarray(compute(client, X[:1])[0])  # a query row the settings are checked on
         self._fit_layout = {"n_neighbors": self.n_neighbors, "cross_fit": self.cross_fit}
@@ -395,7 +396,7 @@ metric, metric_fraction, cross_fit
         dtype = check_dtype(params["dtype"])
         labels, weights, classes = np.asarray(full["labels"]), full.get("weights"), full["classes_"]
         model_params, shard_params = _part_params(params, n_parts)
-        auto_l = chooses_lipschitz(params)
+        auto_l = chooses_lipschitz(params["lipschitz"], params["margin"])
         space, map_rows, check_rows, nw_rows = None, np.zeros(0, np.intp), np.zeros(0, np.intp), None
         if layout is None:  # nothing split: the features as given, every row in the kernel sums
             Z, nw_labels, nw_w = X, labels, weights

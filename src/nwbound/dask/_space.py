@@ -20,31 +20,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..spaces import auto_cross_fits, check_fraction, cross_fit_layouts, metric_kind, split_rows
+from ..spaces import auto_cross_fits, check_fraction, chooses_lipschitz, cross_fit_layouts, metric_kind, split_rows
 
-__all__ = ["chooses_lipschitz", "uses_cross_fit", "row_layouts", "check_rows_split"]
-
-
-def chooses_lipschitz(params: Mapping[str, Any]) -> bool:
-    """Whether ``fit`` chooses L on held-out rows: ``lipschitz="auto"`` and no ``margin``.
-
-    Parameters
-    ----------
-    params : mapping
-        NadarayaWatsonClassifier parameters.
-
-    Returns
-    -------
-    bool
-
-    Examples
-    --------
-    >>> from nwbound.dask._space import chooses_lipschitz
-    >>> chooses_lipschitz({"lipschitz": "auto", "margin": None}), chooses_lipschitz({"lipschitz": "auto", "margin": 0.1})
-    (True, False)
-    """
-    lipschitz = params.get("lipschitz")
-    return isinstance(lipschitz, str) and lipschitz == "auto" and params.get("margin") is None
+__all__ = ["uses_cross_fit", "row_layouts", "check_rows_split"]
 
 
 def uses_cross_fit(params: Mapping[str, Any], n_samples: int) -> bool:
@@ -120,7 +98,7 @@ def row_layouts(params: Mapping[str, Any], labels: np.ndarray, groups: np.ndarra
                 "pass cross_fit=False."
             )
         return cross_fit_layouts(labels, params["cross_fit"], fraction, groups=groups, random_state=seed)
-    if kind is None and not chooses_lipschitz(params):
+    if kind is None and not chooses_lipschitz(params.get("lipschitz"), params.get("margin")):
         return [None]
     return [split_rows(labels, fraction, groups=groups, random_state=seed)]
 

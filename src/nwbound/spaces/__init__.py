@@ -2,7 +2,7 @@
 metric share and an NW share, the map fitted on the metric share and standardised, and the
 cross-fitted combination of several splits (user guide: "Bounds in a learned space")."""
 
-from ._lipschitz import AUTO_CHECK_ROWS, AUTO_LIPSCHITZ_EXPONENTS, CrossFitReports, LipschitzAutoReport, choose_lipschitz, lipschitz_units, pilot_lipschitz, two_constant_pilot
+from ._lipschitz import AUTO_CHECK_ROWS, AUTO_LIPSCHITZ_EXPONENTS, CrossFitReports, LipschitzAutoReport, choose_lipschitz, chooses_lipschitz, lipschitz_units, pilot_lipschitz, two_constant_pilot
 from ._auto import AUTO_CV_FOLDS, AUTO_CV_ROWS, MetricAutoReport, auto_candidates, choose_score_model
 from ._crossfit import contradicting_rows, divided_bounds, intersect_intervals, kappa_weighted_proba, project_into_box
 from ._space import AUTO_BALANCE_LIMIT, AUTO_CROSS_FIT_MAX_ROWS, auto_cross_fits, AUTO_MAX_ITER, AUTO_MAX_ROWS, INPUT_CLIP, LearnedSpace, column_units, metric_kind
@@ -19,6 +19,7 @@ __all__ = [
     "LipschitzAutoReport",
     "CrossFitReports",
     "choose_lipschitz",
+    "chooses_lipschitz",
     "pilot_lipschitz",
     "lipschitz_units",
     "two_constant_pilot",

@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LipschitzAutoReport", "CrossFitReports", "choose_lipschitz", "pilot_lipschitz", "lipschitz_units",
+__all__ = ["LipschitzAutoReport", "CrossFitReports", "choose_lipschitz", "chooses_lipschitz", "pilot_lipschitz",
+           "lipschitz_units",
            "two_constant_pilot", "AUTO_LIPSCHITZ_EXPONENTS", "AUTO_CHECK_ROWS"]
 
 #: The grid of ``lipschitz="auto"``: pilot × 2^k for these k, tried in stages (the pilot; then the
@@ -125,6 +126,33 @@ class CrossFitReports(tuple):
             first = str(r).splitlines()[0]
             lines.append(f"  model {i}: {first}")
         return "\n".join(lines)
+
+
+def chooses_lipschitz(lipschitz: Any, margin: Any) -> bool:
+    """Whether ``fit`` chooses L by the held-out check (:func:`choose_lipschitz`):
+    ``lipschitz="auto"`` (the default) and no ``margin``.
+
+    A ``margin`` states the separable-classes assumption instead, so the default ``"auto"`` L then
+    does not apply (user guide, "Defaults").
+
+    Parameters
+    ----------
+    lipschitz : float, "auto" or None
+        The estimator's ``lipschitz``.
+    margin : float or None
+        The estimator's ``margin``.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from nwbound.spaces import chooses_lipschitz
+    >>> chooses_lipschitz("auto", None), chooses_lipschitz("auto", 0.1), chooses_lipschitz(1.0, None)
+    (True, False, False)
+    """
+    return isinstance(lipschitz, str) and lipschitz == "auto" and margin is None
 
 
 def lipschitz_units(space: Any) -> str:
