@@ -466,3 +466,25 @@ def test_what_a_cluster_cannot_honour_names_the_fix(field):
         ShardedNadarayaWatson(metric=PCA()).fit(Xd, y)
     with pytest.raises(ValueError, match=r"cross_fit=True.*cross_fit=False"):
         ShardedNadarayaWatson(metric=None, cross_fit=True).fit(Xd, y)
+
+
+def test_sharded_split_errors_are_the_estimators():
+    # One rule, one message (nwbound.spaces.check_cross_fit_metric): cross-fitting without a
+    # labelled map is refused by the sharded fit with the in-memory fit's words.
+    rng = np.random.default_rng(0)
+    X, y = rng.uniform(-1, 1, (40, 2)), np.repeat([0, 1], 20)
+    with pytest.raises(ValueError) as in_memory:
+        NadarayaWatsonClassifier(metric=None, cross_fit=True).fit(X, y)
+    with pytest.raises(ValueError) as sharded:
+        ShardedNadarayaWatson(metric=None, cross_fit=True).fit(da.from_array(X, chunks=(10, -1)), y)
+    assert str(sharded.value) == str(in_memory.value)
+    assert "pass cross_fit=False" in str(sharded.value)
+
+
+def test_sharded_check_split_of_one_group_names_it():
+    # The metric share's map/check split (nwbound.spaces.check_rows_split) names the one group.
+    from nwbound.spaces import GroupsError
+
+    X, y = np.random.default_rng(0).uniform(-1, 1, (40, 2)), np.repeat([0, 1], 20)
+    with pytest.raises(GroupsError, match=r"all belong to one group \(1\)\. Give more groups"):
+        ShardedNadarayaWatson().fit(da.from_array(X, chunks=(10, -1)), y, groups=np.repeat([0, 1], 20))

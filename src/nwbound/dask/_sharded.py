@@ -60,9 +60,12 @@ from ..estimators import (
 )
 from ..spaces import (
     CrossFitReports,
+    GroupsError,
     LearnedSpace,
     LipschitzAutoReport,
     check_groups,
+    check_map_classes,
+    check_rows_split,
     choose_lipschitz,
     chooses_lipschitz,
     divided_bounds,
@@ -76,7 +79,7 @@ from ..spaces import (
 from ._common import check_query_array, compute, current_client, rows_from_blocks, share
 from ._predict import interval_arrays, named_interval_arrays
 from ._parts import _HeldOutCheck, _Part, _head_params, _part_outputs, _part_params
-from ._space import check_rows_split, row_layouts
+from ._space import row_layouts
 from ._tasks import _cross_finish, _now, _nw_block, _shard
 
 __all__ = ["ShardedNadarayaWatson", "sharded_predict_interval"]
@@ -404,13 +407,14 @@ metric, metric_fraction, cross_fit
             metric_rows, nw_rows = layout
             map_rows = metric_rows
             if auto_l:
-                map_rows, check_rows = check_rows_split(labels, metric_rows, groups, seed)
+                try:
+                    map_rows, check_rows = check_rows_split(labels, metric_rows, groups=groups, random_state=seed)
+                except GroupsError as exc:
+                    raise GroupsError(f"{exc} Give more groups, or a numeric lipschitz (no check split).") from None
+                except ValueError as exc:  # the in-memory fit names its settings' fixes around it
+                    raise ValueError(f"{exc} Give more rows, or metric=None with a numeric lipschitz.") from None
             if metric_kind(params["metric"]) == "auto":
-                if np.unique(labels[map_rows]).shape[0] < 2:
-                    raise ValueError(
-                        f"The {map_rows.shape[0]} rows that fit metric='auto' hold one class only; a supervised map "
-                        "needs at least 2 (more rows per class, other groups or a larger metric_fraction)."
-                    )
+                check_map_classes(labels[map_rows], params["metric"])
                 held = (rows(check_rows), labels[check_rows]) if auto_l else None
                 space = LearnedSpace("auto", random_state=seed).fit(
                     rows(map_rows), labels[map_rows], None if weights is None else weights[map_rows].astype(np.float64),

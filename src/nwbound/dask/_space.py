@@ -20,9 +20,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..spaces import auto_cross_fits, check_fraction, chooses_lipschitz, cross_fit_layouts, metric_kind, split_rows
+from ..spaces import auto_cross_fits, check_cross_fit_metric, check_fraction, chooses_lipschitz, cross_fit_layouts, metric_kind, split_rows
 
-__all__ = ["uses_cross_fit", "row_layouts", "check_rows_split"]
+__all__ = ["uses_cross_fit", "row_layouts"]
 
 
 def uses_cross_fit(params: Mapping[str, Any], n_samples: int) -> bool:
@@ -91,36 +91,8 @@ def row_layouts(params: Mapping[str, Any], labels: np.ndarray, groups: np.ndarra
     kind = metric_kind(params.get("metric"))
     fraction = check_fraction(params.get("metric_fraction", 0.4))
     if uses_cross_fit(params, labels.shape[0]):
-        if kind is None:
-            raise ValueError(
-                f"cross_fit={params['cross_fit']!r} swaps the roles of the metric and NW shares, so it needs a map "
-                "fitted on labels (metric='auto'); with metric=None every row is in the kernel sums already: "
-                "pass cross_fit=False."
-            )
+        check_cross_fit_metric(params["cross_fit"], params.get("metric"))
         return cross_fit_layouts(labels, params["cross_fit"], fraction, groups=groups, random_state=seed)
     if kind is None and not chooses_lipschitz(params.get("lipschitz"), params.get("margin")):
         return [None]
     return [split_rows(labels, fraction, groups=groups, random_state=seed)]
-
-
-def check_rows_split(labels: np.ndarray, metric_rows: np.ndarray, groups: np.ndarray | None,
-                     seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``lipschitz="auto"``: the metric share's map rows and check rows, as the estimator splits them.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.dask._space import check_rows_split
-    >>> map_rows, check_rows = check_rows_split(np.repeat([0, 1], 20), np.arange(0, 40, 2), None, 0)
-    >>> map_rows.size + check_rows.size, bool(np.isin(check_rows, np.arange(0, 40, 2)).all())
-    (20, True)
-    """
-    try:
-        a, b = split_rows(labels[metric_rows], 0.5, random_state=seed,
-                          groups=None if groups is None else groups[metric_rows])
-    except ValueError as exc:
-        raise ValueError(
-            f"lipschitz='auto' splits the metric share ({metric_rows.shape[0]} rows) into map rows and check rows "
-            f"and could not: {exc} Give more rows, or metric=None with a numeric lipschitz."
-        ) from None
-    return metric_rows[a], metric_rows[b]

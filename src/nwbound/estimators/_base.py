@@ -26,7 +26,7 @@ from ..bounds import CHERNOFF_FALLBACK_START as _CHERNOFF_FALLBACK_START
 from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
 from ..utils import report
-from ..spaces import GroupsError, auto_cross_fits, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, divided_bounds, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, lipschitz_units, metric_kind, nw_share_weights, split_rows, split_seed, two_constant_pilot
+from ..spaces import auto_cross_fits, check_cross_fit_metric, LearnedSpace, check_fraction, check_groups, check_map_classes, check_rows_split, choose_lipschitz, contradicting_rows, cross_fit_layouts, divided_bounds, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, lipschitz_units, metric_kind, nw_share_weights, split_rows, split_seed, two_constant_pilot
 from ._fit_errors import _auto_lipschitz, _split_settings_errors
 from ._dispatch import queries_on_host, training_data_on_host, validate_queries
 from ._fitted_state import _LearnedState
@@ -250,26 +250,9 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
                 metric_rows, nw_rows = split_rows(labels, fraction, groups=groups, random_state=seed)
             map_rows, check_rows = metric_rows, np.zeros(0, np.intp)
             if auto_lipschitz:  # the metric share: map (and pilot L) rows, then check rows
-                try:
-                    a, b = split_rows(labels[metric_rows], 0.5, random_state=seed,
-                                      groups=None if groups is None else groups[metric_rows])
-                except GroupsError:
-                    raise GroupsError(
-                        f"lipschitz='auto' splits the metric share ({metric_rows.shape[0]} rows) into map rows and "
-                        f"check rows of whole groups, but those rows all belong to one group "
-                        f"({groups[metric_rows][0].item()!r})."
-                    ) from None
-                except ValueError as exc:
-                    raise ValueError(
-                        f"lipschitz='auto' splits the metric share ({metric_rows.shape[0]} rows) into map rows and "
-                        f"check rows and could not: {exc}"
-                    ) from None
-                map_rows, check_rows = metric_rows[a], metric_rows[b]
-            if uses_labels and np.unique(labels[map_rows]).shape[0] < 2:
-                raise ValueError(
-                    f"The {map_rows.shape[0]} rows that fit metric={self.metric!r} hold one class only; a supervised "
-                    "map needs at least 2 (more rows per class, other groups or a larger metric_fraction)."
-                )
+                map_rows, check_rows = check_rows_split(labels, metric_rows, groups=groups, random_state=seed)
+            if uses_labels:
+                check_map_classes(labels[map_rows], self.metric)
             mapped_fit_rows = None  # metric_.transform(X[map_rows]), when the map was fitted on exactly those
             self._say(f"{n} training rows split: {map_rows.shape[0]} fit the map"
                       + (" and the pilot L" if auto_lipschitz and kind != "auto" else "")
@@ -327,12 +310,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
     def _fit_cross(self, X, y, sample_weight, groups) -> "BoundedClassifierBase":
         """Cross-fitting: one clone per layout of :func:`~nwbound.spaces.cross_fit_layouts`, each at
         level δ/(number of models), their intervals intersected."""
-        if metric_kind(getattr(self, "metric", None)) in (None, "standard"):
-            raise ValueError(
-                f"cross_fit={self.cross_fit!r} swaps the roles of the metric and NW shares, so it needs a map fitted "
-                f"on labels (metric='auto', a transformer or a classifier); metric={self.metric!r} uses no labels and "
-                "already keeps every row in the kernel sums."
-            )
+        check_cross_fit_metric(self.cross_fit, getattr(self, "metric", None))
         dtype = np.float64 if getattr(self, "dtype", None) is None else self._check_params()[0]
         Xv, labels, _ = self._validate_training_data(X, y, sample_weight, dtype)
         groups = check_groups(groups, Xv.shape[0])

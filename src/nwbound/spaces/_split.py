@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 __all__ = ["split_rows", "check_fraction", "check_groups", "fold_rows", "cross_fit_layouts", "AUTO_CROSS_FIT_FOLDS",
-           "split_seed", "nw_share_weights"]
+           "split_seed", "nw_share_weights", "check_rows_split", "check_map_classes"]
 
 
 def split_seed(random_state: Any) -> int:
@@ -339,3 +339,93 @@ def cross_fit_layouts(labels: np.ndarray, cross_fit: Any, fraction: float, *, gr
         everything = np.arange(labels.shape[0])
         pairs += [(np.setdiff1d(everything, fold, assume_unique=True), fold) for fold in folds]
     return pairs
+
+
+def check_rows_split(labels: np.ndarray, metric_rows: np.ndarray, *, groups: np.ndarray | None = None,
+                     random_state: Any = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``lipschitz="auto"``: the metric share split in half, into map rows (which fit the map and
+    the pilot L) and check rows (the held-out check of L), as the estimator's ``fit`` splits it.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n_samples,)
+        Class indices of every training row.
+    metric_rows : ndarray of int
+        The metric share (:func:`split_rows`).
+    groups : ndarray of shape (n_samples,) or None, default=None
+        Group labels of every training row: each group on one side.
+    random_state : int, default=0
+        :func:`split_seed` of the estimator's ``random_state``.
+
+    Returns
+    -------
+    map_rows, check_rows : ndarray of int
+        Training row numbers, each a subset of ``metric_rows``.
+
+    Raises
+    ------
+    GroupsError
+        The metric share's rows all belong to one group, naming it.
+    ValueError
+        The metric share could not be split (too few rows), with the cause.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.spaces import check_rows_split
+    >>> map_rows, check_rows = check_rows_split(np.repeat([0, 1], 20), np.arange(0, 40, 2))
+    >>> map_rows.size + check_rows.size, bool(np.isin(check_rows, np.arange(0, 40, 2)).all())
+    (20, True)
+    >>> check_rows_split(np.repeat([0, 1], 20), np.arange(0, 40, 2), groups=np.zeros(40))
+    Traceback (most recent call last):
+    ...
+    nwbound.spaces._split.GroupsError: lipschitz='auto' splits the metric share (20 rows) into map rows and check rows of whole groups, but those rows all belong to one group (0.0).
+    """
+    try:
+        a, b = split_rows(labels[metric_rows], 0.5, random_state=random_state,
+                          groups=None if groups is None else groups[metric_rows])
+    except GroupsError:
+        raise GroupsError(
+            f"lipschitz='auto' splits the metric share ({metric_rows.shape[0]} rows) into map rows and "
+            f"check rows of whole groups, but those rows all belong to one group "
+            f"({groups[metric_rows][0].item()!r})."
+        ) from None
+    except ValueError as exc:
+        raise ValueError(
+            f"lipschitz='auto' splits the metric share ({metric_rows.shape[0]} rows) into map rows and "
+            f"check rows and could not: {exc}"
+        ) from None
+    return metric_rows[a], metric_rows[b]
+
+
+def check_map_classes(map_labels: np.ndarray, metric: Any) -> None:
+    """Refuse map rows of one class: a map fitted on labels (``metric="auto"``, a transformer or a
+    classifier) needs at least 2.
+
+    Parameters
+    ----------
+    map_labels : ndarray
+        Class indices of the rows that fit the map.
+    metric : str or estimator
+        The estimator's ``metric``, named in the error.
+
+    Raises
+    ------
+    ValueError
+        The rows hold one class only, naming the fixes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.spaces import check_map_classes
+    >>> check_map_classes(np.array([0, 1, 1]), "auto")
+    >>> check_map_classes(np.array([1, 1]), "auto")
+    Traceback (most recent call last):
+    ...
+    ValueError: The 2 rows that fit metric='auto' hold one class only; a supervised map needs at least 2 (more rows per class, other groups or a larger metric_fraction).
+    """
+    if np.unique(map_labels).shape[0] < 2:
+        raise ValueError(
+            f"The {map_labels.shape[0]} rows that fit metric={metric!r} hold one class only; a supervised "
+            "map needs at least 2 (more rows per class, other groups or a larger metric_fraction)."
+        )
