@@ -32,7 +32,7 @@ def uses_cross_fit(params: Mapping[str, Any], n_samples: int) -> bool:
     Parameters
     ----------
     params : mapping
-        NadarayaWatsonClassifier parameters.
+        NadarayaWatsonClassifier parameters (``get_params()``: every name, no default restated here).
     n_samples : int
         Training rows.
 
@@ -47,8 +47,7 @@ def uses_cross_fit(params: Mapping[str, Any], n_samples: int) -> bool:
     >>> uses_cross_fit(auto, 2_000), uses_cross_fit(auto, 1_000_000)
     (True, False)
     """
-    return auto_cross_fits(params.get("cross_fit", False), params.get("metric"), params.get("metric_fraction", 0.4),
-                           n_samples)
+    return auto_cross_fits(params["cross_fit"], params["metric"], params["metric_fraction"], n_samples)
 
 
 def row_layouts(params: Mapping[str, Any], labels: np.ndarray, groups: np.ndarray | None,
@@ -88,11 +87,11 @@ def row_layouts(params: Mapping[str, Any], labels: np.ndarray, groups: np.ndarra
     >>> row_layouts({**params, "metric": None, "lipschitz": 1.0, "cross_fit": False}, labels, None, 0)
     [None]
     """
-    kind = metric_kind(params.get("metric"))
-    fraction = check_fraction(params.get("metric_fraction", 0.4))
+    kind = metric_kind(params["metric"])
+    fraction = check_fraction(params["metric_fraction"])
     if uses_cross_fit(params, labels.shape[0]):
-        check_cross_fit_metric(params["cross_fit"], params.get("metric"))
+        check_cross_fit_metric(params["cross_fit"], params["metric"])
         return cross_fit_layouts(labels, params["cross_fit"], fraction, groups=groups, random_state=seed)
-    if kind is None and not chooses_lipschitz(params.get("lipschitz"), params.get("margin")):
+    if kind is None and not chooses_lipschitz(params["lipschitz"], params["margin"]):
         return [None]
     return [split_rows(labels, fraction, groups=groups, random_state=seed)]
