@@ -11,9 +11,8 @@ import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._validation import check_open_unit
+from ..spaces import chooses_lipschitz
 from ._common import check_query_array, compute, limited, share
-from ._space import chooses_lipschitz
 from ._tasks import (
     _choose,
     _finish,
@@ -34,26 +33,12 @@ from ._tasks import (
 )
 
 
-def _divided(bounds: Any, n_models: int) -> Any:
-    """``bounds`` for each of ``n_models`` cross-fitted models: a mapping of the same names, each
-    ``delta`` divided by ``n_models`` (None stays None: each model's own setting is at δ/K)."""
-    if bounds is None or isinstance(bounds, str):
-        return bounds  # a str is refused by the estimator's own check, with its explanation
-    named = dict(bounds) if isinstance(bounds, Mapping) else {form: {"bound": form} for form in bounds}
-    out = {}
-    for name, overrides in named.items():
-        if isinstance(overrides, Mapping) and "delta" in overrides:
-            overrides = {**overrides, "delta": check_open_unit(overrides["delta"], "delta") / n_models}
-        out[name] = overrides
-    return out
-
-
 def _head_params(params: Mapping[str, Any]) -> dict:
     """Parameters of the estimator's fits at the client that check the labels and the settings:
     on the features as given, one model, the regular classifier, placeholders for what the
     shards compute (a default grid, the λ of "scale") and for L that fit chooses later."""
     head = {**params, "metric": None, "cross_fit": False, "n_neighbors": None}
-    if chooses_lipschitz(params):
+    if chooses_lipschitz(params["lipschitz"], params["margin"]):
         head["lipschitz"] = 1.0
     if isinstance(params["bandwidth"], str) and params["bandwidth"] == "auto" and params["bandwidth_grid"] is None:
         head["bandwidth_grid"] = [1.0]
@@ -84,7 +69,7 @@ def _part_params(params: Mapping[str, Any], n_parts: int) -> tuple[dict, dict]:
     if n_parts > 1:
         model["delta"] = params["delta"] / n_parts
     shard = {**params, "cross_fit": False, "metric": None}
-    if chooses_lipschitz(params):
+    if chooses_lipschitz(params["lipschitz"], params["margin"]):
         shard["lipschitz"] = 1.0
     if params["n_neighbors"] is not None:  # a shard only needs its index (any k: it is asked for min(k, rows))
         shard["n_neighbors"] = 1

@@ -50,6 +50,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from .._numerics import euclidean_norm, feature_unit
 from .._validation import check_dtype, check_int_range, check_params_as_fitted
 from ..estimators import (
+    SCALE_NEIGHBORS,
     NadarayaWatsonClassifier,
     bandwidth_grid_from_nearest,
     bandwidth_grid_pilot,
@@ -57,20 +58,28 @@ from ..estimators import (
     resolve_ranking_fraction,
     scale_bandwidth_from_nearest,
 )
-from ..estimators._nadaraya_watson import SCALE_NEIGHBORS
 from ..spaces import (
     CrossFitReports,
+    GroupsError,
     LearnedSpace,
     LipschitzAutoReport,
     check_groups,
+    check_map_classes,
+    check_rows_split,
     choose_lipschitz,
+    chooses_lipschitz,
+    divided_bounds,
+    lipschitz_units,
     metric_kind,
+    nw_share_weights,
     pilot_lipschitz,
+    split_seed,
+    two_constant_pilot,
 )
 from ._common import check_query_array, compute, current_client, rows_from_blocks, share
 from ._predict import interval_arrays, named_interval_arrays
-from ._parts import _HeldOutCheck, _Part, _divided, _head_params, _part_outputs, _part_params
-from ._space import check_rows_split, chooses_lipschitz, nw_weights, row_layouts, split_seed
+from ._parts import _HeldOutCheck, _Part, _head_params, _part_outputs, _part_params
+from ._space import row_layouts
 from ._tasks import _cross_finish, _now, _nw_block, _shard
 
 __all__ = ["ShardedNadarayaWatson", "sharded_predict_interval"]
@@ -378,7 +387,7 @@ metric, metric_fraction, cross_fit
         self.metric_ = self.estimator_.metric_ if len(parts) == 1 else None
         lipschitz = [part.estimator.lipschitz_ for part in parts]
         reports = [part.estimator.lipschitz_report_ for part in parts]
-        self.lipschitz_ = max(lipschitz) if chooses_lipschitz(params) else lipschitz[0]
+        self.lipschitz_ = max(lipschitz) if chooses_lipschitz(params["lipschitz"], params["margin"]) else lipschitz[0]
         self.lipschitz_report_ = reports[0] if len(parts) == 1 or reports[0] is None else CrossFitReports(reports)
         self._probe = np.asarray(compute(client, X[:1])[0])  # a query row the settings are checked on
         self._fit_layout = {"n_neighbors": self.n_neighbors, "cross_fit": self.cross_fit}
@@ -390,7 +399,7 @@ metric, metric_fraction, cross_fit
         dtype = check_dtype(params["dtype"])
         labels, weights, classes = np.asarray(full["labels"]), full.get("weights"), full["classes_"]
         model_params, shard_params = _part_params(params, n_parts)
-        auto_l = chooses_lipschitz(params)
+        auto_l = chooses_lipschitz(params["lipschitz"], params["margin"])
         space, map_rows, check_rows, nw_rows = None, np.zeros(0, np.intp), np.zeros(0, np.intp), None
         if layout is None:  # nothing split: the features as given, every row in the kernel sums
             Z, nw_labels, nw_w = X, labels, weights
@@ -398,19 +407,20 @@ metric, metric_fraction, cross_fit
             metric_rows, nw_rows = layout
             map_rows = metric_rows
             if auto_l:
-                map_rows, check_rows = check_rows_split(labels, metric_rows, groups, seed)
+                try:
+                    map_rows, check_rows = check_rows_split(labels, metric_rows, groups=groups, random_state=seed)
+                except GroupsError as exc:
+                    raise GroupsError(f"{exc} Give more groups, or a numeric lipschitz (no check split).") from None
+                except ValueError as exc:  # the in-memory fit names its settings' fixes around it
+                    raise ValueError(f"{exc} Give more rows, or metric=None with a numeric lipschitz.") from None
             if metric_kind(params["metric"]) == "auto":
-                if np.unique(labels[map_rows]).shape[0] < 2:
-                    raise ValueError(
-                        f"The {map_rows.shape[0]} rows that fit metric='auto' hold one class only; a supervised map "
-                        "needs at least 2 (more rows per class, other groups or a larger metric_fraction)."
-                    )
+                check_map_classes(labels[map_rows], params["metric"])
                 held = (rows(check_rows), labels[check_rows]) if auto_l else None
                 space = LearnedSpace("auto", random_state=seed).fit(
                     rows(map_rows), labels[map_rows], None if weights is None else weights[map_rows].astype(np.float64),
                     groups=None if groups is None else groups[map_rows], held_out=held)
             Z = self._nw_share(X, nw_rows, space, dtype, client)
-            nw_labels, nw_w = labels[nw_rows], nw_weights(weights, nw_rows, dtype)
+            nw_labels, nw_w = labels[nw_rows], nw_share_weights(weights, nw_rows, dtype)
         n_nw = Z.shape[0]
         if self.n_neighbors is not None:
             kept = "" if layout is None else f" (the split kept {X.shape[0] - n_nw} of {X.shape[0]} rows out of them)"
@@ -448,9 +458,7 @@ metric, metric_fraction, cross_fit
             model_template.update(metric_=space, n_features_in_=X.shape[1])
         if auto_l:  # the held-out check of L, its kernel statistics on the shards
             if space is not None:  # metric="auto": the two-constant space states its pilot L
-                pilot_rows, pilot = None, float(space.lipschitz_)
-                source = (f"the two-constant space: L_r = {space.feature_weight_:.4g} on {space.n_held_out_} held-out "
-                          f"rows, the features at c·L_r with c = {space.balance_:.3g}, so L = √(1 + 1/c²)")
+                pilot_rows, (pilot, source) = None, two_constant_pilot(space)
             else:
                 pilot_rows = rows(map_rows)
                 pilot, source = pilot_lipschitz(pilot_rows, labels[map_rows], random_state=seed), ""
@@ -458,12 +466,10 @@ metric, metric_fraction, cross_fit
                                            all_rejected=False, units="")
             trial = {**model_template, "lipschitz_": pilot, "lipschitz_report_": stand_in, "pilot_lipschitz": pilot}
             trial_part = _Part(NadarayaWatsonClassifier(**model_params).set_fitted_state(trial), trial, shards, fraction)
-            units = ("in the units of the mapped space metric_.transform(X)" if space is not None
-                     else "in the units of the features as given")
             report = choose_lipschitz(
                 _HeldOutCheck(trial_part, params, n_parts, client, self.threads_per_task), pilot_rows,
-                labels[map_rows], rows(check_rows), classes[labels[check_rows]], units=units, random_state=seed,
-                pilot=pilot, pilot_source=source)
+                labels[map_rows], rows(check_rows), classes[labels[check_rows]], units=lipschitz_units(space),
+                random_state=seed, pilot=pilot, pilot_source=source)
             model_template.update(lipschitz_=report.value, lipschitz_report_=report, pilot_lipschitz=pilot)
         estimator = NadarayaWatsonClassifier(**model_params).set_fitted_state(model_template)
         record = {"n_samples": n_nw, "bandwidths": np.asarray(template["bandwidths_"]),
@@ -530,7 +536,7 @@ metric, metric_fraction, cross_fit
         # p̂ needs no assumption; with one bandwidth it does not depend on the bound setting.
         asked = bounds if bounded else {"p": {"lipschitz": 1.0, "bound": "hoeffding"}}
         if n_parts > 1:  # each model's intervals at δ/K, intersected below
-            asked, part_method = _divided(asked, n_parts), "predict_interval"
+            asked, part_method = divided_bounds(asked, n_parts), "predict_interval"
         else:
             part_method = method
         # The client's model with the current parameters: the bound settings (set_params after fit)

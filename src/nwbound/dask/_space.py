@@ -8,9 +8,10 @@ values, so the client splits exactly as the estimator does; the metric share's r
 at the client (``metric_fraction`` of the rows), where the map is fitted on the very rows, in the
 very order, the in-memory fit uses. The NW share is mapped on the workers, chunk by chunk.
 
-Only public pieces of :mod:`nwbound.spaces` are used. Two rules of the estimator that it keeps
-private are restated here, each in one function: when ``fit`` cross-fits
-(:func:`uses_cross_fit`) and the seed of its split (:func:`split_seed`).
+Only public pieces of :mod:`nwbound.spaces` are used: the seed of the split
+(:func:`~nwbound.spaces.split_seed`), when ``fit`` cross-fits (:func:`~nwbound.spaces.auto_cross_fits`,
+read from a parameter mapping by :func:`uses_cross_fit`) and the NW share's weights
+(:func:`~nwbound.spaces.nw_share_weights`) are the estimator's own rules.
 """
 
 from __future__ import annotations
@@ -18,33 +19,10 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import numpy as np
-from sklearn.utils import check_random_state
 
-from ..spaces import auto_cross_fits, check_fraction, cross_fit_layouts, metric_kind, split_rows
+from ..spaces import auto_cross_fits, check_cross_fit_metric, check_fraction, chooses_lipschitz, cross_fit_layouts, metric_kind, split_rows
 
-__all__ = ["chooses_lipschitz", "uses_cross_fit", "split_seed", "row_layouts", "check_rows_split", "nw_weights"]
-
-
-def chooses_lipschitz(params: Mapping[str, Any]) -> bool:
-    """Whether ``fit`` chooses L on held-out rows: ``lipschitz="auto"`` and no ``margin``.
-
-    Parameters
-    ----------
-    params : mapping
-        NadarayaWatsonClassifier parameters.
-
-    Returns
-    -------
-    bool
-
-    Examples
-    --------
-    >>> from nwbound.dask._space import chooses_lipschitz
-    >>> chooses_lipschitz({"lipschitz": "auto", "margin": None}), chooses_lipschitz({"lipschitz": "auto", "margin": 0.1})
-    (True, False)
-    """
-    lipschitz = params.get("lipschitz")
-    return isinstance(lipschitz, str) and lipschitz == "auto" and params.get("margin") is None
+__all__ = ["uses_cross_fit", "row_layouts"]
 
 
 def uses_cross_fit(params: Mapping[str, Any], n_samples: int) -> bool:
@@ -54,7 +32,7 @@ def uses_cross_fit(params: Mapping[str, Any], n_samples: int) -> bool:
     Parameters
     ----------
     params : mapping
-        NadarayaWatsonClassifier parameters.
+        NadarayaWatsonClassifier parameters (``get_params()``: every name, no default restated here).
     n_samples : int
         Training rows.
 
@@ -69,26 +47,7 @@ def uses_cross_fit(params: Mapping[str, Any], n_samples: int) -> bool:
     >>> uses_cross_fit(auto, 2_000), uses_cross_fit(auto, 1_000_000)
     (True, False)
     """
-    return auto_cross_fits(params.get("cross_fit", False), params.get("metric"), params.get("metric_fraction", 0.4),
-                           n_samples)
-
-
-def split_seed(random_state: Any) -> int:
-    """The seed of the split and of ``metric="auto"``: ``random_state``, or 0 (a fit repeats).
-
-    A ``RandomState`` gives one draw per call, as the estimator's fit takes one.
-
-    Examples
-    --------
-    >>> from nwbound.dask._space import split_seed
-    >>> split_seed(None), split_seed(7)
-    (0, 7)
-    """
-    if random_state is None:
-        return 0
-    if isinstance(random_state, (int, np.integer)):
-        return int(random_state)
-    return int(check_random_state(random_state).randint(2**31 - 1))
+    return auto_cross_fits(params["cross_fit"], params["metric"], params["metric_fraction"], n_samples)
 
 
 def row_layouts(params: Mapping[str, Any], labels: np.ndarray, groups: np.ndarray | None,
@@ -105,7 +64,7 @@ def row_layouts(params: Mapping[str, Any], labels: np.ndarray, groups: np.ndarra
     groups : ndarray or None
         Group labels, kept whole on one side of every split.
     seed : int
-        :func:`split_seed` of ``random_state``.
+        :func:`~nwbound.spaces.split_seed` of ``random_state``.
 
     Returns
     -------
@@ -128,61 +87,11 @@ def row_layouts(params: Mapping[str, Any], labels: np.ndarray, groups: np.ndarra
     >>> row_layouts({**params, "metric": None, "lipschitz": 1.0, "cross_fit": False}, labels, None, 0)
     [None]
     """
-    kind = metric_kind(params.get("metric"))
-    fraction = check_fraction(params.get("metric_fraction", 0.4))
+    kind = metric_kind(params["metric"])
+    fraction = check_fraction(params["metric_fraction"])
     if uses_cross_fit(params, labels.shape[0]):
-        if kind is None:
-            raise ValueError(
-                f"cross_fit={params['cross_fit']!r} swaps the roles of the metric and NW shares, so it needs a map "
-                "fitted on labels (metric='auto'); with metric=None every row is in the kernel sums already: "
-                "pass cross_fit=False."
-            )
+        check_cross_fit_metric(params["cross_fit"], params["metric"])
         return cross_fit_layouts(labels, params["cross_fit"], fraction, groups=groups, random_state=seed)
-    if kind is None and not chooses_lipschitz(params):
+    if kind is None and not chooses_lipschitz(params["lipschitz"], params["margin"]):
         return [None]
     return [split_rows(labels, fraction, groups=groups, random_state=seed)]
-
-
-def check_rows_split(labels: np.ndarray, metric_rows: np.ndarray, groups: np.ndarray | None,
-                     seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``lipschitz="auto"``: the metric share's map rows and check rows, as the estimator splits them.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.dask._space import check_rows_split
-    >>> map_rows, check_rows = check_rows_split(np.repeat([0, 1], 20), np.arange(0, 40, 2), None, 0)
-    >>> map_rows.size + check_rows.size, bool(np.isin(check_rows, np.arange(0, 40, 2)).all())
-    (20, True)
-    """
-    try:
-        a, b = split_rows(labels[metric_rows], 0.5, random_state=seed,
-                          groups=None if groups is None else groups[metric_rows])
-    except ValueError as exc:
-        raise ValueError(
-            f"lipschitz='auto' splits the metric share ({metric_rows.shape[0]} rows) into map rows and check rows "
-            f"and could not: {exc} Give more rows, or metric=None with a numeric lipschitz."
-        ) from None
-    return metric_rows[a], metric_rows[b]
-
-
-def nw_weights(weights: np.ndarray | None, nw_rows: np.ndarray | None, dtype: Any) -> np.ndarray | None:
-    """The NW share's sample weights as the estimator keeps them: divided by their largest, None
-    when all equal 1.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.dask._space import nw_weights
-    >>> nw_weights(np.array([0.5, 1.0, 0.25]), np.array([0, 2]), "float64")
-    array([1. , 0.5])
-    >>> nw_weights(np.array([0.5, 1.0, 0.5]), np.array([0, 2]), "float64") is None
-    True
-    """
-    if weights is None or nw_rows is None:
-        return weights
-    w = weights[nw_rows].astype(np.float64)
-    if not np.any(w > 0):
-        raise ValueError("sample_weight is 0 on every row of the NW share: give positive weights.")
-    w = w / w.max()
-    return None if np.all(w == 1.0) else w.astype(dtype)

@@ -2,6 +2,7 @@
 kernel statistics (what a bound needs to know about each query)."""
 
 from ._bandwidth import (
+    SCALE_NEIGHBORS,
     bandwidth_grid_from_nearest,
     bandwidth_grid_pilot,
     default_bandwidth_grid,
@@ -15,6 +16,7 @@ from ._nadaraya_watson import NadarayaWatsonClassifier
 from ..engine import BandwidthRanking, KernelStatistics, merge_statistics
 
 __all__ = [
+    "SCALE_NEIGHBORS",
     "BandwidthRanking",
     "DyadicClassifier",
     "KernelStatistics",

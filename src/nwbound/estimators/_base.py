@@ -13,7 +13,6 @@ import numpy as np
 
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, _num_samples, check_is_fitted, validate_data
 
@@ -27,7 +26,7 @@ from ..bounds import CHERNOFF_FALLBACK_START as _CHERNOFF_FALLBACK_START
 from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
 from ..utils import report
-from ..spaces import GroupsError, auto_cross_fits, LearnedSpace, check_fraction, check_groups, choose_lipschitz, contradicting_rows, cross_fit_layouts, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, metric_kind, split_rows
+from ..spaces import auto_cross_fits, check_cross_fit_metric, LearnedSpace, check_fraction, check_groups, check_map_classes, check_rows_split, choose_lipschitz, contradicting_rows, cross_fit_layouts, divided_bounds, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, lipschitz_units, metric_kind, nw_share_weights, split_rows, split_seed, two_constant_pilot
 from ._fit_errors import _auto_lipschitz, _split_settings_errors
 from ._dispatch import queries_on_host, training_data_on_host, validate_queries
 from ._fitted_state import _LearnedState
@@ -186,11 +185,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
                 raise ValueError("sample_weight must be finite.")
             if not np.any(weights > 0):
                 raise ValueError("sample_weight sums to 0: at least one sample needs a positive weight.")
-            # Only relative weights matter (p̂ and every bound are invariant to a common
-            # factor): scale the largest to 1, so that weights like 1e308 cannot overflow
-            # Σ(wK)². κ and ΣK² are then in units of the largest weight.
-            weights = weights / weights.max()
-            weights = None if np.all(weights == 1.0) else weights.astype(dtype)
+            weights = nw_share_weights(weights, None, dtype)  # relative: the largest scaled to 1
         if weights is not None and (self.lipschitz is not None or getattr(self, "margin", None) is not None):
             check_label_free_weights(weights, labels, classes)  # with a bound: weights of the inputs only
         w = np.ones(X.shape[0]) if weights is None else weights.astype(np.float64)
@@ -218,15 +213,6 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         self._feature_unit = unit
 
     # -- learned space (metric=) and held-out rows ---------------------------------------------
-    def _split_seed(self) -> int:
-        """Seed of the split and of ``metric="auto"``: ``random_state``, or 0 (a fit repeats)."""
-        rs = getattr(self, "random_state", None)
-        if rs is None:
-            return 0
-        if isinstance(rs, (int, np.integer)):
-            return int(rs)
-        return int(check_random_state(rs).randint(2**31 - 1))  # a RandomState: one draw per fit
-
     def _fit_space(self, X: np.ndarray, labels: np.ndarray, weights: np.ndarray | None, groups: Any, dtype):
         """Split the validated training rows, fit ``metric=`` on its share, map the NW share.
 
@@ -256,7 +242,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
             self._say(f"{n} training rows, all in the kernel sums")
             return X, labels, weights
         fraction = check_fraction(getattr(self, "metric_fraction", 0.4))
-        seed = self._split_seed()
+        seed = split_seed(getattr(self, "random_state", None))
         with _split_settings_errors(self, labels, groups):
             if forced is not None:
                 metric_rows, nw_rows = forced
@@ -264,26 +250,9 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
                 metric_rows, nw_rows = split_rows(labels, fraction, groups=groups, random_state=seed)
             map_rows, check_rows = metric_rows, np.zeros(0, np.intp)
             if auto_lipschitz:  # the metric share: map (and pilot L) rows, then check rows
-                try:
-                    a, b = split_rows(labels[metric_rows], 0.5, random_state=seed,
-                                      groups=None if groups is None else groups[metric_rows])
-                except GroupsError:
-                    raise GroupsError(
-                        f"lipschitz='auto' splits the metric share ({metric_rows.shape[0]} rows) into map rows and "
-                        f"check rows of whole groups, but those rows all belong to one group "
-                        f"({groups[metric_rows][0].item()!r})."
-                    ) from None
-                except ValueError as exc:
-                    raise ValueError(
-                        f"lipschitz='auto' splits the metric share ({metric_rows.shape[0]} rows) into map rows and "
-                        f"check rows and could not: {exc}"
-                    ) from None
-                map_rows, check_rows = metric_rows[a], metric_rows[b]
-            if uses_labels and np.unique(labels[map_rows]).shape[0] < 2:
-                raise ValueError(
-                    f"The {map_rows.shape[0]} rows that fit metric={self.metric!r} hold one class only; a supervised "
-                    "map needs at least 2 (more rows per class, other groups or a larger metric_fraction)."
-                )
+                map_rows, check_rows = check_rows_split(labels, metric_rows, groups=groups, random_state=seed)
+            if uses_labels:
+                check_map_classes(labels[map_rows], self.metric)
             mapped_fit_rows = None  # metric_.transform(X[map_rows]), when the map was fitted on exactly those
             self._say(f"{n} training rows split: {map_rows.shape[0]} fit the map"
                       + (" and the pilot L" if auto_lipschitz and kind != "auto" else "")
@@ -319,14 +288,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         Z = X[nw_rows]
         if self.metric_ is not None:
             Z = self.metric_.transform(Z)
-        nw_weights = None
-        if weights is not None:
-            w = weights[nw_rows].astype(np.float64)
-            if not np.any(w > 0):
-                raise ValueError("sample_weight is 0 on every row of the NW share: give positive weights.")
-            w = w / w.max()
-            nw_weights = None if np.all(w == 1.0) else w.astype(dtype)
-        return np.ascontiguousarray(Z, dtype=dtype), labels[nw_rows], nw_weights
+        return np.ascontiguousarray(Z, dtype=dtype), labels[nw_rows], nw_share_weights(weights, nw_rows, dtype)
 
     def _warn_assumption_units(self) -> None:
         """``metric="auto"`` (the default) with a numeric ``lipschitz`` or a ``margin``: say once per fit
@@ -348,12 +310,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
     def _fit_cross(self, X, y, sample_weight, groups) -> "BoundedClassifierBase":
         """Cross-fitting: one clone per layout of :func:`~nwbound.spaces.cross_fit_layouts`, each at
         level δ/(number of models), their intervals intersected."""
-        if metric_kind(getattr(self, "metric", None)) in (None, "standard"):
-            raise ValueError(
-                f"cross_fit={self.cross_fit!r} swaps the roles of the metric and NW shares, so it needs a map fitted "
-                f"on labels (metric='auto', a transformer or a classifier); metric={self.metric!r} uses no labels and "
-                "already keeps every row in the kernel sums."
-            )
+        check_cross_fit_metric(self.cross_fit, getattr(self, "metric", None))
         dtype = np.float64 if getattr(self, "dtype", None) is None else self._check_params()[0]
         Xv, labels, _ = self._validate_training_data(X, y, sample_weight, dtype)
         groups = check_groups(groups, Xv.shape[0])
@@ -361,7 +318,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         halves = []
         with _split_settings_errors(self, labels, groups):
             layouts = cross_fit_layouts(labels, self.cross_fit, check_fraction(self.metric_fraction), groups=groups,
-                                        random_state=self._split_seed())
+                                        random_state=split_seed(getattr(self, "random_state", None)))
         self._say(f"cross_fit={self.cross_fit!r}: {len(layouts)} models on {Xv.shape[0]} training rows, each at "
                   f"level delta/{len(layouts)}")
         with warnings.catch_warnings():  # said once, above, not once per model
@@ -449,20 +406,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         model's own setting (this estimator's current one, δ/K: the caller ran :meth:`_cross_models`),
         or, where ``required`` is False and the models have no bound (neither ``lipschitz`` nor
         ``margin``), None."""
-        if bounds is None:
-            named = {None: {}}
-        elif isinstance(bounds, Mapping):
-            named = dict(bounds)
-        else:
-            named = {form: {"bound": form} for form in bounds}
-        halved = {}
-        for name, overrides in named.items():
-            if not isinstance(overrides, Mapping):
-                raise TypeError(f"bounds[{name!r}] must be a mapping of settings, got {type(overrides).__name__}.")
-            o = dict(overrides)
-            if "delta" in o:
-                o["delta"] = check_open_unit(o["delta"], "delta") / len(self.cross_fit_models_)
-            halved[name] = o
+        halved = divided_bounds({None: {}} if bounds is None else bounds, len(self.cross_fit_models_))
         specs = []
         for h in self.cross_fit_models_:
             if bounds is None and not required:  # predict_proba: no word about the bound's form either
@@ -494,21 +438,15 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         pilot_Z, pilot_y, X_check, y_check, train_labels = held
         self._say(f"kernel sums on {self.nw_rows_.shape[0]} rows in place; lipschitz='auto': checking L on "
                   f"{X_check.shape[0]} held-out rows")
-        units = ("in the units of the mapped space metric_.transform(X)" if self.metric_ is not None
-                 else "in the units of the features as given")
         with _split_settings_errors(self, train_labels):
             source = ""
             if pilot_Z is None:  # metric="auto": L = √(1 + 1/c²) by the two-constant assumption (LearnedSpace)
-                space = self.metric_
-                pilot = space.lipschitz_
-                source = (f"the two-constant space: |Δp| ≤ ‖Δs‖ + L_r‖Δx‖ with L_r = {space.feature_weight_:.4g} "
-                          f"estimated on {space.n_held_out_} held-out rows, the features at c·L_r with c = "
-                          f"{space.balance_:.3g}, so L = √(1 + 1/c²)")
+                pilot, source = two_constant_pilot(self.metric_)
             else:
-                pilot = pilot_lipschitz(pilot_Z, pilot_y, random_state=self._split_seed())
+                pilot = pilot_lipschitz(pilot_Z, pilot_y, random_state=split_seed(getattr(self, "random_state", None)))
             self._choice_beta = pilot  # bandwidth="auto" chooses at the pilot L: intervals nested in L
-            report = choose_lipschitz(self, pilot_Z, pilot_y, X_check, y_check, units=units,
-                                      random_state=self._split_seed(), pilot=pilot, pilot_source=source)
+            report = choose_lipschitz(self, pilot_Z, pilot_y, X_check, y_check, units=lipschitz_units(self.metric_),
+                                      random_state=split_seed(getattr(self, "random_state", None)), pilot=pilot, pilot_source=source)
         self.lipschitz_, self.lipschitz_report_ = report.value, report
         self._validate_bound_params(*self._bound_args[:1], bound_required=self._bound_args[1],
                                     localized=self._bound_args[2])

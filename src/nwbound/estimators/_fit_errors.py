@@ -8,19 +8,14 @@ from typing import Any
 
 import numpy as np
 
-from ..spaces import GroupsError
+from ..spaces import GroupsError, chooses_lipschitz
 
 __all__: list[str] = []
 
 
 def _auto_lipschitz(estimator: Any) -> bool:
-    """Whether ``fit`` chooses L by the held-out check: ``lipschitz="auto"`` (the default) and no ``margin``.
-
-    A ``margin`` states the separable-classes assumption instead, so the default ``"auto"`` L then
-    does not apply (user guide, "Defaults").
-    """
-    lip = getattr(estimator, "lipschitz", None)
-    return isinstance(lip, str) and lip == "auto" and getattr(estimator, "margin", None) is None
+    """:func:`nwbound.spaces.chooses_lipschitz` of this estimator's ``lipschitz`` and ``margin``."""
+    return chooses_lipschitz(getattr(estimator, "lipschitz", None), getattr(estimator, "margin", None))
 
 
 def _groups_count(groups: np.ndarray | None) -> str:

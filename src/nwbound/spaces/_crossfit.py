@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, Sequence
+
 import numpy as np
 
-from typing import Sequence
-
 from .._result import PredictionInterval
+from .._validation import check_open_unit
 
-__all__ = ["contradicting_rows", "intersect_intervals", "kappa_weighted_proba", "project_into_box"]
+__all__ = ["contradicting_rows", "divided_bounds", "intersect_intervals", "kappa_weighted_proba", "project_into_box"]
 
 #: Rounding slack of ``Σ lower ≤ 1 ≤ Σ upper`` (the box holds a distribution).
 _SUM_TOL = 1e-9
@@ -16,6 +18,62 @@ _SUM_TOL = 1e-9
 _MEET_TOL = 1e-12
 #: Bisection steps for the projection's shift τ: the bracket starts at most 2 wide, 2⁻⁵⁹ after.
 _BISECTION_STEPS = 60
+
+
+def divided_bounds(bounds: Any, n_models: int) -> Any:
+    """``bounds`` for each of ``n_models`` cross-fitted models: each setting's ``delta`` divided by
+    ``n_models``.
+
+    A cross-fitted estimator intersects its models' intervals, each at level δ/K, so that the
+    intersection holds at level δ (a union bound). A setting without ``delta`` takes each model's
+    own, which is at δ/K already.
+
+    Parameters
+    ----------
+    bounds : None, str, mapping or list
+        As for ``predict_interval(X, bounds=...)``: None (each model's own setting), a mapping
+        ``{name: {setting: value}}`` or a list of bound forms (``["hoeffding"]`` is
+        ``{"hoeffding": {"bound": "hoeffding"}}``). None and a str come back as they are (a str
+        is refused by the estimator's own check, with its explanation).
+    n_models : int
+        The number of cross-fitted models, K.
+
+    Returns
+    -------
+    None, str or dict
+        ``{name: settings}`` with each ``delta`` divided by ``n_models`` (the settings copied).
+
+    Raises
+    ------
+    TypeError
+        A setting is not a mapping.
+    ValueError
+        A ``delta`` outside (0, 1).
+
+    Examples
+    --------
+    >>> from nwbound.spaces import divided_bounds
+    >>> divided_bounds({"tight": {"delta": 0.1}, "own": {"bound": "hoeffding"}}, 2)
+    {'tight': {'delta': 0.05}, 'own': {'bound': 'hoeffding'}}
+    >>> divided_bounds(["chernoff"], 2), divided_bounds(None, 2)
+    ({'chernoff': {'bound': 'chernoff'}}, None)
+    >>> divided_bounds({"a": 0.1}, 2)
+    Traceback (most recent call last):
+    ...
+    TypeError: bounds['a'] must be a mapping of settings, got float.
+    """
+    if bounds is None or isinstance(bounds, str):
+        return bounds
+    named = dict(bounds) if isinstance(bounds, Mapping) else {form: {"bound": form} for form in bounds}
+    out = {}
+    for name, overrides in named.items():
+        if not isinstance(overrides, Mapping):
+            raise TypeError(f"bounds[{name!r}] must be a mapping of settings, got {type(overrides).__name__}.")
+        settings = dict(overrides)
+        if "delta" in settings:
+            settings["delta"] = check_open_unit(settings["delta"], "delta") / n_models
+        out[name] = settings
+    return out
 
 
 def kappa_weighted_proba(proba: Sequence[np.ndarray], kappa: Sequence[np.ndarray]) -> np.ndarray:

@@ -8,7 +8,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LipschitzAutoReport", "CrossFitReports", "choose_lipschitz", "pilot_lipschitz", "AUTO_LIPSCHITZ_EXPONENTS", "AUTO_CHECK_ROWS"]
+__all__ = ["LipschitzAutoReport", "CrossFitReports", "choose_lipschitz", "chooses_lipschitz", "pilot_lipschitz",
+           "lipschitz_units",
+           "two_constant_pilot", "AUTO_LIPSCHITZ_EXPONENTS", "AUTO_CHECK_ROWS"]
 
 #: The grid of ``lipschitz="auto"``: pilot × 2^k for these k, tried in stages (the pilot; then the
 #: larger values where the check rejects it; then k = 3 … 8 before giving up), the first stage with
@@ -124,6 +126,90 @@ class CrossFitReports(tuple):
             first = str(r).splitlines()[0]
             lines.append(f"  model {i}: {first}")
         return "\n".join(lines)
+
+
+def chooses_lipschitz(lipschitz: Any, margin: Any) -> bool:
+    """Whether ``fit`` chooses L by the held-out check (:func:`choose_lipschitz`):
+    ``lipschitz="auto"`` (the default) and no ``margin``.
+
+    A ``margin`` states the separable-classes assumption instead, so the default ``"auto"`` L then
+    does not apply (user guide, "Defaults").
+
+    Parameters
+    ----------
+    lipschitz : float, "auto" or None
+        The estimator's ``lipschitz``.
+    margin : float or None
+        The estimator's ``margin``.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from nwbound.spaces import chooses_lipschitz
+    >>> chooses_lipschitz("auto", None), chooses_lipschitz("auto", 0.1), chooses_lipschitz(1.0, None)
+    (True, False, False)
+    """
+    return isinstance(lipschitz, str) and lipschitz == "auto" and margin is None
+
+
+def lipschitz_units(space: Any) -> str:
+    """The units an L of ``lipschitz="auto"`` is read in, for its report.
+
+    Parameters
+    ----------
+    space : fitted LearnedSpace or None
+        The estimator's ``metric_`` (None: the features as given).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from nwbound.spaces import lipschitz_units
+    >>> lipschitz_units(None)
+    'in the units of the features as given'
+    """
+    if space is None:
+        return "in the units of the features as given"
+    return "in the units of the mapped space metric_.transform(X)"
+
+
+def two_constant_pilot(space: Any) -> tuple[float, str]:
+    """The pilot L that the two-constant space of ``metric="auto"`` states, and where it comes
+    from (the report's ``pilot_source``).
+
+    The space assumes ``|Δp| ≤ ‖Δs‖ + L_r‖Δx‖`` and puts the features at ``c·L_r``, so L is
+    ``√(1 + 1/c²)`` (:attr:`~nwbound.spaces.LearnedSpace.lipschitz_`): no pilot rows needed.
+
+    Parameters
+    ----------
+    space : fitted LearnedSpace
+        ``LearnedSpace("auto")`` fitted with held-out rows.
+
+    Returns
+    -------
+    pilot : float
+    source : str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.spaces import LearnedSpace, two_constant_pilot
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, (600, 2)); y = (rng.random(600) < (1 + X[:, 0]) / 2).astype(int)
+    >>> space = LearnedSpace("auto", random_state=0).fit(X[:400], y[:400], held_out=(X[400:], y[400:]))
+    >>> pilot, source = two_constant_pilot(space)
+    >>> pilot == space.lipschitz_, source.startswith("the two-constant space")
+    (True, True)
+    """
+    source = (f"the two-constant space: |Δp| ≤ ‖Δs‖ + L_r‖Δx‖ with L_r = {space.feature_weight_:.4g} "
+              f"estimated on {space.n_held_out_} held-out rows, the features at c·L_r with c = "
+              f"{space.balance_:.3g}, so L = √(1 + 1/c²)")
+    return space.lipschitz_, source
 
 
 def pilot_lipschitz(pilot_Z: np.ndarray, pilot_y: np.ndarray, *, random_state: Any = 0) -> float:

@@ -15,7 +15,7 @@ from .._numerics import column_spread
 from ._split import check_fraction, split_rows
 from ._auto import AUTO_MAX_ITER, _auto_scores, _choose_score_model
 
-__all__ = ["LearnedSpace", "metric_kind", "auto_cross_fits", "AUTO_CROSS_FIT_MAX_ROWS", "AUTO_BALANCE_LIMIT", "AUTO_MAX_ROWS", "AUTO_MAX_ITER", "column_units"]
+__all__ = ["check_cross_fit_metric", "LearnedSpace", "metric_kind", "auto_cross_fits", "AUTO_CROSS_FIT_MAX_ROWS", "AUTO_BALANCE_LIMIT", "AUTO_MAX_ROWS", "AUTO_MAX_ITER", "column_units"]
 
 #: metric="auto": ``z = (s(x), c·L_r·x_std)`` states the two-constant assumption
 #: ``|p(x) − p(x′)| ≤ ‖s(x) − s(x′)‖ + L_r‖x_std − x′_std‖`` (exact in s: p = s + (p − s)), and
@@ -76,6 +76,41 @@ def auto_cross_fits(cross_fit: Any, metric: Any, metric_fraction: float, n_sampl
         return (cross_fit == "auto" and metric_kind(metric) == "auto"
                 and check_fraction(metric_fraction) * n_samples <= AUTO_CROSS_FIT_MAX_ROWS)
     return bool(cross_fit)
+
+
+def check_cross_fit_metric(cross_fit: Any, metric: Any) -> None:
+    """Refuse cross-fitting with a ``metric`` that uses no labels (None or ``"standard"``).
+
+    Cross-fitting swaps the roles of the metric and NW shares; without a map fitted on labels
+    every row is in the kernel sums already, so there is nothing to swap.
+
+    Parameters
+    ----------
+    cross_fit : bool, int or "auto"
+        The estimator's ``cross_fit`` (one that cross-fits: :func:`auto_cross_fits`).
+    metric : any
+        The estimator's ``metric``.
+
+    Raises
+    ------
+    ValueError
+        Naming both parameters and the fix.
+
+    Examples
+    --------
+    >>> from nwbound.spaces import check_cross_fit_metric
+    >>> check_cross_fit_metric(True, "auto")
+    >>> check_cross_fit_metric(True, None)
+    Traceback (most recent call last):
+    ...
+    ValueError: cross_fit=True swaps the roles of the metric and NW shares, so it needs a map fitted on labels (metric='auto', a transformer or a classifier); metric=None uses no labels and already keeps every row in the kernel sums: pass cross_fit=False.
+    """
+    if metric_kind(metric) in (None, "standard"):
+        raise ValueError(
+            f"cross_fit={cross_fit!r} swaps the roles of the metric and NW shares, so it needs a map fitted "
+            f"on labels (metric='auto', a transformer or a classifier); metric={metric!r} uses no labels and "
+            "already keeps every row in the kernel sums: pass cross_fit=False."
+        )
 
 
 def metric_kind(metric: Any) -> str | None:

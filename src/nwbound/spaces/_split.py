@@ -7,7 +7,88 @@ from typing import Any
 import numpy as np
 from sklearn.utils import check_random_state
 
-__all__ = ["split_rows", "check_fraction", "check_groups", "fold_rows", "cross_fit_layouts", "AUTO_CROSS_FIT_FOLDS"]
+__all__ = ["split_rows", "check_fraction", "check_groups", "fold_rows", "cross_fit_layouts", "AUTO_CROSS_FIT_FOLDS",
+           "split_seed", "nw_share_weights", "check_rows_split", "check_map_classes"]
+
+
+def split_seed(random_state: Any) -> int:
+    """The seed of the split of the training rows and of ``metric="auto"``, from ``random_state``.
+
+    The estimator's ``fit`` and the sharded one (:mod:`nwbound.dask`) both seed their splits with
+    it, so they split the same rows.
+
+    Parameters
+    ----------
+    random_state : None, int or numpy.random.RandomState
+        None gives 0, so that a fit repeats; an int is the seed; a ``RandomState`` gives one draw
+        per call (one per fit).
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.spaces import split_seed
+    >>> split_seed(None), split_seed(7), split_seed(np.int64(3))
+    (0, 7, 3)
+    >>> split_seed(np.random.RandomState(0)) == split_seed(np.random.RandomState(0))
+    True
+    """
+    if random_state is None:
+        return 0
+    if isinstance(random_state, (int, np.integer)):
+        return int(random_state)
+    return int(check_random_state(random_state).randint(2**31 - 1))
+
+
+def nw_share_weights(weights: np.ndarray | None, nw_rows: np.ndarray | None, dtype: Any) -> np.ndarray | None:
+    """The sample weights of the rows in the kernel sums as the estimator keeps them: divided by
+    their largest, None when all equal 1.
+
+    Only relative weights matter (p̂ and every bound are invariant to a common factor); scaling the
+    largest to 1 keeps weights like 1e308 from overflowing Σ(wK)², and κ and ΣK² are then in units
+    of the largest weight.
+
+    Parameters
+    ----------
+    weights : ndarray of shape (n_samples,) or None
+        Non-negative, finite sample weights of every training row (None: unweighted).
+    nw_rows : ndarray of int or None
+        The rows in the kernel sums (the NW share of a split); None: every row.
+    dtype : numpy dtype or str
+        The estimator's ``dtype``, which the kept weights take.
+
+    Returns
+    -------
+    ndarray of shape (len(nw_rows),) or None
+
+    Raises
+    ------
+    ValueError
+        Every weight of those rows is 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.spaces import nw_share_weights
+    >>> nw_share_weights(np.array([0.5, 1.0, 0.25]), np.array([0, 2]), "float64")
+    array([1. , 0.5])
+    >>> nw_share_weights(np.array([0.5, 1.0, 0.5]), np.array([0, 2]), "float64") is None
+    True
+    >>> nw_share_weights(np.array([0.0, 1.0, 0.0]), np.array([0, 2]), "float64")
+    Traceback (most recent call last):
+    ...
+    ValueError: sample_weight is 0 on every row of the NW share: give positive weights.
+    """
+    if weights is None:
+        return None
+    w = (weights if nw_rows is None else weights[nw_rows]).astype(np.float64)
+    if not np.any(w > 0):
+        raise ValueError("sample_weight is 0 on every row of the NW share: give positive weights.")
+    w = w / w.max()
+    return None if np.all(w == 1.0) else w.astype(dtype)
 
 
 def check_fraction(value: Any, name: str = "metric_fraction") -> float:
@@ -258,3 +339,93 @@ def cross_fit_layouts(labels: np.ndarray, cross_fit: Any, fraction: float, *, gr
         everything = np.arange(labels.shape[0])
         pairs += [(np.setdiff1d(everything, fold, assume_unique=True), fold) for fold in folds]
     return pairs
+
+
+def check_rows_split(labels: np.ndarray, metric_rows: np.ndarray, *, groups: np.ndarray | None = None,
+                     random_state: Any = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``lipschitz="auto"``: the metric share split in half, into map rows (which fit the map and
+    the pilot L) and check rows (the held-out check of L), as the estimator's ``fit`` splits it.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n_samples,)
+        Class indices of every training row.
+    metric_rows : ndarray of int
+        The metric share (:func:`split_rows`).
+    groups : ndarray of shape (n_samples,) or None, default=None
+        Group labels of every training row: each group on one side.
+    random_state : int, default=0
+        :func:`split_seed` of the estimator's ``random_state``.
+
+    Returns
+    -------
+    map_rows, check_rows : ndarray of int
+        Training row numbers, each a subset of ``metric_rows``.
+
+    Raises
+    ------
+    GroupsError
+        The metric share's rows all belong to one group, naming it.
+    ValueError
+        The metric share could not be split (too few rows), with the cause.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.spaces import check_rows_split
+    >>> map_rows, check_rows = check_rows_split(np.repeat([0, 1], 20), np.arange(0, 40, 2))
+    >>> map_rows.size + check_rows.size, bool(np.isin(check_rows, np.arange(0, 40, 2)).all())
+    (20, True)
+    >>> check_rows_split(np.repeat([0, 1], 20), np.arange(0, 40, 2), groups=np.zeros(40))
+    Traceback (most recent call last):
+    ...
+    nwbound.spaces._split.GroupsError: lipschitz='auto' splits the metric share (20 rows) into map rows and check rows of whole groups, but those rows all belong to one group (0.0).
+    """
+    try:
+        a, b = split_rows(labels[metric_rows], 0.5, random_state=random_state,
+                          groups=None if groups is None else groups[metric_rows])
+    except GroupsError:
+        raise GroupsError(
+            f"lipschitz='auto' splits the metric share ({metric_rows.shape[0]} rows) into map rows and "
+            f"check rows of whole groups, but those rows all belong to one group "
+            f"({groups[metric_rows][0].item()!r})."
+        ) from None
+    except ValueError as exc:
+        raise ValueError(
+            f"lipschitz='auto' splits the metric share ({metric_rows.shape[0]} rows) into map rows and "
+            f"check rows and could not: {exc}"
+        ) from None
+    return metric_rows[a], metric_rows[b]
+
+
+def check_map_classes(map_labels: np.ndarray, metric: Any) -> None:
+    """Refuse map rows of one class: a map fitted on labels (``metric="auto"``, a transformer or a
+    classifier) needs at least 2.
+
+    Parameters
+    ----------
+    map_labels : ndarray
+        Class indices of the rows that fit the map.
+    metric : str or estimator
+        The estimator's ``metric``, named in the error.
+
+    Raises
+    ------
+    ValueError
+        The rows hold one class only, naming the fixes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.spaces import check_map_classes
+    >>> check_map_classes(np.array([0, 1, 1]), "auto")
+    >>> check_map_classes(np.array([1, 1]), "auto")
+    Traceback (most recent call last):
+    ...
+    ValueError: The 2 rows that fit metric='auto' hold one class only; a supervised map needs at least 2 (more rows per class, other groups or a larger metric_fraction).
+    """
+    if np.unique(map_labels).shape[0] < 2:
+        raise ValueError(
+            f"The {map_labels.shape[0]} rows that fit metric={metric!r} hold one class only; a supervised "
+            "map needs at least 2 (more rows per class, other groups or a larger metric_fraction)."
+        )
