@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -586,4 +587,6 @@ def test_dispatch_tests_in_a_subprocess():
                          env=env, capture_output=True, text=True, timeout=180)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     # Every dispatch test ran in the child (skipped there: this one, and the CUDA one without a GPU).
-    assert "34 passed" in run.stdout and "needs SCIPY_ARRAY_API" not in run.stdout, run.stdout[-2000:]
+    summary = re.search(r"(\d+) passed(?:, (\d+) skipped)? in", run.stdout)
+    assert summary and int(summary.group(2) or 0) <= 2 and "needs SCIPY_ARRAY_API" not in run.stdout, \
+        run.stdout[-2000:]

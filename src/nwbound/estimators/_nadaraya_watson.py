@@ -686,8 +686,10 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         ``certified_only``: names that get :class:`~._certified.CertifiedRows`): the backend's own
         statistics and bounds where it has them, else its statistics and the host's bounds."""
         out = self._engine().intervals(X, specs, bandwidths, neighbors)
-        if out is not None:
-            return {name: CertifiedRows.of(iv) if name in certified_only else iv for name, iv in out.items()}
+        if out is not None:  # in place: the device's result carries its packed usefulness read
+            for name in certified_only & out.keys():
+                out[name] = CertifiedRows.of(out[name])
+            return out
         # Queries in blocks when a bound keeps per-query histograms or neighbour lists, so that
         # memory stays bounded however many queries come in.
         n = X.shape[0]
