@@ -147,6 +147,8 @@ def test_tasks_limit_blas_threads():
 SHARDED_CASES = [
     dict(bandwidth=0.25, lipschitz=1.0),
     dict(bandwidth="auto", lipschitz=1.0),  # the grid is built from all shards
+    dict(bandwidth="scale", lipschitz=1.0),  # the k-th nearest row over all shards (scale_neighbor_rank)
+    dict(bandwidth="scale", n_neighbors=30, lipschitz=1.0),  # k above SCALE_NEIGHBORS
     dict(bandwidth="auto", lipschitz=1.0, bound="chernoff", histogram_bins=8),  # histograms merge
     dict(bandwidth="auto", lipschitz=1.0, ranking_fraction=0.4),  # shards rank on the whole set's sample
     dict(bandwidth="auto", kernel="tricube", lipschitz=1.0, ranking_fraction=0.4),  # sampled exhaustive ranking

@@ -50,13 +50,13 @@ from sklearn.utils.multiclass import check_classification_targets
 from .._numerics import euclidean_norm, feature_unit
 from .._validation import check_dtype, check_int_range, check_params_as_fitted
 from ..estimators import (
-    SCALE_NEIGHBORS,
     NadarayaWatsonClassifier,
     bandwidth_grid_from_nearest,
     bandwidth_grid_pilot,
     pilot_nearest_distances,
     resolve_ranking_fraction,
     scale_bandwidth_from_nearest,
+    scale_neighbor_rank,
 )
 from ..spaces import (
     CrossFitReports,
@@ -511,8 +511,8 @@ metric, metric_fraction, cross_fit
         nearest row is the k-th nearest over the shards."""
         diagonal = float(euclidean_norm(high - low))
         n = X.shape[0]
-        k = min(max(SCALE_NEIGHBORS, int(self.n_neighbors or 0)), n - 1)
-        if not diagonal > 0.0:
+        k = scale_neighbor_rank(n, self.n_neighbors)
+        if k < 1 or not diagonal > 0.0:
             return scale_bandwidth_from_nearest(np.zeros(0), diagonal)
         pilot = np.asarray(compute(client, X[bandwidth_grid_pilot(n)])[0], dtype=np.float64)
         parts = [dask.delayed(pilot_nearest_distances, pure=True)(blk, pilot, k + 1) for blk in X.to_delayed().ravel()]
