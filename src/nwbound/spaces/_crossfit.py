@@ -10,7 +10,7 @@ import numpy as np
 from .._result import PredictionInterval
 from .._validation import check_open_unit
 
-__all__ = ["contradicting_rows", "divided_bounds", "intersect_intervals", "kappa_weighted_proba", "project_into_box"]
+__all__ = ["contradicting_rows", "divided_bounds", "divided_delta", "intersect_intervals", "kappa_weighted_proba", "project_into_box"]
 
 #: Rounding slack of ``Σ lower ≤ 1 ≤ Σ upper`` (the box holds a distribution).
 _SUM_TOL = 1e-9
@@ -20,9 +20,49 @@ _MEET_TOL = 1e-12
 _BISECTION_STEPS = 60
 
 
+def divided_delta(delta: float, n_models: int) -> float:
+    """The level δ/K of each of ``n_models`` cross-fitted models, from the estimator's ``delta``.
+
+    A cross-fitted estimator intersects its K models' intervals, each at level δ/K, so that the
+    intersection holds at level δ (a union bound). Every place that sets a model's own ``delta``
+    (the in-memory estimator, :class:`nwbound.dask.ShardedNadarayaWatson`) and every per-call
+    setting (:func:`divided_bounds`) divides it here.
+
+    Parameters
+    ----------
+    delta : float
+        The estimator's level, in (0, 1).
+    n_models : int
+        The number of cross-fitted models, K ≥ 1 (1: one model, δ as it is).
+
+    Returns
+    -------
+    float
+        ``delta / n_models``.
+
+    Raises
+    ------
+    ValueError
+        ``delta`` outside (0, 1), or ``n_models`` not a positive integer.
+
+    Examples
+    --------
+    >>> from nwbound.spaces import divided_delta
+    >>> divided_delta(0.05, 2), divided_delta(0.05, 1)
+    (0.025, 0.05)
+    >>> divided_delta(1.5, 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: delta must be a number with 0 < delta < 1, got 1.5.
+    """
+    if isinstance(n_models, bool) or not isinstance(n_models, (int, np.integer)) or n_models < 1:
+        raise ValueError(f"n_models must be a positive integer (the number of cross-fitted models), got {n_models!r}.")
+    return check_open_unit(delta, "delta") / n_models
+
+
 def divided_bounds(bounds: Any, n_models: int) -> Any:
     """``bounds`` for each of ``n_models`` cross-fitted models: each setting's ``delta`` divided by
-    ``n_models``.
+    ``n_models`` (:func:`divided_delta`).
 
     A cross-fitted estimator intersects its models' intervals, each at level δ/K, so that the
     intersection holds at level δ (a union bound). A setting without ``delta`` takes each model's
@@ -71,7 +111,7 @@ def divided_bounds(bounds: Any, n_models: int) -> Any:
             raise TypeError(f"bounds[{name!r}] must be a mapping of settings, got {type(overrides).__name__}.")
         settings = dict(overrides)
         if "delta" in settings:
-            settings["delta"] = check_open_unit(settings["delta"], "delta") / n_models
+            settings["delta"] = divided_delta(settings["delta"], n_models)
         out[name] = settings
     return out
 
