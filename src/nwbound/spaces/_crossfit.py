@@ -9,8 +9,9 @@ import numpy as np
 
 from .._result import PredictionInterval
 from .._validation import check_open_unit
+from ._lipschitz import CrossFitReports
 
-__all__ = ["contradicting_rows", "divided_bounds", "divided_delta", "intersect_intervals", "kappa_weighted_proba", "project_into_box"]
+__all__ = ["contradicting_rows", "cross_fit_attributes", "divided_bounds", "divided_delta", "intersect_intervals", "kappa_weighted_proba", "project_into_box"]
 
 #: Rounding slack of ``Σ lower ≤ 1 ≤ Σ upper`` (the box holds a distribution).
 _SUM_TOL = 1e-9
@@ -18,6 +19,70 @@ _SUM_TOL = 1e-9
 _MEET_TOL = 1e-12
 #: Bisection steps for the projection's shift τ: the bracket starts at most 2 wide, 2⁻⁵⁹ after.
 _BISECTION_STEPS = 60
+
+
+def cross_fit_attributes(models: Sequence[Any], *, chooses_lipschitz: bool) -> dict[str, Any]:
+    """The fitted attributes a cross-fitted estimator takes from its K fitted models.
+
+    One rule for the in-memory estimator and :class:`nwbound.dask.ShardedNadarayaWatson`: no one
+    space (``metric_`` None: each model has its own), no check rows of its own (``check_rows_``
+    empty: each model has its own), every model's rows counted (``n_samples_fit_``), and the
+    models' reports as one :class:`~nwbound.spaces.CrossFitReports`. With ``lipschitz="auto"``
+    (``chooses_lipschitz``) ``lipschitz_`` is the largest model's L (each model bounds with its
+    own); with a number it is that number, and there is no report.
+
+    Parameters
+    ----------
+    models : sequence of fitted estimators
+        The cross-fitted models (``cross_fit_models_``), at least one, each with ``lipschitz_``,
+        ``lipschitz_report_`` and ``metric_report_``.
+    chooses_lipschitz : bool
+        Whether the models chose their L on held-out rows
+        (:func:`~nwbound.spaces.chooses_lipschitz` of the settings).
+
+    Returns
+    -------
+    dict
+        ``{attribute: value}`` for ``metric_``, ``metric_report_``, ``check_rows_``,
+        ``lipschitz_``, ``lipschitz_report_`` and, where the models have it, ``n_samples_fit_``.
+
+    Raises
+    ------
+    ValueError
+        ``models`` is empty.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.spaces import cross_fit_attributes
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(600, 3)); y = (rng.random(600) < 1 / (1 + np.exp(-2 * X[:, 0]))).astype(int)
+    >>> clf = NadarayaWatsonClassifier(random_state=0).fit(X, y)
+    >>> attributes = cross_fit_attributes(clf.cross_fit_models_, chooses_lipschitz=True)
+    >>> attributes["lipschitz_"] == clf.lipschitz_ == max(m.lipschitz_ for m in clf.cross_fit_models_)
+    True
+    >>> attributes["n_samples_fit_"] == clf.n_samples_fit_, attributes["check_rows_"].size
+    (True, 0)
+    """
+    models = list(models)
+    if not models:
+        raise ValueError("cross_fit_attributes needs at least one fitted model (cross_fit_models_).")
+    first = models[0]
+    out: dict[str, Any] = {
+        "metric_": None,
+        "metric_report_": (CrossFitReports(m.metric_report_ for m in models)
+                           if getattr(first, "metric_report_", None) is not None else None),
+        "check_rows_": np.zeros(0, np.intp),
+    }
+    if hasattr(first, "n_samples_fit_"):
+        out["n_samples_fit_"] = sum(m.n_samples_fit_ for m in models)
+    if chooses_lipschitz:
+        out["lipschitz_"] = max(m.lipschitz_ for m in models)
+        out["lipschitz_report_"] = CrossFitReports(m.lipschitz_report_ for m in models)
+    else:
+        out["lipschitz_"], out["lipschitz_report_"] = first.lipschitz_, None
+    return out
 
 
 def divided_delta(delta: float, n_models: int) -> float:
