@@ -183,7 +183,8 @@ metric, metric_fraction, cross_fit
         (``n_neighbors`` set), e.g. ``algorithm="hnsw"`` with
         ``index_params={"M": 16}``; the shards' lists are merged exactly. Not
         used by the regular classifier, as for the in-memory estimator.
-        ``random_state`` also seeds the split and ``metric="auto"``, as in memory.
+        ``random_state`` also seeds the split, ``metric="auto"`` and the check of L, drawn as in
+        memory (a ``RandomState`` gives the in-memory fit's seeds).
     n_jobs, device
         Must stay None: Dask tasks are the parallelism, on the workers' CPUs.
     threads_per_task : int, default=1
@@ -206,8 +207,8 @@ metric, metric_fraction, cross_fit
         One persisted shard per non-empty row chunk of each model's kernel-sum rows; ``.model``
         is its fitted :class:`~nwbound.NadarayaWatsonClassifier` (its rows, mapped, with the
         global statistics).
-    metric_, lipschitz_, lipschitz_report_, metric_rows_, check_rows_, nw_rows_
-        As for the single-machine estimator.
+    metric_, metric_report_, lipschitz_, lipschitz_report_, metric_rows_, check_rows_, nw_rows_
+        As for the single-machine estimator (cross-fitted: :func:`~nwbound.spaces.cross_fit_attributes`).
     classes_, class_prior_, n_features_in_, n_samples_fit_, bandwidths_, ranking_fraction_
         As for the single-machine estimator.
 
