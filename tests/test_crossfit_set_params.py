@@ -254,3 +254,16 @@ def test_check_lipschitz_checks_the_number_set_after_fit(numeric, data):
     assert check.lipschitz == 0.05
     own = _quiet(clf.predict_interval, Q)
     assert check.n_certified == int(np.count_nonzero(own.certified)) > 0
+
+
+def test_divided_delta_is_each_models_delta_and_refuses_bad_input(data):
+    from nwbound.spaces import divided_delta
+
+    X, y, _ = data
+    clf = NadarayaWatsonClassifier(metric=_Identity(), cross_fit=3, lipschitz=1.0, delta=0.09).fit(X, y)
+    assert [m.delta for m in clf.cross_fit_models_] == [divided_delta(0.09, 3)] * 3
+    with pytest.raises(ValueError, match="delta must be a number with 0 < delta < 1"):
+        divided_delta(1.0, 2)
+    for bad in (0, True, 1.5):
+        with pytest.raises(ValueError, match="n_models must be a positive integer"):
+            divided_delta(0.05, bad)

@@ -147,6 +147,8 @@ def test_tasks_limit_blas_threads():
 SHARDED_CASES = [
     dict(bandwidth=0.25, lipschitz=1.0),
     dict(bandwidth="auto", lipschitz=1.0),  # the grid is built from all shards
+    dict(bandwidth="scale", lipschitz=1.0),  # the k-th nearest row over all shards (scale_neighbor_rank)
+    dict(bandwidth="scale", n_neighbors=30, lipschitz=1.0),  # k above SCALE_NEIGHBORS
     dict(bandwidth="auto", lipschitz=1.0, bound="chernoff", histogram_bins=8),  # histograms merge
     dict(bandwidth="auto", lipschitz=1.0, ranking_fraction=0.4),  # shards rank on the whole set's sample
     dict(bandwidth="auto", kernel="tricube", lipschitz=1.0, ranking_fraction=0.4),  # sampled exhaustive ranking
@@ -414,6 +416,68 @@ def test_cross_fitted_models_match_one_by_one(client, field):
     assert model.n_samples_fit_ == reference.n_samples_fit_
     # The whole report, the pilot's source included (one text for both: nwbound.spaces.two_constant_pilot).
     assert str(model.lipschitz_report_) == str(reference.lipschitz_report_)
+
+
+def assert_same_fitted_attribute(name, mine, theirs, Q):
+    """One public fitted attribute of the sharded estimator against the in-memory one's."""
+    if name == "metric_" and theirs is not None:  # a fitted map: the same map of the same rows
+        np.testing.assert_array_equal(mine.transform(Q), theirs.transform(Q), err_msg=name)
+    elif name == "cross_fit_models_" and theirs is not None:  # the client's models hold stand-in rows
+        assert len(mine) == len(theirs)
+        for m, t in zip(mine, theirs):
+            assert (m.lipschitz_, m.delta) == (t.lipschitz_, t.delta)
+            assert str(m.lipschitz_report_) == str(t.lipschitz_report_) and str(m.metric_report_) == str(t.metric_report_)
+            np.testing.assert_array_equal(m.bandwidths_, t.bandwidths_)
+            np.testing.assert_array_equal(m.metric_.transform(Q), t.metric_.transform(Q))
+    elif name.endswith("report_"):  # reports: their whole text
+        assert type(mine) is type(theirs) and str(mine) == str(theirs), name
+    elif isinstance(theirs, np.ndarray):
+        np.testing.assert_array_equal(mine, theirs, err_msg=name)
+    else:
+        assert mine == theirs, name
+
+
+# The sharded estimator's own attributes (its shards and client's models), and those of the
+# in-memory one's fitted kernel sums (kernel_, bandwidth_, index_, backend_), which a cluster
+# keeps on its workers: every other public fitted attribute is the in-memory estimator's.
+SHARDED_ONLY = {"parts_", "estimator_", "template_", "shards_"}
+
+
+@pytest.mark.parametrize("params", [{}, {"cross_fit": False}, {"metric": None}, {"n_neighbors": 40},
+                                    {"metric": None, "lipschitz": 1.0}],
+                         ids=["cross-fitted", "one split", "features as given", "localized", "numeric L"])
+def test_sharded_fitted_attributes_are_the_in_memory_ones(client, field, params):
+    X, y, Q = field
+    reference = NadarayaWatsonClassifier(random_state=0, **params).fit(X, y)
+    model = ShardedNadarayaWatson(random_state=0, **params).fit(da.from_array(X, chunks=(500, -1)), y, client=client)
+    names = {k for k in vars(model) if k.endswith("_") and not k.startswith("_")} - SHARDED_ONLY
+    shared = sorted(k for k in names if hasattr(reference, k))
+    assert {"check_rows_", "metric_report_", "lipschitz_report_", "lipschitz_", "nw_rows_"} <= set(shared)
+    for name in shared:
+        assert_same_fitted_attribute(name, getattr(model, name), getattr(reference, name), Q)
+
+
+@pytest.mark.parametrize("params", [{}, {"cross_fit": False}, {"metric": None}],
+                         ids=["cross-fitted", "one split", "features as given"])
+def test_sharded_draws_a_random_state_as_in_memory(client, field, params):
+    # A RandomState gives one seed per draw: the split, the pilot L and the check of L each draw
+    # in memory (cross-fitted models from a copy each), and the sharded fit draws the same.
+    X, y, Q = field
+    reference = NadarayaWatsonClassifier(random_state=np.random.RandomState(4), **params).fit(X, y)
+    model = ShardedNadarayaWatson(random_state=np.random.RandomState(4), **params).fit(
+        da.from_array(X, chunks=(500, -1)), y, client=client)
+    assert model.lipschitz_ == reference.lipschitz_
+    assert str(model.lipschitz_report_) == str(reference.lipschitz_report_)
+    for name in ("nw_rows_", "check_rows_", "metric_rows_"):
+        np.testing.assert_array_equal(getattr(model, name), getattr(reference, name), err_msg=name)
+    # As many draws: the next one is the same.
+    assert model.random_state.randint(2**31) == reference.random_state.randint(2**31)
+    (interval,) = dask.compute(model.predict_interval(da.from_array(Q, chunks=(75, -1)), client=client),
+                               scheduler=client)
+    assert_same_to_rounding(interval, reference.predict_interval(Q))
+    # A RandomState set after fit (another object) needs a refit, as in memory.
+    with pytest.raises(ValueError, match=r"random_state=.*was set after fit.*call fit again"):
+        model.set_params(random_state=np.random.RandomState(4)).predict_proba(da.from_array(Q[:5]), client=client)
 
 
 def test_default_model_several_bounds_and_set_params(client, field):

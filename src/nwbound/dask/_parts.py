@@ -11,7 +11,7 @@ import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ..spaces import chooses_lipschitz
+from ..spaces import chooses_lipschitz, divided_delta
 from ._common import check_query_array, compute, limited, share
 from ._tasks import (
     _choose,
@@ -67,7 +67,7 @@ def _part_params(params: Mapping[str, Any], n_parts: int) -> tuple[dict, dict]:
     """
     model = {**params, "n_neighbors": None, "cross_fit": False}
     if n_parts > 1:
-        model["delta"] = params["delta"] / n_parts
+        model["delta"] = divided_delta(params["delta"], n_parts)
     shard = {**params, "cross_fit": False, "metric": None}
     if chooses_lipschitz(params["lipschitz"], params["margin"]):
         shard["lipschitz"] = 1.0

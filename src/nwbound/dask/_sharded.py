@@ -41,7 +41,7 @@ from typing import Any
 import dask
 import dask.array as da
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics import accuracy_score
 from sklearn.utils._param_validation import Interval
@@ -50,16 +50,15 @@ from sklearn.utils.multiclass import check_classification_targets
 from .._numerics import euclidean_norm, feature_unit
 from .._validation import check_dtype, check_int_range, check_params_as_fitted
 from ..estimators import (
-    SCALE_NEIGHBORS,
     NadarayaWatsonClassifier,
     bandwidth_grid_from_nearest,
     bandwidth_grid_pilot,
     pilot_nearest_distances,
     resolve_ranking_fraction,
     scale_bandwidth_from_nearest,
+    scale_neighbor_rank,
 )
 from ..spaces import (
-    CrossFitReports,
     GroupsError,
     LearnedSpace,
     LipschitzAutoReport,
@@ -68,6 +67,7 @@ from ..spaces import (
     check_rows_split,
     choose_lipschitz,
     chooses_lipschitz,
+    cross_fit_attributes,
     divided_bounds,
     lipschitz_units,
     metric_kind,
@@ -183,7 +183,8 @@ metric, metric_fraction, cross_fit
         (``n_neighbors`` set), e.g. ``algorithm="hnsw"`` with
         ``index_params={"M": 16}``; the shards' lists are merged exactly. Not
         used by the regular classifier, as for the in-memory estimator.
-        ``random_state`` also seeds the split and ``metric="auto"``, as in memory.
+        ``random_state`` also seeds the split, ``metric="auto"`` and the check of L, drawn as in
+        memory (a ``RandomState`` gives the in-memory fit's seeds).
     n_jobs, device
         Must stay None: Dask tasks are the parallelism, on the workers' CPUs.
     threads_per_task : int, default=1
@@ -206,8 +207,8 @@ metric, metric_fraction, cross_fit
         One persisted shard per non-empty row chunk of each model's kernel-sum rows; ``.model``
         is its fitted :class:`~nwbound.NadarayaWatsonClassifier` (its rows, mapped, with the
         global statistics).
-    metric_, lipschitz_, lipschitz_report_, metric_rows_, check_rows_, nw_rows_
-        As for the single-machine estimator.
+    metric_, metric_report_, lipschitz_, lipschitz_report_, metric_rows_, check_rows_, nw_rows_
+        As for the single-machine estimator (cross-fitted: :func:`~nwbound.spaces.cross_fit_attributes`).
     classes_, class_prior_, n_features_in_, n_samples_fit_, bandwidths_, ranking_fraction_
         As for the single-machine estimator.
 
@@ -351,8 +352,7 @@ metric, metric_fraction, cross_fit
         full = NadarayaWatsonClassifier(**_head_params(params)).fit(
             np.zeros((n, 1), X.dtype), y, sample_weight=sample_weight).get_fitted_state()
         labels, weights = np.asarray(full["labels"]), full.get("weights")
-        seed = split_seed(self.random_state)
-        layouts = row_layouts(params, labels, groups, seed)
+        layouts, seed = row_layouts(params, labels, groups, self.random_state)
         needed = np.zeros(0, np.intp)
         if layouts[0] is not None:
             if feature_unit(np.stack([low, high]), dtype) != 1.0:
@@ -368,8 +368,13 @@ metric, metric_fraction, cross_fit
         def rows(r: np.ndarray) -> np.ndarray:  # training rows r (of the metric shares), in r's order
             return gathered[np.searchsorted(needed, r)]
 
-        fits = [self._fit_part(X, params, full, groups, layout, rows, seed, len(layouts), client)
-                for layout in layouts]
+        fits = []
+        for layout in layouts:
+            # Each model draws its seeds as the in-memory fit's: one model on from random_state itself
+            # (after the split's draw), cross-fitted ones each from a copy of it (clone copies it).
+            draws = self.random_state if len(layouts) == 1 else clone(self.random_state, safe=False)
+            model_seed = seed if len(layouts) == 1 else split_seed(draws)
+            fits.append(self._fit_part(X, params, full, groups, layout, rows, model_seed, draws, len(layouts), client))
         parts = [part for part, _ in fits]
         first = fits[0][1]
         self.parts_ = parts
@@ -383,19 +388,28 @@ metric, metric_fraction, cross_fit
         self.bandwidths_ = first["bandwidths"]
         self.ranking_fraction_ = parts[0].ranking_fraction
         self.metric_rows_, self.check_rows_, self.nw_rows_ = first["metric_rows"], first["check_rows"], first["nw_rows"]
-        self.cross_fit_models_ = [part.estimator for part in parts] if len(parts) > 1 else None
-        self.metric_ = self.estimator_.metric_ if len(parts) == 1 else None
-        lipschitz = [part.estimator.lipschitz_ for part in parts]
-        reports = [part.estimator.lipschitz_report_ for part in parts]
-        self.lipschitz_ = max(lipschitz) if chooses_lipschitz(params["lipschitz"], params["margin"]) else lipschitz[0]
-        self.lipschitz_report_ = reports[0] if len(parts) == 1 or reports[0] is None else CrossFitReports(reports)
+        if len(parts) > 1:  # the in-memory estimator's rule (n_samples_fit_ above counts the shards' rows)
+            self.cross_fit_models_ = [part.estimator for part in parts]
+            adopted = cross_fit_attributes(self.cross_fit_models_,
+                                           chooses_lipschitz=chooses_lipschitz(params["lipschitz"], params["margin"]))
+            for name in ("metric_", "metric_report_", "check_rows_", "lipschitz_", "lipschitz_report_"):
+                setattr(self, name, adopted[name])
+        else:
+            self.cross_fit_models_ = None
+            self.metric_, self.metric_report_ = self.estimator_.metric_, self.estimator_.metric_report_
+            self.lipschitz_, self.lipschitz_report_ = self.estimator_.lipschitz_, self.estimator_.lipschitz_report_
         self._probe = np.asarray(compute(client, X[:1])[0])  # a query row the settings are checked on
-        self._fit_layout = {"n_neighbors": self.n_neighbors, "cross_fit": self.cross_fit}
+        # What the client's models cannot check: the layout, and random_state (see _tasks._now).
+        self._fit_layout = {"n_neighbors": self.n_neighbors, "cross_fit": self.cross_fit,
+                            "random_state": self.random_state}
         return self
 
     def _fit_part(self, X: "da.Array", params: dict, full: dict, groups: np.ndarray | None, layout: Any,
-                  rows: Any, seed: int, n_parts: int, client: Any) -> tuple[_Part, dict]:
-        """One model: its split, map and L at the client, its NW share mapped into shards."""
+                  rows: Any, seed: int | None, draws: Any, n_parts: int, client: Any) -> tuple[_Part, dict]:
+        """One model: its split, map and L at the client, its NW share mapped into shards.
+
+        ``seed`` seeds the model's split and map; the pilot L and the check of L draw theirs from
+        ``draws`` (:func:`~nwbound.spaces.split_seed`), in the in-memory fit's order."""
         dtype = check_dtype(params["dtype"])
         labels, weights, classes = np.asarray(full["labels"]), full.get("weights"), full["classes_"]
         model_params, shard_params = _part_params(params, n_parts)
@@ -461,7 +475,7 @@ metric, metric_fraction, cross_fit
                 pilot_rows, (pilot, source) = None, two_constant_pilot(space)
             else:
                 pilot_rows = rows(map_rows)
-                pilot, source = pilot_lipschitz(pilot_rows, labels[map_rows], random_state=seed), ""
+                pilot, source = pilot_lipschitz(pilot_rows, labels[map_rows], random_state=split_seed(draws)), ""
             stand_in = LipschitzAutoReport(value=pilot, pilot=pilot, n_pilot=0, n_check=0, selection=None,
                                            all_rejected=False, units="")
             trial = {**model_template, "lipschitz_": pilot, "lipschitz_report_": stand_in, "pilot_lipschitz": pilot}
@@ -469,7 +483,7 @@ metric, metric_fraction, cross_fit
             report = choose_lipschitz(
                 _HeldOutCheck(trial_part, params, n_parts, client, self.threads_per_task), pilot_rows,
                 labels[map_rows], rows(check_rows), classes[labels[check_rows]], units=lipschitz_units(space),
-                random_state=seed, pilot=pilot, pilot_source=source)
+                random_state=split_seed(draws), pilot=pilot, pilot_source=source)
             model_template.update(lipschitz_=report.value, lipschitz_report_=report, pilot_lipschitz=pilot)
         estimator = NadarayaWatsonClassifier(**model_params).set_fitted_state(model_template)
         record = {"n_samples": n_nw, "bandwidths": np.asarray(template["bandwidths_"]),
@@ -511,8 +525,8 @@ metric, metric_fraction, cross_fit
         nearest row is the k-th nearest over the shards."""
         diagonal = float(euclidean_norm(high - low))
         n = X.shape[0]
-        k = min(max(SCALE_NEIGHBORS, int(self.n_neighbors or 0)), n - 1)
-        if not diagonal > 0.0:
+        k = scale_neighbor_rank(n, self.n_neighbors)
+        if k < 1 or not diagonal > 0.0:
             return scale_bandwidth_from_nearest(np.zeros(0), diagonal)
         pilot = np.asarray(compute(client, X[bandwidth_grid_pilot(n)])[0], dtype=np.float64)
         parts = [dask.delayed(pilot_nearest_distances, pure=True)(blk, pilot, k + 1) for blk in X.to_delayed().ravel()]

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..spaces import auto_cross_fits, check_cross_fit_metric, check_fraction, chooses_lipschitz, cross_fit_layouts, metric_kind, split_rows
+from ..spaces import auto_cross_fits, check_cross_fit_metric, check_fraction, chooses_lipschitz, cross_fit_layouts, metric_kind, split_rows, split_seed
 
 __all__ = ["uses_cross_fit", "row_layouts"]
 
@@ -51,7 +51,7 @@ def uses_cross_fit(params: Mapping[str, Any], n_samples: int) -> bool:
 
 
 def row_layouts(params: Mapping[str, Any], labels: np.ndarray, groups: np.ndarray | None,
-                seed: int) -> list[tuple[np.ndarray, np.ndarray] | None]:
+                random_state: Any) -> tuple[list[tuple[np.ndarray, np.ndarray] | None], int | None]:
     """The ``(metric_rows, nw_rows)`` of each model the in-memory fit makes; ``[None]`` when it
     splits nothing (``metric=None`` with a numeric ``lipschitz`` or a ``margin``).
 
@@ -63,13 +63,16 @@ def row_layouts(params: Mapping[str, Any], labels: np.ndarray, groups: np.ndarra
         Class indices of the training rows.
     groups : ndarray or None
         Group labels, kept whole on one side of every split.
-    seed : int
-        :func:`~nwbound.spaces.split_seed` of ``random_state``.
+    random_state : None, int or numpy.random.RandomState
+        The estimator's ``random_state``: the split's seed is drawn from it
+        (:func:`~nwbound.spaces.split_seed`) only where the rows are split, as in memory.
 
     Returns
     -------
-    list
+    layouts : list
         One layout per model: several when cross-fitting (:func:`uses_cross_fit`).
+    seed : int or None
+        The seed the layouts were drawn with (None: nothing split, nothing drawn).
 
     Raises
     ------
@@ -82,16 +85,19 @@ def row_layouts(params: Mapping[str, Any], labels: np.ndarray, groups: np.ndarra
     >>> from nwbound.dask._space import row_layouts
     >>> labels = np.repeat([0, 1], 50)
     >>> params = {"metric": "auto", "lipschitz": "auto", "margin": None, "cross_fit": "auto", "metric_fraction": 0.4}
-    >>> [(m.size, n.size) for m, n in row_layouts(params, labels, None, 0)]
-    [(40, 60), (60, 40)]
+    >>> layouts, seed = row_layouts(params, labels, None, 0)
+    >>> [(m.size, n.size) for m, n in layouts], seed
+    ([(40, 60), (60, 40)], 0)
     >>> row_layouts({**params, "metric": None, "lipschitz": 1.0, "cross_fit": False}, labels, None, 0)
-    [None]
+    ([None], None)
     """
     kind = metric_kind(params["metric"])
     fraction = check_fraction(params["metric_fraction"])
     if uses_cross_fit(params, labels.shape[0]):
         check_cross_fit_metric(params["cross_fit"], params["metric"])
-        return cross_fit_layouts(labels, params["cross_fit"], fraction, groups=groups, random_state=seed)
+        seed = split_seed(random_state)
+        return cross_fit_layouts(labels, params["cross_fit"], fraction, groups=groups, random_state=seed), seed
     if kind is None and not chooses_lipschitz(params["lipschitz"], params["margin"]):
-        return [None]
-    return [split_rows(labels, fraction, groups=groups, random_state=seed)]
+        return [None], None
+    seed = split_seed(random_state)
+    return [split_rows(labels, fraction, groups=groups, random_state=seed)], seed

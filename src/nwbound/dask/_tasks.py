@@ -44,8 +44,12 @@ def _shard(params: dict, template: dict, X: np.ndarray, offset: int, labels: np.
 
 def _now(model: Any, params: dict) -> Any:
     """A fitted shard or global model with the estimator's current parameters (a shallow copy,
-    arrays shared): bound settings changed by ``set_params`` after fit take effect."""
-    return copy.copy(model).set_params(**params)
+    arrays shared): bound settings changed by ``set_params`` after fit take effect.
+
+    ``random_state`` stays the model's own: it shapes the fit only, and a ``RandomState`` sent
+    to a worker with a task is a copy, another object than the one the model was fitted with
+    (the sharded estimator refuses a changed one itself, at the client)."""
+    return copy.copy(model).set_params(**{k: v for k, v in params.items() if k != "random_state"})
 
 
 def _shard_statistics(shard: _Shard, block: np.ndarray, bounds: Any, params: dict) -> Any:

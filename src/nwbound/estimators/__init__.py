@@ -10,6 +10,7 @@ from ._bandwidth import (
     resolve_ranking_fraction,
     scale_bandwidth,
     scale_bandwidth_from_nearest,
+    scale_neighbor_rank,
 )
 from ._dyadic import DyadicClassifier
 from ._nadaraya_watson import NadarayaWatsonClassifier
@@ -29,4 +30,5 @@ __all__ = [
     "resolve_ranking_fraction",
     "scale_bandwidth",
     "scale_bandwidth_from_nearest",
+    "scale_neighbor_rank",
 ]

@@ -19,6 +19,7 @@ __all__ = [
     "pilot_nearest_distances",
     "scale_bandwidth",
     "scale_bandwidth_from_nearest",
+    "scale_neighbor_rank",
     "SCALE_NEIGHBORS",
     "SCALE_QUANTILE",
 ]
@@ -162,13 +163,42 @@ def scale_bandwidth_from_nearest(kth_nearest: np.ndarray, diagonal: float) -> fl
     return 1.0
 
 
+def scale_neighbor_rank(n_samples: int, n_neighbors: int | None = None) -> int:
+    """The neighbour rank k whose distance sets ``bandwidth="scale"`` (:func:`scale_bandwidth`).
+
+    ``k = max(SCALE_NEIGHBORS, n_neighbors)``, capped at ``n_samples - 1`` (a row has that many
+    other rows). The in-memory estimator and :class:`nwbound.dask.ShardedNadarayaWatson` both
+    take k from here.
+
+    Parameters
+    ----------
+    n_samples : int
+        Training rows in the kernel sums.
+    n_neighbors : int or None, default=None
+        The localized classifier's k (None: the regular classifier).
+
+    Returns
+    -------
+    int
+        The rank k (0 when ``n_samples`` is 1: a single row has no other row).
+
+    Examples
+    --------
+    >>> from nwbound.estimators import scale_neighbor_rank
+    >>> scale_neighbor_rank(1000), scale_neighbor_rank(1000, n_neighbors=50), scale_neighbor_rank(6)
+    (10, 50, 5)
+    """
+    return min(max(SCALE_NEIGHBORS, int(n_neighbors or 0)), int(n_samples) - 1)
+
+
 def scale_bandwidth(X: np.ndarray, n_neighbors: int | None = None) -> float:
     """The label-free bandwidth of ``bandwidth="scale"`` (needs no assumption; the default is ``"auto"``): the data's own neighbour scale.
 
     λ is the 0.9 quantile (``SCALE_QUANTILE``), over up to 256 evenly spaced training rows
     (:func:`bandwidth_grid_pilot`), of the distance from a row to its k-th nearest other row,
     with ``k = max(SCALE_NEIGHBORS, n_neighbors)`` (10 for the regular classifier; the
-    localized classifier's own k when larger), capped at ``n_samples − 1``. So about 9 in 10
+    localized classifier's own k when larger), capped at ``n_samples − 1``
+    (:func:`scale_neighbor_rank`). So about 9 in 10
     training rows — and queries drawn like them — hold at least k training rows within λ: a
     fixed bandwidth then never silently reaches no point where the data are (a query with
     ``κ = 0`` only predicts the fallback), and k ≈ 10 is about the fewest agreeing
@@ -200,7 +230,7 @@ def scale_bandwidth(X: np.ndarray, n_neighbors: int | None = None) -> float:
     X = np.asarray(X, dtype=np.float64)
     n = X.shape[0]
     diagonal = float(euclidean_norm(X.max(axis=0) - X.min(axis=0))) if n else 0.0
-    k = min(max(SCALE_NEIGHBORS, int(n_neighbors or 0)), n - 1)
+    k = scale_neighbor_rank(n, n_neighbors)
     if k < 1 or not diagonal > 0.0:
         return scale_bandwidth_from_nearest(np.zeros(0), diagonal)
     dist = pilot_nearest_distances(X, X[bandwidth_grid_pilot(n)], n_neighbors=k + 1)

@@ -26,7 +26,7 @@ from ..bounds import CHERNOFF_FALLBACK_START as _CHERNOFF_FALLBACK_START
 from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
 from ..utils import report
-from ..spaces import auto_cross_fits, check_cross_fit_metric, LearnedSpace, check_fraction, check_groups, check_map_classes, check_rows_split, choose_lipschitz, contradicting_rows, cross_fit_layouts, divided_bounds, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, lipschitz_units, metric_kind, nw_share_weights, split_rows, split_seed, two_constant_pilot
+from ..spaces import auto_cross_fits, check_cross_fit_metric, LearnedSpace, check_fraction, check_groups, check_map_classes, check_rows_split, choose_lipschitz, contradicting_rows, cross_fit_layouts, divided_bounds, divided_delta, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, lipschitz_units, metric_kind, nw_share_weights, split_rows, split_seed, two_constant_pilot
 from ._fit_errors import _auto_lipschitz, _split_settings_errors
 from ._dispatch import queries_on_host, training_data_on_host, validate_queries
 from ._fitted_state import _LearnedState
@@ -344,7 +344,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         params = self.get_params(deep=False)
         settings = {name: params[name] for name in (*BOUND_PARAMETERS, *self._predict_time_parameters)
                     if name in params}
-        settings["delta"] = self.delta / n_models
+        settings["delta"] = divided_delta(self.delta, n_models)
         return settings
 
     def _cross_models(self) -> list:

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 from sklearn.base import clone
 
-from ..spaces import CrossFitReports, LipschitzAutoReport, metric_kind
+from ..spaces import LipschitzAutoReport, cross_fit_attributes, metric_kind
 from ._state import state_classes, state_scalar, state_space
 
 
@@ -144,17 +144,8 @@ class _LearnedState:
         """Make this estimator the cross-fitted model of ``halves`` (fitted models, one per layout)."""
         self.cross_fit_models_ = halves
         self._cross_fitted = True
-        self.metric_ = None
-        self.metric_report_ = (CrossFitReports(h.metric_report_ for h in halves)
-                               if halves[0].metric_report_ is not None else None)
-        self.check_rows_ = np.zeros(0, np.intp)
-        if hasattr(halves[0], "n_samples_fit_"):
-            self.n_samples_fit_ = sum(h.n_samples_fit_ for h in halves)
-        if self._chooses_lipschitz():
-            self.lipschitz_ = max(h.lipschitz_ for h in halves)
-            self.lipschitz_report_ = CrossFitReports(h.lipschitz_report_ for h in halves)
-        else:
-            self.lipschitz_, self.lipschitz_report_ = halves[0].lipschitz_, None
+        for name, value in cross_fit_attributes(halves, chooses_lipschitz=self._chooses_lipschitz()).items():
+            setattr(self, name, value)
         self._snapshot_fit_params()  # a fit-time parameter changed after fit: predict raises (_check_fitted)
         self._fit_complete = True
         return self

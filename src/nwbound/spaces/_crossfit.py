@@ -9,8 +9,9 @@ import numpy as np
 
 from .._result import PredictionInterval
 from .._validation import check_open_unit
+from ._lipschitz import CrossFitReports
 
-__all__ = ["contradicting_rows", "divided_bounds", "intersect_intervals", "kappa_weighted_proba", "project_into_box"]
+__all__ = ["contradicting_rows", "cross_fit_attributes", "divided_bounds", "divided_delta", "intersect_intervals", "kappa_weighted_proba", "project_into_box"]
 
 #: Rounding slack of ``Σ lower ≤ 1 ≤ Σ upper`` (the box holds a distribution).
 _SUM_TOL = 1e-9
@@ -20,9 +21,113 @@ _MEET_TOL = 1e-12
 _BISECTION_STEPS = 60
 
 
+def cross_fit_attributes(models: Sequence[Any], *, chooses_lipschitz: bool) -> dict[str, Any]:
+    """The fitted attributes a cross-fitted estimator takes from its K fitted models.
+
+    One rule for the in-memory estimator and :class:`nwbound.dask.ShardedNadarayaWatson`: no one
+    space (``metric_`` None: each model has its own), no check rows of its own (``check_rows_``
+    empty: each model has its own), every model's rows counted (``n_samples_fit_``), and the
+    models' reports as one :class:`~nwbound.spaces.CrossFitReports`. With ``lipschitz="auto"``
+    (``chooses_lipschitz``) ``lipschitz_`` is the largest model's L (each model bounds with its
+    own); with a number it is that number, and there is no report.
+
+    Parameters
+    ----------
+    models : sequence of fitted estimators
+        The cross-fitted models (``cross_fit_models_``), at least one, each with ``lipschitz_``,
+        ``lipschitz_report_`` and ``metric_report_``.
+    chooses_lipschitz : bool
+        Whether the models chose their L on held-out rows
+        (:func:`~nwbound.spaces.chooses_lipschitz` of the settings).
+
+    Returns
+    -------
+    dict
+        ``{attribute: value}`` for ``metric_``, ``metric_report_``, ``check_rows_``,
+        ``lipschitz_``, ``lipschitz_report_`` and, where the models have it, ``n_samples_fit_``.
+
+    Raises
+    ------
+    ValueError
+        ``models`` is empty.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.spaces import cross_fit_attributes
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(600, 3)); y = (rng.random(600) < 1 / (1 + np.exp(-2 * X[:, 0]))).astype(int)
+    >>> clf = NadarayaWatsonClassifier(random_state=0).fit(X, y)
+    >>> attributes = cross_fit_attributes(clf.cross_fit_models_, chooses_lipschitz=True)
+    >>> attributes["lipschitz_"] == clf.lipschitz_ == max(m.lipschitz_ for m in clf.cross_fit_models_)
+    True
+    >>> attributes["n_samples_fit_"] == clf.n_samples_fit_, attributes["check_rows_"].size
+    (True, 0)
+    """
+    models = list(models)
+    if not models:
+        raise ValueError("cross_fit_attributes needs at least one fitted model (cross_fit_models_).")
+    first = models[0]
+    out: dict[str, Any] = {
+        "metric_": None,
+        "metric_report_": (CrossFitReports(m.metric_report_ for m in models)
+                           if getattr(first, "metric_report_", None) is not None else None),
+        "check_rows_": np.zeros(0, np.intp),
+    }
+    if hasattr(first, "n_samples_fit_"):
+        out["n_samples_fit_"] = sum(m.n_samples_fit_ for m in models)
+    if chooses_lipschitz:
+        out["lipschitz_"] = max(m.lipschitz_ for m in models)
+        out["lipschitz_report_"] = CrossFitReports(m.lipschitz_report_ for m in models)
+    else:
+        out["lipschitz_"], out["lipschitz_report_"] = first.lipschitz_, None
+    return out
+
+
+def divided_delta(delta: float, n_models: int) -> float:
+    """The level δ/K of each of ``n_models`` cross-fitted models, from the estimator's ``delta``.
+
+    A cross-fitted estimator intersects its K models' intervals, each at level δ/K, so that the
+    intersection holds at level δ (a union bound). Every place that sets a model's own ``delta``
+    (the in-memory estimator, :class:`nwbound.dask.ShardedNadarayaWatson`) and every per-call
+    setting (:func:`divided_bounds`) divides it here.
+
+    Parameters
+    ----------
+    delta : float
+        The estimator's level, in (0, 1).
+    n_models : int
+        The number of cross-fitted models, K ≥ 1 (1: one model, δ as it is).
+
+    Returns
+    -------
+    float
+        ``delta / n_models``.
+
+    Raises
+    ------
+    ValueError
+        ``delta`` outside (0, 1), or ``n_models`` not a positive integer.
+
+    Examples
+    --------
+    >>> from nwbound.spaces import divided_delta
+    >>> divided_delta(0.05, 2), divided_delta(0.05, 1)
+    (0.025, 0.05)
+    >>> divided_delta(1.5, 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: delta must be a number with 0 < delta < 1, got 1.5.
+    """
+    if isinstance(n_models, bool) or not isinstance(n_models, (int, np.integer)) or n_models < 1:
+        raise ValueError(f"n_models must be a positive integer (the number of cross-fitted models), got {n_models!r}.")
+    return check_open_unit(delta, "delta") / n_models
+
+
 def divided_bounds(bounds: Any, n_models: int) -> Any:
     """``bounds`` for each of ``n_models`` cross-fitted models: each setting's ``delta`` divided by
-    ``n_models``.
+    ``n_models`` (:func:`divided_delta`).
 
     A cross-fitted estimator intersects its models' intervals, each at level δ/K, so that the
     intersection holds at level δ (a union bound). A setting without ``delta`` takes each model's
@@ -71,7 +176,7 @@ def divided_bounds(bounds: Any, n_models: int) -> Any:
             raise TypeError(f"bounds[{name!r}] must be a mapping of settings, got {type(overrides).__name__}.")
         settings = dict(overrides)
         if "delta" in settings:
-            settings["delta"] = check_open_unit(settings["delta"], "delta") / n_models
+            settings["delta"] = divided_delta(settings["delta"], n_models)
         out[name] = settings
     return out
 

@@ -21,7 +21,9 @@ def split_seed(random_state: Any) -> int:
     ----------
     random_state : None, int or numpy.random.RandomState
         None gives 0, so that a fit repeats; an int is the seed; a ``RandomState`` gives one draw
-        per call (one per fit).
+        per call. A fit draws one for its split, then one for the pilot L (not with ``metric="auto"``,
+        whose space states it) and one for the check of ``lipschitz="auto"``; a cross-fitted model draws its own from a copy (as
+        :func:`sklearn.base.clone` makes) after the layouts' draw. The sharded fit draws the same.
 
     Returns
     -------
