@@ -41,9 +41,9 @@ from ._array_api import (
     DeviceTrainingSet,
     array_namespace_of,
     compat,
-    kernel_statistics,
     neighbor_kernel_statistics,
 )
+from ._triton import kernel_statistics
 from ._array_api import to_host
 from ...kernels import Kernel
 from ._results import DeviceIntervals, _interval_to_host, usefulness_parts
