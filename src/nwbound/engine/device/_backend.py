@@ -42,6 +42,7 @@ from ._array_api import (
     array_namespace_of,
     compat,
     neighbor_kernel_statistics,
+    ranking_sums,
 )
 from ._triton import kernel_statistics
 from ._array_api import to_host
@@ -575,14 +576,14 @@ def intervals_on_device(
                                         keep_points=chernoff, working_memory=working_memory,
                                         check_input=False)  # validated queries, the fit's rows, our search
     # 2. The same statistics in the bound form, still on the device; 3. every setting's bound there.
+    low, high = _box_on_device(train, box, Q.device)
+    outside = torch.any((Q < low) | (Q > high), dim=1)
     stats = device_bound_statistics(st, train, n_neighbors=n_neighbors)
     limits = {name: device_limits(spec, stats) for name, spec in specs.items()}
     first = next(iter(limits.values()))
     vacuous = first["vacuous"]
     proba = first["proba"]  # S/κ; the fallback rows (κ = 0) are set after the read below
     kappa = first["kappa"] * unit  # back to the input's units (inf where not representable, as the host)
-    low, high = _box_on_device(train, box, Q.device)
-    outside = torch.any((Q < low) | (Q > high), dim=1)
     common = dict(kappa=kappa, n_eff=first["n_eff"], vacuous=vacuous,
                   bandwidth=torch.full((n_q,), lam, dtype=torch.float64, device=Q.device), outside_box=outside)
     out = {}
@@ -703,7 +704,7 @@ def device_ranking(Xq: Any, train: TrainingSet, kernel: Kernel, grid: np.ndarray
         for lam in grid:
             st = kernel_statistics(Q, dev_train, kernel=kernel, bandwidth=float(lam), need_dist=True,
                                    histogram_bins=0, dtype=dtype, working_memory=working_memory, check_input=False)
-            columns.append(_sums_of(xp, st))
+            columns.append(ranking_sums(xp, st))
     else:
         X_dev, onehot_dev = _neighbor_training_set(train, xp, dev)
         if neighbors is None:
@@ -713,17 +714,10 @@ def device_ranking(Xq: Any, train: TrainingSet, kernel: Kernel, grid: np.ndarray
             st = neighbor_kernel_statistics(Q, X_dev, onehot_dev, neighbors, kernel=kernel, bandwidth=float(lam),
                                             need_dist=True, keep_points=False, working_memory=working_memory,
                                             check_input=False)  # validated queries, the fit's rows, our search
-            columns.append(_sums_of(xp, st))
+            columns.append(ranking_sums(xp, st))
     kappa, sq_sum, dist_sum = (xp.stack([c[i] for c in columns], axis=1) for i in range(3))
     return BandwidthRanking.from_sums(kappa, sq_sum, dist_sum, (grid * feature_unit)[None, :], fraction=scale,
                                       weight_unit=unit, feature_unit=feature_unit)
-
-
-def _sums_of(xp: Any, st: Any) -> tuple[Any, Any, Any]:
-    """κ, ``Σ a_i²`` and ``Σ a_i d_i`` (each (n,), float64) of one bandwidth's device-form statistics."""
-    f64 = xp.float64
-    return (xp.sum(xp.astype(st.class_sums[:, 0, :], f64), axis=1), xp.astype(st.sq_sum[:, 0], f64),
-            xp.astype(st.dist_sum[:, 0], f64))
 
 
 class DeviceBackend:
