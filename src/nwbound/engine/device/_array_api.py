@@ -72,7 +72,6 @@ from ...kernels import Kernel, get_kernel
 
 __all__ = [
     "neighbor_kernel_statistics",
-    "ranking_sums",
     "kernel_of_u2",
     "supported_kernel_name",
     "HISTOGRAM_KERNELS",
@@ -649,21 +648,3 @@ def _binned_sums(xp: Any, index: Any, values: tuple[Any, ...], bins: int) -> tup
         xp.stack([xp.sum(xp.where(index == b, v, 0.0), axis=1, dtype=xp.float64) for b in range(bins)], axis=1)
         for v in values
     )
-
-
-def ranking_sums(xp: Any, st: KernelStatistics) -> tuple[Any, Any, Any]:
-    """κ, ``Σ a_i²`` and ``Σ a_i d_i`` (each (n,), float64) of one bandwidth's device-form statistics:
-    what the ranked bandwidth choice reads.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.engine.device._array_api import array_namespace_of, neighbor_kernel_statistics, ranking_sums
-    >>> X = np.array([[0.0], [0.5]]); onehot = np.eye(2)
-    >>> st = neighbor_kernel_statistics(np.zeros((1, 1)), X, onehot, np.array([[0, 1]]), bandwidth=1.0)
-    >>> [round(float(v[0]), 4) for v in ranking_sums(array_namespace_of(X), st)][:2]
-    [1.75, 1.5625]
-    """
-    f64 = xp.float64
-    return (xp.sum(xp.astype(st.class_sums[:, 0, :], f64), axis=1), xp.astype(st.sq_sum[:, 0], f64),
-            xp.astype(st.dist_sum[:, 0], f64))

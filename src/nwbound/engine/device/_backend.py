@@ -42,7 +42,6 @@ from ._array_api import (
     array_namespace_of,
     compat,
     neighbor_kernel_statistics,
-    ranking_sums,
 )
 from ._triton import kernel_statistics
 from ._array_api import to_host
@@ -143,8 +142,8 @@ def device_kneighbors(Xq: Any, train: TrainingSet, n_neighbors: int, *, device: 
     xp, dev = array_namespace_of(Q), compat().device(Q)
     X_dev, _ = _neighbor_training_set(train, xp, dev)
     dtype = "float32" if train.X.dtype == np.float32 else "float64"
-    return exact_kneighbors(Q, _device_training_set(train, xp, dev, dtype), xp.astype(X_dev, xp.float64),
-                            int(n_neighbors), working_memory=working_memory)
+    dev_train = _device_training_set(train, xp, dev, dtype)
+    return exact_kneighbors(Q, dev_train, xp.astype(X_dev, xp.float64), int(n_neighbors), working_memory=working_memory)
 
 
 def neighbor_kernel_sums_array_api(
@@ -704,7 +703,7 @@ def device_ranking(Xq: Any, train: TrainingSet, kernel: Kernel, grid: np.ndarray
         for lam in grid:
             st = kernel_statistics(Q, dev_train, kernel=kernel, bandwidth=float(lam), need_dist=True,
                                    histogram_bins=0, dtype=dtype, working_memory=working_memory, check_input=False)
-            columns.append(ranking_sums(xp, st))
+            columns.append(_sums_of(xp, st))
     else:
         X_dev, onehot_dev = _neighbor_training_set(train, xp, dev)
         if neighbors is None:
@@ -714,10 +713,17 @@ def device_ranking(Xq: Any, train: TrainingSet, kernel: Kernel, grid: np.ndarray
             st = neighbor_kernel_statistics(Q, X_dev, onehot_dev, neighbors, kernel=kernel, bandwidth=float(lam),
                                             need_dist=True, keep_points=False, working_memory=working_memory,
                                             check_input=False)  # validated queries, the fit's rows, our search
-            columns.append(ranking_sums(xp, st))
+            columns.append(_sums_of(xp, st))
     kappa, sq_sum, dist_sum = (xp.stack([c[i] for c in columns], axis=1) for i in range(3))
     return BandwidthRanking.from_sums(kappa, sq_sum, dist_sum, (grid * feature_unit)[None, :], fraction=scale,
                                       weight_unit=unit, feature_unit=feature_unit)
+
+
+def _sums_of(xp: Any, st: Any) -> tuple[Any, Any, Any]:
+    """κ, ``Σ a_i²`` and ``Σ a_i d_i`` (each (n,), float64) of one bandwidth's device-form statistics."""
+    f64 = xp.float64
+    return (xp.sum(xp.astype(st.class_sums[:, 0, :], f64), axis=1), xp.astype(st.sq_sum[:, 0], f64),
+            xp.astype(st.dist_sum[:, 0], f64))
 
 
 class DeviceBackend:
