@@ -869,21 +869,22 @@ def kernel_statistics(
             raise ValueError("onehot is required with a raw X_train (or pass a DeviceTrainingSet).")
         xp = array_namespace_of(Xq, X_train, onehot)
         train = DeviceTrainingSet.build(X_train, onehot, dtype=dtype)
+    # Decide the engine first (a probe of the namespace and device only), then check and compute.
+    use_triton = engine == "triton" or (engine == "auto" and triton_applies(xp, Xq, dtype, reason=False))
     Xq = _check_matrix(xp, Xq, "Xq", finite=bool(check_input))
     if Xq.shape[1] != train.n_features:
         raise ValueError(
             f"Xq has {Xq.shape[1]} features but the training set has {train.n_features}: "
             "queries must be in the same feature space (and scaling) as X_train."
         )
-    use_triton = engine == "triton" or (engine == "auto" and triton_applies(xp, Xq, dtype, reason=False))
-    if use_triton:
-        if engine == "triton":
-            triton_applies(xp, Xq, dtype, reason=True)  # raises with the reason when it cannot run
-        return triton_kernel_statistics(
-            Xq, train, name, lam, need_dist=bool(need_dist), histogram_bins=bins, precision=precision, gemm=gemm
-        )
-    if gemm == "library":
-        raise ValueError("gemm='library' needs the Triton engine (CUDA tensors, triton installed); omit it.")
-    if precision != "ieee":
-        raise ValueError("precision='tf32x3' needs the Triton engine (CUDA tensors, triton installed); use 'ieee'.")
-    return _array_api_statistics(xp, Xq, train, name, lam, bool(need_dist), bins, block_rows, working_memory)
+    if not use_triton:
+        if gemm == "library":
+            raise ValueError("gemm='library' needs the Triton engine (CUDA tensors, triton installed); omit it.")
+        if precision != "ieee":
+            raise ValueError("precision='tf32x3' needs the Triton engine (CUDA tensors, triton installed); use 'ieee'.")
+        return _array_api_statistics(xp, Xq, train, name, lam, bool(need_dist), bins, block_rows, working_memory)
+    if engine == "triton":
+        triton_applies(xp, Xq, dtype, reason=True)  # raises with the reason when it cannot run
+    return triton_kernel_statistics(
+        Xq, train, name, lam, need_dist=bool(need_dist), histogram_bins=bins, precision=precision, gemm=gemm
+    )
