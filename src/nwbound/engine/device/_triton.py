@@ -70,6 +70,10 @@ the two. ``hist_dist``'s atomic sums drop the float32 tile sum that the factor's
 and ``γ_n`` at ``u = 2⁻⁵³`` is far below it (``n < BN·2²⁹``): the same factor stays an upper bound.
 
 ``TRITON_INTERPRET=1`` runs the same kernel on the CPU with PyTorch CPU tensors (tests).
+
+**The entry point.** :func:`kernel_statistics` (public as :func:`nwbound.gpu.kernel_statistics`)
+decides once between this kernel and the array-API pass of :mod:`nwbound.engine.device._array_api`,
+on which this module builds (the training set's device copy, the error bounds, the device form).
 """
 
 from __future__ import annotations
