@@ -16,9 +16,9 @@ from ..engine.device._array_api import (  # KernelStatistics is nwbound.engine's
     KernelStatistics,
     array_namespace_of,
     compat,
-    kernel_statistics,
     neighbor_kernel_statistics,
 )
+from ..engine.device._triton import kernel_statistics  # the entry point: the fused kernel or the array-API pass
 
 __all__ = [
     "kernel_statistics",

@@ -38,45 +38,292 @@ float64.
 the exact sum; ``sum_error`` reports it and the bound carries it
 (:attr:`nwbound.estimators.KernelStatistics.sum_error`). Kernel values are evaluated at ``d̃²``: any deterministic weights in [0, 1] that depend on
 the inputs only keep the bound valid, as long as the distances in ``D`` are upper bounds.
+
+This module is the device statistics pass on any array namespace: the prepared training set
+(:class:`DeviceTrainingSet`), the input checks, the unit roundoff and the distance error bounds,
+the kernel of ``u²``, the binned sums and the statistics' device form. The fused Triton kernel
+(:mod:`nwbound.engine.device._triton`) builds on it, and its entry point
+(:func:`~nwbound.engine.device._triton.kernel_statistics`) chooses between the two. The statistics type
+(:class:`~nwbound.engine.KernelStatistics`) and the array-namespace helpers (``compat``,
+``array_namespace_of``, ``to_host``) live in :mod:`nwbound.engine` and are re-exported here.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import math
+from dataclasses import dataclass
+from typing import Any, Iterator
 
 import numpy as np
 
-from ..._numerics import direct_d2_error_factor, direct_distance_error, square_sum_upper, summation_error
-from ..._validation import check_choice, check_int_range, check_positive
-from ...kernels import Kernel, get_kernel
-from ._common import (  # noqa: F401 - re-exported: the public names of nwbound.gpu live here too
-    HISTOGRAM_KERNELS,
-    SUPPORTED_KERNELS,
-    DeviceTrainingSet,
-    KernelStatistics,
-    _check_matrix,
-    _device,
-    array_namespace_of,
-    device_statistics,
-    compat,
-    distance_error_bounds,
-    full_precision_matmul,
-    square_sum_bound,
-    to_host,
-    unit_roundoff,
+from ..._numerics import (
+    direct_d2_error_factor,
+    direct_distance_error,
+    square_sum_upper,
+    square_underflow,
+    summation_error,
 )
+from ..._validation import check_choice, check_int_range, check_positive
+from .._statistics import KernelStatistics
+from ..._namespace import array_namespace_of, compat, to_host
+from ...kernels import Kernel, get_kernel
+
 
 __all__ = [
-    "KernelStatistics",
-    "DeviceTrainingSet",
-    "kernel_statistics",
     "neighbor_kernel_statistics",
-    "array_namespace_of",
-    "SUPPORTED_KERNELS",
+    "kernel_of_u2",
+    "supported_kernel_name",
     "HISTOGRAM_KERNELS",
+    "SUPPORTED_KERNELS",
+    "DeviceTrainingSet",
+    "KernelStatistics",
+    "array_namespace_of",
+    "compat",
+    "device_statistics",
+    "distance_error_bounds",
+    "full_precision_matmul",
+    "square_sum_bound",
+    "to_host",
+    "unit_roundoff",
 ]
 
-# Bytes of temporaries per element of a (query block × training set) tile:
+# Kernels evaluated in closed form from u² (name → truncation radius², inf: none).
+SUPPORTED_KERNELS: dict[str, float] = {
+    "epanechnikov": 1.0,
+    "quartic": 1.0,
+    "triweight": 1.0,
+    "boxcar": 1.0,
+    "gaussian": 9.0,
+    "gaussian_untruncated": math.inf,
+}
+# Kernels whose support is the unit ball: the histogram's bins cover it exactly.
+HISTOGRAM_KERNELS: tuple[str, ...] = ("epanechnikov", "quartic", "triweight", "boxcar")
+
+
+def device_statistics(kernel: str, bandwidth: float, *, class_sums: Any, sq_sum: Any, dist_sum: Any | None,
+                      d2_error: Any, sum_error: float = 0.0, **per_bin: Any) -> KernelStatistics:
+    """The device form of :class:`~nwbound.engine.KernelStatistics` from one bandwidth's arrays.
+
+    Every engine here computes one bandwidth: ``class_sums`` (n, C), ``sq_sum`` and ``dist_sum``
+    (n,), and in ``per_bin`` the (n, B) histogram arrays or the (n, k) ``point_mass``; they get the
+    bandwidth axis of length 1 (``expand_dims``: views, nothing copied). ``point_dist`` (n, k) and
+    ``d2_error`` (n,) keep their shapes. ``weight_max`` is None: the histogram is in the one-hot's
+    weight units.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.engine.device._array_api import device_statistics
+    >>> st = device_statistics("epanechnikov", 0.5, class_sums=np.ones((3, 2)), sq_sum=np.ones(3), dist_sum=None,
+    ...                        d2_error=np.zeros(3))
+    >>> st.class_sums.shape, st.sq_sum.shape, st.bandwidth.tolist(), st.weight_max is None
+    ((3, 1, 2), (3, 1), [[0.5]], True)
+    """
+    xp = array_namespace_of(class_sums)
+
+    def column(a: Any) -> Any:
+        return None if a is None else xp.expand_dims(a, axis=1)
+
+    keep = {"point_dist"}
+    return KernelStatistics(
+        class_sums=column(class_sums),
+        sq_sum=column(sq_sum),
+        dist_sum=column(dist_sum),
+        bandwidth=np.full((1, 1), float(bandwidth)),
+        kernel=get_kernel(kernel),
+        weight_max=None,
+        d2_error=d2_error,
+        sum_error=sum_error,
+        **{name: a if name in keep else column(a) for name, a in per_bin.items()},
+    )
+
+
+@dataclass(frozen=True)
+class DeviceTrainingSet:
+    """Training points centred and rounded once, on their device (reusable across calls).
+
+    Build it with :meth:`build`; pass it as ``X_train`` to :func:`kernel_statistics` (with
+    ``onehot=None``) to skip the per-call preparation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.gpu import DeviceTrainingSet
+    >>> X = np.array([[0.0, 0.0], [1.0, 2.0]])
+    >>> train = DeviceTrainingSet.build(X, np.eye(2))
+    >>> train.center.tolist(), train.centred.dtype
+    ([0.5, 1.0], dtype('float32'))
+    """
+
+    centred: Any  # (n, m) x − c, compute dtype
+    sqnorm: Any  # (n,) ‖x'‖², compute dtype
+    augmented: Any  # (n, m + 2) [x', ‖x'‖², 1]: one product gives d̃²
+    onehot: Any  # (n, C) compute dtype
+    weights: Any  # (n,) row sums of onehot, compute dtype
+    center: Any  # (m,) float64
+    max_norm: float  # R = max ‖x'‖ (float64 from the rounded points, rounded up)
+    dtype: Any  # the namespace's dtype object
+    dtype_name: str = "float32"
+    onehot64: Any = None  # (n, C) float64 copy of onehot: class sums accumulate in float64
+    weights64: Any = None  # (n,) float64 copy of weights (exact: a float32 value is a float64 one)
+
+    @classmethod
+    def build(cls, X_train: Any, onehot: Any, *, dtype: str = "float32") -> "DeviceTrainingSet":
+        """Centre ``X_train`` at its bounding-box midpoint and round it to ``dtype``.
+
+        Parameters
+        ----------
+        X_train : array of shape (n_train, n_features)
+            Finite training points.
+        onehot : array of shape (n_train, n_classes)
+            Non-negative (weighted) one-hot class membership: row ``i`` is ``w_i·e_{c_i}``.
+        dtype : {"float32", "float64"}, default="float32"
+            Compute dtype of the distance product.
+        """
+        xp = array_namespace_of(X_train, onehot)
+        check_choice(dtype, "dtype", ("float32", "float64"))
+        X_train = _check_matrix(xp, X_train, "X_train")
+        onehot = _check_matrix(xp, onehot, "onehot")
+        if onehot.shape[0] != X_train.shape[0]:
+            raise ValueError(
+                f"onehot must have one row per training point: got {onehot.shape[0]} rows for "
+                f"{X_train.shape[0]} training points."
+            )
+        if X_train.shape[0] == 0:
+            raise ValueError("X_train is empty: fit on at least one training point.")
+        if not bool(xp.all(onehot >= 0)):
+            raise ValueError("onehot must be non-negative (a weighted one-hot: w_i ≥ 0 in column c_i).")
+        cdt = getattr(xp, dtype)
+        X64 = xp.astype(X_train, xp.float64)
+        center = 0.5 * (xp.min(X64, axis=0) + xp.max(X64, axis=0))
+        centred = xp.astype(X64 - center, cdt)
+        c64 = xp.astype(centred, xp.float64)
+        sq64 = xp.sum(c64 * c64, axis=1)
+        sqnorm = xp.astype(sq64, cdt)  # float64 norms rounded once: one rounding in the bound
+        max_norm = float(xp.max(xp.sqrt(sq64)))
+        ones = xp.ones((centred.shape[0], 1), dtype=cdt, device=compat().device(centred))
+        oh = xp.astype(onehot, cdt)
+        return cls(
+            centred=centred,
+            sqnorm=sqnorm,
+            augmented=xp.concat([centred, sqnorm[:, None], ones], axis=1),
+            onehot=oh,
+            weights=xp.sum(oh, axis=1),
+            center=center,
+            max_norm=max_norm * (1.0 + 1e-12),
+            dtype=cdt,
+            dtype_name=dtype,
+            onehot64=xp.astype(oh, xp.float64),
+            weights64=xp.astype(xp.sum(oh, axis=1), xp.float64),
+        )
+
+    @property
+    def n_features(self) -> int:
+        return int(self.centred.shape[1])
+
+
+def _check_matrix(xp: Any, a: Any, name: str, finite: bool = True) -> Any:
+    if getattr(a, "ndim", None) != 2:
+        raise ValueError(f"{name} must be a 2-D array (rows = points), got shape {getattr(a, 'shape', None)}.")
+    if not xp.isdtype(a.dtype, ("real floating", "integral")) or xp.isdtype(a.dtype, "bool"):
+        raise TypeError(f"{name} must hold real numbers, got dtype {a.dtype}.")
+    if finite and xp.isdtype(a.dtype, "real floating") and not bool(xp.all(xp.isfinite(a))):
+        raise ValueError(f"{name} contains NaN or inf: remove or impute those values first.")
+    return a
+
+
+@contextlib.contextmanager
+def full_precision_matmul(xp: Any) -> Iterator[None]:
+    """PyTorch: float32 products in full precision (no TF32) for the block, restored after.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.engine.device._array_api import array_namespace_of, full_precision_matmul
+    >>> with full_precision_matmul(array_namespace_of(np.zeros(1))):  # NumPy: nothing to switch
+    ...     pass
+    """
+    if not compat().is_torch_namespace(xp):
+        yield
+        return
+    import torch
+
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(previous)
+
+
+def unit_roundoff(xp: Any, dtype: Any) -> float:
+    """Half the machine epsilon of ``dtype``: a dtype object of ``xp``, or a name ("float32", "float64").
+
+    A name is namespace-free: the Triton path computes in torch on a training set built from CuPy
+    arrays, whose dtype object (NumPy's) ``torch.finfo`` rejects.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.engine.device._array_api import array_namespace_of, unit_roundoff
+    >>> xp = array_namespace_of(np.zeros(1))
+    >>> unit_roundoff(xp, xp.float32) == 2.0**-24 == unit_roundoff(xp, "float32")
+    True
+    """
+    if isinstance(dtype, str):
+        return float(np.finfo(check_choice(dtype, "dtype", ("float32", "float64"))).eps) / 2.0
+    return float(xp.finfo(dtype).eps) / 2.0
+
+
+def distance_error_bounds(xp: Any, q_sqnorm64: Any, train: DeviceTrainingSet) -> tuple[Any, Any]:
+    """Per-query bounds ``(E, η)`` of the module docstring, from float64 ``‖q'‖²``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.gpu import DeviceTrainingSet
+    >>> from nwbound.engine.device._array_api import array_namespace_of, distance_error_bounds
+    >>> train = DeviceTrainingSet.build(np.array([[-1.0], [1.0]]), np.eye(2))
+    >>> E, eta = distance_error_bounds(array_namespace_of(np.zeros(1)), np.array([0.0]), train)
+    >>> bool(np.isclose(E[0], 4 * 2.0**-24 / (1 - 4 * 2.0**-24)))  # γ_4 (‖q'‖ + R)², R = 1
+    True
+    """
+    u = unit_roundoff(xp, train.dtype_name)  # by name: xp may differ from the set's (CuPy set, torch xp)
+    k = train.n_features + 3
+    gamma = k * u / (1.0 - k * u)
+    reach = xp.sqrt(q_sqnorm64) + train.max_norm
+    return gamma * reach * reach, (u + 2.0**-50) * reach
+
+
+def square_sum_bound(sq_sum: Any, n_terms: int, dtype: str, roundings: int) -> Any:
+    """A computed ``Σ (wK)²`` made an upper bound of the exact sum of its factors' squares.
+
+    ``n_terms`` squares formed in ``dtype`` (``"float32"`` or ``"float64"``) lose at most
+    :func:`~nwbound._numerics.square_underflow` to underflow (the rule the CPU engine adds too), and
+    ``roundings`` relative roundings in ``dtype`` per term (the product ``w·K``, its square, a
+    float32 tile sum's additions) at most a factor ``1 + (roundings + 1)·u``; the float64
+    accumulation of the ``n_terms`` terms at most ``1/(1 − γ_n) ≤ 1 + γ_{2n}`` (``+ 4``: the
+    factors' own roundings), as the CPU engine's :func:`~nwbound._numerics.square_sum_upper`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.engine.device._array_api import square_sum_bound
+    >>> from nwbound._numerics import summation_error
+    >>> bound = float(square_sum_bound(np.array([0.0]), 3, "float32", 2)[0])
+    >>> bound == 3 * 2.0**-149 * (1 + 3 * 2.0**-24) * (1 + summation_error(10))
+    True
+    """
+    u = unit_roundoff(None, dtype)
+    accumulation = 1.0 + summation_error(2 * int(n_terms) + 4, "float64")
+    return (sq_sum + square_underflow(n_terms, dtype)) * (1.0 + (roundings + 1) * u) * accumulation
+
+
+def _device(a: Any) -> Any:
+    return compat().device(a)
+
+
 # d̃², K, d⁺ and one product, in the compute dtype.
 _TEMPORARIES = 4
 # Plus K in float64 (the class sums' and bin masses' exact products w·K, summed in float64).
@@ -131,141 +378,6 @@ def kernel_of_u2(xp: Any, u2: Any, name: str) -> Any:
     if name == "triweight":
         return base * base * base
     return base
-
-
-def kernel_statistics(
-    Xq: Any,
-    X_train: Any,
-    onehot: Any | None = None,
-    *,
-    kernel: str | Kernel = "epanechnikov",
-    bandwidth: float,
-    need_dist: bool = True,
-    histogram_bins: int = 0,
-    block_rows: int | None = None,
-    dtype: str = "float32",
-    engine: str = "auto",
-    precision: str = "ieee",
-    gemm: str | None = None,
-    working_memory: float | None = None,
-    check_input: bool = True,
-) -> KernelStatistics:
-    """Kernel statistics of every query against every training point, on the inputs' device.
-
-    Parameters
-    ----------
-    Xq : array of shape (n_queries, n_features)
-        Queries (NumPy, PyTorch, CuPy or any array-API array); results come back in the same
-        namespace and on the same device.
-    X_train : array of shape (n_train, n_features) or DeviceTrainingSet
-        Training points, same namespace and device as ``Xq``; or a prepared
-        :class:`~nwbound.gpu.DeviceTrainingSet` (then ``onehot`` must be None).
-    onehot : array of shape (n_train, n_classes) or None
-        Weighted one-hot class membership (``w_i`` in column ``c_i``).
-    kernel : str or Kernel, default="epanechnikov"
-        One of ``nwbound.gpu.SUPPORTED_KERNELS``.
-    bandwidth : float
-        ``λ > 0``.
-    need_dist : bool, default=True
-        Compute ``dist_sum``.
-    histogram_bins : int, default=0
-        ``B > 0``: also the histogram of ``u²`` over ``B`` equal bins of [0, 1] (kernels of
-        ``nwbound.gpu.HISTOGRAM_KERNELS`` only, whose support is exactly that interval).
-    block_rows : int or None, default=None
-        Queries per block (array-API engine); None: as many as fit in ``working_memory``.
-    dtype : {"float32", "float64"}, default="float32"
-        Compute dtype of the distance product (never TF32; see the module docstring).
-    engine : {"auto", "array_api", "triton"}, default="auto"
-        ``"triton"``: the fused kernel of ``nwbound.engine.device._triton`` (PyTorch or CuPy arrays on a
-        CUDA device, Triton installed, float32); ``"auto"``: that where it applies, else the
-        array-API engine.
-    precision : {"ieee", "tf32x3"}, default="ieee"
-        Triton engine only: the dot's ``input_precision``. ``"tf32x3"`` uses the tensor cores with a
-        wider, hardware-model-based distance error bound (see ``nwbound.engine.device._triton``).
-    gemm : {"fused", "library"} or None, default=None
-        Triton engine only: ``"fused"`` forms the dot products inside the kernel (the distance block
-        never reaches memory); ``"library"`` takes them from PyTorch's float32 product (cuBLAS, no
-        TF32) of a block of queries, which the kernel then reads once (``precision="ieee"`` only).
-        None: ``"library"`` with ``precision="ieee"`` (the fastest exact form measured: 1.39× the
-        bare product against 3.6× fused, H200, ECG shapes; see ``benchmarks/README.md``), else
-        ``"fused"``.
-    working_memory : float or None, default=None
-        MiB for the block temporaries (None: scikit-learn's ``working_memory``).
-    check_input : bool, default=True
-        Check that ``Xq`` is finite: one device-to-host read (a synchronisation on a GPU). False
-        for queries already checked (an estimator's ``validate_data``); queries that are not
-        finite then give NaN statistics, never an error.
-
-    Returns
-    -------
-    KernelStatistics
-        The device form (one bandwidth, ``G = 1``): ``class_sums`` (n, 1, C), ``sq_sum`` and
-        ``dist_sum`` (n, 1), the histogram's arrays (n, 1, B), ``d2_error`` (n,) and ``sum_error``,
-        in ``Xq``'s namespace and on its device; ``weight_max`` is None (the histogram counts
-        ``Σ w_i`` in the one-hot's units).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.gpu import kernel_statistics
-    >>> X = np.array([[0.0], [0.5], [3.0]])
-    >>> onehot = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
-    >>> st = kernel_statistics(np.array([[0.0]]), X, onehot, bandwidth=1.0, histogram_bins=2)
-    >>> np.round(st.class_sums, 6).tolist(), np.round(st.histogram, 6).tolist()
-    ([[[1.0, 0.75]]], [[[2.0, 0.0]]])
-    >>> float(st.dist_sum[0, 0]) >= 0.75 * 0.5  # an upper bound of Σ K·d (exact: 0.375)
-    True
-    """
-    check_choice(engine, "engine", ("auto", "array_api", "triton"))
-    check_choice(dtype, "dtype", ("float32", "float64"))
-    check_choice(precision, "precision", ("ieee", "tf32x3"))
-    check_choice(gemm, "gemm", (None, "fused", "library"))
-    lam = check_positive(bandwidth, "bandwidth")
-    name = supported_kernel_name(kernel)
-    bins = check_int_range(histogram_bins, "histogram_bins", 0, 4096)
-    if bins and name not in HISTOGRAM_KERNELS:
-        raise ValueError(
-            f"histogram_bins needs a kernel supported on the unit ball ({', '.join(HISTOGRAM_KERNELS)}); "
-            f"got kernel {name!r}. Pass histogram_bins=0 to this function (no histogram)."
-        )
-    if block_rows is not None:
-        block_rows = check_int_range(block_rows, "block_rows", 1)
-    if not isinstance(need_dist, (bool, np.bool_)):
-        raise TypeError(f"need_dist must be True or False, got {need_dist!r}.")
-    if isinstance(X_train, DeviceTrainingSet):
-        if onehot is not None:
-            raise ValueError("Pass onehot=None with a DeviceTrainingSet: it already holds the labels.")
-        train = X_train
-        if train.dtype_name != dtype:
-            raise ValueError(f"The DeviceTrainingSet was built with {train.dtype}, not dtype={dtype!r}: rebuild it.")
-        xp = array_namespace_of(Xq, train.centred)
-    else:
-        if onehot is None:
-            raise ValueError("onehot is required with a raw X_train (or pass a DeviceTrainingSet).")
-        xp = array_namespace_of(Xq, X_train, onehot)
-        train = DeviceTrainingSet.build(X_train, onehot, dtype=dtype)
-    Xq = _check_matrix(xp, Xq, "Xq", finite=bool(check_input))
-    if Xq.shape[1] != train.n_features:
-        raise ValueError(
-            f"Xq has {Xq.shape[1]} features but the training set has {train.n_features}: "
-            "queries must be in the same feature space (and scaling) as X_train."
-        )
-    from ._triton import triton_applies  # lazy: only probes, never imports triton eagerly
-
-    use_triton = engine == "triton" or (engine == "auto" and triton_applies(xp, Xq, dtype, reason=False))
-    if use_triton:
-        if engine == "triton":
-            triton_applies(xp, Xq, dtype, reason=True)  # raises with the reason when it cannot run
-        from ._triton import triton_kernel_statistics
-
-        return triton_kernel_statistics(
-            Xq, train, name, lam, need_dist=bool(need_dist), histogram_bins=bins, precision=precision, gemm=gemm
-        )
-    if gemm == "library":
-        raise ValueError("gemm='library' needs the Triton engine (CUDA tensors, triton installed); omit it.")
-    if precision != "ieee":
-        raise ValueError("precision='tf32x3' needs the Triton engine (CUDA tensors, triton installed); use 'ieee'.")
-    return _array_api_statistics(xp, Xq, train, name, lam, bool(need_dist), bins, block_rows, working_memory)
 
 
 def _array_api_statistics(

@@ -41,9 +41,9 @@ from ._array_api import (
     DeviceTrainingSet,
     array_namespace_of,
     compat,
-    kernel_statistics,
     neighbor_kernel_statistics,
 )
+from ._triton import kernel_statistics
 from ._array_api import to_host
 from ...kernels import Kernel
 from ._results import DeviceIntervals, _interval_to_host, usefulness_parts
@@ -142,8 +142,8 @@ def device_kneighbors(Xq: Any, train: TrainingSet, n_neighbors: int, *, device: 
     xp, dev = array_namespace_of(Q), compat().device(Q)
     X_dev, _ = _neighbor_training_set(train, xp, dev)
     dtype = "float32" if train.X.dtype == np.float32 else "float64"
-    return exact_kneighbors(Q, _device_training_set(train, xp, dev, dtype), xp.astype(X_dev, xp.float64),
-                            int(n_neighbors), working_memory=working_memory)
+    dev_train = _device_training_set(train, xp, dev, dtype)
+    return exact_kneighbors(Q, dev_train, xp.astype(X_dev, xp.float64), int(n_neighbors), working_memory=working_memory)
 
 
 def neighbor_kernel_sums_array_api(
@@ -575,14 +575,14 @@ def intervals_on_device(
                                         keep_points=chernoff, working_memory=working_memory,
                                         check_input=False)  # validated queries, the fit's rows, our search
     # 2. The same statistics in the bound form, still on the device; 3. every setting's bound there.
+    low, high = _box_on_device(train, box, Q.device)
+    outside = torch.any((Q < low) | (Q > high), dim=1)
     stats = device_bound_statistics(st, train, n_neighbors=n_neighbors)
     limits = {name: device_limits(spec, stats) for name, spec in specs.items()}
     first = next(iter(limits.values()))
     vacuous = first["vacuous"]
     proba = first["proba"]  # S/κ; the fallback rows (κ = 0) are set after the read below
     kappa = first["kappa"] * unit  # back to the input's units (inf where not representable, as the host)
-    low, high = _box_on_device(train, box, Q.device)
-    outside = torch.any((Q < low) | (Q > high), dim=1)
     common = dict(kappa=kappa, n_eff=first["n_eff"], vacuous=vacuous,
                   bandwidth=torch.full((n_q,), lam, dtype=torch.float64, device=Q.device), outside_box=outside)
     out = {}
