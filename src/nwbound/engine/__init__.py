@@ -24,12 +24,13 @@ Imports run one way: ``estimators`` → ``engine`` → (``kernels``, ``bounds``,
 """
 
 from .._namespace import array_namespace_of, compat, to_host
-from ._backend import Backend
+from ._backend import Backend, FittedInputs
 from ._ranking import BandwidthRanking, choice_groups, choose_bandwidths, merge_statistics, rows_by_choice
 from ._registry import BACKENDS, select_backend
 from ._statistics import KernelStatistics
 
 __all__ = [
+    "FittedInputs",
     "BACKENDS",
     "Backend",
     "BandwidthRanking",

@@ -28,13 +28,59 @@ files: its own module, and that tuple.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
 from ._statistics import KernelStatistics
 
-__all__ = ["Backend"]
+__all__ = ["Backend", "FittedInputs"]
+
+
+
+@dataclass(frozen=True)
+class FittedInputs:
+    """What a backend reads from its fitted estimator beside the public attributes (``kernel_``,
+    ``bandwidths_``, ``index_``, ``n_neighbors``, ``device``, ``working_memory``, ``n_jobs``,
+    ``histogram_bins``).
+
+    The estimator hands it over at each call through its ``__nwbound_fitted_inputs__()`` protocol
+    method (as scikit-learn's ``__sklearn_tags__``), so that no backend reads the estimator's private
+    members; built per call because ``set_params`` may change the predict-time settings after fit.
+
+    Parameters
+    ----------
+    train : TrainingSet
+        The kernel sums' training rows (:class:`nwbound.engine.host._sums_data.TrainingSet`).
+    feature_unit : float
+        The power of two the training rows were divided by at fit (1 for most data).
+    box : tuple of ndarray or None
+        The training rows' bounding box ``(low, high)`` (input units), or None.
+    index_kneighbors : callable
+        ``(X, k) -> (distances, indices)``: the fitted neighbour index's search.
+    fallback_rows : callable
+        ``vacuous mask -> rows``: ``empty_neighborhood``'s class probabilities for queries without mass.
+    check_device : callable
+        Raises where the estimator's ``device`` cannot serve the localized classifier.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> X = np.linspace(0, 1, 20)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=1.0).fit(X, y)
+    >>> inputs = clf.__nwbound_fitted_inputs__()
+    >>> inputs.train.X.shape, inputs.feature_unit
+    ((20, 1), 1.0)
+    """
+
+    train: Any
+    feature_unit: float
+    box: tuple[np.ndarray, np.ndarray] | None
+    index_kneighbors: Callable[[Any, int], tuple]
+    fallback_rows: Callable[[np.ndarray], np.ndarray]
+    check_device: Callable[[], None]
 
 
 @runtime_checkable

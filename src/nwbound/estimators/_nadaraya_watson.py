@@ -23,8 +23,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._numerics import euclidean_norm
 from .._validation import check_dtype, check_int_range, check_n_jobs, check_positive
 from ..bounds import TAIL_RADIUS, BoundSpec
-from ..engine import (BandwidthRanking, KernelStatistics, choice_groups, choose_bandwidths, compat, rows_by_choice,
-                      select_backend, to_host)
+from ..engine import (BandwidthRanking, FittedInputs, KernelStatistics, choice_groups, choose_bandwidths, compat,
+                      rows_by_choice, select_backend, to_host)
 from ..kernels import Kernel, get_kernel
 from ..neighbors import make_index
 # The grid functions lived here: still importable from this module (nwbound.estimators exports them).
@@ -484,6 +484,13 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         super()._check_fitted()
         check_n_jobs(self.n_jobs)
         self._check_device()
+
+    def __nwbound_fitted_inputs__(self) -> FittedInputs:
+        """What the fitted backend reads beside the public attributes (:class:`~nwbound.engine.FittedInputs`):
+        handed over at each call, so that ``nwbound.engine`` reads no private member of the estimator."""
+        return FittedInputs(train=self._train, feature_unit=self._unit(), box=getattr(self, "_box", None),
+                            index_kneighbors=self._index_kneighbors, fallback_rows=self._fallback_rows,
+                            check_device=self._check_device)
 
     def _check_device(self) -> None:
         """``device`` needs a kernel with an array-API form (fit time, and predict time after set_params)."""

@@ -778,18 +778,19 @@ class DeviceBackend:
         """The bound-form statistics of validated queries at ``bandwidths``, computed on the device
         and brought to the host (NumPy float64)."""
         est = self._est
+        inputs = est.__nwbound_fitted_inputs__()
         extra: dict = {}
         if est.index_ is None:
             if histogram_bins:
                 extra["histogram_bins"] = int(histogram_bins)
-            return dense_kernel_sums_array_api(X, est._train, est.kernel_, bandwidths, need_dist=need_dist,
+            return dense_kernel_sums_array_api(X, inputs.train, est.kernel_, bandwidths, need_dist=need_dist,
                                                tail_radius=tail_radius, device=est.device,
                                                working_memory=est.working_memory, **extra)
-        est._check_device()
+        inputs.check_device()
         if keep_points:
             extra["keep_points"] = True
         _, idx = self.kneighbors(X, int(est.n_neighbors))
-        return neighbor_kernel_sums_array_api(idx, est._train, est.kernel_, bandwidths, queries=X,
+        return neighbor_kernel_sums_array_api(idx, inputs.train, est.kernel_, bandwidths, queries=X,
                                               need_dist=need_dist, tail_radius=tail_radius, device=est.device,
                                               working_memory=est.working_memory, **extra)
 
@@ -797,9 +798,10 @@ class DeviceBackend:
         """``(distances or None, indices)``: the exact search where the queries are (nothing crosses),
         or the host index's (an HNSW index is on the host)."""
         est = self._est
+        inputs = est.__nwbound_fitted_inputs__()
         if not self._searches():  # an HNSW index searches on the host
-            return est._index_kneighbors(X, n_neighbors)
-        _, idx = device_kneighbors(X, est._train, int(n_neighbors), device=est.device,
+            return inputs.index_kneighbors(X, n_neighbors)
+        _, idx = device_kneighbors(X, inputs.train, int(n_neighbors), device=est.device,
                                    working_memory=est.working_memory)
         return None, idx
 
@@ -832,7 +834,7 @@ class DeviceBackend:
         beyond 2^±100): the device route takes the bandwidth and the distance sums in the input's
         units, so such a fit's statistics cross to the host's bounds (which restate them)."""
         est = self._est
-        if est._unit() != 1.0 or (est.index_ is not None and not self._searches()):
+        if est.__nwbound_fitted_inputs__().feature_unit != 1.0 or (est.index_ is not None and not self._searches()):
             return False
         return bounds_on_device(specs, localized=est.index_ is not None, bandwidths=bandwidths, kernel=est.kernel_)
 
@@ -842,12 +844,13 @@ class DeviceBackend:
         live (:func:`device_ranking`), with one exact search for the localized
         classifier that every group's bounds reuse."""
         est = self._est
+        inputs = est.__nwbound_fitted_inputs__()
         Q = _on_device(X, est.device)
-        unit, k = est._unit(), None if est.index_ is None else int(est.n_neighbors)
+        unit, k = inputs.feature_unit, None if est.index_ is None else int(est.n_neighbors)
         neighbors = None
         if k is not None:
-            _, neighbors = device_kneighbors(Q, est._train, k, working_memory=est.working_memory)
-        ranking = device_ranking(Q, est._train, est.kernel_, est.bandwidths_ / unit, feature_unit=unit,
+            _, neighbors = device_kneighbors(Q, inputs.train, k, working_memory=est.working_memory)
+        ranking = device_ranking(Q, inputs.train, est.kernel_, est.bandwidths_ / unit, feature_unit=unit,
                                  fraction=fraction if k is None else 1.0, n_neighbors=k,
                                  neighbors=neighbors, working_memory=est.working_memory)
         return Q, ranking, neighbors
@@ -858,9 +861,10 @@ class DeviceBackend:
         if not self._bounds_served(specs, bandwidths):
             return None
         est = self._est
+        inputs = est.__nwbound_fitted_inputs__()
         return intervals_on_device(
-            X, est._train, est.kernel_, float(bandwidths[0]), specs, device=est.device, box=est._box,
-            fallback=est._fallback_rows, histogram_bins=int(est.histogram_bins), working_memory=est.working_memory,
+            X, inputs.train, est.kernel_, float(bandwidths[0]), specs, device=est.device, box=inputs.box,
+            fallback=inputs.fallback_rows, histogram_bins=int(est.histogram_bins), working_memory=est.working_memory,
             n_neighbors=None if est.index_ is None else int(est.n_neighbors), neighbors=neighbors,
         )
 

@@ -78,22 +78,23 @@ class HostBackend:
                    histogram_bins: int, keep_points: bool) -> KernelStatistics:
         """The bound-form statistics of validated queries at ``bandwidths`` (the fit's feature unit)."""
         est = self._est
+        inputs = est.__nwbound_fitted_inputs__()
         extra: dict = {}
         if est.index_ is None:
             if histogram_bins:
                 extra["histogram_bins"] = int(histogram_bins)
-            return dense_kernel_sums(X, est._train, est.kernel_, bandwidths, need_dist=need_dist,
+            return dense_kernel_sums(X, inputs.train, est.kernel_, bandwidths, need_dist=need_dist,
                                      tail_radius=tail_radius, working_memory=est.working_memory, n_jobs=est.n_jobs,
                                      **extra)
         if keep_points:
             extra["keep_points"] = True
         dist, idx = self.kneighbors(X, int(est.n_neighbors))
-        return neighbor_kernel_sums(dist, idx, est._train, est.kernel_, bandwidths, need_dist=need_dist,
+        return neighbor_kernel_sums(dist, idx, inputs.train, est.kernel_, bandwidths, need_dist=need_dist,
                                     tail_radius=tail_radius, queries=X, **extra)
 
     def kneighbors(self, X: Any, n_neighbors: int) -> tuple[Any, Any]:
         """``(distances, indices)`` of the estimator's index."""
-        return self._est._index_kneighbors(X, n_neighbors)
+        return self._est.__nwbound_fitted_inputs__().index_kneighbors(X, n_neighbors)
 
     def ranks_from_moments(self) -> bool:
         """The regular classifier with a compact kernel that is a polynomial in ``u²``."""
@@ -116,12 +117,13 @@ class HostBackend:
         """The grid's ranking from distance moments or a sample of rows; None where it is the exhaustive
         statistics (the estimator then takes them from :meth:`statistics`)."""
         est = self._est
-        unit = est._unit()  # X and the engines' bandwidths in the fit's feature unit; dist_sum in input units
+        inputs = est.__nwbound_fitted_inputs__()
+        unit = inputs.feature_unit  # X and the engines' bandwidths in the fit's feature unit; dist_sum in input units
         if self.ranks_from_moments():
-            s = dense_moment_sums(X, est._train.sample(fraction, row_offset), est.kernel_, est.bandwidths_ / unit,
+            s = dense_moment_sums(X, inputs.train.sample(fraction, row_offset), est.kernel_, est.bandwidths_ / unit,
                                   working_memory=est.working_memory, n_jobs=est.n_jobs)
         elif fraction < 1.0 and est.index_ is None:  # other kernels: every bandwidth, on the sample
-            s = dense_kernel_sums(X, est._train.sample(fraction, row_offset), est.kernel_, est.bandwidths_ / unit,
+            s = dense_kernel_sums(X, inputs.train.sample(fraction, row_offset), est.kernel_, est.bandwidths_ / unit,
                                   need_dist=True, tail_radius=None, working_memory=est.working_memory,
                                   n_jobs=est.n_jobs)
         else:
