@@ -103,7 +103,7 @@ class PredictionInterval:
 
     def __len__(self) -> int:
         n = self.proba.shape[0]
-        if not isinstance(n, (int, np.integer)):  # lazy rows chosen by a lazy mask: NaN until computed
+        if n is None or n != n:  # lazy rows chosen by a lazy mask: NaN (None in the array API) until computed
             raise TypeError(
                 "This lazy PredictionInterval's number of queries is not known until it is computed "
                 "(its rows were selected by a lazy mask); call .compute() first."
@@ -113,7 +113,7 @@ class PredictionInterval:
     def __getitem__(self, name: str) -> Any:
         """Deprecated: the field ``name`` (``iv["lower"]``); read the attribute (``iv.lower``).
 
-        Until round 13, :mod:`nwbound.dask`'s ``predict_interval`` returned a dict of field name →
+        Through round 12, :mod:`nwbound.dask`'s ``predict_interval`` returned a dict of field name →
         Dask array; it returns a :class:`PredictionInterval` now. This access keeps such code
         working, with a ``FutureWarning``, for one release.
 
