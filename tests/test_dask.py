@@ -16,12 +16,14 @@ import pytest
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 import dask  # noqa: E402
+from dask.callbacks import Callback  # noqa: E402
 from sklearn.exceptions import NotFittedError  # noqa: E402
 from threadpoolctl import threadpool_info  # noqa: E402
 
 from nwbound import NadarayaWatsonClassifier, PredictionInterval  # noqa: E402
 from nwbound import dask as nwdask  # noqa: E402
 from nwbound.dask import ShardedNadarayaWatson  # noqa: E402
+from nwbound.dask import _predict  # noqa: E402
 from nwbound.dask._common import limited  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::nwbound.diagnostics.UselessBoundWarning")
@@ -54,16 +56,18 @@ def data():
 CHERNOFF_END_TOL = 2e-7
 
 
-def assert_same_interval(result: dict, reference, *, end_tol: float = 1e-12) -> None:
-    assert set(result) == set(FIELDS)
+def assert_same_interval(result: PredictionInterval, reference, *, end_tol: float = 1e-12) -> None:
+    """A computed Dask interval against the estimator's: the same type, NumPy fields, equal values."""
+    assert type(result) is PredictionInterval
     for name in FIELDS:
-        expected = getattr(reference, name)
-        assert result[name].shape == expected.shape, name
+        got, expected = getattr(result, name), getattr(reference, name)
+        assert isinstance(got, np.ndarray), name
+        assert got.shape == expected.shape, name
         if expected.dtype == bool:
-            np.testing.assert_array_equal(result[name], expected, err_msg=name)
+            np.testing.assert_array_equal(got, expected, err_msg=name)
         else:
             atol = end_tol if name in ("lower", "upper", "epsilon", "bias", "sampling") else 1e-12
-            np.testing.assert_allclose(result[name], expected, rtol=1e-9, atol=atol, err_msg=name)
+            np.testing.assert_allclose(got, expected, rtol=1e-9, atol=atol, err_msg=name)
 
 
 # -- a fitted model over dask queries ------------------------------------------------------------
@@ -94,6 +98,80 @@ def test_model_over_dask_queries_several_bounds(client, data):
         assert_same_interval(result[name], reference[name], end_tol=CHERNOFF_END_TOL if name == "chernoff" else 1e-12)
     with pytest.raises(ValueError, match="Unknown bound setting"):  # checked when the graph is built
         nwdask.predict_interval(model, da.from_array(Q, chunks=(40, -1)), bounds={"x": {"lambda": 1.0}})
+
+
+class GraphRuns(Callback):
+    """Counts the graph runs of Dask's local schedulers while active."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs = 0
+
+    def _start(self, dsk) -> None:
+        self.runs += 1
+
+
+LAZY_PROPERTIES = ("certified", "error_upper", "trivial", "predicted_index")
+
+
+@pytest.mark.parametrize("namespace", ["installed", "scikit-learn's copy"])
+def test_lazy_interval_computes_each_block_once_and_its_properties_nothing(data, monkeypatch, namespace):
+    # Round 13: the Dask result is the estimator's PredictionInterval. Its properties build on the
+    # lazy fields (through the array API of dask.array: the installed array_api_compat, or the copy
+    # scikit-learn ships when the dask extra is installed without it); .compute() runs every block once.
+    if namespace != "installed":
+        from sklearn.externals import array_api_compat
+
+        import nwbound._namespace
+
+        monkeypatch.setattr(nwbound._namespace, "compat", lambda: array_api_compat)
+    X, y, _, Q = data
+    model = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=1.0).fit(X, y)
+    reference = model.predict_interval(Q)
+    blocks = []
+    original = _predict._interval_block
+
+    def counted(model, block, bounds=None):
+        blocks.append(block.shape[0])
+        return original(model, block, bounds)
+
+    monkeypatch.setattr(_predict, "_interval_block", counted)
+    lazy = nwdask.predict_interval(model, da.from_array(Q, chunks=(40, -1)))
+    with GraphRuns() as graph:
+        derived = {name: getattr(lazy, name) for name in LAZY_PROPERTIES}
+        picked, joined = lazy.take(np.array([129, 0])), PredictionInterval.concatenate([lazy, lazy])
+        chosen = lazy.take(lazy.certified)  # rows chosen by a lazy mask: their number is unknown
+        assert len(lazy) == Q.shape[0] and len(picked) == 2 and len(joined) == 2 * Q.shape[0]
+        with pytest.raises(TypeError, match=r"not known until it is computed.*call \.compute\(\) first"):
+            len(chosen)
+        assert graph.runs == 0 and blocks == []  # nothing computed so far
+        done = lazy.compute(scheduler="sync")
+        assert graph.runs == 1 and sorted(blocks) == [10, 40, 40, 40]  # one pass, each block once
+    assert_same_interval(done, reference)
+    for name in LAZY_PROPERTIES:
+        assert isinstance(derived[name], da.Array), name
+        # Rounding: the estimator's blocks of queries are not the Dask blocks.
+        np.testing.assert_allclose(derived[name].compute(scheduler="sync"), getattr(reference, name), rtol=1e-12,
+                                   atol=1e-12, err_msg=name)
+    assert_same_interval(picked.compute(scheduler="sync"), reference.take(np.array([129, 0])))
+    assert_same_interval(joined.compute(scheduler="sync"), PredictionInterval.concatenate([reference, reference]))
+    assert_same_interval(chosen.compute(scheduler="sync"), reference.take(reference.certified))
+    assert done.compute() is done  # NumPy fields: nothing left to compute
+
+
+def test_field_by_name_is_deprecated_for_one_release(data):
+    # Code written for the old dict result (iv["lower"]) keeps working for one release, with a warning.
+    X, y, _, Q = data
+    model = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=1.0).fit(X, y)
+    lazy = nwdask.predict_interval(model, da.from_array(Q, chunks=(65, -1)))
+    with pytest.warns(FutureWarning, match=r"iv\['lower'\] is deprecated.*Read iv\.lower"):
+        assert lazy["lower"] is lazy.lower
+    with pytest.raises(KeyError, match="'eps' is not a PredictionInterval field; the fields are proba, lower"):
+        lazy["eps"]
+    with pytest.raises(TypeError, match=r"iv\.take\(rows\)"):  # rows are never read by position
+        lazy[0]
+    with pytest.raises(TypeError, match="not iterable"):  # nor is the interval a sequence of them
+        iter(lazy)
 
 
 def test_local_scheduler_holds_model_once(data):
@@ -269,8 +347,8 @@ def test_sharded_index_params_and_random_state_reach_the_shards(data):
         index = shard.model.index_
         assert (index.M, index.ef, index.random_state) == (8, 40, 5)
     Qd = da.from_array(Q, chunks=(65, -1))
-    first = model.predict_interval(Qd)["proba"].compute(scheduler="threads")
-    again = nwdask.ShardedNadarayaWatson(metric=None, **params).fit(Xd, y).predict_interval(Qd)["proba"].compute(scheduler="threads")
+    first = model.predict_interval(Qd).proba.compute(scheduler="threads")
+    again = nwdask.ShardedNadarayaWatson(metric=None, **params).fit(Xd, y).predict_interval(Qd).proba.compute(scheduler="threads")
     np.testing.assert_array_equal(first, again)  # same seed, same indexes, same answers
     with pytest.raises(ValueError, match="bogus"):  # a wrong index option is passed on, and refused at fit
         nwdask.ShardedNadarayaWatson(metric=None, **{**params, "index_params": {"bogus": 1}}).fit(Xd, y)
@@ -319,8 +397,8 @@ def test_sharded_float32_equals_single_machine_to_float32_rounding(data, n_neigh
     (result,) = dask.compute(model.predict_interval(da.from_array(Q32, chunks=(65, -1))), scheduler="threads")
     for name in ("proba", "lower", "upper", "epsilon", "kappa"):
         # Shards sum their float32 kernel values in another order than one pass does.
-        np.testing.assert_allclose(result[name], getattr(reference, name), rtol=1e-4, atol=1e-5, err_msg=name)
-    np.testing.assert_array_equal(result["vacuous"], reference.vacuous)
+        np.testing.assert_allclose(getattr(result, name), getattr(reference, name), rtol=1e-4, atol=1e-5, err_msg=name)
+    np.testing.assert_array_equal(result.vacuous, reference.vacuous)
 
 
 def test_shared_dicts_never_meet_under_their_keys(client):
@@ -365,14 +443,16 @@ def field():
     return X, y, Q
 
 
-def assert_same_to_rounding(result: dict, reference: PredictionInterval) -> None:
+def assert_same_to_rounding(result: PredictionInterval, reference: PredictionInterval) -> None:
     """Equal to rounding (the shards sum in another order), the same flags and certified rows."""
+    assert type(result) is PredictionInterval
     for name in FLOAT_FIELDS:
         # 1e-12 absolute: a lower end at 0 against 1e-13 of rounding has no relative size.
-        np.testing.assert_allclose(result[name], getattr(reference, name), rtol=1e-10, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(getattr(result, name), getattr(reference, name), rtol=1e-10, atol=1e-12,
+                                   err_msg=name)
     for name in ("vacuous", "outside_box"):
-        np.testing.assert_array_equal(result[name], getattr(reference, name), err_msg=name)
-    np.testing.assert_array_equal(PredictionInterval(**result).certified, reference.certified)
+        np.testing.assert_array_equal(getattr(result, name), getattr(reference, name), err_msg=name)
+    np.testing.assert_array_equal(result.certified, reference.certified)
 
 
 CASES = {
@@ -403,6 +483,26 @@ def test_default_model_on_a_cluster_equals_in_memory(client, field, params):
     assert_same_to_rounding(interval, expected)
     np.testing.assert_allclose(proba, reference.predict_proba(Q), rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(labels, reference.predict(Q))
+
+
+def test_default_model_returns_the_estimators_interval_type(client, field):
+    # Before round 13 the sharded estimator returned a dict of Dask arrays (a dict of such dicts
+    # with bounds=); it returns the estimator's type now, lazy, computed in one pass by .compute().
+    X, y, Q = field
+    reference = NadarayaWatsonClassifier().fit(X, y)
+    model = ShardedNadarayaWatson().fit(da.from_array(X, chunks=(400, -1)), y, client=client)
+    Qd = da.from_array(Q, chunks=(50, -1))
+    lazy = model.predict_interval(Qd, client=client)
+    assert type(lazy) is PredictionInterval and len(lazy) == Q.shape[0]
+    assert all(isinstance(getattr(lazy, name), da.Array) for name in FIELDS)
+    assert isinstance(lazy.certified, da.Array)
+    assert_same_to_rounding(lazy.compute(scheduler=client), reference.predict_interval(Q))
+    bounds = ["hoeffding", "chernoff"]
+    several = model.predict_interval(Qd, bounds, client=client)
+    assert sorted(several) == sorted(bounds) and all(type(iv) is PredictionInterval for iv in several.values())
+    (computed,) = dask.compute(several, scheduler=client)  # every setting in one pass
+    for name, expected in reference.predict_interval(Q, bounds=bounds).items():
+        assert_same_to_rounding(computed[name], expected)
 
 
 def test_cross_fitted_models_match_one_by_one(client, field):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -12,6 +14,11 @@ __all__ = ["PredictionInterval"]
 def _device(xp, a):
     """``a``'s device for ``xp.arange(..., device=...)`` (None for NumPy)."""
     return None if xp is np else getattr(a, "device", None)
+
+
+def _is_lazy(a: Any) -> bool:
+    """Whether ``a`` is a Dask collection (the dask protocol's mark; no import of dask needed)."""
+    return hasattr(a, "__dask_graph__")
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,14 @@ class PredictionInterval:
         True where the query lies outside the bounding box of the training
         inputs (extrapolation; the bound still holds but is usually wide).
 
+    Notes
+    -----
+    The fields are NumPy arrays, the queries' arrays under ``array_api_dispatch``, or lazy Dask
+    arrays (:mod:`nwbound.dask`). On lazy fields, :attr:`certified`, :attr:`error_upper`,
+    :attr:`trivial`, :attr:`predicted_index`, :meth:`take`, :meth:`concatenate` and :meth:`as_dict`
+    give lazy results and compute nothing; :meth:`compute` (or ``dask.compute(iv)``) computes all
+    the fields in one pass of their graph.
+
     Examples
     --------
     >>> import numpy as np
@@ -82,8 +97,57 @@ class PredictionInterval:
     bandwidth: np.ndarray
     outside_box: np.ndarray | None = None
 
+    # Fields are read by name (the deprecated ``iv["lower"]`` below), never by position: not a
+    # sequence, as before ``__getitem__`` existed.
+    __iter__ = None
+
     def __len__(self) -> int:
-        return self.proba.shape[0]
+        n = self.proba.shape[0]
+        if n is None or n != n:  # lazy rows chosen by a lazy mask: NaN (None in the array API) until computed
+            raise TypeError(
+                "This lazy PredictionInterval's number of queries is not known until it is computed "
+                "(its rows were selected by a lazy mask); call .compute() first."
+            )
+        return n
+
+    def __getitem__(self, name: str) -> Any:
+        """Deprecated: the field ``name`` (``iv["lower"]``); read the attribute (``iv.lower``).
+
+        Through round 12, :mod:`nwbound.dask`'s ``predict_interval`` returned a dict of field name →
+        Dask array; it returns a :class:`PredictionInterval` now. This access keeps such code
+        working, with a ``FutureWarning``, for one release.
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import numpy as np
+        >>> from nwbound import PredictionInterval
+        >>> iv = PredictionInterval.from_parts(
+        ...     proba=np.array([[0.9, 0.1]]), bias=np.full((1, 2), 0.1), sampling=np.full((1, 2), 0.2),
+        ...     kappa=np.array([10.0]), n_eff=np.array([8.0]), vacuous=np.array([False]),
+        ...     bandwidth=np.array([1.0]))
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     lower = iv["lower"]
+        >>> lower is iv.lower, caught[0].category.__name__
+        (True, 'FutureWarning')
+        """
+        names = [f.name for f in fields(self)]
+        if not isinstance(name, str):
+            raise TypeError(
+                f"PredictionInterval fields are attributes (iv.lower); iv[{name!r}] is not supported. "
+                "To select queries, use iv.take(rows)."
+            )
+        if name not in names:
+            raise KeyError(f"{name!r} is not a PredictionInterval field; the fields are {', '.join(names)}.")
+        warnings.warn(
+            f"iv[{name!r}] is deprecated and will be removed in the next release: nwbound.dask's "
+            f"predict_interval returns a PredictionInterval now, not a dict. Read iv.{name} "
+            "(and call iv.compute() to compute every field in one pass).",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return getattr(self, name)
 
     def _namespace(self):
         """The array namespace of the fields: NumPy, or (``array_api_dispatch`` results) theirs."""
@@ -218,6 +282,53 @@ class PredictionInterval:
             rows = np.array([rows])
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         return type(self)(**{name: None if a is None else a[rows] for name, a in values.items()})
+
+    def compute(self, **kwargs: Any) -> "PredictionInterval":
+        """This interval with its lazy (Dask) fields computed, all in one pass of their graph.
+
+        As ``xarray.Dataset.compute``: a new interval, this one unchanged. The fields of
+        :mod:`nwbound.dask`'s intervals share their tasks (one per query block computes every
+        field), so computing them together runs each block once; computing them one by one
+        (``iv.lower.compute()``, then ``iv.upper.compute()``) would run every block again.
+        ``dask.compute(iv)`` does the same (Dask traverses dataclasses), also with other
+        collections in the same pass.
+
+        Parameters
+        ----------
+        **kwargs
+            Passed on to :func:`dask.compute`, e.g. ``scheduler="threads"``, or
+            ``scheduler=client`` for a distributed client that is not the default one.
+
+        Returns
+        -------
+        PredictionInterval
+            With NumPy fields; ``self`` when no field is lazy (dask is then not imported).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import dask.array as da
+        >>> from nwbound import PredictionInterval
+        >>> iv = PredictionInterval.from_parts(
+        ...     proba=np.array([[0.9, 0.1], [0.5, 0.5]]), bias=np.full((2, 2), 0.1),
+        ...     sampling=np.full((2, 2), 0.2), kappa=np.array([10.0, 10.0]), n_eff=np.array([8.0, 8.0]),
+        ...     vacuous=np.array([False, False]), bandwidth=np.array([1.0, 1.0]))
+        >>> lazy = PredictionInterval(**{k: None if v is None else da.from_array(v, chunks=1)
+        ...                              for k, v in iv.as_dict().items()})
+        >>> type(lazy.certified).__name__  # a lazy property: nothing computed yet
+        'Array'
+        >>> done = lazy.compute(scheduler="sync")
+        >>> type(done.lower).__name__, done.certified.tolist()
+        ('ndarray', [True, False])
+        >>> iv.compute() is iv  # NumPy fields: nothing to compute
+        True
+        """
+        if not any(_is_lazy(getattr(self, f.name)) for f in fields(self)):
+            return self
+        import dask  # only reached with Dask arrays in hand
+
+        (computed,) = dask.compute(self, **kwargs)
+        return computed
 
     def as_dict(self) -> dict[str, np.ndarray]:
         """Return the arrays as a plain ``dict`` (e.g. for ``np.savez``)."""

@@ -4,7 +4,9 @@ Needs the ``dask`` extra (``dask[array]`` and ``distributed``).
 
 * :func:`predict`, :func:`predict_proba`, :func:`predict_interval` run a fitted
   classifier over a :class:`dask.array.Array` of queries chunked along rows.
-  The model is sent to each worker once.
+  The model is sent to each worker once. ``predict_interval`` returns the
+  estimator's :class:`~nwbound.PredictionInterval`, its fields lazy Dask arrays;
+  ``.compute()`` computes them all in one pass.
 * :class:`ShardedNadarayaWatson` / :func:`sharded_predict_interval`: the
   Nadaraya-Watson classifier over a training set split into row shards, for
   training sets too large for one worker; its parameters and defaults are the
@@ -31,7 +33,7 @@ Examples
 >>> from nwbound import dask as nwdask
 >>> model = NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz=1.0).fit(X, y)  # doctest: +SKIP
 >>> result = nwdask.predict_interval(model, da.from_array(X_big, chunks=(10_000, -1)))  # doctest: +SKIP
->>> eps = result["epsilon"].compute()  # doctest: +SKIP
+>>> iv = result.compute()  # every field at once: iv.lower, iv.certified, ...  # doctest: +SKIP
 """
 
 from ._predict import predict, predict_interval, predict_proba

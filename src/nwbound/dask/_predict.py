@@ -10,6 +10,7 @@ import dask
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from .._result import PredictionInterval
 from .._validation import check_dtype
 from ._common import check_query_array, current_client, limited, rows_from_blocks, share, task_copy
 
@@ -126,17 +127,31 @@ def predict(model: Any, X: Any, *, client: Any = None, threads_per_task: int = 1
 
 def predict_interval(
     model: Any, X: Any, *, bounds: Any = None, client: Any = None, threads_per_task: int = 1
-) -> dict[str, Any]:
+) -> PredictionInterval | dict[Any, PredictionInterval]:
     """:meth:`~nwbound.NadarayaWatsonClassifier.predict_interval` of ``model`` over a Dask array of queries.
 
-    Each block's :class:`~nwbound.PredictionInterval` is computed once; the
-    returned dict holds one lazy Dask array per field (``proba``, ``lower``,
-    ``upper``, ``epsilon``, ``bias``, ``sampling`` of shape (n, C); ``kappa``,
-    ``n_eff``, ``vacuous``, ``bandwidth``, ``outside_box`` of shape (n,)).
-    Compute them together (``dask.compute(result)``) so each block runs once.
-    ``bounds`` (as for the estimator's ``predict_interval``) gives one such
-    dict per bound setting, all from one kernel pass per block.
-    A failing block raises on compute; no rows are dropped.
+    Parameters
+    ----------
+    model : fitted classifier
+        E.g. a fitted :class:`~nwbound.NadarayaWatsonClassifier`, sent to each worker once.
+    X : dask.array.Array of shape (n_queries, n_features)
+        Chunked along rows only, with the model's dtype.
+    bounds : None, mapping or list, default=None
+        As for the estimator's ``predict_interval``: several bound settings, all from one kernel
+        pass per block.
+    client : distributed.Client or None, default=None
+        None: the active default client if any, else the local scheduler.
+    threads_per_task : int, default=1
+        BLAS/OpenMP threads inside each task.
+
+    Returns
+    -------
+    PredictionInterval or dict
+        The estimator's return type, with lazy Dask arrays for fields (``outside_box`` filled:
+        False where the model did not record it); with ``bounds``, setting name → such an
+        interval. Each block's interval is computed once for all its fields: compute them
+        together with :meth:`~nwbound.PredictionInterval.compute` (or ``dask.compute(result)``).
+        A failing block raises on compute; no rows are dropped.
 
     Examples
     --------
@@ -145,9 +160,12 @@ def predict_interval(
     >>> from nwbound import dask as nwdask
     >>> X = np.linspace(0, 1, 50)[:, None]; y = (X[:, 0] > 0.5).astype(int)
     >>> model = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
-    >>> out = nwdask.predict_interval(model, da.from_array(X, chunks=(20, -1)))
-    >>> out["epsilon"].shape, bool((out["lower"] <= out["proba"]).all().compute())
-    ((50, 2), True)
+    >>> iv = nwdask.predict_interval(model, da.from_array(X, chunks=(20, -1)))
+    >>> iv.epsilon.shape, type(iv.certified).__name__  # lazy
+    ((50, 2), 'Array')
+    >>> done = iv.compute()  # every field, each block once
+    >>> bool((done.lower <= done.proba).all()), int(done.certified.sum())
+    (True, 38)
     """
     X = _checked(model, X, "predict_interval")
     if bounds is not None:
@@ -156,12 +174,14 @@ def predict_interval(
             names = list(model.predict_interval(X[:1].compute(), bounds=bounds))
     parts = _map_rows(_interval_block, model, X, client, threads_per_task, bounds)
     if bounds is None:
-        return interval_arrays(parts, X.chunks[0], len(model.classes_))
-    return named_interval_arrays(parts, X.chunks[0], len(model.classes_), names)
+        return lazy_interval(parts, X.chunks[0], len(model.classes_))
+    return lazy_intervals(parts, X.chunks[0], len(model.classes_), names)
 
 
-def named_interval_arrays(parts: list[Any], row_chunks: Any, n_classes: int, names: list[Any]) -> dict[Any, dict]:
-    """One :func:`interval_arrays` dict per bound setting from per-block ``{name: fields}`` dicts.
+def lazy_intervals(
+    parts: list[Any], row_chunks: Any, n_classes: int, names: list[Any]
+) -> dict[Any, PredictionInterval]:
+    """One :func:`lazy_interval` per bound setting from per-block ``{name: fields}`` dicts.
 
     Parameters
     ----------
@@ -177,29 +197,29 @@ def named_interval_arrays(parts: list[Any], row_chunks: Any, n_classes: int, nam
     Returns
     -------
     dict
-        ``{name: {field: dask.array.Array}}``, fields as in :data:`INTERVAL_FIELDS`.
+        ``{name: PredictionInterval}``, each with lazy fields as :func:`lazy_interval`'s.
 
     Examples
     --------
     >>> import dask, numpy as np
     >>> from nwbound import NadarayaWatsonClassifier
-    >>> from nwbound.dask._predict import _interval_block, named_interval_arrays
+    >>> from nwbound.dask._predict import _interval_block, lazy_intervals
     >>> X = np.linspace(0, 1, 30)[:, None]; y = (X[:, 0] > 0.5).astype(int)
     >>> model = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
     >>> bounds = {"a": {"delta": 0.1}, "b": {"delta": 0.01}}
     >>> parts = [dask.delayed(_interval_block)(model, X[:10], bounds), dask.delayed(_interval_block)(model, X[10:], bounds)]
-    >>> out = named_interval_arrays(parts, (10, 20), 2, ["a", "b"])
-    >>> sorted(out), out["a"]["epsilon"].shape
+    >>> out = lazy_intervals(parts, (10, 20), 2, ["a", "b"])
+    >>> sorted(out), out["a"].epsilon.shape
     (['a', 'b'], (30, 2))
     """
     return {
-        name: interval_arrays([dask.delayed(operator.getitem, pure=True)(p, name) for p in parts], row_chunks, n_classes)
+        name: lazy_interval([dask.delayed(operator.getitem, pure=True)(p, name) for p in parts], row_chunks, n_classes)
         for name in names
     }
 
 
-def interval_arrays(parts: list[Any], row_chunks: Any, n_classes: int) -> dict[str, "dask.array.Array"]:
-    """One Dask array per interval field from per-block delayed dicts.
+def lazy_interval(parts: list[Any], row_chunks: Any, n_classes: int) -> PredictionInterval:
+    """A :class:`~nwbound.PredictionInterval` of lazy Dask arrays from per-block delayed dicts.
 
     Parameters
     ----------
@@ -212,24 +232,25 @@ def interval_arrays(parts: list[Any], row_chunks: Any, n_classes: int) -> dict[s
 
     Returns
     -------
-    dict of str to dask.array.Array
-        One array per field of :data:`INTERVAL_FIELDS`: ``(n_rows, n_classes)``
-        for per-class fields, ``(n_rows,)`` for the others.
+    PredictionInterval
+        One Dask array per field of :data:`INTERVAL_FIELDS`: ``(n_rows, n_classes)``
+        for per-class fields, ``(n_rows,)`` for the others. Every field reads the same
+        per-block tasks, so computing them together runs each block once.
 
     Examples
     --------
     >>> import dask, numpy as np
     >>> from nwbound import NadarayaWatsonClassifier
-    >>> from nwbound.dask._predict import _interval_block, interval_arrays
+    >>> from nwbound.dask._predict import _interval_block, lazy_interval
     >>> X = np.linspace(0, 1, 30)[:, None]; y = (X[:, 0] > 0.5).astype(int)
     >>> model = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
     >>> parts = [dask.delayed(_interval_block)(model, X[:10]), dask.delayed(_interval_block)(model, X[10:])]
-    >>> out = interval_arrays(parts, (10, 20), 2)
-    >>> out["proba"].shape, out["kappa"].shape, out["vacuous"].dtype.name
+    >>> iv = lazy_interval(parts, (10, 20), 2)
+    >>> iv.proba.shape, iv.kappa.shape, iv.vacuous.dtype.name
     ((30, 2), (30,), 'bool')
     """
     out = {}
     for name, per_class, dtype in INTERVAL_FIELDS:
         fields = [dask.delayed(operator.getitem, pure=True)(p, name) for p in parts]
         out[name] = rows_from_blocks(fields, row_chunks, (n_classes,) if per_class else (), dtype)
-    return out
+    return PredictionInterval(**out)

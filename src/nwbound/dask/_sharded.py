@@ -48,6 +48,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 
 from .._numerics import euclidean_norm, feature_unit
+from .._result import PredictionInterval
 from .._validation import check_dtype, check_int_range, check_params_as_fitted
 from ..estimators import (
     NadarayaWatsonClassifier,
@@ -77,7 +78,7 @@ from ..spaces import (
     two_constant_pilot,
 )
 from ._common import check_query_array, compute, current_client, rows_from_blocks, share
-from ._predict import interval_arrays, named_interval_arrays
+from ._predict import lazy_interval, lazy_intervals
 from ._parts import _HeldOutCheck, _Part, _head_params, _part_outputs, _part_params
 from ._space import row_layouts
 from ._tasks import _cross_finish, _now, _nw_block, _shard
@@ -237,11 +238,12 @@ metric, metric_fraction, cross_fit
     >>> with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
     ...     with Client(cluster) as client:
     ...         model = ShardedNadarayaWatson().fit(da.from_array(X, chunks=(200, -1)), y, client=client)
-    ...         iv = model.predict_interval(da.from_array(Q, chunks=(3, -1)), client=client)
-    ...         lower, upper = iv["lower"].compute(), iv["upper"].compute()
+    ...         iv = model.predict_interval(da.from_array(Q, chunks=(3, -1)), client=client).compute()
     >>> in_memory = NadarayaWatsonClassifier().fit(X, y)
     >>> reference = in_memory.predict_interval(Q)
-    >>> bool(np.allclose(lower, reference.lower, rtol=1e-10, atol=1e-12) and np.allclose(upper, reference.upper, rtol=1e-10, atol=1e-12))
+    >>> bool(np.allclose(iv.lower, reference.lower, rtol=1e-10, atol=1e-12) and np.allclose(iv.upper, reference.upper, rtol=1e-10, atol=1e-12))
+    True
+    >>> bool((iv.certified == reference.certified).all())
     True
     >>> model.lipschitz_ == in_memory.lipschitz_, len(model.cross_fit_models_)
     (True, 2)
@@ -249,7 +251,7 @@ metric, metric_fraction, cross_fit
     The paper's classifier on the features as given, without a cluster (Dask's local scheduler):
 
     >>> model = ShardedNadarayaWatson(metric=None, bandwidth=0.2, lipschitz=1.0).fit(da.from_array(X, chunks=(200, -1)), y)
-    >>> model.predict_interval(da.from_array(Q, chunks=(3, -1)))["proba"].compute().shape
+    >>> model.predict_interval(da.from_array(Q, chunks=(3, -1))).compute().proba.shape
     (3, 2)
     """
 
@@ -569,8 +571,10 @@ metric, metric_fraction, cross_fit
         return X, [dask.delayed(_cross_finish, pure=True)(method, names, self.classes_, bounded, *per_block)
                    for per_block in zip(*outs)]
 
-    def predict_interval(self, X: Any, bounds: Any = None, *, client: Any = None) -> dict[str, Any]:
-        """Per-query intervals as lazy Dask arrays.
+    def predict_interval(
+        self, X: Any, bounds: Any = None, *, client: Any = None
+    ) -> PredictionInterval | dict[Any, PredictionInterval]:
+        """Per-query intervals, the in-memory estimator's type with lazy Dask arrays for fields.
 
         Parameters
         ----------
@@ -583,9 +587,13 @@ metric, metric_fraction, cross_fit
 
         Returns
         -------
-        dict
-            Field name (of :class:`~nwbound.PredictionInterval`) → lazy Dask
-            array; with ``bounds``, setting name → such a dict.
+        PredictionInterval or dict
+            A :class:`~nwbound.PredictionInterval` whose fields are lazy Dask arrays (its
+            properties, ``certified`` and the rest, are lazy too); with ``bounds``, setting name →
+            such an interval, as :meth:`NadarayaWatsonClassifier.predict_interval
+            <nwbound.NadarayaWatsonClassifier.predict_interval>` returns. Each query block is
+            computed once for every field and setting when they are computed together:
+            :meth:`~nwbound.PredictionInterval.compute`, or ``dask.compute(result)``.
 
         Examples
         --------
@@ -593,15 +601,18 @@ metric, metric_fraction, cross_fit
         >>> from nwbound.dask import ShardedNadarayaWatson
         >>> X = np.linspace(0, 1, 60)[:, None]; y = (X[:, 0] > 0.5).astype(int)
         >>> m = ShardedNadarayaWatson(metric=None, bandwidth=0.2, lipschitz=1.0).fit(da.from_array(X, chunks=(20, -1)), y)
-        >>> out = m.predict_interval(da.from_array(X[:3], chunks=(3, -1)), bounds=["hoeffding", "chernoff"])
-        >>> sorted(out), out["chernoff"]["epsilon"].shape
+        >>> Q = da.from_array(X[[0, 1, 59]], chunks=(3, -1))
+        >>> m.predict_interval(Q).compute().certified.tolist()
+        [True, True, True]
+        >>> out = m.predict_interval(Q, bounds=["hoeffding", "chernoff"])
+        >>> sorted(out), out["chernoff"].epsilon.shape
         (['chernoff', 'hoeffding'], (3, 2))
         """
         X, parts = self._outputs(X, "predict_interval", bounds, client)
         n_classes = len(self.classes_)
         if bounds is None:
-            return interval_arrays(parts, X.chunks[0], n_classes)
-        return named_interval_arrays(parts, X.chunks[0], n_classes, list(bounds))
+            return lazy_interval(parts, X.chunks[0], n_classes)
+        return lazy_intervals(parts, X.chunks[0], n_classes, list(bounds))
 
     def predict_proba(self, X: Any, *, client: Any = None) -> "da.Array":
         """Class probabilities, shape (n_queries, n_classes) (lazy).
@@ -678,8 +689,11 @@ def sharded_predict_interval(
     client: Any = None,
     bounds: Any = None,
     **params: Any,
-) -> dict[str, Any]:
+) -> PredictionInterval | dict[Any, PredictionInterval]:
     """``ShardedNadarayaWatson(**params).fit(X_train, y_train).predict_interval(X_query, bounds)``.
+
+    Returns a :class:`~nwbound.PredictionInterval` of lazy Dask arrays (a dict of them with
+    ``bounds``); :meth:`~nwbound.PredictionInterval.compute` computes it.
 
     Examples
     --------
@@ -688,7 +702,7 @@ def sharded_predict_interval(
     >>> X = np.linspace(0, 1, 60)[:, None]; y = (X[:, 0] > 0.5).astype(int)
     >>> out = sharded_predict_interval(da.from_array(X[:4], chunks=(2, -1)), da.from_array(X, chunks=(30, -1)), y,
     ...                                metric=None, bandwidth=0.2, lipschitz=1.0)
-    >>> out["kappa"].compute().shape
+    >>> out.compute().kappa.shape
     (4,)
     """
     model = ShardedNadarayaWatson(**params).fit(X_train, y_train, sample_weight, client=client)
