@@ -318,13 +318,13 @@ def test_sharded_auto_equals_in_memory(params):
     one, several, labels = dask.compute(model.predict_interval(Qd), model.predict_interval(Qd, bounds),
                                         model.predict(Qd), scheduler="threads")
     expected = ref.predict_interval(Q)
-    np.testing.assert_array_equal(one["bandwidth"], expected.bandwidth)
-    np.testing.assert_allclose(one["upper"], expected.upper, atol=2e-7)
-    np.testing.assert_allclose(one["proba"], expected.proba, atol=1e-12)
+    np.testing.assert_array_equal(one.bandwidth, expected.bandwidth)
+    np.testing.assert_allclose(one.upper, expected.upper, atol=2e-7)
+    np.testing.assert_allclose(one.proba, expected.proba, atol=1e-12)
     np.testing.assert_array_equal(labels, ref.predict(Q))
     for name, iv in ref.predict_interval(Q, bounds=bounds).items():
-        np.testing.assert_array_equal(several[name]["bandwidth"], iv.bandwidth)
-        np.testing.assert_allclose(several[name]["lower"], iv.lower, atol=2e-7)
+        np.testing.assert_array_equal(several[name].bandwidth, iv.bandwidth)
+        np.testing.assert_allclose(several[name].lower, iv.lower, atol=2e-7)
 
 
 def test_sharded_auto_of_a_kernel_without_polynomial_takes_the_in_memory_pass(monkeypatch):
@@ -344,9 +344,9 @@ def test_sharded_auto_of_a_kernel_without_polynomial_takes_the_in_memory_pass(mo
     ref = NadarayaWatsonClassifier(metric=None, **params).fit(X, y).predict_interval(Q)
     model = ShardedNadarayaWatson(metric=None, **params).fit(da.from_array(X, chunks=(250, -1)), y)
     (got,) = dask.compute(model.predict_interval(da.from_array(Q, chunks=(40, -1))), scheduler="threads")
-    np.testing.assert_array_equal(got["bandwidth"], ref.bandwidth)
-    np.testing.assert_allclose(got["upper"], ref.upper, atol=5e-6)
-    np.testing.assert_allclose(got["proba"], ref.proba, atol=1e-6)
+    np.testing.assert_array_equal(got.bandwidth, ref.bandwidth)
+    np.testing.assert_allclose(got.upper, ref.upper, atol=5e-6)
+    np.testing.assert_allclose(got.proba, ref.proba, atol=1e-6)
 
 
 def test_ranking_skips_a_bandwidth_whose_squares_underflow():
@@ -383,8 +383,8 @@ def test_sharded_fit_accepts_a_shard_of_zero_weights():
         sharded = ShardedNadarayaWatson(metric=None, **params).fit(da.from_array(X, chunks=(100, -1)), y, sample_weight=w)
         got = sharded.predict_interval(da.from_array(Q, chunks=(5, -1)))
         ref = NadarayaWatsonClassifier(metric=None, **params).fit(X, y, sample_weight=w).predict_interval(Q)
-        np.testing.assert_allclose(got["proba"].compute(), ref.proba, atol=1e-9)
-        np.testing.assert_allclose(got["upper"].compute(), ref.upper, atol=1e-6)
+        np.testing.assert_allclose(got.proba.compute(), ref.proba, atol=1e-9)
+        np.testing.assert_allclose(got.upper.compute(), ref.upper, atol=1e-6)
         # The zero-weight state itself: every κ is 0, and the histogram counts nothing (no NaN).
         state = NadarayaWatsonClassifier(metric=None, **params).fit(X, y).get_fitted_state()
         state["weights"] = np.zeros(len(y))

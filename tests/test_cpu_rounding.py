@@ -314,4 +314,4 @@ def test_dask_sharded_interval_contains_the_exact_one(dense_data):
         (out,) = dask.compute(out, scheduler="threads")
     clf = NadarayaWatsonClassifier(metric=None, **params).fit(_x(k[:100]), y[:100])  # the bound's settings only
     ref = clf.interval_from_statistics(exact)
-    assert np.all(out["lower"] <= ref.lower) and np.all(out["upper"] >= ref.upper)
+    assert np.all(out.lower <= ref.lower) and np.all(out.upper >= ref.upper)

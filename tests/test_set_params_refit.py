@@ -184,7 +184,7 @@ def test_sharded_dask_estimator_follows_set_params():
         fresh = NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=3.0, bound="hoeffding", delta=0.1, **extra).fit(X, y)
         got, want = model.predict_interval(Qd), fresh.predict_interval(Q)
         for field in ("lower", "upper", "epsilon", "proba"):
-            np.testing.assert_allclose(got[field].compute(), getattr(want, field), rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(getattr(got, field).compute(), getattr(want, field), rtol=1e-12, atol=1e-12)
         for change in ({"bandwidth": 0.5}, {"kernel": "boxcar"}, {"n_neighbors": 5 if extra else 7}):
             name = next(iter(change))
             before = model.get_params()[name]
