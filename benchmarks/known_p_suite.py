@@ -127,6 +127,18 @@ def nearsep2(X):  # p near 0 or 1 almost everywhere, a thin noisy curved boundar
     return _binary(expit(40.0 * (X[:, 0] + 0.3 * np.sin(3 * X[:, 1]))))
 
 
+def _ripple(X, period):  # a ramp the scores get, plus a ripple along the other feature
+    return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.sin(2 * np.pi * X[:, 1] / period)))
+
+
+def ripple2(X):  # the ripple's period 0.05: 0.17 std of the feature
+    return _ripple(X, 0.05)
+
+
+def ripple2wide(X):  # the ripple's period 0.087: 0.3 std of the feature
+    return _ripple(X, 0.087)
+
+
 FIELDS = {
     "sine12": (sine12, 12, "uniform"),
     "logistic2": (logistic2, 2, "unit"),
@@ -149,6 +161,8 @@ FIELDS = {
     "rare03pct": (rare03pct, 4, "normal"),
     "eight3": (eight3, 3, "uniform"),
     "nearsep2": (nearsep2, 2, "uniform"),
+    "ripple2": (ripple2, 2, "unit"),
+    "ripple2wide": (ripple2wide, 2, "unit"),
 }
 
 #: How each field's features are drawn: ``(rng, n, d) -> X``.
@@ -233,7 +247,8 @@ ADVERSARIAL = [
         ("lattice3", 3000, {}), ("badscale5", 3000, {}), ("lowrank10", 3000, {}), ("rare1pct", 5000, {}),
         ("rare03pct", 20000, {}), ("eight3", 5000, {}), ("logistic2", 150, {}), ("sine_missed6", 300, {}),
         ("sparse30", 50000, {}), ("sine_missed6", 3000, {"query_spread": 1.5}),
-        ("logistic2", 3000, {"weights": "p1"}), ("nearsep2", 3000, {}),
+        ("logistic2", 3000, {"weights": "p1"}), ("nearsep2", 3000, {}), ("ripple2", 3000, {}),
+        ("ripple2", 20000, {}), ("ripple2wide", 3000, {}),
     ]
     for model in MODELS
 ]
