@@ -127,6 +127,18 @@ def nearsep2(X):  # p near 0 or 1 almost everywhere, a thin noisy curved boundar
     return _binary(expit(40.0 * (X[:, 0] + 0.3 * np.sin(3 * X[:, 1]))))
 
 
+_BUMPS = _W.uniform(0, 1, (20, 2))  # the bumps' centres
+
+
+def bend2(X):  # p rises then falls along x0: a monotone score extrapolates it wrongly outside [-1, 1]
+    return _binary(expit(4.0 * np.sin(2.0 * X[:, 0]) + X[:, 1]))
+
+
+def bumps2(X):  # a ramp plus 20 narrow bumps (width 0.03) the scores miss
+    d2 = ((X[:, None, :] - _BUMPS[None]) ** 2).sum(axis=2)
+    return _binary(expit(12.0 * (X[:, 0] - 0.5) + 4.0 * np.exp(-d2 / (2 * 0.03**2)).sum(axis=1)))
+
+
 def _ripple(X, period):  # a ramp the scores get, plus a ripple along the other feature
     return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.sin(2 * np.pi * X[:, 1] / period)))
 
@@ -163,6 +175,8 @@ FIELDS = {
     "nearsep2": (nearsep2, 2, "uniform"),
     "ripple2": (ripple2, 2, "unit"),
     "ripple2wide": (ripple2wide, 2, "unit"),
+    "bend2": (bend2, 2, "uniform"),
+    "bumps2": (bumps2, 2, "unit"),
 }
 
 #: How each field's features are drawn: ``(rng, n, d) -> X``.
@@ -248,7 +262,8 @@ ADVERSARIAL = [
         ("rare03pct", 20000, {}), ("eight3", 5000, {}), ("logistic2", 150, {}), ("sine_missed6", 300, {}),
         ("sparse30", 50000, {}), ("sine_missed6", 3000, {"query_spread": 1.5}),
         ("logistic2", 3000, {"weights": "p1"}), ("nearsep2", 3000, {}), ("ripple2", 3000, {}),
-        ("ripple2", 20000, {}), ("ripple2wide", 3000, {}),
+        ("ripple2", 20000, {}), ("ripple2wide", 3000, {}), ("bend2", 3000, {"query_spread": 1.6}),
+        ("bumps2", 3000, {}),
     ]
     for model in MODELS
 ]
