@@ -151,6 +151,10 @@ def ripple2wide(X):  # the ripple's period 0.087: 0.3 std of the feature
     return _ripple(X, 0.087)
 
 
+def ripple2fine(X):  # the ripple's period 0.02: 0.07 std of the feature
+    return _ripple(X, 0.02)
+
+
 FIELDS = {
     "sine12": (sine12, 12, "uniform"),
     "logistic2": (logistic2, 2, "unit"),
@@ -175,6 +179,7 @@ FIELDS = {
     "nearsep2": (nearsep2, 2, "uniform"),
     "ripple2": (ripple2, 2, "unit"),
     "ripple2wide": (ripple2wide, 2, "unit"),
+    "ripple2fine": (ripple2fine, 2, "unit"),
     "bend2": (bend2, 2, "uniform"),
     "bumps2": (bumps2, 2, "unit"),
 }
@@ -262,7 +267,8 @@ ADVERSARIAL = [
         ("rare03pct", 20000, {}), ("eight3", 5000, {}), ("logistic2", 150, {}), ("sine_missed6", 300, {}),
         ("sparse30", 50000, {}), ("sine_missed6", 3000, {"query_spread": 1.5}),
         ("logistic2", 3000, {"weights": "p1"}), ("nearsep2", 3000, {}), ("ripple2", 3000, {}),
-        ("ripple2", 20000, {}), ("ripple2wide", 3000, {}), ("bend2", 3000, {"query_spread": 1.6}),
+        ("ripple2", 20000, {}), ("ripple2wide", 3000, {}), ("ripple2fine", 20000, {}),
+        ("bend2", 3000, {"query_spread": 1.6}),
         ("bumps2", 3000, {}),
     ]
     for model in MODELS
