@@ -47,7 +47,7 @@ def test_adversarial_fields_that_hold(name, n, kw):
     strict=True,
     raises=AssertionError,
     reason="lipschitz='auto' estimates L_r (what the scores miss) on the held-out rows (600-900 at 3 000 training "
-    "rows, 4 000 at 20 000), whose pilot bandwidth cannot "
+    "rows, 4 000 at 20 000), whose pilot bandwidth (0.3-0.5 std) cannot "
     "resolve a ripple of period 0.17 std (0.07 std at 20 000 rows); L_r comes out 0.7-0.9 where p's slope "
     "along it is ~45 (~110), the check does not raise L, and 14-30 % of queries miss. Needs a change in src/ "
     "(not this helper's).",
