@@ -192,7 +192,8 @@ LAWS = {
     "t2": lambda rng, n, d: rng.standard_t(2, size=(n, d)),
     "cauchy": lambda rng, n, d: rng.standard_cauchy(size=(n, d)),
     "integer": lambda rng, n, d: rng.integers(0, 5, size=(n, d)).astype(float),
-    "badscale": lambda rng, n, d: rng.uniform(-1, 1, (n, d)) * np.r_[1, 1, 0, 1e6, np.ones(d - 4)] + np.r_[0, 0, 3, 0, np.zeros(d - 4)],
+    "badscale": lambda rng, n, d: (rng.uniform(-1, 1, (n, d)) * np.r_[1, 1, 0, 1e6, np.ones(d - 4)]
+                                   + np.r_[0, 0, 3, 0, np.zeros(d - 4)]),
     "lowrank": lambda rng, n, d: rng.normal(size=(n, 3)) @ _MIX10,
 }
 
@@ -279,7 +280,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="only fields with n ≤ 5 000")
     ap.add_argument("--seeds", type=int, default=1)
-    ap.add_argument("--adversarial", action="store_true", help="the adversarial fields (ADVERSARIAL) instead of CASES")
+    ap.add_argument("--adversarial", action="store_true",
+                    help="the adversarial fields (ADVERSARIAL) instead of CASES")
     ap.add_argument("--only", default=None, help="comma-separated field names: run only those")
     args = ap.parse_args()
     print("| field | n | setting | miss (≤ 5 %) | certified | certified, not the most probable class | fit+predict s |")
