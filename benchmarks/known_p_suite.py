@@ -8,7 +8,11 @@ a score model misses (a sine of a projection, an interaction), a rare class, fiv
 input-dependent weights, and extreme feature scales.
 
 Run: ``OMP_NUM_THREADS=1 python benchmarks/known_p_suite.py [--quick] [--seeds N]``; prints a
-markdown table (the user guide's "Known-p suite" table comes from it).
+markdown table (the user guide's "Known-p suite" table comes from it). ``--adversarial`` runs a
+second list of fields instead (``ADVERSARIAL``: sparse, XOR, radial, steep, high-frequency,
+heavy-tailed, integer, badly scaled, rank-deficient, rare, many-class, tiny and large n, shifted
+queries, weights that follow p), each with the regular, the localized and the dyadic classifier
+(the user guide's "Adversarial fields" table).
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ import warnings
 import numpy as np
 from scipy.special import expit, softmax
 
-from nwbound import NadarayaWatsonClassifier
+from nwbound import DyadicClassifier, NadarayaWatsonClassifier
 
 _W = np.random.default_rng(999)
 _A12 = _W.normal(size=(12, 2))
 _V12 = _W.normal(size=12) / np.sqrt(12)
+_U8 = _W.normal(size=(3, 8))  # the 8-class field's directions
+_MIX10 = _W.normal(size=(3, 10))  # rank-3 mixing of the 10 correlated features
 
 
 def _binary(p1):
@@ -57,6 +63,98 @@ def five4(X):  # five classes, nonlinear logits
     return softmax(2.0 * logits, axis=1)
 
 
+# Adversarial fields (``--adversarial``): each aims at one way the default could fail.
+
+def sparse30(X):  # p nonlinear along 2 of 30 features, 28 irrelevant
+    return _binary(expit(2.5 * np.sin(3 * X[:, 0]) + 2.0 * X[:, 1]))
+
+
+def xor2(X):  # a checkerboard of 4 squares: no monotone score orders it
+    return _binary(0.5 + 0.45 * np.sin(np.pi * X[:, 0]) * np.sin(np.pi * X[:, 1]))
+
+
+def checker4(X):  # the same in 4-D: 16 cells of alternating sign
+    return _binary(0.5 + 0.45 * np.prod(np.sin(np.pi * X[:, :4]), axis=1))
+
+
+def radial3(X):  # p depends on the norm only
+    return _binary(expit(4.0 * (np.linalg.norm(X, axis=1) - 1.5)))
+
+
+def steep2(X):  # a sharp but Lipschitz ramp (slope 20 in the logit)
+    return _binary(expit(20.0 * X[:, 0]))
+
+
+def hifreq4(X):  # a good linear trend plus a sine of period 0.3 std in one raw feature
+    return _binary(expit(2.0 * X[:, 0] + 2.5 * np.sin(2 * np.pi * X[:, 1] / 0.3)))
+
+
+def tailed4(X):  # bounded p of heavy-tailed features (Student-t 2 dof or Cauchy)
+    return _binary(expit(3.0 * np.tanh(X[:, 0]) + 2.0 * np.sin(X[:, 1])))
+
+
+def lattice3(X):  # integer features, many duplicated rows
+    return _binary(expit(1.2 * (X[:, 0] - 2) - 0.6 * (X[:, 1] - 2) ** 2 + 0.8 * np.cos(np.pi * X[:, 2])))
+
+
+def badscale5(X):  # column 2 constant, column 3 a million times the others
+    return _binary(expit(2.0 * X[:, 3] / 1e6 + 2.5 * np.sin(3 * X[:, 0])))
+
+
+def lowrank10(X):  # 10 features spanning 3 directions (rank-deficient covariance)
+    Z = X @ np.linalg.pinv(_MIX10)
+    return _binary(expit(2.5 * np.sin(2 * Z[:, 0]) + Z[:, 1]))
+
+
+def _rare(X, offset):
+    logits = np.column_stack([np.zeros(len(X)), 1.5 * X[:, 0], 1.5 * X[:, 1] - offset])
+    return softmax(logits, axis=1)
+
+
+def rare1pct(X):  # a third class at about 1 % of rows
+    return _rare(X, 5.0)
+
+
+def rare03pct(X):  # a third class at about 0.3 % of rows
+    return _rare(X, 6.2)
+
+
+def eight3(X):  # 8 classes, nonlinear logits
+    return softmax(2.5 * np.cos(2.0 * X[:, :3] @ _U8 + np.arange(8)), axis=1)
+
+
+def nearsep2(X):  # p near 0 or 1 almost everywhere, a thin noisy curved boundary
+    return _binary(expit(40.0 * (X[:, 0] + 0.3 * np.sin(3 * X[:, 1]))))
+
+
+_BUMPS = _W.uniform(0, 1, (20, 2))  # the bumps' centres
+
+
+def bend2(X):  # p rises then falls along x0: a monotone score extrapolates it wrongly outside [-1, 1]
+    return _binary(expit(4.0 * np.sin(2.0 * X[:, 0]) + X[:, 1]))
+
+
+def bumps2(X):  # a ramp plus 20 narrow bumps (width 0.03) the scores miss
+    d2 = ((X[:, None, :] - _BUMPS[None]) ** 2).sum(axis=2)
+    return _binary(expit(12.0 * (X[:, 0] - 0.5) + 4.0 * np.exp(-d2 / (2 * 0.03**2)).sum(axis=1)))
+
+
+def _ripple(X, period):  # a ramp the scores get, plus a ripple along the other feature
+    return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.sin(2 * np.pi * X[:, 1] / period)))
+
+
+def ripple2(X):  # the ripple's period 0.05: 0.17 std of the feature
+    return _ripple(X, 0.05)
+
+
+def ripple2wide(X):  # the ripple's period 0.087: 0.3 std of the feature
+    return _ripple(X, 0.087)
+
+
+def ripple2fine(X):  # the ripple's period 0.02: 0.07 std of the feature
+    return _ripple(X, 0.02)
+
+
 FIELDS = {
     "sine12": (sine12, 12, "uniform"),
     "logistic2": (logistic2, 2, "unit"),
@@ -64,27 +162,69 @@ FIELDS = {
     "sine_missed6": (sine_missed6, 6, "uniform"),
     "rare3": (rare3, 5, "normal"),
     "five4": (five4, 4, "uniform"),
+    "sparse30": (sparse30, 30, "uniform"),
+    "xor2": (xor2, 2, "uniform"),
+    "checker4": (checker4, 4, "uniform"),
+    "radial3": (radial3, 3, "normal"),
+    "steep2": (steep2, 2, "uniform"),
+    "hifreq4": (hifreq4, 4, "normal"),
+    "t2_4": (tailed4, 4, "t2"),
+    "cauchy4": (tailed4, 4, "cauchy"),
+    "lattice3": (lattice3, 3, "integer"),
+    "badscale5": (badscale5, 5, "badscale"),
+    "lowrank10": (lowrank10, 10, "lowrank"),
+    "rare1pct": (rare1pct, 4, "normal"),
+    "rare03pct": (rare03pct, 4, "normal"),
+    "eight3": (eight3, 3, "uniform"),
+    "nearsep2": (nearsep2, 2, "uniform"),
+    "ripple2": (ripple2, 2, "unit"),
+    "ripple2wide": (ripple2wide, 2, "unit"),
+    "ripple2fine": (ripple2fine, 2, "unit"),
+    "bend2": (bend2, 2, "uniform"),
+    "bumps2": (bumps2, 2, "unit"),
+}
+
+#: How each field's features are drawn: ``(rng, n, d) -> X``.
+LAWS = {
+    "uniform": lambda rng, n, d: rng.uniform(-1, 1, (n, d)),
+    "unit": lambda rng, n, d: rng.uniform(0, 1, (n, d)),
+    "normal": lambda rng, n, d: rng.normal(size=(n, d)),
+    "t2": lambda rng, n, d: rng.standard_t(2, size=(n, d)),
+    "cauchy": lambda rng, n, d: rng.standard_cauchy(size=(n, d)),
+    "integer": lambda rng, n, d: rng.integers(0, 5, size=(n, d)).astype(float),
+    "badscale": lambda rng, n, d: (rng.uniform(-1, 1, (n, d)) * np.r_[1, 1, 0, 1e6, np.ones(d - 4)]
+                                   + np.r_[0, 0, 3, 0, np.zeros(d - 4)]),
+    "lowrank": lambda rng, n, d: rng.normal(size=(n, 3)) @ _MIX10,
 }
 
 
-def draw(name: str, n: int, seed: int):
-    """``X, y, P`` of field ``name``: n rows, labels drawn from the true probabilities ``P``."""
+def draw(name: str, n: int, seed: int, *, spread: float = 1.0):
+    """``X, y, P`` of field ``name``: n rows, labels drawn from the true probabilities ``P``;
+    ``spread`` scales the features before ``P`` is computed (> 1: partly outside the usual box)."""
     fn, d, law = FIELDS[name]
     rng = np.random.default_rng(seed)
-    X = {"uniform": lambda: rng.uniform(-1, 1, (n, d)), "unit": lambda: rng.uniform(0, 1, (n, d)),
-         "normal": lambda: rng.normal(size=(n, d))}[law]()
+    X = LAWS[law](rng, n, d) * spread
     P = fn(X)
     y = (rng.random(n)[:, None] > np.cumsum(P, axis=1)).sum(axis=1)
     return X, y, P
 
 
-def run(name: str, n: int, seed: int, *, scale: float = 1.0, weights: str | None = None, **params) -> dict:
-    """Fit the default on ``n`` rows of ``name`` and score 2 000 fresh queries; one table row."""
-    X, y, _ = draw(name, n, seed)
-    Q, _, P = draw(name, 2000, seed + 10_000)
+#: The classifiers ``run`` fits: the regular default, the localized one (k = 50) and the dyadic one.
+MODELS = {"nw": NadarayaWatsonClassifier, "local": lambda **kw: NadarayaWatsonClassifier(n_neighbors=50, **kw),
+          "dyadic": DyadicClassifier}
+
+
+def run(name: str, n: int, seed: int, *, scale: float = 1.0, weights: str | None = None, model: str = "nw",
+        query_spread: float = 1.0, **params) -> dict:
+    """Fit the default ``model`` on ``n`` rows of ``name`` and score 2 000 fresh queries (drawn
+    with ``query_spread``); one table row."""
+    X, y, P_train = draw(name, n, seed)
+    Q, _, P = draw(name, 2000, seed + 10_000, spread=query_spread)
     sw = None
     if weights == "x":  # depends on the inputs only: the guarantee holds
         sw = 1.0 + X[:, 0] ** 2
+    elif weights == "p1":  # a function of the inputs that follows p: allowed, and the hardest such
+        sw = 1.0 + 5.0 * P_train[:, 1]
     elif weights == "balanced":
         from sklearn.utils.class_weight import compute_sample_weight
         sw = compute_sample_weight("balanced", y)
@@ -92,7 +232,7 @@ def run(name: str, n: int, seed: int, *, scale: float = 1.0, weights: str | None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            clf = NadarayaWatsonClassifier(random_state=seed, **params).fit(X * scale, y, sample_weight=sw)
+            clf = MODELS[model](random_state=seed, **params).fit(X * scale, y, sample_weight=sw)
         except ValueError as exc:
             return dict(field=name, n=n, seed=seed, scale=scale, weights=weights, refused=str(exc).split(".")[0])
         iv = clf.predict_interval(Q * scale)
@@ -100,12 +240,13 @@ def run(name: str, n: int, seed: int, *, scale: float = 1.0, weights: str | None
     cols = np.searchsorted(np.arange(P.shape[1]), clf.classes_)
     Pc = P[:, cols]
     miss = np.any((Pc < iv.lower - 1e-12) | (Pc > iv.upper + 1e-12), axis=1)
+    unseen = np.setdiff1d(np.arange(P.shape[1]), cols)  # classes the fit never saw: their p is bounded by nothing
     best = np.argmax(Pc, axis=1)
     pred = np.argmax(iv.proba, axis=1)
     cert = np.asarray(iv.certified)
-    return dict(field=name, n=n, seed=seed, scale=scale, weights=weights, miss=float(miss.mean()),
+    return dict(field=name, n=n, seed=seed, scale=scale, weights=weights, model=model, miss=float(miss.mean()),
                 certified=float(cert.mean()), wrong_certified=float(np.mean(cert & (pred != best))),
-                seconds=seconds)
+                seconds=seconds, unseen_classes=int(unseen.shape[0]))
 
 
 CASES = [
@@ -116,21 +257,51 @@ CASES = [
 ]
 
 
+#: Fields built to break the defaults, each with the regular (``nw``), localized (``local``) and
+#: dyadic classifier; settings other than ``model`` as in ``CASES``.
+ADVERSARIAL = [
+    (name, n, dict(kw, model=model))
+    for name, n, kw in [
+        ("sparse30", 3000, {}), ("xor2", 3000, {}), ("checker4", 5000, {}), ("radial3", 3000, {}),
+        ("steep2", 3000, {}), ("hifreq4", 5000, {}), ("t2_4", 3000, {}), ("cauchy4", 3000, {}),
+        ("lattice3", 3000, {}), ("badscale5", 3000, {}), ("lowrank10", 3000, {}), ("rare1pct", 5000, {}),
+        ("rare03pct", 20000, {}), ("eight3", 5000, {}), ("logistic2", 150, {}), ("sine_missed6", 300, {}),
+        ("sparse30", 50000, {}), ("sine_missed6", 3000, {"query_spread": 1.5}),
+        ("logistic2", 3000, {"weights": "p1"}), ("nearsep2", 3000, {}), ("ripple2", 3000, {}),
+        ("ripple2", 20000, {}), ("ripple2wide", 3000, {}), ("ripple2fine", 20000, {}),
+        ("bend2", 3000, {"query_spread": 1.6}),
+        ("bumps2", 3000, {}),
+    ]
+    for model in MODELS
+]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="only fields with n ≤ 5 000")
     ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--adversarial", action="store_true",
+                    help="the adversarial fields (ADVERSARIAL) instead of CASES")
+    ap.add_argument("--only", default=None, help="comma-separated field names: run only those")
     args = ap.parse_args()
     print("| field | n | setting | miss (≤ 5 %) | certified | certified, not the most probable class | fit+predict s |")
     print("|---|---|---|---|---|---|---|")
-    for name, n, kw in CASES:
+    for name, n, kw in ADVERSARIAL if args.adversarial else CASES:
+        if args.only and name not in args.only.split(","):
+            continue
         if args.quick and n > 5000:
             continue
         rows = [run(name, n, seed, **kw) for seed in range(args.seeds)]
         setting = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in kw.items()) or "default"
-        if "refused" in rows[0]:
-            print(f"| {name} | {n} | {setting} | refused: {rows[0]['refused']} | | | |")
+        refused = [r for r in rows if "refused" in r]
+        rows = [r for r in rows if "refused" not in r]
+        if not rows:
+            print(f"| {name} | {n} | {setting} | refused: {refused[0]['refused']} | | | |")
             continue
+        if refused:
+            setting += f" ({len(refused)} of {args.seeds} seeds refused: {refused[0]['refused']})"
+        if any(r["unseen_classes"] for r in rows):
+            setting += f" (a class absent from training on {sum(r['unseen_classes'] > 0 for r in rows)} seeds)"
         agg = {k: (min(r[k] for r in rows), max(r[k] for r in rows)) for k in ("miss", "certified", "wrong_certified", "seconds")}
         fmt = lambda k, pct=True: (f"{agg[k][0]:.1%}" if agg[k][0] == agg[k][1] else f"{agg[k][0]:.1%}–{agg[k][1]:.1%}") if pct else f"{np.mean(agg[k]):.1f}"
         print(f"| {name} | {n} | {setting} | {fmt('miss')} | {fmt('certified')} | {fmt('wrong_certified')} | {fmt('seconds', False)} |", flush=True)
