@@ -53,13 +53,16 @@ N_FEATURES = 20
 SMALL_FIT_ROWS = 1_000
 GOAL_RATIO = 2.0
 GOAL_SMALL_FIT_S = 1.0
-#: ``--phases``: (column, functions whose cumulative time it adds up, as (file suffix, name)).
+#: ``--phases``: (column, functions whose cumulative time it adds up, as (path under
+#: ``src/nwbound/``, name)). Every function must be seen in each profile (:func:`phase_seconds`
+#: raises otherwise), so a moved or renamed function fails the run instead of printing 0.
 PHASES = (
     ("space", (("spaces/_space.py", "fit"),)),                # LearnedSpace.fit: score model, L_r
+    ("L_r pilot", (("assumptions/_lipschitz.py", "estimate_lipschitz"),)),  # inside space
     ("L check", (("spaces/_lipschitz.py", "choose_lipschitz"),)),
     ("predict", (("estimators/_nadaraya_watson.py", "predict_interval"),)),
-    ("ranking", (("estimators/_sums.py", "dense_moment_sums"),)),  # bandwidth="auto": the grid's moments
-    ("sums", (("estimators/_sums.py", "dense_kernel_sums"),)),      # the chosen bandwidth's kernel sums
+    ("ranking", (("engine/host/_sums.py", "dense_moment_sums"),)),  # bandwidth="auto": the grid's moments
+    ("sums", (("engine/host/_sums.py", "dense_kernel_sums"),)),      # the chosen bandwidth's kernel sums
     ("bounds", (("bounds/_spec.py", "limits"), ("bounds/_spec.py", "certified"))),  # Chernoff searches
 )
 
@@ -105,12 +108,27 @@ def profile_default(X, y, Q, top: int = 15) -> str:
 
 
 def phase_seconds(stats: pstats.Stats) -> dict[str, float]:
-    """Cumulative seconds inside each part of :data:`PHASES`, and ``total`` (the whole profile)."""
+    """Cumulative seconds inside each part of :data:`PHASES`, and ``total`` (the whole profile).
+
+    Raises
+    ------
+    RuntimeError
+        If a function named in :data:`PHASES` is not in the profile (moved, renamed or no longer
+        called): its column would otherwise print 0.
+    """
     out = {name: 0.0 for name, _ in PHASES}
+    seen = set()
     for (path, _, function), (_, _, _, cumulative, _) in stats.stats.items():
+        path = path.replace(os.sep, "/")
         for name, keys in PHASES:
-            if any(path.replace(os.sep, "/").endswith(suffix) and function == fn for suffix, fn in keys):
-                out[name] += cumulative
+            for suffix, fn in keys:
+                if path.endswith("nwbound/" + suffix) and function == fn:
+                    out[name] += cumulative
+                    seen.add((suffix, fn))
+    missing = [f"{suffix}:{fn}" for _, keys in PHASES for suffix, fn in keys if (suffix, fn) not in seen]
+    if missing:
+        raise RuntimeError(f"--phases: {', '.join(missing)} never ran in the profile (moved or renamed?); "
+                           "update PHASES in benchmarks/bench_defaults.py.")
     out["total"] = stats.total_tt
     return out
 
@@ -159,9 +177,9 @@ def main(argv: list[str] | None = None) -> int:
             names = [name for name, _ in PHASES]
             print("seconds inside each part of one profiled default fit + predict_interval (cProfile, cumulative; "
                   "the last three wherever they run):")
-            print(f"{'rows':>8} {'classes':>7} {'total':>7} " + " ".join(f"{n:>8}" for n in names) + f" {'HGB':>6}")
+            print(f"{'rows':>8} {'classes':>7} {'total':>7} " + " ".join(f"{n:>9}" for n in names) + f" {'HGB':>6}")
             for n_rows, n_classes, hgb_s, sec in phases:
-                print(f"{n_rows:>8} {n_classes:>7} {sec['total']:>7.2f} " + " ".join(f"{sec[n]:>8.2f}" for n in names)
+                print(f"{n_rows:>8} {n_classes:>7} {sec['total']:>7.2f} " + " ".join(f"{sec[n]:>9.2f}" for n in names)
                       + f" {hgb_s:>6.2f}")
         for n_classes in args.classes:
             X, y, _, _ = dataset(int(SMALL_FIT_ROWS / 0.7) + 1, n_classes)
