@@ -94,7 +94,6 @@ from __future__ import annotations
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 from sklearn import get_config
@@ -104,13 +103,14 @@ from ..._memory import block_rows
 from ..._numerics import direct_distance_error, summation_error
 from ...kernels import Kernel
 from ._neighbor_sums import neighbor_distances, neighbor_kernel_sums
+from .._ranking import BandwidthRanking
 from .._statistics import KernelStatistics
 from ._sums_data import TrainingSet, _Layout, _nearest_center, ranking_sample_rows, zero_statistics
 from . import _tiles
 from ._tiles import _U64, _FusedSpec, _Plan, _block_sums, _distance_sum_scale, _n_moments, _store
 
 __all__ = [
-    "TrainingSet", "MomentSums", "dense_kernel_sums", "dense_moment_sums", "neighbor_kernel_sums",
+    "TrainingSet", "dense_kernel_sums", "dense_moment_sums", "neighbor_kernel_sums",
     "neighbor_distances", "block_rows", "ranking_sample_rows",
 ]
 
@@ -307,28 +307,6 @@ def _dense_pass(
     return out
 
 
-@dataclass
-class MomentSums:
-    """κ, ``Σ (wK)²`` and ``Σ wK·d`` per query and bandwidth from distance moments (for ranking).
-
-    Computed in expanded polynomial form, so they carry rounding beyond the engine's error
-    model: fit to *choose* a bandwidth (a function of the inputs only), never to bound.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.kernels import get_kernel
-    >>> train = TrainingSet.build(np.array([[0.0], [0.5], [3.0]]), np.array([0, 1, 1]), 2, None)
-    >>> m = dense_moment_sums(np.array([[0.0]]), train, get_kernel("epanechnikov"), np.array([1.0, 4.0]))
-    >>> m.kappa.round(4).tolist()
-    [[1.75, 2.4219]]
-    """
-
-    kappa: np.ndarray  # (n, G)
-    sq_sum: np.ndarray  # (n, G)
-    dist_sum: np.ndarray  # (n, G), ≈ Σ w K ‖y − y_i‖ (distances rounded up as in dist_sum)
-
-
 def dense_moment_sums(
     Xq: np.ndarray,
     train: TrainingSet,
@@ -338,7 +316,7 @@ def dense_moment_sums(
     working_memory: float | None = None,
     n_jobs: int | None = None,
     prune: bool | None = None,
-) -> MomentSums:
+) -> BandwidthRanking:
     """κ, ``Σ (wK)²`` and ``Σ wK·d`` of every bandwidth from **one** pass, for a polynomial kernel.
 
     For ``K(u) = Σ_a c_a u^{2a}`` (``kernel.polynomial``) and ``u² = δ·s_g`` (``δ = d²/S²``), the sums
@@ -361,8 +339,13 @@ def dense_moment_sums(
 
     Returns
     -------
-    MomentSums
-        Each (n_queries, n_bandwidths), clipped at 0. Where one of the three expanded sums is
+    BandwidthRanking
+        ``kappa``, ``sq_sum`` and ``dist_sum`` (``≈ Σ w K ‖y − y_i‖``, distances rounded up as in
+        :func:`dense_kernel_sums`), each (n_queries, n_bandwidths), clipped at 0, over the rows of
+        ``train`` in its units (:meth:`BandwidthRanking.from_sums` restates them), and ``bandwidth``
+        (1, n_bandwidths). Computed in expanded polynomial form, so they carry rounding beyond the
+        engine's error model: fit to *choose* a bandwidth (a function of the inputs only), never to
+        bound. Where one of the three expanded sums is
         within its rounding of 0 (at most ``_MOMENT_TOLERANCE`` times the same sum with
         ``|c_a|``, which is > 0: every point near the support's edge), or κ > 0 with
         ``Σ (wK)² = 0`` (underflow), all three are 0 for that query and bandwidth, so that it
@@ -406,7 +389,7 @@ def dense_moment_sums(
                               working_memory=working_memory, n_jobs=n_jobs, prune=prune, histogram_bins=0,
                               moment_degree=degree)
         kappa[rows], sq_sum[rows], dist_sum[rows] = _moments_to_sums(moments, coef, kernel, bandwidths, train)
-    return MomentSums(kappa=kappa, sq_sum=sq_sum, dist_sum=dist_sum)
+    return BandwidthRanking(kappa=kappa, sq_sum=sq_sum, dist_sum=dist_sum, bandwidth=bandwidths[None, :])
 
 
 def _moments_to_sums(moments: np.ndarray, coef: np.ndarray, kernel: Kernel, bandwidths: np.ndarray,
