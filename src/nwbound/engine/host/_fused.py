@@ -47,7 +47,7 @@ from ..._numba_cache import njit_cached
 from ...kernels import Kernel
 from ...kernels import gaussian_kernel, get_kernel
 
-__all__ = ["KERNEL_CODES", "kernel_code", "tile_sums"]
+__all__ = ["KERNEL_CODES", "distance_kernel_values", "kernel_code", "tile_moments", "tile_sums"]
 
 # Integer codes of the kernels the compiled reduction evaluates itself.
 EPANECHNIKOV, BOXCAR, QUARTIC, TRIWEIGHT, TRICUBE, COSINE, GAUSSIAN = range(7)
@@ -203,6 +203,66 @@ def _evaluate(code, u2, radius_sq, out, n):  # pragma: no cover - compiled
     else:  # GAUSSIAN, truncated at radius_sq
         for k in range(n):
             out[k] = math.exp(-0.5 * u2[k]) if u2[k] <= radius_sq else 0.0
+
+
+@njit_cached(nogil=True)
+def _distance_values(D, lam, code, out):  # pragma: no cover - compiled
+    """``out = K(D/λ)`` for a profile that is a polynomial in ``u²`` (or the boxcar): per entry
+    ``u = d/λ``, ``u²``, then the profile, as numpy's :class:`~nwbound.kernels.Kernel` evaluates it."""
+    n_rows, width = D.shape
+    for i in range(n_rows):
+        for j in range(width):
+            u = D[i, j] / lam
+            u2 = u * u
+            if code == BOXCAR:
+                out[i, j] = 1.0 if u2 <= 1.0 else 0.0
+            else:
+                b = max(1.0 - u2, 0.0)
+                if code == QUARTIC:
+                    b = b * b
+                elif code == TRIWEIGHT:
+                    b = b * b * b
+                out[i, j] = b
+
+
+def distance_kernel_values(D: np.ndarray, lam: float, kernel: Kernel) -> np.ndarray | None:
+    """``K(D/λ)`` of a float64 block of distances in one compiled pass, or None.
+
+    For the built-in profiles that are polynomials in ``u²`` (Epanechnikov, quartic, triweight)
+    and the boxcar, the very float64 operations of the kernel's numpy profile, in the same order
+    (``u = d/λ``, ``u·u``, ``1 − u²`` clipped at 0, its power): the same bits as
+    ``kernel(D / lam)``, without its four full-size temporaries. None for any other kernel (and
+    for a user's kernel that reuses a built-in name, :func:`kernel_code`): evaluate it in numpy.
+
+    Parameters
+    ----------
+    D : ndarray of shape (n, m)
+        Distances (any float dtype: converted to float64, as the numpy route computes).
+    lam : float
+        Bandwidth λ > 0.
+    kernel : Kernel
+
+    Returns
+    -------
+    ndarray of shape (n, m), float64, or None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.kernels import get_kernel
+    >>> D = np.array([[0.0, 0.5, 1.0, 2.0]])
+    >>> distance_kernel_values(D, 1.0, get_kernel("quartic")).tolist()
+    [[1.0, 0.5625, 0.0, 0.0]]
+    >>> distance_kernel_values(D, 1.0, get_kernel("tricube")) is None
+    True
+    """
+    spec = kernel_code(kernel)
+    if spec is None or spec[0] not in (EPANECHNIKOV, BOXCAR, QUARTIC, TRIWEIGHT):
+        return None
+    D = np.ascontiguousarray(D, dtype=np.float64)
+    out = np.empty_like(D)
+    _distance_values(D, float(lam), spec[0], out)
+    return out
 
 
 @njit_cached(nogil=True)
