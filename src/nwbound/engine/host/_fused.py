@@ -514,6 +514,17 @@ def tile_sums(
                     tail_mass[i, g] += tm
 
 
+@njit_cached(nogil=True, inline="always")
+def _add_linear(part, o, d, r):  # pragma: no cover - compiled
+    """One entry's moments of a kernel of degree 1 in ``u²`` (unit weights) into ``part[o : o + 5]``:
+    ``1, δ, δ², r, r·δ``."""
+    part[o] += 1.0
+    part[o + 1] += d
+    part[o + 2] += d * d
+    part[o + 3] += r
+    part[o + 4] += r * d
+
+
 @njit_cached(nogil=True)
 def tile_moments(
     t,
@@ -574,10 +585,12 @@ def tile_moments(
     d2 = np.empty(width)
     dist = np.empty(width)
     slot = np.empty(width, dtype=np.intp)
-    # Four interleaved partial sums per slot (flat): consecutive entries of the same slot
-    # would otherwise wait on each other's store.
+    # Four interleaved partial sums per slot (entry k in row k & 3): consecutive entries of the
+    # same slot would otherwise wait on each other's store. One array per row, so that the
+    # unrolled loop below names each row's accumulators directly.
     stride = (n_bw + 1) * n_mom
-    part = np.zeros(4 * stride)
+    part = np.zeros((4, stride))
+    p0, p1, p2, p3 = part[0], part[1], part[2], part[3]
     every = np.arange(width)  # the column list of a row visited in full
     visit_all = True  # guessed from the previous row: tiles of one block look alike
     for i in range(n_rows):
@@ -638,33 +651,34 @@ def tile_moments(
             while d > thresholds[s]:  # thresholds[n_bw] = inf stops it
                 s += 1
             slot[k] = s
-        part[:] = 0.0
+        part[:, :] = 0.0
         if degree == 1 and not weighted:  # Epanechnikov, unit weights: the common case, unrolled
-            for k in range(n):
-                o = (k & 3) * stride + slot[k] * 5
-                d = d2[k]
-                r = dist[k]
-                part[o] += 1.0
-                part[o + 1] += d
-                part[o + 2] += d * d
-                part[o + 3] += r
-                part[o + 4] += r * d
+            k = 0
+            while k + 4 <= n:  # entries k … k + 3 to rows 0 … 3 (k is a multiple of 4)
+                _add_linear(p0, slot[k] * 5, d2[k], dist[k])
+                _add_linear(p1, slot[k + 1] * 5, d2[k + 1], dist[k + 1])
+                _add_linear(p2, slot[k + 2] * 5, d2[k + 2], dist[k + 2])
+                _add_linear(p3, slot[k + 3] * 5, d2[k + 3], dist[k + 3])
+                k += 4
+            for kk in range(k, n):
+                _add_linear(part[kk & 3], slot[kk] * 5, d2[kk], dist[kk])
         else:
             for k in range(n):
-                o = (k & 3) * stride + slot[k] * n_mom
+                row_k = part[k & 3]
+                o = slot[k] * n_mom
                 d = d2[k]
                 w = weights[col_ids[idx[k]]] if weighted else 1.0
                 w2 = w * w
                 wr = w * dist[k]
                 x = 1.0
                 for a in range(n_sq):
-                    part[o + a] += w2 * x
+                    row_k[o + a] += w2 * x
                     if a < n_lin:
-                        part[o + n_sq + a] += wr * x
+                        row_k[o + n_sq + a] += wr * x
                         if weighted:
-                            part[o + n_sq + n_lin + a] += w * x
+                            row_k[o + n_sq + n_lin + a] += w * x
                     x *= d
         for s in range(n_bw):  # slot n_bw: outside every bandwidth
             for a in range(n_mom):
                 o = s * n_mom + a
-                mom[i, s, a] += (part[o] + part[stride + o]) + (part[2 * stride + o] + part[3 * stride + o])
+                mom[i, s, a] += (p0[o] + p1[o]) + (p2[o] + p3[o])
