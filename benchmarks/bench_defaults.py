@@ -22,7 +22,8 @@ Usage::
 the table's times carry no profiling overhead) and prints its 15 most expensive calls by
 cumulative time. ``--phases`` does the same and prints one line per size instead: the seconds
 spent inside each part of the default model (:data:`PHASES`; the learned space and the L check are
-parts of fit, the three passes are counted wherever they run, in fit or predict).
+parts of fit, L_r's pilot a part of the space, the three passes are counted wherever they run, in
+fit or predict). A function of :data:`PHASES` that never ran stops the run with an error naming it.
 """
 
 from __future__ import annotations

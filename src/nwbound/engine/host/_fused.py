@@ -30,7 +30,10 @@ folder, when that folder is not writable: :func:`nwbound._numba_cache.njit_cache
 so only the first call on a machine pays the compile time.
 
 Importing this module imports numba; :mod:`._sums` does so lazily, once, and
-falls back to numpy when numba is missing.
+falls back to numpy when numba is missing. So does the pilot of ``lipschitz="auto"``
+(:mod:`nwbound.assumptions`), whose kernel values of a block of distances come from
+:func:`distance_kernel_values` (numpy's bits, one pass), and :func:`tile_moments` is the
+ranking pass of ``bandwidth="auto"``.
 """
 
 from __future__ import annotations
