@@ -313,3 +313,23 @@ def test_distance_kernel_values_are_numpys_bits(kernel):
         assert got is None
     custom = Kernel("epanechnikov", lambda u: np.maximum(1.0 - u * u, 0.0), radius=1.0)
     assert distance_kernel_values(D, lam, custom) is None
+
+
+def test_pilot_takes_the_compiled_kernel_values_unless_switched_off(monkeypatch):
+    # L_r's pilot evaluates its kernel through the engine's compiled pass, and NWBOUND_DISABLE_NUMBA=1
+    # (the engine's switch) sends it back to numpy: the same estimate either way.
+    from nwbound.assumptions import estimate_lipschitz
+    from nwbound.engine.host import _fused
+
+    rng = np.random.default_rng(0)
+    X = rng.random((400, 3))
+    y = (X[:, 0] + 0.2 * rng.random(400) > 0.6).astype(int)
+    calls = []
+    real = _fused.distance_kernel_values
+    monkeypatch.setattr(_fused, "distance_kernel_values", lambda *a: calls.append(1) or real(*a))
+    compiled = estimate_lipschitz(X, y, random_state=0).value
+    assert calls
+    calls.clear()
+    monkeypatch.setenv("NWBOUND_DISABLE_NUMBA", "1")
+    assert estimate_lipschitz(X, y, random_state=0).value == compiled
+    assert not calls

@@ -154,14 +154,12 @@ def _reach_bandwidth(E: np.ndarray, X_pilot: np.ndarray) -> float:
 
 
 def _kernel_values(kernel: Any, D: np.ndarray, lam: float) -> np.ndarray:
-    """``K(D/λ)`` in float64: the compiled pass of the engine when numba is there and the kernel
-    one it evaluates bit for bit as numpy does, else numpy (the pilot's cost, issue 30)."""
-    try:
-        from ..engine.host._fused import distance_kernel_values
-    except ImportError:  # numba missing: numpy
-        values = None
-    else:
-        values = distance_kernel_values(D, lam, kernel)
+    """``K(D/λ)`` in float64: the engine's compiled pass where it runs (numba there and not switched
+    off) and evaluates the kernel bit for bit as numpy does, else numpy (the pilot's cost, issue 30)."""
+    from ..engine.host._sums import compiled_module
+
+    module = compiled_module()
+    values = None if module is None else module.distance_kernel_values(D, lam, kernel)
     return np.asarray(kernel(D / lam), dtype=np.float64) if values is None else values
 
 

@@ -110,7 +110,7 @@ from . import _tiles
 from ._tiles import _U64, _FusedSpec, _Plan, _block_sums, _distance_sum_scale, _n_moments, _store
 
 __all__ = [
-    "TrainingSet", "dense_kernel_sums", "dense_moment_sums", "neighbor_kernel_sums",
+    "TrainingSet", "compiled_module", "dense_kernel_sums", "dense_moment_sums", "neighbor_kernel_sums",
     "neighbor_distances", "block_rows", "ranking_sample_rows",
 ]
 
@@ -147,27 +147,42 @@ def _tile_bytes_per_element(itemsize: int) -> int:
     return itemsize + 1 + 6 * 8
 
 
-def _fused_spec(kernel: Kernel, lay: _Layout) -> _FusedSpec | None:
-    """The compiled reduction's fixed arguments, or None for the numpy route
-    (numba missing or switched off, or a kernel it does not evaluate)."""
+def compiled_module():
+    """The compiled passes (:mod:`._fused`), or None: numba missing, or switched off (``USE_NUMBA =
+    False`` here, or the environment variable ``NWBOUND_DISABLE_NUMBA=1``). Imported lazily, once,
+    so that ``import nwbound`` stays fast.
+
+    Examples
+    --------
+    >>> module = compiled_module()
+    >>> module is None or callable(module.tile_sums)
+    True
+    """
     global _FUSED_MODULE
     if not USE_NUMBA or os.environ.get("NWBOUND_DISABLE_NUMBA", "").strip() not in ("", "0"):
         return None
-    if _FUSED_MODULE is None:  # import numba lazily, once: `import nwbound` stays fast
+    if _FUSED_MODULE is None:
         try:
             from . import _fused
         except ImportError:
             _FUSED_MODULE = False
         else:
             _FUSED_MODULE = _fused
-    if _FUSED_MODULE is False:
+    return _FUSED_MODULE or None
+
+
+def _fused_spec(kernel: Kernel, lay: _Layout) -> _FusedSpec | None:
+    """The compiled reduction's fixed arguments, or None for the numpy route
+    (numba missing or switched off, or a kernel it does not evaluate)."""
+    module = compiled_module()
+    if module is None:
         return None
-    spec = _FUSED_MODULE.kernel_code(kernel)
+    spec = module.kernel_code(kernel)
     if spec is None:
         return None
     return _FusedSpec(
-        tile_sums=_FUSED_MODULE.tile_sums,
-        tile_moments=_FUSED_MODULE.tile_moments,
+        tile_sums=module.tile_sums,
+        tile_moments=module.tile_moments,
         code=spec[0],
         radius_sq=spec[1],
         labels=lay.labels.astype(np.intp, copy=False),
