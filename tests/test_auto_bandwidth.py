@@ -9,6 +9,7 @@ import pytest
 from test_engine_paths import _clustered, _direct, route  # noqa: F401  (route: fixture)
 
 from nwbound import NadarayaWatsonClassifier
+from nwbound.engine import BandwidthRanking
 from nwbound.engine.host import _sums, _sums_data
 from nwbound.engine.host._sums import TrainingSet, dense_kernel_sums, dense_moment_sums
 from nwbound.kernels import get_kernel
@@ -42,6 +43,18 @@ def test_moment_sums_equal_direct_formulas(kernel, weighted, dtype, route):
         np.testing.assert_allclose(got.sq_sum[:, g], s2, rtol=tol, atol=tol * (1 + s2.max()))
         np.testing.assert_allclose(got.dist_sum[:, g], dsum, rtol=tol, atol=tol * (1 + dsum.max()))
     assert np.all(got.kappa[-5:, :2] == 0)  # far queries: no point within the narrow supports
+
+
+def test_moment_pass_returns_the_one_ranking_type():
+    # One statistics type for ranking (issue 31): the host's moment pass returns the engine's
+    # BandwidthRanking (it had its own near-duplicate, MomentSums, without the grid).
+    X, y, Q = _clustered(300, 2, 20, seed=7)
+    train = TrainingSet.build(X, y, 3, None)
+    got = dense_moment_sums(Q, train, get_kernel("epanechnikov"), GRID)
+    assert type(got) is BandwidthRanking
+    np.testing.assert_array_equal(got.bandwidth, GRID[None, :])
+    assert got.merge(got).kappa.shape == (20, len(GRID))
+    assert not hasattr(_sums, "MomentSums")
 
 
 def test_moment_sums_with_pruning_and_many_bandwidths(monkeypatch):

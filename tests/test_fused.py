@@ -292,3 +292,44 @@ def test_sums_do_not_depend_on_the_block_shape(dtype, monkeypatch):
     np.testing.assert_allclose(a.hist_mass, b.hist_mass, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(a.histogram, b.histogram)
     np.testing.assert_array_equal(a.u2_error, b.u2_error)
+
+
+@pytest.mark.parametrize("kernel", COMPILED_KERNELS)
+def test_distance_kernel_values_are_numpys_bits(kernel):
+    # The pilot of lipschitz="auto" evaluates K(D/λ) on a whole block of distances (issue 30's
+    # cost): the compiled pass must give the numpy profile's very bits, or decline.
+    from nwbound.engine.host._fused import distance_kernel_values
+
+    rng = np.random.default_rng(4)
+    lam = 0.37
+    D = np.concatenate([rng.random((40, 50)) * 0.5, [[0.0, lam, np.nextafter(lam, 0.0), np.nextafter(lam, 1.0)] * 3
+                                                     + [0.0] * 38]])
+    k = gaussian_kernel(3.0) if kernel == "gaussian" else get_kernel(kernel)
+    got = distance_kernel_values(D, lam, k)
+    if kernel in ("epanechnikov", "boxcar", "quartic", "triweight"):
+        assert got.tobytes() == np.asarray(k(D / lam), dtype=np.float64).tobytes()
+        assert np.count_nonzero(got) < got.size  # the block reaches beyond the support
+    else:  # profiles of u (tricube, cosine) or exp: numpy's own functions, not re-derived
+        assert got is None
+    custom = Kernel("epanechnikov", lambda u: np.maximum(1.0 - u * u, 0.0), radius=1.0)
+    assert distance_kernel_values(D, lam, custom) is None
+
+
+def test_pilot_takes_the_compiled_kernel_values_unless_switched_off(monkeypatch):
+    # L_r's pilot evaluates its kernel through the engine's compiled pass, and NWBOUND_DISABLE_NUMBA=1
+    # (the engine's switch) sends it back to numpy: the same estimate either way.
+    from nwbound.assumptions import estimate_lipschitz
+    from nwbound.engine.host import _fused
+
+    rng = np.random.default_rng(0)
+    X = rng.random((400, 3))
+    y = (X[:, 0] + 0.2 * rng.random(400) > 0.6).astype(int)
+    calls = []
+    real = _fused.distance_kernel_values
+    monkeypatch.setattr(_fused, "distance_kernel_values", lambda *a: calls.append(1) or real(*a))
+    compiled = estimate_lipschitz(X, y, random_state=0).value
+    assert calls
+    calls.clear()
+    monkeypatch.setenv("NWBOUND_DISABLE_NUMBA", "1")
+    assert estimate_lipschitz(X, y, random_state=0).value == compiled
+    assert not calls

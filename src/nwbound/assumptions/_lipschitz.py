@@ -153,6 +153,16 @@ def _reach_bandwidth(E: np.ndarray, X_pilot: np.ndarray) -> float:
     return float(np.nextafter(np.median(dist[:, -1]), np.inf))
 
 
+def _kernel_values(kernel: Any, D: np.ndarray, lam: float) -> np.ndarray:
+    """``K(D/λ)`` in float64: the engine's compiled pass where it runs (numba there and not switched
+    off) and evaluates the kernel bit for bit as numpy does, else numpy (the pilot's cost, issue 30)."""
+    from ..engine.host._sums import compiled_module
+
+    module = compiled_module()
+    values = None if module is None else module.distance_kernel_values(D, lam, kernel)
+    return np.asarray(kernel(D / lam), dtype=np.float64) if values is None else values
+
+
 def _pilot_estimate(
     X: np.ndarray,
     y: np.ndarray,
@@ -201,7 +211,7 @@ def _pilot_estimate(
     def sums(lam: float) -> np.ndarray:
         # Only κ and p̂ are needed: the Nadaraya-Watson class sums Σ K(‖x − x_i‖/λ)·1{y_i = c}.
         return np.vstack(list(pairwise_distances_chunked(
-            X[eval_idx], X_pilot, reduce_func=lambda D, start: np.asarray(K(D / lam), dtype=np.float64) @ targets,
+            X[eval_idx], X_pilot, reduce_func=lambda D, start: _kernel_values(K, D, lam) @ targets,
             working_memory=working_memory,
         )))
 

@@ -59,7 +59,9 @@ class BandwidthRanking:
     """What ranks the grid of ``bandwidth="auto"``: κ, ``Σ a_i²`` and ``Σ a_i d_i`` per query and bandwidth.
 
     From :meth:`~nwbound.NadarayaWatsonClassifier.bandwidth_ranking` (for polynomial kernels one pass of
-    distance moments, whatever the grid's size); shards of a training set add up with
+    distance moments, whatever the grid's size: the host's
+    :func:`~nwbound.engine.host._sums.dense_moment_sums` returns one in the engine's units, which
+    :meth:`from_sums` restates in the input's); shards of a training set add up with
     :meth:`merge`, and :meth:`~nwbound.NadarayaWatsonClassifier.choose_bandwidths` turns it into each
     query's bandwidth. Only for choosing: the bounds are then computed from exact statistics at
     the chosen bandwidth (``kernel_statistics(X, bandwidth_index=...)``).

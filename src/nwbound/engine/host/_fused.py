@@ -30,7 +30,10 @@ folder, when that folder is not writable: :func:`nwbound._numba_cache.njit_cache
 so only the first call on a machine pays the compile time.
 
 Importing this module imports numba; :mod:`._sums` does so lazily, once, and
-falls back to numpy when numba is missing.
+falls back to numpy when numba is missing. So does the pilot of ``lipschitz="auto"``
+(:mod:`nwbound.assumptions`), whose kernel values of a block of distances come from
+:func:`distance_kernel_values` (numpy's bits, one pass), and :func:`tile_moments` is the
+ranking pass of ``bandwidth="auto"``.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from ..._numba_cache import njit_cached
 from ...kernels import Kernel
 from ...kernels import gaussian_kernel, get_kernel
 
-__all__ = ["KERNEL_CODES", "kernel_code", "tile_sums"]
+__all__ = ["KERNEL_CODES", "distance_kernel_values", "kernel_code", "tile_moments", "tile_sums"]
 
 # Integer codes of the kernels the compiled reduction evaluates itself.
 EPANECHNIKOV, BOXCAR, QUARTIC, TRIWEIGHT, TRICUBE, COSINE, GAUSSIAN = range(7)
@@ -203,6 +206,66 @@ def _evaluate(code, u2, radius_sq, out, n):  # pragma: no cover - compiled
     else:  # GAUSSIAN, truncated at radius_sq
         for k in range(n):
             out[k] = math.exp(-0.5 * u2[k]) if u2[k] <= radius_sq else 0.0
+
+
+@njit_cached(nogil=True)
+def _distance_values(D, lam, code, out):  # pragma: no cover - compiled
+    """``out = K(D/λ)`` for a profile that is a polynomial in ``u²`` (or the boxcar): per entry
+    ``u = d/λ``, ``u²``, then the profile, as numpy's :class:`~nwbound.kernels.Kernel` evaluates it."""
+    n_rows, width = D.shape
+    for i in range(n_rows):
+        for j in range(width):
+            u = D[i, j] / lam
+            u2 = u * u
+            if code == BOXCAR:
+                out[i, j] = 1.0 if u2 <= 1.0 else 0.0
+            else:
+                b = max(1.0 - u2, 0.0)
+                if code == QUARTIC:
+                    b = b * b
+                elif code == TRIWEIGHT:
+                    b = b * b * b
+                out[i, j] = b
+
+
+def distance_kernel_values(D: np.ndarray, lam: float, kernel: Kernel) -> np.ndarray | None:
+    """``K(D/λ)`` of a float64 block of distances in one compiled pass, or None.
+
+    For the built-in profiles that are polynomials in ``u²`` (Epanechnikov, quartic, triweight)
+    and the boxcar, the very float64 operations of the kernel's numpy profile, in the same order
+    (``u = d/λ``, ``u·u``, ``1 − u²`` clipped at 0, its power): the same bits as
+    ``kernel(D / lam)``, without its four full-size temporaries. None for any other kernel (and
+    for a user's kernel that reuses a built-in name, :func:`kernel_code`): evaluate it in numpy.
+
+    Parameters
+    ----------
+    D : ndarray of shape (n, m)
+        Distances (any float dtype: converted to float64, as the numpy route computes).
+    lam : float
+        Bandwidth λ > 0.
+    kernel : Kernel
+
+    Returns
+    -------
+    ndarray of shape (n, m), float64, or None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.kernels import get_kernel
+    >>> D = np.array([[0.0, 0.5, 1.0, 2.0]])
+    >>> distance_kernel_values(D, 1.0, get_kernel("quartic")).tolist()
+    [[1.0, 0.5625, 0.0, 0.0]]
+    >>> distance_kernel_values(D, 1.0, get_kernel("tricube")) is None
+    True
+    """
+    spec = kernel_code(kernel)
+    if spec is None or spec[0] not in (EPANECHNIKOV, BOXCAR, QUARTIC, TRIWEIGHT):
+        return None
+    D = np.ascontiguousarray(D, dtype=np.float64)
+    out = np.empty_like(D)
+    _distance_values(D, float(lam), spec[0], out)
+    return out
 
 
 @njit_cached(nogil=True)
@@ -454,6 +517,17 @@ def tile_sums(
                     tail_mass[i, g] += tm
 
 
+@njit_cached(nogil=True, inline="always")
+def _add_linear(part, o, d, r):  # pragma: no cover - compiled
+    """One entry's moments of a kernel of degree 1 in ``u²`` (unit weights) into ``part[o : o + 5]``:
+    ``1, δ, δ², r, r·δ``."""
+    part[o] += 1.0
+    part[o + 1] += d
+    part[o + 2] += d * d
+    part[o + 3] += r
+    part[o + 4] += r * d
+
+
 @njit_cached(nogil=True)
 def tile_moments(
     t,
@@ -514,10 +588,12 @@ def tile_moments(
     d2 = np.empty(width)
     dist = np.empty(width)
     slot = np.empty(width, dtype=np.intp)
-    # Four interleaved partial sums per slot (flat): consecutive entries of the same slot
-    # would otherwise wait on each other's store.
+    # Four interleaved partial sums per slot (entry k in row k & 3): consecutive entries of the
+    # same slot would otherwise wait on each other's store. One array per row, so that the
+    # unrolled loop below names each row's accumulators directly.
     stride = (n_bw + 1) * n_mom
-    part = np.zeros(4 * stride)
+    part = np.zeros((4, stride))
+    p0, p1, p2, p3 = part[0], part[1], part[2], part[3]
     every = np.arange(width)  # the column list of a row visited in full
     visit_all = True  # guessed from the previous row: tiles of one block look alike
     for i in range(n_rows):
@@ -578,33 +654,34 @@ def tile_moments(
             while d > thresholds[s]:  # thresholds[n_bw] = inf stops it
                 s += 1
             slot[k] = s
-        part[:] = 0.0
+        part[:, :] = 0.0
         if degree == 1 and not weighted:  # Epanechnikov, unit weights: the common case, unrolled
-            for k in range(n):
-                o = (k & 3) * stride + slot[k] * 5
-                d = d2[k]
-                r = dist[k]
-                part[o] += 1.0
-                part[o + 1] += d
-                part[o + 2] += d * d
-                part[o + 3] += r
-                part[o + 4] += r * d
+            k = 0
+            while k + 4 <= n:  # entries k … k + 3 to rows 0 … 3 (k is a multiple of 4)
+                _add_linear(p0, slot[k] * 5, d2[k], dist[k])
+                _add_linear(p1, slot[k + 1] * 5, d2[k + 1], dist[k + 1])
+                _add_linear(p2, slot[k + 2] * 5, d2[k + 2], dist[k + 2])
+                _add_linear(p3, slot[k + 3] * 5, d2[k + 3], dist[k + 3])
+                k += 4
+            for kk in range(k, n):
+                _add_linear(part[kk & 3], slot[kk] * 5, d2[kk], dist[kk])
         else:
             for k in range(n):
-                o = (k & 3) * stride + slot[k] * n_mom
+                row_k = part[k & 3]
+                o = slot[k] * n_mom
                 d = d2[k]
                 w = weights[col_ids[idx[k]]] if weighted else 1.0
                 w2 = w * w
                 wr = w * dist[k]
                 x = 1.0
                 for a in range(n_sq):
-                    part[o + a] += w2 * x
+                    row_k[o + a] += w2 * x
                     if a < n_lin:
-                        part[o + n_sq + a] += wr * x
+                        row_k[o + n_sq + a] += wr * x
                         if weighted:
-                            part[o + n_sq + n_lin + a] += w * x
+                            row_k[o + n_sq + n_lin + a] += w * x
                     x *= d
         for s in range(n_bw):  # slot n_bw: outside every bandwidth
             for a in range(n_mom):
                 o = s * n_mom + a
-                mom[i, s, a] += (part[o] + part[stride + o]) + (part[2 * stride + o] + part[3 * stride + o])
+                mom[i, s, a] += (p0[o] + p1[o]) + (p2[o] + p3[o])

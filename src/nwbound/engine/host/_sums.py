@@ -94,7 +94,6 @@ from __future__ import annotations
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 from sklearn import get_config
@@ -104,13 +103,14 @@ from ..._memory import block_rows
 from ..._numerics import direct_distance_error, summation_error
 from ...kernels import Kernel
 from ._neighbor_sums import neighbor_distances, neighbor_kernel_sums
+from .._ranking import BandwidthRanking
 from .._statistics import KernelStatistics
 from ._sums_data import TrainingSet, _Layout, _nearest_center, ranking_sample_rows, zero_statistics
 from . import _tiles
 from ._tiles import _U64, _FusedSpec, _Plan, _block_sums, _distance_sum_scale, _n_moments, _store
 
 __all__ = [
-    "TrainingSet", "MomentSums", "dense_kernel_sums", "dense_moment_sums", "neighbor_kernel_sums",
+    "TrainingSet", "compiled_module", "dense_kernel_sums", "dense_moment_sums", "neighbor_kernel_sums",
     "neighbor_distances", "block_rows", "ranking_sample_rows",
 ]
 
@@ -147,27 +147,42 @@ def _tile_bytes_per_element(itemsize: int) -> int:
     return itemsize + 1 + 6 * 8
 
 
-def _fused_spec(kernel: Kernel, lay: _Layout) -> _FusedSpec | None:
-    """The compiled reduction's fixed arguments, or None for the numpy route
-    (numba missing or switched off, or a kernel it does not evaluate)."""
+def compiled_module():
+    """The compiled passes (:mod:`._fused`), or None: numba missing, or switched off (``USE_NUMBA =
+    False`` here, or the environment variable ``NWBOUND_DISABLE_NUMBA=1``). Imported lazily, once,
+    so that ``import nwbound`` stays fast.
+
+    Examples
+    --------
+    >>> module = compiled_module()
+    >>> module is None or callable(module.tile_sums)
+    True
+    """
     global _FUSED_MODULE
     if not USE_NUMBA or os.environ.get("NWBOUND_DISABLE_NUMBA", "").strip() not in ("", "0"):
         return None
-    if _FUSED_MODULE is None:  # import numba lazily, once: `import nwbound` stays fast
+    if _FUSED_MODULE is None:
         try:
             from . import _fused
         except ImportError:
             _FUSED_MODULE = False
         else:
             _FUSED_MODULE = _fused
-    if _FUSED_MODULE is False:
+    return _FUSED_MODULE or None
+
+
+def _fused_spec(kernel: Kernel, lay: _Layout) -> _FusedSpec | None:
+    """The compiled reduction's fixed arguments, or None for the numpy route
+    (numba missing or switched off, or a kernel it does not evaluate)."""
+    module = compiled_module()
+    if module is None:
         return None
-    spec = _FUSED_MODULE.kernel_code(kernel)
+    spec = module.kernel_code(kernel)
     if spec is None:
         return None
     return _FusedSpec(
-        tile_sums=_FUSED_MODULE.tile_sums,
-        tile_moments=_FUSED_MODULE.tile_moments,
+        tile_sums=module.tile_sums,
+        tile_moments=module.tile_moments,
         code=spec[0],
         radius_sq=spec[1],
         labels=lay.labels.astype(np.intp, copy=False),
@@ -307,28 +322,6 @@ def _dense_pass(
     return out
 
 
-@dataclass
-class MomentSums:
-    """κ, ``Σ (wK)²`` and ``Σ wK·d`` per query and bandwidth from distance moments (for ranking).
-
-    Computed in expanded polynomial form, so they carry rounding beyond the engine's error
-    model: fit to *choose* a bandwidth (a function of the inputs only), never to bound.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.kernels import get_kernel
-    >>> train = TrainingSet.build(np.array([[0.0], [0.5], [3.0]]), np.array([0, 1, 1]), 2, None)
-    >>> m = dense_moment_sums(np.array([[0.0]]), train, get_kernel("epanechnikov"), np.array([1.0, 4.0]))
-    >>> m.kappa.round(4).tolist()
-    [[1.75, 2.4219]]
-    """
-
-    kappa: np.ndarray  # (n, G)
-    sq_sum: np.ndarray  # (n, G)
-    dist_sum: np.ndarray  # (n, G), ≈ Σ w K ‖y − y_i‖ (distances rounded up as in dist_sum)
-
-
 def dense_moment_sums(
     Xq: np.ndarray,
     train: TrainingSet,
@@ -338,7 +331,7 @@ def dense_moment_sums(
     working_memory: float | None = None,
     n_jobs: int | None = None,
     prune: bool | None = None,
-) -> MomentSums:
+) -> BandwidthRanking:
     """κ, ``Σ (wK)²`` and ``Σ wK·d`` of every bandwidth from **one** pass, for a polynomial kernel.
 
     For ``K(u) = Σ_a c_a u^{2a}`` (``kernel.polynomial``) and ``u² = δ·s_g`` (``δ = d²/S²``), the sums
@@ -361,8 +354,13 @@ def dense_moment_sums(
 
     Returns
     -------
-    MomentSums
-        Each (n_queries, n_bandwidths), clipped at 0. Where one of the three expanded sums is
+    BandwidthRanking
+        ``kappa``, ``sq_sum`` and ``dist_sum`` (``≈ Σ w K ‖y − y_i‖``, distances rounded up as in
+        :func:`dense_kernel_sums`), each (n_queries, n_bandwidths), clipped at 0, over the rows of
+        ``train`` in its units (:meth:`BandwidthRanking.from_sums` restates them), and ``bandwidth``
+        (1, n_bandwidths). Computed in expanded polynomial form, so they carry rounding beyond the
+        engine's error model: fit to *choose* a bandwidth (a function of the inputs only), never to
+        bound. Where one of the three expanded sums is
         within its rounding of 0 (at most ``_MOMENT_TOLERANCE`` times the same sum with
         ``|c_a|``, which is > 0: every point near the support's edge), or κ > 0 with
         ``Σ (wK)² = 0`` (underflow), all three are 0 for that query and bandwidth, so that it
@@ -406,7 +404,7 @@ def dense_moment_sums(
                               working_memory=working_memory, n_jobs=n_jobs, prune=prune, histogram_bins=0,
                               moment_degree=degree)
         kappa[rows], sq_sum[rows], dist_sum[rows] = _moments_to_sums(moments, coef, kernel, bandwidths, train)
-    return MomentSums(kappa=kappa, sq_sum=sq_sum, dist_sum=dist_sum)
+    return BandwidthRanking(kappa=kappa, sq_sum=sq_sum, dist_sum=dist_sum, bandwidth=bandwidths[None, :])
 
 
 def _moments_to_sums(moments: np.ndarray, coef: np.ndarray, kernel: Kernel, bandwidths: np.ndarray,
