@@ -300,7 +300,7 @@ def _fit_pair(kind, bound, weighted, dev="cpu"):
 @pytest.mark.parametrize("bound,weighted", [("chernoff", False), ("chernoff", True), ("hoeffding", True)])
 def test_estimator_bounds_on_the_device_contain_the_host_solvers(monkeypatch, dev, kind, bound, weighted):
     est, Q = _fit_pair(kind, bound, weighted, dev)
-    assert est.backend_.intervals(Q, est._resolve_bounds(None), est.bandwidths_) is not None  # served there
+    assert est.backend_.intervals(Q, est._resolve_bounds(None)) is not None  # served there
     got = est.predict_interval(Q)
     monkeypatch.setattr(est.backend_, "intervals", lambda *a, **k: None)  # statistics route, host solver
     want = est.predict_interval(Q)

@@ -34,7 +34,6 @@ import numpy as np
 
 from ..._config import get_config
 from ..._numerics import compose_errors, direct_d2_error_factor, summation_error
-from ..._result import PredictionInterval
 from .._statistics import KernelStatistics
 from ._array_api import (
     HISTOGRAM_KERNELS,
@@ -46,8 +45,8 @@ from ._array_api import (
 from ._triton import kernel_statistics
 from ._array_api import to_host
 from ...kernels import Kernel
-from ._results import DeviceIntervals, _interval_to_host, usefulness_parts
-from .._ranking import BandwidthRanking, rows_by_choice
+from ._results import delivered, intervals_from_limits
+from .._ranking import BandwidthRanking, choice_groups, rows_by_choice
 from ..host._sums import TrainingSet
 from ..host._sums_data import u2_error_rows, zero_statistics
 
@@ -561,6 +560,8 @@ def intervals_on_device(
     dtype = "float32" if train.X.dtype == np.float32 else "float64"
     n_q = int(Q.shape[0])
     chernoff = any(s.is_chernoff for s in specs.values())
+    low, high = _box_on_device(train, box, Q.device)
+    outside = torch.any((Q < low) | (Q > high), dim=1)
     # 1. The statistics, in the engines' device form (G = 1, the queries' namespace and device).
     if n_neighbors is None:
         dev_train = _device_training_set(train, xp, dev, dtype)
@@ -574,45 +575,13 @@ def intervals_on_device(
         st = neighbor_kernel_statistics(Q, X_dev, onehot_dev, idx, kernel=kernel, bandwidth=lam, need_dist=True,
                                         keep_points=chernoff, working_memory=working_memory,
                                         check_input=False)  # validated queries, the fit's rows, our search
-    # 2. The same statistics in the bound form, still on the device; 3. every setting's bound there.
-    low, high = _box_on_device(train, box, Q.device)
-    outside = torch.any((Q < low) | (Q > high), dim=1)
+    # 2. The same statistics in the bound form, still on the device; 3. every setting's bound there;
+    # 4. the intervals, read once, where the queries live.
     stats = device_bound_statistics(st, train, n_neighbors=n_neighbors)
     limits = {name: device_limits(spec, stats) for name, spec in specs.items()}
-    first = next(iter(limits.values()))
-    vacuous = first["vacuous"]
-    proba = first["proba"]  # S/κ; the fallback rows (κ = 0) are set after the read below
-    kappa = first["kappa"] * unit  # back to the input's units (inf where not representable, as the host)
-    common = dict(kappa=kappa, n_eff=first["n_eff"], vacuous=vacuous,
-                  bandwidth=torch.full((n_q,), lam, dtype=torch.float64, device=Q.device), outside_box=outside)
-    out = {}
-    for name, lim in limits.items():
-        lower, upper = lim["lower"], lim["upper"]
-        epsilon = lim["epsilon"]
-        if specs[name].is_chernoff:  # ε from p̂ where κ > 0 (the fallback rows are [0, 1] with ε = 1)
-            epsilon = torch.where(vacuous[:, None], 1.0, torch.maximum(proba - lower, upper - proba))
-        fields = dict(proba=proba, lower=lower, upper=upper, epsilon=epsilon, bias=lim["bias"],
-                      sampling=lim["sampling"], **common)
-        out[name] = PredictionInterval(**{k: v.contiguous() for k, v in fields.items()})
     target = Xq.device if not numpy_in and compat().is_torch_array(Xq) else None
-    # The call's one read: the number of rows without mass and, for results that stay on the device
-    # and the estimator's own setting (None, the one predict_interval warns about), the numbers of its
-    # usefulness report. Neither depends on the fallback rows' p̂ (they are vacuous: [0, 1], ε = 1,
-    # never certified, no bias share).
-    summary = target is not None and None in out and n_q > 0
-    packed = [vacuous.sum().to(torch.float64)[None]] + ([usefulness_parts(out[None])] if summary else [])
-    read = torch.cat(packed).tolist()
-    n_vacuous = int(read[0])
-    if n_vacuous:  # the rule (and its error) is the estimator's
-        filled = _with_fallback(proba, vacuous, n_vacuous, fallback)
-        out = {name: dataclasses.replace(iv, proba=filled) for name, iv in out.items()}
-    if numpy_in or target is None:  # NumPy, or another array-API library: its own namespace via the estimator's restore
-        return {name: _interval_to_host(iv) for name, iv in out.items()}
-    result = DeviceIntervals({name: dataclasses.replace(iv, **{f.name: getattr(iv, f.name).to(target)
-                                                               for f in dataclasses.fields(iv)})
-                              for name, iv in out.items()})
-    result.usefulness = tuple(read[1:]) if summary else None
-    return result
+    return intervals_from_limits(limits, specs, kappa_unit=unit, bandwidth=lam, outside_box=outside,
+                                 fallback=fallback, target=target)
 
 
 def _box_on_device(train: TrainingSet, box: tuple[np.ndarray, np.ndarray], dev: Any) -> tuple[Any, Any]:
@@ -625,27 +594,6 @@ def _box_on_device(train: TrainingSet, box: tuple[np.ndarray, np.ndarray], dev: 
     if key not in train._cache:
         train._cache[key] = (torch.as_tensor(low, device=dev), torch.as_tensor(high, device=dev))
     return train._cache[key]
-
-
-def _with_fallback(proba: Any, vacuous: Any, n_vacuous: int, fallback: Callable[[np.ndarray], np.ndarray]) -> Any:
-    """``proba`` with ``fallback``'s rows where ``vacuous``: the estimator's rule gives one row to every
-    vacuous query (the prior, or uniform) or raises with their count, so it is asked with the count
-    alone; a rule whose rows differ gets the rows themselves (a second read)."""
-    import torch
-
-    n = int(proba.shape[0])
-    stand_in = np.zeros(n, dtype=bool)
-    stand_in[:n_vacuous] = True
-    rows = np.asarray(fallback(stand_in), dtype=np.float64)
-    if rows.shape == (n_vacuous, proba.shape[1]) and np.all(rows == rows[:1]):
-        # The row filled on the device (a copy from the host would wait for the device's queue).
-        row = torch.stack([torch.full((), float(v), dtype=torch.float64, device=proba.device) for v in rows[0]])
-        return torch.where(vacuous[:, None], row, proba)
-    vac_host = to_host(vacuous)
-    where = torch.as_tensor(np.flatnonzero(vac_host), device=proba.device)
-    filled = proba.clone()
-    filled[where] = torch.as_tensor(fallback(vac_host), dtype=torch.float64, device=proba.device)
-    return filled
 
 
 def device_ranking(Xq: Any, train: TrainingSet, kernel: Kernel, grid: np.ndarray, *, fraction: float = 1.0,
@@ -814,16 +762,6 @@ class DeviceBackend:
         is the route's own ranking on the device)."""
         return False
 
-    def chooses_first(self, specs: dict, fraction: float) -> bool:
-        """``bandwidth="auto"`` ranked on the device, where the bounds at one bandwidth run there."""
-        est = self._est
-        if est.bandwidths_.shape[0] < 2 or not self._bounds_served(specs, est.bandwidths_[:1]):
-            return False
-        import torch
-
-        target = torch.device(est.device) if isinstance(est.device, str) else est.device
-        return target.type != "cpu" or get_config()["device_bounds_on_cpu"]
-
     def ranking(self, X: Any, fraction: float, row_offset: int = 0) -> None:
         """None: the public ranking is the exhaustive statistics (:meth:`choice_ranking` ranks on the device)."""
         return None
@@ -838,28 +776,55 @@ class DeviceBackend:
             return False
         return bounds_on_device(specs, localized=est.index_ is not None, bandwidths=bandwidths, kernel=est.kernel_)
 
-    # -- the route's steps -------------------------------------------------------------------
-    def choice_ranking(self, X: Any, fraction: float) -> tuple[Any, Any, Any]:
-        """``(queries on the device, ranking there, neighbours)``: the grid ranked where the queries
-        live (:func:`device_ranking`), with one exact search for the localized
-        classifier that every group's bounds reuse."""
+    # -- the route -----------------------------------------------------------------------------
+    def intervals(self, X: Any, specs: dict) -> dict | None:
+        """Every setting's intervals of validated queries, statistics *and* bounds on the device, where
+        its bounds serve these settings and queries; None otherwise (the estimator then bounds
+        :meth:`statistics` on the host).
+
+        ``bandwidth="auto"`` (where the device bounds one bandwidth and the queries reach a PyTorch
+        device that is not its CPU, or ``device_bounds_on_cpu``): the grid ranked where the queries
+        live (:func:`device_ranking`, with one exact search for the localized classifier that every
+        group's bounds reuse), each setting's choice there, then :func:`intervals_on_device` once per
+        chosen bandwidth, the results where ``X`` lives. Otherwise one :func:`intervals_on_device` at
+        the fit's one bandwidth."""
         est = self._est
+        grid = est.bandwidths_
+        if X.shape[0] == 0 or grid.shape[0] < 2:
+            return self._intervals_at(X, specs, grid) if self._bounds_served(specs, grid) else None
+        if not self._bounds_served(specs, grid[:1]) or not self._bounds_run_where_queries_go():
+            return None
         inputs = est.__nwbound_fitted_inputs__()
         Q = _on_device(X, est.device)
         unit, k = inputs.feature_unit, None if est.index_ is None else int(est.n_neighbors)
         neighbors = None
         if k is not None:
             _, neighbors = device_kneighbors(Q, inputs.train, k, working_memory=est.working_memory)
-        ranking = device_ranking(Q, inputs.train, est.kernel_, est.bandwidths_ / unit, feature_unit=unit,
-                                 fraction=fraction if k is None else 1.0, n_neighbors=k,
+        ranking = device_ranking(Q, inputs.train, est.kernel_, grid / unit, feature_unit=unit,
+                                 fraction=est.ranking_fraction_ if k is None else 1.0, n_neighbors=k,
                                  neighbors=neighbors, working_memory=est.working_memory)
-        return Q, ranking, neighbors
+        out = {}
+        for choice, names in choice_groups(specs, ranking):
+            rows, used, inverse = rows_by_choice(choice, grid.shape[0])
+            group = {name: specs[name] for name in names}
+            parts = [self._intervals_at(Q[r], group, grid[g : g + 1], None if neighbors is None else neighbors[r])
+                     for g, r in zip(used, rows)]
+            out.update({name: type(parts[0][name]).concatenate([p[name] for p in parts]).take(inverse)
+                        for name in names})
+        return delivered(out, X)
 
-    def intervals(self, X: Any, specs: dict, bandwidths: np.ndarray, neighbors: Any = None) -> dict | None:
-        """Statistics and bounds on the device (:func:`intervals_on_device`) where they serve
-        these settings and queries; None otherwise (the statistics then cross to the host's bounds)."""
-        if not self._bounds_served(specs, bandwidths):
-            return None
+    def _bounds_run_where_queries_go(self) -> bool:
+        """The estimator's device is not PyTorch's CPU (there the host's solver is faster), or the
+        config key ``device_bounds_on_cpu`` asks for the device bounds there anyway."""
+        import torch
+
+        device = self._est.device
+        target = torch.device(device) if isinstance(device, str) else device
+        return target.type != "cpu" or get_config()["device_bounds_on_cpu"]
+
+    def _intervals_at(self, X: Any, specs: dict, bandwidths: np.ndarray, neighbors: Any = None) -> dict | None:
+        """:func:`intervals_on_device` at the one bandwidth of ``bandwidths`` (``neighbors``: the
+        localized classifier's, when already searched on the device)."""
         est = self._est
         inputs = est.__nwbound_fitted_inputs__()
         return intervals_on_device(
@@ -868,13 +833,3 @@ class DeviceBackend:
             n_neighbors=None if est.index_ is None else int(est.n_neighbors), neighbors=neighbors,
         )
 
-    @staticmethod
-    def deliver(out: dict, X: Any) -> dict:
-        """Intervals computed on the device, where ``X`` lives: on its device for PyTorch queries,
-        NumPy otherwise (one packed copy per setting)."""
-        from ._results import interval_on_host
-
-        if compat().is_torch_array(X):
-            return {name: dataclasses.replace(iv, **{f.name: getattr(iv, f.name).to(X.device)
-                                                     for f in dataclasses.fields(iv)}) for name, iv in out.items()}
-        return {name: interval_on_host(iv) for name, iv in out.items()}
