@@ -722,18 +722,21 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         need_dist = need_bounds and (not specs or any(s.needs_distance_sum for s in specs))
         need_tail = need_bounds and any(s.needs_tail_mass for s in specs)
         chernoff = need_bounds and any(s.is_chernoff for s in specs)
-        # The histogram (regular) or the per-point masses (localized) of the band-Chernoff bound.
+        # What only the estimator knows (its training box), then the engine's sums: the histogram
+        # (regular) or the per-point masses (localized) of the band-Chernoff bound.
+        outside_box = self._outside_box(X_input)
+        diameter = self._diameter(X_input) if need_tail else None
         sums = self._engine().statistics(X, bandwidths, need_dist=need_dist, tail_radius=TAIL_RADIUS if need_tail else None,
                                          histogram_bins=int(self.histogram_bins) if chernoff else 0,
                                          keep_points=chernoff)
         # The engines give the bound form at the engine's bandwidths (the fit's feature unit): the
-        # estimator's bandwidths, distances back in the input's units, and what only it knows.
+        # estimator's bandwidths, distances back in the input's units.
         return dataclasses.replace(
             sums,
             dist_sum=scaled(sums.dist_sum, unit),
             bandwidth=raw_bandwidths[None, :],
-            outside_box=self._outside_box(X_input),
-            diameter=self._diameter(X_input) if need_tail else None,
+            outside_box=outside_box,
+            diameter=diameter,
             # Dense path: the expanded distance's rounding bound; the localized path's
             # distances are recomputed directly (relative error ~1e-15, covered below).
             u2_error=sums.u2_error if self.index_ is None else 0.0,
