@@ -127,7 +127,8 @@ class Backend(Protocol):
         """Whether :meth:`ranking` comes from one pass of distance moments."""
 
     def ranks_first(self, specs: dict, fraction: float) -> bool:
-        """Whether the public ranking rounds (:meth:`ranking`, then exact statistics) apply."""
+        """Whether the grid is ranked first (:meth:`ranking`, then exact statistics at each query's
+        choice): in the public rounds, and in ``predict_interval`` where :meth:`intervals` is None."""
 
     def ranking(self, X: Any, fraction: float, row_offset: int = 0) -> Any:
         """The grid's ranking (a ``BandwidthRanking``) from a cheaper pass, or None: the exhaustive

@@ -267,12 +267,12 @@ class DeviceBackend:
         return False
 
     def ranks_first(self, specs: dict, fraction: float) -> bool:
-        """False: the public rounds rank from the exhaustive statistics here (:meth:`chooses_first`
-        is the route's own ranking on the device)."""
+        """False: the public rounds rank from the exhaustive statistics here (:meth:`intervals` runs
+        the route's own ranking on the device)."""
         return False
 
     def ranking(self, X: Any, fraction: float, row_offset: int = 0) -> None:
-        """None: the public ranking is the exhaustive statistics (:meth:`choice_ranking` ranks on the device)."""
+        """None: the public ranking is the exhaustive statistics (:meth:`intervals` ranks on the device)."""
         return None
 
     def _bounds_served(self, specs: dict, bandwidths: np.ndarray) -> bool:
