@@ -160,7 +160,7 @@ for bound, weighted in (("hoeffding", False), ("chernoff", False), ("chernoff", 
         print(f"{'':10s} hist_count from the device: {st.hist_count is not None}, weight_min {st.weight_min}")
     if bound == "chernoff":
         # The same split-form sums from the array-API engine (PyTorch ops): the Triton path's gain.
-        from nwbound.engine.device._backend import dense_kernel_sums_array_api
+        from nwbound.engine.device._sums import dense_kernel_sums_array_api
         run = lambda: dense_kernel_sums_array_api(Q, gpu._train, gpu.kernel_, gpu.bandwidths_, need_dist=True,
                                                   histogram_bins=32, engine="array_api", device=dev)
         t0 = time.perf_counter(); run(); first = time.perf_counter() - t0

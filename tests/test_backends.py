@@ -101,6 +101,28 @@ def test_a_new_backend_serves_the_whole_route(monkeypatch, kw):
     assert "statistics" in calls and ("ranking" in calls) == clf.ranks_first()
 
 
+@pytest.mark.parametrize("kw", [dict(bandwidth="auto"), dict(bandwidth=0.3), dict(bandwidth="auto", n_neighbors=15)])
+def test_predict_interval_asks_the_backend_once_for_the_batch(monkeypatch, kw):
+    """One call of ``backend_.intervals(X, specs)`` per ``predict_interval``, whatever the grid's
+    groups: a backend's own route (the device's ranking, choice, statistics and bounds) runs inside
+    it; None (the host) leaves the host's route to the estimator."""
+    X, y, Q = _data(2)
+    clf = NadarayaWatsonClassifier(metric=None, lipschitz=1.0, **kw).fit(X, y)
+    want = clf.predict_interval(Q, bounds=["hoeffding", "chernoff"])
+    calls = []
+    real = clf.backend_.intervals
+
+    def counted(X_, specs):
+        calls.append((X_.shape[0], sorted(specs)))
+        return real(X_, specs)
+
+    monkeypatch.setattr(clf.backend_, "intervals", counted)
+    got = clf.predict_interval(Q, bounds=["hoeffding", "chernoff"])
+    assert calls == [(Q.shape[0], ["chernoff", "hoeffding"])]
+    for name in want:
+        _same(got[name], want[name])
+
+
 def test_only_a_backends_module_and_the_registry_name_it():
     """A new backend touches two files: its module and the BACKENDS entry of ``nwbound.engine._registry``.
     So no other module names a backend class in its code (the route asks ``backend_``, never its type)."""

@@ -67,12 +67,12 @@ def test_context_restores_and_threads_start_from_the_defaults():
 
 
 def test_triton_search_and_regular_chernoff_on_device_choose_the_route(monkeypatch):
+    from nwbound.engine.device import _backend
     from nwbound.engine.device._backend import bounds_on_device
-    from nwbound.engine.device import _triton
 
     kernel = get_kernel("epanechnikov")
     have = {"torch": True, "triton": True}
-    monkeypatch.setattr(_triton, "installed", lambda name: have[name])
+    monkeypatch.setattr(_backend, "installed", lambda name: have[name])
 
     def route():
         return bounds_on_device(CHERNOFF, localized=False, bandwidths=np.ones(1), kernel=kernel)

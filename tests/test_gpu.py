@@ -17,7 +17,7 @@ import pytest
 
 from nwbound import NadarayaWatsonClassifier  # noqa: E402
 from nwbound.engine.host._sums import TrainingSet, dense_kernel_sums  # noqa: E402
-from nwbound.engine.device._backend import dense_kernel_sums_array_api  # noqa: E402
+from nwbound.engine.device._sums import dense_kernel_sums_array_api  # noqa: E402
 from nwbound.gpu import (  # noqa: E402
     DeviceTrainingSet,
     HISTOGRAM_KERNELS,

@@ -300,7 +300,7 @@ def _fit_pair(kind, bound, weighted, dev="cpu"):
 @pytest.mark.parametrize("bound,weighted", [("chernoff", False), ("chernoff", True), ("hoeffding", True)])
 def test_estimator_bounds_on_the_device_contain_the_host_solvers(monkeypatch, dev, kind, bound, weighted):
     est, Q = _fit_pair(kind, bound, weighted, dev)
-    assert est.backend_.intervals(Q, est._resolve_bounds(None), est.bandwidths_) is not None  # served there
+    assert est.backend_.intervals(Q, est._resolve_bounds(None)) is not None  # served there
     got = est.predict_interval(Q)
     monkeypatch.setattr(est.backend_, "intervals", lambda *a, **k: None)  # statistics route, host solver
     want = est.predict_interval(Q)
@@ -597,7 +597,7 @@ def test_fused_ends_that_the_float64_exponent_does_not_reject_are_not_reported(m
 def _device_form(kind, weighted, chernoff, dtype="float32"):
     """A small batch's device-form statistics on PyTorch's CPU device, as intervals_on_device computes them."""
     from nwbound.engine import array_namespace_of
-    from nwbound.engine.device._backend import _device_training_set, _neighbor_training_set, device_kneighbors
+    from nwbound.engine.device._sums import _device_training_set, _neighbor_training_set, device_kneighbors
     from nwbound.engine.host._sums import TrainingSet
     from nwbound.gpu import kernel_statistics, neighbor_kernel_statistics
     from nwbound.kernels import get_kernel
@@ -625,7 +625,7 @@ def _per_array_call(spec, st, train, k):
     arguments spelled out here, independently of device_bound_statistics)."""
     from nwbound._numerics import compose_errors, summation_error
     from nwbound.bounds._chernoff_device import _limits_from_arrays
-    from nwbound.engine.device._backend import _smallest_positive
+    from nwbound.engine.device._array_api import _smallest_positive
 
     unit, C, m = train.weight_unit, train.n_classes, int(train.X.shape[1])
     lam = float(st.bandwidth[0, 0])
@@ -654,7 +654,7 @@ def _per_array_call(spec, st, train, k):
                                                 ("localized", True, "hoeffding")])
 def test_device_limits_of_the_statistics_object_are_the_per_array_calls(kind, weighted, form):
     from nwbound.bounds._chernoff_device import device_limits
-    from nwbound.engine.device._backend import device_bound_statistics
+    from nwbound.engine.device._array_api import device_bound_statistics
 
     st, train, k = _device_form(kind, weighted, form == "chernoff")
     spec = BoundSpec(form=form, beta=0.5, delta_prime=0.05)
@@ -669,7 +669,7 @@ def test_device_limits_of_the_statistics_object_are_the_per_array_calls(kind, we
 @pytest.mark.parametrize("kind", ["regular", "localized"])
 def test_host_bounds_read_the_device_bound_form_and_refuse_the_device_form(kind):
     from nwbound.bounds._chernoff_device import device_limits
-    from nwbound.engine.device._backend import device_bound_statistics
+    from nwbound.engine.device._array_api import device_bound_statistics
 
     st, train, k = _device_form(kind, True, True)
     spec = BoundSpec(form="chernoff", beta=0.5, delta_prime=0.05)

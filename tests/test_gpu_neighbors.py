@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from nwbound import NadarayaWatsonClassifier
-from nwbound.engine.device._backend import neighbor_kernel_sums_array_api
+from nwbound.engine.device._sums import neighbor_kernel_sums_array_api
 from nwbound.engine.host._sums import TrainingSet, neighbor_kernel_sums
 from nwbound.gpu import SUPPORTED_KERNELS, neighbor_kernel_statistics
 from nwbound.engine.device._array_api import direct_distance_error

@@ -283,7 +283,7 @@ def test_chernoff_limits_copy_no_host_array_after_the_first_call(monkeypatch):
 
     from nwbound.bounds import BoundSpec
     from nwbound.bounds._chernoff_device import device_limits
-    from nwbound.engine.device._backend import device_bound_statistics
+    from nwbound.engine.device._array_api import device_bound_statistics
 
     st, train, _ = _device_form("regular", False, True)
     spec = BoundSpec(form="chernoff", beta=0.5, delta_prime=0.05)

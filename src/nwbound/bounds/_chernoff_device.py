@@ -758,8 +758,9 @@ def hoeffding_limits_device(class_sums: Any, sq_sum: Any, dist_sum: Any, beta: f
 BLOCK_BYTES = {"cuda": 4 << 30, "cpu": 512 << 20}
 
 
-def _in_blocks(torch: Any, solve: Callable, arrays: tuple, *extra: Any, **options: Any) -> tuple[Any, Any]:
-    """``solve(*arrays, *extra, **options)`` over blocks of rows (every array's first axis), results concatenated."""
+def _in_blocks(torch: Any, solve: Callable, arrays: tuple, *extra: Any, fused: bool, **options: Any) -> tuple[Any, Any]:
+    """``solve(*arrays, *extra, **options)`` over blocks of rows (every array's first axis), results concatenated;
+    ``fused``: whether the search takes the fused Triton kernel (:func:`_fused_for`)."""
     n, C = arrays[0].shape
     B = max(int(arrays[1].shape[1]), 1)
     budget = BLOCK_BYTES.get(arrays[0].device.type, BLOCK_BYTES["cpu"])
@@ -768,7 +769,6 @@ def _in_blocks(torch: Any, solve: Callable, arrays: tuple, *extra: Any, **option
     # (per-point, which also evaluates its Hoeffding start there) float64 temporaries, and where some
     # are refused the eager search runs: about 24 of them alive.
     split = solve is not chernoff_interval_device
-    fused = _fused_for(split, arrays[0])
     side = 2 if split else 1
     per_row = (2 * C * 2 * B * 8 * 24 if not fused else
                30 * B * 8 + 2 * C * 8 * 16 + (2 * C * side * B * 8 * 24 if (_verify_fused(split) or not split) else 0))
@@ -880,52 +880,60 @@ def _limits_from_arrays(spec: Any, *, class_sums: Any, sq_sum: Any, dist_sum: An
     import numpy as np
 
     from .forms.chernoff import histogram_bins
+    from .forms.hoeffding import hoeffding_limits
 
+    if spec.form not in ("hoeffding", "chernoff"):
+        raise ValueError(f"The device bounds are 'hoeffding' and 'chernoff', not {spec.form!r}: use the host path.")
     torch = _torch()
     dev = class_sums.device
+    # Every array on the device in float64 first, then the forms' rules: the Hoeffding limits (every
+    # form's), the Chernoff search's bins, and last the search itself.
     S = _f64(torch, class_sums, dev)
-    rho = float(sum_error)
-    out = hoeffding_limits_device(S, sq_sum, dist_sum, spec.beta, spec.delta_prime, sum_error=rho)
     q2 = _f64(torch, sq_sum, dev)
-    out["n_eff"] = torch.where(q2 > 0, out["kappa"] * out["kappa"] / torch.where(q2 > 0, q2, 1.0), 0.0)
-    if spec.form == "hoeffding":
-        return out
-    if spec.form != "chernoff":
-        raise ValueError(f"The device bounds are 'hoeffding' and 'chernoff', not {spec.form!r}: use the host path.")
+    dsum = _f64(torch, dist_sum, dev)
+    rho = float(sum_error)
     n, C = S.shape
     lam = float(bandwidth)
+    chernoff = spec.form == "chernoff"
+    if chernoff:
+        u_err = torch.sqrt(_f64(torch, u2_error, dev).expand(n))
+        if point_mass is not None:
+            mass = _f64(torch, point_mass, dev)
+            dist = _f64(torch, point_dist, dev) + (lam * u_err)[:, None]
+        else:
+            if hist_mass is None or hist_dist is None or histogram is None:
+                raise ValueError("bound='chernoff' on a device needs the histogram's per-bin masses (hist_mass, "
+                                 "hist_dist) or the per-point statistics (point_mass, point_dist).")
+            B = int(histogram.shape[1])
+            edges_np = np.linspace(0.0, 1.0, B + 1)
+            k_edges_np = np.asarray(kernel.from_squared(edges_np), dtype=np.float64) / spec.kernel_sup
+            edges, k_edges = _constant(torch, edges_np, dev), _constant(torch, k_edges_np, dev)
+            counted = not uniform_weights and hist_count is not None
+            floor = float(weight_max) if uniform_weights else float(weight_min) if counted else 0.0
+            count = _f64(torch, hist_count if counted else histogram, dev)
+            mass, dist_mass = _f64(torch, hist_mass, dev), _f64(torch, hist_dist, dev)
+        fused = _fused_for(point_mass is None, S)
+        if point_mass is None:
+            mass_upper, _, a_lo, radius, inner = histogram_bins(edges, k_edges, spec.kernel_sup, lam, u_err,
+                                                                float(weight_max), floor)  # the host's rule
+    out = hoeffding_limits(S, q2, dsum, float(spec.beta), float(spec.delta_prime), sum_error=rho)
+    out["n_eff"] = torch.where(q2 > 0, out["kappa"] * out["kappa"] / torch.where(q2 > 0, q2, 1.0), 0.0)
+    if not chernoff:
+        return out
     vac = out["vacuous"][:, None]
     if point_mass is not None:
-        mass = _f64(torch, point_mass, dev)
-        u_err = torch.sqrt(_f64(torch, u2_error, dev).expand(n))
-        dist = _f64(torch, point_dist, dev) + (lam * u_err)[:, None]
         lower, upper = _in_blocks(torch, chernoff_interval_device, (S, (mass > 0).to(torch.float64), mass,
                                                                     spec.beta * dist), spec.delta_prime,
-                                   sum_error=rho)
+                                  fused=fused, sum_error=rho)
     else:
-        if hist_mass is None or hist_dist is None or histogram is None:
-            raise ValueError("bound='chernoff' on a device needs the histogram's per-bin masses (hist_mass, "
-                             "hist_dist) or the per-point statistics (point_mass, point_dist).")
-        B = int(histogram.shape[1])
-        edges_np = np.linspace(0.0, 1.0, B + 1)
-        k_edges_np = np.asarray(kernel.from_squared(edges_np), dtype=np.float64) / spec.kernel_sup
-        edges, k_edges = _constant(torch, edges_np, dev), _constant(torch, k_edges_np, dev)
-        u_err = torch.sqrt(_f64(torch, u2_error, dev).expand(n))
-        counted = not uniform_weights and hist_count is not None
-        floor = float(weight_max) if uniform_weights else float(weight_min) if counted else 0.0
-        mass_upper, _, a_lo, radius, inner = histogram_bins(edges, k_edges, spec.kernel_sup, lam, u_err,
-                                                            float(weight_max), floor)  # the host's rule
-        count = _f64(torch, hist_count if counted else histogram, dev)
-        dsum = _f64(torch, dist_sum, dev)
-
         def binned(S_, count_, mass_, dist_, lo_, hi_, radius_, inner_, q2_, dsum_):
             return chernoff_interval_binned_device(S_, count_, mass_, dist_, lo_, hi_, radius_, spec.beta,
                                                    spec.delta_prime, sq_sum=q2_, band_radius_inner=inner_,
                                                    dist_sum=dsum_, sum_error=rho)
 
         lower, upper = _in_blocks(torch, binned, (
-            S, count, _f64(torch, hist_mass, dev), _f64(torch, hist_dist, dev), a_lo.expand(n, B),
-            mass_upper.expand(n, B), spec.beta * radius, spec.beta * inner, q2, dsum))
+            S, count, mass, dist_mass, a_lo.expand(n, B),
+            mass_upper.expand(n, B), spec.beta * radius, spec.beta * inner, q2, dsum), fused=fused)
     proba = out["proba"]
     out["lower"] = torch.where(vac, 0.0, lower)
     out["upper"] = torch.where(vac, 1.0, upper)

@@ -9,11 +9,12 @@
                                          │                    (engine/device/)
                                          └── HostBackend     always: NumPy and numba (engine/host/)
 
-    predict_interval(X) ──► backend_.chooses_first?  ── no ──► backend_.intervals(X, …) or
-                                 │ yes                              backend_.statistics(X, …) ─► bounds
-                                 └► backend_.choice_ranking ─► choice_groups ─► rows_by_choice
-                                    (the last two: one copy for every backend, in _ranking)
-                                    ─► per chosen bandwidth: intervals / statistics ─► deliver
+    predict_interval(X) ──► backend_.intervals(X, specs)  (one call: the backend's own route)
+                                 │ DeviceBackend: ranking, choice, statistics and bounds on the device
+                                 │ None (HostBackend; the device where its bounds do not serve):
+                                 └► backend_.ranks_first? ─► ranking ─► choice_groups ─► rows_by_choice
+                                    ─► per chosen bandwidth (or one pass at every bandwidth):
+                                    backend_.statistics(X, …) ─► the host's bounds
 
 Rounding: every backend returns the bound-form :class:`~nwbound.engine.KernelStatistics` with the
 error bounds of its own arithmetic (``sum_error``, ``u2_error``), so the bounds stay valid whichever
@@ -126,22 +127,14 @@ class Backend(Protocol):
         """Whether :meth:`ranking` comes from one pass of distance moments."""
 
     def ranks_first(self, specs: dict, fraction: float) -> bool:
-        """Whether the public ranking rounds (:meth:`ranking`, then exact statistics) apply."""
-
-    def chooses_first(self, specs: dict, fraction: float) -> bool:
-        """Whether ``predict_interval`` ranks the grid and chooses before its exact pass."""
+        """Whether the grid is ranked first (:meth:`ranking`, then exact statistics at each query's
+        choice): in the public rounds, and in ``predict_interval`` where :meth:`intervals` is None."""
 
     def ranking(self, X: Any, fraction: float, row_offset: int = 0) -> Any:
         """The grid's ranking (a ``BandwidthRanking``) from a cheaper pass, or None: the exhaustive
         statistics rank it."""
 
-    def choice_ranking(self, X: Any, fraction: float) -> tuple[Any, Any, Any]:
-        """``(queries, ranking or None, neighbours or None)`` for the route's choice, where this
-        backend computes them."""
-
-    def intervals(self, X: Any, specs: dict, bandwidths: np.ndarray, neighbors: Any = None) -> dict | None:
-        """Every setting's intervals from this backend's own bound solvers, or None (the estimator
-        then bounds :meth:`statistics` on the host)."""
-
-    def deliver(self, out: dict, X: Any) -> dict:
-        """The route's intervals where the queries ``X`` live."""
+    def intervals(self, X: Any, specs: dict) -> dict | None:
+        """Every setting's intervals of validated queries from this backend's own route (its ranking,
+        choice, statistics and bounds), or None: the estimator then bounds :meth:`statistics` on the
+        host."""

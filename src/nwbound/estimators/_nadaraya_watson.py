@@ -629,26 +629,30 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         """Intervals of queries from :meth:`_dispatched_queries` for every setting in ``specs``
         (:class:`~._certified.CertifiedRows` for the names in ``certified_only``).
 
-        ``bandwidth="auto"`` where the backend ranks first: the grid's ranking, each setting's choice
-        (label-free: every bound stays valid), then one exact pass per chosen bandwidth; otherwise
-        one pass at every bandwidth of the fit (each query then takes the λ of least ε)."""
+        One call to the backend: its own route where it has one (the device's ranking, choice,
+        statistics and bounds), else the host's bounds on its statistics. There, ``bandwidth="auto"``
+        where the backend ranks first: the grid's ranking, each setting's choice (label-free: every
+        bound stays valid), then one exact pass per chosen bandwidth; otherwise one pass at every
+        bandwidth of the fit (each query then takes the λ of least ε)."""
         # every caller resolved ``specs`` on this estimator just before (_resolve_bounds: _check_fitted ran)
         engine = self._engine()
         X = self._validate_queries(X, keep_namespace=engine.keeps_queries, checked=True)
-        if X.shape[0] == 0 or not engine.chooses_first(specs, self.ranking_fraction_):
+        out = engine.intervals(X, specs)
+        if out is not None:  # in place: the device's result carries its packed usefulness read
+            for name in certified_only & out.keys():
+                out[name] = CertifiedRows.of(out[name])
+            return out
+        if X.shape[0] == 0 or not engine.ranks_first(specs, self.ranking_fraction_):
             return self._intervals_at(X, specs, self.bandwidths_, certified_only=certified_only)
-        Q, ranking, neighbors = engine.choice_ranking(X, self.ranking_fraction_)
-        if ranking is None:  # the exhaustive statistics rank the grid
-            ranking = self._ranking(Q, self.ranking_fraction_)
+        ranking = self._ranking(X, self.ranking_fraction_)
         out = {}
         for choice, names in choice_groups(specs, ranking):
             rows, used, inverse = rows_by_choice(choice, self.bandwidths_.shape[0])
             group = {name: specs[name] for name in names}
-            parts = [self._intervals_at(Q[r], group, self.bandwidths_[g : g + 1], certified_only=certified_only,
-                                        neighbors=None if neighbors is None else neighbors[r])
+            parts = [self._intervals_at(X[r], group, self.bandwidths_[g : g + 1], certified_only=certified_only)
                      for g, r in zip(used, rows)]
             out.update({name: _concatenated([p[name] for p in parts]).take(inverse) for name in names})
-        return engine.deliver(out, X)
+        return out
 
     @property
     def ranks_from_moments_(self) -> bool:
@@ -686,17 +690,11 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         """Per setting, each query's column of least label-free ε (:func:`~nwbound.engine.choose_bandwidths`)."""
         return choose_bandwidths(ranking, specs)
 
-    def _intervals_at(self, X: np.ndarray, specs: dict, bandwidths: np.ndarray, neighbors: Any = None,
+    def _intervals_at(self, X: np.ndarray, specs: dict, bandwidths: np.ndarray,
                       certified_only: frozenset = frozenset()) -> dict:
         """Intervals of validated queries for every setting in ``specs`` from one pass at ``bandwidths``
-        (``neighbors``: the localized classifier's device neighbours when already searched;
-        ``certified_only``: names that get :class:`~._certified.CertifiedRows`): the backend's own
-        statistics and bounds where it has them, else its statistics and the host's bounds."""
-        out = self._engine().intervals(X, specs, bandwidths, neighbors)
-        if out is not None:  # in place: the device's result carries its packed usefulness read
-            for name in certified_only & out.keys():
-                out[name] = CertifiedRows.of(out[name])
-            return out
+        (``certified_only``: names that get :class:`~._certified.CertifiedRows`): the backend's
+        statistics, the host's bounds."""
         # Queries in blocks when a bound keeps per-query histograms or neighbour lists, so that
         # memory stays bounded however many queries come in.
         n = X.shape[0]
@@ -724,18 +722,21 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         need_dist = need_bounds and (not specs or any(s.needs_distance_sum for s in specs))
         need_tail = need_bounds and any(s.needs_tail_mass for s in specs)
         chernoff = need_bounds and any(s.is_chernoff for s in specs)
-        # The histogram (regular) or the per-point masses (localized) of the band-Chernoff bound.
+        # What only the estimator knows (its training box), then the engine's sums: the histogram
+        # (regular) or the per-point masses (localized) of the band-Chernoff bound.
+        outside_box = self._outside_box(X_input)
+        diameter = self._diameter(X_input) if need_tail else None
         sums = self._engine().statistics(X, bandwidths, need_dist=need_dist, tail_radius=TAIL_RADIUS if need_tail else None,
                                          histogram_bins=int(self.histogram_bins) if chernoff else 0,
                                          keep_points=chernoff)
         # The engines give the bound form at the engine's bandwidths (the fit's feature unit): the
-        # estimator's bandwidths, distances back in the input's units, and what only it knows.
+        # estimator's bandwidths, distances back in the input's units.
         return dataclasses.replace(
             sums,
             dist_sum=scaled(sums.dist_sum, unit),
             bandwidth=raw_bandwidths[None, :],
-            outside_box=self._outside_box(X_input),
-            diameter=self._diameter(X_input) if need_tail else None,
+            outside_box=outside_box,
+            diameter=diameter,
             # Dense path: the expanded distance's rounding bound; the localized path's
             # distances are recomputed directly (relative error ~1e-15, covered below).
             u2_error=sums.u2_error if self.index_ is None else 0.0,

@@ -18,7 +18,7 @@ from ..engine.device._array_api import (  # KernelStatistics is nwbound.engine's
     compat,
     neighbor_kernel_statistics,
 )
-from ..engine.device._triton import kernel_statistics  # the entry point: the fused kernel or the array-API pass
+from ..engine.device._sums import kernel_statistics  # the entry point: the fused kernel or the array-API pass
 
 __all__ = [
     "kernel_statistics",

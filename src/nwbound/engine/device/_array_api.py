@@ -41,9 +41,10 @@ the inputs only keep the bound valid, as long as the distances in ``D`` are uppe
 
 This module is the device statistics pass on any array namespace: the prepared training set
 (:class:`DeviceTrainingSet`), the input checks, the unit roundoff and the distance error bounds,
-the kernel of ``u²``, the binned sums and the statistics' device form. The fused Triton kernel
+the kernel of ``u²``, the binned sums, the statistics' device form and their bound form
+(:func:`device_bound_statistics`, what the device bounds read). The fused Triton kernel
 (:mod:`nwbound.engine.device._triton`) builds on it, and its entry point
-(:func:`~nwbound.engine.device._triton.kernel_statistics`) chooses between the two. The statistics type
+(:func:`~nwbound.engine.device._sums.kernel_statistics`) chooses between the two. The statistics type
 (:class:`~nwbound.engine.KernelStatistics`) and the array-namespace helpers (``compat``,
 ``array_namespace_of``, ``to_host``) live in :mod:`nwbound.engine` and are re-exported here.
 """
@@ -51,6 +52,7 @@ the kernel of ``u²``, the binned sums and the statistics' device form. The fuse
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -58,6 +60,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..._numerics import (
+    compose_errors,
     direct_d2_error_factor,
     direct_distance_error,
     square_sum_upper,
@@ -66,6 +69,7 @@ from ..._numerics import (
 )
 from ..._validation import check_choice, check_int_range, check_positive
 from .._statistics import KernelStatistics
+from ..host._sums import TrainingSet
 from ..._namespace import array_namespace_of, compat, to_host
 from ...kernels import Kernel, get_kernel
 
@@ -80,6 +84,7 @@ __all__ = [
     "KernelStatistics",
     "array_namespace_of",
     "compat",
+    "device_bound_statistics",
     "device_statistics",
     "distance_error_bounds",
     "full_precision_matmul",
@@ -137,6 +142,76 @@ def device_statistics(kernel: str, bandwidth: float, *, class_sums: Any, sq_sum:
         sum_error=sum_error,
         **{name: a if name in keep else column(a) for name, a in per_bin.items()},
     )
+
+
+def device_bound_statistics(st: KernelStatistics, train: TrainingSet, *,
+                            n_neighbors: int | None = None) -> KernelStatistics:
+    """The bound form of one bandwidth's device-form statistics, where they live (nothing crosses).
+
+    What :func:`nwbound.bounds._chernoff_device.device_limits` (and, after a copy, the host's
+    :meth:`~nwbound.bounds.BoundSpec.limits`) reads, from :func:`nwbound.gpu.kernel_statistics`
+    (``n_neighbors`` None) or :func:`nwbound.gpu.neighbor_kernel_statistics` (``n_neighbors`` the
+    ``k`` of the neighbour lists) computed on ``train``'s device copy, in its weight units:
+
+    * ``sum_error``: the engine's ``ρ`` composed with the host's (``κ = Σ_c class_sums``: ``C + 1``
+      float64 additions; the localized sums: ``k`` float64 terms), as the host's statistics route;
+    * the regular classifier: ``u2_error`` (n, 1) from ``d2_error`` (the rounding of ``d̃²/λ²`` and
+      of its bin index included, as the host route's :func:`~._sums_data.u2_error_rows`); the histogram in units of
+      ``weight_max`` (the training set's largest weight) with its edges, ``uniform_weights`` and,
+      with sample weights, ``hist_count`` and ``weight_min``;
+    * the localized classifier: ``point_dist`` rounded up by its error bound (directly computed
+      distances, as the host's), ``u2_error`` 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.engine.host._sums import TrainingSet
+    >>> from nwbound.gpu import kernel_statistics
+    >>> from nwbound.engine.device._array_api import device_bound_statistics
+    >>> train = TrainingSet.build(np.array([[0.0], [0.5]]), np.array([0, 1]), 2, None)
+    >>> st = kernel_statistics(np.zeros((1, 1)), train.X, np.eye(2), bandwidth=1.0, histogram_bins=4)
+    >>> b = device_bound_statistics(st, train)
+    >>> st.weight_max is None, b.weight_max, b.d2_error is None, b.hist_edges.tolist()
+    (True, 1.0, True, [0.0, 0.25, 0.5, 0.75, 1.0])
+    """
+    unit = train.weight_unit
+    C, m = train.n_classes, int(train.X.shape[1])
+    w_max = train.weight_max / unit
+    form = dict(d2_error=None, weight_max=w_max, uniform_weights=train.weights is None, hist_count=None,
+                weight_min=0.0)
+    if n_neighbors is None:
+        lam = float(np.asarray(st.bandwidth).reshape(-1)[0])
+        u2_err = (st.d2_error * (1.0 + 4.0 / (m + 3)) / lam) / lam  # as the host route's u2_error_rows
+        if getattr(u2_err, "ndim", 0) == 1:
+            u2_err = array_namespace_of(u2_err).expand_dims(u2_err, axis=1)
+        form.update(sum_error=compose_errors(st.sum_error, summation_error(C + 1)), u2_error=u2_err)
+        if st.histogram is not None:
+            B = int(st.histogram.shape[2])
+            form.update(histogram=st.histogram / w_max if w_max > 0 else st.histogram * 0.0,
+                        hist_edges=np.linspace(0.0, 1.0, B + 1))
+            if train.weights is not None:
+                dtype = "float32" if train.X.dtype == np.float32 else "float64"
+                form.update(hist_count=st.hist_count,
+                            weight_min=_smallest_positive(train.weights, unit, dtype) / unit)
+    else:
+        # Float64 sums of k terms: within 1 ± γ_k, as the host's localized sums.
+        form.update(sum_error=compose_errors(st.sum_error, summation_error(int(n_neighbors), "float64")),
+                    u2_error=0.0)
+        if st.point_dist is not None:  # directly computed distances, rounded up by their error bound (as the host)
+            form.update(point_dist=st.point_dist * (1.0 + (m + 8) * 2.0**-53))
+    return dataclasses.replace(st, **form)
+
+
+def _smallest_positive(weights: np.ndarray, unit: float, dtype: str) -> float:
+    """The smallest positive weight as the device sees it (``w/unit`` rounded to ``dtype``, times ``unit``).
+
+    The device paths count the points of positive weight only: a point of weight 0 carries no
+    mass and enters no sum, so the bound may leave it out (the CPU engine counts it and takes
+    ``weight_min = 0``: the same interval or a wider one). 0 without a positive weight.
+    """
+    seen = (weights.astype(np.float64) / unit).astype(dtype).astype(np.float64) * unit
+    positive = seen[seen > 0]
+    return float(positive.min()) if positive.size else 0.0
 
 
 @dataclass(frozen=True)
@@ -443,32 +518,30 @@ def _array_api_statistics(
                 parts["hm"].append(hm)
                 parts["hd"].append(hd * dist_cover)
                 parts["hc"].append(hc)
-    if n_q == 0:
+    if n_q:  # the blocks' sums
+        sums = dict(
+            class_sums=xp.concat(parts["cs"], axis=0),
+            sq_sum=square_sum_bound(xp.concat(parts["sq"], axis=0), n_train, train.dtype_name, 2),
+            dist_sum=xp.concat(parts["ds"], axis=0) if need_dist else None,
+            histogram=xp.concat(parts["h"], axis=0) if bins else None,
+            hist_mass=xp.concat(parts["hm"], axis=0) if bins else None,
+            hist_dist=xp.concat(parts["hd"], axis=0) if bins else None,
+            hist_count=xp.concat(parts["hc"], axis=0) if bins else None,
+            # float64 sums of n exact products (float64 compute: one rounding more, the product's).
+            sum_error=summation_error(n_train + (1 if train.dtype_name == "float64" else 0), "float64"),
+        )
+    else:  # no query: empty statistics
         n_cls = int(train.onehot.shape[1])
         empty = xp.zeros((0,), dtype=xp.float64, device=_device(Xq))
-        return device_statistics(
-            name, lam,
+        sums = dict(
             class_sums=xp.zeros((0, n_cls), dtype=xp.float64, device=_device(Xq)),
             sq_sum=empty, dist_sum=empty if need_dist else None,
             histogram=xp.zeros((0, bins), dtype=xp.float64, device=_device(Xq)) if bins else None,
-            d2_error=d2_err,
             hist_mass=xp.zeros((0, bins), dtype=xp.float64, device=_device(Xq)) if bins else None,
             hist_dist=xp.zeros((0, bins), dtype=xp.float64, device=_device(Xq)) if bins else None,
             hist_count=xp.zeros((0, bins), dtype=xp.float64, device=_device(Xq)) if bins else None,
         )
-    return device_statistics(
-        name, lam,
-        class_sums=xp.concat(parts["cs"], axis=0),
-        sq_sum=square_sum_bound(xp.concat(parts["sq"], axis=0), n_train, train.dtype_name, 2),
-        dist_sum=xp.concat(parts["ds"], axis=0) if need_dist else None,
-        histogram=xp.concat(parts["h"], axis=0) if bins else None,
-        d2_error=d2_err,
-        hist_mass=xp.concat(parts["hm"], axis=0) if bins else None,
-        hist_dist=xp.concat(parts["hd"], axis=0) if bins else None,
-        hist_count=xp.concat(parts["hc"], axis=0) if bins else None,
-        # float64 sums of n exact products (float64 compute: one rounding more, the product's).
-        sum_error=summation_error(n_train + (1 if train.dtype_name == "float64" else 0), "float64"),
-    )
+    return device_statistics(name, lam, d2_error=d2_err, **sums)
 
 
 def neighbor_kernel_statistics(

@@ -1,435 +1,56 @@
-"""The device backend: the estimator's ``device=`` path, from the training set's copy on the device
-to every setting's intervals there (:class:`DeviceBackend`, picked by :func:`nwbound.engine.select_backend`).
+"""The device backend: the estimator's ``device=`` path, from the queries to every setting's intervals
+on the device (:class:`DeviceBackend`, picked by :func:`nwbound.engine.select_backend`).
 
-* The training set is copied to the device once per device and dtype (cached on it), and the
-  kernel sums come from :func:`nwbound.gpu.kernel_statistics` (regular classifier) or
-  :func:`nwbound.gpu.neighbor_kernel_statistics` over the neighbours of an exact device search
-  (localized): :func:`dense_kernel_sums_array_api` and :func:`neighbor_kernel_sums_array_api` bring
-  them to the host in the bound form, for the host's bounds.
-* Where the device's bounds serve the settings (:func:`bounds_on_device`), :func:`intervals_on_device`
-  computes statistics *and* bounds there; a call then reads the device twice: the queries' checks
-  (one flag) and one packed read of a few numbers at its end (the vacuous count, the usefulness
-  report's numbers). Its results stay there for PyTorch queries (:mod:`._device_results`).
-* ``bandwidth="auto"``: the grid ranked where the queries live (:func:`device_ranking`), each
+The route of :meth:`DeviceBackend.intervals`, one call per step:
+
+* where the device's bounds serve the settings (:func:`bounds_on_device`), :func:`intervals_on_device`:
+  the statistics in the bound form (:func:`._sums.bound_statistics`), every setting's bound
+  (:func:`nwbound.bounds._chernoff_device.device_limits`), the intervals with the call's one read
+  (:func:`._results.intervals_from_limits`). A call reads the device twice: the queries' checks
+  (one flag) and that packed read of a few numbers (the vacuous count, the usefulness report's
+  numbers). Its results stay there for PyTorch queries (:mod:`._results`);
+* ``bandwidth="auto"``: the grid ranked where the queries live (:func:`._sums.device_ranking`), each
   query's choice by the bound rules in the tensors' namespace, the queries grouped by chosen
-  bandwidth there (:func:`rows_by_choice`). The choice reads the inputs only (never a label), so
-  every bound stays valid whatever rounding separates the device's choice from the host's at a
-  near tie.
+  bandwidth there (:func:`~nwbound.engine._ranking.rows_by_choice`), one :func:`intervals_on_device`
+  per group. The choice reads the inputs only (never a label), so every bound stays valid whatever
+  rounding separates the device's choice from the host's at a near tie;
+* otherwise None: the estimator bounds :meth:`DeviceBackend.statistics` on the host (the device's
+  sums in the host's bound form, :func:`._sums.dense_kernel_sums_array_api` and
+  :func:`._sums.neighbor_kernel_sums_array_api`).
 
 What crosses to the host under ``array_api_dispatch`` (:func:`~._dispatch.validate_queries` with
 ``keep_namespace``): never the queries of the regular classifier; the localized classifier's
 queries once where an HNSW index searches on the host; the per-query sums (``KernelStatistics``,
 float64) and the ``outside_box`` flags where the bounds run on the host.
 
-Lives in the engine beside the device kernels it calls (``_array_api``, ``_triton``, ``_neighbors``);
+Lives in the engine beside the device kernels it calls (``_sums``, the statistics pass; ``_results``);
 :mod:`nwbound.gpu` re-exports their public names and never imports the estimators.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Callable
 
 import numpy as np
 
 from ..._config import get_config
-from ..._numerics import compose_errors, direct_d2_error_factor, summation_error
-from ..._result import PredictionInterval
-from .._statistics import KernelStatistics
-from ._array_api import (
-    HISTOGRAM_KERNELS,
-    DeviceTrainingSet,
-    array_namespace_of,
-    compat,
-    neighbor_kernel_statistics,
-)
-from ._triton import kernel_statistics
-from ._array_api import to_host
 from ...kernels import Kernel
-from ._results import DeviceIntervals, _interval_to_host, usefulness_parts
-from .._ranking import BandwidthRanking, rows_by_choice
+from .._ranking import choice_groups, rows_by_choice
+from .._statistics import KernelStatistics
 from ..host._sums import TrainingSet
-from ..host._sums_data import u2_error_rows, zero_statistics
+from ._array_api import HISTOGRAM_KERNELS, compat
+from ._results import delivered, intervals_from_limits
+from ._sums import (
+    _on_device,
+    bound_statistics,
+    dense_kernel_sums_array_api,
+    device_kneighbors,
+    device_ranking,
+    installed,
+    neighbor_kernel_sums_array_api,
+)
 
-__all__ = [
-    "DeviceBackend",
-    "bounds_on_device",
-    "dense_kernel_sums_array_api",
-    "device_kneighbors",
-    "device_ranking",
-    "intervals_on_device",
-    "neighbor_kernel_sums_array_api",
-    "rows_by_choice",
-]
-
-
-def _device_training_set(train: TrainingSet, xp: Any, device: Any, dtype: str) -> DeviceTrainingSet:
-    key = ("array_api", xp.__name__, str(device), dtype)
-    if key not in train._cache:  # one copy to the device per training set, device and dtype
-        X = xp.asarray(np.ascontiguousarray(train.X), device=device)
-        # In units of weight_unit, as the CPU engine: weights in [0, 1], so no (wK)² overflows.
-        onehot = xp.asarray(train.weighted_onehot.astype(np.float64) / train.weight_unit, device=device)
-        train._cache[key] = DeviceTrainingSet.build(X, onehot, dtype=dtype)
-    return train._cache[key]
-
-
-def _smallest_positive(weights: np.ndarray, unit: float, dtype: str) -> float:
-    """The smallest positive weight as the device sees it (``w/unit`` rounded to ``dtype``, times ``unit``).
-
-    The device paths count the points of positive weight only: a point of weight 0 carries no
-    mass and enters no sum, so the bound may leave it out (the CPU engine counts it and takes
-    ``weight_min = 0``: the same interval or a wider one). 0 without a positive weight.
-    """
-    seen = (weights.astype(np.float64) / unit).astype(dtype).astype(np.float64) * unit
-    positive = seen[seen > 0]
-    return float(positive.min()) if positive.size else 0.0
-
-
-def _refuse_tail(tail_radius: float | None) -> None:
-    if tail_radius is not None:
-        raise ValueError(
-            "tail_radius (the kernel's tail mass, for bound='paper' with an untruncated kernel) is not "
-            "supported by the array-API engine: use the CPU engine (device=None)."
-        )
-
-
-def _on_device(a: Any, device: str | None) -> Any:
-    """``a`` as a PyTorch tensor on ``device`` (None: unchanged)."""
-    if device is None:
-        return a
-    try:
-        import torch
-    except ImportError as exc:
-        from ...utils import install_hint
-
-        raise ImportError(f"device={device!r} needs PyTorch: {install_hint('gpu')}.") from exc
-    try:
-        return torch.as_tensor(a, device=torch.device(device))
-    except (RuntimeError, TypeError, AssertionError) as exc:  # AssertionError: torch built without CUDA
-        raise ValueError(f"device={device!r} is not a usable PyTorch device here: {exc}") from exc
-
-
-def _neighbor_training_set(train: TrainingSet, xp: Any, dev: Any) -> tuple[Any, Any]:
-    """The training rows (as fitted) and the one-hot in units of ``weight_unit`` on ``dev``, copied once."""
-    key = ("neighbors", xp.__name__, str(dev))
-    if key not in train._cache:  # one copy to the device per training set and device
-        train._cache[key] = (xp.asarray(np.ascontiguousarray(train.X), device=dev),
-                             xp.asarray(train.weighted_onehot.astype(np.float64) / train.weight_unit, device=dev))
-    return train._cache[key]
-
-
-def device_kneighbors(Xq: Any, train: TrainingSet, n_neighbors: int, *, device: str | None = None,
-                      working_memory: float | None = None) -> tuple[Any, Any]:
-    """The exact ``n_neighbors`` nearest training rows of ``Xq`` where it lives (or on ``device``):
-    :func:`nwbound.engine.device._neighbors.exact_kneighbors` on the training set copied there once.
-
-    Returns float64 distances and int64 row indices (ascending; ties to the lower row) as tensors.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import torch  # the device path needs PyTorch
-    >>> from nwbound.engine.host._sums import TrainingSet
-    >>> from nwbound.engine.device._backend import device_kneighbors
-    >>> train = TrainingSet.build(np.array([[0.0], [1.0], [3.0]]), np.array([0, 1, 1]), 2, None)
-    >>> d, i = device_kneighbors(np.array([[0.9]]), train, 2, device="cpu")
-    >>> i.tolist()
-    [[1, 0]]
-    """
-    from ._neighbors import exact_kneighbors
-
-    Q = _on_device(Xq, device)
-    xp, dev = array_namespace_of(Q), compat().device(Q)
-    X_dev, _ = _neighbor_training_set(train, xp, dev)
-    dtype = "float32" if train.X.dtype == np.float32 else "float64"
-    dev_train = _device_training_set(train, xp, dev, dtype)
-    return exact_kneighbors(Q, dev_train, xp.astype(X_dev, xp.float64), int(n_neighbors), working_memory=working_memory)
-
-
-def neighbor_kernel_sums_array_api(
-    idx: np.ndarray,
-    train: TrainingSet,
-    kernel: Kernel,
-    bandwidths: np.ndarray,
-    *,
-    queries: Any,
-    need_dist: bool,
-    tail_radius: float | None = None,
-    keep_points: bool = False,
-    device: str | None = None,
-    working_memory: float | None = None,
-) -> KernelStatistics:
-    """:func:`nwbound.engine.host._sums.neighbor_kernel_sums` (with ``queries``) on a device.
-
-    The neighbours ``idx`` come from the estimator's index (on the host); the kernel weights,
-    class sums, ``Σ (wK)²``, ``Σ wK·d⁺`` and the per-point masses are computed by
-    :func:`nwbound.gpu.neighbor_kernel_statistics` where ``queries`` live (or on ``device``), with the
-    training set copied there once, and come back as the CPU engine's bound-form
-    :class:`~nwbound.engine.KernelStatistics` in NumPy float64 (the same distances' error bound,
-    ``u2_error``).
-
-    Parameters
-    ----------
-    idx : int ndarray of shape (n_queries, k)
-    train : TrainingSet
-    kernel : Kernel
-    bandwidths : ndarray of shape (n_bandwidths,)
-    queries : array of shape (n_queries, n_features)
-    need_dist : bool
-    tail_radius : None
-        Tail masses are not computed here; anything but None raises ``ValueError``.
-    keep_points : bool, default=False
-        Also ``point_mass`` (n, G, k) and ``point_dist`` (n, k), for the per-point Chernoff form.
-    device : str or None, default=None
-        A PyTorch device; None: compute where ``queries`` live.
-    working_memory : float or None, default=None
-
-    Returns
-    -------
-    KernelStatistics
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.engine.host._sums import TrainingSet
-    >>> from nwbound.kernels import get_kernel
-    >>> from nwbound.engine.device._backend import neighbor_kernel_sums_array_api
-    >>> train = TrainingSet.build(np.array([[0.0], [0.5], [3.0]]), np.array([0, 1, 1]), 2, None)
-    >>> s = neighbor_kernel_sums_array_api(np.array([[0, 1]]), train, get_kernel("epanechnikov"), np.array([1.0]),
-    ...                                    queries=np.zeros((1, 1)), need_dist=False)
-    >>> s.class_sums.tolist()
-    [[[1.0, 0.75]]]
-    """
-    _refuse_tail(tail_radius)
-    Xq = _on_device(queries, device)
-    xp = array_namespace_of(Xq)
-    dev = compat().device(Xq)
-    unit = train.weight_unit  # as the CPU engine: weights in [0, 1], so no (w K)² overflows
-    X_dev, onehot_dev = _neighbor_training_set(train, xp, dev)
-    if isinstance(idx, np.ndarray):
-        nb = xp.asarray(np.ascontiguousarray(idx, dtype=np.int64), device=dev)
-    else:  # from device_kneighbors: already there
-        nb = idx
-    bandwidths = np.asarray(bandwidths, dtype=np.float64).ravel()
-    n_q, k_nn = (int(v) for v in np.shape(idx))
-    lam_max = float(bandwidths.max()) if bandwidths.size else 1.0
-    support = float(kernel.radius * lam_max) if kernel.compact else lam_max
-    out = zero_statistics(n_q, bandwidths, train.n_classes, kernel, need_dist=need_dist, need_tail=False,
-                          weight_max=train.weight_max)
-    if keep_points:
-        out = dataclasses.replace(out, point_mass=np.empty((n_q, len(bandwidths), k_nn)))
-    far = np.zeros(n_q)
-    point_dist, sum_error = None, 0.0
-    for g, lam in enumerate(bandwidths):
-        # The points are always kept: the error bound below needs each row's farthest distance
-        # relative to the support (its absolute square may underflow).
-        st = neighbor_kernel_statistics(
-            Xq, X_dev, onehot_dev, nb, kernel=kernel, bandwidth=float(lam), need_dist=need_dist,
-            keep_points=True, working_memory=working_memory, check_input=False,  # the estimator's: validated
-        ).to_numpy()
-        with np.errstate(over="ignore", under="ignore"):  # back to the input's units: inf/0 where not representable
-            _store_sums(out, g, st, unit)
-            if keep_points:
-                out.point_mass[:, g] = st.point_mass[:, 0] * unit
-                point_dist = st.point_dist
-        far = np.max(st.point_dist, axis=1, initial=0.0)
-        # The device's summation error composed with k float64 terms, as device_bound_statistics.
-        sum_error = max(sum_error, compose_errors(st.sum_error, summation_error(k_nn, "float64")))
-    with np.errstate(over="ignore", invalid="ignore"):  # as the CPU engine: in units of S²
-        out.u2_error[...] = u2_error_rows(direct_d2_error_factor(train.X.shape[1]) * (far / support) ** 2,
-                                          support, bandwidths, n_q)
-    return dataclasses.replace(out, sum_error=sum_error, **({} if point_dist is None else {"point_dist": point_dist}))
-
-
-def _store_sums(out: KernelStatistics, g: int, st: Any, unit: float) -> None:
-    """Bandwidth ``g``'s sums of ``st`` (NumPy device-form statistics, ``G = 1``, weights in units of
-    ``unit``) into ``out``, in the input's units."""
-    out.class_sums[:, g] = st.class_sums[:, 0] * unit
-    out.sq_sum[:, g] = st.sq_sum[:, 0] * unit
-    out.sq_sum[:, g] *= unit  # in two steps: unit² alone may overflow
-    for name in ("dist_sum", "hist_mass", "hist_dist"):
-        if getattr(out, name) is not None:
-            getattr(out, name)[:, g] = getattr(st, name)[:, 0] * unit
-    if out.histogram is not None:  # Σ w_i/weight_max per bin, as the CPU engine
-        out.histogram[:, g] = st.histogram[:, 0] * (unit / out.weight_max) if out.weight_max > 0 else 0.0
-    if out.hist_count is not None:  # points, not weights: no unit
-        out.hist_count[:, g] = st.hist_count[:, 0]
-
-
-def dense_kernel_sums_array_api(
-    Xq: Any,
-    train: TrainingSet,
-    kernel: Kernel,
-    bandwidths: np.ndarray,
-    *,
-    need_dist: bool,
-    tail_radius: float | None = None,
-    histogram_bins: int = 0,
-    dtype: str | None = None,
-    engine: str = "auto",
-    device: str | None = None,
-    working_memory: float | None = None,
-) -> KernelStatistics:
-    """:func:`nwbound.engine.host._sums.dense_kernel_sums` on ``Xq``'s namespace and device.
-
-    The training set is copied to ``Xq``'s device once (cached on ``train``); the sums come back
-    to the host as the CPU engine's bound-form :class:`~nwbound.engine.KernelStatistics` (NumPy
-    float64).
-
-    Parameters
-    ----------
-    Xq : array of shape (n_queries, n_features)
-        Queries as a NumPy, PyTorch, CuPy or other array-API array.
-    train : TrainingSet
-    kernel : Kernel
-    bandwidths : ndarray of shape (n_bandwidths,)
-    need_dist : bool
-    tail_radius : None
-        Tail masses are not computed here; anything but None raises ``ValueError``.
-    histogram_bins : int, default=0
-        ``B > 0``: also ``histogram``, ``hist_mass`` and ``hist_dist`` (n, G, B) over ``B`` equal bins
-        of ``u²`` in [0, 1] (``hist_edges``), as the CPU engine; kernels supported on the unit ball
-        only (:data:`~nwbound.gpu.HISTOGRAM_KERNELS`); every engine gives all three (the
-        Chernoff bound's split form), and with sample weights ``hist_count`` (points of positive
-        weight per bin) and ``weight_min`` (the smallest positive weight), as the CPU engine's.
-    dtype : {"float32", "float64"} or None, default=None
-        Compute dtype (None: the training set's).
-    engine : {"auto", "array_api", "triton"}, default="auto"
-    device : str or None, default=None
-        A PyTorch device (``"cuda"``, ``"cuda:1"``, ``"cpu"``): NumPy queries are moved there first
-        (needs torch). None: compute where ``Xq`` lives.
-    working_memory : float or None, default=None
-        MiB for the array-API engine's block temporaries (None: scikit-learn's ``working_memory``).
-
-    Returns
-    -------
-    KernelStatistics
-        With ``u2_error`` (n, G) bounding the error of every computed ``u²`` (the rounding of
-        ``d̃²/λ²`` included), ``weight_max`` and ``uniform_weights`` from ``train``.
-
-    Raises
-    ------
-    ImportError
-        ``device`` given and PyTorch missing (the ``gpu`` extra).
-    ValueError
-        ``tail_radius`` given, ``device`` not a usable PyTorch device, or a kernel without an
-        array-API form.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.engine.host._sums import TrainingSet
-    >>> from nwbound.kernels import get_kernel
-    >>> from nwbound.engine.device._backend import dense_kernel_sums_array_api
-    >>> train = TrainingSet.build(np.array([[0.0], [0.5]]), np.array([0, 1]), 2, None)
-    >>> s = dense_kernel_sums_array_api(np.zeros((1, 1)), train, get_kernel("epanechnikov"),
-    ...                                 np.array([1.0]), need_dist=False)
-    >>> np.round(s.class_sums, 6).tolist()
-    [[[1.0, 0.75]]]
-    """
-    _refuse_tail(tail_radius)
-    Xq = _on_device(Xq, device)
-    bins = int(histogram_bins)
-    if bins and kernel.name not in HISTOGRAM_KERNELS:
-        raise ValueError(
-            f"The distance histogram (histogram_bins, behind bound='chernoff') on a device needs a kernel "
-            f"supported on the unit ball ({', '.join(HISTOGRAM_KERNELS)}), not {kernel.name!r}: use "
-            "bound='hoeffding', such a kernel, or the CPU engine (device=None)."
-        )
-    xp = array_namespace_of(Xq)
-    device_of = compat().device
-    dtype = dtype or ("float32" if train.X.dtype == np.float32 else "float64")
-    dev_train = _device_training_set(train, xp, device_of(Xq), dtype)
-    bandwidths = np.asarray(bandwidths, dtype=np.float64).ravel()
-    n_q = int(Xq.shape[0])
-    weighted_bins = bool(bins) and train.weights is not None  # the split Chernoff form's point counts
-    out = zero_statistics(
-        n_q, bandwidths, train.n_classes, kernel, need_dist=need_dist, need_tail=False, histogram_bins=bins,
-        hist_edges=np.linspace(0.0, 1.0, bins + 1),  # u², radius-1 kernels (checked above)
-        count_points=weighted_bins, weight_max=train.weight_max, uniform_weights=train.weights is None,
-        weight_min=_smallest_positive(train.weights, train.weight_unit, dtype) if weighted_bins else 0.0,
-    )
-    # The engine's error convention: d2_error_rel·S² bounds |d̃² − d²| with S the largest support.
-    support = float(kernel.radius * bandwidths.max()) if kernel.compact else float(bandwidths.max())
-    sum_error = 0.0
-    d2_err = None
-    for g, lam in enumerate(bandwidths):  # a handful of bandwidths, each one full pass
-        st = kernel_statistics(
-            Xq, dev_train, kernel=kernel, bandwidth=float(lam), need_dist=need_dist, histogram_bins=bins,
-            dtype=dtype, engine=engine, working_memory=working_memory,
-        ).to_numpy()
-        with np.errstate(over="ignore", under="ignore"):  # back to the input's units: inf/0 where not representable
-            _store_sums(out, g, st, train.weight_unit)
-        d2_err = st.d2_error
-        # The device's summation error, then the host's: the units' product and κ = Σ_c class_sums.
-        sum_error = max(sum_error, compose_errors(st.sum_error, summation_error(train.n_classes + 1)))
-    if d2_err is None:
-        d2_err = np.zeros(n_q)
-    # E = γ_{m+3}(‖q'‖ + R)² ≥ (m + 3)·u·(‖q'‖ + R)², so E·4/(m + 3) adds 4u·(‖q'‖ + R)² ≥ 4u·d̃²:
-    # the rounding of u² = d̃²·(1/λ²) and of its bin index, which E alone does not cover.
-    m = int(train.X.shape[1])
-    with np.errstate(over="ignore", divide="ignore"):
-        d2_error_rel = np.asarray(d2_err, dtype=np.float64) * (1.0 + 4.0 / (m + 3)) / (support * support)
-        out.u2_error[...] = u2_error_rows(d2_error_rel, support, bandwidths, n_q)
-    return dataclasses.replace(out, sum_error=sum_error)
-
-
-def device_bound_statistics(st: KernelStatistics, train: TrainingSet, *,
-                            n_neighbors: int | None = None) -> KernelStatistics:
-    """The bound form of one bandwidth's device-form statistics, where they live (nothing crosses).
-
-    What :func:`nwbound.bounds._chernoff_device.device_limits` (and, after a copy, the host's
-    :meth:`~nwbound.bounds.BoundSpec.limits`) reads, from :func:`nwbound.gpu.kernel_statistics`
-    (``n_neighbors`` None) or :func:`nwbound.gpu.neighbor_kernel_statistics` (``n_neighbors`` the
-    ``k`` of the neighbour lists) computed on ``train``'s device copy, in its weight units:
-
-    * ``sum_error``: the engine's ``ρ`` composed with the host's (``κ = Σ_c class_sums``: ``C + 1``
-      float64 additions; the localized sums: ``k`` float64 terms), as the host's statistics route;
-    * the regular classifier: ``u2_error`` (n, 1) from ``d2_error`` (the rounding of ``d̃²/λ²`` and
-      of its bin index included, as the host route's :func:`~._sums_data.u2_error_rows`); the histogram in units of
-      ``weight_max`` (the training set's largest weight) with its edges, ``uniform_weights`` and,
-      with sample weights, ``hist_count`` and ``weight_min``;
-    * the localized classifier: ``point_dist`` rounded up by its error bound (directly computed
-      distances, as the host's), ``u2_error`` 0.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.engine.host._sums import TrainingSet
-    >>> from nwbound.gpu import kernel_statistics
-    >>> from nwbound.engine.device._backend import device_bound_statistics
-    >>> train = TrainingSet.build(np.array([[0.0], [0.5]]), np.array([0, 1]), 2, None)
-    >>> st = kernel_statistics(np.zeros((1, 1)), train.X, np.eye(2), bandwidth=1.0, histogram_bins=4)
-    >>> b = device_bound_statistics(st, train)
-    >>> st.weight_max is None, b.weight_max, b.d2_error is None, b.hist_edges.tolist()
-    (True, 1.0, True, [0.0, 0.25, 0.5, 0.75, 1.0])
-    """
-    unit = train.weight_unit
-    C, m = train.n_classes, int(train.X.shape[1])
-    w_max = train.weight_max / unit
-    form = dict(d2_error=None, weight_max=w_max, uniform_weights=train.weights is None, hist_count=None,
-                weight_min=0.0)
-    if n_neighbors is None:
-        lam = float(np.asarray(st.bandwidth).reshape(-1)[0])
-        u2_err = (st.d2_error * (1.0 + 4.0 / (m + 3)) / lam) / lam  # as the host route's u2_error_rows
-        if getattr(u2_err, "ndim", 0) == 1:
-            u2_err = array_namespace_of(u2_err).expand_dims(u2_err, axis=1)
-        form.update(sum_error=compose_errors(st.sum_error, summation_error(C + 1)), u2_error=u2_err)
-        if st.histogram is not None:
-            B = int(st.histogram.shape[2])
-            form.update(histogram=st.histogram / w_max if w_max > 0 else st.histogram * 0.0,
-                        hist_edges=np.linspace(0.0, 1.0, B + 1))
-            if train.weights is not None:
-                dtype = "float32" if train.X.dtype == np.float32 else "float64"
-                form.update(hist_count=st.hist_count,
-                            weight_min=_smallest_positive(train.weights, unit, dtype) / unit)
-    else:
-        # Float64 sums of k terms: within 1 ± γ_k, as the host's localized sums.
-        form.update(sum_error=compose_errors(st.sum_error, summation_error(int(n_neighbors), "float64")),
-                    u2_error=0.0)
-        if st.point_dist is not None:  # directly computed distances, rounded up by their error bound (as the host)
-            form.update(point_dist=st.point_dist * (1.0 + (m + 8) * 2.0**-53))
-    return dataclasses.replace(st, **form)
+__all__ = ["DeviceBackend", "bounds_on_device", "intervals_on_device"]
 
 
 def bounds_on_device(specs: dict, *, localized: bool, bandwidths: np.ndarray, kernel: Kernel) -> bool:
@@ -446,8 +67,6 @@ def bounds_on_device(specs: dict, *, localized: bool, bandwidths: np.ndarray, ke
     >>> bounds_on_device(specs, localized=False, bandwidths=np.ones(1), kernel=get_kernel("epanechnikov"))
     False
     """
-    from ._triton import installed
-
     if np.size(bandwidths) != 1 or not specs or not installed("torch"):
         return False
     if any(s.form not in ("hoeffding", "chernoff") for s in specs.values()):
@@ -544,8 +163,6 @@ def intervals_on_device(
     ([[1.0, 0.0]], 0.631)
     >>> nwbound.set_config(device_bounds_on_cpu=False)
     """
-    import torch
-
     from ...bounds._chernoff_device import device_limits
 
     numpy_in = isinstance(Xq, np.ndarray)
@@ -554,176 +171,16 @@ def intervals_on_device(
         return None
     if Q.device.type == "cpu" and not get_config()["device_bounds_on_cpu"]:  # the host's solver is faster there
         return None
-    xp = array_namespace_of(Q)
-    dev = compat().device(Q)
-    unit = train.weight_unit
-    lam = float(bandwidth)
-    dtype = "float32" if train.X.dtype == np.float32 else "float64"
-    n_q = int(Q.shape[0])
     chernoff = any(s.is_chernoff for s in specs.values())
-    # 1. The statistics, in the engines' device form (G = 1, the queries' namespace and device).
-    if n_neighbors is None:
-        dev_train = _device_training_set(train, xp, dev, dtype)
-        bins = int(histogram_bins) if chernoff else 0
-        st = kernel_statistics(Q, dev_train, kernel=kernel, bandwidth=lam, need_dist=True, histogram_bins=bins,
-                               dtype=dtype, working_memory=working_memory, check_input=False)  # validated
-    else:
-        X_dev, onehot_dev = _neighbor_training_set(train, xp, dev)
-        idx = neighbors if neighbors is not None else device_kneighbors(
-            Q, train, int(n_neighbors), working_memory=working_memory)[1]
-        st = neighbor_kernel_statistics(Q, X_dev, onehot_dev, idx, kernel=kernel, bandwidth=lam, need_dist=True,
-                                        keep_points=chernoff, working_memory=working_memory,
-                                        check_input=False)  # validated queries, the fit's rows, our search
-    # 2. The same statistics in the bound form, still on the device; 3. every setting's bound there.
-    low, high = _box_on_device(train, box, Q.device)
-    outside = torch.any((Q < low) | (Q > high), dim=1)
-    stats = device_bound_statistics(st, train, n_neighbors=n_neighbors)
+    # 1. The statistics in the bound form, on the device; 2. every setting's bound there; 3. the
+    # intervals, read once, where the queries live.
+    stats = bound_statistics(Q, train, kernel, bandwidth, box=box, histogram_bins=int(histogram_bins) if chernoff else 0,
+                             keep_points=chernoff, n_neighbors=n_neighbors, neighbors=neighbors,
+                             working_memory=working_memory)
     limits = {name: device_limits(spec, stats) for name, spec in specs.items()}
-    first = next(iter(limits.values()))
-    vacuous = first["vacuous"]
-    proba = first["proba"]  # S/κ; the fallback rows (κ = 0) are set after the read below
-    kappa = first["kappa"] * unit  # back to the input's units (inf where not representable, as the host)
-    common = dict(kappa=kappa, n_eff=first["n_eff"], vacuous=vacuous,
-                  bandwidth=torch.full((n_q,), lam, dtype=torch.float64, device=Q.device), outside_box=outside)
-    out = {}
-    for name, lim in limits.items():
-        lower, upper = lim["lower"], lim["upper"]
-        epsilon = lim["epsilon"]
-        if specs[name].is_chernoff:  # ε from p̂ where κ > 0 (the fallback rows are [0, 1] with ε = 1)
-            epsilon = torch.where(vacuous[:, None], 1.0, torch.maximum(proba - lower, upper - proba))
-        fields = dict(proba=proba, lower=lower, upper=upper, epsilon=epsilon, bias=lim["bias"],
-                      sampling=lim["sampling"], **common)
-        out[name] = PredictionInterval(**{k: v.contiguous() for k, v in fields.items()})
     target = Xq.device if not numpy_in and compat().is_torch_array(Xq) else None
-    # The call's one read: the number of rows without mass and, for results that stay on the device
-    # and the estimator's own setting (None, the one predict_interval warns about), the numbers of its
-    # usefulness report. Neither depends on the fallback rows' p̂ (they are vacuous: [0, 1], ε = 1,
-    # never certified, no bias share).
-    summary = target is not None and None in out and n_q > 0
-    packed = [vacuous.sum().to(torch.float64)[None]] + ([usefulness_parts(out[None])] if summary else [])
-    read = torch.cat(packed).tolist()
-    n_vacuous = int(read[0])
-    if n_vacuous:  # the rule (and its error) is the estimator's
-        filled = _with_fallback(proba, vacuous, n_vacuous, fallback)
-        out = {name: dataclasses.replace(iv, proba=filled) for name, iv in out.items()}
-    if numpy_in or target is None:  # NumPy, or another array-API library: its own namespace via the estimator's restore
-        return {name: _interval_to_host(iv) for name, iv in out.items()}
-    result = DeviceIntervals({name: dataclasses.replace(iv, **{f.name: getattr(iv, f.name).to(target)
-                                                               for f in dataclasses.fields(iv)})
-                              for name, iv in out.items()})
-    result.usefulness = tuple(read[1:]) if summary else None
-    return result
-
-
-def _box_on_device(train: TrainingSet, box: tuple[np.ndarray, np.ndarray], dev: Any) -> tuple[Any, Any]:
-    """The bounding box's ends as float64 tensors on ``dev``, copied once per box and device: a copy
-    to a GPU from pageable memory waits for the device's queue (a synchronisation)."""
-    import torch
-
-    low, high = (np.ascontiguousarray(b, dtype=np.float64) for b in box)
-    key = ("box", str(dev), low.tobytes(), high.tobytes())
-    if key not in train._cache:
-        train._cache[key] = (torch.as_tensor(low, device=dev), torch.as_tensor(high, device=dev))
-    return train._cache[key]
-
-
-def _with_fallback(proba: Any, vacuous: Any, n_vacuous: int, fallback: Callable[[np.ndarray], np.ndarray]) -> Any:
-    """``proba`` with ``fallback``'s rows where ``vacuous``: the estimator's rule gives one row to every
-    vacuous query (the prior, or uniform) or raises with their count, so it is asked with the count
-    alone; a rule whose rows differ gets the rows themselves (a second read)."""
-    import torch
-
-    n = int(proba.shape[0])
-    stand_in = np.zeros(n, dtype=bool)
-    stand_in[:n_vacuous] = True
-    rows = np.asarray(fallback(stand_in), dtype=np.float64)
-    if rows.shape == (n_vacuous, proba.shape[1]) and np.all(rows == rows[:1]):
-        # The row filled on the device (a copy from the host would wait for the device's queue).
-        row = torch.stack([torch.full((), float(v), dtype=torch.float64, device=proba.device) for v in rows[0]])
-        return torch.where(vacuous[:, None], row, proba)
-    vac_host = to_host(vacuous)
-    where = torch.as_tensor(np.flatnonzero(vac_host), device=proba.device)
-    filled = proba.clone()
-    filled[where] = torch.as_tensor(fallback(vac_host), dtype=torch.float64, device=proba.device)
-    return filled
-
-
-def device_ranking(Xq: Any, train: TrainingSet, kernel: Kernel, grid: np.ndarray, *, fraction: float = 1.0,
-                   feature_unit: float = 1.0, n_neighbors: int | None = None, neighbors: Any = None,
-                   device: str | None = None, working_memory: float | None = None) -> BandwidthRanking:
-    """The :class:`~nwbound.estimators.BandwidthRanking` of ``Xq`` over ``grid``, where ``Xq`` lives.
-
-    Parameters
-    ----------
-    Xq : array of shape (n_queries, n_features)
-        Validated queries in the fit's feature unit (NumPy queries are moved to ``device``).
-    train : TrainingSet
-    kernel : Kernel
-    grid : ndarray of shape (G,)
-        The bandwidths, in the fit's feature unit (as the engines see them).
-    fraction : float, default=1.0
-        The regular classifier's ranking sample (:meth:`TrainingSet.sample`): its sums are divided
-        by ``fraction``, as the host's ranking.
-    feature_unit : float, default=1.0
-        The fit's feature unit: the distance sums come back in the input's units.
-    n_neighbors : int or None, default=None
-        The localized classifier's ``k`` (None: the regular classifier).
-    neighbors : int tensor of shape (n_queries, k) or None
-        The localized classifier's neighbours when already searched (None: searched here, exactly).
-    device : str or None, default=None
-    working_memory : float or None, default=None
-
-    Returns
-    -------
-    BandwidthRanking
-        ``kappa``, ``sq_sum``, ``dist_sum`` (n, G) float64 tensors on the queries' device, in the
-        input's units; ``bandwidth`` the (1, G) grid in the input's units (NumPy).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import torch  # the device path needs PyTorch
-    >>> from nwbound.engine.host._sums import TrainingSet
-    >>> from nwbound.engine.device._backend import device_ranking
-    >>> from nwbound.kernels import get_kernel
-    >>> train = TrainingSet.build(np.array([[0.0], [0.5], [3.0]]), np.array([0, 1, 1]), 2, None)
-    >>> r = device_ranking(np.zeros((1, 1)), train, get_kernel("epanechnikov"), np.array([1.0, 4.0]), device="cpu")
-    >>> type(r.kappa).__name__, [round(v, 4) for v in r.kappa[0].tolist()]
-    ('Tensor', [1.75, 2.4219])
-    """
-    Q = _on_device(Xq, device)
-    xp, dev = array_namespace_of(Q), compat().device(Q)
-    grid = np.asarray(grid, dtype=np.float64).reshape(-1)
-    dtype = "float32" if train.X.dtype == np.float32 else "float64"
-    columns: list[tuple[Any, Any, Any]] = []
-    if n_neighbors is None:
-        sample = train.sample(fraction)
-        dev_train = _device_training_set(sample, xp, dev, dtype)
-        unit, scale = sample.weight_unit, float(fraction)
-        for lam in grid:
-            st = kernel_statistics(Q, dev_train, kernel=kernel, bandwidth=float(lam), need_dist=True,
-                                   histogram_bins=0, dtype=dtype, working_memory=working_memory, check_input=False)
-            columns.append(_sums_of(xp, st))
-    else:
-        X_dev, onehot_dev = _neighbor_training_set(train, xp, dev)
-        if neighbors is None:
-            _, neighbors = device_kneighbors(Q, train, int(n_neighbors), working_memory=working_memory)
-        unit, scale = train.weight_unit, 1.0
-        for lam in grid:
-            st = neighbor_kernel_statistics(Q, X_dev, onehot_dev, neighbors, kernel=kernel, bandwidth=float(lam),
-                                            need_dist=True, keep_points=False, working_memory=working_memory,
-                                            check_input=False)  # validated queries, the fit's rows, our search
-            columns.append(_sums_of(xp, st))
-    kappa, sq_sum, dist_sum = (xp.stack([c[i] for c in columns], axis=1) for i in range(3))
-    return BandwidthRanking.from_sums(kappa, sq_sum, dist_sum, (grid * feature_unit)[None, :], fraction=scale,
-                                      weight_unit=unit, feature_unit=feature_unit)
-
-
-def _sums_of(xp: Any, st: Any) -> tuple[Any, Any, Any]:
-    """κ, ``Σ a_i²`` and ``Σ a_i d_i`` (each (n,), float64) of one bandwidth's device-form statistics."""
-    f64 = xp.float64
-    return (xp.sum(xp.astype(st.class_sums[:, 0, :], f64), axis=1), xp.astype(st.sq_sum[:, 0], f64),
-            xp.astype(st.dist_sum[:, 0], f64))
+    return intervals_from_limits(limits, specs, kappa_unit=train.weight_unit, bandwidth=float(bandwidth),
+                                 outside_box=stats.outside_box, fallback=fallback, target=target)
 
 
 class DeviceBackend:
@@ -780,19 +237,19 @@ class DeviceBackend:
         est = self._est
         inputs = est.__nwbound_fitted_inputs__()
         extra: dict = {}
-        if est.index_ is None:
-            if histogram_bins:
-                extra["histogram_bins"] = int(histogram_bins)
-            return dense_kernel_sums_array_api(X, inputs.train, est.kernel_, bandwidths, need_dist=need_dist,
-                                               tail_radius=tail_radius, device=est.device,
-                                               working_memory=est.working_memory, **extra)
-        inputs.check_device()
-        if keep_points:
-            extra["keep_points"] = True
-        _, idx = self.kneighbors(X, int(est.n_neighbors))
-        return neighbor_kernel_sums_array_api(idx, inputs.train, est.kernel_, bandwidths, queries=X,
-                                              need_dist=need_dist, tail_radius=tail_radius, device=est.device,
-                                              working_memory=est.working_memory, **extra)
+        if est.index_ is not None:
+            inputs.check_device()
+            if keep_points:
+                extra["keep_points"] = True
+            _, idx = self.kneighbors(X, int(est.n_neighbors))
+            return neighbor_kernel_sums_array_api(idx, inputs.train, est.kernel_, bandwidths, queries=X,
+                                                  need_dist=need_dist, tail_radius=tail_radius, device=est.device,
+                                                  working_memory=est.working_memory, **extra)
+        if histogram_bins:
+            extra["histogram_bins"] = int(histogram_bins)
+        return dense_kernel_sums_array_api(X, inputs.train, est.kernel_, bandwidths, need_dist=need_dist,
+                                           tail_radius=tail_radius, device=est.device,
+                                           working_memory=est.working_memory, **extra)
 
     def kneighbors(self, X: Any, n_neighbors: int) -> tuple[Any, Any]:
         """``(distances or None, indices)``: the exact search where the queries are (nothing crosses),
@@ -810,22 +267,12 @@ class DeviceBackend:
         return False
 
     def ranks_first(self, specs: dict, fraction: float) -> bool:
-        """False: the public rounds rank from the exhaustive statistics here (:meth:`chooses_first`
-        is the route's own ranking on the device)."""
+        """False: the public rounds rank from the exhaustive statistics here (:meth:`intervals` runs
+        the route's own ranking on the device)."""
         return False
 
-    def chooses_first(self, specs: dict, fraction: float) -> bool:
-        """``bandwidth="auto"`` ranked on the device, where the bounds at one bandwidth run there."""
-        est = self._est
-        if est.bandwidths_.shape[0] < 2 or not self._bounds_served(specs, est.bandwidths_[:1]):
-            return False
-        import torch
-
-        target = torch.device(est.device) if isinstance(est.device, str) else est.device
-        return target.type != "cpu" or get_config()["device_bounds_on_cpu"]
-
     def ranking(self, X: Any, fraction: float, row_offset: int = 0) -> None:
-        """None: the public ranking is the exhaustive statistics (:meth:`choice_ranking` ranks on the device)."""
+        """None: the public ranking is the exhaustive statistics (:meth:`intervals` ranks on the device)."""
         return None
 
     def _bounds_served(self, specs: dict, bandwidths: np.ndarray) -> bool:
@@ -838,28 +285,55 @@ class DeviceBackend:
             return False
         return bounds_on_device(specs, localized=est.index_ is not None, bandwidths=bandwidths, kernel=est.kernel_)
 
-    # -- the route's steps -------------------------------------------------------------------
-    def choice_ranking(self, X: Any, fraction: float) -> tuple[Any, Any, Any]:
-        """``(queries on the device, ranking there, neighbours)``: the grid ranked where the queries
-        live (:func:`device_ranking`), with one exact search for the localized
-        classifier that every group's bounds reuse."""
+    # -- the route -----------------------------------------------------------------------------
+    def intervals(self, X: Any, specs: dict) -> dict | None:
+        """Every setting's intervals of validated queries, statistics *and* bounds on the device, where
+        its bounds serve these settings and queries; None otherwise (the estimator then bounds
+        :meth:`statistics` on the host).
+
+        ``bandwidth="auto"`` (where the device bounds one bandwidth and the queries reach a PyTorch
+        device that is not its CPU, or ``device_bounds_on_cpu``): the grid ranked where the queries
+        live (:func:`device_ranking`, with one exact search for the localized classifier that every
+        group's bounds reuse), each setting's choice there, then :func:`intervals_on_device` once per
+        chosen bandwidth, the results where ``X`` lives. Otherwise one :func:`intervals_on_device` at
+        the fit's one bandwidth."""
         est = self._est
+        grid = est.bandwidths_
+        if X.shape[0] == 0 or grid.shape[0] < 2:
+            return self._intervals_at(X, specs, grid) if self._bounds_served(specs, grid) else None
+        if not self._bounds_served(specs, grid[:1]) or not self._bounds_run_where_queries_go():
+            return None
         inputs = est.__nwbound_fitted_inputs__()
         Q = _on_device(X, est.device)
         unit, k = inputs.feature_unit, None if est.index_ is None else int(est.n_neighbors)
         neighbors = None
         if k is not None:
             _, neighbors = device_kneighbors(Q, inputs.train, k, working_memory=est.working_memory)
-        ranking = device_ranking(Q, inputs.train, est.kernel_, est.bandwidths_ / unit, feature_unit=unit,
-                                 fraction=fraction if k is None else 1.0, n_neighbors=k,
+        ranking = device_ranking(Q, inputs.train, est.kernel_, grid / unit, feature_unit=unit,
+                                 fraction=est.ranking_fraction_ if k is None else 1.0, n_neighbors=k,
                                  neighbors=neighbors, working_memory=est.working_memory)
-        return Q, ranking, neighbors
+        out = {}
+        for choice, names in choice_groups(specs, ranking):
+            rows, used, inverse = rows_by_choice(choice, grid.shape[0])
+            group = {name: specs[name] for name in names}
+            parts = [self._intervals_at(Q[r], group, grid[g : g + 1], None if neighbors is None else neighbors[r])
+                     for g, r in zip(used, rows)]
+            out.update({name: type(parts[0][name]).concatenate([p[name] for p in parts]).take(inverse)
+                        for name in names})
+        return delivered(out, X)
 
-    def intervals(self, X: Any, specs: dict, bandwidths: np.ndarray, neighbors: Any = None) -> dict | None:
-        """Statistics and bounds on the device (:func:`intervals_on_device`) where they serve
-        these settings and queries; None otherwise (the statistics then cross to the host's bounds)."""
-        if not self._bounds_served(specs, bandwidths):
-            return None
+    def _bounds_run_where_queries_go(self) -> bool:
+        """The estimator's device is not PyTorch's CPU (there the host's solver is faster), or the
+        config key ``device_bounds_on_cpu`` asks for the device bounds there anyway."""
+        import torch
+
+        device = self._est.device
+        target = torch.device(device) if isinstance(device, str) else device
+        return target.type != "cpu" or get_config()["device_bounds_on_cpu"]
+
+    def _intervals_at(self, X: Any, specs: dict, bandwidths: np.ndarray, neighbors: Any = None) -> dict | None:
+        """:func:`intervals_on_device` at the one bandwidth of ``bandwidths`` (``neighbors``: the
+        localized classifier's, when already searched on the device)."""
         est = self._est
         inputs = est.__nwbound_fitted_inputs__()
         return intervals_on_device(
@@ -868,13 +342,3 @@ class DeviceBackend:
             n_neighbors=None if est.index_ is None else int(est.n_neighbors), neighbors=neighbors,
         )
 
-    @staticmethod
-    def deliver(out: dict, X: Any) -> dict:
-        """Intervals computed on the device, where ``X`` lives: on its device for PyTorch queries,
-        NumPy otherwise (one packed copy per setting)."""
-        from ._results import interval_on_host
-
-        if compat().is_torch_array(X):
-            return {name: dataclasses.replace(iv, **{f.name: getattr(iv, f.name).to(X.device)
-                                                     for f in dataclasses.fields(iv)}) for name, iv in out.items()}
-        return {name: interval_on_host(iv) for name, iv in out.items()}

@@ -1,7 +1,9 @@
 """The device route's intervals where they live: PyTorch results, their usefulness report and
 certificates computed there, and their one packed copy to the host.
 
-:class:`DeviceIntervals` (what :func:`~._device.intervals_on_device` returns for results that stay
+:func:`intervals_from_limits` (the intervals of every setting from the device bounds, with the call's
+one read and the fallback rows), :func:`delivered` (results where the queries live),
+:class:`DeviceIntervals` (what :func:`~._backend.intervals_on_device` returns for results that stay
 on the device), :func:`usefulness_parts` / :func:`usefulness_on_device` (the numbers of
 :func:`nwbound.diagnostics.bound_usefulness` without a read), :func:`device_certificates` and
 :func:`interval_on_host`.
@@ -11,14 +13,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from ..._result import PredictionInterval
 from ..._namespace import compat, to_host
 
-__all__ = ["DeviceIntervals", "device_certificates", "interval_on_host", "usefulness_on_device", "usefulness_parts"]
+__all__ = ["DeviceIntervals", "delivered", "device_certificates", "interval_on_host", "intervals_from_limits",
+           "usefulness_on_device", "usefulness_parts"]
 
 
 class DeviceIntervals(dict):
@@ -34,6 +37,91 @@ class DeviceIntervals(dict):
     """
 
     usefulness: tuple | None = None
+
+
+def intervals_from_limits(limits: dict, specs: dict, *, kappa_unit: float, bandwidth: float, outside_box: Any,
+                          fallback: Callable[[np.ndarray], np.ndarray], target: Any) -> dict:
+    """Every setting's :class:`~nwbound.PredictionInterval` from its device limits
+    (:func:`nwbound.bounds._chernoff_device.device_limits`, one dict per setting of ``specs``), with one
+    read: the number of rows without mass and, for results that stay on the device (``target``, a
+    PyTorch device, or None: NumPy results), the numbers of the setting ``None``'s usefulness report
+    (kept in :class:`DeviceIntervals`). Rows without mass take ``fallback``'s rows (the estimator's
+    ``empty_neighborhood`` rule, which may raise); ``kappa_unit`` takes κ back to the input's units.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torch
+    >>> from nwbound.engine.device._results import intervals_from_limits
+    >>> one = torch.ones(1, 2, dtype=torch.float64) / 2
+    >>> lim = dict(proba=one, lower=one * 0, upper=one * 2, epsilon=one, bias=one, sampling=one,
+    ...            kappa=torch.ones(1, dtype=torch.float64), n_eff=torch.ones(1, dtype=torch.float64),
+    ...            vacuous=torch.zeros(1, dtype=torch.bool))
+    >>> from nwbound.bounds import BoundSpec
+    >>> out = intervals_from_limits({None: lim}, {None: BoundSpec(form="hoeffding", beta=0.0, delta_prime=0.05)},
+    ...                             kappa_unit=1.0, bandwidth=0.5, outside_box=torch.zeros(1, dtype=torch.bool),
+    ...                             fallback=lambda v: np.full((int(v.sum()), 2), 0.5), target=None)
+    >>> out[None].upper.tolist(), out[None].bandwidth.tolist()
+    ([[1.0, 1.0]], [0.5])
+    """
+    import torch
+
+    first = next(iter(limits.values()))
+    vacuous = first["vacuous"]
+    proba = first["proba"]  # S/κ; the fallback rows (κ = 0) are set after the read below
+    n_q = int(proba.shape[0])
+    kappa = first["kappa"] * kappa_unit  # back to the input's units (inf where not representable, as the host)
+    common = dict(kappa=kappa, n_eff=first["n_eff"], vacuous=vacuous,
+                  bandwidth=torch.full((n_q,), bandwidth, dtype=torch.float64, device=proba.device),
+                  outside_box=outside_box)
+    out = {}
+    for name, lim in limits.items():
+        lower, upper = lim["lower"], lim["upper"]
+        epsilon = lim["epsilon"]
+        if specs[name].is_chernoff:  # ε from p̂ where κ > 0 (the fallback rows are [0, 1] with ε = 1)
+            epsilon = torch.where(vacuous[:, None], 1.0, torch.maximum(proba - lower, upper - proba))
+        fields = dict(proba=proba, lower=lower, upper=upper, epsilon=epsilon, bias=lim["bias"],
+                      sampling=lim["sampling"], **common)
+        out[name] = PredictionInterval(**{k: v.contiguous() for k, v in fields.items()})
+    # The call's one read: the number of rows without mass and, for results that stay on the device
+    # and the estimator's own setting (None, the one predict_interval warns about), the numbers of its
+    # usefulness report. Neither depends on the fallback rows' p̂ (they are vacuous: [0, 1], ε = 1,
+    # never certified, no bias share).
+    summary = target is not None and None in out and n_q > 0
+    packed = [vacuous.sum().to(torch.float64)[None]] + ([usefulness_parts(out[None])] if summary else [])
+    read = torch.cat(packed).tolist()
+    n_vacuous = int(read[0])
+    if n_vacuous:  # the rule (and its error) is the estimator's
+        filled = _with_fallback(proba, vacuous, n_vacuous, fallback)
+        out = {name: dataclasses.replace(iv, proba=filled) for name, iv in out.items()}
+    if target is None:  # NumPy, or another array-API library: its own namespace via the estimator's restore
+        return {name: _interval_to_host(iv) for name, iv in out.items()}
+    result = DeviceIntervals({name: dataclasses.replace(iv, **{f.name: getattr(iv, f.name).to(target)
+                                                               for f in dataclasses.fields(iv)})
+                              for name, iv in out.items()})
+    result.usefulness = tuple(read[1:]) if summary else None
+    return result
+
+
+def _with_fallback(proba: Any, vacuous: Any, n_vacuous: int, fallback: Callable[[np.ndarray], np.ndarray]) -> Any:
+    """``proba`` with ``fallback``'s rows where ``vacuous``: the estimator's rule gives one row to every
+    vacuous query (the prior, or uniform) or raises with their count, so it is asked with the count
+    alone; a rule whose rows differ gets the rows themselves (a second read)."""
+    import torch
+
+    n = int(proba.shape[0])
+    stand_in = np.zeros(n, dtype=bool)
+    stand_in[:n_vacuous] = True
+    rows = np.asarray(fallback(stand_in), dtype=np.float64)
+    if rows.shape == (n_vacuous, proba.shape[1]) and np.all(rows == rows[:1]):
+        # The row filled on the device (a copy from the host would wait for the device's queue).
+        row = torch.stack([torch.full((), float(v), dtype=torch.float64, device=proba.device) for v in rows[0]])
+        return torch.where(vacuous[:, None], row, proba)
+    vac_host = to_host(vacuous)
+    where = torch.as_tensor(np.flatnonzero(vac_host), device=proba.device)
+    filled = proba.clone()
+    filled[where] = torch.as_tensor(fallback(vac_host), dtype=torch.float64, device=proba.device)
+    return filled
 
 
 def _masked_median(torch: Any, values: Any, keep: Any) -> Any:
@@ -193,3 +281,26 @@ def interval_on_host(interval: PredictionInterval) -> PredictionInterval:
         return _interval_to_host(interval)
     return dataclasses.replace(interval, **{f.name: None if getattr(interval, f.name) is None
                                             else to_host(getattr(interval, f.name)) for f in dataclasses.fields(interval)})
+
+
+def delivered(out: dict, X: Any) -> dict:
+    """Intervals computed on the device, where ``X`` lives: on its device for PyTorch queries,
+    NumPy otherwise (one packed copy per setting).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torch
+    >>> from nwbound import PredictionInterval
+    >>> from nwbound.engine.device._results import delivered
+    >>> iv = PredictionInterval.from_parts(proba=np.array([[1.0]]), bias=np.zeros((1, 1)),
+    ...     sampling=np.zeros((1, 1)), kappa=np.ones(1), n_eff=np.ones(1), vacuous=np.array([False]),
+    ...     bandwidth=np.ones(1))
+    >>> t = PredictionInterval(**{k: torch.as_tensor(v) for k, v in vars(iv).items() if v is not None})
+    >>> type(delivered({None: t}, np.zeros((1, 1)))[None].proba).__name__
+    'ndarray'
+    """
+    if compat().is_torch_array(X):
+        return {name: dataclasses.replace(iv, **{f.name: getattr(iv, f.name).to(X.device)
+                                                 for f in dataclasses.fields(iv)}) for name, iv in out.items()}
+    return {name: interval_on_host(iv) for name, iv in out.items()}

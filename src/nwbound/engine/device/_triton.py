@@ -71,28 +71,22 @@ and ``γ_n`` at ``u = 2⁻⁵³`` is far below it (``n < BN·2²⁹``): the same
 
 ``TRITON_INTERPRET=1`` runs the same kernel on the CPU with PyTorch CPU tensors (tests).
 
-**The entry point.** :func:`kernel_statistics` (public as :func:`nwbound.gpu.kernel_statistics`)
-decides once between this kernel and the array-API pass of :mod:`nwbound.engine.device._array_api`,
-on which this module builds (the training set's device copy, the error bounds, the device form).
+**The entry point.** :func:`nwbound.engine.device._sums.kernel_statistics` (public as
+:func:`nwbound.gpu.kernel_statistics`) decides once between this kernel and the array-API pass of
+:mod:`nwbound.engine.device._array_api`, on which this module builds (the training set's device
+copy, the error bounds, the device form).
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
 import math
-import os
 from typing import Any
 
 import numpy as np
 
 from ._array_api import (
     SUPPORTED_KERNELS,
-    HISTOGRAM_KERNELS,
-    _array_api_statistics,
-    _check_matrix,
-    array_namespace_of,
-    supported_kernel_name,
     DeviceTrainingSet,
     KernelStatistics,
     compat,
@@ -104,10 +98,8 @@ from ._array_api import (
 )
 from ..._config import get_config
 from ..._numerics import compose_errors, summation_error
-from ..._validation import check_choice, check_int_range, check_positive
-from ...kernels import Kernel
 
-__all__ = ["kernel_statistics", "triton_applies", "triton_kernel_statistics", "LAYOUT_TILE", "CONFIGS"]
+__all__ = ["triton_kernel_statistics", "LAYOUT_TILE", "CONFIGS"]
 
 # Training points per class are padded to a multiple of this; every BN divides it.
 LAYOUT_TILE = 128
@@ -150,67 +142,6 @@ _PACKED_MAX_BINS = 64
 _TUNED: dict[tuple, tuple[int, int, int, int]] = {}
 # Every timing taken while tuning, per problem kind: (config, milliseconds) — the benchmark prints it.
 TUNING_LOG: dict[tuple, list[tuple[tuple[int, int, int, int], float]]] = {}
-
-
-def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "") == "1"
-
-
-@functools.cache
-def installed(name: str) -> bool:
-    """Whether the module ``name`` can be imported (``importlib.util.find_spec``, asked once per
-    process: a search of the path costs about a millisecond, on every prediction otherwise).
-
-    Examples
-    --------
-    >>> from nwbound.engine.device._triton import installed
-    >>> installed("numpy")
-    True
-    """
-    return importlib.util.find_spec(name) is not None
-
-
-def triton_applies(xp: Any, Xq: Any, dtype: str, *, reason: bool) -> bool:
-    """Whether the fused kernel can run on these inputs; with ``reason=True`` raise why not.
-
-    It runs on PyTorch or CuPy arrays on a CUDA device in float32, with Triton installed; with
-    ``TRITON_INTERPRET=1`` also on PyTorch CPU tensors (Triton's interpreter).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.gpu import array_namespace_of
-    >>> from nwbound.engine.device._triton import triton_applies
-    >>> x = np.zeros((2, 2))
-    >>> triton_applies(array_namespace_of(x), x, "float32", reason=False)
-    False
-    """
-    def no(msg: str) -> bool:
-        if reason:
-            raise ValueError(f"engine='triton' cannot run here: {msg}. Use engine='auto' or 'array_api'.")
-        return False
-
-    if dtype != "float32":
-        return no("the fused kernel computes in float32 only (dtype='float32')")
-    try:
-        aac = compat()
-    except ImportError:
-        return no("array_api_compat is not installed")
-    is_cupy_namespace = aac.is_cupy_namespace
-    if not (aac.is_torch_namespace(xp) or is_cupy_namespace(xp)):
-        return no("inputs must be PyTorch tensors or CuPy arrays")
-    if not (installed("torch") and installed("triton")):
-        from ...utils import install_hint
-
-        return no(f"triton and torch must be installed ({install_hint('gpu')})")
-    on_cuda = is_cupy_namespace(xp) or getattr(getattr(Xq, "device", None), "type", "") == "cuda"
-    if not on_cuda and not _interpreting():
-        return no("the arrays are not on a CUDA device (set TRITON_INTERPRET=1 to run Triton's CPU interpreter)")
-    import torch  # only now: importing triton outside the interpreter would break a later interpreted run
-
-    if on_cuda and not torch.cuda.is_available():
-        return no("PyTorch sees no CUDA device")
-    return True
 
 
 @functools.cache
@@ -762,133 +693,3 @@ def _tuned_config(key: tuple, run, family: str) -> tuple[int, int, int, int]:
     return best
 
 
-def kernel_statistics(
-    Xq: Any,
-    X_train: Any,
-    onehot: Any | None = None,
-    *,
-    kernel: str | Kernel = "epanechnikov",
-    bandwidth: float,
-    need_dist: bool = True,
-    histogram_bins: int = 0,
-    block_rows: int | None = None,
-    dtype: str = "float32",
-    engine: str = "auto",
-    precision: str = "ieee",
-    gemm: str | None = None,
-    working_memory: float | None = None,
-    check_input: bool = True,
-) -> KernelStatistics:
-    """Kernel statistics of every query against every training point, on the inputs' device.
-
-    Parameters
-    ----------
-    Xq : array of shape (n_queries, n_features)
-        Queries (NumPy, PyTorch, CuPy or any array-API array); results come back in the same
-        namespace and on the same device.
-    X_train : array of shape (n_train, n_features) or DeviceTrainingSet
-        Training points, same namespace and device as ``Xq``; or a prepared
-        :class:`~nwbound.gpu.DeviceTrainingSet` (then ``onehot`` must be None).
-    onehot : array of shape (n_train, n_classes) or None
-        Weighted one-hot class membership (``w_i`` in column ``c_i``).
-    kernel : str or Kernel, default="epanechnikov"
-        One of ``nwbound.gpu.SUPPORTED_KERNELS``.
-    bandwidth : float
-        ``λ > 0``.
-    need_dist : bool, default=True
-        Compute ``dist_sum``.
-    histogram_bins : int, default=0
-        ``B > 0``: also the histogram of ``u²`` over ``B`` equal bins of [0, 1] (kernels of
-        ``nwbound.gpu.HISTOGRAM_KERNELS`` only, whose support is exactly that interval).
-    block_rows : int or None, default=None
-        Queries per block (array-API engine); None: as many as fit in ``working_memory``.
-    dtype : {"float32", "float64"}, default="float32"
-        Compute dtype of the distance product (never TF32; see the module docstring).
-    engine : {"auto", "array_api", "triton"}, default="auto"
-        ``"triton"``: the fused kernel of ``nwbound.engine.device._triton`` (PyTorch or CuPy arrays on a
-        CUDA device, Triton installed, float32); ``"auto"``: that where it applies, else the
-        array-API engine.
-    precision : {"ieee", "tf32x3"}, default="ieee"
-        Triton engine only: the dot's ``input_precision``. ``"tf32x3"`` uses the tensor cores with a
-        wider, hardware-model-based distance error bound (see ``nwbound.engine.device._triton``).
-    gemm : {"fused", "library"} or None, default=None
-        Triton engine only: ``"fused"`` forms the dot products inside the kernel (the distance block
-        never reaches memory); ``"library"`` takes them from PyTorch's float32 product (cuBLAS, no
-        TF32) of a block of queries, which the kernel then reads once (``precision="ieee"`` only).
-        None: ``"library"`` with ``precision="ieee"`` (the fastest exact form measured: 1.39× the
-        bare product against 3.6× fused, H200, ECG shapes; see ``benchmarks/README.md``), else
-        ``"fused"``.
-    working_memory : float or None, default=None
-        MiB for the block temporaries (None: scikit-learn's ``working_memory``).
-    check_input : bool, default=True
-        Check that ``Xq`` is finite: one device-to-host read (a synchronisation on a GPU). False
-        for queries already checked (an estimator's ``validate_data``); queries that are not
-        finite then give NaN statistics, never an error.
-
-    Returns
-    -------
-    KernelStatistics
-        The device form (one bandwidth, ``G = 1``): ``class_sums`` (n, 1, C), ``sq_sum`` and
-        ``dist_sum`` (n, 1), the histogram's arrays (n, 1, B), ``d2_error`` (n,) and ``sum_error``,
-        in ``Xq``'s namespace and on its device; ``weight_max`` is None (the histogram counts
-        ``Σ w_i`` in the one-hot's units).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nwbound.gpu import kernel_statistics
-    >>> X = np.array([[0.0], [0.5], [3.0]])
-    >>> onehot = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
-    >>> st = kernel_statistics(np.array([[0.0]]), X, onehot, bandwidth=1.0, histogram_bins=2)
-    >>> np.round(st.class_sums, 6).tolist(), np.round(st.histogram, 6).tolist()
-    ([[[1.0, 0.75]]], [[[2.0, 0.0]]])
-    >>> float(st.dist_sum[0, 0]) >= 0.75 * 0.5  # an upper bound of Σ K·d (exact: 0.375)
-    True
-    """
-    check_choice(engine, "engine", ("auto", "array_api", "triton"))
-    check_choice(dtype, "dtype", ("float32", "float64"))
-    check_choice(precision, "precision", ("ieee", "tf32x3"))
-    check_choice(gemm, "gemm", (None, "fused", "library"))
-    lam = check_positive(bandwidth, "bandwidth")
-    name = supported_kernel_name(kernel)
-    bins = check_int_range(histogram_bins, "histogram_bins", 0, 4096)
-    if bins and name not in HISTOGRAM_KERNELS:
-        raise ValueError(
-            f"histogram_bins needs a kernel supported on the unit ball ({', '.join(HISTOGRAM_KERNELS)}); "
-            f"got kernel {name!r}. Pass histogram_bins=0 to this function (no histogram)."
-        )
-    if block_rows is not None:
-        block_rows = check_int_range(block_rows, "block_rows", 1)
-    if not isinstance(need_dist, (bool, np.bool_)):
-        raise TypeError(f"need_dist must be True or False, got {need_dist!r}.")
-    if isinstance(X_train, DeviceTrainingSet):
-        if onehot is not None:
-            raise ValueError("Pass onehot=None with a DeviceTrainingSet: it already holds the labels.")
-        train = X_train
-        if train.dtype_name != dtype:
-            raise ValueError(f"The DeviceTrainingSet was built with {train.dtype}, not dtype={dtype!r}: rebuild it.")
-        xp = array_namespace_of(Xq, train.centred)
-    else:
-        if onehot is None:
-            raise ValueError("onehot is required with a raw X_train (or pass a DeviceTrainingSet).")
-        xp = array_namespace_of(Xq, X_train, onehot)
-        train = DeviceTrainingSet.build(X_train, onehot, dtype=dtype)
-    # Decide the engine first (a probe of the namespace and device only), then check and compute.
-    use_triton = engine == "triton" or (engine == "auto" and triton_applies(xp, Xq, dtype, reason=False))
-    Xq = _check_matrix(xp, Xq, "Xq", finite=bool(check_input))
-    if Xq.shape[1] != train.n_features:
-        raise ValueError(
-            f"Xq has {Xq.shape[1]} features but the training set has {train.n_features}: "
-            "queries must be in the same feature space (and scaling) as X_train."
-        )
-    if not use_triton:
-        if gemm == "library":
-            raise ValueError("gemm='library' needs the Triton engine (CUDA tensors, triton installed); omit it.")
-        if precision != "ieee":
-            raise ValueError("precision='tf32x3' needs the Triton engine (CUDA tensors, triton installed); use 'ieee'.")
-        return _array_api_statistics(xp, Xq, train, name, lam, bool(need_dist), bins, block_rows, working_memory)
-    if engine == "triton":
-        triton_applies(xp, Xq, dtype, reason=True)  # raises with the reason when it cannot run
-    return triton_kernel_statistics(
-        Xq, train, name, lam, need_dist=bool(need_dist), histogram_bins=bins, precision=precision, gemm=gemm
-    )

@@ -109,10 +109,6 @@ class HostBackend:
                 and not any(spec.needs_tail_mass for spec in specs.values())
                 and (self.ranks_from_moments() or fraction < 1.0))
 
-    def chooses_first(self, specs: dict, fraction: float) -> bool:
-        """Whether ``predict_interval`` ranks and chooses before its exact pass: :meth:`ranks_first`."""
-        return self.ranks_first(specs, fraction)
-
     def ranking(self, X: Any, fraction: float, row_offset: int = 0) -> BandwidthRanking | None:
         """The grid's ranking from distance moments or a sample of rows; None where it is the exhaustive
         statistics (the estimator then takes them from :meth:`statistics`)."""
@@ -131,18 +127,7 @@ class HostBackend:
         return BandwidthRanking.from_sums(s.kappa, s.sq_sum, s.dist_sum, est.bandwidths_[None, :], fraction=fraction,
                                           feature_unit=unit)
 
-    # -- the route's steps -------------------------------------------------------------------
-    def choice_ranking(self, X: Any, fraction: float) -> tuple[Any, Any, Any]:
-        """``(queries, ranking, neighbours)`` for the route's choice: the queries as given, the
-        :meth:`ranking` (never None where :meth:`ranks_first` holds), no neighbours kept."""
-        return X, self.ranking(X, fraction), None
-
-    def intervals(self, X: Any, specs: dict, bandwidths: np.ndarray, neighbors: Any = None) -> dict | None:
-        """None: the host has no bound solver of its own (the estimator bounds :meth:`statistics`)."""
+    # -- the route -----------------------------------------------------------------------------
+    def intervals(self, X: Any, specs: dict) -> dict | None:
+        """None: the host has no route of its own (the estimator bounds :meth:`statistics`)."""
         return None
-
-    @staticmethod
-    def deliver(out: dict, X: Any) -> dict:
-        """The intervals as computed (NumPy)."""
-        return out
-
