@@ -35,8 +35,8 @@ AUTO_MAX_ROWS = 10_000
 #: variation resolved).
 AUTO_RESIDUAL_ROWS = 20_000
 #: ...and raises ``L_r`` only above each of this many estimates on labels drawn from the scores (no
-#: residual: noise alone), at the same rows and resolution: noise alone raises it 1 time in 6.
-_NULL_DRAWS = 5
+#: residual: noise alone), at the same rows and resolution: noise alone raises it 1 time in 20.
+_NULL_DRAWS = 19
 
 _KINDS = ("standard", "transformer", "scores", "auto")
 
