@@ -141,7 +141,7 @@ def test_reports_state_the_resolution_of_the_residual_estimate(sine_default):
             assert text.count("finer variation in p is not seen by this estimate or by the check") == 1
             assert f"at scales above {space.resolution_:.2g} std" in text
             assert f"L_r = {space.residual_lipschitz_:.3g} assumes" in text
-            assert f"estimate on {space.n_resolution_rows_} rows" in text
+            assert f"finest estimate, on {space.n_resolution_rows_} rows" in text
 
 
 @pytest.mark.parametrize("power", [-660, 560])

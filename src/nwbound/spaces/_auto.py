@@ -148,7 +148,7 @@ def resolution_sentence(residual_lipschitz: float, resolution: float, n_rows: in
     residual_lipschitz : float
         ``L_r``, per standard deviation of the features.
     resolution : float
-        The estimate's pilot bandwidth, in standard deviations of the features.
+        The pilot bandwidth of the finest estimate of ``L_r``, in standard deviations of the features.
     n_rows : int
         Rows of that estimate.
 
@@ -161,12 +161,12 @@ def resolution_sentence(residual_lipschitz: float, resolution: float, n_rows: in
     >>> from nwbound.spaces import resolution_sentence
     >>> print(resolution_sentence(0.7, 0.3, 4000))  # doctest: +NORMALIZE_WHITESPACE
     L_r = 0.7 assumes that what the score model misses varies by at most 0.7 per std of the features,
-    at scales above 0.3 std (the pilot bandwidth of its estimate on 4000 rows); finer variation in p
-    is not seen by this estimate or by the check.
+    at scales above 0.3 std (the pilot bandwidth of its finest estimate, on 4000 rows); finer variation
+    in p is not seen by this estimate or by the check.
     """
     return (f"L_r = {residual_lipschitz:.3g} assumes that what the score model misses varies by at most "
             f"{residual_lipschitz:.3g} per std of the features, at scales above {resolution:.2g} std (the pilot "
-            f"bandwidth of its estimate on {n_rows} rows); finer variation in p is not seen by this estimate or "
+            f"bandwidth of its finest estimate, on {n_rows} rows); finer variation in p is not seen by this estimate or "
             "by the check.")
 
 

@@ -75,10 +75,10 @@ class LipschitzAutoReport:
     pilot_source: str = ""
 
     def __str__(self) -> str:
-        source = self.pilot_source or f"estimated on {self.n_pilot} pilot rows"
-        head = (f"lipschitz='auto' chose L = {self.value:.4g} ({self.units}): the smallest of pilot × 2^k, k ≥ 0 "
-                f"(pilot {self.pilot:.4g}, {source}) that {self.n_check} held-out check rows do not reject. "
-                "L never goes below the pilot: the check can raise it, not lower it.")
+        source = self.pilot_source or f"an estimate on {self.n_pilot} pilot rows"
+        head = (f"lipschitz='auto' chose L = {self.value:.4g} ({self.units}): the smallest of pilot × 2^k, k ≥ 0, "
+                f"that {self.n_check} held-out check rows do not reject. L never goes below the pilot: the check "
+                f"can raise it, not lower it. The pilot, {self.pilot:.4g}, comes from {source}.")
         if self.all_rejected:
             head = (f"lipschitz='auto': the {self.n_check} held-out check rows reject every L on the grid "
                     f"(up to {self.value:.4g}); L = {self.value:.4g} is used, and the data say it is too small.")
