@@ -58,8 +58,9 @@ def test_ripple_at_the_second_estimates_resolution_holds():
     "rows, and 0.34-0.36 std (0.21 std at 20 000 rows) by the second, raise-only estimate on every row the score "
     "model never saw; neither resolves a ripple of period 0.17 std (0.07 std at 20 000 rows). Where the second "
     "estimate clears its noise gate it raises L_r from 0.7-0.8 to 0.9-1.2, where p's slope along x1 is ~45 (~110): "
-    "misses fall from 14-17 % to 8-12 % (21-30 % at 20 000 rows, from 23-30 %), still above delta. No estimate "
-    "from labels sees variation finer than its bandwidth (user guide, 'Adversarial fields').",
+    "misses fall from 14-17 % to 8-12 %, still above delta; at 20 000 rows it does not clear the gate and "
+    "ripple2fine misses 23-30 % as before. No estimate from labels sees variation finer than its bandwidth "
+    "(user guide, 'Adversarial fields').",
 )
 def test_ripple_below_the_check_rows_resolution(name, n, model):
     # p = expit(12(x0 - 0.5) + 5 sin(2π x1 / T)) on [0, 1]², T = 0.05 or 0.02: Lipschitz (L ≈ 157
