@@ -100,10 +100,29 @@ def _recorded_estimates(monkeypatch) -> list:
     return seen
 
 
+def _ramp_with_ripple(n: int, seed: int):
+    """Two features: a ramp a score model gets, and a ripple of period 0.3 std along the other."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 1, (n, 2))
+    p = expit(12 * (X[:, 0] - 0.5) + 5 * np.sin(2 * np.pi * X[:, 1] / 0.087))
+    return X, (rng.random(n) < p).astype(int)
+
+
+def test_second_estimate_is_skipped_where_more_rows_cannot_resolve_finer(monkeypatch):
+    """12 features: 4× the rows make the pilot bandwidth only 4^(1/24) ≈ 1.06× finer, so no second
+    estimate is computed (it would cost time for nothing) and the resolution is the held-out one's."""
+    X, y, _ = _sine12(3000, 4)
+    seen = _recorded_estimates(monkeypatch)
+    space = LearnedSpace("auto", random_state=0).fit(X[:600], y[:600], held_out=(X[600:1200], y[600:1200]),
+                                                     unseen=(X[600:], y[600:]))
+    assert len(seen) == 1 and space.residual_lipschitz_ == space.feature_weight_ == seen[0].value
+    assert space.resolution_ == seen[0].details["bandwidth"] and space.n_resolution_rows_ == 600
+
+
 def test_second_estimate_on_unseen_rows_only_raises_l_and_records_its_resolution(monkeypatch):
     """L_r = max(held-out estimate, estimate on every row the map never saw); the space keeps the
     features at c·L_r(held out), and L = √(1 + ρ²/c²) ≥ √(1 + 1/c²) carries the raise (nested in L)."""
-    X, y, _ = _sine12(3000, 4)
+    X, y = _ramp_with_ripple(3000, 4)
     seen = _recorded_estimates(monkeypatch)
     space = LearnedSpace("auto", random_state=0).fit(X[:600], y[:600], held_out=(X[600:1200], y[600:1200]),
                                                      unseen=(X[600:], y[600:]))
@@ -131,12 +150,18 @@ def test_second_estimate_on_unseen_rows_only_raises_l_and_records_its_resolution
     assert alone.lipschitz_ <= space.lipschitz_ and alone.resolution_ == held.details["bandwidth"]
 
 
-def test_reports_state_the_resolution_of_the_residual_estimate(sine_default):
+@pytest.mark.parametrize("n_features", [2, 12])
+def test_reports_state_the_resolution_of_the_residual_estimate(n_features):
     """The reports say at what scale L_r was estimated, in words: finer variation is not seen."""
-    clf = sine_default[0]
+    X, y = _ramp_with_ripple(3000, 0) if n_features == 2 else _sine12(3000, 0)[:2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = NadarayaWatsonClassifier(random_state=0).fit(X, y)
     for model in getattr(clf, "cross_fit_models_", None) or [clf]:
         space = model.metric_
-        assert 0 < space.resolution_ < np.inf and space.n_resolution_rows_ > space.n_held_out_
+        assert 0 < space.resolution_ < np.inf
+        # 2 features: the second estimate, on more rows, is the finer; 12: skipped, the held-out one
+        assert (space.n_resolution_rows_ > space.n_held_out_) == (n_features == 2)
         for text in (str(model.lipschitz_report_), str(space.report_)):
             assert text.count("finer variation in p is not seen by this estimate or by the check") == 1
             assert f"at scales above {space.resolution_:.2g} std" in text

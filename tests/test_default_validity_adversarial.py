@@ -55,7 +55,7 @@ def test_ripple_at_the_second_estimates_resolution_holds():
     strict=True,
     raises=AssertionError,
     reason="L_r (what the scores miss) is estimated at a pilot bandwidth: 0.45-0.51 std on the 600-900 held-out "
-    "rows, and 0.34-0.36 std (0.21 std at 20 000 rows) by the second, raise-only estimate on every row the score "
+    "rows, and 0.34-0.36 std (0.25 std at 20 000 rows) by the second, raise-only estimate on every row the score "
     "model never saw; neither resolves a ripple of period 0.17 std (0.07 std at 20 000 rows). Where the second "
     "estimate clears its noise gate it raises L_r from 0.7-0.8 to 0.9-1.2, where p's slope along x1 is ~45 (~110): "
     "misses fall from 14-17 % to 8-12 %, still above delta; at 20 000 rows it does not clear the gate and "

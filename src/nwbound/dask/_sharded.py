@@ -434,7 +434,7 @@ metric, metric_fraction, cross_fit
                 check_map_classes(labels[map_rows], params["metric"])
                 held = (rows(check_rows), labels[check_rows]) if auto_l else None
                 unseen = None
-                if auto_l:  # the in-memory fit's rows for the raise-only L_r (at most 20 000), gathered
+                if auto_l:  # the in-memory fit's rows for the raise-only L_r (at most 8 000), gathered
                     unseen = residual_rows(check_rows, nw_rows, seed)
                     unseen = (np.asarray(compute(client, X[unseen])[0]), labels[unseen])
                 space = LearnedSpace("auto", random_state=seed).fit(
