@@ -261,9 +261,18 @@ class LearnedSpace:
         ``c`` of ``"auto"``: the features enter at ``c·L_r`` (1 otherwise).
     lipschitz_ : float or None
         ``"auto"``: the Lipschitz constant in z's units that the two-constant assumption gives
-        (``√(1 + 1/c²)``; 1 when no score model could be fitted); None for the other kinds.
+        (``√(1 + ρ²/c²)``, ``ρ = residual_lipschitz_ / feature_weight_ ≥ 1``; ``ρ`` when no score
+        model could be fitted); None for the other kinds.
     n_held_out_ : int
         ``"auto"``: rows that estimated ``L_r`` (0 otherwise).
+    residual_lipschitz_ : float
+        ``"auto"``: the ``L_r`` the bound assumes, the held-out estimate raised by the second one on
+        ``unseen`` where that is larger and above noise (0 otherwise).
+    resolution_ : float
+        ``"auto"``: the pilot bandwidth of the finest estimate of ``L_r``, in standard deviations
+        of the features: variation of ``p − s`` at finer scales is assumed absent (NaN otherwise).
+    n_resolution_rows_ : int
+        ``"auto"``: rows of that estimate.
     fit_rows_ : ndarray of int
         The rows of ``fit``'s ``X`` that fitted the map (all of them, except ``"auto"`` without
         ``held_out``, which keeps the others for ``L_r``).
@@ -431,7 +440,8 @@ class LearnedSpace:
         self.residual_lipschitz_ = weight
         if est is not None:
             self.resolution_, self.n_resolution_rows_ = float(est.details["bandwidth"]), int(est.details["n_used"])
-        if unseen is not None and est is not None and _finer(len(unseen[1]), est.details["n_used"], features.shape[1]):
+        if (unseen is not None and est is not None
+                and _finer(len(unseen[1]), est.details["n_used"], features.shape[1])):
             self._raise_residual_lipschitz(unseen, n_scores, rng.randint(2**31))
         # |Δp| ≤ ‖Δs‖ + L_r′‖Δx‖ ≤ √(1 + ρ²/c²)·‖Δz‖ with ρ = L_r′/L_r ≥ 1 (Cauchy–Schwarz; the space
         # keeps the features at c·L_r); no scores: |Δp| ≤ L_r′‖Δx‖ = ρ‖Δz‖
