@@ -144,6 +144,7 @@ def test_second_estimate_on_unseen_rows_only_raises_l_and_records_its_resolution
     # more rows, a finer pilot bandwidth: the resolution is the finer one, in std of the features
     assert more.details["bandwidth"] < held.details["bandwidth"]
     assert space.resolution_ == more.details["bandwidth"] and space.n_resolution_rows_ == 2400
+    assert f"at scales above {more.details['bandwidth']:.2g} std" in str(space.report_)
     # the same space without the second estimate: the same z, a smaller or equal L
     alone = LearnedSpace("auto", random_state=0).fit(X[:600], y[:600], held_out=(X[600:1200], y[600:1200]))
     np.testing.assert_array_equal(alone.transform(X[:50]), space.transform(X[:50]))
