@@ -56,9 +56,12 @@ def test_default_lipschitz_never_goes_below_its_pilot(sine_default):
         report = model.lipschitz_report_
         assert model.lipschitz_ >= report.pilot
         assert model.lipschitz_ == report.value
-        # the two-constant space: L = √(1 + 1/c²) in z's units, the features at c·L_r (L_r estimated)
-        assert report.pilot == pytest.approx(np.sqrt(1 + model.metric_.balance_**-2))
-        assert model.metric_.feature_weight_ > 0 and model.metric_.n_held_out_ > 0
+        # the two-constant space: L = √(1 + ρ²/c²) in z's units, the features at c·L_r (L_r estimated on
+        # the held-out rows), ρ ≥ 1 the raise by the second estimate on every row the map never saw
+        space = model.metric_
+        rho = space.residual_lipschitz_ / space.feature_weight_
+        assert rho >= 1 and report.pilot == pytest.approx(np.sqrt(1 + rho**2 / space.balance_**2))
+        assert space.feature_weight_ > 0 and space.n_held_out_ > 0
 
 
 def test_feature_weight_is_the_residual_lipschitz_estimate_on_held_out_rows():
@@ -81,6 +84,90 @@ def test_feature_weight_is_the_residual_lipschitz_estimate_on_held_out_rows():
     Z = space.transform(X[held])
     np.testing.assert_allclose(Z[:, 0], offset[:, 1] - space.map_.predict_proba(U[map_rows])[:, 1].mean(), atol=1e-12)
     np.testing.assert_allclose(Z[:, 1:], space.balance_ * space.feature_weight_ * (U[held] - mean) / std, atol=1e-12)
+
+
+def _recorded_estimates(monkeypatch) -> list:
+    """Every LipschitzEstimate that ``estimate_lipschitz`` returns from now on, in order."""
+    import nwbound.assumptions as assumptions
+
+    seen, original = [], assumptions.estimate_lipschitz
+
+    def recording(*args, **kwargs):
+        seen.append(original(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(assumptions, "estimate_lipschitz", recording)
+    return seen
+
+
+def _ramp_with_ripple(n: int, seed: int):
+    """Two features: a ramp a score model gets, and a ripple of period 0.3 std along the other."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 1, (n, 2))
+    p = expit(12 * (X[:, 0] - 0.5) + 5 * np.sin(2 * np.pi * X[:, 1] / 0.087))
+    return X, (rng.random(n) < p).astype(int)
+
+
+def test_second_estimate_is_skipped_where_more_rows_cannot_resolve_finer(monkeypatch):
+    """12 features: 4× the rows make the pilot bandwidth only 4^(1/24) ≈ 1.06× finer, so no second
+    estimate is computed (it would cost time for nothing) and the resolution is the held-out one's."""
+    X, y, _ = _sine12(3000, 4)
+    seen = _recorded_estimates(monkeypatch)
+    space = LearnedSpace("auto", random_state=0).fit(X[:600], y[:600], held_out=(X[600:1200], y[600:1200]),
+                                                     unseen=(X[600:], y[600:]))
+    assert len(seen) == 1 and space.residual_lipschitz_ == space.feature_weight_ == seen[0].value
+    assert space.resolution_ == seen[0].details["bandwidth"] and space.n_resolution_rows_ == 600
+
+
+def test_second_estimate_on_unseen_rows_only_raises_l_and_records_its_resolution(monkeypatch):
+    """L_r = max(held-out estimate, estimate on every row the map never saw); the space keeps the
+    features at c·L_r(held out), and L = √(1 + ρ²/c²) ≥ √(1 + 1/c²) carries the raise (nested in L)."""
+    X, y = _ramp_with_ripple(3000, 4)
+    seen = _recorded_estimates(monkeypatch)
+    space = LearnedSpace("auto", random_state=0).fit(X[:600], y[:600], held_out=(X[600:1200], y[600:1200]),
+                                                     unseen=(X[600:], y[600:]))
+    held, more, *noise = seen  # then the same estimate on labels drawn from the scores (noise alone)
+    assert held.details["n_used"] == 600 and more.details["n_used"] == 2400
+    assert space.feature_weight_ == held.value
+    # raised to the second estimate only where it beats the held-out one and every noise draw (the
+    # draws stop at the first that reaches it; none where it does not beat the held-out one)
+    raised = more.value > held.value
+    if raised:
+        assert noise and all(e.value < more.value for e in noise[:-1])
+        raised = noise[-1].value < more.value
+    else:
+        assert not noise
+    assert space.residual_lipschitz_ == (more.value if raised else held.value)
+    assert all(e.details["bandwidth"] == more.details["bandwidth"] for e in noise)  # the same resolution
+    rho = space.residual_lipschitz_ / space.feature_weight_
+    assert space.lipschitz_ == pytest.approx(np.sqrt(1 + rho**2 / space.balance_**2))
+    # more rows, a finer pilot bandwidth: the resolution is the finer one, in std of the features
+    assert more.details["bandwidth"] < held.details["bandwidth"]
+    assert space.resolution_ == more.details["bandwidth"] and space.n_resolution_rows_ == 2400
+    assert f"at scales above {more.details['bandwidth']:.2g} std" in str(space.report_)
+    # the same space without the second estimate: the same z, a smaller or equal L
+    alone = LearnedSpace("auto", random_state=0).fit(X[:600], y[:600], held_out=(X[600:1200], y[600:1200]))
+    np.testing.assert_array_equal(alone.transform(X[:50]), space.transform(X[:50]))
+    assert alone.lipschitz_ <= space.lipschitz_ and alone.resolution_ == held.details["bandwidth"]
+
+
+@pytest.mark.parametrize("n_features", [2, 12])
+def test_reports_state_the_resolution_of_the_residual_estimate(n_features):
+    """The reports say at what scale L_r was estimated, in words: finer variation is not seen."""
+    X, y = _ramp_with_ripple(3000, 0) if n_features == 2 else _sine12(3000, 0)[:2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = NadarayaWatsonClassifier(random_state=0).fit(X, y)
+    for model in getattr(clf, "cross_fit_models_", None) or [clf]:
+        space = model.metric_
+        assert 0 < space.resolution_ < np.inf
+        # 2 features: the second estimate, on more rows, is the finer; 12: skipped, the held-out one
+        assert (space.n_resolution_rows_ > space.n_held_out_) == (n_features == 2)
+        for text in (str(model.lipschitz_report_), str(space.report_)):
+            assert text.count("finer variation in p is not seen by this estimate or by the check") == 1
+            assert f"at scales above {space.resolution_:.2g} std" in text
+            assert f"L_r = {space.residual_lipschitz_:.3g} assumes" in text
+            assert f"finest estimate, on {space.n_resolution_rows_} rows" in text
 
 
 @pytest.mark.parametrize("power", [-660, 560])

@@ -60,6 +60,7 @@ from ..estimators import (
     scale_neighbor_rank,
 )
 from ..spaces import (
+    residual_rows,
     GroupsError,
     LearnedSpace,
     LipschitzAutoReport,
@@ -432,9 +433,13 @@ metric, metric_fraction, cross_fit
             if metric_kind(params["metric"]) == "auto":
                 check_map_classes(labels[map_rows], params["metric"])
                 held = (rows(check_rows), labels[check_rows]) if auto_l else None
+                unseen = None
+                if auto_l:  # the in-memory fit's rows for the raise-only L_r (at most 8 000), gathered
+                    unseen = residual_rows(check_rows, nw_rows, seed)
+                    unseen = (np.asarray(compute(client, X[unseen])[0]), labels[unseen])
                 space = LearnedSpace("auto", random_state=seed).fit(
                     rows(map_rows), labels[map_rows], None if weights is None else weights[map_rows].astype(np.float64),
-                    groups=None if groups is None else groups[map_rows], held_out=held)
+                    groups=None if groups is None else groups[map_rows], held_out=held, unseen=unseen)
             Z = self._nw_share(X, nw_rows, space, dtype, client)
             nw_labels, nw_w = labels[nw_rows], nw_share_weights(weights, nw_rows, dtype)
         n_nw = Z.shape[0]

@@ -26,7 +26,7 @@ from ..bounds import CHERNOFF_FALLBACK_START as _CHERNOFF_FALLBACK_START
 from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless, warn_if_vacuous
 from ..kernels import Kernel
 from ..utils import report
-from ..spaces import auto_cross_fits, check_cross_fit_metric, LearnedSpace, check_fraction, check_groups, check_map_classes, check_rows_split, choose_lipschitz, contradicting_rows, cross_fit_layouts, divided_bounds, divided_delta, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, lipschitz_units, metric_kind, nw_share_weights, split_rows, split_seed, two_constant_pilot
+from ..spaces import auto_cross_fits, check_cross_fit_metric, LearnedSpace, check_fraction, check_groups, check_map_classes, check_rows_split, choose_lipschitz, contradicting_rows, cross_fit_layouts, divided_bounds, divided_delta, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, lipschitz_units, metric_kind, nw_share_weights, residual_rows, split_rows, split_seed, two_constant_pilot
 from ._fit_errors import _auto_lipschitz, _split_settings_errors
 from ._dispatch import queries_on_host, training_data_on_host, validate_queries
 from ._fitted_state import _LearnedState
@@ -266,7 +266,10 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
                 fit_groups = None if groups is None else groups[fit_rows]
                 if kind == "auto":  # L_r is estimated on the check rows (the map never sees them)
                     held = (X[check_rows], labels[check_rows]) if auto_lipschitz else None
-                    self.metric_.fit(*fit_args, groups=fit_groups, held_out=held)
+                    # and again, raise-only, on every row the map never sees (the kernel sums' too)
+                    unseen = residual_rows(check_rows, nw_rows, seed)
+                    unseen = (X[unseen], labels[unseen]) if auto_lipschitz else None
+                    self.metric_.fit(*fit_args, groups=fit_groups, held_out=held, unseen=unseen)
                 elif uses_labels:  # the pilot rows are the map rows: their coordinates come with the fit
                     mapped_fit_rows = self.metric_.fit_transform(*fit_args, groups=fit_groups)
                 else:

@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["AUTO_CV_FOLDS", "AUTO_CV_ROWS", "MetricAutoReport", "auto_candidates", "choose_score_model"]
+__all__ = ["AUTO_CV_FOLDS", "AUTO_CV_ROWS", "MetricAutoReport", "auto_candidates", "choose_score_model",
+           "resolution_sentence"]
 
 #: Folds of the cross-validation that compares ``metric="auto"``'s candidate score models (fewer
 #: when the smallest class of the map rows has fewer rows).
@@ -65,6 +66,15 @@ class MetricAutoReport:
         Lipschitz constant of what the scores miss (``p − s``).
     n_held_out : int
         Rows that estimated ``L_r`` (held out of the score model's fit).
+    residual_lipschitz : float
+        The ``L_r`` the bound assumes: the larger of the held-out estimate (``feature_weight``) and
+        a second, raise-only estimate on every row the score model never saw (the kernel sums'
+        included); NaN when not estimated.
+    resolution : float
+        The pilot bandwidth of the finer of the two estimates, in standard deviations of the
+        features: variation of ``p − s`` at finer scales is not seen (NaN when not estimated).
+    n_resolution_rows : int
+        Rows of that estimate.
     validated_on_check_rows : bool
         The candidates were validated on ``lipschitz="auto"``'s check rows (held out of the map)
         and each fitted once, instead of cross-validated on the map rows.
@@ -95,6 +105,9 @@ class MetricAutoReport:
     grouped: bool = False
     n_held_out: int = 0
     validated_on_check_rows: bool = False
+    residual_lipschitz: float = float("nan")
+    resolution: float = float("nan")
+    n_resolution_rows: int = 0
 
     def __str__(self) -> str:
         if self.validated_on_check_rows:
@@ -118,11 +131,43 @@ class MetricAutoReport:
                 f"metric='auto': no candidate score model could be fitted on the {self.n_rows} map rows; "
                 "the space is the standardised features alone.")
         lines = [head]
+        if np.isfinite(self.resolution):
+            lines.append(resolution_sentence(self.residual_lipschitz, self.resolution, self.n_resolution_rows))
         for c in self.candidates:
             ll = "—" if not np.isfinite(c["log_loss"]) else f"{c['log_loss']:.4f}"
             acc = "—" if not np.isfinite(c["accuracy"]) else f"{c['accuracy']:.3f}"
             lines.append(f"  {c['name']}: log-loss {ll}, accuracy {acc}; {c['status']}")
         return "\n".join(lines)
+
+
+def resolution_sentence(residual_lipschitz: float, resolution: float, n_rows: int) -> str:
+    """What an estimate of ``L_r`` at pilot bandwidth ``resolution`` assumes, in plain words.
+
+    Parameters
+    ----------
+    residual_lipschitz : float
+        ``L_r``, per standard deviation of the features.
+    resolution : float
+        The pilot bandwidth of the finest estimate of ``L_r``, in standard deviations of the features.
+    n_rows : int
+        Rows of that estimate.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from nwbound.spaces import resolution_sentence
+    >>> print(resolution_sentence(0.7, 0.3, 4000))  # doctest: +NORMALIZE_WHITESPACE
+    L_r = 0.7 assumes that what the score model misses varies by at most 0.7 per std of the features,
+    at scales above 0.3 std (the pilot bandwidth of its finest estimate, on 4000 rows); finer variation
+    in p is not seen by this estimate or by the check.
+    """
+    return (f"L_r = {residual_lipschitz:.3g} assumes that what the score model misses varies by at most "
+            f"{residual_lipschitz:.3g} per std of the features, at scales above {resolution:.2g} std (the pilot "
+            f"bandwidth of its finest estimate, on {n_rows} rows); finer variation in p is not seen by this estimate or "
+            "by the check.")
 
 
 def auto_candidates(random_state: int) -> dict[str, Any]:

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from ._auto import resolution_sentence
+
 __all__ = ["LipschitzAutoReport", "CrossFitReports", "choose_lipschitz", "chooses_lipschitz", "pilot_lipschitz",
            "lipschitz_units",
            "two_constant_pilot", "AUTO_LIPSCHITZ_EXPONENTS", "AUTO_CHECK_ROWS"]
@@ -73,10 +75,10 @@ class LipschitzAutoReport:
     pilot_source: str = ""
 
     def __str__(self) -> str:
-        source = self.pilot_source or f"estimated on {self.n_pilot} pilot rows"
-        head = (f"lipschitz='auto' chose L = {self.value:.4g} ({self.units}): the smallest of pilot × 2^k, k ≥ 0 "
-                f"(pilot {self.pilot:.4g}, {source}) that {self.n_check} held-out check rows do not reject. "
-                "L never goes below the pilot: the check can raise it, not lower it.")
+        source = self.pilot_source or f"an estimate on {self.n_pilot} pilot rows"
+        head = (f"lipschitz='auto' chose L = {self.value:.4g} ({self.units}): the smallest of pilot × 2^k, k ≥ 0, "
+                f"that {self.n_check} held-out check rows do not reject. L never goes below the pilot: the check "
+                f"can raise it, not lower it. The pilot, {self.pilot:.4g}, comes from {source}.")
         if self.all_rejected:
             head = (f"lipschitz='auto': the {self.n_check} held-out check rows reject every L on the grid "
                     f"(up to {self.value:.4g}); L = {self.value:.4g} is used, and the data say it is too small.")
@@ -183,7 +185,9 @@ def two_constant_pilot(space: Any) -> tuple[float, str]:
     from (the report's ``pilot_source``).
 
     The space assumes ``|Δp| ≤ ‖Δs‖ + L_r‖Δx‖`` and puts the features at ``c·L_r``, so L is
-    ``√(1 + 1/c²)`` (:attr:`~nwbound.spaces.LearnedSpace.lipschitz_`): no pilot rows needed.
+    ``√(1 + 1/c²)`` (:attr:`~nwbound.spaces.LearnedSpace.lipschitz_`): no pilot rows needed;
+    ``√(1 + ρ²/c²)`` where the second, raise-only estimate of ``L_r`` is ``ρ`` times larger. The
+    source ends with the estimate's resolution (:func:`resolution_sentence`).
 
     Parameters
     ----------
@@ -209,6 +213,11 @@ def two_constant_pilot(space: Any) -> tuple[float, str]:
     source = (f"the two-constant space: |Δp| ≤ ‖Δs‖ + L_r‖Δx‖ with L_r = {space.feature_weight_:.4g} "
               f"estimated on {space.n_held_out_} held-out rows, the features at c·L_r with c = "
               f"{space.balance_:.3g}, so L = √(1 + 1/c²)")
+    if space.residual_lipschitz_ > space.feature_weight_:
+        source += (f", raised to √(1 + ρ²/c²) by a second estimate L_r = {space.residual_lipschitz_:.4g} on the "
+                   f"rows the score model never saw (ρ = {space.residual_lipschitz_ / space.feature_weight_:.3g})")
+    if np.isfinite(space.resolution_):
+        source += ". " + resolution_sentence(space.residual_lipschitz_, space.resolution_, space.n_resolution_rows_)[:-1]
     return space.lipschitz_, source
 
 

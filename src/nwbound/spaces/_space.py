@@ -15,7 +15,7 @@ from .._numerics import column_spread
 from ._split import check_fraction, split_rows
 from ._auto import AUTO_MAX_ITER, _auto_scores, _choose_score_model
 
-__all__ = ["check_cross_fit_metric", "LearnedSpace", "metric_kind", "auto_cross_fits", "AUTO_CROSS_FIT_MAX_ROWS", "AUTO_BALANCE_LIMIT", "AUTO_MAX_ROWS", "AUTO_MAX_ITER", "column_units"]
+__all__ = ["residual_rows", "AUTO_RESIDUAL_ROWS", "AUTO_RESOLUTION_GAIN", "check_cross_fit_metric", "LearnedSpace", "metric_kind", "auto_cross_fits", "AUTO_CROSS_FIT_MAX_ROWS", "AUTO_BALANCE_LIMIT", "AUTO_MAX_ROWS", "AUTO_MAX_ITER", "column_units"]
 
 #: metric="auto": ``z = (s(x), c·L_r·x_std)`` states the two-constant assumption
 #: ``|p(x) − p(x′)| ≤ ‖s(x) − s(x′)‖ + L_r‖x_std − x′_std‖`` (exact in s: p = s + (p − s)), and
@@ -30,6 +30,16 @@ INPUT_CLIP = 1e100
 #: metric="auto" fits its gradient-boosting model on at most this many rows of the map share
 #: (a fixed random subset), with at most ``AUTO_MAX_ITER`` boosting iterations.
 AUTO_MAX_ROWS = 10_000
+#: metric="auto"'s second, raise-only estimate of ``L_r`` uses at most this many of the rows the
+#: score model never saw (:func:`residual_rows`; the pilot bandwidth shrinks with the rows: finer
+#: variation resolved).
+AUTO_RESIDUAL_ROWS = 8_000
+#: ...run only where more rows can make its pilot bandwidth this many times finer (few features: the
+#: bandwidth scales as ``m^(−1/(2d))``; at 4× the rows, up to 4 features).
+AUTO_RESOLUTION_GAIN = 1.15
+#: ...and raises ``L_r`` only above each of this many estimates on labels drawn from the scores (no
+#: residual: noise alone), at the same rows and resolution: noise alone raises it 1 time in 20.
+_NULL_DRAWS = 19
 
 _KINDS = ("standard", "transformer", "scores", "auto")
 
@@ -76,6 +86,37 @@ def auto_cross_fits(cross_fit: Any, metric: Any, metric_fraction: float, n_sampl
         return (cross_fit == "auto" and metric_kind(metric) == "auto"
                 and check_fraction(metric_fraction) * n_samples <= AUTO_CROSS_FIT_MAX_ROWS)
     return bool(cross_fit)
+
+
+def residual_rows(check_rows: np.ndarray, nw_rows: np.ndarray, random_state: int | None) -> np.ndarray:
+    """The rows of ``metric="auto"``'s second, raise-only estimate of ``L_r``: every row the score
+    model never saw (the check rows and the kernel sums' rows), at most ``AUTO_RESIDUAL_ROWS`` of
+    them (a random subset), sorted. The one rule of the in-memory and the sharded estimators.
+
+    Parameters
+    ----------
+    check_rows, nw_rows : ndarray of int
+        Row indices of the check rows and of the kernel sums' rows.
+    random_state : int or None
+        Seed of the subset.
+
+    Returns
+    -------
+    ndarray of int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.spaces import residual_rows
+    >>> residual_rows(np.array([4, 0]), np.array([2, 3]), 0)
+    array([0, 2, 3, 4])
+    >>> residual_rows(np.arange(30_000), np.arange(30_000, 60_000), 0).shape
+    (8000,)
+    """
+    rows = np.sort(np.concatenate([np.asarray(check_rows, np.intp), np.asarray(nw_rows, np.intp)]))
+    if rows.shape[0] > AUTO_RESIDUAL_ROWS:
+        rows = np.sort(np.random.RandomState(random_state).choice(rows, AUTO_RESIDUAL_ROWS, replace=False))
+    return rows
 
 
 def check_cross_fit_metric(cross_fit: Any, metric: Any) -> None:
@@ -220,9 +261,18 @@ class LearnedSpace:
         ``c`` of ``"auto"``: the features enter at ``c·L_r`` (1 otherwise).
     lipschitz_ : float or None
         ``"auto"``: the Lipschitz constant in z's units that the two-constant assumption gives
-        (``√(1 + 1/c²)``; 1 when no score model could be fitted); None for the other kinds.
+        (``√(1 + ρ²/c²)``, ``ρ = residual_lipschitz_ / feature_weight_ ≥ 1``; ``ρ`` when no score
+        model could be fitted); None for the other kinds.
     n_held_out_ : int
         ``"auto"``: rows that estimated ``L_r`` (0 otherwise).
+    residual_lipschitz_ : float
+        ``"auto"``: the ``L_r`` the bound assumes, the held-out estimate raised by the second one on
+        ``unseen`` where that is larger and above noise (0 otherwise).
+    resolution_ : float
+        ``"auto"``: the pilot bandwidth of the finest estimate of ``L_r``, in standard deviations
+        of the features: variation of ``p − s`` at finer scales is assumed absent (NaN otherwise).
+    n_resolution_rows_ : int
+        ``"auto"``: rows of that estimate.
     fit_rows_ : ndarray of int
         The rows of ``fit``'s ``X`` that fitted the map (all of them, except ``"auto"`` without
         ``held_out``, which keeps the others for ``L_r``).
@@ -250,7 +300,8 @@ class LearnedSpace:
         self.random_state = random_state
 
     def fit(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None,
-            groups: np.ndarray | None = None, *, held_out: tuple | None = None) -> "LearnedSpace":
+            groups: np.ndarray | None = None, *, held_out: tuple | None = None,
+            unseen: tuple | None = None) -> "LearnedSpace":
         """Fit the map on ``(X, y)`` and the standardisation of its output.
 
         ``groups`` (one label per row, or None) keeps each group within one fold of
@@ -258,7 +309,11 @@ class LearnedSpace:
         that patient's other rows. ``held_out = (X_h, y_h)``: ``"auto"``'s rows for the estimate
         of ``L_r``, which must be rows the map may not see (labels in ``y``'s coding); without
         them, ``"auto"`` splits ``(X, y)`` in two (stratified, groups kept whole), fits the map
-        on one half and estimates ``L_r`` on the other.
+        on one half and estimates ``L_r`` on the other. ``unseen = (X_u, y_u)``: ``"auto"``'s rows
+        for a second, raise-only estimate of ``L_r`` (every row the map never sees, the kernel
+        sums' rows included; more rows resolve finer variation): where it exceeds the held-out
+        one, ``lipschitz_`` is raised to ``√(1 + ρ²/c²)``, ``ρ`` their ratio, the space itself
+        unchanged (user guide, "The two-constant space").
 
         Returns
         -------
@@ -271,7 +326,7 @@ class LearnedSpace:
         >>> LearnedSpace("standard").fit(np.array([[0.0], [2.0]]), np.array([0, 1])).transform([[1.0]])
         array([[0.]])
         """
-        self._fit(X, y, sample_weight, groups, held_out)
+        self._fit(X, y, sample_weight, groups, held_out, unseen)
         return self
 
     def fit_transform(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None,
@@ -300,7 +355,7 @@ class LearnedSpace:
         return self._standardised(raw, self.n_features_in_)
 
     def _fit(self, X: Any, y: np.ndarray, sample_weight: np.ndarray | None, groups: np.ndarray | None,
-             held_out: tuple | None = None) -> np.ndarray:
+             held_out: tuple | None = None, unseen: tuple | None = None) -> np.ndarray:
         """:meth:`fit`; returns the map's output on the rows it was fitted on, before standardisation."""
         kind = metric_kind(self.metric)
         if kind is None:
@@ -310,6 +365,7 @@ class LearnedSpace:
         self.kind, self.n_features_in_ = kind, X.shape[1]
         self.map_, self.feature_weight_, self.report_, self.balance_ = None, 0.0, None, 1.0
         self.lipschitz_, self.n_held_out_ = None, 0
+        self.residual_lipschitz_, self.resolution_, self.n_resolution_rows_ = 0.0, float("nan"), 0
         self._units = column_units(X) if kind in ("standard", "auto") else None
         rng = check_random_state(self.random_state)
         scores = None
@@ -351,34 +407,28 @@ class LearnedSpace:
         elif kind != "standard":  # the map's own geometry: one common scale (its columns' relative scales kept)
             self._scale[:n_map] = _common_scale(raw[:, :n_map])
         if kind == "auto":
-            self._fit_feature_weight(held_out, n_map, rng)
+            self._fit_feature_weight(held_out, n_map, rng, unseen)
         self.n_components_ = raw.shape[1]
         return raw
 
-    def _fit_feature_weight(self, held_out: tuple, n_scores: int, rng: Any) -> None:
+    def _fit_feature_weight(self, held_out: tuple, n_scores: int, rng: Any, unseen: tuple | None = None) -> None:
         """``"auto"``: ``L_r``, the estimated Lipschitz constant of ``p − s`` in the standardised
-        features, on the held-out rows (the score model never saw them)."""
-        from ..assumptions import estimate_lipschitz
-
+        features, on the held-out rows (the score model never saw them); then, on ``unseen`` (more
+        rows the score model never saw), a second estimate that can only raise ``lipschitz_``."""
         X_h, y_h = np.asarray(held_out[0]), np.asarray(held_out[1])
         if X_h.ndim != 2 or X_h.shape[1] != self.n_features_in_ or X_h.shape[0] != y_h.shape[0]:
             raise ValueError(f"held_out must be (X, y) with {self.n_features_in_} features and one label per row; "
                              f"got shapes {X_h.shape} and {y_h.shape}.")
         raw = self._raw(X_h)
         features = (raw[:, n_scores:] - self._mean[n_scores:]) / self._scale[n_scores:]
-        classes = np.unique(y_h)
-        offset = np.zeros((X_h.shape[0], classes.shape[0]))
-        if self.map_ is not None:  # the model's probabilities of the held-out rows' classes (0 for one it never saw)
-            proba = np.asarray(self.map_.predict_proba(self._in_units(X_h)), dtype=np.float64)
-            known = np.isin(classes, self.map_.classes_)
-            offset[:, known] = proba[:, np.searchsorted(np.asarray(self.map_.classes_), classes[known])]
         try:
-            weight = float(estimate_lipschitz(features, y_h, offset=offset, random_state=rng.randint(2**31)).value)
+            est = self._residual_estimate(features, X_h, y_h, rng.randint(2**31))
+            weight = float(est.value)
         except ValueError as exc:
             # Too few or degenerate held-out rows: weight the features so that two training rows at
             # the least distance apart may differ by anything (|Δh| ≤ 2), which leaves the bounds
             # nearly trivial instead of resting on a weight picked blind.
-            weight = _uninformative_weight(features)
+            est, weight = None, _uninformative_weight(features)
             warnings.warn(
                 f"metric='auto' could not estimate the features' weight L_r (the Lipschitz constant of what the "
                 f"score model misses) on {X_h.shape[0]} held-out rows ({exc}); it uses L_r = {weight:.4g}, under "
@@ -387,9 +437,65 @@ class LearnedSpace:
         self.feature_weight_ = weight
         self.n_held_out_ = int(X_h.shape[0])
         self.balance_ = _balance(raw[:, :n_scores] - self._mean[:n_scores], weight * features) if n_scores else 1.0
-        # |Δp| ≤ ‖Δs‖ + L_r‖Δx‖ ≤ √(1 + 1/c²)·‖Δz‖ (Cauchy–Schwarz); no scores: |Δp| ≤ L_r‖Δx‖ = ‖Δz‖
-        self.lipschitz_ = float(np.sqrt(1.0 + 1.0 / self.balance_**2)) if n_scores else 1.0
-        self.report_ = replace(self.report_, feature_weight=self.feature_weight_, n_held_out=self.n_held_out_)
+        self.residual_lipschitz_ = weight
+        if est is not None:
+            self.resolution_, self.n_resolution_rows_ = float(est.details["bandwidth"]), int(est.details["n_used"])
+        if (unseen is not None and est is not None
+                and _finer(len(unseen[1]), est.details["n_used"], features.shape[1])):
+            self._raise_residual_lipschitz(unseen, n_scores, rng.randint(2**31))
+        # |Δp| ≤ ‖Δs‖ + L_r′‖Δx‖ ≤ √(1 + ρ²/c²)·‖Δz‖ with ρ = L_r′/L_r ≥ 1 (Cauchy–Schwarz; the space
+        # keeps the features at c·L_r); no scores: |Δp| ≤ L_r′‖Δx‖ = ρ‖Δz‖
+        rho = self.residual_lipschitz_ / weight
+        self.lipschitz_ = float(np.sqrt(1.0 + rho**2 / self.balance_**2)) if n_scores else float(rho)
+        self.report_ = replace(self.report_, feature_weight=self.feature_weight_, n_held_out=self.n_held_out_,
+                               residual_lipschitz=self.residual_lipschitz_, resolution=self.resolution_,
+                               n_resolution_rows=self.n_resolution_rows_)
+
+    def _residual_estimate(self, features: np.ndarray, X: np.ndarray, y: np.ndarray, seed: int) -> Any:
+        """:func:`~nwbound.assumptions.estimate_lipschitz` of ``h = p − s`` on standardised ``features``
+        (rows ``X``, labels ``y``), the score model's probabilities as the offset."""
+        classes = np.unique(y)
+        return _estimate_residual(features, y, self._offset(X, classes), classes, seed)
+
+    def _offset(self, X: np.ndarray, classes: np.ndarray) -> np.ndarray:
+        """The score model's probabilities of ``classes`` on ``X`` (0 for a class it never saw)."""
+        offset = np.zeros((X.shape[0], classes.shape[0]))
+        if self.map_ is not None:
+            proba = np.asarray(self.map_.predict_proba(self._in_units(X)), dtype=np.float64)
+            known = np.isin(classes, self.map_.classes_)
+            offset[:, known] = proba[:, np.searchsorted(np.asarray(self.map_.classes_), classes[known])]
+        return offset
+
+    def _raise_residual_lipschitz(self, unseen: tuple, n_scores: int, seed: int) -> None:
+        """The second estimate of ``L_r`` on ``unseen`` (at most ``AUTO_RESIDUAL_ROWS`` of them): it
+        replaces ``residual_lipschitz_`` where larger than the held-out one and than the same
+        estimate on each of ``_NULL_DRAWS`` label draws from the scores (``h ≡ 0``, noise alone);
+        its resolution replaces the held-out one's where finer.
+
+        Raise-only, so any rows and any rule may feed it, the kernel sums' rows included: a larger L
+        in a fixed space widens every interval (user guide, "The two-constant space"). The noise
+        gate only keeps it from raising L where the finer scale shows nothing beyond noise."""
+        X_u, y_u = np.asarray(unseen[0]), np.asarray(unseen[1])
+        if X_u.ndim != 2 or X_u.shape[1] != self.n_features_in_ or X_u.shape[0] != y_u.shape[0]:
+            raise ValueError(f"unseen must be (X, y) with {self.n_features_in_} features and one label per row; "
+                             f"got shapes {X_u.shape} and {y_u.shape}.")
+        rs = np.random.RandomState(seed)
+        if X_u.shape[0] > AUTO_RESIDUAL_ROWS:
+            keep = np.sort(rs.choice(X_u.shape[0], size=AUTO_RESIDUAL_ROWS, replace=False))
+            X_u, y_u = X_u[keep], y_u[keep]
+        features = (self._in_units(X_u) - self._mean[n_scores:]) / self._scale[n_scores:]
+        classes = np.unique(y_u)
+        offset = self._offset(X_u, classes)
+        estimate_seed = rs.randint(2**31)
+        try:
+            est = _estimate_residual(features, y_u, offset, classes, estimate_seed)
+        except ValueError:
+            return  # no second estimate: the held-out one stands
+        if est.value > self.residual_lipschitz_ and _above_noise(est.value, features, offset, classes,
+                                                                 estimate_seed, rs):
+            self.residual_lipschitz_ = float(est.value)
+        if est.details["bandwidth"] < self.resolution_:
+            self.resolution_, self.n_resolution_rows_ = float(est.details["bandwidth"]), int(est.details["n_used"])
 
     @staticmethod
     def _fit_map(model: Any, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None) -> None:
@@ -503,6 +609,43 @@ def column_units(X: np.ndarray) -> np.ndarray:
         raise ValueError(f"Feature {j} holds a non-finite value; the space needs finite features.")
     exponent = np.frexp(largest)[1] - 1
     return np.where(largest > 0, np.ldexp(1.0, exponent), 1.0)
+
+
+def _finer(n_more: int, n_held: int, n_features: int) -> bool:
+    """Whether an estimate on ``n_more`` rows (at most ``AUTO_RESIDUAL_ROWS``) can resolve at least
+    ``AUTO_RESOLUTION_GAIN`` times finer than one on ``n_held``: the pilot bandwidth, the distance
+    to the ⌈√m⌉-th neighbour, scales as ``m^(−1/(2d))`` in d dimensions, so with many features
+    more rows hardly sharpen it, and the second estimate would cost time for nothing."""
+    ratio = min(n_more, AUTO_RESIDUAL_ROWS) / max(n_held, 1)
+    return ratio > 1 and ratio ** (1.0 / (2 * max(n_features, 1))) >= AUTO_RESOLUTION_GAIN
+
+
+def _estimate_residual(features: np.ndarray, y: np.ndarray, offset: np.ndarray, classes: np.ndarray,
+                       seed: int) -> Any:
+    """:func:`~nwbound.assumptions.estimate_lipschitz` of ``1{y = c} − offset_c``, ``offset``'s
+    columns those of ``classes`` (the classes present in ``y`` are taken)."""
+    from ..assumptions import estimate_lipschitz
+
+    present = np.unique(y)
+    return estimate_lipschitz(features, y, offset=offset[:, np.searchsorted(classes, present)], random_state=seed)
+
+
+def _above_noise(value: float, features: np.ndarray, offset: np.ndarray, classes: np.ndarray, seed: int,
+                 rs: np.random.RandomState) -> bool:
+    """Whether ``value`` exceeds each of ``_NULL_DRAWS`` estimates of ``L_r`` on labels drawn from the
+    scores themselves (``p = s``: what noise alone shows at this resolution; same rows and seed).
+    Stops at the first draw that reaches it (noise alone: after two draws on average)."""
+    P = np.where(offset.sum(axis=1, keepdims=True) > 0, offset, 1.0)
+    cumulative = np.cumsum(P / P.sum(axis=1, keepdims=True), axis=1)
+    for _ in range(_NULL_DRAWS):
+        drawn = classes[np.minimum((rs.random_sample(P.shape[0])[:, None] > cumulative).sum(axis=1),
+                                   classes.shape[0] - 1)]
+        try:
+            if _estimate_residual(features, drawn, offset, classes, seed).value >= value:
+                return False
+        except ValueError:
+            continue  # a draw with a single class says nothing about the noise
+    return True
 
 
 def _uninformative_weight(features: np.ndarray) -> float:
