@@ -2,6 +2,7 @@
 
 import cProfile
 import importlib.util
+import os
 import pstats
 import re
 from pathlib import Path
@@ -12,9 +13,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_defaults", ROOT / "benchmarks" / "bench_defaults.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    # The script holds every thread pool to one thread through os.environ when it is imported; the
+    # test process's environment is restored, or numba later finds NUMBA_NUM_THREADS changed under
+    # its running pool and refuses to compile.
+    saved = dict(os.environ)
+    try:
+        spec = importlib.util.spec_from_file_location("bench_defaults", ROOT / "benchmarks" / "bench_defaults.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     return module
 
 
