@@ -42,7 +42,7 @@ from ._array_api import (
     array_namespace_of,
     compat,
     device_bound_statistics,
-    neighbor_kernel_statistics,
+    neighbor_sums,
     supported_kernel_name,
 )
 from ._neighbors import exact_kneighbors
@@ -104,9 +104,8 @@ def bound_statistics(Q: Any, train: TrainingSet, kernel: Kernel, bandwidth: floa
         X_dev, onehot_dev = _neighbor_training_set(train, xp, dev)
         idx = neighbors if neighbors is not None else device_kneighbors(
             Q, train, int(n_neighbors), working_memory=working_memory)[1]
-        st = neighbor_kernel_statistics(Q, X_dev, onehot_dev, idx, kernel=kernel, bandwidth=lam, need_dist=True,
-                                        keep_points=bool(keep_points), working_memory=working_memory,
-                                        check_input=False)  # validated queries, the fit's rows, our search
+        st = neighbor_sums(xp, Q, X_dev, onehot_dev, idx, supported_kernel_name(kernel), lam, True, bool(keep_points),
+                           working_memory)  # validated queries, the fit's rows, our search
     return dataclasses.replace(device_bound_statistics(st, train, n_neighbors=n_neighbors), outside_box=outside)
 
 
@@ -173,9 +172,8 @@ def device_ranking(Xq: Any, train: TrainingSet, kernel: Kernel, grid: np.ndarray
             st = kernel_statistics(Q, dev_train, kernel=kernel, bandwidth=float(lam), need_dist=True,
                                    histogram_bins=0, dtype=dtype, working_memory=working_memory, check_input=False)
         else:
-            st = neighbor_kernel_statistics(Q, X_dev, onehot_dev, neighbors, kernel=kernel, bandwidth=float(lam),
-                                            need_dist=True, keep_points=False, working_memory=working_memory,
-                                            check_input=False)  # validated queries, the fit's rows, our search
+            st = neighbor_sums(xp, Q, X_dev, onehot_dev, neighbors, supported_kernel_name(kernel), float(lam), True,
+                               False, working_memory)  # validated queries, the fit's rows, our search
         columns.append((xp.sum(xp.astype(st.class_sums[:, 0, :], f64), axis=1), xp.astype(st.sq_sum[:, 0], f64),
                         xp.astype(st.dist_sum[:, 0], f64)))
     kappa, sq_sum, dist_sum = (xp.stack([c[i] for c in columns], axis=1) for i in range(3))
@@ -366,10 +364,8 @@ def neighbor_kernel_sums_array_api(
     # The points are always kept: the error bound below needs each row's farthest distance
     # relative to the support (its absolute square may underflow).
     parts = [
-        neighbor_kernel_statistics(
-            Xq, X_dev, onehot_dev, nb, kernel=kernel, bandwidth=float(lam), need_dist=need_dist,
-            keep_points=True, working_memory=working_memory, check_input=False,  # the estimator's: validated
-        ).to_numpy()
+        neighbor_sums(xp, Xq, X_dev, onehot_dev, nb, supported_kernel_name(kernel), float(lam), bool(need_dist), True,
+                      working_memory).to_numpy()  # the estimator's queries: validated
         for lam in bandwidths
     ]
     far = np.max(parts[-1].point_dist, axis=1, initial=0.0) if parts else np.zeros(n_q)
