@@ -76,6 +76,7 @@ from ...kernels import Kernel, get_kernel
 
 __all__ = [
     "neighbor_kernel_statistics",
+    "neighbor_sums",
     "kernel_of_u2",
     "supported_kernel_name",
     "HISTOGRAM_KERNELS",
@@ -609,8 +610,6 @@ def neighbor_kernel_statistics(
     >>> st.class_sums.tolist(), st.point_dist.tolist()
     ([[[1.0, 0.75]]], [[0.0, 0.5]])
     """
-    from ..._memory import block_rows as rows_for_memory
-
     lam = check_positive(bandwidth, "bandwidth")
     name = supported_kernel_name(kernel)
     for flag, label in ((need_dist, "need_dist"), (keep_points, "keep_points")):
@@ -635,6 +634,30 @@ def neighbor_kernel_statistics(
         raise ValueError(f"neighbors must index rows of X_train: every entry in [0, {n_train}).")
     if check_input and not bool(xp.all(onehot >= 0)):
         raise ValueError("onehot must be non-negative (a weighted one-hot: w_i ≥ 0 in column c_i).")
+    return neighbor_sums(xp, Xq, X_train, onehot, neighbors, name, lam, bool(need_dist), bool(keep_points),
+                         working_memory)
+
+
+def neighbor_sums(xp: Any, Xq: Any, X_train: Any, onehot: Any, neighbors: Any, name: str, lam: float,
+                  need_dist: bool, keep_points: bool, working_memory: float | None) -> KernelStatistics:
+    """:func:`neighbor_kernel_statistics` of checked inputs in the namespace ``xp`` (the engine's
+    own arrays: the validated queries, the fitted rows, its search's neighbours), kernel ``name``
+    (:func:`supported_kernel_name`) at bandwidth ``lam > 0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.gpu import array_namespace_of
+    >>> X = np.array([[0.0], [0.5], [3.0]]); onehot = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    >>> st = neighbor_sums(array_namespace_of(X), np.zeros((1, 1)), X, onehot, np.array([[0, 1]]), "epanechnikov",
+    ...                    1.0, True, False, None)
+    >>> st.class_sums.tolist()
+    [[[1.0, 0.75]]]
+    """
+    from ..._memory import block_rows as rows_for_memory
+
+    n_q, k = int(neighbors.shape[0]), int(neighbors.shape[1])
+    m = int(X_train.shape[1])
     f64 = xp.float64
     dev = _device(Xq)
     X64, oh64 = xp.astype(X_train, f64), xp.astype(onehot, f64)

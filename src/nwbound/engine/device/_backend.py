@@ -9,11 +9,12 @@ The route of :meth:`DeviceBackend.intervals`, one call per step:
   (:func:`._results.intervals_from_limits`). A call reads the device twice: the queries' checks
   (one flag) and that packed read of a few numbers (the vacuous count, the usefulness report's
   numbers). Its results stay there for PyTorch queries (:mod:`._results`);
-* ``bandwidth="auto"``: the grid ranked where the queries live (:func:`._sums.device_ranking`), each
-  query's choice by the bound rules in the tensors' namespace, the queries grouped by chosen
-  bandwidth there (:func:`~nwbound.engine._ranking.rows_by_choice`), one :func:`intervals_on_device`
-  per group. The choice reads the inputs only (never a label), so every bound stays valid whatever
-  rounding separates the device's choice from the host's at a near tie;
+* ``bandwidth="auto"``: the same call with the grid: ranked where the queries live
+  (:func:`._sums.device_ranking`), each query's choice by the bound rules in the tensors' namespace,
+  the queries grouped by chosen bandwidth there (:func:`~nwbound.engine._ranking.rows_by_choice`),
+  the three steps above once per group, the groups gathered where the queries live. The choice
+  reads the inputs only (never a label), so every bound stays valid whatever rounding separates the
+  device's choice from the host's at a near tie;
 * otherwise None: the estimator bounds :meth:`DeviceBackend.statistics` on the host (the device's
   sums in the host's bound form, :func:`._sums.dense_kernel_sums_array_api` and
   :func:`._sums.neighbor_kernel_sums_array_api`).
@@ -89,7 +90,7 @@ def intervals_on_device(
     Xq: Any,
     train: TrainingSet,
     kernel: Kernel,
-    bandwidth: float,
+    bandwidth: float | np.ndarray,
     specs: dict,
     *,
     device: str,
@@ -99,6 +100,7 @@ def intervals_on_device(
     n_neighbors: int | None = None,
     neighbors: Any = None,
     working_memory: float | None = None,
+    ranking_fraction: float = 1.0,
 ) -> dict | None:
     """Every setting's :class:`~nwbound.PredictionInterval` with statistics *and* bounds on ``device``.
 
@@ -120,7 +122,12 @@ def intervals_on_device(
         Validated queries (NumPy or an array-API array), in the fit dtype.
     train : TrainingSet
     kernel : Kernel
-    bandwidth : float
+    bandwidth : float or ndarray of shape (G,)
+        One bandwidth, or ``bandwidth="auto"``'s grid (``G ≥ 2``): then the grid is ranked where the
+        queries live (:func:`._sums.device_ranking`), each setting's choice made there
+        (:func:`~nwbound.engine._ranking.choice_groups`, label-free: every bound stays valid whatever
+        rounding separates it from the host's at a near tie), the steps below run once per chosen
+        bandwidth and the groups are gathered where ``Xq`` lives (a plain dict).
     specs : dict
         Setting name to :class:`~nwbound.bounds.BoundSpec` (:func:`bounds_on_device` true).
     device : str
@@ -136,6 +143,8 @@ def intervals_on_device(
     neighbors : int tensor of shape (n_queries, n_neighbors) or None, default=None
         The localized classifier's neighbours when already searched on the device (None: searched here).
     working_memory : float or None, default=None
+    ranking_fraction : float, default=1.0
+        The regular classifier's ranking sample (a grid only).
 
     Returns
     -------
@@ -171,16 +180,36 @@ def intervals_on_device(
         return None
     if Q.device.type == "cpu" and not get_config()["device_bounds_on_cpu"]:  # the host's solver is faster there
         return None
-    chernoff = any(s.is_chernoff for s in specs.values())
-    # 1. The statistics in the bound form, on the device; 2. every setting's bound there; 3. the
-    # intervals, read once, where the queries live.
-    stats = bound_statistics(Q, train, kernel, bandwidth, box=box, histogram_bins=int(histogram_bins) if chernoff else 0,
-                             keep_points=chernoff, n_neighbors=n_neighbors, neighbors=neighbors,
-                             working_memory=working_memory)
-    limits = {name: device_limits(spec, stats) for name, spec in specs.items()}
-    target = Xq.device if not numpy_in and compat().is_torch_array(Xq) else None
-    return intervals_from_limits(limits, specs, kappa_unit=train.weight_unit, bandwidth=float(bandwidth),
-                                 outside_box=stats.outside_box, fallback=fallback, target=target)
+    grid = np.asarray(bandwidth, dtype=np.float64).reshape(-1)
+    # One group of every query at one bandwidth; with a grid, its ranking and each setting's choice first.
+    groups = [(list(specs), [None], [0], None)]
+    if grid.shape[0] > 1:
+        if n_neighbors is not None and neighbors is None:  # one exact search that every group's bounds reuse
+            _, neighbors = device_kneighbors(Q, train, int(n_neighbors), working_memory=working_memory)
+        ranking = device_ranking(Q, train, kernel, grid, fraction=ranking_fraction, n_neighbors=n_neighbors,
+                                 neighbors=neighbors, working_memory=working_memory)
+        groups = [(names, *rows_by_choice(choice, grid.shape[0])) for choice, names in choice_groups(specs, ranking)]
+    # Then per group and chosen bandwidth: 1. the statistics in the bound form, on the device; 2. every
+    # setting's bound there; 3. the intervals, read once, where the queries live.
+    # A grid's groups stay on the device until gathered; one bandwidth's intervals go where Xq lives.
+    target = Q.device if grid.shape[0] > 1 else Xq.device if not numpy_in and compat().is_torch_array(Xq) else None
+    out = {}
+    for names, rows, used, inverse in groups:
+        group = {name: specs[name] for name in names}
+        chernoff = any(s.is_chernoff for s in group.values())
+        parts = []
+        for g, r in zip(used, rows):
+            rows_nb = neighbors if r is None or neighbors is None else neighbors[r]
+            stats = bound_statistics(Q if r is None else Q[r], train, kernel, float(grid[g]), box=box,
+                                     histogram_bins=int(histogram_bins) if chernoff else 0, keep_points=chernoff,
+                                     n_neighbors=n_neighbors, neighbors=rows_nb, working_memory=working_memory)
+            limits = {name: device_limits(spec, stats) for name, spec in group.items()}
+            parts.append(intervals_from_limits(limits, group, kappa_unit=train.weight_unit, bandwidth=float(grid[g]),
+                                               outside_box=stats.outside_box, fallback=fallback, target=target))
+        if inverse is None:  # one bandwidth
+            return parts[0]
+        out.update({name: type(parts[0][name]).concatenate([p[name] for p in parts]).take(inverse) for name in names})
+    return delivered(out, Xq)
 
 
 class DeviceBackend:
@@ -291,54 +320,18 @@ class DeviceBackend:
         its bounds serve these settings and queries; None otherwise (the estimator then bounds
         :meth:`statistics` on the host).
 
-        ``bandwidth="auto"`` (where the device bounds one bandwidth and the queries reach a PyTorch
-        device that is not its CPU, or ``device_bounds_on_cpu``): the grid ranked where the queries
-        live (:func:`device_ranking`, with one exact search for the localized classifier that every
-        group's bounds reuse), each setting's choice there, then :func:`intervals_on_device` once per
-        chosen bandwidth, the results where ``X`` lives. Otherwise one :func:`intervals_on_device` at
-        the fit's one bandwidth."""
+        One :func:`intervals_on_device`: at the fit's one bandwidth, or with ``bandwidth="auto"``'s
+        grid (where the device bounds one bandwidth), ranked and chosen there, one pass per chosen
+        bandwidth, the results where ``X`` lives."""
         est = self._est
         grid = est.bandwidths_
-        if X.shape[0] == 0 or grid.shape[0] < 2:
-            return self._intervals_at(X, specs, grid) if self._bounds_served(specs, grid) else None
-        if not self._bounds_served(specs, grid[:1]) or not self._bounds_run_where_queries_go():
+        ranked = X.shape[0] > 0 and grid.shape[0] > 1
+        if not self._bounds_served(specs, grid[:1] if ranked else grid):
             return None
         inputs = est.__nwbound_fitted_inputs__()
-        Q = _on_device(X, est.device)
-        unit, k = inputs.feature_unit, None if est.index_ is None else int(est.n_neighbors)
-        neighbors = None
-        if k is not None:
-            _, neighbors = device_kneighbors(Q, inputs.train, k, working_memory=est.working_memory)
-        ranking = device_ranking(Q, inputs.train, est.kernel_, grid / unit, feature_unit=unit,
-                                 fraction=est.ranking_fraction_ if k is None else 1.0, n_neighbors=k,
-                                 neighbors=neighbors, working_memory=est.working_memory)
-        out = {}
-        for choice, names in choice_groups(specs, ranking):
-            rows, used, inverse = rows_by_choice(choice, grid.shape[0])
-            group = {name: specs[name] for name in names}
-            parts = [self._intervals_at(Q[r], group, grid[g : g + 1], None if neighbors is None else neighbors[r])
-                     for g, r in zip(used, rows)]
-            out.update({name: type(parts[0][name]).concatenate([p[name] for p in parts]).take(inverse)
-                        for name in names})
-        return delivered(out, X)
-
-    def _bounds_run_where_queries_go(self) -> bool:
-        """The estimator's device is not PyTorch's CPU (there the host's solver is faster), or the
-        config key ``device_bounds_on_cpu`` asks for the device bounds there anyway."""
-        import torch
-
-        device = self._est.device
-        target = torch.device(device) if isinstance(device, str) else device
-        return target.type != "cpu" or get_config()["device_bounds_on_cpu"]
-
-    def _intervals_at(self, X: Any, specs: dict, bandwidths: np.ndarray, neighbors: Any = None) -> dict | None:
-        """:func:`intervals_on_device` at the one bandwidth of ``bandwidths`` (``neighbors``: the
-        localized classifier's, when already searched on the device)."""
-        est = self._est
-        inputs = est.__nwbound_fitted_inputs__()
+        k = None if est.index_ is None else int(est.n_neighbors)
         return intervals_on_device(
-            X, inputs.train, est.kernel_, float(bandwidths[0]), specs, device=est.device, box=inputs.box,
+            X, inputs.train, est.kernel_, grid if ranked else float(grid[0]), specs, device=est.device, box=inputs.box,
             fallback=inputs.fallback_rows, histogram_bins=int(est.histogram_bins), working_memory=est.working_memory,
-            n_neighbors=None if est.index_ is None else int(est.n_neighbors), neighbors=neighbors,
+            n_neighbors=k, ranking_fraction=est.ranking_fraction_ if k is None else 1.0,
         )
-

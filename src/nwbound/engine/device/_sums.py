@@ -26,13 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from ..._numerics import compose_errors, direct_d2_error_factor, summation_error
+from ..._numerics import direct_d2_error_factor, summation_error
 from ..._validation import check_choice, check_int_range, check_positive
 from ...kernels import Kernel
 from .._ranking import BandwidthRanking
 from .._statistics import KernelStatistics
 from ..host._sums import TrainingSet
-from ..host._sums_data import u2_error_rows, zero_statistics
+from ..host._sums_data import gathered_statistics
 from ._array_api import (
     HISTOGRAM_KERNELS,
     DeviceTrainingSet,
@@ -42,7 +42,7 @@ from ._array_api import (
     array_namespace_of,
     compat,
     device_bound_statistics,
-    neighbor_kernel_statistics,
+    neighbor_sums,
     supported_kernel_name,
 )
 from ._neighbors import exact_kneighbors
@@ -104,9 +104,8 @@ def bound_statistics(Q: Any, train: TrainingSet, kernel: Kernel, bandwidth: floa
         X_dev, onehot_dev = _neighbor_training_set(train, xp, dev)
         idx = neighbors if neighbors is not None else device_kneighbors(
             Q, train, int(n_neighbors), working_memory=working_memory)[1]
-        st = neighbor_kernel_statistics(Q, X_dev, onehot_dev, idx, kernel=kernel, bandwidth=lam, need_dist=True,
-                                        keep_points=bool(keep_points), working_memory=working_memory,
-                                        check_input=False)  # validated queries, the fit's rows, our search
+        st = neighbor_sums(xp, Q, X_dev, onehot_dev, idx, supported_kernel_name(kernel), lam, True, bool(keep_points),
+                           working_memory)  # validated queries, the fit's rows, our search
     return dataclasses.replace(device_bound_statistics(st, train, n_neighbors=n_neighbors), outside_box=outside)
 
 
@@ -173,9 +172,8 @@ def device_ranking(Xq: Any, train: TrainingSet, kernel: Kernel, grid: np.ndarray
             st = kernel_statistics(Q, dev_train, kernel=kernel, bandwidth=float(lam), need_dist=True,
                                    histogram_bins=0, dtype=dtype, working_memory=working_memory, check_input=False)
         else:
-            st = neighbor_kernel_statistics(Q, X_dev, onehot_dev, neighbors, kernel=kernel, bandwidth=float(lam),
-                                            need_dist=True, keep_points=False, working_memory=working_memory,
-                                            check_input=False)  # validated queries, the fit's rows, our search
+            st = neighbor_sums(xp, Q, X_dev, onehot_dev, neighbors, supported_kernel_name(kernel), float(lam), True,
+                               False, working_memory)  # validated queries, the fit's rows, our search
         columns.append((xp.sum(xp.astype(st.class_sums[:, 0, :], f64), axis=1), xp.astype(st.sq_sum[:, 0], f64),
                         xp.astype(st.dist_sum[:, 0], f64)))
     kappa, sq_sum, dist_sum = (xp.stack([c[i] for c in columns], axis=1) for i in range(3))
@@ -270,35 +268,29 @@ def dense_kernel_sums_array_api(
     bandwidths = np.asarray(bandwidths, dtype=np.float64).ravel()
     n_q = int(Xq.shape[0])
     weighted_bins = bool(bins) and train.weights is not None  # the split Chernoff form's point counts
-    out = zero_statistics(
-        n_q, bandwidths, train.n_classes, kernel, need_dist=need_dist, need_tail=False, histogram_bins=bins,
-        hist_edges=np.linspace(0.0, 1.0, bins + 1),  # u², radius-1 kernels (checked above)
-        count_points=weighted_bins, weight_max=train.weight_max, uniform_weights=train.weights is None,
-        weight_min=_smallest_positive(train.weights, train.weight_unit, dtype) if weighted_bins else 0.0,
-    )
     # The engine's error convention: d2_error_rel·S² bounds |d̃² − d²| with S the largest support.
     support = float(kernel.radius * bandwidths.max()) if kernel.compact else float(bandwidths.max())
-    sum_error = 0.0
-    d2_err = None
-    for g, lam in enumerate(bandwidths):  # a handful of bandwidths, each one full pass
-        st = kernel_statistics(
+    parts = [  # a handful of bandwidths, each one full pass
+        kernel_statistics(
             Xq, dev_train, kernel=kernel, bandwidth=float(lam), need_dist=need_dist, histogram_bins=bins,
             dtype=dtype, engine=engine, working_memory=working_memory,
         ).to_numpy()
-        with np.errstate(over="ignore", under="ignore"):  # back to the input's units: inf/0 where not representable
-            _store_sums(out, g, st, train.weight_unit)
-        d2_err = st.d2_error
-        # The device's summation error, then the host's: the units' product and κ = Σ_c class_sums.
-        sum_error = max(sum_error, compose_errors(st.sum_error, summation_error(train.n_classes + 1)))
-    if d2_err is None:
-        d2_err = np.zeros(n_q)
+        for lam in bandwidths
+    ]
+    d2_err = parts[-1].d2_error if parts else np.zeros(n_q)
     # E = γ_{m+3}(‖q'‖ + R)² ≥ (m + 3)·u·(‖q'‖ + R)², so E·4/(m + 3) adds 4u·(‖q'‖ + R)² ≥ 4u·d̃²:
     # the rounding of u² = d̃²·(1/λ²) and of its bin index, which E alone does not cover.
     m = int(train.X.shape[1])
     with np.errstate(over="ignore", divide="ignore"):
         d2_error_rel = np.asarray(d2_err, dtype=np.float64) * (1.0 + 4.0 / (m + 3)) / (support * support)
-        out.u2_error[...] = u2_error_rows(d2_error_rel, support, bandwidths, n_q)
-    return dataclasses.replace(out, sum_error=sum_error)
+    # The device's summation error, then the host's: the units' product and κ = Σ_c class_sums.
+    return gathered_statistics(
+        n_q, parts, bandwidths, train.n_classes, kernel, unit=train.weight_unit, need_dist=need_dist,
+        d2_error_rel=d2_error_rel, support=support, host_error=summation_error(train.n_classes + 1),
+        histogram_bins=bins, hist_edges=np.linspace(0.0, 1.0, bins + 1),  # u², radius-1 kernels (checked above)
+        count_points=weighted_bins, weight_max=train.weight_max, uniform_weights=train.weights is None,
+        weight_min=_smallest_positive(train.weights, train.weight_unit, dtype) if weighted_bins else 0.0,
+    )
 
 
 def neighbor_kernel_sums_array_api(
@@ -369,46 +361,21 @@ def neighbor_kernel_sums_array_api(
     n_q, k_nn = (int(v) for v in np.shape(idx))
     lam_max = float(bandwidths.max()) if bandwidths.size else 1.0
     support = float(kernel.radius * lam_max) if kernel.compact else lam_max
-    out = zero_statistics(n_q, bandwidths, train.n_classes, kernel, need_dist=need_dist, need_tail=False,
-                          weight_max=train.weight_max)
-    if keep_points:
-        out = dataclasses.replace(out, point_mass=np.empty((n_q, len(bandwidths), k_nn)))
-    far = np.zeros(n_q)
-    point_dist, sum_error = None, 0.0
-    for g, lam in enumerate(bandwidths):
-        # The points are always kept: the error bound below needs each row's farthest distance
-        # relative to the support (its absolute square may underflow).
-        st = neighbor_kernel_statistics(
-            Xq, X_dev, onehot_dev, nb, kernel=kernel, bandwidth=float(lam), need_dist=need_dist,
-            keep_points=True, working_memory=working_memory, check_input=False,  # the estimator's: validated
-        ).to_numpy()
-        with np.errstate(over="ignore", under="ignore"):  # back to the input's units: inf/0 where not representable
-            _store_sums(out, g, st, unit)
-            if keep_points:
-                out.point_mass[:, g] = st.point_mass[:, 0] * unit
-                point_dist = st.point_dist
-        far = np.max(st.point_dist, axis=1, initial=0.0)
-        # The device's summation error composed with k float64 terms, as device_bound_statistics.
-        sum_error = max(sum_error, compose_errors(st.sum_error, summation_error(k_nn, "float64")))
+    # The points are always kept: the error bound below needs each row's farthest distance
+    # relative to the support (its absolute square may underflow).
+    parts = [
+        neighbor_sums(xp, Xq, X_dev, onehot_dev, nb, supported_kernel_name(kernel), float(lam), bool(need_dist), True,
+                      working_memory).to_numpy()  # the estimator's queries: validated
+        for lam in bandwidths
+    ]
+    far = np.max(parts[-1].point_dist, axis=1, initial=0.0) if parts else np.zeros(n_q)
     with np.errstate(over="ignore", invalid="ignore"):  # as the CPU engine: in units of S²
-        out.u2_error[...] = u2_error_rows(direct_d2_error_factor(train.X.shape[1]) * (far / support) ** 2,
-                                          support, bandwidths, n_q)
-    return dataclasses.replace(out, sum_error=sum_error, **({} if point_dist is None else {"point_dist": point_dist}))
-
-
-def _store_sums(out: KernelStatistics, g: int, st: Any, unit: float) -> None:
-    """Bandwidth ``g``'s sums of ``st`` (NumPy device-form statistics, ``G = 1``, weights in units of
-    ``unit``) into ``out``, in the input's units."""
-    out.class_sums[:, g] = st.class_sums[:, 0] * unit
-    out.sq_sum[:, g] = st.sq_sum[:, 0] * unit
-    out.sq_sum[:, g] *= unit  # in two steps: unit² alone may overflow
-    for name in ("dist_sum", "hist_mass", "hist_dist"):
-        if getattr(out, name) is not None:
-            getattr(out, name)[:, g] = getattr(st, name)[:, 0] * unit
-    if out.histogram is not None:  # Σ w_i/weight_max per bin, as the CPU engine
-        out.histogram[:, g] = st.histogram[:, 0] * (unit / out.weight_max) if out.weight_max > 0 else 0.0
-    if out.hist_count is not None:  # points, not weights: no unit
-        out.hist_count[:, g] = st.hist_count[:, 0]
+        d2_error_rel = direct_d2_error_factor(train.X.shape[1]) * (far / support) ** 2
+    # The device's summation error composed with k float64 terms, as device_bound_statistics.
+    return gathered_statistics(n_q, parts, bandwidths, train.n_classes, kernel, unit=unit, need_dist=need_dist,
+                               d2_error_rel=d2_error_rel, support=support,
+                               host_error=summation_error(k_nn, "float64"), points=k_nn if keep_points else 0,
+                               weight_max=train.weight_max)
 
 
 def device_kneighbors(Xq: Any, train: TrainingSet, n_neighbors: int, *, device: str | None = None,

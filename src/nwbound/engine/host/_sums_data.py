@@ -5,7 +5,8 @@ path's :class:`_Layout` (centred at the bounding-box midpoint, scaled by a power
 augmented form ``[x'', 1, ‖x''‖²]``; with ``prune`` the k-means ball partition too).
 Every engine pass returns the one :class:`~nwbound.engine.KernelStatistics` (bound form, NumPy
 float64, per query and bandwidth): :func:`zero_statistics` allocates it, the pass fills its
-arrays in place, :func:`u2_error_rows` turns the pass's distance-error bound into ``u2_error``.
+arrays in place, :func:`u2_error_rows` turns the pass's distance-error bound into ``u2_error``;
+:func:`gathered_statistics` builds it from a device pass's per-bandwidth sums in one call.
 :func:`ranking_sample_rows` picks the rows of ``bandwidth="auto"``'s ranking sample.
 The passes that fill the sums live in :mod:`._sums` (dense), :mod:`._tiles` (one block's
 reduction) and :mod:`._neighbor_sums` (localized).
@@ -13,15 +14,18 @@ reduction) and :mod:`._neighbor_sums` (localized).
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..._numerics import compose_errors
 from .._statistics import KernelStatistics
 from ...kernels import Kernel
 
-__all__ = ["TrainingSet", "ranking_sample_rows", "u2_error_rows", "zero_statistics"]
+__all__ = ["TrainingSet", "gathered_statistics", "ranking_sample_rows", "u2_error_rows", "zero_statistics"]
 
 # Pruning: training points per ball, and fewer points than this are never pruned.
 _BALL_SIZE = 128
@@ -256,6 +260,82 @@ def u2_error_rows(d2_error_rel: np.ndarray | float, support: float, bandwidths: 
     """
     ratio = (support / np.asarray(bandwidths, dtype=np.float64)) ** 2
     return np.broadcast_to(np.asarray(d2_error_rel, dtype=np.float64), (n,))[:, None] * ratio[None, :]
+
+
+def gathered_statistics(n: int, parts: list, bandwidths: np.ndarray, n_classes: int, kernel: Kernel, *, unit: float,
+                        need_dist: bool, d2_error_rel: np.ndarray | float, support: float, host_error: float,
+                        histogram_bins: int = 0, hist_edges: np.ndarray | None = None, count_points: bool = False,
+                        points: int = 0, **fields) -> KernelStatistics:
+    """The bound-form statistics of a device pass, from its per-bandwidth sums: :func:`zero_statistics`,
+    each part stored in the input's units, ``u2_error`` from ``d2_error_rel`` (:func:`u2_error_rows`)
+    and ``sum_error`` each part's composed with the host's ``host_error``.
+
+    Parameters
+    ----------
+    n : int
+        The queries.
+    parts : list of KernelStatistics
+        One per bandwidth: the device form with ``G = 1`` as NumPy float64
+        (:meth:`~nwbound.engine.KernelStatistics.to_numpy`), weights in units of ``unit``.
+    bandwidths : ndarray of shape (G,)
+    n_classes : int
+    kernel : Kernel
+    unit : float
+        The training set's weight unit: the sums are multiplied back by it.
+    need_dist : bool
+    d2_error_rel : ndarray of shape (n,) or float
+        The pass's bound on ``|d̃² − d²|/support²``.
+    support : float
+        The support radius of the widest bandwidth.
+    host_error : float
+        The relative rounding error of the host's own sums over the parts' (composed with each
+        part's ``sum_error``).
+    histogram_bins, hist_edges, count_points : as :func:`zero_statistics`
+    points : int, default=0
+        ``k > 0``: also ``point_mass`` (n, G, k) from the parts and ``point_dist`` (n, k), the last part's.
+    **fields
+        Passed to :func:`zero_statistics` (``weight_max``, ``uniform_weights``, ``weight_min``).
+
+    Returns
+    -------
+    KernelStatistics
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.engine import KernelStatistics
+    >>> from nwbound.kernels import get_kernel
+    >>> part = KernelStatistics(class_sums=np.array([[[1.0, 0.5]]]), sq_sum=np.array([[1.25]]), dist_sum=None,
+    ...                         bandwidth=np.array([[1.0]]), kernel=get_kernel("epanechnikov"), sum_error=1e-7)
+    >>> st = gathered_statistics(1, [part], np.array([1.0]), 2, get_kernel("epanechnikov"), unit=2.0, need_dist=False,
+    ...                          d2_error_rel=0.0, support=1.0, host_error=0.0, weight_max=1.0)
+    >>> st.class_sums.tolist(), st.sq_sum.tolist(), st.sum_error >= 1e-7
+    ([[[2.0, 1.0]]], [[5.0]], True)
+    """
+    out = zero_statistics(n, bandwidths, n_classes, kernel, need_dist=need_dist, need_tail=False,
+                          histogram_bins=histogram_bins, hist_edges=hist_edges, count_points=count_points, **fields)
+    point_dist = None
+    if points:
+        out = dataclasses.replace(out, point_mass=np.empty((n, out.bandwidth.shape[1], int(points))))
+    with np.errstate(over="ignore", under="ignore"):  # back to the input's units: inf/0 where not representable
+        for g, st in enumerate(parts):
+            out.class_sums[:, g] = st.class_sums[:, 0] * unit
+            out.sq_sum[:, g] = st.sq_sum[:, 0] * unit
+            out.sq_sum[:, g] *= unit  # in two steps: unit² alone may overflow
+            for name in ("dist_sum", "hist_mass", "hist_dist"):
+                if getattr(out, name) is not None:
+                    getattr(out, name)[:, g] = getattr(st, name)[:, 0] * unit
+            if out.histogram is not None:  # Σ w_i/weight_max per bin, as the CPU engine
+                out.histogram[:, g] = st.histogram[:, 0] * (unit / out.weight_max) if out.weight_max > 0 else 0.0
+            if out.hist_count is not None:  # points, not weights: no unit
+                out.hist_count[:, g] = st.hist_count[:, 0]
+            if points:
+                out.point_mass[:, g] = st.point_mass[:, 0] * unit
+                point_dist = st.point_dist
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        out.u2_error[...] = u2_error_rows(d2_error_rel, support, bandwidths, n)
+    sum_error = max([0.0] + [compose_errors(st.sum_error, host_error) for st in parts])
+    return dataclasses.replace(out, sum_error=sum_error, **({} if point_dist is None else {"point_dist": point_dist}))
 
 
 # ---------------------------------------------------------------------------------------------
