@@ -96,17 +96,27 @@ def bound_statistics(Q: Any, train: TrainingSet, kernel: Kernel, bandwidth: floa
     outside = torch.any((Q < low) | (Q > high), dim=1)
     # The statistics in the engines' device form (G = 1, the queries' namespace and device), then the bound form.
     if n_neighbors is None:
-        dev_train = _device_training_set(train, xp, dev, dtype)
-        st = kernel_statistics(Q, dev_train, kernel=kernel, bandwidth=lam, need_dist=True,
-                               histogram_bins=int(histogram_bins), dtype=dtype, working_memory=working_memory,
-                               check_input=False)  # validated
+        rows = _device_training_set(train, xp, dev, dtype)
     else:
-        X_dev, onehot_dev = _neighbor_training_set(train, xp, dev)
         idx = neighbors if neighbors is not None else device_kneighbors(
             Q, train, int(n_neighbors), working_memory=working_memory)[1]
-        st = neighbor_sums(xp, Q, X_dev, onehot_dev, idx, supported_kernel_name(kernel), lam, True, bool(keep_points),
-                           working_memory)  # validated queries, the fit's rows, our search
+        rows = (*_neighbor_training_set(train, xp, dev), idx)
+    st = _sums_at(xp, Q, rows, kernel, lam, dtype=dtype, histogram_bins=int(histogram_bins),
+                  keep_points=bool(keep_points), working_memory=working_memory)
     return dataclasses.replace(device_bound_statistics(st, train, n_neighbors=n_neighbors), outside_box=outside)
+
+
+def _sums_at(xp: Any, Q: Any, rows: Any, kernel: Kernel, lam: float, *, dtype: str, histogram_bins: int = 0,
+             keep_points: bool = False, working_memory: float | None = None) -> KernelStatistics:
+    """One bandwidth's device-form statistics of validated queries ``Q``: over every row of the device
+    training set ``rows`` (the regular classifier), or over the neighbour lists of
+    ``rows = (X_dev, onehot_dev, neighbors)`` (the localized one: the fit's rows, our search)."""
+    if isinstance(rows, DeviceTrainingSet):
+        return kernel_statistics(Q, rows, kernel=kernel, bandwidth=lam, need_dist=True, histogram_bins=histogram_bins,
+                                 dtype=dtype, working_memory=working_memory, check_input=False)
+    X_dev, onehot_dev, neighbors = rows
+    return neighbor_sums(xp, Q, X_dev, onehot_dev, neighbors, supported_kernel_name(kernel), lam, True, keep_points,
+                         working_memory)
 
 
 def device_ranking(Xq: Any, train: TrainingSet, kernel: Kernel, grid: np.ndarray, *, fraction: float = 1.0,
@@ -158,22 +168,17 @@ def device_ranking(Xq: Any, train: TrainingSet, kernel: Kernel, grid: np.ndarray
     dtype = "float32" if train.X.dtype == np.float32 else "float64"
     if n_neighbors is None:
         sample = train.sample(fraction)
-        dev_train = _device_training_set(sample, xp, dev, dtype)
+        rows = _device_training_set(sample, xp, dev, dtype)
         unit, scale = sample.weight_unit, float(fraction)
     else:
-        X_dev, onehot_dev = _neighbor_training_set(train, xp, dev)
         if neighbors is None:
             _, neighbors = device_kneighbors(Q, train, int(n_neighbors), working_memory=working_memory)
+        rows = (*_neighbor_training_set(train, xp, dev), neighbors)
         unit, scale = train.weight_unit, 1.0
     f64 = xp.float64
     columns: list[tuple[Any, Any, Any]] = []  # per bandwidth: κ, Σ a_i² and Σ a_i d_i, each (n,) float64
     for lam in grid:
-        if n_neighbors is None:
-            st = kernel_statistics(Q, dev_train, kernel=kernel, bandwidth=float(lam), need_dist=True,
-                                   histogram_bins=0, dtype=dtype, working_memory=working_memory, check_input=False)
-        else:
-            st = neighbor_sums(xp, Q, X_dev, onehot_dev, neighbors, supported_kernel_name(kernel), float(lam), True,
-                               False, working_memory)  # validated queries, the fit's rows, our search
+        st = _sums_at(xp, Q, rows, kernel, float(lam), dtype=dtype, working_memory=working_memory)
         columns.append((xp.sum(xp.astype(st.class_sums[:, 0, :], f64), axis=1), xp.astype(st.sq_sum[:, 0], f64),
                         xp.astype(st.dist_sum[:, 0], f64)))
     kappa, sq_sum, dist_sum = (xp.stack([c[i] for c in columns], axis=1) for i in range(3))
