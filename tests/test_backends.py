@@ -103,18 +103,18 @@ def test_a_new_backend_serves_the_whole_route(monkeypatch, kw):
 
 @pytest.mark.parametrize("kw", [dict(bandwidth="auto"), dict(bandwidth=0.3), dict(bandwidth="auto", n_neighbors=15)])
 def test_predict_interval_asks_the_backend_once_for_the_batch(monkeypatch, kw):
-    """One call of ``backend_.intervals(X, specs)`` per ``predict_interval``, whatever the grid's
-    groups: a backend's own route (the device's ranking, choice, statistics and bounds) runs inside
-    it; None (the host) leaves the host's route to the estimator."""
+    """One call of ``backend_.intervals(X, specs, certified_only)`` per ``predict_interval``, whatever
+    the grid's groups: the backend's route (the device's ranking, choice, statistics and bounds, or
+    the host's route on its statistics) runs inside it."""
     X, y, Q = _data(2)
     clf = NadarayaWatsonClassifier(metric=None, lipschitz=1.0, **kw).fit(X, y)
     want = clf.predict_interval(Q, bounds=["hoeffding", "chernoff"])
     calls = []
     real = clf.backend_.intervals
 
-    def counted(X_, specs):
+    def counted(X_, specs, certified_only=frozenset()):
         calls.append((X_.shape[0], sorted(specs)))
-        return real(X_, specs)
+        return real(X_, specs, certified_only)
 
     monkeypatch.setattr(clf.backend_, "intervals", counted)
     got = clf.predict_interval(Q, bounds=["hoeffding", "chernoff"])
