@@ -130,7 +130,7 @@ class HostBackend:
 
     def ranking(self, X: Any, fraction: float, row_offset: int = 0) -> BandwidthRanking | None:
         """The grid's ranking from distance moments or a sample of rows; None where it is the exhaustive
-        statistics (the estimator then takes them from :meth:`statistics`)."""
+        statistics (:func:`bandwidth_ranking` then takes them from :meth:`statistics`)."""
         est = self._est
         inputs = est.__nwbound_fitted_inputs__()
         unit = inputs.feature_unit  # X and the engines' bandwidths in the fit's feature unit; dist_sum in input units
