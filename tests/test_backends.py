@@ -123,6 +123,25 @@ def test_predict_interval_asks_the_backend_once_for_the_batch(monkeypatch, kw):
         _same(got[name], want[name])
 
 
+@pytest.mark.parametrize("device", [None, "cpu"])
+@pytest.mark.parametrize("kw", [dict(bandwidth="auto"), dict(bandwidth="auto", kernel="quartic", ranking_fraction=0.5),
+                                dict(bandwidth=0.3, n_neighbors=15)])
+def test_the_backend_answers_the_whole_route(device, kw):
+    """``backend_.intervals`` never hands the route back (None) to the estimator: the host backend's
+    answer, and the device backend's where its own bounds decline (NumPy queries on the CPU), is the
+    host's route on the backend's statistics, the intervals ``predict_interval`` returns."""
+    if device is not None:
+        pytest.importorskip("torch", reason="device= needs PyTorch")
+    X, y, Q = _data(3)
+    clf = NadarayaWatsonClassifier(metric=None, lipschitz=1.0, device=device, **kw).fit(X, y)
+    bounds = ["hoeffding", "chernoff"]
+    got = clf.backend_.intervals(Q, clf._resolve_bounds(bounds))
+    assert got is not None and sorted(got) == sorted(bounds)
+    want = clf.predict_interval(Q, bounds=bounds)
+    for name in bounds:
+        _same(got[name], want[name])
+
+
 def test_only_a_backends_module_and_the_registry_name_it():
     """A new backend touches two files: its module and the BACKENDS entry of ``nwbound.engine._registry``.
     So no other module names a backend class in its code (the route asks ``backend_``, never its type)."""
