@@ -103,23 +103,42 @@ def test_a_new_backend_serves_the_whole_route(monkeypatch, kw):
 
 @pytest.mark.parametrize("kw", [dict(bandwidth="auto"), dict(bandwidth=0.3), dict(bandwidth="auto", n_neighbors=15)])
 def test_predict_interval_asks_the_backend_once_for_the_batch(monkeypatch, kw):
-    """One call of ``backend_.intervals(X, specs)`` per ``predict_interval``, whatever the grid's
-    groups: a backend's own route (the device's ranking, choice, statistics and bounds) runs inside
-    it; None (the host) leaves the host's route to the estimator."""
+    """One call of ``backend_.intervals(X, specs, certified_only)`` per ``predict_interval``, whatever
+    the grid's groups: the backend's route (the device's ranking, choice, statistics and bounds, or
+    the host's route on its statistics) runs inside it."""
     X, y, Q = _data(2)
     clf = NadarayaWatsonClassifier(metric=None, lipschitz=1.0, **kw).fit(X, y)
     want = clf.predict_interval(Q, bounds=["hoeffding", "chernoff"])
     calls = []
     real = clf.backend_.intervals
 
-    def counted(X_, specs):
+    def counted(X_, specs, certified_only=frozenset()):
         calls.append((X_.shape[0], sorted(specs)))
-        return real(X_, specs)
+        return real(X_, specs, certified_only)
 
     monkeypatch.setattr(clf.backend_, "intervals", counted)
     got = clf.predict_interval(Q, bounds=["hoeffding", "chernoff"])
     assert calls == [(Q.shape[0], ["chernoff", "hoeffding"])]
     for name in want:
+        _same(got[name], want[name])
+
+
+@pytest.mark.parametrize("device", [None, "cpu"])
+@pytest.mark.parametrize("kw", [dict(bandwidth="auto"), dict(bandwidth="auto", kernel="quartic", ranking_fraction=0.5),
+                                dict(bandwidth=0.3, n_neighbors=15)])
+def test_the_backend_answers_the_whole_route(device, kw):
+    """``backend_.intervals`` never hands the route back (None) to the estimator: the host backend's
+    answer, and the device backend's where its own bounds decline (NumPy queries on the CPU), is the
+    host's route on the backend's statistics, the intervals ``predict_interval`` returns."""
+    if device is not None:
+        pytest.importorskip("torch", reason="device= needs PyTorch")
+    X, y, Q = _data(3)
+    clf = NadarayaWatsonClassifier(metric=None, lipschitz=1.0, device=device, **kw).fit(X, y)
+    bounds = ["hoeffding", "chernoff"]
+    got = clf.backend_.intervals(Q, clf._resolve_bounds(bounds))
+    assert got is not None and sorted(got) == sorted(bounds)
+    want = clf.predict_interval(Q, bounds=bounds)
+    for name in bounds:
         _same(got[name], want[name])
 
 

@@ -299,10 +299,20 @@ def _fit_pair(kind, bound, weighted, dev="cpu"):
 @pytest.mark.parametrize("kind", ["regular", "localized"])
 @pytest.mark.parametrize("bound,weighted", [("chernoff", False), ("chernoff", True), ("hoeffding", True)])
 def test_estimator_bounds_on_the_device_contain_the_host_solvers(monkeypatch, dev, kind, bound, weighted):
+    from nwbound.engine.device import _backend as device_backend
+
     est, Q = _fit_pair(kind, bound, weighted, dev)
-    assert est.backend_.intervals(Q, est._resolve_bounds(None)) is not None  # served there
+    served, on_device = [], device_backend.intervals_on_device
+
+    def recorded(*args, **kwargs):
+        served.append(on_device(*args, **kwargs))
+        return served[-1]
+
+    monkeypatch.setattr(device_backend, "intervals_on_device", recorded)
     got = est.predict_interval(Q)
-    monkeypatch.setattr(est.backend_, "intervals", lambda *a, **k: None)  # statistics route, host solver
+    assert len(served) == 1 and served[0] is not None  # served there
+    # declined: the host's route on the device's statistics, the host solver
+    monkeypatch.setattr(device_backend, "intervals_on_device", lambda *a, **k: None)
     want = est.predict_interval(Q)
     assert isinstance(got.lower, np.ndarray)
     assert np.all(got.lower <= want.lower + TOL) and np.all(got.upper >= want.upper - TOL)

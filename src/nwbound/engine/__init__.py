@@ -16,8 +16,9 @@ the route is in :mod:`nwbound.engine._backend`); the estimator picks one at ``fi
 :func:`choose_bandwidths`, :func:`choice_groups` and :func:`rows_by_choice` the ranked choice of
 ``bandwidth="auto"``, one copy for every backend. The CPU engine fills
 the bound form directly (``host._sums_data.zero_statistics`` allocates it, the passes write its
-arrays in place); the estimator then only restates the bandwidths and distances in the input's
-units and adds what it alone knows (``outside_box``, ``diameter``).
+arrays in place); the host's route (``host._backend.query_statistics``, every backend's where
+the host bounds) then only restates the bandwidths and distances in the input's units and adds
+what the training box says (``outside_box``, ``diameter``).
 
 Imports run one way: ``estimators`` → ``engine`` → (``kernels``, ``bounds``, ``_numerics``, …);
 :mod:`nwbound.gpu` is a public face over ``engine/device/``.

@@ -9,12 +9,13 @@
                                          │                    (engine/device/)
                                          └── HostBackend     always: NumPy and numba (engine/host/)
 
-    predict_interval(X) ──► backend_.intervals(X, specs)  (one call: the backend's own route)
+    predict_interval(X) ──► backend_.intervals(X, specs)  (one call: the backend's route)
                                  │ DeviceBackend: ranking, choice, statistics and bounds on the device
-                                 │ None (HostBackend; the device where its bounds do not serve):
+                                 │ the host's route, host/_backend.host_intervals (HostBackend; the
+                                 │ device, one pass at every bandwidth, where its bounds do not serve):
                                  └► backend_.ranks_first? ─► ranking ─► choice_groups ─► rows_by_choice
                                     ─► per chosen bandwidth (or one pass at every bandwidth):
-                                    backend_.statistics(X, …) ─► the host's bounds
+                                    backend_.statistics(X, …) ─► the estimator's host bounds
 
 Rounding: every backend returns the bound-form :class:`~nwbound.engine.KernelStatistics` with the
 error bounds of its own arithmetic (``sum_error``, ``u2_error``), so the bounds stay valid whichever
@@ -24,7 +25,8 @@ Layout: this package owns the reductions; the estimators import it, never the ot
 ``engine/host/`` holds ``HostBackend`` and the reductions it calls, ``engine/device/`` holds
 ``DeviceBackend`` and the device kernels (re-exported by :mod:`nwbound.gpu`), ``_registry`` the
 ``BACKENDS`` tuple that :func:`~nwbound.engine.select_backend` walks. A new backend touches two
-files: its own module, and that tuple.
+files: its own module (whose ``intervals`` may be the host's route on its statistics,
+:func:`~nwbound.engine.host._backend.host_intervals`), and that tuple.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ __all__ = ["Backend", "FittedInputs"]
 class FittedInputs:
     """What a backend reads from its fitted estimator beside the public attributes (``kernel_``,
     ``bandwidths_``, ``index_``, ``n_neighbors``, ``device``, ``working_memory``, ``n_jobs``,
-    ``histogram_bins``).
+    ``histogram_bins``, ``ranking_fraction_``).
 
     The estimator hands it over at each call through its ``__nwbound_fitted_inputs__()`` protocol
     method (as scikit-learn's ``__sklearn_tags__``), so that no backend reads the estimator's private
@@ -64,6 +66,10 @@ class FittedInputs:
         ``vacuous mask -> rows``: ``empty_neighborhood``'s class probabilities for queries without mass.
     check_device : callable
         Raises where the estimator's ``device`` cannot serve the localized classifier.
+    interval : callable
+        ``(stats, spec, certified_only) -> interval``: the estimator's host bounds on bound-form
+        statistics for one setting (its ``empty_neighborhood`` rule; ``certified_only``: the
+        ``CertifiedRows`` of ``proba`` and ``certified`` alone).
 
     Examples
     --------
@@ -82,6 +88,7 @@ class FittedInputs:
     index_kneighbors: Callable[[Any, int], tuple]
     fallback_rows: Callable[[np.ndarray], np.ndarray]
     check_device: Callable[[], None]
+    interval: Callable[[KernelStatistics, Any, bool], Any]
 
 
 @runtime_checkable
@@ -128,13 +135,14 @@ class Backend(Protocol):
 
     def ranks_first(self, specs: dict, fraction: float) -> bool:
         """Whether the grid is ranked first (:meth:`ranking`, then exact statistics at each query's
-        choice): in the public rounds, and in ``predict_interval`` where :meth:`intervals` is None."""
+        choice): in the public rounds, and in the host's route
+        (:func:`~nwbound.engine.host._backend.host_intervals`)."""
 
     def ranking(self, X: Any, fraction: float, row_offset: int = 0) -> Any:
         """The grid's ranking (a ``BandwidthRanking``) from a cheaper pass, or None: the exhaustive
         statistics rank it."""
 
-    def intervals(self, X: Any, specs: dict) -> dict | None:
-        """Every setting's intervals of validated queries from this backend's own route (its ranking,
-        choice, statistics and bounds), or None: the estimator then bounds :meth:`statistics` on the
-        host."""
+    def intervals(self, X: Any, specs: dict, certified_only: frozenset = frozenset()) -> dict:
+        """Every setting's intervals of validated queries (``CertifiedRows`` allowed for the names in
+        ``certified_only``): this backend's own route (its ranking, choice, statistics and bounds), or
+        the host's bounds on its statistics (:func:`~nwbound.engine.host._backend.host_intervals`)."""

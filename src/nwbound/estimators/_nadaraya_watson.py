@@ -1,6 +1,7 @@
 """The Nadaraya-Watson classifier with frequentist bounds (regular and localized).
 
-Here: fitting, and the route of a query through ``predict_interval``, top-down. Beside it, all
+Here: fitting, and a query's way into ``predict_interval``, top-down, as far as the one call that
+hands it to the fitted backend (its route: :mod:`nwbound.engine`). Beside it, all
 private to :mod:`nwbound.estimators`: the label-free bandwidth grid and ``"scale"`` rule
 (``_bandwidth``), the fitted state as plain arrays (``_nw_fitted_state``) and the public pieces a
 sharded fit runs one at a time (``_nw_rounds``); the classifier inherits the last two.
@@ -8,7 +9,6 @@ sharded fit runs one at a time (``_nw_rounds``); the classifier inherits the las
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from typing import Any
 
@@ -20,11 +20,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from sklearn.utils.validation import check_is_fitted
 
-from .._numerics import euclidean_norm
 from .._validation import check_dtype, check_int_range, check_n_jobs, check_positive
-from ..bounds import TAIL_RADIUS, BoundSpec
-from ..engine import (BandwidthRanking, FittedInputs, KernelStatistics, choice_groups, choose_bandwidths, compat,
-                      rows_by_choice, select_backend, to_host)
+from ..bounds import BoundSpec
+from ..engine import BandwidthRanking, FittedInputs, KernelStatistics, choose_bandwidths, select_backend, to_host
 from ..kernels import Kernel, get_kernel
 from ..neighbors import make_index
 # The grid functions lived here: still importable from this module (nwbound.estimators exports them).
@@ -32,7 +30,7 @@ from ._bandwidth import SCALE_NEIGHBORS, SCALE_QUANTILE, _power_of_two_scale, de
 from ._bandwidth import bandwidth_grid_from_nearest, bandwidth_grid_pilot, pilot_nearest_distances  # noqa: F401
 from ._bandwidth import _RANKING_ROWS, resolve_ranking_fraction, scale_bandwidth, scale_bandwidth_from_nearest  # noqa: F401
 from ._base import BoundedClassifierBase
-from ..engine.host._backend import scaled
+from ..engine.host._backend import bandwidth_ranking, query_statistics, scaled
 from ._certified import CertifiedRows
 from ..engine.host._neighbor_sums import search_queries
 from ._nw_fitted_state import _FittedState
@@ -40,16 +38,6 @@ from ._nw_rounds import _Rounds
 from ..engine.host._sums import TrainingSet, neighbor_distances
 
 __all__ = ["NadarayaWatsonClassifier"]
-
-# Queries per block of predict_interval with bound="chernoff" (its statistics hold
-# queries × bandwidths × bins values; 2048 keeps them to a few MiB).
-_CHERNOFF_QUERY_BLOCK = 2048
-
-
-def _concatenated(parts: list) -> Any:
-    """Consecutive blocks of one setting's results (intervals, or :class:`~._certified.CertifiedRows`), as one."""
-    return type(parts[0]).concatenate(parts)
-
 
 class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
     """Nadaraya-Watson classifier with per-query frequentist bounds.
@@ -490,7 +478,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         handed over at each call, so that ``nwbound.engine`` reads no private member of the estimator."""
         return FittedInputs(train=self._train, feature_unit=self._unit(), box=getattr(self, "_box", None),
                             index_kneighbors=self._index_kneighbors, fallback_rows=self._fallback_rows,
-                            check_device=self._check_device)
+                            check_device=self._check_device, interval=self._interval)
 
     def _check_device(self) -> None:
         """``device`` needs a kernel with an array-API form (fit time, and predict time after set_params)."""
@@ -629,29 +617,16 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         """Intervals of queries from :meth:`_dispatched_queries` for every setting in ``specs``
         (:class:`~._certified.CertifiedRows` for the names in ``certified_only``).
 
-        One call to the backend: its own route where it has one (the device's ranking, choice,
-        statistics and bounds), else the host's bounds on its statistics. There, ``bandwidth="auto"``
-        where the backend ranks first: the grid's ranking, each setting's choice (label-free: every
-        bound stays valid), then one exact pass per chosen bandwidth; otherwise one pass at every
-        bandwidth of the fit (each query then takes the λ of least ε)."""
+        One call to the backend, whose route it is: the device's ranking, choice, statistics and
+        bounds where they serve, else the host's bounds on the backend's statistics
+        (:func:`~nwbound.engine.host._backend.host_intervals`)."""
         # every caller resolved ``specs`` on this estimator just before (_resolve_bounds: _check_fitted ran)
         engine = self._engine()
         X = self._validate_queries(X, keep_namespace=engine.keeps_queries, checked=True)
-        out = engine.intervals(X, specs)
-        if out is not None:  # in place: the device's result carries its packed usefulness read
-            for name in certified_only & out.keys():
-                out[name] = CertifiedRows.of(out[name])
-            return out
-        if X.shape[0] == 0 or not engine.ranks_first(specs, self.ranking_fraction_):
-            return self._intervals_at(X, specs, self.bandwidths_, certified_only=certified_only)
-        ranking = self._ranking(X, self.ranking_fraction_)
-        out = {}
-        for choice, names in choice_groups(specs, ranking):
-            rows, used, inverse = rows_by_choice(choice, self.bandwidths_.shape[0])
-            group = {name: specs[name] for name in names}
-            parts = [self._intervals_at(X[r], group, self.bandwidths_[g : g + 1], certified_only=certified_only)
-                     for g, r in zip(used, rows)]
-            out.update({name: _concatenated([p[name] for p in parts]).take(inverse) for name in names})
+        out = engine.intervals(X, specs, certified_only)
+        # in place: the device's result carries its packed usefulness read (the host's are already CertifiedRows)
+        for name in certified_only & out.keys():
+            out[name] = CertifiedRows.of(out[name])
         return out
 
     @property
@@ -677,73 +652,20 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         return self._engine().ranks_from_moments()
 
     def _ranking(self, X: np.ndarray, fraction: float, row_offset: int = 0) -> BandwidthRanking:
-        """:meth:`bandwidth_ranking` of validated queries: the backend's (moments or a sample of rows), or
-        the exhaustive statistics of every bandwidth."""
-        ranking = self._engine().ranking(X, fraction, row_offset)
-        if ranking is not None:
-            return ranking
-        stats = self._statistics(X, [], need_bounds=True)
-        return BandwidthRanking(stats.kappa, stats.sq_sum, stats.dist_sum, self.bandwidths_[None, :])  # per row already
+        """:meth:`bandwidth_ranking` of validated queries (:func:`~nwbound.engine.host._backend.bandwidth_ranking`)."""
+        return bandwidth_ranking(self._engine(), self, X, fraction, row_offset)
 
     @staticmethod
     def _choices(ranking: BandwidthRanking, specs: dict) -> dict:
         """Per setting, each query's column of least label-free ε (:func:`~nwbound.engine.choose_bandwidths`)."""
         return choose_bandwidths(ranking, specs)
 
-    def _intervals_at(self, X: np.ndarray, specs: dict, bandwidths: np.ndarray,
-                      certified_only: frozenset = frozenset()) -> dict:
-        """Intervals of validated queries for every setting in ``specs`` from one pass at ``bandwidths``
-        (``certified_only``: names that get :class:`~._certified.CertifiedRows`): the backend's
-        statistics, the host's bounds."""
-        # Queries in blocks when a bound keeps per-query histograms or neighbour lists, so that
-        # memory stays bounded however many queries come in.
-        n = X.shape[0]
-        block = n if not any(s.is_chernoff for s in specs.values()) else _CHERNOFF_QUERY_BLOCK
-        pieces = [
-            {name: self._interval(stats, spec, name in certified_only) for name, spec in specs.items()}
-            for stats in (  # in-range stops and a trailing ellipsis: array-API (device=) queries too
-                self._statistics(X[s : min(s + block, n), ...], list(specs.values()), need_bounds=True,
-                                 bandwidths=bandwidths)
-                for s in range(0, max(n, 1), max(block, 1))
-            )
-        ]
-        return {name: _concatenated([p[name] for p in pieces]) for name in specs}
-
     def _statistics(self, X: np.ndarray, specs: list[BoundSpec], *, need_bounds: bool,
                     bandwidths: np.ndarray | None = None) -> KernelStatistics:
         """Kernel statistics of validated queries with what ``specs`` need (class sums only when not
-        ``need_bounds``), at ``bandwidths`` (default: every bandwidth of the fit)."""
-        bandwidths = self.bandwidths_ if bandwidths is None else bandwidths
-        # X is in the fit's feature unit (float32 far from 1): so are the engines' bandwidths; the
-        # distances they return are brought back to the input's units below.
-        unit = self._unit()
-        raw_bandwidths, bandwidths = bandwidths, bandwidths / unit
-        X_input = X if unit == 1.0 else to_host(X).astype(np.float64) * unit
-        need_dist = need_bounds and (not specs or any(s.needs_distance_sum for s in specs))
-        need_tail = need_bounds and any(s.needs_tail_mass for s in specs)
-        chernoff = need_bounds and any(s.is_chernoff for s in specs)
-        # What only the estimator knows (its training box), then the engine's sums: the histogram
-        # (regular) or the per-point masses (localized) of the band-Chernoff bound.
-        outside_box = self._outside_box(X_input)
-        diameter = self._diameter(X_input) if need_tail else None
-        sums = self._engine().statistics(X, bandwidths, need_dist=need_dist, tail_radius=TAIL_RADIUS if need_tail else None,
-                                         histogram_bins=int(self.histogram_bins) if chernoff else 0,
-                                         keep_points=chernoff)
-        # The engines give the bound form at the engine's bandwidths (the fit's feature unit): the
-        # estimator's bandwidths, distances back in the input's units.
-        return dataclasses.replace(
-            sums,
-            dist_sum=scaled(sums.dist_sum, unit),
-            bandwidth=raw_bandwidths[None, :],
-            outside_box=outside_box,
-            diameter=diameter,
-            # Dense path: the expanded distance's rounding bound; the localized path's
-            # distances are recomputed directly (relative error ~1e-15, covered below).
-            u2_error=sums.u2_error if self.index_ is None else 0.0,
-            hist_dist=scaled(sums.hist_dist, unit),
-            # Directly computed distances have relative error ≤ (d + 6)·2⁻⁵³: round them up.
-            point_dist=scaled(sums.point_dist, unit * (1.0 + (X.shape[1] + 8) * 2.0**-53)),
-        )
+        ``need_bounds``), at ``bandwidths`` (default: every bandwidth of the fit), in the input's units
+        (:func:`~nwbound.engine.host._backend.query_statistics`)."""
+        return query_statistics(self._engine(), self, X, specs, need_bounds=need_bounds, bandwidths=bandwidths)
 
     def _is_localized(self) -> bool:
         return self.n_neighbors is not None
@@ -752,23 +674,6 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         """``(distances, indices)`` of the fitted index (on the host): it searches in coordinates scaled by
         a power of two (exact), so that magnitudes like 1e160 cannot overflow its squared distances."""
         return self.index_.kneighbors(search_queries(to_host(X) / self._index_scale), int(n_neighbors))
-
-    def _outside_box(self, X: Any) -> np.ndarray:
-        """Rows of ``X`` (any namespace) with a coordinate outside the training box, as NumPy booleans:
-        computed where ``X`` lives, only the ``n`` answers cross to the host."""
-        low, high = self._box
-        if isinstance(X, np.ndarray):
-            return np.any((X < low) | (X > high), axis=1)
-        xp, dev = compat().array_namespace(X), compat().device(X)
-        lo, hi = (xp.asarray(np.ascontiguousarray(b, dtype=np.float64), device=dev) for b in (low, high))
-        return to_host(xp.any((X < lo) | (X > hi), axis=1))
-
-    def _diameter(self, X: np.ndarray) -> np.ndarray:
-        # Φ(y): distance from y to the farthest corner of the training box, so
-        # ‖y − y_i‖ ≤ Φ(y) for every training point (the paper's assumption 5).
-        low, high = self._box
-        far = np.maximum(np.abs(X - low), np.abs(X - high))
-        return euclidean_norm(far, axis=1)
 
     # ------------------------------------------------------------------------------------------
     # predict_proba, and the localized classifier's neighbours

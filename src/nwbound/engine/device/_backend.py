@@ -15,9 +15,9 @@ The route of :meth:`DeviceBackend.intervals`, one call per step:
   the three steps above once per group, the groups gathered where the queries live. The choice
   reads the inputs only (never a label), so every bound stays valid whatever rounding separates the
   device's choice from the host's at a near tie;
-* otherwise None: the estimator bounds :meth:`DeviceBackend.statistics` on the host (the device's
-  sums in the host's bound form, :func:`._sums.dense_kernel_sums_array_api` and
-  :func:`._sums.neighbor_kernel_sums_array_api`).
+* otherwise the host's bounds on :meth:`DeviceBackend.statistics`, one pass at every bandwidth
+  (:func:`~nwbound.engine.host._backend.intervals_at`; the device's sums in the host's bound form,
+  :func:`._sums.dense_kernel_sums_array_api` and :func:`._sums.neighbor_kernel_sums_array_api`).
 
 What crosses to the host under ``array_api_dispatch`` (:func:`~._dispatch.validate_queries` with
 ``keep_namespace``): never the queries of the regular classifier; the localized classifier's
@@ -38,6 +38,7 @@ from ..._config import get_config
 from ...kernels import Kernel
 from .._ranking import choice_groups, rows_by_choice
 from .._statistics import KernelStatistics
+from ..host._backend import intervals_at
 from ..host._sums import TrainingSet
 from ._array_api import HISTOGRAM_KERNELS, compat
 from ._results import delivered, intervals_from_limits
@@ -315,23 +316,27 @@ class DeviceBackend:
         return bounds_on_device(specs, localized=est.index_ is not None, bandwidths=bandwidths, kernel=est.kernel_)
 
     # -- the route -----------------------------------------------------------------------------
-    def intervals(self, X: Any, specs: dict) -> dict | None:
-        """Every setting's intervals of validated queries, statistics *and* bounds on the device, where
-        its bounds serve these settings and queries; None otherwise (the estimator then bounds
-        :meth:`statistics` on the host).
+    def intervals(self, X: Any, specs: dict, certified_only: frozenset = frozenset()) -> dict:
+        """Every setting's intervals of validated queries: statistics *and* bounds on the device, where
+        its bounds serve these settings and queries; otherwise the host's bounds on its statistics.
 
         One :func:`intervals_on_device`: at the fit's one bandwidth, or with ``bandwidth="auto"``'s
         grid (where the device bounds one bandwidth), ranked and chosen there, one pass per chosen
-        bandwidth, the results where ``X`` lives."""
+        bandwidth, the results where ``X`` lives. Where it declines (None) or the settings are not
+        the device's: one pass of :meth:`statistics` at every bandwidth, bounded on the host
+        (:func:`~nwbound.engine.host._backend.intervals_at`; this backend ranks in its own route
+        only, :meth:`ranks_first`)."""
         est = self._est
         grid = est.bandwidths_
         ranked = X.shape[0] > 0 and grid.shape[0] > 1
-        if not self._bounds_served(specs, grid[:1] if ranked else grid):
-            return None
-        inputs = est.__nwbound_fitted_inputs__()
-        k = None if est.index_ is None else int(est.n_neighbors)
-        return intervals_on_device(
-            X, inputs.train, est.kernel_, grid if ranked else float(grid[0]), specs, device=est.device, box=inputs.box,
-            fallback=inputs.fallback_rows, histogram_bins=int(est.histogram_bins), working_memory=est.working_memory,
-            n_neighbors=k, ranking_fraction=est.ranking_fraction_ if k is None else 1.0,
-        )
+        out = None
+        if self._bounds_served(specs, grid[:1] if ranked else grid):
+            inputs = est.__nwbound_fitted_inputs__()
+            k = None if est.index_ is None else int(est.n_neighbors)
+            out = intervals_on_device(
+                X, inputs.train, est.kernel_, grid if ranked else float(grid[0]), specs, device=est.device,
+                box=inputs.box, fallback=inputs.fallback_rows, histogram_bins=int(est.histogram_bins),
+                working_memory=est.working_memory, n_neighbors=k,
+                ranking_fraction=est.ranking_fraction_ if k is None else 1.0,
+            )
+        return out if out is not None else intervals_at(self, est, X, specs, grid, certified_only)

@@ -1,22 +1,41 @@
-"""The host backend: kernel sums with NumPy and numba, the neighbour search by the estimator's index.
+"""The host backend: kernel sums with NumPy and numba, the neighbour search by the estimator's index;
+and the host's bounds on any backend's statistics.
 
 :class:`HostBackend` calls this package's reductions (``_sums``: the dense pass and its plan;
 ``_tiles``: the accumulator of one query block; ``_fused``: its numba tile kernels; ``_sums_data``:
 the training set's layout; ``_neighbor_sums``: the localized sums). It serves every estimator
 (the last of :data:`nwbound.engine.BACKENDS`).
+
+The host's route, one copy for every backend (:func:`host_intervals`; the device's where its own
+bounds decline): ``bandwidth="auto"`` where the backend ranks first, the grid's ranking
+(:func:`bandwidth_ranking`), each setting's choice (:func:`~nwbound.engine.choice_groups`) and one
+exact pass per chosen bandwidth; otherwise one pass at every bandwidth (:func:`intervals_at`: each
+query then takes the λ of least ε). A pass is the backend's statistics in the input's units with
+what the estimator alone knows (:func:`query_statistics`), bounded by the estimator's own rule
+(:attr:`~nwbound.engine.FittedInputs.interval`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 
+from ..._namespace import compat, to_host
+from ..._numerics import euclidean_norm
+from ...bounds import TAIL_RADIUS
+from .._backend import Backend
 from .._statistics import KernelStatistics
-from .._ranking import BandwidthRanking, rows_by_choice
+from .._ranking import BandwidthRanking, choice_groups, rows_by_choice
 from ._sums import dense_kernel_sums, dense_moment_sums, neighbor_kernel_sums
 
-__all__ = ["HostBackend", "rows_by_bandwidth", "scaled"]
+__all__ = ["HostBackend", "bandwidth_ranking", "host_intervals", "intervals_at", "query_statistics",
+           "rows_by_bandwidth", "scaled"]
+
+# Queries per block of the host's bounds with bound="chernoff" (its statistics hold
+# queries × bandwidths × bins values; 2048 keeps them to a few MiB).
+CHERNOFF_QUERY_BLOCK = 2048
 
 
 def scaled(a: np.ndarray | None, factor: float) -> np.ndarray | None:
@@ -111,7 +130,7 @@ class HostBackend:
 
     def ranking(self, X: Any, fraction: float, row_offset: int = 0) -> BandwidthRanking | None:
         """The grid's ranking from distance moments or a sample of rows; None where it is the exhaustive
-        statistics (the estimator then takes them from :meth:`statistics`)."""
+        statistics (:func:`bandwidth_ranking` then takes them from :meth:`statistics`)."""
         est = self._est
         inputs = est.__nwbound_fitted_inputs__()
         unit = inputs.feature_unit  # X and the engines' bandwidths in the fit's feature unit; dist_sum in input units
@@ -128,6 +147,186 @@ class HostBackend:
                                           feature_unit=unit)
 
     # -- the route -----------------------------------------------------------------------------
-    def intervals(self, X: Any, specs: dict) -> dict | None:
-        """None: the host has no route of its own (the estimator bounds :meth:`statistics`)."""
-        return None
+    def intervals(self, X: Any, specs: dict, certified_only: frozenset = frozenset()) -> dict:
+        """Every setting's intervals of validated queries: the host's route (:func:`host_intervals`)."""
+        return host_intervals(self, self._est, X, specs, certified_only)
+
+
+def host_intervals(backend: "Backend", estimator: Any, X: Any, specs: dict,
+                   certified_only: frozenset = frozenset()) -> dict:
+    """Every setting's intervals of validated queries from ``backend``'s statistics and the host's bounds.
+
+    ``bandwidth="auto"`` where the backend ranks first: the grid's ranking, each setting's choice
+    (label-free: every bound stays valid), then one exact pass per chosen bandwidth; otherwise one
+    pass at every bandwidth of the fit (each query then takes the λ of least ε).
+
+    Parameters
+    ----------
+    backend : Backend
+        The estimator's backend (its statistics, ranking and ``ranks_first``).
+    estimator : NadarayaWatsonClassifier
+        The fitted classifier (``bandwidths_``, ``ranking_fraction_``).
+    X : array of shape (n_queries, n_features)
+        Validated queries.
+    specs : dict
+        Setting name to :class:`~nwbound.bounds.BoundSpec`.
+    certified_only : frozenset, default=frozenset()
+        Names whose results are ``CertifiedRows`` (``proba`` and ``certified`` only).
+
+    Returns
+    -------
+    dict
+        Setting name to :class:`~nwbound.PredictionInterval` (NumPy).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.engine.host._backend import host_intervals
+    >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=1.0).fit(X, y)
+    >>> specs = {None: clf.bound_spec_}
+    >>> iv = host_intervals(clf.backend_, clf, np.array([[0.1], [0.9]]), specs)[None]
+    >>> iv.proba.tolist() == clf.predict_interval([[0.1], [0.9]]).proba.tolist()
+    True
+    """
+    grid = estimator.bandwidths_
+    if X.shape[0] == 0 or not backend.ranks_first(specs, estimator.ranking_fraction_):
+        return intervals_at(backend, estimator, X, specs, grid, certified_only)
+    ranking = bandwidth_ranking(backend, estimator, X, estimator.ranking_fraction_)
+    out = {}
+    for choice, names in choice_groups(specs, ranking):
+        rows, used, inverse = rows_by_choice(choice, grid.shape[0])
+        group = {name: specs[name] for name in names}
+        parts = [intervals_at(backend, estimator, X[r], group, grid[g : g + 1], certified_only)
+                 for g, r in zip(used, rows)]
+        out.update({name: _concatenated([p[name] for p in parts]).take(inverse) for name in names})
+    return out
+
+
+def intervals_at(backend: "Backend", estimator: Any, X: Any, specs: dict, bandwidths: np.ndarray,
+                 certified_only: frozenset = frozenset()) -> dict:
+    """Intervals of validated queries for every setting in ``specs`` from one pass at ``bandwidths``
+    (``certified_only``: names that get ``CertifiedRows``): ``backend``'s statistics
+    (:func:`query_statistics`), the estimator's host bounds (:attr:`~nwbound.engine.FittedInputs.interval`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.engine.host._backend import intervals_at
+    >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
+    >>> intervals_at(clf.backend_, clf, np.array([[0.1]]), {None: clf.bound_spec_}, clf.bandwidths_)[None].proba
+    array([[1., 0.]])
+    """
+    # Queries in blocks when a bound keeps per-query histograms or neighbour lists, so that
+    # memory stays bounded however many queries come in.
+    interval = estimator.__nwbound_fitted_inputs__().interval
+    n = X.shape[0]
+    block = n if not any(s.is_chernoff for s in specs.values()) else CHERNOFF_QUERY_BLOCK
+    pieces = [
+        {name: interval(stats, spec, name in certified_only) for name, spec in specs.items()}
+        for stats in (  # in-range stops and a trailing ellipsis: array-API (device=) queries too
+            query_statistics(backend, estimator, X[s : min(s + block, n), ...], list(specs.values()),
+                             need_bounds=True, bandwidths=bandwidths)
+            for s in range(0, max(n, 1), max(block, 1))
+        )
+    ]
+    return {name: _concatenated([p[name] for p in pieces]) for name in specs}
+
+
+def _concatenated(parts: list) -> Any:
+    """Consecutive blocks of one setting's results (intervals, or ``CertifiedRows``), as one."""
+    return type(parts[0]).concatenate(parts)
+
+
+def bandwidth_ranking(backend: "Backend", estimator: Any, X: Any, fraction: float,
+                      row_offset: int = 0) -> BandwidthRanking:
+    """The grid's ranking of validated queries: ``backend``'s (moments or a sample of rows), or the
+    exhaustive statistics of every bandwidth (:func:`query_statistics`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.engine.host._backend import bandwidth_ranking
+    >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=1.0).fit(X, y)
+    >>> bandwidth_ranking(clf.backend_, clf, np.array([[0.5]]), 1.0).kappa.shape == (1, clf.bandwidths_.shape[0])
+    True
+    """
+    ranking = backend.ranking(X, fraction, row_offset)
+    if ranking is not None:
+        return ranking
+    stats = query_statistics(backend, estimator, X, [], need_bounds=True)
+    return BandwidthRanking(stats.kappa, stats.sq_sum, stats.dist_sum, estimator.bandwidths_[None, :])  # per row already
+
+
+def query_statistics(backend: "Backend", estimator: Any, X: Any, specs: list, *, need_bounds: bool,
+                     bandwidths: np.ndarray | None = None) -> KernelStatistics:
+    """Kernel statistics of validated queries from ``backend`` with what ``specs`` need (class sums
+    only when not ``need_bounds``), at ``bandwidths`` (default: every bandwidth of the fit), in the
+    input's units, with what only the estimator knows (its training box: ``outside_box``, ``diameter``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.engine.host._backend import query_statistics
+    >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> clf = NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y)
+    >>> stats = query_statistics(clf.backend_, clf, np.array([[0.1], [2.0]]), [], need_bounds=True)
+    >>> stats.class_sums.shape, stats.outside_box.tolist()
+    ((2, 1, 2), [False, True])
+    """
+    inputs = estimator.__nwbound_fitted_inputs__()
+    bandwidths = estimator.bandwidths_ if bandwidths is None else bandwidths
+    # X is in the fit's feature unit (float32 far from 1): so are the engines' bandwidths; the
+    # distances they return are brought back to the input's units below.
+    unit = inputs.feature_unit
+    raw_bandwidths, bandwidths = bandwidths, bandwidths / unit
+    need_dist = need_bounds and (not specs or any(s.needs_distance_sum for s in specs))
+    need_tail = need_bounds and any(s.needs_tail_mass for s in specs)
+    chernoff = need_bounds and any(s.is_chernoff for s in specs)
+    # What only the estimator knows (its training box), then the engine's sums: the histogram
+    # (regular) or the per-point masses (localized) of the band-Chernoff bound.
+    outside_box, diameter = _box_facts(X, inputs.box, unit, need_tail)
+    sums = backend.statistics(X, bandwidths, need_dist=need_dist, tail_radius=TAIL_RADIUS if need_tail else None,
+                              histogram_bins=int(estimator.histogram_bins) if chernoff else 0, keep_points=chernoff)
+    # The engines give the bound form at the engine's bandwidths (the fit's feature unit): the
+    # estimator's bandwidths, distances back in the input's units.
+    return dataclasses.replace(
+        sums,
+        dist_sum=scaled(sums.dist_sum, unit),
+        bandwidth=raw_bandwidths[None, :],
+        outside_box=outside_box,
+        diameter=diameter,
+        # Dense path: the expanded distance's rounding bound; the localized path's
+        # distances are recomputed directly (relative error ~1e-15, covered below).
+        u2_error=sums.u2_error if estimator.index_ is None else 0.0,
+        hist_dist=scaled(sums.hist_dist, unit),
+        # Directly computed distances have relative error ≤ (d + 6)·2⁻⁵³: round them up.
+        point_dist=scaled(sums.point_dist, unit * (1.0 + (X.shape[1] + 8) * 2.0**-53)),
+    )
+
+
+def _box_facts(X: Any, box: tuple[np.ndarray, np.ndarray], unit: float,
+               need_tail: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """What the training ``box`` says of validated queries ``X`` (any namespace, in the fit's feature
+    ``unit``): the rows with a coordinate outside it (NumPy booleans, computed where ``X`` lives: only
+    the ``n`` answers cross to the host) and, with ``need_tail``, each row's distance Φ(y) to the box's
+    farthest corner (None otherwise)."""
+    low, high = box
+    X_input = X if unit == 1.0 else to_host(X).astype(np.float64) * unit
+    if isinstance(X_input, np.ndarray):
+        outside_box = np.any((X_input < low) | (X_input > high), axis=1)
+    else:
+        xp, dev = compat().array_namespace(X_input), compat().device(X_input)
+        lo, hi = (xp.asarray(np.ascontiguousarray(b, dtype=np.float64), device=dev) for b in (low, high))
+        outside_box = to_host(xp.any((X_input < lo) | (X_input > hi), axis=1))
+    if not need_tail:
+        return outside_box, None
+    # ‖y − y_i‖ ≤ Φ(y) for every training point (the paper's assumption 5).
+    far = np.maximum(np.abs(X_input - low), np.abs(X_input - high))
+    return outside_box, euclidean_norm(far, axis=1)
