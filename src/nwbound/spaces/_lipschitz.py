@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ._auto import resolution_sentence
+from ._auto import resolution_sentence, scan_sentence
 
 __all__ = ["LipschitzAutoReport", "CrossFitReports", "choose_lipschitz", "chooses_lipschitz", "pilot_lipschitz",
            "lipschitz_units",
@@ -214,10 +214,13 @@ def two_constant_pilot(space: Any) -> tuple[float, str]:
               f"estimated on {space.n_held_out_} held-out rows, the features at c·L_r with c = "
               f"{space.balance_:.3g}, so L = √(1 + 1/c²)")
     if space.residual_lipschitz_ > space.feature_weight_:
-        source += (f", raised to √(1 + ρ²/c²) by a second estimate L_r = {space.residual_lipschitz_:.4g} on the "
+        by = "the directional scan" if space.scan_ is not None and space.scan_["raised"] else "a second estimate"
+        source += (f", raised to √(1 + ρ²/c²) by {by} L_r = {space.residual_lipschitz_:.4g} on the "
                    f"rows the score model never saw (ρ = {space.residual_lipschitz_ / space.feature_weight_:.3g})")
     if np.isfinite(space.resolution_):
         source += ". " + resolution_sentence(space.residual_lipschitz_, space.resolution_, space.n_resolution_rows_)[:-1]
+    if space.scan_ is not None:
+        source += ". " + scan_sentence(space.scan_)[:-1]
     return space.lipschitz_, source
 
 
