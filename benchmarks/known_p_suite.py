@@ -171,6 +171,19 @@ def ripple3c(X):  # three classes: a ramp between two, a ripple (period 0.05) in
     return softmax(logits, axis=1)
 
 
+# Added after the scan's 2-D directions (evenly spaced angles) and not tuned on: a ripple at 30°,
+# finer, and an oblique ripple in 3 features (which no fixed set of directions covers).
+
+def ripple_oblique2(X):  # the ramp along x0, a ripple of period 0.04 along 30° from x0
+    t = np.cos(np.pi / 6) * X[:, 0] + np.sin(np.pi / 6) * X[:, 1]
+    return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.sin(2 * np.pi * t / 0.04)))
+
+
+def ripple_diag3(X):  # the ramp along x0, a ripple of period 0.05 along (x1 + x2)/√2
+    t = (X[:, 1] + X[:, 2]) / np.sqrt(2)
+    return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.sin(2 * np.pi * t / 0.05)))
+
+
 FIELDS = {
     "sine12": (sine12, 12, "uniform"),
     "logistic2": (logistic2, 2, "unit"),
@@ -199,6 +212,8 @@ FIELDS = {
     "ripple_diag2": (ripple_diag2, 2, "unit"),
     "ripple6": (ripple6, 6, "unit"),
     "ripple3c": (ripple3c, 2, "unit"),
+    "ripple_oblique2": (ripple_oblique2, 2, "unit"),
+    "ripple_diag3": (ripple_diag3, 3, "unit"),
     "bend2": (bend2, 2, "uniform"),
     "bumps2": (bumps2, 2, "unit"),
 }
@@ -290,6 +305,7 @@ ADVERSARIAL = [
         ("ripple2", 20000, {}), ("ripple2wide", 3000, {}), ("ripple2fine", 20000, {}),
         ("bend2", 3000, {"query_spread": 1.6}),
         ("bumps2", 3000, {}), ("ripple_diag2", 3000, {}), ("ripple6", 3000, {}), ("ripple3c", 3000, {}),
+        ("ripple_oblique2", 3000, {}), ("ripple_diag3", 3000, {}),
     ]
     for model in MODELS
 ]

@@ -94,7 +94,7 @@ def test_scan_raises_l_r_on_a_ripple_the_isotropic_estimates_miss():
     assert space.residual_lipschitz_ == space.scan_["lipschitz"] > 2 * space.feature_weight_
     rho = space.residual_lipschitz_ / space.feature_weight_
     assert space.lipschitz_ == pytest.approx(np.sqrt(1 + rho**2 / space.balance_**2))
-    assert space.scan_["n_directions"] == 2 + 16 and space.scan_["window"] == 32
+    assert space.scan_["n_directions"] == 90 and space.scan_["window"] == 32  # 2° apart in the plane
     assert "directional scan" in two_constant_pilot(space)[1]
     assert scan_sentence(space.scan_) in str(space.report_)
     assert "it raised L_r to" in str(space.report_)

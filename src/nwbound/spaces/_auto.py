@@ -158,7 +158,8 @@ def scan_sentence(scan: dict) -> str:
     Parameters
     ----------
     scan : dict
-        ``LearnedSpace.scan_``: ``n_directions`` (each feature, then random ones), ``n_features``,
+        ``LearnedSpace.scan_``: ``n_directions`` (each feature, then random ones; in two features,
+        evenly spaced angles), ``n_features``,
         ``n_rows`` (rows scanned), ``window`` (the finest window in rows; 0: too few rows),
         ``width`` (median distance between the centres of two adjacent finest windows, in std of
         the features along the direction), ``lipschitz`` (the slope beyond noise, doubled; 0 where
@@ -171,15 +172,18 @@ def scan_sentence(scan: dict) -> str:
     Examples
     --------
     >>> from nwbound.spaces import scan_sentence
-    >>> scan = dict(n_directions=18, n_features=2, n_rows=2400, window=32, width=0.026, lipschitz=3.1, raised=True)
+    >>> scan = dict(n_directions=36, n_features=20, n_rows=8000, window=32, width=0.013, lipschitz=3.1, raised=True)
     >>> print(scan_sentence(scan))  # doctest: +NORMALIZE_WHITESPACE
-    A scan of what the score model misses along 18 directions (each of the 2 features and 16 random
-    ones), in windows as narrow as 32 of 2400 rows (about 0.026 std apart), found variation beyond
+    A scan of what the score model misses along 36 directions (each of the 20 features and 16 random
+    ones), in windows as narrow as 32 of 8000 rows (about 0.013 std apart), found variation beyond
     noise: it raised L_r to 3.1.
     """
-    n_random = scan["n_directions"] - (scan["n_features"] if scan["n_features"] > 1 else 0)
-    where = (f"A scan of what the score model misses along {scan['n_directions']} directions (each of the "
-             f"{scan['n_features']} features and {n_random} random ones)")
+    if scan["n_features"] == 2:
+        which = f"{180 / scan['n_directions']:.2g}° apart in the plane of the 2 features"
+    else:
+        n_random = scan["n_directions"] - (scan["n_features"] if scan["n_features"] > 1 else 0)
+        which = f"each of the {scan['n_features']} features and {n_random} random ones"
+    where = f"A scan of what the score model misses along {scan['n_directions']} directions ({which})"
     if not scan["window"]:
         return f"{where} could not run: {scan['n_rows']} rows are too few for two windows."
     where += (f", in windows as narrow as {scan['window']} of {scan['n_rows']} rows (about {scan['width']:.2g} "
