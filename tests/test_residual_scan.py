@@ -110,3 +110,17 @@ def test_scan_does_not_raise_l_r_on_a_field_the_scores_get():
 def test_scan_sentence_when_too_few_rows():
     scan = dict(n_directions=1, n_features=1, n_rows=50, window=0, width=float("nan"), lipschitz=0.0, raised=False)
     assert "too few" in scan_sentence(scan)
+
+
+def test_cross_fitted_reports_state_the_scan_once():
+    from nwbound import NadarayaWatsonClassifier
+
+    X, y = _field(3000, 0, ripple=True)
+    clf = NadarayaWatsonClassifier(random_state=0).fit(X, y)
+    text = str(clf.metric_report_)
+    assert text.count("A scan of what the score model misses along") == 1
+    for i, model in enumerate(clf.cross_fit_models_[1:], start=1):
+        found = (f"raised L_r to {model.metric_.scan_['lipschitz']:.3g}" if model.metric_.scan_["raised"]
+                 else "left L_r unchanged")
+        assert f"model {i}: the same scan on its own rows {found}." in text
+    assert "directional scan" in str(clf.lipschitz_report_)

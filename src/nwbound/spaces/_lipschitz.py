@@ -127,6 +127,12 @@ class CrossFitReports(tuple):
         for i, r in enumerate(self):
             first = str(r).splitlines()[0]
             lines.append(f"  model {i}: {first}")
+        scans = [(i, r.scan) for i, r in enumerate(self) if getattr(r, "scan", None) is not None]
+        if scans:  # what the scan looked at, once; whether it raised L_r, per model
+            lines.append(f"  model {scans[0][0]}: {scan_sentence(scans[0][1])}")
+            for i, scan in scans[1:]:
+                found = (f"raised L_r to {scan['lipschitz']:.3g}" if scan["raised"] else "left L_r unchanged")
+                lines.append(f"  model {i}: the same scan on its own rows {found}.")
         return "\n".join(lines)
 
 
