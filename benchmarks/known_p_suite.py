@@ -11,7 +11,7 @@ Run: ``OMP_NUM_THREADS=1 python benchmarks/known_p_suite.py [--quick] [--seeds N
 markdown table (the user guide's "Known-p suite" table comes from it). ``--adversarial`` runs a
 second list of fields instead (``ADVERSARIAL``: sparse, XOR, radial, steep, high-frequency,
 heavy-tailed, integer, badly scaled, rank-deficient, rare, many-class, tiny and large n, shifted
-queries, weights that follow p), each with the regular, the localized and the dyadic classifier
+queries, weights that follow p, ripples finer than an isotropic estimate resolves), each with the regular, the localized and the dyadic classifier
 (the user guide's "Adversarial fields" table).
 """
 
@@ -155,6 +155,35 @@ def ripple2fine(X):  # the ripple's period 0.02: 0.07 std of the feature
     return _ripple(X, 0.02)
 
 
+# Fields added with the directional scan of L_r and not tuned on (round 14): the same ripple
+# turned 45°, among 4 irrelevant features, and on one class of three.
+
+def ripple_diag2(X):  # the ramp along x0, the ripple (period 0.05) along the diagonal (x0 + x1)/√2
+    return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.sin(2 * np.pi * (X[:, 0] + X[:, 1]) / np.sqrt(2) / 0.05)))
+
+
+def ripple6(X):  # ripple2's field in 6 features, the last 4 irrelevant
+    return _ripple(X, 0.05)
+
+
+def ripple3c(X):  # three classes: a ramp between two, a ripple (period 0.05) in the third's logit
+    logits = np.column_stack([np.zeros(len(X)), 8.0 * (X[:, 0] - 0.5), 4.0 * np.sin(2 * np.pi * X[:, 1] / 0.05)])
+    return softmax(logits, axis=1)
+
+
+# Added after the scan's 2-D directions (evenly spaced angles) and not tuned on: a ripple at 30°,
+# finer, and an oblique ripple in 3 features (which no fixed set of directions covers).
+
+def ripple_oblique2(X):  # the ramp along x0, a ripple of period 0.04 along 30° from x0
+    t = np.cos(np.pi / 6) * X[:, 0] + np.sin(np.pi / 6) * X[:, 1]
+    return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.sin(2 * np.pi * t / 0.04)))
+
+
+def ripple_diag3(X):  # the ramp along x0, a ripple of period 0.05 along (x1 + x2)/√2
+    t = (X[:, 1] + X[:, 2]) / np.sqrt(2)
+    return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.sin(2 * np.pi * t / 0.05)))
+
+
 FIELDS = {
     "sine12": (sine12, 12, "uniform"),
     "logistic2": (logistic2, 2, "unit"),
@@ -180,6 +209,11 @@ FIELDS = {
     "ripple2": (ripple2, 2, "unit"),
     "ripple2wide": (ripple2wide, 2, "unit"),
     "ripple2fine": (ripple2fine, 2, "unit"),
+    "ripple_diag2": (ripple_diag2, 2, "unit"),
+    "ripple6": (ripple6, 6, "unit"),
+    "ripple3c": (ripple3c, 2, "unit"),
+    "ripple_oblique2": (ripple_oblique2, 2, "unit"),
+    "ripple_diag3": (ripple_diag3, 3, "unit"),
     "bend2": (bend2, 2, "uniform"),
     "bumps2": (bumps2, 2, "unit"),
 }
@@ -270,7 +304,8 @@ ADVERSARIAL = [
         ("logistic2", 3000, {"weights": "p1"}), ("nearsep2", 3000, {}), ("ripple2", 3000, {}),
         ("ripple2", 20000, {}), ("ripple2wide", 3000, {}), ("ripple2fine", 20000, {}),
         ("bend2", 3000, {"query_spread": 1.6}),
-        ("bumps2", 3000, {}),
+        ("bumps2", 3000, {}), ("ripple_diag2", 3000, {}), ("ripple6", 3000, {}), ("ripple3c", 3000, {}),
+        ("ripple_oblique2", 3000, {}), ("ripple_diag3", 3000, {}),
     ]
     for model in MODELS
 ]

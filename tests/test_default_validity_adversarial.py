@@ -51,21 +51,11 @@ def test_ripple_at_the_second_estimates_resolution_holds():
 
 @pytest.mark.parametrize(("name", "n", "model"), [("ripple2", 3000, "nw"), ("ripple2", 3000, "local"),
                                                 ("ripple2fine", 20000, "nw")])
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="L_r (what the scores miss) is estimated at a pilot bandwidth: 0.45-0.51 std on the 600-900 held-out "
-    "rows, and 0.34-0.36 std (0.25 std at 20 000 rows) by the second, raise-only estimate on every row the score "
-    "model never saw; neither resolves a ripple of period 0.17 std (0.07 std at 20 000 rows). Where the second "
-    "estimate clears its noise gate it raises L_r from 0.7-0.8 to 0.9-1.2, where p's slope along x1 is ~45 (~110): "
-    "misses fall from 14-17 % to 8-12 %, still above delta; at 20 000 rows it does not clear the gate and "
-    "ripple2fine misses 23-30 % as before. No estimate from labels sees variation finer than its bandwidth "
-    "(user guide, 'Adversarial fields').",
-)
-def test_ripple_below_the_check_rows_resolution(name, n, model):
-    # p = expit(12(x0 - 0.5) + 5 sin(2π x1 / T)) on [0, 1]², T = 0.05 or 0.02: Lipschitz (L ≈ 157
-    # or 393), a ramp the score model gets and a ripple finer than the held-out rows see. With
-    # metric=None and the true L nothing misses (and nothing is certified); bound="hoeffding" and
-    # bandwidth="scale" miss too; L_r forced to 5 (7× its estimate) misses 0.1 %.
+def test_ripple_below_the_isotropic_resolution_holds(name, n, model):
+    # p = expit(12(x0 - 0.5) + 5 sin(2π x1 / T)) on [0, 1]², T = 0.05 or 0.02 (0.17 or 0.07 std):
+    # a ramp the score model gets and a ripple finer than any isotropic estimate of L_r resolves
+    # (bandwidth 0.34-0.5 std). Until the directional scan these missed 8-12 % and 23-30 % (strict
+    # xfails): along x1 a window of 32-80 rows is narrower than half a period, so the scan sees the
+    # ripple beyond noise and raises L_r from ~0.7 to 5-14 (the true slope along x1 is ~45).
     row = known_p_suite.run(name, n, 0, model=model)
     assert row["miss"] <= DELTA, row

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["AUTO_CV_FOLDS", "AUTO_CV_ROWS", "MetricAutoReport", "auto_candidates", "choose_score_model",
-           "resolution_sentence"]
+           "resolution_sentence", "scan_sentence"]
 
 #: Folds of the cross-validation that compares ``metric="auto"``'s candidate score models (fewer
 #: when the smallest class of the map rows has fewer rows).
@@ -67,14 +67,17 @@ class MetricAutoReport:
     n_held_out : int
         Rows that estimated ``L_r`` (held out of the score model's fit).
     residual_lipschitz : float
-        The ``L_r`` the bound assumes: the larger of the held-out estimate (``feature_weight``) and
+        The ``L_r`` the bound assumes: the largest of the held-out estimate (``feature_weight``),
         a second, raise-only estimate on every row the score model never saw (the kernel sums'
-        included); NaN when not estimated.
+        included) and the directional scan of those rows (``scan``); NaN when not estimated.
     resolution : float
         The pilot bandwidth of the finer of the two estimates, in standard deviations of the
         features: variation of ``p − s`` at finer scales is not seen (NaN when not estimated).
     n_resolution_rows : int
         Rows of that estimate.
+    scan : dict or None
+        The directional scan of the residuals on the rows the score model never saw
+        (:func:`scan_sentence`; None when not run).
     validated_on_check_rows : bool
         The candidates were validated on ``lipschitz="auto"``'s check rows (held out of the map)
         and each fitted once, instead of cross-validated on the map rows.
@@ -108,6 +111,7 @@ class MetricAutoReport:
     residual_lipschitz: float = float("nan")
     resolution: float = float("nan")
     n_resolution_rows: int = 0
+    scan: dict | None = None
 
     def __str__(self) -> str:
         if self.validated_on_check_rows:
@@ -133,11 +137,63 @@ class MetricAutoReport:
         lines = [head]
         if np.isfinite(self.resolution):
             lines.append(resolution_sentence(self.residual_lipschitz, self.resolution, self.n_resolution_rows))
+        if self.scan is not None:
+            lines.append(scan_sentence(self.scan))
         for c in self.candidates:
             ll = "—" if not np.isfinite(c["log_loss"]) else f"{c['log_loss']:.4f}"
             acc = "—" if not np.isfinite(c["accuracy"]) else f"{c['accuracy']:.3f}"
             lines.append(f"  {c['name']}: log-loss {ll}, accuracy {acc}; {c['status']}")
         return "\n".join(lines)
+
+
+def scan_sentence(scan: dict) -> str:
+    """What ``metric="auto"``'s directional scan of the residuals looked at and found, in plain words.
+
+    The scan (:class:`nwbound.assumptions.ResidualScan`) sorts the rows the score model never saw
+    along each feature and some random directions, and compares the mean of what the score model
+    misses (``1{y = c} − s_c``) between adjacent windows of rows, from the finest window up. Where
+    that moves faster than noise alone makes it move (labels drawn from the scores), its slope
+    beyond noise, doubled, can raise ``L_r``; it never lowers it.
+
+    Parameters
+    ----------
+    scan : dict
+        ``LearnedSpace.scan_``: ``n_directions`` (each feature, then random ones; in two features,
+        evenly spaced angles), ``n_features``,
+        ``n_rows`` (rows scanned), ``window`` (the finest window in rows; 0: too few rows),
+        ``width`` (median distance between the centres of two adjacent finest windows, in std of
+        the features along the direction), ``lipschitz`` (the slope beyond noise, doubled; 0 where
+        nothing exceeded noise) and ``raised`` (whether it raised ``L_r``).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from nwbound.spaces import scan_sentence
+    >>> scan = dict(n_directions=36, n_features=20, n_rows=8000, window=32, width=0.013, lipschitz=3.1, raised=True)
+    >>> print(scan_sentence(scan))  # doctest: +NORMALIZE_WHITESPACE
+    A scan of what the score model misses along 36 directions (each of the 20 features and 16 random
+    ones), in windows as narrow as 32 of 8000 rows (about 0.013 std apart), found variation beyond
+    noise: it raised L_r to 3.1.
+    """
+    if scan["n_features"] == 2:
+        which = f"{180 / scan['n_directions']:.2g}° apart in the plane of the 2 features"
+    else:
+        n_random = scan["n_directions"] - (scan["n_features"] if scan["n_features"] > 1 else 0)
+        which = f"each of the {scan['n_features']} features and {n_random} random ones"
+    where = f"A scan of what the score model misses along {scan['n_directions']} directions ({which})"
+    if not scan["window"]:
+        return f"{where} could not run: {scan['n_rows']} rows are too few for two windows."
+    where += (f", in windows as narrow as {scan['window']} of {scan['n_rows']} rows (about {scan['width']:.2g} "
+              "std apart),")
+    if scan["raised"]:
+        return f"{where} found variation beyond noise: it raised L_r to {scan['lipschitz']:.3g}."
+    if scan["lipschitz"] > 0:
+        return (f"{where} found variation beyond noise, of slope {scan['lipschitz']:.3g} per std, within L_r: "
+                "L_r unchanged.")
+    return f"{where} found no variation beyond noise: L_r unchanged."
 
 
 def resolution_sentence(residual_lipschitz: float, resolution: float, n_rows: int) -> str:

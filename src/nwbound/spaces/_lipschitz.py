@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ._auto import resolution_sentence
+from ._auto import resolution_sentence, scan_sentence
 
 __all__ = ["LipschitzAutoReport", "CrossFitReports", "choose_lipschitz", "chooses_lipschitz", "pilot_lipschitz",
            "lipschitz_units",
@@ -127,6 +127,12 @@ class CrossFitReports(tuple):
         for i, r in enumerate(self):
             first = str(r).splitlines()[0]
             lines.append(f"  model {i}: {first}")
+        scans = [(i, r.scan) for i, r in enumerate(self) if getattr(r, "scan", None) is not None]
+        if scans:  # what the scan looked at, once; whether it raised L_r, per model
+            lines.append(f"  model {scans[0][0]}: {scan_sentence(scans[0][1])}")
+            for i, scan in scans[1:]:
+                found = (f"raised L_r to {scan['lipschitz']:.3g}" if scan["raised"] else "left L_r unchanged")
+                lines.append(f"  model {i}: the same scan on its own rows {found}.")
         return "\n".join(lines)
 
 
@@ -214,10 +220,13 @@ def two_constant_pilot(space: Any) -> tuple[float, str]:
               f"estimated on {space.n_held_out_} held-out rows, the features at c·L_r with c = "
               f"{space.balance_:.3g}, so L = √(1 + 1/c²)")
     if space.residual_lipschitz_ > space.feature_weight_:
-        source += (f", raised to √(1 + ρ²/c²) by a second estimate L_r = {space.residual_lipschitz_:.4g} on the "
+        by = "the directional scan" if space.scan_ is not None and space.scan_["raised"] else "a second estimate"
+        source += (f", raised to √(1 + ρ²/c²) by {by} L_r = {space.residual_lipschitz_:.4g} on the "
                    f"rows the score model never saw (ρ = {space.residual_lipschitz_ / space.feature_weight_:.3g})")
     if np.isfinite(space.resolution_):
         source += ". " + resolution_sentence(space.residual_lipschitz_, space.resolution_, space.n_resolution_rows_)[:-1]
+    if space.scan_ is not None:
+        source += ". " + scan_sentence(space.scan_)[:-1]
     return space.lipschitz_, source
 
 

@@ -40,6 +40,10 @@ AUTO_RESOLUTION_GAIN = 1.15
 #: ...and raises ``L_r`` only above each of this many estimates on labels drawn from the scores (no
 #: residual: noise alone), at the same rows and resolution: noise alone raises it 1 time in 20.
 _NULL_DRAWS = 19
+#: The directional scan's slope (beyond noise) is multiplied by the safety factor of
+#: :func:`~nwbound.assumptions.estimate_lipschitz`: a window pair sees the slope averaged over its
+#: windows, below the steepest one.
+_SCAN_SAFETY = 2.0
 
 _KINDS = ("standard", "transformer", "scores", "auto")
 
@@ -267,12 +271,17 @@ class LearnedSpace:
         ``"auto"``: rows that estimated ``L_r`` (0 otherwise).
     residual_lipschitz_ : float
         ``"auto"``: the ``L_r`` the bound assumes, the held-out estimate raised by the second one on
-        ``unseen`` where that is larger and above noise (0 otherwise).
+        ``unseen`` and by the directional scan of those rows where larger and above noise (0
+        otherwise).
     resolution_ : float
         ``"auto"``: the pilot bandwidth of the finest estimate of ``L_r``, in standard deviations
         of the features: variation of ``p − s`` at finer scales is assumed absent (NaN otherwise).
     n_resolution_rows_ : int
         ``"auto"``: rows of that estimate.
+    scan_ : dict or None
+        ``"auto"`` with ``unseen`` rows: what the directional scan of the residuals looked at and
+        found (:func:`~nwbound.spaces.scan_sentence`: directions, finest window, its slope beyond
+        noise and whether it raised ``residual_lipschitz_``); None otherwise.
     fit_rows_ : ndarray of int
         The rows of ``fit``'s ``X`` that fitted the map (all of them, except ``"auto"`` without
         ``held_out``, which keeps the others for ``L_r``).
@@ -311,9 +320,10 @@ class LearnedSpace:
         them, ``"auto"`` splits ``(X, y)`` in two (stratified, groups kept whole), fits the map
         on one half and estimates ``L_r`` on the other. ``unseen = (X_u, y_u)``: ``"auto"``'s rows
         for a second, raise-only estimate of ``L_r`` (every row the map never sees, the kernel
-        sums' rows included; more rows resolve finer variation): where it exceeds the held-out
-        one, ``lipschitz_`` is raised to ``√(1 + ρ²/c²)``, ``ρ`` their ratio, the space itself
-        unchanged (user guide, "The two-constant space").
+        sums' rows included; more rows resolve finer variation) and for the directional scan
+        (``scan_``): where either exceeds the held-out one, ``lipschitz_`` is raised to
+        ``√(1 + ρ²/c²)``, ``ρ`` their ratio, the space itself unchanged (user guide, "The
+        two-constant space").
 
         Returns
         -------
@@ -366,6 +376,7 @@ class LearnedSpace:
         self.map_, self.feature_weight_, self.report_, self.balance_ = None, 0.0, None, 1.0
         self.lipschitz_, self.n_held_out_ = None, 0
         self.residual_lipschitz_, self.resolution_, self.n_resolution_rows_ = 0.0, float("nan"), 0
+        self.scan_ = None
         self._units = column_units(X) if kind in ("standard", "auto") else None
         rng = check_random_state(self.random_state)
         scores = None
@@ -440,16 +451,16 @@ class LearnedSpace:
         self.residual_lipschitz_ = weight
         if est is not None:
             self.resolution_, self.n_resolution_rows_ = float(est.details["bandwidth"]), int(est.details["n_used"])
-        if (unseen is not None and est is not None
-                and _finer(len(unseen[1]), est.details["n_used"], features.shape[1])):
-            self._raise_residual_lipschitz(unseen, n_scores, rng.randint(2**31))
+        if unseen is not None and est is not None:
+            self._raise_residual_lipschitz(unseen, n_scores, rng.randint(2**31),
+                                           _finer(len(unseen[1]), est.details["n_used"], features.shape[1]))
         # |Δp| ≤ ‖Δs‖ + L_r′‖Δx‖ ≤ √(1 + ρ²/c²)·‖Δz‖ with ρ = L_r′/L_r ≥ 1 (Cauchy–Schwarz; the space
         # keeps the features at c·L_r); no scores: |Δp| ≤ L_r′‖Δx‖ = ρ‖Δz‖
         rho = self.residual_lipschitz_ / weight
         self.lipschitz_ = float(np.sqrt(1.0 + rho**2 / self.balance_**2)) if n_scores else float(rho)
         self.report_ = replace(self.report_, feature_weight=self.feature_weight_, n_held_out=self.n_held_out_,
                                residual_lipschitz=self.residual_lipschitz_, resolution=self.resolution_,
-                               n_resolution_rows=self.n_resolution_rows_)
+                               n_resolution_rows=self.n_resolution_rows_, scan=self.scan_)
 
     def _residual_estimate(self, features: np.ndarray, X: np.ndarray, y: np.ndarray, seed: int) -> Any:
         """:func:`~nwbound.assumptions.estimate_lipschitz` of ``h = p − s`` on standardised ``features``
@@ -466,11 +477,12 @@ class LearnedSpace:
             offset[:, known] = proba[:, np.searchsorted(np.asarray(self.map_.classes_), classes[known])]
         return offset
 
-    def _raise_residual_lipschitz(self, unseen: tuple, n_scores: int, seed: int) -> None:
-        """The second estimate of ``L_r`` on ``unseen`` (at most ``AUTO_RESIDUAL_ROWS`` of them): it
-        replaces ``residual_lipschitz_`` where larger than the held-out one and than the same
-        estimate on each of ``_NULL_DRAWS`` label draws from the scores (``h ≡ 0``, noise alone);
-        its resolution replaces the held-out one's where finer.
+    def _raise_residual_lipschitz(self, unseen: tuple, n_scores: int, seed: int, finer: bool) -> None:
+        """Raise ``residual_lipschitz_`` on ``unseen`` (at most ``AUTO_RESIDUAL_ROWS`` of them): where
+        ``finer``, the second estimate of ``L_r``, kept where larger than the held-out one and than the
+        same estimate on each of ``_NULL_DRAWS`` label draws from the scores (``h ≡ 0``, noise alone;
+        its resolution replaces the held-out one's where finer); then the directional scan
+        (:meth:`_scan_residuals`).
 
         Raise-only, so any rows and any rule may feed it, the kernel sums' rows included: a larger L
         in a fixed space widens every interval (user guide, "The two-constant space"). The noise
@@ -486,16 +498,51 @@ class LearnedSpace:
         features = (self._in_units(X_u) - self._mean[n_scores:]) / self._scale[n_scores:]
         classes = np.unique(y_u)
         offset = self._offset(X_u, classes)
+        if finer:
+            self._second_estimate(features, y_u, offset, classes, rs)
+        self._scan_residuals(features, y_u, offset, classes, np.random.RandomState([seed, 1]))
+
+    def _second_estimate(self, features: np.ndarray, y: np.ndarray, offset: np.ndarray, classes: np.ndarray,
+                         rs: np.random.RandomState) -> None:
+        """The isotropic second estimate of ``L_r`` (:meth:`_raise_residual_lipschitz`)."""
         estimate_seed = rs.randint(2**31)
         try:
-            est = _estimate_residual(features, y_u, offset, classes, estimate_seed)
+            est = _estimate_residual(features, y, offset, classes, estimate_seed)
         except ValueError:
             return  # no second estimate: the held-out one stands
-        if est.value > self.residual_lipschitz_ and _above_noise(est.value, features, offset, classes,
-                                                                 estimate_seed, rs):
+        if est.value > self.residual_lipschitz_ and _null_maximum(
+                lambda drawn: _estimate_residual(features, drawn, offset, classes, estimate_seed).value,
+                est.value, offset, classes, rs) is not None:
             self.residual_lipschitz_ = float(est.value)
         if est.details["bandwidth"] < self.resolution_:
             self.resolution_, self.n_resolution_rows_ = float(est.details["bandwidth"]), int(est.details["n_used"])
+
+    def _scan_residuals(self, features: np.ndarray, y: np.ndarray, offset: np.ndarray, classes: np.ndarray,
+                        rs: np.random.RandomState) -> None:
+        """The directional scan of the residuals ``1{y = c} − s_c`` (:class:`~nwbound.assumptions.ResidualScan`)
+        along each feature and random directions (:func:`~nwbound.assumptions.scan_directions`): where its largest z-score
+        exceeds that of each of ``_NULL_DRAWS`` label draws from the scores (noise alone), the slope
+        beyond the largest of them, times the estimate's safety factor, raises ``residual_lipschitz_``
+        (raise-only: see :meth:`_raise_residual_lipschitz`)."""
+        from ..assumptions import ResidualScan, scan_directions
+
+        # two classes: one column says it all (the residuals of the other are its negative)
+        cols = np.arange(1, 2) if classes.shape[0] == 2 else np.arange(classes.shape[0])
+        S = offset[:, cols]
+        scan = ResidualScan(features, scan_directions(features.shape[1], random_state=rs), S * (1.0 - S))
+        residuals = lambda labels: (labels[:, None] == classes[cols][None, :]) - S  # noqa: E731
+        observed = residuals(y)
+        z = scan.largest_z(observed)
+        noise = _null_maximum(lambda drawn: scan.largest_z(residuals(drawn)), z, offset, classes, rs)
+        value = 0.0 if noise is None else _SCAN_SAFETY * scan.slope(observed, threshold=max(noise, 0.0))
+        raised = value > self.residual_lipschitz_
+        if raised:
+            self.residual_lipschitz_ = value
+        finest = scan.spread[scan.pair_window == scan.windows[0]] if scan.windows.shape[0] else scan.spread[:0]
+        self.scan_ = dict(
+            n_directions=scan.n_directions, n_features=int(features.shape[1]), n_rows=int(features.shape[0]),
+            window=int(scan.windows[0]) if scan.windows.shape[0] else 0,
+            width=float(np.median(finest)) if finest.size else float("nan"), lipschitz=value, raised=raised)
 
     @staticmethod
     def _fit_map(model: Any, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None) -> None:
@@ -630,22 +677,26 @@ def _estimate_residual(features: np.ndarray, y: np.ndarray, offset: np.ndarray, 
     return estimate_lipschitz(features, y, offset=offset[:, np.searchsorted(classes, present)], random_state=seed)
 
 
-def _above_noise(value: float, features: np.ndarray, offset: np.ndarray, classes: np.ndarray, seed: int,
-                 rs: np.random.RandomState) -> bool:
-    """Whether ``value`` exceeds each of ``_NULL_DRAWS`` estimates of ``L_r`` on labels drawn from the
-    scores themselves (``p = s``: what noise alone shows at this resolution; same rows and seed).
-    Stops at the first draw that reaches it (noise alone: after two draws on average)."""
+def _null_maximum(statistic: Any, value: float, offset: np.ndarray, classes: np.ndarray,
+                  rs: np.random.RandomState) -> float | None:
+    """The noise gate of the raise-only estimates of ``L_r``: ``statistic(labels)`` on each of
+    ``_NULL_DRAWS`` label draws from the scores themselves (``p = s``: what noise alone shows);
+    the largest of them where every one stays below ``value``, else None (``value`` is within
+    noise). Stops at the first draw that reaches it (noise alone: after two draws on average)."""
     P = np.where(offset.sum(axis=1, keepdims=True) > 0, offset, 1.0)
     cumulative = np.cumsum(P / P.sum(axis=1, keepdims=True), axis=1)
+    largest = -np.inf
     for _ in range(_NULL_DRAWS):
         drawn = classes[np.minimum((rs.random_sample(P.shape[0])[:, None] > cumulative).sum(axis=1),
                                    classes.shape[0] - 1)]
         try:
-            if _estimate_residual(features, drawn, offset, classes, seed).value >= value:
-                return False
+            null = statistic(drawn)
         except ValueError:
             continue  # a draw with a single class says nothing about the noise
-    return True
+        if null >= value:
+            return None
+        largest = max(largest, null)
+    return float(largest)  # -inf: no draw could be scored, nothing says it is noise
 
 
 def _uninformative_weight(features: np.ndarray) -> float:

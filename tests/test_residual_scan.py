@@ -1,0 +1,126 @@
+"""The directional, multi-scale scan of residuals that can raise ``metric="auto"``'s ``L_r``.
+
+:class:`nwbound.assumptions.ResidualScan` against a slow formula written here, and the scan in
+:class:`~nwbound.spaces.LearnedSpace`: it raises ``L_r`` on a ripple finer than any isotropic
+estimate resolves, not on a field the scores get, and the reports say what it looked at.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from nwbound.assumptions import ResidualScan, scan_directions
+from nwbound.spaces import LearnedSpace, scan_sentence, two_constant_pilot
+
+
+def _slow_pairs(F, U, R, V, min_window):
+    """Every adjacent window pair, direction by direction, by plain loops: (difference, spread, noise)."""
+    n = F.shape[0]
+    windows = [m for m in (min_window * 2**j for j in range(20)) if 4 * m <= n]
+    rows = []
+    for m in windows:
+        for i in range(0, n - 2 * m + 1, max(1, m // 4)):
+            per_direction = []
+            for u in U:
+                t = F @ u
+                order = np.argsort(t, kind="stable")
+                A, B = order[i:i + m], order[i + m:i + 2 * m]
+                diff = R[B].mean(axis=0) - R[A].mean(axis=0)
+                spread = t[B].mean() - t[A].mean()
+                noise = np.sqrt(V[np.r_[A, B]].sum(axis=0) + 0.25) / m
+                per_direction.append((diff, spread, noise))
+            rows.append(per_direction)
+    return rows
+
+
+def test_scan_statistics_match_a_slow_formula():
+    rng = np.random.default_rng(3)
+    n = 300
+    F = rng.normal(size=(n, 3))
+    S = rng.uniform(0.1, 0.9, size=(n, 2))
+    R = (rng.random((n, 2)) < S) - S + 0.4 * np.sin(5 * F[:, [0]])  # some signal along feature 0
+    V = S * (1 - S)
+    U = scan_directions(3, 2, random_state=0)
+    scan = ResidualScan(F, U, V, min_window=32)
+    slow = _slow_pairs(F, U, R, V, 32)
+    assert scan.windows.tolist() == [32, 64]
+    diff = np.array([[d for d, _, _ in row] for row in slow])
+    spread = np.array([[s for _, s, _ in row] for row in slow])
+    noise = np.array([[e for _, _, e in row] for row in slow])
+    np.testing.assert_allclose(scan.differences(R), diff, atol=1e-12)
+    np.testing.assert_allclose(scan.spread, spread, atol=1e-12)
+    np.testing.assert_allclose(scan.noise, noise, atol=1e-12)
+    assert scan.largest_z(R) == pytest.approx(np.max(np.abs(diff) / noise), rel=1e-12)
+    for threshold in (0.0, 2.0):
+        excess = np.abs(diff) - threshold * noise
+        ok = (excess > 0) & (spread[:, :, None] > 0)
+        expected = np.max((excess / spread[:, :, None])[ok]) if ok.any() else 0.0
+        assert scan.slope(R, threshold=threshold) == pytest.approx(expected, rel=1e-12)
+
+
+def test_scan_refuses_bad_input_naming_it():
+    F = np.zeros((100, 2))
+    with pytest.raises(ValueError, match="directions"):
+        ResidualScan(F, np.ones((1, 3)), np.zeros(100))
+    with pytest.raises(ValueError, match="min_window"):
+        ResidualScan(F, np.eye(2), np.zeros(100), min_window=0)
+    with pytest.raises(ValueError, match="residuals"):
+        ResidualScan(F, np.eye(2), np.zeros(100)).differences(np.zeros((100, 2)))
+    with pytest.raises(ValueError, match="n_features"):
+        scan_directions(0)
+
+
+def _field(n, seed, ripple):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 1, (n, 2))
+    logit = 12.0 * (X[:, 0] - 0.5) + (5.0 * np.sin(2 * np.pi * X[:, 1] / 0.05) if ripple else 0.0)
+    y = (rng.random(n) < expit(logit)).astype(int)
+    return X, y
+
+
+def _fit(X, y):
+    # as the estimator does: the map on 800 rows, L_r on 400 held-out rows, the scan on every other row
+    return LearnedSpace("auto", random_state=0).fit(X[:800], y[:800], held_out=(X[800:1200], y[800:1200]),
+                                                    unseen=(X[800:], y[800:]))
+
+
+def test_scan_raises_l_r_on_a_ripple_the_isotropic_estimates_miss():
+    # ripple2's field (a ramp the scores get, a ripple of period 0.17 std along x1): the isotropic
+    # estimates (bandwidth >= 0.34 std) leave L_r near 1; along x1 a 32-row window is ~0.02 std
+    space = _fit(*_field(3000, 0, ripple=True))
+    assert space.scan_["raised"], space.scan_
+    assert space.residual_lipschitz_ == space.scan_["lipschitz"] > 2 * space.feature_weight_
+    rho = space.residual_lipschitz_ / space.feature_weight_
+    assert space.lipschitz_ == pytest.approx(np.sqrt(1 + rho**2 / space.balance_**2))
+    assert space.scan_["n_directions"] == 90 and space.scan_["window"] == 32  # 2° apart in the plane
+    assert "directional scan" in two_constant_pilot(space)[1]
+    assert scan_sentence(space.scan_) in str(space.report_)
+    assert "it raised L_r to" in str(space.report_)
+
+
+def test_scan_does_not_raise_l_r_on_a_field_the_scores_get():
+    # the same ramp without the ripple: a logistic regression is exactly p, nothing beyond noise
+    space = _fit(*_field(3000, 0, ripple=False))
+    assert not space.scan_["raised"], space.scan_
+    assert "L_r unchanged" in str(space.report_)
+
+
+def test_scan_sentence_when_too_few_rows():
+    scan = dict(n_directions=1, n_features=1, n_rows=50, window=0, width=float("nan"), lipschitz=0.0, raised=False)
+    assert "too few" in scan_sentence(scan)
+
+
+def test_cross_fitted_reports_state_the_scan_once():
+    from nwbound import NadarayaWatsonClassifier
+
+    X, y = _field(3000, 0, ripple=True)
+    clf = NadarayaWatsonClassifier(random_state=0).fit(X, y)
+    text = str(clf.metric_report_)
+    assert text.count("A scan of what the score model misses along") == 1
+    for i, model in enumerate(clf.cross_fit_models_[1:], start=1):
+        found = (f"raised L_r to {model.metric_.scan_['lipschitz']:.3g}" if model.metric_.scan_["raised"]
+                 else "left L_r unchanged")
+        assert f"model {i}: the same scan on its own rows {found}." in text
+    assert "directional scan" in str(clf.lipschitz_report_)
