@@ -228,7 +228,7 @@ def test_resolved_ranking_fraction_and_its_errors():
     from nwbound.estimators import resolve_ranking_fraction
 
     assert resolve_ranking_fraction("auto", 4096) == 1.0
-    assert resolve_ranking_fraction("auto", 4097) < 1.0  # 8 192 rows before round 14
+    assert resolve_ranking_fraction("auto", 4097) < 1.0  # 8 192 rows before round 13
     assert resolve_ranking_fraction("auto", 4 * 4096) == 0.25
     assert resolve_ranking_fraction("auto", 10**7) == 1 / 16
     X, y, _ = _clustered(300, 2, 10, seed=12)

@@ -31,7 +31,7 @@ _AUTO_PILOT_SIZE = 256
 # grid's least over every row: ECG stand-in (87 554 rows, a sixteenth) +0.02 %, p99 +0.6 %
 # (benchmarks/bench_ranking_sample.py); the default's learned space on bench_defaults' 2-class data
 # +0.2 % at 12 600 and 42 000 rows, p99 +3.8 % and +4.6 % (8 192 rows: +0.05 % and +0.1 %, p99 +1.5 %
-# and +2.6 %), for 0.2 s and 0.8 s less ranking there. 8 192 until round 14.
+# and +2.6 %), for 0.2 s and 0.8 s less ranking there. It was 8 192 before round 13.
 _RANKING_ROWS = 4096
 _RANKING_MIN_FRACTION = 1.0 / 16
 # bandwidth="scale": λ is the SCALE_QUANTILE quantile, over the pilot rows, of the distance from a
