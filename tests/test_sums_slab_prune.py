@@ -59,10 +59,11 @@ def _assert_same_sums(a, b):
     assert a.sum_error == b.sum_error
 
 
-@pytest.mark.parametrize("weighted", [False, True])
-def test_slabs_prune_the_learned_shape_and_change_no_sum(weighted, monkeypatch):
+@pytest.mark.parametrize("weighted, dtype", [(False, np.float64), (True, np.float64), (False, np.float32)])
+def test_slabs_prune_the_learned_shape_and_change_no_sum(weighted, dtype, monkeypatch):
     monkeypatch.setattr(_sums_data, "_MIN_PRUNE_POINTS", 64)
     X, y, Q = _learned_like(3000, 700)
+    X, Q = X.astype(dtype), Q.astype(dtype)
     w = np.random.default_rng(1).uniform(0.2, 2.0, len(y)) if weighted else None
     train = TrainingSet.build(X, y, 2, w)
     kern, lam = get_kernel("epanechnikov"), np.array([0.2, 0.35])
