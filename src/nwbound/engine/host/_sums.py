@@ -319,7 +319,7 @@ def _dense_pass(
         weight_max=train.weight_max, n_features=Xq.shape[1], tile_elements=tile_elements, dtype=train.X.dtype,
         moment_degree=moment_degree,
     )
-    tasks = _dense_tasks(Xq, lay, n_threads, tile_elements, support, compact, train.X.dtype, force=prune is True)
+    tasks = _dense_tasks(Xq, lay, n_threads, tile_elements, support, compact, train.X.dtype, prune=prune)
 
     def run(task: tuple[slice | np.ndarray, np.ndarray | None]) -> None:
         rows, cols = task
@@ -575,13 +575,14 @@ def _slot_table(thresholds: np.ndarray) -> dict:
 
 def _dense_tasks(
     Xq: np.ndarray, lay: _Layout, n_threads: int, tile_elements: int, support: float, compact: bool,
-    dtype: np.dtype, force: bool = False,
+    dtype: np.dtype, prune: bool | None = None,
 ) -> list[tuple[slice | np.ndarray, slice | np.ndarray | None]]:
     """Query blocks as ``(rows, training columns: indices, a run of rows, or None for all)``:
     ball-coherent blocks with a ball layout; slab blocks with a sorted one when they hold at most
-    ``_SLAB_MAX_WORK`` of the pairs (or ``force``); else plain blocks of up to ``_DENSE_QUERY_BLOCK``."""
+    ``_SLAB_MAX_WORK`` of the pairs (``prune=None``) or always (True); else (and always with
+    ``prune=False``, which may still read a sorted layout) plain blocks of up to ``_DENSE_QUERY_BLOCK``."""
     n_q = Xq.shape[0]
-    if compact and (lay.balls is not None or lay.axis is not None):
+    if compact and prune is not False and (lay.balls is not None or lay.axis is not None):
         n_rows = _query_block_rows(n_q, n_threads, tile_elements, pruned=True)
         eps = float(np.finfo(dtype).eps)
         if lay.balls is not None:
@@ -589,7 +590,7 @@ def _dense_tasks(
             return [(order[s:e], cols) for s, e, cols in blocks]
         order, starts, lo, hi = _slab_blocks(Xq, lay, n_rows, support, eps)
         ends = np.minimum(starts + n_rows, n_q)
-        if force or _slab_share(starts, ends, lo, hi, lay.augmented.shape[0]) <= _SLAB_MAX_WORK:
+        if prune or _slab_share(starts, ends, lo, hi, lay.augmented.shape[0]) <= _SLAB_MAX_WORK:
             return [(order[s:e], slice(a, b)) for s, e, a, b in zip(starts, ends, lo, hi)]
     n_rows = _query_block_rows(n_q, n_threads, tile_elements, pruned=False)
     return [(slice(s, min(s + n_rows, n_q)), None) for s in range(0, n_q, n_rows)]
