@@ -429,13 +429,14 @@ def _axis_order(centred: np.ndarray) -> tuple[np.ndarray, _Axis]:
     """The row order along the principal axis of ``centred`` (power iteration from the per-column
     spreads, deterministic) and that axis with the sorted projections."""
     n, d = centred.shape
-    D = centred - centred.mean(axis=0)
-    v = np.abs(D).max(axis=0)
+    mean = centred.mean(axis=0)
+    v = centred.max(axis=0, initial=0.0) - centred.min(axis=0, initial=0.0)  # the columns' ranges
     for _ in range(_AXIS_ITERATIONS):
         if not np.all(np.isfinite(v)) or not np.linalg.norm(v) > 0:
             break
         v = v / np.linalg.norm(v)
-        v = D.T @ (D @ v)
+        w = centred @ v - mean @ v  # (X − mean)·v without a centred copy of X: memory stays n floats
+        v = centred.T @ w - mean * w.sum()
     norm = np.linalg.norm(v)
     if not (np.all(np.isfinite(v)) and norm > 0):
         v, norm = np.eye(1, d).ravel(), 1.0  # no spread (or none measurable): any axis is exact
