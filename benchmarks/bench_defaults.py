@@ -26,6 +26,9 @@ cumulative time. ``--phases`` does the same and prints one line per size instead
 spent inside each part of the default model (:data:`PHASES`; the learned space and the L check are
 parts of fit, L_r's pilot a part of the space, the three passes are counted wherever they run, in
 fit or predict). A function of :data:`PHASES` that never ran stops the run with an error naming it.
+With ``--phases`` each size also gets a line of the share of (query, training row) pairs the host's
+dense kernel-sum passes read (:func:`pairs_read`: the rest pruned, beyond the kernel's support), per
+pass: the L check's, the ranking's and the other sums'.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import argparse  # noqa: E402
 import cProfile  # noqa: E402
 import io  # noqa: E402
 import pstats  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
@@ -49,6 +53,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from nwbound import NadarayaWatsonClassifier  # noqa: E402
+from nwbound.engine.host import _sums  # noqa: E402  (pairs_read counts its query blocks)
 
 SIZES = (2_000, 10_000, 30_000, 100_000)
 QUICK_SIZES = (2_000, 10_000)
@@ -101,6 +106,44 @@ def _profiled(X, y, Q) -> pstats.Stats:
     NadarayaWatsonClassifier(random_state=0).fit(X, y).predict_interval(Q)
     profiler.disable()
     return pstats.Stats(profiler, stream=io.StringIO())
+
+
+def _pass_name() -> str:
+    """Which pass the current dense kernel-sum call serves, from the calling functions' names."""
+    names = set()
+    frame = sys._getframe(2)
+    while frame is not None:
+        names.add(frame.f_code.co_name)
+        frame = frame.f_back
+    return "L check" if "choose_lipschitz" in names else "ranking" if "dense_moment_sums" in names else "sums"
+
+
+def pairs_read(X, y, Q) -> dict[str, tuple[float, float]]:
+    """One default fit + predict_interval: per pass (L check, ranking, sums), the (query, training row)
+    pairs the host's dense passes read and all their pairs (read + pruned), counted from the query
+    blocks each pass cuts (``_sums._dense_tasks``: training rows per block, None for all)."""
+    counts: dict[str, list[float]] = {}
+    tasks_of = _sums._dense_tasks
+
+    def counting(Xq, lay, *args, **kwargs):
+        tasks = tasks_of(Xq, lay, *args, **kwargs)
+        n = lay.augmented.shape[0]
+        read = 0
+        for rows, cols in tasks:
+            n_rows = len(range(*rows.indices(Xq.shape[0]))) if isinstance(rows, slice) else len(rows)
+            width = n if cols is None else cols.stop - cols.start if isinstance(cols, slice) else len(cols)
+            read += n_rows * width
+        entry = counts.setdefault(_pass_name(), [0.0, 0.0])
+        entry[0] += read
+        entry[1] += Xq.shape[0] * n
+        return tasks
+
+    _sums._dense_tasks = counting
+    try:
+        NadarayaWatsonClassifier(random_state=0).fit(X, y).predict_interval(Q)
+    finally:
+        _sums._dense_tasks = tasks_of
+    return {name: (read, total) for name, (read, total) in counts.items()}
 
 
 def profile_default(X, y, Q, top: int = 15) -> str:
@@ -176,15 +219,19 @@ def main(argv: list[str] | None = None) -> int:
                 if args.profile:
                     print(profile_default(X, y, Q), flush=True)
                 if args.phases:
-                    phases.append((n_rows, n_classes, hgb_s, phase_seconds(_profiled(X, y, Q))))
+                    phases.append((n_rows, n_classes, hgb_s, phase_seconds(_profiled(X, y, Q)), pairs_read(X, y, Q)))
         if phases:
             names = [name for name, _ in PHASES]
             print("seconds inside each part of one profiled default fit + predict_interval (cProfile, cumulative; "
                   "the last three wherever they run):")
             print(f"{'rows':>8} {'classes':>7} {'total':>7} " + " ".join(f"{n:>9}" for n in names) + f" {'HGB':>6}")
-            for n_rows, n_classes, hgb_s, sec in phases:
+            for n_rows, n_classes, hgb_s, sec, _ in phases:
                 print(f"{n_rows:>8} {n_classes:>7} {sec['total']:>7.2f} " + " ".join(f"{sec[n]:>9.2f}" for n in names)
                       + f" {hgb_s:>6.2f}")
+            print("(query, training row) pairs the dense kernel-sum passes read, of all their pairs (the rest pruned):")
+            for n_rows, n_classes, _, _, pairs in phases:
+                print(f"{n_rows:>8} {n_classes:>7}  " + ", ".join(
+                    f"{name} {read / total:.0%} of {total:.3g}" for name, (read, total) in sorted(pairs.items())))
         for n_classes in args.classes:
             X, y, _, _ = dataset(int(SMALL_FIT_ROWS / 0.7) + 1, n_classes)
             X, y = X[:SMALL_FIT_ROWS], y[:SMALL_FIT_ROWS]

@@ -227,8 +227,9 @@ def test_ranking_sample_rows_are_shard_consistent_and_of_the_asked_share():
 def test_resolved_ranking_fraction_and_its_errors():
     from nwbound.estimators import resolve_ranking_fraction
 
-    assert resolve_ranking_fraction("auto", 8192) == 1.0
-    assert resolve_ranking_fraction("auto", 4 * 8192) == 0.25
+    assert resolve_ranking_fraction("auto", 4096) == 1.0
+    assert resolve_ranking_fraction("auto", 4097) < 1.0  # 8 192 rows before round 13
+    assert resolve_ranking_fraction("auto", 4 * 4096) == 0.25
     assert resolve_ranking_fraction("auto", 10**7) == 1 / 16
     X, y, _ = _clustered(300, 2, 10, seed=12)
     assert NadarayaWatsonClassifier(metric=None, bandwidth="auto", lipschitz=1.0).fit(X, y).ranking_fraction_ == 1.0

@@ -44,3 +44,16 @@ def test_phase_seconds_refuses_a_profile_without_a_named_function():
     profiler.disable()
     with pytest.raises(RuntimeError, match="never ran in the profile"):
         _bench().phase_seconds(pstats.Stats(profiler))
+
+
+def test_pairs_read_counts_every_dense_pass_and_restores_the_engine():
+    from nwbound.engine.host import _sums
+
+    bench = _bench()
+    tasks_of = _sums._dense_tasks
+    X, y, Q, _ = bench.dataset(400, 2)
+    pairs = bench.pairs_read(X, y, Q)
+    assert _sums._dense_tasks is tasks_of
+    assert set(pairs) <= {"L check", "ranking", "sums"} and "sums" in pairs
+    for read, total in pairs.values():
+        assert 0 < read <= total

@@ -26,10 +26,13 @@ __all__ = [
 
 _AUTO_GRID_SIZE = 16
 _AUTO_PILOT_SIZE = 256
-# ranking_fraction="auto": every row up to this many, then this many rows but at least a sixteenth
-# (ECG, MIT-BIH, MNIST shapes: mean ε at the chosen λ within 0.03 % of the grid's least, worst query
-# 5.2 %: benchmarks/bench_ranking_sample.py).
-_RANKING_ROWS = 8192
+# ranking_fraction="auto": every row up to this many, then this many rows but at least a sixteenth.
+# Label-free: the sample moves only which λ each query gets. Mean ε at the chosen λ against the
+# grid's least over every row: ECG stand-in (87 554 rows, a sixteenth) +0.02 %, p99 +0.6 %
+# (benchmarks/bench_ranking_sample.py); the default's learned space on bench_defaults' 2-class data
+# +0.2 % at 12 600 and 42 000 rows, p99 +3.8 % and +4.6 % (8 192 rows: +0.05 % and +0.1 %, p99 +1.5 %
+# and +2.6 %), for 0.2 s and 0.8 s less ranking there. It was 8 192 before round 13.
+_RANKING_ROWS = 4096
 _RANKING_MIN_FRACTION = 1.0 / 16
 # bandwidth="scale": λ is the SCALE_QUANTILE quantile, over the pilot rows, of the distance from a
 # training row to its SCALE_NEIGHBORS-th nearest other row (see scale_bandwidth).
@@ -240,13 +243,13 @@ def scale_bandwidth(X: np.ndarray, n_neighbors: int | None = None) -> float:
 def resolve_ranking_fraction(ranking_fraction: float | str, n_samples: int) -> float:
     """The share of training rows ``bandwidth="auto"`` ranks its grid on (``ranking_fraction_``).
 
-    ``"auto"``: every row up to 8 192 rows; beyond, ``max(8192/n, 1/16)``. A number in (0, 1]:
+    ``"auto"``: every row up to 4 096 rows; beyond, ``max(4096/n, 1/16)``. A number in (0, 1]:
     itself.
 
     Examples
     --------
     >>> from nwbound.estimators import resolve_ranking_fraction
-    >>> resolve_ranking_fraction("auto", 5000), resolve_ranking_fraction("auto", 16384)
+    >>> resolve_ranking_fraction("auto", 4000), resolve_ranking_fraction("auto", 8192)
     (1.0, 0.5)
     >>> resolve_ranking_fraction("auto", 10**6), resolve_ranking_fraction(0.25, 10**6)
     (0.0625, 0.25)

@@ -147,7 +147,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         then computes exact statistics at each query's chosen bandwidth over every
         row. The choice depends on the inputs only, so every bound stays valid; a
         smaller share is faster and may choose a bandwidth of slightly larger ε.
-        ``"auto"``: every row up to 8 192, beyond ``max(8192/n, 1/16)``; 1: the
+        ``"auto"``: every row up to 4 096, beyond ``max(4096/n, 1/16)``; 1: the
         bandwidth of least label-free ε exactly (a kernel that is not a polynomial
         in u² then takes the exhaustive pass, see :meth:`ranks_first`).
     dtype : {"float64", "float32"}, default="float64"

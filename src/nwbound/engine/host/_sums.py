@@ -26,11 +26,16 @@ big object, so the work is arranged to touch it as few times as possible:
    kernel value, square, square root (only where ``K > 0``) and class sum is
    then computed on that short list with ``bincount``. Tiles with many
    contributing entries take a dense route instead.
-4. **Pruning (compact kernels).** The training set is partitioned once into
-   balls (k-means centres, radius = farthest member), and queries are
+4. **Pruning (compact kernels).** In few features (at most ``_BALL_MAX_FEATURES``) the training
+   set is partitioned once into balls (k-means centres, radius = farthest member), and queries are
    processed in spatially coherent blocks; a (block, ball) pair is skipped
    when every query of the block is farther than ``S + radius`` from the
-   ball's centre, because then every kernel value in it is exactly 0.
+   ball's centre, because then every kernel value in it is exactly 0. In more features the
+   training rows are sorted once along their principal axis ``a`` (*slabs*): ``‖y − x‖ ≥ |a·y − a·x|``,
+   so a block of queries sorted along ``a`` needs only the contiguous run of rows whose projection
+   lies within ``S`` of the block's, read in place. Whether a pass prunes by slabs is measured on
+   the pass itself, before any product: the runs' (query, row) pairs against the dense pass's
+   (``_SLAB_MAX_WORK``). Both tests carry a slack beyond every rounding of them (``_prune_reach``).
 5. **Threads.** ``n_jobs`` threads work on disjoint query blocks, each with
    one BLAS thread (no oversubscription); numpy and BLAS release the GIL.
 6. **Compiled reduction (optional).** When numba is installed and the kernel
@@ -85,7 +90,8 @@ product and reduction (:func:`~._tiles._block_sums`, :class:`~._tiles._Accumulat
 numpy route); :mod:`._neighbor_sums` the
 localized classifier's sums over given neighbours (:func:`neighbor_kernel_sums`). Every public
 name is re-exported here. The tuning constants live with their readers: the block and tile sizes,
-``USE_NUMBA`` here, ``_DENSE_SHARE`` and ``_MAX_T_ERROR`` in :mod:`._tiles`, ``_MIN_PRUNE_POINTS`` in :mod:`._sums_data`.
+``USE_NUMBA`` and the pruning rule (``_BALL_MAX_FEATURES``, ``_SLAB_MAX_WORK``) here, ``_DENSE_SHARE`` and ``_MAX_T_ERROR``
+in :mod:`._tiles`, ``_MIN_PRUNE_POINTS`` in :mod:`._sums_data`.
 """
 
 
@@ -126,10 +132,16 @@ _DENSE_QUERY_BLOCK = 512
 _TILE_ELEMENTS = 1 << 19
 # Bytes per extracted entry (flat index, row, column, d², kernel value and temporaries).
 _BYTES_PER_ENTRY = 96
-# Automatic pruning only in few dimensions: there k-means balls are small
-# next to a bandwidth that leaves few neighbours. In 100 dimensions (even on
-# a 5-dim manifold) the balls are wider than λ and pruning skips almost nothing.
-_AUTO_PRUNE_MAX_FEATURES = 12
+# Ball pruning in few dimensions: there k-means balls are small next to a bandwidth that leaves
+# few neighbours. In 100 dimensions (even on a 5-dim manifold) the balls are wider than λ and
+# skip almost nothing; so do they in the default's learned space (21 coordinates: at 30 000 and
+# 100 000 rows, 4–25 % of the pair work skipped, none of the time). More features prune by slabs.
+_BALL_MAX_FEATURES = 12
+# Slab pruning runs when its runs hold at most this share of the dense pass's pairs: its 128-query
+# blocks cost about 1.3× the dense route's 512 per pair read (the default's learned space, 21
+# coordinates: reading 53 % of the pairs took 0.68 of the dense time at 12 600 rows, 45 % took 0.6
+# at 42 000), so below about 0.77 it pays.
+_SLAB_MAX_WORK = 0.75
 # Relative slack added to the pruning test so that rounding never drops a
 # pair the dense path would keep.
 _PRUNE_SLACK = 1e-6
@@ -222,10 +234,17 @@ def dense_kernel_sums(
         Threads over query blocks, each with one BLAS thread; None: one
         thread (BLAS keeps its own threads), -1: all cores.
     prune : bool or None, default=None
-        Skip (query block, ball) pairs beyond the kernel's support. None:
-        when the kernel is compact, the training set has at least 8192 points
-        and at most 12 features. Building the balls is a one-off cost of the
-        first call (cached on ``train``). The sums do not depend on it (up to rounding).
+        Skip the (query, training point) pairs that lie beyond the kernel's support, found by
+        blocks: with at most 12 features by k-means balls (a (query block, ball) pair is skipped
+        when every query is farther than the support plus the ball's radius from its centre), with
+        more along the training rows' principal axis (each query block reads only the run of rows
+        whose projection lies within the support of one of its queries'). Only for a compact kernel
+        and a training set of at least 8192 points. None: balls always, the axis where it pays: when
+        the runs hold at most ``_SLAB_MAX_WORK`` (75 %) of the pairs, measured on this call's
+        queries before any kernel sum. True: always; False: never. The skipped pairs are farther
+        than the support by more than every rounding of the test, so the sums do not depend on it
+        (up to the rounding of their order), nor do ``u2_error`` and ``sum_error``. The balls or the
+        sorted rows are a one-off cost of the first call (cached on ``train``).
     histogram_bins : int, default=0
         ``B > 0`` also fills ``histogram`` (n, G, B): per query and bandwidth, ``Σ w_i/w_max``
         over the points whose ``u² = d²/λ²`` (the value their kernel value came from) falls in
@@ -290,9 +309,8 @@ def _dense_pass(
         )
     if n_q == 0:
         return out
-    if prune is None:
-        prune = Xq.shape[1] <= _AUTO_PRUNE_MAX_FEATURES
-    lay = train.layout(prune=bool(prune and compact))
+    balls = compact and prune is not False and Xq.shape[1] <= _BALL_MAX_FEATURES
+    lay = train.layout(prune=balls, axis=compact and prune is not False and not balls)
     n_threads = _n_threads(n_jobs)
     tile_elements = _dense_tile_elements(train.X.dtype, working_memory, n_threads)
     plan = _dense_plan(
@@ -301,8 +319,7 @@ def _dense_pass(
         weight_max=train.weight_max, n_features=Xq.shape[1], tile_elements=tile_elements, dtype=train.X.dtype,
         moment_degree=moment_degree,
     )
-    n_rows = _query_block_rows(n_q, n_threads, tile_elements, pruned=lay.balls is not None and compact)
-    tasks = _dense_tasks(Xq, lay, n_rows, support, compact, train.X.dtype)
+    tasks = _dense_tasks(Xq, lay, n_threads, tile_elements, support, compact, train.X.dtype, prune=prune)
 
     def run(task: tuple[slice | np.ndarray, np.ndarray | None]) -> None:
         rows, cols = task
@@ -557,14 +574,79 @@ def _slot_table(thresholds: np.ndarray) -> dict:
 
 
 def _dense_tasks(
-    Xq: np.ndarray, lay: _Layout, n_rows: int, support: float, compact: bool, dtype: np.dtype
-) -> list[tuple[slice | np.ndarray, np.ndarray | None]]:
-    """Query blocks as ``(rows, training columns or None)``; ball-coherent blocks when pruning."""
-    if lay.balls is not None and compact:
+    Xq: np.ndarray, lay: _Layout, n_threads: int, tile_elements: int, support: float, compact: bool,
+    dtype: np.dtype, prune: bool | None = None,
+) -> list[tuple[slice | np.ndarray, slice | np.ndarray | None]]:
+    """Query blocks as ``(rows, training columns: indices, a run of rows, or None for all)``:
+    ball-coherent blocks with a ball layout; slab blocks with a sorted one when they hold at most
+    ``_SLAB_MAX_WORK`` of the pairs (``prune=None``) or always (True); else (and always with
+    ``prune=False``, which may still read a sorted layout) plain blocks of up to ``_DENSE_QUERY_BLOCK``."""
+    n_q = Xq.shape[0]
+    if compact and prune is not False and (lay.balls is not None or lay.axis is not None):
+        n_rows = _query_block_rows(n_q, n_threads, tile_elements, pruned=True)
         eps = float(np.finfo(dtype).eps)
-        order, blocks = _coherent_blocks(Xq, lay, n_rows, support, eps)
-        return [(order[s:e], cols) for s, e, cols in blocks]
-    return [(slice(s, min(s + n_rows, Xq.shape[0])), None) for s in range(0, Xq.shape[0], n_rows)]
+        if lay.balls is not None:
+            order, blocks = _coherent_blocks(Xq, lay, n_rows, support, eps)
+            return [(order[s:e], cols) for s, e, cols in blocks]
+        order, starts, lo, hi = _slab_blocks(Xq, lay, n_rows, support, eps)
+        ends = np.minimum(starts + n_rows, n_q)
+        if prune or _slab_share(starts, ends, lo, hi, lay.augmented.shape[0]) <= _SLAB_MAX_WORK:
+            return [(order[s:e], slice(a, b)) for s, e, a, b in zip(starts, ends, lo, hi)]
+    n_rows = _query_block_rows(n_q, n_threads, tile_elements, pruned=False)
+    return [(slice(s, min(s + n_rows, n_q)), None) for s in range(0, n_q, n_rows)]
+
+
+def _slab_share(starts: np.ndarray, ends: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_train: int) -> float:
+    """The share of the dense pass's (query, training row) pairs that slab blocks read.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> _slab_share(np.array([0, 2]), np.array([2, 4]), np.array([0, 5]), np.array([5, 10]), 10)
+    0.5
+    """
+    total = float(ends[-1] - starts[0]) * n_train if starts.size else 0.0
+    return float(np.dot(ends - starts, hi - lo)) / total if total > 0 else 0.0
+
+
+def _slab_blocks(
+    Xq: np.ndarray, lay: _Layout, n_rows: int, support: float, eps: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Queries sorted along the layout's axis, cut into blocks of ``n_rows``: the order, each
+    block's first position in it, and the run ``[lo, hi)`` of layout rows the block must read.
+
+    A row outside the run is farther from every query of the block than the support: its
+    projection differs from each query's by more than ``_prune_reach``, and ``‖y − x‖ ≥ |a·(y − x)|``
+    for the unit axis ``a``. Queries whose projection is not finite read every row. Works in the
+    layout's scaled coordinates.
+    """
+    axis = lay.axis
+    n_q, n_train = Xq.shape[0], lay.augmented.shape[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        qc = (Xq.astype(np.float64) - lay.center) / lay.scale
+        qp = qc @ axis.direction
+        q_norm = float(np.sqrt(np.einsum("ij,ij->i", qc, qc).max(initial=0.0)))
+    starts = np.arange(0, n_q, n_rows)
+    ends = np.minimum(starts + n_rows, n_q)
+    if not (math.isfinite(q_norm) and np.all(np.isfinite(qp))):
+        return np.arange(n_q), starts, np.zeros_like(starts), np.full_like(starts, n_train)
+    order = np.argsort(qp, kind="stable")
+    qp = qp[order]
+    reach = _prune_reach(support / lay.scale, q_norm, lay, eps)
+    lo = np.searchsorted(axis.proj, qp[starts] - reach, side="left")
+    hi = np.searchsorted(axis.proj, qp[ends - 1] + reach, side="right")
+    return order, starts, lo, hi
+
+
+def _prune_reach(support: float, query_norm: float, lay: _Layout, eps: float) -> float:
+    """How far (scaled units) a pruning test must find a point to skip it: the support plus a slack
+    that covers the rounding of the centred coordinates, the projections and distances the tests
+    compute in float64 (relative ``(d + 2)u₆₄`` of the norms, ``eps`` at least: the layout's dtype),
+    and ``_PRUNE_SLACK`` of the lengths on top, so that rounding never drops a pair the dense path
+    would keep."""
+    eps = max(eps, 4.0 * (lay.center.shape[0] + 2) * _U64)
+    return (support + _PRUNE_SLACK * (support + query_norm + 1.0)
+            + 16.0 * eps * (math.sqrt(lay.max_sqnorm + 1.0) + query_norm))
 
 
 def _coherent_blocks(
@@ -590,8 +672,8 @@ def _coherent_blocks(
             d2 = sq[:, None] + balls.center_sqnorm[None, :] - 2.0 * (qb @ balls.centers.T)
             # Distance to the nearest possible member of each ball, minus slack for rounding.
             lower = np.sqrt(np.maximum(d2, 0.0)).min(axis=0) - balls.radii
-            slack = _PRUNE_SLACK * (support + float(np.sqrt(sq.max())) + 1.0) + 16.0 * eps * math.sqrt(lay.max_sqnorm + 1.0)
-            active = np.flatnonzero(~(lower > support + slack))  # NaN/inf: keep
+            reach = _prune_reach(support, float(np.sqrt(sq.max())), lay, eps)
+            active = np.flatnonzero(~(lower > reach))  # NaN/inf: keep
         if sizes[active].sum() >= 0.8 * n_train:
             blocks.append((s, e, None))
             continue

@@ -2,7 +2,8 @@
 
 :class:`TrainingSet` holds the fitted training points and builds, once and cached, the dense
 path's :class:`_Layout` (centred at the bounding-box midpoint, scaled by a power of two, in the
-augmented form ``[x'', 1, ‖x''‖²]``; with ``prune`` the k-means ball partition too).
+augmented form ``[x'', 1, ‖x''‖²]``; with ``prune`` the k-means ball partition too, or the rows sorted along
+their principal axis for slab pruning).
 Every engine pass returns the one :class:`~nwbound.engine.KernelStatistics` (bound form, NumPy
 float64, per query and bandwidth): :func:`zero_statistics` allocates it, the pass fills its
 arrays in place, :func:`u2_error_rows` turns the pass's distance-error bound into ``u2_error``;
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,6 +30,9 @@ __all__ = ["TrainingSet", "gathered_statistics", "ranking_sample_rows", "u2_erro
 # Pruning: training points per ball, and fewer points than this are never pruned.
 _BALL_SIZE = 128
 _MIN_PRUNE_POINTS = 8192
+# Power iterations for the principal axis of the slab layout: the axis only decides what may be
+# skipped (any unit vector keeps the sums exact), so a rough one is enough.
+_AXIS_ITERATIONS = 16
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,15 @@ class _Balls:
     center_sqnorm: np.ndarray  # (k,)
     radii: np.ndarray  # (k,) float64
     starts: np.ndarray  # (k + 1,) row ranges in the reordered layout
+
+
+@dataclass(frozen=True)
+class _Axis:
+    """The layout's rows sorted along one direction (scaled coordinates), for slab pruning: every
+    pair is at least ``|a·y'' − a·x''|`` apart, so a query block needs only a contiguous run of rows."""
+
+    direction: np.ndarray  # (d,) float64, unit length up to rounding (the principal axis)
+    proj: np.ndarray  # (n,) float64, non-decreasing: direction · x'' of the layout's rows
 
 
 @dataclass(frozen=True)
@@ -55,7 +67,8 @@ class _Layout:
     onehot: np.ndarray  # (n, C) weighted one-hot, estimator dtype, layout order
     max_norm: float  # max ‖x''‖, for the error bound of the product
     balls: _Balls | None  # None: too small to prune
-    weight_unit: float = 1.0  # the training set's :attr:`TrainingSet.weight_unit`
+    weight_unit: float = 1.0
+    axis: _Axis | None = None  # rows sorted along it (slab pruning); None: not sorted  # the training set's :attr:`TrainingSet.weight_unit`
     # The float64 copy of ``augmented`` for blocks whose float32 product is too coarse.
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -159,11 +172,27 @@ class TrainingSet:
             )
         return self._cache[key]
 
-    def layout(self, prune: bool) -> _Layout:
-        """The dense path's layout (with the ball partition when ``prune``), cached."""
-        key = "pruned" if prune and self.X.shape[0] >= _MIN_PRUNE_POINTS else "plain"
+    def layout(self, prune: bool, axis: bool = False) -> _Layout:
+        """The dense path's layout, cached: with the ball partition when ``prune``, else sorted along
+        the principal axis when ``axis`` (slab pruning); either only from ``_MIN_PRUNE_POINTS`` rows.
+
+        The sorted layout serves unpruned passes as well, so a training set keeps at most one
+        unsorted-or-sorted copy: building the sorted one drops the plain one, and a plain request
+        reuses the sorted one.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> train = TrainingSet.build(np.zeros((3, 2)), np.array([0, 1, 1]), 2, None)
+        >>> train.layout(prune=False, axis=True).axis is None  # too few rows: the plain layout
+        True
+        """
+        big = self.X.shape[0] >= _MIN_PRUNE_POINTS
+        key = "pruned" if prune and big else "axis" if (axis or "axis" in self._cache) and big else "plain"
         if key not in self._cache:
-            self._cache[key] = _build_layout(self, with_balls=(key == "pruned"))
+            self._cache[key] = _build_layout(self, with_balls=(key == "pruned"), with_axis=(key == "axis"))
+            if key == "axis":
+                self._cache.pop("plain", None)
         return self._cache[key]
 
 
@@ -349,7 +378,7 @@ def _power_of_two_above(x: float) -> float:
     return math.ldexp(1.0, exp - 1) if mant == 0.5 else math.ldexp(1.0, exp)
 
 
-def _build_layout(train: TrainingSet, with_balls: bool) -> _Layout:
+def _build_layout(train: TrainingSet, with_balls: bool, with_axis: bool = False) -> _Layout:
     X = train.X
     # Centre at the bounding-box midpoint: it shrinks the norms (and so the
     # cancellation error of the expanded distance) like the mean would, but is
@@ -364,10 +393,12 @@ def _build_layout(train: TrainingSet, with_balls: bool) -> _Layout:
         raise ValueError("X: feature values too large to take differences in float64; rescale the features.")
     scale = _power_of_two_above(float(np.max(np.abs(centred), initial=0.0)))
     centred /= scale  # exact: a power of two
-    balls = None
-    order = None
+    balls = axis = order = None
     if with_balls:
         order, balls = _ball_partition(centred)
+        centred = centred[order]
+    elif with_axis:
+        order, axis = _axis_order(centred)
         centred = centred[order]
     sq = np.einsum("ij,ij->i", centred, centred)
     augmented = np.empty((X.shape[0], X.shape[1] + 2), dtype=X.dtype)
@@ -390,7 +421,29 @@ def _build_layout(train: TrainingSet, with_balls: bool) -> _Layout:
         max_norm=float(np.sqrt(sq.max(initial=0.0))),
         balls=balls,
         weight_unit=train.weight_unit,
+        axis=axis,
     )
+
+
+def _axis_order(centred: np.ndarray) -> tuple[np.ndarray, _Axis]:
+    """The row order along the principal axis of ``centred`` (power iteration from the per-column
+    spreads, deterministic) and that axis with the sorted projections."""
+    n, d = centred.shape
+    mean = centred.mean(axis=0)
+    v = centred.max(axis=0, initial=0.0) - centred.min(axis=0, initial=0.0)  # the columns' ranges
+    for _ in range(_AXIS_ITERATIONS):
+        if not np.all(np.isfinite(v)) or not np.linalg.norm(v) > 0:
+            break
+        v = v / np.linalg.norm(v)
+        w = centred @ v - mean @ v  # (X − mean)·v without a centred copy of X: memory stays n floats
+        v = centred.T @ w - mean * w.sum()
+    norm = np.linalg.norm(v)
+    if not (np.all(np.isfinite(v)) and norm > 0):
+        v, norm = np.eye(1, d).ravel(), 1.0  # no spread (or none measurable): any axis is exact
+    v = v / norm
+    proj = centred @ v
+    order = np.argsort(proj, kind="stable")
+    return order, _Axis(direction=v, proj=np.ascontiguousarray(proj[order]))
 
 
 def _ball_partition(centred: np.ndarray) -> tuple[np.ndarray, _Balls]:

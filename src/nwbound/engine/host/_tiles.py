@@ -359,11 +359,17 @@ def _lower_in(dtype: np.dtype, x: np.ndarray) -> np.ndarray:
     return np.where(y.astype(np.float64) > x, np.nextafter(y, dtype.type(-np.inf)), y)
 
 
-def _block_sums(Q: np.ndarray, cols: np.ndarray | None, plan: _Plan) -> _Accumulator:
-    """Kernel sums of the query rows ``Q`` against the training columns ``cols`` (None: all)."""
+def _block_sums(Q: np.ndarray, cols: np.ndarray | slice | None, plan: _Plan) -> _Accumulator:
+    """Kernel sums of the query rows ``Q`` against the training columns ``cols`` (layout rows; a slice:
+    a run of them; None: all)."""
     lay = plan.layout
     n_rows = Q.shape[0]
-    n_cols = lay.augmented.shape[0] if cols is None else cols.shape[0]
+    # A run of rows (slab pruning) is read in place like the whole layout, from its first row.
+    first = cols.start if isinstance(cols, slice) else 0
+    if isinstance(cols, slice):
+        n_cols, cols = cols.stop - cols.start, None
+    else:
+        n_cols = lay.augmented.shape[0] if cols is None else cols.shape[0]
     acc = _Accumulator(n_rows, len(plan.bandwidths), lay.onehot.shape[1] if plan.moment_degree < 0 else 0, plan.need_dist,
                        plan.tail_radius is not None, plan.hist_bins, _n_moments(plan.moment_degree, lay.weights),
                        count_points=lay.weights is not None)
@@ -398,8 +404,8 @@ def _block_sums(Q: np.ndarray, cols: np.ndarray | None, plan: _Plan) -> _Accumul
         j1 = min(j0 + width, n_cols)
         w = j1 - j0
         if cols is None:
-            B = augmented[j0:j1]
-            col_index: slice | np.ndarray = slice(j0, j1)
+            B = augmented[first + j0:first + j1]
+            col_index: slice | np.ndarray = slice(first + j0, first + j1)
         else:
             col_index = cols[j0:j1]
             B = np.take(augmented, col_index, axis=0, out=gather_buf[:w])
@@ -411,7 +417,7 @@ def _block_sums(Q: np.ndarray, cols: np.ndarray | None, plan: _Plan) -> _Accumul
         if plan.fused is not None:
             acc.add_fused(t, col_index, plan)
             continue
-        cglob_of = (lambda c: c + j0) if cols is None else (lambda c: cols[j0 + c])
+        cglob_of = (lambda c: c + first + j0) if cols is None else (lambda c: cols[j0 + c])
         mask = mask_buf[: n_rows * w].reshape(n_rows, w)
         np.greater_equal(t, acc.select[:, None], out=mask)
         count = int(np.count_nonzero(mask))
