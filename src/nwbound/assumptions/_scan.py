@@ -252,7 +252,8 @@ class ResidualScan:
         self._hi = self._mid + self.pair_window // self._block
         used = n // self._block * self._block
         T = (F @ U.T).T  # (k, n): each direction's projections; the work below runs along rows
-        self._order = np.ascontiguousarray(np.argsort(T, axis=1)[:, :used])  # ties: any order is a valid sort
+        # stable: ties (integer features) keep the rows' order on every platform (a SIMD quicksort's need not)
+        self._order = np.ascontiguousarray(np.argsort(T, axis=1, kind="stable")[:, :used])
         self._spread = self._pair_difference(np.take_along_axis(T, self._order, axis=1))  # (k, n_pairs)
         del T
         # one residual column at a time: no (columns × directions × rows) array
@@ -351,8 +352,10 @@ class ResidualScan:
         for c in range(I.shape[1]):
             ones = np.take(I[:, c].astype(np.uint8), self._order)  # (k, rows in whole blocks)
             if self._block % 8 == 0:  # 8 bytes as one word: their sum is the top byte of word·0x0101…01
-                words = ones.view(np.uint64) * np.uint64(0x0101010101010101) >> np.uint64(56)
-                blocks = words.reshape(words.shape[0], -1, self._block // 8).sum(axis=-1, dtype=np.int64)
+                blocks = ones.view(np.uint64) * np.uint64(0x0101010101010101) >> np.uint64(56)
+                if self._block > 8:
+                    blocks = blocks.reshape(blocks.shape[0], -1, self._block // 8).sum(axis=-1)
+                blocks = blocks.view(np.int64)  # counts below 2^63: the same bits
             else:
                 blocks = ones.reshape(ones.shape[0], -1, self._block).sum(axis=-1, dtype=np.int64)
             C = np.zeros((blocks.shape[0], blocks.shape[1] + 1), dtype=np.int64)
