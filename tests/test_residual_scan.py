@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from nwbound.assumptions import ResidualScan, plane_directions_fit, scan_directions
+from nwbound.assumptions import ResidualScan, plane_directions_fit, plane_features, scan_directions
 from nwbound.assumptions._scan import SCAN_PLANE_BUDGET, n_plane_directions
 from nwbound.spaces import LearnedSpace, scan_sentence, two_constant_pilot
 
@@ -103,6 +103,25 @@ def test_plane_directions_where_the_budget_allows():
     assert not np.array_equal(R, scan_directions(20, random_state=1))
     with pytest.raises(ValueError, match="n_rows"):
         plane_directions_fit(3, -1)
+    # the planes of some features: every axis, then those planes only
+    S = scan_directions(4, planes=[2, 0])
+    assert S.shape == (4 + 88, 4) and np.all(S[4:, [1, 3]] == 0)
+    assert plane_directions_fit(4, 2400, n_plane_features=2) and not plane_directions_fit(4, 2400, n_plane_features=1)
+    with pytest.raises(ValueError, match="planes must be"):
+        scan_directions(3, planes=[0])
+
+
+def test_features_with_many_ties_take_no_planes():
+    # a 2° direction from a feature of 5 values sorts each value's rows by another feature at 1/28
+    # of its scale: slopes look 28 times steeper (lattice3 raised L_r to ~1 400 so, ~1e13 where
+    # rounding made the spread ~1e-16; at most ~80 along its axes and random directions)
+    rng = np.random.default_rng(0)
+    n = 2400
+    X = np.column_stack([rng.normal(size=n), rng.integers(0, 5, n), np.zeros(n), rng.uniform(size=n),
+                         np.round(rng.normal(size=n), 1)])  # 2·n/32 = 150 distinct values needed
+    assert plane_features(X).tolist() == [0, 3]
+    lattice = _fit(rng.integers(0, 5, (3000, 3)).astype(float), rng.integers(0, 2, 3000))
+    assert not lattice.scan_["planes"] and lattice.scan_["n_directions"] == 3 + 16
 
 
 def test_scan_refuses_bad_input_naming_it():

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils import check_random_state
 
-__all__ = ["ResidualScan", "plane_directions_fit", "scan_directions"]
+__all__ = ["ResidualScan", "plane_directions_fit", "plane_features", "scan_directions"]
 
 #: The finest window of the scan, in rows: a mean of fewer rows is too far from normal for its
 #: z-score to mean much, and each finer scale adds tests (the noise gate then asks more).
@@ -39,19 +39,62 @@ SCAN_PLANE_BUDGET = 2_200_000
 #: A window's noise is at least that of one row of variance 1/4 (the largest a label can have):
 #: where the scores are near 0 or 1 one unexpected label would otherwise look like a huge z.
 _NOISE_FLOOR = 0.25
+#: Spreads at most this share of a direction's range count as 0 in :meth:`ResidualScan.slope` (far
+#: above the rounding of the cumulative sums, ~n·1e-16 of it, far below any spread a window resolves).
+_ROUNDING_SPREAD = 1e-9
 
 
-def n_plane_directions(n_features: int) -> int:
-    """How many directions every coordinate plane gives: the axes, then each plane's other angles."""
-    return int(n_features) + n_features * (n_features - 1) // 2 * (SCAN_PLANE_DIRECTIONS - 2)
+def n_plane_directions(n_features: int, n_plane_features: int | None = None) -> int:
+    """How many directions the coordinate planes give: every axis, then each plane's other angles."""
+    q = n_features if n_plane_features is None else n_plane_features
+    return int(n_features) + q * (q - 1) // 2 * (SCAN_PLANE_DIRECTIONS - 2)
 
 
-def plane_directions_fit(n_features: int, n_rows: int, n_columns: int = 1) -> bool:
-    """Whether the scan takes every coordinate plane (:func:`scan_directions` with ``planes=True``).
+def plane_features(features: Any, min_window: int = SCAN_MIN_WINDOW) -> np.ndarray:
+    """The features whose coordinate planes the scan may take: those with at least
+    ``2·n/min_window`` distinct values (on average a tie is at most half the finest window).
 
-    The rule uses no labels: always in two features; in three or more, where the plane directions
-    × ``n_columns`` × ``n_rows`` stay within ``SCAN_PLANE_BUDGET`` (the scan's cost is about
-    linear in that product); never in one feature (the axis is every direction).
+    Along a direction 2° from the axis of a feature with few values (binary, integer, constant),
+    the rows of one value are sorted by the other feature at 1/28 of its scale: window spreads
+    shrink by that much, and any slope along the other feature looks 28 times steeper (a lattice
+    of 5 values raised ``L_r`` to 1 400 so; along the axes at most to 80). Uses no labels.
+
+    Parameters
+    ----------
+    features : array-like of shape (n, d)
+    min_window : int, default=32
+        The scan's finest window (``SCAN_MIN_WINDOW``).
+
+    Returns
+    -------
+    ndarray of int
+        Their indices, increasing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.assumptions import plane_features
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([rng.normal(size=640), rng.integers(0, 5, 640), rng.normal(size=640)])
+    >>> plane_features(X).tolist()
+    [0, 2]
+    """
+    F = np.asarray(features, dtype=np.float64)
+    if F.ndim != 2:
+        raise ValueError(f"features must be a 2-D array (n, d); got shape {F.shape}.")
+    least = 2.0 * F.shape[0] / int(min_window)
+    S = np.sort(F, axis=0)
+    distinct = 1 + np.count_nonzero(np.diff(S, axis=0) != 0, axis=0) if F.shape[0] else np.zeros(F.shape[1])
+    return np.flatnonzero(distinct >= least)
+
+
+def plane_directions_fit(n_features: int, n_rows: int, n_columns: int = 1, n_plane_features: int | None = None) -> bool:
+    """Whether the scan takes the coordinate planes (:func:`scan_directions` with ``planes``).
+
+    The rule uses no labels: always in two features; in three or more, where the planes of
+    ``n_plane_features`` of them (:func:`plane_features`; all by default, at least 2), their
+    directions × ``n_columns`` × ``n_rows`` stay within ``SCAN_PLANE_BUDGET`` (the scan's cost is
+    about linear in that product); never in one feature (the axis is every direction).
 
     Parameters
     ----------
@@ -61,6 +104,8 @@ def plane_directions_fit(n_features: int, n_rows: int, n_columns: int = 1) -> bo
         Rows scanned.
     n_columns : int, default=1
         Residual columns (1 for two classes, else one per class).
+    n_plane_features : int or None, default=None
+        Features whose planes would be taken (None: all).
 
     Returns
     -------
@@ -71,19 +116,24 @@ def plane_directions_fit(n_features: int, n_rows: int, n_columns: int = 1) -> bo
     >>> from nwbound.assumptions import plane_directions_fit
     >>> plane_directions_fit(3, 8000), plane_directions_fit(3, 8000, n_columns=3), plane_directions_fit(20, 1000)
     (True, False, False)
-    >>> plane_directions_fit(2, 8000, n_columns=10)
-    True
+    >>> plane_directions_fit(2, 8000, n_columns=10), plane_directions_fit(3, 100, n_plane_features=1)
+    (True, False)
     """
-    for name, value, least in (("n_features", n_features, 1), ("n_rows", n_rows, 0), ("n_columns", n_columns, 1)):
+    q = n_features if n_plane_features is None else n_plane_features
+    for name, value, least in (("n_features", n_features, 1), ("n_rows", n_rows, 0), ("n_columns", n_columns, 1),
+                               ("n_plane_features", q, 0)):
         if not isinstance(value, (int, np.integer)) or value < least:
             raise ValueError(f"{name} must be an integer of at least {least}, got {value!r}.")
+    if q > n_features:
+        raise ValueError(f"n_plane_features must be at most n_features={n_features}, got {q}.")
     if n_features == 2:
         return True
-    return n_features > 2 and n_plane_directions(n_features) * int(n_columns) * int(n_rows) <= SCAN_PLANE_BUDGET
+    return n_features > 2 and q >= 2 and \
+        n_plane_directions(n_features, q) * int(n_columns) * int(n_rows) <= SCAN_PLANE_BUDGET
 
 
 def scan_directions(n_features: int, n_random: int = SCAN_RANDOM_DIRECTIONS, random_state: Any = None, *,
-                    planes: bool | None = None) -> np.ndarray:
+                    planes: Any = None) -> np.ndarray:
     """The directions of the scan: each coordinate axis, then either ``n_random`` random unit
     directions or, with ``planes``, ``SCAN_PLANE_DIRECTIONS`` directions evenly spaced over the
     half-circle of every coordinate plane (2° apart; the axes once).
@@ -99,15 +149,16 @@ def scan_directions(n_features: int, n_random: int = SCAN_RANDOM_DIRECTIONS, ran
         feature or with ``planes``).
     random_state : int, RandomState or None, default=None
         Seed of the random directions (not drawn from with ``planes``).
-    planes : bool or None, default=None
-        Every coordinate plane instead of random directions; None: only in two features
-        (:func:`plane_directions_fit` says where the scan's budget allows it in more).
+    planes : bool, sequence of int or None, default=None
+        Every coordinate plane instead of random directions (True), or every plane of two of the
+        features listed (at least two; the axes stay every feature's); None: only in two features
+        (:func:`plane_features` and :func:`plane_directions_fit` say where the scan takes them in more).
 
     Returns
     -------
     ndarray of shape (n_directions, n_features)
-        Unit rows, the axes first: ``n_features + n_random`` of them, or with planes
-        ``n_features + C(n_features, 2)·(SCAN_PLANE_DIRECTIONS − 2)`` (plane by plane, ``(i, j)``
+        Unit rows, the axes first: ``n_features + n_random`` of them, or with planes of ``q``
+        features ``n_features + C(q, 2)·(SCAN_PLANE_DIRECTIONS − 2)`` (plane by plane, ``(i, j)``
         in lexicographic order, each by increasing angle from axis ``i``).
 
     Examples
@@ -121,6 +172,8 @@ def scan_directions(n_features: int, n_random: int = SCAN_RANDOM_DIRECTIONS, ran
     ((90, 2), True)
     >>> scan_directions(3, planes=True).shape  # 3 axes + 3 planes × 88 other angles
     (267, 3)
+    >>> scan_directions(4, planes=[0, 2]).shape  # 4 axes + the (x0, x2) plane's 88 other angles
+    (92, 4)
     """
     if not isinstance(n_features, (int, np.integer)) or n_features < 1:
         raise ValueError(f"n_features must be a positive integer, got {n_features!r}.")
@@ -131,10 +184,18 @@ def scan_directions(n_features: int, n_random: int = SCAN_RANDOM_DIRECTIONS, ran
         return np.ones((1, 1))
     if planes is None:
         planes = d == 2
-    if planes:
+    if not isinstance(planes, (bool, np.bool_)):
+        chosen = np.asarray(planes, dtype=np.intp).ravel()
+        if chosen.shape[0] < 2 or np.unique(chosen).shape[0] != chosen.shape[0] or chosen.min() < 0 \
+                or chosen.max() >= d:
+            raise ValueError(f"planes must be a bool or at least two distinct feature indices below {d}; "
+                             f"got {planes!r}.")
+    else:
+        chosen = np.arange(d) if planes else None
+    if chosen is not None:
         angles = np.pi * np.arange(SCAN_PLANE_DIRECTIONS) / SCAN_PLANE_DIRECTIONS
         angles = angles[(angles != 0.0) & (angles != np.pi / 2)]
-        i, j = np.triu_indices(d, k=1)
+        i, j = (np.sort(chosen)[k] for k in np.triu_indices(chosen.shape[0], k=1))
         U = np.zeros((i.shape[0], angles.shape[0], d))
         pairs = np.arange(i.shape[0])[:, None]
         U[pairs, :, i[:, None]] = np.cos(angles)[None, :]
@@ -255,6 +316,9 @@ class ResidualScan:
         # stable: ties (integer features) keep the rows' order on every platform (a SIMD quicksort's need not)
         self._order = np.ascontiguousarray(np.argsort(T, axis=1, kind="stable")[:, :used])
         self._spread = self._pair_difference(np.take_along_axis(T, self._order, axis=1))  # (k, n_pairs)
+        # a spread this small is rounding (distinct lattice points whose projections are equal in exact
+        # arithmetic differ by ~1e-16): a slope over it would be ~1e13, evidence of nothing
+        self._least_spread = _ROUNDING_SPREAD * (np.ptp(T, axis=1) if n else np.zeros(T.shape[0]))
         del T
         # one residual column at a time: no (columns × directions × rows) array
         self._noise = np.stack([np.sqrt(self._window_sum(np.take(V[:, c], self._order)) + _NOISE_FLOOR) / self._m
@@ -366,7 +430,7 @@ class ResidualScan:
 
     def slope(self, residuals: Any, threshold: float = 0.0) -> float:
         """The largest ``(|difference| − threshold·noise)/spread`` over the pairs where it is positive
-        and ``spread > 0``: with ``threshold`` the level that noise alone reaches, a slope of the
+        and ``spread`` exceeds rounding (``1e-9`` of the direction's range of projections): with ``threshold`` the level that noise alone reaches, a slope of the
         residuals' local mean that noise does not explain (0 where there is none).
 
         Examples
@@ -382,7 +446,7 @@ class ResidualScan:
             return 0.0
         R = self._checked(residuals)
         largest = 0.0
-        positive = self._spread > 0
+        positive = self._spread > self._least_spread[:, None]
         for c in range(R.shape[1]):
             excess = np.abs(self._pair_difference(np.take(R[:, c], self._order))) - float(threshold) * self._noise[c]
             ok = (excess > 0) & positive

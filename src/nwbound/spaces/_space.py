@@ -520,20 +520,22 @@ class LearnedSpace:
     def _scan_residuals(self, features: np.ndarray, y: np.ndarray, offset: np.ndarray, classes: np.ndarray,
                         rs: np.random.RandomState) -> None:
         """The directional scan of the residuals ``1{y = c} − s_c`` (:class:`~nwbound.assumptions.ResidualScan`)
-        along each feature and either every coordinate plane, 2° apart, where the scan's budget allows
+        along each feature and either the coordinate planes, 2° apart, of the features with few ties
+        (:func:`~nwbound.assumptions.plane_features`) where the scan's budget allows
         (:func:`~nwbound.assumptions.plane_directions_fit`; always in two features), or random
         directions (:func:`~nwbound.assumptions.scan_directions`): where its largest z-score
         exceeds that of each of ``_NULL_DRAWS`` label draws from the scores (noise alone), the slope
         beyond the largest of them, times the estimate's safety factor, raises ``residual_lipschitz_``
         (raise-only: see :meth:`_raise_residual_lipschitz`)."""
-        from ..assumptions import ResidualScan, plane_directions_fit, scan_directions
+        from ..assumptions import ResidualScan, plane_directions_fit, plane_features, scan_directions
 
         # two classes: one column says it all (the residuals of the other are its negative)
         cols = np.arange(1, 2) if classes.shape[0] == 2 else np.arange(classes.shape[0])
         S = offset[:, cols]
         n, d = features.shape
-        planes = plane_directions_fit(d, n, cols.shape[0])
-        directions = scan_directions(d, random_state=None if planes else rs, planes=planes)
+        chosen = np.arange(d) if d <= 2 else plane_features(features)  # in 3+: features with few ties
+        planes = plane_directions_fit(d, n, cols.shape[0], chosen.shape[0])
+        directions = scan_directions(d, random_state=None if planes else rs, planes=chosen if planes else False)
         scan = ResidualScan(features, directions, S * (1.0 - S), scores=S)
         indicators = lambda labels: labels[:, None] == classes[cols][None, :]  # noqa: E731
         observed = indicators(y)
