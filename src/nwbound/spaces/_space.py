@@ -280,9 +280,9 @@ class LearnedSpace:
         ``"auto"``: rows of that estimate.
     scan_ : dict or None
         ``"auto"`` with ``unseen`` rows: what the directional scan of the residuals looked at and
-        found (:func:`~nwbound.spaces.scan_sentence`: directions and whether they took the coordinate
-        planes, finest window, its slope beyond
-        noise and whether it raised ``residual_lipschitz_``); None otherwise.
+        found (:func:`~nwbound.spaces.scan_sentence`: directions and whether they took the
+        coordinate planes, finest window, its slope beyond noise and whether it raised
+        ``residual_lipschitz_``); None otherwise.
     fit_rows_ : ndarray of int
         The rows of ``fit``'s ``X`` that fitted the map (all of them, except ``"auto"`` without
         ``held_out``, which keeps the others for ``L_r``).
