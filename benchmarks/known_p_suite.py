@@ -11,7 +11,8 @@ Run: ``OMP_NUM_THREADS=1 python benchmarks/known_p_suite.py [--quick] [--seeds N
 markdown table (the user guide's "Known-p suite" table comes from it). ``--adversarial`` runs a
 second list of fields instead (``ADVERSARIAL``: sparse, XOR, radial, steep, high-frequency,
 heavy-tailed, integer, badly scaled, rank-deficient, rare, many-class, tiny and large n, shifted
-queries, weights that follow p, ripples finer than an isotropic estimate resolves), each with the regular, the localized and the dyadic classifier
+queries, weights that follow p, ripples finer than an isotropic estimate resolves, along a
+feature, in a coordinate plane or oblique in 3 features), each with the regular, the localized and the dyadic classifier
 (the user guide's "Adversarial fields" table).
 """
 
@@ -184,6 +185,26 @@ def ripple_diag3(X):  # the ramp along x0, a ripple of period 0.05 along (x1 + x
     return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.sin(2 * np.pi * t / 0.05)))
 
 
+# Added with the scan's coordinate planes in 3+ features and not tuned on: a ripple in the (x0, x2)
+# plane at 60° beside a ramp along x1, one in a plane of 6 features of which 4 are irrelevant, and
+# one oblique in 3 features (no coordinate plane holds it).
+
+def _ramp_ripple(X, ramp, t, period):  # a ramp along feature ``ramp``, a ripple along the projection t
+    return _binary(expit(12.0 * (X[:, ramp] - 0.5) + 5.0 * np.sin(2 * np.pi * t / period)))
+
+
+def ripple_plane4(X):  # 4 features: the ramp along x1, a ripple of period 0.05 at 60° in the (x0, x2) plane
+    return _ramp_ripple(X, 1, np.cos(np.pi / 3) * X[:, 0] + np.sin(np.pi / 3) * X[:, 2], 0.05)
+
+
+def ripple_plane6(X):  # 6 features, x0, x2, x3, x5 irrelevant: the ramp along x4, a ripple at 20° from x1 towards x4
+    return _ramp_ripple(X, 4, np.cos(np.pi / 9) * X[:, 1] + np.sin(np.pi / 9) * X[:, 4], 0.05)
+
+
+def ripple_oblique3(X):  # 4 features: the ramp along x3, a ripple of period 0.05 along (x0 + x1 + x2)/√3
+    return _ramp_ripple(X, 3, X[:, :3].sum(axis=1) / np.sqrt(3), 0.05)
+
+
 FIELDS = {
     "sine12": (sine12, 12, "uniform"),
     "logistic2": (logistic2, 2, "unit"),
@@ -214,6 +235,9 @@ FIELDS = {
     "ripple3c": (ripple3c, 2, "unit"),
     "ripple_oblique2": (ripple_oblique2, 2, "unit"),
     "ripple_diag3": (ripple_diag3, 3, "unit"),
+    "ripple_plane4": (ripple_plane4, 4, "unit"),
+    "ripple_plane6": (ripple_plane6, 6, "unit"),
+    "ripple_oblique3": (ripple_oblique3, 4, "unit"),
     "bend2": (bend2, 2, "uniform"),
     "bumps2": (bumps2, 2, "unit"),
 }
@@ -305,7 +329,8 @@ ADVERSARIAL = [
         ("ripple2", 20000, {}), ("ripple2wide", 3000, {}), ("ripple2fine", 20000, {}),
         ("bend2", 3000, {"query_spread": 1.6}),
         ("bumps2", 3000, {}), ("ripple_diag2", 3000, {}), ("ripple6", 3000, {}), ("ripple3c", 3000, {}),
-        ("ripple_oblique2", 3000, {}), ("ripple_diag3", 3000, {}),
+        ("ripple_oblique2", 3000, {}), ("ripple_diag3", 3000, {}), ("ripple_plane4", 3000, {}),
+        ("ripple_plane6", 3000, {}), ("ripple_oblique3", 3000, {}),
     ]
     for model in MODELS
 ]

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from nwbound.assumptions import ResidualScan, scan_directions
+from nwbound.assumptions import ResidualScan, plane_directions_fit, plane_features, scan_directions
+from nwbound.assumptions._scan import SCAN_PLANE_BUDGET, n_plane_directions
 from nwbound.spaces import LearnedSpace, scan_sentence, two_constant_pilot
 
 
@@ -60,6 +61,69 @@ def test_scan_statistics_match_a_slow_formula():
         assert scan.slope(R, threshold=threshold) == pytest.approx(expected, rel=1e-12)
 
 
+@pytest.mark.parametrize("min_window", [32, 5])  # blocks of 8 rows (summed as bytes) and of 1 row
+def test_label_z_equals_the_residuals_z(min_window):
+    rng = np.random.default_rng(4)
+    n = 203  # rows beyond the last whole block are in no window
+    F = rng.normal(size=(n, 3))
+    S = rng.dirichlet(np.ones(3), size=n)
+    y = (rng.random(n)[:, None] > np.cumsum(S, axis=1)).sum(axis=1)
+    indicators = y[:, None] == np.arange(3)[None, :]
+    scan = ResidualScan(F, scan_directions(3, planes=True), S * (1 - S), scores=S, min_window=min_window)
+    assert scan.largest_label_z(indicators) == pytest.approx(scan.largest_z(indicators - S), rel=1e-12)
+    assert scan.largest_label_z(indicators) == pytest.approx(np.max(np.abs(scan.differences(indicators - S))
+                                                                    / scan.noise), rel=1e-12)
+
+
+def test_plane_directions_where_the_budget_allows():
+    # 3 features at 2 400 rows, one residual column: every coordinate plane, 2° apart
+    assert plane_directions_fit(3, 2400)
+    U = scan_directions(3, random_state=0, planes=True)
+    assert U.shape == (n_plane_directions(3), 3) == (3 + 3 * 88, 3)
+    np.testing.assert_allclose(np.linalg.norm(U, axis=1), 1.0)
+    np.testing.assert_array_equal(U[:3], np.eye(3))
+    np.testing.assert_array_equal(U, scan_directions(3, random_state=1, planes=True))  # no randomness
+    for i, j in [(0, 1), (0, 2), (1, 2)]:
+        other = [k for k in range(3) if k not in (i, j)][0]
+        in_plane = U[(U[:, other] == 0) & (U[:, i] != 0) & (U[:, j] != 0)]
+        degrees = np.sort(np.degrees(np.arctan2(in_plane[:, 1 if j == 1 else 2], in_plane[:, i])) % 180)
+        np.testing.assert_allclose(degrees, np.r_[2:90:2, 92:180:2], atol=1e-9)  # the axes come once, first
+    # one comes within 1° of the diagonal of the (x1, x2) plane, the direction ripple_diag3 needs
+    assert np.degrees(np.arccos(np.max(U @ np.array([0, 1, 1]) / np.sqrt(2)))) == pytest.approx(1.0)
+    # where the product of directions, columns and rows passes the budget: the axes and random ones
+    most_rows = SCAN_PLANE_BUDGET // n_plane_directions(3)
+    assert plane_directions_fit(3, most_rows) and not plane_directions_fit(3, most_rows + 1)
+    assert not plane_directions_fit(3, most_rows, n_columns=2)
+    assert not plane_directions_fit(20, 1000) and plane_directions_fit(2, 8000, n_columns=10)
+    assert not plane_directions_fit(1, 10)
+    R = scan_directions(20, random_state=0)
+    assert R.shape == (36, 20)
+    np.testing.assert_allclose(np.linalg.norm(R, axis=1), 1.0)
+    np.testing.assert_array_equal(R, scan_directions(20, random_state=0))  # deterministic for a seed
+    assert not np.array_equal(R, scan_directions(20, random_state=1))
+    with pytest.raises(ValueError, match="n_rows"):
+        plane_directions_fit(3, -1)
+    # the planes of some features: every axis, then those planes only
+    S = scan_directions(4, planes=[2, 0])
+    assert S.shape == (4 + 88, 4) and np.all(S[4:, [1, 3]] == 0)
+    assert plane_directions_fit(4, 2400, n_plane_features=2) and not plane_directions_fit(4, 2400, n_plane_features=1)
+    with pytest.raises(ValueError, match="planes must be"):
+        scan_directions(3, planes=[0])
+
+
+def test_features_with_many_ties_take_no_planes():
+    # a 2° direction from a feature of 5 values sorts each value's rows by another feature at 1/28
+    # of its scale: slopes look 28 times steeper (lattice3 raised L_r to ~1 400 so, ~1e13 where
+    # rounding made the spread ~1e-16; at most ~80 along its axes and random directions)
+    rng = np.random.default_rng(0)
+    n = 2400
+    X = np.column_stack([rng.normal(size=n), rng.integers(0, 5, n), np.zeros(n), rng.uniform(size=n),
+                         np.round(rng.normal(size=n), 1)])  # 2·n/32 = 150 distinct values needed
+    assert plane_features(X).tolist() == [0, 3]
+    lattice = _fit(rng.integers(0, 5, (3000, 3)).astype(float), rng.integers(0, 2, 3000))
+    assert not lattice.scan_["planes"] and lattice.scan_["n_directions"] == 3 + 16
+
+
 def test_scan_refuses_bad_input_naming_it():
     F = np.zeros((100, 2))
     with pytest.raises(ValueError, match="directions"):
@@ -70,6 +134,12 @@ def test_scan_refuses_bad_input_naming_it():
         ResidualScan(F, np.eye(2), np.zeros(100)).differences(np.zeros((100, 2)))
     with pytest.raises(ValueError, match="n_features"):
         scan_directions(0)
+    with pytest.raises(ValueError, match="scores="):
+        ResidualScan(F, np.eye(2), np.zeros(100)).largest_label_z(np.zeros(100))
+    with pytest.raises(ValueError, match="scores must have"):
+        ResidualScan(F, np.eye(2), np.zeros(100), scores=np.zeros((100, 2)))
+    with pytest.raises(ValueError, match="indicators must be 0 or 1"):
+        ResidualScan(F, np.eye(2), np.zeros(100), scores=np.zeros(100)).largest_label_z(np.full(100, 0.5))
 
 
 def _field(n, seed, ripple):
@@ -105,6 +175,21 @@ def test_scan_does_not_raise_l_r_on_a_field_the_scores_get():
     space = _fit(*_field(3000, 0, ripple=False))
     assert not space.scan_["raised"], space.scan_
     assert "L_r unchanged" in str(space.report_)
+
+
+def test_scan_takes_the_coordinate_planes_in_three_features():
+    # ripple_diag3's shape: a ramp along x0 the scores get, a ripple of period 0.05 along
+    # (x1 + x2)/√2; 16 random directions in 3-D came within 2° of it by chance only (9-13 % misses)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (3000, 3))
+    y = (rng.random(3000) < expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.sin(2 * np.pi * (X[:, 1] + X[:, 2])
+                                                                       / np.sqrt(2) / 0.05))).astype(int)
+    space = _fit(X, y)
+    assert space.scan_["planes"] and space.scan_["n_directions"] == 267
+    assert space.scan_["raised"] and space.residual_lipschitz_ > 2.0, space.scan_
+    assert "2° apart in every plane of two of them" in str(space.report_)
+    many = _fit(rng.uniform(0, 1, (3000, 20)), y)  # 20 features: the planes do not fit the budget
+    assert not many.scan_["planes"] and many.scan_["n_directions"] == 36
 
 
 def test_scan_sentence_when_too_few_rows():

@@ -26,7 +26,8 @@ units of the space it learns (and warns at fit that it does):
 * :func:`estimate_lipschitz` — pilot-Strongin in the units the classifier sees, on a bounded
   subsample: the pilot of ``lipschitz="auto"`` / ``--lipschitz auto``, whose held-out check then
   keeps the smallest L of a grid around it that other held-out rows do not reject;
-* :class:`ResidualScan` and :func:`scan_directions` — how fast the mean residual of a score
+* :class:`ResidualScan`, :func:`scan_directions`, :func:`plane_features` and
+  :func:`plane_directions_fit` — how fast the mean residual of a score
   model moves along label-free directions, in windows of many rows at several scales: the
   raise-only scan of ``metric="auto"``'s ``L_r`` (variation finer than any isotropic estimate sees);
 * :func:`sensitivity_report` — how the bounds, the review flags and the
@@ -44,7 +45,7 @@ from ..lipschitz_check import LipschitzCheck, LipschitzSelection, check_lipschit
 from ._common import UNITS_NOTE, LipschitzEstimate, MarginEstimate, OverlapReport
 from ._lipschitz import estimate_lipschitz, lipschitz_lower_bound, strongin_lipschitz
 from ._overlap import empirical_margin, overlap_test
-from ._scan import ResidualScan, scan_directions
+from ._scan import ResidualScan, plane_directions_fit, plane_features, scan_directions
 from ._sensitivity import sensitivity_report
 
 __all__ = [
@@ -61,6 +62,8 @@ __all__ = [
     "lipschitz_lower_bound",
     "overlap_test",
     "select_lipschitz",
+    "plane_directions_fit",
+    "plane_features",
     "scan_directions",
     "sensitivity_report",
     "strongin_lipschitz",

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils import check_random_state
 
-__all__ = ["ResidualScan", "scan_directions"]
+__all__ = ["ResidualScan", "plane_directions_fit", "plane_features", "scan_directions"]
 
 #: The finest window of the scan, in rows: a mean of fewer rows is too far from normal for its
 #: z-score to mean much, and each finer scale adds tests (the noise gate then asks more).
@@ -24,19 +24,119 @@ SCAN_MIN_WINDOW = 32
 #: direction is nearly orthogonal to any fixed one (cosine ~ 1/√d), and more would cost time for
 #: little (the scan is linear in the directions).
 SCAN_RANDOM_DIRECTIONS = 16
-#: In two features every direction is an angle: this many, evenly spaced over the half-circle (2°
-#: apart, the axes among them), replace the random ones. A direction θ off a structure blurs it by
-#: θ times the spread of the other coordinate (~0.4 std·θ): at 2°, ~0.015 std, below a ripple's
-#: half-period at the scales the windows resolve. In more features the sphere cannot be covered so.
+#: In each coordinate plane, this many directions evenly spaced over the half-circle (2° apart, the
+#: two axes among them) replace the random ones where the budget allows. A direction θ off a
+#: structure blurs it by θ times the spread of the other coordinate (~0.4 std·θ): at 2°, ~0.015 std,
+#: below a ripple's half-period at the scales the windows resolve. Oblique structure in 3 or more
+#: features lies in no coordinate plane, and the sphere cannot be covered so.
 SCAN_PLANE_DIRECTIONS = 90
+#: The most directions × residual columns × rows for which the scan takes every coordinate plane in
+#: 3 or more features (the cost of a scan, its 19 null draws included, is about linear in that
+#: product; this one keeps it near 0.2 s of one CPU core): 3 features (267 directions) with two
+#: classes up to 8 000 rows, 4 features (532) up to 4 000 rows, 6 (1 326) up to 1 600. Two features
+#: always take their plane (90 directions), as before.
+SCAN_PLANE_BUDGET = 2_200_000
 #: A window's noise is at least that of one row of variance 1/4 (the largest a label can have):
 #: where the scores are near 0 or 1 one unexpected label would otherwise look like a huge z.
 _NOISE_FLOOR = 0.25
+#: Spreads at most this share of a direction's range count as 0 in :meth:`ResidualScan.slope` (far
+#: above the rounding of the cumulative sums, ~n·1e-16 of it, far below any spread a window resolves).
+_ROUNDING_SPREAD = 1e-9
 
 
-def scan_directions(n_features: int, n_random: int = SCAN_RANDOM_DIRECTIONS, random_state: Any = None) -> np.ndarray:
-    """The directions of the scan: each coordinate axis, then ``n_random`` random unit directions;
-    in two features, ``SCAN_PLANE_DIRECTIONS`` directions evenly spaced over the half-circle instead.
+def n_plane_directions(n_features: int, n_plane_features: int | None = None) -> int:
+    """How many directions the coordinate planes give: every axis, then each plane's other angles."""
+    q = n_features if n_plane_features is None else n_plane_features
+    return int(n_features) + q * (q - 1) // 2 * (SCAN_PLANE_DIRECTIONS - 2)
+
+
+def plane_features(features: Any, min_window: int = SCAN_MIN_WINDOW) -> np.ndarray:
+    """The features whose coordinate planes the scan may take: those with at least
+    ``2·n/min_window`` distinct values (on average a tie is at most half the finest window).
+
+    Along a direction 2° from the axis of a feature with few values (binary, integer, constant),
+    the rows of one value are sorted by the other feature at 1/28 of its scale: window spreads
+    shrink by that much, and any slope along the other feature looks 28 times steeper (a lattice
+    of 5 values raised ``L_r`` to 1 400 so; along the axes at most to 80). Uses no labels.
+
+    Parameters
+    ----------
+    features : array-like of shape (n, d)
+    min_window : int, default=32
+        The scan's finest window (``SCAN_MIN_WINDOW``).
+
+    Returns
+    -------
+    ndarray of int
+        Their indices, increasing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.assumptions import plane_features
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([rng.normal(size=640), rng.integers(0, 5, 640), rng.normal(size=640)])
+    >>> plane_features(X).tolist()
+    [0, 2]
+    """
+    F = np.asarray(features, dtype=np.float64)
+    if F.ndim != 2:
+        raise ValueError(f"features must be a 2-D array (n, d); got shape {F.shape}.")
+    least = 2.0 * F.shape[0] / int(min_window)
+    S = np.sort(F, axis=0)
+    distinct = 1 + np.count_nonzero(np.diff(S, axis=0) != 0, axis=0) if F.shape[0] else np.zeros(F.shape[1])
+    return np.flatnonzero(distinct >= least)
+
+
+def plane_directions_fit(n_features: int, n_rows: int, n_columns: int = 1, n_plane_features: int | None = None) -> bool:
+    """Whether the scan takes the coordinate planes (:func:`scan_directions` with ``planes``).
+
+    The rule uses no labels: always in two features; in three or more, where the planes of
+    ``n_plane_features`` of them (:func:`plane_features`; all by default, at least 2), their
+    directions × ``n_columns`` × ``n_rows`` stay within ``SCAN_PLANE_BUDGET`` (the scan's cost is
+    about linear in that product); never in one feature (the axis is every direction).
+
+    Parameters
+    ----------
+    n_features : int
+        Dimension of the features.
+    n_rows : int
+        Rows scanned.
+    n_columns : int, default=1
+        Residual columns (1 for two classes, else one per class).
+    n_plane_features : int or None, default=None
+        Features whose planes would be taken (None: all).
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from nwbound.assumptions import plane_directions_fit
+    >>> plane_directions_fit(3, 8000), plane_directions_fit(3, 8000, n_columns=3), plane_directions_fit(20, 1000)
+    (True, False, False)
+    >>> plane_directions_fit(2, 8000, n_columns=10), plane_directions_fit(3, 100, n_plane_features=1)
+    (True, False)
+    """
+    q = n_features if n_plane_features is None else n_plane_features
+    for name, value, least in (("n_features", n_features, 1), ("n_rows", n_rows, 0), ("n_columns", n_columns, 1),
+                               ("n_plane_features", q, 0)):
+        if not isinstance(value, (int, np.integer)) or value < least:
+            raise ValueError(f"{name} must be an integer of at least {least}, got {value!r}.")
+    if q > n_features:
+        raise ValueError(f"n_plane_features must be at most n_features={n_features}, got {q}.")
+    if n_features == 2:
+        return True
+    return n_features > 2 and q >= 2 and \
+        n_plane_directions(n_features, q) * int(n_columns) * int(n_rows) <= SCAN_PLANE_BUDGET
+
+
+def scan_directions(n_features: int, n_random: int = SCAN_RANDOM_DIRECTIONS, random_state: Any = None, *,
+                    planes: Any = None) -> np.ndarray:
+    """The directions of the scan: each coordinate axis, then either ``n_random`` random unit
+    directions or, with ``planes``, ``SCAN_PLANE_DIRECTIONS`` directions evenly spaced over the
+    half-circle of every coordinate plane (2° apart; the axes once).
 
     The directions use no labels; the random ones are drawn uniformly on the sphere.
 
@@ -46,14 +146,20 @@ def scan_directions(n_features: int, n_random: int = SCAN_RANDOM_DIRECTIONS, ran
         Dimension of the features, at least 1.
     n_random : int, default=16
         Random directions beside the axes (``SCAN_RANDOM_DIRECTIONS``; 0: the axes only; none in one
-        feature).
+        feature or with ``planes``).
     random_state : int, RandomState or None, default=None
-        Seed of the random directions.
+        Seed of the random directions (not drawn from with ``planes``).
+    planes : bool, sequence of int or None, default=None
+        Every coordinate plane instead of random directions (True), or every plane of two of the
+        features listed (at least two; the axes stay every feature's); None: only in two features
+        (:func:`plane_features` and :func:`plane_directions_fit` say where the scan takes them in more).
 
     Returns
     -------
-    ndarray of shape (n_features + n_random, n_features)
-        Unit rows (``(SCAN_PLANE_DIRECTIONS, 2)`` in two features, the two axes first).
+    ndarray of shape (n_directions, n_features)
+        Unit rows, the axes first: ``n_features + n_random`` of them, or with planes of ``q``
+        features ``n_features + C(q, 2)·(SCAN_PLANE_DIRECTIONS − 2)`` (plane by plane, ``(i, j)``
+        in lexicographic order, each by increasing angle from axis ``i``).
 
     Examples
     --------
@@ -64,20 +170,40 @@ def scan_directions(n_features: int, n_random: int = SCAN_RANDOM_DIRECTIONS, ran
     ((5, 3), True, True)
     >>> P = scan_directions(2); P.shape, bool(np.allclose(P[:2], np.eye(2)))
     ((90, 2), True)
+    >>> scan_directions(3, planes=True).shape  # 3 axes + 3 planes × 88 other angles
+    (267, 3)
+    >>> scan_directions(4, planes=[0, 2]).shape  # 4 axes + the (x0, x2) plane's 88 other angles
+    (92, 4)
     """
     if not isinstance(n_features, (int, np.integer)) or n_features < 1:
         raise ValueError(f"n_features must be a positive integer, got {n_features!r}.")
     if not isinstance(n_random, (int, np.integer)) or n_random < 0:
         raise ValueError(f"n_random must be a non-negative integer, got {n_random!r}.")
-    if n_features == 1:
+    d = int(n_features)
+    if d == 1:
         return np.ones((1, 1))
-    if n_features == 2:
+    if planes is None:
+        planes = d == 2
+    if not isinstance(planes, (bool, np.bool_)):
+        chosen = np.asarray(planes, dtype=np.intp).ravel()
+        if chosen.shape[0] < 2 or np.unique(chosen).shape[0] != chosen.shape[0] or chosen.min() < 0 \
+                or chosen.max() >= d:
+            raise ValueError(f"planes must be a bool or at least two distinct feature indices below {d}; "
+                             f"got {planes!r}.")
+    else:
+        chosen = np.arange(d) if planes else None
+    if chosen is not None:
         angles = np.pi * np.arange(SCAN_PLANE_DIRECTIONS) / SCAN_PLANE_DIRECTIONS
-        angles = np.r_[0.0, np.pi / 2, angles[(angles != 0.0) & (angles != np.pi / 2)]]
-        return np.column_stack([np.cos(angles), np.sin(angles)])
-    G = check_random_state(random_state).normal(size=(int(n_random), int(n_features)))
+        angles = angles[(angles != 0.0) & (angles != np.pi / 2)]
+        i, j = (np.sort(chosen)[k] for k in np.triu_indices(chosen.shape[0], k=1))
+        U = np.zeros((i.shape[0], angles.shape[0], d))
+        pairs = np.arange(i.shape[0])[:, None]
+        U[pairs, :, i[:, None]] = np.cos(angles)[None, :]
+        U[pairs, :, j[:, None]] = np.sin(angles)[None, :]
+        return np.vstack([np.eye(d), U.reshape(-1, d)])
+    G = check_random_state(random_state).normal(size=(int(n_random), d))
     G /= np.maximum(np.linalg.norm(G, axis=1, keepdims=True), np.finfo(float).tiny)
-    return np.vstack([np.eye(int(n_features)), G])
+    return np.vstack([np.eye(d), G])
 
 
 class ResidualScan:
@@ -111,6 +237,10 @@ class ResidualScan:
         under ``p = s``: ``s_c (1 − s_c)``).
     min_window : int, default=32
         The finest window, in rows (``SCAN_MIN_WINDOW``).
+    scores : array-like of shape (n,) or (n, C), optional
+        Where the residuals are ``1{y = c} − s_c``: the scores ``s``, so that
+        :meth:`largest_label_z` takes the labels' indicators alone (the scores' part, fixed across
+        label draws, is summed once here).
 
     Attributes
     ----------
@@ -142,7 +272,8 @@ class ResidualScan:
     True
     """
 
-    def __init__(self, features: Any, directions: Any, variances: Any, *, min_window: int = SCAN_MIN_WINDOW):
+    def __init__(self, features: Any, directions: Any, variances: Any, *, min_window: int = SCAN_MIN_WINDOW,
+                 scores: Any = None):
         F = np.asarray(features, dtype=np.float64)
         U = np.asarray(directions, dtype=np.float64)
         V = _columns(variances, "variances")
@@ -151,6 +282,9 @@ class ResidualScan:
                              f"shapes {F.shape}, {U.shape} and {np.shape(variances)}.")
         if not isinstance(min_window, (int, np.integer)) or min_window < 1:
             raise ValueError(f"min_window must be a positive integer, got {min_window!r}.")
+        S = None if scores is None else _columns(scores, "scores")
+        if S is not None and S.shape != V.shape:
+            raise ValueError(f"scores must have the variances' shape {V.shape}; got {np.shape(scores)}.")
         n = F.shape[0]
         windows = []
         m = int(min_window)
@@ -159,8 +293,7 @@ class ResidualScan:
             m *= 2
         self.windows = np.asarray(windows, dtype=np.intp)
         self.n_directions = U.shape[0]
-        T = (F @ U.T).T  # (k, n): each direction's projections; the work below runs along rows
-        self._order = np.ascontiguousarray(np.argsort(T, axis=1, kind="stable"))
+        self._n_rows, self._n_columns = n, V.shape[1]
         lo, size = [], []
         for m in windows:
             starts = np.arange(0, n - 2 * m + 1, max(1, m // 4))
@@ -171,14 +304,30 @@ class ResidualScan:
         self._m = self.pair_window.astype(np.float64)
         # every start and size is a multiple of one block (8 rows at the default): sums of blocks,
         # then a cumulative sum over n/block of them, give every window sum (the cumulative sum is
-        # sequential, so this is most of the cost saved)
+        # sequential, so this is most of the cost saved); the rows after the last whole block are in
+        # no window, so each direction's order keeps only the rows before it
         self._block = int(np.gcd.reduce(np.r_[self._lo, self.pair_window])) if self._lo.shape[0] else 1
         self._block = max(self._block, 1)
         self._lo = self._lo // self._block
         self._mid = self._lo + self.pair_window // self._block
         self._hi = self._mid + self.pair_window // self._block
+        used = n // self._block * self._block
+        T = (F @ U.T).T  # (k, n): each direction's projections; the work below runs along rows
+        # stable: ties (integer features) keep the rows' order on every platform (a SIMD quicksort's need not)
+        self._order = np.ascontiguousarray(np.argsort(T, axis=1, kind="stable")[:, :used])
         self._spread = self._pair_difference(np.take_along_axis(T, self._order, axis=1))  # (k, n_pairs)
-        self._noise = np.sqrt(self._window_sum(self._sorted(V)) + _NOISE_FLOOR) / self._m  # (C, k, n_pairs)
+        # a spread this small is rounding (distinct lattice points whose projections are equal in exact
+        # arithmetic differ by ~1e-16): a slope over it would be ~1e13, evidence of nothing
+        self._least_spread = _ROUNDING_SPREAD * (np.ptp(T, axis=1) if n else np.zeros(T.shape[0]))
+        del T
+        # one residual column at a time: no (columns × directions × rows) array
+        self._noise = np.stack([np.sqrt(self._window_sum(np.take(V[:, c], self._order)) + _NOISE_FLOOR) / self._m
+                                for c in range(V.shape[1])])  # (C, k, n_pairs)
+        self._label_scale = self._label_offset = None
+        if S is not None:  # z of 1{y = c} − s_c is |count difference·w − b|: w and b do not depend on y
+            self._label_scale = 1.0 / (self._m * self._noise)
+            self._label_offset = np.stack([self._pair_difference(np.take(S[:, c], self._order)) for c in
+                                           range(S.shape[1])]) / self._noise
 
     @property
     def spread(self) -> np.ndarray:
@@ -190,16 +339,10 @@ class ResidualScan:
         """Each pair's ``noise`` per direction and column, shape (n_pairs, k, C)."""
         return self._noise.transpose(2, 1, 0)
 
-    def _sorted(self, R: np.ndarray) -> np.ndarray:
-        """``R`` (n, C) in each direction's order: (C, k, n)."""
-        return np.take(np.ascontiguousarray(R.T), self._order, axis=1)
-
     def _cumulative(self, S: np.ndarray) -> np.ndarray:
-        """Cumulative sums of ``S``'s blocks along the last axis, a 0 first (the rows after the last
-        whole block are in no window)."""
-        n_blocks = S.shape[-1] // self._block
-        B = S[..., :n_blocks * self._block].reshape(S.shape[:-1] + (n_blocks, self._block)).sum(axis=-1)
-        C = np.zeros(S.shape[:-1] + (n_blocks + 1,))
+        """Cumulative sums of ``S``'s blocks along the last axis (a whole number of blocks), a 0 first."""
+        B = S.reshape(S.shape[:-1] + (S.shape[-1] // self._block, self._block)).sum(axis=-1)
+        C = np.zeros(B.shape[:-1] + (B.shape[-1] + 1,), dtype=B.dtype)
         np.cumsum(B, axis=-1, out=C[..., 1:])
         return C
 
@@ -213,12 +356,16 @@ class ResidualScan:
         C = self._cumulative(S)
         return C[..., self._hi] - C[..., self._lo]
 
-    def _differences(self, residuals: Any) -> np.ndarray:
+    def _checked(self, residuals: Any) -> np.ndarray:
         R = _columns(residuals, "residuals")
-        if R.shape[0] != self._order.shape[1] or R.shape[1] != self._noise.shape[0]:
-            raise ValueError(f"residuals must have shape ({self._order.shape[1]}, {self._noise.shape[0]}) like the "
-                             f"variances; got {np.shape(residuals)}.")
-        return self._pair_difference(self._sorted(R))
+        if R.shape != (self._n_rows, self._n_columns):
+            raise ValueError(f"residuals must have shape ({self._n_rows}, {self._n_columns}) like the variances; "
+                             f"got {np.shape(residuals)}.")
+        return R
+
+    def _differences(self, residuals: Any) -> np.ndarray:
+        R = self._checked(residuals)
+        return np.stack([self._pair_difference(np.take(R[:, c], self._order)) for c in range(R.shape[1])])
 
     def differences(self, residuals: Any) -> np.ndarray:
         """``mean_B − mean_A`` of ``residuals`` ((n,) or (n, C)) for every pair and direction: (n_pairs, k, C)."""
@@ -237,11 +384,53 @@ class ResidualScan:
         """
         if not self._lo.shape[0]:
             return 0.0
-        return float(np.max(np.abs(self._differences(residuals)) / self._noise))
+        R = self._checked(residuals)
+        return float(max(np.max(np.abs(self._pair_difference(np.take(R[:, c], self._order))) / self._noise[c])
+                         for c in range(R.shape[1])))
+
+    def largest_label_z(self, indicators: Any) -> float:
+        """:meth:`largest_z` of ``indicators − scores`` (the scores given at construction), where
+        ``indicators`` ((n,) or (n, C)) are 0 or 1: ``1{y = c}``. Equal to it up to rounding, and
+        several times faster (counts of rows in 8-row blocks, summed as bytes); the null draws of a
+        noise gate call it many times on one scan.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.assumptions import ResidualScan
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(500, 2)); s = np.full(500, 0.3); y = rng.random(500) < s
+        >>> scan = ResidualScan(X, np.eye(2), s * (1 - s), scores=s)
+        >>> bool(np.isclose(scan.largest_label_z(y), scan.largest_z(y - s)))
+        True
+        """
+        if self._label_offset is None:
+            raise ValueError("largest_label_z needs the scores: build the scan with scores=.")
+        I = _columns(indicators, "indicators")
+        if I.shape != (self._n_rows, self._n_columns) or np.any((I != 0) & (I != 1)):
+            raise ValueError(f"indicators must be 0 or 1, of shape ({self._n_rows}, {self._n_columns}); got "
+                             f"shape {np.shape(indicators)}.")
+        if not self._lo.shape[0]:
+            return 0.0
+        largest = 0.0
+        for c in range(I.shape[1]):
+            ones = np.take(I[:, c].astype(np.uint8), self._order)  # (k, rows in whole blocks)
+            if self._block % 8 == 0:  # 8 bytes as one word: their sum is the top byte of word·0x0101…01
+                blocks = ones.view(np.uint64) * np.uint64(0x0101010101010101) >> np.uint64(56)
+                if self._block > 8:
+                    blocks = blocks.reshape(blocks.shape[0], -1, self._block // 8).sum(axis=-1)
+                blocks = blocks.view(np.int64)  # counts below 2^63: the same bits
+            else:
+                blocks = ones.reshape(ones.shape[0], -1, self._block).sum(axis=-1, dtype=np.int64)
+            C = np.zeros((blocks.shape[0], blocks.shape[1] + 1), dtype=np.int64)
+            np.cumsum(blocks, axis=-1, out=C[:, 1:])
+            count = C[:, self._hi] - 2 * C[:, self._mid] + C[:, self._lo]
+            largest = max(largest, float(np.max(np.abs(count * self._label_scale[c] - self._label_offset[c]))))
+        return largest
 
     def slope(self, residuals: Any, threshold: float = 0.0) -> float:
         """The largest ``(|difference| − threshold·noise)/spread`` over the pairs where it is positive
-        and ``spread > 0``: with ``threshold`` the level that noise alone reaches, a slope of the
+        and ``spread`` exceeds rounding (``1e-9`` of the direction's range of projections): with ``threshold`` the level that noise alone reaches, a slope of the
         residuals' local mean that noise does not explain (0 where there is none).
 
         Examples
@@ -255,12 +444,15 @@ class ResidualScan:
         """
         if not self._lo.shape[0]:
             return 0.0
-        excess = np.abs(self._differences(residuals)) - float(threshold) * self._noise
-        spread = self._spread[None, :, :]
-        ok = (excess > 0) & (spread > 0)
-        if not np.any(ok):
-            return 0.0
-        return float(np.max(excess[ok] / np.broadcast_to(spread, excess.shape)[ok]))
+        R = self._checked(residuals)
+        largest = 0.0
+        positive = self._spread > self._least_spread[:, None]
+        for c in range(R.shape[1]):
+            excess = np.abs(self._pair_difference(np.take(R[:, c], self._order))) - float(threshold) * self._noise[c]
+            ok = (excess > 0) & positive
+            if np.any(ok):
+                largest = max(largest, float(np.max(excess[ok] / self._spread[ok])))
+        return largest
 
 
 def _columns(A: Any, name: str) -> np.ndarray:

@@ -150,16 +150,18 @@ def scan_sentence(scan: dict) -> str:
     """What ``metric="auto"``'s directional scan of the residuals looked at and found, in plain words.
 
     The scan (:class:`nwbound.assumptions.ResidualScan`) sorts the rows the score model never saw
-    along each feature and some random directions, and compares the mean of what the score model
-    misses (``1{y = c} − s_c``) between adjacent windows of rows, from the finest window up. Where
+    along each feature and either every plane of two features or some random directions, and
+    compares the mean of what the score model misses (``1{y = c} − s_c``) between adjacent windows
+    of rows, from the finest window up. Where
     that moves faster than noise alone makes it move (labels drawn from the scores), its slope
     beyond noise, doubled, can raise ``L_r``; it never lowers it.
 
     Parameters
     ----------
     scan : dict
-        ``LearnedSpace.scan_``: ``n_directions`` (each feature, then random ones; in two features,
-        evenly spaced angles), ``n_features``,
+        ``LearnedSpace.scan_``: ``n_directions`` (each feature, then random ones, or evenly spaced
+        angles in each plane of two features), ``n_features``, ``planes`` (whether it took every
+        such plane; optional, False when absent),
         ``n_rows`` (rows scanned), ``window`` (the finest window in rows; 0: too few rows),
         ``width`` (median distance between the centres of two adjacent finest windows, in std of
         the features along the direction), ``lipschitz`` (the slope beyond noise, doubled; 0 where
@@ -180,6 +182,8 @@ def scan_sentence(scan: dict) -> str:
     """
     if scan["n_features"] == 2:
         which = f"{180 / scan['n_directions']:.2g}° apart in the plane of the 2 features"
+    elif scan.get("planes"):
+        which = f"each of the {scan['n_features']} features and 2° apart in every plane of two of them"
     else:
         n_random = scan["n_directions"] - (scan["n_features"] if scan["n_features"] > 1 else 0)
         which = f"each of the {scan['n_features']} features and {n_random} random ones"

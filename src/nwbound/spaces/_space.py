@@ -280,8 +280,9 @@ class LearnedSpace:
         ``"auto"``: rows of that estimate.
     scan_ : dict or None
         ``"auto"`` with ``unseen`` rows: what the directional scan of the residuals looked at and
-        found (:func:`~nwbound.spaces.scan_sentence`: directions, finest window, its slope beyond
-        noise and whether it raised ``residual_lipschitz_``); None otherwise.
+        found (:func:`~nwbound.spaces.scan_sentence`: directions and whether they took the
+        coordinate planes, finest window, its slope beyond noise and whether it raised
+        ``residual_lipschitz_``); None otherwise.
     fit_rows_ : ndarray of int
         The rows of ``fit``'s ``X`` that fitted the map (all of them, except ``"auto"`` without
         ``held_out``, which keeps the others for ``L_r``).
@@ -520,27 +521,34 @@ class LearnedSpace:
     def _scan_residuals(self, features: np.ndarray, y: np.ndarray, offset: np.ndarray, classes: np.ndarray,
                         rs: np.random.RandomState) -> None:
         """The directional scan of the residuals ``1{y = c} − s_c`` (:class:`~nwbound.assumptions.ResidualScan`)
-        along each feature and random directions (:func:`~nwbound.assumptions.scan_directions`): where its largest z-score
+        along each feature and either the coordinate planes, 2° apart, of the features with few ties
+        (:func:`~nwbound.assumptions.plane_features`) where the scan's budget allows
+        (:func:`~nwbound.assumptions.plane_directions_fit`; always in two features), or random
+        directions (:func:`~nwbound.assumptions.scan_directions`): where its largest z-score
         exceeds that of each of ``_NULL_DRAWS`` label draws from the scores (noise alone), the slope
         beyond the largest of them, times the estimate's safety factor, raises ``residual_lipschitz_``
         (raise-only: see :meth:`_raise_residual_lipschitz`)."""
-        from ..assumptions import ResidualScan, scan_directions
+        from ..assumptions import ResidualScan, plane_directions_fit, plane_features, scan_directions
 
         # two classes: one column says it all (the residuals of the other are its negative)
         cols = np.arange(1, 2) if classes.shape[0] == 2 else np.arange(classes.shape[0])
         S = offset[:, cols]
-        scan = ResidualScan(features, scan_directions(features.shape[1], random_state=rs), S * (1.0 - S))
-        residuals = lambda labels: (labels[:, None] == classes[cols][None, :]) - S  # noqa: E731
-        observed = residuals(y)
-        z = scan.largest_z(observed)
-        noise = _null_maximum(lambda drawn: scan.largest_z(residuals(drawn)), z, offset, classes, rs)
-        value = 0.0 if noise is None else _SCAN_SAFETY * scan.slope(observed, threshold=max(noise, 0.0))
+        n, d = features.shape
+        chosen = np.arange(d) if d <= 2 else plane_features(features)  # in 3+: features with few ties
+        planes = plane_directions_fit(d, n, cols.shape[0], chosen.shape[0])
+        directions = scan_directions(d, random_state=None if planes else rs, planes=chosen if planes else False)
+        scan = ResidualScan(features, directions, S * (1.0 - S), scores=S)
+        indicators = lambda labels: labels[:, None] == classes[cols][None, :]  # noqa: E731
+        observed = indicators(y)
+        z = scan.largest_label_z(observed)
+        noise = _null_maximum(lambda drawn: scan.largest_label_z(indicators(drawn)), z, offset, classes, rs)
+        value = 0.0 if noise is None else _SCAN_SAFETY * scan.slope(observed - S, threshold=max(noise, 0.0))
         raised = value > self.residual_lipschitz_
         if raised:
             self.residual_lipschitz_ = value
         finest = scan.spread[scan.pair_window == scan.windows[0]] if scan.windows.shape[0] else scan.spread[:0]
         self.scan_ = dict(
-            n_directions=scan.n_directions, n_features=int(features.shape[1]), n_rows=int(features.shape[0]),
+            n_directions=scan.n_directions, n_features=int(d), n_rows=int(n), planes=bool(planes),
             window=int(scan.windows[0]) if scan.windows.shape[0] else 0,
             width=float(np.median(finest)) if finest.size else float("nan"), lipschitz=value, raised=raised)
 
