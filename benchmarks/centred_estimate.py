@@ -277,6 +277,8 @@ def _tail_min(S: np.ndarray, Kw: np.ndarray, hi: np.ndarray, S2: np.ndarray) -> 
         d2 = (Kw * Kw * q * (1.0 - q)).sum(1)
         step = np.where(d2 > 0, d1 / np.where(d2 > 0, d2, 1.0), 0.0)
         theta = np.clip(theta - step, theta / 4.0, np.minimum(4.0 * theta, cap))
+    # θ at its cap too: where every weighted row is of the class (S = Σ K·1), the infimum lies at θ → ∞
+    value = np.minimum(value, -cap * S + np.log1p(hi * np.expm1(cap[:, None] * Kw)).sum(1))
     best[live] = value
     return best
 
