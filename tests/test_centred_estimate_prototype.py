@@ -90,23 +90,26 @@ def _slow_model(model, X, y, Q, classes, delta_prime, space, grid, kernel):
                 kap += w
                 s2 += w * w
                 dsum += w * np.linalg.norm(xq[j] - xr[i])
-            if kap > 0:
-                eps = (Lr * dsum + t * math.sqrt(s2)) / kap
+            if kap > 0:  # λ by the least ε at the held-out L_r (feature_weight_), which reads no kernel-row label
+                eps = (sp.feature_weight_ * dsum + t * math.sqrt(s2)) / kap
                 if best is None or eps < best[0]:
                     best = (eps, lam)
         if best is None:
             out.append(None)
             continue
-        eps, lam = best
+        lam = best[1]
         num = np.zeros(classes.shape[0])
-        kap = 0.0
+        kap = s2 = dsum = 0.0
         for i in range(rows.shape[0]):
             dk = np.linalg.norm((xq[j] - xr[i]) if space == "x" else (Zq[j] - Zr[i]))
             w = float(kernel(np.array([dk / lam]))[0])
             kap += w
+            s2 += w * w
+            dsum += w * np.linalg.norm(xq[j] - xr[i])
             num += w * ((y[rows[i]] == classes).astype(float) - sr[i])
+        eps = (Lr * dsum + t * math.sqrt(s2)) / kap  # the bound at the model's own L_r
         p_tilde = sq[j] + num / kap
-        out.append((lam, p_tilde, np.clip(p_tilde - eps, 0, 1), np.clip(p_tilde + eps, 0, 1)))
+        out.append((lam, p_tilde, np.clip(p_tilde - eps, 0, 1), np.clip(p_tilde + eps, 0, 1), kap))
     return out
 
 
@@ -138,17 +141,21 @@ def test_hoeffding_intervals_equal_the_loops(fitted, space):
     assert np.all(iv.lower <= iv.upper)
 
 
-def test_one_model_point_estimate_is_p_hat_plus_the_score_correction(fitted):
+def test_point_estimate_is_the_kappa_weighted_mean_of_each_models_p_tilde(fitted):
     clf, X, y, Q = fitted
-    if getattr(clf, "cross_fit_models_", None):
-        pytest.skip("one model: p̃ is then that model's own estimate")
+    models = getattr(clf, "cross_fit_models_", None) or [clf]
     kernel = get_kernel(clf.kernel)
-    p = CE.model_pieces(clf, X, y, Q, clf.classes_, clf.delta, 1, clf.coverage)
-    grid = CE.bandwidth_grid(p.x_rows)
-    slow = _slow_model(clf, X, y, Q, clf.classes_, clf.delta, "x", grid, kernel)
+    num, den = np.zeros((Q.shape[0], clf.classes_.shape[0])), np.zeros(Q.shape[0])
+    for model in models:
+        p = CE.model_pieces(model, X, y, Q, clf.classes_, clf.delta, len(models), clf.coverage)
+        for j, s in enumerate(_slow_model(model, X, y, Q, clf.classes_, p.delta_prime, "x",
+                                          CE.bandwidth_grid(p.x_rows), kernel)):
+            if s is not None:  # p̃ = s(x) + Σ a_i (1{y_i = c} − s(x_i)), clipped, weighted by κ
+                num[j] += s[4] * np.clip(s[1], 0, 1)
+                den[j] += s[4]
+    assert np.all(den > 0)
     iv = CE.centred_intervals(clf, X, y, Q)
-    for j, s in enumerate(slow):
-        np.testing.assert_allclose(iv.proba[j], np.clip(s[1], 0, 1), atol=1e-12)
+    np.testing.assert_allclose(iv.proba, num / den[:, None], atol=1e-12)
 
 
 def _exact_min(S, Kw, means, sign):
