@@ -564,13 +564,14 @@ def _range(values: list[float], pct: bool = True) -> str:
 KEYS = ("plain", *(f"{s}-{b}" for s, b in VARIANTS))
 
 
-def run_known_p(adversarial: bool, seeds: int, only: set[str] | None) -> None:
+def run_known_p(adversarial: bool, seeds: int, only: set[str] | None, first_seed: int = 0) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import known_p_suite as kp
 
     cases = [(n_, n, kw) for n_, n, kw in (kp.ADVERSARIAL if adversarial else kp.CASES)
              if kw.get("model", "nw") == "nw" and kw.get("weights") != "balanced"]
-    print(f"\n### Known-p {'adversarial ' if adversarial else ''}fields ({seeds} seeds; miss / certified, "
+    print(f"\n### Known-p {'adversarial ' if adversarial else ''}fields (seeds {first_seed}–{first_seed + seeds - 1}; "
+          "miss, certified: "
           f"range over seeds)\n")
     print("| field | n | setting | " + " | ".join(f"{k}: miss, cert" for k in KEYS)
           + " | certified, not the most probable class (plain; x-chernoff) | median half-width (plain; x-chernoff)"
@@ -579,7 +580,7 @@ def run_known_p(adversarial: bool, seeds: int, only: set[str] | None) -> None:
     for name, n, kw in cases:
         if only and name not in only:
             continue
-        rows = [known_p_row(kp, name, n, seed, dict(kw)) for seed in range(seeds)]
+        rows = [known_p_row(kp, name, n, seed, dict(kw)) for seed in range(first_seed, first_seed + seeds)]
         setting = ", ".join(f"{k}={v}" for k, v in kw.items() if k != "model") or "default"
         cells = [f"{_range([r[k]['miss'] for r in rows])}, {_range([r[k]['certified'] for r in rows])}" for k in KEYS]
         secs = f"{np.mean([r['x-hoeffding']['seconds'] for r in rows]):.1f}; {np.mean([r['x-chernoff']['seconds'] for r in rows]):.1f}"
@@ -665,6 +666,7 @@ def main() -> None:
     ap.add_argument("--sets", default="known,adversarial,tabular",
                     help="comma-separated: known (the suite's CASES), adversarial, tabular")
     ap.add_argument("--seeds", type=int, default=2, help="seeds of each known-p field")
+    ap.add_argument("--first-seed", type=int, default=0, help="the known-p fields' first seed")
     ap.add_argument("--folds", type=int, default=3)
     ap.add_argument("--only", default=None, help="comma-separated field or data-set names")
     args = ap.parse_args()
@@ -672,9 +674,9 @@ def main() -> None:
     sets = args.sets.split(",")
     t0 = time.perf_counter()
     if "known" in sets:
-        run_known_p(False, args.seeds, only)
+        run_known_p(False, args.seeds, only, args.first_seed)
     if "adversarial" in sets:
-        run_known_p(True, args.seeds, only)
+        run_known_p(True, args.seeds, only, args.first_seed)
     if "tabular" in sets:
         run_tabular(args.folds, 0, only)
     print(f"\n({time.perf_counter() - t0:.0f} s)")
