@@ -56,7 +56,7 @@ from nwbound.bounds import effective_delta
 from nwbound.kernels import get_kernel
 
 __all__ = ["CentredIntervals", "ModelPieces", "centred_intervals", "model_pieces", "certified_of",
-           "bandwidth_grid", "centred_chernoff_ends"]
+           "bandwidth_grid", "centred_chernoff_ends", "bias_excess"]
 
 #: Grid values of λ in the standardised features (``space="x"``).
 N_GRID = 16
@@ -489,6 +489,64 @@ def centred_intervals(clf: Any, X: np.ndarray, y: np.ndarray, Q: np.ndarray, *, 
                             bandwidth=lam)
 
 
+def bias_excess(clf: Any, X: np.ndarray, y: np.ndarray, Q: np.ndarray, P_rows: np.ndarray, P_query: np.ndarray,
+                bandwidth: np.ndarray, *, working_memory_mb: float = 64.0) -> dict:
+    """Where the true ``p`` is known: per query, whether the centred bias exceeds its bound, and
+    whether the plain two-constant band's does (``space="x"`` weights at the chosen λ).
+
+    The centred bias is ``Σ_i a_i (r_c(x_i) − r_c(x))`` with ``r = p − s`` against ``L_r D_x/κ``
+    (the bound needs (A_r)); the two-constant band's is ``Σ_i a_i (p_c(x_i) − p_c(x))`` against
+    ``Σ_i a_i (|Δs_ic| + L_r d_i)`` (it needs only ``|Δp_c| ≤ |Δs_c| + L_r d``, which (A_r) implies).
+
+    Returns
+    -------
+    dict
+        ``centred`` and ``two_constant``: bool arrays of shape (n,), true where some model and
+        class exceed the bound.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, (400, 2)); P1 = 1 / (1 + np.exp(-2 * X[:, 0]))
+    >>> y = (rng.random(400) < P1).astype(int); Q = rng.uniform(-1, 1, (20, 2))
+    >>> clf = NadarayaWatsonClassifier(random_state=0).fit(X, y)
+    >>> iv = centred_intervals(clf, X, y, Q)
+    >>> P = lambda Z: np.column_stack([1 / (1 + np.exp(2 * Z[:, 0])), 1 / (1 + np.exp(-2 * Z[:, 0]))])
+    >>> out = bias_excess(clf, X, y, Q, P(X), P(Q), iv.bandwidth)
+    >>> out["centred"].shape, bool(out["two_constant"].any())
+    ((20,), False)
+    """
+    classes = np.asarray(clf.classes_)
+    cols = np.searchsorted(np.arange(P_rows.shape[1]), classes)
+    kernel = get_kernel(clf.kernel)
+    models = _models(clf)
+    n = Q.shape[0]
+    centred, plain = np.zeros(n, bool), np.zeros(n, bool)
+    for m, model in enumerate(models):
+        p = model_pieces(model, X, y, Q, classes, clf.delta, len(models), clf.coverage)
+        rows = np.asarray(model.nw_rows_)
+        Pr, Pq = P_rows[rows][:, cols], P_query[:, cols]
+        step = _chunk_size(p.x_rows.shape[0], working_memory_mb)
+        for start in range(0, n, step):
+            q = slice(start, min(start + step, n))
+            lam = bandwidth[q, m]
+            live = np.isfinite(lam)
+            dx = _distances(p.x_query[q], p.x_rows)
+            W = kernel(dx / np.where(live, lam, 1.0)[:, None]) * live[:, None]
+            kappa = np.where(live, W.sum(1), 1.0)
+            r_rows, r_query = Pr - p.s_rows, Pq[q] - p.s_query[q]
+            bias_c = (W @ r_rows) / kappa[:, None] - r_query
+            bound_c = p.residual_lipschitz * (W * dx).sum(1) / kappa
+            centred[q] |= live & np.any(np.abs(bias_c) > bound_c[:, None] + 1e-12, axis=1)
+            bias_p = (W @ Pr) / kappa[:, None] - Pq[q]
+            ds = np.abs(p.s_rows[None, :, :] - p.s_query[q][:, None, :])  # (block, rows, C)
+            bound_p = (np.einsum("qi,qic->qc", W, ds) + p.residual_lipschitz * (W * dx).sum(1)[:, None]) / kappa[:, None]
+            plain[q] |= live & np.any(np.abs(bias_p) > bound_p + 1e-12, axis=1)
+    return dict(centred=centred, two_constant=plain)
+
+
 # --------------------------------------------------------------------------------------------
 # The measurements
 # --------------------------------------------------------------------------------------------
@@ -589,6 +647,47 @@ def run_known_p(adversarial: bool, seeds: int, only: set[str] | None, first_seed
         print(f"| {name} | {n} | {setting} | " + " | ".join(cells) + f" | {wrong} | {half} | {secs} |", flush=True)
 
 
+def run_diagnose(seeds: int, only: set[str] | None, first_seed: int = 0) -> None:
+    """Per adversarial field and seed: the score models, the centred misses, and how often the true
+    centred bias (and the two-constant band's) exceeds its bound."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import known_p_suite as kp
+    from nwbound import NadarayaWatsonClassifier
+
+    print("\n### Where the centred bound's assumption fails (x-hoeffding weights; true p known)\n")
+    print("| field | n | seed | score models | L_r (bound) | miss: plain, x-hoeffding | centred bias > bound "
+          "| two-constant band's bias > bound | x-hoeffding misses with centred bias > bound |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    cases = [(n_, n, kw) for n_, n, kw in kp.ADVERSARIAL + kp.CASES
+             if kw.get("model", "nw") == "nw" and not set(kw) - {"model"}]
+    for name, n, _ in cases:
+        if only and name not in only:
+            continue
+        for seed in range(first_seed, first_seed + seeds):
+            X, y, P_rows = kp.draw(name, n, seed)
+            Q, _, P = kp.draw(name, 2000, seed + 10_000)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                clf = NadarayaWatsonClassifier(random_state=seed).fit(X, y)
+                iv = clf.predict_interval(Q)
+            c = centred_intervals(clf, X, y, Q)
+            cols = np.searchsorted(np.arange(P.shape[1]), clf.classes_)
+            Pc = P[:, cols]
+            miss = lambda lo, up: np.any((Pc < lo - 1e-12) | (Pc > up + 1e-12), axis=1)  # noqa: E731
+            m_plain, m_c = miss(np.asarray(iv.lower), np.asarray(iv.upper)), miss(c.lower, c.upper)
+            ex = bias_excess(clf, X, y, Q, P_rows, P, c.bandwidth)
+            names = []
+            for model in _models(clf):
+                est = model.metric_.map_
+                est = est.steps[-1][1] if hasattr(est, "steps") else est
+                names.append("HGB" if "Gradient" in type(est).__name__ else "LR")
+            lrs = ", ".join(f"{model_pieces(mm, X, y, Q[:1], np.asarray(clf.classes_), clf.delta, 1, clf.coverage).residual_lipschitz:.2f}"
+                            for mm in _models(clf))
+            share = f"{np.mean(ex['centred'][m_c]):.0%}" if m_c.any() else "–"
+            print(f"| {name} | {n} | {seed} | {', '.join(names)} | {lrs} | {m_plain.mean():.1%}, {m_c.mean():.1%} | "
+                  f"{ex['centred'].mean():.1%} | {ex['two_constant'].mean():.1%} | {share} |", flush=True)
+
+
 TABULAR = ("rare_class", "const_dup", "wide", "heavy_tail", "irrelevant", "many_classes", "gtsrb",
            "breast_cancer", "wine", "iris", "digits")
 
@@ -664,7 +763,8 @@ def run_tabular(folds: int, seed: int, only: set[str] | None) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default="known,adversarial,tabular",
-                    help="comma-separated: known (the suite's CASES), adversarial, tabular")
+                    help="comma-separated: known (the suite's CASES), adversarial, tabular, diagnose (where the "
+                         "centred bias exceeds its bound, on the fields of --only)")
     ap.add_argument("--seeds", type=int, default=2, help="seeds of each known-p field")
     ap.add_argument("--first-seed", type=int, default=0, help="the known-p fields' first seed")
     ap.add_argument("--folds", type=int, default=3)
@@ -679,6 +779,8 @@ def main() -> None:
         run_known_p(True, args.seeds, only, args.first_seed)
     if "tabular" in sets:
         run_tabular(args.folds, 0, only)
+    if "diagnose" in sets:
+        run_diagnose(args.seeds, only, args.first_seed)
     print(f"\n({time.perf_counter() - t0:.0f} s)")
 
 
