@@ -79,17 +79,24 @@ def _slow_model(model, X, y, Q, classes, delta_prime, space, grid, kernel):
     else:
         Lr = sp.feature_weight_ * sp.balance_ * math.sqrt(model.lipschitz_**2 - 1)
     t = math.sqrt(math.log(2 / delta_prime) / 2)
+
+    def sums(j, lam):  # κ, Σ K², Σ K d_x and Σ K (1{y_i = c} − s_c(x_i)) of query j, row by row
+        kap = s2 = dsum = 0.0
+        num = np.zeros(classes.shape[0])
+        for i in range(rows.shape[0]):
+            dk = np.linalg.norm((xq[j] - xr[i]) if space == "x" else (Zq[j] - Zr[i]))
+            w = float(kernel(np.array([dk / lam]))[0])
+            kap += w
+            s2 += w * w
+            dsum += w * np.linalg.norm(xq[j] - xr[i])
+            num += w * ((y[rows[i]] == classes).astype(float) - sr[i])
+        return kap, s2, dsum, num
+
     out = []
     for j in range(Q.shape[0]):
         best = None
         for lam in grid:
-            kap = s2 = dsum = 0.0
-            for i in range(rows.shape[0]):
-                dk = np.linalg.norm((xq[j] - xr[i]) if space == "x" else (Zq[j] - Zr[i]))
-                w = float(kernel(np.array([dk / lam]))[0])
-                kap += w
-                s2 += w * w
-                dsum += w * np.linalg.norm(xq[j] - xr[i])
+            kap, s2, dsum, _ = sums(j, lam)
             if kap > 0:  # λ by the least ε at the held-out L_r (feature_weight_), which reads no kernel-row label
                 eps = (sp.feature_weight_ * dsum + t * math.sqrt(s2)) / kap
                 if best is None or eps < best[0]:
@@ -98,15 +105,7 @@ def _slow_model(model, X, y, Q, classes, delta_prime, space, grid, kernel):
             out.append(None)
             continue
         lam = best[1]
-        num = np.zeros(classes.shape[0])
-        kap = s2 = dsum = 0.0
-        for i in range(rows.shape[0]):
-            dk = np.linalg.norm((xq[j] - xr[i]) if space == "x" else (Zq[j] - Zr[i]))
-            w = float(kernel(np.array([dk / lam]))[0])
-            kap += w
-            s2 += w * w
-            dsum += w * np.linalg.norm(xq[j] - xr[i])
-            num += w * ((y[rows[i]] == classes).astype(float) - sr[i])
+        kap, s2, dsum, num = sums(j, lam)
         eps = (Lr * dsum + t * math.sqrt(s2)) / kap  # the bound at the model's own L_r
         p_tilde = sq[j] + num / kap
         out.append((lam, p_tilde, np.clip(p_tilde - eps, 0, 1), np.clip(p_tilde + eps, 0, 1), kap))
