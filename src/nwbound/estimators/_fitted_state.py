@@ -14,16 +14,7 @@ import numpy as np
 from sklearn.base import clone
 
 from ..spaces import LipschitzAutoReport, cross_fit_attributes, metric_kind
-from ._state import state_classes, state_scalar, state_space
-
-
-def _positive_state_float(state: Mapping[str, Any], name: str) -> float:
-    """A finite float > 0 of a fitted state (the chosen L, the pilot L)."""
-    value = state.get(name)
-    if isinstance(value, bool) or not isinstance(value, (float, int, np.floating, np.integer)) or not (
-            np.isfinite(value) and value > 0):
-        raise ValueError(f"Fitted state {name!r} must be a finite number > 0, got {value!r}.")
-    return float(value)
+from ._state import positive_state_float, state_classes, state_scalar, state_space
 
 
 class _LearnedState:
@@ -84,7 +75,7 @@ class _LearnedState:
         else:
             if not isinstance(report, LipschitzAutoReport):
                 raise ValueError(f"Fitted state 'lipschitz_report_' must be a LipschitzAutoReport, got {type(report).__name__}.")
-            value, pilot = (_positive_state_float(state, name) for name in ("lipschitz_", "pilot_lipschitz"))
+            value, pilot = (positive_state_float(state, name) for name in ("lipschitz_", "pilot_lipschitz"))
             if value != report.value:
                 raise ValueError(f"Fitted state 'lipschitz_' = {value!r} is not the value of its 'lipschitz_report_' "
                                  f"({report.value!r}).")

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["state_array", "state_scalar", "state_classes", "state_space", "check_score_model"]
+__all__ = ["state_array", "state_scalar", "state_classes", "state_space", "check_score_model", "training_state", "positive_state_float"]
 
 
 def _missing(name: str) -> ValueError:
@@ -57,6 +57,15 @@ def state_array(
         if high is not None and value.max() > high:
             raise ValueError(f"Fitted state {name!r} must be <= {high:g}, holds {value.max():g}.")
     return value
+
+
+def positive_state_float(state: Mapping[str, Any], name: str) -> float:
+    """A finite float > 0 of a fitted state (the chosen L, the pilot L)."""
+    value = state.get(name)
+    if isinstance(value, bool) or not isinstance(value, (float, int, np.floating, np.integer)) or not (
+            np.isfinite(value) and value > 0):
+        raise ValueError(f"Fitted state {name!r} must be a finite number > 0, got {value!r}.")
+    return float(value)
 
 
 def state_scalar(state: Mapping[str, Any], name: str, *, low: int, high: int | None = None) -> int:
@@ -198,3 +207,45 @@ def _check_gradient_boosting(model: Any, n_features: int) -> None:
                              "categorical split")
             if not np.all(np.isfinite(nodes["value"])):
                 raise refuse("has a tree with a non-finite leaf value")
+
+
+def training_state(state: Mapping[str, Any], *, dtype: Any, width: int, n_classes: int, bandwidth: Any,
+                   shard: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray,
+                                                 tuple[np.ndarray, np.ndarray], float]:
+    """The kernel sums' training rows of one model's fitted state, checked: ``(X, labels, weights,
+    bandwidths, (box_low, box_high), feature_unit)``, ready to install (``X`` C-contiguous in
+    ``dtype``, labels ``intp``, weights in ``dtype``, the rest float64).
+
+    ``X`` has ``width`` columns (the learned space's, or the features'), labels index the
+    ``n_classes`` classes, weights are ``>= 0`` and sum to more than 0 (a ``shard`` may hold
+    zeros only), the bandwidths match ``bandwidth`` (the estimator's parameter) and the box
+    holds every row. The one check of :meth:`~nwbound.NadarayaWatsonClassifier.set_fitted_state`
+    and of a model file's frozen route (:mod:`nwbound.estimators._frozen`).
+    """
+    X = state_array(state, "X", ndim=2, shape=(None, width))
+    if X.shape[0] < 1:
+        raise ValueError("Fitted state 'X' holds no training rows.")
+    if X.dtype != dtype:
+        raise ValueError(f"Fitted state 'X' has dtype {X.dtype}, but this estimator's dtype is {dtype}.")
+    n = X.shape[0]
+    unit = float(state.get("feature_unit", 1.0))
+    if not (np.isfinite(unit) and unit > 0 and np.frexp(unit)[0] == 0.5) or (unit != 1.0 and dtype != np.float32):
+        raise ValueError(f"Fitted state 'feature_unit' must be a power of two (float32 models only), got {unit!r}.")
+    labels = state_array(state, "labels", ndim=1, kind="i", shape=(n,), low=0, high=n_classes - 1)
+    weights = state_array(state, "weights", ndim=1, shape=(n,), low=0.0, optional=True)
+    if weights is not None and not shard and not weights.sum() > 0:
+        raise ValueError("Fitted state 'weights' sums to 0.")
+    grid = state_array(state, "bandwidths_", ndim=1, low=np.finfo(np.float64).tiny)
+    fixed = not isinstance(bandwidth, str)
+    if grid.shape[0] < 1 or (fixed and not np.array_equal(grid, [float(bandwidth)])) or (
+            bandwidth == "scale" and grid.shape[0] != 1):
+        raise ValueError(
+            f"Fitted state 'bandwidths_' = {grid!r} does not match this estimator's bandwidth={bandwidth!r}."
+        )
+    low = state_array(state, "box_low", ndim=1, shape=(width,))
+    high = state_array(state, "box_high", ndim=1, shape=(width,))
+    if np.any(X.min(axis=0).astype(np.float64) * unit < low) or np.any(X.max(axis=0).astype(np.float64) * unit > high):
+        raise ValueError("Fitted state 'box_low'/'box_high' must contain every training row 'X'.")
+    return (np.ascontiguousarray(X, dtype=dtype), labels.astype(np.intp),
+            None if weights is None else weights.astype(dtype), grid.astype(np.float64),
+            (low.astype(np.float64), high.astype(np.float64)), unit)

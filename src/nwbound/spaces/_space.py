@@ -655,7 +655,8 @@ class LearnedSpace:
         return frozen.kind, {k: np.asarray(v) for k, v in arrays.items()}
 
     @classmethod
-    def from_frozen(cls, kind: str, map_kind: str, arrays: dict[str, np.ndarray], n_features: int) -> "LearnedSpace":
+    def from_frozen(cls, kind: str, map_kind: str, arrays: dict[str, np.ndarray], n_features: int, *,
+                    prefix: str = "") -> "LearnedSpace":
         """The space of :meth:`frozen_arrays`, its score model a :class:`~nwbound.spaces.FrozenScoreMap`.
 
         Its :meth:`transform` is the space's own (the same method, on the same arrays); fitting
@@ -667,6 +668,12 @@ class LearnedSpace:
         map_kind : {"none", "gradient_boosting", "logistic"}
         arrays : dict of str to ndarray
         n_features : int
+        prefix : str, default=""
+            Put before each array's name in error messages (the member a model file stores it in).
+
+        Returns
+        -------
+        LearnedSpace
 
         Raises
         ------
@@ -691,22 +698,22 @@ class LearnedSpace:
         space = cls(kind)
         space.kind, space.n_features_in_ = kind, int(n_features)
         space.map_ = None if map_kind == "none" else FrozenScoreMap.from_arrays(
-            map_kind, {k[4:]: v for k, v in arrays.items() if k.startswith("map_")}, n_features)
+            map_kind, {k[4:]: v for k, v in arrays.items() if k.startswith("map_")}, n_features, prefix=prefix + "map_")
         n_scores = 0 if space.map_ is None else (1 if space.map_.n_classes_ == 2 else space.map_.n_classes_)
         width = n_scores + int(n_features)
         expected = {"units": (n_features,), "mean": (width,), "scale": (width,), "feature_weight": (), "balance": ()}
         unexpected = sorted(k for k in arrays if not k.startswith("map_") and k not in expected)
         if unexpected:
-            raise ValueError(f"frozen space arrays {unexpected} are not the space's.")
+            raise ValueError(f"frozen space arrays {[prefix + k for k in unexpected]} are not the space's.")
         low = {"units": 0.0, "scale": 0.0, "balance": 0.0}  # > 0; feature_weight >= 0, mean any
         for name, shape in expected.items():
             value = np.asarray(arrays.get(name, np.zeros(0, dtype=np.int8)))
             if value.dtype.kind != "f" or value.shape != shape or not np.all(np.isfinite(value)):
-                raise ValueError(f"frozen space array {name!r} must be finite floats of shape {shape}.")
+                raise ValueError(f"frozen space array {prefix + name!r} must be finite floats of shape {shape}.")
             if (name in low and not np.all(value > 0)) or (name == "feature_weight" and not value >= 0):
-                raise ValueError(f"frozen space array {name!r} must be {'> 0' if name in low else '>= 0'}.")
+                raise ValueError(f"frozen space array {prefix + name!r} must be {'> 0' if name in low else '>= 0'}.")
         if np.any(np.frexp(arrays["units"])[0] != 0.5):
-            raise ValueError("frozen space array 'units' must hold powers of two.")
+            raise ValueError(f"frozen space array {prefix + 'units'!r} must hold powers of two.")
         space._units = np.asarray(arrays["units"], dtype=np.float64)
         space._mean, space._scale = (np.asarray(arrays[k], dtype=np.float64) for k in ("mean", "scale"))
         space.feature_weight_, space.balance_ = float(arrays["feature_weight"]), float(arrays["balance"])
