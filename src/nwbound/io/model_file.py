@@ -1,7 +1,7 @@
 """Safe model files: one ``.npz`` of plain arrays plus JSON metadata, never pickle.
 
-Format (``nwbound-model``, versions 2 and 3)
---------------------------------------------
+Format (``nwbound-model``, versions 2 to 4)
+-------------------------------------------
 A model file is an ordinary NumPy ``.npz`` archive (a ZIP of ``.npy`` members,
 stored uncompressed exactly as :func:`numpy.savez` writes them, with fixed
 timestamps so that the same model always gives the same bytes). Every member
@@ -10,7 +10,7 @@ objects, so the file is read with ``allow_pickle=False`` and loading never
 executes code. A model without learned pieces (``metric=None`` with a numeric
 ``lipschitz``, ``margin`` or none) is written as version 2, which older nwbound
 reads too; the default model (``metric="auto"``, ``lipschitz="auto"``,
-``cross_fit="auto"``) as version 3, which adds the learned pieces (below).
+``cross_fit="auto"``) as version 4: the learned pieces (version 3) and their frozen arrays.
 Members:
 
 ``__metadata__``
@@ -50,6 +50,10 @@ Members:
     kept whole (its attributes, whatever they are), so the loaded model's
     intervals are those of the saved one, byte for byte. These bytes are not
     reproducible (skops names its members after object ids), unlike the rest.
+``frozen__<name>``, ``frozen__cross<k>__<name>`` (version 4, a Nadaraya-Watson classifier)
+    Each learned space again as plain arrays (metadata ``frozen``: the kinds), for the route that
+    predicts without scikit-learn (``load_model(path, frozen=True)``, :mod:`nwbound.io._frozen`);
+    :func:`load_model` refuses a file whose frozen arrays are not those of its rebuilt spaces.
 
 Loading builds the estimator from ``params`` and hands the state to its
 ``set_fitted_state``, which checks **every** array and scalar (shapes, dtypes,
@@ -61,7 +65,7 @@ walks them unchecked). Nothing is written into the estimator from outside. The l
 answers one probe query, so that a value only the prediction path rejects
 refuses the file at load. ``n_jobs`` from a file is capped to the cores of
 the loading machine. Version-1 files (training arrays
-``train_X``… or the dyadic ``cell_*_`` arrays) and version-2 files are still read.
+``train_X``… or the dyadic ``cell_*_`` arrays), version-2 and version-3 files are still read.
 
 What the checksum promises
 --------------------------
@@ -939,12 +943,9 @@ def _build_frozen(meta: dict, arrays: dict[str, np.ndarray], version: int, path:
 
 def _object_members(kinds: Any, prefix: str) -> list[str]:
     """The member names of a state's entries of kind ``"object"`` (the learned pieces)."""
-    if not isinstance(kinds, dict):
-        return []
-    out = [prefix + key for key, kind in kinds.items() if kind == "object"]
-    for k, sub in enumerate(kinds.get(_MODELS) or [] if isinstance(kinds.get(_MODELS), list) else []):
-        out += _object_members(sub, f"{prefix}cross{k}__")
-    return out
+    subs = kinds.get(_MODELS) if isinstance(kinds, dict) else None
+    return ([] if not isinstance(kinds, dict) else [prefix + key for key, kind in kinds.items() if kind == "object"]) + [
+        name for k, sub in enumerate(subs if isinstance(subs, list) else []) for name in _object_members(sub, f"{prefix}cross{k}__")]
 
 
 def _check_members(arrays: dict[str, np.ndarray], version: int, allowed_extra: set[str], path: Path) -> None:
