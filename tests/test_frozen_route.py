@@ -194,3 +194,12 @@ def test_saved_file_lists_its_frozen_spaces(saved):
     assert json.loads(json.dumps(meta["frozen"])) == meta["frozen"]
     assert [kind for kind, _ in meta["frozen"]["spaces"]] == ["auto", "auto"]
     assert all(a.dtype.kind in "fib" for name, a in arrays.items() if name.startswith("frozen__"))
+
+
+@pytest.mark.parametrize("cross_fit, match", [(3, "must list 3 model states"), (False, "cross_fit=False")])
+def test_parameters_that_contradict_the_state_are_refused(saved, tmp_path, cross_fit, match):
+    _, path, _ = saved["logistic, 2 classes, cross-fitted"]
+    tampered = _tampered(path, tmp_path, lambda meta, arrays: meta["params"].__setitem__("cross_fit", cross_fit))
+    for frozen in (True, False):  # the same check on both routes
+        with pytest.raises(ModelFileError, match=match):
+            load_model(tampered, frozen=frozen)

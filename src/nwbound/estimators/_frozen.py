@@ -26,7 +26,7 @@ from ..engine.host._sums_data import TrainingSet
 from ..spaces import divided_delta
 from ._bandwidth import resolve_ranking_fraction
 from ._rules import _IntervalRules, _NWParams
-from ._state import positive_state_float, state_classes, state_scalar, training_state
+from ._state import check_one_model, cross_models, positive_state_float, state_classes, state_scalar, training_state
 
 __all__ = ["FrozenNadarayaWatson", "PARAMETERS", "serves"]
 
@@ -168,13 +168,13 @@ class FrozenNadarayaWatson(_IntervalRules):
             if names.shape != (self.n_features_in_,) or not all(isinstance(v, str) for v in names):
                 raise ValueError(f"Fitted state 'feature_names_in_' must hold {self.n_features_in_} strings.")
             self.feature_names_in_ = names
-        models = state.get("cross_fit_models_")
-        self._cross_fitted = models is not None
-        if models is None:
-            models = [state]
-        elif not isinstance(models, (list, tuple)) or len(models) < 2 or self.cross_fit is False:
-            raise ValueError(f"Fitted state 'cross_fit_models_' must list at least 2 model states "
-                             f"(cross_fit={self.cross_fit!r}).")
+        self._cross_fitted = state.get("cross_fit_models_") is not None
+        if not self._cross_fitted:
+            check_one_model(self.cross_fit)
+            if self.metric is None and "metric_" in state:
+                raise ValueError("set_fitted_state: the fitted state holds a learned space 'metric_', but this "
+                                 "estimator has metric=None.")
+        models = cross_models(state, self.metric, self.cross_fit) if self._cross_fitted else [state]
         if len(spaces) != len(models):
             raise ValueError(f"{len(spaces)} frozen spaces for {len(models)} models.")
         # each cross-fitted model predicts at level delta/K (the classifier's _cross_model_settings)

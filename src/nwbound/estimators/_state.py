@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["state_array", "state_scalar", "state_classes", "state_space", "check_score_model", "training_state", "positive_state_float"]
+__all__ = ["state_array", "state_scalar", "state_classes", "state_space", "check_score_model", "training_state", "positive_state_float", "cross_models", "check_one_model"]
 
 
 def _missing(name: str) -> ValueError:
@@ -60,7 +60,14 @@ def state_array(
 
 
 def positive_state_float(state: Mapping[str, Any], name: str) -> float:
-    """A finite float > 0 of a fitted state (the chosen L, the pilot L)."""
+    """A finite float > 0 of a fitted state (the chosen L, the pilot L).
+
+    Examples
+    --------
+    >>> from nwbound.estimators._state import positive_state_float
+    >>> positive_state_float({"lipschitz_": 2}, "lipschitz_")
+    2.0
+    """
     value = state.get(name)
     if isinstance(value, bool) or not isinstance(value, (float, int, np.floating, np.integer)) or not (
             np.isfinite(value) and value > 0):
@@ -221,6 +228,21 @@ def training_state(state: Mapping[str, Any], *, dtype: Any, width: int, n_classe
     zeros only), the bandwidths match ``bandwidth`` (the estimator's parameter) and the box
     holds every row. The one check of :meth:`~nwbound.NadarayaWatsonClassifier.set_fitted_state`
     and of a model file's frozen route (:mod:`nwbound.estimators._frozen`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.estimators._state import training_state
+    >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> state = NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz=1.0).fit(X, y).get_fitted_state()
+    >>> X_, labels, weights, grid, box, unit = training_state(state, dtype=np.float64, width=1, n_classes=2, bandwidth=0.5)
+    >>> X_.shape, grid.tolist(), unit
+    ((40, 1), [0.5], 1.0)
+    >>> training_state({**state, "labels": state["labels"] + 1}, dtype=np.float64, width=1, n_classes=2, bandwidth=0.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: Fitted state 'labels' must be <= 1, holds 2.
     """
     X = state_array(state, "X", ndim=2, shape=(None, width))
     if X.shape[0] < 1:
@@ -249,3 +271,48 @@ def training_state(state: Mapping[str, Any], *, dtype: Any, width: int, n_classe
     return (np.ascontiguousarray(X, dtype=dtype), labels.astype(np.intp),
             None if weights is None else weights.astype(dtype), grid.astype(np.float64),
             (low.astype(np.float64), high.astype(np.float64)), unit)
+
+
+def cross_models(state: Mapping[str, Any], metric: Any, cross: Any) -> list:
+    """The model states of a cross-fitted fitted state, checked against the estimator's ``metric`` and
+    ``cross_fit``: a map fitted on labels, and 2 models (``True``), ``K`` (an int) or at least 2 (``"auto"``).
+
+    Examples
+    --------
+    >>> from nwbound.estimators._state import cross_models
+    >>> len(cross_models({"cross_fit_models_": [{}, {}]}, "auto", "auto"))
+    2
+    >>> cross_models({"cross_fit_models_": [{}, {}]}, "auto", 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: Fitted state 'cross_fit_models_' must list 3 model states (cross_fit=3).
+    """
+    from ..spaces import metric_kind
+
+    models = state["cross_fit_models_"]
+    if metric_kind(metric) in (None, "standard") or cross is False:
+        raise ValueError(f"set_fitted_state: the fitted state holds cross-fitted models, but this estimator has "
+                         f"metric={metric!r}, cross_fit={cross!r}.")
+    expected = 2 if cross is True else None if isinstance(cross, str) else int(cross)
+    if not isinstance(models, (list, tuple)) or len(models) < 2 or (expected is not None and len(models) != expected):
+        raise ValueError(f"Fitted state 'cross_fit_models_' must list {expected or 'at least 2'} model states "
+                         f"(cross_fit={cross!r}).")
+    return list(models)
+
+
+def check_one_model(cross: Any) -> None:
+    """Refuse a fitted state of one model for an estimator whose ``cross_fit`` (True or an int) always
+    cross-fits.
+
+    Examples
+    --------
+    >>> from nwbound.estimators._state import check_one_model
+    >>> check_one_model("auto")
+    >>> check_one_model(True)
+    Traceback (most recent call last):
+    ...
+    ValueError: set_fitted_state: cross_fit=True, but the fitted state holds one model (no 'cross_fit_models_').
+    """
+    if cross is True or (isinstance(cross, (int, np.integer)) and not isinstance(cross, bool)):
+        raise ValueError(f"set_fitted_state: cross_fit={cross!r}, but the fitted state holds one model "
+                         "(no 'cross_fit_models_').")

@@ -65,7 +65,15 @@ def frozen_payload(state: Mapping[str, Any]) -> tuple[dict | None, dict[str, np.
 
 
 def frozen_members(arrays: Mapping[str, np.ndarray]) -> set[str]:
-    """The members of a file that are frozen arrays."""
+    """The members of a file that are frozen arrays.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.io._frozen import frozen_members
+    >>> sorted(frozen_members({"frozen__mean": np.zeros(1), "state__X": np.zeros((1, 1))}))
+    ['frozen__mean']
+    """
     return {name for name in arrays if name.startswith(FROZEN_PREFIX)}
 
 
@@ -91,7 +99,27 @@ def _spaces(entry: Any, arrays: Mapping[str, np.ndarray], n_models: int, cross: 
 
 def check_frozen(est: Any, meta: dict, arrays: Mapping[str, np.ndarray]) -> None:
     """Refuse a file whose frozen arrays are not exactly those of the spaces :func:`load_model`
-    rebuilt from the skops dump: both routes must predict with the same numbers."""
+    rebuilt from the skops dump: both routes must predict with the same numbers.
+
+    Raises
+    ------
+    ValueError
+        Naming the first member that differs (or a ``frozen`` entry that does not describe the spaces).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.io._frozen import check_frozen, frozen_payload
+    >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> clf = NadarayaWatsonClassifier(metric="standard", bandwidth=0.5, lipschitz=1.0).fit(X, y)
+    >>> entry, members = frozen_payload(clf.get_fitted_state())
+    >>> check_frozen(clf, {"frozen": entry}, members)
+    >>> check_frozen(clf, {"frozen": entry}, {**members, "frozen__mean": members["frozen__mean"] + 1})
+    Traceback (most recent call last):
+    ...
+    ValueError: member frozen__mean is not the frozen copy of its learned space (edited, or written by another nwbound)
+    """
     members = frozen_members(arrays)
     if "frozen" not in meta:
         if members:
@@ -111,7 +139,25 @@ def frozen_model(meta: dict, arrays: dict[str, np.ndarray], params: dict, state:
                  chosen: bool) -> Any:
     """The :class:`~nwbound.estimators._frozen.FrozenNadarayaWatson` of a file's checked parameters and
     state (learned pieces left out) and its frozen arrays; it then answers one probe query, as the full
-    route's model does, so that a value only the prediction path rejects refuses the file here."""
+    route's model does, so that a value only the prediction path rejects refuses the file here.
+
+    Raises
+    ------
+    ValueError
+        Any invalid parameter, state entry or frozen array, naming it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.io._frozen import frozen_model, frozen_payload
+    >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> clf = NadarayaWatsonClassifier(metric="standard", bandwidth=0.5, lipschitz=1.0).fit(X, y)
+    >>> state = clf.get_fitted_state(); entry, members = frozen_payload(state)
+    >>> model = frozen_model({"frozen": entry}, members, clf.get_params(), state, 1, chosen=False)
+    >>> bool(np.array_equal(model.predict_interval(X).upper, clf.predict_interval(X).upper))
+    True
+    """
     from ..estimators._frozen import FrozenNadarayaWatson
     models, cross = _model_states(state)
     if params.get("metric") is None:

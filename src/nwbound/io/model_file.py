@@ -839,8 +839,8 @@ def load_model(path: str | os.PathLike, *, expected_features: Sequence[str] | in
     Returns
     -------
     NadarayaWatsonClassifier, DyadicClassifier or TableModel
-        Whatever was saved; predictions and intervals are byte-identical to
-        those of the saved model (a learned space and cross-fitted models included).
+        Whatever was saved (``frozen``: a ``FrozenNadarayaWatson`` in its place where
+        allowed); intervals are byte-identical to those of the saved model.
 
     Raises
     ------
