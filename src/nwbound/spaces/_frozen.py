@@ -273,21 +273,21 @@ class FrozenScoreMap:
         a = self._arrays
         roots = a["roots"]  # (iterations, trees per iteration)
         n = X.shape[0]
-        node = np.broadcast_to(roots.ravel(), (n, roots.size)).copy()  # each row's node in every tree
-        for _ in range(self._max_steps):
-            inner = ~a["leaf"][node]
-            if not inner.any():
-                break
-            at = node[inner]
-            x = X[np.nonzero(inner)[0], a["feature"][at]]
-            left = np.where(np.isnan(x), a["missing_left"][at], x <= a["threshold"][at])
-            node[inner] = np.where(left, a["left"][at], a["right"][at])
-        values = a["value"][node].reshape(n, *roots.shape)
-        # scikit-learn: zeros, += baseline, then += each iteration's leaves (the same additions)
+        # scikit-learn: zeros, += baseline, then += each iteration's leaves (the same additions, in order);
+        # one iteration's trees at a time keeps memory at rows × trees per iteration
         raw = np.zeros((n, roots.shape[1]))
         raw += a["baseline"]
-        for i in range(roots.shape[0]):
-            raw += values[:, i, :]
+        for tree_roots in roots:
+            node = np.broadcast_to(tree_roots, (n, roots.shape[1])).copy()  # each row's node in each tree
+            for _ in range(self._max_steps):
+                inner = ~a["leaf"][node]
+                if not inner.any():
+                    break
+                at = node[inner]
+                x = X[np.nonzero(inner)[0], a["feature"][at]]
+                left = np.where(np.isnan(x), a["missing_left"][at], x <= a["threshold"][at])
+                node[inner] = np.where(left, a["left"][at], a["right"][at])
+            raw += a["value"][node]
         return raw
 
 
