@@ -181,6 +181,8 @@ def _check_gradient_boosting(model: Any, n_features: int) -> None:
     from sklearn.ensemble._hist_gradient_boosting.common import PREDICTOR_RECORD_DTYPE
     from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
 
+    from ..spaces import FrozenScoreMap
+
     def refuse(what: str) -> ValueError:
         return ValueError(f"Fitted state 'metric_': its gradient-boosting model {what}.")
 
@@ -204,16 +206,11 @@ def _check_gradient_boosting(model: Any, n_features: int) -> None:
             if type(tree) is not TreePredictor or not isinstance(nodes, np.ndarray) or nodes.dtype != PREDICTOR_RECORD_DTYPE \
                     or nodes.ndim != 1 or nodes.shape[0] < 1:
                 raise refuse("has a tree that is not an array of nodes")
-            n, index = nodes.shape[0], np.arange(nodes.shape[0])
-            split = nodes["is_leaf"] == 0
-            left, right = nodes["left"][split].astype(np.int64), nodes["right"][split].astype(np.int64)
-            feature = nodes["feature_idx"][split]
-            inside = (left > index[split]) & (left < n) & (right > index[split]) & (right < n)
-            if not np.all(inside) or np.any((feature < 0) | (feature >= n_features)) or np.any(nodes["is_categorical"]):
-                raise refuse("has a tree whose nodes point outside it, backwards, at a missing feature or to a "
-                             "categorical split")
-            if not np.all(np.isfinite(nodes["value"])):
-                raise refuse("has a tree with a non-finite leaf value")
+    try:  # the trees' structure: the one rule of their frozen arrays (children after their node, inside the tree…)
+        FrozenScoreMap.from_estimator(model)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise refuse(f"has a tree whose nodes point outside it, backwards, at a missing feature or to a categorical "
+                     f"split, or a non-finite value ({exc})") from None
 
 
 def training_state(state: Mapping[str, Any], *, dtype: Any, width: int, n_classes: int, bandwidth: Any,
