@@ -22,27 +22,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from bench_cli_startup import timed  # this folder: one process's wall and CPU seconds
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 
-def timed(argv: list[str], cwd: Path, src: Path) -> tuple[float, float, int]:
-    """Wall seconds, CPU seconds (user + system of the child) and exit code of one fresh process."""
+def run(argv: list[str], cwd: Path, src: Path) -> tuple[float, float, int]:
+    """:func:`bench_cli_startup.timed` with the package at ``src`` and Python's bytecode writable."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPATH"] = str(src)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), proc.returncode
+    return timed(argv, cwd, dict(env, PYTHONPATH=str(src)))
 
 
 def fit(folder: Path, src: Path, model: str) -> None:
@@ -62,7 +56,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
     args = parser.parse_args(argv)
 
-    import pandas as pd
     from sklearn.datasets import load_breast_cancer
 
     folder = args.keep or Path(tempfile.mkdtemp(prefix="nwbound-predict-"))
@@ -83,11 +76,11 @@ def main(argv: list[str] | None = None) -> None:
         commands[f"predict, {args.rows} rows ({name})"] = (predict, src)
         commands[f"argument error ({name})"] = ([*predict, "--bogus"], src)
     for argv_, src in commands.values():
-        timed(argv_, folder, src)  # warm-up: numba's cache, bytecode, the file-system cache
+        run(argv_, folder, src)  # warm-up: numba's cache, bytecode, the file-system cache
     results: dict[str, list] = {name: [] for name in commands}
     for _ in range(args.runs):  # alternate the commands: each sees the same load
         for name, (argv_, src) in commands.items():
-            results[name].append(timed(argv_, folder, src))
+            results[name].append(run(argv_, folder, src))
 
     print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores; {args.runs} runs each, "
           f"{len(frame)} training rows, {args.rows} rows predicted")
