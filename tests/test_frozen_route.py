@@ -95,6 +95,7 @@ def test_frozen_route_warns_as_the_python_model(saved):
     with pytest.warns(UserWarning) as frozen:
         load_model(path, frozen=True).predict_interval(far)
     assert [str(w.message) for w in frozen] == [str(w.message) for w in python]
+    assert {w.filename for w in frozen} == {__file__}  # pointed at the caller's line, as the classifier's
 
 
 def test_table_model_keeps_its_pipeline(tmp_path):
