@@ -22,6 +22,12 @@ CSV output is spreadsheet-safe by default (a text cell starting with ``=``,
 :func:`nwbound.io.tables.escape_spreadsheet_cells`); ``--no-csv-escape``
 writes cells verbatim.
 
+A model file written by this nwbound (format 4) predicts without importing
+scikit-learn: its learned spaces are stored as plain arrays too, and the
+intervals are the same (:func:`nwbound.io.load_model` with ``frozen=True``).
+Localized (``n_neighbors``), device, float32 and dyadic models and older files
+load the full classifier (slower to start).
+
 DATA is read in chunks of ``--chunksize`` rows and the output is written
 chunk by chunk to a temporary file that is renamed into place at the end, so
 memory stays bounded and an interrupted run leaves no partial output.
@@ -247,9 +253,10 @@ def resolve_id_columns(given: Sequence[str] | None, model: Any, columns: Sequenc
 
 
 def load_for_table(model_path: str, data_path: str, target: str | None = None,
-                   id_columns: Sequence[str] | None = None) -> tuple[Any, Path, list[str]]:
+                   id_columns: Sequence[str] | None = None, *, frozen: bool = False) -> tuple[Any, Path, list[str]]:
     """Read the data file's header, check it has the ``target``, the ``id_columns`` given and the model's
-    feature columns, load the model.
+    feature columns, load the model (``frozen``: where the file allows it, the model that predicts
+    intervals without scikit-learn, :func:`nwbound.io.load_model`'s ``frozen=True``).
 
     The columns are checked against the names the model file stores before the
     model is built: a misspelled column is reported without importing the
@@ -266,7 +273,7 @@ def load_for_table(model_path: str, data_path: str, target: str | None = None,
     if id_columns:
         check_columns(columns, list(dict.fromkeys(id_columns)), data, "id")
     check_columns(columns, stored_features(model_path) or [], data, "feature")
-    return load_model(model_path), data, columns
+    return load_model(model_path, frozen=frozen), data, columns
 
 
 def friendly_errors(func):
@@ -296,7 +303,8 @@ def run(args: argparse.Namespace) -> int:
     table_format(output)
     if output.exists() and not args.overwrite:
         raise CommandError(f"Output file {output} already exists; pass --overwrite or choose another name.")
-    model, data, columns = load_for_table(args.model, args.data, id_columns=args.id_columns)
+    # The default model's file holds its learned spaces as plain arrays: intervals without scikit-learn.
+    model, data, columns = load_for_table(args.model, args.data, id_columns=args.id_columns, frozen=True)
     check_not_an_input(output, {"table": data, "model": args.model})
     ids = resolve_id_columns(args.id_columns, model, columns, data, args.quiet)
     features = model_features(model, columns, ids, data)

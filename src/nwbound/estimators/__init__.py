@@ -1,20 +1,32 @@
 """The classifiers: regular/localized Nadaraya-Watson and the dyadic grid, and their public
-kernel statistics (what a bound needs to know about each query)."""
+kernel statistics (what a bound needs to know about each query).
 
-from ._bandwidth import (
-    SCALE_NEIGHBORS,
-    bandwidth_grid_from_nearest,
-    bandwidth_grid_pilot,
-    default_bandwidth_grid,
-    pilot_nearest_distances,
-    resolve_ranking_fraction,
-    scale_bandwidth,
-    scale_bandwidth_from_nearest,
-    scale_neighbor_rank,
-)
-from ._dyadic import DyadicClassifier
-from ._nadaraya_watson import NadarayaWatsonClassifier
-from ..engine import BandwidthRanking, KernelStatistics, merge_statistics
+The public names load on first use (PEP 562), as in :mod:`nwbound`: the classifiers import
+scikit-learn, and ``nwbound predict`` reads a model file's frozen arrays through this package's
+scikit-learn-free modules (:mod:`nwbound.estimators._frozen`) without it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_LAZY = {
+    "SCALE_NEIGHBORS": "._bandwidth",
+    "bandwidth_grid_from_nearest": "._bandwidth",
+    "bandwidth_grid_pilot": "._bandwidth",
+    "default_bandwidth_grid": "._bandwidth",
+    "pilot_nearest_distances": "._bandwidth",
+    "resolve_ranking_fraction": "._bandwidth",
+    "scale_bandwidth": "._bandwidth",
+    "scale_bandwidth_from_nearest": "._bandwidth",
+    "scale_neighbor_rank": "._bandwidth",
+    "DyadicClassifier": "._dyadic",
+    "NadarayaWatsonClassifier": "._nadaraya_watson",
+    "BandwidthRanking": "..engine",
+    "KernelStatistics": "..engine",
+    "merge_statistics": "..engine",
+}
 
 __all__ = [
     "SCALE_NEIGHBORS",
@@ -32,3 +44,31 @@ __all__ = [
     "scale_bandwidth_from_nearest",
     "scale_neighbor_rank",
 ]
+
+if TYPE_CHECKING:  # static analysers see the real names
+    from ..engine import BandwidthRanking, KernelStatistics, merge_statistics
+    from ._bandwidth import (
+        SCALE_NEIGHBORS,
+        bandwidth_grid_from_nearest,
+        bandwidth_grid_pilot,
+        default_bandwidth_grid,
+        pilot_nearest_distances,
+        resolve_ranking_fraction,
+        scale_bandwidth,
+        scale_bandwidth_from_nearest,
+        scale_neighbor_rank,
+    )
+    from ._dyadic import DyadicClassifier
+    from ._nadaraya_watson import NadarayaWatsonClassifier
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    raise AttributeError(f"module 'nwbound.estimators' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -7,7 +7,6 @@ the public names (and :mod:`nwbound.estimators._nadaraya_watson` too, where they
 from __future__ import annotations
 
 import numpy as np
-from sklearn.neighbors import NearestNeighbors
 
 from .._numerics import euclidean_norm
 
@@ -86,6 +85,8 @@ def pilot_nearest_distances(X: np.ndarray, pilot: np.ndarray, n_neighbors: int =
     pilot = np.asarray(pilot, dtype=np.float64)
     scale = _power_of_two_scale(np.array([np.max(np.abs(X), initial=0.0), np.max(np.abs(pilot), initial=0.0)]))
     n_nb = min(int(n_neighbors), X.shape[0])
+    from sklearn.neighbors import NearestNeighbors  # here: the module loads without scikit-learn
+
     dist, _ = NearestNeighbors(n_neighbors=n_nb, algorithm="brute").fit(X / scale).kneighbors(pilot / scale)
     return dist * scale
 

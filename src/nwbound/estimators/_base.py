@@ -20,40 +20,20 @@ from typing import Any, Mapping
 
 from .._numerics import feature_unit, to_feature_unit
 from .._result import PredictionInterval
-from .._validation import check_beta, check_choice, check_class_count, check_label_free_weights, check_open_unit, check_params_as_fitted, check_positive
-from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size, get_bound_form
+from .._validation import check_beta, check_choice, check_class_count, check_label_free_weights, check_open_unit, check_params_as_fitted
+from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta
 from ..bounds import CHERNOFF_FALLBACK_START as _CHERNOFF_FALLBACK_START
-from ..diagnostics import AdviceContext, warn_if_contradicting, warn_if_useless, warn_if_vacuous
+from ..diagnostics import AdviceContext, warn_if_vacuous
 from ..kernels import Kernel
 from ..utils import report
-from ..spaces import auto_cross_fits, check_cross_fit_metric, LearnedSpace, check_fraction, check_groups, check_map_classes, check_rows_split, choose_lipschitz, contradicting_rows, cross_fit_layouts, divided_bounds, divided_delta, pilot_lipschitz, intersect_intervals, kappa_weighted_proba, lipschitz_units, metric_kind, nw_share_weights, residual_rows, split_rows, split_seed, two_constant_pilot
+from ..spaces import auto_cross_fits, check_cross_fit_metric, LearnedSpace, check_fraction, check_groups, check_map_classes, check_rows_split, choose_lipschitz, cross_fit_layouts, divided_bounds, divided_delta, pilot_lipschitz, kappa_weighted_proba, lipschitz_units, metric_kind, nw_share_weights, residual_rows, split_rows, split_seed, two_constant_pilot
 from ._fit_errors import _auto_lipschitz, _split_settings_errors
 from ._dispatch import queries_on_host, training_data_on_host, validate_queries
 from ._fitted_state import _LearnedState
+from ._rules import BOUND_PARAMETERS, EMPTY_NEIGHBORHOOD_RULES, _IntervalRules, _caller_stacklevel
 from ..engine import KernelStatistics
 
 __all__ = ["BoundedClassifierBase", "BOUND_PARAMETERS", "EMPTY_NEIGHBORHOOD_RULES"]
-
-EMPTY_NEIGHBORHOOD_RULES = ("prior", "uniform", "raise")
-# The parameters a bound setting may override (predict_interval(X, bounds=...)). They are read
-# when predicting: set_params(lipschitz=...) on a fitted estimator takes effect without a refit.
-BOUND_PARAMETERS = ("lipschitz", "margin", "delta", "bound", "coverage", "sigma", "ck")
-
-
-def _caller_stacklevel() -> int:
-    """The ``stacklevel`` that points a warning raised by the calling function at the first frame
-    outside nwbound and scikit-learn (the user's line, whichever public method led there)."""
-    import os
-    import sys
-
-    import sklearn
-
-    inside = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(sklearn.__file__))
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(inside):
-        frame, level = frame.f_back, level + 1
-    return level
-
 
 _PARAM_NAMES: dict = {}  # class -> its parameter names (BoundedClassifierBase._get_param_names)
 
@@ -75,14 +55,7 @@ def _feature_names_said(already: bool):
         yield
 
 
-class _Intersected(dict):
-    """``{name: intersected interval}`` of a cross-fitted model, with ``contradicting[name]``: the
-    rows whose models' intervals contradict each other (:func:`~nwbound.spaces.contradicting_rows`)."""
-
-    contradicting: dict
-
-
-class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
+class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, BaseEstimator):
     """Shared machinery: assumptions, bound settings, the empty-neighbourhood rule,
     intervals from :class:`KernelStatistics`.
 
@@ -391,18 +364,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         out = self._cross_intervals(X, bounds)
         if bounds is not None:
             return out
-        # Each model has its own L in its own space: the advice gives L as a factor (beta=None), in
-        # the terms of this estimator's settings.
-        warn_if_useless(out[None], beta=None, stacklevel=stacklevel, context=AdviceContext.from_estimator(self))
-        # Rows where the models contradict each other: a model's interval missed p there; more than δ
-        # of them is evidence against the assumption (per_class coverage with C ≥ 3: C·δ).
-        n_classes = self.classes_.shape[0]
-        per_class = check_choice(self.coverage, "coverage", COVERAGE_NAMES) == "per_class" and n_classes >= 3
-        warn_if_contradicting(out.contradicting[None], self.delta,
-                              allowed=min(1.0, n_classes * self.delta) if per_class else None,
-                              assumption="margin" if getattr(self, "margin", None) is not None else "lipschitz",
-                              stacklevel=stacklevel, context=AdviceContext.from_estimator(self))
-        return out[None]
+        return self._warned_cross(out, stacklevel + 1)
 
     def _cross_intervals(self, X, bounds: Any, *, required: bool = True) -> dict | None:
         """``{name: intersected interval}`` without any warning; ``bounds=None``: ``{None: …}`` at each
@@ -426,9 +388,7 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         for i, (h, s) in enumerate(zip(self.cross_fit_models_, specs)):
             with _feature_names_said(i > 0):
                 parts.append(list(h._intervals(X, s).values()))
-        out = _Intersected({name: intersect_intervals(*[part[i] for part in parts]) for i, name in enumerate(halved)})
-        out.contradicting = {name: contradicting_rows([part[i] for part in parts]) for i, name in enumerate(halved)}
-        return out
+        return self._intersected(list(halved), parts)
 
     def _finish_fit(self) -> "BoundedClassifierBase":
         """``lipschitz="auto"``: choose L on the check rows now that the kernel sums are in place."""
@@ -465,75 +425,6 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
     def _chooses_lipschitz(self) -> bool:
         """:func:`_auto_lipschitz` of this estimator (for :class:`._fitted_state._LearnedState`)."""
         return _auto_lipschitz(self)
-
-    def _bound_spec(self, kernel: Kernel, overrides: Mapping[str, Any] | None = None, *,
-                    required: bool = True, localized: bool = False) -> BoundSpec | None:
-        """The bound setting of this estimator's parameters, with ``overrides`` applied.
-
-        Returns None when no assumption (``lipschitz``/``margin``) is given and
-        ``required`` is False.
-        """
-        params = {name: getattr(self, name, None) for name in BOUND_PARAMETERS}
-        if isinstance(params["lipschitz"], str) and params["lipschitz"] == "auto" and params["margin"] is not None:
-            params["lipschitz"] = None  # a margin replaces the default L (_auto_lipschitz)
-        elif isinstance(params["lipschitz"], str) and params["lipschitz"] == "auto":
-            params["lipschitz"] = getattr(self, "lipschitz_", None)  # chosen at fit (held-out check)
-            if params["lipschitz"] is None:
-                raise ValueError("lipschitz='auto' is chosen when the estimator is fitted: call fit first.")
-            overridden = bool(overrides) and ("lipschitz" in overrides or "margin" in overrides)
-            # lipschitz_ is the chosen L only when this fit ran the held-out check (its report, or the
-            # held-out rows while the fit runs); after a fit with a numeric L it is that number.
-            chosen = getattr(self, "lipschitz_report_", None) is not None or getattr(self, "_held", None) is not None
-            if not overridden and not chosen:
-                raise ValueError(
-                    f"lipschitz='auto' was set after a fit with lipschitz={params['lipschitz']!r}; 'auto' chooses L "
-                    "on rows that fit holds out of the kernel sums, which this fit did not do: call fit again "
-                    "with lipschitz='auto', or set a number."
-                )
-        if overrides:
-            unknown = sorted(set(overrides) - set(BOUND_PARAMETERS))
-            if unknown:
-                raise ValueError(
-                    f"Unknown bound setting(s) {unknown}; a setting may override {', '.join(BOUND_PARAMETERS)}."
-                )
-            params.update(overrides)
-            if "lipschitz" in overrides and "margin" not in overrides:
-                params["margin"] = None
-            if "margin" in overrides and "lipschitz" not in overrides:
-                params["lipschitz"] = None
-        delta = check_open_unit(params["delta"], "delta")
-        form = check_choice(params["bound"], "bound", BOUND_NAMES)
-        coverage = check_choice(params["coverage"], "coverage", COVERAGE_NAMES)
-        sigma = check_positive(params["sigma"], "sigma")
-        ck = check_positive(params["ck"], "ck", allow_none=True)
-        if ck is None:
-            ck = kernel.sup
-        # The form's own checks (its file in nwbound.bounds.forms): an error, or another form to use.
-        fallback = get_bound_form(form).check(kernel, ck=ck, localized=localized)
-        beta = check_beta(params["lipschitz"], params["margin"], required=required)
-        if beta is None:
-            return None
-        if fallback is not None:
-            form, message = fallback
-            warnings.warn(message, UserWarning, stacklevel=_caller_stacklevel())
-        # lipschitz="auto": bandwidths chosen at the pilot L (label-free), whatever L is tested or chosen.
-        pinned = getattr(self, "_choice_beta", None) if self.lipschitz == "auto" and params["margin"] is None else None
-        return BoundSpec(
-            choice_beta=pinned,
-            form=form,
-            beta=beta,
-            delta_prime=effective_delta(delta, self.classes_.shape[0], coverage),
-            sigma=sigma,
-            ck=ck,
-            kernel_sup=kernel.sup,
-            kernel_radius=kernel.radius,
-        )
-
-    def _validate_bound_params(self, kernel: Kernel, *, bound_required: bool, localized: bool = False) -> None:
-        """Check the assumption and bound parameters at fit (they are read again when predicting)."""
-        self._bound_args = (kernel, bound_required, localized)  # lipschitz="auto": checked again once L is chosen
-        check_choice(self.empty_neighborhood, "empty_neighborhood", EMPTY_NEIGHBORHOOD_RULES)
-        self._bound_spec(kernel, required=bound_required, localized=localized)
 
     def _snapshot_fit_params(self) -> None:
         """Remember the parameters that shape the fitted state (see :meth:`_check_fitted`)."""
@@ -682,69 +573,6 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
         warn_if_vacuous(vacuous, context=AdviceContext.from_estimator(self), stacklevel=stacklevel)
         return proba
 
-    def _fallback_proba(self, class_sums: np.ndarray, kappa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``p̂ = class_sums/κ``; rows with κ = 0 follow ``empty_neighborhood``."""
-        vacuous = ~(kappa > 0)
-        rows = self._fallback_rows(vacuous)
-        proba = np.empty_like(class_sums, dtype=np.float64)
-        np.divide(class_sums, kappa[:, None], out=proba, where=~vacuous[:, None])
-        proba[vacuous] = rows
-        # κ can be tiny (sums of tiny weights): keep p̂ a distribution.
-        np.clip(proba, 0.0, 1.0, out=proba)
-        return proba, vacuous
-
-    def _fallback_rows(self, vacuous: np.ndarray) -> np.ndarray:
-        """The rows ``empty_neighborhood`` gives the queries flagged in ``vacuous`` (κ = 0), one per
-        flagged query; ``"raise"`` raises with their count among all ``vacuous.size`` queries."""
-        n_vacuous = int(np.count_nonzero(vacuous))
-        if n_vacuous and self.empty_neighborhood == "raise":
-            raise ValueError(
-                f"{n_vacuous} of {vacuous.size} queries have no training mass within the kernel "
-                "support (kappa = 0). Increase the bandwidth, or set empty_neighborhood='prior' or "
-                "'uniform' to predict a fallback with a vacuous bound (epsilon = 1)."
-            )
-        n_classes = self.classes_.shape[0]
-        row = self.class_prior_ if self.empty_neighborhood == "prior" else np.full(n_classes, 1.0 / n_classes)
-        return np.repeat(np.clip(np.asarray(row, dtype=np.float64), 0.0, 1.0)[None, :], n_vacuous, axis=0)
-
-    def _interval(self, stats: KernelStatistics, spec: BoundSpec,
-                  certified_only: bool = False) -> PredictionInterval | CertifiedRows:
-        """One setting's interval; with several bandwidths, each query takes the λ of least ε.
-
-        ε used for that choice depends on the inputs only (never the labels):
-        for ``"chernoff"`` it is the Hoeffding ε on the same points. ``certified_only``: only
-        ``proba`` and ``certified`` (:class:`~._certified.CertifiedRows`), the same as the
-        interval's, searched for no further than they need (:meth:`BoundSpec.certified`).
-        """
-        from ._certified import CertifiedRows  # here: the import block above is edited often
-
-        if stats.n_bandwidths > 1:
-            choice = spec.for_choice()
-            stats = stats.select(choice.least_epsilon(*choice.statistics_parts(stats)))
-        class_sums = stats.class_sums[:, 0]
-        kappa = class_sums.sum(axis=1)
-        proba, vacuous = self._fallback_proba(class_sums, kappa)
-        if certified_only:
-            certified = spec.certified(stats, proba)
-            if certified is not None:
-                return CertifiedRows(proba=proba, certified=certified & ~vacuous)
-        lower, upper, epsilon, bias, sampling = spec.limits(stats, proba)
-        interval = PredictionInterval(
-            proba=proba,
-            lower=lower,
-            upper=upper,
-            epsilon=epsilon,
-            bias=bias,
-            sampling=sampling,
-            kappa=kappa,
-            n_eff=effective_sample_size(kappa, stats.sq_sum[:, 0]),
-            vacuous=vacuous,
-            bandwidth=np.asarray(stats.bandwidth_matrix()[:, 0], dtype=np.float64).copy(),
-            outside_box=stats.outside_box,
-        )
-        # no shortcut for this form: the full interval's rule
-        return CertifiedRows.of(interval) if certified_only else interval
-
     def _interval_settings(self, X, bounds: Mapping, certified_only: frozenset = frozenset()) -> dict:
         """``predict_interval(X, bounds=bounds)`` for a mapping of settings, from the same pass, except
         that the settings named in ``certified_only`` give :class:`~._certified.CertifiedRows` (``proba``
@@ -798,28 +626,6 @@ class BoundedClassifierBase(_LearnedState, ClassifierMixin, BaseEstimator):
             )
         specs = self._resolve_bounds(bounds)
         return self._report({name: self._interval(stats, spec) for name, spec in specs.items()}, specs, bounds)
-
-    def _report(self, out: dict, specs: dict, bounds: Any, stacklevel: int = 4):
-        """Return the intervals as asked; warn about this estimator's own setting when it cannot help."""
-        if bounds is not None:
-            return out
-        # Said once per call site (Python's default warning filter), with the cause and the fix.
-        # stacklevel 4: warn_if_useless → _report → the public method → the user's line (5 from
-        # _proba, one frame deeper).
-        iv = out[None]
-        context = AdviceContext.from_estimator(self)
-        if not isinstance(iv.proba, np.ndarray):  # tensors from the device path: the report's numbers from there
-            from ..engine.device._results import interval_on_host, usefulness_on_device
-
-            # Read with the intervals' own packed copy where they come from intervals_on_device.
-            report = usefulness_on_device(iv, getattr(out, "usefulness", None), beta=specs[None].beta,
-                                          context=context)
-            if report is not None:
-                warn_if_useless(report, stacklevel=stacklevel)
-                return iv
-            iv = interval_on_host(iv)  # no rows: the host's report (and its error)
-        warn_if_useless(iv, beta=specs[None].beta, stacklevel=stacklevel, context=context)
-        return out[None]
 
     # -- public API shared by subclasses -----------------------------------------------------
     def predict(self, X) -> np.ndarray:

@@ -14,16 +14,7 @@ import numpy as np
 from sklearn.base import clone
 
 from ..spaces import LipschitzAutoReport, cross_fit_attributes, metric_kind
-from ._state import state_classes, state_scalar, state_space
-
-
-def _positive_state_float(state: Mapping[str, Any], name: str) -> float:
-    """A finite float > 0 of a fitted state (the chosen L, the pilot L)."""
-    value = state.get(name)
-    if isinstance(value, bool) or not isinstance(value, (float, int, np.floating, np.integer)) or not (
-            np.isfinite(value) and value > 0):
-        raise ValueError(f"Fitted state {name!r} must be a finite number > 0, got {value!r}.")
-    return float(value)
+from ._state import check_one_model, cross_models, positive_state_float, state_classes, state_scalar, state_space
 
 
 class _LearnedState:
@@ -58,10 +49,7 @@ class _LearnedState:
         their check reads the chosen L); return the width of the space the kernel works in."""
         self._refuse_learned_state("set_fitted_state")
         kind = metric_kind(getattr(self, "metric", None))
-        cross = getattr(self, "cross_fit", False)
-        if cross is True or (isinstance(cross, (int, np.integer)) and not isinstance(cross, bool)):
-            raise ValueError(f"set_fitted_state: cross_fit={cross!r}, but the fitted state holds one model "
-                             "(no 'cross_fit_models_').")
+        check_one_model(getattr(self, "cross_fit", False))
         if kind is None:
             if state.get("metric_") is not None:
                 raise ValueError("set_fitted_state: the fitted state holds a learned space 'metric_', but this "
@@ -84,7 +72,7 @@ class _LearnedState:
         else:
             if not isinstance(report, LipschitzAutoReport):
                 raise ValueError(f"Fitted state 'lipschitz_report_' must be a LipschitzAutoReport, got {type(report).__name__}.")
-            value, pilot = (_positive_state_float(state, name) for name in ("lipschitz_", "pilot_lipschitz"))
+            value, pilot = (positive_state_float(state, name) for name in ("lipschitz_", "pilot_lipschitz"))
             if value != report.value:
                 raise ValueError(f"Fitted state 'lipschitz_' = {value!r} is not the value of its 'lipschitz_report_' "
                                  f"({report.value!r}).")
@@ -109,15 +97,7 @@ class _LearnedState:
         """:meth:`_cross_state` back: each model restored (and checked) by its own ``set_fitted_state``,
         with the settings ``fit`` gives it (:meth:`_cross_model_settings`)."""
         self._refuse_learned_state("set_fitted_state")
-        models = state["cross_fit_models_"]
-        cross = self.cross_fit
-        if metric_kind(getattr(self, "metric", None)) in (None, "standard") or cross is False:
-            raise ValueError(f"set_fitted_state: the fitted state holds cross-fitted models, but this estimator has "
-                             f"metric={self.metric!r}, cross_fit={cross!r}.")
-        expected = 2 if cross is True else None if isinstance(cross, str) else int(cross)
-        if not isinstance(models, (list, tuple)) or len(models) < 2 or (expected is not None and len(models) != expected):
-            raise ValueError(f"Fitted state 'cross_fit_models_' must list {expected or 'at least 2'} model states "
-                             f"(cross_fit={cross!r}).")
+        models = cross_models(state, getattr(self, "metric", None), self.cross_fit)
         classes, prior = state_classes(state)
         n_features = state_scalar(state, "n_features_in_", low=1)
         unit = float(state.get("feature_unit", 1.0))

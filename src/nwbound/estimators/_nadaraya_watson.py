@@ -20,16 +20,17 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_dtype, check_int_range, check_n_jobs, check_positive
+from .._validation import check_dtype, check_int_range, check_n_jobs
 from ..bounds import BoundSpec
 from ..engine import BandwidthRanking, FittedInputs, KernelStatistics, choose_bandwidths, select_backend, to_host
-from ..kernels import Kernel, get_kernel
+from ..kernels import Kernel
 from ..neighbors import make_index
 # The grid functions lived here: still importable from this module (nwbound.estimators exports them).
 from ._bandwidth import SCALE_NEIGHBORS, SCALE_QUANTILE, _power_of_two_scale, default_bandwidth_grid  # noqa: F401
 from ._bandwidth import bandwidth_grid_from_nearest, bandwidth_grid_pilot, pilot_nearest_distances  # noqa: F401
 from ._bandwidth import _RANKING_ROWS, resolve_ranking_fraction, scale_bandwidth, scale_bandwidth_from_nearest  # noqa: F401
 from ._base import BoundedClassifierBase
+from ._rules import _NWParams
 from ..engine.host._backend import bandwidth_ranking, query_statistics, scaled
 from ._certified import CertifiedRows
 from ..engine.host._neighbor_sums import search_queries
@@ -39,7 +40,7 @@ from ..engine.host._sums import TrainingSet, neighbor_distances
 
 __all__ = ["NadarayaWatsonClassifier"]
 
-class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
+class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifierBase):
     """Nadaraya-Watson classifier with per-query frequentist bounds.
 
     ``p̂_c(y) = Σ_i w_i K(‖y − y_i‖/λ) 1{c_i = c} / κ(y)``, with ``κ(y) = Σ_i w_i K(‖y − y_i‖/λ)``,
@@ -442,31 +443,6 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, BoundedClassifierBase):
         unit = self._unit()  # X is in this power-of-two unit (float32 far from 1); the box is not
         box = (X.min(axis=0).astype(np.float64) * unit, X.max(axis=0).astype(np.float64) * unit)
         return self._install(X, labels, weights, grid, box)._finish_fit()
-
-    def _check_params(self):
-        """Validate the parameters that do not depend on data; return ``(dtype, kernel, auto)``."""
-        dtype = check_dtype(self.dtype)
-        kernel = get_kernel(self.kernel)
-        auto = isinstance(self.bandwidth, str) and self.bandwidth == "auto"
-        if isinstance(self.bandwidth, str) and self.bandwidth not in ("auto", "scale"):
-            raise ValueError(f"bandwidth must be a number > 0, 'scale' or 'auto', got {self.bandwidth!r}.")
-        if not isinstance(self.bandwidth, str):
-            check_positive(self.bandwidth, "bandwidth")
-        if auto and self.lipschitz is None and self.margin is None:
-            raise ValueError(
-                "bandwidth='auto' (the default) chooses each query's bandwidth from the bound, so it needs an "
-                "assumption: leave lipschitz='auto' (the default), give lipschitz=L or margin=γ, or pass "
-                "bandwidth='scale' (or a number) for predictions without bounds."
-            )
-        if self.working_memory is not None:
-            check_positive(self.working_memory, "working_memory")
-        check_n_jobs(self.n_jobs)
-        check_int_range(self.histogram_bins, "histogram_bins", 1, 4096,
-                        hint="Distance bins of the band-Chernoff bound over all training points.")
-        if self.index_params is not None and not isinstance(self.index_params, dict):
-            raise TypeError(f"index_params must be a dict or None, got {type(self.index_params).__name__}.")
-        self._check_device()
-        return dtype, kernel, auto
 
     def _check_fitted(self) -> None:
         super()._check_fitted()

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._state import state_array, state_classes, state_scalar
+from ._state import state_classes, state_scalar, training_state
 
 
 class _FittedState:
@@ -121,33 +121,7 @@ class _FittedState:
         classes, prior = state_classes(state)
         n_features = state_scalar(state, "n_features_in_", low=1)
         width = self._restore_learned(state, n_features)  # the learned space's, or n_features
-        X = state_array(state, "X", ndim=2, shape=(None, width))
-        if X.shape[0] < 1:
-            raise ValueError("Fitted state 'X' holds no training rows.")
-        if X.dtype != dtype:
-            raise ValueError(f"Fitted state 'X' has dtype {X.dtype}, but this estimator's dtype is {dtype}.")
-        n = X.shape[0]
-        unit = float(state.get("feature_unit", 1.0))
-        if not (np.isfinite(unit) and unit > 0 and np.frexp(unit)[0] == 0.5) or (unit != 1.0 and dtype != np.float32):
-            raise ValueError(f"Fitted state 'feature_unit' must be a power of two (float32 models only), got {unit!r}.")
-        labels = state_array(state, "labels", ndim=1, kind="i", shape=(n,), low=0, high=classes.shape[0] - 1)
-        weights = state_array(state, "weights", ndim=1, shape=(n,), low=0.0, optional=True)
-        if weights is not None and not shard and not weights.sum() > 0:
-            raise ValueError("Fitted state 'weights' sums to 0.")
-        grid = state_array(state, "bandwidths_", ndim=1, low=np.finfo(np.float64).tiny)
-        fixed = not isinstance(self.bandwidth, str)
-        if grid.shape[0] < 1 or (fixed and not np.array_equal(grid, [float(self.bandwidth)])) or (
-                self.bandwidth == "scale" and grid.shape[0] != 1):
-            raise ValueError(
-                f"Fitted state 'bandwidths_' = {grid!r} does not match this estimator's bandwidth={self.bandwidth!r}."
-            )
-        low = state_array(state, "box_low", ndim=1, shape=(width,))
-        high = state_array(state, "box_high", ndim=1, shape=(width,))
-        if np.any(X.min(axis=0).astype(np.float64) * unit < low) or np.any(X.max(axis=0).astype(np.float64) * unit > high):
-            raise ValueError("Fitted state 'box_low'/'box_high' must contain every training row 'X'.")
+        X, labels, weights, grid, (low, high), unit = training_state(
+            state, dtype=dtype, width=width, n_classes=classes.shape[0], bandwidth=self.bandwidth, shard=shard)
         self._restore_inputs(state, classes, prior, n_features, dtype, unit)
-        return self._install(
-            np.ascontiguousarray(X, dtype=dtype), labels.astype(np.intp),
-            None if weights is None else weights.astype(dtype), grid.astype(np.float64),
-            (low.astype(np.float64), high.astype(np.float64)),
-        )
+        return self._install(X, labels, weights, grid, (low, high))

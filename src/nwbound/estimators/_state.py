@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["state_array", "state_scalar", "state_classes", "state_space", "check_score_model"]
+__all__ = ["state_array", "state_scalar", "state_classes", "state_space", "check_score_model", "training_state", "positive_state_float", "cross_models", "check_one_model"]
 
 
 def _missing(name: str) -> ValueError:
@@ -57,6 +57,22 @@ def state_array(
         if high is not None and value.max() > high:
             raise ValueError(f"Fitted state {name!r} must be <= {high:g}, holds {value.max():g}.")
     return value
+
+
+def positive_state_float(state: Mapping[str, Any], name: str) -> float:
+    """A finite float > 0 of a fitted state (the chosen L, the pilot L).
+
+    Examples
+    --------
+    >>> from nwbound.estimators._state import positive_state_float
+    >>> positive_state_float({"lipschitz_": 2}, "lipschitz_")
+    2.0
+    """
+    value = state.get(name)
+    if isinstance(value, bool) or not isinstance(value, (float, int, np.floating, np.integer)) or not (
+            np.isfinite(value) and value > 0):
+        raise ValueError(f"Fitted state {name!r} must be a finite number > 0, got {value!r}.")
+    return float(value)
 
 
 def state_scalar(state: Mapping[str, Any], name: str, *, low: int, high: int | None = None) -> int:
@@ -165,6 +181,8 @@ def _check_gradient_boosting(model: Any, n_features: int) -> None:
     from sklearn.ensemble._hist_gradient_boosting.common import PREDICTOR_RECORD_DTYPE
     from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
 
+    from ..spaces import FrozenScoreMap
+
     def refuse(what: str) -> ValueError:
         return ValueError(f"Fitted state 'metric_': its gradient-boosting model {what}.")
 
@@ -188,13 +206,110 @@ def _check_gradient_boosting(model: Any, n_features: int) -> None:
             if type(tree) is not TreePredictor or not isinstance(nodes, np.ndarray) or nodes.dtype != PREDICTOR_RECORD_DTYPE \
                     or nodes.ndim != 1 or nodes.shape[0] < 1:
                 raise refuse("has a tree that is not an array of nodes")
-            n, index = nodes.shape[0], np.arange(nodes.shape[0])
-            split = nodes["is_leaf"] == 0
-            left, right = nodes["left"][split].astype(np.int64), nodes["right"][split].astype(np.int64)
-            feature = nodes["feature_idx"][split]
-            inside = (left > index[split]) & (left < n) & (right > index[split]) & (right < n)
-            if not np.all(inside) or np.any((feature < 0) | (feature >= n_features)) or np.any(nodes["is_categorical"]):
-                raise refuse("has a tree whose nodes point outside it, backwards, at a missing feature or to a "
-                             "categorical split")
-            if not np.all(np.isfinite(nodes["value"])):
-                raise refuse("has a tree with a non-finite leaf value")
+    try:  # the trees' structure: the one rule of their frozen arrays (children after their node, inside the tree…)
+        FrozenScoreMap.from_estimator(model)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise refuse(f"has a tree whose nodes point outside it, backwards, at a missing feature or to a categorical "
+                     f"split, or a non-finite value ({exc})") from None
+
+
+def training_state(state: Mapping[str, Any], *, dtype: Any, width: int, n_classes: int, bandwidth: Any,
+                   shard: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray,
+                                                 tuple[np.ndarray, np.ndarray], float]:
+    """The kernel sums' training rows of one model's fitted state, checked: ``(X, labels, weights,
+    bandwidths, (box_low, box_high), feature_unit)``, ready to install (``X`` C-contiguous in
+    ``dtype``, labels ``intp``, weights in ``dtype``, the rest float64).
+
+    ``X`` has ``width`` columns (the learned space's, or the features'), labels index the
+    ``n_classes`` classes, weights are ``>= 0`` and sum to more than 0 (a ``shard`` may hold
+    zeros only), the bandwidths match ``bandwidth`` (the estimator's parameter) and the box
+    holds every row. The one check of :meth:`~nwbound.NadarayaWatsonClassifier.set_fitted_state`
+    and of a model file's frozen route (:mod:`nwbound.estimators._frozen`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.estimators._state import training_state
+    >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> state = NadarayaWatsonClassifier(metric=None, bandwidth=0.5, lipschitz=1.0).fit(X, y).get_fitted_state()
+    >>> X_, labels, weights, grid, box, unit = training_state(state, dtype=np.float64, width=1, n_classes=2, bandwidth=0.5)
+    >>> X_.shape, grid.tolist(), unit
+    ((40, 1), [0.5], 1.0)
+    >>> training_state({**state, "labels": state["labels"] + 1}, dtype=np.float64, width=1, n_classes=2, bandwidth=0.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: Fitted state 'labels' must be <= 1, holds 2.
+    """
+    X = state_array(state, "X", ndim=2, shape=(None, width))
+    if X.shape[0] < 1:
+        raise ValueError("Fitted state 'X' holds no training rows.")
+    if X.dtype != dtype:
+        raise ValueError(f"Fitted state 'X' has dtype {X.dtype}, but this estimator's dtype is {dtype}.")
+    n = X.shape[0]
+    unit = float(state.get("feature_unit", 1.0))
+    if not (np.isfinite(unit) and unit > 0 and np.frexp(unit)[0] == 0.5) or (unit != 1.0 and dtype != np.float32):
+        raise ValueError(f"Fitted state 'feature_unit' must be a power of two (float32 models only), got {unit!r}.")
+    labels = state_array(state, "labels", ndim=1, kind="i", shape=(n,), low=0, high=n_classes - 1)
+    weights = state_array(state, "weights", ndim=1, shape=(n,), low=0.0, optional=True)
+    if weights is not None and not shard and not weights.sum() > 0:
+        raise ValueError("Fitted state 'weights' sums to 0.")
+    grid = state_array(state, "bandwidths_", ndim=1, low=np.finfo(np.float64).tiny)
+    fixed = not isinstance(bandwidth, str)
+    if grid.shape[0] < 1 or (fixed and not np.array_equal(grid, [float(bandwidth)])) or (
+            bandwidth == "scale" and grid.shape[0] != 1):
+        raise ValueError(
+            f"Fitted state 'bandwidths_' = {grid!r} does not match this estimator's bandwidth={bandwidth!r}."
+        )
+    low = state_array(state, "box_low", ndim=1, shape=(width,))
+    high = state_array(state, "box_high", ndim=1, shape=(width,))
+    if np.any(X.min(axis=0).astype(np.float64) * unit < low) or np.any(X.max(axis=0).astype(np.float64) * unit > high):
+        raise ValueError("Fitted state 'box_low'/'box_high' must contain every training row 'X'.")
+    return (np.ascontiguousarray(X, dtype=dtype), labels.astype(np.intp),
+            None if weights is None else weights.astype(dtype), grid.astype(np.float64),
+            (low.astype(np.float64), high.astype(np.float64)), unit)
+
+
+def cross_models(state: Mapping[str, Any], metric: Any, cross: Any) -> list:
+    """The model states of a cross-fitted fitted state, checked against the estimator's ``metric`` and
+    ``cross_fit``: a map fitted on labels, and 2 models (``True``), ``K`` (an int) or at least 2 (``"auto"``).
+
+    Examples
+    --------
+    >>> from nwbound.estimators._state import cross_models
+    >>> len(cross_models({"cross_fit_models_": [{}, {}]}, "auto", "auto"))
+    2
+    >>> cross_models({"cross_fit_models_": [{}, {}]}, "auto", 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: Fitted state 'cross_fit_models_' must list 3 model states (cross_fit=3).
+    """
+    from ..spaces import metric_kind
+
+    models = state["cross_fit_models_"]
+    if metric_kind(metric) in (None, "standard") or cross is False:
+        raise ValueError(f"set_fitted_state: the fitted state holds cross-fitted models, but this estimator has "
+                         f"metric={metric!r}, cross_fit={cross!r}.")
+    expected = 2 if cross is True else None if isinstance(cross, str) else int(cross)
+    if not isinstance(models, (list, tuple)) or len(models) < 2 or (expected is not None and len(models) != expected):
+        raise ValueError(f"Fitted state 'cross_fit_models_' must list {expected or 'at least 2'} model states "
+                         f"(cross_fit={cross!r}).")
+    return list(models)
+
+
+def check_one_model(cross: Any) -> None:
+    """Refuse a fitted state of one model for an estimator whose ``cross_fit`` (True or an int) always
+    cross-fits.
+
+    Examples
+    --------
+    >>> from nwbound.estimators._state import check_one_model
+    >>> check_one_model("auto")
+    >>> check_one_model(True)
+    Traceback (most recent call last):
+    ...
+    ValueError: set_fitted_state: cross_fit=True, but the fitted state holds one model (no 'cross_fit_models_').
+    """
+    if cross is True or (isinstance(cross, (int, np.integer)) and not isinstance(cross, bool)):
+        raise ValueError(f"set_fitted_state: cross_fit={cross!r}, but the fitted state holds one model "
+                         "(no 'cross_fit_models_').")

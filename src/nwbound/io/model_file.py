@@ -1,7 +1,7 @@
 """Safe model files: one ``.npz`` of plain arrays plus JSON metadata, never pickle.
 
-Format (``nwbound-model``, versions 2 and 3)
---------------------------------------------
+Format (``nwbound-model``, versions 2 to 4)
+-------------------------------------------
 A model file is an ordinary NumPy ``.npz`` archive (a ZIP of ``.npy`` members,
 stored uncompressed exactly as :func:`numpy.savez` writes them, with fixed
 timestamps so that the same model always gives the same bytes). Every member
@@ -10,7 +10,7 @@ objects, so the file is read with ``allow_pickle=False`` and loading never
 executes code. A model without learned pieces (``metric=None`` with a numeric
 ``lipschitz``, ``margin`` or none) is written as version 2, which older nwbound
 reads too; the default model (``metric="auto"``, ``lipschitz="auto"``,
-``cross_fit="auto"``) as version 3, which adds the learned pieces (below).
+``cross_fit="auto"``) as version 4: the learned pieces (version 3) and their frozen arrays.
 Members:
 
 ``__metadata__``
@@ -50,6 +50,10 @@ Members:
     kept whole (its attributes, whatever they are), so the loaded model's
     intervals are those of the saved one, byte for byte. These bytes are not
     reproducible (skops names its members after object ids), unlike the rest.
+``frozen__<name>``, ``frozen__cross<k>__<name>`` (version 4, a Nadaraya-Watson classifier)
+    Each learned space again as plain arrays (metadata ``frozen``: the kinds), for the route that
+    predicts without scikit-learn (``load_model(path, frozen=True)``, :mod:`nwbound.io._frozen`);
+    :func:`load_model` refuses a file whose frozen arrays are not those of its rebuilt spaces.
 
 Loading builds the estimator from ``params`` and hands the state to its
 ``set_fitted_state``, which checks **every** array and scalar (shapes, dtypes,
@@ -61,7 +65,7 @@ walks them unchecked). Nothing is written into the estimator from outside. The l
 answers one probe query, so that a value only the prediction path rejects
 refuses the file at load. ``n_jobs`` from a file is capped to the cores of
 the loading machine. Version-1 files (training arrays
-``train_X``… or the dyadic ``cell_*_`` arrays) and version-2 files are still read.
+``train_X``… or the dyadic ``cell_*_`` arrays), version-2 and version-3 files are still read.
 
 What the checksum promises
 --------------------------
@@ -103,6 +107,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ._frozen import check_frozen, frozen_members, frozen_model, frozen_payload
 from .pipeline import SCALE_METHODS, FeatureScaler, TableModel, check_table_columns
 
 __all__ = [
@@ -116,10 +121,12 @@ __all__ = [
 ]
 
 FORMAT_NAME = "nwbound-model"
-FORMAT_VERSION = 3
-_READABLE_VERSIONS = (1, 2, 3)
-# A file without learned pieces is written as version 2 (older nwbound reads it); one with them as 3.
+FORMAT_VERSION = 4
+_READABLE_VERSIONS = (1, 2, 3, 4)
+# A file without learned pieces is written as version 2 (older nwbound reads it); one with them as 4
+# (3: the same without their frozen arrays, which nwbound before them refuses as unknown members).
 _PLAIN_VERSION = 2
+_LEARNED_VERSION = 3
 
 _META = "__metadata__"
 _STATE = "state__"
@@ -294,6 +301,11 @@ def _estimator_payload(est: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]
         "state": kinds,
         "n_features_in": int(est.n_features_in_),
     }
+    # A Nadaraya-Watson classifier's learned spaces as plain arrays too: its frozen route (nwbound predict)
+    entry, members = frozen_payload(state) if type(est).__name__ == "NadarayaWatsonClassifier" else (None, {})
+    if entry is not None:
+        meta["frozen"] = entry
+        arrays.update(members)
     return meta, arrays
 
 
@@ -396,7 +408,7 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = False) 
         raise FileExistsError(f"Model file {path} already exists; pass overwrite=True (--overwrite) or choose another path.")
     if path.is_dir():
         raise IsADirectoryError(f"Model path {path} is a folder; give a file name such as model.npz.")
-    version = FORMAT_VERSION if _LEARNED in arrays else _PLAIN_VERSION
+    version = FORMAT_VERSION if "frozen" in meta else _LEARNED_VERSION if _LEARNED in arrays else _PLAIN_VERSION
     header = {"format": FORMAT_NAME, "format_version": version, "nwbound_version": __version__}
     meta = {**header, **meta}
     meta["arrays"] = {n: {"dtype": a.dtype.str, "shape": list(a.shape)} for n, a in sorted(arrays.items())}
@@ -489,14 +501,15 @@ _FILE_DEFAULTS = {"metric": None, "lipschitz": None, "bandwidth": "scale"}
 """Parameters a model file leaves out take these values (the files' classifier), not the constructor's defaults."""
 
 
-def _params_from_file(meta_params: Any, cls: type, arrays: dict[str, np.ndarray], path: Path) -> dict[str, Any]:
-    """The constructor parameters; unknown names refused, ``n_jobs`` capped to this machine."""
+def _params_from_file(meta_params: Any, allowed: set[str], estimator: str, arrays: dict[str, np.ndarray],
+                      path: Path) -> dict[str, Any]:
+    """The constructor parameters of ``estimator`` (its parameter names ``allowed``); unknown names
+    refused, ``n_jobs`` capped to this machine."""
     _check(isinstance(meta_params, dict), path, "params is not an object")
-    allowed = set(cls().get_params(deep=False))
     unknown = sorted(set(meta_params) - allowed)
     if unknown:
         raise ModelFileError(
-            f"Model file {path} sets parameters {unknown} that this nwbound's {cls.__name__} does not "
+            f"Model file {path} sets parameters {unknown} that this nwbound's {estimator} does not "
             "have; it was probably written by another nwbound version."
         )
     # A parameter the file does not name takes the value of the classifier files were written with
@@ -609,11 +622,16 @@ def _build_v2(cls: type, params: dict, arrays: dict[str, np.ndarray], meta: dict
             objects = load_objects(blob)
         except ValueError as exc:
             raise ModelFileError(f"Model file {path} is invalid: {exc}.") from None
+    return _restore(cls, params, _file_state(meta, arrays, objects, path), path)
+
+
+def _file_state(meta: dict, arrays: dict[str, np.ndarray], objects: Mapping[str, Any] | None, path: Path) -> dict:
+    """The fitted state of a format-2+ file from its members and learned pieces (every member read)."""
     used: set[str] = set()
     state = _unflatten_state(meta.get("state"), _STATE, arrays, objects, path, used)
     stored = {n for n in arrays if n.startswith(_STATE)} | set(objects or ())
     _check(stored <= used, path, f"unexpected state members {sorted(stored - used)}")
-    return _restore(cls, params, state, path)
+    return state
 
 
 def _restore_classes_v1(arrays: dict[str, np.ndarray], dtype_name: Any, path: Path) -> np.ndarray:
@@ -795,7 +813,8 @@ def stored_features(path: str | os.PathLike) -> list[str] | None:
     return None
 
 
-def load_model(path: str | os.PathLike, *, expected_features: Sequence[str] | int | None = None) -> Any:
+def load_model(path: str | os.PathLike, *, expected_features: Sequence[str] | int | None = None,
+               frozen: bool = False) -> Any:
     """Load a model written by :func:`~nwbound.io.save_model`; never runs code from the file.
 
     Every array and parameter in the file is treated as untrusted input: the
@@ -809,12 +828,19 @@ def load_model(path: str | os.PathLike, *, expected_features: Sequence[str] | in
     expected_features : sequence of str or int, optional
         Refuse the model unless it was fitted on exactly these feature names
         (in this order), or on this number of features.
+    frozen : bool, default=False
+        Where the file allows it (a regular :class:`~nwbound.NadarayaWatsonClassifier` on
+        the host in float64, its learned spaces' frozen arrays stored: format 4), return a
+        model that only predicts intervals (``predict_interval``; ``classes_``,
+        ``n_features_in_``, the parameters), built from plain arrays without importing
+        scikit-learn: the same intervals, for ``nwbound predict`` (see
+        :mod:`nwbound.io._frozen`). Other files load as without it.
 
     Returns
     -------
     NadarayaWatsonClassifier, DyadicClassifier or TableModel
-        Whatever was saved; predictions and intervals are byte-identical to
-        those of the saved model (a learned space and cross-fitted models included).
+        Whatever was saved (``frozen``: a ``FrozenNadarayaWatson`` in its place where
+        allowed); intervals are byte-identical to those of the saved model.
 
     Raises
     ------
@@ -842,7 +868,7 @@ def load_model(path: str | os.PathLike, *, expected_features: Sequence[str] | in
     path = Path(path)
     meta, arrays, version = _read_verified(path)
     try:
-        model = _build(meta, arrays, version, path)
+        model = (_build_frozen(meta, arrays, version, path) if frozen else None) or _build(meta, arrays, version, path)
     except ModelFileError:
         raise
     except (ValueError, TypeError, KeyError, IndexError) as exc:
@@ -864,7 +890,7 @@ def _build(meta: dict, arrays: dict[str, np.ndarray], version: int, path: Path) 
     _check(_is_int(n_features) and n_features >= 1, path, "bad n_features_in")
     pipeline = meta.get("pipeline")
     allowed_extra = ({"param_bandwidth_grid"} | (_PIPELINE_ARRAYS if pipeline is not None else set()))
-    params = _params_from_file(meta.get("params"), cls, arrays, path)
+    params = _params_from_file(meta.get("params"), set(cls().get_params(deep=False)), name, arrays, path)
     if version == 1:
         own = _V1_NW_ARRAYS if name == "NadarayaWatsonClassifier" else _V1_DYADIC_ARRAYS
         _check(set(arrays) <= own | allowed_extra, path, f"unexpected arrays {sorted(set(arrays) - own - allowed_extra)}")
@@ -882,11 +908,55 @@ def _build(meta: dict, arrays: dict[str, np.ndarray], version: int, path: Path) 
             state["feature_names_in_"] = np.asarray(names, dtype=object)
             est = _restore(cls, params, state, path)
     else:
-        unexpected = {n for n in arrays if not n.startswith(_STATE)} - allowed_extra - (
-            {_LEARNED} if version >= 3 else set())
-        _check(not unexpected, path, f"unexpected arrays {sorted(unexpected)}")
+        _check_members(arrays, version, allowed_extra, path)
         est = _build_v2(cls, params, arrays, meta, path)
+        check_frozen(est, meta, arrays)
     _check(int(est.n_features_in_) == n_features, path, "n_features_in does not match the fitted state")
+    return _table_model(est, pipeline, arrays, n_features, path)
+
+
+def _build_frozen(meta: dict, arrays: dict[str, np.ndarray], version: int, path: Path) -> Any:
+    """:func:`load_model`'s ``frozen=True``: the model from plain arrays, or None where the file needs the
+    full classifier (:func:`nwbound.estimators._frozen.serves`, or no frozen arrays for its learned space)."""
+    from ..estimators._frozen import PARAMETERS, serves
+
+    if meta.get("estimator") != "NadarayaWatsonClassifier" or version < 2:
+        return None
+    n_features = meta.get("n_features_in")
+    _check(_is_int(n_features) and n_features >= 1, path, "bad n_features_in")
+    params = _params_from_file(meta.get("params"), set(PARAMETERS), "NadarayaWatsonClassifier", arrays, path)
+    if set(params) != set(PARAMETERS) or not serves(params) or (params["metric"] is not None and "frozen" not in meta):
+        return None
+    pipeline = meta.get("pipeline")
+    _check_members(arrays, version, {"param_bandwidth_grid"} | (_PIPELINE_ARRAYS if pipeline is not None else set()), path)
+    arrays = {k: v for k, v in arrays.items() if k != _LEARNED}  # the skops dump: never read on this route
+    kinds = meta.get("state")
+    models = kinds.get(_MODELS) if isinstance(kinds, dict) else None
+    first = models[0] if isinstance(models, list) and models and isinstance(models[0], dict) else kinds
+    chosen = isinstance(first, dict) and first.get("lipschitz_report_") == "object"
+    objects = {name: None for name in _object_members(kinds, _STATE)}  # the learned pieces: left out
+    state = _file_state(meta, arrays, objects, path)
+    est = frozen_model(meta, arrays, params, state, n_features, chosen)
+    _check(int(est.n_features_in_) == n_features, path, "n_features_in does not match the fitted state")
+    return _table_model(est, pipeline, arrays, n_features, path)
+
+
+def _object_members(kinds: Any, prefix: str) -> list[str]:
+    """The member names of a state's entries of kind ``"object"`` (the learned pieces)."""
+    subs = kinds.get(_MODELS) if isinstance(kinds, dict) else None
+    return ([] if not isinstance(kinds, dict) else [prefix + key for key, kind in kinds.items() if kind == "object"]) + [
+        name for k, sub in enumerate(subs if isinstance(subs, list) else []) for name in _object_members(sub, f"{prefix}cross{k}__")]
+
+
+def _check_members(arrays: dict[str, np.ndarray], version: int, allowed_extra: set[str], path: Path) -> None:
+    """Format 2+: no member beyond the state, the learned pieces (3+), their frozen arrays (4) and ``allowed_extra``."""
+    unexpected = {n for n in arrays if not n.startswith(_STATE)} - allowed_extra - (
+        {_LEARNED} if version >= 3 else set()) - (frozen_members(arrays) if version >= 4 else set())
+    _check(not unexpected, path, f"unexpected arrays {sorted(unexpected)}")
+
+
+def _table_model(est: Any, pipeline: Any, arrays: dict[str, np.ndarray], n_features: int, path: Path) -> Any:
+    """``est`` alone, or in the :class:`TableModel` of the file's ``pipeline`` entry (checked)."""
     if pipeline is None:
         return est
     _check(isinstance(pipeline, dict), path, "pipeline is not an object")

@@ -7,9 +7,6 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from sklearn.base import clone
-from sklearn.utils import check_random_state
-from sklearn.utils.validation import has_fit_parameter
 
 from .._numerics import column_spread
 from ._split import check_fraction, split_rows
@@ -379,6 +376,8 @@ class LearnedSpace:
         self.residual_lipschitz_, self.resolution_, self.n_resolution_rows_ = 0.0, float("nan"), 0
         self.scan_ = None
         self._units = column_units(X) if kind in ("standard", "auto") else None
+        from sklearn.utils import check_random_state  # here: transform needs no scikit-learn (nwbound predict)
+
         rng = check_random_state(self.random_state)
         scores = None
         given_held_out = held_out is not None  # the caller's held-out rows also validate the candidates
@@ -391,6 +390,8 @@ class LearnedSpace:
             sample_weight = None if sample_weight is None else np.asarray(sample_weight)[map_rows]
             groups = None if groups is None else np.asarray(groups)[map_rows]
         if kind == "transformer" or kind == "scores":
+            from sklearn.base import clone
+
             self.map_ = clone(self.metric)
             self._fit_map(self.map_, X, y, sample_weight)
         elif kind == "auto":
@@ -554,6 +555,8 @@ class LearnedSpace:
 
     @staticmethod
     def _fit_map(model: Any, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None) -> None:
+        from sklearn.utils.validation import has_fit_parameter
+
         if sample_weight is not None and has_fit_parameter(model, "sample_weight"):
             model.fit(X, y, sample_weight=sample_weight)
         else:
@@ -615,6 +618,107 @@ class LearnedSpace:
         if self.kind == "auto":
             z[:, -n_features:] *= self.feature_weight_ * self.balance_
         return z
+
+    def frozen_arrays(self) -> tuple[str, dict[str, np.ndarray]]:
+        """What :meth:`transform` reads, as plain arrays: ``(map kind, arrays)`` for :meth:`from_frozen`.
+
+        The score model of ``"auto"`` as a :class:`~nwbound.spaces.FrozenScoreMap` (its arrays
+        prefixed ``map_``; map kind ``"none"`` without one, and for ``"standard"``), the columns'
+        units, the standardisation (``mean``, ``scale``) and the features' ``feature_weight`` and
+        ``balance``. A model file stores them beside the space itself, so that ``nwbound predict``
+        maps queries without scikit-learn.
+
+        Raises
+        ------
+        TypeError
+            A transformer or classifier given as ``metric`` (its arithmetic is its own).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.spaces import LearnedSpace
+        >>> space = LearnedSpace("standard").fit(np.array([[0.0], [4.0]]), np.array([0, 1]))
+        >>> kind, arrays = space.frozen_arrays()
+        >>> kind, sorted(arrays)
+        ('none', ['balance', 'feature_weight', 'mean', 'scale', 'units'])
+        """
+        from ._frozen import FrozenScoreMap
+
+        if self.kind not in ("standard", "auto"):
+            raise TypeError(f"Only metric='standard' and 'auto' spaces have frozen arrays, not {self.kind!r}.")
+        arrays = {"units": self._units, "mean": self._mean, "scale": self._scale,
+                  "feature_weight": np.float64(self.feature_weight_), "balance": np.float64(self.balance_)}
+        if self.map_ is None:
+            return "none", {k: np.asarray(v, dtype=np.float64) for k, v in arrays.items()}
+        frozen = self.map_ if isinstance(self.map_, FrozenScoreMap) else FrozenScoreMap.from_estimator(self.map_)
+        arrays.update({f"map_{k}": v for k, v in frozen.to_arrays().items()})
+        return frozen.kind, {k: np.asarray(v) for k, v in arrays.items()}
+
+    @classmethod
+    def from_frozen(cls, kind: str, map_kind: str, arrays: dict[str, np.ndarray], n_features: int, *,
+                    prefix: str = "") -> "LearnedSpace":
+        """The space of :meth:`frozen_arrays`, its score model a :class:`~nwbound.spaces.FrozenScoreMap`.
+
+        Its :meth:`transform` is the space's own (the same method, on the same arrays); fitting
+        attributes (reports, estimates) are not restored. Every array is checked as untrusted input.
+
+        Parameters
+        ----------
+        kind : {"standard", "auto"}
+        map_kind : {"none", "gradient_boosting", "logistic"}
+        arrays : dict of str to ndarray
+        n_features : int
+        prefix : str, default=""
+            Put before each array's name in error messages (the member a model file stores it in).
+
+        Returns
+        -------
+        LearnedSpace
+
+        Raises
+        ------
+        ValueError
+            A missing, malformed or non-finite array, naming it; or a space that maps a query to
+            non-finite coordinates.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.spaces import LearnedSpace
+        >>> space = LearnedSpace("standard").fit(np.array([[0.0], [4.0]]), np.array([0, 1]))
+        >>> frozen = LearnedSpace.from_frozen("standard", *space.frozen_arrays(), n_features=1)
+        >>> frozen.transform([[4.0]])
+        array([[1.]])
+        """
+        from ._frozen import FrozenScoreMap
+
+        if kind not in ("standard", "auto") or map_kind not in ("none", "gradient_boosting", "logistic") or (
+                kind == "standard" and map_kind != "none"):
+            raise ValueError(f"frozen space of kind {kind!r} with a score map of kind {map_kind!r}.")
+        space = cls(kind)
+        space.kind, space.n_features_in_ = kind, int(n_features)
+        space.map_ = None if map_kind == "none" else FrozenScoreMap.from_arrays(
+            map_kind, {k[4:]: v for k, v in arrays.items() if k.startswith("map_")}, n_features, prefix=prefix + "map_")
+        n_scores = 0 if space.map_ is None else (1 if space.map_.n_classes_ == 2 else space.map_.n_classes_)
+        width = n_scores + int(n_features)
+        expected = {"units": (n_features,), "mean": (width,), "scale": (width,), "feature_weight": (), "balance": ()}
+        unexpected = sorted(k for k in arrays if not k.startswith("map_") and k not in expected)
+        if unexpected:
+            raise ValueError(f"frozen space arrays {[prefix + k for k in unexpected]} are not the space's.")
+        low = {"units": 0.0, "scale": 0.0, "balance": 0.0}  # > 0; feature_weight >= 0, mean any
+        for name, shape in expected.items():
+            value = np.asarray(arrays.get(name, np.zeros(0, dtype=np.int8)))
+            if value.dtype.kind != "f" or value.shape != shape or not np.all(np.isfinite(value)):
+                raise ValueError(f"frozen space array {prefix + name!r} must be finite floats of shape {shape}.")
+            if (name in low and not np.all(value > 0)) or (name == "feature_weight" and not value >= 0):
+                raise ValueError(f"frozen space array {prefix + name!r} must be {'> 0' if name in low else '>= 0'}.")
+        if np.any(np.frexp(arrays["units"])[0] != 0.5):
+            raise ValueError(f"frozen space array {prefix + 'units'!r} must hold powers of two.")
+        space._units = np.asarray(arrays["units"], dtype=np.float64)
+        space._mean, space._scale = (np.asarray(arrays[k], dtype=np.float64) for k in ("mean", "scale"))
+        space.feature_weight_, space.balance_ = float(arrays["feature_weight"]), float(arrays["balance"])
+        space.n_components_ = width
+        return space
 
     def __repr__(self) -> str:
         return f"LearnedSpace({self.metric!r})"

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.utils import check_random_state
 
 __all__ = ["split_rows", "check_fraction", "check_groups", "fold_rows", "cross_fit_layouts", "AUTO_CROSS_FIT_FOLDS",
            "split_seed", "nw_share_weights", "check_rows_split", "check_map_classes"]
@@ -42,7 +41,7 @@ def split_seed(random_state: Any) -> int:
         return 0
     if isinstance(random_state, (int, np.integer)):
         return int(random_state)
-    return int(check_random_state(random_state).randint(2**31 - 1))
+    return int(_random_state(random_state).randint(2**31 - 1))
 
 
 def nw_share_weights(weights: np.ndarray | None, nw_rows: np.ndarray | None, dtype: Any) -> np.ndarray | None:
@@ -178,7 +177,7 @@ def split_rows(labels: np.ndarray, fraction: float, *, groups: Any = None,
     fraction = check_fraction(fraction)
     labels = np.asarray(labels)
     n = labels.shape[0]
-    rng = check_random_state(random_state)
+    rng = _random_state(random_state)
     groups = check_groups(groups, n)
     if groups is not None:
         names, inverse = np.unique(groups, return_inverse=True)
@@ -283,7 +282,7 @@ def fold_rows(labels: np.ndarray, n_folds: int, *, groups: Any = None,
         raise (ValueError if groups is None else GroupsError)(
             f"{_setting or f'cross_fit={n_folds}'} needs at least {n_folds} {what} (one fold each); got {units}."
             + (" Give a smaller cross_fit." if _setting is None else ""))
-    seed = check_random_state(random_state).randint(2**31 - 1) if not isinstance(random_state, (int, np.integer)) \
+    seed = _random_state(random_state).randint(2**31 - 1) if not isinstance(random_state, (int, np.integer)) \
         else int(random_state)
     splitter = (StratifiedKFold(n_folds, shuffle=True, random_state=seed) if groups is None
                 else StratifiedGroupKFold(n_folds, shuffle=True, random_state=seed))
@@ -431,3 +430,11 @@ def check_map_classes(map_labels: np.ndarray, metric: Any) -> None:
             f"The {map_labels.shape[0]} rows that fit metric={metric!r} hold one class only; a supervised "
             "map needs at least 2 (more rows per class, other groups or a larger metric_fraction)."
         )
+
+
+def _random_state(random_state: Any) -> Any:
+    """scikit-learn's ``check_random_state``, imported when called: ``nwbound.spaces`` loads without
+    scikit-learn (``nwbound predict`` maps queries with a model file's frozen arrays)."""
+    from sklearn.utils import check_random_state
+
+    return check_random_state(random_state)

@@ -99,10 +99,10 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from sklearn import get_config
 from threadpoolctl import threadpool_limits
 
 from ..._memory import block_rows
@@ -412,7 +412,7 @@ def dense_moment_sums(
     kappa, sq_sum, dist_sum = (np.zeros((n_q, n_bw)) for _ in range(3))
     # Queries in chunks: the per-slot moments (and their prefix sums) of a chunk fit the working
     # memory, so memory does not grow with the number of queries (whole query blocks per thread).
-    budget = (get_config()["working_memory"] if working_memory is None else working_memory) * 2**20
+    budget = _working_memory(working_memory) * 2**20
     per_query = 4 * 8 * max(n_bw, 1) * _n_moments(degree, train.weights)
     step = max(_QUERY_BLOCK * _n_threads(n_jobs), int(budget // per_query) // _QUERY_BLOCK * _QUERY_BLOCK)
     for s in range(0, n_q, step):
@@ -494,9 +494,24 @@ def _support_scales(kernel: Kernel, bandwidths: np.ndarray) -> tuple[float, np.n
     return support, scales, inv_support
 
 
+
+def _working_memory(working_memory: float | None) -> float:
+    """MiB of the memory budget: the estimator's, else scikit-learn's ``working_memory`` setting.
+
+    Read from scikit-learn only where it is loaded: otherwise nothing in this process changed it,
+    and its default (``SKLEARN_WORKING_MEMORY``, else 1024) is read as scikit-learn does, so that
+    ``nwbound predict`` (which maps queries without scikit-learn) does not import it for this.
+    """
+    if working_memory is not None:
+        return working_memory
+    sklearn = sys.modules.get("sklearn")
+    if sklearn is not None:
+        return sklearn.get_config()["working_memory"]
+    return int(os.environ.get("SKLEARN_WORKING_MEMORY", 1024))
+
 def _dense_tile_elements(dtype: np.dtype, working_memory: float | None, n_threads: int) -> int:
     """Elements per distance tile so each thread's temporaries fit its share of the memory budget."""
-    budget = (get_config()["working_memory"] if working_memory is None else working_memory) * 2**20
+    budget = _working_memory(working_memory) * 2**20
     per_thread = budget / n_threads
     # Tile elements and extracted entries share the thread's budget: a tile
     # can add up to _DENSE_SHARE of its size in entries before a flush.
