@@ -157,3 +157,42 @@ def test_only_a_backends_module_and_the_registry_name_it():
                 found.add(f"{rel}: {name}")
     assert not found, sorted(found)
     assert {b.__name__ for b in _registry.BACKENDS} == set(homes)
+
+
+def test_settings_that_choose_apart_share_one_pass_per_query(monkeypatch):
+    """The host's route where two settings choose different bandwidths (the held-out check's test and
+    model settings: two levels δ): each query gets one pass at the bandwidths its settings chose, and
+    each setting the intervals it gets alone (bandwidths and certified rows the same, ends within the
+    Chernoff search's precision, 1e-7; the sums of a column within rounding of a pass at it alone)."""
+    from nwbound.engine.host import _backend as host
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(3000, 3))
+    y = (rng.random(3000) < 1.0 / (1.0 + np.exp(-3.0 * X[:, 0]))).astype(int)
+    Q = rng.normal(size=(400, 3))
+    clf = NadarayaWatsonClassifier(metric=None, lipschitz=1.0).fit(X, y)
+    bounds = {"model": {}, "test": {"delta": 1e-4, "coverage": "simultaneous"}}
+    specs = clf._resolve_bounds(bounds)
+    choices = clf.choose_bandwidths(clf.bandwidth_ranking(Q), bounds=bounds)
+    apart = choices["model"] != choices["test"]
+    assert 0 < apart.sum() < Q.shape[0]  # rows of both kinds
+    passes = []
+    real = host.query_statistics
+
+    def counted(backend, estimator, X_, specs_, **kw):
+        passes.append((X_.shape[0], kw["bandwidths"].shape[0]))
+        return real(backend, estimator, X_, specs_, **kw)
+
+    monkeypatch.setattr(host, "query_statistics", counted)
+    got = clf.backend_.intervals(Q, specs, frozenset({"model"}))
+    assert sum(n for n, _ in passes) == Q.shape[0]  # was one pass per setting: 2 × 400 rows
+    assert sum(n for n, g in passes if g == 2) == apart.sum()
+    monkeypatch.undo()
+    for name in bounds:
+        alone = clf.backend_.intervals(Q, {name: specs[name]}, frozenset({"model"}))[name]
+        np.testing.assert_array_equal(got[name].certified, alone.certified)
+        np.testing.assert_allclose(got[name].proba, alone.proba, rtol=0, atol=1e-12)
+        if name == "test":
+            np.testing.assert_array_equal(got[name].bandwidth, alone.bandwidth)
+            np.testing.assert_allclose(got[name].lower, alone.lower, rtol=0, atol=1e-7)
+            np.testing.assert_allclose(got[name].upper, alone.upper, rtol=0, atol=1e-7)
