@@ -69,7 +69,7 @@ PHASES = (
     ("L_r pilot", (("assumptions/_lipschitz.py", "estimate_lipschitz"),)),  # inside space
     ("L check", (("spaces/_lipschitz.py", "choose_lipschitz"),)),
     ("predict", (("estimators/_nadaraya_watson.py", "predict_interval"),)),
-    ("ranking", (("engine/host/_sums.py", "dense_moment_sums"),)),  # bandwidth="auto": the grid's moments
+    ("ranking", (("engine/host/_backend.py", "_route_ranking"),)),  # bandwidth="auto": the grid's moments
     ("sums", (("engine/host/_sums.py", "dense_kernel_sums"),)),      # the chosen bandwidth's kernel sums
     ("bounds", (("bounds/_spec.py", "limits"), ("bounds/_spec.py", "certified"))),  # Chernoff searches
 )
@@ -115,7 +115,8 @@ def _pass_name() -> str:
     while frame is not None:
         names.add(frame.f_code.co_name)
         frame = frame.f_back
-    return "L check" if "choose_lipschitz" in names else "ranking" if "dense_moment_sums" in names else "sums"
+    ranking = "dense_moment_sums" in names or "bounded_moment_sums" in names
+    return "L check" if "choose_lipschitz" in names else "ranking" if ranking else "sums"
 
 
 def pairs_read(X, y, Q) -> dict[str, tuple[float, float]]:
