@@ -543,6 +543,7 @@ def tile_moments(
     thresholds,
     slot_table,
     inv_bucket,
+    slot_steps,
     degree,
     mom,
     resolve,
@@ -568,6 +569,10 @@ def tile_moments(
         search starts there and steps past the few thresholds inside the bucket.
     inv_bucket : float
         Buckets per unit of ``δ``.
+    slot_steps : int
+        Steps past the bucket's count that reach any entry's slot (``_sums._slot_table``): taken
+        branch-free, whatever the entry (a loop that stops at the slot mispredicts its exit
+        wherever hits and misses of the widest support mix: 14 → 5 ns an entry at 45 % hits).
     degree : int
         ``m``, the kernel's degree in ``u²``.
     mom : float64 ndarray of shape (rows, G, M)
@@ -651,7 +656,9 @@ def tile_moments(
             d = d2[k]
             b = d * inv_bucket  # (may be inf for a far pair recomputed directly)
             s = slot_table[np.intp(b) if b < n_table - 1 else n_table - 1]
-            while d > thresholds[s]:  # thresholds[n_bw] = inf stops it
+            for _ in range(slot_steps):  # s stops at the slot: thresholds[n_bw] = inf, and δ ≤ θ_s after
+                s += np.intp(d > thresholds[s])
+            while d > thresholds[s]:  # never taken (slot_steps suffice): a guard, predicted
                 s += 1
             slot[k] = s
         part[:, :] = 0.0

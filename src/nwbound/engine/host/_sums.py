@@ -676,7 +676,18 @@ def _dense_plan(
 def _slot_table(thresholds: np.ndarray) -> dict:
     """Plan fields of the moments pass: ``thresholds`` (then inf) and a table of buckets of ``δ``,
     each holding the number of thresholds below its left edge — fine enough (up to 2¹⁶ buckets)
-    that a bucket rarely holds a threshold, so finding an entry's slot costs one lookup."""
+    that a bucket rarely holds a threshold, so finding an entry's slot costs one lookup — and
+    ``slot_steps``, the most steps past its bucket's count an entry's slot can be (its bucket's
+    thresholds and the next bucket's, for the rounding of ``δ·inv_bucket``; beyond the table, up to
+    the slot past every threshold): a fixed number of branch-free steps finds it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = _slot_table(np.array([0.25, 0.5, 1.0]))
+    >>> t["slot_table"].tolist(), t["slot_steps"]
+    ([0, 0, 0, 1, 1, 2, 2, 2, 2, 2], 1)
+    """
     top = float(thresholds[-1])
     gaps = np.diff(np.concatenate([[0.0], thresholds]))
     gap = float(gaps[gaps > 0].min()) if np.any(gaps > 0) else top
@@ -685,10 +696,17 @@ def _slot_table(thresholds: np.ndarray) -> dict:
     # Each bucket's left edge lowered by 4 ulps: an entry whose fl(δ·inv_bucket) reaches bucket b has
     # δ ≥ b/inv_bucket·(1 − 2u), so no threshold counted below the edge lies above δ.
     edges = np.arange(n_table) / inv_bucket * (1.0 - 4.0 * _U64)
+    table = np.searchsorted(thresholds, edges, side="left").astype(np.intp)
+    # An entry of bucket b < n_table − 1 has δ < (b + 1)/inv_bucket·(1 + 2u) < the left edge of bucket
+    # b + 2: its slot is at most table[b + 2] (the number of thresholds, past the table); the last
+    # bucket holds every δ above it, up to the slot past every threshold.
+    ahead = np.concatenate([table[2:], np.full(2, thresholds.shape[0])])
+    steps = max(int(np.max(ahead[:-1] - table[:-1])), int(thresholds.shape[0] - table[-1]))
     return {
         "thresholds": np.append(thresholds, np.inf),
-        "slot_table": np.searchsorted(thresholds, edges, side="left").astype(np.intp),
+        "slot_table": table,
         "inv_bucket": float(inv_bucket),
+        "slot_steps": steps,
     }
 
 
