@@ -350,8 +350,12 @@ def test_two_classes_one_search_serves_a_lower_and_the_other_upper_end(engine):
     κ − S′ less its rounding allowance) and the lower of their starts, gives both. Its ends lie
     within the search's precision (tol) of the two searches it replaces (each a level their tests
     reject: the smaller sum's test rejects less)."""
+    from test_engine_paths import numba_unavailable_reason
+
     from nwbound.bounds._chernoff_binned import _prepared
 
+    if engine == "numba" and (reason := numba_unavailable_reason()):
+        pytest.skip(reason)
     rng = np.random.default_rng(7)
     beta, dp, tol = 0.05, 0.05, 1e-7
     cases = [_binned(*_points(rng, int(rng.integers(15, 200)), 2), 2, 6, beta) for _ in range(40)]
