@@ -320,3 +320,27 @@ def test_which_settings_rank_first():
     gauss = fitted(kernel="gaussian_untruncated", margin=1.0, lipschitz=None, bound="paper", ranking_fraction=0.5)
     assert not gauss.ranks_first()
     assert fitted(ranking_fraction=0.5).ranks_first(bounds=["hoeffding", "chernoff"])
+
+
+@pytest.mark.parametrize("thresholds", [
+    np.geomspace(0.003, 1.0, 16),                 # the default grid's slots
+    np.array([0.25, 0.5, 1.0]),
+    np.array([0.1, 0.1, 0.4, 0.4000001, 1.0]),    # duplicates and a gap that caps the table (2¹⁶ buckets)
+    np.array([1e-9, 0.5, 0.75]),
+])
+def test_slot_steps_reach_every_slot_branch_free(thresholds):
+    """``tile_moments`` finds an entry's slot in ``slot_steps`` branch-free steps from its bucket's
+    count (a loop that stopped at the slot mispredicted wherever hits and misses mix): those steps
+    reach the slot of every δ — at and next to each threshold and bucket edge, beyond the table, inf."""
+    t = _sums._slot_table(thresholds)
+    table, inv, steps, thr = t["slot_table"], t["inv_bucket"], t["slot_steps"], t["thresholds"]
+    edges = np.arange(table.size) / inv
+    probes = np.concatenate([thresholds, edges, np.random.default_rng(0).uniform(0, 2 * thresholds[-1], 20000),
+                             [0.0, thresholds[-1] * 2, 2.0, np.inf]])
+    probes = np.concatenate([probes, np.nextafter(probes, -np.inf), np.nextafter(probes, np.inf)])
+    probes = probes[probes >= 0]
+    b = probes * inv
+    s = table[np.where(b < table.size - 1, b, table.size - 1).astype(np.intp)]
+    for _ in range(steps):
+        s = s + (probes > thr[s])
+    np.testing.assert_array_equal(s, np.searchsorted(thresholds, probes, side="left"))

@@ -157,3 +157,75 @@ def test_only_a_backends_module_and_the_registry_name_it():
                 found.add(f"{rel}: {name}")
     assert not found, sorted(found)
     assert {b.__name__ for b in _registry.BACKENDS} == set(homes)
+
+
+def test_settings_that_choose_apart_share_one_pass_per_query(monkeypatch):
+    """The host's route where two settings choose different bandwidths (the held-out check's test and
+    model settings: two levels δ): each query gets one pass at the bandwidths its settings chose, and
+    each setting the intervals it gets alone (bandwidths and certified rows the same, ends within the
+    Chernoff search's precision, 1e-7; the sums of a column within rounding of a pass at it alone)."""
+    from nwbound.engine.host import _backend as host
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(3000, 3))
+    y = (rng.random(3000) < 1.0 / (1.0 + np.exp(-3.0 * X[:, 0]))).astype(int)
+    Q = rng.normal(size=(400, 3))
+    clf = NadarayaWatsonClassifier(metric=None, lipschitz=1.0).fit(X, y)
+    bounds = {"model": {}, "test": {"delta": 1e-4, "coverage": "simultaneous"}}
+    specs = clf._resolve_bounds(bounds)
+    choices = clf.choose_bandwidths(clf.bandwidth_ranking(Q), bounds=bounds)
+    apart = choices["model"] != choices["test"]
+    assert 0 < apart.sum() < Q.shape[0]  # rows of both kinds
+    passes = []
+    real = host.query_statistics
+
+    def counted(backend, estimator, X_, specs_, **kw):
+        passes.append((X_.shape[0], kw["bandwidths"].shape[0]))
+        return real(backend, estimator, X_, specs_, **kw)
+
+    monkeypatch.setattr(host, "query_statistics", counted)
+    got = clf.backend_.intervals(Q, specs, frozenset({"model"}))
+    assert sum(n for n, _ in passes) == Q.shape[0]  # was one pass per setting: 2 × 400 rows
+    assert sum(n for n, g in passes if g == 2) == apart.sum()
+    monkeypatch.undo()
+    for name in bounds:
+        alone = clf.backend_.intervals(Q, {name: specs[name]}, frozenset({"model"}))[name]
+        np.testing.assert_array_equal(got[name].certified, alone.certified)
+        np.testing.assert_allclose(got[name].proba, alone.proba, rtol=0, atol=1e-12)
+        if name == "test":
+            np.testing.assert_array_equal(got[name].bandwidth, alone.bandwidth)
+            np.testing.assert_allclose(got[name].lower, alone.lower, rtol=0, atol=1e-7)
+            np.testing.assert_allclose(got[name].upper, alone.upper, rtol=0, atol=1e-7)
+
+
+@pytest.mark.parametrize("pilot", [256, 2])
+def test_the_bounded_ranking_chooses_as_the_full_one(monkeypatch, pilot):
+    """The host's route ranks many queries from the pairs within the reach of the bandwidths a pilot
+    chose (:func:`~nwbound.engine.host._sums.bounded_moment_sums`), the rest in full where its
+    bounds do not settle the choice: every setting chooses as from the full ranking, so the
+    intervals are those of the full ranking, bit for bit. A pilot of 2 queries sets a reach too
+    short for many: they fall back to the full ranking."""
+    from nwbound.engine.host import _backend as host
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(3000, 3))
+    y = (rng.random(3000) < 1.0 / (1.0 + np.exp(-3.0 * X[:, 0]))).astype(int)
+    Q = rng.normal(size=(2500, 3))
+    clf = NadarayaWatsonClassifier(metric=None, lipschitz=1.0).fit(X, y)
+    bounds = {"model": {}, "test": {"delta": 1e-4, "coverage": "simultaneous"}}
+    specs = clf._resolve_bounds(bounds)
+    monkeypatch.setattr(host, "BOUNDED_PILOT_QUERIES", pilot)
+    bounded, full = [], []
+    real_bounded, real_full = HostBackend.bounded_ranking, host.bandwidth_ranking
+    monkeypatch.setattr(HostBackend, "bounded_ranking",
+                        lambda self, X_, *a: bounded.append(X_.shape[0]) or real_bounded(self, X_, *a))
+    monkeypatch.setattr(host, "bandwidth_ranking", lambda b, e, X_, *a: full.append(X_.shape[0]) or real_full(b, e, X_, *a))
+    got = clf.backend_.intervals(Q, specs)
+    assert bounded == [Q.shape[0] - pilot] and full[0] == pilot
+    fallback = sum(full[1:])  # the queries the bounds did not settle, ranked in full
+    assert fallback < 0.02 * Q.shape[0] if pilot == 256 else fallback > 0.2 * Q.shape[0]
+    monkeypatch.setattr(host, "BOUNDED_MIN_QUERIES", 10**9)
+    want = clf.backend_.intervals(Q, specs)
+    for name in bounds:
+        for field in ("bandwidth", "lower", "upper", "proba"):
+            np.testing.assert_array_equal(getattr(got[name], field), getattr(want[name], field), err_msg=field)

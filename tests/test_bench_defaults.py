@@ -57,3 +57,19 @@ def test_pairs_read_counts_every_dense_pass_and_restores_the_engine():
     assert set(pairs) <= {"L check", "ranking", "sums"} and "sums" in pairs
     for read, total in pairs.values():
         assert 0 < read <= total
+
+
+def test_repeat_keeps_each_models_least_time(monkeypatch, capsys):
+    """``--repeat k``: both models k times per size, each one's least wall and CPU time kept (a loaded
+    machine moves one run's CPU time by up to half); both CPU times printed beside their ratio."""
+    bench = _bench()
+    hgb = iter([(2.0, 3.0, 0.9), (1.0, 1.5, 0.9), (4.0, 2.0, 0.9)])
+    default = iter([(5.0, 6.0, 0.8, 0.1), (3.0, 4.5, 0.8, 0.1), (2.5, 9.0, 0.8, 0.1)])
+    monkeypatch.setattr(bench, "warm_up", lambda classes: None)
+    monkeypatch.setattr(bench, "run_hgb", lambda *a: next(hgb))
+    monkeypatch.setattr(bench, "run_default", lambda *a: next(default))
+    monkeypatch.setattr(bench, "NadarayaWatsonClassifier", lambda **kw: type("M", (), {"fit": lambda s, X, y: s})())
+    assert bench.main(["--sizes", "100", "--classes", "2", "--repeat", "3"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.split()[:2] == ["100", "2"])
+    # wall 2.5 / 1.0, CPU 4.5 / 1.5: the least of each model's three runs
+    assert row.split()[2:8] == ["2.50", "1.00", "2.5×", "4.50", "1.50", "3.0×"]

@@ -341,3 +341,36 @@ def test_bad_input_names_the_parameter(change, name):
     kw.update(change)
     with pytest.raises(ValueError, match=name):
         chernoff_interval_binned(**kw)
+
+
+@pytest.mark.parametrize("engine", ["numba", "numpy"])
+def test_two_classes_one_search_serves_a_lower_and_the_other_upper_end(engine):
+    """Two classes: the lower end of a class and the upper end of the other are one test (the lower
+    tail is the complement's upper tail); one search, from the smaller of the two sums (S/(1 + ρ) and
+    κ − S′ less its rounding allowance) and the lower of their starts, gives both. Its ends lie
+    within the search's precision (tol) of the two searches it replaces (each a level their tests
+    reject: the smaller sum's test rejects less)."""
+    from test_engine_paths import numba_unavailable_reason
+
+    from nwbound.bounds._chernoff_binned import _prepared
+
+    if engine == "numba" and (reason := numba_unavailable_reason()):
+        pytest.skip(reason)
+    rng = np.random.default_rng(7)
+    beta, dp, tol = 0.05, 0.05, 1e-7
+    cases = [_binned(*_points(rng, int(rng.integers(15, 200)), 2), 2, 6, beta) for _ in range(40)]
+    S, n, A, D = (np.stack([c[i] for c in cases]) for i in range(4))
+    alo, ahi, rho, rho_in = cases[0][4:8]  # the same bins for every query (edges of u²)
+    sq = np.array([c[8] for c in cases])
+    pairs = _prepared(S, n, A, D, alo, ahi, rho, beta, dp, sq_sum=sq, band_radius_inner=rho_in, tol=tol,
+                      engine=engine, sum_error=1e-9)
+    calls = []
+    real = pairs._two_class_ends
+    pairs._two_class_ends = lambda k, *a, **kw: calls.append(k.size) or real(k, *a, **kw)
+    lower, upper = pairs.interval()
+    assert calls == [2 * len(cases)]  # one search per (query, class), not two
+    old_lower, old_upper = np.zeros_like(lower), np.ones_like(upper)
+    old_lower[pairs.rows, pairs.cls] = pairs.lower_ends()
+    old_upper[pairs.rows, pairs.cls] = pairs.upper_ends()
+    np.testing.assert_allclose(lower, old_lower, rtol=0, atol=tol + 1e-12)
+    np.testing.assert_allclose(upper, old_upper, rtol=0, atol=tol + 1e-12)

@@ -121,9 +121,12 @@ def test_the_check_searches_fewer_chernoff_ends(monkeypatch):
         monkeypatch.setattr(run, "_intervals", _per_setting_intervals)
         select_lipschitz(model, X, y, grid)
         full = sum(searched)
-    n_pairs = X.shape[0] * 2 * 2 * len(grid)  # rows × classes × ends × L, for each of the two settings
+    # rows × classes × L, for each of the two settings: with two classes one search per (row, class)
+    # gives its lower end and the other class's upper end (both ends of a row from two searches)
+    n_pairs = X.shape[0] * 2 * len(grid)
     assert full == 2 * n_pairs
-    assert cheap <= n_pairs + n_pairs // 2  # the test's intervals in full; half or less of the model's
+    # the test's intervals in full; the model's certified mask from one search per row at most
+    assert cheap <= n_pairs + n_pairs // 2
 
 
 # ---------------------------------------------------------------- the certified mask of the split form

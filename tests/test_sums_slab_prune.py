@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from nwbound.engine.host import _sums, _sums_data
-from nwbound.engine.host._sums import dense_kernel_sums, dense_moment_sums
+from nwbound.engine.host._sums import bounded_moment_sums, dense_kernel_sums, dense_moment_sums
 from nwbound.engine.host._sums_data import TrainingSet
 from nwbound.kernels import get_kernel
 
@@ -159,3 +159,48 @@ def test_moment_sums_with_slabs_match_the_dense_pass(monkeypatch):
     np.testing.assert_allclose(got.kappa, ref.kappa, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(got.sq_sum, ref.sq_sum, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(got.dist_sum, ref.dist_sum, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("weighted, kernel", [(False, "epanechnikov"), (True, "epanechnikov"), (False, "quartic")])
+def test_bounded_moment_sums_are_exact_up_to_the_reach_and_bound_epsilon_beyond(weighted, kernel, monkeypatch):
+    """The bounded ranking pass (on a sample below ``_MIN_PRUNE_POINTS``: it sorts at any size): the
+    columns up to the reach equal the full pass's within rounding; beyond, κ is an upper bound,
+    Σ(wK)² a lower bound and D/κ a lower bound, so every Hoeffding ε there is at most the full one;
+    and it reads fewer pairs than the full pass."""
+    from nwbound.bounds import BoundSpec
+
+    X, y, Q = _learned_like(3000, 500, seed=6)
+    w = np.random.default_rng(2).uniform(0.2, 2.0, len(y)) if weighted else None
+    train = TrainingSet.build(X, y, 2, w)
+    assert len(X) < _sums_data._MIN_PRUNE_POINTS
+    kern, grid = get_kernel(kernel), np.geomspace(0.1, 3.0, 9)
+    seen = _pairs_read(monkeypatch)
+    ref = dense_moment_sums(Q, train, kern, grid)
+    assert seen["pairs"] == len(Q) * len(X)
+    seen["pairs"] = 0
+    got, exact = bounded_moment_sums(Q, train, kern, grid, reach=grid[3])
+    assert exact.tolist() == [True] * 4 + [False] * 5
+    assert seen["pairs"] < 0.8 * len(Q) * len(X)
+    for name in ("kappa", "sq_sum", "dist_sum"):
+        np.testing.assert_allclose(getattr(got, name)[:, exact], getattr(ref, name)[:, exact], rtol=1e-9, atol=1e-12)
+    wide = ~exact
+    live = ref.kappa[:, wide] > 0
+    assert live.all() and (got.kappa[:, wide] > 0).all()
+    slack = 1.0 + 1e-9
+    assert np.all(got.kappa[:, wide] * slack >= ref.kappa[:, wide])
+    assert np.all(got.sq_sum[:, wide] <= ref.sq_sum[:, wide] * slack)
+    assert np.all(got.dist_sum[:, wide] / got.kappa[:, wide] <= ref.dist_sum[:, wide] / ref.kappa[:, wide] * slack)
+    spec = BoundSpec(form="hoeffding", beta=2.0, delta_prime=0.05)
+    low = np.add(*spec.parts(got.kappa, got.sq_sum, got.dist_sum, got.bandwidth))
+    full = np.add(*spec.parts(ref.kappa, ref.sq_sum, ref.dist_sum, ref.bandwidth))
+    assert np.all(low[:, wide] <= full[:, wide] * slack)
+    assert np.any(low[:, wide] < 0.9 * full[:, wide])  # bounds, not the sums themselves
+
+
+def test_bounded_moment_sums_refuse_a_reach_below_the_grid():
+    X, y, Q = _learned_like(200, 5)
+    train = TrainingSet.build(X, y, 2, None)
+    with pytest.raises(ValueError, match="reach=0.01 is below every bandwidth"):
+        bounded_moment_sums(Q, train, get_kernel("epanechnikov"), np.array([0.1, 0.2]), reach=0.01)
+    with pytest.raises(ValueError, match="polynomial"):
+        bounded_moment_sums(Q, train, get_kernel("gaussian"), np.array([0.1, 0.2]), reach=0.2)

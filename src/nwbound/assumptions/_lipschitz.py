@@ -251,8 +251,15 @@ def _steepest_slopes(
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Per evaluation point: the steepest slope of ``p̂`` to a point ≥ h away, that point, and the pair count."""
 
+    from ..engine.host._sums import compiled_module
+
+    module = compiled_module()
+
     def reduce(D: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rows = slice(start, start + D.shape[0])
+        done = None if module is None else module.steepest_slopes(D, P[rows], P, h)  # the same bits, one pass
+        if done is not None:
+            return done
         diff = np.zeros_like(D)
         for c in range(P.shape[1]):  # few classes; each step is a full block operation
             np.maximum(diff, np.abs(P[rows, c, None] - P[None, :, c]), out=diff)

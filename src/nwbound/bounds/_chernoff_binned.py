@@ -485,15 +485,52 @@ class _Pairs:
         return _left_ends(self.s_comp[k], self.rows[k], self.P, self.up_h[k], 1.0 - self.p_hat[k],
                           self.theta_h[k], self.theta_max[k], self.log_level, self.tol, self.loop, above)
 
+    def _two_class_certified(self, live: np.ndarray, k_top: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """:meth:`certified` with two classes: the top pair's one search (:meth:`_two_class_ends`) decides,
+        ``lower[top] = min(e, p̂_top) > upper[other] = max(1 − e, p̂_other)``, non-decreasing in its end
+        ``e``. It stops once its bracket lies above ``max(p̂_other, 1/2, 1 − p̂_top + 2⁻⁵²)`` (then the
+        comparison holds, roundings included) or at most ``max(p̂_other, 1/2)`` (then it fails); the
+        comparison is made on the end returned, as :meth:`interval` makes it on the full end."""
+        o = np.flatnonzero(self.p_hat[k_top] > self.p_hat[k_top ^ 1])  # else not certified
+        k, other = k_top[o], k_top[o] ^ 1
+        p_top, p_other = self.p_hat[k], self.p_hat[other]
+        below = np.maximum(p_other, 0.5)
+        ends = self._two_class_ends(k, above=np.maximum(below, 1.0 - p_top + 2.0**-52), below=below)
+        lower = np.clip(np.minimum(ends, p_top), 0.0, 1.0)
+        out[live[o[lower > self._upper_from(ends, other)]]] = True
+        return out
+
     def _upper_from(self, ends: np.ndarray, k: np.ndarray | slice) -> np.ndarray:
         """Reported upper ends from those left ends (non-increasing in them)."""
         return np.clip(np.maximum(1.0 - ends, self.p_hat[k]), 0.0, 1.0)
 
+    def _two_class_ends(self, k: np.ndarray, above: np.ndarray | None = None,
+                        below: np.ndarray | None = None) -> np.ndarray:
+        """Two classes: the left end of the test of pair ``k``'s class, which is also the test of the
+        other class's upper end (its complementary labels are ``k``'s): one search for both.
+
+        The two searches it replaces differ by rounding only: ``k``'s sum ``S/(1 + ρ)`` against the
+        other pair's ``κ − S′`` less its rounding allowance, and their Hoeffding starts. It takes the
+        smaller sum and the lower start (a level below a rejected one is rejected; the search only
+        ever returns a level its test rejects), so its end is valid for both: at most the exact end
+        of either test, within ``tol`` of it (``above``/``below``: stop early, :func:`_left_ends`)."""
+        other = k ^ 1  # the live pairs of a query are consecutive: (q, 0), (q, 1)
+        return _left_ends(np.minimum(self.s[k], self.s_comp[other]), self.rows[k], self.P,
+                          np.minimum(self.lo_h[k], self.up_h[other]),
+                          np.maximum(self.p_hat[k], 1.0 - self.p_hat[other]), self.theta_h[k], self.theta_max[k],
+                          self.log_level, self.tol, self.loop, above, below)
+
     def interval(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(lower, upper)`` of every pair; ``(0, 1)`` where ``κ = 0``."""
+        """``(lower, upper)`` of every pair; ``(0, 1)`` where ``κ = 0``. Two classes: one search per
+        pair, for its lower end and the other class's upper end (:meth:`_two_class_ends`)."""
         lower = np.zeros((self.n, self.n_classes))
         upper = np.ones((self.n, self.n_classes))
-        if self.rows is not None:
+        if self.rows is not None and self.n_classes == 2:
+            k = np.arange(self.rows.size)
+            ends = self._two_class_ends(k)
+            lower[self.rows, self.cls] = np.clip(np.minimum(ends, self.p_hat), 0.0, 1.0)
+            upper[self.rows, self.cls] = self._upper_from(ends[k ^ 1], k)
+        elif self.rows is not None:
             lower[self.rows, self.cls] = self.lower_ends()
             upper[self.rows, self.cls] = self.upper_ends()
         return lower, upper
@@ -525,6 +562,8 @@ class _Pairs:
         live = np.flatnonzero(self.live)
         top = np.asarray(top, dtype=np.intp)[live]
         k_top = index[live, top]
+        if C == 2:
+            return self._two_class_certified(live, k_top, out)
         others = np.ones((live.size, C), dtype=bool)
         others[np.arange(live.size), top] = False
         k_other = index[live][others].reshape(live.size, C - 1)

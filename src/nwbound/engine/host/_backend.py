@@ -24,11 +24,11 @@ import numpy as np
 
 from ..._namespace import compat, to_host
 from ..._numerics import euclidean_norm
-from ...bounds import TAIL_RADIUS
+from ...bounds import TAIL_RADIUS, get_bound_form
 from .._backend import Backend
 from .._statistics import KernelStatistics
 from .._ranking import BandwidthRanking, choice_groups, rows_by_choice
-from ._sums import dense_kernel_sums, dense_moment_sums, neighbor_kernel_sums
+from ._sums import bounded_moment_sums, dense_kernel_sums, dense_moment_sums, neighbor_kernel_sums
 
 __all__ = ["HostBackend", "bandwidth_ranking", "host_intervals", "intervals_at", "query_statistics",
            "rows_by_bandwidth", "scaled"]
@@ -36,6 +36,13 @@ __all__ = ["HostBackend", "bandwidth_ranking", "host_intervals", "intervals_at",
 # Queries per block of the host's bounds with bound="chernoff" (its statistics hold
 # queries × bandwidths × bins values; 2048 keeps them to a few MiB).
 CHERNOFF_QUERY_BLOCK = 2048
+# The bounded ranking of the host's route (:func:`_route_ranking`): from this many queries, a pilot
+# of this many (spread over the batch) ranked in full, and a query resolved where its least ε over
+# the exact columns lies below every wider column's bound by this relative margin (it covers the
+# rounding of both rankings' expanded sums, and of D/κ's bound, see bounded_moment_sums).
+BOUNDED_MIN_QUERIES = 2048
+BOUNDED_PILOT_QUERIES = 256
+BOUNDED_MARGIN = 1e-6
 
 
 def scaled(a: np.ndarray | None, factor: float) -> np.ndarray | None:
@@ -146,6 +153,18 @@ class HostBackend:
         return BandwidthRanking.from_sums(s.kappa, s.sq_sum, s.dist_sum, est.bandwidths_[None, :], fraction=fraction,
                                           feature_unit=unit)
 
+    def bounded_ranking(self, X: Any, fraction: float, reach: float) -> tuple[BandwidthRanking, np.ndarray]:
+        """:meth:`ranking` from the pairs within the support of the bandwidths up to ``reach``
+        (input units): exact there, bounds of the Hoeffding parts beyond, and those exact columns
+        (:func:`~._sums.bounded_moment_sums`). Only where :meth:`ranks_from_moments`."""
+        est = self._est
+        inputs = est.__nwbound_fitted_inputs__()
+        unit = inputs.feature_unit
+        s, exact = bounded_moment_sums(X, inputs.train.sample(fraction), est.kernel_, est.bandwidths_ / unit,
+                                       reach / unit, working_memory=est.working_memory, n_jobs=est.n_jobs)
+        return BandwidthRanking.from_sums(s.kappa, s.sq_sum, s.dist_sum, est.bandwidths_[None, :], fraction=fraction,
+                                          feature_unit=unit), exact
+
     # -- the route -----------------------------------------------------------------------------
     def intervals(self, X: Any, specs: dict, certified_only: frozenset = frozenset()) -> dict:
         """Every setting's intervals of validated queries: the host's route (:func:`host_intervals`)."""
@@ -193,9 +212,11 @@ def host_intervals(backend: "Backend", estimator: Any, X: Any, specs: dict,
     grid = estimator.bandwidths_
     if X.shape[0] == 0 or not backend.ranks_first(specs, estimator.ranking_fraction_):
         return intervals_at(backend, estimator, X, specs, grid, certified_only)
-    ranking = bandwidth_ranking(backend, estimator, X, estimator.ranking_fraction_)
+    groups = choice_groups(specs, _route_ranking(backend, estimator, X, specs))
+    if len(groups) > 1 and all(isinstance(choice, np.ndarray) for choice, _ in groups):
+        return _joint_intervals(backend, estimator, X, specs, groups, certified_only)
     out = {}
-    for choice, names in choice_groups(specs, ranking):
+    for choice, names in groups:
         rows, used, inverse = rows_by_choice(choice, grid.shape[0])
         group = {name: specs[name] for name in names}
         parts = [intervals_at(backend, estimator, X[r], group, grid[g : g + 1], certified_only)
@@ -204,11 +225,89 @@ def host_intervals(backend: "Backend", estimator: Any, X: Any, specs: dict,
     return out
 
 
+def _route_ranking(backend: "Backend", estimator: Any, X: Any, specs: dict) -> BandwidthRanking:
+    """The ranking the route chooses from: :func:`bandwidth_ranking`, or, where it chooses alike and
+    costs less, the bounded ranking (the host's moments, many NumPy queries, settings that choose
+    by the Hoeffding parts: ``"hoeffding"`` and ``"chernoff"``).
+
+    The widest bandwidth that the settings choose on a pilot of the queries (ranked in full) sets
+    the reach: the next wider one of the grid. The other queries get
+    :meth:`HostBackend.bounded_ranking` (exact sums up to the reach, a lower bound of each wider
+    bandwidth's ε beyond, :func:`~._sums.bounded_moment_sums`); a query keeps it where every setting's
+    least ε over the exact columns lies below each wider column's bound (by ``BOUNDED_MARGIN``), so
+    that every setting chooses there as from the full ranking; the others are ranked in full. The
+    wider columns of a kept query hold those bounds, not its sums: the ranking serves the choice
+    only (``bandwidth_ranking`` stays the public one). The pruned pass reads the pairs within the
+    reach's support (on make_classification, 20 features, in the default's learned space: about
+    half of the ranking sample's pairs at 100 000 rows, where every pair lies within the widest)."""
+    fraction, grid, n = estimator.ranking_fraction_, estimator.bandwidths_, X.shape[0]
+    if not (isinstance(backend, HostBackend) and isinstance(X, np.ndarray) and n >= BOUNDED_MIN_QUERIES
+            and backend.ranks_from_moments()
+            and all(type(s.for_choice().bound_form).parts is type(get_bound_form("hoeffding")).parts
+                    for s in specs.values())):
+        return bandwidth_ranking(backend, estimator, X, fraction)
+    pilot = np.zeros(n, dtype=bool)
+    pilot[np.linspace(0, n - 1, BOUNDED_PILOT_QUERIES).astype(np.intp)] = True
+    first = bandwidth_ranking(backend, estimator, X[pilot], fraction)
+    chosen = max(float(grid[choice].max()) for choice, _ in choice_groups(specs, first))
+    sums = tuple(np.empty((n, grid.shape[0])) for _ in range(3))
+    for a, b in zip(sums, (first.kappa, first.sq_sum, first.dist_sum)):
+        a[pilot] = b
+    rest = np.flatnonzero(~pilot)
+    wider = grid[grid > chosen]
+    if wider.size:
+        bounded, exact = backend.bounded_ranking(X[rest], fraction, float(wider.min()))
+        kept = np.ones(rest.size, dtype=bool)
+        with np.errstate(invalid="ignore"):
+            for spec in specs.values():
+                eps = np.add(*spec.for_choice().parts(bounded.kappa, bounded.sq_sum, bounded.dist_sum,
+                                                      bounded.bandwidth))
+                kept &= eps[:, exact].min(axis=1) < eps[:, ~exact].min(axis=1) * (1.0 - BOUNDED_MARGIN)
+        for a, b in zip(sums, (bounded.kappa, bounded.sq_sum, bounded.dist_sum)):
+            a[rest[kept]] = b[kept]
+        rest = rest[~kept]
+    if rest.size:
+        full = bandwidth_ranking(backend, estimator, X[rest], fraction)
+        for a, b in zip(sums, (full.kappa, full.sq_sum, full.dist_sum)):
+            a[rest] = b
+    return BandwidthRanking(*sums, grid[None, :])
+
+
+def _joint_intervals(backend: "Backend", estimator: Any, X: np.ndarray, specs: dict, groups: list,
+                     certified_only: frozenset) -> dict:
+    """:func:`host_intervals` where the settings chose apart (NumPy choices, ``groups`` of
+    :func:`~nwbound.engine.choice_groups`): one pass per query at the set of bandwidths its settings
+    chose, each setting bounded at its own column.
+
+    A pass at several bandwidths computes the distance product once (at the widest one's support)
+    and reduces each bandwidth from it, so a query whose settings chose two bandwidths costs about
+    one pass instead of two, and one whose settings agree costs one (the held-out check of
+    ``lipschitz="auto"``: its test and model settings, at two levels δ, choose alike on about 60 %
+    of the rows). The statistics of a column are those of a pass at that bandwidth alone up to the
+    rounding of their order, within the engine's stated error bounds (``u2_error``, ``sum_error``)."""
+    choices = np.stack([choice for choice, _ in groups], axis=1)  # (n, settings' groups)
+    sets, pattern = np.unique(np.sort(choices, axis=1), axis=0, return_inverse=True)
+    rows, used, inverse = rows_by_choice(pattern.reshape(-1), sets.shape[0])
+    grid = estimator.bandwidths_
+    names_of = [names for _, names in groups]
+    parts: dict = {name: [] for name in specs}
+    for p, r in zip(used, rows):
+        bandwidths = np.unique(sets[p])
+        columns = {name: np.searchsorted(bandwidths, choices[r, i])
+                   for i, names in enumerate(names_of) for name in names}
+        piece = intervals_at(backend, estimator, X[r], specs, grid[bandwidths], certified_only, columns)
+        for name in specs:
+            parts[name].append(piece[name])
+    return {name: _concatenated(parts[name]).take(inverse) for name in specs}
+
+
 def intervals_at(backend: "Backend", estimator: Any, X: Any, specs: dict, bandwidths: np.ndarray,
-                 certified_only: frozenset = frozenset()) -> dict:
+                 certified_only: frozenset = frozenset(), columns: dict | None = None) -> dict:
     """Intervals of validated queries for every setting in ``specs`` from one pass at ``bandwidths``
     (``certified_only``: names that get ``CertifiedRows``): ``backend``'s statistics
     (:func:`query_statistics`), the estimator's host bounds (:attr:`~nwbound.engine.FittedInputs.interval`).
+    ``columns`` (name to (n,) indices into ``bandwidths``, NumPy queries): each setting bounded at
+    its queries' columns (:meth:`~nwbound.engine.KernelStatistics.select`) instead of at the λ of least ε.
 
     Examples
     --------
@@ -225,11 +324,14 @@ def intervals_at(backend: "Backend", estimator: Any, X: Any, specs: dict, bandwi
     interval = estimator.__nwbound_fitted_inputs__().interval
     n = X.shape[0]
     block = n if not any(s.is_chernoff for s in specs.values()) else CHERNOFF_QUERY_BLOCK
+    def at(stats: KernelStatistics, name: str, s: int) -> KernelStatistics:
+        return stats if columns is None else stats.select(columns[name][s : s + stats.n_queries])
+
     pieces = [
-        {name: interval(stats, spec, name in certified_only) for name, spec in specs.items()}
-        for stats in (  # in-range stops and a trailing ellipsis: array-API (device=) queries too
-            query_statistics(backend, estimator, X[s : min(s + block, n), ...], list(specs.values()),
-                             need_bounds=True, bandwidths=bandwidths)
+        {name: interval(at(stats, name, s), spec, name in certified_only) for name, spec in specs.items()}
+        for s, stats in (  # in-range stops and a trailing ellipsis: array-API (device=) queries too
+            (s, query_statistics(backend, estimator, X[s : min(s + block, n), ...], list(specs.values()),
+                                 need_bounds=True, bandwidths=bandwidths))
             for s in range(0, max(n, 1), max(block, 1))
         )
     ]

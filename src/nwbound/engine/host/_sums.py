@@ -116,7 +116,8 @@ from . import _tiles
 from ._tiles import _U64, _FusedSpec, _Plan, _block_sums, _distance_sum_scale, _n_moments, _store
 
 __all__ = [
-    "TrainingSet", "compiled_module", "dense_kernel_sums", "dense_moment_sums", "neighbor_kernel_sums",
+    "TrainingSet", "bounded_moment_sums", "compiled_module", "dense_kernel_sums", "dense_moment_sums",
+    "neighbor_kernel_sums",
     "neighbor_distances", "block_rows", "ranking_sample_rows",
 ]
 
@@ -282,10 +283,11 @@ def dense_kernel_sums(
 def _dense_pass(
     Xq: np.ndarray, train: TrainingSet, kernel: Kernel, bandwidths: np.ndarray, *, need_dist: bool,
     tail_radius: float | None, working_memory: float | None, n_jobs: int | None, prune: bool | None,
-    histogram_bins: int, moment_degree: int = -1,
+    histogram_bins: int, moment_degree: int = -1, any_size: bool = False,
 ) -> KernelStatistics | np.ndarray:
     """:func:`dense_kernel_sums`, or with ``moment_degree ≥ 0`` the (n, G, M) per-slot moments of
-    :func:`dense_moment_sums`."""
+    :func:`dense_moment_sums`. ``any_size``: prune by slabs of the sorted layout whatever the
+    training set's size (:func:`bounded_moment_sums`: a small ranking sample, a narrow support)."""
     n_q = Xq.shape[0]
     bandwidths = np.asarray(bandwidths, dtype=np.float64)
     histogram_bins = _check_histogram_bins(histogram_bins, kernel)
@@ -309,8 +311,8 @@ def _dense_pass(
         )
     if n_q == 0:
         return out
-    balls = compact and prune is not False and Xq.shape[1] <= _BALL_MAX_FEATURES
-    lay = train.layout(prune=balls, axis=compact and prune is not False and not balls)
+    balls = compact and prune is not False and Xq.shape[1] <= _BALL_MAX_FEATURES and not any_size
+    lay = train.layout(prune=balls, axis=compact and prune is not False and not balls, any_size=any_size)
     n_threads = _n_threads(n_jobs)
     tile_elements = _dense_tile_elements(train.X.dtype, working_memory, n_threads)
     plan = _dense_plan(
@@ -400,28 +402,145 @@ def dense_moment_sums(
     >>> bool(np.allclose(m.kappa, s.kappa) and np.allclose(m.sq_sum, s.sq_sum))
     True
     """
-    coef = None if kernel.polynomial is None else np.asarray(kernel.polynomial, dtype=np.float64)
-    if coef is None or not kernel.compact:
-        raise ValueError(
-            f"dense_moment_sums needs a compact kernel that is a polynomial in u² (kernel.polynomial); "
-            f"{kernel.name!r} is not one: use dense_kernel_sums."
-        )
-    bandwidths = np.asarray(bandwidths, dtype=np.float64)
-    degree = coef.shape[0] - 1
+    coef, bandwidths = _polynomial(kernel, "dense_moment_sums"), np.asarray(bandwidths, dtype=np.float64)
     n_q, n_bw = Xq.shape[0], bandwidths.shape[0]
     kappa, sq_sum, dist_sum = (np.zeros((n_q, n_bw)) for _ in range(3))
-    # Queries in chunks: the per-slot moments (and their prefix sums) of a chunk fit the working
-    # memory, so memory does not grow with the number of queries (whole query blocks per thread).
+    for rows, moments in _moment_chunks(Xq, train, kernel, bandwidths, coef, working_memory, n_jobs, prune):
+        kappa[rows], sq_sum[rows], dist_sum[rows] = _moments_to_sums(moments, coef, kernel, bandwidths, train)
+    return BandwidthRanking(kappa=kappa, sq_sum=sq_sum, dist_sum=dist_sum, bandwidth=bandwidths[None, :])
+
+
+def bounded_moment_sums(
+    Xq: np.ndarray,
+    train: TrainingSet,
+    kernel: Kernel,
+    bandwidths: np.ndarray,
+    reach: float,
+    *,
+    working_memory: float | None = None,
+    n_jobs: int | None = None,
+) -> tuple[BandwidthRanking, np.ndarray]:
+    """:func:`dense_moment_sums` from the pairs within the support of the bandwidths up to ``reach``
+    only: their sums exactly, and for every wider bandwidth sums whose Hoeffding ε is a lower bound.
+
+    The pass is :func:`dense_moment_sums`'s over the bandwidths ``≤ reach`` alone: its support is
+    ``r_c = R·λ_c`` (``λ_c`` the widest of them), it prunes by slabs of the training rows sorted along
+    their principal axis (at any size) and reads no pair beyond ``r_c``; the sums of those
+    bandwidths are the full pass's, up to rounding (distances in units of ``r_c``, not of the
+    widest support). For a wider bandwidth ``λ`` the pairs within ``r_c`` (*in*) give
+    ``κ_in``, ``Σ_in (wK)²`` and ``D_in = Σ_in wK·d``, and the others (*out*: every ``d > r_c``,
+    so ``K ≤ K(r_c/λ)``) are bounded without being read:
+
+    * ``κ ≤ κ_in + (W − W_in)·K(r_c/λ)`` (``W`` the sample's total weight, ``W_in`` the in pairs');
+    * ``Σ (wK)² ≥ Σ_in (wK)²``;
+    * ``D/κ ≥ D_in/κ_in``: the out points are farther than every in point.
+
+    The columns of a wider bandwidth hold that ``κ`` bound, ``Σ_in (wK)²``, and ``D`` such that
+    ``D/κ = D_in/κ_in``: the Hoeffding parts (``β·D/κ`` and ``√(Σ (wK)²·ln(2/δ′)/2)/κ``, the
+    latter decreasing in κ and increasing in ``Σ (wK)²``) are then at most those of the true sums.
+    A query whose least ε over the exact columns lies below every wider column's bound chooses as
+    the full ranking would; the others need :func:`dense_moment_sums` (the route's test:
+    :func:`~nwbound.engine.host._backend.host_intervals`).
+
+    Parameters
+    ----------
+    Xq, train, kernel, bandwidths, working_memory, n_jobs
+        As in :func:`dense_moment_sums`.
+    reach : float
+        At least the narrowest bandwidth.
+
+    Returns
+    -------
+    ranking : BandwidthRanking
+        As :func:`dense_moment_sums` returns it, with the bounds above in the wider columns.
+    exact : ndarray of bool, shape (n_bandwidths,)
+        The columns of the bandwidths ``≤ reach`` (their sums exact, up to rounding).
+
+    Raises
+    ------
+    ValueError
+        If the kernel is not a known polynomial, or ``reach`` is below every bandwidth.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.kernels import get_kernel
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.random((300, 2)); train = TrainingSet.build(X, rng.integers(0, 2, 300), 2, None)
+    >>> k, grid = get_kernel("epanechnikov"), np.array([0.1, 0.3, 0.9])
+    >>> bounded, exact = bounded_moment_sums(X[:5], train, k, grid, reach=0.3)
+    >>> full = dense_moment_sums(X[:5], train, k, grid)
+    >>> exact.tolist(), bool(np.allclose(bounded.kappa[:, :2], full.kappa[:, :2]))
+    ([True, True, False], True)
+    >>> bool(np.all(bounded.kappa[:, 2] >= full.kappa[:, 2] * (1 - 1e-12)))
+    True
+    """
+    coef, bandwidths = _polynomial(kernel, "bounded_moment_sums"), np.asarray(bandwidths, dtype=np.float64)
+    exact = bandwidths <= reach
+    if not exact.any():
+        raise ValueError(f"reach={reach!r} is below every bandwidth (the narrowest is {bandwidths.min():.4g}).")
+    inner = bandwidths[exact]
+    radius = float(kernel.radius)
+    r_c = radius * float(inner.max())  # the pass's support: δ = d²/r_c², every point read has δ ≤ 1
+    n_q, n_bw = Xq.shape[0], bandwidths.shape[0]
+    weighted = train.weights is not None
+    unit = train.weight_unit
+    total = float(np.sum(train.weights)) if weighted else float(train.X.shape[0])
+    # u² = δ·(r_c/λ)² at a wider λ, and K at the edge δ = 1 (every out point's K is at most this).
+    outer = (r_c / bandwidths[~exact]) ** 2
+    edge = np.clip(np.asarray(kernel.from_squared(outer), dtype=np.float64), 0.0, None)
+    degree = coef.shape[0] - 1
+    n_sq, n_lin = 2 * degree + 1, degree + 1
+    k0 = n_sq + n_lin if weighted else 0  # Σ w δ^a (Σ w² δ^a = Σ δ^a without weights)
+    up = _distance_sum_scale(r_c, train.X.shape[0])
+    kappa, sq_sum, dist_sum = (np.zeros((n_q, n_bw)) for _ in range(3))
+    for rows, moments in _moment_chunks(Xq, train, kernel, inner, coef, working_memory, n_jobs, None, any_size=True):
+        kappa[rows, exact], sq_sum[rows, exact], dist_sum[rows, exact] = _moments_to_sums(
+            moments, coef, kernel, inner, train)
+        m = moments.sum(axis=1)  # every point within r_c, (n, M)
+        with np.errstate(over="ignore", invalid="ignore"):
+            k_in = np.maximum(_polyval(m[:, k0:k0 + n_lin], coef, outer) * unit, 0.0)
+            q_in = np.maximum(_polyval(m[:, :n_sq], np.convolve(coef, coef), outer) * (unit * unit), 0.0)
+            d_in = np.maximum(_polyval(m[:, n_sq:n_sq + n_lin], coef, outer) * (unit * up), 0.0)
+            w_out = np.maximum(total - m[:, k0] * unit, 0.0)
+            k_up = k_in + w_out[:, None] * edge[None, :]
+            d_low = np.where(k_in > 0, k_up * (d_in / np.where(k_in > 0, k_in, 1.0)), 0.0)
+        kappa[rows, ~exact], sq_sum[rows, ~exact], dist_sum[rows, ~exact] = (
+            np.nan_to_num(a, nan=0.0, posinf=0.0) for a in (k_up, q_in, d_low))
+    return BandwidthRanking(kappa=kappa, sq_sum=sq_sum, dist_sum=dist_sum, bandwidth=bandwidths[None, :]), exact
+
+
+def _polyval(moments: np.ndarray, coef: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """``Σ_a coef[a]·scale^a·moments[:, a]`` for each scale: (n, len(scales))."""
+    powers = scales[:, None] ** np.arange(coef.shape[0])  # (S, A)
+    return moments @ (powers * coef).T
+
+
+def _polynomial(kernel: Kernel, caller: str) -> np.ndarray:
+    """The kernel's coefficients in ``u²`` (``kernel.polynomial``); a ValueError naming ``caller`` otherwise."""
+    if kernel.polynomial is None or not kernel.compact:
+        raise ValueError(
+            f"{caller} needs a compact kernel that is a polynomial in u² (kernel.polynomial); "
+            f"{kernel.name!r} is not one: use dense_kernel_sums."
+        )
+    return np.asarray(kernel.polynomial, dtype=np.float64)
+
+
+def _moment_chunks(Xq: np.ndarray, train: TrainingSet, kernel: Kernel, bandwidths: np.ndarray, coef: np.ndarray,
+                   working_memory: float | None, n_jobs: int | None, prune: bool | None, any_size: bool = False):
+    """``(rows, per-slot moments)`` of the queries in chunks: the moments of a chunk (and their
+    prefix sums) fit the working memory, so memory does not grow with the number of queries (whole
+    query blocks per thread)."""
+    degree = coef.shape[0] - 1
+    n_q, n_bw = Xq.shape[0], bandwidths.shape[0]
     budget = _working_memory(working_memory) * 2**20
     per_query = 4 * 8 * max(n_bw, 1) * _n_moments(degree, train.weights)
     step = max(_QUERY_BLOCK * _n_threads(n_jobs), int(budget // per_query) // _QUERY_BLOCK * _QUERY_BLOCK)
     for s in range(0, n_q, step):
         rows = slice(s, min(s + step, n_q))
-        moments = _dense_pass(Xq[rows], train, kernel, bandwidths, need_dist=False, tail_radius=None,
-                              working_memory=working_memory, n_jobs=n_jobs, prune=prune, histogram_bins=0,
-                              moment_degree=degree)
-        kappa[rows], sq_sum[rows], dist_sum[rows] = _moments_to_sums(moments, coef, kernel, bandwidths, train)
-    return BandwidthRanking(kappa=kappa, sq_sum=sq_sum, dist_sum=dist_sum, bandwidth=bandwidths[None, :])
+        yield rows, _dense_pass(Xq[rows], train, kernel, bandwidths, need_dist=False, tail_radius=None,
+                                working_memory=working_memory, n_jobs=n_jobs, prune=prune, histogram_bins=0,
+                                moment_degree=degree, any_size=any_size)
 
 
 def _moments_to_sums(moments: np.ndarray, coef: np.ndarray, kernel: Kernel, bandwidths: np.ndarray,
@@ -572,7 +691,18 @@ def _dense_plan(
 def _slot_table(thresholds: np.ndarray) -> dict:
     """Plan fields of the moments pass: ``thresholds`` (then inf) and a table of buckets of ``δ``,
     each holding the number of thresholds below its left edge — fine enough (up to 2¹⁶ buckets)
-    that a bucket rarely holds a threshold, so finding an entry's slot costs one lookup."""
+    that a bucket rarely holds a threshold, so finding an entry's slot costs one lookup — and
+    ``slot_steps``, the most steps past its bucket's count an entry's slot can be (its bucket's
+    thresholds and the next bucket's, for the rounding of ``δ·inv_bucket``; beyond the table, up to
+    the slot past every threshold): a fixed number of branch-free steps finds it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = _slot_table(np.array([0.25, 0.5, 1.0]))
+    >>> t["slot_table"].tolist(), t["slot_steps"]
+    ([0, 0, 0, 1, 1, 2, 2, 2, 2, 2], 1)
+    """
     top = float(thresholds[-1])
     gaps = np.diff(np.concatenate([[0.0], thresholds]))
     gap = float(gaps[gaps > 0].min()) if np.any(gaps > 0) else top
@@ -581,10 +711,17 @@ def _slot_table(thresholds: np.ndarray) -> dict:
     # Each bucket's left edge lowered by 4 ulps: an entry whose fl(δ·inv_bucket) reaches bucket b has
     # δ ≥ b/inv_bucket·(1 − 2u), so no threshold counted below the edge lies above δ.
     edges = np.arange(n_table) / inv_bucket * (1.0 - 4.0 * _U64)
+    table = np.searchsorted(thresholds, edges, side="left").astype(np.intp)
+    # An entry of bucket b < n_table − 1 has δ < (b + 1)/inv_bucket·(1 + 2u) < the left edge of bucket
+    # b + 2: its slot is at most table[b + 2] (the number of thresholds, past the table); the last
+    # bucket holds every δ above it, up to the slot past every threshold.
+    ahead = np.concatenate([table[2:], np.full(2, thresholds.shape[0])])
+    steps = max(int(np.max(ahead[:-1] - table[:-1])), int(thresholds.shape[0] - table[-1]))
     return {
         "thresholds": np.append(thresholds, np.inf),
-        "slot_table": np.searchsorted(thresholds, edges, side="left").astype(np.intp),
+        "slot_table": table,
         "inv_bucket": float(inv_bucket),
+        "slot_steps": steps,
     }
 
 

@@ -172,9 +172,11 @@ class TrainingSet:
             )
         return self._cache[key]
 
-    def layout(self, prune: bool, axis: bool = False) -> _Layout:
+    def layout(self, prune: bool, axis: bool = False, any_size: bool = False) -> _Layout:
         """The dense path's layout, cached: with the ball partition when ``prune``, else sorted along
-        the principal axis when ``axis`` (slab pruning); either only from ``_MIN_PRUNE_POINTS`` rows.
+        the principal axis when ``axis`` (slab pruning); either only from ``_MIN_PRUNE_POINTS`` rows,
+        the sorted one at any size with ``any_size`` (the ranking's bounded pass: its pruning reach
+        is narrower than the grid, so it pays on a small sample too).
 
         The sorted layout serves unpruned passes as well, so a training set keeps at most one
         unsorted-or-sorted copy: building the sorted one drops the plain one, and a plain request
@@ -188,7 +190,8 @@ class TrainingSet:
         True
         """
         big = self.X.shape[0] >= _MIN_PRUNE_POINTS
-        key = "pruned" if prune and big else "axis" if (axis or "axis" in self._cache) and big else "plain"
+        sorted_ok = big or (any_size and axis and self.X.shape[0] > 0)
+        key = "pruned" if prune and big else "axis" if (axis or "axis" in self._cache) and sorted_ok else "plain"
         if key not in self._cache:
             self._cache[key] = _build_layout(self, with_balls=(key == "pruned"), with_axis=(key == "axis"))
             if key == "axis":

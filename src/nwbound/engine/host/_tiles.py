@@ -73,6 +73,7 @@ class _Plan:
     thresholds: np.ndarray | None = None
     slot_table: np.ndarray | None = None
     inv_bucket: float = 0.0
+    slot_steps: int = 0
 
 
 @dataclass(frozen=True)
@@ -256,7 +257,7 @@ class _Accumulator:
             spec.tile_moments(
                 t, self.select.astype(t.dtype), self.redo, col_ids, spec.weights, plan.layout.points, self.q64,
                 1.0 / plan.support, plan.direct_factor, self.row_err, plan.thresholds, plan.slot_table,
-                plan.inv_bucket, plan.moment_degree, self.mom, _MOMENT_RESOLVE,
+                plan.inv_bucket, plan.slot_steps, plan.moment_degree, self.mom, _MOMENT_RESOLVE,
             )
             return
         spec.tile_sums(
