@@ -21,7 +21,7 @@ import numpy as np
 
 from .._numerics import to_feature_unit
 from ..engine import FittedInputs
-from ..engine.host._backend import HostBackend
+from ..engine._registry import select_backend
 from ..engine.host._sums_data import TrainingSet
 from ..spaces import divided_delta
 from ._bandwidth import resolve_ranking_fraction
@@ -86,7 +86,7 @@ class _FrozenModel(_NWParams, _IntervalRules):
         self._train = TrainingSet.build(X, labels, classes.shape[0], weights)
         self._box, self._unit, self._dtype, self._space = box, unit, dtype, space
         self._validate_bound_params(kernel, bound_required=auto)  # the fit's check
-        self.backend_ = HostBackend(self)
+        self.backend_ = select_backend(self)  # the host: a frozen model has no device (serves)
 
     def _check_device(self) -> None:
         """No device: :func:`serves` keeps those models on the full classifier."""
