@@ -21,13 +21,17 @@ pooled over the folds:
 * ``cert``: the certified share; ``rows``: the map rows of the first model; ``chosen``: the score
   models chosen; ``s``: fit + predict seconds (CPU).
 
-Settings (each measured by patching the library in this process only; nothing is changed on disk):
+Settings (each measured by patching the library in this process only; nothing is changed on disk;
+a number after the name is the value, e.g. ``iter150``, ``frac50``, ``map60``):
 
-* ``base``: the library as it is;
+* ``base``: the library as it is (since round 15, ``map80``);
 * ``iter100``, ``iter200``: ``AUTO_MAX_ITER`` 100 / 200;
 * ``es``: gradient boosting with ``max_iter=200`` and early stopping on a tenth of the map rows;
 * ``frac60``: ``metric_fraction=0.6``;
-* ``map70``: the metric share split 70 / 30 between map rows and check rows (instead of 50 / 50).
+* ``map50``, ``map70``: the metric share split 50 / 50 (round 14) or 70 / 30 between map rows and
+  check rows (``nwbound.spaces._split.MAP_SHARE``, 0.8 since round 15).
+
+Parts join with ``+``: ``frac50+map60`` is both.
 
 Usage::
 
@@ -46,54 +50,44 @@ import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
-from pathlib import Path  # noqa: E402
 from typing import Any, Iterator  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 UNSEEN = ("rare_class", "const_dup", "wide", "heavy_tail", "irrelevant", "many_classes", "gtsrb")
-SETTINGS = ("base", "iter100", "iter200", "es", "frac60", "map70")
+SETTINGS = ("base", "iter100", "iter200", "es", "frac60", "map50", "map70")
 
 
 @contextlib.contextmanager
 def setting(name: str) -> Iterator[dict[str, Any]]:
-    """Patch the library for one setting; yield the estimator's extra parameters."""
-    import nwbound.estimators._base as base
+    """Patch the library for one setting (parts joined by ``+``); yield the estimator's extra parameters."""
     import nwbound.spaces._auto as auto
-    from nwbound.spaces import check_rows_split, split_rows
+    import nwbound.spaces._split as split
 
-    saved = (auto.AUTO_MAX_ITER, auto.auto_candidates, base.check_rows_split)
+    saved = (auto.AUTO_MAX_ITER, auto.auto_candidates, split.MAP_SHARE)
     params: dict[str, Any] = {}
     try:
-        if name.startswith("iter"):
-            auto.AUTO_MAX_ITER = int(name[4:])
-        elif name == "es":
-            original = saved[1]
+        for part in name.split("+"):
+            if part.startswith("iter"):
+                auto.AUTO_MAX_ITER = int(part[4:])
+            elif part == "es":
+                original = saved[1]
 
-            def candidates(random_state: int) -> dict[str, Any]:
-                out = original(random_state)
-                out["gradient boosting"].set_params(max_iter=200, early_stopping=True)
-                return out
+                def candidates(random_state: int) -> dict[str, Any]:
+                    out = original(random_state)
+                    out["gradient boosting"].set_params(max_iter=200, early_stopping=True)
+                    return out
 
-            auto.auto_candidates = candidates
-        elif name.startswith("frac"):
-            params["metric_fraction"] = int(name[4:]) / 100
-        elif name.startswith("map"):
-            share = int(name[3:]) / 100
-
-            def split(labels: np.ndarray, metric_rows: np.ndarray, *, groups: Any = None,
-                      random_state: Any = 0) -> tuple[np.ndarray, np.ndarray]:
-                a, b = split_rows(labels[metric_rows], share, random_state=random_state,
-                                  groups=None if groups is None else groups[metric_rows])
-                return metric_rows[a], metric_rows[b]
-
-            base.check_rows_split = split
-        elif name != "base":
-            raise ValueError(f"unknown setting {name!r}; choose from {', '.join(SETTINGS)}")
+                auto.auto_candidates = candidates
+            elif part.startswith("frac"):
+                params["metric_fraction"] = int(part[4:]) / 100
+            elif part.startswith("map"):
+                split.MAP_SHARE = int(part[3:]) / 100
+            elif part != "base":
+                raise ValueError(f"unknown setting {part!r}; choose from {', '.join(SETTINGS)}")
         yield params
     finally:
-        auto.AUTO_MAX_ITER, auto.auto_candidates, base.check_rows_split = saved
-    _ = check_rows_split  # the original, restored above
+        auto.AUTO_MAX_ITER, auto.auto_candidates, split.MAP_SHARE = saved
 
 
 def fold_row(X_tr: np.ndarray, y_tr: np.ndarray, X_te: np.ndarray, y_te: np.ndarray, seed: int,
