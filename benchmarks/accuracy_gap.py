@@ -24,19 +24,25 @@ pooled over the folds:
 Settings (each measured by patching the library in this process only; nothing is changed on disk;
 a number after the name is the value, e.g. ``iter150``, ``frac50``, ``map60``):
 
-* ``base``: the library as it is (since round 15, ``map80``);
+* ``base``: the library as it is (since round 15, ``map60``);
 * ``iter100``, ``iter200``: ``AUTO_MAX_ITER`` 100 / 200;
 * ``es``: gradient boosting with ``max_iter=200`` and early stopping on a tenth of the map rows;
 * ``frac60``: ``metric_fraction=0.6``;
 * ``map50``, ``map70``: the metric share split 50 / 50 (round 14) or 70 / 30 between map rows and
-  check rows (``nwbound.spaces._split.MAP_SHARE``, 0.8 since round 15).
+  check rows (``nwbound.spaces._split.MAP_SHARE``, 0.6 since round 15).
 
 Parts join with ``+``: ``frac50+map60`` is both.
+
+``--cost`` times the settings instead, on the rows of ``benchmarks/bench_defaults.py``: per size
+and class count, the default's fit + ``predict_interval`` CPU seconds under each setting, in one
+process with the settings interleaved, as a multiple of a single-thread gradient boosting's fit +
+``predict_proba``; then the least of 3 fits on 1 000 rows under each setting.
 
 Usage::
 
     PYTHONPATH=src python benchmarks/accuracy_gap.py                    # every unseen set, base
     PYTHONPATH=src python benchmarks/accuracy_gap.py --settings base,iter100,map70 --sets wide,const_dup
+    PYTHONPATH=src python benchmarks/accuracy_gap.py --cost --settings map50,map60 --sizes 2000 10000
 """
 
 from __future__ import annotations
@@ -137,6 +143,46 @@ def fold_row(X_tr: np.ndarray, y_tr: np.ndarray, X_te: np.ndarray, y_te: np.ndar
             "cpu": cpu, "n": int(y_te.shape[0])}
 
 
+def cost(names: list[str], sizes: list[int]) -> None:
+    """CPU seconds of the default's fit + predict under each setting, interleaved, against HGB's."""
+    import sys
+
+    from threadpoolctl import threadpool_limits
+
+    from nwbound import NadarayaWatsonClassifier
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_defaults as bench
+
+    with threadpool_limits(1), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bench.warm_up((2, 10))
+        print(f"| rows | classes | HGB CPU s | {' | '.join(names)} |")
+        print("|---|---|---|" + "---|" * len(names))
+        for n in sizes:
+            for k in (2, 10):
+                X, y, Q, y_q = bench.dataset(n, k)
+                hgb_cpu = bench.run_hgb(X, y, Q, y_q)[1]
+                cells = []
+                for name in names:
+                    with setting(name):
+                        cpu = bench.run_default(X, y, Q, y_q)[1]
+                    cells.append(f"{cpu:.1f} s ({cpu / hgb_cpu:.1f}×)")
+                print(f"| {n} | {k} | {hgb_cpu:.1f} | {' | '.join(cells)} |", flush=True)
+        for k in (2, 10):
+            X, y, _, _ = bench.dataset(int(bench.SMALL_FIT_ROWS / 0.7) + 1, k)
+            X, y = X[:bench.SMALL_FIT_ROWS], y[:bench.SMALL_FIT_ROWS]
+            best = {name: np.inf for name in names}
+            for _ in range(3):
+                for name in names:
+                    with setting(name):
+                        start = time.process_time()
+                        NadarayaWatsonClassifier(random_state=0).fit(X, y)
+                        best[name] = min(best[name], time.process_time() - start)
+            print(f"fit on {X.shape[0]} rows, {k} classes: "
+                  + ", ".join(f"{name} {t:.2f} s" for name, t in best.items()), flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.model_selection import StratifiedKFold
@@ -149,10 +195,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--settings", default="base")
     parser.add_argument("--folds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--data-dir", default="/work/shared/data")
+    parser.add_argument("--data-dir", default="../shared/data", help="the folder holding gtsrb/")
+    parser.add_argument("--cost", action="store_true", help="time the settings (bench_defaults.py's rows)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[2_000, 10_000, 30_000, 100_000])
     args = parser.parse_args(argv)
     config = TabularConfig(data_dir=args.data_dir, seed=args.seed)
     names = [s for s in args.settings.split(",") if s]
+    if args.cost:
+        cost(names, args.sizes)
+        return
     print("| set | hgb | hgb50 | setting | acc (gap) | s | s mean | p̂ | 15-NN in z | mean | cert | map rows | chosen | CPU s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for dataset in args.sets.split(","):
