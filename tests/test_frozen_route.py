@@ -31,7 +31,7 @@ def _angles(n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 CASES = {
-    "logistic, 2 classes, cross-fitted": (_linear, 400, 2, {}),
+    "logistic, 2 classes, cross-fitted": (_linear, 500, 2, {}),
     "logistic, 3 classes, cross-fitted": (_linear, 400, 3, {}),
     "trees, 2 classes, cross-fitted": (_angles, 300, 2, {}),
     "trees, 4 classes, cross-fitted": (_angles, 800, 4, {}),

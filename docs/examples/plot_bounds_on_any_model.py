@@ -38,8 +38,8 @@ X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, stratif
 # %%
 # Your model as the space
 # -----------------------
-# ``lipschitz="auto"`` splits the metric share once more: half of it fits your model and gives a
-# pilot estimate of L, the other half is a held-out check that rejects any L under which
+# ``lipschitz="auto"`` splits the metric share once more: 60 % of it fits your model and gives a
+# pilot estimate of L, the other 40 % is a held-out check that rejects any L under which
 # certified predictions err more often than their error ceilings allow. The smallest L on the
 # grid that the check does not reject is used: an assumption consistent with held-out data, not a
 # certified fact. No row in the kernel sums takes part in choosing it.
