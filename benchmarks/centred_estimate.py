@@ -285,6 +285,9 @@ def _tail_min(S: np.ndarray, Kw: np.ndarray, hi: np.ndarray, S2: np.ndarray) -> 
         theta = np.clip(theta - step, theta / 4.0, np.minimum(4.0 * theta, cap))
     # θ at its cap too: where every weighted row is of the class (S = Σ K·1), the infimum lies at θ → ∞
     value = np.minimum(value, -cap * S + np.log1p(hi * np.expm1(cap[:, None] * Kw)).sum(1))
+    # and exactly: as θ → ∞ the exponent tends to −∞ where S exceeds the weight of the rows whose
+    # mean is above 0 (the rows of mean 0 add nothing), however far Newton's steps got
+    value = np.where(S > (Kw * (hi > 0)).sum(1), -np.inf, value)
     best[live] = value
     return best
 
@@ -328,7 +331,8 @@ def centred_chernoff_ends(S: np.ndarray, Kw: np.ndarray, offset: np.ndarray, sta
     (0.692, 0.692)
     """
     a = np.clip(start, 0.0, 1.0).astype(np.float64)
-    b = np.clip(np.maximum(stop, a), 0.0, 1.0).astype(np.float64)
+    # p̃ may lie outside [0, 1] (s plus a mean residual): at or below the start, bisect up to 1
+    b = np.clip(np.where(stop > a, stop, 1.0), 0.0, 1.0).astype(np.float64)
     S2 = (Kw * Kw).sum(1)
     for _ in range(steps):
         mid = 0.5 * (a + b)

@@ -160,7 +160,11 @@ def test_point_estimate_is_the_kappa_weighted_mean_of_each_models_p_tilde(fitted
 def _exact_min(S, Kw, means, sign):
     """min over θ ≥ 0 of ∓θS + Σ log(1 + μ_i(e^{±θK_i} − 1)), by a bounded scalar search."""
     cap = 700.0 / Kw.max()
-    f = lambda th: -sign * th * S + np.log1p(means * np.expm1(sign * th * Kw)).sum()  # noqa: E731
+    # log(1 − μ + μ e^{±θK}) in log space: log1p(μ·expm1(−θK)) rounds to log(0) = −inf for μ = 1
+    # and θK near 700, a rejection that no θ gives
+    with np.errstate(divide="ignore"):
+        log_rest, log_mu = np.log1p(-means), np.log(means)
+    f = lambda th: -sign * th * S + np.logaddexp(log_rest, log_mu + sign * th * Kw).sum()  # noqa: E731
     res = minimize_scalar(f, bounds=(0.0, cap), method="bounded", options={"xatol": 1e-10})
     return min(res.fun, f(0.0), f(cap))
 
