@@ -247,7 +247,7 @@ class FrozenScoreMap:
 
         Returns
         -------
-        ndarray of shape (n_samples, n_classes_)
+        ndarray of shape (n_samples, n_classes)
 
         Examples
         --------
