@@ -25,10 +25,9 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from bench_cli_startup import timed  # this folder: one process's wall and CPU seconds
+from bench_cli_startup import breast_cancer_files, timed  # this folder: one process's wall and CPU seconds
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -56,13 +55,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
     args = parser.parse_args(argv)
 
-    from sklearn.datasets import load_breast_cancer
-
-    folder = args.keep or Path(tempfile.mkdtemp(prefix="nwbound-predict-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    frame = load_breast_cancer(as_frame=True).frame
-    frame.to_csv(folder / "train.csv", index=False)
-    frame.drop(columns="target").head(args.rows).to_csv(folder / "query.csv", index=False)
+    folder, frame = breast_cancer_files(args.keep, args.rows, "nwbound-predict-")
     sources = {"this checkout": (SRC, "model.npz")}
     if args.baseline is not None:
         sources["baseline"] = (args.baseline.resolve(), "baseline.npz")

@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 FLOOR = ("import numpy, pandas, sklearn.base, sklearn.ensemble, sklearn.linear_model, sklearn.pipeline, numba")
 
@@ -55,6 +56,20 @@ def measure(name: str, argv: list[str], cwd: Path, env: dict[str, str], runs: in
           f"{min(walls):.2f}–{max(walls):.2f}   exit {sorted(set(codes))}")
 
 
+def breast_cancer_files(folder: Path | None, rows: int, prefix: str) -> tuple[Path, Any]:
+    """``train.csv`` (breast-cancer with its ``target``) and ``query.csv`` (its first ``rows`` rows
+    without it) in ``folder`` (a new temporary folder named ``prefix…`` if None); the folder and the
+    frame."""
+    from sklearn.datasets import load_breast_cancer
+
+    folder = folder or Path(tempfile.mkdtemp(prefix=prefix))
+    folder.mkdir(parents=True, exist_ok=True)
+    frame = load_breast_cancer(as_frame=True).frame
+    frame.to_csv(folder / "train.csv", index=False)
+    frame.drop(columns="target").head(rows).to_csv(folder / "query.csv", index=False)
+    return folder, frame
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="timed runs per command (default 7)")
@@ -62,14 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
     args = parser.parse_args(argv)
 
-    import pandas as pd
-    from sklearn.datasets import load_breast_cancer
-
-    folder = args.keep or Path(tempfile.mkdtemp(prefix="nwbound-startup-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    frame = load_breast_cancer(as_frame=True).frame
-    frame.to_csv(folder / "train.csv", index=False)
-    frame.drop(columns="target").head(args.rows).to_csv(folder / "query.csv", index=False)
+    folder, frame = breast_cancer_files(args.keep, args.rows, "nwbound-startup-")
     frame.drop(columns="target").head(args.rows).rename(columns={"mean radius": "mean radios"}).to_csv(
         folder / "typo.csv", index=False)
 
