@@ -6,8 +6,9 @@ command line's ``--help`` / ``--version`` — do not import scikit-learn.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_attributes
 
 __version__ = "0.2.0"
 
@@ -49,13 +50,4 @@ if TYPE_CHECKING:  # static analysers see the real names
     from .scaling import restate_lipschitz, restate_margin
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value  # later look-ups skip this function
-        return value
-    raise AttributeError(f"module 'nwbound' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())

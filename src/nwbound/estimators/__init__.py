@@ -8,8 +8,9 @@ scikit-learn-free modules (:mod:`nwbound.estimators._frozen`) without it.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_attributes
 
 _LAZY = {
     "SCALE_NEIGHBORS": "._bandwidth",
@@ -62,13 +63,4 @@ if TYPE_CHECKING:  # static analysers see the real names
     from ._nadaraya_watson import NadarayaWatsonClassifier
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value  # later look-ups skip this function
-        return value
-    raise AttributeError(f"module 'nwbound.estimators' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())
