@@ -106,7 +106,7 @@ class _LearnedState:
         for k, sub in enumerate(models):
             if not isinstance(sub, Mapping) or "cross_fit_models_" in sub:
                 raise ValueError(f"Fitted state 'cross_fit_models_'[{k}] must be one model's fitted state.")
-            half = clone(self).set_params(cross_fit=False, **settings)
+            half = clone(self).set_params(cross_fit=False, **self._cross_model_params, **settings)
             try:
                 half.set_fitted_state(sub)
             except ValueError as exc:

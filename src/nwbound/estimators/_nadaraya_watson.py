@@ -21,6 +21,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_dtype, check_int_range, check_n_jobs
+from ..spaces import metric_kind, split_seed
+from ._dispatch import validate_queries
 from ..bounds import BoundSpec
 from ..engine import BandwidthRanking, FittedInputs, KernelStatistics, choose_bandwidths, select_backend, to_host
 from ..kernels import Kernel
@@ -35,10 +37,22 @@ from ..engine.host._backend import bandwidth_ranking, query_statistics, scaled
 from ._certified import CertifiedRows
 from ..engine.host._neighbor_sums import search_queries
 from ._nw_fitted_state import _FittedState
+from ._point import POINT_ESTIMATES, fit_point_model, point_proba, with_point_estimate
 from ._nw_rounds import _Rounds
 from ..engine.host._sums import TrainingSet, neighbor_distances
 
 __all__ = ["NadarayaWatsonClassifier"]
+
+
+def _on_host(out: Any) -> Any:
+    """An interval (or a dict of them) with NumPy fields: the device path's stay where they were computed."""
+    import dataclasses
+
+    if isinstance(out, dict):
+        return {name: _on_host(iv) for name, iv in out.items()}
+    return dataclasses.replace(out, **{f.name: to_host(getattr(out, f.name)) for f in dataclasses.fields(out)
+                                       if getattr(out, f.name) is not None and not isinstance(getattr(out, f.name), np.ndarray)})
+
 
 class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifierBase):
     """Nadaraya-Watson classifier with per-query frequentist bounds.
@@ -220,6 +234,25 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         ``nwbound.spaces.AUTO_CROSS_FIT_MAX_ROWS`` (2 000) rows, the swapped pair (2 models at δ/2; folds beside it
         measured 2.5–5× the cost for no more certificates); otherwise one split (user guide,
         "Cross-fitting").
+    point_estimate : {"auto", "nw"}, default="auto"
+        The probabilities reported inside the bound's box (``proba`` of :meth:`predict_interval`,
+        :meth:`predict_proba`, :meth:`predict`). ``"nw"``: the NW estimate (cross-fitted: the
+        models' κ-weighted mean moved into their intersected box). ``"auto"``: where the space
+        has a score model (``metric="auto"``, or a classifier with ``predict_proba`` given as
+        ``metric``), a fresh copy of the score model the space chose (the same candidate and
+        hyper-parameters; the most chosen when cross-fitted) is fitted once on **every** training
+        row (``point_model_``), and its probabilities are moved into the box
+        (:func:`nwbound.spaces.move_into_box`: the Euclidean projection onto the distributions
+        in the box; the NW estimate where the box holds none), ``epsilon`` recomputed from them.
+        This is sound because the guarantee is the box, which is unchanged: any point moved into
+        it is as valid, and a class the box certifies is the argmax of every distribution in it,
+        so ``lower``, ``upper``, ``certified`` and the certified class are those of ``"nw"``; the
+        score model of the space sees only the map rows (they must stay apart from the kernel
+        rows), the point model every row, which makes it as accurate as gradient boosting on the
+        unseen tabular sets (user guide, tabular page, "Round 16"). Without a score model
+        (``metric=None``, ``"standard"``, a transformer) ``"auto"`` means ``"nw"``; so it does
+        without a bound (neither ``lipschitz`` nor ``margin``: no box). The fit costs one more
+        fit of the score model, on every row.
     verbose : int, default=0
         Progress of ``fit`` on stderr, one line per step with the seconds since it began (the
         split, the learned space, the held-out check of ``lipschitz="auto"``, each cross-fitted
@@ -262,6 +295,12 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         ``predict*`` sets this estimator's current bound and predict-time parameters on each of
         them (``delta`` divided by the number of models; ``lipschitz="auto"`` keeps each model's
         own chosen L), so they show the settings they predict with (user guide, "Cross-fitting").
+    point_model_ : estimator or None
+        ``point_estimate="auto"``: the score model fitted on every training row (a
+        ``HistGradientBoostingClassifier``, a ``Pipeline(StandardScaler, LogisticRegression)`` or a
+        clone of a classifier given as ``metric``; ``metric="auto"``'s reads the features in their
+        columns' power-of-two units, :func:`nwbound.spaces.in_column_units`, as the space's score
+        model does), on the estimator's class indices. None with ``"nw"`` or without a score model.
     backend_ : nwbound.engine.Backend
         What computes the kernel sums (and, with ``device``, the bounds where the device's serve the
         settings): the host engines, or the device's with ``device`` given. Picked at fit; a later
@@ -317,6 +356,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         "histogram_bins": [Interval(Integral, 1, 4096, closed="both")],
         "device": [str, None],
         "verbose": ["verbose"],
+        "point_estimate": [StrOptions(set(POINT_ESTIMATES))],
     }
 
     # Read when predicting (set_params takes effect without a refit), with BOUND_PARAMETERS.
@@ -350,6 +390,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         metric="auto",
         metric_fraction=0.4,
         cross_fit="auto",
+        point_estimate="auto",
         verbose=0,
     ):
         self.kernel = kernel
@@ -376,6 +417,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         self.metric = metric
         self.metric_fraction = metric_fraction
         self.cross_fit = cross_fit
+        self.point_estimate = point_estimate
         self.verbose = verbose
 
     # ------------------------------------------------------------------------------------------
@@ -429,9 +471,11 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         24
         """
         dtype, _, auto = self._check_params()
+        self.point_model_, self._point_units = None, None  # fitted last, on every row (_fit_point_estimate)
         if self._uses_cross_fit(X):
             return self._fit_cross(X, y, sample_weight, groups)
         X, labels, weights = self._validate_training_data(X, y, sample_weight, dtype)
+        every_row = (X, labels, weights)
         X, labels, weights = self._fit_space(X, labels, weights, groups, dtype)
         if auto:
             # X is in the fit's feature unit (float32 far from 1); the grid is in the input's units.
@@ -442,7 +486,35 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
             grid = np.array([float(self.bandwidth)])
         unit = self._unit()  # X is in this power-of-two unit (float32 far from 1); the box is not
         box = (X.min(axis=0).astype(np.float64) * unit, X.max(axis=0).astype(np.float64) * unit)
-        return self._install(X, labels, weights, grid, box)._finish_fit()
+        return self._install(X, labels, weights, grid, box)._finish_fit()._fit_point_estimate(*every_row)
+
+    # Each cross-fitted model reports its own NW estimate; the point model is fitted once, by the whole.
+    _cross_model_params = {"point_estimate": "nw"}
+
+    def _fit_point_estimate(self, X: np.ndarray, labels: np.ndarray,
+                            weights: np.ndarray | None) -> "NadarayaWatsonClassifier":
+        """``point_estimate="auto"``: the space's score model fitted on every validated training row
+        (:func:`~._point.fit_point_model`), once per fit; the last step of ``fit``."""
+        self.point_model_, self._point_units = None, None
+        if self.point_estimate != "auto" or getattr(self, "_forced_split", None) is not None:
+            return self
+        self.point_model_, self._point_units = fit_point_model(
+            metric_kind(self.metric), self.metric, getattr(self, "metric_report_", None), X, labels, weights,
+            split_seed(getattr(self, "random_state", None)))
+        if self.point_model_ is not None:
+            self._say(f"point_estimate='auto': {type(self.point_model_).__name__} fitted on all {X.shape[0]} rows")
+        return self
+
+    def _point_estimate(self, X: Any, out: Any) -> Any:
+        """``out`` (an interval, or a dict of them) with the point model's probabilities of the queries
+        ``X`` moved into each box (:func:`~._point.with_point_estimate`); ``out`` itself without a point
+        model. The one place where both the single and the cross-fitted routes get their point estimate."""
+        model = getattr(self, "point_model_", None)
+        if model is None:
+            return out
+        host = validate_queries(self, X, self._fit_dtype)  # as the space reads them (_validate_queries)
+        proba = point_proba(model, getattr(self, "_point_units", None), host, self.classes_.shape[0])
+        return with_point_estimate(_on_host(out), proba)
 
     def _check_fitted(self) -> None:
         super()._check_fitted()
@@ -568,9 +640,9 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         """
         X, restore = self._dispatched_queries(X)  # array_api_dispatch: results go back to X's namespace
         if self._is_cross_fitted():
-            return restore(self._cross_interval(X, bounds))
+            return restore(self._point_estimate(X, self._cross_interval(X, bounds)))
         specs = self._resolve_bounds(bounds)
-        return restore(self._report(self._intervals(X, specs), specs, bounds))
+        return restore(self._point_estimate(X, self._report(self._intervals(X, specs), specs, bounds)))
 
     def _engine(self) -> Any:
         """The fitted backend (:mod:`nwbound.engine`), picked once at fit (``backend_``).
@@ -689,8 +761,9 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
     def _proba_kappa(self, X) -> tuple[np.ndarray, np.ndarray]:
         """``(p̂, κ)`` of queries as NumPy (a cross-fitted model's models' share of :meth:`predict_proba`
         where they have no bound)."""
-        if self.bandwidth == "auto":  # λ comes from the bound, per query (no bound warning: none was asked)
-            iv = self._intervals(X, self._resolve_bounds(None))[None]
+        point = getattr(self, "point_model_", None) is not None and self._own_spec() is not None
+        if self.bandwidth == "auto" or point:  # λ comes from the bound, per query; the point estimate, its box
+            iv = self._point_estimate(X, self._intervals(X, self._resolve_bounds(None))[None])
             return iv.proba, iv.kappa
         X = self._validate_queries(X, keep_namespace=self._keeps_device_queries())
         stats = self._statistics(X, [], need_bounds=False)

@@ -1,0 +1,114 @@
+"""``point_estimate="auto"``: the score model the learned space chose, fitted on every training row,
+its probabilities reported inside the bound's box.
+
+The bound's box ``[lower, upper]`` is valid whatever point is reported inside it. The space's score
+model sees only the map rows (they must stay apart from the kernel rows for the guarantee); the
+point estimate may see every row, because it moves nothing but the reported point: its
+probabilities are projected into the box (:func:`~nwbound.spaces.move_into_box`), so ``lower``,
+``upper`` and the certified rows and class are those of ``point_estimate="nw"``.
+
+Private to :mod:`nwbound.estimators`: the classifier and a model file's frozen route
+(:mod:`._frozen`) share these functions (one copy of each rule).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["POINT_ESTIMATES", "fit_point_model", "point_proba", "with_point_estimate"]
+
+#: The values of ``point_estimate``.
+POINT_ESTIMATES = ("auto", "nw")
+
+
+def fit_point_model(kind: str | None, metric: Any, reports: Any, X: np.ndarray, labels: np.ndarray,
+                    weights: np.ndarray | None, random_state: int) -> tuple[Any, np.ndarray | None]:
+    """``(model, units)`` of ``point_estimate="auto"``, or ``(None, None)`` where there is no score model.
+
+    ``metric="auto"`` (``kind`` ``"auto"``): a fresh copy of the candidate its space chose
+    (:func:`~nwbound.spaces.chosen_candidate` of the models' ``reports``) fitted on every row in
+    their columns' power-of-two ``units`` (:func:`~nwbound.spaces.column_units`), as the space's
+    score model reads its rows. A classifier given as ``metric`` (``kind`` ``"scores"``) with
+    ``predict_proba``: a clone fitted on every row as given (``units`` None). Anything else (no
+    metric, ``"standard"``, a transformer, a classifier without probabilities, no candidate
+    chosen): none. The labels are class indices, the weights the fit's (relative) weights.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.estimators._point import fit_point_model
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]]); y = np.array([0, 0, 1, 1])
+    >>> fit_point_model(None, None, None, X, y, None, 0)
+    (None, None)
+    """
+    from ..spaces import chosen_candidate, column_units, fit_score_model, in_column_units
+
+    if kind == "auto":
+        name = chosen_candidate([] if reports is None else reports)
+        if name is None:
+            return None, None
+        units = column_units(X)
+        return fit_score_model(name, in_column_units(X, units), labels, _float64(weights),
+                               random_state=random_state), units
+    if kind == "scores" and hasattr(metric, "predict_proba"):
+        return fit_score_model(metric, np.asarray(X, dtype=np.float64), labels, _float64(weights)), None
+    return None, None
+
+
+def _float64(weights: np.ndarray | None) -> np.ndarray | None:
+    return None if weights is None else np.asarray(weights, dtype=np.float64)
+
+
+def point_proba(model: Any, units: np.ndarray | None, X: np.ndarray, n_classes: int) -> np.ndarray:
+    """The point model's probabilities of queries ``X`` (in the features the space reads), one column
+    per class of the estimator (class indices; 0 for a class the model never saw).
+
+    A model fitted elsewhere (``FrozenEstimator``) may know the estimator's class labels instead of
+    its indices: its columns then go to no class and the row is that of a model that saw none
+    (the NW estimate stays where the box holds no such row).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from nwbound.estimators._point import point_proba
+    >>> model = LogisticRegression().fit([[0.0], [1.0], [2.0], [3.0]], [0, 0, 2, 2])
+    >>> point_proba(model, None, np.array([[0.0]]), 3)[:, 1].tolist()  # class 1 never seen
+    [0.0]
+    """
+    from ..spaces import in_column_units
+
+    U = np.asarray(X, dtype=np.float64) if units is None else in_column_units(X, units)
+    P = np.asarray(model.predict_proba(U), dtype=np.float64)
+    known = getattr(model, "classes_", None)
+    if known is None:  # a FrozenScoreMap: every class, in order (it was fitted on every row)
+        return P
+    known = np.asarray(known)
+    out = np.zeros((P.shape[0], n_classes))
+    usable = np.flatnonzero(np.isin(known, np.arange(n_classes)))
+    out[:, known[usable].astype(np.intp)] = P[:, usable]
+    return out
+
+
+def with_point_estimate(out: Any, proba: np.ndarray) -> Any:
+    """``out`` (a :class:`~nwbound.PredictionInterval`, or a dict of them from ``bounds=``) with
+    ``proba`` moved into each box (:func:`~nwbound.spaces.move_into_box`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import PredictionInterval
+    >>> from nwbound.estimators._point import with_point_estimate
+    >>> iv = PredictionInterval.from_parts(proba=np.array([[0.6, 0.4]]), bias=np.zeros((1, 2)),
+    ...     sampling=np.full((1, 2), 0.1), kappa=np.ones(1), n_eff=np.ones(1),
+    ...     vacuous=np.array([False]), bandwidth=np.ones(1))
+    >>> with_point_estimate({"a": iv}, np.array([[0.9, 0.1]]))["a"].proba.round(2).tolist()
+    [[0.7, 0.3]]
+    """
+    from ..spaces import move_into_box
+
+    if isinstance(out, dict):
+        return {name: move_into_box(iv, proba) for name, iv in out.items()}
+    return move_into_box(out, proba)
