@@ -134,7 +134,7 @@ def test_without_a_score_model_auto_means_nw():
     X, y = _smooth(400, 0)
     Q = _smooth(100, 1)[0]
     for params in ({"metric": None, "lipschitz": 1.0}, {"metric": "standard", "lipschitz": 1.0},
-                   {"metric": PCA(2), "lipschitz": 1.0, "bandwidth": 0.5}):
+                   {"metric": PCA(2), "lipschitz": 1.0, "bandwidth": 0.5}, {"n_neighbors": 30}):
         auto, nw = _fit(X, y, point_estimate="auto", **params), _fit(X, y, point_estimate="nw", **params)
         assert auto.point_model_ is None
         assert np.array_equal(_interval(auto, Q).proba, _interval(nw, Q).proba)
@@ -160,3 +160,19 @@ def test_changing_point_estimate_after_fit_needs_a_refit(pairs):
 def test_cross_fitted_models_keep_their_own_kernel_estimate(pairs):
     _, auto, _ = pairs["cross-fitted"]
     assert all(m.point_estimate == "nw" and m.point_model_ is None for m in auto.cross_fit_models_)
+
+
+@pytest.mark.parametrize("route", ["cross-fitted", "one split"])
+def test_the_fitted_state_holds_the_point_model(pairs, route):
+    nw, auto, Q = pairs[route]
+    state = auto.get_fitted_state()
+    assert state["point_model_"] is auto.point_model_ and state["point_units"].shape == (2,)
+    again = NadarayaWatsonClassifier(**auto.get_params()).set_fitted_state(state)
+    for field, value in _interval(again, Q).as_dict().items():
+        assert value is None or np.array_equal(value, getattr(_interval(auto, Q), field)), field
+    with pytest.raises(ValueError, match="fitted with point_estimate='nw'"):
+        NadarayaWatsonClassifier(**auto.get_params()).set_fitted_state(nw.get_fitted_state())
+    with pytest.raises(ValueError, match="holds a point model 'point_model_'"):
+        NadarayaWatsonClassifier(**nw.get_params()).set_fitted_state(state)
+    with pytest.raises(ValueError, match="'point_units' must hold powers of two"):
+        NadarayaWatsonClassifier(**auto.get_params()).set_fitted_state({**state, "point_units": state["point_units"] * 3})

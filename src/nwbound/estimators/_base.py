@@ -322,6 +322,10 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
         """``out`` (an interval or a dict of them) with the reported point estimate (the classifiers' own)."""
         return out
 
+    def _fits_point_model(self) -> bool:
+        """Whether ``fit`` fits a point model where the space has a score model (the classifiers' own)."""
+        return False
+
     def _cross_model_settings(self, n_models: int) -> dict[str, Any]:
         """The settings each of ``n_models`` cross-fitted models predicts with: this estimator's
         bound and predict-time parameters as they are now, ``delta`` divided by ``n_models``.

@@ -250,9 +250,10 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         score model of the space sees only the map rows (they must stay apart from the kernel
         rows), the point model every row, which makes it as accurate as gradient boosting on the
         unseen tabular sets (user guide, tabular page, "Round 16"). Without a score model
-        (``metric=None``, ``"standard"``, a transformer) ``"auto"`` means ``"nw"``; so it does
-        without a bound (neither ``lipschitz`` nor ``margin``: no box). The fit costs one more
-        fit of the score model, on every row.
+        (``metric=None``, ``"standard"``, a transformer) and for the localized classifier
+        (``n_neighbors``) ``"auto"`` means ``"nw"``; so it does without a bound (neither
+        ``lipschitz`` nor ``margin``: no box). The fit costs one more fit of the score model, on
+        every row.
     verbose : int, default=0
         Progress of ``fit`` on stderr, one line per step with the seconds since it began (the
         split, the learned space, the held-out check of ``lipschitz="auto"``, each cross-fitted
@@ -300,7 +301,8 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         ``HistGradientBoostingClassifier``, a ``Pipeline(StandardScaler, LogisticRegression)`` or a
         clone of a classifier given as ``metric``; ``metric="auto"``'s reads the features in their
         columns' power-of-two units, :func:`nwbound.spaces.in_column_units`, as the space's score
-        model does), on the estimator's class indices. None with ``"nw"`` or without a score model.
+        model does), on the estimator's class indices. None with ``"nw"``, without a score model
+        and for the localized classifier.
     backend_ : nwbound.engine.Backend
         What computes the kernel sums (and, with ``device``, the bounds where the device's serve the
         settings): the host engines, or the device's with ``device`` given. Picked at fit; a later
@@ -496,7 +498,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         """``point_estimate="auto"``: the space's score model fitted on every validated training row
         (:func:`~._point.fit_point_model`), once per fit; the last step of ``fit``."""
         self.point_model_, self._point_units = None, None
-        if self.point_estimate != "auto" or getattr(self, "_forced_split", None) is not None:
+        if not self._fits_point_model() or getattr(self, "_forced_split", None) is not None:
             return self
         self.point_model_, self._point_units = fit_point_model(
             metric_kind(self.metric), self.metric, getattr(self, "metric_report_", None), X, labels, weights,
@@ -504,6 +506,11 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         if self.point_model_ is not None:
             self._say(f"point_estimate='auto': {type(self.point_model_).__name__} fitted on all {X.shape[0]} rows")
         return self
+
+    def _fits_point_model(self) -> bool:
+        """Whether ``fit`` fits a point model where the space has a score model: ``point_estimate="auto"``
+        and the regular classifier (the localized one keeps its kernel estimate)."""
+        return self.point_estimate == "auto" and self.n_neighbors is None
 
     def _point_estimate(self, X: Any, out: Any) -> Any:
         """``out`` (an interval, or a dict of them) with the point model's probabilities of the queries
