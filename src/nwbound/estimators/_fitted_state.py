@@ -85,19 +85,17 @@ class _LearnedState:
         return {} if model is None else {"point_model_": model, "point_units": self._point_units}
 
     def _restore_point(self, state: Mapping[str, Any], n_features: int, spaces: list) -> None:
-        """Check and set what :meth:`_point_state` wrote: a point model exactly where ``point_estimate="auto"``
-        and a space with a score model (``spaces``: each model's ``metric_``) say the fit made one."""
+        """Check and set what :meth:`_point_state` wrote: a point model only where ``point_estimate="auto"``
+        and a space with a score model (``spaces``: each model's ``metric_``) let the fit make one. A
+        state without one keeps the kernel estimate (fitted with ``"nw"``, or the kernel estimate was
+        more accurate on the check rows)."""
         held = state.get("point_model_") is not None or state.get("point_units") is not None
-        expected = self._fits_point_model() and any(getattr(space, "map_", None) is not None for space in spaces)
-        self.point_model_, self._point_units = None, None
-        if held and not expected:
+        allowed = self._fits_point_model() and any(getattr(space, "map_", None) is not None for space in spaces)
+        self.point_model_, self._point_units, self.point_report_ = None, None, None
+        if held and not allowed:
             raise ValueError("set_fitted_state: the fitted state holds a point model 'point_model_', which this "
                              f"estimator does not fit (point_estimate={getattr(self, 'point_estimate', None)!r}, "
                              "n_neighbors, or no score model in its space): pass the parameters it was fitted with.")
-        if expected and not held:
-            raise ValueError("set_fitted_state: this estimator has point_estimate='auto', but the fitted state holds "
-                             "no point model 'point_model_' (it was fitted with point_estimate='nw'): pass "
-                             "point_estimate='nw'.")
         if held:
             self.point_model_, self._point_units = state_point_model(state, n_features, self.classes_.shape[0])
 

@@ -21,7 +21,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_dtype, check_int_range, check_n_jobs
-from ..spaces import metric_kind, split_seed
+from ..spaces import AUTO_MAX_ROWS, metric_kind, split_seed
 from ._dispatch import validate_queries
 from ..bounds import BoundSpec
 from ..engine import BandwidthRanking, FittedInputs, KernelStatistics, choose_bandwidths, select_backend, to_host
@@ -37,7 +37,7 @@ from ..engine.host._backend import bandwidth_ranking, query_statistics, scaled
 from ._certified import CertifiedRows
 from ..engine.host._neighbor_sums import search_queries
 from ._nw_fitted_state import _FittedState
-from ._point import POINT_ESTIMATES, fit_point_model, point_proba, with_point_estimate
+from ._point import POINT_CHECK_ROWS, POINT_ESTIMATES, fit_point_model, judge_point_model, point_proba, with_point_estimate
 from ._nw_rounds import _Rounds
 from ..engine.host._sums import TrainingSet, neighbor_distances
 
@@ -240,20 +240,24 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         models' κ-weighted mean moved into their intersected box). ``"auto"``: where the space
         has a score model (``metric="auto"``, or a classifier with ``predict_proba`` given as
         ``metric``), a fresh copy of the score model the space chose (the same candidate and
-        hyper-parameters; the most chosen when cross-fitted) is fitted once on **every** training
-        row (``point_model_``), and its probabilities are moved into the box
+        hyper-parameters; the most chosen when cross-fitted) is fitted once on the training rows
+        (``point_model_``: every row but the first model's check rows, which judge it, at most
+        ``AUTO_MAX_ROWS``), and its probabilities are moved into the box
         (:func:`nwbound.spaces.move_into_box`: the Euclidean projection onto the distributions
         in the box; the NW estimate where the box holds none), ``epsilon`` recomputed from them.
         This is sound because the guarantee is the box, which is unchanged: any point moved into
         it is as valid, and a class the box certifies is the argmax of every distribution in it,
         so ``lower``, ``upper``, ``certified`` and the certified class are those of ``"nw"``; the
         score model of the space sees only the map rows (they must stay apart from the kernel
-        rows), the point model every row, which makes it as accurate as gradient boosting on the
-        unseen tabular sets (user guide, tabular page, "Round 16"). Without a score model
+        rows), the point model nearly every row, which makes it as accurate as gradient boosting
+        on the unseen tabular sets (user guide, tabular page, "Round 16"). Without a score model
         (``metric=None``, ``"standard"``, a transformer) and for the localized classifier
         (``n_neighbors``) ``"auto"`` means ``"nw"``; so it does without a bound (neither
-        ``lipschitz`` nor ``margin``: no box). The fit costs one more fit of the score model, on
-        every row.
+        ``lipschitz`` nor ``margin``: no box). Where the fit holds check rows out
+        (``lipschitz="auto"``), the point model must be at least as accurate on the first model's
+        check rows as that model's kernel estimate, or the kernel estimate stays
+        (``point_report_``: a score model chosen on the map rows can be worse than the kernel
+        estimate, which reads the features too). The fit costs one more fit of the score model.
     verbose : int, default=0
         Progress of ``fit`` on stderr, one line per step with the seconds since it began (the
         split, the learned space, the held-out check of ``lipschitz="auto"``, each cross-fitted
@@ -297,12 +301,18 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         them (``delta`` divided by the number of models; ``lipschitz="auto"`` keeps each model's
         own chosen L), so they show the settings they predict with (user guide, "Cross-fitting").
     point_model_ : estimator or None
-        ``point_estimate="auto"``: the score model fitted on every training row (a
+        ``point_estimate="auto"``: the score model fitted on the training rows (a
         ``HistGradientBoostingClassifier``, a ``Pipeline(StandardScaler, LogisticRegression)`` or a
         clone of a classifier given as ``metric``; ``metric="auto"``'s reads the features in their
         columns' power-of-two units, :func:`nwbound.spaces.in_column_units`, as the space's score
-        model does), on the estimator's class indices. None with ``"nw"``, without a score model
-        and for the localized classifier.
+        model does), on the estimator's class indices. None with ``"nw"``, without a score model,
+        for the localized classifier, and where the kernel estimate was more accurate on the check
+        rows (``point_report_``).
+    point_report_ : dict or None
+        ``point_estimate="auto"`` with check rows: ``n_rows`` (the first model's check rows that
+        judged, at most ``POINT_CHECK_ROWS`` = 2 048), ``point_accuracy`` (the point model, fitted
+        on other rows), ``nw_accuracy`` (that model's kernel estimate) and ``used``. None
+        otherwise, and after ``set_fitted_state`` (the point model is restored, not its judgement).
     backend_ : nwbound.engine.Backend
         What computes the kernel sums (and, with ``device``, the bounds where the device's serve the
         settings): the host engines, or the device's with ``device`` given. Picked at fit; a later
@@ -473,7 +483,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         24
         """
         dtype, _, auto = self._check_params()
-        self.point_model_, self._point_units = None, None  # fitted last, on every row (_fit_point_estimate)
+        self.point_model_, self._point_units = None, None  # fitted last (_fit_point_estimate)
         if self._uses_cross_fit(X):
             return self._fit_cross(X, y, sample_weight, groups)
         X, labels, weights = self._validate_training_data(X, y, sample_weight, dtype)
@@ -495,16 +505,41 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
 
     def _fit_point_estimate(self, X: np.ndarray, labels: np.ndarray,
                             weights: np.ndarray | None) -> "NadarayaWatsonClassifier":
-        """``point_estimate="auto"``: the space's score model fitted on every validated training row
-        (:func:`~._point.fit_point_model`), once per fit; the last step of ``fit``."""
-        self.point_model_, self._point_units = None, None
+        """``point_estimate="auto"``: the space's score model fitted on the validated training rows
+        (:func:`~._point.fit_point_model`), once per fit; the last step of ``fit``.
+
+        Where the fit has check rows (``lipschitz="auto"``), the first model's are left out of it
+        and judge it (at most ``POINT_CHECK_ROWS`` of them) against that model's own kernel
+        estimate (:func:`~._point.judge_point_model`); where it is less accurate there, the kernel
+        estimate stays (``point_model_`` None, ``point_report_`` says why). It is fitted on at most
+        ``AUTO_MAX_ROWS`` rows (a fixed random subset), as the space's score model."""
+        self.point_model_, self._point_units, self.point_report_ = None, None, None
         if not self._fits_point_model() or getattr(self, "_forced_split", None) is not None:
             return self
-        self.point_model_, self._point_units = fit_point_model(
-            metric_kind(self.metric), self.metric, getattr(self, "metric_report_", None), X, labels, weights,
-            split_seed(getattr(self, "random_state", None)))
-        if self.point_model_ is not None:
-            self._say(f"point_estimate='auto': {type(self.point_model_).__name__} fitted on all {X.shape[0]} rows")
+        seed, n_classes = split_seed(getattr(self, "random_state", None)), self.classes_.shape[0]
+        judge = self.cross_fit_models_[0] if self._is_cross_fitted() else self
+        held = np.asarray(getattr(judge, "check_rows_", np.zeros(0, np.intp)), dtype=np.intp)
+        rows = np.setdiff1d(np.arange(X.shape[0]), held)
+        if rows.shape[0] > AUTO_MAX_ROWS:
+            rows = np.sort(np.random.RandomState(seed).choice(rows, AUTO_MAX_ROWS, replace=False))
+        model, units = fit_point_model(metric_kind(self.metric), self.metric, getattr(self, "metric_report_", None),
+                                       X[rows], labels[rows], None if weights is None else weights[rows], seed)
+        if model is None or not np.array_equal(getattr(model, "classes_", None), np.arange(n_classes)):
+            return self  # no score model, or one that never saw a class: the kernel estimate stays
+        if held.size:
+            if held.size > POINT_CHECK_ROWS:
+                held = np.sort(np.random.RandomState(seed).choice(held, POINT_CHECK_ROWS, replace=False))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the check rows' vacuous share is the check's business
+                nw = judge.predict_proba(X[held])
+            self.point_report_ = judge_point_model(point_proba(model, units, X[held], n_classes), nw, labels[held])
+            self._say(f"point_estimate='auto': on {held.shape[0]} check rows the score model fitted on {rows.shape[0]} "
+                      f"other rows is {100 * self.point_report_['point_accuracy']:.1f} % accurate, the kernel "
+                      f"estimate {100 * self.point_report_['nw_accuracy']:.1f} %"
+                      + ("" if self.point_report_["used"] else ": the kernel estimate stays"))
+            if not self.point_report_["used"]:
+                return self
+        self.point_model_, self._point_units = model, units
         return self
 
     def _fits_point_model(self) -> bool:

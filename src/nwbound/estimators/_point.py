@@ -1,9 +1,9 @@
-"""``point_estimate="auto"``: the score model the learned space chose, fitted on every training row,
-its probabilities reported inside the bound's box.
+"""``point_estimate="auto"``: the score model the learned space chose, fitted on (nearly) every
+training row, its probabilities reported inside the bound's box.
 
 The bound's box ``[lower, upper]`` is valid whatever point is reported inside it. The space's score
 model sees only the map rows (they must stay apart from the kernel rows for the guarantee); the
-point estimate may see every row, because it moves nothing but the reported point: its
+point estimate may see the other rows too, because it moves nothing but the reported point: its
 probabilities are projected into the box (:func:`~nwbound.spaces.move_into_box`), so ``lower``,
 ``upper`` and the certified rows and class are those of ``point_estimate="nw"``.
 
@@ -17,10 +17,48 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["POINT_ESTIMATES", "fit_point_model", "point_proba", "with_point_estimate"]
+__all__ = ["POINT_CHECK_ROWS", "POINT_ESTIMATES", "fit_point_model", "judge_point_model", "point_proba",
+           "with_point_estimate"]
 
 #: The values of ``point_estimate``.
 POINT_ESTIMATES = ("auto", "nw")
+#: At most this many check rows (a fixed random subset) judge the point model against the kernel estimate.
+POINT_CHECK_ROWS = 2048
+
+
+def judge_point_model(point: np.ndarray, nw: np.ndarray, labels: np.ndarray) -> dict:
+    """Whether the point model replaces the kernel estimate: on held-out rows (a model's check rows,
+    which neither its map, its kernel sums nor the judged point model saw), its accuracy (argmax of
+    ``point``) must be at least the kernel estimate's (argmax of ``nw``, that model's own ``p̂``).
+
+    A score model chosen on the map rows can be worse than the kernel estimate, which reads the
+    features too (a linear model of a non-linear field): then the kernel estimate stays.
+
+    Parameters
+    ----------
+    point, nw : ndarray of shape (n_rows, n_classes)
+        The two estimates on the held-out rows, columns in class-index order.
+    labels : ndarray of shape (n_rows,)
+        Their class indices.
+
+    Returns
+    -------
+    dict
+        ``n_rows``, ``point_accuracy``, ``nw_accuracy`` and ``used`` (the point model's is at least
+        the kernel estimate's).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.estimators._point import judge_point_model
+    >>> point, nw = np.array([[0.9, 0.1], [0.2, 0.8]]), np.array([[0.4, 0.6], [0.3, 0.7]])
+    >>> judge_point_model(point, nw, np.array([0, 1]))
+    {'n_rows': 2, 'point_accuracy': 1.0, 'nw_accuracy': 0.5, 'used': True}
+    """
+    point_accuracy = float(np.mean(np.argmax(point, axis=1) == labels))
+    nw_accuracy = float(np.mean(np.argmax(nw, axis=1) == labels))
+    return {"n_rows": int(labels.shape[0]), "point_accuracy": point_accuracy, "nw_accuracy": nw_accuracy,
+            "used": point_accuracy >= nw_accuracy}
 
 
 def fit_point_model(kind: str | None, metric: Any, reports: Any, X: np.ndarray, labels: np.ndarray,
@@ -28,10 +66,10 @@ def fit_point_model(kind: str | None, metric: Any, reports: Any, X: np.ndarray, 
     """``(model, units)`` of ``point_estimate="auto"``, or ``(None, None)`` where there is no score model.
 
     ``metric="auto"`` (``kind`` ``"auto"``): a fresh copy of the candidate its space chose
-    (:func:`~nwbound.spaces.chosen_candidate` of the models' ``reports``) fitted on every row in
-    their columns' power-of-two ``units`` (:func:`~nwbound.spaces.column_units`), as the space's
+    (:func:`~nwbound.spaces.chosen_candidate` of the models' ``reports``) fitted on the rows given,
+    in their columns' power-of-two ``units`` (:func:`~nwbound.spaces.column_units`), as the space's
     score model reads its rows. A classifier given as ``metric`` (``kind`` ``"scores"``) with
-    ``predict_proba``: a clone fitted on every row as given (``units`` None). Anything else (no
+    ``predict_proba``: a clone fitted on the rows as given (``units`` None). Anything else (no
     metric, ``"standard"``, a transformer, a classifier without probabilities, no candidate
     chosen): none. The labels are class indices, the weights the fit's (relative) weights.
 
@@ -83,7 +121,7 @@ def point_proba(model: Any, units: np.ndarray | None, X: np.ndarray, n_classes: 
     U = np.asarray(X, dtype=np.float64) if units is None else in_column_units(X, units)
     P = np.asarray(model.predict_proba(U), dtype=np.float64)
     known = getattr(model, "classes_", None)
-    if known is None:  # a FrozenScoreMap: every class, in order (it was fitted on every row)
+    if known is None:  # a FrozenScoreMap: every class, in order (a point model knows them all)
         return P
     known = np.asarray(known)
     out = np.zeros((P.shape[0], n_classes))

@@ -198,10 +198,8 @@ def frozen_model(meta: dict, arrays: dict[str, np.ndarray], params: dict, state:
     else:
         spaces = _spaces(meta.get("frozen"), arrays, len(models), cross, n_features)
         point = _point(meta.get("frozen"), arrays, n_features)
-    if (point is not None) != (params.get("point_estimate") == "auto" and any(
-            getattr(space, "map_", None) is not None for space in spaces)):
-        raise ValueError(f"point_estimate={params.get('point_estimate')!r} does not match the file's point model "
-                         f"({'one' if point is not None else 'none'} stored)")
+    if point is not None and params.get("point_estimate") != "auto":
+        raise ValueError(f"point_estimate={params.get('point_estimate')!r}, but the file holds a point model")
     model = FrozenNadarayaWatson(params, state, spaces, chosen=chosen, point=point)
     parts = model.models_
     rules = [part.empty_neighborhood for part in parts]
