@@ -31,7 +31,7 @@ from ..neighbors import make_index
 from ._bandwidth import SCALE_NEIGHBORS, SCALE_QUANTILE, _power_of_two_scale, default_bandwidth_grid  # noqa: F401
 from ._bandwidth import bandwidth_grid_from_nearest, bandwidth_grid_pilot, pilot_nearest_distances  # noqa: F401
 from ._bandwidth import _RANKING_ROWS, resolve_ranking_fraction, scale_bandwidth, scale_bandwidth_from_nearest  # noqa: F401
-from ._base import BoundedClassifierBase
+from ._base import BoundedClassifierBase, _feature_names_said
 from ._rules import _NWParams
 from ..engine.host._backend import bandwidth_ranking, query_statistics, scaled
 from ._certified import CertifiedRows
@@ -240,24 +240,26 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         models' κ-weighted mean moved into their intersected box). ``"auto"``: where the space
         has a score model (``metric="auto"``, or a classifier with ``predict_proba`` given as
         ``metric``), a fresh copy of the score model the space chose (the same candidate and
-        hyper-parameters; the most chosen when cross-fitted) is fitted once on the training rows
-        (``point_model_``: every row but the first model's check rows, which judge it, at most
-        ``AUTO_MAX_ROWS``), and its probabilities are moved into the box
+        hyper-parameters; the most chosen when cross-fitted) is fitted on every training row
+        (``point_model_``; at most ``AUTO_MAX_ROWS``, as the space's; above the cross-fitting cap,
+        every row but the at most 2 048 check rows that judge it, below), and its probabilities
+        are moved into the box
         (:func:`nwbound.spaces.move_into_box`: the Euclidean projection onto the distributions
         in the box; the NW estimate where the box holds none), ``epsilon`` recomputed from them.
         This is sound because the guarantee is the box, which is unchanged: any point moved into
         it is as valid, and a class the box certifies is the argmax of every distribution in it,
         so ``lower``, ``upper``, ``certified`` and the certified class are those of ``"nw"``; the
         score model of the space sees only the map rows (they must stay apart from the kernel
-        rows), the point model nearly every row, which makes it as accurate as gradient boosting
-        on the unseen tabular sets (user guide, tabular page, "Round 16"). Without a score model
+        rows), the point model every row, which makes it as accurate as gradient boosting on the
+        unseen tabular sets (user guide, tabular page, "Round 16"). Without a score model
         (``metric=None``, ``"standard"``, a transformer) and for the localized classifier
         (``n_neighbors``) ``"auto"`` means ``"nw"``; so it does without a bound (neither
         ``lipschitz`` nor ``margin``: no box). Where the fit holds check rows out
-        (``lipschitz="auto"``), the point model must be at least as accurate on the first model's
-        check rows as that model's kernel estimate, or the kernel estimate stays
-        (``point_report_``: a score model chosen on the map rows can be worse than the kernel
-        estimate, which reads the features too). The fit costs one more fit of the score model.
+        (``lipschitz="auto"``), a copy fitted without the first model's check rows first meets that
+        model's kernel estimate on them, and where the kernel estimate is more accurate there
+        beyond noise it stays (``point_report_``: a score model chosen on the map rows can be much
+        worse than the kernel estimate, which reads the features too). The fit costs one more fit
+        of the score model (two when cross-fitted: the judged copy, then the refit on every row).
     verbose : int, default=0
         Progress of ``fit`` on stderr, one line per step with the seconds since it began (the
         split, the learned space, the held-out check of ``lipschitz="auto"``, each cross-fitted
@@ -301,7 +303,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         them (``delta`` divided by the number of models; ``lipschitz="auto"`` keeps each model's
         own chosen L), so they show the settings they predict with (user guide, "Cross-fitting").
     point_model_ : estimator or None
-        ``point_estimate="auto"``: the score model fitted on the training rows (a
+        ``point_estimate="auto"``: the score model fitted on every training row (a
         ``HistGradientBoostingClassifier``, a ``Pipeline(StandardScaler, LogisticRegression)`` or a
         clone of a classifier given as ``metric``; ``metric="auto"``'s reads the features in their
         columns' power-of-two units, :func:`nwbound.spaces.in_column_units`, as the space's score
@@ -310,8 +312,8 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         rows (``point_report_``).
     point_report_ : dict or None
         ``point_estimate="auto"`` with check rows: ``n_rows`` (the first model's check rows that
-        judged, at most ``POINT_CHECK_ROWS`` = 2 048), ``point_accuracy`` (the point model, fitted
-        on other rows), ``nw_accuracy`` (that model's kernel estimate) and ``used``. None
+        judged, at most ``POINT_CHECK_ROWS`` = 2 048), ``point_accuracy`` (the score model fitted
+        on the other rows), ``nw_accuracy`` (that model's kernel estimate) and ``used``. None
         otherwise, and after ``set_fitted_state`` (the point model is restored, not its judgement).
     backend_ : nwbound.engine.Backend
         What computes the kernel sums (and, with ``device``, the bounds where the device's serve the
@@ -506,40 +508,53 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
     def _fit_point_estimate(self, X: np.ndarray, labels: np.ndarray,
                             weights: np.ndarray | None) -> "NadarayaWatsonClassifier":
         """``point_estimate="auto"``: the space's score model fitted on the validated training rows
-        (:func:`~._point.fit_point_model`), once per fit; the last step of ``fit``.
+        (:func:`~._point.fit_point_model`; at most ``AUTO_MAX_ROWS``, a fixed random subset, as the
+        space's), once per fit; the last step of ``fit``.
 
-        Where the fit has check rows (``lipschitz="auto"``), the first model's are left out of it
-        and judge it (at most ``POINT_CHECK_ROWS`` of them) against that model's own kernel
-        estimate (:func:`~._point.judge_point_model`); where it is less accurate there, the kernel
-        estimate stays (``point_model_`` None, ``point_report_`` says why). It is fitted on at most
-        ``AUTO_MAX_ROWS`` rows (a fixed random subset), as the space's score model."""
+        Where the fit has check rows (``lipschitz="auto"``), the first model's (at most
+        ``POINT_CHECK_ROWS`` of them) are left out of it and judge it against that model's own
+        kernel estimate (:func:`~._point.judge_point_model`); where the kernel estimate is more
+        accurate there beyond noise, it stays (``point_model_`` None, ``point_report_`` says why).
+        A cross-fitted fit (small data: every row counts) then refits it on every row."""
         self.point_model_, self._point_units, self.point_report_ = None, None, None
         if not self._fits_point_model() or getattr(self, "_forced_split", None) is not None:
             return self
         seed, n_classes = split_seed(getattr(self, "random_state", None)), self.classes_.shape[0]
+        rs = np.random.RandomState(seed)
+
+        def fitted(rows: np.ndarray) -> tuple[Any, np.ndarray | None]:
+            if rows.shape[0] > AUTO_MAX_ROWS:
+                rows = np.sort(rs.choice(rows, AUTO_MAX_ROWS, replace=False))
+            model, units = fit_point_model(metric_kind(self.metric), self.metric, getattr(self, "metric_report_", None),
+                                           X[rows], labels[rows], None if weights is None else weights[rows], seed)
+            if model is None or not np.array_equal(getattr(model, "classes_", None), np.arange(n_classes)):
+                return None, None  # no score model, or one that never saw a class: the kernel estimate stays
+            return model, units
+
         judge = self.cross_fit_models_[0] if self._is_cross_fitted() else self
         held = np.asarray(getattr(judge, "check_rows_", np.zeros(0, np.intp)), dtype=np.intp)
-        rows = np.setdiff1d(np.arange(X.shape[0]), held)
-        if rows.shape[0] > AUTO_MAX_ROWS:
-            rows = np.sort(np.random.RandomState(seed).choice(rows, AUTO_MAX_ROWS, replace=False))
-        model, units = fit_point_model(metric_kind(self.metric), self.metric, getattr(self, "metric_report_", None),
-                                       X[rows], labels[rows], None if weights is None else weights[rows], seed)
-        if model is None or not np.array_equal(getattr(model, "classes_", None), np.arange(n_classes)):
-            return self  # no score model, or one that never saw a class: the kernel estimate stays
+        if held.size > POINT_CHECK_ROWS:
+            held = np.sort(rs.choice(held, POINT_CHECK_ROWS, replace=False))
+        model, units = fitted(np.setdiff1d(np.arange(X.shape[0]), held))
+        if model is None:
+            return self
         if held.size:
-            if held.size > POINT_CHECK_ROWS:
-                held = np.sort(np.random.RandomState(seed).choice(held, POINT_CHECK_ROWS, replace=False))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the check rows' vacuous share is the check's business
                 nw = judge.predict_proba(X[held])
             self.point_report_ = judge_point_model(point_proba(model, units, X[held], n_classes), nw, labels[held])
-            self._say(f"point_estimate='auto': on {held.shape[0]} check rows the score model fitted on {rows.shape[0]} "
-                      f"other rows is {100 * self.point_report_['point_accuracy']:.1f} % accurate, the kernel "
-                      f"estimate {100 * self.point_report_['nw_accuracy']:.1f} %"
+            self._say(f"point_estimate='auto': on {held.shape[0]} check rows the score model fitted without them is "
+                      f"{100 * self.point_report_['point_accuracy']:.1f} % accurate, the kernel estimate "
+                      f"{100 * self.point_report_['nw_accuracy']:.1f} %"
                       + ("" if self.point_report_["used"] else ": the kernel estimate stays"))
             if not self.point_report_["used"]:
                 return self
+            if self._is_cross_fitted():  # small data (cross_fit="auto"): every row counts, refit on all
+                model, units = fitted(np.arange(X.shape[0]))
+                held = held[:0]
         self.point_model_, self._point_units = model, units
+        if model is not None:
+            self._say(f"point_estimate='auto': {type(model).__name__} fitted on {X.shape[0] - held.size} rows")
         return self
 
     def _fits_point_model(self) -> bool:
@@ -554,7 +569,8 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         model = getattr(self, "point_model_", None)
         if model is None:
             return out
-        host = validate_queries(self, X, self._fit_dtype)  # as the space reads them (_validate_queries)
+        with _feature_names_said(True):  # said once per call, by the intervals' own validation
+            host = validate_queries(self, X, self._fit_dtype)  # as the space reads them (_validate_queries)
         proba = point_proba(model, getattr(self, "_point_units", None), host, self.classes_.shape[0])
         return with_point_estimate(_on_host(out), proba)
 

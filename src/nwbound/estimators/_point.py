@@ -1,9 +1,9 @@
-"""``point_estimate="auto"``: the score model the learned space chose, fitted on (nearly) every
-training row, its probabilities reported inside the bound's box.
+"""``point_estimate="auto"``: the score model the learned space chose, fitted on every training row,
+its probabilities reported inside the bound's box.
 
 The bound's box ``[lower, upper]`` is valid whatever point is reported inside it. The space's score
 model sees only the map rows (they must stay apart from the kernel rows for the guarantee); the
-point estimate may see the other rows too, because it moves nothing but the reported point: its
+point estimate may see every row, because it moves nothing but the reported point: its
 probabilities are projected into the box (:func:`~nwbound.spaces.move_into_box`), so ``lower``,
 ``upper`` and the certified rows and class are those of ``point_estimate="nw"``.
 
@@ -27,12 +27,15 @@ POINT_CHECK_ROWS = 2048
 
 
 def judge_point_model(point: np.ndarray, nw: np.ndarray, labels: np.ndarray) -> dict:
-    """Whether the point model replaces the kernel estimate: on held-out rows (a model's check rows,
-    which neither its map, its kernel sums nor the judged point model saw), its accuracy (argmax of
-    ``point``) must be at least the kernel estimate's (argmax of ``nw``, that model's own ``p̂``).
+    """Whether the point model replaces the kernel estimate, judged on held-out rows (a model's check
+    rows, which neither its map, its kernel sums nor the judged point model saw).
 
-    A score model chosen on the map rows can be worse than the kernel estimate, which reads the
-    features too (a linear model of a non-linear field): then the kernel estimate stays.
+    The kernel estimate stays only where it is more accurate there beyond noise: of the rows where
+    exactly one of the two is right (argmax of ``point``, argmax of ``nw``), the kernel estimate
+    must win ``b`` and the point model ``c`` with ``b − c > 2·√(b + c)`` (twice the standard error
+    of the paired difference, McNemar's). A score model chosen on the map rows can be much worse
+    than the kernel estimate, which reads the features too (a linear model of a non-linear
+    field); a few check rows' noise alone does not reject it.
 
     Parameters
     ----------
@@ -44,21 +47,24 @@ def judge_point_model(point: np.ndarray, nw: np.ndarray, labels: np.ndarray) -> 
     Returns
     -------
     dict
-        ``n_rows``, ``point_accuracy``, ``nw_accuracy`` and ``used`` (the point model's is at least
-        the kernel estimate's).
+        ``n_rows``, ``point_accuracy``, ``nw_accuracy`` and ``used``.
 
     Examples
     --------
     >>> import numpy as np
     >>> from nwbound.estimators._point import judge_point_model
-    >>> point, nw = np.array([[0.9, 0.1], [0.2, 0.8]]), np.array([[0.4, 0.6], [0.3, 0.7]])
-    >>> judge_point_model(point, nw, np.array([0, 1]))
-    {'n_rows': 2, 'point_accuracy': 1.0, 'nw_accuracy': 0.5, 'used': True}
+    >>> labels = np.arange(40) % 2
+    >>> right, wrong = np.eye(2)[labels], np.eye(2)[1 - labels]
+    >>> judge_point_model(np.vstack([wrong[:3], right[3:]]), right, labels)["used"]  # 3 of 40: noise
+    True
+    >>> judge_point_model(np.vstack([wrong[:20], right[20:]]), right, labels)
+    {'n_rows': 40, 'point_accuracy': 0.5, 'nw_accuracy': 1.0, 'used': False}
     """
-    point_accuracy = float(np.mean(np.argmax(point, axis=1) == labels))
-    nw_accuracy = float(np.mean(np.argmax(nw, axis=1) == labels))
-    return {"n_rows": int(labels.shape[0]), "point_accuracy": point_accuracy, "nw_accuracy": nw_accuracy,
-            "used": point_accuracy >= nw_accuracy}
+    point_right = np.argmax(point, axis=1) == labels
+    nw_right = np.argmax(nw, axis=1) == labels
+    b, c = int(np.sum(nw_right & ~point_right)), int(np.sum(point_right & ~nw_right))
+    return {"n_rows": int(labels.shape[0]), "point_accuracy": float(np.mean(point_right)),
+            "nw_accuracy": float(np.mean(nw_right)), "used": bool(b - c <= 2.0 * np.sqrt(b + c))}
 
 
 def fit_point_model(kind: str | None, metric: Any, reports: Any, X: np.ndarray, labels: np.ndarray,
