@@ -242,7 +242,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         ``metric``), a fresh copy of the score model the space chose (the same candidate and
         hyper-parameters; the most chosen when cross-fitted) is fitted on every training row
         (``point_model_``; at most ``AUTO_MAX_ROWS``, as the space's; above the cross-fitting cap,
-        every row but the at most 2 048 check rows that judge it, below), and its probabilities
+        every row but the at most 512 check rows that judge it, below), and its probabilities
         are moved into the box
         (:func:`nwbound.spaces.move_into_box`: the Euclidean projection onto the distributions
         in the box; the NW estimate where the box holds none), ``epsilon`` recomputed from them.
@@ -312,7 +312,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         rows (``point_report_``).
     point_report_ : dict or None
         ``point_estimate="auto"`` with check rows: ``n_rows`` (the first model's check rows that
-        judged, at most ``POINT_CHECK_ROWS`` = 2 048), ``point_accuracy`` (the score model fitted
+        judged, at most ``POINT_CHECK_ROWS`` = 512), ``point_accuracy`` (the score model fitted
         on the other rows), ``nw_accuracy`` (that model's kernel estimate) and ``used``. None
         otherwise, and after ``set_fitted_state`` (the point model is restored, not its judgement).
     backend_ : nwbound.engine.Backend

@@ -23,7 +23,7 @@ __all__ = ["POINT_CHECK_ROWS", "POINT_ESTIMATES", "fit_point_model", "judge_poin
 #: The values of ``point_estimate``.
 POINT_ESTIMATES = ("auto", "nw")
 #: At most this many check rows (a fixed random subset) judge the point model against the kernel estimate.
-POINT_CHECK_ROWS = 2048
+POINT_CHECK_ROWS = 512
 
 
 def judge_point_model(point: np.ndarray, nw: np.ndarray, labels: np.ndarray) -> dict:
