@@ -21,7 +21,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_dtype, check_int_range, check_n_jobs
-from ..spaces import AUTO_MAX_ROWS, metric_kind, split_seed
+from ..spaces import metric_kind, split_seed
 from ._dispatch import validate_queries
 from ..bounds import BoundSpec
 from ..engine import BandwidthRanking, FittedInputs, KernelStatistics, choose_bandwidths, select_backend, to_host
@@ -225,7 +225,8 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         Share of the training rows that fit the map (the rest enter the kernel sums).
     cross_fit : bool, int or "auto", default="auto"
         Fit several models on splits whose roles differ; intervals are the intersection of all of
-        theirs, each at level δ/(number of models), ``p̂`` the κ-weighted mean
+        theirs, each at level δ/(number of models), ``p̂`` the κ-weighted mean (with
+        ``point_estimate="nw"``; ``"auto"`` moves the point model's into the box instead)
         (``cross_fit_models_``; :func:`nwbound.spaces.cross_fit_layouts`). ``True``: two models,
         the shares at ``metric_fraction`` and the same with the roles swapped. An int ``K ≥ 2``:
         ``K`` stratified folds (whole groups with ``groups``), each model's kernel sums on one fold
@@ -241,9 +242,8 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         has a score model (``metric="auto"``, or a classifier with ``predict_proba`` given as
         ``metric``), a fresh copy of the score model the space chose (the same candidate and
         hyper-parameters; the most chosen when cross-fitted) is fitted on every training row
-        (``point_model_``; at most ``AUTO_MAX_ROWS``, as the space's; above the cross-fitting cap,
-        every row but the at most 512 check rows that judge it, below), and its probabilities
-        are moved into the box
+        (``point_model_``; above the cross-fitting cap, every row but the at most 512 check rows
+        that judge it, below), and its probabilities are moved into the box
         (:func:`nwbound.spaces.move_into_box`: the Euclidean projection onto the distributions
         in the box; the NW estimate where the box holds none), ``epsilon`` recomputed from them.
         This is sound because the guarantee is the box, which is unchanged: any point moved into
@@ -508,8 +508,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
     def _fit_point_estimate(self, X: np.ndarray, labels: np.ndarray,
                             weights: np.ndarray | None) -> "NadarayaWatsonClassifier":
         """``point_estimate="auto"``: the space's score model fitted on the validated training rows
-        (:func:`~._point.fit_point_model`; at most ``AUTO_MAX_ROWS``, a fixed random subset, as the
-        space's), once per fit; the last step of ``fit``.
+        (:func:`~._point.fit_point_model`), once per fit; the last step of ``fit``.
 
         Where the fit has check rows (``lipschitz="auto"``), the first model's (at most
         ``POINT_CHECK_ROWS`` of them) are left out of it and judge it against that model's own
@@ -523,8 +522,6 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         rs = np.random.RandomState(seed)
 
         def fitted(rows: np.ndarray) -> tuple[Any, np.ndarray | None]:
-            if rows.shape[0] > AUTO_MAX_ROWS:
-                rows = np.sort(rs.choice(rows, AUTO_MAX_ROWS, replace=False))
             model, units = fit_point_model(metric_kind(self.metric), self.metric, getattr(self, "metric_report_", None),
                                            X[rows], labels[rows], None if weights is None else weights[rows], seed)
             if model is None or not np.array_equal(getattr(model, "classes_", None), np.arange(n_classes)):
@@ -803,7 +800,10 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
             their intersected box (:func:`~nwbound.spaces.intersect_intervals`), so
             it computes the models' bounds (with ``bandwidth="auto"`` it does so
             anyway, to choose each query's bandwidth; with a fixed bandwidth this
-            costs what :meth:`predict_interval` costs).
+            costs what :meth:`predict_interval` costs). With a point model
+            (``point_estimate="auto"``, the default, where the space has a score model)
+            it is ``predict_interval(X).proba`` too: the point model's probabilities
+            moved into the box.
 
         Examples
         --------
