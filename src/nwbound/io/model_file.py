@@ -10,9 +10,8 @@ objects, so the file is read with ``allow_pickle=False`` and loading never
 executes code. A model without learned pieces (``metric=None`` with a numeric
 ``lipschitz``, ``margin`` or none) is written as version 2, which older nwbound
 reads too; the default model (``metric="auto"``, ``lipschitz="auto"``,
-``cross_fit="auto"``) as version 4: the learned pieces (version 3) and their frozen arrays;
-with the point model of ``point_estimate="auto"`` (the default since round 16) as version 5.
-Members:
+``cross_fit="auto"``) as version 4: the learned pieces (version 3) and their frozen arrays; with
+a point model (``point_estimate="auto"``) as version 5. Members:
 
 ``__metadata__``
     UTF-8 JSON (as a ``uint8`` array) with ``format`` (``"nwbound-model"``),
@@ -56,10 +55,8 @@ Members:
     predicts without scikit-learn (``load_model(path, frozen=True)``, :mod:`nwbound.io._frozen`);
     :func:`load_model` refuses a file whose frozen arrays are not those of its rebuilt spaces.
 ``state__point_model_``, ``state__point_units``, ``frozen__point__<name>`` (version 5)
-    The point model of ``point_estimate="auto"`` (the score model the space chose, fitted on every
-    training row): in the learned pieces' skops dump, its columns' units as an array, and again as
-    plain arrays (metadata ``frozen``'s ``point``: its kind) for the frozen route. A file that does
-    not name ``point_estimate`` (written before it) loads with ``point_estimate="nw"``.
+    ``point_estimate="auto"``'s point model (skops), its columns' units, and its frozen arrays
+    (metadata ``frozen``'s ``point``: its kind). Files without ``point_estimate`` load as ``"nw"``.
 
 Loading builds the estimator from ``params`` and hands the state to its
 ``set_fitted_state``, which checks **every** array and scalar (shapes, dtypes,
@@ -130,11 +127,8 @@ FORMAT_NAME = "nwbound-model"
 FORMAT_VERSION = 5
 _READABLE_VERSIONS = (1, 2, 3, 4, 5)
 # A file without learned pieces is written as version 2 (older nwbound reads it); one with them as 4
-# (3: the same without their frozen arrays, which nwbound before them refuses as unknown members);
-# one with the point model of point_estimate="auto" as 5 (nwbound before it says: upgrade).
-_PLAIN_VERSION = 2
-_LEARNED_VERSION = 3
-_FROZEN_VERSION = 4
+# (3: without their frozen arrays), 5 with a point model (older nwbound then says: upgrade).
+_PLAIN_VERSION, _LEARNED_VERSION, _FROZEN_VERSION = 2, 3, 4
 
 _META = "__metadata__"
 _STATE = "state__"
@@ -523,8 +517,7 @@ def _params_from_file(meta_params: Any, allowed: set[str], estimator: str, array
         )
     # A parameter the file does not name takes the value of the classifier files were written with
     # before it existed, never today's default: metric=None (a file holds no learned map), and the
-    # defaults before metric/lipschitz/bandwidth="auto" became the constructor's (user guide, "Defaults"),
-    # and the kernel estimate before point_estimate="auto" (format 5).
+    # defaults before metric/lipschitz/bandwidth/point_estimate="auto" became the constructor's (user guide, "Defaults").
     params = {**{k: v for k, v in _FILE_DEFAULTS.items() if k in allowed}, **meta_params}
     if params.get("bandwidth_grid") is not None:
         _check(params["bandwidth_grid"] == "<array param_bandwidth_grid>" and "param_bandwidth_grid" in arrays,
