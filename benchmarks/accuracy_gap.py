@@ -29,7 +29,9 @@ a number after the name is the value, e.g. ``iter150``, ``frac50``, ``map60``):
 * ``es``: gradient boosting with ``max_iter=200`` and early stopping on a tenth of the map rows;
 * ``frac60``: ``metric_fraction=0.6``;
 * ``map50``, ``map70``: the metric share split 50 / 50 (round 14) or 70 / 30 between map rows and
-  check rows (``nwbound.spaces._split.MAP_SHARE``, 0.6 since round 15).
+  check rows (``nwbound.spaces._split.MAP_SHARE``, 0.6 since round 15);
+* ``nw``: ``point_estimate="nw"``, the kernel estimate (``base`` is ``point_estimate="auto"`` since
+  round 16: the chosen score model fitted on every training row, moved into the box).
 
 Parts join with ``+``: ``frac50+map60`` is both.
 
@@ -42,6 +44,7 @@ Usage::
 
     PYTHONPATH=src python benchmarks/accuracy_gap.py                    # every unseen set, base
     PYTHONPATH=src python benchmarks/accuracy_gap.py --settings base,iter100,map70 --sets wide,const_dup
+    PYTHONPATH=src python benchmarks/accuracy_gap.py --settings nw,base     # round 16: the point estimate
     PYTHONPATH=src python benchmarks/accuracy_gap.py --cost --settings map50,map60 --sizes 2000 10000
 """
 
@@ -61,7 +64,7 @@ from typing import Any, Iterator  # noqa: E402
 import numpy as np  # noqa: E402
 
 UNSEEN = ("rare_class", "const_dup", "wide", "heavy_tail", "irrelevant", "many_classes", "gtsrb")
-SETTINGS = ("base", "iter100", "iter200", "es", "frac60", "map50", "map70")
+SETTINGS = ("base", "iter100", "iter200", "es", "frac60", "map50", "map70", "nw")
 
 
 @contextlib.contextmanager
@@ -89,6 +92,8 @@ def setting(name: str) -> Iterator[dict[str, Any]]:
                 params["metric_fraction"] = int(part[4:]) / 100
             elif part.startswith("map"):
                 split.MAP_SHARE = int(part[3:]) / 100
+            elif part == "nw":
+                params["point_estimate"] = "nw"
             elif part != "base":
                 raise ValueError(f"unknown setting {part!r}; choose from {', '.join(SETTINGS)}")
         yield params
@@ -102,7 +107,7 @@ def fold_row(X_tr: np.ndarray, y_tr: np.ndarray, X_te: np.ndarray, y_te: np.ndar
     from sklearn.neighbors import KNeighborsClassifier
 
     from nwbound import NadarayaWatsonClassifier
-    from nwbound.spaces import INPUT_CLIP, column_units
+    from nwbound.spaces import column_units, in_column_units
 
     clf = NadarayaWatsonClassifier(random_state=seed, **params)
     t0 = time.process_time()
@@ -118,7 +123,7 @@ def fold_row(X_tr: np.ndarray, y_tr: np.ndarray, X_te: np.ndarray, y_te: np.ndar
             space = m.metric_
             # the map was fitted on its rows in their columns' power-of-two units (column_units)
             units = column_units(X_tr[np.setdiff1d(m.metric_rows_, m.check_rows_)])
-            s = (np.asarray(space.map_.predict_proba(np.clip(X_te / units, -INPUT_CLIP, INPUT_CLIP)))
+            s = (np.asarray(space.map_.predict_proba(in_column_units(X_te, units)))
                  if space.map_ is not None else None)
             # the map was fitted on the estimator's class indices
             s_acc.append(np.nan if s is None else
@@ -143,6 +148,19 @@ def fold_row(X_tr: np.ndarray, y_tr: np.ndarray, X_te: np.ndarray, y_te: np.ndar
             "cpu": cpu, "n": int(y_te.shape[0])}
 
 
+@contextlib.contextmanager
+def _default_params(bench: Any, params: dict[str, Any]) -> Iterator[None]:
+    """``bench_defaults``' default model with a setting's estimator parameters (``frac60``, ``nw``)."""
+    import functools
+
+    saved = bench.NadarayaWatsonClassifier
+    bench.NadarayaWatsonClassifier = functools.partial(saved, **params)
+    try:
+        yield
+    finally:
+        bench.NadarayaWatsonClassifier = saved
+
+
 def cost(names: list[str], sizes: list[int]) -> None:
     """CPU seconds of the default's fit + predict under each setting, interleaved, against HGB's."""
     import sys
@@ -165,7 +183,7 @@ def cost(names: list[str], sizes: list[int]) -> None:
                 hgb_cpu = bench.run_hgb(X, y, Q, y_q)[1]
                 cells = []
                 for name in names:
-                    with setting(name):
+                    with setting(name) as params, _default_params(bench, params):
                         cpu = bench.run_default(X, y, Q, y_q)[1]
                     cells.append(f"{cpu:.1f} s ({cpu / hgb_cpu:.1f}×)")
                 print(f"| {n} | {k} | {hgb_cpu:.1f} | {' | '.join(cells)} |", flush=True)
@@ -175,9 +193,9 @@ def cost(names: list[str], sizes: list[int]) -> None:
             best = {name: np.inf for name in names}
             for _ in range(3):
                 for name in names:
-                    with setting(name):
+                    with setting(name) as params:
                         start = time.process_time()
-                        NadarayaWatsonClassifier(random_state=0).fit(X, y)
+                        NadarayaWatsonClassifier(random_state=0, **params).fit(X, y)
                         best[name] = min(best[name], time.process_time() - start)
             print(f"fit on {X.shape[0]} rows, {k} classes: "
                   + ", ".join(f"{name} {t:.2f} s" for name, t in best.items()), flush=True)

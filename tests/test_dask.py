@@ -466,7 +466,7 @@ CASES = {
 @pytest.mark.parametrize("params", CASES.values(), ids=CASES.keys())
 def test_default_model_on_a_cluster_equals_in_memory(client, field, params):
     X, y, Q = field
-    reference = NadarayaWatsonClassifier(**params).fit(X, y)
+    reference = NadarayaWatsonClassifier(point_estimate="nw", **params).fit(X, y)  # the sharded fit's estimate
     model = ShardedNadarayaWatson(**params).fit(da.from_array(X, chunks=(350, -1)), y, client=client)
     # The same split, map and L: chosen at the client on the rows the in-memory fit uses.
     assert model.lipschitz_ == reference.lipschitz_
@@ -489,7 +489,7 @@ def test_default_model_returns_the_estimators_interval_type(client, field):
     # Before round 13 the sharded estimator returned a dict of Dask arrays (a dict of such dicts
     # with bounds=); it returns the estimator's type now, lazy, computed in one pass by .compute().
     X, y, Q = field
-    reference = NadarayaWatsonClassifier().fit(X, y)
+    reference = NadarayaWatsonClassifier(point_estimate="nw").fit(X, y)
     model = ShardedNadarayaWatson().fit(da.from_array(X, chunks=(400, -1)), y, client=client)
     Qd = da.from_array(Q, chunks=(50, -1))
     lazy = model.predict_interval(Qd, client=client)
@@ -503,6 +503,23 @@ def test_default_model_returns_the_estimators_interval_type(client, field):
     (computed,) = dask.compute(several, scheduler=client)  # every setting in one pass
     for name, expected in reference.predict_interval(Q, bounds=bounds).items():
         assert_same_to_rounding(computed[name], expected)
+
+
+def test_sharded_default_keeps_the_kernel_estimate_inside_the_in_memory_defaults_box(client, field):
+    """point_estimate="auto" (the default) needs every row at the client: the sharded fit reports the
+    kernel estimate, as point_estimate="nw" in memory; the box and the certified rows are the default's."""
+    X, y, Q = field
+    default = NadarayaWatsonClassifier().fit(X, y)
+    nw = NadarayaWatsonClassifier(point_estimate="nw").fit(X, y)
+    model = ShardedNadarayaWatson().fit(da.from_array(X, chunks=(400, -1)), y, client=client)
+    assert model.point_estimate == "auto" and model.point_model_ is None and default.point_model_ is not None
+    (interval,) = dask.compute(model.predict_interval(da.from_array(Q, chunks=(50, -1)), client=client),
+                               scheduler=client)
+    assert_same_to_rounding(interval, nw.predict_interval(Q))
+    expected = default.predict_interval(Q)
+    np.testing.assert_allclose(interval.upper, expected.upper, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(interval.certified, expected.certified)
+    assert not np.allclose(interval.proba, expected.proba)
 
 
 def test_cross_fitted_models_match_one_by_one(client, field):
@@ -548,7 +565,7 @@ SHARDED_ONLY = {"parts_", "estimator_", "template_", "shards_"}
                          ids=["cross-fitted", "one split", "features as given", "localized", "numeric L"])
 def test_sharded_fitted_attributes_are_the_in_memory_ones(client, field, params):
     X, y, Q = field
-    reference = NadarayaWatsonClassifier(random_state=0, **params).fit(X, y)
+    reference = NadarayaWatsonClassifier(random_state=0, point_estimate="nw", **params).fit(X, y)
     model = ShardedNadarayaWatson(random_state=0, **params).fit(da.from_array(X, chunks=(500, -1)), y, client=client)
     names = {k for k in vars(model) if k.endswith("_") and not k.startswith("_")} - SHARDED_ONLY
     shared = sorted(k for k in names if hasattr(reference, k))
@@ -563,7 +580,7 @@ def test_sharded_draws_a_random_state_as_in_memory(client, field, params):
     # A RandomState gives one seed per draw: the split, the pilot L and the check of L each draw
     # in memory (cross-fitted models from a copy each), and the sharded fit draws the same.
     X, y, Q = field
-    reference = NadarayaWatsonClassifier(random_state=np.random.RandomState(4), **params).fit(X, y)
+    reference = NadarayaWatsonClassifier(random_state=np.random.RandomState(4), point_estimate="nw", **params).fit(X, y)
     model = ShardedNadarayaWatson(random_state=np.random.RandomState(4), **params).fit(
         da.from_array(X, chunks=(500, -1)), y, client=client)
     assert model.lipschitz_ == reference.lipschitz_
@@ -583,7 +600,7 @@ def test_sharded_draws_a_random_state_as_in_memory(client, field, params):
 def test_default_model_several_bounds_and_set_params(client, field):
     X, y, Q = field
     bounds = {"hoeffding": {"bound": "hoeffding"}, "delta=0.2": {"delta": 0.2}}
-    reference = NadarayaWatsonClassifier().fit(X, y)
+    reference = NadarayaWatsonClassifier(point_estimate="nw").fit(X, y)
     model = ShardedNadarayaWatson().fit(da.from_array(X, chunks=(400, -1)), y, client=client)
     Qd = da.from_array(Q, chunks=(75, -1))
     (several,) = dask.compute(model.predict_interval(Qd, bounds, client=client), scheduler=client)
@@ -611,7 +628,7 @@ def test_default_model_with_weights_and_groups_local_scheduler(field):
     groups = np.arange(y.shape[0]) // 10
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        reference = NadarayaWatsonClassifier(cross_fit=False).fit(X, y, sample_weight=w, groups=groups)
+        reference = NadarayaWatsonClassifier(cross_fit=False, point_estimate="nw").fit(X, y, sample_weight=w, groups=groups)
         model = ShardedNadarayaWatson(cross_fit=False).fit(da.from_array(X, chunks=(300, -1)), y,
                                                            sample_weight=w, groups=groups)
     np.testing.assert_array_equal(model.metric_rows_, reference.metric_rows_)

@@ -125,7 +125,7 @@ def test_a_file_without_frozen_arrays_loads_the_full_classifier(saved, tmp_path)
     """Format 3 (before the frozen arrays): the same model, through the skops dump."""
     clf, path, Q = saved["logistic, 2 classes, cross-fitted"]
     meta, arrays = _read_npz(path)
-    assert meta["format_version"] == 4 and "frozen" in meta
+    assert meta["format_version"] == 5 and "frozen" in meta  # 5: with the point model
     old = {k: v for k, v in arrays.items() if not k.startswith("frozen__")}
     meta = {k: v for k, v in meta.items() if k != "frozen"}
     meta["format_version"] = 3
@@ -204,3 +204,67 @@ def test_parameters_that_contradict_the_state_are_refused(saved, tmp_path, cross
     for frozen in (True, False):  # the same check on both routes
         with pytest.raises(ModelFileError, match=match):
             load_model(tampered, frozen=frozen)
+
+
+# -- point_estimate="auto" (format 5): the point model stored as a score model is --------------------
+def test_the_point_model_round_trips_on_both_routes(saved):
+    """The default's point model is in the file: the full route's intervals are the saved model's to the
+    bit, the frozen route's to the score map's rounding (lower and upper to the bit)."""
+    for name in ("trees, 2 classes, cross-fitted", "logistic, 3 classes, cross-fitted", "one model (cross_fit=False)"):
+        clf, path, Q = saved[name]
+        assert clf.point_model_ is not None
+        meta, arrays = _read_npz(path)
+        assert meta["format_version"] == 5 and meta["frozen"]["point"] in ("gradient_boosting", "logistic")
+        assert any(k.startswith("frozen__point__") for k in arrays) and "state__point_units" in arrays
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = clf.predict_interval(Q)
+            full = load_model(path)
+            assert type(full.point_model_) is type(clf.point_model_)
+            for field, value in full.predict_interval(Q).as_dict().items():
+                assert value is None or np.array_equal(value, getattr(expected, field)), field
+            got = load_model(path, frozen=True).predict_interval(Q)
+        np.testing.assert_allclose(got.proba, expected.proba, rtol=0, atol=1e-12)
+        assert np.array_equal(got.lower, expected.lower) and np.array_equal(got.upper, expected.upper)
+
+
+def test_a_model_fitted_with_nw_is_written_as_format_4(tmp_path):
+    X, y = _linear(300, 2, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = NadarayaWatsonClassifier(random_state=0, point_estimate="nw").fit(X, y)
+    meta, arrays = _read_npz(save_model(clf, tmp_path / "nw.npz"))
+    assert meta["format_version"] == 4 and "point" not in meta["frozen"] and "state__point_units" not in arrays
+
+
+def test_a_file_written_before_point_estimate_loads_with_the_kernel_estimate(tmp_path):
+    """Format 4 files do not name point_estimate: they load as "nw", the estimate they were saved with."""
+    X, y = _linear(300, 2, 0)
+    Q = _linear(80, 2, 1)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = NadarayaWatsonClassifier(random_state=0, point_estimate="nw").fit(X, y)
+        meta, arrays = _read_npz(save_model(clf, tmp_path / "new.npz"))
+        del meta["params"]["point_estimate"]
+        _write_npz(tmp_path / "old.npz", meta, arrays, resign=True)
+        for frozen in (False, True):
+            model = load_model(tmp_path / "old.npz", frozen=frozen)
+            assert model.point_estimate == "nw" and getattr(model, "point_model_", None) is None
+            assert np.array_equal(model.predict_interval(Q).proba, clf.predict_interval(Q).proba)
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda meta, arrays: arrays.__setitem__("frozen__point__value", arrays["frozen__point__value"][:-1]),
+     "'frozen__point__value' has shape"),
+    (lambda meta, arrays: meta["frozen"].__setitem__("point", "forest"), "point model kind 'forest'"),
+    (lambda meta, arrays: arrays.__setitem__("state__point_units", arrays["state__point_units"] * 3),
+     "'point_units' must hold powers of two"),
+    (lambda meta, arrays: meta["params"].__setitem__("point_estimate", "nw"), "point"),
+])
+def test_tampered_point_models_are_refused(saved, tmp_path, edit, match):
+    _, path, _ = saved["trees, 2 classes, cross-fitted"]
+    tampered = _tampered(path, tmp_path, edit)
+    with pytest.raises(ModelFileError, match=match):
+        load_model(tampered, frozen=True)
+    with pytest.raises(ModelFileError):  # the full route refuses it too
+        load_model(tampered)

@@ -204,7 +204,8 @@ def test_cross_fit_auto_is_the_swapped_pair_each_at_delta_over_two():
     X, y, _ = _field(300, d=4, seed=21)
     Q = np.random.default_rng(22).uniform(-1, 1, (40, 4))
     with _quiet():
-        clf = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric="auto", delta=0.05).fit(X, y)
+        clf = NadarayaWatsonClassifier(bandwidth=1.0, lipschitz=1.0, metric="auto", delta=0.05,
+                                       point_estimate="nw").fit(X, y)  # the kernel estimate's combination
         models = clf.cross_fit_models_
         assert AUTO_CROSS_FIT_FOLDS == 0 and len(models) == 2
         assert all(m.delta == 0.05 / 2 for m in models)

@@ -430,11 +430,12 @@ def test_format_1_files_still_load():
     for name in ("regular", "localized_auto", "dyadic", "table_minmax"):
         meta, _ = _read_npz(V1_DIR / f"{name}.npz")
         assert meta["format_version"] == 1  # the fixtures really are the old format
-    # Format-1 files were written when bound="hoeffding" was the default: they keep it.
+    # Format-1 files were written when bound="hoeffding" was the default, before point_estimate: they keep both.
     fresh = {
-        "regular": NadarayaWatsonClassifier(metric=None, bandwidth=0.9, lipschitz=0.5, bound="hoeffding").fit(X, y, sample_weight=w),
+        "regular": NadarayaWatsonClassifier(metric=None, bandwidth=0.9, lipschitz=0.5, bound="hoeffding",
+                                            point_estimate="nw").fit(X, y, sample_weight=w),
         "localized_auto": NadarayaWatsonClassifier(metric=None, bandwidth="auto", n_neighbors=7, lipschitz=0.5, algorithm="kd_tree",
-                                                   bound="hoeffding").fit(X, y),
+                                                   bound="hoeffding", point_estimate="nw").fit(X, y),
     }
     for name, est in fresh.items():
         loaded = load_model(V1_DIR / f"{name}.npz")
@@ -460,7 +461,7 @@ def test_format_1_file_resaved_in_the_current_format(tmp_path):
     loaded = load_model(V1_DIR / "regular.npz")
     path = save_model(loaded, tmp_path / "v2.npz")
     meta, _ = _read_npz(path)
-    assert meta["format_version"] == 2 and FORMAT_VERSION == 4  # plain arrays only: format 2
+    assert meta["format_version"] == 2 and FORMAT_VERSION == 5  # plain arrays only: format 2
     _assert_identical(loaded, load_model(path), X_QUERY)
 
 
@@ -543,7 +544,8 @@ def test_default_model_round_trips_exactly(tmp_path, default_models, n_classes, 
     X, _, map_name = LEARNED_SETS[n_classes]
     path = save_model(est, tmp_path / "default.npz")
     meta, arrays = _read_npz(path)
-    assert meta["format_version"] == FORMAT_VERSION == 4 and "__learned__" in arrays  # 4: their frozen arrays too
+    assert FORMAT_VERSION == 5 and "__learned__" in arrays  # 4: their frozen arrays; 5: and a point model
+    assert meta["format_version"] == (5 if est.point_model_ is not None else 4)
     loaded = _quietly(lambda: load_model(path))
     queries = np.vstack([X[:60] + 0.05, X.max(axis=0) + 3.0])  # near the data, and outside its box
     _quietly(lambda: _assert_identical(est, loaded, queries))  # every interval field, byte for byte

@@ -189,6 +189,12 @@ metric, metric_fraction, cross_fit
         memory (a ``RandomState`` gives the in-memory fit's seeds).
     n_jobs, device
         Must stay None: Dask tasks are the parallelism, on the workers' CPUs.
+    point_estimate : {"auto", "nw"}, default="auto"
+        Accepted, but the sharded fit always reports the kernel estimate, as
+        ``point_estimate="nw"`` in memory: ``"auto"``'s point model is fitted on every training
+        row, which would gather the whole training set at the client (``point_model_`` is None).
+        Its intervals, certified rows and certified classes are those of the in-memory default;
+        only ``proba`` (and the predicted class of uncertified rows) differ.
     threads_per_task : int, default=1
         BLAS/OpenMP threads inside each task (threadpoolctl), so concurrent
         tasks do not oversubscribe a worker's cores.
@@ -213,6 +219,8 @@ metric, metric_fraction, cross_fit
         As for the single-machine estimator (cross-fitted: :func:`~nwbound.spaces.cross_fit_attributes`).
     classes_, class_prior_, n_features_in_, n_samples_fit_, bandwidths_, ranking_fraction_
         As for the single-machine estimator.
+    point_model_ : None
+        Always None: the sharded fit keeps the kernel estimate (see ``point_estimate``).
 
     Notes
     -----
@@ -281,6 +289,9 @@ metric, metric_fraction, cross_fit
         params = self.get_params(deep=False)
         params.pop("threads_per_task")
         check_sharded_params(params)
+        # The point model would be fitted on every training row, gathered at the client: the shards'
+        # models keep the kernel estimate (point_estimate="nw"), whatever this estimator's value.
+        params["point_estimate"] = "nw"
         return params
 
     # ------------------------------------------------------------------------------------------
@@ -387,6 +398,7 @@ metric, metric_fraction, cross_fit
         self.classes_ = self.estimator_.classes_
         self.class_prior_ = self.estimator_.class_prior_
         self.n_features_in_ = d
+        self.point_model_ = None  # the kernel estimate (point_estimate): no point model on a cluster
         self.n_samples_fit_ = sum(record["n_samples"] for _, record in fits)  # a row counts once per model
         self.bandwidths_ = first["bandwidths"]
         self.ranking_fraction_ = parts[0].ranking_fraction

@@ -288,7 +288,7 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
         level δ/(number of models), their intervals intersected."""
         check_cross_fit_metric(self.cross_fit, getattr(self, "metric", None))
         dtype = np.float64 if getattr(self, "dtype", None) is None else self._check_params()[0]
-        Xv, labels, _ = self._validate_training_data(X, y, sample_weight, dtype)
+        Xv, labels, weights = self._validate_training_data(X, y, sample_weight, dtype)
         groups = check_groups(groups, Xv.shape[0])
         self._warn_assumption_units()
         halves = []
@@ -300,14 +300,31 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
         with warnings.catch_warnings():  # said once, above, not once per model
             warnings.filterwarnings("ignore", category=UserWarning, message=_UNITS_WARNING_START)
             for i, (metric_rows, nw_rows) in enumerate(layouts):
-                half = clone(self).set_params(cross_fit=False, **self._cross_model_settings(len(layouts)))
+                half = clone(self).set_params(cross_fit=False, **self._cross_model_params,
+                                              **self._cross_model_settings(len(layouts)))
                 half._forced_split = (metric_rows, nw_rows)
                 half._fit_started, half._progress_label = self._fit_started, f"model {i + 1}/{len(layouts)}"
                 halves.append(half.fit(X, y, sample_weight=sample_weight, groups=groups))
         self.metric_rows_, self.nw_rows_ = layouts[0]
         self._adopt_cross_models(halves)
+        self._fit_point_estimate(Xv, labels, weights)
         self._say("fit done")
         return self
+
+    #: Parameters every cross-fitted model is fitted (and restored) with, beside ``cross_fit=False``.
+    _cross_model_params: dict = {}
+
+    def _fit_point_estimate(self, X: np.ndarray, labels: np.ndarray, weights: np.ndarray | None) -> "BoundedClassifierBase":
+        """The last step of ``fit``, on every validated training row (the classifiers' own; none here)."""
+        return self
+
+    def _point_estimate(self, X: Any, out: Any) -> Any:
+        """``out`` (an interval or a dict of them) with the reported point estimate (the classifiers' own)."""
+        return out
+
+    def _fits_point_model(self) -> bool:
+        """Whether ``fit`` fits a point model where the space has a score model (the classifiers' own)."""
+        return False
 
     def _cross_model_settings(self, n_models: int) -> dict[str, Any]:
         """The settings each of ``n_models`` cross-fitted models predicts with: this estimator's
@@ -553,7 +570,8 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
             models = self._cross_models()  # checked, and set to this estimator's current settings
             iv = self._cross_intervals(X, None, required=False)
             if iv is not None:
-                return iv[None].proba, iv[None].vacuous
+                iv = self._point_estimate(X, iv[None])
+                return iv.proba, iv.vacuous
             parts = []
             for i, h in enumerate(models):
                 with _feature_names_said(i > 0):

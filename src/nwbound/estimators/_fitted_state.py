@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.base import clone
 
 from ..spaces import LipschitzAutoReport, cross_fit_attributes, metric_kind
-from ._state import check_one_model, cross_models, positive_state_float, state_classes, state_scalar, state_space
+from ._state import check_one_model, cross_models, positive_state_float, state_classes, state_point_model, state_scalar, state_space
 
 
 class _LearnedState:
@@ -79,6 +79,26 @@ class _LearnedState:
             self.lipschitz_, self.lipschitz_report_, self._choice_beta = value, report, pilot
         return n_features if self.metric_ is None else int(self.metric_.n_components_)
 
+    def _point_state(self) -> dict[str, Any]:
+        """``point_model_`` and ``point_units`` of ``point_estimate="auto"`` (empty without a point model)."""
+        model = getattr(self, "point_model_", None)
+        return {} if model is None else {"point_model_": model, "point_units": self._point_units}
+
+    def _restore_point(self, state: Mapping[str, Any], n_features: int, spaces: list) -> None:
+        """Check and set what :meth:`_point_state` wrote: a point model only where ``point_estimate="auto"``
+        and a space with a score model (``spaces``: each model's ``metric_``) let the fit make one. A
+        state without one keeps the kernel estimate (fitted with ``"nw"``, or the kernel estimate was
+        more accurate on the check rows)."""
+        held = state.get("point_model_") is not None or state.get("point_units") is not None
+        allowed = self._fits_point_model() and any(getattr(space, "map_", None) is not None for space in spaces)
+        self.point_model_, self._point_units, self.point_report_ = None, None, None
+        if held and not allowed:
+            raise ValueError("set_fitted_state: the fitted state holds a point model 'point_model_', which this "
+                             f"estimator does not fit (point_estimate={getattr(self, 'point_estimate', None)!r}, "
+                             "n_neighbors, or no score model in its space): pass the parameters it was fitted with.")
+        if held:
+            self.point_model_, self._point_units = state_point_model(state, n_features, self.classes_.shape[0])
+
     def _cross_state(self) -> dict[str, Any]:
         """The fitted state of a cross-fitted model: its inputs' record and one state per model."""
         state: dict[str, Any] = {
@@ -86,6 +106,7 @@ class _LearnedState:
             "class_prior_": self.class_prior_,
             "n_features_in_": int(self.n_features_in_),
             "cross_fit_models_": [model.get_fitted_state() for model in self.cross_fit_models_],
+            **self._point_state(),
         }
         if self._unit() != 1.0:
             state["feature_unit"] = self._unit()
@@ -106,7 +127,7 @@ class _LearnedState:
         for k, sub in enumerate(models):
             if not isinstance(sub, Mapping) or "cross_fit_models_" in sub:
                 raise ValueError(f"Fitted state 'cross_fit_models_'[{k}] must be one model's fitted state.")
-            half = clone(self).set_params(cross_fit=False, **settings)
+            half = clone(self).set_params(cross_fit=False, **self._cross_model_params, **settings)
             try:
                 half.set_fitted_state(sub)
             except ValueError as exc:
@@ -118,6 +139,7 @@ class _LearnedState:
                                  "than the cross-fitted model.")
             halves.append(half)
         self._restore_inputs(state, classes, prior, n_features, dtype, unit)
+        self._restore_point(state, n_features, [half.metric_ for half in halves])
         return self._adopt_cross_models(halves)
 
     def _adopt_cross_models(self, halves: list) -> "BoundedClassifierBase":

@@ -26,7 +26,8 @@ from ..engine.host._sums_data import TrainingSet
 from ..spaces import divided_delta
 from ._bandwidth import resolve_ranking_fraction
 from ._rules import _IntervalRules, _NWParams
-from ._state import check_one_model, cross_models, positive_state_float, state_classes, state_scalar, training_state
+from ._point import point_proba, with_point_estimate
+from ._state import check_one_model, cross_models, positive_state_float, state_classes, state_point_units, state_scalar, training_state
 
 __all__ = ["FrozenNadarayaWatson", "PARAMETERS", "serves"]
 
@@ -34,8 +35,8 @@ __all__ = ["FrozenNadarayaWatson", "PARAMETERS", "serves"]
 #: ``get_params()``): a model file's are checked against them without importing the classifier.
 PARAMETERS = ("algorithm", "bandwidth", "bandwidth_grid", "bound", "ck", "coverage", "cross_fit", "delta", "device",
               "dtype", "empty_neighborhood", "histogram_bins", "index_params", "kernel", "lipschitz", "margin",
-              "metric", "metric_fraction", "n_jobs", "n_neighbors", "random_state", "ranking_fraction", "sigma",
-              "verbose", "working_memory")
+              "metric", "metric_fraction", "n_jobs", "n_neighbors", "point_estimate", "random_state", "ranking_fraction",
+              "sigma", "verbose", "working_memory")
 
 
 def serves(params: Mapping[str, Any]) -> bool:
@@ -137,6 +138,9 @@ class FrozenNadarayaWatson(_IntervalRules):
         for ``metric=None``), one per cross-fitted model or one.
     chosen : bool
         Whether the file holds the report of ``lipschitz="auto"`` (the L was chosen at fit).
+    point : FrozenScoreMap or None, default=None
+        The point model of ``point_estimate="auto"`` (its columns' units are the state's
+        ``point_units``): its probabilities are moved into each box, as the classifier's.
 
     Raises
     ------
@@ -156,7 +160,7 @@ class FrozenNadarayaWatson(_IntervalRules):
     """
 
     def __init__(self, params: Mapping[str, Any], state: Mapping[str, Any], spaces: Sequence[Any], *,
-                 chosen: bool) -> None:
+                 chosen: bool, point: Any = None) -> None:
         params = dict(params)
         for name, value in params.items():
             setattr(self, name, value)
@@ -192,6 +196,12 @@ class FrozenNadarayaWatson(_IntervalRules):
             self.cross_fit_models_.append(model)
         self.models_ = self.cross_fit_models_
         self.lipschitz_ = None if self._cross_fitted else self.models_[0].lipschitz_
+        self.point_model_, self._point_units = point, None
+        if point is not None:
+            if point.n_classes_ != self.classes_.shape[0] or point.n_features_in_ != self.n_features_in_:
+                raise ValueError(f"its point model predicts {point.n_classes_} classes from {point.n_features_in_} "
+                                 f"features, not the state's {self.classes_.shape[0]} from {self.n_features_in_}.")
+            self._point_units = state_point_units(state, self.n_features_in_)
         if not self._cross_fitted:
             self.cross_fit_models_ = None
 
@@ -229,6 +239,10 @@ class FrozenNadarayaWatson(_IntervalRules):
                              f"shape {X.shape}" + ("" if X.ndim != 2 or np.all(np.isfinite(X)) else " with NaN or inf") + ".")
         if not self._cross_fitted:
             specs = self.models_[0].specs()
-            return self._report(self.models_[0].intervals(X, specs), specs, None)
-        parts = [list(model.intervals(X, model.specs()).values()) for model in self.cross_fit_models_]
-        return self._warned_cross(self._intersected([None], parts), stacklevel=4)
+            out = self._report(self.models_[0].intervals(X, specs), specs, None)
+        else:
+            parts = [list(model.intervals(X, model.specs()).values()) for model in self.cross_fit_models_]
+            out = self._warned_cross(self._intersected([None], parts), stacklevel=4)
+        if self.point_model_ is None:
+            return out
+        return with_point_estimate(out, point_proba(self.point_model_, self._point_units, X, self.classes_.shape[0]))

@@ -21,6 +21,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_dtype, check_int_range, check_n_jobs
+from ..spaces import metric_kind, split_seed
+from ._dispatch import validate_queries
 from ..bounds import BoundSpec
 from ..engine import BandwidthRanking, FittedInputs, KernelStatistics, choose_bandwidths, select_backend, to_host
 from ..kernels import Kernel
@@ -29,16 +31,28 @@ from ..neighbors import make_index
 from ._bandwidth import SCALE_NEIGHBORS, SCALE_QUANTILE, _power_of_two_scale, default_bandwidth_grid  # noqa: F401
 from ._bandwidth import bandwidth_grid_from_nearest, bandwidth_grid_pilot, pilot_nearest_distances  # noqa: F401
 from ._bandwidth import _RANKING_ROWS, resolve_ranking_fraction, scale_bandwidth, scale_bandwidth_from_nearest  # noqa: F401
-from ._base import BoundedClassifierBase
+from ._base import BoundedClassifierBase, _feature_names_said
 from ._rules import _NWParams
 from ..engine.host._backend import bandwidth_ranking, query_statistics, scaled
 from ._certified import CertifiedRows
 from ..engine.host._neighbor_sums import search_queries
 from ._nw_fitted_state import _FittedState
+from ._point import POINT_CHECK_ROWS, POINT_ESTIMATES, fit_point_model, judge_point_model, point_proba, with_point_estimate
 from ._nw_rounds import _Rounds
 from ..engine.host._sums import TrainingSet, neighbor_distances
 
 __all__ = ["NadarayaWatsonClassifier"]
+
+
+def _on_host(out: Any) -> Any:
+    """An interval (or a dict of them) with NumPy fields: the device path's stay where they were computed."""
+    import dataclasses
+
+    if isinstance(out, dict):
+        return {name: _on_host(iv) for name, iv in out.items()}
+    return dataclasses.replace(out, **{f.name: to_host(getattr(out, f.name)) for f in dataclasses.fields(out)
+                                       if getattr(out, f.name) is not None and not isinstance(getattr(out, f.name), np.ndarray)})
+
 
 class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifierBase):
     """Nadaraya-Watson classifier with per-query frequentist bounds.
@@ -211,7 +225,8 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         Share of the training rows that fit the map (the rest enter the kernel sums).
     cross_fit : bool, int or "auto", default="auto"
         Fit several models on splits whose roles differ; intervals are the intersection of all of
-        theirs, each at level δ/(number of models), ``p̂`` the κ-weighted mean
+        theirs, each at level δ/(number of models), ``p̂`` the κ-weighted mean (with
+        ``point_estimate="nw"``; ``"auto"`` moves the point model's into the box instead)
         (``cross_fit_models_``; :func:`nwbound.spaces.cross_fit_layouts`). ``True``: two models,
         the shares at ``metric_fraction`` and the same with the roles swapped. An int ``K ≥ 2``:
         ``K`` stratified folds (whole groups with ``groups``), each model's kernel sums on one fold
@@ -220,6 +235,31 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         ``nwbound.spaces.AUTO_CROSS_FIT_MAX_ROWS`` (2 000) rows, the swapped pair (2 models at δ/2; folds beside it
         measured 2.5–5× the cost for no more certificates); otherwise one split (user guide,
         "Cross-fitting").
+    point_estimate : {"auto", "nw"}, default="auto"
+        The probabilities reported inside the bound's box (``proba`` of :meth:`predict_interval`,
+        :meth:`predict_proba`, :meth:`predict`). ``"nw"``: the NW estimate (cross-fitted: the
+        models' κ-weighted mean moved into their intersected box). ``"auto"``: where the space
+        has a score model (``metric="auto"``, or a classifier with ``predict_proba`` given as
+        ``metric``), a fresh copy of the score model the space chose (the same candidate and
+        hyper-parameters; the most chosen when cross-fitted) is fitted on every training row
+        (``point_model_``; above the cross-fitting cap, every row but the at most 512 check rows
+        that judge it, below), and its probabilities are moved into the box
+        (:func:`nwbound.spaces.move_into_box`: the Euclidean projection onto the distributions
+        in the box; the NW estimate where the box holds none), ``epsilon`` recomputed from them.
+        This is sound because the guarantee is the box, which is unchanged: any point moved into
+        it is as valid, and a class the box certifies is the argmax of every distribution in it,
+        so ``lower``, ``upper``, ``certified`` and the certified class are those of ``"nw"``; the
+        score model of the space sees only the map rows (they must stay apart from the kernel
+        rows), the point model every row, which makes it as accurate as gradient boosting on the
+        unseen tabular sets (user guide, tabular page, "Round 16"). Without a score model
+        (``metric=None``, ``"standard"``, a transformer) and for the localized classifier
+        (``n_neighbors``) ``"auto"`` means ``"nw"``; so it does without a bound (neither
+        ``lipschitz`` nor ``margin``: no box). Where the fit holds check rows out
+        (``lipschitz="auto"``), a copy fitted without the first model's check rows first meets that
+        model's kernel estimate on them, and where the kernel estimate is more accurate there
+        beyond noise it stays (``point_report_``: a score model chosen on the map rows can be much
+        worse than the kernel estimate, which reads the features too). The fit costs one more fit
+        of the score model (two when cross-fitted: the judged copy, then the refit on every row).
     verbose : int, default=0
         Progress of ``fit`` on stderr, one line per step with the seconds since it began (the
         split, the learned space, the held-out check of ``lipschitz="auto"``, each cross-fitted
@@ -262,6 +302,19 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         ``predict*`` sets this estimator's current bound and predict-time parameters on each of
         them (``delta`` divided by the number of models; ``lipschitz="auto"`` keeps each model's
         own chosen L), so they show the settings they predict with (user guide, "Cross-fitting").
+    point_model_ : estimator or None
+        ``point_estimate="auto"``: the score model fitted on every training row (a
+        ``HistGradientBoostingClassifier``, a ``Pipeline(StandardScaler, LogisticRegression)`` or a
+        clone of a classifier given as ``metric``; ``metric="auto"``'s reads the features in their
+        columns' power-of-two units, :func:`nwbound.spaces.in_column_units`, as the space's score
+        model does), on the estimator's class indices. None with ``"nw"``, without a score model,
+        for the localized classifier, and where the kernel estimate was more accurate on the check
+        rows (``point_report_``).
+    point_report_ : dict or None
+        ``point_estimate="auto"`` with check rows: ``n_rows`` (the first model's check rows that
+        judged, at most ``POINT_CHECK_ROWS`` = 512), ``point_accuracy`` (the score model fitted
+        on the other rows), ``nw_accuracy`` (that model's kernel estimate) and ``used``. None
+        otherwise, and after ``set_fitted_state`` (the point model is restored, not its judgement).
     backend_ : nwbound.engine.Backend
         What computes the kernel sums (and, with ``device``, the bounds where the device's serve the
         settings): the host engines, or the device's with ``device`` given. Picked at fit; a later
@@ -317,6 +370,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         "histogram_bins": [Interval(Integral, 1, 4096, closed="both")],
         "device": [str, None],
         "verbose": ["verbose"],
+        "point_estimate": [StrOptions(set(POINT_ESTIMATES))],
     }
 
     # Read when predicting (set_params takes effect without a refit), with BOUND_PARAMETERS.
@@ -350,6 +404,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         metric="auto",
         metric_fraction=0.4,
         cross_fit="auto",
+        point_estimate="auto",
         verbose=0,
     ):
         self.kernel = kernel
@@ -376,6 +431,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         self.metric = metric
         self.metric_fraction = metric_fraction
         self.cross_fit = cross_fit
+        self.point_estimate = point_estimate
         self.verbose = verbose
 
     # ------------------------------------------------------------------------------------------
@@ -429,9 +485,11 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         24
         """
         dtype, _, auto = self._check_params()
+        self.point_model_, self._point_units = None, None  # fitted last (_fit_point_estimate)
         if self._uses_cross_fit(X):
             return self._fit_cross(X, y, sample_weight, groups)
         X, labels, weights = self._validate_training_data(X, y, sample_weight, dtype)
+        every_row = (X, labels, weights)
         X, labels, weights = self._fit_space(X, labels, weights, groups, dtype)
         if auto:
             # X is in the fit's feature unit (float32 far from 1); the grid is in the input's units.
@@ -442,7 +500,76 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
             grid = np.array([float(self.bandwidth)])
         unit = self._unit()  # X is in this power-of-two unit (float32 far from 1); the box is not
         box = (X.min(axis=0).astype(np.float64) * unit, X.max(axis=0).astype(np.float64) * unit)
-        return self._install(X, labels, weights, grid, box)._finish_fit()
+        return self._install(X, labels, weights, grid, box)._finish_fit()._fit_point_estimate(*every_row)
+
+    # Each cross-fitted model reports its own NW estimate; the point model is fitted once, by the whole.
+    _cross_model_params = {"point_estimate": "nw"}
+
+    def _fit_point_estimate(self, X: np.ndarray, labels: np.ndarray,
+                            weights: np.ndarray | None) -> "NadarayaWatsonClassifier":
+        """``point_estimate="auto"``: the space's score model fitted on the validated training rows
+        (:func:`~._point.fit_point_model`), once per fit; the last step of ``fit``.
+
+        Where the fit has check rows (``lipschitz="auto"``), the first model's (at most
+        ``POINT_CHECK_ROWS`` of them) are left out of it and judge it against that model's own
+        kernel estimate (:func:`~._point.judge_point_model`); where the kernel estimate is more
+        accurate there beyond noise, it stays (``point_model_`` None, ``point_report_`` says why).
+        A cross-fitted fit (small data: every row counts) then refits it on every row."""
+        self.point_model_, self._point_units, self.point_report_ = None, None, None
+        if not self._fits_point_model() or getattr(self, "_forced_split", None) is not None:
+            return self
+        seed, n_classes = split_seed(getattr(self, "random_state", None)), self.classes_.shape[0]
+        rs = np.random.RandomState(seed)
+
+        def fitted(rows: np.ndarray) -> tuple[Any, np.ndarray | None]:
+            model, units = fit_point_model(metric_kind(self.metric), self.metric, getattr(self, "metric_report_", None),
+                                           X[rows], labels[rows], None if weights is None else weights[rows], seed)
+            if model is None or not np.array_equal(getattr(model, "classes_", None), np.arange(n_classes)):
+                return None, None  # no score model, or one that never saw a class: the kernel estimate stays
+            return model, units
+
+        judge = self.cross_fit_models_[0] if self._is_cross_fitted() else self
+        held = np.asarray(getattr(judge, "check_rows_", np.zeros(0, np.intp)), dtype=np.intp)
+        if held.size > POINT_CHECK_ROWS:
+            held = np.sort(rs.choice(held, POINT_CHECK_ROWS, replace=False))
+        model, units = fitted(np.setdiff1d(np.arange(X.shape[0]), held))
+        if model is None:
+            return self
+        if held.size:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the check rows' vacuous share is the check's business
+                nw = judge.predict_proba(X[held])
+            self.point_report_ = judge_point_model(point_proba(model, units, X[held], n_classes), nw, labels[held])
+            self._say(f"point_estimate='auto': on {held.shape[0]} check rows the score model fitted without them is "
+                      f"{100 * self.point_report_['point_accuracy']:.1f} % accurate, the kernel estimate "
+                      f"{100 * self.point_report_['nw_accuracy']:.1f} %"
+                      + ("" if self.point_report_["used"] else ": the kernel estimate stays"))
+            if not self.point_report_["used"]:
+                return self
+            if self._is_cross_fitted():  # small data (cross_fit="auto"): every row counts, refit on all
+                model, units = fitted(np.arange(X.shape[0]))
+                held = held[:0]
+        self.point_model_, self._point_units = model, units
+        if model is not None:
+            self._say(f"point_estimate='auto': {type(model).__name__} fitted on {X.shape[0] - held.size} rows")
+        return self
+
+    def _fits_point_model(self) -> bool:
+        """Whether ``fit`` fits a point model where the space has a score model: ``point_estimate="auto"``
+        and the regular classifier (the localized one keeps its kernel estimate)."""
+        return self.point_estimate == "auto" and self.n_neighbors is None
+
+    def _point_estimate(self, X: Any, out: Any) -> Any:
+        """``out`` (an interval, or a dict of them) with the point model's probabilities of the queries
+        ``X`` moved into each box (:func:`~._point.with_point_estimate`); ``out`` itself without a point
+        model. The one place where both the single and the cross-fitted routes get their point estimate."""
+        model = getattr(self, "point_model_", None)
+        if model is None:
+            return out
+        with _feature_names_said(True):  # said once per call, by the intervals' own validation
+            host = validate_queries(self, X, self._fit_dtype)  # as the space reads them (_validate_queries)
+        proba = point_proba(model, getattr(self, "_point_units", None), host, self.classes_.shape[0])
+        return with_point_estimate(_on_host(out), proba)
 
     def _check_fitted(self) -> None:
         super()._check_fitted()
@@ -568,9 +695,9 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         """
         X, restore = self._dispatched_queries(X)  # array_api_dispatch: results go back to X's namespace
         if self._is_cross_fitted():
-            return restore(self._cross_interval(X, bounds))
+            return restore(self._point_estimate(X, self._cross_interval(X, bounds)))
         specs = self._resolve_bounds(bounds)
-        return restore(self._report(self._intervals(X, specs), specs, bounds))
+        return restore(self._point_estimate(X, self._report(self._intervals(X, specs), specs, bounds)))
 
     def _engine(self) -> Any:
         """The fitted backend (:mod:`nwbound.engine`), picked once at fit (``backend_``).
@@ -673,7 +800,10 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
             their intersected box (:func:`~nwbound.spaces.intersect_intervals`), so
             it computes the models' bounds (with ``bandwidth="auto"`` it does so
             anyway, to choose each query's bandwidth; with a fixed bandwidth this
-            costs what :meth:`predict_interval` costs).
+            costs what :meth:`predict_interval` costs). With a point model
+            (``point_estimate="auto"``, the default, where the space has a score model)
+            it is ``predict_interval(X).proba`` too: the point model's probabilities
+            moved into the box.
 
         Examples
         --------
@@ -689,8 +819,9 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
     def _proba_kappa(self, X) -> tuple[np.ndarray, np.ndarray]:
         """``(p̂, κ)`` of queries as NumPy (a cross-fitted model's models' share of :meth:`predict_proba`
         where they have no bound)."""
-        if self.bandwidth == "auto":  # λ comes from the bound, per query (no bound warning: none was asked)
-            iv = self._intervals(X, self._resolve_bounds(None))[None]
+        point = getattr(self, "point_model_", None) is not None and self._own_spec() is not None
+        if self.bandwidth == "auto" or point:  # λ comes from the bound, per query; the point estimate, its box
+            iv = self._point_estimate(X, self._intervals(X, self._resolve_bounds(None))[None])
             return iv.proba, iv.kappa
         X = self._validate_queries(X, keep_namespace=self._keeps_device_queries())
         stats = self._statistics(X, [], need_bounds=False)

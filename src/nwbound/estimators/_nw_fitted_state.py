@@ -34,9 +34,11 @@ class _FittedState:
             (``metric="auto"`` or ``"standard"``) ``X`` and the box are in that space and
             ``metric_`` is the :class:`~nwbound.spaces.LearnedSpace` itself; after
             ``lipschitz="auto"``, ``lipschitz_``, ``lipschitz_report_`` and
-            ``pilot_lipschitz``. A cross-fitted model gives ``classes_``,
-            ``class_prior_``, ``n_features_in_`` (``feature_names_in_``) and
-            ``cross_fit_models_``: one such state per model. The estimator's parameters
+            ``pilot_lipschitz``. With ``point_estimate="auto"`` and a score model,
+            ``point_model_`` (the point model) and ``point_units`` (the columns' units it
+            reads the features in). A cross-fitted model gives ``classes_``,
+            ``class_prior_``, ``n_features_in_`` (``feature_names_in_``), the point model's
+            entries and ``cross_fit_models_``: one such state per model. The estimator's parameters
             are not part of it (see ``get_params``).
 
         Raises
@@ -74,6 +76,7 @@ class _FittedState:
         if hasattr(self, "feature_names_in_"):
             state["feature_names_in_"] = self.feature_names_in_
         state.update(self._learned_state())
+        state.update(self._point_state())
         return state
 
     def set_fitted_state(self, state: Mapping[str, Any], *, shard: bool = False) -> "_FittedState":
@@ -124,4 +127,5 @@ class _FittedState:
         X, labels, weights, grid, (low, high), unit = training_state(
             state, dtype=dtype, width=width, n_classes=classes.shape[0], bandwidth=self.bandwidth, shard=shard)
         self._restore_inputs(state, classes, prior, n_features, dtype, unit)
+        self._restore_point(state, n_features, [self.metric_])
         return self._install(X, labels, weights, grid, (low, high))

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["state_array", "state_scalar", "state_classes", "state_space", "check_score_model", "training_state", "positive_state_float", "cross_models", "check_one_model"]
+__all__ = ["state_array", "state_scalar", "state_classes", "state_space", "check_score_model", "state_point_model", "state_point_units", "training_state", "positive_state_float", "cross_models", "check_one_model"]
 
 
 def _missing(name: str) -> ValueError:
@@ -143,14 +143,15 @@ def state_space(state: Mapping[str, Any], kind: str, n_features: int) -> Any:
     return space
 
 
-def check_score_model(model: Any, kind: str, n_features: int) -> None:
+def check_score_model(model: Any, kind: str, n_features: int, name: str = "metric_") -> None:
     """The map of a learned space from outside: one that ``metric=kind`` fits, able to predict safely.
 
     ``"standard"`` has none; ``"auto"`` none, a ``HistGradientBoostingClassifier`` or a
     ``Pipeline(StandardScaler, LogisticRegression)``. The trees of a gradient-boosting model are
     walked by compiled code that does not check indices, so every node's children must come
     after it and inside the tree (the walk ends) and every split must read a feature of the input
-    (no categorical split, no binned prediction).
+    (no categorical split, no binned prediction). ``name``: the state entry the messages name
+    (``"point_model_"``: the point model of ``point_estimate="auto"``, the same kind of model).
     """
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.linear_model import LogisticRegression
@@ -160,31 +161,31 @@ def check_score_model(model: Any, kind: str, n_features: int) -> None:
     if model is None:
         return
     if kind != "auto":
-        raise ValueError(f"Fitted state 'metric_' of kind {kind!r} must have no map, got {type(model).__name__}.")
+        raise ValueError(f"Fitted state {name!r} of kind {kind!r} must have no map, got {type(model).__name__}.")
     if type(model) is Pipeline:
         steps = [type(step) for _, step in getattr(model, "steps", ())]
         if steps != [StandardScaler, LogisticRegression]:
             raise ValueError(
-                f"Fitted state 'metric_' has a Pipeline of {[s.__name__ for s in steps]}; metric='auto' fits "
+                f"Fitted state {name!r} has a Pipeline of {[s.__name__ for s in steps]}; metric='auto' fits "
                 "[StandardScaler, LogisticRegression]."
             )
         return
     if type(model) is not HistGradientBoostingClassifier:
         raise ValueError(
-            f"Fitted state 'metric_' has a map of type {type(model).__name__}; metric='auto' fits a "
+            f"Fitted state {name!r} has a map of type {type(model).__name__}; metric='auto' fits a "
             "HistGradientBoostingClassifier or a Pipeline(StandardScaler, LogisticRegression)."
         )
-    _check_gradient_boosting(model, n_features)
+    _check_gradient_boosting(model, n_features, name)
 
 
-def _check_gradient_boosting(model: Any, n_features: int) -> None:
+def _check_gradient_boosting(model: Any, n_features: int, name: str) -> None:
     from sklearn.ensemble._hist_gradient_boosting.common import PREDICTOR_RECORD_DTYPE
     from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
 
     from ..spaces import FrozenScoreMap
 
     def refuse(what: str) -> ValueError:
-        return ValueError(f"Fitted state 'metric_': its gradient-boosting model {what}.")
+        return ValueError(f"Fitted state {name!r}: its gradient-boosting model {what}.")
 
     if getattr(model, "n_features_in_", None) != n_features:
         raise refuse(f"reads {getattr(model, 'n_features_in_', None)!r} features, not {n_features}")
@@ -211,6 +212,60 @@ def _check_gradient_boosting(model: Any, n_features: int) -> None:
     except (TypeError, ValueError, AttributeError) as exc:
         raise refuse(f"has a tree whose nodes point outside it, backwards, at a missing feature or to a categorical "
                      f"split, or a non-finite value ({exc})") from None
+
+
+def state_point_model(state: Mapping[str, Any], n_features: int, n_classes: int) -> tuple[Any, np.ndarray]:
+    """The point model of ``point_estimate="auto"`` in a fitted state, checked: ``(point_model_,
+    point_units)``. The model is one ``metric="auto"`` fits (:func:`check_score_model`) on every
+    class (``classes_`` the class indices), the units the columns' powers of two.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from nwbound.estimators._state import state_point_model
+    >>> state_point_model({"point_model_": LogisticRegression(), "point_units": np.ones(2)}, 2, 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: Fitted state 'point_model_' has a map of type LogisticRegression; metric='auto' fits a HistGradientBoostingClassifier or a Pipeline(StandardScaler, LogisticRegression).
+    """
+    model = state.get("point_model_")
+    check_score_model(model, "auto", n_features, name="point_model_")
+    if model is None:
+        raise _missing("point_model_")
+    units = state_point_units(state, n_features)
+    classes = np.asarray(getattr(model, "classes_", None))
+    if classes.shape != (n_classes,) or not np.array_equal(classes, np.arange(n_classes)):
+        raise ValueError(f"Fitted state 'point_model_' must know the {n_classes} class indices 0..{n_classes - 1} "
+                         f"(it is fitted on every training row), got classes_ {classes!r}.")
+    try:
+        probe = np.asarray(model.predict_proba(np.zeros((1, n_features))), dtype=np.float64)
+    except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
+        raise ValueError(f"Fitted state 'point_model_' cannot predict: {exc}") from None
+    if probe.shape != (1, n_classes) or not np.all(np.isfinite(probe)):
+        raise ValueError(f"Fitted state 'point_model_' predicts shape {probe.shape}, not (1, {n_classes}) finite "
+                         "probabilities.")
+    return model, units
+
+
+def state_point_units(state: Mapping[str, Any], n_features: int) -> np.ndarray:
+    """``point_units`` of a fitted state (the point model's column units), checked: powers of two.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.estimators._state import state_point_units
+    >>> state_point_units({"point_units": np.array([0.5, 4.0])}, 2).tolist()
+    [0.5, 4.0]
+    >>> state_point_units({"point_units": np.array([3.0])}, 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: Fitted state 'point_units' must hold powers of two (the columns' units).
+    """
+    units = state_array(state, "point_units", ndim=1, shape=(n_features,), low=np.finfo(np.float64).tiny)
+    if np.any(np.frexp(units)[0] != 0.5):
+        raise ValueError("Fitted state 'point_units' must hold powers of two (the columns' units).")
+    return units.astype(np.float64)
 
 
 def training_state(state: Mapping[str, Any], *, dtype: Any, width: int, n_classes: int, bandwidth: Any,

@@ -1,11 +1,13 @@
-"""A model file's frozen arrays (format 4): each learned space as plain arrays, and the route that
-predicts from them without scikit-learn.
+"""A model file's frozen arrays (format 4; format 5 adds the point model of ``point_estimate="auto"``):
+each learned space as plain arrays, and the route that predicts from them without scikit-learn.
 
 ``save_model`` stores, next to the skops dump of each learned space, what its ``transform`` reads
 (:meth:`~nwbound.spaces.LearnedSpace.frozen_arrays`: the score model of ``metric="auto"`` as a
 :class:`~nwbound.spaces.FrozenScoreMap`, the units, the standardisation, the features' weight),
 as members ``frozen__<name>`` (one model) or ``frozen__cross<k>__<name>`` (the k-th cross-fitted
-model), and the spaces' kinds in the metadata's ``frozen`` entry. :func:`load_model` checks that
+model), and the spaces' kinds in the metadata's ``frozen`` entry; the point model of
+``point_estimate="auto"`` (the same kind of model as a score model) as members
+``frozen__point__<name>``, its kind the entry's ``point``. :func:`load_model` checks that
 these arrays are exactly those of the spaces it rebuilds (a file whose two copies differ is
 refused); ``load_model(path, frozen=True)`` builds instead, from the plain arrays alone, a
 :class:`~nwbound.estimators._frozen.FrozenNadarayaWatson` whose ``predict_interval`` gives the
@@ -21,9 +23,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["FROZEN_PREFIX", "check_frozen", "frozen_members", "frozen_model", "frozen_payload"]
+__all__ = ["FROZEN_PREFIX", "POINT_PREFIX", "check_frozen", "frozen_members", "frozen_model", "frozen_payload"]
 
 FROZEN_PREFIX = "frozen__"
+# The point model of point_estimate="auto" (format 5): its FrozenScoreMap arrays, the map kind in the
+# metadata's frozen entry ("point"); its columns' units are the state's point_units.
+POINT_PREFIX = f"{FROZEN_PREFIX}point__"
 _SPACE_KINDS = ("standard", "auto")
 _MAP_KINDS = ("none", "gradient_boosting", "logistic")
 
@@ -52,6 +57,8 @@ def frozen_payload(state: Mapping[str, Any]) -> tuple[dict | None, dict[str, np.
     >>> entry, sorted(members)[:2]
     ({'spaces': [['standard', 'none']]}, ['frozen__balance', 'frozen__feature_weight'])
     """
+    from ..spaces import FrozenScoreMap
+
     models, cross = _model_states(state)
     spaces, members = [], {}
     for k, model in enumerate(models):
@@ -61,7 +68,13 @@ def frozen_payload(state: Mapping[str, Any]) -> tuple[dict | None, dict[str, np.
         map_kind, arrays = space.frozen_arrays()
         spaces.append([space.kind, map_kind])
         members.update({_prefix(k, cross) + name: arr for name, arr in arrays.items()})
-    return {"spaces": spaces}, members
+    entry: dict[str, Any] = {"spaces": spaces}
+    point = state.get("point_model_")
+    if point is not None:  # the same kind of model as a score model: stored the same way
+        frozen = point if isinstance(point, FrozenScoreMap) else FrozenScoreMap.from_estimator(point)
+        entry["point"] = frozen.kind
+        members.update({POINT_PREFIX + name: np.asarray(arr) for name, arr in frozen.to_arrays().items()})
+    return entry, members
 
 
 def frozen_members(arrays: Mapping[str, np.ndarray]) -> set[str]:
@@ -84,17 +97,34 @@ def _spaces(entry: Any, arrays: Mapping[str, np.ndarray], n_models: int, cross: 
     if not (isinstance(kinds, list) and len(kinds) == n_models and all(
             isinstance(k, list) and len(k) == 2 and k[0] in _SPACE_KINDS and k[1] in _MAP_KINDS for k in kinds)):
         raise ValueError(f"its 'frozen' entry must list [space kind, map kind] for each of its {n_models} model(s)")
-    spaces, used = [], set()
+    spaces, used = [], {name for name in arrays if name.startswith(POINT_PREFIX)}  # the point model's: _point
     for k, (kind, map_kind) in enumerate(kinds):
         prefix = _prefix(k, cross)
         own = {name[len(prefix):]: arr for name, arr in arrays.items()
-               if name.startswith(prefix) and (cross or not name.startswith(f"{FROZEN_PREFIX}cross"))}
+               if name.startswith(prefix) and (cross or not name.startswith(f"{FROZEN_PREFIX}cross"))
+               and not name.startswith(POINT_PREFIX)}
         used |= {prefix + name for name in own}
         spaces.append(LearnedSpace.from_frozen(kind, map_kind, own, n_features, prefix=prefix))
     extra = sorted(frozen_members(arrays) - used)
     if extra:
         raise ValueError(f"unexpected frozen members {extra}")
     return spaces
+
+
+def _point(entry: Any, arrays: Mapping[str, np.ndarray], n_features: int) -> Any:
+    """The point model's :class:`~nwbound.spaces.FrozenScoreMap` from its frozen arrays (None without
+    one); every array checked, the member named on a failure."""
+    from ..spaces import FrozenScoreMap
+
+    kind = entry.get("point") if isinstance(entry, dict) else None
+    own = {name[len(POINT_PREFIX):]: arr for name, arr in arrays.items() if name.startswith(POINT_PREFIX)}
+    if kind is None:
+        if own:
+            raise ValueError(f"point model members {sorted(POINT_PREFIX + k for k in own)} without a 'point' entry")
+        return None
+    if kind not in _MAP_KINDS[1:]:
+        raise ValueError(f"its 'frozen' entry's point model kind {kind!r} is not one of {list(_MAP_KINDS[1:])}")
+    return FrozenScoreMap.from_arrays(kind, own, n_features, prefix=POINT_PREFIX)
 
 
 def check_frozen(est: Any, meta: dict, arrays: Mapping[str, np.ndarray]) -> None:
@@ -160,13 +190,17 @@ def frozen_model(meta: dict, arrays: dict[str, np.ndarray], params: dict, state:
     """
     from ..estimators._frozen import FrozenNadarayaWatson
     models, cross = _model_states(state)
+    point = None
     if params.get("metric") is None:
         if frozen_members(arrays) or "frozen" in meta:
             raise ValueError("frozen arrays for a model with metric=None")
         spaces = [None] * len(models)
     else:
         spaces = _spaces(meta.get("frozen"), arrays, len(models), cross, n_features)
-    model = FrozenNadarayaWatson(params, state, spaces, chosen=chosen)
+        point = _point(meta.get("frozen"), arrays, n_features)
+    if point is not None and params.get("point_estimate") != "auto":
+        raise ValueError(f"point_estimate={params.get('point_estimate')!r}, but the file holds a point model")
+    model = FrozenNadarayaWatson(params, state, spaces, chosen=chosen, point=point)
     parts = model.models_
     rules = [part.empty_neighborhood for part in parts]
     try:  # the origin may be far from the data: for the probe, no refusal of an empty neighbourhood

@@ -1,6 +1,6 @@
 """Safe model files: one ``.npz`` of plain arrays plus JSON metadata, never pickle.
 
-Format (``nwbound-model``, versions 2 to 4)
+Format (``nwbound-model``, versions 2 to 5)
 -------------------------------------------
 A model file is an ordinary NumPy ``.npz`` archive (a ZIP of ``.npy`` members,
 stored uncompressed exactly as :func:`numpy.savez` writes them, with fixed
@@ -10,8 +10,8 @@ objects, so the file is read with ``allow_pickle=False`` and loading never
 executes code. A model without learned pieces (``metric=None`` with a numeric
 ``lipschitz``, ``margin`` or none) is written as version 2, which older nwbound
 reads too; the default model (``metric="auto"``, ``lipschitz="auto"``,
-``cross_fit="auto"``) as version 4: the learned pieces (version 3) and their frozen arrays.
-Members:
+``cross_fit="auto"``) as version 4: the learned pieces (version 3) and their frozen arrays; with
+a point model (``point_estimate="auto"``) as version 5. Members:
 
 ``__metadata__``
     UTF-8 JSON (as a ``uint8`` array) with ``format`` (``"nwbound-model"``),
@@ -54,6 +54,9 @@ Members:
     Each learned space again as plain arrays (metadata ``frozen``: the kinds), for the route that
     predicts without scikit-learn (``load_model(path, frozen=True)``, :mod:`nwbound.io._frozen`);
     :func:`load_model` refuses a file whose frozen arrays are not those of its rebuilt spaces.
+``state__point_model_``, ``state__point_units``, ``frozen__point__<name>`` (version 5)
+    ``point_estimate="auto"``'s point model (skops), its columns' units, and its frozen arrays
+    (metadata ``frozen``'s ``point``: its kind). Files without ``point_estimate`` load as ``"nw"``.
 
 Loading builds the estimator from ``params`` and hands the state to its
 ``set_fitted_state``, which checks **every** array and scalar (shapes, dtypes,
@@ -121,12 +124,11 @@ __all__ = [
 ]
 
 FORMAT_NAME = "nwbound-model"
-FORMAT_VERSION = 4
-_READABLE_VERSIONS = (1, 2, 3, 4)
+FORMAT_VERSION = 5
+_READABLE_VERSIONS = (1, 2, 3, 4, 5)
 # A file without learned pieces is written as version 2 (older nwbound reads it); one with them as 4
-# (3: the same without their frozen arrays, which nwbound before them refuses as unknown members).
-_PLAIN_VERSION = 2
-_LEARNED_VERSION = 3
+# (3: without their frozen arrays), 5 with a point model (older nwbound then says: upgrade).
+_PLAIN_VERSION, _LEARNED_VERSION, _FROZEN_VERSION = 2, 3, 4
 
 _META = "__metadata__"
 _STATE = "state__"
@@ -221,7 +223,7 @@ def _params_for_file(est: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
 
 
 # The fitted-state entries that are objects (get_fitted_state's learned pieces), not arrays.
-_OBJECT_KEYS = frozenset({"metric_", "lipschitz_report_"})
+_OBJECT_KEYS = frozenset({"metric_", "lipschitz_report_", "point_model_"})
 
 
 def _flatten_state(state: Mapping[str, Any], prefix: str, arrays: dict[str, np.ndarray],
@@ -408,7 +410,8 @@ def save_model(model: Any, path: str | os.PathLike, *, overwrite: bool = False) 
         raise FileExistsError(f"Model file {path} already exists; pass overwrite=True (--overwrite) or choose another path.")
     if path.is_dir():
         raise IsADirectoryError(f"Model path {path} is a folder; give a file name such as model.npz.")
-    version = FORMAT_VERSION if "frozen" in meta else _LEARNED_VERSION if _LEARNED in arrays else _PLAIN_VERSION
+    version = (FORMAT_VERSION if "point" in meta.get("frozen", {}) else _FROZEN_VERSION if "frozen" in meta
+               else _LEARNED_VERSION if _LEARNED in arrays else _PLAIN_VERSION)
     header = {"format": FORMAT_NAME, "format_version": version, "nwbound_version": __version__}
     meta = {**header, **meta}
     meta["arrays"] = {n: {"dtype": a.dtype.str, "shape": list(a.shape)} for n, a in sorted(arrays.items())}
@@ -497,7 +500,7 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-_FILE_DEFAULTS = {"metric": None, "lipschitz": None, "bandwidth": "scale"}
+_FILE_DEFAULTS = {"metric": None, "lipschitz": None, "bandwidth": "scale", "point_estimate": "nw"}
 """Parameters a model file leaves out take these values (the files' classifier), not the constructor's defaults."""
 
 
@@ -514,7 +517,7 @@ def _params_from_file(meta_params: Any, allowed: set[str], estimator: str, array
         )
     # A parameter the file does not name takes the value of the classifier files were written with
     # before it existed, never today's default: metric=None (a file holds no learned map), and the
-    # defaults before metric/lipschitz/bandwidth="auto" became the constructor's (user guide, "Defaults").
+    # defaults before metric/lipschitz/bandwidth/point_estimate="auto" became the constructor's (user guide, "Defaults").
     params = {**{k: v for k, v in _FILE_DEFAULTS.items() if k in allowed}, **meta_params}
     if params.get("bandwidth_grid") is not None:
         _check(params["bandwidth_grid"] == "<array param_bandwidth_grid>" and "param_bandwidth_grid" in arrays,

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["AUTO_CV_FOLDS", "AUTO_CV_ROWS", "MetricAutoReport", "auto_candidates", "choose_score_model",
-           "resolution_sentence", "scan_sentence"]
+           "chosen_candidate", "fit_score_model", "resolution_sentence", "scan_sentence"]
 
 #: Folds of the cross-validation that compares ``metric="auto"``'s candidate score models (fewer
 #: when the smallest class of the map rows has fewer rows).
@@ -254,6 +254,94 @@ def auto_candidates(random_state: int) -> dict[str, Any]:
         "gradient boosting": HistGradientBoostingClassifier(max_iter=AUTO_MAX_ITER, random_state=random_state),
         "logistic regression": make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)),
     }
+
+
+def fit_score_model(model: Any, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None, *,
+                    random_state: int = 0) -> Any:
+    """A fresh copy of a score model, fitted on ``(X, y)`` with ``sample_weight`` as ``metric=`` fits its map.
+
+    ``model`` is a key of :func:`auto_candidates` (that candidate, with the same hyper-parameters)
+    or an unfitted scikit-learn classifier (cloned). ``point_estimate="auto"`` fits the score
+    model the space chose on every training row with it. The weights reach ``fit`` where it takes
+    them (a pipeline's last step).
+
+    Parameters
+    ----------
+    model : str or estimator
+    X, y : ndarray
+        Rows (``metric="auto"``: in their columns' units, :func:`~nwbound.spaces.in_column_units`)
+        and labels.
+    sample_weight : ndarray or None, default=None
+    random_state : int, default=0
+        Seed of the gradient-boosting candidate.
+
+    Returns
+    -------
+    fitted estimator
+
+    Raises
+    ------
+    ValueError
+        A string that is not a candidate, naming them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.spaces import fit_score_model
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]]); y = np.array([0, 0, 1, 1])
+    >>> type(fit_score_model("logistic regression", X, y)).__name__
+    'Pipeline'
+    """
+    from sklearn.base import clone
+
+    if isinstance(model, str):
+        candidates = auto_candidates(random_state)
+        if model not in candidates:
+            raise ValueError(f"fit_score_model: {model!r} is not a candidate score model; choose from {list(candidates)}.")
+        model = candidates[model]
+    else:
+        model = clone(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convergence chatter, as in the choice
+        return _fit(model, X, y, sample_weight)
+
+
+def chosen_candidate(reports: Any) -> str | None:
+    """The candidate score model that ``metric="auto"``'s reports chose: the one most of them chose
+    (a cross-fitted model has one report per model), ties to the least mean held-out log-loss, then
+    to :func:`auto_candidates`' order; None where none chose one.
+
+    Parameters
+    ----------
+    reports : MetricAutoReport or iterable of them
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> from nwbound.spaces import MetricAutoReport, chosen_candidate
+    >>> def report(chosen, losses):
+    ...     return MetricAutoReport(chosen=chosen, candidates=tuple(
+    ...         dict(name=n, log_loss=v, accuracy=0.5, status="compared") for n, v in losses.items()),
+    ...         n_rows=10, n_cv_rows=10, n_splits=3)
+    >>> a = report("gradient boosting", {"gradient boosting": 0.30, "logistic regression": 0.40})
+    >>> b = report("logistic regression", {"gradient boosting": 0.36, "logistic regression": 0.35})
+    >>> chosen_candidate([a, b]), chosen_candidate(b)  # one each: the least mean log-loss
+    ('gradient boosting', 'logistic regression')
+    """
+    reports = [reports] if isinstance(reports, MetricAutoReport) else list(reports)
+    names = [r.chosen for r in reports if r is not None and r.chosen is not None]
+    if not names:
+        return None
+    order = list(auto_candidates(0))
+
+    def mean_loss(name: str) -> float:
+        losses = [c["log_loss"] for r in reports for c in r.candidates if c["name"] == name and np.isfinite(c["log_loss"])]
+        return float(np.mean(losses)) if losses else np.inf
+
+    return min(set(names), key=lambda n: (-names.count(n), mean_loss(n), order.index(n) if n in order else len(order)))
 
 
 def _fit(model: Any, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None) -> Any:

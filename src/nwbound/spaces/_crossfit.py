@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -11,7 +12,7 @@ from .._result import PredictionInterval
 from .._validation import check_open_unit
 from ._lipschitz import CrossFitReports
 
-__all__ = ["contradicting_rows", "cross_fit_attributes", "divided_bounds", "divided_delta", "intersect_intervals", "kappa_weighted_proba", "project_into_box"]
+__all__ = ["contradicting_rows", "cross_fit_attributes", "divided_bounds", "divided_delta", "intersect_intervals", "kappa_weighted_proba", "move_into_box", "project_into_box"]
 
 #: Rounding slack of ``Σ lower ≤ 1 ≤ Σ upper`` (the box holds a distribution).
 _SUM_TOL = 1e-9
@@ -366,6 +367,48 @@ def intersect_intervals(first: PredictionInterval, *others: PredictionInterval) 
         bandwidth=_pick([v.bandwidth for v in parts], largest),
         outside_box=outside,
     )
+
+
+def move_into_box(interval: PredictionInterval, proba: np.ndarray) -> PredictionInterval:
+    """``interval`` with another point estimate: ``proba`` moved into its box.
+
+    The box ``[lower, upper]`` is what the bound guarantees, whatever point is reported inside it;
+    ``point_estimate="auto"`` reports a score model's probabilities instead of the NW estimate.
+    Each row of ``proba`` is projected onto ``{q : lower ≤ q ≤ upper, Σ_c q_c = 1}``
+    (:func:`project_into_box`); where that set is empty the interval's own ``proba`` stays.
+    ``epsilon`` becomes ``max(proba − lower, upper − proba)`` (1 where ``vacuous``); ``lower``,
+    ``upper`` and every other field are kept. A class the box certifies (its lower end above every
+    other upper end) is the argmax of any distribution in the box, so :attr:`certified` and the
+    certified class do not change.
+
+    Parameters
+    ----------
+    interval : PredictionInterval
+        NumPy fields.
+    proba : ndarray of shape (n_queries, n_classes)
+        The estimate to report, in the interval's class order.
+
+    Returns
+    -------
+    PredictionInterval
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import PredictionInterval
+    >>> from nwbound.spaces import move_into_box
+    >>> iv = PredictionInterval.from_parts(proba=np.array([[0.6, 0.4]]), bias=np.zeros((1, 2)),
+    ...     sampling=np.full((1, 2), 0.1), kappa=np.ones(1), n_eff=np.ones(1),
+    ...     vacuous=np.array([False]), bandwidth=np.ones(1))
+    >>> moved = move_into_box(iv, np.array([[0.9, 0.1]]))  # box [0.5, 0.7] × [0.3, 0.5]
+    >>> moved.proba.round(2).tolist(), moved.epsilon.round(2).tolist(), moved.upper.round(2).tolist()
+    ([[0.7, 0.3]], [[0.2, 0.2]], [[0.7, 0.5]])
+    """
+    q, feasible = project_into_box(proba, interval.lower, interval.upper)
+    proba = np.where(feasible[:, None], q, interval.proba)
+    epsilon = np.clip(np.maximum(interval.upper - proba, proba - interval.lower), 0.0, 1.0)
+    epsilon[np.asarray(interval.vacuous, dtype=bool)] = 1.0
+    return replace(interval, proba=proba, epsilon=epsilon)
 
 
 def _end_source(parts: Sequence[PredictionInterval], proba: np.ndarray, lower: np.ndarray,

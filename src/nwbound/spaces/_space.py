@@ -12,7 +12,7 @@ from .._numerics import column_spread
 from ._split import check_fraction, split_rows
 from ._auto import AUTO_MAX_ITER, _auto_scores, _choose_score_model
 
-__all__ = ["residual_rows", "AUTO_RESIDUAL_ROWS", "AUTO_RESOLUTION_GAIN", "check_cross_fit_metric", "LearnedSpace", "metric_kind", "auto_cross_fits", "AUTO_CROSS_FIT_MAX_ROWS", "AUTO_BALANCE_LIMIT", "AUTO_MAX_ROWS", "AUTO_MAX_ITER", "column_units"]
+__all__ = ["residual_rows", "AUTO_RESIDUAL_ROWS", "AUTO_RESOLUTION_GAIN", "check_cross_fit_metric", "LearnedSpace", "metric_kind", "auto_cross_fits", "AUTO_CROSS_FIT_MAX_ROWS", "AUTO_BALANCE_LIMIT", "AUTO_MAX_ROWS", "AUTO_MAX_ITER", "column_units", "in_column_units"]
 
 #: metric="auto": ``z = (s(x), c·L_r·x_std)`` states the two-constant assumption
 #: ``|p(x) − p(x′)| ≤ ‖s(x) − s(x′)‖ + L_r‖x_std − x′_std‖`` (exact in s: p = s + (p − s)), and
@@ -564,8 +564,7 @@ class LearnedSpace:
 
     def _in_units(self, X: np.ndarray) -> np.ndarray:
         """``X`` in its columns' power-of-two units (float64), clipped to ``±INPUT_CLIP``."""
-        U = np.asarray(X, dtype=np.float64) / self._units  # exact: powers of two
-        return np.clip(U, -INPUT_CLIP, INPUT_CLIP, out=U)
+        return in_column_units(X, self._units)
 
     def _raw(self, X: np.ndarray, scores: np.ndarray | None = None) -> np.ndarray:
         """The map's output before standardisation (for "auto": scores, then the features);
@@ -768,6 +767,22 @@ def column_units(X: np.ndarray) -> np.ndarray:
         raise ValueError(f"Feature {j} holds a non-finite value; the space needs finite features.")
     exponent = np.frexp(largest)[1] - 1
     return np.where(largest > 0, np.ldexp(1.0, exponent), 1.0)
+
+
+def in_column_units(X: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """``X`` divided by its columns' power-of-two ``units`` (:func:`column_units`; exact), as float64,
+    clipped to ``±INPUT_CLIP``: what ``metric="auto"``'s score model reads.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.spaces import column_units, in_column_units
+    >>> X = np.array([[3e-200], [-1e-201]])
+    >>> in_column_units(X, column_units(X)).round(3).ravel().tolist()
+    [1.148, -0.038]
+    """
+    U = np.asarray(X, dtype=np.float64) / units  # exact: powers of two
+    return np.clip(U, -INPUT_CLIP, INPUT_CLIP, out=U)
 
 
 def _finer(n_more: int, n_held: int, n_features: int) -> bool:
