@@ -22,7 +22,7 @@ CSV output is spreadsheet-safe by default (a text cell starting with ``=``,
 :func:`nwbound.io.tables.escape_spreadsheet_cells`); ``--no-csv-escape``
 writes cells verbatim.
 
-A model file written by this nwbound (format 4) predicts without importing
+A model file written by this nwbound (format 4 or 5) predicts without importing
 scikit-learn: its learned spaces are stored as plain arrays too, and the
 intervals are the same (:func:`nwbound.io.load_model` with ``frozen=True``).
 Localized (``n_neighbors``), device, float32 and dyadic models and older files

@@ -833,7 +833,7 @@ def load_model(path: str | os.PathLike, *, expected_features: Sequence[str] | in
         (in this order), or on this number of features.
     frozen : bool, default=False
         Where the file allows it (a regular :class:`~nwbound.NadarayaWatsonClassifier` on
-        the host in float64, its learned spaces' frozen arrays stored: format 4), return a
+        the host in float64, its learned spaces' frozen arrays stored: format 4 or 5), return a
         model that only predicts intervals (``predict_interval``; ``classes_``,
         ``n_features_in_``, the parameters), built from plain arrays without importing
         scikit-learn: the same intervals, for ``nwbound predict`` (see
