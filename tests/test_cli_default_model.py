@@ -74,3 +74,31 @@ def test_cli_refuses_raw_units_in_a_learned_space(breast_cancer, capsys):
                        "-o", folder / "never.npz"], capsys)
     assert rc != 0 and "--lipschitz is in raw feature units" in err and "--metric none" in err
     assert not (folder / "never.npz").exists()
+
+
+def test_cli_point_estimate_reaches_the_estimator_and_its_predictions(breast_cancer, capsys):
+    folder, _, test = breast_cancer
+    probas = {}
+    for value in ("auto", "nw"):
+        path, out = folder / f"point_{value}.npz", folder / f"point_{value}.csv"
+        rc, _, err = _run(["fit", folder / "train.csv", "--target", "target", "--point-estimate", value, "--quiet",
+                           "-o", path], capsys)
+        assert rc == 0, err
+        est = load_model(path).estimator
+        assert est.point_estimate == value
+        assert (est.point_model_ is None) == (value == "nw")
+        rc, _, err = _run(["predict", path, folder / "test.csv", "--quiet", "-o", out], capsys)
+        assert rc == 0, err
+        probas[value] = pd.read_csv(out)
+    # the box and the certified rows are the same; only the reported point moves
+    assert probas["auto"]["certified"].tolist() == probas["nw"]["certified"].tolist()
+    lower = [c for c in probas["nw"].columns if c.startswith("lower")]
+    assert lower and np.array_equal(probas["auto"][lower].to_numpy(), probas["nw"][lower].to_numpy())
+
+
+def test_cli_point_estimate_is_refused_for_the_dyadic_classifier(breast_cancer, capsys):
+    folder, _, _ = breast_cancer
+    rc, _, err = _run(["fit", folder / "train.csv", "--target", "target", "--resolution", "3", "--point-estimate",
+                       "nw", "-o", folder / "never_dyadic.npz"], capsys)
+    assert rc != 0 and "--point-estimate" in err and "dyadic" in err
+    assert not (folder / "never_dyadic.npz").exists()

@@ -91,6 +91,7 @@ def lipschitz_or_auto(text: str) -> float | str:
 def add_parser(sub) -> None:
     from ..bounds import BOUND_NAMES, COVERAGE_NAMES
     from ..io.model_file import SCALE_METHODS
+    from ..estimators import POINT_ESTIMATES
     from ..kernels import KERNEL_NAMES
 
     p = sub.add_parser(
@@ -117,6 +118,11 @@ def add_parser(sub) -> None:
         help="the space the kernel works in: 'auto' (the default, as the estimator's: a space learned on part "
         "of the rows) or 'none' (the paper's classifier on the features as given, after --scale; the default "
         "with a numeric --lipschitz or --margin)",
+    )
+    p.add_argument(
+        "--point-estimate", default=None, choices=POINT_ESTIMATES,
+        help="the probabilities reported inside the bound's box: 'auto' (the default, as the estimator's: the "
+        "space's score model refitted on every row, moved into the box) or 'nw' (the kernel estimate)",
     )
     assumption = p.add_mutually_exclusive_group()
     assumption.add_argument(
@@ -179,10 +185,11 @@ def build_estimator(args: argparse.Namespace):
     if args.resolution is not None:
         if args.neighbors is not None:
             raise CommandError("--resolution (dyadic classifier) and --neighbors cannot be combined.")
-        if args.kernel is not None or args.bandwidth is not None:
-            raise CommandError("--kernel and --bandwidth do not apply to the dyadic classifier (--resolution).")
+        if args.kernel is not None or args.bandwidth is not None or args.point_estimate is not None:
+            raise CommandError("--kernel, --bandwidth and --point-estimate do not apply to the dyadic classifier "
+                               "(--resolution).")
         return DyadicClassifier(resolution=args.resolution, lipschitz=None, **common)
-    nw = {k: getattr(args, k) for k in ("kernel", "bandwidth") if getattr(args, k) is not None}
+    nw = {k: getattr(args, k) for k in ("kernel", "bandwidth", "point_estimate") if getattr(args, k) is not None}
     return NadarayaWatsonClassifier(n_neighbors=args.neighbors, lipschitz=None, **nw, **common)
 
 

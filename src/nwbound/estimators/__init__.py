@@ -24,6 +24,7 @@ _LAZY = {
     "scale_neighbor_rank": "._bandwidth",
     "DyadicClassifier": "._dyadic",
     "NadarayaWatsonClassifier": "._nadaraya_watson",
+    "POINT_ESTIMATES": "._point",
     "BandwidthRanking": "..engine",
     "KernelStatistics": "..engine",
     "merge_statistics": "..engine",
@@ -35,6 +36,7 @@ __all__ = [
     "DyadicClassifier",
     "KernelStatistics",
     "NadarayaWatsonClassifier",
+    "POINT_ESTIMATES",
     "bandwidth_grid_from_nearest",
     "bandwidth_grid_pilot",
     "default_bandwidth_grid",
@@ -61,6 +63,7 @@ if TYPE_CHECKING:  # static analysers see the real names
     )
     from ._dyadic import DyadicClassifier
     from ._nadaraya_watson import NadarayaWatsonClassifier
+    from ._point import POINT_ESTIMATES
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())
