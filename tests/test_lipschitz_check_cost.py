@@ -30,17 +30,20 @@ def _logistic(seed=0, n=1500):
 
 def _configurations():
     """(name, fitted model, held-out X, y, grid): the default model (one model, as each cross-fit
-    fold fits it, and cross-fitted), metric=None regular and localized, dyadic, three classes, margin."""
+    fold fits it, and cross-fitted), metric=None regular and localized, dyadic, three classes, margin.
+
+    The default models report the kernel estimate (``point_estimate="nw"``): the check groups rows
+    by it (it runs inside ``fit``, before any point model), and the full route here reads ``proba``."""
     out = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         X, y = make_classification(1500, n_features=6, n_informative=4, n_classes=2, random_state=0)
-        one = NadarayaWatsonClassifier(cross_fit=False, random_state=0).fit(X[:1000], y[:1000])
+        one = NadarayaWatsonClassifier(cross_fit=False, random_state=0, point_estimate="nw").fit(X[:1000], y[:1000])
         out.append(("default, one model", one, X[1000:], y[1000:], [one.lipschitz_ * 2.0**k for k in (-1, 0, 1, 2)]))
         X3, y3 = make_classification(1500, n_features=6, n_informative=4, n_classes=3, random_state=1)
-        three = NadarayaWatsonClassifier(cross_fit=False, random_state=0).fit(X3[:1000], y3[:1000])
+        three = NadarayaWatsonClassifier(cross_fit=False, random_state=0, point_estimate="nw").fit(X3[:1000], y3[:1000])
         out.append(("default, three classes", three, X3[1000:], y3[1000:], [three.lipschitz_ * 2.0**k for k in (0, 1)]))
-        cross = NadarayaWatsonClassifier(cross_fit=True, random_state=0).fit(X[:600], y[:600])
+        cross = NadarayaWatsonClassifier(cross_fit=True, random_state=0, point_estimate="nw").fit(X[:600], y[:600])
         out.append(("default, cross-fitted", cross, X[600:900], y[600:900], [cross.lipschitz_, 2 * cross.lipschitz_]))
         Xf, yf, Xh, yh, lip = _logistic()
         out.append(("metric=None", NadarayaWatsonClassifier(metric=None, bandwidth=0.3, lipschitz=lip).fit(Xf, yf),
