@@ -325,11 +325,12 @@ def _dense_pass(
 
     def run(task: tuple[slice | np.ndarray, np.ndarray | None]) -> None:
         rows, cols = task
-        acc = _block_sums(Xq[rows], cols, plan)
-        if moments:
-            out[rows] = acc.mom
-        else:
-            _store(out, rows, acc, plan)
+        for part, acc in _block_sums(Xq[rows], cols, plan):  # the rows of the float32 filter apart
+            at = rows if part is None else (np.arange(n_q)[rows] if isinstance(rows, slice) else rows)[part]
+            if moments:
+                out[at] = acc.mom
+            else:
+                _store(out, at, acc, plan)
 
     if n_threads > 1 and len(tasks) > 1:
         # Threads over query blocks, one BLAS thread each: no oversubscription.
@@ -682,6 +683,7 @@ def _dense_plan(
         tile_elements=tile_elements,
         flush_entries=max(1, int(_tiles._DENSE_SHARE * tile_elements)),
         dtype=dtype,
+        filter=compact and dtype == np.float64,
         fused=_fused_spec(kernel, lay),
         moment_degree=moment_degree,
         **(_slot_table(radius_sq / scales[g_order]) if moment_degree >= 0 else {}),
