@@ -697,7 +697,7 @@ def _dense_plan(
         tile_elements=tile_elements,
         flush_entries=max(1, int(_tiles._DENSE_SHARE * tile_elements)),
         dtype=dtype,
-        filter=compact and dtype == np.float64,
+        f32_filter=compact and dtype == np.float64,
         fused=_fused_spec(kernel, lay),
         moment_degree=moment_degree,
         **(_slot_table(radius_sq / scales[g_order]) if moment_degree >= 0 else {}),

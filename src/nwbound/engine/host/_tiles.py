@@ -37,7 +37,7 @@ _U64 = 2.0**-53  # unit roundoff of float64
 # whose δ threshold θ is below this many times the product's error bound on δ (u² off by > R²/16:
 # the product cannot place them; finer resolution would recompute most float32 entries).
 _MOMENT_RESOLVE = 2.0**4
-# The float32 filter of float64 data (:func:`_block_sums`): a block's float32 product only selects the
+# The float32 filter of float64 data (:func:`_block_sums`): a query row's float32 product only selects the
 # entries that may lie inside the support (t̃ ≥ −e), and each of those gets its distance from the float64
 # coordinates. A query row takes it when its float32 product selects at most _FILTER_MAX_SHARE of a probe
 # of the training rows (:func:`_filter_rows`); otherwise its product is float64. Measured
@@ -74,7 +74,7 @@ class _Plan:
     tile_elements: int
     flush_entries: int
     dtype: np.dtype  # the training set's: the product's unless a block takes the float32 filter
-    filter: bool = False  # float64 data, a compact kernel: blocks may take the float32 filter
+    f32_filter: bool = False  # float64 data, a compact kernel: query rows may take the float32 filter
     fused: _FusedSpec | None = None  # the compiled reduction, when it applies
     # Ranking pass of bandwidth="auto" (:func:`dense_moment_sums`): the kernel's degree in u²
     # (−1: the ordinary sums), the slot thresholds R²/scale by increasing λ (then inf) and
@@ -398,7 +398,7 @@ def _block_sums(Q: np.ndarray, cols: np.ndarray | slice | None,
     """Kernel sums of the query rows ``Q`` against the training columns ``cols`` (layout rows; a slice:
     a run of them; None: all), as ``(rows of Q, their sums)`` (None: all rows): with float64 data and
     a compact kernel, the rows that take the float32 filter (:func:`_filter_rows`) apart from the others."""
-    if not plan.filter or Q.shape[0] == 0:
+    if not plan.f32_filter or Q.shape[0] == 0:
         return [(None, _group_sums(Q, cols, plan))]
     ok, A, err = _filter_rows(Q, plan)
     if ok.all():
