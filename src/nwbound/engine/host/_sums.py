@@ -337,9 +337,13 @@ def _dense_pass(
     )
     tasks = _dense_tasks(Xq, lay, n_threads, tile_elements, support, compact, train.X.dtype, prune=prune)
 
+    # Which rows take the float32 filter: each decided alone, all at once (cheaper than per block).
+    f32 = _tiles._filter_rows(Xq, plan) if plan.f32_filter else None
+
     def run(task: tuple[slice | np.ndarray, np.ndarray | None]) -> None:
         rows, cols = task
-        for part, acc in _block_sums(Xq[rows], cols, plan):  # the rows of the float32 filter apart
+        rows_f32 = None if f32 is None else tuple(a[rows] for a in f32)
+        for part, acc in _block_sums(Xq[rows], cols, plan, rows_f32):  # the rows of the float32 filter apart
             at = rows if part is None else (np.arange(n_q)[rows] if isinstance(rows, slice) else rows)[part]
             if moments:
                 out[at] = acc.mom

@@ -381,26 +381,30 @@ def _filter_rows(Q: np.ndarray, plan: _Plan) -> tuple[np.ndarray, np.ndarray, np
     (``t̃ ≥ −e``) at most ``_FILTER_MAX_SHARE`` of the layout's probe (about ``_FILTER_PROBE`` training rows
     spread over them, the same in every layout of a training set). Each row is decided from itself and
     the training set alone, so a query's sums do not depend on the other queries of its block, nor on
-    pruning."""
+    pruning. :func:`._sums._dense_pass` decides every query of a pass at once (blocks of a few
+    thousand rows: one product each, not one per query block)."""
     A, err = _query_side(Q, plan, _F32)
     ok = np.isfinite(A).all(axis=1) & (err <= _MAX_T_ERROR)
     probe = plan.layout.probe
-    if ok.any() and probe.shape[0]:
-        with np.errstate(over="ignore", invalid="ignore"):
-            t = np.where(ok[:, None], A, 0) @ probe.T
-        share = np.count_nonzero(t >= _lower_in(_F32, -err)[:, None], axis=1) / probe.shape[0]
-        ok &= share <= _FILTER_MAX_SHARE
+    most = _FILTER_MAX_SHARE * probe.shape[0]  # selected probe rows a row may have
+    step = max(1, plan.tile_elements // max(1, probe.shape[0]))
+    with np.errstate(over="ignore", invalid="ignore"):  # rows not ok may hold inf: their count is unused
+        for s in range(0, Q.shape[0], step):
+            t = A[s : s + step] @ probe.T
+            t -= _lower_in(_F32, -err[s : s + step])[:, None]
+            ok[s : s + step] &= (t >= 0).sum(axis=1) <= most
     return ok, A, err
 
 
-def _block_sums(Q: np.ndarray, cols: np.ndarray | slice | None,
-                plan: _Plan) -> list[tuple[np.ndarray | None, _Accumulator]]:
+def _block_sums(Q: np.ndarray, cols: np.ndarray | slice | None, plan: _Plan,
+                filter_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+                ) -> list[tuple[np.ndarray | None, _Accumulator]]:
     """Kernel sums of the query rows ``Q`` against the training columns ``cols`` (layout rows; a slice:
-    a run of them; None: all), as ``(rows of Q, their sums)`` (None: all rows): with float64 data and
-    a compact kernel, the rows that take the float32 filter (:func:`_filter_rows`) apart from the others."""
-    if not plan.f32_filter or Q.shape[0] == 0:
+    a run of them; None: all), as ``(rows of Q, their sums)`` (None: all rows): the rows that take the
+    float32 filter (``filter_rows``: :func:`_filter_rows` of ``Q``, None: none of them) apart."""
+    if filter_rows is None or Q.shape[0] == 0:
         return [(None, _group_sums(Q, cols, plan))]
-    ok, A, err = _filter_rows(Q, plan)
+    ok, A, err = filter_rows
     if ok.all():
         return [(None, _group_sums(Q, cols, plan, (A, err)))]
     if not ok.any():
