@@ -70,9 +70,10 @@ query block:
   distance (``u2_error`` the direct formula's bound, tighter than the float64 product's). Where
   the support holds few rows (the default model's sums: about 0.4 % of them) the float32 product
   saves about 0.55 ns a pair read against 9 ns a direct distance; where it holds many, the row
-  keeps the float64 product. Each row is decided from itself and the training set alone (the
-  rows of a block that take it are reduced apart from the others), so a query's sums do not
-  depend on the other queries or on pruning.
+  keeps the float64 product. Each row is decided from itself and the training set alone (once
+  per pass; the rows of a block that take it are reduced apart from the others), so a query's
+  sums do not depend on the other queries or on pruning. The probe only weighs the cost: either
+  way the sums meet the bounds above.
 * float64 still too large (or ``ρ²`` not representable): every entry the GEMM cannot rule
   out (``t̃ ≥ −e``; all of them when even that product cannot be formed) gets its distance
   recomputed directly.
