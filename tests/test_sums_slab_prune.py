@@ -35,11 +35,11 @@ def _pairs_read(monkeypatch):
     seen = {"pairs": 0}
     block_sums = _sums._block_sums
 
-    def counting(Q, cols, plan):
+    def counting(Q, cols, plan, *rest):
         n = plan.layout.augmented.shape[0]
         width = n if cols is None else cols.stop - cols.start if isinstance(cols, slice) else cols.size
         seen["pairs"] += Q.shape[0] * width
-        return block_sums(Q, cols, plan)
+        return block_sums(Q, cols, plan, *rest)
 
     monkeypatch.setattr(_sums, "_block_sums", counting)
     return seen

@@ -166,7 +166,12 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         bandwidth of least label-free ε exactly (a kernel that is not a polynomial
         in u² then takes the exhaustive pass, see :meth:`ranks_first`).
     dtype : {"float64", "float32"}, default="float64"
-        Working precision of the distance computations. float32 data far from
+        Working precision of the distance computations. float64: distances and kernel values in
+        float64; where a kernel's support holds few training rows, the dense passes compute the
+        distance product in float32 only to rule pairs out, and every pair it keeps gets its
+        distance from the float64 coordinates (faster, and no less exact: :mod:`nwbound.engine.host._sums`).
+        float32: the features are stored in float32 and kernel values come from the float32
+        product, within its error bound. float32 data far from
         1 (beyond 2^±100, e.g. 1e-46 or 1e160) are stored in a power-of-two
         unit (``feature_unit`` in :meth:`get_fitted_state`), so they neither
         underflow nor overflow; queries float32 cannot hold in that unit are

@@ -324,31 +324,20 @@ def steepest_slopes(D: np.ndarray, P_rows: np.ndarray, P: np.ndarray,
     return best, arg, n_far
 
 
-@njit_cached(nogil=True)
+@njit_cached(nogil=True, fastmath={"reassoc", "contract"})
 def _pair_delta(queries, i, points, c, inv_support):  # pragma: no cover - compiled
     """``Σ_j ((y_j − x_j)/S)²`` in float64 from the original coordinates (query row ``i``, point ``c``).
 
-    Four partial sums (independent chains: the additions overlap instead of
-    waiting on each other); a sum of non-negative terms keeps the relative error
-    bound ``(d+6)u₆₄`` of the direct formula whatever the order of its additions.
+    The additions may be reordered and each square fused with its addition (``reassoc``, ``contract``:
+    LLVM vectorises the loop, 2–3× faster than one chain; no other fast-math flag, so inf and NaN keep
+    their meaning): a sum of non-negative terms keeps the relative error bound ``(d+6)u₆₄`` of the
+    direct formula whatever the order of its additions, with or without FMA.
     """
-    n = points.shape[1]
-    s0 = s1 = s2 = s3 = 0.0
-    j = 0
-    while j + 4 <= n:
-        d0 = (queries[i, j] - np.float64(points[c, j])) * inv_support
-        d1 = (queries[i, j + 1] - np.float64(points[c, j + 1])) * inv_support
-        d2 = (queries[i, j + 2] - np.float64(points[c, j + 2])) * inv_support
-        d3 = (queries[i, j + 3] - np.float64(points[c, j + 3])) * inv_support
-        s0 += d0 * d0
-        s1 += d1 * d1
-        s2 += d2 * d2
-        s3 += d3 * d3
-        j += 4
-    for jj in range(j, n):
-        d0 = (queries[i, jj] - np.float64(points[c, jj])) * inv_support
-        s0 += d0 * d0
-    return (s0 + s1) + (s2 + s3)
+    s = 0.0
+    for j in range(points.shape[1]):
+        d = (queries[i, j] - np.float64(points[c, j])) * inv_support
+        s += d * d
+    return s
 
 
 @njit_cached(nogil=True)

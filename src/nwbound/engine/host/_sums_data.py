@@ -33,6 +33,8 @@ _MIN_PRUNE_POINTS = 8192
 # Power iterations for the principal axis of the slab layout: the axis only decides what may be
 # skipped (any unit vector keeps the sums exact), so a rough one is enough.
 _AXIS_ITERATIONS = 16
+# Training rows in the float32 filter's probe (:attr:`_Layout.probe`, read by ``_tiles._filter_rows``).
+_FILTER_PROBE = 256
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class _Layout:
 
     center: np.ndarray  # (d,) float64 bounding-box midpoint, subtracted from every point
     scale: float  # s₀: a power of two ≥ every |x − c|; coordinates are divided by it (exactly)
-    augmented: np.ndarray  # (n, d + 2) [x'', 1, ‖x''‖²], estimator dtype
+    augmented: np.ndarray  # (n, d + 2) [x'', 1, ‖x''‖²], the training set's dtype
     points: np.ndarray  # (n, d) the original rows in layout order, for direct distances
     labels: np.ndarray  # (n,) in layout order
     weights: np.ndarray | None  # (n,) float64 in layout order, in units of ``weight_unit``
@@ -69,7 +71,11 @@ class _Layout:
     balls: _Balls | None  # None: too small to prune
     weight_unit: float = 1.0
     axis: _Axis | None = None  # rows sorted along it (slab pruning); None: not sorted  # the training set's :attr:`TrainingSet.weight_unit`
-    # The float64 copy of ``augmented`` for blocks whose float32 product is too coarse.
+    # (m, d + 2) float32: augmented rows of every ⌈n/_FILTER_PROBE⌉-th training row in the training set's
+    # order (so the same in every layout of it): the probe that decides which rows take the float32 filter.
+    probe: np.ndarray | None = None
+    # The float64 copy of ``augmented`` for blocks whose float32 product is too coarse, and the float32
+    # copy of a float64 one for a float32 product (:meth:`augmented_in`).
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -81,12 +87,32 @@ class _Layout:
             return self.augmented
         if "augmented64" not in self._cache:
             centred = (self.points.astype(np.float64) - self.center) / self.scale
-            aug = np.empty(self.augmented.shape)
-            aug[:, :-2] = centred
-            aug[:, -2] = 1.0
-            aug[:, -1] = np.einsum("ij,ij->i", centred, centred)
-            self._cache["augmented64"] = aug
+            self._cache["augmented64"] = _augmented(centred, np.dtype(np.float64))[0]
         return self._cache["augmented64"]
+
+    def augmented_in(self, dtype: np.dtype) -> np.ndarray:
+        """The augmented rows in the product's ``dtype``: ``augmented`` itself, the float64 copy
+        (:meth:`augmented64`), or (float64 rows, a float32 product) their rounding to float32, built
+        once: each entry within float32's unit roundoff of the float64 one, which the product's
+        error bound covers (``_tiles._t_error``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> train = TrainingSet.build(np.array([[0.0, 1.0], [2.0, 3.0]]), np.array([0, 1]), 2, None)
+        >>> lay = train.layout(prune=False)
+        >>> lay.augmented_in(np.dtype(np.float32)).dtype, lay.augmented_in(np.dtype(np.float64)) is lay.augmented
+        (dtype('float32'), True)
+        """
+        dtype = np.dtype(dtype)
+        if dtype == self.augmented.dtype:
+            return self.augmented
+        if dtype == np.float64:
+            return self.augmented64()
+        key = ("augmented", dtype.str)
+        if key not in self._cache:
+            self._cache[key] = self.augmented.astype(dtype)
+        return self._cache[key]
 
 
 @dataclass(frozen=True)
@@ -396,6 +422,7 @@ def _build_layout(train: TrainingSet, with_balls: bool, with_axis: bool = False)
         raise ValueError("X: feature values too large to take differences in float64; rescale the features.")
     scale = _power_of_two_above(float(np.max(np.abs(centred), initial=0.0)))
     centred /= scale  # exact: a power of two
+    probe = _augmented(centred[:: max(1, X.shape[0] // _FILTER_PROBE)], np.dtype(np.float32))[0]
     balls = axis = order = None
     if with_balls:
         order, balls = _ball_partition(centred)
@@ -403,11 +430,7 @@ def _build_layout(train: TrainingSet, with_balls: bool, with_axis: bool = False)
     elif with_axis:
         order, axis = _axis_order(centred)
         centred = centred[order]
-    sq = np.einsum("ij,ij->i", centred, centred)
-    augmented = np.empty((X.shape[0], X.shape[1] + 2), dtype=X.dtype)
-    augmented[:, :-2] = centred
-    augmented[:, -2] = 1.0
-    augmented[:, -1] = sq
+    augmented, sq = _augmented(centred, X.dtype)
     labels = train.labels if order is None else train.labels[order]
     weights = train.weights
     if weights is not None:  # in units of weight_unit (exact: a power of two)
@@ -425,7 +448,18 @@ def _build_layout(train: TrainingSet, with_balls: bool, with_axis: bool = False)
         balls=balls,
         weight_unit=train.weight_unit,
         axis=axis,
+        probe=probe,
     )
+
+
+def _augmented(centred: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """``[x'', 1, ‖x''‖²]`` of centred and scaled float64 rows in ``dtype``, and ``‖x''‖²`` in float64."""
+    sq = np.einsum("ij,ij->i", centred, centred)
+    out = np.empty((centred.shape[0], centred.shape[1] + 2), dtype=dtype)
+    out[:, :-2] = centred
+    out[:, -2] = 1.0
+    out[:, -1] = sq
+    return out, sq
 
 
 def _axis_order(centred: np.ndarray) -> tuple[np.ndarray, _Axis]:
