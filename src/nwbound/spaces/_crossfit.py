@@ -347,8 +347,7 @@ def intersect_intervals(first: PredictionInterval, *others: PredictionInterval) 
     lower = np.where(widen, np.minimum(lower, mean), lower)
     upper = np.where(widen, np.maximum(upper, mean), upper)
     vacuous = np.logical_and.reduce([v.vacuous for v in parts])
-    epsilon = np.clip(np.maximum(upper - proba, proba - lower), 0.0, 1.0)
-    epsilon[vacuous] = 1.0
+    epsilon = _half_width(proba, lower, upper, vacuous)
     source = _end_source(parts, proba, lower, upper)
     largest = np.argmax([v.kappa for v in parts], axis=0)
     outside = None
@@ -406,9 +405,15 @@ def move_into_box(interval: PredictionInterval, proba: np.ndarray) -> Prediction
     """
     q, feasible = project_into_box(proba, interval.lower, interval.upper)
     proba = np.where(feasible[:, None], q, interval.proba)
-    epsilon = np.clip(np.maximum(interval.upper - proba, proba - interval.lower), 0.0, 1.0)
-    epsilon[np.asarray(interval.vacuous, dtype=bool)] = 1.0
-    return replace(interval, proba=proba, epsilon=epsilon)
+    return replace(interval, proba=proba,
+                   epsilon=_half_width(proba, interval.lower, interval.upper, np.asarray(interval.vacuous, dtype=bool)))
+
+
+def _half_width(proba: np.ndarray, lower: np.ndarray, upper: np.ndarray, vacuous: np.ndarray) -> np.ndarray:
+    """``ε`` of a reported point inside its box: ``max(upper − proba, proba − lower)`` in [0, 1], 1 where vacuous."""
+    epsilon = np.clip(np.maximum(upper - proba, proba - lower), 0.0, 1.0)
+    epsilon[vacuous] = 1.0
+    return epsilon
 
 
 def _end_source(parts: Sequence[PredictionInterval], proba: np.ndarray, lower: np.ndarray,
