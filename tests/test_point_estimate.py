@@ -12,7 +12,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import InvalidParameterError
 
 from nwbound import NadarayaWatsonClassifier
-from nwbound.spaces import column_units, fit_score_model, in_column_units, intersect_intervals, move_into_box
+from nwbound.spaces import column_units, fit_score_model, in_column_units, intersect_intervals, move_into_box, split_seed
 
 
 def _sectors(n: int, seed: int, k: int = 3) -> tuple[np.ndarray, np.ndarray]:
@@ -114,8 +114,9 @@ def test_auto_is_at_least_as_accurate_where_the_score_model_beats_the_kernel_est
 
 @pytest.mark.parametrize("cross_fit", ["auto", False])
 def test_the_point_model_is_a_copy_of_the_chosen_candidate_fitted_on_every_row(cross_fit):
-    """Judged first by the first model's check rows, fitted without them; a cross-fitted fit (small
-    data) then refits it on every row, one split keeps the judged copy."""
+    """Judged by the first model's check rows: where the space's own score model (map rows only)
+    passes, the point model is fitted once, on every row; otherwise a copy fitted without them is
+    judged, which a cross-fitted fit (small data) then refits on every row."""
     X, y = _sectors(900, 0)
     w = 0.5 + (X[:, 2] > 0)  # weights of the inputs only
     with warnings.catch_warnings():
@@ -127,14 +128,71 @@ def test_the_point_model_is_a_copy_of_the_chosen_candidate_fitted_on_every_row(c
     assert type(clf.point_model_).__name__ == kind
     assert clf.point_model_.classes_.tolist() == [0, 1, 2]
     report = clf.point_report_
-    assert report["used"] and report["n_rows"] == judge.check_rows_.shape[0] > 0
+    assert report["used"] and report["n_rows"] == min(judge.check_rows_.shape[0], X.shape[0] // 10) > 0
     # the same candidate on those rows (in their columns' units) with the weights: the same model
-    rows = np.arange(X.shape[0]) if cross_fit else np.setdiff1d(np.arange(X.shape[0]), judge.check_rows_)
+    every_row = cross_fit or report["judged"] == "map rows"
+    rows = np.arange(X.shape[0]) if every_row else np.setdiff1d(np.arange(X.shape[0]), judge.check_rows_)
     units = column_units(X[rows])
     again = fit_score_model(chosen, in_column_units(X[rows], units), y[rows], (w / w.max())[rows], random_state=0)
     Q = _sectors(200, 1)[0]
     assert np.array_equal(clf.point_model_.predict_proba(in_column_units(Q, units)),
                           again.predict_proba(in_column_units(Q, units)))
+
+
+@pytest.mark.parametrize("cross_fit", ["auto", False])
+def test_where_the_spaces_own_score_model_passes_the_point_model_is_fitted_once_on_every_row(cross_fit, monkeypatch):
+    """The space's score model saw only the map rows: on the check rows its prediction is held out.
+    Where the kernel estimate does not beat it beyond noise there, the same model on every row (a
+    superset of its rows) needs no judged copy: one fit, on every row (two before: a cross-fitted
+    fit judged a copy fitted without the check rows, then refitted it)."""
+    import nwbound.estimators._nadaraya_watson as nw_module
+
+    fitted_rows = []
+    original = nw_module.fit_point_model
+
+    def counted(kind, metric, reports, X, labels, weights, random_state):
+        fitted_rows.append(X.shape[0])
+        return original(kind, metric, reports, X, labels, weights, random_state)
+
+    monkeypatch.setattr(nw_module, "fit_point_model", counted)
+    X, y = _sectors(900, 0)
+    clf = _fit(X, y, cross_fit=cross_fit)
+    judge = clf.cross_fit_models_[0] if cross_fit else clf
+    report = clf.point_report_
+    assert report["judged"] == "map rows" and report["used"]
+    assert report["n_rows"] == min(judge.check_rows_.shape[0], X.shape[0] // 10)  # at most a tenth of the rows
+    assert fitted_rows == [X.shape[0]] and clf.point_model_ is not None
+    # the judgement is that of the space's score model on the held-out check rows, recomputed here
+    # (a fixed random subset of them, drawn with the fit's seed)
+    rows = np.sort(np.random.RandomState(split_seed(0)).choice(judge.check_rows_, report["n_rows"], replace=False))
+    map_rows = np.setdiff1d(judge.metric_rows_, judge.check_rows_)
+    probe = judge.metric_.map_.predict_proba(in_column_units(X[rows], column_units(X[map_rows])))
+    assert report["point_accuracy"] == pytest.approx(np.mean(np.argmax(probe, axis=1) == y[rows]))
+
+
+def test_where_the_spaces_score_model_fails_a_copy_without_the_judging_rows_is_judged_and_kept(monkeypatch):
+    """make_classification at 1 400 rows: the kernel estimate beats the space's score model (a few
+    hundred map rows) beyond noise; a copy fitted on every row but the judging ones (a tenth of the
+    rows) passes and is kept as judged: one fit, not a refit on top."""
+    import nwbound.estimators._nadaraya_watson as nw_module
+    from sklearn.datasets import make_classification
+    from sklearn.model_selection import train_test_split
+
+    fitted_rows = []
+    original = nw_module.fit_point_model
+
+    def counted(kind, metric, reports, X, labels, weights, random_state):
+        fitted_rows.append(X.shape[0])
+        return original(kind, metric, reports, X, labels, weights, random_state)
+
+    monkeypatch.setattr(nw_module, "fit_point_model", counted)
+    X, y = make_classification(n_samples=2000, n_features=20, n_informative=10, random_state=0)
+    X, _, y, _ = train_test_split(X, y, test_size=0.3, random_state=0)  # benchmarks/bench_defaults.py's rows
+    clf = _fit(X, y)
+    report = clf.point_report_
+    assert report["judged"] == "all but the check rows" and report["used"] and report["n_rows"] == 140
+    assert fitted_rows == [1400 - 140] and clf.point_model_ is not None
+    assert report["point_accuracy"] > report["nw_accuracy"]
 
 
 def test_the_kernel_estimate_stays_where_it_beats_the_point_model_on_the_check_rows():
@@ -146,6 +204,8 @@ def test_the_kernel_estimate_stays_where_it_beats_the_point_model_on_the_check_r
     auto, nw = _fit(X[:1400], y[:1400]), _fit(X[:1400], y[:1400], point_estimate="nw")
     report = auto.point_report_
     assert auto.point_model_ is None and not report["used"] and report["point_accuracy"] < report["nw_accuracy"]
+    # the space's own score model failed first, then the copy fitted without the check rows
+    assert report["judged"] == "all but the check rows"
     assert np.array_equal(_interval(auto, X[1400:]).proba, _interval(nw, X[1400:]).proba)
 
 

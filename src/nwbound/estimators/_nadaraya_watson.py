@@ -37,7 +37,7 @@ from ..engine.host._backend import bandwidth_ranking, query_statistics, scaled
 from ._certified import CertifiedRows
 from ..engine.host._neighbor_sums import search_queries
 from ._nw_fitted_state import _FittedState
-from ._point import POINT_CHECK_ROWS, POINT_ESTIMATES, fit_point_model, judge_point_model, point_proba, with_point_estimate
+from ._point import POINT_CHECK_ROWS, POINT_CHECK_SHARE, POINT_ESTIMATES, fit_point_model, judge_point_model, point_proba, with_point_estimate
 from ._nw_rounds import _Rounds
 from ..engine.host._sums import TrainingSet, neighbor_distances
 
@@ -260,11 +260,13 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         (``metric=None``, ``"standard"``, a transformer) and for the localized classifier
         (``n_neighbors``) ``"auto"`` means ``"nw"``; so it does without a bound (neither
         ``lipschitz`` nor ``margin``: no box). Where the fit holds check rows out
-        (``lipschitz="auto"``), a copy fitted without the first model's check rows first meets that
-        model's kernel estimate on them, and where the kernel estimate is more accurate there
-        beyond noise it stays (``point_report_``: a score model chosen on the map rows can be much
-        worse than the kernel estimate, which reads the features too). The fit costs one more fit
-        of the score model (two when cross-fitted: the judged copy, then the refit on every row).
+        (``lipschitz="auto"``), the first model's check rows (at most 512, and at most a tenth of
+        the rows) judge it against that model's kernel estimate, which stays where it is more
+        accurate there beyond noise (``point_report_``: a score model chosen on the map rows can be
+        much worse than the kernel estimate, which reads the features too). First the space's own
+        score model, which never saw them: where it passes, the point model is fitted on every
+        row; where it fails, a copy fitted on every other row is judged, and kept if it passes.
+        The fit costs one more fit of the score model.
     verbose : int, default=0
         Progress of ``fit`` on stderr, one line per step with the seconds since it began (the
         split, the learned space, the held-out check of ``lipschitz="auto"``, each cross-fitted
@@ -317,8 +319,11 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         rows (``point_report_``).
     point_report_ : dict or None
         ``point_estimate="auto"`` with check rows: ``n_rows`` (the first model's check rows that
-        judged, at most ``POINT_CHECK_ROWS`` = 512), ``point_accuracy`` (the score model fitted
-        on the other rows), ``nw_accuracy`` (that model's kernel estimate) and ``used``. None
+        judged, at most ``POINT_CHECK_ROWS`` = 512 and ``POINT_CHECK_SHARE`` = a tenth of the
+        rows), ``judged`` (``"map rows"``: the space's own score model, which passed, so the point
+        model was fitted on every row; ``"all but the check rows"``: it failed, and a copy fitted
+        on every row but the judging ones was judged, and kept if ``used``), ``point_accuracy``
+        (the judged model's), ``nw_accuracy`` (that model's kernel estimate) and ``used``. None
         otherwise, and after ``set_fitted_state`` (the point model is restored, not its judgement).
     backend_ : nwbound.engine.Backend
         What computes the kernel sums (and, with ``device``, the bounds where the device's serve the
@@ -516,10 +521,13 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         (:func:`~._point.fit_point_model`), once per fit; the last step of ``fit``.
 
         Where the fit has check rows (``lipschitz="auto"``), the first model's (at most
-        ``POINT_CHECK_ROWS`` of them) are left out of it and judge it against that model's own
-        kernel estimate (:func:`~._point.judge_point_model`); where the kernel estimate is more
-        accurate there beyond noise, it stays (``point_model_`` None, ``point_report_`` says why).
-        A cross-fitted fit (small data: every row counts) then refits it on every row."""
+        ``POINT_CHECK_ROWS`` of them) judge the score model against that model's own kernel
+        estimate (:func:`~._point.judge_point_model`). First the space's own score model, which saw
+        only the map rows: where the kernel estimate does not beat it beyond noise, the same model
+        fitted on every row (a superset of its rows) is fitted once, on every row. Otherwise a copy
+        fitted without the check rows is judged in turn; where the kernel estimate still wins, it
+        stays (``point_model_`` None, ``point_report_`` says why), and a cross-fitted fit (small
+        data: every row counts) refits a copy that passed on every row."""
         self.point_model_, self._point_units, self.point_report_ = None, None, None
         if not self._fits_point_model() or getattr(self, "_forced_split", None) is not None:
             return self
@@ -533,30 +541,45 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
                 return None, None  # no score model, or one that never saw a class: the kernel estimate stays
             return model, units
 
+        every = np.arange(X.shape[0])
         judge = self.cross_fit_models_[0] if self._is_cross_fitted() else self
         held = np.asarray(getattr(judge, "check_rows_", np.zeros(0, np.intp)), dtype=np.intp)
-        if held.size > POINT_CHECK_ROWS:
-            held = np.sort(rs.choice(held, POINT_CHECK_ROWS, replace=False))
-        model, units = fitted(np.setdiff1d(np.arange(X.shape[0]), held))
+        n_judges = min(POINT_CHECK_ROWS, int(POINT_CHECK_SHARE * X.shape[0]))
+        if held.size > n_judges:
+            held = np.sort(rs.choice(held, n_judges, replace=False))
+        if not held.size:
+            self.point_model_, self._point_units = fitted(every)
+            return self._said_point(X.shape[0])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the check rows' vacuous share is the check's business
+            nw = judge.predict_proba(X[held])
+        space = getattr(judge, "metric_", None)
+        probe = None if space is None else space.score_proba(X[held], np.arange(n_classes))
+        if probe is not None:
+            self.point_report_ = {**judge_point_model(probe, nw, labels[held]), "judged": "map rows"}
+            if self.point_report_["used"]:
+                self._say_judged("the space's score model (map rows only)")
+                self.point_model_, self._point_units = fitted(every)
+                return self._said_point(X.shape[0])
+        model, units = fitted(np.setdiff1d(every, held))
         if model is None:
             return self
-        if held.size:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the check rows' vacuous share is the check's business
-                nw = judge.predict_proba(X[held])
-            self.point_report_ = judge_point_model(point_proba(model, units, X[held], n_classes), nw, labels[held])
-            self._say(f"point_estimate='auto': on {held.shape[0]} check rows the score model fitted without them is "
-                      f"{100 * self.point_report_['point_accuracy']:.1f} % accurate, the kernel estimate "
-                      f"{100 * self.point_report_['nw_accuracy']:.1f} %"
-                      + ("" if self.point_report_["used"] else ": the kernel estimate stays"))
-            if not self.point_report_["used"]:
-                return self
-            if self._is_cross_fitted():  # small data (cross_fit="auto"): every row counts, refit on all
-                model, units = fitted(np.arange(X.shape[0]))
-                held = held[:0]
-        self.point_model_, self._point_units = model, units
-        if model is not None:
-            self._say(f"point_estimate='auto': {type(model).__name__} fitted on {X.shape[0] - held.size} rows")
+        self.point_report_ = {**judge_point_model(point_proba(model, units, X[held], n_classes), nw, labels[held]),
+                              "judged": "all but the check rows"}
+        self._say_judged("the score model fitted without them")
+        if self.point_report_["used"]:  # kept as judged: the check rows are at most a tenth of the rows
+            self.point_model_, self._point_units = model, units
+        return self._said_point(X.shape[0] - held.size)
+
+    def _say_judged(self, which: str) -> None:
+        report = self.point_report_
+        self._say(f"point_estimate='auto': on {report['n_rows']} check rows {which} is "
+                  f"{100 * report['point_accuracy']:.1f} % accurate, the kernel estimate "
+                  f"{100 * report['nw_accuracy']:.1f} %" + ("" if report["used"] else ": not used"))
+
+    def _said_point(self, n_rows: int) -> "NadarayaWatsonClassifier":
+        if self.point_model_ is not None:
+            self._say(f"point_estimate='auto': {type(self.point_model_).__name__} fitted on {n_rows} rows")
         return self
 
     def _fits_point_model(self) -> bool:

@@ -17,13 +17,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["POINT_CHECK_ROWS", "POINT_ESTIMATES", "fit_point_model", "judge_point_model", "point_proba",
+__all__ = ["POINT_CHECK_ROWS", "POINT_CHECK_SHARE", "POINT_ESTIMATES", "fit_point_model", "judge_point_model", "point_proba",
            "with_point_estimate"]
 
 #: The values of ``point_estimate``.
 POINT_ESTIMATES = ("auto", "nw")
 #: At most this many check rows (a fixed random subset) judge the point model against the kernel estimate.
 POINT_CHECK_ROWS = 512
+#: ... and at most this share of the training rows: a copy fitted without them is kept as judged.
+POINT_CHECK_SHARE = 0.1
 
 
 def judge_point_model(point: np.ndarray, nw: np.ndarray, labels: np.ndarray) -> dict:

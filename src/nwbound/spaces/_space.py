@@ -472,12 +472,8 @@ class LearnedSpace:
 
     def _offset(self, X: np.ndarray, classes: np.ndarray) -> np.ndarray:
         """The score model's probabilities of ``classes`` on ``X`` (0 for a class it never saw)."""
-        offset = np.zeros((X.shape[0], classes.shape[0]))
-        if self.map_ is not None:
-            proba = np.asarray(self.map_.predict_proba(self._in_units(X)), dtype=np.float64)
-            known = np.isin(classes, self.map_.classes_)
-            offset[:, known] = proba[:, np.searchsorted(np.asarray(self.map_.classes_), classes[known])]
-        return offset
+        proba = self.score_proba(X, classes)
+        return np.zeros((X.shape[0], classes.shape[0])) if proba is None else proba
 
     def _raise_residual_lipschitz(self, unseen: tuple, n_scores: int, seed: int, finer: bool) -> None:
         """Raise ``residual_lipschitz_`` on ``unseen`` (at most ``AUTO_RESIDUAL_ROWS`` of them): where
@@ -610,6 +606,35 @@ class LearnedSpace:
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:
             raise ValueError(f"LearnedSpace expects {self.n_features_in_} features, got shape {X.shape}.")
         return self._standardised(self._raw(X), X.shape[1])
+
+    def score_proba(self, X: Any, classes: Any) -> np.ndarray | None:
+        """The score model's probabilities of ``classes`` on rows ``X`` (0 for a class it never saw),
+        reading ``X`` as the space does; None where the map gives none (``"standard"``, a
+        transformer, a classifier without ``predict_proba``, ``"auto"`` without a score model).
+
+        The score model saw the map rows only: on any other rows this is a held-out prediction.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.spaces import LearnedSpace
+        >>> X = np.linspace(0, 1, 60)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+        >>> space = LearnedSpace("auto").fit(X, y)
+        >>> space.score_proba(np.array([[0.0], [1.0]]), np.array([0, 1, 2])).round(1).tolist()
+        [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
+        >>> LearnedSpace("standard").fit(X, y).score_proba(X, np.array([0, 1])) is None
+        True
+        """
+        if self.kind not in ("auto", "scores") or self.map_ is None or not hasattr(self.map_, "predict_proba"):
+            return None
+        X, classes = np.asarray(X), np.asarray(classes)
+        proba = np.asarray(self.map_.predict_proba(self._in_units(X) if self.kind == "auto" else X), dtype=np.float64)
+        # a frozen map (FrozenScoreMap) has no classes_: its columns are the classes in order
+        seen = np.asarray(getattr(self.map_, "classes_", np.arange(proba.shape[1])))
+        known = np.isin(classes, seen)
+        out = np.zeros((X.shape[0], classes.shape[0]))
+        out[:, known] = proba[:, np.searchsorted(seen, classes[known])]
+        return out
 
     def _standardised(self, raw: np.ndarray, n_features: int) -> np.ndarray:
         """The map's output ``raw`` centred and scaled (for "auto", the features at their weight)."""
