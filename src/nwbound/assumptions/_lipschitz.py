@@ -180,6 +180,26 @@ def _pilot_estimate(
     (those with training mass in reach) and their ``p̂`` (rows × classes); with ``offset``
     (rows × classes) the NW estimate of ``1{y = c} − offset_c`` instead.
     """
+    lam, half, rows, estimates = _pilot_estimates(X, [codes], [offset], rng, bandwidth, kernel, n_eval, working_memory)
+    return lam, half, rows, estimates[0]
+
+
+def _pilot_estimates(
+    X: np.ndarray,
+    codes: list[np.ndarray],
+    offsets: list[np.ndarray | None],
+    rng: np.random.Generator,
+    bandwidth: float | str,
+    kernel: str,
+    n_eval: int,
+    working_memory: float | None,
+) -> tuple[float, int, np.ndarray, list[np.ndarray | None]]:
+    """:func:`_pilot_estimate` of several labellings of the same rows (``codes``, each with its
+    ``offset`` or None): the split, λ, the evaluation rows and the kernel values depend on no
+    label, so they are computed once; each labelling's ``p̂`` is then the one it alone would get,
+    bit for bit (its own product of the same kernel values with its targets). With several, a
+    labelling whose pilot half holds a single class gets None (alone, its rows are dealt class by
+    class instead: another split)."""
     # The pilot's kernel sums are computed here, not by the classifier: nwbound.estimators calls
     # this module for lipschitz="auto", so this module must not import it (no import cycle).
     from ..kernels import get_kernel
@@ -187,37 +207,42 @@ def _pilot_estimate(
     perm = rng.permutation(X.shape[0])
     half = X.shape[0] // 2
     pilot_idx, eval_idx = perm[:half], perm[half:]
-    if np.unique(codes[pilot_idx]).shape[0] < 2:
+    if len(codes) == 1 and np.unique(codes[0][pilot_idx]).shape[0] < 2:
         # A few dozen rows: a random half can miss a class. Then, and only then, the rows are dealt
         # class by class in the same random order (the first of each class to the pilot half), so
         # that every class with two rows or more is on both sides.
-        dealt = perm[np.argsort(codes[perm], kind="stable")]
-        rank = np.arange(X.shape[0]) - np.searchsorted(codes[dealt], codes[dealt])  # place within its class
+        dealt = perm[np.argsort(codes[0][perm], kind="stable")]
+        rank = np.arange(X.shape[0]) - np.searchsorted(codes[0][dealt], codes[0][dealt])  # place within its class
         to_pilot = rank % 2 == 0
         pilot_idx, eval_idx = dealt[to_pilot], dealt[~to_pilot]
         half = pilot_idx.shape[0]
-    if np.unique(codes[pilot_idx]).shape[0] < 2:
+    live = [i for i, c in enumerate(codes) if np.unique(c[pilot_idx]).shape[0] >= 2]
+    if not live:
         raise ValueError("The pilot half holds a single class; give more data or another random_state.")
     X_pilot = X[pilot_idx]
     lam = _pilot_bandwidth(X_pilot, rng) if isinstance(bandwidth, str) else float(bandwidth)
     if eval_idx.shape[0] > n_eval:
         eval_idx = np.sort(rng.choice(eval_idx, size=n_eval, replace=False))
     K = get_kernel(kernel)
-    onehot = np.eye(int(codes.max()) + 1)[codes[pilot_idx]]
-    if offset is not None:  # residuals of a score: the estimate of p_c − offset_c
-        onehot = onehot - offset[pilot_idx]
-    targets = np.hstack([onehot, np.ones((half, 1))])  # the last column sums κ
+    targets = []
+    for i in live:
+        onehot = np.eye(int(codes[i].max()) + 1)[codes[i][pilot_idx]]
+        if offsets[i] is not None:  # residuals of a score: the estimate of p_c − offset_c
+            onehot = onehot - offsets[i][pilot_idx]
+        targets.append(np.hstack([onehot, np.ones((half, 1))]))  # the last column sums κ
 
-    def sums(lam: float) -> np.ndarray:
+    def sums(lam: float) -> list[np.ndarray]:
         # Only κ and p̂ are needed: the Nadaraya-Watson class sums Σ K(‖x − x_i‖/λ)·1{y_i = c}.
-        return np.vstack(list(pairwise_distances_chunked(
-            X[eval_idx], X_pilot, reduce_func=lambda D, start: _kernel_values(K, D, lam) @ targets,
-            working_memory=working_memory,
-        )))
+        def reduce(D: np.ndarray, start: int) -> tuple[np.ndarray, ...]:
+            values = _kernel_values(K, D, lam)
+            return tuple(values @ t for t in targets)  # a tuple of row blocks (pairwise_distances_chunked)
+
+        blocks = list(pairwise_distances_chunked(X[eval_idx], X_pilot, reduce_func=reduce,
+                                                 working_memory=working_memory))
+        return [np.vstack([b[j] for b in blocks]) for j in range(len(targets))]
 
     class_sums = sums(lam)
-    kappa = class_sums[:, -1]
-    keep = kappa > 0
+    keep = class_sums[0][:, -1] > 0  # κ > 0: a sum of kernel values, the same for every labelling
     if keep.sum() < 2 and isinstance(bandwidth, str):
         # In high dimension distances concentrate (n_features > n_samples, or a score block with
         # many standardised features beside it): the pilot half's own ⌈√m⌉-th neighbour distances
@@ -227,14 +252,16 @@ def _pilot_estimate(
         # reaches at least half of them.
         lam = max(lam, _reach_bandwidth(X[eval_idx], X_pilot))
         class_sums = sums(lam)
-        kappa = class_sums[:, -1]
-        keep = kappa > 0
+        keep = class_sums[0][:, -1] > 0
     if keep.sum() < 2:
         raise ValueError(
             f"Fewer than 2 evaluation points have training mass within the pilot bandwidth {lam:.4g}; "
             "pass a larger bandwidth."
         )
-    return lam, half, eval_idx[keep], class_sums[keep, :-1] / kappa[keep, None]
+    estimates: list[np.ndarray | None] = [None] * len(codes)
+    for i, S in zip(live, class_sums):
+        estimates[i] = S[keep, :-1] / S[keep, -1][:, None]
+    return lam, half, eval_idx[keep], estimates
 
 
 def _default_pair_distance(E: np.ndarray, lam: float) -> float:
@@ -250,13 +277,21 @@ def _steepest_slopes(
     E: np.ndarray, P: np.ndarray, h: float, working_memory: float | None
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Per evaluation point: the steepest slope of ``p̂`` to a point ≥ h away, that point, and the pair count."""
+    (best, partner), n_pairs = _steepest_slopes_of(E, [P], h, working_memory)
+    return best[0], partner[0], n_pairs
+
+
+def _steepest_slopes_of(
+    E: np.ndarray, estimates: list[np.ndarray], h: float, working_memory: float | None
+) -> tuple[tuple[list[np.ndarray], list[np.ndarray]], int]:
+    """:func:`_steepest_slopes` of several estimates ``p̂`` at the same points: one pass of the
+    distances, each estimate's slopes computed from them as it alone would get them."""
 
     from ..engine.host._sums import compiled_module
 
     module = compiled_module()
 
-    def reduce(D: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        rows = slice(start, start + D.shape[0])
+    def one(D: np.ndarray, rows: slice, P: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         done = None if module is None else module.steepest_slopes(D, P[rows], P, h)  # the same bits, one pass
         if done is not None:
             return done
@@ -268,16 +303,19 @@ def _steepest_slopes(
         arg = slope.argmax(axis=1)
         return slope[np.arange(D.shape[0]), arg], arg, far.sum(axis=1)
 
-    best, partner, n_far = (
-        np.concatenate(parts)
-        for parts in zip(*pairwise_distances_chunked(E, reduce_func=reduce, working_memory=working_memory))
-    )
-    n_pairs = int(n_far.sum()) // 2
+    def reduce(D: np.ndarray, start: int) -> tuple[np.ndarray, ...]:
+        rows = slice(start, start + D.shape[0])
+        return tuple(part for P in estimates for part in one(D, rows, P))  # flat: row blocks only
+
+    blocks = list(pairwise_distances_chunked(E, reduce_func=reduce, working_memory=working_memory))
+    best = [np.concatenate([b[3 * j] for b in blocks]) for j in range(len(estimates))]
+    partner = [np.concatenate([b[3 * j + 1] for b in blocks]) for j in range(len(estimates))]
+    n_pairs = int(np.concatenate([b[2] for b in blocks]).sum()) // 2
     if n_pairs == 0:
         raise ValueError(
             f"No two evaluation points are at least min_pair_distance={h:.4g} apart; lower min_pair_distance."
         )
-    return best, partner, n_pairs
+    return (best, partner), n_pairs
 
 
 def _check_offset(offset: Any, n: int, n_classes: int) -> np.ndarray | None:
@@ -529,3 +567,112 @@ def estimate_lipschitz(
     )
     details = dict(est.details, n_used=int(X_arr.shape[0]))
     return dataclasses.replace(est, units=units, details=details)
+
+
+def estimate_lipschitz_draws(
+    X: Any,
+    labels: Any,
+    *,
+    offsets: Any = None,
+    safety_factor: float = 2.0,
+    max_samples: int = 20_000,
+    random_state: int = 0,
+    working_memory: float | None = None,
+) -> list[float | None]:
+    """:func:`estimate_lipschitz`'s ``value`` for each of several labellings of the same rows,
+    bit for bit, with the work that depends on no label done once.
+
+    ``estimate_lipschitz(X, labels[i], offset=offsets[i], random_state=random_state, ...).value``
+    for every ``i``, or None where that call raises ``ValueError`` (a labelling with one class, a
+    pilot half without two classes, no pair far enough apart). The split, the pilot bandwidth, the
+    evaluation rows and every distance and kernel value depend on ``X`` and the seed alone: a noise
+    gate that draws labels many times on one set of rows (``metric="auto"``'s raise-only estimate
+    of ``L_r``) pays for them once, and for each labelling only its own sums and slopes.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+    labels : sequence of array-like of shape (n,)
+    offsets : sequence of (array-like of shape (n, n_classes) or None), optional
+        One per labelling, its columns those of the classes present in it (as ``offset`` of
+        :func:`estimate_lipschitz`); None: no offsets.
+    safety_factor, max_samples, working_memory
+        As in :func:`estimate_lipschitz`.
+    random_state : int, default=0
+        The one seed of every labelling's estimate (an int, so that each is the call it replaces).
+
+    Returns
+    -------
+    list of float or None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.assumptions import estimate_lipschitz, estimate_lipschitz_draws
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(600, 2))
+    >>> draws = [(rng.random(600) < 1 / (1 + np.exp(-k * X[:, 0]))).astype(int) for k in (1, 4)]
+    >>> values = estimate_lipschitz_draws(X, draws + [np.zeros(600)], random_state=3)
+    >>> values[:2] == [estimate_lipschitz(X, y, random_state=3).value for y in draws], values[2]
+    (True, None)
+    """
+    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
+        raise TypeError(f"random_state must be an int (every labelling's seed), got {random_state!r}.")
+    max_samples = _check_int(max_samples, "max_samples", 4)
+    labels = [np.asarray(y) for y in labels]
+    offsets = [None] * len(labels) if offsets is None else list(offsets)
+    if len(offsets) != len(labels):
+        raise ValueError(f"offsets must hold one entry per labelling ({len(labels)}), got {len(offsets)}.")
+    r = check_positive(safety_factor, "safety_factor")
+    if r < 1.0:
+        raise ValueError(f"safety_factor must be >= 1 (it inflates the estimate), got {r!r}.")
+
+    def alone(i: int) -> float | None:
+        try:
+            return estimate_lipschitz(X, labels[i], offset=offsets[i], safety_factor=r, max_samples=max_samples,
+                                      random_state=random_state, working_memory=working_memory).value
+        except ValueError:
+            return None
+
+    X_arr = np.asarray(X)
+    rng = _rng(random_state)
+    keep = None
+    if X_arr.shape[0] > max_samples:  # the subset estimate_lipschitz draws first (no label)
+        keep = np.sort(rng.choice(X_arr.shape[0], size=max_samples, replace=False))
+    codes, checked, valid = [], [], []
+    for y, offset in zip(labels, offsets):
+        try:
+            X_i, y_i, classes, code = _check_data(X_arr, y)
+            off = None if offset is None else _check_offset(offset, X_i.shape[0], classes.shape[0])
+            if keep is not None:
+                X_i, y_i, off = X_i[keep], y_i[keep], None if off is None else off[keep]
+                _, _, classes, code = _check_data(X_i, y_i)
+                off = None if off is None else _check_offset(off, X_i.shape[0], classes.shape[0])
+            valid.append(X_i.shape[0] >= 4)
+        except ValueError:
+            X_i, code, off = None, None, None
+            valid.append(False)
+        codes.append(code)
+        checked.append((X_i, off))
+    live = [i for i in range(len(labels)) if valid[i]]
+    values: list[float | None] = [None] * len(labels)
+    if not live:
+        return values
+    X_used = checked[live[0]][0]
+    try:
+        lam, _, rows, estimates = _pilot_estimates(X_used, [codes[i] for i in live], [checked[i][1] for i in live],
+                                                   rng, "auto", "epanechnikov", 2000, working_memory)
+    except ValueError:
+        return [alone(i) if i in live else None for i in range(len(labels))]
+    shared = [(i, P) for i, P in zip(live, estimates) if P is not None]
+    for i, P in zip(live, estimates):
+        if P is None:  # its pilot half held one class: alone, its rows are dealt class by class
+            values[i] = alone(i)
+    E = X_used[rows]
+    try:
+        (best, _), _ = _steepest_slopes_of(E, [P for _, P in shared], _default_pair_distance(E, lam), working_memory)
+    except ValueError:
+        return values
+    for (i, _), b in zip(shared, best):
+        values[i] = r * float(b[int(np.argmax(b))])
+    return values

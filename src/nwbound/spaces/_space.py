@@ -509,7 +509,7 @@ class LearnedSpace:
         except ValueError:
             return  # no second estimate: the held-out one stands
         if est.value > self.residual_lipschitz_ and _null_maximum(
-                lambda drawn: _estimate_residual(features, drawn, offset, classes, estimate_seed).value,
+                lambda draws: _residual_values(features, draws, offset, classes, estimate_seed),
                 est.value, offset, classes, rs) is not None:
             self.residual_lipschitz_ = float(est.value)
         if est.details["bandwidth"] < self.resolution_:
@@ -538,7 +538,7 @@ class LearnedSpace:
         indicators = lambda labels: labels[:, None] == classes[cols][None, :]  # noqa: E731
         observed = indicators(y)
         z = scan.largest_label_z(observed)
-        noise = _null_maximum(lambda drawn: scan.largest_label_z(indicators(drawn)), z, offset, classes, rs)
+        noise = _null_maximum(_each_draw(lambda drawn: scan.largest_label_z(indicators(drawn))), z, offset, classes, rs)
         value = 0.0 if noise is None else _SCAN_SAFETY * scan.slope(observed - S, threshold=max(noise, 0.0))
         raised = value > self.residual_lipschitz_
         if raised:
@@ -829,25 +829,51 @@ def _estimate_residual(features: np.ndarray, y: np.ndarray, offset: np.ndarray, 
     return estimate_lipschitz(features, y, offset=offset[:, np.searchsorted(classes, present)], random_state=seed)
 
 
+def _residual_values(features: np.ndarray, draws: list, offset: np.ndarray, classes: np.ndarray,
+                     seed: int) -> list[float | None]:
+    """:func:`_estimate_residual`'s value for each label draw (None where it raises ValueError), the
+    work that depends on no label done once (:func:`~nwbound.assumptions.estimate_lipschitz_draws`)."""
+    from ..assumptions import estimate_lipschitz_draws
+
+    offsets = [offset[:, np.searchsorted(classes, np.unique(y))] for y in draws]
+    return estimate_lipschitz_draws(features, draws, offsets=offsets, random_state=seed)
+
+
+def _each_draw(statistic: Any) -> Any:
+    """A batch statistic for :func:`_null_maximum` from one of a single draw (None where it raises ValueError)."""
+    def batch(draws: list) -> list[float | None]:
+        out: list[float | None] = []
+        for drawn in draws:
+            try:
+                out.append(statistic(drawn))
+            except ValueError:
+                out.append(None)
+        return out
+    return batch
+
+
 def _null_maximum(statistic: Any, value: float, offset: np.ndarray, classes: np.ndarray,
                   rs: np.random.RandomState) -> float | None:
-    """The noise gate of the raise-only estimates of ``L_r``: ``statistic(labels)`` on each of
-    ``_NULL_DRAWS`` label draws from the scores themselves (``p = s``: what noise alone shows);
-    the largest of them where every one stays below ``value``, else None (``value`` is within
-    noise). Stops at the first draw that reaches it (noise alone: after two draws on average)."""
+    """The noise gate of the raise-only estimates of ``L_r``: ``statistic`` (a list of label draws
+    to a list of values, None for a draw it cannot score) on each of ``_NULL_DRAWS`` label draws
+    from the scores themselves (``p = s``: what noise alone shows); the largest of them where every
+    one stays below ``value``, else None (``value`` is within noise). Stops at the first draw that
+    reaches it (noise alone: after two draws on average). The draws go to ``statistic`` in
+    batches of 1, 2, 4, … (each draw the same as one at a time: a batch shares the work that
+    depends on no label, and a gate that stops early pays for few draws)."""
     P = np.where(offset.sum(axis=1, keepdims=True) > 0, offset, 1.0)
     cumulative = np.cumsum(P / P.sum(axis=1, keepdims=True), axis=1)
-    largest = -np.inf
-    for _ in range(_NULL_DRAWS):
-        drawn = classes[np.minimum((rs.random_sample(P.shape[0])[:, None] > cumulative).sum(axis=1),
-                                   classes.shape[0] - 1)]
-        try:
-            null = statistic(drawn)
-        except ValueError:
-            continue  # a draw with a single class says nothing about the noise
-        if null >= value:
-            return None
-        largest = max(largest, null)
+    largest, done, batch = -np.inf, 0, 1
+    while done < _NULL_DRAWS:
+        draws = [classes[np.minimum((rs.random_sample(P.shape[0])[:, None] > cumulative).sum(axis=1),
+                                    classes.shape[0] - 1)] for _ in range(min(batch, _NULL_DRAWS - done))]
+        done, batch = done + len(draws), 2 * batch
+        for null in statistic(draws):
+            if null is None:
+                continue  # a draw with a single class says nothing about the noise
+            if null >= value:
+                return None
+            largest = max(largest, null)
     return float(largest)  # -inf: no draw could be scored, nothing says it is noise
 
 
