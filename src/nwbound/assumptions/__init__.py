@@ -26,7 +26,7 @@ units of the space it learns (and warns at fit that it does):
 * :func:`estimate_lipschitz` — pilot-Strongin in the units the classifier sees, on a bounded
   subsample: the pilot of ``lipschitz="auto"`` / ``--lipschitz auto``, whose held-out check then
   keeps the smallest L of a grid around it that other held-out rows do not reject;
-* :func:`estimate_lipschitz_draws` — its value for many labellings of the same rows, the
+* :func:`estimate_lipschitz_draws`, :class:`LipschitzDraws` — its value for many labellings of the same rows, the
   label-free work done once (the noise gate of ``metric="auto"``'s raise-only ``L_r``);
 * :class:`ResidualScan`, :func:`scan_directions`, :func:`plane_features` and
   :func:`plane_directions_fit` — how fast the mean residual of a score
@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from ..lipschitz_check import LipschitzCheck, LipschitzSelection, check_lipschitz, select_lipschitz
 from ._common import UNITS_NOTE, LipschitzEstimate, MarginEstimate, OverlapReport
-from ._lipschitz import estimate_lipschitz, estimate_lipschitz_draws, lipschitz_lower_bound, strongin_lipschitz
+from ._lipschitz import LipschitzDraws, estimate_lipschitz, estimate_lipschitz_draws, lipschitz_lower_bound, strongin_lipschitz
 from ._overlap import empirical_margin, overlap_test
 from ._scan import ResidualScan, plane_directions_fit, plane_features, scan_directions
 from ._sensitivity import sensitivity_report
@@ -62,6 +62,7 @@ __all__ = [
     "check_lipschitz",
     "estimate_lipschitz",
     "estimate_lipschitz_draws",
+    "LipschitzDraws",
     "lipschitz_lower_bound",
     "overlap_test",
     "select_lipschitz",

@@ -180,88 +180,107 @@ def _pilot_estimate(
     (those with training mass in reach) and their ``p̂`` (rows × classes); with ``offset``
     (rows × classes) the NW estimate of ``1{y = c} − offset_c`` instead.
     """
-    lam, half, rows, estimates = _pilot_estimates(X, [codes], [offset], rng, bandwidth, kernel, n_eval, working_memory)
-    return lam, half, rows, estimates[0]
+    geometry = _PilotGeometry(X, rng, bandwidth, kernel, n_eval, working_memory, codes=codes)
+    return geometry.bandwidth, geometry.n_pilot, geometry.rows, geometry.estimate(codes, offset)
 
 
-def _pilot_estimates(
-    X: np.ndarray,
-    codes: list[np.ndarray],
-    offsets: list[np.ndarray | None],
-    rng: np.random.Generator,
-    bandwidth: float | str,
-    kernel: str,
-    n_eval: int,
-    working_memory: float | None,
-) -> tuple[float, int, np.ndarray, list[np.ndarray | None]]:
-    """:func:`_pilot_estimate` of several labellings of the same rows (``codes``, each with its
-    ``offset`` or None): the split, λ, the evaluation rows and the kernel values depend on no
-    label, so they are computed once; each labelling's ``p̂`` is then the one it alone would get,
-    bit for bit (its own product of the same kernel values with its targets). With several, a
-    labelling whose pilot half holds a single class gets None (alone, its rows are dealt class by
-    class instead: another split)."""
-    # The pilot's kernel sums are computed here, not by the classifier: nwbound.estimators calls
-    # this module for lipschitz="auto", so this module must not import it (no import cycle).
-    from ..kernels import get_kernel
+#: Up to this many features the pilot's kernel sums take the pairs within reach from a k-d tree
+#: (a few dozen per row) instead of every pair's distance (the cost of the raise-only L_r in few features).
+_TREE_MAX_FEATURES = 8
 
-    perm = rng.permutation(X.shape[0])
-    half = X.shape[0] // 2
-    pilot_idx, eval_idx = perm[:half], perm[half:]
-    if len(codes) == 1 and np.unique(codes[0][pilot_idx]).shape[0] < 2:
-        # A few dozen rows: a random half can miss a class. Then, and only then, the rows are dealt
-        # class by class in the same random order (the first of each class to the pilot half), so
-        # that every class with two rows or more is on both sides.
-        dealt = perm[np.argsort(codes[0][perm], kind="stable")]
-        rank = np.arange(X.shape[0]) - np.searchsorted(codes[0][dealt], codes[0][dealt])  # place within its class
-        to_pilot = rank % 2 == 0
-        pilot_idx, eval_idx = dealt[to_pilot], dealt[~to_pilot]
-        half = pilot_idx.shape[0]
-    live = [i for i, c in enumerate(codes) if np.unique(c[pilot_idx]).shape[0] >= 2]
-    if not live:
-        raise ValueError("The pilot half holds a single class; give more data or another random_state.")
-    X_pilot = X[pilot_idx]
-    lam = _pilot_bandwidth(X_pilot, rng) if isinstance(bandwidth, str) else float(bandwidth)
-    if eval_idx.shape[0] > n_eval:
-        eval_idx = np.sort(rng.choice(eval_idx, size=n_eval, replace=False))
-    K = get_kernel(kernel)
-    targets = []
-    for i in live:
-        onehot = np.eye(int(codes[i].max()) + 1)[codes[i][pilot_idx]]
-        if offsets[i] is not None:  # residuals of a score: the estimate of p_c − offset_c
-            onehot = onehot - offsets[i][pilot_idx]
-        targets.append(np.hstack([onehot, np.ones((half, 1))]))  # the last column sums κ
 
-    def sums(lam: float) -> list[np.ndarray]:
+class _PilotGeometry:
+    """What a pilot estimate computes before any label: the random half that fits the pilot, λ,
+    the evaluation rows with mass in reach and their kernel values (sparse: a compact kernel
+    reaches a few dozen pilot rows of each). Every labelling of the rows with two classes in the
+    pilot half then gets its ``p̂`` from them (:meth:`estimate`), as it alone would.
+
+    ``codes`` (the labelling of a single estimate): where its pilot half holds a single class, the
+    rows are dealt class by class instead (another split, for that labelling alone)."""
+
+    def __init__(self, X: np.ndarray, rng: np.random.Generator, bandwidth: float | str, kernel: str, n_eval: int,
+                 working_memory: float | None, codes: np.ndarray | None = None):
+        # The pilot's kernel sums are computed here, not by the classifier: nwbound.estimators calls
+        # this module for lipschitz="auto", so this module must not import it (no import cycle).
+        from ..kernels import get_kernel
+
+        perm = rng.permutation(X.shape[0])
+        half = X.shape[0] // 2
+        pilot_idx, eval_idx = perm[:half], perm[half:]
+        if codes is not None and np.unique(codes[pilot_idx]).shape[0] < 2:
+            # A few dozen rows: a random half can miss a class. Then, and only then, the rows are dealt
+            # class by class in the same random order (the first of each class to the pilot half), so
+            # that every class with two rows or more is on both sides.
+            dealt = perm[np.argsort(codes[perm], kind="stable")]
+            rank = np.arange(X.shape[0]) - np.searchsorted(codes[dealt], codes[dealt])  # place within its class
+            to_pilot = rank % 2 == 0
+            pilot_idx, eval_idx = dealt[to_pilot], dealt[~to_pilot]
+            half = pilot_idx.shape[0]
+            if np.unique(codes[pilot_idx]).shape[0] < 2:
+                raise ValueError("The pilot half holds a single class; give more data or another random_state.")
+        X_pilot = X[pilot_idx]
+        lam = _pilot_bandwidth(X_pilot, rng) if isinstance(bandwidth, str) else float(bandwidth)
+        if eval_idx.shape[0] > n_eval:
+            eval_idx = np.sort(rng.choice(eval_idx, size=n_eval, replace=False))
+        profile = get_kernel(kernel)
+        K = _sparse_kernel_values(X[eval_idx], X_pilot, profile, lam, working_memory)
+        kappa = np.asarray(K.sum(axis=1)).ravel()
+        if np.count_nonzero(kappa > 0) < 2 and isinstance(bandwidth, str):
+            # In high dimension distances concentrate (n_features > n_samples, or a score block with
+            # many standardised features beside it): the pilot half's own ⌈√m⌉-th neighbour distances
+            # can fall just short of every evaluation point's distance to the pilot half, and a compact
+            # kernel then reaches none of them. The same label-free rule, measured from the evaluation
+            # points (the median distance to their ⌈√m⌉-th nearest pilot point, the boundary included),
+            # reaches at least half of them.
+            lam = max(lam, _reach_bandwidth(X[eval_idx], X_pilot))
+            K = _sparse_kernel_values(X[eval_idx], X_pilot, profile, lam, working_memory)
+            kappa = np.asarray(K.sum(axis=1)).ravel()
+        keep = kappa > 0
+        if keep.sum() < 2:
+            raise ValueError(
+                f"Fewer than 2 evaluation points have training mass within the pilot bandwidth {lam:.4g}; "
+                "pass a larger bandwidth."
+            )
+        self.bandwidth, self.n_pilot, self.pilot_rows = lam, int(half), pilot_idx
+        self.rows = eval_idx[keep]
+        self._K, self._kappa = K[keep], kappa[keep]
+
+    def estimate(self, codes: np.ndarray, offset: np.ndarray | None = None) -> np.ndarray | None:
+        """``p̂`` of a labelling at :attr:`rows` (rows × classes; with ``offset``, the estimate of
+        ``1{y = c} − offset_c``); None where its pilot half holds a single class."""
+        if np.unique(codes[self.pilot_rows]).shape[0] < 2:
+            return None
         # Only κ and p̂ are needed: the Nadaraya-Watson class sums Σ K(‖x − x_i‖/λ)·1{y_i = c}.
-        def reduce(D: np.ndarray, start: int) -> tuple[np.ndarray, ...]:
-            values = _kernel_values(K, D, lam)
-            return tuple(values @ t for t in targets)  # a tuple of row blocks (pairwise_distances_chunked)
+        onehot = np.eye(int(codes.max()) + 1)[codes[self.pilot_rows]]
+        if offset is not None:  # residuals of a score: the estimate of p_c − offset_c
+            onehot = onehot - offset[self.pilot_rows]
+        return np.asarray(self._K @ onehot) / self._kappa[:, None]
 
-        blocks = list(pairwise_distances_chunked(X[eval_idx], X_pilot, reduce_func=reduce,
-                                                 working_memory=working_memory))
-        return [np.vstack([b[j] for b in blocks]) for j in range(len(targets))]
 
-    class_sums = sums(lam)
-    keep = class_sums[0][:, -1] > 0  # κ > 0: a sum of kernel values, the same for every labelling
-    if keep.sum() < 2 and isinstance(bandwidth, str):
-        # In high dimension distances concentrate (n_features > n_samples, or a score block with
-        # many standardised features beside it): the pilot half's own ⌈√m⌉-th neighbour distances
-        # can fall just short of every evaluation point's distance to the pilot half, and a compact
-        # kernel then reaches none of them. The same label-free rule, measured from the evaluation
-        # points (the median distance to their ⌈√m⌉-th nearest pilot point, the boundary included),
-        # reaches at least half of them.
-        lam = max(lam, _reach_bandwidth(X[eval_idx], X_pilot))
-        class_sums = sums(lam)
-        keep = class_sums[0][:, -1] > 0
-    if keep.sum() < 2:
-        raise ValueError(
-            f"Fewer than 2 evaluation points have training mass within the pilot bandwidth {lam:.4g}; "
-            "pass a larger bandwidth."
-        )
-    estimates: list[np.ndarray | None] = [None] * len(codes)
-    for i, S in zip(live, class_sums):
-        estimates[i] = S[keep, :-1] / S[keep, -1][:, None]
-    return lam, half, eval_idx[keep], estimates
+def _sparse_kernel_values(E: np.ndarray, X_pilot: np.ndarray, profile: Any, lam: float,
+                          working_memory: float | None) -> Any:
+    """``K(‖e − x‖/λ)`` of every evaluation row ``e`` and pilot row ``x``, as a CSR matrix of the
+    pairs in the kernel's support: in few features (``_TREE_MAX_FEATURES``) from a k-d tree's pairs
+    within ``λ``, else from every pair's distance in blocks. A kernel without compact support
+    (every pair counts) takes every pair."""
+    from scipy import sparse
+
+    compact = float(np.asarray(profile(np.array([1.0])))[0]) == 0.0 and float(np.asarray(profile(np.array([2.0])))[0]) == 0.0
+    if compact and E.shape[1] <= _TREE_MAX_FEATURES:
+        from sklearn.neighbors import KDTree
+
+        ind, dist = KDTree(X_pilot).query_radius(E, r=lam, return_distance=True)
+        counts = np.fromiter((i.shape[0] for i in ind), dtype=np.intp, count=E.shape[0])
+        indptr = np.zeros(E.shape[0] + 1, dtype=np.intp)
+        np.cumsum(counts, out=indptr[1:])
+        cols = np.concatenate(ind).astype(np.intp) if counts.sum() else np.zeros(0, np.intp)
+        D = np.concatenate(dist) if counts.sum() else np.zeros(0)
+        values = _kernel_values(profile, D[None, :], lam)[0]
+        return sparse.csr_matrix((values, cols, indptr), shape=(E.shape[0], X_pilot.shape[0]))
+    blocks = list(pairwise_distances_chunked(
+        E, X_pilot, reduce_func=lambda D, start: sparse.csr_matrix(_kernel_values(profile, D, lam)),
+        working_memory=working_memory))
+    return sparse.vstack(blocks, format="csr")
 
 
 def _default_pair_distance(E: np.ndarray, lam: float) -> float:
@@ -569,6 +588,134 @@ def estimate_lipschitz(
     return dataclasses.replace(est, units=units, details=details)
 
 
+class LipschitzDraws:
+    """:func:`estimate_lipschitz`'s ``value`` for many labellings of the same rows ``X``, with the
+    work that depends on no label done once, at construction.
+
+    ``LipschitzDraws(X, random_state=s).values(labels, offsets)[i]`` is
+    ``estimate_lipschitz(X, labels[i], offset=offsets[i], random_state=s).value``, bit for bit,
+    or None where that call raises ``ValueError`` (a labelling with one class, a pilot half
+    without two classes, no pair far enough apart). The subset of rows, the split, the pilot
+    bandwidth, the evaluation rows and their kernel values depend on ``X`` and the seed alone: a
+    noise gate that draws labels many times on one set of rows (``metric="auto"``'s raise-only
+    estimate of ``L_r``) pays for them once, and for each labelling only its own sums and slopes.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+    safety_factor, max_samples, working_memory
+        As in :func:`estimate_lipschitz`.
+    random_state : int, default=0
+        The one seed of every labelling's estimate (an int, so that each is the call it replaces).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.assumptions import LipschitzDraws, estimate_lipschitz
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(600, 2))
+    >>> draws = [(rng.random(600) < 1 / (1 + np.exp(-k * X[:, 0]))).astype(int) for k in (1, 4)]
+    >>> values = LipschitzDraws(X, random_state=3).values(draws + [np.zeros(600)])
+    >>> values[:2] == [estimate_lipschitz(X, y, random_state=3).value for y in draws], values[2]
+    (True, None)
+    """
+
+    def __init__(self, X: Any, *, safety_factor: float = 2.0, max_samples: int = 20_000, random_state: int = 0,
+                 working_memory: float | None = None):
+        if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
+            raise TypeError(f"random_state must be an int (every labelling's seed), got {random_state!r}.")
+        self.max_samples = _check_int(max_samples, "max_samples", 4)
+        self.safety_factor = check_positive(safety_factor, "safety_factor")
+        if self.safety_factor < 1.0:
+            raise ValueError(f"safety_factor must be >= 1 (it inflates the estimate), got {safety_factor!r}.")
+        self.X, self.random_state, self.working_memory = X, int(random_state), working_memory
+        self._shared: tuple | None = None  # (rows' subset, geometry, its rng state) once built
+
+    def _alone(self, y: Any, offset: Any) -> float | None:
+        try:
+            return estimate_lipschitz(self.X, y, offset=offset, safety_factor=self.safety_factor,
+                                      max_samples=self.max_samples, random_state=self.random_state,
+                                      working_memory=self.working_memory).value
+        except ValueError:
+            return None
+
+    def values(self, labels: Any, offsets: Any = None) -> list[float | None]:
+        """The value of each labelling (with its offset: columns of the classes present in it, or None).
+
+        Parameters
+        ----------
+        labels : sequence of array-like of shape (n,)
+        offsets : sequence of (array-like of shape (n, n_classes) or None), optional
+
+        Returns
+        -------
+        list of float or None
+        """
+        labels = list(labels)
+        offsets = [None] * len(labels) if offsets is None else list(offsets)
+        if len(offsets) != len(labels):
+            raise ValueError(f"offsets must hold one entry per labelling ({len(labels)}), got {len(offsets)}.")
+        out: list[float | None] = [None] * len(labels)
+        scored = []  # (labelling, its estimate p̂)
+        for i, (y, offset) in enumerate(zip(labels, offsets)):
+            checked = self._checked(y, offset)
+            if checked is None:
+                continue
+            shared = self._geometry(checked[0])
+            if isinstance(shared, ValueError):
+                out[i] = self._alone(y, offset)  # a single labelling may deal its rows: it is its own call
+                continue
+            P = shared.estimate(checked[1], checked[2])
+            if P is None:  # its pilot half held one class: alone, its rows are dealt class by class
+                out[i] = self._alone(y, offset)
+            else:
+                scored.append((i, P))
+        if scored:
+            geometry = self._shared[1]
+            E = self._shared[0][geometry.rows]
+            try:
+                (best, _), _ = _steepest_slopes_of(E, [P for _, P in scored], _default_pair_distance(E, geometry.bandwidth),
+                                                   self.working_memory)
+            except ValueError:
+                return out
+            for (i, _), b in zip(scored, best):
+                out[i] = self.safety_factor * float(b[int(np.argmax(b))])
+        return out
+
+    def _checked(self, y: Any, offset: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
+        """``(X used, codes, offset)`` as :func:`estimate_lipschitz` then :func:`strongin_lipschitz`
+        check them (the subset of rows drawn first), or None where they refuse them."""
+        try:
+            X_i, y_i, classes, codes = _check_data(self.X, y)
+            off = None if offset is None else _check_offset(offset, X_i.shape[0], classes.shape[0])
+            subset = self._subset(X_i.shape[0])
+            if subset is not None:
+                X_i, y_i, off = X_i[subset], y_i[subset], None if off is None else off[subset]
+                _, _, classes, codes = _check_data(X_i, y_i)
+                off = None if off is None else _check_offset(off, X_i.shape[0], classes.shape[0])
+        except ValueError:
+            return None
+        return (X_i, codes, off) if X_i.shape[0] >= 4 else None
+
+    def _subset(self, n: int) -> np.ndarray | None:
+        if n <= self.max_samples:
+            return None
+        rng = _rng(self.random_state)  # the subset estimate_lipschitz draws first (no label)
+        return np.sort(rng.choice(n, size=self.max_samples, replace=False))
+
+    def _geometry(self, X_used: np.ndarray) -> "_PilotGeometry | ValueError":
+        if self._shared is None:
+            rng = _rng(self.random_state)
+            if X_used.shape[0] < np.asarray(self.X).shape[0]:
+                rng.choice(np.asarray(self.X).shape[0], size=self.max_samples, replace=False)  # as _subset drew
+            try:
+                geometry: Any = _PilotGeometry(X_used, rng, "auto", "epanechnikov", 2000, self.working_memory)
+            except ValueError as exc:
+                geometry = exc
+            self._shared = (X_used, geometry)
+        return self._shared[1]
+
+
 def estimate_lipschitz_draws(
     X: Any,
     labels: Any,
@@ -579,31 +726,9 @@ def estimate_lipschitz_draws(
     random_state: int = 0,
     working_memory: float | None = None,
 ) -> list[float | None]:
-    """:func:`estimate_lipschitz`'s ``value`` for each of several labellings of the same rows,
-    bit for bit, with the work that depends on no label done once.
-
-    ``estimate_lipschitz(X, labels[i], offset=offsets[i], random_state=random_state, ...).value``
-    for every ``i``, or None where that call raises ``ValueError`` (a labelling with one class, a
-    pilot half without two classes, no pair far enough apart). The split, the pilot bandwidth, the
-    evaluation rows and every distance and kernel value depend on ``X`` and the seed alone: a noise
-    gate that draws labels many times on one set of rows (``metric="auto"``'s raise-only estimate
-    of ``L_r``) pays for them once, and for each labelling only its own sums and slopes.
-
-    Parameters
-    ----------
-    X : array-like of shape (n, d)
-    labels : sequence of array-like of shape (n,)
-    offsets : sequence of (array-like of shape (n, n_classes) or None), optional
-        One per labelling, its columns those of the classes present in it (as ``offset`` of
-        :func:`estimate_lipschitz`); None: no offsets.
-    safety_factor, max_samples, working_memory
-        As in :func:`estimate_lipschitz`.
-    random_state : int, default=0
-        The one seed of every labelling's estimate (an int, so that each is the call it replaces).
-
-    Returns
-    -------
-    list of float or None
+    """:func:`estimate_lipschitz`'s ``value`` for each of several labellings of the same rows, bit
+    for bit, the work that depends on no label done once: ``LipschitzDraws(X, ...).values(labels,
+    offsets)`` (:class:`LipschitzDraws`).
 
     Examples
     --------
@@ -611,68 +736,9 @@ def estimate_lipschitz_draws(
     >>> from nwbound.assumptions import estimate_lipschitz, estimate_lipschitz_draws
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-1, 1, size=(600, 2))
-    >>> draws = [(rng.random(600) < 1 / (1 + np.exp(-k * X[:, 0]))).astype(int) for k in (1, 4)]
-    >>> values = estimate_lipschitz_draws(X, draws + [np.zeros(600)], random_state=3)
-    >>> values[:2] == [estimate_lipschitz(X, y, random_state=3).value for y in draws], values[2]
-    (True, None)
+    >>> y = (rng.random(600) < 1 / (1 + np.exp(-2 * X[:, 0]))).astype(int)
+    >>> estimate_lipschitz_draws(X, [y], random_state=3) == [estimate_lipschitz(X, y, random_state=3).value]
+    True
     """
-    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
-        raise TypeError(f"random_state must be an int (every labelling's seed), got {random_state!r}.")
-    max_samples = _check_int(max_samples, "max_samples", 4)
-    labels = [np.asarray(y) for y in labels]
-    offsets = [None] * len(labels) if offsets is None else list(offsets)
-    if len(offsets) != len(labels):
-        raise ValueError(f"offsets must hold one entry per labelling ({len(labels)}), got {len(offsets)}.")
-    r = check_positive(safety_factor, "safety_factor")
-    if r < 1.0:
-        raise ValueError(f"safety_factor must be >= 1 (it inflates the estimate), got {r!r}.")
-
-    def alone(i: int) -> float | None:
-        try:
-            return estimate_lipschitz(X, labels[i], offset=offsets[i], safety_factor=r, max_samples=max_samples,
-                                      random_state=random_state, working_memory=working_memory).value
-        except ValueError:
-            return None
-
-    X_arr = np.asarray(X)
-    rng = _rng(random_state)
-    keep = None
-    if X_arr.shape[0] > max_samples:  # the subset estimate_lipschitz draws first (no label)
-        keep = np.sort(rng.choice(X_arr.shape[0], size=max_samples, replace=False))
-    codes, checked, valid = [], [], []
-    for y, offset in zip(labels, offsets):
-        try:
-            X_i, y_i, classes, code = _check_data(X_arr, y)
-            off = None if offset is None else _check_offset(offset, X_i.shape[0], classes.shape[0])
-            if keep is not None:
-                X_i, y_i, off = X_i[keep], y_i[keep], None if off is None else off[keep]
-                _, _, classes, code = _check_data(X_i, y_i)
-                off = None if off is None else _check_offset(off, X_i.shape[0], classes.shape[0])
-            valid.append(X_i.shape[0] >= 4)
-        except ValueError:
-            X_i, code, off = None, None, None
-            valid.append(False)
-        codes.append(code)
-        checked.append((X_i, off))
-    live = [i for i in range(len(labels)) if valid[i]]
-    values: list[float | None] = [None] * len(labels)
-    if not live:
-        return values
-    X_used = checked[live[0]][0]
-    try:
-        lam, _, rows, estimates = _pilot_estimates(X_used, [codes[i] for i in live], [checked[i][1] for i in live],
-                                                   rng, "auto", "epanechnikov", 2000, working_memory)
-    except ValueError:
-        return [alone(i) if i in live else None for i in range(len(labels))]
-    shared = [(i, P) for i, P in zip(live, estimates) if P is not None]
-    for i, P in zip(live, estimates):
-        if P is None:  # its pilot half held one class: alone, its rows are dealt class by class
-            values[i] = alone(i)
-    E = X_used[rows]
-    try:
-        (best, _), _ = _steepest_slopes_of(E, [P for _, P in shared], _default_pair_distance(E, lam), working_memory)
-    except ValueError:
-        return values
-    for (i, _), b in zip(shared, best):
-        values[i] = r * float(b[int(np.argmax(b))])
-    return values
+    return LipschitzDraws(X, safety_factor=safety_factor, max_samples=max_samples, random_state=random_state,
+                          working_memory=working_memory).values(labels, offsets)

@@ -509,8 +509,7 @@ class LearnedSpace:
         except ValueError:
             return  # no second estimate: the held-out one stands
         if est.value > self.residual_lipschitz_ and _null_maximum(
-                lambda draws: _residual_values(features, draws, offset, classes, estimate_seed),
-                est.value, offset, classes, rs) is not None:
+                _residual_values(features, offset, classes, estimate_seed), est.value, offset, classes, rs) is not None:
             self.residual_lipschitz_ = float(est.value)
         if est.details["bandwidth"] < self.resolution_:
             self.resolution_, self.n_resolution_rows_ = float(est.details["bandwidth"]), int(est.details["n_used"])
@@ -829,14 +828,14 @@ def _estimate_residual(features: np.ndarray, y: np.ndarray, offset: np.ndarray, 
     return estimate_lipschitz(features, y, offset=offset[:, np.searchsorted(classes, present)], random_state=seed)
 
 
-def _residual_values(features: np.ndarray, draws: list, offset: np.ndarray, classes: np.ndarray,
-                     seed: int) -> list[float | None]:
-    """:func:`_estimate_residual`'s value for each label draw (None where it raises ValueError), the
-    work that depends on no label done once (:func:`~nwbound.assumptions.estimate_lipschitz_draws`)."""
-    from ..assumptions import estimate_lipschitz_draws
+def _residual_values(features: np.ndarray, offset: np.ndarray, classes: np.ndarray, seed: int) -> Any:
+    """A batch statistic for :func:`_null_maximum`: :func:`_estimate_residual`'s value for each label
+    draw (None where it raises ValueError), the work that depends on no label done once for every
+    batch (:class:`~nwbound.assumptions.LipschitzDraws`)."""
+    from ..assumptions import LipschitzDraws
 
-    offsets = [offset[:, np.searchsorted(classes, np.unique(y))] for y in draws]
-    return estimate_lipschitz_draws(features, draws, offsets=offsets, random_state=seed)
+    draws_of = LipschitzDraws(features, random_state=seed)
+    return lambda draws: draws_of.values(draws, [offset[:, np.searchsorted(classes, np.unique(y))] for y in draws])
 
 
 def _each_draw(statistic: Any) -> Any:
