@@ -93,3 +93,25 @@ def test_the_default_models_raise_only_estimate_is_unchanged_by_batching(seed, m
     assert batched.metric_.residual_lipschitz_ == single.metric_.residual_lipschitz_
     Q = X[:300]
     assert np.array_equal(batched.predict_interval(Q).lower, single.predict_interval(Q).lower)
+
+
+@pytest.mark.parametrize("d", [2, 12])  # a k-d tree's pairs within reach, and every pair's distance
+def test_the_pilot_estimate_is_the_slow_nadaraya_watson_formula(d):
+    """p̂ of the pilot at its evaluation rows: Σ K(‖e − x‖/λ)·(1{y = c} − offset_c) / Σ K(‖e − x‖/λ)
+    over the pilot rows, written here with every pair's distance (scipy's cdist)."""
+    from scipy.spatial.distance import cdist
+
+    from nwbound.assumptions._lipschitz import _PilotGeometry
+    from nwbound.kernels import get_kernel
+
+    X, P, draws = _field(1200, d, 5, k=3)
+    codes = draws[0]
+    geometry = _PilotGeometry(X, np.random.default_rng(4), "auto", "epanechnikov", 2000, None, codes=codes)
+    got = geometry.estimate(codes, P)
+    pilot, rows, lam = geometry.pilot_rows, geometry.rows, geometry.bandwidth
+    K = np.asarray(get_kernel("epanechnikov")(cdist(X[rows], X[pilot]) / lam), dtype=np.float64)
+    targets = np.eye(3)[codes[pilot]] - P[pilot]
+    np.testing.assert_allclose(got, (K @ targets) / K.sum(axis=1)[:, None], rtol=1e-12, atol=1e-13)
+    assert np.all(K.sum(axis=1) > 0)  # the rows kept are those with mass in reach
+    every = np.setdiff1d(np.arange(X.shape[0]), pilot)
+    assert rows.shape[0] <= every.shape[0] and np.isin(rows, every).all()
