@@ -27,7 +27,7 @@ def _field(n, d, seed, k=2):
     return X, P, draws
 
 
-@pytest.mark.parametrize("n, d, k", [(1500, 2, 2), (900, 5, 3), (400, 1, 2)])
+@pytest.mark.parametrize("n, d, k", [(1500, 2, 2), (900, 5, 3), (400, 1, 2), (700, 10, 2)])  # 10: every pair
 def test_each_value_is_the_one_estimate_lipschitz_gives_alone(n, d, k):
     X, P, draws = _field(n, d, n, k)
     offsets = [P[:, np.unique(y)] for y in draws]
@@ -107,7 +107,7 @@ def test_the_pilot_estimate_is_the_slow_nadaraya_watson_formula(d):
     X, P, draws = _field(1200, d, 5, k=3)
     codes = draws[0]
     geometry = _PilotGeometry(X, np.random.default_rng(4), "auto", "epanechnikov", 2000, None, codes=codes)
-    got = geometry.estimate(codes, P)
+    (got,) = geometry.estimates([(codes, P)])
     pilot, rows, lam = geometry.pilot_rows, geometry.rows, geometry.bandwidth
     K = np.asarray(get_kernel("epanechnikov")(cdist(X[rows], X[pilot]) / lam), dtype=np.float64)
     targets = np.eye(3)[codes[pilot]] - P[pilot]

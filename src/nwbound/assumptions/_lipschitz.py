@@ -181,7 +181,10 @@ def _pilot_estimate(
     (rows × classes) the NW estimate of ``1{y = c} − offset_c`` instead.
     """
     geometry = _PilotGeometry(X, rng, bandwidth, kernel, n_eval, working_memory, codes=codes)
-    return geometry.bandwidth, geometry.n_pilot, geometry.rows, geometry.estimate(codes, offset)
+    (estimate,) = geometry.estimates([(codes, offset)])
+    if estimate is None:
+        raise ValueError("The pilot half holds a single class; give more data or another random_state.")
+    return geometry.bandwidth, geometry.n_pilot, geometry.rows, estimate
 
 
 #: Up to this many features the pilot's kernel sums take the pairs within reach from a k-d tree
@@ -190,10 +193,14 @@ _TREE_MAX_FEATURES = 8
 
 
 class _PilotGeometry:
-    """What a pilot estimate computes before any label: the random half that fits the pilot, λ,
-    the evaluation rows with mass in reach and their kernel values (sparse: a compact kernel
-    reaches a few dozen pilot rows of each). Every labelling of the rows with two classes in the
-    pilot half then gets its ``p̂`` from them (:meth:`estimate`), as it alone would.
+    """What a pilot estimate computes before any label: the random half that fits the pilot, λ and
+    the evaluation rows. Every labelling of the rows with two classes in the pilot half then gets
+    its ``p̂`` from it (:meth:`estimates`), as it alone would.
+
+    In few features (``_TREE_MAX_FEATURES``, a compact kernel) the kernel values of the pairs within
+    reach (a few dozen pilot rows for each evaluation row) come from a k-d tree, once, and are kept
+    (sparse); otherwise each call of :meth:`estimates` takes every pair's distance in blocks, as
+    round 16 did, and keeps nothing (a dense block of every pair would not fit in bounded memory).
 
     ``codes`` (the labelling of a single estimate): where its pilot half holds a single class, the
     rows are dealt class by class instead (another split, for that labelling alone)."""
@@ -216,71 +223,96 @@ class _PilotGeometry:
             to_pilot = rank % 2 == 0
             pilot_idx, eval_idx = dealt[to_pilot], dealt[~to_pilot]
             half = pilot_idx.shape[0]
-            if np.unique(codes[pilot_idx]).shape[0] < 2:
-                raise ValueError("The pilot half holds a single class; give more data or another random_state.")
-        X_pilot = X[pilot_idx]
-        lam = _pilot_bandwidth(X_pilot, rng) if isinstance(bandwidth, str) else float(bandwidth)
+        self._X_pilot = X[pilot_idx]
+        self.bandwidth = _pilot_bandwidth(self._X_pilot, rng) if isinstance(bandwidth, str) else float(bandwidth)
         if eval_idx.shape[0] > n_eval:
             eval_idx = np.sort(rng.choice(eval_idx, size=n_eval, replace=False))
-        profile = get_kernel(kernel)
-        K = _sparse_kernel_values(X[eval_idx], X_pilot, profile, lam, working_memory)
-        kappa = np.asarray(K.sum(axis=1)).ravel()
-        if np.count_nonzero(kappa > 0) < 2 and isinstance(bandwidth, str):
+        self.n_pilot, self.pilot_rows, self._eval = int(half), pilot_idx, eval_idx
+        self._rule, self._working_memory = isinstance(bandwidth, str), working_memory
+        self._profile = get_kernel(kernel)
+        compact = all(float(np.asarray(self._profile(np.array([u])))[0]) == 0.0 for u in (1.0, 2.0))
+        self._K: Any = None
+        self.rows: np.ndarray | None = None
+        if compact and X.shape[1] <= _TREE_MAX_FEATURES:
+            K = self._tree_values(X[eval_idx])
+            kappa = np.asarray(K.sum(axis=1)).ravel()
+            if np.count_nonzero(kappa > 0) < 2 and self._rule:
+                self.bandwidth = max(self.bandwidth, _reach_bandwidth(X[eval_idx], self._X_pilot))  # as below
+                K = self._tree_values(X[eval_idx])
+                kappa = np.asarray(K.sum(axis=1)).ravel()
+            self._keep(kappa)
+            self._K, self._kappa = K[kappa > 0], kappa[kappa > 0]
+        self._E_all = X[eval_idx]
+
+    def _tree_values(self, E: np.ndarray) -> Any:
+        """The CSR matrix of ``K(‖e − x‖/λ)`` over the pairs within ``λ`` (a k-d tree's)."""
+        from scipy import sparse
+        from sklearn.neighbors import KDTree
+
+        ind, dist = KDTree(self._X_pilot).query_radius(E, r=self.bandwidth, return_distance=True)
+        counts = np.fromiter((i.shape[0] for i in ind), dtype=np.intp, count=E.shape[0])
+        indptr = np.zeros(E.shape[0] + 1, dtype=np.intp)
+        np.cumsum(counts, out=indptr[1:])
+        cols = np.concatenate(ind).astype(np.intp) if counts.sum() else np.zeros(0, np.intp)
+        D = np.concatenate(dist) if counts.sum() else np.zeros(0)
+        values = _kernel_values(self._profile, D[None, :], self.bandwidth)[0]
+        return sparse.csr_matrix((values, cols, indptr), shape=(E.shape[0], self._X_pilot.shape[0]))
+
+    def _keep(self, kappa: np.ndarray) -> None:
+        if np.count_nonzero(kappa > 0) < 2:
+            raise ValueError(
+                f"Fewer than 2 evaluation points have training mass within the pilot bandwidth {self.bandwidth:.4g}; "
+                "pass a larger bandwidth."
+            )
+        self.rows = self._eval[kappa > 0]
+
+    def estimates(self, labellings: list[tuple[np.ndarray, np.ndarray | None]]) -> list[np.ndarray | None]:
+        """``p̂`` of each labelling ``(codes, offset or None)`` at :attr:`rows` (rows × classes; with an
+        offset, the estimate of ``1{y = c} − offset_c``); None where its pilot half holds a single class."""
+        out: list[np.ndarray | None] = [None] * len(labellings)
+        live, targets = [], []
+        for i, (codes, offset) in enumerate(labellings):
+            if np.unique(codes[self.pilot_rows]).shape[0] < 2:
+                continue
+            # Only κ and p̂ are needed: the Nadaraya-Watson class sums Σ K(‖x − x_i‖/λ)·1{y_i = c}.
+            onehot = np.eye(int(codes.max()) + 1)[codes[self.pilot_rows]]
+            if offset is not None:  # residuals of a score: the estimate of p_c − offset_c
+                onehot = onehot - offset[self.pilot_rows]
+            live.append(i)
+            targets.append(onehot)
+        if not live:
+            return out
+        if self._K is not None:
+            for i, t in zip(live, targets):
+                out[i] = np.asarray(self._K @ t) / self._kappa[:, None]
+            return out
+        full = [np.hstack([t, np.ones((t.shape[0], 1))]) for t in targets]  # the last column sums κ
+        sums = self._dense_sums(full)
+        if self.rows is None and np.count_nonzero(sums[0][:, -1] > 0) < 2 and self._rule:
             # In high dimension distances concentrate (n_features > n_samples, or a score block with
             # many standardised features beside it): the pilot half's own ⌈√m⌉-th neighbour distances
             # can fall just short of every evaluation point's distance to the pilot half, and a compact
             # kernel then reaches none of them. The same label-free rule, measured from the evaluation
             # points (the median distance to their ⌈√m⌉-th nearest pilot point, the boundary included),
             # reaches at least half of them.
-            lam = max(lam, _reach_bandwidth(X[eval_idx], X_pilot))
-            K = _sparse_kernel_values(X[eval_idx], X_pilot, profile, lam, working_memory)
-            kappa = np.asarray(K.sum(axis=1)).ravel()
+            self.bandwidth = max(self.bandwidth, _reach_bandwidth(self._E_all, self._X_pilot))
+            sums = self._dense_sums(full)
+        kappa = sums[0][:, -1]  # a sum of kernel values: the same for every labelling
+        self._keep(kappa)
         keep = kappa > 0
-        if keep.sum() < 2:
-            raise ValueError(
-                f"Fewer than 2 evaluation points have training mass within the pilot bandwidth {lam:.4g}; "
-                "pass a larger bandwidth."
-            )
-        self.bandwidth, self.n_pilot, self.pilot_rows = lam, int(half), pilot_idx
-        self.rows = eval_idx[keep]
-        self._K, self._kappa = K[keep], kappa[keep]
+        for i, S in zip(live, sums):
+            out[i] = S[keep, :-1] / S[keep, -1][:, None]
+        return out
 
-    def estimate(self, codes: np.ndarray, offset: np.ndarray | None = None) -> np.ndarray | None:
-        """``p̂`` of a labelling at :attr:`rows` (rows × classes; with ``offset``, the estimate of
-        ``1{y = c} − offset_c``); None where its pilot half holds a single class."""
-        if np.unique(codes[self.pilot_rows]).shape[0] < 2:
-            return None
-        # Only κ and p̂ are needed: the Nadaraya-Watson class sums Σ K(‖x − x_i‖/λ)·1{y_i = c}.
-        onehot = np.eye(int(codes.max()) + 1)[codes[self.pilot_rows]]
-        if offset is not None:  # residuals of a score: the estimate of p_c − offset_c
-            onehot = onehot - offset[self.pilot_rows]
-        return np.asarray(self._K @ onehot) / self._kappa[:, None]
+    def _dense_sums(self, targets: list[np.ndarray]) -> list[np.ndarray]:
+        """Each target block's kernel sums at every evaluation row, from every pair's distance in blocks."""
+        def reduce(D: np.ndarray, start: int) -> tuple[np.ndarray, ...]:
+            values = _kernel_values(self._profile, D, self.bandwidth)
+            return tuple(values @ t for t in targets)  # a tuple of row blocks (pairwise_distances_chunked)
 
-
-def _sparse_kernel_values(E: np.ndarray, X_pilot: np.ndarray, profile: Any, lam: float,
-                          working_memory: float | None) -> Any:
-    """``K(‖e − x‖/λ)`` of every evaluation row ``e`` and pilot row ``x``, as a CSR matrix of the
-    pairs in the kernel's support: in few features (``_TREE_MAX_FEATURES``) from a k-d tree's pairs
-    within ``λ``, else from every pair's distance in blocks. A kernel without compact support
-    (every pair counts) takes every pair."""
-    from scipy import sparse
-
-    compact = float(np.asarray(profile(np.array([1.0])))[0]) == 0.0 and float(np.asarray(profile(np.array([2.0])))[0]) == 0.0
-    if compact and E.shape[1] <= _TREE_MAX_FEATURES:
-        from sklearn.neighbors import KDTree
-
-        ind, dist = KDTree(X_pilot).query_radius(E, r=lam, return_distance=True)
-        counts = np.fromiter((i.shape[0] for i in ind), dtype=np.intp, count=E.shape[0])
-        indptr = np.zeros(E.shape[0] + 1, dtype=np.intp)
-        np.cumsum(counts, out=indptr[1:])
-        cols = np.concatenate(ind).astype(np.intp) if counts.sum() else np.zeros(0, np.intp)
-        D = np.concatenate(dist) if counts.sum() else np.zeros(0)
-        values = _kernel_values(profile, D[None, :], lam)[0]
-        return sparse.csr_matrix((values, cols, indptr), shape=(E.shape[0], X_pilot.shape[0]))
-    blocks = list(pairwise_distances_chunked(
-        E, X_pilot, reduce_func=lambda D, start: sparse.csr_matrix(_kernel_values(profile, D, lam)),
-        working_memory=working_memory))
-    return sparse.vstack(blocks, format="csr")
+        blocks = list(pairwise_distances_chunked(self._E_all, self._X_pilot, reduce_func=reduce,
+                                                 working_memory=self._working_memory))
+        return [np.vstack([b[j] for b in blocks]) for j in range(len(targets))]
 
 
 def _default_pair_distance(E: np.ndarray, lam: float) -> float:
@@ -665,11 +697,16 @@ class LipschitzDraws:
             if isinstance(shared, ValueError):
                 out[i] = self._alone(y, offset)  # a single labelling may deal its rows: it is its own call
                 continue
-            P = shared.estimate(checked[1], checked[2])
-            if P is None:  # its pilot half held one class: alone, its rows are dealt class by class
-                out[i] = self._alone(y, offset)
-            else:
-                scored.append((i, P))
+            scored.append((i, (checked[1], checked[2])))
+        if scored:
+            try:
+                estimates = self._shared[1].estimates([labelling for _, labelling in scored])
+            except ValueError:  # no two evaluation rows with mass in reach, whatever the labels
+                return out
+            alone = [i for (i, _), P in zip(scored, estimates) if P is None]
+            for i in alone:  # its pilot half held one class: alone, its rows are dealt class by class
+                out[i] = self._alone(labels[i], offsets[i])
+            scored = [(i, P) for (i, _), P in zip(scored, estimates) if P is not None]
         if scored:
             geometry = self._shared[1]
             E = self._shared[0][geometry.rows]
