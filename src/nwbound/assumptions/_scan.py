@@ -14,11 +14,18 @@ from typing import Any
 import numpy as np
 from sklearn.utils import check_random_state
 
-__all__ = ["ResidualScan", "plane_directions_fit", "plane_features", "scan_directions"]
+__all__ = ["ResidualScan", "plane_directions_fit", "plane_features", "scan_directions", "scan_min_window"]
 
 #: The finest window of the scan, in rows: a mean of fewer rows is too far from normal for its
 #: z-score to mean much, and each finer scale adds tests (the noise gate then asks more).
 SCAN_MIN_WINDOW = 32
+#: On fewer rows the finest window shrinks with them, to ``n/SCAN_WINDOW_SHARE`` rows but no fewer
+#: than ``SCAN_SMALL_WINDOW`` (:func:`scan_min_window`): 32 rows of 700 are 0.15 std of a feature,
+#: as wide as a ripple that 2 000 rows resolve, and a ripple averaged within each window is
+#: invisible to every statistic of the scan. The aggregated statistic (:meth:`ResidualScan.label_statistics`)
+#: sums many such small windows' z², where one window's z means little.
+SCAN_WINDOW_SHARE = 64
+SCAN_SMALL_WINDOW = 8
 #: Random unit directions beside the coordinate axes: they space the half-circle at about 11° in
 #: two features, so an oblique structure a few windows wide is seen; in many features a random
 #: direction is nearly orthogonal to any fixed one (cosine ~ 1/√d), and more would cost time for
@@ -42,6 +49,21 @@ _NOISE_FLOOR = 0.25
 #: Spreads at most this share of a direction's range count as 0 in :meth:`ResidualScan.slope` (far
 #: above the rounding of the cumulative sums, ~n·1e-16 of it, far below any spread a window resolves).
 _ROUNDING_SPREAD = 1e-9
+
+
+def scan_min_window(n_rows: int) -> int:
+    """The finest window of the scan of ``n_rows`` rows: ``SCAN_MIN_WINDOW`` (32) from 2 048 rows on,
+    below that ``n_rows // SCAN_WINDOW_SHARE`` rows but at least ``SCAN_SMALL_WINDOW`` (8). Uses no labels.
+
+    Examples
+    --------
+    >>> from nwbound.assumptions import scan_min_window
+    >>> scan_min_window(8000), scan_min_window(2048), scan_min_window(760), scan_min_window(300)
+    (32, 32, 11, 8)
+    """
+    if isinstance(n_rows, bool) or not isinstance(n_rows, (int, np.integer)) or n_rows < 0:
+        raise ValueError(f"n_rows must be a non-negative integer, got {n_rows!r}.")
+    return int(min(SCAN_MIN_WINDOW, max(SCAN_SMALL_WINDOW, int(n_rows) // SCAN_WINDOW_SHARE)))
 
 
 def n_plane_directions(n_features: int, n_plane_features: int | None = None) -> int:
@@ -301,6 +323,9 @@ class ResidualScan:
             size.append(np.full(starts.shape[0], m))
         self._lo = np.concatenate(lo) if lo else np.zeros(0, np.intp)
         self.pair_window = np.concatenate(size).astype(np.intp) if size else np.zeros(0, np.intp)
+        # the pairs of each window size, contiguous: their start in the pair list, then the end
+        self._group_starts = np.flatnonzero(np.r_[True, np.diff(self.pair_window) != 0]) if size else np.zeros(0, np.intp)
+        self._group_sizes = np.diff(np.r_[self._group_starts, self.pair_window.shape[0]])
         self._m = self.pair_window.astype(np.float64)
         # every start and size is a multiple of one block (8 rows at the default): sums of blocks,
         # then a cumulative sum over n/block of them, give every window sum (the cumulative sum is
@@ -404,6 +429,23 @@ class ResidualScan:
         >>> bool(np.isclose(scan.largest_label_z(y), scan.largest_z(y - s)))
         True
         """
+        return self.label_statistics(indicators)[0]
+
+    def label_statistics(self, indicators: Any) -> tuple[float, float]:
+        """``(largest z, largest aggregated z)`` of ``indicators − scores``: :meth:`largest_label_z`
+        and :meth:`aggregated_z`, from one pass of the counts (the noise gate's draws need both).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.assumptions import ResidualScan
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(500, 2)); s = np.full(500, 0.3); y = rng.random(500) < s
+        >>> scan = ResidualScan(X, np.eye(2), s * (1 - s), scores=s)
+        >>> z, chi = scan.label_statistics(y)
+        >>> bool(np.isclose(z, scan.largest_z(y - s)) and np.isclose(chi, scan.aggregated_z(y - s)))
+        True
+        """
         if self._label_offset is None:
             raise ValueError("largest_label_z needs the scores: build the scan with scores=.")
         I = _columns(indicators, "indicators")
@@ -411,8 +453,8 @@ class ResidualScan:
             raise ValueError(f"indicators must be 0 or 1, of shape ({self._n_rows}, {self._n_columns}); got "
                              f"shape {np.shape(indicators)}.")
         if not self._lo.shape[0]:
-            return 0.0
-        largest = 0.0
+            return 0.0, 0.0
+        largest, aggregated = 0.0, -np.inf
         for c in range(I.shape[1]):
             ones = np.take(I[:, c].astype(np.uint8), self._order)  # (k, rows in whole blocks)
             if self._block % 8 == 0:  # 8 bytes as one word: their sum is the top byte of word·0x0101…01
@@ -425,7 +467,72 @@ class ResidualScan:
             C = np.zeros((blocks.shape[0], blocks.shape[1] + 1), dtype=np.int64)
             np.cumsum(blocks, axis=-1, out=C[:, 1:])
             count = C[:, self._hi] - 2 * C[:, self._mid] + C[:, self._lo]
-            largest = max(largest, float(np.max(np.abs(count * self._label_scale[c] - self._label_offset[c]))))
+            z = count * self._label_scale[c] - self._label_offset[c]
+            largest = max(largest, float(np.max(np.abs(z))))
+            aggregated = max(aggregated, self._aggregated(z))
+        return largest, aggregated
+
+    def _aggregated(self, z: np.ndarray) -> float:
+        """The largest, over directions and window sizes, of ``(Σ z² − N)/√(2N)`` over the ``N``
+        pairs of one window size along one direction (``z``: (k, n_pairs))."""
+        sums = np.add.reduceat(z * z, self._group_starts, axis=1)  # (k, window sizes)
+        N = self._group_sizes.astype(np.float64)
+        return float(np.max((sums - N) / np.sqrt(2.0 * N)))
+
+    def aggregated_z(self, residuals: Any) -> float:
+        """The largest, over directions, window sizes and columns, of ``(Σ z² − N)/√(2N)``, the
+        sum over the ``N`` window pairs of one size along one direction of ``z = difference/noise``:
+        about a standard normal where the residuals' local mean does not move along it (the pairs
+        overlap, so more spread: a noise gate calibrates it). Where the mean moves at a scale the
+        windows resolve but by less than one pair's noise, each pair says little and their sum
+        says much: a ripple finer than any isotropic estimate sees, on a few hundred rows.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.assumptions import ResidualScan
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(0, 1, (800, 1))
+        >>> p = 0.5 + 0.4 * np.sin(2 * np.pi * X[:, 0] / 0.05)  # 20 periods, 40 rows each
+        >>> scan = ResidualScan(X, np.ones((1, 1)), np.full(800, 0.25), min_window=8)
+        >>> flat = (rng.random(800) < 0.5) - 0.5
+        >>> bool(scan.aggregated_z((rng.random(800) < p) - 0.5) > 5 * max(scan.aggregated_z(flat), 1.0))
+        True
+        """
+        if not self._lo.shape[0]:
+            return 0.0
+        D = self._differences(residuals)  # (C, k, n_pairs)
+        return max(self._aggregated(D[c] / self._noise[c]) for c in range(D.shape[0]))
+
+    def aggregated_slope(self, residuals: Any, threshold: float = 0.0) -> float:
+        """The largest root-mean-square slope beyond noise, over directions, window sizes and
+        columns: ``√(mean d² − (1 + threshold·√(2/N))·mean noise²) / mean spread`` of the ``N``
+        pairs of one size along one direction, where positive (``threshold``: the aggregated z
+        that noise alone reaches, :meth:`aggregated_z`). A root mean square is at most the largest
+        slope among the pairs: a lower value of the local slope, as :meth:`slope` is.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.assumptions import ResidualScan
+        >>> X = np.arange(256.0)[:, None]; r = X[:, 0] / 256  # slope 1/256 per unit of X
+        >>> scan = ResidualScan(X, np.ones((1, 1)), np.full(256, 0.25))
+        >>> round(scan.aggregated_slope(r) * 256, 3) <= 1.0, scan.aggregated_slope(r, threshold=1e9)
+        (True, 0.0)
+        """
+        if not self._lo.shape[0]:
+            return 0.0
+        D = self._differences(residuals)
+        N = self._group_sizes.astype(np.float64)
+        spread = np.add.reduceat(self._spread, self._group_starts, axis=1) / N  # (k, window sizes)
+        largest = 0.0
+        for c in range(D.shape[0]):
+            d2 = np.add.reduceat(D[c] ** 2, self._group_starts, axis=1) / N
+            n2 = np.add.reduceat(self._noise[c] ** 2, self._group_starts, axis=1) / N
+            excess = d2 - (1.0 + float(threshold) * np.sqrt(2.0 / N)) * n2
+            ok = (excess > 0) & (spread > self._least_spread[:, None])
+            if np.any(ok):
+                largest = max(largest, float(np.max(np.sqrt(excess[ok]) / spread[ok])))
         return largest
 
     def slope(self, residuals: Any, threshold: float = 0.0) -> float:

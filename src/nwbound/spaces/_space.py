@@ -520,25 +520,32 @@ class LearnedSpace:
         along each feature and either the coordinate planes, 2° apart, of the features with few ties
         (:func:`~nwbound.assumptions.plane_features`) where the scan's budget allows
         (:func:`~nwbound.assumptions.plane_directions_fit`; always in two features), or random
-        directions (:func:`~nwbound.assumptions.scan_directions`): where its largest z-score
-        exceeds that of each of ``_NULL_DRAWS`` label draws from the scores (noise alone), the slope
-        beyond the largest of them, times the estimate's safety factor, raises ``residual_lipschitz_``
-        (raise-only: see :meth:`_raise_residual_lipschitz`)."""
-        from ..assumptions import ResidualScan, plane_directions_fit, plane_features, scan_directions
+        directions (:func:`~nwbound.assumptions.scan_directions`), in windows from
+        :func:`~nwbound.assumptions.scan_min_window` rows: where its largest z-score exceeds that of
+        each of ``_NULL_DRAWS`` label draws from the scores (noise alone), the slope beyond the
+        largest of them; where its largest aggregated z (a sum of many pairs' z², one window size
+        along one direction: :meth:`~nwbound.assumptions.ResidualScan.aggregated_z`) exceeds theirs,
+        the root-mean-square slope beyond it; the larger, times the estimate's safety factor,
+        raises ``residual_lipschitz_`` (raise-only: see :meth:`_raise_residual_lipschitz`)."""
+        from ..assumptions import ResidualScan, plane_directions_fit, plane_features, scan_directions, scan_min_window
 
         # two classes: one column says it all (the residuals of the other are its negative)
         cols = np.arange(1, 2) if classes.shape[0] == 2 else np.arange(classes.shape[0])
         S = offset[:, cols]
         n, d = features.shape
-        chosen = np.arange(d) if d <= 2 else plane_features(features)  # in 3+: features with few ties
+        window = scan_min_window(n)
+        chosen = np.arange(d) if d <= 2 else plane_features(features, window)  # in 3+: features with few ties
         planes = plane_directions_fit(d, n, cols.shape[0], chosen.shape[0])
         directions = scan_directions(d, random_state=None if planes else rs, planes=chosen if planes else False)
-        scan = ResidualScan(features, directions, S * (1.0 - S), scores=S)
+        scan = ResidualScan(features, directions, S * (1.0 - S), scores=S, min_window=window)
         indicators = lambda labels: labels[:, None] == classes[cols][None, :]  # noqa: E731
         observed = indicators(y)
-        z = scan.largest_label_z(observed)
-        noise = _null_maximum(_each_draw(lambda drawn: scan.largest_label_z(indicators(drawn))), z, offset, classes, rs)
-        value = 0.0 if noise is None else _SCAN_SAFETY * scan.slope(observed - S, threshold=max(noise, 0.0))
+        stats = scan.label_statistics(observed)  # the largest z, and the largest aggregated z
+        noise, noise_sum = _null_maxima(_each_draw(lambda drawn: scan.label_statistics(indicators(drawn))),
+                                        stats, offset, classes, rs)
+        one = 0.0 if noise is None else scan.slope(observed - S, threshold=max(noise, 0.0))
+        many = 0.0 if noise_sum is None else scan.aggregated_slope(observed - S, threshold=max(noise_sum, 0.0))
+        value = _SCAN_SAFETY * max(one, many)
         raised = value > self.residual_lipschitz_
         if raised:
             self.residual_lipschitz_ = value
@@ -546,7 +553,8 @@ class LearnedSpace:
         self.scan_ = dict(
             n_directions=scan.n_directions, n_features=int(d), n_rows=int(n), planes=bool(planes),
             window=int(scan.windows[0]) if scan.windows.shape[0] else 0,
-            width=float(np.median(finest)) if finest.size else float("nan"), lipschitz=value, raised=raised)
+            width=float(np.median(finest)) if finest.size else float("nan"), lipschitz=value, raised=raised,
+            aggregated=bool(many > one))
 
     @staticmethod
     def _fit_map(model: Any, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None) -> None:
@@ -860,20 +868,35 @@ def _null_maximum(statistic: Any, value: float, offset: np.ndarray, classes: np.
     reaches it (noise alone: after two draws on average). The draws go to ``statistic`` in
     batches of 1, 2, 4, … (each draw the same as one at a time: a batch shares the work that
     depends on no label, and a gate that stops early pays for few draws)."""
+    def one(draws: list) -> list:
+        return [None if v is None else (v,) for v in statistic(draws)]
+
+    return _null_maxima(one, (value,), offset, classes, rs)[0]
+
+
+def _null_maxima(statistic: Any, values: tuple, offset: np.ndarray, classes: np.ndarray,
+                 rs: np.random.RandomState) -> list[float | None]:
+    """:func:`_null_maximum` of several statistics on the same draws: ``statistic`` maps a list of
+    draws to a list of tuples (one value per statistic, or None for a draw it cannot score); each
+    statistic's gate is its own (None once a draw reaches its value), and the draws stop once every
+    gate is decided."""
     P = np.where(offset.sum(axis=1, keepdims=True) > 0, offset, 1.0)
     cumulative = np.cumsum(P / P.sum(axis=1, keepdims=True), axis=1)
-    largest, done, batch = -np.inf, 0, 1
-    while done < _NULL_DRAWS:
+    largest: list[float | None] = [-np.inf] * len(values)
+    done, batch = 0, 1
+    while done < _NULL_DRAWS and any(v is not None for v in largest):
         draws = [classes[np.minimum((rs.random_sample(P.shape[0])[:, None] > cumulative).sum(axis=1),
                                     classes.shape[0] - 1)] for _ in range(min(batch, _NULL_DRAWS - done))]
         done, batch = done + len(draws), 2 * batch
-        for null in statistic(draws):
-            if null is None:
+        for nulls in statistic(draws):
+            if nulls is None:
                 continue  # a draw with a single class says nothing about the noise
-            if null >= value:
-                return None
-            largest = max(largest, null)
-    return float(largest)  # -inf: no draw could be scored, nothing says it is noise
+            for j, null in enumerate(nulls):
+                if largest[j] is None:
+                    continue
+                largest[j] = None if null >= values[j] else max(largest[j], null)
+    # -inf: no draw could be scored, nothing says it is noise
+    return [None if v is None else float(v) for v in largest]
 
 
 def _uninformative_weight(features: np.ndarray) -> float:
