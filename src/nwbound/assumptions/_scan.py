@@ -110,12 +110,14 @@ def plane_features(features: Any, min_window: int = SCAN_MIN_WINDOW) -> np.ndarr
     return np.flatnonzero(distinct >= least)
 
 
-def plane_directions_fit(n_features: int, n_rows: int, n_columns: int = 1, n_plane_features: int | None = None) -> bool:
+def plane_directions_fit(n_features: int, n_rows: int, n_columns: int = 1, n_plane_features: int | None = None,
+                         min_window: int = SCAN_MIN_WINDOW) -> bool:
     """Whether the scan takes the coordinate planes (:func:`scan_directions` with ``planes``).
 
     The rule uses no labels: always in two features; in three or more, where the planes of
     ``n_plane_features`` of them (:func:`plane_features`; all by default, at least 2), their
-    directions × ``n_columns`` × ``n_rows`` stay within ``SCAN_PLANE_BUDGET`` (the scan's cost is
+    directions × ``n_columns`` × ``n_rows`` × ``SCAN_MIN_WINDOW/min_window`` (the window pairs
+    grow as the finest window shrinks) stay within ``SCAN_PLANE_BUDGET`` (the scan's cost is
     about linear in that product); never in one feature (the axis is every direction).
 
     Parameters
@@ -128,6 +130,8 @@ def plane_directions_fit(n_features: int, n_rows: int, n_columns: int = 1, n_pla
         Residual columns (1 for two classes, else one per class).
     n_plane_features : int or None, default=None
         Features whose planes would be taken (None: all).
+    min_window : int, default=SCAN_MIN_WINDOW
+        The scan's finest window (:func:`scan_min_window`).
 
     Returns
     -------
@@ -140,7 +144,11 @@ def plane_directions_fit(n_features: int, n_rows: int, n_columns: int = 1, n_pla
     (True, False, False)
     >>> plane_directions_fit(2, 8000, n_columns=10), plane_directions_fit(3, 100, n_plane_features=1)
     (True, False)
+    >>> plane_directions_fit(4, 300, n_columns=5), plane_directions_fit(4, 300, n_columns=5, min_window=8)
+    (True, False)
     """
+    if isinstance(min_window, bool) or not isinstance(min_window, (int, np.integer)) or min_window < 1:
+        raise ValueError(f"min_window must be a positive integer, got {min_window!r}.")
     q = n_features if n_plane_features is None else n_plane_features
     for name, value, least in (("n_features", n_features, 1), ("n_rows", n_rows, 0), ("n_columns", n_columns, 1),
                                ("n_plane_features", q, 0)):
@@ -151,7 +159,8 @@ def plane_directions_fit(n_features: int, n_rows: int, n_columns: int = 1, n_pla
     if n_features == 2:
         return True
     return n_features > 2 and q >= 2 and \
-        n_plane_directions(n_features, q) * int(n_columns) * int(n_rows) <= SCAN_PLANE_BUDGET
+        n_plane_directions(n_features, q) * int(n_columns) * int(n_rows) * SCAN_MIN_WINDOW / int(min_window) \
+        <= SCAN_PLANE_BUDGET
 
 
 def scan_directions(n_features: int, n_random: int = SCAN_RANDOM_DIRECTIONS, random_state: Any = None, *,

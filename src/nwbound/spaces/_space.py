@@ -535,7 +535,7 @@ class LearnedSpace:
         n, d = features.shape
         window = scan_min_window(n)
         chosen = np.arange(d) if d <= 2 else plane_features(features, window)  # in 3+: features with few ties
-        planes = plane_directions_fit(d, n, cols.shape[0], chosen.shape[0])
+        planes = plane_directions_fit(d, n, cols.shape[0], chosen.shape[0], min_window=window)
         directions = scan_directions(d, random_state=None if planes else rs, planes=chosen if planes else False)
         scan = ResidualScan(features, directions, S * (1.0 - S), scores=S, min_window=window)
         indicators = lambda labels: labels[:, None] == classes[cols][None, :]  # noqa: E731
