@@ -24,8 +24,8 @@ SCAN_MIN_WINDOW = 32
 #: as wide as a ripple that 2 000 rows resolve, and a ripple averaged within each window is
 #: invisible to every statistic of the scan. The aggregated statistic (:meth:`ResidualScan.label_statistics`)
 #: sums many such small windows' z², where one window's z means little.
-SCAN_WINDOW_SHARE = 64
-SCAN_SMALL_WINDOW = 8
+SCAN_WINDOW_SHARE = 128
+SCAN_SMALL_WINDOW = 4
 #: Random unit directions beside the coordinate axes: they space the half-circle at about 11° in
 #: two features, so an oblique structure a few windows wide is seen; in many features a random
 #: direction is nearly orthogonal to any fixed one (cosine ~ 1/√d), and more would cost time for
@@ -52,14 +52,14 @@ _ROUNDING_SPREAD = 1e-9
 
 
 def scan_min_window(n_rows: int) -> int:
-    """The finest window of the scan of ``n_rows`` rows: ``SCAN_MIN_WINDOW`` (32) from 2 048 rows on,
-    below that ``n_rows // SCAN_WINDOW_SHARE`` rows but at least ``SCAN_SMALL_WINDOW`` (8). Uses no labels.
+    """The finest window of the scan of ``n_rows`` rows: ``SCAN_MIN_WINDOW`` (32) from 4 096 rows on,
+    below that ``n_rows // SCAN_WINDOW_SHARE`` rows but at least ``SCAN_SMALL_WINDOW`` (4). Uses no labels.
 
     Examples
     --------
     >>> from nwbound.assumptions import scan_min_window
-    >>> scan_min_window(8000), scan_min_window(2048), scan_min_window(760), scan_min_window(300)
-    (32, 32, 11, 8)
+    >>> scan_min_window(8000), scan_min_window(4096), scan_min_window(2300), scan_min_window(760), scan_min_window(300)
+    (32, 32, 17, 5, 4)
     """
     if isinstance(n_rows, bool) or not isinstance(n_rows, (int, np.integer)) or n_rows < 0:
         raise ValueError(f"n_rows must be a non-negative integer, got {n_rows!r}.")
