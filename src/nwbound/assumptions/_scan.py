@@ -130,8 +130,8 @@ def plane_directions_fit(n_features: int, n_rows: int, n_columns: int = 1, n_pla
         Residual columns (1 for two classes, else one per class).
     n_plane_features : int or None, default=None
         Features whose planes would be taken (None: all).
-    min_window : int, default=SCAN_MIN_WINDOW
-        The scan's finest window (:func:`scan_min_window`).
+    min_window : int, default=32
+        The scan's finest window (:func:`scan_min_window`; 32 is ``SCAN_MIN_WINDOW``).
 
     Returns
     -------
