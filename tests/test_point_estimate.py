@@ -139,22 +139,27 @@ def test_the_point_model_is_a_copy_of_the_chosen_candidate_fitted_on_every_row(c
                           again.predict_proba(in_column_units(Q, units)))
 
 
-@pytest.mark.parametrize("cross_fit", ["auto", False])
-def test_where_the_spaces_own_score_model_passes_the_point_model_is_fitted_once_on_every_row(cross_fit, monkeypatch):
-    """The space's score model saw only the map rows: on the check rows its prediction is held out.
-    Where the kernel estimate does not beat it beyond noise there, the same model on every row (a
-    superset of its rows) needs no judged copy: one fit, on every row (two before: a cross-fitted
-    fit judged a copy fitted without the check rows, then refitted it)."""
+def _counted_point_fits(monkeypatch) -> list:
+    """The rows of every point-model fit from now on (``fit_point_model`` as the classifier calls it), in order."""
     import nwbound.estimators._nadaraya_watson as nw_module
 
-    fitted_rows = []
-    original = nw_module.fit_point_model
+    fitted_rows, original = [], nw_module.fit_point_model
 
     def counted(kind, metric, reports, X, labels, weights, random_state):
         fitted_rows.append(X.shape[0])
         return original(kind, metric, reports, X, labels, weights, random_state)
 
     monkeypatch.setattr(nw_module, "fit_point_model", counted)
+    return fitted_rows
+
+
+@pytest.mark.parametrize("cross_fit", ["auto", False])
+def test_where_the_spaces_own_score_model_passes_the_point_model_is_fitted_once_on_every_row(cross_fit, monkeypatch):
+    """The space's score model saw only the map rows: on the check rows its prediction is held out.
+    Where the kernel estimate does not beat it beyond noise there, the same model on every row (a
+    superset of its rows) needs no judged copy: one fit, on every row (two before: a cross-fitted
+    fit judged a copy fitted without the check rows, then refitted it)."""
+    fitted_rows = _counted_point_fits(monkeypatch)
     X, y = _sectors(900, 0)
     clf = _fit(X, y, cross_fit=cross_fit)
     judge = clf.cross_fit_models_[0] if cross_fit else clf
@@ -174,18 +179,10 @@ def test_where_the_spaces_score_model_fails_a_copy_without_the_judging_rows_is_j
     """make_classification at 1 400 rows: the kernel estimate beats the space's score model (a few
     hundred map rows) beyond noise; a copy fitted on every row but the judging ones (a tenth of the
     rows) passes and is kept as judged: one fit, not a refit on top."""
-    import nwbound.estimators._nadaraya_watson as nw_module
     from sklearn.datasets import make_classification
     from sklearn.model_selection import train_test_split
 
-    fitted_rows = []
-    original = nw_module.fit_point_model
-
-    def counted(kind, metric, reports, X, labels, weights, random_state):
-        fitted_rows.append(X.shape[0])
-        return original(kind, metric, reports, X, labels, weights, random_state)
-
-    monkeypatch.setattr(nw_module, "fit_point_model", counted)
+    fitted_rows = _counted_point_fits(monkeypatch)
     X, y = make_classification(n_samples=2000, n_features=20, n_informative=10, random_state=0)
     X, _, y, _ = train_test_split(X, y, test_size=0.3, random_state=0)  # benchmarks/bench_defaults.py's rows
     clf = _fit(X, y)
