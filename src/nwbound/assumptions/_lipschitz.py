@@ -609,8 +609,8 @@ def estimate_lipschitz(
     rng = _rng(random_state)
     if offset is not None:
         offset = _check_offset(offset, X_arr.shape[0], np.unique(y_arr).shape[0])
-    if X_arr.shape[0] > max_samples:
-        keep = np.sort(rng.choice(X_arr.shape[0], size=max_samples, replace=False))
+    keep = _row_subset(X_arr.shape[0], max_samples, rng)
+    if keep is not None:
         X_arr, y_arr = X_arr[keep], y_arr[keep]
         offset = None if offset is None else offset[keep]
     est = strongin_lipschitz(
@@ -618,6 +618,12 @@ def estimate_lipschitz(
     )
     details = dict(est.details, n_used=int(X_arr.shape[0]))
     return dataclasses.replace(est, units=units, details=details)
+
+
+def _row_subset(n: int, max_samples: int, rng: np.random.Generator) -> np.ndarray | None:
+    """The rows :func:`estimate_lipschitz` keeps of ``n``: a sorted random subset of ``max_samples``
+    where ``n`` is larger (drawn from ``rng`` only then), else None (every row)."""
+    return None if n <= max_samples else np.sort(rng.choice(n, size=max_samples, replace=False))
 
 
 class LipschitzDraws:
@@ -735,16 +741,12 @@ class LipschitzDraws:
         return (X_i, codes, off) if X_i.shape[0] >= 4 else None
 
     def _subset(self, n: int) -> np.ndarray | None:
-        if n <= self.max_samples:
-            return None
-        rng = _rng(self.random_state)  # the subset estimate_lipschitz draws first (no label)
-        return np.sort(rng.choice(n, size=self.max_samples, replace=False))
+        return _row_subset(n, self.max_samples, _rng(self.random_state))  # drawn first, from no label
 
     def _geometry(self, X_used: np.ndarray) -> "_PilotGeometry | ValueError":
         if self._shared is None:
             rng = _rng(self.random_state)
-            if X_used.shape[0] < np.asarray(self.X).shape[0]:
-                rng.choice(np.asarray(self.X).shape[0], size=self.max_samples, replace=False)  # as _subset drew
+            _row_subset(np.asarray(self.X).shape[0], self.max_samples, rng)  # the generator past the subset's draw
             try:
                 geometry: Any = _PilotGeometry(X_used, rng, "auto", "epanechnikov", 2000, self.working_memory)
             except ValueError as exc:
