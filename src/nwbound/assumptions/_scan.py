@@ -272,6 +272,11 @@ class ResidualScan:
         Where the residuals are ``1{y = c} − s_c``: the scores ``s``, so that
         :meth:`largest_label_z` takes the labels' indicators alone (the scores' part, fixed across
         label draws, is summed once here).
+    single_min_window : int or None, default=None
+        The finest window of the single-pair statistics (:meth:`largest_z`, :meth:`slope`, the
+        first of :meth:`label_statistics`); None: ``min_window``. The aggregated ones take every
+        window: one pair of a few rows has a z far from normal and, over its small spread, a
+        slope that noise makes huge, where a sum of many such pairs is steady.
 
     Attributes
     ----------
@@ -304,7 +309,7 @@ class ResidualScan:
     """
 
     def __init__(self, features: Any, directions: Any, variances: Any, *, min_window: int = SCAN_MIN_WINDOW,
-                 scores: Any = None):
+                 scores: Any = None, single_min_window: int | None = None):
         F = np.asarray(features, dtype=np.float64)
         U = np.asarray(directions, dtype=np.float64)
         V = _columns(variances, "variances")
@@ -332,9 +337,14 @@ class ResidualScan:
             size.append(np.full(starts.shape[0], m))
         self._lo = np.concatenate(lo) if lo else np.zeros(0, np.intp)
         self.pair_window = np.concatenate(size).astype(np.intp) if size else np.zeros(0, np.intp)
+        single = min_window if single_min_window is None else single_min_window
+        if isinstance(single, bool) or not isinstance(single, (int, np.integer)) or single < 1:
+            raise ValueError(f"single_min_window must be a positive integer or None, got {single_min_window!r}.")
+        # the pairs the single-pair statistics read (none where the scan has no window that wide)
         # the pairs of each window size, contiguous: their start in the pair list, then the end
         self._group_starts = np.flatnonzero(np.r_[True, np.diff(self.pair_window) != 0]) if size else np.zeros(0, np.intp)
         self._group_sizes = np.diff(np.r_[self._group_starts, self.pair_window.shape[0]])
+        self._single = self.pair_window >= single
         self._m = self.pair_window.astype(np.float64)
         # every start and size is a multiple of one block (8 rows at the default): sums of blocks,
         # then a cumulative sum over n/block of them, give every window sum (the cumulative sum is
@@ -406,7 +416,8 @@ class ResidualScan:
         return self._differences(residuals).transpose(2, 1, 0)
 
     def largest_z(self, residuals: Any) -> float:
-        """The largest ``|difference|/noise`` over every pair, direction and column (0 with no pair).
+        """The largest ``|difference|/noise`` over every pair (of a window at least
+        ``single_min_window``), direction and column (0 with no pair).
 
         Examples
         --------
@@ -416,11 +427,11 @@ class ResidualScan:
         >>> round(ResidualScan(X, np.ones((1, 1)), v).largest_z(np.zeros(200)), 6)
         0.0
         """
-        if not self._lo.shape[0]:
+        if not self._single.any():
             return 0.0
         R = self._checked(residuals)
-        return float(max(np.max(np.abs(self._pair_difference(np.take(R[:, c], self._order))) / self._noise[c])
-                         for c in range(R.shape[1])))
+        return float(max(np.max((np.abs(self._pair_difference(np.take(R[:, c], self._order))) / self._noise[c])
+                                [:, self._single]) for c in range(R.shape[1])))
 
     def largest_label_z(self, indicators: Any) -> float:
         """:meth:`largest_z` of ``indicators − scores`` (the scores given at construction), where
@@ -477,7 +488,8 @@ class ResidualScan:
             np.cumsum(blocks, axis=-1, out=C[:, 1:])
             count = C[:, self._hi] - 2 * C[:, self._mid] + C[:, self._lo]
             z = count * self._label_scale[c] - self._label_offset[c]
-            largest = max(largest, float(np.max(np.abs(z))))
+            if self._single.any():
+                largest = max(largest, float(np.max(np.abs(z[:, self._single]))))
             aggregated = max(aggregated, self._aggregated(z))
         return largest, aggregated
 
@@ -545,8 +557,8 @@ class ResidualScan:
         return largest
 
     def slope(self, residuals: Any, threshold: float = 0.0) -> float:
-        """The largest ``(|difference| − threshold·noise)/spread`` over the pairs where it is positive
-        and ``spread`` exceeds rounding (``1e-9`` of the direction's range of projections): with ``threshold`` the level that noise alone reaches, a slope of the
+        """The largest ``(|difference| − threshold·noise)/spread`` over the pairs (of a window at least
+        ``single_min_window``) where it is positive and ``spread`` exceeds rounding (``1e-9`` of the direction's range of projections): with ``threshold`` the level that noise alone reaches, a slope of the
         residuals' local mean that noise does not explain (0 where there is none).
 
         Examples
@@ -562,7 +574,7 @@ class ResidualScan:
             return 0.0
         R = self._checked(residuals)
         largest = 0.0
-        positive = self._spread > self._least_spread[:, None]
+        positive = (self._spread > self._least_spread[:, None]) & self._single[None, :]
         for c in range(R.shape[1]):
             excess = np.abs(self._pair_difference(np.take(R[:, c], self._order))) - float(threshold) * self._noise[c]
             ok = (excess > 0) & positive

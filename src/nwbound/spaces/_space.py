@@ -527,7 +527,8 @@ class LearnedSpace:
         along one direction: :meth:`~nwbound.assumptions.ResidualScan.aggregated_z`) exceeds theirs,
         the root-mean-square slope beyond it; the larger, times the estimate's safety factor,
         raises ``residual_lipschitz_`` (raise-only: see :meth:`_raise_residual_lipschitz`)."""
-        from ..assumptions import ResidualScan, plane_directions_fit, plane_features, scan_directions, scan_min_window
+        from ..assumptions import (SCAN_MIN_WINDOW, ResidualScan, plane_directions_fit, plane_features, scan_directions,
+                                   scan_min_window)
 
         # two classes: one column says it all (the residuals of the other are its negative)
         cols = np.arange(1, 2) if classes.shape[0] == 2 else np.arange(classes.shape[0])
@@ -537,7 +538,8 @@ class LearnedSpace:
         chosen = np.arange(d) if d <= 2 else plane_features(features, window)  # in 3+: features with few ties
         planes = plane_directions_fit(d, n, cols.shape[0], chosen.shape[0], min_window=window)
         directions = scan_directions(d, random_state=None if planes else rs, planes=chosen if planes else False)
-        scan = ResidualScan(features, directions, S * (1.0 - S), scores=S, min_window=window)
+        scan = ResidualScan(features, directions, S * (1.0 - S), scores=S, min_window=window,
+                            single_min_window=SCAN_MIN_WINDOW)
         indicators = lambda labels: labels[:, None] == classes[cols][None, :]  # noqa: E731
         observed = indicators(y)
         stats = scan.label_statistics(observed)  # the largest z, and the largest aggregated z
