@@ -521,9 +521,9 @@ class LearnedSpace:
         (:func:`~nwbound.assumptions.plane_features`) where the scan's budget allows
         (:func:`~nwbound.assumptions.plane_directions_fit`; always in two features), or random
         directions (:func:`~nwbound.assumptions.scan_directions`), in windows from
-        :func:`~nwbound.assumptions.scan_min_window` rows: where its largest z-score exceeds that of
-        each of ``_NULL_DRAWS`` label draws from the scores (noise alone), the slope beyond the
-        largest of them; where its largest aggregated z (a sum of many pairs' z², one window size
+        :func:`~nwbound.assumptions.scan_min_window` rows: where its largest z-score (windows of at
+        least ``SCAN_MIN_WINDOW`` rows) exceeds that of each of ``_NULL_DRAWS`` label draws from the
+        scores (noise alone), the slope beyond the largest of them; where its largest aggregated z (a sum of many pairs' z², one window size
         along one direction: :meth:`~nwbound.assumptions.ResidualScan.aggregated_z`) exceeds theirs,
         the root-mean-square slope beyond it; the larger, times the estimate's safety factor,
         raises ``residual_lipschitz_`` (raise-only: see :meth:`_raise_residual_lipschitz`)."""
