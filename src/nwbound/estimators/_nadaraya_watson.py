@@ -525,9 +525,9 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         estimate (:func:`~._point.judge_point_model`). First the space's own score model, which saw
         only the map rows: where the kernel estimate does not beat it beyond noise, the same model
         fitted on every row (a superset of its rows) is fitted once, on every row. Otherwise a copy
-        fitted without the check rows is judged in turn; where the kernel estimate still wins, it
-        stays (``point_model_`` None, ``point_report_`` says why), and a cross-fitted fit (small
-        data: every row counts) refits a copy that passed on every row."""
+        fitted without the judging rows (at most ``POINT_CHECK_SHARE`` of the rows) is judged in
+        turn and kept if it passes; where the kernel estimate still wins, it stays (``point_model_``
+        None, ``point_report_`` says why)."""
         self.point_model_, self._point_units, self.point_report_ = None, None, None
         if not self._fits_point_model() or getattr(self, "_forced_split", None) is not None:
             return self

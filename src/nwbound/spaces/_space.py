@@ -523,9 +523,10 @@ class LearnedSpace:
         directions (:func:`~nwbound.assumptions.scan_directions`), in windows from
         :func:`~nwbound.assumptions.scan_min_window` rows: where its largest z-score (windows of at
         least ``SCAN_MIN_WINDOW`` rows) exceeds that of each of ``_NULL_DRAWS`` label draws from the
-        scores (noise alone), the slope beyond the largest of them; where its largest aggregated z (a sum of many pairs' z², one window size
-        along one direction: :meth:`~nwbound.assumptions.ResidualScan.aggregated_z`) exceeds theirs,
-        the root-mean-square slope beyond it; the larger, times the estimate's safety factor,
+        scores (noise alone), the slope beyond the largest of them; where its largest aggregated z
+        (a sum of many pairs' z², one window size along one direction:
+        :meth:`~nwbound.assumptions.ResidualScan.aggregated_z`) exceeds theirs, the
+        root-mean-square slope beyond it; the larger, times the estimate's safety factor,
         raises ``residual_lipschitz_`` (raise-only: see :meth:`_raise_residual_lipschitz`)."""
         from ..assumptions import (SCAN_MIN_WINDOW, ResidualScan, plane_directions_fit, plane_features, scan_directions,
                                    scan_min_window)
@@ -834,8 +835,13 @@ def _estimate_residual(features: np.ndarray, y: np.ndarray, offset: np.ndarray, 
     columns those of ``classes`` (the classes present in ``y`` are taken)."""
     from ..assumptions import estimate_lipschitz
 
-    present = np.unique(y)
-    return estimate_lipschitz(features, y, offset=offset[:, np.searchsorted(classes, present)], random_state=seed)
+    return estimate_lipschitz(features, y, offset=_present_columns(offset, classes, y), random_state=seed)
+
+
+def _present_columns(offset: np.ndarray, classes: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``offset``'s columns (those of ``classes``) of the classes present in ``y``: the offset an
+    estimate of ``L`` on labels ``y`` takes."""
+    return offset[:, np.searchsorted(classes, np.unique(y))]
 
 
 def _residual_values(features: np.ndarray, offset: np.ndarray, classes: np.ndarray, seed: int) -> Any:
@@ -845,11 +851,12 @@ def _residual_values(features: np.ndarray, offset: np.ndarray, classes: np.ndarr
     from ..assumptions import LipschitzDraws
 
     draws_of = LipschitzDraws(features, random_state=seed)
-    return lambda draws: draws_of.values(draws, [offset[:, np.searchsorted(classes, np.unique(y))] for y in draws])
+    return lambda draws: draws_of.values(draws, [_present_columns(offset, classes, y) for y in draws])
 
 
 def _each_draw(statistic: Any) -> Any:
-    """A batch statistic for :func:`_null_maximum` from one of a single draw (None where it raises ValueError)."""
+    """A batch statistic for :func:`_null_maximum` or :func:`_null_maxima` from one of a single draw
+    (None where it raises ValueError)."""
     def batch(draws: list) -> list[float | None]:
         out: list[float | None] = []
         for drawn in draws:
