@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils import check_random_state
 
-__all__ = ["ResidualScan", "plane_directions_fit", "plane_features", "scan_directions", "scan_min_window"]
+__all__ = ["SCAN_MIN_WINDOW", "ResidualScan", "plane_directions_fit", "plane_features", "scan_directions", "scan_min_window"]
 
 #: The finest window of the scan, in rows: a mean of fewer rows is too far from normal for its
 #: z-score to mean much, and each finer scale adds tests (the noise gate then asks more).
