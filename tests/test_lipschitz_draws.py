@@ -95,18 +95,24 @@ def test_the_default_models_raise_only_estimate_is_unchanged_by_batching(seed, m
     assert np.array_equal(batched.predict_interval(Q).lower, single.predict_interval(Q).lower)
 
 
-@pytest.mark.parametrize("d", [2, 12])  # a k-d tree's pairs within reach, and every pair's distance
-def test_the_pilot_estimate_is_the_slow_nadaraya_watson_formula(d):
+@pytest.mark.parametrize("d, kept", [(2, None), (12, None), (12, 0)])
+def test_the_pilot_estimate_is_the_slow_nadaraya_watson_formula(d, kept, monkeypatch):
     """p̂ of the pilot at its evaluation rows: Σ K(‖e − x‖/λ)·(1{y = c} − offset_c) / Σ K(‖e − x‖/λ)
-    over the pilot rows, written here with every pair's distance (scipy's cdist)."""
+    over the pilot rows, written here with every pair's distance (scipy's cdist). The three routes:
+    a k-d tree's pairs within reach (2 features), the pairs within reach picked from every pair's
+    distance and kept (12), and every pair's distance at each estimate (12, nothing kept)."""
     from scipy.spatial.distance import cdist
 
+    import nwbound.assumptions._lipschitz as lipschitz
     from nwbound.assumptions._lipschitz import _PilotGeometry
     from nwbound.kernels import get_kernel
 
+    if kept is not None:
+        monkeypatch.setattr(lipschitz, "_KEPT_PAIRS_MAX", kept)
     X, P, draws = _field(1200, d, 5, k=3)
     codes = draws[0]
     geometry = _PilotGeometry(X, np.random.default_rng(4), "auto", "epanechnikov", 2000, None, codes=codes)
+    assert (geometry._K is None) == (kept == 0)  # the route taken
     (got,) = geometry.estimates([(codes, P)])
     pilot, rows, lam = geometry.pilot_rows, geometry.rows, geometry.bandwidth
     K = np.asarray(get_kernel("epanechnikov")(cdist(X[rows], X[pilot]) / lam), dtype=np.float64)

@@ -191,16 +191,23 @@ def _pilot_estimate(
 #: (a few dozen per row) instead of every pair's distance (the cost of the raise-only L_r in few features).
 _TREE_MAX_FEATURES = 8
 
+#: With more features, the pairs within reach of a compact kernel are picked from every pair's
+#: distance, in blocks, and kept (sparse) while they number at most this many; beyond it (a wide
+#: bandwidth reaching most pairs) each estimate takes every pair's distance again, keeping nothing.
+_KEPT_PAIRS_MAX = 1 << 22
+
 
 class _PilotGeometry:
     """What a pilot estimate computes before any label: the random half that fits the pilot, λ and
     the evaluation rows. Every labelling of the rows with two classes in the pilot half then gets
     its ``p̂`` from it (:meth:`estimates`), as it alone would.
 
-    In few features (``_TREE_MAX_FEATURES``, a compact kernel) the kernel values of the pairs within
-    reach (a few dozen pilot rows for each evaluation row) come from a k-d tree, once, and are kept
-    (sparse); otherwise each call of :meth:`estimates` takes every pair's distance in blocks, as
-    round 16 did, and keeps nothing (a dense block of every pair would not fit in bounded memory).
+    With a compact kernel the kernel values of the pairs within reach (a few dozen pilot rows for
+    each evaluation row) are computed once and kept (sparse): from a k-d tree in few features
+    (``_TREE_MAX_FEATURES``), else picked from every pair's distance in blocks. Otherwise, or where
+    more than ``_KEPT_PAIRS_MAX`` pairs are within reach, each call of :meth:`estimates` takes every
+    pair's distance in blocks and keeps nothing (a dense block of every pair would not fit in
+    bounded memory).
 
     ``codes`` (the labelling of a single estimate): where its pilot half holds a single class, the
     rows are dealt class by class instead (another split, for that labelling alone)."""
@@ -233,16 +240,45 @@ class _PilotGeometry:
         compact = all(float(np.asarray(self._profile(np.array([u])))[0]) == 0.0 for u in (1.0, 2.0))
         self._K: Any = None
         self.rows: np.ndarray | None = None
-        if compact and X.shape[1] <= _TREE_MAX_FEATURES:
-            K = self._tree_values(X[eval_idx])
+        K = self._reached_values(X[eval_idx]) if compact else None
+        if K is not None:
             kappa = np.asarray(K.sum(axis=1)).ravel()
             if np.count_nonzero(kappa > 0) < 2 and self._rule:
                 self.bandwidth = max(self.bandwidth, _reach_bandwidth(X[eval_idx], self._X_pilot))  # as below
-                K = self._tree_values(X[eval_idx])
-                kappa = np.asarray(K.sum(axis=1)).ravel()
-            self._keep(kappa)
-            self._K, self._kappa = K[kappa > 0], kappa[kappa > 0]
+                K = self._reached_values(X[eval_idx])
+                kappa = None if K is None else np.asarray(K.sum(axis=1)).ravel()
+            if K is not None:
+                self._keep(kappa)
+                self._K, self._kappa = K[kappa > 0], kappa[kappa > 0]
         self._E_all = X[eval_idx]
+
+    def _reached_values(self, E: np.ndarray) -> Any:
+        """The CSR matrix of ``K(‖e − x‖/λ)`` over the pairs within ``λ`` (a compact kernel's only
+        nonzero values): from a k-d tree in few features, else from every pair's distance in blocks
+        (:meth:`_block_values`); None where those pairs are too many to keep."""
+        return self._tree_values(E) if E.shape[1] <= _TREE_MAX_FEATURES else self._block_values(E)
+
+    def _block_values(self, E: np.ndarray) -> Any:
+        """:meth:`_reached_values` from every pair's distance, in blocks: the distances and kernel
+        values of the dense route (:meth:`_dense_sums`) at the pairs within reach, the rest (0) not
+        stored; None once more than ``_KEPT_PAIRS_MAX`` pairs are within reach."""
+        from scipy import sparse
+
+        lam, parts, kept = self.bandwidth, [], [0]
+
+        def reduce(D: np.ndarray, start: int) -> np.ndarray:
+            r, c = np.nonzero(D < lam)
+            kept[0] += r.shape[0]
+            if kept[0] <= _KEPT_PAIRS_MAX:
+                parts.append((r + start, c, _kernel_values(self._profile, D[r, c][None, :], lam)[0]))
+            return np.zeros(D.shape[0])  # one entry per row, as pairwise_distances_chunked asks
+
+        for _ in pairwise_distances_chunked(E, self._X_pilot, reduce_func=reduce, working_memory=self._working_memory):
+            if kept[0] > _KEPT_PAIRS_MAX:
+                return None
+        rows, cols, values = (np.concatenate([p[i] for p in parts]) if parts else np.zeros(0) for i in range(3))
+        return sparse.csr_matrix((values, (rows.astype(np.intp), cols.astype(np.intp))),
+                                 shape=(E.shape[0], self._X_pilot.shape[0]))
 
     def _tree_values(self, E: np.ndarray) -> Any:
         """The CSR matrix of ``K(‖e − x‖/λ)`` over the pairs within ``λ`` (a k-d tree's)."""
