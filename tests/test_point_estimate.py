@@ -252,3 +252,26 @@ def test_the_fitted_state_holds_the_point_model(pairs, route):
         NadarayaWatsonClassifier(**nw.get_params()).set_fitted_state(state)
     with pytest.raises(ValueError, match="'point_units' must hold powers of two"):
         NadarayaWatsonClassifier(**auto.get_params()).set_fitted_state({**state, "point_units": state["point_units"] * 3})
+
+
+@pytest.mark.parametrize("route", ["cross-fitted", "one split"])
+def test_the_point_report_survives_the_fitted_state_and_a_model_file(pairs, route, tmp_path):
+    from nwbound.io import load_model, save_model
+
+    nw, auto, _ = pairs[route]
+    assert auto.point_report_ is not None and nw.point_report_ is None
+    state = auto.get_fitted_state()
+    again = NadarayaWatsonClassifier(**auto.get_params()).set_fitted_state(state)
+    assert again.point_report_ == auto.point_report_
+    assert load_model(save_model(auto, tmp_path / f"{route}.npz")).point_report_ == auto.point_report_
+    assert NadarayaWatsonClassifier(**nw.get_params()).set_fitted_state(nw.get_fitted_state()).point_report_ is None
+    with pytest.raises(ValueError, match="'point_report_used' is False, but the state holds a point model"):
+        NadarayaWatsonClassifier(**auto.get_params()).set_fitted_state({**state, "point_report_used": False})
+    with pytest.raises(ValueError, match="'point_report_judged' must be one of"):
+        NadarayaWatsonClassifier(**auto.get_params()).set_fitted_state({**state, "point_report_judged": "all rows"})
+    with pytest.raises(ValueError, match="'point_report_accuracies' must be <= 1"):
+        NadarayaWatsonClassifier(**auto.get_params()).set_fitted_state(
+            {**state, "point_report_accuracies": np.array([1.5, 0.5])})
+    partial = {k: v for k, v in state.items() if k != "point_report_rows"}
+    with pytest.raises(ValueError, match="missing 'point_report_rows'"):
+        NadarayaWatsonClassifier(**auto.get_params()).set_fitted_state(partial)

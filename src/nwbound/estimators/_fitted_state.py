@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.base import clone
 
 from ..spaces import LipschitzAutoReport, cross_fit_attributes, metric_kind
-from ._state import check_one_model, cross_models, positive_state_float, state_classes, state_point_model, state_scalar, state_space
+from ._state import check_one_model, cross_models, point_report_state, positive_state_float, state_classes, state_point_model, state_point_report, state_scalar, state_space
 
 
 class _LearnedState:
@@ -80,9 +80,11 @@ class _LearnedState:
         return n_features if self.metric_ is None else int(self.metric_.n_components_)
 
     def _point_state(self) -> dict[str, Any]:
-        """``point_model_`` and ``point_units`` of ``point_estimate="auto"`` (empty without a point model)."""
+        """``point_model_`` and ``point_units`` of ``point_estimate="auto"`` (none without a point model),
+        and ``point_report_``'s entries (none without a report)."""
         model = getattr(self, "point_model_", None)
-        return {} if model is None else {"point_model_": model, "point_units": self._point_units}
+        state = {} if model is None else {"point_model_": model, "point_units": self._point_units}
+        return {**state, **point_report_state(getattr(self, "point_report_", None))}
 
     def _restore_point(self, state: Mapping[str, Any], n_features: int, spaces: list) -> None:
         """Check and set what :meth:`_point_state` wrote: a point model only where ``point_estimate="auto"``
@@ -98,6 +100,12 @@ class _LearnedState:
                              "n_neighbors, or no score model in its space): pass the parameters it was fitted with.")
         if held:
             self.point_model_, self._point_units = state_point_model(state, n_features, self.classes_.shape[0])
+        report = state_point_report(state, has_model=held)
+        if report is not None and not allowed:
+            raise ValueError("set_fitted_state: the fitted state holds 'point_report_used', the report of a point "
+                             f"model this estimator does not fit (point_estimate={getattr(self, 'point_estimate', None)!r}"
+                             ", n_neighbors, or no score model in its space): pass the parameters it was fitted with.")
+        self.point_report_ = report
 
     def _cross_state(self) -> dict[str, Any]:
         """The fitted state of a cross-fitted model: its inputs' record and one state per model."""

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["state_array", "state_scalar", "state_classes", "state_space", "check_score_model", "state_point_model", "state_point_units", "training_state", "positive_state_float", "cross_models", "check_one_model"]
+__all__ = ["state_array", "state_scalar", "state_classes", "state_space", "check_score_model", "state_point_model", "state_point_units", "state_point_report", "point_report_state", "POINT_JUDGED", "training_state", "positive_state_float", "cross_models", "check_one_model"]
 
 
 def _missing(name: str) -> ValueError:
@@ -246,6 +246,65 @@ def state_point_model(state: Mapping[str, Any], n_features: int, n_classes: int)
         raise ValueError(f"Fitted state 'point_model_' predicts shape {probe.shape}, not (1, {n_classes}) finite "
                          "probabilities.")
     return model, units
+
+
+#: What ``point_report_["judged"]`` may say: the space's own score model judged on the check rows
+#: (it saw the map rows only), or the copy fitted on every row but the judging ones.
+POINT_JUDGED = ("map rows", "all but the check rows")
+
+
+def point_report_state(report: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``point_report_`` as fitted-state entries of plain numbers and text (empty without one).
+
+    Examples
+    --------
+    >>> from nwbound.estimators._state import point_report_state
+    >>> point_report_state({"n_rows": 40, "point_accuracy": 0.9, "nw_accuracy": 0.8, "used": True,
+    ...                     "judged": "map rows"})["point_report_accuracies"].tolist()
+    [0.9, 0.8]
+    """
+    if report is None:
+        return {}
+    return {"point_report_rows": int(report["n_rows"]),
+            "point_report_accuracies": np.array([report["point_accuracy"], report["nw_accuracy"]], dtype=np.float64),
+            "point_report_used": bool(report["used"]), "point_report_judged": str(report["judged"])}
+
+
+def state_point_report(state: Mapping[str, Any], has_model: bool) -> dict[str, Any] | None:
+    """``point_report_`` back from :func:`point_report_state`'s entries, checked (None where the
+    state has none: no check rows judged, or a file written before it was stored). ``has_model``:
+    whether the state holds a point model, which its report must say was used.
+
+    Examples
+    --------
+    >>> from nwbound.estimators._state import point_report_state, state_point_report
+    >>> report = {"n_rows": 40, "point_accuracy": 0.5, "nw_accuracy": 1.0, "used": False,
+    ...           "judged": "all but the check rows"}
+    >>> state_point_report(point_report_state(report), has_model=False) == report
+    True
+    >>> state_point_report(point_report_state(report), has_model=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: Fitted state 'point_report_used' is False, but the state holds a point model: a point model is kept only where its judge used it.
+    """
+    names = ("point_report_rows", "point_report_accuracies", "point_report_used", "point_report_judged")
+    present = [name in state for name in names]
+    if not any(present):
+        return None
+    if not all(present):
+        raise _missing(names[present.index(False)])
+    rows = state_scalar(state, "point_report_rows", low=1)
+    accuracies = state_array(state, "point_report_accuracies", ndim=1, shape=(2,), low=0.0, high=1.0)
+    used, judged = state["point_report_used"], state["point_report_judged"]
+    if not isinstance(used, (bool, np.bool_)):
+        raise ValueError(f"Fitted state 'point_report_used' must be a bool, got {used!r}.")
+    if str(judged) not in POINT_JUDGED:
+        raise ValueError(f"Fitted state 'point_report_judged' must be one of {POINT_JUDGED}, got {judged!r}.")
+    if bool(used) != has_model:
+        raise ValueError(f"Fitted state 'point_report_used' is {bool(used)}, but the state holds "
+                         f"{'a' if has_model else 'no'} point model: a point model is kept only where its judge used it.")
+    return {"n_rows": rows, "point_accuracy": float(accuracies[0]), "nw_accuracy": float(accuracies[1]),
+            "used": bool(used), "judged": str(judged)}
 
 
 def state_point_units(state: Mapping[str, Any], n_features: int) -> np.ndarray:
