@@ -284,3 +284,25 @@ def test_dyadic_bad_resolution_and_outside_flag():
     res = model.predict_interval(np.array([[0.5, 0.5], [3.0, 0.5]]))
     assert list(res.outside_box) == [False, True]
     assert res.epsilon[1, 0] > res.epsilon[0, 0]
+
+
+@pytest.mark.parametrize("where", ["fit", "predict"])
+def test_text_in_the_features_is_refused_naming_the_column_and_the_fix(where):
+    """A column of category names (a DataFrame as read from a CSV): the message names the column,
+    its first text value and the fix, instead of numpy's "could not convert string to float"."""
+    import pandas as pd
+
+    from nwbound import NadarayaWatsonClassifier
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"age": rng.normal(size=200), "ward": rng.choice(["cardio", "icu"], 200)})
+    y = rng.integers(0, 2, 200)
+    clf = NadarayaWatsonClassifier()
+    message = r"X must hold numbers only, but column 'ward' holds text \('(cardio|icu)'\)\. Encode categorical"
+    if where == "fit":
+        with pytest.raises(ValueError, match=message):
+            clf.fit(X, y)
+    else:
+        clf.fit(X.assign(ward=(X["ward"] == "icu").astype(float)), y)
+        with pytest.raises(ValueError, match=message):
+            clf.predict(X.head(3))

@@ -5,6 +5,7 @@ functions (``nwbound.metrics``) and the plots, which read the same inputs."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 __all__ = [
+    "numeric_features",
     "check_positive",
     "check_open_unit",
     "check_choice",
@@ -760,3 +762,52 @@ def check_label_free_weights(weights: np.ndarray, labels: np.ndarray, classes: n
         "decision time (nwbound.metrics.bayes_decision), or set lipschitz=None for predictions without bounds."
     )
 
+
+
+@contextlib.contextmanager
+def numeric_features(X: Any, name: str = "X"):
+    """Turn scikit-learn's "could not convert string to float" about ``X`` into a message that names
+    the column holding text and the fix (features must be numbers: encode categories first).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound._validation import numeric_features
+    >>> with numeric_features([["a"]]):
+    ...     np.asarray([["a"]], dtype=float)
+    Traceback (most recent call last):
+    ...
+    ValueError: X must hold numbers only, but column 0 holds text ('a'). Encode categorical features as numbers first (e.g. sklearn.preprocessing.OneHotEncoder or OrdinalEncoder, in a Pipeline before the classifier), or drop them.
+    """
+    try:
+        yield
+    except ValueError as exc:
+        if "could not convert" not in str(exc):
+            raise
+        column, value = _first_text_column(X)
+        where = f"column {column!r}" if column is not None else "a column"
+        raise ValueError(
+            f"{name} must hold numbers only, but {where} holds text{f' ({value!r})' if value is not None else ''}. "
+            "Encode categorical features as numbers first (e.g. sklearn.preprocessing.OneHotEncoder or "
+            "OrdinalEncoder, in a Pipeline before the classifier), or drop them."
+        ) from None
+
+
+def _first_text_column(X: Any) -> tuple[Any, Any]:
+    """``(name or index, first value)`` of the first column of ``X`` holding a value that is not a
+    number; ``(None, None)`` where none is found."""
+    columns = getattr(X, "columns", None)
+    try:
+        rows = np.asarray(X, dtype=object)
+    except Exception:  # noqa: BLE001 - only the message depends on it
+        return None, None
+    if rows.ndim != 2:
+        return None, None
+    for j in range(rows.shape[1]):
+        for value in rows[:, j]:
+            if isinstance(value, (str, bytes)):
+                try:
+                    float(value)
+                except ValueError:
+                    return (list(columns)[j] if columns is not None else j), value
+    return None, None

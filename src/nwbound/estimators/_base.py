@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from .._numerics import feature_unit, to_feature_unit
 from .._result import PredictionInterval
-from .._validation import check_beta, check_choice, check_class_count, check_label_free_weights, check_open_unit, check_params_as_fitted
+from .._validation import numeric_features, check_beta, check_choice, check_class_count, check_label_free_weights, check_open_unit, check_params_as_fitted
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta
 from ..bounds import CHERNOFF_FALLBACK_START as _CHERNOFF_FALLBACK_START
 from ..diagnostics import AdviceContext, warn_if_vacuous
@@ -139,7 +139,8 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
         self._start_clock()
         self._choice_beta = None  # set again by lipschitz="auto" (_finish_fit)
         X, y, sample_weight = training_data_on_host(X, y, sample_weight)  # array_api_dispatch inputs
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], ensure_min_samples=1)
+        with numeric_features(X):
+            X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], ensure_min_samples=1)
         # float32 data far from 1 (1e-200, 1e160) are stored in a power-of-two unit: scaled
         # before the cast, so nothing underflows to 0 or overflows to inf (feature_unit).
         unit = feature_unit(X, dtype)

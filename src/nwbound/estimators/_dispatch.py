@@ -18,6 +18,7 @@ import sklearn
 from sklearn.utils.validation import validate_data
 
 from .._numerics import to_feature_unit
+from .._validation import numeric_features
 from .._result import PredictionInterval
 from ..engine import compat, to_host
 
@@ -118,7 +119,8 @@ def validate_queries(estimator: Any, X: Any, dtype: Any, *, keep_namespace: bool
                 to_feature_unit(to_host(Xv), unit, dtype)  # raises the explanation (float32 overflow)
             return out
         X = to_host(X)
-    X = validate_data(estimator, X, reset=False, dtype=[np.float64, np.float32])
+    with numeric_features(X):
+        X = validate_data(estimator, X, reset=False, dtype=[np.float64, np.float32])
     return to_feature_unit(X, unit, dtype)
 
 
