@@ -248,6 +248,11 @@ def flipcat3(X):  # a ramp along x0, a ripple along x1 whose sign a binary x2 fl
     return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * (2 * X[:, 2] - 1) * np.sin(2 * np.pi * X[:, 1] / 0.05)))
 
 
+def flipcont3(X):  # flipcat3 with a continuous switch: the ripple's sign follows tanh((x2 - 0.5)/0.05)
+    return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.tanh((X[:, 2] - 0.5) / 0.05)
+                         * np.sin(2 * np.pi * X[:, 1] / 0.05)))
+
+
 def manysmall20(X):  # 20 small effects of equal size
     return _binary(expit(0.3 * X[:, :20].sum(axis=1)))
 
@@ -377,6 +382,7 @@ FIELDS = {
     "dup20": (dup20, 20, "duplicated"),
     "onehot_ripple6": (onehot_ripple6, 6, "onehot"),
     "flipcat3": (flipcat3, 3, "binary_last"),
+    "flipcont3": (flipcont3, 3, "unit"),
     "manysmall20": (manysmall20, 20, "normal"),
     "quadform6": (quadform6, 6, "normal"),
     "flat5": (flat5, 5, "uniform"),
@@ -523,7 +529,7 @@ UNSEEN = [
     for name, n, kw in [
         ("tight_cluster3", 3000, {}), ("sparse_cluster3", 3000, {}), ("tails2", 3000, {}),
         ("outlier3", 3000, {}), ("lognormal3", 3000, {}), ("dup20", 3000, {}), ("onehot_ripple6", 5000, {}),
-        ("flipcat3", 3000, {}), ("manysmall20", 3000, {}), ("quadform6", 3000, {}), ("flat5", 3000, {}),
+        ("flipcat3", 3000, {}), ("flipcont3", 3000, {}), ("manysmall20", 3000, {}), ("quadform6", 3000, {}), ("flat5", 3000, {}),
         ("extreme4", 3000, {}), ("rarevary3", 5000, {}), ("ripple5c", 5000, {}), ("ripple5c", 800, {}),
         ("five4", 800, {}), ("ripple2ultra", 50000, {}), ("ripple2small", 1000, {}), ("saddle5", 3000, {}),
         ("ring2", 3000, {}), ("wlogit3", 3000, {"weights": "exp2x1"}), ("tiny10", 100, {}), ("chirp2", 3000, {}),
