@@ -67,3 +67,53 @@ def test_ripple_in_a_coordinate_plane_of_three_features_holds():
     # missed p on 9-13 % of queries; every coordinate plane 2° apart (267 directions) raises L_r.
     row = known_p_suite.run("ripple_diag3", 3000, 0)
     assert row["miss"] <= DELTA, row
+
+
+# Unseen shapes (``known_p_suite.py --unseen``), added by a red team after the fields above and not
+# tuned on. Those that hold and certify some queries, so that a miss could show:
+
+@pytest.mark.parametrize(
+    ("name", "n", "kw"),
+    [
+        ("extreme4", 3000, {}),  # p_1 = 0.02 everywhere: 41 % certified
+        ("rarevary3", 5000, {}),  # a rare class at 0.2-3.8 %: every query certified
+        ("ripple2small", 1000, {}),  # ripple2 at amplitude 1 in the logit, 1 000 rows: 55 % certified
+        ("lognormal3", 3000, {}),  # log-normal features, p along their logs: 8 % certified
+        ("chirp2", 3000, {}),  # a chirp whose period falls to 0.05: 3 % certified
+    ],
+)
+def test_unseen_fields_that_hold(name, n, kw):
+    row = known_p_suite.run(name, n, 0, **kw)
+    assert "refused" not in row, row
+    assert row["certified"] > 0, row  # a miss could show
+    assert row["miss"] <= DELTA, row
+
+
+@pytest.mark.xfail(strict=True, reason="the directional scan pools the levels of a feature with few values: a "
+                   "ripple whose sign or phase such a feature switches cancels along every direction it scans")
+@pytest.mark.parametrize(("name", "n", "model"), [("flipcat3", 3000, "nw"), ("flipcat3", 3000, "local"),
+                                                ("onehot_ripple6", 5000, "nw")])
+def test_ripple_switched_by_a_feature_with_few_values(name, n, model):
+    # flipcat3: p = expit(12(x0 - 0.5) + 5(2·x2 - 1)·sin(2π x1 / 0.05)), x2 binary; onehot_ripple6: the
+    # ripple's phase turns by 90° per level of a 4-category one-hot. The default misses p on 29-40 %
+    # of queries (3 seeds, nw and local), certifying 11-31 %. With the binary feature irrelevant the
+    # same ripple raises L_r to 6-11 and nothing is missed; with a continuous switch (flipcont3,
+    # tanh((x2 - 0.5)/0.05)) the scan's (x1, x2) plane raises L_r to 9. A feature with few values
+    # has no plane (plane_features), and along x1 the rows of both levels are pooled: the mean
+    # residual of a window is the average of +sin and -sin, about 0, so L_r stays at 0.3-0.7 where
+    # the ripple's slope is about 45 per std. metric=None at the true L (160) misses none; Hoeffding
+    # at the default's L misses as much (25 %): the constant, not the bound.
+    row = known_p_suite.run(name, n, 0, model=model)
+    assert row["miss"] <= DELTA, row
+
+
+@pytest.mark.xfail(strict=True, reason="a thin ring (width 0.06) is blurred along every scanned direction and "
+                   "finer than the isotropic estimates' resolution (0.34 std): L_r stays at 0.5-3, the true slope ~10")
+def test_thin_ring_holds():
+    # ring2: p = 0.1 + 0.8·exp(-((|x| - 1)/0.06)²) on [-1.5, 1.5]². The default misses p on 0.2-6.2 %
+    # of queries (3 seeds), and on 2-47 % of the queries within 0.1 of the ring (14 % of them), where
+    # the guarantee is per query. metric=None or "standard" at the true L misses none, and Hoeffding
+    # at the default's L as much as Chernoff: the constant, not the bound.
+    row = known_p_suite.run("ring2", 3000, 2)
+    assert row["miss"] <= DELTA, row
+    assert row["miss_region"] <= DELTA, row
