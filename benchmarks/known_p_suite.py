@@ -295,9 +295,29 @@ def saddle5(X):  # p along x0·x1 of normal features, steep in the tails; 3 irre
     return _binary(expit(3.0 * X[:, 0] * X[:, 1]))
 
 
-def ring2(X):  # p = 0.9 on a thin ring (width 0.06 around radius 1), 0.1 elsewhere
-    r = np.linalg.norm(X, axis=1)
-    return _binary(0.1 + 0.8 * np.exp(-(((r - 1) / 0.06) ** 2)))
+def _ring(X, width):  # p = 0.9 on a ring (a sphere in 3+ features) of radius 1, 0.1 away from it
+    return _binary(0.1 + 0.8 * np.exp(-(((np.linalg.norm(X, axis=1) - 1) / width) ** 2)))
+
+
+def ring2(X):  # a thin ring: width 0.06
+    return _ring(X, 0.06)
+
+
+def ring2thin(X):  # a thinner ring: width 0.03
+    return _ring(X, 0.03)
+
+
+def shell3(X):  # the thin ring's sphere in 3 features
+    return _ring(X, 0.06)
+
+
+def parab2(X):  # p = 0.9 on a thin band (width 0.05) along the parabola x1 = x0², 0.1 away from it
+    return _binary(0.1 + 0.8 * np.exp(-(((X[:, 1] - X[:, 0] ** 2) / 0.05) ** 2)))
+
+
+def patch2(X):  # ripple2's ramp, its ripple only in a disc of radius ~0.12 around the centre
+    g = np.exp(-((X - 0.5) ** 2).sum(axis=1) / (2 * 0.12**2))
+    return _binary(expit(12.0 * (X[:, 0] - 0.5) + 6.0 * g * np.sin(2 * np.pi * X[:, 1] / 0.05)))
 
 
 def wlogit3(X):  # for weights exp(2·x1): p moves along the weighted feature
@@ -393,6 +413,10 @@ FIELDS = {
     "ripple2small": (ripple2small, 2, "unit"),
     "saddle5": (saddle5, 5, "normal"),
     "ring2": (ring2, 2, "ring"),
+    "ring2thin": (ring2thin, 2, "ring"),
+    "shell3": (shell3, 3, "ring"),
+    "parab2": (parab2, 2, "uniform"),
+    "patch2": (patch2, 2, "unit"),
     "wlogit3": (wlogit3, 3, "normal"),
     "tiny10": (tiny10, 10, "normal"),
     "chirp2": (chirp2, 2, "unit"),
@@ -425,6 +449,10 @@ REGIONS = {
     "tails2": lambda X: np.abs(X[:, 0]) > 1.5,
     "outlier3": lambda X: np.abs(X[:, 0]) > 2.0,
     "ring2": lambda X: np.abs(np.linalg.norm(X, axis=1) - 1) < 0.1,
+    "ring2thin": lambda X: np.abs(np.linalg.norm(X, axis=1) - 1) < 0.05,
+    "shell3": lambda X: np.abs(np.linalg.norm(X, axis=1) - 1) < 0.1,
+    "parab2": lambda X: np.abs(X[:, 1] - X[:, 0] ** 2) < 0.08,
+    "patch2": lambda X: ((X - 0.5) ** 2).sum(axis=1) < 0.15**2,
     "rarevary3": lambda X: np.sin(3.0 * X[:, 0]) < -0.5,
     "chirp2": lambda X: X[:, 0] > 0.7,
     "saddle5": lambda X: np.abs(X[:, 0] * X[:, 1]) > 1.0,
@@ -519,11 +547,12 @@ ADVERSARIAL = [
 
 #: Shapes none of the lists above has (``--unseen``): mixtures of clusters of very different
 #: spreads, p moving only in the tails, a feature with huge outliers, skewed features, a duplicated
-#: feature, ripples whose mean over a categorical or binary feature cancels, many small effects, a
-#: quadratic form, p flat at 0.5 or at 0.02, a rare class of varying rate, five rippling classes, a
-#: ripple finer than the scan's finest windows at 50 000 rows or of small amplitude at 1 000, a
-#: saddle, a thin ring, a chirp, weights exp(2·x1), and few rows (100 in 10 features, 800 with 5
-#: classes); each with the regular, the localized and the dyadic classifier.
+#: feature, ripples whose mean over a categorical or binary feature cancels (and, as a control, over
+#: a continuous one), many small effects, a quadratic form, p flat at 0.5 or at 0.02, a rare class
+#: of varying rate, five rippling classes, a ripple finer than the scan's finest windows at 50 000
+#: rows or of small amplitude at 1 000, a saddle, thin curved structures (rings, a sphere, a
+#: parabola, a ripple in a small disc), a chirp, weights exp(2·x1), and few rows (100 in 10
+#: features, 800 with 5 classes); each with the regular, the localized and the dyadic classifier.
 UNSEEN = [
     (name, n, dict(kw, model=model))
     for name, n, kw in [
@@ -532,7 +561,8 @@ UNSEEN = [
         ("flipcat3", 3000, {}), ("flipcont3", 3000, {}), ("manysmall20", 3000, {}), ("quadform6", 3000, {}), ("flat5", 3000, {}),
         ("extreme4", 3000, {}), ("rarevary3", 5000, {}), ("ripple5c", 5000, {}), ("ripple5c", 800, {}),
         ("five4", 800, {}), ("ripple2ultra", 50000, {}), ("ripple2small", 1000, {}), ("saddle5", 3000, {}),
-        ("ring2", 3000, {}), ("wlogit3", 3000, {"weights": "exp2x1"}), ("tiny10", 100, {}), ("chirp2", 3000, {}),
+        ("ring2", 3000, {}), ("ring2", 20000, {}), ("ring2thin", 3000, {}), ("shell3", 3000, {}),
+        ("parab2", 3000, {}), ("patch2", 3000, {}), ("wlogit3", 3000, {"weights": "exp2x1"}), ("tiny10", 100, {}), ("chirp2", 3000, {}),
     ]
     for model in MODELS
 ]

@@ -107,13 +107,19 @@ def test_ripple_switched_by_a_feature_with_few_values(name, n, model):
     assert row["miss"] <= DELTA, row
 
 
-@pytest.mark.xfail(strict=True, reason="a thin ring (width 0.06) is blurred along every scanned direction and "
-                   "finer than the isotropic estimates' resolution (0.34 std): L_r stays at 0.5-3, the true slope ~10")
-def test_thin_ring_holds():
-    # ring2: p = 0.1 + 0.8·exp(-((|x| - 1)/0.06)²) on [-1.5, 1.5]². The default misses p on 0.2-6.2 %
-    # of queries (3 seeds), and on 2-47 % of the queries within 0.1 of the ring (14 % of them), where
-    # the guarantee is per query. metric=None or "standard" at the true L misses none, and Hoeffding
-    # at the default's L as much as Chernoff: the constant, not the bound.
-    row = known_p_suite.run("ring2", 3000, 2)
+@pytest.mark.xfail(strict=True, reason="a thin curved structure is blurred along every scanned direction and finer "
+                   "than the isotropic estimates' resolution (0.34 std): L_r stays at 0.4-3 where the true slope is 10-20")
+@pytest.mark.parametrize(("name", "seed"), [("ring2", 2), ("ring2thin", 0), ("shell3", 0), ("parab2", 1)])
+def test_thin_curved_structure_holds_near_it(name, seed):
+    # p = 0.1 + 0.8·exp(-(dist/w)²), dist the distance to a ring of radius 1 on [-1.5, 1.5]² (ring2,
+    # w = 0.06; ring2thin, w = 0.03), to a sphere in 3 features (shell3), or to the parabola
+    # x1 = x0² (parab2, w = 0.05). The guarantee is per query; over all queries the default misses
+    # p on 0.2-6.2 % (3 seeds), but on the 7-14 % of queries near the structure on 2-60 %:
+    # 37-42 % on shell3, 55-60 % on ring2thin, where 93-99.6 % of all queries are certified and
+    # 2.3-3.6 % of them name a class that is not the most probable. metric=None or "standard" at the
+    # true L misses none; Hoeffding at the default's L misses as much: the constant, not the bound.
+    # The scan sees ring2thin beyond noise on some seeds, but its raise (a lower value of the slope:
+    # 0.2-0.5 per std along a projection that blurs the ring) stays below the held-out L_r.
+    row = known_p_suite.run(name, 3000, seed)
     assert row["miss"] <= DELTA, row
     assert row["miss_region"] <= DELTA, row
