@@ -248,9 +248,17 @@ def flipcat3(X):  # a ramp along x0, a ripple along x1 whose sign a binary x2 fl
     return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * (2 * X[:, 2] - 1) * np.sin(2 * np.pi * X[:, 1] / 0.05)))
 
 
+def ordinal_ripple3(X):  # flipcat3 with an ordinal x2 in {0, ..., 4}: the ripple's phase turns by 2π/5 per level
+    return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.sin(2 * np.pi * X[:, 1] / 0.05 + 2 * np.pi * X[:, 2] / 5)))
+
+
 def flipcont3(X):  # flipcat3 with a continuous switch: the ripple's sign follows tanh((x2 - 0.5)/0.05)
     return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.tanh((X[:, 2] - 0.5) / 0.05)
                          * np.sin(2 * np.pi * X[:, 1] / 0.05)))
+
+
+def diag_rounded3(X):  # ripple_diag3's field; its law records x2 to 2 decimals (100 values)
+    return ripple_diag3(X)
 
 
 def manysmall20(X):  # 20 small effects of equal size
@@ -353,9 +361,17 @@ def _onehot(rng, n, d):  # a one-hot of d - 2 categories, then 2 uniform feature
     return np.column_stack([np.eye(d - 2)[rng.integers(0, d - 2, n)], rng.uniform(0, 1, (n, 2))])
 
 
-def _binary_last(rng, n, d):  # uniform on [0, 1], the last feature 0 or 1
+def _levels_last(levels):  # uniform on [0, 1], the last feature an integer in [0, levels)
+    def law(rng, n, d):
+        X = rng.uniform(0, 1, (n, d))
+        X[:, -1] = rng.integers(0, levels, n)
+        return X
+    return law
+
+
+def _rounded_last(rng, n, d):  # uniform on [0, 1], the last feature recorded to 2 decimals
     X = rng.uniform(0, 1, (n, d))
-    X[:, -1] = rng.integers(0, 2, n)
+    X[:, -1] = np.round(X[:, -1], 2)
     return X
 
 
@@ -403,6 +419,8 @@ FIELDS = {
     "onehot_ripple6": (onehot_ripple6, 6, "onehot"),
     "flipcat3": (flipcat3, 3, "binary_last"),
     "flipcont3": (flipcont3, 3, "unit"),
+    "ordinal_ripple3": (ordinal_ripple3, 3, "ordinal_last"),
+    "diag_rounded3": (diag_rounded3, 3, "rounded_last"),
     "manysmall20": (manysmall20, 20, "normal"),
     "quadform6": (quadform6, 6, "normal"),
     "flat5": (flat5, 5, "uniform"),
@@ -438,7 +456,9 @@ LAWS = {
     "lognormal": lambda rng, n, d: np.exp(0.75 * rng.normal(size=(n, d))),
     "duplicated": _duplicated,
     "onehot": _onehot,
-    "binary_last": _binary_last,
+    "binary_last": _levels_last(2),
+    "ordinal_last": _levels_last(5),
+    "rounded_last": _rounded_last,
     "ring": lambda rng, n, d: rng.uniform(-1.5, 1.5, (n, d)),
 }
 
@@ -547,8 +567,9 @@ ADVERSARIAL = [
 
 #: Shapes none of the lists above has (``--unseen``): mixtures of clusters of very different
 #: spreads, p moving only in the tails, a feature with huge outliers, skewed features, a duplicated
-#: feature, ripples whose mean over a categorical or binary feature cancels (and, as a control, over
-#: a continuous one), many small effects, a quadratic form, p flat at 0.5 or at 0.02, a rare class
+#: feature, ripples whose mean over a categorical, binary or ordinal feature cancels (and, as a
+#: control, over a continuous one), an oblique ripple in the plane of a feature recorded to 2
+#: decimals, many small effects, a quadratic form, p flat at 0.5 or at 0.02, a rare class
 #: of varying rate, five rippling classes, a ripple finer than the scan's finest windows at 50 000
 #: rows or of small amplitude at 1 000, a saddle, thin curved structures (rings, a sphere, a
 #: parabola, a ripple in a small disc), a chirp, weights exp(2·x1), and few rows (100 in 10
@@ -558,7 +579,8 @@ UNSEEN = [
     for name, n, kw in [
         ("tight_cluster3", 3000, {}), ("sparse_cluster3", 3000, {}), ("tails2", 3000, {}),
         ("outlier3", 3000, {}), ("lognormal3", 3000, {}), ("dup20", 3000, {}), ("onehot_ripple6", 5000, {}),
-        ("flipcat3", 3000, {}), ("flipcont3", 3000, {}), ("manysmall20", 3000, {}), ("quadform6", 3000, {}), ("flat5", 3000, {}),
+        ("flipcat3", 3000, {}), ("flipcat3", 20000, {}), ("ordinal_ripple3", 3000, {}), ("flipcont3", 3000, {}),
+        ("diag_rounded3", 3000, {}), ("manysmall20", 3000, {}), ("quadform6", 3000, {}), ("flat5", 3000, {}),
         ("extreme4", 3000, {}), ("rarevary3", 5000, {}), ("ripple5c", 5000, {}), ("ripple5c", 800, {}),
         ("five4", 800, {}), ("ripple2ultra", 50000, {}), ("ripple2small", 1000, {}), ("saddle5", 3000, {}),
         ("ring2", 3000, {}), ("ring2", 20000, {}), ("ring2thin", 3000, {}), ("shell3", 3000, {}),
