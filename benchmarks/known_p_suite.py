@@ -252,6 +252,10 @@ def ordinal_ripple3(X):  # flipcat3 with an ordinal x2 in {0, ..., 4}: the rippl
     return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.sin(2 * np.pi * X[:, 1] / 0.05 + 2 * np.pi * X[:, 2] / 5)))
 
 
+def coarseflip3(X):  # a control: a coarse sine along x1 (period 2.1) whose sign a binary x2 flips
+    return _binary(expit(2.5 * (2 * X[:, 2] - 1) * np.sin(3.0 * X[:, 1]) + X[:, 0]))
+
+
 def flipcont3(X):  # flipcat3 with a continuous switch: the ripple's sign follows tanh((x2 - 0.5)/0.05)
     return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.tanh((X[:, 2] - 0.5) / 0.05)
                          * np.sin(2 * np.pi * X[:, 1] / 0.05)))
@@ -369,6 +373,12 @@ def _levels_last(levels):  # uniform on [0, 1], the last feature an integer in [
     return law
 
 
+def _binary_last_sym(rng, n, d):  # uniform on [-1, 1], the last feature 0 or 1
+    X = rng.uniform(-1, 1, (n, d))
+    X[:, -1] = rng.integers(0, 2, n)
+    return X
+
+
 def _rounded_last(rng, n, d):  # uniform on [0, 1], the last feature recorded to 2 decimals
     X = rng.uniform(0, 1, (n, d))
     X[:, -1] = np.round(X[:, -1], 2)
@@ -419,6 +429,7 @@ FIELDS = {
     "onehot_ripple6": (onehot_ripple6, 6, "onehot"),
     "flipcat3": (flipcat3, 3, "binary_last"),
     "flipcont3": (flipcont3, 3, "unit"),
+    "coarseflip3": (coarseflip3, 3, "binary_last_sym"),
     "ordinal_ripple3": (ordinal_ripple3, 3, "ordinal_last"),
     "diag_rounded3": (diag_rounded3, 3, "rounded_last"),
     "manysmall20": (manysmall20, 20, "normal"),
@@ -459,6 +470,7 @@ LAWS = {
     "binary_last": _levels_last(2),
     "ordinal_last": _levels_last(5),
     "rounded_last": _rounded_last,
+    "binary_last_sym": _binary_last_sym,
     "ring": lambda rng, n, d: rng.uniform(-1.5, 1.5, (n, d)),
 }
 
@@ -567,9 +579,9 @@ ADVERSARIAL = [
 
 #: Shapes none of the lists above has (``--unseen``): mixtures of clusters of very different
 #: spreads, p moving only in the tails, a feature with huge outliers, skewed features, a duplicated
-#: feature, ripples whose mean over a categorical, binary or ordinal feature cancels (and, as a
-#: control, over a continuous one), an oblique ripple in the plane of a feature recorded to 2
-#: decimals, many small effects, a quadratic form, p flat at 0.5 or at 0.02, a rare class
+#: feature, ripples whose mean over a categorical, binary or ordinal feature cancels (and, as
+#: controls, over a continuous one, and a coarse sine that a binary feature flips), an oblique
+#: ripple in the plane of a feature recorded to 2 decimals, many small effects, a quadratic form, p flat at 0.5 or at 0.02, a rare class
 #: of varying rate, five rippling classes, a ripple finer than the scan's finest windows at 50 000
 #: rows or of small amplitude at 1 000, a saddle, thin curved structures (rings, a sphere, a
 #: parabola, a ripple in a small disc), a chirp, weights exp(2·x1), and few rows (100 in 10
@@ -579,7 +591,7 @@ UNSEEN = [
     for name, n, kw in [
         ("tight_cluster3", 3000, {}), ("sparse_cluster3", 3000, {}), ("tails2", 3000, {}),
         ("outlier3", 3000, {}), ("lognormal3", 3000, {}), ("dup20", 3000, {}), ("onehot_ripple6", 5000, {}),
-        ("flipcat3", 3000, {}), ("flipcat3", 20000, {}), ("ordinal_ripple3", 3000, {}), ("flipcont3", 3000, {}),
+        ("flipcat3", 3000, {}), ("flipcat3", 20000, {}), ("ordinal_ripple3", 3000, {}), ("flipcont3", 3000, {}), ("coarseflip3", 3000, {}),
         ("diag_rounded3", 3000, {}), ("manysmall20", 3000, {}), ("quadform6", 3000, {}), ("flat5", 3000, {}),
         ("extreme4", 3000, {}), ("rarevary3", 5000, {}), ("ripple5c", 5000, {}), ("ripple5c", 800, {}),
         ("five4", 800, {}), ("ripple2ultra", 50000, {}), ("ripple2small", 1000, {}), ("saddle5", 3000, {}),

@@ -80,6 +80,7 @@ def test_ripple_in_a_coordinate_plane_of_three_features_holds():
         ("ripple2small", 1000, {}),  # ripple2 at amplitude 1 in the logit, 1 000 rows: 55 % certified
         ("lognormal3", 3000, {}),  # log-normal features, p along their logs: 8 % certified
         ("chirp2", 3000, {}),  # a chirp whose period falls to 0.05: 3 % certified
+        ("coarseflip3", 3000, {}),  # a coarse sine whose sign a binary feature flips: 14 % certified
     ],
 )
 def test_unseen_fields_that_hold(name, n, kw):
