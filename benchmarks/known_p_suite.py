@@ -13,7 +13,10 @@ second list of fields instead (``ADVERSARIAL``: sparse, XOR, radial, steep, high
 heavy-tailed, integer, badly scaled, rank-deficient, rare, many-class, tiny and large n, shifted
 queries, weights that follow p, ripples finer than an isotropic estimate resolves, along a
 feature, in a coordinate plane or oblique in 3 features), each with the regular, the localized and the dyadic classifier
-(the user guide's "Adversarial fields" table).
+(the user guide's "Adversarial fields" table). ``--unseen`` runs a third list (``UNSEEN``: shapes
+none of the others has, added by a red team; see its comment), with one more column: the miss rate
+of the queries in a field's hard region (``REGIONS``), since the guarantee is per query.
+``--only`` and ``--models`` pick fields and classifiers.
 """
 
 from __future__ import annotations
