@@ -288,6 +288,10 @@ def extreme4(X):  # one class at 2 % everywhere
     return _binary(np.full(len(X), 0.02))
 
 
+def extreme3(X):  # one class at 0.2 % everywhere (for 20 000 rows)
+    return _binary(np.full(len(X), 0.002))
+
+
 def rarevary3(X):  # a rare class whose rate moves from 0.2 % to 3.8 % along x0
     return _binary(0.02 * (1 + 0.9 * np.sin(3.0 * X[:, 0])))
 
@@ -300,6 +304,10 @@ def ripple5c(X):  # 5 classes: a shared ramp, then per class a ripple (period 0.
 
 def ripple2ultra(X):  # ripple2 with period 0.006 (0.02 std): for 50 000 rows
     return _ripple(X, 0.006)
+
+
+def faint_ripple2(X):  # a gentle ramp plus a ripple of ±0.03 in p (period 0.05): for 50 000 rows, where intervals are narrow
+    return _binary(expit(3.0 * (X[:, 0] - 0.5)) + 0.03 * np.sin(2 * np.pi * X[:, 1] / 0.05))
 
 
 def ripple2small(X):  # ripple2 with amplitude 1 in the logit, not 5
@@ -439,7 +447,9 @@ FIELDS = {
     "quadform6": (quadform6, 6, "normal"),
     "flat5": (flat5, 5, "uniform"),
     "extreme4": (extreme4, 4, "normal"),
+    "extreme3": (extreme3, 3, "normal"),
     "rarevary3": (rarevary3, 3, "uniform"),
+    "faint_ripple2": (faint_ripple2, 2, "unit"),
     "ripple5c": (ripple5c, 2, "unit"),
     "ripple2ultra": (ripple2ultra, 2, "unit"),
     "ripple2small": (ripple2small, 2, "unit"),
@@ -584,11 +594,12 @@ ADVERSARIAL = [
 #: spreads, p moving only in the tails, a feature with huge outliers, skewed features, a duplicated
 #: feature, ripples whose mean over a categorical, binary or ordinal feature cancels (and, as
 #: controls, over a continuous one, and a coarse sine that a binary feature flips), an oblique
-#: ripple in the plane of a feature recorded to 2 decimals, many small effects, a quadratic form, p flat at 0.5 or at 0.02, a rare class
-#: of varying rate, five rippling classes, a ripple finer than the scan's finest windows at 50 000
-#: rows or of small amplitude at 1 000, a saddle, thin curved structures (rings, a sphere, a
-#: parabola, a ripple in a small disc), a chirp, weights exp(2·x1), and few rows (100 in 10
-#: features, 800 with 5 classes); each with the regular, the localized and the dyadic classifier.
+#: ripple in the plane of a feature recorded to 2 decimals, many small effects, a quadratic form,
+#: p flat at 0.5, 0.02 or 0.002, a rare class of varying rate, five rippling classes, a ripple
+#: finer than the scan's finest windows at 50 000 rows, of small amplitude at 1 000 or of ±0.03 in
+#: p at 50 000, a saddle, thin curved structures (rings, a sphere, a parabola, a ripple in a small
+#: disc), a chirp, weights exp(2·x1), and few rows (100 in 10 features, 800 with 5 classes); each
+#: with the regular, the localized and the dyadic classifier.
 UNSEEN = [
     (name, n, dict(kw, model=model))
     for name, n, kw in [
@@ -596,8 +607,8 @@ UNSEEN = [
         ("outlier3", 3000, {}), ("lognormal3", 3000, {}), ("dup20", 3000, {}), ("onehot_ripple6", 5000, {}),
         ("flipcat3", 3000, {}), ("flipcat3", 20000, {}), ("ordinal_ripple3", 3000, {}), ("flipcont3", 3000, {}), ("coarseflip3", 3000, {}),
         ("diag_rounded3", 3000, {}), ("manysmall20", 3000, {}), ("quadform6", 3000, {}), ("flat5", 3000, {}),
-        ("extreme4", 3000, {}), ("rarevary3", 5000, {}), ("ripple5c", 5000, {}), ("ripple5c", 800, {}),
-        ("five4", 800, {}), ("ripple2ultra", 50000, {}), ("ripple2small", 1000, {}), ("saddle5", 3000, {}),
+        ("extreme4", 3000, {}), ("extreme3", 20000, {}), ("rarevary3", 5000, {}), ("ripple5c", 5000, {}), ("ripple5c", 800, {}),
+        ("five4", 800, {}), ("ripple2ultra", 50000, {}), ("ripple2small", 1000, {}), ("faint_ripple2", 50000, {}), ("saddle5", 3000, {}),
         ("ring2", 3000, {}), ("ring2", 20000, {}), ("ring2thin", 3000, {}), ("shell3", 3000, {}),
         ("parab2", 3000, {}), ("patch2", 3000, {}), ("wlogit3", 3000, {"weights": "exp2x1"}), ("tiny10", 100, {}), ("chirp2", 3000, {}),
     ]
