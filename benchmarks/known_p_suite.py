@@ -605,11 +605,11 @@ UNSEEN = [
     for name, n, kw in [
         ("tight_cluster3", 3000, {}), ("sparse_cluster3", 3000, {}), ("tails2", 3000, {}),
         ("outlier3", 3000, {}), ("lognormal3", 3000, {}), ("dup20", 3000, {}), ("onehot_ripple6", 5000, {}),
-        ("flipcat3", 3000, {}), ("flipcat3", 20000, {}), ("ordinal_ripple3", 3000, {}), ("flipcont3", 3000, {}), ("coarseflip3", 3000, {}),
+        ("flipcat3", 1000, {}), ("flipcat3", 3000, {}), ("flipcat3", 20000, {}), ("ordinal_ripple3", 3000, {}), ("flipcont3", 3000, {}), ("coarseflip3", 3000, {}),
         ("diag_rounded3", 3000, {}), ("manysmall20", 3000, {}), ("quadform6", 3000, {}), ("flat5", 3000, {}),
         ("extreme4", 3000, {}), ("extreme3", 20000, {}), ("rarevary3", 5000, {}), ("ripple5c", 5000, {}), ("ripple5c", 800, {}),
         ("five4", 800, {}), ("ripple2ultra", 50000, {}), ("ripple2small", 1000, {}), ("faint_ripple2", 50000, {}), ("saddle5", 3000, {}),
-        ("ring2", 3000, {}), ("ring2", 20000, {}), ("ring2thin", 3000, {}), ("shell3", 3000, {}),
+        ("ring2", 3000, {}), ("ring2", 20000, {}), ("ring2thin", 3000, {}), ("ring2thin", 20000, {}), ("shell3", 3000, {}),
         ("parab2", 3000, {}), ("patch2", 3000, {}), ("wlogit3", 3000, {"weights": "exp2x1"}), ("tiny10", 100, {}), ("chirp2", 3000, {}),
     ]
     for model in MODELS
