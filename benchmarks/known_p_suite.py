@@ -13,7 +13,10 @@ second list of fields instead (``ADVERSARIAL``: sparse, XOR, radial, steep, high
 heavy-tailed, integer, badly scaled, rank-deficient, rare, many-class, tiny and large n, shifted
 queries, weights that follow p, ripples finer than an isotropic estimate resolves, along a
 feature, in a coordinate plane or oblique in 3 features), each with the regular, the localized and the dyadic classifier
-(the user guide's "Adversarial fields" table).
+(the user guide's "Adversarial fields" table). ``--unseen`` runs a third list (``UNSEEN``: shapes
+none of the others has, added by a red team; see its comment), with one more column: the miss rate
+of the queries in a field's hard region (``REGIONS``), since the guarantee is per query.
+``--only`` and ``--models`` pick fields and classifiers.
 """
 
 from __future__ import annotations
@@ -205,6 +208,194 @@ def ripple_oblique3(X):  # 4 features: the ramp along x3, a ripple of period 0.0
     return _ramp_ripple(X, 3, X[:, :3].sum(axis=1) / np.sqrt(3), 0.05)
 
 
+# Unseen shapes (``--unseen``, round 18 red team): each differs in kind from the fields above and
+# aims at one way the default could fail. A field with a region of interest (``REGIONS``) also
+# reports the miss rate of the queries inside it: the guarantee is per query, so a region of a few
+# per cent of the queries missed on every query would break it while the average stays below δ.
+
+def _gate(X, width):  # a smooth bump, 1 at the origin, of the given width
+    return np.exp(-(X**2).sum(axis=1) / (2 * width**2))
+
+
+def tight_cluster3(X):  # 90 % of rows in a cluster of std 0.05: p ripples inside it (period 0.16)
+    return _binary(expit(X[:, 1] + 3.0 * _gate(X, 0.15) * np.sin(40.0 * X[:, 0])))
+
+
+def sparse_cluster3(X):  # the same mixture: p flat in the tight cluster, rippling (period 0.8) in the sparse one
+    return _binary(expit(X[:, 1] + 3.0 * (1 - _gate(X, 0.5)) * np.sin(8.0 * (X[:, 0] - 3.0))))
+
+
+def tails2(X):  # normal X: p = 0.5 in |x0| < 1.5, oscillating along x1 beyond
+    return _binary(0.5 + 0.45 * np.tanh(3.0 * np.maximum(np.abs(X[:, 0]) - 1.5, 0)) * np.sin(5.0 * X[:, 1]))
+
+
+def outlier3(X):  # 1 % of rows have x0 × 1e4 (the std inflated 500-fold): p moves along x0 in the bulk
+    return _binary(expit(3.0 * np.sin(3.0 * np.clip(X[:, 0], -1.5, 1.5)) + 2.0 * X[:, 1]))
+
+
+def lognormal3(X):  # skewed features (log-normal, σ = 0.75): p along their logs
+    return _binary(expit(3.0 * np.sin(2.0 * np.log(X[:, 0])) + 1.5 * np.log(X[:, 1])))
+
+
+def dup20(X):  # x0 copied into 10 columns, 10 irrelevant ones: p nonlinear along x0
+    return _binary(expit(3.0 * np.sin(2.0 * X[:, 0]) + X[:, 0]))
+
+
+def onehot_ripple6(X):  # a 4-category one-hot block, a ramp along x4, a ripple along x5 whose phase
+    # turns by 90° per category: its mean over the categories is 0 at every x5
+    cat = np.argmax(X[:, :4], axis=1)
+    return _binary(expit(12.0 * (X[:, 4] - 0.5) + 5.0 * np.sin(2 * np.pi * X[:, 5] / 0.05 + cat * np.pi / 2)))
+
+
+def flipcat3(X):  # a ramp along x0, a ripple along x1 whose sign a binary x2 flips
+    return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * (2 * X[:, 2] - 1) * np.sin(2 * np.pi * X[:, 1] / 0.05)))
+
+
+def ordinal_ripple3(X):  # flipcat3 with an ordinal x2 in {0, ..., 4}: the ripple's phase turns by 2π/5 per level
+    return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.sin(2 * np.pi * X[:, 1] / 0.05 + 2 * np.pi * X[:, 2] / 5)))
+
+
+def coarseflip3(X):  # a control: a coarse sine along x1 (period 2.1) whose sign a binary x2 flips
+    return _binary(expit(2.5 * (2 * X[:, 2] - 1) * np.sin(3.0 * X[:, 1]) + X[:, 0]))
+
+
+def flipcont3(X):  # flipcat3 with a continuous switch: the ripple's sign follows tanh((x2 - 0.5)/0.05)
+    return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.tanh((X[:, 2] - 0.5) / 0.05)
+                         * np.sin(2 * np.pi * X[:, 1] / 0.05)))
+
+
+def diag_rounded3(X):  # ripple_diag3's field; its law records x2 to 2 decimals (100 values)
+    return ripple_diag3(X)
+
+
+def manysmall20(X):  # 20 small effects of equal size
+    return _binary(expit(0.3 * X[:, :20].sum(axis=1)))
+
+
+_Q6 = _W.normal(size=(6, 6))
+_Q6 = (_Q6 + _Q6.T) / 2 / np.linalg.norm(_Q6 + _Q6.T, 2) * 2.0  # symmetric, spectral norm 1
+
+
+def quadform6(X):  # the logit a quadratic form (no linear part), centred
+    return _binary(expit(np.einsum("ij,jk,ik->i", X, _Q6, X) - np.trace(_Q6)))
+
+
+def flat5(X):  # pure noise: p = 0.5 everywhere
+    return _binary(np.full(len(X), 0.5))
+
+
+def extreme4(X):  # one class at 2 % everywhere
+    return _binary(np.full(len(X), 0.02))
+
+
+def extreme3(X):  # one class at 0.2 % everywhere (for 20 000 rows)
+    return _binary(np.full(len(X), 0.002))
+
+
+def rarevary3(X):  # a rare class whose rate moves from 0.2 % to 3.8 % along x0
+    return _binary(0.02 * (1 + 0.9 * np.sin(3.0 * X[:, 0])))
+
+
+def ripple5c(X):  # 5 classes: a shared ramp, then per class a ripple (period 0.05) at phase 2πk/5
+    k = np.arange(5)
+    logits = 2.0 * np.outer(X[:, 0] - 0.5, k - 2) + 3.0 * np.sin(2 * np.pi * X[:, [1]] / 0.05 + 2 * np.pi * k / 5)
+    return softmax(logits, axis=1)
+
+
+def ripple2ultra(X):  # ripple2 with period 0.006 (0.02 std): for 50 000 rows
+    return _ripple(X, 0.006)
+
+
+def faint_ripple2(X):  # a gentle ramp plus a ripple of ±0.03 in p (period 0.05): for 50 000 rows, where intervals are narrow
+    return _binary(expit(3.0 * (X[:, 0] - 0.5)) + 0.03 * np.sin(2 * np.pi * X[:, 1] / 0.05))
+
+
+def ripple2small(X):  # ripple2 with amplitude 1 in the logit, not 5
+    return _binary(expit(12.0 * (X[:, 0] - 0.5) + 1.0 * np.sin(2 * np.pi * X[:, 1] / 0.05)))
+
+
+def saddle5(X):  # p along x0·x1 of normal features, steep in the tails; 3 irrelevant features
+    return _binary(expit(3.0 * X[:, 0] * X[:, 1]))
+
+
+def _ring(X, width):  # p = 0.9 on a ring (a sphere in 3+ features) of radius 1, 0.1 away from it
+    return _binary(0.1 + 0.8 * np.exp(-(((np.linalg.norm(X, axis=1) - 1) / width) ** 2)))
+
+
+def ring2(X):  # a thin ring: width 0.06
+    return _ring(X, 0.06)
+
+
+def ring2thin(X):  # a thinner ring: width 0.03
+    return _ring(X, 0.03)
+
+
+def shell3(X):  # the thin ring's sphere in 3 features
+    return _ring(X, 0.06)
+
+
+def parab2(X):  # p = 0.9 on a thin band (width 0.05) along the parabola x1 = x0², 0.1 away from it
+    return _binary(0.1 + 0.8 * np.exp(-(((X[:, 1] - X[:, 0] ** 2) / 0.05) ** 2)))
+
+
+def patch2(X):  # ripple2's ramp, its ripple only in a disc of radius ~0.12 around the centre
+    g = np.exp(-((X - 0.5) ** 2).sum(axis=1) / (2 * 0.12**2))
+    return _binary(expit(12.0 * (X[:, 0] - 0.5) + 6.0 * g * np.sin(2 * np.pi * X[:, 1] / 0.05)))
+
+
+def wlogit3(X):  # for weights exp(2·x1): p moves along the weighted feature
+    return _binary(expit(2.0 * X[:, 0] + 2.0 * np.sin(2.0 * X[:, 1])))
+
+
+def tiny10(X):  # a logistic of 2 of 10 features (for 100 rows)
+    return _binary(expit(2.0 * X[:, 0] - X[:, 1]))
+
+
+def chirp2(X):  # a ramp along x1, a chirp along x0: its period falls from ∞ to 0.05 at x0 = 1
+    return _binary(expit(12.0 * (X[:, 1] - 0.5) + 4.0 * np.sin(2 * np.pi * 10.0 * X[:, 0] ** 2)))
+
+
+def _tight_mixture(rng, n, d):  # 90 % of rows N(0, 0.05²), 10 % N((3, 0, ...), 1)
+    wide = rng.random(n) < 0.1
+    return np.where(wide[:, None], rng.normal(size=(n, d)) + np.r_[3.0, np.zeros(d - 1)], 0.05 * rng.normal(size=(n, d)))
+
+
+def _outliers(rng, n, d):  # uniform on [-1, 1], 1 % of rows with x0 × 1e4
+    X = rng.uniform(-1, 1, (n, d))
+    X[rng.random(n) < 0.01, 0] *= 1e4
+    return X
+
+
+def _duplicated(rng, n, d):  # x0 in the first d/2 columns, the rest independent
+    X = rng.normal(size=(n, d))
+    X[:, 1 : d // 2] = X[:, [0]]
+    return X
+
+
+def _onehot(rng, n, d):  # a one-hot of d - 2 categories, then 2 uniform features on [0, 1]
+    return np.column_stack([np.eye(d - 2)[rng.integers(0, d - 2, n)], rng.uniform(0, 1, (n, 2))])
+
+
+def _levels_last(levels):  # uniform on [0, 1], the last feature an integer in [0, levels)
+    def law(rng, n, d):
+        X = rng.uniform(0, 1, (n, d))
+        X[:, -1] = rng.integers(0, levels, n)
+        return X
+    return law
+
+
+def _binary_last_sym(rng, n, d):  # uniform on [-1, 1], the last feature 0 or 1
+    X = rng.uniform(-1, 1, (n, d))
+    X[:, -1] = rng.integers(0, 2, n)
+    return X
+
+
+def _rounded_last(rng, n, d):  # uniform on [0, 1], the last feature recorded to 2 decimals
+    X = rng.uniform(0, 1, (n, d))
+    X[:, -1] = np.round(X[:, -1], 2)
+    return X
+
+
 FIELDS = {
     "sine12": (sine12, 12, "uniform"),
     "logistic2": (logistic2, 2, "unit"),
@@ -240,6 +431,37 @@ FIELDS = {
     "ripple_oblique3": (ripple_oblique3, 4, "unit"),
     "bend2": (bend2, 2, "uniform"),
     "bumps2": (bumps2, 2, "unit"),
+    "tight_cluster3": (tight_cluster3, 3, "tightmix"),
+    "sparse_cluster3": (sparse_cluster3, 3, "tightmix"),
+    "tails2": (tails2, 2, "normal"),
+    "outlier3": (outlier3, 3, "outliers"),
+    "lognormal3": (lognormal3, 3, "lognormal"),
+    "dup20": (dup20, 20, "duplicated"),
+    "onehot_ripple6": (onehot_ripple6, 6, "onehot"),
+    "flipcat3": (flipcat3, 3, "binary_last"),
+    "flipcont3": (flipcont3, 3, "unit"),
+    "coarseflip3": (coarseflip3, 3, "binary_last_sym"),
+    "ordinal_ripple3": (ordinal_ripple3, 3, "ordinal_last"),
+    "diag_rounded3": (diag_rounded3, 3, "rounded_last"),
+    "manysmall20": (manysmall20, 20, "normal"),
+    "quadform6": (quadform6, 6, "normal"),
+    "flat5": (flat5, 5, "uniform"),
+    "extreme4": (extreme4, 4, "normal"),
+    "extreme3": (extreme3, 3, "normal"),
+    "rarevary3": (rarevary3, 3, "uniform"),
+    "faint_ripple2": (faint_ripple2, 2, "unit"),
+    "ripple5c": (ripple5c, 2, "unit"),
+    "ripple2ultra": (ripple2ultra, 2, "unit"),
+    "ripple2small": (ripple2small, 2, "unit"),
+    "saddle5": (saddle5, 5, "normal"),
+    "ring2": (ring2, 2, "ring"),
+    "ring2thin": (ring2thin, 2, "ring"),
+    "shell3": (shell3, 3, "ring"),
+    "parab2": (parab2, 2, "uniform"),
+    "patch2": (patch2, 2, "unit"),
+    "wlogit3": (wlogit3, 3, "normal"),
+    "tiny10": (tiny10, 10, "normal"),
+    "chirp2": (chirp2, 2, "unit"),
 }
 
 #: How each field's features are drawn: ``(rng, n, d) -> X``.
@@ -253,6 +475,32 @@ LAWS = {
     "badscale": lambda rng, n, d: (rng.uniform(-1, 1, (n, d)) * np.r_[1, 1, 0, 1e6, np.ones(d - 4)]
                                    + np.r_[0, 0, 3, 0, np.zeros(d - 4)]),
     "lowrank": lambda rng, n, d: rng.normal(size=(n, 3)) @ _MIX10,
+    "tightmix": _tight_mixture,
+    "outliers": _outliers,
+    "lognormal": lambda rng, n, d: np.exp(0.75 * rng.normal(size=(n, d))),
+    "duplicated": _duplicated,
+    "onehot": _onehot,
+    "binary_last": _levels_last(2),
+    "ordinal_last": _levels_last(5),
+    "rounded_last": _rounded_last,
+    "binary_last_sym": _binary_last_sym,
+    "ring": lambda rng, n, d: rng.uniform(-1.5, 1.5, (n, d)),
+}
+
+#: Where a field's hard part lies (``X -> mask``): ``run`` adds the miss rate of the queries there.
+REGIONS = {
+    "tight_cluster3": lambda X: np.linalg.norm(X, axis=1) < 0.3,
+    "sparse_cluster3": lambda X: np.linalg.norm(X, axis=1) > 1.0,
+    "tails2": lambda X: np.abs(X[:, 0]) > 1.5,
+    "outlier3": lambda X: np.abs(X[:, 0]) > 2.0,
+    "ring2": lambda X: np.abs(np.linalg.norm(X, axis=1) - 1) < 0.1,
+    "ring2thin": lambda X: np.abs(np.linalg.norm(X, axis=1) - 1) < 0.05,
+    "shell3": lambda X: np.abs(np.linalg.norm(X, axis=1) - 1) < 0.1,
+    "parab2": lambda X: np.abs(X[:, 1] - X[:, 0] ** 2) < 0.08,
+    "patch2": lambda X: ((X - 0.5) ** 2).sum(axis=1) < 0.15**2,
+    "rarevary3": lambda X: np.sin(3.0 * X[:, 0]) < -0.5,
+    "chirp2": lambda X: X[:, 0] > 0.7,
+    "saddle5": lambda X: np.abs(X[:, 0] * X[:, 1]) > 1.0,
 }
 
 
@@ -283,6 +531,8 @@ def run(name: str, n: int, seed: int, *, scale: float = 1.0, weights: str | None
         sw = 1.0 + X[:, 0] ** 2
     elif weights == "p1":  # a function of the inputs that follows p: allowed, and the hardest such
         sw = 1.0 + 5.0 * P_train[:, 1]
+    elif weights == "exp2x1":  # a function of the inputs only, spread over e^±6 on a normal x1
+        sw = np.exp(2.0 * X[:, 1])
     elif weights == "balanced":
         from sklearn.utils.class_weight import compute_sample_weight
         sw = compute_sample_weight("balanced", y)
@@ -302,9 +552,13 @@ def run(name: str, n: int, seed: int, *, scale: float = 1.0, weights: str | None
     best = np.argmax(Pc, axis=1)
     pred = np.argmax(iv.proba, axis=1)
     cert = np.asarray(iv.certified)
-    return dict(field=name, n=n, seed=seed, scale=scale, weights=weights, model=model, miss=float(miss.mean()),
-                certified=float(cert.mean()), wrong_certified=float(np.mean(cert & (pred != best))),
-                seconds=seconds, unseen_classes=int(unseen.shape[0]))
+    row = dict(field=name, n=n, seed=seed, scale=scale, weights=weights, model=model, miss=float(miss.mean()),
+               certified=float(cert.mean()), wrong_certified=float(np.mean(cert & (pred != best))),
+               seconds=seconds, unseen_classes=int(unseen.shape[0]))
+    if name in REGIONS:
+        region = REGIONS[name](Q)
+        row.update(miss_region=float(miss[region].mean()) if region.any() else 0.0, region_share=float(region.mean()))
+    return row
 
 
 CASES = [
@@ -336,17 +590,49 @@ ADVERSARIAL = [
 ]
 
 
+#: Shapes none of the lists above has (``--unseen``): mixtures of clusters of very different
+#: spreads, p moving only in the tails, a feature with huge outliers, skewed features, a duplicated
+#: feature, ripples whose mean over a categorical, binary or ordinal feature cancels (and, as
+#: controls, over a continuous one, and a coarse sine that a binary feature flips), an oblique
+#: ripple in the plane of a feature recorded to 2 decimals, many small effects, a quadratic form,
+#: p flat at 0.5, 0.02 or 0.002, a rare class of varying rate, five rippling classes, a ripple
+#: finer than the scan's finest windows at 50 000 rows, of small amplitude at 1 000 or of ±0.03 in
+#: p at 50 000, a saddle, thin curved structures (rings, a sphere, a parabola, a ripple in a small
+#: disc), a chirp, weights exp(2·x1), and few rows (100 in 10 features, 800 with 5 classes); each
+#: with the regular, the localized and the dyadic classifier.
+UNSEEN = [
+    (name, n, dict(kw, model=model))
+    for name, n, kw in [
+        ("tight_cluster3", 3000, {}), ("sparse_cluster3", 3000, {}), ("tails2", 3000, {}),
+        ("outlier3", 3000, {}), ("lognormal3", 3000, {}), ("dup20", 3000, {}), ("onehot_ripple6", 5000, {}),
+        ("flipcat3", 1000, {}), ("flipcat3", 3000, {}), ("flipcat3", 20000, {}), ("ordinal_ripple3", 3000, {}), ("flipcont3", 3000, {}), ("coarseflip3", 3000, {}),
+        ("diag_rounded3", 3000, {}), ("manysmall20", 3000, {}), ("quadform6", 3000, {}), ("flat5", 3000, {}),
+        ("extreme4", 3000, {}), ("extreme3", 20000, {}), ("rarevary3", 5000, {}), ("ripple5c", 5000, {}), ("ripple5c", 800, {}),
+        ("five4", 800, {}), ("ripple2ultra", 50000, {}), ("ripple2small", 1000, {}), ("faint_ripple2", 50000, {}), ("saddle5", 3000, {}),
+        ("ring2", 3000, {}), ("ring2", 20000, {}), ("ring2thin", 3000, {}), ("ring2thin", 20000, {}), ("shell3", 3000, {}),
+        ("parab2", 3000, {}), ("patch2", 3000, {}), ("wlogit3", 3000, {"weights": "exp2x1"}), ("tiny10", 100, {}), ("chirp2", 3000, {}),
+    ]
+    for model in MODELS
+]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="only fields with n ≤ 5 000")
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--adversarial", action="store_true",
                     help="the adversarial fields (ADVERSARIAL) instead of CASES")
+    ap.add_argument("--unseen", action="store_true", help="the unseen shapes (UNSEEN) instead of CASES")
     ap.add_argument("--only", default=None, help="comma-separated field names: run only those")
+    ap.add_argument("--models", default=None, help="comma-separated models (nw, local, dyadic): run only those")
     args = ap.parse_args()
-    print("| field | n | setting | miss (≤ 5 %) | certified | certified, not the most probable class | fit+predict s |")
-    print("|---|---|---|---|---|---|---|")
-    for name, n, kw in ADVERSARIAL if args.adversarial else CASES:
+    region_col = args.unseen  # the other lists' tables keep their columns
+    print("| field | n | setting | miss (≤ 5 %) | certified | certified, not the most probable class | fit+predict s |"
+          + (" miss in the region (its share of queries) |" if region_col else ""))
+    print("|---|---|---|---|---|---|---|" + ("---|" if region_col else ""))
+    for name, n, kw in UNSEEN if args.unseen else ADVERSARIAL if args.adversarial else CASES:
+        if args.models and kw.get("model", "nw") not in args.models.split(","):
+            continue
         if args.only and name not in args.only.split(","):
             continue
         if args.quick and n > 5000:
@@ -362,9 +648,13 @@ def main() -> None:
             setting += f" ({len(refused)} of {args.seeds} seeds refused: {refused[0]['refused']})"
         if any(r["unseen_classes"] for r in rows):
             setting += f" (a class absent from training on {sum(r['unseen_classes'] > 0 for r in rows)} seeds)"
-        agg = {k: (min(r[k] for r in rows), max(r[k] for r in rows)) for k in ("miss", "certified", "wrong_certified", "seconds")}
+        agg = {k: (min(r[k] for r in rows), max(r[k] for r in rows)) for k in ("miss", "certified", "wrong_certified", "seconds", "miss_region")
+               if k in rows[0]}
         fmt = lambda k, pct=True: (f"{agg[k][0]:.1%}" if agg[k][0] == agg[k][1] else f"{agg[k][0]:.1%}–{agg[k][1]:.1%}") if pct else f"{np.mean(agg[k]):.1f}"
-        print(f"| {name} | {n} | {setting} | {fmt('miss')} | {fmt('certified')} | {fmt('wrong_certified')} | {fmt('seconds', False)} |", flush=True)
+        line = f"| {name} | {n} | {setting} | {fmt('miss')} | {fmt('certified')} | {fmt('wrong_certified')} | {fmt('seconds', False)} |"
+        if region_col:
+            line += (f" {fmt('miss_region')} ({rows[0]['region_share']:.1%}) |" if "miss_region" in rows[0] else " |")
+        print(line, flush=True)
 
 
 if __name__ == "__main__":

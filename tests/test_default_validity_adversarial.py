@@ -67,3 +67,74 @@ def test_ripple_in_a_coordinate_plane_of_three_features_holds():
     # missed p on 9-13 % of queries; every coordinate plane 2° apart (267 directions) raises L_r.
     row = known_p_suite.run("ripple_diag3", 3000, 0)
     assert row["miss"] <= DELTA, row
+
+
+# Unseen shapes (``known_p_suite.py --unseen``), added by a red team after the fields above and not
+# tuned on. Those that hold and certify some queries, so that a miss could show:
+
+@pytest.mark.parametrize(
+    ("name", "n", "kw"),
+    [
+        ("extreme4", 3000, {}),  # p_1 = 0.02 everywhere: 41 % certified
+        ("rarevary3", 5000, {}),  # a rare class at 0.2-3.8 %: every query certified
+        ("ripple2small", 1000, {}),  # ripple2 at amplitude 1 in the logit, 1 000 rows: 55 % certified
+        ("lognormal3", 3000, {}),  # log-normal features, p along their logs: 8 % certified
+        ("chirp2", 3000, {}),  # a chirp whose period falls to 0.05: 3 % certified
+        ("coarseflip3", 3000, {}),  # a coarse sine whose sign a binary feature flips: 14 % certified
+    ],
+)
+def test_unseen_fields_that_hold(name, n, kw):
+    row = known_p_suite.run(name, n, 0, **kw)
+    assert "refused" not in row, row
+    assert row["certified"] > 0, row  # a miss could show
+    assert row["miss"] <= DELTA, row
+
+
+@pytest.mark.xfail(strict=True, reason="the directional scan pools the levels of a feature with few values: a "
+                   "ripple whose sign or phase such a feature switches cancels along every direction it scans")
+@pytest.mark.parametrize(("name", "n", "model"), [("flipcat3", 3000, "nw"), ("flipcat3", 3000, "local"),
+                                                ("onehot_ripple6", 5000, "nw"), ("ordinal_ripple3", 3000, "nw")])
+def test_ripple_switched_by_a_feature_with_few_values(name, n, model):
+    # flipcat3: p = expit(12(x0 - 0.5) + 5(2·x2 - 1)·sin(2π x1 / 0.05)), x2 binary; onehot_ripple6: the
+    # ripple's phase turns by 90° per level of a 4-category one-hot; ordinal_ripple3 by 72° per level
+    # of an ordinal x2 in {0, ..., 4}. The default misses p on 29-40 % of queries (3 seeds, nw and
+    # local; 9-43 % at 20 000 rows; 12-17 % on ordinal_ripple3), certifying 11-31 %. With the binary feature irrelevant the
+    # same ripple raises L_r to 6-11 and nothing is missed; with a continuous switch (flipcont3,
+    # tanh((x2 - 0.5)/0.05)) the scan's (x1, x2) plane raises L_r to 9. A feature with few values
+    # has no plane (plane_features), and along x1 the rows of both levels are pooled: the mean
+    # residual of a window is the average of +sin and -sin, about 0, so L_r stays at 0.3-0.7 where
+    # the ripple's slope is about 45 per std. metric=None at the true L (160) misses none; Hoeffding
+    # at the default's L misses as much (25 %): the constant, not the bound.
+    row = known_p_suite.run(name, n, 0, model=model)
+    assert row["miss"] <= DELTA, row
+
+
+@pytest.mark.xfail(strict=True, reason="plane_features drops a feature recorded to 2 decimals (100 values, fewer "
+                   "than 2n/window) from the scan's planes, so an oblique ripple in its plane goes unseen")
+def test_oblique_ripple_beside_a_rounded_feature_holds():
+    # diag_rounded3 is ripple_diag3 (a ripple of period 0.05 along (x1 + x2)/√2, which holds: the
+    # (x1, x2) plane raises L_r to ~6) with x2 recorded to 2 decimals, as measurements often are. It
+    # has 101 distinct values where plane_features asks for 2·2280/17 = 268, so the scan takes only
+    # the (x0, x1) plane (91 directions) and raises nothing: the default misses p on 10.5-16.5 % of
+    # queries (3 seeds). The same scan with the (x1, x2) plane sees it far beyond noise (aggregated
+    # z 67-101 against the draws' 10-12).
+    row = known_p_suite.run("diag_rounded3", 3000, 0)
+    assert row["miss"] <= DELTA, row
+
+
+@pytest.mark.xfail(strict=True, reason="a thin curved structure is blurred along every scanned direction and finer "
+                   "than the isotropic estimates' resolution (0.34 std): L_r stays at 0.4-3 where the true slope is 10-20")
+@pytest.mark.parametrize(("name", "seed"), [("ring2", 2), ("ring2thin", 0), ("shell3", 0), ("parab2", 1)])
+def test_thin_curved_structure_holds_near_it(name, seed):
+    # p = 0.1 + 0.8·exp(-(dist/w)²), dist the distance to a ring of radius 1 on [-1.5, 1.5]² (ring2,
+    # w = 0.06; ring2thin, w = 0.03), to a sphere in 3 features (shell3), or to the parabola
+    # x1 = x0² (parab2, w = 0.05). The guarantee is per query; over all queries the default misses
+    # p on 0.2-6.2 % (3 seeds), but on the 7-14 % of queries near the structure on 2-60 %:
+    # 37-42 % on shell3, 55-60 % on ring2thin, where 93-99.6 % of all queries are certified and
+    # 2.3-3.6 % of them name a class that is not the most probable. metric=None or "standard" at the
+    # true L misses none; Hoeffding at the default's L misses as much: the constant, not the bound.
+    # The scan sees ring2thin beyond noise on some seeds, but its raise (a lower value of the slope:
+    # 0.2-0.5 per std along a projection that blurs the ring) stays below the held-out L_r.
+    row = known_p_suite.run(name, 3000, seed)
+    assert row["miss"] <= DELTA, row
+    assert row["miss_region"] <= DELTA, row
