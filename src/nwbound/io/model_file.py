@@ -56,8 +56,7 @@ a point model (``point_estimate="auto"``) as version 5. Members:
     :func:`load_model` refuses a file whose frozen arrays are not those of its rebuilt spaces.
 ``state__point_model_``, ``state__point_units``, ``frozen__point__<name>`` (version 5)
     ``point_estimate="auto"``'s point model (skops), its columns' units, and its frozen arrays
-    (metadata ``frozen``'s ``point``: its kind).
-``state__point_report_<rows|accuracies|used|judged>``
+    (metadata ``frozen``'s ``point``: its kind); ``state__point_report_<rows|accuracies|used|judged>``:
     ``point_report_`` (absent: None). Files without ``point_estimate`` load as ``"nw"``.
 
 Loading builds the estimator from ``params`` and hands the state to its
