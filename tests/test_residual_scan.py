@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from nwbound.assumptions import ResidualScan, plane_directions_fit, plane_features, scan_directions, scan_min_window
+from nwbound.assumptions import ResidualScan, plane_directions_fit, plane_features, scan_directions, scan_min_window, tied_features
 from nwbound.assumptions._scan import SCAN_PLANE_BUDGET, n_plane_directions
 from nwbound.spaces import LearnedSpace, scan_sentence, two_constant_pilot
 
@@ -118,8 +118,11 @@ def test_features_with_many_ties_take_no_planes():
     rng = np.random.default_rng(0)
     n = 2400
     X = np.column_stack([rng.normal(size=n), rng.integers(0, 5, n), np.zeros(n), rng.uniform(size=n),
-                         np.round(rng.normal(size=n), 1)])  # 2·n/32 = 150 distinct values needed
-    assert plane_features(X).tolist() == [0, 3]
+                         np.round(rng.normal(size=n), 1)])  # 2·n/32 = 150 distinct values, or 32
+    # the rounded feature (about 60 values) takes planes since round 18, but no direction within 30°
+    # of its axis (tied_features); 5 values or a constant take none
+    assert plane_features(X).tolist() == [0, 3, 4]
+    assert tied_features(X).tolist() == [1, 2, 4]
     lattice = _fit(rng.integers(0, 5, (3000, 3)).astype(float), rng.integers(0, 2, 3000))
     assert not lattice.scan_["planes"] and lattice.scan_["n_directions"] == 3 + 16
 
@@ -290,3 +293,47 @@ def test_a_fine_ripple_at_1000_rows_is_covered(seed, period):
         iv = NadarayaWatsonClassifier(random_state=seed).fit(X, y).predict_interval(Q)
     miss = (p < iv.lower[:, 1] - 1e-12) | (p > iv.upper[:, 1] + 1e-12)
     assert miss.mean() <= 0.05
+
+
+def test_level_subsets_are_the_levels_of_features_with_few_values_written_out():
+    """Every level but the largest of each feature with 2-8 values (the first 8 such features), with
+    at least 64 rows; a continuous feature and a constant one give none."""
+    from nwbound.assumptions import level_subsets
+
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.normal(size=900), rng.integers(0, 3, 900), np.ones(900),
+                         rng.choice([0.0, 1.0], 900, p=[0.95, 0.05]), rng.integers(0, 9, 900)])
+    expected = []
+    for j in range(X.shape[1]):
+        values = sorted(set(X[:, j].tolist()))
+        if not 2 <= len(values) <= 8:
+            continue
+        counts = [int(np.sum(X[:, j] == v)) for v in values]
+        largest = counts.index(max(counts))
+        for k, v in enumerate(values):
+            if k != largest and counts[k] >= 64:
+                expected.append((j, [i for i in range(X.shape[0]) if X[i, j] == v]))
+    got = level_subsets(X)
+    assert [(j, rows.tolist()) for j, rows in got] == expected
+    assert [j for j, _ in got] == [1, 1]  # the 5 % level of column 3 (about 45 rows) is too small
+    assert [j for j, _ in level_subsets(X, max_features=0)] == []
+
+
+def test_planes_admit_a_rounded_feature_but_no_direction_near_its_axis():
+    rng = np.random.default_rng(4)
+    X = np.column_stack([rng.normal(size=3000), rng.uniform(0, 1, 3000).round(2), rng.integers(0, 5, 3000)])
+    # 101 values of 3 000 rows: ties of ~30 rows, longer than half a 32-row window, but many values
+    assert plane_features(X).tolist() == [0, 1] and tied_features(X).tolist() == [1, 2]
+    U = scan_directions(3, planes=[0, 1], tied=[1])
+    assert np.array_equal(U[:3], np.eye(3))
+    for u in U[3:]:  # the slow check: each plane direction's angle to x1's axis, in degrees
+        angle = np.degrees(np.arccos(min(1.0, abs(u[1]))))
+        assert angle >= 30.0 - 1e-9
+    kept = scan_directions(3, planes=[0, 1])
+    assert U.shape[0] == kept.shape[0] - 28  # 28 of the plane's 88 angles lie within 30° of x1
+
+
+def test_the_scan_sentence_says_when_levels_were_scanned_on_their_own():
+    base = dict(n_directions=36, n_features=5, n_rows=3000, window=23, width=0.02, lipschitz=0.0, raised=False)
+    assert "levels" not in scan_sentence(base)
+    assert "and within each of 3 levels of the features with few values," in scan_sentence(dict(base, n_levels=3))

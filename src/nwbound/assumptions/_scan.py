@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 from sklearn.utils import check_random_state
 
-__all__ = ["SCAN_MIN_WINDOW", "ResidualScan", "plane_directions_fit", "plane_features", "scan_directions", "scan_min_window"]
+__all__ = ["SCAN_MIN_WINDOW", "ResidualScan", "level_subsets", "plane_directions_fit", "plane_features", "scan_directions",
+           "scan_min_window", "tied_features"]
 
 #: The finest window of the scan, in rows: a mean of fewer rows is too far from normal for its
 #: z-score to mean much, and each finer scale adds tests (the noise gate then asks more).
@@ -43,6 +44,22 @@ SCAN_PLANE_DIRECTIONS = 90
 #: classes up to 8 000 rows, 4 features (532) up to 4 000 rows, 6 (1 326) up to 1 600. Two features
 #: always take their plane (90 directions), as before.
 SCAN_PLANE_BUDGET = 2_200_000
+#: A feature with at least this many distinct values takes coordinate planes even where its ties
+#: are longer than half the finest window (a value recorded to 2 decimals: ~100 values), but no
+#: direction within ``SCAN_TIED_ANGLE`` of its axis (:func:`tied_features`): along a direction θ off
+#: the axis of a tied feature, the rows of one tie are sorted by the other feature at sin θ of its
+#: scale, and a slope along that feature looks 1/sin θ times steeper (28 times at 2°, twice at 30°).
+SCAN_PLANE_VALUES = 32
+SCAN_TIED_ANGLE = np.pi / 6
+#: Features with 2 to this many distinct values (binary, one-hot, ordinal) are also scanned level by
+#: level (:func:`level_subsets`): a ripple whose sign or phase the level sets averages out over the
+#: levels along every direction, so the scan of all rows sees nothing.
+SCAN_LEVEL_VALUES = 8
+#: At most this many such features are scanned so (the first in column order), and a level only
+#: where it holds at least ``SCAN_LEVEL_MIN_ROWS`` rows; the largest level of each is left out (it
+#: dominates the scan of all rows already), so their rows add up to at most about n per feature.
+SCAN_LEVEL_FEATURES = 8
+SCAN_LEVEL_MIN_ROWS = 64
 #: A window's noise is at least that of one row of variance 1/4 (the largest a label can have):
 #: where the scores are near 0 or 1 one unexpected label would otherwise look like a huge z.
 _NOISE_FLOOR = 0.25
@@ -72,9 +89,24 @@ def n_plane_directions(n_features: int, n_plane_features: int | None = None) -> 
     return int(n_features) + q * (q - 1) // 2 * (SCAN_PLANE_DIRECTIONS - 2)
 
 
+def _distinct_values(F: np.ndarray) -> np.ndarray:
+    """Each column's number of distinct values."""
+    S = np.sort(F, axis=0)
+    return 1 + np.count_nonzero(np.diff(S, axis=0) != 0, axis=0) if F.shape[0] else np.zeros(F.shape[1], np.intp)
+
+
+def _checked_features(features: Any) -> np.ndarray:
+    F = np.asarray(features, dtype=np.float64)
+    if F.ndim != 2:
+        raise ValueError(f"features must be a 2-D array (n, d); got shape {F.shape}.")
+    return F
+
+
 def plane_features(features: Any, min_window: int = SCAN_MIN_WINDOW) -> np.ndarray:
     """The features whose coordinate planes the scan may take: those with at least
-    ``2·n/min_window`` distinct values (on average a tie is at most half the finest window).
+    ``min(2·n/min_window, SCAN_PLANE_VALUES)`` distinct values (on average a tie is at most half
+    the finest window, or the feature has many values; the directions near the axis of one with
+    longer ties are left out, :func:`tied_features`).
 
     Along a direction 2° from the axis of a feature with few values (binary, integer, constant),
     the rows of one value are sorted by the other feature at 1/28 of its scale: window spreads
@@ -101,13 +133,72 @@ def plane_features(features: Any, min_window: int = SCAN_MIN_WINDOW) -> np.ndarr
     >>> plane_features(X).tolist()
     [0, 2]
     """
-    F = np.asarray(features, dtype=np.float64)
-    if F.ndim != 2:
-        raise ValueError(f"features must be a 2-D array (n, d); got shape {F.shape}.")
-    least = 2.0 * F.shape[0] / int(min_window)
-    S = np.sort(F, axis=0)
-    distinct = 1 + np.count_nonzero(np.diff(S, axis=0) != 0, axis=0) if F.shape[0] else np.zeros(F.shape[1])
-    return np.flatnonzero(distinct >= least)
+    F = _checked_features(features)
+    least = min(2.0 * F.shape[0] / int(min_window), SCAN_PLANE_VALUES)
+    return np.flatnonzero(_distinct_values(F) >= least)
+
+
+def tied_features(features: Any, min_window: int = SCAN_MIN_WINDOW) -> np.ndarray:
+    """The features with fewer than ``2·n/min_window`` distinct values (a tie longer than half the
+    finest window on average): :func:`scan_directions` takes no direction within
+    ``SCAN_TIED_ANGLE`` of their axes (but the axes themselves). Uses no labels.
+
+    Parameters
+    ----------
+    features : array-like of shape (n, d)
+    min_window : int, default=32
+
+    Returns
+    -------
+    ndarray of int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.assumptions import plane_features, tied_features
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([rng.normal(size=3000), rng.normal(size=3000).round(1)])
+    >>> tied_features(X).tolist(), plane_features(X).tolist()  # 1 decimal: ~60 values, ties of ~50 rows
+    ([1], [0, 1])
+    """
+    F = _checked_features(features)
+    return np.flatnonzero(_distinct_values(F) < 2.0 * F.shape[0] / int(min_window))
+
+
+def level_subsets(features: Any, max_values: int = SCAN_LEVEL_VALUES, max_features: int = SCAN_LEVEL_FEATURES,
+                  min_rows: int = SCAN_LEVEL_MIN_ROWS) -> list[tuple[int, np.ndarray]]:
+    """The rows the scan also takes level by level: for each of the first ``max_features`` features
+    with 2 to ``max_values`` distinct values, each of its levels with at least ``min_rows`` rows
+    but the largest one (ties to the first value). Uses no labels.
+
+    Parameters
+    ----------
+    features : array-like of shape (n, d)
+    max_values, max_features, min_rows : int
+        ``SCAN_LEVEL_VALUES``, ``SCAN_LEVEL_FEATURES``, ``SCAN_LEVEL_MIN_ROWS``.
+
+    Returns
+    -------
+    list of (int, ndarray of int)
+        ``(feature, rows)``: the feature and the increasing row indices of one of its levels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.assumptions import level_subsets
+    >>> X = np.column_stack([np.repeat([0.0, 1.0, 2.0], [500, 300, 200]), np.arange(1000.0)])
+    >>> [(j, rows.shape[0]) for j, rows in level_subsets(X)]  # the largest level (0) left out
+    [(0, 300), (0, 200)]
+    """
+    F = _checked_features(features)
+    distinct = _distinct_values(F)
+    out: list[tuple[int, np.ndarray]] = []
+    for j in np.flatnonzero((distinct >= 2) & (distinct <= max_values))[:max_features]:
+        values, codes, counts = np.unique(F[:, j], return_inverse=True, return_counts=True)
+        largest = int(np.argmax(counts))
+        out += [(int(j), np.flatnonzero(codes == v)) for v in range(values.shape[0])
+                if v != largest and counts[v] >= min_rows]
+    return out
 
 
 def plane_directions_fit(n_features: int, n_rows: int, n_columns: int = 1, n_plane_features: int | None = None,
@@ -164,7 +255,7 @@ def plane_directions_fit(n_features: int, n_rows: int, n_columns: int = 1, n_pla
 
 
 def scan_directions(n_features: int, n_random: int = SCAN_RANDOM_DIRECTIONS, random_state: Any = None, *,
-                    planes: Any = None) -> np.ndarray:
+                    planes: Any = None, tied: Any = None) -> np.ndarray:
     """The directions of the scan: each coordinate axis, then either ``n_random`` random unit
     directions or, with ``planes``, ``SCAN_PLANE_DIRECTIONS`` directions evenly spaced over the
     half-circle of every coordinate plane (2° apart; the axes once).
@@ -184,6 +275,9 @@ def scan_directions(n_features: int, n_random: int = SCAN_RANDOM_DIRECTIONS, ran
         Every coordinate plane instead of random directions (True), or every plane of two of the
         features listed (at least two; the axes stay every feature's); None: only in two features
         (:func:`plane_features` and :func:`plane_directions_fit` say where the scan takes them in more).
+    tied : sequence of int or None, default=None
+        Features (:func:`tied_features`) near whose axes the planes take no direction: none within
+        ``SCAN_TIED_ANGLE`` of them but the axes.
 
     Returns
     -------
@@ -205,6 +299,8 @@ def scan_directions(n_features: int, n_random: int = SCAN_RANDOM_DIRECTIONS, ran
     (267, 3)
     >>> scan_directions(4, planes=[0, 2]).shape  # 4 axes + the (x0, x2) plane's 88 other angles
     (92, 4)
+    >>> scan_directions(2, tied=[1]).shape  # none within 30° of x1's axis: 28 angles of 88 go
+    (62, 2)
     """
     if not isinstance(n_features, (int, np.integer)) or n_features < 1:
         raise ValueError(f"n_features must be a positive integer, got {n_features!r}.")
@@ -231,7 +327,11 @@ def scan_directions(n_features: int, n_random: int = SCAN_RANDOM_DIRECTIONS, ran
         pairs = np.arange(i.shape[0])[:, None]
         U[pairs, :, i[:, None]] = np.cos(angles)[None, :]
         U[pairs, :, j[:, None]] = np.sin(angles)[None, :]
-        return np.vstack([np.eye(d), U.reshape(-1, d)])
+        U = U.reshape(-1, d)
+        if tied is not None and np.size(tied):
+            near = np.abs(U[:, np.asarray(tied, dtype=np.intp).ravel()]).max(axis=1) > np.cos(SCAN_TIED_ANGLE)
+            U = U[~near]
+        return np.vstack([np.eye(d), U])
     G = check_random_state(random_state).normal(size=(int(n_random), d))
     G /= np.maximum(np.linalg.norm(G, axis=1, keepdims=True), np.finfo(float).tiny)
     return np.vstack([np.eye(d), G])

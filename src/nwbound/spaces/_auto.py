@@ -165,7 +165,8 @@ def scan_sentence(scan: dict) -> str:
         ``n_rows`` (rows scanned), ``window`` (the finest window in rows; 0: too few rows),
         ``width`` (median distance between the centres of two adjacent finest windows, in std of
         the features along the direction), ``lipschitz`` (the slope beyond noise, doubled; 0 where
-        nothing exceeded noise) and ``raised`` (whether it raised ``L_r``).
+        nothing exceeded noise), ``raised`` (whether it raised ``L_r``) and ``n_levels`` (optional:
+        the levels of features with few values scanned on their own rows too).
 
     Returns
     -------
@@ -192,6 +193,8 @@ def scan_sentence(scan: dict) -> str:
         return f"{where} could not run: {scan['n_rows']} rows are too few for two windows."
     where += (f", in windows as narrow as {scan['window']} of {scan['n_rows']} rows (about {scan['width']:.2g} "
               "std apart),")
+    if scan.get("n_levels"):
+        where += f" and within each of {scan['n_levels']} levels of the features with few values,"
     if scan["raised"]:
         return f"{where} found variation beyond noise: it raised L_r to {scan['lipschitz']:.3g}."
     if scan["lipschitz"] > 0:

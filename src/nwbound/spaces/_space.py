@@ -516,48 +516,49 @@ class LearnedSpace:
 
     def _scan_residuals(self, features: np.ndarray, y: np.ndarray, offset: np.ndarray, classes: np.ndarray,
                         rs: np.random.RandomState) -> None:
-        """The directional scan of the residuals ``1{y = c} − s_c`` (:class:`~nwbound.assumptions.ResidualScan`)
-        along each feature and either the coordinate planes, 2° apart, of the features with few ties
-        (:func:`~nwbound.assumptions.plane_features`) where the scan's budget allows
-        (:func:`~nwbound.assumptions.plane_directions_fit`; always in two features), or random
-        directions (:func:`~nwbound.assumptions.scan_directions`), in windows from
-        :func:`~nwbound.assumptions.scan_min_window` rows: where its largest z-score (windows of at
-        least ``SCAN_MIN_WINDOW`` rows) exceeds that of each of ``_NULL_DRAWS`` label draws from the
-        scores (noise alone), the slope beyond the largest of them; where its largest aggregated z
-        (a sum of many pairs' z², one window size along one direction:
-        :meth:`~nwbound.assumptions.ResidualScan.aggregated_z`) exceeds theirs, the
-        root-mean-square slope beyond it; the larger, times the estimate's safety factor,
-        raises ``residual_lipschitz_`` (raise-only: see :meth:`_raise_residual_lipschitz`)."""
-        from ..assumptions import (SCAN_MIN_WINDOW, ResidualScan, plane_directions_fit, plane_features, scan_directions,
-                                   scan_min_window)
+        """The directional scan of the residuals ``1{y = c} − s_c`` (:class:`~nwbound.assumptions.ResidualScan`,
+        built by :func:`_residual_scan`) of every row, and of the rows of each level of the features
+        with few values (:func:`~nwbound.assumptions.level_subsets`, in the other features): where the
+        largest z-score of any of these scans (windows of at least ``SCAN_MIN_WINDOW`` rows) exceeds
+        the same largest z of each of ``_NULL_DRAWS`` label draws from the scores (noise alone), the
+        slope beyond the largest of them; where their largest aggregated z (a sum of many pairs' z²,
+        one window size along one direction: :meth:`~nwbound.assumptions.ResidualScan.aggregated_z`)
+        exceeds theirs, the root-mean-square slope beyond it; the larger, times the estimate's safety
+        factor, raises ``residual_lipschitz_`` (raise-only: see :meth:`_raise_residual_lipschitz`)."""
+        from ..assumptions import level_subsets
 
         # two classes: one column says it all (the residuals of the other are its negative)
         cols = np.arange(1, 2) if classes.shape[0] == 2 else np.arange(classes.shape[0])
         S = offset[:, cols]
         n, d = features.shape
-        window = scan_min_window(n)
-        chosen = np.arange(d) if d <= 2 else plane_features(features, window)  # in 3+: features with few ties
-        planes = plane_directions_fit(d, n, cols.shape[0], chosen.shape[0], min_window=window)
-        directions = scan_directions(d, random_state=None if planes else rs, planes=chosen if planes else False)
-        scan = ResidualScan(features, directions, S * (1.0 - S), scores=S, min_window=window,
-                            single_min_window=SCAN_MIN_WINDOW)
+        every = np.arange(n)
+        first, planes = _residual_scan(features, S, rs)
+        scans = [(every, first)]
+        for j, rows in level_subsets(features) if d > 1 else []:
+            scans.append((rows, _residual_scan(features[rows][:, np.arange(d) != j], S[rows], rs)[0]))
         indicators = lambda labels: labels[:, None] == classes[cols][None, :]  # noqa: E731
-        observed = indicators(y)
-        stats = scan.label_statistics(observed)  # the largest z, and the largest aggregated z
-        noise, noise_sum = _null_maxima(_each_draw(lambda drawn: scan.label_statistics(indicators(drawn))),
-                                        stats, offset, classes, rs)
-        one = 0.0 if noise is None else scan.slope(observed - S, threshold=max(noise, 0.0))
-        many = 0.0 if noise_sum is None else scan.aggregated_slope(observed - S, threshold=max(noise_sum, 0.0))
+
+        def statistics(labels: np.ndarray) -> tuple[float, float]:  # the largest z, and aggregated z, of every scan
+            found = indicators(labels)
+            each = [scan.label_statistics(found[rows]) for rows, scan in scans]
+            return max(e[0] for e in each), max(e[1] for e in each)
+
+        observed = indicators(y) - S
+        noise, noise_sum = _null_maxima(_each_draw(statistics), statistics(y), offset, classes, rs)
+        one = 0.0 if noise is None else max(scan.slope(observed[rows], threshold=max(noise, 0.0))
+                                            for rows, scan in scans)
+        many = 0.0 if noise_sum is None else max(scan.aggregated_slope(observed[rows], threshold=max(noise_sum, 0.0))
+                                                 for rows, scan in scans)
         value = _SCAN_SAFETY * max(one, many)
         raised = value > self.residual_lipschitz_
         if raised:
             self.residual_lipschitz_ = value
-        finest = scan.spread[scan.pair_window == scan.windows[0]] if scan.windows.shape[0] else scan.spread[:0]
+        finest = first.spread[first.pair_window == first.windows[0]] if first.windows.shape[0] else first.spread[:0]
         self.scan_ = dict(
-            n_directions=scan.n_directions, n_features=int(d), n_rows=int(n), planes=bool(planes),
-            window=int(scan.windows[0]) if scan.windows.shape[0] else 0,
+            n_directions=first.n_directions, n_features=int(d), n_rows=int(n), planes=planes,
+            window=int(first.windows[0]) if first.windows.shape[0] else 0,
             width=float(np.median(finest)) if finest.size else float("nan"), lipschitz=value, raised=raised,
-            aggregated=bool(many > one))
+            aggregated=bool(many > one), n_levels=len(scans) - 1)
 
     @staticmethod
     def _fit_map(model: Any, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None) -> None:
@@ -818,6 +819,27 @@ def in_column_units(X: np.ndarray, units: np.ndarray) -> np.ndarray:
     """
     U = np.asarray(X, dtype=np.float64) / units  # exact: powers of two
     return np.clip(U, -INPUT_CLIP, INPUT_CLIP, out=U)
+
+
+def _residual_scan(features: np.ndarray, S: np.ndarray, rs: np.random.RandomState) -> tuple[Any, bool]:
+    """The scan of the residuals of scores ``S`` on rows ``features`` (:meth:`LearnedSpace._scan_residuals`):
+    along each feature and either the coordinate planes, 2° apart, of the features with few ties
+    (:func:`~nwbound.assumptions.plane_features`; none near the axis of one with long ties,
+    :func:`~nwbound.assumptions.tied_features`) where the scan's budget allows
+    (:func:`~nwbound.assumptions.plane_directions_fit`; always in two features), or random
+    directions (:func:`~nwbound.assumptions.scan_directions`, drawn from ``rs``), in windows from
+    :func:`~nwbound.assumptions.scan_min_window` rows; and whether it took the planes."""
+    from ..assumptions import (SCAN_MIN_WINDOW, ResidualScan, plane_directions_fit, plane_features, scan_directions,
+                               scan_min_window, tied_features)
+
+    n, d = features.shape
+    window = scan_min_window(n)
+    chosen = np.arange(d) if d <= 2 else plane_features(features, window)  # in 3+: features with few ties
+    planes = plane_directions_fit(d, n, S.shape[1], chosen.shape[0], min_window=window)
+    directions = scan_directions(d, random_state=None if planes else rs, planes=chosen if planes else False,
+                                 tied=tied_features(features, window) if planes else None)
+    return ResidualScan(features, directions, S * (1.0 - S), scores=S, min_window=window,
+                        single_min_window=SCAN_MIN_WINDOW), bool(planes)
 
 
 def _finer(n_more: int, n_held: int, n_features: int) -> bool:
