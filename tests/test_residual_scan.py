@@ -314,9 +314,9 @@ def test_level_subsets_are_the_levels_of_features_with_few_values_written_out():
             if k != largest and counts[k] >= 64:
                 expected.append((j, [i for i in range(X.shape[0]) if X[i, j] == v]))
     got = level_subsets(X)
-    assert [(j, rows.tolist()) for j, rows in got] == expected
-    assert [j for j, _ in got] == [1, 1]  # the 5 % level of column 3 (about 45 rows) is too small
-    assert [j for j, _ in level_subsets(X, max_features=0)] == []
+    assert [(j, rows.tolist()) for j, rows, _ in got] == expected
+    assert [j for j, _, _ in got] == [1, 1]  # the 5 % level of column 3 (about 45 rows) is too small
+    assert [j for j, _, _ in level_subsets(X, max_features=0)] == []
 
 
 def test_planes_admit_a_rounded_feature_but_no_direction_near_its_axis():
@@ -337,3 +337,42 @@ def test_the_scan_sentence_says_when_levels_were_scanned_on_their_own():
     base = dict(n_directions=36, n_features=5, n_rows=3000, window=23, width=0.02, lipschitz=0.0, raised=False)
     assert "levels" not in scan_sentence(base)
     assert "and within each of 3 levels of the features with few values," in scan_sentence(dict(base, n_levels=3))
+
+
+def test_level_subsets_take_the_features_whose_scans_fit_the_budget():
+    """Each feature's levels cost rows × columns × directions × 32/window, with the planes of the
+    other features where they are allowed and fit what is left of the budget, else along the axes
+    and 16 random directions; features are taken in column order, one too costly either way is
+    passed over."""
+    from nwbound.assumptions import level_subsets
+    from nwbound.assumptions._scan import (SCAN_MIN_WINDOW, SCAN_RANDOM_DIRECTIONS, n_plane_directions,
+                                           plane_directions_fit)
+
+    rng = np.random.default_rng(5)
+    X = np.column_stack([rng.normal(size=2000), rng.choice([0.0, 1.0], 2000, p=[0.5, 0.5]),
+                         rng.choice([0.0, 1.0], 2000, p=[0.9, 0.1]), rng.choice([0.0, 1.0], 2000, p=[0.6, 0.4])])
+    d_other, columns = X.shape[1] - 1, 5
+
+    def cost(rows, planes):
+        window = scan_min_window(rows.shape[0])
+        fit = planes and plane_directions_fit(d_other, rows.shape[0], columns, min_window=window)
+        directions = n_plane_directions(d_other) if fit else d_other + SCAN_RANDOM_DIRECTIONS
+        return rows.shape[0] * columns * directions * SCAN_MIN_WINDOW / window
+
+    every = level_subsets(X, columns, budget=np.inf)
+    assert [j for j, _, _ in every] == [1, 2, 3] and all(planes for _, _, planes in every)
+    rows = {j: r for j, r, _ in every}
+
+    def expected(budget):
+        out, left = [], budget
+        for j in (1, 2, 3):
+            for planes in (True, False):
+                if cost(rows[j], planes) <= left:
+                    out, left = out + [(j, planes)], left - cost(rows[j], planes)
+                    break
+        return out
+
+    for budget in (cost(rows[1], True) + cost(rows[2], True), 0.9 * cost(rows[1], False),
+                   cost(rows[1], False) + cost(rows[2], False), 0.0):
+        assert [(j, planes) for j, _, planes in level_subsets(X, columns, budget=budget)] == expected(budget)
+    assert expected(0.9 * cost(rows[1], False))[0][0] != 1  # passed over, a cheaper one taken

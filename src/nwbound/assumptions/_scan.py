@@ -55,11 +55,14 @@ SCAN_TIED_ANGLE = np.pi / 6
 #: level (:func:`level_subsets`): a ripple whose sign or phase the level sets averages out over the
 #: levels along every direction, so the scan of all rows sees nothing.
 SCAN_LEVEL_VALUES = 8
-#: At most this many such features are scanned so (the first in column order), and a level only
-#: where it holds at least ``SCAN_LEVEL_MIN_ROWS`` rows; the largest level of each is left out (it
-#: dominates the scan of all rows already), so their rows add up to at most about n per feature.
+#: At most this many such features are scanned so (in column order, each whose levels' scans fit
+#: what is left of ``SCAN_LEVEL_BUDGET``: rows × residual columns × directions × 32/window, by the
+#: directions rule of the scan of every row), and a level only where it holds
+#: at least ``SCAN_LEVEL_MIN_ROWS`` rows; the largest level of each is left out (it dominates the
+#: scan of all rows already), so a binary feature adds at most half the rows.
 SCAN_LEVEL_FEATURES = 8
 SCAN_LEVEL_MIN_ROWS = 64
+SCAN_LEVEL_BUDGET = SCAN_PLANE_BUDGET
 #: A window's noise is at least that of one row of variance 1/4 (the largest a label can have):
 #: where the scores are near 0 or 1 one unexpected label would otherwise look like a huge z.
 _NOISE_FLOOR = 0.25
@@ -165,39 +168,69 @@ def tied_features(features: Any, min_window: int = SCAN_MIN_WINDOW) -> np.ndarra
     return np.flatnonzero(_distinct_values(F) < 2.0 * F.shape[0] / int(min_window))
 
 
-def level_subsets(features: Any, max_values: int = SCAN_LEVEL_VALUES, max_features: int = SCAN_LEVEL_FEATURES,
-                  min_rows: int = SCAN_LEVEL_MIN_ROWS) -> list[tuple[int, np.ndarray]]:
-    """The rows the scan also takes level by level: for each of the first ``max_features`` features
-    with 2 to ``max_values`` distinct values, each of its levels with at least ``min_rows`` rows
-    but the largest one (ties to the first value). Uses no labels.
+def _scan_cost(n_rows: int, n_features: int, n_columns: int, planes: bool) -> float:
+    """Rows × columns × directions × 32/window of a scan of ``n_rows`` rows in ``n_features``
+    features: with ``planes``, at most every plane's directions where they fit the plane budget,
+    else the axes and ``SCAN_RANDOM_DIRECTIONS`` random ones."""
+    window = scan_min_window(n_rows)
+    if n_features <= 1:
+        directions = 1
+    elif planes and plane_directions_fit(n_features, n_rows, n_columns, min_window=window):
+        directions = n_plane_directions(n_features)
+    else:
+        directions = n_features + SCAN_RANDOM_DIRECTIONS
+    return n_rows * n_columns * directions * SCAN_MIN_WINDOW / window
+
+
+def level_subsets(features: Any, n_columns: int = 1, *, max_values: int = SCAN_LEVEL_VALUES,
+                  max_features: int = SCAN_LEVEL_FEATURES, min_rows: int = SCAN_LEVEL_MIN_ROWS,
+                  budget: float = SCAN_LEVEL_BUDGET) -> list[tuple[int, np.ndarray, bool]]:
+    """The rows the scan also takes level by level: for each feature with 2 to ``max_values``
+    distinct values (in column order, at most ``max_features`` of them), each of its levels with at
+    least ``min_rows`` rows but the largest one (ties to the first value), where the scans of that
+    feature's levels fit what is left of ``budget`` (rows × ``n_columns`` × directions ×
+    ``SCAN_MIN_WINDOW``/:func:`scan_min_window` of each): with the planes of the other d − 1
+    features where :func:`plane_directions_fit` allows them and they fit, else along their axes and
+    ``SCAN_RANDOM_DIRECTIONS`` random directions. Uses no labels.
 
     Parameters
     ----------
     features : array-like of shape (n, d)
-    max_values, max_features, min_rows : int
-        ``SCAN_LEVEL_VALUES``, ``SCAN_LEVEL_FEATURES``, ``SCAN_LEVEL_MIN_ROWS``.
+    n_columns : int, default=1
+        Residual columns of the scans (1 for two classes, else one per class).
+    max_values, max_features, min_rows, budget
+        ``SCAN_LEVEL_VALUES``, ``SCAN_LEVEL_FEATURES``, ``SCAN_LEVEL_MIN_ROWS``, ``SCAN_LEVEL_BUDGET``.
 
     Returns
     -------
-    list of (int, ndarray of int)
-        ``(feature, rows)``: the feature and the increasing row indices of one of its levels.
+    list of (int, ndarray of int, bool)
+        ``(feature, rows, planes)``: the feature, the increasing row indices of one of its levels,
+        and whether its scan may take the planes (else the axes and random directions).
 
     Examples
     --------
     >>> import numpy as np
     >>> from nwbound.assumptions import level_subsets
     >>> X = np.column_stack([np.repeat([0.0, 1.0, 2.0], [500, 300, 200]), np.arange(1000.0)])
-    >>> [(j, rows.shape[0]) for j, rows in level_subsets(X)]  # the largest level (0) left out
-    [(0, 300), (0, 200)]
+    >>> [(j, rows.shape[0], planes) for j, rows, planes in level_subsets(X)]  # the largest level (0) left out
+    [(0, 300, True), (0, 200, True)]
     """
     F = _checked_features(features)
     distinct = _distinct_values(F)
     out: list[tuple[int, np.ndarray]] = []
-    for j in np.flatnonzero((distinct >= 2) & (distinct <= max_values))[:max_features]:
+    left, taken = float(budget), 0
+    for j in np.flatnonzero((distinct >= 2) & (distinct <= max_values)):
         values, codes, counts = np.unique(F[:, j], return_inverse=True, return_counts=True)
         largest = int(np.argmax(counts))
-        out += [(int(j), np.flatnonzero(codes == v)) for v in range(values.shape[0])
-                if v != largest and counts[v] >= min_rows]
+        levels = [v for v in range(values.shape[0]) if v != largest and counts[v] >= min_rows]
+        if not levels or taken == max_features:
+            continue
+        for planes in (True, False):
+            cost = sum(_scan_cost(int(counts[v]), F.shape[1] - 1, int(n_columns), planes) for v in levels)
+            if cost <= left:
+                left, taken = left - cost, taken + 1
+                out += [(int(j), np.flatnonzero(codes == v), planes) for v in levels]
+                break
     return out
 
 

@@ -534,8 +534,8 @@ class LearnedSpace:
         every = np.arange(n)
         first, planes = _residual_scan(features, S, rs)
         scans = [(every, first)]
-        for j, rows in level_subsets(features) if d > 1 else []:
-            scans.append((rows, _residual_scan(features[rows][:, np.arange(d) != j], S[rows], rs)[0]))
+        for j, rows, planes_fit in level_subsets(features, cols.shape[0]) if d > 1 else []:
+            scans.append((rows, _residual_scan(features[rows][:, np.arange(d) != j], S[rows], rs, planes_fit)[0]))
         indicators = lambda labels: labels[:, None] == classes[cols][None, :]  # noqa: E731
 
         def statistics(labels: np.ndarray) -> tuple[float, float]:  # the largest z, and aggregated z, of every scan
@@ -821,21 +821,24 @@ def in_column_units(X: np.ndarray, units: np.ndarray) -> np.ndarray:
     return np.clip(U, -INPUT_CLIP, INPUT_CLIP, out=U)
 
 
-def _residual_scan(features: np.ndarray, S: np.ndarray, rs: np.random.RandomState) -> tuple[Any, bool]:
+def _residual_scan(features: np.ndarray, S: np.ndarray, rs: np.random.RandomState,
+                   planes_fit: bool = True) -> tuple[Any, bool]:
     """The scan of the residuals of scores ``S`` on rows ``features`` (:meth:`LearnedSpace._scan_residuals`):
     along each feature and either the coordinate planes, 2° apart, of the features with few ties
     (:func:`~nwbound.assumptions.plane_features`; none near the axis of one with long ties,
     :func:`~nwbound.assumptions.tied_features`) where the scan's budget allows
     (:func:`~nwbound.assumptions.plane_directions_fit`; always in two features), or random
     directions (:func:`~nwbound.assumptions.scan_directions`, drawn from ``rs``), in windows from
-    :func:`~nwbound.assumptions.scan_min_window` rows; and whether it took the planes."""
+    :func:`~nwbound.assumptions.scan_min_window` rows; and whether it took the planes (never where
+    ``planes_fit`` is False: a level scan that :func:`~nwbound.assumptions.level_subsets` budgeted
+    along the axes and random directions)."""
     from ..assumptions import (SCAN_MIN_WINDOW, ResidualScan, plane_directions_fit, plane_features, scan_directions,
                                scan_min_window, tied_features)
 
     n, d = features.shape
     window = scan_min_window(n)
     chosen = np.arange(d) if d <= 2 else plane_features(features, window)  # in 3+: features with few ties
-    planes = plane_directions_fit(d, n, S.shape[1], chosen.shape[0], min_window=window)
+    planes = planes_fit and plane_directions_fit(d, n, S.shape[1], chosen.shape[0], min_window=window)
     directions = scan_directions(d, random_state=None if planes else rs, planes=chosen if planes else False,
                                  tied=tied_features(features, window) if planes else None)
     return ResidualScan(features, directions, S * (1.0 - S), scores=S, min_window=window,
