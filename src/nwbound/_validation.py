@@ -793,12 +793,16 @@ def numeric_features(X: Any, name: str = "X"):
         ) from None
 
 
+#: The rows :func:`numeric_features` reads for the column it names (the error path only).
+_TEXT_SEARCH_ROWS = 10_000
+
+
 def _first_text_column(X: Any) -> tuple[Any, Any]:
-    """``(name or index, first value)`` of the first column of ``X`` holding a value that is not a
-    number; ``(None, None)`` where none is found."""
+    """``(name or index, first value)`` of the first column of ``X`` holding, in its first
+    ``_TEXT_SEARCH_ROWS`` rows, a value that is not a number; ``(None, None)`` where none is found."""
     columns = getattr(X, "columns", None)
     try:
-        rows = np.asarray(X, dtype=object)
+        rows = np.asarray(X[:_TEXT_SEARCH_ROWS] if columns is None else X.iloc[:_TEXT_SEARCH_ROWS], dtype=object)
     except Exception:  # noqa: BLE001 - only the message depends on it
         return None, None
     if rows.ndim != 2:
