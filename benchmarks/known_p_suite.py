@@ -255,6 +255,10 @@ def ordinal_ripple3(X):  # flipcat3 with an ordinal x2 in {0, ..., 4}: the rippl
     return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.sin(2 * np.pi * X[:, 1] / 0.05 + 2 * np.pi * X[:, 2] / 5)))
 
 
+def ordinal12_flip3(X):  # flipcat3 with an ordinal x2 in {0, ..., 11}: the ripple's sign alternates per level
+    return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.sin(2 * np.pi * X[:, 1] / 0.05 + np.pi * X[:, 2])))
+
+
 def coarseflip3(X):  # a control: a coarse sine along x1 (period 2.1) whose sign a binary x2 flips
     return _binary(expit(2.5 * (2 * X[:, 2] - 1) * np.sin(3.0 * X[:, 1]) + X[:, 0]))
 
@@ -442,6 +446,7 @@ FIELDS = {
     "flipcont3": (flipcont3, 3, "unit"),
     "coarseflip3": (coarseflip3, 3, "binary_last_sym"),
     "ordinal_ripple3": (ordinal_ripple3, 3, "ordinal_last"),
+    "ordinal12_flip3": (ordinal12_flip3, 3, "ordinal12_last"),  # a known gap (tests), in no list
     "diag_rounded3": (diag_rounded3, 3, "rounded_last"),
     "manysmall20": (manysmall20, 20, "normal"),
     "quadform6": (quadform6, 6, "normal"),
@@ -482,6 +487,7 @@ LAWS = {
     "onehot": _onehot,
     "binary_last": _levels_last(2),
     "ordinal_last": _levels_last(5),
+    "ordinal12_last": _levels_last(12),
     "rounded_last": _rounded_last,
     "binary_last_sym": _binary_last_sym,
     "ring": lambda rng, n, d: rng.uniform(-1.5, 1.5, (n, d)),
