@@ -259,6 +259,9 @@ def ordinal12_flip3(X):  # flipcat3 with an ordinal x2 in {0, ..., 11}: the ripp
     return _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.sin(2 * np.pi * X[:, 1] / 0.05 + np.pi * X[:, 2])))
 
 
+ordinal24_flip3 = ordinal12_flip3  # the same over 24 levels (law ordinal24_last)
+
+
 def coarseflip3(X):  # a control: a coarse sine along x1 (period 2.1) whose sign a binary x2 flips
     return _binary(expit(2.5 * (2 * X[:, 2] - 1) * np.sin(3.0 * X[:, 1]) + X[:, 0]))
 
@@ -446,7 +449,8 @@ FIELDS = {
     "flipcont3": (flipcont3, 3, "unit"),
     "coarseflip3": (coarseflip3, 3, "binary_last_sym"),
     "ordinal_ripple3": (ordinal_ripple3, 3, "ordinal_last"),
-    "ordinal12_flip3": (ordinal12_flip3, 3, "ordinal12_last"),  # a known gap (tests), in no list
+    "ordinal12_flip3": (ordinal12_flip3, 3, "ordinal12_last"),  # tests only, in no list
+    "ordinal24_flip3": (ordinal24_flip3, 3, "ordinal24_last"),  # a known gap (tests), in no list
     "diag_rounded3": (diag_rounded3, 3, "rounded_last"),
     "manysmall20": (manysmall20, 20, "normal"),
     "quadform6": (quadform6, 6, "normal"),
@@ -488,6 +492,7 @@ LAWS = {
     "binary_last": _levels_last(2),
     "ordinal_last": _levels_last(5),
     "ordinal12_last": _levels_last(12),
+    "ordinal24_last": _levels_last(24),
     "rounded_last": _rounded_last,
     "binary_last_sym": _binary_last_sym,
     "ring": lambda rng, n, d: rng.uniform(-1.5, 1.5, (n, d)),

@@ -376,3 +376,41 @@ def test_level_subsets_take_the_features_whose_scans_fit_the_budget():
                    cost(rows[1], False) + cost(rows[2], False), 0.0):
         assert [(j, planes) for j, _, planes in level_subsets(X, columns, budget=budget)] == expected(budget)
     assert expected(0.9 * cost(rows[1], False))[0][0] != 1  # passed over, a cheaper one taken
+
+
+def test_pooled_levels_slopes_leave_out_the_pairs_that_straddle_two_levels():
+    """Rows sorted by the level of a 12-valued feature, then along each direction
+    (pooled_levels): the slopes with max_spread are the slow formula's over the pairs within one
+    level only (written here with plain loops over the pairs, a mask per direction)."""
+    from nwbound.assumptions import pooled_levels
+
+    rng = np.random.default_rng(9)
+    n = 480
+    X = np.column_stack([rng.normal(size=n), rng.integers(0, 12, n).astype(float)])
+    S = rng.uniform(0.2, 0.8, size=(n, 1))
+    R = (rng.random((n, 1)) < S) - S + 0.4 * np.sin(20 * X[:, [0]]) * (-1) ** X[:, [1]]
+    V = S * (1 - S)
+    F, U, top = pooled_levels(X, 1, np.ones((1, 1)))
+    scan = ResidualScan(F, U, V, min_window=4, single_min_window=4)
+    slow = _slow_pairs(F, U, R, V, 4)
+    sizes = [m for m in (4 * 2**j for j in range(20)) if 4 * m <= n]
+    size_of = [m for m in sizes for _ in range(0, n - 2 * m + 1, max(1, m // 4))]
+    best, single, counts = 0.0, 0.0, []
+    for m in sizes:
+        rows = [row for row, size in zip(slow, size_of) if size == m]
+        d = np.array([row[0][0][0] for row in rows])
+        s = np.array([row[0][1] for row in rows])
+        e = np.array([row[0][2][0] for row in rows])
+        kept = s <= top
+        counts.append((kept.sum(), kept.shape[0]))
+        if not kept.any():  # windows as wide as a level: every pair straddles two
+            continue
+        excess = np.mean(d[kept] ** 2) - np.mean(e[kept] ** 2)
+        if excess > 0:
+            best = max(best, np.sqrt(excess) / s[kept].mean())
+        within = kept & (s > 1e-9 * np.ptp(F @ U[0]))
+        single = max(single, max(((abs(d) - 2.0 * e) / s)[within], default=0.0))
+    assert 0 < counts[0][0] < counts[0][1] and counts[-1][0] == 0  # fine windows: most within a level
+    assert scan.aggregated_slope(R, max_spread=top) == pytest.approx(best, rel=1e-10)
+    assert scan.aggregated_slope(R) < best  # the straddling pairs' spreads would hide part of it
+    assert scan.slope(R, threshold=2.0, max_spread=top) == pytest.approx(max(single, 0.0), rel=1e-10)

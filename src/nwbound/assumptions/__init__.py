@@ -47,7 +47,7 @@ from ..lipschitz_check import LipschitzCheck, LipschitzSelection, check_lipschit
 from ._common import UNITS_NOTE, LipschitzEstimate, MarginEstimate, OverlapReport
 from ._lipschitz import LipschitzDraws, estimate_lipschitz, estimate_lipschitz_draws, lipschitz_lower_bound, strongin_lipschitz
 from ._overlap import empirical_margin, overlap_test
-from ._scan import SCAN_MIN_WINDOW, ResidualScan, level_subsets, plane_directions_fit, plane_features, scan_directions, scan_min_window, tied_features
+from ._scan import SCAN_MIN_WINDOW, ResidualScan, level_subsets, plane_directions_fit, plane_features, pooled_level_features, pooled_levels, scan_directions, scan_min_window, tied_features
 from ._sensitivity import sensitivity_report
 
 __all__ = [
@@ -70,6 +70,8 @@ __all__ = [
     "plane_features",
     "tied_features",
     "level_subsets",
+    "pooled_level_features",
+    "pooled_levels",
     "scan_directions",
     "scan_min_window",
     "SCAN_MIN_WINDOW",

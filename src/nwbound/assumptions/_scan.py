@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 from sklearn.utils import check_random_state
 
-__all__ = ["SCAN_MIN_WINDOW", "ResidualScan", "level_subsets", "plane_directions_fit", "plane_features", "scan_directions",
-           "scan_min_window", "tied_features"]
+__all__ = ["SCAN_MIN_WINDOW", "ResidualScan", "level_subsets", "plane_directions_fit", "plane_features",
+           "pooled_level_features", "pooled_levels", "scan_directions", "scan_min_window", "tied_features"]
 
 #: The finest window of the scan, in rows: a mean of fewer rows is too far from normal for its
 #: z-score to mean much, and each finer scale adds tests (the noise gate then asks more).
@@ -63,6 +63,13 @@ SCAN_LEVEL_VALUES = 8
 SCAN_LEVEL_FEATURES = 8
 SCAN_LEVEL_MIN_ROWS = 64
 SCAN_LEVEL_BUDGET = SCAN_PLANE_BUDGET
+#: Features with more values than ``SCAN_LEVEL_VALUES`` but too few for planes (9–31: an ordinal
+#: scale, a month, an hour) have levels of too few rows to scan one by one (a sign that alternates
+#: over 12 levels of 3 000 rows went unseen so); their levels are scanned together instead
+#: (:func:`pooled_levels`): the rows sorted by level, then along each direction, window pairs that
+#: straddle two levels left out of the slopes, so the evidence of every level adds up. At most
+#: ``SCAN_LEVEL_FEATURES`` such features, within their own ``SCAN_LEVEL_BUDGET``.
+SCAN_POOLED_VALUES = SCAN_PLANE_VALUES - 1
 #: A window's noise is at least that of one row of variance 1/4 (the largest a label can have):
 #: where the scores are near 0 or 1 one unexpected label would otherwise look like a huge z.
 _NOISE_FLOOR = 0.25
@@ -370,6 +377,96 @@ def scan_directions(n_features: int, n_random: int = SCAN_RANDOM_DIRECTIONS, ran
     return np.vstack([np.eye(d), G])
 
 
+def pooled_level_features(features: Any, n_columns: int = 1, *, budget: float = SCAN_LEVEL_BUDGET,
+                          max_features: int = SCAN_LEVEL_FEATURES) -> list[tuple[int, bool]]:
+    """The features whose levels the scan takes together (:func:`pooled_levels`): those with more
+    than ``SCAN_LEVEL_VALUES`` and at most ``SCAN_POOLED_VALUES`` distinct values, in column order
+    (at most ``max_features``), each whose scan of every row in the other features fits what is
+    left of ``budget`` (as :func:`level_subsets` counts it), with whether it may take the planes.
+    Uses no labels.
+
+    Parameters
+    ----------
+    features : array-like of shape (n, d)
+    n_columns : int, default=1
+    budget : float, default=SCAN_LEVEL_BUDGET
+    max_features : int, default=SCAN_LEVEL_FEATURES
+
+    Returns
+    -------
+    list of (int, bool)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.assumptions import pooled_level_features
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([rng.normal(size=2000), rng.integers(0, 12, 2000), rng.integers(0, 3, 2000)])
+    >>> pooled_level_features(X)  # 12 values: pooled; 3 values: level by level (level_subsets)
+    [(1, True)]
+    """
+    F = _checked_features(features)
+    distinct = _distinct_values(F)
+    out: list[tuple[int, bool]] = []
+    left = float(budget)
+    for j in np.flatnonzero((distinct > SCAN_LEVEL_VALUES) & (distinct <= SCAN_POOLED_VALUES)):
+        if len(out) == max_features:
+            break
+        for planes in (True, False):
+            cost = _scan_cost(F.shape[0], F.shape[1] - 1, int(n_columns), planes)
+            if cost <= left:
+                left -= cost
+                out.append((int(j), planes))
+                break
+    return out
+
+
+def pooled_levels(features: Any, feature: int, directions: Any) -> tuple[np.ndarray, np.ndarray, float]:
+    """Features and directions for :class:`ResidualScan` that sort the rows by the level of
+    ``feature``, then along each of ``directions`` (in the other features): the level's index
+    times a gap wider than every projection's range, as one more coordinate with coefficient 1.
+    A window pair within one level has the spread of its direction; one that straddles two levels
+    a spread above the returned ``max_spread``, which :meth:`ResidualScan.slope` and
+    :meth:`ResidualScan.aggregated_slope` then leave out.
+
+    Parameters
+    ----------
+    features : array-like of shape (n, d)
+    feature : int
+        The feature whose levels group the rows.
+    directions : array-like of shape (k, d − 1)
+        Unit directions in the other features.
+
+    Returns
+    -------
+    features : ndarray of shape (n, d)
+        The other features, then the level's index times the gap.
+    directions : ndarray of shape (k, d)
+        ``directions`` with a last coefficient 1.
+    max_spread : float
+        Half the gap.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.assumptions import pooled_levels
+    >>> X = np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 1.0]])
+    >>> F, U, top = pooled_levels(X, 1, np.ones((1, 1)))
+    >>> np.argsort(F @ U.T, axis=0, kind="stable").ravel().tolist(), top  # level 0, then level 1 sorted
+    ([1, 0, 2], 3.0)
+    """
+    F = _checked_features(features)
+    U = np.asarray(directions, dtype=np.float64)
+    other = np.delete(F, int(feature), axis=1)
+    if U.ndim != 2 or U.shape[1] != other.shape[1]:
+        raise ValueError(f"directions must be (k, {other.shape[1]}) in the other features; got shape {U.shape}.")
+    codes = np.unique(F[:, int(feature)], return_inverse=True)[1].astype(np.float64)
+    T = other @ U.T
+    reach = float(np.max(np.abs(T))) if T.size else 0.0
+    gap = 2.0 * (2.0 * reach + 1.0)  # wider than any projection's range, by a margin
+    return np.column_stack([other, codes * gap]), np.column_stack([U, np.ones(U.shape[0])]), 0.5 * gap
+
+
 class ResidualScan:
     """Slopes of the mean residual between adjacent windows of rows sorted along each direction.
 
@@ -658,7 +755,7 @@ class ResidualScan:
         D = self._differences(residuals)  # (C, k, n_pairs)
         return max(self._aggregated(D[c] / self._noise[c]) for c in range(D.shape[0]))
 
-    def aggregated_slope(self, residuals: Any, threshold: float = 0.0) -> float:
+    def aggregated_slope(self, residuals: Any, threshold: float = 0.0, max_spread: float | None = None) -> float:
         """The largest root-mean-square slope beyond noise, over directions, window sizes and
         columns: ``√(mean d² − (1 + threshold·√(2/N))·mean noise²) / mean spread`` of the ``N``
         pairs of one size along one direction, where positive (``threshold``: the aggregated z
@@ -673,23 +770,27 @@ class ResidualScan:
         >>> scan = ResidualScan(X, np.ones((1, 1)), np.full(256, 0.25))
         >>> round(scan.aggregated_slope(r) * 256, 3) <= 1.0, scan.aggregated_slope(r, threshold=1e9)
         (True, 0.0)
+
+        ``max_spread``: the pairs whose spread exceeds it are left out (those that straddle two
+        groups of rows set apart along the direction, :func:`pooled_levels`).
         """
         if not self._lo.shape[0]:
             return 0.0
         D = self._differences(residuals)
-        N = self._group_sizes.astype(np.float64)
-        spread = np.add.reduceat(self._spread, self._group_starts, axis=1) / N  # (k, window sizes)
+        kept = np.ones_like(self._spread) if max_spread is None else (self._spread <= max_spread).astype(np.float64)
+        N = np.maximum(np.add.reduceat(kept, self._group_starts, axis=1), 1.0)  # (k, window sizes)
+        spread = np.add.reduceat(self._spread * kept, self._group_starts, axis=1) / N
         largest = 0.0
         for c in range(D.shape[0]):
-            d2 = np.add.reduceat(D[c] ** 2, self._group_starts, axis=1) / N
-            n2 = np.add.reduceat(self._noise[c] ** 2, self._group_starts, axis=1) / N
+            d2 = np.add.reduceat(D[c] ** 2 * kept, self._group_starts, axis=1) / N
+            n2 = np.add.reduceat(self._noise[c] ** 2 * kept, self._group_starts, axis=1) / N
             excess = d2 - (1.0 + float(threshold) * np.sqrt(2.0 / N)) * n2
             ok = (excess > 0) & (spread > self._least_spread[:, None])
             if np.any(ok):
                 largest = max(largest, float(np.max(np.sqrt(excess[ok]) / spread[ok])))
         return largest
 
-    def slope(self, residuals: Any, threshold: float = 0.0) -> float:
+    def slope(self, residuals: Any, threshold: float = 0.0, max_spread: float | None = None) -> float:
         """The largest ``(|difference| − threshold·noise)/spread`` over the pairs (of a window at least
         ``single_min_window``) where it is positive and ``spread`` exceeds rounding (``1e-9`` of the direction's range of projections): with ``threshold`` the level that noise alone reaches, a slope of the
         residuals' local mean that noise does not explain (0 where there is none).
@@ -702,12 +803,16 @@ class ResidualScan:
         >>> scan = ResidualScan(X, np.ones((1, 1)), np.full(256, 0.25))
         >>> round(scan.slope(r) * 256, 6), scan.slope(r, threshold=10.0)
         (1.0, 0.0)
+
+        ``max_spread``: as in :meth:`aggregated_slope`.
         """
         if not self._lo.shape[0]:
             return 0.0
         R = self._checked(residuals)
         largest = 0.0
         positive = (self._spread > self._least_spread[:, None]) & self._single[None, :]
+        if max_spread is not None:
+            positive &= self._spread <= max_spread
         for c in range(R.shape[1]):
             excess = np.abs(self._pair_difference(np.take(R[:, c], self._order))) - float(threshold) * self._noise[c]
             ok = (excess > 0) & positive

@@ -525,30 +525,32 @@ class LearnedSpace:
         one window size along one direction: :meth:`~nwbound.assumptions.ResidualScan.aggregated_z`)
         exceeds theirs, the root-mean-square slope beyond it; the larger, times the estimate's safety
         factor, raises ``residual_lipschitz_`` (raise-only: see :meth:`_raise_residual_lipschitz`)."""
-        from ..assumptions import level_subsets
+        from ..assumptions import level_subsets, pooled_level_features
 
         # two classes: one column says it all (the residuals of the other are its negative)
         cols = np.arange(1, 2) if classes.shape[0] == 2 else np.arange(classes.shape[0])
         S = offset[:, cols]
         n, d = features.shape
         every = np.arange(n)
-        first, planes = _residual_scan(features, S, rs)
-        scans = [(every, first)]
+        first, planes, _ = _residual_scan(features, S, rs)
+        scans = [(every, first, None)]
         for j, rows, planes_fit in level_subsets(features, cols.shape[0]) if d > 1 else []:
-            scans.append((rows, _residual_scan(features[rows][:, np.arange(d) != j], S[rows], rs, planes_fit)[0]))
+            scans.append((rows, *_residual_scan(features[rows][:, np.arange(d) != j], S[rows], rs, planes_fit)[::2]))
+        for j, planes_fit in pooled_level_features(features, cols.shape[0]) if d > 1 else []:
+            scans.append((every, *_residual_scan(features, S, rs, planes_fit, pooled=j)[::2]))
         indicators = lambda labels: labels[:, None] == classes[cols][None, :]  # noqa: E731
 
         def statistics(labels: np.ndarray) -> tuple[float, float]:  # the largest z, and aggregated z, of every scan
             found = indicators(labels)
-            each = [scan.label_statistics(found[rows]) for rows, scan in scans]
+            each = [scan.label_statistics(found[rows]) for rows, scan, _ in scans]
             return max(e[0] for e in each), max(e[1] for e in each)
 
         observed = indicators(y) - S
         noise, noise_sum = _null_maxima(_each_draw(statistics), statistics(y), offset, classes, rs)
-        one = 0.0 if noise is None else max(scan.slope(observed[rows], threshold=max(noise, 0.0))
-                                            for rows, scan in scans)
-        many = 0.0 if noise_sum is None else max(scan.aggregated_slope(observed[rows], threshold=max(noise_sum, 0.0))
-                                                 for rows, scan in scans)
+        one = 0.0 if noise is None else max(scan.slope(observed[rows], threshold=max(noise, 0.0), max_spread=top)
+                                            for rows, scan, top in scans)
+        many = 0.0 if noise_sum is None else max(
+            scan.aggregated_slope(observed[rows], threshold=max(noise_sum, 0.0), max_spread=top) for rows, scan, top in scans)
         value = _SCAN_SAFETY * max(one, many)
         raised = value > self.residual_lipschitz_
         if raised:
@@ -821,28 +823,35 @@ def in_column_units(X: np.ndarray, units: np.ndarray) -> np.ndarray:
     return np.clip(U, -INPUT_CLIP, INPUT_CLIP, out=U)
 
 
-def _residual_scan(features: np.ndarray, S: np.ndarray, rs: np.random.RandomState,
-                   planes_fit: bool = True) -> tuple[Any, bool]:
+def _residual_scan(features: np.ndarray, S: np.ndarray, rs: np.random.RandomState, planes_fit: bool = True,
+                   pooled: int | None = None) -> tuple[Any, bool, float | None]:
     """The scan of the residuals of scores ``S`` on rows ``features`` (:meth:`LearnedSpace._scan_residuals`):
     along each feature and either the coordinate planes, 2° apart, of the features with few ties
     (:func:`~nwbound.assumptions.plane_features`; none near the axis of one with long ties,
     :func:`~nwbound.assumptions.tied_features`) where the scan's budget allows
     (:func:`~nwbound.assumptions.plane_directions_fit`; always in two features), or random
     directions (:func:`~nwbound.assumptions.scan_directions`, drawn from ``rs``), in windows from
-    :func:`~nwbound.assumptions.scan_min_window` rows; and whether it took the planes (never where
-    ``planes_fit`` is False: a level scan that :func:`~nwbound.assumptions.level_subsets` budgeted
-    along the axes and random directions)."""
-    from ..assumptions import (SCAN_MIN_WINDOW, ResidualScan, plane_directions_fit, plane_features, scan_directions,
-                               scan_min_window, tied_features)
+    :func:`~nwbound.assumptions.scan_min_window` rows; whether it took the planes (never where
+    ``planes_fit`` is False: a level scan budgeted along the axes and random directions); and the
+    largest spread its slopes read (None: every pair). ``pooled``: a feature whose levels are
+    scanned together, in the other features (:func:`~nwbound.assumptions.pooled_levels`; windows
+    from the rows of an average level)."""
+    from ..assumptions import (SCAN_MIN_WINDOW, ResidualScan, plane_directions_fit, plane_features, pooled_levels,
+                               scan_directions, scan_min_window, tied_features)
 
-    n, d = features.shape
-    window = scan_min_window(n)
-    chosen = np.arange(d) if d <= 2 else plane_features(features, window)  # in 3+: features with few ties
+    rows = features if pooled is None else np.delete(features, pooled, axis=1)
+    n, d = rows.shape
+    levels = 1 if pooled is None else np.unique(features[:, pooled]).shape[0]
+    window = scan_min_window(n // levels)
+    chosen = np.arange(d) if d <= 2 else plane_features(rows, window)  # in 3+: features with few ties
     planes = planes_fit and plane_directions_fit(d, n, S.shape[1], chosen.shape[0], min_window=window)
     directions = scan_directions(d, random_state=None if planes else rs, planes=chosen if planes else False,
-                                 tied=tied_features(features, window) if planes else None)
+                                 tied=tied_features(rows, window) if planes else None)
+    top = None
+    if pooled is not None:
+        features, directions, top = pooled_levels(features, pooled, directions)
     return ResidualScan(features, directions, S * (1.0 - S), scores=S, min_window=window,
-                        single_min_window=SCAN_MIN_WINDOW), bool(planes)
+                        single_min_window=SCAN_MIN_WINDOW), bool(planes), top
 
 
 def _finer(n_more: int, n_held: int, n_features: int) -> bool:
