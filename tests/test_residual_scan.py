@@ -336,7 +336,7 @@ def test_planes_admit_a_rounded_feature_but_no_direction_near_its_axis():
 def test_the_scan_sentence_says_when_levels_were_scanned_on_their_own():
     base = dict(n_directions=36, n_features=5, n_rows=3000, window=23, width=0.02, lipschitz=0.0, raised=False)
     assert "levels" not in scan_sentence(base)
-    assert "and within each of 3 levels of the features with few values," in scan_sentence(dict(base, n_levels=3))
+    assert "and within the levels of the features with few values (3 more scans)," in scan_sentence(dict(base, n_levels=3))
 
 
 def test_level_subsets_take_the_features_whose_scans_fit_the_budget():

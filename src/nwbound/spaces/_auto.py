@@ -166,7 +166,8 @@ def scan_sentence(scan: dict) -> str:
         ``width`` (median distance between the centres of two adjacent finest windows, in std of
         the features along the direction), ``lipschitz`` (the slope beyond noise, doubled; 0 where
         nothing exceeded noise), ``raised`` (whether it raised ``L_r``) and ``n_levels`` (optional:
-        the levels of features with few values scanned on their own rows too).
+        the scans within the levels of features with few values, one per level scanned alone and
+        one per feature whose levels are scanned together).
 
     Returns
     -------
@@ -194,7 +195,7 @@ def scan_sentence(scan: dict) -> str:
     where += (f", in windows as narrow as {scan['window']} of {scan['n_rows']} rows (about {scan['width']:.2g} "
               "std apart),")
     if scan.get("n_levels"):
-        where += f" and within each of {scan['n_levels']} levels of the features with few values,"
+        where += f" and within the levels of the features with few values ({scan['n_levels']} more scans),"
     if scan["raised"]:
         return f"{where} found variation beyond noise: it raised L_r to {scan['lipschitz']:.3g}."
     if scan["lipschitz"] > 0:

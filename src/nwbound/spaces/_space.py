@@ -517,8 +517,9 @@ class LearnedSpace:
     def _scan_residuals(self, features: np.ndarray, y: np.ndarray, offset: np.ndarray, classes: np.ndarray,
                         rs: np.random.RandomState) -> None:
         """The directional scan of the residuals ``1{y = c} − s_c`` (:class:`~nwbound.assumptions.ResidualScan`,
-        built by :func:`_residual_scan`) of every row, and of the rows of each level of the features
-        with few values (:func:`~nwbound.assumptions.level_subsets`, in the other features): where the
+        built by :func:`_residual_scan`) of every row, of the rows of each level of the features
+        with 2–8 values (:func:`~nwbound.assumptions.level_subsets`, in the other features), and of
+        the levels of those with 9–31 together (:func:`~nwbound.assumptions.pooled_level_features`): where the
         largest z-score of any of these scans (windows of at least ``SCAN_MIN_WINDOW`` rows) exceeds
         the same largest z of each of ``_NULL_DRAWS`` label draws from the scores (noise alone), the
         slope beyond the largest of them; where their largest aggregated z (a sum of many pairs' z²,
