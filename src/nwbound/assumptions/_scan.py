@@ -389,8 +389,10 @@ def pooled_level_features(features: Any, n_columns: int = 1, *, budget: float = 
     ----------
     features : array-like of shape (n, d)
     n_columns : int, default=1
-    budget : float, default=SCAN_LEVEL_BUDGET
-    max_features : int, default=SCAN_LEVEL_FEATURES
+    budget : float, default=2200000
+        ``SCAN_LEVEL_BUDGET``.
+    max_features : int, default=8
+        ``SCAN_LEVEL_FEATURES``.
 
     Returns
     -------
