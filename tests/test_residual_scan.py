@@ -414,3 +414,20 @@ def test_pooled_levels_slopes_leave_out_the_pairs_that_straddle_two_levels():
     assert scan.aggregated_slope(R, max_spread=top) == pytest.approx(best, rel=1e-10)
     assert scan.aggregated_slope(R) < best  # the straddling pairs' spreads would hide part of it
     assert scan.slope(R, threshold=2.0, max_spread=top) == pytest.approx(max(single, 0.0), rel=1e-10)
+
+
+def test_distinct_value_counts_are_exact_up_to_the_bound_asked():
+    """The counts the plane and level rules read: exact at most ``at_most``, above it otherwise,
+    written out with a set per column (a column whose first rows already hold more is not sorted)."""
+    from nwbound.assumptions._scan import _distinct_values
+
+    rng = np.random.default_rng(6)
+    n = 3000
+    X = np.column_stack([rng.normal(size=n), rng.integers(0, 12, n), rng.integers(0, 40, n),
+                         np.r_[np.zeros(200), rng.normal(size=n - 200)], np.ones(n)])
+    exact = np.array([len(set(X[:, j].tolist())) for j in range(X.shape[1])])
+    assert _distinct_values(X).tolist() == exact.tolist()
+    for at_most in (1, 8, 31):
+        got = _distinct_values(X, at_most=at_most)
+        assert np.array_equal(got[exact <= at_most], exact[exact <= at_most])
+        assert np.all(got[exact > at_most] > at_most)

@@ -99,10 +99,20 @@ def n_plane_directions(n_features: int, n_plane_features: int | None = None) -> 
     return int(n_features) + q * (q - 1) // 2 * (SCAN_PLANE_DIRECTIONS - 2)
 
 
-def _distinct_values(F: np.ndarray) -> np.ndarray:
-    """Each column's number of distinct values."""
-    S = np.sort(F, axis=0)
-    return 1 + np.count_nonzero(np.diff(S, axis=0) != 0, axis=0) if F.shape[0] else np.zeros(F.shape[1], np.intp)
+def _distinct_values(F: np.ndarray, at_most: int | None = None) -> np.ndarray:
+    """Each column's number of distinct values; with ``at_most``, exact where it is at most that and
+    above it otherwise (a column with more distinct values among its first ``4·(at_most + 1)`` rows
+    is not sorted whole: the rules that ask only whether a count exceeds a few dozen stay cheap)."""
+    def count(A: np.ndarray) -> np.ndarray:
+        S = np.sort(A, axis=0)
+        return 1 + np.count_nonzero(np.diff(S, axis=0) != 0, axis=0) if A.shape[0] else np.zeros(A.shape[1], np.intp)
+
+    if at_most is None or F.shape[0] <= 4 * (at_most + 1):
+        return count(F)
+    out = count(F[: 4 * (at_most + 1)])
+    few = np.flatnonzero(out <= at_most)
+    out[few] = count(F[:, few])
+    return out
 
 
 def _checked_features(features: Any) -> np.ndarray:
@@ -145,7 +155,7 @@ def plane_features(features: Any, min_window: int = SCAN_MIN_WINDOW) -> np.ndarr
     """
     F = _checked_features(features)
     least = min(2.0 * F.shape[0] / int(min_window), SCAN_PLANE_VALUES)
-    return np.flatnonzero(_distinct_values(F) >= least)
+    return np.flatnonzero(_distinct_values(F, at_most=max(int(np.ceil(least)) - 1, 0)) >= least)
 
 
 def tied_features(features: Any, min_window: int = SCAN_MIN_WINDOW) -> np.ndarray:
@@ -223,8 +233,8 @@ def level_subsets(features: Any, n_columns: int = 1, *, max_values: int = SCAN_L
     [(0, 300, True), (0, 200, True)]
     """
     F = _checked_features(features)
-    distinct = _distinct_values(F)
-    out: list[tuple[int, np.ndarray]] = []
+    distinct = _distinct_values(F, at_most=max_values)
+    out: list[tuple[int, np.ndarray, bool]] = []
     left, taken = float(budget), 0
     for j in np.flatnonzero((distinct >= 2) & (distinct <= max_values)):
         values, codes, counts = np.unique(F[:, j], return_inverse=True, return_counts=True)
@@ -408,7 +418,7 @@ def pooled_level_features(features: Any, n_columns: int = 1, *, budget: float = 
     [(1, True)]
     """
     F = _checked_features(features)
-    distinct = _distinct_values(F)
+    distinct = _distinct_values(F, at_most=SCAN_POOLED_VALUES)
     out: list[tuple[int, bool]] = []
     left = float(budget)
     for j in np.flatnonzero((distinct > SCAN_LEVEL_VALUES) & (distinct <= SCAN_POOLED_VALUES)):
