@@ -199,6 +199,16 @@ def _scan_cost(n_rows: int, n_features: int, n_columns: int, planes: bool) -> fl
     return n_rows * n_columns * directions * SCAN_MIN_WINDOW / window
 
 
+def _within_budget(row_counts: list[int], n_features: int, n_columns: int, left: float) -> tuple[bool, float] | None:
+    """``(planes, cost)`` of scans of ``row_counts`` rows each that fit ``left`` (:func:`_scan_cost`):
+    with the planes where they fit, else along the axes and random directions; None where neither does."""
+    for planes in (True, False):
+        cost = sum(_scan_cost(rows, n_features, n_columns, planes) for rows in row_counts)
+        if cost <= left:
+            return planes, cost
+    return None
+
+
 def level_subsets(features: Any, n_columns: int = 1, *, max_values: int = SCAN_LEVEL_VALUES,
                   max_features: int = SCAN_LEVEL_FEATURES, min_rows: int = SCAN_LEVEL_MIN_ROWS,
                   budget: float = SCAN_LEVEL_BUDGET) -> list[tuple[int, np.ndarray, bool]]:
@@ -242,12 +252,11 @@ def level_subsets(features: Any, n_columns: int = 1, *, max_values: int = SCAN_L
         levels = [v for v in range(values.shape[0]) if v != largest and counts[v] >= min_rows]
         if not levels or taken == max_features:
             continue
-        for planes in (True, False):
-            cost = sum(_scan_cost(int(counts[v]), F.shape[1] - 1, int(n_columns), planes) for v in levels)
-            if cost <= left:
-                left, taken = left - cost, taken + 1
-                out += [(int(j), np.flatnonzero(codes == v), planes) for v in levels]
-                break
+        fit = _within_budget([int(counts[v]) for v in levels], F.shape[1] - 1, int(n_columns), left)
+        if fit is not None:
+            planes, cost = fit
+            left, taken = left - cost, taken + 1
+            out += [(int(j), np.flatnonzero(codes == v), planes) for v in levels]
     return out
 
 
@@ -424,12 +433,10 @@ def pooled_level_features(features: Any, n_columns: int = 1, *, budget: float = 
     for j in np.flatnonzero((distinct > SCAN_LEVEL_VALUES) & (distinct <= SCAN_POOLED_VALUES)):
         if len(out) == max_features:
             break
-        for planes in (True, False):
-            cost = _scan_cost(F.shape[0], F.shape[1] - 1, int(n_columns), planes)
-            if cost <= left:
-                left -= cost
-                out.append((int(j), planes))
-                break
+        fit = _within_budget([F.shape[0]], F.shape[1] - 1, int(n_columns), left)
+        if fit is not None:
+            left -= fit[1]
+            out.append((int(j), fit[0]))
     return out
 
 

@@ -536,9 +536,11 @@ class LearnedSpace:
         first, planes, _ = _residual_scan(features, S, rs)
         scans = [(every, first, None)]
         for j, rows, planes_fit in level_subsets(features, cols.shape[0]) if d > 1 else []:
-            scans.append((rows, *_residual_scan(features[rows][:, np.arange(d) != j], S[rows], rs, planes_fit)[::2]))
+            scan, _, top = _residual_scan(features[rows][:, np.arange(d) != j], S[rows], rs, planes_fit)
+            scans.append((rows, scan, top))
         for j, planes_fit in pooled_level_features(features, cols.shape[0]) if d > 1 else []:
-            scans.append((every, *_residual_scan(features, S, rs, planes_fit, pooled=j)[::2]))
+            scan, _, top = _residual_scan(features, S, rs, planes_fit, pooled=j)
+            scans.append((every, scan, top))
         indicators = lambda labels: labels[:, None] == classes[cols][None, :]  # noqa: E731
 
         def statistics(labels: np.ndarray) -> tuple[float, float]:  # the largest z, and aggregated z, of every scan
