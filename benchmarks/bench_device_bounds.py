@@ -178,20 +178,19 @@ def main(argv: list[str] | None = None) -> int:
             profiled(f"{label}, {dev.type} queries", call)
         ms, first, iv = interval_ms(est, Q, False)
         row(f"{label}, NumPy queries", ms, first, "prod")
-        if check:  # the same statistics through the host solver (the previous device route)
+        if check:  # the same model on the CPU engine (device=None: its sums and the host's solver)
             sub = slice(0, min(2000, n_query))
-            host_route = NadarayaWatsonClassifier(**est.get_params()).fit(X, y)
-            host_route.backend_.intervals = lambda *a, **k: None  # statistics on the device, host solver
+            host_route = NadarayaWatsonClassifier(**{**est.get_params(), "device": None}).fit(X, y)
             if not args.no_host_timing:
                 ms_host, first_host, _ = interval_ms(host_route, Q, False)
-                row(f"{label}, statistics on the device + host solver", ms_host, first_host, "prod")
+                row(f"{label}, the CPU engine", ms_host, first_host, "prod")
             ref = host_route.predict_interval(Q[sub])
             if params["bandwidth"] == "auto":  # the choices, not containment (a near tie may choose otherwise)
                 print(f"{'':46s} device choice = host ranking's for {np.mean(iv.bandwidth[sub] == ref.bandwidth):.2%}")
                 return
             lo, up = iv.lower[sub], iv.upper[sub]
-            inside = bool((lo <= ref.lower + 1e-7).all() and (up >= ref.upper - 1e-7).all())
-            print(f"{'':46s} check vs the host solver ({lo.shape[0]} queries): contains it {inside}, "
+            inside = bool((lo <= ref.lower + 1e-5).all() and (up >= ref.upper - 1e-5).all())
+            print(f"{'':46s} check vs the CPU engine ({lo.shape[0]} queries): contains it {inside}, "
                   f"max |d| {max(np.abs(lo - ref.lower).max(), np.abs(up - ref.upper).max()):.1e}, "
                   f"mean width {np.mean(up - lo):.4f} vs {np.mean(ref.upper - ref.lower):.4f}")
 

@@ -19,6 +19,10 @@
 #            refused on the device), then the host-overhead lines (25 s): about 7.5 minutes
 #   explore  the GPU tests (120 s at most), then each diag_*.py of this round that exists (host
 #            overhead 40 s; epilogue, search and k-NN variants 70 s each): about 6 minutes in all
+#   round19  every GPU test case that needs CUDA, 8 workers (180 s at most), then
+#            bench_device_bounds.py at the ECG shapes and 1M x 100 with profiles (100 s at most), then
+#            bench_device_default.py: the default model with device="cuda" against the CPU engine and
+#            HGB at 30 000 and 100 000 rows (100 s at most): about 6.5 minutes in all
 #   dry-run  on any machine (CPU PyTorch): the device-bound tests and the benchmark at tiny shapes,
 #            to check this script itself
 #   legacy   the issue-13 estimator timing (statistics route, host solver)
@@ -100,6 +104,21 @@ PY
     echo "diag_grouped_search exit: $?"
     echo "== diag_host_overhead.py (25 s at most) =="
     timeout 25 python3 -u benchmarks/diag_host_overhead.py --repeats 5 | grep -E "PRODUCT|HOST"
+  fi
+  if [ "$MODE" = "round19" ]; then
+    echo "== pytest: the GPU tests that need CUDA, 8 workers (180 s at most; interrupted, it still prints its summary) =="
+    PER_TEST=$(python3 -c "import pytest_timeout" 2>/dev/null && echo "--timeout 150")  # the device has it
+    timeout -s INT 180 python3 -u -m pytest -q -m "" -p no:cacheprovider -p no:randomly -n 8 --dist loadfile \
+      ${PER_TEST} --durations 10 -rfE --no-header --ignore=tests/test_gpu_compile.py \
+      -k "not interpreter and not array_api_strict and not -cpu] and not [cpu] and not [cpu- and not -cpu-" \
+      tests/test_gpu*.py 2>&1 | tail -n 60
+    echo "pytest exit: ${PIPESTATUS[0]}"
+    echo "== bench_device_bounds.py (ECG shapes, then 1M x 100 / 100k, profiles top 6; 100 s at most) =="
+    timeout 100 python3 -u benchmarks/bench_device_bounds.py ${BOUNDS_ARGS:---budget 85} --no-host-timing --profile --profile-rows 6
+    echo "bench exit: $?"
+    echo "== bench_device_default.py (the default model on the device; 100 s at most) =="
+    timeout 100 python3 -u benchmarks/bench_device_default.py --budget 70 --repeat 1 ${DEFAULT_ARGS:-}
+    echo "bench_device_default exit: $?"
   fi
   if [ "$MODE" = "dry-run" ]; then
     echo "== dry run: device-bound tests (CPU) and the benchmark at tiny shapes =="
