@@ -11,8 +11,9 @@ choice and L check) fitted and asked for ``predict_interval`` three ways on the 
 and ``HistGradientBoostingClassifier`` (every core) on the same rows. Each line gives fit and
 predict seconds (the least of ``--repeat`` runs after one warm-up fit at 2 000 rows), the
 certified share, and, for the device lines, the largest difference of the interval ends from the
-CPU engine's and whether the fitted L equals the CPU engine's: the device must give
-the same model, only faster.
+CPU engine's, whether the fitted L equals the CPU engine's and the share of queries whose chosen
+bandwidth does: the device must give the same model, only faster (a query whose ε at two bandwidths
+are equal but for rounding may choose either, which moves its interval, never its validity).
 
 Usage::
 
@@ -91,10 +92,12 @@ def main() -> None:
                                          X, y, Q, args.repeat, sync)
                 same = np.array_equal(np.ravel(model.lipschitz_), np.ravel(ref.lipschitz_))
                 gap = max(np.abs(iv.lower - ref_iv.lower).max(), np.abs(iv.upper - ref_iv.upper).max())
+                # bandwidth="auto": a choice between ε equal to rounding may go either way (never validity)
+                chose = np.mean(np.asarray(iv.bandwidth) == np.asarray(ref_iv.bandwidth))
                 print(f"  {label:8s} fit {f:7.2f} s  predict {p:7.3f} s  total {f + p:7.2f} s  "
                       f"({(f + p) / (hf + hp):5.1f}x HGB, {(cf + cp) / (f + p):4.1f}x faster than cpu)  "
                       f"certified {100 * iv.certified.mean():5.1f} %  mean width {np.mean(iv.upper - iv.lower):.3f}  max |d end| {gap:.1e}  "
-                      f"same L: {same}")
+                      f"same L: {same}  same bandwidth: {100 * chose:.2f} %")
     print(f"== bench_device_default done in {time.perf_counter() - start:.0f} s ==")
 
 

@@ -23,6 +23,8 @@
 #            bench_device_bounds.py at the ECG shapes and 1M x 100 with profiles (100 s at most), then
 #            bench_device_default.py: the default model with device="cuda" against the CPU engine and
 #            HGB at 30 000 and 100 000 rows (100 s at most): about 6.5 minutes in all
+#   retry    the CUDA cases of the search's tests (100 s at most), diag_launches.py (60 s), the bound ratios
+#            (90 s) and the default model at 30 000 and 100 000 rows, 2 classes (80 s): about 5.5 minutes
 #   dry-run  on any machine (CPU PyTorch): the device-bound tests and the benchmark at tiny shapes,
 #            to check this script itself
 #   legacy   the issue-13 estimator timing (statistics route, host solver)
@@ -118,6 +120,24 @@ PY
     echo "bench exit: $?"
     echo "== bench_device_default.py (the default model on the device; 100 s at most) =="
     timeout 100 python3 -u benchmarks/bench_device_default.py --budget 70 --repeat 1 ${DEFAULT_ARGS:-}
+    echo "bench_device_default exit: $?"
+  fi
+  if [ "$MODE" = "retry" ]; then
+    echo "== pytest: the search's CUDA test cases, 8 workers (100 s at most) =="
+    PER_TEST=$(python3 -c "import pytest_timeout" 2>/dev/null && echo "--timeout 90")
+    timeout -s INT 100 python3 -u -m pytest -q -m "" -p no:cacheprovider -p no:randomly -n 8 --dist load \
+      ${PER_TEST} -rfE --no-header \
+      -k "not interpreter and not array_api_strict and not -cpu] and not [cpu] and not [cpu- and not -cpu-" \
+      tests/test_gpu_search_speed.py tests/test_gpu_bounds.py tests/test_gpu_knn_variants.py 2>&1 | tail -n 15
+    echo "pytest exit: ${PIPESTATUS[0]}"
+    echo "== diag_launches.py (60 s at most) =="
+    timeout 60 python3 -u benchmarks/diag_launches.py ${LAUNCH_ARGS:-}
+    echo "diag_launches exit: $?"
+    echo "== bench_device_bounds.py (90 s at most) =="
+    timeout 90 python3 -u benchmarks/bench_device_bounds.py ${BOUNDS_ARGS:---budget 75} --no-host-timing
+    echo "bench exit: $?"
+    echo "== bench_device_default.py (2 classes; 80 s at most) =="
+    timeout 80 python3 -u benchmarks/bench_device_default.py --classes 2 --budget 50 --repeat 1 ${DEFAULT_ARGS:-}
     echo "bench_device_default exit: $?"
   fi
   if [ "$MODE" = "dry-run" ]; then

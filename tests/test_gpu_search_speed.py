@@ -391,3 +391,74 @@ def test_kernel_exponent_at_a_point_is_the_numpy_formula(tmp_path):
     assert np.all(np.abs(g["phi"] - phi) <= tol), np.max(np.abs(g["phi"] - phi) / tol)
     np.testing.assert_allclose(g["err"], err, rtol=1e-12)
     np.testing.assert_allclose(g["amass"], s - (N * M * hi).sum(-1), rtol=1e-12, atol=1e-12 * s.max())
+
+
+_RETRY = r'''
+import sys, warnings
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import torch
+import nwbound.bounds._chernoff_triton as ct
+import nwbound.bounds._chernoff_device as cd
+from test_gpu_bounds import _binned_batch, _both
+
+original, original_probe = ct.triton_search, cd._probe_for
+state = {"calls": 0, "levels": [], "plant": None, "eager": 0}
+def spy(*args, **kwargs):
+    state["calls"] += 1
+    state["levels"].append(float(args[8]))
+    ends, cert = original(*args, **kwargs)
+    if state["plant"] is not None and state["calls"] == 1:  # the first launch only: a refused end
+        moved = (ends != args[3].expand(ends.shape)) & (cert > 0)
+        i, k = (int(v) for v in torch.nonzero(moved)[0])
+        ends = ends.clone()
+        ends[i, k] = args[4].expand(ends.shape)[i, k]  # the bracket's top, p-hat: far past the level
+        state["plant"] = (i, k)
+    return ends, cert
+def probe_spy(*args, **kwargs):
+    state["eager"] += 1
+    return original_probe(*args, **kwargs)
+ct.triton_search, cd._probe_for = spy, probe_spy
+args = _binned_batch(11, 6, 2, 8, 0.5, weighted=True)
+out = {}
+(h_lo, h_up), (lo1, up1) = _both(args, 0.5, 0.05, "cpu")
+out["host"], out["fused"], out["calls_plain"] = np.stack([h_lo, h_up]), np.stack([lo1, up1]), np.array(state["calls"])
+state.update(calls=0, levels=[], plant=True, eager=0)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    (_, _), (lo2, up2) = _both(args, 0.5, 0.05, "cpu")
+out["planted"], out["plant"] = np.stack([lo2, up2]), np.array(state["plant"])
+out["calls"], out["levels"], out["eager"] = np.array(state["calls"]), np.array(state["levels"]), np.array(state["eager"])
+out["unverified"] = np.array(int(cd._TRITON_SEARCH["unverified"]))
+out["after_retry"] = np.array(int(cd._TRITON_SEARCH["unverified_after_retry"]))
+out["warned"] = np.array(any("re-check does not certify" in str(w.message) for w in caught))
+np.savez(sys.argv[2], **out)
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
+def test_a_refused_end_is_searched_again_by_the_kernel_not_the_eager_search(tmp_path):
+    """A moved end the float64 re-check refuses (planted: the first launch reports p-hat for one pair) is
+    searched once more by the kernel alone, at a level stricter by ``_RETRY_LEVEL_GAP`` with its rounding
+    margin: certified there, so the eager search (thousands of launches on a GPU) never runs; that pair's end
+    is within the search's tolerance of the unplanted launch's, every other pair's is the first launch's, and
+    the interval still contains the host solver's (interpreter, its own process)."""
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    run = subprocess.run([sys.executable, "-c", _RETRY, str(Path(__file__).resolve().parent), str(tmp_path / "o.npz")],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = np.load(tmp_path / "o.npz")
+    assert int(got["unverified"]) == 1 and int(got["after_retry"]) == 0
+    assert int(got["eager"]) == 0 and not bool(got["warned"])  # one refusal of several moved: quiet
+    # each side's search: one launch unplanted; planted, the second launch at the stricter level
+    assert int(got["calls"]) == int(got["calls_plain"]) + 1
+    levels = got["levels"]
+    retry = levels[1]
+    assert retry < levels[0] and np.isclose(levels[0] - retry, 1e-9 * max(1.0, abs(levels[0])), rtol=1e-6)
+    fused, planted, host = got["fused"], got["planted"], got["host"]
+    assert np.all(planted[0] <= host[0] + TOL) and np.all(planted[1] >= host[1] - TOL)
+    np.testing.assert_allclose(planted, fused, atol=TOL)
+    differs = planted != fused
+    assert differs.sum() <= 1  # only the planted pair may move (within the tolerance)
