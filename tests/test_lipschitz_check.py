@@ -474,6 +474,31 @@ def test_contrast_strata_against_a_slow_formula():
             assert slow[1] <= mean_bound[i] <= slow[1] * (1 + 1e-8)  # rounding allowance: never below
 
 
+def test_contrast_strata_of_capped_shares_share_one_matching(monkeypatch):
+    """From 4 000 held-out rows on, both shares are capped at CONTRAST_MAX_PAIRS pairs: the same ends
+    of p̂, matched once per class (the assignment is O(k³)), each share's stratum as before."""
+    from scipy.optimize import linear_sum_assignment
+    from scipy.spatial.distance import cdist
+
+    import nwbound.lipschitz_check._contrast as contrast
+
+    calls = []
+    monkeypatch.setattr(contrast, "linear_sum_assignment", lambda d: calls.append(d.shape) or linear_sum_assignment(d))
+    rng = np.random.default_rng(3)
+    n = 4000
+    Z = rng.normal(size=(n, 2))
+    p1 = 1 / (1 + np.exp(-Z[:, 0])) + rng.normal(0, 0.01, n)
+    strata = contrast._contrast_strata(Z, np.column_stack([1 - p1, p1]), [0, 1])
+    assert calls == [(400, 400)] * 2 and [s["share"] for s in strata] == [0.1, 0.3, 0.1, 0.3]
+    for s in strata:  # each stratum as its own matching gives it
+        order = np.argsort(-np.column_stack([1 - p1, p1])[:, s["class"]], kind="stable")
+        high, low = order[:400], order[n - 400:]
+        dist = cdist(Z[high], Z[low])
+        rows, cols = linear_sum_assignment(dist)
+        assert np.array_equal(s["high"], high[rows]) and np.array_equal(s["low"], low[cols])
+        assert np.array_equal(s["distance"], dist[rows, cols])
+
+
 class _Coordinates:
     """A fitted 'map' that drops the row-index column of ``_ExactIntervals``' inputs."""
 
