@@ -592,3 +592,33 @@ def test_contrast_families_from_one_set_of_intervals():
     for bad in ((), "yes", (True, 1), None):
         with pytest.raises(ValueError, match="contrast"):
             check_lipschitz(clf, Xh, yh, contrast=bad)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_check_maps_its_rows_into_the_models_space_once(dtype, monkeypatch):
+    """The contrasts' coordinates (metric_.transform of the held-out rows) are mapped first and the
+    model's intervals read them, instead of mapping the rows a second time; rows in another dtype
+    than the fit's are mapped again as the model validates them. The check is the same either way."""
+    import warnings
+
+    import nwbound.lipschitz_check._run as run
+    from nwbound.spaces import LearnedSpace
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 4)).astype(dtype)
+    y = (rng.random(3000) < 1 / (1 + np.exp(-2 * X[:, 0]))).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = NadarayaWatsonClassifier(random_state=0, cross_fit=False, dtype=dtype).fit(X[:2000], y[:2000])
+    mapped = []
+    transform = LearnedSpace.transform
+    monkeypatch.setattr(LearnedSpace, "transform", lambda self, A: mapped.append(len(A)) or transform(self, A))
+    grid = [clf.lipschitz_, 2 * clf.lipschitz_]
+    once = select_lipschitz(clf, X[2000:], y[2000:], grid)
+    assert mapped == [1000]  # twice before: the contrasts' coordinates and the model's queries
+    select_lipschitz(clf, X[2000:].astype(np.float64 if dtype == "float32" else np.float32), y[2000:], grid)
+    assert mapped == [1000] * 3  # rows in another dtype than the fit's: mapped again, as validated
+    original = run._intervals
+    monkeypatch.setattr(run, "_intervals", lambda model, X, bounds, at, mapped=None: original(model, X, bounds, at))
+    twice = select_lipschitz(clf, X[2000:], y[2000:], grid)
+    assert once.table() == twice.table() and once.chosen == twice.chosen

@@ -566,8 +566,11 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
             return validate_queries(self, X, self._fit_dtype, keep_namespace=keep_namespace, unit=self._unit())
         # metric=: queries come in the original features (n_features_in_), and are mapped here,
         # before any kernel sum, neighbour search or bounding-box test.
-        X = validate_queries(self, X, self._fit_dtype)
-        return np.ascontiguousarray(space.transform(X), dtype=self._fit_dtype)
+        given = self.__dict__.get("_mapped_queries")  # (X, metric_.transform(X)) of _interval_settings
+        Xv = validate_queries(self, X, self._fit_dtype)
+        if given is not None and given[0] is X and isinstance(X, np.ndarray) and X.dtype == Xv.dtype:
+            return np.ascontiguousarray(given[1], dtype=self._fit_dtype)  # the same rows, mapped once
+        return np.ascontiguousarray(space.transform(Xv), dtype=self._fit_dtype)
 
     def _unit(self) -> float:
         """The power of two the fitted features are stored in (:func:`~nwbound._numerics.feature_unit`)."""
@@ -616,18 +619,26 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
         warn_if_vacuous(vacuous, context=AdviceContext.from_estimator(self), stacklevel=stacklevel)
         return proba
 
-    def _interval_settings(self, X, bounds: Mapping, certified_only: frozenset = frozenset()) -> dict:
+    def _interval_settings(self, X, bounds: Mapping, certified_only: frozenset = frozenset(),
+                           mapped: np.ndarray | None = None) -> dict:
         """``predict_interval(X, bounds=bounds)`` for a mapping of settings, from the same pass, except
         that the settings named in ``certified_only`` give :class:`~._certified.CertifiedRows` (``proba``
         and ``certified``, the same as their intervals', at a fraction of the cost): what the held-out
-        check of :mod:`nwbound.lipschitz_check` reads of the model's own setting. NumPy results."""
+        check of :mod:`nwbound.lipschitz_check` reads of the model's own setting. NumPy results.
+        ``mapped``: ``metric_.transform(X)`` where the caller has it (the check's contrasts), read instead
+        of mapping ``X`` again where ``X`` is a NumPy array in the fit dtype (validation leaves it as it is)."""
         from ._certified import CertifiedRows
 
         if self._is_cross_fitted() or self._keeps_device_queries():  # the public route, then the two arrays
             out = self.predict_interval(X, bounds=bounds)
             return {name: CertifiedRows.of(iv) if name in certified_only else iv for name, iv in out.items()}
         X, _ = self._dispatched_queries(X)
-        out = self._intervals(X, self._resolve_bounds(bounds), certified_only=frozenset(certified_only))
+        if mapped is not None:
+            self._mapped_queries = (X, mapped)  # read by _validate_queries in this call only
+        try:
+            out = self._intervals(X, self._resolve_bounds(bounds), certified_only=frozenset(certified_only))
+        finally:
+            self.__dict__.pop("_mapped_queries", None)
         memo = getattr(self, "_check_memo", None)
         if memo is not None and certified_only:  # _finish_fit's check: its rows' p̂, kept for the point model's judge
             memo.setdefault("proba", out[min(certified_only)].proba)
