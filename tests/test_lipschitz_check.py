@@ -474,6 +474,31 @@ def test_contrast_strata_against_a_slow_formula():
             assert slow[1] <= mean_bound[i] <= slow[1] * (1 + 1e-8)  # rounding allowance: never below
 
 
+def test_contrast_strata_of_capped_shares_share_one_matching(monkeypatch):
+    """From 4 000 held-out rows on, both shares are capped at CONTRAST_MAX_PAIRS pairs: the same ends
+    of p̂, matched once per class (the assignment is O(k³)), each share's stratum as before."""
+    from scipy.optimize import linear_sum_assignment
+    from scipy.spatial.distance import cdist
+
+    import nwbound.lipschitz_check._contrast as contrast
+
+    calls = []
+    monkeypatch.setattr(contrast, "linear_sum_assignment", lambda d: calls.append(d.shape) or linear_sum_assignment(d))
+    rng = np.random.default_rng(3)
+    n = 4000
+    Z = rng.normal(size=(n, 2))
+    p1 = 1 / (1 + np.exp(-Z[:, 0])) + rng.normal(0, 0.01, n)
+    strata = contrast._contrast_strata(Z, np.column_stack([1 - p1, p1]), [0, 1])
+    assert calls == [(400, 400)] * 2 and [s["share"] for s in strata] == [0.1, 0.3, 0.1, 0.3]
+    for s in strata:  # each stratum as its own matching gives it
+        order = np.argsort(-np.column_stack([1 - p1, p1])[:, s["class"]], kind="stable")
+        high, low = order[:400], order[n - 400:]
+        dist = cdist(Z[high], Z[low])
+        rows, cols = linear_sum_assignment(dist)
+        assert np.array_equal(s["high"], high[rows]) and np.array_equal(s["low"], low[cols])
+        assert np.array_equal(s["distance"], dist[rows, cols])
+
+
 class _Coordinates:
     """A fitted 'map' that drops the row-index column of ``_ExactIntervals``' inputs."""
 
@@ -567,3 +592,33 @@ def test_contrast_families_from_one_set_of_intervals():
     for bad in ((), "yes", (True, 1), None):
         with pytest.raises(ValueError, match="contrast"):
             check_lipschitz(clf, Xh, yh, contrast=bad)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_check_maps_its_rows_into_the_models_space_once(dtype, monkeypatch):
+    """The contrasts' coordinates (metric_.transform of the held-out rows) are mapped first and the
+    model's intervals read them, instead of mapping the rows a second time; rows in another dtype
+    than the fit's are mapped again as the model validates them. The check is the same either way."""
+    import warnings
+
+    import nwbound.lipschitz_check._run as run
+    from nwbound.spaces import LearnedSpace
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 4)).astype(dtype)
+    y = (rng.random(3000) < 1 / (1 + np.exp(-2 * X[:, 0]))).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = NadarayaWatsonClassifier(random_state=0, cross_fit=False, dtype=dtype).fit(X[:2000], y[:2000])
+    mapped = []
+    transform = LearnedSpace.transform
+    monkeypatch.setattr(LearnedSpace, "transform", lambda self, A: mapped.append(len(A)) or transform(self, A))
+    grid = [clf.lipschitz_, 2 * clf.lipschitz_]
+    once = select_lipschitz(clf, X[2000:], y[2000:], grid)
+    assert mapped == [1000]  # twice before: the contrasts' coordinates and the model's queries
+    select_lipschitz(clf, X[2000:].astype(np.float64 if dtype == "float32" else np.float32), y[2000:], grid)
+    assert mapped == [1000] * 3  # rows in another dtype than the fit's: mapped again, as validated
+    original = run._intervals
+    monkeypatch.setattr(run, "_intervals", lambda model, X, bounds, at, mapped=None: original(model, X, bounds, at))
+    twice = select_lipschitz(clf, X[2000:], y[2000:], grid)
+    assert once.table() == twice.table() and once.chosen == twice.chosen

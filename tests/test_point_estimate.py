@@ -275,3 +275,53 @@ def test_the_point_report_survives_the_fitted_state_and_a_model_file(pairs, rout
     partial = {k: v for k, v in state.items() if k != "point_report_rows"}
     with pytest.raises(ValueError, match="missing 'point_report_rows'"):
         NadarayaWatsonClassifier(**auto.get_params()).set_fitted_state(partial)
+
+
+@pytest.mark.parametrize("cross_fit", ["auto", False])
+def test_the_judge_reads_the_kernel_estimate_the_check_of_l_computed(cross_fit, monkeypatch):
+    """The judge's kernel estimate on its check rows is the one the held-out check of L computed on
+    them (the same numbers as predict_proba of the check rows in one batch: every setting chooses its
+    bandwidths at the pilot L), not a second kernel pass: fit calls predict_proba no more, and the
+    report is that of judge_point_model on those numbers. Nothing of it is kept after fit."""
+    from nwbound.estimators._point import judge_point_model
+
+    calls = []
+    original = NadarayaWatsonClassifier.predict_proba
+
+    def counted(self, X):
+        calls.append(len(X))
+        return original(self, X)
+
+    monkeypatch.setattr(NadarayaWatsonClassifier, "predict_proba", counted)
+    X, y = _sectors(900, 0)
+    clf = _fit(X, y, cross_fit=cross_fit)
+    assert calls == []  # one predict_proba of the judging rows before
+    judge = clf.cross_fit_models_[0] if cross_fit else clf
+    models = [clf, *(clf.cross_fit_models_ if cross_fit else [])]
+    assert all(getattr(m, "_check_proba", None) is None for m in models)
+    monkeypatch.setattr(NadarayaWatsonClassifier, "predict_proba", original)
+    report = clf.point_report_
+    rows = np.sort(np.random.RandomState(split_seed(0)).choice(judge.check_rows_, report["n_rows"], replace=False))
+    kernel = judge if cross_fit else _fit(X, y, cross_fit=False, point_estimate="nw")  # its own estimate, no point model
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nw = kernel.predict_proba(X[judge.check_rows_])[np.searchsorted(judge.check_rows_, rows)]
+    probe = judge.metric_.score_proba(X[rows], np.arange(3))
+    assert {**judge_point_model(probe, nw, y[rows]), "judged": "map rows"} == report
+
+
+def test_the_judge_computes_the_rows_the_check_did_not_test():
+    """Rows beyond the check's (at most AUTO_CHECK_ROWS of them, a fixed subset) are computed:
+    the judge gets every row it asks for, the read ones equal to the check's."""
+    from nwbound.estimators._point import judge_rows_proba
+
+    X, y = _smooth(600, 0)
+    clf = _fit(X, y, cross_fit=False, point_estimate="nw")
+    rows = clf.check_rows_
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        every = clf.predict_proba(X[rows])
+    half = rows.shape[0] // 2
+    got = judge_rows_proba(clf, (rows[:half], every[:half]), X, rows[::-1])
+    assert np.array_equal(got[::-1][:half], every[:half])
+    assert np.allclose(got[::-1][half:], every[half:], rtol=0, atol=1e-12)

@@ -26,7 +26,7 @@ from ..bounds import CHERNOFF_FALLBACK_START as _CHERNOFF_FALLBACK_START
 from ..diagnostics import AdviceContext, warn_if_vacuous
 from ..kernels import Kernel
 from ..utils import report
-from ..spaces import auto_cross_fits, check_cross_fit_metric, LearnedSpace, check_fraction, check_groups, check_map_classes, check_rows_split, choose_lipschitz, cross_fit_layouts, divided_bounds, divided_delta, pilot_lipschitz, kappa_weighted_proba, lipschitz_units, metric_kind, nw_share_weights, residual_rows, split_rows, split_seed, two_constant_pilot
+from ..spaces import auto_cross_fits, check_cross_fit_metric, check_subset, LearnedSpace, check_fraction, check_groups, check_map_classes, check_rows_split, choose_lipschitz, cross_fit_layouts, divided_bounds, divided_delta, pilot_lipschitz, kappa_weighted_proba, lipschitz_units, metric_kind, nw_share_weights, residual_rows, split_rows, split_seed, two_constant_pilot
 from ._fit_errors import _auto_lipschitz, _split_settings_errors
 from ._dispatch import queries_on_host, training_data_on_host, validate_queries
 from ._fitted_state import _LearnedState
@@ -304,6 +304,7 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
                 half = clone(self).set_params(cross_fit=False, **self._cross_model_params,
                                               **self._cross_model_settings(len(layouts)))
                 half._forced_split = (metric_rows, nw_rows)
+                half._judges_for_whole = i == 0 and self._fits_point_model()  # _fit_point_estimate's judge
                 half._fit_started, half._progress_label = self._fit_started, f"model {i + 1}/{len(layouts)}"
                 halves.append(half.fit(X, y, sample_weight=sample_weight, groups=groups))
         self.metric_rows_, self.nw_rows_ = layouts[0]
@@ -426,8 +427,14 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
             else:
                 pilot = pilot_lipschitz(pilot_Z, pilot_y, random_state=split_seed(getattr(self, "random_state", None)))
             self._choice_beta = pilot  # bandwidth="auto" chooses at the pilot L: intervals nested in L
-            report = choose_lipschitz(self, pilot_Z, pilot_y, X_check, y_check, units=lipschitz_units(self.metric_),
-                                      random_state=split_seed(getattr(self, "random_state", None)), pilot=pilot, pilot_source=source)
+            self._check_memo = {}
+            try:
+                report = choose_lipschitz(self, pilot_Z, pilot_y, X_check, y_check, units=lipschitz_units(self.metric_),
+                                          random_state=split_seed(getattr(self, "random_state", None)), pilot=pilot,
+                                          pilot_source=source)
+            finally:
+                memo = self.__dict__.pop("_check_memo")
+        self._keep_check_proba(memo.get("proba"), X_check.shape[0])
         self.lipschitz_, self.lipschitz_report_ = report.value, report
         self._validate_bound_params(*self._bound_args[:1], bound_required=self._bound_args[1],
                                     localized=self._bound_args[2])
@@ -439,6 +446,23 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
         if getattr(self, "_forced_split", None) is None:
             self._say("fit done")
         return self
+
+    def _keep_check_proba(self, proba: np.ndarray | None, n_check: int) -> None:
+        """Keep the L check's ``p̂`` of its rows as ``_check_proba = (training rows, p̂)``, where a point
+        model's judge will read them (:meth:`_judges_point_model`): the same as ``predict_proba`` of
+        those rows (every setting of the check chooses its bandwidths at the pilot L, as the model does;
+        a query's sums do not depend on the other queries). Taken (and dropped) by the end of ``fit``."""
+        self._check_proba = None
+        if proba is None or not self._judges_point_model():
+            return
+        keep = check_subset(n_check, split_seed(getattr(self, "random_state", None)))
+        rows = self.check_rows_ if keep is None else self.check_rows_[keep]
+        if rows.shape[0] == proba.shape[0]:
+            self._check_proba = (rows, proba)
+
+    def _judges_point_model(self) -> bool:
+        """Whether a point model is judged on this model's check rows (the classifiers' own; none here)."""
+        return False
 
     def _chooses_lipschitz(self) -> bool:
         """:func:`_auto_lipschitz` of this estimator (for :class:`._fitted_state._LearnedState`)."""
@@ -542,8 +566,11 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
             return validate_queries(self, X, self._fit_dtype, keep_namespace=keep_namespace, unit=self._unit())
         # metric=: queries come in the original features (n_features_in_), and are mapped here,
         # before any kernel sum, neighbour search or bounding-box test.
-        X = validate_queries(self, X, self._fit_dtype)
-        return np.ascontiguousarray(space.transform(X), dtype=self._fit_dtype)
+        given = self.__dict__.get("_mapped_queries")  # (X, metric_.transform(X)) of _interval_settings
+        Xv = validate_queries(self, X, self._fit_dtype)
+        if given is not None and given[0] is X and isinstance(X, np.ndarray) and X.dtype == Xv.dtype:
+            return np.ascontiguousarray(given[1], dtype=self._fit_dtype)  # the same rows, mapped once
+        return np.ascontiguousarray(space.transform(Xv), dtype=self._fit_dtype)
 
     def _unit(self) -> float:
         """The power of two the fitted features are stored in (:func:`~nwbound._numerics.feature_unit`)."""
@@ -592,18 +619,30 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
         warn_if_vacuous(vacuous, context=AdviceContext.from_estimator(self), stacklevel=stacklevel)
         return proba
 
-    def _interval_settings(self, X, bounds: Mapping, certified_only: frozenset = frozenset()) -> dict:
+    def _interval_settings(self, X, bounds: Mapping, certified_only: frozenset = frozenset(),
+                           mapped: np.ndarray | None = None) -> dict:
         """``predict_interval(X, bounds=bounds)`` for a mapping of settings, from the same pass, except
         that the settings named in ``certified_only`` give :class:`~._certified.CertifiedRows` (``proba``
         and ``certified``, the same as their intervals', at a fraction of the cost): what the held-out
-        check of :mod:`nwbound.lipschitz_check` reads of the model's own setting. NumPy results."""
+        check of :mod:`nwbound.lipschitz_check` reads of the model's own setting. NumPy results.
+        ``mapped``: ``metric_.transform(X)`` where the caller has it (the check's contrasts), read instead
+        of mapping ``X`` again where ``X`` is a NumPy array in the fit dtype (validation leaves it as it is)."""
         from ._certified import CertifiedRows
 
         if self._is_cross_fitted() or self._keeps_device_queries():  # the public route, then the two arrays
             out = self.predict_interval(X, bounds=bounds)
             return {name: CertifiedRows.of(iv) if name in certified_only else iv for name, iv in out.items()}
         X, _ = self._dispatched_queries(X)
-        return self._intervals(X, self._resolve_bounds(bounds), certified_only=frozenset(certified_only))
+        if mapped is not None:
+            self._mapped_queries = (X, mapped)  # read by _validate_queries in this call only
+        try:
+            out = self._intervals(X, self._resolve_bounds(bounds), certified_only=frozenset(certified_only))
+        finally:
+            self.__dict__.pop("_mapped_queries", None)
+        memo = getattr(self, "_check_memo", None)
+        if memo is not None and certified_only:  # _finish_fit's check: its rows' p̂, kept for the point model's judge
+            memo.setdefault("proba", out[min(certified_only)].proba)
+        return out
 
     def interval_from_statistics(self, stats: KernelStatistics, bounds: Any = None):
         """Turn kernel statistics into intervals, for this estimator's bound or several settings.

@@ -37,7 +37,7 @@ from ..engine.host._backend import bandwidth_ranking, query_statistics, scaled
 from ._certified import CertifiedRows
 from ..engine.host._neighbor_sums import search_queries
 from ._nw_fitted_state import _FittedState
-from ._point import POINT_CHECK_ROWS, POINT_CHECK_SHARE, POINT_ESTIMATES, fit_point_model, judge_point_model, point_proba, with_point_estimate
+from ._point import POINT_CHECK_ROWS, POINT_CHECK_SHARE, POINT_ESTIMATES, fit_point_model, judge_point_model, judge_rows_proba, point_proba, with_point_estimate
 from ._nw_rounds import _Rounds
 from ..engine.host._sums import TrainingSet, neighbor_distances
 
@@ -529,7 +529,11 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         turn and kept if it passes; where the kernel estimate still wins, it stays (``point_model_``
         None, ``point_report_`` says why)."""
         self.point_model_, self._point_units, self.point_report_ = None, None, None
-        if not self._fits_point_model() or getattr(self, "_forced_split", None) is not None:
+        if getattr(self, "_forced_split", None) is not None:
+            return self  # one model of a cross-fitted whole: the whole judges, on its first model's check rows
+        judge = self.cross_fit_models_[0] if self._is_cross_fitted() else self
+        checked = judge.__dict__.pop("_check_proba", None)  # the L check's p̂ of its rows (_keep_check_proba)
+        if not self._fits_point_model():
             return self
         seed, n_classes = split_seed(getattr(self, "random_state", None)), self.classes_.shape[0]
         rs = np.random.RandomState(seed)
@@ -542,7 +546,6 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
             return model, units
 
         every = np.arange(X.shape[0])
-        judge = self.cross_fit_models_[0] if self._is_cross_fitted() else self
         held = np.asarray(getattr(judge, "check_rows_", np.zeros(0, np.intp)), dtype=np.intp)
         n_judges = min(POINT_CHECK_ROWS, int(POINT_CHECK_SHARE * X.shape[0]))
         if held.size > n_judges:
@@ -550,9 +553,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         if not held.size:
             self.point_model_, self._point_units = fitted(every)
             return self._said_point(X.shape[0])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the check rows' vacuous share is the check's business
-            nw = judge.predict_proba(X[held])
+        nw = judge_rows_proba(judge, checked, X, held)
         space = getattr(judge, "metric_", None)
         probe = None if space is None else space.score_proba(X[held], np.arange(n_classes))
         if probe is not None:
@@ -570,6 +571,13 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         if self.point_report_["used"]:  # kept as judged: the check rows are at most a tenth of the rows
             self.point_model_, self._point_units = model, units
         return self._said_point(X.shape[0] - held.size)
+
+    def _judges_point_model(self) -> bool:
+        """Whether a point model is judged on this model's check rows: its own (:meth:`_fits_point_model`),
+        or, one model of a cross-fitted whole, the whole's (its first model's rows)."""
+        if getattr(self, "_forced_split", None) is not None:
+            return bool(getattr(self, "_judges_for_whole", False))
+        return self._fits_point_model()
 
     def _say_judged(self, which: str) -> None:
         report = self.point_report_

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import warnings
+
 import numpy as np
 
-__all__ = ["POINT_CHECK_ROWS", "POINT_CHECK_SHARE", "POINT_ESTIMATES", "fit_point_model", "judge_point_model", "point_proba",
-           "with_point_estimate"]
+__all__ = ["POINT_CHECK_ROWS", "POINT_CHECK_SHARE", "POINT_ESTIMATES", "fit_point_model", "judge_point_model", "judge_rows_proba",
+           "point_proba", "with_point_estimate"]
 
 #: The values of ``point_estimate``.
 POINT_ESTIMATES = ("auto", "nw")
@@ -67,6 +69,55 @@ def judge_point_model(point: np.ndarray, nw: np.ndarray, labels: np.ndarray) -> 
     b, c = int(np.sum(nw_right & ~point_right)), int(np.sum(point_right & ~nw_right))
     return {"n_rows": int(labels.shape[0]), "point_accuracy": float(np.mean(point_right)),
             "nw_accuracy": float(np.mean(nw_right)), "used": bool(b - c <= 2.0 * np.sqrt(b + c))}
+
+
+def judge_rows_proba(model: Any, checked: tuple[np.ndarray, np.ndarray] | None, X: np.ndarray,
+                     rows: np.ndarray) -> np.ndarray:
+    """The kernel estimate of ``model`` (fitted) on its training rows ``X[rows]``, as
+    ``model.predict_proba`` gives it: taken from ``checked`` where it holds them, the others computed.
+
+    ``checked`` is ``(training rows, p̂)``: the estimate that the held-out check of L computed on
+    its rows (``lipschitz="auto"``), or None. The same numbers as ``predict_proba``: every setting of
+    the check chooses its bandwidths at the pilot L, as the model does, and a query's kernel sums do
+    not depend on the other queries; so the judge reads them instead of a second pass.
+
+    Parameters
+    ----------
+    model : fitted NadarayaWatsonClassifier
+    checked : tuple of (ndarray of int, ndarray of shape (n_checked, n_classes)) or None
+    X : ndarray of shape (n_samples, n_features)
+        The validated training rows.
+    rows : ndarray of int
+        The rows wanted.
+
+    Returns
+    -------
+    ndarray of shape (len(rows), n_classes)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound import NadarayaWatsonClassifier
+    >>> from nwbound.estimators._point import judge_rows_proba
+    >>> X = np.linspace(0, 1, 40)[:, None]; y = (X[:, 0] > 0.5).astype(int)
+    >>> clf = NadarayaWatsonClassifier(metric=None, lipschitz=None, bandwidth=0.2).fit(X, y)
+    >>> checked = (np.array([3]), np.array([[0.25, 0.75]]))
+    >>> judge_rows_proba(clf, checked, X, np.array([3, 0])).round(2).tolist()  # row 3 read, row 0 computed
+    [[0.25, 0.75], [1.0, 0.0]]
+    """
+    out = np.empty((rows.shape[0], model.classes_.shape[0]))
+    missing = np.ones(rows.shape[0], dtype=bool)
+    if checked is not None and checked[0].shape[0]:
+        known, proba = checked
+        order = np.argsort(known, kind="stable")
+        at = order[np.minimum(np.searchsorted(known, rows, sorter=order), known.shape[0] - 1)]
+        missing = known[at] != rows
+        out[~missing] = proba[at[~missing]]
+    if missing.any():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the check rows' vacuous share is the check's business
+            out[missing] = model.predict_proba(X[rows[missing]])
+    return out
 
 
 def fit_point_model(kind: str | None, metric: Any, reports: Any, X: np.ndarray, labels: np.ndarray,

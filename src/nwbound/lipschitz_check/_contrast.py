@@ -54,14 +54,18 @@ def _contrast_strata(Z: np.ndarray, proba: np.ndarray, classes_tested: Sequence[
     strata = []
     for c in classes_tested:
         order = np.argsort(-proba[:, c], kind="stable")
+        matched: dict[int, tuple] = {}  # by k: shares capped at CONTRAST_MAX_PAIRS have the same ends, one matching
         for q in CONTRAST_FRACTIONS:
             k = min(int(math.floor(q * n)), CONTRAST_MAX_PAIRS, n // 2)
             if k < 1:
                 continue
-            high, low = order[:k], order[n - k:]
-            dist = cdist(Z[high], Z[low])
-            rows, cols = linear_sum_assignment(dist)
-            strata.append({"class": c, "share": q, "high": high[rows], "low": low[cols], "distance": dist[rows, cols]})
+            if k not in matched:
+                high, low = order[:k], order[n - k:]
+                dist = cdist(Z[high], Z[low])
+                rows, cols = linear_sum_assignment(dist)
+                matched[k] = (high[rows], low[cols], dist[rows, cols])
+            high, low, distance = matched[k]
+            strata.append({"class": c, "share": q, "high": high, "low": low, "distance": distance})
     return strata
 
 

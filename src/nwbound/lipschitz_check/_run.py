@@ -116,17 +116,21 @@ def _one_check(
     }
 
 
-def _intervals(model: Any, X: Any, bounds: dict, bandwidth_at: float | None) -> dict:
+def _intervals(model: Any, X: Any, bounds: dict, bandwidth_at: float | None, mapped: np.ndarray | None = None) -> dict:
     """Every setting's intervals from one pass of kernel sums; with ``bandwidth_at`` and a grid of
     bandwidths, each query keeps the bandwidth chosen at ``lipschitz=bandwidth_at`` for all settings.
 
     Of the model's own settings (names ``("model", i)``) the check reads ``proba`` and ``certified``
     only: an nwbound estimator gives just those (``_interval_settings``), the same arrays, with the
-    band-Chernoff search cut to what the certified mask needs."""
+    band-Chernoff search cut to what the certified mask needs. ``mapped``: the rows in the model's
+    space (:func:`._contrast._space_coordinates`), which it then need not map again."""
     grid = getattr(model, "bandwidths_", None)
     if bandwidth_at is None or grid is None or np.size(grid) < 2:
         if hasattr(model, "_interval_settings"):
-            return model._interval_settings(X, bounds, certified_only=frozenset(k for k in bounds if k[0] == "model"))
+            certified_only = frozenset(k for k in bounds if k[0] == "model")
+            if mapped is None:
+                return model._interval_settings(X, bounds, certified_only=certified_only)
+            return model._interval_settings(X, bounds, certified_only=certified_only, mapped=mapped)
         return model.predict_interval(X, bounds=bounds)
     ranking = model.bandwidth_ranking(X)
     column = model.choose_bandwidths(ranking, bounds={"pin": {"lipschitz": bandwidth_at}})["pin"]
@@ -186,15 +190,15 @@ def _run_check_families(
             bounds[("test", i)] = {"lipschitz": v, **test_setting}
             if certified_at == "model":
                 bounds[("model", i)] = {"lipschitz": v}
-    intervals = _intervals(model, X, bounds, bandwidth_at)
+    # The contrasts' coordinates first: the model's intervals then take them instead of mapping X again.
+    Z = _space_coordinates(model, X) if any(contrasts) and described[0][0] is not None else None  # not a margin
+    intervals = _intervals(model, X, bounds, bandwidth_at, Z if getattr(model, "metric_", None) is not None else None)
     classes = np.asarray(model.classes_)
     model_delta = float(model.get_params()["delta"]) if certified_at == "model" else delta_test
     strata = None
-    if any(contrasts) and described[0][0] is not None:  # a Lipschitz assumption (not a margin)
-        Z = _space_coordinates(model, X)
-        if Z is not None:
-            strata = _contrast_strata(Z, np.asarray(intervals[("test", 0)].proba),
-                                      [1] if classes.size == 2 else range(classes.size))
+    if Z is not None:
+        strata = _contrast_strata(Z, np.asarray(intervals[("test", 0)].proba),
+                                  [1] if classes.size == 2 else range(classes.size))
     families = []
     for contrast in contrasts:
         checks = []

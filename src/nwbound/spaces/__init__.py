@@ -2,7 +2,7 @@
 metric share and an NW share, the map fitted on the metric share and standardised, and the
 cross-fitted combination of several splits (user guide: "Bounds in a learned space")."""
 
-from ._lipschitz import AUTO_CHECK_ROWS, AUTO_LIPSCHITZ_EXPONENTS, CrossFitReports, LipschitzAutoReport, choose_lipschitz, chooses_lipschitz, lipschitz_units, pilot_lipschitz, two_constant_pilot
+from ._lipschitz import AUTO_CHECK_ROWS, AUTO_LIPSCHITZ_EXPONENTS, CrossFitReports, LipschitzAutoReport, check_subset, choose_lipschitz, chooses_lipschitz, lipschitz_units, pilot_lipschitz, two_constant_pilot
 from ._auto import AUTO_CV_FOLDS, AUTO_CV_ROWS, MetricAutoReport, auto_candidates, choose_score_model, chosen_candidate, fit_score_model, resolution_sentence, scan_sentence
 from ._frozen import FrozenScoreMap
 from ._crossfit import contradicting_rows, cross_fit_attributes, divided_bounds, divided_delta, intersect_intervals, kappa_weighted_proba, move_into_box, project_into_box
@@ -23,6 +23,7 @@ __all__ = [
     "AUTO_LIPSCHITZ_EXPONENTS",
     "LipschitzAutoReport",
     "CrossFitReports",
+    "check_subset",
     "choose_lipschitz",
     "chooses_lipschitz",
     "pilot_lipschitz",

@@ -10,8 +10,8 @@ import numpy as np
 
 from ._auto import resolution_sentence, scan_sentence
 
-__all__ = ["LipschitzAutoReport", "CrossFitReports", "choose_lipschitz", "chooses_lipschitz", "pilot_lipschitz",
-           "lipschitz_units",
+__all__ = ["LipschitzAutoReport", "CrossFitReports", "check_subset", "choose_lipschitz", "chooses_lipschitz",
+           "pilot_lipschitz", "lipschitz_units",
            "two_constant_pilot", "AUTO_LIPSCHITZ_EXPONENTS", "AUTO_CHECK_ROWS"]
 
 #: The grid of ``lipschitz="auto"``: pilot × 2^k for these k, tried in stages (the pilot; then the
@@ -256,6 +256,32 @@ def pilot_lipschitz(pilot_Z: np.ndarray, pilot_y: np.ndarray, *, random_state: A
     return pilot
 
 
+def check_subset(n_rows: int, random_state: Any = 0) -> np.ndarray | None:
+    """Which of ``n_rows`` check rows :func:`choose_lipschitz` tests: None (all of them) up to
+    ``AUTO_CHECK_ROWS``, else a fixed random subset of that many (sorted positions).
+
+    Parameters
+    ----------
+    n_rows : int
+        Check rows given.
+    random_state : int, default=0
+        :func:`choose_lipschitz`'s ``random_state``.
+
+    Returns
+    -------
+    ndarray of int or None
+
+    Examples
+    --------
+    >>> from nwbound.spaces import AUTO_CHECK_ROWS, check_subset
+    >>> check_subset(100) is None, check_subset(AUTO_CHECK_ROWS + 1).shape
+    (True, (8192,))
+    """
+    if n_rows <= AUTO_CHECK_ROWS:
+        return None
+    return np.sort(np.random.default_rng(random_state).choice(n_rows, AUTO_CHECK_ROWS, replace=False))
+
+
 def choose_lipschitz(model: Any, pilot_Z: np.ndarray, pilot_y: np.ndarray, X_check: np.ndarray,
                      y_check: np.ndarray, *, units: str, random_state: Any = 0,
                      pilot: float | None = None, pilot_source: str = "") -> LipschitzAutoReport:
@@ -299,8 +325,8 @@ def choose_lipschitz(model: Any, pilot_Z: np.ndarray, pilot_y: np.ndarray, X_che
 
     if pilot is None:
         pilot = pilot_lipschitz(pilot_Z, pilot_y, random_state=random_state)
-    if X_check.shape[0] > AUTO_CHECK_ROWS:
-        keep = np.sort(np.random.default_rng(random_state).choice(X_check.shape[0], AUTO_CHECK_ROWS, replace=False))
+    keep = check_subset(X_check.shape[0], random_state)
+    if keep is not None:
         X_check, y_check = X_check[keep], y_check[keep]
     # Upward only, and lazily: the pilot first; larger values only where the check rejects it (a
     # check per grid value is a Chernoff search over the check rows: the fit's largest cost).
