@@ -16,9 +16,9 @@ from nwbound.assumptions import select_lipschitz
 from nwbound.datasets import make_lipschitz_logistic, make_margin_clusters
 
 
-def _per_setting_intervals(model, X, bounds, bandwidth_at):
+def _per_setting_intervals(model, X, bounds, bandwidth_at, mapped=None):
     """The check's intervals as they were computed before the cheap route: full intervals of every
-    setting from ``predict_interval``."""
+    setting from ``predict_interval`` (the rows' coordinates in the space, ``mapped``, unused)."""
     return model.predict_interval(X, bounds=bounds)
 
 
