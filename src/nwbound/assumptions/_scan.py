@@ -616,6 +616,9 @@ class ResidualScan:
         # one residual column at a time: no (columns × directions × rows) array
         self._noise = np.stack([np.sqrt(self._window_sum(np.take(V[:, c], self._order)) + _NOISE_FLOOR) / self._m
                                 for c in range(V.shape[1])])  # (C, k, n_pairs)
+        # E[z²] where the labels are drawn from the variances: below 1 by the noise floor's share (a
+        # third of the noise in a 4-row window), so the aggregated sums are centred on it, not on N
+        self._null_share = 1.0 - _NOISE_FLOOR / (self._m * self._noise) ** 2  # (C, k, n_pairs)
         self._label_scale = self._label_offset = None
         if S is not None:  # z of 1{y = c} − s_c is |count difference·w − b|: w and b do not depend on y
             self._label_scale = 1.0 / (self._m * self._noise)
@@ -739,15 +742,16 @@ class ResidualScan:
             z = count * self._label_scale[c] - self._label_offset[c]
             if self._single.any():
                 largest = max(largest, float(np.max(np.abs(z[:, self._single]))))
-            aggregated = max(aggregated, self._aggregated(z))
+            aggregated = max(aggregated, self._aggregated(z, c))
         return largest, aggregated
 
-    def _aggregated(self, z: np.ndarray) -> float:
-        """The largest, over directions and window sizes, of ``(Σ z² − N)/√(2N)`` over the ``N``
-        pairs of one window size along one direction (``z``: (k, n_pairs))."""
-        sums = np.add.reduceat(z * z, self._group_starts, axis=1)  # (k, window sizes)
-        N = self._group_sizes.astype(np.float64)
-        return float(np.max((sums - N) / np.sqrt(2.0 * N)))
+    def _aggregated(self, z: np.ndarray, column: int) -> float:
+        """The largest, over directions and window sizes, of ``(Σ z² − Σ r)/√(2 Σ r²)`` over the
+        pairs of one window size along one direction (``z``: (k, n_pairs); ``r``: each pair's
+        ``E[z²]`` under labels drawn from the variances, 1 but for the noise floor's share)."""
+        r = self._null_share[column]
+        sums = np.add.reduceat(z * z - r, self._group_starts, axis=1)  # (k, window sizes)
+        return float(np.max(sums / np.sqrt(2.0 * np.add.reduceat(r * r, self._group_starts, axis=1))))
 
     def aggregated_z(self, residuals: Any) -> float:
         """The largest, over directions, window sizes and columns, of ``(Σ z² − N)/√(2N)``, the
@@ -772,7 +776,7 @@ class ResidualScan:
         if not self._lo.shape[0]:
             return 0.0
         D = self._differences(residuals)  # (C, k, n_pairs)
-        return max(self._aggregated(D[c] / self._noise[c]) for c in range(D.shape[0]))
+        return max(self._aggregated(D[c] / self._noise[c], c) for c in range(D.shape[0]))
 
     def aggregated_slope(self, residuals: Any, threshold: float = 0.0, max_spread: float | None = None) -> float:
         """The largest root-mean-square slope beyond noise, over directions, window sizes and
@@ -802,7 +806,7 @@ class ResidualScan:
         largest = 0.0
         for c in range(D.shape[0]):
             d2 = np.add.reduceat(D[c] ** 2 * kept, self._group_starts, axis=1) / N
-            n2 = np.add.reduceat(self._noise[c] ** 2 * kept, self._group_starts, axis=1) / N
+            n2 = np.add.reduceat(self._noise[c] ** 2 * self._null_share[c] * kept, self._group_starts, axis=1) / N
             excess = d2 - (1.0 + float(threshold) * np.sqrt(2.0 / N)) * n2
             ok = (excess > 0) & (spread > self._least_spread[:, None])
             if np.any(ok):
