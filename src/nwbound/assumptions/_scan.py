@@ -754,10 +754,12 @@ class ResidualScan:
         return float(np.max(sums / np.sqrt(2.0 * np.add.reduceat(r * r, self._group_starts, axis=1))))
 
     def aggregated_z(self, residuals: Any) -> float:
-        """The largest, over directions, window sizes and columns, of ``(Σ z² − N)/√(2N)``, the
-        sum over the ``N`` window pairs of one size along one direction of ``z = difference/noise``:
-        about a standard normal where the residuals' local mean does not move along it (the pairs
-        overlap, so more spread: a noise gate calibrates it). Where the mean moves at a scale the
+        """The largest, over directions, window sizes and columns, of ``(Σ (z² − r))/√(2 Σ r²)``,
+        the sum over the window pairs of one size along one direction of ``z = difference/noise``,
+        with ``r = 1 − (1/4)/(m·noise)²`` each pair's ``E[z²]`` when the residuals have mean 0 and
+        the given variances (``noise`` holds the floor of one label's variance besides them, a third
+        of it in a 4-row window): about a standard normal where the residuals' local mean does not
+        move along it (the pairs overlap, so more spread: a noise gate calibrates it). Where the mean moves at a scale the
         windows resolve but by less than one pair's noise, each pair says little and their sum
         says much: a ripple finer than any isotropic estimate sees, on a few hundred rows.
 
@@ -780,9 +782,10 @@ class ResidualScan:
 
     def aggregated_slope(self, residuals: Any, threshold: float = 0.0, max_spread: float | None = None) -> float:
         """The largest root-mean-square slope beyond noise, over directions, window sizes and
-        columns: ``√(mean d² − (1 + threshold·√(2/N))·mean noise²) / mean spread`` of the ``N``
-        pairs of one size along one direction, where positive (``threshold``: the aggregated z
-        that noise alone reaches, :meth:`aggregated_z`). A root mean square is at most the largest
+        columns: ``√(mean d² − (1 + threshold·√(2/N))·mean (noise² − (1/4)/m²)) / mean spread`` of
+        the ``N`` pairs of one size ``m`` along one direction, where positive (``threshold``: the
+        aggregated z that noise alone reaches, :meth:`aggregated_z`; ``noise² − (1/4)/m²`` is the
+        variance of ``d`` under the given variances, the floor left out as in :meth:`aggregated_z`). A root mean square is at most the largest
         slope among the pairs: a lower value of the local slope, as :meth:`slope` is.
 
         Examples

@@ -525,7 +525,10 @@ class LearnedSpace:
         slope beyond the largest of them; where their largest aggregated z (a sum of many pairs' z²,
         one window size along one direction: :meth:`~nwbound.assumptions.ResidualScan.aggregated_z`)
         exceeds theirs, the root-mean-square slope beyond it; the larger, times the estimate's safety
-        factor, raises ``residual_lipschitz_`` (raise-only: see :meth:`_raise_residual_lipschitz`)."""
+        factor, raises ``residual_lipschitz_`` (raise-only: see :meth:`_raise_residual_lipschitz`).
+        The gates take the largest over every scan; each scan's slope is read beyond the largest that
+        the draws reach in that scan (its own noise: a pooled scan's 4-row windows and the scan of
+        every row's 32-row windows differ in it)."""
         from ..assumptions import level_subsets, pooled_level_features
 
         # two classes: one column says it all (the residuals of the other are its negative)
