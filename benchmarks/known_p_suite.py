@@ -449,8 +449,8 @@ FIELDS = {
     "flipcont3": (flipcont3, 3, "unit"),
     "coarseflip3": (coarseflip3, 3, "binary_last_sym"),
     "ordinal_ripple3": (ordinal_ripple3, 3, "ordinal_last"),
-    "ordinal12_flip3": (ordinal12_flip3, 3, "ordinal12_last"),  # tests only, in no list
-    "ordinal24_flip3": (ordinal24_flip3, 3, "ordinal24_last"),  # a known gap (tests), in no list
+    "ordinal12_flip3": (ordinal12_flip3, 3, "ordinal12_last"),
+    "ordinal24_flip3": (ordinal24_flip3, 3, "ordinal24_last"),
     "diag_rounded3": (diag_rounded3, 3, "rounded_last"),
     "manysmall20": (manysmall20, 20, "normal"),
     "quadform6": (quadform6, 6, "normal"),
@@ -616,7 +616,8 @@ UNSEEN = [
     for name, n, kw in [
         ("tight_cluster3", 3000, {}), ("sparse_cluster3", 3000, {}), ("tails2", 3000, {}),
         ("outlier3", 3000, {}), ("lognormal3", 3000, {}), ("dup20", 3000, {}), ("onehot_ripple6", 5000, {}),
-        ("flipcat3", 1000, {}), ("flipcat3", 3000, {}), ("flipcat3", 20000, {}), ("ordinal_ripple3", 3000, {}), ("flipcont3", 3000, {}), ("coarseflip3", 3000, {}),
+        ("flipcat3", 1000, {}), ("flipcat3", 3000, {}), ("flipcat3", 20000, {}), ("ordinal_ripple3", 3000, {}),
+        ("ordinal12_flip3", 3000, {}), ("ordinal24_flip3", 5000, {}), ("flipcont3", 3000, {}), ("coarseflip3", 3000, {}),
         ("diag_rounded3", 3000, {}), ("manysmall20", 3000, {}), ("quadform6", 3000, {}), ("flat5", 3000, {}),
         ("extreme4", 3000, {}), ("extreme3", 20000, {}), ("rarevary3", 5000, {}), ("ripple5c", 5000, {}), ("ripple5c", 800, {}),
         ("five4", 800, {}), ("ripple2ultra", 50000, {}), ("ripple2small", 1000, {}), ("faint_ripple2", 50000, {}), ("saddle5", 3000, {}),
