@@ -525,10 +525,7 @@ class LearnedSpace:
         slope beyond the largest of them; where their largest aggregated z (a sum of many pairs' z²,
         one window size along one direction: :meth:`~nwbound.assumptions.ResidualScan.aggregated_z`)
         exceeds theirs, the root-mean-square slope beyond it; the larger, times the estimate's safety
-        factor, raises ``residual_lipschitz_`` (raise-only: see :meth:`_raise_residual_lipschitz`).
-        The gates take the largest over every scan; each scan's slope is read beyond the largest that
-        the draws reach in that scan (its own noise: a pooled scan's 4-row windows and the scan of
-        every row's 32-row windows differ in it)."""
+        factor, raises ``residual_lipschitz_`` (raise-only: see :meth:`_raise_residual_lipschitz`)."""
         from ..assumptions import level_subsets, pooled_level_features
 
         # two classes: one column says it all (the residuals of the other are its negative)
@@ -546,26 +543,17 @@ class LearnedSpace:
             scans.append((every, scan, top))
         indicators = lambda labels: labels[:, None] == classes[cols][None, :]  # noqa: E731
 
-        drawn: list[np.ndarray] = []  # each null draw's statistics, scan by scan
-
-        def each_scan(labels: np.ndarray) -> np.ndarray:  # (scans, 2): the largest z, and aggregated z
+        def statistics(labels: np.ndarray) -> tuple[float, float]:  # the largest z, and aggregated z, of every scan
             found = indicators(labels)
-            return np.array([scan.label_statistics(found[rows]) for rows, scan, _ in scans])
-
-        def statistics(labels: np.ndarray) -> tuple[float, float]:  # the gate: the largest of every scan's
-            drawn.append(each_scan(labels))
-            return tuple(drawn[-1].max(axis=0))
+            each = [scan.label_statistics(found[rows]) for rows, scan, _ in scans]
+            return max(e[0] for e in each), max(e[1] for e in each)
 
         observed = indicators(y) - S
-        noise, noise_sum = _null_maxima(_each_draw(statistics), tuple(each_scan(y).max(axis=0)), offset, classes, rs)
-        # where a gate passed, every draw ran: each scan's slope is read beyond the level that noise
-        # alone reaches in that scan (the gate, on the largest of all, decides whether to raise)
-        own = np.max(drawn, axis=0) if drawn else np.zeros((len(scans), 2))
-        one = 0.0 if noise is None else max(scan.slope(observed[rows], threshold=max(own[i, 0], 0.0), max_spread=top)
-                                            for i, (rows, scan, top) in enumerate(scans))
+        noise, noise_sum = _null_maxima(_each_draw(statistics), statistics(y), offset, classes, rs)
+        one = 0.0 if noise is None else max(scan.slope(observed[rows], threshold=max(noise, 0.0), max_spread=top)
+                                            for rows, scan, top in scans)
         many = 0.0 if noise_sum is None else max(
-            scan.aggregated_slope(observed[rows], threshold=max(own[i, 1], 0.0), max_spread=top)
-            for i, (rows, scan, top) in enumerate(scans))
+            scan.aggregated_slope(observed[rows], threshold=max(noise_sum, 0.0), max_spread=top) for rows, scan, top in scans)
         value = _SCAN_SAFETY * max(one, many)
         raised = value > self.residual_lipschitz_
         if raised:
