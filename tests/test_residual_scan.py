@@ -439,9 +439,9 @@ def test_distinct_value_counts_are_exact_up_to_the_bound_asked():
 def test_pooled_level_scan_rarely_raises_where_p_is_smooth_in_the_ordinal_feature():
     """The gate's size where the scores are right: p = expit(3(x0 − ½) + 2(x2/24 − ½) − x1), x2
     an ordinal of 24 levels, which a logistic regression fits exactly; the pooled level scan runs on
-    every fit. Centring the 4-row windows' sums on E[z²] and reading each scan beyond its own null
-    level must not make the gate (19 draws, level 1/20) raise more often: 1 of 40 fits on the code
-    before and after; here 20 fits, at most 4 raised (P ≤ 0.3 % for a gate of size 1/20)."""
+    every fit. Centring the 4-row windows' sums on E[z²] must not make the gate (19 draws, level
+    1/20) raise more often: 1 of 40 fits on the code before and after; here 20 fits, at most 4
+    raised (P ≤ 0.3 % for a gate of size 1/20)."""
     raised = 0
     for seed in range(20):
         rng = np.random.default_rng(1000 + seed)
