@@ -619,6 +619,11 @@ class ResidualScan:
         # E[z²] where the labels are drawn from the variances: below 1 by the noise floor's share (a
         # third of the noise in a 4-row window), so the aggregated sums are centred on it, not on N
         self._null_share = 1.0 - _NOISE_FLOOR / (self._m * self._noise) ** 2  # (C, k, n_pairs)
+        # their sums per direction and window size, and the scale √(2 Σ r²): once, not once per label draw
+        self._null_sum = np.add.reduceat(self._null_share, self._group_starts, axis=2) if size else \
+            np.zeros(self._null_share.shape[:2] + (0,))
+        self._null_scale = np.sqrt(2.0 * np.add.reduceat(self._null_share**2, self._group_starts, axis=2)) if size \
+            else self._null_sum
         self._label_scale = self._label_offset = None
         if S is not None:  # z of 1{y = c} − s_c is |count difference·w − b|: w and b do not depend on y
             self._label_scale = 1.0 / (self._m * self._noise)
@@ -749,9 +754,8 @@ class ResidualScan:
         """The largest, over directions and window sizes, of ``(Σ z² − Σ r)/√(2 Σ r²)`` over the
         pairs of one window size along one direction (``z``: (k, n_pairs); ``r``: each pair's
         ``E[z²]`` under labels drawn from the variances, 1 but for the noise floor's share)."""
-        r = self._null_share[column]
-        sums = np.add.reduceat(z * z - r, self._group_starts, axis=1)  # (k, window sizes)
-        return float(np.max(sums / np.sqrt(2.0 * np.add.reduceat(r * r, self._group_starts, axis=1))))
+        sums = np.add.reduceat(z * z, self._group_starts, axis=1)  # (k, window sizes)
+        return float(np.max((sums - self._null_sum[column]) / self._null_scale[column]))
 
     def aggregated_z(self, residuals: Any) -> float:
         """The largest, over directions, window sizes and columns, of ``(Σ (z² − r))/√(2 Σ r²)``,
