@@ -73,6 +73,15 @@ SCAN_POOLED_VALUES = SCAN_PLANE_VALUES - 1
 #: A window's noise is at least that of one row of variance 1/4 (the largest a label can have):
 #: where the scores are near 0 or 1 one unexpected label would otherwise look like a huge z.
 _NOISE_FLOOR = 0.25
+#: In windows narrower than this, the aggregated statistic is centred on each pair's E[z²] under
+#: the given variances, ``1 − (1/4)/(m·noise)²``, and its slopes read beyond that variance alone
+#: (:meth:`ResidualScan.aggregated_z`): there the floor above is a sixth to a third of a pair's
+#: noise, enough to hide a ripple that only such windows resolve (a sign alternating over 24 levels
+#: of an ordinal feature, each level of ~160 rows: 8 rows a period). In wider windows it is a few
+#: per cent, and the sums stay centred on N as before: taken out there too (windows of 14-17 rows
+#: at 3 000 rows), it raised L_r where the scores miss a smooth part of p and cost 5-7 points of
+#: certified share on two fields (lognormal3, patch2 in ``benchmarks/known_p_suite.py --unseen``).
+_EXACT_NULL_WINDOW = 8
 #: Spreads at most this share of a direction's range count as 0 in :meth:`ResidualScan.slope` (far
 #: above the rounding of the cumulative sums, ~n·1e-16 of it, far below any spread a window resolves).
 _ROUNDING_SPREAD = 1e-9
@@ -616,9 +625,10 @@ class ResidualScan:
         # one residual column at a time: no (columns × directions × rows) array
         self._noise = np.stack([np.sqrt(self._window_sum(np.take(V[:, c], self._order)) + _NOISE_FLOOR) / self._m
                                 for c in range(V.shape[1])])  # (C, k, n_pairs)
-        # E[z²] where the labels are drawn from the variances: below 1 by the noise floor's share (a
-        # third of the noise in a 4-row window), so the aggregated sums are centred on it, not on N
-        self._null_share = 1.0 - _NOISE_FLOOR / (self._m * self._noise) ** 2  # (C, k, n_pairs)
+        # E[z²] where the labels are drawn from the variances, below 1 by the noise floor's share: the
+        # aggregated sums of the narrowest windows are centred on it, the others on 1 (_EXACT_NULL_WINDOW)
+        self._null_share = np.where(self._m < _EXACT_NULL_WINDOW, 1.0 - _NOISE_FLOOR / (self._m * self._noise) ** 2,
+                                    1.0)  # (C, k, n_pairs)
         # their sums per direction and window size, and the scale √(2 Σ r²): once, not once per label draw
         self._null_sum = np.add.reduceat(self._null_share, self._group_starts, axis=2) if size else \
             np.zeros(self._null_share.shape[:2] + (0,))
@@ -759,11 +769,13 @@ class ResidualScan:
 
     def aggregated_z(self, residuals: Any) -> float:
         """The largest, over directions, window sizes and columns, of ``(Σ (z² − r))/√(2 Σ r²)``,
-        the sum over the window pairs of one size along one direction of ``z = difference/noise``,
-        with ``r = 1 − (1/4)/(m·noise)²`` each pair's ``E[z²]`` when the residuals have mean 0 and
-        the given variances (``noise`` holds the floor of one label's variance besides them, a third
-        of it in a 4-row window): about a standard normal where the residuals' local mean does not
-        move along it (the pairs overlap, so more spread: a noise gate calibrates it). Where the mean moves at a scale the
+        the sum over the window pairs of one size ``m`` along one direction of
+        ``z = difference/noise``, with ``r = 1 − (1/4)/(m·noise)²`` each pair's ``E[z²]`` when the
+        residuals have mean 0 and the given variances (``noise`` holds the floor of one label's
+        variance besides them, a sixth to a third of it in windows of 4-7 rows) where ``m`` is below
+        8 (``_EXACT_NULL_WINDOW``), 1 in wider windows (``(Σ z² − N)/√(2N)``): about a standard
+        normal where the residuals' local mean does not move along it (the pairs overlap, so more
+        spread: a noise gate calibrates it). Where the mean moves at a scale the
         windows resolve but by less than one pair's noise, each pair says little and their sum
         says much: a ripple finer than any isotropic estimate sees, on a few hundred rows.
 
@@ -786,10 +798,10 @@ class ResidualScan:
 
     def aggregated_slope(self, residuals: Any, threshold: float = 0.0, max_spread: float | None = None) -> float:
         """The largest root-mean-square slope beyond noise, over directions, window sizes and
-        columns: ``√(mean d² − (1 + threshold·√(2/N))·mean (noise² − (1/4)/m²)) / mean spread`` of
-        the ``N`` pairs of one size ``m`` along one direction, where positive (``threshold``: the
-        aggregated z that noise alone reaches, :meth:`aggregated_z`; ``noise² − (1/4)/m²`` is the
-        variance of ``d`` under the given variances, the floor left out as in :meth:`aggregated_z`). A root mean square is at most the largest
+        columns: ``√(mean d² − (1 + threshold·√(2/N))·mean r·noise²) / mean spread`` of the ``N``
+        pairs of one size ``m`` along one direction, where positive (``threshold``: the aggregated z
+        that noise alone reaches, :meth:`aggregated_z`, whose ``r`` this is: ``r·noise²`` is the
+        variance of ``d`` under the given variances in windows below 8 rows, ``noise²`` above). A root mean square is at most the largest
         slope among the pairs: a lower value of the local slope, as :meth:`slope` is.
 
         Examples
