@@ -252,14 +252,15 @@ def test_aggregated_statistic_and_its_slope_match_a_slow_formula(min_window):
         assert scan.aggregated_slope(R, threshold=t) == pytest.approx(max(values, default=0.0), rel=1e-10)
 
 
-def test_label_statistics_are_the_residuals_statistics():
+@pytest.mark.parametrize("min_window", [8, 4])  # 4: windows below 8 rows, centred on E[z²]
+def test_label_statistics_are_the_residuals_statistics(min_window):
     rng = np.random.default_rng(8)
     n = 400
     F = rng.normal(size=(n, 2))
     S = rng.dirichlet(np.ones(3), size=n)
     y = (rng.random(n)[:, None] > np.cumsum(S, axis=1)).sum(axis=1)
     I = (y[:, None] == np.arange(3)[None, :]).astype(float)
-    scan = ResidualScan(F, scan_directions(2, 3, random_state=0), S * (1 - S), scores=S, min_window=8)
+    scan = ResidualScan(F, scan_directions(2, 3, random_state=0), S * (1 - S), scores=S, min_window=min_window)
     z, aggregated = scan.label_statistics(I)
     assert z == pytest.approx(scan.largest_z(I - S), rel=1e-9) and z == scan.largest_label_z(I)
     assert aggregated == pytest.approx(scan.aggregated_z(I - S), rel=1e-9)
@@ -454,3 +455,20 @@ def test_pooled_level_scan_rarely_raises_where_p_is_smooth_in_the_ordinal_featur
         assert space.scan_["n_levels"] == 1  # the pooled scan of x2's levels ran
         raised += space.scan_["raised"]
     assert raised <= 4
+
+
+def test_four_row_pairs_have_e_z2_below_one_by_the_noise_floor():
+    """Why the aggregated sums of windows below 8 rows are centred on r = 1 − (1/4)/(m·noise)²,
+    not on 1: under labels drawn from the variances, a 4-row pair's mean z² over 400 draws is r
+    (≈ 0.83 at v = 0.15), and the sum over one direction's 4-row pairs sits near Σ r, far below N."""
+    rng = np.random.default_rng(11)
+    n, v = 400, 0.15
+    F = rng.uniform(size=(n, 1))
+    s = np.full(n, v)
+    scan = ResidualScan(F, np.ones((1, 1)), s * (1 - s), min_window=4)
+    finest = scan.pair_window == 4
+    noise = scan.noise[finest, 0, 0]
+    r = 1 - 0.25 / (4 * noise) ** 2
+    z2 = np.mean([(scan.differences((rng.random(n) < s) - s)[finest, 0, 0] / noise) ** 2 for _ in range(400)], axis=0)
+    assert np.mean(z2) == pytest.approx(np.mean(r), rel=0.03)
+    assert np.allclose(r, 8 * v * (1 - v) / (8 * v * (1 - v) + 0.25)) and r.max() < 0.85
