@@ -215,12 +215,13 @@ def test_cross_fitted_reports_state_the_scan_once():
     assert "directional scan" in str(clf.lipschitz_report_)
 
 
-@pytest.mark.parametrize("min_window", [32, 8, 4])
-def test_aggregated_statistic_and_its_slope_match_a_slow_formula(min_window):
+@pytest.mark.parametrize(("min_window", "exact"), [(32, False), (8, False), (4, False), (4, True)])
+def test_aggregated_statistic_and_its_slope_match_a_slow_formula(min_window, exact):
     """(Σ (z² − r))/√(2 Σ r²) over the N pairs of one window size m along one direction, the
     largest, with r = 1 − (1/4)/(m·noise)², each pair's E[z²] under labels drawn from the
-    variances, in windows of fewer than 8 rows (r = 1 in wider ones: (Σ z² − N)/√(2N)); and
-    √(mean d² − (1 + t·√(2/N))·mean (r·noise²))/mean spread, written here with plain loops."""
+    variances, in windows of fewer than 8 rows of a scan built with exact_null (r = 1 otherwise:
+    (Σ z² − N)/√(2N)); and √(mean d² − (1 + t·√(2/N))·mean (r·noise²))/mean spread, written here
+    with plain loops."""
     rng = np.random.default_rng(7)
     n = 300
     F = rng.normal(size=(n, 2))
@@ -228,7 +229,7 @@ def test_aggregated_statistic_and_its_slope_match_a_slow_formula(min_window):
     R = (rng.random((n, 2)) < S) - S + 0.3 * np.sin(9 * F[:, [0]])
     V = S * (1 - S)
     U = scan_directions(2, 2, random_state=1)
-    scan = ResidualScan(F, U, V, min_window=min_window)
+    scan = ResidualScan(F, U, V, min_window=min_window, exact_null=exact)
     slow = _slow_pairs(F, U, R, V, min_window)
     sizes = [m for m in (min_window * 2**j for j in range(20)) if 4 * m <= n]
     per_size = {m: [row for row, size in zip(slow, [m for m in sizes for _ in range(0, n - 2 * m + 1, max(1, m // 4))])
@@ -241,7 +242,7 @@ def test_aggregated_statistic_and_its_slope_match_a_slow_formula(min_window):
                 d = np.array([row[k][0][c] for row in rows])
                 s = np.array([row[k][1] for row in rows])
                 e = np.array([row[k][2][c] for row in rows])
-                r = 1 - 0.25 / (m * e) ** 2 if m < 8 else np.ones(N)
+                r = 1 - 0.25 / (m * e) ** 2 if exact and m < 8 else np.ones(N)
                 stats.append(np.sum((d / e) ** 2 - r) / np.sqrt(2 * np.sum(r**2)))
                 for t in slopes:
                     excess = np.mean(d**2) - (1 + t * np.sqrt(2 / N)) * np.mean(r * e**2)
@@ -252,7 +253,7 @@ def test_aggregated_statistic_and_its_slope_match_a_slow_formula(min_window):
         assert scan.aggregated_slope(R, threshold=t) == pytest.approx(max(values, default=0.0), rel=1e-10)
 
 
-@pytest.mark.parametrize("min_window", [8, 4])  # 4: windows below 8 rows, centred on E[z²]
+@pytest.mark.parametrize("min_window", [8, 4])  # 4: windows below 8 rows, centred on E[z²] (exact_null)
 def test_label_statistics_are_the_residuals_statistics(min_window):
     rng = np.random.default_rng(8)
     n = 400
@@ -260,7 +261,8 @@ def test_label_statistics_are_the_residuals_statistics(min_window):
     S = rng.dirichlet(np.ones(3), size=n)
     y = (rng.random(n)[:, None] > np.cumsum(S, axis=1)).sum(axis=1)
     I = (y[:, None] == np.arange(3)[None, :]).astype(float)
-    scan = ResidualScan(F, scan_directions(2, 3, random_state=0), S * (1 - S), scores=S, min_window=min_window)
+    scan = ResidualScan(F, scan_directions(2, 3, random_state=0), S * (1 - S), scores=S, min_window=min_window,
+                        exact_null=True)
     z, aggregated = scan.label_statistics(I)
     assert z == pytest.approx(scan.largest_z(I - S), rel=1e-9) and z == scan.largest_label_z(I)
     assert aggregated == pytest.approx(scan.aggregated_z(I - S), rel=1e-9)
@@ -395,7 +397,7 @@ def test_pooled_levels_slopes_leave_out_the_pairs_that_straddle_two_levels():
     R = (rng.random((n, 1)) < S) - S + 0.4 * np.sin(20 * X[:, [0]]) * (-1) ** X[:, [1]]
     V = S * (1 - S)
     F, U, top = pooled_levels(X, 1, np.ones((1, 1)))
-    scan = ResidualScan(F, U, V, min_window=4, single_min_window=4)
+    scan = ResidualScan(F, U, V, min_window=4, single_min_window=4, exact_null=True)  # as a pooled scan is built
     slow = _slow_pairs(F, U, R, V, 4)
     sizes = [m for m in (4 * 2**j for j in range(20)) if 4 * m <= n]
     size_of = [m for m in sizes for _ in range(0, n - 2 * m + 1, max(1, m // 4))]

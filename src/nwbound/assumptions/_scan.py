@@ -73,14 +73,16 @@ SCAN_POOLED_VALUES = SCAN_PLANE_VALUES - 1
 #: A window's noise is at least that of one row of variance 1/4 (the largest a label can have):
 #: where the scores are near 0 or 1 one unexpected label would otherwise look like a huge z.
 _NOISE_FLOOR = 0.25
-#: In windows narrower than this, the aggregated statistic is centred on each pair's E[z²] under
-#: the given variances, ``1 − (1/4)/(m·noise)²``, and its slopes read beyond that variance alone
-#: (:meth:`ResidualScan.aggregated_z`): there the floor above is a sixth to a third of a pair's
-#: noise, enough to hide a ripple that only such windows resolve (a sign alternating over 24 levels
-#: of an ordinal feature, each level of ~160 rows: 8 rows a period). In wider windows it is a few
-#: per cent, and the sums stay centred on N as before: taken out there too (windows of 14-17 rows
-#: at 3 000 rows), it raised L_r where the scores miss a smooth part of p and cost 5-7 points of
-#: certified share on two fields (lognormal3, patch2 in ``benchmarks/known_p_suite.py --unseen``).
+#: In the scans of a feature's levels (``ResidualScan(exact_null=True)``), windows narrower than
+#: this centre the aggregated statistic on each pair's E[z²] under the given variances,
+#: ``1 − (1/4)/(m·noise)²``, and read its slopes beyond that variance alone
+#: (:meth:`ResidualScan.aggregated_z`): a level's rows set their windows, 4 rows where 24 levels
+#: share 3 800 rows, and there the floor above is a sixth of a pair's noise, enough to hide a
+#: ripple that only such windows resolve (a sign alternating over 24 levels of an ordinal feature,
+#: 8 rows a period). Elsewhere the sums stay centred on N as before: taken out of every window, the
+#: floor cost 5-7 points of certified share on two known-p fields whose scores miss a smooth part of
+#: p (windows of 14-17 rows), and on 2 000 rows of 10 classes (the scan of every row in 7-row
+#: windows) it raised L_r from 0.41 to 3.3 and cost 3.5 points of accuracy.
 _EXACT_NULL_WINDOW = 8
 #: Spreads at most this share of a direction's range count as 0 in :meth:`ResidualScan.slope` (far
 #: above the rounding of the cumulative sums, ~n·1e-16 of it, far below any spread a window resolves).
@@ -535,6 +537,9 @@ class ResidualScan:
         first of :meth:`label_statistics`); None: ``min_window``. The aggregated ones take every
         window: one pair of a few rows has a z far from normal and, over its small spread, a
         slope that noise makes huge, where a sum of many such pairs is steady.
+    exact_null : bool, default=False
+        Centre the aggregated statistic of windows below 8 rows on each pair's ``E[z²]``, not 1
+        (:meth:`aggregated_z`): the scans of a feature's levels, whose windows a level's rows set.
 
     Attributes
     ----------
@@ -567,7 +572,7 @@ class ResidualScan:
     """
 
     def __init__(self, features: Any, directions: Any, variances: Any, *, min_window: int = SCAN_MIN_WINDOW,
-                 scores: Any = None, single_min_window: int | None = None):
+                 scores: Any = None, single_min_window: int | None = None, exact_null: bool = False):
         F = np.asarray(features, dtype=np.float64)
         U = np.asarray(directions, dtype=np.float64)
         V = _columns(variances, "variances")
@@ -625,10 +630,10 @@ class ResidualScan:
         # one residual column at a time: no (columns × directions × rows) array
         self._noise = np.stack([np.sqrt(self._window_sum(np.take(V[:, c], self._order)) + _NOISE_FLOOR) / self._m
                                 for c in range(V.shape[1])])  # (C, k, n_pairs)
-        # E[z²] where the labels are drawn from the variances, below 1 by the noise floor's share: the
-        # aggregated sums of the narrowest windows are centred on it, the others on 1 (_EXACT_NULL_WINDOW)
-        self._null_share = np.where(self._m < _EXACT_NULL_WINDOW, 1.0 - _NOISE_FLOOR / (self._m * self._noise) ** 2,
-                                    1.0)  # (C, k, n_pairs)
+        # E[z²] where the labels are drawn from the variances, below 1 by the noise floor's share: with
+        # exact_null the sums of the narrowest windows are centred on it, the others on 1 (_EXACT_NULL_WINDOW)
+        exact = self._m < (_EXACT_NULL_WINDOW if exact_null else 0)
+        self._null_share = np.where(exact, 1.0 - _NOISE_FLOOR / (self._m * self._noise) ** 2, 1.0)  # (C, k, n_pairs)
         # their sums per direction and window size, and the scale √(2 Σ r²): once, not once per label draw
         self._null_sum = np.add.reduceat(self._null_share, self._group_starts, axis=2) if size else \
             np.zeros(self._null_share.shape[:2] + (0,))
@@ -773,7 +778,7 @@ class ResidualScan:
         ``z = difference/noise``, with ``r = 1 − (1/4)/(m·noise)²`` each pair's ``E[z²]`` when the
         residuals have mean 0 and the given variances (``noise`` holds the floor of one label's
         variance besides them, a sixth to a third of it in windows of 4-7 rows) where ``m`` is below
-        8 (``_EXACT_NULL_WINDOW``), 1 in wider windows (``(Σ z² − N)/√(2N)``): about a standard
+        8 and the scan was built with ``exact_null``, else 1 (``(Σ z² − N)/√(2N)``): about a standard
         normal where the residuals' local mean does not move along it (the pairs overlap, so more
         spread: a noise gate calibrates it). Where the mean moves at a scale the
         windows resolve but by less than one pair's noise, each pair says little and their sum
@@ -801,7 +806,7 @@ class ResidualScan:
         columns: ``√(mean d² − (1 + threshold·√(2/N))·mean r·noise²) / mean spread`` of the ``N``
         pairs of one size ``m`` along one direction, where positive (``threshold``: the aggregated z
         that noise alone reaches, :meth:`aggregated_z`, whose ``r`` this is: ``r·noise²`` is the
-        variance of ``d`` under the given variances in windows below 8 rows, ``noise²`` above). A root mean square is at most the largest
+        variance of ``d`` under the given variances where ``r`` is not 1, ``noise²`` elsewhere). A root mean square is at most the largest
         slope among the pairs: a lower value of the local slope, as :meth:`slope` is.
 
         Examples
