@@ -122,7 +122,7 @@ def test_ripple_switched_by_an_ordinal_feature_of_twenty_four_levels_holds():
     # (one label's variance, 1/4) is a sixth of a pair's noise: the aggregated sums, centred on N,
     # sat ~7 below 0 under noise alone, and the slope was read beyond noise plus that floor, which
     # took most of the ripple's share of d². Centred on E[z²] and read beyond the labels' own
-    # variance in windows below 8 rows, the scan raises L_r to 1.3-3.0: 0.0-0.5 % missed over seeds 0-7.
+    # variance in the level scans' windows below 8 rows, L_r rises to 1.3-3.0: 0.0-0.5 % missed (seeds 0-7).
     row = known_p_suite.run("ordinal24_flip3", 5000, 1)
     assert row["miss"] <= DELTA, row
 

@@ -806,8 +806,9 @@ class ResidualScan:
         columns: ``√(mean d² − (1 + threshold·√(2/N))·mean r·noise²) / mean spread`` of the ``N``
         pairs of one size ``m`` along one direction, where positive (``threshold``: the aggregated z
         that noise alone reaches, :meth:`aggregated_z`, whose ``r`` this is: ``r·noise²`` is the
-        variance of ``d`` under the given variances where ``r`` is not 1, ``noise²`` elsewhere). A root mean square is at most the largest
-        slope among the pairs: a lower value of the local slope, as :meth:`slope` is.
+        variance of ``d`` under the given variances where ``r`` is not 1, ``noise²`` elsewhere). A
+        root mean square is at most the largest slope among the pairs: a lower value of the local
+        slope, as :meth:`slope` is.
 
         Examples
         --------
