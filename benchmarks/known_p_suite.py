@@ -262,6 +262,14 @@ def ordinal12_flip3(X):  # flipcat3 with an ordinal x2 in {0, ..., 11}: the ripp
 ordinal24_flip3 = ordinal12_flip3  # the same over 24 levels (law ordinal24_last)
 
 
+def _ordinal_ripple(period, turn, levels=None):
+    """ordinal12_flip3's shape with the ripple's period and its phase's turn per level given; with
+    ``levels``, p smooth in x0 and in the level instead (a control: no ripple)."""
+    if levels is not None:
+        return lambda X: _binary(expit(4.0 * (X[:, 0] - 0.5) + 2.0 * (X[:, 2] / levels - 0.5)))
+    return lambda X: _binary(expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.sin(2 * np.pi * X[:, 1] / period + turn * X[:, 2])))
+
+
 def coarseflip3(X):  # a control: a coarse sine along x1 (period 2.1) whose sign a binary x2 flips
     return _binary(expit(2.5 * (2 * X[:, 2] - 1) * np.sin(3.0 * X[:, 1]) + X[:, 0]))
 
@@ -449,8 +457,13 @@ FIELDS = {
     "flipcont3": (flipcont3, 3, "unit"),
     "coarseflip3": (coarseflip3, 3, "binary_last_sym"),
     "ordinal_ripple3": (ordinal_ripple3, 3, "ordinal_last"),
-    "ordinal12_flip3": (ordinal12_flip3, 3, "ordinal12_last"),  # tests only, in no list
-    "ordinal24_flip3": (ordinal24_flip3, 3, "ordinal24_last"),  # a known gap (tests), in no list
+    "ordinal12_flip3": (ordinal12_flip3, 3, "ordinal12_last"),
+    "ordinal24_flip3": (ordinal24_flip3, 3, "ordinal24_last"),
+    # round 19's sweep (--ordinal): sign flips (or a turning phase) over L levels, period P
+    **{f"ordflip{L}_p{P:g}": (_ordinal_ripple(P, np.pi), 3, f"levels{L}_last") for L, P in
+       [(12, 0.03), (16, 0.05), (24, 0.05), (24, 0.1), (30, 0.07), (32, 0.05), (32, 0.08), (48, 0.1)]},
+    "ordturn20": (_ordinal_ripple(0.05, 2 * np.pi / 3), 3, "levels20_last"),
+    **{f"ordsmooth{L}": (_ordinal_ripple(None, None, levels=L), 3, f"levels{L}_last") for L in (12, 16, 24)},
     "diag_rounded3": (diag_rounded3, 3, "rounded_last"),
     "manysmall20": (manysmall20, 20, "normal"),
     "quadform6": (quadform6, 6, "normal"),
@@ -493,6 +506,7 @@ LAWS = {
     "ordinal_last": _levels_last(5),
     "ordinal12_last": _levels_last(12),
     "ordinal24_last": _levels_last(24),
+    **{f"levels{L}_last": _levels_last(L) for L in (12, 16, 20, 24, 30, 32, 48)},
     "rounded_last": _rounded_last,
     "binary_last_sym": _binary_last_sym,
     "ring": lambda rng, n, d: rng.uniform(-1.5, 1.5, (n, d)),
@@ -616,7 +630,8 @@ UNSEEN = [
     for name, n, kw in [
         ("tight_cluster3", 3000, {}), ("sparse_cluster3", 3000, {}), ("tails2", 3000, {}),
         ("outlier3", 3000, {}), ("lognormal3", 3000, {}), ("dup20", 3000, {}), ("onehot_ripple6", 5000, {}),
-        ("flipcat3", 1000, {}), ("flipcat3", 3000, {}), ("flipcat3", 20000, {}), ("ordinal_ripple3", 3000, {}), ("flipcont3", 3000, {}), ("coarseflip3", 3000, {}),
+        ("flipcat3", 1000, {}), ("flipcat3", 3000, {}), ("flipcat3", 20000, {}), ("ordinal_ripple3", 3000, {}),
+        ("ordinal12_flip3", 3000, {}), ("ordinal24_flip3", 5000, {}), ("flipcont3", 3000, {}), ("coarseflip3", 3000, {}),
         ("diag_rounded3", 3000, {}), ("manysmall20", 3000, {}), ("quadform6", 3000, {}), ("flat5", 3000, {}),
         ("extreme4", 3000, {}), ("extreme3", 20000, {}), ("rarevary3", 5000, {}), ("ripple5c", 5000, {}), ("ripple5c", 800, {}),
         ("five4", 800, {}), ("ripple2ultra", 50000, {}), ("ripple2small", 1000, {}), ("faint_ripple2", 50000, {}), ("saddle5", 3000, {}),
@@ -627,6 +642,19 @@ UNSEEN = [
 ]
 
 
+#: Round 19's sweep (``--ordinal``, the regular classifier): ripples switched by an ordinal feature
+#: of 12-48 levels at other periods and sizes than ``ordinal24_flip3``'s, and controls where p is
+#: smooth in the levels (their certified shares must not fall). 16 levels at 2 000 rows hold about 5
+#: rows a period per level, fewer than two of the scan's finest (4-row) windows: a known limit.
+ORDINAL = [
+    ("ordflip16_p0.05", 5000, {}), ("ordflip32_p0.05", 8000, {}), ("ordflip48_p0.1", 5000, {}),
+    ("ordflip24_p0.1", 3000, {}), ("ordflip12_p0.03", 5000, {}), ("ordturn20", 5000, {}),
+    ("ordflip30_p0.07", 10000, {}), ("ordflip16_p0.05", 2000, {}), ("ordflip32_p0.08", 5000, {}),
+    ("ordflip48_p0.1", 8000, {}), ("ordflip16_p0.05", 3000, {}), ("ordflip24_p0.05", 8000, {}),
+    ("ordsmooth24", 3000, {}), ("ordsmooth24", 5000, {}), ("ordsmooth12", 1000, {}), ("ordsmooth16", 20000, {}),
+]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="only fields with n ≤ 5 000")
@@ -634,6 +662,7 @@ def main() -> None:
     ap.add_argument("--adversarial", action="store_true",
                     help="the adversarial fields (ADVERSARIAL) instead of CASES")
     ap.add_argument("--unseen", action="store_true", help="the unseen shapes (UNSEEN) instead of CASES")
+    ap.add_argument("--ordinal", action="store_true", help="round 19's ordinal sweep (ORDINAL) instead of CASES")
     ap.add_argument("--only", default=None, help="comma-separated field names: run only those")
     ap.add_argument("--models", default=None, help="comma-separated models (nw, local, dyadic): run only those")
     args = ap.parse_args()
@@ -641,7 +670,8 @@ def main() -> None:
     print("| field | n | setting | miss (≤ 5 %) | certified | certified, not the most probable class | fit+predict s |"
           + (" miss in the region (its share of queries) |" if region_col else ""))
     print("|---|---|---|---|---|---|---|" + ("---|" if region_col else ""))
-    for name, n, kw in UNSEEN if args.unseen else ADVERSARIAL if args.adversarial else CASES:
+    for name, n, kw in (UNSEEN if args.unseen else ADVERSARIAL if args.adversarial else ORDINAL if args.ordinal
+                        else CASES):
         if args.models and kw.get("model", "nw") not in args.models.split(","):
             continue
         if args.only and name not in args.only.split(","):

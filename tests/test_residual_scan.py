@@ -215,10 +215,13 @@ def test_cross_fitted_reports_state_the_scan_once():
     assert "directional scan" in str(clf.lipschitz_report_)
 
 
-@pytest.mark.parametrize("min_window", [32, 8])
-def test_aggregated_statistic_and_its_slope_match_a_slow_formula(min_window):
-    """(Σ z² − N)/√(2N) over the N pairs of one window size along one direction, the largest; and
-    √(mean d² − (1 + t·√(2/N))·mean noise²)/mean spread, written here with plain loops."""
+@pytest.mark.parametrize(("min_window", "exact"), [(32, False), (8, False), (4, False), (4, True)])
+def test_aggregated_statistic_and_its_slope_match_a_slow_formula(min_window, exact):
+    """(Σ (z² − r))/√(2 Σ r²) over the N pairs of one window size m along one direction, the
+    largest, with r = 1 − (1/4)/(m·noise)², each pair's E[z²] under labels drawn from the
+    variances, in windows of fewer than 8 rows of a scan built with exact_null (r = 1 otherwise:
+    (Σ z² − N)/√(2N)); and √(mean d² − (1 + t·√(2/N))·mean (r·noise²))/mean spread, written here
+    with plain loops."""
     rng = np.random.default_rng(7)
     n = 300
     F = rng.normal(size=(n, 2))
@@ -226,7 +229,7 @@ def test_aggregated_statistic_and_its_slope_match_a_slow_formula(min_window):
     R = (rng.random((n, 2)) < S) - S + 0.3 * np.sin(9 * F[:, [0]])
     V = S * (1 - S)
     U = scan_directions(2, 2, random_state=1)
-    scan = ResidualScan(F, U, V, min_window=min_window)
+    scan = ResidualScan(F, U, V, min_window=min_window, exact_null=exact)
     slow = _slow_pairs(F, U, R, V, min_window)
     sizes = [m for m in (min_window * 2**j for j in range(20)) if 4 * m <= n]
     per_size = {m: [row for row, size in zip(slow, [m for m in sizes for _ in range(0, n - 2 * m + 1, max(1, m // 4))])
@@ -239,9 +242,10 @@ def test_aggregated_statistic_and_its_slope_match_a_slow_formula(min_window):
                 d = np.array([row[k][0][c] for row in rows])
                 s = np.array([row[k][1] for row in rows])
                 e = np.array([row[k][2][c] for row in rows])
-                stats.append((np.sum((d / e) ** 2) - N) / np.sqrt(2 * N))
+                r = 1 - 0.25 / (m * e) ** 2 if exact and m < 8 else np.ones(N)
+                stats.append(np.sum((d / e) ** 2 - r) / np.sqrt(2 * np.sum(r**2)))
                 for t in slopes:
-                    excess = np.mean(d**2) - (1 + t * np.sqrt(2 / N)) * np.mean(e**2)
+                    excess = np.mean(d**2) - (1 + t * np.sqrt(2 / N)) * np.mean(r * e**2)
                     if excess > 0 and s.mean() > 0:
                         slopes[t].append(np.sqrt(excess) / s.mean())
     assert scan.aggregated_z(R) == pytest.approx(max(stats), rel=1e-10)
@@ -249,14 +253,16 @@ def test_aggregated_statistic_and_its_slope_match_a_slow_formula(min_window):
         assert scan.aggregated_slope(R, threshold=t) == pytest.approx(max(values, default=0.0), rel=1e-10)
 
 
-def test_label_statistics_are_the_residuals_statistics():
+@pytest.mark.parametrize("min_window", [8, 4])  # 4: windows below 8 rows, centred on E[z²] (exact_null)
+def test_label_statistics_are_the_residuals_statistics(min_window):
     rng = np.random.default_rng(8)
     n = 400
     F = rng.normal(size=(n, 2))
     S = rng.dirichlet(np.ones(3), size=n)
     y = (rng.random(n)[:, None] > np.cumsum(S, axis=1)).sum(axis=1)
     I = (y[:, None] == np.arange(3)[None, :]).astype(float)
-    scan = ResidualScan(F, scan_directions(2, 3, random_state=0), S * (1 - S), scores=S, min_window=8)
+    scan = ResidualScan(F, scan_directions(2, 3, random_state=0), S * (1 - S), scores=S, min_window=min_window,
+                        exact_null=True)
     z, aggregated = scan.label_statistics(I)
     assert z == pytest.approx(scan.largest_z(I - S), rel=1e-9) and z == scan.largest_label_z(I)
     assert aggregated == pytest.approx(scan.aggregated_z(I - S), rel=1e-9)
@@ -391,7 +397,7 @@ def test_pooled_levels_slopes_leave_out_the_pairs_that_straddle_two_levels():
     R = (rng.random((n, 1)) < S) - S + 0.4 * np.sin(20 * X[:, [0]]) * (-1) ** X[:, [1]]
     V = S * (1 - S)
     F, U, top = pooled_levels(X, 1, np.ones((1, 1)))
-    scan = ResidualScan(F, U, V, min_window=4, single_min_window=4)
+    scan = ResidualScan(F, U, V, min_window=4, single_min_window=4, exact_null=True)  # as a pooled scan is built
     slow = _slow_pairs(F, U, R, V, 4)
     sizes = [m for m in (4 * 2**j for j in range(20)) if 4 * m <= n]
     size_of = [m for m in sizes for _ in range(0, n - 2 * m + 1, max(1, m // 4))]
@@ -405,7 +411,7 @@ def test_pooled_levels_slopes_leave_out_the_pairs_that_straddle_two_levels():
         counts.append((kept.sum(), kept.shape[0]))
         if not kept.any():  # windows as wide as a level: every pair straddles two
             continue
-        excess = np.mean(d[kept] ** 2) - np.mean(e[kept] ** 2)
+        excess = np.mean(d[kept] ** 2) - np.mean(e[kept] ** 2 - (0.25 / m**2 if m < 8 else 0.0))
         if excess > 0:
             best = max(best, np.sqrt(excess) / s[kept].mean())
         within = kept & (s > 1e-9 * np.ptp(F @ U[0]))
@@ -431,3 +437,40 @@ def test_distinct_value_counts_are_exact_up_to_the_bound_asked():
         got = _distinct_values(X, at_most=at_most)
         assert np.array_equal(got[exact <= at_most], exact[exact <= at_most])
         assert np.all(got[exact > at_most] > at_most)
+
+
+@pytest.mark.slow
+def test_pooled_level_scan_rarely_raises_where_p_is_smooth_in_the_ordinal_feature():
+    """The gate's size where the scores are right: p = expit(3(x0 − ½) + 2(x2/24 − ½) − x1), x2
+    an ordinal of 24 levels, which a logistic regression fits exactly; the pooled level scan runs on
+    every fit. Centring the 4-row windows' sums on E[z²] must not make the gate (19 draws, level
+    1/20) raise more often: 1 of 40 fits on the code before and after; here 20 fits, at most 4
+    raised (P ≤ 0.3 % for a gate of size 1/20)."""
+    raised = 0
+    for seed in range(20):
+        rng = np.random.default_rng(1000 + seed)
+        X = rng.uniform(0, 1, (3000, 3))
+        X[:, 2] = rng.integers(0, 24, 3000)
+        y = (rng.random(3000) < expit(3.0 * (X[:, 0] - 0.5) + 2.0 * (X[:, 2] / 24 - 0.5) - X[:, 1])).astype(int)
+        space = LearnedSpace("auto", random_state=seed).fit(X[:800], y[:800], held_out=(X[800:1200], y[800:1200]),
+                                                            unseen=(X[800:], y[800:]))
+        assert space.scan_["n_levels"] == 1  # the pooled scan of x2's levels ran
+        raised += space.scan_["raised"]
+    assert raised <= 4
+
+
+def test_four_row_pairs_have_e_z2_below_one_by_the_noise_floor():
+    """Why the aggregated sums of windows below 8 rows are centred on r = 1 − (1/4)/(m·noise)²,
+    not on 1: under labels drawn from the variances, a 4-row pair's mean z² over 400 draws is r
+    (≈ 0.83 at v = 0.15), and the sum over one direction's 4-row pairs sits near Σ r, far below N."""
+    rng = np.random.default_rng(11)
+    n, v = 400, 0.15
+    F = rng.uniform(size=(n, 1))
+    s = np.full(n, v)
+    scan = ResidualScan(F, np.ones((1, 1)), s * (1 - s), min_window=4)
+    finest = scan.pair_window == 4
+    noise = scan.noise[finest, 0, 0]
+    r = 1 - 0.25 / (4 * noise) ** 2
+    z2 = np.mean([(scan.differences((rng.random(n) < s) - s)[finest, 0, 0] / noise) ** 2 for _ in range(400)], axis=0)
+    assert np.mean(z2) == pytest.approx(np.mean(r), rel=0.03)
+    assert np.allclose(r, 8 * v * (1 - v) / (8 * v * (1 - v) + 0.25)) and r.max() < 0.85

@@ -536,7 +536,7 @@ class LearnedSpace:
         first, planes, _ = _residual_scan(features, S, rs)
         scans = [(every, first, None)]
         for j, rows, planes_fit in level_subsets(features, cols.shape[0]) if d > 1 else []:
-            scan, _, top = _residual_scan(features[rows][:, np.arange(d) != j], S[rows], rs, planes_fit)
+            scan, _, top = _residual_scan(features[rows][:, np.arange(d) != j], S[rows], rs, planes_fit, of_levels=True)
             scans.append((rows, scan, top))
         for j, planes_fit in pooled_level_features(features, cols.shape[0]) if d > 1 else []:
             scan, _, top = _residual_scan(features, S, rs, planes_fit, pooled=j)
@@ -827,7 +827,7 @@ def in_column_units(X: np.ndarray, units: np.ndarray) -> np.ndarray:
 
 
 def _residual_scan(features: np.ndarray, S: np.ndarray, rs: np.random.RandomState, planes_fit: bool = True,
-                   pooled: int | None = None) -> tuple[Any, bool, float | None]:
+                   pooled: int | None = None, of_levels: bool = False) -> tuple[Any, bool, float | None]:
     """The scan of the residuals of scores ``S`` on rows ``features`` (:meth:`LearnedSpace._scan_residuals`):
     along each feature and either the coordinate planes, 2° apart, of the features with few ties
     (:func:`~nwbound.assumptions.plane_features`; none near the axis of one with long ties,
@@ -838,7 +838,8 @@ def _residual_scan(features: np.ndarray, S: np.ndarray, rs: np.random.RandomStat
     ``planes_fit`` is False: a level scan budgeted along the axes and random directions); and the
     largest spread its slopes read (None: every pair). ``pooled``: a feature whose levels are
     scanned together, in the other features (:func:`~nwbound.assumptions.pooled_levels`; windows
-    from the rows of an average level)."""
+    from the rows of an average level). ``of_levels`` (or ``pooled``): the scan of a feature's levels,
+    whose narrowest windows take ``exact_null`` (:class:`~nwbound.assumptions.ResidualScan`)."""
     from ..assumptions import (SCAN_MIN_WINDOW, ResidualScan, plane_directions_fit, plane_features, pooled_levels,
                                scan_directions, scan_min_window, tied_features)
 
@@ -854,7 +855,7 @@ def _residual_scan(features: np.ndarray, S: np.ndarray, rs: np.random.RandomStat
     if pooled is not None:
         features, directions, top = pooled_levels(features, pooled, directions)
     return ResidualScan(features, directions, S * (1.0 - S), scores=S, min_window=window,
-                        single_min_window=SCAN_MIN_WINDOW), bool(planes), top
+                        single_min_window=SCAN_MIN_WINDOW, exact_null=of_levels or pooled is not None), bool(planes), top
 
 
 def _finer(n_more: int, n_held: int, n_features: int) -> bool:
