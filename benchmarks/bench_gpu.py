@@ -99,6 +99,17 @@ def bare_product(Qc, Xc, tf32: bool, block: int):
         torch.set_float32_matmul_precision(previous)
 
 
+def queries_product_ms(X: np.ndarray, Qt, dev, repeats: int) -> float:
+    """Median milliseconds of the bare fp32 product of the queries ``Qt`` (a tensor on ``dev``) with the
+    training rows ``X``, both centred as the device's training set centres them (TF32 off): the
+    denominator of every device ratio."""
+    import torch
+
+    train = DeviceTrainingSet.build(torch.from_numpy(X).to(dev), torch.ones((X.shape[0], 1), device=dev))
+    Qc = (Qt.double() - train.center).float()
+    return timed_ms(lambda: bare_product(Qc, train.centred, False, Qc.shape[0]), dev, repeats)
+
+
 def pick_bandwidth(Q: np.ndarray, X: np.ndarray, quantile: float) -> tuple[float, float]:
     rng = np.random.default_rng(0)
     qs = Q[rng.choice(Q.shape[0], min(256, Q.shape[0]), replace=False)].astype(np.float64)

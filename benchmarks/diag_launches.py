@@ -22,7 +22,7 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_gpu import bare_product, ecg_case, timed_ms, torch_device  # noqa: E402
+from bench_gpu import ecg_case, queries_product_ms, timed_ms, torch_device  # noqa: E402
 from run import ECG_FULL  # noqa: E402
 
 
@@ -42,7 +42,6 @@ def main(argv: list[str] | None = None) -> int:
     import nwbound
     import nwbound.bounds._chernoff_device as cd
     from nwbound import NadarayaWatsonClassifier
-    from nwbound.gpu import DeviceTrainingSet
 
     dev, _ = torch_device(args.device)
     if dev.type != "cuda":
@@ -50,10 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     n_train, n_query = (400, 32) if args.small else ECG_FULL
     X, y, Q, lam, _ = ecg_case(n_train, n_query)
     Qt = torch.from_numpy(Q).to(dev)
-    train = DeviceTrainingSet.build(torch.from_numpy(X).to(dev), torch.ones((X.shape[0], 1), device=dev))
-    Qc = (Qt.double() - train.center).float()
-    product = timed_ms(lambda: bare_product(Qc, train.centred, False, Qc.shape[0]), dev, args.repeats)
-    del train, Qc
+    product = queries_product_ms(X, Qt, dev, args.repeats)
     print(f"PRODUCT bare fp32 Q @ X^T (TF32 off): {product:.2f} ms")
     est = NadarayaWatsonClassifier(metric=None, bandwidth=lam, lipschitz=1.0, bound="chernoff", dtype="float32",
                                    device=str(dev)).fit(X, y)
