@@ -31,8 +31,20 @@ def _auto_scores(model: Any, X: np.ndarray) -> np.ndarray:
     so p is smooth in them with a constant near 1, and its confident predictions of one class
     gather at one vertex of the simplex (near neighbours, a small bias term), where decision
     values spread confident rows apart along directions in which p hardly moves."""
-    P = np.asarray(model.predict_proba(X), dtype=np.float64)
-    return P[:, 1:] if P.shape[1] == 2 else P
+    return _score_block(np.asarray(model.predict_proba(X), dtype=np.float64))
+
+
+def _score_block(proba: np.ndarray) -> np.ndarray:
+    """:func:`_auto_scores` from the model's ``predict_proba`` output ``proba`` already computed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nwbound.spaces._auto import _score_block
+    >>> _score_block(np.array([[0.25, 0.75]])).tolist()
+    [[0.75]]
+    """
+    return proba[:, 1:] if proba.shape[1] == 2 else proba
 
 
 @dataclass(frozen=True)
@@ -399,16 +411,19 @@ def choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray |
     >>> report.chosen
     'logistic regression'
     """
-    model, report, _ = _choose_score_model(X, y, sample_weight, random_state=random_state, groups=groups)
+    model, report, _, _ = _choose_score_model(X, y, sample_weight, random_state=random_state, groups=groups)
     return model, report
 
 
 def _choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None, *,
                         random_state: int = 0, groups: np.ndarray | None = None,
-                        validation: tuple | None = None) -> tuple[Any, MetricAutoReport, np.ndarray | None]:
-    """:func:`choose_score_model`, and the chosen model's scores on ``X`` (float64), :func:`_auto_scores`
-    computed once for its check: None when no model was chosen. :class:`~nwbound.spaces.LearnedSpace`
-    takes them instead of computing the same scores on the same rows again.
+                        validation: tuple | None = None
+                        ) -> tuple[Any, MetricAutoReport, np.ndarray | None, np.ndarray | None]:
+    """:func:`choose_score_model`, the chosen model's scores on ``X`` (float64), :func:`_auto_scores`
+    computed once for its check, and its ``predict_proba`` (float64) on the ``validation`` rows,
+    computed while validating it: None when no model was chosen (the last also when ``validation``
+    did not validate the candidates). :class:`~nwbound.spaces.LearnedSpace` takes them instead of
+    computing the same predictions on the same rows again.
 
     ``validation = (X_v, y_v)``: rows held out of the map already (the check rows of
     ``lipschitz="auto"``) validate the candidates fitted once on ``X``, and the winner is kept as
@@ -437,6 +452,7 @@ def _choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray 
     holdout = external or (bool(n_splits) and X.shape[0] > AUTO_CV_ROWS)
     n_splits = 1 if external else n_splits
     fitted_on_train: dict[str, Any] = {}
+    validation_proba: dict[str, np.ndarray] = {}  # each candidate's predict_proba on the validation rows
     if external:
         train, cv_rows, labels = np.arange(n_fit), np.arange(n_fit, X.shape[0]), np.unique(y)
     elif holdout:
@@ -462,7 +478,10 @@ def _choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray 
                                  None if sample_weight is None else sample_weight[train])
                     fitted_on_train[name] = model
                     proba = np.zeros((cv_rows.shape[0], labels.shape[0]))
-                    proba[:, np.searchsorted(labels, model.classes_)] = model.predict_proba(X[cv_rows])
+                    predicted = np.asarray(model.predict_proba(X[cv_rows]), dtype=np.float64)
+                    if external:
+                        validation_proba[name] = predicted
+                    proba[:, np.searchsorted(labels, model.classes_)] = predicted
                 else:
                     folds = (StratifiedKFold(n_splits, shuffle=True, random_state=random_state)
                              if cv_groups is None else
@@ -506,4 +525,4 @@ def _choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray 
         warnings.warn(f"{report}\nThe bounds are then those of the standardised features (as "
                       "metric='standard', on fewer rows): give more rows, or a metric of your own.",
                       UserWarning, stacklevel=4)
-    return fitted, report, scores
+    return fitted, report, scores, validation_proba.get(chosen) if chosen is not None else None

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._numerics import column_spread
 from ._split import check_fraction, split_rows
-from ._auto import AUTO_MAX_ITER, _auto_scores, _choose_score_model
+from ._auto import AUTO_MAX_ITER, _auto_scores, _choose_score_model, _score_block
 
 __all__ = ["residual_rows", "AUTO_RESIDUAL_ROWS", "AUTO_RESOLUTION_GAIN", "check_cross_fit_metric", "LearnedSpace", "metric_kind", "auto_cross_fits", "AUTO_CROSS_FIT_MAX_ROWS", "AUTO_BALANCE_LIMIT", "AUTO_MAX_ROWS", "AUTO_MAX_ITER", "column_units", "in_column_units"]
 
@@ -379,7 +379,7 @@ class LearnedSpace:
         from sklearn.utils import check_random_state  # here: transform needs no scikit-learn (nwbound predict)
 
         rng = check_random_state(self.random_state)
-        scores = None
+        scores, held_proba = None, None
         given_held_out = held_out is not None  # the caller's held-out rows also validate the candidates
         self.fit_rows_ = np.arange(X.shape[0])
         if kind == "auto" and held_out is None:  # rows for the estimate of L_r, kept from the map
@@ -399,7 +399,7 @@ class LearnedSpace:
             rows = np.arange(X.shape[0])
             if X.shape[0] > AUTO_MAX_ROWS:
                 rows = np.sort(rng.choice(X.shape[0], size=AUTO_MAX_ROWS, replace=False))
-            self.map_, self.report_, scores = _choose_score_model(
+            self.map_, self.report_, scores, held_proba = _choose_score_model(
                 U[rows], y[rows], None if sample_weight is None else sample_weight[rows],
                 random_state=rng.randint(2**31), groups=None if groups is None else np.asarray(groups)[rows],
                 validation=None if not given_held_out else (self._in_units(held_out[0]), held_out[1]))
@@ -420,22 +420,29 @@ class LearnedSpace:
         elif kind != "standard":  # the map's own geometry: one common scale (its columns' relative scales kept)
             self._scale[:n_map] = _common_scale(raw[:, :n_map])
         if kind == "auto":
-            self._fit_feature_weight(held_out, n_map, rng, unseen)
+            self._fit_feature_weight(held_out, n_map, rng, unseen, held_proba)
         self.n_components_ = raw.shape[1]
         return raw
 
-    def _fit_feature_weight(self, held_out: tuple, n_scores: int, rng: Any, unseen: tuple | None = None) -> None:
+    def _fit_feature_weight(self, held_out: tuple, n_scores: int, rng: Any, unseen: tuple | None = None,
+                            held_proba: np.ndarray | None = None) -> None:
         """``"auto"``: ``L_r``, the estimated Lipschitz constant of ``p − s`` in the standardised
         features, on the held-out rows (the score model never saw them); then, on ``unseen`` (more
-        rows the score model never saw), a second estimate that can only raise ``lipschitz_``."""
+        rows the score model never saw), a second estimate that can only raise ``lipschitz_``.
+        ``held_proba``: the score model's ``predict_proba`` on the held-out rows, where its choice
+        already computed it."""
         X_h, y_h = np.asarray(held_out[0]), np.asarray(held_out[1])
         if X_h.ndim != 2 or X_h.shape[1] != self.n_features_in_ or X_h.shape[0] != y_h.shape[0]:
             raise ValueError(f"held_out must be (X, y) with {self.n_features_in_} features and one label per row; "
                              f"got shapes {X_h.shape} and {y_h.shape}.")
-        raw = self._raw(X_h)
+        # one prediction of the held-out rows: their scores and the estimate's offset
+        proba = self._proba(X_h) if held_proba is None else held_proba
+        raw = self._raw(X_h, None if proba is None else _score_block(proba))
         features = (raw[:, n_scores:] - self._mean[n_scores:]) / self._scale[n_scores:]
         try:
-            est = self._residual_estimate(features, X_h, y_h, rng.randint(2**31))
+            classes = np.unique(y_h)
+            est = _estimate_residual(features, y_h, self._offset(proba, X_h.shape[0], classes), classes,
+                                     rng.randint(2**31))
             weight = float(est.value)
         except ValueError as exc:
             # Too few or degenerate held-out rows: weight the features so that two training rows at
@@ -464,16 +471,10 @@ class LearnedSpace:
                                residual_lipschitz=self.residual_lipschitz_, resolution=self.resolution_,
                                n_resolution_rows=self.n_resolution_rows_, scan=self.scan_)
 
-    def _residual_estimate(self, features: np.ndarray, X: np.ndarray, y: np.ndarray, seed: int) -> Any:
-        """:func:`~nwbound.assumptions.estimate_lipschitz` of ``h = p − s`` on standardised ``features``
-        (rows ``X``, labels ``y``), the score model's probabilities as the offset."""
-        classes = np.unique(y)
-        return _estimate_residual(features, y, self._offset(X, classes), classes, seed)
-
-    def _offset(self, X: np.ndarray, classes: np.ndarray) -> np.ndarray:
-        """The score model's probabilities of ``classes`` on ``X`` (0 for a class it never saw)."""
-        proba = self.score_proba(X, classes)
-        return np.zeros((X.shape[0], classes.shape[0])) if proba is None else proba
+    def _offset(self, proba: np.ndarray | None, n: int, classes: np.ndarray) -> np.ndarray:
+        """The score model's probabilities of ``classes`` on ``n`` rows from its ``predict_proba``
+        output ``proba`` on them (:meth:`_proba`; 0 for a class it never saw, all 0 where None)."""
+        return np.zeros((n, classes.shape[0])) if proba is None else self._class_columns(proba, classes)
 
     def _raise_residual_lipschitz(self, unseen: tuple, n_scores: int, seed: int, finer: bool) -> None:
         """Raise ``residual_lipschitz_`` on ``unseen`` (at most ``AUTO_RESIDUAL_ROWS`` of them): where
@@ -495,7 +496,7 @@ class LearnedSpace:
             X_u, y_u = X_u[keep], y_u[keep]
         features = (self._in_units(X_u) - self._mean[n_scores:]) / self._scale[n_scores:]
         classes = np.unique(y_u)
-        offset = self._offset(X_u, classes)
+        offset = self._offset(self._proba(X_u), X_u.shape[0], classes)
         if finer:
             self._second_estimate(features, y_u, offset, classes, rs)
         self._scan_residuals(features, y_u, offset, classes, np.random.RandomState([seed, 1]))
@@ -641,14 +642,23 @@ class LearnedSpace:
         >>> LearnedSpace("standard").fit(X, y).score_proba(X, np.array([0, 1])) is None
         True
         """
+        proba = self._proba(np.asarray(X))
+        return None if proba is None else self._class_columns(proba, np.asarray(classes))
+
+    def _proba(self, X: np.ndarray) -> np.ndarray | None:
+        """The score model's ``predict_proba`` on rows ``X`` read as the space does (float64; its
+        own columns), None where the map gives none (:meth:`score_proba`)."""
         if self.kind not in ("auto", "scores") or self.map_ is None or not hasattr(self.map_, "predict_proba"):
             return None
-        X, classes = np.asarray(X), np.asarray(classes)
-        proba = np.asarray(self.map_.predict_proba(self._in_units(X) if self.kind == "auto" else X), dtype=np.float64)
+        return np.asarray(self.map_.predict_proba(self._in_units(X) if self.kind == "auto" else X), dtype=np.float64)
+
+    def _class_columns(self, proba: np.ndarray, classes: np.ndarray) -> np.ndarray:
+        """The columns of ``classes`` of the score model's ``predict_proba`` output ``proba`` (0 for a
+        class it never saw)."""
         # a frozen map (FrozenScoreMap) has no classes_: its columns are the classes in order
         seen = np.asarray(getattr(self.map_, "classes_", np.arange(proba.shape[1])))
         known = np.isin(classes, seen)
-        out = np.zeros((X.shape[0], classes.shape[0]))
+        out = np.zeros((proba.shape[0], classes.shape[0]))
         out[:, known] = proba[:, np.searchsorted(seen, classes[known])]
         return out
 
