@@ -329,6 +329,64 @@ def test_auto_space_is_the_scores_then_the_features_at_their_estimated_weight(n_
     assert space.balance_ == pytest.approx(expected, rel=1e-9)
 
 
+def _count_predictions(monkeypatch):
+    """Record every candidate score model's ``predict_proba`` call as (the model, the rows it read)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.pipeline import Pipeline  # the logistic candidate scales its input first
+
+    calls = []
+    for cls in (HistGradientBoostingClassifier, Pipeline):
+        def counted(self, X, _predict=cls.predict_proba):
+            calls.append((self, np.array(X, copy=True)))
+            return _predict(self, X)
+        monkeypatch.setattr(cls, "predict_proba", counted)
+    return calls
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_auto_predicts_the_held_out_rows_once_per_fit(monkeypatch, given):
+    """The chosen score model predicts the held-out rows once in a fit: validating the candidates on
+    them (rows held out by the caller) gives their scores and L_r's offset too; else one prediction
+    gives both (issue 30: the same model asked for the same rows two or three times)."""
+    from nwbound.spaces import column_units, in_column_units
+
+    calls = _count_predictions(monkeypatch)
+    X, y, _ = _field(700, d=4, seed=3)
+    if given:
+        space = LearnedSpace("auto", random_state=0).fit(X[:300], y[:300], held_out=(X[300:470], y[300:470]),
+                                                         unseen=(X[300:], y[300:]))
+        held = in_column_units(X[300:470], column_units(X[:300]))
+    else:
+        space = LearnedSpace("auto", random_state=0).fit(X, y)
+        held = in_column_units(np.delete(X, space.fit_rows_, axis=0), column_units(X))
+    assert space.map_ is not None and space.n_held_out_ == held.shape[0]
+    asked = [rows for model, rows in calls if model is space.map_ and rows.shape == held.shape]
+    assert sum(np.array_equal(rows, held) for rows in asked) == 1
+
+
+def test_auto_reuses_the_validation_prediction_bit_for_bit(monkeypatch):
+    """The held-out rows' prediction kept from the candidates' validation gives the same space, L,
+    reports and coordinates, bit for bit, as predicting those rows afresh."""
+    import nwbound.spaces._space as space_module
+
+    X, y, _ = _field(900, d=3, seed=8)
+    Xq = _field(50, d=3, seed=9)[0]
+
+    def fitted():
+        return LearnedSpace("auto", random_state=4).fit(X[:400], y[:400], held_out=(X[400:600], y[400:600]),
+                                                        unseen=(X[400:], y[400:]))
+
+    kept = fitted()
+    choose = space_module._choose_score_model
+    monkeypatch.setattr(space_module, "_choose_score_model", lambda *a, **k: (*choose(*a, **k)[:3], None))
+    fresh = fitted()
+    for name in ("lipschitz_", "feature_weight_", "balance_", "residual_lipschitz_", "resolution_",
+                 "n_resolution_rows_", "scan_", "report_"):
+        assert getattr(kept, name) == getattr(fresh, name), name
+    assert np.array_equal(kept.transform(Xq), fresh.transform(Xq))
+    assert sorted(vars(kept)) == sorted(vars(fresh))  # nothing kept from the fit beyond the space
+
+
 # -- scikit-learn conventions ------------------------------------------------------------------
 def test_get_params_set_params_clone():
     clf = NadarayaWatsonClassifier(lipschitz=None, bandwidth="scale", metric=PCA(2), metric_fraction=0.3, cross_fit=True)
