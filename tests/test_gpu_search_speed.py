@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,6 +25,18 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip insta
 from nwbound._config import parse_search_variant as parse_variant  # noqa: E402
 
 TOL = 1e-7
+
+
+def _interpreted(script: str, tmp_path: Path) -> Any:
+    """Run ``script`` under Triton's interpreter in its own process (``argv``: this folder, the output
+    path) and load the arrays it saved."""
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    out = tmp_path / "o.npz"
+    run = subprocess.run([sys.executable, "-c", script, str(Path(__file__).resolve().parent), str(out)],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return np.load(out)
 
 _RUN = r'''
 import sys
@@ -87,12 +100,7 @@ np.savez(sys.argv[2], **out)
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
 def test_search_variants_give_the_default_ends(tmp_path):
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    run = subprocess.run([sys.executable, "-c", _RUN, str(Path(__file__).resolve().parent), str(tmp_path / "o.npz")],
-                         env=env, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    got = np.load(tmp_path / "o.npz")
+    got = _interpreted(_RUN, tmp_path)
     for form, n_variants in (("split", 10), ("grouped", 2)):
         base, base_cert = got[f"{form}/0/ends"], got[f"{form}/0/cert"]
         opened = got[f"{form}/open"]
@@ -241,12 +249,7 @@ def test_split_ends_carry_the_rounding_margin_and_a_borderline_end_is_re_searche
     rounding margin to spare (NumPy formula above), the float64 re-check refuses none; a planted end just past the
     re-check's own boundary (at the kernel's θ) is refused and searched again, quietly, by the eager
     search: that pair gets the eager search's end, every other pair keeps the kernel's."""
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    run = subprocess.run([sys.executable, "-c", _PLANT, str(Path(__file__).resolve().parent), str(tmp_path / "o.npz")],
-                         env=env, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    got = np.load(tmp_path / "o.npz")
+    got = _interpreted(_PLANT, tmp_path)
     f = {k[2:]: got[k] for k in got.files if k.startswith("f/")}
     ends, cert, given, s, level = got["ends"], got["cert"], got["given"], got["s"], float(got["level"])
     moved = ends != given
@@ -358,12 +361,7 @@ def test_kernel_exponent_at_a_point_is_the_numpy_formula(tmp_path):
     the interpreter: φ equal to the NumPy formulas written out here to within the kernel's own rounding
     factor times its bound ``err`` (for both forms, at random levels and θ over three decades), ``err``
     itself the bound's formula, and the mass above the band ``s − Σ N·M·min(m + R, 1)``."""
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    run = subprocess.run([sys.executable, "-c", _EVALUATE, str(Path(__file__).resolve().parent), str(tmp_path / "o.npz")],
-                         env=env, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    got = np.load(tmp_path / "o.npz")
+    got = _interpreted(_EVALUATE, tmp_path)
     from nwbound.bounds._chernoff_triton import block_bins, rounding_factor
 
     # split form: the formula of _split_phi_and_error (above)
@@ -444,12 +442,7 @@ def test_a_refused_end_is_searched_again_by_the_kernel_not_the_eager_search(tmp_
     margin: certified there, so the eager search (thousands of launches on a GPU) never runs; that pair's end
     is within the search's tolerance of the unplanted launch's, every other pair's is the first launch's, and
     the interval still contains the host solver's (interpreter, its own process)."""
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    run = subprocess.run([sys.executable, "-c", _RETRY, str(Path(__file__).resolve().parent), str(tmp_path / "o.npz")],
-                         env=env, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    got = np.load(tmp_path / "o.npz")
+    got = _interpreted(_RETRY, tmp_path)
     assert int(got["unverified"]) == 1 and int(got["after_retry"]) == 0
     assert int(got["eager"]) == 0 and not bool(got["warned"])  # one refusal of several moved: quiet
     # each side's search: one launch unplanted; planted, the second launch at the stricter level
