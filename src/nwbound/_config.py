@@ -5,7 +5,8 @@ process's defaults, read where a switch matters (at each call, so a :func:`confi
 the next call). Every key is listed in :data:`_KEYS` with its default and a check of its value, and
 documented by :func:`set_config`; an unknown key or a bad value raises a ``ValueError`` that names the
 key. None of these keys changes an interval's validity (``fused_verify=False`` aside, a diagnostic):
-they choose where, and by which of equivalent routines, the device path computes.
+they choose where, and by which of equivalent routines, the device path computes, and how many
+BLAS threads the estimators' calls run (``blas_threads``, :mod:`nwbound._threads`).
 
 No key reads an environment variable: a script, or a subprocess it starts, sets them with
 :func:`set_config`. Two environment variables remain, each read at the point of use:
@@ -24,6 +25,7 @@ No key reads an environment variable: a script, or a subprocess it starts, sets 
 from __future__ import annotations
 
 import contextlib
+import numbers
 import threading
 from typing import Any, Callable, Iterator
 
@@ -53,6 +55,15 @@ def _bool_or(*allowed: str) -> Callable[[str, Any], bool | str]:
         return value
 
     return check
+
+
+def _threads_or_none(key: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"nwbound config {key!r} must be a positive integer or None (the BLAS library's own "
+                         f"threads), got {value!r}.")
+    return int(value)
 
 
 _KNN_TOPK_WORDS = ("full", "noclamp", "bf16", "chunks=N", "onesync")
@@ -163,6 +174,7 @@ _KEYS: dict[str, tuple[Any, Callable[[str, Any], Any]]] = {
     "search_reads": ("lean", _choice("lean", "full")),
     "knn_topk": ("", _parsed_by(parse_knn_topk, "bf16+chunks=4")),
     "hist_epilogue": ("atomic_count", _choice("loop", "atomic_skip", "atomic_count", "atomic_packed")),
+    "blas_threads": (1, _threads_or_none),
 }
 
 _global_config = {key: default for key, (default, _) in _KEYS.items()}
@@ -236,6 +248,12 @@ def set_config(**changes: Any) -> None:
         ``chunks=N``.
     hist_epilogue : {"loop", "atomic_skip", "atomic_count", "atomic_packed"}
         ``"atomic_count"`` at first. How the fused Triton kernel forms the distance histogram's per-bin sums.
+    blas_threads : int or None
+        1 at first. The BLAS library's threads (OpenBLAS, MKL) inside the estimators' calls (``fit``,
+        ``predict_interval``, ``predict_proba``, ...): their many small matrix products run faster, and
+        leave the cores to gradient boosting and other processes, on one thread (user guide, "Threads").
+        None leaves the library's own pool (every core unless ``OPENBLAS_NUM_THREADS`` says otherwise);
+        nwbound's own threads are the estimators' ``n_jobs``.
 
     Raises
     ------

@@ -20,6 +20,8 @@ from typing import Any, Mapping
 
 from .._numerics import feature_unit, to_feature_unit
 from .._result import PredictionInterval
+from .._stack import caller_stacklevel
+from .._threads import blas_limited
 from .._validation import numeric_features, check_beta, check_choice, check_class_count, check_label_free_weights, check_open_unit, check_params_as_fitted
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta
 from ..bounds import CHERNOFF_FALLBACK_START as _CHERNOFF_FALLBACK_START
@@ -30,7 +32,7 @@ from ..spaces import auto_cross_fits, check_cross_fit_metric, check_subset, Lear
 from ._fit_errors import _auto_lipschitz, _split_settings_errors
 from ._dispatch import queries_on_host, training_data_on_host, validate_queries
 from ._fitted_state import _LearnedState
-from ._rules import BOUND_PARAMETERS, EMPTY_NEIGHBORHOOD_RULES, _IntervalRules, _caller_stacklevel
+from ._rules import BOUND_PARAMETERS, EMPTY_NEIGHBORHOOD_RULES, _IntervalRules
 from ..engine import KernelStatistics
 
 __all__ = ["BoundedClassifierBase", "BOUND_PARAMETERS", "EMPTY_NEIGHBORHOOD_RULES"]
@@ -280,7 +282,7 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
             "learns, metric_.transform(X), not in the units of the features as given. For the paper's "
             "classifier on the features as given pass metric=None; to have L chosen on held-out rows in the "
             "learned space leave lipschitz='auto' (the default).",
-            UserWarning, stacklevel=_caller_stacklevel(),
+            UserWarning, stacklevel=caller_stacklevel(),
         )
 
     # -- cross-fitting --------------------------------------------------------------------------
@@ -375,7 +377,7 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
             )
 
 
-    def _cross_interval(self, X, bounds: Any, stacklevel: int = 4):
+    def _cross_interval(self, X, bounds: Any):
         """The intersection of the models' intervals, each at level δ/K (:func:`~nwbound.spaces.intersect_intervals`)."""
         models = self._cross_models()  # checked, and set to this estimator's current settings
         if isinstance(bounds, str):
@@ -383,7 +385,7 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
         out = self._cross_intervals(X, bounds)
         if bounds is not None:
             return out
-        return self._warned_cross(out, stacklevel + 1)
+        return self._warned_cross(out)
 
     def _cross_intervals(self, X, bounds: Any, *, required: bool = True) -> dict | None:
         """``{name: intersected interval}`` without any warning; ``bounds=None``: ``{None: …}`` at each
@@ -610,13 +612,10 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
             proba, kappa = self._proba_kappa(X)
         return proba, ~(np.asarray(kappa) > 0)
 
-    def _proba(self, X, stacklevel: int = 4) -> np.ndarray:
-        """:meth:`predict_proba` as NumPy; warns when most queries are vacuous (never about bounds).
-
-        ``stacklevel`` 4: warn_if_vacuous → _proba → the public method → the user's line.
-        """
+    def _proba(self, X) -> np.ndarray:
+        """:meth:`predict_proba` as NumPy; warns when most queries are vacuous (never about bounds)."""
         proba, vacuous = self._proba_vacuous(X)
-        warn_if_vacuous(vacuous, context=AdviceContext.from_estimator(self), stacklevel=stacklevel)
+        warn_if_vacuous(vacuous, context=AdviceContext.from_estimator(self), stacklevel=caller_stacklevel(1))
         return proba
 
     def _interval_settings(self, X, bounds: Mapping, certified_only: frozenset = frozenset(),
@@ -686,6 +685,7 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
         return self._report({name: self._interval(stats, spec) for name, spec in specs.items()}, specs, bounds)
 
     # -- public API shared by subclasses -----------------------------------------------------
+    @blas_limited
     def predict(self, X) -> np.ndarray:
         """Most probable class for each row of ``X``.
 
@@ -708,13 +708,14 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
         >>> NadarayaWatsonClassifier(metric=None, bandwidth=0.2, lipschitz=1.0).fit(X, y).predict([[0.1], [0.9]]).tolist()
         ['a', 'b']
         """
-        return self._predict(X, stacklevel=5)
+        return self._predict(X)
 
-    def _predict(self, X, stacklevel: int):
+    def _predict(self, X):
         X, restore = self._dispatched_queries(X)  # array_api_dispatch: numeric labels go back to X's namespace
-        proba = self._proba(X, stacklevel=stacklevel)  # first: it checks that the estimator is fitted
+        proba = self._proba(X)  # first: it checks that the estimator is fitted
         return restore(self.classes_[np.argmax(proba, axis=1)])
 
+    @blas_limited
     def score(self, X, y, sample_weight=None) -> float:
         """Accuracy of :meth:`predict` on ``X`` against ``y``.
 
@@ -743,7 +744,7 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
         """
         from sklearn.metrics import accuracy_score
 
-        return float(accuracy_score(y, self._predict(X, stacklevel=5), sample_weight=sample_weight))
+        return float(accuracy_score(y, self._predict(X), sample_weight=sample_weight))
 
     def __sklearn_is_fitted__(self) -> bool:
         # Set as the last step of a successful fit: a fit that raised half-way

@@ -39,8 +39,7 @@ def queries_on_host(X: Any, *, keep_on_device: bool = False) -> tuple[Any, Calla
     (dispatch off, the default, or NumPy / list queries): ``X`` itself and the identity.
 
     A helper called at the start and the returns of ``predict``, ``predict_proba`` and
-    ``predict_interval``, not a decorator: an extra frame would move the ``stacklevel`` of their
-    warnings off the user's line.
+    ``predict_interval``.
 
     Raises
     ------

@@ -22,6 +22,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from .._numerics import direct_distance_error, euclidean_norm, square_sum_upper, summation_error
+from .._threads import blas_limited
 from .._validation import check_int_range
 from ..kernels import Kernel, get_kernel
 from ..spaces import metric_kind
@@ -134,6 +135,7 @@ class DyadicClassifier(BoundedClassifierBase):
     # A dyadic cell is a boxcar window: sup K = 1, weights 0/1.
     ck = None
 
+    @blas_limited
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None, groups=None) -> "DyadicClassifier":
         """Count the weighted labels of each occupied cell.
@@ -369,6 +371,7 @@ class DyadicClassifier(BoundedClassifierBase):
         weight_max = np.where(found, self.cell_weight_max_[pos], 1.0)
         return class_sums, sq_sums, weight_max, outside
 
+    @blas_limited
     def kernel_statistics(self, X, bounds=None) -> KernelStatistics:
         """Each query's cell as kernel statistics (a boxcar window of reach ``diam + distance outside``, rounded up).
 
@@ -423,6 +426,7 @@ class DyadicClassifier(BoundedClassifierBase):
             sum_error=rho,
         )
 
+    @blas_limited
     def predict_proba(self, X) -> np.ndarray:
         """Weighted class frequencies of each query's cell (fallback for empty cells).
 
@@ -456,6 +460,7 @@ class DyadicClassifier(BoundedClassifierBase):
         kappa = class_sums.sum(axis=1)
         return self._fallback_proba(class_sums, kappa)[0], kappa
 
+    @blas_limited
     def predict_interval(self, X, bounds=None):
         """Cell frequencies with valid bounds (every cell point lies within ``diam + distance outside the box``).
 

@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .._numerics import to_feature_unit
+from .._threads import blas_limited
 from ..engine import FittedInputs
 from ..engine._registry import select_backend
 from ..engine.host._sums_data import TrainingSet
@@ -205,6 +206,7 @@ class FrozenNadarayaWatson(_IntervalRules):
         if not self._cross_fitted:
             self.cross_fit_models_ = None
 
+    @blas_limited
     def predict_interval(self, X: Any) -> Any:
         """Class probabilities with per-query bounds, as the saved classifier's ``predict_interval(X)``.
 
@@ -242,7 +244,7 @@ class FrozenNadarayaWatson(_IntervalRules):
             out = self._report(self.models_[0].intervals(X, specs), specs, None)
         else:
             parts = [list(model.intervals(X, model.specs()).values()) for model in self.cross_fit_models_]
-            out = self._warned_cross(self._intersected([None], parts), stacklevel=4)
+            out = self._warned_cross(self._intersected([None], parts))
         if self.point_model_ is None:
             return out
         return with_point_estimate(out, point_proba(self.point_model_, self._point_units, X, self.classes_.shape[0]))

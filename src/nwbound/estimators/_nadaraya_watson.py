@@ -20,6 +20,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from sklearn.utils.validation import check_is_fitted
 
+from .._stack import caller_stacklevel
+from .._threads import blas_limited
 from .._validation import check_dtype, check_int_range, check_n_jobs
 from ..spaces import metric_kind, split_seed
 from ._dispatch import validate_queries
@@ -445,6 +447,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         self.verbose = verbose
 
     # ------------------------------------------------------------------------------------------
+    @blas_limited
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None, groups=None) -> "NadarayaWatsonClassifier":
         """Store the training set (and build the neighbour index when localized).
@@ -665,7 +668,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
                 f"ranking_fraction={self.ranking_fraction!r} of {n_samples} training rows ranks the bandwidth grid on "
                 "no row: every query takes the grid's widest bandwidth. Fix: ranking_fraction='auto' (every row up "
                 f"to {_RANKING_ROWS} rows), or at least {1.0 / n_samples:.3g} (one row).",
-                UserWarning, stacklevel=3,
+                UserWarning, stacklevel=caller_stacklevel(),
             )
         self._box = box
         self.n_samples_fit_ = n_samples
@@ -692,6 +695,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
     # predict_interval, top-down: each step below the one that calls it. The public pieces a sharded
     # fit runs one at a time (kernel_statistics, bandwidth_ranking, ranks_first, choose_bandwidths) are
     # in _nw_rounds, get_fitted_state and set_fitted_state in _nw_fitted_state.
+    @blas_limited
     def predict_interval(self, X, bounds=None):
         """Class probabilities with per-query bounds ``lower ≤ p_c(y) ≤ upper``.
 
@@ -816,6 +820,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
 
     # ------------------------------------------------------------------------------------------
     # predict_proba, and the localized classifier's neighbours
+    @blas_limited
     def predict_proba(self, X) -> np.ndarray:
         """Estimated class probabilities ``p̂_c(y)``.
 
@@ -865,6 +870,7 @@ class NadarayaWatsonClassifier(_FittedState, _Rounds, _NWParams, BoundedClassifi
         kappa = class_sums.sum(axis=1)
         return self._fallback_proba(class_sums, kappa)[0], kappa
 
+    @blas_limited
     def kneighbors(self, X, n_neighbors: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Each query's nearest training rows (localized classifier), as its kernel sums use them.
 

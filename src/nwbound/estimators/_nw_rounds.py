@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from .._threads import blas_limited
 from .._validation import check_int_range
 from ..engine.host._backend import rows_by_bandwidth
 from ._bandwidth import resolve_ranking_fraction
@@ -21,6 +22,7 @@ class _Rounds:
     """Public statistics and ranking rounds of :class:`~nwbound.NadarayaWatsonClassifier`."""
 
 
+    @blas_limited
     def kernel_statistics(self, X, bounds=None, bandwidth_index=None) -> KernelStatistics:
         """Per-query kernel statistics (κ, ΣK², ΣK·d, class sums, …) for every candidate bandwidth.
 
@@ -78,6 +80,7 @@ class _Rounds:
             )
         return index.astype(np.intp)
 
+    @blas_limited
     def bandwidth_ranking(self, X, *, fraction: float | None = None, row_offset: int = 0) -> BandwidthRanking:
         """What ranks ``bandwidths_`` for each query: κ, ``Σ a_i²`` and ``Σ a_i d_i`` (label-free).
 

@@ -10,14 +10,13 @@ rule for both.
 
 from __future__ import annotations
 
-import os
-import sys
 import warnings
 from typing import Any, Mapping
 
 import numpy as np
 
 from .._result import PredictionInterval
+from .._stack import caller_stacklevel
 from .._validation import check_beta, check_choice, check_dtype, check_int_range, check_n_jobs, check_open_unit, check_positive
 from ..bounds import BOUND_NAMES, COVERAGE_NAMES, BoundSpec, effective_delta, effective_sample_size, get_bound_form
 from ..engine import KernelStatistics
@@ -32,19 +31,6 @@ EMPTY_NEIGHBORHOOD_RULES = ("prior", "uniform", "raise")
 # The parameters a bound setting may override (predict_interval(X, bounds=...)). They are read
 # when predicting: set_params(lipschitz=...) on a fitted estimator takes effect without a refit.
 BOUND_PARAMETERS = ("lipschitz", "margin", "delta", "bound", "coverage", "sigma", "ck")
-
-
-def _caller_stacklevel() -> int:
-    """The ``stacklevel`` that points a warning raised by the calling function at the first frame
-    outside nwbound and scikit-learn (the user's line, whichever public method led there)."""
-    sklearn = sys.modules.get("sklearn")  # not imported: none of its frames can be on the stack
-    inside = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-              *(() if sklearn is None else (os.path.dirname(sklearn.__file__),)))
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(inside):
-        frame, level = frame.f_back, level + 1
-    return level
-
 
 
 class _Intersected(dict):
@@ -66,12 +52,12 @@ class _IntervalRules:
         out.contradicting = {name: contradicting_rows([part[i] for part in parts]) for i, name in enumerate(names)}
         return out
 
-    def _warned_cross(self, out: _Intersected, stacklevel: int) -> PredictionInterval:
+    def _warned_cross(self, out: _Intersected) -> PredictionInterval:
         """A cross-fitted model's own interval (``out[None]``), after its warnings: bounds that cannot
         help, and models that contradict each other on more rows than ``delta`` allows."""
         # Each model has its own L in its own space: the advice gives L as a factor (beta=None), in
         # the terms of this estimator's settings.
-        warn_if_useless(out[None], beta=None, stacklevel=stacklevel, context=AdviceContext.from_estimator(self))
+        warn_if_useless(out[None], beta=None, stacklevel=caller_stacklevel(1), context=AdviceContext.from_estimator(self))
         # Rows where the models contradict each other: a model's interval missed p there; more than δ
         # of them is evidence against the assumption (per_class coverage with C ≥ 3: C·δ).
         n_classes = self.classes_.shape[0]
@@ -79,16 +65,14 @@ class _IntervalRules:
         warn_if_contradicting(out.contradicting[None], self.delta,
                               allowed=min(1.0, n_classes * self.delta) if per_class else None,
                               assumption="margin" if getattr(self, "margin", None) is not None else "lipschitz",
-                              stacklevel=stacklevel, context=AdviceContext.from_estimator(self))
+                              stacklevel=caller_stacklevel(1), context=AdviceContext.from_estimator(self))
         return out[None]
 
-    def _report(self, out: dict, specs: dict, bounds: Any, stacklevel: int = 4):
+    def _report(self, out: dict, specs: dict, bounds: Any):
         """Return the intervals as asked; warn about this estimator's own setting when it cannot help."""
         if bounds is not None:
             return out
         # Said once per call site (Python's default warning filter), with the cause and the fix.
-        # stacklevel 4: warn_if_useless → _report → the public method → the user's line (5 from
-        # _proba, one frame deeper).
         iv = out[None]
         context = AdviceContext.from_estimator(self)
         if not isinstance(iv.proba, np.ndarray):  # tensors from the device path: the report's numbers from there
@@ -98,10 +82,10 @@ class _IntervalRules:
             report = usefulness_on_device(iv, getattr(out, "usefulness", None), beta=specs[None].beta,
                                           context=context)
             if report is not None:
-                warn_if_useless(report, stacklevel=stacklevel)
+                warn_if_useless(report, stacklevel=caller_stacklevel(1))
                 return iv
             iv = interval_on_host(iv)  # no rows: the host's report (and its error)
-        warn_if_useless(iv, beta=specs[None].beta, stacklevel=stacklevel, context=context)
+        warn_if_useless(iv, beta=specs[None].beta, stacklevel=caller_stacklevel(1), context=context)
         return out[None]
 
     def _lipschitz_was_chosen(self) -> bool:
@@ -158,7 +142,7 @@ class _IntervalRules:
             return None
         if fallback is not None:
             form, message = fallback
-            warnings.warn(message, UserWarning, stacklevel=_caller_stacklevel())
+            warnings.warn(message, UserWarning, stacklevel=caller_stacklevel())
         # lipschitz="auto": bandwidths chosen at the pilot L (label-free), whatever L is tested or chosen.
         pinned = getattr(self, "_choice_beta", None) if self.lipschitz == "auto" and params["margin"] is None else None
         return BoundSpec(

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from .._stack import caller_stacklevel
+
 __all__ = ["AUTO_CV_FOLDS", "AUTO_CV_ROWS", "MetricAutoReport", "auto_candidates", "choose_score_model",
            "chosen_candidate", "fit_score_model", "resolution_sentence", "scan_sentence"]
 
@@ -524,5 +526,5 @@ def _choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray 
     if chosen is None:
         warnings.warn(f"{report}\nThe bounds are then those of the standardised features (as "
                       "metric='standard', on fewer rows): give more rows, or a metric of your own.",
-                      UserWarning, stacklevel=4)
+                      UserWarning, stacklevel=caller_stacklevel())
     return fitted, report, scores, validation_proba.get(chosen) if chosen is not None else None

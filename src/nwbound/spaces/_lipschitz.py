@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .._stack import caller_stacklevel
 from ._auto import resolution_sentence, scan_sentence
 
 __all__ = ["LipschitzAutoReport", "CrossFitReports", "check_subset", "choose_lipschitz", "chooses_lipschitz",
@@ -348,5 +349,5 @@ def choose_lipschitz(model: Any, pilot_Z: np.ndarray, pilot_y: np.ndarray, X_che
                                  all_rejected=bool(selection.all_rejected), units=units, pilot_source=pilot_source)
     if report.all_rejected:
         warnings.warn(f"{report}\nThe bounds at this L rest on an assumption the held-out rows reject: "
-                      "try another metric=, or read them as a heuristic.", UserWarning, stacklevel=3)
+                      "try another metric=, or read them as a heuristic.", UserWarning, stacklevel=caller_stacklevel())
     return report

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .._numerics import column_spread
+from .._stack import caller_stacklevel
 from ._split import check_fraction, split_rows
 from ._auto import AUTO_MAX_ITER, _auto_scores, _choose_score_model, _score_block
 
@@ -453,7 +454,7 @@ class LearnedSpace:
                 f"metric='auto' could not estimate the features' weight L_r (the Lipschitz constant of what the "
                 f"score model misses) on {X_h.shape[0]} held-out rows ({exc}); it uses L_r = {weight:.4g}, under "
                 "which any two distinct rows may differ by anything, so few bounds will be useful. Give more rows "
-                "or a larger metric_fraction.", UserWarning, stacklevel=5)
+                "or a larger metric_fraction.", UserWarning, stacklevel=caller_stacklevel())
         self.feature_weight_ = weight
         self.n_held_out_ = int(X_h.shape[0])
         self.balance_ = _balance(raw[:, :n_scores] - self._mean[:n_scores], weight * features) if n_scores else 1.0

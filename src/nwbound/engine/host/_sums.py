@@ -118,10 +118,10 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ..._memory import block_rows
 from ..._numerics import direct_distance_error, summation_error
+from ..._threads import limited_blas_threads
 from ...kernels import Kernel
 from ._neighbor_sums import neighbor_distances, neighbor_kernel_sums
 from .._ranking import BandwidthRanking
@@ -353,7 +353,7 @@ def _dense_pass(
 
     if n_threads > 1 and len(tasks) > 1:
         # Threads over query blocks, one BLAS thread each: no oversubscription.
-        with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(n_threads) as pool:
+        with limited_blas_threads(1), ThreadPoolExecutor(n_threads) as pool:
             list(pool.map(run, tasks))
     else:
         for task in tasks:
