@@ -230,8 +230,8 @@ def _route_ranking(backend: "Backend", estimator: Any, X: Any, specs: dict) -> B
     costs less, the bounded ranking (the host's moments, many NumPy queries, settings that choose
     by the Hoeffding parts: ``"hoeffding"`` and ``"chernoff"``).
 
-    The widest bandwidth that the settings choose on a pilot of the queries (ranked in full) sets
-    the reach: the next wider one of the grid. The other queries get
+    The widest bandwidth that the settings choose on a pilot of the queries (ranked in full) is
+    the reach. The other queries get
     :meth:`HostBackend.bounded_ranking` (exact sums up to the reach, a lower bound of each wider
     bandwidth's ε beyond, :func:`~._sums.bounded_moment_sums`); a query keeps it where every setting's
     least ε over the exact columns lies below each wider column's bound (by ``BOUNDED_MARGIN``), so
@@ -239,7 +239,10 @@ def _route_ranking(backend: "Backend", estimator: Any, X: Any, specs: dict) -> B
     wider columns of a kept query hold those bounds, not its sums: the ranking serves the choice
     only (``bandwidth_ranking`` stays the public one). The pruned pass reads the pairs within the
     reach's support (on make_classification, 20 features, in the default's learned space: about
-    half of the ranking sample's pairs at 100 000 rows, where every pair lies within the widest)."""
+    half of the ranking sample's pairs at 100 000 rows, where every pair lies within the widest).
+    A reach one bandwidth wider sends fewer queries to the full ranking (36 against 1 181 of 30 000
+    at 100 000 rows) but reads more pairs: 0.49 s against 0.37 there, 0.19 s against 0.13 s at
+    30 000 rows (9 000 queries), alike at 10 000."""
     fraction, grid, n = estimator.ranking_fraction_, estimator.bandwidths_, X.shape[0]
     if not (isinstance(backend, HostBackend) and isinstance(X, np.ndarray) and n >= BOUNDED_MIN_QUERIES
             and backend.ranks_from_moments()
@@ -254,9 +257,8 @@ def _route_ranking(backend: "Backend", estimator: Any, X: Any, specs: dict) -> B
     for a, b in zip(sums, (first.kappa, first.sq_sum, first.dist_sum)):
         a[pilot] = b
     rest = np.flatnonzero(~pilot)
-    wider = grid[grid > chosen]
-    if wider.size:
-        bounded, exact = backend.bounded_ranking(X[rest], fraction, float(wider.min()))
+    if chosen < grid.max():
+        bounded, exact = backend.bounded_ranking(X[rest], fraction, chosen)
         kept = np.ones(rest.size, dtype=bool)
         with np.errstate(invalid="ignore"):
             for spec in specs.values():
