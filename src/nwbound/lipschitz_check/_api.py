@@ -9,7 +9,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._validation import check_positive
-from ._inputs import _check_certified_at, _check_flag, _check_flags, _check_levels, _check_mapped, _check_model, _check_values
+from ._inputs import (_check_certified_at, _check_flag, _check_flags, _check_levels, _check_mapped, _check_model,
+                      _check_values)
 from ._results import LipschitzCheck, LipschitzSelection
 from ._run import _run_check_families, _run_checks
 
