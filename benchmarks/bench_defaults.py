@@ -29,8 +29,9 @@ Usage::
 the table's times carry no profiling overhead) and prints its 15 most expensive calls by
 cumulative time. ``--phases`` does the same and prints one line per size instead: the seconds
 spent inside each part of the default model (:data:`PHASES`; the learned space and the L check are
-parts of fit, L_r's pilot a part of the space, the three passes are counted wherever they run, in
-fit or predict). A function of :data:`PHASES` that never ran stops the run with an error naming it.
+parts of fit, L_r's pilot a part of the space, ``point`` the point model's judgement and fit at the
+end of fit, the three passes are counted wherever they run, in fit or predict). A function of
+:data:`PHASES` that never ran stops the run with an error naming it.
 With ``--phases`` each size also gets a line of the share of (query, training row) pairs the host's
 dense kernel-sum passes read (:func:`pairs_read`: the rest pruned, beyond the kernel's support), per
 pass: the L check's, the ranking's and the other sums'.
@@ -71,9 +72,10 @@ GOAL_SMALL_FIT_S = 1.0
 #: ``src/nwbound/``, name)). Every function must be seen in each profile (:func:`phase_seconds`
 #: raises otherwise), so a moved or renamed function fails the run instead of printing 0.
 PHASES = (
-    ("space", (("spaces/_space.py", "fit"),)),                # LearnedSpace.fit: score model, L_r
+    ("space", (("spaces/_space.py", "_fit"),)),               # LearnedSpace._fit (every fit route): score model, L_r
     ("L_r pilot", (("assumptions/_lipschitz.py", "estimate_lipschitz"),)),  # inside space
     ("L check", (("spaces/_lipschitz.py", "choose_lipschitz"),)),
+    ("point", (("estimators/_nadaraya_watson.py", "_fit_point_estimate"),)),  # point_estimate="auto"'s model
     ("predict", (("estimators/_nadaraya_watson.py", "predict_interval"),)),
     ("ranking", (("engine/host/_backend.py", "_route_ranking"),)),  # bandwidth="auto": the grid's moments
     ("sums", (("engine/host/_sums.py", "dense_kernel_sums"),)),      # the chosen bandwidth's kernel sums

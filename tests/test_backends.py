@@ -203,8 +203,10 @@ def test_the_bounded_ranking_chooses_as_the_full_one(monkeypatch, pilot):
     """The host's route ranks many queries from the pairs within the reach of the bandwidths a pilot
     chose (:func:`~nwbound.engine.host._sums.bounded_moment_sums`), the rest in full where its
     bounds do not settle the choice: every setting chooses as from the full ranking, so the
-    intervals are those of the full ranking, bit for bit. A pilot of 2 queries sets a reach too
-    short for many: they fall back to the full ranking."""
+    intervals are those of the full ranking, bit for bit. The reach is the widest bandwidth the pilot
+    chose where its bounds settle most of the pilot (fewer pairs read than at the next wider one, a
+    few more queries ranked in full). A pilot of 2 queries sets a reach too short for many: they
+    fall back to the full ranking."""
     from nwbound.engine.host import _backend as host
 
     rng = np.random.default_rng(6)
@@ -215,17 +217,50 @@ def test_the_bounded_ranking_chooses_as_the_full_one(monkeypatch, pilot):
     bounds = {"model": {}, "test": {"delta": 1e-4, "coverage": "simultaneous"}}
     specs = clf._resolve_bounds(bounds)
     monkeypatch.setattr(host, "BOUNDED_PILOT_QUERIES", pilot)
-    bounded, full = [], []
+    bounded, full, reach = [], [], []
     real_bounded, real_full = HostBackend.bounded_ranking, host.bandwidth_ranking
     monkeypatch.setattr(HostBackend, "bounded_ranking",
-                        lambda self, X_, *a: bounded.append(X_.shape[0]) or real_bounded(self, X_, *a))
+                        lambda self, X_, f, r: bounded.append(X_.shape[0]) or reach.append(r) or real_bounded(self, X_, f, r))
     monkeypatch.setattr(host, "bandwidth_ranking", lambda b, e, X_, *a: full.append(X_.shape[0]) or real_full(b, e, X_, *a))
     got = clf.backend_.intervals(Q, specs)
-    assert bounded == [Q.shape[0] - pilot] and full[0] == pilot
+    assert bounded == [pilot, Q.shape[0] - pilot] and full[0] == pilot  # the pilot's bounds weigh the reach
+    if pilot == 256:
+        pilot_rows = np.linspace(0, Q.shape[0] - 1, pilot).astype(np.intp)
+        widest = max(float(got[name].bandwidth.ravel()[pilot_rows].max()) for name in bounds)
+        assert reach == [widest, widest]
     fallback = sum(full[1:])  # the queries the bounds did not settle, ranked in full
-    assert fallback < 0.02 * Q.shape[0] if pilot == 256 else fallback > 0.2 * Q.shape[0]
+    assert fallback < 0.08 * Q.shape[0] if pilot == 256 else fallback > 0.2 * Q.shape[0]
     monkeypatch.setattr(host, "BOUNDED_MIN_QUERIES", 10**9)
     want = clf.backend_.intervals(Q, specs)
     for name in bounds:
         for field in ("bandwidth", "lower", "upper", "proba"):
             np.testing.assert_array_equal(getattr(got[name], field), getattr(want[name], field), err_msg=field)
+
+
+def test_the_bounded_ranking_reaches_one_bandwidth_further_where_its_bounds_settle_few(monkeypatch):
+    """On uniform inputs with a constant p the ε of neighbouring bandwidths differ little, and the
+    bounds at the widest bandwidth the pilot chose settle few of its queries: the reach is then the
+    next wider bandwidth, which settles most (a query not settled is ranked in full, at a few times
+    the cost). The choices are the full ranking's either way."""
+    from nwbound.engine.host import _backend as host
+
+    rng = np.random.default_rng(1)
+    X, Q = rng.random((6000, 5)), rng.random((2500, 5))
+    clf = NadarayaWatsonClassifier(metric=None, lipschitz=0.1).fit(X, (rng.random(6000) < 0.5).astype(int))
+    specs = clf._resolve_bounds(None)
+    reach, full = [], []
+    real_bounded, real_full = HostBackend.bounded_ranking, host.bandwidth_ranking
+    monkeypatch.setattr(HostBackend, "bounded_ranking",
+                        lambda self, X_, f, r: reach.append((X_.shape[0], r)) or real_bounded(self, X_, f, r))
+    monkeypatch.setattr(host, "bandwidth_ranking", lambda b, e, X_, *a: full.append(X_.shape[0]) or real_full(b, e, X_, *a))
+    got = clf.backend_.intervals(Q, specs)[None]
+    pilot_rows = np.linspace(0, Q.shape[0] - 1, host.BOUNDED_PILOT_QUERIES).astype(np.intp)
+    widest = float(got.bandwidth.ravel()[pilot_rows].max())
+    grid = clf.bandwidths_
+    assert reach == [(host.BOUNDED_PILOT_QUERIES, widest),
+                     (Q.shape[0] - host.BOUNDED_PILOT_QUERIES, float(grid[grid > widest].min()))]
+    assert sum(full[1:]) < 0.2 * Q.shape[0]
+    monkeypatch.setattr(host, "BOUNDED_MIN_QUERIES", 10**9)
+    want = clf.backend_.intervals(Q, specs)[None]
+    for field in ("bandwidth", "lower", "upper", "proba"):
+        np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=field)

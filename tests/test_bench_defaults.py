@@ -89,3 +89,13 @@ def test_the_small_fit_prints_its_least_wall_and_cpu_time(monkeypatch, capsys):
     monkeypatch.setattr(bench, "NadarayaWatsonClassifier", lambda **kw: type("M", (), {"fit": lambda s, X, y: s})())
     assert bench.main(["--sizes", "100", "--classes", "2", "--repeat", "2"]) == 0
     assert "fit on 1000 rows, 2 classes: 2.00 s, CPU 0.25 s (goal <= 1 s)" in capsys.readouterr().out.splitlines()
+
+
+def test_phases_time_the_point_model():
+    """``--phases`` has a ``point`` column: the point model's judgement and fit at the end of the
+    default fit, a part of its cost the other columns leave out (issue 30: one fit of gradient
+    boosting on every training row)."""
+    bench = _bench()
+    X, y, Q, _ = bench.dataset(400, 2)
+    seconds = bench.phase_seconds(bench._profiled(X, y, Q))
+    assert 0 < seconds["point"] < seconds["total"]

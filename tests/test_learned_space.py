@@ -387,6 +387,54 @@ def test_auto_reuses_the_validation_prediction_bit_for_bit(monkeypatch):
     assert sorted(vars(kept)) == sorted(vars(fresh))  # nothing kept from the fit beyond the space
 
 
+def test_auto_predicts_each_map_row_once_above_its_sample(monkeypatch):
+    """Above ``AUTO_MAX_ROWS`` map rows the candidates see a sample: the chosen model's scores on the
+    sample (computed in its choice) are kept and only the other map rows predicted, not every map row
+    again (issue 30); the space is the one of predicting every map row afresh, bit for bit."""
+    import nwbound.spaces._space as space_module
+    from nwbound.spaces import column_units, in_column_units
+
+    monkeypatch.setattr(space_module, "AUTO_MAX_ROWS", 250)
+    X, y, _ = _field(900, d=3, seed=8)
+    Xq = _field(50, d=3, seed=9)[0]
+
+    def fitted():
+        return LearnedSpace("auto", random_state=4).fit(X[:400], y[:400], held_out=(X[400:600], y[400:600]),
+                                                        unseen=(X[400:], y[400:]))
+
+    calls = _count_predictions(monkeypatch)
+    kept = fitted()
+    units = column_units(X[:400])
+    seen = [rows for model, rows in calls if model is kept.map_]
+    every = np.vstack([r for r in seen if r.shape[1] == 3])
+    for row in in_column_units(X[:400], units)[::37]:  # each map row in exactly one of the chosen model's calls
+        assert np.sum(np.all(every == row, axis=1)) == 1
+    choose = space_module._choose_score_model
+    monkeypatch.setattr(space_module, "_choose_score_model", lambda *a, **k: (*choose(*a, **k)[:2], None, None))
+    fresh = fitted()  # no scores from the choice: every map row predicted afresh
+    for name in ("lipschitz_", "feature_weight_", "balance_", "residual_lipschitz_", "scan_", "report_"):
+        assert getattr(kept, name) == getattr(fresh, name), name
+    assert np.array_equal(kept._mean, fresh._mean) and np.array_equal(kept.transform(Xq), fresh.transform(Xq))
+
+
+@pytest.mark.parametrize("metric", ["auto", "standard"])
+def test_fit_transform_held_out_is_fit_then_transform_bit_for_bit(monkeypatch, metric):
+    """``fit_transform_held_out`` maps the held-out rows from the scores its choice computed on them
+    (one prediction of those rows per fit): the same bits as ``fit`` then ``transform``."""
+    from nwbound.spaces import column_units, in_column_units
+
+    X, y, _ = _field(700, d=4, seed=3)
+    held = (X[300:470], y[300:470])
+    calls = _count_predictions(monkeypatch)
+    space = LearnedSpace(metric, random_state=0)
+    Z = space.fit_transform_held_out(X[:300], y[:300], held_out=held, unseen=(X[300:], y[300:]))
+    again = LearnedSpace(metric, random_state=0).fit(X[:300], y[:300], held_out=held, unseen=(X[300:], y[300:]))
+    assert np.array_equal(Z.view(np.uint64), again.transform(held[0].copy()).view(np.uint64))
+    if metric == "auto":
+        rows = in_column_units(held[0], column_units(X[:300]))
+        assert sum(np.array_equal(r, rows) for model, r in calls if model is space.map_) == 1
+
+
 # -- scikit-learn conventions ------------------------------------------------------------------
 def test_get_params_set_params_clone():
     clf = NadarayaWatsonClassifier(lipschitz=None, bandwidth="scale", metric=PCA(2), metric_fraction=0.3, cross_fit=True)

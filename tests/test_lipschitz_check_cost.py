@@ -183,3 +183,54 @@ def test_early_stop_keeps_the_full_search_where_it_does_not_stop():
     np.testing.assert_array_equal(stopped > threshold, full > threshold)
     never = pairs.lower_ends(above=np.full(full.size, np.inf), below=np.full(full.size, -np.inf))
     np.testing.assert_array_equal(never, full)
+
+
+def test_the_fit_maps_its_check_rows_once(monkeypatch):
+    """The default fit's check takes its rows' coordinates from the space's validation of them
+    (``LearnedSpace.fit_transform_held_out``) instead of mapping them again (issue 30): the score
+    model predicts every check row once less, and L, the check's p-values, the intervals and the
+    certified rows are those of mapping them afresh, bit for bit."""
+    import nwbound.estimators._base as base
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.pipeline import Pipeline
+
+    X, y = make_classification(3000, n_features=6, n_informative=4, n_classes=2, random_state=0)
+    rows_read = []
+    for cls in (HistGradientBoostingClassifier, Pipeline):
+        def counted(self, Z, _predict=cls.predict_proba):
+            rows_read.append((self, Z.shape[0]))
+            return _predict(self, Z)
+        monkeypatch.setattr(cls, "predict_proba", counted)
+
+    def fitted():
+        rows_read.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = NadarayaWatsonClassifier(cross_fit=False, random_state=0, point_estimate="nw").fit(X[:2000], y[:2000])
+        return model, sum(n for m, n in rows_read if m is model.metric_.map_)
+
+    kept, n_kept = fitted()
+    choose = base.choose_lipschitz
+    monkeypatch.setattr(base, "choose_lipschitz", lambda *a, mapped=None, **k: choose(*a, **k))  # maps them again
+    fresh, n_fresh = fitted()
+    assert n_fresh - n_kept == kept.lipschitz_report_.n_check > 0
+    assert kept.lipschitz_ == fresh.lipschitz_
+    assert [c.p_value for c in kept.lipschitz_report_.selection.checks] == \
+        [c.p_value for c in fresh.lipschitz_report_.selection.checks]
+    a, b = kept.predict_interval(X[2000:]), fresh.predict_interval(X[2000:])
+    for name in ("lower", "upper", "proba", "certified"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+
+
+def test_select_lipschitz_reads_the_rows_coordinates_it_is_given():
+    """``mapped`` (the rows in the model's space) gives the selection of mapping them in the check;
+    coordinates of another length are refused, naming the fix."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        name, model, X, y, grid = CONFIGURATIONS[0]
+        mapped = model.metric_.transform(X)
+        given = select_lipschitz(model, X, y, grid, mapped=mapped)
+        own = select_lipschitz(model, X, y, grid)
+    assert given.chosen == own.chosen and [c.p_value for c in given.checks] == [c.p_value for c in own.checks]
+    with pytest.raises(ValueError, match="mapped must hold one row of coordinates per row of X"):
+        select_lipschitz(model, X, y, grid, mapped=mapped[:-1])

@@ -230,6 +230,7 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
             if uses_labels:
                 check_map_classes(labels[map_rows], self.metric)
             mapped_fit_rows = None  # metric_.transform(X[map_rows]), when the map was fitted on exactly those
+            mapped_check = None  # metric_.transform(X[check_rows]), from the score model's validation of them
             self._say(f"{n} training rows split: {map_rows.shape[0]} fit the map"
                       + (" and the pilot L" if auto_lipschitz and kind != "auto" else "")
                       + (f", {check_rows.shape[0]} check L" if auto_lipschitz else "")
@@ -245,7 +246,11 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
                     # and again, raise-only, on every row the map never sees (the kernel sums' too)
                     unseen = residual_rows(check_rows, nw_rows, seed)
                     unseen = (X[unseen], labels[unseen]) if auto_lipschitz else None
-                    self.metric_.fit(*fit_args, groups=fit_groups, held_out=held, unseen=unseen)
+                    if held is None:
+                        self.metric_.fit(*fit_args, groups=fit_groups, unseen=unseen)
+                    else:  # the check's coordinates of its rows: their scores are predicted once
+                        mapped_check = self.metric_.fit_transform_held_out(*fit_args, groups=fit_groups,
+                                                                           held_out=held, unseen=unseen)
                 elif uses_labels:  # the pilot rows are the map rows: their coordinates come with the fit
                     mapped_fit_rows = self.metric_.fit_transform(*fit_args, groups=fit_groups)
                 else:
@@ -262,7 +267,8 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
             else:
                 pilot = (X[map_rows] if self.metric_ is None else
                          mapped_fit_rows if mapped_fit_rows is not None else self.metric_.transform(X[map_rows]))
-            self._held = (pilot, labels[map_rows], X[check_rows], self.classes_[labels[check_rows]], labels)
+            self._held = (pilot, labels[map_rows], X[check_rows], self.classes_[labels[check_rows]], labels,
+                          mapped_check)
             self.lipschitz_ = 1.0  # replaced by the chosen value in _finish_fit, before the fit returns
         Z = X[nw_rows]
         if self.metric_ is not None:
@@ -419,7 +425,7 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
                 self._say("fit done")
             return self
         self._held = None
-        pilot_Z, pilot_y, X_check, y_check, train_labels = held
+        pilot_Z, pilot_y, X_check, y_check, train_labels, mapped_check = held
         self._say(f"kernel sums on {self.nw_rows_.shape[0]} rows in place; lipschitz='auto': checking L on "
                   f"{X_check.shape[0]} held-out rows")
         with _split_settings_errors(self, train_labels):
@@ -433,7 +439,7 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
             try:
                 report = choose_lipschitz(self, pilot_Z, pilot_y, X_check, y_check, units=lipschitz_units(self.metric_),
                                           random_state=split_seed(getattr(self, "random_state", None)), pilot=pilot,
-                                          pilot_source=source)
+                                          pilot_source=source, mapped=mapped_check)
             finally:
                 memo = self.__dict__.pop("_check_memo")
         self._keep_check_proba(memo.get("proba"), X_check.shape[0])

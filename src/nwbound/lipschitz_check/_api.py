@@ -9,7 +9,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._validation import check_positive
-from ._inputs import _check_certified_at, _check_flag, _check_flags, _check_levels, _check_model, _check_values
+from ._inputs import (_check_certified_at, _check_flag, _check_flags, _check_levels, _check_mapped, _check_model,
+                      _check_values)
 from ._results import LipschitzCheck, LipschitzSelection
 from ._run import _run_check_families, _run_checks
 
@@ -175,6 +176,7 @@ def select_lipschitz(
     certified_at: str = "model",
     bandwidth_at: float | None = None,
     contrast: bool = True,
+    mapped: np.ndarray | None = None,
 ) -> LipschitzSelection:
     r"""The smallest ``L`` on a grid that held-out rows do not reject.
 
@@ -211,6 +213,9 @@ def select_lipschitz(
         values at or above the true constant, the chance that one of them is
         rejected (which only makes the choice more cautious) can exceed
         ``alpha``.
+    mapped : ndarray of shape (n, n_components) or None, default=None
+        ``model.metric_.transform(X)`` where the caller has it (a fit's own check rows), read
+        instead of mapping ``X`` again; None maps ``X`` here.
 
     Returns
     -------
@@ -249,7 +254,7 @@ def select_lipschitz(
         model, X, y, values, alpha=alpha, beta=beta, free_share=free_share, per_class=bool(per_class),
         certified_at=_check_certified_at(certified_at),
         bandwidth_at=check_positive(bandwidth_at, "bandwidth_at", allow_none=True),
-        contrast=_check_flag(contrast, "contrast"),
+        contrast=_check_flag(contrast, "contrast"), mapped=_check_mapped(mapped, X),
     )
     rejected = [i for i, c in enumerate(checks) if c.rejected]
     start = rejected[-1] + 1 if rejected else 0

@@ -29,15 +29,19 @@ coordinate), so that ``μ₀`` is never below its exact value."""
 
 
 
-def _space_coordinates(model: Any, X: Any) -> np.ndarray | None:
+def _space_coordinates(model: Any, X: Any, mapped: np.ndarray | None = None) -> np.ndarray | None:
     """The held-out rows in the coordinates the model computes Euclidean distances in, or None
-    where there is no single such space (a cross-fitted model: two maps)."""
+    where there is no single such space (a cross-fitted model: two maps). ``mapped``: the space's
+    ``transform(X)`` where the caller has it."""
     if getattr(model, "cross_fit_models_", None) is not None:
         return None
     space = getattr(model, "metric_", None)
     if space is None and model.get_params().get("metric") is not None:
         return None
-    Z = space.transform(X) if space is not None else np.asarray(X, dtype=np.float64)
+    if space is None:
+        Z = np.asarray(X, dtype=np.float64)
+    else:
+        Z = space.transform(X) if mapped is None else mapped
     Z = np.asarray(Z, dtype=np.float64)
     return Z.reshape(Z.shape[0], -1)
 

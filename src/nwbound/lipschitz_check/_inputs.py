@@ -66,6 +66,18 @@ def _check_flag(value: Any, name: str) -> bool:
     return bool(value)
 
 
+def _check_mapped(mapped: Any, X: Any) -> np.ndarray | None:
+    """``mapped`` as float64 rows, one per row of ``X`` (None stays None)."""
+    if mapped is None:
+        return None
+    mapped = np.asarray(mapped, dtype=np.float64)
+    n_x = X.shape[0] if hasattr(X, "shape") else len(X)
+    if mapped.ndim != 2 or mapped.shape[0] != n_x:
+        raise ValueError(f"mapped must hold one row of coordinates per row of X ({n_x}), got shape {mapped.shape}; "
+                         "pass model.metric_.transform(X), or None to have X mapped here.")
+    return mapped
+
+
 def _check_flags(value: Any, name: str) -> bool | tuple[bool, ...]:
     """A flag, or a non-empty sequence of flags (returned as a tuple)."""
     if isinstance(value, (bool, np.bool_)):

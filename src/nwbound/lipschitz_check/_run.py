@@ -141,23 +141,24 @@ def _intervals(model: Any, X: Any, bounds: dict, bandwidth_at: float | None, map
 def _run_checks(
     model: Any, X: Any, y: Any, values: list[float] | None, *, alpha: float, beta: float,
     free_share: float, per_class: bool, certified_at: str = "model", bandwidth_at: float | None = None,
-    contrast: bool = True,
+    contrast: bool = True, mapped: np.ndarray | None = None,
 ) -> list[LipschitzCheck]:
     """One check per value of ``values`` (None: the model's own assumption)."""
     return _run_check_families(
         model, X, y, values, alpha=alpha, beta=beta, free_share=free_share, per_class=per_class,
-        certified_at=certified_at, bandwidth_at=bandwidth_at, contrasts=(contrast,),
+        certified_at=certified_at, bandwidth_at=bandwidth_at, contrasts=(contrast,), mapped=mapped,
     )[0]
 
 
 def _run_check_families(
     model: Any, X: Any, y: Any, values: list[float] | None, *, alpha: float, beta: float,
     free_share: float, per_class: bool, certified_at: str = "model", bandwidth_at: float | None = None,
-    contrasts: tuple[bool, ...] = (True,),
+    contrasts: tuple[bool, ...] = (True,), mapped: np.ndarray | None = None,
 ) -> list[list[LipschitzCheck]]:
     """For each flag of ``contrasts`` (with or without the contrast tests), one check per value, all
     from **one** set of intervals: the families differ only in the tests run on them (and so in
-    their Bonferroni split), never in the intervals."""
+    their Bonferroni split), never in the intervals. ``mapped``: ``X`` in the model's space where the
+    caller has it (:func:`._contrast._space_coordinates` otherwise maps it)."""
     labels, n = _check_rows(model, X, y)
     free = int(math.floor(free_share * n))
     delta_test = min(beta * (free + 1) / n, 0.5)  # P(|F| > m) ≤ n·δ_t/(m + 1) = β
@@ -191,7 +192,7 @@ def _run_check_families(
             if certified_at == "model":
                 bounds[("model", i)] = {"lipschitz": v}
     # The contrasts' coordinates first: the model's intervals then take them instead of mapping X again.
-    Z = _space_coordinates(model, X) if any(contrasts) and described[0][0] is not None else None  # not a margin
+    Z = _space_coordinates(model, X, mapped) if any(contrasts) and described[0][0] is not None else None  # not a margin
     intervals = _intervals(model, X, bounds, bandwidth_at, Z if getattr(model, "metric_", None) is not None else None)
     classes = np.asarray(model.classes_)
     model_delta = float(model.get_params()["delta"]) if certified_at == "model" else delta_test

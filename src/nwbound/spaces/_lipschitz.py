@@ -285,7 +285,8 @@ def check_subset(n_rows: int, random_state: Any = 0) -> np.ndarray | None:
 
 def choose_lipschitz(model: Any, pilot_Z: np.ndarray, pilot_y: np.ndarray, X_check: np.ndarray,
                      y_check: np.ndarray, *, units: str, random_state: Any = 0,
-                     pilot: float | None = None, pilot_source: str = "") -> LipschitzAutoReport:
+                     pilot: float | None = None, pilot_source: str = "",
+                     mapped: np.ndarray | None = None) -> LipschitzAutoReport:
     """The smallest L of ``pilot × 2^k`` (``k ≥ 0``) that the held-out check does not reject.
 
     Parameters
@@ -305,6 +306,9 @@ def choose_lipschitz(model: Any, pilot_Z: np.ndarray, pilot_y: np.ndarray, X_che
         ``LearnedSpace.lipschitz_``); None estimates it here on ``pilot_Z``.
     pilot_source : str, default=""
         Where a given ``pilot`` came from, for the report.
+    mapped : ndarray or None, default=None
+        ``model.metric_.transform(X_check)`` where the caller has it (the fit's score model validated
+        on these rows: ``LearnedSpace.fit_transform_held_out``), read instead of mapping them again.
 
     Returns
     -------
@@ -329,6 +333,7 @@ def choose_lipschitz(model: Any, pilot_Z: np.ndarray, pilot_y: np.ndarray, X_che
     keep = check_subset(X_check.shape[0], random_state)
     if keep is not None:
         X_check, y_check = X_check[keep], y_check[keep]
+        mapped = None if mapped is None else mapped[keep]
     # Upward only, and lazily: the pilot first; larger values only where the check rejects it (a
     # check per grid value is a Chernoff search over the check rows: the fit's largest cost).
     stages = ([pilot], [pilot * 2.0**k for k in AUTO_LIPSCHITZ_EXPONENTS[1:]],
@@ -337,7 +342,7 @@ def choose_lipschitz(model: Any, pilot_Z: np.ndarray, pilot_y: np.ndarray, X_che
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "every L rejected": said below, once, if it stays so
         for stage in stages:
-            selection = select_lipschitz(model, X_check, y_check, stage)
+            selection = select_lipschitz(model, X_check, y_check, stage, mapped=mapped)
             grid += list(selection.grid)
             checks += list(selection.checks)
             if not selection.all_rejected:

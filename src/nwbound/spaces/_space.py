@@ -338,6 +338,29 @@ class LearnedSpace:
         self._fit(X, y, sample_weight, groups, held_out, unseen)
         return self
 
+    def fit_transform_held_out(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None,
+                               groups: np.ndarray | None = None, *, held_out: tuple,
+                               unseen: tuple | None = None) -> np.ndarray:
+        """``fit(X, y, ..., held_out=held_out, unseen=unseen)`` then ``transform(held_out[0])``, with the
+        score model's predictions on the held-out rows computed once (``"auto"`` validates its
+        candidates on them): the same array, bit for bit where the score model predicts each row alone.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.spaces import LearnedSpace
+        >>> rng = np.random.default_rng(0); X = rng.normal(size=(400, 2)); y = (X[:, 0] > 0).astype(int)
+        >>> space = LearnedSpace("auto", random_state=0)
+        >>> Z = space.fit_transform_held_out(X[:200], y[:200], held_out=(X[200:], y[200:]))
+        >>> bool(np.array_equal(Z, space.transform(X[200:])))
+        True
+        """
+        _, held_proba = self._fit(X, y, sample_weight, groups, held_out, unseen)
+        X_h = np.asarray(held_out[0])
+        if held_proba is None or self.kind != "auto":
+            return self.transform(X_h)
+        return self._standardised(self._raw(X_h, _score_block(held_proba)), X_h.shape[1])
+
     def fit_transform(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None,
                       groups: np.ndarray | None = None, *, held_out: tuple | None = None) -> np.ndarray:
         """``fit(X, y, ...)`` then ``transform(X)``, the map's output on ``X`` computed once.
@@ -358,14 +381,15 @@ class LearnedSpace:
         >>> LearnedSpace("standard").fit_transform(X, y).ravel().round(4)
         array([-1.2247,  0.    ,  1.2247])
         """
-        raw = self._fit(X, y, sample_weight, groups, held_out)
+        raw, _ = self._fit(X, y, sample_weight, groups, held_out)
         if raw.shape[0] != np.asarray(X).shape[0]:  # "auto" fitted its map on a part of X
             return self.transform(X)
         return self._standardised(raw, self.n_features_in_)
 
     def _fit(self, X: Any, y: np.ndarray, sample_weight: np.ndarray | None, groups: np.ndarray | None,
-             held_out: tuple | None = None, unseen: tuple | None = None) -> np.ndarray:
-        """:meth:`fit`; returns the map's output on the rows it was fitted on, before standardisation."""
+             held_out: tuple | None = None, unseen: tuple | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """:meth:`fit`; returns the map's output on the rows it was fitted on, before standardisation, and
+        the score model's ``predict_proba`` on the held-out rows where its choice computed it (else None)."""
         kind = metric_kind(self.metric)
         if kind is None:
             raise ValueError("LearnedSpace needs a metric; metric=None means the features as they are.")
@@ -404,8 +428,10 @@ class LearnedSpace:
                 U[rows], y[rows], None if sample_weight is None else sample_weight[rows],
                 random_state=rng.randint(2**31), groups=None if groups is None else np.asarray(groups)[rows],
                 validation=None if not given_held_out else (self._in_units(held_out[0]), held_out[1]))
-            if rows.shape[0] != X.shape[0]:
-                scores = None  # computed on other rows: computed on X below
+            if rows.shape[0] != X.shape[0] and scores is not None:  # the sample's scores kept, the rest predicted
+                sample, scores = scores, np.empty((X.shape[0], scores.shape[1]))
+                rest = np.setdiff1d(np.arange(X.shape[0]), rows, assume_unique=True)
+                scores[rows], scores[rest] = sample, _auto_scores(self.map_, U[rest])
         raw = self._raw(X, scores)
         n_map = raw.shape[1] - (X.shape[1] if kind == "auto" else 0)
         if kind in ("transformer", "scores") and X.shape[0] > 1 and not np.any(np.ptp(raw[:, :n_map], axis=0) > 0):
@@ -423,7 +449,7 @@ class LearnedSpace:
         if kind == "auto":
             self._fit_feature_weight(held_out, n_map, rng, unseen, held_proba)
         self.n_components_ = raw.shape[1]
-        return raw
+        return raw, held_proba
 
     def _fit_feature_weight(self, held_out: tuple, n_scores: int, rng: Any, unseen: tuple | None = None,
                             held_proba: np.ndarray | None = None) -> None:
