@@ -32,7 +32,7 @@ def test_local_scan_pairs_match_a_slow_formula():
     S = rng.uniform(0.1, 0.9, size=(n, 2))
     R = (rng.random((n, 2)) < S) - S
     V = S * (1 - S)
-    U = local_directions(2, np.pi / 6)  # 6 directions, 30° apart
+    U = local_directions(2, 30.0)  # 6 directions, 30° apart
     scan = LocalResidualScan(F, V, rows=40, cover=1.0, directions=U, min_window=4, random_state=0)
     assert scan.rows == 40 and scan.centres.shape[0] == 8 and scan.n_directions == 8 * 6
     assert scan.windows.tolist() == [4, 8]
@@ -65,7 +65,7 @@ def test_local_label_statistics_are_the_residuals_statistics():
 def test_local_directions_cover_the_half_circle_and_the_half_sphere():
     theta = np.degrees(np.arctan2(local_directions(2)[:, 1], local_directions(2)[:, 0]))
     np.testing.assert_allclose(theta, 5.0 * np.arange(36), atol=1e-9)
-    U = local_directions(3, np.pi / 18)  # 10° apart
+    U = local_directions(3, 10.0)  # 10° apart
     rng = np.random.default_rng(0)
     G = rng.normal(size=(5000, 3))
     G /= np.linalg.norm(G, axis=1, keepdims=True)
@@ -103,7 +103,7 @@ def test_local_scan_refuses_bad_input_naming_it():
         LocalResidualScan(F, v, min_window=0)
     with pytest.raises(ValueError, match="n_features"):
         local_directions(4)
-    with pytest.raises(ValueError, match="angle"):
+    with pytest.raises(ValueError, match="degrees"):
         local_directions(2, 0.0)
     with pytest.raises(ValueError, match="scores must have"):
         LocalResidualScan(F, v, scores=np.zeros((100, 2)))

@@ -29,8 +29,8 @@ LOCAL_SCAN_ROWS = LOCAL_SCAN_SCALES[0]
 LOCAL_SCAN_COVER = 3
 #: The finest window inside a neighbourhood: 4 rows, a strip a sixteenth of its width.
 LOCAL_SCAN_WINDOW = 4
-#: Angle between the directions inside a neighbourhood: θ blurs a strip by θ·R, 0.03 std at 5°.
-LOCAL_SCAN_ANGLE = np.pi / 36
+#: Angle between the directions inside a neighbourhood, in degrees: θ blurs a strip by θ·R, 0.03 std at 5°.
+LOCAL_SCAN_DEGREES = 5.0
 #: In more features a neighbourhood of 64 rows is no longer small (its radius shrinks as n^(−1/d)):
 #: in three features at 2 000 rows it is 0.65 std wide, where a sphere of radius 1.15 std bends by
 #: 0.18 std, three times a thin shell's width, and directions 5° apart grow from 36 to 826 (measured
@@ -42,8 +42,8 @@ LOCAL_SCAN_MAX_FEATURES = 2
 LOCAL_SCAN_BUDGET = 2_200_000
 
 
-def local_directions(n_features: int, angle: float = LOCAL_SCAN_ANGLE) -> np.ndarray:
-    """Unit directions about ``angle`` apart over the half-sphere (a direction and its opposite
+def local_directions(n_features: int, degrees: float = LOCAL_SCAN_DEGREES) -> np.ndarray:
+    """Unit directions about ``degrees`` apart over the half-sphere (a direction and its opposite
     sort the same rows): evenly spaced over the half-circle in two features, a Fibonacci lattice of
     the upper half-sphere in three. Uses no labels.
 
@@ -51,8 +51,8 @@ def local_directions(n_features: int, angle: float = LOCAL_SCAN_ANGLE) -> np.nda
     ----------
     n_features : int
         1 to 3 (the local scan itself runs in up to ``LOCAL_SCAN_MAX_FEATURES``).
-    angle : float, default=π/36
-        The spacing in radians (``LOCAL_SCAN_ANGLE``, 5°).
+    degrees : float, default=5.0
+        The spacing (``LOCAL_SCAN_DEGREES``).
 
     Returns
     -------
@@ -70,8 +70,9 @@ def local_directions(n_features: int, angle: float = LOCAL_SCAN_ANGLE) -> np.nda
     if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) \
             or not 1 <= n_features <= 3:
         raise ValueError(f"n_features must be 1, 2 or 3 (the local scan's dimensions), got {n_features!r}.")
-    if not 0 < angle < np.pi / 2:
-        raise ValueError(f"angle must be in (0, π/2) radians, got {angle!r}.")
+    if not 0 < degrees < 90:
+        raise ValueError(f"degrees must be in (0, 90), got {degrees!r}.")
+    angle = np.radians(degrees)
     if n_features == 1:
         return np.ones((1, 1))
     if n_features == 2:
