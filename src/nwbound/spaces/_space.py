@@ -517,7 +517,7 @@ class LearnedSpace:
             self.resolution_, self.n_resolution_rows_ = float(est.details["bandwidth"]), int(est.details["n_used"])
 
     def _scan_residuals(self, features: np.ndarray, y: np.ndarray, offset: np.ndarray, classes: np.ndarray,
-                        rs: np.random.RandomState, local_seed: Any = None) -> None:
+                        rs: np.random.RandomState, local_seed: np.random.RandomState | None = None) -> None:
         """The directional scan of the residuals ``1{y = c} − s_c`` (:class:`~nwbound.assumptions.ResidualScan`,
         built by :func:`_residual_scan`) of every row, of the rows of each level of the features
         with 2–8 values (:func:`~nwbound.assumptions.level_subsets`, in the other features), and of
