@@ -79,7 +79,6 @@ def test_ripple_in_a_coordinate_plane_of_three_features_holds():
         ("rarevary3", 5000, {}),  # a rare class at 0.2-3.8 %: every query certified
         ("ripple2small", 1000, {}),  # ripple2 at amplitude 1 in the logit, 1 000 rows: 55 % certified
         ("lognormal3", 3000, {}),  # log-normal features, p along their logs: 8 % certified
-        ("chirp2", 3000, {}),  # a chirp whose period falls to 0.05: 3 % certified
         ("coarseflip3", 3000, {}),  # a coarse sine whose sign a binary feature flips: 14 % certified
     ],
 )
@@ -88,6 +87,14 @@ def test_unseen_fields_that_hold(name, n, kw):
     assert "refused" not in row, row
     assert row["certified"] > 0, row  # a miss could show
     assert row["miss"] <= DELTA, row
+
+
+def test_chirp_holds():
+    # chirp2: a ramp along x1, a chirp along x0 whose period falls to 0.05 at x0 = 1. It held and
+    # certified 3 % (seed 0); since round 20 the local scan sees the chirp's fine end (a structure
+    # thin along x0) beyond noise on this seed and raises L_r: none certified, none missed.
+    row = known_p_suite.run("chirp2", 3000, 0)
+    assert row["miss"] <= DELTA and row["miss_region"] <= DELTA, row
 
 
 @pytest.mark.parametrize(("name", "n", "model"), [("flipcat3", 3000, "nw"), ("flipcat3", 3000, "local"),
@@ -139,19 +146,29 @@ def test_oblique_ripple_beside_a_rounded_feature_holds():
     assert row["miss"] <= DELTA, row
 
 
-@pytest.mark.xfail(strict=True, reason="a thin curved structure is blurred along every scanned direction and finer "
-                   "than the isotropic estimates' resolution (0.34 std): L_r stays at 0.4-3 where the true slope is 10-20")
-@pytest.mark.parametrize(("name", "seed"), [("ring2", 2), ("ring2thin", 0), ("shell3", 0), ("parab2", 1)])
-def test_thin_curved_structure_holds_near_it(name, seed):
+@pytest.mark.parametrize(("name", "n", "seed"), [("ring2", 3000, 2), ("ring2thin", 3000, 0), ("parab2", 3000, 1),
+                                               ("tworings2", 3000, 0), ("ringoff2", 2000, 1)])
+def test_thin_curved_structure_in_two_features_holds_near_it(name, n, seed):
     # p = 0.1 + 0.8·exp(-(dist/w)²), dist the distance to a ring of radius 1 on [-1.5, 1.5]² (ring2,
-    # w = 0.06; ring2thin, w = 0.03), to a sphere in 3 features (shell3), or to the parabola
-    # x1 = x0² (parab2, w = 0.05). The guarantee is per query; over all queries the default misses
-    # p on 0.2-6.2 % (3 seeds), but on the 7-14 % of queries near the structure on 2-60 %:
-    # 37-42 % on shell3, 55-60 % on ring2thin, where 93-99.6 % of all queries are certified and
-    # 2.3-3.6 % of them name a class that is not the most probable. metric=None or "standard" at the
-    # true L misses none; Hoeffding at the default's L misses as much: the constant, not the bound.
-    # The scan sees ring2thin beyond noise on some seeds, but its raise (a lower value of the slope:
-    # 0.2-0.5 per std along a projection that blurs the ring) stays below the held-out L_r.
-    row = known_p_suite.run(name, 3000, seed)
+    # w = 0.06; ring2thin, w = 0.03), to the parabola x1 = x0² (parab2, w = 0.05), to two rings of
+    # radius 0.5 (tworings2, w = 0.05) or to a ring of radius 0.8 off centre (ringoff2, w = 0.08; the
+    # last two round 20's own variants). The guarantee is per query; over all queries the default
+    # missed p on 0.2-6.2 % (3 seeds), but on the 7-15 % of queries near the structure on 2-60 %,
+    # certifying 93-99.6 % of all queries: every projection of every row blurs a curved structure,
+    # and the isotropic estimates (0.34-0.5 std) are coarser than it, so L_r stayed at 0.4-3 where
+    # the true slope is 10-20 per std. Round 20: the scan inside neighbourhoods of 64-256 rows
+    # (LocalResidualScan), where the structure is nearly straight, raises L_r to 2-10.
+    row = known_p_suite.run(name, n, seed)
+    assert row["miss"] <= DELTA, row
+    assert row["miss_region"] <= DELTA, row
+
+
+@pytest.mark.xfail(strict=True, reason="in three features a neighbourhood of 64 rows is 0.65 std wide at 2 000 rows, "
+                   "where a sphere of radius 1.15 std bends by 3 times the shell's width: the local scan runs in two "
+                   "features only, and L_r stays at 0.4-0.9 where the true slope is 10-20")
+def test_thin_shell_in_three_features_holds_near_it():
+    # shell3: ring2's band around the unit sphere in 3 features. The default misses p on 3.4-3.6 %
+    # of all queries and 37-42 % of those near the shell (3 seeds), certifying 9-21 %.
+    row = known_p_suite.run("shell3", 3000, 0)
     assert row["miss"] <= DELTA, row
     assert row["miss_region"] <= DELTA, row

@@ -32,6 +32,8 @@ units of the space it learns (and warns at fit that it does):
   :func:`plane_directions_fit` — how fast the mean residual of a score
   model moves along label-free directions, in windows of many rows at several scales: the
   raise-only scan of ``metric="auto"``'s ``L_r`` (variation finer than any isotropic estimate sees);
+  :class:`LocalResidualScan` and :func:`local_directions` — the same inside small neighbourhoods, in
+  at most three features (a thin curved structure, blurred along every global direction);
 * :func:`sensitivity_report` — how the bounds, the review flags and the
   accuracy of flagged and unflagged predictions move with ``L``.
 
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 from ..lipschitz_check import LipschitzCheck, LipschitzSelection, check_lipschitz, select_lipschitz
 from ._common import UNITS_NOTE, LipschitzEstimate, MarginEstimate, OverlapReport
+from ._local_scan import LOCAL_SCAN_MAX_FEATURES, LocalResidualScan, local_directions, local_scans
 from ._lipschitz import LipschitzDraws, estimate_lipschitz, estimate_lipschitz_draws, lipschitz_lower_bound, strongin_lipschitz
 from ._overlap import empirical_margin, overlap_test
 from ._scan import SCAN_MIN_WINDOW, ResidualScan, level_subsets, plane_directions_fit, plane_features, pooled_level_features, pooled_levels, scan_directions, scan_min_window, tied_features
@@ -58,6 +61,10 @@ __all__ = [
     "MarginEstimate",
     "OverlapReport",
     "ResidualScan",
+    "LocalResidualScan",
+    "LOCAL_SCAN_MAX_FEATURES",
+    "local_directions",
+    "local_scans",
     "empirical_margin",
     "check_lipschitz",
     "estimate_lipschitz",

@@ -579,20 +579,35 @@ class ResidualScan:
         if F.ndim != 2 or U.ndim != 2 or U.shape[1] != F.shape[1] or V.shape[0] != F.shape[0]:
             raise ValueError(f"features (n, d), directions (k, d) and variances (n,) or (n, C) must agree; got "
                              f"shapes {F.shape}, {U.shape} and {np.shape(variances)}.")
-        if not isinstance(min_window, (int, np.integer)) or min_window < 1:
-            raise ValueError(f"min_window must be a positive integer, got {min_window!r}.")
         S = None if scores is None else _columns(scores, "scores")
         if S is not None and S.shape != V.shape:
             raise ValueError(f"scores must have the variances' shape {V.shape}; got {np.shape(scores)}.")
-        n = F.shape[0]
+        T = (F @ U.T).T  # (k, n): each direction's projections; the work below runs along rows
+        # stable: ties (integer features) keep the rows' order on every platform (a SIMD quicksort's need not)
+        order = np.argsort(T, axis=1, kind="stable")
+        # a spread this small is rounding (distinct lattice points whose projections are equal in exact
+        # arithmetic differ by ~1e-16): a slope over it would be ~1e13, evidence of nothing
+        least = _ROUNDING_SPREAD * (np.ptp(T, axis=1) if F.shape[0] else np.zeros(T.shape[0]))
+        self._build(order, np.take_along_axis(T, order, axis=1), least, V, S, min_window=min_window,
+                    single_min_window=single_min_window, exact_null=exact_null)
+
+    def _build(self, order: np.ndarray, sorted_t: np.ndarray, least_spread: np.ndarray, V: np.ndarray,
+               S: np.ndarray | None, *, min_window: int, single_min_window: int | None, exact_null: bool) -> None:
+        """The scan of ``order`` (k, w): each of its k rows lists w of the rows (indices into
+        ``V``'s) sorted by their projections ``sorted_t`` (k, w) on one line (all rows along one
+        direction here; the rows of one neighbourhood in :class:`~nwbound.assumptions.LocalResidualScan`);
+        windows of ``min_window`` rows up to a quarter of ``w``."""
+        if isinstance(min_window, bool) or not isinstance(min_window, (int, np.integer)) or min_window < 1:
+            raise ValueError(f"min_window must be a positive integer, got {min_window!r}.")
+        n = order.shape[1]
         windows = []
         m = int(min_window)
         while 4 * m <= n:
             windows.append(m)
             m *= 2
         self.windows = np.asarray(windows, dtype=np.intp)
-        self.n_directions = U.shape[0]
-        self._n_rows, self._n_columns = n, V.shape[1]
+        self.n_directions = order.shape[0]
+        self._n_rows, self._n_columns = V.shape[0], V.shape[1]
         lo, size = [], []
         for m in windows:
             starts = np.arange(0, n - 2 * m + 1, max(1, m // 4))
@@ -619,14 +634,9 @@ class ResidualScan:
         self._mid = self._lo + self.pair_window // self._block
         self._hi = self._mid + self.pair_window // self._block
         used = n // self._block * self._block
-        T = (F @ U.T).T  # (k, n): each direction's projections; the work below runs along rows
-        # stable: ties (integer features) keep the rows' order on every platform (a SIMD quicksort's need not)
-        self._order = np.ascontiguousarray(np.argsort(T, axis=1, kind="stable")[:, :used])
-        self._spread = self._pair_difference(np.take_along_axis(T, self._order, axis=1))  # (k, n_pairs)
-        # a spread this small is rounding (distinct lattice points whose projections are equal in exact
-        # arithmetic differ by ~1e-16): a slope over it would be ~1e13, evidence of nothing
-        self._least_spread = _ROUNDING_SPREAD * (np.ptp(T, axis=1) if n else np.zeros(T.shape[0]))
-        del T
+        self._order = np.ascontiguousarray(order[:, :used])
+        self._spread = self._pair_difference(sorted_t[:, :used])  # (k, n_pairs)
+        self._least_spread = np.asarray(least_spread, dtype=np.float64)
         # one residual column at a time: no (columns × directions × rows) array
         self._noise = np.stack([np.sqrt(self._window_sum(np.take(V[:, c], self._order)) + _NOISE_FLOOR) / self._m
                                 for c in range(V.shape[1])])  # (C, k, n_pairs)

@@ -526,7 +526,8 @@ class LearnedSpace:
         offset = self._offset(self._proba(X_u), X_u.shape[0], classes)
         if finer:
             self._second_estimate(features, y_u, offset, classes, rs)
-        self._scan_residuals(features, y_u, offset, classes, np.random.RandomState([seed, 1]))
+        self._scan_residuals(features, y_u, offset, classes, np.random.RandomState([seed, 1]),
+                             local_seed=np.random.RandomState([seed, 2]))
 
     def _second_estimate(self, features: np.ndarray, y: np.ndarray, offset: np.ndarray, classes: np.ndarray,
                          rs: np.random.RandomState) -> None:
@@ -543,7 +544,7 @@ class LearnedSpace:
             self.resolution_, self.n_resolution_rows_ = float(est.details["bandwidth"]), int(est.details["n_used"])
 
     def _scan_residuals(self, features: np.ndarray, y: np.ndarray, offset: np.ndarray, classes: np.ndarray,
-                        rs: np.random.RandomState) -> None:
+                        rs: np.random.RandomState, local_seed: np.random.RandomState | None = None) -> None:
         """The directional scan of the residuals ``1{y = c} − s_c`` (:class:`~nwbound.assumptions.ResidualScan`,
         built by :func:`_residual_scan`) of every row, of the rows of each level of the features
         with 2–8 values (:func:`~nwbound.assumptions.level_subsets`, in the other features), and of
@@ -553,8 +554,14 @@ class LearnedSpace:
         slope beyond the largest of them; where their largest aggregated z (a sum of many pairs' z²,
         one window size along one direction: :meth:`~nwbound.assumptions.ResidualScan.aggregated_z`)
         exceeds theirs, the root-mean-square slope beyond it; the larger, times the estimate's safety
-        factor, raises ``residual_lipschitz_`` (raise-only: see :meth:`_raise_residual_lipschitz`)."""
-        from ..assumptions import level_subsets, pooled_level_features
+        factor, raises ``residual_lipschitz_`` (raise-only: see :meth:`_raise_residual_lipschitz`).
+
+        In two features, the local scans (:func:`~nwbound.assumptions.local_scans`: the same scan
+        inside neighbourhoods of 64, 128 and 256 rows; their centres and their own ``_NULL_DRAWS``
+        label draws from ``local_seed``) have their own gates, their largest z and aggregated z
+        against the draws' largest, and raise it the same way: a structure thin in every direction,
+        which every projection of every row blurs."""
+        from ..assumptions import level_subsets, local_scans, pooled_level_features
 
         # two classes: one column says it all (the residuals of the other are its negative)
         cols = np.arange(1, 2) if classes.shape[0] == 2 else np.arange(classes.shape[0])
@@ -570,19 +577,30 @@ class LearnedSpace:
             scan, _, top = _residual_scan(features, S, rs, planes_fit, pooled=j)
             scans.append((every, scan, top))
         indicators = lambda labels: labels[:, None] == classes[cols][None, :]  # noqa: E731
-
-        def statistics(labels: np.ndarray) -> tuple[float, float]:  # the largest z, and aggregated z, of every scan
-            found = indicators(labels)
-            each = [scan.label_statistics(found[rows]) for rows, scan, _ in scans]
-            return max(e[0] for e in each), max(e[1] for e in each)
-
         observed = indicators(y) - S
-        noise, noise_sum = _null_maxima(_each_draw(statistics), statistics(y), offset, classes, rs)
-        one = 0.0 if noise is None else max(scan.slope(observed[rows], threshold=max(noise, 0.0), max_spread=top)
-                                            for rows, scan, top in scans)
-        many = 0.0 if noise_sum is None else max(
-            scan.aggregated_slope(observed[rows], threshold=max(noise_sum, 0.0), max_spread=top) for rows, scan, top in scans)
-        value = _SCAN_SAFETY * max(one, many)
+
+        def read(family: list, draws_rs: np.random.RandomState) -> tuple[float, float]:
+            """The family's single-pair and aggregated slopes beyond its own noise gate: the largest z
+            and aggregated z of its scans against those of label draws from the scores."""
+            def statistics(labels: np.ndarray) -> tuple[float, float]:
+                found = indicators(labels)
+                each = [scan.label_statistics(found[rows]) for rows, scan, _ in family]
+                return max(e[0] for e in each), max(e[1] for e in each)
+
+            noise, noise_sum = _null_maxima(_each_draw(statistics), statistics(y), offset, classes, draws_rs)
+            one = 0.0 if noise is None else max(scan.slope(observed[rows], threshold=max(noise, 0.0), max_spread=top)
+                                                for rows, scan, top in family)
+            many = 0.0 if noise_sum is None else max(
+                scan.aggregated_slope(observed[rows], threshold=max(noise_sum, 0.0), max_spread=top)
+                for rows, scan, top in family)
+            return one, many
+
+        one, many = read(scans, rs)
+        # the local scans: their own centres and their own draws (the scans above are as without them)
+        local_rs = np.random.RandomState(0) if local_seed is None else local_seed
+        local = local_scans(features, S * (1.0 - S), S, random_state=local_rs)
+        local_value = _SCAN_SAFETY * max(read([(every, scan, None) for scan in local], local_rs)) if local else 0.0
+        value = max(_SCAN_SAFETY * max(one, many), local_value)
         raised = value > self.residual_lipschitz_
         if raised:
             self.residual_lipschitz_ = value
@@ -591,7 +609,8 @@ class LearnedSpace:
             n_directions=first.n_directions, n_features=int(d), n_rows=int(n), planes=planes,
             window=int(first.windows[0]) if first.windows.shape[0] else 0,
             width=float(np.median(finest)) if finest.size else float("nan"), lipschitz=value, raised=raised,
-            aggregated=bool(many > one), n_levels=len(scans) - 1)
+            aggregated=bool(many > one), n_levels=len(scans) - 1,
+            local_rows=[scan.rows for scan in local], local_lipschitz=local_value)
 
     @staticmethod
     def _fit_map(model: Any, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None) -> None:

@@ -1,0 +1,159 @@
+"""The residual scan inside small neighbourhoods (:class:`nwbound.assumptions.LocalResidualScan`).
+
+Its pairs against a slow formula written here (brute-force neighbours, one sort per neighbourhood
+and direction), its directions, its budget, and in :class:`~nwbound.spaces.LearnedSpace`: it raises
+``L_r`` on a thin ring that every projection of every row blurs, and its own noise gate rarely
+raises where the scores are right.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from nwbound.assumptions import LocalResidualScan, ResidualScan, local_directions, local_scans
+from nwbound.spaces import LearnedSpace
+from test_residual_scan import _slow_pairs
+
+
+def _slow_local_pairs(F, U, R, V, centres, k, min_window):
+    """Each centre's k nearest rows (brute force) scanned as all rows are (``_slow_pairs``): every
+    adjacent window pair per (centre, direction), centre by centre."""
+    each = [_slow_pairs(F[near], U, R[near], V[near], min_window)
+            for near in (np.argsort(np.linalg.norm(F - F[c], axis=1), kind="stable")[:k] for c in centres)]
+    return [sum((per_centre[i] for per_centre in each), []) for i in range(len(each[0]))]
+
+
+def test_local_scan_pairs_match_a_slow_formula():
+    rng = np.random.default_rng(5)
+    n = 300
+    F = rng.normal(size=(n, 2))
+    S = rng.uniform(0.1, 0.9, size=(n, 2))
+    R = (rng.random((n, 2)) < S) - S
+    V = S * (1 - S)
+    U = local_directions(2, 30.0)  # 6 directions, 30° apart
+    scan = LocalResidualScan(F, V, rows=40, cover=1.0, directions=U, min_window=4, random_state=0)
+    assert scan.rows == 40 and scan.centres.shape[0] == 8 and scan.n_directions == 8 * 6
+    assert scan.windows.tolist() == [4, 8]
+    slow = _slow_local_pairs(F, U, R, V, scan.centres, 40, 4)
+    diff = np.array([[d for d, _, _ in row] for row in slow])
+    spread = np.array([[s for _, s, _ in row] for row in slow])
+    noise = np.array([[e for _, _, e in row] for row in slow])
+    np.testing.assert_allclose(scan.differences(R), diff, atol=1e-12)
+    np.testing.assert_allclose(scan.spread, spread, atol=1e-12)
+    np.testing.assert_allclose(scan.noise, noise, atol=1e-12)
+    N = scan.pair_window == 4
+    z2 = ((diff / noise) ** 2)[N].sum(axis=0)  # (groups, columns): one window size, one (centre, direction)
+    expected = np.max((z2 - N.sum()) / np.sqrt(2 * N.sum()))
+    assert scan.aggregated_z(R) == pytest.approx(max(expected, np.max(
+        (((diff / noise) ** 2)[~N].sum(axis=0) - (~N).sum()) / np.sqrt(2 * (~N).sum()))), rel=1e-12)
+
+
+def test_local_label_statistics_are_the_residuals_statistics():
+    rng = np.random.default_rng(6)
+    F = rng.uniform(size=(500, 2))
+    S = rng.dirichlet(np.ones(3), size=500)
+    y = (rng.random(500)[:, None] > np.cumsum(S, axis=1)).sum(axis=1)
+    I = y[:, None] == np.arange(3)[None, :]
+    scan = LocalResidualScan(F, S * (1 - S), scores=S, random_state=1)
+    z, chi = scan.label_statistics(I)
+    assert z == pytest.approx(scan.largest_z(I - S), rel=1e-12)
+    assert chi == pytest.approx(scan.aggregated_z(I - S), rel=1e-12)
+
+
+def test_local_directions_cover_the_half_circle_and_the_half_sphere():
+    theta = np.degrees(np.arctan2(local_directions(2)[:, 1], local_directions(2)[:, 0]))
+    np.testing.assert_allclose(theta, 5.0 * np.arange(36), atol=1e-9)
+    U = local_directions(3, 10.0)  # 10° apart
+    rng = np.random.default_rng(0)
+    G = rng.normal(size=(5000, 3))
+    G /= np.linalg.norm(G, axis=1, keepdims=True)
+    nearest = np.degrees(np.arccos(np.clip(np.abs(G @ U.T).max(axis=1), -1, 1)))  # a direction and its opposite
+    assert nearest.max() < 10.0, nearest.max()
+    assert local_directions(1).tolist() == [[1.0]]
+
+
+def test_local_scans_run_in_two_features_within_the_budget():
+    rng = np.random.default_rng(0)
+    F2, v = rng.normal(size=(2000, 2)), np.full(2000, 0.25)
+    scans = local_scans(F2, v, random_state=0)
+    assert [s.rows for s in scans] == [64, 128, 256]
+    assert [s.centres.shape[0] for s in scans] == [int(np.ceil(3 * 2000 / k)) for k in (64, 128, 256)]
+    # ten residual columns: fewer centres (centres x rows ~ cover x n, cover = budget / (3 n 36 C))
+    many = local_scans(F2, np.full((2000, 10), 0.09), random_state=0)
+    cover = 2_200_000 / (3 * 2000 * 36 * 10)
+    assert [s.centres.shape[0] for s in many] == [int(np.ceil(cover * 2000 / k)) for k in (64, 128, 256)]
+    assert local_scans(F2, np.full((2000, 40), 0.02)) == []  # cover below 1: none
+    assert local_scans(rng.normal(size=(2000, 3)), v) == [] and local_scans(rng.normal(size=(2000, 1)), v) == []
+    assert local_scans(F2[:20], v[:20]) == []  # too few rows for two 4-row windows
+
+
+def test_local_scan_refuses_bad_input_naming_it():
+    F, v = np.zeros((100, 2)), np.full(100, 0.25)
+    with pytest.raises(ValueError, match="rows must be"):
+        LocalResidualScan(F, v, rows=1)
+    with pytest.raises(ValueError, match="cover must be"):
+        LocalResidualScan(F, v, cover=0)
+    with pytest.raises(ValueError, match="directions must be"):
+        LocalResidualScan(F, v, directions=np.ones((2, 3)))
+    with pytest.raises(ValueError, match="variances"):
+        LocalResidualScan(F, np.full(99, 0.25))
+    with pytest.raises(ValueError, match="min_window"):
+        LocalResidualScan(F, v, min_window=0)
+    with pytest.raises(ValueError, match="n_features"):
+        local_directions(4)
+    with pytest.raises(ValueError, match="degrees"):
+        local_directions(2, 0.0)
+    with pytest.raises(ValueError, match="scores must have"):
+        LocalResidualScan(F, v, scores=np.zeros((100, 2)))
+
+
+def _ring(n, seed, width=0.04):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.5, 1.5, (n, 2))
+    p = 0.1 + 0.8 * np.exp(-(((np.linalg.norm(X, axis=1) - 1) / width) ** 2))
+    return X, (rng.random(n) < p).astype(int)
+
+
+def _fit(X, y, seed=0):
+    # as the estimator does: the map on 800 rows, L_r on 400 held-out rows, the scans on every other row
+    return LearnedSpace("auto", random_state=seed).fit(X[:800], y[:800], held_out=(X[800:1200], y[800:1200]),
+                                                       unseen=(X[800:], y[800:]))
+
+
+def test_local_scan_raises_l_r_on_a_thin_ring():
+    # a ring of width 0.04 (0.05 std): along every direction of the plane a window of every row is a
+    # slab that crosses the ring at a slant; inside 64-256-row neighbourhoods it is nearly straight
+    space = _fit(*_ring(3000, 0))
+    assert space.scan_["local_rows"] == [64, 128, 256]
+    assert space.scan_["local_lipschitz"] > 2.0, space.scan_
+    assert space.residual_lipschitz_ == space.scan_["lipschitz"] == space.scan_["local_lipschitz"]
+
+
+def test_the_scan_of_every_row_is_as_without_the_local_scan():
+    # the local scans draw their centres and null labels from their own seed: the scan of every
+    # row, its gate and its slopes are the code's before them (2-D ripple: the global scan raises)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (3000, 2))
+    y = (rng.random(3000) < expit(12.0 * (X[:, 0] - 0.5) + 5.0 * np.sin(2 * np.pi * X[:, 1] / 0.05))).astype(int)
+    space = _fit(X, y)
+    assert space.scan_["raised"] and space.scan_["lipschitz"] >= space.scan_["local_lipschitz"]
+    assert space.scan_["n_directions"] == 90
+
+
+@pytest.mark.slow
+def test_local_scan_rarely_raises_where_the_scores_are_right():
+    """The local gate's size: p = expit(3(x0 − ½) − 2 x1) on [0, 1]², which a logistic regression
+    fits exactly. Each gate (largest z, aggregated z; 19 draws) raises with probability at most
+    1/20 when the labels are drawn from p = s; the scores here are fitted, not p, so about that.
+    20 fits: at most 5 raised (P ≤ 1.6 % for two gates of size 1/20 each)."""
+    raised = 0
+    for seed in range(20):
+        rng = np.random.default_rng(2000 + seed)
+        X = rng.uniform(0, 1, (3000, 2))
+        y = (rng.random(3000) < expit(3.0 * (X[:, 0] - 0.5) - 2.0 * X[:, 1])).astype(int)
+        space = _fit(X, y, seed)
+        assert space.scan_["local_rows"] == [64, 128, 256]
+        raised += space.scan_["local_lipschitz"] > 0
+    assert raised <= 5
