@@ -129,6 +129,9 @@ def test_local_scan_raises_l_r_on_a_thin_ring():
     assert space.scan_["local_rows"] == [64, 128, 256]
     assert space.scan_["local_lipschitz"] > 2.0, space.scan_
     assert space.residual_lipschitz_ == space.scan_["lipschitz"] == space.scan_["local_lipschitz"]
+    # the report says which scan raised L_r
+    assert "inside neighbourhoods of 64, 128 and 256 rows" in str(space.report_)
+    assert "(the scan inside neighbourhoods)" in str(space.report_)
 
 
 def test_the_scan_of_every_row_is_as_without_the_local_scan():

@@ -181,7 +181,9 @@ def scan_sentence(scan: dict) -> str:
         the features along the direction), ``lipschitz`` (the slope beyond noise, doubled; 0 where
         nothing exceeded noise), ``raised`` (whether it raised ``L_r``) and ``n_levels`` (optional:
         the scans within the levels of features with few values, one per level scanned alone and
-        one per feature whose levels are scanned together).
+        one per feature whose levels are scanned together), ``local_rows`` and ``local_lipschitz``
+        (optional: the sizes of the neighbourhoods of :func:`nwbound.assumptions.local_scans`, and their
+        slope beyond noise, doubled).
 
     Returns
     -------
@@ -195,6 +197,12 @@ def scan_sentence(scan: dict) -> str:
     A scan of what the score model misses along 36 directions (each of the 20 features and 16 random
     ones), in windows as narrow as 32 of 8000 rows (about 0.013 std apart), found variation beyond
     noise: it raised L_r to 3.1.
+    >>> scan.update(n_features=2, n_directions=90, local_rows=[64, 128, 256], local_lipschitz=3.1)
+    >>> print(scan_sentence(scan))  # doctest: +NORMALIZE_WHITESPACE
+    A scan of what the score model misses along 90 directions (2° apart in the plane of the 2
+    features), in windows as narrow as 32 of 8000 rows (about 0.013 std apart), and inside
+    neighbourhoods of 64, 128 and 256 rows, found variation beyond noise: it raised L_r to 3.1 (the
+    scan inside neighbourhoods).
     """
     if scan["n_features"] == 2:
         which = f"{180 / scan['n_directions']:.2g}° apart in the plane of the 2 features"
@@ -210,12 +218,21 @@ def scan_sentence(scan: dict) -> str:
               "std apart),")
     if scan.get("n_levels"):
         where += f" and within the levels of the features with few values ({scan['n_levels']} more scans),"
+    local = scan.get("local_rows") or []
+    if local:
+        where += f" and inside neighbourhoods of {_listed(local)} rows,"
     if scan["raised"]:
-        return f"{where} found variation beyond noise: it raised L_r to {scan['lipschitz']:.3g}."
+        by = " (the scan inside neighbourhoods)" if local and scan.get("local_lipschitz", 0.0) >= scan["lipschitz"] else ""
+        return f"{where} found variation beyond noise: it raised L_r to {scan['lipschitz']:.3g}{by}."
     if scan["lipschitz"] > 0:
         return (f"{where} found variation beyond noise, of slope {scan['lipschitz']:.3g} per std, within L_r: "
                 "L_r unchanged.")
     return f"{where} found no variation beyond noise: L_r unchanged."
+
+
+def _listed(sizes: list) -> str:
+    words = [str(int(k)) for k in sizes]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def resolution_sentence(residual_lipschitz: float, resolution: float, n_rows: int) -> str:
