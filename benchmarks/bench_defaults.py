@@ -24,6 +24,7 @@ Usage::
     PYTHONPATH=src python benchmarks/bench_defaults.py --quick    # 2 000 and 10 000 rows
     PYTHONPATH=src python benchmarks/bench_defaults.py --quick --classes 2 --profile
     PYTHONPATH=src python benchmarks/bench_defaults.py --repeat 3        # each time the least of 3 runs
+    PYTHONPATH=src python benchmarks/bench_defaults.py --features 2 --classes 2   # low dimensions
 
 ``--profile`` runs each default fit + predict once more under cProfile (after the timed run, so
 the table's times carry no profiling overhead) and prints its 15 most expensive calls by
@@ -83,10 +84,15 @@ PHASES = (
 )
 
 
-def dataset(n_rows: int, n_classes: int) -> tuple[np.ndarray, ...]:
-    """``make_classification`` rows split 70/30: ``X_train, y_train, X_test, y_test``."""
-    X, y = make_classification(n_samples=n_rows, n_features=N_FEATURES, n_informative=10,
-                               n_classes=n_classes, random_state=0)
+def dataset(n_rows: int, n_classes: int, n_features: int = N_FEATURES) -> tuple[np.ndarray, ...]:
+    """``make_classification`` rows split 70/30: ``X_train, y_train, X_test, y_test``.
+
+    ``n_features`` below 20 (``--features``): min(10, n_features) informative features, the rest
+    (at most 2) redundant; 20 gives the benchmark's rows (10 informative, 2 redundant).
+    """
+    informative = min(10, n_features)
+    X, y = make_classification(n_samples=n_rows, n_features=n_features, n_informative=informative,
+                               n_redundant=min(2, n_features - informative), n_classes=n_classes, random_state=0)
     cut = int(0.7 * n_rows)
     return X[:cut], y[:cut], X[cut:], y[cut:]
 
@@ -204,24 +210,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="cProfile top 15 (cumulative) of each default fit")
     parser.add_argument("--phases", action="store_true", help="seconds inside each part of each default fit (cProfile)")
     parser.add_argument("--repeat", type=int, default=1, help="runs of both models per size, the least time kept")
+    parser.add_argument("--features", type=int, default=N_FEATURES,
+                        help=f"features of the rows (default {N_FEATURES}; fewer: low dimensions, use --classes 2)")
     args = parser.parse_args(argv)
     sizes = tuple(args.sizes) if args.sizes else QUICK_SIZES if args.quick else SIZES
     if any(n < 100 for n in sizes) or any(c < 2 for c in args.classes):
         parser.error("--sizes must be at least 100 rows and --classes at least 2")
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    if args.features < 1 or any(c * 2 > 2 ** min(10, args.features) for c in args.classes):
+        parser.error(f"--features {args.features} cannot separate {max(args.classes)} classes "
+                     "(make_classification needs 2·classes <= 2**informative features): use fewer --classes")
     warnings.simplefilter("ignore")  # the bound advice warnings are not what is measured here
 
     with threadpool_limits(limits=1):
         warm_up(tuple(args.classes))
         print(f"default NadarayaWatsonClassifier fit+predict_interval vs single-thread HistGradientBoosting "
-              f"fit+predict_proba; make_classification, {N_FEATURES} features, 70/30 split, one thread each")
+              f"fit+predict_proba; make_classification, {args.features} features, 70/30 split, one thread each")
         print(f"{'rows':>8} {'classes':>7} {'default s':>10} {'HGB s':>8} {'ratio':>7} {'default CPU':>11} "
               f"{'HGB CPU':>8} {'CPU ratio':>9} {'acc':>6} {'HGB acc':>7} {'certified':>9}")
         ratios, cpu_ratios, phases = [], [], []
         for n_rows in sizes:
             for n_classes in args.classes:
-                X, y, Q, y_q = dataset(n_rows, n_classes)
+                X, y, Q, y_q = dataset(n_rows, n_classes, args.features)
                 runs = [(run_hgb(X, y, Q, y_q), run_default(X, y, Q, y_q)) for _ in range(args.repeat)]
                 hgb_s, hgb_cpu = (min(r[0][i] for r in runs) for i in (0, 1))
                 nw_s, nw_cpu = (min(r[1][i] for r in runs) for i in (0, 1))
@@ -248,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{n_rows:>8} {n_classes:>7}  " + ", ".join(
                     f"{name} {read / total:.0%} of {total:.3g}" for name, (read, total) in sorted(pairs.items())))
         for n_classes in args.classes:
-            X, y, _, _ = dataset(int(SMALL_FIT_ROWS / 0.7) + 1, n_classes)
+            X, y, _, _ = dataset(int(SMALL_FIT_ROWS / 0.7) + 1, n_classes, args.features)
             X, y = X[:SMALL_FIT_ROWS], y[:SMALL_FIT_ROWS]
             seconds = cpu = math.inf
             for _ in range(args.repeat):

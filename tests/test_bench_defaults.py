@@ -99,3 +99,22 @@ def test_phases_time_the_point_model():
     X, y, Q, _ = bench.dataset(400, 2)
     seconds = bench.phase_seconds(bench._profiled(X, y, Q))
     assert 0 < seconds["point"] < seconds["total"]
+
+
+def test_features_sets_the_rows_width_and_refuses_what_cannot_be_drawn(monkeypatch, capsys):
+    """``--features 2``: low-dimensional rows (2 informative, none redundant); 10 classes cannot be
+    drawn from 2 informative features, and the error says so instead of scikit-learn's."""
+    bench = _bench()
+    X, y, Q, _ = bench.dataset(200, 2, 2)
+    assert X.shape == (140, 2) and Q.shape == (60, 2) and set(y) == {0, 1}
+    assert bench.dataset(200, 2)[0].shape[1] == bench.N_FEATURES
+    widths = []
+    monkeypatch.setattr(bench, "warm_up", lambda classes: None)
+    monkeypatch.setattr(bench, "run_hgb", lambda *a: (1.0, 1.0, 0.9))
+    monkeypatch.setattr(bench, "run_default", lambda X, *a: widths.append(X.shape[1]) or (1.0, 1.0, 0.9, 0.1))
+    monkeypatch.setattr(bench, "NadarayaWatsonClassifier", lambda **kw: type("M", (), {"fit": lambda s, X, y: s})())
+    assert bench.main(["--sizes", "100", "--classes", "2", "--features", "2"]) == 0
+    assert widths == [2] and "make_classification, 2 features" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bench.main(["--sizes", "100", "--classes", "10", "--features", "2"])
+    assert "--features 2 cannot separate 10 classes" in capsys.readouterr().err
