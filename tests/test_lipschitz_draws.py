@@ -63,6 +63,7 @@ def test_bad_arguments_are_refused_naming_them():
 def test_the_default_models_raise_only_estimate_is_unchanged_by_batching(seed, monkeypatch):
     """The gate's draws go in batches of 1, 2, 4, ...; the same draws one at a time (the round-16
     route) give the same L_r, bit for bit, on a low-dimensional field where the second estimate runs."""
+    import nwbound.spaces._residual as residual
     import nwbound.spaces._space as space
 
     X, P, draws = _field(6000, 2, seed)
@@ -77,7 +78,7 @@ def test_the_default_models_raise_only_estimate_is_unchanged_by_batching(seed, m
         P_ = np.where(offset.sum(axis=1, keepdims=True) > 0, offset, 1.0)
         cumulative = np.cumsum(P_ / P_.sum(axis=1, keepdims=True), axis=1)
         largest = -np.inf
-        for _ in range(space._NULL_DRAWS):
+        for _ in range(residual._NULL_DRAWS):
             drawn = classes[np.minimum((rs.random_sample(P_.shape[0])[:, None] > cumulative).sum(axis=1),
                                        classes.shape[0] - 1)]
             (null,) = statistic([drawn])
