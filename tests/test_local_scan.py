@@ -14,7 +14,7 @@ from scipy.special import expit
 
 from nwbound.assumptions import LocalResidualScan, ResidualScan, local_directions, local_scans
 from nwbound.spaces import LearnedSpace
-from test_residual_scan import _slow_pairs
+from test_residual_scan import _check_pairs, _slow_pairs
 
 
 def _slow_local_pairs(F, U, R, V, centres, k, min_window):
@@ -37,12 +37,7 @@ def test_local_scan_pairs_match_a_slow_formula():
     assert scan.rows == 40 and scan.centres.shape[0] == 8 and scan.n_directions == 8 * 6
     assert scan.windows.tolist() == [4, 8]
     slow = _slow_local_pairs(F, U, R, V, scan.centres, 40, 4)
-    diff = np.array([[d for d, _, _ in row] for row in slow])
-    spread = np.array([[s for _, s, _ in row] for row in slow])
-    noise = np.array([[e for _, _, e in row] for row in slow])
-    np.testing.assert_allclose(scan.differences(R), diff, atol=1e-12)
-    np.testing.assert_allclose(scan.spread, spread, atol=1e-12)
-    np.testing.assert_allclose(scan.noise, noise, atol=1e-12)
+    diff, _, noise = _check_pairs(scan, slow, R)
     N = scan.pair_window == 4
     z2 = ((diff / noise) ** 2)[N].sum(axis=0)  # (groups, columns): one window size, one (centre, direction)
     expected = np.max((z2 - N.sum()) / np.sqrt(2 * N.sum()))

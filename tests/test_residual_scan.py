@@ -36,6 +36,16 @@ def _slow_pairs(F, U, R, V, min_window):
     return rows
 
 
+def _check_pairs(scan, slow, R):
+    """The scan's differences, spreads and noises against the slow triples of ``_slow_pairs``; the
+    slow ones as arrays (difference and noise (pairs, directions, columns), spread (pairs, directions))."""
+    diff, spread, noise = (np.array([[triple[i] for triple in row] for row in slow]) for i in range(3))
+    np.testing.assert_allclose(scan.differences(R), diff, atol=1e-12)
+    np.testing.assert_allclose(scan.spread, spread, atol=1e-12)
+    np.testing.assert_allclose(scan.noise, noise, atol=1e-12)
+    return diff, spread, noise
+
+
 def test_scan_statistics_match_a_slow_formula():
     rng = np.random.default_rng(3)
     n = 300
@@ -47,12 +57,7 @@ def test_scan_statistics_match_a_slow_formula():
     scan = ResidualScan(F, U, V, min_window=32)
     slow = _slow_pairs(F, U, R, V, 32)
     assert scan.windows.tolist() == [32, 64]
-    diff = np.array([[d for d, _, _ in row] for row in slow])
-    spread = np.array([[s for _, s, _ in row] for row in slow])
-    noise = np.array([[e for _, _, e in row] for row in slow])
-    np.testing.assert_allclose(scan.differences(R), diff, atol=1e-12)
-    np.testing.assert_allclose(scan.spread, spread, atol=1e-12)
-    np.testing.assert_allclose(scan.noise, noise, atol=1e-12)
+    diff, spread, noise = _check_pairs(scan, slow, R)
     assert scan.largest_z(R) == pytest.approx(np.max(np.abs(diff) / noise), rel=1e-12)
     for threshold in (0.0, 2.0):
         excess = np.abs(diff) - threshold * noise
