@@ -20,7 +20,7 @@ from dask.callbacks import Callback  # noqa: E402
 from sklearn.exceptions import NotFittedError  # noqa: E402
 from threadpoolctl import threadpool_info  # noqa: E402
 
-from nwbound import NadarayaWatsonClassifier, PredictionInterval  # noqa: E402
+from nwbound import NadarayaWatsonClassifier, PredictionInterval, get_config  # noqa: E402
 from nwbound import dask as nwdask  # noqa: E402
 from nwbound.dask import ShardedNadarayaWatson  # noqa: E402
 from nwbound.dask import _predict  # noqa: E402
@@ -219,6 +219,9 @@ def test_tasks_limit_blas_threads():
 
     inside = limited(blas_threads, 1)()
     assert inside and all(n == 1 for n in inside)
+    # the estimators' calls inside a task run BLAS on the task's threads, not on their own 1
+    assert limited(lambda: get_config()["blas_threads"], 3)() == 3
+    assert get_config()["blas_threads"] == 1
 
 
 # -- sharded training set -------------------------------------------------------------------------

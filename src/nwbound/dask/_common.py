@@ -20,6 +20,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from threadpoolctl import threadpool_limits
 
+from .._config import config_context
+
 __all__ = ["check_query_array", "compute", "current_client", "share", "rows_from_blocks", "limited", "task_copy"]
 
 
@@ -185,7 +187,8 @@ def check_query_array(X: Any, name: str, n_features: int | None, dtype: np.dtype
 
 
 def _run_limited(func: Callable[..., Any], threads: int, *args: Any) -> Any:
-    with threadpool_limits(limits=threads):
+    # blas_threads: the estimators' own BLAS limit (1 at first) takes the task's instead
+    with threadpool_limits(limits=threads), config_context(blas_threads=threads):
         return func(*args)
 
 
