@@ -127,6 +127,25 @@ def ecg_case(n_train: int, n_query: int, quantile: float = 0.05, seed: int = 0) 
     return X, y, Q, lam, share
 
 
+def ecg_device_case(asked: str | None, small: bool, repeats: int) -> tuple:
+    """The diagnostics' common start: the device (PyTorch's CPU standing in for the route where there is
+    no CUDA: ``device_bounds_on_cpu``), the ECG case at its full shapes (400 × 32 with ``small``), the
+    queries as a tensor there and the bare product's median milliseconds, printed:
+    ``(dev, X, y, Q, Qt, λ, product ms)``."""
+    import torch
+
+    import nwbound
+
+    dev, _ = torch_device(asked)
+    if dev.type != "cuda":
+        nwbound.set_config(device_bounds_on_cpu=True)  # PyTorch's CPU standing in (the route, not its timing)
+    X, y, Q, lam, _ = ecg_case(*((400, 32) if small else ECG_FULL))
+    Qt = torch.from_numpy(Q).to(dev)
+    product = queries_product_ms(X, Qt, dev, repeats)
+    print(f"PRODUCT bare fp32 Q @ X^T (TF32 off): {product:.2f} ms")
+    return dev, X, y, Q, Qt, lam, product
+
+
 def torch_device(asked: str | None) -> tuple:
     """``(torch.device, name)``: ``asked``, else CUDA where PyTorch sees it, else the CPU."""
     import torch

@@ -24,8 +24,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_gpu import ecg_case, queries_product_ms, timed_ms, torch_device  # noqa: E402
-from run import ECG_FULL  # noqa: E402
+from bench_gpu import ecg_device_case, timed_ms  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,16 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     from nwbound import NadarayaWatsonClassifier
     import nwbound
 
-    dev, _ = torch_device(args.device)
+    dev, X, y, Q, Qt, lam, product = ecg_device_case(args.device, args.small, args.repeats)
     cuda = dev.type == "cuda"
-    if not cuda:
-        nwbound.set_config(device_bounds_on_cpu=True)  # PyTorch's CPU standing in (the route, not its timing)
-    n_train, n_query = (400, 32) if args.small else ECG_FULL
-    X, y, Q, lam, _ = ecg_case(n_train, n_query)
-    Qt = torch.from_numpy(Q).to(dev)
-
-    product = queries_product_ms(X, Qt, dev, args.repeats)
-    print(f"PRODUCT bare fp32 Q @ X^T (TF32 off): {product:.2f} ms")
     marks: dict[str, float] = {}
     launch, tolist = tri._launch, torch.Tensor.tolist
 
