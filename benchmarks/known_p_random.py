@@ -20,7 +20,11 @@ region of misses is a failure even where the whole field is within δ = 5 %), th
 and the certified rows that name a class other than the most probable one. A last line counts the
 fields above δ overall and above 2δ in the steepest tenth.
 
-Run: ``OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/known_p_random.py --fields 40 [--start 0]``.
+``--family certifying`` draws a steeper linear trend under fainter ridges and bumps
+(:data:`FAMILIES`): p far from 1/2 over much of the space, so the default certifies, and an L read
+too small would show as misses.
+
+Run: ``OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/known_p_random.py --fields 40 [--start 0] [--family certifying]``.
 """
 
 from __future__ import annotations
@@ -85,9 +89,17 @@ class Field:
         return f"{'/'.join(sorted(set(self.laws)))}; " + ", ".join(k for k in kinds if k != "linear")
 
 
-def draw_field(number: int) -> Field:
-    """Field ``number``: every choice drawn from a generator seeded by it."""
-    rng = np.random.default_rng(10_000 + number)
+#: The two families: ``wide`` (the first), and ``certifying``: a steep linear trend (p far from 1/2
+#: over much of the space, where the default certifies) carrying fainter ridges and bumps, the
+#: regime where an L read too small turns certificates into misses.
+FAMILIES = {"wide": dict(linear=1.0, ridge=(0.5, 3.0), radial=(1.0, 4.0)),
+            "certifying": dict(linear=2.5, ridge=(0.3, 1.5), radial=(0.5, 2.0))}
+
+
+def draw_field(number: int, family: str = "wide") -> Field:
+    """Field ``number`` of ``family`` (:data:`FAMILIES`): every choice drawn from a generator seeded by both."""
+    strength = FAMILIES[family]
+    rng = np.random.default_rng(10_000 + number + (0 if family == "wide" else 1_000_000))
     d = int(rng.choice([2, 2, 3, 3, 4, 5, 8, 12]))
     laws = list(rng.choice(LAWS, size=d, p=[0.35, 0.25, 0.12, 0.12, 0.08, 0.08]))
     n_rows = int(rng.choice([1000, 3000, 3000, 10000]))
@@ -101,7 +113,7 @@ def draw_field(number: int) -> Field:
     for _ in range(n_classes - 1):
         active = rng.choice(d, size=min(d, int(rng.integers(1, 4))), replace=False)
         w = np.zeros(d)
-        w[active] = rng.normal(0.0, 1.0, active.size)
+        w[active] = rng.normal(0.0, strength["linear"], active.size)
         cls = [("linear", w, -float(rng.uniform(0.0, 3.0)) if rng.random() < 0.3 else float(rng.normal(0, 0.5)))]
         for _ in range(int(rng.integers(0, 4))):
             k = min(d, int(rng.integers(1, 4)))
@@ -109,12 +121,12 @@ def draw_field(number: int) -> Field:
             u[rng.choice(d, size=k, replace=False)] = rng.normal(size=k)
             u /= np.linalg.norm(u)
             cls.append(("ridge", str(rng.choice(SHAPES)), u, float(np.exp(rng.uniform(np.log(0.5), np.log(12.0)))),
-                        float(rng.uniform(0, 2 * np.pi)), float(rng.uniform(0.5, 3.0))))
+                        float(rng.uniform(0, 2 * np.pi)), float(rng.uniform(*strength["ridge"]))))
         if rng.random() < 0.4:
             k = min(d, int(rng.integers(1, 4)))
             cols = np.sort(rng.choice(d, size=k, replace=False))
             cls.append(("radial", cols, rng.normal(0.0, 0.7, k), float(np.exp(rng.uniform(np.log(0.05), np.log(0.5)))),
-                        float(rng.choice([-1, 1]) * rng.uniform(1.0, 4.0))))
+                        float(rng.choice([-1, 1]) * rng.uniform(*strength["radial"]))))
         terms.append(cls)
     return Field(number, n_rows, n_classes, laws, centre, scale, terms)
 
@@ -132,8 +144,8 @@ def steepness(fld: Field, Q: np.ndarray) -> np.ndarray:
     return np.sqrt(g2.max(axis=1))
 
 
-def run(number: int, seed: int = 0) -> dict:
-    fld = draw_field(number)
+def run(number: int, seed: int = 0, family: str = "wide") -> dict:
+    fld = draw_field(number, family)
     rng = np.random.default_rng(seed)
     X = fld.features(rng, fld.n_rows)
     y = (rng.random(fld.n_rows)[:, None] > np.cumsum(fld.proba(X), axis=1)).sum(axis=1)
@@ -164,6 +176,7 @@ def main() -> None:
     ap.add_argument("--fields", type=int, default=40)
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--family", choices=sorted(FAMILIES), default="wide")
     args = ap.parse_args()
     print("| field | d | n | classes | rarest class | terms | miss | miss, steepest tenth | certified | "
           "certified, not the most probable | s |")
@@ -171,7 +184,7 @@ def main() -> None:
     over, over_steep, total = 0, 0, 0
     for number in range(args.start, args.start + args.fields):
         for seed in range(args.seeds):
-            r = run(number, seed)
+            r = run(number, seed, args.family)
             if "refused" in r:
                 print(f"| {number} (seed {seed}) | refused: {r['refused']} |||||||||")
                 continue
