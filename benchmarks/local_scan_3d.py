@@ -1,27 +1,29 @@
-"""The local residual scan in three features: what it would read, against the true slope of p.
+"""The local residual scan in three features: what it reads, against the true slope of p.
 
-The local scan (:func:`nwbound.assumptions.local_scans`) runs in two features only
-(``LOCAL_SCAN_MAX_FEATURES``). This script lets it run in three, at a direction lattice and with
-neighbourhood sizes given on the command line, fits the default ``NadarayaWatsonClassifier`` on
-known-p fields of ``known_p_suite.py`` and prints, per fit of the learned space (two where the
+Fits the default ``NadarayaWatsonClassifier`` on known-p fields of ``known_p_suite.py``, with the
+three-feature local scan (:func:`nwbound.assumptions.local_scans`, ``LOCAL_SCAN_3D``) as the code
+has it or as the command line sets it, and prints, per fit of the learned space (two where the
 estimator cross-fits):
 
 * ``L_r`` before the scan of the residuals and after it (``metric_.residual_lipschitz_``);
 * the slope the local scans read beyond their noise gate, before the safety factor 2
   (``scan_["local_lipschitz"] / 2``; 0: the gate did not pass, or no scan ran);
 * the true p's steepest slope on the scanned rows, in the same standardised units: the norm of
-  p's gradient in the standardised features (finite differences of the field's generator); along a
-  feature with at most 32 values, the difference between adjacent levels over their distance.
+  p's gradient in the standardised features (finite differences of the field's generator, class
+  1); along a feature with at most 32 values, the difference between adjacent levels over their
+  distance.
 
-A raise above p's steepest slope is a false alarm of the statistic: p itself obeys the
+A read above p's steepest slope is a false alarm of the statistic: p itself obeys the
 two-constant assumption with ``L_r`` at its own steepest slope, whatever the scores.
 Also printed: the misses near the structure (``REGIONS``), the certified share, and CPU seconds of
 fit + ``predict_interval`` (2 000 queries).
 
 Run: ``OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/local_scan_3d.py --fields shell3,coarseflip3
---seeds 2 --degrees 10`` (``--degrees 0``: the default code, no local scan in three features).
-``--centroid`` measures each window pair's spread as the distance between the two windows' mean
-rows instead of along the direction (tried in round 21, not kept).
+--seeds 2``. ``--off``: no local scan in three features (the code before round 21); ``--degrees``,
+``--sizes``, ``--cover``, ``--single``: ``LOCAL_SCAN_3D``'s settings; ``--with-levels``: run it
+where a feature has few values too; ``--centroid``: each window pair's spread measured between
+the two windows' mean rows instead of along the direction. Round 21 tried the last three, and
+10° with three sizes; none was kept (user guide, "Bounds in a learned space").
 """
 
 from __future__ import annotations
@@ -69,19 +71,21 @@ def main() -> None:
     ap.add_argument("--fields", required=True, help="comma-separated field names, each with :n for its rows "
                                                     "(default: its first row in the suite's lists)")
     ap.add_argument("--seeds", type=int, default=2)
-    ap.add_argument("--degrees", type=float, default=10.0, help="the 3-D direction lattice; 0: no 3-D local scan")
-    ap.add_argument("--sizes", default="64,128,256", help="neighbourhood sizes (LOCAL_SCAN_SCALES)")
-    ap.add_argument("--cover", type=float, default=3.0, help="centres per k rows (LOCAL_SCAN_COVER)")
+    degrees, sizes, cover, single = _local_scan.LOCAL_SCAN_3D
+    ap.add_argument("--off", action="store_true", help="no local scan in three features")
+    ap.add_argument("--degrees", type=float, default=degrees, help="the 3-D direction lattice")
+    ap.add_argument("--sizes", default=",".join(map(str, sizes)), help="neighbourhood sizes")
+    ap.add_argument("--cover", type=float, default=cover, help="centres per k rows")
+    ap.add_argument("--single", type=int, default=single, help="the single-pair statistics' finest window")
+    ap.add_argument("--with-levels", action="store_true", help="also where a feature has at most 32 values")
     ap.add_argument("--centroid", action="store_true", help="spread between the windows' mean rows")
     args = ap.parse_args()
 
-    if args.degrees > 0:
-        _local_scan.LOCAL_SCAN_MAX_FEATURES = 3
-        directions = _local_scan.local_directions
-        _local_scan.local_directions = lambda d, degrees=_local_scan.LOCAL_SCAN_DEGREES: directions(
-            d, degrees if d == 2 else args.degrees)
-    _local_scan.LOCAL_SCAN_SCALES = tuple(int(k) for k in args.sizes.split(","))
-    _local_scan.LOCAL_SCAN_COVER = args.cover
+    if args.off:
+        _local_scan.LOCAL_SCAN_MAX_FEATURES = 2
+    _local_scan.LOCAL_SCAN_3D = (args.degrees, tuple(int(k) for k in args.sizes.split(",")), args.cover, args.single)
+    if args.with_levels:
+        _local_scan.SCAN_PLANE_VALUES = 0
     if args.centroid:
         build = _local_scan.LocalResidualScan.__init__
 
