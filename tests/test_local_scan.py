@@ -25,13 +25,16 @@ def _slow_local_pairs(F, U, R, V, centres, k, min_window):
     return [sum((per_centre[i] for per_centre in each), []) for i in range(len(each[0]))]
 
 
+def _noise_rows(seed, d, columns, n=300):
+    """Normal features, scores uniform on (0.1, 0.9), residuals of labels drawn from them; their variances."""
+    rng = np.random.default_rng(seed)
+    F = rng.normal(size=(n, d))
+    S = rng.uniform(0.1, 0.9, size=(n, columns))
+    return F, (rng.random((n, columns)) < S) - S, S * (1 - S)
+
+
 def test_local_scan_pairs_match_a_slow_formula():
-    rng = np.random.default_rng(5)
-    n = 300
-    F = rng.normal(size=(n, 2))
-    S = rng.uniform(0.1, 0.9, size=(n, 2))
-    R = (rng.random((n, 2)) < S) - S
-    V = S * (1 - S)
+    F, R, V = _noise_rows(5, 2, 2)
     U = local_directions(2, 30.0)  # 6 directions, 30° apart
     scan = LocalResidualScan(F, V, rows=40, cover=1.0, directions=U, min_window=4, random_state=0)
     assert scan.rows == 40 and scan.centres.shape[0] == 8 and scan.n_directions == 8 * 6
@@ -107,12 +110,7 @@ def test_local_scans_in_three_features_are_lighter():
 
 
 def test_three_feature_local_scan_pairs_match_a_slow_formula():
-    rng = np.random.default_rng(8)
-    n = 300
-    F = rng.normal(size=(n, 3))
-    S = rng.uniform(0.1, 0.9, size=(n, 1))
-    R = (rng.random((n, 1)) < S) - S
-    V = S * (1 - S)
+    F, R, V = _noise_rows(8, 3, 1)
     U = local_directions(3, 40.0)  # 13 directions
     scan = LocalResidualScan(F, V, rows=64, cover=1.0, directions=U, min_window=4, single_min_window=16,
                              random_state=0)
