@@ -34,13 +34,15 @@ LOCAL_SCAN_DEGREES = 5.0
 #: In three features a neighbourhood is wider (its radius shrinks as n^(−1/d): 64 rows of 2 000 are
 #: 0.65 std wide, where a sphere of radius 1.15 std bends by 0.18 std) and directions 5° apart
 #: number 826. There the local scan runs lighter: directions 15° apart (92), neighbourhoods of 64
-#: rows only, one centre per 64 rows (``LOCAL_SCAN_3D``); it adds about a tenth to a fit, where
-#: 10° and three sizes tripled it. It holds thin shells from about 5 000 rows (at 3 000 the blur of
-#: a 0.65-std neighbourhood hides them), and runs only where every feature has more than
+#: rows only, one centre per 64 rows (``LOCAL_SCAN_3D``); it adds 12-24 % to a fit, where 10° and
+#: three sizes tripled it. It holds thin shells at 5 000-20 000 rows on some seeds (at 3 000 the
+#: blur of a 0.65-std neighbourhood hides them), and runs only where every feature has more than
 #: ``SCAN_PLANE_VALUES`` values: the levels of a feature with few values slice a neighbourhood into
-#: flat layers, along which an oblique direction's spread is shorter than the layer's own distance
-#: by the cosine of its tilt, up to 1/sin 15° = 3.9 times (a coarse sine flipped by a binary feature
-#: read 1-9 per std where p's steepest slope is 1.1). Four features and more: none.
+#: flat layers, where a direction at θ from a layer's normal shortens the spread by sin θ and so
+#: lengthens the slope by 1/sin θ (a coarse sine flipped by a binary feature read 1-9 per std where
+#: p's steepest slope is 1.1). Single pairs of 4-row windows where the scores are near 0 or 1 read
+#: 1-5 per std on smooth fields (their labels vary more than the scores say): single pairs from 16
+#: rows, as the scan of every row reads them from 32. Four features and more: none.
 LOCAL_SCAN_MAX_FEATURES = 3
 #: In three features: (degrees between directions, neighbourhood sizes, centres per k rows, the
 #: single-pair statistics' finest window).
