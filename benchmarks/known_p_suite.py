@@ -715,9 +715,9 @@ UNSEEN = [
 
 #: Round 20's variants of the thin curved structures (``--curved``, the regular classifier): other
 #: radii, widths and sizes (2 000-20 000 rows), two rings, a sine band, an off-centre ring; and in
-#: three features a torus's core and a helix, where the local scan does not run (a known limit);
-#: round 21's three-feature variants: a wider shell of radius 0.7, two shells, a straight oblique
-#: tube, and the shell at 20 000 rows.
+#: three features a torus's core and a helix (round 20 ran no local scan there); round 21's
+#: three-feature variants, built to test the local scan it runs there: a wider shell of radius 0.7,
+#: two shells, a straight oblique tube, and the shell at 20 000 rows.
 CURVED = [
     ("ring2small", 2000, {}), ("ring2small", 8000, {}), ("tworings2", 3000, {}), ("tworings2", 20000, {}),
     ("sineband2", 3000, {}), ("sineband2", 10000, {}), ("ringoff2", 2000, {}), ("ring2", 2000, {}),
