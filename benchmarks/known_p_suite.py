@@ -387,6 +387,24 @@ def helix3(X):  # a tube of width 0.15 around a helix of radius 0.8 along x2 (on
     return _band(dist, 0.15)
 
 
+# Round 21's own three-feature variants (``--curved``), built to test a local scan in three features
+# and not tuned on: a wider shell of another radius, two shells, and a straight tube along an
+# oblique line (thin in two directions, straight: no bend inside a neighbourhood).
+def shell3wide(X):  # a shell of radius 0.7, width 0.1
+    return _band(np.linalg.norm(X, axis=1) - 0.7, 0.1)
+
+
+def twoshells3(X):  # two shells of radius 0.5 around (±0.7, 0, 0), width 0.06
+    c = np.array([0.7, 0.0, 0.0])
+    return _band(np.minimum(np.linalg.norm(X - c, axis=1), np.linalg.norm(X + c, axis=1)) - 0.5, 0.06)
+
+
+def tube3(X):  # a straight tube of width 0.1 along the line through (0.2, -0.1, 0) in direction (1, 1, 1)/√3
+    u = np.ones(3) / np.sqrt(3.0)
+    R = X - np.array([0.2, -0.1, 0.0])
+    return _band(np.linalg.norm(R - np.outer(R @ u, u), axis=1), 0.1)
+
+
 def patch2(X):  # ripple2's ramp, its ripple only in a disc of radius ~0.12 around the centre
     g = np.exp(-((X - 0.5) ** 2).sum(axis=1) / (2 * 0.12**2))
     return _binary(expit(12.0 * (X[:, 0] - 0.5) + 6.0 * g * np.sin(2 * np.pi * X[:, 1] / 0.05)))
@@ -521,6 +539,9 @@ FIELDS = {
     "ringoff2": (ringoff2, 2, "ring"),
     "torus3": (torus3, 3, "ring"),
     "helix3": (helix3, 3, "ring"),
+    "shell3wide": (shell3wide, 3, "ring"),
+    "twoshells3": (twoshells3, 3, "ring"),
+    "tube3": (tube3, 3, "ring"),
     "wlogit3": (wlogit3, 3, "normal"),
     "tiny10": (tiny10, 10, "normal"),
     "chirp2": (chirp2, 2, "unit"),
@@ -570,6 +591,9 @@ REGIONS = {
     "ringoff2": lambda X: np.abs(np.linalg.norm(X - [0.3, -0.2], axis=1) - 0.8) < 0.13,
     "torus3": lambda X: np.hypot(np.hypot(X[:, 0], X[:, 1]) - 1.0, X[:, 2]) < 0.25,
     "helix3": lambda X: helix3(X)[:, 1] > 0.1 + 0.8 * np.exp(-((0.25 / 0.15) ** 2)),
+    "shell3wide": lambda X: np.abs(np.linalg.norm(X, axis=1) - 0.7) < 0.16,
+    "twoshells3": lambda X: twoshells3(X)[:, 1] > 0.1 + 0.8 * np.exp(-((0.1 / 0.06) ** 2)),
+    "tube3": lambda X: tube3(X)[:, 1] > 0.1 + 0.8 * np.exp(-((0.16 / 0.1) ** 2)),
     "rarevary3": lambda X: np.sin(3.0 * X[:, 0]) < -0.5,
     "chirp2": lambda X: X[:, 0] > 0.7,
     "saddle5": lambda X: np.abs(X[:, 0] * X[:, 1]) > 1.0,
@@ -691,11 +715,15 @@ UNSEEN = [
 
 #: Round 20's variants of the thin curved structures (``--curved``, the regular classifier): other
 #: radii, widths and sizes (2 000-20 000 rows), two rings, a sine band, an off-centre ring; and in
-#: three features a torus's core and a helix, where the local scan does not run (a known limit).
+#: three features a torus's core and a helix (round 20 ran no local scan there); round 21's
+#: three-feature variants, built to test the local scan it runs there: a wider shell of radius 0.7,
+#: two shells, a straight oblique tube, and the shell at 20 000 rows.
 CURVED = [
     ("ring2small", 2000, {}), ("ring2small", 8000, {}), ("tworings2", 3000, {}), ("tworings2", 20000, {}),
     ("sineband2", 3000, {}), ("sineband2", 10000, {}), ("ringoff2", 2000, {}), ("ring2", 2000, {}),
     ("parab2", 10000, {}), ("ring2thin", 8000, {}), ("torus3", 5000, {}), ("helix3", 5000, {}),
+    ("shell3wide", 3000, {}), ("shell3wide", 20000, {}), ("twoshells3", 5000, {}), ("tube3", 3000, {}),
+    ("tube3", 10000, {}), ("shell3", 20000, {}),
 ]
 
 

@@ -25,13 +25,16 @@ def _slow_local_pairs(F, U, R, V, centres, k, min_window):
     return [sum((per_centre[i] for per_centre in each), []) for i in range(len(each[0]))]
 
 
+def _noise_rows(seed, d, columns, n=300):
+    """Normal features, scores uniform on (0.1, 0.9), residuals of labels drawn from them; their variances."""
+    rng = np.random.default_rng(seed)
+    F = rng.normal(size=(n, d))
+    S = rng.uniform(0.1, 0.9, size=(n, columns))
+    return F, (rng.random((n, columns)) < S) - S, S * (1 - S)
+
+
 def test_local_scan_pairs_match_a_slow_formula():
-    rng = np.random.default_rng(5)
-    n = 300
-    F = rng.normal(size=(n, 2))
-    S = rng.uniform(0.1, 0.9, size=(n, 2))
-    R = (rng.random((n, 2)) < S) - S
-    V = S * (1 - S)
+    F, R, V = _noise_rows(5, 2, 2)
     U = local_directions(2, 30.0)  # 6 directions, 30° apart
     scan = LocalResidualScan(F, V, rows=40, cover=1.0, directions=U, min_window=4, random_state=0)
     assert scan.rows == 40 and scan.centres.shape[0] == 8 and scan.n_directions == 8 * 6
@@ -80,8 +83,45 @@ def test_local_scans_run_in_two_features_within_the_budget():
     cover = 2_200_000 / (3 * 2000 * 36 * 10)
     assert [s.centres.shape[0] for s in many] == [int(np.ceil(cover * 2000 / k)) for k in (64, 128, 256)]
     assert local_scans(F2, np.full((2000, 40), 0.02)) == []  # cover below 1: none
-    assert local_scans(rng.normal(size=(2000, 3)), v) == [] and local_scans(rng.normal(size=(2000, 1)), v) == []
+    assert local_scans(rng.normal(size=(2000, 4)), v) == [] and local_scans(rng.normal(size=(2000, 1)), v) == []
     assert local_scans(F2[:20], v[:20]) == []  # too few rows for two 4-row windows
+
+
+def test_local_scans_in_three_features_are_lighter():
+    # LOCAL_SCAN_3D: 92 directions 15° apart, 64-row neighbourhoods only, one centre per 64 rows,
+    # single pairs of 16-row windows only (the aggregated sums take every window from 4 rows)
+    rng = np.random.default_rng(1)
+    F3, v = rng.normal(size=(3000, 3)), np.full(3000, 0.25)
+    scans = local_scans(F3, v, random_state=0)
+    assert [s.rows for s in scans] == [64]
+    scan = scans[0]
+    assert scan.centres.shape[0] == int(np.ceil(3000 / 64)) and scan.n_directions == scan.centres.shape[0] * 92
+    assert scan.windows.tolist() == [4, 8, 16] and scan._single.tolist() == (scan.pair_window >= 16).tolist()
+    # a feature with at most 32 values: its levels slice the neighbourhoods into flat layers, none
+    for levels in (2, 32):
+        G = F3.copy()
+        G[:, 1] = rng.integers(0, levels, 3000)
+        assert local_scans(G, v) == []
+    G[:, 1] = rng.integers(0, 33, 3000)
+    assert len(local_scans(G, v)) == 1
+    # within the budget: one centre per 64 rows while 3 n 92 C... fits, else none (8 columns at 3 000 rows)
+    assert local_scans(F3, np.full((3000, 8), 0.1)) == []
+    assert len(local_scans(F3, np.full((3000, 7), 0.1))) == 1
+
+
+def test_three_feature_local_scan_pairs_match_a_slow_formula():
+    F, R, V = _noise_rows(8, 3, 1)
+    U = local_directions(3, 40.0)  # 13 directions
+    scan = LocalResidualScan(F, V, rows=64, cover=1.0, directions=U, min_window=4, single_min_window=16,
+                             random_state=0)
+    slow = _slow_local_pairs(F, U, R, V, scan.centres, 64, 4)
+    diff, _, noise = _check_pairs(scan, slow, R)
+    # the single-pair statistic reads the 16-row windows only
+    single = scan.pair_window >= 16
+    z = np.abs(diff / noise)
+    assert scan.largest_z(R) == pytest.approx(np.max(z[single]), rel=1e-12)
+    every = LocalResidualScan(F, V, rows=64, cover=1.0, directions=U, min_window=4, random_state=0)
+    assert every.largest_z(R) == pytest.approx(np.max(z), rel=1e-12) and np.max(z[~single]) > np.max(z[single])
 
 
 def test_local_scan_refuses_bad_input_naming_it():
@@ -129,6 +169,25 @@ def test_local_scan_raises_l_r_on_a_thin_ring():
     assert "(the scan inside neighbourhoods)" in str(space.report_)
 
 
+def _shell(n, seed, width=0.1, radius=0.7):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.5, 1.5, (n, 3))
+    p = 0.1 + 0.8 * np.exp(-(((np.linalg.norm(X, axis=1) - radius) / width) ** 2))
+    return X, (rng.random(n) < p).astype(int)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_local_scan_raises_l_r_on_a_thin_shell_in_three_features(seed):
+    # a shell of width 0.1 (0.12 std) around a sphere of radius 0.7: every projection of every row
+    # blurs it, and before round 21 no local scan ran in three features (L_r stayed at 0.3-0.6
+    # where p's steepest slope is 6 per std); 8 000 scanned rows: 64-row neighbourhoods 0.4 std wide
+    X, y = _shell(9000, seed)
+    space = _fit(X, y, seed)
+    assert space.scan_["local_rows"] == [64]
+    assert space.scan_["local_lipschitz"] > 1.0, space.scan_
+    assert space.residual_lipschitz_ >= space.scan_["local_lipschitz"]
+
+
 def test_the_scan_of_every_row_is_as_without_the_local_scan():
     # the local scans draw their centres and null labels from their own seed: the scan of every
     # row, its gate and its slopes are the code's before them (2-D ripple: the global scan raises)
@@ -153,5 +212,20 @@ def test_local_scan_rarely_raises_where_the_scores_are_right():
         y = (rng.random(3000) < expit(3.0 * (X[:, 0] - 0.5) - 2.0 * X[:, 1])).astype(int)
         space = _fit(X, y, seed)
         assert space.scan_["local_rows"] == [64, 128, 256]
+        raised += space.scan_["local_lipschitz"] > 0
+    assert raised <= 5
+
+
+@pytest.mark.slow
+def test_three_feature_local_scan_rarely_raises_where_the_scores_are_right():
+    """The local gate's size in three features: p = expit(3(x0 − ½) − 2 x1 + x2) on [0, 1]³, which
+    a logistic regression fits exactly; as in two features, 20 fits, at most 5 raised."""
+    raised = 0
+    for seed in range(20):
+        rng = np.random.default_rng(3000 + seed)
+        X = rng.uniform(0, 1, (3000, 3))
+        y = (rng.random(3000) < expit(3.0 * (X[:, 0] - 0.5) - 2.0 * X[:, 1] + X[:, 2])).astype(int)
+        space = _fit(X, y, seed)
+        assert space.scan_["local_rows"] == [64]
         raised += space.scan_["local_lipschitz"] > 0
     assert raised <= 5

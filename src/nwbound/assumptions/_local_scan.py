@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._scan import _ROUNDING_SPREAD, ResidualScan, _columns
+from ._scan import SCAN_PLANE_VALUES, _ROUNDING_SPREAD, ResidualScan, _columns, _distinct_values
 
 __all__ = ["LOCAL_SCAN_MAX_FEATURES", "LocalResidualScan", "local_directions", "local_scans"]
 
@@ -31,13 +31,22 @@ LOCAL_SCAN_COVER = 3
 LOCAL_SCAN_WINDOW = 4
 #: Angle between the directions inside a neighbourhood, in degrees: θ blurs a strip by θ·R, 0.03 std at 5°.
 LOCAL_SCAN_DEGREES = 5.0
-#: In more features a neighbourhood of 64 rows is no longer small (its radius shrinks as n^(−1/d)):
-#: in three features at 2 000 rows it is 0.65 std wide, where a sphere of radius 1.15 std bends by
-#: 0.18 std, three times a thin shell's width, and directions 5° apart grow from 36 to 826. Tried in
-#: three features at 10°: it held most of a thin shell but took the certificates of fields whose
-#: scores are right enough (a coarse sine flipped by a binary feature: 16-29 % to 0). The local
-#: scan runs in two features.
-LOCAL_SCAN_MAX_FEATURES = 2
+#: In three features a neighbourhood is wider (its radius shrinks as n^(−1/d): 64 rows of 2 000 are
+#: 0.65 std wide, where a sphere of radius 1.15 std bends by 0.18 std) and directions 5° apart
+#: number 826. There the local scan runs lighter: directions 15° apart (92), neighbourhoods of 64
+#: rows only, one centre per 64 rows (``LOCAL_SCAN_3D``); it adds 12-24 % to a fit, where 10° and
+#: three sizes tripled it. It holds thin shells at 5 000-20 000 rows on some seeds (at 3 000 the
+#: blur of a 0.65-std neighbourhood hides them), and runs only where every feature has more than
+#: ``SCAN_PLANE_VALUES`` values: the levels of a feature with few values slice a neighbourhood into
+#: flat layers, where a direction at θ from a layer's normal shortens the spread by sin θ and so
+#: lengthens the slope by 1/sin θ (a coarse sine flipped by a binary feature read 1-9 per std where
+#: p's steepest slope is 1.1). Single pairs of 4-row windows where the scores are near 0 or 1 read
+#: 1-5 per std on smooth fields (their labels vary more than the scores say): single pairs from 16
+#: rows, as the scan of every row reads them from 32. Four features and more: none.
+LOCAL_SCAN_MAX_FEATURES = 3
+#: In three features: (degrees between directions, neighbourhood sizes, centres per k rows, the
+#: single-pair statistics' finest window).
+LOCAL_SCAN_3D = (15.0, (64,), 1.0, 16)
 #: The most centres × directions × rows × residual columns of the local scans of one fit (their
 #: cost, the 19 null draws included, is about linear in it; the scan of every row has the same).
 LOCAL_SCAN_BUDGET = 2_200_000
@@ -180,9 +189,10 @@ def local_scans(features: Any, variances: Any, scores: Any = None, *, random_sta
                 budget: float = LOCAL_SCAN_BUDGET) -> list[LocalResidualScan]:
     """The local scans of a fit: one :class:`LocalResidualScan` per neighbourhood size of
     ``LOCAL_SCAN_SCALES`` (at most the rows), in at most ``LOCAL_SCAN_MAX_FEATURES`` features (at
-    least 2: along one feature the scan of every row is local already); where centres ×
-    directions × rows × columns exceed ``budget``, fewer centres (``cover`` down to 1), else none.
-    Uses no labels.
+    least 2: along one feature the scan of every row is local already); in three features lighter
+    (``LOCAL_SCAN_3D``), and only where every feature has more than ``SCAN_PLANE_VALUES`` values;
+    where centres × directions × rows × columns exceed ``budget``, fewer centres (``cover`` down
+    to 1), else none. Uses no labels.
 
     Parameters
     ----------
@@ -205,7 +215,9 @@ def local_scans(features: Any, variances: Any, scores: Any = None, *, random_sta
     >>> rng = np.random.default_rng(0)
     >>> [s.centres.shape[0] for s in local_scans(rng.normal(size=(2000, 2)), np.full(2000, 0.25), random_state=0)]
     [94, 47, 24]
-    >>> local_scans(rng.normal(size=(2000, 3)), np.full(2000, 0.25)), local_scans(rng.normal(size=(2000, 1)), np.full(2000, 0.25))
+    >>> [(s.rows, s.centres.shape[0], s.n_directions) for s in local_scans(rng.normal(size=(2000, 3)), np.full(2000, 0.25))]
+    [(64, 32, 2944)]
+    >>> local_scans(rng.normal(size=(2000, 4)), np.full(2000, 0.25)), local_scans(rng.normal(size=(2000, 1)), np.full(2000, 0.25))
     ([], [])
     """
     F = np.asarray(features, dtype=np.float64)
@@ -216,11 +228,16 @@ def local_scans(features: Any, variances: Any, scores: Any = None, *, random_sta
     n, d = F.shape
     if not 2 <= d <= LOCAL_SCAN_MAX_FEATURES or n < 4 * LOCAL_SCAN_WINDOW * 2:
         return []
-    U = local_directions(d)
-    sizes = sorted({int(min(k, n)) for k in LOCAL_SCAN_SCALES})
+    if d == 3 and np.any(_distinct_values(F, SCAN_PLANE_VALUES) <= SCAN_PLANE_VALUES):
+        return []  # a feature's levels slice every neighbourhood into flat layers (LOCAL_SCAN_3D)
+    degrees, scales, most, single = (LOCAL_SCAN_DEGREES, LOCAL_SCAN_SCALES, LOCAL_SCAN_COVER, None) if d == 2 \
+        else LOCAL_SCAN_3D
+    U = local_directions(d, degrees)
+    sizes = sorted({int(min(k, n)) for k in scales})
     # centres × rows ≈ cover·n per size
-    cover = min(float(LOCAL_SCAN_COVER), float(budget) / (len(sizes) * n * U.shape[0] * V.shape[1]))
+    cover = min(float(most), float(budget) / (len(sizes) * n * U.shape[0] * V.shape[1]))
     if cover < 1:
         return []
     rs = check_random_state(random_state)
-    return [LocalResidualScan(F, V, rows=k, cover=cover, directions=U, scores=scores, random_state=rs) for k in sizes]
+    return [LocalResidualScan(F, V, rows=k, cover=cover, directions=U, scores=scores, single_min_window=single,
+                              random_state=rs) for k in sizes]

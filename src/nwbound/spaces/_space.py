@@ -555,8 +555,9 @@ class LearnedSpace:
         exceeds theirs, the root-mean-square slope beyond it; the larger, times the estimate's safety
         factor, raises ``residual_lipschitz_`` (raise-only: see :meth:`_raise_residual_lipschitz`).
 
-        In two features, the local scans (:func:`~nwbound.assumptions.local_scans`: the same scan
-        inside neighbourhoods of 64, 128 and 256 rows; their centres and their own ``_NULL_DRAWS``
+        In two and three features, the local scans (:func:`~nwbound.assumptions.local_scans`: the same
+        scan inside neighbourhoods of 64, 128 and 256 rows; of 64 in three features, none where one has
+        few values; their centres and their own ``_NULL_DRAWS``
         label draws from ``local_seed``) have their own gates, their largest z and aggregated z
         against the draws' largest, and raise it the same way: a structure thin in every direction,
         which every projection of every row blurs."""
