@@ -70,6 +70,7 @@ from ..spaces import (
     choose_lipschitz,
     chooses_lipschitz,
     cross_fit_attributes,
+    shared_residual_raise,
     divided_bounds,
     lipschitz_units,
     metric_kind,
@@ -382,13 +383,18 @@ metric, metric_fraction, cross_fit
         def rows(r: np.ndarray) -> np.ndarray:  # training rows r (of the metric shares), in r's order
             return gathered[np.searchsorted(needed, r)]
 
-        fits = []
-        for layout in layouts:
+        def fit_part(layout: Any, floor: float | None = None) -> tuple[_Part, dict]:
             # Each model draws its seeds as the in-memory fit's: one model on from random_state itself
             # (after the split's draw), cross-fitted ones each from a copy of it (clone copies it).
             draws = self.random_state if len(layouts) == 1 else clone(self.random_state, safe=False)
             model_seed = seed if len(layouts) == 1 else split_seed(draws)
-            fits.append(self._fit_part(X, params, full, groups, layout, rows, model_seed, draws, len(layouts), client))
+            return self._fit_part(X, params, full, groups, layout, rows, model_seed, draws, len(layouts), client, floor)
+
+        fits = [fit_part(layout) for layout in layouts]
+        shared = shared_residual_raise([part.estimator.metric_ for part, _ in fits])
+        if shared is not None:  # the in-memory rule: one model's raise of L_r is every model's
+            fits = [fit if fit[0].estimator.metric_.residual_lipschitz_ >= shared else fit_part(layout, shared)
+                    for fit, layout in zip(fits, layouts)]
         parts = [part for part, _ in fits]
         first = fits[0][1]
         self.parts_ = parts
@@ -420,11 +426,13 @@ metric, metric_fraction, cross_fit
         return self
 
     def _fit_part(self, X: "da.Array", params: dict, full: dict, groups: np.ndarray | None, layout: Any,
-                  rows: Any, seed: int | None, draws: Any, n_parts: int, client: Any) -> tuple[_Part, dict]:
+                  rows: Any, seed: int | None, draws: Any, n_parts: int, client: Any,
+                  floor: float | None = None) -> tuple[_Part, dict]:
         """One model: its split, map and L at the client, its NW share mapped into shards.
 
         ``seed`` seeds the model's split and map; the pilot L and the check of L draw theirs from
-        ``draws`` (:func:`~nwbound.spaces.split_seed`), in the in-memory fit's order."""
+        ``draws`` (:func:`~nwbound.spaces.split_seed`), in the in-memory fit's order. ``floor``: the
+        space's ``residual_lipschitz_floor`` (:func:`~nwbound.spaces.shared_residual_raise`)."""
         dtype = check_dtype(params["dtype"])
         labels, weights, classes = np.asarray(full["labels"]), full.get("weights"), full["classes_"]
         model_params, shard_params = _part_params(params, n_parts)
@@ -449,7 +457,7 @@ metric, metric_fraction, cross_fit
                 if auto_l:  # the in-memory fit's rows for the raise-only L_r (at most 8 000), gathered
                     unseen = residual_rows(check_rows, nw_rows, seed)
                     unseen = (np.asarray(compute(client, X[unseen])[0]), labels[unseen])
-                space = LearnedSpace("auto", random_state=seed).fit(
+                space = LearnedSpace("auto", random_state=seed, residual_lipschitz_floor=floor).fit(
                     rows(map_rows), labels[map_rows], None if weights is None else weights[map_rows].astype(np.float64),
                     groups=None if groups is None else groups[map_rows], held_out=held, unseen=unseen)
             Z = self._nw_share(X, nw_rows, space, dtype, client)

@@ -28,7 +28,7 @@ from ..bounds import CHERNOFF_FALLBACK_START as _CHERNOFF_FALLBACK_START
 from ..diagnostics import AdviceContext, warn_if_vacuous
 from ..kernels import Kernel
 from ..utils import report
-from ..spaces import auto_cross_fits, check_cross_fit_metric, check_subset, LearnedSpace, check_fraction, check_groups, check_map_classes, check_rows_split, choose_lipschitz, cross_fit_layouts, divided_bounds, divided_delta, pilot_lipschitz, kappa_weighted_proba, lipschitz_units, metric_kind, nw_share_weights, residual_rows, split_rows, split_seed, two_constant_pilot
+from ..spaces import auto_cross_fits, check_cross_fit_metric, shared_residual_raise, check_subset, LearnedSpace, check_fraction, check_groups, check_map_classes, check_rows_split, choose_lipschitz, cross_fit_layouts, divided_bounds, divided_delta, pilot_lipschitz, kappa_weighted_proba, lipschitz_units, metric_kind, nw_share_weights, residual_rows, split_rows, split_seed, two_constant_pilot
 from ._fit_errors import _auto_lipschitz, _split_settings_errors
 from ._dispatch import queries_on_host, training_data_on_host, validate_queries
 from ._fitted_state import _LearnedState
@@ -238,7 +238,8 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
             if kind is not None:
                 fit_rows = map_rows if uses_labels else np.arange(n)
                 w = None if weights is None else weights[fit_rows].astype(np.float64)
-                self.metric_ = LearnedSpace(self.metric, random_state=seed)
+                self.metric_ = LearnedSpace(self.metric, random_state=seed,
+                                            residual_lipschitz_floor=getattr(self, "_residual_lipschitz_floor", None))
                 fit_args = (X[fit_rows], labels[fit_rows], w)
                 fit_groups = None if groups is None else groups[fit_rows]
                 if kind == "auto":  # L_r is estimated on the check rows (the map never sees them)
@@ -300,21 +301,28 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
         Xv, labels, weights = self._validate_training_data(X, y, sample_weight, dtype)
         groups = check_groups(groups, Xv.shape[0])
         self._warn_assumption_units()
-        halves = []
         with _split_settings_errors(self, labels, groups):
             layouts = cross_fit_layouts(labels, self.cross_fit, check_fraction(self.metric_fraction), groups=groups,
                                         random_state=split_seed(getattr(self, "random_state", None)))
         self._say(f"cross_fit={self.cross_fit!r}: {len(layouts)} models on {Xv.shape[0]} training rows, each at "
                   f"level delta/{len(layouts)}")
+        def fitted(i: int, floor: float | None = None) -> Any:
+            half = clone(self).set_params(cross_fit=False, **self._cross_model_params,
+                                          **self._cross_model_settings(len(layouts)))
+            half._forced_split = layouts[i]
+            half._residual_lipschitz_floor = floor  # LearnedSpace(residual_lipschitz_floor=...)
+            half._judges_for_whole = i == 0 and self._fits_point_model()  # _fit_point_estimate's judge
+            half._fit_started, half._progress_label = self._fit_started, f"model {i + 1}/{len(layouts)}"
+            return half.fit(X, y, sample_weight=sample_weight, groups=groups)
+
         with warnings.catch_warnings():  # said once, above, not once per model
             warnings.filterwarnings("ignore", category=UserWarning, message=_UNITS_WARNING_START)
-            for i, (metric_rows, nw_rows) in enumerate(layouts):
-                half = clone(self).set_params(cross_fit=False, **self._cross_model_params,
-                                              **self._cross_model_settings(len(layouts)))
-                half._forced_split = (metric_rows, nw_rows)
-                half._judges_for_whole = i == 0 and self._fits_point_model()  # _fit_point_estimate's judge
-                half._fit_started, half._progress_label = self._fit_started, f"model {i + 1}/{len(layouts)}"
-                halves.append(half.fit(X, y, sample_weight=sample_weight, groups=groups))
+            halves = [fitted(i) for i in range(len(layouts))]
+            shared = shared_residual_raise([half.metric_ for half in halves])
+            if shared is not None:  # one model's raise is every model's: refit those below it with it as a floor
+                self._say(f"L_r raised to {shared:.3g} in one model: the models below it are fitted again with it")
+                halves = [half if half.metric_.residual_lipschitz_ >= shared else fitted(i, shared)
+                          for i, half in enumerate(halves)]
         self.metric_rows_, self.nw_rows_ = layouts[0]
         self._adopt_cross_models(halves)
         self._fit_point_estimate(Xv, labels, weights)

@@ -98,6 +98,9 @@ class MetricAutoReport:
     grouped : bool
         The comparison kept each group whole: folds by group (``groups`` given, and enough
         groups), or check rows held out of the map by whole groups.
+    shared_lipschitz : float or None
+        The ``L_r`` another cross-fitted model's raise set this model's to (``LearnedSpace``'s
+        ``residual_lipschitz_floor``), where it did; None otherwise.
 
     Examples
     --------
@@ -126,6 +129,7 @@ class MetricAutoReport:
     resolution: float = float("nan")
     n_resolution_rows: int = 0
     scan: dict | None = None
+    shared_lipschitz: float | None = None
 
     def __str__(self) -> str:
         if self.validated_on_check_rows:
@@ -153,6 +157,8 @@ class MetricAutoReport:
             lines.append(resolution_sentence(self.residual_lipschitz, self.resolution, self.n_resolution_rows))
         if self.scan is not None:
             lines.append(scan_sentence(self.scan))
+        if self.shared_lipschitz is not None:
+            lines.append(shared_raise_sentence(self.shared_lipschitz))
         for c in self.candidates:
             ll = "—" if not np.isfinite(c["log_loss"]) else f"{c['log_loss']:.4f}"
             acc = "—" if not np.isfinite(c["accuracy"]) else f"{c['accuracy']:.3f}"
@@ -228,6 +234,29 @@ def scan_sentence(scan: dict) -> str:
         return (f"{where} found variation beyond noise, of slope {scan['lipschitz']:.3g} per std, within L_r: "
                 "L_r unchanged.")
     return f"{where} found no variation beyond noise: L_r unchanged."
+
+
+def shared_raise_sentence(value: float) -> str:
+    """Why a cross-fitted model's ``L_r`` is another model's raise, in plain words.
+
+    Parameters
+    ----------
+    value : float
+        The shared ``L_r`` (``LearnedSpace.shared_residual_lipschitz_``).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from nwbound.spaces import shared_raise_sentence
+    >>> print(shared_raise_sentence(2.5))  # doctest: +NORMALIZE_WHITESPACE
+    L_r raised to 2.5, the largest raise among the cross-fitted models: their intervals are
+    intersected, so each must hold, and variation one model's rows showed is assumed in every model's.
+    """
+    return (f"L_r raised to {value:.3g}, the largest raise among the cross-fitted models: their intervals are "
+            "intersected, so each must hold, and variation one model's rows showed is assumed in every model's.")
 
 
 def _listed(sizes: list) -> str:

@@ -12,7 +12,7 @@ from .._result import PredictionInterval
 from .._validation import check_open_unit
 from ._lipschitz import CrossFitReports
 
-__all__ = ["contradicting_rows", "cross_fit_attributes", "divided_bounds", "divided_delta", "intersect_intervals", "kappa_weighted_proba", "move_into_box", "project_into_box"]
+__all__ = ["contradicting_rows", "cross_fit_attributes", "shared_residual_raise", "divided_bounds", "divided_delta", "intersect_intervals", "kappa_weighted_proba", "move_into_box", "project_into_box"]
 
 #: Rounding slack of ``Σ lower ≤ 1 ≤ Σ upper`` (the box holds a distribution).
 _SUM_TOL = 1e-9
@@ -84,6 +84,46 @@ def cross_fit_attributes(models: Sequence[Any], *, chooses_lipschitz: bool) -> d
     else:
         out["lipschitz_"], out["lipschitz_report_"] = first.lipschitz_, None
     return out
+
+
+def shared_residual_raise(spaces: Sequence[Any]) -> float | None:
+    """The ``L_r`` every cross-fitted model must assume where one model's rows raised its own.
+
+    Each model's interval holds at level δ/K only if its own assumption does, and the estimator
+    intersects them: a raise of ``L_r`` in one model (``residual_lipschitz_`` above the held-out
+    estimate ``feature_weight_``: its second estimate or its scans found variation beyond noise)
+    widens that model's intervals, but the intersection keeps another model's narrower ones, which
+    assumed what the raise showed false. So the largest raise becomes every model's floor
+    (``LearnedSpace(residual_lipschitz_floor=...)``): raise-only, it can only widen intervals.
+
+    One rule for the in-memory estimator and :class:`nwbound.dask.ShardedNadarayaWatson`.
+
+    Parameters
+    ----------
+    spaces : sequence of LearnedSpace or None
+        Each model's ``metric_`` (None, or a space without ``residual_lipschitz_``: no ``"auto"``
+        space, nothing to share).
+
+    Returns
+    -------
+    float or None
+        The largest raised ``residual_lipschitz_``, where some model's is smaller; else None.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as Space
+    >>> from nwbound.spaces import shared_residual_raise
+    >>> raised, plain = Space(feature_weight_=0.4, residual_lipschitz_=2.0), Space(feature_weight_=0.5, residual_lipschitz_=0.5)
+    >>> shared_residual_raise([raised, plain]), shared_residual_raise([plain, plain])
+    (2.0, None)
+    """
+    values = [(float(getattr(m, "feature_weight_", np.nan)), float(getattr(m, "residual_lipschitz_", np.nan)))
+              for m in spaces if m is not None]
+    raised = [r for w, r in values if r > w]  # NaN (no "auto" space) compares False
+    if not raised or len(values) < 2:
+        return None
+    top = max(raised)
+    return top if any(r < top for _, r in values) else None
 
 
 def divided_delta(delta: float, n_models: int) -> float:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .._stack import caller_stacklevel
-from ._auto import resolution_sentence, scan_sentence
+from ._auto import resolution_sentence, scan_sentence, shared_raise_sentence
 
 __all__ = ["LipschitzAutoReport", "CrossFitReports", "check_subset", "choose_lipschitz", "chooses_lipschitz",
            "pilot_lipschitz", "lipschitz_units",
@@ -134,6 +134,9 @@ class CrossFitReports(tuple):
             for i, scan in scans[1:]:
                 found = (f"raised L_r to {scan['lipschitz']:.3g}" if scan["raised"] else "left L_r unchanged")
                 lines.append(f"  model {i}: the same scan on its own rows {found}.")
+        for i, r in enumerate(self):
+            if getattr(r, "shared_lipschitz", None) is not None:
+                lines.append(f"  model {i}: {shared_raise_sentence(r.shared_lipschitz)}")
         return "\n".join(lines)
 
 
@@ -221,9 +224,12 @@ def two_constant_pilot(space: Any) -> tuple[float, str]:
               f"estimated on {space.n_held_out_} held-out rows, the features at c·L_r with c = "
               f"{space.balance_:.3g}, so L = √(1 + 1/c²)")
     if space.residual_lipschitz_ > space.feature_weight_:
-        by = "the directional scan" if space.scan_ is not None and space.scan_["raised"] else "a second estimate"
-        source += (f", raised to √(1 + ρ²/c²) by {by} L_r = {space.residual_lipschitz_:.4g} on the "
-                   f"rows the score model never saw (ρ = {space.residual_lipschitz_ / space.feature_weight_:.3g})")
+        shared = getattr(space, "shared_residual_lipschitz_", None) is not None
+        by = ("another cross-fitted model's raise" if shared else "the directional scan"
+              if space.scan_ is not None and space.scan_["raised"] else "a second estimate")
+        source += (f", raised to √(1 + ρ²/c²) by {by} L_r = {space.residual_lipschitz_:.4g}"
+                   + ("" if shared else " on the rows the score model never saw")
+                   + f" (ρ = {space.residual_lipschitz_ / space.feature_weight_:.3g})")
     if np.isfinite(space.resolution_):
         source += ". " + resolution_sentence(space.residual_lipschitz_, space.resolution_, space.n_resolution_rows_)[:-1]
     if space.scan_ is not None:

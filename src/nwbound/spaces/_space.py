@@ -247,6 +247,11 @@ class LearnedSpace:
     metric : str or estimator
     random_state : int, RandomState or None, default=None
         Seed of ``"auto"``'s row subset, model and estimate.
+    residual_lipschitz_floor : float or None, default=None
+        ``"auto"``: an ``L_r`` that ``residual_lipschitz_`` is raised to where it is smaller (raise-only,
+        like the scans). A cross-fitted estimator passes the largest raise among its models to the
+        others (:func:`~nwbound.spaces.shared_residual_raise`): each model's intervals must hold for
+        the intersection to, so evidence one model's scan found is every model's.
 
     Attributes
     ----------
@@ -268,8 +273,10 @@ class LearnedSpace:
         ``"auto"``: rows that estimated ``L_r`` (0 otherwise).
     residual_lipschitz_ : float
         ``"auto"``: the ``L_r`` the bound assumes, the held-out estimate raised by the second one on
-        ``unseen`` and by the directional scan of those rows where larger and above noise (0
-        otherwise).
+        ``unseen`` and by the directional scan of those rows where larger and above noise, and to
+        ``residual_lipschitz_floor`` where that is larger (0 otherwise).
+    shared_residual_lipschitz_ : float or None
+        ``"auto"``: ``residual_lipschitz_floor`` where it raised ``residual_lipschitz_``, else None.
     resolution_ : float
         ``"auto"``: the pilot bandwidth of the finest estimate of ``L_r``, in standard deviations
         of the features: variation of ``p − s`` at finer scales is assumed absent (NaN otherwise).
@@ -302,9 +309,10 @@ class LearnedSpace:
     (6, True, True)
     """
 
-    def __init__(self, metric: Any, *, random_state: Any = None):
+    def __init__(self, metric: Any, *, random_state: Any = None, residual_lipschitz_floor: float | None = None):
         self.metric = metric
         self.random_state = random_state
+        self.residual_lipschitz_floor = residual_lipschitz_floor
 
     def fit(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None,
             groups: np.ndarray | None = None, *, held_out: tuple | None = None,
@@ -398,7 +406,11 @@ class LearnedSpace:
         self.map_, self.feature_weight_, self.report_, self.balance_ = None, 0.0, None, 1.0
         self.lipschitz_, self.n_held_out_ = None, 0
         self.residual_lipschitz_, self.resolution_, self.n_resolution_rows_ = 0.0, float("nan"), 0
-        self.scan_ = None
+        self.scan_, self.shared_residual_lipschitz_ = None, None
+        floor = self.residual_lipschitz_floor
+        if floor is not None and (isinstance(floor, bool) or not isinstance(floor, (int, float, np.floating, np.integer))
+                                  or not np.isfinite(floor) or floor <= 0):
+            raise ValueError(f"residual_lipschitz_floor must be a positive finite number or None; got {floor!r}.")
         self._units = column_units(X) if kind in ("standard", "auto") else None
         from sklearn.utils import check_random_state  # here: transform needs no scikit-learn (nwbound predict)
 
@@ -489,13 +501,17 @@ class LearnedSpace:
         if unseen is not None and est is not None:
             self._raise_residual_lipschitz(unseen, n_scores, rng.randint(2**31),
                                            _finer(len(unseen[1]), est.details["n_used"], features.shape[1]))
+        floor = self.residual_lipschitz_floor
+        if floor is not None and float(floor) > self.residual_lipschitz_:  # another cross-fitted model's raise
+            self.residual_lipschitz_ = self.shared_residual_lipschitz_ = float(floor)
         # |Δp| ≤ ‖Δs‖ + L_r′‖Δx‖ ≤ √(1 + ρ²/c²)·‖Δz‖ with ρ = L_r′/L_r ≥ 1 (Cauchy–Schwarz; the space
         # keeps the features at c·L_r); no scores: |Δp| ≤ L_r′‖Δx‖ = ρ‖Δz‖
         rho = self.residual_lipschitz_ / weight
         self.lipschitz_ = float(np.sqrt(1.0 + rho**2 / self.balance_**2)) if n_scores else float(rho)
         self.report_ = replace(self.report_, feature_weight=self.feature_weight_, n_held_out=self.n_held_out_,
                                residual_lipschitz=self.residual_lipschitz_, resolution=self.resolution_,
-                               n_resolution_rows=self.n_resolution_rows_, scan=self.scan_)
+                               n_resolution_rows=self.n_resolution_rows_, scan=self.scan_,
+                               shared_lipschitz=self.shared_residual_lipschitz_)
 
     def _offset(self, proba: np.ndarray | None, n: int, classes: np.ndarray) -> np.ndarray:
         """The score model's probabilities of ``classes`` on ``n`` rows from its ``predict_proba``
