@@ -878,49 +878,6 @@ def test_auto_validates_on_a_held_out_third_above_the_cv_rows(monkeypatch):
             np.testing.assert_allclose(model.predict_proba(X[:5]), by_hand.predict_proba(X[:5]), rtol=1e-9)
 
 
-def test_gradient_boosting_on_more_than_auto_coarse_rows_bins_coarser_on_the_same_rows(monkeypatch):
-    """Above ``AUTO_COARSE_ROWS`` fitting rows the gradient-boosting candidate bins each feature
-    into at most ``AUTO_MAX_BINS`` values; nothing else moves: the same thirds fit and validate the
-    candidates, the logistic one is unchanged (checked against fits by hand), and the space's
-    score model still sees its map rows only."""
-    from sklearn.metrics import log_loss
-    from sklearn.model_selection import StratifiedKFold
-
-    import nwbound.spaces._auto as auto
-    from nwbound.spaces import auto_candidates, choose_score_model, fit_score_model
-
-    monkeypatch.setattr(auto, "AUTO_CV_ROWS", 200)
-    monkeypatch.setattr(auto, "AUTO_COARSE_ROWS", 300)  # the 400 fitting rows: above it
-    rng = np.random.default_rng(23)
-    X = rng.uniform(-1, 1, size=(600, 3))
-    y = (X[:, 0] * X[:, 1] > 0).astype(int)  # a checkerboard: gradient boosting wins
-    model, report = choose_score_model(X, y, random_state=5)
-    assert report.n_splits == 1 and report.n_rows == 400
-    train, val = next(StratifiedKFold(3, shuffle=True, random_state=5).split(X, y))
-    bins = {"gradient boosting": auto.AUTO_MAX_BINS, "logistic regression": None}
-    for cand in report.candidates:
-        by_hand = auto_candidates(5)[cand["name"]]
-        if bins[cand["name"]] is not None:
-            assert by_hand.max_bins == 255
-            by_hand.set_params(max_bins=bins[cand["name"]])
-        by_hand.fit(X[train], y[train])
-        assert cand["log_loss"] == pytest.approx(log_loss(y[val], by_hand.predict_proba(X[val])), rel=1e-9)
-    assert report.chosen == "gradient boosting" and model.max_bins == 63
-    # a point model (fit_score_model) bins as the rows it is fitted on say
-    assert [fit_score_model("gradient boosting", X[:n], y[:n]).max_bins for n in (300, 301)] == [255, 63]
-    assert fit_score_model(auto_candidates(0)["gradient boosting"], X, y).max_bins == 255  # an estimator: as given
-    # the default's space: fitted on its map rows only, at 63 bins where they are more
-    with _quiet():
-        clf = NadarayaWatsonClassifier(cross_fit=False, random_state=0).fit(X, y)
-    assert clf.metric_report_.n_rows == clf.metric_rows_.shape[0] - clf.check_rows_.shape[0] < 300
-    assert clf.metric_report_.chosen == "gradient boosting" and clf.metric_.map_.max_bins == 255
-    monkeypatch.setattr(auto, "AUTO_COARSE_ROWS", 100)
-    with _quiet():
-        clf = NadarayaWatsonClassifier(cross_fit=False, random_state=0).fit(X, y)
-    assert clf.metric_report_.n_rows == clf.metric_rows_.shape[0] - clf.check_rows_.shape[0] > 100
-    assert clf.metric_report_.chosen == "gradient boosting" and clf.metric_.map_.max_bins == 63
-
-
 @pytest.mark.parametrize("metric", ["auto", "standard", "lda"])
 def test_fit_transform_is_fit_then_transform_bit_for_bit(metric):
     # fit_transform reuses the map's output computed while fitting (and "auto" its chosen model's

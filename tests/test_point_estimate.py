@@ -139,21 +139,20 @@ def test_the_point_model_is_a_copy_of_the_chosen_candidate_fitted_on_every_row(c
                           again.predict_proba(in_column_units(Q, units)))
 
 
-def test_gradient_boosting_point_model_on_many_rows_bins_coarser_and_the_box_stays(monkeypatch):
-    """Fitted on more than ``AUTO_COARSE_ROWS`` rows, the gradient-boosting point model bins each
-    feature into at most ``AUTO_MAX_BINS`` values (the cost of its fit). Where the space's score
-    model is fitted on fewer (its map rows), it keeps 255, so the box, the certified rows and their
-    class are those of the 255-bin point model, bit for bit: only the reported point moves."""
-    import nwbound.spaces._auto as auto
+def test_above_point_coarse_rows_the_gradient_boosting_point_model_bins_coarser_and_the_box_stays(monkeypatch):
+    """Above ``POINT_COARSE_ROWS`` rows the gradient-boosting point model bins each feature into at
+    most ``POINT_MAX_BINS`` values (the cost of its fit); the space's score model keeps 255, so the
+    box, the certified rows and their class are those of the 255-bin point model, bit for bit."""
+    import nwbound.estimators._point as point
 
     X, y = _sectors(900, 0)
     Q = _sectors(300, 1)[0]
     fine = _fit(X, y, cross_fit=False)
     assert fine.metric_report_.chosen == "gradient boosting" and fine.point_model_.max_bins == 255
-    monkeypatch.setattr(auto, "AUTO_COARSE_ROWS", 500)  # the point model's 900 rows above, the map's 216 not
+    monkeypatch.setattr(point, "POINT_COARSE_ROWS", 100)  # 900 rows: above it
     coarse = _fit(X, y, cross_fit=False)
-    assert auto.AUTO_MAX_BINS == 63 and coarse.point_model_.max_bins == auto.AUTO_MAX_BINS
-    assert coarse.metric_.map_.max_bins == 255
+    assert point.POINT_MAX_BINS == 63 and coarse.point_model_.max_bins == point.POINT_MAX_BINS
+    assert coarse.metric_.map_.max_bins == 255  # the space's score model: the bound's ingredients unchanged
     a, b = _interval(fine, Q), _interval(coarse, Q)
     for name in ("lower", "upper", "certified"):
         assert np.array_equal(getattr(a, name), getattr(b, name))

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._stack import caller_stacklevel
 
-__all__ = ["AUTO_COARSE_ROWS", "AUTO_CV_FOLDS", "AUTO_CV_ROWS", "AUTO_MAX_BINS", "MetricAutoReport", "auto_candidates", "choose_score_model",
+__all__ = ["AUTO_CV_FOLDS", "AUTO_CV_ROWS", "MetricAutoReport", "auto_candidates", "choose_score_model",
            "chosen_candidate", "fit_score_model", "resolution_sentence", "scan_sentence"]
 
 #: Folds of the cross-validation that compares ``metric="auto"``'s candidate score models (fewer
@@ -24,13 +24,6 @@ AUTO_CV_ROWS = 4000
 #: metric="auto" fits its gradient-boosting model with at most this many boosting iterations
 #: (benchmarks/bench_learned_space.py: the speed budget).
 AUTO_MAX_ITER = 50
-#: Fitted on more than this many rows (the map rows of a large fit, the point model of
-#: ``point_estimate="auto"``), the gradient-boosting candidate bins each feature into at most
-#: :data:`AUTO_MAX_BINS` values instead of 255: at 5 000 and 20 000 rows of bench_defaults' 2-class
-#: rows its fit takes a third and a quarter less CPU (user guide, "Defaults": "Cost", round 21). At
-#: most this many rows (every unseen and bundled set) nothing changes.
-AUTO_COARSE_ROWS = AUTO_CV_ROWS
-AUTO_MAX_BINS = 63
 
 
 def _auto_scores(model: Any, X: np.ndarray) -> np.ndarray:
@@ -298,30 +291,12 @@ def auto_candidates(random_state: int) -> dict[str, Any]:
     }
 
 
-def _for_rows(model: Any, n_rows: int) -> Any:
-    """A candidate of :func:`auto_candidates` (unfitted) as it is fitted on ``n_rows`` rows: gradient
-    boosting at :data:`AUTO_MAX_BINS` bins above :data:`AUTO_COARSE_ROWS` rows.
-
-    Examples
-    --------
-    >>> from nwbound.spaces._auto import _for_rows, auto_candidates
-    >>> [_for_rows(auto_candidates(0)["gradient boosting"], n).max_bins for n in (4000, 4001)]
-    [255, 63]
-    """
-    from sklearn.ensemble import HistGradientBoostingClassifier
-
-    if n_rows > AUTO_COARSE_ROWS and isinstance(model, HistGradientBoostingClassifier):
-        model.set_params(max_bins=AUTO_MAX_BINS)
-    return model
-
-
 def fit_score_model(model: Any, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None, *,
                     random_state: int = 0) -> Any:
     """A fresh copy of a score model, fitted on ``(X, y)`` with ``sample_weight`` as ``metric=`` fits its map.
 
-    ``model`` is a key of :func:`auto_candidates` (that candidate, with the same hyper-parameters,
-    as fitted on that many rows: gradient boosting at :data:`AUTO_MAX_BINS` bins above
-    :data:`AUTO_COARSE_ROWS`) or an unfitted scikit-learn classifier (cloned). ``point_estimate="auto"`` fits the score
+    ``model`` is a key of :func:`auto_candidates` (that candidate, with the same hyper-parameters)
+    or an unfitted scikit-learn classifier (cloned). ``point_estimate="auto"`` fits the score
     model the space chose on every training row with it. The weights reach ``fit`` where it takes
     them (a pipeline's last step).
 
@@ -358,7 +333,7 @@ def fit_score_model(model: Any, X: np.ndarray, y: np.ndarray, sample_weight: np.
         candidates = auto_candidates(random_state)
         if model not in candidates:
             raise ValueError(f"fit_score_model: {model!r} is not a candidate score model; choose from {list(candidates)}.")
-        model = _for_rows(candidates[model], np.shape(X)[0])
+        model = candidates[model]
     else:
         model = clone(model)
     with warnings.catch_warnings():
@@ -518,7 +493,7 @@ def _choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # convergence chatter: the log-loss judges
                 if holdout:
-                    model = _fit(_for_rows(clone(model), train.shape[0]), X[train], y[train],
+                    model = _fit(clone(model), X[train], y[train],
                                  None if sample_weight is None else sample_weight[train])
                     fitted_on_train[name] = model
                     proba = np.zeros((cv_rows.shape[0], labels.shape[0]))
@@ -530,7 +505,7 @@ def _choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray 
                     folds = (StratifiedKFold(n_splits, shuffle=True, random_state=random_state)
                              if cv_groups is None else
                              StratifiedGroupKFold(n_splits, shuffle=True, random_state=random_state))
-                    proba = cross_val_predict(_for_rows(clone(model), cv_rows.shape[0]), X[cv_rows], y[cv_rows], groups=cv_groups,
+                    proba = cross_val_predict(clone(model), X[cv_rows], y[cv_rows], groups=cv_groups,
                                               method="predict_proba", cv=folds)
             entry["log_loss"] = float(log_loss(y[cv_rows], proba, labels=labels))
             entry["accuracy"] = float(np.mean(labels[np.argmax(proba, axis=1)] == y[cv_rows]))
@@ -544,8 +519,7 @@ def _choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray 
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                model = (fitted_on_train[name] if holdout else
-                         _fit(_for_rows(clone(candidates[name]), X.shape[0]), X, y, sample_weight))
+                model = fitted_on_train[name] if holdout else _fit(clone(candidates[name]), X, y, sample_weight)
             s = _auto_scores(model, X[:n_fit])
         except Exception as exc:  # noqa: BLE001
             results[name]["status"] = f"dropped: refit failed ({type(exc).__name__}: {exc})"
