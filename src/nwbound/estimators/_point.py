@@ -29,11 +29,12 @@ POINT_CHECK_ROWS = 512
 #: ... and at most this share of the training rows: a copy fitted without them is kept as judged.
 POINT_CHECK_SHARE = 0.1
 #: Above this many rows, ``metric="auto"``'s gradient-boosting point model bins each feature into at
-#: most ``POINT_MAX_BINS`` values instead of 255: a quarter less fit time at 20 000 rows, accuracy the
-#: same to 0.1-0.3 point on benchmarks/bench_defaults.py's rows (user guide, "Defaults": "Cost", round
-#: 21). The space's score model keeps 255 (its scores shape the bound); the point model moves only the
-#: reported point inside the box. At most 10 000 rows (every unseen and bundled set) nothing changes.
-POINT_COARSE_ROWS = 10_000
+#: most ``POINT_MAX_BINS`` values instead of 255: a third less fit time at 7 000 rows, a quarter at
+#: 20 000, accuracy within 0.2 point or better (bench_defaults' rows, MIT-BIH beats, MNIST; user guide,
+#: "Defaults": "Cost", round 21). The space's score model keeps 255: coarser bins there blurred fine
+#: structure along a feature and moved known-p fields' certificates and misses. The point model moves
+#: only the reported point inside the box. At most 4 000 rows (every unseen and bundled set) nothing changes.
+POINT_COARSE_ROWS = 4_000
 POINT_MAX_BINS = 63
 
 
