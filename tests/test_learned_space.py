@@ -417,6 +417,46 @@ def test_auto_predicts_each_map_row_once_above_its_sample(monkeypatch):
     assert np.array_equal(kept._mean, fresh._mean) and np.array_equal(kept.transform(Xq), fresh.transform(Xq))
 
 
+def test_the_default_predicts_each_row_the_raise_only_estimate_reads_once(monkeypatch):
+    """The raise-only ``L_r`` reads rows the score model never saw: check rows (whose scores the
+    candidates' validation computed) and kernel rows (which the map predicts for the kernel sums).
+    Their predictions are shared (``fit_transform_held_out(kernel=)``), not computed again: each
+    kernel row is predicted once in a fit; L, the space and the intervals are those of predicting
+    the raise's rows afresh, bit for bit."""
+    from nwbound.spaces import LearnedSpace, column_units, in_column_units, residual_rows
+
+    X, y, _ = _field(1400, d=4, seed=5)
+    Xq = _field(200, d=4, seed=6)[0]
+
+    def fitted():
+        with _quiet():
+            clf = NadarayaWatsonClassifier(cross_fit=False, random_state=0).fit(X, y)
+            return clf, clf.predict_interval(Xq)
+
+    calls = _count_predictions(monkeypatch)
+    kept, iv = fitted()
+    space = kept.metric_
+    map_rows = np.setdiff1d(kept.metric_rows_, kept.check_rows_)
+    units = column_units(X[map_rows])
+    seen = np.vstack([rows for model, rows in calls if model is space.map_ and rows.shape[1] == 4])
+    # below AUTO_RESIDUAL_ROWS the raise reads every row the map never saw, the kernel rows among them
+    assert residual_rows(kept.check_rows_, kept.nw_rows_, 0).shape[0] == kept.check_rows_.shape[0] + kept.nw_rows_.shape[0]
+    for row in in_column_units(X[kept.nw_rows_[::17]], units):  # read by the raise and the kernel sums: predicted once
+        assert np.sum(np.all(seen == row, axis=1)) == 1
+    share = LearnedSpace.fit_transform_held_out
+
+    def apart(self, *args, kernel=None, **kwargs):  # the raise predicts its rows afresh
+        return share(self, *args, **kwargs), self.transform(kernel[0])
+
+    monkeypatch.setattr(LearnedSpace, "fit_transform_held_out", apart)
+    fresh, iv_fresh = fitted()
+    for name in ("lipschitz_", "feature_weight_", "balance_", "residual_lipschitz_", "scan_", "report_"):
+        assert getattr(space, name) == getattr(fresh.metric_, name), name
+    assert kept.lipschitz_ == fresh.lipschitz_
+    for name in ("lower", "upper", "proba", "certified", "bandwidth"):
+        assert np.array_equal(getattr(iv, name), getattr(iv_fresh, name)), name
+
+
 @pytest.mark.parametrize("metric", ["auto", "standard"])
 def test_fit_transform_held_out_is_fit_then_transform_bit_for_bit(monkeypatch, metric):
     """``fit_transform_held_out`` maps the held-out rows from the scores its choice computed on them

@@ -139,6 +139,27 @@ def test_the_point_model_is_a_copy_of_the_chosen_candidate_fitted_on_every_row(c
                           again.predict_proba(in_column_units(Q, units)))
 
 
+def test_above_point_coarse_rows_the_gradient_boosting_point_model_bins_coarser_and_the_box_stays(monkeypatch):
+    """Above ``POINT_COARSE_ROWS`` rows the gradient-boosting point model bins each feature into at
+    most ``POINT_MAX_BINS`` values (the cost of its fit); the space's score model keeps 255, so the
+    box, the certified rows and their class are those of the 255-bin point model, bit for bit."""
+    import nwbound.estimators._point as point
+
+    X, y = _sectors(900, 0)
+    Q = _sectors(300, 1)[0]
+    fine = _fit(X, y, cross_fit=False)
+    assert fine.metric_report_.chosen == "gradient boosting" and fine.point_model_.max_bins == 255
+    monkeypatch.setattr(point, "POINT_COARSE_ROWS", 100)  # 900 rows: above it
+    coarse = _fit(X, y, cross_fit=False)
+    assert point.POINT_MAX_BINS == 63 and coarse.point_model_.max_bins == point.POINT_MAX_BINS
+    assert coarse.metric_.map_.max_bins == 255  # the space's score model: the bound's ingredients unchanged
+    a, b = _interval(fine, Q), _interval(coarse, Q)
+    for name in ("lower", "upper", "certified"):
+        assert np.array_equal(getattr(a, name), getattr(b, name))
+    assert not np.array_equal(a.proba, b.proba)  # the reported point did move
+    assert np.all((b.proba >= b.lower) & (b.proba <= b.upper))
+
+
 def _counted_point_fits(monkeypatch) -> list:
     """The rows of every point-model fit from now on (``fit_point_model`` as the classifier calls it), in order."""
     import nwbound.estimators._nadaraya_watson as nw_module

@@ -231,6 +231,7 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
                 check_map_classes(labels[map_rows], self.metric)
             mapped_fit_rows = None  # metric_.transform(X[map_rows]), when the map was fitted on exactly those
             mapped_check = None  # metric_.transform(X[check_rows]), from the score model's validation of them
+            mapped_nw = None  # metric_.transform(X[nw_rows]), its predictions shared with the raise-only L_r
             self._say(f"{n} training rows split: {map_rows.shape[0]} fit the map"
                       + (" and the pilot L" if auto_lipschitz and kind != "auto" else "")
                       + (f", {check_rows.shape[0]} check L" if auto_lipschitz else "")
@@ -245,13 +246,16 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
                 if kind == "auto":  # L_r is estimated on the check rows (the map never sees them)
                     held = (X[check_rows], labels[check_rows]) if auto_lipschitz else None
                     # and again, raise-only, on every row the map never sees (the kernel sums' too)
-                    unseen = residual_rows(check_rows, nw_rows, seed)
-                    unseen = (X[unseen], labels[unseen]) if auto_lipschitz else None
+                    rows = residual_rows(check_rows, nw_rows, seed)
+                    unseen = (X[rows], labels[rows]) if auto_lipschitz else None
                     if held is None:
                         self.metric_.fit(*fit_args, groups=fit_groups, unseen=unseen)
-                    else:  # the check's coordinates of its rows: their scores are predicted once
-                        mapped_check = self.metric_.fit_transform_held_out(*fit_args, groups=fit_groups,
-                                                                           held_out=held, unseen=unseen)
+                    else:  # the check's and the kernel rows' coordinates: each row's scores predicted once
+                        at = np.zeros(n, np.intp)
+                        at[check_rows], at[nw_rows] = np.arange(check_rows.shape[0]), np.arange(nw_rows.shape[0])
+                        kernel = (X[nw_rows], np.isin(rows, check_rows), at[rows])
+                        mapped_check, mapped_nw = self.metric_.fit_transform_held_out(
+                            *fit_args, groups=fit_groups, held_out=held, unseen=unseen, kernel=kernel)
                 elif uses_labels:  # the pilot rows are the map rows: their coordinates come with the fit
                     mapped_fit_rows = self.metric_.fit_transform(*fit_args, groups=fit_groups)
                 else:
@@ -271,8 +275,8 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
             self._held = (pilot, labels[map_rows], X[check_rows], self.classes_[labels[check_rows]], labels,
                           mapped_check)
             self.lipschitz_ = 1.0  # replaced by the chosen value in _finish_fit, before the fit returns
-        Z = X[nw_rows]
-        if self.metric_ is not None:
+        Z = X[nw_rows] if mapped_nw is None else mapped_nw
+        if self.metric_ is not None and mapped_nw is None:
             Z = self.metric_.transform(Z)
         return np.ascontiguousarray(Z, dtype=dtype), labels[nw_rows], nw_share_weights(weights, nw_rows, dtype)
 

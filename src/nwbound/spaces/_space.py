@@ -347,10 +347,14 @@ class LearnedSpace:
 
     def fit_transform_held_out(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None,
                                groups: np.ndarray | None = None, *, held_out: tuple,
-                               unseen: tuple | None = None) -> np.ndarray:
+                               unseen: tuple | None = None, kernel: tuple | None = None) -> Any:
         """``fit(X, y, ..., held_out=held_out, unseen=unseen)`` then ``transform(held_out[0])``, with the
         score model's predictions on the held-out rows computed once (``"auto"`` validates its
         candidates on them): the same array, bit for bit where the score model predicts each row alone.
+
+        ``kernel = (X_k, from_held, at)``: also ``transform(X_k)``, returned second, and where each
+        ``unseen`` row is: row ``at`` of the held-out rows where ``from_held``, else of ``X_k``; so
+        that the raise-only estimate reads their predictions instead of predicting those rows again.
 
         Examples
         --------
@@ -362,11 +366,15 @@ class LearnedSpace:
         >>> bool(np.array_equal(Z, space.transform(X[200:])))
         True
         """
-        _, held_proba = self._fit(X, y, sample_weight, groups, held_out, unseen)
+        _, held_proba, kernel_proba = self._fit(X, y, sample_weight, groups, held_out, unseen, kernel)
         X_h = np.asarray(held_out[0])
-        if held_proba is None or self.kind != "auto":
-            return self.transform(X_h)
-        return self._standardised(self._raw(X_h, _score_block(held_proba)), X_h.shape[1])
+        mapped = (self.transform(X_h) if held_proba is None or self.kind != "auto" else
+                  self._standardised(self._raw(X_h, _score_block(held_proba)), X_h.shape[1]))
+        if kernel is None:
+            return mapped
+        X_k = np.asarray(kernel[0])
+        return mapped, (self.transform(X_k) if kernel_proba is None else
+                        self._standardised(self._raw(X_k, _score_block(kernel_proba)), X_k.shape[1]))
 
     def fit_transform(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None,
                       groups: np.ndarray | None = None, *, held_out: tuple | None = None) -> np.ndarray:
@@ -388,15 +396,18 @@ class LearnedSpace:
         >>> LearnedSpace("standard").fit_transform(X, y).ravel().round(4)
         array([-1.2247,  0.    ,  1.2247])
         """
-        raw, _ = self._fit(X, y, sample_weight, groups, held_out)
+        raw, _, _ = self._fit(X, y, sample_weight, groups, held_out)
         if raw.shape[0] != np.asarray(X).shape[0]:  # "auto" fitted its map on a part of X
             return self.transform(X)
         return self._standardised(raw, self.n_features_in_)
 
     def _fit(self, X: Any, y: np.ndarray, sample_weight: np.ndarray | None, groups: np.ndarray | None,
-             held_out: tuple | None = None, unseen: tuple | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-        """:meth:`fit`; returns the map's output on the rows it was fitted on, before standardisation, and
-        the score model's ``predict_proba`` on the held-out rows where its choice computed it (else None)."""
+             held_out: tuple | None = None, unseen: tuple | None = None,
+             kernel: tuple | None = None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """:meth:`fit`; returns the map's output on the rows it was fitted on, before standardisation,
+        the score model's ``predict_proba`` on the held-out rows where its choice computed it, and on
+        ``kernel``'s rows where the raise-only estimate needed them (:meth:`fit_transform_held_out`;
+        else None)."""
         kind = metric_kind(self.metric)
         if kind is None:
             raise ValueError("LearnedSpace needs a metric; metric=None means the features as they are.")
@@ -415,7 +426,7 @@ class LearnedSpace:
         from sklearn.utils import check_random_state  # here: transform needs no scikit-learn (nwbound predict)
 
         rng = check_random_state(self.random_state)
-        scores, held_proba = None, None
+        scores, held_proba, kernel_proba = None, None, None
         given_held_out = held_out is not None  # the caller's held-out rows also validate the candidates
         self.fit_rows_ = np.arange(X.shape[0])
         if kind == "auto" and held_out is None:  # rows for the estimate of L_r, kept from the map
@@ -458,17 +469,18 @@ class LearnedSpace:
         elif kind != "standard":  # the map's own geometry: one common scale (its columns' relative scales kept)
             self._scale[:n_map] = _common_scale(raw[:, :n_map])
         if kind == "auto":
-            self._fit_feature_weight(held_out, n_map, rng, unseen, held_proba)
+            kernel_proba = self._fit_feature_weight(held_out, n_map, rng, unseen, held_proba, kernel)
         self.n_components_ = raw.shape[1]
-        return raw, held_proba
+        return raw, held_proba, kernel_proba
 
     def _fit_feature_weight(self, held_out: tuple, n_scores: int, rng: Any, unseen: tuple | None = None,
-                            held_proba: np.ndarray | None = None) -> None:
+                            held_proba: np.ndarray | None = None, kernel: tuple | None = None) -> np.ndarray | None:
         """``"auto"``: ``L_r``, the estimated Lipschitz constant of ``p − s`` in the standardised
         features, on the held-out rows (the score model never saw them); then, on ``unseen`` (more
         rows the score model never saw), a second estimate that can only raise ``lipschitz_``.
         ``held_proba``: the score model's ``predict_proba`` on the held-out rows, where its choice
-        already computed it."""
+        already computed it. Returns the score model's ``predict_proba`` on ``kernel``'s rows where
+        the raise-only estimate read them (:meth:`fit_transform_held_out`), else None."""
         X_h, y_h = np.asarray(held_out[0]), np.asarray(held_out[1])
         if X_h.ndim != 2 or X_h.shape[1] != self.n_features_in_ or X_h.shape[0] != y_h.shape[0]:
             raise ValueError(f"held_out must be (X, y) with {self.n_features_in_} features and one label per row; "
@@ -498,9 +510,14 @@ class LearnedSpace:
         self.residual_lipschitz_ = weight
         if est is not None:
             self.resolution_, self.n_resolution_rows_ = float(est.details["bandwidth"]), int(est.details["n_used"])
+        kernel_proba = known = None
         if unseen is not None and est is not None:
+            if kernel is not None and proba is not None and len(kernel[0]):  # each row predicted once
+                kernel_proba, (_, from_held, at) = self._proba(np.asarray(kernel[0])), kernel
+                known = np.empty((from_held.shape[0], proba.shape[1]))
+                known[from_held], known[~from_held] = proba[at[from_held]], kernel_proba[at[~from_held]]
             self._raise_residual_lipschitz(unseen, n_scores, rng.randint(2**31),
-                                           _finer(len(unseen[1]), est.details["n_used"], features.shape[1]))
+                                           _finer(len(unseen[1]), est.details["n_used"], features.shape[1]), known)
         floor = self.residual_lipschitz_floor
         if floor is not None and float(floor) > self.residual_lipschitz_:  # another cross-fitted model's raise
             self.residual_lipschitz_ = self.shared_residual_lipschitz_ = float(floor)
@@ -512,13 +529,15 @@ class LearnedSpace:
                                residual_lipschitz=self.residual_lipschitz_, resolution=self.resolution_,
                                n_resolution_rows=self.n_resolution_rows_, scan=self.scan_,
                                shared_lipschitz=self.shared_residual_lipschitz_)
+        return kernel_proba
 
     def _offset(self, proba: np.ndarray | None, n: int, classes: np.ndarray) -> np.ndarray:
         """The score model's probabilities of ``classes`` on ``n`` rows from its ``predict_proba``
         output ``proba`` on them (:meth:`_proba`; 0 for a class it never saw, all 0 where None)."""
         return np.zeros((n, classes.shape[0])) if proba is None else self._class_columns(proba, classes)
 
-    def _raise_residual_lipschitz(self, unseen: tuple, n_scores: int, seed: int, finer: bool) -> None:
+    def _raise_residual_lipschitz(self, unseen: tuple, n_scores: int, seed: int, finer: bool,
+                                  proba: np.ndarray | None = None) -> None:
         """Raise ``residual_lipschitz_`` on ``unseen`` (at most ``AUTO_RESIDUAL_ROWS`` of them): where
         ``finer``, the second estimate of ``L_r``, kept where larger than the held-out one and than the
         same estimate on each of ``_NULL_DRAWS`` label draws from the scores (``h ≡ 0``, noise alone;
@@ -527,7 +546,8 @@ class LearnedSpace:
 
         Raise-only, so any rows and any rule may feed it, the kernel sums' rows included: a larger L
         in a fixed space widens every interval (user guide, "The two-constant space"). The noise
-        gate only keeps it from raising L where the finer scale shows nothing beyond noise."""
+        gate only keeps it from raising L where the finer scale shows nothing beyond noise. ``proba``:
+        the score model's ``predict_proba`` on ``unseen``'s rows, where already computed."""
         X_u, y_u = np.asarray(unseen[0]), np.asarray(unseen[1])
         if X_u.ndim != 2 or X_u.shape[1] != self.n_features_in_ or X_u.shape[0] != y_u.shape[0]:
             raise ValueError(f"unseen must be (X, y) with {self.n_features_in_} features and one label per row; "
@@ -535,10 +555,10 @@ class LearnedSpace:
         rs = np.random.RandomState(seed)
         if X_u.shape[0] > AUTO_RESIDUAL_ROWS:
             keep = np.sort(rs.choice(X_u.shape[0], size=AUTO_RESIDUAL_ROWS, replace=False))
-            X_u, y_u = X_u[keep], y_u[keep]
+            X_u, y_u, proba = X_u[keep], y_u[keep], None if proba is None else proba[keep]
         features = (self._in_units(X_u) - self._mean[n_scores:]) / self._scale[n_scores:]
         classes = np.unique(y_u)
-        offset = self._offset(self._proba(X_u), X_u.shape[0], classes)
+        offset = self._offset(self._proba(X_u) if proba is None else proba, X_u.shape[0], classes)
         if finer:
             self._second_estimate(features, y_u, offset, classes, rs)
         self._scan_residuals(features, y_u, offset, classes, np.random.RandomState([seed, 1]),
