@@ -672,3 +672,26 @@ def test_sharded_check_split_of_one_group_names_it():
     X, y = np.random.default_rng(0).uniform(-1, 1, (40, 2)), np.repeat([0, 1], 20)
     with pytest.raises(GroupsError, match=r"all belong to one group \(1\)\. Give more groups"):
         ShardedNadarayaWatson().fit(da.from_array(X, chunks=(10, -1)), y, groups=np.repeat([0, 1], 20))
+
+
+def test_a_raise_in_one_model_is_every_models_on_a_cluster_too(client):
+    # A thin ring (known_p_suite.ring2small): one cross-fitted model's scans raise L_r, the other's do
+    # not; both fits refit that model with the raise as its floor (nwbound.spaces.shared_residual_raise).
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1.5, 1.5, (2000, 2))
+    y = (rng.random(2000) < 0.1 + 0.8 * np.exp(-(((np.linalg.norm(X, axis=1) - 0.6) / 0.04) ** 2))).astype(int)
+    reference = NadarayaWatsonClassifier(random_state=1, point_estimate="nw").fit(X, y)
+    model = ShardedNadarayaWatson(random_state=1).fit(da.from_array(X, chunks=(700, -1)), y, client=client)
+    assert any(m.metric_.shared_residual_lipschitz_ is not None for m in reference.cross_fit_models_)
+    for mine, theirs in zip(model.cross_fit_models_, reference.cross_fit_models_):
+        assert mine.lipschitz_ == theirs.lipschitz_
+        assert mine.metric_.shared_residual_lipschitz_ == theirs.metric_.shared_residual_lipschitz_
+        assert str(mine.metric_report_) == str(theirs.metric_report_)
+    assert str(model.lipschitz_report_) == str(reference.lipschitz_report_)
+    Q = rng.uniform(-1.5, 1.5, (120, 2))
+    (interval,) = dask.compute(model.predict_interval(da.from_array(Q, chunks=(60, -1)), client=client),
+                               scheduler=client)
+    expected = reference.predict_interval(Q)  # the shards sum in another order: ends about 1e-10 apart here
+    for name in ("lower", "upper", "proba"):
+        np.testing.assert_allclose(getattr(interval, name), getattr(expected, name), rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(interval.certified, expected.certified)

@@ -186,3 +186,12 @@ def test_thin_shell_in_three_features_at_3000_rows_holds_near_it():
     row = known_p_suite.run("shell3", 3000, 0)
     assert row["miss"] <= DELTA, row
     assert row["miss_region"] <= DELTA, row
+
+
+@pytest.mark.parametrize(("name", "n", "seed"), [("ring2small", 2000, 1), ("sineband2", 3000, 0), ("shell3wide", 3000, 1)])
+def test_a_raise_in_one_cross_fitted_model_holds_near_the_structure(name, n, seed):
+    # One cross-fitted model's scans raised L_r, the other's did not, and the intersection kept the
+    # narrower intervals: 44 %, 30 % and 31 % of the queries near the structure missed until round 21
+    # (each model now fits with the largest raise as a floor: 0.0 %, 2.3 %, 0.0 %).
+    row = known_p_suite.run(name, n, seed)
+    assert row["miss"] <= DELTA and row["miss_region"] <= DELTA, row
