@@ -110,3 +110,20 @@ def test_every_cross_fitted_model_assumes_the_largest_raise():
         warnings.simplefilter("ignore")
         alone.fit(X, y)
     assert alone.lipschitz_ == clf.cross_fit_models_[i].lipschitz_
+
+
+def test_a_model_file_keeps_the_shared_raise(tmp_path):
+    from nwbound.io import load_model, save_model
+
+    X, y = _ring(2000, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = NadarayaWatsonClassifier(random_state=1).fit(X, y)
+        back = load_model(save_model(clf, tmp_path / "ring.npz"))
+        Q = X[:200]
+        before, after = clf.predict_interval(Q), back.predict_interval(Q)
+    assert [m.metric_.shared_residual_lipschitz_ for m in back.cross_fit_models_] == \
+        [m.metric_.shared_residual_lipschitz_ for m in clf.cross_fit_models_]
+    assert str(back.metric_report_) == str(clf.metric_report_)
+    np.testing.assert_array_equal(after.lower, before.lower)
+    np.testing.assert_array_equal(after.upper, before.upper)
