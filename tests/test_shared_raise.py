@@ -63,6 +63,19 @@ def test_the_floor_raises_l_r_and_the_spaces_l_as_the_two_constant_bound_states(
     assert raised.report_.shared_lipschitz == floor and "largest raise among the cross-fitted" in str(raised.report_)
 
 
+def test_sharing_a_raise_after_fit_is_the_floor_at_fit(ramp):
+    X, y = ramp
+    floor = 7.5 * _fit(X, y).residual_lipschitz_
+    at_fit, after = _fit(X, y, floor), _fit(X, y).share_residual_raise(floor)
+    for name in ("residual_lipschitz_", "shared_residual_lipschitz_", "lipschitz_", "feature_weight_", "balance_"):
+        assert getattr(after, name) == getattr(at_fit, name), name
+    assert str(after.report_) == str(at_fit.report_)
+    with pytest.raises(ValueError, match="value must be a positive finite number"):
+        after.share_residual_raise(float("nan"))
+    with pytest.raises(ValueError, match="needs a LearnedSpace\\('auto'\\) fitted with held-out rows"):
+        LearnedSpace("standard").fit(X, y).share_residual_raise(1.0)
+
+
 def test_a_floor_below_l_r_changes_nothing(ramp):
     X, y = ramp
     plain = _fit(X, y)
@@ -100,16 +113,10 @@ def test_every_cross_fitted_model_assumes_the_largest_raise():
     assert top > 2 * max(s.feature_weight_ for s in spaces)
     assert "the largest raise among the cross-fitted models" in str(clf.metric_report_)
     assert "raised to √(1 + ρ²/c²) by another cross-fitted model's raise" in two_constant_pilot(shared[0])[1]
-    # the model that took the raise is the one a fit with that floor gives, bit for bit
-    i = spaces.index(shared[0])
-    alone = NadarayaWatsonClassifier(random_state=1, cross_fit=False, point_estimate="nw",
-                                     **clf._cross_model_settings(len(spaces)))
-    alone._forced_split, alone._residual_lipschitz_floor = (clf.cross_fit_models_[i].metric_rows_,
-                                                            clf.cross_fit_models_[i].nw_rows_), top
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        alone.fit(X, y)
-    assert alone.lipschitz_ == clf.cross_fit_models_[i].lipschitz_
+    # the model that took it chose L again from the raised pilot, on its own check rows
+    took = clf.cross_fit_models_[spaces.index(shared[0])]
+    assert took.lipschitz_report_.pilot == shared[0].lipschitz_
+    assert not hasattr(took, "_held_for_share")
 
 
 def test_a_model_file_keeps_the_shared_raise(tmp_path):

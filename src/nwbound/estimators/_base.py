@@ -239,8 +239,7 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
             if kind is not None:
                 fit_rows = map_rows if uses_labels else np.arange(n)
                 w = None if weights is None else weights[fit_rows].astype(np.float64)
-                self.metric_ = LearnedSpace(self.metric, random_state=seed,
-                                            residual_lipschitz_floor=getattr(self, "_residual_lipschitz_floor", None))
+                self.metric_ = LearnedSpace(self.metric, random_state=seed)
                 fit_args = (X[fit_rows], labels[fit_rows], w)
                 fit_groups = None if groups is None else groups[fit_rows]
                 if kind == "auto":  # L_r is estimated on the check rows (the map never sees them)
@@ -310,23 +309,24 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
                                         random_state=split_seed(getattr(self, "random_state", None)))
         self._say(f"cross_fit={self.cross_fit!r}: {len(layouts)} models on {Xv.shape[0]} training rows, each at "
                   f"level delta/{len(layouts)}")
-        def fitted(i: int, floor: float | None = None) -> Any:
-            half = clone(self).set_params(cross_fit=False, **self._cross_model_params,
-                                          **self._cross_model_settings(len(layouts)))
-            half._forced_split = layouts[i]
-            half._residual_lipschitz_floor = floor  # LearnedSpace(residual_lipschitz_floor=...)
-            half._judges_for_whole = i == 0 and self._fits_point_model()  # _fit_point_estimate's judge
-            half._fit_started, half._progress_label = self._fit_started, f"model {i + 1}/{len(layouts)}"
-            return half.fit(X, y, sample_weight=sample_weight, groups=groups)
-
+        halves = []
         with warnings.catch_warnings():  # said once, above, not once per model
             warnings.filterwarnings("ignore", category=UserWarning, message=_UNITS_WARNING_START)
-            halves = [fitted(i) for i in range(len(layouts))]
+            for i, layout in enumerate(layouts):
+                half = clone(self).set_params(cross_fit=False, **self._cross_model_params,
+                                              **self._cross_model_settings(len(layouts)))
+                half._forced_split = layout
+                half._judges_for_whole = i == 0 and self._fits_point_model()  # _fit_point_estimate's judge
+                half._fit_started, half._progress_label = self._fit_started, f"model {i + 1}/{len(layouts)}"
+                halves.append(half.fit(X, y, sample_weight=sample_weight, groups=groups))
             shared = shared_residual_raise([half.metric_ for half in halves])
-            if shared is not None:  # one model's raise is every model's: refit those below it with it as a floor
-                self._say(f"L_r raised to {shared:.3g} in one model: the models below it are fitted again with it")
-                halves = [half if half.metric_.residual_lipschitz_ >= shared else fitted(i, shared)
-                          for i, half in enumerate(halves)]
+            if shared is not None:  # one model's raise is every model's: those below it choose L again with it
+                self._say(f"L_r raised to {shared:.3g} in one model: the models below it take it and check L again")
+                for half in halves:
+                    if half.metric_.residual_lipschitz_ < shared:
+                        half._take_shared_raise(shared)
+        for half in halves:
+            half.__dict__.pop("_held_for_share", None)
         self.metric_rows_, self.nw_rows_ = layouts[0]
         self._adopt_cross_models(halves)
         self._fit_point_estimate(Xv, labels, weights)
@@ -437,6 +437,8 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
                 self._say("fit done")
             return self
         self._held = None
+        if getattr(self, "_forced_split", None) is not None:  # a cross-fitted model may take a shared raise
+            self._held_for_share = held
         pilot_Z, pilot_y, X_check, y_check, train_labels, mapped_check = held
         self._say(f"kernel sums on {self.nw_rows_.shape[0]} rows in place; lipschitz='auto': checking L on "
                   f"{X_check.shape[0]} held-out rows")
@@ -466,6 +468,15 @@ class BoundedClassifierBase(_IntervalRules, _LearnedState, ClassifierMixin, Base
         if getattr(self, "_forced_split", None) is None:
             self._say("fit done")
         return self
+
+    def _take_shared_raise(self, value: float) -> "BoundedClassifierBase":
+        """A cross-fitted model below the largest raise of ``L_r`` among the models: its space takes
+        it (:meth:`~nwbound.spaces.LearnedSpace.share_residual_raise`) and the L check runs again on
+        the same rows, from the new pilot: what a fit with ``residual_lipschitz_floor=value`` gives."""
+        self.metric_.share_residual_raise(value)
+        self.metric_report_ = self.metric_.report_
+        self._held = self.__dict__.pop("_held_for_share")
+        return self._finish_fit()
 
     def _keep_check_proba(self, proba: np.ndarray | None, n_check: int) -> None:
         """Keep the L check's ``p̂`` of its rows as ``_check_proba = (training rows, p̂)``, where a point

@@ -418,10 +418,8 @@ class LearnedSpace:
         self.lipschitz_, self.n_held_out_ = None, 0
         self.residual_lipschitz_, self.resolution_, self.n_resolution_rows_ = 0.0, float("nan"), 0
         self.scan_, self.shared_residual_lipschitz_ = None, None
-        floor = self.residual_lipschitz_floor
-        if floor is not None and (isinstance(floor, bool) or not isinstance(floor, (int, float, np.floating, np.integer))
-                                  or not np.isfinite(floor) or floor <= 0):
-            raise ValueError(f"residual_lipschitz_floor must be a positive finite number or None; got {floor!r}.")
+        if self.residual_lipschitz_floor is not None:
+            _checked_floor(self.residual_lipschitz_floor, "residual_lipschitz_floor")
         self._units = column_units(X) if kind in ("standard", "auto") else None
         from sklearn.utils import check_random_state  # here: transform needs no scikit-learn (nwbound predict)
 
@@ -518,18 +516,46 @@ class LearnedSpace:
                 known[from_held], known[~from_held] = proba[at[from_held]], kernel_proba[at[~from_held]]
             self._raise_residual_lipschitz(unseen, n_scores, rng.randint(2**31),
                                            _finer(len(unseen[1]), est.details["n_used"], features.shape[1]), known)
-        floor = self.residual_lipschitz_floor
-        if floor is not None and float(floor) > self.residual_lipschitz_:  # another cross-fitted model's raise
+        self._n_scores = n_scores
+        self._state_lipschitz(self.residual_lipschitz_floor)
+        return kernel_proba
+
+    def _state_lipschitz(self, floor: float | None) -> None:
+        """``residual_lipschitz_`` raised to ``floor`` where smaller (another cross-fitted model's raise),
+        then the pilot ``lipschitz_`` the two-constant assumption states with it, and the report."""
+        if floor is not None and float(floor) > self.residual_lipschitz_:
             self.residual_lipschitz_ = self.shared_residual_lipschitz_ = float(floor)
         # |Δp| ≤ ‖Δs‖ + L_r′‖Δx‖ ≤ √(1 + ρ²/c²)·‖Δz‖ with ρ = L_r′/L_r ≥ 1 (Cauchy–Schwarz; the space
         # keeps the features at c·L_r); no scores: |Δp| ≤ L_r′‖Δx‖ = ρ‖Δz‖
-        rho = self.residual_lipschitz_ / weight
-        self.lipschitz_ = float(np.sqrt(1.0 + rho**2 / self.balance_**2)) if n_scores else float(rho)
+        rho = self.residual_lipschitz_ / self.feature_weight_
+        self.lipschitz_ = float(np.sqrt(1.0 + rho**2 / self.balance_**2)) if self._n_scores else float(rho)
         self.report_ = replace(self.report_, feature_weight=self.feature_weight_, n_held_out=self.n_held_out_,
                                residual_lipschitz=self.residual_lipschitz_, resolution=self.resolution_,
                                n_resolution_rows=self.n_resolution_rows_, scan=self.scan_,
                                shared_lipschitz=self.shared_residual_lipschitz_)
-        return kernel_proba
+
+    def share_residual_raise(self, value: float) -> "LearnedSpace":
+        """Raise a fitted ``"auto"`` space's ``residual_lipschitz_`` to ``value`` (positive, finite) where
+        smaller, as ``residual_lipschitz_floor=value`` at fit does (the same attributes, bit for bit),
+        without fitting again; returns self. A cross-fitted estimator calls it on each model below
+        the largest raise among its models (:func:`~nwbound.spaces.shared_residual_raise`).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nwbound.spaces import LearnedSpace
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(600, 2)); y = (rng.random(600) < 1 / (1 + np.exp(-2 * X[:, 0]))).astype(int)
+        >>> space = LearnedSpace("auto", random_state=0).fit(X[:400], y[:400], held_out=(X[400:], y[400:]))
+        >>> before = space.lipschitz_
+        >>> space.share_residual_raise(5.0).residual_lipschitz_, space.lipschitz_ > before
+        (5.0, True)
+        """
+        if getattr(self, "kind", None) != "auto" or getattr(self, "report_", None) is None or not self.n_held_out_:
+            raise ValueError("share_residual_raise needs a LearnedSpace('auto') fitted with held-out rows "
+                             "(its L_r); fit it first.")
+        self._state_lipschitz(_checked_floor(value, "value"))
+        return self
 
     def _offset(self, proba: np.ndarray | None, n: int, classes: np.ndarray) -> np.ndarray:
         """The score model's probabilities of ``classes`` on ``n`` rows from its ``predict_proba``
@@ -962,3 +988,11 @@ def _balance(scores: np.ndarray, features: np.ndarray) -> float:
     if not (a > 0 and b > 0):
         return 1.0
     return float(np.clip(np.sqrt(a / b), 1.0 / AUTO_BALANCE_LIMIT, AUTO_BALANCE_LIMIT))
+
+
+def _checked_floor(value: Any, name: str) -> float:
+    """``value`` as a positive finite float, else a ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) or not value > 0 \
+            or not np.isfinite(value):
+        raise ValueError(f"{name} must be a positive finite number or None; got {value!r}.")
+    return float(value)
