@@ -17,20 +17,23 @@ from nwbound import NadarayaWatsonClassifier
 from nwbound.spaces import LearnedSpace, shared_residual_raise, two_constant_pilot
 
 
-def _space(weight, value):
-    return SimpleNamespace(feature_weight_=weight, residual_lipschitz_=value)
+def _space(value, scan=None):
+    # a fitted "auto" space: its L_r, and what its scan raised it to (None: no scan raise)
+    return SimpleNamespace(residual_lipschitz_=value,
+                           scan_={"raised": scan is not None, "lipschitz": 0.0 if scan is None else scan})
 
 
 @pytest.mark.parametrize(("spaces", "expected"), [
     ([], None),
-    ([_space(0.4, 2.0)], None),  # one model: nothing to share
-    ([_space(0.4, 2.0), _space(0.5, 0.5)], 2.0),
-    ([_space(0.5, 0.5), _space(0.4, 2.0), _space(0.3, 3.0)], 3.0),  # the largest raise
-    ([_space(0.4, 2.0), _space(0.5, 2.0)], None),  # every model already there
-    ([_space(0.4, 0.4), _space(0.5, 0.5)], None),  # no raise: held-out estimates differ by noise alone
-    ([_space(0.4, 2.0), _space(0.5, 3.0)], 3.0),  # a model's own estimate above the raise: it is no raise
-    ([None, _space(0.4, 2.0), _space(0.5, 0.5)], 2.0),
-    ([SimpleNamespace(), _space(0.4, 2.0)], None),  # no "auto" space beside it: nothing to compare
+    ([_space(2.0, 2.0)], None),  # one model: nothing to share
+    ([_space(2.0, 2.0), _space(0.5)], 2.0),
+    ([_space(0.5), _space(2.0, 2.0), _space(3.0, 3.0)], 3.0),  # the largest raise
+    ([_space(2.0, 2.0), _space(2.0)], None),  # every model already there
+    ([_space(2.0), _space(0.5)], None),  # raised by the second, isotropic estimate alone: not shared
+    ([_space(2.5, 1.5), _space(0.5)], 1.5),  # the scan's value, not the second estimate's above it
+    ([_space(2.0, 2.0), _space(3.0)], None),  # a model already above the raise
+    ([None, _space(2.0, 2.0), _space(0.5)], 2.0),
+    ([SimpleNamespace(), _space(2.0, 2.0)], None),  # no "auto" space beside it: nothing to compare
 ])
 def test_shared_residual_raise(spaces, expected):
     assert shared_residual_raise(spaces) == expected

@@ -87,14 +87,21 @@ def cross_fit_attributes(models: Sequence[Any], *, chooses_lipschitz: bool) -> d
 
 
 def shared_residual_raise(spaces: Sequence[Any]) -> float | None:
-    """The ``L_r`` every cross-fitted model must assume where one model's rows raised its own.
+    """The ``L_r`` every cross-fitted model must assume where one model's scan raised its own.
 
     Each model's interval holds at level δ/K only if its own assumption does, and the estimator
-    intersects them: a raise of ``L_r`` in one model (``residual_lipschitz_`` above the held-out
-    estimate ``feature_weight_``: its second estimate or its scans found variation beyond noise)
-    widens that model's intervals, but the intersection keeps another model's narrower ones, which
-    assumed what the raise showed false. So the largest raise becomes every model's floor
-    (``LearnedSpace(residual_lipschitz_floor=...)``): raise-only, it can only widen intervals.
+    intersects them: a raise of ``L_r`` in one model widens that model's intervals, but the
+    intersection keeps another model's narrower ones, which assumed what the raise showed false.
+    So the largest raise by a scan (``scan_["raised"]``: the residuals' directional scan or the scan
+    inside neighbourhoods, :func:`~nwbound.spaces.scan_sentence`) becomes every model's floor
+    (``LearnedSpace.share_residual_raise``): raise-only, it can only widen intervals.
+
+    Only the scans' raises are shared. They read variation in windows of a few rows, finer than any
+    score model of the family resolves, so what one model's rows show there is in ``p`` itself and
+    every model's scores miss it alike. The second, isotropic estimate reads each model's own
+    residual at a coarse bandwidth, where two score models fitted on different rows misfit
+    differently, and noise alone passes its gate in some fits: shared, it would take every model's
+    certificates for one model's misfit.
 
     One rule for the in-memory estimator and :class:`nwbound.dask.ShardedNadarayaWatson`.
 
@@ -107,23 +114,24 @@ def shared_residual_raise(spaces: Sequence[Any]) -> float | None:
     Returns
     -------
     float or None
-        The largest raised ``residual_lipschitz_``, where some model's is smaller; else None.
+        The largest ``L_r`` a scan raised to, where some model's ``residual_lipschitz_`` is smaller;
+        else None.
 
     Examples
     --------
     >>> from types import SimpleNamespace as Space
     >>> from nwbound.spaces import shared_residual_raise
-    >>> raised, plain = Space(feature_weight_=0.4, residual_lipschitz_=2.0), Space(feature_weight_=0.5, residual_lipschitz_=0.5)
+    >>> raised = Space(residual_lipschitz_=2.0, scan_={"raised": True, "lipschitz": 2.0})
+    >>> plain = Space(residual_lipschitz_=0.5, scan_={"raised": False, "lipschitz": 0.0})
     >>> shared_residual_raise([raised, plain]), shared_residual_raise([plain, plain])
     (2.0, None)
     """
-    values = [(float(getattr(m, "feature_weight_", np.nan)), float(getattr(m, "residual_lipschitz_", np.nan)))
-              for m in spaces if m is not None]
-    raised = [r for w, r in values if r > w]  # NaN (no "auto" space) compares False
-    if not raised or len(values) < 2:
+    spaces = [m for m in spaces if m is not None and hasattr(m, "residual_lipschitz_")]
+    raised = [float(m.scan_["lipschitz"]) for m in spaces if (getattr(m, "scan_", None) or {}).get("raised")]
+    if not raised or len(spaces) < 2:
         return None
     top = max(raised)
-    return top if any(r < top for _, r in values) else None
+    return top if any(m.residual_lipschitz_ < top for m in spaces) else None
 
 
 def divided_delta(delta: float, n_models: int) -> float:
