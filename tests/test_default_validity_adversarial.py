@@ -197,3 +197,14 @@ def test_a_raise_in_one_cross_fitted_model_holds_near_the_structure(name, n, see
     # round 21 (the other model now takes the raise: 0.0 %, 2.3 %, 0.0 %, 0.0 %).
     row = known_p_suite.run(name, n, seed)
     assert row["miss"] <= DELTA and row["miss_region"] <= DELTA, row
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_scores_slightly_off_outside_the_box_keep_their_certificates(seed):
+    # bend2: p rises then falls along x0 and the queries spread 1.6 times beyond the training box;
+    # what the scores miss varies by 0.24-0.41 per std. Single pairs of 4-row windows inside
+    # neighbourhoods read 1.7 and 3.1 there (labels near p = 0 or 1 vary more than the scores say),
+    # and once one model's raise became every model's the fit certified 0-14 %; from 16 rows, 16-45 %.
+    row = known_p_suite.run("bend2", 3000, seed, query_spread=1.6)
+    assert row["miss"] <= DELTA, row
+    assert row["certified"] > 0.1, row

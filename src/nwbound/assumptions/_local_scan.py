@@ -44,9 +44,15 @@ LOCAL_SCAN_DEGREES = 5.0
 #: 1-5 per std on smooth fields (their labels vary more than the scores say): single pairs from 16
 #: rows, as the scan of every row reads them from 32. Four features and more: none.
 LOCAL_SCAN_MAX_FEATURES = 3
+#: The single-pair statistics' finest window, in two features and three (round 21; the aggregated
+#: sums still read windows from ``LOCAL_SCAN_WINDOW``): 4-row pairs where the scores are near 0 or 1
+#: read noise as slope (in two features a field whose scores are off by 0.24-0.41 per std read 1.7
+#: and 3.1; once one cross-fitted model's raise became every model's, that took the fit's
+#: certificates), and the thin rings and bands of the known-p lists still raise from 16 rows.
+LOCAL_SCAN_SINGLE_WINDOW = 16
 #: In three features: (degrees between directions, neighbourhood sizes, centres per k rows, the
 #: single-pair statistics' finest window).
-LOCAL_SCAN_3D = (15.0, (64,), 1.0, 16)
+LOCAL_SCAN_3D = (15.0, (64,), 1.0, LOCAL_SCAN_SINGLE_WINDOW)
 #: The most centres × directions × rows × residual columns of the local scans of one fit (their
 #: cost, the 19 null draws included, is about linear in it; the scan of every row has the same).
 LOCAL_SCAN_BUDGET = 2_200_000
@@ -230,7 +236,7 @@ def local_scans(features: Any, variances: Any, scores: Any = None, *, random_sta
         return []
     if d == 3 and np.any(_distinct_values(F, SCAN_PLANE_VALUES) <= SCAN_PLANE_VALUES):
         return []  # a feature's levels slice every neighbourhood into flat layers (LOCAL_SCAN_3D)
-    degrees, scales, most, single = (LOCAL_SCAN_DEGREES, LOCAL_SCAN_SCALES, LOCAL_SCAN_COVER, None) if d == 2 \
+    degrees, scales, most, single = (LOCAL_SCAN_DEGREES, LOCAL_SCAN_SCALES, LOCAL_SCAN_COVER, LOCAL_SCAN_SINGLE_WINDOW) if d == 2 \
         else LOCAL_SCAN_3D
     U = local_directions(d, degrees)
     sizes = sorted({int(min(k, n)) for k in scales})
