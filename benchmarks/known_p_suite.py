@@ -405,6 +405,20 @@ def tube3(X):  # a straight tube of width 0.1 along the line through (0.2, -0.1,
     return _band(np.linalg.norm(R - np.outer(R @ u, u), axis=1), 0.1)
 
 
+# Round 22's multi-class variants (``--curved``): a third class at 15 % everywhere beside a thin band.
+# With three residual columns the local scans of 8 000 rows exceeded their budget and none ran.
+def _third_class(P2, share=0.15):  # two classes' p scaled by 1 - share, a third class at share
+    return np.column_stack([P2 * (1.0 - share), np.full(P2.shape[0], share)])
+
+
+def ring3c2(X):  # ring2small's band (radius 0.6, width 0.04) and a third class at 15 %
+    return _third_class(ring2small(X))
+
+
+def shell3c3(X):  # shell3wide's band (radius 0.7, width 0.1) and a third class at 15 %
+    return _third_class(shell3wide(X))
+
+
 def patch2(X):  # ripple2's ramp, its ripple only in a disc of radius ~0.12 around the centre
     g = np.exp(-((X - 0.5) ** 2).sum(axis=1) / (2 * 0.12**2))
     return _binary(expit(12.0 * (X[:, 0] - 0.5) + 6.0 * g * np.sin(2 * np.pi * X[:, 1] / 0.05)))
@@ -542,6 +556,8 @@ FIELDS = {
     "shell3wide": (shell3wide, 3, "ring"),
     "twoshells3": (twoshells3, 3, "ring"),
     "tube3": (tube3, 3, "ring"),
+    "ring3c2": (ring3c2, 2, "ring"),
+    "shell3c3": (shell3c3, 3, "ring"),
     "wlogit3": (wlogit3, 3, "normal"),
     "tiny10": (tiny10, 10, "normal"),
     "chirp2": (chirp2, 2, "unit"),
@@ -594,6 +610,8 @@ REGIONS = {
     "shell3wide": lambda X: np.abs(np.linalg.norm(X, axis=1) - 0.7) < 0.16,
     "twoshells3": lambda X: twoshells3(X)[:, 1] > 0.1 + 0.8 * np.exp(-((0.1 / 0.06) ** 2)),
     "tube3": lambda X: tube3(X)[:, 1] > 0.1 + 0.8 * np.exp(-((0.16 / 0.1) ** 2)),
+    "ring3c2": lambda X: np.abs(np.linalg.norm(X, axis=1) - 0.6) < 0.07,
+    "shell3c3": lambda X: np.abs(np.linalg.norm(X, axis=1) - 0.7) < 0.16,
     "rarevary3": lambda X: np.sin(3.0 * X[:, 0]) < -0.5,
     "chirp2": lambda X: X[:, 0] > 0.7,
     "saddle5": lambda X: np.abs(X[:, 0] * X[:, 1]) > 1.0,
@@ -717,13 +735,14 @@ UNSEEN = [
 #: radii, widths and sizes (2 000-20 000 rows), two rings, a sine band, an off-centre ring; and in
 #: three features a torus's core and a helix (round 20 ran no local scan there); round 21's
 #: three-feature variants, built to test the local scan it runs there: a wider shell of radius 0.7,
-#: two shells, a straight oblique tube, and the shell at 20 000 rows.
+#: two shells, a straight oblique tube, and the shell at 20 000 rows; round 22's: a ring and a shell beside
+#: a third class at 15 % (three residual columns), at 20 000 rows.
 CURVED = [
     ("ring2small", 2000, {}), ("ring2small", 8000, {}), ("tworings2", 3000, {}), ("tworings2", 20000, {}),
     ("sineband2", 3000, {}), ("sineband2", 10000, {}), ("ringoff2", 2000, {}), ("ring2", 2000, {}),
     ("parab2", 10000, {}), ("ring2thin", 8000, {}), ("torus3", 5000, {}), ("helix3", 5000, {}),
     ("shell3wide", 3000, {}), ("shell3wide", 20000, {}), ("twoshells3", 5000, {}), ("tube3", 3000, {}),
-    ("tube3", 10000, {}), ("shell3", 20000, {}),
+    ("tube3", 10000, {}), ("shell3", 20000, {}), ("ring3c2", 20000, {}), ("shell3c3", 20000, {}),
 ]
 
 

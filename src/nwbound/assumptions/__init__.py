@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from ..lipschitz_check import LipschitzCheck, LipschitzSelection, check_lipschitz, select_lipschitz
 from ._common import UNITS_NOTE, LipschitzEstimate, MarginEstimate, OverlapReport
-from ._local_scan import LOCAL_SCAN_MAX_FEATURES, LocalResidualScan, local_directions, local_scans
+from ._local_scan import LOCAL_SCAN_MAX_FEATURES, LocalResidualScan, local_directions, local_scan_rows, local_scans
 from ._lipschitz import LipschitzDraws, estimate_lipschitz, estimate_lipschitz_draws, lipschitz_lower_bound, strongin_lipschitz
 from ._overlap import empirical_margin, overlap_test
 from ._scan import SCAN_MIN_WINDOW, ResidualScan, level_subsets, plane_directions_fit, plane_features, pooled_level_features, pooled_levels, scan_directions, scan_min_window, tied_features
@@ -64,6 +64,7 @@ __all__ = [
     "LocalResidualScan",
     "LOCAL_SCAN_MAX_FEATURES",
     "local_directions",
+    "local_scan_rows",
     "local_scans",
     "empirical_margin",
     "check_lipschitz",

@@ -189,7 +189,8 @@ def scan_sentence(scan: dict) -> str:
         the scans within the levels of features with few values, one per level scanned alone and
         one per feature whose levels are scanned together), ``local_rows`` and ``local_lipschitz``
         (optional: the sizes of the neighbourhoods of :func:`nwbound.assumptions.local_scans`, and their
-        slope beyond noise, doubled).
+        slope beyond noise, doubled) and ``local_n_rows`` (optional: the rows they read,
+        :func:`nwbound.assumptions.local_scan_rows`).
 
     Returns
     -------
@@ -226,7 +227,9 @@ def scan_sentence(scan: dict) -> str:
         where += f" and within the levels of the features with few values ({scan['n_levels']} more scans),"
     local = scan.get("local_rows") or []
     if local:
-        where += f" and inside neighbourhoods of {_listed(local)} rows,"
+        where += f" and inside neighbourhoods of {_listed(local)} rows"
+        sampled = scan.get("local_n_rows", scan["n_rows"])
+        where += f" (of a random {sampled} of them: the scan's budget)," if sampled < scan["n_rows"] else ","
     if scan["raised"]:
         by = " (the scan inside neighbourhoods)" if local and scan.get("local_lipschitz", 0.0) >= scan["lipschitz"] else ""
         return f"{where} found variation beyond noise: it raised L_r to {scan['lipschitz']:.3g}{by}."

@@ -623,7 +623,7 @@ class LearnedSpace:
         label draws from ``local_seed``) have their own gates, their largest z and aggregated z
         against the draws' largest, and raise it the same way: a structure thin in every direction,
         which every projection of every row blurs."""
-        from ..assumptions import level_subsets, local_scans, pooled_level_features
+        from ..assumptions import level_subsets, local_scan_rows, local_scans, pooled_level_features
 
         # two classes: one column says it all (the residuals of the other are its negative)
         cols = np.arange(1, 2) if classes.shape[0] == 2 else np.arange(classes.shape[0])
@@ -660,8 +660,9 @@ class LearnedSpace:
         one, many = read(scans, rs)
         # the local scans: their own centres and their own draws (the scans above are as without them)
         local_rs = np.random.RandomState(0) if local_seed is None else local_seed
-        local = local_scans(features, S * (1.0 - S), S, random_state=local_rs)
-        local_value = _SCAN_SAFETY * max(read([(every, scan, None) for scan in local], local_rs)) if local else 0.0
+        sub = local_scan_rows(n, d, S.shape[1], random_state=local_rs)  # every row, or as many as the budget allows
+        local = local_scans(features[sub], (S * (1.0 - S))[sub], S[sub], random_state=local_rs)
+        local_value = _SCAN_SAFETY * max(read([(sub, scan, None) for scan in local], local_rs)) if local else 0.0
         value = max(_SCAN_SAFETY * max(one, many), local_value)
         raised = value > self.residual_lipschitz_
         if raised:
@@ -672,7 +673,7 @@ class LearnedSpace:
             window=int(first.windows[0]) if first.windows.shape[0] else 0,
             width=float(np.median(finest)) if finest.size else float("nan"), lipschitz=value, raised=raised,
             aggregated=bool(many > one), n_levels=len(scans) - 1,
-            local_rows=[scan.rows for scan in local], local_lipschitz=local_value)
+            local_rows=[scan.rows for scan in local], local_lipschitz=local_value, local_n_rows=int(sub.shape[0]))
 
     @staticmethod
     def _fit_map(model: Any, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None) -> None:
