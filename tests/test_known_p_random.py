@@ -105,12 +105,11 @@ def test_random_fields_where_the_default_certifies_hold(number, family):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("number", [3, 38])
-def test_a_field_at_extreme_scales_gives_its_wide_fields_result(number):
-    # field 3: columns at 10^6 and 10^-23 and a binary one at 10^4 + {0, 0.01}; field 38: at 10^40 and 10^-26 and a
-    # binary one at 10^8 + {0, 1}. The space reads robust units, so the scaled field is certified and
-    # missed exactly where its wide field is.
-    scaled, wide = known_p_random.run(number, 0, "scales"), known_p_random.run(number, 0, "wide")
+def test_a_field_at_extreme_scales_gives_its_wide_fields_result():
+    # field 3: columns at 10^6 and 10^-23 and a binary one at 10^4 + {0, 0.01}. The space reads
+    # robust units, so the scaled field is certified and missed exactly where its wide field is
+    # (so did all 80 fits of fields 0-39, seeds 0-1, to the printed digit).
+    scaled, wide = known_p_random.run(3, 0, "scales"), known_p_random.run(3, 0, "wide")
     assert scaled["certified"] > 0.15, scaled
     for key in ("miss", "miss_steep", "certified", "wrong"):
         assert scaled[key] == wide[key], (key, scaled, wide)
@@ -127,4 +126,18 @@ def test_a_field_at_extreme_scales_gives_its_wide_fields_result(number):
 def test_a_rare_class_in_a_small_region_holds():
     row = known_p_random.run(11, 0, "rare")
     assert row["n_rare_region"] >= 30, row
+    assert row["miss_rare_region"] <= 2 * DELTA, row
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=(
+    "rare field 60 at 30 000 rows: a class of 3 % whose p rises to 0.6-0.99 in a 3-D radial region of "
+    "width 0.11 robust std (0.06 % of the mass; 24 training rows there, 18 of them that class, where "
+    "its rate elsewhere is 3 %). The score model stays logistic regression (s ~ 0.02 there), so p - s "
+    "climbs 13.9 per std where L_r = 1.42; the directional scan reads nothing and no local scan runs "
+    "(scan_['local_rows'] is empty at 30 000 rows), so 42 % of the region's queries miss (50 % at "
+    "3 000 and 10 000 rows): seeable in the labels, not seen."))
+def test_a_rare_class_in_a_tiny_region_holds_where_its_rows_show_it():
+    row = known_p_random.run(60, 0, "rare", n_rows=30_000)
+    assert row["n_rare_region"] >= 10, row
     assert row["miss_rare_region"] <= 2 * DELTA, row
