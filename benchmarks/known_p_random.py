@@ -31,7 +31,8 @@ Round 22 adds ``rare`` (one or two classes of 1-5 % of the rows in small regions
 units), ``thin`` (narrow ridges and bumps over a steep trend in 2-4 features) and ``mixed`` (mostly
 binary and coded categorical features, with ridges that a binary feature switches on).
 
-Run: ``OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/known_p_random.py --fields 40 [--start 0] [--seeds 2] [--family certifying] [--rows 30000]``.
+Run: ``OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/known_p_random.py --fields 40 [--start 0]
+[--seeds 2] [--family certifying] [--rows 30000]``.
 """
 
 from __future__ import annotations
@@ -335,7 +336,8 @@ def steepness(fld: Field, Q: np.ndarray) -> np.ndarray:
 
 
 def _misses(clf: NadarayaWatsonClassifier, iv, Pc: np.ndarray, n_classes: int) -> np.ndarray:
-    """Per query: the true ``p_c`` outside ``[lower_c, upper_c]`` for some class (every query, where a class went unseen)."""
+    """Per query: the true ``p_c`` outside ``[lower_c, upper_c]`` for some class (every query where a
+    class went unseen)."""
     return np.any((Pc < iv.lower - 1e-12) | (Pc > iv.upper + 1e-12), axis=1) | (clf.classes_.shape[0] < n_classes)
 
 
@@ -414,7 +416,8 @@ def main() -> None:
                   f"{r['what']} | {r['miss']:.1%} | {r['miss_steep']:.1%} | "
                   f"{r['miss_rare_region']:.1%} ({r['n_rare_region']}) | {r['certified']:.1%} | {r['wrong']:.1%} | "
                   f"{r['seconds']:.1f} |", flush=True)
-    print(f"\n{total} fits: {over} above δ = 5 % overall, {over_steep} above 10 % in the steepest tenth, {over_region} above 10 % "
+    print(f"\n{total} fits: {over} above δ = 5 % overall, {over_steep} above 10 % in the steepest tenth, "
+          f"{over_region} above 10 % "
           f"where a rare class is likely, {wrong} with "
           f"over 1 % certified rows not naming the most probable class; mean certified share "
           f"{np.mean(certified) if certified else float('nan'):.1%}.")
