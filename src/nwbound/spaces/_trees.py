@@ -95,26 +95,30 @@ def _walk_arrays(model: Any) -> tuple | None:
     left = np.where(a["leaf"], index, a["left"])
     right = np.where(a["leaf"], index, a["right"])
     feature = np.where(a["leaf"], 0, a["feature"])
+    roots = a["roots"].ravel()
     # each tree's steps: its deepest node's depth (the trees lie end to end from their roots)
-    steps = np.maximum.reduceat(_depths(left, right, a["leaf"]), a["roots"].ravel()).reshape(a["roots"].shape)
+    steps = np.maximum.reduceat(_depths(left, right, a["leaf"], roots), roots).reshape(a["roots"].shape)
     arrays = (feature, a["threshold"], a["missing_left"], left, right, a["value"], a["roots"], steps)
     _ARRAYS[model] = (predictors, len(predictors), arrays)
     return arrays
 
 
-def _depths(left: np.ndarray, right: np.ndarray, leaf: np.ndarray) -> np.ndarray:
-    """Each node's depth in its tree: children come after their parent (scikit-learn's order, which
-    :func:`._frozen._check_trees` also requires), so one pass in order sets them.
+def _depths(left: np.ndarray, right: np.ndarray, leaf: np.ndarray, roots: np.ndarray) -> np.ndarray:
+    """Each node's depth in its tree, level by level from the ``roots`` (leaves point at themselves).
 
     Examples
     --------
     >>> import numpy as np
-    >>> _depths(np.array([1, 1, 2]), np.array([2, 1, 2]), np.array([False, True, True])).tolist()
+    >>> _depths(np.array([1, 1, 2]), np.array([2, 1, 2]), np.array([False, True, True]), np.array([0])).tolist()
     [0, 1, 1]
     """
     depth = np.zeros(leaf.shape[0], dtype=np.int64)
-    for node in np.flatnonzero(~leaf).tolist():  # a parent's depth is final before its children's
-        depth[left[node]] = depth[right[node]] = depth[node] + 1
+    level, nodes = 0, roots[~leaf[roots]]
+    while nodes.size:
+        level += 1
+        children = np.concatenate([left[nodes], right[nodes]])
+        depth[children] = level
+        nodes = children[~leaf[children]]
     return depth
 
 
