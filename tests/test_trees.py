@@ -79,3 +79,25 @@ def test_errors_are_predict_proba_errors():
         model_proba(model, X[:, :3])
     with pytest.raises(Exception, match="not fitted"):
         model_proba(HistGradientBoostingClassifier(), X)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_default_model_same_bits_with_and_without_the_walk(monkeypatch, n_classes):
+    """The default model (score model and point model both gradient boosting) gives the same
+    intervals, point estimate and L whether the trees are walked or scikit-learn predicts."""
+    from nwbound import NadarayaWatsonClassifier
+
+    X, y = _rows(n_classes, n=5_000)
+    Q, _ = _rows(n_classes, n=400, seed=2)
+    fits, walked_calls = [], []
+    compiled = _trees._compiled_walk
+    for walk in (True, False):
+        monkeypatch.setattr(_trees, "_compiled_walk",
+                            (lambda: walked_calls.append(1) or compiled()) if walk else (lambda: None))
+        model = NadarayaWatsonClassifier(random_state=0).fit(X, y)
+        fits.append((model.lipschitz_, model.predict_interval(Q)))
+    (l_walk, walked), (l_sk, plain) = fits
+    assert len(walked_calls) >= 3  # the candidates' check, the map, the point model
+    assert l_walk == l_sk
+    for name in ("lower", "upper", "proba", "certified"):
+        assert np.array_equal(getattr(walked, name), getattr(plain, name)), name
