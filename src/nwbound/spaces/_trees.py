@@ -44,7 +44,11 @@ def model_proba(model: Any, X: Any) -> np.ndarray:
     Parameters
     ----------
     model : fitted classifier with ``predict_proba``
+        A ``HistGradientBoostingClassifier`` on numeric features is walked here; any other model
+        (a subclass too) answers with its own ``predict_proba``.
     X : array-like of shape (n_samples, n_features)
+        Rows as ``predict_proba`` takes them (checked by the model: NaN follows each split's side
+        for missing values).
 
     Returns
     -------
@@ -55,7 +59,7 @@ def model_proba(model: Any, X: Any) -> np.ndarray:
     --------
     >>> import numpy as np
     >>> from sklearn.ensemble import HistGradientBoostingClassifier
-    >>> from nwbound.spaces._trees import model_proba
+    >>> from nwbound.spaces import model_proba
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(300, 3)); y = (X[:, 0] + X[:, 1] ** 2 > 0.5).astype(int)
     >>> model = HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(X, y)
