@@ -334,7 +334,11 @@ def _count_predictions(monkeypatch):
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.pipeline import Pipeline  # the logistic candidate scales its input first
 
+    from nwbound.spaces import _trees
+
     calls = []
+    # every prediction through predict_proba, where it is counted (the trees' walk is its bits, uncounted)
+    monkeypatch.setattr(_trees, "_compiled_walk", lambda: None)
     for cls in (HistGradientBoostingClassifier, Pipeline):
         def counted(self, X, _predict=cls.predict_proba):
             calls.append((self, np.array(X, copy=True)))

@@ -188,10 +188,10 @@ def point_proba(model: Any, units: np.ndarray | None, X: np.ndarray, n_classes: 
     >>> point_proba(model, None, np.array([[0.0]]), 3)[:, 1].tolist()  # class 1 never seen
     [0.0]
     """
-    from ..spaces import in_column_units
+    from ..spaces import in_column_units, model_proba
 
     U = np.asarray(X, dtype=np.float64) if units is None else in_column_units(X, units)
-    P = np.asarray(model.predict_proba(U), dtype=np.float64)
+    P = np.asarray(model_proba(model, U), dtype=np.float64)
     known = getattr(model, "classes_", None)
     if known is None:  # a FrozenScoreMap: every class, in order (a point model knows them all)
         return P

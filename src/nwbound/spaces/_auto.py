@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .._stack import caller_stacklevel
+from ._trees import model_proba
 
 __all__ = ["AUTO_CV_FOLDS", "AUTO_CV_ROWS", "MetricAutoReport", "auto_candidates", "choose_score_model",
            "chosen_candidate", "fit_score_model", "resolution_sentence", "scan_sentence"]
@@ -33,7 +34,7 @@ def _auto_scores(model: Any, X: np.ndarray) -> np.ndarray:
     so p is smooth in them with a constant near 1, and its confident predictions of one class
     gather at one vertex of the simplex (near neighbours, a small bias term), where decision
     values spread confident rows apart along directions in which p hardly moves."""
-    return _score_block(np.asarray(model.predict_proba(X), dtype=np.float64))
+    return _score_block(np.asarray(model_proba(model, X), dtype=np.float64))
 
 
 def _score_block(proba: np.ndarray) -> np.ndarray:
@@ -529,7 +530,7 @@ def _choose_score_model(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray 
                                  None if sample_weight is None else sample_weight[train])
                     fitted_on_train[name] = model
                     proba = np.zeros((cv_rows.shape[0], labels.shape[0]))
-                    predicted = np.asarray(model.predict_proba(X[cv_rows]), dtype=np.float64)
+                    predicted = np.asarray(model_proba(model, X[cv_rows]), dtype=np.float64)
                     if external:
                         validation_proba[name] = predicted
                     proba[:, np.searchsorted(labels, model.classes_)] = predicted

@@ -11,7 +11,7 @@ import numpy as np
 from .._numerics import column_spread
 from .._stack import caller_stacklevel
 from ._split import check_fraction, split_rows
-from ._auto import AUTO_MAX_ITER, _auto_scores, _choose_score_model, _score_block
+from ._auto import AUTO_MAX_ITER, _auto_scores, _choose_score_model, _score_block, model_proba
 from ._residual import (_each_draw, _estimate_residual, _null_maxima, _null_maximum, _residual_scan,
                         _residual_values)
 
@@ -759,7 +759,7 @@ class LearnedSpace:
         own columns), None where the map gives none (:meth:`score_proba`)."""
         if self.kind not in ("auto", "scores") or self.map_ is None or not hasattr(self.map_, "predict_proba"):
             return None
-        return np.asarray(self.map_.predict_proba(self._in_units(X) if self.kind == "auto" else X), dtype=np.float64)
+        return np.asarray(model_proba(self.map_, self._in_units(X) if self.kind == "auto" else X), dtype=np.float64)
 
     def _class_columns(self, proba: np.ndarray, classes: np.ndarray) -> np.ndarray:
         """The columns of ``classes`` of the score model's ``predict_proba`` output ``proba`` (0 for a
