@@ -101,3 +101,32 @@ def test_default_model_same_bits_with_and_without_the_walk(monkeypatch, n_classe
     assert l_walk == l_sk
     for name in ("lower", "upper", "proba", "certified"):
         assert np.array_equal(getattr(walked, name), getattr(plain, name)), name
+
+
+def test_a_walk_that_differs_from_predict_proba_is_not_used(monkeypatch):
+    """The walk reads scikit-learn's private tree layout: the first walk of each model is checked
+    against predict_proba on its first rows, and a model whose walk differs (or whose layout cannot
+    be read) answers with predict_proba from then on."""
+    X, y = _rows(3)
+    tree_arrays = _trees._tree_arrays
+
+    def shifted(model):  # a layout read wrongly: every leaf value off
+        a = dict(tree_arrays(model))
+        a["value"] = a["value"] + 1e-3
+        return a
+
+    monkeypatch.setattr(_trees, "_tree_arrays", shifted)
+    model = HistGradientBoostingClassifier(max_iter=10, random_state=0).fit(X, y)
+    for rows in (X, X[:3], X):
+        assert np.array_equal(model_proba(model, rows), model.predict_proba(rows))
+    assert _trees._walk_arrays(model) is None  # remembered: not walked again
+
+    def unreadable(model):
+        raise AttributeError("'TreePredictor' object has no attribute 'nodes'")
+
+    monkeypatch.setattr(_trees, "_tree_arrays", unreadable)
+    other = HistGradientBoostingClassifier(max_iter=10, random_state=1).fit(X, y)
+    assert np.array_equal(model_proba(other, X), other.predict_proba(X))
+    monkeypatch.setattr(_trees, "_tree_arrays", tree_arrays)
+    fresh = HistGradientBoostingClassifier(max_iter=10, random_state=2).fit(X, y)
+    assert np.array_equal(model_proba(fresh, X), fresh.predict_proba(X)) and _trees._walk_arrays(fresh) is not None

@@ -13,7 +13,9 @@ so they are ``predict_proba``'s bit for bit. A split sends a row left when its f
 the threshold, or is NaN and the split sends missing values left, as scikit-learn's does.
 
 Anything else takes ``model.predict_proba``: another model (a subclass too), categorical splits,
-numba missing or switched off (``NWBOUND_DISABLE_NUMBA=1``, as for the engine's compiled passes).
+numba missing or switched off (``NWBOUND_DISABLE_NUMBA=1``, as for the engine's compiled passes),
+and a model whose private layout the walk cannot read or whose first walk differs from
+``predict_proba`` on its first rows (checked once per model).
 The nodes come from :func:`._frozen._tree_arrays` (the model file's frozen score
 map reads the same arrays) and are kept per model while its trees stay the same.
 """
@@ -34,8 +36,12 @@ __all__ = ["model_proba"]
 
 # The compiled walk (a numba dispatcher), False when numba is missing, None: not tried yet.
 _WALK = None
-# Per model: (its list of predictors, their number, the walk's arrays).
+# Per model: (its list of predictors, their number (-1: not walked), the walk's arrays (None: not
+# walked), whether the walk was checked against predict_proba).
 _ARRAYS: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
+# Rows of a model's first walk checked against its own predict_proba: the walk reads scikit-learn's
+# private tree layout, and a release that changed it takes predict_proba from then on.
+_CHECK_ROWS = 8
 
 
 def model_proba(model: Any, X: Any) -> np.ndarray:
@@ -67,15 +73,26 @@ def model_proba(model: Any, X: Any) -> np.ndarray:
     >>> bool(np.array_equal(model_proba(model, Q), model.predict_proba(Q)))
     True
     """
-    arrays = _walk_arrays(model)
-    walk = _compiled_walk() if arrays is not None else None
-    if walk is None:
+    try:
+        arrays = _walk_arrays(model)
+        walk = _compiled_walk() if arrays is not None else None
+        if walk is None:
+            return model.predict_proba(X)
+        X = np.ascontiguousarray(model._preprocess_X(X, reset=False), dtype=np.float64)  # predict_proba's checks
+        raw = np.zeros((X.shape[0], model.n_trees_per_iteration_), dtype=model._baseline_prediction.dtype, order="F")
+        raw += model._baseline_prediction
+        walk(X, *arrays, raw)
+        P = model._loss.predict_proba(raw)
+    except (AttributeError, KeyError, TypeError):  # scikit-learn's private layout moved: its own route
+        _ARRAYS[model] = (getattr(model, "_predictors", None), -1, None, True)
         return model.predict_proba(X)
-    X = np.ascontiguousarray(model._preprocess_X(X, reset=False), dtype=np.float64)  # predict_proba's checks
-    raw = np.zeros((X.shape[0], model.n_trees_per_iteration_), dtype=model._baseline_prediction.dtype, order="F")
-    raw += model._baseline_prediction
-    walk(X, *arrays, raw)
-    return model._loss.predict_proba(raw)
+    known = _ARRAYS[model]
+    if not known[3]:  # once per model: the walk against scikit-learn's own answer on a few rows
+        agrees = np.array_equal(P[:_CHECK_ROWS], model.predict_proba(X[:_CHECK_ROWS]))
+        _ARRAYS[model] = (known[0], known[1] if agrees else -1, known[2] if agrees else None, True)
+        if not agrees:
+            return model.predict_proba(X)
+    return P
 
 
 def _walk_arrays(model: Any) -> tuple | None:
@@ -88,8 +105,8 @@ def _walk_arrays(model: Any) -> tuple | None:
     if not predictors or getattr(model, "is_categorical_", None) is not None and np.any(model.is_categorical_):
         return None
     known = _ARRAYS.get(model)
-    if known is not None and known[0] is predictors and known[1] == len(predictors):
-        return known[2]
+    if known is not None and known[0] is predictors and known[1] in (len(predictors), -1):
+        return known[2]  # None: this model's walk disagreed with predict_proba or could not be laid out
     try:
         a = _tree_arrays(model)
     except TypeError:  # categorical splits
@@ -102,7 +119,7 @@ def _walk_arrays(model: Any) -> tuple | None:
     # each tree's steps: its deepest node's depth (the trees lie end to end from their roots)
     steps = np.maximum.reduceat(_depths(left, right, a["leaf"], roots), roots).reshape(a["roots"].shape)
     arrays = (feature, a["threshold"], a["missing_left"], left, right, a["value"], a["roots"], steps)
-    _ARRAYS[model] = (predictors, len(predictors), arrays)
+    _ARRAYS[model] = (predictors, len(predictors), arrays, False)
     return arrays
 
 
