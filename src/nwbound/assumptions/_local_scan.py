@@ -53,8 +53,11 @@ LOCAL_SCAN_SINGLE_WINDOW = 16
 #: In three features: (degrees between directions, neighbourhood sizes, centres per k rows, the
 #: single-pair statistics' finest window).
 LOCAL_SCAN_3D = (15.0, (64,), 1.0, LOCAL_SCAN_SINGLE_WINDOW)
-#: The most centres × directions × rows × residual columns of the local scans of one fit (their
+#: The most centres × directions × rows of the local scans of one fit, per residual column (their
 #: cost, the 19 null draws included, is about linear in it; the scan of every row has the same).
+#: Per column since round 22: a fit's other work grows with its classes too, and a budget shared by
+#: the columns ran fewer centres, or none, the more classes a fit had (three classes on 8 000 rows:
+#: none; a thin ring beside a third class missed 32-41 % of the queries near it).
 LOCAL_SCAN_BUDGET = 2_200_000
 
 
@@ -196,16 +199,16 @@ def _settings(d: int) -> tuple:
     return (LOCAL_SCAN_DEGREES, LOCAL_SCAN_SCALES, LOCAL_SCAN_COVER, LOCAL_SCAN_SINGLE_WINDOW) if d == 2 else LOCAL_SCAN_3D
 
 
-def local_scan_rows(n_rows: int, n_features: int, n_columns: int, *, random_state: Any = None,
+def local_scan_rows(n_rows: int, n_features: int, *, random_state: Any = None,
                     budget: float = LOCAL_SCAN_BUDGET) -> np.ndarray:
     """The rows :func:`local_scans` should read: every one of ``n_rows`` where the local scans of
     that many rows fit ``budget`` at one centre per neighbourhood (``cover`` 1), else a random
     subset of as many as fit (sorted). Uses no labels.
 
-    Without it, a fit whose local scans did not fit ran none: with three classes (three residual
-    columns), two features and 8 000 scanned rows, a thin ring went unseen and 27 % of the queries
-    near it missed, where two classes ran the scans and held it. The scans raise ``L_r`` only, so
-    any rows may feed them; fewer rows make each neighbourhood wider, a coarser scan but a scan.
+    A fit whose local scans do not fit runs none (:func:`local_scans`), and a structure they would
+    have seen goes unseen. The scans raise ``L_r`` only, so any rows may feed them; fewer rows make
+    each neighbourhood wider, a coarser scan but a scan. (``metric="auto"`` scans at most
+    ``AUTO_RESIDUAL_ROWS`` rows, which fit: this keeps a larger scan from running none.)
 
     Parameters
     ----------
@@ -213,8 +216,6 @@ def local_scan_rows(n_rows: int, n_features: int, n_columns: int, *, random_stat
         The rows available.
     n_features : int
         The features the scan reads (the local scans run in 2 and 3).
-    n_columns : int
-        Residual columns (one for two classes, one per class otherwise).
     random_state : int, RandomState or None
         Draws the subset (only where one is needed).
     budget : float, default=2200000
@@ -228,13 +229,13 @@ def local_scan_rows(n_rows: int, n_features: int, n_columns: int, *, random_stat
     Examples
     --------
     >>> from nwbound.assumptions import local_scan_rows
-    >>> local_scan_rows(5000, 2, 1).shape[0], local_scan_rows(8000, 2, 3, random_state=0).shape[0]
-    (5000, 6790)
+    >>> local_scan_rows(8000, 2).shape[0], local_scan_rows(30000, 2, random_state=0).shape[0]
+    (8000, 20370)
     """
     if not 2 <= n_features <= LOCAL_SCAN_MAX_FEATURES:
         return np.arange(n_rows)
     degrees, scales, _, _ = _settings(n_features)
-    per_row = len(scales) * local_directions(n_features, degrees).shape[0] * max(int(n_columns), 1)
+    per_row = len(scales) * local_directions(n_features, degrees).shape[0]
     fits = int(budget // per_row)
     if n_rows <= fits:
         return np.arange(n_rows)
@@ -247,7 +248,7 @@ def local_scans(features: Any, variances: Any, scores: Any = None, *, random_sta
     ``LOCAL_SCAN_SCALES`` (at most the rows), in at most ``LOCAL_SCAN_MAX_FEATURES`` features (at
     least 2: along one feature the scan of every row is local already); in three features lighter
     (``LOCAL_SCAN_3D``), and only where every feature has more than ``SCAN_PLANE_VALUES`` values;
-    where centres × directions × rows × columns exceed ``budget``, fewer centres (``cover`` down
+    where centres × directions × rows exceed ``budget`` (per residual column), fewer centres (``cover`` down
     to 1), else none (:func:`local_scan_rows` picks rows that fit). Uses no labels.
 
     Parameters
@@ -290,7 +291,7 @@ def local_scans(features: Any, variances: Any, scores: Any = None, *, random_sta
     U = local_directions(d, degrees)
     sizes = sorted({int(min(k, n)) for k in scales})
     # centres × rows ≈ cover·n per size
-    cover = min(float(most), float(budget) / (len(sizes) * n * U.shape[0] * V.shape[1]))
+    cover = min(float(most), float(budget) / (len(sizes) * n * U.shape[0]))  # per residual column
     if cover < 1:
         return []
     rs = check_random_state(random_state)

@@ -660,7 +660,7 @@ class LearnedSpace:
         one, many = read(scans, rs)
         # the local scans: their own centres and their own draws (the scans above are as without them)
         local_rs = np.random.RandomState(0) if local_seed is None else local_seed
-        sub = local_scan_rows(n, d, S.shape[1], random_state=local_rs)  # every row, or as many as the budget allows
+        sub = local_scan_rows(n, d, random_state=local_rs)  # every row, or as many as the budget allows
         local = local_scans(features[sub], (S * (1.0 - S))[sub], S[sub], random_state=local_rs)
         local_value = _SCAN_SAFETY * max(read([(sub, scan, None) for scan in local], local_rs)) if local else 0.0
         value = max(_SCAN_SAFETY * max(one, many), local_value)
