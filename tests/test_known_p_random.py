@@ -133,8 +133,8 @@ def test_a_rare_class_in_a_small_region_holds():
     "rare field 60 at 30 000 rows: a class of 3 % whose p rises to 0.6-0.99 in a 3-D radial region of "
     "width 0.11 robust std (0.06 % of the mass; 24 training rows there, 18 of them that class, where "
     "its rate elsewhere is 3 %). The score model stays logistic regression (s ~ 0.02 there), so p - s "
-    "climbs 13.9 per std where L_r = 1.42. The directional scan reads nothing; the local scan (on the "
-    "rows its budget allows, round 22) reads 0 (about 6 of its rows in the region, under one 64-row neighbourhood). 42 % of the region's "
+    "climbs 13.9 per std where L_r = 1.42. The directional scan reads nothing; the local scan (on every "
+    "scanned row since round 22) reads 0 (about 6 of its rows in the region, under one 64-row neighbourhood). 42 % of the region's "
     "queries miss (50 % at 3 000 and 10 000 rows): seeable in the labels, not seen."))
 def test_a_rare_class_in_a_tiny_region_holds_where_its_rows_show_it():
     row = known_p_random.run(60, 0, "rare", n_rows=30_000)
