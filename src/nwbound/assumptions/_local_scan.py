@@ -199,6 +199,13 @@ def _settings(d: int) -> tuple:
     return (LOCAL_SCAN_DEGREES, LOCAL_SCAN_SCALES, LOCAL_SCAN_COVER, LOCAL_SCAN_SINGLE_WINDOW) if d == 2 else LOCAL_SCAN_3D
 
 
+def _cost_per_row(d: int) -> int:
+    """The local scans' cost per row and residual column in ``d`` features (what ``LOCAL_SCAN_BUDGET``
+    counts at one centre per neighbourhood's rows): neighbourhood sizes × directions."""
+    degrees, scales, _, _ = _settings(d)
+    return len(scales) * local_directions(d, degrees).shape[0]
+
+
 def local_scan_rows(n_rows: int, n_features: int, *, random_state: Any = None,
                     budget: float = LOCAL_SCAN_BUDGET) -> np.ndarray:
     """The rows :func:`local_scans` should read: every one of ``n_rows`` where the local scans of
@@ -234,9 +241,7 @@ def local_scan_rows(n_rows: int, n_features: int, *, random_state: Any = None,
     """
     if not 2 <= n_features <= LOCAL_SCAN_MAX_FEATURES:
         return np.arange(n_rows)
-    degrees, scales, _, _ = _settings(n_features)
-    per_row = len(scales) * local_directions(n_features, degrees).shape[0]
-    fits = int(budget // per_row)
+    fits = int(budget // _cost_per_row(n_features))
     if n_rows <= fits:
         return np.arange(n_rows)
     return np.sort(check_random_state(random_state).choice(n_rows, fits, replace=False))
@@ -290,8 +295,8 @@ def local_scans(features: Any, variances: Any, scores: Any = None, *, random_sta
     degrees, scales, most, single = _settings(d)
     U = local_directions(d, degrees)
     sizes = sorted({int(min(k, n)) for k in scales})
-    # centres × rows ≈ cover·n per size
-    cover = min(float(most), float(budget) / (len(sizes) * n * U.shape[0]))  # per residual column
+    # centres × rows ≈ cover·n per size; per residual column (below 256 rows `most` caps it)
+    cover = min(float(most), float(budget) / (n * _cost_per_row(d)))
     if cover < 1:
         return []
     rs = check_random_state(random_state)
