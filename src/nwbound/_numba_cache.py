@@ -24,7 +24,26 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-__all__ = ["njit_cached", "fallback_cache_dir"]
+__all__ = ["njit_cached", "fallback_cache_dir", "numba_switched_off"]
+
+
+def numba_switched_off() -> bool:
+    """Whether the environment variable ``NWBOUND_DISABLE_NUMBA`` switches nwbound's compiled
+    passes off (any value but empty or ``0``): read at each call, so a test or a user may set it
+    at any time. One rule for every compiled route (the engine's sums, the band-Chernoff solver,
+    the trees' walk).
+
+    Examples
+    --------
+    >>> import os
+    >>> from nwbound._numba_cache import numba_switched_off
+    >>> os.environ["NWBOUND_DISABLE_NUMBA"] = "1"; numba_switched_off()
+    True
+    >>> os.environ["NWBOUND_DISABLE_NUMBA"] = "0"; numba_switched_off()
+    False
+    >>> del os.environ["NWBOUND_DISABLE_NUMBA"]
+    """
+    return os.environ.get("NWBOUND_DISABLE_NUMBA", "").strip() not in ("", "0")
 
 
 def fallback_cache_dir() -> Path:

@@ -50,11 +50,11 @@ therefore serves both ends.
 from __future__ import annotations
 
 import math
-import os
 from typing import Callable
 
 import numpy as np
 
+from .._numba_cache import numba_switched_off
 from .._validation import check_open_unit, check_positive
 
 __all__ = ["chernoff_interval", "group_hoeffding_interval"]
@@ -330,7 +330,7 @@ def _bracket(S: np.ndarray, data: tuple, evaluate: Callable, a: np.ndarray, b: n
 
 def _numba_route() -> "_NumbaRoute | None":
     global _NUMBA_MODULE
-    if not USE_NUMBA or os.environ.get("NWBOUND_DISABLE_NUMBA", "").strip() not in ("", "0"):
+    if not USE_NUMBA or numba_switched_off():
         return None
     if _NUMBA_MODULE is None:  # import numba lazily, once
         try:

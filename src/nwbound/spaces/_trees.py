@@ -22,14 +22,13 @@ map reads the same arrays) and are kept per model while its trees stay the same.
 
 from __future__ import annotations
 
-import os
 import sys
 import weakref
 from typing import Any
 
 import numpy as np
 
-from .._numba_cache import njit_cached
+from .._numba_cache import njit_cached, numba_switched_off
 from ._frozen import _tree_arrays
 
 __all__ = ["model_proba"]
@@ -145,7 +144,7 @@ def _depths(left: np.ndarray, right: np.ndarray, leaf: np.ndarray, roots: np.nda
 def _compiled_walk() -> Any | None:
     """The compiled walk, or None: numba missing or switched off (``NWBOUND_DISABLE_NUMBA=1``)."""
     global _WALK
-    if os.environ.get("NWBOUND_DISABLE_NUMBA", "").strip() not in ("", "0"):
+    if numba_switched_off():
         return None
     if _WALK is None:
         try:

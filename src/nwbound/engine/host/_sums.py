@@ -119,6 +119,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..._numba_cache import numba_switched_off
 from ..._memory import block_rows
 from ..._numerics import direct_distance_error, summation_error
 from ..._threads import limited_blas_threads
@@ -187,7 +188,7 @@ def compiled_module():
     True
     """
     global _FUSED_MODULE
-    if not USE_NUMBA or os.environ.get("NWBOUND_DISABLE_NUMBA", "").strip() not in ("", "0"):
+    if not USE_NUMBA or numba_switched_off():
         return None
     if _FUSED_MODULE is None:
         try:
